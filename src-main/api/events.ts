@@ -1,0 +1,31 @@
+import { z } from 'zod';
+
+export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
+export type EngineState = z.infer<typeof EngineStateSchema>;
+
+/** Sent whenever the engine host changes state (a crash, a restart). */
+export const EngineStatusEventSchema = z.object({
+  state: EngineStateSchema,
+  /** Process id of the current host, null while none runs. */
+  pid: z.number().int().nullable(),
+  /** How many times the host was restarted after a crash. */
+  restarts: z.number().int().nonnegative(),
+  /** Why the last host died, e.g. "killed by signal SIGABRT while running debug.abort". */
+  lastFailure: z.string().nullable(),
+});
+export type EngineStatusEvent = z.infer<typeof EngineStatusEventSchema>;
+
+/** Every event stream of the contract, by name. */
+export const apiEvents = {
+  'engine.status': EngineStatusEventSchema,
+} as const;
+
+export type ApiEvents = typeof apiEvents;
+export type EventName = keyof ApiEvents;
+export type EventData<E extends EventName> = z.infer<ApiEvents[E]>;
+
+export const eventNames = Object.keys(apiEvents) as EventName[];
+
+export function isEventName(name: string): name is EventName {
+  return Object.prototype.hasOwnProperty.call(apiEvents, name);
+}

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+
+import { ApiErrorSchema } from './errors';
+
+/** Messages on the WebSocket transport (serve mode). Electron IPC carries the same payloads. */
+export const RequestMessageSchema = z.object({
+  type: z.literal('request'),
+  id: z.number().int().nonnegative(),
+  method: z.string().min(1),
+  params: z.unknown(),
+});
+export type RequestMessage = z.infer<typeof RequestMessageSchema>;
+
+export const ResponseMessageSchema = z.discriminatedUnion('ok', [
+  z.object({ type: z.literal('response'), id: z.number().int(), ok: z.literal(true), result: z.unknown() }),
+  z.object({ type: z.literal('response'), id: z.number().int(), ok: z.literal(false), error: ApiErrorSchema }),
+]);
+export type ResponseMessage = z.infer<typeof ResponseMessageSchema>;
+
+export const EventMessageSchema = z.object({
+  type: z.literal('event'),
+  event: z.string(),
+  data: z.unknown(),
+});
+export type EventMessage = z.infer<typeof EventMessageSchema>;
+
+export const ServerMessageSchema = z.union([ResponseMessageSchema, EventMessageSchema]);
+export type ServerMessage = z.infer<typeof ServerMessageSchema>;
+
+/** Query parameter that carries the serve-mode token. */
+export const TOKEN_QUERY_PARAM = 'token';
+/** Path of the WebSocket endpoint in serve mode. */
+export const WS_PATH = '/api';

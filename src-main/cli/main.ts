@@ -1,0 +1,84 @@
+import path from 'node:path';
+
+import { Command, InvalidArgumentError } from 'commander';
+
+import type { Devices } from '../api/devices';
+import { ApiError } from '../api/errors';
+import { createServices } from '../core/services';
+import { defaultWorkspaceDir } from '../core/workspace';
+import { packageRoot } from '../engine/package-root';
+import { DEFAULT_PORT, startServer } from '../server/serve';
+import { formatDevices } from './format-devices';
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new InvalidArgumentError(`port must be an integer from 0 to 65535, got ${JSON.stringify(value)}`);
+  }
+  return port;
+}
+
+async function devicesCommand(opts: { json?: boolean; workspace: string }): Promise<void> {
+  const services = await createServices({ workspaceDir: opts.workspace });
+  try {
+    const devices = (await services.router.dispatch('engine.devices', {})) as Devices;
+    process.stdout.write((opts.json ? JSON.stringify(devices, null, 2) : formatDevices(devices)) + '\n');
+  } finally {
+    await services.dispose();
+  }
+}
+
+async function serveCommand(opts: { port: number; host: string; workspace: string }): Promise<void> {
+  const services = await createServices({ workspaceDir: opts.workspace });
+  await services.engine.start();
+  const server = await startServer({
+    services,
+    rendererDir: path.join(packageRoot(), 'dist', 'renderer'),
+    host: opts.host,
+    port: opts.port,
+  });
+  process.stdout.write(`Trainbench is serving the workbench at\n  ${server.url}\nworkspace: ${services.workspace.root}\n`);
+  if (opts.host !== '127.0.0.1' && opts.host !== 'localhost') {
+    process.stdout.write(`warning: listening on ${opts.host}, not loopback; anyone who can reach it and has the token can use it\n`);
+  }
+  const shutdown = async () => {
+    await server.close();
+    await services.dispose();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown());
+  process.once('SIGTERM', () => void shutdown());
+}
+
+export function buildProgram(): Command {
+  const program = new Command('trainbench')
+    .description('Make GPU training fast, and show why')
+    .showHelpAfterError();
+
+  program
+    .command('devices')
+    .description('list the CPU and CUDA devices the engine can use')
+    .option('--json', 'print JSON instead of text')
+    .option('--workspace <dir>', 'workspace folder', defaultWorkspaceDir())
+    .action(devicesCommand);
+
+  program
+    .command('serve')
+    .description('serve the workbench UI and API to a browser (for headless rigs, over an SSH tunnel)')
+    .option('--port <n>', 'port to listen on (0 picks a free one)', parsePort, DEFAULT_PORT)
+    .option('--host <address>', 'address to bind', '127.0.0.1')
+    .option('--workspace <dir>', 'workspace folder', defaultWorkspaceDir())
+    .action(serveCommand);
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (err) {
+    const code = err instanceof ApiError ? `${err.code}: ` : '';
+    process.stderr.write(`trainbench: ${code}${(err as Error).message}\n`);
+    process.exitCode = 1;
+  }
+}

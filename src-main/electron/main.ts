@@ -1,0 +1,97 @@
+/** Electron main process: a thin shell over the shared services. The only code importing `electron`. */
+import path from 'node:path';
+
+import { app, BrowserWindow, ipcMain, Menu, session, shell } from 'electron';
+
+import type { CallOutcome } from '../api/bridge';
+import { IPC_CALL_CHANNEL, IPC_EVENT_CHANNEL } from '../api/bridge';
+import { toApiError } from '../core/api-router';
+import type { Services } from '../core/services';
+import { createServices } from '../core/services';
+import { defaultWorkspaceDir } from '../core/workspace';
+import { packageRoot } from '../engine/package-root';
+import { menuTemplate } from './menu';
+import { isAppUrl, isExternalLink } from './navigation';
+import { utilityHostLauncher } from './utility-launcher';
+import { mainWindowOptions } from './window-options';
+
+const DOCS_URL = 'https://github.com/trainbench/trainbench#readme';
+const root = packageRoot();
+const rendererIndex = path.join(root, 'dist', 'renderer', 'index.html');
+const appUrl = new URL(`file://${rendererIndex.replace(/\\/g, '/')}`).toString();
+
+function workspaceFromArgs(argv: string[]): string | null {
+  const i = argv.indexOf('--workspace');
+  return i >= 0 && argv[i + 1] ? path.resolve(argv[i + 1]) : null;
+}
+
+function createWindow(): BrowserWindow {
+  const win = new BrowserWindow(mainWindowOptions(path.join(__dirname, 'preload.js')));
+  win.once('ready-to-show', () => win.show());
+  win.webContents.setWindowOpenHandler(({ url }) => {
+    if (isExternalLink(url)) void shell.openExternal(url);
+    return { action: 'deny' };
+  });
+  win.webContents.on('will-navigate', (event, url) => {
+    if (!isAppUrl(url, appUrl)) event.preventDefault();
+  });
+  void win.loadFile(rendererIndex);
+  return win;
+}
+
+function registerIpc(services: Services): void {
+  ipcMain.handle(IPC_CALL_CHANNEL, async (event, method: unknown, params: unknown): Promise<CallOutcome> => {
+    // Only our own page may call in.
+    if (!event.senderFrame || !isAppUrl(event.senderFrame.url, appUrl)) {
+      return { ok: false, error: { code: 'E_BAD_REQUEST', message: 'caller is not the Trainbench window' } };
+    }
+    try {
+      return { ok: true, result: await services.router.dispatch(String(method), params) };
+    } catch (err) {
+      return { ok: false, error: toApiError(err).toPayload() };
+    }
+  });
+  services.events.subscribe((name, data) => {
+    for (const win of BrowserWindow.getAllWindows()) win.webContents.send(IPC_EVENT_CHANNEL, name, data);
+  });
+}
+
+async function start(): Promise<void> {
+  await app.whenReady();
+  // No page of ours needs camera, notifications or the like.
+  session.defaultSession.setPermissionRequestHandler((_wc, _permission, callback) => callback(false));
+
+  const workspaceDir = workspaceFromArgs(process.argv) ?? defaultWorkspaceDir();
+  const services = await createServices({ workspaceDir, engine: { launcher: utilityHostLauncher } });
+  registerIpc(services);
+  void services.engine.start().catch(() => undefined); // failures are shown through engine.status
+
+  Menu.setApplicationMenu(
+    Menu.buildFromTemplate(
+      menuTemplate(
+        {
+          openWorkspaceFolder: () => void shell.openPath(services.workspace.root),
+          openDocs: () => void shell.openExternal(DOCS_URL),
+        },
+        process.platform === 'darwin',
+        !app.isPackaged,
+      ),
+    ),
+  );
+  createWindow();
+
+  app.on('activate', () => {
+    if (BrowserWindow.getAllWindows().length === 0) createWindow();
+  });
+  app.on('window-all-closed', () => {
+    if (process.platform !== 'darwin') app.quit();
+  });
+  app.on('before-quit', () => {
+    void services.dispose();
+  });
+}
+
+start().catch((err: unknown) => {
+  console.error(`Trainbench failed to start: ${(err as Error).message}`);
+  app.exit(1);
+});

@@ -1,0 +1,54 @@
+import type { Devices, EngineVersion, PingResult } from '../api/devices';
+import type { EngineStatusEvent } from '../api/events';
+import type { SupervisorOptions } from './supervisor';
+import { EngineSupervisor } from './supervisor';
+
+/**
+ * Typed wrapper over the supervised engine host. Callers never see the
+ * process, the addon or its handles.
+ */
+export class EngineClient {
+  readonly supervisor: EngineSupervisor;
+
+  constructor(options: SupervisorOptions = {}) {
+    this.supervisor = new EngineSupervisor(options);
+  }
+
+  start(): Promise<void> {
+    return this.supervisor.start();
+  }
+
+  stop(): Promise<void> {
+    return this.supervisor.stop();
+  }
+
+  status(): EngineStatusEvent {
+    return this.supervisor.status();
+  }
+
+  onStatus(listener: (status: EngineStatusEvent) => void): () => void {
+    this.supervisor.on('status', listener);
+    return () => this.supervisor.off('status', listener);
+  }
+
+  version(): Promise<EngineVersion> {
+    return this.supervisor.request('version');
+  }
+
+  devices(): Promise<Devices> {
+    return this.supervisor.request('devices');
+  }
+
+  resolveDevice(name: string): Promise<{ kind: 'cpu' | 'cuda'; index: number }> {
+    return this.supervisor.request('resolveDevice', { name });
+  }
+
+  ping(): Promise<PingResult> {
+    return this.supervisor.request('ping');
+  }
+
+  /** Crashes the host on purpose (debug hosts only); used to prove crash isolation. */
+  debugAbort(): Promise<never> {
+    return this.supervisor.request('debug.abort');
+  }
+}

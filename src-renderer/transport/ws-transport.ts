@@ -1,0 +1,143 @@
+import type { CallOutcome } from '@api/bridge';
+import type { ServerMessage } from '@api/wire';
+import { ServerMessageSchema, TOKEN_QUERY_PARAM, WS_PATH } from '@api/wire';
+
+import type { Transport, TransportState } from './transport';
+import { listenerSet } from './transport';
+
+export interface WsTransportOptions {
+  url: string;
+  /** How long a call waits for a connection before failing with E_DISCONNECTED. */
+  connectWaitMs?: number;
+  reconnectDelaysMs?: number[];
+}
+
+interface PendingCall {
+  resolve(outcome: CallOutcome): void;
+}
+
+const disconnected = (message: string): CallOutcome => ({ ok: false, error: { code: 'E_DISCONNECTED', message } });
+
+/** Serve mode: one WebSocket, reconnected with back-off; calls in flight fail with E_DISCONNECTED on a drop. */
+export function createWsTransport(options: WsTransportOptions): Transport {
+  const delays = options.reconnectDelaysMs ?? [250, 500, 1000, 2000, 5000];
+  const connectWaitMs = options.connectWaitMs ?? 10_000;
+  const stateListeners = listenerSet<[TransportState]>();
+  const eventListeners = listenerSet<[string, unknown]>();
+  const pending = new Map<number, PendingCall>();
+  const waiters = new Set<() => void>();
+  let state: TransportState = 'connecting';
+  let socket: WebSocket | null = null;
+  let attempt = 0;
+  let nextId = 1;
+  let closed = false;
+
+  const setState = (next: TransportState) => {
+    if (state === next) return;
+    state = next;
+    stateListeners.emit(next);
+  };
+
+  const onMessage = (raw: string) => {
+    let msg: ServerMessage;
+    try {
+      msg = ServerMessageSchema.parse(JSON.parse(raw));
+    } catch {
+      return; // a server that speaks another protocol version; nothing sensible to do with it
+    }
+    if (msg.type === 'event') {
+      eventListeners.emit(msg.event, msg.data);
+      return;
+    }
+    const call = pending.get(msg.id);
+    if (!call) return;
+    pending.delete(msg.id);
+    call.resolve(msg.ok ? { ok: true, result: msg.result } : { ok: false, error: msg.error });
+  };
+
+  const connect = () => {
+    if (closed) return;
+    const ws = new WebSocket(options.url);
+    socket = ws;
+    ws.onopen = () => {
+      attempt = 0;
+      setState('connected');
+      for (const wake of waiters) wake();
+      waiters.clear();
+    };
+    ws.onmessage = (e) => onMessage(String(e.data));
+    ws.onclose = () => {
+      if (socket !== ws) return;
+      socket = null;
+      for (const call of pending.values()) call.resolve(disconnected('the connection to Trainbench was lost'));
+      pending.clear();
+      if (closed) return;
+      setState('reconnecting');
+      const delay = delays[Math.min(attempt, delays.length - 1)];
+      attempt += 1;
+      setTimeout(connect, delay);
+    };
+  };
+
+  const waitConnected = (): Promise<boolean> => {
+    if (state === 'connected') return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        waiters.delete(wake);
+        resolve(false);
+      }, connectWaitMs);
+      waiters.add(wake);
+    });
+  };
+
+  connect();
+
+  return {
+    kind: 'websocket',
+    state: () => state,
+    onState: stateListeners.add,
+    onEvent: eventListeners.add,
+    async call(method, params) {
+      if (!(await waitConnected()) || !socket) {
+        return disconnected(`not connected to Trainbench (waited ${connectWaitMs / 1000} s)`);
+      }
+      const id = nextId++;
+      const sent = socket;
+      return new Promise<CallOutcome>((resolve) => {
+        pending.set(id, { resolve });
+        sent.send(JSON.stringify({ type: 'request', id, method, params }));
+      });
+    },
+    close() {
+      closed = true;
+      setState('closed');
+      socket?.close();
+    },
+  };
+}
+
+/**
+ * The token arrives in the page URL; keep it for reloads in sessionStorage and
+ * take it out of the address bar so it does not end up in screenshots or history.
+ */
+export function takeServeToken(location: Location, history: History, storage: Storage): string | null {
+  const params = new URLSearchParams(location.search);
+  const fromUrl = params.get(TOKEN_QUERY_PARAM);
+  if (fromUrl) {
+    storage.setItem('trainbench.token', fromUrl);
+    params.delete(TOKEN_QUERY_PARAM);
+    const query = params.toString();
+    history.replaceState(history.state, '', `${location.pathname}${query ? `?${query}` : ''}${location.hash}`);
+    return fromUrl;
+  }
+  return storage.getItem('trainbench.token');
+}
+
+export function serveSocketUrl(location: Location, token: string): string {
+  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+  return `${scheme}://${location.host}${WS_PATH}?${TOKEN_QUERY_PARAM}=${encodeURIComponent(token)}`;
+}
