@@ -18,7 +18,7 @@ static std::string version_text(int v) { return std::to_string(v / 1000) + "." +
 static std::string unavailable_reason(cudaError_t err, int driver_version) {
   if (err == cudaErrorNoDevice) return "no CUDA device found (the NVIDIA driver is loaded but reports no GPU)";
   if (err == cudaErrorInsufficientDriver && driver_version == 0) {
-    return "no NVIDIA driver found (libcuda could not be loaded); the CPU backend will be used";
+    return "no NVIDIA driver found (libcuda could not be loaded)";
   }
   if (err == cudaErrorInsufficientDriver) {
     return "the NVIDIA driver supports CUDA " + version_text(driver_version) + " but this build needs " +

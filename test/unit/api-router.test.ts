@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+
+import { ApiError } from '../../src-main/api/errors';
+import type { ApiHandlers } from '../../src-main/core/api-router';
+import { createApiRouter } from '../../src-main/core/api-router';
+
+const devices = {
+  cpu: { name: 'Test CPU', arch: 'x86_64', logicalCores: 4, simd: ['avx2'] },
+  cuda: { compiled: false, available: false, reason: 'no build', driverVersion: 0, runtimeVersion: 0, devices: [] },
+};
+
+function router(overrides: Partial<ApiHandlers> = {}) {
+  return createApiRouter({
+    'engine.version': async () => ({ version: '0.1.0', napiVersion: 8, cudaCompiled: false, debugEntryPoints: false, hostPid: 1 }),
+    'engine.devices': async () => devices,
+    'engine.ping': async () => ({ hostPid: 1, hostUptimeMs: 5 }),
+    'engine.status': async () => ({ state: 'ready', pid: 1, restarts: 0, lastFailure: null }),
+    ...overrides,
+  });
+}
+
+async function rejection(p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (err) {
+    return err as ApiError;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('API router', () => {
+  it('dispatches a valid request to its handler', async () => {
+    await expect(router().dispatch('engine.devices', {})).resolves.toEqual(devices);
+  });
+
+  it('treats missing params as an empty object', async () => {
+    await expect(router().dispatch('engine.ping', undefined)).resolves.toMatchObject({ hostPid: 1 });
+  });
+
+  it('refuses an unknown method by name', async () => {
+    const err = await rejection(router().dispatch('engine.format_disk', {}));
+    expect(err.code).toBe('E_UNKNOWN_METHOD');
+    expect(err.message).toContain('engine.format_disk');
+  });
+
+  it('refuses params that do not match the schema, naming the bad key', async () => {
+    const err = await rejection(router().dispatch('engine.devices', { verbose: true }));
+    expect(err.code).toBe('E_BAD_REQUEST');
+    expect(err.message).toContain('engine.devices');
+    expect(err.message).toContain('verbose');
+  });
+
+  it('refuses params that are not an object', async () => {
+    const err = await rejection(router().dispatch('engine.devices', 'all'));
+    expect(err.code).toBe('E_BAD_REQUEST');
+    expect(err.message).toMatch(/params: .*object/);
+  });
+
+  it('keeps the code of an ApiError thrown by a handler', async () => {
+    const r = router({ 'engine.devices': () => Promise.reject(new ApiError('E_CUDA', 'cudaMalloc failed')) });
+    const err = await rejection(r.dispatch('engine.devices', {}));
+    expect(err.code).toBe('E_CUDA');
+    expect(err.message).toBe('cudaMalloc failed');
+  });
+
+  it('turns any other error into E_INTERNAL with its message', async () => {
+    const r = router({ 'engine.devices': () => Promise.reject(new TypeError('x is undefined')) });
+    const err = await rejection(r.dispatch('engine.devices', {}));
+    expect(err.code).toBe('E_INTERNAL');
+    expect(err.message).toBe('x is undefined');
+  });
+});

@@ -1,0 +1,54 @@
+import path from 'node:path';
+
+import { ESLint, RuleTester } from 'eslint';
+import { describe, expect, it } from 'vitest';
+
+import { layerImportsRule } from '../../tools/eslint/layer-imports-rule.mjs';
+import { REPO_ROOT } from '../helpers/repo';
+
+const ruleTester = new RuleTester({ languageOptions: { ecmaVersion: 2022, sourceType: 'module' } });
+const file = (rel: string) => path.join(REPO_ROOT, rel);
+const options = [{ root: REPO_ROOT }];
+
+describe('trainbench/layer-imports', () => {
+  it('passes imports that point down and fires on each kind of violation', () => {
+    ruleTester.run('layer-imports', layerImportsRule as never, {
+      valid: [
+        { code: "import { x } from '../api/errors';", filename: file('src-main/core/a.ts'), options },
+        { code: "import { x } from '../engine/supervisor';", filename: file('src-main/core/a.ts'), options },
+        { code: "import { x } from '../core/services';", filename: file('src-main/server/a.ts'), options },
+        { code: "import { app } from 'electron';", filename: file('src-main/electron/main.ts'), options },
+        { code: "import { x } from '@api/errors';", filename: file('src-renderer/a.ts'), options },
+        { code: "import fs from 'node:fs';", filename: file('src-main/engine/a.ts'), options },
+        { code: "const a = require('./x.node');", filename: file('src-main/engine/a.ts'), options },
+        { code: "import { x } from '../../src-main/core/services';", filename: file('test/unit/a.ts'), options },
+      ],
+      invalid: [
+        { code: "import { x } from '../core/services';", filename: file('src-main/engine/a.ts'), options, errors: [{ messageId: 'upward' }] },
+        { code: "import { x } from '../server/serve';", filename: file('src-main/core/a.ts'), options, errors: [{ messageId: 'upward' }] },
+        { code: "import { x } from '../electron/main';", filename: file('src-main/server/a.ts'), options, errors: [{ messageId: 'upward' }] },
+        { code: "import { x } from '../core/x';", filename: file('src-main/api/a.ts'), options, errors: [{ messageId: 'upward' }] },
+        { code: "import { x } from '../src-main/core/services';", filename: file('src-renderer/a.ts'), options, errors: [{ messageId: 'upward' }] },
+        { code: "import { app } from 'electron';", filename: file('src-main/core/a.ts'), options, errors: [{ messageId: 'restricted' }] },
+        { code: "import fs from 'node:fs';", filename: file('src-renderer/a.ts'), options, errors: [{ messageId: 'builtin' }] },
+        { code: "import path from 'path';", filename: file('src-main/api/a.ts'), options, errors: [{ messageId: 'builtin' }] },
+        { code: "const a = require('../../build/Release/x.node');", filename: file('src-main/core/a.ts'), options, errors: [{ messageId: 'native' }] },
+        { code: "export * from '../core/services';", filename: file('src-main/engine/a.ts'), options, errors: [{ messageId: 'upward' }] },
+        { code: "const m = import('../cli/main');", filename: file('src-main/server/a.ts'), options, errors: [{ messageId: 'upward' }] },
+      ],
+    });
+  });
+
+  it('is switched on in the project config (the fixture is reported)', async () => {
+    const eslint = new ESLint({ cwd: REPO_ROOT, ignore: false });
+    const fixture = path.join(REPO_ROOT, 'test/fixtures/layer-violations/src-main/engine/imports-core.ts');
+    // Lint the fixture's text as if it lived in the real engine folder.
+    const { readFileSync } = await import('node:fs');
+    const [result] = await eslint.lintText(readFileSync(fixture, 'utf8'), {
+      filePath: path.join(REPO_ROOT, 'src-main/engine/imports-core.ts'),
+    });
+    const messages = result.messages.filter((m) => m.ruleId === 'trainbench/layer-imports');
+    expect(messages).toHaveLength(1);
+    expect(messages[0].message).toContain('engine may not import core');
+  });
+});

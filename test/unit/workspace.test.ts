@@ -1,0 +1,57 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { afterEach, describe, expect, it } from 'vitest';
+
+import { defaultWorkspaceDir, openWorkspace, resolveInside } from '../../src-main/core/workspace';
+import { tempDir } from '../helpers/temp-dir';
+
+const cleanups: (() => void)[] = [];
+afterEach(() => cleanups.splice(0).forEach((c) => c()));
+function scratch(): string {
+  const t = tempDir();
+  cleanups.push(t.cleanup);
+  return t.dir;
+}
+
+describe('workspace', () => {
+  it('creates the layout and a schema-versioned marker', async () => {
+    const dir = path.join(scratch(), 'ws');
+    const ws = await openWorkspace(dir);
+    for (const sub of ['datasets', 'runs', 'reports']) expect(existsSync(path.join(dir, sub))).toBe(true);
+    expect(JSON.parse(readFileSync(path.join(dir, 'workspace.json'), 'utf8'))).toMatchObject({ schemaVersion: 1 });
+    expect(ws.resolve('runs/abc/run.json')).toBe(path.join(dir, 'runs', 'abc', 'run.json'));
+  });
+
+  it('refuses a workspace written by a newer Trainbench', async () => {
+    const dir = scratch();
+    writeFileSync(path.join(dir, 'workspace.json'), JSON.stringify({ schemaVersion: 99 }));
+    await expect(openWorkspace(dir)).rejects.toMatchObject({ code: 'E_DATA', message: expect.stringContaining('99') });
+  });
+
+  it('refuses a path that is a file, naming it', async () => {
+    const file = path.join(scratch(), 'not-a-dir');
+    writeFileSync(file, 'x');
+    await expect(openWorkspace(file)).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringContaining(file) });
+  });
+
+  it.each(['../escape', 'runs/../../escape', '/etc/passwd', 'a\0b'])('refuses %j as outside the workspace', (rel) => {
+    const root = scratch();
+    expect(() => resolveInside(root, rel)).toThrowError(expect.objectContaining({ code: 'E_BAD_INPUT' }));
+  });
+
+  it('allows names that merely start with dots', () => {
+    const root = scratch();
+    expect(resolveInside(root, '..hidden')).toBe(path.join(root, '..hidden'));
+  });
+
+  it('defaults to <user-data>/workspace on each platform', () => {
+    expect(defaultWorkspaceDir('linux', {}, '/home/ada')).toBe('/home/ada/.config/Trainbench/workspace');
+    expect(defaultWorkspaceDir('linux', { XDG_CONFIG_HOME: '/x' }, '/home/ada')).toBe('/x/Trainbench/workspace');
+    expect(defaultWorkspaceDir('win32', { APPDATA: 'C:\\Users\\ada\\AppData\\Roaming' }, 'C:\\Users\\ada')).toBe(
+      'C:\\Users\\ada\\AppData\\Roaming\\Trainbench\\workspace',
+    );
+    expect(defaultWorkspaceDir('darwin', {}, '/Users/ada')).toBe('/Users/ada/Library/Application Support/Trainbench/workspace');
+    expect(defaultWorkspaceDir('linux', { TRAINBENCH_WORKSPACE: '/data/tb' }, '/home/ada')).toBe('/data/tb');
+  });
+});

@@ -1,0 +1,6 @@
+import type { Rule } from 'eslint';
+
+export declare const layerImportsRule: Rule.RuleModule;
+export declare function layerOf(relPath: string): string | null;
+declare const plugin: { rules: { 'layer-imports': Rule.RuleModule } };
+export default plugin;
