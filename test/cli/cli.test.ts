@@ -34,7 +34,7 @@ describe('trainbench devices', () => {
     const [{ stdout: text }, { stdout: json }] = await Promise.all([trainbench('devices'), trainbench('devices', '--json')]);
     const devices = DevicesSchema.parse(JSON.parse(json));
     expect(text).toContain(`CPU   ${devices.cpu.name}`);
-    expect(text).toMatch(/^CUDA  /m);
+    expect(text).toMatch(/^CUDA {2}/m);
     if (!devices.cuda.available) expect(text).toContain(devices.cuda.reason ?? '');
     expect(text).toContain(`Training will use: ${devices.cuda.available ? 'cuda:0' : 'cpu'}`);
   });

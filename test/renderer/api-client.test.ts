@@ -114,7 +114,7 @@ describe('renderer stores', () => {
 describe('serve token handling', () => {
   it('takes the token out of the address bar and keeps it for reloads', () => {
     const stored = new Map<string, string>();
-    const storage = { getItem: (k: string) => stored.get(k) ?? null, setItem: (k: string, v: string) => stored.set(k, v) } as Storage;
+    const storage = { getItem: (k: string) => stored.get(k) ?? null, setItem: (k: string, v: string) => void stored.set(k, v) } as unknown as Storage;
     let replaced = '';
     const history = { state: null, replaceState: (_s: unknown, _t: string, url: string) => (replaced = url) } as unknown as History;
     const location = { search: '?token=abc&x=1', pathname: '/', hash: '#/runs', protocol: 'http:', host: '127.0.0.1:7433' } as Location;
