@@ -2,6 +2,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 import { ApiError } from '../../src-main/api/errors';
+import { rejection } from '../helpers/rejection';
 import type { EngineStatusEvent } from '../../src-main/api/events';
 import { EngineClient } from '../../src-main/engine/engine-client';
 import { HOST_DEBUG_ENV } from '../../src-main/engine/host-protocol';
@@ -18,15 +19,6 @@ function client(env: Record<string, string> = {}, extra = {}): EngineClient {
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.stop()));
 });
-
-async function rejection(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as ApiError;
-  }
-  throw new Error('expected the promise to reject');
-}
 
 describe('engine supervisor', () => {
   it('runs the addon in a separate process', async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { ApiError } from '../../src-main/api/errors';
+import { rejection } from '../helpers/rejection';
 import type { ApiHandlers } from '../../src-main/core/api-router';
 import { createApiRouter } from '../../src-main/core/api-router';
 
@@ -17,15 +18,6 @@ function router(overrides: Partial<ApiHandlers> = {}) {
     'engine.status': async () => ({ state: 'ready', pid: 1, restarts: 0, lastFailure: null }),
     ...overrides,
   });
-}
-
-async function rejection(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as ApiError;
-  }
-  throw new Error('expected a rejection');
 }
 
 describe('API router', () => {
