@@ -7,6 +7,7 @@
 #include "addon/convert.h"
 #include "core/device_info.h"
 #include "core/device_spec.h"
+#include "train/gradcheck.h"
 
 namespace tb::addon {
 namespace {
@@ -51,6 +52,32 @@ Napi::Value ResolveDevice(const Napi::CallbackInfo& info) {
   });
 }
 
+// gradcheck(op, seed) -> { op, shapes, maxRelError, checked }: finite differences in double.
+Napi::Value Gradcheck(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Napi::Env env = info.Env();
+    if (info.Length() < 2 || !info[0].IsString() || !info[1].IsNumber()) {
+      throw make_js_error(env, "E_BAD_INPUT", "gradcheck(op, seed) needs an op name and a numeric seed", "");
+    }
+    const GradcheckResult r = gradcheck(info[0].As<Napi::String>().Utf8Value(),
+                                        static_cast<std::uint64_t>(info[1].As<Napi::Number>().Int64Value()));
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("op", r.op);
+    o.Set("shapes", r.shapes);
+    o.Set("maxRelError", r.max_rel_error);
+    o.Set("checked", static_cast<double>(r.checked));
+    return o;
+  });
+}
+
+Napi::Value GradcheckOps(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const auto ops = gradcheck_ops();
+  Napi::Array a = Napi::Array::New(env, ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) a.Set(static_cast<uint32_t>(i), ops[i]);
+  return a;
+}
+
 #ifdef TB_DEBUG_ENTRYPOINTS
 // Deliberately kills the process, as a native bug would. Used only by the
 // crash-isolation test; the engine host refuses to call it unless started in
@@ -64,6 +91,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("version", Napi::Function::New(env, Version, "version"));
   exports.Set("devices", Napi::Function::New(env, Devices, "devices"));
   exports.Set("resolveDevice", Napi::Function::New(env, ResolveDevice, "resolveDevice"));
+  exports.Set("gradcheck", Napi::Function::New(env, Gradcheck, "gradcheck"));
+  exports.Set("gradcheckOps", Napi::Function::New(env, GradcheckOps, "gradcheckOps"));
 #ifdef TB_DEBUG_ENTRYPOINTS
   exports.Set("debugAbort", Napi::Function::New(env, DebugAbort, "debugAbort"));
 #endif

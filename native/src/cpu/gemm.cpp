@@ -1,0 +1,172 @@
+#include "cpu/gemm.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/device_info.h"
+#include "core/threads.h"
+
+namespace tb {
+namespace gemm_detail {
+void kernel_generic(int, const float*, const float*, float*, int, int, int, float, float);
+#if defined(TB_HAVE_X86_KERNELS)
+void kernel_avx2(int, const float*, const float*, float*, int, int, int, float, float);
+void kernel_avx512(int, const float*, const float*, float*, int, int, int, float, float);
+#endif
+}  // namespace gemm_detail
+
+namespace {
+
+using Kernel = void (*)(int, const float*, const float*, float*, int, int, int, float, float);
+
+struct KernelChoice {
+  Kernel fn;
+  int mr;
+  int nr;
+  const char* name;
+  int lanes;
+};
+
+bool has(const CpuInfo& cpu, const char* feature) {
+  return std::find(cpu.simd.begin(), cpu.simd.end(), feature) != cpu.simd.end();
+}
+
+const KernelChoice& choice() {
+  static const KernelChoice c = [] {
+#if defined(TB_HAVE_X86_KERNELS)
+    const CpuInfo cpu = cpu_info();
+    if (has(cpu, "avx512f")) return KernelChoice{gemm_detail::kernel_avx512, 6, 32, "avx512", 16};
+    if (has(cpu, "avx2") && has(cpu, "fma")) return KernelChoice{gemm_detail::kernel_avx2, 6, 16, "avx2", 8};
+#endif
+    return KernelChoice{gemm_detail::kernel_generic, 6, 16, "generic", 4};
+  }();
+  return c;
+}
+
+// Block sizes: an (MC, KC) block of A stays in L2, a (KC, NC) panel of B in L3.
+constexpr int KC = 256;
+constexpr int MC = 120;  // a multiple of MR = 6
+constexpr int NC = 3072;
+
+inline float at(const float* X, int ld, bool trans, int r, int c) {
+  return trans ? X[static_cast<std::int64_t>(c) * ld + r] : X[static_cast<std::int64_t>(r) * ld + c];
+}
+
+// Packs op(A)[i0:i0+mc, p0:p0+kc] into MR-row panels, zero-padding the edge.
+void pack_a(const float* A, int lda, bool trans, int i0, int mc, int p0, int kc, int mr, float* out) {
+  for (int ip = 0; ip < mc; ip += mr) {
+    const int rows = std::min(mr, mc - ip);
+    for (int k = 0; k < kc; ++k) {
+      for (int i = 0; i < rows; ++i) *out++ = at(A, lda, trans, i0 + ip + i, p0 + k);
+      for (int i = rows; i < mr; ++i) *out++ = 0.0f;
+    }
+  }
+}
+
+// Packs op(B)[p0:p0+kc, j0+jp : j0+jp+nr] (one NR-column panel), zero-padding the edge.
+void pack_b_panel(const float* B, int ldb, bool trans, int p0, int kc, int j, int cols, int nr, float* out) {
+  if (!trans) {
+    for (int k = 0; k < kc; ++k) {
+      const float* row = B + static_cast<std::int64_t>(p0 + k) * ldb + j;
+      for (int c = 0; c < cols; ++c) out[c] = row[c];
+      for (int c = cols; c < nr; ++c) out[c] = 0.0f;
+      out += nr;
+    }
+  } else {
+    for (int k = 0; k < kc; ++k) {
+      for (int c = 0; c < cols; ++c) out[c] = B[static_cast<std::int64_t>(j + c) * ldb + p0 + k];
+      for (int c = cols; c < nr; ++c) out[c] = 0.0f;
+      out += nr;
+    }
+  }
+}
+
+}  // namespace
+
+std::string gemm_kernel_name() { return choice().name; }
+int gemm_kernel_lanes() { return choice().lanes; }
+
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+          int ldb, float beta, float* C, int ldc, ThreadPool* pool) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) C[static_cast<std::int64_t>(i) * ldc + j] *= beta;
+    return;
+  }
+  const KernelChoice& kc_choice = choice();
+  const int mr = kc_choice.mr, nr = kc_choice.nr;
+  const int threads = pool ? pool->size() : 1;
+  std::vector<float> bpack(static_cast<size_t>(KC) * (NC + nr));
+  std::vector<std::vector<float>> apack(threads, std::vector<float>(static_cast<size_t>(MC + mr) * KC));
+
+  for (int j0 = 0; j0 < N; j0 += NC) {
+    const int nc = std::min(NC, N - j0);
+    const int npanels = (nc + nr - 1) / nr;
+    for (int p0 = 0; p0 < K; p0 += KC) {
+      const int kc = std::min(KC, K - p0);
+      const float beta_block = p0 == 0 ? beta : 1.0f;
+      auto pack_panels = [&](std::int64_t b, std::int64_t e, int) {
+        for (std::int64_t p = b; p < e; ++p) {
+          const int j = j0 + static_cast<int>(p) * nr;
+          pack_b_panel(B, ldb, trans_b, p0, kc, j, std::min(nr, N - j), nr, bpack.data() + p * kc * nr);
+        }
+      };
+      if (pool) pool->parallel_for(npanels, pack_panels, 4);
+      else pack_panels(0, npanels, 0);
+
+      // C is cut into tiles of (MC rows) x (a group of NR panels), enough tiles to
+      // keep every thread busy even when M is small (convolutions have few output
+      // channels). Each C element is owned by one tile and summed in k order, so
+      // results do not depend on the thread count.
+      const int mgroups = (M + MC - 1) / MC;
+      const int ngroups = std::max(1, std::min(npanels, (2 * threads + mgroups - 1) / mgroups));
+      const int panels_per_group = (npanels + ngroups - 1) / ngroups;
+      auto compute = [&](std::int64_t b, std::int64_t e, int worker) {
+        float* ap = apack[worker].data();
+        int packed_mg = -1;
+        for (std::int64_t t = b; t < e; ++t) {
+          const int mg = static_cast<int>(t / ngroups), ng = static_cast<int>(t % ngroups);
+          const int i0 = mg * MC;
+          const int mc = std::min(MC, M - i0);
+          if (mg != packed_mg) {
+            pack_a(A, lda, trans_a, i0, mc, p0, kc, mr, ap);
+            packed_mg = mg;
+          }
+          const int p_end = std::min(npanels, (ng + 1) * panels_per_group);
+          for (int p = ng * panels_per_group; p < p_end; ++p) {
+            const int j = j0 + p * nr;
+            const int cols = std::min(nr, N - j);
+            const float* bp = bpack.data() + static_cast<std::int64_t>(p) * kc * nr;
+            for (int ip = 0; ip < mc; ip += mr) {
+              const int rows = std::min(mr, mc - ip);
+              kc_choice.fn(kc, ap + static_cast<std::int64_t>(ip) * kc, bp,
+                           C + static_cast<std::int64_t>(i0 + ip) * ldc + j, ldc, rows, cols, alpha, beta_block);
+            }
+          }
+        }
+      };
+      const std::int64_t tiles = static_cast<std::int64_t>(mgroups) * ngroups;
+      if (pool) pool->parallel_for(tiles, compute, 1);
+      else compute(0, tiles, 0);
+    }
+  }
+}
+
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, double alpha, const double* A, int lda, const double* B,
+          int ldb, double beta, double* C, int ldc, ThreadPool*) {
+  for (int i = 0; i < M; ++i) {
+    for (int j = 0; j < N; ++j) {
+      double s = 0;
+      for (int k = 0; k < K; ++k) {
+        const double a = trans_a ? A[static_cast<std::int64_t>(k) * lda + i] : A[static_cast<std::int64_t>(i) * lda + k];
+        const double b = trans_b ? B[static_cast<std::int64_t>(j) * ldb + k] : B[static_cast<std::int64_t>(k) * ldb + j];
+        s += a * b;
+      }
+      double& c = C[static_cast<std::int64_t>(i) * ldc + j];
+      c = alpha * s + (beta == 0.0 ? 0.0 : beta * c);
+    }
+  }
+}
+
+}  // namespace tb

@@ -1,0 +1,5 @@
+// Built with AVX2 + FMA flags (see CMakeLists.txt); called only when the CPU has them.
+#define TB_MR 6
+#define TB_NR 16
+#define TB_KERNEL_NAME kernel_avx2
+#include "cpu/gemm_kernel.inc"

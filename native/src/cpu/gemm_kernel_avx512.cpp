@@ -1,0 +1,5 @@
+// Built with AVX-512 flags (see CMakeLists.txt); called only when the CPU has them.
+#define TB_MR 6
+#define TB_NR 32
+#define TB_KERNEL_NAME kernel_avx512
+#include "cpu/gemm_kernel.inc"

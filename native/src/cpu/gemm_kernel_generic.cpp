@@ -1,0 +1,4 @@
+#define TB_MR 6
+#define TB_NR 16
+#define TB_KERNEL_NAME kernel_generic
+#include "cpu/gemm_kernel.inc"

@@ -1,0 +1,87 @@
+// CPU reference ops, forward and backward, NCHW layout, templated on the
+// scalar (float for training, double for finite-difference checks).
+// Argument order follows llm.c: outputs, inputs, then sizes. Backward
+// functions ACCUMULATE (+=) into parameter gradients and OVERWRITE input
+// gradients, so gradient accumulation over micro-batches is a loop.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace tb {
+
+class ThreadPool;
+class Rng;
+
+// ---- linear: out (B, O) = in (B, I) . W^T + b;  W is (O, I), b is (O) or null
+template <typename T>
+void linear_forward(T* out, const T* in, const T* W, const T* b, int B, int I, int O, ThreadPool* pool);
+template <typename T>
+void linear_backward(T* din, T* dW, T* db, const T* dout, const T* in, const T* W, int B, int I, int O,
+                     ThreadPool* pool);
+
+// ---- conv2d: in (N, C, H, W), weight (O, C, KH, KW), bias (O) or null, out (N, O, OH, OW)
+struct ConvGeom {
+  int N, C, H, W, O, KH, KW, stride, pad;
+  int OH() const { return (H + 2 * pad - KH) / stride + 1; }
+  int OW() const { return (W + 2 * pad - KW) / stride + 1; }
+};
+template <typename T>
+struct ConvWorkspace {
+  std::vector<T> col, tmp;
+};
+template <typename T>
+void conv2d_forward(T* out, const T* in, const T* weight, const T* bias, const ConvGeom& g, ConvWorkspace<T>& ws,
+                    ThreadPool* pool);
+// din may be null (first layer); dbias may be null (no bias).
+template <typename T>
+void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, const ConvGeom& g,
+                     ConvWorkspace<T>& ws, ThreadPool* pool);
+
+// ---- batch norm over (N, HW) per channel: x (N, C, HW); HW = 1 for (N, C) features
+template <typename T>
+void batchnorm_forward_train(T* out, T* save_mean, T* save_invstd, const T* in, const T* gamma, const T* beta,
+                             T* running_mean, T* running_var, int N, int C, int HW, T momentum, T eps,
+                             ThreadPool* pool);
+template <typename T>
+void batchnorm_forward_eval(T* out, const T* in, const T* gamma, const T* beta, const T* running_mean,
+                            const T* running_var, int N, int C, int HW, T eps, ThreadPool* pool);
+template <typename T>
+void batchnorm_backward(T* din, T* dgamma, T* dbeta, const T* dout, const T* in, const T* gamma, const T* save_mean,
+                        const T* save_invstd, int N, int C, int HW, ThreadPool* pool);
+
+// ---- elementwise and pooling
+template <typename T>
+void relu_forward(T* out, const T* in, std::int64_t n);
+// din = dout where out > 0 (out is the forward output; in-place safe)
+template <typename T>
+void relu_backward(T* din, const T* dout, const T* out, std::int64_t n);
+template <typename T>
+void add_forward(T* out, const T* a, const T* b, std::int64_t n);
+// out (N, C) = mean over HW of in (N, C, HW)
+template <typename T>
+void global_avgpool_forward(T* out, const T* in, int N, int C, int HW);
+template <typename T>
+void global_avgpool_backward(T* din, const T* dout, int N, int C, int HW);
+// Inverted dropout: mask holds 0 or 1/(1-p); p = 0 copies.
+template <typename T>
+void dropout_forward(T* out, T* mask, const T* in, std::int64_t n, double p, Rng* rng);
+template <typename T>
+void dropout_backward(T* din, const T* dout, const T* mask, std::int64_t n);
+
+// ---- losses: return the mean loss; write d(loss * grad_scale)/dlogits.
+// Hard labels: logits (B, K), labels (B) in [0, K). correct counts argmax hits (may be null).
+template <typename T>
+double softmax_ce_forward_backward(T* dlogits, const T* logits, const std::int32_t* labels, int B, int K,
+                                   double grad_scale, std::int64_t* correct);
+// Soft targets (B, K) (any non-negative weights); mask (B) of 0/1 or null. Mean over unmasked rows.
+template <typename T>
+double softmax_ce_soft_forward_backward(T* dlogits, const T* logits, const T* targets, const T* mask, int B, int K,
+                                        double grad_scale);
+// Binary cross-entropy on logits (B) against targets in [0, 1].
+template <typename T>
+double bce_logits_forward_backward(T* dlogits, const T* logits, const T* targets, int B, double grad_scale);
+// Mean squared error over B * D values.
+template <typename T>
+double mse_forward_backward(T* dpred, const T* pred, const T* target, std::int64_t n, double grad_scale);
+
+}  // namespace tb

@@ -1,0 +1,71 @@
+#include <algorithm>
+
+#include "core/rng.h"
+#include "cpu/ops.h"
+
+namespace tb {
+
+template <typename T>
+void relu_forward(T* out, const T* in, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] > T(0) ? in[i] : T(0);
+}
+
+template <typename T>
+void relu_backward(T* din, const T* dout, const T* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) din[i] = out[i] > T(0) ? dout[i] : T(0);
+}
+
+template <typename T>
+void add_forward(T* out, const T* a, const T* b, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+template <typename T>
+void global_avgpool_forward(T* out, const T* in, int N, int C, int HW) {
+  const std::int64_t rows = static_cast<std::int64_t>(N) * C;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* x = in + r * HW;
+    double s = 0;
+    for (int i = 0; i < HW; ++i) s += x[i];
+    out[r] = static_cast<T>(s / HW);
+  }
+}
+
+template <typename T>
+void global_avgpool_backward(T* din, const T* dout, int N, int C, int HW) {
+  const std::int64_t rows = static_cast<std::int64_t>(N) * C;
+  for (std::int64_t r = 0; r < rows; ++r) std::fill(din + r * HW, din + (r + 1) * HW, static_cast<T>(dout[r] / HW));
+}
+
+template <typename T>
+void dropout_forward(T* out, T* mask, const T* in, std::int64_t n, double p, Rng* rng) {
+  if (p <= 0.0 || !rng) {
+    std::copy(in, in + n, out);
+    std::fill(mask, mask + n, T(1));
+    return;
+  }
+  const T keep_scale = static_cast<T>(1.0 / (1.0 - p));
+  for (std::int64_t i = 0; i < n; ++i) {
+    mask[i] = rng->uniform() < p ? T(0) : keep_scale;
+    out[i] = in[i] * mask[i];
+  }
+}
+
+template <typename T>
+void dropout_backward(T* din, const T* dout, const T* mask, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) din[i] = dout[i] * mask[i];
+}
+
+#define TB_INSTANTIATE(T)                                                            \
+  template void relu_forward<T>(T*, const T*, std::int64_t);                          \
+  template void relu_backward<T>(T*, const T*, const T*, std::int64_t);               \
+  template void add_forward<T>(T*, const T*, const T*, std::int64_t);                 \
+  template void global_avgpool_forward<T>(T*, const T*, int, int, int);               \
+  template void global_avgpool_backward<T>(T*, const T*, int, int, int);              \
+  template void dropout_forward<T>(T*, T*, const T*, std::int64_t, double, Rng*);      \
+  template void dropout_backward<T>(T*, const T*, const T*, std::int64_t);
+TB_INSTANTIATE(float)
+TB_INSTANTIATE(double)
+#undef TB_INSTANTIATE
+
+}  // namespace tb
