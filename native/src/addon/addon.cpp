@@ -7,6 +7,8 @@
 #include "addon/convert.h"
 #include "core/device_info.h"
 #include "core/device_spec.h"
+#include "addon/trainer_wrap.h"
+#include "cpu/gemm.h"
 #include "train/gradcheck.h"
 
 namespace tb::addon {
@@ -93,6 +95,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("resolveDevice", Napi::Function::New(env, ResolveDevice, "resolveDevice"));
   exports.Set("gradcheck", Napi::Function::New(env, Gradcheck, "gradcheck"));
   exports.Set("gradcheckOps", Napi::Function::New(env, GradcheckOps, "gradcheckOps"));
+  exports.Set("modelInfo", Napi::Function::New(env, ModelInfo, "modelInfo"));
+  exports.Set("Trainer", TrainerWrap::Define(env));
 #ifdef TB_DEBUG_ENTRYPOINTS
   exports.Set("debugAbort", Napi::Function::New(env, DebugAbort, "debugAbort"));
 #endif

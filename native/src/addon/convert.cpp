@@ -37,6 +37,33 @@ Napi::Object to_js(Napi::Env env, const CudaStatus& cuda) {
   return o;
 }
 
+Napi::Value to_js(Napi::Env env, const Json& json) {
+  switch (json.type()) {
+    case Json::Type::Null: return env.Null();
+    case Json::Type::Bool: return Napi::Boolean::New(env, json.boolean());
+    case Json::Type::Number: return Napi::Number::New(env, json.number());
+    case Json::Type::String: return Napi::String::New(env, json.string());
+    case Json::Type::Array: {
+      Napi::Array a = Napi::Array::New(env, json.items().size());
+      for (size_t i = 0; i < json.items().size(); ++i) a.Set(static_cast<uint32_t>(i), to_js(env, json.items()[i]));
+      return a;
+    }
+    case Json::Type::Object: {
+      Napi::Object o = Napi::Object::New(env);
+      for (const auto& kv : json.members()) o.Set(kv.first, to_js(env, kv.second));
+      return o;
+    }
+  }
+  return env.Undefined();
+}
+
+Json json_arg(const Napi::CallbackInfo& info, size_t index, const char* what) {
+  if (info.Length() <= index || !info[index].IsString()) {
+    throw make_js_error(info.Env(), "E_BAD_INPUT", std::string(what) + " must be passed as a JSON string", "");
+  }
+  return Json::parse(info[index].As<Napi::String>().Utf8Value());
+}
+
 Napi::Error make_js_error(Napi::Env env, const char* code, const std::string& message, const std::string& where) {
   Napi::Error err = Napi::Error::New(env, message);
   err.Set("code", code);

@@ -7,12 +7,16 @@
 #include <new>
 
 #include "core/device_info.h"
+#include "core/json.h"
 #include "core/errors.h"
 
 namespace tb::addon {
 
 Napi::Object to_js(Napi::Env env, const CpuInfo& cpu);
 Napi::Object to_js(Napi::Env env, const CudaStatus& cuda);
+Napi::Value to_js(Napi::Env env, const Json& json);
+// Parses a JS string argument as JSON; E_BAD_INPUT names the argument when it is not a string.
+Json json_arg(const Napi::CallbackInfo& info, size_t index, const char* what);
 
 Napi::Error make_js_error(Napi::Env env, const char* code, const std::string& message, const std::string& where);
 

@@ -73,15 +73,42 @@ void pack_b_panel(const float* B, int ldb, bool trans, int p0, int kc, int j, in
       out += nr;
     }
   } else {
-    for (int k = 0; k < kc; ++k) {
-      for (int c = 0; c < cols; ++c) out[c] = B[static_cast<std::int64_t>(j + c) * ldb + p0 + k];
-      for (int c = cols; c < nr; ++c) out[c] = 0.0f;
-      out += nr;
+    // Walk each source row of B^T contiguously; the strided writes stay in L1.
+    for (int c = 0; c < cols; ++c) {
+      const float* src = B + static_cast<std::int64_t>(j + c) * ldb + p0;
+      for (int k = 0; k < kc; ++k) out[static_cast<std::int64_t>(k) * nr + c] = src[k];
     }
+    for (int c = cols; c < nr; ++c)
+      for (int k = 0; k < kc; ++k) out[static_cast<std::int64_t>(k) * nr + c] = 0.0f;
   }
 }
 
 }  // namespace
+
+// Splits K into one contiguous range per thread, computes each partial product
+// single-threaded, and adds the partials in thread order (deterministic for a
+// given thread count).
+static void gemm_split_k(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+                         const float* B, int ldb, float beta, float* C, int ldc, ThreadPool* pool) {
+  const int parts = pool->size();
+  std::vector<float> partial(static_cast<size_t>(parts) * M * N);
+  pool->parallel_for(parts, [&](std::int64_t b, std::int64_t e, int) {
+    for (std::int64_t p = b; p < e; ++p) {
+      const int k0 = static_cast<int>(static_cast<std::int64_t>(K) * p / parts);
+      const int k1 = static_cast<int>(static_cast<std::int64_t>(K) * (p + 1) / parts);
+      const float* Ap = trans_a ? A + static_cast<std::int64_t>(k0) * lda : A + k0;
+      const float* Bp = trans_b ? B + k0 : B + static_cast<std::int64_t>(k0) * ldb;
+      gemm(trans_a, trans_b, M, N, k1 - k0, 1.0f, Ap, lda, Bp, ldb, 0.0f, partial.data() + p * M * N, N, nullptr);
+    }
+  });
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      float s = 0;
+      for (int p = 0; p < parts; ++p) s += partial[(static_cast<size_t>(p) * M + i) * N + j];
+      float& c = C[static_cast<std::int64_t>(i) * ldc + j];
+      c = alpha * s + (beta == 0.0f ? 0.0f : beta * c);
+    }
+}
 
 std::string gemm_kernel_name() { return choice().name; }
 int gemm_kernel_lanes() { return choice().lanes; }
@@ -97,8 +124,25 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
   const KernelChoice& kc_choice = choice();
   const int mr = kc_choice.mr, nr = kc_choice.nr;
   const int threads = pool ? pool->size() : 1;
-  std::vector<float> bpack(static_cast<size_t>(KC) * (NC + nr));
-  std::vector<std::vector<float>> apack(threads, std::vector<float>(static_cast<size_t>(MC + mr) * KC));
+  // Tall-K products with a tiny C (weight gradients of early convolutions) cannot
+  // keep threads busy by tiling C, so K is split instead.
+  const std::int64_t c_tiles = static_cast<std::int64_t>((M + MC - 1) / MC) * ((N + nr - 1) / nr);
+  if (pool && threads > 1 && c_tiles < threads && K >= 4 * KC * threads &&
+      static_cast<std::int64_t>(M) * N <= (1 << 16)) {
+    gemm_split_k(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pool);
+    return;
+  }
+  // Packing buffers are reused across calls (fresh multi-megabyte buffers cost a page
+  // fault per 4 KiB). They belong to the calling thread; pool workers use its apack slots.
+  thread_local std::vector<float> tl_bpack;
+  thread_local std::vector<std::vector<float>> tl_apack;
+  // Plain references: a lambda naming a thread_local would see the worker's own (empty) copy.
+  std::vector<float>& bpack = tl_bpack;
+  std::vector<std::vector<float>>& apack = tl_apack;
+  if (bpack.size() < static_cast<size_t>(KC) * (NC + nr)) bpack.resize(static_cast<size_t>(KC) * (NC + nr));
+  if (apack.size() < static_cast<size_t>(threads)) apack.resize(threads);
+  for (auto& a : apack)
+    if (a.size() < static_cast<size_t>(MC + mr) * KC) a.resize(static_cast<size_t>(MC + mr) * KC);
 
   for (int j0 = 0; j0 < N; j0 += NC) {
     const int nc = std::min(NC, N - j0);

@@ -28,14 +28,17 @@ struct ConvGeom {
 template <typename T>
 struct ConvWorkspace {
   std::vector<T> col, tmp;
+  // The forward pass left the whole batch's im2col in `col` (it fit in one chunk).
+  bool col_holds_batch = false;
 };
 template <typename T>
 void conv2d_forward(T* out, const T* in, const T* weight, const T* bias, const ConvGeom& g, ConvWorkspace<T>& ws,
                     ThreadPool* pool);
-// din may be null (first layer); dbias may be null (no bias).
+// din may be null (first layer); dbias may be null (no bias). reuse_col: the last
+// forward ran on this same input, so its im2col may be reused instead of recomputed.
 template <typename T>
 void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, const ConvGeom& g,
-                     ConvWorkspace<T>& ws, ThreadPool* pool);
+                     ConvWorkspace<T>& ws, ThreadPool* pool, bool reuse_col = false);
 
 // ---- batch norm over (N, HW) per channel: x (N, C, HW); HW = 1 for (N, C) features
 template <typename T>

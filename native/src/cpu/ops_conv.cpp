@@ -18,6 +18,15 @@ int chunk_samples(const ConvGeom& g) {
   return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(g.N, kColBudget / std::max<std::int64_t>(1, per_sample))));
 }
 
+// Output columns [lo, hi) whose input column ow*stride - pad + k lies inside [0, W).
+inline void valid_range(int k, int stride, int pad, int in_size, int out_size, int* lo, int* hi) {
+  // first ow with ow*stride >= pad - k, last with ow*stride <= in_size - 1 + pad - k
+  const int a = pad - k, b = in_size - 1 + pad - k;
+  *lo = a <= 0 ? 0 : (a + stride - 1) / stride;
+  *hi = b < 0 ? 0 : std::min(out_size, b / stride + 1);
+  if (*hi < *lo) *hi = *lo;
+}
+
 // col (C*KH*KW, nb*OH*OW) from in samples [n0, n0+nb)
 template <typename T>
 void im2col(T* col, const T* in, const ConvGeom& g, int n0, int nb, ThreadPool* pool) {
@@ -27,6 +36,8 @@ void im2col(T* col, const T* in, const ConvGeom& g, int n0, int nb, ThreadPool* 
   auto body = [&](std::int64_t rb, std::int64_t re, int) {
     for (std::int64_t r = rb; r < re; ++r) {
       const int c = static_cast<int>(r / (g.KH * g.KW)), kh = static_cast<int>(r / g.KW % g.KH), kw = static_cast<int>(r % g.KW);
+      int lo, hi;
+      valid_range(kw, g.stride, g.pad, g.W, OW, &lo, &hi);
       T* dst = col + r * cols;
       for (int n = 0; n < nb; ++n) {
         const T* src = in + (static_cast<std::int64_t>(n0 + n) * g.C + c) * g.H * g.W;
@@ -37,10 +48,13 @@ void im2col(T* col, const T* in, const ConvGeom& g, int n0, int nb, ThreadPool* 
             std::fill(d, d + OW, T(0));
             continue;
           }
-          const T* s = src + static_cast<std::int64_t>(ih) * g.W;
-          for (int ow = 0; ow < OW; ++ow) {
-            const int iw = ow * g.stride - g.pad + kw;
-            d[ow] = (iw >= 0 && iw < g.W) ? s[iw] : T(0);
+          std::fill(d, d + lo, T(0));
+          std::fill(d + hi, d + OW, T(0));
+          const T* s = src + static_cast<std::int64_t>(ih) * g.W - g.pad + kw;
+          if (g.stride == 1) {
+            std::copy(s + lo, s + hi, d + lo);
+          } else {
+            for (int ow = lo; ow < hi; ++ow) d[ow] = s[ow * g.stride];
           }
         }
       }
@@ -63,15 +77,14 @@ void col2im(T* din, const T* col, const ConvGeom& g, int n0, int nb, ThreadPool*
         for (int kh = 0; kh < g.KH; ++kh)
           for (int kw = 0; kw < g.KW; ++kw) {
             const T* src = col + ((c * g.KH + kh) * g.KW + kw) * cols + n * ohw;
+            int lo, hi;
+            valid_range(kw, g.stride, g.pad, g.W, OW, &lo, &hi);
             for (int oh = 0; oh < OH; ++oh) {
               const int ih = oh * g.stride - g.pad + kh;
               if (ih < 0 || ih >= g.H) continue;
-              T* d = dst + static_cast<std::int64_t>(ih) * g.W;
+              T* d = dst + static_cast<std::int64_t>(ih) * g.W - g.pad + kw;
               const T* s = src + static_cast<std::int64_t>(oh) * OW;
-              for (int ow = 0; ow < OW; ++ow) {
-                const int iw = ow * g.stride - g.pad + kw;
-                if (iw >= 0 && iw < g.W) d[iw] += s[ow];
-              }
+              for (int ow = lo; ow < hi; ++ow) d[ow * g.stride] += s[ow];
             }
           }
       }
@@ -97,6 +110,7 @@ void conv2d_forward(T* out, const T* in, const T* weight, const T* bias, const C
     im2col(ws.col.data(), in, g, n0, nb, pool);
     // tmp (O, nb*OHW) = weight (O, K) . col (K, nb*OHW)
     gemm(false, false, g.O, cols, K, T(1), weight, K, ws.col.data(), cols, T(0), ws.tmp.data(), cols, pool);
+    ws.col_holds_batch = nb == g.N;
     for (int n = 0; n < nb; ++n)
       for (int o = 0; o < g.O; ++o) {
         const T* s = ws.tmp.data() + static_cast<std::int64_t>(o) * cols + n * ohw;
@@ -109,11 +123,13 @@ void conv2d_forward(T* out, const T* in, const T* weight, const T* bias, const C
 
 template <typename T>
 void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, const ConvGeom& g,
-                     ConvWorkspace<T>& ws, ThreadPool* pool) {
+                     ConvWorkspace<T>& ws, ThreadPool* pool, bool reuse_col) {
+  const bool cached = reuse_col && ws.col_holds_batch;
+  ws.col_holds_batch = false;  // the buffer is reused for dcol below
   const int OH = g.OH(), OW = g.OW(), K = g.C * g.KH * g.KW;
   const std::int64_t ohw = static_cast<std::int64_t>(OH) * OW;
   const int chunk = chunk_samples(g);
-  ws.col.resize(static_cast<size_t>(K) * chunk * ohw);
+  if (!cached) ws.col.resize(static_cast<size_t>(K) * chunk * ohw);
   ws.tmp.resize(static_cast<size_t>(g.O) * chunk * ohw);
   for (int n0 = 0; n0 < g.N; n0 += chunk) {
     const int nb = std::min(chunk, g.N - n0);
@@ -131,7 +147,7 @@ void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, c
         for (int p = 0; p < cols; ++p) acc += s[p];
         dbias[o] += acc;
       }
-    im2col(ws.col.data(), in, g, n0, nb, pool);
+    if (!cached) im2col(ws.col.data(), in, g, n0, nb, pool);
     // dweight (O, K) += dtmp (O, cols) . col^T (cols, K)
     gemm(false, true, g.O, K, cols, T(1), ws.tmp.data(), cols, ws.col.data(), cols, T(1), dweight, K, pool);
     if (din) {
@@ -147,8 +163,8 @@ template void conv2d_forward<float>(float*, const float*, const float*, const fl
 template void conv2d_forward<double>(double*, const double*, const double*, const double*, const ConvGeom&,
                                      ConvWorkspace<double>&, ThreadPool*);
 template void conv2d_backward<float>(float*, float*, float*, const float*, const float*, const float*, const ConvGeom&,
-                                     ConvWorkspace<float>&, ThreadPool*);
+                                     ConvWorkspace<float>&, ThreadPool*, bool);
 template void conv2d_backward<double>(double*, double*, double*, const double*, const double*, const double*,
-                                      const ConvGeom&, ConvWorkspace<double>&, ThreadPool*);
+                                      const ConvGeom&, ConvWorkspace<double>&, ThreadPool*, bool);
 
 }  // namespace tb

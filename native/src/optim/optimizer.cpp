@@ -1,0 +1,129 @@
+#include "optim/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/errors.h"
+#include "core/threads.h"
+
+namespace tb {
+namespace {
+
+double number_field(const Json& obj, const char* key, double fallback, double lo, double hi, const std::string& path) {
+  const Json* v = obj.find(key);
+  if (!v) return fallback;
+  if (!v->is_number() || !(v->number() >= lo && v->number() <= hi)) {
+    TB_THROW(ErrorCode::BadInput, path + "." + key + " must be a number in [" + std::to_string(lo) + ", " +
+                                      std::to_string(hi) + "], got " + v->dump());
+  }
+  return v->number();
+}
+
+}  // namespace
+
+OptimizerOptions parse_optimizer(const Json* json) {
+  OptimizerOptions o;
+  if (!json) return o;
+  if (!json->is_object()) TB_THROW(ErrorCode::BadInput, "options.optimizer must be an object");
+  const Json* kind = json->find("kind");
+  if (kind) {
+    if (!kind->is_string() || (kind->string() != "sgd" && kind->string() != "adamw")) {
+      TB_THROW(ErrorCode::BadInput, "options.optimizer.kind must be \"sgd\" or \"adamw\", got " + kind->dump());
+    }
+    o.kind = kind->string();
+  }
+  if (o.kind == "adamw") {
+    o.lr = 1e-3;
+    o.weight_decay = 1e-2;
+  }
+  const std::string p = "options.optimizer";
+  o.lr = number_field(*json, "lr", o.lr, 1e-12, 10, p);
+  o.momentum = number_field(*json, "momentum", o.momentum, 0, 0.9999, p);
+  o.weight_decay = number_field(*json, "weightDecay", o.weight_decay, 0, 1, p);
+  o.beta1 = number_field(*json, "beta1", o.beta1, 0, 0.9999, p);
+  o.beta2 = number_field(*json, "beta2", o.beta2, 0, 0.999999, p);
+  o.eps = number_field(*json, "eps", o.eps, 1e-12, 1, p);
+  return o;
+}
+
+ScheduleOptions parse_schedule(const Json* json) {
+  ScheduleOptions s;
+  if (!json) return s;
+  if (!json->is_object()) TB_THROW(ErrorCode::BadInput, "options.schedule must be an object");
+  const Json* kind = json->find("kind");
+  if (kind) {
+    if (!kind->is_string() || (kind->string() != "constant" && kind->string() != "warmup_cosine")) {
+      TB_THROW(ErrorCode::BadInput, "options.schedule.kind must be \"constant\" or \"warmup_cosine\", got " + kind->dump());
+    }
+    s.kind = kind->string();
+  }
+  s.warmup_steps = static_cast<std::int64_t>(number_field(*json, "warmupSteps", 0, 0, 1e12, "options.schedule"));
+  s.min_lr = number_field(*json, "minLr", 0, 0, 10, "options.schedule");
+  return s;
+}
+
+double scheduled_lr(const OptimizerOptions& opt, const ScheduleOptions& sched, std::int64_t step, std::int64_t total) {
+  if (sched.kind == "constant") return opt.lr;
+  if (step < sched.warmup_steps) return opt.lr * static_cast<double>(step + 1) / static_cast<double>(sched.warmup_steps);
+  const double span = static_cast<double>(std::max<std::int64_t>(1, total - sched.warmup_steps));
+  const double progress = std::min(1.0, static_cast<double>(step - sched.warmup_steps) / span);
+  return sched.min_lr + 0.5 * (opt.lr - sched.min_lr) * (1.0 + std::cos(3.141592653589793 * progress));
+}
+
+Optimizer::Optimizer(OptimizerOptions options, std::int64_t size) : options_(std::move(options)) {
+  m_.assign(static_cast<size_t>(size), 0.0f);
+  if (options_.kind == "adamw") v_.assign(static_cast<size_t>(size), 0.0f);
+}
+
+void Optimizer::step(float* params, const float* grads, double lr, ThreadPool* pool) {
+  ++t_;
+  const std::int64_t n = static_cast<std::int64_t>(m_.size());
+  const OptimizerOptions& o = options_;
+  if (o.kind == "sgd") {
+    const float mu = static_cast<float>(o.momentum), wd = static_cast<float>(o.weight_decay), a = static_cast<float>(lr);
+    auto body = [&](std::int64_t b, std::int64_t e, int) {
+      for (std::int64_t i = b; i < e; ++i) {
+        const float g = grads[i] + wd * params[i];
+        m_[i] = mu * m_[i] + g;  // first step: buf = g, as PyTorch
+        params[i] -= a * m_[i];
+      }
+    };
+    if (pool) pool->parallel_for(n, body, 4096);
+    else body(0, n, 0);
+    return;
+  }
+  const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(t_));
+  const double bc2 = 1.0 - std::pow(o.beta2, static_cast<double>(t_));
+  const float b1 = static_cast<float>(o.beta1), b2 = static_cast<float>(o.beta2);
+  const float decay = static_cast<float>(1.0 - lr * o.weight_decay);
+  const float step_size = static_cast<float>(lr / bc1);
+  const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2)), eps = static_cast<float>(o.eps);
+  auto body = [&](std::int64_t b, std::int64_t e, int) {
+    for (std::int64_t i = b; i < e; ++i) {
+      const float g = grads[i];
+      params[i] *= decay;
+      m_[i] = b1 * m_[i] + (1 - b1) * g;
+      v_[i] = b2 * v_[i] + (1 - b2) * g * g;
+      params[i] -= step_size * m_[i] / (std::sqrt(v_[i]) * inv_sqrt_bc2 + eps);
+    }
+  };
+  if (pool) pool->parallel_for(n, body, 4096);
+  else body(0, n, 0);
+}
+
+double grad_norm(const float* grads, std::int64_t n) {
+  double s = 0;
+  for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(grads[i]) * grads[i];
+  return std::sqrt(s);
+}
+
+double clip_grad_norm(float* grads, std::int64_t n, double max_norm) {
+  const double norm = grad_norm(grads, n);
+  if (max_norm > 0 && norm > max_norm) {
+    const float scale = static_cast<float>(max_norm / (norm + 1e-6));
+    for (std::int64_t i = 0; i < n; ++i) grads[i] *= scale;
+  }
+  return norm;
+}
+
+}  // namespace tb
