@@ -1,5 +1,7 @@
 import { z } from 'zod';
 
+import { TrainProgressEventSchema } from './training';
+
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
 export type EngineState = z.infer<typeof EngineStateSchema>;
 
@@ -18,6 +20,7 @@ export type EngineStatusEvent = z.infer<typeof EngineStatusEventSchema>;
 /** Every event stream of the contract, by name. */
 export const apiEvents = {
   'engine.status': EngineStatusEventSchema,
+  'train.progress': TrainProgressEventSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

@@ -5,3 +5,5 @@ export * from './format-issues';
 export * from './methods';
 export * from './wire';
 export * from './bridge';
+export * from './model-spec';
+export * from './training';

@@ -2,6 +2,8 @@ import { z } from 'zod';
 
 import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices';
 import { EngineStatusEventSchema } from './events';
+import { ModelInfoSchema, ModelSpecSchema } from './model-spec';
+import { TrainRequestSchema, TrainResultSchema } from './training';
 
 const NoParams = z.object({}).strict();
 
@@ -14,6 +16,10 @@ export const apiMethods = {
   'engine.devices': { params: NoParams, result: DevicesSchema },
   'engine.ping': { params: NoParams, result: PingResultSchema },
   'engine.status': { params: NoParams, result: EngineStatusEventSchema },
+  'model.info': { params: z.object({ spec: ModelSpecSchema }).strict(), result: ModelInfoSchema },
+  /** Trains to completion; progress arrives as train.progress events with the same runId. */
+  'train.run': { params: TrainRequestSchema, result: TrainResultSchema },
+  'train.cancel': { params: z.object({ runId: z.string().min(1) }).strict(), result: z.object({ cancelled: z.boolean() }) },
 } as const;
 
 export type ApiMethods = typeof apiMethods;

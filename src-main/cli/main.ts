@@ -9,6 +9,23 @@ import { defaultWorkspaceDir } from '../core/workspace';
 import { packageRoot } from '../engine/package-root';
 import { DEFAULT_PORT, startServer } from '../server/serve';
 import { formatDevices } from './format-devices';
+import { trainCommand } from './train-command';
+
+function intArg(name: string, min: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
+function numberArg(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isFinite(n)) throw new InvalidArgumentError(`${name} must be a number, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
 
 function parsePort(value: string): number {
   const port = Number(value);
@@ -69,6 +86,27 @@ export function buildProgram(): Command {
     .option('--host <address>', 'address to bind', '127.0.0.1')
     .option('--workspace <dir>', 'workspace folder', defaultWorkspaceDir())
     .action(serveCommand);
+
+  program
+    .command('train')
+    .description('train a model and print its test accuracy (progress on stderr)')
+    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
+    .option('--data <source>', 'fashion-mnist, a folder of IDX files, or train-images,train-labels[,test-images,test-labels]', 'fashion-mnist')
+    .option('--epochs <n>', 'epochs', intArg('--epochs', 1))
+    .option('--batch-size <n>', 'samples per micro-batch', intArg('--batch-size', 1))
+    .option('--accumulation <n>', 'micro-batches per optimizer step', intArg('--accumulation', 1))
+    .option('--optimizer <kind>', 'sgd or adamw')
+    .option('--lr <rate>', 'learning rate', numberArg('--lr'))
+    .option('--max-steps <n>', 'stop after this many optimizer steps', intArg('--max-steps', 0))
+    .option('--sample-ratio <r>', 'fraction of the training set used per epoch', numberArg('--sample-ratio'))
+    .option('--clip-norm <x>', 'clip gradients to this global norm', numberArg('--clip-norm'))
+    .option('--threads <n>', 'CPU threads (0 = all cores)', intArg('--threads', 0))
+    .option('--seed <n>', 'seed for initialisation, shuffling and dropout', intArg('--seed', 0))
+    .option('--device <name>', 'cpu (cuda:N arrives with the CUDA backend)', 'cpu')
+    .option('--json', 'print events and the result as JSON lines on stdout')
+    .option('--no-progress', 'no progress output')
+    .option('--workspace <dir>', 'workspace folder (runs are saved there)', defaultWorkspaceDir())
+    .action(trainCommand);
 
   return program;
 }

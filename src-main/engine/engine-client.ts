@@ -1,5 +1,7 @@
 import type { Devices, EngineVersion, PingResult } from '../api/devices';
 import type { EngineStatusEvent } from '../api/events';
+import type { ModelInfo, ModelSpec } from '../api/model-spec';
+import type { HostTrainParams } from './host-protocol';
 import type { SupervisorOptions } from './supervisor';
 import { EngineSupervisor } from './supervisor';
 
@@ -45,6 +47,19 @@ export class EngineClient {
 
   ping(): Promise<PingResult> {
     return this.supervisor.request('ping');
+  }
+
+  modelInfo(spec: ModelSpec): Promise<ModelInfo> {
+    return this.supervisor.request('modelInfo', { spec });
+  }
+
+  /** Trains to completion in the host; resolves with the engine's summary (validated by the caller). */
+  train(params: HostTrainParams, onEvent: (event: unknown) => void): Promise<unknown> {
+    return this.supervisor.request('train.run', params, { timeoutMs: null, onEvent });
+  }
+
+  cancelTraining(runId: string): Promise<{ cancelled: boolean }> {
+    return this.supervisor.request('train.cancel', { runId });
   }
 
   /** Crashes the host on purpose (debug hosts only); used to prove crash isolation. */

@@ -2,11 +2,13 @@
  * Entry point of the engine-host child process: the only process that loads
  * the native addon. A native crash ends this process, never the app.
  */
+import { ApiError } from '../api/errors';
 import { findAddon } from './addon-path';
+import { loadTrainingData } from './data/training-data';
 import { toApiErrorPayload } from './engine-error';
-import type { HostRequest, HostToSupervisor } from './host-protocol';
+import type { HostRequest, HostToSupervisor, HostTrainParams } from './host-protocol';
 import { HOST_DEBUG_ENV } from './host-protocol';
-import type { NativeAddon } from './native-addon';
+import type { NativeAddon, NativeTrainer } from './native-addon';
 import { packageRoot } from './package-root';
 
 interface ParentPort {
@@ -32,8 +34,33 @@ function channel(): { send(msg: HostToSupervisor): void; onMessage(cb: (msg: unk
 
 const startedAt = Date.now();
 const debugEnabled = process.env[HOST_DEBUG_ENV] === '1';
+/** Trainers of the runs in progress, by run id, so train.cancel can reach them. */
+const running = new Map<string, NativeTrainer>();
 
-function handle(addon: NativeAddon, req: HostRequest): unknown {
+async function train(addon: NativeAddon, p: HostTrainParams, emit: (event: unknown) => void): Promise<unknown> {
+  const { seed, threads, device, ...engineOptions } = p.options;
+  if (device !== 'cpu') {
+    const resolved = addon.resolveDevice(device); // throws E_BAD_INPUT with the reason when unavailable
+    if (resolved.kind === 'cuda') {
+      throw new ApiError('E_BAD_INPUT', `device '${device}': the CUDA backend cannot train yet in this build; use --device cpu`);
+    }
+  }
+  const trainer = new addon.Trainer(JSON.stringify(p.spec), JSON.stringify({ seed, threads }));
+  const data = await loadTrainingData(p.data);
+  trainer.setData('train', data.train);
+  if (data.test) trainer.setData('test', data.test);
+  running.set(p.runId, trainer);
+  try {
+    const result = (await trainer.train(JSON.stringify(engineOptions), emit)) as Record<string, unknown>;
+    if (p.checkpointPath) trainer.save(p.checkpointPath);
+    const info = trainer.info();
+    return { ...result, model: { family: info.family, params: info.params, flopsPerSample: info.flopsPerSample } };
+  } finally {
+    running.delete(p.runId);
+  }
+}
+
+async function handle(addon: NativeAddon, req: HostRequest, emit: (event: unknown) => void): Promise<unknown> {
   switch (req.method) {
     case 'version':
       return { ...addon.version(), hostPid: process.pid };
@@ -43,11 +70,17 @@ function handle(addon: NativeAddon, req: HostRequest): unknown {
       return addon.resolveDevice(String((req.params as { name?: unknown } | null)?.name ?? ''));
     case 'ping':
       return { hostPid: process.pid, hostUptimeMs: Date.now() - startedAt };
+    case 'modelInfo':
+      return addon.modelInfo(JSON.stringify((req.params as { spec: unknown }).spec));
+    case 'train.run':
+      return train(addon, req.params as HostTrainParams, emit);
+    case 'train.cancel': {
+      const trainer = running.get(String((req.params as { runId?: unknown }).runId));
+      return { cancelled: trainer ? trainer.cancel() : false };
+    }
     case 'debug.abort':
       if (!debugEnabled || !addon.debugAbort) {
-        throw Object.assign(new Error('debug.abort is only available in engine hosts started in debug mode'), {
-          code: 'E_BAD_INPUT',
-        });
+        throw new ApiError('E_BAD_INPUT', 'debug.abort is only available in engine hosts started in debug mode');
       }
       return addon.debugAbort();
   }
@@ -66,11 +99,11 @@ function main(): void {
   port.onMessage((raw) => {
     const req = raw as HostRequest;
     if (!req || req.kind !== 'request') return;
-    try {
-      port.send({ kind: 'reply', id: req.id, ok: true, result: handle(addon, req) });
-    } catch (err) {
-      port.send({ kind: 'reply', id: req.id, ok: false, error: toApiErrorPayload(err) });
-    }
+    const emit = (data: unknown) => port.send({ kind: 'event', id: req.id, data });
+    handle(addon, req, emit).then(
+      (result) => port.send({ kind: 'reply', id: req.id, ok: true, result }),
+      (err: unknown) => port.send({ kind: 'reply', id: req.id, ok: false, error: toApiErrorPayload(err) }),
+    );
   });
   port.send({ kind: 'ready', pid: process.pid });
 }

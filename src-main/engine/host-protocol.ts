@@ -1,10 +1,30 @@
 import type { ApiErrorPayload } from '../api/errors';
+import type { ModelSpec } from '../api/model-spec';
+import type { DataSource, TrainOptions } from '../api/training';
 
 /**
  * JSON messages between the supervisor and the engine-host process. They stay
  * plain data so they cross both child_process and Electron's utilityProcess.
  */
-export type HostMethod = 'version' | 'devices' | 'resolveDevice' | 'ping' | 'debug.abort';
+export type HostMethod =
+  | 'version'
+  | 'devices'
+  | 'resolveDevice'
+  | 'ping'
+  | 'modelInfo'
+  | 'train.run'
+  | 'train.cancel'
+  | 'debug.abort';
+
+/** Parameters of 'train.run': a validated request plus where to put the checkpoint. */
+export interface HostTrainParams {
+  runId: string;
+  spec: ModelSpec;
+  data: DataSource;
+  options: TrainOptions;
+  /** Written when training completes; omitted to skip. */
+  checkpointPath?: string;
+}
 
 export interface HostRequest {
   kind: 'request';
@@ -24,7 +44,14 @@ export interface HostReady {
   error?: string;
 }
 
-export type HostToSupervisor = HostReply | HostReady;
+/** A progress event of the request `id` (training steps and epochs). */
+export interface HostEvent {
+  kind: 'event';
+  id: number;
+  data: unknown;
+}
+
+export type HostToSupervisor = HostReply | HostReady | HostEvent;
 
 /** Environment variable that enables debug-only methods in the host (tests). */
 export const HOST_DEBUG_ENV = 'TRAINBENCH_ENGINE_DEBUG';

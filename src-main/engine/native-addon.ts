@@ -1,4 +1,5 @@
 import type { Devices } from '../api/devices';
+import type { ModelInfo } from '../api/model-spec';
 
 /**
  * The whole native module as C++ exports it (native/src/addon/addon.cpp).
@@ -9,8 +10,40 @@ export interface NativeAddon {
   devices(): Devices;
   /** Throws E_BAD_INPUT when the name is not "cpu", "cuda" or "cuda:N", or the device is missing. */
   resolveDevice(name: string): { kind: 'cpu' | 'cuda'; index: number };
+  /** Finite-difference check of one op in float64 on random shapes chosen by the seed. */
+  gradcheck(op: string, seed: number): { op: string; shapes: string; maxRelError: number; checked: number };
+  gradcheckOps(): string[];
+  /** Throws E_BAD_INPUT naming the field when the spec (JSON text) is invalid. */
+  modelInfo(specJson: string): ModelInfo;
+  Trainer: new (specJson: string, optionsJson?: string) => NativeTrainer;
   /** Present only in builds with TB_DEBUG_ENTRYPOINTS: aborts the process. */
   debugAbort?: () => never;
+}
+
+/** One named field of fixed-size records; the engine copies the bytes. */
+export interface NativeField {
+  dtype: 'uint8' | 'int32' | 'float16' | 'float32';
+  /** Per-record shape ([] for one value per record). */
+  shape: number[];
+  data: ArrayBufferView;
+  /** Widening to float computes value * scale + offset. */
+  scale?: number;
+  offset?: number;
+}
+
+/** One model, its data, and jobs that run off the JS thread. */
+export interface NativeTrainer {
+  info(): ModelInfo & { threads: number };
+  setData(split: 'train' | 'test', fields: Record<string, NativeField>): void;
+  /** Options as JSON text; events are step and epoch objects. Rejects with E_CANCELLED on cancel(). */
+  train(optionsJson: string, onEvent?: (event: unknown) => void): Promise<unknown>;
+  evaluate(split: 'train' | 'test', batchSize?: number): Promise<{ loss: number; accuracy: number | null; samples: number }>;
+  /** Asks a running job to stop at the next micro-batch; returns whether one was running. */
+  cancel(): boolean;
+  save(path: string): void;
+  load(path: string): Record<string, string>;
+  /** A copy of the flat parameter block. */
+  params(): Float32Array;
 }
 
 /** Shape of errors thrown by the addon. */

@@ -23,11 +23,18 @@ export interface SupervisorOptions {
   restartDelaysMs?: number[];
 }
 
+export interface RequestOptions {
+  /** null: no limit (training runs until it ends or is cancelled). */
+  timeoutMs?: number | null;
+  onEvent?: (data: unknown) => void;
+}
+
 interface Pending {
   method: HostMethod;
+  onEvent?: (data: unknown) => void;
   resolve(value: unknown): void;
   reject(err: Error): void;
-  timer: NodeJS.Timeout;
+  timer: NodeJS.Timeout | null;
 }
 
 /** Finds engine-host.js next to this file, or in dist/ when running from TypeScript sources. */
@@ -86,7 +93,7 @@ export class EngineSupervisor extends EventEmitter<{ status: [EngineStatusEvent]
     return this.ready;
   }
 
-  async request<T>(method: HostMethod, params: unknown = {}, timeoutMs = this.opts.requestTimeoutMs): Promise<T> {
+  async request<T>(method: HostMethod, params: unknown = {}, options: RequestOptions = {}): Promise<T> {
     if (this.state === 'failed') {
       throw new ApiError('E_ENGINE_CRASHED', `the engine is not running: ${this.lastFailure ?? 'unknown failure'}`);
     }
@@ -94,12 +101,16 @@ export class EngineSupervisor extends EventEmitter<{ status: [EngineStatusEvent]
     const host = this.host;
     if (!host) throw new ApiError('E_ENGINE_CRASHED', `the engine is not running: ${this.lastFailure ?? 'stopped'}`);
     const id = this.nextId++;
+    const timeoutMs = options.timeoutMs === undefined ? this.opts.requestTimeoutMs : options.timeoutMs;
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new ApiError('E_TIMEOUT', `the engine did not answer ${method} within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.pending.set(id, { method, resolve: resolve as (v: unknown) => void, reject, timer });
+      const timer =
+        timeoutMs === null
+          ? null
+          : setTimeout(() => {
+              this.pending.delete(id);
+              reject(new ApiError('E_TIMEOUT', `the engine did not answer ${method} within ${timeoutMs} ms`));
+            }, timeoutMs);
+      this.pending.set(id, { method, onEvent: options.onEvent, resolve: resolve as (v: unknown) => void, reject, timer });
       host.send({ kind: 'request', id, method, params });
     });
   }
@@ -137,10 +148,12 @@ export class EngineSupervisor extends EventEmitter<{ status: [EngineStatusEvent]
           isReady = true;
           this.setState('ready');
           resolve();
+        } else if (msg.kind === 'event') {
+          this.pending.get(msg.id)?.onEvent?.(msg.data);
         } else if (msg.kind === 'reply') {
           const p = this.pending.get(msg.id);
           if (!p) return;
-          clearTimeout(p.timer);
+          if (p.timer) clearTimeout(p.timer);
           this.pending.delete(msg.id);
           if (msg.ok) p.resolve(msg.result);
           else p.reject(ApiError.fromPayload(msg.error));
@@ -195,7 +208,7 @@ export class EngineSupervisor extends EventEmitter<{ status: [EngineStatusEvent]
 
   private rejectAll(makeError: () => Error): void {
     for (const p of this.pending.values()) {
-      clearTimeout(p.timer);
+      if (p.timer) clearTimeout(p.timer);
       p.reject(makeError());
     }
     this.pending.clear();

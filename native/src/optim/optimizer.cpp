@@ -81,11 +81,13 @@ void Optimizer::step(float* params, const float* grads, double lr, ThreadPool* p
   const OptimizerOptions& o = options_;
   if (o.kind == "sgd") {
     const float mu = static_cast<float>(o.momentum), wd = static_cast<float>(o.weight_decay), a = static_cast<float>(lr);
+    float* __restrict buf = m_.data();
     auto body = [&](std::int64_t b, std::int64_t e, int) {
+      float* __restrict p = params;
+      const float* __restrict g = grads;
       for (std::int64_t i = b; i < e; ++i) {
-        const float g = grads[i] + wd * params[i];
-        m_[i] = mu * m_[i] + g;  // first step: buf = g, as PyTorch
-        params[i] -= a * m_[i];
+        buf[i] = mu * buf[i] + (g[i] + wd * p[i]);  // first step: buf = g, as PyTorch
+        p[i] -= a * buf[i];
       }
     };
     if (pool) pool->parallel_for(n, body, 4096);
@@ -98,13 +100,16 @@ void Optimizer::step(float* params, const float* grads, double lr, ThreadPool* p
   const float decay = static_cast<float>(1.0 - lr * o.weight_decay);
   const float step_size = static_cast<float>(lr / bc1);
   const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2)), eps = static_cast<float>(o.eps);
+  float* __restrict m = m_.data();
+  float* __restrict v = v_.data();
   auto body = [&](std::int64_t b, std::int64_t e, int) {
+    float* __restrict p = params;
+    const float* __restrict gr = grads;
     for (std::int64_t i = b; i < e; ++i) {
-      const float g = grads[i];
-      params[i] *= decay;
-      m_[i] = b1 * m_[i] + (1 - b1) * g;
-      v_[i] = b2 * v_[i] + (1 - b2) * g * g;
-      params[i] -= step_size * m_[i] / (std::sqrt(v_[i]) * inv_sqrt_bc2 + eps);
+      const float g = gr[i];
+      m[i] = b1 * m[i] + (1 - b1) * g;
+      v[i] = b2 * v[i] + (1 - b2) * g * g;
+      p[i] = p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
     }
   };
   if (pool) pool->parallel_for(n, body, 4096);

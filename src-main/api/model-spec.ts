@@ -1,0 +1,89 @@
+import { z } from 'zod';
+
+/** Sizes a spec may use; the engine checks the same bound again. */
+const size = z.number().int().min(1).max(1 << 20);
+const probability = z.number().min(0).lt(1);
+
+export const MlpSpecSchema = z
+  .object({
+    family: z.literal('mlp'),
+    task: z.enum(['classification', 'regression']).default('classification'),
+    /** Per-sample input shape, flattened by the model. */
+    input: z.array(size).min(1).max(4),
+    /** Classes (classification) or predicted values (regression). */
+    outputs: size,
+    hidden: z.array(size).max(64).default([256, 128]),
+    dropout: probability.default(0),
+  })
+  .strict();
+
+export const CnnSpecSchema = z
+  .object({
+    family: z.literal('cnn'),
+    task: z.enum(['classification', 'regression']).default('classification'),
+    /** [channels, height, width] */
+    input: z.tuple([size, size, size]),
+    outputs: size,
+    /** One conv (+ batch norm) + ReLU per entry. */
+    channels: z.array(size).min(1).max(64).default([32, 64, 64]),
+    strides: z.array(z.number().int().min(1).max(8)).min(1).max(64).default([1, 2, 2]),
+    kernel: z.number().int().min(1).max(15).default(3),
+    batchNorm: z.boolean().default(true),
+    /** Width of a linear layer after flattening; 0 for none. */
+    hidden: z.number().int().min(0).max(1 << 20).default(128),
+    dropout: probability.default(0),
+  })
+  .strict()
+  .refine((s) => s.strides.length === s.channels.length, {
+    message: 'strides must have one entry per entry of channels',
+    path: ['strides'],
+  })
+  .refine((s) => s.kernel % 2 === 1, { message: 'kernel must be odd', path: ['kernel'] });
+
+/** The shogi policy/value network of DESIGN.md; every size is a parameter, defaults as designed. */
+export const BottleneckResnetSpecSchema = z
+  .object({
+    family: z.literal('bottleneck_resnet'),
+    /** [planes, height, width] */
+    input: z.tuple([size, size, size]).default([104, 9, 9]),
+    stemWidth: size.default(24),
+    layers: z.array(z.number().int().min(1).max(64)).min(1).max(16).default([2, 2, 2, 1]),
+    strides: z.array(z.number().int().min(1).max(8)).min(1).max(16).default([1, 2, 2, 2]),
+    widths: z.array(size).min(1).max(16).default([24, 48, 96, 144]),
+    expansion: z.number().int().min(1).max(16).default(4),
+    headChannels: size.default(128),
+    policyClasses: size.default(1496),
+  })
+  .strict()
+  .refine((s) => s.strides.length === s.layers.length && s.widths.length === s.layers.length, {
+    message: 'layers, strides and widths must have one entry per stage',
+    path: ['layers'],
+  });
+
+export const ModelSpecSchema = z.union([MlpSpecSchema, CnnSpecSchema, BottleneckResnetSpecSchema]);
+export type ModelSpec = z.infer<typeof ModelSpecSchema>;
+export type ModelSpecInput = z.input<typeof ModelSpecSchema>;
+
+/** Built-in models by name: the Fashion-MNIST MLP and CNN, and the board network. */
+export const BUILTIN_MODELS = {
+  mlp: { family: 'mlp', input: [1, 28, 28], outputs: 10 },
+  cnn: { family: 'cnn', input: [1, 28, 28], outputs: 10 },
+  bottleneck_resnet: { family: 'bottleneck_resnet' },
+} as const satisfies Record<string, ModelSpecInput>;
+export type BuiltinModelName = keyof typeof BUILTIN_MODELS;
+
+export function isBuiltinModel(name: string): name is BuiltinModelName {
+  return Object.prototype.hasOwnProperty.call(BUILTIN_MODELS, name);
+}
+
+export const ModelInfoSchema = z.object({
+  family: z.string(),
+  params: z.number().int(),
+  /** Forward FLOPs per sample (2 per multiply-add, plus elementwise work). */
+  flopsPerSample: z.number(),
+  input: z.array(z.number().int()),
+  layers: z.array(z.object({ name: z.string(), kind: z.string(), shape: z.array(z.number().int()) })),
+  parameters: z.array(z.object({ name: z.string(), shape: z.array(z.number().int()), trainable: z.boolean() })),
+  heads: z.array(z.object({ name: z.string(), loss: z.string(), target: z.string(), outputs: z.number().int() })),
+});
+export type ModelInfo = z.infer<typeof ModelInfoSchema>;

@@ -1,0 +1,158 @@
+import { z } from 'zod';
+
+import { ModelSpecSchema } from './model-spec';
+
+export const OptimizerSchema = z.discriminatedUnion('kind', [
+  z
+    .object({
+      kind: z.literal('sgd'),
+      lr: z.number().positive().max(10).default(0.01),
+      momentum: z.number().min(0).lt(1).default(0.9),
+      weightDecay: z.number().min(0).max(1).default(1e-4),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('adamw'),
+      lr: z.number().positive().max(10).default(1e-3),
+      weightDecay: z.number().min(0).max(1).default(1e-2),
+      beta1: z.number().min(0).lt(1).default(0.9),
+      beta2: z.number().min(0).lt(1).default(0.999),
+      eps: z.number().positive().max(1).default(1e-8),
+    })
+    .strict(),
+]);
+export type OptimizerOptions = z.infer<typeof OptimizerSchema>;
+
+export const ScheduleSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('constant') }).strict(),
+  z
+    .object({
+      kind: z.literal('warmup_cosine'),
+      warmupSteps: z.number().int().min(0).default(0),
+      minLr: z.number().min(0).default(0),
+    })
+    .strict(),
+]);
+
+export const TrainOptionsSchema = z
+  .object({
+    /** Samples per micro-batch. */
+    batchSize: z.number().int().min(1).max(1 << 20).default(64),
+    /** Micro-batches per optimizer step: the same update as one batch of batchSize * accumulation. */
+    accumulation: z.number().int().min(1).max(4096).default(1),
+    epochs: z.number().int().min(1).max(100_000).default(1),
+    /** Stop after this many optimizer steps (0: all). */
+    maxSteps: z.number().int().min(0).default(0),
+    /** Fraction of the training set drawn each epoch. */
+    sampleRatio: z.number().gt(0).max(1).default(1),
+    shuffle: z.boolean().default(true),
+    /** Clip gradients to this global L2 norm (0: off). */
+    clipNorm: z.number().min(0).default(0),
+    evalBatchSize: z.number().int().min(1).max(1 << 20).default(1000),
+    /** Minimum interval between step events (the engine emits at most ~20/s by default). */
+    eventIntervalMs: z.number().min(0).max(3_600_000).default(50),
+    seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
+    /** CPU threads; 0 uses every core. */
+    threads: z.number().int().min(0).max(1024).default(0),
+    device: z.string().default('cpu'),
+    optimizer: OptimizerSchema.default({ kind: 'sgd', lr: 0.01, momentum: 0.9, weightDecay: 1e-4 }),
+    schedule: ScheduleSchema.default({ kind: 'constant' }),
+  })
+  .strict();
+export type TrainOptions = z.infer<typeof TrainOptionsSchema>;
+export type TrainOptionsInput = z.input<typeof TrainOptionsSchema>;
+
+/** Where training data comes from (the dataset cache replaces these with cached datasets). */
+export const IdxPairSchema = z.object({ images: z.string().min(1), labels: z.string().min(1) }).strict();
+export const DataSourceSchema = z.discriminatedUnion('kind', [
+  /** Debian's dataset-fashion-mnist, or the same four files in `dir`. */
+  z.object({ kind: z.literal('fashion-mnist'), dir: z.string().min(1).optional() }).strict(),
+  z.object({ kind: z.literal('idx'), train: IdxPairSchema, test: IdxPairSchema.optional() }).strict(),
+]);
+export type DataSource = z.infer<typeof DataSourceSchema>;
+
+export const TrainRequestSchema = z
+  .object({
+    spec: ModelSpecSchema,
+    data: DataSourceSchema,
+    options: TrainOptionsSchema.default(TrainOptionsSchema.parse({})),
+  })
+  .strict();
+export type TrainRequest = z.infer<typeof TrainRequestSchema>;
+export type TrainRequestInput = z.input<typeof TrainRequestSchema>;
+
+const PhasesSchema = z.object({
+  data: z.number(),
+  forward: z.number(),
+  loss: z.number(),
+  backward: z.number(),
+  optimizer: z.number(),
+});
+
+export const TrainStepEventSchema = z.object({
+  type: z.literal('step'),
+  epoch: z.number().int(),
+  epochs: z.number().int(),
+  step: z.number().int(),
+  stepsPerEpoch: z.number().int(),
+  globalStep: z.number().int(),
+  totalSteps: z.number().int(),
+  /** Mean training loss over the steps since the last event. */
+  loss: z.number(),
+  accuracy: z.number().nullable(),
+  lr: z.number(),
+  gradNorm: z.number(),
+  samplesPerSec: z.number(),
+  /** Mean milliseconds per optimizer step in each phase since the last event. */
+  phasesMs: PhasesSchema,
+});
+export const TrainEpochEventSchema = z.object({
+  type: z.literal('epoch'),
+  epoch: z.number().int(),
+  epochs: z.number().int(),
+  seconds: z.number(),
+  trainLoss: z.number(),
+  trainAccuracy: z.number().nullable(),
+  testLoss: z.number().optional(),
+  testAccuracy: z.number().nullable().optional(),
+});
+export const TrainEventSchema = z.discriminatedUnion('type', [TrainStepEventSchema, TrainEpochEventSchema]);
+export type TrainStepEvent = z.infer<typeof TrainStepEventSchema>;
+export type TrainEpochEvent = z.infer<typeof TrainEpochEventSchema>;
+export type TrainEvent = z.infer<typeof TrainEventSchema>;
+
+export const TrainResultSchema = z.object({
+  runId: z.string(),
+  steps: z.number().int(),
+  samples: z.number().int(),
+  seconds: z.number(),
+  threads: z.number().int(),
+  /** Training samples per second of wall-clock time, warm-up and evaluation included. */
+  samplesPerSec: z.number(),
+  stepTime: z.object({
+    /** Every step, warm-up and evaluation included. */
+    wallClockMeanMs: z.number(),
+    /** Steps after the first `warmupSteps`, evaluation excluded; null when too few steps ran. */
+    steadyStateMeanMs: z.number().nullable(),
+    warmupSteps: z.number().int(),
+    note: z.string(),
+  }),
+  phasesMs: PhasesSchema,
+  epochs: z.array(TrainEpochEventSchema),
+  test: z
+    .object({
+      loss: z.number(),
+      accuracy: z.number().nullable(),
+      samples: z.number().int(),
+      headLosses: z.record(z.string(), z.number()),
+    })
+    .optional(),
+  model: z.object({ family: z.string(), params: z.number().int(), flopsPerSample: z.number() }),
+  /** Where the run's files are, relative to the workspace. */
+  runDir: z.string(),
+});
+export type TrainResult = z.infer<typeof TrainResultSchema>;
+
+export const TrainProgressEventSchema = z.object({ runId: z.string(), event: TrainEventSchema });
+export type TrainProgressEvent = z.infer<typeof TrainProgressEventSchema>;

@@ -1,0 +1,106 @@
+import { ApiError } from '../api/errors';
+import { formatIssues } from '../api/format-issues';
+import type { TrainOptionsInput, TrainResult } from '../api/training';
+import { TrainOptionsSchema } from '../api/training';
+import { RECIPES } from '../core/recipes';
+import { createServices } from '../core/services';
+import { isBuiltinModel } from '../api/model-spec';
+import { progressPrinter } from './progress-bar';
+import { resolveData, resolveModel } from './train-inputs';
+
+export interface TrainFlags {
+  model: string;
+  data: string;
+  epochs?: number;
+  batchSize?: number;
+  lr?: number;
+  optimizer?: 'sgd' | 'adamw';
+  accumulation?: number;
+  maxSteps?: number;
+  sampleRatio?: number;
+  clipNorm?: number;
+  threads?: number;
+  seed?: number;
+  device: string;
+  json?: boolean;
+  progress: boolean;
+  workspace: string;
+}
+
+/** Recipe defaults for built-in models, then the flags the user gave. */
+export function trainOptions(modelName: string, flags: TrainFlags): TrainOptionsInput {
+  const recipe: TrainOptionsInput = isBuiltinModel(modelName) ? RECIPES[modelName] : {};
+  const kind = flags.optimizer ?? recipe.optimizer?.kind ?? 'sgd';
+  const optimizer = { ...(recipe.optimizer?.kind === kind ? recipe.optimizer : { kind }), ...(flags.lr !== undefined ? { lr: flags.lr } : {}) };
+  const options: TrainOptionsInput = { ...recipe, optimizer, device: flags.device };
+  const set = <K extends keyof TrainOptionsInput>(key: K, value: TrainOptionsInput[K] | undefined) => {
+    if (value !== undefined) options[key] = value;
+  };
+  set('epochs', flags.epochs);
+  set('batchSize', flags.batchSize);
+  set('accumulation', flags.accumulation);
+  set('maxSteps', flags.maxSteps);
+  set('sampleRatio', flags.sampleRatio);
+  set('clipNorm', flags.clipNorm);
+  set('threads', flags.threads);
+  set('seed', flags.seed);
+  return options;
+}
+
+function summary(result: TrainResult, modelName: string, description: string): string {
+  const n = (x: number) => Math.round(x).toLocaleString('en-US');
+  const t = result.stepTime;
+  const phases = Object.entries(result.phasesMs)
+    .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+    .join(' · ');
+  const test = result.test;
+  const lines = [
+    `model    ${modelName} (${result.model.family}, ${n(result.model.params)} parameters, ${(result.model.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample forward)`,
+    `data     ${description}`,
+    test
+      ? `result   test accuracy ${test.accuracy == null ? 'n/a' : `${(100 * test.accuracy).toFixed(2)}%`} (loss ${test.loss.toFixed(4)}) on ${n(test.samples)} samples after ${result.epochs.length} epoch(s), ${n(result.steps)} steps`
+      : `result   ${n(result.steps)} steps, no test set`,
+    `speed    ${n(result.samplesPerSec)} samples/s over ${result.seconds.toFixed(1)} s on ${result.threads} threads; step ${t.steadyStateMeanMs == null ? 'n/a' : `${t.steadyStateMeanMs.toFixed(1)} ms steady state`}, ${t.wallClockMeanMs.toFixed(1)} ms wall-clock mean (warm-up and evaluation included)`,
+    `phases   ${phases} (ms per step)`,
+    `saved    ${result.runDir} in the workspace (run.json, events.jsonl, checkpoint.safetensors)`,
+  ];
+  return lines.join('\n');
+}
+
+export async function trainCommand(flags: TrainFlags): Promise<void> {
+  const { spec, name } = await resolveModel(flags.model);
+  const data = resolveData(flags.data);
+  const parsed = TrainOptionsSchema.safeParse(trainOptions(name, flags));
+  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad training option: ${formatIssues(parsed.error, 'options')}`);
+
+  const services = await createServices({ workspaceDir: flags.workspace });
+  const progress = progressPrinter(process.stderr);
+  let runId: string | null = null;
+  let interrupted = false;
+  const onSigint = () => {
+    if (interrupted || !runId) process.exit(130);
+    interrupted = true;
+    process.stderr.write('\ncancelling (Ctrl-C again to quit at once)...\n');
+    void services.training.cancel(runId);
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const result = await services.training.run(
+      { spec, data, options: parsed.data },
+      {
+        allowPathsOutsideWorkspace: true,
+        onStart: (id) => (runId = id),
+        onEvent: (e) => {
+          if (flags.json) process.stdout.write(JSON.stringify(e) + '\n');
+          else if (flags.progress) progress.onEvent(e);
+        },
+      },
+    );
+    progress.clear();
+    if (flags.json) process.stdout.write(JSON.stringify({ type: 'result', ...result }) + '\n');
+    else process.stdout.write(summary(result, name, data.kind === 'fashion-mnist' ? 'Fashion-MNIST' : data.train.images) + '\n');
+  } finally {
+    process.off('SIGINT', onSigint);
+    await services.dispose();
+  }
+}

@@ -1,0 +1,75 @@
+import { ApiError } from '../api/errors';
+import { formatIssues } from '../api/format-issues';
+import type { DataSource, TrainEvent, TrainRequest, TrainResult } from '../api/training';
+import { TrainEventSchema, TrainResultSchema } from '../api/training';
+import type { EngineClient } from '../engine/engine-client';
+import type { EventHub } from './event-hub';
+import { createRun } from './run-store';
+import type { Workspace } from './workspace';
+
+export interface RunOptions {
+  onEvent?: (event: TrainEvent) => void;
+  /** Called once the run has an id (before any event), e.g. to offer a cancel button. */
+  onStart?: (runId: string) => void;
+  /**
+   * The CLI may read data from anywhere the user points it; requests from the UI
+   * (possibly a browser on another machine in serve mode) stay inside the workspace.
+   */
+  allowPathsOutsideWorkspace?: boolean;
+}
+
+/** Runs training in the engine host, records it under runs/<id>, and streams its progress. */
+export class TrainingService {
+  private readonly active = new Set<string>();
+
+  constructor(
+    private readonly engine: EngineClient,
+    private readonly events: EventHub,
+    private readonly workspace: Workspace,
+  ) {}
+
+  async run(request: TrainRequest, options: RunOptions = {}): Promise<TrainResult> {
+    const data = options.allowPathsOutsideWorkspace ? request.data : this.confineToWorkspace(request.data);
+    const run = await createRun(this.workspace, 'train', { ...request, data });
+    this.active.add(run.id);
+    options.onStart?.(run.id);
+    try {
+      const raw = await this.engine.train(
+        { runId: run.id, spec: request.spec, data, options: request.options, checkpointPath: `${run.dir}/checkpoint.safetensors` },
+        (rawEvent) => {
+          const parsed = TrainEventSchema.safeParse(rawEvent);
+          if (!parsed.success) return; // an engine newer than this contract; the run.json still gets the result
+          run.appendEvent(parsed.data);
+          this.events.emit('train.progress', { runId: run.id, event: parsed.data });
+          options.onEvent?.(parsed.data);
+        },
+      );
+      const parsed = TrainResultSchema.safeParse({ ...(raw as object), runId: run.id, runDir: run.relativeDir });
+      if (!parsed.success) {
+        throw new ApiError('E_INTERNAL', `the engine's training summary does not match the contract: ${formatIssues(parsed.error, 'result')}`);
+      }
+      await run.finish('completed', { result: parsed.data });
+      return parsed.data;
+    } catch (err) {
+      const error = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
+      await run.finish(error.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { error: error.toPayload() });
+      throw error;
+    } finally {
+      this.active.delete(run.id);
+    }
+  }
+
+  async cancel(runId: string): Promise<{ cancelled: boolean }> {
+    if (!this.active.has(runId)) return { cancelled: false };
+    return this.engine.cancelTraining(runId);
+  }
+
+  private confineToWorkspace(data: DataSource): DataSource {
+    if (data.kind === 'fashion-mnist') return data.dir ? { ...data, dir: this.workspace.resolve(data.dir) } : data;
+    const pair = (p: { images: string; labels: string }) => ({
+      images: this.workspace.resolve(p.images),
+      labels: this.workspace.resolve(p.labels),
+    });
+    return { kind: 'idx', train: pair(data.train), test: data.test ? pair(data.test) : undefined };
+  }
+}
