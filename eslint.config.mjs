@@ -30,7 +30,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['bin/**/*.js', 'scripts/**/*.mjs', 'tools/**/*.mjs', '*.mjs', '*.mts'],
+    files: ['bin/**/*.js', 'scripts/**/*.mjs', 'tools/**/*.mjs', 'bench/**/*.mjs', '*.mjs', '*.mts'],
     languageOptions: { globals: { process: 'readonly', require: 'readonly', __dirname: 'readonly', console: 'readonly', URL: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

@@ -16,6 +16,10 @@ export interface NativeAddon {
   /** Throws E_BAD_INPUT naming the field when the spec (JSON text) is invalid. */
   modelInfo(specJson: string): ModelInfo;
   Trainer: new (specJson: string, optionsJson?: string) => NativeTrainer;
+  /** Best-of-reps time of the engine's float GEMM (M x K) . (K x N), for bench/cpu. */
+  benchGemm(M: number, N: number, K: number, reps: number, threads: number): { seconds: number; kernel: string; lanes: number; threads: number };
+  /** All-core clock in GHz measured with dependent adds, or null where unsupported. */
+  measureClock(threads: number): number | null;
   /** Present only in builds with TB_DEBUG_ENTRYPOINTS: aborts the process. */
   debugAbort?: () => never;
 }

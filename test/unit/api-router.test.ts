@@ -16,6 +16,9 @@ function router(overrides: Partial<ApiHandlers> = {}) {
     'engine.devices': async () => devices,
     'engine.ping': async () => ({ hostPid: 1, hostUptimeMs: 5 }),
     'engine.status': async () => ({ state: 'ready', pid: 1, restarts: 0, lastFailure: null }),
+    'model.info': () => Promise.reject(new ApiError('E_INTERNAL', 'not used here')),
+    'train.run': () => Promise.reject(new ApiError('E_INTERNAL', 'not used here')),
+    'train.cancel': async () => ({ cancelled: false }),
     ...overrides,
   });
 }

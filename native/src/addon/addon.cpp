@@ -2,11 +2,15 @@
 // engine, convert the answer. Exceptions are converted by guarded().
 #include <napi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <vector>
 
 #include "addon/convert.h"
 #include "core/device_info.h"
 #include "core/device_spec.h"
+#include "core/threads.h"
 #include "addon/trainer_wrap.h"
 #include "cpu/gemm.h"
 #include "train/gradcheck.h"
@@ -80,6 +84,71 @@ Napi::Value GradcheckOps(const Napi::CallbackInfo& info) {
   return a;
 }
 
+// benchGemm(M, N, K, reps, threads) -> { seconds (best of reps), kernel, lanes, threads }.
+// For bench/cpu: times the engine's float GEMM on constant inputs, C = A . B.
+Napi::Value BenchGemm(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Napi::Env env = info.Env();
+    for (size_t i = 0; i < 5; ++i)
+      if (info.Length() <= i || !info[i].IsNumber())
+        throw make_js_error(env, "E_BAD_INPUT", "benchGemm(M, N, K, reps, threads) needs five numbers", "");
+    const int M = info[0].As<Napi::Number>().Int32Value(), N = info[1].As<Napi::Number>().Int32Value(),
+              K = info[2].As<Napi::Number>().Int32Value(), reps = info[3].As<Napi::Number>().Int32Value();
+    if (M < 1 || N < 1 || K < 1 || reps < 1 || static_cast<double>(M) * N + static_cast<double>(M) * K + static_cast<double>(K) * N > 3e8)
+      TB_THROW(ErrorCode::BadInput, "benchGemm sizes must be positive and fit in 1.2 GB");
+    ThreadPool pool(info[4].As<Napi::Number>().Int32Value());
+    std::vector<float> A(static_cast<size_t>(M) * K, 0.5f), B(static_cast<size_t>(K) * N, 0.25f), C(static_cast<size_t>(M) * N);
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      gemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C.data(), N, &pool);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("seconds", best);
+    o.Set("kernel", gemm_kernel_name());
+    o.Set("lanes", gemm_kernel_lanes());
+    o.Set("threads", pool.size());
+    return o;
+  });
+}
+
+// measureClock(threads) -> GHz, or null where not supported. Runs a chain of
+// dependent integer adds (one cycle each) on every thread at once, so the
+// answer is the all-core clock under load, which /proc/cpuinfo does not give
+// inside a VM. Used for peak-FLOP estimates in bench/cpu.
+Napi::Value MeasureClock(const Napi::CallbackInfo& info) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__))
+  ThreadPool pool(info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 0);
+  std::vector<double> ghz(static_cast<size_t>(pool.size()));
+  pool.parallel_for(pool.size(), [&](std::int64_t b, std::int64_t e, int) {
+    for (std::int64_t t = b; t < e; ++t) {
+      const long iters = 50'000'000;
+      unsigned long x = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (long i = 0; i < iters; ++i) {
+#if defined(__x86_64__)
+        asm volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
+                     : "+r"(x));
+#else
+        asm volatile("add %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\t"
+                     "add %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1"
+                     : "+r"(x));
+#endif
+      }
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ghz[static_cast<size_t>(t)] = 10.0 * iters / s / 1e9;
+    }
+  }, 1);
+  double sum = 0;
+  for (double g : ghz) sum += g;
+  return Napi::Number::New(info.Env(), sum / ghz.size());
+#else
+  return info.Env().Null();
+#endif
+}
+
 #ifdef TB_DEBUG_ENTRYPOINTS
 // Deliberately kills the process, as a native bug would. Used only by the
 // crash-isolation test; the engine host refuses to call it unless started in
@@ -96,6 +165,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("gradcheck", Napi::Function::New(env, Gradcheck, "gradcheck"));
   exports.Set("gradcheckOps", Napi::Function::New(env, GradcheckOps, "gradcheckOps"));
   exports.Set("modelInfo", Napi::Function::New(env, ModelInfo, "modelInfo"));
+  exports.Set("benchGemm", Napi::Function::New(env, BenchGemm, "benchGemm"));
+  exports.Set("measureClock", Napi::Function::New(env, MeasureClock, "measureClock"));
   exports.Set("Trainer", TrainerWrap::Define(env));
 #ifdef TB_DEBUG_ENTRYPOINTS
   exports.Set("debugAbort", Napi::Function::New(env, DebugAbort, "debugAbort"));

@@ -1,0 +1,72 @@
+// `trainbench train` end to end on Fashion-MNIST (Debian's dataset-fashion-mnist):
+// the accuracy targets of the CPU engine, measured through the whole stack.
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { TrainResultSchema } from '../../src-main/api/training';
+import { CLI, requireBuilt } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+
+const run = promisify(execFile);
+const ws = tempDir();
+beforeAll(requireBuilt);
+afterAll(() => ws.cleanup());
+
+async function train(...args: string[]) {
+  const { stdout } = await run(process.execPath, [CLI, 'train', '--json', '--workspace', ws.dir, ...args], {
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+  const result = TrainResultSchema.parse(lines.find((l) => l.type === 'result'));
+  return { result, lines };
+}
+
+describe('trainbench train on Fashion-MNIST (CPU)', () => {
+  it('the built-in MLP reaches at least 85% test accuracy in one epoch', async () => {
+    const { result, lines } = await train('--model', 'mlp', '--epochs', '1');
+    const acc = result.test?.accuracy ?? 0;
+    console.log(`Fashion-MNIST MLP, 1 epoch: test accuracy ${(100 * acc).toFixed(2)}%, ${result.seconds.toFixed(1)} s, ${Math.round(result.samplesPerSec)} samples/s`);
+    expect(acc).toBeGreaterThanOrEqual(0.85);
+    expect(lines.filter((l) => l.type === 'epoch')).toHaveLength(1);
+  }, 120_000);
+
+  it('the built-in CNN reaches at least 89% test accuracy in one epoch', async () => {
+    const { result } = await train('--model', 'cnn', '--epochs', '1');
+    const acc = result.test?.accuracy ?? 0;
+    console.log(`Fashion-MNIST CNN, 1 epoch: test accuracy ${(100 * acc).toFixed(2)}%, ${result.seconds.toFixed(1)} s, ${Math.round(result.samplesPerSec)} samples/s`);
+    expect(acc).toBeGreaterThanOrEqual(0.89);
+  }, 600_000);
+});
+
+describe('trainbench train refuses bad input clearly', () => {
+  const fails = async (...args: string[]) => {
+    try {
+      await run(process.execPath, [CLI, 'train', '--workspace', ws.dir, ...args]);
+    } catch (err) {
+      return (err as { stderr: string }).stderr;
+    }
+    throw new Error('expected the command to fail');
+  };
+
+  it('an unknown model', async () => {
+    expect(await fails('--model', 'resnet50')).toMatch(/--model "resnet50" is neither a built-in model \(mlp, cnn, bottleneck_resnet\)/);
+  });
+
+  it('a model whose classes do not cover the labels', async () => {
+    const spec = `${ws.dir}/five.json`;
+    writeFileSync(spec, JSON.stringify({ family: 'mlp', input: [1, 28, 28], outputs: 5 }));
+    expect(await fails('--model', spec, '--max-steps', '1')).toMatch(/E_BAD_INPUT: train label \d at record \d+ is outside \[0, 5\)/);
+  });
+
+  it('a bad option value', async () => {
+    expect(await fails('--batch-size', 'many')).toContain('--batch-size must be an integer >= 1, got "many"');
+    expect(await fails('--optimizer', 'lion', '--max-steps', '1')).toContain('options.optimizer.kind');
+  });
+
+  it('missing data files', async () => {
+    expect(await fails('--data', '/nope/a,/nope/b')).toMatch(/E_BAD_INPUT: cannot read \/nope\/[ab]: ENOENT/);
+  });
+});

@@ -1,0 +1,80 @@
+// Training through the real stack: services -> supervisor -> engine host -> addon.
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { TrainEvent } from '../../src-main/api/training';
+import { TrainRequestSchema } from '../../src-main/api/training';
+import type { Services } from '../../src-main/core/services';
+import { testServices } from '../helpers/services';
+
+let services: Services;
+let cleanup: () => Promise<void>;
+beforeAll(async () => {
+  ({ services, cleanup } = await testServices());
+});
+afterAll(async () => cleanup?.());
+
+const request = (options: object) =>
+  TrainRequestSchema.parse({ spec: { family: 'mlp', input: [1, 28, 28], outputs: 10 }, data: { kind: 'fashion-mnist' }, options });
+
+describe('training service', () => {
+  it('records a completed run: run.json with the result, events.jsonl, checkpoint', async () => {
+    const seen: TrainEvent[] = [];
+    const progress: string[] = [];
+    const off = services.events.subscribe((name) => progress.push(name));
+    const result = await services.training.run(request({ maxSteps: 30, eventIntervalMs: 0 }), { onEvent: (e) => seen.push(e) });
+    off();
+    expect(result.steps).toBe(30);
+    expect(result.test?.samples).toBe(10000);
+    expect(seen.filter((e) => e.type === 'step')).toHaveLength(30);
+    expect(progress.filter((n) => n === 'train.progress').length).toBe(seen.length);
+
+    const dir = services.workspace.resolve(result.runDir);
+    const run = JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8'));
+    expect(run).toMatchObject({ schemaVersion: 1, id: result.runId, kind: 'train', status: 'completed', result: { steps: 30 } });
+    expect(run.environment.cpus).toBeGreaterThan(0);
+    const events = readFileSync(path.join(dir, 'events.jsonl'), 'utf8').trim().split('\n');
+    expect(events).toHaveLength(seen.length);
+    expect(existsSync(path.join(dir, 'checkpoint.safetensors'))).toBe(true);
+  });
+
+  it('cancels a run from the contract and records it as cancelled', async () => {
+    let runId = '';
+    const run = services.training.run(request({ epochs: 50, eventIntervalMs: 0 }), {
+      onStart: (id) => (runId = id),
+      onEvent: (e) => {
+        if (e.type === 'step' && e.globalStep === 3) void services.router.dispatch('train.cancel', { runId });
+      },
+    });
+    await expect(run).rejects.toMatchObject({ code: 'E_CANCELLED' });
+    const record = JSON.parse(readFileSync(path.join(services.workspace.resolve(`runs/${runId}`), 'run.json'), 'utf8'));
+    expect(record).toMatchObject({ status: 'cancelled', error: { code: 'E_CANCELLED' } });
+    // The engine host survives and trains again.
+    await expect(services.training.run(request({ maxSteps: 2 }))).resolves.toMatchObject({ steps: 2 });
+  });
+
+  it('keeps UI requests inside the workspace', async () => {
+    const err = services.router.dispatch('train.run', {
+      spec: { family: 'mlp', input: [784], outputs: 10 },
+      data: { kind: 'idx', train: { images: '/etc/passwd', labels: '../x' } },
+    });
+    await expect(err).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringContaining('outside the workspace') });
+  });
+
+  it('refuses a CUDA device it cannot use, with the reason', async () => {
+    const devices = await services.engine.devices();
+    const err = services.training.run(request({ device: 'cuda:0', maxSteps: 1 }));
+    if (!devices.cuda.available) {
+      await expect(err).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringContaining(devices.cuda.reason ?? '') });
+    } else {
+      await expect(err).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringContaining('cannot train yet') });
+    }
+  });
+
+  it('answers model.info through the contract', async () => {
+    const info = await services.router.dispatch('model.info', { spec: { family: 'bottleneck_resnet' } });
+    expect(info).toMatchObject({ family: 'bottleneck_resnet', params: 2578249 });
+  });
+});

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+
+import { formatIssues } from '../../src-main/api/format-issues';
+import { BUILTIN_MODELS, ModelSpecSchema } from '../../src-main/api/model-spec';
+import { TrainOptionsSchema } from '../../src-main/api/training';
+
+describe('model spec schema', () => {
+  it('fills the DESIGN.md defaults of the board network', () => {
+    expect(ModelSpecSchema.parse(BUILTIN_MODELS.bottleneck_resnet)).toEqual({
+      family: 'bottleneck_resnet',
+      input: [104, 9, 9],
+      stemWidth: 24,
+      layers: [2, 2, 2, 1],
+      strides: [1, 2, 2, 2],
+      widths: [24, 48, 96, 144],
+      expansion: 4,
+      headChannels: 128,
+      policyClasses: 1496,
+    });
+  });
+
+  it('parses every built-in model', () => {
+    for (const spec of Object.values(BUILTIN_MODELS)) expect(ModelSpecSchema.safeParse(spec).success).toBe(true);
+  });
+
+  it.each([
+    [{ family: 'mlp', input: [784], outputs: 10, hidden: [0] }, 'hidden'],
+    [{ family: 'cnn', input: [1, 28, 28], outputs: 10, channels: [8, 8], strides: [1] }, 'strides'],
+    [{ family: 'cnn', input: [1, 28, 28], outputs: 10, kernel: 2 }, 'kernel'],
+    [{ family: 'bottleneck_resnet', widths: [1, 2] }, 'layers'],
+    [{ family: 'mlp', input: [784], outputs: 10, colour: 'red' }, 'colour'],
+  ])('rejects %j, naming %s', (spec, field) => {
+    const r = ModelSpecSchema.safeParse(spec);
+    expect(r.success).toBe(false);
+    if (!r.success) expect(formatIssues(r.error, 'spec')).toContain(field);
+  });
+});
+
+describe('training options schema', () => {
+  it('defaults to the SGD of DESIGN.md', () => {
+    expect(TrainOptionsSchema.parse({}).optimizer).toEqual({ kind: 'sgd', lr: 0.01, momentum: 0.9, weightDecay: 1e-4 });
+  });
+  it('rejects a zero batch and an unknown optimizer', () => {
+    expect(TrainOptionsSchema.safeParse({ batchSize: 0 }).success).toBe(false);
+    expect(TrainOptionsSchema.safeParse({ optimizer: { kind: 'lion' } }).success).toBe(false);
+  });
+});
