@@ -149,6 +149,40 @@ describe('training', () => {
     await expect(t.evaluate('train')).resolves.toMatchObject({ samples: 256 });
   });
 
+  it('follows warm-up then cosine decay of the learning rate', async () => {
+    const t = mlp(2);
+    t.setData('train', blobs(320, 2));
+    const lrs: number[] = [];
+    await t.train(
+      json({ batchSize: 16, maxSteps: 20, eventIntervalMs: 0, optimizer: { kind: 'sgd', lr: 0.1 }, schedule: { kind: 'warmup_cosine', warmupSteps: 4, minLr: 0.01 } }),
+      (e) => {
+        const ev = e as { type: string; lr: number };
+        if (ev.type === 'step') lrs.push(ev.lr);
+      },
+    );
+    [0.025, 0.05, 0.075, 0.1].forEach((lr, i) => expect(lrs[i]).toBeCloseTo(lr, 12));
+    expect(lrs[4]).toBeCloseTo(0.1, 10);
+    for (let i = 5; i < lrs.length; i++) expect(lrs[i]).toBeLessThan(lrs[i - 1]);
+    expect(lrs.at(-1)).toBeGreaterThanOrEqual(0.01);
+    expect(lrs.at(-1)).toBeLessThan(0.012);
+  });
+
+  it('clips gradients to the global norm', async () => {
+    const t = mlp(3);
+    t.setData('train', blobs(64, 4));
+    const before = t.params();
+    let norm = 0;
+    await t.train(json({ batchSize: 64, maxSteps: 1, clipNorm: 0.01, optimizer: { kind: 'sgd', lr: 1, momentum: 0, weightDecay: 0 } }), (e) => {
+      const ev = e as { type: string; gradNorm: number };
+      if (ev.type === 'step') norm = ev.gradNorm;
+    });
+    const after = t.params();
+    const step = Math.sqrt(after.reduce((s, v, i) => s + (v - before[i]) ** 2, 0));
+    expect(norm).toBeGreaterThan(0.01); // the unclipped norm is reported
+    expect(step).toBeLessThanOrEqual(0.01 * 1.0001); // lr 1 x clipped gradient
+    expect(step).toBeGreaterThan(0.0099);
+  });
+
   it('refuses a second job while one runs', async () => {
     const t = mlp(1);
     t.setData('train', blobs(4096, 3));
