@@ -11,6 +11,7 @@
 #include "core/device_info.h"
 #include "core/device_spec.h"
 #include "core/threads.h"
+#include "addon/loader_api.h"
 #include "addon/trainer_wrap.h"
 #include "cpu/gemm.h"
 #include "train/gradcheck.h"
@@ -168,6 +169,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("benchGemm", Napi::Function::New(env, BenchGemm, "benchGemm"));
   exports.Set("measureClock", Napi::Function::New(env, MeasureClock, "measureClock"));
   exports.Set("Trainer", TrainerWrap::Define(env));
+  exports.Set("sourceInfo", Napi::Function::New(env, SourceInfo, "sourceInfo"));
+  exports.Set("runLoader", Napi::Function::New(env, RunLoader, "runLoader"));
+  exports.Set("benchLoader", Napi::Function::New(env, BenchLoader, "benchLoader"));
+  exports.Set("sequentialRead", Napi::Function::New(env, SequentialRead, "sequentialRead"));
 #ifdef TB_DEBUG_ENTRYPOINTS
   exports.Set("debugAbort", Napi::Function::New(env, DebugAbort, "debugAbort"));
 #endif

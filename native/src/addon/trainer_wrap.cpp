@@ -4,6 +4,7 @@
 #include <string>
 
 #include "addon/convert.h"
+#include "data/open_source.h"
 #include "train/checkpoint.h"
 
 namespace tb::addon {
@@ -90,8 +91,9 @@ class JobWorker : public Napi::AsyncProgressQueueWorker<Json> {
   std::string code_, message_, where_;
 };
 
-Field field_from_js(Napi::Env env, const std::string& name, const Napi::Object& o, std::int64_t* count) {
-  Field f;
+void add_field_from_js(Napi::Env env, MemorySource& source, const std::string& name, const Napi::Object& o) {
+  FieldInfo f;
+  f.name = name;
   const Napi::Value dtype = o.Get("dtype");
   if (!dtype.IsString()) throw make_js_error(env, "E_BAD_INPUT", "field '" + name + "' needs a dtype", "");
   f.dtype = parse_dtype(dtype.As<Napi::String>().Utf8Value());
@@ -103,12 +105,25 @@ Field field_from_js(Napi::Env env, const std::string& name, const Napi::Object& 
   if (!data.IsTypedArray()) throw make_js_error(env, "E_BAD_INPUT", "field '" + name + "' data must be a typed array", "");
   const Napi::TypedArray ta = data.As<Napi::TypedArray>();
   const auto* bytes = static_cast<const std::uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
-  f.bytes.assign(bytes, bytes + ta.ByteLength());
   if (o.Has("scale")) f.scale = o.Get("scale").As<Napi::Number>().FloatValue();
   if (o.Has("offset")) f.offset = o.Get("offset").As<Napi::Number>().FloatValue();
-  const std::int64_t record_bytes = f.record_values() * dtype_bytes(f.dtype);
-  *count = record_bytes > 0 ? static_cast<std::int64_t>(f.bytes.size()) / record_bytes : 0;
-  return f;
+  const std::int64_t record_bytes = f.record_bytes();
+  const std::int64_t count = record_bytes > 0 ? static_cast<std::int64_t>(ta.ByteLength()) / record_bytes : 0;
+  if (count * record_bytes != static_cast<std::int64_t>(ta.ByteLength())) {
+    TB_THROW(ErrorCode::BadInput, "field '" + name + "' holds " + std::to_string(ta.ByteLength()) +
+                                      " bytes, not a whole number of " + std::to_string(record_bytes) + "-byte records");
+  }
+  source.add_field(std::move(f), std::vector<std::uint8_t>(bytes, bytes + ta.ByteLength()), count);
+}
+
+// Applies {"x": {"scale": s, "offset": o}, ...} to a source's fields.
+void apply_normalize(RecordSource& source, const Json& normalize) {
+  for (const auto& kv : normalize.members()) {
+    const Json* s = kv.second.find("scale");
+    const Json* o = kv.second.find("offset");
+    source.set_scale(kv.first, s && s->is_number() ? static_cast<float>(s->number()) : 1.0f,
+                     o && o->is_number() ? static_cast<float>(o->number()) : 0.0f);
+  }
 }
 
 }  // namespace
@@ -153,17 +168,28 @@ Napi::Value TrainerWrap::SetData(const Napi::CallbackInfo& info) {
     if (busy_) TB_THROW(ErrorCode::BadInput, "cannot change data while a job is running");
     if (info.Length() < 2 || !info[0].IsString() || !info[1].IsObject())
       throw make_js_error(env, "E_BAD_INPUT", "setData(split, fields) needs a split name and an object of fields", "");
-    Dataset data;
+    auto source = std::make_shared<MemorySource>();
     const Napi::Object fields = info[1].As<Napi::Object>();
     const Napi::Array names = fields.GetPropertyNames();
     for (uint32_t i = 0; i < names.Length(); ++i) {
       const std::string name = names.Get(i).As<Napi::String>().Utf8Value();
-      std::int64_t count = 0;
-      Field f = field_from_js(env, name, fields.Get(name).As<Napi::Object>(), &count);
-      data.add_field(name, std::move(f), count);
+      add_field_from_js(env, *source, name, fields.Get(name).As<Napi::Object>());
     }
-    trainer_->set_data(info[0].As<Napi::String>().Utf8Value(), std::move(data));
+    trainer_->set_source(info[0].As<Napi::String>().Utf8Value(), source);
     return env.Undefined();
+  });
+}
+
+// setSource(split, sourceJson, normalizeJson?) -> { records, fields }: a cache or raw source files.
+Napi::Value TrainerWrap::SetSource(const Napi::CallbackInfo& info) {
+  return guarded(info, [this](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (busy_) TB_THROW(ErrorCode::BadInput, "cannot change data while a job is running");
+    if (info.Length() < 2 || !info[0].IsString())
+      throw make_js_error(info.Env(), "E_BAD_INPUT", "setSource(split, sourceJson, normalizeJson?) needs a split name", "");
+    std::shared_ptr<RecordSource> source = open_source(json_arg(info, 1, "the source"));
+    if (info.Length() > 2 && info[2].IsString()) apply_normalize(*source, json_arg(info, 2, "the normalisation"));
+    trainer_->set_source(info[0].As<Napi::String>().Utf8Value(), source);
+    return to_js(info.Env(), source_info_json(*source));
   });
 }
 
@@ -228,6 +254,25 @@ Napi::Value TrainerWrap::Params(const Napi::CallbackInfo& info) {
   Napi::Float32Array out = Napi::Float32Array::New(info.Env(), p.size());
   std::memcpy(out.Data(), p.data(), p.size() * sizeof(float));
   return out;
+}
+
+Json source_info_json(const RecordSource& source) {
+  Json j = Json::object();
+  j.set("records", source.count());
+  j.set("description", source.describe());
+  Json fields = Json::array();
+  for (const FieldInfo& f : source.fields()) {
+    Json o = Json::object();
+    o.set("name", f.name);
+    o.set("dtype", dtype_name(f.dtype));
+    Json shape = Json::array();
+    for (auto d : f.shape) shape.push(Json(d));
+    o.set("shape", shape);
+    o.set("recordBytes", f.record_bytes());
+    fields.push(o);
+  }
+  j.set("fields", fields);
+  return j;
 }
 
 Json model_info_json(const Model& model) {

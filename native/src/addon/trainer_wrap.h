@@ -21,6 +21,7 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
  private:
   Napi::Value Info(const Napi::CallbackInfo& info);
   Napi::Value SetData(const Napi::CallbackInfo& info);
+  Napi::Value SetSource(const Napi::CallbackInfo& info);
   Napi::Value Train(const Napi::CallbackInfo& info);
   Napi::Value Evaluate(const Napi::CallbackInfo& info);
   Napi::Value Cancel(const Napi::CallbackInfo& info);
@@ -36,5 +37,6 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
 // modelInfo(specJson) -> parameter count, FLOPs, layers and parameter table.
 Napi::Value ModelInfo(const Napi::CallbackInfo& info);
 Json model_info_json(const Model& model);
+Json source_info_json(const RecordSource& source);
 
 }  // namespace tb::addon

@@ -57,6 +57,8 @@ TrainOptions parse_train_options(const Json& j) {
   o.clip_norm = number_option(j, "clipNorm", 0.0, 0.0, 1e9);
   o.eval_batch_size = static_cast<int>(int_option(j, "evalBatchSize", 1000, 1, 1 << 20));
   o.event_interval_s = number_option(j, "eventIntervalMs", 50, 0, 3.6e6) / 1000.0;
+  o.loader_workers = static_cast<int>(int_option(j, "loaderWorkers", 1, 0, 256));
+  o.prefetch = static_cast<int>(int_option(j, "prefetch", 2, 1, 256));
   if (const Json* s = j.find("shuffle")) {
     if (!s->is_bool()) TB_THROW(ErrorCode::BadInput, "options.shuffle must be true or false, got " + s->dump());
     o.shuffle = s->boolean();
@@ -69,29 +71,57 @@ TrainOptions parse_train_options(const Json& j) {
 Trainer::Trainer(const ModelSpec& spec, int threads, std::uint64_t seed)
     : pool_(threads), seed_(seed), model_(spec, seed) {}
 
-bool Trainer::has_data(const std::string& split) const { return split == "train" ? !!train_ : !!test_; }
+bool Trainer::has_data(const std::string& split) const { return source(split) != nullptr; }
 
-void Trainer::check_data(const Dataset& data, const std::string& split) {
-  const Field& x = data.field("x");
+const RecordSource* Trainer::source(const std::string& split) const {
+  return split == "train" ? train_.get() : split == "test" ? test_.get() : nullptr;
+}
+
+std::vector<std::string> Trainer::needed_fields(const RecordSource& data) const {
+  std::vector<std::string> names{"x"};
+  for (const Head& h : model_.heads()) {
+    names.push_back(h.target);
+    if (h.loss == LossKind::SoftmaxCESoft && data.field_index(h.target + "_mask") >= 0) names.push_back(h.target + "_mask");
+  }
+  return names;
+}
+
+void Trainer::check_data(const RecordSource& data, const std::string& split) {
+  const FieldInfo& x = data.field("x");
   const Dims in = model_.input_dims();
   if (x.record_values() != in.size()) {
     TB_THROW(ErrorCode::BadInput, split + " field 'x' has " + std::to_string(x.record_values()) +
                                       " values per record but the model's input needs " + std::to_string(in.size()));
   }
   for (const Head& h : model_.heads()) {
-    const Field& t = data.field(h.target);
+    const FieldInfo& t = data.field(h.target);
     const std::int64_t out = model_.nodes()[h.node].dims.size();
     if (h.loss == LossKind::SoftmaxCE) {
-      std::vector<std::int32_t> labels(static_cast<size_t>(data.count()));
-      std::vector<std::int64_t> idx(labels.size());
-      std::iota(idx.begin(), idx.end(), 0);
-      data.gather_labels(h.target, idx.data(), static_cast<int>(idx.size()), labels.data());
-      for (size_t i = 0; i < labels.size(); ++i)
-        if (labels[i] < 0 || labels[i] >= out) {
-          TB_THROW(ErrorCode::BadInput, split + " label " + std::to_string(labels[i]) + " at record " + std::to_string(i) +
-                                            " is outside [0, " + std::to_string(out) + ") for a model with " +
-                                            std::to_string(out) + " classes");
-        }
+      if (!dtype_is_integer(t.dtype) || t.record_values() != 1) {
+        TB_THROW(ErrorCode::BadInput, split + " field '" + h.target + "' must hold one integer label per record, not " +
+                                          std::to_string(t.record_values()) + " " + dtype_name(t.dtype) + " values");
+      }
+      // Every label is checked once here, in chunks, so a bad one is named before training starts.
+      const int f = data.field_index(h.target);
+      const std::int64_t chunk = 65536;
+      std::vector<std::int64_t> idx;
+      std::vector<std::uint8_t> raw;
+      std::vector<std::int32_t> labels;
+      for (std::int64_t b = 0; b < data.count(); b += chunk) {
+        const int n = static_cast<int>(std::min(chunk, data.count() - b));
+        idx.resize(n);
+        std::iota(idx.begin(), idx.end(), b);
+        raw.resize(static_cast<size_t>(n * t.record_bytes()));
+        labels.resize(n);
+        data.read(f, idx.data(), n, raw.data());
+        widen_to_int32(t.dtype, raw.data(), n, labels.data());
+        for (int i = 0; i < n; ++i)
+          if (labels[i] < 0 || labels[i] >= out) {
+            TB_THROW(ErrorCode::BadInput, split + " label " + std::to_string(labels[i]) + " at record " + std::to_string(b + i) +
+                                              " is outside [0, " + std::to_string(out) + ") for a model with " +
+                                              std::to_string(out) + " classes");
+          }
+      }
     } else if (t.record_values() != out) {
       TB_THROW(ErrorCode::BadInput, split + " field '" + h.target + "' has " + std::to_string(t.record_values()) +
                                         " values per record but head '" + h.name + "' predicts " + std::to_string(out));
@@ -99,20 +129,26 @@ void Trainer::check_data(const Dataset& data, const std::string& split) {
   }
 }
 
-void Trainer::set_data(const std::string& split, Dataset data) {
+void Trainer::set_source(const std::string& split, std::shared_ptr<RecordSource> data) {
   if (split != "train" && split != "test") TB_THROW(ErrorCode::BadInput, "split must be 'train' or 'test', got '" + split + "'");
-  check_data(data, split);
-  (split == "train" ? train_ : test_) = std::make_unique<Dataset>(std::move(data));
+  check_data(*data, split);
+  (split == "train" ? train_ : test_) = std::move(data);
 }
 
-void Trainer::gather_inputs(const Dataset& data, const std::vector<std::int64_t>& idx, int B) {
-  x_.resize(static_cast<size_t>(B) * model_.input_dims().size());
-  data.gather_float("x", idx.data(), B, x_.data());
+const float* Trainer::widen_field(const Loader& loader, const Batch& batch, const std::string& name, std::vector<float>& buf) {
+  const int slot = loader.slot_of(name);
+  const FieldInfo& f = loader.loaded_field(slot);
+  buf.resize(static_cast<size_t>(batch.size * f.record_values()));
+  widen_to_float(f.dtype, batch.data[static_cast<size_t>(slot)].data(), batch.size * f.record_values(), buf.data(), f.scale, f.offset);
+  return buf.data();
 }
+
+void Trainer::widen_inputs(const Loader& loader, const Batch& batch) { widen_field(loader, batch, "x", x_); }
 
 // Computes every head's loss for the current forward pass; writes output gradients when asked.
-double Trainer::run_losses(int B, const std::vector<std::int64_t>& idx, const Dataset& data, double grad_scale,
-                           bool want_grad, std::int64_t* correct, Json* head_losses) {
+double Trainer::run_losses(const Loader& loader, const Batch& batch, double grad_scale, bool want_grad,
+                           std::int64_t* correct, Json* head_losses) {
+  const int B = batch.size;
   double total = 0;
   for (const Head& h : model_.heads()) {
     const int K = static_cast<int>(model_.nodes()[h.node].dims.size());
@@ -121,31 +157,24 @@ double Trainer::run_losses(int B, const std::vector<std::int64_t>& idx, const Da
     const double scale = grad_scale * h.weight;
     double loss = 0;
     switch (h.loss) {
-      case LossKind::SoftmaxCE:
+      case LossKind::SoftmaxCE: {
+        const int slot = loader.slot_of(h.target);
         labels_.resize(B);
-        data.gather_labels(h.target, idx.data(), B, labels_.data());
+        widen_to_int32(loader.loaded_field(slot).dtype, batch.data[static_cast<size_t>(slot)].data(), B, labels_.data());
         loss = softmax_ce_forward_backward(d, out, labels_.data(), B, K, scale, correct);
         break;
+      }
       case LossKind::SoftmaxCESoft: {
-        targets_.resize(static_cast<size_t>(B) * K);
-        data.gather_float(h.target, idx.data(), B, targets_.data());
-        std::vector<float> mask;
-        if (data.has(h.target + "_mask")) {
-          mask.resize(B);
-          data.gather_float(h.target + "_mask", idx.data(), B, mask.data());
-        }
-        loss = softmax_ce_soft_forward_backward(d, out, targets_.data(), mask.empty() ? nullptr : mask.data(), B, K, scale);
+        const float* t = widen_field(loader, batch, h.target, targets_);
+        const float* mask = loader.slot_of(h.target + "_mask") >= 0 ? widen_field(loader, batch, h.target + "_mask", mask_) : nullptr;
+        loss = softmax_ce_soft_forward_backward(d, out, t, mask, B, K, scale);
         break;
       }
       case LossKind::BceLogits:
-        targets_.resize(B);
-        data.gather_float(h.target, idx.data(), B, targets_.data());
-        loss = bce_logits_forward_backward(d, out, targets_.data(), B, scale);
+        loss = bce_logits_forward_backward(d, out, widen_field(loader, batch, h.target, targets_), B, scale);
         break;
       case LossKind::Mse:
-        targets_.resize(static_cast<size_t>(B) * K);
-        data.gather_float(h.target, idx.data(), B, targets_.data());
-        loss = mse_forward_backward(d, out, targets_.data(), static_cast<std::int64_t>(B) * K, scale);
+        loss = mse_forward_backward(d, out, widen_field(loader, batch, h.target, targets_), static_cast<std::int64_t>(B) * K, scale);
         break;
     }
     if (head_losses) {
@@ -159,9 +188,16 @@ double Trainer::run_losses(int B, const std::vector<std::int64_t>& idx, const Da
 
 Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, const Emit& emit) {
   if (!train_) TB_THROW(ErrorCode::BadInput, "no training data: call setData('train', ...) first");
-  const Dataset& data = *train_;
-  const std::int64_t n = data.count();
-  const std::int64_t drawn = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(o.sample_ratio * n)));
+  LoaderOptions lo;
+  lo.batch_size = o.batch_size;
+  lo.workers = o.loader_workers;
+  lo.prefetch = o.prefetch;
+  lo.shuffle = o.shuffle;
+  lo.seed = seed_;
+  lo.sample_ratio = o.sample_ratio;
+  lo.fields = needed_fields(*train_);
+  Loader loader(train_, lo);
+  const std::int64_t drawn = loader.records_per_epoch();
   const std::int64_t per_step = static_cast<std::int64_t>(o.batch_size) * o.accumulation;
   const std::int64_t steps_per_epoch = drawn / per_step;
   if (steps_per_epoch == 0) {
@@ -176,7 +212,6 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
 
   Optimizer optimizer(o.optimizer, model_.param_count());
   Rng dropout_rng = Rng::derive(seed_, 0xD50);
-  std::vector<std::int64_t> order(static_cast<size_t>(n)), idx(static_cast<size_t>(o.batch_size));
   const double grad_scale = 1.0 / o.accumulation;
 
   const auto start = Clock::now();
@@ -191,11 +226,7 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
   EvalResult last_eval;
 
   for (int epoch = 0; epoch < o.epochs && step < total_steps; ++epoch) {
-    std::iota(order.begin(), order.end(), 0);
-    if (o.shuffle) {
-      Rng rng = Rng::derive(seed_, 0x5100 + static_cast<std::uint64_t>(epoch));
-      for (std::int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(static_cast<std::uint64_t>(i + 1))]);
-    }
+    loader.start_epoch(epoch);
     const auto epoch_start = Clock::now();
     epoch_loss = 0;
     epoch_correct = epoch_samples = 0;
@@ -207,14 +238,14 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
         if (cancel.load()) TB_THROW(ErrorCode::Cancelled, "training was cancelled at epoch " + std::to_string(epoch + 1) +
                                                                ", step " + std::to_string(s + 1));
         auto t = Clock::now();
-        const std::int64_t base = (s * o.accumulation + a) * o.batch_size;
-        std::copy(order.begin() + base, order.begin() + base + o.batch_size, idx.begin());
-        gather_inputs(data, idx, o.batch_size);
+        const Batch* batch = loader.next();
+        if (!batch) TB_THROW(ErrorCode::Internal, "the loader ran out of batches before the epoch's steps");
+        widen_inputs(loader, *batch);
         phase[0] += seconds_since(t), t = Clock::now();
         model_.forward(x_.data(), o.batch_size, true, &dropout_rng, &pool_);
         phase[1] += seconds_since(t), t = Clock::now();
         std::int64_t correct = 0;
-        const double loss = run_losses(o.batch_size, idx, data, grad_scale, true, &correct, nullptr);
+        const double loss = run_losses(loader, *batch, grad_scale, true, &correct, nullptr);
         if (!std::isfinite(loss)) {
           TB_THROW(ErrorCode::Data, "the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
                                         std::to_string(epoch + 1) + ", step " + std::to_string(s + 1) +
@@ -310,22 +341,25 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
 }
 
 EvalResult Trainer::evaluate(const std::string& split, int batch_size, const std::atomic<bool>& cancel) {
-  const Dataset* data = split == "train" ? train_.get() : split == "test" ? test_.get() : nullptr;
+  std::shared_ptr<RecordSource> data = split == "train" ? train_ : split == "test" ? test_ : nullptr;
   if (!data) TB_THROW(ErrorCode::BadInput, "no '" + split + "' data to evaluate");
   EvalResult r;
   const bool classifies = std::any_of(model_.heads().begin(), model_.heads().end(),
                                       [](const Head& h) { return h.loss == LossKind::SoftmaxCE; });
+  LoaderOptions lo;
+  lo.batch_size = batch_size;
+  lo.shuffle = false;
+  lo.drop_last = false;
+  lo.fields = needed_fields(*data);
+  Loader loader(data, lo);
+  loader.start_epoch(0);
   std::int64_t correct = 0;
   double loss_sum = 0;
-  std::vector<std::int64_t> idx;
-  for (std::int64_t b0 = 0; b0 < data->count(); b0 += batch_size) {
+  while (const Batch* batch = loader.next()) {
     if (cancel.load()) TB_THROW(ErrorCode::Cancelled, "evaluation was cancelled");
-    const int B = static_cast<int>(std::min<std::int64_t>(batch_size, data->count() - b0));
-    idx.resize(B);
-    std::iota(idx.begin(), idx.end(), b0);
-    gather_inputs(*data, idx, B);
-    model_.forward(x_.data(), B, false, nullptr, &pool_);
-    loss_sum += B * run_losses(B, idx, *data, 1.0, false, &correct, &r.head_losses);
+    widen_inputs(loader, *batch);
+    model_.forward(x_.data(), batch->size, false, nullptr, &pool_);
+    loss_sum += batch->size * run_losses(loader, *batch, 1.0, false, &correct, &r.head_losses);
   }
   r.samples = data->count();
   r.loss = loss_sum / r.samples;

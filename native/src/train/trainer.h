@@ -9,7 +9,8 @@
 
 #include "core/json.h"
 #include "core/threads.h"
-#include "data/dataset.h"
+#include "data/loader.h"
+#include "data/record_source.h"
 #include "nn/model.h"
 #include "optim/optimizer.h"
 
@@ -25,6 +26,8 @@ struct TrainOptions {
   double clip_norm = 0;        // 0: no clipping
   int eval_batch_size = 1000;
   double event_interval_s = 0.05;  // at most ~20 step events per second
+  int loader_workers = 1;          // threads gathering batches ahead of the step
+  int prefetch = 2;                // batches buffered ahead
   OptimizerOptions optimizer;
   ScheduleOptions schedule;
 };
@@ -46,8 +49,11 @@ class Trainer {
 
   Model& model() { return model_; }
   int threads() const { return pool_.size(); }
-  void set_data(const std::string& split, Dataset data);  // "train" or "test"
+  // "train" or "test": arrays in memory, a memory-mapped cache or raw source files.
+  // Checks the fields the model needs (shapes, label range) before accepting it.
+  void set_source(const std::string& split, std::shared_ptr<RecordSource> source);
   bool has_data(const std::string& split) const;
+  const RecordSource* source(const std::string& split) const;
 
   using Emit = std::function<void(const Json&)>;
   // Runs the loop; emits {"type":"step"...} and {"type":"epoch"...} events; returns the summary.
@@ -56,16 +62,18 @@ class Trainer {
   EvalResult evaluate(const std::string& split, int batch_size, const std::atomic<bool>& cancel);
 
  private:
-  double run_losses(int B, const std::vector<std::int64_t>& idx, const Dataset& data, double grad_scale, bool want_grad,
-                    std::int64_t* correct, Json* head_losses);
-  void check_data(const Dataset& data, const std::string& split);
-  void gather_inputs(const Dataset& data, const std::vector<std::int64_t>& idx, int B);
+  double run_losses(const Loader& loader, const Batch& batch, double grad_scale, bool want_grad, std::int64_t* correct,
+                    Json* head_losses);
+  void check_data(const RecordSource& data, const std::string& split);
+  std::vector<std::string> needed_fields(const RecordSource& data) const;
+  void widen_inputs(const Loader& loader, const Batch& batch);
+  const float* widen_field(const Loader& loader, const Batch& batch, const std::string& name, std::vector<float>& buf);
 
   ThreadPool pool_;
   std::uint64_t seed_;
   Model model_;
-  std::unique_ptr<Dataset> train_, test_;
-  std::vector<float> x_, targets_;
+  std::shared_ptr<RecordSource> train_, test_;
+  std::vector<float> x_, targets_, mask_;
   std::vector<std::int32_t> labels_;
 };
 

@@ -1,0 +1,88 @@
+#include "data/loader_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "core/errors.h"
+
+namespace tb {
+
+using Clock = std::chrono::steady_clock;
+
+static double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+Json bench_loader(std::shared_ptr<const RecordSource> source, const LoaderOptions& options, std::int64_t max_batches,
+                  double max_seconds, const std::atomic<bool>& cancel) {
+  Loader loader(std::move(source), options);
+  if (loader.batches_per_epoch() < 1) TB_THROW(ErrorCode::BadInput, "batch size is larger than the records drawn per epoch");
+  std::vector<double> latencies;
+  std::int64_t records = 0, bytes = 0, batches = 0;
+  std::uint64_t touch = 0;
+  int epoch = 0;
+  const auto t0 = Clock::now();
+  loader.start_epoch(epoch);
+  for (;;) {
+    if (cancel.load()) TB_THROW(ErrorCode::Cancelled, "the loader benchmark was cancelled");
+    const Batch* b = loader.next();
+    if (!b) {
+      loader.start_epoch(++epoch);
+      continue;
+    }
+    latencies.push_back(b->gather_seconds);
+    records += b->size;
+    for (const auto& d : b->data) {
+      const std::int64_t n = static_cast<std::int64_t>(b->size) * static_cast<std::int64_t>(d.size()) / options.batch_size;
+      bytes += n;
+      for (std::int64_t i = 0; i < n; i += 64) touch += d[static_cast<size_t>(i)];  // make sure the bytes are really there
+    }
+    ++batches;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (batches >= max_batches || elapsed >= max_seconds) break;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  double gather_total = 0;
+  for (double l : latencies) gather_total += l;
+  const int workers = std::max(1, options.workers);
+  const double one_worker_rate = gather_total > 0 ? records / gather_total : 0;  // records/s of one busy worker
+  Json r = Json::object();
+  r.set("batches", batches);
+  r.set("records", records);
+  r.set("bytes", bytes);
+  r.set("seconds", seconds);
+  r.set("samplesPerSec", records / seconds);
+  r.set("mbPerSec", bytes / seconds / 1e6);
+  r.set("latencyP50Ms", 1000 * percentile(latencies, 0.5));
+  r.set("latencyP95Ms", 1000 * percentile(latencies, 0.95));
+  r.set("waitedSeconds", loader.waited_seconds());
+  r.set("waitedFraction", seconds > 0 ? loader.waited_seconds() / seconds : 0.0);
+  r.set("workerEfficiency", one_worker_rate > 0 ? (records / seconds) / (workers * one_worker_rate) : 0.0);
+  r.set("checksum", static_cast<double>(touch % 1000003));
+  return r;
+}
+
+Json sequential_read(const std::vector<std::string>& files) {
+  std::vector<char> buf(8 << 20);
+  std::int64_t bytes = 0;
+  const auto t0 = Clock::now();
+  for (const auto& path : files) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) TB_THROW(ErrorCode::BadInput, "cannot open " + path);
+    size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) bytes += static_cast<std::int64_t>(n);
+    std::fclose(f);
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  Json r = Json::object();
+  r.set("bytes", bytes);
+  r.set("seconds", seconds);
+  r.set("mbPerSec", seconds > 0 ? bytes / seconds / 1e6 : 0.0);
+  return r;
+}
+
+}  // namespace tb
