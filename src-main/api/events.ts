@@ -1,5 +1,6 @@
 import { z } from 'zod';
 
+import { BuildProgressSchema } from './datasets';
 import { TrainProgressEventSchema } from './training';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
@@ -21,6 +22,7 @@ export type EngineStatusEvent = z.infer<typeof EngineStatusEventSchema>;
 export const apiEvents = {
   'engine.status': EngineStatusEventSchema,
   'train.progress': TrainProgressEventSchema,
+  'datasets.progress': BuildProgressSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

@@ -7,3 +7,4 @@ export * from './wire';
 export * from './bridge';
 export * from './model-spec';
 export * from './training';
+export * from './datasets';

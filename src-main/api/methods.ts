@@ -4,6 +4,17 @@ import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices'
 import { EngineStatusEventSchema } from './events';
 import { ModelInfoSchema, ModelSpecSchema } from './model-spec';
 import { TrainRequestSchema, TrainResultSchema } from './training';
+import {
+  BuildRequestSchema,
+  BuildResultSchema,
+  DatasetSummarySchema,
+  FileEntrySchema,
+  InspectResultSchema,
+  LoaderBenchRequestSchema,
+  LoaderBenchResultSchema,
+  SourceSpecSchema,
+  VerifyResultSchema,
+} from './datasets';
 
 const NoParams = z.object({}).strict();
 
@@ -20,6 +31,18 @@ export const apiMethods = {
   /** Trains to completion; progress arrives as train.progress events with the same runId. */
   'train.run': { params: TrainRequestSchema, result: TrainResultSchema },
   'train.cancel': { params: z.object({ runId: z.string().min(1) }).strict(), result: z.object({ cancelled: z.boolean() }) },
+  'datasets.list': { params: NoParams, result: z.array(DatasetSummarySchema) },
+  /** Detected fields, record count and a preview of a source, before building. */
+  'datasets.inspect': { params: z.object({ source: SourceSpecSchema }).strict(), result: InspectResultSchema },
+  /** Builds a cache; progress arrives as datasets.progress events with the request's jobId. */
+  'datasets.build': { params: BuildRequestSchema, result: BuildResultSchema },
+  'datasets.cancel': { params: z.object({ jobId: z.string().min(1) }).strict(), result: z.object({ cancelled: z.boolean() }) },
+  'datasets.verify': { params: z.object({ id: z.string().min(1) }).strict(), result: VerifyResultSchema },
+  'datasets.remove': { params: z.object({ id: z.string().min(1) }).strict(), result: z.object({ removed: z.string() }) },
+  /** The loader on the cache (and on the source in place) at each setting. */
+  'datasets.benchmark': { params: LoaderBenchRequestSchema, result: LoaderBenchResultSchema },
+  /** Files in a folder of the workspace, for choosing a source to import. */
+  'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema) }) },
 } as const;
 
 export type ApiMethods = typeof apiMethods;

@@ -56,6 +56,9 @@ export const TrainOptionsSchema = z
     /** CPU threads; 0 uses every core. */
     threads: z.number().int().min(0).max(1024).default(0),
     device: z.string().default('cpu'),
+    /** Loader threads gathering batches ahead of the step, and how many batches they may prepare. */
+    loaderWorkers: z.number().int().min(0).max(256).default(1),
+    prefetch: z.number().int().min(1).max(256).default(2),
     optimizer: OptimizerSchema.default({ kind: 'sgd', lr: 0.01, momentum: 0.9, weightDecay: 1e-4 }),
     schedule: ScheduleSchema.default({ kind: 'constant' }),
   })
@@ -63,12 +66,17 @@ export const TrainOptionsSchema = z
 export type TrainOptions = z.infer<typeof TrainOptionsSchema>;
 export type TrainOptionsInput = z.input<typeof TrainOptionsSchema>;
 
-/** Where training data comes from (the dataset cache replaces these with cached datasets). */
+/** Where training data comes from: always read through the dataset cache and the native loader. */
 export const IdxPairSchema = z.object({ images: z.string().min(1), labels: z.string().min(1) }).strict();
 export const DataSourceSchema = z.discriminatedUnion('kind', [
-  /** Debian's dataset-fashion-mnist, or the same four files in `dir`. */
+  /** Debian's dataset-fashion-mnist (or the same four files in `dir`), cached on first use. */
   z.object({ kind: z.literal('fashion-mnist'), dir: z.string().min(1).optional() }).strict(),
+  /** MNIST-style IDX image/label pairs, cached on first use. */
   z.object({ kind: z.literal('idx'), train: IdxPairSchema, test: IdxPairSchema.optional() }).strict(),
+  /** The built-in board dataset (positions labelled by a fixed teacher network), created on first use. */
+  z.object({ kind: z.literal('example-board') }).strict(),
+  /** Caches already in the workspace, by id or name. */
+  z.object({ kind: z.literal('dataset'), train: z.string().min(1), test: z.string().min(1).optional() }).strict(),
 ]);
 export type DataSource = z.infer<typeof DataSourceSchema>;
 
@@ -151,6 +159,8 @@ export const TrainResultSchema = z.object({
   model: z.object({ family: z.string(), params: z.number().int(), flopsPerSample: z.number() }),
   /** Where the run's files are, relative to the workspace. */
   runDir: z.string(),
+  /** The cached datasets trained and tested on. */
+  data: z.string(),
 });
 export type TrainResult = z.infer<typeof TrainResultSchema>;
 

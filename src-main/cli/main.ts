@@ -9,6 +9,8 @@ import { defaultWorkspaceDir } from '../core/workspace';
 import { packageRoot } from '../engine/package-root';
 import { DEFAULT_PORT, startServer } from '../server/serve';
 import { formatDevices } from './format-devices';
+import { cacheCommand } from './cache-command';
+import { loaderBenchCommand } from './loader-bench-command';
 import { trainCommand } from './train-command';
 
 function intArg(name: string, min: number) {
@@ -91,7 +93,9 @@ export function buildProgram(): Command {
     .command('train')
     .description('train a model and print its test accuracy (progress on stderr)')
     .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
-    .option('--data <source>', 'fashion-mnist, a folder of IDX files, or train-images,train-labels[,test-images,test-labels]', 'fashion-mnist')
+    .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>[,<test>], a folder of IDX files, or train-images,train-labels[,test-images,test-labels]', 'fashion-mnist')
+    .option('--loader-workers <n>', 'threads gathering batches ahead of the step', intArg('--loader-workers', 0))
+    .option('--prefetch <n>', 'batches prepared ahead', intArg('--prefetch', 1))
     .option('--epochs <n>', 'epochs', intArg('--epochs', 1))
     .option('--batch-size <n>', 'samples per micro-batch', intArg('--batch-size', 1))
     .option('--accumulation <n>', 'micro-batches per optimizer step', intArg('--accumulation', 1))
@@ -107,6 +111,9 @@ export function buildProgram(): Command {
     .option('--no-progress', 'no progress output')
     .option('--workspace <dir>', 'workspace folder (runs are saved there)', defaultWorkspaceDir())
     .action(trainCommand);
+
+  program.addCommand(cacheCommand());
+  program.addCommand(loaderBenchCommand());
 
   return program;
 }

@@ -21,6 +21,8 @@ export interface TrainFlags {
   clipNorm?: number;
   threads?: number;
   seed?: number;
+  loaderWorkers?: number;
+  prefetch?: number;
   device: string;
   json?: boolean;
   progress: boolean;
@@ -44,10 +46,12 @@ export function trainOptions(modelName: string, flags: TrainFlags): TrainOptions
   set('clipNorm', flags.clipNorm);
   set('threads', flags.threads);
   set('seed', flags.seed);
+  set('loaderWorkers', flags.loaderWorkers);
+  set('prefetch', flags.prefetch);
   return options;
 }
 
-function summary(result: TrainResult, modelName: string, description: string): string {
+function summary(result: TrainResult, modelName: string): string {
   const n = (x: number) => Math.round(x).toLocaleString('en-US');
   const t = result.stepTime;
   const phases = Object.entries(result.phasesMs)
@@ -56,7 +60,7 @@ function summary(result: TrainResult, modelName: string, description: string): s
   const test = result.test;
   const lines = [
     `model    ${modelName} (${result.model.family}, ${n(result.model.params)} parameters, ${(result.model.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample forward)`,
-    `data     ${description}`,
+    `data     ${result.data}, read through the dataset cache`,
     test
       ? `result   test accuracy ${test.accuracy == null ? 'n/a' : `${(100 * test.accuracy).toFixed(2)}%`} (loss ${test.loss.toFixed(4)}) on ${n(test.samples)} samples after ${result.epochs.length} epoch(s), ${n(result.steps)} steps`
       : `result   ${n(result.steps)} steps, no test set`,
@@ -98,7 +102,7 @@ export async function trainCommand(flags: TrainFlags): Promise<void> {
     );
     progress.clear();
     if (flags.json) process.stdout.write(JSON.stringify({ type: 'result', ...result }) + '\n');
-    else process.stdout.write(summary(result, name, data.kind === 'fashion-mnist' ? 'Fashion-MNIST' : data.train.images) + '\n');
+    else process.stdout.write(summary(result, name) + '\n');
   } finally {
     process.off('SIGINT', onSigint);
     await services.dispose();

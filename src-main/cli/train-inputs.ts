@@ -34,11 +34,17 @@ export async function resolveModel(value: string): Promise<{ spec: ModelSpec; na
 }
 
 /**
- * `--data`: "fashion-mnist" (Debian's package), a folder holding the four
- * MNIST-style IDX files, or "train-images,train-labels[,test-images,test-labels]".
+ * `--data`: "fashion-mnist" (Debian's package), "example-board" (built in), "dataset:<train>[,<test>]" for
+ * caches in the workspace, a folder holding the four MNIST-style IDX files, or
+ * "train-images,train-labels[,test-images,test-labels]".
  */
 export function resolveData(value: string): DataSource {
   if (value === 'fashion-mnist') return { kind: 'fashion-mnist' };
+  if (value === 'example-board') return { kind: 'example-board' };
+  if (value.startsWith('dataset:')) {
+    const [train, test] = value.slice('dataset:'.length).split(',');
+    return { kind: 'dataset', train, test: test || undefined };
+  }
   const parts = value.split(',');
   if (parts.length === 1 && existsSync(value) && statSync(value).isDirectory()) {
     return { kind: 'fashion-mnist', dir: path.resolve(value) };
@@ -53,6 +59,6 @@ export function resolveData(value: string): DataSource {
   }
   throw new ApiError(
     'E_BAD_INPUT',
-    `--data ${JSON.stringify(value)}: use "fashion-mnist", a folder of MNIST-style IDX files, or train-images,train-labels[,test-images,test-labels]`,
+    `--data ${JSON.stringify(value)}: use "fashion-mnist", "example-board", "dataset:<train>[,<test>]", a folder of MNIST-style IDX files, or train-images,train-labels[,test-images,test-labels]`,
   );
 }

@@ -2,7 +2,9 @@ import { EngineClient } from '../engine/engine-client';
 import type { SupervisorOptions } from '../engine/supervisor';
 import type { ApiRouter } from './api-router';
 import { createApiRouter } from './api-router';
+import { DatasetService } from './datasets/dataset-service';
 import { EventHub } from './event-hub';
+import { listFiles } from './files';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
 import { openWorkspace } from './workspace';
@@ -19,6 +21,7 @@ export interface Services {
   router: ApiRouter;
   events: EventHub;
   training: TrainingService;
+  datasets: DatasetService;
   dispose(): Promise<void>;
 }
 
@@ -27,7 +30,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const engine = new EngineClient(options.engine);
   const events = new EventHub();
   const unsubscribe = engine.onStatus((status) => events.emit('engine.status', status));
-  const training = new TrainingService(engine, events, workspace);
+  const datasets = new DatasetService(workspace, engine, events);
+  const training = new TrainingService(engine, events, workspace, datasets);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -37,6 +41,14 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'model.info': ({ spec }) => engine.modelInfo(spec),
     'train.run': (request) => training.run(request),
     'train.cancel': ({ runId }) => training.cancel(runId),
+    'datasets.list': () => datasets.list(),
+    'datasets.inspect': ({ source }) => datasets.inspect(source),
+    'datasets.build': (request) => datasets.build(request),
+    'datasets.cancel': ({ jobId }) => Promise.resolve(datasets.cancel(jobId)),
+    'datasets.verify': ({ id }) => datasets.verify(id),
+    'datasets.remove': ({ id }) => datasets.remove(id),
+    'datasets.benchmark': (request) => datasets.benchmark(request),
+    'files.list': ({ dir }) => listFiles(workspace, dir),
   });
 
   return {
@@ -45,6 +57,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     router,
     events,
     training,
+    datasets,
     async dispose() {
       unsubscribe();
       await engine.stop();

@@ -1,8 +1,9 @@
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import type { DataSource, TrainEvent, TrainRequest, TrainResult } from '../api/training';
+import type { TrainEvent, TrainRequest, TrainResult } from '../api/training';
 import { TrainEventSchema, TrainResultSchema } from '../api/training';
 import type { EngineClient } from '../engine/engine-client';
+import type { DatasetService } from './datasets/dataset-service';
 import type { EventHub } from './event-hub';
 import { createRun } from './run-store';
 import type { Workspace } from './workspace';
@@ -26,11 +27,12 @@ export class TrainingService {
     private readonly engine: EngineClient,
     private readonly events: EventHub,
     private readonly workspace: Workspace,
+    private readonly datasets: DatasetService,
   ) {}
 
   async run(request: TrainRequest, options: RunOptions = {}): Promise<TrainResult> {
-    const data = options.allowPathsOutsideWorkspace ? request.data : this.confineToWorkspace(request.data);
-    const run = await createRun(this.workspace, 'train', { ...request, data });
+    const data = await this.datasets.trainingData(request.data, { allowPathsOutsideWorkspace: options.allowPathsOutsideWorkspace });
+    const run = await createRun(this.workspace, 'train', { ...request, cachedData: data });
     this.active.add(run.id);
     options.onStart?.(run.id);
     try {
@@ -44,7 +46,7 @@ export class TrainingService {
           options.onEvent?.(parsed.data);
         },
       );
-      const parsed = TrainResultSchema.safeParse({ ...(raw as object), runId: run.id, runDir: run.relativeDir });
+      const parsed = TrainResultSchema.safeParse({ ...(raw as object), runId: run.id, runDir: run.relativeDir, data: data.description });
       if (!parsed.success) {
         throw new ApiError('E_INTERNAL', `the engine's training summary does not match the contract: ${formatIssues(parsed.error, 'result')}`);
       }
@@ -62,14 +64,5 @@ export class TrainingService {
   async cancel(runId: string): Promise<{ cancelled: boolean }> {
     if (!this.active.has(runId)) return { cancelled: false };
     return this.engine.cancelTraining(runId);
-  }
-
-  private confineToWorkspace(data: DataSource): DataSource {
-    if (data.kind === 'fashion-mnist') return data.dir ? { ...data, dir: this.workspace.resolve(data.dir) } : data;
-    const pair = (p: { images: string; labels: string }) => ({
-      images: this.workspace.resolve(p.images),
-      labels: this.workspace.resolve(p.labels),
-    });
-    return { kind: 'idx', train: pair(data.train), test: data.test ? pair(data.test) : undefined };
   }
 }

@@ -7,7 +7,7 @@ import { writeJsonAtomic } from './atomic-write';
 
 export const WORKSPACE_SCHEMA_VERSION = 1;
 const WORKSPACE_FILE = 'workspace.json';
-const SUBFOLDERS = ['datasets', 'runs', 'reports'] as const;
+const SUBFOLDERS = ['datasets', 'runs', 'reports', 'sources'] as const;
 
 /**
  * `<user-data>/workspace`, where user-data is the folder Electron gives an app

@@ -1,7 +1,8 @@
 import type { Devices, EngineVersion, PingResult } from '../api/devices';
 import type { EngineStatusEvent } from '../api/events';
 import type { ModelInfo, ModelSpec } from '../api/model-spec';
-import type { HostTrainParams } from './host-protocol';
+import type { HostSource, HostTrainParams } from './host-protocol';
+import type { LoaderStats } from './native-addon';
 import type { SupervisorOptions } from './supervisor';
 import { EngineSupervisor } from './supervisor';
 
@@ -60,6 +61,16 @@ export class EngineClient {
 
   cancelTraining(runId: string): Promise<{ cancelled: boolean }> {
     return this.supervisor.request('train.cancel', { runId });
+  }
+
+  /** Times the loader on a source with one setting (workers, prefetch, batch size ...). */
+  benchLoader(source: HostSource, options: object, maxBatches: number, maxSeconds: number): Promise<LoaderStats> {
+    return this.supervisor.request('loader.bench', { source, options, maxBatches, maxSeconds }, { timeoutMs: (maxSeconds + 60) * 1000 });
+  }
+
+  /** Sequential read bandwidth of files (8 MiB blocks), the baseline a loader is compared with. */
+  sequentialRead(files: string[]): Promise<{ bytes: number; seconds: number; mbPerSec: number }> {
+    return this.supervisor.request('loader.sequentialRead', { files }, { timeoutMs: null });
   }
 
   /** Crashes the host on purpose (debug hosts only); used to prove crash isolation. */

@@ -4,9 +4,8 @@
  */
 import { ApiError } from '../api/errors';
 import { findAddon } from './addon-path';
-import { loadTrainingData } from './data/training-data';
 import { toApiErrorPayload } from './engine-error';
-import type { HostRequest, HostToSupervisor, HostTrainParams } from './host-protocol';
+import type { HostRequest, HostSource, HostToSupervisor, HostTrainParams } from './host-protocol';
 import { HOST_DEBUG_ENV } from './host-protocol';
 import type { NativeAddon, NativeTrainer } from './native-addon';
 import { packageRoot } from './package-root';
@@ -46,9 +45,9 @@ async function train(addon: NativeAddon, p: HostTrainParams, emit: (event: unkno
     }
   }
   const trainer = new addon.Trainer(JSON.stringify(p.spec), JSON.stringify({ seed, threads }));
-  const data = await loadTrainingData(p.data);
-  trainer.setData('train', data.train);
-  if (data.test) trainer.setData('test', data.test);
+  const normalize = JSON.stringify(p.data.normalize ?? {});
+  trainer.setSource('train', JSON.stringify({ kind: 'cache', dir: p.data.train.dir }), normalize);
+  if (p.data.test) trainer.setSource('test', JSON.stringify({ kind: 'cache', dir: p.data.test.dir }), normalize);
   running.set(p.runId, trainer);
   try {
     const result = (await trainer.train(JSON.stringify(engineOptions), emit)) as Record<string, unknown>;
@@ -78,6 +77,12 @@ async function handle(addon: NativeAddon, req: HostRequest, emit: (event: unknow
       const trainer = running.get(String((req.params as { runId?: unknown }).runId));
       return { cancelled: trainer ? trainer.cancel() : false };
     }
+    case 'loader.bench': {
+      const q = req.params as { source: HostSource; options: object; maxBatches: number; maxSeconds: number };
+      return addon.benchLoader(JSON.stringify(q.source), JSON.stringify(q.options), q.maxBatches, q.maxSeconds);
+    }
+    case 'loader.sequentialRead':
+      return addon.sequentialRead((req.params as { files: string[] }).files);
     case 'debug.abort':
       if (!debugEnabled || !addon.debugAbort) {
         throw new ApiError('E_BAD_INPUT', 'debug.abort is only available in engine hosts started in debug mode');

@@ -1,6 +1,6 @@
 import type { ApiErrorPayload } from '../api/errors';
 import type { ModelSpec } from '../api/model-spec';
-import type { DataSource, TrainOptions } from '../api/training';
+import type { TrainOptions } from '../api/training';
 
 /**
  * JSON messages between the supervisor and the engine-host process. They stay
@@ -14,13 +14,26 @@ export type HostMethod =
   | 'modelInfo'
   | 'train.run'
   | 'train.cancel'
+  | 'loader.bench'
+  | 'loader.sequentialRead'
   | 'debug.abort';
+
+/** A cache directory, or raw source files read in place (the uncached path). */
+export type HostSource = { kind: 'cache'; dir: string } | { kind: 'raw'; layout: { records: number; fields: unknown[] } };
+
+/** Cached training data and the input normalisation to apply. */
+export interface HostTrainData {
+  train: { dir: string };
+  test?: { dir: string };
+  normalize?: Record<string, { scale: number; offset: number }>;
+  description: string;
+}
 
 /** Parameters of 'train.run': a validated request plus where to put the checkpoint. */
 export interface HostTrainParams {
   runId: string;
   spec: ModelSpec;
-  data: DataSource;
+  data: HostTrainData;
   options: TrainOptions;
   /** Written when training completes; omitted to skip. */
   checkpointPath?: string;

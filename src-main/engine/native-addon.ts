@@ -18,10 +18,35 @@ export interface NativeAddon {
   Trainer: new (specJson: string, optionsJson?: string) => NativeTrainer;
   /** Best-of-reps time of the engine's float GEMM (M x K) . (K x N), for bench/cpu. */
   benchGemm(M: number, N: number, K: number, reps: number, threads: number): { seconds: number; kernel: string; lanes: number; threads: number };
+  sourceInfo(sourceJson: string): NativeSourceInfo;
+  /** Reads every batch of `epochs` epochs through the loader (blocking; tests and tools). */
+  runLoader(sourceJson: string, optionsJson: string, epochs?: number): { epochs: Float64Array[]; fields: Record<string, Uint8Array> };
+  benchLoader(sourceJson: string, optionsJson: string, maxBatches: number, maxSeconds: number): Promise<LoaderStats>;
+  sequentialRead(paths: string[]): Promise<{ bytes: number; seconds: number; mbPerSec: number }>;
   /** All-core clock in GHz measured with dependent adds, or null where unsupported. */
   measureClock(threads: number): number | null;
   /** Present only in builds with TB_DEBUG_ENTRYPOINTS: aborts the process. */
   debugAbort?: () => never;
+}
+
+export interface NativeSourceInfo {
+  records: number;
+  description: string;
+  fields: { name: string; dtype: string; shape: number[]; recordBytes: number }[];
+}
+
+export interface LoaderStats {
+  batches: number;
+  records: number;
+  bytes: number;
+  seconds: number;
+  samplesPerSec: number;
+  mbPerSec: number;
+  latencyP50Ms: number;
+  latencyP95Ms: number;
+  waitedSeconds: number;
+  waitedFraction: number;
+  workerEfficiency: number;
 }
 
 /** One named field of fixed-size records; the engine copies the bytes. */
@@ -39,6 +64,8 @@ export interface NativeField {
 export interface NativeTrainer {
   info(): ModelInfo & { threads: number };
   setData(split: 'train' | 'test', fields: Record<string, NativeField>): void;
+  /** A cache ({kind:'cache',dir}) or raw files ({kind:'raw',layout}) as JSON; normalisation per field as JSON. */
+  setSource(split: 'train' | 'test', sourceJson: string, normalizeJson?: string): NativeSourceInfo;
   /** Options as JSON text; events are step and epoch objects. Rejects with E_CANCELLED on cancel(). */
   train(optionsJson: string, onEvent?: (event: unknown) => void): Promise<unknown>;
   evaluate(split: 'train' | 'test', batchSize?: number): Promise<{ loss: number; accuracy: number | null; samples: number }>;

@@ -131,6 +131,7 @@ void apply_normalize(RecordSource& source, const Json& normalize) {
 Napi::Function TrainerWrap::Define(Napi::Env env) {
   return DefineClass(env, "Trainer",
                      {InstanceMethod("info", &TrainerWrap::Info), InstanceMethod("setData", &TrainerWrap::SetData),
+                      InstanceMethod("setSource", &TrainerWrap::SetSource),
                       InstanceMethod("train", &TrainerWrap::Train), InstanceMethod("evaluate", &TrainerWrap::Evaluate),
                       InstanceMethod("cancel", &TrainerWrap::Cancel), InstanceMethod("save", &TrainerWrap::Save),
                       InstanceMethod("load", &TrainerWrap::Load), InstanceMethod("params", &TrainerWrap::Params)});

@@ -130,6 +130,7 @@ const Batch* Loader::next() {
   if (opt_.workers == 0) {
     if (next_consume_ >= batches_) return nullptr;
     fill(slots_[0].batch, next_consume_++);
+    waited_ += slots_[0].batch.gather_seconds;  // with no workers the consumer waits for every gather
     return &slots_[0].batch;
   }
   std::unique_lock<std::mutex> lock(mutex_);

@@ -1,0 +1,190 @@
+import { z } from 'zod';
+
+/** Storage dtypes of cached fields (little-endian). */
+export const CacheDTypeSchema = z.enum([
+  'bool', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'float16', 'float32', 'float64',
+]);
+export type CacheDType = z.infer<typeof CacheDTypeSchema>;
+
+export const DTYPE_BYTES: Record<CacheDType, number> = {
+  bool: 1, int8: 1, uint8: 1, int16: 2, uint16: 2, int32: 4, uint32: 4, int64: 8, uint64: 8, float16: 2, float32: 4, float64: 8,
+};
+
+export const FieldStatsSchema = z.object({ mean: z.number(), std: z.number(), min: z.number(), max: z.number() });
+export type FieldStats = z.infer<typeof FieldStatsSchema>;
+
+export const CacheFieldSchema = z.object({
+  name: z.string().min(1).max(128).regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, 'field names are letters, digits, _ . -'),
+  dtype: CacheDTypeSchema,
+  /** Per-record shape; [] is one value per record. */
+  shape: z.array(z.number().int().min(1)).max(8),
+  recordBytes: z.number().int().min(1),
+  /** Statistics of every value of the field, for normalisation and the dataset view. */
+  stats: FieldStatsSchema.nullable(),
+});
+export type CacheField = z.infer<typeof CacheFieldSchema>;
+
+export const CACHE_FORMAT_VERSION = 1;
+
+/** manifest.json of a dataset cache: docs/cache-format.md is the reference. */
+export const CacheManifestSchema = z.object({
+  format: z.literal('trainbench-cache'),
+  formatVersion: z.number().int().min(1),
+  id: z.string(),
+  name: z.string(),
+  createdAt: z.string(),
+  records: z.number().int().min(1),
+  recordsPerShard: z.number().int().min(1),
+  fields: z.array(CacheFieldSchema).min(1),
+  shards: z.array(
+    z.object({
+      file: z.string().regex(/^shard-\d{5}\.bin$/),
+      records: z.number().int().min(1),
+      bytes: z.number().int().min(64),
+      /** Byte offset of each field's block, in field order, 64-byte aligned. */
+      fieldOffsets: z.array(z.number().int().min(64)),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    }),
+  ),
+  source: z.object({
+    kind: z.string(),
+    description: z.string(),
+    fingerprint: z.string(),
+    files: z.array(z.object({ path: z.string(), bytes: z.number().int(), mtimeMs: z.number() })),
+    /** The source as requested (a SourceSpec), so the loader can read it uncached for comparison. */
+    spec: z.unknown().optional(),
+  }),
+  settings: z.object({ shardBytes: z.number().int(), fieldMap: z.array(z.object({ from: z.string(), to: z.string(), dtype: CacheDTypeSchema })) }),
+});
+export type CacheManifest = z.infer<typeof CacheManifestSchema>;
+
+/** Where records come from when building a cache. */
+export const SourceSpecSchema = z.discriminatedUnion('kind', [
+  /** MNIST-style IDX files (gzip or raw), one field per file. */
+  z.object({ kind: z.literal('idx'), files: z.array(z.object({ path: z.string().min(1), field: z.string().min(1) })).min(1) }).strict(),
+  /** A NumPy .npy file: a plain array becomes `field`, a structured one a field per member. */
+  z.object({ kind: z.literal('npy'), path: z.string().min(1), field: z.string().min(1).default('x') }).strict(),
+  /** A NumPy .npz archive: one field per array. */
+  z.object({ kind: z.literal('npz'), path: z.string().min(1) }).strict(),
+  /** Headerless dumps (ndarray.tofile()), one field per file, with the dtype and per-record shape given. */
+  z
+    .object({
+      kind: z.literal('raw'),
+      files: z
+        .array(z.object({ path: z.string().min(1), field: z.string().min(1), dtype: CacheDTypeSchema, shape: z.array(z.number().int().min(1)).max(8) }))
+        .min(1),
+    })
+    .strict(),
+  /** CSV with a header row: numeric columns become `x`, the label column `y`. */
+  z
+    .object({
+      kind: z.literal('csv'),
+      path: z.string().min(1),
+      label: z.string().min(1),
+      labelDtype: z.enum(['int32', 'float32']).default('int32'),
+    })
+    .strict(),
+  /** The built-in board dataset: positions labelled by a fixed random teacher network. */
+  z.object({ kind: z.literal('synthetic-board'), records: z.number().int().min(1).max(10_000_000), seed: z.number().int().min(0).default(0) }).strict(),
+]);
+export type SourceSpec = z.infer<typeof SourceSpecSchema>;
+export type SourceSpecInput = z.input<typeof SourceSpecSchema>;
+
+export const DEFAULT_SHARD_BYTES = 2 ** 30;
+
+export const BuildRequestSchema = z
+  .object({
+    source: SourceSpecSchema,
+    name: z.string().min(1).max(64).regex(/^[A-Za-z0-9_.-]+$/, 'names are letters, digits, _ . -'),
+    shardBytes: z.number().int().min(4096).max(2 ** 40).default(DEFAULT_SHARD_BYTES),
+    /** Rename or re-type source fields (e.g. float32 targets stored as float16); omitted fields are kept as they are. */
+    fieldMap: z.array(z.object({ from: z.string(), to: z.string(), dtype: CacheDTypeSchema })).default([]),
+    /** A job id chosen by the caller, so it can cancel; one is made up otherwise. */
+    jobId: z.string().min(1).max(64).optional(),
+  })
+  .strict();
+export type BuildRequest = z.infer<typeof BuildRequestSchema>;
+export type BuildRequestInput = z.input<typeof BuildRequestSchema>;
+
+export const BuildProgressSchema = z.object({
+  jobId: z.string(),
+  phase: z.enum(['reading', 'checksumming', 'publishing', 'done']),
+  records: z.number().int(),
+  recordsTotal: z.number().int(),
+  bytesWritten: z.number(),
+  bytesTotal: z.number(),
+  bytesPerSec: z.number(),
+  etaSeconds: z.number().nullable(),
+});
+export type BuildProgress = z.infer<typeof BuildProgressSchema>;
+
+export const DatasetSummarySchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  records: z.number().int(),
+  bytes: z.number(),
+  shards: z.number().int(),
+  fields: z.array(CacheFieldSchema),
+  createdAt: z.string(),
+  sourceDescription: z.string(),
+  /** null when the cache opens (structure checked, not checksums); the problem otherwise. */
+  problem: z.string().nullable(),
+});
+export type DatasetSummary = z.infer<typeof DatasetSummarySchema>;
+
+export const BuildResultSchema = z.object({ dataset: DatasetSummarySchema, hit: z.boolean(), seconds: z.number() });
+export type BuildResult = z.infer<typeof BuildResultSchema>;
+
+export const VerifyResultSchema = z.object({ id: z.string(), ok: z.boolean(), problems: z.array(z.string()), seconds: z.number() });
+
+export const InspectResultSchema = z.object({
+  description: z.string(),
+  records: z.number().int(),
+  fields: z.array(z.object({ name: z.string(), dtype: CacheDTypeSchema, shape: z.array(z.number().int()) })),
+  /** The first records, each field's first values. */
+  preview: z.array(z.record(z.string(), z.array(z.number()))),
+  /** Whether the loader can read this source directly (for the cached vs uncached comparison). */
+  uncached: z.object({ available: z.boolean(), reason: z.string().nullable() }),
+});
+export type InspectResult = z.infer<typeof InspectResultSchema>;
+
+export const LoaderBenchRowSchema = z.object({
+  workers: z.number().int(),
+  prefetch: z.number().int(),
+  samplesPerSec: z.number(),
+  mbPerSec: z.number(),
+  latencyP50Ms: z.number(),
+  latencyP95Ms: z.number(),
+  waitedFraction: z.number(),
+  workerEfficiency: z.number(),
+  batches: z.number().int(),
+  seconds: z.number(),
+});
+export type LoaderBenchRow = z.infer<typeof LoaderBenchRowSchema>;
+
+export const LoaderBenchRequestSchema = z
+  .object({
+    dataset: z.string().min(1),
+    batchSize: z.number().int().min(1).max(1 << 20).default(256),
+    workers: z.array(z.number().int().min(0).max(64)).min(1).max(8).default([0, 1, 2]),
+    prefetch: z.array(z.number().int().min(1).max(64)).min(1).max(8).default([2]),
+    sampleRatio: z.number().gt(0).max(1).default(1),
+    /** Per setting. */
+    maxSeconds: z.number().positive().max(60).default(2),
+    /** Also read the dataset's source files directly, when they allow it. */
+    uncached: z.boolean().default(true),
+  })
+  .strict();
+export type LoaderBenchRequest = z.infer<typeof LoaderBenchRequestSchema>;
+
+export const LoaderBenchResultSchema = z.object({
+  dataset: z.string(),
+  batchSize: z.number().int(),
+  cached: z.array(LoaderBenchRowSchema),
+  uncached: z.array(LoaderBenchRowSchema).nullable(),
+  uncachedReason: z.string().nullable(),
+  best: z.object({ workers: z.number().int(), prefetch: z.number().int() }),
+});
+export type LoaderBenchResult = z.infer<typeof LoaderBenchResultSchema>;
+
+export const FileEntrySchema = z.object({ name: z.string(), path: z.string(), kind: z.enum(['file', 'dir']), bytes: z.number() });

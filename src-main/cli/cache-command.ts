@@ -1,0 +1,168 @@
+import { Command, InvalidArgumentError } from 'commander';
+
+import type { BuildProgress, CacheDType, SourceSpec } from '../api/datasets';
+import { CacheDTypeSchema, DEFAULT_SHARD_BYTES } from '../api/datasets';
+import { ApiError } from '../api/errors';
+import { writeBoardDumps } from '../core/datasets/example-board';
+import { createServices, type Services } from '../core/services';
+import { defaultWorkspaceDir } from '../core/workspace';
+
+const UNITS: Record<string, number> = { '': 1, k: 1024, kb: 1024, kib: 1024, m: 1 << 20, mb: 1 << 20, mib: 1 << 20, g: 2 ** 30, gb: 2 ** 30, gib: 2 ** 30 };
+
+export function parseBytes(value: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(value.trim());
+  const unit = m ? UNITS[m[2].toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new InvalidArgumentError(`expected a size such as 64MiB or 1GiB, got ${JSON.stringify(value)}`);
+  return Math.round(Number(m[1]) * unit);
+}
+
+function dtype(value: string, where: string): CacheDType {
+  const parsed = CacheDTypeSchema.safeParse(value);
+  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `${where}: dtype ${JSON.stringify(value)} is not one of ${CacheDTypeSchema.options.join(', ')}`);
+  return parsed.data;
+}
+
+/**
+ * Positional sources: `file.npy[:field]`, `file.npz`, `file.csv` (with --label),
+ * `images.gz:x labels.gz:y` (IDX), or headerless dumps `file:field:dtype:d1,d2`.
+ */
+export function sourceFromArgs(files: string[], opts: { label?: string; labelDtype?: 'int32' | 'float32'; syntheticBoard?: number; seed?: number }): SourceSpec {
+  if (opts.syntheticBoard !== undefined) return { kind: 'synthetic-board', records: opts.syntheticBoard, seed: opts.seed ?? 0 };
+  if (files.length === 0) throw new ApiError('E_BAD_INPUT', 'name a source file (or --synthetic-board N)');
+  const parts = files.map((f) => f.split(':'));
+  if (parts.every((p) => p.length === 4)) {
+    return {
+      kind: 'raw',
+      files: parts.map(([path, field, dt, shape]) => ({
+        path,
+        field,
+        dtype: dtype(dt, path),
+        shape: shape === '' ? [] : shape.split(',').map((d) => {
+          const n = Number(d);
+          if (!Number.isInteger(n) || n < 1) throw new ApiError('E_BAD_INPUT', `${path}: shape entry ${JSON.stringify(d)} is not a positive integer`);
+          return n;
+        }),
+      })),
+    };
+  }
+  const [path, field] = parts[0];
+  if (files.length === 1 && /\.npz$/i.test(path)) return { kind: 'npz', path };
+  if (files.length === 1 && /\.npy$/i.test(path)) return { kind: 'npy', path, field: field ?? 'x' };
+  if (files.length === 1 && /\.csv$/i.test(path)) {
+    if (!opts.label) throw new ApiError('E_BAD_INPUT', `${path}: say which column is the label with --label <column>`);
+    return { kind: 'csv', path, label: opts.label, labelDtype: opts.labelDtype ?? 'int32' };
+  }
+  if (parts.every((p) => p.length === 2)) return { kind: 'idx', files: parts.map(([p, f]) => ({ path: p, field: f })) };
+  throw new ApiError('E_BAD_INPUT', `cannot tell what ${files.join(' ')} is: use file.npy[:field], file.npz, file.csv --label col, images:x labels:y (IDX), or dump:field:dtype:shape`);
+}
+
+function progressLine(p: BuildProgress): string {
+  const mb = (b: number) => (b / 1e6).toFixed(1);
+  const pct = p.bytesTotal ? Math.floor((100 * p.bytesWritten) / p.bytesTotal) : 0;
+  const eta = p.etaSeconds == null ? '' : ` ETA ${Math.ceil(p.etaSeconds)} s`;
+  return `${p.phase.padEnd(12)} ${String(pct).padStart(3)}%  ${p.records}/${p.recordsTotal} records  ${mb(p.bytesWritten)}/${mb(p.bytesTotal)} MB  ${mb(p.bytesPerSec)} MB/s${eta}`;
+}
+
+async function withServices<T>(workspace: string, fn: (s: Services) => Promise<T>): Promise<T> {
+  const services = await createServices({ workspaceDir: workspace });
+  try {
+    return await fn(services);
+  } finally {
+    await services.dispose();
+  }
+}
+
+const out = (json: boolean | undefined, value: unknown, text: () => string) =>
+  process.stdout.write((json ? JSON.stringify(value, null, 2) : text()) + '\n');
+
+export function cacheCommand(): Command {
+  const cache = new Command('cache').description('build, list, verify and remove dataset caches');
+  const ws = ['--workspace <dir>', 'workspace folder', defaultWorkspaceDir()] as const;
+
+  cache
+    .command('build')
+    .description('import a source into a cache (a hit when the same source and settings were cached before)')
+    .argument('[sources...]', 'file.npy[:field] | file.npz | file.csv | images:x labels:y | dump:field:dtype:shape')
+    .requiredOption('--name <name>', 'dataset name (letters, digits, _ . -)')
+    .option('--label <column>', 'CSV: the label column')
+    .option('--label-dtype <dtype>', 'CSV: int32 (classes) or float32 (regression)', 'int32')
+    .option('--synthetic-board <records>', 'the built-in board dataset, written as raw dumps first', (v) => Number(v))
+    .option('--seed <n>', 'seed of the synthetic board positions', (v) => Number(v), 0)
+    .option('--shard-size <bytes>', 'shard size, e.g. 256MiB', parseBytes, DEFAULT_SHARD_BYTES)
+    .option('--map <from:to:dtype...>', 'rename or re-type a field, e.g. policy:policy:float16')
+    .option('--json', 'print the result as JSON')
+    .option(...ws)
+    .action(async (files: string[], o) => {
+      await withServices(o.workspace, async (s) => {
+        let source = sourceFromArgs(files, o);
+        if (source.kind === 'synthetic-board') source = await writeBoardDumps(s.workspace, source.records, source.seed);
+        const fieldMap = ((o.map as string[] | undefined) ?? []).map((m) => {
+          const [from, to, dt] = m.split(':');
+          if (!from || !to || !dt) throw new ApiError('E_BAD_INPUT', `--map ${JSON.stringify(m)}: expected from:to:dtype`);
+          return { from, to, dtype: dtype(dt, '--map') };
+        });
+        const controller = new AbortController();
+        const jobId = `cli-${process.pid}`;
+        const onSigint = () => s.datasets.cancel(jobId);
+        process.once('SIGINT', onSigint);
+        const tty = process.stderr.isTTY;
+        try {
+          const r = await s.datasets.build(
+            { source, name: o.name, shardBytes: o.shardSize, fieldMap, jobId },
+            { allowPathsOutsideWorkspace: true },
+            (p) => process.stderr.write(tty ? `\r\x1b[2K${progressLine(p)}` : p.phase === 'reading' ? '' : `${progressLine(p)}\n`),
+          );
+          if (tty) process.stderr.write('\r\x1b[2K');
+          out(o.json, r, () => `${r.hit ? 'cache hit' : 'built'} ${r.dataset.id}: ${r.dataset.records} records, ${r.dataset.shards} shard(s), ${(r.dataset.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(1)} s`);
+        } finally {
+          process.off('SIGINT', onSigint);
+          controller.abort();
+        }
+      });
+    });
+
+  cache
+    .command('list')
+    .description('caches in the workspace, with their size, fields and whether they open')
+    .option('--json', 'print JSON')
+    .option(...ws)
+    .action(async (o) => {
+      await withServices(o.workspace, async (s) => {
+        const list = await s.datasets.list();
+        out(o.json, list, () =>
+          list.length === 0
+            ? 'no datasets cached in this workspace'
+            : list
+                .map((d) => `${d.problem ? 'BAD ' : 'ok  '} ${d.id.padEnd(40)} ${String(d.records).padStart(9)} records ${(d.bytes / 1e6).toFixed(1).padStart(9)} MB  ${d.fields.map((f) => `${f.name}:${f.dtype}[${f.shape.join('x')}]`).join(' ')}${d.problem ? `\n     ${d.problem}` : ''}`)
+                .join('\n'),
+        );
+      });
+    });
+
+  cache
+    .command('verify')
+    .description('check every shard against its SHA-256 in the manifest')
+    .argument('<id>', 'dataset id or name')
+    .option('--json', 'print JSON')
+    .option(...ws)
+    .action(async (id: string, o) => {
+      await withServices(o.workspace, async (s) => {
+        const r = await s.datasets.verify(id);
+        out(o.json, r, () => (r.ok ? `${r.id}: ok (${r.seconds.toFixed(1)} s)` : `${r.id}: ${r.problems.length} problem(s)\n  ${r.problems.join('\n  ')}`));
+        if (!r.ok) process.exitCode = 1;
+      });
+    });
+
+  cache
+    .command('rm')
+    .description('remove a cache')
+    .argument('<id>', 'dataset id')
+    .option(...ws)
+    .action(async (id: string, o) => {
+      await withServices(o.workspace, async (s) => {
+        await s.datasets.remove(id);
+        process.stdout.write(`removed ${id}\n`);
+      });
+    });
+  return cache;
+}

@@ -1,0 +1,195 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+
+import type { BuildProgress, BuildResult, CacheDType, CacheManifest, SourceSpec } from '../../api/datasets';
+import { CACHE_FORMAT_VERSION, DTYPE_BYTES } from '../../api/datasets';
+import { ApiError } from '../../api/errors';
+import { writeJsonAtomic } from '../atomic-write';
+import type { Workspace } from '../workspace';
+import { checkStructure, datasetsRoot, readManifest, sha256File, summarize, TMP_PREFIX } from './cache-store';
+import { convert, decode, StatsAccumulator } from './dtype-codec';
+import { fingerprint } from './fingerprint';
+import type { RecordSource } from './importers/record-source';
+import { checkAborted, recordValues } from './importers/record-source';
+import { planShards, recordsPerShard, shardHeader } from './shard-layout';
+
+export interface BuildSettings {
+  name: string;
+  shardBytes: number;
+  fieldMap: { from: string; to: string; dtype: CacheDType }[];
+}
+
+export interface BuildOptions {
+  jobId: string;
+  onProgress?: (p: BuildProgress) => void;
+  signal?: AbortSignal;
+  /** The source as requested, stored in the manifest so the uncached path can reopen it. */
+  spec?: SourceSpec;
+}
+
+/** Records per chunk: about 8 MiB per chunk keeps memory bounded and the event loop responsive. */
+function chunkRecords(bytesPerRecord: number): number {
+  return Math.max(1, Math.floor((8 << 20) / bytesPerRecord));
+}
+
+interface OutField {
+  name: string;
+  dtype: CacheDType;
+  shape: number[];
+  recordBytes: number;
+  from: number;
+  fromDtype: CacheDType;
+}
+
+function outputFields(source: RecordSource, fieldMap: BuildSettings['fieldMap']): OutField[] {
+  for (const m of fieldMap) {
+    if (!source.fields.some((f) => f.name === m.from)) {
+      throw new ApiError('E_BAD_INPUT', `field map names '${m.from}', which the source does not have (it has: ${source.fields.map((f) => f.name).join(', ')})`);
+    }
+  }
+  const out = source.fields.map((f, i) => {
+    const m = fieldMap.find((x) => x.from === f.name);
+    const dtype = m?.dtype ?? f.dtype;
+    return { name: m?.to ?? f.name, dtype, shape: f.shape, recordBytes: recordValues(f) * DTYPE_BYTES[dtype], from: i, fromDtype: f.dtype };
+  });
+  const names = new Set<string>();
+  for (const f of out) {
+    if (names.has(f.name)) throw new ApiError('E_BAD_INPUT', `two fields would be named '${f.name}'`);
+    names.add(f.name);
+  }
+  return out;
+}
+
+/**
+ * Builds a cache from a source into a temporary directory and publishes it
+ * with one rename, so a cancelled or killed build never leaves a directory
+ * that opens as valid. The same source and settings again is a cache hit.
+ */
+export async function buildCache(workspace: Workspace, source: RecordSource, settings: BuildSettings, options: BuildOptions): Promise<BuildResult> {
+  const started = Date.now();
+  const fields = outputFields(source, settings.fieldMap);
+  const fp = await fingerprint(source, settings);
+  const id = `${settings.name}-${fp.hash.slice(0, 12)}`;
+  const root = datasetsRoot(workspace);
+  await fs.mkdir(root, { recursive: true });
+  const finalDir = path.join(root, id);
+
+  const existing = await readManifest(finalDir).catch(() => null);
+  if (existing) {
+    const problem = await checkStructure(finalDir, existing).then(() => null, (err: Error) => err.message);
+    if (problem === null) return { dataset: summarize(existing, null), hit: true, seconds: (Date.now() - started) / 1000 };
+    throw new ApiError('E_DATA', `a cache ${id} exists but is damaged (${problem}); remove it with "trainbench cache rm ${id}" and build again`);
+  }
+
+  const tmp = path.join(root, `${TMP_PREFIX}${id}-${randomBytes(4).toString('hex')}`);
+  await fs.mkdir(tmp);
+  await fs.writeFile(path.join(tmp, '.owner'), JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() }));
+  const recordBytes = fields.map((f) => f.recordBytes);
+  const perShard = recordsPerShard(settings.shardBytes, recordBytes);
+  const plan = planShards(source.records, perShard, recordBytes);
+  // Progress counts the record bytes written (headers and padding are not work).
+  const bytesTotal = source.records * recordBytes.reduce((a, b) => a + b, 0);
+  const stats = fields.map(() => new StatsAccumulator());
+  let records = 0;
+  let bytesWritten = 0;
+  let lastEmit = 0;
+  const emit = (phase: BuildProgress['phase'], force = false) => {
+    const now = Date.now();
+    if (!force && now - lastEmit < 100) return;
+    lastEmit = now;
+    const seconds = (now - started) / 1000;
+    const rate = seconds > 0 ? bytesWritten / seconds : 0;
+    options.onProgress?.({
+      jobId: options.jobId,
+      phase,
+      records,
+      recordsTotal: source.records,
+      bytesWritten,
+      bytesTotal,
+      bytesPerSec: rate,
+      etaSeconds: rate > 0 && phase === 'reading' ? (bytesTotal - bytesWritten) / rate : null,
+    });
+  };
+
+  try {
+    let shard = -1;
+    let fh: fs.FileHandle | null = null;
+    const openShard = async (s: number) => {
+      await fh?.close();
+      const p = plan[s];
+      fh = await fs.open(path.join(tmp, p.file), 'w');
+      await fh.truncate(p.bytes); // padding and gaps read as zeros
+      await fh.write(shardHeader(s, p.records, fields.length), 0, 64, 0);
+      shard = s;
+    };
+    const perChunk = chunkRecords(recordBytes.reduce((a, b) => a + b, 0));
+    for await (const chunk of source.chunks(perChunk, options.signal)) {
+      checkAborted(options.signal);
+      const converted = fields.map((f) => convert(chunk.fields[f.from], f.fromDtype, f.dtype));
+      converted.forEach((bytes, i) => stats[i].add(decode(bytes, fields[i].dtype)));
+      // A chunk may straddle shards: write each part where it belongs.
+      for (let done = 0; done < chunk.count; ) {
+        const rec = records + done;
+        const s = Math.floor(rec / perShard);
+        if (s !== shard) await openShard(s);
+        const local = rec - plan[s].firstRecord;
+        const n = Math.min(chunk.count - done, plan[s].records - local);
+        for (const [i, f] of fields.entries()) {
+          const part = converted[i].subarray(done * f.recordBytes, (done + n) * f.recordBytes);
+          await fh!.write(part, 0, part.length, plan[s].fieldOffsets[i] + local * f.recordBytes);
+          bytesWritten += part.length;
+        }
+        done += n;
+      }
+      records += chunk.count;
+      emit('reading');
+    }
+    await (fh as fs.FileHandle | null)?.close();
+    if (records !== source.records) throw new ApiError('E_DATA', `${source.description} yielded ${records} records, expected ${source.records}`);
+
+    emit('checksumming', true);
+    const shards: CacheManifest['shards'] = [];
+    for (const p of plan) {
+      checkAborted(options.signal);
+      shards.push({ file: p.file, records: p.records, bytes: p.bytes, fieldOffsets: p.fieldOffsets, sha256: await sha256File(path.join(tmp, p.file)) });
+    }
+    const manifest: CacheManifest & { source: { spec?: SourceSpec } } = {
+      format: 'trainbench-cache',
+      formatVersion: CACHE_FORMAT_VERSION,
+      id,
+      name: settings.name,
+      createdAt: new Date().toISOString(),
+      records,
+      recordsPerShard: perShard,
+      fields: fields.map((f, i) => ({ name: f.name, dtype: f.dtype, shape: f.shape, recordBytes: f.recordBytes, stats: stats[i].result() })),
+      shards,
+      source: {
+        kind: source.kind,
+        description: source.description,
+        fingerprint: fp.hash,
+        files: fp.files.map(({ path: p, bytes, mtimeMs }) => ({ path: p, bytes, mtimeMs })),
+        spec: options.spec,
+      },
+      settings: { shardBytes: settings.shardBytes, fieldMap: settings.fieldMap },
+    };
+    await writeJsonAtomic(path.join(tmp, 'manifest.json'), manifest);
+    await fs.rm(path.join(tmp, '.owner'));
+    checkAborted(options.signal);
+    emit('publishing', true);
+    try {
+      await fs.rename(tmp, finalDir);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EEXIST' && code !== 'ENOTEMPTY' && code !== 'EPERM') throw err;
+      // Someone published the same cache meanwhile: theirs is as good as ours.
+      await fs.rm(tmp, { recursive: true, force: true });
+      return { dataset: summarize(await readManifest(finalDir), null), hit: true, seconds: (Date.now() - started) / 1000 };
+    }
+    emit('done', true);
+    return { dataset: summarize(manifest, null), hit: false, seconds: (Date.now() - started) / 1000 };
+  } catch (err) {
+    await fs.rm(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}

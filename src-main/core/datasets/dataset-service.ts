@@ -1,0 +1,217 @@
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+
+import type {
+  BuildProgress,
+  BuildRequest,
+  BuildResult,
+  CacheManifest,
+  DatasetSummary,
+  InspectResult,
+  LoaderBenchRequest,
+  LoaderBenchResult,
+  LoaderBenchRow,
+  SourceSpec,
+} from '../../api/datasets';
+import { DEFAULT_SHARD_BYTES, SourceSpecSchema } from '../../api/datasets';
+import { ApiError } from '../../api/errors';
+import type { DataSource } from '../../api/training';
+import type { EngineClient } from '../../engine/engine-client';
+import type { HostSource, HostTrainData } from '../../engine/host-protocol';
+import type { EventHub } from '../event-hub';
+import type { Workspace } from '../workspace';
+import { buildCache } from './cache-builder';
+import { listDatasets, removeDataset, resolveDataset, verifyDataset } from './cache-store';
+import { decode } from './dtype-codec';
+import { EXAMPLE_TEST_RECORDS, EXAMPLE_TRAIN_RECORDS, writeBoardDumps } from './example-board';
+import { fashionMnistDir, fashionMnistSpecs } from './fashion-mnist';
+import { openSource } from './importers/open-source';
+import type { RecordSource } from './importers/record-source';
+import { recordBytes, recordValues } from './importers/record-source';
+
+export interface AccessOptions {
+  /** The CLI may read anywhere the user points it; UI requests stay inside the workspace. */
+  allowPathsOutsideWorkspace?: boolean;
+}
+
+const PREVIEW_RECORDS = 5;
+const PREVIEW_VALUES = 8;
+
+/** Importing, caching, listing, verifying and benchmarking datasets. */
+export class DatasetService {
+  private readonly jobs = new Map<string, AbortController>();
+
+  constructor(
+    private readonly workspace: Workspace,
+    private readonly engine: EngineClient,
+    private readonly events: EventHub,
+  ) {}
+
+  /** Resolves a source's paths: inside the workspace for UI requests, anywhere for the CLI. */
+  confine(spec: SourceSpec, access: AccessOptions): SourceSpec {
+    const fix = (p: string) => (access.allowPathsOutsideWorkspace ? path.resolve(p) : this.workspace.resolve(p));
+    switch (spec.kind) {
+      case 'idx':
+        return { ...spec, files: spec.files.map((f) => ({ ...f, path: fix(f.path) })) };
+      case 'raw':
+        return { ...spec, files: spec.files.map((f) => ({ ...f, path: fix(f.path) })) };
+      case 'npy':
+      case 'npz':
+      case 'csv':
+        return { ...spec, path: fix(spec.path) };
+      case 'synthetic-board':
+        return spec;
+    }
+  }
+
+  async inspect(spec: SourceSpec, access: AccessOptions = {}): Promise<InspectResult> {
+    const source = await openSource(this.confine(spec, access));
+    const preview: Record<string, number[]>[] = Array.from({ length: Math.min(PREVIEW_RECORDS, source.records) }, () => ({}));
+    const it = source.chunks(PREVIEW_RECORDS);
+    try {
+      const first = await it.next();
+      if (!first.done) {
+        source.fields.forEach((f, i) => {
+          const rb = recordBytes(f);
+          for (let r = 0; r < first.value.count; r++) {
+            const values = decode(first.value.fields[i].subarray(r * rb, (r + 1) * rb), f.dtype);
+            preview[r][f.name] = Array.from({ length: Math.min(PREVIEW_VALUES, recordValues(f)) }, (_, k) => values[k]);
+          }
+        });
+      }
+    } finally {
+      await it.return(undefined);
+    }
+    const layout = source.rawLayout();
+    return {
+      description: source.description,
+      records: source.records,
+      fields: source.fields,
+      preview,
+      uncached: { available: layout !== null, reason: layout ? null : source.uncachedReason },
+    };
+  }
+
+  async build(request: BuildRequest, access: AccessOptions = {}, onProgress?: (p: BuildProgress) => void): Promise<BuildResult> {
+    const jobId = request.jobId ?? randomBytes(6).toString('hex');
+    if (this.jobs.has(jobId)) throw new ApiError('E_BAD_INPUT', `a build with job id ${jobId} is already running`);
+    const controller = new AbortController();
+    this.jobs.set(jobId, controller);
+    try {
+      const spec = this.confine(request.source, access);
+      const source = await openSource(spec);
+      return await buildCache(
+        this.workspace,
+        source,
+        { name: request.name, shardBytes: request.shardBytes, fieldMap: request.fieldMap },
+        {
+          jobId,
+          spec,
+          signal: controller.signal,
+          onProgress: (p) => {
+            this.events.emit('datasets.progress', p);
+            onProgress?.(p);
+          },
+        },
+      );
+    } finally {
+      this.jobs.delete(jobId);
+    }
+  }
+
+  cancel(jobId: string): { cancelled: boolean } {
+    const job = this.jobs.get(jobId);
+    job?.abort();
+    return { cancelled: !!job };
+  }
+
+  list(): Promise<DatasetSummary[]> {
+    return listDatasets(this.workspace);
+  }
+
+  async verify(id: string) {
+    const { manifest } = await resolveDataset(this.workspace, id).catch(() => ({ manifest: { id } as CacheManifest }));
+    return verifyDataset(this.workspace, manifest.id);
+  }
+
+  async remove(id: string): Promise<{ removed: string }> {
+    await removeDataset(this.workspace, id);
+    return { removed: id };
+  }
+
+  /** The cached loader at each setting, and the source read in place when it allows it. */
+  async benchmark(request: LoaderBenchRequest): Promise<LoaderBenchResult> {
+    const { dir, manifest } = await resolveDataset(this.workspace, request.dataset);
+    const settings = request.workers.flatMap((workers) => request.prefetch.map((prefetch) => ({ workers, prefetch })));
+    const run = async (source: HostSource): Promise<LoaderBenchRow[]> => {
+      const rows: LoaderBenchRow[] = [];
+      for (const s of settings) {
+        const options = { batchSize: request.batchSize, workers: s.workers, prefetch: s.prefetch, sampleRatio: request.sampleRatio, seed: 1 };
+        const r = await this.engine.benchLoader(source, options, 1_000_000, request.maxSeconds);
+        rows.push({ ...s, ...r });
+      }
+      return rows;
+    };
+    const cached = await run({ kind: 'cache', dir });
+    let uncached: LoaderBenchRow[] | null = null;
+    let uncachedReason: string | null = null;
+    const spec = SourceSpecSchema.safeParse(manifest.source.spec);
+    if (!request.uncached) uncachedReason = 'not requested';
+    else if (!spec.success) uncachedReason = 'the cache does not record how to read its source';
+    else {
+      const source: RecordSource | null = await openSource(spec.data).catch((err: Error) => {
+        uncachedReason = `the source can no longer be opened: ${err.message}`;
+        return null;
+      });
+      const layout = source?.rawLayout() ?? null;
+      if (source && !layout) uncachedReason = source.uncachedReason;
+      if (source && layout) uncached = await run({ kind: 'raw', layout: { records: source.records, fields: layout } });
+    }
+    const best = cached.reduce((a, b) => (b.samplesPerSec > a.samplesPerSec ? b : a));
+    return { dataset: manifest.id, batchSize: request.batchSize, cached, uncached, uncachedReason, best: { workers: best.workers, prefetch: best.prefetch } };
+  }
+
+  /** Builds (or finds) the caches a training data source needs and the input normalisation. */
+  async trainingData(data: DataSource, access: AccessOptions): Promise<HostTrainData> {
+    let train: { dir: string; manifest: CacheManifest };
+    let test: { dir: string; manifest: CacheManifest } | undefined;
+    // Sources chosen here (Debian's files, the example dumps) may lie outside the workspace; the caller's may not.
+    const ensure = async (name: string, source: SourceSpec, callers = false) => {
+      const built = await this.build({ source, name, shardBytes: DEFAULT_SHARD_BYTES, fieldMap: [] }, callers ? access : { allowPathsOutsideWorkspace: true });
+      return resolveDataset(this.workspace, built.dataset.id);
+    };
+    if (data.kind === 'fashion-mnist') {
+      const specs = fashionMnistSpecs(fashionMnistDir(data.dir ? (access.allowPathsOutsideWorkspace ? data.dir : this.workspace.resolve(data.dir)) : undefined));
+      train = await ensure('fashion-mnist-train', specs.train);
+      test = await ensure('fashion-mnist-test', specs.test);
+    } else if (data.kind === 'example-board') {
+      train = await ensure('example-board-train', await writeBoardDumps(this.workspace, EXAMPLE_TRAIN_RECORDS, 0));
+      test = await ensure('example-board-test', await writeBoardDumps(this.workspace, EXAMPLE_TEST_RECORDS, 1));
+    } else if (data.kind === 'idx') {
+      const pair = (p: { images: string; labels: string }): SourceSpec => ({
+        kind: 'idx',
+        files: [
+          { path: p.images, field: 'x' },
+          { path: p.labels, field: 'y' },
+        ],
+      });
+      const stem = (p: string) => path.basename(p).replace(/\.gz$/, '').replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 48) || 'idx';
+      train = await ensure(stem(data.train.images), pair(data.train), true);
+      test = data.test ? await ensure(stem(data.test.images), pair(data.test), true) : undefined;
+    } else {
+      train = await resolveDataset(this.workspace, data.train);
+      test = data.test ? await resolveDataset(this.workspace, data.test) : undefined;
+    }
+    // Inputs are standardised with the training set's statistics (also for the test set).
+    const x = train.manifest.fields.find((f) => f.name === 'x');
+    const normalize: Record<string, { scale: number; offset: number }> = {};
+    if (x?.stats && x.stats.std > 0) normalize.x = { scale: 1 / x.stats.std, offset: -x.stats.mean / x.stats.std };
+    const describe = (m: CacheManifest) => `${m.name} (${m.records} records)`;
+    return {
+      train: { dir: train.dir },
+      test: test ? { dir: test.dir } : undefined,
+      normalize,
+      description: test ? `${describe(train.manifest)}, test ${describe(test.manifest)}` : describe(train.manifest),
+    };
+  }
+}

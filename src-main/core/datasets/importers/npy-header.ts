@@ -1,0 +1,165 @@
+import type { CacheDType } from '../../../api/datasets';
+import { ApiError } from '../../../api/errors';
+
+/** A value of the Python literal subset NumPy writes in .npy headers. */
+type PyValue = string | number | boolean | null | PyValue[] | { [key: string]: PyValue };
+
+/** Parses the dict literal of a .npy header: strings, ints, True/False/None, tuples, lists, dicts. */
+export function parsePyLiteral(text: string, file: string): PyValue {
+  let i = 0;
+  const fail = (what: string): never => {
+    throw new ApiError('E_DATA', `${file}: bad .npy header at character ${i}: ${what}`);
+  };
+  const ws = () => {
+    while (i < text.length && /\s/.test(text[i])) i++;
+  };
+  const value = (): PyValue => {
+    ws();
+    const c = text[i];
+    if (c === '{') {
+      i++;
+      const obj: Record<string, PyValue> = {};
+      for (;;) {
+        ws();
+        if (text[i] === '}') return i++, obj;
+        const key = value();
+        if (typeof key !== 'string') fail('dict keys must be strings');
+        ws();
+        if (text[i++] !== ':') fail("expected ':'");
+        obj[key as string] = value();
+        ws();
+        if (text[i] === ',') i++;
+      }
+    }
+    if (c === '(' || c === '[') {
+      const close = c === '(' ? ')' : ']';
+      i++;
+      const items: PyValue[] = [];
+      for (;;) {
+        ws();
+        if (text[i] === close) return i++, items;
+        items.push(value());
+        ws();
+        if (text[i] === ',') i++;
+        else if (text[i] !== close) fail(`expected ',' or '${close}'`);
+      }
+    }
+    if (c === "'" || c === '"') {
+      const end = text.indexOf(c, i + 1);
+      if (end < 0) fail('unterminated string');
+      const s = text.slice(i + 1, end);
+      i = end + 1;
+      return s;
+    }
+    const word = /^(True|False|None|-?\d+)/.exec(text.slice(i));
+    if (!word) return fail(`unexpected '${c ?? 'end of header'}'`);
+    i += word[0].length;
+    if (word[0] === 'True') return true;
+    if (word[0] === 'False') return false;
+    if (word[0] === 'None') return null;
+    return Number(word[0]);
+  };
+  return value();
+}
+
+const KINDS: Record<string, CacheDType> = {
+  b1: 'bool', i1: 'int8', u1: 'uint8', i2: 'int16', u2: 'uint16', i4: 'int32', u4: 'uint32', i8: 'int64', u8: 'uint64',
+  f2: 'float16', f4: 'float32', f8: 'float64',
+};
+
+export interface NpyMember {
+  name: string;
+  dtype: CacheDType;
+  shape: number[];
+  /** Byte offset inside one array element (structured dtypes). */
+  offset: number;
+  bigEndian: boolean;
+}
+
+export interface NpyHeader {
+  /** Elements along the first axis: the records. */
+  records: number;
+  /** Shape of one record of a plain array (the remaining axes). */
+  recordShape: number[];
+  /** One member for a plain array (named ''), several for a structured one. */
+  members: NpyMember[];
+  /** Bytes of one element of the dtype (a whole struct for structured arrays). */
+  itemBytes: number;
+  /** Bytes from the start of the .npy data to the first record. */
+  dataOffset: number;
+}
+
+/** Parses a simple dtype string such as '<f4' or '|u1'. */
+export function parseDescr(descr: string, file: string): { dtype: CacheDType | null; bytes: number; bigEndian: boolean } {
+  const m = /^([<>|=])([a-zA-Z])(\d+)$/.exec(descr);
+  if (!m) throw new ApiError('E_DATA', `${file}: dtype '${descr}' is not a numeric NumPy dtype`);
+  const [, order, kind, size] = m;
+  if (kind === 'V') return { dtype: null, bytes: Number(size), bigEndian: false };
+  const dtype = KINDS[`${kind}${size}`];
+  if (!dtype) {
+    throw new ApiError('E_DATA', `${file}: dtype '${descr}' is not supported (numeric dtypes: bool, (u)int8..64, float16/32/64)`);
+  }
+  return { dtype, bytes: Number(size), bigEndian: order === '>' };
+}
+
+function members(descr: PyValue, file: string): { members: NpyMember[]; itemBytes: number } {
+  if (typeof descr === 'string') {
+    const d = parseDescr(descr, file);
+    if (!d.dtype) throw new ApiError('E_DATA', `${file}: a void dtype is not a numeric array`);
+    return { members: [{ name: '', dtype: d.dtype, shape: [], offset: 0, bigEndian: d.bigEndian }], itemBytes: d.bytes };
+  }
+  if (!Array.isArray(descr)) throw new ApiError('E_DATA', `${file}: unexpected descr ${JSON.stringify(descr)}`);
+  const out: NpyMember[] = [];
+  let offset = 0;
+  for (const entry of descr) {
+    if (!Array.isArray(entry) || typeof entry[0] !== 'string' || typeof entry[1] !== 'string') {
+      throw new ApiError('E_DATA', `${file}: nested structured dtypes are not supported (${JSON.stringify(entry)})`);
+    }
+    const d = parseDescr(entry[1], file);
+    const sub = Array.isArray(entry[2]) ? (entry[2] as number[]) : [];
+    const count = sub.reduce((a, b) => a * b, 1);
+    // Unnamed void members are padding (aligned structs).
+    if (d.dtype && entry[0] !== '') out.push({ name: entry[0], dtype: d.dtype, shape: sub, offset, bigEndian: d.bigEndian });
+    offset += d.bytes * count;
+  }
+  if (out.length === 0) throw new ApiError('E_DATA', `${file}: the structured dtype has no numeric members`);
+  return { members: out, itemBytes: offset };
+}
+
+/** Reads the magic, version and header dict of a .npy stream held in `head` (at least the first 10 bytes). */
+export function npyHeaderLength(head: Uint8Array, file: string): { headerBytes: number; lengthBytes: number } {
+  const magic = Buffer.from(head.subarray(0, 6)).toString('latin1');
+  if (magic !== '\x93NUMPY') {
+    throw new ApiError(
+      'E_DATA',
+      `${file} is not a .npy file (no \\x93NUMPY magic); for a headerless ndarray.tofile() dump, import it as raw data with its dtype and shape`,
+    );
+  }
+  const major = head[6];
+  if (major < 1 || major > 3) throw new ApiError('E_DATA', `${file}: .npy format version ${major} is not supported`);
+  const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
+  const lengthBytes = major === 1 ? 2 : 4;
+  const len = major === 1 ? view.getUint16(8, true) : view.getUint32(8, true);
+  return { headerBytes: 8 + lengthBytes + len, lengthBytes };
+}
+
+export function parseNpyHeader(dictText: string, headerBytes: number, file: string): NpyHeader {
+  const dict = parsePyLiteral(dictText, file);
+  if (!dict || typeof dict !== 'object' || Array.isArray(dict)) throw new ApiError('E_DATA', `${file}: the .npy header is not a dict`);
+  const { descr, fortran_order: fortran, shape } = dict as Record<string, PyValue>;
+  if (!Array.isArray(shape) || shape.some((d) => typeof d !== 'number' || d < 0)) {
+    throw new ApiError('E_DATA', `${file}: bad shape ${JSON.stringify(shape)} in the .npy header`);
+  }
+  const dims = shape as number[];
+  if (dims.length === 0) throw new ApiError('E_DATA', `${file} holds a single value (0-d array), not records`);
+  if (fortran === true && dims.length > 1) {
+    throw new ApiError(
+      'E_DATA',
+      `${file} is stored in Fortran (column-major) order, so its records are not contiguous; save it with np.save(path, np.ascontiguousarray(a)) and import again`,
+    );
+  }
+  const { members: ms, itemBytes } = members(descr ?? null, file);
+  const [records, ...recordShape] = dims;
+  if (records === 0) throw new ApiError('E_DATA', `${file} has no records (shape ${JSON.stringify(dims)})`);
+  return { records, recordShape, members: ms, itemBytes, dataOffset: headerBytes };
+}

@@ -1,0 +1,126 @@
+import { createReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { createInflateRaw } from 'node:zlib';
+
+import { DTYPE_BYTES } from '../../../api/datasets';
+import { ApiError } from '../../../api/errors';
+import { ByteStream } from './byte-stream';
+import type { NpyHeader } from './npy-header';
+import { npyHeaderLength, parseNpyHeader } from './npy-header';
+import type { Chunk, RawFieldLayout, RecordSource, SourceField } from './record-source';
+import { checkAborted, fileSize, swapBytes } from './record-source';
+
+/** Where an .npy stream lives: a whole file, or an entry of an .npz archive. */
+export interface NpyLocation {
+  file: string;
+  /** Byte offset of the .npy data in the file (0 for a .npy file). */
+  start: number;
+  /** Stored bytes (compressed size for deflated entries). */
+  length: number;
+  deflated: boolean;
+  /** Name used in messages, e.g. "data.npz:labels.npy". */
+  label: string;
+}
+
+function openStream(loc: NpyLocation): ByteStream {
+  const file = createReadStream(loc.file, { start: loc.start, end: loc.start + loc.length - 1, highWaterMark: 1 << 20 });
+  const stream: Readable = loc.deflated ? file.pipe(createInflateRaw()) : file;
+  if (loc.deflated) file.on('error', (err) => stream.destroy(err));
+  return new ByteStream(stream, loc.label, (err) => new ApiError('E_DATA', `${loc.label}: ${loc.deflated ? 'bad compressed data' : 'read failed'} (${err.message})`));
+}
+
+export async function readNpyHeader(loc: NpyLocation): Promise<NpyHeader> {
+  const stream = openStream(loc);
+  try {
+    const head = await stream.read(10, 'the .npy header');
+    const { headerBytes, lengthBytes } = npyHeaderLength(head, loc.label);
+    const dict = await stream.read(headerBytes - 8 - lengthBytes, 'the .npy header');
+    return parseNpyHeader(dict.toString('latin1'), headerBytes, loc.label);
+  } finally {
+    await stream.close();
+  }
+}
+
+/**
+ * A .npy array as a record source: a plain array is one field named
+ * `plainField`, a structured array one field per member. Records are split out
+ * of each struct while streaming, so memory stays bounded.
+ */
+export async function npySource(loc: NpyLocation, plainField: string): Promise<RecordSource> {
+  const header = await readNpyHeader(loc);
+  const plain = header.members.length === 1 && header.members[0].name === '';
+  const fields: SourceField[] = header.members.map((m) =>
+    plain ? { name: plainField, dtype: m.dtype, shape: header.recordShape } : { name: m.name, dtype: m.dtype, shape: [...header.recordShape, ...m.shape] },
+  );
+  const recordValues = header.recordShape.reduce((a, b) => a * b, 1);
+  const recordBytes = header.itemBytes * recordValues;
+  const dataBytes = header.records * recordBytes;
+  if (!loc.deflated) {
+    const available = loc.length - header.dataOffset;
+    if (available < dataBytes) {
+      throw new ApiError(
+        'E_DATA',
+        `${loc.label}: the header claims ${[header.records, ...header.recordShape].join('x')} elements of ${header.itemBytes} bytes (${dataBytes} bytes) but the file holds ${Math.max(0, available)} after its header`,
+      );
+    }
+  }
+  const memberBytes = header.members.map((m) => m.shape.reduce((a, b) => a * b, 1) * widthOf(m.dtype));
+  return {
+    kind: 'npy',
+    description: loc.label,
+    records: header.records,
+    fields,
+    files: [loc.file],
+    sourceBytes: loc.length,
+    options: { field: plainField, entry: loc.label },
+    uncachedReason: loc.deflated ? `${loc.label} is compressed inside the archive, so its records cannot be read in place` : null,
+    rawLayout: (): RawFieldLayout[] | null =>
+      loc.deflated
+        ? null
+        : header.members.map((m, i) => ({
+            ...fields[i],
+            file: loc.file,
+            // Structured records are read member by member; plain ones whole.
+            byteOffset: loc.start + header.dataOffset + m.offset,
+            byteStride: plain ? recordBytes : header.itemBytes,
+            bigEndian: m.bigEndian,
+          })),
+    async *chunks(maxRecords, signal): AsyncGenerator<Chunk> {
+      const stream = openStream(loc);
+      try {
+        await stream.read(header.dataOffset, 'the .npy header');
+        for (let done = 0; done < header.records; ) {
+          checkAborted(signal);
+          const n = Math.min(maxRecords, header.records - done);
+          const raw = await stream.read(n * recordBytes, `record ${done + n - 1}`);
+          const out = header.members.map((m, f) => {
+            const width = widthOf(m.dtype);
+            if (plain) {
+              const copy = new Uint8Array(raw);
+              if (m.bigEndian) swapBytes(copy, width);
+              return copy;
+            }
+            // Gather one member out of every struct (records x sub-elements).
+            const bytes = new Uint8Array(n * recordValues * memberBytes[f]);
+            for (let e = 0; e < n * recordValues; e++) {
+              bytes.set(raw.subarray(e * header.itemBytes + m.offset, e * header.itemBytes + m.offset + memberBytes[f]), e * memberBytes[f]);
+            }
+            if (m.bigEndian) swapBytes(bytes, width);
+            return bytes;
+          });
+          yield { count: n, fields: out };
+          done += n;
+        }
+      } finally {
+        await stream.close();
+      }
+    },
+  };
+}
+
+const widthOf = (dtype: SourceField['dtype']): number => DTYPE_BYTES[dtype];
+
+export async function npyFileSource(path: string, field: string): Promise<RecordSource> {
+  const length = await fileSize(path);
+  return npySource({ file: path, start: 0, length, deflated: false, label: path }, field);
+}
