@@ -16,7 +16,7 @@ const unused = Object.fromEntries(methodNames.map((m) => [m, () => Promise.rejec
 
 function router(overrides: Partial<ApiHandlers> = {}) {
   return createApiRouter({
-    ...(unused as ApiHandlers),
+    ...(unused as unknown as ApiHandlers),
     'engine.version': async () => ({ version: '0.1.0', napiVersion: 8, cudaCompiled: false, debugEntryPoints: false, hostPid: 1 }),
     'engine.devices': async () => devices,
     'engine.ping': async () => ({ hostPid: 1, hostUptimeMs: 5 }),
