@@ -16,7 +16,6 @@ export const areas: Area[] = [
     name: 'datasets',
     title: 'Datasets',
     summary: 'Import IDX, NumPy and CSV sources and cache them into fast memory-mapped shards.',
-    arrivesWith: 'the dataset caching wizard',
   },
   {
     path: '/benchmarks',

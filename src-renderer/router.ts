@@ -3,10 +3,13 @@ import { createRouter, createWebHashHistory, type RouteRecordRaw } from 'vue-rou
 import { areas } from './areas';
 import AreaView from './views/AreaView.vue';
 import DashboardView from './views/DashboardView.vue';
+import DatasetsView from './views/DatasetsView.vue';
+
+const views: Record<string, RouteRecordRaw['component']> = { dashboard: DashboardView, datasets: DatasetsView };
 
 const routes: RouteRecordRaw[] = areas.map((area) =>
-  area.name === 'dashboard'
-    ? { path: area.path, name: area.name, component: DashboardView }
+  views[area.name]
+    ? ({ path: area.path, name: area.name, component: views[area.name] } as RouteRecordRaw)
     : { path: area.path, name: area.name, component: AreaView, props: { area } },
 );
 

@@ -1,7 +1,7 @@
 // Registers only the ECharts parts we use, so the bundle stays small.
-import { LineChart } from 'echarts/charts';
-import { GridComponent, TooltipComponent } from 'echarts/components';
+import { BarChart, LineChart } from 'echarts/charts';
+import { GridComponent, LegendComponent, TooltipComponent } from 'echarts/components';
 import { use } from 'echarts/core';
 import { CanvasRenderer } from 'echarts/renderers';
 
-use([LineChart, GridComponent, TooltipComponent, CanvasRenderer]);
+use([LineChart, BarChart, GridComponent, LegendComponent, TooltipComponent, CanvasRenderer]);

@@ -1,0 +1,176 @@
+import type { BuildProgress, BuildResult, CacheDType, InspectResult, LoaderBenchResult, SourceSpecInput } from '@api/datasets';
+import { ApiError } from '@api/errors';
+import { computed, onScopeDispose, ref, shallowRef } from 'vue';
+
+import { useApiClient } from '../transport/client-instance';
+
+export type SourceKind = 'npy' | 'npz' | 'csv' | 'idx' | 'raw' | 'synthetic-board';
+export type WizardStep = 'source' | 'fields' | 'build' | 'benchmark';
+
+/** One chosen file: its field name, and for raw dumps the dtype and per-record shape. */
+export interface ChosenFile {
+  path: string;
+  field: string;
+  dtype: CacheDType;
+  shape: string;
+}
+
+/** Picks the importer from a file name; anything unknown is treated as a headerless dump. */
+export function kindForFile(name: string): SourceKind {
+  if (/\.npz$/i.test(name)) return 'npz';
+  if (/\.npy$/i.test(name)) return 'npy';
+  if (/\.csv$/i.test(name)) return 'csv';
+  if (/idx\d-ubyte(\.gz)?$|\.idx(\.gz)?$/i.test(name)) return 'idx';
+  return 'raw';
+}
+
+const message = (err: unknown) => (err instanceof ApiError ? `${err.code}: ${err.message}` : String(err));
+
+/** State and steps of the caching wizard: source -> inspect and map fields -> build -> benchmark. */
+export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } = {}) {
+  const client = useApiClient();
+  const step = ref<WizardStep>('source');
+  const kind = ref<SourceKind>('npy');
+  const files = ref<ChosenFile[]>([]);
+  const csvLabel = ref('');
+  const boardRecords = ref(2000);
+  const boardSeed = ref(0);
+  const name = ref('');
+  const shardMiB = ref(1024);
+  const sampleRatio = ref(1);
+  const inspected = shallowRef<InspectResult | null>(null);
+  const mapping = ref<{ from: string; to: string; dtype: CacheDType }[]>([]);
+  const progress = shallowRef<BuildProgress | null>(null);
+  const built = shallowRef<BuildResult | null>(null);
+  const bench = shallowRef<LoaderBenchResult | null>(null);
+  const busy = ref(false);
+  const error = ref<string | null>(null);
+  let jobId: string | null = null;
+
+  const off = client.on('datasets.progress', (p) => {
+    if (p.jobId === jobId) progress.value = p;
+  });
+  onScopeDispose(off);
+
+  const source = computed((): SourceSpecInput => {
+    const first = files.value[0];
+    switch (kind.value) {
+      case 'npy':
+        return { kind: 'npy', path: first?.path ?? '', field: first?.field || 'x' };
+      case 'npz':
+        return { kind: 'npz', path: first?.path ?? '' };
+      case 'csv':
+        return { kind: 'csv', path: first?.path ?? '', label: csvLabel.value };
+      case 'idx':
+        return { kind: 'idx', files: files.value.map((f) => ({ path: f.path, field: f.field })) };
+      case 'raw':
+        return {
+          kind: 'raw',
+          files: files.value.map((f) => ({
+            path: f.path,
+            field: f.field,
+            dtype: f.dtype,
+            shape: f.shape.trim() === '' ? [] : f.shape.split(',').map((d) => Number(d.trim())),
+          })),
+        };
+      default: // synthetic-board
+        return { kind: 'synthetic-board', records: boardRecords.value, seed: boardSeed.value };
+    }
+  });
+
+  function addFile(path: string): void {
+    const base = path.split('/').pop() ?? path;
+    if (files.value.length === 0) kind.value = kindForFile(base);
+    const multi = kind.value === 'idx' || kind.value === 'raw';
+    const field = files.value.length === 0 ? 'x' : files.value.length === 1 ? 'y' : `field${files.value.length}`;
+    const entry: ChosenFile = { path, field, dtype: 'uint8', shape: '' };
+    files.value = multi ? [...files.value, entry] : [entry];
+    if (!name.value) name.value = base.replace(/\.[^.]+$/, '').replace(/[^A-Za-z0-9_.-]/g, '_') || 'dataset';
+  }
+
+  function removeFile(i: number): void {
+    files.value = files.value.filter((_, j) => j !== i);
+  }
+
+  async function inspect(): Promise<void> {
+    busy.value = true;
+    error.value = null;
+    try {
+      inspected.value = await client.call('datasets.inspect', { source: source.value });
+      mapping.value = inspected.value.fields.map((f) => ({ from: f.name, to: f.name, dtype: f.dtype }));
+      if (!name.value && kind.value === 'synthetic-board') name.value = 'board';
+      step.value = 'fields';
+    } catch (err) {
+      error.value = message(err);
+    } finally {
+      busy.value = false;
+    }
+  }
+
+  async function build(): Promise<void> {
+    busy.value = true;
+    error.value = null;
+    progress.value = null;
+    built.value = null;
+    jobId = `ui-${Date.now().toString(36)}`;
+    step.value = 'build';
+    try {
+      const fieldMap = mapping.value.filter((m, i) => m.to !== m.from || m.dtype !== inspected.value?.fields[i].dtype);
+      built.value = await client.call('datasets.build', {
+        source: source.value,
+        name: name.value,
+        shardBytes: Math.round(shardMiB.value * 2 ** 20),
+        fieldMap,
+        jobId,
+      });
+      options.onBuilt?.(built.value);
+    } catch (err) {
+      error.value = message(err);
+    } finally {
+      busy.value = false;
+    }
+  }
+
+  /** Stops the build at the next chunk; nothing is published. */
+  async function cancel(): Promise<void> {
+    if (jobId) await client.call('datasets.cancel', { jobId }).catch(() => undefined);
+  }
+
+  async function benchmark(): Promise<void> {
+    if (!built.value) return;
+    busy.value = true;
+    error.value = null;
+    step.value = 'benchmark';
+    try {
+      bench.value = await client.call('datasets.benchmark', {
+        dataset: built.value.dataset.id,
+        batchSize: 256,
+        workers: [0, 1, 2],
+        prefetch: [2],
+        sampleRatio: sampleRatio.value,
+        maxSeconds: 1,
+      });
+    } catch (err) {
+      error.value = message(err);
+    } finally {
+      busy.value = false;
+    }
+  }
+
+  function restart(): void {
+    step.value = 'source';
+    files.value = [];
+    inspected.value = null;
+    built.value = null;
+    bench.value = null;
+    progress.value = null;
+    name.value = '';
+    error.value = null;
+  }
+
+  return {
+    step, kind, files, csvLabel, boardRecords, boardSeed, name, shardMiB, sampleRatio,
+    inspected, mapping, progress, built, bench, busy, error,
+    addFile, removeFile, inspect, build, cancel, benchmark, restart,
+  };
+}

@@ -1,0 +1,79 @@
+// The caching wizard in a real browser: import a small NumPy file, build, see the loader chart.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { launchChromium } from '../helpers/browser';
+import { npyBytes } from '../helpers/numpy';
+import { REPO_ROOT, requireBuilt } from '../helpers/repo';
+import { startServeProcess, type ServeProcess } from '../helpers/serve-process';
+import { tempDir } from '../helpers/temp-dir';
+
+const SHOTS = path.join(REPO_ROOT, 'test-results', 'screenshots');
+const workspace = tempDir();
+let serve: ServeProcess;
+let browser: Browser;
+
+beforeAll(async () => {
+  requireBuilt();
+  mkdirSync(SHOTS, { recursive: true });
+  mkdirSync(path.join(workspace.dir, 'sources'), { recursive: true });
+  const values = new Float32Array(4000 * 16).map((_, i) => Math.sin(i));
+  writeFileSync(path.join(workspace.dir, 'sources', 'small.npy'), npyBytes('<f4', [4000, 16], new Uint8Array(values.buffer)));
+  serve = await startServeProcess(workspace.dir);
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await serve?.stop();
+  workspace.cleanup();
+});
+
+describe('caching wizard (serve mode, Chromium)', () => {
+  it('imports a NumPy file, builds the cache with progress, and charts cached vs uncached loading', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') errors.push(m.text());
+    });
+    await page.goto(serve.url);
+    await page.getByTestId('nav-datasets').click();
+    await page.getByTestId('file-small.npy').click();
+    expect(await page.getByTestId('source-kind').inputValue()).toBe('npy');
+    await page.getByTestId('inspect').click();
+    await page.getByTestId('field-table').waitFor();
+    expect(await page.getByTestId('field-table').innerText()).toMatch(/x\s+float32/);
+    expect(await page.getByTestId('dataset-name').inputValue()).toBe('small');
+    await page.screenshot({ path: path.join(SHOTS, 'datasets-inspect.png') });
+
+    await page.getByTestId('build').click();
+    await page.getByTestId('build-result').waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('build-phase').innerText()).toBe('done');
+    expect(await page.getByTestId('build-result').innerText()).toMatch(/Built small-[0-9a-f]{12}, 4,000 records/);
+    await page.getByTestId('dataset-small').waitFor();
+
+    await page.getByTestId('run-benchmark').click();
+    await page.getByTestId('bench-summary').waitFor({ timeout: 60_000 });
+    expect(await page.locator('[data-testid="loader-bench-chart"] canvas').count()).toBeGreaterThan(0);
+    // A .npy can be read in place, so the uncached bars are there too.
+    expect(await page.getByTestId('bench-summary').innerText()).not.toContain('Uncached not measured');
+    await page.screenshot({ path: path.join(SHOTS, 'datasets-benchmark.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it('shows a clear error for a bad source', async () => {
+    writeFileSync(path.join(workspace.dir, 'sources', 'broken.npy'), Buffer.from('not numpy at all'));
+    const page = await browser.newPage();
+    await page.goto(serve.url);
+    await page.getByTestId('nav-datasets').click();
+    await page.getByTestId('file-broken.npy').click();
+    await page.getByTestId('inspect').click();
+    await expect.poll(() => page.getByTestId('wizard-error').innerText()).toMatch(/E_DATA: .*broken\.npy is not a \.npy file/);
+    await page.close();
+  });
+});
