@@ -168,6 +168,14 @@ double Trainer::run_losses(const Loader& loader, const Batch& batch, double grad
         const float* t = widen_field(loader, batch, h.target, targets_);
         const float* mask = loader.slot_of(h.target + "_mask") >= 0 ? widen_field(loader, batch, h.target + "_mask", mask_) : nullptr;
         loss = softmax_ce_soft_forward_backward(d, out, t, mask, B, K, scale);
+        // Accuracy of a soft-target head: the top prediction agrees with the target's top class.
+        if (correct)
+          for (int b = 0; b < B; ++b) {
+            if (mask && mask[b] == 0.0f) continue;
+            const float* o = out + static_cast<std::int64_t>(b) * K;
+            const float* tt = t + static_cast<std::int64_t>(b) * K;
+            *correct += std::max_element(o, o + K) - o == std::max_element(tt, tt + K) - tt;
+          }
         break;
       }
       case LossKind::BceLogits:
@@ -207,8 +215,9 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
   }
   std::int64_t total_steps = steps_per_epoch * o.epochs;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
-  const bool classifies = std::any_of(model_.heads().begin(), model_.heads().end(),
-                                      [](const Head& h) { return h.loss == LossKind::SoftmaxCE; });
+  const bool classifies = std::any_of(model_.heads().begin(), model_.heads().end(), [](const Head& h) {
+    return h.loss == LossKind::SoftmaxCE || h.loss == LossKind::SoftmaxCESoft;
+  });
 
   Optimizer optimizer(o.optimizer, model_.param_count());
   Rng dropout_rng = Rng::derive(seed_, 0xD50);
@@ -344,8 +353,9 @@ EvalResult Trainer::evaluate(const std::string& split, int batch_size, const std
   std::shared_ptr<RecordSource> data = split == "train" ? train_ : split == "test" ? test_ : nullptr;
   if (!data) TB_THROW(ErrorCode::BadInput, "no '" + split + "' data to evaluate");
   EvalResult r;
-  const bool classifies = std::any_of(model_.heads().begin(), model_.heads().end(),
-                                      [](const Head& h) { return h.loss == LossKind::SoftmaxCE; });
+  const bool classifies = std::any_of(model_.heads().begin(), model_.heads().end(), [](const Head& h) {
+    return h.loss == LossKind::SoftmaxCE || h.loss == LossKind::SoftmaxCESoft;
+  });
   LoaderOptions lo;
   lo.batch_size = batch_size;
   lo.shuffle = false;

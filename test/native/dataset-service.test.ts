@@ -1,0 +1,70 @@
+// Datasets through the contract: build with progress and cancel, confinement to the workspace, benchmark.
+import { readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { BuildProgress } from '../../src-main/api/datasets';
+import { datasetsRoot } from '../../src-main/core/datasets/cache-store';
+import type { Services } from '../../src-main/core/services';
+import { npyBytes } from '../helpers/numpy';
+import { testServices } from '../helpers/services';
+
+let services: Services;
+let cleanup: () => Promise<void>;
+beforeAll(async () => ({ services, cleanup } = await testServices()));
+afterAll(async () => cleanup?.());
+
+describe('datasets through the contract', () => {
+  it('builds with progress events, then lists, verifies and removes', async () => {
+    const progress: BuildProgress[] = [];
+    const off = services.events.subscribe((name, data) => {
+      if (name === 'datasets.progress') progress.push(data as BuildProgress);
+    });
+    const r = (await services.router.dispatch('datasets.build', { source: { kind: 'synthetic-board', records: 300, seed: 2 }, name: 'tiny-board', shardBytes: 1 << 20, jobId: 'job-1' })) as { dataset: { id: string; shards: number }; hit: boolean };
+    off();
+    expect(r.hit).toBe(false);
+    expect(r.dataset.shards).toBeGreaterThan(1);
+    expect(progress.at(-1)).toMatchObject({ jobId: 'job-1', phase: 'done', records: 300, recordsTotal: 300 });
+    expect(progress.map((p) => p.phase)).toContain('checksumming');
+    const list = (await services.router.dispatch('datasets.list', {})) as { id: string; problem: string | null }[];
+    expect(list).toEqual([expect.objectContaining({ id: r.dataset.id, problem: null })]);
+    expect(await services.router.dispatch('datasets.verify', { id: 'tiny-board' })).toMatchObject({ ok: true, problems: [] });
+    await services.router.dispatch('datasets.remove', { id: r.dataset.id });
+    expect(await services.router.dispatch('datasets.list', {})).toEqual([]);
+  });
+
+  it('cancels a build: E_CANCELLED and nothing published', async () => {
+    const build = services.router.dispatch('datasets.build', { source: { kind: 'synthetic-board', records: 20000, seed: 3 }, name: 'cancel-me', jobId: 'job-2' });
+    const off = services.events.subscribe((name, data) => {
+      if (name === 'datasets.progress' && (data as BuildProgress).jobId === 'job-2') void services.router.dispatch('datasets.cancel', { jobId: 'job-2' });
+    });
+    await expect(build).rejects.toMatchObject({ code: 'E_CANCELLED' });
+    off();
+    expect(readdirSync(datasetsRoot(services.workspace))).toEqual([]);
+  });
+
+  it('keeps UI paths inside the workspace', async () => {
+    await expect(services.router.dispatch('datasets.inspect', { source: { kind: 'npy', path: '/etc/passwd' } })).rejects.toMatchObject({
+      code: 'E_BAD_INPUT',
+      message: expect.stringContaining('outside the workspace'),
+    });
+    await expect(services.router.dispatch('files.list', { dir: '../..' })).rejects.toMatchObject({ code: 'E_BAD_INPUT' });
+  });
+
+  it('inspects a source with a preview, and benchmarks cached against uncached', async () => {
+    const values = new Float32Array(3000 * 8).map((_, i) => i);
+    writeFileSync(path.join(services.workspace.root, 'sources', 'eight.npy'), npyBytes('<f4', [3000, 8], new Uint8Array(values.buffer)));
+    const inspected = await services.router.dispatch('datasets.inspect', { source: { kind: 'npy', path: 'sources/eight.npy', field: 'v' } });
+    expect(inspected).toMatchObject({ records: 3000, fields: [{ name: 'v', dtype: 'float32', shape: [8] }], uncached: { available: true } });
+    expect((inspected as { preview: Record<string, number[]>[] }).preview[1].v).toEqual([8, 9, 10, 11, 12, 13, 14, 15]);
+    await services.router.dispatch('datasets.build', { source: { kind: 'npy', path: 'sources/eight.npy', field: 'v' }, name: 'eight' });
+    const bench = (await services.router.dispatch('datasets.benchmark', { dataset: 'eight', batchSize: 100, workers: [0, 2], prefetch: [2], maxSeconds: 0.3 })) as {
+      cached: { samplesPerSec: number }[];
+      uncached: { samplesPerSec: number }[] | null;
+    };
+    expect(bench.cached).toHaveLength(2);
+    expect(bench.uncached).toHaveLength(2);
+    for (const row of [...bench.cached, ...(bench.uncached ?? [])]) expect(row.samplesPerSec).toBeGreaterThan(0);
+  });
+});
