@@ -3,29 +3,19 @@ import { promises as fs, mkdirSync, readdirSync, readFileSync, writeFileSync } f
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { SourceSpec } from '../../src-main/api/datasets';
 import { datasetsRoot, listDatasets, verifyDataset } from '../../src-main/core/datasets/cache-store';
 import { buildCache } from '../../src-main/core/datasets/cache-builder';
 import { openSource } from '../../src-main/core/datasets/importers/open-source';
-import type { Workspace } from '../../src-main/core/workspace';
-import { cacheOf, testWorkspace } from '../helpers/datasets';
+import { cacheOf, workspaceFixture } from '../helpers/datasets';
 import { loadAddon, thrown } from '../helpers/native';
 import { npyBytes } from '../helpers/numpy';
 
 const addon = loadAddon();
-let ws: Workspace;
-let wsDir: string;
-let cleanup: () => void;
-beforeAll(async () => ({ ws, dir: wsDir, cleanup } = await testWorkspace()));
-afterAll(() => cleanup());
-
-const file = (name: string, bytes: Uint8Array) => {
-  const p = path.join(wsDir, 'sources', name);
-  writeFileSync(p, bytes);
-  return p;
-};
+const fx = workspaceFixture();
+const file = (name: string, bytes: Uint8Array) => fx.file(name, bytes);
 const idx = (dims: number[], body: number[]) => {
   const h = Buffer.alloc(4 + 4 * dims.length);
   h[2] = 0x08;
@@ -36,11 +26,11 @@ const idx = (dims: number[], body: number[]) => {
 
 /** Building must fail with `message` and leave no cache behind. */
 async function refused(spec: SourceSpec, message: RegExp, code = 'E_DATA') {
-  const before = readdirSync(datasetsRoot(ws)).filter((n) => !n.startsWith('.'));
-  await expect(cacheOf(ws, spec, 'bad')).rejects.toMatchObject({ code, message: expect.stringMatching(message) });
-  const after = readdirSync(datasetsRoot(ws)).filter((n) => !n.startsWith('.'));
+  const before = readdirSync(datasetsRoot(fx.ws)).filter((n) => !n.startsWith('.'));
+  await expect(cacheOf(fx.ws, spec, 'bad')).rejects.toMatchObject({ code, message: expect.stringMatching(message) });
+  const after = readdirSync(datasetsRoot(fx.ws)).filter((n) => !n.startsWith('.'));
   expect(after).toEqual(before);
-  expect(readdirSync(datasetsRoot(ws)).filter((n) => n.startsWith('.tmp-'))).toEqual([]);
+  expect(readdirSync(datasetsRoot(fx.ws)).filter((n) => n.startsWith('.tmp-'))).toEqual([]);
 }
 
 describe('bad sources are refused clearly and publish nothing', () => {
@@ -97,16 +87,16 @@ describe('bad sources are refused clearly and publish nothing', () => {
     const controller = new AbortController();
     controller.abort();
     const source = await openSource({ kind: 'synthetic-board', records: 50, seed: 1 });
-    await expect(buildCache(ws, source, { name: 'cancelled', shardBytes: 1 << 20, fieldMap: [] }, { jobId: 'c', signal: controller.signal })).rejects.toMatchObject({ code: 'E_CANCELLED' });
-    expect(readdirSync(datasetsRoot(ws)).filter((n) => n.startsWith('cancelled') || n.startsWith('.tmp-'))).toEqual([]);
+    await expect(buildCache(fx.ws, source, { name: 'cancelled', shardBytes: 1 << 20, fieldMap: [] }, { jobId: 'c', signal: controller.signal })).rejects.toMatchObject({ code: 'E_CANCELLED' });
+    expect(readdirSync(datasetsRoot(fx.ws)).filter((n) => n.startsWith('cancelled') || n.startsWith('.tmp-'))).toEqual([]);
   });
 });
 
 describe('damaged caches are found and named', () => {
   async function fresh(name: string) {
     const p = file(`${name}.npy`, npyBytes('<f4', [40, 8], new Uint8Array(40 * 32).map((_, i) => i % 251)));
-    const built = await cacheOf(ws, { kind: 'npy', path: p, field: 'x' }, name, 512);
-    return { id: built.dataset.id, dir: path.join(datasetsRoot(ws), built.dataset.id) };
+    const built = await cacheOf(fx.ws, { kind: 'npy', path: p, field: 'x' }, name, 512);
+    return { id: built.dataset.id, dir: path.join(datasetsRoot(fx.ws), built.dataset.id) };
   }
 
   it('verify names the corrupted shard; opening still works (checksums are on request)', async () => {
@@ -115,7 +105,7 @@ describe('damaged caches are found and named', () => {
     const bytes = readFileSync(shard);
     bytes[100] ^= 0xff;
     writeFileSync(shard, bytes);
-    const report = await verifyDataset(ws, id);
+    const report = await verifyDataset(fx.ws, id);
     expect(report.ok).toBe(false);
     expect(report.problems).toEqual([expect.stringMatching(/^shard-00002\.bin is corrupted: its SHA-256 is/)]);
     expect(addon.sourceInfo(JSON.stringify({ kind: 'cache', dir })).records).toBe(40);
@@ -127,7 +117,7 @@ describe('damaged caches are found and named', () => {
     const err = thrown(() => addon.sourceInfo(JSON.stringify({ kind: 'cache', dir })));
     expect(err.code).toBe('E_DATA');
     expect(err.message).toMatch(/shard-00001\.bin: is 100 bytes but the manifest says \d+ \(truncated or replaced\)/);
-    const listed = (await listDatasets(ws)).find((d) => d.id.startsWith('truncated'));
+    const listed = (await listDatasets(fx.ws)).find((d) => d.id.startsWith('truncated'));
     expect(listed?.problem).toMatch(/shard-00001\.bin is 100 bytes/);
   });
 
@@ -137,7 +127,7 @@ describe('damaged caches are found and named', () => {
     writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify({ ...m, formatVersion: 7 }));
     const err = thrown(() => addon.sourceInfo(JSON.stringify({ kind: 'cache', dir })));
     expect(err.message).toMatch(/newer Trainbench \(cache format 7; this one reads 1\)/);
-    const listed = (await listDatasets(ws)).find((d) => d.id.startsWith('future'));
+    const listed = (await listDatasets(fx.ws)).find((d) => d.id.startsWith('future'));
     expect(listed?.problem).toMatch(/newer Trainbench \(cache format 7/);
   });
 
@@ -151,7 +141,7 @@ describe('damaged caches are found and named', () => {
   });
 
   it('a directory without a manifest never opens', () => {
-    const dir = path.join(datasetsRoot(ws), 'empty');
+    const dir = path.join(datasetsRoot(fx.ws), 'empty');
     mkdirSync(dir);
     expect(thrown(() => addon.sourceInfo(JSON.stringify({ kind: 'cache', dir }))).message).toMatch(/no manifest\.json/);
   });

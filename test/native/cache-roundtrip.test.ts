@@ -1,31 +1,20 @@
 // Every importer, every dtype: values read back through the native loader equal the source.
-import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { CacheDType } from '../../src-main/api/datasets';
 import { DTYPE_BYTES } from '../../src-main/api/datasets';
 import { datasetsRoot } from '../../src-main/core/datasets/cache-store';
 import { encode } from '../../src-main/core/datasets/dtype-codec';
-import type { Workspace } from '../../src-main/core/workspace';
-import { cacheOf, testWorkspace } from '../helpers/datasets';
+import { cacheOf, workspaceFixture } from '../helpers/datasets';
 import { lcg, loadAddon } from '../helpers/native';
 import { npyBytes, zipBytes } from '../helpers/numpy';
 
 const addon = loadAddon();
-let ws: Workspace;
-let wsDir: string;
-let cleanup: () => void;
-beforeAll(async () => ({ ws, dir: wsDir, cleanup } = await testWorkspace()));
-afterAll(() => cleanup());
-
-const file = (name: string, bytes: Uint8Array) => {
-  const p = path.join(wsDir, 'sources', name);
-  writeFileSync(p, bytes);
-  return p;
-};
+const fx = workspaceFixture();
+const file = (name: string, bytes: Uint8Array) => fx.file(name, bytes);
 
 /** Reads a cache back in record order through the threaded loader (odd batch, several workers). */
 function readBack(dir: string): Record<string, Buffer> {
@@ -56,11 +45,11 @@ describe('cache round trips through the native loader', () => {
     const data = encode(values(dtype, records * 15, 3), dtype);
     const p = file(`a-${dtype}.npy`, npyBytes(NPY_CODES[dtype], [records, ...shape], data));
     // 8 records per shard: 37 records make 4 full shards and a partial fifth.
-    const built = await cacheOf(ws, { kind: 'npy', path: p, field: 'x' }, `npy-${dtype}`, 128 + 8 * 15 * DTYPE_BYTES[dtype]);
+    const built = await cacheOf(fx.ws, { kind: 'npy', path: p, field: 'x' }, `npy-${dtype}`, 128 + 8 * 15 * DTYPE_BYTES[dtype]);
     expect(built.dataset.shards).toBe(5);
     expect(built.dataset.records).toBe(records);
     expect(built.dataset.fields[0]).toMatchObject({ name: 'x', dtype, shape });
-    const back = readBack(path.join(datasetsRoot(ws), built.dataset.id));
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
     expect(Buffer.compare(back.x, Buffer.from(data))).toBe(0);
   });
 
@@ -68,8 +57,8 @@ describe('cache round trips through the native loader', () => {
     const be = Buffer.alloc(4 * 6);
     [1, -2, 3, 70000, -5, 6].forEach((v, i) => be.writeInt32BE(v, 4 * i));
     const p = file('be.npy', npyBytes('>i4', [6], be));
-    const built = await cacheOf(ws, { kind: 'npy', path: p, field: 'y' }, 'npy-be');
-    const back = readBack(path.join(datasetsRoot(ws), built.dataset.id));
+    const built = await cacheOf(fx.ws, { kind: 'npy', path: p, field: 'y' }, 'npy-be');
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
     expect(Array.from(new Int32Array(back.y.buffer.slice(back.y.byteOffset, back.y.byteOffset + 24)))).toEqual([1, -2, 3, 70000, -5, 6]);
   });
 
@@ -84,9 +73,9 @@ describe('cache round trips through the native loader', () => {
     }
     const descr = "[('a', '<f4', (3,)), ('b', '<i2'), ('', '|V2'), ('c', '<f8')]";
     const p = file('struct.npy', npyBytes(descr, [n], raw));
-    const built = await cacheOf(ws, { kind: 'npy', path: p, field: 'x' }, 'npy-struct');
+    const built = await cacheOf(fx.ws, { kind: 'npy', path: p, field: 'x' }, 'npy-struct');
     expect(built.dataset.fields.map((f) => `${f.name}:${f.dtype}[${f.shape}]`)).toEqual(['a:float32[3]', 'b:int16[]', 'c:float64[]']);
-    const back = readBack(path.join(datasetsRoot(ws), built.dataset.id));
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
     expect(back.a.readFloatLE(4 * (3 * 4 + 2))).toBe(4.5);
     expect(back.b.readInt16LE(2 * 7)).toBe(-7);
     expect(back.c.readDoubleLE(8 * 8)).toBe(12);
@@ -99,8 +88,8 @@ describe('cache round trips through the native loader', () => {
       { name: 'x.npy', data: npyBytes('<f4', [11, 4], x) },
       { name: 'labels.npy', data: npyBytes('<i8', [11], y) },
     ], deflate));
-    const built = await cacheOf(ws, { kind: 'npz', path: p }, `npz-${deflate}`);
-    const back = readBack(path.join(datasetsRoot(ws), built.dataset.id));
+    const built = await cacheOf(fx.ws, { kind: 'npz', path: p }, `npz-${deflate}`);
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
     expect(Buffer.compare(back.x, Buffer.from(x))).toBe(0);
     expect(Buffer.compare(back.labels, Buffer.from(y))).toBe(0);
   });
@@ -108,14 +97,14 @@ describe('cache round trips through the native loader', () => {
   it('raw dumps (ndarray.tofile named .npy) with the dtype and shape given', async () => {
     const feats = Uint8Array.from({ length: 13 * 7 }, (_, i) => (i * 37) % 256);
     const targ = encode(values('float16', 13 * 3, 9), 'float16');
-    const built = await cacheOf(ws, {
+    const built = await cacheOf(fx.ws, {
       kind: 'raw',
       files: [
         { path: file('features.npy', feats), field: 'x', dtype: 'uint8', shape: [7] },
         { path: file('targets.npy', targ), field: 't', dtype: 'float16', shape: [3] },
       ],
     }, 'raw');
-    const back = readBack(path.join(datasetsRoot(ws), built.dataset.id));
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
     expect(Buffer.compare(back.x, Buffer.from(feats))).toBe(0);
     expect(Buffer.compare(back.t, Buffer.from(targ))).toBe(0);
   });
@@ -123,8 +112,8 @@ describe('cache round trips through the native loader', () => {
   it('CSV: numeric columns become x (float32), the label column y', async () => {
     const rows = ['a,b,"label",c', '1,2.5,0,-3', '4,5,2,6e2', '', '"7",8,1,9'];
     const p = file('t.csv', Buffer.from(rows.join('\n') + '\n'));
-    const built = await cacheOf(ws, { kind: 'csv', path: p, label: 'label', labelDtype: 'int32' }, 'csv');
-    const back = readBack(path.join(datasetsRoot(ws), built.dataset.id));
+    const built = await cacheOf(fx.ws, { kind: 'csv', path: p, label: 'label', labelDtype: 'int32' }, 'csv');
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
     expect(Array.from(new Float32Array(back.x.buffer.slice(back.x.byteOffset, back.x.byteOffset + 36)))).toEqual([1, 2.5, -3, 4, 5, 600, 7, 8, 9]);
     expect(Array.from(new Int32Array(back.y.buffer.slice(back.y.byteOffset, back.y.byteOffset + 12)))).toEqual([0, 2, 1]);
   });
@@ -141,24 +130,24 @@ describe('cache round trips through the native loader', () => {
     const pixels = Buffer.from(Array.from({ length: 6 * 4 }, (_, i) => i * 9));
     const labels = Buffer.alloc(12);
     [7, -1, 300, 0, 5, 1].forEach((v, i) => labels.writeInt16BE(v, 2 * i));
-    const built = await cacheOf(ws, {
+    const built = await cacheOf(fx.ws, {
       kind: 'idx',
       files: [
         { path: file(`im-${gz}.idx`, idx(0x08, [6, 2, 2], pixels)), field: 'x' },
         { path: file(`lb-${gz}.idx`, idx(0x0b, [6], labels)), field: 'y' },
       ],
     }, `idx-${gz}`);
-    const back = readBack(path.join(datasetsRoot(ws), built.dataset.id));
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
     expect(Buffer.compare(back.x, pixels)).toBe(0);
     expect(Array.from(new Int16Array(back.y.buffer.slice(back.y.byteOffset, back.y.byteOffset + 12)))).toEqual([7, -1, 300, 0, 5, 1]);
   });
 
   it('the synthetic board dataset: same records for any chunking, valid policy distributions', async () => {
-    const a = await cacheOf(ws, { kind: 'synthetic-board', records: 24, seed: 3 }, 'board-a', 100_000);
-    const b = await cacheOf(ws, { kind: 'synthetic-board', records: 24, seed: 3 }, 'board-b', 30_000);
+    const a = await cacheOf(fx.ws, { kind: 'synthetic-board', records: 24, seed: 3 }, 'board-a', 100_000);
+    const b = await cacheOf(fx.ws, { kind: 'synthetic-board', records: 24, seed: 3 }, 'board-b', 30_000);
     expect(b.dataset.shards).toBeGreaterThan(a.dataset.shards);
-    const ra = readBack(path.join(datasetsRoot(ws), a.dataset.id));
-    const rb = readBack(path.join(datasetsRoot(ws), b.dataset.id));
+    const ra = readBack(path.join(datasetsRoot(fx.ws), a.dataset.id));
+    const rb = readBack(path.join(datasetsRoot(fx.ws), b.dataset.id));
     for (const f of ['x', 'policy', 'value']) expect(Buffer.compare(ra[f], rb[f])).toBe(0);
     const policy = new Uint16Array(ra.policy.buffer.slice(ra.policy.byteOffset, ra.policy.byteOffset + 1496 * 2));
     const { halfToFloat } = await import('../../src-main/core/datasets/float16');
@@ -169,18 +158,18 @@ describe('cache round trips through the native loader', () => {
 
   it('a rebuild with the same source and settings is a cache hit; other settings are a new cache', async () => {
     const p = file('hit.npy', npyBytes('<f4', [5, 2], encode(values('float32', 10, 4), 'float32')));
-    const first = await cacheOf(ws, { kind: 'npy', path: p, field: 'x' }, 'hit');
-    const again = await cacheOf(ws, { kind: 'npy', path: p, field: 'x' }, 'hit');
+    const first = await cacheOf(fx.ws, { kind: 'npy', path: p, field: 'x' }, 'hit');
+    const again = await cacheOf(fx.ws, { kind: 'npy', path: p, field: 'x' }, 'hit');
     expect(first.hit).toBe(false);
     expect(again).toMatchObject({ hit: true, dataset: { id: first.dataset.id } });
-    const other = await cacheOf(ws, { kind: 'npy', path: p, field: 'x' }, 'hit', 8192);
+    const other = await cacheOf(fx.ws, { kind: 'npy', path: p, field: 'x' }, 'hit', 8192);
     expect(other.hit).toBe(false);
     expect(other.dataset.id).not.toBe(first.dataset.id);
   });
 
   it('stores per-field statistics for normalisation', async () => {
     const p = file('stats.npy', npyBytes('|u1', [4], Uint8Array.from([0, 10, 20, 30])));
-    const built = await cacheOf(ws, { kind: 'npy', path: p, field: 'x' }, 'stats');
+    const built = await cacheOf(fx.ws, { kind: 'npy', path: p, field: 'x' }, 'stats');
     expect(built.dataset.fields[0].stats).toEqual({ mean: 15, std: Math.sqrt(125), min: 0, max: 30 });
   });
 });
