@@ -1,5 +1,7 @@
 import { z } from 'zod';
 
+import { TelemetrySummarySchema } from './telemetry';
+
 /** Storage dtypes of cached fields (little-endian). */
 export const CacheDTypeSchema = z.enum([
   'bool', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'float16', 'float32', 'float64',
@@ -184,6 +186,8 @@ export const LoaderBenchResultSchema = z.object({
   uncached: z.array(LoaderBenchRowSchema).nullable(),
   uncachedReason: z.string().nullable(),
   best: z.object({ workers: z.number().int(), prefetch: z.number().int() }),
+  /** Measured while the benchmark ran. */
+  telemetry: TelemetrySummarySchema,
 });
 export type LoaderBenchResult = z.infer<typeof LoaderBenchResultSchema>;
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { BuildProgressSchema } from './datasets';
+import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { TrainProgressEventSchema } from './training';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
@@ -23,6 +24,8 @@ export const apiEvents = {
   'engine.status': EngineStatusEventSchema,
   'train.progress': TrainProgressEventSchema,
   'datasets.progress': BuildProgressSchema,
+  'telemetry.sample': TelemetrySampleSchema,
+  'telemetry.gpu': GpuStateSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

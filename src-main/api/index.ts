@@ -8,3 +8,4 @@ export * from './bridge';
 export * from './model-spec';
 export * from './training';
 export * from './datasets';
+export * from './telemetry';

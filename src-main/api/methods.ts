@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices';
 import { EngineStatusEventSchema } from './events';
 import { ModelInfoSchema, ModelSpecSchema } from './model-spec';
+import { TelemetrySnapshotSchema, TelemetrySubscribeSchema } from './telemetry';
 import { TrainRequestSchema, TrainResultSchema } from './training';
 import {
   BuildRequestSchema,
@@ -41,6 +42,15 @@ export const apiMethods = {
   'datasets.remove': { params: z.object({ id: z.string().min(1) }).strict(), result: z.object({ removed: z.string() }) },
   /** The loader on the cache (and on the source in place) at each setting. */
   'datasets.benchmark': { params: LoaderBenchRequestSchema, result: LoaderBenchResultSchema },
+  /**
+   * Starts (or renews, with leaseId) a telemetry lease and returns recent history; samples then arrive
+   * as telemetry.sample events. A lease not renewed for 15 s lapses, and sampling stops when none is left.
+   */
+  'telemetry.subscribe': {
+    params: TelemetrySubscribeSchema.extend({ leaseId: z.string().min(1).max(64).optional() }),
+    result: TelemetrySnapshotSchema.extend({ leaseId: z.string() }),
+  },
+  'telemetry.unsubscribe': { params: z.object({ leaseId: z.string().min(1) }).strict(), result: z.object({}) },
   /** Files in a folder of the workspace, for choosing a source to import. */
   'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema) }) },
 } as const;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { ModelSpecSchema } from './model-spec';
+import { TelemetrySummarySchema } from './telemetry';
 
 export const OptimizerSchema = z.discriminatedUnion('kind', [
   z
@@ -161,6 +162,8 @@ export const TrainResultSchema = z.object({
   runDir: z.string(),
   /** The cached datasets trained and tested on. */
   data: z.string(),
+  /** GPU utilisation, memory and power (and CPU load) measured while the run trained. */
+  telemetry: TelemetrySummarySchema,
 });
 export type TrainResult = z.infer<typeof TrainResultSchema>;
 

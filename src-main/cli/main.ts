@@ -11,6 +11,7 @@ import { DEFAULT_PORT, startServer } from '../server/serve';
 import { formatDevices } from './format-devices';
 import { cacheCommand } from './cache-command';
 import { loaderBenchCommand } from './loader-bench-command';
+import { monitorCommand } from './monitor-command';
 import { trainCommand } from './train-command';
 
 function intArg(name: string, min: number) {
@@ -114,6 +115,7 @@ export function buildProgram(): Command {
 
   program.addCommand(cacheCommand());
   program.addCommand(loaderBenchCommand());
+  program.addCommand(monitorCommand());
 
   return program;
 }

@@ -5,6 +5,7 @@ import { createApiRouter } from './api-router';
 import { DatasetService } from './datasets/dataset-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
+import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
 import { openWorkspace } from './workspace';
@@ -22,6 +23,7 @@ export interface Services {
   events: EventHub;
   training: TrainingService;
   datasets: DatasetService;
+  telemetry: TelemetryService;
   dispose(): Promise<void>;
 }
 
@@ -30,8 +32,9 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const engine = new EngineClient(options.engine);
   const events = new EventHub();
   const unsubscribe = engine.onStatus((status) => events.emit('engine.status', status));
-  const datasets = new DatasetService(workspace, engine, events);
-  const training = new TrainingService(engine, events, workspace, datasets);
+  const telemetry = new TelemetryService(events, { enginePid: () => engine.status().pid });
+  const datasets = new DatasetService(workspace, engine, events, telemetry);
+  const training = new TrainingService(engine, events, workspace, datasets, telemetry);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -49,6 +52,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'datasets.remove': ({ id }) => datasets.remove(id),
     'datasets.benchmark': (request) => datasets.benchmark(request),
     'files.list': ({ dir }) => listFiles(workspace, dir),
+    'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
+    'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
   });
 
   return {
@@ -58,8 +63,10 @@ export async function createServices(options: ServicesOptions): Promise<Services
     events,
     training,
     datasets,
+    telemetry,
     async dispose() {
       unsubscribe();
+      await telemetry.dispose();
       await engine.stop();
     },
   };

@@ -5,6 +5,7 @@ import { TrainEventSchema, TrainResultSchema } from '../api/training';
 import type { EngineClient } from '../engine/engine-client';
 import type { DatasetService } from './datasets/dataset-service';
 import type { EventHub } from './event-hub';
+import type { TelemetryService } from './telemetry/telemetry-service';
 import { createRun } from './run-store';
 import type { Workspace } from './workspace';
 
@@ -28,6 +29,7 @@ export class TrainingService {
     private readonly events: EventHub,
     private readonly workspace: Workspace,
     private readonly datasets: DatasetService,
+    private readonly telemetry: TelemetryService,
   ) {}
 
   async run(request: TrainRequest, options: RunOptions = {}): Promise<TrainResult> {
@@ -35,6 +37,12 @@ export class TrainingService {
     const run = await createRun(this.workspace, 'train', { ...request, cachedData: data });
     this.active.add(run.id);
     options.onStart?.(run.id);
+    const recording = this.telemetry.record(`${run.dir}/telemetry.jsonl`);
+    let stopped = false;
+    const stopRecording = () => {
+      stopped = true;
+      return recording.stop();
+    };
     try {
       const raw = await this.engine.train(
         { runId: run.id, spec: request.spec, data, options: request.options, checkpointPath: `${run.dir}/checkpoint.safetensors` },
@@ -46,7 +54,8 @@ export class TrainingService {
           options.onEvent?.(parsed.data);
         },
       );
-      const parsed = TrainResultSchema.safeParse({ ...(raw as object), runId: run.id, runDir: run.relativeDir, data: data.description });
+      const telemetry = await stopRecording();
+      const parsed = TrainResultSchema.safeParse({ ...(raw as object), runId: run.id, runDir: run.relativeDir, data: data.description, telemetry });
       if (!parsed.success) {
         throw new ApiError('E_INTERNAL', `the engine's training summary does not match the contract: ${formatIssues(parsed.error, 'result')}`);
       }
@@ -57,6 +66,7 @@ export class TrainingService {
       await run.finish(error.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { error: error.toPayload() });
       throw error;
     } finally {
+      if (!stopped) await recording.stop();
       this.active.delete(run.id);
     }
   }

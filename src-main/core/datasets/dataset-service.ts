@@ -13,12 +13,15 @@ import type {
   LoaderBenchRow,
   SourceSpec,
 } from '../../api/datasets';
+import type { TelemetrySummary } from '../../api/telemetry';
 import { DEFAULT_SHARD_BYTES, SourceSpecSchema } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
 import type { DataSource } from '../../api/training';
 import type { EngineClient } from '../../engine/engine-client';
 import type { HostSource, HostTrainData } from '../../engine/host-protocol';
 import type { EventHub } from '../event-hub';
+import type { TelemetryService } from '../telemetry/telemetry-service';
+import { createRun } from '../run-store';
 import type { Workspace } from '../workspace';
 import { buildCache } from './cache-builder';
 import { listDatasets, removeDataset, resolveDataset, verifyDataset } from './cache-store';
@@ -45,6 +48,7 @@ export class DatasetService {
     private readonly workspace: Workspace,
     private readonly engine: EngineClient,
     private readonly events: EventHub,
+    private readonly telemetry: TelemetryService,
   ) {}
 
   /** Resolves a source's paths: inside the workspace for UI requests, anywhere for the CLI. */
@@ -152,6 +156,28 @@ export class DatasetService {
       }
       return rows;
     };
+    // A benchmark is a run like any other: runs/<id>/ holds its request, result and telemetry.
+    const record = await createRun(this.workspace, 'loader-benchmark', request);
+    const recording = this.telemetry.record(path.join(record.dir, 'telemetry.jsonl'));
+    try {
+      const result = await this.measure(request, dir, manifest, run, recording);
+      await record.finish('completed', { result });
+      return result;
+    } catch (err) {
+      await recording.stop().catch(() => undefined);
+      const error = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
+      await record.finish(error.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { error: error.toPayload() });
+      throw error;
+    }
+  }
+
+  private async measure(
+    request: LoaderBenchRequest,
+    dir: string,
+    manifest: CacheManifest,
+    run: (source: HostSource) => Promise<LoaderBenchRow[]>,
+    recording: { stop(): Promise<TelemetrySummary> },
+  ): Promise<LoaderBenchResult> {
     const cached = await run({ kind: 'cache', dir });
     let uncached: LoaderBenchRow[] | null = null;
     let uncachedReason: string | null = null;
@@ -167,8 +193,9 @@ export class DatasetService {
       if (source && !layout) uncachedReason = source.uncachedReason;
       if (source && layout) uncached = await run({ kind: 'raw', layout: { records: source.records, fields: layout } });
     }
+    const telemetry = await recording.stop();
     const best = cached.reduce((a, b) => (b.samplesPerSec > a.samplesPerSec ? b : a));
-    return { dataset: manifest.id, batchSize: request.batchSize, cached, uncached, uncachedReason, best: { workers: best.workers, prefetch: best.prefetch } };
+    return { dataset: manifest.id, batchSize: request.batchSize, cached, uncached, uncachedReason, best: { workers: best.workers, prefetch: best.prefetch }, telemetry };
   }
 
   /** Builds (or finds) the caches a training data source needs and the input normalisation. */

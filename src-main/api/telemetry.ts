@@ -1,0 +1,84 @@
+import { z } from 'zod';
+
+const num = z.number().nullable();
+
+/** One GPU's reading; null where nvidia-smi says [N/A] or [Not Supported]. */
+export const GpuSampleSchema = z.object({
+  index: z.number().int(),
+  uuid: z.string().nullable(),
+  name: z.string().nullable(),
+  utilizationGpu: num,
+  utilizationMemory: num,
+  memoryUsedMiB: num,
+  memoryTotalMiB: num,
+  temperatureC: num,
+  powerDrawW: num,
+  powerLimitW: num,
+  clockSmMHz: num,
+  clockMemMHz: num,
+  pcieGen: num,
+  pcieWidth: num,
+  /** Why clocks are held down right now (e.g. "sw_power_cap", "hw_thermal_slowdown"); null when unknown. */
+  throttleReasons: z.array(z.string()).nullable(),
+});
+export type GpuSample = z.infer<typeof GpuSampleSchema>;
+
+export const HostSampleSchema = z.object({
+  /** Load of each logical core, percent. */
+  cpuPerCore: z.array(z.number()),
+  memUsedBytes: z.number(),
+  memAvailableBytes: z.number(),
+  memTotalBytes: z.number(),
+  swapUsedBytes: z.number(),
+  swapTotalBytes: z.number(),
+  /** Read and write rate of the file systems (all disks), bytes per second; null on the first sample. */
+  diskReadBytesPerSec: num,
+  diskWriteBytesPerSec: num,
+  /** The engine host process, when it runs (Linux: from /proc). */
+  engineHost: z.object({ pid: z.number().int(), cpuPercent: num, rssBytes: num }).nullable(),
+});
+export type HostSample = z.infer<typeof HostSampleSchema>;
+
+export const TelemetrySampleSchema = z.object({
+  /** ms since the epoch */
+  t: z.number(),
+  gpus: z.array(GpuSampleSchema),
+  host: HostSampleSchema,
+});
+export type TelemetrySample = z.infer<typeof TelemetrySampleSchema>;
+
+export const GpuStateSchema = z.object({
+  status: z.enum(['starting', 'ok', 'absent', 'error', 'restarting', 'stopped']),
+  /** What a person should know: "no NVIDIA GPU found …", the driver's error line, why it restarts. */
+  message: z.string().nullable(),
+  restarts: z.number().int(),
+});
+export type GpuState = z.infer<typeof GpuStateSchema>;
+
+export const TelemetrySubscribeSchema = z
+  .object({
+    /** How often the renderer wants samples; the fastest subscriber sets the pace (min 100 ms). */
+    intervalMs: z.number().int().min(100).max(60_000).default(500),
+    /** History to send back now. */
+    historySeconds: z.number().min(0).max(3600).default(300),
+  })
+  .strict();
+
+export const TelemetrySnapshotSchema = z.object({
+  gpu: GpuStateSchema,
+  intervalMs: z.number().int(),
+  history: z.array(TelemetrySampleSchema),
+});
+export type TelemetrySnapshot = z.infer<typeof TelemetrySnapshotSchema>;
+
+/** What a run achieved, stored with its result. */
+export const TelemetrySummarySchema = z.object({
+  samples: z.number().int(),
+  gpuUtilizationMean: num,
+  gpuUtilizationP95: num,
+  gpuMemoryPeakMiB: num,
+  gpuPowerMeanW: num,
+  cpuMean: num,
+  gpu: z.string(),
+});
+export type TelemetrySummary = z.infer<typeof TelemetrySummarySchema>;

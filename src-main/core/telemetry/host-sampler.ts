@@ -1,0 +1,64 @@
+import { promises as fs } from 'node:fs';
+
+import si from 'systeminformation';
+
+import type { HostSample } from '../../api/telemetry';
+
+/** Linux reports process CPU time in clock ticks; 100 per second on every mainstream kernel build. */
+const CLOCK_TICKS = 100;
+const PAGE_BYTES = 4096;
+
+async function processStats(pid: number): Promise<{ cpuSeconds: number; rssBytes: number } | null> {
+  if (process.platform !== 'linux') return null;
+  try {
+    const [stat, statm] = await Promise.all([fs.readFile(`/proc/${pid}/stat`, 'utf8'), fs.readFile(`/proc/${pid}/statm`, 'utf8')]);
+    // Fields after the command name (which may hold spaces) start at ')'.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(rest[11]) + Number(rest[12]); // utime + stime
+    return { cpuSeconds: ticks / CLOCK_TICKS, rssBytes: Number(statm.split(' ')[1]) * PAGE_BYTES };
+  } catch {
+    return null;
+  }
+}
+
+/** Per-core CPU load, memory, swap, file-system I/O rate and the engine host's own use. */
+export class HostSampler {
+  private lastDisk: { t: number; rx: number; wx: number } | null = null;
+  private lastProcess: { pid: number; t: number; cpuSeconds: number } | null = null;
+
+  async sample(enginePid: number | null): Promise<HostSample> {
+    const [load, mem, disk] = await Promise.all([si.currentLoad(), si.mem(), si.fsStats().catch(() => null)]);
+    const now = Date.now();
+    let read: number | null = null;
+    let write: number | null = null;
+    if (disk && Number.isFinite(disk.rx) && Number.isFinite(disk.wx)) {
+      if (this.lastDisk && now > this.lastDisk.t) {
+        const dt = (now - this.lastDisk.t) / 1000;
+        read = Math.max(0, (disk.rx - this.lastDisk.rx) / dt);
+        write = Math.max(0, (disk.wx - this.lastDisk.wx) / dt);
+      }
+      this.lastDisk = { t: now, rx: disk.rx, wx: disk.wx };
+    }
+    let engineHost: HostSample['engineHost'] = null;
+    if (enginePid) {
+      const p = await processStats(enginePid);
+      let cpuPercent: number | null = null;
+      if (p && this.lastProcess?.pid === enginePid && now > this.lastProcess.t) {
+        cpuPercent = (100 * (p.cpuSeconds - this.lastProcess.cpuSeconds)) / ((now - this.lastProcess.t) / 1000);
+      }
+      if (p) this.lastProcess = { pid: enginePid, t: now, cpuSeconds: p.cpuSeconds };
+      engineHost = { pid: enginePid, cpuPercent, rssBytes: p?.rssBytes ?? null };
+    }
+    return {
+      cpuPerCore: load.cpus.map((c) => Math.round(c.load * 10) / 10),
+      memUsedBytes: mem.total - mem.available,
+      memAvailableBytes: mem.available,
+      memTotalBytes: mem.total,
+      swapUsedBytes: mem.swapused,
+      swapTotalBytes: mem.swaptotal,
+      diskReadBytesPerSec: read,
+      diskWriteBytesPerSec: write,
+      engineHost,
+    };
+  }
+}

@@ -1,0 +1,135 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+
+import type { GpuSample, TelemetrySample, TelemetrySnapshot, TelemetrySummary } from '../../api/telemetry';
+import type { EventHub } from '../event-hub';
+import { GpuSampler } from './gpu-sampler';
+import { HostSampler } from './host-sampler';
+import { Ring } from './ring';
+import { summarize } from './summary';
+
+/** One hour at 2 Hz. */
+export const HISTORY_CAPACITY = 7200;
+const DEFAULT_LEASE_MS = 15_000;
+
+interface Lease {
+  intervalMs: number;
+  /** null: held until released (runs); a time: renewed by the renderer, dropped when it stops asking. */
+  expires: number | null;
+}
+
+export interface TelemetryOptions {
+  gpu?: GpuSampler;
+  host?: HostSampler;
+  enginePid?: () => number | null;
+}
+
+/**
+ * Samples the GPUs and the host while someone listens (renderer subscriptions
+ * are leases it renews; runs hold one while they record), keeps an hour of
+ * history in a ring, and publishes every sample as a telemetry.sample event.
+ */
+export class TelemetryService {
+  readonly gpu: GpuSampler;
+  private readonly host: HostSampler;
+  private readonly enginePid: () => number | null;
+  private readonly history = new Ring<TelemetrySample>(HISTORY_CAPACITY);
+  private readonly leases = new Map<string, Lease>();
+  private readonly latestGpu = new Map<number, { sample: GpuSample; at: number }>();
+  private readonly listeners = new Set<(s: TelemetrySample) => void>();
+  private timer: NodeJS.Timeout | null = null;
+  private intervalMs = 0;
+
+  constructor(private readonly events: EventHub, options: TelemetryOptions = {}) {
+    this.gpu = options.gpu ?? new GpuSampler();
+    this.host = options.host ?? new HostSampler();
+    this.enginePid = options.enginePid ?? (() => null);
+    this.gpu.on('sample', (s) => this.latestGpu.set(s.index, { sample: s, at: Date.now() }));
+    this.gpu.on('state', (state) => this.events.emit('telemetry.gpu', state));
+  }
+
+  /** Starts or renews a lease at `intervalMs` and returns the recent history. */
+  subscribe(intervalMs: number, historySeconds: number, leaseId?: string): TelemetrySnapshot & { leaseId: string } {
+    const id = leaseId ?? randomBytes(6).toString('hex');
+    this.leases.set(id, { intervalMs, expires: Date.now() + DEFAULT_LEASE_MS });
+    this.reschedule();
+    const since = Date.now() - historySeconds * 1000;
+    return { leaseId: id, gpu: this.gpu.state(), intervalMs: this.intervalMs, history: this.history.since((s) => s.t >= since) };
+  }
+
+  unsubscribe(leaseId: string): void {
+    this.leases.delete(leaseId);
+    this.reschedule();
+  }
+
+  /**
+   * Records samples into `file` (JSON lines) until stop(), which returns the
+   * summary the run's result carries.
+   */
+  record(file: string, intervalMs = 500): { stop(): Promise<TelemetrySummary> } {
+    const id = `record-${randomBytes(6).toString('hex')}`;
+    const samples: TelemetrySample[] = [];
+    const out = createWriteStream(file, { flags: 'a' });
+    const listener = (s: TelemetrySample) => {
+      samples.push(s);
+      out.write(JSON.stringify(s) + '\n');
+    };
+    this.listeners.add(listener);
+    this.leases.set(id, { intervalMs, expires: null });
+    this.reschedule();
+    return {
+      stop: async () => {
+        this.listeners.delete(listener);
+        this.leases.delete(id);
+        this.reschedule();
+        await new Promise<void>((resolve) => out.end(resolve));
+        return summarize(samples, this.gpu.state().message ?? this.gpu.state().status);
+      },
+    };
+  }
+
+  async dispose(): Promise<void> {
+    this.leases.clear();
+    this.reschedule();
+    await this.gpu.stop();
+  }
+
+  private reschedule(): void {
+    const now = Date.now();
+    for (const [id, lease] of this.leases) if (lease.expires !== null && lease.expires < now) this.leases.delete(id);
+    const wanted = this.leases.size ? Math.min(...[...this.leases.values()].map((l) => l.intervalMs)) : 0;
+    if (wanted === this.intervalMs) return;
+    this.intervalMs = wanted;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (wanted === 0) {
+      void this.gpu.stop(); // nobody listens
+      return;
+    }
+    this.gpu.start(wanted);
+    this.tick();
+  }
+
+  private tick(): void {
+    const interval = this.intervalMs;
+    this.timer = setTimeout(() => {
+      void this.sample().finally(() => {
+        if (this.intervalMs === interval && this.timer) this.tick();
+      });
+    }, interval);
+    this.timer.unref?.();
+  }
+
+  private async sample(): Promise<void> {
+    const now = Date.now();
+    const host = await this.host.sample(this.enginePid());
+    // A GPU reading older than three periods (or 2 s) is stale: the sampler is restarting.
+    const fresh = Math.max(3 * this.intervalMs, 2000);
+    const gpus = [...this.latestGpu.values()].filter((g) => now - g.at <= fresh).map((g) => g.sample).sort((a, b) => a.index - b.index);
+    const sample: TelemetrySample = { t: now, gpus, host };
+    this.history.push(sample);
+    this.events.emit('telemetry.sample', sample);
+    for (const l of this.listeners) l(sample);
+    this.reschedule(); // drops expired leases
+  }
+}

@@ -1,0 +1,132 @@
+import { existsSync, readFileSync } from 'node:fs';
+
+import { afterEach, describe, expect, it } from 'vitest';
+
+import type { GpuState, TelemetrySample } from '../../src-main/api/telemetry';
+import { EventHub } from '../../src-main/core/event-hub';
+import { GpuSampler } from '../../src-main/core/telemetry/gpu-sampler';
+import { Ring } from '../../src-main/core/telemetry/ring';
+import { summarize } from '../../src-main/core/telemetry/summary';
+import { HISTORY_CAPACITY, TelemetryService } from '../../src-main/core/telemetry/telemetry-service';
+import { fakeNvidiaSmi } from '../helpers/fake-nvidia-smi';
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function waitFor<T>(get: () => T | undefined | false, timeoutMs = 10_000): Promise<T> {
+  const start = Date.now();
+  for (;;) {
+    const v = get();
+    if (v) return v;
+    if (Date.now() - start > timeoutMs) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const pidsOf = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map(Number) : []);
+
+describe('history ring', () => {
+  it('stays bounded with a million samples and keeps the newest', () => {
+    const ring = new Ring<number>(HISTORY_CAPACITY);
+    for (let i = 0; i < 1_000_000; i++) ring.push(i);
+    expect(ring.size).toBe(HISTORY_CAPACITY);
+    const all = ring.toArray();
+    expect(all).toHaveLength(7200);
+    expect(all[0]).toBe(1_000_000 - 7200);
+    expect(all.at(-1)).toBe(999_999);
+    expect(ring.since((v) => v >= 999_990)).toEqual([999_990, 999_991, 999_992, 999_993, 999_994, 999_995, 999_996, 999_997, 999_998, 999_999]);
+  });
+});
+
+describe('GPU sampler against a fake nvidia-smi', () => {
+  it('delivers samples, restarts with back-off when it dies, and leaves no process behind', async () => {
+    const fake = fakeNvidiaSmi('multi-gpu.txt', { periods: 3, exitCode: 3 });
+    cleanups.push(fake.cleanup);
+    const sampler = new GpuSampler({ command: fake.command, restartDelaysMs: [100, 200] });
+    const samples: number[] = [];
+    const states: GpuState[] = [];
+    sampler.on('sample', (s) => samples.push(s.index));
+    sampler.on('state', (s) => states.push(s));
+    sampler.start(50);
+    await waitFor(() => sampler.state().restarts >= 2);
+    expect(samples.slice(0, 4)).toEqual([0, 1, 2, 3]);
+    const restarting = states.find((s) => s.status === 'restarting');
+    expect(restarting?.message).toMatch(/nvidia-smi exited with code 3 after [\d.]+ s; restarting in 0\.1 s/);
+    expect(states.filter((s) => s.status === 'restarting').map((s) => s.message?.match(/in ([\d.]+) s/)?.[1])).toContain('0.2');
+    await sampler.stop();
+    expect(sampler.state().status).toBe('stopped');
+    const pids = pidsOf(fake.pids);
+    expect(pids.length).toBeGreaterThanOrEqual(2); // the newest may be stopped before it starts
+    expect(pids.filter(alive)).toEqual([]);
+    expect(readFileSync(fake.log, 'utf8')).toContain('-lms 50');
+  });
+
+  it('says plainly when there is no nvidia-smi, without throwing', async () => {
+    const sampler = new GpuSampler({ command: '/nonexistent/nvidia-smi' });
+    sampler.start(500);
+    await waitFor(() => sampler.state().status === 'absent');
+    expect(sampler.state().message).toBe('no NVIDIA GPU found: /nonexistent/nvidia-smi is not installed or not on PATH');
+    await sampler.stop();
+    expect(sampler.state().status).toBe('absent');
+  });
+
+  it("shows the driver's own error line", async () => {
+    const fake = fakeNvidiaSmi('driver-error.txt', { periods: 1, exitCode: 9 });
+    cleanups.push(fake.cleanup);
+    const sampler = new GpuSampler({ command: fake.command, restartDelaysMs: [60_000] });
+    const messages: (string | null)[] = [];
+    sampler.on('state', (s) => messages.push(s.message));
+    sampler.start(100);
+    await waitFor(() => sampler.state().status === 'restarting');
+    expect(messages).toContain("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.");
+    expect(sampler.state().message).toMatch(/exited with code 9 .*NVIDIA-SMI has failed/);
+    await sampler.stop();
+  });
+});
+
+describe('telemetry service', () => {
+  it('samples while leased, publishes events, records runs with a summary, and stops when nobody listens', async () => {
+    const fake = fakeNvidiaSmi('one-gpu.txt');
+    cleanups.push(fake.cleanup);
+    const hub = new EventHub();
+    const service = new TelemetryService(hub, { gpu: new GpuSampler({ command: fake.command }) });
+    cleanups.push(() => service.dispose());
+    const seen: TelemetrySample[] = [];
+    hub.subscribe((name, data) => name === 'telemetry.sample' && seen.push(data as TelemetrySample));
+    const file = `${fake.dir}/telemetry.jsonl`;
+    const recording = service.record(file, 100);
+    await waitFor(() => seen.filter((s) => s.gpus.length).length >= 4);
+    const summary = await recording.stop();
+    expect(summary.samples).toBeGreaterThanOrEqual(4);
+    expect(summary.gpu).toBe('NVIDIA H100 80GB HBM3');
+    expect(summary.gpuMemoryPeakMiB).toBe(61240);
+    expect(summary.gpuUtilizationMean).toBeGreaterThan(10);
+    expect(summary.gpuUtilizationP95).toBeLessThanOrEqual(98);
+    expect(readFileSync(file, 'utf8').trim().split('\n').length).toBe(summary.samples);
+    expect(seen[0].host.cpuPerCore.length).toBeGreaterThan(0);
+    // The only lease is gone: sampling stops and nvidia-smi is stopped.
+    const count = seen.length;
+    await new Promise((r) => setTimeout(r, 400));
+    expect(seen.length).toBeLessThanOrEqual(count + 1);
+    await waitFor(() => pidsOf(fake.pids).every((p) => !alive(p)));
+    const snapshot = service.subscribe(500, 60);
+    expect(snapshot.history.length).toBeGreaterThanOrEqual(summary.samples);
+  });
+
+  it('summarises samples without GPUs honestly', () => {
+    const host = { cpuPerCore: [50, 100], memUsedBytes: 0, memAvailableBytes: 0, memTotalBytes: 0, swapUsedBytes: 0, swapTotalBytes: 0, diskReadBytesPerSec: null, diskWriteBytesPerSec: null, engineHost: null };
+    expect(summarize([{ t: 1, gpus: [], host }], 'no NVIDIA GPU found')).toEqual({
+      samples: 1, gpuUtilizationMean: null, gpuUtilizationP95: null, gpuMemoryPeakMiB: null, gpuPowerMeanW: null, cpuMean: 75, gpu: 'no NVIDIA GPU found',
+    });
+  });
+});
