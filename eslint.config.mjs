@@ -30,8 +30,8 @@ export default tseslint.config(
     },
   },
   {
-    files: ['bin/**/*.js', 'scripts/**/*.mjs', 'tools/**/*.mjs', 'bench/**/*.mjs', '*.mjs', '*.mts'],
-    languageOptions: { globals: { process: 'readonly', require: 'readonly', __dirname: 'readonly', console: 'readonly', URL: 'readonly' } },
+    files: ['bin/**/*.js', 'scripts/**/*.mjs', 'tools/**/*.mjs', 'bench/**/*.mjs', 'test/**/*.mjs', '*.mjs', '*.mts'],
+    languageOptions: { globals: { process: 'readonly', require: 'readonly', __dirname: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );
