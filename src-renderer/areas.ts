@@ -10,7 +10,7 @@ export interface Area {
 }
 
 export const areas: Area[] = [
-  { path: '/', name: 'dashboard', title: 'Dashboard', summary: 'Devices the engine can use and the engine host’s health.' },
+  { path: '/', name: 'dashboard', title: 'Dashboard', summary: 'Devices, live GPU and host telemetry, and the engine host’s health.' },
   {
     path: '/datasets',
     name: 'datasets',
