@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 
 import js from '@eslint/js';
+import globals from 'globals';
 import pluginVue from 'eslint-plugin-vue';
 import tseslint from 'typescript-eslint';
 
@@ -31,7 +32,7 @@ export default tseslint.config(
   },
   {
     files: ['bin/**/*.js', 'scripts/**/*.mjs', 'tools/**/*.mjs', 'bench/**/*.mjs', 'test/**/*.mjs', '*.mjs', '*.mts'],
-    languageOptions: { globals: { process: 'readonly', require: 'readonly', __dirname: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly' } },
+    languageOptions: { globals: globals.node },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );

@@ -51,6 +51,16 @@ export function trainOptions(modelName: string, flags: TrainFlags): TrainOptions
   return options;
 }
 
+function telemetryLine(result: TrainResult): string {
+  const t = result.telemetry;
+  const pct = (x: number | null) => (x === null ? 'n/a' : `${x.toFixed(0)}%`);
+  const gpu =
+    t.gpuUtilizationMean === null
+      ? `GPU: ${t.gpu}`
+      : `GPU ${t.gpu}: utilization ${pct(t.gpuUtilizationMean)} mean, ${pct(t.gpuUtilizationP95)} p95; peak memory ${t.gpuMemoryPeakMiB} MiB; power ${t.gpuPowerMeanW?.toFixed(0) ?? 'n/a'} W mean`;
+  return `${gpu}; CPU ${pct(t.cpuMean)} mean over ${t.samples} samples (telemetry.jsonl)`;
+}
+
 function summary(result: TrainResult, modelName: string): string {
   const n = (x: number) => Math.round(x).toLocaleString('en-US');
   const t = result.stepTime;
@@ -66,6 +76,7 @@ function summary(result: TrainResult, modelName: string): string {
       : `result   ${n(result.steps)} steps, no test set`,
     `speed    ${n(result.samplesPerSec)} samples/s over ${result.seconds.toFixed(1)} s on ${result.threads} threads; step ${t.steadyStateMeanMs == null ? 'n/a' : `${t.steadyStateMeanMs.toFixed(1)} ms steady state`}, ${t.wallClockMeanMs.toFixed(1)} ms wall-clock mean (warm-up and evaluation included)`,
     `phases   ${phases} (ms per step)`,
+    `hardware ${telemetryLine(result)}`,
     `saved    ${result.runDir} in the workspace (run.json, events.jsonl, checkpoint.safetensors)`,
   ];
   return lines.join('\n');
