@@ -101,7 +101,6 @@ export function cacheCommand(): Command {
           if (!from || !to || !dt) throw new ApiError('E_BAD_INPUT', `--map ${JSON.stringify(m)}: expected from:to:dtype`);
           return { from, to, dtype: dtype(dt, '--map') };
         });
-        const controller = new AbortController();
         const jobId = `cli-${process.pid}`;
         const onSigint = () => s.datasets.cancel(jobId);
         process.once('SIGINT', onSigint);
@@ -116,7 +115,6 @@ export function cacheCommand(): Command {
           out(o.json, r, () => `${r.hit ? 'cache hit' : 'built'} ${r.dataset.id}: ${r.dataset.records} records, ${r.dataset.shards} shard(s), ${(r.dataset.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(1)} s`);
         } finally {
           process.off('SIGINT', onSigint);
-          controller.abort();
         }
       });
     });
