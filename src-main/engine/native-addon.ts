@@ -23,6 +23,11 @@ export interface NativeAddon {
   runLoader(sourceJson: string, optionsJson: string, epochs?: number): { epochs: Float64Array[]; fields: Record<string, Uint8Array> };
   benchLoader(sourceJson: string, optionsJson: string, maxBatches: number, maxSeconds: number): Promise<LoaderStats>;
   sequentialRead(paths: string[]): Promise<{ bytes: number; seconds: number; mbPerSec: number }>;
+  /** A CUDA kernel against its CPU twin on random inputs; E_CUDA without a device. */
+  cudaParity(op: string, seed: number): { op: string; shapes: string; maxRelError: number; tolerance: number; message?: string };
+  cudaParityOps(): string[];
+  /** Caching-allocator statistics of cuda:0. */
+  cudaMemory(): { allocated: number; reserved: number; peakAllocated: number; allocations: number; ooms: number };
   /** All-core clock in GHz measured with dependent adds, or null where unsupported. */
   measureClock(threads: number): number | null;
   /** Present only in builds with TB_DEBUG_ENTRYPOINTS: aborts the process. */

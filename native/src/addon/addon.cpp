@@ -14,6 +14,7 @@
 #include "addon/loader_api.h"
 #include "addon/trainer_wrap.h"
 #include "cpu/gemm.h"
+#include "cuda/cuda_parity.h"
 #include "train/gradcheck.h"
 
 namespace tb::addon {
@@ -150,6 +151,27 @@ Napi::Value MeasureClock(const Napi::CallbackInfo& info) {
 #endif
 }
 
+// cudaParity(op, seed) -> { op, shapes, maxRelError, tolerance }: a kernel against the CPU backend.
+Napi::Value CudaParity(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (info.Length() < 2 || !info[0].IsString() || !info[1].IsNumber())
+      throw make_js_error(info.Env(), "E_BAD_INPUT", "cudaParity(op, seed) needs an op name and a seed", "");
+    return to_js(info.Env(), cuda_parity(info[0].As<Napi::String>().Utf8Value(),
+                                         static_cast<std::uint64_t>(info[1].As<Napi::Number>().Int64Value())));
+  });
+}
+
+Napi::Value CudaParityOps(const Napi::CallbackInfo& info) {
+  const auto ops = cuda_parity_ops();
+  Napi::Array a = Napi::Array::New(info.Env(), ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) a.Set(static_cast<uint32_t>(i), ops[i]);
+  return a;
+}
+
+Napi::Value CudaMemory(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value { return to_js(info.Env(), cuda_memory_stats()); });
+}
+
 #ifdef TB_DEBUG_ENTRYPOINTS
 // Deliberately kills the process, as a native bug would. Used only by the
 // crash-isolation test; the engine host refuses to call it unless started in
@@ -168,6 +190,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("modelInfo", Napi::Function::New(env, ModelInfo, "modelInfo"));
   exports.Set("benchGemm", Napi::Function::New(env, BenchGemm, "benchGemm"));
   exports.Set("measureClock", Napi::Function::New(env, MeasureClock, "measureClock"));
+  exports.Set("cudaParity", Napi::Function::New(env, CudaParity, "cudaParity"));
+  exports.Set("cudaParityOps", Napi::Function::New(env, CudaParityOps, "cudaParityOps"));
+  exports.Set("cudaMemory", Napi::Function::New(env, CudaMemory, "cudaMemory"));
   exports.Set("Trainer", TrainerWrap::Define(env));
   exports.Set("sourceInfo", Napi::Function::New(env, SourceInfo, "sourceInfo"));
   exports.Set("runLoader", Napi::Function::New(env, RunLoader, "runLoader"));

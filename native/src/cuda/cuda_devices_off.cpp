@@ -11,3 +11,17 @@ CudaStatus cuda_status() {
 }
 
 }  // namespace tb
+
+// Without the CUDA backend the GPU checks have nothing to run on; they say so.
+#include "core/errors.h"
+#include "cuda/cuda_parity.h"
+
+namespace tb {
+
+Json cuda_parity(const std::string& op, std::uint64_t) {
+  TB_THROW(ErrorCode::Cuda, "cannot check '" + op + "' on the GPU: this build has no CUDA backend");
+}
+std::vector<std::string> cuda_parity_ops() { return {}; }
+Json cuda_memory_stats() { TB_THROW(ErrorCode::Cuda, "this build has no CUDA backend"); }
+
+}  // namespace tb

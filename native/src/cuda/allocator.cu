@@ -1,0 +1,130 @@
+#include "cuda/allocator.h"
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "cuda/cuda_check.h"
+
+namespace tb {
+
+CudaAllocator& CudaAllocator::for_device(int device) {
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<CudaAllocator>> allocators;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (device < 0) TB_THROW(ErrorCode::BadInput, "device index must be >= 0, got " + std::to_string(device));
+  if (allocators.size() <= static_cast<size_t>(device)) allocators.resize(static_cast<size_t>(device) + 1);
+  if (!allocators[static_cast<size_t>(device)]) allocators[static_cast<size_t>(device)].reset(new CudaAllocator(device));
+  return *allocators[static_cast<size_t>(device)];
+}
+
+std::size_t CudaAllocator::round_size(std::size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  const std::size_t unit = bytes < (1u << 20) ? 512 : (2u << 20);
+  return (bytes + unit - 1) / unit * unit;
+}
+
+void* CudaAllocator::allocate(std::size_t bytes) {
+  const std::size_t size = round_size(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Best fit among cached blocks, but never more than twice the request (or memory fragments).
+  auto it = free_.lower_bound(size);
+  if (it != free_.end() && it->first <= 2 * size) {
+    void* p = it->second;
+    const std::size_t got = it->first;
+    free_.erase(it);
+    in_use_[p] = got;
+    stats_.allocated += got;
+    if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
+    ++stats_.allocations;
+    return p;
+  }
+  TB_CUDA_CHECK(cudaSetDevice(device_));
+  void* p = nullptr;
+  cudaError_t err = cudaMalloc(&p, size);
+  if (err == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    // Give the cache back and try once more before calling it an OOM.
+    for (auto& kv : free_) {
+      cudaFree(kv.second);
+      stats_.reserved -= kv.first;
+    }
+    free_.clear();
+    err = cudaMalloc(&p, size);
+  }
+  if (err == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // OOM is not sticky: the context stays usable
+    std::size_t free_bytes = 0, total = 0;
+    cudaMemGetInfo(&free_bytes, &total);
+    ++stats_.ooms;
+    TB_THROW(ErrorCode::OOM, "out of GPU memory on cuda:" + std::to_string(device_) + ": requested " + std::to_string(size) +
+                                 " bytes, " + std::to_string(free_bytes) + " free of " + std::to_string(total) + " (" +
+                                 std::to_string(stats_.allocated) + " allocated by Trainbench)");
+  }
+  TB_CUDA_CHECK(err);
+  in_use_[p] = size;
+  stats_.reserved += size;
+  stats_.allocated += size;
+  if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
+  ++stats_.allocations;
+  return p;
+}
+
+void CudaAllocator::release(void* ptr) {
+  if (!ptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = in_use_.find(ptr);
+  if (it == in_use_.end()) return;  // not ours: nothing sensible to do, and never crash
+  stats_.allocated -= it->second;
+  free_.emplace(it->second, ptr);
+  in_use_.erase(it);
+}
+
+void CudaAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cudaSetDevice(device_);
+  for (auto& kv : free_) {
+    cudaFree(kv.second);
+    stats_.reserved -= kv.first;
+  }
+  free_.clear();
+}
+
+AllocatorStats CudaAllocator::stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void CudaAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.peak_allocated = stats_.allocated;
+}
+
+DeviceBuffer::DeviceBuffer(int device, std::size_t bytes)
+    : device_(device), ptr_(CudaAllocator::for_device(device).allocate(bytes)), bytes_(bytes) {}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) CudaAllocator::for_device(device_).release(ptr_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : device_(o.device_), ptr_(o.ptr_), bytes_(o.bytes_) {
+  o.ptr_ = nullptr;
+  o.bytes_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) CudaAllocator::for_device(device_).release(ptr_);
+    device_ = o.device_;
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+}  // namespace tb

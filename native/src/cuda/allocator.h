@@ -1,0 +1,68 @@
+// One caching allocator per device. Freed blocks are kept for reuse (cudaMalloc
+// and cudaFree synchronise the device), and running out of memory is a typed,
+// recoverable E_OOM with the bytes requested and free: the batch-size search
+// depends on trying a size, failing cleanly, and going on.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+namespace tb {
+
+struct AllocatorStats {
+  std::uint64_t allocated = 0;  // bytes handed out now
+  std::uint64_t reserved = 0;   // bytes held from cudaMalloc (allocated + cached)
+  std::uint64_t peak_allocated = 0;
+  std::uint64_t allocations = 0;
+  std::uint64_t ooms = 0;
+};
+
+class CudaAllocator {
+ public:
+  static CudaAllocator& for_device(int device);
+
+  void* allocate(std::size_t bytes);
+  void release(void* ptr);
+  // Returns cached blocks to the driver (called once before giving up on an allocation).
+  void empty_cache();
+  AllocatorStats stats();
+  void reset_peak();
+
+  // Sizes are rounded so blocks are reusable: 512 B granularity below 1 MiB, 2 MiB above.
+  static std::size_t round_size(std::size_t bytes);
+
+ private:
+  explicit CudaAllocator(int device) : device_(device) {}
+  int device_;
+  std::mutex mutex_;
+  std::multimap<std::size_t, void*> free_;         // size -> block
+  std::unordered_map<void*, std::size_t> in_use_;  // block -> size
+  AllocatorStats stats_;
+};
+
+// RAII device memory from the caching allocator.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(int device, std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return ptr_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  int device_ = 0;
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace tb

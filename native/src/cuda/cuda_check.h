@@ -1,0 +1,22 @@
+// Every CUDA call goes through TB_CUDA_CHECK: a failure becomes E_CUDA naming
+// the call, the error and the source line (never an abort).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "core/errors.h"
+
+namespace tb {
+
+inline void cuda_check(cudaError_t err, const char* call, const char* file, int line) {
+  if (err == cudaSuccess) return;
+  cudaGetLastError();  // clear non-sticky errors so the engine stays usable
+  throw Error(ErrorCode::Cuda, std::string(call) + " failed: " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err), file, line);
+}
+
+}  // namespace tb
+
+#define TB_CUDA_CHECK(call) ::tb::cuda_check((call), #call, __FILE__, __LINE__)
+// After a kernel launch: launch configuration errors surface here.
+#define TB_CUDA_LAUNCH_CHECK() ::tb::cuda_check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)

@@ -1,0 +1,218 @@
+#include "cuda/cuda_parity.h"
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/device_info.h"
+#include "core/errors.h"
+#include "core/rng.h"
+#include "cpu/gemm.h"
+#include "cpu/ops.h"
+#include "cuda/allocator.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
+
+namespace tb {
+namespace {
+
+std::vector<float> random_vec(Rng& rng, std::int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<float>(rng.uniform(0.1, 1.0) * (rng.uniform() < 0.5 ? -1 : 1));
+  return v;
+}
+
+template <typename T>
+DeviceBuffer upload(const std::vector<T>& host) {
+  DeviceBuffer d(0, host.size() * sizeof(T));
+  TB_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+std::vector<float> download(const DeviceBuffer& d, std::int64_t n) {
+  std::vector<float> host(static_cast<size_t>(n));
+  TB_CUDA_CHECK(cudaDeviceSynchronize());
+  TB_CUDA_CHECK(cudaMemcpy(host.data(), d.get(), static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]) / std::max(static_cast<double>(std::fabs(a[i]) + std::fabs(b[i])), 1e-3));
+  return worst;
+}
+
+Json result(const std::string& op, const std::string& shapes, double err, double tol) {
+  Json r = Json::object();
+  r.set("op", op);
+  r.set("shapes", shapes);
+  r.set("maxRelError", err);
+  r.set("tolerance", tol);
+  return r;
+}
+
+int pick(Rng& r, int lo, int hi) { return lo + static_cast<int>(r.below(static_cast<std::uint64_t>(hi - lo + 1))); }
+
+Json check(const std::string& op, Rng& rng) {
+  const std::int64_t n = pick(rng, 1, 5000);
+  if (op == "relu" || op == "relu_backward" || op == "add") {
+    auto x = random_vec(rng, n), y = random_vec(rng, n);
+    std::vector<float> want(static_cast<size_t>(n));
+    DeviceBuffer dx = upload(x), dy = upload(y), dout(0, n * 4);
+    if (op == "relu") {
+      relu_forward(want.data(), x.data(), n);
+      cuda::relu_forward(dout.as<float>(), dx.as<float>(), n, nullptr);
+    } else if (op == "relu_backward") {
+      relu_backward(want.data(), x.data(), y.data(), n);
+      cuda::relu_backward(dout.as<float>(), dx.as<float>(), dy.as<float>(), n, nullptr);
+    } else {
+      add_forward(want.data(), x.data(), y.data(), n);
+      cuda::add_forward(dout.as<float>(), dx.as<float>(), dy.as<float>(), n, nullptr);
+    }
+    return result(op, "n=" + std::to_string(n), max_rel(want, download(dout, n)), 1e-6);
+  }
+  if (op == "widen_u8") {
+    std::vector<std::uint8_t> x(static_cast<size_t>(n));
+    for (auto& v : x) v = static_cast<std::uint8_t>(1 + rng.below(255));
+    std::vector<float> want(static_cast<size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) want[i] = x[i] * 0.0123f - 0.4f;
+    DeviceBuffer dx = upload(x), dout(0, n * 4);
+    cuda::widen_u8(dout.as<float>(), dx.as<std::uint8_t>(), n, 0.0123f, -0.4f, nullptr);
+    return result(op, "n=" + std::to_string(n), max_rel(want, download(dout, n)), 1e-6);
+  }
+  if (op == "gemm_f32") {
+    const bool ta = rng.uniform() < 0.5, tb = rng.uniform() < 0.5;
+    const int M = pick(rng, 1, 150), N = pick(rng, 1, 150), K = pick(rng, 1, 300);
+    auto A = random_vec(rng, static_cast<std::int64_t>(M) * K), B = random_vec(rng, static_cast<std::int64_t>(K) * N);
+    auto C = random_vec(rng, static_cast<std::int64_t>(M) * N);
+    const int lda = ta ? M : K, ldb = tb ? K : N;
+    std::vector<float> want = C;
+    gemm(ta, tb, M, N, K, 0.7f, A.data(), lda, B.data(), ldb, 0.3f, want.data(), N, nullptr);
+    DeviceBuffer dA = upload(A), dB = upload(B), dC = upload(C);
+    cuda::gemm_f32(ta, tb, M, N, K, 0.7f, dA.as<float>(), lda, dB.as<float>(), ldb, 0.3f, dC.as<float>(), N, nullptr);
+    return result(op, std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + (ta ? " A^T" : "") + (tb ? " B^T" : ""),
+                  max_rel(want, download(dC, static_cast<std::int64_t>(M) * N)), 1e-5);
+  }
+  if (op == "gemm_bf16_tc") {
+    const int M = 16 * pick(rng, 1, 8), N = 16 * pick(rng, 1, 8), K = 16 * pick(rng, 1, 16);
+    auto A = random_vec(rng, static_cast<std::int64_t>(M) * K), B = random_vec(rng, static_cast<std::int64_t>(K) * N);
+    // The reference uses the same bf16-rounded inputs, accumulated in fp32.
+    std::vector<__nv_bfloat16> Ah(A.size()), Bh(B.size());
+    for (size_t i = 0; i < A.size(); ++i) A[i] = __bfloat162float(Ah[i] = __float2bfloat16(A[i]));
+    for (size_t i = 0; i < B.size(); ++i) B[i] = __bfloat162float(Bh[i] = __float2bfloat16(B[i]));
+    std::vector<float> want(static_cast<size_t>(M) * N);
+    gemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, want.data(), N, nullptr);
+    DeviceBuffer dA = upload(Ah), dB = upload(Bh), dC(0, static_cast<size_t>(M) * N * 4);
+    cuda::gemm_bf16_tc(M, N, K, dA.as<__nv_bfloat16>(), dB.as<__nv_bfloat16>(), dC.as<float>(), nullptr);
+    return result(op, std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K), max_rel(want, download(dC, static_cast<std::int64_t>(M) * N)), 1e-2);
+  }
+  if (op == "softmax_ce") {
+    const int B = pick(rng, 1, 64), K = pick(rng, 2, 1500);
+    auto z = random_vec(rng, static_cast<std::int64_t>(B) * K);
+    std::vector<std::int32_t> y(static_cast<size_t>(B));
+    for (auto& v : y) v = static_cast<std::int32_t>(rng.below(static_cast<std::uint64_t>(K)));
+    std::vector<float> want(z.size());
+    const double loss = softmax_ce_forward_backward(want.data(), z.data(), y.data(), B, K, 1.0, nullptr);
+    DeviceBuffer dz = upload(z), dy = upload(y), dd(0, z.size() * 4), dl(0, static_cast<size_t>(B) * 4);
+    cuda::softmax_ce(dl.as<float>(), dd.as<float>(), dz.as<float>(), dy.as<std::int32_t>(), B, K, 1.0f, nullptr);
+    const auto rows = download(dl, B);
+    double got = 0;
+    for (float r : rows) got += r;
+    const double err = std::max(max_rel(want, download(dd, static_cast<std::int64_t>(z.size()))), std::fabs(got / B - loss) / std::max(std::fabs(loss), 1e-3));
+    return result(op, "B,K=" + std::to_string(B) + "x" + std::to_string(K), err, 1e-5);
+  }
+  if (op == "batchnorm_train") {
+    const int N = pick(rng, 2, 32), C = pick(rng, 1, 64), HW = pick(rng, 1, 81);
+    const std::int64_t total = static_cast<std::int64_t>(N) * C * HW;
+    auto x = random_vec(rng, total), g = random_vec(rng, C), b = random_vec(rng, C);
+    std::vector<float> want(static_cast<size_t>(total)), mean(C), inv(C), rm(C, 0.f), rv(C, 1.f);
+    batchnorm_forward_train(want.data(), mean.data(), inv.data(), x.data(), g.data(), b.data(), rm.data(), rv.data(), N, C, HW, 0.1f, 1e-5f, nullptr);
+    std::vector<float> rm0(C, 0.f), rv0(C, 1.f);
+    DeviceBuffer dx = upload(x), dg = upload(g), db = upload(b), drm = upload(rm0), drv = upload(rv0), dout(0, total * 4), dm(0, C * 4), di(0, C * 4);
+    cuda::batchnorm_forward_train(dout.as<float>(), dm.as<float>(), di.as<float>(), dx.as<float>(), dg.as<float>(), db.as<float>(), drm.as<float>(),
+                                  drv.as<float>(), N, C, HW, 0.1f, 1e-5f, nullptr);
+    const double err = std::max({max_rel(want, download(dout, total)), max_rel(rm, download(drm, C)), max_rel(rv, download(drv, C))});
+    return result(op, "N,C,HW=" + std::to_string(N) + "x" + std::to_string(C) + "x" + std::to_string(HW), err, 1e-5);
+  }
+  if (op == "sgd" || op == "adamw") {
+    auto p = random_vec(rng, n), g = random_vec(rng, n);
+    std::vector<float> want = p, m(static_cast<size_t>(n), 0.f), v(static_cast<size_t>(n), 0.f), buf(static_cast<size_t>(n), 0.f);
+    // The CPU reference: the same update rule written out (optim/optimizer.cpp).
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (op == "sgd") {
+        buf[i] = 0.9f * buf[i] + (g[i] + 1e-4f * want[i]);
+        want[i] -= 0.05f * buf[i];
+      } else {
+        m[i] = 0.1f * g[i];
+        v[i] = 0.001f * g[i] * g[i];
+        want[i] = want[i] * (1.f - 1e-3f * 1e-2f) - (1e-3f / 0.1f) * m[i] / (std::sqrt(v[i]) / std::sqrt(0.001f) + 1e-8f);
+      }
+    }
+    std::vector<float> zeros(static_cast<size_t>(n), 0.f);
+    DeviceBuffer dp = upload(p), dg = upload(g), dm = upload(zeros), dv = upload(zeros);
+    if (op == "sgd") cuda::sgd_update(dp.as<float>(), dg.as<float>(), dm.as<float>(), n, 0.05f, 0.9f, 1e-4f, nullptr);
+    else cuda::adamw_update(dp.as<float>(), dg.as<float>(), dm.as<float>(), dv.as<float>(), n, 1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, 0.1f, 0.001f, nullptr);
+    return result(op, "n=" + std::to_string(n), max_rel(want, download(dp, n)), 1e-5);
+  }
+  if (op == "count_nonfinite") {
+    auto x = random_vec(rng, n);
+    const int bad = static_cast<int>(std::min<std::int64_t>(n, 3));
+    for (int i = 0; i < bad; ++i) x[static_cast<size_t>(rng.below(static_cast<std::uint64_t>(n)))] = i % 2 ? NAN : INFINITY;
+    unsigned int want = 0;
+    for (float f : x) want += std::isfinite(f) ? 0u : 1u;
+    DeviceBuffer dx = upload(x), dc(0, 4);
+    TB_CUDA_CHECK(cudaMemset(dc.get(), 0, 4));
+    cuda::count_nonfinite(dc.as<unsigned int>(), dx.as<float>(), n, nullptr);
+    unsigned int got = 0;
+    TB_CUDA_CHECK(cudaMemcpy(&got, dc.get(), 4, cudaMemcpyDeviceToHost));
+    return result(op, "n=" + std::to_string(n), got == want ? 0.0 : 1.0, 0.5);
+  }
+  if (op == "oom") {
+    // An impossible allocation is E_OOM with the numbers, and the next one works.
+    Json r = result(op, "1 PiB then 1 MiB", 1.0, 0.5);
+    try {
+      DeviceBuffer huge(0, std::size_t(1) << 50);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::OOM) throw;
+      r.set("message", e.what());
+      DeviceBuffer small(0, 1 << 20);
+      TB_CUDA_CHECK(cudaMemset(small.get(), 0, 1 << 20));
+      TB_CUDA_CHECK(cudaDeviceSynchronize());
+      r.set("maxRelError", 0.0);
+    }
+    return r;
+  }
+  TB_THROW(ErrorCode::BadInput, "cudaParity: unknown op '" + op + "'");
+}
+
+}  // namespace
+
+std::vector<std::string> cuda_parity_ops() {
+  return {"relu", "relu_backward", "add", "widen_u8", "gemm_f32", "gemm_bf16_tc", "softmax_ce", "batchnorm_train", "sgd", "adamw", "count_nonfinite", "oom"};
+}
+
+Json cuda_parity(const std::string& op, std::uint64_t seed) {
+  const CudaStatus status = cuda_status();
+  if (!status.available) TB_THROW(ErrorCode::Cuda, "no CUDA device: " + status.reason);
+  TB_CUDA_CHECK(cudaSetDevice(0));
+  std::uint64_t label = 1469598103934665603ull;
+  for (unsigned char c : op) label = (label ^ c) * 1099511628211ull;
+  Rng rng = Rng::derive(seed, label);
+  return check(op, rng);
+}
+
+Json cuda_memory_stats() {
+  const AllocatorStats s = CudaAllocator::for_device(0).stats();
+  Json j = Json::object();
+  j.set("allocated", static_cast<double>(s.allocated));
+  j.set("reserved", static_cast<double>(s.reserved));
+  j.set("peakAllocated", static_cast<double>(s.peak_allocated));
+  j.set("allocations", static_cast<double>(s.allocations));
+  j.set("ooms", static_cast<double>(s.ooms));
+  return j;
+}
+
+}  // namespace tb

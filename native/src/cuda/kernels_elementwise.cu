@@ -1,0 +1,108 @@
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
+
+namespace tb::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+inline unsigned blocks_for(std::int64_t n) {
+  const std::int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 65535 * 32 ? b : 65535 * 32);
+}
+
+// Grid-stride loops: any n, any grid size.
+#define TB_GRID_LOOP(i, n) \
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
+
+__global__ void relu_fwd_k(float* out, const float* in, std::int64_t n) {
+  TB_GRID_LOOP(i, n) out[i] = in[i] > 0.f ? in[i] : 0.f;
+}
+__global__ void relu_bwd_k(float* din, const float* dout, const float* out, std::int64_t n) {
+  TB_GRID_LOOP(i, n) din[i] = out[i] > 0.f ? dout[i] : 0.f;
+}
+__global__ void add_k(float* out, const float* a, const float* b, std::int64_t n) {
+  TB_GRID_LOOP(i, n) out[i] = a[i] + b[i];
+}
+__global__ void bias_rows_k(float* x, const float* bias, std::int64_t n, int cols) {
+  TB_GRID_LOOP(i, n) x[i] += bias[i % cols];
+}
+__global__ void widen_u8_k(float* out, const std::uint8_t* in, std::int64_t n, float scale, float offset) {
+  TB_GRID_LOOP(i, n) out[i] = in[i] * scale + offset;
+}
+__global__ void widen_f16_k(float* out, const __half* in, std::int64_t n, float scale, float offset) {
+  TB_GRID_LOOP(i, n) out[i] = __half2float(in[i]) * scale + offset;
+}
+__global__ void to_bf16_k(__nv_bfloat16* out, const float* in, std::int64_t n) {
+  TB_GRID_LOOP(i, n) out[i] = __float2bfloat16(in[i]);
+}
+__global__ void sgd_k(float* p, const float* g, float* buf, std::int64_t n, float lr, float mu, float wd) {
+  TB_GRID_LOOP(i, n) {
+    const float b = mu * buf[i] + (g[i] + wd * p[i]);  // PyTorch's SGD: the first step sets buf = g
+    buf[i] = b;
+    p[i] -= lr * b;
+  }
+}
+__global__ void adamw_k(float* p, const float* g, float* m, float* v, std::int64_t n, float lr, float b1, float b2, float eps,
+                        float wd, float bc1, float bc2) {
+  TB_GRID_LOOP(i, n) {
+    const float gi = g[i];
+    const float mi = b1 * m[i] + (1.f - b1) * gi;
+    const float vi = b2 * v[i] + (1.f - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] * (1.f - lr * wd) - (lr / bc1) * mi / (sqrtf(vi) / sqrtf(bc2) + eps);
+  }
+}
+__global__ void nonfinite_k(unsigned int* count, const float* x, std::int64_t n) {
+  unsigned int local = 0;
+  TB_GRID_LOOP(i, n) local += isfinite(x[i]) ? 0u : 1u;
+  if (local) atomicAdd(count, local);
+}
+
+}  // namespace
+
+void relu_forward(float* out, const float* in, std::int64_t n, cudaStream_t s) {
+  relu_fwd_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, n);
+  TB_CUDA_LAUNCH_CHECK();
+}
+void relu_backward(float* din, const float* dout, const float* out, std::int64_t n, cudaStream_t s) {
+  relu_bwd_k<<<blocks_for(n), kThreads, 0, s>>>(din, dout, out, n);
+  TB_CUDA_LAUNCH_CHECK();
+}
+void add_forward(float* out, const float* a, const float* b, std::int64_t n, cudaStream_t s) {
+  add_k<<<blocks_for(n), kThreads, 0, s>>>(out, a, b, n);
+  TB_CUDA_LAUNCH_CHECK();
+}
+void bias_add_rows(float* x, const float* bias, int rows, int cols, cudaStream_t s) {
+  const std::int64_t n = static_cast<std::int64_t>(rows) * cols;
+  bias_rows_k<<<blocks_for(n), kThreads, 0, s>>>(x, bias, n, cols);
+  TB_CUDA_LAUNCH_CHECK();
+}
+void widen_u8(float* out, const std::uint8_t* in, std::int64_t n, float scale, float offset, cudaStream_t s) {
+  widen_u8_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, n, scale, offset);
+  TB_CUDA_LAUNCH_CHECK();
+}
+void widen_f16(float* out, const __half* in, std::int64_t n, float scale, float offset, cudaStream_t s) {
+  widen_f16_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, n, scale, offset);
+  TB_CUDA_LAUNCH_CHECK();
+}
+void to_bf16(__nv_bfloat16* out, const float* in, std::int64_t n, cudaStream_t s) {
+  to_bf16_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, n);
+  TB_CUDA_LAUNCH_CHECK();
+}
+void sgd_update(float* p, const float* g, float* buf, std::int64_t n, float lr, float momentum, float weight_decay, cudaStream_t s) {
+  sgd_k<<<blocks_for(n), kThreads, 0, s>>>(p, g, buf, n, lr, momentum, weight_decay);
+  TB_CUDA_LAUNCH_CHECK();
+}
+void adamw_update(float* p, const float* g, float* m, float* v, std::int64_t n, float lr, float beta1, float beta2, float eps,
+                  float weight_decay, float bias_correction1, float bias_correction2, cudaStream_t s) {
+  adamw_k<<<blocks_for(n), kThreads, 0, s>>>(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2);
+  TB_CUDA_LAUNCH_CHECK();
+}
+void count_nonfinite(unsigned int* count, const float* x, std::int64_t n, cudaStream_t s) {
+  nonfinite_k<<<blocks_for(n), kThreads, 0, s>>>(count, x, n);
+  TB_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace tb::cuda
