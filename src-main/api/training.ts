@@ -131,6 +131,17 @@ export type TrainStepEvent = z.infer<typeof TrainStepEventSchema>;
 export type TrainEpochEvent = z.infer<typeof TrainEpochEventSchema>;
 export type TrainEvent = z.infer<typeof TrainEventSchema>;
 
+export const MemoryBreakdownSchema = z.object({
+  weights: z.number(),
+  gradients: z.number(),
+  optimizerState: z.number(),
+  activations: z.number(),
+  activationGrads: z.number(),
+  batchData: z.number(),
+  workspace: z.number(),
+  total: z.number(),
+});
+
 export const TrainResultSchema = z.object({
   runId: z.string(),
   steps: z.number().int(),
@@ -162,6 +173,8 @@ export const TrainResultSchema = z.object({
   runDir: z.string(),
   /** The cached datasets trained and tested on. */
   data: z.string(),
+  /** Bytes by kind: predicted from the model's shapes and settings, and measured from the engine's allocations. */
+  memory: z.object({ predicted: MemoryBreakdownSchema, measured: MemoryBreakdownSchema, device: z.string() }),
   /** GPU utilisation, memory and power (and CPU load) measured while the run trained. */
   telemetry: TelemetrySummarySchema,
 });

@@ -61,6 +61,12 @@ function telemetryLine(result: TrainResult): string {
   return `${gpu}; CPU ${pct(t.cpuMean)} mean over ${t.samples} samples (telemetry.jsonl)`;
 }
 
+function memoryLine(result: TrainResult): string {
+  const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
+  const p = result.memory.predicted;
+  return `${mb(result.memory.measured.total)} measured on the ${result.memory.device}, ${mb(p.total)} predicted: weights ${mb(p.weights)}, gradients ${mb(p.gradients)}, optimizer ${mb(p.optimizerState)}, activations ${mb(p.activations + p.activationGrads)}, batches ${mb(p.batchData)}, workspace ${mb(p.workspace)}`;
+}
+
 function summary(result: TrainResult, modelName: string): string {
   const n = (x: number) => Math.round(x).toLocaleString('en-US');
   const t = result.stepTime;
@@ -76,6 +82,7 @@ function summary(result: TrainResult, modelName: string): string {
       : `result   ${n(result.steps)} steps, no test set`,
     `speed    ${n(result.samplesPerSec)} samples/s over ${result.seconds.toFixed(1)} s on ${result.threads} threads; step ${t.steadyStateMeanMs == null ? 'n/a' : `${t.steadyStateMeanMs.toFixed(1)} ms steady state`}, ${t.wallClockMeanMs.toFixed(1)} ms wall-clock mean (warm-up and evaluation included)`,
     `phases   ${phases} (ms per step)`,
+    `memory   ${memoryLine(result)}`,
     `hardware ${telemetryLine(result)}`,
     `saved    ${result.runDir} in the workspace (run.json, events.jsonl, checkpoint.safetensors)`,
   ];

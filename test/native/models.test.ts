@@ -183,6 +183,24 @@ describe('training', () => {
     expect(step).toBeGreaterThan(0.0099);
   });
 
+  it('predicts its memory by kind exactly as it allocates it', async () => {
+    const spec = { family: 'cnn', task: 'classification', input: [1, 12, 12], outputs: 3, channels: [8, 16], strides: [1, 2], kernel: 3, batchNorm: true, hidden: 16, dropout: 0.1 };
+    const t = new addon.Trainer(json(spec), json({ seed: 1 }));
+    const n = 128;
+    t.setData('train', {
+      x: { dtype: 'uint8', shape: [1, 12, 12], data: new Uint8Array(n * 144).map((_, i) => i % 251) },
+      y: { dtype: 'uint8', shape: [], data: new Uint8Array(n).map((_, i) => i % 3) },
+    });
+    const r = (await t.train(json({ batchSize: 32, maxSteps: 2, prefetch: 3, optimizer: { kind: 'adamw' } }))) as {
+      memory: { predicted: Record<string, number>; measured: Record<string, number> };
+    };
+    expect(r.memory.measured).toEqual(r.memory.predicted);
+    const params = t.info().params;
+    expect(r.memory.predicted.gradients).toBe(params * 4);
+    expect(r.memory.predicted.optimizerState).toBe(params * 8); // AdamW: two moments
+    expect(r.memory.predicted.batchData).toBe((144 + 1) * 32 * 3 + 32 * 144 * 4); // 3 loader slots + the widened input
+  });
+
   it('refuses a second job while one runs', async () => {
     const t = mlp(1);
     t.setData('train', blobs(4096, 3));

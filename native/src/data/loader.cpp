@@ -64,6 +64,13 @@ int Loader::slot_of(const std::string& field) const {
   return -1;
 }
 
+std::int64_t Loader::buffer_bytes() const {
+  std::int64_t bytes = 0;
+  for (const auto& s : slots_)
+    for (const auto& d : s.batch.data) bytes += static_cast<std::int64_t>(d.size());
+  return bytes;
+}
+
 std::int64_t Loader::batches_per_epoch() const {
   return opt_.drop_last ? drawn_ / opt_.batch_size : (drawn_ + opt_.batch_size - 1) / opt_.batch_size;
 }

@@ -54,6 +54,8 @@ class Loader {
   // The next batch of the epoch, or nullptr at its end. Blocks while it is not ready;
   // the pointer stays valid until the next call. Rethrows a worker's error.
   const Batch* next();
+  // Bytes of the batch buffers (one per prefetch slot).
+  std::int64_t buffer_bytes() const;
   // Seconds the consumer spent blocked in next() since construction.
   double waited_seconds() const { return waited_; }
 

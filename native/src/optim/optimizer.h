@@ -37,6 +37,8 @@ class Optimizer {
   // One update of params from grads at learning rate lr.
   void step(float* params, const float* grads, double lr, ThreadPool* pool);
   const OptimizerOptions& options() const { return options_; }
+  // Bytes of state held (momentum, moments).
+  std::int64_t state_bytes() const { return static_cast<std::int64_t>((m_.size() + v_.size()) * sizeof(float)); }
 
  private:
   OptimizerOptions options_;

@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/rng.h"
+#include "nn/memory_model.h"
 
 namespace tb {
 namespace {
@@ -232,6 +233,7 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
   const std::int64_t warmup_steps = std::min<std::int64_t>(5, total_steps / 10);
   double lr = o.optimizer.lr, norm = 0;
   Json epochs = Json::array();
+  Json measured_memory;
   EvalResult last_eval;
 
   for (int epoch = 0; epoch < o.epochs && step < total_steps; ++epoch) {
@@ -274,6 +276,11 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
       optimizer.step(model_.params().data(), model_.grads().data(), lr, &pool_);
       phase[4] += seconds_since(t);
       if (step >= warmup_steps) step_seconds_after_warmup += seconds_since(step_start);
+      // Measured once, after the first full step: evaluation later resizes the buffers to its own batch.
+      if (step == 0) {
+        measured_memory = measure_memory(model_, optimizer.state_bytes(), loader.buffer_bytes(),
+                                         static_cast<std::int64_t>(x_.size() * sizeof(float))).to_json();
+      }
 
       window_loss += step_loss;
       epoch_loss += step_loss;
@@ -337,6 +344,14 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
   timing.set("note", "wallClockMeanMs covers every step including warm-up and evaluation; steadyStateMeanMs excludes the first warmupSteps steps and evaluation");
   r.set("stepTime", timing);
   r.set("phasesMs", phases_json(phase, static_cast<double>(std::max<std::int64_t>(1, step))));
+  std::int64_t record_bytes = 0;
+  for (const auto& name : lo.fields) record_bytes += train_->field(name).record_bytes();
+  const int slots = lo.workers == 0 ? 1 : lo.prefetch;
+  Json memory = Json::object();
+  memory.set("predicted", predict_memory(model_, o.batch_size, o.optimizer.kind == "adamw", record_bytes, slots).to_json());
+  memory.set("measured", measured_memory);
+  memory.set("device", "cpu");
+  r.set("memory", memory);
   r.set("epochs", epochs);
   if (test_) {
     Json t = Json::object();

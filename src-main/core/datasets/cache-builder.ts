@@ -112,11 +112,11 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
     });
   };
 
+  let fh: fs.FileHandle | null = null;
   try {
     let shard = -1;
-    let fh: fs.FileHandle | null = null;
     const openShard = async (s: number) => {
-      await fh?.close();
+      await (fh as fs.FileHandle | null)?.close();
       const p = plan[s];
       fh = await fs.open(path.join(tmp, p.file), 'w');
       await fh.truncate(p.bytes); // padding and gaps read as zeros
@@ -146,6 +146,7 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
       emit('reading');
     }
     await (fh as fs.FileHandle | null)?.close();
+    fh = null;
     if (records !== source.records) throw new ApiError('E_DATA', `${source.description} yielded ${records} records, expected ${source.records}`);
 
     emit('checksumming', true);
@@ -189,6 +190,7 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
     emit('done', true);
     return { dataset: summarize(manifest, null), hit: false, seconds: (Date.now() - started) / 1000 };
   } catch (err) {
+    await (fh as fs.FileHandle | null)?.close().catch(() => undefined);
     await fs.rm(tmp, { recursive: true, force: true });
     throw err;
   }

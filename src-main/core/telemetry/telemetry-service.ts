@@ -79,6 +79,8 @@ export class TelemetryService {
     this.reschedule();
     return {
       stop: async () => {
+        // A run shorter than one period still reports what the machine looked like.
+        if (samples.length === 0) listener(await this.snapshot());
         this.listeners.delete(listener);
         this.leases.delete(id);
         this.reschedule();
@@ -107,26 +109,31 @@ export class TelemetryService {
       return;
     }
     this.gpu.start(wanted);
-    this.tick();
+    // The first sample at once: a short run still gets one, and a new view is not empty.
+    this.tick(0);
   }
 
-  private tick(): void {
+  private tick(delay = this.intervalMs): void {
     const interval = this.intervalMs;
     this.timer = setTimeout(() => {
       void this.sample().finally(() => {
         if (this.intervalMs === interval && this.timer) this.tick();
       });
-    }, interval);
+    }, delay);
     this.timer.unref?.();
   }
 
-  private async sample(): Promise<void> {
+  private async snapshot(): Promise<TelemetrySample> {
     const now = Date.now();
     const host = await this.host.sample(this.enginePid());
     // A GPU reading older than three periods (or 2 s) is stale: the sampler is restarting.
     const fresh = Math.max(3 * this.intervalMs, 2000);
     const gpus = [...this.latestGpu.values()].filter((g) => now - g.at <= fresh).map((g) => g.sample).sort((a, b) => a.index - b.index);
-    const sample: TelemetrySample = { t: now, gpus, host };
+    return { t: now, gpus, host };
+  }
+
+  private async sample(): Promise<void> {
+    const sample = await this.snapshot();
     this.history.push(sample);
     this.events.emit('telemetry.sample', sample);
     for (const l of this.listeners) l(sample);
