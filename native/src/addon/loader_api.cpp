@@ -84,7 +84,7 @@ Napi::Value RunLoader(const Napi::CallbackInfo& info) {
         if (e == 0)
           for (size_t f = 0; f < b->data.size(); ++f) {
             const std::int64_t n = b->size * loader.loaded_field(static_cast<int>(f)).record_bytes();
-            first[f].insert(first[f].end(), b->data[f].begin(), b->data[f].begin() + n);
+            first[f].insert(first[f].end(), b->data[f].data(), b->data[f].data() + n);
           }
       }
       Napi::Float64Array a = Napi::Float64Array::New(env, order.size());

@@ -25,3 +25,13 @@ std::vector<std::string> cuda_parity_ops() { return {}; }
 Json cuda_memory_stats() { TB_THROW(ErrorCode::Cuda, "this build has no CUDA backend"); }
 
 }  // namespace tb
+
+#include "data/host_buffer.h"
+
+namespace tb {
+
+// No CUDA: batches live in ordinary memory.
+void* pinned_alloc(std::size_t) { return nullptr; }
+void pinned_free(void*) {}
+
+}  // namespace tb

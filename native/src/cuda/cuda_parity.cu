@@ -13,6 +13,8 @@
 #include "cpu/ops.h"
 #include "cuda/allocator.h"
 #include "cuda/cuda_check.h"
+#include "cuda/device_prefetcher.h"
+#include "data/record_source.h"
 #include "cuda/kernels.h"
 
 namespace tb {
@@ -170,6 +172,50 @@ Json check(const std::string& op, Rng& rng) {
     TB_CUDA_CHECK(cudaMemcpy(&got, dc.get(), 4, cudaMemcpyDeviceToHost));
     return result(op, "n=" + std::to_string(n), got == want ? 0.0 : 1.0, 0.5);
   }
+  if (op == "prefetch") {
+    // Every record reaches the device through the copy-stream ring, byte for byte, in loader order.
+    const std::int64_t records = pick(rng, 50, 3000);
+    const int width = pick(rng, 1, 300);
+    auto source = std::make_shared<MemorySource>();
+    std::vector<std::uint8_t> bytes(static_cast<size_t>(records * width));
+    for (auto& b : bytes) b = static_cast<std::uint8_t>(rng.below(256));
+    FieldInfo f;
+    f.name = "x";
+    f.dtype = DType::U8;
+    f.shape = {width};
+    source->add_field(f, bytes, records);
+    LoaderOptions lo;
+    lo.batch_size = pick(rng, 1, 64);
+    lo.workers = 2;
+    lo.seed = 5;
+    lo.drop_last = false;
+    lo.pinned = true;
+    Loader loader(source, lo);
+    cudaStream_t compute;
+    TB_CUDA_CHECK(cudaStreamCreate(&compute));
+    double mismatches = 0;
+    {
+      DevicePrefetcher prefetch(loader, 0, 3, compute);
+      loader.start_epoch(0);
+      prefetch.start_epoch();
+      const std::vector<std::int64_t> order = Loader::epoch_order(records, 5, 0, true, 1.0);
+      std::int64_t at = 0;
+      std::vector<std::uint8_t> host;
+      while (const DeviceBatch* b = prefetch.next()) {
+        host.resize(static_cast<size_t>(b->size * width));
+        TB_CUDA_CHECK(cudaMemcpyAsync(host.data(), b->fields[0], host.size(), cudaMemcpyDeviceToHost, compute));
+        TB_CUDA_CHECK(cudaStreamSynchronize(compute));
+        prefetch.release(b);
+        for (int r = 0; r < b->size; ++r, ++at)
+          mismatches += std::memcmp(host.data() + r * width, bytes.data() + order[static_cast<size_t>(at)] * width, static_cast<size_t>(width)) != 0;
+      }
+      if (at != records) mismatches += 1;
+    }
+    TB_CUDA_CHECK(cudaStreamDestroy(compute));
+    Json r = result(op, std::to_string(records) + " records of " + std::to_string(width) + " B, batch " + std::to_string(lo.batch_size), mismatches, 0.5);
+    r.set("pinned", loader.pinned());
+    return r;
+  }
   if (op == "oom") {
     // An impossible allocation is E_OOM with the numbers, and the next one works.
     Json r = result(op, "1 PiB then 1 MiB", 1.0, 0.5);
@@ -191,7 +237,7 @@ Json check(const std::string& op, Rng& rng) {
 }  // namespace
 
 std::vector<std::string> cuda_parity_ops() {
-  return {"relu", "relu_backward", "add", "widen_u8", "gemm_f32", "gemm_bf16_tc", "softmax_ce", "batchnorm_train", "sgd", "adamw", "count_nonfinite", "oom"};
+  return {"relu", "relu_backward", "add", "widen_u8", "gemm_f32", "gemm_bf16_tc", "softmax_ce", "batchnorm_train", "sgd", "adamw", "count_nonfinite", "prefetch", "oom"};
 }
 
 Json cuda_parity(const std::string& op, std::uint64_t seed) {

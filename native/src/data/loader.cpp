@@ -41,8 +41,8 @@ Loader::Loader(std::shared_ptr<const RecordSource> source, LoaderOptions options
   drawn_ = std::min(n, std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(opt_.sample_ratio * static_cast<double>(n)))));
   slots_.resize(static_cast<size_t>(opt_.workers == 0 ? 1 : opt_.prefetch));
   for (auto& s : slots_) {
-    s.batch.data.resize(field_ids_.size());
-    for (size_t f = 0; f < field_ids_.size(); ++f) s.batch.data[f].resize(static_cast<size_t>(opt_.batch_size * loaded_field(static_cast<int>(f)).record_bytes()));
+    for (size_t f = 0; f < field_ids_.size(); ++f)
+      s.batch.data.emplace_back(static_cast<size_t>(opt_.batch_size * loaded_field(static_cast<int>(f)).record_bytes()), opt_.pinned);
     s.batch.records.reserve(static_cast<size_t>(opt_.batch_size));
   }
   for (int w = 0; w < opt_.workers; ++w) workers_.emplace_back([this] { worker_loop(); });
@@ -62,6 +62,13 @@ int Loader::slot_of(const std::string& field) const {
   for (size_t i = 0; i < opt_.fields.size(); ++i)
     if (opt_.fields[i] == field) return static_cast<int>(i);
   return -1;
+}
+
+bool Loader::pinned() const {
+  for (const auto& s : slots_)
+    for (const auto& d : s.batch.data)
+      if (!d.pinned()) return false;
+  return !slots_.empty();
 }
 
 std::int64_t Loader::buffer_bytes() const {

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "data/host_buffer.h"
 #include "data/record_source.h"
 
 namespace tb {
@@ -25,13 +26,14 @@ struct LoaderOptions {
   double sample_ratio = 1.0;  // fraction of the records drawn each epoch
   bool drop_last = true;
   std::vector<std::string> fields;  // fields to load; empty loads all
+  bool pinned = false;  // page-locked batch buffers (only takes effect with a CUDA device)
 };
 
 struct Batch {
   std::int64_t number = -1;
   int size = 0;
   std::vector<std::int64_t> records;            // source record indices, in batch order
-  std::vector<std::vector<std::uint8_t>> data;  // per loaded field: `size` records packed
+  std::vector<HostBuffer> data;                 // per loaded field: `size` records packed
   double gather_seconds = 0;                    // time a worker spent assembling it
 };
 
@@ -54,6 +56,9 @@ class Loader {
   // The next batch of the epoch, or nullptr at its end. Blocks while it is not ready;
   // the pointer stays valid until the next call. Rethrows a worker's error.
   const Batch* next();
+  // Whether the batch buffers ended up page-locked.
+  bool pinned() const;
+  const LoaderOptions& options() const { return opt_; }
   // Bytes of the batch buffers (one per prefetch slot).
   std::int64_t buffer_bytes() const;
   // Seconds the consumer spent blocked in next() since construction.

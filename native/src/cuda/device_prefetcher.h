@@ -1,0 +1,56 @@
+// GPU prefetch: batches from the loader are staged in pinned memory and copied
+// on a separate stream into a ring of device buffers (depth 3 by default), so
+// copies overlap compute. Ordering is by events only: the compute stream waits
+// for a slot's copy, the copy stream waits for compute to release the slot, and
+// the host blocks only if copies fall a whole ring behind.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <deque>
+#include <vector>
+
+#include "cuda/allocator.h"
+#include "data/host_buffer.h"
+#include "data/loader.h"
+
+namespace tb {
+
+struct DeviceBatch {
+  int size = 0;
+  int slot = -1;
+  std::vector<void*> fields;  // device pointers, one per loaded field, records packed (compact dtypes)
+};
+
+class DevicePrefetcher {
+ public:
+  DevicePrefetcher(Loader& loader, int device, int depth, cudaStream_t compute);
+  ~DevicePrefetcher();
+  DevicePrefetcher(const DevicePrefetcher&) = delete;
+  DevicePrefetcher& operator=(const DevicePrefetcher&) = delete;
+
+  // Call after loader.start_epoch(); queues the first copies.
+  void start_epoch();
+  // The next batch on the device, with the compute stream already ordered after its copy; nullptr at epoch end.
+  const DeviceBatch* next();
+  // Marks the slot reusable once the compute stream reaches this point (call after enqueueing the step).
+  void release(const DeviceBatch* batch);
+
+ private:
+  struct Slot {
+    std::vector<DeviceBuffer> device;
+    std::vector<HostBuffer> staging;
+    cudaEvent_t copied = nullptr, consumed = nullptr;
+    DeviceBatch batch;
+  };
+  bool issue();
+
+  Loader& loader_;
+  int device_;
+  cudaStream_t compute_, copy_ = nullptr;
+  std::vector<Slot> slots_;
+  std::deque<int> queued_;
+  std::int64_t issued_ = 0;
+  bool loader_done_ = false;
+};
+
+}  // namespace tb
