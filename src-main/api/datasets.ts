@@ -175,6 +175,10 @@ export const LoaderBenchRequestSchema = z
     maxSeconds: z.number().positive().max(60).default(2),
     /** Also read the dataset's source files directly, when they allow it. */
     uncached: z.boolean().default(true),
+    /** "cuda:N" copies every batch to that GPU through the prefetch ring (pinned staging, copy stream). */
+    device: z.string().default('cpu'),
+    /** Depth of the GPU prefetch ring. */
+    gpuPrefetch: z.number().int().min(1).max(16).default(3),
   })
   .strict();
 export type LoaderBenchRequest = z.infer<typeof LoaderBenchRequestSchema>;

@@ -43,11 +43,11 @@ export function loaderBenchCommand(): Command {
     .option('--sample-ratio <r>', 'fraction of records drawn per epoch', (v) => Number(v), 1)
     .option('--seconds <s>', 'time per setting', (v) => Number(v), 2)
     .option('--no-uncached', 'skip reading the source in place')
-    .option('--device <name>', 'cpu (GPU prefetch arrives with the CUDA backend)', 'cpu')
+    .option('--device <name>', 'cpu, or cuda:N to copy every batch to that GPU through the prefetch ring', 'cpu')
+    .option('--gpu-prefetch <n>', 'depth of the GPU prefetch ring', (v) => Number(v), 3)
     .option('--json', 'print JSON')
     .option('--workspace <dir>', 'workspace folder', defaultWorkspaceDir())
     .action(async (o) => {
-      if (o.device !== 'cpu') throw new ApiError('E_BAD_INPUT', `--device ${o.device}: the GPU prefetch ring runs only with the CUDA backend; use --device cpu`);
       const parsed = LoaderBenchRequestSchema.safeParse({
         dataset: o.dataset,
         batchSize: o.batchSize,
@@ -56,6 +56,8 @@ export function loaderBenchCommand(): Command {
         sampleRatio: o.sampleRatio,
         maxSeconds: o.seconds,
         uncached: o.uncached,
+        device: o.device,
+        gpuPrefetch: o.gpuPrefetch,
       });
       if (!parsed.success) throw new ApiError('E_BAD_INPUT', formatIssues(parsed.error, 'options'));
       const services = await createServices({ workspaceDir: o.workspace });

@@ -6,7 +6,9 @@
 
 #include "addon/convert.h"
 #include "addon/trainer_wrap.h"
+#include "cuda/device_loader_bench.h"
 #include "data/loader_bench.h"
+#include "core/device_spec.h"
 #include "data/open_source.h"
 
 namespace tb::addon {
@@ -109,8 +111,16 @@ Napi::Value BenchLoader(const Napi::CallbackInfo& info) {
     const LoaderOptions options = loader_options(json_arg(info, 1, "the loader options"));
     const std::int64_t max_batches = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().Int64Value() : 200;
     const double max_seconds = info.Length() > 3 && info[3].IsNumber() ? info[3].As<Napi::Number>().DoubleValue() : 3.0;
-    auto* job = new JsonJob(info.Env(), [source, options, max_batches, max_seconds] {
+    // {"device": "cuda:N", "gpuPrefetch": depth} copies every batch to the GPU through the prefetch ring.
+    const Json opts = json_arg(info, 1, "the loader options");
+    const Json* device = opts.find("device");
+    int cuda_index = -1;
+    if (device && device->is_string() && device->string() != "cpu") cuda_index = resolve_device(device->string()).index;
+    const Json* depth_json = opts.find("gpuPrefetch");
+    const int depth = depth_json && depth_json->is_number() ? static_cast<int>(depth_json->number()) : 3;
+    auto* job = new JsonJob(info.Env(), [source, options, max_batches, max_seconds, cuda_index, depth] {
       static const std::atomic<bool> never{false};
+      if (cuda_index >= 0) return bench_loader_device(source, options, cuda_index, depth, max_batches, max_seconds);
       return bench_loader(source, options, max_batches, max_seconds, never);
     });
     job->Queue();

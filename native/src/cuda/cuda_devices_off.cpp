@@ -35,3 +35,13 @@ void* pinned_alloc(std::size_t) { return nullptr; }
 void pinned_free(void*) {}
 
 }  // namespace tb
+
+#include "cuda/device_loader_bench.h"
+
+namespace tb {
+
+Json bench_loader_device(std::shared_ptr<const RecordSource>, LoaderOptions, int, int, std::int64_t, double) {
+  TB_THROW(ErrorCode::Cuda, "GPU prefetch needs the CUDA backend, which this build does not have");
+}
+
+}  // namespace tb

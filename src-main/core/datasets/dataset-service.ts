@@ -150,7 +150,15 @@ export class DatasetService {
     const run = async (source: HostSource): Promise<LoaderBenchRow[]> => {
       const rows: LoaderBenchRow[] = [];
       for (const s of settings) {
-        const options = { batchSize: request.batchSize, workers: s.workers, prefetch: s.prefetch, sampleRatio: request.sampleRatio, seed: 1 };
+        const options = {
+          batchSize: request.batchSize,
+          workers: s.workers,
+          prefetch: s.prefetch,
+          sampleRatio: request.sampleRatio,
+          seed: 1,
+          device: request.device,
+          gpuPrefetch: request.gpuPrefetch,
+        };
         const r = await this.engine.benchLoader(source, options, 1_000_000, request.maxSeconds);
         rows.push({ ...s, ...r });
       }
