@@ -6,6 +6,7 @@
 #include "core/errors.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_prefetcher.h"
+#include "data/loader_bench.h"
 
 namespace tb {
 
@@ -20,8 +21,7 @@ Json bench_loader_device(std::shared_ptr<const RecordSource> source, LoaderOptio
   Loader loader(std::move(source), options);
   cudaStream_t compute;
   TB_CUDA_CHECK(cudaStreamCreate(&compute));
-  std::int64_t batches = 0, records = 0, bytes = 0;
-  double seconds = 0;
+  LoaderRun run;
   {
     DevicePrefetcher prefetch(loader, device, depth, compute);
     const auto t0 = std::chrono::steady_clock::now();
@@ -31,11 +31,12 @@ Json bench_loader_device(std::shared_ptr<const RecordSource> source, LoaderOptio
       bool stop = false;
       while (const DeviceBatch* b = prefetch.next()) {
         prefetch.release(b);
-        ++batches;
-        records += b->size;
-        for (size_t f = 0; f < b->fields.size(); ++f) bytes += b->size * loader.loaded_field(static_cast<int>(f)).record_bytes();
-        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (batches >= max_batches || seconds >= max_seconds) {
+        ++run.batches;
+        run.records += b->size;
+        run.gather_seconds.push_back(b->gather_seconds);
+        for (size_t f = 0; f < b->fields.size(); ++f) run.bytes += b->size * loader.loaded_field(static_cast<int>(f)).record_bytes();
+        run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (run.batches >= max_batches || run.seconds >= max_seconds) {
           stop = true;
           break;
         }
@@ -43,23 +44,12 @@ Json bench_loader_device(std::shared_ptr<const RecordSource> source, LoaderOptio
       if (stop || loader.batches_per_epoch() == 0) break;
     }
     TB_CUDA_CHECK(cudaStreamSynchronize(compute));  // every copy has landed before the clock stops
-    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   TB_CUDA_CHECK(cudaStreamDestroy(compute));
-  Json r = Json::object();
-  r.set("batches", batches);
-  r.set("records", records);
-  r.set("bytes", bytes);
-  r.set("seconds", seconds);
-  r.set("samplesPerSec", records / seconds);
-  r.set("mbPerSec", bytes / seconds / 1e6);
+  Json r = loader_stats(run, loader, options.workers);
   r.set("pinned", loader.pinned());
   r.set("device", "cuda:" + std::to_string(device));
-  r.set("waitedSeconds", loader.waited_seconds());
-  r.set("waitedFraction", seconds > 0 ? loader.waited_seconds() / seconds : 0.0);
-  r.set("latencyP50Ms", 0.0);
-  r.set("latencyP95Ms", 0.0);
-  r.set("workerEfficiency", 0.0);
   return r;
 }
 

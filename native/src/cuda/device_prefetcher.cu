@@ -67,6 +67,7 @@ bool DevicePrefetcher::issue() {
   TB_CUDA_CHECK(cudaEventRecord(s.copied, copy_));
   s.batch.size = b->size;
   s.batch.slot = k;
+  s.batch.gather_seconds = b->gather_seconds;
   queued_.push_back(k);
   return true;
 }

@@ -19,6 +19,7 @@ struct DeviceBatch {
   int size = 0;
   int slot = -1;
   std::vector<void*> fields;  // device pointers, one per loaded field, records packed (compact dtypes)
+  double gather_seconds = 0;  // the loader's assembly time of this batch
 };
 
 class DevicePrefetcher {

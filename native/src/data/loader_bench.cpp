@@ -45,24 +45,29 @@ Json bench_loader(std::shared_ptr<const RecordSource> source, const LoaderOption
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     if (batches >= max_batches || elapsed >= max_seconds) break;
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  double gather_total = 0;
-  for (double l : latencies) gather_total += l;
-  const int workers = std::max(1, options.workers);
-  const double one_worker_rate = gather_total > 0 ? records / gather_total : 0;  // records/s of one busy worker
-  Json r = Json::object();
-  r.set("batches", batches);
-  r.set("records", records);
-  r.set("bytes", bytes);
-  r.set("seconds", seconds);
-  r.set("samplesPerSec", records / seconds);
-  r.set("mbPerSec", bytes / seconds / 1e6);
-  r.set("latencyP50Ms", 1000 * percentile(latencies, 0.5));
-  r.set("latencyP95Ms", 1000 * percentile(latencies, 0.95));
-  r.set("waitedSeconds", loader.waited_seconds());
-  r.set("waitedFraction", seconds > 0 ? loader.waited_seconds() / seconds : 0.0);
-  r.set("workerEfficiency", one_worker_rate > 0 ? (records / seconds) / (workers * one_worker_rate) : 0.0);
+  LoaderRun run{batches, records, bytes, std::chrono::duration<double>(Clock::now() - t0).count(), latencies};
+  Json r = loader_stats(run, loader, options.workers);
   r.set("checksum", static_cast<double>(touch % 1000003));
+  return r;
+}
+
+Json loader_stats(const LoaderRun& run, const Loader& loader, int workers) {
+  double gather_total = 0;
+  for (double l : run.gather_seconds) gather_total += l;
+  const double one_worker_rate = gather_total > 0 ? run.records / gather_total : 0;  // records/s of one busy worker
+  const double seconds = run.seconds > 0 ? run.seconds : 1e-9;
+  Json r = Json::object();
+  r.set("batches", run.batches);
+  r.set("records", run.records);
+  r.set("bytes", run.bytes);
+  r.set("seconds", run.seconds);
+  r.set("samplesPerSec", run.records / seconds);
+  r.set("mbPerSec", run.bytes / seconds / 1e6);
+  r.set("latencyP50Ms", 1000 * percentile(run.gather_seconds, 0.5));
+  r.set("latencyP95Ms", 1000 * percentile(run.gather_seconds, 0.95));
+  r.set("waitedSeconds", loader.waited_seconds());
+  r.set("waitedFraction", loader.waited_seconds() / seconds);
+  r.set("workerEfficiency", one_worker_rate > 0 ? (run.records / seconds) / (std::max(1, workers) * one_worker_rate) : 0.0);
   return r;
 }
 
