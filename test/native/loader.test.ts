@@ -56,6 +56,20 @@ describe('loader', () => {
     expect(Array.from(c[0])).not.toEqual(Array.from(a[0]));
   });
 
+  it('restarts cleanly when an epoch is abandoned with workers mid-flight', () => {
+    for (const workers of [1, 2, 4]) {
+      const r = run({ batchSize: 9, workers, prefetch: 3, seed: 2, dropLast: false, abandonAfter: 3 }, 6);
+      r.epochs.forEach((order, e) => {
+        if (e % 2 === 0) expect(order.length).toBe(27);
+        else {
+          expect(order.length).toBe(N);
+          expect(new Set(order).size).toBe(N);
+          expect(Array.from(order)).toEqual(Array.from(run({ batchSize: 9, workers: 0, seed: 2, dropLast: false }, e + 1).epochs[e]));
+        }
+      });
+    }
+  });
+
   it('drops the last partial batch only when asked', () => {
     expect(run({ batchSize: 10, workers: 2, dropLast: true }).epochs[0].length).toBe(1000);
     expect(run({ batchSize: 10, workers: 2, dropLast: false }).epochs[0].length).toBe(1003);

@@ -75,13 +75,19 @@ Napi::Value RunLoader(const Napi::CallbackInfo& info) {
     auto source = open_source(json_arg(info, 0, "the source"));
     const LoaderOptions options = loader_options(json_arg(info, 1, "the loader options"));
     const int epochs = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : 1;
+    // abandonAfter: even epochs stop after this many batches, with workers mid-flight (restart path).
+    const Json opts = json_arg(info, 1, "the loader options");
+    const Json* abandon = opts.find("abandonAfter");
+    const std::int64_t abandon_after = abandon && abandon->is_number() ? static_cast<std::int64_t>(abandon->number()) : -1;
     Loader loader(source, options);
     Napi::Array orders = Napi::Array::New(env);
     std::vector<std::vector<std::uint8_t>> first(options.fields.empty() ? source->fields().size() : options.fields.size());
     for (int e = 0; e < epochs; ++e) {
       std::vector<double> order;
       loader.start_epoch(e);
+      std::int64_t taken = 0;
       while (const Batch* b = loader.next()) {
+        if (abandon_after >= 0 && e % 2 == 0 && taken++ >= abandon_after) break;
         for (std::int64_t r : b->records) order.push_back(static_cast<double>(r));
         if (e == 0)
           for (size_t f = 0; f < b->data.size(); ++f) {

@@ -82,14 +82,20 @@ std::int64_t Loader::batches_per_epoch() const {
   return opt_.drop_last ? drawn_ / opt_.batch_size : (drawn_ + opt_.batch_size - 1) / opt_.batch_size;
 }
 
-void Loader::fill(Batch& batch, std::int64_t number) {
-  const auto t0 = Clock::now();
+// Takes the batch's record indices from the epoch order; the caller holds the lock
+// (start_epoch replaces order_).
+void Loader::claim_records(Batch& batch, std::int64_t number) {
   const std::int64_t begin = number * opt_.batch_size;
   const int n = static_cast<int>(std::min<std::int64_t>(opt_.batch_size, drawn_ - begin));
   batch.number = number;
   batch.size = n;
   batch.records.assign(order_.begin() + begin, order_.begin() + begin + n);
-  for (size_t f = 0; f < field_ids_.size(); ++f) source_->read(field_ids_[f], batch.records.data(), n, batch.data[f].data());
+}
+
+// Gathers the claimed records; runs without the lock.
+void Loader::fill(Batch& batch) {
+  const auto t0 = Clock::now();
+  for (size_t f = 0; f < field_ids_.size(); ++f) source_->read(field_ids_[f], batch.records.data(), batch.size, batch.data[f].data());
   batch.gather_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
@@ -120,10 +126,11 @@ void Loader::worker_loop() {
     Slot& slot = slots_[static_cast<size_t>(number % P)];
     slot.state = SlotState::Filling;
     const std::uint64_t gen = generation_;
+    claim_records(slot.batch, number);
     lock.unlock();
     std::exception_ptr error;
     try {
-      fill(slot.batch, number);
+      fill(slot.batch);
     } catch (...) {
       error = std::current_exception();
     }
@@ -143,7 +150,8 @@ void Loader::worker_loop() {
 const Batch* Loader::next() {
   if (opt_.workers == 0) {
     if (next_consume_ >= batches_) return nullptr;
-    fill(slots_[0].batch, next_consume_++);
+    claim_records(slots_[0].batch, next_consume_++);
+    fill(slots_[0].batch);
     waited_ += slots_[0].batch.gather_seconds;  // with no workers the consumer waits for every gather
     return &slots_[0].batch;
   }

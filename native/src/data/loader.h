@@ -76,7 +76,8 @@ class Loader {
     std::exception_ptr error;
   };
 
-  void fill(Batch& batch, std::int64_t number);
+  void claim_records(Batch& batch, std::int64_t number);
+  void fill(Batch& batch);
   void worker_loop();
 
   std::shared_ptr<const RecordSource> source_;
