@@ -50,6 +50,5 @@ export const areas: Area[] = [
     name: 'runs',
     title: 'Runs',
     summary: 'Every training and benchmark run in the workspace, with its telemetry.',
-    arrivesWith: 'training runs',
   },
 ];

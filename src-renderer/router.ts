@@ -4,8 +4,9 @@ import { areas } from './areas';
 import AreaView from './views/AreaView.vue';
 import DashboardView from './views/DashboardView.vue';
 import DatasetsView from './views/DatasetsView.vue';
+import RunsView from './views/RunsView.vue';
 
-const views: Record<string, RouteRecordRaw['component']> = { dashboard: DashboardView, datasets: DatasetsView };
+const views: Record<string, RouteRecordRaw['component']> = { dashboard: DashboardView, datasets: DatasetsView, runs: RunsView };
 
 const routes: RouteRecordRaw[] = areas.map((area) =>
   views[area.name]

@@ -4,7 +4,7 @@ import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices'
 import { EngineStatusEventSchema } from './events';
 import { ModelInfoSchema, ModelSpecSchema } from './model-spec';
 import { TelemetrySnapshotSchema, TelemetrySubscribeSchema } from './telemetry';
-import { TrainRequestSchema, TrainResultSchema } from './training';
+import { RunDetailSchema, RunSummarySchema, TrainRequestSchema, TrainResultSchema } from './training';
 import {
   BuildRequestSchema,
   BuildResultSchema,
@@ -32,6 +32,8 @@ export const apiMethods = {
   /** Trains to completion; progress arrives as train.progress events with the same runId. */
   'train.run': { params: TrainRequestSchema, result: TrainResultSchema },
   'train.cancel': { params: z.object({ runId: z.string().min(1) }).strict(), result: z.object({ cancelled: z.boolean() }) },
+  'runs.list': { params: NoParams, result: z.array(RunSummarySchema) },
+  'runs.get': { params: z.object({ id: z.string().min(1).max(128) }).strict(), result: RunDetailSchema },
   'datasets.list': { params: NoParams, result: z.array(DatasetSummarySchema) },
   /** Detected fields, record count and a preview of a source, before building. */
   'datasets.inspect': { params: z.object({ source: SourceSpecSchema }).strict(), result: InspectResultSchema },

@@ -182,3 +182,30 @@ export type TrainResult = z.infer<typeof TrainResultSchema>;
 
 export const TrainProgressEventSchema = z.object({ runId: z.string(), event: TrainEventSchema });
 export type TrainProgressEvent = z.infer<typeof TrainProgressEventSchema>;
+
+/** One line of the Runs list, read from runs/<id>/run.json. */
+export const RunSummarySchema = z.object({
+  id: z.string(),
+  kind: z.string(),
+  status: z.string(),
+  createdAt: z.string(),
+  finishedAt: z.string().nullable(),
+  /** e.g. "cnn on fashion-mnist-train (60000 records)" */
+  title: z.string(),
+  testAccuracy: z.number().nullable(),
+  samplesPerSec: z.number().nullable(),
+  gpuUtilizationMean: z.number().nullable(),
+  error: z.string().nullable(),
+  /** Set when run.json cannot be read: the run is listed with the problem, never dropped. */
+  problem: z.string().nullable(),
+});
+export type RunSummary = z.infer<typeof RunSummarySchema>;
+
+export const RunDetailSchema = z.object({
+  summary: RunSummarySchema,
+  /** run.json as stored (config, environment, result or error). */
+  record: z.unknown(),
+  /** Progress events in order (step events thinned to at most 2,000). */
+  events: z.array(TrainEventSchema),
+});
+export type RunDetail = z.infer<typeof RunDetailSchema>;

@@ -5,6 +5,7 @@ import { createApiRouter } from './api-router';
 import { DatasetService } from './datasets/dataset-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
+import { listRuns, readRunDetail } from './run-reader';
 import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
@@ -44,6 +45,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'model.info': ({ spec }) => engine.modelInfo(spec),
     'train.run': (request) => training.run(request),
     'train.cancel': ({ runId }) => training.cancel(runId),
+    'runs.list': () => listRuns(workspace),
+    'runs.get': ({ id }) => readRunDetail(workspace, id),
     'datasets.list': () => datasets.list(),
     'datasets.inspect': ({ source }) => datasets.inspect(source),
     'datasets.build': (request) => datasets.build(request),
