@@ -139,6 +139,98 @@ Json check(const std::string& op, Rng& rng) {
     const double err = std::max({max_rel(want, download(dout, total)), max_rel(rm, download(drm, C)), max_rel(rv, download(drv, C))});
     return result(op, "N,C,HW=" + std::to_string(N) + "x" + std::to_string(C) + "x" + std::to_string(HW), err, 1e-5);
   }
+  if (op == "batchnorm_backward") {
+    const int N = pick(rng, 2, 32), C = pick(rng, 1, 48), HW = pick(rng, 1, 81);
+    const std::int64_t total = static_cast<std::int64_t>(N) * C * HW;
+    auto x = random_vec(rng, total), g = random_vec(rng, C), b = random_vec(rng, C), dy = random_vec(rng, total);
+    std::vector<float> y(static_cast<size_t>(total)), mean(C), inv(C), dx(static_cast<size_t>(total)), dg(C, 0.f), db(C, 0.f);
+    batchnorm_forward_train<float>(y.data(), mean.data(), inv.data(), x.data(), g.data(), b.data(), nullptr, nullptr, N, C, HW, 0.1f, 1e-5f, nullptr);
+    batchnorm_backward(dx.data(), dg.data(), db.data(), dy.data(), x.data(), g.data(), mean.data(), inv.data(), N, C, HW, nullptr);
+    std::vector<float> zeros(C, 0.f);
+    DeviceBuffer ddx(0, total * 4), ddg = upload(zeros), ddb = upload(zeros), ddy = upload(dy), dx_in = upload(x), dgam = upload(g), dm = upload(mean), di = upload(inv);
+    cuda::batchnorm_backward(ddx.as<float>(), ddg.as<float>(), ddb.as<float>(), ddy.as<float>(), dx_in.as<float>(), dgam.as<float>(), dm.as<float>(), di.as<float>(), N, C, HW, nullptr);
+    const double err = std::max({max_rel(dx, download(ddx, total)), max_rel(dg, download(ddg, C)), max_rel(db, download(ddb, C))});
+    return result(op, "N,C,HW=" + std::to_string(N) + "x" + std::to_string(C) + "x" + std::to_string(HW), err, 1e-4);
+  }
+  if (op == "global_avgpool") {
+    const int N = pick(rng, 1, 64), C = pick(rng, 1, 600), HW = pick(rng, 1, 81);
+    const std::int64_t total = static_cast<std::int64_t>(N) * C * HW, rows = static_cast<std::int64_t>(N) * C;
+    auto x = random_vec(rng, total), dy = random_vec(rng, rows);
+    std::vector<float> y(static_cast<size_t>(rows)), dx(static_cast<size_t>(total));
+    global_avgpool_forward(y.data(), x.data(), N, C, HW);
+    global_avgpool_backward(dx.data(), dy.data(), N, C, HW);
+    DeviceBuffer dxin = upload(x), ddy = upload(dy), dyo(0, rows * 4), ddx(0, total * 4);
+    cuda::global_avgpool_forward(dyo.as<float>(), dxin.as<float>(), N, C, HW, nullptr);
+    cuda::global_avgpool_backward(ddx.as<float>(), ddy.as<float>(), N, C, HW, nullptr);
+    return result(op, "N,C,HW=" + std::to_string(N) + "x" + std::to_string(C) + "x" + std::to_string(HW),
+                  std::max(max_rel(y, download(dyo, rows)), max_rel(dx, download(ddx, total))), 1e-5);
+  }
+  if (op == "bias_grad") {
+    const int rows = pick(rng, 1, 300), cols = pick(rng, 1, 1500);
+    auto dy = random_vec(rng, static_cast<std::int64_t>(rows) * cols);
+    std::vector<float> want(static_cast<size_t>(cols), 0.f);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) want[c] += dy[static_cast<size_t>(r) * cols + c];
+    std::vector<float> zeros(static_cast<size_t>(cols), 0.f);
+    DeviceBuffer ddy = upload(dy), ddb = upload(zeros);
+    cuda::bias_grad(ddb.as<float>(), ddy.as<float>(), rows, cols, nullptr);
+    return result(op, std::to_string(rows) + "x" + std::to_string(cols), max_rel(want, download(ddb, cols)), 1e-5);
+  }
+  if (op == "softmax_ce_soft" || op == "bce_logits") {
+    const int B = pick(rng, 1, 64), K = op == "bce_logits" ? 1 : pick(rng, 2, 1500);
+    auto z = random_vec(rng, static_cast<std::int64_t>(B) * K);
+    std::vector<float> t(z.size()), mask(static_cast<size_t>(B));
+    for (auto& v : t) v = static_cast<float>(rng.uniform(0.0, 1.0));
+    double counted = 0;
+    for (auto& m : mask) counted += (m = rng.uniform() < 0.8 ? 1.f : 0.f);
+    std::vector<float> want(z.size());
+    double loss;
+    if (op == "bce_logits") loss = bce_logits_forward_backward(want.data(), z.data(), t.data(), B, 1.0);
+    else loss = softmax_ce_soft_forward_backward(want.data(), z.data(), t.data(), mask.data(), B, K, 1.0);
+    DeviceBuffer dz = upload(z), dt = upload(t), dm = upload(mask), dd(0, z.size() * 4), dl(0, static_cast<size_t>(B) * 4);
+    if (op == "bce_logits") cuda::bce_logits(dl.as<float>(), dd.as<float>(), dz.as<float>(), dt.as<float>(), B, 1.0f, nullptr);
+    else cuda::softmax_ce_soft(dl.as<float>(), dd.as<float>(), dz.as<float>(), dt.as<float>(), dm.as<float>(), B, K, 1.0f, static_cast<float>(counted), nullptr);
+    const auto rows = download(dl, B);
+    double got = 0;
+    for (float r : rows) got += r;
+    got /= op == "bce_logits" ? B : (counted > 0 ? counted : 1);
+    const double err = std::max(max_rel(want, download(dd, static_cast<std::int64_t>(z.size()))), std::fabs(got - loss) / std::max(std::fabs(loss), 1e-3));
+    return result(op, "B,K=" + std::to_string(B) + "x" + std::to_string(K), err, 1e-5);
+  }
+  if (op == "conv2d") {
+    // Forward and backward as the GPU path will run them: im2col + GEMM, GEMMs + col2im.
+    ConvGeom g{pick(rng, 1, 8), pick(rng, 1, 16), pick(rng, 3, 12), 0, pick(rng, 1, 24), 0, 0, pick(rng, 1, 2), 0};
+    g.W = g.H;
+    g.KH = g.KW = rng.uniform() < 0.5 ? 1 : 3;
+    g.pad = g.KH / 2;
+    const int OHW = g.OH() * g.OW(), K = g.C * g.KH * g.KW, cols = g.N * OHW;
+    auto x = random_vec(rng, static_cast<std::int64_t>(g.N) * g.C * g.H * g.W), w = random_vec(rng, static_cast<std::int64_t>(g.O) * K);
+    auto dy = random_vec(rng, static_cast<std::int64_t>(g.N) * g.O * OHW);
+    std::vector<float> y(dy.size()), dx(x.size()), dw(w.size(), 0.f);
+    ConvWorkspace<float> ws;
+    conv2d_forward<float>(y.data(), x.data(), w.data(), nullptr, g, ws, nullptr);
+    conv2d_backward<float>(dx.data(), dw.data(), nullptr, dy.data(), x.data(), w.data(), g, ws, nullptr);
+    // (N, O, OHW) <-> (O, N*OHW), the GEMM layout, permuted on the host for the check.
+    auto to_gemm = [&](const std::vector<float>& v) {
+      std::vector<float> t(v.size());
+      for (int n = 0; n < g.N; ++n)
+        for (int o = 0; o < g.O; ++o)
+          for (int p = 0; p < OHW; ++p) t[(static_cast<size_t>(o) * g.N + n) * OHW + p] = v[(static_cast<size_t>(n) * g.O + o) * OHW + p];
+      return t;
+    };
+    std::vector<float> zeros(w.size(), 0.f);
+    DeviceBuffer dX = upload(x), dW = upload(w), dCol(0, static_cast<size_t>(K) * cols * 4), dOut(0, static_cast<size_t>(g.O) * cols * 4);
+    DeviceBuffer dDy = upload(to_gemm(dy)), dDw = upload(zeros), dDx(0, x.size() * 4);
+    cuda::im2col(dCol.as<float>(), dX.as<float>(), 0, g.N, g.C, g.H, g.W, g.KH, g.KW, g.stride, g.pad, nullptr);
+    cuda::gemm_f32(false, false, g.O, cols, K, 1.f, dW.as<float>(), K, dCol.as<float>(), cols, 0.f, dOut.as<float>(), cols, nullptr);
+    const double e_fwd = max_rel(to_gemm(y), download(dOut, static_cast<std::int64_t>(g.O) * cols));
+    cuda::gemm_f32(false, true, g.O, K, cols, 1.f, dDy.as<float>(), cols, dCol.as<float>(), cols, 1.f, dDw.as<float>(), K, nullptr);
+    cuda::gemm_f32(true, false, K, cols, g.O, 1.f, dW.as<float>(), K, dDy.as<float>(), cols, 0.f, dCol.as<float>(), cols, nullptr);
+    cuda::col2im(dDx.as<float>(), dCol.as<float>(), 0, g.N, g.C, g.H, g.W, g.KH, g.KW, g.stride, g.pad, nullptr);
+    const double err = std::max({e_fwd, max_rel(dw, download(dDw, static_cast<std::int64_t>(w.size()))), max_rel(dx, download(dDx, static_cast<std::int64_t>(x.size())))});
+    return result(op, "N,C,H=" + std::to_string(g.N) + "x" + std::to_string(g.C) + "x" + std::to_string(g.H) + " O=" + std::to_string(g.O) + " k=" +
+                          std::to_string(g.KH) + " s=" + std::to_string(g.stride), err, 1e-4);
+  }
   if (op == "sgd" || op == "adamw") {
     auto p = random_vec(rng, n), g = random_vec(rng, n);
     std::vector<float> want = p, m(static_cast<size_t>(n), 0.f), v(static_cast<size_t>(n), 0.f), buf(static_cast<size_t>(n), 0.f);
@@ -237,7 +329,9 @@ Json check(const std::string& op, Rng& rng) {
 }  // namespace
 
 std::vector<std::string> cuda_parity_ops() {
-  return {"relu", "relu_backward", "add", "widen_u8", "gemm_f32", "gemm_bf16_tc", "softmax_ce", "batchnorm_train", "sgd", "adamw", "count_nonfinite", "prefetch", "oom"};
+  return {"relu", "relu_backward", "add", "widen_u8", "gemm_f32", "gemm_bf16_tc", "softmax_ce", "softmax_ce_soft", "bce_logits",
+          "batchnorm_train", "batchnorm_backward", "global_avgpool", "bias_grad", "conv2d", "sgd", "adamw", "count_nonfinite",
+          "prefetch", "oom"};
 }
 
 Json cuda_parity(const std::string& op, std::uint64_t seed) {

@@ -35,6 +35,21 @@ void batchnorm_forward_train(float* out, float* save_mean, float* save_invstd, c
                              const float* beta, float* running_mean, float* running_var, int N, int C, int HW,
                              float momentum, float eps, cudaStream_t s);
 
+void batchnorm_backward(float* din, float* dgamma, float* dbeta, const float* dout, const float* in, const float* gamma,
+                        const float* save_mean, const float* save_invstd, int N, int C, int HW, cudaStream_t s);
+// out (N, C) = mean over HW of in (N, C, HW), and its backward.
+void global_avgpool_forward(float* out, const float* in, int N, int C, int HW, cudaStream_t s);
+void global_avgpool_backward(float* din, const float* dout, int N, int C, int HW, cudaStream_t s);
+// db (cols) += column sums of dout (rows, cols): the bias gradient of linear layers.
+void bias_grad(float* db, const float* dout, int rows, int cols, cudaStream_t s);
+// Soft-target cross-entropy (optional 0/1 mask per row) and BCE on logits: per-row loss and scaled gradients.
+void softmax_ce_soft(float* row_loss, float* dlogits, const float* logits, const float* targets, const float* mask, int B, int K,
+                     float grad_scale, float rows_counted, cudaStream_t s);
+void bce_logits(float* row_loss, float* dlogits, const float* logits, const float* targets, int B, float grad_scale, cudaStream_t s);
+// im2col / col2im for one chunk of nb samples starting at n0 (layout as cpu/ops_conv.cpp).
+void im2col(float* col, const float* in, int N0, int nb, int C, int H, int W, int KH, int KW, int stride, int pad, cudaStream_t s);
+void col2im(float* din, const float* col, int N0, int nb, int C, int H, int W, int KH, int KW, int stride, int pad, cudaStream_t s);
+
 // Fused optimizer updates over the flat parameter block (one kernel each).
 void sgd_update(float* p, const float* g, float* buf, std::int64_t n, float lr, float momentum, float weight_decay,
                 cudaStream_t s);
