@@ -78,7 +78,7 @@ function summary(result: TrainResult, modelName: string): string {
     `model    ${modelName} (${result.model.family}, ${n(result.model.params)} parameters, ${(result.model.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample forward)`,
     `data     ${result.data}, read through the dataset cache`,
     test
-      ? `result   test accuracy ${test.accuracy == null ? 'n/a' : `${(100 * test.accuracy).toFixed(2)}%`} (loss ${test.loss.toFixed(4)}) on ${n(test.samples)} samples after ${result.epochs.length} epoch(s), ${n(result.steps)} steps`
+      ? `result   ${result.model.family === 'bottleneck_resnet' ? 'policy top-1 agreement with the targets' : 'test accuracy'} ${test.accuracy == null ? 'n/a' : `${(100 * test.accuracy).toFixed(2)}%`} (loss ${test.loss.toFixed(4)}) on ${n(test.samples)} test samples after ${result.epochs.length} epoch(s), ${n(result.steps)} steps`
       : `result   ${n(result.steps)} steps, no test set`,
     `speed    ${n(result.samplesPerSec)} samples/s over ${result.seconds.toFixed(1)} s on ${result.threads} threads; step ${t.steadyStateMeanMs == null ? 'n/a' : `${t.steadyStateMeanMs.toFixed(1)} ms steady state`}, ${t.wallClockMeanMs.toFixed(1)} ms wall-clock mean (warm-up and evaluation included)`,
     `phases   ${phases} (ms per step)`,
