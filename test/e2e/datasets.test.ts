@@ -2,45 +2,28 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
-import { launchChromium } from '../helpers/browser';
+import { serveInChromium, SHOTS } from '../helpers/e2e';
 import { npyBytes } from '../helpers/numpy';
-import { REPO_ROOT, requireBuilt } from '../helpers/repo';
-import { startServeProcess, type ServeProcess } from '../helpers/serve-process';
-import { tempDir } from '../helpers/temp-dir';
 
-const SHOTS = path.join(REPO_ROOT, 'test-results', 'screenshots');
-const workspace = tempDir();
-let serve: ServeProcess;
-let browser: Browser;
-
-beforeAll(async () => {
-  requireBuilt();
-  mkdirSync(SHOTS, { recursive: true });
-  mkdirSync(path.join(workspace.dir, 'sources'), { recursive: true });
-  const values = new Float32Array(4000 * 16).map((_, i) => Math.sin(i));
-  writeFileSync(path.join(workspace.dir, 'sources', 'small.npy'), npyBytes('<f4', [4000, 16], new Uint8Array(values.buffer)));
-  serve = await startServeProcess(workspace.dir);
-  browser = await launchChromium();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await serve?.stop();
-  workspace.cleanup();
+const fx = serveInChromium({
+  prepare(workspace) {
+    mkdirSync(path.join(workspace, 'sources'), { recursive: true });
+    const values = new Float32Array(4000 * 16).map((_, i) => Math.sin(i));
+    writeFileSync(path.join(workspace, 'sources', 'small.npy'), npyBytes('<f4', [4000, 16], new Uint8Array(values.buffer)));
+  },
 });
 
 describe('caching wizard (serve mode, Chromium)', () => {
   it('imports a NumPy file, builds the cache with progress, and charts cached vs uncached loading', async () => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1000 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     page.on('console', (m) => {
       if (m.type() === 'error' || m.type() === 'warning') errors.push(m.text());
     });
-    await page.goto(serve.url);
+    await page.goto(fx.serve.url);
     await page.getByTestId('nav-datasets').click();
     await page.getByTestId('file-small.npy').click();
     expect(await page.getByTestId('source-kind').inputValue()).toBe('npy');
@@ -67,9 +50,9 @@ describe('caching wizard (serve mode, Chromium)', () => {
   }, 120_000);
 
   it('shows a clear error for a bad source', async () => {
-    writeFileSync(path.join(workspace.dir, 'sources', 'broken.npy'), Buffer.from('not numpy at all'));
-    const page = await browser.newPage();
-    await page.goto(serve.url);
+    writeFileSync(path.join(fx.workspace, 'sources', 'broken.npy'), Buffer.from('not numpy at all'));
+    const page = await fx.browser.newPage();
+    await page.goto(fx.serve.url);
     await page.getByTestId('nav-datasets').click();
     await page.getByTestId('file-broken.npy').click();
     await page.getByTestId('inspect').click();

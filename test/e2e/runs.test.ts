@@ -4,42 +4,27 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
-import { launchChromium } from '../helpers/browser';
-import { CLI, REPO_ROOT, requireBuilt } from '../helpers/repo';
-import { startServeProcess, type ServeProcess } from '../helpers/serve-process';
-import { tempDir } from '../helpers/temp-dir';
+import { serveInChromium, SHOTS } from '../helpers/e2e';
+import { CLI } from '../helpers/repo';
 
-const SHOTS = path.join(REPO_ROOT, 'test-results', 'screenshots');
-const workspace = tempDir();
-let serve: ServeProcess;
-let browser: Browser;
-
-beforeAll(async () => {
-  requireBuilt();
-  mkdirSync(SHOTS, { recursive: true });
-  await promisify(execFile)(process.execPath, [CLI, 'train', '--model', 'mlp', '--max-steps', '60', '--json', '--workspace', workspace.dir]);
-  // A damaged run is listed with its problem, not dropped.
-  mkdirSync(path.join(workspace.dir, 'runs', '19990101-000000-broken'), { recursive: true });
-  writeFileSync(path.join(workspace.dir, 'runs', '19990101-000000-broken', 'run.json'), '{ not json');
-  serve = await startServeProcess(workspace.dir);
-  browser = await launchChromium();
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await serve?.stop();
-  workspace.cleanup();
+const fx = serveInChromium({
+  timeoutMs: 120_000,
+  async prepare(workspace) {
+    await promisify(execFile)(process.execPath, [CLI, 'train', '--model', 'mlp', '--max-steps', '60', '--json', '--workspace', workspace]);
+    // A damaged run is listed with its problem, not dropped.
+    mkdirSync(path.join(workspace, 'runs', '19990101-000000-broken'), { recursive: true });
+    writeFileSync(path.join(workspace, 'runs', '19990101-000000-broken', 'run.json'), '{ not json');
+  },
 });
 
 describe('Runs area', () => {
   it('lists runs and charts the selected one', async () => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1000 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(serve.url);
+    await page.goto(fx.serve.url);
     await page.getByTestId('nav-runs').click();
     await page.getByTestId('runs-table').waitFor();
     const rows = page.locator('[data-testid^="run-2"]');

@@ -1,44 +1,24 @@
 // The Dashboard's live telemetry in Chromium, fed by a fake nvidia-smi replaying a recorded format.
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
 
-import { launchChromium } from '../helpers/browser';
+import { serveInChromium, SHOTS } from '../helpers/e2e';
 import { fakeNvidiaSmi } from '../helpers/fake-nvidia-smi';
-import { REPO_ROOT, requireBuilt } from '../helpers/repo';
-import { startServeProcess, type ServeProcess } from '../helpers/serve-process';
-import { tempDir } from '../helpers/temp-dir';
 
-const SHOTS = path.join(REPO_ROOT, 'test-results', 'screenshots');
-const workspace = tempDir();
 const fake = fakeNvidiaSmi('multi-gpu.txt');
-let serve: ServeProcess;
-let browser: Browser;
-
-beforeAll(async () => {
-  requireBuilt();
-  mkdirSync(SHOTS, { recursive: true });
-  serve = await startServeProcess(workspace.dir, { TRAINBENCH_NVIDIA_SMI: fake.command });
-  browser = await launchChromium();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await serve?.stop();
-  workspace.cleanup();
-  fake.cleanup();
-});
+afterAll(() => fake.cleanup());
+const fx = serveInChromium({ env: { TRAINBENCH_NVIDIA_SMI: fake.command } });
 
 const points = async (page: Page, chart: string) => Number((await page.getByTestId(chart).getAttribute('data-points')) ?? 0);
 
 describe('live telemetry on the Dashboard', () => {
   it('charts GPU and host telemetry, and pause holds the charts still', async () => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1400 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(serve.url);
+    await page.goto(fx.serve.url);
     await page.getByTestId('gpu-card-3').waitFor({ timeout: 15_000 });
     expect(await page.getByTestId('gpu-card-0').innerText()).toContain('NVIDIA GeForce RTX 4090');
     for (const chart of ['chart-util', 'chart-mem', 'chart-temp', 'chart-power', 'chart-sm', 'chart-cpu', 'chart-ram', 'chart-disk']) {

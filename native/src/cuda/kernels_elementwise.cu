@@ -1,19 +1,9 @@
 #include "cuda/cuda_check.h"
+#include "cuda/kernel_utils.cuh"
 #include "cuda/kernels.h"
 
 namespace tb::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-inline unsigned blocks_for(std::int64_t n) {
-  const std::int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 65535 * 32 ? b : 65535 * 32);
-}
-
-// Grid-stride loops: any n, any grid size.
-#define TB_GRID_LOOP(i, n) \
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
 
 __global__ void relu_fwd_k(float* out, const float* in, std::int64_t n) {
   TB_GRID_LOOP(i, n) out[i] = in[i] > 0.f ? in[i] : 0.f;

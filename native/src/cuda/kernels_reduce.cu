@@ -1,40 +1,9 @@
 #include "cuda/cuda_check.h"
+#include "cuda/kernel_utils.cuh"
 #include "cuda/kernels.h"
 
 namespace tb::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-// Block-wide sum in double, so long reductions keep the CPU reference's precision.
-__device__ double block_sum(double v) {
-  __shared__ double partial[kThreads / 32];
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  double total = 0;
-  if (threadIdx.x == 0)
-    for (int w = 0; w < kThreads / 32; ++w) total += partial[w];
-  __syncthreads();
-  return total;  // valid in thread 0
-}
-
-__device__ double block_max(double v) {
-  __shared__ double partial[kThreads / 32];
-  __shared__ double result;
-  for (int o = 16; o > 0; o >>= 1) v = fmax(v, __shfl_down_sync(0xffffffff, v, o));
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double m = partial[0];
-    for (int w = 1; w < kThreads / 32; ++w) m = fmax(m, partial[w]);
-    result = m;
-  }
-  __syncthreads();
-  return result;  // valid in every thread
-}
 
 // One block per row: log-sum-exp, the loss, and the gradient (softmax - onehot) * scale / B.
 __global__ void softmax_ce_k(float* row_loss, float* dlogits, const float* logits, const std::int32_t* labels, int B, int K,
