@@ -80,8 +80,9 @@ export async function readRunDetail(workspace: Workspace, id: string): Promise<R
       // a line cut off by a crash: the rest still counts
     }
   }
-  const steps = events.filter((e) => e.type === 'step');
-  const stride = Math.max(1, Math.ceil(steps.length / MAX_STEP_EVENTS));
-  const kept = events.filter((e) => e.type !== 'step' || steps.indexOf(e) % stride === 0 || e === steps.at(-1));
+  const stepCount = events.filter((e) => e.type === 'step').length;
+  const stride = Math.max(1, Math.ceil(stepCount / MAX_STEP_EVENTS));
+  let step = -1;
+  const kept = events.filter((e) => e.type !== 'step' || ++step % stride === 0 || step === stepCount - 1);
   return { summary: summarize(id, record), record, events: kept };
 }

@@ -1,7 +1,7 @@
 import type { BuildProgress, BuildResult, CacheDType, InspectResult, LoaderBenchResult, SourceSpecInput } from '@api/datasets';
-import { ApiError } from '@api/errors';
 import { computed, onScopeDispose, ref, shallowRef } from 'vue';
 
+import { errorText } from '../stores/error-text';
 import { useApiClient } from '../transport/client-instance';
 
 export type SourceKind = 'npy' | 'npz' | 'csv' | 'idx' | 'raw' | 'synthetic-board';
@@ -23,8 +23,6 @@ export function kindForFile(name: string): SourceKind {
   if (/idx\d-ubyte(\.gz)?$|\.idx(\.gz)?$/i.test(name)) return 'idx';
   return 'raw';
 }
-
-const message = (err: unknown) => (err instanceof ApiError ? `${err.code}: ${err.message}` : String(err));
 
 /** State and steps of the caching wizard: source -> inspect and map fields -> build -> benchmark. */
 export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } = {}) {
@@ -101,7 +99,7 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
       if (!name.value && kind.value === 'synthetic-board') name.value = 'board';
       step.value = 'fields';
     } catch (err) {
-      error.value = message(err);
+      error.value = errorText(err);
     } finally {
       busy.value = false;
     }
@@ -125,7 +123,7 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
       });
       options.onBuilt?.(built.value);
     } catch (err) {
-      error.value = message(err);
+      error.value = errorText(err);
     } finally {
       busy.value = false;
     }
@@ -151,7 +149,7 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
         maxSeconds: 1,
       });
     } catch (err) {
-      error.value = message(err);
+      error.value = errorText(err);
     } finally {
       busy.value = false;
     }

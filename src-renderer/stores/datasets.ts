@@ -1,11 +1,9 @@
 import type { DatasetSummary } from '@api/datasets';
-import { ApiError } from '@api/errors';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
+import { errorText } from './error-text';
 import { useApiClient } from '../transport/client-instance';
-
-const message = (err: unknown) => (err instanceof ApiError ? `${err.code}: ${err.message}` : String(err));
 
 /** The dataset caches of the workspace. */
 export const useDatasetsStore = defineStore('datasets', () => {
@@ -22,7 +20,7 @@ export const useDatasetsStore = defineStore('datasets', () => {
     try {
       list.value = await useApiClient().call('datasets.list', {});
     } catch (err) {
-      error.value = message(err);
+      error.value = errorText(err);
     } finally {
       loading.value = false;
     }
@@ -35,7 +33,7 @@ export const useDatasetsStore = defineStore('datasets', () => {
       const r = await useApiClient().call('datasets.verify', { id });
       verified.value = { ...verified.value, [id]: r.ok ? `ok (${r.seconds.toFixed(1)} s)` : r.problems.join('; ') };
     } catch (err) {
-      verified.value = { ...verified.value, [id]: message(err) };
+      verified.value = { ...verified.value, [id]: errorText(err) };
     }
   }
 
@@ -43,7 +41,7 @@ export const useDatasetsStore = defineStore('datasets', () => {
     try {
       await useApiClient().call('datasets.remove', { id });
     } catch (err) {
-      error.value = message(err);
+      error.value = errorText(err);
     }
     await refresh();
   }

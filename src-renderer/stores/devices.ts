@@ -1,9 +1,9 @@
 import type { Devices, EngineVersion } from '@api/devices';
-import { ApiError } from '@api/errors';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
 import { useApiClient } from '../transport/client-instance';
+import { errorText } from './error-text';
 
 /** What the engine can run on, as the engine host reports it. */
 export const useDevicesStore = defineStore('devices', () => {
@@ -25,7 +25,7 @@ export const useDevicesStore = defineStore('devices', () => {
       devices.value = d;
       version.value = v;
     } catch (err) {
-      error.value = err instanceof ApiError ? `${err.code}: ${err.message}` : String(err);
+      error.value = errorText(err);
     } finally {
       loading.value = false;
     }

@@ -1,11 +1,9 @@
-import { ApiError } from '@api/errors';
 import type { RunDetail, RunSummary } from '@api/training';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
+import { errorText } from './error-text';
 import { useApiClient } from '../transport/client-instance';
-
-const message = (err: unknown) => (err instanceof ApiError ? `${err.code}: ${err.message}` : String(err));
 
 /** Runs recorded in the workspace (training and benchmarks), newest first. */
 export const useRunsStore = defineStore('runs', () => {
@@ -21,7 +19,7 @@ export const useRunsStore = defineStore('runs', () => {
     try {
       list.value = await useApiClient().call('runs.list', {});
     } catch (err) {
-      error.value = message(err);
+      error.value = errorText(err);
     } finally {
       loading.value = false;
     }
@@ -32,7 +30,7 @@ export const useRunsStore = defineStore('runs', () => {
     try {
       selected.value = await useApiClient().call('runs.get', { id });
     } catch (err) {
-      error.value = message(err);
+      error.value = errorText(err);
     }
   }
 

@@ -136,13 +136,12 @@ export async function resolveDataset(workspace: Workspace, idOrName: string): Pr
   return { dir, manifest: await readManifest(dir) };
 }
 
-async function sha256(file: string): Promise<string> {
+export async function sha256File(file: string): Promise<string> {
   const hash = createHash('sha256');
   for await (const chunk of createReadStream(file, { highWaterMark: 8 << 20 })) hash.update(chunk as Buffer);
   return hash.digest('hex');
 }
 
-export { sha256 as sha256File };
 
 /** Full check: structure, then every shard's SHA-256 against the manifest; names each bad shard. */
 export async function verifyDataset(workspace: Workspace, idOrName: string): Promise<{ id: string; ok: boolean; problems: string[]; seconds: number }> {
@@ -156,7 +155,7 @@ export async function verifyDataset(workspace: Workspace, idOrName: string): Pro
     id = manifest.id;
     await checkStructure(dir, manifest).catch((err: Error) => problems.push(err.message));
     for (const s of manifest.shards) {
-      const actual = await sha256(path.join(dir, s.file)).catch(() => null);
+      const actual = await sha256File(path.join(dir, s.file)).catch(() => null);
       if (actual === null) continue; // already reported as missing
       if (actual !== s.sha256) problems.push(`${s.file} is corrupted: its SHA-256 is ${actual.slice(0, 16)}… but the manifest says ${s.sha256.slice(0, 16)}…`);
     }

@@ -133,9 +133,10 @@ export class DatasetService {
     return listDatasets(this.workspace);
   }
 
-  async verify(id: string) {
-    const { manifest } = await resolveDataset(this.workspace, id).catch(() => ({ manifest: { id } as CacheManifest }));
-    return verifyDataset(this.workspace, manifest.id);
+  /** By id or name; a cache too damaged to resolve is verified by its id, so the report names the problem. */
+  async verify(idOrName: string) {
+    const id = await resolveDataset(this.workspace, idOrName).then((r) => r.manifest.id, () => idOrName);
+    return verifyDataset(this.workspace, id);
   }
 
   async remove(id: string): Promise<{ removed: string }> {
