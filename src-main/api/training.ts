@@ -56,7 +56,16 @@ export const TrainOptionsSchema = z
     seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
     /** CPU threads; 0 uses every core. */
     threads: z.number().int().min(0).max(1024).default(0),
+    /** 'cpu' or 'cuda:N'. */
     device: z.string().default('cpu'),
+    /** Mixed precision on CUDA: bf16 or fp16 compute with fp32 master weights (fp16 adds dynamic loss scaling). */
+    precision: z.enum(['fp32', 'bf16', 'fp16']).default('fp32'),
+    /** CUDA phase timing: 'default' records events without stalling the step; 'measure' synchronises per phase. */
+    phaseTiming: z.enum(['default', 'measure']).default('default'),
+    /** CUDA: capture the training step once and replay it (accumulation 1, fixed shapes). */
+    cudaGraph: z.boolean().default(false),
+    /** CUDA: batches copied ahead into device buffers on a copy stream. */
+    gpuPrefetch: z.number().int().min(1).max(16).default(3),
     /** Loader threads gathering batches ahead of the step, and how many batches they may prepare. */
     loaderWorkers: z.number().int().min(0).max(256).default(1),
     prefetch: z.number().int().min(1).max(256).default(2),
@@ -93,6 +102,8 @@ export type TrainRequestInput = z.input<typeof TrainRequestSchema>;
 
 const PhasesSchema = z.object({
   data: z.number(),
+  /** Host-to-device copies the step waited for (0 on the CPU; runs recorded before it existed read as 0). */
+  h2d: z.number().default(0),
   forward: z.number(),
   loss: z.number(),
   backward: z.number(),
@@ -115,6 +126,9 @@ export const TrainStepEventSchema = z.object({
   samplesPerSec: z.number(),
   /** Mean milliseconds per optimizer step in each phase since the last event. */
   phasesMs: PhasesSchema,
+  /** fp16 only: the dynamic loss scale, and steps skipped for inf/nan gradients since the last event. */
+  lossScale: z.number().optional(),
+  skippedSteps: z.number().int().optional(),
 });
 export const TrainEpochEventSchema = z.object({
   type: z.literal('epoch'),
@@ -159,6 +173,13 @@ export const TrainResultSchema = z.object({
     note: z.string(),
   }),
   phasesMs: PhasesSchema,
+  /** The device, precision and how phases were timed. */
+  backend: z
+    .object({ device: z.string(), precision: z.string(), timing: z.string() })
+    .passthrough()
+    .optional(),
+  skippedSteps: z.number().int().optional(),
+  lossScale: z.number().optional(),
   epochs: z.array(TrainEpochEventSchema),
   test: z
     .object({

@@ -24,6 +24,10 @@ export interface TrainFlags {
   loaderWorkers?: number;
   prefetch?: number;
   device: string;
+  precision?: 'fp32' | 'bf16' | 'fp16';
+  phaseTiming?: 'default' | 'measure';
+  cudaGraph?: boolean;
+  gpuPrefetch?: number;
   json?: boolean;
   progress: boolean;
   workspace: string;
@@ -48,6 +52,10 @@ export function trainOptions(modelName: string, flags: TrainFlags): TrainOptions
   set('seed', flags.seed);
   set('loaderWorkers', flags.loaderWorkers);
   set('prefetch', flags.prefetch);
+  set('precision', flags.precision);
+  set('phaseTiming', flags.phaseTiming);
+  set('cudaGraph', flags.cudaGraph);
+  set('gpuPrefetch', flags.gpuPrefetch);
   return options;
 }
 
@@ -67,6 +75,13 @@ function memoryLine(result: TrainResult): string {
   return `${mb(result.memory.measured.total)} measured on the ${result.memory.device}, ${mb(p.total)} predicted: weights ${mb(p.weights)}, gradients ${mb(p.gradients)}, optimizer ${mb(p.optimizerState)}, activations ${mb(p.activations + p.activationGrads)}, batches ${mb(p.batchData)}, workspace ${mb(p.workspace)}`;
 }
 
+function backendLine(result: TrainResult): string {
+  const b = result.backend;
+  if (!b) return result.memory.device;
+  const scaling = result.skippedSteps !== undefined ? `; loss scale ${result.lossScale}, ${result.skippedSteps} step(s) skipped for inf/nan gradients` : '';
+  return `${b.device}, ${b.precision}; timing: ${b.timing}${scaling}`;
+}
+
 function summary(result: TrainResult, modelName: string): string {
   const n = (x: number) => Math.round(x).toLocaleString('en-US');
   const t = result.stepTime;
@@ -81,6 +96,7 @@ function summary(result: TrainResult, modelName: string): string {
       ? `result   ${result.model.family === 'bottleneck_resnet' ? 'policy top-1 agreement with the targets' : 'test accuracy'} ${test.accuracy == null ? 'n/a' : `${(100 * test.accuracy).toFixed(2)}%`} (loss ${test.loss.toFixed(4)}) on ${n(test.samples)} test samples after ${result.epochs.length} epoch(s), ${n(result.steps)} steps`
       : `result   ${n(result.steps)} steps, no test set`,
     `speed    ${n(result.samplesPerSec)} samples/s over ${result.seconds.toFixed(1)} s on ${result.threads} threads; step ${t.steadyStateMeanMs == null ? 'n/a' : `${t.steadyStateMeanMs.toFixed(1)} ms steady state`}, ${t.wallClockMeanMs.toFixed(1)} ms wall-clock mean (warm-up and evaluation included)`,
+    `device   ${backendLine(result)}`,
     `phases   ${phases} (ms per step)`,
     `memory   ${memoryLine(result)}`,
     `hardware ${telemetryLine(result)}`,

@@ -37,13 +37,8 @@ const debugEnabled = process.env[HOST_DEBUG_ENV] === '1';
 const running = new Map<string, NativeTrainer>();
 
 async function train(addon: NativeAddon, p: HostTrainParams, emit: (event: unknown) => void): Promise<unknown> {
-  const { seed, threads, device, ...engineOptions } = p.options;
-  if (device !== 'cpu') {
-    const resolved = addon.resolveDevice(device); // throws E_BAD_INPUT with the reason when unavailable
-    if (resolved.kind === 'cuda') {
-      throw new ApiError('E_BAD_INPUT', `device '${device}': the CUDA backend cannot train yet in this build; use --device cpu`);
-    }
-  }
+  const { seed, threads, ...engineOptions } = p.options;
+  addon.resolveDevice(engineOptions.device); // throws E_BAD_INPUT with the reason before any data is opened
   const trainer = new addon.Trainer(JSON.stringify(p.spec), JSON.stringify({ seed, threads }));
   const normalize = JSON.stringify(p.data.normalize ?? {});
   trainer.setSource('train', JSON.stringify({ kind: 'cache', dir: p.data.train.dir }), normalize);

@@ -45,3 +45,13 @@ Json bench_loader_device(std::shared_ptr<const RecordSource>, LoaderOptions, int
 }
 
 }  // namespace tb
+
+#include "cuda/cuda_backend.h"
+
+namespace tb {
+
+std::unique_ptr<StepBackend> make_cuda_backend(Model&, int device, const TrainOptions&, std::uint64_t) {
+  TB_THROW(ErrorCode::Cuda, "cannot train on cuda:" + std::to_string(device) + ": this build has no CUDA backend");
+}
+
+}  // namespace tb

@@ -188,8 +188,10 @@ Json check(const std::string& op, Rng& rng) {
     if (op == "bce_logits") loss = bce_logits_forward_backward(want.data(), z.data(), t.data(), B, 1.0);
     else loss = softmax_ce_soft_forward_backward(want.data(), z.data(), t.data(), mask.data(), B, K, 1.0);
     DeviceBuffer dz = upload(z), dt = upload(t), dm = upload(mask), dd(0, z.size() * 4), dl(0, static_cast<size_t>(B) * 4);
+    DeviceBuffer dcount(0, 4);
+    cuda::mask_count(dcount.as<float>(), dm.as<float>(), B, nullptr);
     if (op == "bce_logits") cuda::bce_logits(dl.as<float>(), dd.as<float>(), dz.as<float>(), dt.as<float>(), B, 1.0f, nullptr);
-    else cuda::softmax_ce_soft(dl.as<float>(), dd.as<float>(), dz.as<float>(), dt.as<float>(), dm.as<float>(), B, K, 1.0f, static_cast<float>(counted), nullptr);
+    else cuda::softmax_ce_soft(dl.as<float>(), dd.as<float>(), dz.as<float>(), dt.as<float>(), dm.as<float>(), B, K, 1.0f, dcount.as<float>(), nullptr);
     const auto rows = download(dl, B);
     double got = 0;
     for (float r : rows) got += r;
@@ -247,8 +249,15 @@ Json check(const std::string& op, Rng& rng) {
     }
     std::vector<float> zeros(static_cast<size_t>(n), 0.f);
     DeviceBuffer dp = upload(p), dg = upload(g), dm = upload(zeros), dv = upload(zeros);
-    if (op == "sgd") cuda::sgd_update(dp.as<float>(), dg.as<float>(), dm.as<float>(), n, 0.05f, 0.9f, 1e-4f, nullptr);
-    else cuda::adamw_update(dp.as<float>(), dg.as<float>(), dm.as<float>(), dv.as<float>(), n, 1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, 0.1f, 0.001f, nullptr);
+    cuda::TrainState st;
+    st.lr = op == "sgd" ? 0.05f : 1e-3f;
+    st.bias_correction1 = 0.1f;
+    st.bias_correction2 = 0.001f;
+    DeviceBuffer dst(0, sizeof st);
+    TB_CUDA_CHECK(cudaMemcpy(dst.get(), &st, sizeof st, cudaMemcpyHostToDevice));
+    const auto* state = dst.as<cuda::TrainState>();
+    if (op == "sgd") cuda::sgd_update(dp.as<float>(), dg.as<float>(), dm.as<float>(), n, 0.9f, 1e-4f, state, nullptr);
+    else cuda::adamw_update(dp.as<float>(), dg.as<float>(), dm.as<float>(), dv.as<float>(), n, 0.9f, 0.999f, 1e-8f, 1e-2f, state, nullptr);
     return result(op, "n=" + std::to_string(n), max_rel(want, download(dp, n)), 1e-5);
   }
   if (op == "count_nonfinite") {

@@ -78,13 +78,22 @@ const DeviceBatch* DevicePrefetcher::next() {
   queued_.pop_front();
   Slot& s = slots_[static_cast<size_t>(k)];
   TB_CUDA_CHECK(cudaStreamWaitEvent(compute_, s.copied, 0));
-  issue();  // keep the ring full
   return &s.batch;
+}
+
+std::int64_t DevicePrefetcher::device_bytes() const {
+  std::int64_t n = 0;
+  for (const Slot& s : slots_)
+    for (const DeviceBuffer& d : s.device) n += static_cast<std::int64_t>(d.bytes());
+  return n;
 }
 
 void DevicePrefetcher::release(const DeviceBatch* batch) {
   if (!batch || batch->slot < 0) return;
   TB_CUDA_CHECK(cudaEventRecord(slots_[static_cast<size_t>(batch->slot)].consumed, compute_));
+  // Refill only now: the slot handed out last is the next one the ring writes, and its copy
+  // must be ordered after this release, not after the previous one.
+  issue();
 }
 
 }  // namespace tb

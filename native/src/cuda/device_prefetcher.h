@@ -33,8 +33,11 @@ class DevicePrefetcher {
   void start_epoch();
   // The next batch on the device, with the compute stream already ordered after its copy; nullptr at epoch end.
   const DeviceBatch* next();
-  // Marks the slot reusable once the compute stream reaches this point (call after enqueueing the step).
+  // Marks the slot reusable once the compute stream reaches this point (call after enqueueing the step),
+  // and starts the next copy into it.
   void release(const DeviceBatch* batch);
+  // Device bytes of the ring.
+  std::int64_t device_bytes() const;
 
  private:
   struct Slot {

@@ -58,8 +58,9 @@ __global__ void bias_grad_k(float* db, const float* dout, int rows, int cols) {
 }
 
 __global__ void softmax_soft_k(float* row_loss, float* dlogits, const float* logits, const float* targets, const float* mask, int K,
-                               float grad_scale, float rows_counted) {
+                               float grad_scale, const float* counted) {
   const int r = blockIdx.x;
+  const float rows_counted = counted ? *counted : static_cast<float>(gridDim.x);
   const float* z = logits + static_cast<std::int64_t>(r) * K;
   const float* t = targets + static_cast<std::int64_t>(r) * K;
   float* d = dlogits ? dlogits + static_cast<std::int64_t>(r) * K : nullptr;
@@ -156,7 +157,7 @@ void bias_grad(float* db, const float* dout, int rows, int cols, cudaStream_t s)
   TB_CUDA_LAUNCH_CHECK();
 }
 void softmax_ce_soft(float* row_loss, float* dlogits, const float* logits, const float* targets, const float* mask, int B, int K,
-                     float grad_scale, float rows_counted, cudaStream_t s) {
+                     float grad_scale, const float* rows_counted, cudaStream_t s) {
   softmax_soft_k<<<B, kThreads, 0, s>>>(row_loss, dlogits, logits, targets, mask, K, grad_scale, rows_counted);
   TB_CUDA_LAUNCH_CHECK();
 }

@@ -26,17 +26,23 @@ __global__ void widen_f16_k(float* out, const __half* in, std::int64_t n, float 
 __global__ void to_bf16_k(__nv_bfloat16* out, const float* in, std::int64_t n) {
   TB_GRID_LOOP(i, n) out[i] = __float2bfloat16(in[i]);
 }
-__global__ void sgd_k(float* p, const float* g, float* buf, std::int64_t n, float lr, float mu, float wd) {
+// The optimizer reads its step scalars from the device state: a skipped fp16 step leaves every
+// parameter and moment untouched, and the gradient is unscaled and clipped on the fly.
+__global__ void sgd_k(float* p, const float* g, float* buf, std::int64_t n, float mu, float wd, const TrainState* st) {
+  if (!st->apply) return;
+  const float lr = st->lr, f = st->grad_factor;
   TB_GRID_LOOP(i, n) {
-    const float b = mu * buf[i] + (g[i] + wd * p[i]);  // PyTorch's SGD: the first step sets buf = g
+    const float b = mu * buf[i] + (g[i] * f + wd * p[i]);  // PyTorch's SGD: the first step sets buf = g
     buf[i] = b;
     p[i] -= lr * b;
   }
 }
-__global__ void adamw_k(float* p, const float* g, float* m, float* v, std::int64_t n, float lr, float b1, float b2, float eps,
-                        float wd, float bc1, float bc2) {
+__global__ void adamw_k(float* p, const float* g, float* m, float* v, std::int64_t n, float b1, float b2, float eps, float wd,
+                        const TrainState* st) {
+  if (!st->apply) return;
+  const float lr = st->lr, f = st->grad_factor, bc1 = st->bias_correction1, bc2 = st->bias_correction2;
   TB_GRID_LOOP(i, n) {
-    const float gi = g[i];
+    const float gi = g[i] * f;
     const float mi = b1 * m[i] + (1.f - b1) * gi;
     const float vi = b2 * v[i] + (1.f - b2) * gi * gi;
     m[i] = mi;
@@ -81,13 +87,14 @@ void to_bf16(__nv_bfloat16* out, const float* in, std::int64_t n, cudaStream_t s
   to_bf16_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, n);
   TB_CUDA_LAUNCH_CHECK();
 }
-void sgd_update(float* p, const float* g, float* buf, std::int64_t n, float lr, float momentum, float weight_decay, cudaStream_t s) {
-  sgd_k<<<blocks_for(n), kThreads, 0, s>>>(p, g, buf, n, lr, momentum, weight_decay);
+void sgd_update(float* p, const float* g, float* buf, std::int64_t n, float momentum, float weight_decay, const TrainState* st,
+                cudaStream_t s) {
+  sgd_k<<<blocks_for(n), kThreads, 0, s>>>(p, g, buf, n, momentum, weight_decay, st);
   TB_CUDA_LAUNCH_CHECK();
 }
-void adamw_update(float* p, const float* g, float* m, float* v, std::int64_t n, float lr, float beta1, float beta2, float eps,
-                  float weight_decay, float bias_correction1, float bias_correction2, cudaStream_t s) {
-  adamw_k<<<blocks_for(n), kThreads, 0, s>>>(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2);
+void adamw_update(float* p, const float* g, float* m, float* v, std::int64_t n, float beta1, float beta2, float eps,
+                  float weight_decay, const TrainState* st, cudaStream_t s) {
+  adamw_k<<<blocks_for(n), kThreads, 0, s>>>(p, g, m, v, n, beta1, beta2, eps, weight_decay, st);
   TB_CUDA_LAUNCH_CHECK();
 }
 void count_nonfinite(unsigned int* count, const float* x, std::int64_t n, cudaStream_t s) {

@@ -30,7 +30,7 @@ __global__ void softmax_ce_k(float* row_loss, float* dlogits, const float* logit
 
 // One block per channel: mean, biased variance for normalising, unbiased for the running estimate.
 __global__ void bn_train_k(float* out, float* save_mean, float* save_invstd, const float* in, const float* gamma, const float* beta,
-                           float* rm, float* rv, int N, int C, int HW, float momentum, float eps) {
+                           float* rm, float* rv, int N, int C, int HW, float momentum, float eps, bool relu) {
   const int c = blockIdx.x;
   const std::int64_t M = static_cast<std::int64_t>(N) * HW;
   double s = 0;
@@ -59,7 +59,8 @@ __global__ void bn_train_k(float* out, float* save_mean, float* save_invstd, con
   const double g = gamma[c] / sqrt(var + eps), b = beta[c] - mean * g;
   for (std::int64_t i = threadIdx.x; i < M; i += blockDim.x) {
     const std::int64_t at = (i / HW * C + c) * HW + i % HW;
-    out[at] = static_cast<float>(in[at] * g + b);
+    const float v = static_cast<float>(in[at] * g + b);
+    out[at] = relu && v < 0.f ? 0.f : v;  // BN + ReLU fused when the ReLU is the only consumer
   }
 }
 
@@ -72,8 +73,9 @@ void softmax_ce(float* row_loss, float* dlogits, const float* logits, const std:
 }
 
 void batchnorm_forward_train(float* out, float* save_mean, float* save_invstd, const float* in, const float* gamma, const float* beta,
-                             float* running_mean, float* running_var, int N, int C, int HW, float momentum, float eps, cudaStream_t s) {
-  bn_train_k<<<C, kThreads, 0, s>>>(out, save_mean, save_invstd, in, gamma, beta, running_mean, running_var, N, C, HW, momentum, eps);
+                             float* running_mean, float* running_var, int N, int C, int HW, float momentum, float eps, cudaStream_t s,
+                             bool relu) {
+  bn_train_k<<<C, kThreads, 0, s>>>(out, save_mean, save_invstd, in, gamma, beta, running_mean, running_var, N, C, HW, momentum, eps, relu);
   TB_CUDA_LAUNCH_CHECK();
 }
 

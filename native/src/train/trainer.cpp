@@ -7,7 +7,10 @@
 
 #include "core/errors.h"
 #include "core/rng.h"
+#include "core/device_spec.h"
+#include "cuda/cuda_backend.h"
 #include "nn/memory_model.h"
+#include "train/cpu_backend.h"
 
 namespace tb {
 namespace {
@@ -36,13 +39,28 @@ double number_option(const Json& j, const char* key, double fallback, double lo,
   return x;
 }
 
-const char* phase_names[] = {"data", "forward", "loss", "backward", "optimizer"};
-constexpr int kPhases = 5;
-
 Json phases_json(const double* seconds, double per) {
   Json o = Json::object();
-  for (int p = 0; p < kPhases; ++p) o.set(phase_names[p], per > 0 ? 1000.0 * seconds[p] / per : 0.0);
+  for (int p = 0; p < kPhaseCount; ++p) o.set(kPhaseNames[p], per > 0 ? 1000.0 * seconds[p] / per : 0.0);
   return o;
+}
+
+std::string string_option(const Json& j, const char* key, const std::string& fallback, std::initializer_list<const char*> allowed) {
+  const Json* v = j.find(key);
+  if (!v) return fallback;
+  if (v->is_string())
+    for (const char* a : allowed)
+      if (v->string() == a) return a;
+  std::string names;
+  for (const char* a : allowed) names += std::string(names.empty() ? "" : ", ") + a;
+  TB_THROW(ErrorCode::BadInput, std::string("options.") + key + " must be one of " + names + ", got " + v->dump());
+}
+
+bool bool_option(const Json& j, const char* key, bool fallback) {
+  const Json* v = j.find(key);
+  if (!v) return fallback;
+  if (!v->is_bool()) TB_THROW(ErrorCode::BadInput, std::string("options.") + key + " must be true or false, got " + v->dump());
+  return v->boolean();
 }
 
 }  // namespace
@@ -60,10 +78,16 @@ TrainOptions parse_train_options(const Json& j) {
   o.event_interval_s = number_option(j, "eventIntervalMs", 50, 0, 3.6e6) / 1000.0;
   o.loader_workers = static_cast<int>(int_option(j, "loaderWorkers", 1, 0, 256));
   o.prefetch = static_cast<int>(int_option(j, "prefetch", 2, 1, 256));
-  if (const Json* s = j.find("shuffle")) {
-    if (!s->is_bool()) TB_THROW(ErrorCode::BadInput, "options.shuffle must be true or false, got " + s->dump());
-    o.shuffle = s->boolean();
+  o.shuffle = bool_option(j, "shuffle", true);
+  if (const Json* d = j.find("device")) {
+    if (!d->is_string()) TB_THROW(ErrorCode::BadInput, "options.device must be 'cpu' or 'cuda:N', got " + d->dump());
+    o.device = d->string();
   }
+  o.precision = string_option(j, "precision", "fp32", {"fp32", "bf16", "fp16"});
+  o.measure_phases = string_option(j, "phaseTiming", "default", {"default", "measure"}) == "measure";
+  o.cuda_graph = bool_option(j, "cudaGraph", false);
+  o.gpu_prefetch = static_cast<int>(int_option(j, "gpuPrefetch", 3, 1, 16));
+  o.debug_nonfinite_step = int_option(j, "debugNonfiniteGradAtStep", -1, -1, std::int64_t(1) << 40);
   o.optimizer = parse_optimizer(j.find("optimizer"));
   o.schedule = parse_schedule(j.find("schedule"));
   return o;
@@ -136,67 +160,25 @@ void Trainer::set_source(const std::string& split, std::shared_ptr<RecordSource>
   (split == "train" ? train_ : test_) = std::move(data);
 }
 
-const float* Trainer::widen_field(const Loader& loader, const Batch& batch, const std::string& name, std::vector<float>& buf) {
-  const int slot = loader.slot_of(name);
-  const FieldInfo& f = loader.loaded_field(slot);
-  buf.resize(static_cast<size_t>(batch.size * f.record_values()));
-  widen_to_float(f.dtype, batch.data[static_cast<size_t>(slot)].data(), batch.size * f.record_values(), buf.data(), f.scale, f.offset);
-  return buf.data();
+bool Trainer::classifies() const {
+  return std::any_of(model_.heads().begin(), model_.heads().end(), [](const Head& h) {
+    return h.loss == LossKind::SoftmaxCE || h.loss == LossKind::SoftmaxCESoft;
+  });
 }
 
-void Trainer::widen_inputs(const Loader& loader, const Batch& batch) { widen_field(loader, batch, "x", x_); }
-
-// Computes every head's loss for the current forward pass; writes output gradients when asked.
-double Trainer::run_losses(const Loader& loader, const Batch& batch, double grad_scale, bool want_grad,
-                           std::int64_t* correct, Json* head_losses) {
-  const int B = batch.size;
-  double total = 0;
-  for (const Head& h : model_.heads()) {
-    const int K = static_cast<int>(model_.nodes()[h.node].dims.size());
-    const float* out = model_.output(h);
-    float* d = want_grad ? model_.output_grad(h) : nullptr;
-    const double scale = grad_scale * h.weight;
-    double loss = 0;
-    switch (h.loss) {
-      case LossKind::SoftmaxCE: {
-        const int slot = loader.slot_of(h.target);
-        labels_.resize(B);
-        widen_to_int32(loader.loaded_field(slot).dtype, batch.data[static_cast<size_t>(slot)].data(), B, labels_.data());
-        loss = softmax_ce_forward_backward(d, out, labels_.data(), B, K, scale, correct);
-        break;
-      }
-      case LossKind::SoftmaxCESoft: {
-        const float* t = widen_field(loader, batch, h.target, targets_);
-        const float* mask = loader.slot_of(h.target + "_mask") >= 0 ? widen_field(loader, batch, h.target + "_mask", mask_) : nullptr;
-        loss = softmax_ce_soft_forward_backward(d, out, t, mask, B, K, scale);
-        // Accuracy of a soft-target head: the top prediction agrees with the target's top class.
-        if (correct)
-          for (int b = 0; b < B; ++b) {
-            if (mask && mask[b] == 0.0f) continue;
-            const float* o = out + static_cast<std::int64_t>(b) * K;
-            const float* tt = t + static_cast<std::int64_t>(b) * K;
-            *correct += std::max_element(o, o + K) - o == std::max_element(tt, tt + K) - tt;
-          }
-        break;
-      }
-      case LossKind::BceLogits:
-        loss = bce_logits_forward_backward(d, out, widen_field(loader, batch, h.target, targets_), B, scale);
-        break;
-      case LossKind::Mse:
-        loss = mse_forward_backward(d, out, widen_field(loader, batch, h.target, targets_), static_cast<std::int64_t>(B) * K, scale);
-        break;
-    }
-    if (head_losses) {
-      const Json* prev = head_losses->find(h.name);
-      head_losses->set(h.name, (prev ? prev->number() : 0.0) + loss * B);
-    }
-    total += h.weight * loss;
+std::unique_ptr<StepBackend> Trainer::make_backend(const TrainOptions& o) {
+  const DeviceSpec device = resolve_device(o.device);  // names the reason when a cuda:N is missing
+  if (device.kind == DeviceKind::Cuda) return make_cuda_backend(model_, device.index, o, seed_);
+  if (o.precision != "fp32") {
+    TB_THROW(ErrorCode::BadInput, "precision '" + o.precision + "' needs a CUDA device; the CPU backend trains in fp32");
   }
-  return total;
+  if (o.cuda_graph) TB_THROW(ErrorCode::BadInput, "options.cudaGraph needs a CUDA device, got device 'cpu'");
+  return std::make_unique<CpuBackend>(model_, pool_, seed_, &o.optimizer);
 }
 
 Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, const Emit& emit) {
   if (!train_) TB_THROW(ErrorCode::BadInput, "no training data: call setData('train', ...) first");
+  std::unique_ptr<StepBackend> backend = make_backend(o);
   LoaderOptions lo;
   lo.batch_size = o.batch_size;
   lo.workers = o.loader_workers;
@@ -205,6 +187,7 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
   lo.seed = seed_;
   lo.sample_ratio = o.sample_ratio;
   lo.fields = needed_fields(*train_);
+  lo.pinned = o.device != "cpu";
   Loader loader(train_, lo);
   const std::int64_t drawn = loader.records_per_epoch();
   const std::int64_t per_step = static_cast<std::int64_t>(o.batch_size) * o.accumulation;
@@ -216,79 +199,75 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
   }
   std::int64_t total_steps = steps_per_epoch * o.epochs;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
-  const bool classifies = std::any_of(model_.heads().begin(), model_.heads().end(), [](const Head& h) {
-    return h.loss == LossKind::SoftmaxCE || h.loss == LossKind::SoftmaxCESoft;
-  });
-
-  Optimizer optimizer(o.optimizer, model_.param_count());
-  Rng dropout_rng = Rng::derive(seed_, 0xD50);
+  const bool classifier = classifies();
   const double grad_scale = 1.0 / o.accumulation;
 
   const auto start = Clock::now();
-  auto last_emit = start;
+  auto last_emit = start, warm_start = start;
   std::int64_t step = 0;
-  double phase[kPhases] = {0}, window_phase[kPhases] = {0};
-  double window_loss = 0, epoch_loss = 0, step_seconds_after_warmup = 0;
-  std::int64_t window_steps = 0, window_correct = 0, window_samples = 0, epoch_correct = 0, epoch_samples = 0;
+  double phase[kPhaseCount] = {0}, window_phase[kPhaseCount] = {0};
+  double window_loss = 0, epoch_loss = 0, eval_seconds_after_warmup = 0;
+  std::int64_t window_steps = 0, window_correct = 0, window_samples = 0, window_skipped = 0, epoch_correct = 0,
+               epoch_samples = 0, skipped_total = 0;
   const std::int64_t warmup_steps = std::min<std::int64_t>(5, total_steps / 10);
-  double lr = o.optimizer.lr, norm = 0;
+  double lr = o.optimizer.lr, norm = 0, loss_scale = 1;
   Json epochs = Json::array();
   Json measured_memory;
   EvalResult last_eval;
 
+  // Takes the backend's sums into the window and epoch totals; names a non-finite loss with its step.
+  auto collect = [&](int epoch, std::int64_t s) {
+    const StepReadout r = backend->readout();
+    for (int p = 0; p < kPhaseCount; ++p) phase[p] += r.phase_seconds[p];
+    norm = r.grad_norm;
+    loss_scale = r.loss_scale;
+    window_skipped += r.skipped_steps;
+    skipped_total += r.skipped_steps;
+    if (r.micro_batches == 0) return;
+    if (!std::isfinite(r.loss_sum)) {
+      TB_THROW(ErrorCode::Data, "the loss became " + std::string(std::isnan(r.loss_sum) ? "NaN" : "infinite") +
+                                    (backend->cheap_readout() ? " at epoch " : " by epoch ") + std::to_string(epoch + 1) +
+                                    ", step " + std::to_string(s + 1) + " (learning rate " + std::to_string(lr) +
+                                    "): lower the learning rate, clip gradients, or check the data");
+    }
+    const double mean = r.loss_sum / o.accumulation;  // per optimizer step
+    window_loss += mean;
+    epoch_loss += mean;
+    window_correct += r.correct;
+    epoch_correct += r.correct;
+  };
+
   for (int epoch = 0; epoch < o.epochs && step < total_steps; ++epoch) {
-    loader.start_epoch(epoch);
+    backend->start_epoch(loader, epoch);
     const auto epoch_start = Clock::now();
     epoch_loss = 0;
     epoch_correct = epoch_samples = 0;
     for (std::int64_t s = 0; s < steps_per_epoch && step < total_steps; ++s, ++step) {
-      const auto step_start = Clock::now();
-      model_.zero_grads();
-      double step_loss = 0;
+      if (step == warmup_steps) {
+        collect(epoch, s);  // waits for the device, so the steady-state clock starts on an idle queue
+        warm_start = Clock::now();
+      }
+      lr = scheduled_lr(o.optimizer, o.schedule, step, total_steps);
+      backend->begin_step(lr);
       for (int a = 0; a < o.accumulation; ++a) {
         if (cancel.load()) TB_THROW(ErrorCode::Cancelled, "training was cancelled at epoch " + std::to_string(epoch + 1) +
                                                                ", step " + std::to_string(s + 1));
-        auto t = Clock::now();
-        const Batch* batch = loader.next();
-        if (!batch) TB_THROW(ErrorCode::Internal, "the loader ran out of batches before the epoch's steps");
-        widen_inputs(loader, *batch);
-        phase[0] += seconds_since(t), t = Clock::now();
-        model_.forward(x_.data(), o.batch_size, true, &dropout_rng, &pool_);
-        phase[1] += seconds_since(t), t = Clock::now();
-        std::int64_t correct = 0;
-        const double loss = run_losses(loader, *batch, grad_scale, true, &correct, nullptr);
-        if (!std::isfinite(loss)) {
-          TB_THROW(ErrorCode::Data, "the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
-                                        std::to_string(epoch + 1) + ", step " + std::to_string(s + 1) +
-                                        " (learning rate " + std::to_string(lr) +
-                                        "): lower the learning rate, clip gradients, or check the data");
-        }
-        phase[2] += seconds_since(t), t = Clock::now();
-        model_.backward(&pool_);
-        phase[3] += seconds_since(t);
-        step_loss += loss / o.accumulation;
-        window_correct += correct;
-        epoch_correct += correct;
+        if (!backend->next_batch(loader)) TB_THROW(ErrorCode::Internal, "the loader ran out of batches before the epoch's steps");
+        backend->forward(true);
+        backend->losses(grad_scale, true);
+        backend->backward();
+        backend->release_batch();
       }
-      auto t = Clock::now();
-      norm = clip_grad_norm(model_.grads().data(), model_.param_count(), o.clip_norm);
-      lr = scheduled_lr(o.optimizer, o.schedule, step, total_steps);
-      optimizer.step(model_.params().data(), model_.grads().data(), lr, &pool_);
-      phase[4] += seconds_since(t);
-      if (step >= warmup_steps) step_seconds_after_warmup += seconds_since(step_start);
-      // Measured once, after the first full step: evaluation later resizes the buffers to its own batch.
-      if (step == 0) {
-        measured_memory = measure_memory(model_, optimizer.state_bytes(), loader.buffer_bytes(),
-                                         static_cast<std::int64_t>(x_.size() * sizeof(float))).to_json();
-      }
-
-      window_loss += step_loss;
-      epoch_loss += step_loss;
+      backend->optimizer_step(o.clip_norm);
       ++window_steps;
       window_samples += per_step;
       epoch_samples += per_step;
       const bool epoch_end = s + 1 == steps_per_epoch || step + 1 == total_steps;
-      if (seconds_since(last_emit) >= o.event_interval_s || epoch_end) {
+      const bool emit_due = seconds_since(last_emit) >= o.event_interval_s || epoch_end;
+      if (backend->cheap_readout() || emit_due || step == 0) collect(epoch, s);
+      // Measured once, after the first full step: evaluation later resizes the buffers to its own batch.
+      if (step == 0) measured_memory = backend->measured_memory(loader).to_json();
+      if (emit_due) {
         const double dt = seconds_since(last_emit);
         Json e = Json::object();
         e.set("type", "step");
@@ -299,18 +278,22 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
         e.set("globalStep", step + 1);
         e.set("totalSteps", total_steps);
         e.set("loss", window_loss / window_steps);
-        e.set("accuracy", classifies ? Json(static_cast<double>(window_correct) / window_samples) : Json());
+        e.set("accuracy", classifier ? Json(static_cast<double>(window_correct) / window_samples) : Json());
         e.set("lr", lr);
         e.set("gradNorm", norm);
         e.set("samplesPerSec", dt > 0 ? window_samples / dt : 0.0);
-        double per_phase[kPhases];
-        for (int p = 0; p < kPhases; ++p) per_phase[p] = phase[p] - window_phase[p];
+        if (o.precision == "fp16") {
+          e.set("lossScale", loss_scale);
+          e.set("skippedSteps", window_skipped);
+        }
+        double per_phase[kPhaseCount];
+        for (int p = 0; p < kPhaseCount; ++p) per_phase[p] = phase[p] - window_phase[p];
         e.set("phasesMs", phases_json(per_phase, static_cast<double>(window_steps)));
-        std::copy(phase, phase + kPhases, window_phase);
+        std::copy(phase, phase + kPhaseCount, window_phase);
         emit(e);
         last_emit = Clock::now();
         window_loss = 0;
-        window_steps = window_correct = window_samples = 0;
+        window_steps = window_correct = window_samples = window_skipped = 0;
       }
     }
     Json ep = Json::object();
@@ -319,15 +302,19 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
     ep.set("epochs", o.epochs);
     ep.set("seconds", seconds_since(epoch_start));
     ep.set("trainLoss", epoch_loss / std::max<std::int64_t>(1, epoch_samples / per_step));
-    ep.set("trainAccuracy", classifies ? Json(static_cast<double>(epoch_correct) / std::max<std::int64_t>(1, epoch_samples)) : Json());
+    ep.set("trainAccuracy", classifier ? Json(static_cast<double>(epoch_correct) / std::max<std::int64_t>(1, epoch_samples)) : Json());
     if (test_) {
-      last_eval = evaluate("test", o.eval_batch_size, cancel);
+      const auto eval_start = Clock::now();
+      last_eval = evaluate_with(*backend, "test", o.eval_batch_size, cancel);
+      if (step > warmup_steps) eval_seconds_after_warmup += seconds_since(eval_start);
       ep.set("testLoss", last_eval.loss);
       ep.set("testAccuracy", last_eval.accuracy >= 0 ? Json(last_eval.accuracy) : Json());
     }
     emit(ep);
     epochs.push(ep);
   }
+  collect(o.epochs - 1, steps_per_epoch - 1);  // the device has finished every step
+  backend->sync_to_host();
 
   const double wall = seconds_since(start);
   const std::int64_t measured = step - warmup_steps;
@@ -337,9 +324,15 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
   r.set("seconds", wall);
   r.set("threads", pool_.size());
   r.set("samplesPerSec", wall > 0 ? step * per_step / wall : 0.0);
+  r.set("backend", backend->describe());
+  if (o.precision == "fp16") {
+    r.set("skippedSteps", skipped_total);
+    r.set("lossScale", loss_scale);
+  }
   Json timing = Json::object();
   timing.set("wallClockMeanMs", step > 0 ? 1000.0 * wall / step : 0.0);
-  timing.set("steadyStateMeanMs", measured > 0 ? 1000.0 * step_seconds_after_warmup / measured : Json());
+  timing.set("steadyStateMeanMs",
+             measured > 0 ? Json(1000.0 * (seconds_since(warm_start) - eval_seconds_after_warmup) / measured) : Json());
   timing.set("warmupSteps", warmup_steps);
   timing.set("note", "wallClockMeanMs covers every step including warm-up and evaluation; steadyStateMeanMs excludes the first warmupSteps steps and evaluation");
   r.set("stepTime", timing);
@@ -348,9 +341,9 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
   for (const auto& name : lo.fields) record_bytes += train_->field(name).record_bytes();
   const int slots = lo.workers == 0 ? 1 : lo.prefetch;
   Json memory = Json::object();
-  memory.set("predicted", predict_memory(model_, o.batch_size, o.optimizer.kind == "adamw", record_bytes, slots).to_json());
+  memory.set("predicted", backend->predicted_memory(o.batch_size, o.optimizer.kind == "adamw", record_bytes, slots).to_json());
   memory.set("measured", measured_memory);
-  memory.set("device", "cpu");
+  memory.set("device", o.device == "cpu" ? "cpu" : o.device);
   r.set("memory", memory);
   r.set("epochs", epochs);
   if (test_) {
@@ -365,32 +358,38 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
 }
 
 EvalResult Trainer::evaluate(const std::string& split, int batch_size, const std::atomic<bool>& cancel) {
+  CpuBackend backend(model_, pool_, seed_, nullptr);
+  return evaluate_with(backend, split, batch_size, cancel);
+}
+
+EvalResult Trainer::evaluate_with(StepBackend& backend, const std::string& split, int batch_size, const std::atomic<bool>& cancel) {
   std::shared_ptr<RecordSource> data = split == "train" ? train_ : split == "test" ? test_ : nullptr;
   if (!data) TB_THROW(ErrorCode::BadInput, "no '" + split + "' data to evaluate");
-  EvalResult r;
-  const bool classifies = std::any_of(model_.heads().begin(), model_.heads().end(), [](const Head& h) {
-    return h.loss == LossKind::SoftmaxCE || h.loss == LossKind::SoftmaxCESoft;
-  });
+  backend.readout();  // training sums stay with training
   LoaderOptions lo;
   lo.batch_size = batch_size;
   lo.shuffle = false;
   lo.drop_last = false;
   lo.fields = needed_fields(*data);
   Loader loader(data, lo);
-  loader.start_epoch(0);
-  std::int64_t correct = 0;
-  double loss_sum = 0;
-  while (const Batch* batch = loader.next()) {
+  backend.start_epoch(loader, 0);
+  while (backend.next_batch(loader)) {
     if (cancel.load()) TB_THROW(ErrorCode::Cancelled, "evaluation was cancelled");
-    widen_inputs(loader, *batch);
-    model_.forward(x_.data(), batch->size, false, nullptr, &pool_);
-    loss_sum += batch->size * run_losses(loader, *batch, 1.0, false, &correct, &r.head_losses);
+    backend.forward(false);
+    backend.losses(1.0, false);
+    backend.release_batch();
   }
+  const StepReadout sums = backend.readout();
+  EvalResult r;
   r.samples = data->count();
-  r.loss = loss_sum / r.samples;
-  r.accuracy = classifies ? static_cast<double>(correct) / r.samples : -1;
+  double loss_sum = 0;
   Json means = Json::object();
-  for (const auto& kv : r.head_losses.members()) means.set(kv.first, kv.second.number() / r.samples);
+  for (size_t h = 0; h < model_.heads().size(); ++h) {
+    loss_sum += model_.heads()[h].weight * sums.head_sums[h];
+    means.set(model_.heads()[h].name, sums.head_sums[h] / r.samples);
+  }
+  r.loss = loss_sum / r.samples;
+  r.accuracy = classifies() ? static_cast<double>(sums.correct) / r.samples : -1;
   r.head_losses = means;
   return r;
 }

@@ -1,5 +1,6 @@
-// A training session on the CPU backend: the loop, its phase timers,
-// evaluation, cancellation and the events streamed to the caller.
+// A training session: the loop, evaluation, cancellation and the events
+// streamed to the caller. The loop drives a StepBackend: the CPU reference or
+// the CUDA backend, chosen by options.device.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "data/record_source.h"
 #include "nn/model.h"
 #include "optim/optimizer.h"
+#include "train/step_backend.h"
 
 namespace tb {
 
@@ -30,6 +32,12 @@ struct TrainOptions {
   int prefetch = 2;                // batches buffered ahead
   OptimizerOptions optimizer;
   ScheduleOptions schedule;
+  std::string device = "cpu";       // "cpu" or "cuda:N"
+  std::string precision = "fp32";   // "fp32", "bf16" or "fp16" (mixed precision, CUDA only)
+  bool measure_phases = false;      // CUDA: synchronise at every phase boundary (exact, but slows the step)
+  bool cuda_graph = false;          // CUDA: replay the captured step once shapes are fixed
+  int gpu_prefetch = 3;             // CUDA: device batch buffers filled ahead on the copy stream
+  std::int64_t debug_nonfinite_step = -1;  // tests: forces an inf gradient at this optimizer step (CUDA)
 };
 
 // Throws E_BAD_INPUT naming the bad option.
@@ -59,22 +67,20 @@ class Trainer {
   // Runs the loop; emits {"type":"step"...} and {"type":"epoch"...} events; returns the summary.
   // Throws E_CANCELLED when `cancel` becomes true (checked between micro-batches).
   Json train(const TrainOptions& options, const std::atomic<bool>& cancel, const Emit& emit);
+  // Evaluates on the CPU with the host model's parameters.
   EvalResult evaluate(const std::string& split, int batch_size, const std::atomic<bool>& cancel);
 
  private:
-  double run_losses(const Loader& loader, const Batch& batch, double grad_scale, bool want_grad, std::int64_t* correct,
-                    Json* head_losses);
+  std::unique_ptr<StepBackend> make_backend(const TrainOptions& options);
+  EvalResult evaluate_with(StepBackend& backend, const std::string& split, int batch_size, const std::atomic<bool>& cancel);
   void check_data(const RecordSource& data, const std::string& split);
   std::vector<std::string> needed_fields(const RecordSource& data) const;
-  void widen_inputs(const Loader& loader, const Batch& batch);
-  const float* widen_field(const Loader& loader, const Batch& batch, const std::string& name, std::vector<float>& buf);
+  bool classifies() const;
 
   ThreadPool pool_;
   std::uint64_t seed_;
   Model model_;
   std::shared_ptr<RecordSource> train_, test_;
-  std::vector<float> x_, targets_, mask_;
-  std::vector<std::int32_t> labels_;
 };
 
 }  // namespace tb

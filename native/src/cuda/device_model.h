@@ -1,0 +1,67 @@
+// The model graph on one CUDA device: the host Model's nodes, parameters
+// and running statistics mirrored in device memory, with forward and backward
+// strung from the kernels in kernels.h. Same node order, same gradient rules
+// (overwrite the first time, accumulate after), so results match the CPU
+// backend. A Linear, BatchNorm or Conv whose only consumer is a ReLU writes
+// straight into the ReLU's output with the activation applied (one pass fewer).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "cuda/allocator.h"
+#include "cuda/gemm_engine.h"
+#include "cuda/train_state.h"
+#include "nn/memory_model.h"
+#include "nn/model.h"
+
+namespace tb::cuda {
+
+class DeviceModel {
+ public:
+  DeviceModel(const Model& host, int device, cudaStream_t stream, GemmEngine& gemm);
+
+  void upload(const Model& host);
+  void download(Model& host) const;
+  float* params() { return params_.as<float>(); }
+  float* grads() { return grads_.as<float>(); }
+  std::int64_t param_count() const { return param_count_; }
+
+  // Sizes the activations for batches up to B; true when buffers moved (a captured graph is then stale).
+  bool reserve(int B);
+  // x: (B, input size) fp32 on the device. st supplies the dropout seed.
+  void forward(const float* x, int B, bool train, const TrainState* st);
+  const float* output(const Head& h) const;
+  float* output_grad(const Head& h);
+  void backward();
+  void zero_grads();
+
+  // Bytes held now by kind (batch data and optimizer state are added by the caller).
+  MemoryBreakdown measured() const;
+  // The same, from the shapes alone, for a batch of B.
+  static MemoryBreakdown predict(const Model& host, int B);
+
+ private:
+  struct DNode {
+    DeviceBuffer out, grad, mask, mean, invstd;
+    float* out_ptr = nullptr;  // out, the fused ReLU's out, or the input batch
+    bool fuse_relu = false;    // writes relu(result) into its consumer's buffer
+    bool fused_away = false;   // a ReLU whose producer already applied it
+    bool grad_written = false;
+  };
+  float* grad_target(int input, bool* accumulate);
+  void conv_forward(const Node& n, const float* in, float* out, bool relu);
+  void conv_backward(const Node& n, const float* in, const float* dout, float* din);
+
+  const Model& host_;
+  int device_;
+  cudaStream_t stream_;
+  GemmEngine& gemm_;
+  std::int64_t param_count_ = 0;
+  DeviceBuffer params_, grads_, buffers_;
+  std::vector<DNode> nodes_;
+  DeviceBuffer scratch_, col_, tmp_;  // gradient scratch and the shared im2col workspace
+  int batch_ = 0, capacity_ = 0;
+};
+
+}  // namespace tb::cuda

@@ -1,0 +1,146 @@
+#include "cuda/gemm_engine.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "core/errors.h"
+#include "cuda/cublaslt.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernel_utils.cuh"
+#include "cuda/kernels.h"
+
+namespace tb::cuda {
+namespace {
+
+constexpr std::size_t kLtWorkspace = std::size_t(32) << 20;  // cuBLASLt's recommendation for Hopper
+
+template <typename T>
+__global__ void round_k(T* out, const float* in, std::int64_t n) {
+  TB_GRID_LOOP(i, n) out[i] = static_cast<T>(in[i]);
+}
+
+// Elements a row-major (rows, cols) matrix with leading dimension ld spans.
+std::int64_t extent(int rows, int cols, int ld) { return rows > 0 ? static_cast<std::int64_t>(rows - 1) * ld + cols : 0; }
+
+}  // namespace
+
+Precision parse_precision(const std::string& name) {
+  if (name == "fp32") return Precision::Fp32;
+  if (name == "bf16") return Precision::Bf16;
+  if (name == "fp16") return Precision::Fp16;
+  TB_THROW(ErrorCode::BadInput, "precision must be fp32, bf16 or fp16, got '" + name + "'");
+}
+
+const char* precision_name(Precision p) { return p == Precision::Fp32 ? "fp32" : p == Precision::Bf16 ? "bf16" : "fp16"; }
+
+GemmEngine::GemmEngine(int device, Precision precision, cudaStream_t stream) : device_(device), precision_(precision), stream_(stream) {
+  if (CublasLt::instance().loaded()) workspace_ = DeviceBuffer(device, kLtWorkspace);
+}
+
+GemmEngine::~GemmEngine() = default;
+
+std::int64_t GemmEngine::workspace_bytes() const {
+  return static_cast<std::int64_t>(workspace_.bytes() + half_a_.bytes() + half_b_.bytes());
+}
+
+void GemmEngine::own(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
+                     float* C, int ldc) {
+  if (precision_ == Precision::Fp32) gemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream_);
+  else gemm_tc(precision_ == Precision::Fp16, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream_);
+}
+
+// A rounded copy of an operand for cuBLASLt's bf16/fp16 path (its own kernel rounds while loading instead).
+void* GemmEngine::half_copy(int which, const float* src, std::int64_t n) {
+  DeviceBuffer& buf = which == 0 ? half_a_ : half_b_;
+  const std::size_t bytes = static_cast<std::size_t>(n) * 2;
+  if (buf.bytes() < bytes) {
+    if (capturing_) TB_THROW(ErrorCode::Internal, "a GEMM operand grew during CUDA graph capture");
+    buf = DeviceBuffer(device_, bytes);
+  }
+  if (precision_ == Precision::Bf16) round_k<__nv_bfloat16><<<blocks_for(n), kThreads, 0, stream_>>>(buf.as<__nv_bfloat16>(), src, n);
+  else round_k<__half><<<blocks_for(n), kThreads, 0, stream_>>>(buf.as<__half>(), src, n);
+  TB_CUDA_LAUNCH_CHECK();
+  return buf.get();
+}
+
+bool GemmEngine::lt(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
+                    float* C, int ldc, std::string* why) {
+  CublasLt& lib = CublasLt::instance();
+  if (precision_ == Precision::Fp32)
+    return lib.matmul(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, workspace_.get(), workspace_.bytes(), stream_, why);
+  const void* a = half_copy(0, A, ta ? extent(K, M, lda) : extent(M, K, lda));
+  const void* b = half_copy(1, B, tb ? extent(N, K, ldb) : extent(K, N, ldb));
+  return lib.matmul(precision_ == Precision::Bf16 ? 1 : 2, ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, C, ldc, workspace_.get(),
+                    workspace_.bytes(), stream_, why);
+}
+
+GemmEngine::Choice GemmEngine::choose(const Key& k, const float* A, int lda, const float* B, int ldb) {
+  Choice c;
+  if (capturing_) {
+    c.why = "first seen during CUDA graph capture, where nothing can be timed";
+    return c;
+  }
+  if (!CublasLt::instance().loaded()) {
+    c.why = "cuBLASLt not loaded: " + CublasLt::instance().reason();
+    return c;
+  }
+  // Both candidates write the same scratch output (beta 0), so timing never disturbs real results.
+  DeviceBuffer scratch(device_, static_cast<std::size_t>(k.M) * k.N * sizeof(float));
+  float* C = scratch.as<float>();
+  cudaEvent_t t0, t1;
+  TB_CUDA_CHECK(cudaEventCreate(&t0));
+  TB_CUDA_CHECK(cudaEventCreate(&t1));
+  auto time = [&](auto&& launch) {
+    launch();  // warm-up: plans, caches, clocks
+    constexpr int reps = 5;
+    TB_CUDA_CHECK(cudaEventRecord(t0, stream_));
+    for (int r = 0; r < reps; ++r) launch();
+    TB_CUDA_CHECK(cudaEventRecord(t1, stream_));
+    TB_CUDA_CHECK(cudaEventSynchronize(t1));
+    float ms = 0;
+    TB_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
+    return 1000.0 * ms / reps;
+  };
+  std::string why;
+  bool lt_ok = lt(k.ta, k.tb, k.M, k.N, k.K, 1.f, A, lda, B, ldb, 0.f, C, k.N, &why);
+  c.own_us = time([&] { own(k.ta, k.tb, k.M, k.N, k.K, 1.f, A, lda, B, ldb, 0.f, C, k.N); });
+  if (lt_ok) c.lt_us = time([&] { lt(k.ta, k.tb, k.M, k.N, k.K, 1.f, A, lda, B, ldb, 0.f, C, k.N, &why); });
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  c.cublaslt = lt_ok && c.lt_us < c.own_us;
+  c.why = !lt_ok ? why : c.cublaslt ? "cuBLASLt faster" : "own kernel faster";
+  return c;
+}
+
+void GemmEngine::run(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
+                     float* C, int ldc) {
+  if (M <= 0 || N <= 0) return;
+  const Key key{ta, tb, M, N, K};
+  auto it = choices_.find(key);
+  if (it == choices_.end()) it = choices_.emplace(key, choose(key, A, lda, B, ldb)).first;
+  std::string why;
+  if (it->second.cublaslt && lt(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, &why)) return;
+  own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+Json GemmEngine::log() const {
+  Json j = Json::object();
+  CublasLt& lib = CublasLt::instance();
+  j.set("cublasLt", lib.loaded() ? "loaded from " + lib.library() : "not loaded: " + lib.reason());
+  j.set("precision", precision_name(precision_));
+  Json shapes = Json::array();
+  for (const auto& kv : choices_) {
+    Json s = Json::object();
+    s.set("shape", std::to_string(kv.first.M) + "x" + std::to_string(kv.first.N) + "x" + std::to_string(kv.first.K) +
+                       (kv.first.ta ? " At" : "") + (kv.first.tb ? " Bt" : ""));
+    s.set("ownUs", kv.second.own_us);
+    s.set("cublasLtUs", kv.second.lt_us >= 0 ? Json(kv.second.lt_us) : Json());
+    s.set("chosen", kv.second.cublaslt ? "cublasLt" : "own");
+    s.set("why", kv.second.why);
+    shapes.push(s);
+  }
+  j.set("shapes", shapes);
+  return j;
+}
+
+}  // namespace tb::cuda
