@@ -28,6 +28,26 @@ export interface NativeAddon {
   cudaParityOps(): string[];
   /** Caching-allocator statistics of cuda:0. */
   cudaMemory(): { allocated: number; reserved: number; peakAllocated: number; allocations: number; ooms: number };
+  /** Own GEMM kernel against cuBLASLt on cuda:0 (throws E_CUDA without a GPU). */
+  benchGemmCuda(
+    M: number,
+    N: number,
+    K: number,
+    precision: 'fp32' | 'bf16' | 'fp16',
+    reps: number,
+  ): {
+    shape: string;
+    precision: string;
+    ownTflops: number;
+    cublasLtTflops: number | null;
+    cublasLtNote: string | null;
+    theoreticalTflops: number;
+    theoreticalNote: string;
+  };
+  /** Whether cuBLASLt can be loaded here (no GPU needed). */
+  cublasLt(): { loaded: boolean; library: string | null; reason: string | null };
+  /** The fp16 dynamic loss-scale rule, replayed on the host. */
+  lossScaleSchedule(foundNonfinite: boolean[], growthInterval: number): { scale: number; applied: boolean }[];
   /** All-core clock in GHz measured with dependent adds, or null where unsupported. */
   measureClock(threads: number): number | null;
   /** Present only in builds with TB_DEBUG_ENTRYPOINTS: aborts the process. */

@@ -15,6 +15,8 @@
 #include "addon/trainer_wrap.h"
 #include "cpu/gemm.h"
 #include "cuda/cuda_parity.h"
+#include "cuda/gemm_bench.h"
+#include "optim/loss_scaler.h"
 #include "train/gradcheck.h"
 
 namespace tb::addon {
@@ -172,6 +174,42 @@ Napi::Value CudaMemory(const Napi::CallbackInfo& info) {
   return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value { return to_js(info.Env(), cuda_memory_stats()); });
 }
 
+// benchGemmCuda(M, N, K, precision, reps) -> own kernel vs cuBLASLt TFLOP/s and the device's theoretical peak.
+Napi::Value BenchGemmCuda(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (info.Length() < 5 || !info[3].IsString())
+      throw make_js_error(info.Env(), "E_BAD_INPUT", "benchGemmCuda(M, N, K, precision, reps) needs three sizes, a precision and a count", "");
+    auto num = [&](int i) { return info[static_cast<size_t>(i)].As<Napi::Number>().Int32Value(); };
+    return to_js(info.Env(), bench_gemm_cuda(num(0), num(1), num(2), info[3].As<Napi::String>().Utf8Value(), num(4)));
+  });
+}
+
+Napi::Value CublasLtStatus(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value { return to_js(info.Env(), cublaslt_status()); });
+}
+
+// lossScaleSchedule(foundNonfinite[], growthInterval) -> [{ scale, applied }]: the fp16 loss-scale rule the
+// CUDA step runs on the device (optim/loss_scaler.h), replayed on the host so it is tested everywhere.
+Napi::Value LossScaleSchedule(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (info.Length() < 2 || !info[0].IsArray() || !info[1].IsNumber())
+      throw make_js_error(info.Env(), "E_BAD_INPUT", "lossScaleSchedule(found[], growthInterval) needs an array and a number", "");
+    const Napi::Array found = info[0].As<Napi::Array>();
+    LossScalePolicy policy;
+    policy.growth_interval = std::max(1, info[1].As<Napi::Number>().Int32Value());
+    LossScale scale;
+    Json out = Json::array();
+    for (uint32_t i = 0; i < found.Length(); ++i) {
+      const bool applied = update_loss_scale(scale, found.Get(i).ToBoolean().Value(), policy);
+      Json step = Json::object();
+      step.set("scale", static_cast<double>(scale.scale));
+      step.set("applied", applied);
+      out.push(step);
+    }
+    return to_js(info.Env(), out);
+  });
+}
+
 #ifdef TB_DEBUG_ENTRYPOINTS
 // Deliberately kills the process, as a native bug would. Used only by the
 // crash-isolation test; the engine host refuses to call it unless started in
@@ -193,6 +231,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("cudaParity", Napi::Function::New(env, CudaParity, "cudaParity"));
   exports.Set("cudaParityOps", Napi::Function::New(env, CudaParityOps, "cudaParityOps"));
   exports.Set("cudaMemory", Napi::Function::New(env, CudaMemory, "cudaMemory"));
+  exports.Set("benchGemmCuda", Napi::Function::New(env, BenchGemmCuda, "benchGemmCuda"));
+  exports.Set("cublasLt", Napi::Function::New(env, CublasLtStatus, "cublasLt"));
+  exports.Set("lossScaleSchedule", Napi::Function::New(env, LossScaleSchedule, "lossScaleSchedule"));
   exports.Set("Trainer", TrainerWrap::Define(env));
   exports.Set("sourceInfo", Napi::Function::New(env, SourceInfo, "sourceInfo"));
   exports.Set("runLoader", Napi::Function::New(env, RunLoader, "runLoader"));

@@ -55,3 +55,21 @@ std::unique_ptr<StepBackend> make_cuda_backend(Model&, int device, const TrainOp
 }
 
 }  // namespace tb
+
+#include "cuda/gemm_bench.h"
+
+namespace tb {
+
+Json bench_gemm_cuda(int, int, int, const std::string&, int) {
+  TB_THROW(ErrorCode::Cuda, "GPU GEMM benchmarks need the CUDA backend, which this build does not have");
+}
+
+Json cublaslt_status() {
+  Json j = Json::object();
+  j.set("loaded", false);
+  j.set("library", Json());
+  j.set("reason", "this build has no CUDA backend");
+  return j;
+}
+
+}  // namespace tb

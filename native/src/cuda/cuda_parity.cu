@@ -16,47 +16,13 @@
 #include "cuda/device_prefetcher.h"
 #include "data/record_source.h"
 #include "cuda/kernels.h"
+#include "cuda/parity_util.h"
 
 namespace tb {
 namespace {
 
-std::vector<float> random_vec(Rng& rng, std::int64_t n) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = static_cast<float>(rng.uniform(0.1, 1.0) * (rng.uniform() < 0.5 ? -1 : 1));
-  return v;
-}
+using namespace parity;
 
-template <typename T>
-DeviceBuffer upload(const std::vector<T>& host) {
-  DeviceBuffer d(0, host.size() * sizeof(T));
-  TB_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-
-std::vector<float> download(const DeviceBuffer& d, std::int64_t n) {
-  std::vector<float> host(static_cast<size_t>(n));
-  TB_CUDA_CHECK(cudaDeviceSynchronize());
-  TB_CUDA_CHECK(cudaMemcpy(host.data(), d.get(), static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToHost));
-  return host;
-}
-
-double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]) / std::max(static_cast<double>(std::fabs(a[i]) + std::fabs(b[i])), 1e-3));
-  return worst;
-}
-
-Json result(const std::string& op, const std::string& shapes, double err, double tol) {
-  Json r = Json::object();
-  r.set("op", op);
-  r.set("shapes", shapes);
-  r.set("maxRelError", err);
-  r.set("tolerance", tol);
-  return r;
-}
-
-int pick(Rng& r, int lo, int hi) { return lo + static_cast<int>(r.below(static_cast<std::uint64_t>(hi - lo + 1))); }
 
 Json check(const std::string& op, Rng& rng) {
   const std::int64_t n = pick(rng, 1, 5000);
@@ -332,7 +298,7 @@ Json check(const std::string& op, Rng& rng) {
     }
     return r;
   }
-  TB_THROW(ErrorCode::BadInput, "cudaParity: unknown op '" + op + "'");
+  return check_step_op(op, rng);
 }
 
 }  // namespace
@@ -340,7 +306,8 @@ Json check(const std::string& op, Rng& rng) {
 std::vector<std::string> cuda_parity_ops() {
   return {"relu", "relu_backward", "add", "widen_u8", "gemm_f32", "gemm_bf16_tc", "softmax_ce", "softmax_ce_soft", "bce_logits",
           "batchnorm_train", "batchnorm_backward", "global_avgpool", "bias_grad", "conv2d", "sgd", "adamw", "count_nonfinite",
-          "prefetch", "oom"};
+          "prefetch", "oom", "gemm_tc_bf16", "gemm_tc_fp16", "gemm_engine", "widen", "bias_act", "conv_out", "batchnorm_eval",
+          "dropout", "mse", "count_correct", "accumulate_loss", "loss_scale"};
 }
 
 Json cuda_parity(const std::string& op, std::uint64_t seed) {

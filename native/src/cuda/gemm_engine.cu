@@ -6,18 +6,12 @@
 #include "core/errors.h"
 #include "cuda/cublaslt.h"
 #include "cuda/cuda_check.h"
-#include "cuda/kernel_utils.cuh"
 #include "cuda/kernels.h"
 
 namespace tb::cuda {
 namespace {
 
 constexpr std::size_t kLtWorkspace = std::size_t(32) << 20;  // cuBLASLt's recommendation for Hopper
-
-template <typename T>
-__global__ void round_k(T* out, const float* in, std::int64_t n) {
-  TB_GRID_LOOP(i, n) out[i] = static_cast<T>(in[i]);
-}
 
 // Elements a row-major (rows, cols) matrix with leading dimension ld spans.
 std::int64_t extent(int rows, int cols, int ld) { return rows > 0 ? static_cast<std::int64_t>(rows - 1) * ld + cols : 0; }
@@ -57,9 +51,8 @@ void* GemmEngine::half_copy(int which, const float* src, std::int64_t n) {
     if (capturing_) TB_THROW(ErrorCode::Internal, "a GEMM operand grew during CUDA graph capture");
     buf = DeviceBuffer(device_, bytes);
   }
-  if (precision_ == Precision::Bf16) round_k<__nv_bfloat16><<<blocks_for(n), kThreads, 0, stream_>>>(buf.as<__nv_bfloat16>(), src, n);
-  else round_k<__half><<<blocks_for(n), kThreads, 0, stream_>>>(buf.as<__half>(), src, n);
-  TB_CUDA_LAUNCH_CHECK();
+  if (precision_ == Precision::Bf16) to_bf16(buf.as<__nv_bfloat16>(), src, n, stream_);
+  else to_f16(buf.as<__half>(), src, n, stream_);
   return buf.get();
 }
 

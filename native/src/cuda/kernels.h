@@ -22,6 +22,7 @@ void bias_add_rows(float* x, const float* bias, int rows, int cols, cudaStream_t
 void widen_u8(float* out, const std::uint8_t* in, std::int64_t n, float scale, float offset, cudaStream_t s);
 void widen_f16(float* out, const __half* in, std::int64_t n, float scale, float offset, cudaStream_t s);
 void to_bf16(__nv_bfloat16* out, const float* in, std::int64_t n, cudaStream_t s);
+void to_f16(__half* out, const float* in, std::int64_t n, cudaStream_t s);
 
 // Row-major C (M, N) = alpha * op(A) * op(B) + beta * C, fp32 (shared-memory tiles).
 void gemm_f32(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,

@@ -28,6 +28,9 @@ __global__ void to_bf16_k(__nv_bfloat16* out, const float* in, std::int64_t n) {
 }
 // The optimizer reads its step scalars from the device state: a skipped fp16 step leaves every
 // parameter and moment untouched, and the gradient is unscaled and clipped on the fly.
+__global__ void to_f16_k(__half* out, const float* in, std::int64_t n) {
+  TB_GRID_LOOP(i, n) out[i] = __float2half_rn(in[i]);
+}
 __global__ void sgd_k(float* p, const float* g, float* buf, std::int64_t n, float mu, float wd, const TrainState* st) {
   if (!st->apply) return;
   const float lr = st->lr, f = st->grad_factor;
@@ -85,6 +88,10 @@ void widen_f16(float* out, const __half* in, std::int64_t n, float scale, float 
 }
 void to_bf16(__nv_bfloat16* out, const float* in, std::int64_t n, cudaStream_t s) {
   to_bf16_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, n);
+  TB_CUDA_LAUNCH_CHECK();
+}
+void to_f16(__half* out, const float* in, std::int64_t n, cudaStream_t s) {
+  to_f16_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, n);
   TB_CUDA_LAUNCH_CHECK();
 }
 void sgd_update(float* p, const float* g, float* buf, std::int64_t n, float momentum, float weight_decay, const TrainState* st,
