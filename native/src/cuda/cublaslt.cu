@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #endif
 
+#include <cstdlib>
 #include <cstring>
 
 namespace tb::cuda {
@@ -51,6 +52,18 @@ struct Api {
 Api api;
 
 void* open_library(std::string* name, std::string* error) {
+  // TB_CUBLASLT names the library file when it is not on the loader's path (e.g. pip's nvidia-cublas).
+  if (const char* path = std::getenv("TB_CUBLASLT"); path && *path) {
+#if defined(_WIN32)
+    void* h = reinterpret_cast<void*>(LoadLibraryA(path));
+#else
+    void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+#endif
+    if (h) {
+      *name = path;
+      return h;
+    }
+  }
 #if defined(_WIN32)
   const char* names[] = {"cublasLt64_13.dll", "cublasLt64_12.dll", "cublasLt64_11.dll"};
   for (const char* n : names)
