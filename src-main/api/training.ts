@@ -56,7 +56,7 @@ export const TrainOptionsSchema = z
     seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
     /** CPU threads; 0 uses every core. */
     threads: z.number().int().min(0).max(1024).default(0),
-    /** 'cpu' or 'cuda:N'. */
+    /** 'cpu', 'cuda:N', or 'auto' (the first GPU when there is one, else the CPU). */
     device: z.string().default('cpu'),
     /** Mixed precision on CUDA: bf16 or fp16 compute with fp32 master weights (fp16 adds dynamic loss scaling). */
     precision: z.enum(['fp32', 'bf16', 'fp16']).default('fp32'),

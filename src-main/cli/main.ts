@@ -107,7 +107,7 @@ export function buildProgram(): Command {
     .option('--clip-norm <x>', 'clip gradients to this global norm', numberArg('--clip-norm'))
     .option('--threads <n>', 'CPU threads (0 = all cores)', intArg('--threads', 0))
     .option('--seed <n>', 'seed for initialisation, shuffling and dropout', intArg('--seed', 0))
-    .option('--device <name>', 'cpu or cuda:N', 'cpu')
+    .option('--device <name>', 'cpu, cuda:N, or auto (the first GPU when there is one)', 'cpu')
     .option('--precision <p>', 'fp32, or mixed precision bf16 / fp16 (CUDA)')
     .option('--phase-timing <mode>', "CUDA phase timing: 'default' (events, no stalls) or 'measure' (synchronise per phase)")
     .option('--cuda-graph', 'CUDA: capture the step once and replay it')

@@ -79,7 +79,8 @@ function backendLine(result: TrainResult): string {
   const b = result.backend;
   if (!b) return result.memory.device;
   const scaling = result.skippedSteps !== undefined ? `; loss scale ${result.lossScale}, ${result.skippedSteps} step(s) skipped for inf/nan gradients` : '';
-  return `${b.device}, ${b.precision}; timing: ${b.timing}${scaling}`;
+  const caveat = typeof b.caveat === 'string' ? `\n         note: ${b.caveat}` : '';
+  return `${b.device}, ${b.precision}; timing: ${b.timing}${scaling}${caveat}`;
 }
 
 function summary(result: TrainResult, modelName: string): string {

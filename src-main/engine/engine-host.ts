@@ -38,6 +38,8 @@ const running = new Map<string, NativeTrainer>();
 
 async function train(addon: NativeAddon, p: HostTrainParams, emit: (event: unknown) => void): Promise<unknown> {
   const { seed, threads, ...engineOptions } = p.options;
+  // 'auto': the first GPU when the engine sees one, else the CPU.
+  if (engineOptions.device === 'auto') engineOptions.device = addon.devices().cuda.available ? 'cuda:0' : 'cpu';
   addon.resolveDevice(engineOptions.device); // throws E_BAD_INPUT with the reason before any data is opened
   const trainer = new addon.Trainer(JSON.stringify(p.spec), JSON.stringify({ seed, threads }));
   const normalize = JSON.stringify(p.data.normalize ?? {});

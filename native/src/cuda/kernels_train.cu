@@ -177,8 +177,8 @@ __global__ void gradient_stats_k(TrainState* st, const float* g, std::int64_t n)
 __global__ void finish_gradients_k(TrainState* st, float clip_norm, bool dynamic_scale, float beta1, float beta2) {
   const bool bad = st->nonfinite > 0;
   const float scale = st->scale.scale;
-  const double norm = bad ? INFINITY : sqrt(st->grad_sq) / scale;
-  st->grad_norm = norm;
+  const double norm = sqrt(st->grad_sq) / scale;
+  if (!bad) st->grad_norm = norm;  // a skipped step keeps the last finite norm for the report
   st->apply = 1;
   if (dynamic_scale) {
     LossScalePolicy policy;
