@@ -20,18 +20,22 @@ def _he_init(module: nn.Module) -> None:
             nn.init.zeros_(m.bias)
 
 
+def _dense_layers(width: int, hidden, dropout: float, outputs: int) -> list:
+    """Linear + ReLU (+ dropout) per hidden width, then the output layer, as the engine builds them."""
+    layers = []
+    for h in hidden:
+        layers += [nn.Linear(width, h), nn.ReLU()]
+        if dropout > 0:
+            layers.append(nn.Dropout(dropout))
+        width = h
+    return layers + [nn.Linear(width, outputs)]
+
+
 class Mlp(nn.Module):
     def __init__(self, spec: dict):
         super().__init__()
-        width = math.prod(spec["input"])
-        layers = [nn.Flatten()]
-        for h in spec.get("hidden", [256, 128]):
-            layers += [nn.Linear(width, h), nn.ReLU()]
-            if spec.get("dropout", 0) > 0:
-                layers.append(nn.Dropout(spec["dropout"]))
-            width = h
-        layers.append(nn.Linear(width, spec["outputs"]))
-        self.net = nn.Sequential(*layers)
+        dense = _dense_layers(math.prod(spec["input"]), spec.get("hidden", [256, 128]), spec.get("dropout", 0), spec["outputs"])
+        self.net = nn.Sequential(nn.Flatten(), *dense)
         _he_init(self)
 
     def forward(self, x):
@@ -50,16 +54,9 @@ class Cnn(nn.Module):
                 layers.append(nn.BatchNorm2d(out_c))
             layers.append(nn.ReLU())
             h, w, c = (h + 2 * (k // 2) - k) // stride + 1, (w + 2 * (k // 2) - k) // stride + 1, out_c
-        layers.append(nn.Flatten())
-        width = c * h * w
         hidden = spec.get("hidden", 128)
-        if hidden:
-            layers += [nn.Linear(width, hidden), nn.ReLU()]
-            if spec.get("dropout", 0) > 0:
-                layers.append(nn.Dropout(spec["dropout"]))
-            width = hidden
-        layers.append(nn.Linear(width, spec["outputs"]))
-        self.net = nn.Sequential(*layers)
+        dense = _dense_layers(c * h * w, [hidden] if hidden else [], spec.get("dropout", 0), spec["outputs"])
+        self.net = nn.Sequential(*layers, nn.Flatten(), *dense)
         _he_init(self)
 
     def forward(self, x):

@@ -8,6 +8,7 @@
 #include "cuda/allocator.h"
 #include "cuda/cublaslt.h"
 #include "cuda/cuda_check.h"
+#include "cuda/event_timing.h"
 #include "cuda/gemm_engine.h"
 #include "cuda/kernels.h"
 
@@ -37,19 +38,7 @@ Json bench_gemm_cuda(int M, int N, int K, const std::string& precision, int reps
   TB_CUDA_CHECK(cudaMemcpy(dB.get(), b.data(), b.size() * 4, cudaMemcpyHostToDevice));
   cudaStream_t s;
   TB_CUDA_CHECK(cudaStreamCreate(&s));
-  cudaEvent_t t0, t1;
-  TB_CUDA_CHECK(cudaEventCreate(&t0));
-  TB_CUDA_CHECK(cudaEventCreate(&t1));
-  auto time = [&](auto&& launch) {
-    launch();
-    TB_CUDA_CHECK(cudaEventRecord(t0, s));
-    for (int r = 0; r < reps; ++r) launch();
-    TB_CUDA_CHECK(cudaEventRecord(t1, s));
-    TB_CUDA_CHECK(cudaEventSynchronize(t1));
-    float ms = 0;
-    TB_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
-    return ms / 1000.0 / reps;
-  };
+  auto time = [&](auto&& launch) { return cuda::time_launches(s, reps, launch); };
   const float* A = dA.as<float>();
   const float* B = dB.as<float>();
   float* C = dC.as<float>();
@@ -86,8 +75,6 @@ Json bench_gemm_cuda(int M, int N, int K, const std::string& precision, int reps
   } else {
     why = lt.reason();
   }
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
   cudaStreamDestroy(s);
 
   int sms = 0, clock_khz = 0, major = 0;

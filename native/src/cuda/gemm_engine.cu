@@ -6,6 +6,7 @@
 #include "core/errors.h"
 #include "cuda/cublaslt.h"
 #include "cuda/cuda_check.h"
+#include "cuda/event_timing.h"
 #include "cuda/kernels.h"
 
 namespace tb::cuda {
@@ -80,26 +81,11 @@ GemmEngine::Choice GemmEngine::choose(const Key& k, const float* A, int lda, con
   // Both candidates write the same scratch output (beta 0), so timing never disturbs real results.
   DeviceBuffer scratch(device_, static_cast<std::size_t>(k.M) * k.N * sizeof(float));
   float* C = scratch.as<float>();
-  cudaEvent_t t0, t1;
-  TB_CUDA_CHECK(cudaEventCreate(&t0));
-  TB_CUDA_CHECK(cudaEventCreate(&t1));
-  auto time = [&](auto&& launch) {
-    launch();  // warm-up: plans, caches, clocks
-    constexpr int reps = 5;
-    TB_CUDA_CHECK(cudaEventRecord(t0, stream_));
-    for (int r = 0; r < reps; ++r) launch();
-    TB_CUDA_CHECK(cudaEventRecord(t1, stream_));
-    TB_CUDA_CHECK(cudaEventSynchronize(t1));
-    float ms = 0;
-    TB_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
-    return 1000.0 * ms / reps;
-  };
+  auto time = [&](auto&& launch) { return 1e6 * time_launches(stream_, 5, launch); };
   std::string why;
   bool lt_ok = lt(k.ta, k.tb, k.M, k.N, k.K, 1.f, A, lda, B, ldb, 0.f, C, k.N, &why);
   c.own_us = time([&] { own(k.ta, k.tb, k.M, k.N, k.K, 1.f, A, lda, B, ldb, 0.f, C, k.N); });
   if (lt_ok) c.lt_us = time([&] { lt(k.ta, k.tb, k.M, k.N, k.K, 1.f, A, lda, B, ldb, 0.f, C, k.N, &why); });
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
   c.cublaslt = lt_ok && c.lt_us < c.own_us;
   c.why = !lt_ok ? why : c.cublaslt ? "cuBLASLt faster" : "own kernel faster";
   return c;
