@@ -79,8 +79,12 @@ function backendLine(result: TrainResult): string {
   const b = result.backend;
   if (!b) return result.memory.device;
   const scaling = result.skippedSteps !== undefined ? `; loss scale ${result.lossScale}, ${result.skippedSteps} step(s) skipped for inf/nan gradients` : '';
+  const gemm = b.gemm as { shapes?: { chosen: string }[] } | undefined;
+  const shapes = gemm?.shapes ?? [];
+  const lt = shapes.filter((g) => g.chosen === 'cublasLt').length;
+  const gemmLine = shapes.length ? `; GEMM: ${shapes.length} shapes, ${lt} on cuBLASLt, ${shapes.length - lt} on own kernels` : '';
   const caveat = typeof b.caveat === 'string' ? `\n         note: ${b.caveat}` : '';
-  return `${b.device}, ${b.precision}; timing: ${b.timing}${scaling}${caveat}`;
+  return `${b.device}, ${b.precision}; timing: ${b.timing}${scaling}${gemmLine}${caveat}`;
 }
 
 function summary(result: TrainResult, modelName: string): string {

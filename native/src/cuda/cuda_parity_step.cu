@@ -136,7 +136,7 @@ Json check_step_op(const std::string& op, Rng& rng) {
     cuda::TrainState st;
     st.dropout_seed = rng.next_u64();
     DeviceBuffer dst = upload_state(st), dx = upload(x), dout(0, x.size() * 4), dmask(0, x.size() * 4);
-    cuda::dropout_forward(dout.as<float>(), dmask.as<float>(), dx.as<float>(), big, p, dst.as<cuda::TrainState>(), nullptr);
+    cuda::dropout_forward(dout.as<float>(), dmask.as<float>(), dx.as<float>(), big, p, 1, dst.as<cuda::TrainState>(), nullptr);
     const auto out = download(dout, big), mask = download(dmask, big);
     double err = 0, kept = 0;
     for (std::int64_t i = 0; i < big; ++i) {

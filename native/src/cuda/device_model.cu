@@ -209,7 +209,7 @@ void DeviceModel::forward(const float* x, int B, bool train, const TrainState* s
       }
       case NodeKind::Dropout:
         if (train && n.p > 0) {
-          dropout_forward(d.out_ptr, d.mask.as<float>(), in, count, static_cast<float>(n.p), st, stream_);
+          dropout_forward(d.out_ptr, d.mask.as<float>(), in, count, static_cast<float>(n.p), i + 1, st, stream_);
         } else {
           TB_CUDA_CHECK(cudaMemcpyAsync(d.out_ptr, in, static_cast<std::size_t>(count) * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
         }

@@ -29,10 +29,12 @@ Precision parse_precision(const std::string& name) {
 const char* precision_name(Precision p) { return p == Precision::Fp32 ? "fp32" : p == Precision::Bf16 ? "bf16" : "fp16"; }
 
 GemmEngine::GemmEngine(int device, Precision precision, cudaStream_t stream) : device_(device), precision_(precision), stream_(stream) {
-  if (CublasLt::instance().loaded()) workspace_ = DeviceBuffer(device, kLtWorkspace);
+  if (lt_workspace_bytes() > 0) workspace_ = DeviceBuffer(device, kLtWorkspace);
 }
 
 GemmEngine::~GemmEngine() = default;
+
+std::int64_t GemmEngine::lt_workspace_bytes() { return CublasLt::instance().loaded() ? static_cast<std::int64_t>(kLtWorkspace) : 0; }
 
 std::int64_t GemmEngine::workspace_bytes() const {
   return static_cast<std::int64_t>(workspace_.bytes() + half_a_.bytes() + half_b_.bytes());

@@ -32,6 +32,8 @@ class GemmEngine {
   // {"cublasLt": "...", "shapes": [{shape, ownUs, cublasLtUs, chosen, why}]}
   Json log() const;
   std::int64_t workspace_bytes() const;
+  // cuBLASLt's workspace when the library loads (0 otherwise); half copies come on top, sized by the shapes.
+  static std::int64_t lt_workspace_bytes();
 
  private:
   struct Key {

@@ -83,7 +83,9 @@ void conv_grad_to_gemm(float* tmp, const float* dout, int n0, int nb, int O, int
 void batchnorm_forward_eval(float* out, const float* in, const float* gamma, const float* beta, const float* running_mean,
                             const float* running_var, int N, int C, int HW, float eps, bool relu, cudaStream_t s);
 // Inverted dropout with a counter-based hash of (seed, index): no RNG state, replayable inside a graph.
-void dropout_forward(float* out, float* mask, const float* in, std::int64_t n, float p, const TrainState* st, cudaStream_t s);
+// salt: distinguishes the layers that share a step's seed.
+void dropout_forward(float* out, float* mask, const float* in, std::int64_t n, float p, unsigned long long salt, const TrainState* st,
+                     cudaStream_t s);
 void multiply(float* out, const float* a, const float* b, std::int64_t n, cudaStream_t s);
 void accumulate(float* a, const float* b, std::int64_t n, cudaStream_t s);
 // x *= st->scale.scale: the fp16 loss scale applied to the output gradients.

@@ -80,8 +80,10 @@ __device__ inline float hash_uniform(unsigned long long seed, std::int64_t i) {
   z ^= z >> 31;
   return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
 }
-__global__ void dropout_k(float* out, float* mask, const float* in, std::int64_t n, float p, const TrainState* st) {
-  const unsigned long long seed = st->dropout_seed;
+__global__ void dropout_k(float* out, float* mask, const float* in, std::int64_t n, float p, unsigned long long salt,
+                          const TrainState* st) {
+  // Fresh masks per step (seed), per layer (salt) and per micro-batch of an accumulated step.
+  const unsigned long long seed = st->dropout_seed ^ (salt * 0xD6E8FEB86659FD93ull) ^ (0x9E3779B97F4A7C15ull * (st->micro_batches + 1ull));
   const float keep = 1.f / (1.f - p);
   TB_GRID_LOOP(i, n) {
     const float m = hash_uniform(seed, i) >= p ? keep : 0.f;
@@ -280,8 +282,9 @@ void batchnorm_forward_eval(float* out, const float* in, const float* gamma, con
   TB_CUDA_LAUNCH_CHECK();
 }
 
-void dropout_forward(float* out, float* mask, const float* in, std::int64_t n, float p, const TrainState* st, cudaStream_t s) {
-  dropout_k<<<blocks_for(n), kThreads, 0, s>>>(out, mask, in, n, p, st);
+void dropout_forward(float* out, float* mask, const float* in, std::int64_t n, float p, unsigned long long salt, const TrainState* st,
+                     cudaStream_t s) {
+  dropout_k<<<blocks_for(n), kThreads, 0, s>>>(out, mask, in, n, p, salt, st);
   TB_CUDA_LAUNCH_CHECK();
 }
 
