@@ -78,6 +78,8 @@ function theirs(mode) {
 }
 
 const rows = [await ours('trainbench bf16', {}), await ours('trainbench bf16 + CUDA graph', { cudaGraph: true })];
+// Where our step's time goes, by op: measurement mode times every node (slower, so not a race row).
+const profiled = await ours('trainbench bf16, measurement mode', { phaseTiming: 'measure' });
 const torchRows = [];
 if (!args.includes('--skip-torch')) for (const mode of ['eager', 'compile']) torchRows.push(theirs(mode));
 
@@ -98,6 +100,8 @@ for (const r of [...rows, ...torchRows]) {
 const best = Math.max(...rows.map((r) => r.samplesPerSec));
 const ratios = Object.fromEntries(torchRows.map((t) => [t.label, best / t.samplesPerSec]));
 for (const [label, ratio] of Object.entries(ratios)) console.log(`trainbench / ${label}: ${ratio.toFixed(2)}x`);
+console.log(`\nlargest ops of our step (measurement mode, ${fmt(profiled.stepMs, 2)} ms/step):`);
+for (const o of (profiled.backend.opShares ?? []).slice(0, 8)) console.log(`  ${o.op.padEnd(28)} ${(100 * o.share).toFixed(1)}%`);
 console.log('\n| GEMM | precision | own TFLOP/s | cuBLASLt TFLOP/s | theoretical |');
 console.log('| --- | --- | ---: | ---: | ---: |');
 for (const g of gemms) console.log(`| ${g.shape} | ${g.precision} | ${fmt(g.ownTflops, 1)} | ${fmt(g.cublasLtTflops, 1)} | ${fmt(g.theoreticalTflops, 0)} |`);
@@ -112,6 +116,8 @@ const result = {
   batch: BATCH,
   timedSteps: STEPS,
   trainbench: rows,
+  opShares: profiled.backend.opShares,
+  measurementMode: { stepMs: profiled.stepMs, phasesMs: profiled.phasesMs },
   pytorch: torchRows,
   ratios,
   gemm: gemms,

@@ -135,6 +135,9 @@ describe.skipIf(!cuda.available)('CUDA graphs and phase timing', () => {
     const phases = run.result.phasesMs as Record<string, number>;
     for (const p of ['forward', 'loss', 'backward', 'optimizer']) expect(phases[p], p).toBeGreaterThan(0);
     expect(String(run.result.backend?.timing)).toMatch(/measurement mode/);
+    const shares = run.result.backend?.opShares as { op: string; share: number }[];
+    expect(shares.map((s) => s.op)).toEqual(expect.arrayContaining(['conv2d forward', 'conv2d backward', 'linear backward']));
+    expect(shares.reduce((a, s) => a + s.share, 0)).toBeCloseTo(1, 6);
   }, 60_000);
 });
 

@@ -46,6 +46,10 @@ class CudaBackend : public StepBackend {
     gemm_ = std::make_unique<cuda::GemmEngine>(device, precision_, stream_);
     net_ = std::make_unique<cuda::DeviceModel>(model, device, stream_, *gemm_);
     timer_ = std::make_unique<cuda::PhaseTimer>(stream_, o.measure_phases);
+    if (o.measure_phases) {
+      profile_ = std::make_unique<cuda::OpProfile>(stream_);
+      net_->set_profile(profile_.get());
+    }
     const std::int64_t n = model.param_count();
     const bool adamw = o.optimizer.kind == "adamw";
     state_m_ = DeviceBuffer(device, static_cast<std::size_t>(n) * sizeof(float));
@@ -88,6 +92,7 @@ class CudaBackend : public StepBackend {
     // Said in every result until test/gpu has passed on a GPU (issue 6); remove with that evidence.
     d.set("caveat", "this CUDA training path compiles but has not yet passed its GPU tests; compare a short run with --device cpu before trusting it");
     d.set("gemm", gemm_->log());
+    if (profile_) d.set("opShares", profile_->report());  // measurement mode: time by op kind, forward and backward
     const AllocatorStats a = CudaAllocator::for_device(device_).stats();
     Json alloc = Json::object();
     alloc.set("allocated", static_cast<double>(a.allocated));
@@ -147,6 +152,7 @@ class CudaBackend : public StepBackend {
     train_pass_ = train;
     if (replaying()) return;
     if (train && should_capture()) begin_capture();
+    net_->set_profile(train && !capturing_ ? profile_.get() : nullptr);  // training steps only, never inside a capture
     if (train && zero_pending_) {
       net_->zero_grads();
       zero_pending_ = false;
@@ -229,6 +235,7 @@ class CudaBackend : public StepBackend {
     r.skipped_steps = s.skipped;
     r.loss_scale = s.scale.scale;
     timer_->collect(r.phase_seconds);
+    if (profile_) profile_->collect();
     r.phase_seconds[kData] += data_seconds_;
     data_seconds_ = 0;
     s.loss_sum = 0;
@@ -360,6 +367,7 @@ class CudaBackend : public StepBackend {
   std::unique_ptr<cuda::GemmEngine> gemm_;
   std::unique_ptr<cuda::DeviceModel> net_;
   std::unique_ptr<cuda::PhaseTimer> timer_;
+  std::unique_ptr<cuda::OpProfile> profile_;
   std::unique_ptr<DevicePrefetcher> prefetch_;
   const Loader* loader_ = nullptr;
   DeviceBuffer state_m_, state_v_, st_, x_;

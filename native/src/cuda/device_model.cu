@@ -173,6 +173,7 @@ void DeviceModel::forward(const float* x, int B, bool train, const TrainState* s
     d.grad_written = false;
     const std::int64_t count = static_cast<std::int64_t>(B) * n.dims.size();
     const float* in = n.inputs.empty() ? nullptr : nodes_[static_cast<size_t>(n.inputs[0])].out_ptr;
+    if (profile_ && n.kind != NodeKind::Input) profile_->begin();
     switch (n.kind) {
       case NodeKind::Input: d.out_ptr = const_cast<float*>(x); break;
       case NodeKind::Conv:
@@ -215,6 +216,7 @@ void DeviceModel::forward(const float* x, int B, bool train, const TrainState* s
         }
         break;
     }
+    if (profile_ && n.kind != NodeKind::Input) profile_->end(std::string(node_kind_name(n.kind)) + (d.fuse_relu ? "+relu" : "") + " forward");
   }
 }
 
@@ -276,6 +278,7 @@ void DeviceModel::backward() {
     auto copy = [&](float* dst, const float* from, std::int64_t values) {
       TB_CUDA_CHECK(cudaMemcpyAsync(dst, from, static_cast<std::size_t>(values) * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
     };
+    if (profile_) profile_->begin();
     switch (n.kind) {
       case NodeKind::Input: break;
       case NodeKind::Conv:
@@ -315,6 +318,7 @@ void DeviceModel::backward() {
         });
         break;
     }
+    if (profile_) profile_->end(std::string(node_kind_name(n.kind)) + " backward");
   }
 }
 

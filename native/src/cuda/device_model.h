@@ -11,6 +11,7 @@
 
 #include "cuda/allocator.h"
 #include "cuda/gemm_engine.h"
+#include "cuda/op_profile.h"
 #include "cuda/train_state.h"
 #include "nn/memory_model.h"
 #include "nn/model.h"
@@ -35,6 +36,9 @@ class DeviceModel {
   float* output_grad(const Head& h);
   void backward();
   void zero_grads();
+
+  // Times every node's forward and backward by op kind (measurement mode); null to stop.
+  void set_profile(OpProfile* profile) { profile_ = profile; }
 
   // Bytes held now by kind (batch data and optimizer state are added by the caller).
   MemoryBreakdown measured() const;
@@ -62,6 +66,7 @@ class DeviceModel {
   std::vector<DNode> nodes_;
   DeviceBuffer scratch_, col_, tmp_;  // gradient scratch and the shared im2col workspace
   int batch_ = 0, capacity_ = 0;
+  OpProfile* profile_ = nullptr;
 };
 
 }  // namespace tb::cuda
