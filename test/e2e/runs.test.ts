@@ -36,6 +36,7 @@ describe('Runs area', () => {
     for (const chart of ['run-loss-chart', 'run-phase-chart', 'run-memory-chart']) {
       expect(await page.locator(`[data-testid="${chart}"] canvas`).count()).toBeGreaterThan(0);
     }
+    expect(await page.getByTestId('run-backend').innerText()).toMatch(/^cpu · fp32 · steady clock/);
     await page.screenshot({ path: path.join(SHOTS, 'runs.png'), fullPage: true });
     expect(errors).toEqual([]);
     await page.close();
