@@ -3,6 +3,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <mutex>
+
 #include "core/errors.h"
 #include "cuda/cublaslt.h"
 #include "cuda/cuda_check.h"
@@ -98,9 +100,28 @@ void GemmEngine::run(bool ta, bool tb, int M, int N, int K, float alpha, const f
   if (M <= 0 || N <= 0) return;
   const Key key{ta, tb, M, N, K};
   auto it = choices_.find(key);
-  if (it == choices_.end()) it = choices_.emplace(key, choose(key, A, lda, B, ldb)).first;
+  if (it == choices_.end()) {
+    // Decided once per process, device and precision: later runs reuse it, so two runs of one
+    // configuration take the same GEMM paths and give the same bits.
+    static std::mutex mutex;
+    static std::map<std::tuple<int, int, Key>, Choice> decided;
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto global = std::make_tuple(device_, static_cast<int>(precision_), key);
+    auto d = decided.find(global);
+    if (d == decided.end()) {
+      Choice c = choose(key, A, lda, B, ldb);
+      if (capturing_) return dispatch(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);  // untimed: decide later
+      d = decided.emplace(global, c).first;
+    }
+    it = choices_.emplace(key, d->second).first;
+  }
+  dispatch(it->second, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void GemmEngine::dispatch(const Choice& c, bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+                              int ldb, float beta, float* C, int ldc) {
   std::string why;
-  if (it->second.cublaslt && lt(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, &why)) return;
+  if (c.cublaslt && lt(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, &why)) return;
   own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 

@@ -1,6 +1,7 @@
 // Every GEMM of a training step goes through here. For each shape the
-// engine's own kernel and cuBLASLt (when it loads) are timed once on scratch
-// output, the faster is kept, and the decision is logged in the run's result.
+// engine's own kernel and cuBLASLt (when it loads) are timed once per process
+// on scratch output, the faster is kept, and the decision is logged in the
+// run's result.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -51,6 +52,8 @@ class GemmEngine {
   bool lt(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C,
           int ldc, std::string* why);
   Choice choose(const Key& k, const float* A, int lda, const float* B, int ldb);
+  void dispatch(const Choice& c, bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+                    float beta, float* C, int ldc);
   void* half_copy(int which, const float* src, std::int64_t n);
 
   int device_;
