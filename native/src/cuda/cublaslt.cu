@@ -1,6 +1,8 @@
 #include "cuda/cublaslt.h"
 
 #if defined(_WIN32)
+#define WIN32_LEAN_AND_MEAN
+#define NOMINMAX  // windows.h's min/max macros would break std::min/std::max
 #include <windows.h>
 #else
 #include <dlfcn.h>
