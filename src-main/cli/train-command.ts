@@ -78,7 +78,9 @@ function memoryLine(result: TrainResult): string {
 function backendLine(result: TrainResult): string {
   const b = result.backend;
   if (!b) return result.memory.device;
-  const scaling = result.skippedSteps !== undefined ? `; loss scale ${result.lossScale}, ${result.skippedSteps} step(s) skipped for inf/nan gradients` : '';
+  const scale = result.lossScale !== undefined ? `; loss scale ${result.lossScale}` : '';
+  const skipped = result.skippedSteps !== undefined ? `, ${result.skippedSteps} step(s) skipped for inf/nan gradients` : '';
+  const scaling = scale + skipped;
   const gemm = b.gemm as { shapes?: { chosen: string }[] } | undefined;
   const shapes = gemm?.shapes ?? [];
   const lt = shapes.filter((g) => g.chosen === 'cublasLt').length;

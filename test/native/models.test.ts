@@ -271,7 +271,7 @@ describe('bad training input gets a clear error, never a crash', () => {
     expect(() => tr.train(json({ sampleRatio: 0 }))).toThrowError(/options.sampleRatio/);
   });
 
-  it('a loss that becomes NaN, with the step and the learning rate', async () => {
+  it('a loss that becomes NaN, with the step and the learning rate, before it reaches the weights', async () => {
     const tr = t();
     const d = blobs(64, 1);
     (d.x.data as Float32Array).forEach((v, i, a) => (a[i] = v * 1e6));
@@ -280,5 +280,6 @@ describe('bad training input gets a clear error, never a crash', () => {
       code: 'E_DATA',
       message: expect.stringMatching(/the loss became (NaN|infinite) at epoch \d+, step \d+ \(learning rate 10/),
     });
+    expect(tr.params().every(Number.isFinite)).toBe(true);
   });
 });

@@ -181,10 +181,12 @@ __global__ void finish_gradients_k(TrainState* st, float clip_norm, bool dynamic
   const float scale = st->scale.scale;
   const double norm = sqrt(st->grad_sq) / scale;
   if (!bad) st->grad_norm = norm;  // a skipped step keeps the last finite norm for the report
-  st->apply = 1;
+  // A step with inf/nan gradients never reaches the weights: fp16 expects a few (and adjusts the
+  // scale); in fp32/bf16 the host reports them, and the NaN loss that usually comes with them.
+  st->apply = bad ? 0 : 1;
   if (dynamic_scale) {
     LossScalePolicy policy;
-    st->apply = update_loss_scale(st->scale, bad, policy) ? 1 : 0;
+    update_loss_scale(st->scale, bad, policy);
   }
   if (!st->apply) st->skipped += 1;
   // The factor that unscales and clips in one multiply inside the optimizer kernel.

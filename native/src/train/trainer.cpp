@@ -255,6 +255,8 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
         if (!backend->next_batch(loader)) TB_THROW(ErrorCode::Internal, "the loader ran out of batches before the epoch's steps");
         backend->forward(true);
         backend->losses(grad_scale, true);
+        // Where reading is free, a non-finite loss stops the step before it reaches the weights.
+        if (backend->cheap_readout()) collect(epoch, s);
         backend->backward();
         backend->release_batch();
       }
@@ -282,10 +284,8 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
         e.set("lr", lr);
         e.set("gradNorm", norm);
         e.set("samplesPerSec", dt > 0 ? window_samples / dt : 0.0);
-        if (o.precision == "fp16") {
-          e.set("lossScale", loss_scale);
-          e.set("skippedSteps", window_skipped);
-        }
+        if (o.precision == "fp16") e.set("lossScale", loss_scale);
+        if (o.precision == "fp16" || window_skipped > 0) e.set("skippedSteps", window_skipped);
         double per_phase[kPhaseCount];
         for (int p = 0; p < kPhaseCount; ++p) per_phase[p] = phase[p] - window_phase[p];
         e.set("phasesMs", phases_json(per_phase, static_cast<double>(window_steps)));
@@ -325,10 +325,9 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
   r.set("threads", pool_.size());
   r.set("samplesPerSec", wall > 0 ? step * per_step / wall : 0.0);
   r.set("backend", backend->describe());
-  if (o.precision == "fp16") {
-    r.set("skippedSteps", skipped_total);
-    r.set("lossScale", loss_scale);
-  }
+  if (o.precision == "fp16") r.set("lossScale", loss_scale);
+  // Steps whose gradients held inf/nan were skipped on the GPU; outside fp16 any such step is worth saying.
+  if (o.precision == "fp16" || skipped_total > 0) r.set("skippedSteps", skipped_total);
   Json timing = Json::object();
   timing.set("wallClockMeanMs", step > 0 ? 1000.0 * wall / step : 0.0);
   timing.set("steadyStateMeanMs",
