@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# On the GPU machine: unpacks .device/ (see bundle.sh) into place and runs the
+# given command with that node first on PATH; TRAINBENCH_FASHION_MNIST points
+# at the carried dataset when there is one. Example:
+#   bash tools/device/run.sh bash -c 'node node_modules/vitest/vitest.mjs run test/gpu; node bench/gpu/race.mjs'
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+mkdir -p /tmp/tb-node/bin
+xz -dc .device/node.xz > /tmp/tb-node/bin/node && chmod +x /tmp/tb-node/bin/node
+export PATH="/tmp/tb-node/bin:$PATH"
+mkdir -p node_modules && xz -dc .device/node_modules.tar.xz | tar -C node_modules -xf -
+mkdir -p node_modules/.bin && ln -sf ../vitest/vitest.mjs node_modules/.bin/vitest
+xz -dc .device/build.tar.xz | tar -xf -
+if [[ -d .device/fashion-mnist ]]; then
+  mkdir -p /tmp/tb-fashion-mnist
+  for f in .device/fashion-mnist/*.xz; do xz -dc "$f" | gzip -1 > "/tmp/tb-fashion-mnist/$(basename "$f" .xz).gz"; done
+  export TRAINBENCH_FASHION_MNIST=/tmp/tb-fashion-mnist
+fi
+"$@"
