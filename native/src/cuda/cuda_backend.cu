@@ -106,7 +106,6 @@ class CudaBackend : public StepBackend {
     prefetch_.reset();  // bound to the loader of the last epoch or evaluation
     loader.start_epoch(epoch);
     prefetch_ = std::make_unique<DevicePrefetcher>(loader, device_, options_.gpu_prefetch, stream_);
-    loader_ = &loader;
     prefetch_->start_epoch();
   }
 
@@ -369,7 +368,6 @@ class CudaBackend : public StepBackend {
   std::unique_ptr<cuda::PhaseTimer> timer_;
   std::unique_ptr<cuda::OpProfile> profile_;
   std::unique_ptr<DevicePrefetcher> prefetch_;
-  const Loader* loader_ = nullptr;
   DeviceBuffer state_m_, state_v_, st_, x_;
   std::vector<HeadBuffers> heads_;
   std::vector<bool> has_mask_;
