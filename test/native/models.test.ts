@@ -269,6 +269,10 @@ describe('bad training input gets a clear error, never a crash', () => {
     expect(() => tr.train(json({ batchSize: 0 }))).toThrowError(/options.batchSize must be an integer from 1/);
     expect(() => tr.train(json({ optimizer: { kind: 'lion' } }))).toThrowError(/options.optimizer.kind must be/);
     expect(() => tr.train(json({ sampleRatio: 0 }))).toThrowError(/options.sampleRatio/);
+    expect(() => tr.train(json({ phaseTiming: 'sync' }))).toThrowError(/options.phaseTiming must be one of default, measure, got "sync"/);
+    expect(() => tr.train(json({ gpuPrefetch: 0 }))).toThrowError(/options.gpuPrefetch must be an integer from 1 to 16, got 0/);
+    expect(() => tr.train(json({ cudaGraph: 'yes' }))).toThrowError(/options.cudaGraph must be true or false, got "yes"/);
+    expect(() => tr.train(json({ device: 3 }))).toThrowError(/options.device must be 'cpu' or 'cuda:N', got 3/);
   });
 
   it('a loss that becomes NaN, with the step and the learning rate, before it reaches the weights', async () => {
