@@ -1,5 +1,6 @@
 import { z } from 'zod';
 
+import { IdSchema } from './ids';
 import { TelemetrySummarySchema } from './telemetry';
 
 /** Storage dtypes of cached fields (little-endian). */
@@ -23,6 +24,8 @@ export const CacheFieldSchema = z.object({
   recordBytes: z.number().int().min(1),
   /** Statistics of every value of the field, for normalisation and the dataset view. */
   stats: FieldStatsSchema.nullable(),
+  /** Class names of a label field whose source held text: value i is classes[i]. */
+  classes: z.array(z.string()).optional(),
 });
 export type CacheField = z.infer<typeof CacheFieldSchema>;
 
@@ -102,7 +105,7 @@ export const BuildRequestSchema = z
     /** Rename or re-type source fields (e.g. float32 targets stored as float16); omitted fields are kept as they are. */
     fieldMap: z.array(z.object({ from: z.string(), to: z.string(), dtype: CacheDTypeSchema })).default([]),
     /** A job id chosen by the caller, so it can cancel; one is made up otherwise. */
-    jobId: z.string().min(1).max(64).optional(),
+    jobId: IdSchema.optional(),
   })
   .strict();
 export type BuildRequest = z.infer<typeof BuildRequestSchema>;
@@ -142,7 +145,7 @@ export const VerifyResultSchema = z.object({ id: z.string(), ok: z.boolean(), pr
 export const InspectResultSchema = z.object({
   description: z.string(),
   records: z.number().int(),
-  fields: z.array(z.object({ name: z.string(), dtype: CacheDTypeSchema, shape: z.array(z.number().int()) })),
+  fields: z.array(z.object({ name: z.string(), dtype: CacheDTypeSchema, shape: z.array(z.number().int()), classes: z.array(z.string()).optional() })),
   /** The first records, each field's first values. */
   preview: z.array(z.record(z.string(), z.array(z.number()))),
   /** Whether the loader can read this source directly (for the cached vs uncached comparison). */
@@ -166,7 +169,7 @@ export type LoaderBenchRow = z.infer<typeof LoaderBenchRowSchema>;
 
 export const LoaderBenchRequestSchema = z
   .object({
-    dataset: z.string().min(1),
+    dataset: IdSchema,
     batchSize: z.number().int().min(1).max(1 << 20).default(256),
     workers: z.array(z.number().int().min(0).max(64)).min(1).max(8).default([0, 1, 2]),
     prefetch: z.array(z.number().int().min(1).max(64)).min(1).max(8).default([2]),

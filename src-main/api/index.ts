@@ -9,3 +9,4 @@ export * from './model-spec';
 export * from './training';
 export * from './datasets';
 export * from './telemetry';
+export * from './ids';

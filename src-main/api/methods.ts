@@ -1,5 +1,6 @@
 import { z } from 'zod';
 
+import { IdSchema } from './ids';
 import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices';
 import { EngineStatusEventSchema } from './events';
 import { ModelInfoSchema, ModelSpecSchema } from './model-spec';
@@ -31,17 +32,17 @@ export const apiMethods = {
   'model.info': { params: z.object({ spec: ModelSpecSchema }).strict(), result: ModelInfoSchema },
   /** Trains to completion; progress arrives as train.progress events with the same runId. */
   'train.run': { params: TrainRequestSchema, result: TrainResultSchema },
-  'train.cancel': { params: z.object({ runId: z.string().min(1) }).strict(), result: z.object({ cancelled: z.boolean() }) },
+  'train.cancel': { params: z.object({ runId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   'runs.list': { params: NoParams, result: z.array(RunSummarySchema) },
-  'runs.get': { params: z.object({ id: z.string().min(1).max(128) }).strict(), result: RunDetailSchema },
+  'runs.get': { params: z.object({ id: IdSchema }).strict(), result: RunDetailSchema },
   'datasets.list': { params: NoParams, result: z.array(DatasetSummarySchema) },
   /** Detected fields, record count and a preview of a source, before building. */
   'datasets.inspect': { params: z.object({ source: SourceSpecSchema }).strict(), result: InspectResultSchema },
   /** Builds a cache; progress arrives as datasets.progress events with the request's jobId. */
   'datasets.build': { params: BuildRequestSchema, result: BuildResultSchema },
-  'datasets.cancel': { params: z.object({ jobId: z.string().min(1) }).strict(), result: z.object({ cancelled: z.boolean() }) },
-  'datasets.verify': { params: z.object({ id: z.string().min(1) }).strict(), result: VerifyResultSchema },
-  'datasets.remove': { params: z.object({ id: z.string().min(1) }).strict(), result: z.object({ removed: z.string() }) },
+  'datasets.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
+  'datasets.verify': { params: z.object({ id: IdSchema }).strict(), result: VerifyResultSchema },
+  'datasets.remove': { params: z.object({ id: IdSchema }).strict(), result: z.object({ removed: z.string() }) },
   /** The loader on the cache (and on the source in place) at each setting. */
   'datasets.benchmark': { params: LoaderBenchRequestSchema, result: LoaderBenchResultSchema },
   /**
@@ -49,10 +50,10 @@ export const apiMethods = {
    * as telemetry.sample events. A lease not renewed for 15 s lapses, and sampling stops when none is left.
    */
   'telemetry.subscribe': {
-    params: TelemetrySubscribeSchema.extend({ leaseId: z.string().min(1).max(64).optional() }),
+    params: TelemetrySubscribeSchema.extend({ leaseId: IdSchema.optional() }),
     result: TelemetrySnapshotSchema.extend({ leaseId: z.string() }),
   },
-  'telemetry.unsubscribe': { params: z.object({ leaseId: z.string().min(1) }).strict(), result: z.object({}) },
+  'telemetry.unsubscribe': { params: z.object({ leaseId: IdSchema }).strict(), result: z.object({}) },
   /** Files in a folder of the workspace, for choosing a source to import. */
   'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema) }) },
 } as const;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 
+import { IdSchema } from './ids';
 import { ModelSpecSchema } from './model-spec';
 import { TelemetrySummarySchema } from './telemetry';
 
@@ -86,7 +87,7 @@ export const DataSourceSchema = z.discriminatedUnion('kind', [
   /** The built-in board dataset (positions labelled by a fixed teacher network), created on first use. */
   z.object({ kind: z.literal('example-board') }).strict(),
   /** Caches already in the workspace, by id or name. */
-  z.object({ kind: z.literal('dataset'), train: z.string().min(1), test: z.string().min(1).optional() }).strict(),
+  z.object({ kind: z.literal('dataset'), train: IdSchema, test: IdSchema.optional() }).strict(),
 ]);
 export type DataSource = z.infer<typeof DataSourceSchema>;
 

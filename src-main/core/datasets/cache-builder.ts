@@ -35,6 +35,7 @@ function chunkRecords(bytesPerRecord: number): number {
 
 interface OutField {
   name: string;
+  classes?: string[];
   dtype: CacheDType;
   shape: number[];
   recordBytes: number;
@@ -51,7 +52,7 @@ function outputFields(source: RecordSource, fieldMap: BuildSettings['fieldMap'])
   const out = source.fields.map((f, i) => {
     const m = fieldMap.find((x) => x.from === f.name);
     const dtype = m?.dtype ?? f.dtype;
-    return { name: m?.to ?? f.name, dtype, shape: f.shape, recordBytes: recordValues(f) * DTYPE_BYTES[dtype], from: i, fromDtype: f.dtype };
+    return { name: m?.to ?? f.name, classes: f.classes, dtype, shape: f.shape, recordBytes: recordValues(f) * DTYPE_BYTES[dtype], from: i, fromDtype: f.dtype };
   });
   const names = new Set<string>();
   for (const f of out) {
@@ -163,7 +164,7 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
       createdAt: new Date().toISOString(),
       records,
       recordsPerShard: perShard,
-      fields: fields.map((f, i) => ({ name: f.name, dtype: f.dtype, shape: f.shape, recordBytes: f.recordBytes, stats: stats[i].result() })),
+      fields: fields.map((f, i) => ({ name: f.name, dtype: f.dtype, shape: f.shape, recordBytes: f.recordBytes, stats: stats[i].result(), ...(f.classes ? { classes: f.classes } : {}) })),
       shards,
       source: {
         kind: source.kind,

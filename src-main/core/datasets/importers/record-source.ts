@@ -9,6 +9,8 @@ export interface SourceField {
   dtype: CacheDType;
   /** Per-record shape; [] is one value. */
   shape: number[];
+  /** Class names when the source held text labels (stored as indices into this list). */
+  classes?: string[];
 }
 
 /** Consecutive records: for each field (in `fields` order) `count` records packed, little-endian. */

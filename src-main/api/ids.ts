@@ -1,0 +1,13 @@
+import { z } from 'zod';
+
+/**
+ * Ids and names that become one path segment in the workspace (runs, datasets,
+ * jobs): letters, digits, '.', '_' and '-', and never starting with '.', so
+ * '..' and hidden build folders can never be named from outside.
+ */
+export const ID_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
+export const IdSchema = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(ID_PATTERN, "ids are letters, digits, '.', '_' and '-', not starting with '.'");
