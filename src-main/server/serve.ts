@@ -1,9 +1,10 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 
 import { TOKEN_QUERY_PARAM } from '../api/wire';
 import type { Services } from '../core/services';
-import { createToken } from './auth';
+import { allowedHostNames, createToken, externalAddresses, isWildcardHost, urlHostName } from './auth';
 import { staticHandler } from './static-files';
 import { attachWsApi } from './ws-api';
 
@@ -15,10 +16,17 @@ export interface ServeOptions {
   port?: number;
   /** Fixed token for tests; a random one otherwise. */
   token?: string;
+  /** Where problems with clients are reported (stderr by default); they never end the server. */
+  log?: (line: string) => void;
+  /** Unsent bytes a client may leave queued before it is dropped (ws-api's default otherwise). */
+  maxBufferedBytes?: number;
 }
 
 export interface RunningServer {
+  /** The URL to open on this machine (or through an SSH tunnel). */
   url: string;
+  /** Every URL the server answers under: loopback first, then this machine's name and addresses when bound to them. */
+  urls: string[];
   port: number;
   token: string;
   close(): Promise<void>;
@@ -26,26 +34,41 @@ export interface RunningServer {
 
 export const DEFAULT_PORT = 7433;
 
+const stderrLog = (line: string) => process.stderr.write(`trainbench serve: ${line}\n`);
+
+/** The URLs a browser can use: for a wildcard bind, loopback, the machine's name and each interface address. */
+export function reachableUrls(host: string, port: number, token: string, hostname?: string, interfaces?: Parameters<typeof externalAddresses>[0]): string[] {
+  const hosts = isWildcardHost(host)
+    ? ['127.0.0.1', ...(hostname ? [hostname] : []), ...externalAddresses(interfaces)]
+    : [urlHostName(host)];
+  return hosts.map((h) => `http://${h}:${port}/?${TOKEN_QUERY_PARAM}=${token}`);
+}
+
 /** Serves the renderer and the WebSocket API; loopback only unless told otherwise. */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1';
   const token = options.token ?? createToken();
-  const serveStatic = staticHandler(options.rendererDir);
+  const log = options.log ?? stderrLog;
+  const serveStatic = staticHandler(options.rendererDir, log);
   const server = createServer((req, res) => {
     serveStatic(req, res).catch((err: unknown) => {
-      if (!res.headersSent) res.writeHead(500).end(String(err));
+      log(`static file ${JSON.stringify(req.url)} failed: ${(err as Error).message}`);
+      if (!res.headersSent) res.writeHead(500).end('internal error');
+      else res.destroy();
     });
   });
-  const wss = attachWsApi({ server, services: options.services, token, bindHost: host });
+  const allowedHosts = allowedHostNames(host);
+  const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes: options.maxBufferedBytes });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? DEFAULT_PORT, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  const urlHost = host.includes(':') ? `[${host}]` : host;
+  const urls = reachableUrls(host, port, token, os.hostname());
   return {
-    url: `http://${urlHost}:${port}/?${TOKEN_QUERY_PARAM}=${token}`,
+    url: urls[0],
+    urls,
     port,
     token,
     close: () =>

@@ -27,7 +27,7 @@ export const CONTENT_SECURITY_POLICY = [
 ].join('; ');
 
 /** Serves the built renderer; unknown paths fall back to index.html for the router. */
-export function staticHandler(rootDir: string) {
+export function staticHandler(rootDir: string, log: (line: string) => void) {
   const root = path.resolve(rootDir);
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -64,6 +64,12 @@ export function staticHandler(rootDir: string) {
       res.end();
       return;
     }
-    createReadStream(file).pipe(res);
+    // A file removed or unreadable between stat and read must cost this response, never the server.
+    createReadStream(file)
+      .on('error', (err) => {
+        log(`reading ${file} failed: ${err.message}`);
+        res.destroy();
+      })
+      .pipe(res);
   };
 }

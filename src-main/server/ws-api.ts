@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 
 import { WebSocketServer, type WebSocket } from 'ws';
 
@@ -10,64 +11,126 @@ import { toApiError } from '../core/api-router';
 import type { Services } from '../core/services';
 import { isAllowedOrigin, tokensEqual } from './auth';
 
+/** Largest message a client may send (a frame over it closes that connection with 1009). */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** Unsent bytes a client may leave queued before it is dropped: it is not reading its socket. */
+export const MAX_BUFFERED_BYTES = 32 * 1024 * 1024;
+
 export interface WsApiOptions {
   server: Server;
   services: Services;
   token: string;
-  bindHost: string;
+  /** Host names a page of this server may be reached under (auth.allowedHostNames). */
+  allowedHosts: ReadonlySet<string>;
+  log: (line: string) => void;
+  maxBufferedBytes?: number;
+}
+
+/**
+ * The path and query of a request target, without `new URL` (which throws on
+ * targets such as "//"): anything a client sends yields an answer, never an exception.
+ */
+export function splitTarget(target: string | undefined): { pathname: string; query: URLSearchParams } {
+  const raw = target ?? '/';
+  const q = raw.indexOf('?');
+  return { pathname: q < 0 ? raw : raw.slice(0, q), query: new URLSearchParams(q < 0 ? '' : raw.slice(q + 1)) };
 }
 
 /** Why an upgrade request is refused, or null when it is accepted. */
-export function refuseReason(req: IncomingMessage, token: string, bindHost: string): string | null {
-  const url = new URL(req.url ?? '/', 'http://x');
-  if (url.pathname !== WS_PATH) return 'unknown path';
-  if (!tokensEqual(token, url.searchParams.get(TOKEN_QUERY_PARAM))) return 'missing or wrong token';
-  if (!isAllowedOrigin(req.headers.origin, req.headers.host, bindHost)) return 'origin not allowed';
+export function refuseReason(req: IncomingMessage, token: string, allowedHosts: ReadonlySet<string>): string | null {
+  const { pathname, query } = splitTarget(req.url);
+  if (pathname !== WS_PATH) return 'unknown path';
+  if (!tokensEqual(token, query.get(TOKEN_QUERY_PARAM))) return 'missing or wrong token';
+  if (!isAllowedOrigin(req.headers.origin, req.headers.host, allowedHosts)) return 'origin not allowed';
   return null;
 }
 
-/** The WebSocket transport: requests are validated and dispatched, events are pushed. */
-export function attachWsApi({ server, services, token, bindHost }: WsApiOptions): WebSocketServer {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });
+function peer(req: IncomingMessage): string {
+  return `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
+}
 
-  server.on('upgrade', (req, socket, head) => {
-    const reason = refuseReason(req, token, bindHost);
-    if (reason) {
-      socket.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${reason}\n`);
-      return;
+function refuse(socket: Duplex, reason: string): void {
+  socket.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${reason}\n`);
+}
+
+/**
+ * The WebSocket transport: requests are validated and dispatched, events are
+ * pushed. Every path a network peer can drive runs under an error handler: a
+ * bad request, a protocol error or a slow reader costs that connection at most.
+ */
+export function attachWsApi(options: WsApiOptions): WebSocketServer {
+  const { server, services, token, allowedHosts, log } = options;
+  const maxBuffered = options.maxBufferedBytes ?? MAX_BUFFERED_BYTES;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // Node takes its own error handler off a socket it hands to 'upgrade'; a reset would otherwise be uncaught.
+    socket.on('error', (err) => log(`connection from ${peer(req)}: ${err.message}`));
+    try {
+      const reason = refuseReason(req, token, allowedHosts);
+      if (reason) {
+        refuse(socket, reason);
+        return;
+      }
+      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+    } catch (err) {
+      log(`refused an upgrade from ${peer(req)}: ${(err as Error).message}`);
+      socket.destroy();
     }
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
   });
 
-  wss.on('connection', (ws: WebSocket) => {
+  wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
+    const who = peer(req);
+    let dropped = false;
     const send = (msg: ServerMessage) => {
-      if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
+      if (dropped || ws.readyState !== ws.OPEN) return;
+      if (ws.bufferedAmount > maxBuffered) {
+        dropped = true;
+        log(`dropped client ${who}: ${(ws.bufferedAmount / 2 ** 20).toFixed(1)} MiB unsent, it is not reading its socket`);
+        ws.terminate();
+        return;
+      }
+      try {
+        ws.send(JSON.stringify(msg));
+      } catch (err) {
+        log(`could not send to ${who}: ${(err as Error).message}`);
+      }
     };
     const unsubscribe = services.events.subscribe((event, data) => send({ type: 'event', event, data }));
     ws.on('close', unsubscribe);
+    // ws closes the connection itself (1007 bad UTF-8, 1009 too big, 1002 bad frame); without a listener it would throw.
+    ws.on('error', (err) => log(`closed client ${who} after a protocol error: ${err.message}`));
     send({ type: 'event', event: 'engine.status', data: services.engine.status() });
 
     ws.on('message', (raw) => {
-      let json: unknown;
       try {
-        json = JSON.parse(raw.toString());
-      } catch {
-        send({ type: 'response', id: 0, ok: false, error: { code: 'E_BAD_REQUEST', message: 'message is not JSON' } });
-        return;
+        handleMessage(raw.toString(), services, send);
+      } catch (err) {
+        log(`message from ${who} failed: ${(err as Error).message}`);
       }
-      const parsed = RequestMessageSchema.safeParse(json);
-      if (!parsed.success) {
-        const id = typeof (json as { id?: unknown })?.id === 'number' ? (json as { id: number }).id : 0;
-        const message = `bad request message: ${formatIssues(parsed.error, 'message')}`;
-        send({ type: 'response', id, ok: false, error: new ApiError('E_BAD_REQUEST', message).toPayload() });
-        return;
-      }
-      const { id, method, params } = parsed.data;
-      services.router.dispatch(method, params).then(
-        (result) => send({ type: 'response', id, ok: true, result }),
-        (err: unknown) => send({ type: 'response', id, ok: false, error: toApiError(err).toPayload() }),
-      );
     });
   });
   return wss;
+}
+
+function handleMessage(text: string, services: Services, send: (msg: ServerMessage) => void): void {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    send({ type: 'response', id: 0, ok: false, error: { code: 'E_BAD_REQUEST', message: 'message is not JSON' } });
+    return;
+  }
+  const parsed = RequestMessageSchema.safeParse(json);
+  if (!parsed.success) {
+    const id = typeof (json as { id?: unknown })?.id === 'number' ? (json as { id: number }).id : 0;
+    const message = `bad request message: ${formatIssues(parsed.error, 'message')}`;
+    send({ type: 'response', id, ok: false, error: new ApiError('E_BAD_REQUEST', message).toPayload() });
+    return;
+  }
+  const { id, method, params } = parsed.data;
+  services.router.dispatch(method, params).then(
+    (result) => send({ type: 'response', id, ok: true, result }),
+    (err: unknown) => send({ type: 'response', id, ok: false, error: toApiError(err).toPayload() }),
+  );
 }

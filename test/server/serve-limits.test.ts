@@ -1,0 +1,106 @@
+// Serve mode's limits over real sockets: a client that never reads is dropped
+// with a log line instead of growing the server's memory, and a server bound to
+// every interface on purpose accepts pages opened under the machine's name.
+import { mkdirSync } from 'node:fs';
+import type net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+
+import type { Services } from '../../src-main/core/services';
+import { startServer } from '../../src-main/server/serve';
+import { testServices } from '../helpers/services';
+import { tempDir } from '../helpers/temp-dir';
+
+let services: Services;
+let cleanup: () => Promise<void>;
+const renderer = tempDir();
+
+beforeAll(async () => {
+  const t = await testServices();
+  services = t.services;
+  cleanup = t.cleanup;
+});
+
+afterAll(async () => {
+  await cleanup?.();
+  renderer.cleanup();
+});
+
+function open(url: string, headers: Record<string, string> = {}): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers });
+    ws.once('open', () => resolve(ws));
+    ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+    ws.once('error', reject);
+  });
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('a client that does not read its socket', () => {
+  it('is dropped once its unsent bytes pass the limit, and the log says so', async () => {
+    const lines: string[] = [];
+    const limit = 1 << 20;
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxBufferedBytes: limit, log: (l) => lines.push(l) });
+    try {
+      const ws = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      (ws as unknown as { _socket: net.Socket })._socket.pause(); // never read again
+      const failure = 'x'.repeat(256 * 1024);
+      // 100 MiB of events: without a limit all of it would wait in the server's memory.
+      for (let i = 0; i < 400 && !lines.some((l) => l.includes('dropped')); i++) {
+        services.events.emit('engine.status', { state: 'ready', pid: 1, restarts: i, lastFailure: failure });
+        await tick();
+      }
+      const dropped = lines.find((l) => l.startsWith('dropped client'));
+      expect(dropped, lines.join('\n')).toMatch(/not reading its socket/);
+      const mib = Number(/([\d.]+) MiB unsent/.exec(dropped!)![1]);
+      expect(mib * 2 ** 20).toBeLessThan(limit + 2 * failure.length);
+      // Other clients are unaffected.
+      const other = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      other.close();
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('--host 0.0.0.0', () => {
+  it('prints the reachable URLs and accepts a page opened under the machine name', async () => {
+    const server = await startServer({ services, rendererDir: renderer.dir, host: '0.0.0.0', port: 0, log: () => undefined });
+    try {
+      expect(server.url).toBe(`http://127.0.0.1:${server.port}/?token=${server.token}`);
+      expect(server.urls).toContain(`http://${os.hostname()}:${server.port}/?token=${server.token}`);
+      expect(server.urls.join(' ')).not.toContain('0.0.0.0');
+      // Connect over loopback, but as a browser that opened http://<hostname>:port would.
+      const host = `${os.hostname()}:${server.port}`;
+      const ws = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`, { Host: host, Origin: `http://${host}` });
+      ws.close();
+      await expect(
+        open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`, { Host: `evil.example:${server.port}`, Origin: `http://evil.example:${server.port}` }),
+      ).rejects.toThrow('HTTP 403');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('a renderer file that cannot be read', () => {
+  it('costs that response only, with a log line', async () => {
+    const broken = tempDir();
+    mkdirSync(path.join(broken.dir, 'index.html')); // stat finds it, reading it fails with EISDIR
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: broken.dir, port: 0, log: (l) => lines.push(l) });
+    try {
+      await expect(fetch(`http://127.0.0.1:${server.port}/runs`)).rejects.toThrow();
+      expect(lines.join('\n')).toContain('EISDIR');
+      const ws = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      ws.close();
+    } finally {
+      await server.close();
+      broken.cleanup();
+    }
+  });
+});
