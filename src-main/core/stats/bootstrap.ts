@@ -1,0 +1,91 @@
+/**
+ * Small-sample statistics for repeated measurements: medians and percentile
+ * bootstrap confidence intervals, seeded so a report can be reproduced.
+ */
+
+/** mulberry32: a tiny seeded PRNG, good enough for resampling indices. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function checkSamples(xs: readonly number[], what: string): void {
+  if (xs.length === 0) throw new RangeError(`${what}: no measurements`);
+  for (const x of xs) if (!Number.isFinite(x)) throw new RangeError(`${what}: measurement ${x} is not a finite number`);
+}
+
+/** Linear interpolation between closest ranks of an ascending array (q in [0, 1]). */
+export function quantile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) throw new RangeError('quantile of no values');
+  const pos = (sorted.length - 1) * Math.min(1, Math.max(0, q));
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+}
+
+export function median(xs: readonly number[]): number {
+  checkSamples(xs, 'median');
+  return quantile([...xs].sort((a, b) => a - b), 0.5);
+}
+
+/** A point estimate with its confidence interval. */
+export interface Interval {
+  low: number;
+  median: number;
+  high: number;
+}
+
+export interface BootstrapOptions {
+  /** Two-sided confidence level, 0.95 by default. */
+  confidence?: number;
+  resamples?: number;
+  seed?: number;
+}
+
+function resampleMedian(xs: readonly number[], random: () => number, scratch: number[]): number {
+  for (let i = 0; i < xs.length; i++) scratch[i] = xs[Math.floor(random() * xs.length)];
+  scratch.sort((a, b) => a - b);
+  return quantile(scratch, 0.5);
+}
+
+function percentileInterval(estimate: number, draws: number[], confidence: number): Interval {
+  draws.sort((a, b) => a - b);
+  const tail = (1 - confidence) / 2;
+  return { low: quantile(draws, tail), median: estimate, high: quantile(draws, 1 - tail) };
+}
+
+/** Percentile bootstrap CI of the median of one set of repetitions. */
+export function medianInterval(xs: readonly number[], options: BootstrapOptions = {}): Interval {
+  checkSamples(xs, 'medianInterval');
+  const { confidence = 0.95, resamples = 4000, seed = 1 } = options;
+  const random = seededRandom(seed);
+  const scratch = new Array<number>(xs.length);
+  const draws = Array.from({ length: resamples }, () => resampleMedian(xs, random, scratch));
+  return percentileInterval(median(xs), draws, confidence);
+}
+
+/**
+ * CI of median(candidate) / median(baseline): for throughputs, the speedup.
+ * Each side is resampled on its own (the repetitions are independent runs).
+ */
+export function ratioInterval(baseline: readonly number[], candidate: readonly number[], options: BootstrapOptions = {}): Interval {
+  checkSamples(baseline, 'ratioInterval baseline');
+  checkSamples(candidate, 'ratioInterval candidate');
+  const { confidence = 0.95, resamples = 4000, seed = 1 } = options;
+  const random = seededRandom(seed);
+  const a = new Array<number>(baseline.length);
+  const b = new Array<number>(candidate.length);
+  const draws = Array.from({ length: resamples }, () => resampleMedian(candidate, random, b) / resampleMedian(baseline, random, a));
+  return percentileInterval(median(candidate) / median(baseline), draws, confidence);
+}
+
+/** Half the width of an interval relative to its median: the run-to-run noise of a measurement. */
+export function relativeHalfWidth(i: Interval): number {
+  return i.median === 0 ? Infinity : (i.high - i.low) / (2 * Math.abs(i.median));
+}

@@ -1,0 +1,24 @@
+import type { Interval } from './bootstrap';
+
+export type Decision = 'accept' | 'reject' | 'inconclusive';
+
+/**
+ * The wizard's rule for one change, from the CI of its speedup (candidate over
+ * the current best, throughput) and the baseline's noise floor (relative half
+ * width of its median's CI): keep it only when the whole CI lies above 1 and
+ * the gain is larger than the noise; drop it as slower only when the whole CI
+ * lies below 1; anything else could be noise and is said to be so.
+ */
+export function decide(speedup: Interval, noiseFloor: number): { decision: Decision; why: string } {
+  const pct = (x: number) => `${(100 * (x - 1)).toFixed(1)}%`;
+  const ci = `speedup ${speedup.median.toFixed(3)}x, 95% CI ${speedup.low.toFixed(3)}–${speedup.high.toFixed(3)}`;
+  const noise = `${(100 * noiseFloor).toFixed(1)}%`;
+  if (speedup.low > 1 && speedup.median - 1 > noiseFloor) {
+    return { decision: 'accept', why: `${ci}: the whole interval is above 1 and the gain (${pct(speedup.median)}) exceeds the noise floor (${noise})` };
+  }
+  if (speedup.high < 1) return { decision: 'reject', why: `${ci}: the whole interval is below 1, the change is slower` };
+  if (speedup.low > 1) {
+    return { decision: 'inconclusive', why: `${ci}: faster, but the gain (${pct(speedup.median)}) is within the noise floor (${noise})` };
+  }
+  return { decision: 'inconclusive', why: `${ci}: the interval contains 1, so the difference could be noise` };
+}
