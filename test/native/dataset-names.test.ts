@@ -7,6 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { BuildResult, DatasetSummary } from '../../src-main/api/datasets';
 import { datasetsRoot } from '../../src-main/core/datasets/cache-store';
 import type { Services } from '../../src-main/core/services';
+import { cacheOf } from '../helpers/datasets';
 import { testServices } from '../helpers/services';
 
 let services: Services;
@@ -83,5 +84,16 @@ describe('dataset names', () => {
     expect(await build('legacy', 3)).toMatchObject({ hit: true, dataset: { id: older.dataset.id } });
     expect((await list()).map((d) => d.id)).toEqual([older.dataset.id]);
     expect(await services.router.dispatch('datasets.verify', { id: 'legacy' })).toMatchObject({ id: older.dataset.id });
+  });
+
+  it('a name that is not one plain folder name is refused by the builder itself (the CLI calls it without the contract)', async () => {
+    for (const name of ['../escape', '.hidden', 'a/b', '']) {
+      await expect(cacheOf(services.workspace, { kind: 'synthetic-board', records: 4, seed: 0 }, name), name).rejects.toMatchObject({
+        code: 'E_BAD_INPUT',
+        message: expect.stringContaining(`dataset name ${JSON.stringify(name)} is not allowed`),
+      });
+    }
+    expect(onDisk()).toEqual([]);
+    expect(readdirSync(services.workspace.root).sort()).toEqual(['datasets', 'reports', 'runs', 'sources', 'workspace.json']);
   });
 });
