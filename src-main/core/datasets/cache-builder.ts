@@ -7,7 +7,7 @@ import { ApiError } from '../../api/errors';
 import { ID_PATTERN } from '../../api/ids';
 import { writeJsonAtomic } from '../atomic-write';
 import type { Workspace } from '../workspace';
-import { checkStructure, datasetDir, datasetsRoot, readManifest, namesakes, retireDatasets, scratchDir, sha256File, summarize, sweepAbandonedBuilds } from './cache-store';
+import { checkStructure, datasetDir, datasetId, datasetsRoot, readManifest, namesakes, retireDatasets, scratchDir, sha256File, summarize, sweepAbandonedBuilds } from './cache-store';
 import { convert, decode, StatsAccumulator } from './dtype-codec';
 import { fingerprint } from './fingerprint';
 import type { RecordSource } from './importers/record-source';
@@ -78,7 +78,7 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
   }
   const fields = outputFields(source, settings.fieldMap);
   const fp = await fingerprint(source, settings);
-  const id = `${settings.name}-${fp.hash.slice(0, 12)}`;
+  const id = datasetId(settings.name, fp.hash);
   await fs.mkdir(datasetsRoot(workspace), { recursive: true });
   // Killed builds leave their scratch folders behind (gigabytes at times); reclaim them before adding one.
   await sweepAbandonedBuilds(workspace);

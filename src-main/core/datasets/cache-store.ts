@@ -140,13 +140,13 @@ interface CacheEntry {
   error: string | null;
 }
 
-/** Every folder under datasets/ but scratch ones, with its manifest when it reads. */
-async function scanDatasets(workspace: Workspace): Promise<CacheEntry[]> {
+/** Every folder under datasets/ but scratch ones (or those `only` picks by folder name), with its manifest when it reads. */
+async function scanDatasets(workspace: Workspace, only: (dirName: string) => boolean = () => true): Promise<CacheEntry[]> {
   const root = datasetsRoot(workspace);
   const names = await fs.readdir(root).catch(() => [] as string[]);
   const out: CacheEntry[] = [];
   for (const name of names.sort()) {
-    if (name.startsWith('.')) continue;
+    if (name.startsWith('.') || !only(name)) continue;
     const dir = path.join(root, name);
     if (!(await fs.stat(dir).catch(() => null))?.isDirectory()) continue;
     try {
@@ -156,6 +156,19 @@ async function scanDatasets(workspace: Workspace): Promise<CacheEntry[]> {
     }
   }
   return out;
+}
+
+const ID_HASH_DIGITS = 12;
+
+/** A cache's id: its name and the start of its source fingerprint (hex), so the same source and settings find it again. */
+export function datasetId(name: string, fingerprintHex: string): string {
+  return `${name}-${fingerprintHex.slice(0, ID_HASH_DIGITS)}`;
+}
+
+/** Whether a folder name can be the id of a cache named `name`, so a lookup by name reads only those manifests. */
+function idOfName(name: string): (dirName: string) => boolean {
+  const suffix = new RegExp(`^-[0-9a-f]{${ID_HASH_DIGITS}}$`);
+  return (dirName) => dirName.startsWith(name) && suffix.test(dirName.slice(name.length));
 }
 
 /** Newest first: by creation time, then id, so every caller picks the same one of a name. */
@@ -187,10 +200,9 @@ export async function listDatasets(workspace: Workspace): Promise<DatasetSummary
 export async function locateDataset(workspace: Workspace, idOrName: string): Promise<{ id: string; dir: string }> {
   const direct = datasetDir(workspace, idOrName);
   if ((await fs.stat(direct).catch(() => null))?.isDirectory()) return { id: idOrName, dir: direct };
-  const all = await scanDatasets(workspace);
-  const named = all.filter((e) => e.manifest?.name === idOrName).sort(newestFirst);
+  const named = (await scanDatasets(workspace, idOfName(idOrName))).filter((e) => e.manifest?.name === idOrName).sort(newestFirst);
   if (named.length > 0) return { id: named[0].id, dir: named[0].dir };
-  const known = [...new Set(all.map((e) => e.manifest?.name ?? e.id))];
+  const known = [...new Set((await scanDatasets(workspace)).map((e) => e.manifest?.name ?? e.id))];
   throw new ApiError(
     'E_BAD_INPUT',
     `no dataset named ${JSON.stringify(idOrName)} in this workspace${known.length ? ` (it has: ${known.join(', ')})` : ' (it has none yet: build one with "trainbench cache build")'}`,
@@ -214,7 +226,7 @@ async function discard(workspace: Workspace, id: string, dir: string): Promise<v
 
 /** Ids of the caches named `name` now: what a build of that name will replace. */
 export async function namesakes(workspace: Workspace, name: string): Promise<string[]> {
-  return (await scanDatasets(workspace)).filter((e) => e.manifest?.name === name).map((e) => e.id);
+  return (await scanDatasets(workspace, idOfName(name))).filter((e) => e.manifest?.name === name).map((e) => e.id);
 }
 
 /**
