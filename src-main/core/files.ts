@@ -4,7 +4,20 @@ import path from 'node:path';
 import { ApiError } from '../api/errors';
 import type { Workspace } from './workspace';
 
-/** A folder of the workspace, for the import wizard's file chooser (serve mode never browses outside it). */
+/** The entry's path if it stays inside the workspace; null for a link that leads outside. */
+function confined(workspace: Workspace, relative: string): string | null {
+  try {
+    return workspace.resolve(relative);
+  } catch (err) {
+    if ((err as ApiError).code === 'E_BAD_INPUT') return null;
+    throw err;
+  }
+}
+
+/**
+ * A folder of the workspace, for the import wizard's file chooser. Serve mode never
+ * browses outside it: links that lead outside are left out, as they could not be imported.
+ */
 export async function listFiles(workspace: Workspace, dir: string) {
   const abs = workspace.resolve(dir);
   const names = await fs.readdir(abs).catch((err: Error) => {
@@ -13,9 +26,12 @@ export async function listFiles(workspace: Workspace, dir: string) {
   const entries = [];
   for (const name of names.sort()) {
     if (name.startsWith('.')) continue;
-    const stat = await fs.stat(path.join(abs, name)).catch(() => null);
+    const rel = path.relative(workspace.root, path.join(abs, name));
+    const entry = confined(workspace, rel);
+    if (entry === null) continue;
+    const stat = await fs.stat(entry).catch(() => null);
     if (!stat) continue;
-    entries.push({ name, path: path.relative(workspace.root, path.join(abs, name)), kind: stat.isDirectory() ? ('dir' as const) : ('file' as const), bytes: stat.size });
+    entries.push({ name, path: rel, kind: stat.isDirectory() ? ('dir' as const) : ('file' as const), bytes: stat.size });
   }
   return { dir: path.relative(workspace.root, abs), entries };
 }

@@ -1,4 +1,4 @@
-import { promises as fs } from 'node:fs';
+import { lstatSync, promises as fs, readlinkSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -29,16 +29,58 @@ export function defaultWorkspaceDir(
 
 export interface Workspace {
   readonly root: string;
-  /** Resolves a path relative to the workspace; refuses anything that escapes it. */
+  /**
+   * Resolves a path relative to the workspace; refuses anything that escapes it,
+   * by name ('..', absolute paths) or through a symbolic link.
+   */
   resolve(relative: string): string;
 }
 
+/** Links followed before giving up, as the OS does (ELOOP). */
+const MAX_LINKS = 40;
+
+function isWithin(root: string, p: string): boolean {
+  const rel = path.relative(root, p);
+  return !(rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel));
+}
+
+/**
+ * The real path of `p` even when its tail does not exist yet: the real path of
+ * the longest existing prefix plus the rest. A dangling link is followed to
+ * where it points, since creating a file through it would create it there.
+ */
+function realPathOf(p: string, links = 0): string {
+  try {
+    return realpathSync.native(p);
+  } catch {
+    // missing, dangling or unreadable: resolve what exists piece by piece
+  }
+  const stat = lstatSync(p, { throwIfNoEntry: false });
+  if (stat?.isSymbolicLink()) {
+    if (links >= MAX_LINKS) throw new ApiError('E_BAD_INPUT', `${p} goes through more than ${MAX_LINKS} links (a loop?)`);
+    return realPathOf(path.resolve(path.dirname(p), readlinkSync(p)), links + 1);
+  }
+  const parent = path.dirname(p);
+  if (parent === p) return p;
+  return path.join(realPathOf(parent, links), path.basename(p));
+}
+
+/**
+ * Confines by name and by real path, so a link such as sources/etc -> /etc
+ * cannot make a folder outside the workspace listable or importable (serve mode
+ * answers any page that holds the token). Returns the path as named, not the real one.
+ */
 export function resolveInside(root: string, relative: string): string {
   if (relative.includes('\0')) throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative)} contains a NUL byte`);
   const resolved = path.resolve(root, relative);
-  const rel = path.relative(root, resolved);
-  if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) {
-    throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative)} is outside the workspace ${root}`);
+  if (!isWithin(root, resolved)) throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative)} is outside the workspace ${root}`);
+  const realRoot = realPathOf(root);
+  const real = realPathOf(resolved);
+  if (!isWithin(realRoot, real)) {
+    throw new ApiError(
+      'E_BAD_INPUT',
+      `path ${JSON.stringify(relative)} leads outside the workspace through a link (to ${real}); copy the files into the workspace instead`,
+    );
   }
   return resolved;
 }

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterEach, describe, expect, it } from 'vitest';
@@ -43,6 +43,37 @@ describe('workspace', () => {
   it('allows names that merely start with dots', () => {
     const root = scratch();
     expect(resolveInside(root, '..hidden')).toBe(path.join(root, '..hidden'));
+  });
+
+  it('follows links: a link inside that leads outside is refused, and says so', () => {
+    const root = scratch();
+    const outside = scratch();
+    mkdirSync(path.join(root, 'sources'));
+    writeFileSync(path.join(outside, 'secret.bin'), 'x');
+    symlinkSync(outside, path.join(root, 'sources', 'etc'));
+    symlinkSync(path.join(outside, 'secret.bin'), path.join(root, 'sources', 'leak.bin'));
+    for (const rel of ['sources/etc', 'sources/etc/secret.bin', 'sources/etc/not-yet/new.bin', 'sources/leak.bin']) {
+      expect(() => resolveInside(root, rel), rel).toThrowError(
+        expect.objectContaining({ code: 'E_BAD_INPUT', message: expect.stringContaining('leads outside the workspace through a link') }),
+      );
+    }
+  });
+
+  it('refuses a dangling link whose target would be created outside', () => {
+    const root = scratch();
+    const outside = scratch();
+    symlinkSync(path.join(outside, 'to-be-made'), path.join(root, 'later'));
+    expect(() => resolveInside(root, 'later/file.bin')).toThrowError(expect.objectContaining({ code: 'E_BAD_INPUT' }));
+  });
+
+  it('allows links that stay inside, and a workspace reached through a link', () => {
+    const real = scratch();
+    mkdirSync(path.join(real, 'sources', 'data'), { recursive: true });
+    symlinkSync(path.join(real, 'sources', 'data'), path.join(real, 'sources', 'alias'));
+    const viaLink = path.join(scratch(), 'ws-link');
+    symlinkSync(real, viaLink);
+    expect(resolveInside(real, 'sources/alias/a.npy')).toBe(path.join(real, 'sources', 'alias', 'a.npy'));
+    expect(resolveInside(viaLink, 'sources/data/a.npy')).toBe(path.join(viaLink, 'sources', 'data', 'a.npy'));
   });
 
   it('defaults to <user-data>/workspace on each platform', () => {

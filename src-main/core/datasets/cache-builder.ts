@@ -1,13 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 
 import type { BuildProgress, BuildResult, CacheDType, CacheManifest, SourceSpec } from '../../api/datasets';
 import { CACHE_FORMAT_VERSION, DTYPE_BYTES } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
+import { ID_PATTERN } from '../../api/ids';
 import { writeJsonAtomic } from '../atomic-write';
 import type { Workspace } from '../workspace';
-import { checkStructure, datasetsRoot, readManifest, sha256File, summarize, TMP_PREFIX } from './cache-store';
+import { checkStructure, datasetDir, datasetId, datasetsRoot, readManifest, namesakes, retireDatasets, scratchDir, sha256File, summarize, sweepAbandonedBuilds } from './cache-store';
 import { convert, decode, StatsAccumulator } from './dtype-codec';
 import { fingerprint } from './fingerprint';
 import type { RecordSource } from './importers/record-source';
@@ -66,25 +66,39 @@ function outputFields(source: RecordSource, fieldMap: BuildSettings['fieldMap'])
  * Builds a cache from a source into a temporary directory and publishes it
  * with one rename, so a cancelled or killed build never leaves a directory
  * that opens as valid. The same source and settings again is a cache hit.
+ * A name means one cache: once this one is published (or found), the caches of
+ * that name that existed when the build started are removed, so a rebuild from
+ * another source replaces them.
  */
 export async function buildCache(workspace: Workspace, source: RecordSource, settings: BuildSettings, options: BuildOptions): Promise<BuildResult> {
   const started = Date.now();
+  // Checked here too: the CLI calls this without the contract, and the name becomes a folder name.
+  if (!ID_PATTERN.test(settings.name)) {
+    throw new ApiError('E_BAD_INPUT', `dataset name ${JSON.stringify(settings.name)} is not allowed: use letters, digits, '.', '_' and '-', not starting with '.'`);
+  }
   const fields = outputFields(source, settings.fieldMap);
   const fp = await fingerprint(source, settings);
-  const id = `${settings.name}-${fp.hash.slice(0, 12)}`;
-  const root = datasetsRoot(workspace);
-  await fs.mkdir(root, { recursive: true });
-  const finalDir = path.join(root, id);
+  const id = datasetId(settings.name, fp.hash);
+  await fs.mkdir(datasetsRoot(workspace), { recursive: true });
+  // Killed builds leave their scratch folders behind (gigabytes at times); reclaim them before adding one.
+  await sweepAbandonedBuilds(workspace);
+  const finalDir = datasetDir(workspace, id);
+  const replaced = (await namesakes(workspace, settings.name)).filter((other) => other !== id);
+  const hit = async (manifest: CacheManifest): Promise<BuildResult> => {
+    await retireDatasets(workspace, replaced);
+    return { dataset: summarize(manifest, null), hit: true, seconds: (Date.now() - started) / 1000 };
+  };
 
   const existing = await readManifest(finalDir).catch(() => null);
   if (existing) {
     const problem = await checkStructure(finalDir, existing).then(() => null, (err: Error) => err.message);
-    if (problem === null) return { dataset: summarize(existing, null), hit: true, seconds: (Date.now() - started) / 1000 };
+    if (problem === null) return hit(existing);
     throw new ApiError('E_DATA', `a cache ${id} exists but is damaged (${problem}); remove it with "trainbench cache rm ${id}" and build again`);
   }
 
-  const tmp = path.join(root, `${TMP_PREFIX}${id}-${randomBytes(4).toString('hex')}`);
+  const tmp = scratchDir(workspace, id);
   await fs.mkdir(tmp);
+  // For older Trainbench versions sharing this workspace, whose sweep reads the owner from this file.
   await fs.writeFile(path.join(tmp, '.owner'), JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() }));
   const recordBytes = fields.map((f) => f.recordBytes);
   const perShard = recordsPerShard(settings.shardBytes, recordBytes);
@@ -186,8 +200,9 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
       if (code !== 'EEXIST' && code !== 'ENOTEMPTY' && code !== 'EPERM') throw err;
       // Someone published the same cache meanwhile: theirs is as good as ours.
       await fs.rm(tmp, { recursive: true, force: true });
-      return { dataset: summarize(await readManifest(finalDir), null), hit: true, seconds: (Date.now() - started) / 1000 };
+      return hit(await readManifest(finalDir));
     }
+    await retireDatasets(workspace, replaced);
     emit('done', true);
     return { dataset: summarize(manifest, null), hit: false, seconds: (Date.now() - started) / 1000 };
   } catch (err) {

@@ -1,10 +1,11 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
 
 import type { CacheManifest, DatasetSummary } from '../../api/datasets';
 import { CACHE_FORMAT_VERSION, CacheManifestSchema } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
+import { IdSchema } from '../../api/ids';
 import { formatIssues } from '../../api/format-issues';
 import type { Workspace } from '../workspace';
 import { SHARD_HEADER_BYTES, SHARD_MAGIC } from './shard-layout';
@@ -81,59 +82,168 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-/** Leftovers of builds whose process is gone (killed or crashed): never valid, removed here. */
-async function sweepAbandoned(root: string, name: string): Promise<void> {
-  const dir = path.join(root, name);
-  const owner = await fs.readFile(path.join(dir, '.owner'), 'utf8').catch(() => null);
-  const pid = owner ? Number(JSON.parse(owner).pid) : NaN;
-  if (Number.isInteger(pid) && pidAlive(pid)) return;
-  await fs.rm(dir, { recursive: true, force: true });
+/**
+ * A fresh scratch folder under datasets/ for a build or a removal. The owner's pid
+ * is in the name itself, so a sweep by another process can never mistake it for an
+ * abandoned one in the moment before an .owner file would be written or after it is removed.
+ */
+export function scratchDir(workspace: Workspace, label: string): string {
+  return path.join(datasetsRoot(workspace), `${TMP_PREFIX}${label}-${randomBytes(4).toString('hex')}.pid${process.pid}`);
 }
 
-/** Every cache in the workspace with its state; unreadable ones are listed with the problem, never fatal. */
-export async function listDatasets(workspace: Workspace): Promise<DatasetSummary[]> {
+async function ownerPid(dir: string): Promise<number> {
+  const named = /\.pid(\d+)$/.exec(path.basename(dir));
+  if (named) return Number(named[1]);
+  // Folders of older versions carry the pid in an .owner file; none means nobody owns it.
+  const owner = await fs.readFile(path.join(dir, '.owner'), 'utf8').catch(() => null);
+  try {
+    return owner ? Number(JSON.parse(owner).pid) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Removes the scratch folders of builds and removals whose process is gone (killed or
+ * crashed): never valid caches, and a killed build can leave gigabytes behind.
+ */
+export async function sweepAbandonedBuilds(workspace: Workspace): Promise<string[]> {
   const root = datasetsRoot(workspace);
   const names = await fs.readdir(root).catch(() => [] as string[]);
-  const out: DatasetSummary[] = [];
+  const swept: string[] = [];
+  for (const name of names.filter((n) => n.startsWith(TMP_PREFIX))) {
+    const dir = path.join(root, name);
+    const pid = await ownerPid(dir);
+    if (Number.isInteger(pid) && pid > 0 && pidAlive(pid)) continue;
+    // One that cannot be removed now (permissions, a file held open) is tried again next time.
+    if (await fs.rm(dir, { recursive: true, force: true }).then(() => true, () => false)) swept.push(name);
+  }
+  return swept;
+}
+
+/** The folder of a cache id; refuses anything but one plain name inside datasets/, before any file is read. */
+export function datasetDir(workspace: Workspace, idOrName: string): string {
+  if (!IdSchema.safeParse(idOrName).success) {
+    throw new ApiError(
+      'E_BAD_INPUT',
+      `${JSON.stringify(idOrName)} is not a dataset id or name: use letters, digits, '.', '_' and '-', not starting with '.' (see "trainbench cache list")`,
+    );
+  }
+  return workspace.resolve(path.join(DATASETS_DIR, idOrName));
+}
+
+interface CacheEntry {
+  id: string;
+  dir: string;
+  manifest: CacheManifest | null;
+  /** Why the manifest could not be read, when it could not. */
+  error: string | null;
+}
+
+/** Every folder under datasets/ but scratch ones (or those `only` picks by folder name), with its manifest when it reads. */
+async function scanDatasets(workspace: Workspace, only: (dirName: string) => boolean = () => true): Promise<CacheEntry[]> {
+  const root = datasetsRoot(workspace);
+  const names = await fs.readdir(root).catch(() => [] as string[]);
+  const out: CacheEntry[] = [];
   for (const name of names.sort()) {
-    if (name.startsWith(TMP_PREFIX)) {
-      await sweepAbandoned(root, name);
-      continue;
-    }
+    if (name.startsWith('.') || !only(name)) continue;
     const dir = path.join(root, name);
     if (!(await fs.stat(dir).catch(() => null))?.isDirectory()) continue;
     try {
-      const m = await readManifest(dir);
-      let problem: string | null = null;
-      await checkStructure(dir, m).catch((err: Error) => (problem = err.message));
-      out.push(summarize(m, problem));
+      out.push({ id: name, dir, manifest: await readManifest(dir), error: null });
     } catch (err) {
-      out.push({ id: name, name, records: 0, bytes: 0, shards: 0, fields: [], createdAt: '', sourceDescription: '', problem: (err as Error).message });
+      out.push({ id: name, dir, manifest: null, error: (err as Error).message });
     }
   }
   return out;
 }
 
-/** Finds a cache by id, or by name (the newest of that name); E_BAD_INPUT lists what exists. */
+const ID_HASH_DIGITS = 12;
+
+/** A cache's id: its name and the start of its source fingerprint (hex), so the same source and settings find it again. */
+export function datasetId(name: string, fingerprintHex: string): string {
+  return `${name}-${fingerprintHex.slice(0, ID_HASH_DIGITS)}`;
+}
+
+/** Whether a folder name can be the id of a cache named `name`, so a lookup by name reads only those manifests. */
+function idOfName(name: string): (dirName: string) => boolean {
+  const suffix = new RegExp(`^-[0-9a-f]{${ID_HASH_DIGITS}}$`);
+  return (dirName) => dirName.startsWith(name) && suffix.test(dirName.slice(name.length));
+}
+
+/** Newest first: by creation time, then id, so every caller picks the same one of a name. */
+function newestFirst(a: CacheEntry, b: CacheEntry): number {
+  return (b.manifest?.createdAt ?? '').localeCompare(a.manifest?.createdAt ?? '') || b.id.localeCompare(a.id);
+}
+
+/** Every cache in the workspace with its state; unreadable ones are listed with the problem, never fatal. */
+export async function listDatasets(workspace: Workspace): Promise<DatasetSummary[]> {
+  await sweepAbandonedBuilds(workspace);
+  const out: DatasetSummary[] = [];
+  for (const e of await scanDatasets(workspace)) {
+    if (e.manifest) {
+      let problem: string | null = null;
+      await checkStructure(e.dir, e.manifest).catch((err: Error) => (problem = err.message));
+      out.push(summarize(e.manifest, problem));
+    } else {
+      out.push({ id: e.id, name: e.id, records: 0, bytes: 0, shards: 0, fields: [], createdAt: '', sourceDescription: '', problem: e.error });
+    }
+  }
+  return out;
+}
+
+/**
+ * Finds a cache's folder by id, or by name, without opening it. A name maps to one
+ * cache since builds replace their namesakes; a workspace from an older version may
+ * hold several of one name, and then the newest is the one meant.
+ */
+export async function locateDataset(workspace: Workspace, idOrName: string): Promise<{ id: string; dir: string }> {
+  const direct = datasetDir(workspace, idOrName);
+  if ((await fs.stat(direct).catch(() => null))?.isDirectory()) return { id: idOrName, dir: direct };
+  const named = (await scanDatasets(workspace, idOfName(idOrName))).filter((e) => e.manifest?.name === idOrName).sort(newestFirst);
+  if (named.length > 0) return { id: named[0].id, dir: named[0].dir };
+  const known = [...new Set((await scanDatasets(workspace)).map((e) => e.manifest?.name ?? e.id))];
+  throw new ApiError(
+    'E_BAD_INPUT',
+    `no dataset named ${JSON.stringify(idOrName)} in this workspace${known.length ? ` (it has: ${known.join(', ')})` : ' (it has none yet: build one with "trainbench cache build")'}`,
+  );
+}
+
+/** Finds and opens a cache by id or name: the structure is checked, E_DATA says what is wrong. */
 export async function resolveDataset(workspace: Workspace, idOrName: string): Promise<{ dir: string; manifest: CacheManifest }> {
-  const root = datasetsRoot(workspace);
-  if (idOrName.includes('/') || idOrName.includes('\\') || idOrName.startsWith('.')) {
-    throw new ApiError('E_BAD_INPUT', `dataset ${JSON.stringify(idOrName)} is not a dataset id or name`);
+  const { dir } = await locateDataset(workspace, idOrName);
+  const manifest = await readManifest(dir);
+  await checkStructure(dir, manifest);
+  return { dir, manifest };
+}
+
+/** Renames a cache away first so a half-removed cache never looks valid, then deletes it. */
+async function discard(workspace: Workspace, id: string, dir: string): Promise<void> {
+  const doomed = scratchDir(workspace, `rm-${id}`);
+  await fs.rename(dir, doomed);
+  await fs.rm(doomed, { recursive: true, force: true });
+}
+
+/** Ids of the caches named `name` now: what a build of that name will replace. */
+export async function namesakes(workspace: Workspace, name: string): Promise<string[]> {
+  return (await scanDatasets(workspace, idOfName(name))).filter((e) => e.manifest?.name === name).map((e) => e.id);
+}
+
+/**
+ * Removes the caches a build replaced, listed by `namesakes` when the build started:
+ * a cache published meanwhile by another build is not on that list, so two racing
+ * builds of one name never delete each other's result (the newest wins by name).
+ * Failing to remove one (a file held open on Windows) is not fatal: the name
+ * already means the newest, and the next build of that name tries again.
+ */
+export async function retireDatasets(workspace: Workspace, ids: string[]): Promise<void> {
+  for (const id of ids) {
+    try {
+      await discard(workspace, id, datasetDir(workspace, id));
+    } catch {
+      // left in place; see above
+    }
   }
-  const direct = path.join(root, idOrName);
-  if (await fs.stat(path.join(direct, 'manifest.json')).catch(() => null)) {
-    const manifest = await readManifest(direct);
-    await checkStructure(direct, manifest);
-    return { dir: direct, manifest };
-  }
-  const all = (await listDatasets(workspace)).filter((d) => d.name === idOrName && d.problem === null);
-  if (all.length === 0) {
-    const known = (await listDatasets(workspace)).map((d) => d.id);
-    throw new ApiError('E_BAD_INPUT', `no dataset ${JSON.stringify(idOrName)} in the workspace${known.length ? ` (have: ${known.join(', ')})` : ''}`);
-  }
-  all.sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-  const dir = path.join(root, all[0].id);
-  return { dir, manifest: await readManifest(dir) };
 }
 
 export async function sha256File(file: string): Promise<string> {
@@ -142,14 +252,13 @@ export async function sha256File(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
-
 /** Full check: structure, then every shard's SHA-256 against the manifest; names each bad shard. */
 export async function verifyDataset(workspace: Workspace, idOrName: string): Promise<{ id: string; ok: boolean; problems: string[]; seconds: number }> {
   const started = Date.now();
-  const root = datasetsRoot(workspace);
-  const dir = path.join(root, idOrName);
+  const located = await locateDataset(workspace, idOrName);
+  const dir = located.dir;
   const problems: string[] = [];
-  let id = idOrName;
+  let id = located.id;
   try {
     const manifest = await readManifest(dir);
     id = manifest.id;
@@ -165,12 +274,9 @@ export async function verifyDataset(workspace: Workspace, idOrName: string): Pro
   return { id, ok: problems.length === 0, problems, seconds: (Date.now() - started) / 1000 };
 }
 
-export async function removeDataset(workspace: Workspace, id: string): Promise<void> {
-  if (id.includes('/') || id.includes('\\') || id.startsWith('.') || id === '') throw new ApiError('E_BAD_INPUT', `${JSON.stringify(id)} is not a dataset id`);
-  const dir = path.join(datasetsRoot(workspace), id);
-  if (!(await fs.stat(dir).catch(() => null))) throw new ApiError('E_BAD_INPUT', `no dataset ${JSON.stringify(id)} in the workspace`);
-  // Rename first so a half-removed cache never looks valid.
-  const doomed = path.join(datasetsRoot(workspace), `${TMP_PREFIX}rm-${id}-${Date.now()}`);
-  await fs.rename(dir, doomed);
-  await fs.rm(doomed, { recursive: true, force: true });
+/** Removes a cache by id or name; returns the id removed. */
+export async function removeDataset(workspace: Workspace, idOrName: string): Promise<string> {
+  const { id, dir } = await locateDataset(workspace, idOrName);
+  await discard(workspace, id, dir);
+  return id;
 }

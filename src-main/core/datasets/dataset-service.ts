@@ -133,15 +133,14 @@ export class DatasetService {
     return listDatasets(this.workspace);
   }
 
-  /** By id or name; a cache too damaged to resolve is verified by its id, so the report names the problem. */
-  async verify(idOrName: string) {
-    const id = await resolveDataset(this.workspace, idOrName).then((r) => r.manifest.id, () => idOrName);
-    return verifyDataset(this.workspace, id);
+  /** By id or name; a damaged cache is still found, so the report names what is wrong. */
+  verify(idOrName: string) {
+    return verifyDataset(this.workspace, idOrName);
   }
 
-  async remove(id: string): Promise<{ removed: string }> {
-    await removeDataset(this.workspace, id);
-    return { removed: id };
+  /** By id or name. */
+  async remove(idOrName: string): Promise<{ removed: string }> {
+    return { removed: await removeDataset(this.workspace, idOrName) };
   }
 
   /** The cached loader at each setting, and the source read in place when it allows it. */
@@ -217,9 +216,11 @@ export class DatasetService {
       return resolveDataset(this.workspace, built.dataset.id);
     };
     if (data.kind === 'fashion-mnist') {
-      const specs = fashionMnistSpecs(fashionMnistDir(data.dir ? (access.allowPathsOutsideWorkspace ? data.dir : this.workspace.resolve(data.dir)) : undefined));
-      train = await ensure('fashion-mnist-train', specs.train);
-      test = await ensure('fashion-mnist-test', specs.test);
+      // A caller's folder is confined file by file too: each of the four may itself be a link.
+      const callers = data.dir !== undefined;
+      const specs = fashionMnistSpecs(fashionMnistDir(data.dir ? (access.allowPathsOutsideWorkspace ? path.resolve(data.dir) : this.workspace.resolve(data.dir)) : undefined));
+      train = await ensure('fashion-mnist-train', specs.train, callers);
+      test = await ensure('fashion-mnist-test', specs.test, callers);
     } else if (data.kind === 'example-board') {
       train = await ensure('example-board-train', await writeBoardDumps(this.workspace, EXAMPLE_TRAIN_RECORDS, 0));
       test = await ensure('example-board-test', await writeBoardDumps(this.workspace, EXAMPLE_TEST_RECORDS, 1));
