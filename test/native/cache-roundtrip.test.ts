@@ -53,6 +53,14 @@ describe('cache round trips through the native loader', () => {
     expect(Buffer.compare(back.x, Buffer.from(data))).toBe(0);
   });
 
+  it('npy format version 2.0 (4-byte header length)', async () => {
+    const data = encode(values('int16', 6 * 2, 5), 'int16');
+    const p = file('v2.npy', npyBytes('<i2', [6, 2], data, false, 2));
+    const built = await cacheOf(fx.ws, { kind: 'npy', path: p, field: 'x' }, 'npy-v2');
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
+    expect(Buffer.compare(back.x, Buffer.from(data))).toBe(0);
+  });
+
   it('npy big-endian values are converted to little-endian', async () => {
     const be = Buffer.alloc(4 * 6);
     [1, -2, 3, 70000, -5, 6].forEach((v, i) => be.writeInt32BE(v, 4 * i));
@@ -116,6 +124,33 @@ describe('cache round trips through the native loader', () => {
     const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
     expect(Array.from(new Float32Array(back.x.buffer.slice(back.x.byteOffset, back.x.byteOffset + 36)))).toEqual([1, 2.5, -3, 4, 5, 600, 7, 8, 9]);
     expect(Array.from(new Int32Array(back.y.buffer.slice(back.y.byteOffset, back.y.byteOffset + 12)))).toEqual([0, 2, 1]);
+  });
+
+  it('CSV text labels (iris): sorted class names in the manifest, indices in the records', async () => {
+    const rows = [
+      'sepal_length,sepal_width,species',
+      '5.1,3.5,setosa',
+      '7.0,3.2,versicolor',
+      '6.3,3.3,virginica',
+      '4.9,3.0,setosa',
+      '5.5,2.3,"versicolor, tall"',
+      '6.5,2.8,versicolor',
+    ];
+    const p = file('iris.csv', Buffer.from(rows.join('\r\n') + '\r\n'));
+    const built = await cacheOf(fx.ws, { kind: 'csv', path: p, label: 'species', labelDtype: 'int32' }, 'iris');
+    expect(built.dataset.fields[1]).toMatchObject({ name: 'y', dtype: 'int32', classes: ['setosa', 'versicolor', 'versicolor, tall', 'virginica'] });
+    expect(built.dataset.fields[0].classes).toBeUndefined();
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
+    expect(Array.from(new Int32Array(back.y.buffer.slice(back.y.byteOffset, back.y.byteOffset + 24)))).toEqual([0, 1, 3, 0, 2, 1]);
+    expect(Array.from(new Float32Array(back.x.buffer.slice(back.x.byteOffset, back.x.byteOffset + 8)))).toEqual([5.099999904632568, 3.5]);
+  });
+
+  it('CSV numeric labels keep their values and get no class names', async () => {
+    const p = file('numeric.csv', Buffer.from('a,y\n1,2\n3,0\n'));
+    const built = await cacheOf(fx.ws, { kind: 'csv', path: p, label: 'y', labelDtype: 'int32' }, 'numeric-labels');
+    expect(built.dataset.fields[1].classes).toBeUndefined();
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
+    expect(Array.from(new Int32Array(back.y.buffer.slice(back.y.byteOffset, back.y.byteOffset + 8)))).toEqual([2, 0]);
   });
 
   it.each([false, true])('IDX (gzip: %s), multi-byte big-endian values included', async (gz) => {

@@ -126,8 +126,11 @@ function members(descr: PyValue, file: string): { members: NpyMember[]; itemByte
   return { members: out, itemBytes: offset };
 }
 
-/** Reads the magic, version and header dict of a .npy stream held in `head` (at least the first 10 bytes). */
-export function npyHeaderLength(head: Uint8Array, file: string): { headerBytes: number; lengthBytes: number } {
+/** NumPy refuses headers over 10 000 bytes by default; allow far more, but not gigabytes from a corrupt length. */
+export const MAX_NPY_HEADER_BYTES = 1 << 20;
+
+/** Checks the magic and version in the first 8 bytes; returns how many bytes the header length takes (2 in v1, 4 in v2/v3). */
+export function npyLengthBytes(head: Uint8Array, file: string): 2 | 4 {
   const magic = Buffer.from(head.subarray(0, 6)).toString('latin1');
   if (magic !== '\x93NUMPY') {
     throw new ApiError(
@@ -137,10 +140,24 @@ export function npyHeaderLength(head: Uint8Array, file: string): { headerBytes: 
   }
   const major = head[6];
   if (major < 1 || major > 3) throw new ApiError('E_DATA', `${file}: .npy format version ${major} is not supported`);
-  const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
-  const lengthBytes = major === 1 ? 2 : 4;
-  const len = major === 1 ? view.getUint16(8, true) : view.getUint32(8, true);
-  return { headerBytes: 8 + lengthBytes + len, lengthBytes };
+  return major === 1 ? 2 : 4;
+}
+
+/**
+ * Total header bytes (preamble, length and dict) from the little-endian length
+ * field; `fileBytes` (null inside a compressed archive) bounds it.
+ */
+export function npyHeaderBytes(lengthField: Uint8Array, file: string, fileBytes: number | null): number {
+  const view = new DataView(lengthField.buffer, lengthField.byteOffset, lengthField.byteLength);
+  const dictBytes = lengthField.byteLength === 2 ? view.getUint16(0, true) : view.getUint32(0, true);
+  const headerBytes = 8 + lengthField.byteLength + dictBytes;
+  if (fileBytes !== null && headerBytes > fileBytes) {
+    throw new ApiError('E_DATA', `${file}: the .npy header says it is ${dictBytes} bytes long, but the file is only ${fileBytes} bytes: the file is truncated or not a .npy file`);
+  }
+  if (dictBytes > MAX_NPY_HEADER_BYTES) {
+    throw new ApiError('E_DATA', `${file}: the .npy header says it is ${dictBytes} bytes long, more than the ${MAX_NPY_HEADER_BYTES} bytes a real header needs: the file is damaged`);
+  }
+  return headerBytes;
 }
 
 export function parseNpyHeader(dictText: string, headerBytes: number, file: string): NpyHeader {

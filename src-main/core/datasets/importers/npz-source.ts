@@ -2,8 +2,9 @@ import { promises as fs } from 'node:fs';
 
 import { ApiError } from '../../../api/errors';
 import { npySource, type NpyLocation } from './npy-source';
+import { sourceFileSize } from './source-file';
 import type { RecordSource } from './record-source';
-import { fileSize, zipSources } from './record-source';
+import { zipSources } from './record-source';
 
 interface ZipEntry {
   name: string;
@@ -85,7 +86,7 @@ async function zipEntries(fh: fs.FileHandle, size: number, file: string): Promis
 
 /** A NumPy .npz archive: one field per array, named after it; arrays must have the same number of records. */
 export async function npzSource(path: string): Promise<RecordSource> {
-  const size = await fileSize(path);
+  const size = await sourceFileSize(path);
   const fh = await fs.open(path, 'r');
   try {
     const entries = (await zipEntries(fh, size, path)).filter((e) => e.name.endsWith('.npy'));

@@ -4,7 +4,8 @@ import type { CacheDType } from '../../../api/datasets';
 import { ApiError } from '../../../api/errors';
 import { ByteStream } from './byte-stream';
 import type { RecordSource } from './record-source';
-import { fileSize, recordBytes, recordChunks, zipSources } from './record-source';
+import { recordBytes, recordChunks, zipSources } from './record-source';
+import { sourceFileSize } from './source-file';
 
 export interface RawFile {
   path: string;
@@ -15,7 +16,7 @@ export interface RawFile {
 
 /** A headerless dump (ndarray.tofile(), often misnamed .npy): the dtype and per-record shape are the user's word. */
 export async function rawFileSource(spec: RawFile): Promise<RecordSource> {
-  const size = await fileSize(spec.path);
+  const size = await sourceFileSize(spec.path);
   const bytes = recordBytes(spec);
   if (size === 0 || size % bytes !== 0) {
     throw new ApiError(
