@@ -1,6 +1,6 @@
 import { ApiError } from '../../../api/errors';
 import { csvLines } from './csv-lines';
-import { excerpt, excerptList } from './excerpt';
+import { excerpt, excerptList, quoted } from './excerpt';
 import type { RecordSource } from './record-source';
 import { checkAborted } from './record-source';
 import { sourceFileSize } from './source-file';
@@ -14,16 +14,16 @@ export const MAX_CSV_CLASSES = 10_000;
 export function splitCsvLine(line: string): string[] {
   const cells: string[] = [];
   let cell = '';
-  let quoted = false;
+  let inQuotes = false;
   for (let i = 0; i < line.length; i++) {
     const c = line[i];
-    if (quoted) {
+    if (inQuotes) {
       if (c === '"' && line[i + 1] === '"') {
         cell += '"';
         i++;
-      } else if (c === '"') quoted = false;
+      } else if (c === '"') inQuotes = false;
       else cell += c;
-    } else if (c === '"') quoted = true;
+    } else if (c === '"') inQuotes = true;
     else if (c === ',') {
       cells.push(cell);
       cell = '';
@@ -91,7 +91,7 @@ export async function csvSource(path: string, label: string, labelDtype: 'int32'
 
   let classes: string[] | undefined;
   if (firstText) {
-    const where = `${path} line ${firstText.line}, column '${excerpt(label)}': "${excerpt(firstText.cell)}" is not a number`;
+    const where = `${path} line ${firstText.line}, column '${excerpt(label)}': ${quoted(firstText.cell)} is not a number`;
     if (labelDtype !== 'int32') throw new ApiError('E_DATA', `${where}; text labels are classes: use labelDtype int32 (--label-dtype int32)`);
     if (labels.size > MAX_CSV_CLASSES) {
       throw new ApiError('E_DATA', `${where}, and the column has more than ${MAX_CSV_CLASSES} distinct labels: is '${excerpt(label)}' really the class column?`);
@@ -103,19 +103,19 @@ export async function csvSource(path: string, label: string, labelDtype: 'int32'
   const parse = (cell: string, line: number, col: number): number => {
     const v = asNumber(cell);
     if (!Number.isFinite(v)) {
-      throw new ApiError('E_DATA', `${path} line ${line}, column '${excerpt(header[col])}' (${col + 1}): "${excerpt(cell)}" is not a number`);
+      throw new ApiError('E_DATA', `${path} line ${line}, column '${excerpt(header[col])}' (${col + 1}): ${quoted(cell)} is not a number`);
     }
     return v;
   };
   const labelValue = (cell: string, line: number): number => {
     if (classes) {
       const i = classIndex.get(cell);
-      if (i === undefined) throw new ApiError('E_DATA', `${path} changed while it was read: line ${line} has a label ("${excerpt(cell)}") the first pass did not see`);
+      if (i === undefined) throw new ApiError('E_DATA', `${path} changed while it was read: line ${line} has a label (${quoted(cell)}) the first pass did not see`);
       return i;
     }
     const v = parse(cell, line, labelIndex);
     if (labelDtype === 'int32' && !Number.isInteger(v)) {
-      throw new ApiError('E_DATA', `${path} line ${line}, column '${excerpt(label)}': "${excerpt(cell)}" is not an integer class label`);
+      throw new ApiError('E_DATA', `${path} line ${line}, column '${excerpt(label)}': ${quoted(cell)} is not an integer class label`);
     }
     return v;
   };

@@ -20,6 +20,9 @@ export function excerpt(text: string, max = EXCERPT_CHARS): string {
   return text.length > max ? `${safe}…` : safe;
 }
 
+/** excerpt() in double quotes, for quoting a value inside a sentence. */
+export const quoted = (text: string, max = EXCERPT_CHARS): string => `"${excerpt(text, max)}"`;
+
 /** A list of user-data names (e.g. CSV columns): each excerpted, at most `max` shown. */
 export function excerptList(items: string[], max = 10): string {
   const shown = items.slice(0, max).map((s) => excerpt(s));
