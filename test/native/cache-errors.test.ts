@@ -70,6 +70,17 @@ describe('bad sources are refused clearly and publish nothing', () => {
     await refused({ kind: 'raw', files: [{ path: p, field: 'x', dtype: 'float32', shape: [2] }] }, /10 bytes, not a whole number of float32 records of shape \[2\] \(8 bytes each\)/);
   });
 
+  it('an interleaved raw dump whose size is not a whole number of records', async () => {
+    const p = file('odd-records.bin', new Uint8Array(40));
+    const record = [{ name: 'features', dtype: 'uint8' as const, shape: [7] }, { name: 'policy', dtype: 'float16' as const, shape: [3] }, { name: 'value', dtype: 'float32' as const, shape: [] }];
+    await refused({ kind: 'raw', files: [{ path: p, record }] }, /odd-records\.bin is 40 bytes, not a whole number of 17-byte records \(features:uint8:7,policy:float16:3,value:float32:\): check the record layout/);
+  });
+
+  it('an interleaved record layout that names a member twice', async () => {
+    const p = file('twice.bin', new Uint8Array(8));
+    await refused({ kind: 'raw', files: [{ path: p, record: [{ name: 'a', dtype: 'float32', shape: [] }, { name: 'a', dtype: 'float32', shape: [] }] }] }, /field 'a' is given twice/, 'E_BAD_INPUT');
+  });
+
   it('a CSV with a non-numeric cell, naming the line and column', async () => {
     const p = file('bad.csv', Buffer.from('a,b,label\n1,2,0\n3,oops,1\n'));
     await refused({ kind: 'csv', path: p, label: 'label', labelDtype: 'int32' }, /bad\.csv line 3, column 'b' \(2\): "oops" is not a number/);

@@ -8,6 +8,7 @@ import type { CacheDType } from '../../src-main/api/datasets';
 import { DTYPE_BYTES } from '../../src-main/api/datasets';
 import { datasetsRoot } from '../../src-main/core/datasets/cache-store';
 import { encode } from '../../src-main/core/datasets/dtype-codec';
+import { openSource } from '../../src-main/core/datasets/importers/open-source';
 import { cacheOf, workspaceFixture } from '../helpers/datasets';
 import { lcg, loadAddon } from '../helpers/native';
 import { npyBytes, zipBytes } from '../helpers/numpy';
@@ -151,6 +152,49 @@ describe('cache round trips through the native loader', () => {
     expect(built.dataset.fields[1].classes).toBeUndefined();
     const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
     expect(Array.from(new Int32Array(back.y.buffer.slice(back.y.byteOffset, back.y.byteOffset + 8)))).toEqual([2, 0]);
+  });
+
+  it('an interleaved raw dump (structured tofile) equals the structured .npy, cached and read in place', async () => {
+    const n = 23;
+    const record = 7 + 3 * 2 + 4; // features u1[7], policy f2[3], value f4: packed, as tofile() writes
+    const raw = Buffer.alloc(n * record);
+    const feats = values('uint8', n * 7, 11);
+    const policy = encode(values('float16', n * 3, 12), 'float16');
+    const value = encode(values('float32', n, 13), 'float32');
+    for (let i = 0; i < n; i++) {
+      raw.set(feats.slice(i * 7, i * 7 + 7), i * record);
+      raw.set(policy.subarray(i * 6, i * 6 + 6), i * record + 7);
+      raw.set(value.subarray(i * 4, i * 4 + 4), i * record + 13);
+    }
+    const descr = "[('features', '|u1', (7,)), ('policy', '<f2', (3,)), ('value', '<f4')]";
+    const npy = await cacheOf(fx.ws, { kind: 'npy', path: file('structured.npy', npyBytes(descr, [n], raw)), field: 'x' }, 'interleaved-npy');
+    const spec = {
+      kind: 'raw' as const,
+      files: [{
+        path: file('structured.bin', raw),
+        record: [
+          { name: 'features', dtype: 'uint8' as const, shape: [7] },
+          { name: 'policy', dtype: 'float16' as const, shape: [3] },
+          { name: 'value', dtype: 'float32' as const, shape: [] },
+        ],
+      }],
+    };
+    const dump = await cacheOf(fx.ws, spec, 'interleaved-raw', 512);
+    expect(dump.dataset.shards).toBeGreaterThan(1);
+    expect(dump.dataset.fields.map((f) => `${f.name}:${f.dtype}[${f.shape}]`)).toEqual(['features:uint8[7]', 'policy:float16[3]', 'value:float32[]']);
+    const fromNpy = readBack(path.join(datasetsRoot(fx.ws), npy.dataset.id));
+    const fromDump = readBack(path.join(datasetsRoot(fx.ws), dump.dataset.id));
+    for (const f of ['features', 'policy', 'value']) expect(Buffer.compare(fromDump[f], fromNpy[f])).toBe(0);
+    expect(Buffer.compare(fromDump.features, Buffer.from(feats))).toBe(0);
+
+    // The uncached path: the native loader reads each member in place, one record size apart.
+    const layout = (await openSource(spec)).rawLayout();
+    expect(layout?.map((l) => [l.name, l.byteOffset, l.byteStride])).toEqual([['features', 0, 17], ['policy', 7, 17], ['value', 13, 17]]);
+    const inPlace = addon.runLoader(
+      JSON.stringify({ kind: 'raw', layout: { records: n, fields: layout } }),
+      JSON.stringify({ batchSize: 5, workers: 2, prefetch: 2, shuffle: false, dropLast: false }),
+    ).fields as Record<string, Buffer>;
+    for (const f of ['features', 'policy', 'value']) expect(Buffer.compare(inPlace[f], fromNpy[f])).toBe(0);
   });
 
   it.each([false, true])('IDX (gzip: %s), multi-byte big-endian values included', async (gz) => {
