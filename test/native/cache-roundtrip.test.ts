@@ -90,6 +90,25 @@ describe('cache round trips through the native loader', () => {
     expect(back.c.readDoubleLE(8 * 8)).toBe(12);
   });
 
+  it('structured npy with several structs per record: cached member by member, never read in place', async () => {
+    const n = 4;
+    const item = 4 + 2; // a: f4, b: i2; shape (n, 3): three structs per record
+    const raw = Buffer.alloc(n * 3 * item);
+    for (let e = 0; e < n * 3; e++) {
+      raw.writeFloatLE(e / 2, e * item);
+      raw.writeInt16LE(-e, e * item + 4);
+    }
+    const spec = { kind: 'npy' as const, path: file('struct-3.npy', npyBytes("[('a', '<f4'), ('b', '<i2')]", [n, 3], raw)), field: 'x' };
+    const built = await cacheOf(fx.ws, spec, 'npy-struct-3');
+    expect(built.dataset.fields.map((f) => `${f.name}:${f.dtype}[${f.shape}]`)).toEqual(['a:float32[3]', 'b:int16[3]']);
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
+    expect(Array.from({ length: n * 3 }, (_, e) => back.a.readFloatLE(4 * e))).toEqual(Array.from({ length: n * 3 }, (_, e) => e / 2));
+    expect(Array.from({ length: n * 3 }, (_, e) => back.b.readInt16LE(2 * e))).toEqual(Array.from({ length: n * 3 }, (_, e) => -e || 0));
+    const source = await openSource(spec);
+    expect(source.rawLayout()).toBeNull();
+    expect(source.uncachedReason).toMatch(/struct-3\.npy holds several structs per record/);
+  });
+
   it.each([false, true])('npz (deflated: %s): one field per array', async (deflate) => {
     const x = encode(values('float32', 11 * 4, 1), 'float32');
     const y = encode(values('int64', 11, 2), 'int64');

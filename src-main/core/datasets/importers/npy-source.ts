@@ -70,6 +70,8 @@ export async function npySource(loc: NpyLocation, plainField: string): Promise<R
       );
     }
   }
+  // A structured array with more axes than records (shape (N, 3)) interleaves each member across the record.
+  const scattered = !plain && recordValues > 1;
   const memberBytes = header.members.map((m) => m.shape.reduce((a, b) => a * b, 1) * widthOf(m.dtype));
   return {
     kind: 'npy',
@@ -79,9 +81,13 @@ export async function npySource(loc: NpyLocation, plainField: string): Promise<R
     files: [loc.file],
     sourceBytes: loc.length,
     options: { field: plainField, entry: loc.label },
-    uncachedReason: loc.deflated ? `${loc.label} is compressed inside the archive, so its records cannot be read in place` : null,
+    uncachedReason: loc.deflated
+      ? `${loc.label} is compressed inside the archive, so its records cannot be read in place`
+      : scattered
+        ? `${loc.label} holds several structs per record, so a member's values are not contiguous and cannot be read in place`
+        : null,
     rawLayout: (): RawFieldLayout[] | null =>
-      loc.deflated
+      loc.deflated || scattered
         ? null
         : header.members.map((m, i) => ({
             ...fields[i],
