@@ -2,22 +2,22 @@ import { promises as fs } from 'node:fs';
 
 import { ApiError } from '../../../api/errors';
 
-/** What a person should hear for the file system errors a source file can raise. */
+/** What a person should hear for the file system errors a source file can raise, after "cannot read <path>: <CODE>". */
 const PROBLEMS: Record<string, string> = {
-  ENOENT: 'does not exist: check the path',
-  EISDIR: 'is a directory, not a file: choose a file inside it',
-  EACCES: ': permission denied: this user cannot read it; check its permissions (chmod +r)',
-  EPERM: ': permission denied: this user cannot read it; check its permissions (chmod +r)',
-  ENOTDIR: ': a part of the path is not a directory',
+  ENOENT: 'it does not exist; check the path',
+  EISDIR: 'it is a directory, not a file; choose a file inside it',
+  EACCES: 'permission denied, this user cannot read it; check its permissions (chmod +r)',
+  EPERM: 'permission denied, this user cannot read it; check its permissions (chmod +r)',
+  ENOTDIR: 'a part of the path is not a directory; check the path',
 };
 
-/** A file system error on a source file, as a contract error (E_BAD_INPUT: the path is the problem) naming the file. */
+/** A file system error on a source file, as a contract error naming the file (E_BAD_INPUT: the path is the problem). */
 export function sourceFileError(path: string, err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as NodeJS.ErrnoException;
   const problem = e.code ? PROBLEMS[e.code] : undefined;
-  if (!problem) return new ApiError('E_DATA', `${path}: cannot be read (${e.message})`);
-  return new ApiError('E_BAD_INPUT', problem.startsWith(':') ? `${path}${problem}` : `${path} ${problem}`);
+  if (!problem) return new ApiError('E_DATA', `cannot read ${path}: ${e.message}`);
+  return new ApiError('E_BAD_INPUT', `cannot read ${path}: ${e.code}: ${problem}`);
 }
 
 /**
