@@ -63,6 +63,20 @@ export const CacheManifestSchema = z.object({
 });
 export type CacheManifest = z.infer<typeof CacheManifestSchema>;
 
+const RecordShapeSchema = z.array(z.number().int().min(1)).max(8);
+
+/** One member of a record: a name, a dtype and a per-record shape ([] for one value). */
+export const RecordMemberSchema = z.object({ name: CacheFieldSchema.shape.name, dtype: CacheDTypeSchema, shape: RecordShapeSchema }).strict();
+export type RecordMember = z.infer<typeof RecordMemberSchema>;
+
+/** A headerless dump of one field. */
+export const RawFieldFileSchema = z.object({ path: z.string().min(1), field: z.string().min(1), dtype: CacheDTypeSchema, shape: RecordShapeSchema }).strict();
+export type RawFieldFile = z.infer<typeof RawFieldFileSchema>;
+
+/** A headerless dump of interleaved records: the members, packed in this order (NumPy's default, align=False). */
+export const RawRecordFileSchema = z.object({ path: z.string().min(1), record: z.array(RecordMemberSchema).min(1).max(64) }).strict();
+export type RawRecordFile = z.infer<typeof RawRecordFileSchema>;
+
 /** Where records come from when building a cache. */
 export const SourceSpecSchema = z.discriminatedUnion('kind', [
   /** MNIST-style IDX files (gzip or raw), one field per file. */
@@ -71,15 +85,11 @@ export const SourceSpecSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('npy'), path: z.string().min(1), field: z.string().min(1).default('x') }).strict(),
   /** A NumPy .npz archive: one field per array. */
   z.object({ kind: z.literal('npz'), path: z.string().min(1) }).strict(),
-  /** Headerless dumps (ndarray.tofile()), one field per file, with the dtype and per-record shape given. */
-  z
-    .object({
-      kind: z.literal('raw'),
-      files: z
-        .array(z.object({ path: z.string().min(1), field: z.string().min(1), dtype: CacheDTypeSchema, shape: z.array(z.number().int().min(1)).max(8) }))
-        .min(1),
-    })
-    .strict(),
+  /**
+   * Headerless dumps (ndarray.tofile()), read side by side: a file of one field with its dtype and per-record shape,
+   * or a file of interleaved records (a structured dtype's tofile()) with its record layout.
+   */
+  z.object({ kind: z.literal('raw'), files: z.array(z.union([RawFieldFileSchema, RawRecordFileSchema])).min(1) }).strict(),
   /** CSV with a header row: numeric columns become `x`, the label column `y`. */
   z
     .object({

@@ -4,6 +4,7 @@ import type { BuildProgress, CacheDType, SourceSpec } from '../api/datasets';
 import { CacheDTypeSchema, DEFAULT_SHARD_BYTES } from '../api/datasets';
 import { ApiError } from '../api/errors';
 import { writeBoardDumps } from '../core/datasets/example-board';
+import { parseRecordLayout } from '../core/datasets/importers/record-layout';
 import { createServices, type Services } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 
@@ -24,11 +25,19 @@ function dtype(value: string, where: string): CacheDType {
 
 /**
  * Positional sources: `file.npy[:field]`, `file.npz`, `file.csv` (with --label),
- * `images.gz:x labels.gz:y` (IDX), or headerless dumps `file:field:dtype:d1,d2`.
+ * `images.gz:x labels.gz:y` (IDX), headerless dumps `file:field:dtype:d1,d2`,
+ * or one dump of interleaved records with `--record name:dtype:shape,...`.
  */
-export function sourceFromArgs(files: string[], opts: { label?: string; labelDtype?: 'int32' | 'float32'; syntheticBoard?: number; seed?: number }): SourceSpec {
+export function sourceFromArgs(
+  files: string[],
+  opts: { label?: string; labelDtype?: 'int32' | 'float32'; syntheticBoard?: number; seed?: number; record?: string },
+): SourceSpec {
   if (opts.syntheticBoard !== undefined) return { kind: 'synthetic-board', records: opts.syntheticBoard, seed: opts.seed ?? 0 };
   if (files.length === 0) throw new ApiError('E_BAD_INPUT', 'name a source file (or --synthetic-board N)');
+  if (opts.record !== undefined) {
+    if (files.length !== 1) throw new ApiError('E_BAD_INPUT', `--record describes the records of one raw file, but ${files.length} files were given (${files.join(' ')})`);
+    return { kind: 'raw', files: [{ path: files[0], record: parseRecordLayout(opts.record) }] };
+  }
   const parts = files.map((f) => f.split(':'));
   if (parts.every((p) => p.length === 4)) {
     return {
@@ -82,10 +91,14 @@ export function cacheCommand(): Command {
   cache
     .command('build')
     .description('import a source into a cache (a hit when the same source and settings were cached before)')
-    .argument('[sources...]', 'file.npy[:field] | file.npz | file.csv | images:x labels:y | dump:field:dtype:shape')
+    .argument('[sources...]', 'file.npy[:field] | file.npz | file.csv | images:x labels:y | dump:field:dtype:shape | dump (with --record)')
     .requiredOption('--name <name>', 'dataset name (letters, digits, _ . -)')
     .option('--label <column>', 'CSV: the label column')
-    .option('--label-dtype <dtype>', 'CSV: int32 (classes) or float32 (regression)', 'int32')
+    .option('--label-dtype <dtype>', 'CSV: int32 (classes; text labels become indices into sorted class names) or float32 (regression)', 'int32')
+    .option(
+      '--record <layout>',
+      'one headerless file of interleaved records (a structured array\'s tofile()): its packed members as name:dtype:shape,..., an empty shape for one value, e.g. features:uint8:104,9,9,policy:float16:1496,value:float16:',
+    )
     .option('--synthetic-board <records>', 'the built-in board dataset, written as raw dumps first', (v) => Number(v))
     .option('--seed <n>', 'seed of the synthetic board positions', (v) => Number(v), 0)
     .option('--shard-size <bytes>', 'shard size, e.g. 256MiB', parseBytes, DEFAULT_SHARD_BYTES)

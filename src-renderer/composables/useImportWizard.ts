@@ -24,6 +24,16 @@ export function kindForFile(name: string): SourceKind {
   return 'raw';
 }
 
+const formatValue = (v: number): string => (Number.isInteger(v) ? String(v) : v.toFixed(4));
+
+/**
+ * One field's first values in the preview; a label field with class names
+ * (a CSV's text labels) shows each index with its class: `2 (virginica)`.
+ */
+export function previewText(values: number[], classes?: string[]): string {
+  return values.map((v) => (classes?.[v] !== undefined ? `${v} (${classes[v]})` : formatValue(v))).join(', ');
+}
+
 /** State and steps of the caching wizard: source -> inspect and map fields -> build -> benchmark. */
 export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } = {}) {
   const client = useApiClient();

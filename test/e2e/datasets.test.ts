@@ -12,6 +12,8 @@ const fx = serveInChromium({
     mkdirSync(path.join(workspace, 'sources'), { recursive: true });
     const values = new Float32Array(4000 * 16).map((_, i) => Math.sin(i));
     writeFileSync(path.join(workspace, 'sources', 'small.npy'), npyBytes('<f4', [4000, 16], new Uint8Array(values.buffer)));
+    const iris = ['sepal_length,sepal_width,species', '5.1,3.5,setosa', '7.0,3.2,versicolor', '6.3,3.3,virginica', '4.9,3.0,setosa'];
+    writeFileSync(path.join(workspace, 'sources', 'iris.csv'), iris.join('\n') + '\n');
   },
 });
 
@@ -48,6 +50,24 @@ describe('caching wizard (serve mode, Chromium)', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it('shows the class names of a CSV with text labels beside their indices, and caches them', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(fx.serve.url);
+    await page.getByTestId('nav-datasets').click();
+    await page.getByTestId('file-iris.csv').click();
+    expect(await page.getByTestId('source-kind').inputValue()).toBe('csv');
+    await page.getByPlaceholder('column name').fill('species');
+    await page.getByTestId('inspect').click();
+    await page.getByTestId('field-table').waitFor();
+    expect(await page.getByTestId('field-classes').innerText()).toBe('3 classes from text labels');
+    const preview = await page.locator('[data-testid="field-table"] tbody tr').nth(1).locator('td.preview').innerText();
+    expect(preview.split('\n')).toEqual(['0 (setosa)', '1 (versicolor)', '2 (virginica)']);
+    await page.screenshot({ path: path.join(SHOTS, 'datasets-csv-classes.png') });
+    await page.getByTestId('build').click();
+    await expect.poll(() => page.getByTestId('build-result').innerText(), { timeout: 30_000 }).toMatch(/Built iris-[0-9a-f]{12}, 4 records/);
+    await page.close();
+  }, 60_000);
 
   it('shows a clear error for a bad source', async () => {
     writeFileSync(path.join(fx.workspace, 'sources', 'broken.npy'), Buffer.from('not numpy at all'));

@@ -1,16 +1,21 @@
 import { deflateRawSync } from 'node:zlib';
 
-/** Writes .npy bytes the way numpy.save does (version 1.0 header padded to 64 bytes). */
-export function npyBytes(descr: string, shape: number[], data: Uint8Array, fortran = false): Buffer {
+/**
+ * Writes .npy bytes the way numpy.save does: a version 1.0 header (2-byte
+ * length) padded to 64 bytes, or 2.0 (4-byte length) as NumPy writes for huge headers.
+ */
+export function npyBytes(descr: string, shape: number[], data: Uint8Array, fortran = false, version: 1 | 2 = 1): Buffer {
   const shapeText = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(', ')})`;
   let header = `{'descr': ${descr.startsWith('[') ? descr : `'${descr}'`}, 'fortran_order': ${fortran ? 'True' : 'False'}, 'shape': ${shapeText}, }`;
-  const total = 10 + header.length + 1;
+  const lengthBytes = version === 1 ? 2 : 4;
+  const total = 8 + lengthBytes + header.length + 1;
   header += ' '.repeat((64 - (total % 64)) % 64) + '\n';
-  const head = Buffer.alloc(10);
+  const head = Buffer.alloc(8 + lengthBytes);
   head.write('\x93NUMPY', 0, 'latin1');
-  head[6] = 1;
+  head[6] = version;
   head[7] = 0;
-  head.writeUInt16LE(header.length, 8);
+  if (version === 1) head.writeUInt16LE(header.length, 8);
+  else head.writeUInt32LE(header.length, 8);
   return Buffer.concat([head, Buffer.from(header, 'latin1'), Buffer.from(data)]);
 }
 

@@ -1,6 +1,8 @@
 // Bad sources and damaged caches: each a clear error, and nothing published.
-import { promises as fs, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { chmodSync, closeSync, promises as fs, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 
 import { describe, expect, it } from 'vitest';
@@ -12,6 +14,8 @@ import { openSource } from '../../src-main/core/datasets/importers/open-source';
 import { cacheOf, workspaceFixture } from '../helpers/datasets';
 import { loadAddon, thrown } from '../helpers/native';
 import { npyBytes } from '../helpers/numpy';
+import { REPO_ROOT } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
 
 const addon = loadAddon();
 const fx = workspaceFixture();
@@ -66,6 +70,17 @@ describe('bad sources are refused clearly and publish nothing', () => {
     await refused({ kind: 'raw', files: [{ path: p, field: 'x', dtype: 'float32', shape: [2] }] }, /10 bytes, not a whole number of float32 records of shape \[2\] \(8 bytes each\)/);
   });
 
+  it('an interleaved raw dump whose size is not a whole number of records', async () => {
+    const p = file('odd-records.bin', new Uint8Array(40));
+    const record = [{ name: 'features', dtype: 'uint8' as const, shape: [7] }, { name: 'policy', dtype: 'float16' as const, shape: [3] }, { name: 'value', dtype: 'float32' as const, shape: [] }];
+    await refused({ kind: 'raw', files: [{ path: p, record }] }, /odd-records\.bin is 40 bytes, not a whole number of 17-byte records \(features:uint8:7,policy:float16:3,value:float32:\): check the record layout/);
+  });
+
+  it('an interleaved record layout that names a member twice', async () => {
+    const p = file('twice.bin', new Uint8Array(8));
+    await refused({ kind: 'raw', files: [{ path: p, record: [{ name: 'a', dtype: 'float32', shape: [] }, { name: 'a', dtype: 'float32', shape: [] }] }] }, /field 'a' is given twice/, 'E_BAD_INPUT');
+  });
+
   it('a CSV with a non-numeric cell, naming the line and column', async () => {
     const p = file('bad.csv', Buffer.from('a,b,label\n1,2,0\n3,oops,1\n'));
     await refused({ kind: 'csv', path: p, label: 'label', labelDtype: 'int32' }, /bad\.csv line 3, column 'b' \(2\): "oops" is not a number/);
@@ -89,6 +104,104 @@ describe('bad sources are refused clearly and publish nothing', () => {
     const source = await openSource({ kind: 'synthetic-board', records: 50, seed: 1 });
     await expect(buildCache(fx.ws, source, { name: 'cancelled', shardBytes: 1 << 20, fieldMap: [] }, { jobId: 'c', signal: controller.signal })).rejects.toMatchObject({ code: 'E_CANCELLED' });
     expect(readdirSync(datasetsRoot(fx.ws)).filter((n) => n.startsWith('cancelled') || n.startsWith('.tmp-'))).toEqual([]);
+  });
+});
+
+describe('unusable files are named, with what is wrong', () => {
+  it('an empty .npy', async () => {
+    await refused({ kind: 'npy', path: file('empty.npy', new Uint8Array(0)), field: 'x' }, /empty\.npy is empty \(0 bytes\)/);
+  });
+
+  it('an .npy shorter than its magic and header length', async () => {
+    await refused({ kind: 'npy', path: file('stub.npy', Buffer.from('\x93NUMPY\x01', 'latin1')), field: 'x' }, /stub\.npy is 7 bytes: too short for a \.npy header/);
+  });
+
+  it('a version 2 .npy whose header length is 2^31', async () => {
+    const bytes = npyBytes('<f4', [2], new Uint8Array(8), false, 2);
+    bytes.writeUInt32LE(2 ** 31, 8);
+    await refused({ kind: 'npy', path: file('v2-huge.npy', bytes), field: 'x' }, /v2-huge\.npy: the \.npy header says it is 2147483648 bytes long, but the file is only \d+ bytes/);
+  });
+
+  it('a directory given as a CSV or as a raw dump', async () => {
+    const dir = path.join(fx.dir, 'sources', 'a-folder.csv');
+    mkdirSync(dir);
+    await refused({ kind: 'csv', path: dir, label: 'y', labelDtype: 'int32' }, /cannot read .*a-folder\.csv: EISDIR: it is a directory, not a file/, 'E_BAD_INPUT');
+    await refused({ kind: 'raw', files: [{ path: dir, field: 'x', dtype: 'uint8', shape: [] }] }, /cannot read .*a-folder\.csv: EISDIR: it is a directory, not a file/, 'E_BAD_INPUT');
+    await refused({ kind: 'npy', path: dir, field: 'x' }, /cannot read .*a-folder\.csv: EISDIR: it is a directory, not a file/, 'E_BAD_INPUT');
+  });
+
+  it('a file that does not exist', async () => {
+    await refused({ kind: 'csv', path: path.join(fx.dir, 'sources', 'gone.csv'), label: 'y', labelDtype: 'int32' }, /cannot read .*gone\.csv: ENOENT: it does not exist/, 'E_BAD_INPUT');
+  });
+
+  // Root reads files whatever their mode, so the importer runs as `nobody` when the tests run as root.
+  it.each(['csv', 'raw'] as const)('an unreadable %s file (mode 000)', async (kind) => {
+    const t = tempDir();
+    try {
+      chmodSync(t.dir, 0o755);
+      const p = path.join(t.dir, `locked.${kind}`);
+      writeFileSync(p, 'a,y\n1,0\n');
+      chmodSync(p, 0o000);
+      const spec: SourceSpec = kind === 'csv' ? { kind, path: p, label: 'y', labelDtype: 'int32' } : { kind, files: [{ path: p, field: 'x', dtype: 'uint8', shape: [] }] };
+      const entry = path.join(REPO_ROOT, 'dist', 'src-main', 'core', 'datasets', 'importers', 'open-source.js');
+      const script = `require(${JSON.stringify(entry)}).openSource(JSON.parse(process.argv[1])).then(() => console.log('{}'), (e) => console.log(JSON.stringify({ code: e.code, message: e.message })))`;
+      const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+      const { stdout } = await promisify(execFile)(process.execPath, ['-e', script, JSON.stringify(spec)], asNobody);
+      expect(JSON.parse(stdout)).toEqual({ code: 'E_BAD_INPUT', message: expect.stringMatching(/cannot read .*locked\.(csv|raw): EACCES: permission denied, this user cannot read it/) });
+    } finally {
+      t.cleanup();
+    }
+  });
+});
+
+describe('CSV lines and cells are bounded, and errors quote only a clean excerpt', () => {
+  it('a 100 MB line without a newline is refused at the bound, naming the line', async () => {
+    const p = path.join(fx.dir, 'sources', 'one-line.csv');
+    const fd = openSync(p, 'w');
+    writeSync(fd, 'a,label\n');
+    const mib = Buffer.alloc(1 << 20, '7');
+    for (let i = 0; i < 100; i++) writeSync(fd, mib);
+    closeSync(fd);
+    const before = readdirSync(datasetsRoot(fx.ws));
+    const err = await cacheOf(fx.ws, { kind: 'csv', path: p, label: 'label', labelDtype: 'int32' }, 'bad').catch((e: Error & { code: string }) => e);
+    expect(err).toMatchObject({ code: 'E_DATA', message: expect.stringMatching(/one-line\.csv line 2 is longer than 1 MiB/) });
+    expect((err as Error).message.length).toBeLessThan(400);
+    expect(readdirSync(datasetsRoot(fx.ws))).toEqual(before);
+  });
+
+  it('a header line without a newline: the bound holds before the header is parsed', async () => {
+    const p = file('no-newline.csv', Buffer.alloc(3 << 20, 'x'));
+    await refused({ kind: 'csv', path: p, label: 'label', labelDtype: 'int32' }, /no-newline\.csv line 1 is longer than 1 MiB/);
+  });
+
+  it('a cell longer than 64 KiB, naming the line and column', async () => {
+    const p = file('long-cell.csv', Buffer.from(`a,label\n1,0\n${'9'.repeat(70_000)},1\n`));
+    await refused({ kind: 'csv', path: p, label: 'label', labelDtype: 'int32' }, /long-cell\.csv line 3, column 'a' \(1\): the cell is longer than 64 KiB/);
+  });
+
+  it('control characters in a bad cell are escaped, and long cells cut short', async () => {
+    const p = file('ctrl.csv', Buffer.from(`a,label\n1,0\n\x1b[2J\x07oops${'z'.repeat(500)},1\n`));
+    const err = await cacheOf(fx.ws, { kind: 'csv', path: p, label: 'label', labelDtype: 'int32' }, 'bad').catch((e: Error) => e);
+    expect(err).toMatchObject({ code: 'E_DATA', message: expect.stringContaining('ctrl.csv line 3, column \'a\' (1): "\\x1b[2J\\x07oopszzz') });
+    // eslint-disable-next-line no-control-regex
+    expect((err as Error).message).not.toMatch(/[\x00-\x1f\x7f-\x9f]/);
+    expect((err as Error).message).toMatch(/zzz…" is not a number/);
+    expect((err as Error).message.length).toBeLessThan(200);
+  });
+
+  it('a header with control characters and many columns: the column list is clean and short', async () => {
+    const header = Array.from({ length: 5000 }, (_, i) => `c${i}\x1b]0;pwned\x07`).join(',');
+    const p = file('ctrl-header.csv', Buffer.from(`${header}\n${'1,'.repeat(4999)}1\n`));
+    const err = await cacheOf(fx.ws, { kind: 'csv', path: p, label: 'label', labelDtype: 'int32' }, 'bad').catch((e: Error) => e);
+    expect(err).toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringMatching(/label column 'label' is not in .*ctrl-header\.csv \(columns: c0\\x1b\]0;pwned\\x07, c1.*, and 4990 more\)/) });
+    // eslint-disable-next-line no-control-regex
+    expect((err as Error).message).not.toMatch(/[\x00-\x1f\x7f-\x9f]/);
+    expect((err as Error).message.length).toBeLessThan(600);
+  });
+
+  it('text labels with labelDtype float32 are refused with what to do', async () => {
+    const p = file('text-regression.csv', Buffer.from('a,target\n1,high\n2,low\n'));
+    await refused({ kind: 'csv', path: p, label: 'target', labelDtype: 'float32' }, /text-regression\.csv line 2, column 'target': "high" is not a number; text labels are classes: use labelDtype int32/);
   });
 });
 

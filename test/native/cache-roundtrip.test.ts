@@ -8,6 +8,7 @@ import type { CacheDType } from '../../src-main/api/datasets';
 import { DTYPE_BYTES } from '../../src-main/api/datasets';
 import { datasetsRoot } from '../../src-main/core/datasets/cache-store';
 import { encode } from '../../src-main/core/datasets/dtype-codec';
+import { openSource } from '../../src-main/core/datasets/importers/open-source';
 import { cacheOf, workspaceFixture } from '../helpers/datasets';
 import { lcg, loadAddon } from '../helpers/native';
 import { npyBytes, zipBytes } from '../helpers/numpy';
@@ -53,6 +54,14 @@ describe('cache round trips through the native loader', () => {
     expect(Buffer.compare(back.x, Buffer.from(data))).toBe(0);
   });
 
+  it('npy format version 2.0 (4-byte header length)', async () => {
+    const data = encode(values('int16', 6 * 2, 5), 'int16');
+    const p = file('v2.npy', npyBytes('<i2', [6, 2], data, false, 2));
+    const built = await cacheOf(fx.ws, { kind: 'npy', path: p, field: 'x' }, 'npy-v2');
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
+    expect(Buffer.compare(back.x, Buffer.from(data))).toBe(0);
+  });
+
   it('npy big-endian values are converted to little-endian', async () => {
     const be = Buffer.alloc(4 * 6);
     [1, -2, 3, 70000, -5, 6].forEach((v, i) => be.writeInt32BE(v, 4 * i));
@@ -79,6 +88,25 @@ describe('cache round trips through the native loader', () => {
     expect(back.a.readFloatLE(4 * (3 * 4 + 2))).toBe(4.5);
     expect(back.b.readInt16LE(2 * 7)).toBe(-7);
     expect(back.c.readDoubleLE(8 * 8)).toBe(12);
+  });
+
+  it('structured npy with several structs per record: cached member by member, never read in place', async () => {
+    const n = 4;
+    const item = 4 + 2; // a: f4, b: i2; shape (n, 3): three structs per record
+    const raw = Buffer.alloc(n * 3 * item);
+    for (let e = 0; e < n * 3; e++) {
+      raw.writeFloatLE(e / 2, e * item);
+      raw.writeInt16LE(-e, e * item + 4);
+    }
+    const spec = { kind: 'npy' as const, path: file('struct-3.npy', npyBytes("[('a', '<f4'), ('b', '<i2')]", [n, 3], raw)), field: 'x' };
+    const built = await cacheOf(fx.ws, spec, 'npy-struct-3');
+    expect(built.dataset.fields.map((f) => `${f.name}:${f.dtype}[${f.shape}]`)).toEqual(['a:float32[3]', 'b:int16[3]']);
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
+    expect(Array.from({ length: n * 3 }, (_, e) => back.a.readFloatLE(4 * e))).toEqual(Array.from({ length: n * 3 }, (_, e) => e / 2));
+    expect(Array.from({ length: n * 3 }, (_, e) => back.b.readInt16LE(2 * e))).toEqual(Array.from({ length: n * 3 }, (_, e) => -e || 0));
+    const source = await openSource(spec);
+    expect(source.rawLayout()).toBeNull();
+    expect(source.uncachedReason).toMatch(/struct-3\.npy holds several structs per record/);
   });
 
   it.each([false, true])('npz (deflated: %s): one field per array', async (deflate) => {
@@ -116,6 +144,76 @@ describe('cache round trips through the native loader', () => {
     const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
     expect(Array.from(new Float32Array(back.x.buffer.slice(back.x.byteOffset, back.x.byteOffset + 36)))).toEqual([1, 2.5, -3, 4, 5, 600, 7, 8, 9]);
     expect(Array.from(new Int32Array(back.y.buffer.slice(back.y.byteOffset, back.y.byteOffset + 12)))).toEqual([0, 2, 1]);
+  });
+
+  it('CSV text labels (iris): sorted class names in the manifest, indices in the records', async () => {
+    const rows = [
+      'sepal_length,sepal_width,species',
+      '5.1,3.5,setosa',
+      '7.0,3.2,versicolor',
+      '6.3,3.3,virginica',
+      '4.9,3.0,setosa',
+      '5.5,2.3,"versicolor, tall"',
+      '6.5,2.8,versicolor',
+    ];
+    const p = file('iris.csv', Buffer.from(rows.join('\r\n') + '\r\n'));
+    const built = await cacheOf(fx.ws, { kind: 'csv', path: p, label: 'species', labelDtype: 'int32' }, 'iris');
+    expect(built.dataset.fields[1]).toMatchObject({ name: 'y', dtype: 'int32', classes: ['setosa', 'versicolor', 'versicolor, tall', 'virginica'] });
+    expect(built.dataset.fields[0].classes).toBeUndefined();
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
+    expect(Array.from(new Int32Array(back.y.buffer.slice(back.y.byteOffset, back.y.byteOffset + 24)))).toEqual([0, 1, 3, 0, 2, 1]);
+    expect(Array.from(new Float32Array(back.x.buffer.slice(back.x.byteOffset, back.x.byteOffset + 8)))).toEqual([5.099999904632568, 3.5]);
+  });
+
+  it('CSV numeric labels keep their values and get no class names', async () => {
+    const p = file('numeric.csv', Buffer.from('a,y\n1,2\n3,0\n'));
+    const built = await cacheOf(fx.ws, { kind: 'csv', path: p, label: 'y', labelDtype: 'int32' }, 'numeric-labels');
+    expect(built.dataset.fields[1].classes).toBeUndefined();
+    const back = readBack(path.join(datasetsRoot(fx.ws), built.dataset.id));
+    expect(Array.from(new Int32Array(back.y.buffer.slice(back.y.byteOffset, back.y.byteOffset + 8)))).toEqual([2, 0]);
+  });
+
+  it('an interleaved raw dump (structured tofile) equals the structured .npy, cached and read in place', async () => {
+    const n = 23;
+    const record = 7 + 3 * 2 + 4; // features u1[7], policy f2[3], value f4: packed, as tofile() writes
+    const raw = Buffer.alloc(n * record);
+    const feats = values('uint8', n * 7, 11);
+    const policy = encode(values('float16', n * 3, 12), 'float16');
+    const value = encode(values('float32', n, 13), 'float32');
+    for (let i = 0; i < n; i++) {
+      raw.set(feats.slice(i * 7, i * 7 + 7), i * record);
+      raw.set(policy.subarray(i * 6, i * 6 + 6), i * record + 7);
+      raw.set(value.subarray(i * 4, i * 4 + 4), i * record + 13);
+    }
+    const descr = "[('features', '|u1', (7,)), ('policy', '<f2', (3,)), ('value', '<f4')]";
+    const npy = await cacheOf(fx.ws, { kind: 'npy', path: file('structured.npy', npyBytes(descr, [n], raw)), field: 'x' }, 'interleaved-npy');
+    const spec = {
+      kind: 'raw' as const,
+      files: [{
+        path: file('structured.bin', raw),
+        record: [
+          { name: 'features', dtype: 'uint8' as const, shape: [7] },
+          { name: 'policy', dtype: 'float16' as const, shape: [3] },
+          { name: 'value', dtype: 'float32' as const, shape: [] },
+        ],
+      }],
+    };
+    const dump = await cacheOf(fx.ws, spec, 'interleaved-raw', 512);
+    expect(dump.dataset.shards).toBeGreaterThan(1);
+    expect(dump.dataset.fields.map((f) => `${f.name}:${f.dtype}[${f.shape}]`)).toEqual(['features:uint8[7]', 'policy:float16[3]', 'value:float32[]']);
+    const fromNpy = readBack(path.join(datasetsRoot(fx.ws), npy.dataset.id));
+    const fromDump = readBack(path.join(datasetsRoot(fx.ws), dump.dataset.id));
+    for (const f of ['features', 'policy', 'value']) expect(Buffer.compare(fromDump[f], fromNpy[f])).toBe(0);
+    expect(Buffer.compare(fromDump.features, Buffer.from(feats))).toBe(0);
+
+    // The uncached path: the native loader reads each member in place, one record size apart.
+    const layout = (await openSource(spec)).rawLayout();
+    expect(layout?.map((l) => [l.name, l.byteOffset, l.byteStride])).toEqual([['features', 0, 17], ['policy', 7, 17], ['value', 13, 17]]);
+    const inPlace = addon.runLoader(
+      JSON.stringify({ kind: 'raw', layout: { records: n, fields: layout } }),
+      JSON.stringify({ batchSize: 5, workers: 2, prefetch: 2, shuffle: false, dropLast: false }),
+    ).fields as Record<string, Buffer>;
+    for (const f of ['features', 'policy', 'value']) expect(Buffer.compare(inPlace[f], fromNpy[f])).toBe(0);
   });
 
   it.each([false, true])('IDX (gzip: %s), multi-byte big-endian values included', async (gz) => {

@@ -1,4 +1,5 @@
 import { ApiError } from '../../../api/errors';
+import { sourceFileError } from './source-file';
 
 /**
  * Exact reads from an async stream of buffers: `read(n)` returns n bytes or
@@ -13,7 +14,7 @@ export class ByteStream {
   constructor(
     source: AsyncIterable<Buffer | string>,
     private readonly file: string,
-    private readonly wrapError: (err: Error) => ApiError = (err) => new ApiError('E_DATA', `${file}: ${err.message}`),
+    private readonly wrapError: (err: Error) => ApiError = (err) => sourceFileError(file, err),
   ) {
     this.iterator = (source as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   }

@@ -5,8 +5,9 @@ import { createGunzip } from 'node:zlib';
 import type { CacheDType } from '../../../api/datasets';
 import { ApiError } from '../../../api/errors';
 import { ByteStream } from './byte-stream';
+import { sourceFileSize } from './source-file';
 import type { RecordSource } from './record-source';
-import { fileSize, recordChunks, swapBytes } from './record-source';
+import { recordChunks, swapBytes } from './record-source';
 
 /** IDX element types (the MNIST format): code -> our dtype. */
 const IDX_TYPES: Record<number, CacheDType> = { 0x08: 'uint8', 0x09: 'int8', 0x0b: 'int16', 0x0c: 'int32', 0x0d: 'float32', 0x0e: 'float64' };
@@ -53,7 +54,7 @@ async function readHeader(stream: ByteStream, path: string): Promise<IdxHeader> 
 
 /** One IDX file as one field: the first dimension counts records. */
 export async function idxSource(path: string, field: string): Promise<RecordSource> {
-  const sourceBytes = await fileSize(path);
+  const sourceBytes = await sourceFileSize(path);
   const gz = await isGzip(path);
   const probe = open(path, gz);
   const header = await readHeader(probe, path).finally(() => probe.close());

@@ -1,5 +1,6 @@
 import type { CacheDType } from '../../../api/datasets';
 import { ApiError } from '../../../api/errors';
+import { excerpt, quoted } from './excerpt';
 
 /** A value of the Python literal subset NumPy writes in .npy headers. */
 type PyValue = string | number | boolean | null | PyValue[] | { [key: string]: PyValue };
@@ -52,7 +53,7 @@ export function parsePyLiteral(text: string, file: string): PyValue {
       return s;
     }
     const word = /^(True|False|None|-?\d+)/.exec(text.slice(i));
-    if (!word) return fail(`unexpected '${c ?? 'end of header'}'`);
+    if (!word) return fail(c === undefined ? 'unexpected end of header' : `unexpected ${quoted(c)}`);
     i += word[0].length;
     if (word[0] === 'True') return true;
     if (word[0] === 'False') return false;
@@ -92,12 +93,12 @@ export interface NpyHeader {
 /** Parses a simple dtype string such as '<f4' or '|u1'. */
 export function parseDescr(descr: string, file: string): { dtype: CacheDType | null; bytes: number; bigEndian: boolean } {
   const m = /^([<>|=])([a-zA-Z])(\d+)$/.exec(descr);
-  if (!m) throw new ApiError('E_DATA', `${file}: dtype '${descr}' is not a numeric NumPy dtype`);
+  if (!m) throw new ApiError('E_DATA', `${file}: dtype ${quoted(descr)} is not a numeric NumPy dtype`);
   const [, order, kind, size] = m;
   if (kind === 'V') return { dtype: null, bytes: Number(size), bigEndian: false };
   const dtype = KINDS[`${kind}${size}`];
   if (!dtype) {
-    throw new ApiError('E_DATA', `${file}: dtype '${descr}' is not supported (numeric dtypes: bool, (u)int8..64, float16/32/64)`);
+    throw new ApiError('E_DATA', `${file}: dtype ${quoted(descr)} is not supported (numeric dtypes: bool, (u)int8..64, float16/32/64)`);
   }
   return { dtype, bytes: Number(size), bigEndian: order === '>' };
 }
@@ -108,12 +109,12 @@ function members(descr: PyValue, file: string): { members: NpyMember[]; itemByte
     if (!d.dtype) throw new ApiError('E_DATA', `${file}: a void dtype is not a numeric array`);
     return { members: [{ name: '', dtype: d.dtype, shape: [], offset: 0, bigEndian: d.bigEndian }], itemBytes: d.bytes };
   }
-  if (!Array.isArray(descr)) throw new ApiError('E_DATA', `${file}: unexpected descr ${JSON.stringify(descr)}`);
+  if (!Array.isArray(descr)) throw new ApiError('E_DATA', `${file}: unexpected descr ${excerpt(JSON.stringify(descr), 80)}`);
   const out: NpyMember[] = [];
   let offset = 0;
   for (const entry of descr) {
     if (!Array.isArray(entry) || typeof entry[0] !== 'string' || typeof entry[1] !== 'string') {
-      throw new ApiError('E_DATA', `${file}: nested structured dtypes are not supported (${JSON.stringify(entry)})`);
+      throw new ApiError('E_DATA', `${file}: nested structured dtypes are not supported (${excerpt(JSON.stringify(entry), 80)})`);
     }
     const d = parseDescr(entry[1], file);
     const sub = Array.isArray(entry[2]) ? (entry[2] as number[]) : [];
@@ -126,8 +127,11 @@ function members(descr: PyValue, file: string): { members: NpyMember[]; itemByte
   return { members: out, itemBytes: offset };
 }
 
-/** Reads the magic, version and header dict of a .npy stream held in `head` (at least the first 10 bytes). */
-export function npyHeaderLength(head: Uint8Array, file: string): { headerBytes: number; lengthBytes: number } {
+/** NumPy refuses headers over 10 000 bytes by default; allow far more, but not gigabytes from a corrupt length. */
+export const MAX_NPY_HEADER_BYTES = 1 << 20;
+
+/** Checks the magic and version in the first 8 bytes; returns how many bytes the header length takes (2 in v1, 4 in v2/v3). */
+export function npyLengthBytes(head: Uint8Array, file: string): 2 | 4 {
   const magic = Buffer.from(head.subarray(0, 6)).toString('latin1');
   if (magic !== '\x93NUMPY') {
     throw new ApiError(
@@ -137,10 +141,24 @@ export function npyHeaderLength(head: Uint8Array, file: string): { headerBytes: 
   }
   const major = head[6];
   if (major < 1 || major > 3) throw new ApiError('E_DATA', `${file}: .npy format version ${major} is not supported`);
-  const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
-  const lengthBytes = major === 1 ? 2 : 4;
-  const len = major === 1 ? view.getUint16(8, true) : view.getUint32(8, true);
-  return { headerBytes: 8 + lengthBytes + len, lengthBytes };
+  return major === 1 ? 2 : 4;
+}
+
+/**
+ * Total header bytes (preamble, length and dict) from the little-endian length
+ * field; `fileBytes` (null inside a compressed archive) bounds it.
+ */
+export function npyHeaderBytes(lengthField: Uint8Array, file: string, fileBytes: number | null): number {
+  const view = new DataView(lengthField.buffer, lengthField.byteOffset, lengthField.byteLength);
+  const dictBytes = lengthField.byteLength === 2 ? view.getUint16(0, true) : view.getUint32(0, true);
+  const headerBytes = 8 + lengthField.byteLength + dictBytes;
+  if (fileBytes !== null && headerBytes > fileBytes) {
+    throw new ApiError('E_DATA', `${file}: the .npy header says it is ${dictBytes} bytes long, but the file is only ${fileBytes} bytes: the file is truncated or not a .npy file`);
+  }
+  if (dictBytes > MAX_NPY_HEADER_BYTES) {
+    throw new ApiError('E_DATA', `${file}: the .npy header says it is ${dictBytes} bytes long, more than the ${MAX_NPY_HEADER_BYTES} bytes a real header needs: the file is damaged`);
+  }
+  return headerBytes;
 }
 
 export function parseNpyHeader(dictText: string, headerBytes: number, file: string): NpyHeader {
@@ -148,7 +166,7 @@ export function parseNpyHeader(dictText: string, headerBytes: number, file: stri
   if (!dict || typeof dict !== 'object' || Array.isArray(dict)) throw new ApiError('E_DATA', `${file}: the .npy header is not a dict`);
   const { descr, fortran_order: fortran, shape } = dict as Record<string, PyValue>;
   if (!Array.isArray(shape) || shape.some((d) => typeof d !== 'number' || d < 0)) {
-    throw new ApiError('E_DATA', `${file}: bad shape ${JSON.stringify(shape)} in the .npy header`);
+    throw new ApiError('E_DATA', `${file}: bad shape ${excerpt(JSON.stringify(shape) ?? 'missing', 80)} in the .npy header`);
   }
   const dims = shape as number[];
   if (dims.length === 0) throw new ApiError('E_DATA', `${file} holds a single value (0-d array), not records`);

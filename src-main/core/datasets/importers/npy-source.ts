@@ -6,9 +6,10 @@ import { DTYPE_BYTES } from '../../../api/datasets';
 import { ApiError } from '../../../api/errors';
 import { ByteStream } from './byte-stream';
 import type { NpyHeader } from './npy-header';
-import { npyHeaderLength, parseNpyHeader } from './npy-header';
+import { npyHeaderBytes, npyLengthBytes, parseNpyHeader } from './npy-header';
 import type { Chunk, RawFieldLayout, RecordSource, SourceField } from './record-source';
-import { checkAborted, fileSize, swapBytes } from './record-source';
+import { checkAborted, gatherMember, swapBytes } from './record-source';
+import { sourceFileSize } from './source-file';
 
 /** Where an .npy stream lives: a whole file, or an entry of an .npz archive. */
 export interface NpyLocation {
@@ -29,11 +30,16 @@ function openStream(loc: NpyLocation): ByteStream {
   return new ByteStream(stream, loc.label, (err) => new ApiError('E_DATA', `${loc.label}: ${loc.deflated ? 'bad compressed data' : 'read failed'} (${err.message})`));
 }
 
+/** Smallest .npy: magic (6), version (2), a 2-byte header length. */
+const NPY_MIN_BYTES = 10;
+
 export async function readNpyHeader(loc: NpyLocation): Promise<NpyHeader> {
+  if (loc.length === 0) throw new ApiError('E_DATA', `${loc.label} is empty (0 bytes): it holds no .npy array`);
+  if (!loc.deflated && loc.length < NPY_MIN_BYTES) throw new ApiError('E_DATA', `${loc.label} is ${loc.length} bytes: too short for a .npy header`);
   const stream = openStream(loc);
   try {
-    const head = await stream.read(10, 'the .npy header');
-    const { headerBytes, lengthBytes } = npyHeaderLength(head, loc.label);
+    const lengthBytes = npyLengthBytes(await stream.read(8, 'the .npy header'), loc.label);
+    const headerBytes = npyHeaderBytes(await stream.read(lengthBytes, 'the .npy header'), loc.label, loc.deflated ? null : loc.length);
     const dict = await stream.read(headerBytes - 8 - lengthBytes, 'the .npy header');
     return parseNpyHeader(dict.toString('latin1'), headerBytes, loc.label);
   } finally {
@@ -64,6 +70,8 @@ export async function npySource(loc: NpyLocation, plainField: string): Promise<R
       );
     }
   }
+  // A structured array with more axes than records (shape (N, 3)) interleaves each member across the record.
+  const scattered = !plain && recordValues > 1;
   const memberBytes = header.members.map((m) => m.shape.reduce((a, b) => a * b, 1) * widthOf(m.dtype));
   return {
     kind: 'npy',
@@ -73,9 +81,13 @@ export async function npySource(loc: NpyLocation, plainField: string): Promise<R
     files: [loc.file],
     sourceBytes: loc.length,
     options: { field: plainField, entry: loc.label },
-    uncachedReason: loc.deflated ? `${loc.label} is compressed inside the archive, so its records cannot be read in place` : null,
+    uncachedReason: loc.deflated
+      ? `${loc.label} is compressed inside the archive, so its records cannot be read in place`
+      : scattered
+        ? `${loc.label} holds several structs per record, so a member's values are not contiguous and cannot be read in place`
+        : null,
     rawLayout: (): RawFieldLayout[] | null =>
-      loc.deflated
+      loc.deflated || scattered
         ? null
         : header.members.map((m, i) => ({
             ...fields[i],
@@ -101,10 +113,7 @@ export async function npySource(loc: NpyLocation, plainField: string): Promise<R
               return copy;
             }
             // Gather one member out of every struct (records x sub-elements).
-            const bytes = new Uint8Array(n * recordValues * memberBytes[f]);
-            for (let e = 0; e < n * recordValues; e++) {
-              bytes.set(raw.subarray(e * header.itemBytes + m.offset, e * header.itemBytes + m.offset + memberBytes[f]), e * memberBytes[f]);
-            }
+            const bytes = gatherMember(raw, n * recordValues, header.itemBytes, m.offset, memberBytes[f]);
             if (m.bigEndian) swapBytes(bytes, width);
             return bytes;
           });
@@ -121,6 +130,6 @@ export async function npySource(loc: NpyLocation, plainField: string): Promise<R
 const widthOf = (dtype: SourceField['dtype']): number => DTYPE_BYTES[dtype];
 
 export async function npyFileSource(path: string, field: string): Promise<RecordSource> {
-  const length = await fileSize(path);
+  const length = await sourceFileSize(path);
   return npySource({ file: path, start: 0, length, deflated: false, label: path }, field);
 }

@@ -1,9 +1,11 @@
 import { promises as fs } from 'node:fs';
 
 import { ApiError } from '../../../api/errors';
+import { excerpt } from './excerpt';
 import { npySource, type NpyLocation } from './npy-source';
+import { sourceFileSize } from './source-file';
 import type { RecordSource } from './record-source';
-import { fileSize, zipSources } from './record-source';
+import { zipSources } from './record-source';
 
 interface ZipEntry {
   name: string;
@@ -85,21 +87,23 @@ async function zipEntries(fh: fs.FileHandle, size: number, file: string): Promis
 
 /** A NumPy .npz archive: one field per array, named after it; arrays must have the same number of records. */
 export async function npzSource(path: string): Promise<RecordSource> {
-  const size = await fileSize(path);
+  const size = await sourceFileSize(path);
   const fh = await fs.open(path, 'r');
   try {
     const entries = (await zipEntries(fh, size, path)).filter((e) => e.name.endsWith('.npy'));
     if (entries.length === 0) throw new ApiError('E_DATA', `${path} holds no .npy arrays`);
     const parts: RecordSource[] = [];
     for (const e of entries) {
+      // Entry names are the archive's words: shown only as a clean excerpt.
+      const entry = excerpt(e.name, 80);
       if (e.method !== 0 && e.method !== 8) {
-        throw new ApiError('E_DATA', `${path}:${e.name} uses zip compression method ${e.method}; only stored and deflated entries are supported`);
+        throw new ApiError('E_DATA', `${path}:${entry} uses zip compression method ${e.method}; only stored and deflated entries are supported`);
       }
       const local = await readAt(fh, e.localHeaderOffset, 30);
-      if (local.length < 30 || local.readUInt32LE(0) !== 0x04034b50) throw new ApiError('E_DATA', `${path}:${e.name}: corrupt local header`);
+      if (local.length < 30 || local.readUInt32LE(0) !== 0x04034b50) throw new ApiError('E_DATA', `${path}:${entry}: corrupt local header`);
       const start = e.localHeaderOffset + 30 + local.readUInt16LE(26) + local.readUInt16LE(28);
-      if (start + e.compressedSize > size) throw new ApiError('E_DATA', `${path} is truncated inside ${e.name}`);
-      const loc: NpyLocation = { file: path, start, length: e.compressedSize, deflated: e.method === 8, label: `${path}:${e.name}` };
+      if (start + e.compressedSize > size) throw new ApiError('E_DATA', `${path} is truncated inside ${entry}`);
+      const loc: NpyLocation = { file: path, start, length: e.compressedSize, deflated: e.method === 8, label: `${path}:${entry}` };
       parts.push(await npySource(loc, e.name.replace(/\.npy$/, '')));
     }
     return zipSources('npz', path, parts, { entries: entries.map((e) => e.name) });

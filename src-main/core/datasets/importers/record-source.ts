@@ -1,5 +1,3 @@
-import { promises as fs } from 'node:fs';
-
 import { ApiError } from '../../../api/errors';
 import type { CacheDType } from '../../../api/datasets';
 import { DTYPE_BYTES } from '../../../api/datasets';
@@ -57,12 +55,14 @@ export function checkAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new ApiError('E_CANCELLED', 'the import was cancelled');
 }
 
-export async function fileSize(path: string): Promise<number> {
-  try {
-    return (await fs.stat(path)).size;
-  } catch (err) {
-    throw new ApiError('E_BAD_INPUT', `cannot read ${path}: ${(err as Error).message}`);
-  }
+/**
+ * Copies one member out of `count` consecutive interleaved items (structured
+ * arrays, record dumps): `memberBytes` bytes at `offset` of every `itemBytes`.
+ */
+export function gatherMember(items: Uint8Array, count: number, itemBytes: number, offset: number, memberBytes: number): Uint8Array {
+  const out = new Uint8Array(count * memberBytes);
+  for (let e = 0; e < count; e++) out.set(items.subarray(e * itemBytes + offset, e * itemBytes + offset + memberBytes), e * memberBytes);
+  return out;
 }
 
 /** Reverses byte order in place of every `width`-byte value (big-endian sources). */
