@@ -110,7 +110,8 @@ export const DEFAULT_SHARD_BYTES = 2 ** 30;
 export const BuildRequestSchema = z
   .object({
     source: SourceSpecSchema,
-    name: z.string().min(1).max(64).regex(/^[A-Za-z0-9_.-]+$/, 'names are letters, digits, _ . -'),
+    /** One folder-name segment (the cache id is `<name>-<12 hex>`), so never '..' or a hidden name. */
+    name: IdSchema.max(64),
     shardBytes: z.number().int().min(4096).max(2 ** 40).default(DEFAULT_SHARD_BYTES),
     /** Rename or re-type source fields (e.g. float32 targets stored as float16); omitted fields are kept as they are. */
     fieldMap: z.array(z.object({ from: z.string(), to: z.string(), dtype: CacheDTypeSchema })).default([]),

@@ -167,12 +167,12 @@ export function cacheCommand(): Command {
   cache
     .command('rm')
     .description('remove a cache')
-    .argument('<id>', 'dataset id')
+    .argument('<id>', 'dataset id or name')
     .option(...ws)
     .action(async (id: string, o) => {
       await withServices(o.workspace, async (s) => {
-        await s.datasets.remove(id);
-        process.stdout.write(`removed ${id}\n`);
+        const { removed } = await s.datasets.remove(id);
+        process.stdout.write(`removed ${removed}\n`);
       });
     });
   return cache;
