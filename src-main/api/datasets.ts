@@ -114,7 +114,7 @@ export const BuildRequestSchema = z
     name: IdSchema.max(64),
     shardBytes: z.number().int().min(4096).max(2 ** 40).default(DEFAULT_SHARD_BYTES),
     /** Rename or re-type source fields (e.g. float32 targets stored as float16); omitted fields are kept as they are. */
-    fieldMap: z.array(z.object({ from: z.string(), to: z.string(), dtype: CacheDTypeSchema })).default([]),
+    fieldMap: z.array(z.object({ from: z.string().min(1).max(128), to: CacheFieldSchema.shape.name, dtype: CacheDTypeSchema }).strict()).max(256).default([]),
     /** A job id chosen by the caller, so it can cancel; one is made up otherwise. */
     jobId: IdSchema.optional(),
   })

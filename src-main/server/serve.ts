@@ -18,8 +18,10 @@ export interface ServeOptions {
   token?: string;
   /** Where problems with clients are reported (stderr by default); they never end the server. */
   log?: (line: string) => void;
-  /** Unsent bytes a client may leave queued before it is dropped (ws-api's default otherwise). */
+  /** Limits per client and on clients (ws-api's defaults otherwise); tests make them small. */
   maxBufferedBytes?: number;
+  maxInFlight?: number;
+  maxClients?: number;
 }
 
 export interface RunningServer {
@@ -58,7 +60,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     });
   });
   const allowedHosts = allowedHostNames(host);
-  const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes: options.maxBufferedBytes });
+  const { maxBufferedBytes, maxInFlight, maxClients } = options;
+  const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxClients });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

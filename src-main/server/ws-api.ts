@@ -15,6 +15,10 @@ import { isAllowedOrigin, tokensEqual } from './auth';
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** Unsent bytes a client may leave queued before it is dropped: it is not reading its socket. */
 export const MAX_BUFFERED_BYTES = 32 * 1024 * 1024;
+/** Requests one connection may have in flight; more are answered at once with an error, so work queued per client is bounded. */
+export const MAX_IN_FLIGHT = 32;
+/** Open connections; the UI needs one per window. */
+export const MAX_CLIENTS = 32;
 
 export interface WsApiOptions {
   server: Server;
@@ -24,6 +28,8 @@ export interface WsApiOptions {
   allowedHosts: ReadonlySet<string>;
   log: (line: string) => void;
   maxBufferedBytes?: number;
+  maxInFlight?: number;
+  maxClients?: number;
 }
 
 /**
@@ -49,8 +55,8 @@ function peer(req: IncomingMessage): string {
   return `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
 }
 
-function refuse(socket: Duplex, reason: string): void {
-  socket.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${reason}\n`);
+function refuse(socket: Duplex, reason: string, status = '403 Forbidden'): void {
+  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${reason}\n`);
 }
 
 /**
@@ -61,6 +67,8 @@ function refuse(socket: Duplex, reason: string): void {
 export function attachWsApi(options: WsApiOptions): WebSocketServer {
   const { server, services, token, allowedHosts, log } = options;
   const maxBuffered = options.maxBufferedBytes ?? MAX_BUFFERED_BYTES;
+  const maxInFlight = options.maxInFlight ?? MAX_IN_FLIGHT;
+  const maxClients = options.maxClients ?? MAX_CLIENTS;
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -70,6 +78,11 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
       const reason = refuseReason(req, token, allowedHosts);
       if (reason) {
         refuse(socket, reason);
+        return;
+      }
+      if (wss.clients.size >= maxClients) {
+        log(`refused a connection from ${peer(req)}: ${maxClients} clients are connected already`);
+        refuse(socket, `too many connections (${maxClients})`, '503 Service Unavailable');
         return;
       }
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
@@ -102,9 +115,10 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     ws.on('error', (err) => log(`closed client ${who} after a protocol error: ${err.message}`));
     send({ type: 'event', event: 'engine.status', data: services.engine.status() });
 
+    const inFlight = { count: 0, max: maxInFlight };
     ws.on('message', (raw) => {
       try {
-        handleMessage(raw.toString(), services, send);
+        handleMessage(raw.toString(), services, send, inFlight);
       } catch (err) {
         log(`message from ${who} failed: ${(err as Error).message}`);
       }
@@ -113,7 +127,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   return wss;
 }
 
-function handleMessage(text: string, services: Services, send: (msg: ServerMessage) => void): void {
+function handleMessage(text: string, services: Services, send: (msg: ServerMessage) => void, inFlight: { count: number; max: number }): void {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -129,8 +143,17 @@ function handleMessage(text: string, services: Services, send: (msg: ServerMessa
     return;
   }
   const { id, method, params } = parsed.data;
-  services.router.dispatch(method, params).then(
-    (result) => send({ type: 'response', id, ok: true, result }),
-    (err: unknown) => send({ type: 'response', id, ok: false, error: toApiError(err).toPayload() }),
-  );
+  if (inFlight.count >= inFlight.max) {
+    const message = `${inFlight.max} requests are in flight on this connection already; wait for their answers`;
+    send({ type: 'response', id, ok: false, error: new ApiError('E_BAD_REQUEST', message).toPayload() });
+    return;
+  }
+  inFlight.count++;
+  services.router
+    .dispatch(method, params)
+    .then(
+      (result) => send({ type: 'response', id, ok: true, result }),
+      (err: unknown) => send({ type: 'response', id, ok: false, error: toApiError(err).toPayload() }),
+    )
+    .finally(() => inFlight.count--);
 }

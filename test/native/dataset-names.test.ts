@@ -99,3 +99,18 @@ describe('dataset names', () => {
     expect(readdirSync(services.workspace.root).sort()).toEqual(['datasets', 'reports', 'runs', 'sources', 'workspace.json']);
   });
 });
+
+describe('field names', () => {
+  it('a field map that renames a field to a path or an empty name is refused, and leaves nothing behind', async () => {
+    const source = { kind: 'synthetic-board', records: 8, seed: 3 } as const;
+    for (const to of ['../../x', '', '__proto__ x']) {
+      await expect(services.router.dispatch('datasets.build', { source, name: 'mapped', fieldMap: [{ from: 'x', to, dtype: 'uint8' }] })).rejects.toMatchObject({ code: 'E_BAD_REQUEST' });
+      // The CLI calls the service without the contract: the builder refuses it too.
+      await expect(services.datasets.build({ source, name: 'mapped', shardBytes: 1 << 20, fieldMap: [{ from: 'x', to, dtype: 'uint8' }] })).rejects.toMatchObject({
+        code: 'E_BAD_INPUT',
+        message: expect.stringContaining('is not allowed'),
+      });
+    }
+    expect(onDisk()).toEqual([]);
+  });
+});

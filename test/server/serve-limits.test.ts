@@ -104,3 +104,45 @@ describe('a renderer file that cannot be read', () => {
     }
   });
 });
+
+describe('work a client can queue', () => {
+  it('answers requests over the in-flight limit at once with an error, and the others normally', async () => {
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxInFlight: 2, log: () => undefined });
+    try {
+      const ws = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      const answers = new Map<number, Record<string, unknown>>();
+      const all = new Promise<void>((resolve) =>
+        ws.on('message', (raw) => {
+          const msg = JSON.parse(raw.toString()) as Record<string, unknown>;
+          if (msg.type === 'response') answers.set(msg.id as number, msg);
+          if (answers.size === 10) resolve();
+        }),
+      );
+      for (let id = 1; id <= 10; id++) ws.send(JSON.stringify({ type: 'request', id, method: 'engine.ping', params: {} }));
+      await all;
+      const refused = [...answers.values()].filter((a) => !a.ok);
+      expect(refused.length).toBeGreaterThan(0);
+      expect(refused[0]).toMatchObject({ error: { code: 'E_BAD_REQUEST', message: expect.stringContaining('2 requests are in flight') } });
+      expect(answers.get(1)).toMatchObject({ ok: true });
+      ws.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses connections over the client limit with 503', async () => {
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxClients: 2, log: (l) => lines.push(l) });
+    try {
+      const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
+      const first = await open(url);
+      const second = await open(url);
+      await expect(open(url)).rejects.toThrow('HTTP 503');
+      expect(lines.join('\n')).toContain('2 clients are connected already');
+      first.close();
+      second.close();
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 
 import type { BuildProgress, BuildResult, CacheDType, CacheManifest, SourceSpec } from '../../api/datasets';
-import { CACHE_FORMAT_VERSION, DTYPE_BYTES } from '../../api/datasets';
+import { CACHE_FORMAT_VERSION, CacheFieldSchema, DTYPE_BYTES } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
 import { ID_PATTERN } from '../../api/ids';
 import { writeJsonAtomic } from '../atomic-write';
@@ -56,6 +56,10 @@ function outputFields(source: RecordSource, fieldMap: BuildSettings['fieldMap'])
   });
   const names = new Set<string>();
   for (const f of out) {
+    // The manifest must stay valid whatever the field map or the source's own names say (the CLI skips the contract).
+    if (!CacheFieldSchema.shape.name.safeParse(f.name).success) {
+      throw new ApiError('E_BAD_INPUT', `field name ${JSON.stringify(f.name.slice(0, 64))} is not allowed: field names are letters, digits, _ . - and start with a letter or _`);
+    }
     if (names.has(f.name)) throw new ApiError('E_BAD_INPUT', `two fields would be named '${f.name}'`);
     names.add(f.name);
   }
