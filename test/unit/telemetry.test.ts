@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 
 import { afterEach, describe, expect, it } from 'vitest';
 
@@ -9,6 +10,7 @@ import { Ring } from '../../src-main/core/telemetry/ring';
 import { summarize } from '../../src-main/core/telemetry/summary';
 import { HISTORY_CAPACITY, TelemetryService } from '../../src-main/core/telemetry/telemetry-service';
 import { fakeNvidiaSmi } from '../helpers/fake-nvidia-smi';
+import { tempDir } from '../helpers/temp-dir';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -76,6 +78,39 @@ describe('GPU sampler against a fake nvidia-smi', () => {
     sampler.start(500);
     await waitFor(() => sampler.state().status === 'absent');
     expect(sampler.state().message).toBe('no NVIDIA GPU found: /nonexistent/nvidia-smi is not installed or not on PATH');
+    await sampler.stop();
+    expect(sampler.state().status).toBe('absent');
+  });
+
+  it('runs nvidia-smi.exe from %SystemRoot%\\System32 when PATH lacks it (Windows DCH drivers)', async () => {
+    const fake = fakeNvidiaSmi('one-gpu.txt');
+    cleanups.push(fake.cleanup);
+    const system32 = path.join(fake.dir, 'Windows', 'System32');
+    mkdirSync(system32, { recursive: true });
+    copyFileSync(fake.command, path.join(system32, 'nvidia-smi.exe'));
+    chmodSync(path.join(system32, 'nvidia-smi.exe'), 0o755);
+    const sampler = new GpuSampler({ env: { Path: path.join(fake.dir, 'bin'), SystemRoot: path.join(fake.dir, 'Windows') }, platform: 'win32' });
+    const samples: (string | null)[] = [];
+    sampler.on('sample', (s) => samples.push(s.name));
+    sampler.start(50);
+    await waitFor(() => samples.length > 0);
+    expect(samples[0]).toBe('NVIDIA H100 80GB HBM3');
+    await sampler.stop();
+  });
+
+  it('names the places it looked in when nvidia-smi is nowhere, without starting anything', async () => {
+    const t = tempDir('no-smi-');
+    cleanups.push(t.cleanup);
+    const env = { PATH: path.join(t.dir, 'bin'), SystemRoot: path.join(t.dir, 'Windows'), ProgramFiles: path.join(t.dir, 'PF') };
+    const sampler = new GpuSampler({ env, platform: 'win32' });
+    const states: GpuState[] = [];
+    sampler.on('state', (s) => states.push(s));
+    sampler.start(500);
+    expect(sampler.state().status).toBe('absent');
+    expect(sampler.state().message).toContain(`nor at ${path.join(t.dir, 'Windows', 'System32', 'nvidia-smi.exe')}`);
+    expect(sampler.state().message).toContain(`nor at ${path.join(t.dir, 'PF', 'NVIDIA Corporation', 'NVSMI', 'nvidia-smi.exe')}`);
+    expect(states.map((s) => s.status)).toEqual(['absent']);
+    sampler.start(500); // asked again: still absent, nothing spawned
     await sampler.stop();
     expect(sampler.state().status).toBe('absent');
   });

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/file_path.h"
 
 namespace tb {
 namespace {
@@ -55,7 +56,7 @@ std::vector<FieldInfo> parse_fields(const Json& fields, const std::string& where
 
 CacheSource::CacheSource(const std::string& dir) : dir_(dir) {
   const std::string manifest_path = dir + "/manifest.json";
-  std::ifstream in(manifest_path, std::ios::binary);
+  std::ifstream in(fs_path(manifest_path), std::ios::binary);
   if (!in) bad(dir, "no manifest.json (not a dataset cache, or a build that never finished)");
   std::stringstream ss;
   ss << in.rdbuf();

@@ -4,9 +4,11 @@
 #include <cstring>
 
 #include "core/errors.h"
+#include "core/file_path.h"
 
 #ifdef _WIN32
 #define WIN32_LEAN_AND_MEAN
+#define NOMINMAX  // windows.h's min/max macros would break std::min/std::max
 #include <windows.h>
 #else
 #include <fcntl.h>
@@ -19,26 +21,41 @@ namespace tb {
 
 #ifdef _WIN32
 
-static std::wstring widen_path(const std::string& s) {
-  const int n = MultiByteToWideChar(CP_UTF8, 0, s.c_str(), -1, nullptr, 0);
-  std::wstring w(static_cast<size_t>(n), L'\0');
-  MultiByteToWideChar(CP_UTF8, 0, s.c_str(), -1, &w[0], n);
-  return w;
+// Shared like Node's own fs.open: a file another program still has open for
+// writing (or renames or deletes) can be read, as it can on Linux; with
+// FILE_SHARE_READ alone that is a sharing violation.
+static HANDLE open_for_reading(const std::string& path, ErrorCode code) {
+  HANDLE h = CreateFileW(to_wide_path(path).c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr,
+                         OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (h == INVALID_HANDLE_VALUE) TB_THROW(code, "cannot open " + path + ": " + win32_error_text(GetLastError()));
+  return h;
+}
+
+static std::int64_t file_size(HANDLE h, const std::string& path, ErrorCode code) {
+  LARGE_INTEGER size;
+  if (!GetFileSizeEx(h, &size)) {
+    const DWORD err = GetLastError();
+    CloseHandle(h);
+    TB_THROW(code, "cannot read the size of " + path + ": " + win32_error_text(err));
+  }
+  return size.QuadPart;
 }
 
 MappedFile::MappedFile(const std::string& path) {
-  HANDLE file = CreateFileW(widen_path(path).c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr, OPEN_EXISTING,
-                            FILE_ATTRIBUTE_NORMAL, nullptr);
-  if (file == INVALID_HANDLE_VALUE) TB_THROW(ErrorCode::Data, "cannot open " + path);
-  LARGE_INTEGER size;
-  GetFileSizeEx(file, &size);
-  size_ = size.QuadPart;
-  if (size_ > 0) {
+  HANDLE file = open_for_reading(path, ErrorCode::Data);
+  size_ = file_size(file, path, ErrorCode::Data);
+  DWORD err = 0;
+  if (size_ > 0) {  // an empty file cannot be mapped, and needs no mapping
     handle_ = CreateFileMappingW(file, nullptr, PAGE_READONLY, 0, 0, nullptr);
     if (handle_) data_ = static_cast<const std::uint8_t*>(MapViewOfFile(handle_, FILE_MAP_READ, 0, 0, 0));
+    if (!data_) err = GetLastError();
   }
-  CloseHandle(file);
-  if (size_ > 0 && !data_) TB_THROW(ErrorCode::Data, "cannot memory-map " + path);
+  CloseHandle(file);  // the mapping keeps the file open
+  if (size_ > 0 && !data_) {
+    if (handle_) CloseHandle(handle_);
+    handle_ = nullptr;
+    TB_THROW(ErrorCode::Data, "cannot memory-map " + path + ": " + win32_error_text(err));
+  }
 }
 
 MappedFile::~MappedFile() {
@@ -47,12 +64,8 @@ MappedFile::~MappedFile() {
 }
 
 FileReader::FileReader(const std::string& path) : path_(path) {
-  HANDLE h = CreateFileW(widen_path(path).c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr, OPEN_EXISTING,
-                         FILE_ATTRIBUTE_NORMAL, nullptr);
-  if (h == INVALID_HANDLE_VALUE) TB_THROW(ErrorCode::BadInput, "cannot open " + path);
-  LARGE_INTEGER size;
-  GetFileSizeEx(h, &size);
-  size_ = size.QuadPart;
+  HANDLE h = open_for_reading(path, ErrorCode::BadInput);
+  size_ = file_size(h, path, ErrorCode::BadInput);
   fd_ = reinterpret_cast<std::intptr_t>(h);
 }
 
@@ -62,6 +75,8 @@ FileReader::~FileReader() {
 
 void FileReader::read_at(std::int64_t offset, std::int64_t n, std::uint8_t* out) const {
   while (n > 0) {
+    // The offset rides in OVERLAPPED (64-bit), so threads share one handle
+    // without a file pointer, like pread.
     OVERLAPPED ov{};
     ov.Offset = static_cast<DWORD>(offset & 0xFFFFFFFF);
     ov.OffsetHigh = static_cast<DWORD>(offset >> 32);
@@ -82,15 +97,17 @@ MappedFile::MappedFile(const std::string& path) {
   if (fd < 0) TB_THROW(ErrorCode::Data, "cannot open " + path + ": " + std::strerror(errno));
   struct stat st{};
   if (fstat(fd, &st) != 0) {
+    const int err = errno;
     ::close(fd);
-    TB_THROW(ErrorCode::Data, "cannot stat " + path);
+    TB_THROW(ErrorCode::Data, "cannot stat " + path + ": " + std::strerror(err));
   }
   size_ = st.st_size;
   if (size_ > 0) {
     void* p = mmap(nullptr, static_cast<size_t>(size_), PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
+      const int err = errno;
       ::close(fd);
-      TB_THROW(ErrorCode::Data, "cannot memory-map " + path + ": " + std::strerror(errno));
+      TB_THROW(ErrorCode::Data, "cannot memory-map " + path + ": " + std::strerror(err));
     }
     data_ = static_cast<const std::uint8_t*>(p);
   }
@@ -105,7 +122,11 @@ FileReader::FileReader(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) TB_THROW(ErrorCode::BadInput, "cannot open " + path + ": " + std::strerror(errno));
   struct stat st{};
-  fstat(fd, &st);
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    TB_THROW(ErrorCode::BadInput, "cannot stat " + path + ": " + std::strerror(err));
+  }
   size_ = st.st_size;
   fd_ = fd;
 }

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 
 #include "core/errors.h"
+#include "data/files.h"
 
 namespace tb {
 
@@ -76,11 +76,12 @@ Json sequential_read(const std::vector<std::string>& files) {
   std::int64_t bytes = 0;
   const auto t0 = Clock::now();
   for (const auto& path : files) {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) TB_THROW(ErrorCode::BadInput, "cannot open " + path);
-    size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) bytes += static_cast<std::int64_t>(n);
-    std::fclose(f);
+    const FileReader f(path);  // UTF-8 paths on Windows too
+    for (std::int64_t at = 0; at < f.size(); at += static_cast<std::int64_t>(buf.size())) {
+      const std::int64_t n = std::min<std::int64_t>(static_cast<std::int64_t>(buf.size()), f.size() - at);
+      f.read_at(at, n, reinterpret_cast<std::uint8_t*>(buf.data()));
+      bytes += n;
+    }
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   Json r = Json::object();

@@ -1,12 +1,13 @@
 #include "train/checkpoint.h"
 
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
 #include "core/errors.h"
+#include "core/file_path.h"
 
 namespace tb {
 namespace {
@@ -45,7 +46,7 @@ void save_checkpoint(const Model& model, const std::string& path, const Json& me
 
   const std::string tmp = path + ".tmp";
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    std::ofstream out(fs_path(tmp), std::ios::binary | std::ios::trunc);
     if (!out) TB_THROW(ErrorCode::BadInput, "cannot write checkpoint " + tmp);
     std::uint8_t len[8];
     std::uint64_t n = text.size();
@@ -58,19 +59,22 @@ void save_checkpoint(const Model& model, const std::string& path, const Json& me
     }
     if (!out.good()) {
       out.close();
-      std::remove(tmp.c_str());
+      std::error_code ignored;
+      std::filesystem::remove(fs_path(tmp), ignored);
       TB_THROW(ErrorCode::BadInput, "writing checkpoint " + tmp + " failed (disk full?)");
     }
   }
-  std::remove(path.c_str());  // rename does not replace on Windows
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    TB_THROW(ErrorCode::BadInput, "cannot move checkpoint into place at " + path);
+  try {
+    replace_file(tmp, path);
+  } catch (const Error&) {
+    std::error_code ignored;
+    std::filesystem::remove(fs_path(tmp), ignored);
+    throw;
   }
 }
 
 Json load_checkpoint(Model& model, const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  std::ifstream in(fs_path(path), std::ios::binary | std::ios::ate);
   if (!in) TB_THROW(ErrorCode::BadInput, "cannot open checkpoint " + path);
   const std::int64_t size = static_cast<std::int64_t>(in.tellg());
   in.seekg(0);

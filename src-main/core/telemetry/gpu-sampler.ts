@@ -3,11 +3,16 @@ import { EventEmitter } from 'node:events';
 import { createInterface } from 'node:readline';
 
 import type { GpuSample, GpuState } from '../../api/telemetry';
+import { findNvidiaSmi, notFoundMessage } from './find-nvidia-smi';
 import { parseNvidiaSmiLine, queryArgs, REASON_FIELDS } from './nvidia-smi-parser';
 
 export interface GpuSamplerOptions {
-  /** The nvidia-smi to run; TRAINBENCH_NVIDIA_SMI or PATH's by default. */
+  /** The nvidia-smi to run; TRAINBENCH_NVIDIA_SMI, else found on PATH or where Windows drivers put it. */
   command?: string;
+  /** The environment to look it up in (process.env by default). */
+  env?: NodeJS.ProcessEnv;
+  /** The platform whose install places to search (process.platform by default). */
+  platform?: NodeJS.Platform;
   /** Delay before restart n (the last repeats); reset after a run of 10 s. */
   restartDelaysMs?: number[];
 }
@@ -20,7 +25,10 @@ const HEALTHY_RUN_MS = 10_000;
  * when nobody listens. A machine without nvidia-smi is a normal state.
  */
 export class GpuSampler extends EventEmitter<{ sample: [GpuSample]; state: [GpuState] }> {
-  private readonly command: string;
+  /** Given by the caller or TRAINBENCH_NVIDIA_SMI; null: looked up at each start. */
+  private readonly explicitCommand: string | null;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly platform: NodeJS.Platform;
   private readonly delays: number[];
   private child: ChildProcess | null = null;
   private period = 0;
@@ -33,7 +41,9 @@ export class GpuSampler extends EventEmitter<{ sample: [GpuSample]; state: [GpuS
 
   constructor(options: GpuSamplerOptions = {}) {
     super();
-    this.command = options.command ?? process.env.TRAINBENCH_NVIDIA_SMI ?? 'nvidia-smi';
+    this.env = options.env ?? process.env;
+    this.platform = options.platform ?? process.platform;
+    this.explicitCommand = options.command ?? (this.env.TRAINBENCH_NVIDIA_SMI || null);
     this.delays = options.restartDelaysMs ?? [250, 500, 1000, 2000, 5000, 10_000];
   }
 
@@ -77,13 +87,23 @@ export class GpuSampler extends EventEmitter<{ sample: [GpuSample]; state: [GpuS
     this.emit('state', this.current);
   }
 
+  /** The executable to run, or null (and the state says where it was looked for). */
+  private resolveCommand(): string | null {
+    if (this.explicitCommand) return this.explicitCommand;
+    const lookup = findNvidiaSmi(this.env, this.platform);
+    if (!lookup.command) this.setState('absent', notFoundMessage(lookup));
+    return lookup.command;
+  }
+
   private spawn(): void {
     const started = Date.now();
+    const command = this.resolveCommand();
+    if (!command) return;
     let child: ChildProcess;
     try {
-      child = spawn(this.command, queryArgs(this.period, REASON_FIELDS[this.reasonField]), { stdio: ['ignore', 'pipe', 'pipe'] });
+      child = spawn(command, queryArgs(this.period, REASON_FIELDS[this.reasonField]), { stdio: ['ignore', 'pipe', 'pipe'] });
     } catch (err) {
-      this.setState('error', `cannot run ${this.command}: ${(err as Error).message}`);
+      this.setState('error', `cannot run ${command}: ${(err as Error).message}`);
       return;
     }
     this.child = child;
@@ -93,7 +113,7 @@ export class GpuSampler extends EventEmitter<{ sample: [GpuSample]; state: [GpuS
     child.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') {
         this.child = null;
-        this.setState('absent', `no NVIDIA GPU found: ${this.command} is not installed or not on PATH`);
+        this.setState('absent', `no NVIDIA GPU found: ${command} is not installed or not on PATH`);
       } else {
         this.lastError = err.message;
       }
