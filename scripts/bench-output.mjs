@@ -32,25 +32,27 @@ function usageError(message) {
   process.exit(2);
 }
 
-/** Where the JSON goes: `--out PATH`, `--save` (bench/results/<name>.json), or null for nowhere. */
-export function resultPath(args, name) {
+/**
+ * Where the JSON goes: `--out PATH`, `--save` (bench/results/<name>.json), or
+ * nowhere. Read when the benchmark starts, so a bad flag fails before the work.
+ */
+export function benchOutput(args) {
   const out = argValue(args, '--out', undefined);
-  if (out !== undefined) return path.resolve(out);
-  if (args.includes('--save')) return path.join(REPO_ROOT, 'bench', 'results', `${name}.json`);
-  return null;
-}
-
-/** Writes the result where `resultPath` says, and tells the user where it went or how to keep it. */
-export function writeResult(args, name, result) {
-  const out = resultPath(args, name);
-  if (out === null) {
-    console.log(`\nnot saved: add --out FILE, or --save for bench/results/${name}.json`);
-    return null;
-  }
-  mkdirSync(path.dirname(out), { recursive: true });
-  writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
-  console.log(`\nwrote ${path.relative(process.cwd(), out) || out}`);
-  return out;
+  const save = args.includes('--save');
+  return {
+    /** Writes the result where asked, and tells the user where it went or how to keep it. */
+    write(name, result) {
+      const file = out !== undefined ? path.resolve(out) : save ? path.join(REPO_ROOT, 'bench', 'results', `${name}.json`) : null;
+      if (file === null) {
+        console.log(`\nnot saved: add --out FILE, or --save for bench/results/${name}.json`);
+        return null;
+      }
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
+      console.log(`\nwrote ${path.relative(process.cwd(), file) || file}`);
+      return file;
+    },
+  };
 }
 
 /**

@@ -9,12 +9,13 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 
-import { argValue, REPO_ROOT, writeResult } from '../../scripts/bench-output.mjs';
+import { argValue, benchOutput, REPO_ROOT } from '../../scripts/bench-output.mjs';
 
 const require = createRequire(import.meta.url);
 const addon = require(path.join(REPO_ROOT, 'build', 'Release', 'trainbench_native.node'));
 
 const args = process.argv.slice(2);
+const output = benchOutput(args);
 const quick = args.includes('--quick');
 const threads = Number(argValue(args, '--threads', '0'));
 if (!Number.isInteger(threads) || threads < 0) {
@@ -202,4 +203,4 @@ for (const t of training) {
     `${t.model.padEnd(20)} ${String(t.params).padStart(8)}  ${f1(t.samplesPerSec).padStart(10)}   ${f1(t.steadyStateStepMs ?? NaN).padStart(8)} / ${f1(t.wallClockStepMs).padEnd(8)}      ${f1(t.trainGflops).padStart(6)}`,
   );
 }
-writeResult(args, `cpu-${os.hostname()}`, result);
+output.write(`cpu-${os.hostname()}`, result);
