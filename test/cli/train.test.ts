@@ -63,8 +63,8 @@ describe('trainbench train refuses bad input clearly', () => {
 
   it('a bad option value', async () => {
     expect(await fails('--batch-size', 'many')).toContain('--batch-size must be an integer >= 1, got "many"');
-    expect(await fails('--optimizer', 'lion', '--max-steps', '1')).toContain('options.optimizer.kind');
-    expect(await fails('--precision', 'fp8', '--max-steps', '1')).toMatch(/bad training option: options.precision/);
+    expect(await fails('--optimizer', 'lion', '--max-steps', '1')).toContain('--optimizer must be one of sgd, adamw, got "lion"');
+    expect(await fails('--precision', 'fp8', '--max-steps', '1')).toContain('--precision must be one of fp32, bf16, fp16, got "fp8"');
     expect(await fails('--precision', 'bf16', '--device', 'cpu', '--max-steps', '1')).toContain("precision 'bf16' needs a CUDA device");
   });
 
