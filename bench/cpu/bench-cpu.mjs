@@ -178,7 +178,8 @@ const result = {
   gemm,
   training,
   notes: [
-    'GEMM: best of several runs, C = A . B, all float32, row-major.',
+    'GEMM: best of several runs by the wall clock, C = A . B, all float32, row-major.',
+    'Peak: FMA chains timed by each thread\'s CPU time, so other processes do not lower it; the GEMM is timed by the wall clock, so on a busy machine its share of the peak is understated.',
     'Training: steady-state step time (first steps excluded), synthetic data with the real shapes, SGD.',
     'trainGflops counts forward + backward as 3x the forward FLOPs.',
   ],
