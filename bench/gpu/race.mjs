@@ -2,18 +2,19 @@
 // The race: the engine against PyTorch (eager and torch.compile, AMP bf16) on
 // the same GPU, the same board network at batch 750, the same cached data, in
 // one call; then GEMM throughput of the engine's kernels against cuBLASLt and
-// the device's theoretical peak. Prints tables, writes JSON.
-//   npm run bench:gpu [-- --steps N] [-- --records N] [-- --out FILE] [-- --skip-torch]
+// the device's theoretical peak. Prints tables; writes JSON only to --out FILE
+// or, with --save, to bench/results/gpu-race-<gpu>.json.
+//   npm run bench:gpu [-- --steps N] [-- --records N] [-- --workspace DIR] [-- --skip-torch] [-- --out FILE | --save]
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { benchOutput, REPO_ROOT as root, tempFolder } from '../../scripts/bench-output.mjs';
+
 const require = createRequire(import.meta.url);
 const args = process.argv.slice(2);
+const output = benchOutput(args);
 const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const STEPS = Number(arg('--steps', '200'));
 const RECORDS = Number(arg('--records', '30000'));
@@ -47,7 +48,8 @@ const smi = (q) => execFileSync('nvidia-smi', [`--query-gpu=${q}`, '--format=csv
 const gpu = { name: smi('name'), driver: smi('driver_version'), memory: smi('memory.total') };
 
 // ---- data: the board dataset, cached once, read by both sides
-const ws = await openWorkspace(arg('--workspace', path.join(os.tmpdir(), 'trainbench-bench-gpu')));
+// A temporary workspace, removed at exit (also on Ctrl-C), unless --workspace names one to keep.
+const ws = await openWorkspace(arg('--workspace', undefined) ?? tempFolder('trainbench-bench-gpu-'));
 const source = await writeBoardDumps(ws, RECORDS, 0);
 const built = await buildCache(ws, await openSource(source), { name: 'race-board', shardBytes: 256 << 20, fieldMap: [] }, { jobId: 'race', spec: source });
 const cacheDir = path.join(ws.root, 'datasets', built.dataset.id);
@@ -128,8 +130,4 @@ const result = {
     'cuBLASLt TFLOP/s have operands already in bf16; the engine converts fp32 activations when it picks cuBLASLt, and that cost is in its per-shape choice.',
   ],
 };
-const out = arg('--out', path.join(root, 'bench', 'results', `gpu-race-${gpu.name.replace(/[^A-Za-z0-9]+/g, '-').toLowerCase()}.json`));
-mkdirSync(path.dirname(out), { recursive: true });
-writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
-if (process.env.OUT) writeFileSync(path.join(process.env.OUT, path.basename(out)), JSON.stringify(result, null, 2) + '\n');
-console.log(`\nwrote ${path.relative(root, out)}`);
+output.write(`gpu-race-${gpu.name.replace(/[^A-Za-z0-9]+/g, '-').toLowerCase()}`, result);

@@ -2,14 +2,16 @@
 // Loader benchmark: the cached loader on the board dataset (batch 750, 1 and 2
 // workers) against the raw sequential read bandwidth of the same shard files,
 // and against reading the source dumps in place (uncached).
-//   npm run bench:loader [-- --records N] [-- --seconds S] [-- --out FILE]
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+//   npm run bench:loader [-- --records N] [-- --seconds S] [-- --workspace DIR] [-- --out FILE | --save]
+// The dataset is built in a temporary workspace removed at exit (also on
+// Ctrl-C) unless --workspace names one to keep; JSON only with --out or --save.
+import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { argValue, benchOutput, numberArg, REPO_ROOT as root, tempFolder } from '../../scripts/bench-output.mjs';
+
 const require = createRequire(import.meta.url);
 const addon = require(path.join(root, 'build', 'Release', 'trainbench_native.node'));
 const dist = (p) => require(path.join(root, 'dist', 'src-main', p));
@@ -19,11 +21,10 @@ const { buildCache } = dist('core/datasets/cache-builder.js');
 const { openSource } = dist('core/datasets/importers/open-source.js');
 
 const args = process.argv.slice(2);
-const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
-const records = Number(arg('--records', '20000'));
-const seconds = Number(arg('--seconds', '3'));
-const out = arg('--out', path.join(root, 'bench', 'results', `loader-${os.hostname()}.json`));
-const wsDir = arg('--workspace', path.join(os.tmpdir(), 'trainbench-bench-loader'));
+const output = benchOutput(args);
+const records = Math.round(numberArg(args, '--records', 20000));
+const seconds = numberArg(args, '--seconds', 3);
+const wsDir = argValue(args, '--workspace', undefined) ?? tempFolder('trainbench-bench-loader-');
 const BATCH = 750;
 
 const ws = await openWorkspace(wsDir);
@@ -73,6 +74,4 @@ for (const r of rows) {
 }
 const best = (k) => Math.max(...rows.filter((r) => r.kind === k).map((r) => r.samplesPerSec));
 console.log(`\ncached / uncached (best of each): ${(best('cached') / best('uncached')).toFixed(2)}x`);
-mkdirSync(path.dirname(out), { recursive: true });
-writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
-console.log(`wrote ${path.relative(process.cwd(), out)}`);
+output.write(`loader-${os.hostname()}`, result);

@@ -3,24 +3,25 @@
 // systeminformation, nvidia-smi line parsing, the ring, event fan-out) measured
 // with process.cpuUsage(); nvidia-smi itself is a separate process (here a
 // fake replaying a 4-GPU fixture, so its own cost is not the real tool's).
-//   npm run bench:telemetry [-- --seconds 30]
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+//   npm run bench:telemetry [-- --seconds 30] [-- --out FILE | --save]
+import { chmodSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { benchOutput, numberArg, REPO_ROOT as root, tempFolder } from '../../scripts/bench-output.mjs';
+
 const require = createRequire(import.meta.url);
 const { TelemetryService } = require(path.join(root, 'dist/src-main/core/telemetry/telemetry-service.js'));
 const { GpuSampler } = require(path.join(root, 'dist/src-main/core/telemetry/gpu-sampler.js'));
 const { EventHub } = require(path.join(root, 'dist/src-main/core/event-hub.js'));
 
 const args = process.argv.slice(2);
-const seconds = Number(args.includes('--seconds') ? args[args.indexOf('--seconds') + 1] : 20);
-const out = args.includes('--out') ? args[args.indexOf('--out') + 1] : path.join(root, 'bench', 'results', `telemetry-${os.hostname()}.json`);
+const output = benchOutput(args);
+const seconds = numberArg(args, '--seconds', 20);
 
-const dir = mkdtempSync(path.join(os.tmpdir(), 'tb-smi-'));
+// The fake nvidia-smi lives in a temporary folder removed at exit.
+const dir = tempFolder('trainbench-bench-telemetry-');
 const fake = path.join(dir, 'nvidia-smi');
 writeFileSync(fake, `#!/bin/sh\nexport FAKE_NVIDIA_SMI_FIXTURE='${path.join(root, 'test/fixtures/nvidia-smi/multi-gpu.txt')}'\nexec '${process.execPath}' '${path.join(root, 'test/fixtures/nvidia-smi/fake-nvidia-smi.mjs')}' "$@"\n`);
 chmodSync(fake, 0o755);
@@ -58,6 +59,4 @@ const result = {
 console.log(`telemetry at 2 Hz for ${seconds} s (${os.cpus()[0]?.model}):`);
 console.log(`  host sampler only:                 ${host.cpuPercentOfOneCore.toFixed(2)}% of one core (${host.samples} samples)`);
 console.log(`  host + parsing 4 GPUs of nvidia-smi: ${both.cpuPercentOfOneCore.toFixed(2)}% of one core (${both.samples} samples)`);
-mkdirSync(path.dirname(out), { recursive: true });
-writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
-console.log(`wrote ${path.relative(process.cwd(), out)}`);
+output.write(`telemetry-${os.hostname()}`, result);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { Command, InvalidArgumentError } from 'commander';
@@ -13,6 +14,7 @@ import { cacheCommand } from './cache-command';
 import { loaderBenchCommand } from './loader-bench-command';
 import { monitorCommand } from './monitor-command';
 import { trainCommand } from './train-command';
+import { choiceArg, TRAIN_CHOICES } from './train-inputs';
 
 function intArg(name: string, min: number) {
   return (value: string): number => {
@@ -70,10 +72,32 @@ async function serveCommand(opts: { port: number; host: string; workspace: strin
   process.once('SIGTERM', () => void shutdown());
 }
 
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/** "trainbench cache build": the words a person types to reach `cmd`. */
+function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+/** The one line after an error: where to read the usage, instead of the whole help. */
+export function helpPointer(cmd: Command): string {
+  return `Run '${commandPath(cmd)} --help' for the usage.`;
+}
+
+/** Every command, also those built elsewhere and added, points to its own --help after an error. */
+function pointErrorsToHelp(cmd: Command): void {
+  cmd.showHelpAfterError(helpPointer(cmd));
+  cmd.commands.forEach(pointErrorsToHelp);
+}
+
 export function buildProgram(): Command {
   const program = new Command('trainbench')
     .description('Make GPU training fast, and show why')
-    .showHelpAfterError();
+    .version(`trainbench ${packageVersion()}`, '-V, --version', 'print the version');
 
   program
     .command('devices')
@@ -100,7 +124,7 @@ export function buildProgram(): Command {
     .option('--epochs <n>', 'epochs', intArg('--epochs', 1))
     .option('--batch-size <n>', 'samples per micro-batch', intArg('--batch-size', 1))
     .option('--accumulation <n>', 'micro-batches per optimizer step', intArg('--accumulation', 1))
-    .option('--optimizer <kind>', 'sgd or adamw')
+    .option('--optimizer <kind>', TRAIN_CHOICES.optimizer.join(' or '), choiceArg('--optimizer', TRAIN_CHOICES.optimizer))
     .option('--lr <rate>', 'learning rate', numberArg('--lr'))
     .option('--max-steps <n>', 'stop after this many optimizer steps', intArg('--max-steps', 0))
     .option('--sample-ratio <r>', 'fraction of the training set used per epoch', numberArg('--sample-ratio'))
@@ -108,8 +132,8 @@ export function buildProgram(): Command {
     .option('--threads <n>', 'CPU threads (0 = all cores)', intArg('--threads', 0))
     .option('--seed <n>', 'seed for initialisation, shuffling and dropout', intArg('--seed', 0))
     .option('--device <name>', 'cpu, cuda:N, or auto (the first GPU when there is one)', 'cpu')
-    .option('--precision <p>', 'fp32, or mixed precision bf16 / fp16 (CUDA)')
-    .option('--phase-timing <mode>', "CUDA phase timing: 'default' (events, no stalls) or 'measure' (synchronise per phase)")
+    .option('--precision <p>', 'fp32, or mixed precision bf16 / fp16 (CUDA)', choiceArg('--precision', TRAIN_CHOICES.precision))
+    .option('--phase-timing <mode>', "CUDA phase timing: 'default' (events, no stalls) or 'measure' (synchronise per phase)", choiceArg('--phase-timing', TRAIN_CHOICES.phaseTiming))
     .option('--cuda-graph', 'CUDA: capture the step once and replay it')
     .option('--gpu-prefetch <n>', 'CUDA: batches copied ahead to the device', intArg('--gpu-prefetch', 1))
     .option('--json', 'print events and the result as JSON lines on stdout')
@@ -120,16 +144,24 @@ export function buildProgram(): Command {
   program.addCommand(cacheCommand());
   program.addCommand(loaderBenchCommand());
   program.addCommand(monitorCommand());
+  pointErrorsToHelp(program);
 
   return program;
 }
 
 export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  let running: Command = program;
+  program.hook('preAction', (_program, action) => {
+    running = action;
+  });
   try {
-    await buildProgram().parseAsync(argv);
+    await program.parseAsync(argv);
   } catch (err) {
     const code = err instanceof ApiError ? `${err.code}: ` : '';
-    process.stderr.write(`trainbench: ${code}${(err as Error).message}\n`);
+    // Bad input is the user's to fix, so say where the usage is; other failures are not about usage.
+    const pointer = err instanceof ApiError && err.code === 'E_BAD_INPUT' ? `${helpPointer(running)}\n` : '';
+    process.stderr.write(`trainbench: ${code}${(err as Error).message}\n${pointer}`);
     process.exitCode = 1;
   }
 }

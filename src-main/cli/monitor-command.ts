@@ -48,7 +48,8 @@ export function monitorCommand(): Command {
         const off = services.events.subscribe((name, data) => {
           if (name !== 'telemetry.sample') return;
           const s = data as TelemetrySample;
-          if (o.json) process.stdout.write(JSON.stringify(s) + '\n');
+          // The GPU sampler's state rides along, so a script that sees "gpus": [] also reads why.
+          if (o.json) process.stdout.write(JSON.stringify({ ...s, gpuState: services.telemetry.gpu.state() }) + '\n');
           else process.stdout.write((tty ? '\x1b[H\x1b[2J' : '\n') + renderMonitor(s, services.telemetry.gpu.state()) + '\n');
           if (o.count && ++seen >= o.count) {
             clearInterval(renew);

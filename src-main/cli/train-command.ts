@@ -1,7 +1,9 @@
+import type { BuildProgress } from '../api/datasets';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import type { TrainOptionsInput, TrainResult } from '../api/training';
+import type { DataSource, TrainOptionsInput, TrainResult } from '../api/training';
 import { TrainOptionsSchema } from '../api/training';
+import { EXAMPLE_TEST_RECORDS, EXAMPLE_TRAIN_RECORDS } from '../core/datasets/example-board';
 import { RECIPES } from '../core/recipes';
 import { createServices } from '../core/services';
 import { isBuiltinModel } from '../api/model-spec';
@@ -112,6 +114,16 @@ function summary(result: TrainResult, modelName: string): string {
   return lines.join('\n');
 }
 
+/** What the silent time before the first step is spent on, for the progress line. */
+function preparing(data: DataSource): string {
+  if (data.kind === 'example-board') {
+    const n = (EXAMPLE_TRAIN_RECORDS + EXAMPLE_TEST_RECORDS).toLocaleString('en-US');
+    return `preparing the example dataset (the first run generates ${n} board positions with the teacher network, then caches them)`;
+  }
+  if (data.kind === 'dataset') return `opening dataset ${data.train}${data.test ? ` and ${data.test}` : ''}`;
+  return 'preparing the data (the first run caches it)';
+}
+
 export async function trainCommand(flags: TrainFlags): Promise<void> {
   const { spec, name } = await resolveModel(flags.model);
   const data = resolveData(flags.data);
@@ -129,6 +141,17 @@ export async function trainCommand(flags: TrainFlags): Promise<void> {
     void services.training.cancel(runId);
   };
   process.on('SIGINT', onSigint);
+  const showProgress = flags.progress && !flags.json;
+  // Building the caches emits datasets.progress on the event hub before training starts.
+  const offBuild = showProgress
+    ? services.events.subscribe((name, payload) => {
+        if (name !== 'datasets.progress') return;
+        const p = payload as BuildProgress;
+        progress.onBuild(p);
+        if (p.phase === 'done') progress.waiting('preparing the run');
+      })
+    : () => undefined;
+  if (showProgress) progress.waiting(preparing(data));
   try {
     const result = await services.training.run(
       { spec, data, options: parsed.data },
@@ -145,6 +168,8 @@ export async function trainCommand(flags: TrainFlags): Promise<void> {
     if (flags.json) process.stdout.write(JSON.stringify({ type: 'result', ...result }) + '\n');
     else process.stdout.write(summary(result, name) + '\n');
   } finally {
+    offBuild();
+    progress.clear();
     process.off('SIGINT', onSigint);
     await services.dispose();
   }

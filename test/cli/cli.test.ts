@@ -1,10 +1,13 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { promisify } from 'node:util';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DevicesSchema } from '../../src-main/api/devices';
-import { CLI, requireBuilt } from '../helpers/repo';
+import { GpuStateSchema, TelemetrySampleSchema } from '../../src-main/api/telemetry';
+import { CLI, REPO_ROOT, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 
 const run = promisify(execFile);
@@ -13,8 +16,12 @@ beforeAll(requireBuilt);
 afterAll(() => ws.cleanup());
 
 async function trainbench(...args: string[]) {
+  return trainbenchWith({}, ...args);
+}
+
+async function trainbenchWith(env: Record<string, string>, ...args: string[]) {
   try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, TRAINBENCH_WORKSPACE: ws.dir } });
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, TRAINBENCH_WORKSPACE: ws.dir, ...env } });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -49,9 +56,72 @@ describe('trainbench serve', () => {
 });
 
 describe('trainbench', () => {
-  it('refuses an unknown command with help', async () => {
+  it('prints the package version with --version', async () => {
+    const { version } = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const { code, stdout } = await trainbench(flag);
+      expect(code).toBe(0);
+      expect(stdout.trim()).toBe(`trainbench ${version}`);
+    }
+  });
+
+  it('refuses an unknown command with the message and one line pointing to --help', async () => {
     const { code, stderr } = await trainbench('trian');
     expect(code).not.toBe(0);
     expect(stderr).toMatch(/unknown command 'trian'/);
+    expect(stderr).toContain("Run 'trainbench --help' for the usage.");
+    expect(stderr).not.toContain('Commands:');
+    expect(stderr.trim().split('\n').length).toBeLessThanOrEqual(3);
+  });
+
+  it('points a bad option of a subcommand to that subcommand\'s --help, not the whole help', async () => {
+    const { code, stderr } = await trainbench('train', '--bogus');
+    expect(code).not.toBe(0);
+    expect(stderr.trim().split('\n')).toEqual(["error: unknown option '--bogus'", "Run 'trainbench train --help' for the usage."]);
+  });
+
+  it('points to --help for subcommands defined in their own files too', async () => {
+    const { stderr } = await trainbench('cache', 'build', '--shard-size', 'huge');
+    expect(stderr).toContain('"huge"');
+    expect(stderr).toContain("Run 'trainbench cache build --help' for the usage.");
+    expect(stderr).not.toContain('Options:');
+  });
+
+  it('adds the --help pointer to bad input found by the command itself', async () => {
+    const { code, stderr } = await trainbench('train', '--model', 'resnet50');
+    expect(code).toBe(1);
+    expect(stderr.trim().split('\n')).toEqual([
+      expect.stringContaining('trainbench: E_BAD_INPUT: --model "resnet50" is neither a built-in model'),
+      "Run 'trainbench train --help' for the usage.",
+    ]);
+  });
+});
+
+describe('trainbench train choices', () => {
+  it('suggests adamw for --optimizer adam', async () => {
+    const { code, stderr } = await trainbench('train', '--optimizer', 'adam');
+    expect(code).not.toBe(0);
+    expect(stderr).toContain('--optimizer must be one of sgd, adamw, got "adam"; did you mean "adamw"?');
+  });
+
+  it('suggests the choice a swapped pair of letters meant, and none for a far-off value', async () => {
+    expect((await trainbench('train', '--optimizer', 'sdg')).stderr).toContain('did you mean "sgd"?');
+    const { stderr } = await trainbench('train', '--precision', 'int4');
+    expect(stderr).toContain('--precision must be one of fp32, bf16, fp16, got "int4"');
+    expect(stderr).not.toContain('did you mean');
+  });
+});
+
+describe('trainbench monitor --json', () => {
+  it('says why gpus is empty in every sample', async () => {
+    const { code, stdout } = await trainbenchWith({ TRAINBENCH_NVIDIA_SMI: '/nonexistent/nvidia-smi' }, 'monitor', '--json', '--count', '2', '--interval', '200');
+    expect(code).toBe(0);
+    const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toHaveLength(2);
+    const last = lines[1];
+    expect(TelemetrySampleSchema.parse(last).gpus).toEqual([]);
+    const state = GpuStateSchema.parse(last.gpuState);
+    expect(state.status).toBe('absent');
+    expect(state.message).toContain('no NVIDIA GPU found: /nonexistent/nvidia-smi is not installed or not on PATH');
   });
 });
