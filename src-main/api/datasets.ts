@@ -124,7 +124,8 @@ export type BuildRequestInput = z.input<typeof BuildRequestSchema>;
 
 export const BuildProgressSchema = z.object({
   jobId: z.string(),
-  phase: z.enum(['reading', 'checksumming', 'publishing', 'done']),
+  /** 'generating': the built-in example's positions are being made (before they are read and cached). */
+  phase: z.enum(['generating', 'reading', 'checksumming', 'publishing', 'done']),
   records: z.number().int(),
   recordsTotal: z.number().int(),
   bytesWritten: z.number(),

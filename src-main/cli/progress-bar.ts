@@ -35,9 +35,10 @@ export function formatStep(e: TrainStepEvent, width: number): string {
 export function formatBuild(p: BuildProgress, width: number): string {
   if (p.phase === 'done') return `dataset cached: ${count(p.recordsTotal)} records, ${(p.bytesTotal / 1e6).toFixed(0)} MB`;
   const frac = p.bytesTotal > 0 ? p.bytesWritten / p.bytesTotal : 1;
-  const what = p.phase === 'reading' ? `${count(p.records)}/${count(p.recordsTotal)} records` : `${p.phase}`;
+  const what = p.phase === 'reading' || p.phase === 'generating' ? `${count(p.records)}/${count(p.recordsTotal)} records` : `${p.phase}`;
   const eta = p.etaSeconds === null ? '' : ` ETA ${duration(p.etaSeconds)}`;
-  return `caching dataset ${bar(frac, width)}${(100 * frac).toFixed(0).padStart(3)}% ${what} ${(p.bytesPerSec / 1e6).toFixed(0)} MB/s${eta}`;
+  const doing = p.phase === 'generating' ? 'generating example' : 'caching dataset';
+  return `${doing} ${bar(frac, width)}${(100 * frac).toFixed(0).padStart(3)}% ${what} ${(p.bytesPerSec / 1e6).toFixed(0)} MB/s${eta}`;
 }
 
 const LOG_INTERVAL_MS = 10_000;

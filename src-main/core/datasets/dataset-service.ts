@@ -206,6 +206,20 @@ export class DatasetService {
     return { dataset: manifest.id, batchSize: request.batchSize, cached, uncached, uncachedReason, best: { workers: best.workers, prefetch: best.prefetch }, telemetry };
   }
 
+  /** The example's dumps, made on first use with progress events (phase 'generating'). */
+  private generateExample(records: number, seed: number): Promise<SourceSpec> {
+    const started = Date.now();
+    const jobId = `example-board-${records}-seed${seed}`;
+    return writeBoardDumps(this.workspace, records, seed, {
+      onProgress: (done, bytesWritten, bytesTotal) => {
+        const seconds = (Date.now() - started) / 1000;
+        const bytesPerSec = seconds > 0 ? bytesWritten / seconds : 0;
+        const etaSeconds = bytesPerSec > 0 ? (bytesTotal - bytesWritten) / bytesPerSec : null;
+        this.events.emit('datasets.progress', { jobId, phase: 'generating', records: done, recordsTotal: records, bytesWritten, bytesTotal, bytesPerSec, etaSeconds });
+      },
+    });
+  }
+
   /** Builds (or finds) the caches a training data source needs and the input normalisation. */
   async trainingData(data: DataSource, access: AccessOptions): Promise<HostTrainData> {
     let train: { dir: string; manifest: CacheManifest };
@@ -222,8 +236,8 @@ export class DatasetService {
       train = await ensure('fashion-mnist-train', specs.train, callers);
       test = await ensure('fashion-mnist-test', specs.test, callers);
     } else if (data.kind === 'example-board') {
-      train = await ensure('example-board-train', await writeBoardDumps(this.workspace, EXAMPLE_TRAIN_RECORDS, 0));
-      test = await ensure('example-board-test', await writeBoardDumps(this.workspace, EXAMPLE_TEST_RECORDS, 1));
+      train = await ensure('example-board-train', await this.generateExample(EXAMPLE_TRAIN_RECORDS, 0));
+      test = await ensure('example-board-test', await this.generateExample(EXAMPLE_TEST_RECORDS, 1));
     } else if (data.kind === 'idx') {
       const pair = (p: { images: string; labels: string }): SourceSpec => ({
         kind: 'idx',

@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import type { SourceSpec } from '../../api/datasets';
 import type { Workspace } from '../workspace';
 import { boardSource } from './importers/board-source';
+import { recordBytes } from './importers/record-source';
 
 export const EXAMPLE_TRAIN_RECORDS = 20_000;
 export const EXAMPLE_TEST_RECORDS = 2_000;
@@ -14,7 +15,12 @@ export const EXAMPLE_TEST_RECORDS = 2_000;
  * the way the seeds' pipeline stores them, so the example exercises the same
  * raw importer and the uncached loader a real user's dumps would.
  */
-export async function writeBoardDumps(workspace: Workspace, records: number, seed: number, signal?: AbortSignal): Promise<SourceSpec> {
+export async function writeBoardDumps(
+  workspace: Workspace,
+  records: number,
+  seed: number,
+  options: { signal?: AbortSignal; onProgress?: (recordsDone: number, bytesDone: number, bytesTotal: number) => void } = {},
+): Promise<SourceSpec> {
   const dir = workspace.resolve(path.join('sources', `board-${records}-seed${seed}`));
   const files = { x: 'features.npy', policy: 'policy.npy', value: 'value.npy' };
   const spec: SourceSpec = {
@@ -25,18 +31,25 @@ export async function writeBoardDumps(workspace: Workspace, records: number, see
       { path: path.join(dir, files.value), field: 'value', dtype: 'float16', shape: [] },
     ],
   };
-  const done = path.join(dir, '.complete');
-  if (await fs.stat(done).catch(() => null)) return spec;
+  const complete = path.join(dir, '.complete');
+  if (await fs.stat(complete).catch(() => null)) return spec;
   await fs.mkdir(dir, { recursive: true });
   const source = boardSource(records, seed);
   const streams = source.fields.map((f) => createWriteStream(path.join(dir, files[f.name as keyof typeof files])));
-  for await (const chunk of source.chunks(1024, signal)) {
-    for (const [i, bytes] of chunk.fields.entries()) {
-      if (!streams[i].write(bytes)) await once(streams[i], 'drain');
+  const bytesTotal = source.records * source.fields.reduce((a, f) => a + recordBytes(f), 0);
+  let done = 0;
+  let bytes = 0;
+  // Generating runs the teacher network (~13 s for the example on 2 cores): say how far it is.
+  for await (const chunk of source.chunks(1024, options.signal)) {
+    for (const [i, part] of chunk.fields.entries()) {
+      if (!streams[i].write(part)) await once(streams[i], 'drain');
+      bytes += part.length;
     }
+    done += chunk.count;
+    options.onProgress?.(done, bytes, bytesTotal);
   }
   await Promise.all(streams.map((s) => new Promise<void>((resolve, reject) => s.end((err?: Error | null) => (err ? reject(err) : resolve())))));
   // Marks the dumps as whole; an interrupted write is redone next time.
-  await fs.writeFile(done, new Date().toISOString());
+  await fs.writeFile(complete, new Date().toISOString());
   return spec;
 }

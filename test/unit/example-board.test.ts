@@ -1,0 +1,41 @@
+// The built-in example's positions take seconds to make on a small machine: the
+// generator reports how far it is, and the CLI draws that as a bar.
+import { statSync } from 'node:fs';
+import path from 'node:path';
+
+import { describe, expect, it } from 'vitest';
+
+import { formatBuild } from '../../src-main/cli/progress-bar';
+import { writeBoardDumps } from '../../src-main/core/datasets/example-board';
+import { openWorkspace } from '../../src-main/core/workspace';
+import { tempDir } from '../helpers/temp-dir';
+
+describe('example board generation', () => {
+  it('reports records and bytes as it writes the dumps, ending at the whole size', async () => {
+    const t = tempDir();
+    try {
+      const ws = await openWorkspace(t.dir);
+      const seen: [number, number, number][] = [];
+      const spec = await writeBoardDumps(ws, 2500, 3, { onProgress: (r, b, total) => seen.push([r, b, total]) });
+      expect(seen.length).toBe(3); // chunks of 1,024 records
+      expect(seen.map((s) => s[0])).toEqual([1024, 2048, 2500]);
+      const total = seen[0][2];
+      expect(seen.every((s) => s[2] === total)).toBe(true);
+      expect(seen.at(-1)![1]).toBe(total);
+      const files = spec.kind === 'raw' ? spec.files : [];
+      expect(files.reduce((a, f) => a + statSync(f.path).size, 0)).toBe(total);
+      // A second call finds the finished dumps and makes nothing.
+      const again: number[] = [];
+      await writeBoardDumps(ws, 2500, 3, { onProgress: (r) => again.push(r) });
+      expect(again).toEqual([]);
+      expect(path.basename(path.dirname(files[0].path))).toBe('board-2500-seed3');
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('draws generating progress with its own label', () => {
+    const line = formatBuild({ jobId: 'j', phase: 'generating', records: 512, recordsTotal: 2048, bytesWritten: 1e6, bytesTotal: 4e6, bytesPerSec: 2e6, etaSeconds: 1.5 }, 10);
+    expect(line).toMatch(/^generating example .* 25% 512\/2,048 records 2 MB\/s ETA/);
+  });
+});
