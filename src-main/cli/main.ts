@@ -8,8 +8,9 @@ import { ApiError } from '../api/errors';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { packageRoot } from '../engine/package-root';
-import { DEFAULT_PORT, startServer } from '../server/serve';
+import { DEFAULT_PORT } from '../server/serve';
 import { formatDevices } from './format-devices';
+import { serveCommand } from './serve-command';
 import { cacheCommand } from './cache-command';
 import { loaderBenchCommand } from './loader-bench-command';
 import { monitorCommand } from './monitor-command';
@@ -48,28 +49,6 @@ async function devicesCommand(opts: { json?: boolean; workspace: string }): Prom
   } finally {
     await services.dispose();
   }
-}
-
-async function serveCommand(opts: { port: number; host: string; workspace: string }): Promise<void> {
-  const services = await createServices({ workspaceDir: opts.workspace });
-  await services.engine.start();
-  const server = await startServer({
-    services,
-    rendererDir: path.join(packageRoot(), 'dist', 'renderer'),
-    host: opts.host,
-    port: opts.port,
-  });
-  process.stdout.write(`Trainbench is serving the workbench at\n  ${server.url}\nworkspace: ${services.workspace.root}\n`);
-  if (opts.host !== '127.0.0.1' && opts.host !== 'localhost') {
-    process.stdout.write(`warning: listening on ${opts.host}, not loopback; anyone who can reach it and has the token can use it\n`);
-  }
-  const shutdown = async () => {
-    await server.close();
-    await services.dispose();
-    process.exit(0);
-  };
-  process.once('SIGINT', () => void shutdown());
-  process.once('SIGTERM', () => void shutdown());
 }
 
 function packageVersion(): string {

@@ -1,0 +1,44 @@
+import path from 'node:path';
+
+import { createServices } from '../core/services';
+import { packageRoot } from '../engine/package-root';
+import { isLoopbackHost } from '../server/auth';
+import { startServer } from '../server/serve';
+
+export interface ServeFlags {
+  port: number;
+  host: string;
+  workspace: string;
+}
+
+/** `trainbench serve`: the workbench in a browser, for rigs without a screen. */
+export async function serveCommand(opts: ServeFlags): Promise<void> {
+  const services = await createServices({ workspaceDir: opts.workspace });
+  await services.engine.start();
+  const server = await startServer({
+    services,
+    rendererDir: path.join(packageRoot(), 'dist', 'renderer'),
+    host: opts.host,
+    port: opts.port,
+  });
+  // A promise some request left unhandled must not end a server that any page can reach; say so and go on.
+  process.on('unhandledRejection', (reason) => {
+    process.stderr.write(`trainbench serve: unhandled rejection (kept serving): ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}\n`);
+  });
+  const [first, ...others] = server.urls;
+  process.stdout.write(`Trainbench is serving the workbench at\n  ${first}\n`);
+  if (others.length) process.stdout.write(`and from other machines at\n${others.map((u) => `  ${u}\n`).join('')}`);
+  process.stdout.write(`workspace: ${services.workspace.root}\n`);
+  if (!isLoopbackHost(opts.host.toLowerCase())) {
+    process.stdout.write(`warning: listening on ${opts.host}, not loopback; anyone who can reach it and has the token can use it\n`);
+  }
+  const shutdown = async () => {
+    await server.close();
+    await services.dispose();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown());
+  process.once('SIGTERM', () => void shutdown());
+  // Windows has no SIGTERM; Ctrl-Break arrives as SIGBREAK.
+  if (process.platform === 'win32') process.once('SIGBREAK', () => void shutdown());
+}
