@@ -36,7 +36,7 @@ describe('GPU parity rules, replayed on the host', () => {
     ['nan-aggregates', 'every error aggregate propagates NaN (max_rel, norm_rel, worst, scaled errors)'],
     ['nan-output-fails', 'a kernel output with one NaN fails its check'],
     ['gemm-f32-orders-pass', "fp32 GEMM in the kernel's order and split-K passes all 8 seeds (K up to 300)"],
-    ['gemm-engine-orders-pass', "gemm_engine's cases pass whichever path sums them (K up to 400)"],
+    ['gemm-engine-orders-pass', "gemm_engine's and gemm_lt_fp32's cases pass whichever path sums them (K up to 400)"],
     ['gemm-detects-errors', 'a GEMM missing one product still fails'],
     ['conv2d', "convolution through the device's GEMMs passes; a weight gradient missing a sample fails"],
     ['widen-u8', 'widen_u8 passes fused or not; a wrong offset fails'],

@@ -40,13 +40,15 @@ struct GemmCase {
   }
 };
 
-inline GemmCase gemm_case(Rng& rng, int max_m, int max_n, int max_k) {
+// Sizes are multiples of `multiple` (8 keeps 16-bit operands 16-byte aligned, which every cuBLASLt
+// algorithm accepts); 1 gives the odd shapes where tiled kernels go wrong.
+inline GemmCase gemm_case(Rng& rng, int max_m, int max_n, int max_k, int multiple = 1) {
   GemmCase c;
   c.ta = rng.uniform() < 0.5;
   c.tb = rng.uniform() < 0.5;
-  c.M = pick(rng, 1, max_m);
-  c.N = pick(rng, 1, max_n);
-  c.K = pick(rng, 1, max_k);
+  c.M = multiple * pick(rng, 1, max_m / multiple);
+  c.N = multiple * pick(rng, 1, max_n / multiple);
+  c.K = multiple * pick(rng, 1, max_k / multiple);
   c.A = random_vec(rng, static_cast<std::int64_t>(c.M) * c.K);
   c.B = random_vec(rng, static_cast<std::int64_t>(c.K) * c.N);
   c.C = random_vec(rng, static_cast<std::int64_t>(c.M) * c.N);

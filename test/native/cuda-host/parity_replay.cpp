@@ -169,11 +169,11 @@ bool nan_output_fails() {
   return ok;
 }
 
-bool gemm_orders_pass(const char* op, int max_m, int max_n, int max_k) {
+bool gemm_orders_pass(const char* op, int max_m, int max_n, int max_k, int multiple) {
   bool ok = true;
   for (int seed = 1; seed <= kSeeds; ++seed) {
     Rng rng = case_rng(op, seed);
-    const GemmCase c = gemm_case(rng, max_m, max_n, max_k);
+    const GemmCase c = gemm_case(rng, max_m, max_n, max_k, multiple);
     ok &= report((std::string(op) + " " + c.shapes() + ", the kernel's order").c_str(), seed, gemm_f32_score(c, gemm_device(c, 1)), true);
     ok &= report((std::string(op) + " " + c.shapes() + ", split K in 4").c_str(), seed, gemm_f32_score(c, gemm_device(c, 4)), true);
   }
@@ -248,8 +248,8 @@ int main(int argc, char** argv) {
   const std::map<std::string, std::function<bool()>> checks = {
       {"nan-aggregates", nan_aggregates},
       {"nan-output-fails", nan_output_fails},
-      {"gemm-f32-orders-pass", [] { return gemm_orders_pass("gemm_f32", 150, 150, 300); }},
-      {"gemm-engine-orders-pass", [] { return gemm_orders_pass("gemm_engine", 200, 200, 400); }},
+      {"gemm-f32-orders-pass", [] { return gemm_orders_pass("gemm_f32", 150, 150, 300, 1); }},
+      {"gemm-engine-orders-pass", [] { return gemm_orders_pass("gemm_engine", 200, 200, 400, 1) && gemm_orders_pass("gemm_lt_fp32", 200, 200, 400, 8); }},
       {"gemm-detects-errors", gemm_detects_errors},
       {"conv2d", conv_passes_and_detects},
       {"widen-u8", widen_passes_and_detects},
