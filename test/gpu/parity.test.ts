@@ -1,38 +1,57 @@
-// CUDA kernels against the CPU backend on random inputs (native/src/cuda/cuda_parity.cu).
-// Runs where a CUDA device is present (`npm run test:gpu`); elsewhere every test
-// is skipped and the reason printed, so `npm test` stays green on GPU-less machines.
+// CUDA kernels against the CPU backend (or double references) on random inputs
+// (native/src/cuda/cuda_parity.cu and cuda_parity_step.cu). Runs where a CUDA
+// device is present; elsewhere it skips with the reason, or fails with it under
+// TB_REQUIRE_GPU=1 (gpu-gate.ts). The tolerances and the NaN rule are also
+// proven on the host: test/native/cuda-host.test.ts.
 import { describe, expect, it } from 'vitest';
 
 import { loadAddon } from '../helpers/native';
+import { gpuAvailable } from './gpu-gate';
 
 const addon = loadAddon();
-const cuda = addon.devices().cuda;
+const gpu = gpuAvailable('GPU parity tests');
 const SEEDS = 8;
+const ops = addon.cudaParityOps();
+// Forced onto cuBLASLt: they need the library (tools/device/run.sh points TB_CUBLASLT at PyTorch's copy).
+const needsCublasLt = (op: string) => op.startsWith('gemm_lt_');
+const lt = addon.cublasLt();
+if (gpu && !lt.loaded) console.log(`cuBLASLt parity checks skipped: ${lt.reason} (set TB_CUBLASLT to libcublasLt.so)`);
 
-if (!cuda.available) {
-  console.log(`GPU tests skipped: ${cuda.compiled ? cuda.reason : 'this build has no CUDA backend'}`);
-}
-
-const parity = addon;
-
-describe.skipIf(!cuda.available)('CUDA kernels match the CPU backend', () => {
-  it.each(parity.cudaParityOps().filter((op) => op !== 'oom'))('%s', (op) => {
+describe.skipIf(!gpu)('CUDA kernels match the CPU backend', () => {
+  it.each(ops.filter((op) => op !== 'oom' && !needsCublasLt(op)))('%s', (op) => {
     for (let seed = 1; seed <= SEEDS; seed++) {
-      const r = parity.cudaParity(op, seed);
-      expect(r.maxRelError, `${op} ${r.shapes}`).toBeLessThanOrEqual(r.tolerance);
+      const r = addon.cudaParity(op, seed);
+      // NaN fails here too: NaN <= tolerance is false.
+      expect(r.maxRelError, `${op} seed ${seed}: ${r.shapes}`).toBeLessThanOrEqual(r.tolerance);
     }
   });
 
   it('an impossible allocation is E_OOM with the numbers, and the next allocation works', () => {
-    const r = parity.cudaParity('oom', 1);
+    const r = addon.cudaParity('oom', 1);
     expect(r.maxRelError).toBe(0);
     expect(r.message).toMatch(/out of GPU memory on cuda:0: requested \d+ bytes, \d+ free of \d+/);
-    expect(parity.cudaMemory().ooms).toBeGreaterThanOrEqual(1);
+    expect(addon.cudaMemory().ooms).toBeGreaterThanOrEqual(1);
   });
 });
 
-describe('GPU checks on a machine without CUDA', () => {
-  it.skipIf(cuda.available)('refuse with E_CUDA and the reason, never crash', () => {
-    expect(() => parity.cudaParity('relu', 1)).toThrowError(expect.objectContaining({ code: 'E_CUDA' }));
+describe.skipIf(!gpu || !lt.loaded)('cuBLASLt forced, in each precision', () => {
+  it.each(ops.filter(needsCublasLt))('%s', (op) => {
+    for (let seed = 1; seed <= SEEDS; seed++) {
+      const r = addon.cudaParity(op, seed);
+      expect(r.maxRelError, `${op} seed ${seed}: ${r.shapes}`).toBeLessThanOrEqual(r.tolerance);
+    }
+  });
+});
+
+describe('cudaParity on any machine', () => {
+  it.skipIf(gpu)('refuse with E_CUDA and the reason, never crash', () => {
+    expect(() => addon.cudaParity('relu', 1)).toThrowError(expect.objectContaining({ code: 'E_CUDA' }));
+  });
+
+  it.skipIf(!addon.devices().cuda.compiled)('list every op once, and name the known ones when asked for an unknown one', () => {
+    expect(new Set(ops).size).toBe(ops.length);
+    for (const op of ['relu', 'gemm_f32', 'conv2d', 'prefetch', 'gemm_engine', 'gemm_lt_bf16', 'conv_chunked', 'graph_capture', 'allocator_streams'])
+      expect(ops).toContain(op);
+    expect(() => addon.cudaParity('nope', 1)).toThrowError(expect.objectContaining({ code: 'E_BAD_INPUT', message: expect.stringMatching(/unknown op 'nope' \(known: relu, /) }));
   });
 });

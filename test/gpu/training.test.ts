@@ -1,16 +1,16 @@
 // Whole training steps on the CUDA backend against the CPU backend, mixed
-// precision, fp16 loss scaling, OOM recovery and CUDA graphs. Runs where a
-// CUDA device is present (`npm run test:gpu`); elsewhere every test is skipped
-// with the reason printed.
+// precision, fp16 loss scaling, OOM recovery, CUDA graphs and dropout. Runs
+// where a CUDA device is present (`npm run test:gpu`); elsewhere it skips with
+// the reason, or fails with it under TB_REQUIRE_GPU=1 (gpu-gate.ts).
 import { describe, expect, it } from 'vitest';
 
 import type { NativeField } from '../../src-main/engine/native-addon';
 import { blobs, boardData, lcg, loadAddon, MLP_SPEC, RESNET_SPEC, thrown } from '../helpers/native';
+import { gpuAvailable } from './gpu-gate';
 
 const addon = loadAddon();
-const cuda = addon.devices().cuda;
+const gpu = gpuAvailable('GPU training tests');
 const json = JSON.stringify;
-if (!cuda.available) console.log(`GPU training tests skipped: ${cuda.compiled ? cuda.reason : 'this build has no CUDA backend'}`);
 
 const CNN_SPEC = { family: 'cnn', input: [1, 12, 12], outputs: 4, channels: [8, 16], strides: [1, 2], kernel: 3, batchNorm: true, hidden: 32 };
 const SMALL_RESNET = { ...RESNET_SPEC, layers: [1, 1, 1, 1], widths: [8, 16, 16, 24], stemWidth: 16, headChannels: 16, policyClasses: 1496 };
@@ -58,21 +58,30 @@ function relDiff(a: Float32Array, b: Float32Array): number {
 }
 
 const sgd = { kind: 'sgd', lr: 0.05, momentum: 0.9, weightDecay: 1e-4 };
+const DROPOUT_MLP = { ...MLP_SPEC, dropout: 0.3 };
+
+/** Board data whose policy rows carry weights 0, 0.5 or 1 (the soft-target loss divides by their sum). */
+function weightedBoardData(n: number, seed: number): Record<string, NativeField> {
+  const rnd = lcg(seed + 100);
+  const weights = new Float32Array(n).map(() => [0, 0.5, 1][Math.floor(rnd() * 3)]);
+  return { ...boardData(n, seed), policy_mask: { dtype: 'float32', shape: [], data: weights } };
+}
 const cases = [
   { name: 'MLP', spec: MLP_SPEC, data: () => blobs(256, 3), batch: 32 },
   { name: 'CNN', spec: CNN_SPEC, data: () => images(256, 4), batch: 32 },
   { name: 'board network', spec: SMALL_RESNET, data: () => boardData(128, 6), batch: 16 },
+  { name: 'board network with policy row weights', spec: SMALL_RESNET, data: () => weightedBoardData(128, 6), batch: 16 },
 ];
 
-describe.skipIf(!cuda.available)('whole training steps on cuda:0 match the CPU backend', () => {
+describe.skipIf(!gpu)('whole training steps on cuda:0 match the CPU backend', () => {
   it.each(cases)('$name: fp32, 6 steps, parameters within 1e-4 and the same losses', async ({ spec, data, batch }) => {
     const options = { batchSize: batch, maxSteps: 6, optimizer: sgd };
     const cpu = await train(spec, data(), { ...options, device: 'cpu' });
-    const gpu = await train(spec, data(), { ...options, device: 'cuda:0' });
-    const diff = relDiff(gpu.params, cpu.params);
-    console.log(`fp32 parity: parameter difference ${diff.toExponential(2)}; losses cpu ${cpu.losses.map((l) => l.toFixed(4)).join(' ')} gpu ${gpu.losses.map((l) => l.toFixed(4)).join(' ')}`);
+    const onGpu = await train(spec, data(), { ...options, device: 'cuda:0' });
+    const diff = relDiff(onGpu.params, cpu.params);
+    console.log(`fp32 parity: parameter difference ${diff.toExponential(2)}; losses cpu ${cpu.losses.map((l) => l.toFixed(4)).join(' ')} gpu ${onGpu.losses.map((l) => l.toFixed(4)).join(' ')}`);
     expect(diff).toBeLessThan(1e-4);
-    gpu.losses.forEach((l, i) => expect(Math.abs(l - cpu.losses[i])).toBeLessThan(1e-3 * Math.max(1, Math.abs(cpu.losses[i]))));
+    onGpu.losses.forEach((l, i) => expect(Math.abs(l - cpu.losses[i])).toBeLessThan(1e-3 * Math.max(1, Math.abs(cpu.losses[i]))));
   }, 120_000);
 
   it.each(cases)('$name: bf16 and fp16 follow the fp32 losses within 2%', async ({ spec, data, batch }) => {
@@ -86,7 +95,7 @@ describe.skipIf(!cuda.available)('whole training steps on cuda:0 match the CPU b
   }, 120_000);
 });
 
-describe.skipIf(!cuda.available)('fp16 dynamic loss scaling', () => {
+describe.skipIf(!gpu)('fp16 dynamic loss scaling', () => {
   it('skips a step whose gradient is forced to inf, halves the scale and leaves the weights alone', async () => {
     const base = { batchSize: 32, optimizer: sgd, device: 'cuda:0', precision: 'fp16' };
     const clean = await train(MLP_SPEC, blobs(256, 3), { ...base, maxSteps: 3 });
@@ -99,7 +108,7 @@ describe.skipIf(!cuda.available)('fp16 dynamic loss scaling', () => {
   }, 60_000);
 });
 
-describe.skipIf(!cuda.available)('GPU memory', () => {
+describe.skipIf(!gpu)('GPU memory', () => {
   it('an impossible batch size is E_OOM with the numbers, and the next run at a sane size works', async () => {
     // 16,384 samples x 4M hidden units: 256 GiB of activations, more than any GPU has.
     const wide = { ...MLP_SPEC, hidden: [1 << 22] };
@@ -121,14 +130,22 @@ describe.skipIf(!cuda.available)('GPU memory', () => {
   }, 60_000);
 });
 
-describe.skipIf(!cuda.available)('CUDA graphs and phase timing', () => {
-  it('a captured and replayed step gives the eager result', async () => {
-    const options = { batchSize: 32, maxSteps: 8, optimizer: sgd, device: 'cuda:0' };
-    const eager = await train(CNN_SPEC, images(512, 4), options);
-    const graph = await train(CNN_SPEC, images(512, 4), { ...options, cudaGraph: true });
+describe.skipIf(!gpu)('CUDA graphs and phase timing', () => {
+  const graphCases = [
+    { name: 'CNN fp32, batch 32', spec: CNN_SPEC, data: () => images(512, 4), batch: 32, precision: 'fp32' },
+    { name: 'CNN bf16, batch 32', spec: CNN_SPEC, data: () => images(512, 4), batch: 32, precision: 'bf16' },
+    { name: 'CNN fp16 (loss scaling inside the graph), batch 32', spec: CNN_SPEC, data: () => images(512, 4), batch: 32, precision: 'fp16' },
+    { name: 'board network (two heads, soft targets), batch 16', spec: SMALL_RESNET, data: () => weightedBoardData(256, 6), batch: 16, precision: 'fp32' },
+    { name: 'MLP with dropout (new masks every replay), batch 64', spec: DROPOUT_MLP, data: () => blobs(1024, 3), batch: 64, precision: 'fp32' },
+  ];
+  it.each(graphCases)('$name: a captured and replayed step gives the eager result', async ({ spec, data, batch, precision }) => {
+    const options = { batchSize: batch, maxSteps: 8, optimizer: sgd, device: 'cuda:0', precision };
+    const eager = await train(spec, data(), options);
+    const graph = await train(spec, data(), { ...options, cudaGraph: true });
     expect(graph.result.backend?.cudaGraph).toBe('captured and replayed');
     expect(relDiff(graph.params, eager.params)).toBeLessThan(1e-6);
-  }, 60_000);
+    graph.losses.forEach((l, i) => expect(Math.abs(l - eager.losses[i])).toBeLessThan(1e-6 * Math.max(1, Math.abs(eager.losses[i]))));
+  }, 120_000);
 
   it('measurement mode times every phase', async () => {
     const run = await train(CNN_SPEC, images(256, 4), { batchSize: 32, maxSteps: 6, device: 'cuda:0', phaseTiming: 'measure' });
@@ -141,8 +158,20 @@ describe.skipIf(!cuda.available)('CUDA graphs and phase timing', () => {
   }, 60_000);
 });
 
+describe.skipIf(!gpu)('dropout on cuda:0', () => {
+  it.each([1, 2])('masks do not depend on when the host reads the sums (accumulation %i)', async (accumulation) => {
+    // Reading every step or once at the end must train the same weights: the masks depend on the step,
+    // the layer and the micro-batch only.
+    const options = { batchSize: 32, maxSteps: 6, accumulation, optimizer: sgd, device: 'cuda:0' };
+    const often = await train(DROPOUT_MLP, blobs(512, 3), { ...options, eventIntervalMs: 0 });
+    const rarely = await train(DROPOUT_MLP, blobs(512, 3), { ...options, eventIntervalMs: 3_600_000 });
+    // Different masks move the weights by ~1e-2; the same masks leave only atomics' last bits, if any.
+    expect(relDiff(rarely.params, often.params)).toBeLessThan(1e-6);
+  }, 60_000);
+});
+
 describe('CUDA training on a machine without a GPU', () => {
-  it.skipIf(cuda.available)('device cuda:0 is refused with the reason', () => {
+  it.skipIf(gpu)('device cuda:0 is refused with the reason', () => {
     const t = new addon.Trainer(json(MLP_SPEC), json({ seed: 1 }));
     t.setData('train', blobs(64, 1));
     return expect(t.train(json({ batchSize: 8, maxSteps: 1, device: 'cuda:0' }))).rejects.toMatchObject({

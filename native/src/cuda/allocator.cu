@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,20 +28,21 @@ std::size_t CudaAllocator::round_size(std::size_t bytes) {
   return (bytes + unit - 1) / unit * unit;
 }
 
-void* CudaAllocator::allocate(std::size_t bytes) {
+void* CudaAllocator::allocate(std::size_t bytes, cudaStream_t stream) {
   const std::size_t size = round_size(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  // Best fit among cached blocks, but never more than twice the request (or memory fragments).
-  auto it = free_.lower_bound(size);
-  if (it != free_.end() && it->first <= 2 * size) {
-    void* p = it->second;
-    const std::size_t got = it->first;
-    free_.erase(it);
-    in_use_[p] = got;
-    stats_.allocated += got;
+  const auto done = [](void* event) {
+    const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
+    if (e == cudaErrorNotReady) cudaGetLastError();  // an answer, not an error for the next launch check to find
+    return e == cudaSuccess;
+  };
+  if (const std::optional<BlockCache::Block> b = free_.take(size, stream, done)) {
+    if (b->freed) cudaEventDestroy(static_cast<cudaEvent_t>(b->freed));
+    in_use_[b->ptr] = {b->size, stream};
+    stats_.allocated += b->size;
     if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
     ++stats_.allocations;
-    return p;
+    return b->ptr;
   }
   TB_CUDA_CHECK(cudaSetDevice(device_));
   void* p = nullptr;
@@ -48,11 +50,7 @@ void* CudaAllocator::allocate(std::size_t bytes) {
   if (err == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     // Give the cache back and try once more before calling it an OOM.
-    for (auto& kv : free_) {
-      cudaFree(kv.second);
-      stats_.reserved -= kv.first;
-    }
-    free_.clear();
+    free_cached();
     err = cudaMalloc(&p, size);
   }
   if (err == cudaErrorMemoryAllocation) {
@@ -65,7 +63,7 @@ void* CudaAllocator::allocate(std::size_t bytes) {
                                  std::to_string(stats_.allocated) + " allocated by Trainbench)");
   }
   TB_CUDA_CHECK(err);
-  in_use_[p] = size;
+  in_use_[p] = {size, stream};
   stats_.reserved += size;
   stats_.allocated += size;
   if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
@@ -78,19 +76,37 @@ void CudaAllocator::release(void* ptr) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = in_use_.find(ptr);
   if (it == in_use_.end()) return;  // not ours: nothing sensible to do, and never crash
-  stats_.allocated -= it->second;
-  free_.emplace(it->second, ptr);
+  stats_.allocated -= it->second.size;
+  BlockCache::Block b{it->second.size, ptr, it->second.stream, nullptr};
+  // The event marks the end of the work queued on the block's stream; inside a graph capture no event can
+  // mark that, so the block then stays with its stream until the cache is emptied.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaEvent_t event = nullptr;
+  if (cudaStreamIsCapturing(b.stream ? static_cast<cudaStream_t>(b.stream) : nullptr, &capture) == cudaSuccess &&
+      capture == cudaStreamCaptureStatusNone && cudaEventCreateWithFlags(&event, cudaEventDisableTiming) == cudaSuccess) {
+    if (cudaEventRecord(event, it->second.stream) == cudaSuccess) b.freed = event;
+    else cudaEventDestroy(event);
+  }
+  cudaGetLastError();  // a release never throws (it runs in destructors)
+  free_.put(b);
   in_use_.erase(it);
+}
+
+// Every pending free has completed after the device sync, so every cached block can go back to the driver.
+void CudaAllocator::free_cached() {
+  cudaSetDevice(device_);
+  cudaDeviceSynchronize();
+  free_.drain([&](const BlockCache::Block& b) {
+    if (b.freed) cudaEventDestroy(static_cast<cudaEvent_t>(b.freed));
+    cudaFree(b.ptr);
+    stats_.reserved -= b.size;
+  });
+  cudaGetLastError();
 }
 
 void CudaAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mutex_);
-  cudaSetDevice(device_);
-  for (auto& kv : free_) {
-    cudaFree(kv.second);
-    stats_.reserved -= kv.first;
-  }
-  free_.clear();
+  free_cached();
 }
 
 AllocatorStats CudaAllocator::stats() {
@@ -103,8 +119,8 @@ void CudaAllocator::reset_peak() {
   stats_.peak_allocated = stats_.allocated;
 }
 
-DeviceBuffer::DeviceBuffer(int device, std::size_t bytes)
-    : device_(device), ptr_(CudaAllocator::for_device(device).allocate(bytes)), bytes_(bytes) {}
+DeviceBuffer::DeviceBuffer(int device, std::size_t bytes, cudaStream_t stream)
+    : device_(device), ptr_(CudaAllocator::for_device(device).allocate(bytes, stream)), bytes_(bytes) {}
 
 DeviceBuffer::~DeviceBuffer() {
   if (ptr_) CudaAllocator::for_device(device_).release(ptr_);

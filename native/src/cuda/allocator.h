@@ -1,13 +1,18 @@
 // One caching allocator per device. Freed blocks are kept for reuse (cudaMalloc
-// and cudaFree synchronise the device), and running out of memory is a typed,
-// recoverable E_OOM with the bytes requested and free: the batch-size search
-// depends on trying a size, failing cleanly, and going on.
+// and cudaFree synchronise the device), in stream order: a block goes back at
+// once to the stream that used it, and to another stream only after the work
+// queued before its free has finished (block_cache.h). Running out of memory is
+// a typed, recoverable E_OOM with the bytes requested and free: the batch-size
+// search depends on trying a size, failing cleanly, and going on.
 #pragma once
+#include <cuda_runtime.h>
+
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <unordered_map>
+
+#include "cuda/block_cache.h"
 
 namespace tb {
 
@@ -23,7 +28,9 @@ class CudaAllocator {
  public:
   static CudaAllocator& for_device(int device);
 
-  void* allocate(std::size_t bytes);
+  // A block for work queued on `stream` (null: the legacy default stream).
+  void* allocate(std::size_t bytes, cudaStream_t stream);
+  // Returns the block to the cache, ordered after the work queued so far on its stream.
   void release(void* ptr);
   // Returns cached blocks to the driver (called once before giving up on an allocation).
   void empty_cache();
@@ -34,19 +41,25 @@ class CudaAllocator {
   static std::size_t round_size(std::size_t bytes);
 
  private:
+  struct InUse {
+    std::size_t size;
+    cudaStream_t stream;
+  };
   explicit CudaAllocator(int device) : device_(device) {}
+  void free_cached();  // with mutex_ held
   int device_;
   std::mutex mutex_;
-  std::multimap<std::size_t, void*> free_;         // size -> block
-  std::unordered_map<void*, std::size_t> in_use_;  // block -> size
+  BlockCache free_;
+  std::unordered_map<void*, InUse> in_use_;
   AllocatorStats stats_;
 };
 
-// RAII device memory from the caching allocator.
+// RAII device memory from the caching allocator, for work on `stream` (the stream whose order protects
+// its reuse: pass the stream that reads and writes it last).
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  DeviceBuffer(int device, std::size_t bytes);
+  DeviceBuffer(int device, std::size_t bytes, cudaStream_t stream = nullptr);
   ~DeviceBuffer();
   DeviceBuffer(DeviceBuffer&& other) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;

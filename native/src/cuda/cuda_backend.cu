@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/errors.h"
@@ -17,6 +19,7 @@
 #include "cuda/gemm_engine.h"
 #include "cuda/kernels.h"
 #include "cuda/phase_timer.h"
+#include "cuda/stream_capture.h"
 
 namespace tb {
 namespace {
@@ -26,6 +29,22 @@ using cuda::Precision;
 // Device buffers a batch is widened into: inputs, and per head the targets, mask and row losses.
 struct HeadBuffers {
   DeviceBuffer labels, targets, mask, counted, row_loss;
+};
+
+// The step's stream. Declared before every buffer used on it, so it is destroyed after them: their
+// frees record events on it (allocator.h).
+struct OwnedStream {
+  cudaStream_t stream = nullptr;
+  explicit OwnedStream(int device) {
+    TB_CUDA_CHECK(cudaSetDevice(device));
+    TB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  }
+  ~OwnedStream() {
+    cudaStreamSynchronize(stream);
+    cudaStreamDestroy(stream);
+  }
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
 };
 
 std::int64_t head_target_floats(const Model& m, const Head& h) {
@@ -39,9 +58,9 @@ class CudaBackend : public StepBackend {
         device_(device),
         options_(o),
         precision_(cuda::parse_precision(o.precision)),
-        seed_(seed) {
-    TB_CUDA_CHECK(cudaSetDevice(device));
-    TB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        seed_(seed),
+        owned_stream_(device),
+        stream_(owned_stream_.stream) {
     if (model.heads().size() > static_cast<size_t>(cuda::kMaxHeads)) TB_THROW(ErrorCode::Internal, "more heads than the CUDA backend tracks");
     gemm_ = std::make_unique<cuda::GemmEngine>(device, precision_, stream_);
     net_ = std::make_unique<cuda::DeviceModel>(model, device, stream_, *gemm_);
@@ -52,26 +71,24 @@ class CudaBackend : public StepBackend {
     }
     const std::int64_t n = model.param_count();
     const bool adamw = o.optimizer.kind == "adamw";
-    state_m_ = DeviceBuffer(device, static_cast<std::size_t>(n) * sizeof(float));
+    state_m_ = DeviceBuffer(device, static_cast<std::size_t>(n) * sizeof(float), stream_);
     TB_CUDA_CHECK(cudaMemsetAsync(state_m_.get(), 0, state_m_.bytes(), stream_));
     if (adamw) {
-      state_v_ = DeviceBuffer(device, static_cast<std::size_t>(n) * sizeof(float));
+      state_v_ = DeviceBuffer(device, static_cast<std::size_t>(n) * sizeof(float), stream_);
       TB_CUDA_CHECK(cudaMemsetAsync(state_v_.get(), 0, state_v_.bytes(), stream_));
     }
     cuda::TrainState init;
     if (precision_ == Precision::Fp16) init.scale = LossScale{};  // 2^16, GradScaler's start
-    st_ = DeviceBuffer(device, sizeof(cuda::TrainState));
-    TB_CUDA_CHECK(cudaMemcpy(st_.get(), &init, sizeof init, cudaMemcpyHostToDevice));
+    st_ = DeviceBuffer(device, sizeof(cuda::TrainState), stream_);
+    // On the step's stream: a non-blocking stream does not wait for the legacy one cudaMemcpy would use.
+    TB_CUDA_CHECK(cudaMemcpyAsync(st_.get(), &init, sizeof init, cudaMemcpyHostToDevice, stream_));
+    TB_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `init` is about to go out of scope
     heads_.resize(model.heads().size());
   }
 
   ~CudaBackend() override {
     prefetch_.reset();
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
-    if (stream_) {
-      cudaStreamSynchronize(stream_);
-      cudaStreamDestroy(stream_);
-    }
   }
 
   Json describe() const override {
@@ -112,7 +129,7 @@ class CudaBackend : public StepBackend {
   bool next_batch(Loader& loader) override {
     const auto t = std::chrono::steady_clock::now();
     timer_->begin();
-    const DeviceBatch* b = prefetch_->next();  // orders the stream after the batch's copy
+    const std::optional<DeviceBatch> b = prefetch_->next();  // orders the stream after the batch's copy
     data_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     if (!b) return false;
     batch_ = b->size;
@@ -140,7 +157,7 @@ class CudaBackend : public StepBackend {
     }
     timer_->mark(kH2D);  // the stream's wait for the copy, and the widening
     const auto r = std::chrono::steady_clock::now();
-    prefetch_->release(b);  // widened into our buffers: the slot may be refilled now
+    prefetch_->release(*b);  // widened into our buffers: the slot may be refilled now
     data_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - r).count();
     return true;
   }
@@ -149,19 +166,108 @@ class CudaBackend : public StepBackend {
 
   void forward(bool train) override {
     train_pass_ = train;
+    const int micro_batch = train ? micro_batch_++ : 0;
     if (replaying()) return;
-    if (train && should_capture()) begin_capture();
-    net_->set_profile(train && !capturing_ ? profile_.get() : nullptr);  // training steps only, never inside a capture
+    if (train && should_capture()) {
+      capture_pending_ = true;  // the whole step is recorded at optimizer_step, in one scope
+      return;
+    }
+    net_->set_profile(train ? profile_.get() : nullptr);  // training steps only
     if (train && zero_pending_) {
       net_->zero_grads();
       zero_pending_ = false;
     }
-    net_->forward(x_.as<float>(), batch_, train, st());
+    net_->forward(x_.as<float>(), batch_, train, st(), micro_batch);
     timer_->mark(kForward);
   }
 
   void losses(double grad_scale, bool want_grad) override {
     if (replaying()) return;
+    if (capture_pending_) {
+      capture_grad_scale_ = grad_scale;
+      return;
+    }
+    queue_losses(grad_scale, want_grad);
+  }
+
+  void backward() override {
+    if (replaying() || capture_pending_) return;
+    net_->backward();
+    timer_->mark(kBackward);
+  }
+
+  void release_batch() override {}  // the slot was released once widened
+
+  // Outside any captured graph: the graph reads these scalars from the device state when replayed.
+  void begin_step(double lr) override {
+    zero_pending_ = true;  // zeroed at the start of forward, so a captured graph includes it
+    micro_batch_ = 0;
+    cuda::set_step(st(), static_cast<float>(lr), seed_ * 0x9E3779B97F4A7C15ull + static_cast<unsigned long long>(step_), stream_);
+  }
+
+  void optimizer_step(double clip_norm) override {
+    if (replaying()) {
+      TB_CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_));
+      timer_->mark(kForward);
+    } else if (capture_pending_) {
+      capture_pending_ = false;
+      capture_step(clip_norm);
+    } else {
+      if (step_ == options_.debug_nonfinite_step) cuda::poison_gradient(net_->grads(), stream_);
+      apply_update(clip_norm);
+      timer_->mark(kOptimizer);
+    }
+    ++step_;
+  }
+
+  StepReadout readout() override {
+    cuda::TrainState s;
+    TB_CUDA_CHECK(cudaMemcpyAsync(&s, st_.get(), sizeof s, cudaMemcpyDeviceToHost, stream_));
+    TB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    StepReadout r;
+    r.loss_sum = s.loss_sum;
+    r.micro_batches = s.micro_batches;
+    r.correct = static_cast<std::int64_t>(s.correct);
+    r.head_sums.assign(s.head_sums, s.head_sums + heads_.size());
+    r.grad_norm = s.grad_norm;
+    r.skipped_steps = s.skipped;
+    r.loss_scale = s.scale.scale;
+    timer_->collect(r.phase_seconds);
+    if (profile_) profile_->collect();
+    r.phase_seconds[kData] += data_seconds_;
+    data_seconds_ = 0;
+    // Queued on the step's stream, so it lands after what was read and before the next step's sums.
+    cuda::reset_readout(st(), stream_);
+    return r;
+  }
+
+  bool cheap_readout() const override { return false; }
+
+  MemoryBreakdown predicted_memory(int batch, bool adamw, std::int64_t record_bytes, int) const override {
+    MemoryBreakdown m = cuda::DeviceModel::predict(model_, batch);
+    m.workspace += cuda::GemmEngine::lt_workspace_bytes();
+    const std::int64_t f = sizeof(float);
+    m.optimizer_state = model_.param_count() * f * (adamw ? 2 : 1);
+    m.batch_data = record_bytes * batch * options_.gpu_prefetch + batch_buffer_floats(batch) * f;
+    return m;
+  }
+
+  MemoryBreakdown measured_memory(const Loader&) const override {
+    MemoryBreakdown m = net_->measured();
+    m.optimizer_state = static_cast<std::int64_t>(state_m_.bytes() + state_v_.bytes());
+    m.batch_data = prefetch_ ? prefetch_->device_bytes() : 0;
+    m.batch_data += static_cast<std::int64_t>(x_.bytes());
+    for (const HeadBuffers& hb : heads_)
+      m.batch_data += static_cast<std::int64_t>(hb.labels.bytes() + hb.targets.bytes() + hb.mask.bytes() + hb.counted.bytes() + hb.row_loss.bytes());
+    return m;
+  }
+
+  void sync_to_host() override { net_->download(model_); }
+
+ private:
+  cuda::TrainState* st() { return st_.as<cuda::TrainState>(); }
+
+  void queue_losses(double grad_scale, bool want_grad) {
     for (size_t i = 0; i < heads_.size(); ++i) {
       const Head& h = model_.heads()[i];
       HeadBuffers& hb = heads_[i];
@@ -194,84 +300,6 @@ class CudaBackend : public StepBackend {
     timer_->mark(kLoss);
   }
 
-  void backward() override {
-    if (replaying()) return;
-    net_->backward();
-    timer_->mark(kBackward);
-  }
-
-  void release_batch() override {}  // the slot was released once widened
-
-  // Outside any captured graph: the graph reads these scalars from the device state when replayed.
-  void begin_step(double lr) override {
-    zero_pending_ = true;  // zeroed at the start of forward, so a captured graph includes it
-    cuda::set_step(st(), static_cast<float>(lr), seed_ * 0x9E3779B97F4A7C15ull + static_cast<unsigned long long>(step_), stream_);
-  }
-
-  void optimizer_step(double clip_norm) override {
-    if (replaying()) {
-      TB_CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_));
-      timer_->mark(kForward);
-    } else {
-      if (step_ == options_.debug_nonfinite_step) cuda::poison_gradient(net_->grads(), stream_);
-      apply_update(clip_norm);
-      timer_->mark(kOptimizer);
-      if (capturing_) end_capture();
-    }
-    ++step_;
-  }
-
-  StepReadout readout() override {
-    TB_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    cuda::TrainState s;
-    TB_CUDA_CHECK(cudaMemcpy(&s, st_.get(), sizeof s, cudaMemcpyDeviceToHost));
-    StepReadout r;
-    r.loss_sum = s.loss_sum;
-    r.micro_batches = s.micro_batches;
-    r.correct = static_cast<std::int64_t>(s.correct);
-    r.head_sums.assign(s.head_sums, s.head_sums + heads_.size());
-    r.grad_norm = s.grad_norm;
-    r.skipped_steps = s.skipped;
-    r.loss_scale = s.scale.scale;
-    timer_->collect(r.phase_seconds);
-    if (profile_) profile_->collect();
-    r.phase_seconds[kData] += data_seconds_;
-    data_seconds_ = 0;
-    s.loss_sum = 0;
-    s.micro_batches = 0;
-    s.correct = 0;
-    s.skipped = 0;
-    for (double& h : s.head_sums) h = 0;
-    TB_CUDA_CHECK(cudaMemcpy(st_.get(), &s, sizeof s, cudaMemcpyHostToDevice));
-    return r;
-  }
-
-  bool cheap_readout() const override { return false; }
-
-  MemoryBreakdown predicted_memory(int batch, bool adamw, std::int64_t record_bytes, int) const override {
-    MemoryBreakdown m = cuda::DeviceModel::predict(model_, batch);
-    m.workspace += cuda::GemmEngine::lt_workspace_bytes();
-    const std::int64_t f = sizeof(float);
-    m.optimizer_state = model_.param_count() * f * (adamw ? 2 : 1);
-    m.batch_data = record_bytes * batch * options_.gpu_prefetch + batch_buffer_floats(batch) * f;
-    return m;
-  }
-
-  MemoryBreakdown measured_memory(const Loader&) const override {
-    MemoryBreakdown m = net_->measured();
-    m.optimizer_state = static_cast<std::int64_t>(state_m_.bytes() + state_v_.bytes());
-    m.batch_data = prefetch_ ? prefetch_->device_bytes() : 0;
-    m.batch_data += static_cast<std::int64_t>(x_.bytes());
-    for (const HeadBuffers& hb : heads_)
-      m.batch_data += static_cast<std::int64_t>(hb.labels.bytes() + hb.targets.bytes() + hb.mask.bytes() + hb.counted.bytes() + hb.row_loss.bytes());
-    return m;
-  }
-
-  void sync_to_host() override { net_->download(model_); }
-
- private:
-  cuda::TrainState* st() { return st_.as<cuda::TrainState>(); }
-
   // Floats of the step's own batch buffers at batch B (x, and per head labels/targets/mask/count/row losses).
   std::int64_t batch_buffer_floats(int B) const {
     std::int64_t n = static_cast<std::int64_t>(B) * model_.input_dims().size();
@@ -288,18 +316,18 @@ class CudaBackend : public StepBackend {
     if (B <= reserved_batch_) return moved;
     const std::int64_t f = sizeof(float);
     x_ = DeviceBuffer();
-    x_ = DeviceBuffer(device_, static_cast<std::size_t>(B * model_.input_dims().size() * f));
+    x_ = DeviceBuffer(device_, static_cast<std::size_t>(B * model_.input_dims().size() * f), stream_);
     for (size_t i = 0; i < heads_.size(); ++i) {
       const Head& h = model_.heads()[i];
       HeadBuffers& hb = heads_[i];
       hb = HeadBuffers();
-      if (h.loss == LossKind::SoftmaxCE) hb.labels = DeviceBuffer(device_, static_cast<std::size_t>(B) * sizeof(std::int32_t));
-      else hb.targets = DeviceBuffer(device_, static_cast<std::size_t>(B * head_target_floats(model_, h) * f));
+      if (h.loss == LossKind::SoftmaxCE) hb.labels = DeviceBuffer(device_, static_cast<std::size_t>(B) * sizeof(std::int32_t), stream_);
+      else hb.targets = DeviceBuffer(device_, static_cast<std::size_t>(B * head_target_floats(model_, h) * f), stream_);
       if (h.loss == LossKind::SoftmaxCESoft) {
-        hb.mask = DeviceBuffer(device_, static_cast<std::size_t>(B * f));
-        hb.counted = DeviceBuffer(device_, sizeof(float));
+        hb.mask = DeviceBuffer(device_, static_cast<std::size_t>(B * f), stream_);
+        hb.counted = DeviceBuffer(device_, sizeof(float), stream_);
       }
-      hb.row_loss = DeviceBuffer(device_, static_cast<std::size_t>(B * f));
+      hb.row_loss = DeviceBuffer(device_, static_cast<std::size_t>(B * f), stream_);
     }
     has_mask_.assign(heads_.size(), false);
     reserved_batch_ = B;
@@ -322,39 +350,59 @@ class CudaBackend : public StepBackend {
   }
 
   // ---- CUDA graph: one micro-batch per step, fixed shapes, after two eager steps chose every GEMM
-  bool replaying() const { return train_pass_ && graph_exec_ && graph_valid_ && step_ != options_.debug_nonfinite_step; }
+  bool replaying() const {
+    return train_pass_ && graph_exec_ && graph_valid_ && batch_ == graph_batch_ && step_ != options_.debug_nonfinite_step;
+  }
   bool should_capture() const {
     return options_.cuda_graph && options_.accumulation == 1 && !graph_failed_ && step_ >= 2 && !(graph_exec_ && graph_valid_) &&
            batch_ == options_.batch_size && step_ != options_.debug_nonfinite_step;
   }
-  void begin_capture() {
+
+  // The whole training step after the batch is widened: what a graph records and replays.
+  void queue_step(double clip_norm) {
+    net_->zero_grads();
+    zero_pending_ = false;
+    net_->forward(x_.as<float>(), batch_, true, st(), 0);
+    queue_losses(capture_grad_scale_, true);
+    net_->backward();
+    apply_update(clip_norm);
+  }
+
+  // While recording, nothing may be timed, profiled or allocated.
+  void set_capturing(bool on) {
+    gemm_->set_capturing(on);
+    timer_->pause(on);
+    net_->set_profile(nullptr);
+  }
+
+  // Records the step, then replays it; if recording or instantiating fails (the capture is then ended and
+  // discarded), the step runs eagerly instead, and so do all later steps.
+  void capture_step(double clip_norm) {
     if (graph_exec_) {
       cudaGraphExecDestroy(graph_exec_);
       graph_exec_ = nullptr;
     }
-    gemm_->set_capturing(true);
-    timer_->pause(true);
-    TB_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    capturing_ = true;
-  }
-  void end_capture() {
-    cudaGraph_t graph = nullptr;
-    capturing_ = false;
-    gemm_->set_capturing(false);
-    timer_->pause(false);
-    TB_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-    const cudaError_t err = cudaGraphInstantiate(&graph_exec_, graph, 0);
-    cudaGraphDestroy(graph);
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      graph_exec_ = nullptr;
-      graph_failed_ = true;
-      graph_note_ = std::string("capture failed (") + cudaGetErrorString(err) + "); running eagerly";
+    std::string why;
+    try {
+      set_capturing(true);
+      cuda::StreamCapture capture(stream_);
+      queue_step(clip_norm);
+      graph_exec_ = capture.finish(&why);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    set_capturing(false);
+    if (graph_exec_) {
+      graph_valid_ = true;
+      graph_batch_ = batch_;
+      TB_CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_));  // the capture recorded the step without running it
+      timer_->mark(kForward);
       return;
     }
-    graph_valid_ = true;
-    // The captured work was recorded, not run: run this step now.
-    TB_CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_));
+    graph_failed_ = true;
+    graph_note_ = "capture failed (" + why + "); running eagerly";
+    queue_step(clip_norm);
+    timer_->mark(kOptimizer);
   }
 
   Model& model_;
@@ -362,7 +410,8 @@ class CudaBackend : public StepBackend {
   TrainOptions options_;
   Precision precision_;
   std::uint64_t seed_;
-  cudaStream_t stream_ = nullptr;
+  OwnedStream owned_stream_;
+  cudaStream_t stream_;
   std::unique_ptr<cuda::GemmEngine> gemm_;
   std::unique_ptr<cuda::DeviceModel> net_;
   std::unique_ptr<cuda::PhaseTimer> timer_;
@@ -371,11 +420,13 @@ class CudaBackend : public StepBackend {
   DeviceBuffer state_m_, state_v_, st_, x_;
   std::vector<HeadBuffers> heads_;
   std::vector<bool> has_mask_;
-  int batch_ = 0, reserved_batch_ = 0;
+  int batch_ = 0, reserved_batch_ = 0, graph_batch_ = 0;
+  int micro_batch_ = 0;  // within the optimizer step: the dropout masks' index
   std::int64_t step_ = 0;
   double data_seconds_ = 0;
   bool zero_pending_ = true, train_pass_ = false;
-  bool capturing_ = false, graph_valid_ = false, graph_failed_ = false;
+  bool capture_pending_ = false, graph_valid_ = false, graph_failed_ = false;
+  double capture_grad_scale_ = 1;
   cudaGraphExec_t graph_exec_ = nullptr;
   std::string graph_note_;
 };

@@ -29,8 +29,8 @@ Json bench_loader_device(std::shared_ptr<const RecordSource> source, LoaderOptio
       loader.start_epoch(epoch);
       prefetch.start_epoch();
       bool stop = false;
-      while (const DeviceBatch* b = prefetch.next()) {
-        prefetch.release(b);
+      while (const std::optional<DeviceBatch> b = prefetch.next()) {
+        prefetch.release(*b);
         ++run.batches;
         run.records += b->size;
         run.gather_seconds.push_back(b->gather_seconds);

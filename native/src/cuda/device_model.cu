@@ -9,12 +9,9 @@
 namespace tb::cuda {
 namespace {
 
-// The im2col workspace is shared by every convolution and chunked so it stays under 256 MiB.
-constexpr std::int64_t kColBudget = std::int64_t(1) << 26;
-
-int conv_chunk(const ConvGeom& g, int B) {
+int conv_chunk(const ConvGeom& g, int B, std::int64_t col_budget) {
   const std::int64_t per_sample = static_cast<std::int64_t>(g.C) * g.KH * g.KW * g.OH() * g.OW();
-  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(B, kColBudget / std::max<std::int64_t>(1, per_sample))));
+  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(B, col_budget / std::max<std::int64_t>(1, per_sample))));
 }
 
 // Which nodes hand their ReLU to the producer: the producer's only consumer is that ReLU.
@@ -38,8 +35,8 @@ struct Sizes {
 };
 
 // Every device buffer of the graph for batches of B, by node; predict() and reserve() share it.
-std::vector<Sizes> node_sizes(const Model& m, int B, const std::vector<bool>& fuse, std::int64_t* scratch, std::int64_t* col,
-                              std::int64_t* tmp) {
+std::vector<Sizes> node_sizes(const Model& m, int B, const std::vector<bool>& fuse, std::int64_t col_budget, std::int64_t* scratch,
+                              std::int64_t* col, std::int64_t* tmp) {
   std::vector<Sizes> sizes(m.nodes().size());
   *scratch = *col = *tmp = 0;
   for (size_t i = 0; i < m.nodes().size(); ++i) {
@@ -53,7 +50,7 @@ std::vector<Sizes> node_sizes(const Model& m, int B, const std::vector<bool>& fu
     if (n.kind == NodeKind::BatchNorm) s.stats = n.dims.c;
     *scratch = std::max(*scratch, values);
     if (n.kind == NodeKind::Conv) {
-      const int chunk = conv_chunk(n.geom, B);
+      const int chunk = conv_chunk(n.geom, B, col_budget);
       const std::int64_t ohw = static_cast<std::int64_t>(n.geom.OH()) * n.geom.OW();
       *col = std::max(*col, static_cast<std::int64_t>(n.geom.C) * n.geom.KH * n.geom.KW * chunk * ohw);
       *tmp = std::max(*tmp, static_cast<std::int64_t>(n.geom.O) * chunk * ohw);
@@ -69,15 +66,17 @@ std::int64_t buffer_floats(const Model& m) {
   return n;
 }
 
-DeviceBuffer floats(int device, std::int64_t n) { return n > 0 ? DeviceBuffer(device, static_cast<std::size_t>(n) * sizeof(float)) : DeviceBuffer(); }
+DeviceBuffer floats(int device, std::int64_t n, cudaStream_t s) {
+  return n > 0 ? DeviceBuffer(device, static_cast<std::size_t>(n) * sizeof(float), s) : DeviceBuffer();
+}
 
 }  // namespace
 
 DeviceModel::DeviceModel(const Model& host, int device, cudaStream_t stream, GemmEngine& gemm)
     : host_(host), device_(device), stream_(stream), gemm_(gemm), param_count_(host.param_count()) {
-  params_ = floats(device, param_count_);
-  grads_ = floats(device, param_count_);
-  buffers_ = floats(device, buffer_floats(host));
+  params_ = floats(device, param_count_, stream);
+  grads_ = floats(device, param_count_, stream);
+  buffers_ = floats(device, buffer_floats(host), stream);
   nodes_.resize(host.nodes().size());
   const std::vector<bool> fuse = fusable(host);
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -110,15 +109,15 @@ bool DeviceModel::reserve(int B) {
   std::vector<bool> fuse(nodes_.size());
   for (size_t i = 0; i < nodes_.size(); ++i) fuse[i] = nodes_[i].fuse_relu;
   std::int64_t scratch = 0, col = 0, tmp = 0;
-  const std::vector<Sizes> sizes = node_sizes(host_, B, fuse, &scratch, &col, &tmp);
+  const std::vector<Sizes> sizes = node_sizes(host_, B, fuse, col_budget_, &scratch, &col, &tmp);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     DNode& d = nodes_[i];
     // Free before allocating, so growing reuses the cache instead of holding both sizes.
     d.out = DeviceBuffer(), d.grad = DeviceBuffer(), d.mask = DeviceBuffer();
-    d.out = floats(device_, sizes[i].out);
-    d.grad = floats(device_, sizes[i].grad);
-    d.mask = floats(device_, sizes[i].mask);
-    if (sizes[i].stats > 0 && !d.mean.get()) d.mean = floats(device_, sizes[i].stats), d.invstd = floats(device_, sizes[i].stats);
+    d.out = floats(device_, sizes[i].out, stream_);
+    d.grad = floats(device_, sizes[i].grad, stream_);
+    d.mask = floats(device_, sizes[i].mask, stream_);
+    if (sizes[i].stats > 0 && !d.mean.get()) d.mean = floats(device_, sizes[i].stats, stream_), d.invstd = floats(device_, sizes[i].stats, stream_);
   }
   for (size_t i = 0; i < nodes_.size(); ++i) {
     DNode& d = nodes_[i];
@@ -130,9 +129,9 @@ bool DeviceModel::reserve(int B) {
     }
   }
   scratch_ = DeviceBuffer(), col_ = DeviceBuffer(), tmp_ = DeviceBuffer();
-  scratch_ = floats(device_, scratch);
-  col_ = floats(device_, col);
-  tmp_ = floats(device_, tmp);
+  scratch_ = floats(device_, scratch, stream_);
+  col_ = floats(device_, col, stream_);
+  tmp_ = floats(device_, tmp, stream_);
   capacity_ = B;
   return true;
 }
@@ -151,7 +150,7 @@ float* DeviceModel::output_grad(const Head& h) {
 
 void DeviceModel::conv_forward(const Node& n, const float* in, float* out, bool relu) {
   const ConvGeom& g = n.geom;
-  const int B = batch_, chunk = conv_chunk(g, B), K = g.C * g.KH * g.KW;
+  const int B = batch_, chunk = conv_chunk(g, B, col_budget_), K = g.C * g.KH * g.KW;
   const int ohw = g.OH() * g.OW();
   const float* P = params_.as<float>();
   for (int n0 = 0; n0 < B; n0 += chunk) {
@@ -162,7 +161,13 @@ void DeviceModel::conv_forward(const Node& n, const float* in, float* out, bool 
   }
 }
 
-void DeviceModel::forward(const float* x, int B, bool train, const TrainState* st) {
+void DeviceModel::set_col_budget(std::int64_t floats) {
+  if (floats < 1) TB_THROW(ErrorCode::BadInput, "the im2col budget must be at least 1 float, got " + std::to_string(floats));
+  col_budget_ = floats;
+  capacity_ = 0;  // chunk sizes change: the next reserve() sizes the workspace again
+}
+
+void DeviceModel::forward(const float* x, int B, bool train, const TrainState* st, int micro_batch) {
   if (B > capacity_) TB_THROW(ErrorCode::Internal, "DeviceModel::forward: batch " + std::to_string(B) + " exceeds the reserved " + std::to_string(capacity_));
   batch_ = B;
   const float* P = params_.as<float>();
@@ -210,7 +215,7 @@ void DeviceModel::forward(const float* x, int B, bool train, const TrainState* s
       }
       case NodeKind::Dropout:
         if (train && n.p > 0) {
-          dropout_forward(d.out_ptr, d.mask.as<float>(), in, count, static_cast<float>(n.p), i + 1, st, stream_);
+          dropout_forward(d.out_ptr, d.mask.as<float>(), in, count, static_cast<float>(n.p), i + 1, micro_batch, st, stream_);
         } else {
           TB_CUDA_CHECK(cudaMemcpyAsync(d.out_ptr, in, static_cast<std::size_t>(count) * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
         }
@@ -234,7 +239,7 @@ float* DeviceModel::grad_target(int input, bool* accumulate) {
 
 void DeviceModel::conv_backward(const Node& n, const float* in, const float* dout, float* din) {
   const ConvGeom& g = n.geom;
-  const int B = batch_, chunk = conv_chunk(g, B), K = g.C * g.KH * g.KW;
+  const int B = batch_, chunk = conv_chunk(g, B, col_budget_), K = g.C * g.KH * g.KW;
   const int ohw = g.OH() * g.OW();
   const float* P = params_.as<float>();
   float* G = grads_.as<float>();
@@ -266,10 +271,11 @@ void DeviceModel::backward() {
     const Node& src = host_.nodes()[static_cast<size_t>(n.inputs[0])];
     const std::int64_t in_count = static_cast<std::int64_t>(B) * src.dims.size();
     const float* in = nodes_[static_cast<size_t>(n.inputs[0])].out_ptr;
-    // Runs `write` into input `which`'s gradient, adding when another consumer wrote it first.
+    // Runs `write` with input `which`'s gradient buffer, adding when another consumer wrote it first. The
+    // batch itself has no gradient: `write` then gets null and still computes its parameters' gradients.
     auto to_input = [&](int which, std::int64_t n_values, auto&& write) {
       const int input = n.inputs[static_cast<size_t>(which)];
-      if (host_.nodes()[static_cast<size_t>(input)].kind == NodeKind::Input) return;
+      if (host_.nodes()[static_cast<size_t>(input)].kind == NodeKind::Input) return write(nullptr);
       bool acc = false;
       float* dst = grad_target(input, &acc);
       write(dst);
@@ -282,8 +288,7 @@ void DeviceModel::backward() {
     switch (n.kind) {
       case NodeKind::Input: break;
       case NodeKind::Conv:
-        if (src.kind == NodeKind::Input) conv_backward(n, in, dout, nullptr);
-        else to_input(0, in_count, [&](float* din) { conv_backward(n, in, dout, din); });
+        to_input(0, in_count, [&](float* din) { conv_backward(n, in, dout, din); });
         break;
       case NodeKind::BatchNorm:
         to_input(0, in_count, [&](float* din) {
@@ -292,27 +297,38 @@ void DeviceModel::backward() {
         });
         break;
       case NodeKind::Relu:
-        to_input(0, in_count, [&](float* din) { relu_backward(din, dout, d.out_ptr, count, stream_); });
+        to_input(0, in_count, [&](float* din) {
+          if (din) relu_backward(din, dout, d.out_ptr, count, stream_);
+        });
         break;
       case NodeKind::Add:
-        to_input(0, in_count, [&](float* din) { copy(din, dout, count); });
-        to_input(1, in_count, [&](float* din) { copy(din, dout, count); });
+        for (int which : {0, 1})
+          to_input(which, in_count, [&](float* din) {
+            if (din) copy(din, dout, count);
+          });
         break;
       case NodeKind::GlobalAvgPool:
-        to_input(0, in_count, [&](float* din) { global_avgpool_backward(din, dout, B, src.dims.c, src.dims.h * src.dims.w, stream_); });
+        to_input(0, in_count, [&](float* din) {
+          if (din) global_avgpool_backward(din, dout, B, src.dims.c, src.dims.h * src.dims.w, stream_);
+        });
         break;
       case NodeKind::Flatten:
-        to_input(0, in_count, [&](float* din) { copy(din, dout, count); });
+        to_input(0, in_count, [&](float* din) {
+          if (din) copy(din, dout, count);
+        });
         break;
       case NodeKind::Linear: {
         const int I = static_cast<int>(src.dims.size()), O = n.dims.c;
         gemm_.run(true, false, O, I, B, 1.f, dout, O, in, I, 1.f, G + n.weight, I);  // dW (O, I) += dout^T . in
         if (n.bias >= 0) bias_grad(G + n.bias, dout, B, O, stream_);
-        to_input(0, in_count, [&](float* din) { gemm_.run(false, false, B, I, O, 1.f, dout, O, P + n.weight, I, 0.f, din, I); });
+        to_input(0, in_count, [&](float* din) {
+          if (din) gemm_.run(false, false, B, I, O, 1.f, dout, O, P + n.weight, I, 0.f, din, I);
+        });
         break;
       }
       case NodeKind::Dropout:
         to_input(0, in_count, [&](float* din) {
+          if (!din) return;
           if (n.p > 0) multiply(din, dout, d.mask.as<float>(), count, stream_);
           else copy(din, dout, count);
         });
@@ -341,7 +357,7 @@ MemoryBreakdown DeviceModel::predict(const Model& host, int B) {
   m.weights = rounded(host.param_count()) + rounded(buffer_floats(host));
   m.gradients = rounded(host.param_count());
   std::int64_t scratch = 0, col = 0, tmp = 0;
-  const std::vector<Sizes> sizes = node_sizes(host, B, fusable(host), &scratch, &col, &tmp);
+  const std::vector<Sizes> sizes = node_sizes(host, B, fusable(host), kColBudget, &scratch, &col, &tmp);
   for (const Sizes& s : sizes) {
     m.activations += rounded(s.out) + rounded(s.mask) + 2 * rounded(s.stats);
     m.activation_grads += rounded(s.grad);

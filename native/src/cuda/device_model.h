@@ -28,10 +28,17 @@ class DeviceModel {
   float* grads() { return grads_.as<float>(); }
   std::int64_t param_count() const { return param_count_; }
 
+  // The im2col workspace is shared by every convolution and chunked over the batch so it stays under
+  // this many floats (256 MiB).
+  static constexpr std::int64_t kColBudget = std::int64_t(1) << 26;
+  // A smaller budget forces the chunked path (tests); takes effect at the next reserve().
+  void set_col_budget(std::int64_t floats);
+
   // Sizes the activations for batches up to B; true when buffers moved (a captured graph is then stale).
   bool reserve(int B);
-  // x: (B, input size) fp32 on the device. st supplies the dropout seed.
-  void forward(const float* x, int B, bool train, const TrainState* st);
+  // x: (B, input size) fp32 on the device. st supplies the step's dropout seed; micro_batch (0-based
+  // within the optimizer step) keeps the masks of accumulated micro-batches apart.
+  void forward(const float* x, int B, bool train, const TrainState* st, int micro_batch);
   const float* output(const Head& h) const;
   float* output_grad(const Head& h);
   void backward();
@@ -66,6 +73,7 @@ class DeviceModel {
   std::vector<DNode> nodes_;
   DeviceBuffer scratch_, col_, tmp_;  // gradient scratch and the shared im2col workspace
   int batch_ = 0, capacity_ = 0;
+  std::int64_t col_budget_ = kColBudget;
   OpProfile* profile_ = nullptr;
 };
 

@@ -18,7 +18,7 @@ DevicePrefetcher::DevicePrefetcher(Loader& loader, int device, int depth, cudaSt
   for (auto& s : slots_) {
     for (size_t f = 0; f < fields; ++f) {
       const size_t bytes = static_cast<size_t>(batch * loader.loaded_field(static_cast<int>(f)).record_bytes());
-      s.device.emplace_back(device, bytes);
+      s.device.emplace_back(device, bytes, compute);  // compute reads it last: its order protects reuse
       s.staging.emplace_back(bytes, true);
       s.batch.fields.push_back(s.device.back().get());
     }
@@ -72,13 +72,13 @@ bool DevicePrefetcher::issue() {
   return true;
 }
 
-const DeviceBatch* DevicePrefetcher::next() {
-  if (queued_.empty() && !issue()) return nullptr;
+std::optional<DeviceBatch> DevicePrefetcher::next() {
+  if (queued_.empty() && !issue()) return std::nullopt;
   const int k = queued_.front();
   queued_.pop_front();
   Slot& s = slots_[static_cast<size_t>(k)];
   TB_CUDA_CHECK(cudaStreamWaitEvent(compute_, s.copied, 0));
-  return &s.batch;
+  return s.batch;
 }
 
 std::int64_t DevicePrefetcher::device_bytes() const {
@@ -88,9 +88,9 @@ std::int64_t DevicePrefetcher::device_bytes() const {
   return n;
 }
 
-void DevicePrefetcher::release(const DeviceBatch* batch) {
-  if (!batch || batch->slot < 0) return;
-  TB_CUDA_CHECK(cudaEventRecord(slots_[static_cast<size_t>(batch->slot)].consumed, compute_));
+void DevicePrefetcher::release(const DeviceBatch& batch) {
+  if (batch.slot < 0) return;
+  TB_CUDA_CHECK(cudaEventRecord(slots_[static_cast<size_t>(batch.slot)].consumed, compute_));
   // Refill only now: the slot handed out last is the next one the ring writes, and its copy
   // must be ordered after this release, not after the previous one.
   issue();

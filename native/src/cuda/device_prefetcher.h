@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <deque>
+#include <optional>
 #include <vector>
 
 #include "cuda/allocator.h"
@@ -31,11 +32,13 @@ class DevicePrefetcher {
 
   // Call after loader.start_epoch(); queues the first copies.
   void start_epoch();
-  // The next batch on the device, with the compute stream already ordered after its copy; nullptr at epoch end.
-  const DeviceBatch* next();
-  // Marks the slot reusable once the compute stream reaches this point (call after enqueueing the step),
-  // and starts the next copy into it.
-  void release(const DeviceBatch* batch);
+  // The next batch on the device, with the compute stream already ordered after its copy; empty at epoch end.
+  // A copy, not a view of the slot: release() refills the slot (size and all), so a view read after
+  // release would describe a later batch.
+  std::optional<DeviceBatch> next();
+  // Marks the slot reusable once the compute stream reaches this point (call after enqueueing the work
+  // that reads it) and starts the next copy into it; the batch's device memory must not be read after.
+  void release(const DeviceBatch& batch);
   // Device bytes of the ring.
   std::int64_t device_bytes() const;
 

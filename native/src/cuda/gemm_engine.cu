@@ -31,7 +31,7 @@ Precision parse_precision(const std::string& name) {
 const char* precision_name(Precision p) { return p == Precision::Fp32 ? "fp32" : p == Precision::Bf16 ? "bf16" : "fp16"; }
 
 GemmEngine::GemmEngine(int device, Precision precision, cudaStream_t stream) : device_(device), precision_(precision), stream_(stream) {
-  if (lt_workspace_bytes() > 0) workspace_ = DeviceBuffer(device, kLtWorkspace);
+  if (lt_workspace_bytes() > 0) workspace_ = DeviceBuffer(device, kLtWorkspace, stream);
 }
 
 GemmEngine::~GemmEngine() = default;
@@ -54,7 +54,8 @@ void* GemmEngine::half_copy(int which, const float* src, std::int64_t n) {
   const std::size_t bytes = static_cast<std::size_t>(n) * 2;
   if (buf.bytes() < bytes) {
     if (capturing_) TB_THROW(ErrorCode::Internal, "a GEMM operand grew during CUDA graph capture");
-    buf = DeviceBuffer(device_, bytes);
+    buf = DeviceBuffer();
+    buf = DeviceBuffer(device_, bytes, stream_);
   }
   if (precision_ == Precision::Bf16) to_bf16(buf.as<__nv_bfloat16>(), src, n, stream_);
   else to_f16(buf.as<__half>(), src, n, stream_);
@@ -83,7 +84,7 @@ GemmEngine::Choice GemmEngine::choose(const Key& k, const float* A, int lda, con
     return c;
   }
   // Both candidates write the same scratch output (beta 0), so timing never disturbs real results.
-  DeviceBuffer scratch(device_, static_cast<std::size_t>(k.M) * k.N * sizeof(float));
+  DeviceBuffer scratch(device_, static_cast<std::size_t>(k.M) * k.N * sizeof(float), stream_);
   float* C = scratch.as<float>();
   auto time = [&](auto&& launch) { return 1e6 * time_launches(stream_, 5, launch); };
   std::string why;
@@ -98,6 +99,13 @@ GemmEngine::Choice GemmEngine::choose(const Key& k, const float* A, int lda, con
 void GemmEngine::run(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
                      float* C, int ldc) {
   if (M <= 0 || N <= 0) return;
+  if (path_ == GemmPath::Own) return own(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (path_ == GemmPath::CublasLt) {
+    std::string why = CublasLt::instance().loaded() ? "" : "not loaded: " + CublasLt::instance().reason();
+    if (why.empty() && lt(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, &why)) return;
+    TB_THROW(ErrorCode::Cuda, "cuBLASLt was required for the " + std::string(precision_name(precision_)) + " GEMM " + std::to_string(M) + "x" +
+                                  std::to_string(N) + "x" + std::to_string(K) + " but cannot run it: " + why);
+  }
   const Key key{ta, tb, M, N, K};
   auto it = choices_.find(key);
   if (it == choices_.end()) {

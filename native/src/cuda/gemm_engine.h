@@ -15,6 +15,8 @@
 namespace tb::cuda {
 
 enum class Precision { Fp32, Bf16, Fp16 };
+// Timed: per shape, the faster of the two; Own / CublasLt: always that one (tests of each path).
+enum class GemmPath { Timed, Own, CublasLt };
 Precision parse_precision(const std::string& name);
 const char* precision_name(Precision p);
 
@@ -30,6 +32,8 @@ class GemmEngine {
            float* C, int ldc);
   // While a CUDA graph is being captured nothing may be timed or allocated: new shapes take the own kernel.
   void set_capturing(bool capturing) { capturing_ = capturing; }
+  // Forcing cuBLASLt makes run() throw E_CUDA, with the reason, when it cannot take a GEMM.
+  void force_path(GemmPath path) { path_ = path; }
   // {"cublasLt": "...", "shapes": [{shape, ownUs, cublasLtUs, chosen, why}]}
   Json log() const;
   std::int64_t workspace_bytes() const;
@@ -60,6 +64,7 @@ class GemmEngine {
   Precision precision_;
   cudaStream_t stream_;
   bool capturing_ = false;
+  GemmPath path_ = GemmPath::Timed;
   DeviceBuffer workspace_, half_a_, half_b_;
   std::map<Key, Choice> choices_;
 };

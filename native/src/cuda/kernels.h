@@ -83,16 +83,16 @@ void conv_grad_to_gemm(float* tmp, const float* dout, int n0, int nb, int O, int
 void batchnorm_forward_eval(float* out, const float* in, const float* gamma, const float* beta, const float* running_mean,
                             const float* running_var, int N, int C, int HW, float eps, bool relu, cudaStream_t s);
 // Inverted dropout with a counter-based hash of (seed, index): no RNG state, replayable inside a graph.
-// salt: distinguishes the layers that share a step's seed.
-void dropout_forward(float* out, float* mask, const float* in, std::int64_t n, float p, unsigned long long salt, const TrainState* st,
-                     cudaStream_t s);
+// salt: distinguishes the layers that share a step's seed; micro_batch: the accumulated micro-batches.
+void dropout_forward(float* out, float* mask, const float* in, std::int64_t n, float p, unsigned long long salt, int micro_batch,
+                     const TrainState* st, cudaStream_t s);
 void multiply(float* out, const float* a, const float* b, std::int64_t n, cudaStream_t s);
 void accumulate(float* a, const float* b, std::int64_t n, cudaStream_t s);
 // x *= st->scale.scale: the fp16 loss scale applied to the output gradients.
 void apply_loss_scale(float* x, std::int64_t n, const TrainState* st, cudaStream_t s);
 // Mean squared error: per-row loss (sum over D of squared error / D) and gradient 2 (p - t) * scale / (B * D).
 void mse(float* row_loss, float* dpred, const float* pred, const float* target, int B, int D, float grad_scale, cudaStream_t s);
-// *counted = number of non-zero mask entries.
+// *counted = the sum of the mask (row weights), the CPU's divisor for masked soft-target losses.
 void mask_count(float* counted, const float* mask, int B, cudaStream_t s);
 // Head `head`'s mean loss (sum of row_loss / rows counted) into the state's sums, weighted into loss_sum.
 void accumulate_loss(TrainState* st, int head, const float* row_loss, int B, const float* rows_counted, float weight,
@@ -106,6 +106,8 @@ void gradient_stats(TrainState* st, const float* g, std::int64_t n, cudaStream_t
 void finish_gradients(TrainState* st, float clip_norm, bool dynamic_scale, float beta1, float beta2, cudaStream_t s);
 // Host values for the next step, written by a one-thread kernel so graph replays see them.
 void set_step(TrainState* st, float lr, unsigned long long dropout_seed, cudaStream_t s);
+// Zeroes the sums readout() has taken (reset_readout_sums), queued on the step's stream.
+void reset_readout(TrainState* st, cudaStream_t s);
 // Forces g[0] to +inf: the test hook that proves a non-finite step is skipped.
 void poison_gradient(float* g, cudaStream_t s);
 

@@ -80,10 +80,11 @@ __device__ inline float hash_uniform(unsigned long long seed, std::int64_t i) {
   z ^= z >> 31;
   return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
 }
-__global__ void dropout_k(float* out, float* mask, const float* in, std::int64_t n, float p, unsigned long long salt,
+__global__ void dropout_k(float* out, float* mask, const float* in, std::int64_t n, float p, unsigned long long salt, int micro_batch,
                           const TrainState* st) {
-  // Fresh masks per step (seed), per layer (salt) and per micro-batch of an accumulated step.
-  const unsigned long long seed = st->dropout_seed ^ (salt * 0xD6E8FEB86659FD93ull) ^ (0x9E3779B97F4A7C15ull * (st->micro_batches + 1ull));
+  // Fresh masks per step (seed), per layer (salt) and per micro-batch of an accumulated step; nothing
+  // else, so the masks never depend on when the host last read the sums.
+  const unsigned long long seed = dropout_mask_seed(st->dropout_seed, salt, micro_batch);
   const float keep = 1.f / (1.f - p);
   TB_GRID_LOOP(i, n) {
     const float m = hash_uniform(seed, i) >= p ? keep : 0.f;
@@ -116,9 +117,10 @@ __global__ void mse_k(float* row_loss, float* d, const float* pred, const float*
   }
 }
 
+// The sum of the row weights, as the CPU divides by (a 0.5 row counts half).
 __global__ void mask_count_k(float* counted, const float* mask, int B) {
   double s = 0;
-  for (int b = threadIdx.x; b < B; b += blockDim.x) s += mask[b] != 0.f ? 1.0 : 0.0;
+  for (int b = threadIdx.x; b < B; b += blockDim.x) s += mask[b];
   s = block_sum(s);
   if (threadIdx.x == 0) *counted = static_cast<float>(s);
 }
@@ -206,6 +208,8 @@ __global__ void set_step_k(TrainState* st, float lr, unsigned long long seed) {
   st->dropout_seed = seed;
 }
 
+__global__ void reset_readout_k(TrainState* st) { reset_readout_sums(*st); }
+
 __global__ void poison_k(float* g) { g[0] = INFINITY; }
 
 template <typename T>
@@ -284,9 +288,9 @@ void batchnorm_forward_eval(float* out, const float* in, const float* gamma, con
   TB_CUDA_LAUNCH_CHECK();
 }
 
-void dropout_forward(float* out, float* mask, const float* in, std::int64_t n, float p, unsigned long long salt, const TrainState* st,
-                     cudaStream_t s) {
-  dropout_k<<<blocks_for(n), kThreads, 0, s>>>(out, mask, in, n, p, salt, st);
+void dropout_forward(float* out, float* mask, const float* in, std::int64_t n, float p, unsigned long long salt, int micro_batch,
+                     const TrainState* st, cudaStream_t s) {
+  dropout_k<<<blocks_for(n), kThreads, 0, s>>>(out, mask, in, n, p, salt, micro_batch, st);
   TB_CUDA_LAUNCH_CHECK();
 }
 
@@ -341,6 +345,11 @@ void finish_gradients(TrainState* st, float clip_norm, bool dynamic_scale, float
 
 void set_step(TrainState* st, float lr, unsigned long long dropout_seed, cudaStream_t s) {
   set_step_k<<<1, 1, 0, s>>>(st, lr, dropout_seed);
+  TB_CUDA_LAUNCH_CHECK();
+}
+
+void reset_readout(TrainState* st, cudaStream_t s) {
+  reset_readout_k<<<1, 1, 0, s>>>(st);
   TB_CUDA_LAUNCH_CHECK();
 }
 

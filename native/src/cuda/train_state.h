@@ -4,7 +4,7 @@
 // and a captured CUDA graph replays with the new values. The host reads the
 // whole struct back only at readout.
 #pragma once
-#include "optim/loss_scaler.h"
+#include "optim/loss_scaler.h"  // and TB_HOST_DEVICE
 
 namespace tb::cuda {
 
@@ -30,5 +30,19 @@ struct TrainState {
   unsigned int micro_batches = 0;
   unsigned int skipped = 0;
 };
+
+// After readout: the sums start again; the loss scale, AdamW's step count and the last norm carry on.
+TB_HOST_DEVICE inline void reset_readout_sums(TrainState& s) {
+  s.loss_sum = 0;
+  s.micro_batches = 0;
+  s.correct = 0;
+  s.skipped = 0;
+  for (double& h : s.head_sums) h = 0;
+}
+
+// The dropout hash's seed for one layer (salt) and micro-batch of a step: a function of these alone.
+TB_HOST_DEVICE inline unsigned long long dropout_mask_seed(unsigned long long step_seed, unsigned long long salt, int micro_batch) {
+  return step_seed ^ (salt * 0xD6E8FEB86659FD93ull) ^ (0x9E3779B97F4A7C15ull * (static_cast<unsigned long long>(micro_batch) + 1ull));
+}
 
 }  // namespace tb::cuda
