@@ -7,7 +7,8 @@ import { describe, it } from 'vitest';
 
 import { loadAddon } from '../helpers/native';
 
-export const REQUIRE_GPU = process.env.TB_REQUIRE_GPU === '1';
+// `npm run test:gpu` requires a GPU by its name too, since a `VAR=1 cmd` prefix in package.json does not work in Windows cmd.
+export const REQUIRE_GPU = process.env.TB_REQUIRE_GPU === '1' || process.env.npm_lifecycle_event === 'test:gpu';
 
 /** Why cuda:0 cannot be used here, or null when it can. */
 export function cudaUnavailableReason(): string | null {
