@@ -25,6 +25,13 @@ function channel(): { send(msg: HostToSupervisor): void; onMessage(cb: (msg: unk
     };
   }
   if (!process.send) throw new Error('engine-host must be started by the engine supervisor');
+  // The supervisor's process is gone (killed, say): nobody can take a result, so stop instead of
+  // training on as an orphan. process.exit() waits for native jobs still running, hence the
+  // cancel first: a run stops within one micro-batch. (Electron ends its utility processes itself.)
+  process.once('disconnect', () => {
+    for (const trainer of running.values()) trainer.cancel();
+    process.exit(0);
+  });
   return {
     send: (msg) => process.send?.(msg),
     onMessage: (cb) => process.on('message', cb),
