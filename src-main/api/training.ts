@@ -223,6 +223,13 @@ export const RunLastStepSchema = z.object({
 });
 export type RunLastStep = z.infer<typeof RunLastStepSchema>;
 
+/** "at step 1,234 of 9,370 (epoch 2/10)": how far an unfinished run got, worded once for the CLI and the UI. */
+export function lastStepText(step: RunLastStep | null): string {
+  if (!step) return 'before its first step';
+  const n = (x: number) => x.toLocaleString('en-US');
+  return `at step ${n(step.globalStep)} of ${n(step.totalSteps)} (epoch ${step.epoch}/${step.epochs})`;
+}
+
 /** One line of the Runs list, read from runs/<id>/run.json. */
 export const RunSummarySchema = z.object({
   id: z.string(),

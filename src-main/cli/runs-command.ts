@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 
 import type { RunSummary } from '../api/training';
+import { lastStepText } from '../api/training';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 
@@ -9,9 +10,7 @@ const count = (x: number) => Math.round(x).toLocaleString('en-US');
 
 /** What is worth a glance after the status: how far an unfinished run got, the result, or what went wrong. */
 function detail(r: RunSummary): string {
-  const step = r.lastStep
-    ? `at step ${count(r.lastStep.globalStep)} of ${count(r.lastStep.totalSteps)} (epoch ${r.lastStep.epoch}/${r.lastStep.epochs})`
-    : 'before its first step';
+  const step = lastStepText(r.lastStep);
   switch (r.status) {
     case 'interrupted':
       return `${step}: ${r.interruption}`;

@@ -23,6 +23,15 @@ function processExists(pid: number): boolean {
   }
 }
 
+/** "95 s", "12 min", "5 h", "31 days": how long a heartbeat has been missing, in the unit a person reads. */
+function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s} s`;
+  if (s < 2 * 3600) return `${Math.round(s / 60)} min`;
+  if (s < 48 * 3600) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86400)} days`;
+}
+
 /**
  * Why a `running` record is in fact interrupted, or null while it may still be
  * live: on this host its owner's pid is gone; on any host its heartbeat is
@@ -38,7 +47,7 @@ export function interruptionOf(record: RunRecordJson, now: number = Date.now()):
   const age = now - Date.parse(lastSign);
   if (age > RUN_HEARTBEAT_STALE_MS) {
     const who = owner ? `process ${owner.pid} on ${owner.host}` : 'its process';
-    return `no heartbeat from ${who} for ${Math.round(age / 1000)} s (last ${lastSign}; a live run writes one every ${RUN_HEARTBEAT_INTERVAL_MS / 1000} s)`;
+    return `no heartbeat from ${who} for ${duration(age)} (last ${lastSign}; a live run writes one every ${RUN_HEARTBEAT_INTERVAL_MS / 1000} s)`;
   }
   return null;
 }
