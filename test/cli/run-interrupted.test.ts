@@ -67,14 +67,18 @@ describe('a killed trainbench train', () => {
         .map((line) => JSON.parse(line) as { type: string; globalStep?: number })
         .filter((e) => e.type === 'step');
     await until('five step events', () => steps().length >= 5, 60_000);
-    hosts.push(...childrenOf(child.pid ?? 0));
-    expect(hosts).toHaveLength(1);
+    // Finding the engine host by its parent needs Linux's /proc; elsewhere the pipe closing below still
+    // shows it has gone, only with a timeout instead of a named failure.
+    if (process.platform === 'linux') {
+      hosts.push(...childrenOf(child.pid ?? 0));
+      expect(hosts).toHaveLength(1);
+    }
 
     child.kill('SIGKILL');
     await exited;
     // With nobody to report to, the engine host stops instead of training the remaining epochs
     // (it shares the CLI's stdout, so the pipe closes only once it is gone too).
-    await until(`engine host ${hosts[0]} to exit`, () => !running(hosts[0]), 10_000);
+    if (hosts.length) await until(`engine host ${hosts[0]} to exit`, () => !running(hosts[0]), 10_000);
     await closed;
     const printed = steps().map((e) => e.globalStep);
 
