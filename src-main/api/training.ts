@@ -2,6 +2,7 @@ import { z } from 'zod';
 
 import { IdSchema } from './ids';
 import { ModelSpecSchema } from './model-spec';
+import { StoredRunStatusSchema } from './run-record';
 import { TelemetrySummarySchema } from './telemetry';
 
 export const OptimizerSchema = z.discriminatedUnion('kind', [
@@ -205,11 +206,35 @@ export type TrainResult = z.infer<typeof TrainResultSchema>;
 export const TrainProgressEventSchema = z.object({ runId: z.string(), event: TrainEventSchema });
 export type TrainProgressEvent = z.infer<typeof TrainProgressEventSchema>;
 
+/**
+ * A run's status as the Runs list shows it: the stored one, or `interrupted` for
+ * a `running` record whose owner process is gone, or `unreadable` for a run.json
+ * that cannot be read (the reason is in `problem`).
+ */
+export const RunStatusSchema = z.enum([...StoredRunStatusSchema.options, 'interrupted', 'unreadable']);
+export type RunStatus = z.infer<typeof RunStatusSchema>;
+
+/** The last step event a run recorded in events.jsonl. */
+export const RunLastStepSchema = z.object({
+  epoch: z.number().int(),
+  epochs: z.number().int(),
+  globalStep: z.number().int(),
+  totalSteps: z.number().int(),
+});
+export type RunLastStep = z.infer<typeof RunLastStepSchema>;
+
+/** "at step 1,234 of 9,370 (epoch 2/10)": how far an unfinished run got, worded once for the CLI and the UI. */
+export function lastStepText(step: RunLastStep | null): string {
+  if (!step) return 'before its first step';
+  const n = (x: number) => x.toLocaleString('en-US');
+  return `at step ${n(step.globalStep)} of ${n(step.totalSteps)} (epoch ${step.epoch}/${step.epochs})`;
+}
+
 /** One line of the Runs list, read from runs/<id>/run.json. */
 export const RunSummarySchema = z.object({
   id: z.string(),
   kind: z.string(),
-  status: z.string(),
+  status: RunStatusSchema,
   createdAt: z.string(),
   finishedAt: z.string().nullable(),
   /** e.g. "cnn on fashion-mnist-train (60000 records)" */
@@ -218,6 +243,10 @@ export const RunSummarySchema = z.object({
   samplesPerSec: z.number().nullable(),
   gpuUtilizationMean: z.number().nullable(),
   error: z.string().nullable(),
+  /** Running and interrupted runs: how far they got (null before the first step event). */
+  lastStep: RunLastStepSchema.nullable(),
+  /** Why an interrupted run is called so, e.g. "process 4242 on rig-1 is gone". */
+  interruption: z.string().nullable(),
   /** Set when run.json cannot be read: the run is listed with the problem, never dropped. */
   problem: z.string().nullable(),
 });

@@ -1,61 +1,153 @@
 import { promises as fs } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 import { ApiError } from '../api/errors';
-import type { RunDetail, RunSummary, TrainEvent } from '../api/training';
-import { TrainEventSchema } from '../api/training';
+import type { RunRecordJson } from '../api/run-record';
+import { parseRunRecord, RUN_HEARTBEAT_INTERVAL_MS, RUN_HEARTBEAT_STALE_MS } from '../api/run-record';
+import type { RunDetail, RunLastStep, RunSummary, TrainEvent } from '../api/training';
+import { TrainEventSchema, TrainStepEventSchema } from '../api/training';
 import type { Workspace } from './workspace';
 
 const MAX_STEP_EVENTS = 2000;
+/** How much of the end of events.jsonl is read first to find the last step (a step event is ~400 bytes). */
+const TAIL_BYTES = 64 * 1024;
 
-type RunJson = {
-  id?: string;
-  kind?: string;
-  status?: string;
-  createdAt?: string;
-  finishedAt?: string;
-  config?: { spec?: { family?: string }; cachedData?: { description?: string }; dataset?: string };
-  result?: { test?: { accuracy?: number | null }; samplesPerSec?: number; telemetry?: { gpuUtilizationMean?: number | null }; dataset?: string };
-  error?: { code?: string; message?: string };
-};
+/** Whether a process with this pid exists here (EPERM: it exists but belongs to someone else). */
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
-function summarize(id: string, run: RunJson): RunSummary {
+/** "95 s", "12 min", "5 h", "31 days": how long a heartbeat has been missing, in the unit a person reads. */
+function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s} s`;
+  if (s < 2 * 3600) return `${Math.round(s / 60)} min`;
+  if (s < 48 * 3600) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86400)} days`;
+}
+
+/**
+ * Why a `running` record is in fact interrupted, or null while it may still be
+ * live: on this host its owner's pid is gone; on any host its heartbeat is
+ * older than RUN_HEARTBEAT_STALE_MS (which also covers a pid reused after a reboot).
+ */
+export function interruptionOf(record: RunRecordJson, now: number = Date.now()): string | null {
+  if (record.status !== 'running') return null;
+  const lastSign = record.heartbeatAt ?? record.createdAt;
+  const owner = record.owner;
+  if (owner && owner.host === os.hostname() && !processExists(owner.pid)) {
+    return `its process ${owner.pid} on ${owner.host} is gone (last heartbeat ${lastSign})`;
+  }
+  const age = now - Date.parse(lastSign);
+  if (age > RUN_HEARTBEAT_STALE_MS) {
+    const who = owner ? `process ${owner.pid} on ${owner.host}` : 'its process';
+    return `no heartbeat from ${who} for ${duration(age)} (last ${lastSign}; a live run writes one every ${RUN_HEARTBEAT_INTERVAL_MS / 1000} s)`;
+  }
+  return null;
+}
+
+/** The last step event in events.jsonl, read from the end; a line cut off by a kill is skipped. */
+export async function lastStepOf(file: string): Promise<RunLastStep | null> {
+  const handle = await fs.open(file, 'r').catch(() => null);
+  if (!handle) return null;
+  try {
+    const size = (await handle.stat()).size;
+    for (let window = TAIL_BYTES; ; window *= 4) {
+      const start = Math.max(0, size - window);
+      const buffer = Buffer.alloc(size - start);
+      await handle.read(buffer, 0, buffer.length, start);
+      const lines = buffer.toString('utf8').split('\n');
+      if (start > 0) lines.shift(); // starts mid-line
+      for (let i = lines.length - 1; i >= 0; i--) {
+        const step = parseStep(lines[i]);
+        if (step) return { epoch: step.epoch, epochs: step.epochs, globalStep: step.globalStep, totalSteps: step.totalSteps };
+      }
+      if (start === 0) return null;
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+function parseStep(line: string) {
+  if (!line.trim()) return null;
+  try {
+    const parsed = TrainStepEventSchema.safeParse(JSON.parse(line));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null; // cut off by a crash
+  }
+}
+
+async function summarize(workspace: Workspace, id: string, run: RunRecordJson): Promise<RunSummary> {
   const title =
     run.kind === 'train'
-      ? `${run.config?.spec?.family ?? 'model'} on ${run.config?.cachedData?.description ?? 'data'}`
+      ? `${run.config.spec?.family ?? 'model'} on ${run.config.cachedData?.description ?? 'data'}`
       : run.kind === 'loader-benchmark'
-        ? `loader benchmark of ${run.result?.dataset ?? run.config?.dataset ?? 'a dataset'}`
-        : (run.kind ?? 'run');
+        ? `loader benchmark of ${run.result?.dataset ?? run.config.dataset ?? 'a dataset'}`
+        : run.kind;
+  const interruption = interruptionOf(run);
+  const unfinished = run.status === 'running';
   return {
     id,
-    kind: run.kind ?? 'unknown',
-    status: run.status ?? 'unknown',
-    createdAt: run.createdAt ?? '',
+    kind: run.kind,
+    status: interruption ? 'interrupted' : run.status,
+    createdAt: run.createdAt,
     finishedAt: run.finishedAt ?? null,
     title,
     testAccuracy: run.result?.test?.accuracy ?? null,
     samplesPerSec: run.result?.samplesPerSec ?? null,
     gpuUtilizationMean: run.result?.telemetry?.gpuUtilizationMean ?? null,
-    error: run.error ? `${run.error.code ?? 'E_INTERNAL'}: ${run.error.message ?? ''}` : null,
+    error: run.error ? `${run.error.code}: ${run.error.message}` : null,
+    lastStep: unfinished ? await lastStepOf(workspace.resolve(path.join('runs', id, 'events.jsonl'))) : null,
+    interruption,
     problem: null,
   };
 }
 
-async function readRun(workspace: Workspace, id: string): Promise<RunJson> {
+function unreadable(id: string, problem: string): RunSummary {
+  return {
+    id,
+    kind: 'unknown',
+    status: 'unreadable',
+    createdAt: '',
+    finishedAt: null,
+    title: id,
+    testAccuracy: null,
+    samplesPerSec: null,
+    gpuUtilizationMean: null,
+    error: null,
+    lastStep: null,
+    interruption: null,
+    problem,
+  };
+}
+
+/** run.json through its schema: the record, or the problem in words. */
+async function readRun(workspace: Workspace, id: string): Promise<{ record: RunRecordJson; problem: null } | { record: null; problem: string }> {
   const file = workspace.resolve(path.join('runs', id, 'run.json'));
-  return JSON.parse(await fs.readFile(file, 'utf8')) as RunJson;
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (err) {
+    return { record: null, problem: `cannot read ${file}: ${(err as Error).message}` };
+  }
+  return parseRunRecord(text);
 }
 
 /** Every run, newest first; an unreadable run.json is listed with its problem, never fatal. */
 export async function listRuns(workspace: Workspace): Promise<RunSummary[]> {
   const ids = await fs.readdir(workspace.resolve('runs')).catch(() => [] as string[]);
   const out: RunSummary[] = [];
-  for (const id of ids.sort().reverse()) {
-    try {
-      out.push(summarize(id, await readRun(workspace, id)));
-    } catch (err) {
-      out.push({ id, kind: 'unknown', status: 'unreadable', createdAt: '', finishedAt: null, title: id, testAccuracy: null, samplesPerSec: null, gpuUtilizationMean: null, error: null, problem: (err as Error).message });
-    }
+  for (const id of ids.filter((name) => !name.startsWith('.')).sort().reverse()) {
+    const { record, problem } = await readRun(workspace, id);
+    out.push(record ? await summarize(workspace, id, record) : unreadable(id, problem));
   }
   return out;
 }
@@ -63,12 +155,12 @@ export async function listRuns(workspace: Workspace): Promise<RunSummary[]> {
 /** One run with its events; step events are thinned evenly so a long run still charts quickly. */
 export async function readRunDetail(workspace: Workspace, id: string): Promise<RunDetail> {
   if (!/^[\w.-]+$/.test(id)) throw new ApiError('E_BAD_INPUT', `${JSON.stringify(id)} is not a run id`);
-  let record: RunJson;
-  try {
-    record = await readRun(workspace, id);
-  } catch (err) {
-    throw new ApiError('E_BAD_INPUT', `run ${id} cannot be read: ${(err as Error).message}`);
+  const dir = workspace.resolve(path.join('runs', id));
+  if (!(await fs.stat(dir).catch(() => null))?.isDirectory()) {
+    throw new ApiError('E_BAD_INPUT', `there is no run ${id} in the workspace ${workspace.root} (trainbench runs lists them)`);
   }
+  const { record, problem } = await readRun(workspace, id);
+  if (!record) throw new ApiError('E_DATA', `run ${id} cannot be read: ${problem}`);
   const text = await fs.readFile(workspace.resolve(path.join('runs', id, 'events.jsonl')), 'utf8').catch(() => '');
   const events: TrainEvent[] = [];
   for (const line of text.split('\n')) {
@@ -84,5 +176,5 @@ export async function readRunDetail(workspace: Workspace, id: string): Promise<R
   const stride = Math.max(1, Math.ceil(stepCount / MAX_STEP_EVENTS));
   let step = -1;
   const kept = events.filter((e) => e.type !== 'step' || ++step % stride === 0 || step === stepCount - 1);
-  return { summary: summarize(id, record), record, events: kept };
+  return { summary: await summarize(workspace, id, record), record, events: kept };
 }

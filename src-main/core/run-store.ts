@@ -4,12 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 
 import type { ApiErrorPayload } from '../api/errors';
+import type { RunEnvironment, RunRecordJson, StoredRunStatus } from '../api/run-record';
+import { RUN_HEARTBEAT_INTERVAL_MS, RUN_SCHEMA_VERSION } from '../api/run-record';
 import { writeJsonAtomic } from './atomic-write';
 import type { Workspace } from './workspace';
-
-export const RUN_SCHEMA_VERSION = 1;
-
-export type RunStatus = 'running' | 'completed' | 'failed' | 'cancelled';
 
 /** One run's folder: run.json (rewritten atomically) and events.jsonl (appended). */
 export interface RunRecord {
@@ -19,7 +17,12 @@ export interface RunRecord {
   /** Path relative to the workspace, for results people read. */
   relativeDir: string;
   appendEvent(event: unknown): void;
-  finish(status: Exclude<RunStatus, 'running'>, outcome: { result?: unknown; error?: ApiErrorPayload }): Promise<void>;
+  finish(status: Exclude<StoredRunStatus, 'running'>, outcome: { result?: RunRecordJson['result']; error?: ApiErrorPayload }): Promise<void>;
+}
+
+export interface CreateRunOptions {
+  /** Tests shorten it; everyone else uses RUN_HEARTBEAT_INTERVAL_MS, which readers rely on. */
+  heartbeatMs?: number;
 }
 
 /** Sortable by time, unique without coordination: 20261121-134502-3f9a1c. */
@@ -28,7 +31,7 @@ export function newRunId(now: Date = new Date()): string {
   return `${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
-function environment() {
+function environment(): RunEnvironment {
   return {
     platform: process.platform,
     arch: process.arch,
@@ -40,13 +43,40 @@ function environment() {
   };
 }
 
-export async function createRun(workspace: Workspace, kind: string, config: unknown): Promise<RunRecord> {
+/**
+ * Creates runs/<id>/ owned by this process: run.json names the pid and host and
+ * carries a heartbeat refreshed while the run is live, so a reader can tell a
+ * run whose process was killed from one still training.
+ */
+export async function createRun(workspace: Workspace, kind: string, config: RunRecordJson['config'], options: CreateRunOptions = {}): Promise<RunRecord> {
   const id = newRunId();
   const relativeDir = path.join('runs', id);
   const dir = workspace.resolve(relativeDir);
+  const file = path.join(dir, 'run.json');
   await fs.mkdir(dir, { recursive: true });
-  const base = { schemaVersion: RUN_SCHEMA_VERSION, id, kind, createdAt: new Date().toISOString(), config, environment: environment() };
-  await writeJsonAtomic(path.join(dir, 'run.json'), { ...base, status: 'running' });
+  const createdAt = new Date().toISOString();
+  const running: RunRecordJson = {
+    schemaVersion: RUN_SCHEMA_VERSION,
+    id,
+    kind,
+    status: 'running',
+    createdAt,
+    config,
+    environment: environment(),
+    owner: { pid: process.pid, host: os.hostname(), startedAt: createdAt },
+    heartbeatAt: createdAt,
+  };
+  // Every rewrite goes through this one chain, so a heartbeat can never land after the final record.
+  let writes: Promise<void> = writeJsonAtomic(file, running);
+  await writes;
+  const write = (record: RunRecordJson): Promise<void> => (writes = writes.catch(() => undefined).then(() => writeJsonAtomic(file, record)));
+
+  const beat = setInterval(() => {
+    // A missed beat (say, a full disk) only ages the heartbeat; the next one may succeed.
+    write({ ...running, heartbeatAt: new Date().toISOString() }).catch(() => undefined);
+  }, options.heartbeatMs ?? RUN_HEARTBEAT_INTERVAL_MS);
+  beat.unref(); // the heartbeat alone never keeps a process alive
+
   const events: WriteStream = createWriteStream(path.join(dir, 'events.jsonl'), { flags: 'a' });
   return {
     id,
@@ -54,13 +84,10 @@ export async function createRun(workspace: Workspace, kind: string, config: unkn
     relativeDir,
     appendEvent: (event) => events.write(JSON.stringify(event) + '\n'),
     async finish(status, outcome) {
+      clearInterval(beat);
       await new Promise<void>((resolve) => events.end(resolve));
-      await writeJsonAtomic(path.join(dir, 'run.json'), {
-        ...base,
-        status,
-        finishedAt: new Date().toISOString(),
-        ...outcome,
-      });
+      const finishedAt = new Date().toISOString();
+      await write({ ...running, heartbeatAt: finishedAt, status, finishedAt, ...outcome });
     },
   };
 }

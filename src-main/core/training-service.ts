@@ -34,6 +34,9 @@ export class TrainingService {
 
   async run(request: TrainRequest, options: RunOptions = {}): Promise<TrainResult> {
     const data = await this.datasets.trainingData(request.data, { allowPathsOutsideWorkspace: options.allowPathsOutsideWorkspace });
+    // A request the engine refuses (no such device, bf16 on the CPU, a batch larger than the data ...)
+    // is refused here, before a run exists: a run folder means the engine accepted the request.
+    await this.engine.checkTraining({ spec: request.spec, data, options: request.options });
     const run = await createRun(this.workspace, 'train', { ...request, cachedData: data });
     this.active.add(run.id);
     options.onStart?.(run.id);

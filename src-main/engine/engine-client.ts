@@ -1,7 +1,7 @@
 import type { Devices, EngineVersion, PingResult } from '../api/devices';
 import type { EngineStatusEvent } from '../api/events';
 import type { ModelInfo, ModelSpec } from '../api/model-spec';
-import type { HostSource, HostTrainParams } from './host-protocol';
+import type { HostSource, HostTrainParams, HostTrainSetup } from './host-protocol';
 import type { LoaderStats } from './native-addon';
 import type { SupervisorOptions } from './supervisor';
 import { EngineSupervisor } from './supervisor';
@@ -52,6 +52,15 @@ export class EngineClient {
 
   modelInfo(spec: ModelSpec): Promise<ModelInfo> {
     return this.supervisor.request('modelInfo', { spec });
+  }
+
+  /**
+   * Everything train() sets up and checks before its first step (spec, data, options,
+   * device), without training: rejects with the engine's own E_BAD_INPUT and reason.
+   * No time limit, like train(): opening a large dataset or a GPU may take a while.
+   */
+  checkTraining(setup: HostTrainSetup): Promise<void> {
+    return this.supervisor.request('train.check', setup, { timeoutMs: null });
   }
 
   /** Trains to completion in the host; resolves with the engine's summary (validated by the caller). */

@@ -5,7 +5,7 @@
 import { ApiError } from '../api/errors';
 import { findAddon } from './addon-path';
 import { toApiErrorPayload } from './engine-error';
-import type { HostRequest, HostSource, HostToSupervisor, HostTrainParams } from './host-protocol';
+import type { HostRequest, HostSource, HostToSupervisor, HostTrainParams, HostTrainSetup } from './host-protocol';
 import { HOST_DEBUG_ENV } from './host-protocol';
 import type { NativeAddon, NativeTrainer } from './native-addon';
 import { packageRoot } from './package-root';
@@ -25,6 +25,13 @@ function channel(): { send(msg: HostToSupervisor): void; onMessage(cb: (msg: unk
     };
   }
   if (!process.send) throw new Error('engine-host must be started by the engine supervisor');
+  // The supervisor's process is gone (killed, say): nobody can take a result, so stop instead of
+  // training on as an orphan. process.exit() waits for native jobs still running, hence the
+  // cancel first: a run stops within one micro-batch. (Electron ends its utility processes itself.)
+  process.once('disconnect', () => {
+    for (const trainer of running.values()) trainer.cancel();
+    process.exit(0);
+  });
   return {
     send: (msg) => process.send?.(msg),
     onMessage: (cb) => process.on('message', cb),
@@ -36,7 +43,11 @@ const debugEnabled = process.env[HOST_DEBUG_ENV] === '1';
 /** Trainers of the runs in progress, by run id, so train.cancel can reach them. */
 const running = new Map<string, NativeTrainer>();
 
-async function train(addon: NativeAddon, p: HostTrainParams, emit: (event: unknown) => void): Promise<unknown> {
+/**
+ * A trainer with its data, and the engine's options as JSON: the model spec,
+ * the device name and the data's fit to the model are checked here.
+ */
+function setUp(addon: NativeAddon, p: HostTrainSetup): { trainer: NativeTrainer; optionsJson: string } {
   const { seed, threads, ...engineOptions } = p.options;
   // 'auto': the first GPU when the engine sees one, else the CPU.
   if (engineOptions.device === 'auto') engineOptions.device = addon.devices().cuda.available ? 'cuda:0' : 'cpu';
@@ -45,9 +56,21 @@ async function train(addon: NativeAddon, p: HostTrainParams, emit: (event: unkno
   const normalize = JSON.stringify(p.data.normalize ?? {});
   trainer.setSource('train', JSON.stringify({ kind: 'cache', dir: p.data.train.dir }), normalize);
   if (p.data.test) trainer.setSource('test', JSON.stringify({ kind: 'cache', dir: p.data.test.dir }), normalize);
+  return { trainer, optionsJson: JSON.stringify(engineOptions) };
+}
+
+/** Refuses a request exactly as train.run would before its first step, without training (the trainer is dropped). */
+async function check(addon: NativeAddon, p: HostTrainSetup): Promise<Record<string, never>> {
+  const { trainer, optionsJson } = setUp(addon, p);
+  await trainer.check(optionsJson);
+  return {};
+}
+
+async function train(addon: NativeAddon, p: HostTrainParams, emit: (event: unknown) => void): Promise<unknown> {
+  const { trainer, optionsJson } = setUp(addon, p);
   running.set(p.runId, trainer);
   try {
-    const result = (await trainer.train(JSON.stringify(engineOptions), emit)) as Record<string, unknown>;
+    const result = (await trainer.train(optionsJson, emit)) as Record<string, unknown>;
     if (p.checkpointPath) trainer.save(p.checkpointPath);
     const info = trainer.info();
     return { ...result, model: { family: info.family, params: info.params, flopsPerSample: info.flopsPerSample } };
@@ -68,6 +91,8 @@ async function handle(addon: NativeAddon, req: HostRequest, emit: (event: unknow
       return { hostPid: process.pid, hostUptimeMs: Date.now() - startedAt };
     case 'modelInfo':
       return addon.modelInfo(JSON.stringify((req.params as { spec: unknown }).spec));
+    case 'train.check':
+      return check(addon, req.params as HostTrainSetup);
     case 'train.run':
       return train(addon, req.params as HostTrainParams, emit);
     case 'train.cancel': {

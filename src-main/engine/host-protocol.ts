@@ -12,6 +12,7 @@ export type HostMethod =
   | 'resolveDevice'
   | 'ping'
   | 'modelInfo'
+  | 'train.check'
   | 'train.run'
   | 'train.cancel'
   | 'loader.bench'
@@ -21,20 +22,24 @@ export type HostMethod =
 /** A cache directory, or raw source files read in place (the uncached path). */
 export type HostSource = { kind: 'cache'; dir: string } | { kind: 'raw'; layout: { records: number; fields: unknown[] } };
 
-/** Cached training data and the input normalisation to apply. */
-export interface HostTrainData {
+/** Cached training data and the input normalisation to apply (a type, so it is stored in run.json as is). */
+export type HostTrainData = {
   train: { dir: string };
   test?: { dir: string };
   normalize?: Record<string, { scale: number; offset: number }>;
   description: string;
-}
+};
 
-/** Parameters of 'train.run': a validated request plus where to put the checkpoint. */
-export interface HostTrainParams {
-  runId: string;
+/** Parameters of 'train.check': a validated request with its data in caches. */
+export interface HostTrainSetup {
   spec: ModelSpec;
   data: HostTrainData;
   options: TrainOptions;
+}
+
+/** Parameters of 'train.run': the setup plus the run it records into and where to put the checkpoint. */
+export interface HostTrainParams extends HostTrainSetup {
+  runId: string;
   /** Written when training completes; omitted to skip. */
   checkpointPath?: string;
 }

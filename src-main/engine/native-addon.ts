@@ -91,6 +91,11 @@ export interface NativeTrainer {
   setData(split: 'train' | 'test', fields: Record<string, NativeField>): void;
   /** A cache ({kind:'cache',dir}) or raw files ({kind:'raw',layout}) as JSON; normalisation per field as JSON. */
   setSource(split: 'train' | 'test', sourceJson: string, normalizeJson?: string): NativeSourceInfo;
+  /**
+   * Runs everything train(optionsJson) does before its first micro-batch (options, device,
+   * backend, loader, steps per epoch) and stops: rejects exactly as train would, trains nothing.
+   */
+  check(optionsJson: string): Promise<null>;
   /** Options as JSON text; events are step and epoch objects. Rejects with E_CANCELLED on cancel(). */
   train(optionsJson: string, onEvent?: (event: unknown) => void): Promise<unknown>;
   evaluate(split: 'train' | 'test', batchSize?: number): Promise<{ loss: number; accuracy: number | null; samples: number }>;

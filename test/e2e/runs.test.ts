@@ -6,6 +6,8 @@ import { promisify } from 'node:util';
 
 import { describe, expect, it } from 'vitest';
 
+import type { RunRecordJson } from '../../src-main/api/run-record';
+import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
 import { serveInChromium, SHOTS } from '../helpers/e2e';
 import { CLI } from '../helpers/repo';
 
@@ -16,6 +18,25 @@ const fx = serveInChromium({
     // A damaged run is listed with its problem, not dropped.
     mkdirSync(path.join(workspace, 'runs', '19990101-000000-broken'), { recursive: true });
     writeFileSync(path.join(workspace, 'runs', '19990101-000000-broken', 'run.json'), '{ not json');
+    // A run whose owner on another host stopped beating long ago: interrupted, with its last step.
+    const killed = path.join(workspace, 'runs', '19990102-000000-killed');
+    mkdirSync(killed, { recursive: true });
+    const record: RunRecordJson = {
+      schemaVersion: RUN_SCHEMA_VERSION,
+      id: '19990102-000000-killed',
+      kind: 'train',
+      status: 'running',
+      createdAt: '1999-01-02T00:00:00.000Z',
+      config: { spec: { family: 'cnn' }, cachedData: { description: 'fashion-mnist-train (60000 records)' } },
+      owner: { pid: 4242, host: 'rig-elsewhere.invalid', startedAt: '1999-01-02T00:00:00.000Z' },
+      heartbeatAt: '1999-01-02T00:05:00.000Z',
+    };
+    writeFileSync(path.join(killed, 'run.json'), JSON.stringify(record));
+    const step = (i: number) => ({
+      type: 'step', epoch: 1, epochs: 2, step: i, stepsPerEpoch: 938, globalStep: i, totalSteps: 1876, loss: 2 / i, accuracy: 0.5,
+      lr: 0.01, gradNorm: 1, samplesPerSec: 900, phasesMs: { data: 0.1, h2d: 0, forward: 1, loss: 0.1, backward: 2, optimizer: 0.2 },
+    });
+    writeFileSync(path.join(killed, 'events.jsonl'), [1, 2, 1234].map((i) => JSON.stringify(step(i))).join('\n') + '\n{"type":"ste');
   },
 });
 
@@ -31,7 +52,15 @@ describe('Runs area', () => {
     expect(await rows.count()).toBe(1);
     expect(await rows.first().innerText()).toMatch(/mlp on fashion-mnist-train \(60000 records\)/);
     expect(await page.getByTestId('run-19990101-000000-broken').innerText()).toMatch(/unreadable/);
+    const killed = page.getByTestId('run-19990102-000000-killed');
+    expect(await killed.getByTestId('run-status').innerText()).toMatch(
+      /^interrupted\s+at step 1,234 of 1,876 \(epoch 1\/2\): no heartbeat from process 4242 on rig-elsewhere.invalid for \d+ days \(last 1999-01-02T00:05:00.000Z;/,
+    );
+    await killed.click();
+    await page.getByTestId('run-detail').getByText('interrupted').waitFor();
+    expect(await page.getByTestId('run-detail').getByTestId('run-status').innerText()).toMatch(/^interrupted\s+at step 1,234 of 1,876/);
     await rows.first().click();
+    await page.getByTestId('run-detail').getByText('completed').waitFor();
     await page.getByTestId('run-detail').waitFor();
     for (const chart of ['run-loss-chart', 'run-phase-chart', 'run-memory-chart']) {
       expect(await page.locator(`[data-testid="${chart}"] canvas`).count()).toBeGreaterThan(0);

@@ -1,33 +1,135 @@
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
+import type { RunRecordJson } from '../../src-main/api/run-record';
+import { RUN_HEARTBEAT_STALE_MS, RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
 import { listRuns, readRunDetail } from '../../src-main/core/run-reader';
+import type { Workspace } from '../../src-main/core/workspace';
 import { openWorkspace } from '../../src-main/core/workspace';
 import { tempDir } from '../helpers/temp-dir';
 
-const step = (i: number) => ({
-  type: 'step', epoch: 1, epochs: 1, step: i, stepsPerEpoch: 5000, globalStep: i, totalSteps: 5000, loss: 1 / i, accuracy: null,
+const step = (i: number, total = 5000) => ({
+  type: 'step', epoch: 1, epochs: 1, step: i, stepsPerEpoch: total, globalStep: i, totalSteps: total, loss: 1 / i, accuracy: null,
   lr: 0.1, gradNorm: 1, samplesPerSec: 100, phasesMs: { data: 0, forward: 1, loss: 0, backward: 1, optimizer: 0 },
 });
 
+const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
+
+function record(overrides: Partial<RunRecordJson> = {}): RunRecordJson {
+  return {
+    schemaVersion: RUN_SCHEMA_VERSION,
+    id: 'x',
+    kind: 'train',
+    status: 'completed',
+    createdAt: '2026-11-21T00:00:00Z',
+    config: { spec: { family: 'mlp' }, cachedData: { description: 'blobs (10 records)' } },
+    ...overrides,
+  };
+}
+
+/** A pid that belonged to a process which has exited (and been reaped) by now. */
+function deadPid(): number {
+  const child = spawnSync(process.execPath, ['-e', '']);
+  if (!child.pid) throw new Error('could not start a short-lived process');
+  return child.pid;
+}
+
+let t: { dir: string; cleanup(): void };
+let ws: Workspace;
+beforeEach(async () => {
+  t = tempDir();
+  ws = await openWorkspace(t.dir);
+});
+afterEach(() => t.cleanup());
+
+function writeRun(id: string, runJson: unknown, events?: string): void {
+  const dir = path.join(t.dir, 'runs', id);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'run.json'), typeof runJson === 'string' ? runJson : JSON.stringify(runJson));
+  if (events !== undefined) writeFileSync(path.join(dir, 'events.jsonl'), events);
+}
+
+const eventLines = (n: number, total = 5000) => Array.from({ length: n }, (_, i) => JSON.stringify(step(i + 1, total))).join('\n') + '\n';
+
 describe('run reader', () => {
   it('thins a long run to at most 2,000 step events, keeping the first and the last, and skips a cut-off line', async () => {
-    const t = tempDir();
-    const ws = await openWorkspace(t.dir);
-    const dir = path.join(t.dir, 'runs', '20261121-000000-abcdef');
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(path.join(dir, 'run.json'), JSON.stringify({ id: 'x', kind: 'train', status: 'completed', createdAt: '2026-11-21T00:00:00Z' }));
-    const lines = Array.from({ length: 5000 }, (_, i) => JSON.stringify(step(i + 1)));
-    writeFileSync(path.join(dir, 'events.jsonl'), lines.join('\n') + '\n{"type":"st');
+    writeRun('20261121-000000-abcdef', record(), eventLines(5000) + '{"type":"st');
     const detail = await readRunDetail(ws, '20261121-000000-abcdef');
     const steps = detail.events.filter((e) => e.type === 'step');
     expect(steps.length).toBeLessThanOrEqual(2001);
     expect(steps[0].globalStep).toBe(1);
     expect(steps.at(-1)?.globalStep).toBe(5000);
-    expect((await listRuns(ws))[0]).toMatchObject({ kind: 'train', status: 'completed', problem: null });
+    expect((await listRuns(ws))[0]).toMatchObject({ kind: 'train', status: 'completed', problem: null, lastStep: null, interruption: null });
     await expect(readRunDetail(ws, '../etc')).rejects.toMatchObject({ code: 'E_BAD_INPUT' });
-    t.cleanup();
+    await expect(readRunDetail(ws, '20261121-000000-000000')).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringContaining('no run') });
+  });
+
+  it('calls a running run whose process on this host is gone interrupted, with its last step (a cut-off last line ignored)', async () => {
+    const pid = deadPid();
+    const owner = { pid, host: os.hostname(), startedAt: ago(5000) };
+    writeRun('20261121-000001-dead00', record({ status: 'running', createdAt: ago(5000), owner, heartbeatAt: ago(1000) }), eventLines(37, 938) + '{"type":"step","epoch":1,"ep');
+    const [summary] = await listRuns(ws);
+    expect(summary).toMatchObject({
+      status: 'interrupted',
+      lastStep: { globalStep: 37, totalSteps: 938, epoch: 1, epochs: 1 },
+      interruption: expect.stringContaining(`process ${pid} on ${os.hostname()} is gone`),
+      problem: null,
+    });
+    expect((await readRunDetail(ws, '20261121-000001-dead00')).summary.status).toBe('interrupted');
+  });
+
+  it('keeps a run running while its owner is alive and its heartbeat fresh, and reports how far it got', async () => {
+    const owner = { pid: process.pid, host: os.hostname(), startedAt: ago(5000) };
+    writeRun('20261121-000002-live00', record({ status: 'running', createdAt: ago(5000), owner, heartbeatAt: ago(2000) }), eventLines(12, 100));
+    const [summary] = await listRuns(ws);
+    expect(summary).toMatchObject({ status: 'running', interruption: null, lastStep: { globalStep: 12, totalSteps: 100 } });
+  });
+
+  it('judges a run owned by another host by its heartbeat alone', async () => {
+    const owner = { pid: process.pid, host: 'rig-elsewhere.invalid', startedAt: ago(10 * 60_000) };
+    writeRun('20261121-000003-fresh0', record({ status: 'running', createdAt: ago(10 * 60_000), owner, heartbeatAt: ago(3000) }));
+    writeRun('20261121-000004-stale0', record({ status: 'running', createdAt: ago(10 * 60_000), owner, heartbeatAt: ago(RUN_HEARTBEAT_STALE_MS + 30_000) }), '');
+    const byId = Object.fromEntries((await listRuns(ws)).map((r) => [r.id, r]));
+    expect(byId['20261121-000003-fresh0']).toMatchObject({ status: 'running', interruption: null, lastStep: null });
+    expect(byId['20261121-000004-stale0']).toMatchObject({
+      status: 'interrupted',
+      lastStep: null,
+      interruption: expect.stringMatching(/^no heartbeat from process \d+ on rig-elsewhere.invalid for 9\d s/),
+    });
+  });
+
+  it('calls a running record without a heartbeat (written before version 2) interrupted once it is older than the timeout', async () => {
+    const { owner: _owner, heartbeatAt: _beat, ...v1 } = record({ schemaVersion: 1, status: 'running', createdAt: ago(3_600_000) });
+    writeRun('20261121-000005-old000', v1, eventLines(3));
+    expect((await listRuns(ws))[0]).toMatchObject({ status: 'interrupted', lastStep: { globalStep: 3 }, interruption: expect.stringContaining('no heartbeat') });
+  });
+
+  it('finds the last step behind a long damaged tail', async () => {
+    const owner = { pid: deadPid(), host: os.hostname(), startedAt: ago(5000) };
+    const junk = `${'x'.repeat(300 * 1024)}\n${JSON.stringify({ type: 'epoch', epoch: 1 })}\n`;
+    writeRun('20261121-000006-tail00', record({ status: 'running', createdAt: ago(5000), owner, heartbeatAt: ago(5000) }), eventLines(900, 900) + junk);
+    expect((await listRuns(ws))[0]).toMatchObject({ status: 'interrupted', lastStep: { globalStep: 900 } });
+  });
+
+  it('lists a run.json from a newer Trainbench, or one that breaks the schema, with the problem; the others still read', async () => {
+    writeRun('20261121-000007-newer0', record({ schemaVersion: RUN_SCHEMA_VERSION + 1, status: 'exploded' } as unknown as RunRecordJson));
+    writeRun('20261121-000008-badst0', { ...record(), status: 'exploded' });
+    writeRun('20261121-000009-nover0', { id: 'x', kind: 'train', status: 'completed', createdAt: '2026-11-21T00:00:00Z', config: {} });
+    writeRun('20261121-000010-notjs0', '{ not json');
+    writeRun('20261121-000011-good00', record());
+    const byId = Object.fromEntries((await listRuns(ws)).map((r) => [r.id, r]));
+    expect(byId['20261121-000007-newer0']).toMatchObject({
+      status: 'unreadable',
+      problem: `run.json was written by a newer Trainbench (schema version ${RUN_SCHEMA_VERSION + 1}; this one reads up to ${RUN_SCHEMA_VERSION}): update Trainbench to read it`,
+    });
+    expect(byId['20261121-000008-badst0']).toMatchObject({ status: 'unreadable', problem: expect.stringMatching(/^run.json does not match its schema: run.status: /) });
+    expect(byId['20261121-000009-nover0']).toMatchObject({ status: 'unreadable', problem: expect.stringContaining('run.schemaVersion') });
+    expect(byId['20261121-000010-notjs0']).toMatchObject({ status: 'unreadable', problem: expect.stringContaining('not JSON') });
+    expect(byId['20261121-000011-good00']).toMatchObject({ status: 'completed', title: 'mlp on blobs (10 records)', problem: null });
+    await expect(readRunDetail(ws, '20261121-000007-newer0')).rejects.toMatchObject({ code: 'E_DATA', message: expect.stringContaining('newer Trainbench') });
   });
 });

@@ -10,11 +10,11 @@
 namespace tb::addon {
 namespace {
 
-// Runs train() or evaluate() on a libuv worker thread, delivering events through
-// the progress queue (in order, on the JS thread) and settling a promise.
+// Runs train(), a dry run of it, or evaluate() on a libuv worker thread, delivering
+// events through the progress queue (in order, on the JS thread) and settling a promise.
 class JobWorker : public Napi::AsyncProgressQueueWorker<Json> {
  public:
-  enum class Kind { Train, Evaluate };
+  enum class Kind { Train, Check, Evaluate };
 
   JobWorker(Napi::Env env, TrainerWrap* wrap, Napi::Object self, Kind kind, TrainOptions options, std::string split,
             Napi::Function on_event)
@@ -34,6 +34,8 @@ class JobWorker : public Napi::AsyncProgressQueueWorker<Json> {
     try {
       if (kind_ == Kind::Train) {
         result_ = wrap_->trainer().train(options_, wrap_->cancel_flag(), [&](const Json& e) { progress.Send(&e, 1); });
+      } else if (kind_ == Kind::Check) {
+        dry_run();
       } else {
         const EvalResult r = wrap_->trainer().evaluate(split_, options_.eval_batch_size, wrap_->cancel_flag());
         result_ = Json::object();
@@ -68,6 +70,19 @@ class JobWorker : public Napi::AsyncProgressQueueWorker<Json> {
   }
 
  private:
+  // train() with its stop flag already raised: options, device, backend, loader and the
+  // steps per epoch are set up and checked by the same code a real run uses, and the loop
+  // stops before its first micro-batch, so nothing trains and every refusal is the real one.
+  void dry_run() {
+    const std::atomic<bool> stop{true};
+    try {
+      wrap_->trainer().train(options_, stop, [](const Json&) {});
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::Cancelled) throw;
+    }
+    result_ = Json();
+  }
+
   void fail(const char* code, const std::string& message, const std::string& where) {
     code_ = code;
     message_ = message;
@@ -126,15 +141,33 @@ void apply_normalize(RecordSource& source, const Json& normalize) {
   }
 }
 
+// check(optionsJson) -> Promise<null>: rejects exactly as train(optionsJson) would before its
+// first step (bad option, missing device, CPU asked for bf16, batch larger than the data ...).
+// A free function on the prototype, so the class declaration (trainer_wrap.h) stays as it is.
+Napi::Value CheckTraining(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (!info.This().IsObject()) TB_THROW(ErrorCode::BadInput, "check(optionsJson) must be called on a Trainer");
+    TrainerWrap* wrap = TrainerWrap::Unwrap(info.This().As<Napi::Object>());
+    const TrainOptions options = parse_train_options(json_arg(info, 0, "the training options"));
+    if (wrap->busy().exchange(true)) TB_THROW(ErrorCode::BadInput, "this trainer is already running a job");
+    auto* worker = new JobWorker(info.Env(), wrap, info.This().As<Napi::Object>(), JobWorker::Kind::Check, options, "",
+                                 Napi::Function());
+    worker->Queue();
+    return worker->promise();
+  });
+}
+
 }  // namespace
 
 Napi::Function TrainerWrap::Define(Napi::Env env) {
-  return DefineClass(env, "Trainer",
+  Napi::Function ctor = DefineClass(env, "Trainer",
                      {InstanceMethod("info", &TrainerWrap::Info), InstanceMethod("setData", &TrainerWrap::SetData),
                       InstanceMethod("setSource", &TrainerWrap::SetSource),
                       InstanceMethod("train", &TrainerWrap::Train), InstanceMethod("evaluate", &TrainerWrap::Evaluate),
                       InstanceMethod("cancel", &TrainerWrap::Cancel), InstanceMethod("save", &TrainerWrap::Save),
                       InstanceMethod("load", &TrainerWrap::Load), InstanceMethod("params", &TrainerWrap::Params)});
+  ctor.Get("prototype").As<Napi::Object>().Set("check", Napi::Function::New(env, CheckTraining, "check"));
+  return ctor;
 }
 
 // new Trainer(specJson, { threads, seed } as JSON)

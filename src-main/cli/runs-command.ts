@@ -1,0 +1,61 @@
+import { Command } from 'commander';
+
+import type { RunSummary } from '../api/training';
+import { lastStepText } from '../api/training';
+import { createServices } from '../core/services';
+import { defaultWorkspaceDir } from '../core/workspace';
+
+const pct = (x: number) => `${(100 * x).toFixed(2)}%`;
+const count = (x: number) => Math.round(x).toLocaleString('en-US');
+
+/** What is worth a glance after the status: how far an unfinished run got, the result, or what went wrong. */
+function detail(r: RunSummary): string {
+  const step = lastStepText(r.lastStep);
+  switch (r.status) {
+    case 'interrupted':
+      return `${step}: ${r.interruption}`;
+    case 'running':
+      return step;
+    case 'unreadable':
+      return r.problem ?? '';
+    case 'failed':
+    case 'cancelled':
+      return r.error ?? '';
+    case 'completed':
+      return [
+        r.testAccuracy === null ? null : `test accuracy ${pct(r.testAccuracy)}`,
+        r.samplesPerSec === null ? null : `${count(r.samplesPerSec)} samples/s`,
+        r.gpuUtilizationMean === null ? null : `GPU ${r.gpuUtilizationMean.toFixed(0)}%`,
+      ]
+        .filter((part) => part !== null)
+        .join(', ');
+  }
+}
+
+/** One line per run: id, status, title, detail. */
+export function formatRuns(runs: RunSummary[]): string {
+  if (runs.length === 0) return 'no runs in this workspace yet (trainbench train records one)';
+  const width = (pick: (r: RunSummary) => string) => Math.max(...runs.map((r) => pick(r).length));
+  const idWidth = width((r) => r.id);
+  const statusWidth = width((r) => r.status);
+  return runs
+    .map((r) => `${r.id.padEnd(idWidth)}  ${r.status.padEnd(statusWidth)}  ${r.title}${detail(r) ? `  ${detail(r)}` : ''}`)
+    .join('\n');
+}
+
+/** `trainbench runs`: the Runs list of the workspace, as text or JSON (the runs.list answer). */
+export function runsCommand(out: NodeJS.WritableStream = process.stdout): Command {
+  return new Command('runs')
+    .description('list the runs of the workspace, newest first; a run whose process is gone shows as interrupted, with its last step')
+    .option('--json', 'print the list as JSON (the runs.list answer)')
+    .option('--workspace <dir>', 'workspace folder', defaultWorkspaceDir())
+    .action(async (opts: { json?: boolean; workspace: string }) => {
+      const services = await createServices({ workspaceDir: opts.workspace });
+      try {
+        const runs = (await services.router.dispatch('runs.list', {})) as RunSummary[];
+        out.write((opts.json ? JSON.stringify(runs, null, 2) : formatRuns(runs)) + '\n');
+      } finally {
+        await services.dispose();
+      }
+    });
+}
