@@ -10,3 +10,4 @@ export * from './training';
 export * from './datasets';
 export * from './telemetry';
 export * from './ids';
+export * from './run-record';

@@ -5,6 +5,15 @@ import { ModelSpecSchema } from './model-spec';
 import { StoredRunStatusSchema } from './run-record';
 import { TelemetrySummarySchema } from './telemetry';
 
+/**
+ * The shortest interval between step events a request may ask for: at most
+ * ~50 events/s per run (DESIGN: progress is throttled), so no client can make
+ * the engine host, the run's events.jsonl and every connected UI carry an
+ * event per micro-step (an attack flooded them at interval 0). Tests that need
+ * every step call the engine directly.
+ */
+export const MIN_EVENT_INTERVAL_MS = 20;
+
 export const OptimizerSchema = z.discriminatedUnion('kind', [
   z
     .object({
@@ -54,7 +63,7 @@ export const TrainOptionsSchema = z
     clipNorm: z.number().min(0).default(0),
     evalBatchSize: z.number().int().min(1).max(1 << 20).default(1000),
     /** Minimum interval between step events (the engine emits at most ~20/s by default). */
-    eventIntervalMs: z.number().min(0).max(3_600_000).default(50),
+    eventIntervalMs: z.number().min(MIN_EVENT_INTERVAL_MS).max(3_600_000).default(50),
     seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
     /** CPU threads; 0 uses every core. */
     threads: z.number().int().min(0).max(1024).default(0),

@@ -14,6 +14,7 @@ import { serveCommand } from './serve-command';
 import { cacheCommand } from './cache-command';
 import { loaderBenchCommand } from './loader-bench-command';
 import { monitorCommand } from './monitor-command';
+import { runsCommand } from './runs-command';
 import { trainCommand } from './train-command';
 import { choiceArg, TRAIN_CHOICES } from './train-inputs';
 
@@ -123,6 +124,7 @@ export function buildProgram(): Command {
   program.addCommand(cacheCommand());
   program.addCommand(loaderBenchCommand());
   program.addCommand(monitorCommand());
+  program.addCommand(runsCommand());
   pointErrorsToHelp(program);
 
   return program;

@@ -1,4 +1,4 @@
-import { promises as fs } from 'node:fs';
+import { createReadStream, promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -161,20 +161,81 @@ export async function readRunDetail(workspace: Workspace, id: string): Promise<R
   }
   const { record, problem } = await readRun(workspace, id);
   if (!record) throw new ApiError('E_DATA', `run ${id} cannot be read: ${problem}`);
-  const text = await fs.readFile(workspace.resolve(path.join('runs', id, 'events.jsonl')), 'utf8').catch(() => '');
-  const events: TrainEvent[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      const parsed = TrainEventSchema.safeParse(JSON.parse(line));
-      if (parsed.success) events.push(parsed.data);
-    } catch {
-      // a line cut off by a crash: the rest still counts
-    }
-  }
-  const stepCount = events.filter((e) => e.type === 'step').length;
-  const stride = Math.max(1, Math.ceil(stepCount / MAX_STEP_EVENTS));
-  let step = -1;
-  const kept = events.filter((e) => e.type !== 'step' || ++step % stride === 0 || step === stepCount - 1);
+  const kept = await readThinnedEvents(workspace.resolve(path.join('runs', id, 'events.jsonl')));
   return { summary: await summarize(workspace, id, record), record, events: kept };
+}
+
+/** Lines longer than this are not events the engine wrote (a step event is ~400 bytes): skipped unparsed. */
+const MAX_EVENT_LINE_BYTES = 64 * 1024;
+
+/**
+ * events.jsonl streamed, never held whole: step events are thinned as they
+ * arrive (every stride-th kept, the stride doubling whenever more than twice
+ * MAX_STEP_EVENTS are held), so memory stays bounded however long the run was
+ * and the event loop keeps serving while a large file is read. Epoch events
+ * are all kept, in file order; the last step is always kept.
+ */
+async function readThinnedEvents(file: string): Promise<TrainEvent[]> {
+  let events: TrainEvent[] = [];
+  let stepsHeld = 0;
+  let stride = 1;
+  let seen = 0;
+  let last: TrainEvent | null = null;
+  const take = (line: string) => {
+    if (!line.trim() || line.length > MAX_EVENT_LINE_BYTES) return;
+    let parsed;
+    try {
+      parsed = TrainEventSchema.safeParse(JSON.parse(line));
+    } catch {
+      return; // a line cut off by a crash: the rest still counts
+    }
+    if (!parsed.success) return;
+    const e = parsed.data;
+    if (e.type === 'step') {
+      last = e;
+      if (seen++ % stride !== 0) return;
+      stepsHeld++;
+    }
+    events.push(e);
+    if (stepsHeld > 2 * MAX_STEP_EVENTS) {
+      stride *= 2;
+      let nth = 0;
+      events = events.filter((x) => x.type !== 'step' || nth++ % 2 === 0);
+      stepsHeld = nth - Math.floor(nth / 2);
+    }
+  };
+  let rest = '';
+  let skipping = false;
+  try {
+    for await (const chunk of createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
+      const lines = (rest + (chunk as string)).split('\n');
+      rest = lines.pop() ?? '';
+      for (const line of lines) {
+        if (!skipping) take(line);
+        skipping = false;
+      }
+      // An endless line is dropped as it streams, not buffered.
+      if (rest.length > MAX_EVENT_LINE_BYTES) {
+        rest = '';
+        skipping = true;
+      }
+    }
+  } catch {
+    // no events.jsonl (a run that never stepped) or one that went away: what was read counts
+  }
+  if (!skipping) take(rest);
+  if (stepsHeld > MAX_STEP_EVENTS) {
+    // The held steps are evenly spaced: one last even pass brings them to the limit.
+    const k = Math.ceil(stepsHeld / MAX_STEP_EVENTS);
+    let nth = 0;
+    events = events.filter((x) => x.type !== 'step' || nth++ % k === 0);
+  }
+  const lastStep = last;
+  if (lastStep !== null && !events.includes(lastStep)) {
+    // After the last held step, before any epoch event that followed it in the file.
+    let at = events.length;
+    while (at > 0 && events[at - 1].type !== 'step') at--;
+    events.splice(at, 0, lastStep);
+  }
+  return events;
 }

@@ -48,8 +48,8 @@ export interface NativeAddon {
   cublasLt(): { loaded: boolean; library: string | null; reason: string | null };
   /** The fp16 dynamic loss-scale rule, replayed on the host. */
   lossScaleSchedule(foundNonfinite: boolean[], growthInterval: number): { scale: number; applied: boolean }[];
-  /** All-core clock in GHz measured with dependent adds, or null where unsupported. */
-  measureClock(threads: number): number | null;
+  /** Peak FP32 rate measured with independent FMA chains on every thread (bench/cpu), or null without an x86 FMA kernel. */
+  measurePeak(threads: number): { isa: 'avx512' | 'avx2'; lanes: number; threads: number; chains: number; gflops: number; perThreadGflops: number[]; dependentFmaPerSec: number; seconds: number } | null;
   /** Present only in builds with TB_DEBUG_ENTRYPOINTS: aborts the process. */
   debugAbort?: () => never;
 }

@@ -16,7 +16,7 @@ export interface SupervisorOptions {
   /** Extra environment for the host (e.g. the debug switch in tests). */
   env?: Record<string, string>;
   requestTimeoutMs?: number;
-  /** A host that dies more than this many times within restartWindowMs is given up on. */
+  /** A host that dies more than this many times within restartWindowMs is given up on, for one window. */
   maxRestarts?: number;
   restartWindowMs?: number;
   /** Delay before restart number n (the last value repeats). */
@@ -66,6 +66,7 @@ export class EngineSupervisor extends EventEmitter<{ status: [EngineStatusEvent]
   private restarts = 0;
   private readonly crashTimes: number[] = [];
   private lastFailure: string | null = null;
+  private failedAt = 0;
   private restartTimer: NodeJS.Timeout | null = null;
   private stopping = false;
 
@@ -95,7 +96,13 @@ export class EngineSupervisor extends EventEmitter<{ status: [EngineStatusEvent]
 
   async request<T>(method: HostMethod, params: unknown = {}, options: RequestOptions = {}): Promise<T> {
     if (this.state === 'failed') {
-      throw new ApiError('E_ENGINE_CRASHED', `the engine is not running: ${this.lastFailure ?? 'unknown failure'}`);
+      // Given up on for one restart window, then a request may try again: a served workbench must not need a restart by hand.
+      const waitMs = this.failedAt + this.opts.restartWindowMs - Date.now();
+      if (waitMs > 0) {
+        throw new ApiError('E_ENGINE_CRASHED', `the engine is not running: ${this.lastFailure ?? 'unknown failure'} (the next request in ${Math.ceil(waitMs / 1000)} s tries again)`);
+      }
+      this.crashTimes.length = 0;
+      this.setState('stopped');
     }
     await this.start();
     const host = this.host;
@@ -203,6 +210,7 @@ export class EngineSupervisor extends EventEmitter<{ status: [EngineStatusEvent]
 
   private fail(reason: string): void {
     this.lastFailure = reason;
+    this.failedAt = Date.now();
     this.setState('failed');
   }
 

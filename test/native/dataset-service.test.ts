@@ -67,4 +67,13 @@ describe('datasets through the contract', () => {
     expect(bench.uncached).toHaveLength(2);
     for (const row of [...bench.cached, ...(bench.uncached ?? [])]) expect(row.samplesPerSec).toBeGreaterThan(0);
   });
+
+  it('refuses a benchmark on a device the engine cannot use before its run exists', async () => {
+    await services.router.dispatch('datasets.build', { source: { kind: 'synthetic-board', records: 300, seed: 4 }, name: 'bench-refused' });
+    const before = readdirSync(services.workspace.resolve('runs'));
+    await expect(
+      services.router.dispatch('datasets.benchmark', { dataset: 'bench-refused', batchSize: 100, workers: [0], prefetch: [2], maxSeconds: 0.3, device: 'cuda:99' }),
+    ).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringContaining("'cuda:99'") });
+    expect(readdirSync(services.workspace.resolve('runs'))).toEqual(before);
+  });
 });

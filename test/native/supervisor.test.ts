@@ -73,6 +73,19 @@ describe('engine supervisor', () => {
     expect(err.message).toMatch(/crashed 3 times/);
   });
 
+  it('tries again once a restart window has passed after giving up, so serve mode never needs a restart by hand', async () => {
+    const engine = client({ [HOST_DEBUG_ENV]: '1' }, { maxRestarts: 2, restartWindowMs: 1500 });
+    for (let i = 0; i < 3; i++) {
+      await rejection(engine.debugAbort());
+      await waitFor(() => engine.status().state !== 'restarting');
+    }
+    expect(engine.status().state).toBe('failed');
+    expect((await rejection(engine.ping())).message).toMatch(/tries again/);
+    await new Promise((r) => setTimeout(r, 1600));
+    await expect(engine.ping()).resolves.toBeDefined();
+    expect(engine.status().state).toBe('ready');
+  });
+
   it('reports a missing addon clearly instead of hanging', async () => {
     const engine = client({ TRAINBENCH_ADDON: '/nonexistent/trainbench_native.node' });
     const err = await rejection(engine.ping());

@@ -5,9 +5,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { TrainEvent } from '../../src-main/api/training';
-import { TrainRequestSchema } from '../../src-main/api/training';
+import { MIN_EVENT_INTERVAL_MS, TrainRequestSchema } from '../../src-main/api/training';
 import type { Services } from '../../src-main/core/services';
 import { testServices } from '../helpers/services';
+import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
 
 let services: Services;
 let cleanup: () => Promise<void>;
@@ -24,16 +25,18 @@ describe('training service', () => {
     const seen: TrainEvent[] = [];
     const progress: string[] = [];
     const off = services.events.subscribe((name) => progress.push(name));
-    const result = await services.training.run(request({ maxSteps: 30, eventIntervalMs: 0 }), { onEvent: (e) => seen.push(e) });
+    const result = await services.training.run(request({ maxSteps: 30, eventIntervalMs: MIN_EVENT_INTERVAL_MS }), { onEvent: (e) => seen.push(e) });
     off();
     expect(result.steps).toBe(30);
     expect(result.test?.samples).toBe(10000);
-    expect(seen.filter((e) => e.type === 'step')).toHaveLength(30);
+    const steps = seen.filter((e) => e.type === 'step');
+    expect(steps.length).toBeGreaterThan(0);
+    expect(steps.at(-1)).toMatchObject({ globalStep: 30 });
     expect(progress.filter((n) => n === 'train.progress').length).toBe(seen.length);
 
     const dir = services.workspace.resolve(result.runDir);
     const run = JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8'));
-    expect(run).toMatchObject({ schemaVersion: 1, id: result.runId, kind: 'train', status: 'completed', result: { steps: 30 } });
+    expect(run).toMatchObject({ schemaVersion: RUN_SCHEMA_VERSION, id: result.runId, kind: 'train', status: 'completed', result: { steps: 30 } });
     expect(run.environment.cpus).toBeGreaterThan(0);
     const events = readFileSync(path.join(dir, 'events.jsonl'), 'utf8').trim().split('\n');
     expect(events).toHaveLength(seen.length);
@@ -42,10 +45,14 @@ describe('training service', () => {
 
   it('cancels a run from the contract and records it as cancelled', async () => {
     let runId = '';
-    const run = services.training.run(request({ epochs: 50, eventIntervalMs: 0 }), {
+    let asked = false;
+    const run = services.training.run(request({ epochs: 50, eventIntervalMs: MIN_EVENT_INTERVAL_MS }), {
       onStart: (id) => (runId = id),
       onEvent: (e) => {
-        if (e.type === 'step' && e.globalStep === 3) void services.router.dispatch('train.cancel', { runId });
+        if (e.type === 'step' && e.globalStep >= 3 && !asked) {
+          asked = true;
+          void services.router.dispatch('train.cancel', { runId });
+        }
       },
     });
     await expect(run).rejects.toMatchObject({ code: 'E_CANCELLED' });
@@ -76,5 +83,11 @@ describe('training service', () => {
   it('answers model.info through the contract', async () => {
     const info = await services.router.dispatch('model.info', { spec: { family: 'bottleneck_resnet' } });
     expect(info).toMatchObject({ family: 'bottleneck_resnet', params: 2578249 });
+  });
+
+  it('refuses step events more often than the contract allows (a flood of them stalled serve mode)', async () => {
+    await expect(
+      services.router.dispatch('train.run', { spec: { family: 'mlp', input: [1, 28, 28], outputs: 10 }, data: { kind: 'fashion-mnist' }, options: { eventIntervalMs: 0 } }),
+    ).rejects.toMatchObject({ code: 'E_BAD_REQUEST', message: expect.stringContaining('eventIntervalMs') });
   });
 });

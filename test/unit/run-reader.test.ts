@@ -56,6 +56,31 @@ function writeRun(id: string, runJson: unknown, events?: string): void {
 const eventLines = (n: number, total = 5000) => Array.from({ length: n }, (_, i) => JSON.stringify(step(i + 1, total))).join('\n') + '\n';
 
 describe('run reader', () => {
+  it('streams a huge events.jsonl in bounded memory: 200,000 steps and an endless line (a flood once made runs.get take gigabytes)', async () => {
+    const id = '20261121-000009-b16b16';
+    const endless = 'x'.repeat(3 << 20); // 3 MiB without a newline, then more events
+    writeRun(id, record(), eventLines(100_000, 200_000) + endless + '\n' + eventLines(100_000, 200_000).replace(/"globalStep":(\d+)/g, (_, n) => `"globalStep":${Number(n) + 100_000}`));
+    // Serve mode answers every client from this one event loop: reading must not hold it for long.
+    let lastTick = performance.now();
+    let longestStall = 0;
+    const ticker = setInterval(() => {
+      longestStall = Math.max(longestStall, performance.now() - lastTick);
+      lastTick = performance.now();
+    }, 5);
+    const detail = await readRunDetail(ws, id);
+    await new Promise((resolve) => setTimeout(resolve, 20)); // let the ticker see a stall that ended with the read
+    clearInterval(ticker);
+    console.log(`longest event-loop stall while reading: ${longestStall.toFixed(0)} ms`);
+    expect(longestStall).toBeLessThan(400);
+    const steps = detail.events.filter((e) => e.type === 'step');
+    expect(steps.length).toBeLessThanOrEqual(2001);
+    expect(steps.length).toBeGreaterThan(1000);
+    expect(steps[0].globalStep).toBe(1);
+    expect(steps.at(-1)?.globalStep).toBe(200_000);
+    const positions = steps.map((e) => (e.type === 'step' ? e.globalStep : 0));
+    expect([...positions].sort((a, b) => a - b)).toEqual(positions);
+  });
+
   it('thins a long run to at most 2,000 step events, keeping the first and the last, and skips a cut-off line', async () => {
     writeRun('20261121-000000-abcdef', record(), eventLines(5000) + '{"type":"st');
     const detail = await readRunDetail(ws, '20261121-000000-abcdef');

@@ -146,6 +146,8 @@ export class DatasetService {
   /** The cached loader at each setting, and the source read in place when it allows it. */
   async benchmark(request: LoaderBenchRequest): Promise<LoaderBenchResult> {
     const { dir, manifest } = await resolveDataset(this.workspace, request.dataset);
+    // A device the engine cannot use is refused before the run exists.
+    await this.engine.resolveDevice(request.device);
     const settings = request.workers.flatMap((workers) => request.prefetch.map((prefetch) => ({ workers, prefetch })));
     const run = async (source: HostSource): Promise<LoaderBenchRow[]> => {
       const rows: LoaderBenchRow[] = [];
