@@ -14,7 +14,6 @@ export const DTYPE_BYTES: Record<CacheDType, number> = {
 };
 
 export const FieldStatsSchema = z.object({ mean: z.number(), std: z.number(), min: z.number(), max: z.number() });
-export type FieldStats = z.infer<typeof FieldStatsSchema>;
 
 export const CacheFieldSchema = z.object({
   name: z.string().min(1).max(128).regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, 'field names are letters, digits, _ . -'),
@@ -27,7 +26,6 @@ export const CacheFieldSchema = z.object({
   /** Class names of a label field whose source held text: value i is classes[i]. */
   classes: z.array(z.string()).optional(),
 });
-export type CacheField = z.infer<typeof CacheFieldSchema>;
 
 export const CACHE_FORMAT_VERSION = 1;
 
@@ -120,7 +118,6 @@ export const BuildRequestSchema = z
   })
   .strict();
 export type BuildRequest = z.infer<typeof BuildRequestSchema>;
-export type BuildRequestInput = z.input<typeof BuildRequestSchema>;
 
 export const BuildProgressSchema = z.object({
   jobId: z.string(),

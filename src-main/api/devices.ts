@@ -7,7 +7,6 @@ export const CpuInfoSchema = z.object({
   /** Vector extensions the CPU backend can use, e.g. ["avx2", "fma"]. */
   simd: z.array(z.string()),
 });
-export type CpuInfo = z.infer<typeof CpuInfoSchema>;
 
 export const CudaDeviceSchema = z.object({
   index: z.number().int().nonnegative(),
@@ -18,7 +17,6 @@ export const CudaDeviceSchema = z.object({
   multiprocessors: z.number().int().nonnegative(),
   pciBusId: z.string(),
 });
-export type CudaDevice = z.infer<typeof CudaDeviceSchema>;
 
 export const CudaStatusSchema = z.object({
   /** The CUDA backend is compiled into this engine build. */
@@ -32,7 +30,6 @@ export const CudaStatusSchema = z.object({
   runtimeVersion: z.number().int().nonnegative(),
   devices: z.array(CudaDeviceSchema),
 });
-export type CudaStatus = z.infer<typeof CudaStatusSchema>;
 
 export const DevicesSchema = z.object({
   cpu: CpuInfoSchema,

@@ -32,7 +32,6 @@ export type ApiEvents = typeof apiEvents;
 export type EventName = keyof ApiEvents;
 export type EventData<E extends EventName> = z.infer<ApiEvents[E]>;
 
-export const eventNames = Object.keys(apiEvents) as EventName[];
 
 export function isEventName(name: string): name is EventName {
   return Object.prototype.hasOwnProperty.call(apiEvents, name);

@@ -29,7 +29,6 @@ export const RunOwnerSchema = z.object({
   host: z.string().min(1),
   startedAt: z.iso.datetime(),
 });
-export type RunOwner = z.infer<typeof RunOwnerSchema>;
 
 export const RunEnvironmentSchema = z.looseObject({
   platform: z.string(),

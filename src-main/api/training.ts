@@ -34,7 +34,6 @@ export const OptimizerSchema = z.discriminatedUnion('kind', [
     })
     .strict(),
 ]);
-export type OptimizerOptions = z.infer<typeof OptimizerSchema>;
 
 export const ScheduleSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('constant') }).strict(),
@@ -109,7 +108,6 @@ export const TrainRequestSchema = z
   })
   .strict();
 export type TrainRequest = z.infer<typeof TrainRequestSchema>;
-export type TrainRequestInput = z.input<typeof TrainRequestSchema>;
 
 const PhasesSchema = z.object({
   data: z.number(),
@@ -153,7 +151,6 @@ export const TrainEpochEventSchema = z.object({
 });
 export const TrainEventSchema = z.discriminatedUnion('type', [TrainStepEventSchema, TrainEpochEventSchema]);
 export type TrainStepEvent = z.infer<typeof TrainStepEventSchema>;
-export type TrainEpochEvent = z.infer<typeof TrainEpochEventSchema>;
 export type TrainEvent = z.infer<typeof TrainEventSchema>;
 
 export const MemoryBreakdownSchema = z.object({
@@ -213,7 +210,6 @@ export const TrainResultSchema = z.object({
 export type TrainResult = z.infer<typeof TrainResultSchema>;
 
 export const TrainProgressEventSchema = z.object({ runId: z.string(), event: TrainEventSchema });
-export type TrainProgressEvent = z.infer<typeof TrainProgressEventSchema>;
 
 /**
  * A run's status as the Runs list shows it: the stored one, or `interrupted` for

@@ -9,20 +9,17 @@ export const RequestMessageSchema = z.object({
   method: z.string().min(1),
   params: z.unknown(),
 });
-export type RequestMessage = z.infer<typeof RequestMessageSchema>;
 
 export const ResponseMessageSchema = z.discriminatedUnion('ok', [
   z.object({ type: z.literal('response'), id: z.number().int(), ok: z.literal(true), result: z.unknown() }),
   z.object({ type: z.literal('response'), id: z.number().int(), ok: z.literal(false), error: ApiErrorSchema }),
 ]);
-export type ResponseMessage = z.infer<typeof ResponseMessageSchema>;
 
 export const EventMessageSchema = z.object({
   type: z.literal('event'),
   event: z.string(),
   data: z.unknown(),
 });
-export type EventMessage = z.infer<typeof EventMessageSchema>;
 
 export const ServerMessageSchema = z.union([ResponseMessageSchema, EventMessageSchema]);
 export type ServerMessage = z.infer<typeof ServerMessageSchema>;

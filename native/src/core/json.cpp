@@ -42,18 +42,6 @@ void Json::set(const std::string& key, Json value) {
 
 void Json::push(Json value) { array_.push_back(std::move(value)); }
 
-const char* json_type_name(Json::Type t) {
-  switch (t) {
-    case Json::Type::Null: return "null";
-    case Json::Type::Bool: return "boolean";
-    case Json::Type::Number: return "number";
-    case Json::Type::String: return "string";
-    case Json::Type::Array: return "array";
-    case Json::Type::Object: return "object";
-  }
-  return "unknown";
-}
-
 static void dump_string(const std::string& s, std::string& out) {
   out += '"';
   for (unsigned char c : s) {

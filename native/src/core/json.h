@@ -57,6 +57,4 @@ class Json {
   Object object_;
 };
 
-const char* json_type_name(Json::Type t);
-
 }  // namespace tb

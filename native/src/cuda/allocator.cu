@@ -114,11 +114,6 @@ AllocatorStats CudaAllocator::stats() {
   return stats_;
 }
 
-void CudaAllocator::reset_peak() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  stats_.peak_allocated = stats_.allocated;
-}
-
 DeviceBuffer::DeviceBuffer(int device, std::size_t bytes, cudaStream_t stream)
     : device_(device), ptr_(CudaAllocator::for_device(device).allocate(bytes, stream)), bytes_(bytes) {}
 

@@ -35,7 +35,6 @@ class CudaAllocator {
   // Returns cached blocks to the driver (called once before giving up on an allocation).
   void empty_cache();
   AllocatorStats stats();
-  void reset_peak();
 
   // Sizes are rounded so blocks are reusable: 512 B granularity below 1 MiB, 2 MiB above.
   static std::size_t round_size(std::size_t bytes);

@@ -16,11 +16,8 @@ namespace tb::cuda {
 void relu_forward(float* out, const float* in, std::int64_t n, cudaStream_t s);
 void relu_backward(float* din, const float* dout, const float* out, std::int64_t n, cudaStream_t s);
 void add_forward(float* out, const float* a, const float* b, std::int64_t n, cudaStream_t s);
-// x (rows, cols) += bias (cols) per row
-void bias_add_rows(float* x, const float* bias, int rows, int cols, cudaStream_t s);
 // Widening on the device: compact batches (uint8 planes, fp16 targets) travel over PCIe.
 void widen_u8(float* out, const std::uint8_t* in, std::int64_t n, float scale, float offset, cudaStream_t s);
-void widen_f16(float* out, const __half* in, std::int64_t n, float scale, float offset, cudaStream_t s);
 void to_bf16(__nv_bfloat16* out, const float* in, std::int64_t n, cudaStream_t s);
 void to_f16(__half* out, const float* in, std::int64_t n, cudaStream_t s);
 

@@ -14,14 +14,8 @@ __global__ void relu_bwd_k(float* din, const float* dout, const float* out, std:
 __global__ void add_k(float* out, const float* a, const float* b, std::int64_t n) {
   TB_GRID_LOOP(i, n) out[i] = a[i] + b[i];
 }
-__global__ void bias_rows_k(float* x, const float* bias, std::int64_t n, int cols) {
-  TB_GRID_LOOP(i, n) x[i] += bias[i % cols];
-}
 __global__ void widen_u8_k(float* out, const std::uint8_t* in, std::int64_t n, float scale, float offset) {
   TB_GRID_LOOP(i, n) out[i] = in[i] * scale + offset;
-}
-__global__ void widen_f16_k(float* out, const __half* in, std::int64_t n, float scale, float offset) {
-  TB_GRID_LOOP(i, n) out[i] = __half2float(in[i]) * scale + offset;
 }
 __global__ void to_bf16_k(__nv_bfloat16* out, const float* in, std::int64_t n) {
   TB_GRID_LOOP(i, n) out[i] = __float2bfloat16(in[i]);
@@ -73,17 +67,8 @@ void add_forward(float* out, const float* a, const float* b, std::int64_t n, cud
   add_k<<<blocks_for(n), kThreads, 0, s>>>(out, a, b, n);
   TB_CUDA_LAUNCH_CHECK();
 }
-void bias_add_rows(float* x, const float* bias, int rows, int cols, cudaStream_t s) {
-  const std::int64_t n = static_cast<std::int64_t>(rows) * cols;
-  bias_rows_k<<<blocks_for(n), kThreads, 0, s>>>(x, bias, n, cols);
-  TB_CUDA_LAUNCH_CHECK();
-}
 void widen_u8(float* out, const std::uint8_t* in, std::int64_t n, float scale, float offset, cudaStream_t s) {
   widen_u8_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, n, scale, offset);
-  TB_CUDA_LAUNCH_CHECK();
-}
-void widen_f16(float* out, const __half* in, std::int64_t n, float scale, float offset, cudaStream_t s) {
-  widen_f16_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, n, scale, offset);
   TB_CUDA_LAUNCH_CHECK();
 }
 void to_bf16(__nv_bfloat16* out, const float* in, std::int64_t n, cudaStream_t s) {
