@@ -4,6 +4,11 @@ import { z } from 'zod';
 const size = z.number().int().min(1).max(1 << 20);
 const probability = z.number().min(0).lt(1);
 
+/** Values per input sample a spec may ask for (2^28 floats = 1 GiB a sample): beyond it the product of the sizes overflowed the engine's shapes. */
+export const MAX_INPUT_VALUES = 2 ** 28;
+const inputFits = (input: readonly number[]) => input.reduce((a, b) => a * b, 1) <= MAX_INPUT_VALUES;
+const inputTooLarge = { message: `the input has more than ${MAX_INPUT_VALUES} values per sample`, path: ['input'] };
+
 export const MlpSpecSchema = z
   .object({
     family: z.literal('mlp'),
@@ -15,7 +20,8 @@ export const MlpSpecSchema = z
     hidden: z.array(size).max(64).default([256, 128]),
     dropout: probability.default(0),
   })
-  .strict();
+  .strict()
+  .refine((s) => inputFits(s.input), inputTooLarge);
 
 export const CnnSpecSchema = z
   .object({
@@ -38,7 +44,8 @@ export const CnnSpecSchema = z
     message: 'strides must have one entry per entry of channels',
     path: ['strides'],
   })
-  .refine((s) => s.kernel % 2 === 1, { message: 'kernel must be odd', path: ['kernel'] });
+  .refine((s) => s.kernel % 2 === 1, { message: 'kernel must be odd', path: ['kernel'] })
+  .refine((s) => inputFits(s.input), inputTooLarge);
 
 /** The shogi policy/value network of DESIGN.md; every size is a parameter, defaults as designed. */
 export const BottleneckResnetSpecSchema = z

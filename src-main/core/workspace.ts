@@ -55,7 +55,12 @@ function realPathOf(p: string, links = 0): string {
   } catch {
     // missing, dangling or unreadable: resolve what exists piece by piece
   }
-  const stat = lstatSync(p, { throwIfNoEntry: false });
+  let stat;
+  try {
+    stat = lstatSync(p, { throwIfNoEntry: false });
+  } catch {
+    stat = undefined; // a name too long or unreadable: nothing to follow; the caller's own access reports it
+  }
   if (stat?.isSymbolicLink()) {
     if (links >= MAX_LINKS) throw new ApiError('E_BAD_INPUT', `${p} goes through more than ${MAX_LINKS} links (a loop?)`);
     return realPathOf(path.resolve(path.dirname(p), readlinkSync(p)), links + 1);
@@ -70,8 +75,14 @@ function realPathOf(p: string, links = 0): string {
  * cannot make a folder outside the workspace listable or importable (serve mode
  * answers any page that holds the token). Returns the path as named, not the real one.
  */
+/** Longer than any path a file system takes (Linux PATH_MAX is 4096): refused before it reaches one. */
+const MAX_PATH_CHARS = 4096;
+
 export function resolveInside(root: string, relative: string): string {
   if (relative.includes('\0')) throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative)} contains a NUL byte`);
+  if (relative.length > MAX_PATH_CHARS) {
+    throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative.slice(0, 40))}… is ${relative.length} characters long; no file system takes more than ${MAX_PATH_CHARS}`);
+  }
   const resolved = path.resolve(root, relative);
   if (!isWithin(root, resolved)) throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative)} is outside the workspace ${root}`);
   const realRoot = realPathOf(root);

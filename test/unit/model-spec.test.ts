@@ -45,3 +45,14 @@ describe('training options schema', () => {
     expect(TrainOptionsSchema.safeParse({ optimizer: { kind: 'lion' } }).success).toBe(false);
   });
 });
+
+describe('model spec sizes', () => {
+  it('refuses an input whose size product would overflow the engine (2^20 x 4 once became a shape of 0)', async () => {
+    const { ModelSpecSchema, MAX_INPUT_VALUES } = await import('../../src-main/api/model-spec');
+    const huge = ModelSpecSchema.safeParse({ family: 'mlp', input: [2 ** 20, 2 ** 20, 2 ** 20, 2 ** 20], outputs: 10 });
+    expect(huge.success).toBe(false);
+    expect(JSON.stringify(huge.error?.issues)).toContain(`more than ${MAX_INPUT_VALUES} values per sample`);
+    expect(ModelSpecSchema.safeParse({ family: 'cnn', input: [1024, 1024, 1024], outputs: 10 }).success).toBe(false);
+    expect(ModelSpecSchema.safeParse({ family: 'mlp', input: [1, 28, 28], outputs: 10 }).success).toBe(true);
+  });
+});

@@ -15,6 +15,17 @@ function scratch(): string {
 }
 
 describe('workspace', () => {
+  it('refuses a path longer than any file system takes, without echoing all of it (it surfaced as E_INTERNAL ENAMETOOLONG)', () => {
+    const root = scratch();
+    const long = 'a'.repeat(20_000);
+    expect(() => resolveInside(root, long)).toThrow(expect.objectContaining({ code: 'E_BAD_INPUT', message: expect.stringContaining('20000 characters long') }));
+    try {
+      resolveInside(root, long);
+    } catch (err) {
+      expect((err as Error).message.length).toBeLessThan(200);
+    }
+  });
+
   it('creates the layout and a schema-versioned marker', async () => {
     const dir = path.join(scratch(), 'ws');
     const ws = await openWorkspace(dir);
