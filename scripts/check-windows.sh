@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Compiles every C++ source of the engine and the addon for Windows with
 # MinGW-w64 (syntax only), so POSIX-only code fails CI on Linux instead of on a
-# user's Windows rig. The CUDA .cu files are left out: on Windows they are built
-# by nvcc with MSVC, which no Linux machine has.
+# user's Windows rig. The CUDA .cu files with kernels are left out (on Windows
+# nvcc builds them with MSVC, which no Linux machine has); the host-only loader
+# of cuBLASLt (LoadLibrary vs dlopen) is checked, against the CUDA headers.
 #
 # Needs (installs nothing itself): Debian's g++-mingw-w64-x86-64-posix (the
 # posix-threads variant: std::thread and std::mutex exist only there), and
@@ -47,6 +48,9 @@ if (($#)); then
   sources=("$@")
 else
   mapfile -t sources < <(find native/src native/test bench/kernels -name '*.cpp' | sort)
+  # Host-only CUDA sources: no kernels, so MinGW can read them as C++ when the CUDA headers are here.
+  cuda_include="${CUDA_HOME:-/usr/local/cuda}/include"
+  if [ -f "$cuda_include/cuda_runtime.h" ]; then sources+=(native/src/cuda/cublaslt.cu); fi
 fi
 
 # Flags mirror CMakeLists.txt (definitions and the per-file instruction sets),
@@ -58,6 +62,7 @@ flags_for() {
     native/src/addon/*)
       flags+=(-I"$addon_api" -I"$node_api" -DNAPI_VERSION=8 -DNODE_ADDON_API_CPP_EXCEPTIONS
         '-DTB_VERSION="0.0.0"' -DTB_DEBUG_ENTRYPOINTS=1) ;;
+    *.cu) flags=(-x c++ "${flags[@]}" -I"${CUDA_HOME:-/usr/local/cuda}/include" -Wno-pedantic) ;;
     */gemm_kernel_avx2.cpp) flags+=(-mavx2 -mfma) ;;
     */gemm_kernel_avx512.cpp) flags+=(-mavx512f -mavx512vl -mfma) ;;
   esac

@@ -2,12 +2,38 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 
+/** Codes Windows gives a rename whose target another process (a reader, an antivirus, the indexer) holds open for a moment. */
+const TRANSIENT_WINDOWS_RENAME = new Set(['EPERM', 'EACCES', 'EBUSY']);
+const RETRY_DELAYS_MS = [10, 20, 50, 100, 200, 300, 400];
+
+/**
+ * fs.rename that, on Windows, waits out a target held open by another process
+ * for about a second before giving up; elsewhere a rename replaces an open file.
+ */
+export async function renameReplacing(
+  from: string,
+  to: string,
+  platform: NodeJS.Platform = process.platform,
+  rename: (a: string, b: string) => Promise<void> = fs.rename,
+): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await rename(from, to);
+      return;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (platform !== 'win32' || !TRANSIENT_WINDOWS_RENAME.has(code) || attempt >= RETRY_DELAYS_MS.length) throw err;
+      await new Promise((resolve) => setTimeout(resolve, RETRY_DELAYS_MS[attempt]));
+    }
+  }
+}
+
 /** Writes a file by temp file + rename, so readers never see half a file. */
 export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
   try {
     await fs.writeFile(tmp, data);
-    await fs.rename(tmp, file);
+    await renameReplacing(tmp, file);
   } catch (err) {
     await fs.rm(tmp, { force: true });
     throw err;

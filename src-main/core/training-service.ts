@@ -1,3 +1,5 @@
+import path from 'node:path';
+
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import type { TrainEvent, TrainRequest, TrainResult } from '../api/training';
@@ -40,7 +42,7 @@ export class TrainingService {
     const run = await createRun(this.workspace, 'train', { ...request, cachedData: data });
     this.active.add(run.id);
     options.onStart?.(run.id);
-    const recording = this.telemetry.record(`${run.dir}/telemetry.jsonl`);
+    const recording = this.telemetry.record(path.join(run.dir, 'telemetry.jsonl'));
     let stopped = false;
     const stopRecording = () => {
       stopped = true;
@@ -48,7 +50,7 @@ export class TrainingService {
     };
     try {
       const raw = await this.engine.train(
-        { runId: run.id, spec: request.spec, data, options: request.options, checkpointPath: `${run.dir}/checkpoint.safetensors` },
+        { runId: run.id, spec: request.spec, data, options: request.options, checkpointPath: path.join(run.dir, 'checkpoint.safetensors') },
         (rawEvent) => {
           const parsed = TrainEventSchema.safeParse(rawEvent);
           if (!parsed.success) return; // an engine newer than this contract; the run.json still gets the result

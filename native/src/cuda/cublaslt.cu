@@ -1,8 +1,12 @@
 #include "cuda/cublaslt.h"
 
 #if defined(_WIN32)
+#ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
 #define NOMINMAX  // windows.h's min/max macros would break std::min/std::max
+#endif
 #include <windows.h>
 #else
 #include <dlfcn.h>
@@ -10,6 +14,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace tb::cuda {
 namespace {
@@ -53,28 +58,52 @@ struct Api {
 };
 Api api;
 
+#if defined(_WIN32)
+// Loads a DLL without the system's error box, saying why it failed (126: not found or a dependency
+// missing, 193: not a 64-bit DLL).
+void* load_dll(const wchar_t* file, DWORD flags, std::string* why) {
+  DWORD old_mode = 0;
+  SetThreadErrorMode(SEM_FAILCRITICALERRORS, &old_mode);
+  HMODULE h = LoadLibraryExW(file, nullptr, flags);
+  const DWORD code = h ? 0 : GetLastError();
+  SetThreadErrorMode(old_mode, nullptr);
+  if (!h) *why = "Windows error " + std::to_string(code);
+  return reinterpret_cast<void*>(h);
+}
+#endif
+
 void* open_library(std::string* name, std::string* error) {
   // TB_CUBLASLT names the library file when it is not on the loader's path (e.g. pip's nvidia-cublas).
-  if (const char* path = std::getenv("TB_CUBLASLT"); path && *path) {
+  std::string explicit_failure;
 #if defined(_WIN32)
-    void* h = reinterpret_cast<void*>(LoadLibraryA(path));
+  // The wide environment keeps a non-ASCII path intact; the DLL's own folder is searched for its dependencies.
+  if (const wchar_t* path = _wgetenv(L"TB_CUBLASLT"); path && *path) {
+    std::string why;
+    if (void* h = load_dll(path, LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR | LOAD_LIBRARY_SEARCH_DEFAULT_DIRS, &why)) {
+      *name = "TB_CUBLASLT";
+      return h;
+    }
+    explicit_failure = "TB_CUBLASLT could not be loaded (" + why + "); ";
+  }
+  const wchar_t* names[] = {L"cublasLt64_13.dll", L"cublasLt64_12.dll", L"cublasLt64_11.dll"};
+  const char* printable[] = {"cublasLt64_13.dll", "cublasLt64_12.dll", "cublasLt64_11.dll"};
+  std::string why;
+  for (int i = 0; i < 3; ++i)
+    if (void* h = load_dll(names[i], 0, &why)) {
+      *name = printable[i];
+      return h;
+    }
+  *error = explicit_failure + "none of cublasLt64_13.dll, cublasLt64_12.dll, cublasLt64_11.dll could be loaded (" + why +
+           "; is the CUDA toolkit's bin folder on PATH?)";
 #else
-    void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-#endif
-    if (h) {
+  if (const char* path = std::getenv("TB_CUBLASLT"); path && *path) {
+    if (void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
       *name = path;
       return h;
     }
+    const char* e = dlerror();
+    explicit_failure = std::string("TB_CUBLASLT=") + path + " could not be loaded (" + (e ? e : "unknown error") + "); ";
   }
-#if defined(_WIN32)
-  const char* names[] = {"cublasLt64_13.dll", "cublasLt64_12.dll", "cublasLt64_11.dll"};
-  for (const char* n : names)
-    if (HMODULE h = LoadLibraryA(n)) {
-      *name = n;
-      return reinterpret_cast<void*>(h);
-    }
-  *error = "none of cublasLt64_13.dll, cublasLt64_12.dll, cublasLt64_11.dll could be loaded";
-#else
   const char* names[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11", "libcublasLt.so"};
   std::string last;
   for (const char* n : names) {
@@ -85,7 +114,7 @@ void* open_library(std::string* name, std::string* error) {
     const char* e = dlerror();
     last = e ? e : n;
   }
-  *error = "libcublasLt.so.13/.12/.11 not found (" + last + ")";
+  *error = explicit_failure + "libcublasLt.so.13/.12/.11 not found (" + last + ")";
 #endif
   return nullptr;
 }

@@ -9,6 +9,7 @@ import { IdSchema } from '../../api/ids';
 import { formatIssues } from '../../api/format-issues';
 import type { Workspace } from '../workspace';
 import { SHARD_HEADER_BYTES, SHARD_MAGIC } from './shard-layout';
+import { renameReplacing } from '../atomic-write';
 
 export const DATASETS_DIR = 'datasets';
 export const TMP_PREFIX = '.tmp-';
@@ -220,7 +221,16 @@ export async function resolveDataset(workspace: Workspace, idOrName: string): Pr
 /** Renames a cache away first so a half-removed cache never looks valid, then deletes it. */
 async function discard(workspace: Workspace, id: string, dir: string): Promise<void> {
   const doomed = scratchDir(workspace, `rm-${id}`);
-  await fs.rename(dir, doomed);
+  try {
+    await renameReplacing(dir, doomed);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    // Windows refuses to move a folder while a process has one of its shards mapped.
+    if (code === 'EPERM' || code === 'EBUSY' || code === 'EACCES') {
+      throw new ApiError('E_BAD_INPUT', `dataset ${id} is in use (${code}): stop the run or benchmark reading it, then remove it`);
+    }
+    throw err;
+  }
   await fs.rm(doomed, { recursive: true, force: true });
 }
 
