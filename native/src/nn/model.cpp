@@ -44,7 +44,19 @@ int Model::add(Node node) {
   return static_cast<int>(nodes_.size()) - 1;
 }
 
+// More parameters than any model of this workbench has (4 GiB of fp32): a spec this large is a
+// mistake or an attack, refused before its memory is allocated (which blocked the host for seconds).
+constexpr std::int64_t kMaxParams = std::int64_t(1) << 30;
+
 std::int64_t Model::param(const std::string& name, std::vector<std::int64_t> shape, ParamRole role) {
+  std::int64_t n = 1;
+  for (auto d : shape) {
+    TB_CHECK(d > 0 && n <= kMaxParams / d, ErrorCode::BadInput,
+             "the model is too large: " + name + " alone would have more than " + std::to_string(kMaxParams) + " parameters");
+    n *= d;
+  }
+  TB_CHECK(static_cast<std::int64_t>(params_.size()) + n <= kMaxParams, ErrorCode::BadInput,
+           "the model is too large: more than " + std::to_string(kMaxParams) + " parameters by " + name);
   ParamEntry e{name, static_cast<std::int64_t>(params_.size()), std::move(shape), role};
   params_.resize(params_.size() + static_cast<size_t>(e.size()));
   entries_.push_back(e);
