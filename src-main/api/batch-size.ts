@@ -1,5 +1,6 @@
 import { z } from 'zod';
 
+import { IdSchema } from './ids';
 import { ModelSpecSchema } from './model-spec';
 import { DataSourceSchema, MemoryBreakdownSchema, TrainOptionsSchema } from './training';
 
@@ -18,6 +19,8 @@ export const BatchSearchRequestSchema = z
     stepsPerTrial: z.number().int().min(2).max(1000).default(5),
     /** Keep this global batch: find the micro-batch that fits and the gradient accumulation that makes it up. */
     globalBatch: z.number().int().min(1).max(1 << 24).optional(),
+    /** Chosen by the caller so it can cancel before the first trial arrives; the run id otherwise. */
+    searchId: IdSchema.optional(),
   })
   .strict();
 export type BatchSearchRequest = z.infer<typeof BatchSearchRequestSchema>;
@@ -78,6 +81,6 @@ export const BatchSearchResultSchema = z.object({
 });
 export type BatchSearchResult = z.infer<typeof BatchSearchResultSchema>;
 
-/** A trial as it finishes, for live views; searchId is the search's run id. */
+/** A trial as it finishes, for live views; searchId is the request's, or the run id. */
 export const BatchTrialEventSchema = z.object({ searchId: z.string(), trial: BatchTrialSchema });
 export type BatchTrialEvent = z.infer<typeof BatchTrialEventSchema>;

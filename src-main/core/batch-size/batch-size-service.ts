@@ -67,6 +67,21 @@ export class BatchSizeService {
   }
 
   async search(request: BatchSearchRequest, options: SearchOptions = {}): Promise<BatchSearchResult> {
+    if (request.searchId !== undefined && this.active.has(request.searchId)) {
+      throw new ApiError('E_BAD_INPUT', `a search with id ${request.searchId} is already running: choose another searchId`);
+    }
+    const state: ActiveSearch = { cancelled: false, trialRunId: null };
+    // Registered at once, so a cancel during the data preparation is not lost.
+    const early = request.searchId;
+    if (early !== undefined) this.active.set(early, state);
+    try {
+      return await this.searchWith(request, options, state);
+    } finally {
+      if (early !== undefined) this.active.delete(early);
+    }
+  }
+
+  private async searchWith(request: BatchSearchRequest, options: SearchOptions, state: ActiveSearch): Promise<BatchSearchResult> {
     const started = Date.now();
     const cap = await this.capacity(request.options);
     const usableBytes = Math.floor(cap.bytes * (1 - request.headroom));
@@ -95,9 +110,9 @@ export class BatchSizeService {
     const seed = seedBatch((b) => predictions.get(b)!.total, usableBytes, searchCap);
 
     const run = await createRun(this.workspace, 'batch-search', { ...request, cachedData: fullData });
-    const state: ActiveSearch = { cancelled: false, trialRunId: null };
-    this.active.set(run.id, state);
-    options.onStart?.(run.id);
+    const searchId = request.searchId ?? run.id;
+    this.active.set(searchId, state);
+    options.onStart?.(searchId);
     const trials: BatchTrial[] = [];
     const runTrial = async (batchSize: number, accumulation: number): Promise<BatchTrial> => {
       await predict([batchSize]);
@@ -129,12 +144,13 @@ export class BatchSizeService {
       const done: BatchTrial = { ...trial, memoryAfterBytes: after, backAtBaseline: after === (trial.outcome === 'crash' ? 0 : before) };
       trials.push(done);
       run.appendEvent({ type: 'trial', ...done });
-      this.events.emit('batchSize.trial', { searchId: run.id, trial: done });
+      this.events.emit('batchSize.trial', { searchId, trial: done });
       options.onTrial?.(done);
       return done;
     };
 
     try {
+      if (state.cancelled) throw new ApiError('E_CANCELLED', 'the batch-size search was cancelled before its first trial');
       const points = (): PlannedPoint[] => trials.filter((t) => t.accumulation === 1);
       for (let b = nextCandidate(seed, searchCap, points()); b !== null; b = nextCandidate(seed, searchCap, points())) {
         if (state.cancelled) throw new ApiError('E_CANCELLED', `the batch-size search was cancelled after ${trials.length} trial(s)`);
@@ -182,7 +198,7 @@ export class BatchSizeService {
       await run.finish(error.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { error: error.toPayload() });
       throw error;
     } finally {
-      this.active.delete(run.id);
+      this.active.delete(searchId);
     }
   }
 
