@@ -29,7 +29,6 @@ export const areas: Area[] = [
     name: 'batch-size',
     title: 'Batch size',
     summary: 'Find the largest batch that fits and the one with the best throughput under a memory headroom.',
-    arrivesWith: 'the batch-size search',
   },
   {
     path: '/optimise',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 
+import { BatchTrialEventSchema } from './batch-size';
 import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { TrainProgressEventSchema } from './training';
@@ -24,6 +25,7 @@ export const apiEvents = {
   'engine.status': EngineStatusEventSchema,
   'train.progress': TrainProgressEventSchema,
   'datasets.progress': BuildProgressSchema,
+  'batchSize.trial': BatchTrialEventSchema,
   'telemetry.sample': TelemetrySampleSchema,
   'telemetry.gpu': GpuStateSchema,
 } as const;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 
+import { BatchSearchRequestSchema, BatchSearchResultSchema } from './batch-size';
 import { IdSchema } from './ids';
 import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices';
 import { EngineStatusEventSchema } from './events';
@@ -33,6 +34,9 @@ export const apiMethods = {
   /** Trains to completion; progress arrives as train.progress events with the same runId. */
   'train.run': { params: TrainRequestSchema, result: TrainResultSchema },
   'train.cancel': { params: z.object({ runId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
+  /** Searches the batch size that fits with headroom and trains fastest; trials arrive as batchSize.trial events. */
+  'batchSize.search': { params: BatchSearchRequestSchema, result: BatchSearchResultSchema },
+  'batchSize.cancel': { params: z.object({ searchId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   'runs.list': { params: NoParams, result: z.array(RunSummarySchema) },
   'runs.get': { params: z.object({ id: IdSchema }).strict(), result: RunDetailSchema },
   'datasets.list': { params: NoParams, result: z.array(DatasetSummarySchema) },

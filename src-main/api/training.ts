@@ -79,6 +79,11 @@ export const TrainOptionsSchema = z
     /** Loader threads gathering batches ahead of the step, and how many batches they may prepare. */
     loaderWorkers: z.number().int().min(0).max(256).default(1),
     prefetch: z.number().int().min(1).max(256).default(2),
+    /**
+     * CPU: caps the engine's training allocations at this many bytes, as a GPU's memory would
+     * (beyond it a run fails with E_OOM naming the bytes requested and free); 0: no cap.
+     */
+    memoryLimitBytes: z.number().int().min(0).max(2 ** 50).default(0),
     optimizer: OptimizerSchema.default({ kind: 'sgd', lr: 0.01, momentum: 0.9, weightDecay: 1e-4 }),
     schedule: ScheduleSchema.default({ kind: 'constant' }),
   })
@@ -164,6 +169,8 @@ export const MemoryBreakdownSchema = z.object({
   total: z.number(),
 });
 
+export type MemoryBreakdown = z.infer<typeof MemoryBreakdownSchema>;
+
 export const TrainResultSchema = z.object({
   runId: z.string(),
   steps: z.number().int(),
@@ -203,7 +210,14 @@ export const TrainResultSchema = z.object({
   /** The cached datasets trained and tested on. */
   data: z.string(),
   /** Bytes by kind: predicted from the model's shapes and settings, and measured from the engine's allocations. */
-  memory: z.object({ predicted: MemoryBreakdownSchema, measured: MemoryBreakdownSchema, device: z.string() }),
+  memory: z.object({
+    predicted: MemoryBreakdownSchema,
+    measured: MemoryBreakdownSchema,
+    device: z.string(),
+    /** CPU: the most bytes the run's buffers held at once (what a memory limit is checked against). */
+    peakBytes: z.number().optional(),
+    limitBytes: z.number().optional(),
+  }),
   /** GPU utilisation, memory and power (and CPU load) measured while the run trained. */
   telemetry: TelemetrySummarySchema,
 });

@@ -12,6 +12,7 @@ import { DEFAULT_PORT } from '../server/serve';
 import { formatDevices } from './format-devices';
 import { serveCommand } from './serve-command';
 import { cacheCommand } from './cache-command';
+import { findBatchSizeCommand } from './find-batch-size-command';
 import { loaderBenchCommand } from './loader-bench-command';
 import { monitorCommand } from './monitor-command';
 import { runsCommand } from './runs-command';
@@ -123,6 +124,7 @@ export function buildProgram(): Command {
 
   program.addCommand(cacheCommand());
   program.addCommand(loaderBenchCommand());
+  program.addCommand(findBatchSizeCommand());
   program.addCommand(monitorCommand());
   program.addCommand(runsCommand());
   pointErrorsToHelp(program);

@@ -2,6 +2,7 @@ import { EngineClient } from '../engine/engine-client';
 import type { SupervisorOptions } from '../engine/supervisor';
 import type { ApiRouter } from './api-router';
 import { createApiRouter } from './api-router';
+import { BatchSizeService } from './batch-size/batch-size-service';
 import { DatasetService } from './datasets/dataset-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
@@ -25,6 +26,7 @@ export interface Services {
   training: TrainingService;
   datasets: DatasetService;
   telemetry: TelemetryService;
+  batchSize: BatchSizeService;
   dispose(): Promise<void>;
 }
 
@@ -36,6 +38,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const telemetry = new TelemetryService(events, { enginePid: () => engine.status().pid });
   const datasets = new DatasetService(workspace, engine, events, telemetry);
   const training = new TrainingService(engine, events, workspace, datasets, telemetry);
+  const batchSize = new BatchSizeService(engine, events, workspace, datasets);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -45,6 +48,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'model.info': ({ spec }) => engine.modelInfo(spec),
     'train.run': (request) => training.run(request),
     'train.cancel': ({ runId }) => training.cancel(runId),
+    'batchSize.search': (request) => batchSize.search(request),
+    'batchSize.cancel': ({ searchId }) => batchSize.cancel(searchId),
     'runs.list': () => listRuns(workspace),
     'runs.get': ({ id }) => readRunDetail(workspace, id),
     'datasets.list': () => datasets.list(),
@@ -67,6 +72,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     training,
     datasets,
     telemetry,
+    batchSize,
     async dispose() {
       unsubscribe();
       await telemetry.dispose();

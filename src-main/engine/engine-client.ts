@@ -1,7 +1,8 @@
 import type { Devices, EngineVersion, PingResult } from '../api/devices';
 import type { EngineStatusEvent } from '../api/events';
 import type { ModelInfo, ModelSpec } from '../api/model-spec';
-import type { HostSource, HostTrainParams, HostTrainSetup } from './host-protocol';
+import type { MemoryBreakdown } from '../api/training';
+import type { HostPredictParams, HostSource, HostTrainParams, HostTrainSetup } from './host-protocol';
 import type { LoaderStats } from './native-addon';
 import type { SupervisorOptions } from './supervisor';
 import { EngineSupervisor } from './supervisor';
@@ -61,6 +62,16 @@ export class EngineClient {
    */
   checkTraining(setup: HostTrainSetup): Promise<void> {
     return this.supervisor.request('train.check', setup, { timeoutMs: null });
+  }
+
+  /** Memory by kind that training would use at each batch size (the engine's memory model), without training. */
+  predictMemory(params: HostPredictParams): Promise<MemoryBreakdown[]> {
+    return this.supervisor.request('train.predictMemory', params, { timeoutMs: null });
+  }
+
+  /** Bytes the CPU backend's training buffers hold now in the host: 0 between runs, however the last one ended. */
+  engineMemory(): Promise<{ chargedBytes: number }> {
+    return this.supervisor.request('engine.memory');
   }
 
   /** Trains to completion in the host; resolves with the engine's summary (validated by the caller). */

@@ -5,7 +5,7 @@
 import { ApiError } from '../api/errors';
 import { findAddon } from './addon-path';
 import { toApiErrorPayload } from './engine-error';
-import type { HostRequest, HostSource, HostToSupervisor, HostTrainParams, HostTrainSetup } from './host-protocol';
+import type { HostPredictParams, HostRequest, HostSource, HostToSupervisor, HostTrainParams, HostTrainSetup } from './host-protocol';
 import { HOST_DEBUG_ENV } from './host-protocol';
 import type { NativeAddon, NativeTrainer } from './native-addon';
 import { packageRoot } from './package-root';
@@ -66,6 +66,13 @@ async function check(addon: NativeAddon, p: HostTrainSetup): Promise<Record<stri
   return {};
 }
 
+/** The predicted memory breakdown at each batch size, from one trainer set up as train.run would be (nothing trains). */
+function predictMemory(addon: NativeAddon, p: HostPredictParams): unknown[] {
+  const { trainer, optionsJson } = setUp(addon, p);
+  const options = JSON.parse(optionsJson) as Record<string, unknown>;
+  return p.batchSizes.map((batchSize) => trainer.predictMemory(JSON.stringify({ ...options, batchSize })));
+}
+
 async function train(addon: NativeAddon, p: HostTrainParams, emit: (event: unknown) => void): Promise<unknown> {
   const { trainer, optionsJson } = setUp(addon, p);
   running.set(p.runId, trainer);
@@ -93,6 +100,10 @@ async function handle(addon: NativeAddon, req: HostRequest, emit: (event: unknow
       return addon.modelInfo(JSON.stringify((req.params as { spec: unknown }).spec));
     case 'train.check':
       return check(addon, req.params as HostTrainSetup);
+    case 'train.predictMemory':
+      return predictMemory(addon, req.params as HostPredictParams);
+    case 'engine.memory':
+      return addon.engineMemory();
     case 'train.run':
       return train(addon, req.params as HostTrainParams, emit);
     case 'train.cancel': {

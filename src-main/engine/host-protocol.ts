@@ -13,6 +13,8 @@ export type HostMethod =
   | 'ping'
   | 'modelInfo'
   | 'train.check'
+  | 'train.predictMemory'
+  | 'engine.memory'
   | 'train.run'
   | 'train.cancel'
   | 'loader.bench'
@@ -35,6 +37,11 @@ export interface HostTrainSetup {
   spec: ModelSpec;
   data: HostTrainData;
   options: TrainOptions;
+}
+
+/** Parameters of 'train.predictMemory': a setup and the batch sizes to predict for. */
+export interface HostPredictParams extends HostTrainSetup {
+  batchSizes: number[];
 }
 
 /** Parameters of 'train.run': the setup plus the run it records into and where to put the checkpoint. */

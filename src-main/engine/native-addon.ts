@@ -1,5 +1,6 @@
 import type { Devices } from '../api/devices';
 import type { ModelInfo } from '../api/model-spec';
+import type { MemoryBreakdown } from '../api/training';
 
 /**
  * The whole native module as C++ exports it (native/src/addon/addon.cpp).
@@ -26,6 +27,8 @@ export interface NativeAddon {
   /** A CUDA kernel against its CPU twin on random inputs; E_CUDA without a device. */
   cudaParity(op: string, seed: number): { op: string; shapes: string; maxRelError: number; tolerance: number; message?: string };
   cudaParityOps(): string[];
+  /** Bytes the CPU backend's training buffers hold now, all trainers together (its baseline is 0 between runs). */
+  engineMemory(): { chargedBytes: number };
   /** Caching-allocator statistics of cuda:0. */
   cudaMemory(): { allocated: number; reserved: number; peakAllocated: number; allocations: number; ooms: number };
   /** Own GEMM kernel against cuBLASLt on cuda:0 (throws E_CUDA without a GPU). */
@@ -96,6 +99,8 @@ export interface NativeTrainer {
    * backend, loader, steps per epoch) and stops: rejects exactly as train would, trains nothing.
    */
   check(optionsJson: string): Promise<null>;
+  /** The memory by kind train(optionsJson) would use at its batchSize, from the shapes and the data, without training. */
+  predictMemory(optionsJson: string): MemoryBreakdown;
   /** Options as JSON text; events are step and epoch objects. Rejects with E_CANCELLED on cancel(). */
   train(optionsJson: string, onEvent?: (event: unknown) => void): Promise<unknown>;
   evaluate(split: 'train' | 'test', batchSize?: number): Promise<{ loss: number; accuracy: number | null; samples: number }>;

@@ -17,6 +17,7 @@
 #include "cpu/gemm.h"
 #include "cuda/cuda_parity.h"
 #include "cuda/gemm_bench.h"
+#include "nn/memory_budget.h"
 #include "optim/loss_scaler.h"
 #include "train/gradcheck.h"
 
@@ -283,6 +284,14 @@ Napi::Value CudaMemory(const Napi::CallbackInfo& info) {
 }
 
 // benchGemmCuda(M, N, K, precision, reps) -> own kernel vs cuBLASLt TFLOP/s and the device's theoretical peak.
+// Bytes the CPU backend's training buffers hold now, all trainers together: back at its
+// baseline after every run, failed ones included (the batch-size search checks it after each OOM).
+Napi::Value EngineMemory(const Napi::CallbackInfo& info) {
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("chargedBytes", Napi::Number::New(info.Env(), static_cast<double>(engine_charged_bytes())));
+  return o;
+}
+
 Napi::Value BenchGemmCuda(const Napi::CallbackInfo& info) {
   return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     if (info.Length() < 5 || !info[3].IsString())
@@ -339,6 +348,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("cudaParity", Napi::Function::New(env, CudaParity, "cudaParity"));
   exports.Set("cudaParityOps", Napi::Function::New(env, CudaParityOps, "cudaParityOps"));
   exports.Set("cudaMemory", Napi::Function::New(env, CudaMemory, "cudaMemory"));
+  exports.Set("engineMemory", Napi::Function::New(env, EngineMemory, "engineMemory"));
   exports.Set("benchGemmCuda", Napi::Function::New(env, BenchGemmCuda, "benchGemmCuda"));
   exports.Set("cublasLt", Napi::Function::New(env, CublasLtStatus, "cublasLt"));
   exports.Set("lossScaleSchedule", Napi::Function::New(env, LossScaleSchedule, "lossScaleSchedule"));

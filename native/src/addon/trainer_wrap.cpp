@@ -157,6 +157,17 @@ Napi::Value CheckTraining(const Napi::CallbackInfo& info) {
   });
 }
 
+// predictMemory(optionsJson) -> the memory breakdown train(optionsJson) would use, without training.
+Napi::Value PredictMemory(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (!info.This().IsObject()) TB_THROW(ErrorCode::BadInput, "predictMemory(optionsJson) must be called on a Trainer");
+    TrainerWrap* wrap = TrainerWrap::Unwrap(info.This().As<Napi::Object>());
+    const TrainOptions options = parse_train_options(json_arg(info, 0, "the training options"));
+    if (wrap->busy()) TB_THROW(ErrorCode::BadInput, "this trainer is running a job");
+    return to_js(info.Env(), wrap->trainer().predict_memory(options).to_json());
+  });
+}
+
 }  // namespace
 
 Napi::Function TrainerWrap::Define(Napi::Env env) {
@@ -167,6 +178,7 @@ Napi::Function TrainerWrap::Define(Napi::Env env) {
                       InstanceMethod("cancel", &TrainerWrap::Cancel), InstanceMethod("save", &TrainerWrap::Save),
                       InstanceMethod("load", &TrainerWrap::Load), InstanceMethod("params", &TrainerWrap::Params)});
   ctor.Get("prototype").As<Napi::Object>().Set("check", Napi::Function::New(env, CheckTraining, "check"));
+  ctor.Get("prototype").As<Napi::Object>().Set("predictMemory", Napi::Function::New(env, PredictMemory, "predictMemory"));
   return ctor;
 }
 

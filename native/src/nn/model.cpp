@@ -6,6 +6,7 @@
 #include "core/errors.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "nn/memory_model.h"
 
 namespace tb {
 
@@ -263,6 +264,14 @@ double Model::flops_per_sample() const {
 
 void Model::forward(const float* x, int B, bool train, Rng* rng, ThreadPool* pool) {
   if (B != batch_) {
+    if (budget_) {
+      // Charged before anything is allocated, at the sizes the memory model predicts (they agree to the byte).
+      const MemoryBreakdown m = predict_memory(*this, B, false, 0, 0);
+      const std::int64_t bytes = m.activations + m.activation_grads + m.workspace;
+      if (bytes > charged_) budget_->charge(bytes - charged_, "activations and workspace");
+      else budget_->release(charged_ - bytes);
+      charged_ = bytes;
+    }
     for (Node& n : nodes_) {
       n.out.assign(static_cast<size_t>(B) * n.dims.size(), 0.0f);
       n.grad.assign(n.out.size(), 0.0f);
@@ -316,6 +325,18 @@ float* Model::output_grad(const Head& h) {
   Node& n = nodes_[h.node];
   n.grad_written = true;
   return n.grad.data();
+}
+
+void Model::free_batch_buffers() {
+  for (Node& n : nodes_) {
+    for (std::vector<float>* v : {&n.out, &n.grad, &n.mask, &n.save_mean, &n.save_invstd, &n.ws.col, &n.ws.tmp})
+      std::vector<float>().swap(*v);
+    n.ws.col_holds_batch = false;
+  }
+  std::vector<float>().swap(scratch_);
+  batch_ = 0;
+  if (budget_) budget_->release(charged_);
+  charged_ = 0;
 }
 
 void Model::zero_grads() { std::fill(grads_.begin(), grads_.end(), 0.0f); }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/ops.h"
+#include "nn/memory_budget.h"
 #include "nn/spec.h"
 
 namespace tb {
@@ -87,6 +88,12 @@ class Model {
   void backward(ThreadPool* pool);
   void zero_grads();
 
+  // Charges the per-batch buffers (activations, their gradients, conv workspace) to `budget`
+  // before they are allocated; null stops charging. The caller releases them with free_batch_buffers().
+  void set_budget(MemoryBudget* budget) { budget_ = budget; }
+  // Frees the per-batch buffers and gives their bytes back, so a run ends at its baseline.
+  void free_batch_buffers();
+
  private:
   int add(Node node);
   std::int64_t param(const std::string& name, std::vector<std::int64_t> shape, ParamRole role);
@@ -109,6 +116,8 @@ class Model {
   std::vector<float> params_, grads_, buffers_;
   std::vector<float> scratch_;
   int batch_ = 0;
+  MemoryBudget* budget_ = nullptr;
+  std::int64_t charged_ = 0;  // bytes of the per-batch buffers charged to budget_
 };
 
 }  // namespace tb

@@ -9,6 +9,7 @@
 #include "core/rng.h"
 #include "core/device_spec.h"
 #include "cuda/cuda_backend.h"
+#include "nn/memory_budget.h"
 #include "nn/memory_model.h"
 #include "train/cpu_backend.h"
 
@@ -87,6 +88,7 @@ TrainOptions parse_train_options(const Json& j) {
   o.measure_phases = string_option(j, "phaseTiming", "default", {"default", "measure"}) == "measure";
   o.cuda_graph = bool_option(j, "cudaGraph", false);
   o.gpu_prefetch = static_cast<int>(int_option(j, "gpuPrefetch", 3, 1, 16));
+  o.memory_limit_bytes = int_option(j, "memoryLimitBytes", 0, 0, std::int64_t(1) << 50);
   o.debug_nonfinite_step = int_option(j, "debugNonfiniteGradAtStep", -1, -1, std::int64_t(1) << 40);
   o.optimizer = parse_optimizer(j.find("optimizer"));
   o.schedule = parse_schedule(j.find("schedule"));
@@ -178,6 +180,30 @@ std::unique_ptr<StepBackend> Trainer::make_backend(const TrainOptions& o) {
 
 Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, const Emit& emit) {
   if (!train_) TB_THROW(ErrorCode::BadInput, "no training data: call setData('train', ...) first");
+  if (o.memory_limit_bytes > 0 && o.device != "cpu") {
+    TB_THROW(ErrorCode::BadInput, "options.memoryLimitBytes caps the CPU backend's memory; on " + o.device +
+                                      " the device's own memory is the limit: leave it out or use device 'cpu'");
+  }
+  // Every training buffer of the CPU backend is charged here before it is allocated; the run's
+  // buffers are freed and given back however the run ends, so the next one starts at the baseline.
+  MemoryBudget budget(o.memory_limit_bytes);
+  model_.free_batch_buffers();
+  struct BudgetScope {
+    Model& model;
+    ~BudgetScope() {
+      model.free_batch_buffers();
+      model.set_budget(nullptr);
+    }
+  } budget_scope{model_};
+  const bool cpu = o.device == "cpu";
+  MemoryCharge weights_charge, optimizer_charge, loader_charge, input_charge;
+  if (cpu) {
+    const std::int64_t f = sizeof(float);
+    weights_charge.attach(&budget, static_cast<std::int64_t>(model_.params().size() + model_.grads().size() + model_.buffers().size()) * f,
+                          "weights and gradients");
+    optimizer_charge.attach(&budget, model_.param_count() * f * (o.optimizer.kind == "adamw" ? 2 : 1), "optimizer state");
+    model_.set_budget(&budget);
+  }
   std::unique_ptr<StepBackend> backend = make_backend(o);
   LoaderOptions lo;
   lo.batch_size = o.batch_size;
@@ -188,6 +214,13 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
   lo.sample_ratio = o.sample_ratio;
   lo.fields = needed_fields(*train_);
   lo.pinned = o.device != "cpu";
+  std::int64_t record_bytes = 0;
+  for (const auto& name : lo.fields) record_bytes += train_->field(name).record_bytes();
+  const int slots = lo.workers == 0 ? 1 : lo.prefetch;
+  if (cpu) {
+    loader_charge.attach(&budget, record_bytes * o.batch_size * slots, "loader batch buffers");
+    input_charge.attach(&budget, static_cast<std::int64_t>(o.batch_size) * model_.input_dims().size() * sizeof(float), "widened input batch");
+  }
   Loader loader(train_, lo);
   const std::int64_t drawn = loader.records_per_epoch();
   const std::int64_t per_step = static_cast<std::int64_t>(o.batch_size) * o.accumulation;
@@ -336,13 +369,12 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
   timing.set("note", "wallClockMeanMs covers every step including warm-up and evaluation; steadyStateMeanMs excludes the first warmupSteps steps and evaluation");
   r.set("stepTime", timing);
   r.set("phasesMs", phases_json(phase, static_cast<double>(std::max<std::int64_t>(1, step))));
-  std::int64_t record_bytes = 0;
-  for (const auto& name : lo.fields) record_bytes += train_->field(name).record_bytes();
-  const int slots = lo.workers == 0 ? 1 : lo.prefetch;
   Json memory = Json::object();
   memory.set("predicted", backend->predicted_memory(o.batch_size, o.optimizer.kind == "adamw", record_bytes, slots).to_json());
   memory.set("measured", measured_memory);
   memory.set("device", o.device == "cpu" ? "cpu" : o.device);
+  if (cpu) memory.set("peakBytes", budget.peak());
+  if (o.memory_limit_bytes > 0) memory.set("limitBytes", o.memory_limit_bytes);
   r.set("memory", memory);
   r.set("epochs", epochs);
   if (test_) {
@@ -354,6 +386,14 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
     r.set("test", t);
   }
   return r;
+}
+
+MemoryBreakdown Trainer::predict_memory(const TrainOptions& o) const {
+  if (!train_) TB_THROW(ErrorCode::BadInput, "no training data: call setData('train', ...) first");
+  std::int64_t record_bytes = 0;
+  for (const auto& name : needed_fields(*train_)) record_bytes += train_->field(name).record_bytes();
+  return tb::predict_memory(model_, o.batch_size, o.optimizer.kind == "adamw", record_bytes,
+                            o.loader_workers == 0 ? 1 : o.prefetch);
 }
 
 EvalResult Trainer::evaluate(const std::string& split, int batch_size, const std::atomic<bool>& cancel) {

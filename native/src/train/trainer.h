@@ -37,6 +37,7 @@ struct TrainOptions {
   bool measure_phases = false;      // CUDA: synchronise at every phase boundary (exact, but slows the step)
   bool cuda_graph = false;          // CUDA: replay the captured step once shapes are fixed
   int gpu_prefetch = 3;             // CUDA: device batch buffers filled ahead on the copy stream
+  std::int64_t memory_limit_bytes = 0;     // CPU: caps the engine's allocations (E_OOM beyond it); 0: no cap
   std::int64_t debug_nonfinite_step = -1;  // tests: forces an inf gradient at this optimizer step (CUDA)
 };
 
@@ -67,6 +68,9 @@ class Trainer {
   // Runs the loop; emits {"type":"step"...} and {"type":"epoch"...} events; returns the summary.
   // Throws E_CANCELLED when `cancel` becomes true (checked between micro-batches).
   Json train(const TrainOptions& options, const std::atomic<bool>& cancel, const Emit& emit);
+  // Memory by kind that train(options) would use at options.batch_size, from the model's shapes
+  // and the training data's record size, without allocating (needs the training data).
+  MemoryBreakdown predict_memory(const TrainOptions& options) const;
   // Evaluates on the CPU with the host model's parameters.
   EvalResult evaluate(const std::string& split, int batch_size, const std::atomic<bool>& cancel);
 

@@ -1,0 +1,114 @@
+import { Command, InvalidArgumentError } from 'commander';
+
+import type { BatchSearchResult, BatchTrial } from '../api/batch-size';
+import { BatchSearchRequestSchema, DEFAULT_HEADROOM } from '../api/batch-size';
+import { ApiError } from '../api/errors';
+import { formatIssues } from '../api/format-issues';
+import { createServices } from '../core/services';
+import { defaultWorkspaceDir } from '../core/workspace';
+import { trainOptions } from './train-command';
+import { choiceArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
+
+const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kib: 1024, m: 2 ** 20, mib: 2 ** 20, g: 2 ** 30, gib: 2 ** 30 };
+
+/** "1073741824", "1GiB", "512MiB", "64k": bytes as a whole number. */
+export function parseBytes(value: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(value);
+  const unit = m ? UNITS[m[2].toLowerCase()] : undefined;
+  const bytes = m && unit !== undefined ? Math.round(Number(m[1]) * unit) : NaN;
+  if (!Number.isSafeInteger(bytes) || bytes < 1) {
+    throw new InvalidArgumentError(`expected a byte count such as 1073741824, 1GiB or 512MiB, got ${JSON.stringify(value)}`);
+  }
+  return bytes;
+}
+
+function positiveInt(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${flag} must be a whole number of at least 1, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
+function fraction(value: string): number {
+  const x = Number(value.endsWith('%') ? Number(value.slice(0, -1)) / 100 : value);
+  if (!Number.isFinite(x) || x < 0 || x > 0.9) throw new InvalidArgumentError(`--headroom must be a fraction from 0 to 0.9 (or 0% to 90%), got ${JSON.stringify(value)}`);
+  return x;
+}
+
+const n = (x: number) => Math.round(x).toLocaleString('en-US');
+const mib = (b: number | null) => (b === null ? '-' : `${(b / 2 ** 20).toFixed(1)}`);
+
+/** The trials as a table: batch, outcome, samples/s, predicted and measured peak memory. */
+export function formatTrials(trials: BatchTrial[]): string {
+  const rows = trials.map((t) => {
+    const batch = t.accumulation > 1 ? `${n(t.batchSize)}x${t.accumulation}` : n(t.batchSize);
+    const sps = t.samplesPerSec === null ? '-' : n(t.samplesPerSec);
+    const note = t.outcome === 'ok' && !t.fits ? ' (over headroom)' : !t.backAtBaseline ? ' (memory NOT back at baseline)' : '';
+    return `${batch.padStart(9)}  ${t.outcome.padEnd(6)} ${sps.padStart(10)} ${mib(t.predicted.total).padStart(14)} ${mib(t.peakBytes).padStart(13)} ${t.seconds.toFixed(1).padStart(7)}${note}`;
+  });
+  return ['    batch  result  samples/s  predicted MiB  measured MiB  time s', ...rows].join('\n');
+}
+
+function summary(r: BatchSearchResult): string {
+  const lines = [
+    `device   ${r.device}: ${mib(r.capacityBytes)} MiB (${r.capacitySource === 'memory-limit' ? '--memory-limit' : 'device memory'}), ${Math.round(r.headroom * 100)}% kept free -> ${mib(r.usableBytes)} MiB usable`,
+    `data     ${r.data}; at most ${n(r.maxBatch)} samples per step`,
+    `seed     batch ${n(r.seedBatch)} (largest power of two the memory model fits)`,
+    formatTrials(r.trials),
+    `largest  ${r.largestFitting === null ? 'none' : n(r.largestFitting)}; recommended ${r.recommended === null ? 'none' : n(r.recommended)}`,
+    ...(r.globalBatch ? [`global   ${n(r.globalBatch.global)} = micro-batch ${n(r.globalBatch.microBatch)} x ${r.globalBatch.accumulation} accumulation`] : []),
+    `verdict  ${r.verdict}`,
+    `saved    ${r.runDir} (${r.trials.length} trials in ${r.seconds.toFixed(1)} s)`,
+  ];
+  return lines.join('\n');
+}
+
+export function findBatchSizeCommand(): Command {
+  return new Command('find-batch-size')
+    .description('find the largest batch that fits with headroom and the one that trains fastest (every trial is recorded)')
+    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
+    .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>[,<test>], or IDX files as for train', 'fashion-mnist')
+    .option('--device <name>', 'cpu (needs --memory-limit), cuda:N, or auto', 'cpu')
+    .option('--memory-limit <bytes>', "CPU: cap the engine's memory at this many bytes (1073741824, 1GiB, 512MiB) as a GPU's memory would", parseBytes)
+    .option('--headroom <fraction>', 'share of the memory the chosen batch leaves free (0.1 or 10%)', fraction, DEFAULT_HEADROOM)
+    .option('--global-batch <n>', 'keep this global batch: find the micro-batch that fits and the accumulation that makes it up', positiveInt('--global-batch'))
+    .option('--steps <n>', 'optimizer steps measured per trial', positiveInt('--steps'), 5)
+    .option('--batch-size <n>', 'the batch the learning rate was tuned for (the LR advice scales from it)', positiveInt('--batch-size'))
+    .option('--optimizer <kind>', TRAIN_CHOICES.optimizer.join(' or '), choiceArg('--optimizer', TRAIN_CHOICES.optimizer))
+    .option('--threads <n>', 'CPU threads (0 = all cores)', (v) => Number(v))
+    .option('--json', 'print the result as JSON (largestFitting, recommended, trials ...)')
+    .option('--no-progress', 'no per-trial lines on stderr')
+    .option('--workspace <dir>', 'workspace folder (the search is saved as a run)', defaultWorkspaceDir())
+    .action(async (o) => {
+      const { spec, name } = await resolveModel(o.model);
+      const data = resolveData(o.data);
+      const options = { ...trainOptions(name, { ...o, progress: false }), memoryLimitBytes: o.memoryLimit };
+      const parsed = BatchSearchRequestSchema.safeParse({ spec, data, options, headroom: o.headroom, stepsPerTrial: o.steps, globalBatch: o.globalBatch });
+      if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'search')}`);
+      const services = await createServices({ workspaceDir: o.workspace });
+      let searchId: string | null = null;
+      const onSigint = () => {
+        if (!searchId) process.exit(130);
+        process.stderr.write('\ncancelling the search...\n');
+        void services.batchSize.cancel(searchId);
+      };
+      process.on('SIGINT', onSigint);
+      try {
+        const result = await services.batchSize.search(parsed.data, {
+          allowPathsOutsideWorkspace: true,
+          onStart: (id) => (searchId = id),
+          onTrial: (t) => {
+            if (o.progress && !o.json) {
+              const sps = t.samplesPerSec === null ? '' : `, ${n(t.samplesPerSec)} samples/s`;
+              process.stderr.write(`trial ${t.index + 1}: batch ${n(t.batchSize)}${t.accumulation > 1 ? ` x ${t.accumulation}` : ''} -> ${t.outcome}${sps}\n`);
+            }
+          },
+        });
+        process.stdout.write((o.json ? JSON.stringify(result, null, 2) : summary(result)) + '\n');
+      } finally {
+        process.off('SIGINT', onSigint);
+        await services.dispose();
+      }
+    });
+}

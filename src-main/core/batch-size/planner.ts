@@ -1,0 +1,77 @@
+/**
+ * The batch-size search as pure decisions: where to start (the memory model's
+ * prediction), which batch to try next (powers of two up to the first failure,
+ * then a binary search between the last fit and the first failure), and which
+ * batch to recommend from the measurements. No engine here, so every branch is
+ * unit-tested with made-up outcomes.
+ */
+
+/** Two fitting batches whose samples/s differ by less than this are a tie (trial-to-trial noise of a few-step run). */
+export const THROUGHPUT_NOISE = 0.05;
+
+/** What the planner needs of a finished trial. */
+export interface PlannedPoint {
+  batchSize: number;
+  /** Trained, with its peak memory inside the headroom. */
+  fits: boolean;
+  samplesPerSec: number | null;
+}
+
+/** The largest power of two whose predicted footprint fits `usableBytes` (at least 1), capped at maxBatch. */
+export function seedBatch(predictedTotal: (batch: number) => number, usableBytes: number, maxBatch: number): number {
+  let seed = 1;
+  while (seed * 2 <= maxBatch && predictedTotal(seed * 2) <= usableBytes) seed *= 2;
+  return seed;
+}
+
+/** The smallest step the binary search still takes near `batch`: 1/16 of it, as a power of two. */
+export function granularity(batch: number): number {
+  let g = 1;
+  while (g * 32 <= batch) g *= 2;
+  return g;
+}
+
+/** The next batch to try, or null when the search has its answer. */
+export function nextCandidate(seed: number, maxBatch: number, points: PlannedPoint[]): number | null {
+  if (points.length === 0) return Math.min(seed, maxBatch);
+  const tried = new Set(points.map((p) => p.batchSize));
+  const fitting = points.filter((p) => p.fits).map((p) => p.batchSize);
+  const lo = fitting.length ? Math.max(...fitting) : 0;
+  // Failures below the largest fit (a crash, say) do not bound the search; the nearest one above does.
+  const above = points.filter((p) => !p.fits && p.batchSize > lo).map((p) => p.batchSize);
+  const hi = above.length ? Math.min(...above) : Infinity;
+  let next: number;
+  if (lo === 0) {
+    next = Math.floor(hi / 2); // nothing fits yet: halve down from the smallest failure
+    if (next < 1) return null;
+  } else if (hi === Infinity) {
+    if (lo >= maxBatch) return null; // the data, not the memory, is the limit
+    next = Math.min(lo * 2, maxBatch);
+  } else {
+    const g = granularity(lo);
+    if (hi - lo <= g) return null;
+    next = lo + Math.max(g, Math.floor((hi - lo) / 2 / g) * g);
+    if (next >= hi) return null;
+  }
+  return tried.has(next) ? null : next;
+}
+
+/** Largest fitting batch, and the one with the best samples/s (the larger when within THROUGHPUT_NOISE of the best). */
+export function pickBatches(points: PlannedPoint[]): { largestFitting: number | null; recommended: number | null } {
+  const fitting = points.filter((p) => p.fits);
+  if (fitting.length === 0) return { largestFitting: null, recommended: null };
+  const largestFitting = Math.max(...fitting.map((p) => p.batchSize));
+  const measured = fitting.filter((p) => p.samplesPerSec !== null);
+  if (measured.length === 0) return { largestFitting, recommended: largestFitting };
+  const best = Math.max(...measured.map((p) => p.samplesPerSec as number));
+  const recommended = Math.max(...measured.filter((p) => (p.samplesPerSec as number) >= best * (1 - THROUGHPUT_NOISE)).map((p) => p.batchSize));
+  return { largestFitting, recommended };
+}
+
+/** The micro-batch (a divisor of globalBatch no larger than largestFitting) and accumulation that make up globalBatch. */
+export function microBatchFor(globalBatch: number, largestFitting: number): { microBatch: number; accumulation: number } {
+  for (let m = Math.min(globalBatch, largestFitting); m >= 1; m--) {
+    if (globalBatch % m === 0) return { microBatch: m, accumulation: globalBatch / m };
+  }
+  return { microBatch: 1, accumulation: globalBatch };
+}

@@ -1,0 +1,142 @@
+// The batch-size search's decisions, driven by made-up outcomes: no engine.
+import { describe, expect, it } from 'vitest';
+
+import type { BatchTrial } from '../../src-main/api/batch-size';
+import type { PlannedPoint } from '../../src-main/core/batch-size/planner';
+import { granularity, microBatchFor, nextCandidate, pickBatches, seedBatch } from '../../src-main/core/batch-size/planner';
+import { verdictLine } from '../../src-main/core/batch-size/verdict';
+
+/** Runs the planner against a device where batches up to `fitsUpTo` fit, recording what it tries. */
+function search(seed: number, maxBatch: number, outcome: (b: number) => PlannedPoint): number[] {
+  const points: PlannedPoint[] = [];
+  for (let b = nextCandidate(seed, maxBatch, points); b !== null; b = nextCandidate(seed, maxBatch, points)) {
+    points.push(outcome(b));
+    if (points.length > 64) throw new Error('the search does not end');
+  }
+  return points.map((p) => p.batchSize);
+}
+const upTo = (limit: number, sps: (b: number) => number = (b) => 1000 * Math.log2(b + 1)) => (b: number): PlannedPoint => ({
+  batchSize: b,
+  fits: b <= limit,
+  samplesPerSec: b <= limit ? sps(b) : null,
+});
+
+describe('seedBatch', () => {
+  it('starts at the largest power of two the memory model fits, capped by the data', () => {
+    const predicted = (b: number) => 1000 + 10 * b;
+    expect(seedBatch(predicted, 1000 + 10 * 700, 1 << 20)).toBe(512);
+    expect(seedBatch(predicted, 1000 + 10 * 700, 300)).toBe(256);
+    expect(seedBatch(predicted, 500, 1 << 20)).toBe(1); // not even batch 1 fits: still measure it
+  });
+});
+
+describe('nextCandidate', () => {
+  it('doubles from the seed to the first OOM, then bisects down to 1/16 of the batch', () => {
+    const tried = search(256, 1 << 20, upTo(1600));
+    expect(tried.slice(0, 4)).toEqual([256, 512, 1024, 2048]);
+    expect(tried.slice(4)).toEqual([1536, 1792, 1664, 1600]);
+    expect(pickBatches(tried.map(upTo(1600))).largestFitting).toBe(1600);
+  });
+
+  it('halves down from a seed the measurement refutes (the model under-predicted)', () => {
+    const tried = search(1024, 1 << 20, upTo(300));
+    expect(tried.slice(0, 3)).toEqual([1024, 512, 256]);
+    const { largestFitting } = pickBatches(tried.map(upTo(300)));
+    expect(largestFitting).toBeGreaterThanOrEqual(256);
+    expect(largestFitting).toBeLessThanOrEqual(300);
+    expect(largestFitting! + granularity(largestFitting!)).toBeGreaterThan(300);
+  });
+
+  it('ends with nothing when batch 1 does not fit', () => {
+    expect(search(4, 1 << 20, upTo(0))).toEqual([4, 2, 1]);
+  });
+
+  it('stops at the data when every batch fits', () => {
+    expect(search(64, 300, upTo(1e9))).toEqual([64, 128, 256, 300]);
+  });
+
+  it('treats a crash like an OOM above the last fit, and ignores one below it', () => {
+    const crashAt = (bad: number) => (b: number): PlannedPoint => (b === bad ? { batchSize: b, fits: false, samplesPerSec: null } : upTo(1000)(b));
+    const tried = search(128, 1 << 20, crashAt(512));
+    expect(tried.slice(0, 3)).toEqual([128, 256, 512]);
+    expect(Math.max(...tried)).toBe(512); // the crash bounds the search like a failure
+    const points: PlannedPoint[] = [
+      { batchSize: 64, fits: false, samplesPerSec: null },
+      { batchSize: 128, fits: true, samplesPerSec: 10 },
+    ];
+    expect(nextCandidate(128, 1 << 20, points)).toBe(256);
+  });
+});
+
+describe('pickBatches', () => {
+  it('recommends the fastest fitting batch, not the largest, when the larger is clearly slower (non-monotone throughput)', () => {
+    const sps: Record<number, number> = { 256: 900, 512: 1000, 1024: 800, 1536: 700 };
+    const points: PlannedPoint[] = Object.entries(sps).map(([b, s]) => ({ batchSize: Number(b), fits: true, samplesPerSec: s }));
+    points.push({ batchSize: 2048, fits: false, samplesPerSec: null });
+    expect(pickBatches(points)).toEqual({ largestFitting: 1536, recommended: 512 });
+  });
+
+  it('prefers the larger batch when two are within the noise', () => {
+    const points = [
+      { batchSize: 512, fits: true, samplesPerSec: 1000 },
+      { batchSize: 1024, fits: true, samplesPerSec: 970 },
+    ];
+    expect(pickBatches(points).recommended).toBe(1024);
+  });
+
+  it('never recommends a batch that ran but broke the headroom', () => {
+    const points = [
+      { batchSize: 512, fits: true, samplesPerSec: 1000 },
+      { batchSize: 1024, fits: false, samplesPerSec: 2000 },
+    ];
+    expect(pickBatches(points)).toEqual({ largestFitting: 512, recommended: 512 });
+  });
+});
+
+describe('microBatchFor', () => {
+  it('splits a global batch into the largest fitting divisor and its accumulation', () => {
+    expect(microBatchFor(4096, 1600)).toEqual({ microBatch: 1024, accumulation: 4 });
+    expect(microBatchFor(1000, 300)).toEqual({ microBatch: 250, accumulation: 4 });
+    expect(microBatchFor(512, 4096)).toEqual({ microBatch: 512, accumulation: 1 });
+    expect(microBatchFor(97, 50)).toEqual({ microBatch: 1, accumulation: 97 });
+  });
+});
+
+describe('verdictLine', () => {
+  const trial = (batchSize: number, samplesPerSec: number | null, fits = samplesPerSec !== null): BatchTrial => ({
+    index: 0,
+    batchSize,
+    accumulation: 1,
+    outcome: samplesPerSec === null ? 'E_OOM' : 'ok',
+    samplesPerSec,
+    predicted: { weights: 0, gradients: 0, optimizerState: 0, activations: 0, activationGrads: 0, batchData: 0, workspace: 0, total: batchSize * 2 ** 20 },
+    peakBytes: samplesPerSec === null ? null : batchSize * 2 ** 20,
+    fits,
+    seconds: 1,
+    message: null,
+    memoryBeforeBytes: 0,
+    memoryAfterBytes: 0,
+    backAtBaseline: true,
+  });
+  const base = { headroom: 0.1, capacityBytes: 2 ** 31, globalBatch: null };
+
+  it('says what fits, what the next smaller batch costs, and how to scale the LR', () => {
+    const trials = [trial(1024, 970), trial(2048, null), trial(1536, 1000)];
+    expect(verdictLine({ ...base, trials, largestFitting: 1536, recommended: 1536, baseBatch: 256 })).toBe(
+      'batch 1,536 fits with 10% headroom; 1,024 is 3% slower per sample; use 1,536 and scale the LR by 6x (linear scaling from batch 256; warm it up)',
+    );
+  });
+
+  it('names the largest batch as the slower one when a smaller batch is recommended', () => {
+    const trials = [trial(512, 1000), trial(1024, 800)];
+    expect(verdictLine({ ...base, trials, largestFitting: 1024, recommended: 512, baseBatch: 512 })).toBe(
+      'batch 1,024 fits with 10% headroom; 1,024 is 20% slower per sample; use 512 and keep the LR',
+    );
+  });
+
+  it('says plainly when nothing fits', () => {
+    expect(verdictLine({ ...base, trials: [trial(1, null)], largestFitting: null, recommended: null, baseBatch: 64 })).toBe(
+      'no batch fits in 2048 MiB with 10% headroom; batch 1 needs 1 MiB by the memory model: use a smaller model, less headroom or more memory',
+    );
+  });
+});
