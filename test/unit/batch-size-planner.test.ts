@@ -130,7 +130,7 @@ describe('verdictLine', () => {
   it('names the largest batch as the slower one when a smaller batch is recommended', () => {
     const trials = [trial(512, 1000), trial(1024, 800)];
     expect(verdictLine({ ...base, trials, largestFitting: 1024, recommended: 512, baseBatch: 512 })).toBe(
-      'batch 1,024 fits with 10% headroom; 1,024 is 20% slower per sample; use 512 and keep the LR',
+      'batch 1,024 fits with 10% headroom but is 20% slower per sample than 512; use 512 and keep the LR',
     );
   });
 

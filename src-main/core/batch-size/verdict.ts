@@ -36,7 +36,10 @@ export function verdictLine(v: VerdictInput): string {
   if (best !== null && other?.samplesPerSec) {
     const diff = (1 - other.samplesPerSec / best) * 100;
     const size = Math.abs(diff) < 1 ? 'less than 1%' : `${Math.abs(diff).toFixed(0)}%`;
-    parts.push(`${n(other.batchSize)} is ${size} ${diff >= 0 ? 'slower' : 'faster'} per sample`);
+    const than = `${size} ${diff >= 0 ? 'slower' : 'faster'} per sample`;
+    // When the largest batch is not the one to use, say so in the same clause, so the line reads as one reason.
+    if (other.batchSize === v.largestFitting) parts[0] += ` but is ${than} than ${n(v.recommended)}`;
+    else parts.push(`${n(other.batchSize)} is ${than}`);
   }
   const scale = v.recommended / v.baseBatch;
   const lr = scale === 1 ? 'keep the LR' : `scale the LR by ${scale >= 10 ? scale.toFixed(0) : scale.toFixed(2).replace(/\.?0+$/, '')}x (linear scaling from batch ${n(v.baseBatch)}; warm it up)`;
