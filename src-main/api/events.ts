@@ -1,5 +1,6 @@
 import { z } from 'zod';
 
+import { BenchmarkProgressSchema } from './benchmark';
 import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { TrainProgressEventSchema } from './training';
@@ -26,6 +27,7 @@ export const apiEvents = {
   'datasets.progress': BuildProgressSchema,
   'telemetry.sample': TelemetrySampleSchema,
   'telemetry.gpu': GpuStateSchema,
+  'benchmark.progress': BenchmarkProgressSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

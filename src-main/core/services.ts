@@ -2,6 +2,7 @@ import { EngineClient } from '../engine/engine-client';
 import type { SupervisorOptions } from '../engine/supervisor';
 import type { ApiRouter } from './api-router';
 import { createApiRouter } from './api-router';
+import { TrainingBenchmarkService } from './benchmarks/training-benchmark';
 import { DatasetService } from './datasets/dataset-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
@@ -25,6 +26,7 @@ export interface Services {
   training: TrainingService;
   datasets: DatasetService;
   telemetry: TelemetryService;
+  benchmarks: TrainingBenchmarkService;
   dispose(): Promise<void>;
 }
 
@@ -36,6 +38,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const telemetry = new TelemetryService(events, { enginePid: () => engine.status().pid });
   const datasets = new DatasetService(workspace, engine, events, telemetry);
   const training = new TrainingService(engine, events, workspace, datasets, telemetry);
+  const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -54,6 +57,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'datasets.verify': ({ id }) => datasets.verify(id),
     'datasets.remove': ({ id }) => datasets.remove(id),
     'datasets.benchmark': (request) => datasets.benchmark(request),
+    'benchmark.training': (request) => benchmarks.run(request),
+    'benchmark.cancel': ({ jobId }) => benchmarks.cancel(jobId),
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
     'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
@@ -67,6 +72,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     training,
     datasets,
     telemetry,
+    benchmarks,
     async dispose() {
       unsubscribe();
       await telemetry.dispose();
