@@ -11,6 +11,7 @@ import { packageRoot } from '../engine/package-root';
 import { DEFAULT_PORT } from '../server/serve';
 import { formatDevices } from './format-devices';
 import { serveCommand } from './serve-command';
+import { benchmarkTrainingCommand } from './benchmark-training-command';
 import { cacheCommand } from './cache-command';
 import { loaderBenchCommand } from './loader-bench-command';
 import { monitorCommand } from './monitor-command';
@@ -123,6 +124,7 @@ export function buildProgram(): Command {
 
   program.addCommand(cacheCommand());
   program.addCommand(loaderBenchCommand());
+  program.addCommand(benchmarkTrainingCommand());
   program.addCommand(monitorCommand());
   program.addCommand(runsCommand());
   pointErrorsToHelp(program);
