@@ -2,11 +2,12 @@
 import { describe, expect, it } from 'vitest';
 
 import type { BenchmarkRepetition } from '../../src-main/api/benchmark';
+import type { TelemetrySummary } from '../../src-main/api/telemetry';
 import type { TrainStepEvent } from '../../src-main/api/training';
 import { aggregateRepetitions, findings, measuredPhases, phaseShares, withOther } from '../../src-main/core/benchmarks/benchmark-summary';
 
 const zeroMemory = { weights: 0, gradients: 0, optimizerState: 0, activations: 0, activationGrads: 0, batchData: 0, workspace: 0, total: 0 };
-const noTelemetry = { samples: 0, gpuUtilizationMean: null, gpuUtilizationP95: null, gpuMemoryPeakMiB: null, gpuPowerMeanW: null, cpuMean: null, gpu: 'none' };
+const noTelemetry: TelemetrySummary = { samples: 0, gpuUtilizationMean: null, gpuUtilizationP95: null, gpuMemoryPeakMiB: null, gpuPowerMeanW: null, cpuMean: null, gpu: 'none' };
 
 function rep(i: number, samplesPerSec: number, steady: number, wall: number, named: Partial<BenchmarkRepetition['phasesMs']>, telemetry = noTelemetry): BenchmarkRepetition {
   const { phases, exceedsMs } = withOther({ data: 0, h2d: 0, forward: 0, loss: 0, backward: 0, optimizer: 0, ...named }, steady);
