@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { IdSchema } from './ids';
 import { ModelSpecSchema } from './model-spec';
 import { TelemetrySummarySchema } from './telemetry';
-import { DataSourceSchema, MemoryBreakdownSchema, TrainOptionsSchema } from './training';
+import { DataSourceSchema, MemoryBreakdownSchema, OptimizerSchema, TrainOptionsSchema } from './training';
 
 /** The named phases of a step, in the order bars stack; `other` is the step minus all of them. */
 export const PHASE_NAMES = ['data', 'h2d', 'forward', 'loss', 'backward', 'optimizer'] as const;
@@ -25,7 +25,10 @@ export type BenchmarkPhases = z.infer<typeof BenchmarkPhasesSchema>;
  * The training options a benchmark varies; the service sets the rest (steps,
  * warm-up, no evaluation, no checkpoint), so they are not accepted here.
  */
-export const BenchmarkOptionsSchema = TrainOptionsSchema.omit({ epochs: true, maxSteps: true, warmupSteps: true, eventIntervalMs: true, evalBatchSize: true });
+export const BenchmarkOptionsSchema = TrainOptionsSchema.omit({ epochs: true, maxSteps: true, warmupSteps: true, eventIntervalMs: true, evalBatchSize: true }).extend({
+  /** Absent: the optimizer the model family trains with (its update is part of the step's cost). */
+  optimizer: OptimizerSchema.optional(),
+});
 
 export const TrainingBenchmarkRequestSchema = z
   .object({
@@ -81,6 +84,8 @@ export const TrainingBenchmarkResultSchema = z.object({
   data: z.string(),
   device: z.string(),
   precision: z.string(),
+  /** The optimizer every repetition stepped with, e.g. 'adamw'. */
+  optimizer: z.string(),
   batchSize: z.number().int(),
   accumulation: z.number().int(),
   warmupSteps: z.number().int(),

@@ -62,7 +62,7 @@ export function formatTrainingBenchmark(r: TrainingBenchmarkResult): string {
   const pct = (x: number | null) => (x === null ? 'n/a' : `${x.toFixed(0)}%`);
   const lines = [
     `benchmark  ${r.title}`,
-    `setup      ${r.device}, ${r.precision}, batch ${r.batchSize} x accumulation ${r.accumulation}; ${r.warmupSteps} warm-up + ${r.steps} measured steps, ${r.repeat} repetition(s), each a fresh trainer`,
+    `setup      ${r.device}, ${r.precision}, ${r.optimizer}, batch ${r.batchSize} x accumulation ${r.accumulation}; ${r.warmupSteps} warm-up + ${r.steps} measured steps, ${r.repeat} repetition(s), each a fresh trainer`,
     '',
     'rep  samples/s   steady ms   wall-clock ms',
     ...r.repetitions.map((x) => `${String(x.repetition).padStart(3)} ${n0(x.samplesPerSec).padStart(10)} ${x.steadyStateMeanMs.toFixed(3).padStart(11)} ${x.wallClockMeanMs.toFixed(3).padStart(15)}`),
@@ -93,7 +93,7 @@ function progressLine(p: BenchmarkProgress): string {
 async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
   const { spec, name } = await resolveModel(flags.model);
   const data = resolveData(flags.data);
-  // The recipe's optimizer and batch for built-in models: the optimizer's cost is part of the step.
+  // The recipe's batch for built-in models (the service picks the family's optimizer).
   const recipe = isBuiltinModel(name) ? RECIPES[name] : {};
   const given = {
     batchSize: flags.batchSize,
@@ -108,7 +108,6 @@ async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
   };
   const options = {
     ...(recipe.batchSize !== undefined ? { batchSize: recipe.batchSize } : {}),
-    ...(recipe.optimizer ? { optimizer: recipe.optimizer } : {}),
     device: flags.device,
     ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)),
   };

@@ -38,7 +38,7 @@ describe('Benchmarks area', () => {
     await expect.poll(() => page.locator('[data-testid^="benchmark-2"]').count(), { timeout: 120_000 }).toBe(2);
     expect(await progress.count()).toBe(0);
     const rows = page.locator('[data-testid^="benchmark-2"]');
-    expect(await rows.nth(1).innerText()).toMatch(/mlp on fashion-mnist-train \(60000 records\)[\s\S]*batch 128×1 · 3\+150 steps × 3/);
+    expect(await rows.nth(1).innerText()).toMatch(/mlp on fashion-mnist-train \(60000 records\)[\s\S]*adamw · batch 128×1 · 3\+150 steps × 3/);
     expect(await rows.nth(1).innerText()).toMatch(/[\d,]+ \[[\d,]+, [\d,]+\]/);
     await page.getByTestId('benchmark-phase-chart').locator('canvas').first().waitFor();
     await page.getByTestId('benchmark-throughput-chart').locator('canvas').first().waitFor();

@@ -33,6 +33,8 @@ describe('benchmark.training', () => {
   it('streams progress per repetition and keeps a run with no checkpoint and no evaluation', async () => {
     const seen = progressOf('svc-bench-1');
     const r = (await services.router.dispatch('benchmark.training', request({ steps: 20, warmupSteps: 2, repeat: 2, jobId: 'svc-bench-1' }))) as TrainingBenchmarkResult;
+    // The MLP's own optimizer (its recipe's), as `trainbench train` uses: the update is part of the step.
+    expect(r.optimizer).toBe('adamw');
     expect(seen[0]).toMatchObject({ phase: 'preparing', runId: null, repetitions: 2, totalSteps: 22 });
     const done = seen.filter((p) => p.phase === 'repetition-done');
     expect(done.map((p) => p.repetition)).toEqual([1, 2]);
@@ -48,6 +50,11 @@ describe('benchmark.training', () => {
     expect(lines.filter((l) => l.type === 'repetition')).toHaveLength(2);
     expect(lines.every((l) => l.type === 'repetition' || l.type === 'benchmark.step')).toBe(true);
   }, 120_000);
+
+  it('steps with the optimizer the request names', async () => {
+    const r = (await services.router.dispatch('benchmark.training', request({ steps: 3, warmupSteps: 1, repeat: 1, options: { optimizer: { kind: 'sgd' } } }))) as TrainingBenchmarkResult;
+    expect(r.optimizer).toBe('sgd');
+  }, 60_000);
 
   it('refuses bad parameters at the contract, naming them, and leaves no run', async () => {
     const before = runFolders().length;

@@ -7,12 +7,14 @@ import { formatIssues } from '../../api/format-issues';
 import type { TelemetrySummary } from '../../api/telemetry';
 import type { TrainOptions, TrainStepEvent } from '../../api/training';
 import { MIN_EVENT_INTERVAL_MS, TrainEventSchema, TrainOptionsSchema, TrainResultSchema } from '../../api/training';
+import { isBuiltinModel } from '../../api/model-spec';
 import type { EngineClient } from '../../engine/engine-client';
 import type { HostTrainData } from '../../engine/host-protocol';
 import { readManifest } from '../datasets/cache-store';
 import type { DatasetService } from '../datasets/dataset-service';
 import type { EventHub } from '../event-hub';
 import type { RunRecord } from '../run-store';
+import { RECIPES } from '../recipes';
 import { createRun } from '../run-store';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import type { Workspace } from '../workspace';
@@ -115,8 +117,10 @@ export class TrainingBenchmarkService {
       );
     }
     const totalSteps = request.warmupSteps + request.steps;
+    const recipe = isBuiltinModel(request.spec.family) ? RECIPES[request.spec.family] : {};
     const parsed = TrainOptionsSchema.safeParse({
       ...o,
+      optimizer: o.optimizer ?? recipe.optimizer,
       epochs: Math.min(100_000, Math.ceil(totalSteps / stepsPerEpoch)),
       maxSteps: totalSteps,
       warmupSteps: request.warmupSteps,
@@ -200,6 +204,7 @@ export class TrainingBenchmarkService {
       data: prepared.data.description,
       device,
       precision: o.precision,
+      optimizer: o.optimizer.kind,
       batchSize: o.batchSize,
       accumulation: o.accumulation,
       warmupSteps: request.warmupSteps,
