@@ -164,6 +164,13 @@ export class TrainingBenchmarkService {
       const summary = EngineSummarySchema.safeParse(raw);
       if (!summary.success) throw new ApiError('E_INTERNAL', `the engine's training summary does not match the contract: ${formatIssues(summary.error, 'result')}`);
       const t = summary.data.stepTime;
+      // An addon built before warmupSteps existed ignores it and would time the wrong steps without a word.
+      if (t.warmupSteps !== request.warmupSteps) {
+        throw new ApiError(
+          'E_INTERNAL',
+          `the engine started its steady-state clock after ${t.warmupSteps} warm-up steps, not the ${request.warmupSteps} asked for: the addon predates the warmupSteps option; rebuild it (npm run build:native)`,
+        );
+      }
       if (t.steadyStateMeanMs === null || t.steadyStateMeanMs <= 0) {
         throw new ApiError('E_INTERNAL', `repetition ${i} measured no steady-state steps (${summary.data.steps} steps ran, warm-up ${t.warmupSteps})`);
       }
