@@ -66,9 +66,10 @@ describe('trainbench benchmark-training (CPU, Fashion-MNIST)', () => {
       expect(counted).toBeGreaterThan(0);
       expect(rep.phaseSteps).toBe(counted);
       const eventsMean = total / counted;
-      // The named phases are the step less its bookkeeping: close to it, never much above it.
-      expect(eventsMean).toBeLessThanOrEqual(rep.steadyStateMeanMs * 1.1);
-      expect(eventsMean).toBeGreaterThanOrEqual(rep.steadyStateMeanMs * 0.6);
+      // The named phases are the step less its bookkeeping (0.96-1.01 of it measured here); the events
+      // cover most, not all, measured steps, so noise on 2 shared cores gets some room.
+      expect(eventsMean).toBeLessThanOrEqual(rep.steadyStateMeanMs * 1.15);
+      expect(eventsMean).toBeGreaterThanOrEqual(rep.steadyStateMeanMs * 0.7);
       expect(rep.samplesPerSec).toBeCloseTo((64 * 1000) / rep.steadyStateMeanMs, 6);
     }
     const repResults = events.filter((e) => e.type === 'repetition');
