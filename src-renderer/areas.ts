@@ -22,7 +22,6 @@ export const areas: Area[] = [
     name: 'benchmarks',
     title: 'Benchmarks',
     summary: 'Data-loader and training benchmarks with a per-phase breakdown of each step.',
-    arrivesWith: 'the training benchmark (the data-loader benchmark is in Datasets, each training run in Runs)',
   },
   {
     path: '/batch-size',

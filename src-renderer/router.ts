@@ -3,11 +3,18 @@ import { createRouter, createWebHashHistory, type RouteRecordRaw } from 'vue-rou
 import { areas } from './areas';
 import AreaView from './views/AreaView.vue';
 import BatchSizeView from './views/BatchSizeView.vue';
+import BenchmarksView from './views/BenchmarksView.vue';
 import DashboardView from './views/DashboardView.vue';
 import DatasetsView from './views/DatasetsView.vue';
 import RunsView from './views/RunsView.vue';
 
-const views: Record<string, RouteRecordRaw['component']> = { dashboard: DashboardView, datasets: DatasetsView, runs: RunsView, 'batch-size': BatchSizeView };
+const views: Record<string, RouteRecordRaw['component']> = {
+  dashboard: DashboardView,
+  datasets: DatasetsView,
+  benchmarks: BenchmarksView,
+  'batch-size': BatchSizeView,
+  runs: RunsView,
+};
 
 const routes: RouteRecordRaw[] = areas.map((area) =>
   views[area.name]

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { BatchTrialEventSchema } from './batch-size';
+import { BenchmarkProgressSchema } from './benchmark';
 import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { TrainProgressEventSchema } from './training';
@@ -28,6 +29,7 @@ export const apiEvents = {
   'batchSize.trial': BatchTrialEventSchema,
   'telemetry.sample': TelemetrySampleSchema,
   'telemetry.gpu': GpuStateSchema,
+  'benchmark.progress': BenchmarkProgressSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

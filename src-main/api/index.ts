@@ -11,3 +11,5 @@ export * from './datasets';
 export * from './telemetry';
 export * from './ids';
 export * from './run-record';
+export * from './benchmark';
+export * from './batch-size';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { BatchSearchRequestSchema, BatchSearchResultSchema } from './batch-size';
+import { TrainingBenchmarkRequestSchema, TrainingBenchmarkResultSchema } from './benchmark';
 import { IdSchema } from './ids';
 import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices';
 import { EngineStatusEventSchema } from './events';
@@ -58,6 +59,9 @@ export const apiMethods = {
     result: TelemetrySnapshotSchema.extend({ leaseId: z.string() }),
   },
   'telemetry.unsubscribe': { params: z.object({ leaseId: IdSchema }).strict(), result: z.object({}) },
+  /** Runs the training benchmark to completion; progress arrives as benchmark.progress events with the request's jobId. */
+  'benchmark.training': { params: TrainingBenchmarkRequestSchema, result: TrainingBenchmarkResultSchema },
+  'benchmark.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   /** Files in a folder of the workspace, for choosing a source to import. */
   'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema) }) },
 } as const;

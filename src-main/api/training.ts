@@ -55,6 +55,8 @@ export const TrainOptionsSchema = z
     epochs: z.number().int().min(1).max(100_000).default(1),
     /** Stop after this many optimizer steps (0: all). */
     maxSteps: z.number().int().min(0).default(0),
+    /** Steps before the steady-state clock starts (benchmarks name it); absent: min(5, total steps / 10). */
+    warmupSteps: z.number().int().min(0).max(2 ** 40).optional(),
     /** Fraction of the training set drawn each epoch. */
     sampleRatio: z.number().gt(0).max(1).default(1),
     shuffle: z.boolean().default(true),

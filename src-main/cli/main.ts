@@ -11,6 +11,7 @@ import { packageRoot } from '../engine/package-root';
 import { DEFAULT_PORT } from '../server/serve';
 import { formatDevices } from './format-devices';
 import { serveCommand } from './serve-command';
+import { benchmarkTrainingCommand } from './benchmark-training-command';
 import { cacheCommand } from './cache-command';
 import { findBatchSizeCommand } from './find-batch-size-command';
 import { loaderBenchCommand } from './loader-bench-command';
@@ -125,6 +126,7 @@ export function buildProgram(): Command {
   program.addCommand(cacheCommand());
   program.addCommand(loaderBenchCommand());
   program.addCommand(findBatchSizeCommand());
+  program.addCommand(benchmarkTrainingCommand());
   program.addCommand(monitorCommand());
   program.addCommand(runsCommand());
   pointErrorsToHelp(program);

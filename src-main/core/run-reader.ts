@@ -86,12 +86,14 @@ function parseStep(line: string) {
 }
 
 async function summarize(workspace: Workspace, id: string, run: RunRecordJson): Promise<RunSummary> {
-  const title =
-    run.kind === 'train'
-      ? `${run.config.spec?.family ?? 'model'} on ${run.config.cachedData?.description ?? 'data'}`
-      : run.kind === 'loader-benchmark'
-        ? `loader benchmark of ${run.result?.dataset ?? run.config.dataset ?? 'a dataset'}`
-        : run.kind;
+  const modelOnData = `${run.config.spec?.family ?? 'model'} on ${run.config.cachedData?.description ?? 'data'}`;
+  const titles: Record<string, string> = {
+    train: modelOnData,
+    benchmark: `training benchmark: ${modelOnData}`,
+    'batch-search': `batch-size search: ${modelOnData}`,
+    'loader-benchmark': `loader benchmark of ${run.result?.dataset ?? run.config.dataset ?? 'a dataset'}`,
+  };
+  const title = titles[run.kind] ?? run.kind;
   const interruption = interruptionOf(run);
   const unfinished = run.status === 'running';
   return {

@@ -3,6 +3,7 @@ import type { SupervisorOptions } from '../engine/supervisor';
 import type { ApiRouter } from './api-router';
 import { createApiRouter } from './api-router';
 import { BatchSizeService } from './batch-size/batch-size-service';
+import { TrainingBenchmarkService } from './benchmarks/training-benchmark';
 import { DatasetService } from './datasets/dataset-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
@@ -27,6 +28,7 @@ export interface Services {
   datasets: DatasetService;
   telemetry: TelemetryService;
   batchSize: BatchSizeService;
+  benchmarks: TrainingBenchmarkService;
   dispose(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const datasets = new DatasetService(workspace, engine, events, telemetry);
   const training = new TrainingService(engine, events, workspace, datasets, telemetry);
   const batchSize = new BatchSizeService(engine, events, workspace, datasets);
+  const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -59,6 +62,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'datasets.verify': ({ id }) => datasets.verify(id),
     'datasets.remove': ({ id }) => datasets.remove(id),
     'datasets.benchmark': (request) => datasets.benchmark(request),
+    'benchmark.training': (request) => benchmarks.run(request),
+    'benchmark.cancel': ({ jobId }) => benchmarks.cancel(jobId),
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
     'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
@@ -73,6 +78,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     datasets,
     telemetry,
     batchSize,
+    benchmarks,
     async dispose() {
       unsubscribe();
       await telemetry.dispose();

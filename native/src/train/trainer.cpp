@@ -73,6 +73,7 @@ TrainOptions parse_train_options(const Json& j) {
   o.accumulation = static_cast<int>(int_option(j, "accumulation", 1, 1, 4096));
   o.epochs = static_cast<int>(int_option(j, "epochs", 1, 1, 100000));
   o.max_steps = int_option(j, "maxSteps", 0, 0, std::int64_t(1) << 40);
+  o.warmup_steps = int_option(j, "warmupSteps", -1, -1, std::int64_t(1) << 40);
   o.sample_ratio = number_option(j, "sampleRatio", 1.0, 0.0, 1.0, true);
   o.clip_norm = number_option(j, "clipNorm", 0.0, 0.0, 1e9);
   o.eval_batch_size = static_cast<int>(int_option(j, "evalBatchSize", 1000, 1, 1 << 20));
@@ -98,7 +99,6 @@ TrainOptions parse_train_options(const Json& j) {
 Trainer::Trainer(const ModelSpec& spec, int threads, std::uint64_t seed)
     : pool_(threads), seed_(seed), model_(spec, seed) {}
 
-bool Trainer::has_data(const std::string& split) const { return source(split) != nullptr; }
 
 const RecordSource* Trainer::source(const std::string& split) const {
   return split == "train" ? train_.get() : split == "test" ? test_.get() : nullptr;
@@ -242,7 +242,9 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
   double window_loss = 0, epoch_loss = 0, eval_seconds_after_warmup = 0;
   std::int64_t window_steps = 0, window_correct = 0, window_samples = 0, window_skipped = 0, epoch_correct = 0,
                epoch_samples = 0, skipped_total = 0;
-  const std::int64_t warmup_steps = std::min<std::int64_t>(5, total_steps / 10);
+  // Benchmarks name their warm-up; otherwise a short one that leaves most of a short run measured.
+  const std::int64_t warmup_steps =
+      o.warmup_steps >= 0 ? std::min(o.warmup_steps, total_steps) : std::min<std::int64_t>(5, total_steps / 10);
   double lr = o.optimizer.lr, norm = 0, loss_scale = 1;
   Json epochs = Json::array();
   Json measured_memory;

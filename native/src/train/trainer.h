@@ -23,6 +23,7 @@ struct TrainOptions {
   int accumulation = 1;   // micro-batches per optimizer step
   int epochs = 1;
   std::int64_t max_steps = 0;  // 0: every step of every epoch
+  std::int64_t warmup_steps = -1;  // steps before the steady-state clock starts; -1: min(5, total/10)
   double sample_ratio = 1.0;   // fraction of the training set drawn each epoch
   bool shuffle = true;
   double clip_norm = 0;        // 0: no clipping
@@ -61,7 +62,6 @@ class Trainer {
   // "train" or "test": arrays in memory, a memory-mapped cache or raw source files.
   // Checks the fields the model needs (shapes, label range) before accepting it.
   void set_source(const std::string& split, std::shared_ptr<RecordSource> source);
-  bool has_data(const std::string& split) const;
   const RecordSource* source(const std::string& split) const;
 
   using Emit = std::function<void(const Json&)>;

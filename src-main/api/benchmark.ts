@@ -1,0 +1,140 @@
+import { z } from 'zod';
+
+import { IdSchema } from './ids';
+import { ModelSpecSchema } from './model-spec';
+import { TelemetrySummarySchema } from './telemetry';
+import { DataSourceSchema, MemoryBreakdownSchema, OptimizerSchema, TrainOptionsSchema } from './training';
+
+/** The named phases of a step, in the order bars stack; `other` is the step minus all of them. */
+export const PHASE_NAMES = ['data', 'h2d', 'forward', 'loss', 'backward', 'optimizer'] as const;
+export type PhaseName = (typeof PHASE_NAMES)[number];
+export const PHASE_NAMES_WITH_OTHER = [...PHASE_NAMES, 'other'] as const;
+
+export const BenchmarkPhasesSchema = z.object({
+  data: z.number(),
+  h2d: z.number(),
+  forward: z.number(),
+  loss: z.number(),
+  backward: z.number(),
+  optimizer: z.number(),
+  other: z.number(),
+});
+export type BenchmarkPhases = z.infer<typeof BenchmarkPhasesSchema>;
+
+/**
+ * The training options a benchmark varies; the service sets the rest (steps,
+ * warm-up, no evaluation, no checkpoint), so they are not accepted here.
+ */
+export const BenchmarkOptionsSchema = TrainOptionsSchema.omit({ epochs: true, maxSteps: true, warmupSteps: true, eventIntervalMs: true, evalBatchSize: true }).extend({
+  /** Absent: the optimizer the model family trains with (its update is part of the step's cost). */
+  optimizer: OptimizerSchema.optional(),
+});
+
+export const TrainingBenchmarkRequestSchema = z
+  .object({
+    spec: ModelSpecSchema,
+    data: DataSourceSchema,
+    options: BenchmarkOptionsSchema.default(BenchmarkOptionsSchema.parse({})),
+    /** Optimizer steps run before the steady-state clock starts, in every repetition. */
+    warmupSteps: z.number().int().min(0).max(100_000).default(5),
+    /** Optimizer steps measured after the warm-up, in every repetition. */
+    steps: z.number().int().min(1).max(1_000_000).default(50),
+    /** Repetitions, each a fresh engine trainer (cold caches and freshly initialised weights every time). */
+    repeat: z.number().int().min(1).max(100).default(3),
+    /** A job id chosen by the caller, so it can follow progress and cancel; one is made up otherwise. */
+    jobId: IdSchema.optional(),
+  })
+  .strict();
+export type TrainingBenchmarkRequest = z.infer<typeof TrainingBenchmarkRequestSchema>;
+export type TrainingBenchmarkRequestInput = z.input<typeof TrainingBenchmarkRequestSchema>;
+
+/** What one repetition measured. */
+export const BenchmarkRepetitionSchema = z.object({
+  repetition: z.number().int(),
+  /** Training samples per second over the measured steps (warm-up excluded). */
+  samplesPerSec: z.number(),
+  steadyStateMeanMs: z.number(),
+  wallClockMeanMs: z.number(),
+  /** Milliseconds per step in each phase over the measured steps; `other` = steady step minus the named phases. */
+  phasesMs: BenchmarkPhasesSchema,
+  /** How many measured steps the phases were averaged over (step events wholly after the warm-up). */
+  phaseSteps: z.number().int(),
+  /** Set when the named phases add up to more than the step (the timers overlap); `other` is then 0. */
+  namedPhasesExceedStepMs: z.number().nullable(),
+  memory: z.object({ predicted: MemoryBreakdownSchema, measured: MemoryBreakdownSchema, device: z.string() }),
+  telemetry: TelemetrySummarySchema,
+});
+export type BenchmarkRepetition = z.infer<typeof BenchmarkRepetitionSchema>;
+
+export const FindingSchema = z.object({
+  severity: z.enum(['info', 'warning']),
+  text: z.string(),
+  /** The number the finding rests on. */
+  measurement: z.object({ name: z.string(), value: z.number(), unit: z.string() }),
+});
+export type Finding = z.infer<typeof FindingSchema>;
+
+export const IntervalSchema = z.object({ low: z.number(), median: z.number(), high: z.number() });
+
+export const TrainingBenchmarkResultSchema = z.object({
+  runId: z.string(),
+  runDir: z.string(),
+  /** e.g. "mlp on fashion-mnist-train (60000 records)" */
+  title: z.string(),
+  data: z.string(),
+  device: z.string(),
+  precision: z.string(),
+  /** The optimizer every repetition stepped with, e.g. 'adamw'. */
+  optimizer: z.string(),
+  batchSize: z.number().int(),
+  accumulation: z.number().int(),
+  warmupSteps: z.number().int(),
+  steps: z.number().int(),
+  repeat: z.number().int(),
+  /** Median samples/s over the repetitions (also what the Runs list shows). */
+  samplesPerSec: z.number(),
+  /** Median and 95% percentile-bootstrap interval of samples/s over the repetitions. */
+  samplesPerSecCi: IntervalSchema,
+  stepTime: z.object({
+    /** Mean over the measured steps of every repetition. */
+    steadyStateMeanMs: z.number(),
+    /** Mean over every step of every repetition, warm-up included. */
+    wallClockMeanMs: z.number(),
+    note: z.string(),
+  }),
+  /** Optimizer steps in one epoch: records x sampleRatio / (batch x accumulation). */
+  stepsPerEpoch: z.number().int(),
+  predictedEpochSeconds: z.object({ fromSteadyState: z.number(), fromWallClock: z.number() }),
+  phasesMs: BenchmarkPhasesSchema,
+  /** Each phase's share of the step in percent; they sum to 100. */
+  phasesPercent: BenchmarkPhasesSchema,
+  namedPhasesExceedStepMs: z.number().nullable(),
+  memory: z.object({
+    predicted: MemoryBreakdownSchema,
+    measured: MemoryBreakdownSchema,
+    device: z.string(),
+    /** The device's memory, when known (GPUs); null on the CPU. */
+    deviceTotalBytes: z.number().nullable(),
+  }),
+  /** Telemetry over the measured steps of every repetition. */
+  telemetry: TelemetrySummarySchema,
+  findings: z.array(FindingSchema),
+  repetitions: z.array(BenchmarkRepetitionSchema),
+});
+export type TrainingBenchmarkResult = z.infer<typeof TrainingBenchmarkResultSchema>;
+
+/** Streamed while a benchmark runs, as `benchmark.progress`. */
+export const BenchmarkProgressSchema = z.object({
+  jobId: z.string(),
+  /** null while the data is being prepared, before the run exists. */
+  runId: z.string().nullable(),
+  phase: z.enum(['preparing', 'warmup', 'measuring', 'repetition-done']),
+  repetition: z.number().int(),
+  repetitions: z.number().int(),
+  /** Optimizer steps done in this repetition, of warm-up plus measured steps. */
+  step: z.number().int(),
+  totalSteps: z.number().int(),
+  /** Set on 'repetition-done'. */
+  samplesPerSec: z.number().nullable(),
+});
+export type BenchmarkProgress = z.infer<typeof BenchmarkProgressSchema>;

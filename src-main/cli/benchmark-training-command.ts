@@ -1,0 +1,165 @@
+import { Command, InvalidArgumentError } from 'commander';
+
+import type { BenchmarkPhases, BenchmarkProgress, TrainingBenchmarkResult } from '../api/benchmark';
+import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../api/benchmark';
+import { ApiError } from '../api/errors';
+import { formatIssues } from '../api/format-issues';
+import { isBuiltinModel } from '../api/model-spec';
+import { RECIPES } from '../core/recipes';
+import { createServices } from '../core/services';
+import { defaultWorkspaceDir } from '../core/workspace';
+import { choiceArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
+
+function intArg(flag: string, min: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${flag} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
+function ratioArg(value: string): number {
+  const n = Number(value);
+  if (!(n > 0 && n <= 1)) throw new InvalidArgumentError(`--sample-ratio must be a number in (0, 1], got ${JSON.stringify(value)}`);
+  return n;
+}
+
+interface BenchmarkFlags {
+  model: string;
+  data: string;
+  device: string;
+  precision?: 'fp32' | 'bf16' | 'fp16';
+  batchSize?: number;
+  accumulation?: number;
+  loaderWorkers?: number;
+  prefetch?: number;
+  gpuPrefetch?: number;
+  sampleRatio?: number;
+  warmupSteps: number;
+  steps: number;
+  repeat: number;
+  seed?: number;
+  threads?: number;
+  json?: boolean;
+  progress: boolean;
+  workspace: string;
+}
+
+const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
+const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
+
+function phaseTable(ms: BenchmarkPhases, percent: BenchmarkPhases): string[] {
+  return PHASE_NAMES_WITH_OTHER.map((p) => `  ${p.padEnd(10)} ${ms[p].toFixed(3).padStart(10)} ms ${percent[p].toFixed(1).padStart(6)}%`);
+}
+
+/** The benchmark as a person reads it: figures first, then where the step goes, then what to do. */
+export function formatTrainingBenchmark(r: TrainingBenchmarkResult): string {
+  const ci = r.samplesPerSecCi;
+  const t = r.telemetry;
+  const m = r.memory;
+  const kinds = (x: typeof m.predicted) =>
+    `weights ${mb(x.weights)}, gradients ${mb(x.gradients)}, optimizer ${mb(x.optimizerState)}, activations ${mb(x.activations + x.activationGrads)}, batches ${mb(x.batchData)}, workspace ${mb(x.workspace)}, total ${mb(x.total)}`;
+  const pct = (x: number | null) => (x === null ? 'n/a' : `${x.toFixed(0)}%`);
+  const lines = [
+    `benchmark  ${r.title}`,
+    `setup      ${r.device}, ${r.precision}, ${r.optimizer}, batch ${r.batchSize} x accumulation ${r.accumulation}; ${r.warmupSteps} warm-up + ${r.steps} measured steps, ${r.repeat} repetition(s), each a fresh trainer`,
+    '',
+    'rep  samples/s   steady ms   wall-clock ms',
+    ...r.repetitions.map((x) => `${String(x.repetition).padStart(3)} ${n0(x.samplesPerSec).padStart(10)} ${x.steadyStateMeanMs.toFixed(3).padStart(11)} ${x.wallClockMeanMs.toFixed(3).padStart(15)}`),
+    '',
+    `samples/s  ${n0(ci.median)} median, 95% CI [${n0(ci.low)}, ${n0(ci.high)}] (bootstrap over ${r.repeat} repetitions)`,
+    `step time  ${r.stepTime.steadyStateMeanMs.toFixed(3)} ms steady state (after warm-up); ${r.stepTime.wallClockMeanMs.toFixed(3)} ms wall-clock mean (every step, warm-up included)`,
+    `epoch      ${r.stepsPerEpoch} steps: ${r.predictedEpochSeconds.fromSteadyState.toFixed(2)} s from the steady state, ${r.predictedEpochSeconds.fromWallClock.toFixed(2)} s from the wall-clock mean`,
+    'phases     ms per step over the measured steps, and share of the step',
+    ...phaseTable(r.phasesMs, r.phasesPercent),
+    `memory     ${m.device}: measured ${kinds(m.measured)}`,
+    `           predicted ${kinds(m.predicted)}${m.deviceTotalBytes ? `; device ${mb(m.deviceTotalBytes)}` : ''}`,
+    t.gpuUtilizationMean === null
+      ? `telemetry  GPU: ${t.gpu}; CPU ${pct(t.cpuMean)} mean over ${t.samples} samples in the measured window`
+      : `telemetry  GPU ${t.gpu}: utilisation ${pct(t.gpuUtilizationMean)} mean, ${pct(t.gpuUtilizationP95)} p95; peak memory ${t.gpuMemoryPeakMiB ?? 'n/a'} MiB; power ${t.gpuPowerMeanW?.toFixed(0) ?? 'n/a'} W mean; CPU ${pct(t.cpuMean)} (${t.samples} samples in the measured window)`,
+    'findings',
+    ...(r.findings.length ? r.findings.map((f) => `  ${f.severity === 'warning' ? '!' : '-'} ${f.text}`) : ['  none: no threshold was crossed']),
+    `saved      ${r.runDir} in the workspace (run.json, events.jsonl, telemetry-rep*.jsonl)`,
+  ];
+  return lines.join('\n');
+}
+
+function progressLine(p: BenchmarkProgress): string {
+  if (p.phase === 'preparing') return 'preparing the data (the first run caches it)';
+  if (p.phase === 'repetition-done') return `repetition ${p.repetition} of ${p.repetitions}: ${n0(p.samplesPerSec ?? 0)} samples/s`;
+  return `repetition ${p.repetition} of ${p.repetitions}: step ${p.step} of ${p.totalSteps} (${p.phase})`;
+}
+
+async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
+  const { spec, name } = await resolveModel(flags.model);
+  const data = resolveData(flags.data);
+  // The recipe's batch for built-in models (the service picks the family's optimizer).
+  const recipe = isBuiltinModel(name) ? RECIPES[name] : {};
+  const given = {
+    batchSize: flags.batchSize,
+    accumulation: flags.accumulation,
+    loaderWorkers: flags.loaderWorkers,
+    prefetch: flags.prefetch,
+    gpuPrefetch: flags.gpuPrefetch,
+    sampleRatio: flags.sampleRatio,
+    precision: flags.precision,
+    seed: flags.seed,
+    threads: flags.threads,
+  };
+  const options = {
+    ...(recipe.batchSize !== undefined ? { batchSize: recipe.batchSize } : {}),
+    device: flags.device,
+    ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)),
+  };
+  const parsed = TrainingBenchmarkRequestSchema.safeParse({ spec, data, options, warmupSteps: flags.warmupSteps, steps: flags.steps, repeat: flags.repeat });
+  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
+
+  const services = await createServices({ workspaceDir: flags.workspace });
+  let jobId: string | null = null;
+  const onSigint = () => {
+    if (!jobId) process.exit(130);
+    process.stderr.write('\ncancelling the benchmark...\n');
+    void services.benchmarks.cancel(jobId);
+  };
+  process.on('SIGINT', onSigint);
+  let last = '';
+  try {
+    const result = await services.benchmarks.run(parsed.data, {
+      allowPathsOutsideWorkspace: true,
+      onProgress: (p) => {
+        jobId = p.jobId;
+        const line = progressLine(p);
+        if (flags.progress && !flags.json && line !== last) process.stderr.write(`${line}\n`);
+        last = line;
+      },
+    });
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatTrainingBenchmark(result)) + '\n');
+  } finally {
+    process.off('SIGINT', onSigint);
+    await services.dispose();
+  }
+}
+
+export function benchmarkTrainingCommand(): Command {
+  return new Command('benchmark-training')
+    .description('time the real training step: step times (steady state and wall clock), phases, samples/s with a CI, memory, GPU telemetry, findings')
+    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
+    .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>, a folder of IDX files, or train-images,train-labels', 'fashion-mnist')
+    .option('--device <name>', 'cpu, cuda:N, or auto (the first GPU when there is one)', 'cpu')
+    .option('--precision <p>', 'fp32, or mixed precision bf16 / fp16 (CUDA)', choiceArg('--precision', TRAIN_CHOICES.precision))
+    .option('--batch-size <n>', 'samples per micro-batch', intArg('--batch-size', 1))
+    .option('--accumulation <n>', 'micro-batches per optimizer step', intArg('--accumulation', 1))
+    .option('--loader-workers <n>', 'threads gathering batches ahead of the step', intArg('--loader-workers', 0))
+    .option('--prefetch <n>', 'batches prepared ahead', intArg('--prefetch', 1))
+    .option('--gpu-prefetch <n>', 'CUDA: batches copied ahead to the device', intArg('--gpu-prefetch', 1))
+    .option('--sample-ratio <r>', 'fraction of the training set per epoch (sets the predicted epoch time)', ratioArg)
+    .option('--warmup-steps <n>', 'optimizer steps before the steady-state clock starts', intArg('--warmup-steps', 0), 5)
+    .option('--steps <n>', 'optimizer steps measured after the warm-up', intArg('--steps', 1), 50)
+    .option('--repeat <n>', 'repetitions, each a fresh trainer (3 or more for a meaningful CI)', intArg('--repeat', 1), 3)
+    .option('--seed <n>', 'seed for initialisation and shuffling', intArg('--seed', 0))
+    .option('--threads <n>', 'CPU threads (0 = all cores)', intArg('--threads', 0))
+    .option('--json', 'print the result as JSON')
+    .option('--no-progress', 'no progress lines on stderr')
+    .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir())
+    .action(benchmarkTraining);
+}

@@ -1,0 +1,249 @@
+import { randomBytes } from 'node:crypto';
+
+import type { BenchmarkProgress, BenchmarkRepetition, TrainingBenchmarkRequest, TrainingBenchmarkResult } from '../../api/benchmark';
+import { TrainingBenchmarkResultSchema } from '../../api/benchmark';
+import { ApiError } from '../../api/errors';
+import { formatIssues } from '../../api/format-issues';
+import type { TelemetrySummary } from '../../api/telemetry';
+import type { TrainOptions, TrainStepEvent } from '../../api/training';
+import { MIN_EVENT_INTERVAL_MS, TrainEventSchema, TrainOptionsSchema, TrainResultSchema } from '../../api/training';
+import { isBuiltinModel } from '../../api/model-spec';
+import type { EngineClient } from '../../engine/engine-client';
+import type { HostTrainData } from '../../engine/host-protocol';
+import { readManifest } from '../datasets/cache-store';
+import type { DatasetService } from '../datasets/dataset-service';
+import type { EventHub } from '../event-hub';
+import type { RunRecord } from '../run-store';
+import { RECIPES } from '../recipes';
+import { createRun } from '../run-store';
+import type { TelemetryService } from '../telemetry/telemetry-service';
+import type { Workspace } from '../workspace';
+import { aggregateRepetitions, findings, measuredPhases, mergeTelemetry, withOther } from './benchmark-summary';
+
+/** Telemetry is sampled this often inside the measured window, which may last only a second or two. */
+const TELEMETRY_INTERVAL_MS = 200;
+
+/** Only what a benchmark reads of the engine's training summary. */
+const EngineSummarySchema = TrainResultSchema.pick({ steps: true, stepTime: true, memory: true, backend: true });
+
+export interface BenchmarkRunOptions {
+  onProgress?: (progress: BenchmarkProgress) => void;
+  /** As for training: the CLI may read data from anywhere, UI requests stay inside the workspace. */
+  allowPathsOutsideWorkspace?: boolean;
+}
+
+interface ActiveJob {
+  cancelled: boolean;
+  engineRunId: string | null;
+}
+
+/**
+ * The training benchmark: `repeat` repetitions, each a fresh engine trainer
+ * running warm-up plus measured optimizer steps with no evaluation and no
+ * checkpoint, aggregated into one result saved as a run of kind `benchmark`.
+ */
+export class TrainingBenchmarkService {
+  private readonly jobs = new Map<string, ActiveJob>();
+
+  constructor(
+    private readonly engine: EngineClient,
+    private readonly events: EventHub,
+    private readonly workspace: Workspace,
+    private readonly datasets: DatasetService,
+    private readonly telemetry: TelemetryService,
+  ) {}
+
+  async run(request: TrainingBenchmarkRequest, options: BenchmarkRunOptions = {}): Promise<TrainingBenchmarkResult> {
+    const jobId = request.jobId ?? `benchmark-${randomBytes(6).toString('hex')}`;
+    if (this.jobs.has(jobId)) throw new ApiError('E_BAD_INPUT', `benchmark job ${jobId} is already running: choose another jobId`);
+    const job: ActiveJob = { cancelled: false, engineRunId: null };
+    this.jobs.set(jobId, job);
+    const totalSteps = request.warmupSteps + request.steps;
+    const progress = (p: Omit<BenchmarkProgress, 'jobId' | 'repetitions' | 'totalSteps'>) => {
+      const full: BenchmarkProgress = { jobId, repetitions: request.repeat, totalSteps, ...p };
+      this.events.emit('benchmark.progress', full);
+      options.onProgress?.(full);
+    };
+    try {
+      progress({ runId: null, phase: 'preparing', repetition: 0, step: 0, samplesPerSec: null });
+      const prepared = await this.prepare(request, options);
+      if (job.cancelled) throw new ApiError('E_CANCELLED', 'the benchmark was cancelled before it started');
+      const run = await createRun(this.workspace, 'benchmark', { ...request, jobId, cachedData: prepared.data });
+      try {
+        const reps: BenchmarkRepetition[] = [];
+        for (let i = 1; i <= request.repeat; i++) {
+          if (job.cancelled) throw new ApiError('E_CANCELLED', `the benchmark was cancelled before repetition ${i} of ${request.repeat}`);
+          const rep = await this.repetition(i, request, prepared, run, job, progress);
+          reps.push(rep);
+          run.appendEvent({ type: 'repetition', ...rep });
+          progress({ runId: run.id, phase: 'repetition-done', repetition: i, step: totalSteps, samplesPerSec: rep.samplesPerSec });
+        }
+        const result = await this.summarize(request, prepared, run, reps);
+        await run.finish('completed', { result });
+        return result;
+      } catch (err) {
+        const error = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
+        await run.finish(error.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { error: error.toPayload() });
+        throw error;
+      }
+    } finally {
+      this.jobs.delete(jobId);
+    }
+  }
+
+  /** Stops a running benchmark at its next step; its run is recorded as cancelled. */
+  async cancel(jobId: string): Promise<{ cancelled: boolean }> {
+    const job = this.jobs.get(jobId);
+    if (!job) return { cancelled: false };
+    job.cancelled = true;
+    if (job.engineRunId) await this.engine.cancelTraining(job.engineRunId);
+    return { cancelled: true };
+  }
+
+  /** The cached training data (no test set: a benchmark never evaluates) and the options every repetition uses. */
+  private async prepare(request: TrainingBenchmarkRequest, options: BenchmarkRunOptions) {
+    const all = await this.datasets.trainingData(request.data, { allowPathsOutsideWorkspace: options.allowPathsOutsideWorkspace });
+    const manifest = await readManifest(all.train.dir);
+    const data: HostTrainData = { train: all.train, normalize: all.normalize, description: `${manifest.name} (${manifest.records} records)` };
+    const o = request.options;
+    const perStep = o.batchSize * o.accumulation;
+    // The loader draws ceil(records x sampleRatio) records per epoch, as the engine does.
+    const drawn = Math.min(manifest.records, Math.max(1, Math.ceil(o.sampleRatio * manifest.records)));
+    const stepsPerEpoch = Math.floor(drawn / perStep);
+    if (stepsPerEpoch === 0) {
+      throw new ApiError(
+        'E_BAD_INPUT',
+        `batch size ${o.batchSize} x accumulation ${o.accumulation} needs ${perStep} samples per step but ${manifest.name} draws only ${drawn} per epoch (sample ratio ${o.sampleRatio}): lower the batch size or raise the sample ratio`,
+      );
+    }
+    const totalSteps = request.warmupSteps + request.steps;
+    const recipe = isBuiltinModel(request.spec.family) ? RECIPES[request.spec.family] : {};
+    const parsed = TrainOptionsSchema.safeParse({
+      ...o,
+      optimizer: o.optimizer ?? recipe.optimizer,
+      epochs: Math.min(100_000, Math.ceil(totalSteps / stepsPerEpoch)),
+      maxSteps: totalSteps,
+      warmupSteps: request.warmupSteps,
+      eventIntervalMs: MIN_EVENT_INTERVAL_MS,
+    });
+    if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'options')}`);
+    // Refused here, before a run exists, like training: a run folder means the engine accepted the request.
+    await this.engine.checkTraining({ spec: request.spec, data, options: parsed.data });
+    return { data, options: parsed.data, stepsPerEpoch, perStep };
+  }
+
+  private async repetition(
+    i: number,
+    request: TrainingBenchmarkRequest,
+    prepared: { data: HostTrainData; options: TrainOptions; perStep: number },
+    run: RunRecord,
+    job: ActiveJob,
+    progress: (p: Omit<BenchmarkProgress, 'jobId' | 'repetitions' | 'totalSteps'>) => void,
+  ): Promise<BenchmarkRepetition> {
+    const engineRunId = `${run.id}-rep${i}`;
+    job.engineRunId = engineRunId;
+    const steps: TrainStepEvent[] = [];
+    // Telemetry covers the measured window: it starts with the first event after the warm-up.
+    const recording: { current: { stop(): Promise<TelemetrySummary> } | null } = { current: null };
+    const startRecording = () => (recording.current ??= this.telemetry.record(`${run.dir}/telemetry-rep${i}.jsonl`, TELEMETRY_INTERVAL_MS));
+    if (request.warmupSteps === 0) startRecording();
+    try {
+      const raw = await this.engine.train({ runId: engineRunId, spec: request.spec, data: prepared.data, options: prepared.options }, (rawEvent) => {
+        const parsed = TrainEventSchema.safeParse(rawEvent);
+        if (!parsed.success || parsed.data.type !== 'step') return;
+        const e = parsed.data;
+        steps.push(e);
+        run.appendEvent({ type: 'benchmark.step', repetition: i, event: e });
+        const measuring = e.globalStep > request.warmupSteps;
+        if (measuring) startRecording();
+        progress({ runId: run.id, phase: measuring ? 'measuring' : 'warmup', repetition: i, step: e.globalStep, samplesPerSec: null });
+      });
+      const stopping = recording.current;
+      recording.current = null;
+      const telemetry = stopping ? await stopping.stop() : mergeTelemetry([]);
+      const summary = EngineSummarySchema.safeParse(raw);
+      if (!summary.success) throw new ApiError('E_INTERNAL', `the engine's training summary does not match the contract: ${formatIssues(summary.error, 'result')}`);
+      const t = summary.data.stepTime;
+      // An addon built before warmupSteps existed ignores it and would time the wrong steps without a word.
+      if (t.warmupSteps !== request.warmupSteps) {
+        throw new ApiError(
+          'E_INTERNAL',
+          `the engine started its steady-state clock after ${t.warmupSteps} warm-up steps, not the ${request.warmupSteps} asked for: the addon predates the warmupSteps option; rebuild it (npm run build:native)`,
+        );
+      }
+      if (t.steadyStateMeanMs === null || t.steadyStateMeanMs <= 0) {
+        throw new ApiError('E_INTERNAL', `repetition ${i} measured no steady-state steps (${summary.data.steps} steps ran, warm-up ${t.warmupSteps})`);
+      }
+      const named = measuredPhases(steps, request.warmupSteps);
+      const { phases, exceedsMs } = withOther(named.phases, t.steadyStateMeanMs);
+      return {
+        repetition: i,
+        samplesPerSec: (1000 * prepared.perStep) / t.steadyStateMeanMs,
+        steadyStateMeanMs: t.steadyStateMeanMs,
+        wallClockMeanMs: t.wallClockMeanMs,
+        phasesMs: phases,
+        phaseSteps: named.steps,
+        namedPhasesExceedStepMs: exceedsMs,
+        memory: { ...summary.data.memory, device: summary.data.backend?.device ?? summary.data.memory.device },
+        telemetry,
+      };
+    } finally {
+      if (recording.current) await recording.current.stop();
+      job.engineRunId = null;
+    }
+  }
+
+  private async summarize(
+    request: TrainingBenchmarkRequest,
+    prepared: { data: HostTrainData; options: TrainOptions; stepsPerEpoch: number },
+    run: RunRecord,
+    reps: BenchmarkRepetition[],
+  ): Promise<TrainingBenchmarkResult> {
+    const aggregate = aggregateRepetitions(reps, prepared.stepsPerEpoch);
+    const last = reps[reps.length - 1];
+    const device = last.memory.device;
+    const deviceTotalBytes = await this.deviceMemory(device);
+    const o = prepared.options;
+    const result = {
+      runId: run.id,
+      runDir: run.relativeDir,
+      title: `${request.spec.family} on ${prepared.data.description}`,
+      data: prepared.data.description,
+      device,
+      precision: o.precision,
+      optimizer: o.optimizer.kind,
+      batchSize: o.batchSize,
+      accumulation: o.accumulation,
+      warmupSteps: request.warmupSteps,
+      steps: request.steps,
+      repeat: request.repeat,
+      samplesPerSec: aggregate.samplesPerSecCi.median,
+      samplesPerSecCi: aggregate.samplesPerSecCi,
+      stepTime: {
+        steadyStateMeanMs: aggregate.steadyStateMeanMs,
+        wallClockMeanMs: aggregate.wallClockMeanMs,
+        note: `steadyStateMeanMs: the ${request.steps} measured steps after ${request.warmupSteps} warm-up steps; wallClockMeanMs: every step, warm-up included (mean over ${request.repeat} repetitions)`,
+      },
+      stepsPerEpoch: prepared.stepsPerEpoch,
+      predictedEpochSeconds: aggregate.predictedEpochSeconds,
+      phasesMs: aggregate.phasesMs,
+      phasesPercent: aggregate.phasesPercent,
+      namedPhasesExceedStepMs: aggregate.namedPhasesExceedStepMs,
+      memory: { predicted: last.memory.predicted, measured: last.memory.measured, device, deviceTotalBytes },
+      telemetry: aggregate.telemetry,
+      findings: findings({ aggregate, device, repeat: request.repeat, measuredBytes: last.memory.measured.total, deviceTotalBytes }),
+      repetitions: reps,
+    };
+    const parsed = TrainingBenchmarkResultSchema.safeParse(result);
+    if (!parsed.success) throw new ApiError('E_INTERNAL', `the benchmark result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
+    return parsed.data;
+  }
+
+  /** Total memory of a CUDA device ('cuda:N'), for the headroom finding; null on the CPU. */
+  private async deviceMemory(device: string): Promise<number | null> {
+    const m = /^cuda:(\d+)$/.exec(device);
+    if (!m) return null;
+    const devices = await this.engine.devices();
+    return devices.cuda.devices.find((d) => d.index === Number(m[1]))?.totalMemoryBytes ?? null;
+  }
+}
