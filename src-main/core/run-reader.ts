@@ -8,21 +8,13 @@ import { parseRunRecord, RUN_HEARTBEAT_INTERVAL_MS, RUN_HEARTBEAT_STALE_MS } fro
 import type { RunDetail, RunLastStep, RunSummary, TrainEvent } from '../api/training';
 import { TrainEventSchema, TrainStepEventSchema } from '../api/training';
 import type { Workspace } from './workspace';
+import { processExists } from './process-exists';
 
 const MAX_STEP_EVENTS = 2000;
 /** How much of the end of events.jsonl is read first to find the last step (a step event is ~400 bytes). */
 const TAIL_BYTES = 64 * 1024;
 
 /** Whether a process with this pid exists here (EPERM: it exists but belongs to someone else). */
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** "95 s", "12 min", "5 h", "31 days": how long a heartbeat has been missing, in the unit a person reads. */
 function duration(ms: number): string {
   const s = Math.round(ms / 1000);

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import type { ApiErrorPayload } from '../api/errors';
+import { ApiError } from '../api/errors';
 import type { RunEnvironment, RunRecordJson, StoredRunStatus } from '../api/run-record';
 import { RUN_HEARTBEAT_INTERVAL_MS, RUN_SCHEMA_VERSION } from '../api/run-record';
 import { writeJsonAtomic } from './atomic-write';
@@ -18,6 +19,8 @@ export interface RunRecord {
   relativeDir: string;
   appendEvent(event: unknown): void;
   finish(status: Exclude<StoredRunStatus, 'running'>, outcome: { result?: RunRecordJson['result']; error?: ApiErrorPayload }): Promise<void>;
+  /** Records why the run ended early (cancelled for E_CANCELLED, failed otherwise) and returns the error to throw. */
+  fail(err: unknown): Promise<ApiError>;
 }
 
 export interface CreateRunOptions {
@@ -78,16 +81,22 @@ export async function createRun(workspace: Workspace, kind: string, config: RunR
   beat.unref(); // the heartbeat alone never keeps a process alive
 
   const events: WriteStream = createWriteStream(path.join(dir, 'events.jsonl'), { flags: 'a' });
+  const finish: RunRecord['finish'] = async (status, outcome) => {
+    clearInterval(beat);
+    await new Promise<void>((resolve) => events.end(resolve));
+    const finishedAt = new Date().toISOString();
+    await write({ ...running, heartbeatAt: finishedAt, status, finishedAt, ...outcome });
+  };
   return {
     id,
     dir,
     relativeDir,
     appendEvent: (event) => events.write(JSON.stringify(event) + '\n'),
-    async finish(status, outcome) {
-      clearInterval(beat);
-      await new Promise<void>((resolve) => events.end(resolve));
-      const finishedAt = new Date().toISOString();
-      await write({ ...running, heartbeatAt: finishedAt, status, finishedAt, ...outcome });
+    finish,
+    async fail(err) {
+      const error = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
+      await finish(error.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { error: error.toPayload() });
+      return error;
     },
   };
 }

@@ -67,9 +67,7 @@ export class TrainingService {
       await run.finish('completed', { result: parsed.data });
       return parsed.data;
     } catch (err) {
-      const error = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
-      await run.finish(error.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { error: error.toPayload() });
-      throw error;
+      throw await run.fail(err);
     } finally {
       if (!stopped) await recording.stop();
       this.active.delete(run.id);

@@ -194,9 +194,7 @@ export class BatchSizeService {
       await run.finish('completed', { result });
       return result;
     } catch (err) {
-      const error = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
-      await run.finish(error.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { error: error.toPayload() });
-      throw error;
+      throw await run.fail(err);
     } finally {
       this.active.delete(searchId);
     }

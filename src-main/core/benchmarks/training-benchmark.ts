@@ -82,9 +82,7 @@ export class TrainingBenchmarkService {
         await run.finish('completed', { result });
         return result;
       } catch (err) {
-        const error = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
-        await run.finish(error.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { error: error.toPayload() });
-        throw error;
+        throw await run.fail(err);
       }
     } finally {
       this.jobs.delete(jobId);

@@ -10,6 +10,7 @@ import { formatIssues } from '../../api/format-issues';
 import type { Workspace } from '../workspace';
 import { SHARD_HEADER_BYTES, SHARD_MAGIC } from './shard-layout';
 import { renameReplacing } from '../atomic-write';
+import { processExists } from '../process-exists';
 
 export const DATASETS_DIR = 'datasets';
 export const TMP_PREFIX = '.tmp-';
@@ -74,15 +75,6 @@ export function summarize(m: CacheManifest, problem: string | null): DatasetSumm
   };
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * A fresh scratch folder under datasets/ for a build or a removal. The owner's pid
  * is in the name itself, so a sweep by another process can never mistake it for an
@@ -115,7 +107,7 @@ export async function sweepAbandonedBuilds(workspace: Workspace): Promise<string
   for (const name of names.filter((n) => n.startsWith(TMP_PREFIX))) {
     const dir = path.join(root, name);
     const pid = await ownerPid(dir);
-    if (Number.isInteger(pid) && pid > 0 && pidAlive(pid)) continue;
+    if (Number.isInteger(pid) && pid > 0 && processExists(pid)) continue;
     // One that cannot be removed now (permissions, a file held open) is tried again next time.
     if (await fs.rm(dir, { recursive: true, force: true }).then(() => true, () => false)) swept.push(name);
   }

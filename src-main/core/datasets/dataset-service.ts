@@ -175,9 +175,7 @@ export class DatasetService {
       return result;
     } catch (err) {
       await recording.stop().catch(() => undefined);
-      const error = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
-      await record.finish(error.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { error: error.toPayload() });
-      throw error;
+      throw await record.fail(err);
     }
   }
 
