@@ -1,0 +1,109 @@
+import type { GpuSample } from '@api/telemetry';
+import type { TrainRequest, TrainResult, TrainStepEvent } from '@api/training';
+import { defineStore } from 'pinia';
+import { computed, ref, shallowRef } from 'vue';
+
+import { errorText } from './error-text';
+import { useTelemetryStore } from './telemetry';
+import { useApiClient } from '../transport/client-instance';
+
+/** One telemetry sample of the run's GPU, for its timeline. */
+export interface RunGpuPoint {
+  t: number;
+  utilization: number | null;
+  memoryMiB: number | null;
+  powerW: number | null;
+}
+
+/** The training run started from this window: its step events and its GPU's telemetry, as they arrive. */
+export const useLiveRunStore = defineStore('live-run', () => {
+  const running = ref(false);
+  /** Set by the first train.progress event of the run (the service creates the id). */
+  const runId = ref<string | null>(null);
+  const startedAt = ref(0);
+  /** The newest step event; the full series go to listeners (charts append, nothing is rebuilt). */
+  const last = shallowRef<TrainStepEvent | null>(null);
+  const result = shallowRef<TrainResult | null>(null);
+  /** A message a person can act on, with the error code (E_CANCELLED when cancelled). */
+  const error = ref<string | null>(null);
+  const cancelling = ref(false);
+  /** The device the run trains on: 'cpu' or 'cuda:N'. */
+  const device = ref('cpu');
+
+  const stepListeners = new Set<(e: TrainStepEvent) => void>();
+  const gpuListeners = new Set<(p: RunGpuPoint) => void>();
+
+  /** Seconds left at the current rate, from the steps done since the start. */
+  const etaSeconds = computed(() => {
+    const e = last.value;
+    if (!e || e.globalStep === 0) return null;
+    const elapsed = (Date.now() - startedAt.value) / 1000;
+    return (elapsed / e.globalStep) * (e.totalSteps - e.globalStep);
+  });
+
+  /** Trains to completion (or cancel/failure), following the events of this run only. */
+  async function start(request: TrainRequest): Promise<TrainResult | null> {
+    if (running.value) return null;
+    const client = useApiClient();
+    running.value = true;
+    cancelling.value = false;
+    runId.value = null;
+    last.value = null;
+    result.value = null;
+    error.value = null;
+    device.value = request.options.device;
+    startedAt.value = Date.now();
+    // The first event names the run; events of runs started elsewhere (CLI, another window) are ignored after that.
+    const offProgress = client.on('train.progress', ({ runId: id, event }) => {
+      runId.value ??= id;
+      if (id !== runId.value || event.type !== 'step') return;
+      last.value = event;
+      for (const l of stepListeners) l(event);
+    });
+    const telemetry = useTelemetryStore();
+    const gpuIndex = request.options.device.startsWith('cuda:') ? Number(request.options.device.slice(5)) : null;
+    const offSample =
+      gpuIndex === null
+        ? () => undefined
+        : telemetry.onSample((s) => {
+            const g: GpuSample | undefined = s.gpus.find((x) => x.index === gpuIndex);
+            if (!g) return;
+            const p = { t: s.t, utilization: g.utilizationGpu, memoryMiB: g.memoryUsedMiB, powerW: g.powerDrawW };
+            for (const l of gpuListeners) l(p);
+          });
+    void telemetry.start();
+    try {
+      result.value = await client.call('train.run', request);
+      return result.value;
+    } catch (err) {
+      error.value = errorText(err);
+      return null;
+    } finally {
+      offProgress();
+      offSample();
+      running.value = false;
+    }
+  }
+
+  /** Asks the engine to stop the run at its next step; the run is kept as cancelled. */
+  async function cancel(): Promise<void> {
+    if (!runId.value) return;
+    cancelling.value = true;
+    try {
+      await useApiClient().call('train.cancel', { runId: runId.value });
+    } catch (err) {
+      error.value = errorText(err);
+    }
+  }
+
+  function onStep(l: (e: TrainStepEvent) => void): () => void {
+    stepListeners.add(l);
+    return () => stepListeners.delete(l);
+  }
+  function onGpu(l: (p: RunGpuPoint) => void): () => void {
+    gpuListeners.add(l);
+    return () => gpuListeners.delete(l);
+  }
+
+  return { running, runId, last, result, error, cancelling, device, etaSeconds, start, cancel, onStep, onGpu };
+});
