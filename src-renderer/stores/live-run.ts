@@ -1,11 +1,13 @@
-import type { GpuSample } from '@api/telemetry';
+import type { GpuState } from '@api/telemetry';
 import type { TrainRequest, TrainResult, TrainStepEvent } from '@api/training';
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
 
 import { errorText } from './error-text';
-import { useTelemetryStore } from './telemetry';
 import { useApiClient } from '../transport/client-instance';
+
+/** How often the run's telemetry lease is renewed (the telemetry store's pace). */
+const LEASE_RENEW_MS = 5000;
 
 /** One telemetry sample of the run's GPU, for its timeline. */
 export interface RunGpuPoint {
@@ -30,6 +32,29 @@ export const useLiveRunStore = defineStore('live-run', () => {
   /** The device the run trains on: 'cpu' or 'cuda:N'. */
   const device = ref('cpu');
 
+  /** nvidia-smi's state while the run trains ("no NVIDIA GPU found" on a machine without one). */
+  const gpu = ref<GpuState>({ status: 'starting', message: null, restarts: 0 });
+
+  /**
+   * A telemetry lease of the run's own, renewed while it trains, so the run's GPU timeline
+   * does not depend on the Dashboard's panel being open. Returns how to end it.
+   */
+  async function telemetryLease(): Promise<() => void> {
+    const client = useApiClient();
+    let leaseId: string | undefined;
+    const renew = async () => {
+      const r = await client.call('telemetry.subscribe', { intervalMs: 500, historySeconds: 0, leaseId });
+      leaseId = r.leaseId;
+      gpu.value = r.gpu;
+    };
+    await renew().catch(() => undefined);
+    const timer = setInterval(() => void renew().catch(() => undefined), LEASE_RENEW_MS);
+    return () => {
+      clearInterval(timer);
+      if (leaseId) void client.call('telemetry.unsubscribe', { leaseId }).catch(() => undefined);
+    };
+  }
+
   const stepListeners = new Set<(e: TrainStepEvent) => void>();
   const gpuListeners = new Set<(p: RunGpuPoint) => void>();
 
@@ -52,6 +77,7 @@ export const useLiveRunStore = defineStore('live-run', () => {
     result.value = null;
     error.value = null;
     device.value = request.options.device;
+    gpu.value = { status: 'starting', message: null, restarts: 0 };
     startedAt.value = Date.now();
     // The first event names the run; events of runs started elsewhere (CLI, another window) are ignored after that.
     const offProgress = client.on('train.progress', ({ runId: id, event }) => {
@@ -60,18 +86,15 @@ export const useLiveRunStore = defineStore('live-run', () => {
       last.value = event;
       for (const l of stepListeners) l(event);
     });
-    const telemetry = useTelemetryStore();
-    const gpuIndex = request.options.device.startsWith('cuda:') ? Number(request.options.device.slice(5)) : null;
-    const offSample =
-      gpuIndex === null
-        ? () => undefined
-        : telemetry.onSample((s) => {
-            const g: GpuSample | undefined = s.gpus.find((x) => x.index === gpuIndex);
-            if (!g) return;
-            const p = { t: s.t, utilization: g.utilizationGpu, memoryMiB: g.memoryUsedMiB, powerW: g.powerDrawW };
-            for (const l of gpuListeners) l(p);
-          });
-    void telemetry.start();
+    const gpuIndex = request.options.device.startsWith('cuda:') ? Number(request.options.device.slice('cuda:'.length)) : null;
+    const offSample = client.on('telemetry.sample', (s) => {
+      const g = s.gpus.find((x) => x.index === gpuIndex);
+      if (!g) return;
+      const p = { t: s.t, utilization: g.utilizationGpu, memoryMiB: g.memoryUsedMiB, powerW: g.powerDrawW };
+      for (const l of gpuListeners) l(p);
+    });
+    const offGpu = client.on('telemetry.gpu', (state) => (gpu.value = state));
+    const stopLease = await telemetryLease();
     try {
       result.value = await client.call('train.run', request);
       return result.value;
@@ -81,6 +104,8 @@ export const useLiveRunStore = defineStore('live-run', () => {
     } finally {
       offProgress();
       offSample();
+      offGpu();
+      stopLease();
       running.value = false;
     }
   }
@@ -105,5 +130,5 @@ export const useLiveRunStore = defineStore('live-run', () => {
     return () => gpuListeners.delete(l);
   }
 
-  return { running, runId, last, result, error, cancelling, device, etaSeconds, start, cancel, onStep, onGpu };
+  return { running, runId, last, result, error, cancelling, device, gpu, etaSeconds, start, cancel, onStep, onGpu };
 });

@@ -64,7 +64,7 @@ describe('New run in the Runs area', () => {
     expect(await page.getByTestId('live-step').innerText()).toMatch(/^step [\d,]+ \/ 18,740 · epoch 1\/20$/); // 937 full batches of 64 per epoch
     expect(await page.getByTestId('live-rate').innerText()).toMatch(/^[\d,]+ samples\/s$/);
     expect(await page.getByTestId('live-eta').innerText()).toMatch(/^ETA \d+/);
-    expect(await page.getByTestId('live-gpu-note').innerText()).toMatch(/trains on the CPU: no GPU telemetry/);
+    expect(await page.getByTestId('live-gpu-note').innerText()).toMatch(/^No GPU telemetry: no NVIDIA GPU found/);
     expect(await page.locator('[data-testid="live-phase-chart"] canvas').count()).toBeGreaterThan(0);
     await page.waitForTimeout(300); // let ECharts paint before the screenshot
     await page.screenshot({ path: path.join(SHOTS, 'runs-live.png'), fullPage: true });
