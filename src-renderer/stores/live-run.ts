@@ -22,7 +22,8 @@ export const useLiveRunStore = defineStore('live-run', () => {
   const running = ref(false);
   /** Set by the first train.progress event of the run (the service creates the id). */
   const runId = ref<string | null>(null);
-  const startedAt = ref(0);
+  /** When the first step event arrived and its step: the rate is measured from there, after data preparation. */
+  let first: { at: number; step: number } | null = null;
   /** The newest step event; the full series go to listeners (charts append, nothing is rebuilt). */
   const last = shallowRef<TrainStepEvent | null>(null);
   const result = shallowRef<TrainResult | null>(null);
@@ -58,12 +59,12 @@ export const useLiveRunStore = defineStore('live-run', () => {
   const stepListeners = new Set<(e: TrainStepEvent) => void>();
   const gpuListeners = new Set<(p: RunGpuPoint) => void>();
 
-  /** Seconds left at the current rate, from the steps done since the start. */
+  /** Seconds left at the rate since the first step event (preparing the data is not counted). */
   const etaSeconds = computed(() => {
     const e = last.value;
-    if (!e || e.globalStep === 0) return null;
-    const elapsed = (Date.now() - startedAt.value) / 1000;
-    return (elapsed / e.globalStep) * (e.totalSteps - e.globalStep);
+    if (!e || !first || e.globalStep <= first.step) return null;
+    const secondsPerStep = (Date.now() - first.at) / 1000 / (e.globalStep - first.step);
+    return secondsPerStep * (e.totalSteps - e.globalStep);
   });
 
   /** Trains to completion (or cancel/failure), following the events of this run only. */
@@ -78,11 +79,12 @@ export const useLiveRunStore = defineStore('live-run', () => {
     error.value = null;
     device.value = request.options.device;
     gpu.value = { status: 'starting', message: null, restarts: 0 };
-    startedAt.value = Date.now();
+    first = null;
     // The first event names the run; events of runs started elsewhere (CLI, another window) are ignored after that.
     const offProgress = client.on('train.progress', ({ runId: id, event }) => {
       runId.value ??= id;
       if (id !== runId.value || event.type !== 'step') return;
+      first ??= { at: Date.now(), step: event.globalStep };
       last.value = event;
       for (const l of stepListeners) l(event);
     });

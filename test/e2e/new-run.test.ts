@@ -41,6 +41,19 @@ describe('New run in the Runs area', () => {
     await page.close();
   }, 30_000);
 
+  it('shows why the engine refuses a valid-looking request, and no run is recorded', async () => {
+    const page = await fx.browser.newPage();
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('new-run').waitFor();
+    await page.getByTestId('newrun-precision').selectOption('bf16');
+    await page.getByTestId('newrun-start').click();
+    await expect.poll(() => page.getByTestId('newrun-result').count(), { timeout: 60_000 }).toBe(1);
+    expect(await page.getByTestId('newrun-result').innerText()).toMatch(/^E_[A-Z_]+: .*bf16/);
+    expect(await page.getByTestId('newrun-start').isEnabled()).toBe(true);
+    expect(await page.locator('[data-testid^="run-2"]').count()).toBe(0);
+    await page.close();
+  }, 90_000);
+
   it('starts a run, shows the step counter and the loss curve grow, cancels it, and lists it as cancelled', async () => {
     const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1100 } });
     const errors: string[] = [];
