@@ -5,7 +5,7 @@ import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../api/b
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { isBuiltinModel } from '../api/model-spec';
-import { RECIPES } from '../core/recipes';
+import { RECIPES } from '../api/recipes';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { choiceArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';

@@ -4,7 +4,7 @@ import { formatIssues } from '../api/format-issues';
 import type { DataSource, TrainOptionsInput, TrainResult } from '../api/training';
 import { TrainOptionsSchema } from '../api/training';
 import { EXAMPLE_TEST_RECORDS, EXAMPLE_TRAIN_RECORDS } from '../core/datasets/example-board';
-import { RECIPES } from '../core/recipes';
+import { RECIPES } from '../api/recipes';
 import { createServices } from '../core/services';
 import { isBuiltinModel } from '../api/model-spec';
 import { progressPrinter } from './progress-bar';

@@ -14,7 +14,7 @@ import { readManifest } from '../datasets/cache-store';
 import type { DatasetService } from '../datasets/dataset-service';
 import type { EventHub } from '../event-hub';
 import type { RunRecord } from '../run-store';
-import { RECIPES } from '../recipes';
+import { RECIPES } from '../../api/recipes';
 import { createRun } from '../run-store';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import type { Workspace } from '../workspace';

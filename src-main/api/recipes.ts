@@ -1,5 +1,5 @@
-import type { BuiltinModelName } from '../api/model-spec';
-import type { TrainOptionsInput } from '../api/training';
+import type { BuiltinModelName } from './model-spec';
+import type { TrainOptionsInput } from './training';
 
 /**
  * Training settings that work for each built-in model, measured here on

@@ -1,0 +1,105 @@
+import type { BuiltinModelName } from '@api/model-spec';
+import { BUILTIN_MODELS, ModelSpecSchema } from '@api/model-spec';
+import { RECIPES } from '@api/recipes';
+import type { DataSource, TrainRequest } from '@api/training';
+import { TrainRequestSchema } from '@api/training';
+
+/** What the New run form holds; `trainRequest` turns it into a train.run request. */
+export interface NewRunValues {
+  model: BuiltinModelName;
+  /** 'fashion-mnist', 'example-board' or 'dataset:<id>'. */
+  data: string;
+  device: string;
+  precision: 'fp32' | 'bf16' | 'fp16';
+  batchSize: number;
+  accumulation: number;
+  epochs: number;
+  /** 0: all steps of every epoch. */
+  maxSteps: number;
+  optimizer: 'sgd' | 'adamw';
+  lr: number;
+  loaderWorkers: number;
+  prefetch: number;
+  seed: number;
+}
+export type NewRunField = keyof NewRunValues;
+
+/** The form's values for a model: its recipe, and the contract's defaults for what the recipe leaves out. */
+export function recipeValues(model: BuiltinModelName, keep: Pick<NewRunValues, 'data' | 'device'>): NewRunValues {
+  const r = RECIPES[model];
+  return {
+    model,
+    ...keep,
+    precision: 'fp32',
+    batchSize: r.batchSize ?? 64,
+    accumulation: r.accumulation ?? 1,
+    epochs: r.epochs ?? 1,
+    maxSteps: r.maxSteps ?? 0,
+    optimizer: r.optimizer?.kind ?? 'sgd',
+    lr: r.optimizer?.lr ?? 0.01,
+    loaderWorkers: r.loaderWorkers ?? 1,
+    prefetch: r.prefetch ?? 2,
+    seed: r.seed ?? 0,
+  };
+}
+
+function dataSource(value: string): DataSource {
+  if (value === 'fashion-mnist') return { kind: 'fashion-mnist' };
+  if (value === 'example-board') return { kind: 'example-board' };
+  return { kind: 'dataset', train: value.slice('dataset:'.length) };
+}
+
+/** The schema path of each form field, to name a contract error next to its field. */
+const FIELD_OF_PATH: Partial<Record<string, NewRunField>> = {
+  'options.batchSize': 'batchSize',
+  'options.accumulation': 'accumulation',
+  'options.epochs': 'epochs',
+  'options.maxSteps': 'maxSteps',
+  'options.optimizer.lr': 'lr',
+  'options.optimizer.kind': 'optimizer',
+  'options.loaderWorkers': 'loaderWorkers',
+  'options.prefetch': 'prefetch',
+  'options.seed': 'seed',
+  'options.device': 'device',
+  'options.precision': 'precision',
+  'data.train': 'data',
+};
+
+export type TrainRequestOrErrors = { request: TrainRequest; errors: null } | { request: null; errors: Partial<Record<NewRunField | 'form', string>> };
+
+/**
+ * Checks the values with the contract's own TrainRequestSchema (the one the CLI and the
+ * service use), so the form refuses exactly what train.run would, naming the field.
+ */
+export function trainRequest(v: NewRunValues): TrainRequestOrErrors {
+  const recipe = RECIPES[v.model];
+  // The recipe's other optimizer settings (momentum, weight decay) apply only to its own optimizer.
+  const optimizer = recipe.optimizer?.kind === v.optimizer ? { ...recipe.optimizer, lr: v.lr } : { kind: v.optimizer, lr: v.lr };
+  const parsed = TrainRequestSchema.safeParse({
+    spec: ModelSpecSchema.parse(BUILTIN_MODELS[v.model]),
+    data: dataSource(v.data),
+    options: {
+      ...(recipe.schedule ? { schedule: recipe.schedule } : {}),
+      device: v.device,
+      precision: v.precision,
+      batchSize: v.batchSize,
+      accumulation: v.accumulation,
+      epochs: v.epochs,
+      maxSteps: v.maxSteps,
+      optimizer,
+      loaderWorkers: v.loaderWorkers,
+      prefetch: v.prefetch,
+      seed: v.seed,
+    },
+  });
+  if (parsed.success) return { request: parsed.data, errors: null };
+  const errors: Partial<Record<NewRunField | 'form', string>> = {};
+  for (const issue of parsed.error.issues) {
+    const at = issue.path.join('.');
+    const field: NewRunField | 'form' = FIELD_OF_PATH[at] ?? 'form';
+    // The value as typed beside the rule it breaks: "0 is invalid: too small: expected number to be >=1".
+    const message = issue.message.charAt(0).toLowerCase() + issue.message.slice(1);
+    errors[field] ??= field === 'form' ? `${at}: ${message}` : `${JSON.stringify(v[field])} is invalid: ${message}`;
+  }
+  return { request: null, errors };
+}

@@ -1,0 +1,98 @@
+// Issue 11, section 1: the Runs area starts a training run from the New run form, shows it live
+// (step counter, a growing loss curve, phases) and cancels it; invalid values are named inline.
+import path from 'node:path';
+
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+
+import { serveInChromium, SHOTS } from '../helpers/e2e';
+
+const fx = serveInChromium({ timeoutMs: 120_000 });
+
+/** Everything the page sends over serve mode's WebSocket, to see what was (not) asked for. */
+function sentFrames(page: Page): string[] {
+  const frames: string[] = [];
+  page.on('websocket', (ws) => ws.on('framesent', (f) => frames.push(String(f.payload))));
+  return frames;
+}
+
+const stepOf = async (page: Page) => Number(/step ([\d,]+) \//.exec(await page.getByTestId('live-step').innerText())?.[1].replace(/,/g, '') ?? -1);
+const pointsOf = async (page: Page) => Number(await page.getByTestId('live-loss-chart').getAttribute('data-points'));
+
+describe('New run in the Runs area', () => {
+  it('names invalid values next to their fields and sends nothing', async () => {
+    const page = await fx.browser.newPage();
+    const frames = sentFrames(page);
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('new-run').waitFor();
+    // The recipe fills the form: mlp trains with AdamW at lr 0.002, batch 64.
+    expect(await page.getByTestId('newrun-batchSize').inputValue()).toBe('64');
+    expect(await page.getByTestId('newrun-lr').inputValue()).toBe('0.002');
+    expect(await page.getByTestId('newrun-optimizer').inputValue()).toBe('adamw');
+    await page.getByTestId('newrun-batchSize').fill('0');
+    await page.getByTestId('newrun-lr').fill('-1');
+    await page.getByTestId('newrun-start').click();
+    expect(await page.getByTestId('newrun-error-batchSize').innerText()).toBe('0 is invalid: too small: expected number to be >=1');
+    expect(await page.getByTestId('newrun-error-lr').innerText()).toBe('-1 is invalid: too small: expected number to be >0');
+    expect(await page.getByTestId('newrun-error-epochs').count()).toBe(0);
+    expect(await page.getByTestId('live-run').count()).toBe(0);
+    await page.waitForTimeout(300);
+    expect(frames.filter((f) => f.includes('train.run'))).toEqual([]);
+    await page.close();
+  }, 30_000);
+
+  it('shows why the engine refuses a valid-looking request, and no run is recorded', async () => {
+    const page = await fx.browser.newPage();
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('new-run').waitFor();
+    await page.getByTestId('newrun-precision').selectOption('bf16');
+    await page.getByTestId('newrun-start').click();
+    await expect.poll(() => page.getByTestId('newrun-result').count(), { timeout: 60_000 }).toBe(1);
+    expect(await page.getByTestId('newrun-result').innerText()).toMatch(/^E_[A-Z_]+: .*bf16/);
+    expect(await page.getByTestId('newrun-start').isEnabled()).toBe(true);
+    expect(await page.locator('[data-testid^="run-2"]').count()).toBe(0);
+    await page.close();
+  }, 90_000);
+
+  it('starts a run, shows the step counter and the loss curve grow, cancels it, and lists it as cancelled', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1100 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(fx.serve.url);
+    await page.getByTestId('nav-runs').click();
+    await page.getByTestId('new-run').waitFor();
+    await page.getByTestId('newrun-model').selectOption('mlp');
+    await page.getByTestId('newrun-data').selectOption('fashion-mnist');
+    await page.getByTestId('newrun-epochs').fill('20'); // far more than the test waits for: it is cancelled
+    await page.getByTestId('newrun-seed').fill('7');
+    await page.getByTestId('newrun-start').click();
+    await page.getByTestId('live-run').waitFor();
+
+    // The first events can wait for Fashion-MNIST to be cached in the workspace.
+    await expect.poll(() => stepOf(page), { timeout: 60_000 }).toBeGreaterThan(0);
+    const firstStep = await stepOf(page);
+    const firstPoints = await pointsOf(page);
+    await expect.poll(() => stepOf(page), { timeout: 20_000 }).toBeGreaterThan(firstStep);
+    await expect.poll(() => pointsOf(page), { timeout: 20_000 }).toBeGreaterThan(firstPoints);
+    expect(await page.getByTestId('live-step').innerText()).toMatch(/^step [\d,]+ \/ 18,740 · epoch 1\/20$/); // 937 full batches of 64 per epoch
+    expect(await page.getByTestId('live-rate').innerText()).toMatch(/^[\d,]+ samples\/s$/);
+    expect(await page.getByTestId('live-eta').innerText()).toMatch(/^ETA \d+/);
+    expect(await page.getByTestId('live-gpu-note').innerText()).toMatch(/^No GPU telemetry: no NVIDIA GPU found/);
+    expect(await page.locator('[data-testid="live-phase-chart"] canvas').count()).toBeGreaterThan(0);
+    await page.waitForTimeout(300); // let ECharts paint before the screenshot
+    await page.screenshot({ path: path.join(SHOTS, 'runs-live.png'), fullPage: true });
+
+    await page.getByTestId('live-cancel').click();
+    await page.getByTestId('live-run').waitFor({ state: 'detached', timeout: 30_000 });
+    expect(await page.getByTestId('newrun-result').innerText()).toMatch(/^E_CANCELLED: /);
+    // The run is listed as cancelled and selected.
+    const detail = page.getByTestId('run-detail');
+    await detail.getByText('cancelled').waitFor();
+    const rows = page.locator('[data-testid^="run-2"]');
+    expect(await rows.count()).toBe(1);
+    expect(await rows.first().innerText()).toMatch(/mlp on fashion-mnist-train[\s\S]*cancelled/);
+    expect(await page.getByTestId('newrun-start').isEnabled()).toBe(true);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
+});
