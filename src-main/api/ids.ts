@@ -11,3 +11,13 @@ export const IdSchema = z
   .min(1)
   .max(128)
   .regex(ID_PATTERN, "ids are letters, digits, '.', '_' and '-', not starting with '.'");
+
+/**
+ * A run id, sortable by time and unique without coordination:
+ * 20261121-134502-3f9a1c. `randomHex` is 6 hex digits from whatever random
+ * source the caller has (Node's crypto in the services, the browser's in the UI).
+ */
+export function runIdAt(now: Date, randomHex: string): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `${stamp}-${randomHex}`;
+}

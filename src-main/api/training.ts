@@ -112,6 +112,8 @@ export const TrainRequestSchema = z
     spec: ModelSpecSchema,
     data: DataSourceSchema,
     options: TrainOptionsSchema.default(TrainOptionsSchema.parse({})),
+    /** The run's id, chosen by the caller (runIdAt), so it can tell its own run's events from any other's; made up otherwise. */
+    runId: IdSchema.optional(),
   })
   .strict();
 export type TrainRequest = z.infer<typeof TrainRequestSchema>;

@@ -7,6 +7,7 @@ import type { ApiErrorPayload } from '../api/errors';
 import { ApiError } from '../api/errors';
 import type { RunEnvironment, RunRecordJson, StoredRunStatus } from '../api/run-record';
 import { RUN_HEARTBEAT_INTERVAL_MS, RUN_SCHEMA_VERSION } from '../api/run-record';
+import { runIdAt } from '../api/ids';
 import { writeJsonAtomic } from './atomic-write';
 import type { Workspace } from './workspace';
 
@@ -26,12 +27,13 @@ export interface RunRecord {
 export interface CreateRunOptions {
   /** Tests shorten it; everyone else uses RUN_HEARTBEAT_INTERVAL_MS, which readers rely on. */
   heartbeatMs?: number;
+  /** An id the caller chose (so a UI can follow its own run's events from the first one); refused if taken. */
+  id?: string;
 }
 
-/** Sortable by time, unique without coordination: 20261121-134502-3f9a1c. */
+/** A fresh run id (see runIdAt). */
 export function newRunId(now: Date = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  return `${stamp}-${randomBytes(3).toString('hex')}`;
+  return runIdAt(now, randomBytes(3).toString('hex'));
 }
 
 function environment(): RunEnvironment {
@@ -52,11 +54,14 @@ function environment(): RunEnvironment {
  * run whose process was killed from one still training.
  */
 export async function createRun(workspace: Workspace, kind: string, config: RunRecordJson['config'], options: CreateRunOptions = {}): Promise<RunRecord> {
-  const id = newRunId();
+  const id = options.id ?? newRunId();
   const relativeDir = path.join('runs', id);
   const dir = workspace.resolve(relativeDir);
   const file = path.join(dir, 'run.json');
-  await fs.mkdir(dir, { recursive: true });
+  await fs.mkdir(path.dirname(dir), { recursive: true });
+  await fs.mkdir(dir).catch((err: NodeJS.ErrnoException) => {
+    throw err.code === 'EEXIST' ? new ApiError('E_BAD_INPUT', `a run with the id ${id} exists already: choose another`) : err;
+  });
   const createdAt = new Date().toISOString();
   const running: RunRecordJson = {
     schemaVersion: RUN_SCHEMA_VERSION,

@@ -39,7 +39,7 @@ export class TrainingService {
     // A request the engine refuses (no such device, bf16 on the CPU, a batch larger than the data ...)
     // is refused here, before a run exists: a run folder means the engine accepted the request.
     await this.engine.checkTraining({ spec: request.spec, data, options: request.options });
-    const run = await createRun(this.workspace, 'train', { ...request, cachedData: data });
+    const run = await createRun(this.workspace, 'train', { ...request, cachedData: data }, { id: request.runId });
     this.active.add(run.id);
     options.onStart?.(run.id);
     const recording = this.telemetry.record(path.join(run.dir, 'telemetry.jsonl'));

@@ -1,3 +1,4 @@
+import { runIdAt } from '@api/ids';
 import type { GpuState } from '@api/telemetry';
 import type { TrainRequest, TrainResult, TrainStepEvent } from '@api/training';
 import { defineStore } from 'pinia';
@@ -5,6 +6,11 @@ import { computed, ref, shallowRef } from 'vue';
 
 import { errorText } from './error-text';
 import { useApiClient } from '../transport/client-instance';
+
+/** n random bytes as hex, from the browser's crypto. */
+function randomHex(n: number): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(n)), (b) => b.toString(16).padStart(2, '0')).join('');
+}
 
 /** How often the run's telemetry lease is renewed (the telemetry store's pace). */
 const LEASE_RENEW_MS = 5000;
@@ -20,7 +26,7 @@ export interface RunGpuPoint {
 /** The training run started from this window: its step events and its GPU's telemetry, as they arrive. */
 export const useLiveRunStore = defineStore('live-run', () => {
   const running = ref(false);
-  /** Set by the first train.progress event of the run (the service creates the id). */
+  /** The run's id once its first train.progress event arrived (the id is chosen here, see start). */
   const runId = ref<string | null>(null);
   /** When the first step event arrived and its step: the rate is measured from there, after data preparation. */
   let first: { at: number; step: number } | null = null;
@@ -80,10 +86,13 @@ export const useLiveRunStore = defineStore('live-run', () => {
     device.value = request.options.device;
     gpu.value = { status: 'starting', message: null, restarts: 0 };
     first = null;
-    // The first event names the run; events of runs started elsewhere (CLI, another window) are ignored after that.
+    // The run's id is chosen here, so events of runs started elsewhere (CLI, another window) are never taken for it;
+    // runId is set (and Cancel offered) once the service has the run and reports its first event.
+    const ownId = runIdAt(new Date(), randomHex(3));
     const offProgress = client.on('train.progress', ({ runId: id, event }) => {
-      runId.value ??= id;
-      if (id !== runId.value || event.type !== 'step') return;
+      if (id !== ownId) return;
+      runId.value = id;
+      if (event.type !== 'step') return;
       first ??= { at: Date.now(), step: event.globalStep };
       last.value = event;
       for (const l of stepListeners) l(event);
@@ -98,7 +107,7 @@ export const useLiveRunStore = defineStore('live-run', () => {
     const offGpu = client.on('telemetry.gpu', (state) => (gpu.value = state));
     const stopLease = await telemetryLease();
     try {
-      result.value = await client.call('train.run', request);
+      result.value = await client.call('train.run', { ...request, runId: ownId });
       return result.value;
     } catch (err) {
       error.value = errorText(err);

@@ -9,6 +9,7 @@ import { MIN_EVENT_INTERVAL_MS, TrainRequestSchema } from '../../src-main/api/tr
 import type { Services } from '../../src-main/core/services';
 import { testServices } from '../helpers/services';
 import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
+import { runIdAt } from '../../src-main/api/ids';
 
 let services: Services;
 let cleanup: () => Promise<void>;
@@ -89,5 +90,22 @@ describe('training service', () => {
     await expect(
       services.router.dispatch('train.run', { spec: { family: 'mlp', input: [1, 28, 28], outputs: 10 }, data: { kind: 'fashion-mnist' }, options: { eventIntervalMs: 0 } }),
     ).rejects.toMatchObject({ code: 'E_BAD_REQUEST', message: expect.stringContaining('eventIntervalMs') });
+  });
+
+  it('records a run under the id its caller chose, so a UI can tell its own events apart, and refuses an id that is taken', async () => {
+    const runId = runIdAt(new Date(), 'c0ffee');
+    const events: string[] = [];
+    const off = services.events.subscribe((name, data) => {
+      if (name === 'train.progress') events.push((data as { runId: string }).runId);
+    });
+    const result = await services.training.run(TrainRequestSchema.parse({ ...request({ maxSteps: 2 }), runId }));
+    off();
+    expect(result.runId).toBe(runId);
+    expect(new Set(events)).toEqual(new Set([runId]));
+    await expect(services.training.run(TrainRequestSchema.parse({ ...request({ maxSteps: 2 }), runId }))).rejects.toMatchObject({
+      code: 'E_BAD_INPUT',
+      message: expect.stringContaining('exists already'),
+    });
+    expect(JSON.parse(readFileSync(path.join(services.workspace.resolve(`runs/${runId}`), 'run.json'), 'utf8'))).toMatchObject({ status: 'completed' });
   });
 });
