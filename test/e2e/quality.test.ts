@@ -55,6 +55,21 @@ describe('renderer quality (serve mode, Chromium)', () => {
     expect(await page.getByTestId('chart-util').getAttribute('role')).toBe('img');
     expect(await page.getByRole('img', { name: /^Engine round trip chart, \d+ pings; latest \d+(\.\d+)? ms$/ }).count()).toBe(1);
     await page.screenshot({ path: path.join(SHOTS, 'quality-dashboard.png'), fullPage: true });
+
+    // The tooltip (ECharts draws it as HTML) is dark, with units and rounded values.
+    const box = (await page.getByTestId('chart-mem').boundingBox())!;
+    await page.mouse.move(box.x + box.width - 30, box.y + box.height / 2);
+    // ECharts' tooltip root is the absolutely placed div on top of everything.
+    const tip = page.getByTestId('chart-mem').locator('div[style*="z-index: 9999999"]');
+    await expect.poll(() => tip.isVisible(), { timeout: 5000 }).toBe(true);
+    const text = await tip.innerText();
+    expect(text).toMatch(/GPU 0 used\s+\d+(\.\d)? GiB/);
+    expect(text).toMatch(/GPU 0 total\s+24 GiB/);
+    // At most three significant digits: 21.6 GiB, and 3 MiB as 0.003 GiB.
+    expect(text).toMatch(/GPU 3 used\s+0\.003 GiB/);
+    expect(text).not.toMatch(/\d\.\d{4,}/);
+    expect(await tip.evaluate((el) => getComputedStyle(el).backgroundColor)).toBe('rgb(21, 28, 35)');
+    await page.screenshot({ path: path.join(SHOTS, 'quality-tooltip.png'), clip: { x: box.x, y: box.y - 10, width: box.width, height: box.height + 120 } });
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);
