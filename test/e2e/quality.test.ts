@@ -101,4 +101,18 @@ describe('renderer quality (serve mode, Chromium)', () => {
     await expect.poll(() => page.getByTestId('dataset-iris').count(), { timeout: 10_000 }).toBe(0);
     await page.close();
   }, 60_000);
+  it('labels the batch-size chart with each fitting batch, its throughput and memory, rounded with units', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1100 } });
+    await page.goto(fx.serve.url);
+    await page.getByTestId('nav-batch-size').click();
+    await page.getByTestId('bs-model').selectOption('cnn');
+    await page.getByTestId('bs-memory-limit').fill('128');
+    await page.getByTestId('bs-steps').fill('3');
+    await page.getByTestId('bs-start').click();
+    await page.getByTestId('bs-verdict').waitFor({ timeout: 90_000 });
+    const chart = page.getByTestId('batch-size-chart');
+    expect(await chart.getAttribute('role')).toBe('img');
+    expect(await chart.getAttribute('aria-label')).toMatch(/^Throughput and memory by batch size chart: batch \d+: [\d,]+ samples\/s, [\d,.]+ MiB(; batch \d+: [\d,]+ samples\/s, [\d,.]+ MiB)*$/);
+    await page.close();
+  }, 200_000);
 });
