@@ -5,6 +5,7 @@ import { ref, shallowRef } from 'vue';
 
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';
+import { useLoader } from './load-state';
 
 /** How many of the newest benchmarks are compared side by side. */
 export const COMPARED_BENCHMARKS = 8;
@@ -16,30 +17,19 @@ export const useBenchmarksStore = defineStore('benchmarks', () => {
   /** The latest progress of the running benchmark; null when none runs. */
   const progress = shallowRef<BenchmarkProgress | null>(null);
   const running = ref(false);
-  const loading = ref(false);
-  /** A message a person can act on, with the error code. */
-  const error = ref<string | null>(null);
+  /** refresh() reads the completed benchmark runs (their run.json results) from the workspace. */
+  const { loading, error, run: refresh } = useLoader(async () => {
+    const client = useApiClient();
+    const runs = (await client.call('runs.list', {})).filter((r) => r.kind === 'benchmark' && r.status === 'completed').slice(0, COMPARED_BENCHMARKS);
+    const details = await Promise.all(runs.map((r) => client.call('runs.get', { id: r.id })));
+    // A run recorded by an older Trainbench whose result no longer matches is left out of the comparison.
+    results.value = details
+      .map((d) => TrainingBenchmarkResultSchema.safeParse((d.record as { result?: unknown }).result))
+      .flatMap((p) => (p.success ? [p.data] : []))
+      .reverse();
+  });
   let jobId: string | null = null;
   let offProgress: (() => void) | null = null;
-
-  /** Reads the completed benchmark runs (their run.json results) from the workspace. */
-  async function refresh(): Promise<void> {
-    loading.value = true;
-    try {
-      const client = useApiClient();
-      const runs = (await client.call('runs.list', {})).filter((r) => r.kind === 'benchmark' && r.status === 'completed').slice(0, COMPARED_BENCHMARKS);
-      const details = await Promise.all(runs.map((r) => client.call('runs.get', { id: r.id })));
-      // A run recorded by an older Trainbench whose result no longer matches is left out of the comparison.
-      results.value = details
-        .map((d) => TrainingBenchmarkResultSchema.safeParse((d.record as { result?: unknown }).result))
-        .flatMap((p) => (p.success ? [p.data] : []))
-        .reverse();
-    } catch (err) {
-      error.value = errorText(err);
-    } finally {
-      loading.value = false;
-    }
-  }
 
   /** Runs a benchmark to completion, following its progress; the list is refreshed when it ends. */
   async function start(request: Omit<TrainingBenchmarkRequestInput, 'jobId'>): Promise<void> {
@@ -53,10 +43,11 @@ export const useBenchmarksStore = defineStore('benchmarks', () => {
     offProgress = client.on('benchmark.progress', (p) => {
       if (p.jobId === id) progress.value = p;
     });
+    let failure: string | null = null;
     try {
       await client.call('benchmark.training', { ...request, jobId: id });
     } catch (err) {
-      error.value = errorText(err);
+      failure = errorText(err);
     } finally {
       offProgress?.();
       offProgress = null;
@@ -64,6 +55,8 @@ export const useBenchmarksStore = defineStore('benchmarks', () => {
       jobId = null;
       progress.value = null;
       await refresh();
+      // The refresh clears the error; the benchmark's own failure is the one to show.
+      if (failure) error.value = failure;
     }
   }
 

@@ -3,28 +3,18 @@ import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
 import { errorText } from './error-text';
+import { useLoader } from './load-state';
 import { useApiClient } from '../transport/client-instance';
 
 /** The dataset caches of the workspace. */
 export const useDatasetsStore = defineStore('datasets', () => {
   /** Every cache, with its problem when it does not open. */
   const list = shallowRef<DatasetSummary[]>([]);
-  const loading = ref(false);
-  const error = ref<string | null>(null);
+  const { loading, error, run: refresh } = useLoader(async () => {
+    list.value = await useApiClient().call('datasets.list', {});
+  });
   /** Last verify result per dataset id: 'ok' or the problems found. */
   const verified = ref<Record<string, string>>({});
-
-  async function refresh(): Promise<void> {
-    loading.value = true;
-    error.value = null;
-    try {
-      list.value = await useApiClient().call('datasets.list', {});
-    } catch (err) {
-      error.value = errorText(err);
-    } finally {
-      loading.value = false;
-    }
-  }
 
   /** Recomputes every shard's checksum. */
   async function verify(id: string): Promise<void> {
@@ -38,12 +28,15 @@ export const useDatasetsStore = defineStore('datasets', () => {
   }
 
   async function remove(id: string): Promise<void> {
+    let failure: string | null = null;
     try {
       await useApiClient().call('datasets.remove', { id });
     } catch (err) {
-      error.value = errorText(err);
+      failure = errorText(err);
     }
     await refresh();
+    // The refresh clears the error; a failed remove must stay on screen.
+    if (failure) error.value = failure;
   }
 
   return { list, loading, error, verified, refresh, verify, remove };

@@ -44,6 +44,10 @@ describe('caching wizard (serve mode, Chromium)', () => {
     await page.getByTestId('run-benchmark').click();
     await page.getByTestId('bench-summary').waitFor({ timeout: 60_000 });
     expect(await page.locator('[data-testid="loader-bench-chart"] canvas').count()).toBeGreaterThan(0);
+    // The chart is announced with its numbers, rounded, with units.
+    expect(await page.getByTestId('loader-bench-chart').getAttribute('aria-label')).toMatch(
+      /^Loader throughput chart\. cached: 0 workers [\d,]+ samples\/s, 1 workers [\d,]+ samples\/s, 2 workers [\d,]+ samples\/s\. uncached: /,
+    );
     // A .npy can be read in place, so the uncached bars are there too.
     expect(await page.getByTestId('bench-summary').innerText()).not.toContain('Uncached not measured');
     await page.screenshot({ path: path.join(SHOTS, 'datasets-benchmark.png'), fullPage: true });
