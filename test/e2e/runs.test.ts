@@ -56,8 +56,11 @@ describe('Runs area', () => {
     expect(await killed.getByTestId('run-status').innerText()).toMatch(
       /^interrupted\s+at step 1,234 of 1,876 \(epoch 1\/2\): no heartbeat from process 4242 on rig-elsewhere.invalid for \d+ days \(last 1999-01-02T00:05:00.000Z;/,
     );
-    await killed.click();
+    // Rows are reachable by keyboard: focus one and press Enter.
+    await killed.focus();
+    await page.keyboard.press('Enter');
     await page.getByTestId('run-detail').getByText('interrupted').waitFor();
+    expect(await killed.getAttribute('aria-selected')).toBe('true');
     expect(await page.getByTestId('run-detail').getByTestId('run-status').innerText()).toMatch(/^interrupted\s+at step 1,234 of 1,876/);
     await rows.first().click();
     await page.getByTestId('run-detail').getByText('completed').waitFor();
@@ -66,6 +69,9 @@ describe('Runs area', () => {
       expect(await page.locator(`[data-testid="${chart}"] canvas`).count()).toBeGreaterThan(0);
     }
     expect(await page.getByTestId('run-backend').innerText()).toMatch(/^cpu · fp32 · steady clock/);
+    // Charts are announced with their numbers.
+    expect(await page.getByTestId('run-phase-chart').getAttribute('aria-label')).toMatch(/^Time per step by phase, [\d.,]+ ms in all$/);
+    expect(await page.getByTestId('run-loss-chart').getAttribute('aria-label')).toMatch(/over \d+ steps; last loss [\d.]+$/);
     await page.screenshot({ path: path.join(SHOTS, 'runs.png'), fullPage: true });
     expect(errors).toEqual([]);
     await page.close();
