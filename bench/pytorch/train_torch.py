@@ -78,6 +78,7 @@ def main():
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = True  # tuned convolutions: PyTorch at its best
     spec = json.loads(args.spec)
+    input_shape = spec.get("input") or [104, 9, 9]
     fields = ["x", "policy", "value"] if spec["family"] == "bottleneck_resnet" else ["x", "y"]
     data = CachedDataset(args.cache, fields)
     x_stats = data.stats.get("x") or {}
@@ -86,8 +87,9 @@ def main():
 
     sampler = BatchSampler(RandomSampler(data, replacement=False), args.batch, drop_last=True)
     on_gpu = args.device == "cuda"
-    loader = DataLoader(data, sampler=sampler, batch_size=None, num_workers=args.workers, pin_memory=on_gpu,
-                        persistent_workers=args.workers > 0, prefetch_factor=4 if args.workers > 0 else None)
+    # PyTorch 1.x refuses prefetch_factor (even None) without worker processes: pass it only with them.
+    worker_options = {"persistent_workers": True, "prefetch_factor": 4} if args.workers > 0 else {}
+    loader = DataLoader(data, sampler=sampler, batch_size=None, num_workers=args.workers, pin_memory=on_gpu, **worker_options)
 
     device = torch.device(args.device)
     model = models.build(spec).to(device).to(memory_format=torch.channels_last if spec["family"] != "mlp" else torch.contiguous_format)
@@ -127,7 +129,8 @@ def main():
         data_wait += time.perf_counter() - t0
         ev = [mark()]
         gpu = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-        x = gpu["x"].float().mul_(scale).add_(offset)
+        # The model's input shape, as the engine reads it: a cache may store x flatter (Fashion-MNIST's 28x28 for a 1x28x28 CNN).
+        x = gpu["x"].float().reshape((-1, *input_shape)).mul_(scale).add_(offset)
         if x.dim() == 4:
             x = x.contiguous(memory_format=torch.channels_last)
         ev.append(mark())
