@@ -1,8 +1,9 @@
 import type { BuiltinModelName } from '@api/model-spec';
 import { BUILTIN_MODELS, ModelSpecSchema } from '@api/model-spec';
 import { RECIPES } from '@api/recipes';
-import type { DataSource, TrainRequest } from '@api/training';
+import type { TrainRequest } from '@api/training';
 import { TrainRequestSchema } from '@api/training';
+import { dataSourceOf } from '../../composables/useTargetChoices';
 
 /** What the New run form holds; `trainRequest` turns it into a train.run request. */
 export interface NewRunValues {
@@ -43,11 +44,6 @@ export function recipeValues(model: BuiltinModelName, keep: Pick<NewRunValues, '
   };
 }
 
-function dataSource(value: string): DataSource {
-  if (value === 'fashion-mnist') return { kind: 'fashion-mnist' };
-  if (value === 'example-board') return { kind: 'example-board' };
-  return { kind: 'dataset', train: value.slice('dataset:'.length) };
-}
 
 /** The schema path of each form field, to name a contract error next to its field. */
 const FIELD_OF_PATH: Partial<Record<string, NewRunField>> = {
@@ -77,7 +73,7 @@ export function trainRequest(v: NewRunValues): TrainRequestOrErrors {
   const optimizer = recipe.optimizer?.kind === v.optimizer ? { ...recipe.optimizer, lr: v.lr } : { kind: v.optimizer, lr: v.lr };
   const parsed = TrainRequestSchema.safeParse({
     spec: ModelSpecSchema.parse(BUILTIN_MODELS[v.model]),
-    data: dataSource(v.data),
+    data: dataSourceOf(v.data),
     options: {
       ...(recipe.schedule ? { schedule: recipe.schedule } : {}),
       device: v.device,
