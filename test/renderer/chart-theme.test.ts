@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { colourFor, formatValue, PALETTE, tickStep, timeAxis, timeLabel, visibleSpan, withGaps } from '../../src-renderer/charts/theme';
+import { colourFor, formatValue, PALETTE, tickStep, timeAxis, timeLabel, visibleSpan, withGaps } from '../../src-main/api/charts/theme';
 
 describe('chart theme', () => {
   it('rounds values to what a person reads, with the unit, and names a gap', () => {
