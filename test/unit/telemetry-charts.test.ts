@@ -23,7 +23,9 @@ function gpus(): GpuSample[] {
   return readFileSync('test/fixtures/nvidia-smi/multi-gpu.txt', 'utf8')
     .split('\n')
     .map(parseNvidiaSmiLine)
-    .flatMap((p) => (p.kind === 'gpu' ? [p.sample] : []));
+    .flatMap((p) => (p.kind === 'gpu' ? [p.sample] : []))
+    // The fixture holds two samples per GPU: one sample's worth.
+    .filter((s, i, all) => all.findIndex((o) => o.index === s.index) === i);
 }
 
 describe('run telemetry charts', () => {
