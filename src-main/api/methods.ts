@@ -66,7 +66,7 @@ export const apiMethods = {
   /** Files in a folder of the workspace, for choosing a source to import. */
   /** Runs the optimisation wizard to completion (or cancellation); progress arrives as optimise.progress events with the optimiseId. */
   'optimise.start': { params: OptimiseRequestSchema, result: OptimiseResultSchema },
-  /** Stops the wizard after the repetition in progress; its state stays saved for optimise.resume. */
+  /** Stops the wizard at once (the trial in progress is dropped and run again on resume); its state stays saved for optimise.resume. */
   'optimise.cancel': { params: OptimiseIdParamsSchema, result: z.object({ cancelled: z.boolean() }) },
   /** Continues a cancelled or interrupted wizard from its saved state. */
   'optimise.resume': { params: OptimiseIdParamsSchema, result: OptimiseResultSchema },
