@@ -102,7 +102,13 @@ export class OptimiseService {
     const job: Job = { cancelled: false, bench: { cancelled: false, engineRunId: null } };
     this.active.set(state.optimiseId, job);
     try {
-      const run = await createRun(this.workspace, 'optimise', { optimiseId: state.optimiseId, request: state.request, resumedFrom: state.runIds[state.runIds.length - 1] ?? null });
+      // spec at the top level, as other kinds store it, so the Runs list can name the model.
+      const run = await createRun(this.workspace, 'optimise', {
+        optimiseId: state.optimiseId,
+        spec: state.request.target.spec,
+        request: state.request,
+        resumedFrom: state.runIds[state.runIds.length - 1] ?? null,
+      });
       state.runIds.push(run.id);
       await saveWizardState(this.workspace, state);
       try {
