@@ -12,6 +12,7 @@ import { DEFAULT_PORT } from '../server/serve';
 import { formatDevices } from './format-devices';
 import { serveCommand } from './serve-command';
 import { benchmarkTrainingCommand } from './benchmark-training-command';
+import { optimiseCommand } from './optimise-command';
 import { cacheCommand } from './cache-command';
 import { findBatchSizeCommand } from './find-batch-size-command';
 import { loaderBenchCommand } from './loader-bench-command';
@@ -129,6 +130,7 @@ export function buildProgram(): Command {
   program.addCommand(benchmarkTrainingCommand());
   program.addCommand(monitorCommand());
   program.addCommand(runsCommand());
+  program.addCommand(optimiseCommand());
   pointErrorsToHelp(program);
 
   return program;

@@ -8,6 +8,7 @@ import { DatasetService } from './datasets/dataset-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
 import { listRuns, readRunDetail } from './run-reader';
+import { OptimiseService } from './optimise/optimise-service';
 import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
@@ -29,6 +30,7 @@ export interface Services {
   telemetry: TelemetryService;
   batchSize: BatchSizeService;
   benchmarks: TrainingBenchmarkService;
+  optimise: OptimiseService;
   dispose(): Promise<void>;
 }
 
@@ -42,6 +44,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const training = new TrainingService(engine, events, workspace, datasets, telemetry);
   const batchSize = new BatchSizeService(engine, events, workspace, datasets);
   const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
+  const optimise = new OptimiseService(engine, events, workspace, benchmarks);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -64,6 +67,10 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'datasets.benchmark': (request) => datasets.benchmark(request),
     'benchmark.training': (request) => benchmarks.run(request),
     'benchmark.cancel': ({ jobId }) => benchmarks.cancel(jobId),
+    'optimise.start': (request) => optimise.start(request),
+    'optimise.cancel': ({ optimiseId }) => optimise.cancel(optimiseId),
+    'optimise.resume': ({ optimiseId }) => optimise.resume(optimiseId),
+    'optimise.state': ({ optimiseId }) => optimise.state(optimiseId),
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
     'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
@@ -79,6 +86,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     telemetry,
     batchSize,
     benchmarks,
+    optimise,
     async dispose() {
       unsubscribe();
       await telemetry.dispose();
