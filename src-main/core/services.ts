@@ -8,6 +8,8 @@ import { DatasetService } from './datasets/dataset-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
 import { listRuns, readRunDetail } from './run-reader';
+import type { ChooseFolder } from './reports/report-service';
+import { ReportService } from './reports/report-service';
 import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
@@ -16,6 +18,8 @@ import { openWorkspace } from './workspace';
 export interface ServicesOptions {
   workspaceDir: string;
   engine?: SupervisorOptions;
+  /** The desktop shell's folder dialog, for reports.exportToChosenFolder; absent in serve mode and the CLI. */
+  chooseFolder?: ChooseFolder;
 }
 
 /** Everything the shells (Electron, serve, CLI) share: one engine, one workspace, one router. */
@@ -29,6 +33,7 @@ export interface Services {
   telemetry: TelemetryService;
   batchSize: BatchSizeService;
   benchmarks: TrainingBenchmarkService;
+  reports: ReportService;
   dispose(): Promise<void>;
 }
 
@@ -42,6 +47,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const training = new TrainingService(engine, events, workspace, datasets, telemetry);
   const batchSize = new BatchSizeService(engine, events, workspace, datasets);
   const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
+  const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -67,6 +73,16 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
     'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
+    'reports.list': () => reports.list(),
+    'reports.get': ({ id }) => reports.get(id),
+    'reports.figure': ({ id, name }) => reports.figure(id, name),
+    'reports.generate': (request) => reports.generate(request),
+    'reports.save': ({ id, markdown }) => reports.save(id, markdown),
+    'reports.regenerate': ({ id }) => reports.regenerate(id),
+    'reports.export': ({ id, dir }) => reports.export(id, dir),
+    'reports.exportToChosenFolder': ({ id }) => reports.exportToChosenFolder(id),
+    'reports.remove': ({ id }) => reports.remove(id),
+    'runs.trace': ({ id }) => reports.trace(id),
   });
 
   return {
@@ -79,6 +95,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     telemetry,
     batchSize,
     benchmarks,
+    reports,
     async dispose() {
       unsubscribe();
       await telemetry.dispose();
