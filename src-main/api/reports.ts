@@ -128,3 +128,21 @@ export const RunTraceResultSchema = z.object({
   trace: TraceFileSchema,
 });
 export type RunTraceResult = z.infer<typeof RunTraceResultSchema>;
+
+/**
+ * Generated blocks are wrapped in HTML comments, which a code host hides:
+ * `<!-- tb:begin phases -->` ... `<!-- tb:end phases -->`. Regenerating replaces
+ * what is between them and keeps everything outside.
+ */
+export const BLOCK_ID_PATTERN = /^[a-z0-9][a-z0-9.-]*$/;
+export const blockBegin = (id: string) => `<!-- tb:begin ${id} -->`;
+export const blockEnd = (id: string) => `<!-- tb:end ${id} -->`;
+const MARKER_LINE = /^[ \t]*<!-- tb:(?:begin|end) [a-z0-9][a-z0-9.-]* -->[ \t]*(?:\r?\n|$)/gm;
+
+/**
+ * The markdown without the block markers, for a preview whose markdown renderer
+ * escapes raw HTML (markdown-it with html off would show them as text).
+ */
+export function stripBlockMarkers(markdown: string): string {
+  return markdown.replace(MARKER_LINE, '');
+}

@@ -4,7 +4,22 @@ import path from 'node:path';
 import { ApiError } from '../../api/errors';
 import type { ReportDetail, ReportExportResult, ReportGenerateRequest, RunTraceResult } from '../../api/reports';
 import type { Workspace } from '../workspace';
-import { listReports, markdownFileOf, readFigure, readReport, readReportMeta, removeReport, reportDir, saveMarkdown } from './report-store';
+import { mergeRegenerated } from './blocks';
+import { generateReport } from './report-generator';
+import {
+  createReport,
+  listReports,
+  markdownFileOf,
+  nextReportNumber,
+  readFigure,
+  readReport,
+  readReportMeta,
+  removeReport,
+  reportDir,
+  rewriteReport,
+  saveMarkdown,
+} from './report-store';
+import { traceRun } from './trace';
 
 /**
  * Asks the person for a folder (the desktop shell's dialog); null when they cancel.
@@ -27,16 +42,28 @@ export class ReportService {
   get = (id: string) => readReport(this.workspace, id);
   figure = (id: string, name: string) => readFigure(this.workspace, id, name);
 
-  generate(_request: ReportGenerateRequest): Promise<ReportDetail> {
-    return Promise.reject(new ApiError('E_INTERNAL', 'reports.generate is being built on branch reports'));
+  /** A new report folder from the runs: reports/NNNN-title/. */
+  async generate(request: ReportGenerateRequest): Promise<ReportDetail> {
+    const number = await nextReportNumber(this.workspace);
+    const report = await generateReport(this.workspace, request.runIds, { number, title: request.title, sections: request.sections });
+    return createReport(this.workspace, report);
   }
 
-  regenerate(_id: string): Promise<ReportDetail> {
-    return Promise.reject(new ApiError('E_INTERNAL', 'reports.regenerate is being built on branch reports'));
+  /**
+   * Redraws the report from its runs: every generated block and figure is replaced,
+   * the person's text outside the blocks is kept, and the notes say what else happened.
+   */
+  async regenerate(id: string): Promise<ReportDetail> {
+    const meta = await readReportMeta(this.workspace, id);
+    const current = await readReport(this.workspace, id);
+    const fresh = await generateReport(this.workspace, meta.runIds, { number: meta.number, title: meta.title, sections: meta.sections });
+    const merged = mergeRegenerated(current.markdown, fresh.markdown, meta.blocks);
+    return rewriteReport(this.workspace, id, { ...fresh, markdown: merged.markdown, notes: [...fresh.notes, ...merged.notes] });
   }
 
-  trace(_runId: string): Promise<RunTraceResult> {
-    return Promise.reject(new ApiError('E_INTERNAL', 'runs.trace is being built on branch reports'));
+  /** A benchmark run's measured steps as a Chrome trace, also written to runs/<id>/trace.json. */
+  trace(runId: string): Promise<RunTraceResult> {
+    return traceRun(this.workspace, runId);
   }
 
   save = (id: string, markdown: string) => saveMarkdown(this.workspace, id, markdown);

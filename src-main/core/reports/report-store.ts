@@ -12,6 +12,7 @@ import type { Workspace } from '../workspace';
 
 export const REPORT_SCHEMA_VERSION = 1;
 const META_FILE = 'report.json';
+const MAX_SLUG = 48;
 const FOLDER_PATTERN = /^(\d{4})-[a-z0-9-]+$/;
 
 /** reports/<id>/report.json: what the report was generated from, so it can be regenerated. */
@@ -26,19 +27,22 @@ export const ReportMetaSchema = z.object({
   sections: z.array(ReportSectionSchema),
   figures: z.array(ReportFigureSchema),
   notes: z.array(z.string()),
+  /** Each generated block's fingerprint as last generated: regenerate tells the person's edits inside one from its own text. */
+  blocks: z.record(z.string(), z.string()).default({}),
 });
 export type ReportMeta = z.infer<typeof ReportMetaSchema>;
 
-/** "Training benchmark: mlp on fashion-mnist!" -> "training-benchmark-mlp-on-fashion-mnist", at most 60 characters. */
+/** "Training benchmark: mlp on fashion-mnist!" -> "training-benchmark-mlp-on-fashion-mnist": whole words, at most 48 characters. */
 export function slugOf(title: string): string {
-  const slug = title
+  const full = title
     .toLowerCase()
     .normalize('NFKD')
     .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 60)
-    .replace(/-+$/, '');
-  return slug || 'report';
+    .replace(/^-+|-+$/g, '');
+  if (full.length <= MAX_SLUG) return full || 'report';
+  const cut = full.slice(0, MAX_SLUG + 1);
+  const lastBreak = cut.lastIndexOf('-');
+  return (lastBreak > 0 ? cut.slice(0, lastBreak) : full.slice(0, MAX_SLUG)).replace(/-+$/, '');
 }
 
 export function markdownFileOf(id: string): string {
@@ -142,16 +146,22 @@ export interface ReportContent {
   markdown: string;
   figures: { figure: ReportFigure; svg: string }[];
   notes: string[];
+  blocks: Record<string, string>;
 }
+
+/** The next free report number, for the title line of a report about to be created. */
+export const nextReportNumber = nextNumber;
 
 /**
  * Writes a new report folder. The folder is created with a non-recursive mkdir, so two
- * generators racing for the same number never share one: the loser takes the next.
+ * generators racing for the same number never share one: the loser takes the next
+ * (and its title line, "# N. Title", is renumbered).
  */
 export async function createReport(workspace: Workspace, content: ReportContent, now = new Date()): Promise<ReportDetail> {
   await fs.mkdir(workspace.resolve('reports'), { recursive: true });
   for (let attempt = 0; ; attempt++) {
     const number = (await nextNumber(workspace)) + attempt;
+    content = { ...content, markdown: content.markdown.replace(/^# \d+\. /, `# ${number}. `) };
     const id = `${String(number).padStart(4, '0')}-${slugOf(content.title)}`;
     const dir = reportDir(workspace, id);
     try {
@@ -161,7 +171,7 @@ export async function createReport(workspace: Workspace, content: ReportContent,
       throw err;
     }
     const at = now.toISOString();
-    const meta: ReportMeta = { schemaVersion: REPORT_SCHEMA_VERSION, id, number, title: content.title, createdAt: at, updatedAt: at, runIds: content.runIds, sections: content.sections, figures: [], notes: [] };
+    const meta: ReportMeta = { schemaVersion: REPORT_SCHEMA_VERSION, id, number, title: content.title, createdAt: at, updatedAt: at, runIds: content.runIds, sections: content.sections, figures: [], notes: [], blocks: {} };
     return writeContent(dir, meta, content, now);
   }
 }
@@ -185,6 +195,7 @@ async function writeContent(dir: string, meta: ReportMeta, content: ReportConten
     sections: content.sections,
     figures: content.figures.map((f) => f.figure),
     notes: content.notes,
+    blocks: content.blocks,
     updatedAt: now.toISOString(),
   };
   await writeJsonAtomic(path.join(dir, META_FILE), next);
