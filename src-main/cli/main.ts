@@ -18,6 +18,8 @@ import { loaderBenchCommand } from './loader-bench-command';
 import { monitorCommand } from './monitor-command';
 import { runsCommand } from './runs-command';
 import { trainCommand } from './train-command';
+import { reportCommand } from './report-command';
+import { traceCommand } from './trace-command';
 import { choiceArg, TRAIN_CHOICES } from './train-inputs';
 
 function intArg(name: string, min: number) {
@@ -129,6 +131,8 @@ export function buildProgram(): Command {
   program.addCommand(benchmarkTrainingCommand());
   program.addCommand(monitorCommand());
   program.addCommand(runsCommand());
+  program.addCommand(reportCommand());
+  program.addCommand(traceCommand());
   pointErrorsToHelp(program);
 
   return program;

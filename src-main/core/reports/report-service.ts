@@ -89,6 +89,11 @@ export class ReportService {
     return this.copyTo(id, chosen);
   }
 
+  /** Copies into any folder: for trusted shells only (the CLI's --out); the contract never reaches it. */
+  exportTo(id: string, absoluteDir: string): Promise<ReportExportResult> {
+    return this.copyTo(id, path.resolve(absoluteDir));
+  }
+
   private async copyTo(id: string, target: string): Promise<ReportExportResult> {
     const meta = await readReportMeta(this.workspace, id);
     const source = reportDir(this.workspace, id);
