@@ -3,6 +3,18 @@ import { z } from 'zod';
 import { BatchSearchRequestSchema, BatchSearchResultSchema } from './batch-size';
 import { TrainingBenchmarkRequestSchema, TrainingBenchmarkResultSchema } from './benchmark';
 import { IdSchema } from './ids';
+import {
+  FigureNameSchema,
+  ReportDetailSchema,
+  ReportExportChosenResultSchema,
+  ReportExportRequestSchema,
+  ReportExportResultSchema,
+  ReportGenerateRequestSchema,
+  ReportIdSchema,
+  ReportSaveRequestSchema,
+  ReportSummarySchema,
+  RunTraceResultSchema,
+} from './reports';
 import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices';
 import { EngineStatusEventSchema } from './events';
 import { ModelInfoSchema, ModelSpecSchema } from './model-spec';
@@ -73,6 +85,23 @@ export const apiMethods = {
   /** The saved state of a wizard (live, cancelled, interrupted or finished). */
   'optimise.state': { params: OptimiseIdParamsSchema, result: WizardStateSchema },
   'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema) }) },
+  /** ADR reports (issue 13): reports/NNNN-title/ folders of markdown + SVG figures. */
+  'reports.list': { params: NoParams, result: z.array(ReportSummarySchema) },
+  'reports.get': { params: z.object({ id: ReportIdSchema }).strict(), result: ReportDetailSchema },
+  /** One figure's SVG text, by the file name the markdown links. */
+  'reports.figure': { params: z.object({ id: ReportIdSchema, name: FigureNameSchema }).strict(), result: z.object({ name: z.string(), svg: z.string() }) },
+  'reports.generate': { params: ReportGenerateRequestSchema, result: ReportDetailSchema },
+  /** Stores the edited markdown as is. */
+  'reports.save': { params: ReportSaveRequestSchema, result: ReportDetailSchema },
+  /** Redraws the generated blocks (<!-- tb:begin id --> ... <!-- tb:end id -->) from the runs; text outside them is kept. */
+  'reports.regenerate': { params: z.object({ id: ReportIdSchema }).strict(), result: ReportDetailSchema },
+  /** Copies the markdown and figures into a folder of the workspace. */
+  'reports.export': { params: ReportExportRequestSchema, result: ReportExportResultSchema },
+  /** Desktop only: copies into a folder the person chooses in a dialog; refused in serve mode. */
+  'reports.exportToChosenFolder': { params: z.object({ id: ReportIdSchema }).strict(), result: ReportExportChosenResultSchema },
+  'reports.remove': { params: z.object({ id: ReportIdSchema }).strict(), result: z.object({ removed: z.string() }) },
+  /** A Chrome trace-event JSON of a benchmark run's measured steps (also written to runs/<id>/trace.json). */
+  'runs.trace': { params: z.object({ id: IdSchema }).strict(), result: RunTraceResultSchema },
 } as const;
 
 export type ApiMethods = typeof apiMethods;

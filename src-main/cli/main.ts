@@ -19,6 +19,8 @@ import { loaderBenchCommand } from './loader-bench-command';
 import { monitorCommand } from './monitor-command';
 import { runsCommand } from './runs-command';
 import { trainCommand } from './train-command';
+import { reportCommand } from './report-command';
+import { traceCommand } from './trace-command';
 import { choiceArg, TRAIN_CHOICES } from './train-inputs';
 
 function intArg(name: string, min: number) {
@@ -131,6 +133,8 @@ export function buildProgram(): Command {
   program.addCommand(monitorCommand());
   program.addCommand(runsCommand());
   program.addCommand(optimiseCommand());
+  program.addCommand(reportCommand());
+  program.addCommand(traceCommand());
   pointErrorsToHelp(program);
 
   return program;
