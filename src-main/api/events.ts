@@ -5,6 +5,7 @@ import { BenchmarkProgressSchema } from './benchmark';
 import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { TrainProgressEventSchema } from './training';
+import { ScriptOutputEventSchema } from './script-target';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
 export type EngineState = z.infer<typeof EngineStateSchema>;
@@ -30,6 +31,8 @@ export const apiEvents = {
   'telemetry.sample': TelemetrySampleSchema,
   'telemetry.gpu': GpuStateSchema,
   'benchmark.progress': BenchmarkProgressSchema,
+  /** A line a script target wrote on its stdout or stderr, live. */
+  'script.output': ScriptOutputEventSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

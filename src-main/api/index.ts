@@ -13,3 +13,4 @@ export * from './ids';
 export * from './run-record';
 export * from './benchmark';
 export * from './batch-size';
+export * from './script-target';

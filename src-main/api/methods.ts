@@ -19,6 +19,7 @@ import {
   SourceSpecSchema,
   VerifyResultSchema,
 } from './datasets';
+import { ScriptBenchmarkRequestSchema, ScriptBenchmarkResultSchema } from './script-target';
 
 const NoParams = z.object({}).strict();
 
@@ -62,6 +63,9 @@ export const apiMethods = {
   /** Runs the training benchmark to completion; progress arrives as benchmark.progress events with the request's jobId. */
   'benchmark.training': { params: TrainingBenchmarkRequestSchema, result: TrainingBenchmarkResultSchema },
   'benchmark.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
+  /** Benchmarks the user's own training command (a script target); its output arrives as script.output events, progress as benchmark.progress. */
+  'script.benchmark': { params: ScriptBenchmarkRequestSchema, result: ScriptBenchmarkResultSchema },
+  'script.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   /** Files in a folder of the workspace, for choosing a source to import. */
   'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema) }) },
 } as const;

@@ -18,6 +18,7 @@ import { loaderBenchCommand } from './loader-bench-command';
 import { monitorCommand } from './monitor-command';
 import { runsCommand } from './runs-command';
 import { trainCommand } from './train-command';
+import { benchmarkScriptCommand } from './benchmark-script-command';
 import { choiceArg, TRAIN_CHOICES } from './train-inputs';
 
 function intArg(name: string, min: number) {
@@ -129,6 +130,7 @@ export function buildProgram(): Command {
   program.addCommand(benchmarkTrainingCommand());
   program.addCommand(monitorCommand());
   program.addCommand(runsCommand());
+  program.addCommand(benchmarkScriptCommand());
   pointErrorsToHelp(program);
 
   return program;

@@ -11,6 +11,7 @@ import { listRuns, readRunDetail } from './run-reader';
 import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
+import { ScriptBenchmarkService } from './script/script-benchmark';
 import { openWorkspace } from './workspace';
 
 export interface ServicesOptions {
@@ -29,6 +30,7 @@ export interface Services {
   telemetry: TelemetryService;
   batchSize: BatchSizeService;
   benchmarks: TrainingBenchmarkService;
+  scripts: ScriptBenchmarkService;
   dispose(): Promise<void>;
 }
 
@@ -42,6 +44,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const training = new TrainingService(engine, events, workspace, datasets, telemetry);
   const batchSize = new BatchSizeService(engine, events, workspace, datasets);
   const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
+  const scripts = new ScriptBenchmarkService(events, workspace, telemetry);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -64,6 +67,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'datasets.benchmark': (request) => datasets.benchmark(request),
     'benchmark.training': (request) => benchmarks.run(request),
     'benchmark.cancel': ({ jobId }) => benchmarks.cancel(jobId),
+    'script.benchmark': (request) => scripts.run(request),
+    'script.cancel': ({ jobId }) => Promise.resolve(scripts.cancel(jobId)),
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
     'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
@@ -79,6 +84,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     telemetry,
     batchSize,
     benchmarks,
+    scripts,
     async dispose() {
       unsubscribe();
       await telemetry.dispose();
