@@ -176,3 +176,49 @@ export const ScriptOutputEventSchema = z.object({
   line: z.string(),
 });
 export type ScriptOutputEvent = z.infer<typeof ScriptOutputEventSchema>;
+
+/** find-batch-size on a script target: dataloader.batch_size varied, an out-of-memory error is a data point. */
+export const ScriptBatchSearchRequestSchema = z
+  .object({
+    target: ScriptTargetSchema,
+    /** Other overrides every trial keeps; dataloader.batch_size is the one being searched. */
+    overrides: ScriptOverridesSchema.default({}),
+    /** The first batch tried; the search doubles from it up to the first OOM, then bisects. */
+    startBatch: z.number().int().min(1).max(1 << 24).default(1),
+    maxBatch: z.number().int().min(1).max(1 << 24).default(1 << 16),
+    /** Share of the GPU's memory a fitting batch leaves free (CUDA only: on the CPU a batch fits when it trains). */
+    headroom: z.number().min(0).max(0.9).default(0.1),
+    warmupSteps: z.number().int().min(0).max(1000).default(2),
+    stepsPerTrial: z.number().int().min(1).max(1000).default(5),
+    timeoutSeconds: z.number().min(1).max(24 * 3600).default(600),
+  })
+  .strict();
+export type ScriptBatchSearchRequest = z.infer<typeof ScriptBatchSearchRequestSchema>;
+
+export const ScriptBatchTrialSchema = z.object({
+  index: z.number().int(),
+  batchSize: z.number().int(),
+  /** ok: it trained; E_OOM: it ran out of memory (a data point); crash: killed by a signal (the kernel's OOM killer, say). */
+  outcome: z.enum(['ok', 'E_OOM', 'crash']),
+  samplesPerSec: z.number().nullable(),
+  cudaPeakBytes: z.number().nullable(),
+  fits: z.boolean(),
+  seconds: z.number(),
+  message: z.string().nullable(),
+});
+export type ScriptBatchTrial = z.infer<typeof ScriptBatchTrialSchema>;
+
+export const ScriptBatchSearchResultSchema = z.object({
+  runId: z.string(),
+  runDir: z.string(),
+  title: z.string(),
+  device: z.string(),
+  cudaTotalBytes: z.number().nullable(),
+  headroom: z.number(),
+  largestFitting: z.number().int().nullable(),
+  recommended: z.number().int().nullable(),
+  trials: z.array(ScriptBatchTrialSchema),
+  verdict: z.string(),
+  seconds: z.number(),
+});
+export type ScriptBatchSearchResult = z.infer<typeof ScriptBatchSearchResultSchema>;

@@ -14,7 +14,9 @@ export function rankSteps(connection: ProbeConnection): ProbeStep[] {
   for (const m of connection.messages) {
     if (m.type !== 'phases') continue;
     const s = steps.get(m.step);
-    if (s) (s.phasesMs = m.phasesMs), (s.timing = m.timing);
+    if (!s) continue;
+    s.phasesMs = m.phasesMs;
+    s.timing = m.timing;
   }
   return [...steps.values()].sort((a, b) => a.step - b.step);
 }
