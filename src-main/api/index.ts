@@ -15,3 +15,4 @@ export * from './benchmark';
 export * from './batch-size';
 export * from './optimise';
 export * from './reports';
+export * from './script-target';

@@ -32,6 +32,7 @@ import {
   VerifyResultSchema,
 } from './datasets';
 import { OptimiseIdParamsSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from './optimise';
+import { ScriptBenchmarkRequestSchema, ScriptBenchmarkResultSchema } from './script-target';
 
 const NoParams = z.object({}).strict();
 
@@ -75,7 +76,9 @@ export const apiMethods = {
   /** Runs the training benchmark to completion; progress arrives as benchmark.progress events with the request's jobId. */
   'benchmark.training': { params: TrainingBenchmarkRequestSchema, result: TrainingBenchmarkResultSchema },
   'benchmark.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
-  /** Files in a folder of the workspace, for choosing a source to import. */
+  /** Benchmarks the user's own training command (a script target); its output arrives as script.output events, progress as benchmark.progress. */
+  'script.benchmark': { params: ScriptBenchmarkRequestSchema, result: ScriptBenchmarkResultSchema },
+  'script.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   /** Runs the optimisation wizard to completion (or cancellation); progress arrives as optimise.progress events with the optimiseId. */
   'optimise.start': { params: OptimiseRequestSchema, result: OptimiseResultSchema },
   /** Stops the wizard at once (the trial in progress is dropped and run again on resume); its state stays saved for optimise.resume. */
@@ -84,6 +87,7 @@ export const apiMethods = {
   'optimise.resume': { params: OptimiseIdParamsSchema, result: OptimiseResultSchema },
   /** The saved state of a wizard (live, cancelled, interrupted or finished). */
   'optimise.state': { params: OptimiseIdParamsSchema, result: WizardStateSchema },
+  /** Files in a folder of the workspace, for choosing a source to import. */
   'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema) }) },
   /** ADR reports (issue 13): reports/NNNN-title/ folders of markdown + SVG figures. */
   'reports.list': { params: NoParams, result: z.array(ReportSummarySchema) },

@@ -21,6 +21,7 @@ import { runsCommand } from './runs-command';
 import { trainCommand } from './train-command';
 import { reportCommand } from './report-command';
 import { traceCommand } from './trace-command';
+import { benchmarkScriptCommand } from './benchmark-script-command';
 import { choiceArg, TRAIN_CHOICES } from './train-inputs';
 
 function intArg(name: string, min: number) {
@@ -135,6 +136,7 @@ export function buildProgram(): Command {
   program.addCommand(optimiseCommand());
   program.addCommand(reportCommand());
   program.addCommand(traceCommand());
+  program.addCommand(benchmarkScriptCommand());
   pointErrorsToHelp(program);
 
   return program;

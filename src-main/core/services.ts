@@ -14,6 +14,7 @@ import { ReportService } from './reports/report-service';
 import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
+import { ScriptBenchmarkService } from './script/script-benchmark';
 import { openWorkspace } from './workspace';
 
 export interface ServicesOptions {
@@ -36,6 +37,7 @@ export interface Services {
   benchmarks: TrainingBenchmarkService;
   optimise: OptimiseService;
   reports: ReportService;
+  scripts: ScriptBenchmarkService;
   dispose(): Promise<void>;
 }
 
@@ -51,6 +53,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
   const optimise = new OptimiseService(engine, events, workspace, benchmarks);
   const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
+  const scripts = new ScriptBenchmarkService(events, workspace, telemetry);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -77,6 +80,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'optimise.cancel': ({ optimiseId }) => optimise.cancel(optimiseId),
     'optimise.resume': ({ optimiseId }) => optimise.resume(optimiseId),
     'optimise.state': ({ optimiseId }) => optimise.state(optimiseId),
+    'script.benchmark': (request) => scripts.run(request),
+    'script.cancel': ({ jobId }) => Promise.resolve(scripts.cancel(jobId)),
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
     'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
@@ -104,6 +109,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     benchmarks,
     optimise,
     reports,
+    scripts,
     async dispose() {
       unsubscribe();
       await telemetry.dispose();
