@@ -8,7 +8,7 @@ import { gunzipSync } from 'node:zlib';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { PHASE_NAMES_WITH_OTHER } from '../../src-main/api/benchmark';
+import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../../src-main/api/benchmark';
 import type { OptimiseResult } from '../../src-main/api/optimise';
 import type { OptimiseProgress } from '../../src-main/api/optimise';
 import { OptimiseProgressSchema, OptimiseResultSchema, WizardStateSchema } from '../../src-main/api/optimise';
@@ -259,6 +259,40 @@ describe('optimise through the API contract (what the Optimise area calls)', () 
       // A finished wizard answers resume with its result, and nothing is running to cancel.
       expect(OptimiseResultSchema.parse(await services.router.dispatch('optimise.resume', { optimiseId })).trials).toEqual(result.trials);
       expect(await services.router.dispatch('optimise.cancel', { optimiseId })).toEqual({ cancelled: false });
+    } finally {
+      await cleanup();
+    }
+  }, 300_000);
+});
+
+describe('an out-of-memory trial', () => {
+  it('is recorded as crashed with the engine\'s words, and the wizard goes on', async () => {
+    const { services, cleanup } = await testServices();
+    try {
+      const spec = { family: 'mlp' as const, input: [28, 28], outputs: 10, hidden: [8] };
+      const data = { kind: 'fashion-mnist' as const };
+      // The CPU's memory limit between what batches of 256 and 512 measured: doubling the batch cannot fit.
+      const peak = async (batchSize: number) =>
+        (await services.benchmarks.run(TrainingBenchmarkRequestSchema.parse({ spec, data, options: { batchSize }, warmupSteps: 1, steps: 2, repeat: 1 }))).memory.measured.total;
+      const [small, large] = [await peak(256), await peak(512)];
+      expect(large).toBeGreaterThan(small);
+      const limit = Math.round((small + large) / 2);
+      const r = OptimiseResultSchema.parse(
+        await services.router.dispatch('optimise.start', {
+          target: { spec, data, options: { batchSize: 256, memoryLimitBytes: limit } },
+          repeat: 2,
+          steps: 10,
+          warmupSteps: 1,
+          maxTrials: 3,
+        }),
+      );
+      const batch = r.trials.find((t) => t.change.knob === 'batchSize');
+      expect(batch, JSON.stringify(r.trials.map((t) => t.change.label))).toBeDefined();
+      expect(batch?.decision).toBe('crashed');
+      expect(batch?.why).toContain('ran out of memory');
+      expect(batch?.error).toMatch(/bytes/);
+      expect(r.status).toBe('completed');
+      expect(r.final.config.options.batchSize).toBe(256);
     } finally {
       await cleanup();
     }
