@@ -95,7 +95,10 @@ function engineHostOf(pid: number): number {
 describe('trainbench optimise (CPU)', () => {
   it('finds the loader bottleneck of a small MLP reading Fashion-MNIST from its source files, and keeps a change whose CI excludes 1', async () => {
     // Batches of 1,024: the arithmetic per step amortises better than the reads do, so data wait is the largest phase.
-    const flags = mlpFlags(1024, '--read-from', 'source', '--loader-workers', '0', '--prefetch', '1', '--steps', '50', '--repeat', '5', '--max-trials', '4');
+    // 9 pairs: the interval is [2nd, 8th] of the ratios, so one repetition hit by another job on these shared cores cannot sink a real gain.
+    // One compute thread: on shared cores a 2-thread GEMM waits for whichever thread another process preempted,
+    // which made the forward phase the noisiest number here (1.0 to 3.0 ms at a load average of 9).
+    const flags = mlpFlags(1024, '--threads', '1', '--read-from', 'source', '--loader-workers', '0', '--prefetch', '1', '--steps', '50', '--repeat', '9', '--max-trials', '2');
     const r = await optimise(flags);
     // First, that the loader really is the bottleneck: data wait is the largest phase of the baseline's step.
     const b = r.baseline;
@@ -111,8 +114,9 @@ describe('trainbench optimise (CPU)', () => {
     // Pipeline changes train exactly the same: the loss guard saw the same mean loss.
     for (const t of r.trials.filter((x) => x.lossDelta !== null && x.change.kind === 'pipeline')) expect(t.lossDelta).toBeLessThan(1e-9);
     expect(r.final.config).not.toEqual(b.config);
-    expect(r.final.speedup.median).toBeGreaterThan(0);
-    expect(r.final.verdict).toContain('A/B/A/B');
+    // The reported speedup is the final A/B/A/B measurement, and the verdict says honestly whether it confirms the gain.
+    expect(r.final.speedup.high).toBeGreaterThan(r.final.speedup.low);
+    expect(r.final.verdict).toMatch(r.final.speedup.low > 1 ? /measured A\/B\/A\/B over 9 pairs/ : /cannot confirm|below 1/);
 
     // The limits rest on measured rates, and the baseline is slower than every floor.
     expect(r.limits.compute.gemmGflops).toBeGreaterThan(0);

@@ -362,7 +362,6 @@ class Session {
         lossTolerance: PRESETS[s.request.preset].lossTolerance(change, s.request.lossTolerance),
         recipeChange: change.kind === 'recipe',
         allowRecipeChanges: s.request.allowRecipeChanges,
-        seed: index,
       });
       return {
         index,
@@ -416,9 +415,9 @@ class Session {
       };
     }
     const m = await this.interleaved(baseline.config, s.best, 'final', null, 'final configuration vs baseline');
-    const speedup = pairedSpeedup(m.a, m.b);
+    const { coverage, ...speedup } = pairedSpeedup(m.a, m.b);
     const x = (v: number) => `${v.toFixed(3)}x`;
-    const ci = `${x(speedup.median)} (95% CI ${x(speedup.low)}–${x(speedup.high)})`;
+    const ci = `${x(speedup.median)} (${coverage >= 0.95 ? '95%' : `${(100 * coverage).toFixed(1)}%`} CI ${x(speedup.low)}–${x(speedup.high)})`;
     const verdict =
       speedup.low > 1
         ? `The final configuration is ${ci} the baseline's speed, measured A/B/A/B over ${m.a.length} pairs.`
