@@ -24,8 +24,10 @@ export interface BenchmarkAttempt {
   noiseFloor: number;
   decision: Decision;
   why: string;
-  /** The phase whose time per step moved most, in ms. */
-  largestPhaseChange: { phase: string; baselineMs: number; attemptMs: number } | null;
+  /** The phase whose time moved most: per step, or per sample (µs) when the samples per step differ. */
+  largestPhaseChange: { phase: string; baseline: number; attempt: number; unit: 'ms per step' | 'µs per sample' } | null;
+  /** Settings changed that alter the training recipe, not only its speed. */
+  recipeChanges: string[];
 }
 
 export interface SearchAttempt {
@@ -36,6 +38,9 @@ export interface SearchAttempt {
 }
 
 export type Attempt = BenchmarkAttempt | SearchAttempt;
+
+/** Settings that change what training computes (the update, the numerics), not only how fast. */
+const RECIPE_SETTINGS = new Set(['batchSize', 'accumulation', 'precision', 'optimizer', 'schedule', 'sampleRatio', 'model', 'data']);
 
 const show = (v: unknown): string => (v === undefined ? 'not set' : typeof v === 'object' ? JSON.stringify(v) : String(v));
 
@@ -71,13 +76,20 @@ function benchmarkAttempt(run: BenchmarkRun, baseline: BenchmarkRun): BenchmarkA
   );
   const noiseFloor = relativeHalfWidth(baseline.result.samplesPerSecCi);
   const { decision, why } = decide(speedup, noiseFloor);
+  // A different batch makes per-step times incomparable: compare the time each sample costs instead.
+  const perStep = (r: BenchmarkRun) => r.result.batchSize * r.result.accumulation;
+  const perSample = perStep(baseline) !== perStep(run);
+  const unit = perSample ? 'µs per sample' : 'ms per step';
+  const scale = (r: BenchmarkRun) => (perSample ? 1000 / perStep(r) : 1);
   let largest: BenchmarkAttempt['largestPhaseChange'] = null;
   for (const phase of PHASE_NAMES_WITH_OTHER) {
-    const b = baseline.result.phasesMs[phase];
-    const a = run.result.phasesMs[phase];
-    if (!largest || Math.abs(a - b) > Math.abs(largest.attemptMs - largest.baselineMs)) largest = { phase, baselineMs: b, attemptMs: a };
+    const b = baseline.result.phasesMs[phase] * scale(baseline);
+    const a = run.result.phasesMs[phase] * scale(run);
+    if (!largest || Math.abs(a - b) > Math.abs(largest.attempt - largest.baseline)) largest = { phase, baseline: b, attempt: a, unit };
   }
-  return { kind: 'benchmark', run, baseline, changes: settingChanges(baseline, run), speedup, noiseFloor, decision, why, largestPhaseChange: largest };
+  const changes = settingChanges(baseline, run);
+  const recipeChanges = changes.filter((c) => RECIPE_SETTINGS.has(c.setting)).map((c) => c.setting);
+  return { kind: 'benchmark', run, baseline, changes, speedup, noiseFloor, decision, why, largestPhaseChange: largest, recipeChanges };
 }
 
 /** The baseline (the first benchmark) and one attempt per later benchmark and per batch-size search, in the order given. */
