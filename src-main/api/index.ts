@@ -16,3 +16,5 @@ export * from './batch-size';
 export * from './optimise';
 export * from './reports';
 export * from './script-target';
+export * from './reports';
+export * from './optimise';

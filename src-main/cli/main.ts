@@ -137,6 +137,9 @@ export function buildProgram(): Command {
   program.addCommand(reportCommand());
   program.addCommand(traceCommand());
   program.addCommand(benchmarkScriptCommand());
+  program.addCommand(reportCommand());
+  program.addCommand(traceCommand());
+  program.addCommand(optimiseCommand());
   pointErrorsToHelp(program);
 
   return program;

@@ -11,6 +11,9 @@ import { listRuns, readRunDetail } from './run-reader';
 import { OptimiseService } from './optimise/optimise-service';
 import type { ChooseFolder } from './reports/report-service';
 import { ReportService } from './reports/report-service';
+import type { ChooseFolder } from './reports/report-service';
+import { ReportService } from './reports/report-service';
+import { OptimiseService } from './optimise/optimise-service';
 import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
@@ -38,6 +41,8 @@ export interface Services {
   optimise: OptimiseService;
   reports: ReportService;
   scripts: ScriptBenchmarkService;
+  reports: ReportService;
+  optimise: OptimiseService;
   dispose(): Promise<void>;
 }
 
@@ -54,6 +59,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const optimise = new OptimiseService(engine, events, workspace, benchmarks);
   const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
   const scripts = new ScriptBenchmarkService(events, workspace, telemetry);
+  const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
+  const optimise = new OptimiseService(engine, events, workspace, benchmarks);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -110,6 +117,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     optimise,
     reports,
     scripts,
+    reports,
+    optimise,
     async dispose() {
       unsubscribe();
       await telemetry.dispose();

@@ -11,6 +11,8 @@ export interface SettingChange {
   setting: string;
   baseline: string;
   attempt: string;
+  /** How it was measured (warm-up, measured steps, repetitions), not what was measured. */
+  protocol: boolean;
 }
 
 export interface BenchmarkAttempt {
@@ -24,8 +26,10 @@ export interface BenchmarkAttempt {
   noiseFloor: number;
   decision: Decision;
   why: string;
-  /** The phase whose time per step moved most, in ms. */
-  largestPhaseChange: { phase: string; baselineMs: number; attemptMs: number } | null;
+  /** The phase whose time moved most: per step, or per sample (µs) when the samples per step differ. */
+  largestPhaseChange: { phase: string; baseline: number; attempt: number; unit: 'ms per step' | 'µs per sample' } | null;
+  /** Settings changed that alter the training recipe, not only its speed. */
+  recipeChanges: string[];
 }
 
 export interface SearchAttempt {
@@ -37,6 +41,9 @@ export interface SearchAttempt {
 
 export type Attempt = BenchmarkAttempt | SearchAttempt;
 
+/** Settings that change what training computes (the update, the numerics), not only how fast. */
+const RECIPE_SETTINGS = new Set(['batchSize', 'accumulation', 'precision', 'optimizer', 'schedule', 'sampleRatio', 'model', 'data']);
+
 const show = (v: unknown): string => (v === undefined ? 'not set' : typeof v === 'object' ? JSON.stringify(v) : String(v));
 
 /** The settings two benchmark runs differ in: training options, step counts, model spec and data. */
@@ -47,13 +54,13 @@ export function settingChanges(a: BenchmarkRun, b: BenchmarkRun): SettingChange[
   const ob = (cb.options ?? {}) as Record<string, unknown>;
   const out: SettingChange[] = [];
   for (const key of [...new Set([...Object.keys(oa), ...Object.keys(ob)])]) {
-    if (JSON.stringify(oa[key]) !== JSON.stringify(ob[key])) out.push({ setting: key, baseline: show(oa[key]), attempt: show(ob[key]) });
+    if (JSON.stringify(oa[key]) !== JSON.stringify(ob[key])) out.push({ setting: key, baseline: show(oa[key]), attempt: show(ob[key]), protocol: false });
   }
+  if (JSON.stringify(ca.spec) !== JSON.stringify(cb.spec)) out.push({ setting: 'model', baseline: show(ca.spec), attempt: show(cb.spec), protocol: false });
+  if (a.result.data !== b.result.data) out.push({ setting: 'data', baseline: a.result.data, attempt: b.result.data, protocol: false });
   for (const key of ['warmupSteps', 'steps', 'repeat']) {
-    if (ca[key] !== cb[key]) out.push({ setting: key, baseline: show(ca[key]), attempt: show(cb[key]) });
+    if (ca[key] !== cb[key]) out.push({ setting: key, baseline: show(ca[key]), attempt: show(cb[key]), protocol: true });
   }
-  if (JSON.stringify(ca.spec) !== JSON.stringify(cb.spec)) out.push({ setting: 'model', baseline: show(ca.spec), attempt: show(cb.spec) });
-  if (a.result.data !== b.result.data) out.push({ setting: 'data', baseline: a.result.data, attempt: b.result.data });
   return out;
 }
 
@@ -71,13 +78,20 @@ function benchmarkAttempt(run: BenchmarkRun, baseline: BenchmarkRun): BenchmarkA
   );
   const noiseFloor = relativeHalfWidth(baseline.result.samplesPerSecCi);
   const { decision, why } = decide(speedup, noiseFloor);
+  // A different batch makes per-step times incomparable: compare the time each sample costs instead.
+  const perStep = (r: BenchmarkRun) => r.result.batchSize * r.result.accumulation;
+  const perSample = perStep(baseline) !== perStep(run);
+  const unit = perSample ? 'µs per sample' : 'ms per step';
+  const scale = (r: BenchmarkRun) => (perSample ? 1000 / perStep(r) : 1);
   let largest: BenchmarkAttempt['largestPhaseChange'] = null;
   for (const phase of PHASE_NAMES_WITH_OTHER) {
-    const b = baseline.result.phasesMs[phase];
-    const a = run.result.phasesMs[phase];
-    if (!largest || Math.abs(a - b) > Math.abs(largest.attemptMs - largest.baselineMs)) largest = { phase, baselineMs: b, attemptMs: a };
+    const b = baseline.result.phasesMs[phase] * scale(baseline);
+    const a = run.result.phasesMs[phase] * scale(run);
+    if (!largest || Math.abs(a - b) > Math.abs(largest.attempt - largest.baseline)) largest = { phase, baseline: b, attempt: a, unit };
   }
-  return { kind: 'benchmark', run, baseline, changes: settingChanges(baseline, run), speedup, noiseFloor, decision, why, largestPhaseChange: largest };
+  const changes = settingChanges(baseline, run);
+  const recipeChanges = changes.filter((c) => RECIPE_SETTINGS.has(c.setting)).map((c) => c.setting);
+  return { kind: 'benchmark', run, baseline, changes, speedup, noiseFloor, decision, why, largestPhaseChange: largest, recipeChanges };
 }
 
 /** The baseline (the first benchmark) and one attempt per later benchmark and per batch-size search, in the order given. */

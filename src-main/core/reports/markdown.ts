@@ -22,7 +22,7 @@ export function cell(text: string): string {
   return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
 }
 
-const NUMERIC = /^[-\u2212+×]?[\d,.]+( ?[%a-zA-Z/]+)?( \(.*\))?$|^-$|^$/;
+const NUMERIC = /^[-\u2212+×]?[\d,.]+( ?[%a-zA-Z/]+)?( \(.*\))?$|^[\d,.]+ to [\d,.]+$|^-$|^$/;
 
 /** A GitHub-flavoured table; a column whose cells are all numbers is right-aligned. */
 export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {

@@ -17,7 +17,9 @@ export const CONCLUSIONS: Record<BenchmarkAttempt['decision'], string> = {
 function benchmarkAttemptBody(n: number, a: BenchmarkAttempt): string {
   const b = a.baseline.result;
   const r = a.run.result;
-  const what = a.changes.length ? a.changes.map((c) => `${c.setting} ${c.baseline} → ${c.attempt}`).join(', ') : 'no setting changed (a repeat of the baseline)';
+  const settings = a.changes.filter((c) => !c.protocol);
+  const protocol = a.changes.filter((c) => c.protocol);
+  const what = settings.length ? settings.map((c) => `${c.setting} ${c.baseline} → ${c.attempt}`).join(', ') : 'no setting changed (a repeat of the baseline)';
   const s = a.speedup;
   const rows = [
     ['samples/s, median', fmt(b.samplesPerSecCi.median), fmt(r.samplesPerSecCi.median), `${signedPercent(s.median - 1)} (95% CI ${signedPercent(s.low - 1)} to ${signedPercent(s.high - 1)})`],
@@ -31,8 +33,9 @@ function benchmarkAttemptBody(n: number, a: BenchmarkAttempt): string {
     `The speedup's interval is a percentile bootstrap over the ${b.repetitions.length} + ${r.repetitions.length} repetitions; the baseline's noise floor (half its CI's width relative to its median) is ${fmt(100 * a.noiseFloor, '%')}. ${a.why[0].toUpperCase()}${a.why.slice(1)}.`,
   ];
   const p = a.largestPhaseChange;
-  if (p) analysis.push(`The phase that moved most is \`${p.phase}\`: ${fmt(p.baselineMs, 'ms')} → ${fmt(p.attemptMs, 'ms')} per step (${change(p.baselineMs, p.attemptMs)}).`);
-  if (a.changes.length > 1) analysis.push(`${a.changes.length} settings differ from the baseline at once, so these runs cannot say which of them made the difference.`);
+  if (p) analysis.push(`The phase that moved most is \`${p.phase}\`: ${fmt(p.baseline)} → ${fmt(p.attempt)} ${p.unit} (${change(p.baseline, p.attempt)}).`);
+  if (settings.length > 1) analysis.push(`${settings.length} settings differ from the baseline at once, so these runs cannot say which of them made the difference.`);
+  if (protocol.length) analysis.push(`It was measured differently from the baseline (${protocol.map((c) => `${c.setting} ${c.baseline} → ${c.attempt}`).join(', ')}); the steady-state figures compare, the wall-clock ones include a different share of warm-up.`);
   const envA = a.baseline.record.environment;
   const envB = a.run.record.environment;
   if (envA && envB && (envA.hostname !== envB.hostname || envA.cpuModel !== envB.cpuModel)) analysis.push('The two runs ran on different machines, so the difference includes the machine.');
@@ -53,11 +56,24 @@ function benchmarkAttemptBody(n: number, a: BenchmarkAttempt): string {
     '',
     `**Analysis**: ${analysis.join(' ')}`,
     '',
-    `**Conclusion**: ${CONCLUSIONS[a.decision]}`,
+    `**Conclusion**: ${CONCLUSIONS[a.decision]}${recipeNote(a)}`,
   ].join('\n');
 }
 
-function searchAttemptBody(n: number, a: SearchAttempt): { body: string; figure: FigureSpec } {
+/** An accepted change of the recipe is faster, but these runs measure speed only. */
+function recipeNote(a: BenchmarkAttempt): string {
+  if (!a.recipeChanges.length) return '';
+  return ` It changes the training recipe (${a.recipeChanges.join(', ')}), so what it trains to must be checked too (learning rate, accuracy): these runs measure speed only.`;
+}
+
+/** The benchmark attempt that measured a batch with repetitions, if any. */
+function benchmarkOfBatch(input: ReportInput, batch: number | null): { n: number; attempt: BenchmarkAttempt } | null {
+  if (batch === null) return null;
+  const i = input.attempts.findIndex((a) => a.kind === 'benchmark' && a.run.result.batchSize === batch && a.run.result.accumulation === 1);
+  return i < 0 ? null : { n: i + 1, attempt: input.attempts[i] as BenchmarkAttempt };
+}
+
+function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { body: string; figure: FigureSpec } {
   const r = a.run.result;
   const figure: FigureSpec = { name: `batch-size-${a.run.id}.svg`, title: 'Throughput and memory by batch size', alt: batchSizeLabel(r.trials), runId: a.run.id, option: batchSizeOption(r.trials, r.usableBytes) };
   const trials = table(
@@ -88,7 +104,11 @@ function searchAttemptBody(n: number, a: SearchAttempt): { body: string; figure:
       ),
       '',
     );
-    conclusion = `Proposed, not accepted: batch ${fmt(chosen.batchSize)} measured ${change(b.samplesPerSecCi.median, chosen.samplesPerSec)} samples/s against the baseline, but a trial is one measurement of ${steps ?? 'a few'} steps without repetitions, so these runs cannot say whether that beats the noise; benchmark batch ${fmt(chosen.batchSize)} with repetitions to decide. A larger batch also changes the training recipe (learning rate).`;
+    const measured = benchmarkOfBatch(input, chosen.batchSize);
+    const next = measured
+      ? `attempt ${measured.n} benchmarks batch ${fmt(chosen.batchSize)} with repetitions.`
+      : `benchmark batch ${fmt(chosen.batchSize)} with repetitions to decide. A larger batch also changes the training recipe (learning rate).`;
+    conclusion = `Proposed, not accepted on its own: batch ${fmt(chosen.batchSize)} measured ${change(b.samplesPerSecCi.median, chosen.samplesPerSec)} samples/s against the baseline, but a trial is one measurement of ${steps ?? 'a few'} steps without repetitions, so it cannot say whether that beats the noise; ${next}`;
   } else {
     results.push(a.baseline ? 'No batch fitted, so there is nothing to compare with the baseline.' : 'No benchmark of the same model, data and device is among these runs, so the recommended batch is not compared with a baseline.', '');
     conclusion = r.recommended === null ? 'No batch fits the memory with the headroom asked for.' : `Proposed: batch ${fmt(r.recommended)}, as the search recommends; not compared with a baseline measured with repetitions.`;
@@ -122,7 +142,7 @@ export function attemptsSection(input: ReportInput): SectionOutput {
   for (const [i, a] of input.attempts.entries()) {
     if (a.kind === 'benchmark') blocks.push({ id: `attempt-${a.run.id}`, lead: '', body: benchmarkAttemptBody(i + 1, a) });
     else {
-      const { body, figure } = searchAttemptBody(i + 1, a);
+      const { body, figure } = searchAttemptBody(i + 1, a, input);
       blocks.push({ id: `attempt-${a.run.id}`, lead: '', body });
       figures.push(figure);
     }
@@ -141,7 +161,14 @@ export function decisionSection(input: ReportInput): SectionOutput {
   const accepted = benchmarkAttempts.filter((a) => a.decision === 'accept');
   input.attempts.forEach((a, i) => {
     if (a.kind === 'benchmark') lines.push(`- Attempt ${i + 1} (${code(a.run.id)}): ${CONCLUSIONS[a.decision]}`);
-    else lines.push(`- Attempt ${i + 1} (${code(a.run.id)}): ${a.run.result.recommended === null ? 'no batch fits' : `batch ${fmt(a.run.result.recommended)} proposed by the batch-size search, not yet measured with repetitions`}.`);
+    else {
+      const measured = benchmarkOfBatch(input, a.run.result.recommended);
+      const what =
+        a.run.result.recommended === null
+          ? 'no batch fits'
+          : `batch ${fmt(a.run.result.recommended)} proposed by the batch-size search, ${measured ? `measured with repetitions in attempt ${measured.n}` : 'not yet measured with repetitions'}`;
+      lines.push(`- Attempt ${i + 1} (${code(a.run.id)}): ${what}.`);
+    }
   });
   if (lines.length) lines.push('');
   if (!input.baseline) {
@@ -151,6 +178,7 @@ export function decisionSection(input: ReportInput): SectionOutput {
   } else {
     const best = accepted.reduce((x, y) => (y.speedup.median > x.speedup.median ? y : x));
     lines.push(`Use the configuration of ${code(best.run.id)} (${configuration(best.run)}): ${fmt(best.run.result.samplesPerSecCi.median, 'samples/s')}, ${signedPercent(best.speedup.median - 1)} over the baseline (95% CI ${signedPercent(best.speedup.low - 1)} to ${signedPercent(best.speedup.high - 1)}).`);
+    if (best.recipeChanges.length) lines.push('', `It changes the training recipe (${best.recipeChanges.join(', ')}): check what it trains to before adopting it.`);
     if (accepted.length > 1) lines.push('', 'Accepted attempts were each measured against the baseline alone, not combined; their effects may not add up.');
   }
   return { blocks: [{ id: 'decision', lead: '', body: lines.join('\n') }], figures: [], notes: [] };
@@ -162,6 +190,11 @@ export function consequencesSection(input: ReportInput): SectionOutput {
   if (b) {
     const r = b.result;
     lines.push(`- An epoch of ${fmt(r.stepsPerEpoch)} steps takes about ${fmt(r.predictedEpochSeconds.fromWallClock, 's')} at the baseline's wall-clock step time (${fmt(r.predictedEpochSeconds.fromSteadyState, 's')} at its steady state).`);
+    const chosen = input.attempts.filter((a): a is BenchmarkAttempt => a.kind === 'benchmark' && a.decision === 'accept').sort((x, y) => y.speedup.median - x.speedup.median)[0];
+    if (chosen) {
+      const c = chosen.run.result;
+      lines.push(`- With the configuration of ${code(chosen.run.id)}, an epoch of ${fmt(c.stepsPerEpoch)} steps takes about ${fmt(c.predictedEpochSeconds.fromWallClock, 's')} (${fmt(c.predictedEpochSeconds.fromSteadyState, 's')} at its steady state), and training uses ${fmt(c.memory.measured.total / MiB, 'MiB')} instead of ${fmt(r.memory.measured.total / MiB, 'MiB')}.`);
+    }
     if (r.memory.deviceTotalBytes) lines.push(`- Training uses ${fmt(r.memory.measured.total / MiB, 'MiB')} of the device's ${fmt(r.memory.deviceTotalBytes / MiB, 'MiB')} (${fmt((100 * r.memory.measured.total) / r.memory.deviceTotalBytes, '%')}).`);
   }
   const cpuOnly = input.runs.every((run) => !String((run.record.config as { options?: { device?: string } }).options?.device ?? 'cpu').startsWith('cuda'));
