@@ -6,6 +6,7 @@ import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { TrainProgressEventSchema } from './training';
 import { ScriptOutputEventSchema } from './script-target';
+import { OptimiseProgressSchema } from './optimise';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
 export type EngineState = z.infer<typeof EngineStateSchema>;
@@ -33,6 +34,7 @@ export const apiEvents = {
   'benchmark.progress': BenchmarkProgressSchema,
   /** A line a script target wrote on its stdout or stderr, live. */
   'script.output': ScriptOutputEventSchema,
+  'optimise.progress': OptimiseProgressSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

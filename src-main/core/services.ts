@@ -8,6 +8,7 @@ import { DatasetService } from './datasets/dataset-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
 import { listRuns, readRunDetail } from './run-reader';
+import { OptimiseService } from './optimise/optimise-service';
 import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
@@ -31,6 +32,7 @@ export interface Services {
   batchSize: BatchSizeService;
   benchmarks: TrainingBenchmarkService;
   scripts: ScriptBenchmarkService;
+  optimise: OptimiseService;
   dispose(): Promise<void>;
 }
 
@@ -45,6 +47,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const batchSize = new BatchSizeService(engine, events, workspace, datasets);
   const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
   const scripts = new ScriptBenchmarkService(events, workspace, telemetry);
+  const optimise = new OptimiseService(engine, events, workspace, benchmarks);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -69,6 +72,10 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'benchmark.cancel': ({ jobId }) => benchmarks.cancel(jobId),
     'script.benchmark': (request) => scripts.run(request),
     'script.cancel': ({ jobId }) => Promise.resolve(scripts.cancel(jobId)),
+    'optimise.start': (request) => optimise.start(request),
+    'optimise.cancel': ({ optimiseId }) => optimise.cancel(optimiseId),
+    'optimise.resume': ({ optimiseId }) => optimise.resume(optimiseId),
+    'optimise.state': ({ optimiseId }) => optimise.state(optimiseId),
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
     'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
@@ -85,6 +92,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     batchSize,
     benchmarks,
     scripts,
+    optimise,
     async dispose() {
       unsubscribe();
       await telemetry.dispose();
