@@ -20,6 +20,7 @@ import { monitorCommand } from './monitor-command';
 import { runsCommand } from './runs-command';
 import { trainCommand } from './train-command';
 import { benchmarkScriptCommand } from './benchmark-script-command';
+import { optimiseScriptCommand } from './optimise-script-command';
 import { choiceArg, TRAIN_CHOICES } from './train-inputs';
 
 function intArg(name: string, min: number) {
@@ -132,6 +133,7 @@ export function buildProgram(): Command {
   program.addCommand(monitorCommand());
   program.addCommand(runsCommand());
   program.addCommand(benchmarkScriptCommand());
+  program.addCommand(optimiseScriptCommand());
   program.addCommand(optimiseCommand());
   pointErrorsToHelp(program);
 

@@ -13,6 +13,7 @@ import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
 import { ScriptBenchmarkService } from './script/script-benchmark';
+import { optimiseScript } from './script/script-optimise';
 import { openWorkspace } from './workspace';
 
 export interface ServicesOptions {
@@ -72,6 +73,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'benchmark.cancel': ({ jobId }) => benchmarks.cancel(jobId),
     'script.benchmark': (request) => scripts.run(request),
     'script.cancel': ({ jobId }) => Promise.resolve(scripts.cancel(jobId)),
+    'script.optimise': (request) => optimiseScript(workspace, events, request),
     'optimise.start': (request) => optimise.start(request),
     'optimise.cancel': ({ optimiseId }) => optimise.cancel(optimiseId),
     'optimise.resume': ({ optimiseId }) => optimise.resume(optimiseId),
