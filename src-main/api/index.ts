@@ -17,4 +17,5 @@ export * from './optimise';
 export * from './reports';
 export * from './script-target';
 export * from './reports';
+export * from './script-target';
 export * from './optimise';

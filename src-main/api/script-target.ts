@@ -2,6 +2,7 @@ import { z } from 'zod';
 
 import { BenchmarkPhasesSchema, FindingSchema, IntervalSchema } from './benchmark';
 import { IdSchema } from './ids';
+import { OptimisePresetSchema, OptimiseTrialSchema, SkippedChangeSchema } from './optimise';
 import { TelemetrySummarySchema } from './telemetry';
 
 /**
@@ -222,3 +223,67 @@ export const ScriptBatchSearchResultSchema = z.object({
   seconds: z.number(),
 });
 export type ScriptBatchSearchResult = z.infer<typeof ScriptBatchSearchResultSchema>;
+
+/** The settings of the first DataLoader the script made, as made (null: this torch has no such setting). */
+export const ScriptLoaderSettingsSchema = z.object({
+  num_workers: z.number().int().nullable(),
+  prefetch_factor: z.number().int().nullable(),
+  pin_memory: z.boolean().nullable(),
+  persistent_workers: z.boolean().nullable(),
+  batch_size: z.number().int().nullable(),
+});
+export type ScriptLoaderSettings = z.infer<typeof ScriptLoaderSettingsSchema>;
+
+/** The optimisation wizard on a script target: candidate changes are the overrides; the batch size stays a recipe change. */
+export const ScriptOptimiseRequestSchema = z
+  .object({
+    target: ScriptTargetSchema,
+    /** The starting point: overrides the user runs with today (usually none). */
+    overrides: ScriptOverridesSchema.default({}),
+    preset: OptimisePresetSchema.default('balanced'),
+    /** Launches of the baseline, and of each side of every trial (A/B/A/B interleaved). */
+    repeat: z.number().int().min(2).max(50).default(3),
+    steps: z.number().int().min(1).max(100_000).default(30),
+    warmupSteps: z.number().int().min(0).max(10_000).default(5),
+    maxTrials: z.number().int().min(0).max(100).default(8),
+    allowRecipeChanges: z.boolean().default(false),
+    timeoutSeconds: z.number().min(1).max(24 * 3600).default(600),
+  })
+  .strict();
+export type ScriptOptimiseRequest = z.infer<typeof ScriptOptimiseRequestSchema>;
+
+const OverrideMap = z.record(z.string(), z.union([z.number(), z.boolean(), z.string()]));
+
+export const ScriptOptimiseResultSchema = z.object({
+  runId: z.string(),
+  runDir: z.string(),
+  title: z.string(),
+  target: ScriptTargetSchema,
+  preset: OptimisePresetSchema,
+  repeat: z.number().int(),
+  /** The script's own loader settings, before any override; null when it made no DataLoader. */
+  loader: ScriptLoaderSettingsSchema.nullable(),
+  baseline: z.object({
+    overrides: OverrideMap,
+    samplesPerSec: IntervalSchema,
+    repetitions: z.array(z.number()),
+    noiseFloor: z.number(),
+    stepMs: z.number(),
+    phasesMs: BenchmarkPhasesSchema,
+    phasesPercent: BenchmarkPhasesSchema,
+    device: z.string(),
+  }),
+  trials: z.array(OptimiseTrialSchema),
+  skipped: z.array(SkippedChangeSchema),
+  final: z.object({
+    /** The overrides to run with: pass them as --set key=value. */
+    overrides: OverrideMap,
+    changes: z.array(z.string()),
+    speedup: IntervalSchema,
+    samplesPerSec: IntervalSchema,
+    verdict: z.string(),
+    proposals: z.array(z.string()),
+  }),
+  seconds: z.number(),
+});
+export type ScriptOptimiseResult = z.infer<typeof ScriptOptimiseResultSchema>;

@@ -22,6 +22,7 @@ import { trainCommand } from './train-command';
 import { reportCommand } from './report-command';
 import { traceCommand } from './trace-command';
 import { benchmarkScriptCommand } from './benchmark-script-command';
+import { optimiseScriptCommand } from './optimise-script-command';
 import { choiceArg, TRAIN_CHOICES } from './train-inputs';
 
 function intArg(name: string, min: number) {
@@ -139,6 +140,8 @@ export function buildProgram(): Command {
   program.addCommand(benchmarkScriptCommand());
   program.addCommand(reportCommand());
   program.addCommand(traceCommand());
+  program.addCommand(benchmarkScriptCommand());
+  program.addCommand(optimiseScriptCommand());
   program.addCommand(optimiseCommand());
   pointErrorsToHelp(program);
 

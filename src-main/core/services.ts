@@ -18,6 +18,7 @@ import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
 import { ScriptBenchmarkService } from './script/script-benchmark';
+import { optimiseScript } from './script/script-optimise';
 import { openWorkspace } from './workspace';
 
 export interface ServicesOptions {
@@ -42,6 +43,7 @@ export interface Services {
   reports: ReportService;
   scripts: ScriptBenchmarkService;
   reports: ReportService;
+  scripts: ScriptBenchmarkService;
   optimise: OptimiseService;
   dispose(): Promise<void>;
 }
@@ -60,6 +62,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
   const scripts = new ScriptBenchmarkService(events, workspace, telemetry);
   const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
+  const scripts = new ScriptBenchmarkService(events, workspace, telemetry);
   const optimise = new OptimiseService(engine, events, workspace, benchmarks);
 
   const router = createApiRouter({
@@ -83,6 +86,9 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'datasets.benchmark': (request) => datasets.benchmark(request),
     'benchmark.training': (request) => benchmarks.run(request),
     'benchmark.cancel': ({ jobId }) => benchmarks.cancel(jobId),
+    'script.benchmark': (request) => scripts.run(request),
+    'script.cancel': ({ jobId }) => Promise.resolve(scripts.cancel(jobId)),
+    'script.optimise': (request) => optimiseScript(workspace, events, request),
     'optimise.start': (request) => optimise.start(request),
     'optimise.cancel': ({ optimiseId }) => optimise.cancel(optimiseId),
     'optimise.resume': ({ optimiseId }) => optimise.resume(optimiseId),
@@ -118,6 +124,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     reports,
     scripts,
     reports,
+    scripts,
     optimise,
     async dispose() {
       unsubscribe();

@@ -119,6 +119,9 @@ class Probe:
     def applied(self, key, value, where):
         self.send({"type": "applied", "key": key, "value": value, "where": where})
 
+    def loader(self, settings, where):
+        self.send({"type": "loader", "settings": settings, "where": where})
+
     def override_failed(self, key, value, where, why):
         shown = key if value is None else "%s=%s" % (key, json.dumps(value))
         message = "override %s could not be applied to the DataLoader made at %s: %s" % (shown, where, why)

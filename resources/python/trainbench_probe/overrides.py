@@ -53,15 +53,21 @@ def caller_location():
     return "unknown"
 
 
+LOADER_SETTINGS = ("num_workers", "prefetch_factor", "pin_memory", "persistent_workers", "batch_size")
+
+
+def _plain(value):
+    return value if value is None or isinstance(value, (bool, int, float, str)) else repr(value)
+
+
 def loader_overrides(overrides):
     return {KNOWN[k][1]: (k, v) for k, v in overrides.items() if KNOWN[k][1] is not None}
 
 
 def patch_dataloader_init(DataLoader, overrides, report):
-    """Every DataLoader the script creates gets the dataloader.* overrides, or the script stops with why not."""
+    """Every DataLoader the script creates gets the dataloader.* overrides, or the script stops with why not;
+    each reports its settings as made (the wizard's starting point when nothing is overridden)."""
     wanted = loader_overrides(overrides)
-    if not wanted:
-        return
     original = DataLoader.__init__
     signature = inspect.signature(original)
 
@@ -91,6 +97,7 @@ def patch_dataloader_init(DataLoader, overrides, report):
             if got != value:
                 raise report.override_failed(key, value, where, "the DataLoader kept %s=%r" % (name, got))
             report.applied(key, value, where)
+        report.loader({name: _plain(getattr(self, name, None)) for name in LOADER_SETTINGS}, where)
 
     __init__.__wrapped__ = original
     DataLoader.__init__ = __init__

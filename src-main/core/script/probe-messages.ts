@@ -34,6 +34,18 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
   /** CUDA-event phase times of a step, read back after the GPU finished it. */
   z.object({ type: z.literal('phases'), step: z.number().int().min(1), phasesMs: PhasesSchema, timing: Timing }),
   z.object({ type: z.literal('applied'), key: z.string(), value: OverrideValue, where: z.string() }),
+  /** A DataLoader the script made, with its settings after any override (null: torch has no such setting). */
+  z.object({
+    type: z.literal('loader'),
+    where: z.string(),
+    settings: z.object({
+      num_workers: z.number().int().nullable(),
+      prefetch_factor: z.number().int().nullable(),
+      pin_memory: z.boolean().nullable(),
+      persistent_workers: z.boolean().nullable(),
+      batch_size: z.number().int().nullable(),
+    }),
+  }),
   z.object({ type: z.literal('error'), code: z.string(), message: z.string() }),
   z.object({ type: z.literal('oom'), batchSize: z.number().int().nullable(), step: z.number().int(), message: z.string() }),
   z.object({
