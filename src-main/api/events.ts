@@ -7,8 +7,6 @@ import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { TrainProgressEventSchema } from './training';
 import { OptimiseProgressSchema } from './optimise';
 import { ScriptOutputEventSchema } from './script-target';
-import { ScriptOutputEventSchema } from './script-target';
-import { OptimiseProgressSchema } from './optimise';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
 export type EngineState = z.infer<typeof EngineStateSchema>;
@@ -37,9 +35,6 @@ export const apiEvents = {
   'optimise.progress': OptimiseProgressSchema,
   /** A line a script target wrote on its stdout or stderr, live. */
   'script.output': ScriptOutputEventSchema,
-  /** A line a script target wrote on its stdout or stderr, live. */
-  'script.output': ScriptOutputEventSchema,
-  'optimise.progress': OptimiseProgressSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

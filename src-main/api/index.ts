@@ -16,6 +16,3 @@ export * from './batch-size';
 export * from './optimise';
 export * from './reports';
 export * from './script-target';
-export * from './reports';
-export * from './script-target';
-export * from './optimise';

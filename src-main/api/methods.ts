@@ -32,9 +32,7 @@ import {
   VerifyResultSchema,
 } from './datasets';
 import { OptimiseIdParamsSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from './optimise';
-import { ScriptBenchmarkRequestSchema, ScriptBenchmarkResultSchema } from './script-target';
 import { ScriptBenchmarkRequestSchema, ScriptBenchmarkResultSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from './script-target';
-import { OptimiseIdParamsSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from './optimise';
 
 const NoParams = z.object({}).strict();
 
@@ -83,7 +81,6 @@ export const apiMethods = {
   'script.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   /** The optimisation wizard on a script target (overrides one at a time); progress arrives as optimise.progress events. */
   'script.optimise': { params: ScriptOptimiseRequestSchema, result: ScriptOptimiseResultSchema },
-  /** Files in a folder of the workspace, for choosing a source to import. */
   /** Runs the optimisation wizard to completion (or cancellation); progress arrives as optimise.progress events with the optimiseId. */
   'optimise.start': { params: OptimiseRequestSchema, result: OptimiseResultSchema },
   /** Stops the wizard at once (the trial in progress is dropped and run again on resume); its state stays saved for optimise.resume. */

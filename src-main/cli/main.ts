@@ -138,11 +138,7 @@ export function buildProgram(): Command {
   program.addCommand(reportCommand());
   program.addCommand(traceCommand());
   program.addCommand(benchmarkScriptCommand());
-  program.addCommand(reportCommand());
-  program.addCommand(traceCommand());
-  program.addCommand(benchmarkScriptCommand());
   program.addCommand(optimiseScriptCommand());
-  program.addCommand(optimiseCommand());
   pointErrorsToHelp(program);
 
   return program;

@@ -11,9 +11,6 @@ import { listRuns, readRunDetail } from './run-reader';
 import { OptimiseService } from './optimise/optimise-service';
 import type { ChooseFolder } from './reports/report-service';
 import { ReportService } from './reports/report-service';
-import type { ChooseFolder } from './reports/report-service';
-import { ReportService } from './reports/report-service';
-import { OptimiseService } from './optimise/optimise-service';
 import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
@@ -42,9 +39,6 @@ export interface Services {
   optimise: OptimiseService;
   reports: ReportService;
   scripts: ScriptBenchmarkService;
-  reports: ReportService;
-  scripts: ScriptBenchmarkService;
-  optimise: OptimiseService;
   dispose(): Promise<void>;
 }
 
@@ -61,9 +55,6 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const optimise = new OptimiseService(engine, events, workspace, benchmarks);
   const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
   const scripts = new ScriptBenchmarkService(events, workspace, telemetry);
-  const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
-  const scripts = new ScriptBenchmarkService(events, workspace, telemetry);
-  const optimise = new OptimiseService(engine, events, workspace, benchmarks);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -93,8 +84,6 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'optimise.cancel': ({ optimiseId }) => optimise.cancel(optimiseId),
     'optimise.resume': ({ optimiseId }) => optimise.resume(optimiseId),
     'optimise.state': ({ optimiseId }) => optimise.state(optimiseId),
-    'script.benchmark': (request) => scripts.run(request),
-    'script.cancel': ({ jobId }) => Promise.resolve(scripts.cancel(jobId)),
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
     'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
@@ -123,9 +112,6 @@ export async function createServices(options: ServicesOptions): Promise<Services
     optimise,
     reports,
     scripts,
-    reports,
-    scripts,
-    optimise,
     async dispose() {
       unsubscribe();
       await telemetry.dispose();
