@@ -6,6 +6,7 @@ import { IdSchema } from './ids';
 import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices';
 import { EngineStatusEventSchema } from './events';
 import { ModelInfoSchema, ModelSpecSchema } from './model-spec';
+import { ModelEntrySchema, ReadSpecRequestSchema, ReadSpecResultSchema } from './model-files';
 import { TelemetrySnapshotSchema, TelemetrySubscribeSchema } from './telemetry';
 import { RunDetailSchema, RunSummarySchema, TrainRequestSchema, TrainResultSchema } from './training';
 import {
@@ -64,6 +65,10 @@ export const apiMethods = {
   'benchmark.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   /** Files in a folder of the workspace, for choosing a source to import. */
   'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema) }) },
+  /** Built-in models and the model spec files of the workspace (top folder and models/), unusable ones with their problem. */
+  'models.list': { params: NoParams, result: z.array(ModelEntrySchema) },
+  /** A workspace spec file (a path from models.list), checked against the contract. */
+  'models.readSpec': { params: ReadSpecRequestSchema, result: ReadSpecResultSchema },
 } as const;
 
 export type ApiMethods = typeof apiMethods;

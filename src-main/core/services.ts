@@ -7,6 +7,7 @@ import { TrainingBenchmarkService } from './benchmarks/training-benchmark';
 import { DatasetService } from './datasets/dataset-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
+import { listModels, readModelSpec } from './model-files';
 import { listRuns, readRunDetail } from './run-reader';
 import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
@@ -67,6 +68,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
     'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
+    'models.list': () => listModels(workspace),
+    'models.readSpec': ({ path }) => readModelSpec(workspace, path),
   });
 
   return {
