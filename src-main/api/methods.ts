@@ -18,6 +18,7 @@ import {
 import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices';
 import { EngineStatusEventSchema } from './events';
 import { ModelInfoSchema, ModelSpecSchema } from './model-spec';
+import { ModelEntrySchema, ReadSpecRequestSchema, ReadSpecResultSchema } from './model-files';
 import { TelemetrySnapshotSchema, TelemetrySubscribeSchema } from './telemetry';
 import { RunDetailSchema, RunSummarySchema, TrainRequestSchema, TrainResultSchema } from './training';
 import {
@@ -108,6 +109,10 @@ export const apiMethods = {
   'reports.remove': { params: z.object({ id: ReportIdSchema }).strict(), result: z.object({ removed: z.string() }) },
   /** A Chrome trace-event JSON of a benchmark run's measured steps (also written to runs/<id>/trace.json). */
   'runs.trace': { params: z.object({ id: IdSchema }).strict(), result: RunTraceResultSchema },
+  /** Built-in models and the model spec files of the workspace (top folder and models/), unusable ones with their problem. */
+  'models.list': { params: NoParams, result: z.array(ModelEntrySchema) },
+  /** A workspace spec file (a path from models.list), checked against the contract. */
+  'models.readSpec': { params: ReadSpecRequestSchema, result: ReadSpecResultSchema },
 } as const;
 
 export type ApiMethods = typeof apiMethods;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { IdSchema } from './ids';
 import { ModelSpecSchema } from './model-spec';
 import { StoredRunStatusSchema } from './run-record';
-import { TelemetrySummarySchema } from './telemetry';
+import { TelemetrySampleSchema, TelemetrySummarySchema } from './telemetry';
 
 /**
  * The shortest interval between step events a request may ask for: at most
@@ -128,8 +128,12 @@ const PhasesSchema = z.object({
   optimizer: z.number(),
 });
 
+/** When the event was recorded (ms since 1970), so curves can use a time axis; absent in runs recorded before it existed. */
+const EventTimeSchema = z.number().optional();
+
 export const TrainStepEventSchema = z.object({
   type: z.literal('step'),
+  t: EventTimeSchema,
   epoch: z.number().int(),
   epochs: z.number().int(),
   step: z.number().int(),
@@ -150,6 +154,7 @@ export const TrainStepEventSchema = z.object({
 });
 export const TrainEpochEventSchema = z.object({
   type: z.literal('epoch'),
+  t: EventTimeSchema,
   epoch: z.number().int(),
   epochs: z.number().int(),
   seconds: z.number(),
@@ -281,5 +286,7 @@ export const RunDetailSchema = z.object({
   record: z.unknown(),
   /** Progress events in order (step events thinned to at most 2,000). */
   events: z.array(TrainEventSchema),
+  /** The GPU and host telemetry the run recorded, thinned evenly to at most 2,000 samples (absent from older servers). */
+  telemetry: z.array(TelemetrySampleSchema).default([]),
 });
 export type RunDetail = z.infer<typeof RunDetailSchema>;

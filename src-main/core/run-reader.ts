@@ -9,6 +9,7 @@ import type { RunDetail, RunLastStep, RunSummary, TrainEvent } from '../api/trai
 import { TrainEventSchema, TrainStepEventSchema } from '../api/training';
 import type { Workspace } from './workspace';
 import { processExists } from './process-exists';
+import { readRunTelemetry } from './run-telemetry';
 
 const MAX_STEP_EVENTS = 2000;
 /** How much of the end of events.jsonl is read first to find the last step (a step event is ~400 bytes). */
@@ -156,7 +157,7 @@ export async function readRunDetail(workspace: Workspace, id: string): Promise<R
   const { record, problem } = await readRun(workspace, id);
   if (!record) throw new ApiError('E_DATA', `run ${id} cannot be read: ${problem}`);
   const kept = await readThinnedEvents(workspace.resolve(path.join('runs', id, 'events.jsonl')));
-  return { summary: await summarize(workspace, id, record), record, events: kept };
+  return { summary: await summarize(workspace, id, record), record, events: kept, telemetry: await readRunTelemetry(workspace, id) };
 }
 
 /** Lines longer than this are not events the engine wrote (a step event is ~400 bytes): skipped unparsed. */

@@ -7,6 +7,7 @@ import { TrainingBenchmarkService } from './benchmarks/training-benchmark';
 import { DatasetService } from './datasets/dataset-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
+import { listModels, readModelSpec } from './model-files';
 import { listRuns, readRunDetail } from './run-reader';
 import { OptimiseService } from './optimise/optimise-service';
 import type { ChooseFolder } from './reports/report-service';
@@ -97,6 +98,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'reports.exportToChosenFolder': ({ id }) => reports.exportToChosenFolder(id),
     'reports.remove': ({ id }) => reports.remove(id),
     'runs.trace': ({ id }) => reports.trace(id),
+    'models.list': () => listModels(workspace),
+    'models.readSpec': ({ path }) => readModelSpec(workspace, path),
   });
 
   return {

@@ -52,7 +52,8 @@ export class TrainingService {
       const raw = await this.engine.train(
         { runId: run.id, spec: request.spec, data, options: request.options, checkpointPath: path.join(run.dir, 'checkpoint.safetensors') },
         (rawEvent) => {
-          const parsed = TrainEventSchema.safeParse(rawEvent);
+          // Stamped on arrival, so curves can use a time axis (the engine's clock is per step, not wall-clock).
+          const parsed = TrainEventSchema.safeParse({ ...(rawEvent as object), t: Date.now() });
           if (!parsed.success) return; // an engine newer than this contract; the run.json still gets the result
           run.appendEvent(parsed.data);
           this.events.emit('train.progress', { runId: run.id, event: parsed.data });

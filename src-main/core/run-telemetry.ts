@@ -1,0 +1,25 @@
+import path from 'node:path';
+
+import type { TelemetrySample } from '../api/telemetry';
+import { TelemetrySampleSchema } from '../api/telemetry';
+import { EvenThinner, jsonlValues } from './jsonl-lines';
+import type { Workspace } from './workspace';
+
+/** Samples runs.get returns at most: enough for a chart a few thousand pixels wide. */
+export const MAX_TELEMETRY_SAMPLES = 2000;
+/** A sample with many GPUs is a few KB; a longer line is not one the sampler wrote. */
+const MAX_SAMPLE_LINE_BYTES = 256 * 1024;
+
+/**
+ * The GPU and host telemetry a run recorded (runs/<id>/telemetry.jsonl), thinned
+ * evenly to MAX_TELEMETRY_SAMPLES; lines that do not match the schema are skipped,
+ * and a run without the file has none.
+ */
+export async function readRunTelemetry(workspace: Workspace, id: string): Promise<TelemetrySample[]> {
+  const thinner = new EvenThinner<TelemetrySample>(MAX_TELEMETRY_SAMPLES);
+  for await (const value of jsonlValues(workspace.resolve(path.join('runs', id, 'telemetry.jsonl')), MAX_SAMPLE_LINE_BYTES)) {
+    const parsed = TelemetrySampleSchema.safeParse(value);
+    if (parsed.success) thinner.push(parsed.data);
+  }
+  return thinner.result();
+}

@@ -1,0 +1,59 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+import { EvenThinner } from '../../src-main/core/jsonl-lines';
+import { MAX_TELEMETRY_SAMPLES, readRunTelemetry } from '../../src-main/core/run-telemetry';
+import type { Workspace } from '../../src-main/core/workspace';
+import { openWorkspace } from '../../src-main/core/workspace';
+import { tempDir } from '../helpers/temp-dir';
+
+const sample = (t: number, util: number | null) => ({
+  t,
+  gpus: [{ index: 0, uuid: null, name: 'H100', utilizationGpu: util, utilizationMemory: null, memoryUsedMiB: 1000, memoryTotalMiB: 80000, temperatureC: null, powerDrawW: 300, powerLimitW: 700, clockSmMHz: null, clockMemMHz: null, pcieGen: null, pcieWidth: null, throttleReasons: null }],
+  host: { cpuPerCore: [10, 30], memUsedBytes: 1, memAvailableBytes: 1, memTotalBytes: 2, swapUsedBytes: 0, swapTotalBytes: 0, diskReadBytesPerSec: null, diskWriteBytesPerSec: null, engineHost: null },
+});
+
+let ws: Workspace;
+let cleanup: () => void;
+beforeEach(async () => {
+  const t = tempDir('run-telemetry-');
+  cleanup = t.cleanup;
+  ws = await openWorkspace(t.dir);
+  mkdirSync(path.join(ws.root, 'runs', 'r1'), { recursive: true });
+});
+afterEach(() => cleanup());
+
+describe('readRunTelemetry', () => {
+  it('reads the samples in order, skipping lines that are not samples and a line cut off by a kill', async () => {
+    const lines = [JSON.stringify(sample(1000, 50)), '{"t": "not a sample"}', 'garbage', JSON.stringify(sample(1500, 90)), '{"t":2000,"gpus":[{"ind'];
+    writeFileSync(path.join(ws.root, 'runs', 'r1', 'telemetry.jsonl'), lines.join('\n'));
+    const samples = await readRunTelemetry(ws, 'r1');
+    expect(samples.map((s) => [s.t, s.gpus[0].utilizationGpu])).toEqual([[1000, 50], [1500, 90]]);
+  });
+
+  it('has none for a run that recorded none', async () => {
+    expect(await readRunTelemetry(ws, 'r1')).toEqual([]);
+  });
+
+  it('thins a long recording evenly, keeping the first and the last sample', async () => {
+    const n = 5 * MAX_TELEMETRY_SAMPLES + 7;
+    writeFileSync(path.join(ws.root, 'runs', 'r1', 'telemetry.jsonl'), Array.from({ length: n }, (_, i) => JSON.stringify(sample(i, i % 100))).join('\n') + '\n');
+    const samples = await readRunTelemetry(ws, 'r1');
+    expect(samples.length).toBeLessThanOrEqual(MAX_TELEMETRY_SAMPLES + 1);
+    expect(samples.length).toBeGreaterThan(MAX_TELEMETRY_SAMPLES / 2);
+    expect(samples[0].t).toBe(0);
+    expect(samples.at(-1)?.t).toBe(n - 1);
+    const gaps = new Set(samples.slice(1, -1).map((s, i) => s.t - samples[i].t));
+    expect(gaps.size).toBe(1); // evenly spaced, but for the last sample
+  });
+});
+
+describe('EvenThinner', () => {
+  it('keeps everything below its limit', () => {
+    const th = new EvenThinner<number>(10);
+    for (let i = 0; i < 7; i++) th.push(i);
+    expect(th.result()).toEqual([0, 1, 2, 3, 4, 5, 6]);
+  });
+});
