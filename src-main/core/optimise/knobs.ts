@@ -40,9 +40,9 @@ const KNOBS: Record<string, (c: OptimiseConfig, ctx: KnobContext) => Proposal> =
     if (!ctx.device.startsWith('cuda')) return { skip: proposal, why: 'GPU prefetch applies to CUDA devices only' };
     return g * 2 > MAX_GPU_PREFETCH ? null : { change: proposal };
   },
-  pinnedMemory: (c) => ({
+  pinnedMemory: () => ({
     skip: change('pinnedMemory', true, true, 'pipeline', 'pinned host memory', 'pinned buffers copy to the device without a staging copy'),
-    why: `the engine's loader always gathers batches into pinned host buffers (loader workers ${c.options.loaderWorkers}), so there is no setting to change`,
+    why: "the engine's loader always gathers batches into pinned host buffers, so there is no setting to change",
   }),
   precision: (c, ctx) => {
     if (c.options.precision !== 'fp32') return null;
