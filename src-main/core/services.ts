@@ -44,7 +44,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const training = new TrainingService(engine, events, workspace, datasets, telemetry);
   const batchSize = new BatchSizeService(engine, events, workspace, datasets);
   const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
-  const optimise = new OptimiseService(engine, events, workspace, benchmarks);
+  const optimise = new OptimiseService(engine, events, workspace, benchmarks, batchSize);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),

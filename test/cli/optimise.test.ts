@@ -47,7 +47,7 @@ async function optimise(args: string[]): Promise<OptimiseResult> {
 }
 
 const state = (id: string) => WizardStateSchema.parse(JSON.parse(readFileSync(path.join(ws.dir, 'optimise', id, 'state.json'), 'utf8')));
-const runJson = (runId: string) => JSON.parse(readFileSync(path.join(ws.dir, 'runs', runId, 'run.json'), 'utf8')) as { kind: string; status: string; error?: { message: string } };
+const runJson = (runId: string, dir = ws.dir) => JSON.parse(readFileSync(path.join(dir, 'runs', runId, 'run.json'), 'utf8')) as { kind: string; status: string; error?: { message: string } };
 
 /** Every kept change was proven: its whole CI above 1 and its gain above the baseline's noise floor. */
 function expectNothingUnproven(r: OptimiseResult): void {
@@ -269,8 +269,10 @@ describe('optimise through the API contract (what the Optimise area calls)', () 
   }, 300_000);
 });
 
-describe('an out-of-memory trial', () => {
-  it('is recorded as crashed with the engine\'s words, and the wizard goes on', async () => {
+const limitOf = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
+
+describe('the batch-size candidate under a CPU memory limit', () => {
+  it('without the search, twice the batch runs out of memory: recorded as crashed with the engine\'s words, and the wizard goes on; with it, the candidate is the batch it recommends', async () => {
     const { services, cleanup } = await testServices();
     try {
       const spec = { family: 'mlp' as const, input: [28, 28], outputs: 10, hidden: [8] };
@@ -284,6 +286,8 @@ describe('an out-of-memory trial', () => {
       const r = OptimiseResultSchema.parse(
         await services.router.dispatch('optimise.start', {
           target: { spec, data, options: { batchSize: 256, memoryLimitBytes: limit } },
+          // Without the search the batch candidate is twice the batch, which this limit cannot hold.
+          batchSearch: false,
           repeat: 2,
           steps: 10,
           warmupSteps: 1,
@@ -297,6 +301,31 @@ describe('an out-of-memory trial', () => {
       expect(batch?.error).toMatch(/bytes/);
       expect(r.status).toBe('completed');
       expect(r.final.config.options.batchSize).toBe(256);
+      expect(r.batchSearch).toEqual({ recommended: null, runId: null, verdict: 'not run (batchSearch off): the batch-size candidate is twice the batch' });
+
+      // With the search, the candidate is the batch it recommends under the limit, and it trains.
+      const searched = OptimiseResultSchema.parse(
+        await services.router.dispatch('optimise.start', {
+          target: { spec, data, options: { batchSize: 256, memoryLimitBytes: Math.round(large / 0.8) } },
+          repeat: 2,
+          steps: 10,
+          warmupSteps: 1,
+          maxTrials: 3,
+        }),
+      );
+      const recommended = searched.batchSearch?.recommended;
+      console.log(`batch-size search under a ${limitOf(large / 0.8)} limit: ${searched.batchSearch?.verdict}`);
+      expect(recommended, searched.batchSearch?.verdict).toBeGreaterThanOrEqual(256);
+      expect(recommended).toBeLessThan(2048);
+      const search = runJson(searched.batchSearch?.runId ?? '', services.workspace.root);
+      expect(search).toMatchObject({ kind: 'batch-search', status: 'completed' });
+      const trial = searched.trials.find((t) => t.change.knob === 'batchSize');
+      if (recommended === 256) expect(trial).toBeUndefined();
+      else {
+        expect(trial?.change).toMatchObject({ from: 256, to: recommended, kind: 'recipe' });
+        expect(trial?.change.hypothesis).toContain("the batch-size search's recommendation");
+        expect(trial?.decision).not.toBe('crashed');
+      }
     } finally {
       await cleanup();
     }
