@@ -2,6 +2,7 @@
 // board network, a killed engine host, a killed CLI and a cancel, each followed by the wizard going on.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
@@ -11,7 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../../src-main/api/benchmark';
 import type { OptimiseResult } from '../../src-main/api/optimise';
 import type { OptimiseProgress } from '../../src-main/api/optimise';
-import { OptimiseProgressSchema, OptimiseResultSchema, WizardStateSchema } from '../../src-main/api/optimise';
+import { OptimiseProgressSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from '../../src-main/api/optimise';
+import { initialState } from '../../src-main/core/optimise/resumable-run';
+import { saveWizardState } from '../../src-main/core/optimise/wizard-state';
+import { createRun } from '../../src-main/core/run-store';
 import { ApiError } from '../../src-main/api/errors';
 import { formatOptimise } from '../../src-main/cli/optimise-command';
 import { CLI, requireBuilt } from '../helpers/repo';
@@ -217,6 +221,22 @@ describe('bad optimise inputs get clear errors', () => {
 });
 
 describe('optimise through the API contract (what the Optimise area calls)', () => {
+  it('refuses to resume a wizard whose last run is still live in another process', async () => {
+    const { services, cleanup } = await testServices();
+    try {
+      // A run owned by a live process (this one) with a fresh heartbeat, as another app driving the wizard would leave it.
+      const live = await createRun(services.workspace, 'optimise', {});
+      const request = OptimiseRequestSchema.parse({ target: { spec: { family: 'mlp', input: [28, 28], outputs: 10 }, data: { kind: 'fashion-mnist' } }, optimiseId: 'elsewhere' });
+      await saveWizardState(services.workspace, { ...initialState('elsewhere', request), runIds: [live.id] });
+      const err = await services.router.dispatch('optimise.resume', { optimiseId: 'elsewhere' }).catch((e: ApiError) => e);
+      expect(err).toMatchObject({ code: 'E_BAD_INPUT' });
+      expect((err as ApiError).message).toBe(`optimisation elsewhere is still running in process ${process.pid} on ${os.hostname()} (run ${live.id}): cancel it there, or wait until it stops, before resuming`);
+      await live.finish('cancelled', {});
+    } finally {
+      await cleanup();
+    }
+  }, 60_000);
+
   it('streams schema-valid progress, cancels on request with the resume message, resumes, and answers state', async () => {
     const { services, cleanup } = await testServices();
     try {
