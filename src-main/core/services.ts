@@ -53,7 +53,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const training = new TrainingService(engine, events, workspace, datasets, telemetry);
   const batchSize = new BatchSizeService(engine, events, workspace, datasets);
   const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
-  const optimise = new OptimiseService(engine, events, workspace, benchmarks);
+  const optimise = new OptimiseService(engine, events, workspace, benchmarks, batchSize);
   const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
   const scripts = new ScriptBenchmarkService(events, workspace, telemetry);
 

@@ -31,7 +31,7 @@ export async function measureLimits(engine: EngineClient, spec: ModelSpec, confi
       gemmMissing = `the CPU GEMM benchmark failed: ${err.message}`;
       return null;
     });
-    if (r) gemm = { gflops: (2 * n * n * n) / r.seconds / 1e9, shape: `${n}^3 fp32`, how: `the engine's ${r.kernel} kernel on ${r.threads} threads, best of ${GEMM_REPS}` };
+    if (r) gemm = { gflops: (2 * n * n * n) / r.seconds / 1e9, shape: `${n}^3 fp32`, how: `the engine's ${r.kernel} kernel on ${r.threads} thread${r.threads === 1 ? '' : 's'}, best of ${GEMM_REPS}` };
   }
   const read = await engine.sequentialRead(prepared.readFiles).catch(() => null);
   const readWhat = config.readFrom === 'source' ? `the source files (${prepared.readFiles.length})` : `the cache's ${prepared.readFiles.length} shard(s)`;

@@ -17,6 +17,7 @@ export function initialState(optimiseId: string, request: OptimiseRequest): Wiza
     best: { options: request.target.options, readFrom: request.target.readFrom },
     trials: [],
     skipped: [],
+    batchSearch: null,
     exhausted: [],
     final: null,
     message: null,
