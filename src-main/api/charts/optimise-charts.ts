@@ -1,0 +1,196 @@
+// The optimisation wizard's charts: each trial's speedup with its CI and decision, and the
+// physical limits beside the baseline and the best so far. Pure functions of the wizard's
+// state, so the Optimise area and the report generator draw the same charts.
+import type { EChartsCoreOption } from 'echarts/core';
+
+import type { Limits, OptimiseBaseline, OptimiseFinal, OptimiseTrial, TrialDecision } from '../optimise';
+import { errorBar } from './error-bar';
+import { formatValue, GRID_LINE, MUTED, TEXT, tooltip } from './theme';
+
+/** One colour per decision, the same in the chart, the table and the legend. */
+export const DECISION_COLOURS: Readonly<Record<TrialDecision, string>> = {
+  accept: '#3fb950',
+  reject: '#f85149',
+  inconclusive: '#8b98a5',
+  crashed: '#d29922',
+  'changes-results': '#d16ba5',
+  proposed: '#4fb3ff',
+};
+
+/** The decisions as a person reads them. */
+export const DECISION_WORDS: Readonly<Record<TrialDecision, string>> = {
+  accept: 'accepted',
+  reject: 'rejected',
+  inconclusive: 'inconclusive',
+  crashed: 'crashed',
+  'changes-results': 'changes results',
+  proposed: 'proposed (recipe)',
+};
+
+const title = (text: string) => ({ text, left: 8, top: 4, textStyle: { color: TEXT, fontSize: 12, fontWeight: 500 } });
+const axisLabel = { color: MUTED, fontSize: 10 };
+const x3 = (v: number) => `${v.toFixed(3)}x`;
+
+export type TrialChartInput = Pick<OptimiseTrial, 'index' | 'change' | 'decision' | 'speedup'>;
+
+/** "2. loader workers 0 -> 1": numbered to match the trial table. */
+export function trialLabels(trials: readonly TrialChartInput[]): string[] {
+  return trials.map((t) => `${t.index}. ${t.change.label}`);
+}
+
+/**
+ * Speedup of every trial over the best it was measured against: the median as a point coloured by
+ * its decision, the 95% CI as an error bar, and the lines a kept change must clear (1 and 1 + noise floor).
+ * A trial without a speedup (it crashed) keeps its place on the axis, without a point.
+ */
+export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: number | null, labels = trialLabels(trials)): EChartsCoreOption {
+  const decisions = (Object.keys(DECISION_COLOURS) as TrialDecision[]).filter((d) => trials.some((t) => t.decision === d));
+  const marks: { yAxis: number; name: string; lineStyle: { color: string; type: 'dashed' | 'solid' } }[] = [{ yAxis: 1, name: 'no change', lineStyle: { color: MUTED, type: 'solid' } }];
+  if (noiseFloor !== null && noiseFloor > 0) marks.push({ yAxis: +(1 + noiseFloor).toFixed(4), name: `noise floor +${(100 * noiseFloor).toFixed(1)}%`, lineStyle: { color: DECISION_COLOURS.accept, type: 'dashed' } });
+  return {
+    animation: false,
+    title: title('Speedup of each trial over the current best (median, 95% CI)'),
+    legend: { bottom: 0, data: decisions.map((d) => DECISION_WORDS[d]), textStyle: { color: MUTED } },
+    tooltip: { ...tooltip('x', 'item') },
+    grid: { left: 56, right: 110, top: 40, bottom: labels.length > 3 ? 96 : 64 },
+    xAxis: { type: 'category', data: labels, axisLabel: { ...axisLabel, interval: 0, rotate: labels.length > 3 ? 20 : 0 }, axisLine: { lineStyle: { color: GRID_LINE } } },
+    yAxis: { type: 'value', name: 'speedup', scale: true, nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => `${formatValue(v)}x` }, splitLine: { lineStyle: { color: GRID_LINE } } },
+    series: [
+      ...decisions.map((d, i) => ({
+        name: DECISION_WORDS[d],
+        type: 'scatter',
+        symbolSize: 11,
+        itemStyle: { color: DECISION_COLOURS[d] },
+        z: 11,
+        data: trials.flatMap((t, at) => (t.decision === d && t.speedup ? [[at, +t.speedup.median.toFixed(4)]] : [])),
+        // The reference lines ride on the first series; they are part of reading every point.
+        ...(i === 0 ? { markLine: { symbol: 'none', silent: true, label: { color: MUTED, fontSize: 10, position: 'end', formatter: '{b}' }, data: marks } } : {}),
+      })),
+      {
+        name: '95% CI',
+        type: 'custom',
+        renderItem: errorBar,
+        // Both ends count for the axis extent, so an interval is never cut off.
+        encode: { x: 0, y: [1, 2] },
+        z: 10,
+        tooltip: { show: false },
+        data: trials.flatMap((t, at) => (t.speedup ? [[at, +t.speedup.low.toFixed(4), +t.speedup.high.toFixed(4)]] : [])),
+      },
+    ],
+  };
+}
+
+export function trialsLabel(trials: readonly TrialChartInput[], labels = trialLabels(trials)): string {
+  const one = (t: TrialChartInput, i: number) =>
+    `${labels[i]}: ${DECISION_WORDS[t.decision]}${t.speedup ? `, ${x3(t.speedup.median)} (95% CI ${x3(t.speedup.low)} to ${x3(t.speedup.high)})` : ', no speedup measured'}`;
+  return `Trial speedups chart${trials.length ? `: ${trials.map(one).join('; ')}` : ', no trial finished yet'}`;
+}
+
+/** The current best as last measured, and where that number comes from. */
+export interface BestSoFar {
+  samplesPerSec: number;
+  /** The final A/B/A/B measurement's interval, when there is one. */
+  ci: { low: number; median: number; high: number } | null;
+  source: string;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/**
+ * The freshest measurement of the current best: the final comparison when it ran; else the last
+ * trial's side that is now the best (its candidate when kept, its current-best side otherwise);
+ * else the baseline.
+ */
+export function bestSoFar(baseline: Pick<OptimiseBaseline, 'samplesPerSec'>, trials: readonly Pick<OptimiseTrial, 'index' | 'kept' | 'bestSamplesPerSec' | 'candidateSamplesPerSec'>[], final: Pick<OptimiseFinal, 'changes' | 'samplesPerSec'> | null): BestSoFar {
+  if (final && final.changes.length) return { samplesPerSec: final.samplesPerSec.median, ci: final.samplesPerSec, source: 'the final comparison with the baseline' };
+  for (let i = trials.length - 1; i >= 0; i--) {
+    const t = trials[i];
+    const side = t.kept ? t.candidateSamplesPerSec : t.bestSamplesPerSec;
+    if (side.length) return { samplesPerSec: median(side), ci: null, source: `median of trial ${t.index}'s ${side.length} repetition(s) of the ${t.kept ? 'kept candidate' : 'current best'}` };
+  }
+  return { samplesPerSec: baseline.samplesPerSec.median, ci: baseline.samplesPerSec, source: 'the baseline (nothing kept yet)' };
+}
+
+export type LimitsChartInput = {
+  baseline: Pick<OptimiseBaseline, 'samplesPerSec'>;
+  best: BestSoFar;
+  limits: Pick<Limits, 'compute' | 'read' | 'h2d'>;
+};
+
+/** One bar of the limits chart; `samplesPerSec` null when the floor could not be measured. */
+export interface LimitBar {
+  name: string;
+  samplesPerSec: number | null;
+  ci: { low: number; high: number } | null;
+  colour: string;
+  /** Why a bar is missing, or how a floor was computed. */
+  note: string;
+}
+
+/** The data floor is the slower of reading the batch and copying it to the device, where each was measured. */
+function dataFloor(limits: LimitsChartInput['limits']): { samplesPerSec: number | null; note: string } {
+  const measured = [
+    { name: 'read', l: limits.read },
+    { name: 'host-to-device copy', l: limits.h2d },
+  ].filter((x) => x.l.samplesPerSec !== null);
+  if (!measured.length) return { samplesPerSec: null, note: `not measured: ${limits.read.derivation}` };
+  const slowest = measured.reduce((a, b) => ((b.l.samplesPerSec as number) < (a.l.samplesPerSec as number) ? b : a));
+  return { samplesPerSec: slowest.l.samplesPerSec, note: `${slowest.name}: ${slowest.l.derivation}` };
+}
+
+export function limitBars(input: LimitsChartInput): LimitBar[] {
+  const data = dataFloor(input.limits);
+  const c = input.limits.compute;
+  const b = input.baseline.samplesPerSec;
+  return [
+    { name: 'baseline', samplesPerSec: b.median, ci: { low: b.low, high: b.high }, colour: '#8b98a5', note: 'median of the baseline repetitions, 95% CI' },
+    { name: 'best so far', samplesPerSec: input.best.samplesPerSec, ci: input.best.ci, colour: '#4fb3ff', note: input.best.source },
+    { name: 'data floor', samplesPerSec: data.samplesPerSec, ci: null, colour: '#f85149', note: data.note },
+    { name: 'compute floor', samplesPerSec: c.samplesPerSec, ci: null, colour: '#a371f7', note: c.samplesPerSec === null ? `not measured: ${c.derivation}` : c.derivation },
+  ];
+}
+
+/**
+ * The baseline and the best so far beside what each floor allows, in samples/s (a floor's bar is the
+ * most samples/s its hardware allows, so the gap to it is the room left). Log scale: a data floor is
+ * often hundreds of times the baseline. A floor that was not measured keeps its place, marked so.
+ */
+export function limitsOption(input: LimitsChartInput): EChartsCoreOption {
+  const bars = limitBars(input);
+  const names = bars.map((b) => (b.samplesPerSec === null ? `${b.name}\n(not measured)` : b.name));
+  return {
+    animation: false,
+    title: title('Samples/s: baseline, best so far, and what each floor allows (log scale)'),
+    tooltip: { ...tooltip('samples/s', 'item') },
+    grid: { left: 70, right: 16, top: 40, bottom: 48 },
+    xAxis: { type: 'category', data: names, axisLabel: { ...axisLabel, interval: 0 }, axisLine: { lineStyle: { color: GRID_LINE } } },
+    yAxis: { type: 'log', name: 'samples/s', nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => formatValue(v) }, splitLine: { lineStyle: { color: GRID_LINE } } },
+    series: [
+      {
+        name: 'samples/s',
+        type: 'bar',
+        barMaxWidth: 64,
+        data: bars.map((b) => (b.samplesPerSec === null ? null : { value: Math.round(b.samplesPerSec), itemStyle: { color: b.colour } })),
+        label: { show: true, position: 'top', color: TEXT, fontSize: 10, formatter: (p: { value: unknown }) => formatValue(p.value) },
+      },
+      {
+        name: '95% CI',
+        type: 'custom',
+        renderItem: errorBar,
+        encode: { x: 0, y: [1, 2] },
+        z: 10,
+        tooltip: { show: false },
+        data: bars.flatMap((b, i) => (b.ci ? [[i, Math.round(b.ci.low), Math.round(b.ci.high)]] : [])),
+      },
+    ],
+  };
+}
+
+export function limitsLabel(input: LimitsChartInput): string {
+  const bars = limitBars(input);
+  return `Limits chart in samples/s: ${bars.map((b) => `${b.name} ${b.samplesPerSec === null ? 'not measured' : formatValue(b.samplesPerSec, 'samples/s')}`).join('; ')}`;
+}
