@@ -9,11 +9,15 @@ import { createPinia, setActivePinia } from 'pinia';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import type { Services } from '../../src-main/core/services';
+import { createServices } from '../../src-main/core/services';
+import { ApiClient } from '../../src-renderer/transport/api-client';
+import { setApiClient } from '../../src-renderer/transport/client-instance';
 import TraceButton from '../../src-renderer/components/benchmarks/TraceButton.vue';
 import { useReportsStore } from '../../src-renderer/stores/reports';
 import ReportsView from '../../src-renderer/views/ReportsView.vue';
 import { benchmarkRun } from '../cli/report-fixture';
 import { testServices } from '../helpers/services';
+import { tempDir } from '../helpers/temp-dir';
 import { installServicesClient } from './services-client';
 
 let services: Services;
@@ -201,6 +205,52 @@ describe('Reports area', () => {
     // The open report was the one removed: the editor closes.
     expect(wrapper.find('[data-testid="report-editor"]').exists()).toBe(false);
     expect(store.list.map((r) => r.id)).toEqual(['0002-second']);
+  });
+});
+
+describe('Reports area in the desktop app', () => {
+  it('exports into the folder the dialog returns, and does nothing when the dialog is cancelled', async () => {
+    const chosen = tempDir('trainbench-chosen-');
+    const answers: (string | null)[] = [path.join(chosen.dir, 'adr'), null];
+    const asked: string[] = [];
+    // The same services, with the desktop shell's folder dialog answering from the list above.
+    const desktop = await createServices({
+      workspaceDir: services.workspace.root,
+      chooseFolder: (name) => (asked.push(name), Promise.resolve(answers.shift() ?? null)),
+    });
+    try {
+      const store = useReportsStore();
+      await store.generate({ runIds: [runId], title: 'Desktop export' });
+      const report = store.current!;
+      const web = installServicesClient(desktop);
+      setApiClient(new ApiClient({ ...web.transport, kind: 'electron-ipc' }));
+      const wrapper = mount(ReportsView);
+      await flushPromises();
+      await wrapper.get('[data-testid="report-export-chosen"]').trigger('click');
+      await expect.poll(() => wrapper.find('[data-testid="report-exported"]').exists(), { timeout: 10_000 }).toBe(true);
+      expect(asked).toEqual([report.summary.id]);
+      expect(readdirSync(path.join(chosen.dir, 'adr')).sort()).toEqual([`${report.summary.id}.md`, ...report.figures.map((f) => f.name)].sort());
+
+      store.exported = null;
+      await wrapper.get('[data-testid="report-export-chosen"]').trigger('click');
+      await expect.poll(() => asked.length).toBe(2);
+      await expect.poll(() => store.busy).toBeNull();
+      expect(store.exported).toBeNull();
+      expect(store.actionError).toBeNull();
+      expect(readdirSync(chosen.dir)).toEqual(['adr']);
+    } finally {
+      await desktop.dispose();
+      chosen.cleanup();
+    }
+  });
+
+  it('has no chosen-folder button in serve mode', async () => {
+    const store = useReportsStore();
+    await store.generate({ runIds: [runId] });
+    const wrapper = mount(ReportsView);
+    await flushPromises();
+    expect(wrapper.find('[data-testid="report-export"]').exists()).toBe(true);
+    expect(wrapper.find('[data-testid="report-export-chosen"]').exists()).toBe(false);
   });
 });
 
