@@ -5,6 +5,7 @@ import { BenchmarkProgressSchema } from './benchmark';
 import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { TrainProgressEventSchema } from './training';
+import { OptimiseProgressSchema } from './optimise';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
 export type EngineState = z.infer<typeof EngineStateSchema>;
@@ -30,6 +31,7 @@ export const apiEvents = {
   'telemetry.sample': TelemetrySampleSchema,
   'telemetry.gpu': GpuStateSchema,
   'benchmark.progress': BenchmarkProgressSchema,
+  'optimise.progress': OptimiseProgressSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

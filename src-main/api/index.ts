@@ -14,3 +14,4 @@ export * from './run-record';
 export * from './benchmark';
 export * from './batch-size';
 export * from './reports';
+export * from './optimise';

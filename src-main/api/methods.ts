@@ -31,6 +31,7 @@ import {
   SourceSpecSchema,
   VerifyResultSchema,
 } from './datasets';
+import { OptimiseIdParamsSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from './optimise';
 
 const NoParams = z.object({}).strict();
 
@@ -75,6 +76,14 @@ export const apiMethods = {
   'benchmark.training': { params: TrainingBenchmarkRequestSchema, result: TrainingBenchmarkResultSchema },
   'benchmark.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   /** Files in a folder of the workspace, for choosing a source to import. */
+  /** Runs the optimisation wizard to completion (or cancellation); progress arrives as optimise.progress events with the optimiseId. */
+  'optimise.start': { params: OptimiseRequestSchema, result: OptimiseResultSchema },
+  /** Stops the wizard at once (the trial in progress is dropped and run again on resume); its state stays saved for optimise.resume. */
+  'optimise.cancel': { params: OptimiseIdParamsSchema, result: z.object({ cancelled: z.boolean() }) },
+  /** Continues a cancelled or interrupted wizard from its saved state. */
+  'optimise.resume': { params: OptimiseIdParamsSchema, result: OptimiseResultSchema },
+  /** The saved state of a wizard (live, cancelled, interrupted or finished). */
+  'optimise.state': { params: OptimiseIdParamsSchema, result: WizardStateSchema },
   'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema) }) },
   /** ADR reports (issue 13): reports/NNNN-title/ folders of markdown + SVG figures. */
   'reports.list': { params: NoParams, result: z.array(ReportSummarySchema) },

@@ -12,6 +12,7 @@ import { DEFAULT_PORT } from '../server/serve';
 import { formatDevices } from './format-devices';
 import { serveCommand } from './serve-command';
 import { benchmarkTrainingCommand } from './benchmark-training-command';
+import { optimiseCommand } from './optimise-command';
 import { cacheCommand } from './cache-command';
 import { findBatchSizeCommand } from './find-batch-size-command';
 import { loaderBenchCommand } from './loader-bench-command';
@@ -133,6 +134,7 @@ export function buildProgram(): Command {
   program.addCommand(runsCommand());
   program.addCommand(reportCommand());
   program.addCommand(traceCommand());
+  program.addCommand(optimiseCommand());
   pointErrorsToHelp(program);
 
   return program;

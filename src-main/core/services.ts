@@ -10,6 +10,7 @@ import { listFiles } from './files';
 import { listRuns, readRunDetail } from './run-reader';
 import type { ChooseFolder } from './reports/report-service';
 import { ReportService } from './reports/report-service';
+import { OptimiseService } from './optimise/optimise-service';
 import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
@@ -34,6 +35,7 @@ export interface Services {
   batchSize: BatchSizeService;
   benchmarks: TrainingBenchmarkService;
   reports: ReportService;
+  optimise: OptimiseService;
   dispose(): Promise<void>;
 }
 
@@ -48,6 +50,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const batchSize = new BatchSizeService(engine, events, workspace, datasets);
   const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
   const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
+  const optimise = new OptimiseService(engine, events, workspace, benchmarks);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -70,6 +73,10 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'datasets.benchmark': (request) => datasets.benchmark(request),
     'benchmark.training': (request) => benchmarks.run(request),
     'benchmark.cancel': ({ jobId }) => benchmarks.cancel(jobId),
+    'optimise.start': (request) => optimise.start(request),
+    'optimise.cancel': ({ optimiseId }) => optimise.cancel(optimiseId),
+    'optimise.resume': ({ optimiseId }) => optimise.resume(optimiseId),
+    'optimise.state': ({ optimiseId }) => optimise.state(optimiseId),
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
     'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
@@ -96,6 +103,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     batchSize,
     benchmarks,
     reports,
+    optimise,
     async dispose() {
       unsubscribe();
       await telemetry.dispose();

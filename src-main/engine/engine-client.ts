@@ -93,6 +93,16 @@ export class EngineClient {
     return this.supervisor.request('loader.sequentialRead', { files }, { timeoutMs: null });
   }
 
+  /** Best-of-reps seconds of the engine's own float GEMM (m x k) . (k x n) on the CPU: the measured matrix rate behind a compute floor. */
+  benchGemm(m: number, n: number, k: number, reps: number, threads: number): Promise<{ seconds: number; kernel: string; lanes: number; threads: number }> {
+    return this.supervisor.request('bench.gemm', { m, n, k, reps, threads }, { timeoutMs: null });
+  }
+
+  /** TFLOP/s of the engine's own GEMM and of cuBLASLt on cuda:0 at one shape and precision (E_CUDA without a GPU). */
+  benchGemmCuda(m: number, n: number, k: number, precision: 'fp32' | 'bf16' | 'fp16', reps: number): Promise<{ ownTflops: number; cublasLtTflops: number | null; shape: string }> {
+    return this.supervisor.request('bench.gemmCuda', { m, n, k, precision, reps }, { timeoutMs: null });
+  }
+
   /** Crashes the host on purpose (debug hosts only); used to prove crash isolation. */
   debugAbort(): Promise<never> {
     return this.supervisor.request('debug.abort');

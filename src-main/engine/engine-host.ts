@@ -54,7 +54,7 @@ function setUp(addon: NativeAddon, p: HostTrainSetup): { trainer: NativeTrainer;
   addon.resolveDevice(engineOptions.device); // throws E_BAD_INPUT with the reason before any data is opened
   const trainer = new addon.Trainer(JSON.stringify(p.spec), JSON.stringify({ seed, threads }));
   const normalize = JSON.stringify(p.data.normalize ?? {});
-  trainer.setSource('train', JSON.stringify({ kind: 'cache', dir: p.data.train.dir }), normalize);
+  trainer.setSource('train', JSON.stringify(p.data.trainSource ?? { kind: 'cache', dir: p.data.train.dir }), normalize);
   if (p.data.test) trainer.setSource('test', JSON.stringify({ kind: 'cache', dir: p.data.test.dir }), normalize);
   return { trainer, optionsJson: JSON.stringify(engineOptions) };
 }
@@ -116,6 +116,14 @@ async function handle(addon: NativeAddon, req: HostRequest, emit: (event: unknow
     }
     case 'loader.sequentialRead':
       return addon.sequentialRead((req.params as { files: string[] }).files);
+    case 'bench.gemm': {
+      const g = req.params as { m: number; n: number; k: number; reps: number; threads: number };
+      return addon.benchGemm(g.m, g.n, g.k, g.reps, g.threads);
+    }
+    case 'bench.gemmCuda': {
+      const g = req.params as { m: number; n: number; k: number; precision: 'fp32' | 'bf16' | 'fp16'; reps: number };
+      return addon.benchGemmCuda(g.m, g.n, g.k, g.precision, g.reps);
+    }
     case 'debug.abort':
       if (!debugEnabled || !addon.debugAbort) {
         throw new ApiError('E_BAD_INPUT', 'debug.abort is only available in engine hosts started in debug mode');

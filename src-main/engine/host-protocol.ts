@@ -19,6 +19,8 @@ export type HostMethod =
   | 'train.cancel'
   | 'loader.bench'
   | 'loader.sequentialRead'
+  | 'bench.gemm'
+  | 'bench.gemmCuda'
   | 'debug.abort';
 
 /** A cache directory, or raw source files read in place (the uncached path). */
@@ -30,6 +32,8 @@ export type HostTrainData = {
   test?: { dir: string };
   normalize?: Record<string, { scale: number; offset: number }>;
   description: string;
+  /** Read the training records from here instead of the cache in `train` (the uncached path the optimisation wizard compares). */
+  trainSource?: HostSource;
 };
 
 /** Parameters of 'train.check': a validated request with its data in caches. */

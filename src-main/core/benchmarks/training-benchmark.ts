@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 
 import type { BenchmarkProgress, BenchmarkRepetition, TrainingBenchmarkRequest, TrainingBenchmarkResult } from '../../api/benchmark';
 import { TrainingBenchmarkResultSchema } from '../../api/benchmark';
@@ -9,8 +10,11 @@ import type { TrainOptions, TrainStepEvent } from '../../api/training';
 import { MIN_EVENT_INTERVAL_MS, TrainEventSchema, TrainOptionsSchema, TrainResultSchema } from '../../api/training';
 import { isBuiltinModel } from '../../api/model-spec';
 import type { EngineClient } from '../../engine/engine-client';
-import type { HostTrainData } from '../../engine/host-protocol';
+import type { HostSource, HostTrainData } from '../../engine/host-protocol';
+import type { CacheManifest } from '../../api/datasets';
+import { SourceSpecSchema } from '../../api/datasets';
 import { readManifest } from '../datasets/cache-store';
+import { openSource } from '../datasets/importers/open-source';
 import type { DatasetService } from '../datasets/dataset-service';
 import type { EventHub } from '../event-hub';
 import type { RunRecord } from '../run-store';
@@ -32,7 +36,32 @@ export interface BenchmarkRunOptions {
   allowPathsOutsideWorkspace?: boolean;
 }
 
-interface ActiveJob {
+export interface PrepareOptions {
+  allowPathsOutsideWorkspace?: boolean;
+  /** 'source': the engine reads the training records from the source files in place (the uncached path). */
+  readFrom?: 'cache' | 'source';
+}
+
+/** A request made ready to measure: its data in the engine's terms and the options every repetition uses. */
+export interface PreparedBenchmark {
+  request: TrainingBenchmarkRequest;
+  data: HostTrainData;
+  options: TrainOptions;
+  stepsPerEpoch: number;
+  perStep: number;
+  manifest: CacheManifest;
+  /** Files the training records are read from: the cache's shards, or the source files. */
+  readFiles: string[];
+}
+
+/** One repetition's result and the step events it recorded (the optimisation wizard compares their losses). */
+export interface MeasuredRepetition {
+  repetition: BenchmarkRepetition;
+  steps: TrainStepEvent[];
+}
+
+/** A benchmark in progress: cancel() sets `cancelled` and cancels the engine run in flight. */
+export interface ActiveJob {
   cancelled: boolean;
   engineRunId: string | null;
 }
@@ -73,7 +102,7 @@ export class TrainingBenchmarkService {
         const reps: BenchmarkRepetition[] = [];
         for (let i = 1; i <= request.repeat; i++) {
           if (job.cancelled) throw new ApiError('E_CANCELLED', `the benchmark was cancelled before repetition ${i} of ${request.repeat}`);
-          const rep = await this.repetition(i, request, prepared, run, job, progress);
+          const { repetition: rep } = await this.repetition(i, prepared, run, job, `${run.id}-rep${i}`, progress);
           reps.push(rep);
           run.appendEvent({ type: 'repetition', ...rep });
           progress({ runId: run.id, phase: 'repetition-done', repetition: i, step: totalSteps, samplesPerSec: rep.samplesPerSec });
@@ -98,11 +127,22 @@ export class TrainingBenchmarkService {
     return { cancelled: true };
   }
 
-  /** The cached training data (no test set: a benchmark never evaluates) and the options every repetition uses. */
-  private async prepare(request: TrainingBenchmarkRequest, options: BenchmarkRunOptions) {
+  /**
+   * The cached training data (no test set: a benchmark never evaluates) and the options every
+   * repetition uses, checked by the engine. Public so a caller (the optimisation wizard) can
+   * measure repetitions one at a time into a run of its own.
+   */
+  async prepare(request: TrainingBenchmarkRequest, options: PrepareOptions = {}): Promise<PreparedBenchmark> {
     const all = await this.datasets.trainingData(request.data, { allowPathsOutsideWorkspace: options.allowPathsOutsideWorkspace });
     const manifest = await readManifest(all.train.dir);
     const data: HostTrainData = { train: all.train, normalize: all.normalize, description: `${manifest.name} (${manifest.records} records)` };
+    let readFiles = manifest.shards.map((s) => path.join(all.train.dir, s.file));
+    if (options.readFrom === 'source') {
+      const raw = await rawTrainSource(manifest);
+      data.trainSource = raw.source;
+      data.description += ', read from the source files in place';
+      readFiles = raw.files;
+    }
     const o = request.options;
     const perStep = o.batchSize * o.accumulation;
     // The loader draws ceil(records x sampleRatio) records per epoch, as the engine does.
@@ -127,18 +167,22 @@ export class TrainingBenchmarkService {
     if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'options')}`);
     // Refused here, before a run exists, like training: a run folder means the engine accepted the request.
     await this.engine.checkTraining({ spec: request.spec, data, options: parsed.data });
-    return { data, options: parsed.data, stepsPerEpoch, perStep };
+    return { request, data, options: parsed.data, stepsPerEpoch, perStep, manifest, readFiles };
   }
 
-  private async repetition(
+  /**
+   * One repetition, a fresh engine trainer, recorded into `run` (its step events and telemetry
+   * file carry `i`); `engineRunId` lets `job` cancel it.
+   */
+  async repetition(
     i: number,
-    request: TrainingBenchmarkRequest,
-    prepared: { data: HostTrainData; options: TrainOptions; perStep: number },
+    prepared: PreparedBenchmark,
     run: RunRecord,
     job: ActiveJob,
-    progress: (p: Omit<BenchmarkProgress, 'jobId' | 'repetitions' | 'totalSteps'>) => void,
-  ): Promise<BenchmarkRepetition> {
-    const engineRunId = `${run.id}-rep${i}`;
+    engineRunId: string,
+    progress: (p: Omit<BenchmarkProgress, 'jobId' | 'repetitions' | 'totalSteps'>) => void = () => undefined,
+  ): Promise<MeasuredRepetition> {
+    const { request } = prepared;
     job.engineRunId = engineRunId;
     const steps: TrainStepEvent[] = [];
     // Telemetry covers the measured window: it starts with the first event after the warm-up.
@@ -174,7 +218,7 @@ export class TrainingBenchmarkService {
       }
       const named = measuredPhases(steps, request.warmupSteps);
       const { phases, exceedsMs } = withOther(named.phases, t.steadyStateMeanMs);
-      return {
+      const repetition: BenchmarkRepetition = {
         repetition: i,
         samplesPerSec: (1000 * prepared.perStep) / t.steadyStateMeanMs,
         steadyStateMeanMs: t.steadyStateMeanMs,
@@ -185,6 +229,7 @@ export class TrainingBenchmarkService {
         memory: { ...summary.data.memory, device: summary.data.backend?.device ?? summary.data.memory.device },
         telemetry,
       };
+      return { repetition, steps };
     } finally {
       if (recording.current) await recording.current.stop();
       job.engineRunId = null;
@@ -193,7 +238,7 @@ export class TrainingBenchmarkService {
 
   private async summarize(
     request: TrainingBenchmarkRequest,
-    prepared: { data: HostTrainData; options: TrainOptions; stepsPerEpoch: number },
+    prepared: PreparedBenchmark,
     run: RunRecord,
     reps: BenchmarkRepetition[],
   ): Promise<TrainingBenchmarkResult> {
@@ -238,10 +283,25 @@ export class TrainingBenchmarkService {
   }
 
   /** Total memory of a CUDA device ('cuda:N'), for the headroom finding; null on the CPU. */
-  private async deviceMemory(device: string): Promise<number | null> {
+  async deviceMemory(device: string): Promise<number | null> {
     const m = /^cuda:(\d+)$/.exec(device);
     if (!m) return null;
     const devices = await this.engine.devices();
     return devices.cuda.devices.find((d) => d.index === Number(m[1]))?.totalMemoryBytes ?? null;
   }
+}
+
+/**
+ * The engine's raw source for a cache's training records, read from the files it was built from:
+ * refused, with the reason, when they cannot be read in place (compressed, text, generated).
+ */
+async function rawTrainSource(manifest: CacheManifest): Promise<{ source: HostSource; files: string[] }> {
+  const spec = SourceSpecSchema.safeParse(manifest.source.spec);
+  if (!spec.success) throw new ApiError('E_BAD_INPUT', `${manifest.name} cannot be read from its source: the cache does not record how to read it`);
+  const source = await openSource(spec.data).catch((err: Error) => {
+    throw new ApiError('E_BAD_INPUT', `${manifest.name} cannot be read from its source: it can no longer be opened (${err.message})`);
+  });
+  const layout = source.rawLayout();
+  if (!layout) throw new ApiError('E_BAD_INPUT', `${manifest.name} cannot be read from its source: ${source.uncachedReason ?? 'no raw layout'}`);
+  return { source: { kind: 'raw', layout: { records: source.records, fields: layout } }, files: [...new Set(layout.map((f) => f.file))] };
 }

@@ -11,6 +11,8 @@ export interface SettingChange {
   setting: string;
   baseline: string;
   attempt: string;
+  /** How it was measured (warm-up, measured steps, repetitions), not what was measured. */
+  protocol: boolean;
 }
 
 export interface BenchmarkAttempt {
@@ -52,13 +54,13 @@ export function settingChanges(a: BenchmarkRun, b: BenchmarkRun): SettingChange[
   const ob = (cb.options ?? {}) as Record<string, unknown>;
   const out: SettingChange[] = [];
   for (const key of [...new Set([...Object.keys(oa), ...Object.keys(ob)])]) {
-    if (JSON.stringify(oa[key]) !== JSON.stringify(ob[key])) out.push({ setting: key, baseline: show(oa[key]), attempt: show(ob[key]) });
+    if (JSON.stringify(oa[key]) !== JSON.stringify(ob[key])) out.push({ setting: key, baseline: show(oa[key]), attempt: show(ob[key]), protocol: false });
   }
+  if (JSON.stringify(ca.spec) !== JSON.stringify(cb.spec)) out.push({ setting: 'model', baseline: show(ca.spec), attempt: show(cb.spec), protocol: false });
+  if (a.result.data !== b.result.data) out.push({ setting: 'data', baseline: a.result.data, attempt: b.result.data, protocol: false });
   for (const key of ['warmupSteps', 'steps', 'repeat']) {
-    if (ca[key] !== cb[key]) out.push({ setting: key, baseline: show(ca[key]), attempt: show(cb[key]) });
+    if (ca[key] !== cb[key]) out.push({ setting: key, baseline: show(ca[key]), attempt: show(cb[key]), protocol: true });
   }
-  if (JSON.stringify(ca.spec) !== JSON.stringify(cb.spec)) out.push({ setting: 'model', baseline: show(ca.spec), attempt: show(cb.spec) });
-  if (a.result.data !== b.result.data) out.push({ setting: 'data', baseline: a.result.data, attempt: b.result.data });
   return out;
 }
 

@@ -17,7 +17,9 @@ export const CONCLUSIONS: Record<BenchmarkAttempt['decision'], string> = {
 function benchmarkAttemptBody(n: number, a: BenchmarkAttempt): string {
   const b = a.baseline.result;
   const r = a.run.result;
-  const what = a.changes.length ? a.changes.map((c) => `${c.setting} ${c.baseline} → ${c.attempt}`).join(', ') : 'no setting changed (a repeat of the baseline)';
+  const settings = a.changes.filter((c) => !c.protocol);
+  const protocol = a.changes.filter((c) => c.protocol);
+  const what = settings.length ? settings.map((c) => `${c.setting} ${c.baseline} → ${c.attempt}`).join(', ') : 'no setting changed (a repeat of the baseline)';
   const s = a.speedup;
   const rows = [
     ['samples/s, median', fmt(b.samplesPerSecCi.median), fmt(r.samplesPerSecCi.median), `${signedPercent(s.median - 1)} (95% CI ${signedPercent(s.low - 1)} to ${signedPercent(s.high - 1)})`],
@@ -32,7 +34,8 @@ function benchmarkAttemptBody(n: number, a: BenchmarkAttempt): string {
   ];
   const p = a.largestPhaseChange;
   if (p) analysis.push(`The phase that moved most is \`${p.phase}\`: ${fmt(p.baseline)} → ${fmt(p.attempt)} ${p.unit} (${change(p.baseline, p.attempt)}).`);
-  if (a.changes.length > 1) analysis.push(`${a.changes.length} settings differ from the baseline at once, so these runs cannot say which of them made the difference.`);
+  if (settings.length > 1) analysis.push(`${settings.length} settings differ from the baseline at once, so these runs cannot say which of them made the difference.`);
+  if (protocol.length) analysis.push(`It was measured differently from the baseline (${protocol.map((c) => `${c.setting} ${c.baseline} → ${c.attempt}`).join(', ')}); the steady-state figures compare, the wall-clock ones include a different share of warm-up.`);
   const envA = a.baseline.record.environment;
   const envB = a.run.record.environment;
   if (envA && envB && (envA.hostname !== envB.hostname || envA.cpuModel !== envB.cpuModel)) analysis.push('The two runs ran on different machines, so the difference includes the machine.');

@@ -1,0 +1,253 @@
+import { z } from 'zod';
+
+import { BenchmarkOptionsSchema, BenchmarkPhasesSchema, IntervalSchema } from './benchmark';
+import { IdSchema } from './ids';
+import { ModelSpecSchema } from './model-spec';
+import { DataSourceSchema } from './training';
+
+/**
+ * The optimisation wizard's contract (issue 12): a baseline, a diagnosis, the
+ * physical limits, then one change at a time measured A/B/A/B against the
+ * current best, kept only when its speedup beats the noise.
+ */
+
+/** max-speed: every change may be tried; reproducible: nothing that alters numerics (fp32, fixed seed); balanced: numerics changes only where the loss guard holds. */
+export const OptimisePresetSchema = z.enum(['max-speed', 'reproducible', 'balanced']);
+export type OptimisePreset = z.infer<typeof OptimisePresetSchema>;
+
+/** Where the training data is read from: the cache, or the source files in place (the uncached path). */
+export const ReadFromSchema = z.enum(['cache', 'source']);
+export type ReadFrom = z.infer<typeof ReadFromSchema>;
+
+/** The training configuration being optimised: the user's current settings. */
+export const OptimiseTargetSchema = z
+  .object({
+    spec: ModelSpecSchema,
+    data: DataSourceSchema,
+    options: BenchmarkOptionsSchema.default(BenchmarkOptionsSchema.parse({})),
+    readFrom: ReadFromSchema.default('cache'),
+  })
+  .strict();
+export type OptimiseTarget = z.infer<typeof OptimiseTargetSchema>;
+export type OptimiseTargetInput = z.input<typeof OptimiseTargetSchema>;
+
+export const OptimiseRequestSchema = z
+  .object({
+    target: OptimiseTargetSchema,
+    preset: OptimisePresetSchema.default('balanced'),
+    /** Repetitions of the baseline, and of each side of every trial (A/B/A/B interleaved). */
+    repeat: z.number().int().min(2).max(50).default(5),
+    /** Optimizer steps measured per repetition, after the warm-up. */
+    steps: z.number().int().min(1).max(100_000).default(50),
+    warmupSteps: z.number().int().min(0).max(10_000).default(5),
+    /** Most trials run before the wizard stops (coordinate ascent stops earlier when no change helps). */
+    maxTrials: z.number().int().min(0).max(200).default(12),
+    /** Batch size and gradient accumulation change the training recipe: measured and proposed, but kept only when this is set. */
+    allowRecipeChanges: z.boolean().default(false),
+    /** Largest relative difference of the mean loss over the measured steps (same seed) a kept change may make. */
+    lossTolerance: z.number().gt(0).max(1).default(0.05),
+    /** Chosen by the caller so it can follow and cancel from the first event; made up otherwise. */
+    optimiseId: IdSchema.optional(),
+  })
+  .strict();
+export type OptimiseRequest = z.infer<typeof OptimiseRequestSchema>;
+export type OptimiseRequestInput = z.input<typeof OptimiseRequestSchema>;
+
+/** pipeline: data loading only; numerics: alters the arithmetic (precision); recipe: alters the training recipe (batch, accumulation). */
+export const ChangeKindSchema = z.enum(['pipeline', 'numerics', 'recipe']);
+
+/** One setting changed on top of the current best. */
+export const OptimiseChangeSchema = z.object({
+  /** The setting: loaderWorkers, prefetch, gpuPrefetch, readFrom, batchSize, accumulation, precision, cudaGraph, sampleRatio. */
+  knob: z.string(),
+  from: z.union([z.string(), z.number(), z.boolean()]),
+  to: z.union([z.string(), z.number(), z.boolean()]),
+  kind: ChangeKindSchema,
+  /** e.g. "loader workers 0 -> 2" */
+  label: z.string(),
+  /** Why it is tried now, from the diagnosis (e.g. "data wait is 63% of the step"). */
+  hypothesis: z.string(),
+  /** Recipe changes only: what else has to change with it (learning-rate scaling). */
+  note: z.string().nullable(),
+});
+export type OptimiseChange = z.infer<typeof OptimiseChangeSchema>;
+
+/**
+ * accept: kept; reject: the whole CI is below 1; inconclusive: could be noise;
+ * crashed: the engine host died or ran out of memory; changes-results: the loss
+ * moved beyond the tolerance; proposed: a recipe change that beat the noise but
+ * is not kept without allowRecipeChanges.
+ */
+export const TrialDecisionSchema = z.enum(['accept', 'reject', 'inconclusive', 'crashed', 'changes-results', 'proposed']);
+export type TrialDecision = z.infer<typeof TrialDecisionSchema>;
+
+export const OptimiseTrialSchema = z.object({
+  index: z.number().int().min(1),
+  change: OptimiseChangeSchema,
+  decision: TrialDecisionSchema,
+  why: z.string(),
+  /** Candidate over the current best, samples/s: paired ratios of the interleaved repetitions; null when the trial did not finish. */
+  speedup: IntervalSchema.nullable(),
+  /** samples/s of each repetition, in the order measured (A/B/A/B). */
+  bestSamplesPerSec: z.array(z.number()),
+  candidateSamplesPerSec: z.array(z.number()),
+  /** Relative difference of the mean loss over the measured steps, candidate vs best; null when not measured. */
+  lossDelta: z.number().nullable(),
+  kept: z.boolean(),
+  seconds: z.number(),
+  /** The engine's words for a crash or an OOM. */
+  error: z.string().nullable(),
+});
+export type OptimiseTrial = z.infer<typeof OptimiseTrialSchema>;
+
+/** A change not tried, and why (not applicable on this device, refused by the preset). */
+export const SkippedChangeSchema = z.object({ change: OptimiseChangeSchema, why: z.string() });
+export type SkippedChange = z.infer<typeof SkippedChangeSchema>;
+
+/** A diagnosis finding; `id` names the rule of the decision tree, `measurement` the number it rests on. */
+export const DiagnosisFindingSchema = z.object({
+  id: z.string(),
+  severity: z.enum(['info', 'warning']),
+  text: z.string(),
+  measurement: z.object({ name: z.string(), value: z.number(), unit: z.string() }),
+});
+export type DiagnosisFinding = z.infer<typeof DiagnosisFindingSchema>;
+
+export const DiagnosisSchema = z.object({
+  /** The verdict in one word: what bounds the step. */
+  bound: z.enum(['data', 'h2d', 'compute', 'host-overhead', 'unknown']),
+  summary: z.string(),
+  findings: z.array(DiagnosisFindingSchema),
+});
+export type Diagnosis = z.infer<typeof DiagnosisSchema>;
+
+/** A floor the hardware sets, from a measured rate; null fields say what could not be measured and why. */
+export const LimitSchema = z.object({
+  /** Milliseconds per optimizer step this floor allows; null when not measured. */
+  stepMs: z.number().nullable(),
+  /** The same as samples/s. */
+  samplesPerSec: z.number().nullable(),
+  /** Baseline step over this floor (1 = at the floor). */
+  baselineOverFloor: z.number().nullable(),
+  /** How it was computed, with every number. */
+  derivation: z.string(),
+});
+export type Limit = z.infer<typeof LimitSchema>;
+
+export const LimitsSchema = z.object({
+  compute: LimitSchema.extend({ flopsPerSample: z.number(), gemmGflops: z.number().nullable(), gemmShape: z.string().nullable() }),
+  /** Reading the batch's bytes at the measured sequential-read rate of the files the target reads. */
+  read: LimitSchema.extend({ bytesPerSample: z.number(), readMBps: z.number().nullable() }),
+  /** Copying the batch to the device at the measured host-to-device rate (CUDA only). */
+  h2d: LimitSchema.extend({ h2dMBps: z.number().nullable() }),
+  /** The slowest floor: no setting of this pipeline can beat it. */
+  floorStepMs: z.number().nullable(),
+  summary: z.string(),
+});
+export type Limits = z.infer<typeof LimitsSchema>;
+
+/** The settings a trial measures: the benchmark options plus where the data is read from. */
+export const OptimiseConfigSchema = z.object({ options: BenchmarkOptionsSchema, readFrom: ReadFromSchema });
+export type OptimiseConfig = z.infer<typeof OptimiseConfigSchema>;
+
+export const OptimiseBaselineSchema = z.object({
+  config: OptimiseConfigSchema,
+  samplesPerSec: IntervalSchema,
+  repetitions: z.array(z.number()),
+  /** Relative half width of the median's 95% CI: a change must gain more than this. */
+  noiseFloor: z.number(),
+  stepMs: z.number(),
+  phasesMs: BenchmarkPhasesSchema,
+  phasesPercent: BenchmarkPhasesSchema,
+  device: z.string(),
+  cpuMean: z.number().nullable(),
+  gpuUtilizationMean: z.number().nullable(),
+  memoryBytes: z.number(),
+  deviceTotalBytes: z.number().nullable(),
+  /** Mean loss over the measured steps: the reference of the loss guard. */
+  meanLoss: z.number().nullable(),
+});
+export type OptimiseBaseline = z.infer<typeof OptimiseBaselineSchema>;
+
+export const OptimiseFinalSchema = z.object({
+  config: OptimiseConfigSchema,
+  /** The kept changes, in order. */
+  changes: z.array(z.string()),
+  /** Final over baseline, measured A/B/A/B at the end (1 when nothing was kept). */
+  speedup: IntervalSchema,
+  samplesPerSec: IntervalSchema,
+  /** In words, honest when noise makes the measured speedup small or below 1. */
+  verdict: z.string(),
+  /** Recipe changes that beat the noise but were not kept (allowRecipeChanges off). */
+  proposals: z.array(z.string()),
+});
+export type OptimiseFinal = z.infer<typeof OptimiseFinalSchema>;
+
+export const OptimiseStatusSchema = z.enum(['running', 'completed', 'cancelled', 'failed']);
+
+export const OptimiseResultSchema = z.object({
+  optimiseId: z.string(),
+  /** The run of kind `optimise` this session recorded into (a resumed wizard records a new run). */
+  runId: z.string(),
+  runDir: z.string(),
+  status: OptimiseStatusSchema,
+  title: z.string(),
+  preset: OptimisePresetSchema,
+  repeat: z.number().int(),
+  baseline: OptimiseBaselineSchema,
+  diagnosis: DiagnosisSchema,
+  limits: LimitsSchema,
+  trials: z.array(OptimiseTrialSchema),
+  skipped: z.array(SkippedChangeSchema),
+  final: OptimiseFinalSchema,
+  seconds: z.number(),
+});
+export type OptimiseResult = z.infer<typeof OptimiseResultSchema>;
+
+/** What the wizard saves after every step, so a restarted app resumes it. */
+export const WizardStateSchema = z.object({
+  schemaVersion: z.literal(1),
+  optimiseId: z.string(),
+  request: OptimiseRequestSchema,
+  status: OptimiseStatusSchema,
+  /** Every run that recorded part of this wizard, oldest first. */
+  runIds: z.array(z.string()),
+  baseline: OptimiseBaselineSchema.nullable(),
+  diagnosis: DiagnosisSchema.nullable(),
+  limits: LimitsSchema.nullable(),
+  /** The current best configuration: the baseline's plus every kept change. */
+  best: OptimiseConfigSchema,
+  trials: z.array(OptimiseTrialSchema),
+  skipped: z.array(SkippedChangeSchema),
+  /** Knobs tried without a kept change since the last kept one: coordinate ascent stops when every knob is here. */
+  exhausted: z.array(z.string()),
+  final: OptimiseFinalSchema.nullable(),
+  /** Why it stopped early, e.g. "optimisation cancelled after 3 trials; ...". */
+  message: z.string().nullable(),
+  updatedAt: z.string(),
+  seconds: z.number(),
+});
+export type WizardState = z.infer<typeof WizardStateSchema>;
+
+/** Streamed as `optimise.progress`. */
+export const OptimiseProgressSchema = z.object({
+  optimiseId: z.string(),
+  runId: z.string().nullable(),
+  phase: z.enum(['preparing', 'baseline', 'limits', 'trial', 'final', 'done']),
+  /** The trial running (phase 'trial'), 1-based; null otherwise. */
+  trial: z.number().int().nullable(),
+  maxTrials: z.number().int(),
+  /** Repetitions done of those this phase needs. */
+  repetition: z.number().int(),
+  repetitions: z.number().int(),
+  /** The change being measured, in words. */
+  label: z.string().nullable(),
+  elapsedSeconds: z.number(),
+  /** Estimated seconds left (from the measured repetition time and the trials left); null before the first repetition. */
+  etaSeconds: z.number().nullable(),
+  /** Set when a trial has just finished. */
+  finishedTrial: OptimiseTrialSchema.nullable(),
+});
+export type OptimiseProgress = z.infer<typeof OptimiseProgressSchema>;
+
+export const OptimiseIdParamsSchema = z.object({ optimiseId: IdSchema }).strict();

@@ -1,0 +1,226 @@
+import { Command, InvalidArgumentError } from 'commander';
+
+import { ApiError } from '../api/errors';
+import { formatIssues } from '../api/format-issues';
+import { isBuiltinModel } from '../api/model-spec';
+import type { OptimiseProgress, OptimiseResult, OptimiseTrial } from '../api/optimise';
+import { OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema } from '../api/optimise';
+import { RECIPES } from '../api/recipes';
+import { newRunId } from '../core/run-store';
+import { createServices } from '../core/services';
+import { defaultWorkspaceDir } from '../core/workspace';
+import { choiceArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
+
+function intArg(flag: string, min: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${flag} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
+function ratioArg(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!(n > 0 && n <= 1)) throw new InvalidArgumentError(`${flag} must be a number in (0, 1], got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
+interface OptimiseFlags {
+  model: string;
+  data: string;
+  readFrom: 'cache' | 'source';
+  device: string;
+  precision?: 'fp32' | 'bf16' | 'fp16';
+  batchSize?: number;
+  accumulation?: number;
+  loaderWorkers?: number;
+  prefetch?: number;
+  gpuPrefetch?: number;
+  sampleRatio?: number;
+  warmupSteps: number;
+  steps: number;
+  repeat: number;
+  seed?: number;
+  threads?: number;
+  preset: 'max-speed' | 'reproducible' | 'balanced';
+  maxTrials: number;
+  allowRecipeChanges?: boolean;
+  lossTolerance?: number;
+  resume?: string;
+  json?: boolean;
+  progress: boolean;
+  workspace: string;
+}
+
+function duration(seconds: number | null): string {
+  if (seconds === null || !Number.isFinite(seconds) || seconds < 0) return '--:--';
+  const s = Math.round(seconds);
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
+const x3 = (v: number) => `${v.toFixed(3)}x`;
+
+/** One progress line: a bar over the phase's repetitions, and the ETA of the whole wizard. */
+export function progressLine(p: OptimiseProgress): string {
+  const frac = p.repetitions > 0 ? p.repetition / p.repetitions : 0;
+  const width = 20;
+  const filled = Math.round(frac * width);
+  const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
+  const eta = `elapsed ${duration(p.elapsedSeconds)}, ETA ${duration(p.etaSeconds)}`;
+  if (p.finishedTrial) return `trial ${p.finishedTrial.index}: ${p.finishedTrial.change.label}: ${p.finishedTrial.decision} (${trialSpeedup(p.finishedTrial)}); state saved (${eta})`;
+  switch (p.phase) {
+    case 'preparing':
+      return `optimisation ${p.optimiseId}: preparing the data`;
+    case 'baseline':
+      return `baseline ${bar} repetition ${p.repetition}/${p.repetitions} (${eta})`;
+    case 'limits':
+      return 'measuring the physical limits (GEMM rate, read rate)';
+    case 'trial':
+      return `trial ${p.trial}/${p.maxTrials} max: ${p.label} ${bar} pair ${p.repetition}/${p.repetitions} (${eta})`;
+    case 'final':
+      return `final vs baseline ${bar} pair ${p.repetition}/${p.repetitions} (${eta})`;
+    case 'done':
+      return `done in ${duration(p.elapsedSeconds)}`;
+  }
+}
+
+function trialSpeedup(t: OptimiseTrial): string {
+  return t.speedup ? `${x3(t.speedup.median)} [${x3(t.speedup.low)}, ${x3(t.speedup.high)}]` : 'no speedup measured';
+}
+
+/** The result as a person reads it: the baseline and diagnosis, the limits, every attempt, then what to use. */
+export function formatOptimise(r: OptimiseResult): string {
+  const b = r.baseline;
+  const ci = (i: { low: number; median: number; high: number }) => `${n0(i.median)} samples/s (95% CI ${n0(i.low)}–${n0(i.high)})`;
+  const lim = (name: string, l: { stepMs: number | null; baselineOverFloor: number | null; derivation: string }) =>
+    `  ${name.padEnd(8)} ${l.stepMs === null ? 'n/a'.padStart(10) : `${l.stepMs.toFixed(3)} ms`.padStart(10)}  ${l.baselineOverFloor === null ? '' : `baseline ${l.baselineOverFloor.toFixed(1)}x`}  ${l.derivation}`;
+  const rows = r.trials.map(
+    (t) =>
+      `${String(t.index).padStart(3)}  ${t.change.label.padEnd(44)} ${t.speedup ? x3(t.speedup.median).padStart(7) : '-'.padStart(7)} ${
+        t.speedup ? `[${x3(t.speedup.low)}, ${x3(t.speedup.high)}]`.padEnd(19) : ''.padEnd(19)
+      } ${t.decision.padEnd(15)} ${t.why}${t.error ? ` (${t.error})` : ''}`,
+  );
+  const lines = [
+    `optimise   ${r.title}  (${r.optimiseId}, preset ${r.preset}, ${r.repeat} repetitions per side, A/B/A/B)`,
+    `baseline   ${ci(b.samplesPerSec)}; step ${b.stepMs.toFixed(3)} ms; noise floor ±${(100 * b.noiseFloor).toFixed(1)}%; ${b.device}`,
+    `           phases: ${Object.entries(b.phasesPercent)
+      .map(([k, v]) => `${k} ${v.toFixed(1)}%`)
+      .join(', ')}`,
+    `diagnosis  ${r.diagnosis.summary}`,
+    ...r.diagnosis.findings.map((f) => `  ${f.severity === 'warning' ? '!' : '-'} [${f.id}] ${f.text} (${f.measurement.name} = ${f.measurement.value.toFixed(2)} ${f.measurement.unit})`),
+    'limits     floor per step, how far the baseline is from it, and how it was measured',
+    lim('compute', r.limits.compute),
+    lim('read', r.limits.read),
+    lim('h2d', r.limits.h2d),
+    `  ${r.limits.summary}`,
+    'trials     change, speedup over the current best (median, 95% CI), decision and why',
+    ...(rows.length ? rows : ['  none: no change to try']),
+    ...(r.skipped.length ? ['not tried', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),
+    `final      ${r.final.changes.length ? r.final.changes.join('; ') : 'no change kept'}`,
+    `           ${ci(r.final.samplesPerSec)}; speedup over the baseline ${x3(r.final.speedup.median)} [${x3(r.final.speedup.low)}, ${x3(r.final.speedup.high)}]`,
+    `           ${r.final.verdict}`,
+    ...r.final.proposals.map((p) => `  proposed (recipe change, not kept): ${p}`),
+    `settings   read from ${r.final.config.readFrom}, loader workers ${r.final.config.options.loaderWorkers}, prefetch ${r.final.config.options.prefetch}, batch ${r.final.config.options.batchSize} x ${r.final.config.options.accumulation}, ${r.final.config.options.precision}`,
+    `saved      ${r.runDir} (run of kind optimise) and optimise/${r.optimiseId}/state.json in the workspace`,
+  ];
+  return lines.join('\n');
+}
+
+async function buildRequest(flags: OptimiseFlags, optimiseId: string) {
+  const { spec, name } = await resolveModel(flags.model);
+  const data = resolveData(flags.data);
+  const recipe = isBuiltinModel(name) ? RECIPES[name] : {};
+  const given = {
+    batchSize: flags.batchSize,
+    accumulation: flags.accumulation,
+    loaderWorkers: flags.loaderWorkers,
+    prefetch: flags.prefetch,
+    gpuPrefetch: flags.gpuPrefetch,
+    sampleRatio: flags.sampleRatio,
+    precision: flags.precision,
+    seed: flags.seed,
+    threads: flags.threads,
+  };
+  const options = {
+    ...(recipe.batchSize !== undefined ? { batchSize: recipe.batchSize } : {}),
+    device: flags.device,
+    ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)),
+  };
+  const parsed = OptimiseRequestSchema.safeParse({
+    target: { spec, data, options, readFrom: flags.readFrom },
+    preset: flags.preset,
+    repeat: flags.repeat,
+    steps: flags.steps,
+    warmupSteps: flags.warmupSteps,
+    maxTrials: flags.maxTrials,
+    allowRecipeChanges: flags.allowRecipeChanges === true,
+    ...(flags.lossTolerance !== undefined ? { lossTolerance: flags.lossTolerance } : {}),
+    optimiseId,
+  });
+  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad optimise option: ${formatIssues(parsed.error, 'request')}`);
+  return parsed.data;
+}
+
+async function optimise(flags: OptimiseFlags): Promise<void> {
+  const optimiseId = flags.resume ?? `optimise-${newRunId()}`;
+  const request = flags.resume ? null : await buildRequest(flags, optimiseId);
+  const services = await createServices({ workspaceDir: flags.workspace });
+  const say = (line: string) => {
+    if (flags.progress) process.stderr.write(`${line}\n`);
+  };
+  const onSigint = () => {
+    process.stderr.write('\ncancelling the optimisation...\n');
+    void services.optimise.cancel(optimiseId);
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    say(`optimisation ${optimiseId}${flags.resume ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${optimiseId})`);
+    let last = '';
+    const options = {
+      allowPathsOutsideWorkspace: true,
+      onProgress: (p: OptimiseProgress) => {
+        const line = progressLine(p);
+        if (line !== last) say(line);
+        last = line;
+      },
+    };
+    const result = request ? await services.optimise.start(request, options) : await services.optimise.resume(optimiseId, options);
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatOptimise(result)) + '\n');
+  } finally {
+    process.off('SIGINT', onSigint);
+    await services.dispose();
+  }
+}
+
+export function optimiseCommand(): Command {
+  return new Command('optimise')
+    .description('the optimisation wizard: a baseline, a diagnosis, the physical limits, then one change at a time kept only when its speedup CI beats the noise')
+    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
+    .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>, a folder of IDX files, or train-images,train-labels', 'fashion-mnist')
+    .option('--read-from <where>', 'cache, or source: read the records from the source files in place (the uncached path)', choiceArg('--read-from', ReadFromSchema.options), 'cache')
+    .option('--device <name>', 'cpu, cuda:N, or auto (the first GPU when there is one)', 'cpu')
+    .option('--precision <p>', 'fp32, or mixed precision bf16 / fp16 (CUDA)', choiceArg('--precision', TRAIN_CHOICES.precision))
+    .option('--batch-size <n>', 'samples per micro-batch', intArg('--batch-size', 1))
+    .option('--accumulation <n>', 'micro-batches per optimizer step', intArg('--accumulation', 1))
+    .option('--loader-workers <n>', 'threads gathering batches ahead of the step', intArg('--loader-workers', 0))
+    .option('--prefetch <n>', 'batches prepared ahead', intArg('--prefetch', 1))
+    .option('--gpu-prefetch <n>', 'CUDA: batches copied ahead to the device', intArg('--gpu-prefetch', 1))
+    .option('--sample-ratio <r>', 'fraction of the training set per epoch', ratioArg('--sample-ratio'))
+    .option('--warmup-steps <n>', 'optimizer steps before the clock starts, in every repetition', intArg('--warmup-steps', 0), 5)
+    .option('--steps <n>', 'optimizer steps measured per repetition', intArg('--steps', 1), 50)
+    .option('--repeat <n>', 'repetitions of the baseline and of each side of every trial (5 or more for a false-accept rate under 5%)', intArg('--repeat', 2), 5)
+    .option('--seed <n>', 'seed for initialisation and shuffling (the loss guard compares runs with the same seed)', intArg('--seed', 0))
+    .option('--threads <n>', 'CPU threads (0 = all cores)', intArg('--threads', 0))
+    .option('--preset <name>', OptimisePresetSchema.options.join(', '), choiceArg('--preset', OptimisePresetSchema.options), 'balanced')
+    .option('--max-trials <n>', 'most changes tried', intArg('--max-trials', 0), 12)
+    .option('--allow-recipe-changes', 'keep a faster batch size too (it changes the training recipe; otherwise it is only proposed)')
+    .option('--loss-tolerance <r>', 'largest relative change of the mean loss a kept change may make', ratioArg('--loss-tolerance'))
+    .option('--resume <id>', 'continue a cancelled or interrupted optimisation from its saved state (the other target flags are ignored)')
+    .option('--json', 'print the result as JSON')
+    .option('--no-progress', 'no progress lines on stderr')
+    .option('--workspace <dir>', 'workspace folder (the wizard is saved there as a run and a state file)', defaultWorkspaceDir())
+    .action(optimise);
+}

@@ -1,0 +1,110 @@
+import type { Diagnosis, DiagnosisFinding, OptimiseBaseline } from '../../api/optimise';
+
+/**
+ * The decision tree's thresholds, named once (the GNN guide's style: "GPU
+ * utilisation low + data wait high -> loader; memory near full -> batch or
+ * precision"). Shares are of the steady-state step.
+ */
+export const DIAGNOSIS_THRESHOLDS = {
+  dataWaitShare: 0.1,
+  h2dShare: 0.1,
+  /** Forward, loss, backward and optimizer together above this: the arithmetic sets the pace. */
+  computeShare: 0.7,
+  /** Step time no timer accounts for (launches, host work, synchronisation). */
+  hostOverheadShare: 0.15,
+  gpuUtilization: 70,
+  lowHeadroom: 0.1,
+  highHeadroom: 0.5,
+  /** A noise floor above this: only large gains can be proven; more steps or repetitions narrow it. */
+  noisyFloor: 0.05,
+} as const;
+
+const pct = (x: number) => `${x.toFixed(1)}%`;
+const ms = (x: number) => `${x.toFixed(3)} ms`;
+
+/** What bounds the step, and the findings behind it, each naming the number it rests on. */
+export function diagnose(b: OptimiseBaseline): Diagnosis {
+  const t = DIAGNOSIS_THRESHOLDS;
+  const share = b.phasesPercent;
+  const computePct = share.forward + share.loss + share.backward + share.optimizer;
+  const findings: DiagnosisFinding[] = [];
+  const add = (id: string, severity: 'info' | 'warning', text: string, name: string, value: number, unit: string) =>
+    findings.push({ id, severity, text, measurement: { name, value, unit } });
+  const cuda = b.device.startsWith('cuda');
+
+  if (share.data > 100 * t.dataWaitShare) {
+    add(
+      'data-wait',
+      'warning',
+      `The step waits ${ms(b.phasesMs.data)} of ${ms(b.stepMs)} for data (${pct(share.data)}): the loader sets the pace. Try the cache, more loader workers, a deeper prefetch.`,
+      'phasesPercent.data',
+      share.data,
+      '%',
+    );
+  }
+  if (b.config.readFrom === 'source') {
+    add('reading-source', 'info', 'The records are read from the source files in place, not from the cache: reading the cache is the first thing to try.', 'phasesMs.data', b.phasesMs.data, 'ms');
+  }
+  if (cuda && share.h2d > 100 * t.h2dShare) {
+    add('h2d-wait', 'warning', `Host-to-device copies hold the step for ${ms(b.phasesMs.h2d)} (${pct(share.h2d)}): a deeper GPU prefetch lets copies overlap compute.`, 'phasesPercent.h2d', share.h2d, '%');
+  }
+  if (cuda && b.gpuUtilizationMean !== null && b.gpuUtilizationMean < t.gpuUtilization) {
+    add('gpu-idle', 'warning', `GPU utilisation averaged ${pct(b.gpuUtilizationMean)} (below ${t.gpuUtilization}%): the GPU waits for the host.`, 'telemetry.gpuUtilizationMean', b.gpuUtilizationMean, '%');
+  }
+  if (share.other > 100 * t.hostOverheadShare) {
+    add(
+      'host-overhead',
+      'warning',
+      `${ms(b.phasesMs.other)} of the step (${pct(share.other)}) is in no timed phase: launch and host overhead. ${cuda ? 'CUDA graphs or a larger batch amortise it.' : 'A larger batch amortises it.'}`,
+      'phasesPercent.other',
+      share.other,
+      '%',
+    );
+  }
+  if (computePct > 100 * t.computeShare) {
+    const cpu = !cuda && b.cpuMean !== null ? `; the CPU was ${pct(b.cpuMean)} busy` : '';
+    add(
+      'compute-bound',
+      'info',
+      `Forward, loss, backward and optimizer take ${pct(computePct)} of the step${cpu}: the arithmetic sets the pace, so loader settings cannot help much. ${cuda ? 'Mixed precision or CUDA graphs may.' : 'Only less arithmetic per sample or more cores can.'}`,
+      'phasesPercent.compute',
+      computePct,
+      '%',
+    );
+  }
+  if (b.deviceTotalBytes && b.deviceTotalBytes > 0) {
+    const free = 1 - b.memoryBytes / b.deviceTotalBytes;
+    if (free < t.lowHeadroom) {
+      add('memory-full', 'warning', `Only ${pct(100 * free)} of device memory is free: a larger batch will not fit; mixed precision or gradient accumulation make room.`, 'memory.headroom', 100 * free, '%');
+    } else if (free > t.highHeadroom) {
+      add('memory-room', 'info', `${pct(100 * free)} of device memory is free: there is room for a larger batch.`, 'memory.headroom', 100 * free, '%');
+    }
+  }
+  if (b.noiseFloor > t.noisyFloor) {
+    add(
+      'noisy',
+      'info',
+      `The baseline's repetitions spread by ±${pct(100 * b.noiseFloor)} (half width of the median's 95% CI): a change must gain more than that to be kept.`,
+      'baseline.noiseFloor',
+      100 * b.noiseFloor,
+      '%',
+    );
+  }
+
+  const candidates: [Diagnosis['bound'], number][] = [
+    ['data', share.data],
+    ['h2d', share.h2d],
+    ['compute', computePct],
+    ['host-overhead', share.other],
+  ];
+  const [bound, value] = candidates.reduce((a, c) => (c[1] > a[1] ? c : a));
+  const words: Record<Diagnosis['bound'], string> = {
+    data: 'waiting for data',
+    h2d: 'waiting for host-to-device copies',
+    compute: 'arithmetic (forward, loss, backward, optimizer)',
+    'host-overhead': 'time no phase accounts for (launch and host overhead)',
+    unknown: 'nothing measured',
+  };
+  if (!(value > 0)) return { bound: 'unknown', summary: 'the baseline recorded no phase times', findings };
+  return { bound, summary: `${pct(value)} of the ${ms(b.stepMs)} step is ${words[bound]}: the step is ${bound === 'compute' ? 'compute' : bound}-bound.`, findings };
+}

@@ -1,0 +1,86 @@
+import type { TrialDecision } from '../../api/optimise';
+import type { Interval } from '../stats/bootstrap';
+import { medianInterval, relativeHalfWidth } from '../stats/bootstrap';
+import { decide } from '../stats/decision';
+
+/**
+ * Speedup of a candidate over the current best from interleaved repetitions
+ * (best, candidate, best, candidate ...): the ratio within each pair, so a drift
+ * of the machine (another job, thermal throttling) hits both sides of a ratio
+ * alike, then the median ratio with its 95% percentile-bootstrap interval.
+ */
+export function pairedSpeedup(best: readonly number[], candidate: readonly number[], seed = 1): Interval {
+  if (best.length !== candidate.length || best.length === 0) {
+    throw new RangeError(`pairedSpeedup needs as many candidate as best repetitions, at least one each; got ${candidate.length} and ${best.length}`);
+  }
+  const ratios = candidate.map((c, i) => {
+    if (!(best[i] > 0)) throw new RangeError(`pairedSpeedup: best repetition ${i + 1} measured ${best[i]} samples/s; throughputs must be positive`);
+    return c / best[i];
+  });
+  return medianInterval(ratios, { seed });
+}
+
+/** The run-to-run noise of a configuration: half the width of its median's 95% CI, relative to the median. */
+export function noiseFloor(repetitions: readonly number[], seed = 1): number {
+  return relativeHalfWidth(medianInterval(repetitions, { seed }));
+}
+
+export interface TrialEvidence {
+  best: readonly number[];
+  candidate: readonly number[];
+  noiseFloor: number;
+  /** Relative difference of the mean loss, candidate vs best; null when it was not measured. */
+  lossDelta: number | null;
+  lossTolerance: number;
+  /** Recipe changes (batch, accumulation) change the trajectory by design: proposed, kept only when allowed. */
+  recipeChange: boolean;
+  allowRecipeChanges: boolean;
+  seed?: number;
+}
+
+export interface TrialVerdict {
+  decision: TrialDecision;
+  why: string;
+  speedup: Interval;
+  kept: boolean;
+}
+
+/**
+ * The keep/drop rule for one change: the loss guard first (a faster step that
+ * trains differently is not the same training), then the speedup's CI against
+ * 1 and the noise floor; a recipe change that wins is proposed, not kept,
+ * unless the user allowed recipe changes.
+ */
+export function decideTrial(e: TrialEvidence): TrialVerdict {
+  const speedup = pairedSpeedup(e.best, e.candidate, e.seed);
+  if (!e.recipeChange && e.lossDelta !== null && e.lossDelta > e.lossTolerance) {
+    return {
+      decision: 'changes-results',
+      why: `the mean loss over the measured steps moved by ${(100 * e.lossDelta).toFixed(3)}% with the same seed (tolerance ${(100 * e.lossTolerance).toFixed(3)}%): the change alters the training, not only its speed`,
+      speedup,
+      kept: false,
+    };
+  }
+  const { decision, why } = decide(speedup, e.noiseFloor);
+  if (decision === 'accept' && e.recipeChange && !e.allowRecipeChanges) {
+    return { decision: 'proposed', why: `${why}; it changes the training recipe, so it is proposed, not kept (allow recipe changes to keep it)`, speedup, kept: false };
+  }
+  return { decision, why, speedup, kept: decision === 'accept' };
+}
+
+/** Mean training loss over every step the events cover (each event is the mean of the steps since the previous one), or null without events. */
+export function meanLoss(events: readonly { globalStep: number; loss: number }[]): number | null {
+  let previous = 0;
+  let sum = 0;
+  for (const e of [...events].sort((a, b) => a.globalStep - b.globalStep)) {
+    sum += e.loss * (e.globalStep - previous);
+    previous = e.globalStep;
+  }
+  return previous > 0 && Number.isFinite(sum) ? sum / previous : null;
+}
+
+/** |a - b| / |b|: how far a candidate's mean loss lies from the best's. */
+export function relativeLossDelta(candidate: number | null, best: number | null): number | null {
+  if (candidate === null || best === null) return null;
+  return Math.abs(candidate - best) / Math.max(Math.abs(best), 1e-12);
+}

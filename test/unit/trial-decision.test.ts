@@ -1,0 +1,100 @@
+// Issue 12: the wizard's keep/drop rule on synthetic measurements, seeded so every run sees the same numbers.
+import { describe, expect, it } from 'vitest';
+
+import { seededRandom } from '../../src-main/core/stats/bootstrap';
+import { decideTrial, meanLoss, noiseFloor, pairedSpeedup, relativeLossDelta } from '../../src-main/core/optimise/trial-decision';
+
+const K = 5;
+
+function normal(random: () => number): number {
+  return Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+}
+
+/**
+ * One trial as the wizard runs it: a baseline of K repetitions for the noise floor, then K pairs
+ * best/candidate interleaved (A/B/A/B) on a machine whose speed drifts by `drift` per repetition.
+ */
+function simulate(seed: number, trueSpeedup: number, cv = 0.03, drift = 0) {
+  const random = seededRandom(seed);
+  let t = 0;
+  const at = (mean: number) => mean * (1 + cv * normal(random)) * (1 - drift * t++);
+  const baseline = Array.from({ length: K }, () => at(1000));
+  const best: number[] = [];
+  const candidate: number[] = [];
+  for (let i = 0; i < K; i++) {
+    best.push(at(1000));
+    candidate.push(at(1000 * trueSpeedup));
+  }
+  return decideTrial({ best, candidate, noiseFloor: noiseFloor(baseline), lossDelta: 0, lossTolerance: 0.05, recipeChange: false, allowRecipeChanges: false, seed });
+}
+
+const rate = (speedup: number, decision: string, sims = 200, cv?: number, drift?: number) =>
+  Array.from({ length: sims }, (_, i) => simulate(1000 + i, speedup, cv, drift)).filter((v) => v.decision === decision).length / sims;
+
+describe('trial decision (A/B/A/B, paired bootstrap CI of the speedup)', () => {
+  it('accepts a true 10% gain', () => {
+    const v = simulate(7, 1.1);
+    expect(v.decision).toBe('accept');
+    expect(v.kept).toBe(true);
+    expect(v.speedup.low).toBeGreaterThan(1);
+    expect(rate(1.1, 'accept')).toBeGreaterThan(0.9);
+  });
+
+  it('accepts a no-op change in at most 5% of 200 seeded simulations, with a drift of 1% per repetition too', () => {
+    const flat = rate(1.0, 'accept');
+    const drifting = rate(1.0, 'accept', 200, 0.03, 0.01);
+    console.log(`false accepts of a 0% change over 200 simulations: ${(100 * flat).toFixed(1)}% steady, ${(100 * drifting).toFixed(1)}% with drift`);
+    expect(flat).toBeLessThanOrEqual(0.05);
+    expect(drifting).toBeLessThanOrEqual(0.05);
+  });
+
+  it('rejects a 10% loss', () => {
+    const v = simulate(11, 0.9);
+    expect(v.decision).toBe('reject');
+    expect(v.speedup.high).toBeLessThan(1);
+    expect(rate(0.9, 'reject')).toBeGreaterThan(0.9);
+  });
+
+  it('reports a change within the noise as inconclusive, and says why', () => {
+    const v = simulate(3, 1.01, 0.08);
+    expect(v.decision).toBe('inconclusive');
+    expect(v.kept).toBe(false);
+    expect(v.why).toMatch(/could be noise|within the noise floor/);
+  });
+
+  it('pairs the ratios, so a drift that hits both sides does not decide', () => {
+    // A machine slowing by 5% per repetition: unpaired medians would mix the drift into the speedup.
+    const best = [1000, 950, 900, 850, 800];
+    const candidate = best.map((b) => b * 0.999 * 0.975);
+    const ci = pairedSpeedup(best, candidate);
+    expect(ci.median).toBeCloseTo(0.999 * 0.975, 9);
+    expect(ci.high - ci.low).toBeLessThan(1e-9);
+  });
+
+  it('rejects as "changes results" a faster change whose loss moved beyond the tolerance', () => {
+    const v = decideTrial({ best: [100, 101, 99, 100, 100], candidate: [150, 151, 149, 150, 150], noiseFloor: 0.01, lossDelta: 0.2, lossTolerance: 0.05, recipeChange: false, allowRecipeChanges: false });
+    expect(v.decision).toBe('changes-results');
+    expect(v.kept).toBe(false);
+    expect(v.why).toContain('20.000%');
+  });
+
+  it('proposes a faster recipe change instead of keeping it, unless recipe changes are allowed', () => {
+    const evidence = { best: [100, 101, 99, 100, 100], candidate: [150, 151, 149, 150, 150], noiseFloor: 0.01, lossDelta: 0.3, lossTolerance: 0.05, recipeChange: true };
+    expect(decideTrial({ ...evidence, allowRecipeChanges: false })).toMatchObject({ decision: 'proposed', kept: false });
+    expect(decideTrial({ ...evidence, allowRecipeChanges: true })).toMatchObject({ decision: 'accept', kept: true });
+  });
+
+  it('refuses unpaired or non-positive measurements, naming them', () => {
+    expect(() => pairedSpeedup([1, 2], [1])).toThrow(/as many candidate as best repetitions.*1 and 2/);
+    expect(() => pairedSpeedup([1, 0], [1, 1])).toThrow(/best repetition 2 measured 0 samples\/s/);
+  });
+
+  it('computes the mean loss over every step the events cover, whatever their windows', () => {
+    // Steps 1..6 with losses 6..1: the same mean from windows of 2+4 steps and of 3+3.
+    expect(meanLoss([{ globalStep: 2, loss: 5.5 }, { globalStep: 6, loss: 2.5 }])).toBeCloseTo(3.5, 12);
+    expect(meanLoss([{ globalStep: 6, loss: 2 }, { globalStep: 3, loss: 5 }])).toBeCloseTo(3.5, 12);
+    expect(meanLoss([])).toBeNull();
+    expect(relativeLossDelta(1.1, 1)).toBeCloseTo(0.1, 12);
+    expect(relativeLossDelta(null, 1)).toBeNull();
+  });
+});
