@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 // Issue 13: the Reports area's store and components against the real services (real engine host,
 // a real CPU benchmark of Fashion-MNIST made by the CLI), through the renderer's own ApiClient.
-import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 
 import { flushPromises, mount } from '@vue/test-utils';
@@ -187,9 +187,9 @@ describe('Reports area', () => {
     await flushPromises();
     await wrapper.get('[data-testid="report-markdown"]').setValue('# 2. Second, rewritten\n');
     await wrapper.get('[data-testid="report-0001-first"]').trigger('click');
-    expect(wrapper.find('[data-testid="report-open-confirm"]').text()).toContain('Second has unsaved edits.');
+    expect(wrapper.get('[data-testid="report-unsaved-confirm"]').text()).toContain('Second has unsaved edits. Before you open 0001-first:');
     expect(store.current!.summary.id).toBe('0002-second');
-    await wrapper.get('[data-testid="report-discard-open"]').trigger('click');
+    await wrapper.get('[data-testid="report-unsaved-drop"]').trigger('click');
     await expect.poll(() => store.current?.summary.id).toBe('0001-first');
 
     // Remove asks first; Keep leaves the folder alone.
@@ -205,6 +205,39 @@ describe('Reports area', () => {
     // The open report was the one removed: the editor closes.
     expect(wrapper.find('[data-testid="report-editor"]').exists()).toBe(false);
     expect(store.list.map((r) => r.id)).toEqual(['0002-second']);
+  });
+
+  it('saves unsaved edits before closing when asked to, and shows a failed generate under New report', async () => {
+    const store = useReportsStore();
+    await store.generate({ runIds: [runId], title: 'Closing' });
+    const wrapper = mount(ReportsView);
+    await flushPromises();
+    const mine = `${store.current!.markdown}\nKept on close.\n`;
+    await wrapper.get('[data-testid="report-markdown"]').setValue(mine);
+    await wrapper.get('[data-testid="report-close"]').trigger('click');
+    expect(wrapper.get('[data-testid="report-unsaved-confirm"]').text()).toContain('Before you close it:');
+    expect(wrapper.find('[data-testid="report-editor"]').exists()).toBe(true);
+    await wrapper.get('[data-testid="report-unsaved-save"]').trigger('click');
+    await expect.poll(() => wrapper.find('[data-testid="report-editor"]').exists()).toBe(false);
+    expect(readFileSync(path.join(reportsDir(), '0001-closing', '0001-closing.md'), 'utf8')).toBe(mine);
+
+    // A report is open again; the new one fails (its run is gone): the error shows where it was asked for.
+    await store.open('0001-closing');
+    await wrapper.get('[data-testid="report-new"]').trigger('click');
+    await expect.poll(() => wrapper.find(`[data-testid="report-run-${runId}"]`).exists()).toBe(true);
+    await wrapper.get(`[data-testid="report-run-${runId}"] input[type="checkbox"]`).setValue(true);
+    const runDir = path.join(services.workspace.root, 'runs', runId);
+    const hidden = `${runDir}.away`;
+    renameSync(runDir, hidden);
+    try {
+      await wrapper.get('[data-testid="new-report"]').trigger('submit');
+      await expect.poll(() => wrapper.find('[data-testid="report-generate-error"]').exists(), { timeout: 10_000 }).toBe(true);
+    } finally {
+      renameSync(hidden, runDir);
+    }
+    expect(wrapper.get('[data-testid="report-generate-error"]').text()).toMatch(new RegExp(`^E_BAD_INPUT: .*${runId}`));
+    expect(wrapper.find('[data-testid="report-error"]').exists()).toBe(false);
+    expect(store.current!.summary.id).toBe('0001-closing');
   });
 });
 
