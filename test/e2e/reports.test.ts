@@ -36,6 +36,7 @@ describe('Reports area', () => {
     await page.getByTestId('report-new').click();
     await page.getByTestId(`report-run-${runId}`).getByRole('checkbox').check();
     await page.getByTestId('report-title').fill('Where the MLP step goes');
+    await page.screenshot({ path: path.join(SHOTS, 'reports-new.png') });
     await page.getByTestId('report-generate').click();
     await page.getByTestId('report-editor').waitFor({ timeout: 15_000 });
     const id = '0001-where-the-mlp-step-goes';
@@ -91,6 +92,7 @@ describe('Reports area', () => {
     await page.goto(`${fx.serve.url}#/benchmarks`);
     const button = page.getByTestId(`trace-${runId}`);
     await button.waitFor();
+    await page.getByTestId('benchmark-table').screenshot({ path: path.join(SHOTS, 'benchmarks-trace.png') });
     const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
     expect(download.suggestedFilename()).toBe(`trace-${runId}.json`);
     const trace = TraceFileSchema.parse(JSON.parse(readFileSync(await download.path(), 'utf8')));
