@@ -141,6 +141,12 @@ describe('Reports area', () => {
     expect(onDisk).toContain('## Status\n\nAccepted after review.\n');
     expect((textarea.element as HTMLTextAreaElement).value).toBe(onDisk);
     expect(wrapper.find('[data-testid="report-error"]').exists()).toBe(false);
+
+    // Ctrl+S in the editor saves, as in any editor.
+    await textarea.setValue(`${onDisk}\nSaved from the keyboard.\n`);
+    await textarea.trigger('keydown', { key: 's', ctrlKey: true });
+    await expect.poll(() => wrapper.get('[data-testid="report-state"]').text()).toBe('Saved');
+    expect(readFileSync(path.join(reportsDir(), id, `${id}.md`), 'utf8')).toBe(`${onDisk}\nSaved from the keyboard.\n`);
     wrapper.unmount();
   });
 
