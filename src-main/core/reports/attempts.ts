@@ -4,7 +4,8 @@ import type { Decision } from '../stats/decision';
 import { decide } from '../stats/decision';
 import type { Interval } from '../stats/bootstrap';
 import { ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
-import type { BatchSearchRun, BenchmarkRun, ReportRun } from './report-runs';
+import type { OptimiseTrial } from '../../api/optimise';
+import type { BatchSearchRun, BenchmarkRun, OptimiseRun, ReportRun } from './report-runs';
 
 /** A setting that differs from the baseline run's. */
 export interface SettingChange {
@@ -39,7 +40,14 @@ export interface SearchAttempt {
   baseline: BenchmarkRun | null;
 }
 
-export type Attempt = BenchmarkAttempt | SearchAttempt;
+/** One change the optimisation wizard measured (A/B/A/B against its current best) and decided on. */
+export interface WizardAttempt {
+  kind: 'optimise-trial';
+  run: OptimiseRun;
+  trial: OptimiseTrial;
+}
+
+export type Attempt = BenchmarkAttempt | SearchAttempt | WizardAttempt;
 
 /** Settings that change what training computes (the update, the numerics), not only how fast. */
 const RECIPE_SETTINGS = new Set(['batchSize', 'accumulation', 'precision', 'optimizer', 'schedule', 'sampleRatio', 'model', 'data']);
@@ -102,6 +110,7 @@ export function analyseAttempts(runs: readonly ReportRun[]): { baseline: Benchma
   for (const run of runs) {
     if (run.kind === 'benchmark' && baseline && run !== baseline) attempts.push(benchmarkAttempt(run, baseline));
     if (run.kind === 'batch-search') attempts.push({ kind: 'batch-search', run, baseline: benchmarks.find((b) => comparable(run, b)) ?? null });
+    if (run.kind === 'optimise') for (const trial of run.result.trials) attempts.push({ kind: 'optimise-trial', run, trial });
   }
   return { baseline, attempts };
 }

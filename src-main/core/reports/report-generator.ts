@@ -12,8 +12,8 @@ import { blockHashes, renderBlock } from './blocks';
 import { figureLink } from './markdown';
 import type { FigureSpec, ReportInput, SectionWriters } from './report-model';
 import { SECTION_HEADINGS } from './report-model';
-import type { BatchSearchRun, BenchmarkRun, TrainRun } from './report-runs';
-import { loadReportRuns } from './report-runs';
+import type { BatchSearchRun, BenchmarkRun, OptimiseRun, TrainRun } from './report-runs';
+import { dataOf, loadReportRuns } from './report-runs';
 import { attemptsSection, consequencesSection, decisionSection } from './section-attempts';
 import { contextSection, reproduceSection, statusSection } from './section-context';
 import { limitsSection, phasesSection } from './section-results';
@@ -53,7 +53,7 @@ export function trainbenchVersion(): string {
 export function defaultTitle(input: Pick<ReportInput, 'runs'>): string {
   const first = input.runs[0];
   const family = (first.record.config as { spec?: { family?: string } }).spec?.family ?? 'model';
-  return `Training performance of ${family} on ${first.result.data}`;
+  return `Training performance of ${family} on ${dataOf(first)}`;
 }
 
 export interface GenerateOptions {
@@ -72,6 +72,7 @@ export async function generateReport(workspace: Workspace, runIds: readonly stri
     benchmarks: runs.filter((r): r is BenchmarkRun => r.kind === 'benchmark'),
     searches: runs.filter((r): r is BatchSearchRun => r.kind === 'batch-search'),
     trains: runs.filter((r): r is TrainRun => r.kind === 'train'),
+    optimisations: runs.filter((r): r is OptimiseRun => r.kind === 'optimise'),
     baseline,
     attempts,
     generatedAt: options.now ?? new Date(),

@@ -2,7 +2,7 @@ import type { EChartsCoreOption } from 'echarts/core';
 
 import type { ReportSection } from '../../api/reports';
 import type { Attempt } from './attempts';
-import type { BatchSearchRun, BenchmarkRun, ReportRun, TrainRun } from './report-runs';
+import type { BatchSearchRun, BenchmarkRun, OptimiseRun, ReportRun, TrainRun } from './report-runs';
 
 /** A chart to draw beside the markdown. */
 export interface FigureSpec {
@@ -35,6 +35,7 @@ export interface ReportInput {
   benchmarks: BenchmarkRun[];
   searches: BatchSearchRun[];
   trains: TrainRun[];
+  optimisations: OptimiseRun[];
   baseline: BenchmarkRun | null;
   attempts: Attempt[];
   generatedAt: Date;

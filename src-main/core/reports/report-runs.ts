@@ -8,6 +8,8 @@ import type { TrainingBenchmarkResult } from '../../api/benchmark';
 import { TrainingBenchmarkResultSchema } from '../../api/benchmark';
 import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
+import type { OptimiseResult } from '../../api/optimise';
+import { OptimiseResultSchema } from '../../api/optimise';
 import type { RunRecordJson } from '../../api/run-record';
 import type { TelemetrySample } from '../../api/telemetry';
 import { TelemetrySampleSchema } from '../../api/telemetry';
@@ -37,9 +39,27 @@ export interface TrainRun extends RunBase {
   steps: TrainStepEvent[];
   telemetry: TelemetrySample[];
 }
-export type ReportRun = BenchmarkRun | BatchSearchRun | TrainRun;
+export interface OptimiseRun extends RunBase {
+  kind: 'optimise';
+  result: OptimiseResult;
+  telemetry: TelemetrySample[];
+}
+export type ReportRun = BenchmarkRun | BatchSearchRun | TrainRun | OptimiseRun;
 
-export const REPORTED_KINDS = ['benchmark', 'batch-search', 'train'] as const;
+export const REPORTED_KINDS = ['benchmark', 'batch-search', 'train', 'optimise'] as const;
+
+/** The training options the run used (an optimise run keeps them in its request's target). */
+export function optionsOf(run: ReportRun): Record<string, unknown> {
+  const config = run.record.config as { options?: Record<string, unknown>; request?: { target?: { options?: Record<string, unknown> } } };
+  return (run.kind === 'optimise' ? config.request?.target?.options : config.options) ?? {};
+}
+
+/** "fashion-mnist-train (60000 records)": the data the run trained on. */
+export function dataOf(run: ReportRun): string {
+  if (run.kind !== 'optimise') return run.result.data;
+  const at = run.result.title.indexOf(' on ');
+  return at < 0 ? run.result.title : run.result.title.slice(at + 4);
+}
 
 export interface LoadedRuns {
   runs: ReportRun[];
@@ -94,6 +114,8 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
         runs.push({ kind: 'benchmark', id, record, dir, result: parseResult(TrainingBenchmarkResultSchema, record, id), telemetry: await readTelemetry(abs) });
       } else if (record.kind === 'batch-search') {
         runs.push({ kind: 'batch-search', id, record, dir, result: parseResult(BatchSearchResultSchema, record, id) });
+      } else if (record.kind === 'optimise') {
+        runs.push({ kind: 'optimise', id, record, dir, result: parseResult(OptimiseResultSchema, record, id), telemetry: await readTelemetry(abs) });
       } else if (record.kind === 'train') {
         const steps = detail.events.filter((e): e is TrainStepEvent => e.type === 'step');
         runs.push({ kind: 'train', id, record, dir, result: parseResult(TrainResultSchema, record, id), steps, telemetry: await readTelemetry(abs) });

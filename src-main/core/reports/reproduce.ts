@@ -49,7 +49,9 @@ function unflagged(options: Record<string, unknown>, expected: Record<string, un
 }
 
 export function reproduceCommand(run: ReportRun, workspaceFlag = '<workspace>'): ReproduceCommand {
-  const config = run.record.config as Config;
+  const stored = run.record.config as Config & { request?: Record<string, unknown> & { target?: Config } };
+  // An optimise run keeps the target (spec, data, options) inside its request.
+  const config: Config = run.kind === 'optimise' ? { ...(stored.request ?? {}), ...(stored.request?.target ?? {}) } : stored;
   const o = (config.options ?? {}) as Record<string, unknown>;
   const caveats: string[] = [];
   const args: [string, unknown][] = [
@@ -76,6 +78,14 @@ export function reproduceCommand(run: ReportRun, workspaceFlag = '<workspace>'):
     if (optimizer) args.push(['--optimizer', optimizer]);
     args.push(['--threads', o.threads]);
     unflagged(o, recipe, ['precision', 'loaderWorkers', 'prefetch', 'sampleRatio', 'seed', 'phaseTiming', 'cudaGraph', 'schedule'], caveats);
+  } else if (run.kind === 'optimise') {
+    sub = 'optimise';
+    args.push(['--read-from', config.readFrom], ['--precision', o.precision], ['--batch-size', o.batchSize], ['--accumulation', o.accumulation], ['--loader-workers', o.loaderWorkers], ['--prefetch', o.prefetch]);
+    if (String(o.device).startsWith('cuda')) args.push(['--gpu-prefetch', o.gpuPrefetch]);
+    args.push(['--sample-ratio', o.sampleRatio], ['--warmup-steps', config.warmupSteps], ['--steps', config.steps], ['--repeat', config.repeat], ['--seed', o.seed], ['--threads', o.threads]);
+    args.push(['--preset', config.preset], ['--max-trials', config.maxTrials], ['--loss-tolerance', config.lossTolerance]);
+    if (config.allowRecipeChanges === true) args.push(['--allow-recipe-changes', true]);
+    unflagged(o, { ...defaults, optimizer: undefined }, ['phaseTiming', 'cudaGraph', 'memoryLimitBytes', 'shuffle', 'clipNorm', 'optimizer', 'schedule'], caveats);
   } else {
     sub = 'train';
     const optimizer = o.optimizer as { kind?: string; lr?: number } | undefined;

@@ -1,9 +1,11 @@
 // One section per attempt (objective, configuration, hypothesis, results, analysis, conclusion), the Decision and the Consequences.
 import { batchSizeLabel, batchSizeOption } from '../../api/charts/batch-size-charts';
 import type { BenchmarkAttempt, SearchAttempt } from './attempts';
+import { TRIAL_CONCLUSIONS, wizardAttemptBody, wizardDecisionLines, wizardSkippedLines, wizardTrialsFigure } from './section-optimise';
 import { changeText, code, figureLink, fmt, MB, MiB, signedPercent, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
 import type { BenchmarkRun } from './report-runs';
+import { optionsOf } from './report-runs';
 
 const ci = (low: number, high: number) => `${fmt(low)} to ${fmt(high)}`;
 const change = changeText;
@@ -133,14 +135,23 @@ function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { b
 }
 
 export function attemptsSection(input: ReportInput): SectionOutput {
-  if (!input.attempts.length) {
+  if (!input.attempts.length && !input.optimisations.length) {
     const why = input.baseline ? 'only the baseline benchmark was run' : 'there is no benchmark or batch-size search among these runs';
     return { blocks: [{ id: 'attempts', lead: '', body: `No attempts: ${why}, so nothing was changed and measured against a baseline.` }], figures: [], notes: [] };
   }
   const blocks = [];
   const figures: FigureSpec[] = [];
+  for (const run of input.optimisations) {
+    const figure = wizardTrialsFigure(run);
+    const skipped = wizardSkippedLines(run);
+    if (!figure && !skipped.length) continue;
+    if (figure) figures.push(figure);
+    const lines = figure ? [`The wizard's trials (${code(run.id)}): each configuration's samples/s over its own repetitions.`, '', figureLink(figure.alt, figure.name), ''] : [];
+    blocks.push({ id: `trials-${run.id}`, lead: '', body: [...lines, ...skipped].join('\n') });
+  }
   for (const [i, a] of input.attempts.entries()) {
     if (a.kind === 'benchmark') blocks.push({ id: `attempt-${a.run.id}`, lead: '', body: benchmarkAttemptBody(i + 1, a) });
+    else if (a.kind === 'optimise-trial') blocks.push({ id: `attempt-${a.run.id}-${a.trial.index}`, lead: '', body: wizardAttemptBody(i + 1, a) });
     else {
       const { body, figure } = searchAttemptBody(i + 1, a, input);
       blocks.push({ id: `attempt-${a.run.id}`, lead: '', body });
@@ -161,6 +172,7 @@ export function decisionSection(input: ReportInput): SectionOutput {
   const accepted = benchmarkAttempts.filter((a) => a.decision === 'accept');
   input.attempts.forEach((a, i) => {
     if (a.kind === 'benchmark') lines.push(`- Attempt ${i + 1} (${code(a.run.id)}): ${CONCLUSIONS[a.decision]}`);
+    else if (a.kind === 'optimise-trial') lines.push(`- Attempt ${i + 1} (${a.trial.change.label}, wizard trial ${a.trial.index}): ${TRIAL_CONCLUSIONS[a.trial.decision]}`);
     else {
       const measured = benchmarkOfBatch(input, a.run.result.recommended);
       const what =
@@ -171,8 +183,9 @@ export function decisionSection(input: ReportInput): SectionOutput {
     }
   });
   if (lines.length) lines.push('');
+  for (const run of input.optimisations) lines.push(...wizardDecisionLines(run), '');
   if (!input.baseline) {
-    lines.push('There is no baseline benchmark among these runs, so no configuration is chosen from measurements with repetitions.');
+    if (!input.optimisations.length) lines.push('There is no baseline benchmark among these runs, so no configuration is chosen from measurements with repetitions.');
   } else if (accepted.length === 0) {
     lines.push(`Keep the baseline configuration (${configuration(input.baseline)}): ${benchmarkAttempts.length ? 'no benchmarked change beat the run-to-run noise' : 'no change was benchmarked against it'}.`);
   } else {
@@ -197,7 +210,11 @@ export function consequencesSection(input: ReportInput): SectionOutput {
     }
     if (r.memory.deviceTotalBytes) lines.push(`- Training uses ${fmt(r.memory.measured.total / MiB, 'MiB')} of the device's ${fmt(r.memory.deviceTotalBytes / MiB, 'MiB')} (${fmt((100 * r.memory.measured.total) / r.memory.deviceTotalBytes, '%')}).`);
   }
-  const cpuOnly = input.runs.every((run) => !String((run.record.config as { options?: { device?: string } }).options?.device ?? 'cpu').startsWith('cuda'));
+  for (const run of input.optimisations) {
+    const f = run.result.final;
+    lines.push(`- With the wizard's configuration (${code(run.id)}): ${fmt(f.samplesPerSec.median, 'samples/s')} (95% CI ${fmt(f.samplesPerSec.low)} to ${fmt(f.samplesPerSec.high)}), ${signedPercent(f.speedup.median - 1)} against its baseline.`);
+  }
+  const cpuOnly = input.runs.every((run) => !String(optionsOf(run).device ?? 'cpu').startsWith('cuda'));
   const caveats: string[] = [];
   if (cpuOnly) caveats.push('Every run used the CPU: these numbers say nothing about a GPU.');
   for (const bench of input.benchmarks) if (bench.result.repeat < 3) caveats.push(`${code(bench.id)} has ${bench.result.repeat} repetition${bench.result.repeat === 1 ? '' : 's'}; its interval needs 3 or more to mean much.`);
@@ -206,6 +223,6 @@ export function consequencesSection(input: ReportInput): SectionOutput {
   }
   if (new Set(input.runs.map((r) => r.record.environment?.hostname)).size > 1) caveats.push('The runs come from more than one machine.');
   if (caveats.length) lines.push('', 'What these runs do not show:', '', ...caveats.map((c) => `- ${c}`));
-  if (!lines.length) lines.push('No consequences can be drawn: there is no baseline benchmark among these runs.');
+  if (!lines.length) lines.push('No consequences can be drawn: there is no baseline benchmark or optimisation among these runs.');
   return { blocks: [{ id: 'consequences', lead: '', body: lines.join('\n').replace(/^\n/, '') }], figures: [], notes: [] };
 }

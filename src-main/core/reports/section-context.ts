@@ -3,20 +3,21 @@ import type { RunEnvironment } from '../../api/run-record';
 import { code, fmt, table } from './markdown';
 import type { ReportInput, SectionOutput } from './report-model';
 import type { ReportRun } from './report-runs';
+import { dataOf, optionsOf } from './report-runs';
 import { reproduceCommand } from './reproduce';
 
-const KIND_NAMES: Record<ReportRun['kind'], string> = { benchmark: 'training benchmark', 'batch-search': 'batch-size search', train: 'training run' };
+const KIND_NAMES: Record<ReportRun['kind'], string> = { benchmark: 'training benchmark', 'batch-search': 'batch-size search', train: 'training run', optimise: 'optimisation wizard' };
 
 export const kindName = (run: ReportRun): string => KIND_NAMES[run.kind];
 
 /** The GPU a run used, as its telemetry recorded it; the telemetry's words when there was none. */
 export function gpuOf(run: ReportRun): string {
-  const device = String((run.record.config as { options?: { device?: string } }).options?.device ?? 'cpu');
+  const device = String(optionsOf(run).device ?? 'cpu');
   if (!device.startsWith('cuda') && device !== 'auto') return 'none used (CPU run)';
   if (run.kind === 'batch-search') return `${run.result.device} (name not recorded: a search records no telemetry)`;
   const names = [...new Set(run.telemetry.flatMap((s) => s.gpus.map((g) => g.name).filter((n): n is string => !!n)))];
   if (names.length) return names.join(', ');
-  return `${run.result.telemetry.gpu} (not sampled)`;
+  return run.kind === 'optimise' ? 'not sampled' : `${run.result.telemetry.gpu} (not sampled)`;
 }
 
 const gib = (bytes: number) => fmt(bytes / 2 ** 30, 'GiB');
@@ -40,19 +41,21 @@ function machineRow(run: ReportRun): string[] {
 /** The settings of each run side by side; a setting the run's kind does not have shows as a dash. */
 function configurationTable(runs: readonly ReportRun[]): string {
   const rows: [string, (r: ReportRun) => unknown][] = [
-    ['device', (r) => (r.record.config as { options?: { device?: string } }).options?.device],
+    ['device', (r) => opt(r, 'device')],
     ['precision', (r) => opt(r, 'precision')],
-    ['optimizer', (r) => (r.kind === 'benchmark' ? r.result.optimizer : (opt(r, 'optimizer') as { kind?: string } | undefined)?.kind)],
+    ['optimizer', (r) => (r.kind === 'benchmark' ? r.result.optimizer : (opt(r, 'optimizer') as { kind?: string } | undefined)?.kind ?? (r.kind === 'optimise' ? 'the model\'s recipe' : undefined))],
     ['batch size', (r) => opt(r, 'batchSize')],
     ['accumulation', (r) => opt(r, 'accumulation')],
     ['loader workers', (r) => opt(r, 'loaderWorkers')],
     ['prefetch', (r) => opt(r, 'prefetch')],
-    ['GPU prefetch', (r) => ((r.record.config as { options?: { device?: string } }).options?.device?.startsWith('cuda') ? opt(r, 'gpuPrefetch') : undefined)],
+    ['GPU prefetch', (r) => (String(opt(r, 'device')).startsWith('cuda') ? opt(r, 'gpuPrefetch') : undefined)],
     ['sample ratio', (r) => opt(r, 'sampleRatio')],
     ['threads (0 = all)', (r) => opt(r, 'threads')],
     ['seed', (r) => opt(r, 'seed')],
-    ['warm-up + measured steps', (r) => (r.kind === 'benchmark' ? `${r.result.warmupSteps} + ${r.result.steps}` : undefined)],
-    ['repetitions', (r) => (r.kind === 'benchmark' ? r.result.repeat : undefined)],
+    ['warm-up + measured steps', (r) => (r.kind === 'benchmark' ? `${r.result.warmupSteps} + ${r.result.steps}` : r.kind === 'optimise' ? `${request(r).warmupSteps} + ${request(r).steps}` : undefined)],
+    ['repetitions', (r) => (r.kind === 'benchmark' ? r.result.repeat : r.kind === 'optimise' ? `${r.result.repeat} per side of each trial` : undefined)],
+    ['read from', (r) => (r.kind === 'optimise' ? r.result.baseline.config.readFrom : undefined)],
+    ['wizard preset', (r) => (r.kind === 'optimise' ? r.result.preset : undefined)],
     ['epochs', (r) => (r.kind === 'train' ? opt(r, 'epochs') : undefined)],
     ['memory limit (CPU)', (r) => (Number(opt(r, 'memoryLimitBytes')) > 0 ? `${fmt(Number(opt(r, 'memoryLimitBytes')) / 2 ** 20, 'MiB')}` : undefined)],
   ];
@@ -63,13 +66,15 @@ function configurationTable(runs: readonly ReportRun[]): string {
 }
 
 function opt(run: ReportRun, key: string): unknown {
-  return ((run.record.config as { options?: Record<string, unknown> }).options ?? {})[key];
+  return optionsOf(run)[key];
 }
+
+const request = (run: ReportRun) => ((run.record.config as { request?: Record<string, unknown> }).request ?? {}) as Record<string, unknown>;
 
 function modelLine(run: ReportRun): string {
   const spec = (run.record.config as { spec?: Record<string, unknown> }).spec ?? {};
   const size = run.kind === 'train' ? `, ${fmt(run.result.model.params)} parameters, ${fmt(run.result.model.flopsPerSample / 1e6, 'MFLOP')} forward per sample` : '';
-  return `- ${code(run.id)}: model ${code(JSON.stringify(spec))}${size}; data ${run.result.data}.`;
+  return `- ${code(run.id)}: model ${code(JSON.stringify(spec))}${size}; data ${dataOf(run)}.`;
 }
 
 export function contextSection(input: ReportInput): SectionOutput {
@@ -91,7 +96,11 @@ export function contextSection(input: ReportInput): SectionOutput {
     '',
     '### Configuration',
     '',
-    input.baseline ? `The baseline is the first benchmark, ${code(input.baseline.id)}.` : 'There is no benchmark among these runs, so there is no baseline with repetitions to compare against.',
+    input.baseline
+      ? `The baseline is the first benchmark, ${code(input.baseline.id)}.`
+      : input.optimisations.length
+        ? `The baseline is the optimisation wizard's own first measurement (${input.optimisations.map((o) => code(o.id)).join(', ')}).`
+        : 'There is no benchmark among these runs, so there is no baseline with repetitions to compare against.',
     '',
     configurationTable(input.runs),
   ].join('\n');

@@ -2,21 +2,13 @@
 import { PHASE_NAMES, PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import { benchmarkLabels, phaseStackLabel, phaseStackOption, throughputLabel, throughputOption } from '../../api/charts/benchmark-charts';
 import { lossCurveOption, memoryKindsOption, phaseBarsOption, phaseTotalMs } from '../../api/charts/run-charts';
-import { runTelemetryCharts } from '../../api/charts/telemetry-charts';
-import type { TelemetrySample } from '../../api/telemetry';
 import { code, figureLink, fmt, MB, MiB, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
 import type { BenchmarkRun, TrainRun } from './report-runs';
+import { optimiseBaselinePart, optimiseLimitLines } from './section-optimise';
+import { telemetryFigures } from './telemetry-figures';
 
 const pct = (x: number | null) => (x === null ? 'not measured' : fmt(x, '%'));
-
-/** The telemetry charts of one run, and a line for each chart left out. */
-export function telemetryFigures(runId: string, samples: readonly TelemetrySample[]): { figures: FigureSpec[]; lines: string[] } {
-  if (samples.length === 1) return { figures: [], lines: [`Telemetry of ${code(runId)}: one sample was recorded, too few to chart over time.`] };
-  const { charts, missing } = runTelemetryCharts(samples);
-  const figures = charts.map((c) => ({ name: `telemetry-${c.id}-${runId}.svg`, title: `${c.title} (${c.unit}), run ${runId}`, alt: c.label, runId, option: c.option }));
-  return { figures, lines: [...figures.map((f) => figureLink(f.alt, f.name)), ...missing.map((m) => `Telemetry of ${code(runId)}: ${m}`)] };
-}
 
 function benchmarkMetrics(runs: readonly BenchmarkRun[], labels: readonly string[]): string {
   const row = (name: string, read: (r: BenchmarkRun) => string) => [name, ...runs.map(read)];
@@ -47,7 +39,10 @@ function phaseTable(runs: readonly BenchmarkRun[], labels: readonly string[]): s
 
 function benchmarkPart(input: ReportInput): { lines: string[]; figures: FigureSpec[] } {
   const runs = input.benchmarks;
-  if (!runs.length) return { lines: ['No training benchmark among these runs, so there is no phase breakdown with repetitions.'], figures: [] };
+  if (!runs.length) {
+    const why = input.optimisations.length ? 'the optimisation wizard measured its own baseline, below' : 'there is no phase breakdown with repetitions';
+    return { lines: [`No training benchmark among these runs: ${why}.`], figures: [] };
+  }
   const labels = benchmarkLabels(runs.map((r) => r.result));
   const results = runs.map((r) => r.result);
   const figures: FigureSpec[] = [
@@ -124,6 +119,11 @@ export function phasesSection(input: ReportInput): SectionOutput {
   const bench = benchmarkPart(input);
   const blocks = [{ id: 'phases', lead: '', body: bench.lines.join('\n') }];
   const figures = [...bench.figures];
+  for (const run of input.optimisations) {
+    const part = optimiseBaselinePart(run);
+    blocks.push({ id: `optimise-${run.id}`, lead: '', body: part.lines.join('\n') });
+    figures.push(...part.figures);
+  }
   for (const run of input.trains) {
     const part = trainPart(run);
     blocks.push({ id: `train-${run.id}`, lead: '', body: part.lines.join('\n') });
@@ -157,8 +157,11 @@ export function limitsSection(input: ReportInput): SectionOutput {
       '',
     );
   }
-  lines.push(
-    'The run files hold no measured matrix-multiply rate and no read or host-to-device bandwidth, so no compute floor from FLOPs and no data floor from bytes per sample can be stated here; the optimisation wizard measures both.',
-  );
+  for (const run of input.optimisations) lines.push(...optimiseLimitLines(run), '');
+  if (!input.optimisations.length) {
+    lines.push(
+      'The run files hold no measured matrix-multiply rate and no read or host-to-device bandwidth, so no compute floor from FLOPs and no data floor from bytes per sample can be stated here; the optimisation wizard measures both.',
+    );
+  }
   return { blocks: [{ id: 'limits', lead: '', body: lines.join('\n') }], figures: [], notes: [] };
 }

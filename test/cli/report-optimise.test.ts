@@ -1,0 +1,62 @@
+// Issue 13 with issue 12: a report of a real optimisation wizard run (CPU, Fashion-MNIST): the wizard's
+// baseline, floors, one attempt per trial with the hypothesis it recorded, and its verdict.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { DOMParser } from '@xmldom/xmldom';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { formatValue } from '../../src-main/api/charts/theme';
+import type { OptimiseResult } from '../../src-main/api/optimise';
+import type { ReportDetail } from '../../src-main/api/reports';
+import { requireBuilt } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+import { cli } from './report-fixture';
+
+const ws = tempDir();
+beforeAll(requireBuilt);
+afterAll(() => ws.cleanup());
+
+describe('trainbench report of an optimise run', () => {
+  let result: OptimiseResult;
+  let report: ReportDetail;
+  let markdown: string;
+
+  beforeAll(async () => {
+    const out = await cli(ws.dir, ['optimise', '--model', 'mlp', '--data', 'fashion-mnist', '--steps', '10', '--warmup-steps', '2', '--repeat', '2', '--max-trials', '2', '--json', '--no-progress']);
+    result = JSON.parse(out) as OptimiseResult;
+    report = JSON.parse(await cli(ws.dir, ['report', result.runId, '--json'])) as ReportDetail;
+    markdown = readFileSync(path.join(ws.dir, report.summary.path), 'utf8');
+  }, 300_000);
+
+  it("writes one attempt per trial, with the wizard's hypothesis, decision and numbers", () => {
+    expect(result.trials.length).toBeGreaterThanOrEqual(1);
+    const attempts = markdown.split('\n').filter((l) => l.startsWith('### Attempt'));
+    expect(attempts).toEqual(result.trials.map((t, i) => `### Attempt ${i + 1}: ${t.change.label} (wizard trial ${t.index}, \`${result.runId}\`)`));
+    for (const t of result.trials) {
+      expect(markdown).toContain(`**Hypothesis** (the wizard's, from its diagnosis): ${t.change.hypothesis}.`);
+      if (t.speedup) expect(markdown).toContain(`(95% CI ${t.speedup.low > 1 ? '+' : t.speedup.low < 1 ? '\u2212' : ''}${formatValue(Math.abs(100 * (t.speedup.low - 1)))}% to `);
+    }
+    expect(markdown).toContain(`The wizard's verdict (\`${result.runId}\`, from its run file): ${result.final.verdict}`);
+  });
+
+  it("shows the wizard's baseline, diagnosis and measured floors as its run file holds them", () => {
+    const b = result.baseline;
+    expect(markdown).toContain(`| samples/s, median of repetitions | ${formatValue(b.samplesPerSec.median)} |`);
+    expect(markdown).toContain(`| step time (ms) | ${formatValue(b.stepMs)} |`);
+    expect(markdown).toContain(`the step is **${result.diagnosis.bound}**-bound. ${result.diagnosis.summary}`);
+    expect(markdown).toContain(`${result.limits.compute.derivation}.`);
+    expect(markdown).toContain(result.limits.summary);
+    expect(markdown).not.toContain('the optimisation wizard measures both');
+  });
+
+  it('gives the optimise command and draws the trials chart with a bar per measured configuration', () => {
+    expect(markdown).toContain('trainbench optimise --model mlp --data fashion-mnist --device cpu --read-from cache');
+    expect(markdown).toContain('--warmup-steps 2 --steps 10 --repeat 2');
+    const svg = readFileSync(path.join(ws.dir, path.dirname(report.summary.path), `trials-${result.runId}.svg`), 'utf8');
+    const doc = new DOMParser({ onError: (level, msg) => { if (level !== 'warning') throw new Error(msg); } }).parseFromString(svg, 'image/svg+xml');
+    const labels = Array.from(doc.getElementsByTagName('text')).map((t) => t.textContent ?? '');
+    expect(labels).toContain('0. baseline');
+    for (const t of result.trials.filter((x) => x.candidateSamplesPerSec.length)) expect(labels.some((l) => l.startsWith(`${t.index}. `))).toBe(true);
+  });
+});
