@@ -40,6 +40,8 @@ export const useReportsStore = defineStore('reports', () => {
   const busy = ref<ReportAction | null>(null);
   /** What the last action on a report failed with (code and message); null after one that worked. */
   const actionError = ref<string | null>(null);
+  /** Which action that was, so the view shows the error where it was asked for. */
+  const failed = ref<ReportAction | null>(null);
   /** Where the last export of the open report went, and which files it wrote. */
   const exported = shallowRef<ReportExportResult | null>(null);
   /** Set when the last copy to the clipboard worked; cleared by the next action. */
@@ -76,12 +78,14 @@ export const useReportsStore = defineStore('reports', () => {
     if (busy.value) return false;
     busy.value = action;
     actionError.value = null;
+    failed.value = null;
     copied.value = false;
     try {
       await work();
       return true;
     } catch (err) {
       actionError.value = errorText(err);
+      failed.value = action;
       return false;
     } finally {
       busy.value = null;
@@ -188,6 +192,7 @@ export const useReportsStore = defineStore('reports', () => {
     figures,
     busy,
     actionError,
+    failed,
     exported,
     open,
     generate,

@@ -39,7 +39,7 @@ afterEach(() => {
 
 /** Every attribute of every element under root whose name starts with "on" (an event handler). */
 function handlerAttributes(root: Element): string[] {
-  return [...root.querySelectorAll('*')].flatMap((el) => [...el.attributes].filter((a) => a.name.toLowerCase().startsWith('on')).map((a) => `${el.tagName}.${a.name}`));
+  return Array.from(root.querySelectorAll('*')).flatMap((el) => Array.from(el.attributes).filter((a) => a.name.toLowerCase().startsWith('on')).map((a) => `${el.tagName}.${a.name}`));
 }
 
 describe('report preview', () => {
@@ -54,7 +54,7 @@ describe('report preview', () => {
     expect(root.textContent).toContain('<img src="x" onerror=');
     expect(root.querySelector('h1')?.textContent).toBe('1. A report someone sent me');
     // markdown-it refuses javascript: links (they stay text); web links open outside the app.
-    const links = [...root.querySelectorAll('a')];
+    const links = Array.from(root.querySelectorAll('a'));
     expect(links.map((a) => a.getAttribute('href'))).toEqual(['https://perfetto.dev']);
     expect(links[0].getAttribute('target')).toBe('_blank');
     expect(links[0].getAttribute('rel')).toBe('noopener noreferrer');
@@ -81,13 +81,13 @@ describe('report preview', () => {
     ].join('\n');
     const host = document.createElement('div');
     host.innerHTML = renderReport(markdown, figures);
-    const images = [...host.querySelectorAll('img')];
+    const images = Array.from(host.querySelectorAll('img'));
     expect(images).toHaveLength(1);
     expect(images[0].getAttribute('alt')).toBe('Time per step by phase');
     const src = images[0].getAttribute('src') ?? '';
     expect(src.startsWith('data:image/svg+xml;charset=utf-8,')).toBe(true);
     expect(decodeURIComponent(src.slice(src.indexOf(',') + 1))).toBe(SVG);
-    const missing = [...host.querySelectorAll('.figure-missing')].map((e) => e.textContent);
+    const missing = Array.from(host.querySelectorAll('.figure-missing')).map((e) => e.textContent);
     expect(missing).toEqual([
       '[figure ./throughput.svg: loading…]',
       '[figure memory-run-1.svg: E_DATA: figure memory-run-1.svg of report 0001-x cannot be read: ENOENT]',
