@@ -5,8 +5,8 @@ import { BenchmarkProgressSchema } from './benchmark';
 import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { TrainProgressEventSchema } from './training';
-import { ScriptOutputEventSchema } from './script-target';
 import { OptimiseProgressSchema } from './optimise';
+import { ScriptOutputEventSchema } from './script-target';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
 export type EngineState = z.infer<typeof EngineStateSchema>;
@@ -32,9 +32,9 @@ export const apiEvents = {
   'telemetry.sample': TelemetrySampleSchema,
   'telemetry.gpu': GpuStateSchema,
   'benchmark.progress': BenchmarkProgressSchema,
+  'optimise.progress': OptimiseProgressSchema,
   /** A line a script target wrote on its stdout or stderr, live. */
   'script.output': ScriptOutputEventSchema,
-  'optimise.progress': OptimiseProgressSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

@@ -13,5 +13,6 @@ export * from './ids';
 export * from './run-record';
 export * from './benchmark';
 export * from './batch-size';
-export * from './script-target';
 export * from './optimise';
+export * from './reports';
+export * from './script-target';

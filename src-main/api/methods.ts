@@ -3,6 +3,18 @@ import { z } from 'zod';
 import { BatchSearchRequestSchema, BatchSearchResultSchema } from './batch-size';
 import { TrainingBenchmarkRequestSchema, TrainingBenchmarkResultSchema } from './benchmark';
 import { IdSchema } from './ids';
+import {
+  FigureNameSchema,
+  ReportDetailSchema,
+  ReportExportChosenResultSchema,
+  ReportExportRequestSchema,
+  ReportExportResultSchema,
+  ReportGenerateRequestSchema,
+  ReportIdSchema,
+  ReportSaveRequestSchema,
+  ReportSummarySchema,
+  RunTraceResultSchema,
+} from './reports';
 import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices';
 import { EngineStatusEventSchema } from './events';
 import { ModelInfoSchema, ModelSpecSchema } from './model-spec';
@@ -19,8 +31,8 @@ import {
   SourceSpecSchema,
   VerifyResultSchema,
 } from './datasets';
-import { ScriptBenchmarkRequestSchema, ScriptBenchmarkResultSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from './script-target';
 import { OptimiseIdParamsSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from './optimise';
+import { ScriptBenchmarkRequestSchema, ScriptBenchmarkResultSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from './script-target';
 
 const NoParams = z.object({}).strict();
 
@@ -69,7 +81,6 @@ export const apiMethods = {
   'script.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   /** The optimisation wizard on a script target (overrides one at a time); progress arrives as optimise.progress events. */
   'script.optimise': { params: ScriptOptimiseRequestSchema, result: ScriptOptimiseResultSchema },
-  /** Files in a folder of the workspace, for choosing a source to import. */
   /** Runs the optimisation wizard to completion (or cancellation); progress arrives as optimise.progress events with the optimiseId. */
   'optimise.start': { params: OptimiseRequestSchema, result: OptimiseResultSchema },
   /** Stops the wizard at once (the trial in progress is dropped and run again on resume); its state stays saved for optimise.resume. */
@@ -78,7 +89,25 @@ export const apiMethods = {
   'optimise.resume': { params: OptimiseIdParamsSchema, result: OptimiseResultSchema },
   /** The saved state of a wizard (live, cancelled, interrupted or finished). */
   'optimise.state': { params: OptimiseIdParamsSchema, result: WizardStateSchema },
+  /** Files in a folder of the workspace, for choosing a source to import. */
   'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema) }) },
+  /** ADR reports (issue 13): reports/NNNN-title/ folders of markdown + SVG figures. */
+  'reports.list': { params: NoParams, result: z.array(ReportSummarySchema) },
+  'reports.get': { params: z.object({ id: ReportIdSchema }).strict(), result: ReportDetailSchema },
+  /** One figure's SVG text, by the file name the markdown links. */
+  'reports.figure': { params: z.object({ id: ReportIdSchema, name: FigureNameSchema }).strict(), result: z.object({ name: z.string(), svg: z.string() }) },
+  'reports.generate': { params: ReportGenerateRequestSchema, result: ReportDetailSchema },
+  /** Stores the edited markdown as is. */
+  'reports.save': { params: ReportSaveRequestSchema, result: ReportDetailSchema },
+  /** Redraws the generated blocks (<!-- tb:begin id --> ... <!-- tb:end id -->) from the runs; text outside them is kept. */
+  'reports.regenerate': { params: z.object({ id: ReportIdSchema }).strict(), result: ReportDetailSchema },
+  /** Copies the markdown and figures into a folder of the workspace. */
+  'reports.export': { params: ReportExportRequestSchema, result: ReportExportResultSchema },
+  /** Desktop only: copies into a folder the person chooses in a dialog; refused in serve mode. */
+  'reports.exportToChosenFolder': { params: z.object({ id: ReportIdSchema }).strict(), result: ReportExportChosenResultSchema },
+  'reports.remove': { params: z.object({ id: ReportIdSchema }).strict(), result: z.object({ removed: z.string() }) },
+  /** A Chrome trace-event JSON of a benchmark run's measured steps (also written to runs/<id>/trace.json). */
+  'runs.trace': { params: z.object({ id: IdSchema }).strict(), result: RunTraceResultSchema },
 } as const;
 
 export type ApiMethods = typeof apiMethods;

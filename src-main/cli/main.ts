@@ -19,6 +19,8 @@ import { loaderBenchCommand } from './loader-bench-command';
 import { monitorCommand } from './monitor-command';
 import { runsCommand } from './runs-command';
 import { trainCommand } from './train-command';
+import { reportCommand } from './report-command';
+import { traceCommand } from './trace-command';
 import { benchmarkScriptCommand } from './benchmark-script-command';
 import { optimiseScriptCommand } from './optimise-script-command';
 import { choiceArg, TRAIN_CHOICES } from './train-inputs';
@@ -132,9 +134,11 @@ export function buildProgram(): Command {
   program.addCommand(benchmarkTrainingCommand());
   program.addCommand(monitorCommand());
   program.addCommand(runsCommand());
+  program.addCommand(optimiseCommand());
+  program.addCommand(reportCommand());
+  program.addCommand(traceCommand());
   program.addCommand(benchmarkScriptCommand());
   program.addCommand(optimiseScriptCommand());
-  program.addCommand(optimiseCommand());
   pointErrorsToHelp(program);
 
   return program;

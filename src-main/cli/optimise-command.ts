@@ -211,7 +211,7 @@ export function optimiseCommand(): Command {
     .option('--sample-ratio <r>', 'fraction of the training set per epoch', ratioArg('--sample-ratio'))
     .option('--warmup-steps <n>', 'optimizer steps before the clock starts, in every repetition', intArg('--warmup-steps', 0), 5)
     .option('--steps <n>', 'optimizer steps measured per repetition', intArg('--steps', 1), 50)
-    .option('--repeat <n>', 'repetitions of the baseline and of each side of every trial (5 or more for a false-accept rate under 5%)', intArg('--repeat', 2), 5)
+    .option('--repeat <n>', 'repetitions of the baseline and pairs of every trial (below 5 no interval reaches 95%; 9 tolerates one disturbed pair)', intArg('--repeat', 2), 5)
     .option('--seed <n>', 'seed for initialisation and shuffling (the loss guard compares runs with the same seed)', intArg('--seed', 0))
     .option('--threads <n>', 'CPU threads (0 = all cores)', intArg('--threads', 0))
     .option('--preset <name>', OptimisePresetSchema.options.join(', '), choiceArg('--preset', OptimisePresetSchema.options), 'balanced')

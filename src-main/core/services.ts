@@ -9,6 +9,8 @@ import { EventHub } from './event-hub';
 import { listFiles } from './files';
 import { listRuns, readRunDetail } from './run-reader';
 import { OptimiseService } from './optimise/optimise-service';
+import type { ChooseFolder } from './reports/report-service';
+import { ReportService } from './reports/report-service';
 import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
@@ -19,6 +21,8 @@ import { openWorkspace } from './workspace';
 export interface ServicesOptions {
   workspaceDir: string;
   engine?: SupervisorOptions;
+  /** The desktop shell's folder dialog, for reports.exportToChosenFolder; absent in serve mode and the CLI. */
+  chooseFolder?: ChooseFolder;
 }
 
 /** Everything the shells (Electron, serve, CLI) share: one engine, one workspace, one router. */
@@ -32,8 +36,9 @@ export interface Services {
   telemetry: TelemetryService;
   batchSize: BatchSizeService;
   benchmarks: TrainingBenchmarkService;
-  scripts: ScriptBenchmarkService;
   optimise: OptimiseService;
+  reports: ReportService;
+  scripts: ScriptBenchmarkService;
   dispose(): Promise<void>;
 }
 
@@ -47,8 +52,9 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const training = new TrainingService(engine, events, workspace, datasets, telemetry);
   const batchSize = new BatchSizeService(engine, events, workspace, datasets);
   const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
-  const scripts = new ScriptBenchmarkService(events, workspace, telemetry);
   const optimise = new OptimiseService(engine, events, workspace, benchmarks);
+  const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
+  const scripts = new ScriptBenchmarkService(events, workspace, telemetry);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -81,6 +87,16 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
     'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
+    'reports.list': () => reports.list(),
+    'reports.get': ({ id }) => reports.get(id),
+    'reports.figure': ({ id, name }) => reports.figure(id, name),
+    'reports.generate': (request) => reports.generate(request),
+    'reports.save': ({ id, markdown }) => reports.save(id, markdown),
+    'reports.regenerate': ({ id }) => reports.regenerate(id),
+    'reports.export': ({ id, dir }) => reports.export(id, dir),
+    'reports.exportToChosenFolder': ({ id }) => reports.exportToChosenFolder(id),
+    'reports.remove': ({ id }) => reports.remove(id),
+    'runs.trace': ({ id }) => reports.trace(id),
   });
 
   return {
@@ -93,8 +109,9 @@ export async function createServices(options: ServicesOptions): Promise<Services
     telemetry,
     batchSize,
     benchmarks,
-    scripts,
     optimise,
+    reports,
+    scripts,
     async dispose() {
       unsubscribe();
       await telemetry.dispose();

@@ -8,11 +8,14 @@ import { gunzipSync } from 'node:zlib';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { PHASE_NAMES_WITH_OTHER } from '../../src-main/api/benchmark';
+import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../../src-main/api/benchmark';
 import type { OptimiseResult } from '../../src-main/api/optimise';
-import { OptimiseResultSchema, WizardStateSchema } from '../../src-main/api/optimise';
+import type { OptimiseProgress } from '../../src-main/api/optimise';
+import { OptimiseProgressSchema, OptimiseResultSchema, WizardStateSchema } from '../../src-main/api/optimise';
+import { ApiError } from '../../src-main/api/errors';
 import { formatOptimise } from '../../src-main/cli/optimise-command';
 import { CLI, requireBuilt } from '../helpers/repo';
+import { testServices } from '../helpers/services';
 import { tempDir } from '../helpers/temp-dir';
 
 const run = promisify(execFile);
@@ -92,7 +95,10 @@ function engineHostOf(pid: number): number {
 describe('trainbench optimise (CPU)', () => {
   it('finds the loader bottleneck of a small MLP reading Fashion-MNIST from its source files, and keeps a change whose CI excludes 1', async () => {
     // Batches of 1,024: the arithmetic per step amortises better than the reads do, so data wait is the largest phase.
-    const flags = mlpFlags(1024, '--read-from', 'source', '--loader-workers', '0', '--prefetch', '1', '--steps', '50', '--repeat', '5', '--max-trials', '4');
+    // 9 pairs: the interval is [2nd, 8th] of the ratios, so one repetition hit by another job on these shared cores cannot sink a real gain.
+    // One compute thread: on shared cores a 2-thread GEMM waits for whichever thread another process preempted,
+    // which made the forward phase the noisiest number here (1.0 to 3.0 ms at a load average of 9).
+    const flags = mlpFlags(1024, '--threads', '1', '--read-from', 'source', '--loader-workers', '0', '--prefetch', '1', '--steps', '50', '--repeat', '9', '--max-trials', '2');
     const r = await optimise(flags);
     // First, that the loader really is the bottleneck: data wait is the largest phase of the baseline's step.
     const b = r.baseline;
@@ -108,8 +114,9 @@ describe('trainbench optimise (CPU)', () => {
     // Pipeline changes train exactly the same: the loss guard saw the same mean loss.
     for (const t of r.trials.filter((x) => x.lossDelta !== null && x.change.kind === 'pipeline')) expect(t.lossDelta).toBeLessThan(1e-9);
     expect(r.final.config).not.toEqual(b.config);
-    expect(r.final.speedup.median).toBeGreaterThan(0);
-    expect(r.final.verdict).toContain('A/B/A/B');
+    // The reported speedup is the final A/B/A/B measurement, and the verdict says honestly whether it confirms the gain.
+    expect(r.final.speedup.high).toBeGreaterThan(r.final.speedup.low);
+    expect(r.final.verdict).toMatch(r.final.speedup.low > 1 ? /measured A\/B\/A\/B over 9 pairs/ : /cannot confirm|below 1/);
 
     // The limits rest on measured rates, and the baseline is slower than every floor.
     expect(r.limits.compute.gemmGflops).toBeGreaterThan(0);
@@ -187,5 +194,111 @@ describe('trainbench optimise (CPU)', () => {
     expect(r.trials).toHaveLength(3);
     expect(state(id).runIds).toHaveLength(3);
     expect(r.runId).toBe(state(id).runIds[2]);
+  }, 300_000);
+});
+
+describe('bad optimise inputs get clear errors', () => {
+  const fails = async (args: string[]) => {
+    const err = (await run(process.execPath, [CLI, 'optimise', ...args, '--workspace', ws.dir]).then(
+      () => null,
+      (e: { stderr: string; code: number }) => e,
+    )) as { stderr: string; code: number } | null;
+    expect(err?.code).toBe(1);
+    return err?.stderr ?? '';
+  };
+
+  it('names an unknown optimisation id, a preset that does not exist, too few repetitions and a source that cannot be read in place', async () => {
+    expect(await fails(['--resume', 'optimise-nope'])).toMatch(/no optimisation with the id optimise-nope in this workspace/);
+    expect(await fails(['--preset', 'fastest'])).toMatch(/--preset must be one of max-speed, reproducible, balanced, got "fastest"/);
+    expect(await fails(['--repeat', '1'])).toMatch(/--repeat must be an integer >= 2, got "1"/);
+    // Debian's files are gzip-compressed: their records cannot be read in place.
+    expect(await fails(['--read-from', 'source', '--max-trials', '0'])).toMatch(/cannot be read from its source: .*gzip-compressed/);
+  }, 120_000);
+});
+
+describe('optimise through the API contract (what the Optimise area calls)', () => {
+  it('streams schema-valid progress, cancels on request with the resume message, resumes, and answers state', async () => {
+    const { services, cleanup } = await testServices();
+    try {
+      const seen: OptimiseProgress[] = [];
+      const optimiseId = 'api-wizard';
+      let cancelSent = false;
+      let concurrent: Promise<unknown> | null = null;
+      const stop = services.events.subscribe((name, data) => {
+        if (name !== 'optimise.progress') return;
+        const p = OptimiseProgressSchema.parse(data);
+        seen.push(p);
+        // Cancel once, in the middle of the first trial (the resume below runs it again).
+        if (!cancelSent && p.phase === 'trial' && p.trial === 1 && p.repetition === 1 && !p.finishedTrial) {
+          cancelSent = true;
+          concurrent = services.router.dispatch('optimise.resume', { optimiseId }).catch((e: ApiError) => e);
+          void services.router.dispatch('optimise.cancel', { optimiseId });
+        }
+      });
+      const request = {
+        target: { spec: { family: 'mlp', input: [28, 28], outputs: 10, hidden: [8] }, data: { kind: 'fashion-mnist' }, options: { batchSize: 256 } },
+        repeat: 2,
+        steps: 20,
+        warmupSteps: 2,
+        maxTrials: 1,
+        optimiseId,
+      };
+      const bad = await services.router.dispatch('optimise.start', { ...request, repeat: 1 }).catch((e: ApiError) => e);
+      expect(bad).toMatchObject({ code: 'E_BAD_REQUEST' });
+      expect((bad as ApiError).message).toMatch(/repeat/);
+
+      const cancelled = await services.router.dispatch('optimise.start', request).catch((e: ApiError) => e);
+      expect(cancelled).toMatchObject({ code: 'E_CANCELLED', message: `optimisation cancelled after 0 trials; resume it with trainbench optimise --resume ${optimiseId}` });
+      expect(await services.router.dispatch('optimise.state', { optimiseId })).toMatchObject({ status: 'cancelled', trials: [] });
+      expect(await concurrent).toMatchObject({ code: 'E_BAD_INPUT', message: `optimisation ${optimiseId} is running in this process already` });
+      expect(seen.map((p) => p.phase)).toEqual(expect.arrayContaining(['preparing', 'baseline', 'limits', 'trial']));
+      expect(seen.filter((p) => p.phase === 'trial').every((p) => p.etaSeconds !== null && p.etaSeconds >= 0)).toBe(true);
+
+      const result = OptimiseResultSchema.parse(await services.router.dispatch('optimise.resume', { optimiseId }));
+      stop();
+      expect(result.trials).toHaveLength(1);
+      expect(seen.some((p) => p.finishedTrial?.index === 1)).toBe(true);
+      expect(seen.at(-1)?.phase).toBe('done');
+      expect(await services.router.dispatch('optimise.state', { optimiseId })).toMatchObject({ status: 'completed', runIds: [expect.any(String), result.runId] });
+      // A finished wizard answers resume with its result, and nothing is running to cancel.
+      expect(OptimiseResultSchema.parse(await services.router.dispatch('optimise.resume', { optimiseId })).trials).toEqual(result.trials);
+      expect(await services.router.dispatch('optimise.cancel', { optimiseId })).toEqual({ cancelled: false });
+    } finally {
+      await cleanup();
+    }
+  }, 300_000);
+});
+
+describe('an out-of-memory trial', () => {
+  it('is recorded as crashed with the engine\'s words, and the wizard goes on', async () => {
+    const { services, cleanup } = await testServices();
+    try {
+      const spec = { family: 'mlp' as const, input: [28, 28], outputs: 10, hidden: [8] };
+      const data = { kind: 'fashion-mnist' as const };
+      // The CPU's memory limit between what batches of 256 and 512 measured: doubling the batch cannot fit.
+      const peak = async (batchSize: number) =>
+        (await services.benchmarks.run(TrainingBenchmarkRequestSchema.parse({ spec, data, options: { batchSize }, warmupSteps: 1, steps: 2, repeat: 1 }))).memory.measured.total;
+      const [small, large] = [await peak(256), await peak(512)];
+      expect(large).toBeGreaterThan(small);
+      const limit = Math.round((small + large) / 2);
+      const r = OptimiseResultSchema.parse(
+        await services.router.dispatch('optimise.start', {
+          target: { spec, data, options: { batchSize: 256, memoryLimitBytes: limit } },
+          repeat: 2,
+          steps: 10,
+          warmupSteps: 1,
+          maxTrials: 3,
+        }),
+      );
+      const batch = r.trials.find((t) => t.change.knob === 'batchSize');
+      expect(batch, JSON.stringify(r.trials.map((t) => t.change.label))).toBeDefined();
+      expect(batch?.decision).toBe('crashed');
+      expect(batch?.why).toContain('ran out of memory');
+      expect(batch?.error).toMatch(/bytes/);
+      expect(r.status).toBe('completed');
+      expect(r.final.config.options.batchSize).toBe(256);
+    } finally {
+      await cleanup();
+    }
   }, 300_000);
 });

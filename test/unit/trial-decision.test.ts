@@ -1,10 +1,10 @@
 // Issue 12: the wizard's keep/drop rule on synthetic measurements, seeded so every run sees the same numbers.
+// K pairs of best/candidate repetitions (the wizard's default is 5).
 import { describe, expect, it } from 'vitest';
 
 import { seededRandom } from '../../src-main/core/stats/bootstrap';
-import { decideTrial, meanLoss, noiseFloor, pairedSpeedup, relativeLossDelta } from '../../src-main/core/optimise/trial-decision';
+import { decideTrial, meanLoss, medianOrderInterval, noiseFloor, pairedSpeedup, relativeLossDelta } from '../../src-main/core/optimise/trial-decision';
 
-const K = 5;
 
 function normal(random: () => number): number {
   return Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
@@ -14,7 +14,7 @@ function normal(random: () => number): number {
  * One trial as the wizard runs it: a baseline of K repetitions for the noise floor, then K pairs
  * best/candidate interleaved (A/B/A/B) on a machine whose speed drifts by `drift` per repetition.
  */
-function simulate(seed: number, trueSpeedup: number, cv = 0.03, drift = 0) {
+function simulate(seed: number, trueSpeedup: number, cv = 0.03, drift = 0, K = 5, outlierPair: number | null = null) {
   const random = seededRandom(seed);
   let t = 0;
   const at = (mean: number) => mean * (1 + cv * normal(random)) * (1 - drift * t++);
@@ -23,13 +23,14 @@ function simulate(seed: number, trueSpeedup: number, cv = 0.03, drift = 0) {
   const candidate: number[] = [];
   for (let i = 0; i < K; i++) {
     best.push(at(1000));
-    candidate.push(at(1000 * trueSpeedup));
+    // A burst of other work on the machine during one candidate repetition.
+    candidate.push(at(1000 * trueSpeedup) * (i === outlierPair ? 0.3 : 1));
   }
-  return decideTrial({ best, candidate, noiseFloor: noiseFloor(baseline), lossDelta: 0, lossTolerance: 0.05, recipeChange: false, allowRecipeChanges: false, seed });
+  return decideTrial({ best, candidate, noiseFloor: noiseFloor(baseline), lossDelta: 0, lossTolerance: 0.05, recipeChange: false, allowRecipeChanges: false });
 }
 
-const rate = (speedup: number, decision: string, sims = 200, cv?: number, drift?: number) =>
-  Array.from({ length: sims }, (_, i) => simulate(1000 + i, speedup, cv, drift)).filter((v) => v.decision === decision).length / sims;
+const rate = (speedup: number, decision: string, sims = 200, cv?: number, drift?: number, K?: number, outlierPair: number | null = null) =>
+  Array.from({ length: sims }, (_, i) => simulate(1000 + i, speedup, cv, drift, K, outlierPair)).filter((v) => v.decision === decision).length / sims;
 
 describe('trial decision (A/B/A/B, paired bootstrap CI of the speedup)', () => {
   it('accepts a true 10% gain', () => {
@@ -43,9 +44,25 @@ describe('trial decision (A/B/A/B, paired bootstrap CI of the speedup)', () => {
   it('accepts a no-op change in at most 5% of 200 seeded simulations, with a drift of 1% per repetition too', () => {
     const flat = rate(1.0, 'accept');
     const drifting = rate(1.0, 'accept', 200, 0.03, 0.01);
-    console.log(`false accepts of a 0% change over 200 simulations: ${(100 * flat).toFixed(1)}% steady, ${(100 * drifting).toFixed(1)}% with drift`);
+    const byK = [7, 9].map((k) => rate(1.0, 'accept', 200, 0.03, 0, k));
+    console.log(
+      `false accepts of a 0% change over 200 simulations: ${(100 * flat).toFixed(1)}% steady, ${(100 * drifting).toFixed(1)}% with drift (5 pairs); ${byK.map((r) => `${(100 * r).toFixed(1)}%`).join(', ')} at 7, 9 pairs`,
+    );
     expect(flat).toBeLessThanOrEqual(0.05);
     expect(drifting).toBeLessThanOrEqual(0.05);
+    for (const r of byK) expect(r).toBeLessThanOrEqual(0.05);
+  });
+
+  it('with 9 pairs, keeps a true 50% gain through one repetition hit by a burst of other work', () => {
+    expect(rate(1.5, 'accept', 100, 0.03, 0, 9, 4)).toBeGreaterThan(0.95);
+    expect(rate(1.5, 'accept', 100, 0.03, 0, 5, 2)).toBe(0);
+  });
+
+  it('uses the order-statistic interval of the median, with its true coverage', () => {
+    // 9 values: [x(2), x(8)] covers 1 - 2 x 10/512 = 96.1%; 5 values: only [min, max], 93.75%.
+    expect(medianOrderInterval([9, 1, 8, 2, 7, 3, 6, 4, 5])).toEqual({ low: 2, median: 5, high: 8, coverage: 1 - 20 / 512 });
+    expect(medianOrderInterval([5, 1, 4, 2, 3])).toEqual({ low: 1, median: 3, high: 5, coverage: 0.9375 });
+    expect(simulate(7, 1.1).why).toContain('with 5 pairs the widest interval covers only 93.8%');
   });
 
   it('rejects a 10% loss', () => {
@@ -68,6 +85,7 @@ describe('trial decision (A/B/A/B, paired bootstrap CI of the speedup)', () => {
     const candidate = best.map((b) => b * 0.999 * 0.975);
     const ci = pairedSpeedup(best, candidate);
     expect(ci.median).toBeCloseTo(0.999 * 0.975, 9);
+    expect(ci.low).toBeCloseTo(0.999 * 0.975, 9);
     expect(ci.high - ci.low).toBeLessThan(1e-9);
   });
 

@@ -1,4 +1,6 @@
+import { promises as fs } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 
 import { TrainingBenchmarkRequestSchema } from '../../api/benchmark';
 import { ApiError } from '../../api/errors';
@@ -15,10 +17,12 @@ import type {
   WizardState,
 } from '../../api/optimise';
 import { OptimiseResultSchema } from '../../api/optimise';
+import { parseRunRecord } from '../../api/run-record';
 import type { EngineClient } from '../../engine/engine-client';
 import type { ActiveJob, MeasuredRepetition, PreparedBenchmark, TrainingBenchmarkService } from '../benchmarks/training-benchmark';
 import { aggregateRepetitions } from '../benchmarks/benchmark-summary';
 import type { EventHub } from '../event-hub';
+import { interruptionOf } from '../run-reader';
 import type { RunRecord } from '../run-store';
 import { createRun, newRunId } from '../run-store';
 import { medianInterval } from '../stats/bootstrap';
@@ -80,6 +84,7 @@ export class OptimiseService {
   async resume(optimiseId: string, options: OptimiseRunOptions = {}): Promise<OptimiseResult> {
     if (this.active.has(optimiseId)) throw new ApiError('E_BAD_INPUT', `optimisation ${optimiseId} is running in this process already`);
     const state = await loadWizardState(this.workspace, optimiseId);
+    await this.refuseIfLiveElsewhere(state);
     if (state.status === 'completed') return this.result(state, await this.titleOf(state, options), state.runIds[state.runIds.length - 1] ?? '');
     return this.drive({ ...state, status: 'running', message: null }, options);
   }
@@ -92,6 +97,20 @@ export class OptimiseService {
     job.bench.cancelled = true;
     if (job.bench.engineRunId) await this.engine.cancelTraining(job.bench.engineRunId).catch(() => undefined);
     return { cancelled: true };
+  }
+
+  /** Two processes driving one wizard would overwrite each other's state: the last run must be finished or its process gone. */
+  private async refuseIfLiveElsewhere(state: WizardState): Promise<void> {
+    const last = state.runIds[state.runIds.length - 1];
+    if (!last || state.status !== 'running') return;
+    const text = await fs.readFile(path.join(this.workspace.resolve('runs'), last, 'run.json'), 'utf8').catch(() => null);
+    const parsed = text === null ? null : parseRunRecord(text);
+    if (!parsed?.record || parsed.record.status !== 'running' || interruptionOf(parsed.record) !== null) return;
+    const owner = parsed.record.owner;
+    throw new ApiError(
+      'E_BAD_INPUT',
+      `optimisation ${state.optimiseId} is still running${owner ? ` in process ${owner.pid} on ${owner.host}` : ''} (run ${last}): cancel it there, or wait until it stops, before resuming`,
+    );
   }
 
   state(optimiseId: string): Promise<WizardState> {
@@ -343,7 +362,6 @@ class Session {
         lossTolerance: PRESETS[s.request.preset].lossTolerance(change, s.request.lossTolerance),
         recipeChange: change.kind === 'recipe',
         allowRecipeChanges: s.request.allowRecipeChanges,
-        seed: index,
       });
       return {
         index,
@@ -397,9 +415,9 @@ class Session {
       };
     }
     const m = await this.interleaved(baseline.config, s.best, 'final', null, 'final configuration vs baseline');
-    const speedup = pairedSpeedup(m.a, m.b);
+    const { coverage, ...speedup } = pairedSpeedup(m.a, m.b);
     const x = (v: number) => `${v.toFixed(3)}x`;
-    const ci = `${x(speedup.median)} (95% CI ${x(speedup.low)}–${x(speedup.high)})`;
+    const ci = `${x(speedup.median)} (${coverage >= 0.95 ? '95%' : `${(100 * coverage).toFixed(1)}%`} CI ${x(speedup.low)}–${x(speedup.high)})`;
     const verdict =
       speedup.low > 1
         ? `The final configuration is ${ci} the baseline's speed, measured A/B/A/B over ${m.a.length} pairs.`

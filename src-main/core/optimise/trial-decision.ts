@@ -1,15 +1,43 @@
 import type { TrialDecision } from '../../api/optimise';
 import type { Interval } from '../stats/bootstrap';
-import { medianInterval, relativeHalfWidth } from '../stats/bootstrap';
+import { medianInterval, quantile, relativeHalfWidth } from '../stats/bootstrap';
 import { decide } from '../stats/decision';
+
+/** P(X <= j) for X ~ Binomial(n, 1/2). */
+function binomialHalfCdf(n: number, j: number): number {
+  let term = 0.5 ** n;
+  let sum = term;
+  for (let i = 1; i <= j; i++) {
+    term = (term * (n - i + 1)) / i;
+    sum += term;
+  }
+  return sum;
+}
+
+/**
+ * The distribution-free confidence interval of a median from order statistics
+ * (the sign test's): [x(j), x(n+1-j)] with the largest j whose coverage,
+ * 1 - 2 P(Bin(n, 1/2) < j), is at least `confidence`. Below 6 values no
+ * interval reaches 95%, so the widest one, [min, max], is used and its true
+ * coverage (93.75% for 5) returned. Unlike the percentile bootstrap, which is
+ * too narrow for a handful of values (with 7 it would accept a no-op change
+ * 6% of the time), this one holds its level for every n.
+ */
+export function medianOrderInterval(xs: readonly number[], confidence = 0.95): Interval & { coverage: number } {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const n = sorted.length;
+  let j = 1;
+  while (j + 1 <= Math.floor((n + 1) / 2) && 1 - 2 * binomialHalfCdf(n, j) >= confidence) j++;
+  return { low: sorted[j - 1], median: quantile(sorted, 0.5), high: sorted[n - j], coverage: 1 - 2 * binomialHalfCdf(n, j - 1) };
+}
 
 /**
  * Speedup of a candidate over the current best from interleaved repetitions
  * (best, candidate, best, candidate ...): the ratio within each pair, so a drift
  * of the machine (another job, thermal throttling) hits both sides of a ratio
- * alike, then the median ratio with its 95% percentile-bootstrap interval.
+ * alike, then the median ratio with its order-statistic interval.
  */
-export function pairedSpeedup(best: readonly number[], candidate: readonly number[], seed = 1): Interval {
+export function pairedSpeedup(best: readonly number[], candidate: readonly number[]): Interval & { coverage: number } {
   if (best.length !== candidate.length || best.length === 0) {
     throw new RangeError(`pairedSpeedup needs as many candidate as best repetitions, at least one each; got ${candidate.length} and ${best.length}`);
   }
@@ -17,7 +45,7 @@ export function pairedSpeedup(best: readonly number[], candidate: readonly numbe
     if (!(best[i] > 0)) throw new RangeError(`pairedSpeedup: best repetition ${i + 1} measured ${best[i]} samples/s; throughputs must be positive`);
     return c / best[i];
   });
-  return medianInterval(ratios, { seed });
+  return medianOrderInterval(ratios);
 }
 
 /** The run-to-run noise of a configuration: half the width of its median's 95% CI, relative to the median. */
@@ -35,7 +63,6 @@ export interface TrialEvidence {
   /** Recipe changes (batch, accumulation) change the trajectory by design: proposed, kept only when allowed. */
   recipeChange: boolean;
   allowRecipeChanges: boolean;
-  seed?: number;
 }
 
 export interface TrialVerdict {
@@ -52,7 +79,8 @@ export interface TrialVerdict {
  * unless the user allowed recipe changes.
  */
 export function decideTrial(e: TrialEvidence): TrialVerdict {
-  const speedup = pairedSpeedup(e.best, e.candidate, e.seed);
+  const { coverage, ...speedup } = pairedSpeedup(e.best, e.candidate);
+  const caveat = coverage < 0.95 ? ` (with ${e.best.length} pairs the widest interval covers only ${(100 * coverage).toFixed(1)}%)` : '';
   if (!e.recipeChange && e.lossDelta !== null && e.lossDelta > e.lossTolerance) {
     return {
       decision: 'changes-results',
@@ -61,11 +89,12 @@ export function decideTrial(e: TrialEvidence): TrialVerdict {
       kept: false,
     };
   }
-  const { decision, why } = decide(speedup, e.noiseFloor);
-  if (decision === 'accept' && e.recipeChange && !e.allowRecipeChanges) {
+  const decided = decide(speedup, e.noiseFloor);
+  const why = decided.why + caveat;
+  if (decided.decision === 'accept' && e.recipeChange && !e.allowRecipeChanges) {
     return { decision: 'proposed', why: `${why}; it changes the training recipe, so it is proposed, not kept (allow recipe changes to keep it)`, speedup, kept: false };
   }
-  return { decision, why, speedup, kept: decision === 'accept' };
+  return { decision: decided.decision, why, speedup, kept: decided.decision === 'accept' };
 }
 
 /** Mean training loss over every step the events cover (each event is the mean of the steps since the previous one), or null without events. */
