@@ -131,6 +131,11 @@ export const ScriptRepetitionSchema = z.object({
   exitCode: z.number().int().nullable(),
   seconds: z.number(),
   telemetry: TelemetrySummarySchema,
+  /**
+   * The launch's whole process tree (ranks, DataLoader workers), Linux only: most processes at once, their
+   * CPU over the measured window in percent of one core, and their largest summed resident memory.
+   */
+  processTree: z.object({ processes: z.number().int(), cpuPercent: z.number().nullable(), peakRssBytes: z.number() }).nullable(),
 });
 export type ScriptRepetition = z.infer<typeof ScriptRepetitionSchema>;
 

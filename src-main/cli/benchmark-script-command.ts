@@ -50,6 +50,12 @@ export function scriptTarget(command: string[], flags: { cwd?: string; env?: Rec
 const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
 const mb = (b: number | null) => (b === null ? 'n/a' : `${(b / 1e6).toFixed(1)} MB`);
 
+function processTreeLine(r: ScriptBenchmarkResult): string[] {
+  const t = r.repetitions[r.repetitions.length - 1].processTree;
+  if (!t) return [];
+  return [`processes  ${t.processes} at most (ranks, DataLoader workers); CPU ${t.cpuPercent === null ? 'n/a' : `${t.cpuPercent.toFixed(0)}% of one core`} over the measured steps; peak RSS ${mb(t.peakRssBytes)} (the last launch's whole tree)`];
+}
+
 /** The result as a person reads it: figures, ranks, where the step goes, what was applied, findings. */
 export function formatScriptBenchmark(r: ScriptBenchmarkResult): string {
   const ci = r.samplesPerSecCi;
@@ -70,6 +76,7 @@ export function formatScriptBenchmark(r: ScriptBenchmarkResult): string {
     ...PHASE_NAMES_WITH_OTHER.map((p) => `  ${p.padEnd(10)} ${r.phasesMs[p].toFixed(3).padStart(10)} ms ${r.phasesPercent[p].toFixed(1).padStart(6)}%`),
     `           ${r.phaseNote}`,
     `memory     ${r.memory.device}: CUDA peak ${mb(r.memory.cudaPeakBytes)}${r.memory.cudaTotalBytes ? ` of ${mb(r.memory.cudaTotalBytes)}` : ''}; host peak RSS ${mb(r.memory.hostPeakRssBytes)}`,
+    ...processTreeLine(r),
     `applied    ${r.applied.length ? [...new Set(r.applied.map((a) => `${a.key}=${a.value} (${a.where})`))].join('; ') : 'no overrides'}`,
     'findings',
     ...(r.findings.length ? r.findings.map((f) => `  ${f.severity === 'warning' ? '!' : '-'} ${f.text}`) : ['  none: no threshold was crossed']),

@@ -92,6 +92,8 @@ describe('benchmark-script on a tutorial-style Fashion-MNIST script', () => {
     expect(outputLog(r, 1)).toContain('O num_workers=2 batch_size=64');
     expect(r.applied).toContainEqual(expect.objectContaining({ key: 'dataloader.num_workers', value: 2, rank: 0 }));
     expect(r.applied[0].where).toContain('fashion_mnist_tutorial.py:');
+    // The whole tree was sampled: the script and its two worker processes.
+    expect(r.repetitions[0].processTree?.processes).toBeGreaterThanOrEqual(3);
     expect(processesWithMark(mark)).toEqual([]);
   }, 120_000);
 

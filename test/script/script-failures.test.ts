@@ -73,6 +73,13 @@ describe('scripts that misbehave', () => {
     expect(stderr).toContain("ran no optimizer step that Trainbench's probe saw");
   });
 
+  it('an override with nothing to apply to (no DataLoader) fails the run instead of passing silently', async () => {
+    const loop = 'import torch\nm = torch.nn.Linear(2, 1)\no = torch.optim.SGD(m.parameters(), lr=0.1)\nfor _ in range(5):\n    m(torch.ones(4, 2)).sum().backward(); o.step()\n';
+    const { code, stderr } = await run(['--set', 'dataloader.num_workers=2'], [PYTHON, '-c', loop]);
+    expect(code).toBe(1);
+    expect(stderr).toContain('override dataloader.num_workers=2 was not applied: the script created no DataLoader');
+  }, 60_000);
+
   it('runs a sitecustomize the environment already has, through a shell wrapper, and still measures', async () => {
     const chained = path.join(SCRIPTS, 'chained_site');
     const { code, stdout, stderr } = await run(

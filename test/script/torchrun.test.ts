@@ -31,6 +31,7 @@ describe('benchmark-script through torchrun --nproc_per_node 2 (gloo, CPU)', () 
     }
     const rep = r.repetitions[0];
     expect(rep.ended).toBe('steps');
+    expect(rep.processTree?.processes).toBeGreaterThanOrEqual(3); // torchrun and its two ranks
     expect(rep.samplesPerSec).toBeCloseTo(rep.ranks[0].samplesPerSec + rep.ranks[1].samplesPerSec, 6);
     expect(r.samplesPerSec).toBeCloseTo(rep.samplesPerSec, 6);
     const slowest = r.ranks.reduce((a, b) => (b.dataWaitMs > a.dataWaitMs ? b : a));

@@ -17,6 +17,7 @@ import { medianInterval } from '../stats/bootstrap';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import type { Workspace } from '../workspace';
 import { probeDir } from './probe-dir';
+import { sampleProcessTree } from './process-tree';
 import type { RankSummary } from './rank-stats';
 import { combineRanks, summarizeRank } from './rank-stats';
 import { runTrial, trialError } from './script-trial';
@@ -121,6 +122,8 @@ export class ScriptBenchmarkService {
     const startRecording = () => (recording.current ??= this.telemetry.record(`${run.dir}/telemetry-rep${i}.jsonl`, TELEMETRY_INTERVAL_MS));
     if (request.warmupSteps === 0) startRecording();
     let lastProgress = 0;
+    // Set from the launch's callback once the process runs.
+    const tree: { current: ReturnType<typeof sampleProcessTree> } = { current: null };
     const trialOptions = {
       target: request.target,
       overrides: request.overrides,
@@ -132,8 +135,10 @@ export class ScriptBenchmarkService {
     try {
       const record = await runTrial({
         ...trialOptions,
-        onStarted: (cancel) => {
+        onStarted: (cancel, pid) => {
           job.cancel = cancel;
+          if (pid !== null) tree.current = sampleProcessTree(pid);
+          if (request.warmupSteps === 0) tree.current?.markWindowStart();
           if (job.cancelled) cancel();
         },
         onLine: (stream, line) => {
@@ -145,7 +150,10 @@ export class ScriptBenchmarkService {
           if (m.type !== 'step') return;
           run.appendEvent({ ...m, type: 'script.step', repetition: i, rank: connection.hello.rank });
           const measuring = m.step > request.warmupSteps;
-          if (measuring) startRecording();
+          if (measuring) {
+            startRecording();
+            tree.current?.markWindowStart();
+          }
           // Progress at most ~10/s: steps of a small model come by the hundred.
           const now = Date.now();
           if (connection.hello.rank === 0 && now - lastProgress >= 100) {
@@ -155,6 +163,8 @@ export class ScriptBenchmarkService {
         },
       });
       job.cancel = null;
+      const processTree = tree.current?.stop() ?? null;
+      tree.current = null;
       const stopping = recording.current;
       recording.current = null;
       const telemetry = stopping ? await stopping.stop() : mergeTelemetry([]);
@@ -182,9 +192,11 @@ export class ScriptBenchmarkService {
         exitCode: record.outcome.exitCode,
         seconds: record.seconds,
         telemetry,
+        processTree,
       };
       return { rep, ranks, applied };
     } finally {
+      tree.current?.stop();
       if (recording.current) await recording.current.stop();
       await new Promise<void>((resolve) => log.end(resolve));
     }

@@ -17,8 +17,8 @@ export interface TrialOptions {
   probeDir: string;
   onLine?: (stream: 'stdout' | 'stderr', line: string) => void;
   onMessage?: (connection: ProbeConnection, message: ProbeMessage) => void;
-  /** Receives the cancel function as soon as the process runs. */
-  onStarted?: (cancel: () => void) => void;
+  /** Receives the cancel function and the process id (its process group's id too) as soon as it runs. */
+  onStarted?: (cancel: () => void, pid: number | null) => void;
 }
 
 export interface TrialRecord {
@@ -54,7 +54,7 @@ export async function runTrial(o: TrialOptions): Promise<TrialRecord> {
       o.onLine?.(stream, line);
     },
   });
-  o.onStarted?.(launch.cancel);
+  o.onStarted?.(launch.cancel, launch.pid);
   const outcome = await launch.outcome;
   await channel.close();
   return {

@@ -1,0 +1,77 @@
+// Issue 14: the script target's service as the API uses it: live script.output events, cancel, and torch-wide flag overrides.
+import path from 'node:path';
+
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { ApiError } from '../../src-main/api/errors';
+import type { ScriptOutputEvent } from '../../src-main/api/script-target';
+import { ScriptBenchmarkRequestSchema } from '../../src-main/api/script-target';
+import { EventHub } from '../../src-main/core/event-hub';
+import { ScriptBenchmarkService } from '../../src-main/core/script/script-benchmark';
+import { TelemetryService } from '../../src-main/core/telemetry/telemetry-service';
+import { openWorkspace } from '../../src-main/core/workspace';
+import { tempDir } from '../helpers/temp-dir';
+import { newMark, processesWithMark, PYTHON, SCRIPTS } from './script-helpers';
+
+const ws = tempDir();
+const events = new EventHub();
+const telemetry = new TelemetryService(events);
+afterAll(async () => {
+  await telemetry.dispose();
+  ws.cleanup();
+});
+
+async function service() {
+  return new ScriptBenchmarkService(events, await openWorkspace(ws.dir), telemetry);
+}
+
+describe('ScriptBenchmarkService', () => {
+  it('streams the script output as script.output events and cancels a running script with its children', async () => {
+    const scripts = await service();
+    const mark = newMark();
+    const lines: ScriptOutputEvent[] = [];
+    const unsubscribe = events.subscribe((name, data) => {
+      if (name !== 'script.output') return;
+      const e = data as ScriptOutputEvent;
+      lines.push(e);
+      if (e.line === 'hanging now') scripts.cancel('cancel-test');
+    });
+    const request = ScriptBenchmarkRequestSchema.parse({
+      target: { kind: 'script', command: [PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'hang'], cwd: SCRIPTS, env: { TB_TEST_MARK: mark } },
+      repeat: 2,
+      warmupSteps: 1,
+      jobId: 'cancel-test',
+    });
+    const t0 = Date.now();
+    const err = await scripts.run(request).catch((e: unknown) => e);
+    unsubscribe();
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).code).toBe('E_CANCELLED');
+    expect((err as ApiError).message).toContain('cancelled after 2 step(s)');
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    expect(lines.map((l) => l.line)).toContain('hanging now');
+    expect(lines.every((l) => l.jobId === 'cancel-test' && l.repetition === 1 && l.runId !== null)).toBe(true);
+    expect(processesWithMark(mark)).toEqual([]);
+    expect(scripts.cancel('cancel-test')).toEqual({ cancelled: false });
+  }, 60_000);
+
+  it('applies cudnn.benchmark and matmul.precision and reports them as applied by torch', async () => {
+    const scripts = await service();
+    const result = await scripts.run(
+      ScriptBenchmarkRequestSchema.parse({
+        target: { kind: 'script', command: [PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'plain'], cwd: SCRIPTS, env: {} },
+        overrides: { 'cudnn.benchmark': true, 'matmul.precision': 'medium' },
+        warmupSteps: 1,
+        steps: 3,
+        repeat: 1,
+      }),
+    );
+    expect(result.applied).toEqual(
+      expect.arrayContaining([
+        { key: 'cudnn.benchmark', value: true, where: 'torch', rank: 0 },
+        { key: 'matmul.precision', value: 'medium', where: 'torch', rank: 0 },
+      ]),
+    );
+    expect(result.steps).toBe(3);
+  }, 60_000);
+});
