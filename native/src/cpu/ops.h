@@ -1,4 +1,4 @@
-// CPU reference ops, forward and backward, NCHW layout, templated on the
+// CPU reference ops, forward and backward, templated on the
 // scalar (float for training, double for finite-difference checks).
 // Argument order follows llm.c: outputs, inputs, then sizes. Backward
 // functions ACCUMULATE (+=) into parameter gradients and OVERWRITE input
@@ -19,15 +19,20 @@ template <typename T>
 void linear_backward(T* din, T* dW, T* db, const T* dout, const T* in, const T* W, int B, int I, int O,
                      ThreadPool* pool);
 
-// ---- conv2d: in (N, C, H, W), weight (O, C, KH, KW), bias (O) or null, out (N, O, OH, OW)
+// ---- conv2d on channel-major activations: in (C, N, H, W), weight (O, C, KH, KW), bias (O) or null,
+// out (O, N, OH, OW). Batch norm on such a tensor is batchnorm_*(N = 1, C, HW = N*H*W).
 struct ConvGeom {
   int N, C, H, W, O, KH, KW, stride, pad;
   int OH() const { return (H + 2 * pad - KH) / stride + 1; }
   int OW() const { return (W + 2 * pad - KW) / stride + 1; }
 };
+// 1x1, stride 1, no padding: the input already is the im2col matrix, so no workspace.
+inline bool conv_is_pointwise(const ConvGeom& g) { return g.KH == 1 && g.KW == 1 && g.stride == 1 && g.pad == 0; }
+// Samples per im2col chunk (the col buffer holds at most 2^23 values); the memory model uses it too.
+int conv_chunk_samples(const ConvGeom& g);
 template <typename T>
 struct ConvWorkspace {
-  std::vector<T> col, tmp;
+  std::vector<T> col;
   // The forward pass left the whole batch's im2col in `col` (it fit in one chunk).
   bool col_holds_batch = false;
 };
@@ -65,6 +70,13 @@ template <typename T>
 void global_avgpool_forward(T* out, const T* in, int N, int C, int HW);
 template <typename T>
 void global_avgpool_backward(T* din, const T* dout, int N, int C, int HW);
+// The same from a channel-major in (C, N, HW) to out (N, C).
+void global_avgpool_cnhw_forward(float* out, const float* in, int N, int C, int HW);
+void global_avgpool_cnhw_backward(float* din, const float* dout, int N, int C, int HW);
+// Channel-major (C, N, HW) <-> sample-major (N, C, HW): the engine's conv layout against the data's and the
+// dense layers' (input and flatten nodes).
+void to_channel_major(float* out, const float* in, int N, int C, int HW);
+void to_sample_major(float* out, const float* in, int N, int C, int HW);
 // Inverted dropout: mask holds 0 or 1/(1-p); p = 0 copies.
 template <typename T>
 void dropout_forward(T* out, T* mask, const T* in, std::int64_t n, double p, Rng* rng);

@@ -1,5 +1,9 @@
-// conv2d as im2col + GEMM over chunks of the batch, so one large GEMM per
-// chunk keeps all threads busy even on 9x9 boards with few channels.
+// conv2d on channel-major activations (C, N, H, W): each activation is a
+// (channels, batch * pixels) matrix, so a convolution is one GEMM
+// out (O, N*OHW) = weight (O, K) . col (K, N*OHW) written straight into the
+// output, and a 1x1 stride-1 convolution needs no im2col at all (col is the
+// input). Other shapes build im2col over chunks of the batch (bounded memory),
+// each chunk one GEMM wide enough to keep all threads busy on 9x9 boards.
 #include <algorithm>
 #include <cstring>
 
@@ -13,10 +17,14 @@ namespace {
 // Upper bound on the im2col buffer, in elements, so memory stays bounded at large batches.
 constexpr std::int64_t kColBudget = std::int64_t(1) << 23;
 
-int chunk_samples(const ConvGeom& g) {
+}  // namespace
+
+int conv_chunk_samples(const ConvGeom& g) {
   const std::int64_t per_sample = static_cast<std::int64_t>(g.C) * g.KH * g.KW * g.OH() * g.OW();
   return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(g.N, kColBudget / std::max<std::int64_t>(1, per_sample))));
 }
+
+namespace {
 
 // Output columns [lo, hi) whose input column ow*stride - pad + k lies inside [0, W).
 inline void valid_range(int k, int stride, int pad, int in_size, int out_size, int* lo, int* hi) {
@@ -40,7 +48,7 @@ void im2col(T* col, const T* in, const ConvGeom& g, int n0, int nb, ThreadPool* 
       valid_range(kw, g.stride, g.pad, g.W, OW, &lo, &hi);
       T* dst = col + r * cols;
       for (int n = 0; n < nb; ++n) {
-        const T* src = in + (static_cast<std::int64_t>(n0 + n) * g.C + c) * g.H * g.W;
+        const T* src = in + (static_cast<std::int64_t>(c) * g.N + n0 + n) * g.H * g.W;
         for (int oh = 0; oh < OH; ++oh) {
           const int ih = oh * g.stride - g.pad + kh;
           T* d = dst + n * ohw + static_cast<std::int64_t>(oh) * OW;
@@ -72,7 +80,7 @@ void col2im(T* din, const T* col, const ConvGeom& g, int n0, int nb, ThreadPool*
   auto body = [&](std::int64_t cb, std::int64_t ce, int) {
     for (std::int64_t c = cb; c < ce; ++c) {
       for (int n = 0; n < nb; ++n) {
-        T* dst = din + (static_cast<std::int64_t>(n0 + n) * g.C + c) * g.H * g.W;
+        T* dst = din + (static_cast<std::int64_t>(c) * g.N + n0 + n) * g.H * g.W;
         std::fill(dst, dst + static_cast<std::int64_t>(g.H) * g.W, T(0));
         for (int kh = 0; kh < g.KH; ++kh)
           for (int kw = 0; kw < g.KW; ++kw) {
@@ -99,26 +107,29 @@ void col2im(T* din, const T* col, const ConvGeom& g, int n0, int nb, ThreadPool*
 template <typename T>
 void conv2d_forward(T* out, const T* in, const T* weight, const T* bias, const ConvGeom& g, ConvWorkspace<T>& ws,
                     ThreadPool* pool) {
-  const int OH = g.OH(), OW = g.OW(), K = g.C * g.KH * g.KW;
-  const std::int64_t ohw = static_cast<std::int64_t>(OH) * OW;
-  const int chunk = chunk_samples(g);
-  ws.col.resize(static_cast<size_t>(K) * chunk * ohw);
-  ws.tmp.resize(static_cast<size_t>(g.O) * chunk * ohw);
-  for (int n0 = 0; n0 < g.N; n0 += chunk) {
-    const int nb = std::min(chunk, g.N - n0);
-    const int cols = static_cast<int>(nb * ohw);
-    im2col(ws.col.data(), in, g, n0, nb, pool);
-    // tmp (O, nb*OHW) = weight (O, K) . col (K, nb*OHW)
-    gemm(false, false, g.O, cols, K, T(1), weight, K, ws.col.data(), cols, T(0), ws.tmp.data(), cols, pool);
-    ws.col_holds_batch = nb == g.N;
-    for (int n = 0; n < nb; ++n)
-      for (int o = 0; o < g.O; ++o) {
-        const T* s = ws.tmp.data() + static_cast<std::int64_t>(o) * cols + n * ohw;
-        T* d = out + (static_cast<std::int64_t>(n0 + n) * g.O + o) * ohw;
-        const T b = bias ? bias[o] : T(0);
-        for (std::int64_t p = 0; p < ohw; ++p) d[p] = s[p] + b;
-      }
+  const int K = g.C * g.KH * g.KW;
+  const std::int64_t ohw = static_cast<std::int64_t>(g.OH()) * g.OW();
+  const int P = static_cast<int>(g.N * ohw);
+  ws.col_holds_batch = false;
+  if (conv_is_pointwise(g)) {
+    gemm(false, false, g.O, P, g.C, T(1), weight, g.C, in, P, T(0), out, P, pool);
+  } else {
+    const int chunk = conv_chunk_samples(g);
+    ws.col.resize(static_cast<size_t>(K) * chunk * ohw);
+    for (int n0 = 0; n0 < g.N; n0 += chunk) {
+      const int nb = std::min(chunk, g.N - n0);
+      const int cols = static_cast<int>(nb * ohw);
+      im2col(ws.col.data(), in, g, n0, nb, pool);
+      // out[:, n0*OHW : +cols] (O, cols) = weight (O, K) . col (K, cols)
+      gemm(false, false, g.O, cols, K, T(1), weight, K, ws.col.data(), cols, T(0), out + n0 * ohw, P, pool);
+      ws.col_holds_batch = nb == g.N;
+    }
   }
+  if (bias)
+    for (int o = 0; o < g.O; ++o) {
+      T* d = out + static_cast<std::int64_t>(o) * P;
+      for (int p = 0; p < P; ++p) d[p] += bias[o];
+    }
 }
 
 template <typename T>
@@ -126,33 +137,34 @@ void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, c
                      ConvWorkspace<T>& ws, ThreadPool* pool, bool reuse_col) {
   const bool cached = reuse_col && ws.col_holds_batch;
   ws.col_holds_batch = false;  // the buffer is reused for dcol below
-  const int OH = g.OH(), OW = g.OW(), K = g.C * g.KH * g.KW;
-  const std::int64_t ohw = static_cast<std::int64_t>(OH) * OW;
-  const int chunk = chunk_samples(g);
+  const int K = g.C * g.KH * g.KW;
+  const std::int64_t ohw = static_cast<std::int64_t>(g.OH()) * g.OW();
+  const int P = static_cast<int>(g.N * ohw);
+  if (dbias)
+    for (int o = 0; o < g.O; ++o) {
+      const T* s = dout + static_cast<std::int64_t>(o) * P;
+      T acc = 0;
+      for (int p = 0; p < P; ++p) acc += s[p];
+      dbias[o] += acc;
+    }
+  if (conv_is_pointwise(g)) {
+    // dweight (O, C) += dout (O, P) . in^T (P, C);  din (C, P) = weight^T (C, O) . dout (O, P)
+    gemm(false, true, g.O, g.C, P, T(1), dout, P, in, P, T(1), dweight, g.C, pool);
+    if (din) gemm(true, false, g.C, P, g.O, T(1), weight, g.C, dout, P, T(0), din, P, pool);
+    return;
+  }
+  const int chunk = conv_chunk_samples(g);
   if (!cached) ws.col.resize(static_cast<size_t>(K) * chunk * ohw);
-  ws.tmp.resize(static_cast<size_t>(g.O) * chunk * ohw);
   for (int n0 = 0; n0 < g.N; n0 += chunk) {
     const int nb = std::min(chunk, g.N - n0);
     const int cols = static_cast<int>(nb * ohw);
-    // dtmp (O, nb*OHW) gathered from dout (nb, O, OHW)
-    for (int n = 0; n < nb; ++n)
-      for (int o = 0; o < g.O; ++o) {
-        const T* s = dout + (static_cast<std::int64_t>(n0 + n) * g.O + o) * ohw;
-        std::memcpy(ws.tmp.data() + static_cast<std::int64_t>(o) * cols + n * ohw, s, sizeof(T) * ohw);
-      }
-    if (dbias)
-      for (int o = 0; o < g.O; ++o) {
-        const T* s = ws.tmp.data() + static_cast<std::int64_t>(o) * cols;
-        T acc = 0;
-        for (int p = 0; p < cols; ++p) acc += s[p];
-        dbias[o] += acc;
-      }
+    const T* dchunk = dout + n0 * ohw;  // (O, cols) with row stride P
     if (!cached) im2col(ws.col.data(), in, g, n0, nb, pool);
-    // dweight (O, K) += dtmp (O, cols) . col^T (cols, K)
-    gemm(false, true, g.O, K, cols, T(1), ws.tmp.data(), cols, ws.col.data(), cols, T(1), dweight, K, pool);
+    // dweight (O, K) += dout (O, cols) . col^T (cols, K)
+    gemm(false, true, g.O, K, cols, T(1), dchunk, P, ws.col.data(), cols, T(1), dweight, K, pool);
     if (din) {
-      // dcol (K, cols) = weight^T (K, O) . dtmp (O, cols), reusing the col buffer
-      gemm(true, false, K, cols, g.O, T(1), weight, K, ws.tmp.data(), cols, T(0), ws.col.data(), cols, pool);
+      // dcol (K, cols) = weight^T (K, O) . dout (O, cols), reusing the col buffer
+      gemm(true, false, K, cols, g.O, T(1), weight, K, dchunk, P, T(0), ws.col.data(), cols, pool);
       col2im(din, ws.col.data(), g, n0, nb, pool);
     }
   }

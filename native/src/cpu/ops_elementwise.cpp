@@ -69,3 +69,39 @@ TB_INSTANTIATE(double)
 #undef TB_INSTANTIATE
 
 }  // namespace tb
+
+namespace tb {
+
+void global_avgpool_cnhw_forward(float* out, const float* in, int N, int C, int HW) {
+  for (int c = 0; c < C; ++c)
+    for (int n = 0; n < N; ++n) {
+      const float* x = in + (static_cast<std::int64_t>(c) * N + n) * HW;
+      double s = 0;
+      for (int i = 0; i < HW; ++i) s += x[i];
+      out[static_cast<std::int64_t>(n) * C + c] = static_cast<float>(s / HW);
+    }
+}
+
+void global_avgpool_cnhw_backward(float* din, const float* dout, int N, int C, int HW) {
+  for (int c = 0; c < C; ++c)
+    for (int n = 0; n < N; ++n) {
+      float* d = din + (static_cast<std::int64_t>(c) * N + n) * HW;
+      std::fill(d, d + HW, dout[static_cast<std::int64_t>(n) * C + c] / HW);
+    }
+}
+
+void to_channel_major(float* out, const float* in, int N, int C, int HW) {
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c)
+      std::copy(in + (static_cast<std::int64_t>(n) * C + c) * HW, in + (static_cast<std::int64_t>(n) * C + c + 1) * HW,
+                out + (static_cast<std::int64_t>(c) * N + n) * HW);
+}
+
+void to_sample_major(float* out, const float* in, int N, int C, int HW) {
+  for (int c = 0; c < C; ++c)
+    for (int n = 0; n < N; ++n)
+      std::copy(in + (static_cast<std::int64_t>(c) * N + n) * HW, in + (static_cast<std::int64_t>(c) * N + n + 1) * HW,
+                out + (static_cast<std::int64_t>(n) * C + c) * HW);
+}
+
+}  // namespace tb

@@ -21,12 +21,11 @@ Json MemoryBreakdown::to_json() const {
   return j;
 }
 
-// Mirrors conv2d_forward's chunking (cpu/ops_conv.cpp): the col buffer never exceeds 2^23 values.
-static std::int64_t conv_workspace_floats(const ConvGeom& g, int batch) {
-  const std::int64_t ohw = static_cast<std::int64_t>(g.OH()) * g.OW();
-  const std::int64_t per_sample = static_cast<std::int64_t>(g.C) * g.KH * g.KW * ohw;
-  const std::int64_t chunk = std::max<std::int64_t>(1, std::min<std::int64_t>(batch, (std::int64_t(1) << 23) / std::max<std::int64_t>(1, per_sample)));
-  return chunk * per_sample + static_cast<std::int64_t>(g.O) * chunk * ohw;
+// Mirrors conv2d_forward (cpu/ops_conv.cpp): no workspace for 1x1 stride-1 convolutions (the input is the
+// im2col matrix), else one im2col chunk; the output is written in place.
+static std::int64_t conv_workspace_floats(const ConvGeom& g) {
+  if (conv_is_pointwise(g)) return 0;
+  return static_cast<std::int64_t>(conv_chunk_samples(g)) * g.C * g.KH * g.KW * g.OH() * g.OW();
 }
 
 MemoryBreakdown predict_memory(const Model& model, int batch, bool adamw, std::int64_t record_bytes, int slots) {
@@ -47,7 +46,7 @@ MemoryBreakdown predict_memory(const Model& model, int batch, bool adamw, std::i
     if (n.kind == NodeKind::Conv) {
       ConvGeom g = n.geom;
       g.N = batch;
-      m.workspace += conv_workspace_floats(g, batch) * f;
+      m.workspace += conv_workspace_floats(g) * f;
     }
   }
   m.batch_data = record_bytes * batch * slots + static_cast<std::int64_t>(batch) * model.input_dims().size() * f;
@@ -63,7 +62,7 @@ MemoryBreakdown measure_memory(const Model& model, std::int64_t optimizer_bytes,
   for (const Node& n : model.nodes()) {
     m.activations += static_cast<std::int64_t>(n.out.size() + n.mask.size() + n.save_mean.size() + n.save_invstd.size()) * f;
     m.activation_grads += static_cast<std::int64_t>(n.grad.size()) * f;
-    m.workspace += static_cast<std::int64_t>(n.ws.col.size() + n.ws.tmp.size()) * f;
+    m.workspace += static_cast<std::int64_t>(n.ws.col.size()) * f;
   }
   m.batch_data = loader_bytes + input_bytes;
   return m;

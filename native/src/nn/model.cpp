@@ -35,6 +35,17 @@ Model::Model(const ModelSpec& spec, std::uint64_t seed) : spec_(spec) {
   if (spec.family == "mlp") build_mlp();
   else if (spec.family == "cnn") build_cnn();
   else build_resnet();
+  for (Node& n : nodes_) {
+    switch (n.kind) {
+      case NodeKind::Input: n.channel_major = spec.family != "mlp"; break;
+      case NodeKind::Conv: n.channel_major = true; break;
+      case NodeKind::BatchNorm:
+      case NodeKind::Relu:
+      case NodeKind::Add:
+      case NodeKind::Dropout: n.channel_major = nodes_[n.inputs[0]].channel_major; break;
+      default: n.channel_major = false; break;
+    }
+  }
   params_.assign(params_.size(), 0.0f);
   grads_.assign(params_.size(), 0.0f);
   init_params(seed);
@@ -285,33 +296,45 @@ void Model::forward(const float* x, int B, bool train, Rng* rng, ThreadPool* poo
     const float* in = n.inputs.empty() ? nullptr : nodes_[n.inputs[0]].out.data();
     float* P = params_.data();
     switch (n.kind) {
-      case NodeKind::Input: std::copy(x, x + count, n.out.begin()); break;
+      case NodeKind::Input:
+        if (n.channel_major && n.dims.c > 1) to_channel_major(n.out.data(), x, B, n.dims.c, n.dims.h * n.dims.w);
+        else std::copy(x, x + count, n.out.begin());
+        break;
       case NodeKind::Conv:
         n.geom.N = B;
         conv2d_forward(n.out.data(), in, P + n.weight, n.bias >= 0 ? P + n.bias : nullptr, n.geom, n.ws, pool);
         break;
       case NodeKind::BatchNorm: {
-        const int C = n.dims.c, HW = n.dims.h * n.dims.w;
+        // Channel-major: each channel is one contiguous run of B*H*W values, i.e. one "sample".
+        const int C = n.dims.c, HW = n.channel_major ? B * n.dims.h * n.dims.w : n.dims.h * n.dims.w;
+        const int NB = n.channel_major ? 1 : B;
         float* rm = buffers_.data() + n.running_mean;
         float* rv = buffers_.data() + n.running_var;
         if (train) {
           n.save_mean.resize(C);
           n.save_invstd.resize(C);
           batchnorm_forward_train(n.out.data(), n.save_mean.data(), n.save_invstd.data(), in, P + n.weight, P + n.bias,
-                                  rm, rv, B, C, HW, 0.1f, 1e-5f, pool);
+                                  rm, rv, NB, C, HW, 0.1f, 1e-5f, pool);
         } else {
-          batchnorm_forward_eval(n.out.data(), in, P + n.weight, P + n.bias, rm, rv, B, C, HW, 1e-5f, pool);
+          batchnorm_forward_eval(n.out.data(), in, P + n.weight, P + n.bias, rm, rv, NB, C, HW, 1e-5f, pool);
         }
         break;
       }
       case NodeKind::Relu: relu_forward(n.out.data(), in, count); break;
       case NodeKind::Add: add_forward(n.out.data(), in, nodes_[n.inputs[1]].out.data(), count); break;
       case NodeKind::GlobalAvgPool: {
-        const Dims d = nodes_[n.inputs[0]].dims;
-        global_avgpool_forward(n.out.data(), in, B, d.c, d.h * d.w);
+        const Node& src = nodes_[n.inputs[0]];
+        if (src.channel_major) global_avgpool_cnhw_forward(n.out.data(), in, B, src.dims.c, src.dims.h * src.dims.w);
+        else global_avgpool_forward(n.out.data(), in, B, src.dims.c, src.dims.h * src.dims.w);
         break;
       }
-      case NodeKind::Flatten: std::copy(in, in + count, n.out.begin()); break;
+      case NodeKind::Flatten: {
+        const Node& src = nodes_[n.inputs[0]];
+        // PyTorch's flatten order (C, H, W) per sample, so the dense layer's weights mean the same there.
+        if (src.channel_major && src.dims.c > 1) to_sample_major(n.out.data(), in, B, src.dims.c, src.dims.h * src.dims.w);
+        else std::copy(in, in + count, n.out.begin());
+        break;
+      }
       case NodeKind::Linear:
         linear_forward(n.out.data(), in, P + n.weight, n.bias >= 0 ? P + n.bias : nullptr, B,
                        static_cast<int>(nodes_[n.inputs[0]].dims.size()), n.dims.c, pool);
@@ -329,7 +352,7 @@ float* Model::output_grad(const Head& h) {
 
 void Model::free_batch_buffers() {
   for (Node& n : nodes_) {
-    for (std::vector<float>* v : {&n.out, &n.grad, &n.mask, &n.save_mean, &n.save_invstd, &n.ws.col, &n.ws.tmp})
+    for (std::vector<float>* v : {&n.out, &n.grad, &n.mask, &n.save_mean, &n.save_invstd, &n.ws.col})
       std::vector<float>().swap(*v);
     n.ws.col_holds_batch = false;
   }
@@ -393,8 +416,9 @@ void Model::backward(ThreadPool* pool) {
       }
       case NodeKind::BatchNorm:
         to_input(0, in_count, [&](float* din) {
+          const int hw = n.dims.h * n.dims.w;
           batchnorm_backward(din, G + n.weight, G + n.bias, dout, src.out.data(), P + n.weight, n.save_mean.data(),
-                             n.save_invstd.data(), B, n.dims.c, n.dims.h * n.dims.w, pool);
+                             n.save_invstd.data(), n.channel_major ? 1 : B, n.dims.c, n.channel_major ? B * hw : hw, pool);
         });
         break;
       case NodeKind::Relu:
@@ -406,11 +430,15 @@ void Model::backward(ThreadPool* pool) {
         break;
       case NodeKind::GlobalAvgPool:
         to_input(0, in_count, [&](float* din) {
-          global_avgpool_backward(din, dout, B, src.dims.c, src.dims.h * src.dims.w);
+          if (src.channel_major) global_avgpool_cnhw_backward(din, dout, B, src.dims.c, src.dims.h * src.dims.w);
+          else global_avgpool_backward(din, dout, B, src.dims.c, src.dims.h * src.dims.w);
         });
         break;
       case NodeKind::Flatten:
-        to_input(0, in_count, [&](float* din) { std::copy(dout, dout + count, din); });
+        to_input(0, in_count, [&](float* din) {
+          if (src.channel_major && src.dims.c > 1) to_channel_major(din, dout, B, src.dims.c, src.dims.h * src.dims.w);
+          else std::copy(dout, dout + count, din);
+        });
         break;
       case NodeKind::Linear: {
         const int I = static_cast<int>(src.dims.size());

@@ -34,6 +34,9 @@ struct Node {
   std::int64_t running_mean = -1, running_var = -1;  // offsets into buffers
   ConvGeom geom{};
   double p = 0;  // dropout probability
+  // Activations in channel-major (C, N, H, W) layout (convolution models' spatial nodes, see cpu/ops_conv.cpp);
+  // otherwise sample-major (N, C, H, W), as the data and the dense layers have them.
+  bool channel_major = false;
   // Run-time state, sized for the current batch.
   std::vector<float> out, grad, mask, save_mean, save_invstd;
   ConvWorkspace<float> ws;
