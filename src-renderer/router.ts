@@ -7,6 +7,7 @@ import BenchmarksView from './views/BenchmarksView.vue';
 import DashboardView from './views/DashboardView.vue';
 import DatasetsView from './views/DatasetsView.vue';
 import RunsView from './views/RunsView.vue';
+import ReportsView from './views/ReportsView.vue';
 
 const views: Record<string, RouteRecordRaw['component']> = {
   dashboard: DashboardView,
@@ -14,6 +15,7 @@ const views: Record<string, RouteRecordRaw['component']> = {
   benchmarks: BenchmarksView,
   'batch-size': BatchSizeView,
   runs: RunsView,
+  reports: ReportsView,
 };
 
 const routes: RouteRecordRaw[] = areas.map((area) =>
