@@ -173,8 +173,14 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
   const optimiseId = flags.resume ?? `optimise-${newRunId()}`;
   const request = flags.resume ? null : await buildRequest(flags, optimiseId);
   const services = await createServices({ workspaceDir: flags.workspace });
-  const say = (line: string) => {
-    if (flags.progress) process.stderr.write(`${line}\n`);
+  // On a terminal the bar redraws in place and only finished trials stay on screen; on a pipe every line is kept.
+  const tty = process.stderr.isTTY === true;
+  let drawn = false;
+  const say = (line: string, transient = false) => {
+    if (!flags.progress) return;
+    if (tty && drawn) process.stderr.write('\r\x1b[2K');
+    process.stderr.write(tty && transient ? line : `${line}\n`);
+    drawn = tty && transient;
   };
   const onSigint = () => {
     process.stderr.write('\ncancelling the optimisation...\n');
@@ -188,13 +194,14 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
       allowPathsOutsideWorkspace: true,
       onProgress: (p: OptimiseProgress) => {
         const line = progressLine(p);
-        if (line !== last) say(line);
+        if (line !== last) say(line, p.finishedTrial === null && p.repetitions > 0);
         last = line;
       },
     };
     const result = request ? await services.optimise.start(request, options) : await services.optimise.resume(optimiseId, options);
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatOptimise(result)) + '\n');
   } finally {
+    if (drawn) process.stderr.write('\n');
     process.off('SIGINT', onSigint);
     await services.dispose();
   }

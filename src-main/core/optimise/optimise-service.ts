@@ -476,7 +476,8 @@ class Session {
     const s = this.state;
     const k = s.request.repeat;
     let eta: number | null = null;
-    if (this.repSeconds.length && this.ctx) {
+    // Before the diagnosis the trials left are the budget: an upper bound that tightens once the knobs are known.
+    if (this.repSeconds.length) {
       const perRep = this.repSeconds.reduce((a, b) => a + b, 0) / this.repSeconds.length;
       const inPhase = phase === 'baseline' ? k - repetition : phase === 'trial' || phase === 'final' ? 2 * (k - repetition) : 0;
       const left = trialsLeft(s, this.ctx) - (phase === 'trial' && !finishedTrial ? 1 : 0);
