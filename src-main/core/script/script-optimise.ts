@@ -167,7 +167,7 @@ class ScriptWizard {
     const error = trialError(record, trialOptions);
     if (error) throw error;
     const ranks = record.connections.map((c) => summarizeRank(c, r.warmupSteps, r.steps)).filter((x): x is RankSummary => x !== null);
-    if (ranks.length === 0) throw new ApiError('E_BAD_INPUT', `launch ${n} measured no step after the ${r.warmupSteps} warm-up step(s): the script ended too early`);
+    if (ranks.length === 0) throw new ApiError('E_SCRIPT', `launch ${n} measured no step after the ${r.warmupSteps} warm-up step(s): the script ended too early`);
     const combined = combineRanks(ranks);
     const loaderMessage = record.connections.flatMap((c) => c.messages).find((m) => m.type === 'loader');
     this.run.appendEvent({ type: 'optimise.launch', launch: n, overrides, samplesPerSec: combined.samplesPerSec, stepMs: combined.steadyStateMeanMs });
