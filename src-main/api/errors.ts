@@ -21,6 +21,8 @@ export const ErrorCodeSchema = z.enum([
   'E_UNKNOWN_METHOD',
   /** The transport is not connected. */
   'E_DISCONNECTED',
+  /** A user's own training command (a script target) failed: it exited non-zero, was killed, or trained nothing. */
+  'E_SCRIPT',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
 

@@ -247,7 +247,7 @@ export const ScriptOptimiseRequestSchema = z
     overrides: ScriptOverridesSchema.default({}),
     preset: OptimisePresetSchema.default('balanced'),
     /** Launches of the baseline, and of each side of every trial (A/B/A/B interleaved). */
-    repeat: z.number().int().min(2).max(50).default(3),
+    repeat: z.number().int().min(2).max(50).default(5),
     steps: z.number().int().min(1).max(100_000).default(30),
     warmupSteps: z.number().int().min(0).max(10_000).default(5),
     maxTrials: z.number().int().min(0).max(100).default(8),

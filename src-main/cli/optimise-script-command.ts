@@ -84,7 +84,7 @@ export function optimiseScriptCommand(): Command {
     .description('the optimisation wizard on your own training command: DataLoader and torch overrides one at a time, each kept only when it beats the noise (A/B/A/B)')
     .argument('<command...>', "the training command, after '--'")
     .option('--preset <name>', 'max-speed (numerics changes too), balanced or reproducible', presetArg, 'balanced')
-    .option('--repeat <n>', 'launches of the baseline and of each side of a trial', intArg('--repeat', 2), 3)
+    .option('--repeat <n>', 'launches of the baseline and of each side of a trial', intArg('--repeat', 2), 5)
     .option('--steps <n>', 'measured steps per launch', intArg('--steps', 1), 30)
     .option('--warmup-steps <n>', 'steps before the clock starts, per launch', intArg('--warmup-steps', 0), 5)
     .option('--max-trials <n>', 'most changes tried', intArg('--max-trials', 0), 8)

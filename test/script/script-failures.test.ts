@@ -31,7 +31,8 @@ describe('scripts that misbehave', () => {
   it('a crash is a failed run naming the exit code, the steps done and the traceback', async () => {
     const { code, stderr, mark } = await run([], [PYTHON, TINY, 'crash']);
     expect(code).toBe(1);
-    expect(stderr).toContain('the script exited with code 1 after 3 optimizer step(s)');
+    expect(stderr).toContain('E_SCRIPT: the script exited with code 1 after 3 optimizer step(s)');
+    expect(stderr).not.toContain('--help'); // a crash is not a usage error
     expect(stderr).toContain('ValueError: the model exploded at step 3');
     const last = runs().at(-1)!;
     expect(last.status).toBe('failed');

@@ -56,7 +56,7 @@ export async function searchScriptBatch(workspace: Workspace, request: ScriptBat
         const error = trialError(record, trialOptions);
         if (error) throw error;
         const ranks = record.connections.map((c) => summarizeRank(c, request.warmupSteps, request.stepsPerTrial)).filter((r): r is RankSummary => r !== null);
-        if (ranks.length === 0) throw new ApiError('E_BAD_INPUT', `the trial at batch ${b} measured no step after the ${request.warmupSteps} warm-up step(s): the script ended too early`);
+        if (ranks.length === 0) throw new ApiError('E_SCRIPT', `the trial at batch ${b} measured no step after the ${request.warmupSteps} warm-up step(s): the script ended too early`);
         const got = ranks[0].rank.batchSize;
         if (got !== null && got !== b) {
           throw new ApiError('E_BAD_INPUT', `the trial asked for batch ${b} but the batches had ${got} samples: the script's loader does not take dataloader.batch_size as its batch`);

@@ -167,7 +167,7 @@ class ScriptWizard {
     const error = trialError(record, trialOptions);
     if (error) throw error;
     const ranks = record.connections.map((c) => summarizeRank(c, r.warmupSteps, r.steps)).filter((x): x is RankSummary => x !== null);
-    if (ranks.length === 0) throw new ApiError('E_BAD_INPUT', `launch ${n} measured no step after the ${r.warmupSteps} warm-up step(s): the script ended too early`);
+    if (ranks.length === 0) throw new ApiError('E_SCRIPT', `launch ${n} measured no step after the ${r.warmupSteps} warm-up step(s): the script ended too early`);
     const combined = combineRanks(ranks);
     const loaderMessage = record.connections.flatMap((c) => c.messages).find((m) => m.type === 'loader');
     this.run.appendEvent({ type: 'optimise.launch', launch: n, overrides, samplesPerSec: combined.samplesPerSec, stepMs: combined.steadyStateMeanMs });
@@ -204,7 +204,6 @@ class ScriptWizard {
         lossTolerance: 1,
         recipeChange: change.kind === 'recipe',
         allowRecipeChanges: this.request.allowRecipeChanges,
-        seed: index,
       });
       return { index, change, decision: verdict.decision, why: verdict.why, speedup: verdict.speedup, bestSamplesPerSec: m.a, candidateSamplesPerSec: m.b, lossDelta: null, kept: verdict.kept, seconds: (Date.now() - t0) / 1000, error: null };
     } catch (err) {
@@ -235,7 +234,7 @@ class ScriptWizard {
       return { overrides: best, changes: [], speedup: { low: 1, median: 1, high: 1 }, samplesPerSec: s, verdict: `No change beat the noise (±${(100 * floor).toFixed(1)}%): keep the script as it runs, ${s.median.toFixed(0)} samples/s.`, proposals };
     }
     const m = await this.interleaved(baseline, best, 'final', null, 'final overrides vs baseline');
-    const speedup = pairedSpeedup(m.a, m.b);
+    const { coverage: _coverage, ...speedup } = pairedSpeedup(m.a, m.b);
     const x = (v: number) => `${v.toFixed(3)}x`;
     const ci = `${x(speedup.median)} (95% CI ${x(speedup.low)}–${x(speedup.high)})`;
     const verdict =

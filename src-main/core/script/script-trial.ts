@@ -105,11 +105,11 @@ export function trialError(r: TrialRecord, o: Pick<TrialOptions, 'target' | 'ove
   const stoppedByProbe = r.connections.length > 0 && r.connections.every((c) => c.messages.some((m) => m.type === 'done' && m.reason === 'steps'));
   if (!stoppedByProbe && out.exitCode !== 0) {
     const how = out.signal ? `was killed by ${out.signal}` : `exited with code ${out.exitCode}`;
-    return new ApiError('E_BAD_INPUT', `the script ${how} after ${lastSteps(r)} optimizer step(s)${tail(r)}`);
+    return new ApiError('E_SCRIPT', `the script ${how} after ${lastSteps(r)} optimizer step(s)${tail(r)}`);
   }
   if (lastSteps(r) === 0) {
     return new ApiError(
-      'E_BAD_INPUT',
+      'E_SCRIPT',
       `the command ran no optimizer step that Trainbench's probe saw (command: ${command(o.target)}): it must run a PyTorch training loop in Python 3.9+ with torch; 'python -S' or '-I' skip the probe${tail(r)}`,
     );
   }
