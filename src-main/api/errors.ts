@@ -23,6 +23,8 @@ export const ErrorCodeSchema = z.enum([
   'E_DISCONNECTED',
   /** A user's own training command (a script target) failed: it exited non-zero, was killed, or trained nothing. */
   'E_SCRIPT',
+  /** The shell does not allow this request (serve mode starts the user's commands only with --allow-scripts). */
+  'E_FORBIDDEN',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
 

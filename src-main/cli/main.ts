@@ -99,6 +99,7 @@ export function buildProgram(): Command {
     .option('--port <n>', 'port to listen on (0 picks a free one)', parsePort, DEFAULT_PORT)
     .option('--host <address>', 'address to bind', '127.0.0.1')
     .option('--workspace <dir>', 'workspace folder', defaultWorkspaceDir())
+    .option('--allow-scripts', 'let the workbench start your own training commands (script targets): code execution for whoever holds the token')
     .action(serveCommand);
 
   program

@@ -1,3 +1,5 @@
+import path from 'node:path';
+
 import { Command, InvalidArgumentError } from 'commander';
 
 import { ApiError } from '../api/errors';
@@ -9,6 +11,7 @@ import { RECIPES } from '../api/recipes';
 import { newRunId } from '../core/run-store';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
+import { DEFAULT_PORT } from '../server/serve';
 import { choiceArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
 
 function intArg(flag: string, min: number) {
@@ -50,6 +53,7 @@ interface OptimiseFlags {
   lossTolerance?: number;
   batchSearch: boolean;
   resume?: string;
+  report?: boolean;
   json?: boolean;
   progress: boolean;
   workspace: string;
@@ -200,6 +204,19 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
     };
     const result = request ? await services.optimise.start(request, options) : await services.optimise.resume(optimiseId, options);
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatOptimise(result)) + '\n');
+    if (flags.report) {
+      // The wizard's run first (its attempts are the report), then the batch search it ran, so both are written up.
+      const runIds = [result.runId, ...(result.batchSearch?.runId ? [result.batchSearch.runId] : [])];
+      const report = await services.reports.generate({ runIds });
+      const file = path.join(services.workspace.root, report.summary.path);
+      // On stderr, so --json output stays one document.
+      const lines = [
+        `report     ${file} (ADR ${report.summary.number}, ${report.figures.length} figures beside it)`,
+        ...report.notes.map((note) => `           note: ${note}`),
+        `           open it in the workbench: trainbench serve (then http://127.0.0.1:${DEFAULT_PORT}, area Reports), or the desktop app`,
+      ];
+      process.stderr.write(lines.join('\n') + '\n');
+    }
   } finally {
     if (drawn) process.stderr.write('\n');
     process.off('SIGINT', onSigint);
@@ -232,6 +249,7 @@ export function optimiseCommand(): Command {
     .option('--no-batch-search', 'skip the batch-size search (CUDA, or a CPU memory limit): the batch-size candidate is then twice the batch')
     .option('--loss-tolerance <r>', 'largest relative change of the mean loss a kept change may make', ratioArg('--loss-tolerance'))
     .option('--resume <id>', 'continue a cancelled or interrupted optimisation from its saved state (the other target flags are ignored)')
+    .option('--report', 'write the result up as an ADR report (markdown + SVG charts) in the workspace\'s reports/')
     .option('--json', 'print the result as JSON')
     .option('--no-progress', 'no progress lines on stderr')
     .option('--workspace <dir>', 'workspace folder (the wizard is saved there as a run and a state file)', defaultWorkspaceDir())

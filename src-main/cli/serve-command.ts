@@ -9,11 +9,12 @@ export interface ServeFlags {
   port: number;
   host: string;
   workspace: string;
+  allowScripts?: boolean;
 }
 
 /** `trainbench serve`: the workbench in a browser, for rigs without a screen. */
 export async function serveCommand(opts: ServeFlags): Promise<void> {
-  const services = await createServices({ workspaceDir: opts.workspace });
+  const services = await createServices({ workspaceDir: opts.workspace, allowScripts: opts.allowScripts === true });
   await services.engine.start();
   const server = await startServer({
     services,
@@ -29,6 +30,7 @@ export async function serveCommand(opts: ServeFlags): Promise<void> {
   process.stdout.write(`Trainbench is serving the workbench at\n  ${first}\n`);
   if (others.length) process.stdout.write(`and from other machines at\n${others.map((u) => `  ${u}\n`).join('')}`);
   process.stdout.write(`workspace: ${services.workspace.root}\n`);
+  if (opts.allowScripts) process.stdout.write('scripts: allowed (--allow-scripts): whoever holds the token can run commands as you\n');
   if (!isLoopbackHost(opts.host.toLowerCase())) {
     process.stdout.write(`warning: listening on ${opts.host}, not loopback; anyone who can reach it and has the token can use it\n`);
   }

@@ -1,3 +1,4 @@
+import { ApiError } from '../api/errors';
 import { EngineClient } from '../engine/engine-client';
 import type { SupervisorOptions } from '../engine/supervisor';
 import type { ApiRouter } from './api-router';
@@ -24,6 +25,12 @@ export interface ServicesOptions {
   engine?: SupervisorOptions;
   /** The desktop shell's folder dialog, for reports.exportToChosenFolder; absent in serve mode and the CLI. */
   chooseFolder?: ChooseFolder;
+  /**
+   * Whether requests through the router may start the user's own commands
+   * (script.*): code execution, so the desktop app allows it and serve mode only
+   * when started with --allow-scripts. The CLI calls the services directly.
+   */
+  allowScripts?: boolean;
 }
 
 /** Everything the shells (Electron, serve, CLI) share: one engine, one workspace, one router. */
@@ -78,9 +85,9 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'datasets.benchmark': (request) => datasets.benchmark(request),
     'benchmark.training': (request) => benchmarks.run(request),
     'benchmark.cancel': ({ jobId }) => benchmarks.cancel(jobId),
-    'script.benchmark': (request) => scripts.run(request),
+    'script.benchmark': (request) => (refuseScripts(options), scripts.run(request)),
     'script.cancel': ({ jobId }) => Promise.resolve(scripts.cancel(jobId)),
-    'script.optimise': (request) => optimiseScript(workspace, events, request),
+    'script.optimise': (request) => (refuseScripts(options), optimiseScript(workspace, events, request)),
     'optimise.start': (request) => optimise.start(request),
     'optimise.cancel': ({ optimiseId }) => optimise.cancel(optimiseId),
     'optimise.resume': ({ optimiseId }) => optimise.resume(optimiseId),
@@ -121,4 +128,14 @@ export async function createServices(options: ServicesOptions): Promise<Services
       await engine.stop();
     },
   };
+}
+
+/** Throws unless this shell lets requests start the user's commands (see ServicesOptions.allowScripts). */
+function refuseScripts(options: ServicesOptions): void {
+  if (options.allowScripts !== true) {
+    throw new ApiError(
+      'E_FORBIDDEN',
+      'this workbench does not start commands from requests: script targets run in the desktop app, from the CLI (trainbench benchmark-script -- ...), or in serve mode started with --allow-scripts',
+    );
+  }
 }

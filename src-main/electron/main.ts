@@ -74,7 +74,7 @@ async function start(): Promise<void> {
   session.defaultSession.setPermissionRequestHandler((_wc, _permission, callback) => callback(false));
 
   const workspaceDir = workspaceFromArgs(process.argv) ?? defaultWorkspaceDir();
-  const services = await createServices({ workspaceDir, engine: { launcher: utilityHostLauncher }, chooseFolder: chooseExportFolder });
+  const services = await createServices({ workspaceDir, engine: { launcher: utilityHostLauncher }, chooseFolder: chooseExportFolder, allowScripts: true });
   registerIpc(services);
   void services.engine.start().catch(() => undefined); // failures are shown through engine.status
 

@@ -1,0 +1,53 @@
+import { afterEach, describe, expect, it } from 'vitest';
+
+import { ApiError } from '../../src-main/api/errors';
+import { createServices, type Services } from '../../src-main/core/services';
+import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+
+// Script targets run the user's own command: through the router (the desktop
+// window, serve mode) only where the shell allows it, never by default.
+describe('script requests through the router', () => {
+  const open: { services: Services; cleanup(): void }[] = [];
+  afterEach(async () => {
+    for (const o of open.splice(0)) {
+      await o.services.dispose();
+      o.cleanup();
+    }
+  });
+
+  async function services(allowScripts?: boolean): Promise<Services> {
+    requireBuilt();
+    const ws = tempDir();
+    const s = await createServices({ workspaceDir: ws.dir, engine: { entry: HOST_ENTRY }, allowScripts });
+    open.push({ services: s, cleanup: ws.cleanup });
+    return s;
+  }
+
+  const request = (cwd: string) => ({ target: { kind: 'script', command: ['/bin/sh', '-c', 'touch ran-a-command'], cwd }, steps: 1, repeat: 2 });
+
+  it('are refused by default (serve mode without --allow-scripts), naming how to allow them, and start nothing', async () => {
+    const s = await services();
+    const cwd = tempDir();
+    for (const method of ['script.benchmark', 'script.optimise']) {
+      const err = await s.router.dispatch(method, request(cwd.dir)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).code).toBe('E_FORBIDDEN');
+      expect((err as ApiError).message).toContain('--allow-scripts');
+    }
+    const { existsSync } = await import('node:fs');
+    expect(existsSync(`${cwd.dir}/ran-a-command`)).toBe(false);
+    cwd.cleanup();
+  });
+
+  it('run where the shell allows them (the desktop app, serve --allow-scripts)', async () => {
+    const s = await services(true);
+    const cwd = tempDir();
+    // The command trains nothing, so the benchmark fails as a script error, after running it.
+    const err = await s.router.dispatch('script.benchmark', request(cwd.dir)).catch((e: unknown) => e);
+    expect((err as ApiError).code).toBe('E_SCRIPT');
+    const { existsSync } = await import('node:fs');
+    expect(existsSync(`${cwd.dir}/ran-a-command`)).toBe(true);
+    cwd.cleanup();
+  });
+});
