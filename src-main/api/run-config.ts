@@ -37,9 +37,7 @@ export interface ConfigDifference {
 /** The settings whose values are not the same in every run, in the order they first appear. */
 export function configDifferences(configs: readonly unknown[]): ConfigDifference[] {
   const maps = configs.map((c) => new Map(flattenConfig(c)));
-  const keys: string[] = [];
-  const seen = new Set<string>();
-  for (const m of maps) for (const k of m.keys()) if (!seen.has(k)) (seen.add(k), keys.push(k));
+  const keys = [...new Set(maps.flatMap((m) => [...m.keys()]))];
   return keys
     .map((key) => ({ key, values: maps.map((m) => m.get(key) ?? null) }))
     .filter((d) => new Set(d.values).size > 1);
