@@ -87,7 +87,7 @@ export function compareCurvesOption(runs: readonly CompareRun[], metric: Compare
       legend: head.legend,
       tooltip: tooltip(''),
       grid: { left: 52, right: 16, top: head.gridTop + 8, bottom: 40 },
-      xAxis: valueAxis({ name: COMPARE_AXIS_NAMES[axis], nameLocation: 'middle', nameGap: 24, min: 'dataMin' }),
+      xAxis: valueAxis({ name: COMPARE_AXIS_NAMES[axis], nameLocation: 'middle', nameGap: 24, min: 0 }),
       yAxis: valueAxis(metric === 'accuracy' ? { min: 0, max: 1 } : { scale: true }),
       series,
     },

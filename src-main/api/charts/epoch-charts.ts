@@ -35,6 +35,6 @@ export function epochCurvesOption(epochs: readonly EpochPoint[], metric: 'loss' 
       yAxis: valueAxis(metric === 'accuracy' ? { min: 0, max: 1 } : { scale: true }),
       series,
     },
-    label: `${title} over ${epochs.length} epochs: last train ${lastOf('train')}, test ${lastOf('test')}`,
+    label: `${title} over ${epochs.length} epoch${epochs.length === 1 ? '' : 's'}: last train ${lastOf('train')}, test ${lastOf('test')}`,
   };
 }

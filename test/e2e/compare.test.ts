@@ -1,0 +1,96 @@
+// Issue 11, section 1: Compare overlays the curves of runs picked in the Runs area (by step, time
+// or samples, with smoothing) beside a table of the settings that differ; a run's page shows its
+// whole config, its recorded telemetry, and a loader benchmark shows its table and chart.
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+import { describe, expect, it } from 'vitest';
+
+import { serveInChromium, SHOTS } from '../helpers/e2e';
+import { CLI } from '../helpers/repo';
+
+const run = promisify(execFile);
+const fx = serveInChromium({
+  timeoutMs: 180_000,
+  async prepare(workspace) {
+    const train = (...args: string[]) => run(process.execPath, [CLI, 'train', '--model', 'mlp', '--json', '--workspace', workspace, ...args]);
+    await train('--max-steps', '40', '--lr', '0.002');
+    await train('--max-steps', '60', '--lr', '0.0005', '--batch-size', '128');
+    await run(process.execPath, [CLI, 'benchmark-dataloader', '--dataset', 'fashion-mnist-train', '--workers', '0,1', '--seconds', '0.3', '--no-uncached', '--json', '--workspace', workspace]);
+  },
+});
+
+
+describe('Compare and run pages', () => {
+  it('overlays two runs by step, samples and time, with smoothing, and names the settings that differ', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1400 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('runs-table').waitFor();
+    const trainRows = page.locator('tr[data-testid^="run-2"]', { hasText: 'mlp on' });
+    expect(await trainRows.count()).toBe(2);
+    expect(await page.getByTestId('compare-start').isDisabled()).toBe(true);
+    for (const row of await trainRows.all()) await row.locator('input[type="checkbox"]').check();
+    await page.getByTestId('compare-start').click();
+    await page.getByTestId('compare').waitFor();
+
+    const diff = page.getByTestId('compare-differences');
+    const text = await diff.innerText();
+    expect(text).toMatch(/options\.batchSize\s+128\s+64/);
+    expect(text).toMatch(/options\.maxSteps\s+60\s+40/);
+    expect(text).toMatch(/options\.optimizer\.lr\s+0\.0005\s+0\.002/);
+    expect(text).not.toMatch(/options\.seed/); // the same in both: not a difference
+
+    const loss = page.getByTestId('compare-loss-chart');
+    expect(await loss.getAttribute('aria-label')).toMatch(/^Training loss by step, smoothed 0.6; last values: mlp · \w{6} [\d.]+, mlp · \w{6} [\d.]+$/);
+    await page.getByTestId('compare-axis').selectOption('samples');
+    expect(await loss.getAttribute('aria-label')).toMatch(/^Training loss by samples seen/);
+    await page.getByTestId('compare-axis').selectOption('time');
+    expect(await loss.getAttribute('aria-label')).toMatch(/^Training loss by time \(s\)/);
+    expect(await page.getByTestId('compare-missing').count()).toBe(0); // both runs' events carry their time
+    await page.getByTestId('compare-smoothing').fill('0');
+    expect(await loss.getAttribute('aria-label')).toMatch(/^Training loss by time \(s\); last values/);
+    await page.screenshot({ path: path.join(SHOTS, 'compare.png'), fullPage: true });
+    await page.getByTestId('compare-close').click();
+    expect(await page.getByTestId('compare').count()).toBe(0);
+    expect(errors).toEqual([]);
+  });
+
+  it('shows a training run with its whole config, train and test per epoch, and its telemetry', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1600 } });
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('runs-table').waitFor();
+    await page.locator('tr[data-testid^="run-2"]', { hasText: 'mlp on' }).first().click();
+    const config = page.getByTestId('run-config');
+    await config.waitFor();
+    const configText = await config.innerText();
+    expect(configText).toMatch(/spec\.family\s+mlp/);
+    expect(configText).toMatch(/options\.optimizer\.kind\s+adamw/);
+    expect(configText).toMatch(/data\.kind\s+fashion-mnist/);
+    // One evaluated epoch: train and test side by side.
+    expect(await page.getByTestId('run-epoch-loss-chart').getAttribute('aria-label')).toMatch(/^Loss per epoch, train and test over 1 epoch: last train [\d.]+, test [\d.]+$/);
+    expect(await page.getByTestId('run-phase-chart').getAttribute('aria-label')).toMatch(/^Time per step by phase, [\d.]+ ms in all$/);
+    // On this CPU-only machine: the host CPU chart, and a plain line saying why there are no GPU charts.
+    expect(await page.getByTestId('run-telemetry-host-cpu').getAttribute('aria-label')).toMatch(/^Host CPU load over the run, all cores: mean [\d.]+ %$/);
+    expect(await page.getByTestId('run-telemetry-missing').innerText()).toMatch(/No GPU was sampled during this run/);
+    await page.screenshot({ path: path.join(SHOTS, 'run-detail.png'), fullPage: true });
+  });
+
+  it('shows a loader benchmark with its table and chart, and its best rate in the list', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1200 } });
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('runs-table').waitFor();
+    const row = page.locator('tr[data-testid^="run-2"]', { hasText: 'loader benchmark of' });
+    const cells = await row.locator('td').allInnerTexts();
+    expect(cells[5]).toMatch(/^[\d,]+$/); // samples/s: the best cached setting, not a dash
+    await row.click();
+    const result = page.getByTestId('run-loader-result');
+    await result.waitFor();
+    const rows = await result.locator('tbody tr').allInnerTexts();
+    expect(rows.map((r) => r.split('\t').slice(0, 2))).toEqual([['cached', '0'], ['cached', '1']]);
+    expect(await page.getByTestId('run-loader-chart').getAttribute('aria-label')).toMatch(/^Loader throughput chart\. cached: 0 workers [\d,]+ samples\/s, 1 workers [\d,]+ samples\/s$/);
+    expect(await page.getByTestId('run-result-problem').count()).toBe(0);
+  });
+});
