@@ -1,3 +1,4 @@
+import type { ModelEntry } from '@api/model-files';
 import type { RunDetail, RunSummary } from '@api/training';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
@@ -15,6 +16,8 @@ export const useRunsStore = defineStore('runs', () => {
   const picked = ref<string[]>([]);
   /** The picked runs' details, once compare() has loaded them. */
   const compared = shallowRef<RunDetail[]>([]);
+  /** Models the New run form offers: built-ins and the workspace's spec files. */
+  const models = shallowRef<ModelEntry[]>([]);
   const { loading, error, run: refresh } = useLoader(async () => {
     list.value = await useApiClient().call('runs.list', {});
   });
@@ -25,6 +28,15 @@ export const useRunsStore = defineStore('runs', () => {
       selected.value = await useApiClient().call('runs.get', { id });
     } catch (err) {
       error.value = errorText(err);
+    }
+  }
+
+  /** The models list; a failure leaves the built-ins the form always offers, and says why. */
+  async function loadModels(): Promise<void> {
+    try {
+      models.value = await useApiClient().call('models.list', {});
+    } catch (err) {
+      error.value = `cannot list the workspace's model spec files: ${errorText(err)}`;
     }
   }
 
@@ -51,5 +63,5 @@ export const useRunsStore = defineStore('runs', () => {
     compared.value = [];
   }
 
-  return { list, selected, picked, compared, loading, error, refresh, open, togglePick, compare, closeCompare };
+  return { list, selected, picked, compared, models, loading, error, refresh, open, loadModels, togglePick, compare, closeCompare };
 });

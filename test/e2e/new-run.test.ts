@@ -1,5 +1,6 @@
 // Issue 11, section 1: the Runs area starts a training run from the New run form, shows it live
 // (step counter, a growing loss curve, phases) and cancels it; invalid values are named inline.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { Page } from 'playwright-core';
@@ -7,7 +8,15 @@ import { describe, expect, it } from 'vitest';
 
 import { serveInChromium, SHOTS } from '../helpers/e2e';
 
-const fx = serveInChromium({ timeoutMs: 120_000 });
+const fx = serveInChromium({
+  timeoutMs: 120_000,
+  prepare(workspace) {
+    // Spec files the form offers beside the built-ins: one to train, one with a field wrong.
+    mkdirSync(path.join(workspace, 'models'), { recursive: true });
+    writeFileSync(path.join(workspace, 'models', 'narrow-mlp.json'), JSON.stringify({ family: 'mlp', input: [1, 28, 28], outputs: 10, hidden: [32] }));
+    writeFileSync(path.join(workspace, 'models', 'bad-cnn.json'), JSON.stringify({ family: 'cnn', input: [1, 28, 28], outputs: 10, kernel: 4 }));
+  },
+});
 
 /** Everything the page sends over serve mode's WebSocket, to see what was (not) asked for. */
 function sentFrames(page: Page): string[] {
@@ -95,4 +104,20 @@ describe('New run in the Runs area', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it('trains a spec file of the workspace, with the recipe of its family, and names the file and field of a broken one', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1100 } });
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('new-run').waitFor();
+    expect(await page.getByTestId('newrun-spec-problems').innerText()).toMatch(/^model spec models\/bad-cnn.json is invalid: spec.kernel: kernel must be odd$/);
+    expect(await page.locator('[data-testid="newrun-model"] option[value="models/bad-cnn.json"]').isDisabled()).toBe(true);
+    await page.getByTestId('newrun-model').selectOption('models/narrow-mlp.json');
+    await expect.poll(() => page.getByTestId('newrun-lr').inputValue()).toBe('0.002'); // the mlp recipe
+    await page.getByTestId('newrun-maxSteps').fill('20');
+    await page.getByTestId('newrun-start').click();
+    const detail = page.getByTestId('run-detail');
+    await detail.getByText('completed').waitFor({ timeout: 60_000 });
+    expect(await detail.getByTestId('run-config').innerText()).toMatch(/spec\.hidden\s+\[32\]/);
+    await page.close();
+  }, 90_000);
 });
