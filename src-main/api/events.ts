@@ -4,7 +4,7 @@ import { BatchTrialEventSchema } from './batch-size';
 import { BenchmarkProgressSchema } from './benchmark';
 import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
-import { TrainProgressEventSchema } from './training';
+import { TrainPreparingEventSchema, TrainProgressEventSchema } from './training';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
 export type EngineState = z.infer<typeof EngineStateSchema>;
@@ -30,6 +30,7 @@ export const apiEvents = {
   'telemetry.sample': TelemetrySampleSchema,
   'telemetry.gpu': GpuStateSchema,
   'benchmark.progress': BenchmarkProgressSchema,
+  'train.preparing': TrainPreparingEventSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

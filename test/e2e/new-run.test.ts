@@ -120,4 +120,24 @@ describe('New run in the Runs area', () => {
     expect(await detail.getByTestId('run-config').innerText()).toMatch(/spec\.hidden\s+\[32\]/);
     await page.close();
   }, 90_000);
+
+  it('cancels a run while its data is still being cached, and lists it as cancelled', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1100 } });
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('new-run').waitFor();
+    await page.getByTestId('newrun-model').selectOption('bottleneck_resnet');
+    // The example board data is not cached yet in this workspace: the run starts by generating and caching it.
+    await page.getByTestId('newrun-data').selectOption('example-board');
+    await page.getByTestId('newrun-start').click();
+    await page.getByTestId('live-run').waitFor();
+    // The run says what it waits for, and can be cancelled then.
+    await expect.poll(() => page.getByTestId('live-step').innerText(), { timeout: 30_000 }).toMatch(/^generating the example data \d+%…$/);
+    expect(await page.getByTestId('live-cancel').isEnabled()).toBe(true);
+    await page.getByTestId('live-cancel').click();
+    await page.getByTestId('live-run').waitFor({ state: 'detached', timeout: 60_000 });
+    expect(await page.getByTestId('newrun-result').innerText()).toMatch(/^E_CANCELLED: run \S+ was cancelled while its data was being prepared, before its first step/);
+    const detail = page.getByTestId('run-detail');
+    await detail.getByText('cancelled').waitFor();
+    await page.close();
+  }, 90_000);
 });
