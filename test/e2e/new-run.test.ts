@@ -88,6 +88,8 @@ describe('New run in the Runs area', () => {
     expect(await page.getByTestId('live-eta').innerText()).toMatch(/^ETA \d+/);
     expect(await page.getByTestId('live-gpu-note').innerText()).toMatch(/^No GPU telemetry: no NVIDIA GPU found/);
     expect(await page.locator('[data-testid="live-phase-chart"] canvas').count()).toBeGreaterThan(0);
+    expect(await page.getByTestId('live-phase-chart').getAttribute('aria-label')).toMatch(/^Time per step by phase, latest: [\d.]+ ms in all, data [\d.]+ ms, h2d 0 ms, forward /);
+    expect(await page.getByTestId('live-loss-chart').getAttribute('aria-label')).toMatch(/^Training loss and accuracy, live: \d+ points, last loss [\d.]+$/);
     await page.waitForTimeout(300); // let ECharts paint before the screenshot
     await page.screenshot({ path: path.join(SHOTS, 'runs-live.png'), fullPage: true });
 
