@@ -97,7 +97,9 @@ function headlineRate(run: RunRecordJson): number | null {
 }
 
 async function summarize(workspace: Workspace, id: string, run: RunRecordJson): Promise<RunSummary> {
-  const modelOnData = `${run.config.spec?.family ?? 'model'} on ${run.config.cachedData?.description ?? 'data'}`;
+  // A run cancelled while its data was prepared has no caches yet: the data source it asked for names it.
+  const asked = (run.config as { data?: { kind?: unknown } }).data?.kind;
+  const modelOnData = `${run.config.spec?.family ?? 'model'} on ${run.config.cachedData?.description ?? (typeof asked === 'string' ? asked : 'data')}`;
   const titles: Record<string, string> = {
     train: modelOnData,
     benchmark: `training benchmark: ${modelOnData}`,
