@@ -11,12 +11,16 @@ import { serveInChromium, SHOTS } from '../helpers/e2e';
 import { CLI } from '../helpers/repo';
 
 const run = promisify(execFile);
+/** Rows by the run's kind (benchmarks and searches name the model in their titles too). */
+const rowsOf = (page: import('playwright-core').Page, kind: string) => page.locator(`tr[data-testid^="run-2"][data-kind="${kind}"]`);
 const fx = serveInChromium({
   timeoutMs: 180_000,
   async prepare(workspace) {
     const train = (...args: string[]) => run(process.execPath, [CLI, 'train', '--model', 'mlp', '--json', '--workspace', workspace, ...args]);
     await train('--max-steps', '40', '--lr', '0.002');
     await train('--max-steps', '60', '--lr', '0.0005', '--batch-size', '128');
+    await run(process.execPath, [CLI, 'benchmark-training', '--model', 'mlp', '--steps', '10', '--warmup-steps', '2', '--repeat', '2', '--json', '--workspace', workspace]);
+    await run(process.execPath, [CLI, 'find-batch-size', '--model', 'mlp', '--data', 'fashion-mnist', '--memory-limit', '20000000', '--json', '--workspace', workspace]);
     await run(process.execPath, [CLI, 'benchmark-dataloader', '--dataset', 'fashion-mnist-train', '--workers', '0,1', '--seconds', '0.3', '--no-uncached', '--json', '--workspace', workspace]);
   },
 });
@@ -29,7 +33,7 @@ describe('Compare and run pages', () => {
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`${fx.serve.url}#/runs`);
     await page.getByTestId('runs-table').waitFor();
-    const trainRows = page.locator('tr[data-testid^="run-2"]', { hasText: 'mlp on' });
+    const trainRows = rowsOf(page, 'train');
     expect(await trainRows.count()).toBe(2);
     expect(await page.getByTestId('compare-start').isDisabled()).toBe(true);
     for (const row of await trainRows.all()) await row.locator('input[type="checkbox"]').check();
@@ -62,7 +66,7 @@ describe('Compare and run pages', () => {
     const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1600 } });
     await page.goto(`${fx.serve.url}#/runs`);
     await page.getByTestId('runs-table').waitFor();
-    await page.locator('tr[data-testid^="run-2"]', { hasText: 'mlp on' }).first().click();
+    await rowsOf(page, 'train').first().click();
     const config = page.getByTestId('run-config');
     await config.waitFor();
     const configText = await config.innerText();
@@ -82,7 +86,7 @@ describe('Compare and run pages', () => {
     const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1200 } });
     await page.goto(`${fx.serve.url}#/runs`);
     await page.getByTestId('runs-table').waitFor();
-    const row = page.locator('tr[data-testid^="run-2"]', { hasText: 'loader benchmark of' });
+    const row = rowsOf(page, 'loader-benchmark');
     const cells = await row.locator('td').allInnerTexts();
     expect(cells[5]).toMatch(/^[\d,]+$/); // samples/s: the best cached setting, not a dash
     await row.click();
@@ -92,5 +96,29 @@ describe('Compare and run pages', () => {
     expect(rows.map((r) => r.split('\t').slice(0, 2))).toEqual([['cached', '0'], ['cached', '1']]);
     expect(await page.getByTestId('run-loader-chart').getAttribute('aria-label')).toMatch(/^Loader throughput chart\. cached: 0 workers [\d,]+ samples\/s, 1 workers [\d,]+ samples\/s$/);
     expect(await page.getByTestId('run-result-problem').count()).toBe(0);
+  });
+
+  it('shows a training benchmark and a batch-size search with their own results', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1400 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('runs-table').waitFor();
+    await rowsOf(page, 'benchmark').click();
+    const bench = page.getByTestId('run-benchmark-result');
+    await bench.waitFor();
+    expect(await bench.innerText()).toMatch(/^[\d,]+ samples\/s · steady-state step [\d.]+ ms · wall-clock mean [\d.]+ ms · predicted epoch [\d.,]+ s \(steady\) \/\s*[\d.,]+ s \(wall clock\)/);
+    expect(await page.getByTestId('run-benchmark-chart').getAttribute('aria-label')).toBeTruthy();
+
+    await rowsOf(page, 'batch-search').click();
+    const search = page.getByTestId('run-batch-result');
+    await search.waitFor();
+    const rows = await search.locator('tbody tr').allInnerTexts();
+    expect(rows.length).toBeGreaterThan(1);
+    expect(rows.some((r) => /\tE_OOM\t/.test(r))).toBe(true); // the 20 MB limit stops the search: an OOM is a data point
+    expect(await search.locator('p').first().innerText()).toMatch(/batch/);
+    await page.screenshot({ path: path.join(SHOTS, 'run-batch-search.png'), fullPage: true });
+    expect(await page.getByTestId('run-result-problem').count()).toBe(0);
+    expect(errors).toEqual([]);
   });
 });
