@@ -2,15 +2,19 @@
 // or samples, with smoothing) beside a table of the settings that differ; a run's page shows its
 // whole config, its recorded telemetry, and a loader benchmark shows its table and chart.
 import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
 import { describe, expect, it } from 'vitest';
 
+import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
 import { serveInChromium, SHOTS } from '../helpers/e2e';
 import { CLI } from '../helpers/repo';
 
 const run = promisify(execFile);
+/** A run from a rig with two GPUs, written by hand (listed after the CLI's runs: its id sorts first). */
+const GPU_RUN = '19990301-000000-gpus';
 /** Rows by the run's kind (benchmarks and searches name the model in their titles too). */
 const rowsOf = (page: import('playwright-core').Page, kind: string) => page.locator(`tr[data-testid^="run-2"][data-kind="${kind}"]`);
 const fx = serveInChromium({
@@ -21,6 +25,21 @@ const fx = serveInChromium({
     await train('--max-steps', '60', '--lr', '0.0005', '--batch-size', '128');
     await run(process.execPath, [CLI, 'benchmark-training', '--model', 'mlp', '--steps', '10', '--warmup-steps', '2', '--repeat', '2', '--json', '--workspace', workspace]);
     await run(process.execPath, [CLI, 'find-batch-size', '--model', 'mlp', '--data', 'fashion-mnist', '--memory-limit', '20000000', '--json', '--workspace', workspace]);
+    // A run recorded on a rig with two GPUs (this machine has none): its telemetry, with a pause in sampling.
+    const rig = path.join(workspace, 'runs', GPU_RUN);
+    mkdirSync(rig, { recursive: true });
+    writeFileSync(path.join(rig, 'run.json'), JSON.stringify({
+      schemaVersion: RUN_SCHEMA_VERSION, id: GPU_RUN, kind: 'train', status: 'completed', createdAt: '1999-03-01T00:00:00.000Z', finishedAt: '1999-03-01T00:01:00.000Z',
+      config: { spec: { family: 'bottleneck_resnet' }, cachedData: { description: 'example-board-train (20000 records)' }, options: { device: 'cuda:0' } },
+    }));
+    const gpu = (index: number, util: number) => ({
+      index, uuid: null, name: 'NVIDIA H100', utilizationGpu: util, utilizationMemory: 30, memoryUsedMiB: 20_000 + index, memoryTotalMiB: 81_559, temperatureC: 60,
+      powerDrawW: 350, powerLimitW: 700, clockSmMHz: 1980, clockMemMHz: 2619, pcieGen: 5, pcieWidth: 16, throttleReasons: null,
+    });
+    const host = { cpuPerCore: [40, 60], memUsedBytes: 1, memAvailableBytes: 1, memTotalBytes: 2, swapUsedBytes: 0, swapTotalBytes: 0, diskReadBytesPerSec: null, diskWriteBytesPerSec: null, engineHost: null };
+    const t0 = Date.parse('1999-03-01T00:00:00.000Z');
+    const times = [0, 500, 1000, 1500, 9000, 9500, 10_000]; // sampling paused for 7.5 s
+    writeFileSync(path.join(rig, 'telemetry.jsonl'), times.map((dt) => JSON.stringify({ t: t0 + dt, gpus: [gpu(0, 90), gpu(1, 70)], host })).join('\n') + '\n');
     await run(process.execPath, [CLI, 'benchmark-dataloader', '--dataset', 'fashion-mnist-train', '--workers', '0,1', '--seconds', '0.3', '--no-uncached', '--json', '--workspace', workspace]);
   },
 });
@@ -120,5 +139,19 @@ describe('Compare and run pages', () => {
     await page.screenshot({ path: path.join(SHOTS, 'run-batch-search.png'), fullPage: true });
     expect(await page.getByTestId('run-result-problem').count()).toBe(0);
     expect(errors).toEqual([]);
+  });
+
+  it('charts the GPU telemetry a run recorded on its own timeline, one colour per GPU', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1600 } });
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId(`run-${GPU_RUN}`).click();
+    const util = page.getByTestId('run-telemetry-gpu-utilization');
+    await util.waitFor();
+    expect(await util.getAttribute('aria-label')).toBe('GPU utilisation over the run: GPU 0 mean 90 %, GPU 1 mean 70 %');
+    expect(await page.getByTestId('run-telemetry-gpu-memory').getAttribute('aria-label')).toBe('GPU memory used over the run: GPU 0 mean 20,000 MiB, GPU 1 mean 20,001 MiB');
+    expect(await page.getByTestId('run-telemetry-gpu-power').count()).toBe(1);
+    expect(await page.getByTestId('run-telemetry-missing').count()).toBe(0);
+    await page.getByTestId('run-telemetry').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(SHOTS, 'run-gpu-telemetry.png'), fullPage: true });
   });
 });
