@@ -4,9 +4,9 @@ import { BatchTrialEventSchema } from './batch-size';
 import { BenchmarkProgressSchema } from './benchmark';
 import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
-import { TrainProgressEventSchema } from './training';
 import { OptimiseProgressSchema } from './optimise';
 import { ScriptOutputEventSchema } from './script-target';
+import { TrainPreparingEventSchema, TrainProgressEventSchema } from './training';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
 export type EngineState = z.infer<typeof EngineStateSchema>;
@@ -35,6 +35,7 @@ export const apiEvents = {
   'optimise.progress': OptimiseProgressSchema,
   /** A line a script target wrote on its stdout or stderr, live. */
   'script.output': ScriptOutputEventSchema,
+  'train.preparing': TrainPreparingEventSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

@@ -235,6 +235,19 @@ export type TrainResult = z.infer<typeof TrainResultSchema>;
 export const TrainProgressEventSchema = z.object({ runId: z.string(), event: TrainEventSchema });
 
 /**
+ * Before a run's first step: its data being cached ('generating', 'reading', 'checksumming',
+ * 'publishing', as datasets.progress names them) and the engine checking the request
+ * ('checking'). A run can be cancelled from the first of these on.
+ */
+export const TrainPreparingEventSchema = z.object({
+  runId: z.string(),
+  stage: z.enum(['generating', 'reading', 'checksumming', 'publishing', 'done', 'checking']),
+  /** Share of the stage done, 0..1; null when unknown. */
+  fraction: z.number().min(0).max(1).nullable(),
+});
+export type TrainPreparingEvent = z.infer<typeof TrainPreparingEventSchema>;
+
+/**
  * A run's status as the Runs list shows it: the stored one, or `interrupted` for
  * a `running` record whose owner process is gone, or `unreadable` for a run.json
  * that cannot be read (the reason is in `problem`).

@@ -28,34 +28,28 @@ export async function* jsonlLines(file: string, maxLineBytes: number): AsyncGene
   if (!skipping && rest.trim()) yield rest;
 }
 
-/** Every line parsed as JSON; lines that are not JSON (cut off by a crash) are skipped. */
-export async function* jsonlValues(file: string, maxLineBytes: number): AsyncGenerator<unknown> {
-  for await (const line of jsonlLines(file, maxLineBytes)) {
-    try {
-      yield JSON.parse(line);
-    } catch {
-      // a line cut off by a crash: the rest still counts
-    }
-  }
-}
-
 /**
  * Keeps at most `max` items of a stream, evenly spaced, in bounded memory: every
  * stride-th is kept and the stride doubles whenever more than 2 * max are held;
- * the last item is always kept.
+ * the last item is always kept. Items come as thunks, made only when kept, so a
+ * long stream is parsed only where it is sampled.
  */
 export class EvenThinner<T> {
-  private held: T[] = [];
+  /** Kept items with their position in the stream. */
+  private held: { at: number; item: T }[] = [];
   private stride = 1;
   private seen = 0;
-  private last: T | undefined;
+  private last: (() => T | null) | null = null;
 
   constructor(private readonly max: number) {}
 
-  push(item: T): void {
-    this.last = item;
-    if (this.seen++ % this.stride !== 0) return;
-    this.held.push(item);
+  push(make: () => T | null): void {
+    const at = this.seen++;
+    this.last = make;
+    if (at % this.stride !== 0) return;
+    const item = make();
+    if (item === null) return;
+    this.held.push({ at, item });
     if (this.held.length > 2 * this.max) {
       this.held = this.held.filter((_, i) => i % 2 === 0);
       this.stride *= 2;
@@ -65,7 +59,10 @@ export class EvenThinner<T> {
   result(): T[] {
     const k = Math.ceil(this.held.length / this.max);
     const kept = k > 1 ? this.held.filter((_, i) => i % k === 0) : [...this.held];
-    if (this.last !== undefined && kept.at(-1) !== this.last) kept.push(this.last);
-    return kept;
+    if (this.last && kept.at(-1)?.at !== this.seen - 1) {
+      const item = this.last();
+      if (item !== null) kept.push({ at: this.seen - 1, item });
+    }
+    return kept.map((h) => h.item);
   }
 }

@@ -78,8 +78,28 @@ function parseStep(line: string) {
   }
 }
 
+/**
+ * Kinds whose result has no single samples/s: the loader benchmark's best cached
+ * setting, and the batch-size search's recommended trial, so the list shows a rate.
+ */
+function headlineRate(run: RunRecordJson): number | null {
+  const result = run.result as { cached?: { samplesPerSec?: unknown }[]; trials?: { batchSize?: unknown; accumulation?: unknown; samplesPerSec?: unknown }[]; recommended?: unknown } | undefined;
+  const rates = (xs: { samplesPerSec?: unknown }[]) => xs.map((x) => x.samplesPerSec).filter((x): x is number => typeof x === 'number');
+  if (run.kind === 'loader-benchmark' && Array.isArray(result?.cached)) {
+    const r = rates(result.cached);
+    return r.length ? Math.max(...r) : null;
+  }
+  if (run.kind === 'batch-search' && Array.isArray(result?.trials)) {
+    const r = rates(result.trials.filter((t) => t.batchSize === result.recommended && t.accumulation === 1));
+    return r.length ? Math.max(...r) : null;
+  }
+  return null;
+}
+
 async function summarize(workspace: Workspace, id: string, run: RunRecordJson): Promise<RunSummary> {
-  const modelOnData = `${run.config.spec?.family ?? 'model'} on ${run.config.cachedData?.description ?? 'data'}`;
+  // A run cancelled while its data was prepared has no caches yet: the data source it asked for names it.
+  const asked = (run.config as { data?: { kind?: unknown } }).data?.kind;
+  const modelOnData = `${run.config.spec?.family ?? 'model'} on ${run.config.cachedData?.description ?? (typeof asked === 'string' ? asked : 'data')}`;
   const titles: Record<string, string> = {
     train: modelOnData,
     benchmark: `training benchmark: ${modelOnData}`,
@@ -97,7 +117,7 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
     finishedAt: run.finishedAt ?? null,
     title,
     testAccuracy: run.result?.test?.accuracy ?? null,
-    samplesPerSec: run.result?.samplesPerSec ?? null,
+    samplesPerSec: run.result?.samplesPerSec ?? headlineRate(run),
     gpuUtilizationMean: run.result?.telemetry?.gpuUtilizationMean ?? null,
     error: run.error ? `${run.error.code}: ${run.error.message}` : null,
     lastStep: unfinished ? await lastStepOf(workspace.resolve(path.join('runs', id, 'events.jsonl'))) : null,

@@ -2,13 +2,23 @@ import path from 'node:path';
 
 import type { TelemetrySample } from '../api/telemetry';
 import { TelemetrySampleSchema } from '../api/telemetry';
-import { EvenThinner, jsonlValues } from './jsonl-lines';
+import { EvenThinner, jsonlLines } from './jsonl-lines';
 import type { Workspace } from './workspace';
 
 /** Samples runs.get returns at most: enough for a chart a few thousand pixels wide. */
 export const MAX_TELEMETRY_SAMPLES = 2000;
 /** A sample with many GPUs is a few KB; a longer line is not one the sampler wrote. */
 const MAX_SAMPLE_LINE_BYTES = 256 * 1024;
+
+/** One line of telemetry.jsonl as a sample, or null for a line that is not one (cut off by a kill, or foreign). */
+function sampleOf(line: string): TelemetrySample | null {
+  try {
+    const parsed = TelemetrySampleSchema.safeParse(JSON.parse(line));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
 
 /**
  * The GPU and host telemetry a run recorded (runs/<id>/telemetry.jsonl), thinned
@@ -17,9 +27,8 @@ const MAX_SAMPLE_LINE_BYTES = 256 * 1024;
  */
 export async function readRunTelemetry(workspace: Workspace, id: string): Promise<TelemetrySample[]> {
   const thinner = new EvenThinner<TelemetrySample>(MAX_TELEMETRY_SAMPLES);
-  for await (const value of jsonlValues(workspace.resolve(path.join('runs', id, 'telemetry.jsonl')), MAX_SAMPLE_LINE_BYTES)) {
-    const parsed = TelemetrySampleSchema.safeParse(value);
-    if (parsed.success) thinner.push(parsed.data);
+  for await (const line of jsonlLines(workspace.resolve(path.join('runs', id, 'telemetry.jsonl')), MAX_SAMPLE_LINE_BYTES)) {
+    thinner.push(() => sampleOf(line));
   }
   return thinner.result();
 }

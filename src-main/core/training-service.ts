@@ -2,18 +2,23 @@ import path from 'node:path';
 
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import type { TrainEvent, TrainRequest, TrainResult } from '../api/training';
+import type { TrainEvent, TrainPreparingEvent, TrainRequest, TrainResult } from '../api/training';
 import { TrainEventSchema, TrainResultSchema } from '../api/training';
 import type { EngineClient } from '../engine/engine-client';
+import type { HostTrainData } from '../engine/host-protocol';
 import type { DatasetService } from './datasets/dataset-service';
 import type { EventHub } from './event-hub';
 import type { TelemetryService } from './telemetry/telemetry-service';
-import { createRun } from './run-store';
+import { createRun, newRunId } from './run-store';
+import { checkAborted } from './datasets/importers/record-source';
 import type { Workspace } from './workspace';
 
 export interface RunOptions {
   onEvent?: (event: TrainEvent) => void;
-  /** Called once the run has an id (before any event), e.g. to offer a cancel button. */
+  /**
+   * Called with the run's id before its data is prepared, e.g. to offer a cancel button (a run
+   * cancelled then is recorded as cancelled; a request the engine refuses leaves no run).
+   */
   onStart?: (runId: string) => void;
   /**
    * The CLI may read data from anywhere the user points it; requests from the UI
@@ -25,6 +30,8 @@ export interface RunOptions {
 /** Runs training in the engine host, records it under runs/<id>, and streams its progress. */
 export class TrainingService {
   private readonly active = new Set<string>();
+  /** Runs whose data is being prepared (caches built or read, the request checked), by id. */
+  private readonly preparing = new Map<string, AbortController>();
 
   constructor(
     private readonly engine: EngineClient,
@@ -35,13 +42,35 @@ export class TrainingService {
   ) {}
 
   async run(request: TrainRequest, options: RunOptions = {}): Promise<TrainResult> {
-    const data = await this.datasets.trainingData(request.data, { allowPathsOutsideWorkspace: options.allowPathsOutsideWorkspace });
-    // A request the engine refuses (no such device, bf16 on the CPU, a batch larger than the data ...)
-    // is refused here, before a run exists: a run folder means the engine accepted the request.
-    await this.engine.checkTraining({ spec: request.spec, data, options: request.options });
-    const run = await createRun(this.workspace, 'train', { ...request, cachedData: data }, { id: request.runId });
+    // The id is known from the start, so Cancel (and the CLI's Ctrl-C) reach a run while its data is prepared.
+    const runId = request.runId ?? newRunId();
+    if (this.preparing.has(runId) || this.active.has(runId)) throw new ApiError('E_BAD_INPUT', `a run with the id ${runId} is already running`);
+    const preparing = new AbortController();
+    this.preparing.set(runId, preparing);
+    options.onStart?.(runId);
+    const announce = (stage: TrainPreparingEvent['stage'], fraction: number | null) => this.events.emit('train.preparing', { runId, stage, fraction });
+    let data: HostTrainData;
+    try {
+      data = await this.datasets.trainingData(request.data, {
+        allowPathsOutsideWorkspace: options.allowPathsOutsideWorkspace,
+        signal: preparing.signal,
+        onProgress: (p) => announce(p.phase, p.recordsTotal > 0 ? Math.min(1, p.records / p.recordsTotal) : null),
+      });
+      checkAborted(preparing.signal);
+      announce('checking', null);
+      // A request the engine refuses (no such device, bf16 on the CPU, a batch larger than the data ...)
+      // is refused here, before a run exists: a run folder means the engine accepted the request.
+      await this.engine.checkTraining({ spec: request.spec, data, options: request.options });
+      checkAborted(preparing.signal);
+    } catch (err) {
+      // A cancelled run is recorded as cancelled (people look for it), unlike a refused request.
+      if (preparing.signal.aborted) throw await this.recordCancelledBeforeStart(request, runId);
+      throw err;
+    } finally {
+      this.preparing.delete(runId);
+    }
+    const run = await createRun(this.workspace, 'train', { ...request, cachedData: data }, { id: runId });
     this.active.add(run.id);
-    options.onStart?.(run.id);
     const recording = this.telemetry.record(path.join(run.dir, 'telemetry.jsonl'));
     let stopped = false;
     const stopRecording = () => {
@@ -75,7 +104,18 @@ export class TrainingService {
     }
   }
 
+  /** A run cancelled before its first step: its record, cancelled, with the config as asked (the caches may not exist). */
+  private async recordCancelledBeforeStart(request: TrainRequest, runId: string): Promise<ApiError> {
+    const run = await createRun(this.workspace, 'train', { ...request }, { id: runId });
+    return run.fail(new ApiError('E_CANCELLED', `run ${runId} was cancelled while its data was being prepared, before its first step`));
+  }
+
   async cancel(runId: string): Promise<{ cancelled: boolean }> {
+    const preparing = this.preparing.get(runId);
+    if (preparing) {
+      preparing.abort();
+      return { cancelled: true };
+    }
     if (!this.active.has(runId)) return { cancelled: false };
     return this.engine.cancelTraining(runId);
   }

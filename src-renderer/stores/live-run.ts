@@ -1,6 +1,6 @@
 import { runIdAt } from '@api/ids';
 import type { GpuState } from '@api/telemetry';
-import type { TrainRequest, TrainResult, TrainStepEvent } from '@api/training';
+import type { TrainPreparingEvent, TrainRequest, TrainResult, TrainStepEvent } from '@api/training';
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
 
@@ -36,6 +36,10 @@ export const useLiveRunStore = defineStore('live-run', () => {
   /** A message a person can act on, with the error code (E_CANCELLED when cancelled). */
   const error = ref<string | null>(null);
   const cancelling = ref(false);
+  /** The id this window chose for its run: Cancel works with it from the start, while the data is prepared. */
+  const requestedId = ref<string | null>(null);
+  /** Before the first step: what is being prepared (caching the data, the engine checking the request). */
+  const preparing = shallowRef<TrainPreparingEvent | null>(null);
   /** The device the run trains on: 'cpu' or 'cuda:N'. */
   const device = ref('cpu');
 
@@ -89,6 +93,11 @@ export const useLiveRunStore = defineStore('live-run', () => {
     // The run's id is chosen here, so events of runs started elsewhere (CLI, another window) are never taken for it;
     // runId is set (and Cancel offered) once the service has the run and reports its first event.
     const ownId = runIdAt(new Date(), randomHex(3));
+    requestedId.value = ownId;
+    preparing.value = null;
+    const offPreparing = client.on('train.preparing', (p) => {
+      if (p.runId === ownId && !last.value) preparing.value = p;
+    });
     const offProgress = client.on('train.progress', ({ runId: id, event }) => {
       if (id !== ownId) return;
       runId.value = id;
@@ -114,6 +123,8 @@ export const useLiveRunStore = defineStore('live-run', () => {
       return null;
     } finally {
       offProgress();
+      offPreparing();
+      preparing.value = null;
       offSample();
       offGpu();
       stopLease();
@@ -123,10 +134,11 @@ export const useLiveRunStore = defineStore('live-run', () => {
 
   /** Asks the engine to stop the run at its next step; the run is kept as cancelled. */
   async function cancel(): Promise<void> {
-    if (!runId.value) return;
+    const id = runId.value ?? requestedId.value;
+    if (!id || !running.value) return;
     cancelling.value = true;
     try {
-      await useApiClient().call('train.cancel', { runId: runId.value });
+      await useApiClient().call('train.cancel', { runId: id });
     } catch (err) {
       error.value = errorText(err);
     }
@@ -141,5 +153,5 @@ export const useLiveRunStore = defineStore('live-run', () => {
     return () => gpuListeners.delete(l);
   }
 
-  return { running, runId, last, result, error, cancelling, device, gpu, etaSeconds, start, cancel, onStep, onGpu };
+  return { running, runId, requestedId, preparing, last, result, error, cancelling, device, gpu, etaSeconds, start, cancel, onStep, onGpu };
 });

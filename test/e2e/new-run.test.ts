@@ -1,5 +1,6 @@
 // Issue 11, section 1: the Runs area starts a training run from the New run form, shows it live
 // (step counter, a growing loss curve, phases) and cancels it; invalid values are named inline.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { Page } from 'playwright-core';
@@ -7,7 +8,15 @@ import { describe, expect, it } from 'vitest';
 
 import { serveInChromium, SHOTS } from '../helpers/e2e';
 
-const fx = serveInChromium({ timeoutMs: 120_000 });
+const fx = serveInChromium({
+  timeoutMs: 120_000,
+  prepare(workspace) {
+    // Spec files the form offers beside the built-ins: one to train, one with a field wrong.
+    mkdirSync(path.join(workspace, 'models'), { recursive: true });
+    writeFileSync(path.join(workspace, 'models', 'narrow-mlp.json'), JSON.stringify({ family: 'mlp', input: [1, 28, 28], outputs: 10, hidden: [32] }));
+    writeFileSync(path.join(workspace, 'models', 'bad-cnn.json'), JSON.stringify({ family: 'cnn', input: [1, 28, 28], outputs: 10, kernel: 4 }));
+  },
+});
 
 /** Everything the page sends over serve mode's WebSocket, to see what was (not) asked for. */
 function sentFrames(page: Page): string[] {
@@ -79,6 +88,8 @@ describe('New run in the Runs area', () => {
     expect(await page.getByTestId('live-eta').innerText()).toMatch(/^ETA \d+/);
     expect(await page.getByTestId('live-gpu-note').innerText()).toMatch(/^No GPU telemetry: no NVIDIA GPU found/);
     expect(await page.locator('[data-testid="live-phase-chart"] canvas').count()).toBeGreaterThan(0);
+    expect(await page.getByTestId('live-phase-chart').getAttribute('aria-label')).toMatch(/^Time per step by phase, latest: [\d.]+ ms in all, data [\d.]+ ms, h2d 0 ms, forward /);
+    expect(await page.getByTestId('live-loss-chart').getAttribute('aria-label')).toMatch(/^Training loss and accuracy, live: \d+ points, last loss [\d.]+$/);
     await page.waitForTimeout(300); // let ECharts paint before the screenshot
     await page.screenshot({ path: path.join(SHOTS, 'runs-live.png'), fullPage: true });
 
@@ -95,4 +106,40 @@ describe('New run in the Runs area', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it('trains a spec file of the workspace, with the recipe of its family, and names the file and field of a broken one', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1100 } });
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('new-run').waitFor();
+    expect(await page.getByTestId('newrun-spec-problems').innerText()).toMatch(/^model spec models\/bad-cnn.json is invalid: spec.kernel: kernel must be odd$/);
+    expect(await page.locator('[data-testid="newrun-model"] option[value="models/bad-cnn.json"]').isDisabled()).toBe(true);
+    await page.getByTestId('newrun-model').selectOption('models/narrow-mlp.json');
+    await expect.poll(() => page.getByTestId('newrun-lr').inputValue()).toBe('0.002'); // the mlp recipe
+    await page.getByTestId('newrun-maxSteps').fill('20');
+    await page.getByTestId('newrun-start').click();
+    const detail = page.getByTestId('run-detail');
+    await detail.getByText('completed').waitFor({ timeout: 60_000 });
+    expect(await detail.getByTestId('run-config').innerText()).toMatch(/spec\.hidden\s+\[32\]/);
+    await page.close();
+  }, 90_000);
+
+  it('cancels a run while its data is still being cached, and lists it as cancelled', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1100 } });
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('new-run').waitFor();
+    await page.getByTestId('newrun-model').selectOption('bottleneck_resnet');
+    // The example board data is not cached yet in this workspace: the run starts by generating and caching it.
+    await page.getByTestId('newrun-data').selectOption('example-board');
+    await page.getByTestId('newrun-start').click();
+    await page.getByTestId('live-run').waitFor();
+    // The run says what it waits for, and can be cancelled then.
+    await expect.poll(() => page.getByTestId('live-step').innerText(), { timeout: 30_000 }).toMatch(/^generating the example data \d+%…$/);
+    expect(await page.getByTestId('live-cancel').isEnabled()).toBe(true);
+    await page.getByTestId('live-cancel').click();
+    await page.getByTestId('live-run').waitFor({ state: 'detached', timeout: 60_000 });
+    expect(await page.getByTestId('newrun-result').innerText()).toMatch(/^E_CANCELLED: run \S+ was cancelled while its data was being prepared, before its first step/);
+    const detail = page.getByTestId('run-detail');
+    await detail.getByText('cancelled').waitFor();
+    await page.close();
+  }, 90_000);
 });

@@ -157,4 +157,16 @@ describe('run reader', () => {
     expect(byId['20261121-000011-good00']).toMatchObject({ status: 'completed', title: 'mlp on blobs (10 records)', problem: null });
     await expect(readRunDetail(ws, '20261121-000007-newer0')).rejects.toMatchObject({ code: 'E_DATA', message: expect.stringContaining('newer Trainbench') });
   });
+
+  it('gives the loader benchmark its best cached rate and the batch-size search its recommended trial\'s, not dashes', async () => {
+    const row = (workers: number, samplesPerSec: number) => ({ workers, prefetch: 2, samplesPerSec });
+    writeRun('20261124-000001-loader', record({ kind: 'loader-benchmark', config: { dataset: 'blobs' }, result: { dataset: 'blobs', cached: [row(0, 900), row(2, 2500), row(1, 1800)] } }));
+    const trial = (batchSize: number, accumulation: number, samplesPerSec: number | null) => ({ batchSize, accumulation, samplesPerSec });
+    writeRun('20261124-000002-search', record({ kind: 'batch-search', result: { recommended: 256, trials: [trial(128, 1, 5000), trial(256, 1, 6100), trial(512, 1, null), trial(256, 2, 7000)] } }));
+    writeRun('20261124-000003-cancelled', record({ status: 'cancelled', config: { spec: { family: 'cnn' }, data: { kind: 'example-board' } } as never }));
+    const byId = new Map((await listRuns(ws)).map((r) => [r.id, r]));
+    expect(byId.get('20261124-000001-loader')).toMatchObject({ title: 'loader benchmark of blobs', samplesPerSec: 2500 });
+    expect(byId.get('20261124-000002-search')?.samplesPerSec).toBe(6100);
+    expect(byId.get('20261124-000003-cancelled')?.title).toBe('cnn on example-board');
+  });
 });

@@ -53,7 +53,26 @@ describe('readRunTelemetry', () => {
 describe('EvenThinner', () => {
   it('keeps everything below its limit', () => {
     const th = new EvenThinner<number>(10);
-    for (let i = 0; i < 7; i++) th.push(i);
+    for (let i = 0; i < 7; i++) th.push(() => i);
     expect(th.result()).toEqual([0, 1, 2, 3, 4, 5, 6]);
+  });
+
+  it('makes only the items it keeps (and the last), so a long stream is parsed only where sampled', () => {
+    const th = new EvenThinner<number>(100);
+    let made = 0;
+    const n = 100_000;
+    for (let i = 0; i < n; i++) th.push(() => (made++, i));
+    const kept = th.result();
+    expect(kept.at(-1)).toBe(n - 1);
+    expect(kept.length).toBeLessThanOrEqual(101);
+    expect(made).toBeLessThan(2000); // about max * (1 + 1/2 + 1/4 ...) * 2, far from n
+  });
+
+  it('keeps the last item even when the one before it was unreadable', () => {
+    const th = new EvenThinner<number>(10);
+    th.push(() => 1);
+    th.push(() => null);
+    th.push(() => 3);
+    expect(th.result()).toEqual([1, 3]);
   });
 });

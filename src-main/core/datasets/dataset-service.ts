@@ -35,6 +35,10 @@ import { recordBytes, recordValues } from './importers/record-source';
 export interface AccessOptions {
   /** The CLI may read anywhere the user points it; UI requests stay inside the workspace. */
   allowPathsOutsideWorkspace?: boolean;
+  /** Aborts building or reading the caches (a training run cancelled while its data is prepared): E_CANCELLED. */
+  signal?: AbortSignal;
+  /** Build progress of the caches a training run needs, as they are made. */
+  onProgress?: (p: BuildProgress) => void;
 }
 
 const PREVIEW_RECORDS = 5;
@@ -101,6 +105,10 @@ export class DatasetService {
     if (this.jobs.has(jobId)) throw new ApiError('E_BAD_INPUT', `a build with job id ${jobId} is already running`);
     const controller = new AbortController();
     this.jobs.set(jobId, controller);
+    // The caller's signal (a training run's Cancel) aborts this build as datasets.cancel would.
+    const abortFromCaller = () => controller.abort();
+    if (access.signal?.aborted) controller.abort();
+    access.signal?.addEventListener('abort', abortFromCaller, { once: true });
     try {
       const spec = this.confine(request.source, access);
       const source = await openSource(spec);
@@ -115,11 +123,13 @@ export class DatasetService {
           onProgress: (p) => {
             this.events.emit('datasets.progress', p);
             onProgress?.(p);
+            access.onProgress?.(p);
           },
         },
       );
     } finally {
       this.jobs.delete(jobId);
+      access.signal?.removeEventListener('abort', abortFromCaller);
     }
   }
 
@@ -207,15 +217,18 @@ export class DatasetService {
   }
 
   /** The example's dumps, made on first use with progress events (phase 'generating'). */
-  private generateExample(records: number, seed: number): Promise<SourceSpec> {
+  private generateExample(records: number, seed: number, access: AccessOptions = {}): Promise<SourceSpec> {
     const started = Date.now();
     const jobId = `example-board-${records}-seed${seed}`;
     return writeBoardDumps(this.workspace, records, seed, {
+      signal: access.signal,
       onProgress: (done, bytesWritten, bytesTotal) => {
         const seconds = (Date.now() - started) / 1000;
         const bytesPerSec = seconds > 0 ? bytesWritten / seconds : 0;
         const etaSeconds = bytesPerSec > 0 ? (bytesTotal - bytesWritten) / bytesPerSec : null;
-        this.events.emit('datasets.progress', { jobId, phase: 'generating', records: done, recordsTotal: records, bytesWritten, bytesTotal, bytesPerSec, etaSeconds });
+        const progress = { jobId, phase: 'generating' as const, records: done, recordsTotal: records, bytesWritten, bytesTotal, bytesPerSec, etaSeconds };
+        this.events.emit('datasets.progress', progress);
+        access.onProgress?.(progress);
       },
     });
   }
@@ -226,7 +239,7 @@ export class DatasetService {
     let test: { dir: string; manifest: CacheManifest } | undefined;
     // Sources chosen here (Debian's files, the example dumps) may lie outside the workspace; the caller's may not.
     const ensure = async (name: string, source: SourceSpec, callers = false) => {
-      const built = await this.build({ source, name, shardBytes: DEFAULT_SHARD_BYTES, fieldMap: [] }, callers ? access : { allowPathsOutsideWorkspace: true });
+      const built = await this.build({ source, name, shardBytes: DEFAULT_SHARD_BYTES, fieldMap: [] }, callers ? access : { ...access, allowPathsOutsideWorkspace: true });
       return resolveDataset(this.workspace, built.dataset.id);
     };
     if (data.kind === 'fashion-mnist') {
@@ -236,8 +249,8 @@ export class DatasetService {
       train = await ensure('fashion-mnist-train', specs.train, callers);
       test = await ensure('fashion-mnist-test', specs.test, callers);
     } else if (data.kind === 'example-board') {
-      train = await ensure('example-board-train', await this.generateExample(EXAMPLE_TRAIN_RECORDS, 0));
-      test = await ensure('example-board-test', await this.generateExample(EXAMPLE_TEST_RECORDS, 1));
+      train = await ensure('example-board-train', await this.generateExample(EXAMPLE_TRAIN_RECORDS, 0, access));
+      test = await ensure('example-board-test', await this.generateExample(EXAMPLE_TEST_RECORDS, 1, access));
     } else if (data.kind === 'idx') {
       const pair = (p: { images: string; labels: string }): SourceSpec => ({
         kind: 'idx',

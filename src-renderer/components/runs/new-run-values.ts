@@ -1,5 +1,5 @@
-import type { BuiltinModelName } from '@api/model-spec';
-import { BUILTIN_MODELS, ModelSpecSchema } from '@api/model-spec';
+import type { BuiltinModelName, ModelSpec } from '@api/model-spec';
+import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '@api/model-spec';
 import { RECIPES } from '@api/recipes';
 import type { TrainRequest } from '@api/training';
 import { TrainRequestSchema } from '@api/training';
@@ -7,7 +7,8 @@ import { dataSourceOf } from '../../composables/useTargetChoices';
 
 /** What the New run form holds; `trainRequest` turns it into a train.run request. */
 export interface NewRunValues {
-  model: BuiltinModelName;
+  /** A built-in model's name, or a workspace spec file's path (from models.list). */
+  model: string;
   /** 'fashion-mnist', 'example-board' or 'dataset:<id>'. */
   data: string;
   device: string;
@@ -25,9 +26,17 @@ export interface NewRunValues {
 }
 export type NewRunField = keyof NewRunValues;
 
-/** The form's values for a model: its recipe, and the contract's defaults for what the recipe leaves out. */
-export function recipeValues(model: BuiltinModelName, keep: Pick<NewRunValues, 'data' | 'device'>): NewRunValues {
-  const r = RECIPES[model];
+/** The recipe for a model: a built-in's own, or for a spec file the recipe of its family (every family is a built-in's). */
+function recipeOf(model: string, family: BuiltinModelName | null) {
+  return RECIPES[isBuiltinModel(model) ? model : (family ?? 'mlp')];
+}
+
+/**
+ * The form's values for a model: its recipe, and the contract's defaults for what the recipe
+ * leaves out. `family` is a spec file's family (null for a built-in).
+ */
+export function recipeValues(model: string, keep: Pick<NewRunValues, 'data' | 'device'>, family: BuiltinModelName | null = null): NewRunValues {
+  const r = recipeOf(model, family);
   return {
     model,
     ...keep,
@@ -67,12 +76,13 @@ export type TrainRequestOrErrors = { request: TrainRequest; errors: null } | { r
  * Checks the values with the contract's own TrainRequestSchema (the one the CLI and the
  * service use), so the form refuses exactly what train.run would, naming the field.
  */
-export function trainRequest(v: NewRunValues): TrainRequestOrErrors {
-  const recipe = RECIPES[v.model];
+export function trainRequest(v: NewRunValues, fileSpec: ModelSpec | null = null): TrainRequestOrErrors {
+  if (!isBuiltinModel(v.model) && !fileSpec) return { request: null, errors: { model: `${v.model} has not been read yet, or it is not a usable model spec` } };
+  const recipe = recipeOf(v.model, fileSpec?.family ?? null);
   // The recipe's other optimizer settings (momentum, weight decay) apply only to its own optimizer.
   const optimizer = recipe.optimizer?.kind === v.optimizer ? { ...recipe.optimizer, lr: v.lr } : { kind: v.optimizer, lr: v.lr };
   const parsed = TrainRequestSchema.safeParse({
-    spec: ModelSpecSchema.parse(BUILTIN_MODELS[v.model]),
+    spec: isBuiltinModel(v.model) ? ModelSpecSchema.parse(BUILTIN_MODELS[v.model]) : fileSpec,
     data: dataSourceOf(v.data),
     options: {
       ...(recipe.schedule ? { schedule: recipe.schedule } : {}),

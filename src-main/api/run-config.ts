@@ -1,0 +1,44 @@
+// A run's config as flat "path: value" rows, for the config panel and the
+// table of differences between runs in Compare.
+
+/** Config keys that say where things are rather than what was trained; left out of the rows. */
+const HIDDEN_KEYS = new Set(['runId', 'checkpointPath']);
+
+/** One value as the panel shows it: numbers and strings as they are, short arrays inline. */
+function shown(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return `[${value.map(shown).join(', ')}]`;
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
+
+/**
+ * `{ options: { optimizer: { lr: 0.01 } } }` as `[['options.optimizer.lr', '0.01']]`, in
+ * the config's own key order; arrays stay one value (a model's widths read as one setting).
+ */
+export function flattenConfig(config: unknown, prefix = ''): [string, string][] {
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) return prefix ? [[prefix, shown(config)]] : [];
+  const rows: [string, string][] = [];
+  for (const [key, value] of Object.entries(config as Record<string, unknown>)) {
+    if (HIDDEN_KEYS.has(key) || value === undefined) continue;
+    const name = prefix ? `${prefix}.${key}` : key;
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) rows.push(...flattenConfig(value, name));
+    else rows.push([name, shown(value)]);
+  }
+  return rows;
+}
+
+/** A setting that differs between runs: its value in each run, in the runs' order (null where a run has no such setting). */
+export interface ConfigDifference {
+  key: string;
+  values: (string | null)[];
+}
+
+/** The settings whose values are not the same in every run, in the order they first appear. */
+export function configDifferences(configs: readonly unknown[]): ConfigDifference[] {
+  const maps = configs.map((c) => new Map(flattenConfig(c)));
+  const keys = [...new Set(maps.flatMap((m) => [...m.keys()]))];
+  return keys
+    .map((key) => ({ key, values: maps.map((m) => m.get(key) ?? null) }))
+    .filter((d) => new Set(d.values).size > 1);
+}

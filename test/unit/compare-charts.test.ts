@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+
+import { compareCurvesOption, smooth } from '../../src-main/api/charts/compare-charts';
+import { epochCurvesOption } from '../../src-main/api/charts/epoch-charts';
+import { configDifferences, flattenConfig } from '../../src-main/api/run-config';
+
+type Series = { name: string; data: [number, number][] };
+const seriesOf = (option: unknown) => (option as { series: Series[] }).series;
+
+describe('run config rows', () => {
+  const a = { spec: { family: 'mlp', hidden: [256, 128] }, options: { batchSize: 64, optimizer: { kind: 'sgd', lr: 0.01 } }, runId: 'x', data: { kind: 'fashion-mnist' } };
+  const b = { spec: { family: 'mlp', hidden: [512] }, options: { batchSize: 64, optimizer: { kind: 'adamw', lr: 0.001 }, seed: 3 }, runId: 'y', data: { kind: 'fashion-mnist' } };
+
+  it('flattens nested settings to dotted paths, arrays as one value, leaving out the run id', () => {
+    expect(flattenConfig(a)).toEqual([
+      ['spec.family', 'mlp'],
+      ['spec.hidden', '[256, 128]'],
+      ['options.batchSize', '64'],
+      ['options.optimizer.kind', 'sgd'],
+      ['options.optimizer.lr', '0.01'],
+      ['data.kind', 'fashion-mnist'],
+    ]);
+  });
+
+  it('lists only the settings that differ, with null where a run lacks one', () => {
+    expect(configDifferences([a, b])).toEqual([
+      { key: 'spec.hidden', values: ['[256, 128]', '[512]'] },
+      { key: 'options.optimizer.kind', values: ['sgd', 'adamw'] },
+      { key: 'options.optimizer.lr', values: ['0.01', '0.001'] },
+      { key: 'options.seed', values: [null, '3'] },
+    ]);
+    expect(configDifferences([a, a])).toEqual([]);
+  });
+});
+
+describe('compare curves', () => {
+  const run = (name: string, samplesPerStep: number, withTime: boolean) => ({
+    name,
+    samplesPerStep,
+    steps: [1, 2, 3, 4].map((s) => ({ globalStep: s * 10, loss: 4 / s, accuracy: s / 5, t: withTime ? 1_000_000 + s * 500 : undefined })),
+  });
+
+  it('smooths with a debiased moving average: weight 0 is the raw curve, a constant stays constant', () => {
+    expect(smooth([3, 1, 2], 0)).toEqual([3, 1, 2]);
+    for (const v of smooth([2, 2, 2, 2], 0.9)) expect(v).toBeCloseTo(2, 12);
+    const s = smooth([4, 2, 1.33, 1], 0.6);
+    expect(s[0]).toBeCloseTo(4, 12); // debiased: the first point is not pulled to 0
+    expect(s[3]).toBeGreaterThan(1); // lags the raw curve that falls
+    expect(() => smooth([1], 1)).toThrow(/smoothing must be in \[0, 1\), got 1/);
+  });
+
+  it('places points by step, samples seen or seconds since the run began', () => {
+    const runs = [run('a', 64, true), run('b', 256, true)];
+    expect(seriesOf(compareCurvesOption(runs, 'loss', 'step', 0).option)[1].data.map((p) => p[0])).toEqual([10, 20, 30, 40]);
+    expect(seriesOf(compareCurvesOption(runs, 'loss', 'samples', 0).option)[1].data.map((p) => p[0])).toEqual([2560, 5120, 7680, 10240]);
+    expect(seriesOf(compareCurvesOption(runs, 'accuracy', 'time', 0).option)[0].data).toEqual([[0, 0.2], [0.5, 0.4], [1, 0.6], [1.5, 0.8]]);
+  });
+
+  it('says which run cannot go on a time axis instead of drawing it at zero', () => {
+    const chart = compareCurvesOption([run('new', 64, true), run('old', 64, false)], 'loss', 'time', 0.5);
+    expect(seriesOf(chart.option).map((s) => s.name)).toEqual(['new']);
+    expect(chart.missing).toEqual([expect.stringMatching(/^old: its events carry no time/)]);
+    expect(chart.label).toMatch(/smoothed 0.5; last values: new /);
+  });
+});
+
+describe('epoch curves', () => {
+  it('draws train beside test per epoch, leaving out epochs without a test evaluation', () => {
+    const epochs = [
+      { epoch: 1, trainLoss: 0.9, trainAccuracy: 0.7, testLoss: 0.8, testAccuracy: 0.72 },
+      { epoch: 2, trainLoss: 0.5, trainAccuracy: 0.85 },
+    ];
+    const { option, label } = epochCurvesOption(epochs, 'loss');
+    expect(seriesOf(option).map((s) => [s.name, s.data])).toEqual([['train', [[1, 0.9], [2, 0.5]]], ['test', [[1, 0.8]]]]);
+    expect(label).toBe('Loss per epoch, train and test over 2 epochs: last train 0.5, test no data');
+  });
+});
