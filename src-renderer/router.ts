@@ -6,6 +6,7 @@ import BatchSizeView from './views/BatchSizeView.vue';
 import BenchmarksView from './views/BenchmarksView.vue';
 import DashboardView from './views/DashboardView.vue';
 import DatasetsView from './views/DatasetsView.vue';
+import OptimiseView from './views/OptimiseView.vue';
 import RunsView from './views/RunsView.vue';
 
 const views: Record<string, RouteRecordRaw['component']> = {
@@ -14,6 +15,7 @@ const views: Record<string, RouteRecordRaw['component']> = {
   benchmarks: BenchmarksView,
   'batch-size': BatchSizeView,
   runs: RunsView,
+  optimise: OptimiseView,
 };
 
 const routes: RouteRecordRaw[] = areas.map((area) =>
