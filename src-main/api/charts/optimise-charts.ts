@@ -161,12 +161,13 @@ export function limitBars(input: LimitsChartInput): LimitBar[] {
  */
 export function limitsOption(input: LimitsChartInput): EChartsCoreOption {
   const bars = limitBars(input);
-  const names = bars.map((b) => (b.samplesPerSec === null ? `${b.name}\n(not measured)` : b.name));
+  // The value sits under its bar's name: a label on the bar would collide with the error bar's cap.
+  const names = bars.map((b) => `${b.name}\n${b.samplesPerSec === null ? '(not measured)' : formatValue(b.samplesPerSec, 'samples/s')}`);
   return {
     animation: false,
     title: title('Samples/s: baseline, best so far, and what each floor allows (log scale)'),
     tooltip: { ...tooltip('samples/s', 'item') },
-    grid: { left: 70, right: 16, top: 40, bottom: 48 },
+    grid: { left: 70, right: 16, top: 40, bottom: 56 },
     xAxis: { type: 'category', data: names, axisLabel: { ...axisLabel, interval: 0 }, axisLine: { lineStyle: { color: GRID_LINE } } },
     yAxis: { type: 'log', name: 'samples/s', nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => formatValue(v) }, splitLine: { lineStyle: { color: GRID_LINE } } },
     series: [
@@ -175,7 +176,6 @@ export function limitsOption(input: LimitsChartInput): EChartsCoreOption {
         type: 'bar',
         barMaxWidth: 64,
         data: bars.map((b) => (b.samplesPerSec === null ? null : { value: Math.round(b.samplesPerSec), itemStyle: { color: b.colour } })),
-        label: { show: true, position: 'top', color: TEXT, fontSize: 10, formatter: (p: { value: unknown }) => formatValue(p.value) },
       },
       {
         name: '95% CI',
