@@ -110,6 +110,8 @@ describe('Optimise area', () => {
     // The area scrolls inside the shell, not the page: a tall window shows all of it.
     await page.setViewportSize({ width: 1280, height: 2600 });
     await page.screenshot({ path: path.join(SHOTS, 'optimise-done.png') });
+    await page.getByTestId('opt-limits-chart').screenshot({ path: path.join(SHOTS, 'optimise-limits.png') });
+    await page.getByTestId('opt-trials-chart').screenshot({ path: path.join(SHOTS, 'optimise-trials.png') });
 
     const settings = await page.getByTestId('opt-final-settings').innerText();
     const workers = /loader workers (\d+)/.exec(settings)![1];

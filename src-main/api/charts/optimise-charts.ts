@@ -52,7 +52,7 @@ export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: num
     title: title('Speedup of each trial over the current best (median, 95% CI)'),
     legend: { bottom: 0, data: decisions.map((d) => DECISION_WORDS[d]), textStyle: { color: MUTED } },
     tooltip: { ...tooltip('x', 'item') },
-    grid: { left: 56, right: 110, top: 40, bottom: labels.length > 3 ? 96 : 64 },
+    grid: { left: 56, right: 110, top: 50, bottom: labels.length > 3 ? 96 : 64 },
     xAxis: { type: 'category', data: labels, axisLabel: { ...axisLabel, interval: 0, rotate: labels.length > 3 ? 20 : 0 }, axisLine: { lineStyle: { color: GRID_LINE } } },
     yAxis: { type: 'value', name: 'speedup', scale: true, nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => `${formatValue(v)}x` }, splitLine: { lineStyle: { color: GRID_LINE } } },
     series: [
@@ -167,9 +167,11 @@ export function limitsOption(input: LimitsChartInput): EChartsCoreOption {
     animation: false,
     title: title('Samples/s: baseline, best so far, and what each floor allows (log scale)'),
     tooltip: { ...tooltip('samples/s', 'item') },
-    grid: { left: 70, right: 16, top: 40, bottom: 56 },
-    xAxis: { type: 'category', data: names, axisLabel: { ...axisLabel, interval: 0 }, axisLine: { lineStyle: { color: GRID_LINE } } },
-    yAxis: { type: 'log', name: 'samples/s', nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => formatValue(v) }, splitLine: { lineStyle: { color: GRID_LINE } } },
+    grid: { left: 70, right: 16, top: 50, bottom: 56 },
+    // Two-line labels need their line height set, or the lines are drawn over each other.
+    xAxis: { type: 'category', data: names, axisLabel: { ...axisLabel, interval: 0, lineHeight: 14 }, axisLine: { lineStyle: { color: GRID_LINE } } },
+    // From the power of ten below the smallest bar, so the bars differ visibly (from 1 they all look tall).
+    yAxis: { type: 'log', min: (e: { min: number }) => 10 ** Math.floor(Math.log10(Math.max(1, e.min))), name: 'samples/s', nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => formatValue(v) }, splitLine: { lineStyle: { color: GRID_LINE } } },
     series: [
       {
         name: 'samples/s',
