@@ -40,7 +40,6 @@ export const areas: Area[] = [
     name: 'reports',
     title: 'Reports',
     summary: 'ADR-style markdown reports of what was tried, measured, kept and rejected.',
-    arrivesWith: 'the report generator',
   },
   {
     path: '/runs',

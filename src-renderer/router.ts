@@ -8,6 +8,7 @@ import DashboardView from './views/DashboardView.vue';
 import DatasetsView from './views/DatasetsView.vue';
 import OptimiseView from './views/OptimiseView.vue';
 import RunsView from './views/RunsView.vue';
+import ReportsView from './views/ReportsView.vue';
 
 const views: Record<string, RouteRecordRaw['component']> = {
   dashboard: DashboardView,
@@ -15,6 +16,7 @@ const views: Record<string, RouteRecordRaw['component']> = {
   benchmarks: BenchmarksView,
   'batch-size': BatchSizeView,
   runs: RunsView,
+  reports: ReportsView,
   optimise: OptimiseView,
 };
 

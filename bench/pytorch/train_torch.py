@@ -5,7 +5,8 @@ milliseconds per step of each phase (CUDA events, read once at the end, so
 timing does not stall the step).
 
     python3 bench/pytorch/train_torch.py --cache DIR [--test-cache DIR] --spec JSON \
-        --batch 750 --steps 200 --warmup 30 --mode eager|compile --precision bf16|fp32
+        --batch 750 --steps 200 --warmup 30 --mode eager|compile --precision bf16|fp32 \
+        [--device cpu --threads N --workers 0|1 --memory-format channels_last|contiguous]
 """
 import argparse
 import json
@@ -72,9 +73,14 @@ def main():
     ap.add_argument("--precision", choices=["bf16", "fp32"], default="bf16")
     ap.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1))
     ap.add_argument("--lr", type=float, default=0.01)
-    ap.add_argument("--device", default="cuda", help="cuda, or cpu to check the script on a machine without a GPU")
+    ap.add_argument("--device", default="cuda", help="cuda, or cpu (the CPU race, bench/cpu/race.mjs)")
+    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads; 0 leaves PyTorch's default")
+    ap.add_argument("--memory-format", choices=["channels_last", "contiguous"], default="channels_last",
+                    help="layout of convolution activations and weights (oneDNN on the CPU may prefer either)")
     args = ap.parse_args()
 
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = True  # tuned convolutions: PyTorch at its best
     spec = json.loads(args.spec)
@@ -92,7 +98,8 @@ def main():
     loader = DataLoader(data, sampler=sampler, batch_size=None, num_workers=args.workers, pin_memory=on_gpu, **worker_options)
 
     device = torch.device(args.device)
-    model = models.build(spec).to(device).to(memory_format=torch.channels_last if spec["family"] != "mlp" else torch.contiguous_format)
+    channels_last = args.memory_format == "channels_last" and spec["family"] != "mlp"
+    model = models.build(spec).to(device).to(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=1e-4)
     step_fn_model = torch.compile(model) if args.mode == "compile" else model
     amp = torch.autocast(args.device, dtype=torch.bfloat16, enabled=args.precision == "bf16")
@@ -131,7 +138,7 @@ def main():
         gpu = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
         # The model's input shape, as the engine reads it: a cache may store x flatter (Fashion-MNIST's 28x28 for a 1x28x28 CNN).
         x = gpu["x"].float().reshape((-1, *input_shape)).mul_(scale).add_(offset)
-        if x.dim() == 4:
+        if x.dim() == 4 and channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         ev.append(mark())
         with amp:
@@ -166,6 +173,8 @@ def main():
         "phasesMs": ms,
         "finalLoss": float(loss.detach()),
         "loaderWorkers": args.workers,
+        "threads": torch.get_num_threads(),
+        "memoryFormat": "channels_last" if channels_last else "contiguous",
         "device": torch.cuda.get_device_name(0) if on_gpu else "cpu",
     }))
 

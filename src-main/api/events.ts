@@ -6,6 +6,7 @@ import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { TrainProgressEventSchema } from './training';
 import { OptimiseProgressSchema } from './optimise';
+import { ScriptOutputEventSchema } from './script-target';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
 export type EngineState = z.infer<typeof EngineStateSchema>;
@@ -32,6 +33,8 @@ export const apiEvents = {
   'telemetry.gpu': GpuStateSchema,
   'benchmark.progress': BenchmarkProgressSchema,
   'optimise.progress': OptimiseProgressSchema,
+  /** A line a script target wrote on its stdout or stderr, live. */
+  'script.output': ScriptOutputEventSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

@@ -14,3 +14,5 @@ export * from './run-record';
 export * from './benchmark';
 export * from './batch-size';
 export * from './optimise';
+export * from './reports';
+export * from './script-target';

@@ -3,6 +3,18 @@ import { z } from 'zod';
 import { BatchSearchRequestSchema, BatchSearchResultSchema } from './batch-size';
 import { TrainingBenchmarkRequestSchema, TrainingBenchmarkResultSchema } from './benchmark';
 import { IdSchema } from './ids';
+import {
+  FigureNameSchema,
+  ReportDetailSchema,
+  ReportExportChosenResultSchema,
+  ReportExportRequestSchema,
+  ReportExportResultSchema,
+  ReportGenerateRequestSchema,
+  ReportIdSchema,
+  ReportSaveRequestSchema,
+  ReportSummarySchema,
+  RunTraceResultSchema,
+} from './reports';
 import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices';
 import { EngineStatusEventSchema } from './events';
 import { ModelInfoSchema, ModelSpecSchema } from './model-spec';
@@ -20,6 +32,7 @@ import {
   VerifyResultSchema,
 } from './datasets';
 import { OptimiseIdParamsSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from './optimise';
+import { ScriptBenchmarkRequestSchema, ScriptBenchmarkResultSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from './script-target';
 
 const NoParams = z.object({}).strict();
 
@@ -63,7 +76,11 @@ export const apiMethods = {
   /** Runs the training benchmark to completion; progress arrives as benchmark.progress events with the request's jobId. */
   'benchmark.training': { params: TrainingBenchmarkRequestSchema, result: TrainingBenchmarkResultSchema },
   'benchmark.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
-  /** Files in a folder of the workspace, for choosing a source to import. */
+  /** Benchmarks the user's own training command (a script target); its output arrives as script.output events, progress as benchmark.progress. */
+  'script.benchmark': { params: ScriptBenchmarkRequestSchema, result: ScriptBenchmarkResultSchema },
+  'script.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
+  /** The optimisation wizard on a script target (overrides one at a time); progress arrives as optimise.progress events. */
+  'script.optimise': { params: ScriptOptimiseRequestSchema, result: ScriptOptimiseResultSchema },
   /** Runs the optimisation wizard to completion (or cancellation); progress arrives as optimise.progress events with the optimiseId. */
   'optimise.start': { params: OptimiseRequestSchema, result: OptimiseResultSchema },
   /** Stops the wizard at once (the trial in progress is dropped and run again on resume); its state stays saved for optimise.resume. */
@@ -72,7 +89,25 @@ export const apiMethods = {
   'optimise.resume': { params: OptimiseIdParamsSchema, result: OptimiseResultSchema },
   /** The saved state of a wizard (live, cancelled, interrupted or finished). */
   'optimise.state': { params: OptimiseIdParamsSchema, result: WizardStateSchema },
+  /** Files in a folder of the workspace, for choosing a source to import. */
   'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema) }) },
+  /** ADR reports (issue 13): reports/NNNN-title/ folders of markdown + SVG figures. */
+  'reports.list': { params: NoParams, result: z.array(ReportSummarySchema) },
+  'reports.get': { params: z.object({ id: ReportIdSchema }).strict(), result: ReportDetailSchema },
+  /** One figure's SVG text, by the file name the markdown links. */
+  'reports.figure': { params: z.object({ id: ReportIdSchema, name: FigureNameSchema }).strict(), result: z.object({ name: z.string(), svg: z.string() }) },
+  'reports.generate': { params: ReportGenerateRequestSchema, result: ReportDetailSchema },
+  /** Stores the edited markdown as is. */
+  'reports.save': { params: ReportSaveRequestSchema, result: ReportDetailSchema },
+  /** Redraws the generated blocks (<!-- tb:begin id --> ... <!-- tb:end id -->) from the runs; text outside them is kept. */
+  'reports.regenerate': { params: z.object({ id: ReportIdSchema }).strict(), result: ReportDetailSchema },
+  /** Copies the markdown and figures into a folder of the workspace. */
+  'reports.export': { params: ReportExportRequestSchema, result: ReportExportResultSchema },
+  /** Desktop only: copies into a folder the person chooses in a dialog; refused in serve mode. */
+  'reports.exportToChosenFolder': { params: z.object({ id: ReportIdSchema }).strict(), result: ReportExportChosenResultSchema },
+  'reports.remove': { params: z.object({ id: ReportIdSchema }).strict(), result: z.object({ removed: z.string() }) },
+  /** A Chrome trace-event JSON of a benchmark run's measured steps (also written to runs/<id>/trace.json). */
+  'runs.trace': { params: z.object({ id: IdSchema }).strict(), result: RunTraceResultSchema },
 } as const;
 
 export type ApiMethods = typeof apiMethods;

@@ -44,6 +44,11 @@ export const OptimiseRequestSchema = z
     maxTrials: z.number().int().min(0).max(200).default(12),
     /** Batch size and gradient accumulation change the training recipe: measured and proposed, but kept only when this is set. */
     allowRecipeChanges: z.boolean().default(false),
+    /**
+     * Take the batch-size candidate from the batch-size search where there is memory to search (a CUDA device,
+     * or a CPU memory limit); off, or where there is none, the candidate is twice the batch.
+     */
+    batchSearch: z.boolean().default(true),
     /** Largest relative difference of the mean loss over the measured steps (same seed) a kept change may make. */
     lossTolerance: z.number().gt(0).max(1).default(0.05),
     /** Chosen by the caller so it can follow and cancel from the first event; made up otherwise. */
@@ -199,6 +204,7 @@ export const OptimiseResultSchema = z.object({
   limits: LimitsSchema,
   trials: z.array(OptimiseTrialSchema),
   skipped: z.array(SkippedChangeSchema),
+  batchSearch: z.object({ recommended: z.number().int().nullable(), runId: z.string().nullable(), verdict: z.string() }).nullable(),
   final: OptimiseFinalSchema,
   seconds: z.number(),
 });
@@ -219,6 +225,8 @@ export const WizardStateSchema = z.object({
   best: OptimiseConfigSchema,
   trials: z.array(OptimiseTrialSchema),
   skipped: z.array(SkippedChangeSchema),
+  /** What the batch-size search recommended for the batch-size candidate (null: not run, with the reason in `verdict`). */
+  batchSearch: z.object({ recommended: z.number().int().nullable(), runId: z.string().nullable(), verdict: z.string() }).nullable().default(null),
   /** Knobs tried without a kept change since the last kept one: coordinate ascent stops when every knob is here. */
   exhausted: z.array(z.string()),
   final: OptimiseFinalSchema.nullable(),
@@ -233,7 +241,7 @@ export type WizardState = z.infer<typeof WizardStateSchema>;
 export const OptimiseProgressSchema = z.object({
   optimiseId: z.string(),
   runId: z.string().nullable(),
-  phase: z.enum(['preparing', 'baseline', 'limits', 'trial', 'final', 'done']),
+  phase: z.enum(['preparing', 'baseline', 'limits', 'batch-search', 'trial', 'final', 'done']),
   /** The trial running (phase 'trial'), 1-based; null otherwise. */
   trial: z.number().int().nullable(),
   maxTrials: z.number().int(),

@@ -8,6 +8,8 @@ import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { trainOptions } from './train-command';
 import { choiceArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
+import { collectEnv, collectOverride, intArg, secondsArg } from './benchmark-script-command';
+import { findBatchSizeScript } from './find-batch-size-script';
 
 const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kib: 1024, m: 2 ** 20, mib: 2 ** 20, g: 2 ** 30, gib: 2 ** 30 };
 
@@ -80,7 +82,17 @@ export function findBatchSizeCommand(): Command {
     .option('--json', 'print the result as JSON (largestFitting, recommended, trials ...)')
     .option('--no-progress', 'no per-trial lines on stderr')
     .option('--workspace <dir>', 'workspace folder (the search is saved as a run)', defaultWorkspaceDir())
-    .action(async (o) => {
+    // A script target: the command after '--' is searched instead of an engine model (find-batch-size-script.ts).
+    .argument('[command...]', "your own training command, after '--': dataloader.batch_size is varied, an out-of-memory error is a data point")
+    .option('--set <key=value>', 'script: an override every trial keeps (repeatable)', collectOverride)
+    .option('--cwd <dir>', 'script: working directory of the command')
+    .option('--env <NAME=value>', 'script: environment variable for the command (repeatable)', collectEnv)
+    .option('--start-batch <n>', 'script: the first batch tried (doubling from there)', intArg('--start-batch', 1))
+    .option('--max-batch <n>', 'script: the largest batch tried', intArg('--max-batch', 1))
+    .option('--warmup-steps <n>', 'script: steps before each trial is timed', intArg('--warmup-steps', 0))
+    .option('--timeout <seconds>', 'script: kill a trial (with all its processes) after this long', secondsArg)
+    .action(async (command: string[], o) => {
+      if (command.length > 0) return findBatchSizeScript(command, o);
       const { spec, name } = await resolveModel(o.model);
       const data = resolveData(o.data);
       const options = { ...trainOptions(name, { ...o, progress: false }), memoryLimitBytes: o.memoryLimit };

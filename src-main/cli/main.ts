@@ -19,6 +19,10 @@ import { loaderBenchCommand } from './loader-bench-command';
 import { monitorCommand } from './monitor-command';
 import { runsCommand } from './runs-command';
 import { trainCommand } from './train-command';
+import { reportCommand } from './report-command';
+import { traceCommand } from './trace-command';
+import { benchmarkScriptCommand } from './benchmark-script-command';
+import { optimiseScriptCommand } from './optimise-script-command';
 import { choiceArg, TRAIN_CHOICES } from './train-inputs';
 
 function intArg(name: string, min: number) {
@@ -131,6 +135,10 @@ export function buildProgram(): Command {
   program.addCommand(monitorCommand());
   program.addCommand(runsCommand());
   program.addCommand(optimiseCommand());
+  program.addCommand(reportCommand());
+  program.addCommand(traceCommand());
+  program.addCommand(benchmarkScriptCommand());
+  program.addCommand(optimiseScriptCommand());
   pointErrorsToHelp(program);
 
   return program;

@@ -48,6 +48,7 @@ interface OptimiseFlags {
   maxTrials: number;
   allowRecipeChanges?: boolean;
   lossTolerance?: number;
+  batchSearch: boolean;
   resume?: string;
   json?: boolean;
   progress: boolean;
@@ -78,6 +79,8 @@ export function progressLine(p: OptimiseProgress): string {
       return `baseline ${bar} repetition ${p.repetition}/${p.repetitions} (${eta})`;
     case 'limits':
       return 'measuring the physical limits (GEMM rate, read rate)';
+    case 'batch-search':
+      return 'searching the batch size for the batch-size candidate (a run of kind batch-search)';
     case 'trial':
       return `trial ${p.trial}/${p.maxTrials} max: ${p.label} ${bar} pair ${p.repetition}/${p.repetitions} (${eta})`;
     case 'final':
@@ -118,6 +121,7 @@ export function formatOptimise(r: OptimiseResult): string {
     `  ${r.limits.summary}`,
     'trials     change, speedup over the current best (median, 95% CI), decision and why',
     ...(rows.length ? rows : ['  none: no change to try']),
+    ...(r.batchSearch ? [`batch      ${r.batchSearch.recommended !== null ? `the batch-size search recommends ${r.batchSearch.recommended}` : 'no batch-size search'}: ${r.batchSearch.verdict}`] : []),
     ...(r.skipped.length ? ['not tried', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),
     `final      ${r.final.changes.length ? r.final.changes.join('; ') : 'no change kept'}`,
     `           ${ci(r.final.samplesPerSec)}; speedup over the baseline ${x3(r.final.speedup.median)} [${x3(r.final.speedup.low)}, ${x3(r.final.speedup.high)}]`,
@@ -157,6 +161,7 @@ async function buildRequest(flags: OptimiseFlags, optimiseId: string) {
     warmupSteps: flags.warmupSteps,
     maxTrials: flags.maxTrials,
     allowRecipeChanges: flags.allowRecipeChanges === true,
+    batchSearch: flags.batchSearch,
     ...(flags.lossTolerance !== undefined ? { lossTolerance: flags.lossTolerance } : {}),
     optimiseId,
   });
@@ -168,8 +173,14 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
   const optimiseId = flags.resume ?? `optimise-${newRunId()}`;
   const request = flags.resume ? null : await buildRequest(flags, optimiseId);
   const services = await createServices({ workspaceDir: flags.workspace });
-  const say = (line: string) => {
-    if (flags.progress) process.stderr.write(`${line}\n`);
+  // On a terminal the bar redraws in place and only finished trials stay on screen; on a pipe every line is kept.
+  const tty = process.stderr.isTTY === true;
+  let drawn = false;
+  const say = (line: string, transient = false) => {
+    if (!flags.progress) return;
+    if (tty && drawn) process.stderr.write('\r\x1b[2K');
+    process.stderr.write(tty && transient ? line : `${line}\n`);
+    drawn = tty && transient;
   };
   const onSigint = () => {
     process.stderr.write('\ncancelling the optimisation...\n');
@@ -183,13 +194,14 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
       allowPathsOutsideWorkspace: true,
       onProgress: (p: OptimiseProgress) => {
         const line = progressLine(p);
-        if (line !== last) say(line);
+        if (line !== last) say(line, p.finishedTrial === null && p.repetitions > 0);
         last = line;
       },
     };
     const result = request ? await services.optimise.start(request, options) : await services.optimise.resume(optimiseId, options);
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatOptimise(result)) + '\n');
   } finally {
+    if (drawn) process.stderr.write('\n');
     process.off('SIGINT', onSigint);
     await services.dispose();
   }
@@ -217,6 +229,7 @@ export function optimiseCommand(): Command {
     .option('--preset <name>', OptimisePresetSchema.options.join(', '), choiceArg('--preset', OptimisePresetSchema.options), 'balanced')
     .option('--max-trials <n>', 'most changes tried', intArg('--max-trials', 0), 12)
     .option('--allow-recipe-changes', 'keep a faster batch size too (it changes the training recipe; otherwise it is only proposed)')
+    .option('--no-batch-search', 'skip the batch-size search (CUDA, or a CPU memory limit): the batch-size candidate is then twice the batch')
     .option('--loss-tolerance <r>', 'largest relative change of the mean loss a kept change may make', ratioArg('--loss-tolerance'))
     .option('--resume <id>', 'continue a cancelled or interrupted optimisation from its saved state (the other target flags are ignored)')
     .option('--json', 'print the result as JSON')

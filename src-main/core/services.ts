@@ -9,14 +9,20 @@ import { EventHub } from './event-hub';
 import { listFiles } from './files';
 import { listRuns, readRunDetail } from './run-reader';
 import { OptimiseService } from './optimise/optimise-service';
+import type { ChooseFolder } from './reports/report-service';
+import { ReportService } from './reports/report-service';
 import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
+import { ScriptBenchmarkService } from './script/script-benchmark';
+import { optimiseScript } from './script/script-optimise';
 import { openWorkspace } from './workspace';
 
 export interface ServicesOptions {
   workspaceDir: string;
   engine?: SupervisorOptions;
+  /** The desktop shell's folder dialog, for reports.exportToChosenFolder; absent in serve mode and the CLI. */
+  chooseFolder?: ChooseFolder;
 }
 
 /** Everything the shells (Electron, serve, CLI) share: one engine, one workspace, one router. */
@@ -31,6 +37,8 @@ export interface Services {
   batchSize: BatchSizeService;
   benchmarks: TrainingBenchmarkService;
   optimise: OptimiseService;
+  reports: ReportService;
+  scripts: ScriptBenchmarkService;
   dispose(): Promise<void>;
 }
 
@@ -44,7 +52,9 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const training = new TrainingService(engine, events, workspace, datasets, telemetry);
   const batchSize = new BatchSizeService(engine, events, workspace, datasets);
   const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
-  const optimise = new OptimiseService(engine, events, workspace, benchmarks);
+  const optimise = new OptimiseService(engine, events, workspace, benchmarks, batchSize);
+  const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
+  const scripts = new ScriptBenchmarkService(events, workspace, telemetry);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -67,6 +77,9 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'datasets.benchmark': (request) => datasets.benchmark(request),
     'benchmark.training': (request) => benchmarks.run(request),
     'benchmark.cancel': ({ jobId }) => benchmarks.cancel(jobId),
+    'script.benchmark': (request) => scripts.run(request),
+    'script.cancel': ({ jobId }) => Promise.resolve(scripts.cancel(jobId)),
+    'script.optimise': (request) => optimiseScript(workspace, events, request),
     'optimise.start': (request) => optimise.start(request),
     'optimise.cancel': ({ optimiseId }) => optimise.cancel(optimiseId),
     'optimise.resume': ({ optimiseId }) => optimise.resume(optimiseId),
@@ -74,6 +87,16 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
     'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
+    'reports.list': () => reports.list(),
+    'reports.get': ({ id }) => reports.get(id),
+    'reports.figure': ({ id, name }) => reports.figure(id, name),
+    'reports.generate': (request) => reports.generate(request),
+    'reports.save': ({ id, markdown }) => reports.save(id, markdown),
+    'reports.regenerate': ({ id }) => reports.regenerate(id),
+    'reports.export': ({ id, dir }) => reports.export(id, dir),
+    'reports.exportToChosenFolder': ({ id }) => reports.exportToChosenFolder(id),
+    'reports.remove': ({ id }) => reports.remove(id),
+    'runs.trace': ({ id }) => reports.trace(id),
   });
 
   return {
@@ -87,6 +110,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     batchSize,
     benchmarks,
     optimise,
+    reports,
+    scripts,
     async dispose() {
       unsubscribe();
       await telemetry.dispose();

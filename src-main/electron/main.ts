@@ -1,7 +1,7 @@
 /** Electron main process: a thin shell over the shared services. The only code importing `electron`. */
 import path from 'node:path';
 
-import { app, BrowserWindow, ipcMain, Menu, session, shell } from 'electron';
+import { app, BrowserWindow, dialog, ipcMain, Menu, session, shell } from 'electron';
 
 import type { CallOutcome } from '../api/bridge';
 import { IPC_CALL_CHANNEL, IPC_EVENT_CHANNEL } from '../api/bridge';
@@ -56,13 +56,25 @@ function registerIpc(services: Services): void {
   });
 }
 
+/** The export dialog for reports: the person picks where a report's markdown and figures go. */
+async function chooseExportFolder(suggestedName: string): Promise<string | null> {
+  const parent = BrowserWindow.getFocusedWindow() ?? BrowserWindow.getAllWindows()[0];
+  const options: Electron.OpenDialogOptions = {
+    title: `Export report ${suggestedName}`,
+    buttonLabel: 'Export here',
+    properties: ['openDirectory', 'createDirectory'],
+  };
+  const result = parent ? await dialog.showOpenDialog(parent, options) : await dialog.showOpenDialog(options);
+  return result.canceled || result.filePaths.length === 0 ? null : result.filePaths[0];
+}
+
 async function start(): Promise<void> {
   await app.whenReady();
   // No page of ours needs camera, notifications or the like.
   session.defaultSession.setPermissionRequestHandler((_wc, _permission, callback) => callback(false));
 
   const workspaceDir = workspaceFromArgs(process.argv) ?? defaultWorkspaceDir();
-  const services = await createServices({ workspaceDir, engine: { launcher: utilityHostLauncher } });
+  const services = await createServices({ workspaceDir, engine: { launcher: utilityHostLauncher }, chooseFolder: chooseExportFolder });
   registerIpc(services);
   void services.engine.start().catch(() => undefined); // failures are shown through engine.status
 

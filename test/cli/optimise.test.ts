@@ -2,6 +2,7 @@
 // board network, a killed engine host, a killed CLI and a cancel, each followed by the wizard going on.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
@@ -11,7 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../../src-main/api/benchmark';
 import type { OptimiseResult } from '../../src-main/api/optimise';
 import type { OptimiseProgress } from '../../src-main/api/optimise';
-import { OptimiseProgressSchema, OptimiseResultSchema, WizardStateSchema } from '../../src-main/api/optimise';
+import { OptimiseProgressSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from '../../src-main/api/optimise';
+import { initialState } from '../../src-main/core/optimise/resumable-run';
+import { saveWizardState } from '../../src-main/core/optimise/wizard-state';
+import { createRun } from '../../src-main/core/run-store';
 import { ApiError } from '../../src-main/api/errors';
 import { formatOptimise } from '../../src-main/cli/optimise-command';
 import { CLI, requireBuilt } from '../helpers/repo';
@@ -47,7 +51,7 @@ async function optimise(args: string[]): Promise<OptimiseResult> {
 }
 
 const state = (id: string) => WizardStateSchema.parse(JSON.parse(readFileSync(path.join(ws.dir, 'optimise', id, 'state.json'), 'utf8')));
-const runJson = (runId: string) => JSON.parse(readFileSync(path.join(ws.dir, 'runs', runId, 'run.json'), 'utf8')) as { kind: string; status: string; error?: { message: string } };
+const runJson = (runId: string, dir = ws.dir) => JSON.parse(readFileSync(path.join(dir, 'runs', runId, 'run.json'), 'utf8')) as { kind: string; status: string; error?: { message: string } };
 
 /** Every kept change was proven: its whole CI above 1 and its gain above the baseline's noise floor. */
 function expectNothingUnproven(r: OptimiseResult): void {
@@ -217,6 +221,22 @@ describe('bad optimise inputs get clear errors', () => {
 });
 
 describe('optimise through the API contract (what the Optimise area calls)', () => {
+  it('refuses to resume a wizard whose last run is still live in another process', async () => {
+    const { services, cleanup } = await testServices();
+    try {
+      // A run owned by a live process (this one) with a fresh heartbeat, as another app driving the wizard would leave it.
+      const live = await createRun(services.workspace, 'optimise', {});
+      const request = OptimiseRequestSchema.parse({ target: { spec: { family: 'mlp', input: [28, 28], outputs: 10 }, data: { kind: 'fashion-mnist' } }, optimiseId: 'elsewhere' });
+      await saveWizardState(services.workspace, { ...initialState('elsewhere', request), runIds: [live.id] });
+      const err = await services.router.dispatch('optimise.resume', { optimiseId: 'elsewhere' }).catch((e: ApiError) => e);
+      expect(err).toMatchObject({ code: 'E_BAD_INPUT' });
+      expect((err as ApiError).message).toBe(`optimisation elsewhere is still running in process ${process.pid} on ${os.hostname()} (run ${live.id}): cancel it there, or wait until it stops, before resuming`);
+      await live.finish('cancelled', {});
+    } finally {
+      await cleanup();
+    }
+  }, 60_000);
+
   it('streams schema-valid progress, cancels on request with the resume message, resumes, and answers state', async () => {
     const { services, cleanup } = await testServices();
     try {
@@ -269,8 +289,10 @@ describe('optimise through the API contract (what the Optimise area calls)', () 
   }, 300_000);
 });
 
-describe('an out-of-memory trial', () => {
-  it('is recorded as crashed with the engine\'s words, and the wizard goes on', async () => {
+const limitOf = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
+
+describe('the batch-size candidate under a CPU memory limit', () => {
+  it('without the search, twice the batch runs out of memory: recorded as crashed with the engine\'s words, and the wizard goes on; with it, the candidate is the batch it recommends', async () => {
     const { services, cleanup } = await testServices();
     try {
       const spec = { family: 'mlp' as const, input: [28, 28], outputs: 10, hidden: [8] };
@@ -284,6 +306,8 @@ describe('an out-of-memory trial', () => {
       const r = OptimiseResultSchema.parse(
         await services.router.dispatch('optimise.start', {
           target: { spec, data, options: { batchSize: 256, memoryLimitBytes: limit } },
+          // Without the search the batch candidate is twice the batch, which this limit cannot hold.
+          batchSearch: false,
           repeat: 2,
           steps: 10,
           warmupSteps: 1,
@@ -297,6 +321,31 @@ describe('an out-of-memory trial', () => {
       expect(batch?.error).toMatch(/bytes/);
       expect(r.status).toBe('completed');
       expect(r.final.config.options.batchSize).toBe(256);
+      expect(r.batchSearch).toEqual({ recommended: null, runId: null, verdict: 'not run (batchSearch off): the batch-size candidate is twice the batch' });
+
+      // With the search, the candidate is the batch it recommends under the limit, and it trains.
+      const searched = OptimiseResultSchema.parse(
+        await services.router.dispatch('optimise.start', {
+          target: { spec, data, options: { batchSize: 256, memoryLimitBytes: Math.round(large / 0.8) } },
+          repeat: 2,
+          steps: 10,
+          warmupSteps: 1,
+          maxTrials: 3,
+        }),
+      );
+      const recommended = searched.batchSearch?.recommended;
+      console.log(`batch-size search under a ${limitOf(large / 0.8)} limit: ${searched.batchSearch?.verdict}`);
+      expect(recommended, searched.batchSearch?.verdict).toBeGreaterThanOrEqual(256);
+      expect(recommended).toBeLessThan(2048);
+      const search = runJson(searched.batchSearch?.runId ?? '', services.workspace.root);
+      expect(search).toMatchObject({ kind: 'batch-search', status: 'completed' });
+      const trial = searched.trials.find((t) => t.change.knob === 'batchSize');
+      if (recommended === 256) expect(trial).toBeUndefined();
+      else {
+        expect(trial?.change).toMatchObject({ from: 256, to: recommended, kind: 'recipe' });
+        expect(trial?.change.hypothesis).toContain("the batch-size search's recommendation");
+        expect(trial?.decision).not.toBe('crashed');
+      }
     } finally {
       await cleanup();
     }

@@ -19,10 +19,11 @@ export function batchSizeOption(trials: readonly TrialInput[], usableBytes: numb
   const axis = { axisLabel: { color: MUTED }, splitLine: { lineStyle: { color: GRID_LINE } } };
   return {
     animation: false,
-    legend: { textStyle: { color: TEXT }, top: 0 },
+    // Under the plot, on its own line: at the top it crowded the two axis names.
+    legend: { textStyle: { color: TEXT }, bottom: 0, itemWidth: 14, itemHeight: 8 },
     // The series names carry their units (samples/s, MiB): the tooltip only rounds.
     tooltip: tooltip(''),
-    grid: { left: 70, right: 70, top: 40, bottom: 40 },
+    grid: { left: 70, right: 70, top: 32, bottom: 64 },
     xAxis: { type: 'value', name: 'batch', nameLocation: 'middle', nameGap: 26, min: 0, ...axis },
     yAxis: [
       { type: 'value', name: 'samples/s', ...axis },

@@ -42,7 +42,8 @@ export function phaseStackOption(results: readonly BenchmarkChartInput[], labels
     tooltip: { ...tooltip('ms'), axisPointer: { type: 'shadow' } },
     grid: { left: 56, right: 16, top: 44, bottom: 72 },
     xAxis: { type: 'category', data: labels, axisLabel: { color: MUTED, interval: 0, rotate: labels.length > 4 ? 20 : 0 } },
-    yAxis: { type: 'value', name: 'ms', ...axis },
+    // The title names the unit: an axis name would sit under the title and collide with it.
+    yAxis: { type: 'value', ...axis },
     series: [
       ...PHASE_NAMES_WITH_OTHER.map((p) => ({
         name: p,
@@ -76,7 +77,7 @@ export function throughputOption(results: readonly BenchmarkChartInput[], labels
     tooltip: { ...tooltip('samples/s'), axisPointer: { type: 'shadow' } },
     grid: { left: 64, right: 16, top: 44, bottom: 72 },
     xAxis: { type: 'category', data: labels, axisLabel: { color: MUTED, interval: 0, rotate: labels.length > 4 ? 20 : 0 } },
-    yAxis: { type: 'value', name: 'samples/s', ...axis },
+    yAxis: { type: 'value', ...axis },
     series: [
       { name: 'median', type: 'bar', barMaxWidth: 56, itemStyle: { color: '#4fb3ff' }, data: results.map((r) => Math.round(r.samplesPerSecCi.median)) },
       {

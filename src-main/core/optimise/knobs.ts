@@ -7,6 +7,8 @@ export interface KnobContext {
   cpus: number;
   /** Records one epoch draws: no batch may exceed it. */
   recordsPerEpoch: number;
+  /** The batch-size search's recommendation, when it ran and found one. */
+  searchedBatch?: number | null;
 }
 
 /** A change a knob proposes, or why it has nothing to propose here. */
@@ -58,15 +60,19 @@ const KNOBS: Record<string, (c: OptimiseConfig, ctx: KnobContext) => Proposal> =
   },
   batchSize: (c, ctx) => {
     const b = c.options.batchSize;
-    const to = b * 2;
+    const searched = ctx.searchedBatch ?? null;
+    if (searched === b) return null;
+    const to = searched ?? b * 2;
     const proposal = change(
       'batchSize',
       b,
       to,
       'recipe',
       `batch size ${b} -> ${to}`,
-      'a larger batch amortises the per-step overhead over more samples',
-      `a larger batch changes the training recipe: scale the learning rate with it (linear rule: x${to / b}) and check the accuracy`,
+      searched !== null
+        ? "the batch-size search's recommendation: the fitting batch with the best throughput under the memory headroom"
+        : 'a larger batch amortises the per-step overhead over more samples',
+      `a batch change is a change of the training recipe: scale the learning rate with it (linear rule: x${Number((to / b).toPrecision(3))}) and check the accuracy`,
     );
     return to * c.options.accumulation > ctx.recordsPerEpoch ? { skip: proposal, why: `a batch of ${to} needs more samples than the ${ctx.recordsPerEpoch} one epoch draws` } : { change: proposal };
   },

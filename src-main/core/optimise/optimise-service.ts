@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { DEFAULT_HEADROOM } from '../../api/batch-size';
 import { TrainingBenchmarkRequestSchema } from '../../api/benchmark';
 import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
@@ -19,6 +20,7 @@ import type {
 import { OptimiseResultSchema } from '../../api/optimise';
 import { parseRunRecord } from '../../api/run-record';
 import type { EngineClient } from '../../engine/engine-client';
+import type { BatchSizeService } from '../batch-size/batch-size-service';
 import type { ActiveJob, MeasuredRepetition, PreparedBenchmark, TrainingBenchmarkService } from '../benchmarks/training-benchmark';
 import { aggregateRepetitions } from '../benchmarks/benchmark-summary';
 import type { EventHub } from '../event-hub';
@@ -45,6 +47,8 @@ export interface OptimiseRunOptions {
 interface Job {
   cancelled: boolean;
   bench: ActiveJob;
+  /** The batch-size search in progress, so a cancel reaches it too. */
+  searchId: string | null;
 }
 
 /** Thrown inside a session when the user cancels; turned into the saved state and E_CANCELLED at the top. */
@@ -66,6 +70,7 @@ export class OptimiseService {
     private readonly events: EventHub,
     private readonly workspace: Workspace,
     private readonly benchmarks: TrainingBenchmarkService,
+    private readonly batchSize: BatchSizeService,
   ) {}
 
   async start(request: OptimiseRequest, options: OptimiseRunOptions = {}): Promise<OptimiseResult> {
@@ -96,6 +101,7 @@ export class OptimiseService {
     job.cancelled = true;
     job.bench.cancelled = true;
     if (job.bench.engineRunId) await this.engine.cancelTraining(job.bench.engineRunId).catch(() => undefined);
+    if (job.searchId) await this.batchSize.cancel(job.searchId).catch(() => undefined);
     return { cancelled: true };
   }
 
@@ -118,7 +124,7 @@ export class OptimiseService {
   }
 
   private async drive(state: WizardState, options: OptimiseRunOptions): Promise<OptimiseResult> {
-    const job: Job = { cancelled: false, bench: { cancelled: false, engineRunId: null } };
+    const job: Job = { cancelled: false, bench: { cancelled: false, engineRunId: null }, searchId: null };
     this.active.set(state.optimiseId, job);
     try {
       // spec at the top level, as other kinds store it, so the Runs list can name the model.
@@ -152,7 +158,7 @@ export class OptimiseService {
 
   /** Parts a session needs from the service (kept off the public surface). */
   get parts() {
-    return { engine: this.engine, events: this.events, workspace: this.workspace, benchmarks: this.benchmarks };
+    return { engine: this.engine, events: this.events, workspace: this.workspace, benchmarks: this.benchmarks, batchSize: this.batchSize };
   }
 
   async titleOf(state: WizardState, options: OptimiseRunOptions): Promise<string> {
@@ -174,6 +180,7 @@ export class OptimiseService {
       limits: state.limits,
       trials: state.trials,
       skipped: state.skipped,
+      batchSearch: state.batchSearch,
       final: state.final,
       seconds: state.seconds,
     });
@@ -242,6 +249,12 @@ class Session {
       await this.save();
     }
 
+    if (!s.batchSearch) {
+      s.batchSearch = await this.searchBatch(basePrepared);
+      await this.save();
+    }
+    this.ctx.searchedBatch = s.batchSearch.recommended;
+
     for (let change = nextChange(s, this.ctx); change; change = nextChange(s, this.ctx)) {
       const trial = await this.trial(s.trials.length + 1, change);
       s.trials.push(trial);
@@ -265,6 +278,38 @@ class Session {
     await this.save();
     this.progress('done', null, 0, 0, null, null);
     return this.service.result(s, title, this.run.id);
+  }
+
+  /**
+   * The batch-size candidate from the batch-size search (its own run of kind batch-search), where
+   * there is memory to search and the preset may change the recipe; otherwise why not.
+   */
+  private async searchBatch(prepared: PreparedBenchmark): Promise<NonNullable<WizardState['batchSearch']>> {
+    const s = this.state;
+    const o = prepared.options;
+    const none = (verdict: string) => ({ recommended: null, runId: null, verdict });
+    if (!s.request.batchSearch) return none('not run (batchSearch off): the batch-size candidate is twice the batch');
+    if (PRESETS[s.request.preset].refuses({ knob: 'batchSize', from: 0, to: 0, kind: 'recipe', label: 'batch size', hypothesis: '', note: null })) {
+      return none(`not run: the ${s.request.preset} preset keeps the batch size`);
+    }
+    if (!s.baseline?.device.startsWith('cuda') && o.memoryLimitBytes <= 0) {
+      return none('not run: the CPU has no device memory to search without a memory limit; the batch-size candidate is twice the batch');
+    }
+    this.progress('batch-search', null, 0, 0, 'searching the batch size', null);
+    if (this.job.cancelled) throw new Cancelled();
+    this.job.searchId = `${this.run.id}-batch-search`;
+    try {
+      const r = await this.service.parts.batchSize.search(
+        { spec: s.request.target.spec, data: s.request.target.data, options: o, headroom: DEFAULT_HEADROOM, stepsPerTrial: 5, searchId: this.job.searchId },
+        { allowPathsOutsideWorkspace: this.options.allowPathsOutsideWorkspace },
+      );
+      return { recommended: r.recommended, runId: r.runId, verdict: r.verdict };
+    } catch (err) {
+      if (this.job.cancelled) throw new Cancelled();
+      return none(`the batch-size search failed: ${(err as Error).message}; the batch-size candidate is twice the batch`);
+    } finally {
+      this.job.searchId = null;
+    }
   }
 
   private seconds(): number {
@@ -431,7 +476,8 @@ class Session {
     const s = this.state;
     const k = s.request.repeat;
     let eta: number | null = null;
-    if (this.repSeconds.length && this.ctx) {
+    // Before the diagnosis the trials left are the budget: an upper bound that tightens once the knobs are known.
+    if (this.repSeconds.length) {
       const perRep = this.repSeconds.reduce((a, b) => a + b, 0) / this.repSeconds.length;
       const inPhase = phase === 'baseline' ? k - repetition : phase === 'trial' || phase === 'final' ? 2 * (k - repetition) : 0;
       const left = trialsLeft(s, this.ctx) - (phase === 'trial' && !finishedTrial ? 1 : 0);

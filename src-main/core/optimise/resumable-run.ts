@@ -17,6 +17,7 @@ export function initialState(optimiseId: string, request: OptimiseRequest): Wiza
     best: { options: request.target.options, readFrom: request.target.readFrom },
     trials: [],
     skipped: [],
+    batchSearch: null,
     exhausted: [],
     final: null,
     message: null,
@@ -57,8 +58,8 @@ export function nextChange(state: WizardState, ctx: KnobContext): OptimiseChange
 }
 
 /** How many trials are likely left: the knobs still to try, within the trial budget (for the ETA). */
-export function trialsLeft(state: WizardState, ctx: KnobContext): number {
-  if (!state.diagnosis) return state.request.maxTrials;
+export function trialsLeft(state: WizardState, ctx: KnobContext | null): number {
+  if (!state.diagnosis || !ctx) return Math.max(0, state.request.maxTrials - state.trials.length);
   const rule = PRESETS[state.request.preset];
   const open = candidateChanges(state.best, state.diagnosis, ctx, state.exhausted).changes.filter((c) => rule.refuses(c) === null).length;
   return Math.max(0, Math.min(open, state.request.maxTrials - state.trials.length));

@@ -1,0 +1,197 @@
+#!/usr/bin/env node
+// The CPU race: the engine against PyTorch (bench/pytorch, eager fp32) on the
+// same cores, the same cached data and the same batch, for mlp and cnn on
+// Fashion-MNIST and bottleneck_resnet on the example board dataset. Runs
+// alternate A/B/A/B so drift (turbo, other load) hits both sides; the ratio
+// is reported per pair with its spread. PyTorch is first tuned on this machine
+// (0 or 1 DataLoader workers, channels_last or contiguous) and races with its
+// best setting, torch.set_num_threads equal to our thread count.
+//   npm run bench:cpu-race [-- --pairs N] [-- --models mlp,cnn,bottleneck_resnet] [-- --threads N]
+//                          [-- --python PATH] [-- --skip-tune] [-- --label NAME] [-- --out FILE | --save]
+// --save writes bench/results/cpu-race-<label or host>.json.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+
+import { argValue, benchOutput, numberArg, REPO_ROOT as root, tempFolder } from '../../scripts/bench-output.mjs';
+
+const require = createRequire(import.meta.url);
+const args = process.argv.slice(2);
+const output = benchOutput(args);
+const PAIRS = numberArg(args, '--pairs', 3);
+const THREADS = numberArg(args, '--threads', os.cpus().length);
+const BATCH = 256;
+const MODELS = argValue(args, '--models', 'mlp,cnn,bottleneck_resnet').split(',');
+// Timed steps per run, sized so one run takes a few seconds on a 2-core machine.
+const STEPS = { mlp: 300, cnn: 40, bottleneck_resnet: 24 };
+const WARMUP = { mlp: 20, cnn: 5, bottleneck_resnet: 4 };
+for (const m of MODELS) if (!(m in STEPS)) usage(`--models: unknown model ${JSON.stringify(m)} (mlp, cnn, bottleneck_resnet)`);
+
+function usage(message) {
+  process.stderr.write(`race: ${message}\n`);
+  process.exit(2);
+}
+
+// The Python that has torch: --python, else python3 on PATH, else Debian's.
+function findPython() {
+  const candidates = [argValue(args, '--python', undefined), 'python3', '/usr/bin/python3'].filter(Boolean);
+  for (const py of candidates) {
+    try {
+      const v = execFileSync(py, ['-c', 'import torch;print(torch.__version__)'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+      return { python: py, torch: v.trim() };
+    } catch {
+      // next candidate
+    }
+  }
+  usage(`no Python with torch among ${candidates.join(', ')}: pass --python PATH`);
+}
+const { python, torch: torchVersion } = findPython();
+
+const addon = require(path.join(root, 'build', 'Release', 'trainbench_native.node'));
+const dist = (p) => require(path.join(root, 'dist', 'src-main', p));
+const { openWorkspace } = dist('core/workspace.js');
+const { writeBoardDumps } = dist('core/datasets/example-board.js');
+const { buildCache } = dist('core/datasets/cache-builder.js');
+const { openSource } = dist('core/datasets/importers/open-source.js');
+const { fashionMnistDir, fashionMnistSpecs } = dist('core/datasets/fashion-mnist.js');
+const { ModelSpecSchema } = dist('api/model-spec.js');
+
+// ---- data: cached once, read by both sides
+const ws = await openWorkspace(argValue(args, '--workspace', undefined) ?? tempFolder('trainbench-cpu-race-'));
+async function cache(name, source) {
+  const built = await buildCache(ws, await openSource(source), { name, shardBytes: 256 << 20, fieldMap: [] }, { jobId: name, spec: source });
+  const xStats = built.dataset.fields.find((f) => f.name === 'x')?.stats;
+  const normalize = xStats && xStats.std > 0 ? { x: { scale: 1 / xStats.std, offset: -xStats.mean / xStats.std } } : {};
+  return { dir: path.join(ws.root, 'datasets', built.dataset.id), normalize, records: built.dataset.records };
+}
+const needFashion = MODELS.some((m) => m !== 'bottleneck_resnet');
+const fashion = needFashion ? await cache('race-fashion', fashionMnistSpecs(fashionMnistDir()).train) : null;
+const board = MODELS.includes('bottleneck_resnet') ? await cache('race-board', await writeBoardDumps(ws, 20000, 0)) : null;
+
+const setups = {
+  mlp: { spec: { family: 'mlp', input: [1, 28, 28], outputs: 10 }, data: fashion },
+  cnn: { spec: { family: 'cnn', input: [1, 28, 28], outputs: 10 }, data: fashion },
+  bottleneck_resnet: { spec: { family: 'bottleneck_resnet' }, data: board },
+};
+const sgd = { kind: 'sgd', lr: 0.01, momentum: 0.9, weightDecay: 1e-4 };
+
+async function ours(model) {
+  const { spec, data } = setups[model];
+  const full = ModelSpecSchema.parse(spec);
+  const t = new addon.Trainer(JSON.stringify(full), JSON.stringify({ seed: 0, threads: THREADS }));
+  t.setSource('train', JSON.stringify({ kind: 'cache', dir: data.dir }), JSON.stringify(data.normalize));
+  const steps = STEPS[model] + WARMUP[model];
+  const r = await t.train(
+    JSON.stringify({ batchSize: BATCH, maxSteps: steps, epochs: 1000, warmupSteps: WARMUP[model], device: 'cpu', loaderWorkers: 1, prefetch: 2, optimizer: sgd }),
+  );
+  const stepMs = r.stepTime.steadyStateMeanMs;
+  return { samplesPerSec: (BATCH / stepMs) * 1000, stepMs, phasesMs: r.phasesMs, threads: r.threads };
+}
+
+function theirs(model, { workers, memoryFormat }, steps = STEPS[model]) {
+  const { spec, data } = setups[model];
+  const full = ModelSpecSchema.parse(spec);
+  const out = execFileSync(
+    python,
+    [path.join(root, 'bench', 'pytorch', 'train_torch.py'), '--cache', data.dir, '--spec', JSON.stringify(full), '--batch', String(BATCH),
+      '--steps', String(steps), '--warmup', String(WARMUP[model]), '--mode', 'eager', '--precision', 'fp32', '--device', 'cpu',
+      '--threads', String(THREADS), '--workers', String(workers), '--memory-format', memoryFormat],
+    { encoding: 'utf8', maxBuffer: 16 << 20, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  return JSON.parse(out.trim().split('\n').at(-1));
+}
+
+// ---- PyTorch at its best: every loader/layout setting once, the fastest races.
+const tuning = {};
+const best = {};
+for (const model of MODELS) {
+  const formats = model === 'mlp' ? ['contiguous'] : ['channels_last', 'contiguous'];
+  const tried = [];
+  for (const workers of [0, 1])
+    for (const memoryFormat of formats) {
+      if (args.includes('--skip-tune') && (workers !== 0 || memoryFormat !== formats[0])) continue;
+      const r = theirs(model, { workers, memoryFormat }, Math.ceil(STEPS[model] / 2));
+      tried.push({ workers, memoryFormat, samplesPerSec: r.samplesPerSec });
+      console.log(`tune ${model}: PyTorch workers=${workers} ${memoryFormat}: ${r.samplesPerSec.toFixed(0)} samples/s`);
+    }
+  tuning[model] = tried;
+  best[model] = tried.reduce((a, b) => (b.samplesPerSec > a.samplesPerSec ? b : a));
+}
+
+// ---- the race: A/B pairs, alternating which side goes first
+const runs = {};
+for (const model of MODELS) {
+  runs[model] = [];
+  for (let i = 0; i < PAIRS; i++) {
+    const a = i % 2 === 0 ? await ours(model) : null;
+    const b = theirs(model, best[model]);
+    const a2 = a ?? (await ours(model));
+    runs[model].push({ trainbench: a2, pytorch: b, ratio: a2.samplesPerSec / b.samplesPerSec });
+    console.log(`${model} pair ${i + 1}: trainbench ${a2.samplesPerSec.toFixed(0)}, PyTorch ${b.samplesPerSec.toFixed(0)} samples/s, ratio ${(a2.samplesPerSec / b.samplesPerSec).toFixed(2)}`);
+  }
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const meanPhases = (list) => {
+  const keys = [...new Set(list.flatMap((p) => Object.keys(p ?? {})))];
+  return Object.fromEntries(keys.map((k) => [k, list.reduce((s, p) => s + (p?.[k] ?? 0), 0) / list.length]));
+};
+const summary = Object.fromEntries(
+  MODELS.map((m) => {
+    const rs = runs[m];
+    const ratios = rs.map((r) => r.ratio);
+    return [m, {
+      trainbenchSamplesPerSec: median(rs.map((r) => r.trainbench.samplesPerSec)),
+      pytorchSamplesPerSec: median(rs.map((r) => r.pytorch.samplesPerSec)),
+      ratio: { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) },
+      trainbenchPhasesMs: meanPhases(rs.map((r) => r.trainbench.phasesMs)),
+      pytorchPhasesMs: meanPhases(rs.map((r) => r.pytorch.phasesMs)),
+      pytorchSetting: best[m],
+    }];
+  }),
+);
+
+const fmt = (x, d = 0) => (x == null ? 'n/a' : Number(x).toFixed(d));
+const cpuModel = os.cpus()[0]?.model ?? 'unknown';
+const flags = (() => {
+  try {
+    return (/^flags\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? '').split(' ').filter((f) => /^(avx|fma|amx)/.test(f));
+  } catch {
+    return [];
+  }
+})();
+console.log(`\n${cpuModel}, ${os.cpus().length} cores (${flags.join(' ')}); batch ${BATCH}, fp32, ${THREADS} threads each; PyTorch ${torchVersion}; ${PAIRS} A/B pairs`);
+console.log('| model | Trainbench samples/s | PyTorch samples/s | ratio (median) | ratio min–max | PyTorch setting |');
+console.log('| --- | ---: | ---: | ---: | ---: | --- |');
+for (const m of MODELS) {
+  const s = summary[m];
+  console.log(`| ${m} | ${fmt(s.trainbenchSamplesPerSec)} | ${fmt(s.pytorchSamplesPerSec)} | ${fmt(s.ratio.median, 2)} | ${fmt(s.ratio.min, 2)}–${fmt(s.ratio.max, 2)} | workers=${s.pytorchSetting.workers} ${s.pytorchSetting.memoryFormat} |`);
+}
+console.log('\nphase breakdown, mean ms per step:');
+for (const m of MODELS) {
+  const line = (label, p) => `  ${m.padEnd(18)} ${label.padEnd(10)} ${Object.entries(p).map(([k, v]) => `${k} ${fmt(v, 2)}`).join('  ')}`;
+  console.log(line('trainbench', summary[m].trainbenchPhasesMs));
+  console.log(line('pytorch', summary[m].pytorchPhasesMs));
+}
+
+output.write(`cpu-race-${argValue(args, '--label', os.hostname()).replace(/[^A-Za-z0-9]+/g, '-').toLowerCase()}`, {
+  benchmark: 'cpu-race',
+  date: new Date().toISOString(),
+  host: { cpuModel, cores: os.cpus().length, simd: flags, memoryGiB: Math.round(os.totalmem() / 2 ** 30), loadAverage: os.loadavg() },
+  pytorch: { version: torchVersion, python, tuning },
+  batch: BATCH,
+  threads: THREADS,
+  timedSteps: STEPS,
+  summary,
+  runs,
+  notes: [
+    'samples/s: trainbench from its steady-state step time after the warm-up steps (loader on its own thread); PyTorch over the timed steps after its warm-up, data loading included.',
+    'Pairs alternate which side runs first; the ratio is trainbench / PyTorch per pair.',
+    'PyTorch tuning: each of 0 and 1 DataLoader workers, and channels_last or contiguous for the convolution models, over half the timed steps; the fastest races.',
+  ],
+});

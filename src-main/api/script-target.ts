@@ -1,0 +1,289 @@
+import { z } from 'zod';
+
+import { BenchmarkPhasesSchema, FindingSchema, IntervalSchema } from './benchmark';
+import { IdSchema } from './ids';
+import { OptimisePresetSchema, OptimiseTrialSchema, SkippedChangeSchema } from './optimise';
+import { TelemetrySummarySchema } from './telemetry';
+
+/**
+ * A user's own training command as a target: run as is, with Trainbench's probe
+ * (resources/python) injected through the environment. The working directory is
+ * the user's project, chosen explicitly; it may lie outside the workspace.
+ */
+export const ScriptTargetSchema = z
+  .object({
+    kind: z.literal('script'),
+    /** argv: the program and its arguments, e.g. ['python3', 'train.py', '--epochs', '1']; no shell unless the user names one. */
+    command: z.array(z.string().min(1)).min(1),
+    /** Absolute path of the folder the command runs in. */
+    cwd: z.string().min(1),
+    /** Added to Trainbench's own environment (PYTHONPATH is prepended to, never replaced). */
+    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _'), z.string()).default({}),
+  })
+  .strict();
+export type ScriptTarget = z.infer<typeof ScriptTargetSchema>;
+
+/** The overrides the probe knows (`--set key=value`): what each accepts, named once for the CLI, the API and the wizard. */
+export const SCRIPT_OVERRIDES = {
+  'dataloader.num_workers': z.number().int().min(0).max(1024),
+  'dataloader.prefetch_factor': z.number().int().min(1).max(1024),
+  'dataloader.pin_memory': z.boolean(),
+  'dataloader.persistent_workers': z.boolean(),
+  'dataloader.batch_size': z.number().int().min(1).max(1 << 24),
+  'cudnn.benchmark': z.boolean(),
+  'matmul.precision': z.enum(['highest', 'high', 'medium']),
+} as const;
+export type ScriptOverrideKey = keyof typeof SCRIPT_OVERRIDES;
+export const SCRIPT_OVERRIDE_KEYS = Object.keys(SCRIPT_OVERRIDES) as ScriptOverrideKey[];
+export type ScriptOverrides = Partial<{ [K in ScriptOverrideKey]: z.infer<(typeof SCRIPT_OVERRIDES)[K]> }>;
+
+export const ScriptOverridesSchema = z
+  .record(z.string(), z.union([z.number(), z.boolean(), z.string()]))
+  .superRefine((value, ctx) => {
+    for (const [key, v] of Object.entries(value)) {
+      const schema = (SCRIPT_OVERRIDES as Record<string, z.ZodType>)[key];
+      if (!schema) {
+        ctx.addIssue({ code: 'custom', path: [key], message: `unknown override ${JSON.stringify(key)}; known keys: ${SCRIPT_OVERRIDE_KEYS.join(', ')}` });
+      } else if (!schema.safeParse(v).success) {
+        ctx.addIssue({ code: 'custom', path: [key], message: `bad value ${JSON.stringify(v)} for ${key}` });
+      }
+    }
+  })
+  .transform((v) => v as ScriptOverrides);
+
+/** Parses one `key=value` from the command line into a typed override; the message names the bad part. */
+export function parseOverride(text: string): { key: ScriptOverrideKey; value: string | number | boolean } {
+  const eq = text.indexOf('=');
+  if (eq <= 0) throw new Error(`--set takes key=value, got ${JSON.stringify(text)}`);
+  const key = text.slice(0, eq).trim();
+  const raw = text.slice(eq + 1).trim();
+  const schema = (SCRIPT_OVERRIDES as Record<string, z.ZodType>)[key];
+  if (!schema) throw new Error(`unknown override ${JSON.stringify(key)}; known keys: ${SCRIPT_OVERRIDE_KEYS.join(', ')}`);
+  const candidates: unknown[] = [raw];
+  if (/^-?\d+$/.test(raw)) candidates.unshift(Number(raw));
+  if (/^(true|false)$/i.test(raw)) candidates.unshift(raw.toLowerCase() === 'true');
+  for (const c of candidates) if (schema.safeParse(c).success) return { key: key as ScriptOverrideKey, value: c as string | number | boolean };
+  throw new Error(`bad value ${JSON.stringify(raw)} for ${key}: ${describeOverride(key as ScriptOverrideKey)}`);
+}
+
+/** What a key accepts, in words. */
+export function describeOverride(key: ScriptOverrideKey): string {
+  if (key === 'matmul.precision') return 'highest, high or medium';
+  if (key === 'dataloader.pin_memory' || key === 'dataloader.persistent_workers' || key === 'cudnn.benchmark') return 'true or false';
+  return key === 'dataloader.num_workers' ? 'a whole number >= 0' : 'a whole number >= 1';
+}
+
+export const ScriptBenchmarkRequestSchema = z
+  .object({
+    target: ScriptTargetSchema,
+    overrides: ScriptOverridesSchema.default({}),
+    /** Optimizer steps before the clock starts, in every launch. */
+    warmupSteps: z.number().int().min(0).max(100_000).default(5),
+    /** Measured steps, after which the probe ends the script; absent: the script runs to its own end. */
+    steps: z.number().int().min(1).max(1_000_000).optional(),
+    /** Launches of the command, each a fresh process. */
+    repeat: z.number().int().min(1).max(100).default(3),
+    /** Seconds one launch may take before it is killed with its process group. */
+    timeoutSeconds: z.number().min(1).max(7 * 24 * 3600).default(600),
+    jobId: IdSchema.optional(),
+  })
+  .strict();
+export type ScriptBenchmarkRequest = z.infer<typeof ScriptBenchmarkRequestSchema>;
+export type ScriptBenchmarkRequestInput = z.input<typeof ScriptBenchmarkRequestSchema>;
+
+/** One process that trained (a rank under torchrun), over its measured steps. */
+export const ScriptRankSchema = z.object({
+  rank: z.number().int(),
+  pid: z.number().int(),
+  steps: z.number().int(),
+  measuredSteps: z.number().int(),
+  /** Samples per step as the batches' tensors said (the last measured step's). */
+  batchSize: z.number().int().nullable(),
+  samplesPerSec: z.number(),
+  steadyStateMeanMs: z.number(),
+  wallClockMeanMs: z.number(),
+  /** Time blocked in the DataLoader's next(), per measured step, and its share of the step (percent). */
+  dataWaitMs: z.number(),
+  dataWaitPercent: z.number(),
+  /** 'cuda-events' when any phase was timed on the GPU, else 'host-clock'. */
+  timing: z.enum(['cuda-events', 'host-clock']),
+  device: z.string(),
+  cudaPeakBytes: z.number().nullable(),
+  cudaTotalBytes: z.number().nullable(),
+  hostPeakRssBytes: z.number().nullable(),
+});
+export type ScriptRank = z.infer<typeof ScriptRankSchema>;
+
+export const ScriptAppliedSchema = z.object({ key: z.string(), value: z.union([z.number(), z.boolean(), z.string()]), where: z.string(), rank: z.number().int() });
+
+/** One launch of the command. */
+export const ScriptRepetitionSchema = z.object({
+  repetition: z.number().int(),
+  /** Sum over the ranks. */
+  samplesPerSec: z.number(),
+  steadyStateMeanMs: z.number(),
+  wallClockMeanMs: z.number(),
+  phasesMs: BenchmarkPhasesSchema,
+  namedPhasesExceedStepMs: z.number().nullable(),
+  ranks: z.array(ScriptRankSchema),
+  /** How the launch ended: the probe stopped it after the measured steps, or the script ended on its own. */
+  ended: z.enum(['steps', 'exit']),
+  exitCode: z.number().int().nullable(),
+  seconds: z.number(),
+  telemetry: TelemetrySummarySchema,
+});
+export type ScriptRepetition = z.infer<typeof ScriptRepetitionSchema>;
+
+/** Named as benchmark-training's result, so runs, reports and the wizard read either. */
+export const ScriptBenchmarkResultSchema = z.object({
+  runId: z.string(),
+  runDir: z.string(),
+  title: z.string(),
+  target: ScriptTargetSchema,
+  overrides: z.record(z.string(), z.union([z.number(), z.boolean(), z.string()])),
+  applied: z.array(ScriptAppliedSchema),
+  device: z.string(),
+  batchSize: z.number().int().nullable(),
+  warmupSteps: z.number().int(),
+  /** Measured steps per launch (the fewest any rank measured). */
+  steps: z.number().int(),
+  repeat: z.number().int(),
+  worldSize: z.number().int(),
+  /** Global samples/s (the sum over ranks), median over the launches, with its 95% bootstrap interval. */
+  samplesPerSec: z.number(),
+  samplesPerSecCi: IntervalSchema,
+  stepTime: z.object({ steadyStateMeanMs: z.number(), wallClockMeanMs: z.number(), note: z.string() }),
+  phasesMs: BenchmarkPhasesSchema,
+  phasesPercent: BenchmarkPhasesSchema,
+  namedPhasesExceedStepMs: z.number().nullable(),
+  phaseNote: z.string(),
+  /** The slowest rank's data wait (the one the others wait for at every collective). */
+  dataWait: z.object({ rank: z.number().int(), msPerStep: z.number(), percent: z.number() }),
+  /** Per rank, from the last launch. */
+  ranks: z.array(ScriptRankSchema),
+  memory: z.object({ device: z.string(), cudaPeakBytes: z.number().nullable(), cudaTotalBytes: z.number().nullable(), hostPeakRssBytes: z.number().nullable() }),
+  telemetry: TelemetrySummarySchema,
+  findings: z.array(FindingSchema),
+  repetitions: z.array(ScriptRepetitionSchema),
+});
+export type ScriptBenchmarkResult = z.infer<typeof ScriptBenchmarkResultSchema>;
+
+/** A line the script wrote, streamed live as `script.output`. */
+export const ScriptOutputEventSchema = z.object({
+  jobId: z.string(),
+  runId: z.string().nullable(),
+  repetition: z.number().int(),
+  stream: z.enum(['stdout', 'stderr']),
+  line: z.string(),
+});
+export type ScriptOutputEvent = z.infer<typeof ScriptOutputEventSchema>;
+
+/** find-batch-size on a script target: dataloader.batch_size varied, an out-of-memory error is a data point. */
+export const ScriptBatchSearchRequestSchema = z
+  .object({
+    target: ScriptTargetSchema,
+    /** Other overrides every trial keeps; dataloader.batch_size is the one being searched. */
+    overrides: ScriptOverridesSchema.default({}),
+    /** The first batch tried; the search doubles from it up to the first OOM, then bisects. */
+    startBatch: z.number().int().min(1).max(1 << 24).default(1),
+    maxBatch: z.number().int().min(1).max(1 << 24).default(1 << 16),
+    /** Share of the GPU's memory a fitting batch leaves free (CUDA only: on the CPU a batch fits when it trains). */
+    headroom: z.number().min(0).max(0.9).default(0.1),
+    warmupSteps: z.number().int().min(0).max(1000).default(2),
+    stepsPerTrial: z.number().int().min(1).max(1000).default(5),
+    timeoutSeconds: z.number().min(1).max(24 * 3600).default(600),
+  })
+  .strict();
+export type ScriptBatchSearchRequest = z.infer<typeof ScriptBatchSearchRequestSchema>;
+
+export const ScriptBatchTrialSchema = z.object({
+  index: z.number().int(),
+  batchSize: z.number().int(),
+  /** ok: it trained; E_OOM: it ran out of memory (a data point); crash: killed by a signal (the kernel's OOM killer, say). */
+  outcome: z.enum(['ok', 'E_OOM', 'crash']),
+  samplesPerSec: z.number().nullable(),
+  cudaPeakBytes: z.number().nullable(),
+  fits: z.boolean(),
+  seconds: z.number(),
+  message: z.string().nullable(),
+});
+export type ScriptBatchTrial = z.infer<typeof ScriptBatchTrialSchema>;
+
+export const ScriptBatchSearchResultSchema = z.object({
+  runId: z.string(),
+  runDir: z.string(),
+  title: z.string(),
+  device: z.string(),
+  cudaTotalBytes: z.number().nullable(),
+  headroom: z.number(),
+  largestFitting: z.number().int().nullable(),
+  recommended: z.number().int().nullable(),
+  trials: z.array(ScriptBatchTrialSchema),
+  verdict: z.string(),
+  seconds: z.number(),
+});
+export type ScriptBatchSearchResult = z.infer<typeof ScriptBatchSearchResultSchema>;
+
+/** The settings of the first DataLoader the script made, as made (null: this torch has no such setting). */
+export const ScriptLoaderSettingsSchema = z.object({
+  num_workers: z.number().int().nullable(),
+  prefetch_factor: z.number().int().nullable(),
+  pin_memory: z.boolean().nullable(),
+  persistent_workers: z.boolean().nullable(),
+  batch_size: z.number().int().nullable(),
+});
+export type ScriptLoaderSettings = z.infer<typeof ScriptLoaderSettingsSchema>;
+
+/** The optimisation wizard on a script target: candidate changes are the overrides; the batch size stays a recipe change. */
+export const ScriptOptimiseRequestSchema = z
+  .object({
+    target: ScriptTargetSchema,
+    /** The starting point: overrides the user runs with today (usually none). */
+    overrides: ScriptOverridesSchema.default({}),
+    preset: OptimisePresetSchema.default('balanced'),
+    /** Launches of the baseline, and of each side of every trial (A/B/A/B interleaved). */
+    repeat: z.number().int().min(2).max(50).default(3),
+    steps: z.number().int().min(1).max(100_000).default(30),
+    warmupSteps: z.number().int().min(0).max(10_000).default(5),
+    maxTrials: z.number().int().min(0).max(100).default(8),
+    allowRecipeChanges: z.boolean().default(false),
+    timeoutSeconds: z.number().min(1).max(24 * 3600).default(600),
+  })
+  .strict();
+export type ScriptOptimiseRequest = z.infer<typeof ScriptOptimiseRequestSchema>;
+
+const OverrideMap = z.record(z.string(), z.union([z.number(), z.boolean(), z.string()]));
+
+export const ScriptOptimiseResultSchema = z.object({
+  runId: z.string(),
+  runDir: z.string(),
+  title: z.string(),
+  target: ScriptTargetSchema,
+  preset: OptimisePresetSchema,
+  repeat: z.number().int(),
+  /** The script's own loader settings, before any override; null when it made no DataLoader. */
+  loader: ScriptLoaderSettingsSchema.nullable(),
+  baseline: z.object({
+    overrides: OverrideMap,
+    samplesPerSec: IntervalSchema,
+    repetitions: z.array(z.number()),
+    noiseFloor: z.number(),
+    stepMs: z.number(),
+    phasesMs: BenchmarkPhasesSchema,
+    phasesPercent: BenchmarkPhasesSchema,
+    device: z.string(),
+  }),
+  trials: z.array(OptimiseTrialSchema),
+  skipped: z.array(SkippedChangeSchema),
+  final: z.object({
+    /** The overrides to run with: pass them as --set key=value. */
+    overrides: OverrideMap,
+    changes: z.array(z.string()),
+    speedup: IntervalSchema,
+    samplesPerSec: IntervalSchema,
+    verdict: z.string(),
+    proposals: z.array(z.string()),
+  }),
+  seconds: z.number(),
+});
+export type ScriptOptimiseResult = z.infer<typeof ScriptOptimiseResultSchema>;

@@ -1,0 +1,100 @@
+import { Command, InvalidArgumentError } from 'commander';
+
+import { ApiError } from '../api/errors';
+import { formatIssues } from '../api/format-issues';
+import type { ScriptOptimiseResult, ScriptOverrides } from '../api/script-target';
+import { ScriptOptimiseRequestSchema } from '../api/script-target';
+import { EventHub } from '../core/event-hub';
+import { optimiseScript } from '../core/script/script-optimise';
+import { defaultWorkspaceDir, openWorkspace } from '../core/workspace';
+import { collectEnv, collectOverride, intArg, scriptTarget, secondsArg } from './benchmark-script-command';
+
+const PRESETS = ['max-speed', 'balanced', 'reproducible'] as const;
+
+function presetArg(value: string): (typeof PRESETS)[number] {
+  if (!(PRESETS as readonly string[]).includes(value)) throw new InvalidArgumentError(`--preset must be one of ${PRESETS.join(', ')}, got ${JSON.stringify(value)}`);
+  return value as (typeof PRESETS)[number];
+}
+
+const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
+const x3 = (v: number) => `${v.toFixed(3)}x`;
+
+/** Baseline, each trial with its decision, and the overrides to use as --set flags. */
+export function formatScriptOptimise(r: ScriptOptimiseResult): string {
+  const b = r.baseline;
+  const setFlags = Object.entries(r.final.overrides).map(([k, v]) => `--set ${k}=${String(v)}`);
+  return [
+    `optimise   ${r.title}`,
+    `loader     ${r.loader ? Object.entries(r.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}`,
+    `baseline   ${n0(b.samplesPerSec.median)} samples/s (95% CI ${n0(b.samplesPerSec.low)}-${n0(b.samplesPerSec.high)}, noise floor ±${(100 * b.noiseFloor).toFixed(1)}%) on ${b.device}; data wait ${b.phasesPercent.data.toFixed(1)}% of the step`,
+    'trials',
+    ...(r.trials.length
+      ? r.trials.map((t) => `  ${t.index}. ${t.change.label.padEnd(36)} ${t.decision.padEnd(13)} ${t.speedup ? `${x3(t.speedup.median)} [${x3(t.speedup.low)}, ${x3(t.speedup.high)}]` : t.error ?? ''}`)
+      : ['  none']),
+    ...(r.skipped.length ? ['skipped', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),
+    `verdict    ${r.final.verdict}`,
+    ...r.final.proposals.map((p) => `proposal   ${p}`),
+    `use        ${setFlags.length ? setFlags.join(' ') : 'the script as it is (no override)'}`,
+    `saved      ${r.runDir} (${r.seconds.toFixed(0)} s)`,
+  ].join('\n');
+}
+
+interface Flags {
+  preset: (typeof PRESETS)[number];
+  repeat: number;
+  steps: number;
+  warmupSteps: number;
+  maxTrials: number;
+  allowRecipeChanges?: boolean;
+  timeout: number;
+  set?: ScriptOverrides;
+  cwd?: string;
+  env?: Record<string, string>;
+  json?: boolean;
+  progress: boolean;
+  workspace: string;
+}
+
+async function optimiseScriptAction(command: string[], flags: Flags): Promise<void> {
+  const parsed = ScriptOptimiseRequestSchema.safeParse({
+    target: scriptTarget(command, flags),
+    overrides: flags.set ?? {},
+    preset: flags.preset,
+    repeat: flags.repeat,
+    steps: flags.steps,
+    warmupSteps: flags.warmupSteps,
+    maxTrials: flags.maxTrials,
+    allowRecipeChanges: flags.allowRecipeChanges ?? false,
+    timeoutSeconds: flags.timeout,
+  });
+  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'optimise')}`);
+  const workspace = await openWorkspace(flags.workspace);
+  const result = await optimiseScript(workspace, new EventHub(), parsed.data, {
+    onProgress: (p) => {
+      if (!flags.progress || flags.json) return;
+      if (p.finishedTrial) process.stderr.write(`trial ${p.finishedTrial.index}: ${p.finishedTrial.change.label} -> ${p.finishedTrial.decision}\n`);
+      else if (p.phase !== 'done') process.stderr.write(`${p.phase}${p.label ? ` (${p.label})` : ''}: ${p.repetition} of ${p.repetitions}\n`);
+    },
+  });
+  process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptOptimise(result)) + '\n');
+}
+
+export function optimiseScriptCommand(): Command {
+  return new Command('optimise-script')
+    .description('the optimisation wizard on your own training command: DataLoader and torch overrides one at a time, each kept only when it beats the noise (A/B/A/B)')
+    .argument('<command...>', "the training command, after '--'")
+    .option('--preset <name>', 'max-speed (numerics changes too), balanced or reproducible', presetArg, 'balanced')
+    .option('--repeat <n>', 'launches of the baseline and of each side of a trial', intArg('--repeat', 2), 3)
+    .option('--steps <n>', 'measured steps per launch', intArg('--steps', 1), 30)
+    .option('--warmup-steps <n>', 'steps before the clock starts, per launch', intArg('--warmup-steps', 0), 5)
+    .option('--max-trials <n>', 'most changes tried', intArg('--max-trials', 0), 8)
+    .option('--allow-recipe-changes', 'keep a faster batch size (it changes the training recipe) instead of only proposing it')
+    .option('--timeout <seconds>', 'kill a launch (with all its processes) after this long', secondsArg, 600)
+    .option('--set <key=value>', 'an override the script already runs with (the starting point), repeatable', collectOverride)
+    .option('--cwd <dir>', 'working directory of the command')
+    .option('--env <NAME=value>', 'environment variable for the command, repeatable', collectEnv)
+    .option('--json', 'print the result as JSON')
+    .option('--no-progress', 'no progress lines on stderr')
+    .option('--workspace <dir>', 'workspace folder (saved there as a run of kind optimise)', defaultWorkspaceDir())
+    .action(optimiseScriptAction);
+}

@@ -1,0 +1,42 @@
+// Small markdown writers the report sections share: numbers as the app shows them, tables, figures.
+import { formatValue } from '../../api/charts/theme';
+
+/** A number as the app shows it (three significant digits, thousands separated), with its unit. */
+export const fmt = (value: number | null | undefined, unit = ''): string => formatValue(value, unit);
+
+/** The change from one value to another: "+4.1%", "−12%", or "×36" once it is twice or more. */
+export function changeText(from: number, to: number): string {
+  if (from === 0) return 'n/a';
+  const ratio = to / from;
+  return ratio >= 2 ? `×${formatValue(ratio)}` : signedPercent(ratio - 1);
+}
+
+/** A signed percentage: "+4.1%", "-12%". */
+export function signedPercent(fraction: number): string {
+  const p = 100 * fraction;
+  return `${p > 0 ? '+' : p < 0 ? '\u2212' : ''}${formatValue(Math.abs(p))}%`;
+}
+
+/** Text safe inside a table cell: no pipes or line breaks. */
+export function cell(text: string): string {
+  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
+}
+
+const NUMERIC = /^[-\u2212+×]?[\d,.]+( ?[%a-zA-Z/]+)?( \(.*\))?$|^[\d,.]+ to [\d,.]+$|^-$|^$/;
+
+/** A GitHub-flavoured table; a column whose cells are all numbers is right-aligned. */
+export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const align = headers.map((_, i) => (i > 0 && rows.length > 0 && rows.every((r) => NUMERIC.test(r[i] ?? '')) ? '--:' : ':--'));
+  const line = (cells: readonly string[]) => `| ${cells.map(cell).join(' | ')} |`;
+  return [line(headers), `| ${align.join(' | ')} |`, ...rows.map(line)].join('\n');
+}
+
+/** An image link to a figure beside the markdown (relative, so the folder renders on a code host). */
+export function figureLink(alt: string, file: string): string {
+  return `![${alt.replace(/[[\]]/g, '').replace(/\s+/g, ' ')}](${file})`;
+}
+
+export const code = (text: string): string => `\`${text.replace(/`/g, "'")}\``;
+
+export const MB = 1e6;
+export const MiB = 2 ** 20;

@@ -1,0 +1,119 @@
+// Assembles an ADR from runs: sections in the order asked, each a generated block
+// (or several), and the figures drawn to SVG with the app's own chart builders.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import type { ReportFigure, ReportSection } from '../../api/reports';
+import { REPORT_SECTIONS } from '../../api/reports';
+import { packageRoot } from '../../engine/package-root';
+import type { Workspace } from '../workspace';
+import { analyseAttempts } from './attempts';
+import { blockHashes, renderBlock } from './blocks';
+import { figureLink } from './markdown';
+import type { FigureSpec, ReportInput, SectionWriters } from './report-model';
+import { SECTION_HEADINGS } from './report-model';
+import type { BatchSearchRun, BenchmarkRun, TrainRun } from './report-runs';
+import { loadReportRuns } from './report-runs';
+import { attemptsSection, consequencesSection, decisionSection } from './section-attempts';
+import { contextSection, reproduceSection, statusSection } from './section-context';
+import { limitsSection, phasesSection } from './section-results';
+import { renderSvg } from './svg';
+
+const WRITERS: SectionWriters = {
+  status: statusSection,
+  context: contextSection,
+  reproduce: reproduceSection,
+  phases: phasesSection,
+  limits: limitsSection,
+  attempts: attemptsSection,
+  decision: decisionSection,
+  consequences: consequencesSection,
+};
+
+export interface GeneratedReport {
+  title: string;
+  runIds: string[];
+  sections: ReportSection[];
+  markdown: string;
+  figures: { figure: ReportFigure; svg: string }[];
+  notes: string[];
+  /** Each block's fingerprint as generated, so regenerate can tell the person's edits inside one. */
+  blocks: Record<string, string>;
+}
+
+export function trainbenchVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'of unknown version';
+  }
+}
+
+/** "mlp on fashion-mnist-train (60000 records)": what the first run trained. */
+export function defaultTitle(input: Pick<ReportInput, 'runs'>): string {
+  const first = input.runs[0];
+  const family = (first.record.config as { spec?: { family?: string } }).spec?.family ?? 'model';
+  return `Training performance of ${family} on ${first.result.data}`;
+}
+
+export interface GenerateOptions {
+  number: number;
+  title?: string;
+  sections?: readonly ReportSection[];
+  now?: Date;
+}
+
+export async function generateReport(workspace: Workspace, runIds: readonly string[], options: GenerateOptions): Promise<GeneratedReport> {
+  const loaded = await loadReportRuns(workspace, runIds);
+  const runs = loaded.runs;
+  const { baseline, attempts } = analyseAttempts(runs);
+  const input: ReportInput = {
+    runs,
+    benchmarks: runs.filter((r): r is BenchmarkRun => r.kind === 'benchmark'),
+    searches: runs.filter((r): r is BatchSearchRun => r.kind === 'batch-search'),
+    trains: runs.filter((r): r is TrainRun => r.kind === 'train'),
+    baseline,
+    attempts,
+    generatedAt: options.now ?? new Date(),
+    trainbenchVersion: trainbenchVersion(),
+    runNotes: loaded.notes,
+  };
+  const title = options.title ?? defaultTitle(input);
+  const sections = [...new Set(options.sections ?? REPORT_SECTIONS)];
+  const notes = [...loaded.notes];
+  const figures: { figure: ReportFigure; svg: string }[] = [];
+  const parts: string[] = [`# ${options.number}. ${title}\n`];
+  for (const section of sections) {
+    const out = WRITERS[section](input);
+    notes.push(...out.notes);
+    const failed = new Map<string, string>();
+    for (const f of out.figures) {
+      const drawn = draw(f);
+      if (typeof drawn === 'string') {
+        failed.set(f.name, drawn);
+        notes.push(drawn);
+      } else if (figures.some((x) => x.figure.name === f.name)) {
+        throw new Error(`two figures are named ${f.name}`);
+      } else {
+        figures.push(drawn);
+      }
+    }
+    parts.push(`## ${SECTION_HEADINGS[section]}\n`);
+    for (const block of out.blocks) {
+      let body = block.body;
+      for (const f of out.figures) if (failed.has(f.name)) body = body.replace(figureLink(f.alt, f.name), failed.get(f.name) ?? '');
+      parts.push(`${block.lead ? `${block.lead}\n` : ''}${renderBlock(block.id, body)}`);
+    }
+  }
+  const markdown = parts.join('\n');
+  return { title, runIds: runs.map((r) => r.id), sections, markdown, figures, notes, blocks: blockHashes(markdown) };
+}
+
+/** The figure as SVG, or a line saying why it could not be drawn. */
+function draw(f: FigureSpec): { figure: ReportFigure; svg: string } | string {
+  try {
+    return { figure: { name: f.name, title: f.title, alt: f.alt, runId: f.runId }, svg: renderSvg(f.option, f.width, f.height) };
+  } catch (err) {
+    return `The figure "${f.title}" could not be drawn (${(err as Error).message}), so it is left out.`;
+  }
+}

@@ -1,0 +1,111 @@
+// The runs a report is written from: each read from its own files and checked against its kind's schema.
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+
+import type { BatchSearchResult } from '../../api/batch-size';
+import { BatchSearchResultSchema } from '../../api/batch-size';
+import type { TrainingBenchmarkResult } from '../../api/benchmark';
+import { TrainingBenchmarkResultSchema } from '../../api/benchmark';
+import { ApiError } from '../../api/errors';
+import { formatIssues } from '../../api/format-issues';
+import type { RunRecordJson } from '../../api/run-record';
+import type { TelemetrySample } from '../../api/telemetry';
+import { TelemetrySampleSchema } from '../../api/telemetry';
+import type { TrainResult, TrainStepEvent } from '../../api/training';
+import { TrainResultSchema } from '../../api/training';
+import { readRunDetail } from '../run-reader';
+import type { Workspace } from '../workspace';
+
+interface RunBase {
+  id: string;
+  record: RunRecordJson;
+  /** runs/<id>, relative to the workspace. */
+  dir: string;
+}
+export interface BenchmarkRun extends RunBase {
+  kind: 'benchmark';
+  result: TrainingBenchmarkResult;
+  telemetry: TelemetrySample[];
+}
+export interface BatchSearchRun extends RunBase {
+  kind: 'batch-search';
+  result: BatchSearchResult;
+}
+export interface TrainRun extends RunBase {
+  kind: 'train';
+  result: TrainResult;
+  steps: TrainStepEvent[];
+  telemetry: TelemetrySample[];
+}
+export type ReportRun = BenchmarkRun | BatchSearchRun | TrainRun;
+
+export const REPORTED_KINDS = ['benchmark', 'batch-search', 'train'] as const;
+
+export interface LoadedRuns {
+  runs: ReportRun[];
+  /** Runs left out, and why (not completed, a kind reports do not cover, a result that does not read). */
+  notes: string[];
+}
+
+/** Telemetry the run recorded (telemetry.jsonl, or one file per benchmark repetition), oldest first; bad lines skipped. */
+async function readTelemetry(dir: string): Promise<TelemetrySample[]> {
+  const names = (await fs.readdir(dir).catch(() => [] as string[])).filter((n) => /^telemetry(-rep\d+)?\.jsonl$/.test(n));
+  const samples: TelemetrySample[] = [];
+  for (const name of names) {
+    const text = await fs.readFile(path.join(dir, name), 'utf8').catch(() => '');
+    for (const line of text.split('\n')) {
+      if (!line.trim()) continue;
+      try {
+        const parsed = TelemetrySampleSchema.safeParse(JSON.parse(line));
+        if (parsed.success) samples.push(parsed.data);
+      } catch {
+        // a line cut off by a kill: the rest still counts
+      }
+    }
+  }
+  return samples.sort((a, b) => a.t - b.t);
+}
+
+function parseResult<T>(schema: { safeParse(x: unknown): { success: true; data: T } | { success: false; error: import('zod').ZodError } }, record: RunRecordJson, id: string): T {
+  const parsed = schema.safeParse(record.result);
+  if (!parsed.success) throw new ApiError('E_DATA', `run ${id} (${record.kind}): its result does not read as one: ${formatIssues(parsed.error, 'result')}`);
+  return parsed.data;
+}
+
+/** Reads every run; refuses only when none of them can be written up. */
+export async function loadReportRuns(workspace: Workspace, ids: readonly string[]): Promise<LoadedRuns> {
+  const runs: ReportRun[] = [];
+  const notes: string[] = [];
+  const seen = new Set<string>();
+  for (const id of ids) {
+    if (seen.has(id)) continue;
+    seen.add(id);
+    const detail = await readRunDetail(workspace, id);
+    const record = detail.record as RunRecordJson;
+    const dir = path.posix.join('runs', id);
+    if (record.status !== 'completed') {
+      const why = record.error ? `${record.error.code}: ${record.error.message}` : detail.summary.interruption ?? 'no result';
+      notes.push(`Run ${id} (${record.kind}) is ${detail.summary.status} (${why}), so it has no results to report; it is left out.`);
+      continue;
+    }
+    const abs = workspace.resolve(dir);
+    try {
+      if (record.kind === 'benchmark') {
+        runs.push({ kind: 'benchmark', id, record, dir, result: parseResult(TrainingBenchmarkResultSchema, record, id), telemetry: await readTelemetry(abs) });
+      } else if (record.kind === 'batch-search') {
+        runs.push({ kind: 'batch-search', id, record, dir, result: parseResult(BatchSearchResultSchema, record, id) });
+      } else if (record.kind === 'train') {
+        const steps = detail.events.filter((e): e is TrainStepEvent => e.type === 'step');
+        runs.push({ kind: 'train', id, record, dir, result: parseResult(TrainResultSchema, record, id), steps, telemetry: await readTelemetry(abs) });
+      } else {
+        notes.push(`Run ${id} is a ${record.kind} run; reports cover ${REPORTED_KINDS.join(', ')} runs, so it is left out.`);
+      }
+    } catch (err) {
+      notes.push(`${(err as Error).message}; it is left out.`);
+    }
+  }
+  if (runs.length === 0) {
+    throw new ApiError('E_BAD_INPUT', `none of the runs ${ids.join(', ')} can be written up: ${notes.join(' ')}`);
+  }
+  return { runs, notes };
+}

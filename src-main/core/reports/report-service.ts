@@ -1,0 +1,108 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+
+import { ApiError } from '../../api/errors';
+import type { ReportDetail, ReportExportResult, ReportGenerateRequest, RunTraceResult } from '../../api/reports';
+import type { Workspace } from '../workspace';
+import { mergeRegenerated } from './blocks';
+import { generateReport } from './report-generator';
+import {
+  createReport,
+  listReports,
+  markdownFileOf,
+  nextReportNumber,
+  readFigure,
+  readReport,
+  readReportMeta,
+  removeReport,
+  reportDir,
+  rewriteReport,
+  saveMarkdown,
+} from './report-store';
+import { traceRun } from './trace';
+
+/**
+ * Asks the person for a folder (the desktop shell's dialog); null when they cancel.
+ * Absent in serve mode and the CLI, where no one sits at a dialog on the machine.
+ */
+export type ChooseFolder = (suggestedName: string) => Promise<string | null>;
+
+export interface ReportServiceOptions {
+  chooseFolder?: ChooseFolder;
+}
+
+/** Generates, stores, regenerates and exports ADR reports; traces benchmark runs. */
+export class ReportService {
+  constructor(
+    private readonly workspace: Workspace,
+    private readonly options: ReportServiceOptions = {},
+  ) {}
+
+  list = () => listReports(this.workspace);
+  get = (id: string) => readReport(this.workspace, id);
+  figure = (id: string, name: string) => readFigure(this.workspace, id, name);
+
+  /** A new report folder from the runs: reports/NNNN-title/. */
+  async generate(request: ReportGenerateRequest): Promise<ReportDetail> {
+    const number = await nextReportNumber(this.workspace);
+    const report = await generateReport(this.workspace, request.runIds, { number, title: request.title, sections: request.sections });
+    return createReport(this.workspace, report);
+  }
+
+  /**
+   * Redraws the report from its runs: every generated block and figure is replaced,
+   * the person's text outside the blocks is kept, and the notes say what else happened.
+   */
+  async regenerate(id: string): Promise<ReportDetail> {
+    const meta = await readReportMeta(this.workspace, id);
+    const current = await readReport(this.workspace, id);
+    const fresh = await generateReport(this.workspace, meta.runIds, { number: meta.number, title: meta.title, sections: meta.sections });
+    const merged = mergeRegenerated(current.markdown, fresh.markdown, meta.blocks);
+    return rewriteReport(this.workspace, id, { ...fresh, markdown: merged.markdown, notes: [...fresh.notes, ...merged.notes] });
+  }
+
+  /** A benchmark run's measured steps as a Chrome trace, also written to runs/<id>/trace.json. */
+  trace(runId: string): Promise<RunTraceResult> {
+    return traceRun(this.workspace, runId);
+  }
+
+  save = (id: string, markdown: string) => saveMarkdown(this.workspace, id, markdown);
+  remove = (id: string) => removeReport(this.workspace, id);
+
+  /** Copies the markdown and its figures into a folder of the workspace (escapes by name or link are refused). */
+  async export(id: string, dir: string): Promise<ReportExportResult> {
+    return this.copyTo(id, this.workspace.resolve(dir));
+  }
+
+  /** Copies into a folder the person picks in the desktop shell; refused where there is no dialog. */
+  async exportToChosenFolder(id: string): Promise<{ dir: string | null; files: string[] }> {
+    if (!this.options.chooseFolder) {
+      throw new ApiError(
+        'E_BAD_INPUT',
+        'choosing a folder needs the desktop app; here, export to a folder of the workspace (reports.export with dir) or copy the markdown',
+      );
+    }
+    reportDir(this.workspace, id); // refuse a bad id before a dialog opens
+    const chosen = await this.options.chooseFolder(id);
+    if (chosen === null) return { dir: null, files: [] };
+    if (!path.isAbsolute(chosen)) throw new ApiError('E_INTERNAL', `the folder dialog returned ${JSON.stringify(chosen)}, not an absolute path`);
+    return this.copyTo(id, chosen);
+  }
+
+  /** Copies into any folder: for trusted shells only (the CLI's --out); the contract never reaches it. */
+  exportTo(id: string, absoluteDir: string): Promise<ReportExportResult> {
+    return this.copyTo(id, path.resolve(absoluteDir));
+  }
+
+  private async copyTo(id: string, target: string): Promise<ReportExportResult> {
+    const meta = await readReportMeta(this.workspace, id);
+    const source = reportDir(this.workspace, id);
+    if (path.resolve(target) === path.resolve(source)) throw new ApiError('E_BAD_INPUT', `${target} is the report's own folder: choose another`);
+    await fs.mkdir(target, { recursive: true }).catch((err: Error) => {
+      throw new ApiError('E_BAD_INPUT', `cannot create ${target}: ${err.message}`);
+    });
+    const files = [markdownFileOf(id), ...meta.figures.map((f) => f.name)];
+    for (const name of files) await fs.copyFile(path.join(source, name), path.join(target, name));
+    return { dir: target, files };
+  }
+}

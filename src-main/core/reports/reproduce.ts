@@ -1,0 +1,96 @@
+// The exact `trainbench` command that measures a run again, rebuilt from the config its run.json stored.
+import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '../../api/model-spec';
+import { RECIPES } from '../../api/recipes';
+import { TrainOptionsSchema } from '../../api/training';
+import type { ReportRun } from './report-runs';
+
+export interface ReproduceCommand {
+  command: string;
+  /** Settings of the run the command's flags cannot set, and what else the reader must do (a spec file to save). */
+  caveats: string[];
+}
+
+const SAFE = /^[A-Za-z0-9_./:,=@%+-]+$/;
+const quote = (s: string) => (SAFE.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`);
+
+type Config = Record<string, unknown> & { spec?: { family?: string }; data?: Record<string, unknown>; options?: Record<string, unknown> };
+
+/** `--model mlp` when the spec is the built-in one, else a spec file saved from run.json. */
+function modelFlag(config: Config, runId: string, caveats: string[]): string {
+  const family = config.spec?.family ?? 'mlp';
+  if (isBuiltinModel(family)) {
+    const builtin = ModelSpecSchema.parse(BUILTIN_MODELS[family]);
+    if (JSON.stringify(builtin) === JSON.stringify(config.spec)) return family;
+  }
+  caveats.push(`the model is not a built-in one: save \`config.spec\` of runs/${runId}/run.json as spec.json`);
+  return 'spec.json';
+}
+
+function dataFlag(data: Record<string, unknown> | undefined): string {
+  if (!data) return 'fashion-mnist';
+  if (data.kind === 'fashion-mnist') return typeof data.dir === 'string' ? data.dir : 'fashion-mnist';
+  if (data.kind === 'example-board') return 'example-board';
+  if (data.kind === 'dataset') return `dataset:${String(data.train)}${data.test ? `,${String(data.test)}` : ''}`;
+  const pair = (p: unknown) => {
+    const x = p as { images: string; labels: string } | undefined;
+    return x ? [x.images, x.labels] : [];
+  };
+  return [...pair(data.train), ...pair(data.test)].join(',');
+}
+
+/** Settings present in the run that none of the command's flags sets, when they differ from what the command would use. */
+function unflagged(options: Record<string, unknown>, expected: Record<string, unknown>, keys: readonly string[], caveats: string[]): void {
+  for (const key of keys) {
+    if (options[key] === undefined) continue;
+    if (JSON.stringify(options[key]) !== JSON.stringify(expected[key])) {
+      caveats.push(`${key} was ${JSON.stringify(options[key])}, which this command has no flag for (the app sets it)`);
+    }
+  }
+}
+
+export function reproduceCommand(run: ReportRun, workspaceFlag = '<workspace>'): ReproduceCommand {
+  const config = run.record.config as Config;
+  const o = (config.options ?? {}) as Record<string, unknown>;
+  const caveats: string[] = [];
+  const args: [string, unknown][] = [
+    ['--model', modelFlag(config, run.id, caveats)],
+    ['--data', dataFlag(config.data)],
+    ['--device', o.device],
+  ];
+  const family = config.spec?.family ?? '';
+  const recipe = TrainOptionsSchema.parse(isBuiltinModel(family) ? RECIPES[family] : {});
+  const defaults = TrainOptionsSchema.parse({});
+  let sub: string;
+  if (run.kind === 'benchmark') {
+    sub = 'benchmark-training';
+    args.push(['--precision', o.precision], ['--batch-size', o.batchSize], ['--accumulation', o.accumulation], ['--loader-workers', o.loaderWorkers], ['--prefetch', o.prefetch]);
+    if (String(o.device).startsWith('cuda')) args.push(['--gpu-prefetch', o.gpuPrefetch]);
+    args.push(['--sample-ratio', o.sampleRatio], ['--warmup-steps', config.warmupSteps], ['--steps', config.steps], ['--repeat', config.repeat], ['--seed', o.seed], ['--threads', o.threads]);
+    unflagged(o, { ...defaults, optimizer: undefined }, ['phaseTiming', 'cudaGraph', 'memoryLimitBytes', 'shuffle', 'clipNorm', 'optimizer', 'schedule'], caveats);
+  } else if (run.kind === 'batch-search') {
+    sub = 'find-batch-size';
+    const optimizer = (o.optimizer as { kind?: string } | undefined)?.kind;
+    if (Number(o.memoryLimitBytes) > 0) args.push(['--memory-limit', o.memoryLimitBytes]);
+    args.push(['--headroom', config.headroom], ['--steps', config.stepsPerTrial], ['--batch-size', o.batchSize]);
+    if (config.globalBatch !== undefined) args.push(['--global-batch', config.globalBatch]);
+    if (optimizer) args.push(['--optimizer', optimizer]);
+    args.push(['--threads', o.threads]);
+    unflagged(o, recipe, ['precision', 'loaderWorkers', 'prefetch', 'sampleRatio', 'seed', 'phaseTiming', 'cudaGraph', 'schedule'], caveats);
+  } else {
+    sub = 'train';
+    const optimizer = o.optimizer as { kind?: string; lr?: number } | undefined;
+    args.push(['--epochs', o.epochs], ['--batch-size', o.batchSize], ['--accumulation', o.accumulation]);
+    if (optimizer?.kind) args.push(['--optimizer', optimizer.kind], ['--lr', optimizer.lr]);
+    if (Number(o.maxSteps) > 0) args.push(['--max-steps', o.maxSteps]);
+    args.push(['--sample-ratio', o.sampleRatio], ['--loader-workers', o.loaderWorkers], ['--prefetch', o.prefetch], ['--precision', o.precision]);
+    if (Number(o.clipNorm) > 0) args.push(['--clip-norm', o.clipNorm]);
+    if (String(o.device).startsWith('cuda')) args.push(['--phase-timing', o.phaseTiming], ['--gpu-prefetch', o.gpuPrefetch]);
+    if (o.cudaGraph === true) args.push(['--cuda-graph', true]);
+    args.push(['--seed', o.seed], ['--threads', o.threads]);
+    unflagged(o, recipe, ['schedule', 'shuffle', 'memoryLimitBytes', 'evalBatchSize'], caveats);
+  }
+  const flags = args
+    .filter(([, v]) => v !== undefined && v !== null)
+    .map(([flag, v]) => (v === true ? flag : `${flag} ${quote(String(v))}`));
+  return { command: ['trainbench', sub, ...flags, '--workspace', workspaceFlag].join(' '), caveats };
+}

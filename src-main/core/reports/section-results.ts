@@ -1,0 +1,164 @@
+// Baseline metrics and phase breakdown, and the physical limits the runs support.
+import { PHASE_NAMES, PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
+import { benchmarkLabels, phaseStackLabel, phaseStackOption, throughputLabel, throughputOption } from '../../api/charts/benchmark-charts';
+import { lossCurveOption, memoryKindsOption, phaseBarsOption, phaseTotalMs } from '../../api/charts/run-charts';
+import { runTelemetryCharts } from '../../api/charts/telemetry-charts';
+import type { TelemetrySample } from '../../api/telemetry';
+import { code, figureLink, fmt, MB, MiB, table } from './markdown';
+import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
+import type { BenchmarkRun, TrainRun } from './report-runs';
+
+const pct = (x: number | null) => (x === null ? 'not measured' : fmt(x, '%'));
+
+/** The telemetry charts of one run, and a line for each chart left out. */
+export function telemetryFigures(runId: string, samples: readonly TelemetrySample[]): { figures: FigureSpec[]; lines: string[] } {
+  if (samples.length === 1) return { figures: [], lines: [`Telemetry of ${code(runId)}: one sample was recorded, too few to chart over time.`] };
+  const { charts, missing } = runTelemetryCharts(samples);
+  const figures = charts.map((c) => ({ name: `telemetry-${c.id}-${runId}.svg`, title: `${c.title} (${c.unit}), run ${runId}`, alt: c.label, runId, option: c.option }));
+  return { figures, lines: [...figures.map((f) => figureLink(f.alt, f.name)), ...missing.map((m) => `Telemetry of ${code(runId)}: ${m}`)] };
+}
+
+function benchmarkMetrics(runs: readonly BenchmarkRun[], labels: readonly string[]): string {
+  const row = (name: string, read: (r: BenchmarkRun) => string) => [name, ...runs.map(read)];
+  return table(
+    ['Metric', ...labels.map((l, i) => `${l} (${code(runs[i].id)})`)],
+    [
+      row('samples/s, median of repetitions', (r) => fmt(r.result.samplesPerSecCi.median)),
+      row('samples/s, 95% CI', (r) => `${fmt(r.result.samplesPerSecCi.low)} to ${fmt(r.result.samplesPerSecCi.high)}`),
+      row('step time, steady state (ms)', (r) => fmt(r.result.stepTime.steadyStateMeanMs)),
+      row('step time, wall-clock mean incl. warm-up (ms)', (r) => fmt(r.result.stepTime.wallClockMeanMs)),
+      row('steps per epoch', (r) => fmt(r.result.stepsPerEpoch)),
+      row('predicted epoch, from steady state (s)', (r) => fmt(r.result.predictedEpochSeconds.fromSteadyState)),
+      row('predicted epoch, from wall clock (s)', (r) => fmt(r.result.predictedEpochSeconds.fromWallClock)),
+      row('training memory, measured (MB)', (r) => fmt(r.result.memory.measured.total / MB)),
+      row('training memory, predicted (MB)', (r) => fmt(r.result.memory.predicted.total / MB)),
+      row('GPU utilisation, mean', (r) => pct(r.result.telemetry.gpuUtilizationMean)),
+      row('host CPU load, mean', (r) => pct(r.result.telemetry.cpuMean)),
+    ],
+  );
+}
+
+function phaseTable(runs: readonly BenchmarkRun[], labels: readonly string[]): string {
+  return table(
+    ['Phase', ...labels.map((l) => `${l}: ms per step (share)`)],
+    PHASE_NAMES_WITH_OTHER.map((p) => [p, ...runs.map((r) => `${fmt(r.result.phasesMs[p])} (${fmt(r.result.phasesPercent[p], '%')})`)]),
+  );
+}
+
+function benchmarkPart(input: ReportInput): { lines: string[]; figures: FigureSpec[] } {
+  const runs = input.benchmarks;
+  if (!runs.length) return { lines: ['No training benchmark among these runs, so there is no phase breakdown with repetitions.'], figures: [] };
+  const labels = benchmarkLabels(runs.map((r) => r.result));
+  const results = runs.map((r) => r.result);
+  const figures: FigureSpec[] = [
+    { name: 'phase-breakdown.svg', title: 'Time per step by phase', alt: phaseStackLabel(results, labels), runId: runs.length === 1 ? runs[0].id : null, option: phaseStackOption(results, labels) },
+    { name: 'throughput.svg', title: 'Samples/s with 95% CI', alt: throughputLabel(results, labels), runId: runs.length === 1 ? runs[0].id : null, option: throughputOption(results, labels) },
+  ];
+  const base = runs[0];
+  const memory = { name: `memory-${base.id}.svg`, title: 'Memory by kind', alt: `Memory by kind, predicted and measured, run ${base.id}: ${fmt(base.result.memory.measured.total / MB, 'MB')} measured in all`, runId: base.id, option: memoryKindsOption(base.result.memory) };
+  const telemetry = telemetryFigures(base.id, base.telemetry);
+  const lines = [
+    `Steady state: the mean over the measured steps after the warm-up; wall clock: the mean over every step, warm-up included. Each benchmark ran ${runs.map((r) => `${r.result.repeat} repetitions of ${r.result.warmupSteps} + ${r.result.steps} steps`).join('; ')} (each repetition a fresh trainer).`,
+    '',
+    benchmarkMetrics(runs, labels),
+    '',
+    'Where the steady-state step goes, per phase (`other` is the step minus the named phases):',
+    '',
+    phaseTable(runs, labels),
+    '',
+    ...runs.filter((r) => r.result.namedPhasesExceedStepMs !== null).map((r) => `In ${code(r.id)} the named phases add up to ${fmt(r.result.namedPhasesExceedStepMs, 'ms')} more than the step (their timers overlap), so \`other\` is 0.\n`),
+    figureLink(figures[0].alt, figures[0].name),
+    '',
+    figureLink(figures[1].alt, figures[1].name),
+    '',
+    figureLink(memory.alt, memory.name),
+    '',
+    ...telemetry.lines.flatMap((l) => [l, '']),
+    ...runs.flatMap((r) => (r.result.findings.length ? [`Findings of ${code(r.id)} (from its run file):`, '', ...r.result.findings.map((f) => `- ${f.text}`), ''] : [])),
+  ];
+  return { lines, figures: [...figures, memory, ...telemetry.figures] };
+}
+
+function trainPart(run: TrainRun): { lines: string[]; figures: FigureSpec[] } {
+  const r = run.result;
+  const figures: FigureSpec[] = [];
+  const lines = [
+    `#### Training run ${code(run.id)}`,
+    '',
+    table(
+      ['Metric', 'Value'],
+      [
+        ['steps, samples', `${fmt(r.steps)}, ${fmt(r.samples)}`],
+        ['seconds', fmt(r.seconds)],
+        ['samples/s, wall clock incl. warm-up and evaluation', fmt(r.samplesPerSec)],
+        ['step time, steady state (ms)', r.stepTime.steadyStateMeanMs === null ? 'not measured (too few steps)' : fmt(r.stepTime.steadyStateMeanMs)],
+        ['step time, wall-clock mean (ms)', fmt(r.stepTime.wallClockMeanMs)],
+        ['test accuracy', r.test ? (r.test.accuracy === null ? 'not a classification task' : fmt(100 * r.test.accuracy, '%')) : 'no test set'],
+        ['test loss', r.test ? fmt(r.test.loss) : 'no test set'],
+        ['training memory, measured (MB)', fmt(r.memory.measured.total / MB)],
+      ],
+    ),
+    '',
+  ];
+  const total = phaseTotalMs(r.phasesMs);
+  if (total > 0) {
+    figures.push({ name: `phases-${run.id}.svg`, title: 'Time per step by phase', alt: `Time per step by phase, run ${run.id}: ${PHASE_NAMES.map((p) => `${p} ${fmt(r.phasesMs[p], 'ms')}`).join(', ')}`, runId: run.id, option: phaseBarsOption(r.phasesMs), height: 260 });
+    lines.push(figureLink(figures[0].alt, figures[0].name), '');
+  } else {
+    lines.push(`Run ${code(run.id)} recorded no phase times.`, '');
+  }
+  if (run.steps.length >= 2) {
+    const last = run.steps[run.steps.length - 1];
+    const loss = { name: `loss-${run.id}.svg`, title: 'Training loss and accuracy', alt: `Training loss and accuracy over ${fmt(last.globalStep)} steps of run ${run.id}: last loss ${fmt(last.loss)}`, runId: run.id, option: lossCurveOption(run.steps) };
+    figures.push(loss);
+    lines.push(figureLink(loss.alt, loss.name), '');
+  } else {
+    lines.push(`The loss curve is left out: run ${code(run.id)} recorded ${run.steps.length} step event${run.steps.length === 1 ? '' : 's'} (two are needed for a curve).`, '');
+  }
+  const telemetry = telemetryFigures(run.id, run.telemetry);
+  lines.push(...telemetry.lines.flatMap((l) => [l, '']));
+  return { lines, figures: [...figures, ...telemetry.figures] };
+}
+
+export function phasesSection(input: ReportInput): SectionOutput {
+  const bench = benchmarkPart(input);
+  const blocks = [{ id: 'phases', lead: '', body: bench.lines.join('\n') }];
+  const figures = [...bench.figures];
+  for (const run of input.trains) {
+    const part = trainPart(run);
+    blocks.push({ id: `train-${run.id}`, lead: '', body: part.lines.join('\n') });
+    figures.push(...part.figures);
+  }
+  return { blocks, figures, notes: [] };
+}
+
+/** The step's compute phases, a floor while the model, batch and device stay as they are. */
+function computeFloor(run: BenchmarkRun): string {
+  const r = run.result;
+  const computeMs = r.phasesMs.forward + r.phasesMs.loss + r.phasesMs.backward + r.phasesMs.optimizer;
+  const perStep = r.batchSize * r.accumulation;
+  const share = computeMs / r.stepTime.steadyStateMeanMs;
+  return [
+    `- ${code(run.id)}: forward + loss + backward + optimizer take ${fmt(computeMs, 'ms')} of the ${fmt(r.stepTime.steadyStateMeanMs, 'ms')} step (${fmt(100 * share, '%')}).`,
+    `  With data loading, copies and other overhead hidden completely, this configuration would reach at most ${fmt((1000 * perStep) / computeMs, 'samples/s')} (${fmt((r.stepsPerEpoch * computeMs) / 1000, 's')} per epoch of ${fmt(r.stepsPerEpoch)} steps);`,
+    `  at the mean steady-state step it reaches ${fmt((1000 * perStep) / r.stepTime.steadyStateMeanMs, 'samples/s')}, so at most ${fmt(100 * (1 / share - 1), '%')} is left to gain outside the compute phases.`,
+  ].join('\n');
+}
+
+export function limitsSection(input: ReportInput): SectionOutput {
+  const lines: string[] = [];
+  if (input.benchmarks.length) {
+    lines.push('From the measured phases (an upper bound for pipeline work, not a hardware limit):', '', ...input.benchmarks.map(computeFloor), '');
+  }
+  for (const s of input.searches) {
+    const r = s.result;
+    lines.push(
+      `Memory (${code(s.id)}): ${r.capacitySource === 'memory-limit' ? 'the memory limit set for the CPU run' : 'the device memory'} is ${fmt(r.capacityBytes / MiB, 'MiB')}; keeping ${fmt(100 * r.headroom, '%')} free leaves ${fmt(r.usableBytes / MiB, 'MiB')}, and the largest batch measured to fit is ${r.largestFitting === null ? 'none' : fmt(r.largestFitting)}.`,
+      '',
+    );
+  }
+  lines.push(
+    'The run files hold no measured matrix-multiply rate and no read or host-to-device bandwidth, so no compute floor from FLOPs and no data floor from bytes per sample can be stated here; the optimisation wizard measures both.',
+  );
+  return { blocks: [{ id: 'limits', lead: '', body: lines.join('\n') }], figures: [], notes: [] };
+}

@@ -1,0 +1,202 @@
+// A run's measured steps as a Chrome trace-event file (Perfetto, chrome://tracing):
+// one process per repetition, one track per phase, one slice per step.
+import { createReadStream } from 'node:fs';
+import path from 'node:path';
+
+import { PHASE_NAMES } from '../../api/benchmark';
+import type { TrainingBenchmarkResult } from '../../api/benchmark';
+import { TrainingBenchmarkResultSchema } from '../../api/benchmark';
+import { ApiError } from '../../api/errors';
+import type { RunRecordJson } from '../../api/run-record';
+import type { RunTraceResult, TraceEvent, TraceFile } from '../../api/reports';
+import type { TrainStepEvent } from '../../api/training';
+import { TrainResultSchema, TrainStepEventSchema } from '../../api/training';
+import { writeJsonAtomic } from '../atomic-write';
+import { readRunDetail } from '../run-reader';
+import type { Workspace } from '../workspace';
+
+/** Above this many measured steps, one slice per event window instead of per step (a trace viewer slows past ~1M events). */
+export const MAX_TRACED_STEPS = 20_000;
+
+const STEP_TID = 1;
+const PHASE_TIDS = Object.fromEntries([...PHASE_NAMES, 'other'].map((p, i) => [p, i + 2])) as Record<string, number>;
+const OP_TID_BASE = 100;
+
+interface Window {
+  /** Measured steps this event covers (those after the warm-up). */
+  steps: number;
+  phasesMs: TrainStepEvent['phasesMs'];
+  /** The window's wall time per step, from its samples/s. */
+  wallMs: number;
+}
+
+/** A repetition: its measured windows, and the steady-state total the engine timed over them. */
+interface Repetition {
+  index: number;
+  windows: Window[];
+  measuredMs: number;
+}
+
+/** The measured part of each step event: the steps after `warmup` it covers. */
+function windowsOf(events: readonly TrainStepEvent[], warmup: number, samplesPerStep: number): Window[] {
+  const out: Window[] = [];
+  let previous = 0;
+  for (const e of [...events].sort((a, b) => a.globalStep - b.globalStep)) {
+    const steps = e.globalStep - Math.max(previous, warmup);
+    if (steps > 0 && e.samplesPerSec > 0) out.push({ steps, phasesMs: e.phasesMs, wallMs: (1000 * samplesPerStep) / e.samplesPerSec });
+    previous = Math.max(previous, e.globalStep);
+  }
+  return out;
+}
+
+async function readEventLines(file: string): Promise<unknown[]> {
+  const out: unknown[] = [];
+  let rest = '';
+  const take = (line: string) => {
+    if (!line.trim()) return;
+    try {
+      out.push(JSON.parse(line));
+    } catch {
+      // a line cut off by a kill
+    }
+  };
+  try {
+    for await (const chunk of createReadStream(file, { encoding: 'utf8' })) {
+      const lines = (rest + (chunk as string)).split('\n');
+      rest = lines.pop() ?? '';
+      lines.forEach(take);
+    }
+  } catch (err) {
+    throw new ApiError('E_DATA', `cannot read the step events ${file}: ${(err as Error).message}`);
+  }
+  take(rest);
+  return out;
+}
+
+function benchmarkRepetitions(result: TrainingBenchmarkResult, lines: unknown[]): Repetition[] {
+  const perStep = result.batchSize * result.accumulation;
+  return result.repetitions.map((rep) => {
+    const steps = lines
+      .filter((l): l is { type: string; repetition: number; event: unknown } => (l as { type?: string }).type === 'benchmark.step' && (l as { repetition?: number }).repetition === rep.repetition)
+      .map((l) => TrainStepEventSchema.safeParse(l.event))
+      .flatMap((p) => (p.success ? [p.data] : []));
+    return { index: rep.repetition, windows: windowsOf(steps, result.warmupSteps, perStep), measuredMs: rep.steadyStateMeanMs * result.steps };
+  });
+}
+
+function phaseSum(p: TrainStepEvent['phasesMs']): number {
+  return PHASE_NAMES.reduce((s, n) => s + (p[n] ?? 0), 0);
+}
+
+/**
+ * The trace: per repetition, its measured steps one after another. The named phases
+ * are each window's means, laid end to end in step order; `other` is the rest of the
+ * engine's steady-state total (steadyStateMeanMs x steps) spread over the steps in
+ * proportion to how far each window's wall time (from its samples/s) exceeds its
+ * named phases, so every repetition's steps add up to the engine's own total.
+ */
+export function buildTrace(runId: string, kind: string, reps: readonly Repetition[], ops: { op: string; share: number }[] | null): TraceFile {
+  const events: TraceEvent[] = [];
+  const us = (ms: number) => Math.round(ms * 1000 * 1000) / 1000;
+  const totalSteps = reps.reduce((s, r) => s + r.windows.reduce((a, w) => a + w.steps, 0), 0);
+  const perWindow = totalSteps > MAX_TRACED_STEPS;
+  const namedOverrunMs: number[] = [];
+  for (const rep of reps) {
+    const pid = rep.index;
+    events.push({ name: 'process_name', ph: 'M', ts: 0, pid, tid: 0, args: { name: `repetition ${rep.index}` } });
+    events.push({ name: 'thread_name', ph: 'M', ts: 0, pid, tid: STEP_TID, args: { name: 'step' } });
+    for (const [phase, tid] of Object.entries(PHASE_TIDS)) events.push({ name: 'thread_name', ph: 'M', ts: 0, pid, tid, args: { name: phase } });
+    ops?.forEach((o, i) => events.push({ name: 'thread_name', ph: 'M', ts: 0, pid, tid: OP_TID_BASE + i, args: { name: `op ${o.op}` } }));
+    const named = rep.windows.reduce((s, w) => s + phaseSum(w.phasesMs) * w.steps, 0);
+    const otherTotal = rep.measuredMs - named;
+    namedOverrunMs.push(Math.max(0, -otherTotal));
+    const slack = rep.windows.map((w) => Math.max(0, w.wallMs - phaseSum(w.phasesMs)));
+    const slackTotal = rep.windows.reduce((s, w, i) => s + slack[i] * w.steps, 0);
+    let t = 0;
+    let step = 0;
+    rep.windows.forEach((w, wi) => {
+      const count = perWindow ? 1 : w.steps;
+      const factor = perWindow ? w.steps : 1;
+      const share = slackTotal > 0 ? slack[wi] / slackTotal : 1 / totalStepsOf(rep);
+      const otherMs = Math.max(0, otherTotal) * share * factor;
+      const namedMs = phaseSum(w.phasesMs) * factor;
+      for (let i = 0; i < count; i++) {
+        step += perWindow ? w.steps : 1;
+        const stepMs = namedMs + otherMs;
+        events.push({ name: perWindow ? `steps to ${step}` : `step ${step}`, cat: 'step', ph: 'X', ts: us(t), dur: us(stepMs), pid, tid: STEP_TID });
+        let at = t;
+        for (const phase of PHASE_NAMES) {
+          const d = (w.phasesMs[phase] ?? 0) * factor;
+          events.push({ name: phase, cat: 'phase', ph: 'X', ts: us(at), dur: us(d), pid, tid: PHASE_TIDS[phase] });
+          at += d;
+        }
+        events.push({ name: 'other', cat: 'phase', ph: 'X', ts: us(at), dur: us(otherMs), pid, tid: PHASE_TIDS.other });
+        if (ops) {
+          // Op shares are of the profiled GPU time (forward, loss and backward), drawn over those phases.
+          const computeMs = (w.phasesMs.forward + w.phasesMs.loss + w.phasesMs.backward) * factor;
+          let opAt = t + (w.phasesMs.data + w.phasesMs.h2d) * factor;
+          ops.forEach((o, k) => {
+            events.push({ name: o.op, cat: 'op', ph: 'X', ts: us(opAt), dur: us(o.share * computeMs), pid, tid: OP_TID_BASE + k });
+            opAt += o.share * computeMs;
+          });
+        }
+        t += stepMs;
+      }
+    });
+  }
+  return {
+    traceEvents: events,
+    displayTimeUnit: 'ms',
+    metadata: {
+      runId,
+      kind,
+      tracks: 'one process per repetition; tracks: step, then one per phase (data, h2d, forward, loss, backward, optimizer, other)' + (ops ? ', then one per op kind' : ''),
+      granularity: perWindow ? `one slice per event window (more than ${MAX_TRACED_STEPS} measured steps)` : 'one slice per measured step',
+      timing:
+        "the engine reports phases as means over windows of steps, so every step of a window shows the window's means; 'other' is the engine's steady-state total (steadyStateMeanMs x steps) less the named phases, spread over the steps by how far each window's wall time exceeds its named phases",
+      measuredMs: reps.map((r) => r.measuredMs),
+      /** Per repetition: how far the named phases exceed the measured total (their timers overlap); 0 when they fit. */
+      namedOverrunMs,
+      ...(ops ? { ops: "op slices: each op kind's share of the profiled GPU time (CUDA measurement mode), drawn over the forward, loss and backward phases" } : {}),
+    },
+  };
+}
+
+function totalStepsOf(rep: Repetition): number {
+  return Math.max(1, rep.windows.reduce((s, w) => s + w.steps, 0));
+}
+
+/** Builds the trace of a completed benchmark (or train) run and writes it to runs/<id>/trace.json. */
+export async function traceRun(workspace: Workspace, runId: string): Promise<RunTraceResult> {
+  const detail = await readRunDetail(workspace, runId);
+  const record = detail.record as RunRecordJson;
+  if (record.status !== 'completed') throw new ApiError('E_BAD_INPUT', `run ${runId} is ${detail.summary.status}: only a completed run has measured steps to trace`);
+  const dir = path.posix.join('runs', runId);
+  const lines = await readEventLines(workspace.resolve(path.join(dir, 'events.jsonl')));
+  let reps: Repetition[];
+  let ops: { op: string; share: number }[] | null = null;
+  if (record.kind === 'benchmark') {
+    const parsed = TrainingBenchmarkResultSchema.safeParse(record.result);
+    if (!parsed.success) throw new ApiError('E_DATA', `run ${runId}: its benchmark result does not read (${parsed.error.issues[0]?.message})`);
+    reps = benchmarkRepetitions(parsed.data, lines);
+  } else if (record.kind === 'train') {
+    const parsed = TrainResultSchema.safeParse(record.result);
+    if (!parsed.success) throw new ApiError('E_DATA', `run ${runId}: its training result does not read (${parsed.error.issues[0]?.message})`);
+    const r = parsed.data;
+    const steps = lines.map((l) => TrainStepEventSchema.safeParse(l)).flatMap((p) => (p.success ? [p.data] : []));
+    const warmup = r.stepTime.warmupSteps;
+    const perStep = ((record.config as { options?: { batchSize?: number; accumulation?: number } }).options?.batchSize ?? 1) * ((record.config as { options?: { accumulation?: number } }).options?.accumulation ?? 1);
+    const windows = windowsOf(steps, warmup, perStep);
+    const measured = windows.reduce((s, w) => s + w.steps, 0);
+    reps = [{ index: 1, windows, measuredMs: r.stepTime.steadyStateMeanMs === null ? windows.reduce((s, w) => s + w.wallMs * w.steps, 0) : r.stepTime.steadyStateMeanMs * measured }];
+    const shares = (r.backend as { opShares?: unknown } | undefined)?.opShares;
+    if (Array.isArray(shares) && shares.length) ops = shares.filter((o): o is { op: string; share: number } => typeof o?.op === 'string' && typeof o?.share === 'number');
+  } else {
+    throw new ApiError('E_BAD_INPUT', `run ${runId} is a ${record.kind} run; traces are made of benchmark and train runs, which time their steps`);
+  }
+  if (reps.every((r) => r.windows.length === 0)) throw new ApiError('E_DATA', `run ${runId} recorded no step events after its warm-up, so there is nothing to trace`);
+  const trace = buildTrace(runId, record.kind, reps, ops);
+  const file = path.posix.join(dir, 'trace.json');
+  await writeJsonAtomic(workspace.resolve(file), trace);
+  return { runId, path: file, trace };
+}

@@ -1,0 +1,132 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+
+import type { ScriptTarget } from '../../api/script-target';
+import { lineSplitter } from './output-lines';
+
+/** After SIGTERM, how long the process group gets before SIGKILL. */
+const TERM_GRACE_MS = 3000;
+/** How long to wait for the last processes of a killed group to disappear. */
+const REAP_WAIT_MS = 5000;
+
+export interface LaunchOptions {
+  target: ScriptTarget;
+  /** Variables the probe reads (TB_PROBE_*); PYTHONPATH gets the probe's folder in front. */
+  probeEnv: Record<string, string>;
+  probeDir: string;
+  timeoutMs: number;
+  onLine: (stream: 'stdout' | 'stderr', line: string) => void;
+}
+
+export interface LaunchOutcome {
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  cancelled: boolean;
+  /** Processes of the group still present after the kill (none is the only good answer). */
+  leftover: boolean;
+  /** Set when the command could not be started at all. */
+  startError: string | null;
+}
+
+export interface Launch {
+  pid: number | null;
+  outcome: Promise<LaunchOutcome>;
+  /** Ends the launch now: the whole process group is killed. */
+  cancel(): void;
+}
+
+/** True while any process of the group exists (zombies not yet reaped included). */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: nothing left to signal
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** SIGTERM to the group, SIGKILL after the grace, then waits for it to be empty; true if something is left. */
+async function reapGroup(pgid: number, graceMs: number): Promise<boolean> {
+  if (!groupAlive(pgid)) return false;
+  signalGroup(pgid, 'SIGTERM');
+  for (let waited = 0; waited < graceMs && groupAlive(pgid); waited += 50) await sleep(50);
+  if (groupAlive(pgid)) signalGroup(pgid, 'SIGKILL');
+  for (let waited = 0; waited < REAP_WAIT_MS && groupAlive(pgid); waited += 50) await sleep(50);
+  return groupAlive(pgid);
+}
+
+/**
+ * Starts the user's command in a process group of its own, with the probe on
+ * PYTHONPATH. Whatever way it ends (its own exit, the probe's stop, the timeout,
+ * a cancel), the group is killed afterwards, so torchrun's ranks and DataLoader
+ * workers never outlive the launch.
+ */
+export function launchScript(options: LaunchOptions): Launch {
+  const { target } = options;
+  const env: NodeJS.ProcessEnv = { ...process.env, ...target.env };
+  const inherited = env.PYTHONPATH;
+  env.PYTHONPATH = inherited ? `${options.probeDir}${path.delimiter}${inherited}` : options.probeDir;
+  // Live output: a Python writing to a pipe would otherwise hold its lines back until its buffer fills.
+  env.PYTHONUNBUFFERED ??= '1';
+  Object.assign(env, options.probeEnv);
+
+  let timedOut = false;
+  let cancelled = false;
+  const child = spawn(target.command[0], target.command.slice(1), {
+    cwd: target.cwd,
+    env,
+    detached: process.platform !== 'win32',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    windowsHide: true,
+  });
+  const pid = child.pid ?? null;
+  const stop = (why: 'timeout' | 'cancel') => {
+    if (why === 'timeout') timedOut = true;
+    else cancelled = true;
+    if (pid === null) return;
+    if (process.platform === 'win32') spawn('taskkill', ['/pid', String(pid), '/T', '/F'], { stdio: 'ignore' });
+    else void reapGroup(pid, TERM_GRACE_MS);
+  };
+  const timer = setTimeout(() => stop('timeout'), options.timeoutMs);
+
+  const streams = (['stdout', 'stderr'] as const).map((name) => {
+    const split = lineSplitter((line) => options.onLine(name, line));
+    const done = new Promise<void>((resolve) => {
+      const s = child[name];
+      if (!s) return resolve();
+      s.on('data', (chunk: Buffer) => split.push(chunk));
+      s.on('close', () => (split.end(), resolve()));
+      s.on('error', () => resolve());
+    });
+    return done;
+  });
+
+  const outcome = new Promise<LaunchOutcome>((resolve) => {
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `${JSON.stringify(target.command[0])} was not found (PATH, or relative to ${target.cwd})` : err.message;
+      resolve({ exitCode: null, signal: null, timedOut, cancelled, leftover: false, startError: `cannot start the command: ${why}` });
+    });
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      void (async () => {
+        // Children may hold the pipes open; the group is killed first, then the output is drained.
+        const leftover = pid !== null && process.platform !== 'win32' ? await reapGroup(pid, TERM_GRACE_MS) : false;
+        await Promise.race([Promise.all(streams), sleep(2000)]);
+        resolve({ exitCode: code, signal, timedOut, cancelled, leftover, startError: null });
+      })();
+    });
+  });
+  return { pid, outcome, cancel: () => stop('cancel') };
+}

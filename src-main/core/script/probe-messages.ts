@@ -1,0 +1,66 @@
+import { z } from 'zod';
+
+/**
+ * What resources/python/trainbench_probe sends, one JSON object per line. Checked
+ * here like any input from outside: a line that does not match is counted and
+ * dropped, never trusted.
+ */
+const PhasesSchema = z.object({ forward: z.number(), loss: z.number(), backward: z.number(), optimizer: z.number() });
+const Timing = z.enum(['cuda-events', 'host-clock']);
+const OverrideValue = z.union([z.number(), z.boolean(), z.string()]);
+
+export const ProbeHelloSchema = z.looseObject({
+  type: z.literal('hello'),
+  token: z.string(),
+  pid: z.number().int(),
+  rank: z.number().int().min(0),
+  localRank: z.number().int().min(0),
+  worldSize: z.number().int().min(1),
+  python: z.string(),
+  torch: z.string().optional(),
+});
+
+export const ProbeMessageSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('step'),
+    step: z.number().int().min(1),
+    durMs: z.number().min(0),
+    samples: z.number().int().min(0),
+    batches: z.number().int().min(0),
+    dataMs: z.number().min(0),
+    phasesMs: PhasesSchema,
+    timing: Timing,
+  }),
+  /** CUDA-event phase times of a step, read back after the GPU finished it. */
+  z.object({ type: z.literal('phases'), step: z.number().int().min(1), phasesMs: PhasesSchema, timing: Timing }),
+  z.object({ type: z.literal('applied'), key: z.string(), value: OverrideValue, where: z.string() }),
+  /** A DataLoader the script made, with its settings after any override (null: torch has no such setting). */
+  z.object({
+    type: z.literal('loader'),
+    where: z.string(),
+    settings: z.object({
+      num_workers: z.number().int().nullable(),
+      prefetch_factor: z.number().int().nullable(),
+      pin_memory: z.boolean().nullable(),
+      persistent_workers: z.boolean().nullable(),
+      batch_size: z.number().int().nullable(),
+    }),
+  }),
+  z.object({ type: z.literal('error'), code: z.string(), message: z.string() }),
+  z.object({ type: z.literal('oom'), batchSize: z.number().int().nullable(), step: z.number().int(), message: z.string() }),
+  z.object({
+    type: z.literal('done'),
+    reason: z.enum(['steps', 'exit']),
+    steps: z.number().int(),
+    memory: z.looseObject({
+      device: z.string(),
+      cudaPeakBytes: z.number().nullable(),
+      cudaTotalBytes: z.number().nullable(),
+      hostPeakRssBytes: z.number().optional(),
+    }),
+  }),
+]);
+export type ProbeHello = z.infer<typeof ProbeHelloSchema>;
+export type ProbeMessage = z.infer<typeof ProbeMessageSchema>;
+export type ProbeStep = Extract<ProbeMessage, { type: 'step' }>;
+export type ProbeDone = Extract<ProbeMessage, { type: 'done' }>;

@@ -1,0 +1,98 @@
+import { ApiError } from '../../api/errors';
+import type { ScriptBatchSearchRequest, ScriptBatchSearchResult, ScriptBatchTrial } from '../../api/script-target';
+import { ScriptBatchSearchResultSchema } from '../../api/script-target';
+import { nextCandidate, pickBatches } from '../batch-size/planner';
+import { createRun } from '../run-store';
+import type { Workspace } from '../workspace';
+import { probeDir } from './probe-dir';
+import type { RankSummary } from './rank-stats';
+import { combineRanks, summarizeRank } from './rank-stats';
+import { commandText } from './script-benchmark';
+import { runTrial, trialError, trialOom } from './script-trial';
+
+export interface ScriptSearchOptions {
+  onTrial?: (trial: ScriptBatchTrial) => void;
+  onLine?: (stream: 'stdout' | 'stderr', line: string) => void;
+}
+
+const n = (x: number) => Math.round(x).toLocaleString('en-US');
+
+/**
+ * The batch-size search of the engine (planner.ts: powers of two up to the first
+ * failure, then bisection) on a user's command: each trial is a launch with
+ * dataloader.batch_size set, stopped after a few steps. There is no memory model
+ * for a script, so the search starts at startBatch.
+ */
+export async function searchScriptBatch(workspace: Workspace, request: ScriptBatchSearchRequest, options: ScriptSearchOptions = {}): Promise<ScriptBatchSearchResult> {
+  if (request.overrides['dataloader.batch_size'] !== undefined) {
+    throw new ApiError('E_BAD_INPUT', 'dataloader.batch_size is what find-batch-size varies: leave it out of the overrides');
+  }
+  const started = Date.now();
+  const run = await createRun(workspace, 'batch-search', { target: request.target, overrides: request.overrides, startBatch: request.startBatch, maxBatch: request.maxBatch });
+  const trials: ScriptBatchTrial[] = [];
+  let device = 'cpu';
+  let total: number | null = null;
+  try {
+    const dir = probeDir();
+    const points = () => trials.map((t) => ({ batchSize: t.batchSize, fits: t.fits, samplesPerSec: t.samplesPerSec }));
+    for (let b = nextCandidate(request.startBatch, request.maxBatch, []); b !== null; b = nextCandidate(request.startBatch, request.maxBatch, points())) {
+      const trialOptions = {
+        target: request.target,
+        overrides: { ...request.overrides, 'dataloader.batch_size': b },
+        warmupSteps: request.warmupSteps,
+        steps: request.stepsPerTrial,
+        timeoutMs: request.timeoutSeconds * 1000,
+        probeDir: dir,
+      };
+      const record = await runTrial({ ...trialOptions, onLine: options.onLine });
+      const common = { index: trials.length, batchSize: b, seconds: record.seconds };
+      const oom = trialOom(record);
+      let trial: ScriptBatchTrial;
+      if (oom) {
+        trial = { ...common, outcome: 'E_OOM', samplesPerSec: null, cudaPeakBytes: null, fits: false, message: oom.message.split('\n')[0] };
+      } else if (record.outcome.signal === 'SIGKILL' && !record.outcome.timedOut && !record.outcome.cancelled) {
+        trial = { ...common, outcome: 'crash', samplesPerSec: null, cudaPeakBytes: null, fits: false, message: 'killed by SIGKILL (the kernel may have run out of memory)' };
+      } else {
+        const error = trialError(record, trialOptions);
+        if (error) throw error;
+        const ranks = record.connections.map((c) => summarizeRank(c, request.warmupSteps, request.stepsPerTrial)).filter((r): r is RankSummary => r !== null);
+        if (ranks.length === 0) throw new ApiError('E_BAD_INPUT', `the trial at batch ${b} measured no step after the ${request.warmupSteps} warm-up step(s): the script ended too early`);
+        const got = ranks[0].rank.batchSize;
+        if (got !== null && got !== b) {
+          throw new ApiError('E_BAD_INPUT', `the trial asked for batch ${b} but the batches had ${got} samples: the script's loader does not take dataloader.batch_size as its batch`);
+        }
+        device = ranks[0].rank.device;
+        total = ranks[0].rank.cudaTotalBytes;
+        const peak = ranks[0].rank.cudaPeakBytes;
+        const fits = peak === null || total === null ? true : peak <= total * (1 - request.headroom);
+        trial = { ...common, outcome: 'ok', samplesPerSec: combineRanks(ranks).samplesPerSec, cudaPeakBytes: peak, fits, message: null };
+      }
+      trials.push(trial);
+      run.appendEvent({ type: 'trial', ...trial });
+      options.onTrial?.(trial);
+    }
+    const { largestFitting, recommended } = pickBatches(points());
+    const firstFailure = trials.filter((t) => !t.fits && (largestFitting === null || t.batchSize > largestFitting)).sort((a, b) => a.batchSize - b.batchSize)[0];
+    const verdict =
+      largestFitting === null
+        ? `no batch trained: even batch ${n(Math.min(...trials.map((t) => t.batchSize)))} failed (${trials[0]?.message ?? 'no trial ran'})`
+        : `batch ${n(largestFitting)} is the largest that fits${firstFailure ? ` (${n(firstFailure.batchSize)}: ${firstFailure.outcome === 'ok' ? 'over the headroom' : firstFailure.outcome})` : ` (the search stopped at the maximum, ${n(request.maxBatch)})`}; fastest: ${n(recommended ?? largestFitting)}`;
+    const result = ScriptBatchSearchResultSchema.parse({
+      runId: run.id,
+      runDir: run.relativeDir,
+      title: commandText(request.target),
+      device,
+      cudaTotalBytes: total,
+      headroom: request.headroom,
+      largestFitting,
+      recommended,
+      trials,
+      verdict,
+      seconds: (Date.now() - started) / 1000,
+    });
+    await run.finish('completed', { result });
+    return result;
+  } catch (err) {
+    throw await run.fail(err);
+  }
+}

@@ -1,0 +1,272 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import path from 'node:path';
+
+import type { BenchmarkProgress, Finding } from '../../api/benchmark';
+import { ApiError } from '../../api/errors';
+import { formatIssues } from '../../api/format-issues';
+import type { ScriptBenchmarkRequest, ScriptBenchmarkResult, ScriptRepetition, ScriptTarget } from '../../api/script-target';
+import { ScriptBenchmarkResultSchema } from '../../api/script-target';
+import type { TelemetrySummary } from '../../api/telemetry';
+import type { BenchmarkAggregate } from '../benchmarks/benchmark-summary';
+import { findings, mergeTelemetry, phaseShares, withOther } from '../benchmarks/benchmark-summary';
+import type { EventHub } from '../event-hub';
+import type { RunRecord } from '../run-store';
+import { createRun } from '../run-store';
+import { medianInterval } from '../stats/bootstrap';
+import type { TelemetryService } from '../telemetry/telemetry-service';
+import type { Workspace } from '../workspace';
+import { probeDir } from './probe-dir';
+import type { RankSummary } from './rank-stats';
+import { combineRanks, summarizeRank } from './rank-stats';
+import { runTrial, trialError } from './script-trial';
+
+const TELEMETRY_INTERVAL_MS = 200;
+
+export interface ScriptBenchmarkOptions {
+  onProgress?: (progress: BenchmarkProgress) => void;
+  onOutput?: (stream: 'stdout' | 'stderr', line: string, repetition: number) => void;
+}
+
+interface Job {
+  cancelled: boolean;
+  cancel: (() => void) | null;
+}
+
+const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+
+/** "python3 train.py --epochs 1" for titles. */
+export function commandText(t: ScriptTarget): string {
+  return t.command.map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ');
+}
+
+/**
+ * benchmark-training for a user's own command: `repeat` launches, each a fresh
+ * process with the probe, stopped after the measured steps; saved as a run of
+ * kind `benchmark` whose config.target is the script.
+ */
+export class ScriptBenchmarkService {
+  private readonly jobs = new Map<string, Job>();
+
+  constructor(
+    private readonly events: EventHub,
+    private readonly workspace: Workspace,
+    private readonly telemetry: TelemetryService,
+    private readonly pythonDir: string = probeDir(),
+  ) {}
+
+  async run(request: ScriptBenchmarkRequest, options: ScriptBenchmarkOptions = {}): Promise<ScriptBenchmarkResult> {
+    const jobId = request.jobId ?? `script-${randomBytes(6).toString('hex')}`;
+    if (this.jobs.has(jobId)) throw new ApiError('E_BAD_INPUT', `script benchmark ${jobId} is already running: choose another jobId`);
+    if (!path.isAbsolute(request.target.cwd)) throw new ApiError('E_BAD_INPUT', `the script's working directory must be an absolute path, got ${JSON.stringify(request.target.cwd)}`);
+    const job: Job = { cancelled: false, cancel: null };
+    this.jobs.set(jobId, job);
+    const totalSteps = request.warmupSteps + (request.steps ?? 0);
+    const progress = (p: Omit<BenchmarkProgress, 'jobId' | 'repetitions' | 'totalSteps'>) => {
+      const full: BenchmarkProgress = { jobId, repetitions: request.repeat, totalSteps, ...p };
+      this.events.emit('benchmark.progress', full);
+      options.onProgress?.(full);
+    };
+    try {
+      const run = await createRun(this.workspace, 'benchmark', {
+        target: request.target,
+        overrides: request.overrides,
+        warmupSteps: request.warmupSteps,
+        ...(request.steps !== undefined ? { steps: request.steps } : {}),
+        repeat: request.repeat,
+        timeoutSeconds: request.timeoutSeconds,
+        jobId,
+      });
+      try {
+        const reps: { rep: ScriptRepetition; ranks: RankSummary[]; applied: ScriptBenchmarkResult['applied'] }[] = [];
+        for (let i = 1; i <= request.repeat; i++) {
+          if (job.cancelled) throw new ApiError('E_CANCELLED', `the script benchmark was cancelled before launch ${i} of ${request.repeat}`);
+          progress({ runId: run.id, phase: 'preparing', repetition: i, step: 0, samplesPerSec: null });
+          const rep = await this.repetition(i, request, run, job, jobId, options, progress);
+          reps.push(rep);
+          run.appendEvent({ type: 'repetition', ...rep.rep });
+          progress({ runId: run.id, phase: 'repetition-done', repetition: i, step: totalSteps, samplesPerSec: rep.rep.samplesPerSec });
+        }
+        const result = this.summarize(request, run, reps);
+        await run.finish('completed', { result });
+        return result;
+      } catch (err) {
+        throw await run.fail(err);
+      }
+    } finally {
+      this.jobs.delete(jobId);
+    }
+  }
+
+  /** Kills a running launch's process group; the run is recorded as cancelled. */
+  cancel(jobId: string): { cancelled: boolean } {
+    const job = this.jobs.get(jobId);
+    if (!job) return { cancelled: false };
+    job.cancelled = true;
+    job.cancel?.();
+    return { cancelled: true };
+  }
+
+  private async repetition(
+    i: number,
+    request: ScriptBenchmarkRequest,
+    run: RunRecord,
+    job: Job,
+    jobId: string,
+    options: ScriptBenchmarkOptions,
+    progress: (p: Omit<BenchmarkProgress, 'jobId' | 'repetitions' | 'totalSteps'>) => void,
+  ) {
+    const log = createWriteStream(path.join(run.dir, `output-rep${i}.log`));
+    const recording: { current: { stop(): Promise<TelemetrySummary> } | null } = { current: null };
+    const startRecording = () => (recording.current ??= this.telemetry.record(`${run.dir}/telemetry-rep${i}.jsonl`, TELEMETRY_INTERVAL_MS));
+    if (request.warmupSteps === 0) startRecording();
+    let lastProgress = 0;
+    const trialOptions = {
+      target: request.target,
+      overrides: request.overrides,
+      warmupSteps: request.warmupSteps,
+      steps: request.steps,
+      timeoutMs: request.timeoutSeconds * 1000,
+      probeDir: this.pythonDir,
+    };
+    try {
+      const record = await runTrial({
+        ...trialOptions,
+        onStarted: (cancel) => {
+          job.cancel = cancel;
+          if (job.cancelled) cancel();
+        },
+        onLine: (stream, line) => {
+          log.write(`${stream === 'stderr' ? 'E' : 'O'} ${line}\n`);
+          this.events.emit('script.output', { jobId, runId: run.id, repetition: i, stream, line });
+          options.onOutput?.(stream, line, i);
+        },
+        onMessage: (connection, m) => {
+          if (m.type !== 'step') return;
+          run.appendEvent({ ...m, type: 'script.step', repetition: i, rank: connection.hello.rank });
+          const measuring = m.step > request.warmupSteps;
+          if (measuring) startRecording();
+          // Progress at most ~10/s: steps of a small model come by the hundred.
+          const now = Date.now();
+          if (connection.hello.rank === 0 && now - lastProgress >= 100) {
+            lastProgress = now;
+            progress({ runId: run.id, phase: measuring ? 'measuring' : 'warmup', repetition: i, step: m.step, samplesPerSec: null });
+          }
+        },
+      });
+      job.cancel = null;
+      const stopping = recording.current;
+      recording.current = null;
+      const telemetry = stopping ? await stopping.stop() : mergeTelemetry([]);
+      const error = trialError(record, trialOptions);
+      if (error) throw error;
+      const ranks = record.connections.map((c) => summarizeRank(c, request.warmupSteps, request.steps)).filter((r): r is RankSummary => r !== null);
+      if (ranks.length === 0) {
+        const seen = Math.max(0, ...record.connections.map((c) => c.messages.filter((m) => m.type === 'step').length));
+        throw new ApiError('E_BAD_INPUT', `launch ${i}: the script ended after ${seen} optimizer step(s), all of them warm-up (${request.warmupSteps}): lower --warmup-steps or let it train longer`);
+      }
+      const combined = combineRanks(ranks);
+      const ended: ScriptRepetition['ended'] = record.connections.every((c) => c.messages.some((m) => m.type === 'done' && m.reason === 'steps')) ? 'steps' : 'exit';
+      const applied = record.connections.flatMap((c) =>
+        c.messages.flatMap((m) => (m.type === 'applied' ? [{ key: m.key, value: m.value, where: m.where, rank: c.hello.rank }] : [])),
+      );
+      const rep: ScriptRepetition = {
+        repetition: i,
+        samplesPerSec: combined.samplesPerSec,
+        steadyStateMeanMs: combined.steadyStateMeanMs,
+        wallClockMeanMs: combined.wallClockMeanMs,
+        phasesMs: combined.phasesMs,
+        namedPhasesExceedStepMs: combined.namedPhasesExceedStepMs,
+        ranks: ranks.map((r) => r.rank).sort((a, b) => a.rank - b.rank),
+        ended,
+        exitCode: record.outcome.exitCode,
+        seconds: record.seconds,
+        telemetry,
+      };
+      return { rep, ranks, applied };
+    } finally {
+      if (recording.current) await recording.current.stop();
+      await new Promise<void>((resolve) => log.end(resolve));
+    }
+  }
+
+  private summarize(
+    request: ScriptBenchmarkRequest,
+    run: RunRecord,
+    reps: { rep: ScriptRepetition; ranks: RankSummary[]; applied: ScriptBenchmarkResult['applied'] }[],
+  ): ScriptBenchmarkResult {
+    const r = reps.map((x) => x.rep);
+    const steady = mean(r.map((x) => x.steadyStateMeanMs));
+    const wall = mean(r.map((x) => x.wallClockMeanMs));
+    const named = { data: 0, h2d: 0, forward: 0, loss: 0, backward: 0, optimizer: 0 };
+    for (const k of Object.keys(named) as (keyof typeof named)[]) named[k] = mean(r.map((x) => x.phasesMs[k]));
+    const { phases, exceedsMs } = withOther(named, steady);
+    const last = reps[reps.length - 1];
+    const lastRanks = last.rep.ranks;
+    const slowest = combineRanks(last.ranks).slowestDataWait;
+    const measuredSteps = Math.min(...r.flatMap((x) => x.ranks.map((k) => k.measuredSteps)));
+    const first = lastRanks[0];
+    const aggregate: BenchmarkAggregate = {
+      samplesPerSecCi: medianInterval(r.map((x) => x.samplesPerSec)),
+      steadyStateMeanMs: steady,
+      wallClockMeanMs: wall,
+      predictedEpochSeconds: { fromSteadyState: 0, fromWallClock: 0 },
+      phasesMs: phases,
+      phasesPercent: phaseShares(phases),
+      namedPhasesExceedStepMs: exceedsMs,
+      telemetry: mergeTelemetry(r.map((x) => x.telemetry)),
+    };
+    const device = first.device;
+    const peak = Math.max(0, ...lastRanks.map((k) => k.cudaPeakBytes ?? 0));
+    // The engine's warm-up finding speaks of epoch estimates, which a script has none of.
+    const found: Finding[] = findings({ aggregate, device, repeat: request.repeat, measuredBytes: peak, deviceTotalBytes: first.cudaTotalBytes }).filter(
+      (f) => f.measurement.name !== 'stepTime.wallClockToSteadyRatio',
+    );
+    if (request.steps !== undefined && measuredSteps < request.steps) {
+      found.push({
+        severity: 'warning',
+        text: `The script ended on its own after ${measuredSteps} measured step(s), fewer than the ${request.steps} asked for: the figures rest on fewer steps.`,
+        measurement: { name: 'steps', value: measuredSteps, unit: 'steps' },
+      });
+    }
+    const result = {
+      runId: run.id,
+      runDir: run.relativeDir,
+      title: commandText(request.target),
+      target: request.target,
+      overrides: request.overrides,
+      applied: last.applied,
+      device,
+      batchSize: first.batchSize,
+      warmupSteps: request.warmupSteps,
+      steps: measuredSteps,
+      repeat: request.repeat,
+      worldSize: lastRanks.length,
+      samplesPerSec: aggregate.samplesPerSecCi.median,
+      samplesPerSecCi: aggregate.samplesPerSecCi,
+      stepTime: {
+        steadyStateMeanMs: steady,
+        wallClockMeanMs: wall,
+        note: `steadyStateMeanMs: the measured steps after ${request.warmupSteps} warm-up steps (the slowest rank's); wallClockMeanMs: every step, warm-up included (mean over ${request.repeat} launch(es)); a step runs from one optimizer step's end to the next's`,
+      },
+      phasesMs: phases,
+      phasesPercent: aggregate.phasesPercent,
+      namedPhasesExceedStepMs: exceedsMs,
+      phaseNote: `data: time blocked in the DataLoader's next(); forward and loss: outermost module calls (loss modules apart); backward: autograd.backward; optimizer: step(); timed with ${first.timing === 'cuda-events' ? 'CUDA events on the current stream' : 'the host clock'}. Host-to-device copies are not separated: they are in 'other'.`,
+      dataWait: slowest,
+      ranks: lastRanks,
+      memory: {
+        device,
+        cudaPeakBytes: lastRanks.some((k) => k.cudaPeakBytes !== null) ? peak : null,
+        cudaTotalBytes: first.cudaTotalBytes,
+        hostPeakRssBytes: Math.max(0, ...lastRanks.map((k) => k.hostPeakRssBytes ?? 0)) || null,
+      },
+      telemetry: aggregate.telemetry,
+      findings: found,
+      repetitions: r,
+    };
+    const parsed = ScriptBenchmarkResultSchema.safeParse(result);
+    if (!parsed.success) throw new ApiError('E_INTERNAL', `the script benchmark result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
+    return parsed.data;
+  }
+}

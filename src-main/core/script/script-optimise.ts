@@ -1,0 +1,265 @@
+import os from 'node:os';
+
+import { ApiError } from '../../api/errors';
+import { formatIssues } from '../../api/format-issues';
+import type { OptimiseChange, OptimiseProgress, OptimiseTrial, SkippedChange } from '../../api/optimise';
+import type { ScriptLoaderSettings, ScriptOptimiseRequest, ScriptOptimiseResult, ScriptOverrides } from '../../api/script-target';
+import { ScriptOptimiseResultSchema } from '../../api/script-target';
+import { phaseShares } from '../benchmarks/benchmark-summary';
+import type { EventHub } from '../event-hub';
+import { decideTrial, noiseFloor, pairedSpeedup } from '../optimise/trial-decision';
+import { PRESETS } from '../optimise/presets';
+import type { RunRecord } from '../run-store';
+import { createRun } from '../run-store';
+import { medianInterval } from '../stats/bootstrap';
+import type { Workspace } from '../workspace';
+import { probeDir } from './probe-dir';
+import type { RankSummary } from './rank-stats';
+import { combineRanks, summarizeRank } from './rank-stats';
+import { commandText } from './script-benchmark';
+import type { ScriptKnobContext } from './script-knobs';
+import { SCRIPT_KNOBS } from './script-knobs';
+import { runTrial, trialError } from './script-trial';
+
+export interface ScriptOptimiseOptions {
+  onProgress?: (p: OptimiseProgress) => void;
+}
+
+interface Measured {
+  samplesPerSec: number;
+  stepMs: number;
+  phasesMs: ReturnType<typeof combineRanks>['phasesMs'];
+  device: string;
+  loader: ScriptLoaderSettings | null;
+}
+
+const apply = (o: ScriptOverrides, c: OptimiseChange): ScriptOverrides => ({ ...o, [c.knob]: c.to });
+
+/**
+ * The optimisation wizard (ADR 0012's rules) on a user's command: a baseline of
+ * `repeat` launches, then one override at a time on top of the current best,
+ * measured A/B/A/B and kept only when its paired speedup beats the noise. The
+ * probe sees no loss, so a change to numerics has no loss guard: only the
+ * max-speed preset tries one. The batch size is a recipe change: proposed,
+ * kept only when allowed.
+ */
+export async function optimiseScript(workspace: Workspace, events: EventHub, request: ScriptOptimiseRequest, options: ScriptOptimiseOptions = {}): Promise<ScriptOptimiseResult> {
+  const started = Date.now();
+  const run = await createRun(workspace, 'optimise', { target: request.target, request });
+  try {
+    const result = await new ScriptWizard(request, run, events, options, started).go();
+    await run.finish('completed', { result });
+    return result;
+  } catch (err) {
+    throw await run.fail(err);
+  }
+}
+
+class ScriptWizard {
+  private launches = 0;
+  private readonly dir = probeDir();
+  private readonly trials: OptimiseTrial[] = [];
+
+  constructor(
+    private readonly request: ScriptOptimiseRequest,
+    private readonly run: RunRecord,
+    private readonly events: EventHub,
+    private readonly options: ScriptOptimiseOptions,
+    private readonly started: number,
+  ) {}
+
+  async go(): Promise<ScriptOptimiseResult> {
+    const r = this.request;
+    const k = r.repeat;
+    const base: Measured[] = [];
+    for (let i = 0; i < k; i++) {
+      base.push(await this.measure(r.overrides));
+      this.progress('baseline', null, i + 1, k, null, null);
+    }
+    const baseSamples = base.map((m) => m.samplesPerSec);
+    const floor = noiseFloor(baseSamples);
+    const device = base[0].device;
+    const ctx: ScriptKnobContext = { device, cpus: os.cpus().length, loader: base[0].loader };
+
+    let best: ScriptOverrides = { ...r.overrides };
+    let exhausted = new Set<string>();
+    for (let change = this.next(best, ctx, exhausted); change && this.trials.length < r.maxTrials; change = this.next(best, ctx, exhausted)) {
+      const trial = await this.trial(this.trials.length + 1, best, change, floor);
+      this.trials.push(trial);
+      this.run.appendEvent({ type: 'optimise.trial', trial });
+      if (trial.kept) {
+        best = apply(best, change);
+        exhausted = new Set();
+      } else {
+        exhausted.add(change.knob);
+      }
+      this.progress('trial', trial.index, k, k, change.label, trial);
+    }
+
+    const skipped: SkippedChange[] = [];
+    for (const knob of SCRIPT_KNOBS) {
+      const p = knob(best, ctx);
+      if (p && 'skip' in p) skipped.push({ change: p.skip, why: p.why });
+      else if (p && 'change' in p && !this.trials.some((t) => t.change.knob === p.change.knob)) {
+        const refused = this.refusal(p.change) ?? (this.trials.length >= r.maxTrials ? `not tried: the wizard stopped after --max-trials ${r.maxTrials}` : null);
+        if (refused) skipped.push({ change: p.change, why: refused });
+      }
+    }
+
+    const final = await this.final(r.overrides, best, baseSamples, floor);
+    const meanOf = (pick: (m: Measured) => number) => base.reduce((s, m) => s + pick(m), 0) / base.length;
+    const phasesMs = { data: 0, h2d: 0, forward: 0, loss: 0, backward: 0, optimizer: 0, other: 0 };
+    for (const key of Object.keys(phasesMs) as (keyof typeof phasesMs)[]) phasesMs[key] = meanOf((m) => m.phasesMs[key]);
+    const result = {
+      runId: this.run.id,
+      runDir: this.run.relativeDir,
+      title: commandText(r.target),
+      target: r.target,
+      preset: r.preset,
+      repeat: k,
+      loader: ctx.loader,
+      baseline: {
+        overrides: r.overrides,
+        samplesPerSec: medianInterval(baseSamples),
+        repetitions: baseSamples,
+        noiseFloor: floor,
+        stepMs: meanOf((m) => m.stepMs),
+        phasesMs,
+        phasesPercent: phaseShares(phasesMs),
+        device,
+      },
+      trials: this.trials,
+      skipped,
+      final,
+      seconds: (Date.now() - this.started) / 1000,
+    };
+    this.progress('done', null, 0, 0, null, null);
+    const parsed = ScriptOptimiseResultSchema.safeParse(result);
+    if (!parsed.success) throw new ApiError('E_INTERNAL', `the script optimisation result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
+    return parsed.data;
+  }
+
+  /** Why the preset (or the missing loss guard) keeps a change from being tried, or null. */
+  private refusal(change: OptimiseChange): string | null {
+    const byPreset = PRESETS[this.request.preset].refuses(change);
+    if (byPreset) return byPreset;
+    if (change.kind === 'numerics' && this.request.preset !== 'max-speed') {
+      return `${change.label} alters the numerics, and the probe does not see a script's loss to guard it: only the max-speed preset tries it`;
+    }
+    return null;
+  }
+
+  private next(best: ScriptOverrides, ctx: ScriptKnobContext, exhausted: Set<string>): OptimiseChange | null {
+    for (const knob of SCRIPT_KNOBS) {
+      const p = knob(best, ctx);
+      if (!p || !('change' in p) || exhausted.has(p.change.knob) || this.refusal(p.change)) continue;
+      return p.change;
+    }
+    return null;
+  }
+
+  /** One launch with these overrides, stopped after the measured steps. */
+  private async measure(overrides: ScriptOverrides): Promise<Measured> {
+    const r = this.request;
+    const n = ++this.launches;
+    const trialOptions = { target: r.target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir };
+    const record = await runTrial(trialOptions);
+    const error = trialError(record, trialOptions);
+    if (error) throw error;
+    const ranks = record.connections.map((c) => summarizeRank(c, r.warmupSteps, r.steps)).filter((x): x is RankSummary => x !== null);
+    if (ranks.length === 0) throw new ApiError('E_BAD_INPUT', `launch ${n} measured no step after the ${r.warmupSteps} warm-up step(s): the script ended too early`);
+    const combined = combineRanks(ranks);
+    const loaderMessage = record.connections.flatMap((c) => c.messages).find((m) => m.type === 'loader');
+    this.run.appendEvent({ type: 'optimise.launch', launch: n, overrides, samplesPerSec: combined.samplesPerSec, stepMs: combined.steadyStateMeanMs });
+    // The script's own settings: from a launch that did not override them.
+    const loader = loaderMessage?.type === 'loader' ? { ...loaderMessage.settings } : null;
+    if (loader) {
+      for (const key of ['num_workers', 'prefetch_factor', 'pin_memory', 'persistent_workers', 'batch_size'] as const) {
+        if (overrides[`dataloader.${key}`] !== undefined) loader[key] = null;
+      }
+    }
+    return { samplesPerSec: combined.samplesPerSec, stepMs: combined.steadyStateMeanMs, phasesMs: combined.phasesMs, device: ranks[0].rank.device, loader };
+  }
+
+  private async interleaved(a: ScriptOverrides, b: ScriptOverrides, phase: 'trial' | 'final', index: number | null, label: string) {
+    const out = { a: [] as number[], b: [] as number[] };
+    for (let i = 0; i < this.request.repeat; i++) {
+      out.a.push((await this.measure(a)).samplesPerSec);
+      out.b.push((await this.measure(b)).samplesPerSec);
+      this.progress(phase, index, i + 1, this.request.repeat, label, null);
+    }
+    return out;
+  }
+
+  private async trial(index: number, best: ScriptOverrides, change: OptimiseChange, floor: number): Promise<OptimiseTrial> {
+    const t0 = Date.now();
+    try {
+      const m = await this.interleaved(best, apply(best, change), 'trial', index, change.label);
+      const verdict = decideTrial({
+        best: m.a,
+        candidate: m.b,
+        noiseFloor: floor,
+        // No loss from a script: the guard has nothing to compare (numerics changes are limited to max-speed instead).
+        lossDelta: null,
+        lossTolerance: 1,
+        recipeChange: change.kind === 'recipe',
+        allowRecipeChanges: this.request.allowRecipeChanges,
+        seed: index,
+      });
+      return { index, change, decision: verdict.decision, why: verdict.why, speedup: verdict.speedup, bestSamplesPerSec: m.a, candidateSamplesPerSec: m.b, lossDelta: null, kept: verdict.kept, seconds: (Date.now() - t0) / 1000, error: null };
+    } catch (err) {
+      const e = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
+      if (e.code === 'E_CANCELLED') throw e;
+      // What this change did (an OOM at a larger batch, torch refusing a setting): the trial's outcome; the wizard goes on.
+      return {
+        index,
+        change,
+        decision: 'crashed',
+        why: `the trial ${e.code === 'E_OOM' ? 'ran out of memory' : `failed (${e.code})`}; the wizard continues from the current best`,
+        speedup: null,
+        bestSamplesPerSec: [],
+        candidateSamplesPerSec: [],
+        lossDelta: null,
+        kept: false,
+        seconds: (Date.now() - t0) / 1000,
+        error: e.message,
+      };
+    }
+  }
+
+  private async final(baseline: ScriptOverrides, best: ScriptOverrides, baseSamples: number[], floor: number): Promise<ScriptOptimiseResult['final']> {
+    const kept = this.trials.filter((t) => t.kept).map((t) => t.change.label);
+    const proposals = this.trials.filter((t) => t.decision === 'proposed').map((t) => `${t.change.label}: ${t.change.note ?? ''}`.trim());
+    if (kept.length === 0) {
+      const s = medianInterval(baseSamples);
+      return { overrides: best, changes: [], speedup: { low: 1, median: 1, high: 1 }, samplesPerSec: s, verdict: `No change beat the noise (±${(100 * floor).toFixed(1)}%): keep the script as it runs, ${s.median.toFixed(0)} samples/s.`, proposals };
+    }
+    const m = await this.interleaved(baseline, best, 'final', null, 'final overrides vs baseline');
+    const speedup = pairedSpeedup(m.a, m.b);
+    const x = (v: number) => `${v.toFixed(3)}x`;
+    const ci = `${x(speedup.median)} (95% CI ${x(speedup.low)}–${x(speedup.high)})`;
+    const verdict =
+      speedup.low > 1
+        ? `With ${kept.join(', ')}, the script runs ${ci} its baseline speed, measured A/B/A/B over ${m.a.length} pairs.`
+        : `Measured again against the baseline, the kept overrides give ${ci}: the interval includes 1, so this final measurement cannot confirm the gain the trials found.`;
+    return { overrides: best, changes: kept, speedup, samplesPerSec: medianInterval(m.b), verdict, proposals };
+  }
+
+  private progress(phase: OptimiseProgress['phase'], trial: number | null, repetition: number, repetitions: number, label: string | null, finishedTrial: OptimiseTrial | null) {
+    const p: OptimiseProgress = {
+      optimiseId: this.run.id,
+      runId: this.run.id,
+      phase,
+      trial,
+      maxTrials: this.request.maxTrials,
+      repetition,
+      repetitions,
+      label,
+      elapsedSeconds: (Date.now() - this.started) / 1000,
+      etaSeconds: null,
+      finishedTrial,
+    };
+    this.events.emit('optimise.progress', p);
+    this.options.onProgress?.(p);
+  }
+}

@@ -1,0 +1,88 @@
+// Issue 14: a script that crashes, hangs or prints garbage never breaks the workbench; the probe chains an existing sitecustomize.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { parseRunRecord } from '../../src-main/api/run-record';
+import { ScriptBenchmarkResultSchema } from '../../src-main/api/script-target';
+import { requireBuilt } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+import { newMark, processesWithMark, PYTHON, runCli, SCRIPTS } from './script-helpers';
+
+const ws = tempDir();
+beforeAll(requireBuilt);
+afterAll(() => ws.cleanup());
+
+const TINY = path.join(SCRIPTS, 'tiny_train.py');
+
+function run(flags: string[], command: string[], mark = newMark()) {
+  return runCli(['benchmark-script', '--no-output', '--repeat', '1', '--warmup-steps', '1', '--workspace', ws.dir, '--env', `TB_TEST_MARK=${mark}`, ...flags, '--', ...command]).then((r) => ({ ...r, mark }));
+}
+
+/** The run records of the workspace, newest last. */
+function runs() {
+  return readdirSync(path.join(ws.dir, 'runs'))
+    .sort()
+    .map((id) => parseRunRecord(readFileSync(path.join(ws.dir, 'runs', id, 'run.json'), 'utf8')).record!);
+}
+
+describe('scripts that misbehave', () => {
+  it('a crash is a failed run naming the exit code, the steps done and the traceback', async () => {
+    const { code, stderr, mark } = await run([], [PYTHON, TINY, 'crash']);
+    expect(code).toBe(1);
+    expect(stderr).toContain('the script exited with code 1 after 3 optimizer step(s)');
+    expect(stderr).toContain('ValueError: the model exploded at step 3');
+    const last = runs().at(-1)!;
+    expect(last.status).toBe('failed');
+    expect(last.error?.message).toContain('exited with code 1');
+    expect(processesWithMark(mark)).toEqual([]);
+  }, 60_000);
+
+  it('a hang is killed after the timeout with its child processes, and says so', async () => {
+    const t0 = Date.now();
+    const { code, stderr, mark } = await run(['--timeout', '6'], [PYTHON, TINY, 'hang']);
+    expect(code).toBe(1);
+    expect(stderr).toContain('E_TIMEOUT: the script did not finish within 6 s (last optimizer step seen: 2); it was killed with its process group');
+    expect(stderr).toContain('hanging now');
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    expect(processesWithMark(mark)).toEqual([]);
+  }, 60_000);
+
+  it('garbage on stdout and stderr (bad UTF-8, a fake probe line, a 100 kB line) changes nothing', async () => {
+    const { code, stdout, stderr, mark } = await run(['--json', '--steps', '6'], [PYTHON, TINY, 'garbage']);
+    expect(code, stderr).toBe(0);
+    const r = ScriptBenchmarkResultSchema.parse(JSON.parse(stdout));
+    expect(r.ranks[0].steps).toBe(7);
+    expect(r.batchSize).toBe(16); // not the fake line's million samples
+    const log = readFileSync(path.join(ws.dir, r.runDir, 'output-rep1.log'), 'utf8').split('\n');
+    expect(log).toContain('O progress 100%');
+    expect(log.some((l) => l.startsWith('O xxxxxxxx') && l.length <= 8192 + 2)).toBe(true);
+    expect(processesWithMark(mark)).toEqual([]);
+  }, 60_000);
+
+  it('a command that does not exist is refused with its name', async () => {
+    const { code, stderr } = await run([], ['no-such-trainer-xyz', 'train.py']);
+    expect(code).toBe(1);
+    expect(stderr).toContain('cannot start the command: "no-such-trainer-xyz" was not found');
+  });
+
+  it('a command that trains nothing says the probe saw no optimizer step', async () => {
+    const { code, stderr } = await run([], [PYTHON, '-c', 'import torch; print("no training here")']);
+    expect(code).toBe(1);
+    expect(stderr).toContain("ran no optimizer step that Trainbench's probe saw");
+  });
+
+  it('runs a sitecustomize the environment already has, through a shell wrapper, and still measures', async () => {
+    const chained = path.join(SCRIPTS, 'chained_site');
+    const { code, stdout, stderr } = await run(
+      ['--json', '--steps', '4', '--env', `PYTHONPATH=${chained}`],
+      ['/bin/sh', '-c', `exec "${PYTHON}" "${TINY}" plain`],
+    );
+    expect(code, stderr).toBe(0);
+    const r = ScriptBenchmarkResultSchema.parse(JSON.parse(stdout));
+    expect(r.steps).toBe(4);
+    const log = readFileSync(path.join(ws.dir, r.runDir, 'output-rep1.log'), 'utf8');
+    expect(log).toContain('O chained sitecustomize ran');
+  }, 60_000);
+});

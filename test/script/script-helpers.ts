@@ -1,0 +1,58 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { CLI, REPO_ROOT } from '../helpers/repo';
+
+export const SCRIPTS = path.join(REPO_ROOT, 'test', 'fixtures', 'scripts');
+
+/** The first Python that imports torch: Debian's python3-torch lives in /usr/bin/python3, which a pyenv shim may hide. */
+function findPython(): string {
+  for (const candidate of ['/usr/bin/python3', 'python3']) {
+    try {
+      execFileSync(candidate, ['-c', 'import torch'], { stdio: 'ignore' });
+      return candidate;
+    } catch {
+      // try the next
+    }
+  }
+  throw new Error('no python3 with torch found: install python3-torch (Debian) before these tests');
+}
+export const PYTHON = findPython();
+export const TORCHRUN = path.join(path.dirname(PYTHON), 'torchrun');
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI to the end and returns its exit code and output (never throws on a non-zero exit). */
+export function runCli(args: string[], timeoutMs = 240_000): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { maxBuffer: 64 << 20, timeout: timeoutMs }, (err, stdout, stderr) => {
+      const code = err ? ((err as { code?: number }).code ?? 1) : 0;
+      resolve({ code: typeof code === 'number' ? code : 1, stdout, stderr });
+    });
+  });
+}
+
+/** A value to put in a launch's environment, so its processes (and their children) can be found later. */
+export function newMark(): string {
+  return `tbmark-${randomBytes(6).toString('hex')}`;
+}
+
+/** Pids of live processes whose environment carries the mark (zombies have no environment and are not counted). */
+export function processesWithMark(mark: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/environ`, 'latin1').includes(`TB_TEST_MARK=${mark}`)) found.push(Number(entry));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return found;
+}

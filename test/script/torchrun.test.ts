@@ -1,0 +1,40 @@
+// Issue 14: the tutorial script under torchrun (2 processes, gloo): every rank reports, global samples/s is their sum.
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { ScriptBenchmarkResultSchema } from '../../src-main/api/script-target';
+import { requireBuilt } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+import { newMark, processesWithMark, runCli, SCRIPTS, TORCHRUN } from './script-helpers';
+
+const ws = tempDir();
+beforeAll(requireBuilt);
+afterAll(() => ws.cleanup());
+
+describe('benchmark-script through torchrun --nproc_per_node 2 (gloo, CPU)', () => {
+  it('reports two ranks; global samples/s is their sum; the slowest data wait is named; nothing is left running', async () => {
+    const mark = newMark();
+    // Debian's torchrun on Python 3.11 cannot parse its default --redirects/--tee of "0" (IntFlag iteration
+    // skips 0 since 3.11): naming stdout (1) for both makes it start, and still shows every rank's output.
+    const command = [TORCHRUN, '--nproc_per_node', '2', '--redirects', '1', '--tee', '1', path.join(SCRIPTS, 'fashion_mnist_tutorial.py'), '--epochs', '1', '--limit', '4000'];
+    const { code, stdout, stderr } = await runCli(['benchmark-script', '--json', '--no-output', '--warmup-steps', '3', '--steps', '15', '--repeat', '1', '--timeout', '120', '--workspace', ws.dir, '--env', `TB_TEST_MARK=${mark}`, '--', ...command]);
+    expect(code, stderr).toBe(0);
+    const r = ScriptBenchmarkResultSchema.parse(JSON.parse(stdout));
+    expect(r.worldSize).toBe(2);
+    expect(r.ranks.map((k) => k.rank)).toEqual([0, 1]);
+    expect(new Set(r.ranks.map((k) => k.pid)).size).toBe(2);
+    for (const k of r.ranks) {
+      expect(k.measuredSteps).toBe(15);
+      expect(k.batchSize).toBe(64);
+      expect(k.samplesPerSec).toBeGreaterThan(0);
+    }
+    const rep = r.repetitions[0];
+    expect(rep.ended).toBe('steps');
+    expect(rep.samplesPerSec).toBeCloseTo(rep.ranks[0].samplesPerSec + rep.ranks[1].samplesPerSec, 6);
+    expect(r.samplesPerSec).toBeCloseTo(rep.samplesPerSec, 6);
+    const slowest = r.ranks.reduce((a, b) => (b.dataWaitMs > a.dataWaitMs ? b : a));
+    expect(r.dataWait).toEqual({ rank: slowest.rank, msPerStep: slowest.dataWaitMs, percent: slowest.dataWaitPercent });
+    expect(processesWithMark(mark)).toEqual([]);
+  }, 180_000);
+});
