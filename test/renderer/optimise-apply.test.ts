@@ -18,7 +18,7 @@ import TrialTable from '../../src-renderer/components/optimise/TrialTable.vue';
 import { recipeValues, trainRequest } from '../../src-renderer/components/runs/new-run-values';
 import type { PastOptimisation } from '../../src-renderer/stores/optimise';
 
-// Recorded with: trainbench optimise --model mlp --data fashion-mnist --loader-workers 0 --prefetch 1 --steps 10 --warmup-steps 2 --repeat 3 --max-trials 3 --threads 1 --json
+// A run that kept one change, recorded with: trainbench optimise --model mlp --data fashion-mnist --loader-workers 0 --prefetch 1 --steps 10 --warmup-steps 2 --repeat 3 --max-trials 3 --threads 1 --json
 const recorded = (): OptimiseResult => OptimiseResultSchema.parse(JSON.parse(readFileSync('test/fixtures/optimise/cpu-mlp-result.json', 'utf8')));
 /** The target the recorded run optimised, as its request held it. */
 const target = () => OptimiseRequestSchema.parse({ target: { spec: BUILTIN_MODELS.mlp, data: { kind: 'fashion-mnist' } } }).target;

@@ -11,7 +11,7 @@ import { bestSoFar, DECISION_COLOURS, limitBars, limitsLabel, limitsOption, tria
 import type { OptimiseResult, OptimiseTrial } from '../../src-main/api/optimise';
 import { OptimiseResultSchema } from '../../src-main/api/optimise';
 
-// Recorded with: trainbench optimise --model mlp --data fashion-mnist --loader-workers 0 --prefetch 1 --steps 10 --warmup-steps 2 --repeat 3 --max-trials 3 --threads 1 --json
+// A run that kept one change, recorded with: trainbench optimise --model mlp --data fashion-mnist --loader-workers 0 --prefetch 1 --steps 10 --warmup-steps 2 --repeat 3 --max-trials 3 --threads 1 --json
 const recorded = (): OptimiseResult => OptimiseResultSchema.parse(JSON.parse(readFileSync('test/fixtures/optimise/cpu-mlp-result.json', 'utf8')));
 
 /** The option drawn to SVG (strict XML), and the text it shows. */

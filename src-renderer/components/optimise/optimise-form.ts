@@ -28,6 +28,8 @@ export interface OptimiseFormValues {
   warmupSteps: number;
   maxTrials: number;
   allowRecipeChanges: boolean;
+  /** The batch-size candidate from the batch-size search (where there is memory to search), else twice the batch. */
+  batchSearch: boolean;
 }
 export type OptimiseField = keyof OptimiseFormValues;
 export type OptimiseFormErrors = Partial<Record<OptimiseField | 'form', string>>;
@@ -59,6 +61,7 @@ export function optimiseFormValues(model: BuiltinModelName, keep: Pick<OptimiseF
     warmupSteps: REQUEST_DEFAULTS.warmupSteps,
     maxTrials: REQUEST_DEFAULTS.maxTrials,
     allowRecipeChanges: REQUEST_DEFAULTS.allowRecipeChanges,
+    batchSearch: REQUEST_DEFAULTS.batchSearch,
   };
 }
 
@@ -80,6 +83,7 @@ const FIELD_OF_PATH: Partial<Record<string, OptimiseField>> = {
   warmupSteps: 'warmupSteps',
   maxTrials: 'maxTrials',
   allowRecipeChanges: 'allowRecipeChanges',
+  batchSearch: 'batchSearch',
 };
 
 export type OptimiseRequestOrErrors = { request: OptimiseRequest; errors: null } | { request: null; errors: OptimiseFormErrors };
@@ -112,6 +116,7 @@ export function optimiseRequest(v: OptimiseFormValues, optimiseId: string): Opti
     warmupSteps: v.warmupSteps,
     maxTrials: v.maxTrials,
     allowRecipeChanges: v.allowRecipeChanges,
+    batchSearch: v.batchSearch,
     optimiseId,
   });
   if (parsed.success) return { request: parsed.data, errors: null };

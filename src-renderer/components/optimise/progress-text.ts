@@ -18,6 +18,8 @@ export function progressText(p: OptimiseProgress): { text: string; fraction: num
       return { text: `baseline: repetition ${p.repetition} of ${p.repetitions} done`, fraction };
     case 'limits':
       return { text: 'measuring the physical limits (GEMM rate, read rate)', fraction: 0 };
+    case 'batch-search':
+      return { text: 'searching the batch size for the batch-size candidate (a run of kind batch-search)', fraction: 0 };
     case 'trial':
       return { text: `trial ${p.trial ?? '?'} (at most ${p.maxTrials}): ${p.label ?? ''}, pair ${p.repetition} of ${p.repetitions} done`, fraction };
     case 'final':
