@@ -1,6 +1,8 @@
 // @vitest-environment happy-dom
 // The Optimise area's store against the real services (real engine host, Debian's Fashion-MNIST):
 // a small CPU wizard started from the form, its trials arriving live, cancelled, listed, resumed.
+import { spawn } from 'node:child_process';
+
 import { createPinia, setActivePinia } from 'pinia';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { watch } from 'vue';
@@ -10,6 +12,7 @@ import type { RunSummary } from '../../src-main/api/training';
 import type { Services } from '../../src-main/core/services';
 import { optimiseFormValues, optimiseRequest } from '../../src-renderer/components/optimise/optimise-form';
 import { pastStatus, targetTitle, useOptimiseStore } from '../../src-renderer/stores/optimise';
+import { CLI } from '../helpers/repo';
 import { testServices } from '../helpers/services';
 import { installServicesClient } from './services-client';
 
@@ -108,6 +111,36 @@ describe('optimise store (real services)', () => {
     await again.open(id);
     expect(again.state?.final).toEqual(store.state?.final);
     expect(again.trials).toEqual(store.trials);
+  }, 120_000);
+
+  it('lists a wizard whose process was killed as interrupted, and Resume finishes it from its saved state', async () => {
+    installServicesClient(services);
+    // `trainbench optimise` on the same workspace, killed outright after its first trial was saved.
+    const args = ['--loader-workers', '0', '--prefetch', '1', '--threads', '1', '--repeat', '3', '--max-trials', '3', '--steps', '20', '--warmup-steps', '2'];
+    const child = spawn(process.execPath, [CLI, 'optimise', '--model', 'mlp', '--data', 'fashion-mnist', ...args, '--workspace', services.workspace.root], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    let stderr = '';
+    const id = await new Promise<string>((resolve, reject) => {
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+        const saved = /^trial 1: .* state saved/m.test(stderr) && /^optimisation (optimise-\S+)/m.exec(stderr);
+        if (saved) resolve(saved[1]);
+      });
+      child.once('exit', () => reject(new Error(`the CLI ended before its first trial: ${stderr}`)));
+    });
+    child.kill('SIGKILL');
+    await exited;
+
+    const store = useOptimiseStore();
+    await store.refreshPast();
+    expect(store.past.find((p) => p.optimiseId === id)).toMatchObject({ status: 'interrupted', resumable: true, trials: 1 });
+    const saved = await services.optimise.state(id);
+    await store.resume(id);
+    expect(store.error).toBeNull();
+    expect(store.state?.status).toBe('completed');
+    expect(store.trials[0]).toEqual(saved.trials[0]);
+    await store.refreshPast();
+    expect(store.past.find((p) => p.optimiseId === id)).toMatchObject({ status: 'completed', resumable: false });
   }, 120_000);
 
   it('shows the contract error when the saved state does not exist', async () => {
