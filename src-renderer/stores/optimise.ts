@@ -31,6 +31,9 @@ export interface PastOptimisation {
 /** How many of the newest optimise runs the list reads (each costs a runs.get and an optimise.state). */
 export const LISTED_OPTIMISE_RUNS = 30;
 
+/** How often the saved state of a wizard running elsewhere is re-read (another window's, or the CLI's, which sends no events here). */
+export const WATCH_INTERVAL_MS = 1000;
+
 /** "mlp on fashion-mnist": what was optimised, in a few words. */
 export function targetTitle(target: WizardState['request']['target']): string {
   const d = target.data;
@@ -68,7 +71,10 @@ export const useOptimiseStore = defineStore('optimise', () => {
   /** The latest progress while it runs from this window. */
   const progress = shallowRef<OptimiseProgress | null>(null);
   const result = shallowRef<OptimiseResult | null>(null);
+  /** A wizard runs from this window (its start or resume call is in flight). */
   const running = ref(false);
+  /** The wizard shown runs elsewhere (another window, or the CLI) and is watched: its events and its saved state. */
+  const watching = ref(false);
   /** Why the shown wizard stopped early (cancelled: with how to resume), or what failed. */
   const error = ref<string | null>(null);
   const cancelled = ref(false);
@@ -117,17 +123,13 @@ export const useOptimiseStore = defineStore('optimise', () => {
     }
   }
 
-  /** Shows a wizard and follows its events while `call` runs it; whatever the end, the state is re-read. */
-  async function follow(id: string, call: () => Promise<OptimiseResult>): Promise<void> {
-    const client = useApiClient();
-    optimiseId.value = id;
-    running.value = true;
-    error.value = null;
-    cancelled.value = false;
-    result.value = null;
-    progress.value = null;
+  /** The shown wizard's saved status (a function, so a read after an await is not narrowed by an assignment before it). */
+  const shownStatus = (): WizardState['status'] | undefined => state.value?.status;
+
+  /** Takes a wizard's progress events into the view; returns the unsubscribe. */
+  function listen(id: string): () => void {
     let phase: OptimiseProgress['phase'] | null = null;
-    const off = client.on('optimise.progress', (p) => {
+    return useApiClient().on('optimise.progress', (p) => {
       if (p.optimiseId !== id) return;
       progress.value = p;
       if (p.finishedTrial) trials.value = mergeTrials(trials.value, [p.finishedTrial]);
@@ -135,6 +137,59 @@ export const useOptimiseStore = defineStore('optimise', () => {
       if (p.phase !== phase || p.finishedTrial) void loadState(id);
       phase = p.phase;
     });
+  }
+
+  let stopWatch: (() => void) | null = null;
+
+  function unwatch(): void {
+    stopWatch?.();
+    stopWatch = null;
+    watching.value = false;
+  }
+
+  /**
+   * Watches a wizard that runs elsewhere: its events (another window of this server) and its saved state
+   * every WATCH_INTERVAL_MS (the CLI's wizard sends no events here), until it stops running or another is shown.
+   */
+  function watchElsewhere(id: string): void {
+    unwatch();
+    watching.value = true;
+    const off = listen(id);
+    let polls = 0;
+    // Called only after the interval below exists.
+    const stop = () => {
+      off();
+      clearInterval(timer);
+    };
+    const stillRunning = async (): Promise<boolean> => {
+      await loadState(id);
+      if (optimiseId.value !== id || shownStatus() !== 'running') return false;
+      // A process that died leaves its state 'running': the run's heartbeat tells (every 10th poll, it costs a list).
+      if (++polls % 10 !== 0) return true;
+      await refreshPast();
+      return past.value.find((p) => p.optimiseId === id)?.status === 'running';
+    };
+    const timer = setInterval(() => {
+      void stillRunning().then((yes) => {
+        if (yes || stopWatch !== stop) return;
+        unwatch();
+        progress.value = null;
+        void refreshPast();
+      });
+    }, WATCH_INTERVAL_MS);
+    stopWatch = stop;
+  }
+
+  /** Shows a wizard and follows its events while `call` runs it; whatever the end, the state is re-read. */
+  async function follow(id: string, call: () => Promise<OptimiseResult>): Promise<void> {
+    unwatch();
+    optimiseId.value = id;
+    running.value = true;
+    error.value = null;
+    cancelled.value = false;
+    result.value = null;
+    progress.value = null;
+    const off = listen(id);
     try {
       result.value = await call();
     } catch (err) {
@@ -174,19 +229,23 @@ export const useOptimiseStore = defineStore('optimise', () => {
     await follow(id, () => useApiClient().call('optimise.resume', { optimiseId: id }));
   }
 
-  /** Stops the running wizard at once; the trial in progress is run again on resume. */
+  /** Stops the running (or watched) wizard at once; the trial in progress is run again on resume. */
   async function cancel(): Promise<void> {
-    if (!running.value || !optimiseId.value) return;
+    const id = optimiseId.value;
+    if (!(running.value || watching.value) || !id) return;
     try {
-      await useApiClient().call('optimise.cancel', { optimiseId: optimiseId.value });
+      const { cancelled: stopped } = await useApiClient().call('optimise.cancel', { optimiseId: id });
+      // Only the process that drives a wizard can stop it: a CLI's wizard is not this server's to cancel.
+      if (!stopped && watching.value) error.value = `optimisation ${id} is not running in this server (it runs in a trainbench optimise process): stop that process, then resume it here`;
     } catch (err) {
       error.value = errorText(err);
     }
   }
 
-  /** Shows a saved wizard (not while one runs from this window). */
+  /** Shows a saved wizard (not while one runs from this window); one that runs elsewhere is watched live. */
   async function open(id: string): Promise<void> {
     if (running.value) return;
+    unwatch();
     optimiseId.value = id;
     state.value = null;
     trials.value = [];
@@ -195,7 +254,8 @@ export const useOptimiseStore = defineStore('optimise', () => {
     error.value = null;
     cancelled.value = false;
     await loadState(id);
+    if (optimiseId.value === id && shownStatus() === 'running' && past.value.find((p) => p.optimiseId === id)?.status === 'running') watchElsewhere(id);
   }
 
-  return { form, invalid, optimiseId, state, trials, progress, result, running, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, cancel, open };
+  return { form, invalid, optimiseId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, cancel, open };
 });

@@ -116,7 +116,7 @@ describe('optimise store (real services)', () => {
   it('lists a wizard whose process was killed as interrupted, and Resume finishes it from its saved state', async () => {
     installServicesClient(services);
     // `trainbench optimise` on the same workspace, killed outright after its first trial was saved.
-    const args = ['--loader-workers', '0', '--prefetch', '1', '--threads', '1', '--repeat', '3', '--max-trials', '3', '--steps', '20', '--warmup-steps', '2'];
+    const args = ['--loader-workers', '0', '--prefetch', '1', '--threads', '1', '--repeat', '3', '--max-trials', '3', '--steps', '40', '--warmup-steps', '2'];
     const child = spawn(process.execPath, [CLI, 'optimise', '--model', 'mlp', '--data', 'fashion-mnist', ...args, '--workspace', services.workspace.root], { stdio: ['ignore', 'ignore', 'pipe'] });
     const exited = new Promise((resolve) => child.once('exit', resolve));
     let stderr = '';
@@ -128,10 +128,18 @@ describe('optimise store (real services)', () => {
       });
       child.once('exit', () => reject(new Error(`the CLI ended before its first trial: ${stderr}`)));
     });
+    // While it runs, the area watches it through its saved state (the CLI sends no events here); Cancel says whose it is to stop.
+    const store = useOptimiseStore();
+    await store.refreshPast();
+    expect(store.past.find((p) => p.optimiseId === id)?.status).toBe('running');
+    await store.open(id);
+    expect(store.watching).toBe(true);
+    expect(store.trials.length).toBeGreaterThanOrEqual(1);
+    await store.cancel();
+    expect(store.error).toBe(`optimisation ${id} is not running in this server (it runs in a trainbench optimise process): stop that process, then resume it here`);
+
     child.kill('SIGKILL');
     await exited;
-
-    const store = useOptimiseStore();
     await store.refreshPast();
     expect(store.past.find((p) => p.optimiseId === id)).toMatchObject({ status: 'interrupted', resumable: true, trials: 1 });
     const saved = await services.optimise.state(id);
@@ -141,6 +149,39 @@ describe('optimise store (real services)', () => {
     expect(store.trials[0]).toEqual(saved.trials[0]);
     await store.refreshPast();
     expect(store.past.find((p) => p.optimiseId === id)).toMatchObject({ status: 'completed', resumable: false });
+  }, 120_000);
+
+  it('watches a wizard another window runs, with its events, and cancels it', async () => {
+    installServicesClient(services);
+    const values = { ...optimiseFormValues('mlp', { data: 'fashion-mnist', device: 'cpu' }), loaderWorkers: 0, prefetch: 1, threads: 1, repeat: 3, maxTrials: 8, steps: 20, warmupSteps: 2 };
+    const id = `other-window-${Date.now().toString(36)}`;
+    // Another window's start: the call runs in this server, its events reach every client.
+    const other = services.optimise.start(optimiseRequest(values, id).request!).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    const store = useOptimiseStore();
+    await expect
+      .poll(
+        async () => {
+          await store.refreshPast();
+          return store.past.find((p) => p.optimiseId === id)?.status;
+        },
+        { timeout: 30_000 },
+      )
+      .toBe('running');
+    await store.open(id);
+    expect(store.watching).toBe(true);
+    expect(store.running).toBe(false);
+    await expect.poll(() => store.trials.length, { timeout: 60_000 }).toBeGreaterThan(0);
+    expect(store.progress?.optimiseId).toBe(id);
+    await store.cancel();
+    expect(await other).toMatchObject({ code: 'E_CANCELLED' });
+    await expect.poll(() => store.watching, { timeout: 10_000 }).toBe(false);
+    expect(store.state?.status).toBe('cancelled');
+    // The list is re-read when the watch ends.
+    await expect.poll(() => store.past.find((p) => p.optimiseId === id)?.status, { timeout: 10_000 }).toBe('cancelled');
+    expect(store.past.find((p) => p.optimiseId === id)?.resumable).toBe(true);
   }, 120_000);
 
   it('shows the contract error when the saved state does not exist', async () => {
