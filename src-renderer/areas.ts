@@ -34,7 +34,6 @@ export const areas: Area[] = [
     name: 'optimise',
     title: 'Optimise',
     summary: 'One change at a time, measured in repeated trials, kept only when it beats the noise.',
-    arrivesWith: 'the one-click optimisation wizard',
   },
   {
     path: '/reports',

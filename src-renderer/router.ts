@@ -6,6 +6,7 @@ import BatchSizeView from './views/BatchSizeView.vue';
 import BenchmarksView from './views/BenchmarksView.vue';
 import DashboardView from './views/DashboardView.vue';
 import DatasetsView from './views/DatasetsView.vue';
+import OptimiseView from './views/OptimiseView.vue';
 import RunsView from './views/RunsView.vue';
 import ReportsView from './views/ReportsView.vue';
 
@@ -16,6 +17,7 @@ const views: Record<string, RouteRecordRaw['component']> = {
   'batch-size': BatchSizeView,
   runs: RunsView,
   reports: ReportsView,
+  optimise: OptimiseView,
 };
 
 const routes: RouteRecordRaw[] = areas.map((area) =>

@@ -11,7 +11,7 @@ import { bestSoFar, DECISION_COLOURS, limitBars, limitsLabel, limitsOption, tria
 import type { OptimiseResult, OptimiseTrial } from '../../src-main/api/optimise';
 import { OptimiseResultSchema } from '../../src-main/api/optimise';
 
-// Recorded with: trainbench optimise --model mlp --data fashion-mnist --loader-workers 0 --prefetch 1 --steps 10 --warmup-steps 2 --repeat 3 --max-trials 3 --threads 1 --json
+// A run that kept one change, recorded with: trainbench optimise --model mlp --data fashion-mnist --loader-workers 0 --prefetch 1 --steps 10 --warmup-steps 2 --repeat 3 --max-trials 3 --threads 1 --json
 const recorded = (): OptimiseResult => OptimiseResultSchema.parse(JSON.parse(readFileSync('test/fixtures/optimise/cpu-mlp-result.json', 'utf8')));
 
 /** The option drawn to SVG (strict XML), and the text it shows. */
@@ -98,6 +98,8 @@ describe('limits chart', () => {
     expect(ci[0]).toEqual([0, Math.round(r.baseline.samplesPerSec.low), Math.round(r.baseline.samplesPerSec.high)]);
     const { texts } = draw(option);
     expect(texts).toContain('compute floor');
+    // Each bar's value is written under its name.
+    expect(texts).toContain(`${Math.round(r.baseline.samplesPerSec.median).toLocaleString('en-US')} samples/s`);
     expect(limitsLabel(input)).toMatch(/^Limits chart in samples\/s: baseline [\d,]+ samples\/s; best so far [\d,]+ samples\/s; data floor [\d,.]+[KM]? ?samples\/s; compute floor/);
   });
 
@@ -116,6 +118,7 @@ describe('limits chart', () => {
     const option = limitsOption(input);
     expect(seriesOf(option)[0].data[3]).toBeNull();
     expect((option as { xAxis: { data: string[] } }).xAxis.data[3]).toBe('compute floor\n(not measured)');
+    expect((option as { xAxis: { data: string[] } }).xAxis.data[0]).toMatch(/^baseline\n[\d,]+ samples\/s$/);
     expect(limitsLabel(input)).toMatch(/compute floor not measured$/);
     draw(option);
   });

@@ -52,7 +52,7 @@ export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: num
     title: title('Speedup of each trial over the current best (median, 95% CI)'),
     legend: { bottom: 0, data: decisions.map((d) => DECISION_WORDS[d]), textStyle: { color: MUTED } },
     tooltip: { ...tooltip('x', 'item') },
-    grid: { left: 56, right: 110, top: 40, bottom: labels.length > 3 ? 96 : 64 },
+    grid: { left: 56, right: 110, top: 50, bottom: labels.length > 3 ? 96 : 64 },
     xAxis: { type: 'category', data: labels, axisLabel: { ...axisLabel, interval: 0, rotate: labels.length > 3 ? 20 : 0 }, axisLine: { lineStyle: { color: GRID_LINE } } },
     yAxis: { type: 'value', name: 'speedup', scale: true, nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => `${formatValue(v)}x` }, splitLine: { lineStyle: { color: GRID_LINE } } },
     series: [
@@ -161,21 +161,23 @@ export function limitBars(input: LimitsChartInput): LimitBar[] {
  */
 export function limitsOption(input: LimitsChartInput): EChartsCoreOption {
   const bars = limitBars(input);
-  const names = bars.map((b) => (b.samplesPerSec === null ? `${b.name}\n(not measured)` : b.name));
+  // The value sits under its bar's name: a label on the bar would collide with the error bar's cap.
+  const names = bars.map((b) => `${b.name}\n${b.samplesPerSec === null ? '(not measured)' : formatValue(b.samplesPerSec, 'samples/s')}`);
   return {
     animation: false,
     title: title('Samples/s: baseline, best so far, and what each floor allows (log scale)'),
     tooltip: { ...tooltip('samples/s', 'item') },
-    grid: { left: 70, right: 16, top: 40, bottom: 48 },
-    xAxis: { type: 'category', data: names, axisLabel: { ...axisLabel, interval: 0 }, axisLine: { lineStyle: { color: GRID_LINE } } },
-    yAxis: { type: 'log', name: 'samples/s', nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => formatValue(v) }, splitLine: { lineStyle: { color: GRID_LINE } } },
+    grid: { left: 70, right: 16, top: 50, bottom: 56 },
+    // Two-line labels need their line height set, or the lines are drawn over each other.
+    xAxis: { type: 'category', data: names, axisLabel: { ...axisLabel, interval: 0, lineHeight: 14 }, axisLine: { lineStyle: { color: GRID_LINE } } },
+    // From the power of ten below the smallest bar, so the bars differ visibly (from 1 they all look tall).
+    yAxis: { type: 'log', min: (e: { min: number }) => 10 ** Math.floor(Math.log10(Math.max(1, e.min))), name: 'samples/s', nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => formatValue(v) }, splitLine: { lineStyle: { color: GRID_LINE } } },
     series: [
       {
         name: 'samples/s',
         type: 'bar',
         barMaxWidth: 64,
         data: bars.map((b) => (b.samplesPerSec === null ? null : { value: Math.round(b.samplesPerSec), itemStyle: { color: b.colour } })),
-        label: { show: true, position: 'top', color: TEXT, fontSize: 10, formatter: (p: { value: unknown }) => formatValue(p.value) },
       },
       {
         name: '95% CI',

@@ -1,0 +1,134 @@
+import type { BuiltinModelName, ModelSpec } from '@api/model-spec';
+import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '@api/model-spec';
+import type { OptimiseConfig, OptimiseRequest } from '@api/optimise';
+import type { DataSource } from '@api/training';
+
+import type { NewRunValues } from '../runs/new-run-values';
+import { recipeValues } from '../runs/new-run-values';
+
+/**
+ * "Apply": an optimisation's final settings handed to the New run form through the route
+ * (`/runs?new=1&...`), so the link can be opened, bookmarked or typed, and the Runs area reads
+ * it with newRunValuesFromQuery.
+ */
+
+/** The route query, as vue-router gives it. */
+export type RouteQuery = Record<string, string | null | (string | null)[] | undefined>;
+
+/** The built-in model a stored spec is, or null for a spec of the user's own (a JSON file given to the CLI). */
+export function builtinModelOf(spec: ModelSpec): BuiltinModelName | null {
+  const key = JSON.stringify(spec);
+  return (Object.keys(BUILTIN_MODELS) as BuiltinModelName[]).find((m) => JSON.stringify(ModelSpecSchema.parse(BUILTIN_MODELS[m])) === key) ?? null;
+}
+
+/** The New run form's data choice for a data source, or null when the form has none for it. */
+function dataChoiceOf(data: DataSource): string | null {
+  if (data.kind === 'fashion-mnist') return data.dir === undefined ? 'fashion-mnist' : null;
+  if (data.kind === 'example-board') return 'example-board';
+  if (data.kind === 'dataset') return `dataset:${data.train}`;
+  return null;
+}
+
+export type ApplyQuery = { query: Record<string, string>; blocked: null } | { query: null; blocked: string };
+
+/**
+ * The route query that opens the New run form with the final configuration. `blocked` says why it
+ * cannot be done (a model or data the form cannot choose), so the button can say so.
+ */
+export function applyQuery(optimiseId: string, target: Pick<OptimiseRequest['target'], 'spec' | 'data'>, config: OptimiseConfig): ApplyQuery {
+  const model = builtinModelOf(target.spec);
+  if (!model) return { query: null, blocked: `the model is a spec of its own (${target.spec.family}); the New run form offers the built-in models only: train it with trainbench train --model <spec.json>` };
+  const data = dataChoiceOf(target.data);
+  if (!data) return { query: null, blocked: `the data (${target.data.kind}) was given to the CLI by path; the New run form offers cached datasets only: cache it in Datasets first` };
+  const o = config.options;
+  const query: Record<string, string> = {
+    new: '1',
+    from: optimiseId,
+    model,
+    data,
+    device: o.device,
+    precision: o.precision,
+    batchSize: String(o.batchSize),
+    accumulation: String(o.accumulation),
+    loaderWorkers: String(o.loaderWorkers),
+    prefetch: String(o.prefetch),
+    seed: String(o.seed),
+  };
+  // Settings the New run form has no field for, carried so the form can say they were not taken over.
+  if (o.device.startsWith('cuda')) {
+    query.gpuPrefetch = String(o.gpuPrefetch);
+    if (o.cudaGraph) query.cudaGraph = '1';
+  }
+  if (config.readFrom === 'source') query.readFrom = 'source';
+  return { query, blocked: null };
+}
+
+/** What the New run form takes from the route, and what it could not take, in words. */
+export interface QueryValues {
+  values: NewRunValues;
+  /** The optimisation the values came from, when the link names one. */
+  from: string | null;
+  /** Each value not taken over and why (a bad value keeps the recipe's, named here). */
+  notes: string[];
+}
+
+const one = (q: RouteQuery, key: string): string | null => {
+  const v = q[key];
+  return Array.isArray(v) ? (v[v.length - 1] ?? null) : (v ?? null);
+};
+
+const INTEGER_FIELDS = ['batchSize', 'accumulation', 'epochs', 'maxSteps', 'loaderWorkers', 'prefetch', 'seed'] as const;
+const PRECISIONS = ['fp32', 'bf16', 'fp16'] as const;
+const OPTIMIZERS = ['sgd', 'adamw'] as const;
+
+/**
+ * The New run form's values from a route query written by applyQuery (or typed by hand): the
+ * model's recipe, with every value the query gives that is well formed. Null when the query does
+ * not ask for a new run (`new=1`). Ranges are left to the form's own check (trainRequest), which
+ * names the field; here a value that is not even a number is refused and named in `notes`.
+ */
+export function newRunValuesFromQuery(query: RouteQuery): QueryValues | null {
+  if (one(query, 'new') !== '1') return null;
+  const notes: string[] = [];
+  const modelText = one(query, 'model');
+  let model: BuiltinModelName = 'mlp';
+  if (modelText !== null) {
+    if (isBuiltinModel(modelText)) model = modelText;
+    else notes.push(`model ${JSON.stringify(modelText)} is not a built-in model (${Object.keys(BUILTIN_MODELS).join(', ')}); the form keeps ${model}`);
+  }
+  const data = one(query, 'data');
+  const dataOk = data !== null && (data === 'fashion-mnist' || data === 'example-board' || /^dataset:.+/.test(data));
+  if (data !== null && !dataOk) notes.push(`data ${JSON.stringify(data)} is not fashion-mnist, example-board or dataset:<id>; the form keeps fashion-mnist`);
+  const device = one(query, 'device');
+  const values = recipeValues(model, { data: dataOk ? data : 'fashion-mnist', device: device || 'cpu' });
+
+  for (const key of INTEGER_FIELDS) {
+    const text = one(query, key);
+    if (text === null) continue;
+    const n = Number(text);
+    if (text.trim() !== '' && Number.isInteger(n)) values[key] = n;
+    else notes.push(`${key} ${JSON.stringify(text)} is not a whole number; the form keeps ${values[key]}`);
+  }
+  const lr = one(query, 'lr');
+  if (lr !== null) {
+    const n = Number(lr);
+    if (lr.trim() !== '' && Number.isFinite(n)) values.lr = n;
+    else notes.push(`lr ${JSON.stringify(lr)} is not a number; the form keeps ${values.lr}`);
+  }
+  const precision = one(query, 'precision');
+  if (precision !== null) {
+    if ((PRECISIONS as readonly string[]).includes(precision)) values.precision = precision as NewRunValues['precision'];
+    else notes.push(`precision ${JSON.stringify(precision)} is not one of ${PRECISIONS.join(', ')}; the form keeps ${values.precision}`);
+  }
+  const optimizer = one(query, 'optimizer');
+  if (optimizer !== null) {
+    if ((OPTIMIZERS as readonly string[]).includes(optimizer)) values.optimizer = optimizer as NewRunValues['optimizer'];
+    else notes.push(`optimizer ${JSON.stringify(optimizer)} is not one of ${OPTIMIZERS.join(', ')}; the form keeps ${values.optimizer}`);
+  }
+
+  const gpuPrefetch = one(query, 'gpuPrefetch');
+  if (gpuPrefetch !== null) notes.push(`GPU prefetch ${gpuPrefetch} was not taken over: the New run form has no field for it (a run uses the engine's default)`);
+  if (one(query, 'cudaGraph') === '1') notes.push('CUDA graphs were not taken over: the New run form has no field for them');
+  if (one(query, 'readFrom') === 'source') notes.push('the optimisation read the data from its source files; a run always reads it through the cache');
+  return { values, from: one(query, 'from'), notes };
+}

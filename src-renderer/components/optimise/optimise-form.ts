@@ -1,0 +1,132 @@
+import type { BuiltinModelName } from '@api/model-spec';
+import { BUILTIN_MODELS, ModelSpecSchema } from '@api/model-spec';
+import type { OptimisePreset, OptimiseRequest, ReadFrom } from '@api/optimise';
+import { OptimiseRequestSchema } from '@api/optimise';
+import { RECIPES } from '@api/recipes';
+
+import { dataSourceOf } from '../../composables/useTargetChoices';
+
+/** What the Optimise form holds: the training configuration to start from, and how the wizard measures. */
+export interface OptimiseFormValues {
+  model: BuiltinModelName;
+  /** 'fashion-mnist', 'example-board' or 'dataset:<id>'. */
+  data: string;
+  readFrom: ReadFrom;
+  device: string;
+  precision: 'fp32' | 'bf16' | 'fp16';
+  batchSize: number;
+  accumulation: number;
+  loaderWorkers: number;
+  prefetch: number;
+  /** CPU threads; 0: every core. */
+  threads: number;
+  seed: number;
+  preset: OptimisePreset;
+  /** Repetitions of the baseline and pairs of every trial. */
+  repeat: number;
+  steps: number;
+  warmupSteps: number;
+  maxTrials: number;
+  allowRecipeChanges: boolean;
+  /** The batch-size candidate from the batch-size search (where there is memory to search), else twice the batch. */
+  batchSearch: boolean;
+}
+export type OptimiseField = keyof OptimiseFormValues;
+export type OptimiseFormErrors = Partial<Record<OptimiseField | 'form', string>>;
+
+/** The defaults of the contract (OptimiseRequestSchema and the training options), read from it, never restated. */
+const REQUEST_DEFAULTS = OptimiseRequestSchema.parse({ target: { spec: BUILTIN_MODELS.mlp, data: { kind: 'fashion-mnist' } } });
+
+/**
+ * The form for a model: its recipe's settings (as a training run of it would use), the contract's
+ * defaults for the rest; data and device stay as chosen.
+ */
+export function optimiseFormValues(model: BuiltinModelName, keep: Pick<OptimiseFormValues, 'data' | 'device'>): OptimiseFormValues {
+  const r = RECIPES[model];
+  const o = REQUEST_DEFAULTS.target.options;
+  return {
+    model,
+    ...keep,
+    readFrom: REQUEST_DEFAULTS.target.readFrom,
+    precision: o.precision,
+    batchSize: r.batchSize ?? o.batchSize,
+    accumulation: r.accumulation ?? o.accumulation,
+    loaderWorkers: r.loaderWorkers ?? o.loaderWorkers,
+    prefetch: r.prefetch ?? o.prefetch,
+    threads: r.threads ?? o.threads,
+    seed: r.seed ?? o.seed,
+    preset: REQUEST_DEFAULTS.preset,
+    repeat: REQUEST_DEFAULTS.repeat,
+    steps: REQUEST_DEFAULTS.steps,
+    warmupSteps: REQUEST_DEFAULTS.warmupSteps,
+    maxTrials: REQUEST_DEFAULTS.maxTrials,
+    allowRecipeChanges: REQUEST_DEFAULTS.allowRecipeChanges,
+    batchSearch: REQUEST_DEFAULTS.batchSearch,
+  };
+}
+
+/** The schema path of each form field, to name a contract error next to its field. */
+const FIELD_OF_PATH: Partial<Record<string, OptimiseField>> = {
+  'target.data.train': 'data',
+  'target.readFrom': 'readFrom',
+  'target.options.device': 'device',
+  'target.options.precision': 'precision',
+  'target.options.batchSize': 'batchSize',
+  'target.options.accumulation': 'accumulation',
+  'target.options.loaderWorkers': 'loaderWorkers',
+  'target.options.prefetch': 'prefetch',
+  'target.options.threads': 'threads',
+  'target.options.seed': 'seed',
+  preset: 'preset',
+  repeat: 'repeat',
+  steps: 'steps',
+  warmupSteps: 'warmupSteps',
+  maxTrials: 'maxTrials',
+  allowRecipeChanges: 'allowRecipeChanges',
+  batchSearch: 'batchSearch',
+};
+
+export type OptimiseRequestOrErrors = { request: OptimiseRequest; errors: null } | { request: null; errors: OptimiseFormErrors };
+
+/**
+ * Checks the values with the contract's own OptimiseRequestSchema (the one `trainbench optimise` and
+ * the service use), so the form refuses exactly what optimise.start would, naming the field. As the
+ * CLI does, only the recipe's batch size is taken over; the optimizer is the family's own.
+ */
+export function optimiseRequest(v: OptimiseFormValues, optimiseId: string): OptimiseRequestOrErrors {
+  const parsed = OptimiseRequestSchema.safeParse({
+    target: {
+      spec: ModelSpecSchema.parse(BUILTIN_MODELS[v.model]),
+      data: dataSourceOf(v.data),
+      readFrom: v.readFrom,
+      options: {
+        device: v.device,
+        precision: v.precision,
+        batchSize: v.batchSize,
+        accumulation: v.accumulation,
+        loaderWorkers: v.loaderWorkers,
+        prefetch: v.prefetch,
+        threads: v.threads,
+        seed: v.seed,
+      },
+    },
+    preset: v.preset,
+    repeat: v.repeat,
+    steps: v.steps,
+    warmupSteps: v.warmupSteps,
+    maxTrials: v.maxTrials,
+    allowRecipeChanges: v.allowRecipeChanges,
+    batchSearch: v.batchSearch,
+    optimiseId,
+  });
+  if (parsed.success) return { request: parsed.data, errors: null };
+  const errors: OptimiseFormErrors = {};
+  for (const issue of parsed.error.issues) {
+    const at = issue.path.join('.');
+    const field: OptimiseField | 'form' = FIELD_OF_PATH[at] ?? 'form';
+    const message = issue.message.charAt(0).toLowerCase() + issue.message.slice(1);
+    // The value as typed beside the rule it breaks: "1 is invalid: too small: expected number to be >=2".
+    errors[field] ??= field === 'form' ? `${at}: ${message}` : `${JSON.stringify(v[field])} is invalid: ${message}`;
+  }
+  return { request: null, errors };
+}

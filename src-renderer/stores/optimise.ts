@@ -1,0 +1,261 @@
+import { ApiError } from '@api/errors';
+import type { OptimiseProgress, OptimiseResult, OptimiseTrial, WizardState } from '@api/optimise';
+import type { RunSummary } from '@api/training';
+import { defineStore } from 'pinia';
+import { ref, shallowRef } from 'vue';
+
+import type { OptimiseFormErrors, OptimiseFormValues } from '../components/optimise/optimise-form';
+import { optimiseFormValues, optimiseRequest } from '../components/optimise/optimise-form';
+import { useApiClient } from '../transport/client-instance';
+import { errorText } from './error-text';
+import { useLoader } from './load-state';
+
+/** How a saved optimisation stands, as the list shows it ('interrupted': its process is gone mid-run). */
+export type PastStatus = WizardState['status'] | 'interrupted';
+
+/** One optimisation of the workspace, from its saved state and the runs that recorded it. */
+export interface PastOptimisation {
+  optimiseId: string;
+  title: string;
+  status: PastStatus;
+  updatedAt: string;
+  preset: WizardState['request']['preset'];
+  trials: number;
+  kept: string[];
+  final: WizardState['final'];
+  message: string | null;
+  /** Cancelled, interrupted and failed optimisations continue from their saved state. */
+  resumable: boolean;
+}
+
+/** How many of the newest optimise runs the list reads (each costs a runs.get and an optimise.state). */
+export const LISTED_OPTIMISE_RUNS = 30;
+
+/** How often the saved state of a wizard running elsewhere is re-read (another window's, or the CLI's, which sends no events here). */
+export const WATCH_INTERVAL_MS = 1000;
+
+/** "mlp on fashion-mnist": what was optimised, in a few words. */
+export function targetTitle(target: WizardState['request']['target']): string {
+  const d = target.data;
+  const data = d.kind === 'dataset' ? `dataset ${d.train}` : d.kind === 'idx' ? 'IDX files' : d.kind;
+  return `${target.spec.family} on ${data}${target.readFrom === 'source' ? ' (read from the source files)' : ''}`;
+}
+
+/** A saved state's status, with 'running' told apart from 'interrupted' by the run that holds it. */
+export function pastStatus(state: WizardState, lastRun: RunSummary | undefined): PastStatus {
+  if (state.status !== 'running') return state.status;
+  return lastRun?.status === 'running' ? 'running' : 'interrupted';
+}
+
+/** The trials of both lists, one per index (a live event and a state read may carry the same trial). */
+function mergeTrials(a: readonly OptimiseTrial[], b: readonly OptimiseTrial[]): OptimiseTrial[] {
+  const byIndex = new Map<number, OptimiseTrial>();
+  for (const t of [...a, ...b]) byIndex.set(t.index, t);
+  return [...byIndex.values()].sort((x, y) => x.index - y.index);
+}
+
+/**
+ * The Optimise area: the form, the wizard shown (running from this window, or opened from the list),
+ * its trials as they arrive, Cancel and Resume, and the workspace's past optimisations.
+ */
+export const useOptimiseStore = defineStore('optimise', () => {
+  const form = ref<OptimiseFormValues>(optimiseFormValues('mlp', { data: 'fashion-mnist', device: 'cpu' }));
+  /** The contract's complaints about the form, by field. */
+  const invalid = ref<OptimiseFormErrors>({});
+  /** The wizard shown: the one running from this window, or the one opened from the list. */
+  const optimiseId = ref<string | null>(null);
+  /** Its saved state, re-read at each phase and after each trial (baseline, diagnosis, limits, best, final). */
+  const state = shallowRef<WizardState | null>(null);
+  /** Its trials, each as soon as it finishes. */
+  const trials = shallowRef<OptimiseTrial[]>([]);
+  /** The latest progress while it runs from this window. */
+  const progress = shallowRef<OptimiseProgress | null>(null);
+  const result = shallowRef<OptimiseResult | null>(null);
+  /** A wizard runs from this window (its start or resume call is in flight). */
+  const running = ref(false);
+  /** The wizard shown runs elsewhere (another window, or the CLI) and is watched: its events and its saved state. */
+  const watching = ref(false);
+  /** Why the shown wizard stopped early (cancelled: with how to resume), or what failed. */
+  const error = ref<string | null>(null);
+  const cancelled = ref(false);
+  const past = shallowRef<PastOptimisation[]>([]);
+
+  const { loading: pastLoading, error: pastError, run: refreshPast } = useLoader(async () => {
+    const client = useApiClient();
+    const runs = (await client.call('runs.list', {})).filter((r) => r.kind === 'optimise').slice(0, LISTED_OPTIMISE_RUNS);
+    const details = await Promise.all(runs.map((r) => client.call('runs.get', { id: r.id }).catch(() => null)));
+    // Newest run first, so the first run seen of a wizard is its latest.
+    const lastRun = new Map<string, RunSummary>();
+    details.forEach((d, i) => {
+      const id = (d?.record as { config?: { optimiseId?: unknown } } | undefined)?.config?.optimiseId;
+      if (typeof id === 'string' && !lastRun.has(id)) lastRun.set(id, runs[i]);
+    });
+    const states = await Promise.all([...lastRun.keys()].map((id) => client.call('optimise.state', { optimiseId: id }).catch(() => null)));
+    past.value = states
+      .filter((s): s is WizardState => s !== null)
+      .map((s) => {
+        const status = pastStatus(s, lastRun.get(s.optimiseId));
+        return {
+          optimiseId: s.optimiseId,
+          title: targetTitle(s.request.target),
+          status,
+          updatedAt: s.updatedAt,
+          preset: s.request.preset,
+          trials: s.trials.length,
+          kept: s.trials.filter((t) => t.kept).map((t) => t.change.label),
+          final: s.final,
+          message: s.message,
+          resumable: status === 'cancelled' || status === 'interrupted' || status === 'failed',
+        };
+      })
+      .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+  });
+
+  /** Re-reads the shown wizard's saved state; a read for a wizard no longer shown is dropped. */
+  async function loadState(id: string): Promise<void> {
+    try {
+      const s = await useApiClient().call('optimise.state', { optimiseId: id });
+      if (optimiseId.value !== id) return;
+      state.value = s;
+      trials.value = mergeTrials(s.trials, trials.value);
+    } catch (err) {
+      if (optimiseId.value === id && !running.value) error.value = errorText(err);
+    }
+  }
+
+  /** The shown wizard's saved status (a function, so a read after an await is not narrowed by an assignment before it). */
+  const shownStatus = (): WizardState['status'] | undefined => state.value?.status;
+
+  /** Takes a wizard's progress events into the view; returns the unsubscribe. */
+  function listen(id: string): () => void {
+    let phase: OptimiseProgress['phase'] | null = null;
+    return useApiClient().on('optimise.progress', (p) => {
+      if (p.optimiseId !== id) return;
+      progress.value = p;
+      if (p.finishedTrial) trials.value = mergeTrials(trials.value, [p.finishedTrial]);
+      // The state carries what progress does not (baseline, diagnosis, limits, the best so far): read it when it changes.
+      if (p.phase !== phase || p.finishedTrial) void loadState(id);
+      phase = p.phase;
+    });
+  }
+
+  let stopWatch: (() => void) | null = null;
+
+  function unwatch(): void {
+    stopWatch?.();
+    stopWatch = null;
+    watching.value = false;
+  }
+
+  /**
+   * Watches a wizard that runs elsewhere: its events (another window of this server) and its saved state
+   * every WATCH_INTERVAL_MS (the CLI's wizard sends no events here), until it stops running or another is shown.
+   */
+  function watchElsewhere(id: string): void {
+    unwatch();
+    watching.value = true;
+    const off = listen(id);
+    let polls = 0;
+    // Called only after the interval below exists.
+    const stop = () => {
+      off();
+      clearInterval(timer);
+    };
+    const stillRunning = async (): Promise<boolean> => {
+      await loadState(id);
+      if (optimiseId.value !== id || shownStatus() !== 'running') return false;
+      // A process that died leaves its state 'running': the run's heartbeat tells (every 10th poll, it costs a list).
+      if (++polls % 10 !== 0) return true;
+      await refreshPast();
+      return past.value.find((p) => p.optimiseId === id)?.status === 'running';
+    };
+    const timer = setInterval(() => {
+      void stillRunning().then((yes) => {
+        if (yes || stopWatch !== stop) return;
+        unwatch();
+        progress.value = null;
+        void refreshPast();
+      });
+    }, WATCH_INTERVAL_MS);
+    stopWatch = stop;
+  }
+
+  /** Shows a wizard and follows its events while `call` runs it; whatever the end, the state is re-read. */
+  async function follow(id: string, call: () => Promise<OptimiseResult>): Promise<void> {
+    unwatch();
+    optimiseId.value = id;
+    running.value = true;
+    error.value = null;
+    cancelled.value = false;
+    result.value = null;
+    progress.value = null;
+    const off = listen(id);
+    try {
+      result.value = await call();
+    } catch (err) {
+      cancelled.value = err instanceof ApiError && err.code === 'E_CANCELLED';
+      error.value = errorText(err);
+    } finally {
+      off();
+      running.value = false;
+      progress.value = null;
+      await loadState(id);
+      void refreshPast();
+    }
+  }
+
+  /** Checks the form with the contract's schema, then runs a new wizard from it. */
+  async function start(): Promise<void> {
+    if (running.value) return;
+    const id = `ui-optimise-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
+    const checked = optimiseRequest(form.value, id);
+    invalid.value = checked.errors ?? {};
+    if (!checked.request) return;
+    const request = checked.request;
+    state.value = null;
+    trials.value = [];
+    await follow(id, () => useApiClient().call('optimise.start', request));
+  }
+
+  /** Continues a cancelled or interrupted wizard from its saved state, showing what it had already. */
+  async function resume(id: string): Promise<void> {
+    if (running.value) return;
+    if (optimiseId.value !== id) {
+      state.value = null;
+      trials.value = [];
+    }
+    optimiseId.value = id;
+    await loadState(id);
+    await follow(id, () => useApiClient().call('optimise.resume', { optimiseId: id }));
+  }
+
+  /** Stops the running (or watched) wizard at once; the trial in progress is run again on resume. */
+  async function cancel(): Promise<void> {
+    const id = optimiseId.value;
+    if (!(running.value || watching.value) || !id) return;
+    try {
+      const { cancelled: stopped } = await useApiClient().call('optimise.cancel', { optimiseId: id });
+      // Only the process that drives a wizard can stop it: a CLI's wizard is not this server's to cancel.
+      if (!stopped && watching.value) error.value = `optimisation ${id} is not running in this server (it runs in a trainbench optimise process): stop that process, then resume it here`;
+    } catch (err) {
+      error.value = errorText(err);
+    }
+  }
+
+  /** Shows a saved wizard (not while one runs from this window); one that runs elsewhere is watched live. */
+  async function open(id: string): Promise<void> {
+    if (running.value) return;
+    unwatch();
+    optimiseId.value = id;
+    state.value = null;
+    trials.value = [];
+    result.value = null;
+    progress.value = null;
+    error.value = null;
+    cancelled.value = false;
+    await loadState(id);
+    if (optimiseId.value === id && shownStatus() === 'running' && past.value.find((p) => p.optimiseId === id)?.status === 'running') watchElsewhere(id);
+  }
+
+  return { form, invalid, optimiseId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, cancel, open };
+});

@@ -1,0 +1,131 @@
+// Issue 12, UI: the Optimise area in Chromium against serve mode and the real engine on the CPU.
+// A small wizard (the MLP on Fashion-MNIST with no loader workers) is started from the form, its
+// trials arrive live, Cancel stops it with a saved state, Resume finishes it, and Apply opens the
+// New run form with the final settings in the route.
+import path from 'node:path';
+
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+
+import { serveInChromium, SHOTS } from '../helpers/e2e';
+
+const fx = serveInChromium({ timeoutMs: 120_000 });
+
+/** Everything the page sends over serve mode's WebSocket, to see what was (not) asked for. */
+function sentFrames(page: Page): string[] {
+  const frames: string[] = [];
+  page.on('websocket', (ws) => ws.on('framesent', (f) => frames.push(String(f.payload))));
+  return frames;
+}
+
+/** Elements of the page whose boxes overlap another's in the same card: none may. */
+async function overlaps(page: Page, selector: string): Promise<string[]> {
+  return page.$$eval(selector, (els) => {
+    const boxes = els.map((e) => ({ id: e.getAttribute('data-testid') ?? e.tagName, r: e.getBoundingClientRect() }));
+    const hit: string[] = [];
+    for (let i = 0; i < boxes.length; i++)
+      for (let j = i + 1; j < boxes.length; j++) {
+        const a = boxes[i].r;
+        const b = boxes[j].r;
+        if (a.width && b.width && a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) hit.push(`${boxes[i].id} / ${boxes[j].id}`);
+      }
+    return hit;
+  });
+}
+
+async function fillSmallCpuWizard(page: Page): Promise<void> {
+  // Zero loader workers: the step waits for every batch, so the loader is the one thing the wizard can find.
+  const values: Record<string, string> = { loaderWorkers: '0', prefetch: '1', threads: '1', repeat: '3', maxTrials: '4', steps: '30', warmupSteps: '2' };
+  for (const [field, value] of Object.entries(values)) await page.getByTestId(`opt-${field}`).fill(value);
+}
+
+describe('Optimise area', () => {
+  it('names invalid values next to their fields and starts nothing', async () => {
+    const page = await fx.browser.newPage();
+    const frames = sentFrames(page);
+    await page.goto(`${fx.serve.url}#/optimise`);
+    await page.getByTestId('area-optimise').waitFor();
+    // The recipe fills the configuration; the contract's defaults fill the wizard's settings.
+    expect(await page.getByTestId('opt-batchSize').inputValue()).toBe('64');
+    expect(await page.getByTestId('opt-repeat').inputValue()).toBe('5');
+    expect(await page.getByTestId('opt-preset').inputValue()).toBe('balanced');
+    await page.getByTestId('opt-repeat').fill('1');
+    await page.getByTestId('opt-loaderWorkers').fill('-1');
+    await page.getByTestId('opt-start').click();
+    expect(await page.getByTestId('opt-error-repeat').innerText()).toBe('1 is invalid: too small: expected number to be >=2');
+    expect(await page.getByTestId('opt-error-loaderWorkers').innerText()).toBe('-1 is invalid: too small: expected number to be >=0');
+    expect(await page.getByTestId('opt-progress').count()).toBe(0);
+    await page.waitForTimeout(300);
+    expect(frames.filter((f) => f.includes('optimise.start'))).toEqual([]);
+    await page.close();
+  }, 30_000);
+
+  it('starts the wizard, shows trials as they arrive, cancels, resumes to the end and applies the result', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1100 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${fx.serve.url}#/optimise`);
+    await page.getByTestId('area-optimise').waitFor();
+    await fillSmallCpuWizard(page);
+    await page.getByTestId('opt-start').click();
+    await page.getByTestId('opt-progress').waitFor();
+    expect(await page.getByTestId('opt-start').isDisabled()).toBe(true);
+
+    // The baseline's diagnosis and the limits arrive before the first trial (the first use also caches Fashion-MNIST).
+    await page.getByTestId('opt-diagnosis').waitFor({ timeout: 60_000 });
+    await page.getByTestId('opt-trial-1').waitFor({ timeout: 60_000 });
+    expect(await page.getByTestId('opt-eta').innerText()).toMatch(/^elapsed \d+:\d\d · ETA (\d+:\d\d|–)$/);
+    expect(await page.locator('[data-testid^="opt-finding-"]').count()).toBeGreaterThan(0);
+    // Each finding names its number.
+    for (const f of await page.locator('[data-testid^="opt-finding-"] .number').allInnerTexts()) expect(f).toMatch(/\d/);
+    const trial1 = await page.getByTestId('opt-trial-1').innerText();
+    expect(trial1).toMatch(/\d\.\d{3}x/);
+    expect(await page.getByTestId('opt-trial-1').getAttribute('data-decision')).toMatch(/^(accept|reject|inconclusive|crashed|changes-results|proposed)$/);
+    expect(await page.getByTestId('opt-trials-chart').getAttribute('aria-label')).toMatch(/^Trial speedups chart: 1\. .*\(95% CI \d\.\d{3}x to \d\.\d{3}x\)/);
+    expect(await page.getByTestId('opt-limits-chart').getAttribute('aria-label')).toMatch(/^Limits chart in samples\/s: baseline [\d,]+ samples\/s; best so far [\d,]+ samples\/s; data floor .*; compute floor [\d,]+ samples\/s$/);
+    await page.screenshot({ path: path.join(SHOTS, 'optimise-live.png'), fullPage: true });
+
+    await page.getByTestId('opt-cancel').click();
+    const stopped = page.getByTestId('opt-error');
+    await stopped.waitFor({ timeout: 30_000 });
+    expect(await stopped.innerText()).toMatch(/^E_CANCELLED: optimisation cancelled after \d+ trials?; resume it with trainbench optimise --resume ui-optimise-/);
+    const done = await page.locator('[data-testid^="opt-trial-"]').count();
+    expect(done).toBeGreaterThanOrEqual(1);
+    // The list shows it cancelled, with Resume.
+    const id = /--resume (\S+)/.exec(await stopped.innerText())![1];
+    await page.getByTestId(`opt-past-${id}`).waitFor();
+    expect(await page.getByTestId(`opt-past-${id}`).innerText()).toMatch(/cancelled/);
+    expect(await page.getByTestId(`opt-resume-${id}`).isEnabled()).toBe(true);
+
+    await page.getByTestId(`opt-resume-${id}`).click();
+    await page.getByTestId('opt-progress').waitFor();
+    // The trials done before the cancel stay; the wizard goes on to its final comparison.
+    expect(await page.locator('[data-testid^="opt-trial-"]').count()).toBeGreaterThanOrEqual(done);
+    await page.getByTestId('opt-final').waitFor({ timeout: 90_000 });
+    expect(await page.getByTestId('opt-error').count()).toBe(0);
+    expect(await page.getByTestId('opt-verdict').innerText()).toMatch(/^(No change beat the noise|The final configuration is|Measured again against the baseline)/);
+    expect(await page.getByTestId(`opt-past-${id}`).innerText()).toMatch(/completed/);
+    expect(await overlaps(page, '[data-testid="opt-shown"] .finding')).toEqual([]);
+    expect(await overlaps(page, '.page > .card')).toEqual([]);
+    // The area scrolls inside the shell, not the page: a tall window shows all of it.
+    await page.setViewportSize({ width: 1280, height: 2600 });
+    await page.screenshot({ path: path.join(SHOTS, 'optimise-done.png') });
+    await page.getByTestId('opt-limits-chart').screenshot({ path: path.join(SHOTS, 'optimise-limits.png') });
+    await page.getByTestId('opt-trials-chart').screenshot({ path: path.join(SHOTS, 'optimise-trials.png') });
+
+    const settings = await page.getByTestId('opt-final-settings').innerText();
+    const workers = /loader workers (\d+)/.exec(settings)![1];
+    await page.getByTestId('opt-apply').click();
+    await page.getByTestId('area-runs').waitFor();
+    // Hash routing: the route and its query are after the '#'.
+    const [route, query] = new URL(page.url()).hash.slice(1).split('?');
+    const params = new URLSearchParams(query);
+    expect(route).toBe('/runs');
+    expect(params.get('new')).toBe('1');
+    expect(params.get('from')).toBe(id);
+    expect(params.get('model')).toBe('mlp');
+    expect(params.get('loaderWorkers')).toBe(workers);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 200_000);
+});
