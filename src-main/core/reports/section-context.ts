@@ -73,10 +73,21 @@ function opt(run: ReportRun, key: string): unknown {
 
 const request = (run: ReportRun) => ((run.record.config as { request?: Record<string, unknown> }).request ?? {}) as Record<string, unknown>;
 
-function modelLine(run: ReportRun): string {
-  const spec = (run.record.config as { spec?: Record<string, unknown> }).spec ?? {};
-  const size = run.kind === 'train' ? `, ${fmt(run.result.model.params)} parameters, ${fmt(run.result.model.flopsPerSample / 1e6, 'MFLOP')} forward per sample` : '';
-  return `- ${code(run.id)}: model ${code(JSON.stringify(spec))}${size}; data ${dataOf(run)}.`;
+/** One line per distinct model and data, naming the runs that used them (most reports repeat one model). */
+function modelLines(runs: readonly ReportRun[]): string[] {
+  const groups = new Map<string, { runs: ReportRun[]; text: string }>();
+  for (const run of runs) {
+    const spec = JSON.stringify((run.record.config as { spec?: Record<string, unknown> }).spec ?? {});
+    const key = `${spec} ${dataOf(run)}`;
+    const group = groups.get(key) ?? { runs: [], text: `model ${code(spec)}; data ${dataOf(run)}` };
+    group.runs.push(run);
+    groups.set(key, group);
+  }
+  return [...groups.values()].map((g) => {
+    const train = g.runs.find((r) => r.kind === 'train');
+    const size = train?.kind === 'train' ? `, ${fmt(train.result.model.params)} parameters, ${fmt(train.result.model.flopsPerSample / 1e6, 'MFLOP')} forward per sample (from ${code(train.id)})` : '';
+    return `- ${g.runs.map((r) => code(r.id)).join(', ')}: ${g.text}${size}.`;
+  });
 }
 
 export function contextSection(input: ReportInput): SectionOutput {
@@ -94,7 +105,7 @@ export function contextSection(input: ReportInput): SectionOutput {
     '',
     '### Model and data',
     '',
-    ...input.runs.map(modelLine),
+    ...modelLines(input.runs),
     '',
     '### Configuration',
     '',
