@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { ReportDetail, ReportExportResult } from '../../src-main/api/reports';
+import { apiMethods } from '../../src-main/api/methods';
 import { createServices, type Services } from '../../src-main/core/services';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
 import { rejection } from '../helpers/rejection';
@@ -85,6 +86,27 @@ describe('reports.save and reports.regenerate', () => {
     expect((await rejection(dispatch('reports.get', { id: '..' }))).code).toBe('E_BAD_REQUEST');
     expect((await rejection(dispatch('reports.get', { id: 'runs' }))).message).toBe('"runs" is not a report id (NNNN-title, e.g. 0001-mlp-benchmark)');
     expect((await rejection(dispatch('reports.get', { id: '0099-none' }))).message).toMatch(/^there is no report 0099-none in /);
+  });
+});
+
+describe('answers the renderer can read', () => {
+  it("match each method's result schema, as the UI's client checks them", async () => {
+    const generated = await dispatch<ReportDetail>('reports.generate', { runIds: [base, search], sections: ['context', 'attempts'] });
+    const id = generated.summary.id;
+    const answers: [keyof typeof apiMethods, unknown][] = [
+      ['reports.generate', generated],
+      ['reports.list', await dispatch('reports.list', {})],
+      ['reports.get', await dispatch('reports.get', { id })],
+      ['reports.figure', await dispatch('reports.figure', { id, name: generated.figures[0].name })],
+      ['reports.regenerate', await dispatch('reports.regenerate', { id })],
+      ['reports.export', await dispatch('reports.export', { id, dir: 'exports/schema' })],
+      ['runs.trace', await dispatch('runs.trace', { id: base })],
+      ['reports.remove', await dispatch('reports.remove', { id })],
+    ];
+    for (const [method, answer] of answers) {
+      const parsed = apiMethods[method].result.safeParse(answer);
+      expect(parsed.success, `${method}: ${parsed.success ? '' : parsed.error.message}`).toBe(true);
+    }
   });
 });
 
