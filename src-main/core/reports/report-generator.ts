@@ -61,10 +61,12 @@ export interface GenerateOptions {
   title?: string;
   sections?: readonly ReportSection[];
   now?: Date;
+  /** Regenerate: a run deleted since the report was made is left out with a note instead of failing. */
+  missingRunIsNote?: boolean;
 }
 
 export async function generateReport(workspace: Workspace, runIds: readonly string[], options: GenerateOptions): Promise<GeneratedReport> {
-  const loaded = await loadReportRuns(workspace, runIds);
+  const loaded = await loadReportRuns(workspace, runIds, { missingIsNote: options.missingRunIsNote });
   const runs = loaded.runs;
   const { baseline, attempts } = analyseAttempts(runs);
   const input: ReportInput = {

@@ -92,15 +92,23 @@ function parseResult<T>(schema: { safeParse(x: unknown): { success: true; data: 
   return parsed.data;
 }
 
-/** Reads every run; refuses only when none of them can be written up. */
-export async function loadReportRuns(workspace: Workspace, ids: readonly string[]): Promise<LoadedRuns> {
+/** Reads every run; refuses when one does not exist (unless missingIsNote) or when none of them can be written up. */
+export async function loadReportRuns(workspace: Workspace, ids: readonly string[], options: { missingIsNote?: boolean } = {}): Promise<LoadedRuns> {
   const runs: ReportRun[] = [];
   const notes: string[] = [];
   const seen = new Set<string>();
   for (const id of ids) {
     if (seen.has(id)) continue;
     seen.add(id);
-    const detail = await readRunDetail(workspace, id);
+    let detail;
+    try {
+      detail = await readRunDetail(workspace, id);
+    } catch (err) {
+      // Regenerating a report whose run was deleted since: say so and go on; a new report names only runs that exist.
+      if (!options.missingIsNote) throw err;
+      notes.push(`Run ${id} cannot be read any more (${(err as Error).message}); it is left out.`);
+      continue;
+    }
     const record = detail.record as RunRecordJson;
     const dir = path.posix.join('runs', id);
     if (record.status !== 'completed') {
