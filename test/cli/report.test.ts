@@ -218,6 +218,21 @@ describe('trainbench report (CPU runs on Fashion-MNIST)', () => {
     await expect(cli(ws.dir, ['report', ids.train.replace(/.$/, 'z'), ids.base])).rejects.toThrow(/there is no run/);
   });
 
+  it('writes up a data-loader benchmark: every setting measured, the chart, and the command', async () => {
+    await cli(ws.dir, ['benchmark-dataloader', '--dataset', 'fashion-mnist-train', '--workers', '0,1', '--seconds', '0.3', '--json']);
+    const runs = JSON.parse(await cli(ws.dir, ['runs', '--json'])) as { id: string; kind: string }[];
+    const loader = runs.find((r) => r.kind === 'loader-benchmark')?.id as string;
+    const out = JSON.parse(await cli(ws.dir, ['report', loader, '--json'])) as ReportDetail;
+    const text = readFileSync(path.join(ws.dir, out.summary.path), 'utf8');
+    const r = (runJson(loader) as { result: { cached: { workers: number; samplesPerSec: number; latencyP95Ms: number }[]; dataset: string } }).result;
+    const rows = tableAfter(text, '#### Data-loader benchmark');
+    expect(rows.slice(2).map((row) => [row[0], row[1], row[3], row[6]])).toEqual(r.cached.map((x) => ['cached', String(x.workers), formatValue(x.samplesPerSec), formatValue(x.latencyP95Ms)]));
+    expect(text).toContain(`trainbench benchmark-dataloader --dataset fashion-mnist-train --batch-size 256 --workers 0,1 --prefetch 2 --sample-ratio 1 --seconds 0.3 --device cpu`);
+    expect(out.summary.title).toBe(`Loading ${r.dataset}`);
+    const svg = svgTexts(readFileSync(path.join(ws.dir, path.dirname(out.summary.path), `loader-${loader}.svg`), 'utf8'));
+    expect(svg).toEqual(expect.arrayContaining(['cached', '0 workers', '1 worker']));
+  });
+
   it('refuses runs it cannot write up, naming them', async () => {
     await expect(cli(ws.dir, ['report', 'no-such-run'])).rejects.toThrow(/there is no run no-such-run in the workspace/);
     await expect(cli(ws.dir, ['report', ids.base, '--sections', 'status,verdict'])).rejects.toThrow(/--sections takes a comma-separated list of status, context.*not "verdict"/);

@@ -6,7 +6,7 @@ import type { ReportRun } from './report-runs';
 import { dataOf, optionsOf } from './report-runs';
 import { reproduceCommand } from './reproduce';
 
-const KIND_NAMES: Record<ReportRun['kind'], string> = { benchmark: 'training benchmark', 'batch-search': 'batch-size search', train: 'training run', optimise: 'optimisation wizard' };
+const KIND_NAMES: Record<ReportRun['kind'], string> = { benchmark: 'training benchmark', 'batch-search': 'batch-size search', train: 'training run', optimise: 'optimisation wizard', 'loader-benchmark': 'data-loader benchmark' };
 
 export const kindName = (run: ReportRun): string => KIND_NAMES[run.kind];
 
@@ -46,8 +46,8 @@ function configurationTable(runs: readonly ReportRun[]): string {
     ['optimizer', (r) => (r.kind === 'benchmark' ? r.result.optimizer : (opt(r, 'optimizer') as { kind?: string } | undefined)?.kind ?? (r.kind === 'optimise' ? 'the model\'s recipe' : undefined))],
     ['batch size', (r) => opt(r, 'batchSize')],
     ['accumulation', (r) => opt(r, 'accumulation')],
-    ['loader workers', (r) => opt(r, 'loaderWorkers')],
-    ['prefetch', (r) => opt(r, 'prefetch')],
+    ['loader workers', (r) => (r.kind === 'loader-benchmark' ? `${r.result.cached.map((x) => x.workers).join(', ')} (swept)` : opt(r, 'loaderWorkers'))],
+    ['prefetch', (r) => (r.kind === 'loader-benchmark' ? `${[...new Set(r.result.cached.map((x) => x.prefetch))].join(', ')} (swept)` : opt(r, 'prefetch'))],
     ['GPU prefetch', (r) => (String(opt(r, 'device')).startsWith('cuda') ? opt(r, 'gpuPrefetch') : undefined)],
     ['sample ratio', (r) => opt(r, 'sampleRatio')],
     ['threads (0 = all)', (r) => opt(r, 'threads')],
@@ -77,9 +77,10 @@ const request = (run: ReportRun) => ((run.record.config as { request?: Record<st
 function modelLines(runs: readonly ReportRun[]): string[] {
   const groups = new Map<string, { runs: ReportRun[]; text: string }>();
   for (const run of runs) {
-    const spec = JSON.stringify((run.record.config as { spec?: Record<string, unknown> }).spec ?? {});
-    const key = `${spec} ${dataOf(run)}`;
-    const group = groups.get(key) ?? { runs: [], text: `model ${code(spec)}; data ${dataOf(run)}` };
+    const spec = (run.record.config as { spec?: Record<string, unknown> }).spec;
+    const key = `${JSON.stringify(spec ?? null)} ${dataOf(run)}`;
+    const text = spec ? `model ${code(JSON.stringify(spec))}; data ${dataOf(run)}` : `data ${dataOf(run)}, read by the loader alone (no model)`;
+    const group = groups.get(key) ?? { runs: [], text };
     group.runs.push(run);
     groups.set(key, group);
   }
