@@ -65,7 +65,7 @@ export type ReportDetail = z.infer<typeof ReportDetailSchema>;
 
 export const ReportGenerateRequestSchema = z
   .object({
-    /** Benchmark, batch-search, train (and optimise) runs, in the order their attempts appear. */
+    /** Benchmark, batch-search, optimise, train and loader-benchmark runs, in the order their attempts appear. */
     runIds: z.array(IdSchema).min(1).max(50),
     /** Default: from the first run, e.g. "Training benchmark of mlp on fashion-mnist-train". */
     title: z.string().trim().min(1).max(200).optional(),

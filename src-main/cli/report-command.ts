@@ -28,7 +28,7 @@ interface ReportFlags {
 /** `trainbench report <run-id>...`: an ADR from the runs, in the workspace's reports/ (and copied to --out). */
 export function reportCommand(out: NodeJS.WritableStream = process.stdout): Command {
   return new Command('report')
-    .description('write an ADR (markdown + SVG charts) from benchmark, batch-size search, optimisation and training runs')
+    .description('write an ADR (markdown + SVG charts) from benchmark, batch-size search, optimisation, training and data-loader runs')
     .argument('<run-id...>', 'the runs, baseline benchmark first (trainbench runs lists them)')
     .option('--out <dir>', 'also copy the markdown and charts into this folder')
     .option('--title <text>', 'the report title (default: from the first run)')

@@ -1,10 +1,11 @@
 // Issue 13: editing, regenerating, exporting and removing a report of real CPU runs, through the contract's router.
-import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { ReportDetail, ReportExportResult } from '../../src-main/api/reports';
+import { apiMethods } from '../../src-main/api/methods';
 import { createServices, type Services } from '../../src-main/core/services';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
 import { rejection } from '../helpers/rejection';
@@ -67,6 +68,19 @@ describe('reports.save and reports.regenerate', () => {
     expect(again.notes).toContain('block "limits" was deleted by hand and is not added back (delete the report and generate it again to get it)');
   });
 
+  it('leave out, with a note, a run deleted since the report was made', async () => {
+    const copy = `${base}-copy`;
+    cpSync(path.join(ws.dir, 'runs', base), path.join(ws.dir, 'runs', copy), { recursive: true });
+    const report = await dispatch<ReportDetail>('reports.generate', { runIds: [base, copy], sections: ['status'] });
+    expect(report.summary.runIds).toEqual([base, copy]);
+    rmSync(path.join(ws.dir, 'runs', copy), { recursive: true });
+    const again = await dispatch<ReportDetail>('reports.regenerate', { id: report.summary.id });
+    expect(again.summary.runIds).toEqual([base]);
+    expect(again.notes.some((n) => n.startsWith(`Run ${copy} cannot be read any more (there is no run ${copy} in the workspace`))).toBe(true);
+    expect((await rejection(dispatch('reports.generate', { runIds: [base, copy] }))).message).toMatch(`there is no run ${copy} in the workspace`);
+    await dispatch('reports.remove', { id: report.summary.id });
+  });
+
   it('serve the figures by name and nothing else', async () => {
     const list = await dispatch<{ id: string; problem: string | null }[]>('reports.list', {});
     expect(list.map((r) => [r.id, r.problem])).toEqual([
@@ -85,6 +99,42 @@ describe('reports.save and reports.regenerate', () => {
     expect((await rejection(dispatch('reports.get', { id: '..' }))).code).toBe('E_BAD_REQUEST');
     expect((await rejection(dispatch('reports.get', { id: 'runs' }))).message).toBe('"runs" is not a report id (NNNN-title, e.g. 0001-mlp-benchmark)');
     expect((await rejection(dispatch('reports.get', { id: '0099-none' }))).message).toMatch(/^there is no report 0099-none in /);
+  });
+});
+
+describe('reports.generate at the same time', () => {
+  it('gives each report its own number and folder', async () => {
+    const [a, b] = await Promise.all([
+      dispatch<ReportDetail>('reports.generate', { runIds: [base], title: 'Twin', sections: ['status'] }),
+      dispatch<ReportDetail>('reports.generate', { runIds: [base], title: 'Twin', sections: ['status'] }),
+    ]);
+    expect(a.summary.number).not.toBe(b.summary.number);
+    for (const r of [a, b]) {
+      expect(r.summary.id).toBe(`${String(r.summary.number).padStart(4, '0')}-twin`);
+      expect(r.markdown.startsWith(`# ${r.summary.number}. Twin\n`)).toBe(true);
+      await dispatch('reports.remove', { id: r.summary.id });
+    }
+  });
+});
+
+describe('answers the renderer can read', () => {
+  it("match each method's result schema, as the UI's client checks them", async () => {
+    const generated = await dispatch<ReportDetail>('reports.generate', { runIds: [base, search], sections: ['context', 'attempts'] });
+    const id = generated.summary.id;
+    const answers: [keyof typeof apiMethods, unknown][] = [
+      ['reports.generate', generated],
+      ['reports.list', await dispatch('reports.list', {})],
+      ['reports.get', await dispatch('reports.get', { id })],
+      ['reports.figure', await dispatch('reports.figure', { id, name: generated.figures[0].name })],
+      ['reports.regenerate', await dispatch('reports.regenerate', { id })],
+      ['reports.export', await dispatch('reports.export', { id, dir: 'exports/schema' })],
+      ['runs.trace', await dispatch('runs.trace', { id: base })],
+      ['reports.remove', await dispatch('reports.remove', { id })],
+    ];
+    for (const [method, answer] of answers) {
+      const parsed = apiMethods[method].result.safeParse(answer);
+      expect(parsed.success, `${method}: ${parsed.success ? '' : parsed.error.message}`).toBe(true);
+    }
   });
 });
 

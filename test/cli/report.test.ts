@@ -1,5 +1,5 @@
 // Issue 13: `trainbench report` on real CPU runs (two benchmarks, a batch-size search, a training run on Fashion-MNIST).
-import { existsSync, readFileSync, readdirSync, rmSync, cpSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { DOMParser } from '@xmldom/xmldom';
@@ -200,6 +200,37 @@ describe('trainbench report (CPU runs on Fashion-MNIST)', () => {
     expect(text).toContain(`\`${copy}\` recorded no telemetry, so its GPU and CPU load are unknown.`);
     expect(out.figures.some((f) => f.name.startsWith('telemetry-'))).toBe(false);
     expect(text).toContain('No attempts: only the baseline benchmark was run');
+  });
+
+  it('leaves out a run that did not complete, saying why, and refuses when nothing is left', async () => {
+    const failed = `${ids.base}-failed`;
+    cpSync(path.join(ws.dir, 'runs', ids.base), path.join(ws.dir, 'runs', failed), { recursive: true });
+    const file = path.join(ws.dir, 'runs', failed, 'run.json');
+    const record = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    delete record.result;
+    writeFileSync(file, JSON.stringify({ ...record, id: failed, status: 'failed', error: { code: 'E_OOM', message: 'out of memory at batch 4096' } }));
+    const out = JSON.parse(await cli(ws.dir, ['report', ids.base, failed, '--json'])) as ReportDetail;
+    const why = `Run ${failed} (benchmark) is failed (E_OOM: out of memory at batch 4096), so it has no results to report; it is left out.`;
+    expect(out.notes).toContain(why);
+    expect(readFileSync(path.join(ws.dir, out.summary.path), 'utf8')).toContain(`> ${why}`);
+    expect(out.summary.runIds).toEqual([ids.base]);
+    await expect(cli(ws.dir, ['report', failed])).rejects.toThrow(`none of the runs ${failed} can be written up: ${why}`);
+    await expect(cli(ws.dir, ['report', ids.train.replace(/.$/, 'z'), ids.base])).rejects.toThrow(/there is no run/);
+  });
+
+  it('writes up a data-loader benchmark: every setting measured, the chart, and the command', async () => {
+    await cli(ws.dir, ['benchmark-dataloader', '--dataset', 'fashion-mnist-train', '--workers', '0,1', '--seconds', '0.3', '--json']);
+    const runs = JSON.parse(await cli(ws.dir, ['runs', '--json'])) as { id: string; kind: string }[];
+    const loader = runs.find((r) => r.kind === 'loader-benchmark')?.id as string;
+    const out = JSON.parse(await cli(ws.dir, ['report', loader, '--json'])) as ReportDetail;
+    const text = readFileSync(path.join(ws.dir, out.summary.path), 'utf8');
+    const r = (runJson(loader) as { result: { cached: { workers: number; samplesPerSec: number; latencyP95Ms: number }[]; dataset: string } }).result;
+    const rows = tableAfter(text, '#### Data-loader benchmark');
+    expect(rows.slice(2).map((row) => [row[0], row[1], row[3], row[6]])).toEqual(r.cached.map((x) => ['cached', String(x.workers), formatValue(x.samplesPerSec), formatValue(x.latencyP95Ms)]));
+    expect(text).toContain(`trainbench benchmark-dataloader --dataset fashion-mnist-train --batch-size 256 --workers 0,1 --prefetch 2 --sample-ratio 1 --seconds 0.3 --device cpu`);
+    expect(out.summary.title).toBe(`Loading ${r.dataset}`);
+    const svg = svgTexts(readFileSync(path.join(ws.dir, path.dirname(out.summary.path), `loader-${loader}.svg`), 'utf8'));
+    expect(svg).toEqual(expect.arrayContaining(['cached', '0 workers', '1 worker']));
   });
 
   it('refuses runs it cannot write up, naming them', async () => {

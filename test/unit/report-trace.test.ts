@@ -38,4 +38,16 @@ describe('the trace of a long run', () => {
     const phaseUs = slices.filter((e) => e.cat === 'phase').reduce((s, e) => s + (e.dur ?? 0), 0);
     expect(Math.abs(phaseUs / 1000 - measuredMs) / measuredMs).toBeLessThan(1e-6);
   });
+
+  it('scales phases whose timers overran the step clock down to it, and says by how much', () => {
+    const builder = new WindowBuilder(0, 64);
+    for (const e of events(50)) builder.add(e);
+    const named = builder.windows.reduce((s, w) => s + (w.phasesMs.data + w.phasesMs.forward + w.phasesMs.loss + w.phasesMs.backward + w.phasesMs.optimizer) * w.steps, 0);
+    const measuredMs = named * 0.97;
+    const trace = buildTrace('overrun', 'benchmark', [{ index: 1, windows: builder.windows, measuredMs }], null);
+    const phaseUs = trace.traceEvents.filter((e) => e.cat === 'phase').reduce((s, e) => s + (e.dur ?? 0), 0);
+    expect(Math.abs(phaseUs / 1000 - measuredMs) / measuredMs).toBeLessThan(1e-6);
+    expect(trace.metadata.phaseScales).toEqual([expect.closeTo(0.97, 9)]);
+    expect(trace.metadata.namedOverrunMs).toEqual([expect.closeTo(named * 0.03, 6)]);
+  });
 });

@@ -12,7 +12,7 @@ import { blockHashes, renderBlock } from './blocks';
 import { figureLink } from './markdown';
 import type { FigureSpec, ReportInput, SectionWriters } from './report-model';
 import { SECTION_HEADINGS } from './report-model';
-import type { BatchSearchRun, BenchmarkRun, OptimiseRun, TrainRun } from './report-runs';
+import type { BatchSearchRun, BenchmarkRun, LoaderRun, OptimiseRun, TrainRun } from './report-runs';
 import { dataOf, loadReportRuns } from './report-runs';
 import { attemptsSection, consequencesSection, decisionSection } from './section-attempts';
 import { contextSection, reproduceSection, statusSection } from './section-context';
@@ -52,8 +52,8 @@ export function trainbenchVersion(): string {
 /** "mlp on fashion-mnist-train (60000 records)": what the first run trained. */
 export function defaultTitle(input: Pick<ReportInput, 'runs'>): string {
   const first = input.runs[0];
-  const family = (first.record.config as { spec?: { family?: string } }).spec?.family ?? 'model';
-  return `Training performance of ${family} on ${dataOf(first)}`;
+  const family = (first.record.config as { spec?: { family?: string } }).spec?.family;
+  return family ? `Training performance of ${family} on ${dataOf(first)}` : `Loading ${dataOf(first)}`;
 }
 
 export interface GenerateOptions {
@@ -61,10 +61,12 @@ export interface GenerateOptions {
   title?: string;
   sections?: readonly ReportSection[];
   now?: Date;
+  /** Regenerate: a run deleted since the report was made is left out with a note instead of failing. */
+  missingRunIsNote?: boolean;
 }
 
 export async function generateReport(workspace: Workspace, runIds: readonly string[], options: GenerateOptions): Promise<GeneratedReport> {
-  const loaded = await loadReportRuns(workspace, runIds);
+  const loaded = await loadReportRuns(workspace, runIds, { missingIsNote: options.missingRunIsNote });
   const runs = loaded.runs;
   const { baseline, attempts } = analyseAttempts(runs);
   const input: ReportInput = {
@@ -73,6 +75,7 @@ export async function generateReport(workspace: Workspace, runIds: readonly stri
     searches: runs.filter((r): r is BatchSearchRun => r.kind === 'batch-search'),
     trains: runs.filter((r): r is TrainRun => r.kind === 'train'),
     optimisations: runs.filter((r): r is OptimiseRun => r.kind === 'optimise'),
+    loaders: runs.filter((r): r is LoaderRun => r.kind === 'loader-benchmark'),
     baseline,
     attempts,
     generatedAt: options.now ?? new Date(),

@@ -2,7 +2,7 @@ import type { EChartsCoreOption } from 'echarts/core';
 
 import type { ReportSection } from '../../api/reports';
 import type { Attempt } from './attempts';
-import type { BatchSearchRun, BenchmarkRun, OptimiseRun, ReportRun, TrainRun } from './report-runs';
+import type { BatchSearchRun, BenchmarkRun, LoaderRun, OptimiseRun, ReportRun, TrainRun } from './report-runs';
 
 /** A chart to draw beside the markdown. */
 export interface FigureSpec {
@@ -36,6 +36,7 @@ export interface ReportInput {
   searches: BatchSearchRun[];
   trains: TrainRun[];
   optimisations: OptimiseRun[];
+  loaders: LoaderRun[];
   baseline: BenchmarkRun | null;
   attempts: Attempt[];
   generatedAt: Date;

@@ -6,6 +6,8 @@ import type { BatchSearchResult } from '../../api/batch-size';
 import { BatchSearchResultSchema } from '../../api/batch-size';
 import type { TrainingBenchmarkResult } from '../../api/benchmark';
 import { TrainingBenchmarkResultSchema } from '../../api/benchmark';
+import type { LoaderBenchResult } from '../../api/datasets';
+import { LoaderBenchResultSchema } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
 import type { OptimiseResult } from '../../api/optimise';
@@ -44,18 +46,26 @@ export interface OptimiseRun extends RunBase {
   result: OptimiseResult;
   telemetry: TelemetrySample[];
 }
-export type ReportRun = BenchmarkRun | BatchSearchRun | TrainRun | OptimiseRun;
+export interface LoaderRun extends RunBase {
+  kind: 'loader-benchmark';
+  result: LoaderBenchResult;
+  telemetry: TelemetrySample[];
+}
+export type ReportRun = BenchmarkRun | BatchSearchRun | TrainRun | OptimiseRun | LoaderRun;
 
-export const REPORTED_KINDS = ['benchmark', 'batch-search', 'train', 'optimise'] as const;
+export const REPORTED_KINDS = ['benchmark', 'batch-search', 'train', 'optimise', 'loader-benchmark'] as const;
 
 /** The training options the run used (an optimise run keeps them in its request's target). */
 export function optionsOf(run: ReportRun): Record<string, unknown> {
-  const config = run.record.config as { options?: Record<string, unknown>; request?: { target?: { options?: Record<string, unknown> } } };
+  const config = run.record.config as { options?: Record<string, unknown>; request?: { target?: { options?: Record<string, unknown> } } } & Record<string, unknown>;
+  // A loader benchmark's request is flat: the settings that mean the same as a training option.
+  if (run.kind === 'loader-benchmark') return { device: config.device, batchSize: config.batchSize, sampleRatio: config.sampleRatio };
   return (run.kind === 'optimise' ? config.request?.target?.options : config.options) ?? {};
 }
 
 /** "fashion-mnist-train (60000 records)": the data the run trained on. */
 export function dataOf(run: ReportRun): string {
+  if (run.kind === 'loader-benchmark') return run.result.dataset;
   if (run.kind !== 'optimise') return run.result.data;
   const at = run.result.title.indexOf(' on ');
   return at < 0 ? run.result.title : run.result.title.slice(at + 4);
@@ -92,15 +102,23 @@ function parseResult<T>(schema: { safeParse(x: unknown): { success: true; data: 
   return parsed.data;
 }
 
-/** Reads every run; refuses only when none of them can be written up. */
-export async function loadReportRuns(workspace: Workspace, ids: readonly string[]): Promise<LoadedRuns> {
+/** Reads every run; refuses when one does not exist (unless missingIsNote) or when none of them can be written up. */
+export async function loadReportRuns(workspace: Workspace, ids: readonly string[], options: { missingIsNote?: boolean } = {}): Promise<LoadedRuns> {
   const runs: ReportRun[] = [];
   const notes: string[] = [];
   const seen = new Set<string>();
   for (const id of ids) {
     if (seen.has(id)) continue;
     seen.add(id);
-    const detail = await readRunDetail(workspace, id);
+    let detail;
+    try {
+      detail = await readRunDetail(workspace, id);
+    } catch (err) {
+      // Regenerating a report whose run was deleted since: say so and go on; a new report names only runs that exist.
+      if (!options.missingIsNote) throw err;
+      notes.push(`Run ${id} cannot be read any more (${(err as Error).message}); it is left out.`);
+      continue;
+    }
     const record = detail.record as RunRecordJson;
     const dir = path.posix.join('runs', id);
     if (record.status !== 'completed') {
@@ -116,6 +134,8 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
         runs.push({ kind: 'batch-search', id, record, dir, result: parseResult(BatchSearchResultSchema, record, id) });
       } else if (record.kind === 'optimise') {
         runs.push({ kind: 'optimise', id, record, dir, result: parseResult(OptimiseResultSchema, record, id), telemetry: await readTelemetry(abs) });
+      } else if (record.kind === 'loader-benchmark') {
+        runs.push({ kind: 'loader-benchmark', id, record, dir, result: parseResult(LoaderBenchResultSchema, record, id), telemetry: await readTelemetry(abs) });
       } else if (record.kind === 'train') {
         const steps = detail.events.filter((e): e is TrainStepEvent => e.type === 'step');
         runs.push({ kind: 'train', id, record, dir, result: parseResult(TrainResultSchema, record, id), steps, telemetry: await readTelemetry(abs) });

@@ -56,7 +56,7 @@ export class ReportService {
   async regenerate(id: string): Promise<ReportDetail> {
     const meta = await readReportMeta(this.workspace, id);
     const current = await readReport(this.workspace, id);
-    const fresh = await generateReport(this.workspace, meta.runIds, { number: meta.number, title: meta.title, sections: meta.sections });
+    const fresh = await generateReport(this.workspace, meta.runIds, { number: meta.number, title: meta.title, sections: meta.sections, missingRunIsNote: true });
     const merged = mergeRegenerated(current.markdown, fresh.markdown, meta.blocks);
     return rewriteReport(this.workspace, id, { ...fresh, markdown: merged.markdown, notes: [...fresh.notes, ...merged.notes] });
   }

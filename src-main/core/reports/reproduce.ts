@@ -54,6 +54,23 @@ export function reproduceCommand(run: ReportRun, workspaceFlag = '<workspace>'):
   const config: Config = run.kind === 'optimise' ? { ...(stored.request ?? {}), ...(stored.request?.target ?? {}) } : stored;
   const o = (config.options ?? {}) as Record<string, unknown>;
   const caveats: string[] = [];
+  if (run.kind === 'loader-benchmark') {
+    const c = stored as Record<string, unknown>;
+    const list = (x: unknown) => (Array.isArray(x) ? x.join(',') : String(x));
+    const flags: [string, unknown][] = [
+      ['--dataset', c.dataset],
+      ['--batch-size', c.batchSize],
+      ['--workers', list(c.workers)],
+      ['--prefetch', list(c.prefetch)],
+      ['--sample-ratio', c.sampleRatio],
+      ['--seconds', c.maxSeconds],
+      ['--device', c.device],
+    ];
+    if (String(c.device).startsWith('cuda')) flags.push(['--gpu-prefetch', c.gpuPrefetch]);
+    if (c.uncached === false) flags.push(['--no-uncached', true]);
+    const text = flags.filter(([, v]) => v !== undefined).map(([f, v]) => (v === true ? f : `${f} ${quote(String(v))}`));
+    return { command: ['trainbench', 'benchmark-dataloader', ...text, '--workspace', workspaceFlag].join(' '), caveats };
+  }
   const args: [string, unknown][] = [
     ['--model', modelFlag(config, run.id, caveats)],
     ['--data', dataFlag(config.data)],

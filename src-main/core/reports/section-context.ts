@@ -6,7 +6,7 @@ import type { ReportRun } from './report-runs';
 import { dataOf, optionsOf } from './report-runs';
 import { reproduceCommand } from './reproduce';
 
-const KIND_NAMES: Record<ReportRun['kind'], string> = { benchmark: 'training benchmark', 'batch-search': 'batch-size search', train: 'training run', optimise: 'optimisation wizard' };
+const KIND_NAMES: Record<ReportRun['kind'], string> = { benchmark: 'training benchmark', 'batch-search': 'batch-size search', train: 'training run', optimise: 'optimisation wizard', 'loader-benchmark': 'data-loader benchmark' };
 
 export const kindName = (run: ReportRun): string => KIND_NAMES[run.kind];
 
@@ -46,8 +46,8 @@ function configurationTable(runs: readonly ReportRun[]): string {
     ['optimizer', (r) => (r.kind === 'benchmark' ? r.result.optimizer : (opt(r, 'optimizer') as { kind?: string } | undefined)?.kind ?? (r.kind === 'optimise' ? 'the model\'s recipe' : undefined))],
     ['batch size', (r) => opt(r, 'batchSize')],
     ['accumulation', (r) => opt(r, 'accumulation')],
-    ['loader workers', (r) => opt(r, 'loaderWorkers')],
-    ['prefetch', (r) => opt(r, 'prefetch')],
+    ['loader workers', (r) => (r.kind === 'loader-benchmark' ? `${r.result.cached.map((x) => x.workers).join(', ')} (swept)` : opt(r, 'loaderWorkers'))],
+    ['prefetch', (r) => (r.kind === 'loader-benchmark' ? `${[...new Set(r.result.cached.map((x) => x.prefetch))].join(', ')} (swept)` : opt(r, 'prefetch'))],
     ['GPU prefetch', (r) => (String(opt(r, 'device')).startsWith('cuda') ? opt(r, 'gpuPrefetch') : undefined)],
     ['sample ratio', (r) => opt(r, 'sampleRatio')],
     ['threads (0 = all)', (r) => opt(r, 'threads')],
@@ -59,9 +59,11 @@ function configurationTable(runs: readonly ReportRun[]): string {
     ['epochs', (r) => (r.kind === 'train' ? opt(r, 'epochs') : undefined)],
     ['memory limit (CPU)', (r) => (Number(opt(r, 'memoryLimitBytes')) > 0 ? `${fmt(Number(opt(r, 'memoryLimitBytes')) / 2 ** 20, 'MiB')}` : undefined)],
   ];
+  // A setting none of these runs has (a wizard preset among benchmarks) is left out, not shown as a row of dashes.
+  const present = rows.filter(([, read]) => runs.some((r) => read(r) !== undefined));
   return table(
     ['Setting', ...runs.map((r) => code(r.id))],
-    rows.map(([name, read]) => [name, ...runs.map((r) => (read(r) === undefined ? '-' : String(read(r))))]),
+    present.map(([name, read]) => [name, ...runs.map((r) => (read(r) === undefined ? '-' : String(read(r))))]),
   );
 }
 
@@ -71,10 +73,22 @@ function opt(run: ReportRun, key: string): unknown {
 
 const request = (run: ReportRun) => ((run.record.config as { request?: Record<string, unknown> }).request ?? {}) as Record<string, unknown>;
 
-function modelLine(run: ReportRun): string {
-  const spec = (run.record.config as { spec?: Record<string, unknown> }).spec ?? {};
-  const size = run.kind === 'train' ? `, ${fmt(run.result.model.params)} parameters, ${fmt(run.result.model.flopsPerSample / 1e6, 'MFLOP')} forward per sample` : '';
-  return `- ${code(run.id)}: model ${code(JSON.stringify(spec))}${size}; data ${dataOf(run)}.`;
+/** One line per distinct model and data, naming the runs that used them (most reports repeat one model). */
+function modelLines(runs: readonly ReportRun[]): string[] {
+  const groups = new Map<string, { runs: ReportRun[]; text: string }>();
+  for (const run of runs) {
+    const spec = (run.record.config as { spec?: Record<string, unknown> }).spec;
+    const key = `${JSON.stringify(spec ?? null)} ${dataOf(run)}`;
+    const text = spec ? `model ${code(JSON.stringify(spec))}; data ${dataOf(run)}` : `data ${dataOf(run)}, read by the loader alone (no model)`;
+    const group = groups.get(key) ?? { runs: [], text };
+    group.runs.push(run);
+    groups.set(key, group);
+  }
+  return [...groups.values()].map((g) => {
+    const train = g.runs.find((r) => r.kind === 'train');
+    const size = train?.kind === 'train' ? `, ${fmt(train.result.model.params)} parameters, ${fmt(train.result.model.flopsPerSample / 1e6, 'MFLOP')} forward per sample (from ${code(train.id)})` : '';
+    return `- ${g.runs.map((r) => code(r.id)).join(', ')}: ${g.text}${size}.`;
+  });
 }
 
 export function contextSection(input: ReportInput): SectionOutput {
@@ -92,7 +106,7 @@ export function contextSection(input: ReportInput): SectionOutput {
     '',
     '### Model and data',
     '',
-    ...input.runs.map(modelLine),
+    ...modelLines(input.runs),
     '',
     '### Configuration',
     '',

@@ -1,10 +1,11 @@
 // Baseline metrics and phase breakdown, and the physical limits the runs support.
 import { PHASE_NAMES, PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import { benchmarkLabels, phaseStackLabel, phaseStackOption, throughputLabel, throughputOption } from '../../api/charts/benchmark-charts';
+import { loaderBenchLabel, loaderBenchOption } from '../../api/charts/loader-charts';
 import { lossCurveOption, memoryKindsOption, phaseBarsOption, phaseTotalMs } from '../../api/charts/run-charts';
 import { code, figureLink, fmt, MB, MiB, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
-import type { BenchmarkRun, TrainRun } from './report-runs';
+import type { BenchmarkRun, LoaderRun, TrainRun } from './report-runs';
 import { optimiseBaselinePart, optimiseLimitLines } from './section-optimise';
 import { telemetryFigures } from './telemetry-figures';
 
@@ -115,6 +116,30 @@ function trainPart(run: TrainRun): { lines: string[]; figures: FigureSpec[] } {
   return { lines, figures: [...figures, ...telemetry.figures] };
 }
 
+function loaderPart(run: LoaderRun): { lines: string[]; figures: FigureSpec[] } {
+  const r = run.result;
+  const figure: FigureSpec = { name: `loader-${run.id}.svg`, title: 'Loader throughput', alt: loaderBenchLabel(r), runId: run.id, option: loaderBenchOption(r), height: 300 };
+  const rows = [...r.cached.map((x) => ['cached', x] as const), ...(r.uncached ?? []).map((x) => ['source in place', x] as const)];
+  const telemetry = telemetryFigures(run.id, run.telemetry);
+  const lines = [
+    `#### Data-loader benchmark ${code(run.id)}: ${r.dataset}, batch ${fmt(r.batchSize)}`,
+    '',
+    'The loader alone, no model: how fast batches can be gathered at each setting.',
+    '',
+    table(
+      ['Read from', 'Workers', 'Prefetch', 'samples/s', 'MB/s', 'Batch latency p50 (ms)', 'p95 (ms)', 'Consumer waited', 'Worker efficiency'],
+      rows.map(([from, x]) => [from, String(x.workers), String(x.prefetch), fmt(x.samplesPerSec), fmt(x.mbPerSec), fmt(x.latencyP50Ms), fmt(x.latencyP95Ms), fmt(100 * x.waitedFraction, '%'), fmt(100 * x.workerEfficiency, '%')]),
+    ),
+    '',
+    `Fastest cached setting (from the run file): ${r.best.workers} worker${r.best.workers === 1 ? '' : 's'}, prefetch ${r.best.prefetch}.${r.uncached ? '' : ` The source files were not read in place: ${r.uncachedReason ?? 'no reason recorded'}.`}`,
+    '',
+    figureLink(figure.alt, figure.name),
+    '',
+    ...telemetry.lines.flatMap((l) => [l, '']),
+  ];
+  return { lines, figures: [figure, ...telemetry.figures] };
+}
+
 export function phasesSection(input: ReportInput): SectionOutput {
   const bench = benchmarkPart(input);
   const blocks = [{ id: 'phases', lead: '', body: bench.lines.join('\n') }];
@@ -122,6 +147,11 @@ export function phasesSection(input: ReportInput): SectionOutput {
   for (const run of input.optimisations) {
     const part = optimiseBaselinePart(run);
     blocks.push({ id: `optimise-${run.id}`, lead: '', body: part.lines.join('\n') });
+    figures.push(...part.figures);
+  }
+  for (const run of input.loaders) {
+    const part = loaderPart(run);
+    blocks.push({ id: `loader-${run.id}`, lead: '', body: part.lines.join('\n') });
     figures.push(...part.figures);
   }
   for (const run of input.trains) {

@@ -125,7 +125,9 @@ function phaseSum(p: TrainStepEvent['phasesMs']): number {
  * are each window's means, laid end to end in step order; `other` is the rest of the
  * engine's steady-state total (steadyStateMeanMs x steps) spread over the steps in
  * proportion to how far each window's wall time (from its samples/s) exceeds its
- * named phases, so every repetition's steps add up to the engine's own total.
+ * named phases, so every repetition's steps add up to the engine's own total. Where
+ * the named phases alone exceed that total (their timers overlap), they are drawn
+ * scaled down to it, and the metadata says by how much.
  */
 export function buildTrace(runId: string, kind: string, reps: readonly Repetition[], ops: { op: string; share: number }[] | null): TraceFile {
   const events: TraceEvent[] = [];
@@ -133,6 +135,7 @@ export function buildTrace(runId: string, kind: string, reps: readonly Repetitio
   const totalSteps = reps.reduce((s, r) => s + r.windows.reduce((a, w) => a + w.steps, 0), 0);
   const perWindow = totalSteps > MAX_TRACED_STEPS;
   const namedOverrunMs: number[] = [];
+  const phaseScales: number[] = [];
   for (const rep of reps) {
     const pid = rep.index;
     events.push({ name: 'process_name', ph: 'M', ts: 0, pid, tid: 0, args: { name: `repetition ${rep.index}` } });
@@ -142,15 +145,19 @@ export function buildTrace(runId: string, kind: string, reps: readonly Repetitio
     const named = rep.windows.reduce((s, w) => s + phaseSum(w.phasesMs) * w.steps, 0);
     const otherTotal = rep.measuredMs - named;
     namedOverrunMs.push(Math.max(0, -otherTotal));
+    // Where the phase timers add up to more than the step clock (they overlap), the phases are
+    // drawn scaled down to fit it, so the slices always add up to what the engine measured.
+    const fit = named > rep.measuredMs && named > 0 ? rep.measuredMs / named : 1;
+    phaseScales.push(fit);
     const slack = rep.windows.map((w) => Math.max(0, w.wallMs - phaseSum(w.phasesMs)));
     const slackTotal = rep.windows.reduce((s, w, i) => s + slack[i] * w.steps, 0);
     let t = 0;
     let step = 0;
     rep.windows.forEach((w, wi) => {
       const count = perWindow ? 1 : w.steps;
-      const factor = perWindow ? w.steps : 1;
+      const factor = (perWindow ? w.steps : 1) * fit;
       const share = slackTotal > 0 ? slack[wi] / slackTotal : 1 / totalStepsOf(rep);
-      const otherMs = Math.max(0, otherTotal) * share * factor;
+      const otherMs = Math.max(0, otherTotal) * share * (perWindow ? w.steps : 1);
       const namedMs = phaseSum(w.phasesMs) * factor;
       for (let i = 0; i < count; i++) {
         step += perWindow ? w.steps : 1;
@@ -189,6 +196,8 @@ export function buildTrace(runId: string, kind: string, reps: readonly Repetitio
       measuredMs: reps.map((r) => r.measuredMs),
       /** Per repetition: how far the named phases exceed the measured total (their timers overlap); 0 when they fit. */
       namedOverrunMs,
+      /** Per repetition: the factor the phases were drawn at (below 1 only where namedOverrunMs is not 0). */
+      phaseScales,
       ...(ops ? { ops: "op slices: each op kind's share of the profiled GPU time (CUDA measurement mode), drawn over the forward, loss and backward phases" } : {}),
     },
   };
