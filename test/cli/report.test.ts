@@ -1,5 +1,5 @@
 // Issue 13: `trainbench report` on real CPU runs (two benchmarks, a batch-size search, a training run on Fashion-MNIST).
-import { existsSync, readFileSync, readdirSync, rmSync, cpSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { DOMParser } from '@xmldom/xmldom';
@@ -200,6 +200,22 @@ describe('trainbench report (CPU runs on Fashion-MNIST)', () => {
     expect(text).toContain(`\`${copy}\` recorded no telemetry, so its GPU and CPU load are unknown.`);
     expect(out.figures.some((f) => f.name.startsWith('telemetry-'))).toBe(false);
     expect(text).toContain('No attempts: only the baseline benchmark was run');
+  });
+
+  it('leaves out a run that did not complete, saying why, and refuses when nothing is left', async () => {
+    const failed = `${ids.base}-failed`;
+    cpSync(path.join(ws.dir, 'runs', ids.base), path.join(ws.dir, 'runs', failed), { recursive: true });
+    const file = path.join(ws.dir, 'runs', failed, 'run.json');
+    const record = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    delete record.result;
+    writeFileSync(file, JSON.stringify({ ...record, id: failed, status: 'failed', error: { code: 'E_OOM', message: 'out of memory at batch 4096' } }));
+    const out = JSON.parse(await cli(ws.dir, ['report', ids.base, failed, '--json'])) as ReportDetail;
+    const why = `Run ${failed} (benchmark) is failed (E_OOM: out of memory at batch 4096), so it has no results to report; it is left out.`;
+    expect(out.notes).toContain(why);
+    expect(readFileSync(path.join(ws.dir, out.summary.path), 'utf8')).toContain(`> ${why}`);
+    expect(out.summary.runIds).toEqual([ids.base]);
+    await expect(cli(ws.dir, ['report', failed])).rejects.toThrow(`none of the runs ${failed} can be written up: ${why}`);
+    await expect(cli(ws.dir, ['report', ids.train.replace(/.$/, 'z'), ids.base])).rejects.toThrow(/there is no run/);
   });
 
   it('refuses runs it cannot write up, naming them', async () => {

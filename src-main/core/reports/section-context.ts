@@ -59,9 +59,11 @@ function configurationTable(runs: readonly ReportRun[]): string {
     ['epochs', (r) => (r.kind === 'train' ? opt(r, 'epochs') : undefined)],
     ['memory limit (CPU)', (r) => (Number(opt(r, 'memoryLimitBytes')) > 0 ? `${fmt(Number(opt(r, 'memoryLimitBytes')) / 2 ** 20, 'MiB')}` : undefined)],
   ];
+  // A setting none of these runs has (a wizard preset among benchmarks) is left out, not shown as a row of dashes.
+  const present = rows.filter(([, read]) => runs.some((r) => read(r) !== undefined));
   return table(
     ['Setting', ...runs.map((r) => code(r.id))],
-    rows.map(([name, read]) => [name, ...runs.map((r) => (read(r) === undefined ? '-' : String(read(r))))]),
+    present.map(([name, read]) => [name, ...runs.map((r) => (read(r) === undefined ? '-' : String(read(r))))]),
   );
 }
 

@@ -37,51 +37,83 @@ interface Repetition {
   measuredMs: number;
 }
 
-/** The measured part of each step event: the steps after `warmup` it covers. */
-function windowsOf(events: readonly TrainStepEvent[], warmup: number, samplesPerStep: number): Window[] {
-  const out: Window[] = [];
-  let previous = 0;
-  for (const e of [...events].sort((a, b) => a.globalStep - b.globalStep)) {
-    const steps = e.globalStep - Math.max(previous, warmup);
-    if (steps > 0 && e.samplesPerSec > 0) out.push({ steps, phasesMs: e.phasesMs, wallMs: (1000 * samplesPerStep) / e.samplesPerSec });
-    previous = Math.max(previous, e.globalStep);
+/** Most windows kept per repetition: beyond it neighbours are merged, so a long run's trace stays openable. */
+export const MAX_WINDOWS = 5_000;
+
+/**
+ * The measured part of each step event (the steps after the warm-up it covers), built
+ * as events stream in: neighbouring windows are merged (step-weighted means) whenever
+ * more than twice MAX_WINDOWS are held, so memory stays bounded however long the run.
+ */
+export class WindowBuilder {
+  readonly windows: Window[] = [];
+  private previous = 0;
+
+  constructor(
+    private readonly warmup: number,
+    private readonly samplesPerStep: number,
+  ) {}
+
+  add(e: Pick<TrainStepEvent, 'globalStep' | 'samplesPerSec' | 'phasesMs'>): void {
+    const steps = e.globalStep - Math.max(this.previous, this.warmup);
+    if (steps > 0 && e.samplesPerSec > 0) this.windows.push({ steps, phasesMs: e.phasesMs, wallMs: (1000 * this.samplesPerStep) / e.samplesPerSec });
+    this.previous = Math.max(this.previous, e.globalStep);
+    if (this.windows.length > 2 * MAX_WINDOWS) this.halve();
   }
-  return out;
+
+  private halve(): void {
+    const merged: Window[] = [];
+    for (let i = 0; i < this.windows.length; i += 2) {
+      const a = this.windows[i];
+      const b = this.windows[i + 1];
+      if (!b) {
+        merged.push(a);
+        continue;
+      }
+      const n = a.steps + b.steps;
+      const mean = (x: number, y: number) => (x * a.steps + y * b.steps) / n;
+      const phasesMs = Object.fromEntries(PHASE_NAMES.map((p) => [p, mean(a.phasesMs[p] ?? 0, b.phasesMs[p] ?? 0)])) as TrainStepEvent['phasesMs'];
+      merged.push({ steps: n, phasesMs, wallMs: mean(a.wallMs, b.wallMs) });
+    }
+    this.windows.splice(0, this.windows.length, ...merged);
+  }
 }
 
-async function readEventLines(file: string): Promise<unknown[]> {
-  const out: unknown[] = [];
+/** Calls `take` with each JSON line of events.jsonl, streamed; a line cut off by a kill is skipped. */
+async function forEachEvent(file: string, take: (event: unknown) => void): Promise<void> {
   let rest = '';
-  const take = (line: string) => {
-    if (!line.trim()) return;
+  const line = (text: string) => {
+    if (!text.trim()) return;
+    let parsed: unknown;
     try {
-      out.push(JSON.parse(line));
+      parsed = JSON.parse(text);
     } catch {
-      // a line cut off by a kill
+      return;
     }
+    take(parsed);
   };
   try {
-    for await (const chunk of createReadStream(file, { encoding: 'utf8' })) {
+    for await (const chunk of createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
       const lines = (rest + (chunk as string)).split('\n');
       rest = lines.pop() ?? '';
-      lines.forEach(take);
+      lines.forEach(line);
     }
   } catch (err) {
     throw new ApiError('E_DATA', `cannot read the step events ${file}: ${(err as Error).message}`);
   }
-  take(rest);
-  return out;
+  line(rest);
 }
 
-function benchmarkRepetitions(result: TrainingBenchmarkResult, lines: unknown[]): Repetition[] {
+async function benchmarkRepetitions(result: TrainingBenchmarkResult, file: string): Promise<Repetition[]> {
   const perStep = result.batchSize * result.accumulation;
-  return result.repetitions.map((rep) => {
-    const steps = lines
-      .filter((l): l is { type: string; repetition: number; event: unknown } => (l as { type?: string }).type === 'benchmark.step' && (l as { repetition?: number }).repetition === rep.repetition)
-      .map((l) => TrainStepEventSchema.safeParse(l.event))
-      .flatMap((p) => (p.success ? [p.data] : []));
-    return { index: rep.repetition, windows: windowsOf(steps, result.warmupSteps, perStep), measuredMs: rep.steadyStateMeanMs * result.steps };
+  const builders = new Map(result.repetitions.map((rep) => [rep.repetition, new WindowBuilder(result.warmupSteps, perStep)]));
+  await forEachEvent(file, (line) => {
+    const l = line as { type?: string; repetition?: number; event?: unknown };
+    if (l.type !== 'benchmark.step' || l.repetition === undefined) return;
+    const step = TrainStepEventSchema.safeParse(l.event);
+    if (step.success) builders.get(l.repetition)?.add(step.data);
   });
+  return result.repetitions.map((rep) => ({ index: rep.repetition, windows: builders.get(rep.repetition)?.windows ?? [], measuredMs: rep.steadyStateMeanMs * result.steps }));
 }
 
 function phaseSum(p: TrainStepEvent['phasesMs']): number {
@@ -172,21 +204,24 @@ export async function traceRun(workspace: Workspace, runId: string): Promise<Run
   const record = detail.record as RunRecordJson;
   if (record.status !== 'completed') throw new ApiError('E_BAD_INPUT', `run ${runId} is ${detail.summary.status}: only a completed run has measured steps to trace`);
   const dir = path.posix.join('runs', runId);
-  const lines = await readEventLines(workspace.resolve(path.join(dir, 'events.jsonl')));
+  const events = workspace.resolve(path.join(dir, 'events.jsonl'));
   let reps: Repetition[];
   let ops: { op: string; share: number }[] | null = null;
   if (record.kind === 'benchmark') {
     const parsed = TrainingBenchmarkResultSchema.safeParse(record.result);
     if (!parsed.success) throw new ApiError('E_DATA', `run ${runId}: its benchmark result does not read (${parsed.error.issues[0]?.message})`);
-    reps = benchmarkRepetitions(parsed.data, lines);
+    reps = await benchmarkRepetitions(parsed.data, events);
   } else if (record.kind === 'train') {
     const parsed = TrainResultSchema.safeParse(record.result);
     if (!parsed.success) throw new ApiError('E_DATA', `run ${runId}: its training result does not read (${parsed.error.issues[0]?.message})`);
     const r = parsed.data;
-    const steps = lines.map((l) => TrainStepEventSchema.safeParse(l)).flatMap((p) => (p.success ? [p.data] : []));
-    const warmup = r.stepTime.warmupSteps;
-    const perStep = ((record.config as { options?: { batchSize?: number; accumulation?: number } }).options?.batchSize ?? 1) * ((record.config as { options?: { accumulation?: number } }).options?.accumulation ?? 1);
-    const windows = windowsOf(steps, warmup, perStep);
+    const options = (record.config as { options?: { batchSize?: number; accumulation?: number } }).options;
+    const builder = new WindowBuilder(r.stepTime.warmupSteps, (options?.batchSize ?? 1) * (options?.accumulation ?? 1));
+    await forEachEvent(events, (line) => {
+      const step = TrainStepEventSchema.safeParse(line);
+      if (step.success) builder.add(step.data);
+    });
+    const windows = builder.windows;
     const measured = windows.reduce((s, w) => s + w.steps, 0);
     reps = [{ index: 1, windows, measuredMs: r.stepTime.steadyStateMeanMs === null ? windows.reduce((s, w) => s + w.wallMs * w.steps, 0) : r.stepTime.steadyStateMeanMs * measured }];
     const shares = (r.backend as { opShares?: unknown } | undefined)?.opShares;
