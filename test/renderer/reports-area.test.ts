@@ -150,6 +150,30 @@ describe('Reports area', () => {
     wrapper.unmount();
   });
 
+  it('writes only the sections ticked, in the order they were put in', async () => {
+    const wrapper = mount(ReportsView);
+    await wrapper.get('[data-testid="report-new"]').trigger('click');
+    await expect.poll(() => wrapper.find(`[data-testid="report-run-${runId}"]`).exists()).toBe(true);
+    await wrapper.get(`[data-testid="report-run-${runId}"] input[type="checkbox"]`).setValue(true);
+    const section = (name: string) => wrapper.get(`[data-testid="report-section-${name}"]`);
+    await section('reproduce').get('input').setValue(false);
+    await section('limits').get('input').setValue(false);
+    await section('decision').get('button[aria-label="Move Decision up"]').trigger('click');
+    expect(wrapper.get('[data-testid="report-sections"] summary').text()).toBe('Sections: 6 of 8, in your order');
+    await wrapper.get('[data-testid="new-report"]').trigger('submit');
+    await expect.poll(() => wrapper.find('[data-testid="report-editor"]').exists(), { timeout: 10_000 }).toBe(true);
+    const store = useReportsStore();
+    expect(store.current!.sections).toEqual(['status', 'context', 'phases', 'decision', 'attempts', 'consequences']);
+    expect([...store.draft.matchAll(/^## (.+)$/gm)].map((m) => m[1])).toEqual([
+      'Status',
+      'Context',
+      'Baseline metrics and phase breakdown',
+      'Decision',
+      'Attempts',
+      'Consequences',
+    ]);
+  });
+
   it('drops unsaved edits on regenerate only when asked to', async () => {
     const store = useReportsStore();
     await store.generate({ runIds: [runId] });
