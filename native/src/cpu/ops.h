@@ -53,9 +53,11 @@ void batchnorm_forward_train(T* out, T* save_mean, T* save_invstd, const T* in, 
 template <typename T>
 void batchnorm_forward_eval(T* out, const T* in, const T* gamma, const T* beta, const T* running_mean,
                             const T* running_var, int N, int C, int HW, T eps, ThreadPool* pool);
+// relu_out: the output of a ReLU that follows this batch norm, whose backward is then folded in
+// (dout is the ReLU's output gradient, passed where relu_out > 0); null when there is none.
 template <typename T>
 void batchnorm_backward(T* din, T* dgamma, T* dbeta, const T* dout, const T* in, const T* gamma, const T* save_mean,
-                        const T* save_invstd, int N, int C, int HW, ThreadPool* pool);
+                        const T* save_invstd, int N, int C, int HW, ThreadPool* pool, const T* relu_out = nullptr);
 
 // ---- elementwise and pooling
 template <typename T>
@@ -65,6 +67,12 @@ template <typename T>
 void relu_backward(T* din, const T* dout, const T* out, std::int64_t n);
 template <typename T>
 void add_forward(T* out, const T* a, const T* b, std::int64_t n);
+// The same split over the pool's threads (the training path); add_into: acc += x.
+void relu_forward(float* out, const float* in, std::int64_t n, ThreadPool* pool);
+void relu_backward(float* din, const float* dout, const float* out, std::int64_t n, ThreadPool* pool);
+void add_forward(float* out, const float* a, const float* b, std::int64_t n, ThreadPool* pool);
+void add_into(float* acc, const float* x, std::int64_t n, ThreadPool* pool);
+void copy_values(float* out, const float* in, std::int64_t n, ThreadPool* pool);
 // out (N, C) = mean over HW of in (N, C, HW)
 template <typename T>
 void global_avgpool_forward(T* out, const T* in, int N, int C, int HW);

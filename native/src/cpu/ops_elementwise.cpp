@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "core/rng.h"
+#include "core/threads.h"
 #include "cpu/ops.h"
 
 namespace tb {
@@ -102,6 +103,43 @@ void to_sample_major(float* out, const float* in, int N, int C, int HW) {
     for (int n = 0; n < N; ++n)
       std::copy(in + (static_cast<std::int64_t>(c) * N + n) * HW, in + (static_cast<std::int64_t>(c) * N + n + 1) * HW,
                 out + (static_cast<std::int64_t>(n) * C + c) * HW);
+}
+
+}  // namespace tb
+
+namespace tb {
+namespace {
+
+// Elementwise passes over whole activations are memory-bound: both cores stream halves.
+template <typename F>
+void split(std::int64_t n, ThreadPool* pool, F&& f) {
+  auto body = [&](std::int64_t b, std::int64_t e, int) { f(b, e); };
+  if (pool) pool->parallel_for(n, body, 1 << 15);
+  else body(0, n, 0);
+}
+
+}  // namespace
+
+void relu_forward(float* out, const float* in, std::int64_t n, ThreadPool* pool) {
+  split(n, pool, [&](std::int64_t b, std::int64_t e) { relu_forward(out + b, in + b, e - b); });
+}
+
+void relu_backward(float* din, const float* dout, const float* out, std::int64_t n, ThreadPool* pool) {
+  split(n, pool, [&](std::int64_t b, std::int64_t e) { relu_backward(din + b, dout + b, out + b, e - b); });
+}
+
+void add_forward(float* out, const float* a, const float* b, std::int64_t n, ThreadPool* pool) {
+  split(n, pool, [&](std::int64_t lo, std::int64_t hi) { add_forward(out + lo, a + lo, b + lo, hi - lo); });
+}
+
+void add_into(float* acc, const float* x, std::int64_t n, ThreadPool* pool) {
+  split(n, pool, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) acc[i] += x[i];
+  });
+}
+
+void copy_values(float* out, const float* in, std::int64_t n, ThreadPool* pool) {
+  split(n, pool, [&](std::int64_t b, std::int64_t e) { std::copy(in + b, in + e, out + b); });
 }
 
 }  // namespace tb

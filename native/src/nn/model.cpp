@@ -45,6 +45,7 @@ Model::Model(const ModelSpec& spec, std::uint64_t seed) : spec_(spec) {
       case NodeKind::Dropout: n.channel_major = nodes_[n.inputs[0]].channel_major; break;
       default: n.channel_major = false; break;
     }
+    for (int in : n.inputs) ++nodes_[in].consumers;
   }
   params_.assign(params_.size(), 0.0f);
   grads_.assign(params_.size(), 0.0f);
@@ -320,8 +321,8 @@ void Model::forward(const float* x, int B, bool train, Rng* rng, ThreadPool* poo
         }
         break;
       }
-      case NodeKind::Relu: relu_forward(n.out.data(), in, count); break;
-      case NodeKind::Add: add_forward(n.out.data(), in, nodes_[n.inputs[1]].out.data(), count); break;
+      case NodeKind::Relu: relu_forward(n.out.data(), in, count, pool); break;
+      case NodeKind::Add: add_forward(n.out.data(), in, nodes_[n.inputs[1]].out.data(), count, pool); break;
       case NodeKind::GlobalAvgPool: {
         const Node& src = nodes_[n.inputs[0]];
         if (src.channel_major) global_avgpool_cnhw_forward(n.out.data(), in, B, src.dims.c, src.dims.h * src.dims.w);
@@ -393,10 +394,7 @@ void Model::backward(ThreadPool* pool) {
       bool acc = false;
       float* dst = grad_target(input, in_count, scratch_, &acc);
       write(dst);
-      if (acc) {
-        float* g = nodes_[input].grad.data();
-        for (std::int64_t j = 0; j < in_count; ++j) g[j] += scratch_[j];
-      }
+      if (acc) add_into(nodes_[input].grad.data(), scratch_.data(), in_count, pool);
     };
     const Node& src = nodes_[n.inputs[0]];
     const std::int64_t in_count = static_cast<std::int64_t>(B) * src.dims.size();
@@ -414,19 +412,31 @@ void Model::backward(ThreadPool* pool) {
         }
         break;
       }
-      case NodeKind::BatchNorm:
+      case NodeKind::BatchNorm: {
+        // With the following ReLU folded in, the gradient and mask come from that ReLU.
+        const Node* relu = n.fused_relu >= 0 ? &nodes_[n.fused_relu] : nullptr;
+        n.fused_relu = -1;
         to_input(0, in_count, [&](float* din) {
           const int hw = n.dims.h * n.dims.w;
-          batchnorm_backward(din, G + n.weight, G + n.bias, dout, src.out.data(), P + n.weight, n.save_mean.data(),
-                             n.save_invstd.data(), n.channel_major ? 1 : B, n.dims.c, n.channel_major ? B * hw : hw, pool);
+          batchnorm_backward(din, G + n.weight, G + n.bias, relu ? relu->grad.data() : dout, src.out.data(), P + n.weight,
+                             n.save_mean.data(), n.save_invstd.data(), n.channel_major ? 1 : B, n.dims.c,
+                             n.channel_major ? B * hw : hw, pool, relu ? relu->out.data() : nullptr);
         });
         break;
+      }
       case NodeKind::Relu:
-        to_input(0, in_count, [&](float* din) { relu_backward(din, dout, n.out.data(), count); });
+        if (src.kind == NodeKind::BatchNorm && src.consumers == 1 && !src.grad_written) {
+          // The batch norm's backward does this ReLU's too, reading its gradient and output: one pass less.
+          Node& bn = nodes_[n.inputs[0]];
+          bn.grad_written = true;
+          bn.fused_relu = i;
+          break;
+        }
+        to_input(0, in_count, [&](float* din) { relu_backward(din, dout, n.out.data(), count, pool); });
         break;
       case NodeKind::Add:
-        to_input(0, in_count, [&](float* din) { std::copy(dout, dout + count, din); });
-        to_input(1, in_count, [&](float* din) { std::copy(dout, dout + count, din); });
+        to_input(0, in_count, [&](float* din) { copy_values(din, dout, count, pool); });
+        to_input(1, in_count, [&](float* din) { copy_values(din, dout, count, pool); });
         break;
       case NodeKind::GlobalAvgPool:
         to_input(0, in_count, [&](float* din) {

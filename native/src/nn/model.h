@@ -37,6 +37,8 @@ struct Node {
   // Activations in channel-major (C, N, H, W) layout (convolution models' spatial nodes, see cpu/ops_conv.cpp);
   // otherwise sample-major (N, C, H, W), as the data and the dense layers have them.
   bool channel_major = false;
+  int consumers = 0;     // nodes that read this one's output
+  int fused_relu = -1;   // this backward pass: the ReLU whose backward this batch norm's backward does
   // Run-time state, sized for the current batch.
   std::vector<float> out, grad, mask, save_mean, save_invstd;
   ConvWorkspace<float> ws;
