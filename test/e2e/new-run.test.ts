@@ -50,6 +50,19 @@ describe('New run in the Runs area', () => {
     await page.close();
   }, 30_000);
 
+  it("opens prefilled from an optimisation's Apply link, naming what it could not take over", async () => {
+    const page = await fx.browser.newPage();
+    await page.goto(`${fx.serve.url}#/runs?new=1&from=optimise-x&model=cnn&data=fashion-mnist&device=cpu&batchSize=128&loaderWorkers=2&prefetch=4&seed=abc`);
+    await page.getByTestId('new-run').waitFor();
+    expect(await page.getByTestId('newrun-model').inputValue()).toBe('cnn');
+    expect(await page.getByTestId('newrun-batchSize').inputValue()).toBe('128');
+    expect(await page.getByTestId('newrun-loaderWorkers').inputValue()).toBe('2');
+    expect(await page.getByTestId('newrun-prefetch').inputValue()).toBe('4');
+    expect(await page.getByTestId('newrun-applied').innerText()).toContain('optimisation optimise-x');
+    expect(await page.getByTestId('newrun-applied-note').innerText()).toContain('seed "abc" is not a whole number');
+    await page.close();
+  }, 30_000);
+
   it('shows why the engine refuses a valid-looking request, and no run is recorded', async () => {
     const page = await fx.browser.newPage();
     await page.goto(`${fx.serve.url}#/runs`);
