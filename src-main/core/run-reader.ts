@@ -80,7 +80,8 @@ function parseStep(line: string) {
 
 /**
  * Kinds whose result has no single samples/s: the loader benchmark's best cached
- * setting, and the batch-size search's recommended trial, so the list shows a rate.
+ * setting, the optimisation's final configuration, and the batch-size search's
+ * recommended trial, so the list shows a rate.
  */
 function headlineRate(run: RunRecordJson): number | null {
   const result = run.result as { cached?: { samplesPerSec?: unknown }[]; trials?: { batchSize?: unknown; accumulation?: unknown; samplesPerSec?: unknown }[]; recommended?: unknown } | undefined;
@@ -89,6 +90,8 @@ function headlineRate(run: RunRecordJson): number | null {
     const r = rates(result.cached);
     return r.length ? Math.max(...r) : null;
   }
+  const final = (run.result as { final?: { samplesPerSec?: { median?: unknown } } } | undefined)?.final;
+  if (run.kind === 'optimise' && typeof final?.samplesPerSec?.median === 'number') return final.samplesPerSec.median;
   if (run.kind === 'batch-search' && Array.isArray(result?.trials)) {
     const r = rates(result.trials.filter((t) => t.batchSize === result.recommended && t.accumulation === 1));
     return r.length ? Math.max(...r) : null;
@@ -99,11 +102,18 @@ function headlineRate(run: RunRecordJson): number | null {
 async function summarize(workspace: Workspace, id: string, run: RunRecordJson): Promise<RunSummary> {
   // A run cancelled while its data was prepared has no caches yet: the data source it asked for names it.
   const asked = (run.config as { data?: { kind?: unknown } }).data?.kind;
-  const modelOnData = `${run.config.spec?.family ?? 'model'} on ${run.config.cachedData?.description ?? (typeof asked === 'string' ? asked : 'data')}`;
+  // A script target (the user's own command) is named by its command, an engine target by its model and data.
+  const target = (run.config as { target?: { kind?: unknown; command?: unknown } }).target;
+  const command = target?.kind === 'script' && Array.isArray(target.command) ? target.command.map(String).join(' ') : null;
+  const modelOnData =
+    command !== null
+      ? `script ${command.length > 80 ? `${command.slice(0, 79)}…` : command}`
+      : `${run.config.spec?.family ?? 'model'} on ${run.config.cachedData?.description ?? (typeof asked === 'string' ? asked : 'data')}`;
   const titles: Record<string, string> = {
     train: modelOnData,
     benchmark: `training benchmark: ${modelOnData}`,
     'batch-search': `batch-size search: ${modelOnData}`,
+    optimise: `optimisation: ${modelOnData}`,
     'loader-benchmark': `loader benchmark of ${run.result?.dataset ?? run.config.dataset ?? 'a dataset'}`,
   };
   const title = titles[run.kind] ?? run.kind;

@@ -169,4 +169,17 @@ describe('run reader', () => {
     expect(byId.get('20261124-000002-search')?.samplesPerSec).toBe(6100);
     expect(byId.get('20261124-000003-cancelled')?.title).toBe('cnn on example-board');
   });
+
+  it("names an optimisation by its model and data with its final rate, and a script target by its command", async () => {
+    writeRun('20261124-000004-opt', record({ kind: 'optimise', result: { final: { samplesPerSec: { low: 1, median: 4200, high: 5000 } } } }));
+    const script = { target: { kind: 'script', command: ['python3', 'train.py', '--epochs', '1'], cwd: '/home/me/proj' } };
+    writeRun('20261124-000005-script', record({ kind: 'benchmark', config: script as never, result: { samplesPerSec: 12000 } as never }));
+    writeRun('20261124-000006-script-opt', record({ kind: 'optimise', config: { target: { ...script.target, command: ['python3', 'x'.repeat(200)] } } as never }));
+    const byId = new Map((await listRuns(ws)).map((r) => [r.id, r]));
+    expect(byId.get('20261124-000004-opt')).toMatchObject({ title: 'optimisation: mlp on blobs (10 records)', samplesPerSec: 4200 });
+    expect(byId.get('20261124-000005-script')).toMatchObject({ title: 'training benchmark: script python3 train.py --epochs 1', samplesPerSec: 12000 });
+    const long = byId.get('20261124-000006-script-opt')?.title ?? '';
+    expect(long.startsWith('optimisation: script python3 xxx')).toBe(true);
+    expect(long.endsWith('…')).toBe(true);
+  });
 });
