@@ -99,9 +99,20 @@ describe('Optimise area', () => {
 
     await page.getByTestId(`opt-resume-${id}`).click();
     await page.getByTestId('opt-progress').waitFor();
-    // The trials done before the cancel stay; the wizard goes on to its final comparison.
+    // The trials done before the cancel stay; the wizard goes on.
     expect(await page.locator('[data-testid^="opt-trial-"]').count()).toBeGreaterThanOrEqual(done);
+
+    // A reload mid-run (the cancelled trial is being measured again): the server keeps driving the wizard,
+    // and the area finds it and watches it to its end.
+    await page.reload();
+    await page.getByTestId('area-optimise').waitFor();
+    await page.getByTestId('opt-progress').waitFor({ timeout: 15_000 });
+    expect(await page.getByTestId('opt-shown').innerText()).toContain(`${id} · running elsewhere (watched)`);
+    expect(await page.getByTestId('opt-cancel').isEnabled()).toBe(true);
     await page.getByTestId('opt-final').waitFor({ timeout: 90_000 });
+    // The final result is saved a moment before the wizard's status says completed; the watch ends at the status.
+    await page.getByTestId('opt-progress').waitFor({ state: 'detached', timeout: 10_000 });
+    expect(await page.locator('[data-testid^="opt-trial-"]').count()).toBeGreaterThan(done);
     expect(await page.getByTestId('opt-error').count()).toBe(0);
     expect(await page.getByTestId('opt-verdict').innerText()).toMatch(/^(No change beat the noise|The final configuration is|Measured again against the baseline)/);
     expect(await page.getByTestId(`opt-past-${id}`).innerText()).toMatch(/completed/);
