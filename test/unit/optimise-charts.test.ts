@@ -7,7 +7,7 @@ import * as echarts from 'echarts';
 import type { EChartsCoreOption } from 'echarts/core';
 import { describe, expect, it } from 'vitest';
 
-import { bestSoFar, DECISION_COLOURS, limitBars, limitsLabel, limitsOption, trialLabels, trialsLabel, trialsOption } from '../../src-main/api/charts/optimise-charts';
+import { bestSoFar, DECISION_COLOURS, limitBars, limitsLabel, limitsOption, speedupRange, trialLabels, trialsLabel, trialsOption } from '../../src-main/api/charts/optimise-charts';
 import type { OptimiseResult, OptimiseTrial } from '../../src-main/api/optimise';
 import { OptimiseResultSchema } from '../../src-main/api/optimise';
 
@@ -57,8 +57,15 @@ describe('trial speedup chart', () => {
     const lines = points[0].markLine!.data.map((m) => m.yAxis);
     expect(lines).toEqual([1, +(1 + r.baseline.noiseFloor).toFixed(4)]);
 
+    // The axis reaches the noise floor's line even when every interval stays below it, and 1 when all are above.
+    const range = speedupRange(0.9);
+    expect([range.min({ min: 0.6 }), range.max({ max: 1.4 })]).toEqual([0.5, 2]);
+    expect([range.min({ min: 1.3 }), range.max({ max: 2.44 })]).toEqual([0.9, 2.6]);
+    expect([range.min({ min: Infinity }), range.max({ max: -Infinity })]).toEqual([0.9, 2]);
+
     const { texts } = draw(option);
     expect(texts).toContain('Speedup of each trial over the current best (median, 95% CI)');
+    expect(texts).toContain(`noise floor +${(100 * r.baseline.noiseFloor).toFixed(1)}%`);
     expect(texts.some((t) => t.includes('loader workers 0 -> 1'))).toBe(true);
     expect(texts).toContain('accepted');
   });

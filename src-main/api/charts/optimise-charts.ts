@@ -54,7 +54,8 @@ export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: num
     tooltip: { ...tooltip('x', 'item') },
     grid: { left: 56, right: 110, top: 50, bottom: labels.length > 3 ? 96 : 64 },
     xAxis: { type: 'category', data: labels, axisLabel: { ...axisLabel, interval: 0, rotate: labels.length > 3 ? 20 : 0 }, axisLine: { lineStyle: { color: GRID_LINE } } },
-    yAxis: { type: 'value', name: 'speedup', scale: true, nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => `${formatValue(v)}x` }, splitLine: { lineStyle: { color: GRID_LINE } } },
+    // The axis always holds 1 and the noise floor's line, the two references every point is read against.
+    yAxis: { type: 'value', name: 'speedup', ...speedupRange(noiseFloor), nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => `${formatValue(v)}x` }, splitLine: { lineStyle: { color: GRID_LINE } } },
     series: [
       ...decisions.map((d, i) => ({
         name: DECISION_WORDS[d],
@@ -77,6 +78,16 @@ export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: num
         data: trials.flatMap((t, at) => (t.speedup ? [[at, +t.speedup.low.toFixed(4), +t.speedup.high.toFixed(4)]] : [])),
       },
     ],
+  };
+}
+
+/** Axis bounds from the data's extent, stretched to include 1 and 1 + noise floor, on tenths. */
+export function speedupRange(noiseFloor: number | null) {
+  const top = 1 + Math.max(0, noiseFloor ?? 0);
+  const finite = (x: number, fallback: number) => (Number.isFinite(x) ? x : fallback);
+  return {
+    min: (e: { min: number }) => Math.floor(Math.min(finite(e.min, 1), 1) * 10 - 1) / 10,
+    max: (e: { max: number }) => Math.ceil(Math.max(finite(e.max, top), top) * 10 + 1) / 10,
   };
 }
 
