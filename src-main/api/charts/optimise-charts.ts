@@ -45,8 +45,12 @@ export function trialLabels(trials: readonly TrialChartInput[]): string[] {
  */
 export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: number | null, labels = trialLabels(trials)): EChartsCoreOption {
   const decisions = (Object.keys(DECISION_COLOURS) as TrialDecision[]).filter((d) => trials.some((t) => t.decision === d));
-  const marks: { yAxis: number; name: string; lineStyle: { color: string; type: 'dashed' | 'solid' } }[] = [{ yAxis: 1, name: 'no change', lineStyle: { color: MUTED, type: 'solid' } }];
-  if (noiseFloor !== null && noiseFloor > 0) marks.push({ yAxis: +(1 + noiseFloor).toFixed(4), name: `noise floor +${(100 * noiseFloor).toFixed(1)}%`, lineStyle: { color: DECISION_COLOURS.accept, type: 'dashed' } });
+  // One label under its line, the other over it, so a small noise floor does not stack the two.
+  type Mark = { yAxis: number; name: string; lineStyle: { color: string; type: 'dashed' | 'solid' }; label: { verticalAlign: 'top' | 'bottom' } };
+  const marks: Mark[] = [{ yAxis: 1, name: 'no change', lineStyle: { color: MUTED, type: 'solid' }, label: { verticalAlign: 'top' } }];
+  if (noiseFloor !== null && noiseFloor > 0) {
+    marks.push({ yAxis: +(1 + noiseFloor).toFixed(4), name: `noise floor +${(100 * noiseFloor).toFixed(1)}%`, lineStyle: { color: DECISION_COLOURS.accept, type: 'dashed' }, label: { verticalAlign: 'bottom' } });
+  }
   return {
     animation: false,
     title: title('Speedup of each trial over the current best (median, 95% CI)'),
@@ -54,8 +58,7 @@ export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: num
     tooltip: { ...tooltip('x', 'item') },
     grid: { left: 56, right: 110, top: 50, bottom: labels.length > 3 ? 96 : 64 },
     xAxis: { type: 'category', data: labels, axisLabel: { ...axisLabel, interval: 0, rotate: labels.length > 3 ? 20 : 0 }, axisLine: { lineStyle: { color: GRID_LINE } } },
-    // The axis always holds 1 and the noise floor's line, the two references every point is read against.
-    yAxis: { type: 'value', name: 'speedup', ...speedupRange(noiseFloor), nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => `${formatValue(v)}x` }, splitLine: { lineStyle: { color: GRID_LINE } } },
+    yAxis: { type: 'value', name: 'speedup', scale: true, nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => `${formatValue(v)}x` }, splitLine: { lineStyle: { color: GRID_LINE } } },
     series: [
       ...decisions.map((d, i) => ({
         name: DECISION_WORDS[d],
@@ -77,17 +80,17 @@ export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: num
         tooltip: { show: false },
         data: trials.flatMap((t, at) => (t.speedup ? [[at, +t.speedup.low.toFixed(4), +t.speedup.high.toFixed(4)]] : [])),
       },
+      {
+        // Invisible points at the reference lines: the axis always holds 1 and the noise floor, the two
+        // lines every point is read against, and still rounds its ends to its own ticks.
+        name: 'references',
+        type: 'scatter',
+        symbolSize: 0,
+        silent: true,
+        tooltip: { show: false },
+        data: marks.map((m) => [0, m.yAxis]),
+      },
     ],
-  };
-}
-
-/** Axis bounds from the data's extent, stretched to include 1 and 1 + noise floor, on tenths. */
-export function speedupRange(noiseFloor: number | null) {
-  const top = 1 + Math.max(0, noiseFloor ?? 0);
-  const finite = (x: number, fallback: number) => (Number.isFinite(x) ? x : fallback);
-  return {
-    min: (e: { min: number }) => Math.floor(Math.min(finite(e.min, 1), 1) * 10 - 1) / 10,
-    max: (e: { max: number }) => Math.ceil(Math.max(finite(e.max, top), top) * 10 + 1) / 10,
   };
 }
 
