@@ -35,7 +35,8 @@ async function overlaps(page: Page, selector: string): Promise<string[]> {
 
 async function fillSmallCpuWizard(page: Page): Promise<void> {
   // Zero loader workers: the step waits for every batch, so the loader is the one thing the wizard can find.
-  const values: Record<string, string> = { loaderWorkers: '0', prefetch: '1', threads: '1', repeat: '3', maxTrials: '4', steps: '30', warmupSteps: '2' };
+  // 60 steps a repetition: a trial (6 repetitions) outlasts a page reload by seconds even on an idle machine.
+  const values: Record<string, string> = { loaderWorkers: '0', prefetch: '1', threads: '1', repeat: '3', maxTrials: '4', steps: '60', warmupSteps: '2' };
   for (const [field, value] of Object.entries(values)) await page.getByTestId(`opt-${field}`).fill(value);
 }
 
@@ -94,17 +95,29 @@ describe('Optimise area', () => {
     // The list shows it cancelled, with Resume.
     const id = /--resume (\S+)/.exec(await stopped.innerText())![1];
     await page.getByTestId(`opt-past-${id}`).waitFor();
-    expect(await page.getByTestId(`opt-past-${id}`).innerText()).toMatch(/cancelled/);
+    await expect.poll(() => page.getByTestId(`opt-past-${id}`).innerText(), { timeout: 10_000 }).toMatch(/cancelled/);
     expect(await page.getByTestId(`opt-resume-${id}`).isEnabled()).toBe(true);
 
     await page.getByTestId(`opt-resume-${id}`).click();
     await page.getByTestId('opt-progress').waitFor();
-    // The trials done before the cancel stay; the wizard goes on to its final comparison.
+    // The trials done before the cancel stay; the wizard goes on.
     expect(await page.locator('[data-testid^="opt-trial-"]').count()).toBeGreaterThanOrEqual(done);
+
+    // A reload mid-run (the cancelled trial is being measured again): the server keeps driving the wizard,
+    // and the area finds it and watches it to its end.
+    await page.reload();
+    await page.getByTestId('area-optimise').waitFor();
+    await page.getByTestId('opt-progress').waitFor({ timeout: 15_000 });
+    expect(await page.getByTestId('opt-shown').innerText()).toContain(`${id} · running elsewhere (watched)`);
+    expect(await page.getByTestId('opt-cancel').isEnabled()).toBe(true);
     await page.getByTestId('opt-final').waitFor({ timeout: 90_000 });
+    // The final result is saved a moment before the wizard's status says completed; the watch ends at the status.
+    await page.getByTestId('opt-progress').waitFor({ state: 'detached', timeout: 10_000 });
+    expect(await page.locator('[data-testid^="opt-trial-"]').count()).toBeGreaterThan(done);
     expect(await page.getByTestId('opt-error').count()).toBe(0);
     expect(await page.getByTestId('opt-verdict').innerText()).toMatch(/^(No change beat the noise|The final configuration is|Measured again against the baseline)/);
-    expect(await page.getByTestId(`opt-past-${id}`).innerText()).toMatch(/completed/);
+    // The list is re-read when the watch ends, a moment after the last state read.
+    await expect.poll(() => page.getByTestId(`opt-past-${id}`).innerText(), { timeout: 10_000 }).toMatch(/completed/);
     expect(await overlaps(page, '[data-testid="opt-shown"] .finding')).toEqual([]);
     expect(await overlaps(page, '.page > .card')).toEqual([]);
     // The area scrolls inside the shell, not the page: a tall window shows all of it.

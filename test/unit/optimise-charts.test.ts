@@ -44,7 +44,7 @@ describe('trial speedup chart', () => {
     const option = trialsOption(r.trials, r.baseline.noiseFloor);
     const series = seriesOf(option);
     const decisions = [...new Set(r.trials.map((t) => t.decision))];
-    const points = series.filter((s) => s.type === 'scatter');
+    const points = series.filter((s) => s.type === 'scatter' && s.name !== 'references');
     expect(points.length).toBe(decisions.length);
     for (const t of r.trials) {
       const s = points.find((p) => p.data.some((d) => Array.isArray(d) && d[0] === t.index - 1))!;
@@ -57,8 +57,22 @@ describe('trial speedup chart', () => {
     const lines = points[0].markLine!.data.map((m) => m.yAxis);
     expect(lines).toEqual([1, +(1 + r.baseline.noiseFloor).toFixed(4)]);
 
+    // The axis reaches the noise floor's line even when every interval stays below it (invisible points hold it there).
+    const noisy = trialsOption(r.trials, 0.9);
+    expect(seriesOf(noisy).find((x) => x.name === 'references')!.data).toEqual([
+      [0, 1],
+      [0, 1.9],
+    ]);
+    const noisyChart = echarts.init(null, null, { renderer: 'svg', ssr: true, width: 760, height: 360 });
+    noisyChart.setOption(noisy);
+    const [low, high] = (noisyChart as unknown as { getModel(): { getComponent(t: string): { axis: { scale: { getExtent(): number[] } } } } }).getModel().getComponent('yAxis').axis.scale.getExtent();
+    noisyChart.dispose();
+    expect(high).toBeGreaterThanOrEqual(1.9);
+    expect(low).toBeLessThanOrEqual(Math.min(1, ...r.trials.map((t) => t.speedup!.low)));
+
     const { texts } = draw(option);
     expect(texts).toContain('Speedup of each trial over the current best (median, 95% CI)');
+    expect(texts).toContain(`noise floor +${(100 * r.baseline.noiseFloor).toFixed(1)}%`);
     expect(texts.some((t) => t.includes('loader workers 0 -> 1'))).toBe(true);
     expect(texts).toContain('accepted');
   });

@@ -45,8 +45,12 @@ export function trialLabels(trials: readonly TrialChartInput[]): string[] {
  */
 export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: number | null, labels = trialLabels(trials)): EChartsCoreOption {
   const decisions = (Object.keys(DECISION_COLOURS) as TrialDecision[]).filter((d) => trials.some((t) => t.decision === d));
-  const marks: { yAxis: number; name: string; lineStyle: { color: string; type: 'dashed' | 'solid' } }[] = [{ yAxis: 1, name: 'no change', lineStyle: { color: MUTED, type: 'solid' } }];
-  if (noiseFloor !== null && noiseFloor > 0) marks.push({ yAxis: +(1 + noiseFloor).toFixed(4), name: `noise floor +${(100 * noiseFloor).toFixed(1)}%`, lineStyle: { color: DECISION_COLOURS.accept, type: 'dashed' } });
+  // One label under its line, the other over it, so a small noise floor does not stack the two.
+  type Mark = { yAxis: number; name: string; lineStyle: { color: string; type: 'dashed' | 'solid' }; label: { verticalAlign: 'top' | 'bottom' } };
+  const marks: Mark[] = [{ yAxis: 1, name: 'no change', lineStyle: { color: MUTED, type: 'solid' }, label: { verticalAlign: 'top' } }];
+  if (noiseFloor !== null && noiseFloor > 0) {
+    marks.push({ yAxis: +(1 + noiseFloor).toFixed(4), name: `noise floor +${(100 * noiseFloor).toFixed(1)}%`, lineStyle: { color: DECISION_COLOURS.accept, type: 'dashed' }, label: { verticalAlign: 'bottom' } });
+  }
   return {
     animation: false,
     title: title('Speedup of each trial over the current best (median, 95% CI)'),
@@ -75,6 +79,16 @@ export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: num
         z: 10,
         tooltip: { show: false },
         data: trials.flatMap((t, at) => (t.speedup ? [[at, +t.speedup.low.toFixed(4), +t.speedup.high.toFixed(4)]] : [])),
+      },
+      {
+        // Invisible points at the reference lines: the axis always holds 1 and the noise floor, the two
+        // lines every point is read against, and still rounds its ends to its own ticks.
+        name: 'references',
+        type: 'scatter',
+        symbolSize: 0,
+        silent: true,
+        tooltip: { show: false },
+        data: marks.map((m) => [0, m.yAxis]),
       },
     ],
   };
