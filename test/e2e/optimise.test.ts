@@ -138,6 +138,11 @@ describe('Optimise area', () => {
     expect(params.get('from')).toBe(id);
     expect(params.get('model')).toBe('mlp');
     expect(params.get('loaderWorkers')).toBe(workers);
+    // The New run form opens with the wizard's final settings.
+    await page.getByTestId('newrun-applied').waitFor();
+    expect(await page.getByTestId('newrun-applied').innerText()).toContain(id);
+    expect(await page.getByTestId('newrun-model').inputValue()).toBe('mlp');
+    expect(await page.getByTestId('newrun-loaderWorkers').inputValue()).toBe(workers);
     expect(errors).toEqual([]);
     await page.close();
   }, 200_000);
