@@ -7,7 +7,8 @@
 // (DataLoader workers, OpenMP wait policy, memory format) and races with its
 // best setting, torch.set_num_threads equal to our thread count.
 //   npm run bench:cpu-race [-- --pairs N] [-- --models mlp,cnn,bottleneck_resnet] [-- --threads N]
-//                          [-- --python PATH] [-- --skip-tune] [-- --addon FILE.node] [-- --label NAME] [-- --out FILE | --save]
+//                          [-- --python PATH] [-- --skip-tune] [-- --addon FILE.node] [-- --baseline OLD.node]
+//                          [-- --label NAME] [-- --out FILE | --save]
 // --save writes bench/results/cpu-race-<label or host>.json.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -25,8 +26,8 @@ const THREADS = numberArg(args, '--threads', os.cpus().length);
 const BATCH = 256;
 const MODELS = argValue(args, '--models', 'mlp,cnn,bottleneck_resnet').split(',');
 // Timed steps per run, sized so one run takes a few seconds on a 2-core machine.
-const STEPS = { mlp: 300, cnn: 40, bottleneck_resnet: 24 };
-const WARMUP = { mlp: 20, cnn: 5, bottleneck_resnet: 4 };
+const STEPS = { mlp: 300, cnn: 30, bottleneck_resnet: 16 };
+const WARMUP = { mlp: 20, cnn: 4, bottleneck_resnet: 3 };
 for (const m of MODELS) if (!(m in STEPS)) usage(`--models: unknown model ${JSON.stringify(m)} (mlp, cnn, bottleneck_resnet)`);
 
 function usage(message) {
@@ -52,6 +53,9 @@ const { python, torch: torchVersion } = findPython();
 // --addon races another build (a saved copy of an older one gives the "before" table).
 const addonPath = path.resolve(argValue(args, '--addon', path.join(root, 'build', 'Release', 'trainbench_native.node')));
 const addon = require(addonPath);
+// --baseline adds a third side, an older build, in the same rotation: before and after under the same load.
+const baselinePath = argValue(args, '--baseline', undefined);
+const baseline = baselinePath ? require(path.resolve(baselinePath)) : null;
 const dist = (p) => require(path.join(root, 'dist', 'src-main', p));
 const { openWorkspace } = dist('core/workspace.js');
 const { writeBoardDumps } = dist('core/datasets/example-board.js');
@@ -79,10 +83,10 @@ const setups = {
 };
 const sgd = { kind: 'sgd', lr: 0.01, momentum: 0.9, weightDecay: 1e-4 };
 
-async function ours(model) {
+async function ours(model, build = addon) {
   const { spec, data } = setups[model];
   const full = ModelSpecSchema.parse(spec);
-  const t = new addon.Trainer(JSON.stringify(full), JSON.stringify({ seed: 0, threads: THREADS }));
+  const t = new build.Trainer(JSON.stringify(full), JSON.stringify({ seed: 0, threads: THREADS }));
   t.setSource('train', JSON.stringify({ kind: 'cache', dir: data.dir }), JSON.stringify(data.normalize));
   const steps = STEPS[model] + WARMUP[model];
   const r = await t.train(
@@ -110,11 +114,12 @@ function theirs(model, { workers, memoryFormat, ompWait }, steps = STEPS[model])
   return JSON.parse(out.trim().split('\n').at(-1));
 }
 
-// ---- PyTorch at its best: one setting changed at a time from the default
-// (0 workers, channels_last, OpenMP's default spin-then-sleep wait), keeping
-// each change that is faster: 1 DataLoader worker, OMP_WAIT_POLICY=PASSIVE
-// (OpenMP threads that spin lose badly when other jobs share the cores),
-// contiguous (NCHW) activations for the convolution models.
+// ---- PyTorch at its best: every combination of 0 or 1 DataLoader workers and
+// OpenMP's wait policy (default spin-then-sleep, or OMP_WAIT_POLICY=PASSIVE:
+// spinning threads lose badly when other jobs share the cores; on this 2-core
+// machine PASSIVE ran PyTorch's MLP 4-10x faster with 0 workers), then, for the
+// convolution models, contiguous (NCHW) instead of channels_last with the best
+// of those. Each once over half the timed steps; the fastest races.
 const tuning = {};
 const best = {};
 for (const model of MODELS) {
@@ -125,28 +130,44 @@ for (const model of MODELS) {
     console.log(`tune ${model}: PyTorch workers=${setting.workers} ${setting.memoryFormat} OMP wait ${setting.ompWait}: ${r.samplesPerSec.toFixed(0)} samples/s`);
     return r.samplesPerSec;
   };
-  let setting = { workers: 0, memoryFormat: model === 'mlp' ? 'contiguous' : 'channels_last', ompWait: 'default' };
-  let rate = measure(setting);
-  const variants = [{ workers: 1 }, { ompWait: 'passive' }, ...(model === 'mlp' ? [] : [{ memoryFormat: 'contiguous' }])];
-  for (const change of args.includes('--skip-tune') ? [] : variants) {
-    const candidate = { ...setting, ...change };
+  const format = model === 'mlp' ? 'contiguous' : 'channels_last';
+  const grid = args.includes('--skip-tune')
+    ? [{ workers: 0, ompWait: 'passive' }]
+    : [{ workers: 0, ompWait: 'default' }, { workers: 0, ompWait: 'passive' }, { workers: 1, ompWait: 'default' }, { workers: 1, ompWait: 'passive' }];
+  let setting = null;
+  let rate = 0;
+  for (const g of grid) {
+    const candidate = { ...g, memoryFormat: format };
     const r = measure(candidate);
     if (r > rate) [setting, rate] = [candidate, r];
+  }
+  if (model !== 'mlp' && !args.includes('--skip-tune')) {
+    const candidate = { ...setting, memoryFormat: 'contiguous' };
+    if (measure(candidate) > rate) setting = candidate;
   }
   tuning[model] = tried;
   best[model] = setting;
 }
 
-// ---- the race: A/B pairs, alternating which side goes first
+// ---- the race: rounds of A/B (with --baseline A/B/C), rotating which side goes first
 const runs = {};
 for (const model of MODELS) {
   runs[model] = [];
   for (let i = 0; i < PAIRS; i++) {
-    const a = i % 2 === 0 ? await ours(model) : null;
-    const b = theirs(model, best[model]);
-    const a2 = a ?? (await ours(model));
-    runs[model].push({ trainbench: a2, pytorch: b, ratio: a2.samplesPerSec / b.samplesPerSec });
-    console.log(`${model} pair ${i + 1}: trainbench ${a2.samplesPerSec.toFixed(0)}, PyTorch ${b.samplesPerSec.toFixed(0)} samples/s, ratio ${(a2.samplesPerSec / b.samplesPerSec).toFixed(2)}`);
+    const sides = [['trainbench', () => ours(model)], ['pytorch', async () => theirs(model, best[model])]];
+    if (baseline) sides.push(['baseline', () => ours(model, baseline)]);
+    const got = {};
+    for (let k = 0; k < sides.length; k++) {
+      const [name, run] = sides[(i + k) % sides.length];
+      got[name] = await run();
+    }
+    const row = { ...got, ratio: got.trainbench.samplesPerSec / got.pytorch.samplesPerSec };
+    if (baseline) {
+      row.baselineRatio = got.baseline.samplesPerSec / got.pytorch.samplesPerSec;
+      row.speedup = got.trainbench.samplesPerSec / got.baseline.samplesPerSec;
+    }
+    runs[model].push(row);
+    console.log(`${model} round ${i + 1}: trainbench ${got.trainbench.samplesPerSec.toFixed(0)}, PyTorch ${got.pytorch.samplesPerSec.toFixed(0)}${baseline ? `, baseline ${got.baseline.samplesPerSec.toFixed(0)}` : ''} samples/s, ratio ${row.ratio.toFixed(2)}`);
   }
 }
 
@@ -154,6 +175,7 @@ const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
+const spread = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
 const meanPhases = (list) => {
   const keys = [...new Set(list.flatMap((p) => Object.keys(p ?? {})))];
   return Object.fromEntries(keys.map((k) => [k, list.reduce((s, p) => s + (p?.[k] ?? 0), 0) / list.length]));
@@ -169,6 +191,13 @@ const summary = Object.fromEntries(
       trainbenchPhasesMs: meanPhases(rs.map((r) => r.trainbench.phasesMs)),
       pytorchPhasesMs: meanPhases(rs.map((r) => r.pytorch.phasesMs)),
       pytorchSetting: best[m],
+      ...(baseline
+        ? {
+            baselineSamplesPerSec: median(rs.map((r) => r.baseline.samplesPerSec)),
+            baselineRatio: spread(rs.map((r) => r.baselineRatio)),
+            speedup: spread(rs.map((r) => r.speedup)),
+          }
+        : {}),
     }];
   }),
 );
@@ -196,6 +225,15 @@ for (const m of MODELS) {
   const s = summary[m];
   console.log(`| ${m} | ${fmt(s.trainbenchSamplesPerSec)} | ${fmt(s.pytorchSamplesPerSec)} | ${fmt(s.ratio.median, 2)} | ${fmt(s.ratio.min, 2)}–${fmt(s.ratio.max, 2)} | workers=${s.pytorchSetting.workers} ${s.pytorchSetting.memoryFormat} OMP wait ${s.pytorchSetting.ompWait} |`);
 }
+if (baseline) {
+  console.log(`\nbaseline build (${baselinePath}) in the same rounds:`);
+  console.log('| model | baseline samples/s | baseline / PyTorch (median, min–max) | this build / baseline (median, min–max) |');
+  console.log('| --- | ---: | ---: | ---: |');
+  for (const m of MODELS) {
+    const s = summary[m];
+    console.log(`| ${m} | ${fmt(s.baselineSamplesPerSec)} | ${fmt(s.baselineRatio.median, 2)} (${fmt(s.baselineRatio.min, 2)}–${fmt(s.baselineRatio.max, 2)}) | ${fmt(s.speedup.median, 2)} (${fmt(s.speedup.min, 2)}–${fmt(s.speedup.max, 2)}) |`);
+  }
+}
 console.log('\nphase breakdown, mean ms per step:');
 for (const m of MODELS) {
   const line = (label, p) => `  ${m.padEnd(18)} ${label.padEnd(10)} ${Object.entries(p).map(([k, v]) => `${k} ${fmt(v, 2)}`).join('  ')}`;
@@ -207,7 +245,8 @@ output.write(`cpu-race-${argValue(args, '--label', os.hostname()).replace(/[^A-Z
   benchmark: 'cpu-race',
   date: new Date().toISOString(),
   host: { cpuModel, cores: os.cpus().length, simd: flags, memoryGiB: Math.round(os.totalmem() / 2 ** 30), loadAverage: os.loadavg() },
-  trainbench: { addon: path.relative(root, addonPath), commit: gitHead() },
+  trainbench: { addon: path.relative(root, addonPath), commit: gitHead(), baseline: baselinePath ?? null },
+  loadAverageAtEnd: os.loadavg(),
   pytorch: { version: torchVersion, python, tuning },
   batch: BATCH,
   threads: THREADS,
@@ -216,7 +255,7 @@ output.write(`cpu-race-${argValue(args, '--label', os.hostname()).replace(/[^A-Z
   runs,
   notes: [
     'samples/s: trainbench from its steady-state step time after the warm-up steps (loader on its own thread); PyTorch over the timed steps after its warm-up, data loading included.',
-    'Pairs alternate which side runs first; the ratio is trainbench / PyTorch per pair.',
-    'PyTorch tuning, over half the timed steps each: from 0 workers, channels_last (conv models) and OpenMP default wait, one change at a time (1 worker, OMP_WAIT_POLICY=PASSIVE, contiguous), each kept when faster; the result races.',
+    'Rounds rotate which side runs first; the ratio is trainbench / PyTorch per round; with --baseline, speedup is this build / the baseline build per round.',
+    'PyTorch tuning, once each over half the timed steps: 0 or 1 DataLoader workers x OpenMP default or PASSIVE wait, then contiguous instead of channels_last for the conv models; the fastest races.',
   ],
 });
