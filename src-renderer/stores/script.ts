@@ -1,5 +1,6 @@
 import { ApiError } from '@api/errors';
 import type { ScriptBenchmarkRequestInput, ScriptBenchmarkResult, ScriptOutputEvent } from '@api/script-target';
+import { ScriptBenchmarkResultSchema } from '@api/script-target';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
@@ -31,6 +32,23 @@ export const useScriptStore = defineStore('script', () => {
   const forbidden = ref<string | null>(null);
   const jobId = ref<string | null>(null);
   let lineCount = 0;
+  /** Completed script benchmarks in the workspace (runs of kind benchmark whose target is a script), oldest first. */
+  const history = shallowRef<ScriptBenchmarkResult[]>([]);
+
+  /** Reads the completed script benchmarks' results from their run.json. */
+  async function refresh(): Promise<void> {
+    const client = useApiClient();
+    try {
+      const runs = (await client.call('runs.list', {})).filter((r) => r.kind === 'benchmark' && r.status === 'completed').slice(0, 20);
+      const details = await Promise.all(runs.map((r) => client.call('runs.get', { id: r.id })));
+      history.value = details
+        .map((d) => ScriptBenchmarkResultSchema.safeParse((d.record as { result?: unknown }).result))
+        .flatMap((p) => (p.success ? [p.data] : []))
+        .reverse();
+    } catch (err) {
+      error.value = errorText(err);
+    }
+  }
 
   /** Checks the form and asks for confirmation; nothing runs yet. */
   function prepare(): void {
@@ -69,6 +87,7 @@ export const useScriptStore = defineStore('script', () => {
     });
     try {
       result.value = await client.call('script.benchmark', { ...request, jobId: id });
+      await refresh();
     } catch (err) {
       if (err instanceof ApiError && err.code === 'E_FORBIDDEN') forbidden.value = err.message;
       else error.value = errorText(err);
@@ -88,5 +107,5 @@ export const useScriptStore = defineStore('script', () => {
     }
   }
 
-  return { form, pending, output, result, running, error, forbidden, jobId, prepare, dismiss, confirm, cancel };
+  return { form, pending, output, result, history, running, error, forbidden, jobId, prepare, dismiss, confirm, cancel, refresh };
 });

@@ -13,6 +13,7 @@ import { createServices } from '../../src-main/core/services';
 import ScriptRunner from '../../src-renderer/components/script/ScriptRunner.vue';
 import { emptyScriptForm, quoteArgv, scriptRequestFromForm, splitCommandLine } from '../../src-renderer/stores/script-form';
 import { useScriptStore } from '../../src-renderer/stores/script';
+import BenchmarksView from '../../src-renderer/views/BenchmarksView.vue';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { PYTHON, SCRIPTS } from '../script/script-helpers';
@@ -94,6 +95,21 @@ describe('ScriptRunner', () => {
     expect(store.result && existsSync(path.join(s.workspace.root, store.result.runDir))).toBe(true);
     expect(store.output.map((l) => l.line)).toContain('trained steps=6');
     expect(wrapper.get('[data-test="script-output"]').text()).toContain(store.output[0]!.line);
+
+    // The Benchmarks area lists the saved run (kind benchmark, target script) under its command.
+    setActivePinia(createPinia());
+    const view = mount(BenchmarksView);
+    for (let i = 0; i < 100 && !view.find('[data-testid="script-benchmark-table"]').exists(); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      await flushPromises();
+    }
+    const row = view.get(`[data-testid="script-benchmark-${store.result!.runId}"]`).text();
+    expect(row).toContain(`${PYTHON} ${path.join(SCRIPTS, 'tiny_train.py')} plain`);
+    expect(row).toContain(`in ${SCRIPTS}`);
+    expect(view.find('[data-test="script-runner"]').exists()).toBe(false);
+    await view.get('[data-testid="target-script"]').setValue(true);
+    expect(view.find('[data-test="script-runner"]').exists()).toBe(true);
+    view.unmount();
   }, 90_000);
 
   it('shows the refusal and how to allow scripts when the shell does not start commands', async () => {
