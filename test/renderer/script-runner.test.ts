@@ -16,7 +16,7 @@ import { useScriptStore } from '../../src-renderer/stores/script';
 import BenchmarksView from '../../src-renderer/views/BenchmarksView.vue';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
-import { PYTHON, SCRIPTS } from '../script/script-helpers';
+import { newMark, processesWithMark, PYTHON, SCRIPTS } from '../script/script-helpers';
 import { installServicesClient } from './services-client';
 
 const open: { services: Services; cleanup(): void }[] = [];
@@ -111,6 +111,30 @@ describe('ScriptRunner', () => {
     expect(view.find('[data-test="script-runner"]').exists()).toBe(true);
     view.unmount();
   }, 90_000);
+
+  it('Cancel stops a hanging script, its child included, and says it was cancelled', async () => {
+    installServicesClient(await services(true));
+    const wrapper = mount(ScriptRunner);
+    const store = useScriptStore();
+    const mark = newMark();
+    await wrapper.get('[data-test="script-command"]').setValue(`${PYTHON} ${path.join(SCRIPTS, 'tiny_train.py')} hang`);
+    await wrapper.get('[data-test="script-cwd"]').setValue(SCRIPTS);
+    await wrapper.get('[data-test="script-env-add"]').trigger('click');
+    await wrapper.get('[data-test="script-env-name"]').setValue('TB_TEST_MARK');
+    await wrapper.get('[data-test="script-env-value"]').setValue(mark);
+    await wrapper.get('[data-test="script-warmup"]').setValue(1);
+    await wrapper.get('[data-test="script-steps"]').setValue('');
+    await wrapper.get('[data-test="script-start"]').trigger('click');
+    await wrapper.get('[data-test="confirm-run"]').trigger('click');
+    for (let i = 0; i < 400 && !store.output.some((l) => l.line === 'hanging now'); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(store.running).toBe(true);
+    await wrapper.get('[data-test="script-cancel"]').trigger('click');
+    for (let i = 0; i < 400 && store.running; i++) await new Promise((r) => setTimeout(r, 50));
+    await flushPromises();
+    expect(store.running).toBe(false);
+    expect(wrapper.get('[data-test="script-error"]').text()).toMatch(/^E_CANCELLED: .*cancelled/);
+    expect(processesWithMark(mark)).toEqual([]);
+  }, 60_000);
 
   it('shows the refusal and how to allow scripts when the shell does not start commands', async () => {
     installServicesClient(await services(false));
