@@ -9,8 +9,8 @@ export interface ServeProcess {
 }
 
 /** Runs `trainbench serve --port 0` as a user would and reads the URL it prints. */
-export function startServeProcess(workspace: string, extraEnv: Record<string, string> = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--workspace', workspace], {
+export function startServeProcess(workspace: string, extraEnv: Record<string, string> = {}, extraArgs: string[] = []): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--workspace', workspace, ...extraArgs], {
     env: { ...process.env, ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,0 +1,97 @@
+import type { ScriptBenchmarkRequestInput, ScriptOverrideKey } from '@api/script-target';
+import { SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema, parseOverride } from '@api/script-target';
+
+/** The Script target as a person types it: one command line, env rows, override rows. */
+export interface ScriptForm {
+  commandLine: string;
+  cwd: string;
+  env: { name: string; value: string }[];
+  overrides: { key: ScriptOverrideKey | ''; value: string }[];
+  warmupSteps: number;
+  /** Empty: the script runs to its own end. */
+  steps: number | null;
+  repeat: number;
+  timeoutSeconds: number;
+}
+
+export function emptyScriptForm(): ScriptForm {
+  return { commandLine: '', cwd: '', env: [], overrides: [], warmupSteps: 5, steps: 20, repeat: 1, timeoutSeconds: 600 };
+}
+
+/**
+ * Splits a command line as a POSIX shell would for words and quotes only (no
+ * expansion, no pipes): the result is sent as argv, so nothing runs through a shell.
+ */
+export function splitCommandLine(line: string): string[] {
+  const words: string[] = [];
+  let word = '';
+  let inWord = false;
+  let quote: '"' | "'" | null = null;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!;
+    if (quote === "'") {
+      if (c === "'") quote = null;
+      else word += c;
+    } else if (quote === '"') {
+      if (c === '"') quote = null;
+      else if (c === '\\' && i + 1 < line.length && '"\\$`'.includes(line[i + 1]!)) word += line[++i];
+      else word += c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      inWord = true;
+    } else if (c === '\\' && i + 1 < line.length) {
+      word += line[++i];
+      inWord = true;
+    } else if (/\s/.test(c)) {
+      if (inWord) words.push(word);
+      word = '';
+      inWord = false;
+    } else {
+      word += c;
+      inWord = true;
+    }
+  }
+  if (quote) throw new Error(`the command has an unclosed ${quote} quote: ${line}`);
+  if (inWord) words.push(word);
+  return words;
+}
+
+/** Quotes argv back into one line for display ("Run this command?"). */
+export function quoteArgv(argv: string[]): string {
+  return argv.map((a) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+}
+
+/** The request the form describes, checked by the API's own schema; throws with the bad field named. */
+export function scriptRequestFromForm(form: ScriptForm): ScriptBenchmarkRequestInput {
+  const command = splitCommandLine(form.commandLine);
+  if (command.length === 0) throw new Error('command: type the command that trains, e.g. python3 train.py');
+  const cwd = form.cwd.trim();
+  if (!cwd.startsWith('/')) throw new Error(`working directory must be an absolute path, got ${JSON.stringify(cwd)}`);
+  const env: Record<string, string> = {};
+  for (const row of form.env) {
+    if (!row.name.trim() && !row.value) continue;
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(row.name.trim())) throw new Error(`environment variable name ${JSON.stringify(row.name)}: letters, digits and _ only`);
+    env[row.name.trim()] = row.value;
+  }
+  const overrides: Record<string, string | number | boolean> = {};
+  for (const row of form.overrides) {
+    if (!row.key) continue;
+    if (!SCRIPT_OVERRIDE_KEYS.includes(row.key)) throw new Error(`unknown override ${JSON.stringify(row.key)}`);
+    const { key, value } = parseOverride(`${row.key}=${row.value}`);
+    overrides[key] = value;
+  }
+  const request: ScriptBenchmarkRequestInput = {
+    target: { kind: 'script', command, cwd, env },
+    overrides,
+    warmupSteps: form.warmupSteps,
+    repeat: form.repeat,
+    timeoutSeconds: form.timeoutSeconds,
+    ...(form.steps ? { steps: form.steps } : {}),
+  };
+  const checked = ScriptBenchmarkRequestSchema.safeParse(request);
+  if (!checked.success) {
+    const issue = checked.error.issues[0]!;
+    throw new Error(`${issue.path.join('.') || 'request'}: ${issue.message}`);
+  }
+  return request;
+}
