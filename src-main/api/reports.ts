@@ -68,7 +68,14 @@ export const ReportGenerateRequestSchema = z
     /** Benchmark, batch-search, optimise, train and loader-benchmark runs, in the order their attempts appear. */
     runIds: z.array(IdSchema).min(1).max(50),
     /** Default: from the first run, e.g. "Training benchmark of mlp on fashion-mnist-train". */
-    title: z.string().trim().min(1).max(200).optional(),
+    title: z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      // Control and bidirectional-override characters would garble the heading and the file name.
+      .regex(/^[^\p{Cc}\u202A-\u202E\u2066-\u2069]*$/u, 'titles hold no control or bidirectional-override characters')
+      .optional(),
     /** Which sections, in which order; default REPORT_SECTIONS. */
     sections: z.array(ReportSectionSchema).min(1).max(REPORT_SECTIONS.length).optional(),
   })

@@ -31,34 +31,51 @@ export interface ReportServiceOptions {
   chooseFolder?: ChooseFolder;
 }
 
+/** Workspace folders whose contents the workbench owns: an export never writes into them. */
+const MANAGED_FOLDERS = ['reports', 'runs', 'datasets', 'optimise'];
+
 /** Generates, stores, regenerates and exports ADR reports; traces benchmark runs. */
 export class ReportService {
+  /** Every change to the reports folder runs after the one before it (requests arrive concurrently). */
+  private writes: Promise<unknown> = Promise.resolve();
+
   constructor(
     private readonly workspace: Workspace,
     private readonly options: ReportServiceOptions = {},
   ) {}
+
+  /** Runs `work` once every earlier change has finished, so numbering, saves, removes and exports never interleave. */
+  private serial<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.writes.then(work, work);
+    this.writes = next.catch(() => undefined);
+    return next;
+  }
 
   list = () => listReports(this.workspace);
   get = (id: string) => readReport(this.workspace, id);
   figure = (id: string, name: string) => readFigure(this.workspace, id, name);
 
   /** A new report folder from the runs: reports/NNNN-title/. */
-  async generate(request: ReportGenerateRequest): Promise<ReportDetail> {
-    const number = await nextReportNumber(this.workspace);
-    const report = await generateReport(this.workspace, request.runIds, { number, title: request.title, sections: request.sections });
-    return createReport(this.workspace, report);
+  generate(request: ReportGenerateRequest): Promise<ReportDetail> {
+    return this.serial(async () => {
+      const number = await nextReportNumber(this.workspace);
+      const report = await generateReport(this.workspace, request.runIds, { number, title: request.title, sections: request.sections });
+      return createReport(this.workspace, report);
+    });
   }
 
   /**
    * Redraws the report from its runs: every generated block and figure is replaced,
    * the person's text outside the blocks is kept, and the notes say what else happened.
    */
-  async regenerate(id: string): Promise<ReportDetail> {
-    const meta = await readReportMeta(this.workspace, id);
-    const current = await readReport(this.workspace, id);
-    const fresh = await generateReport(this.workspace, meta.runIds, { number: meta.number, title: meta.title, sections: meta.sections, missingRunIsNote: true });
-    const merged = mergeRegenerated(current.markdown, fresh.markdown, meta.blocks);
-    return rewriteReport(this.workspace, id, { ...fresh, markdown: merged.markdown, notes: [...fresh.notes, ...merged.notes] });
+  regenerate(id: string): Promise<ReportDetail> {
+    return this.serial(async () => {
+      const meta = await readReportMeta(this.workspace, id);
+      const current = await readReport(this.workspace, id);
+      const fresh = await generateReport(this.workspace, meta.runIds, { number: meta.number, title: meta.title, sections: meta.sections, missingRunIsNote: true });
+      const merged = mergeRegenerated(current.markdown, fresh.markdown, meta.blocks);
+      return rewriteReport(this.workspace, id, { ...fresh, markdown: merged.markdown, notes: [...fresh.notes, ...merged.notes] });
+    });
   }
 
   /** A benchmark run's measured steps as a Chrome trace, also written to runs/<id>/trace.json. */
@@ -66,12 +83,18 @@ export class ReportService {
     return traceRun(this.workspace, runId);
   }
 
-  save = (id: string, markdown: string) => saveMarkdown(this.workspace, id, markdown);
-  remove = (id: string) => removeReport(this.workspace, id);
+  save = (id: string, markdown: string) => this.serial(() => saveMarkdown(this.workspace, id, markdown));
+  remove = (id: string) => this.serial(() => removeReport(this.workspace, id));
 
   /** Copies the markdown and its figures into a folder of the workspace (escapes by name or link are refused). */
   async export(id: string, dir: string): Promise<ReportExportResult> {
-    return this.copyTo(id, this.workspace.resolve(dir));
+    const target = this.workspace.resolve(dir);
+    const rel = path.relative(this.workspace.root, target);
+    const top = rel.split(path.sep)[0];
+    if (rel === '' || MANAGED_FOLDERS.includes(top)) {
+      throw new ApiError('E_BAD_INPUT', `export to ${JSON.stringify(dir)} refused: ${rel === '' ? 'the workspace root' : `${top}/`} holds what the workbench manages; export to a folder of your own, e.g. exports/${id}`);
+    }
+    return this.serial(() => this.copyTo(id, target));
   }
 
   /** Copies into a folder the person picks in the desktop shell; refused where there is no dialog. */
@@ -86,7 +109,7 @@ export class ReportService {
     const chosen = await this.options.chooseFolder(id);
     if (chosen === null) return { dir: null, files: [] };
     if (!path.isAbsolute(chosen)) throw new ApiError('E_INTERNAL', `the folder dialog returned ${JSON.stringify(chosen)}, not an absolute path`);
-    return this.copyTo(id, chosen);
+    return this.serial(() => this.copyTo(id, chosen));
   }
 
   /** Copies into any folder: for trusted shells only (the CLI's --out); the contract never reaches it. */

@@ -134,9 +134,12 @@ export async function readFigure(workspace: Workspace, id: string, name: string)
 }
 
 /** The next free number: one more than the largest folder's. */
+/** A number being taken by a report under creation (see createReport). */
+const CLAIM_PATTERN = /^\.claim-(\d{4,})$/;
+
 async function nextNumber(workspace: Workspace): Promise<number> {
   const names = await fs.readdir(workspace.resolve('reports')).catch(() => [] as string[]);
-  return names.reduce((max, n) => Math.max(max, Number(FOLDER_PATTERN.exec(n)?.[1] ?? 0)), 0) + 1;
+  return names.reduce((max, n) => Math.max(max, Number(FOLDER_PATTERN.exec(n)?.[1] ?? CLAIM_PATTERN.exec(n)?.[1] ?? 0)), 0) + 1;
 }
 
 export interface ReportContent {
@@ -153,22 +156,31 @@ export interface ReportContent {
 export const nextReportNumber = nextNumber;
 
 /**
- * Writes a new report folder. The folder is created with a non-recursive mkdir, so two
- * generators racing for the same number never share one: the loser takes the next
- * (and its title line, "# N. Title", is renumbered).
+ * Writes a new report folder. Within one process the ReportService runs creations one at
+ * a time; across processes (the CLI beside the app) the number is claimed first with an
+ * exclusive mkdir of reports/.claim-NNNN, so two creators never share a number whatever
+ * their titles: the loser rescans and takes the next (its "# N. Title" line is renumbered).
  */
 export async function createReport(workspace: Workspace, content: ReportContent, now = new Date()): Promise<ReportDetail> {
   await fs.mkdir(workspace.resolve('reports'), { recursive: true });
   for (let attempt = 0; ; attempt++) {
-    const number = (await nextNumber(workspace)) + attempt;
+    // Rescanned on every attempt: a number another creator took shows up as its claim or its folder.
+    const number = await nextNumber(workspace);
+    const claim = workspace.resolve(path.join('reports', `.claim-${String(number).padStart(4, '0')}`));
+    try {
+      await fs.mkdir(claim); // exclusive: the number is ours, whatever the title
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST' && attempt < 100) continue;
+      throw err;
+    }
     content = { ...content, markdown: content.markdown.replace(/^# \d+\. /, `# ${number}. `) };
     const id = `${String(number).padStart(4, '0')}-${slugOf(content.title)}`;
     const dir = reportDir(workspace, id);
     try {
       await fs.mkdir(dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST' && attempt < 100) continue;
-      throw err;
+    } finally {
+      // The folder now carries the number (or creating it failed): the claim has done its job.
+      await fs.rmdir(claim).catch(() => undefined);
     }
     const at = now.toISOString();
     const meta: ReportMeta = { schemaVersion: REPORT_SCHEMA_VERSION, id, number, title: content.title, createdAt: at, updatedAt: at, runIds: content.runIds, sections: content.sections, figures: [], notes: [], blocks: {} };
@@ -214,6 +226,9 @@ export async function saveMarkdown(workspace: Workspace, id: string, markdown: s
 
 export async function removeReport(workspace: Workspace, id: string): Promise<{ removed: string }> {
   const dir = await existingDir(workspace, id);
-  await fs.rm(dir, { recursive: true, force: true });
+  // Renamed out of the list first, so a reader never sees a half-deleted report.
+  const trash = path.join(path.dirname(dir), `.removing-${id}-${process.pid}-${Date.now()}`);
+  await fs.rename(dir, trash);
+  await fs.rm(trash, { recursive: true, force: true });
   return { removed: id };
 }
