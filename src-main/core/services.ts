@@ -123,6 +123,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     reports,
     scripts,
     async dispose() {
+      scripts.cancelAll();
       unsubscribe();
       await telemetry.dispose();
       await engine.stop();

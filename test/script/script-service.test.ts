@@ -55,6 +55,24 @@ describe('ScriptBenchmarkService', () => {
     expect(scripts.cancel('cancel-test')).toEqual({ cancelled: false });
   }, 60_000);
 
+  it('cancels every running script when the shell closes (cancelAll, called by services.dispose)', async () => {
+    const scripts = await service();
+    const mark = newMark();
+    const unsubscribe = events.subscribe((name, data) => {
+      if (name === 'script.output' && (data as ScriptOutputEvent).line === 'hanging now') scripts.cancelAll();
+    });
+    const request = ScriptBenchmarkRequestSchema.parse({
+      target: { kind: 'script', command: [PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'hang'], cwd: SCRIPTS, env: { TB_TEST_MARK: mark } },
+      repeat: 1,
+      warmupSteps: 1,
+      jobId: 'closing-test',
+    });
+    const err = await scripts.run(request).catch((e: unknown) => e);
+    unsubscribe();
+    expect((err as ApiError).code).toBe('E_CANCELLED');
+    expect(processesWithMark(mark)).toEqual([]);
+  }, 60_000);
+
   it('applies cudnn.benchmark and matmul.precision and reports them as applied by torch', async () => {
     const scripts = await service();
     const result = await scripts.run(

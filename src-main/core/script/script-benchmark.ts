@@ -99,6 +99,11 @@ export class ScriptBenchmarkService {
     }
   }
 
+  /** Cancels every running benchmark: the shell is closing, and a launch must not outlive it. */
+  cancelAll(): void {
+    for (const jobId of [...this.jobs.keys()]) this.cancel(jobId);
+  }
+
   /** Kills a running launch's process group; the run is recorded as cancelled. */
   cancel(jobId: string): { cancelled: boolean } {
     const job = this.jobs.get(jobId);
