@@ -4,11 +4,9 @@ import type { BenchmarkPhases, BenchmarkProgress, TrainingBenchmarkResult } from
 import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../api/benchmark';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import { isBuiltinModel } from '../api/model-spec';
-import { RECIPES } from '../api/recipes';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
-import { choiceArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
+import { choiceArg, measuredTarget, TRAIN_CHOICES } from './train-inputs';
 
 function intArg(flag: string, min: number) {
   return (value: string): number => {
@@ -91,26 +89,7 @@ function progressLine(p: BenchmarkProgress): string {
 }
 
 async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
-  const { spec, name } = await resolveModel(flags.model);
-  const data = resolveData(flags.data);
-  // The recipe's batch for built-in models (the service picks the family's optimizer).
-  const recipe = isBuiltinModel(name) ? RECIPES[name] : {};
-  const given = {
-    batchSize: flags.batchSize,
-    accumulation: flags.accumulation,
-    loaderWorkers: flags.loaderWorkers,
-    prefetch: flags.prefetch,
-    gpuPrefetch: flags.gpuPrefetch,
-    sampleRatio: flags.sampleRatio,
-    precision: flags.precision,
-    seed: flags.seed,
-    threads: flags.threads,
-  };
-  const options = {
-    ...(recipe.batchSize !== undefined ? { batchSize: recipe.batchSize } : {}),
-    device: flags.device,
-    ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)),
-  };
+  const { spec, data, options } = await measuredTarget(flags);
   const parsed = TrainingBenchmarkRequestSchema.safeParse({ spec, data, options, warmupSteps: flags.warmupSteps, steps: flags.steps, repeat: flags.repeat });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
 

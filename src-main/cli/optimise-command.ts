@@ -4,15 +4,13 @@ import { Command, InvalidArgumentError } from 'commander';
 
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import { isBuiltinModel } from '../api/model-spec';
 import type { OptimiseProgress, OptimiseResult, OptimiseTrial } from '../api/optimise';
 import { OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema } from '../api/optimise';
-import { RECIPES } from '../api/recipes';
 import { newRunId } from '../core/run-store';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { DEFAULT_PORT } from '../server/serve';
-import { choiceArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
+import { choiceArg, measuredTarget, TRAIN_CHOICES } from './train-inputs';
 
 function intArg(flag: string, min: number) {
   return (value: string): number => {
@@ -138,25 +136,7 @@ export function formatOptimise(r: OptimiseResult): string {
 }
 
 async function buildRequest(flags: OptimiseFlags, optimiseId: string) {
-  const { spec, name } = await resolveModel(flags.model);
-  const data = resolveData(flags.data);
-  const recipe = isBuiltinModel(name) ? RECIPES[name] : {};
-  const given = {
-    batchSize: flags.batchSize,
-    accumulation: flags.accumulation,
-    loaderWorkers: flags.loaderWorkers,
-    prefetch: flags.prefetch,
-    gpuPrefetch: flags.gpuPrefetch,
-    sampleRatio: flags.sampleRatio,
-    precision: flags.precision,
-    seed: flags.seed,
-    threads: flags.threads,
-  };
-  const options = {
-    ...(recipe.batchSize !== undefined ? { batchSize: recipe.batchSize } : {}),
-    device: flags.device,
-    ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)),
-  };
+  const { spec, data, options } = await measuredTarget(flags);
   const parsed = OptimiseRequestSchema.safeParse({
     target: { spec, data, options, readFrom: flags.readFrom },
     preset: flags.preset,

@@ -7,6 +7,7 @@ import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import type { ModelSpec } from '../api/model-spec';
 import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '../api/model-spec';
+import { RECIPES } from '../api/recipes';
 import type { DataSource } from '../api/training';
 import { OptimizerSchema, TrainOptionsSchema } from '../api/training';
 
@@ -103,4 +104,48 @@ export function resolveData(value: string): DataSource {
     'E_BAD_INPUT',
     `--data ${JSON.stringify(value)}: use "fashion-mnist", "example-board", "dataset:<train>[,<test>]", a folder of MNIST-style IDX files, or train-images,train-labels[,test-images,test-labels]`,
   );
+}
+
+/** The flags that pick what a benchmark-like command measures (benchmark-training, optimise). */
+export interface MeasuredTargetFlags {
+  model: string;
+  data: string;
+  device: string;
+  precision?: 'fp32' | 'bf16' | 'fp16';
+  batchSize?: number;
+  accumulation?: number;
+  loaderWorkers?: number;
+  prefetch?: number;
+  gpuPrefetch?: number;
+  sampleRatio?: number;
+  seed?: number;
+  threads?: number;
+}
+
+/**
+ * The model, data and options such a command measures: the recipe's batch for a
+ * built-in model (the service picks the family's optimizer), then every flag given.
+ * Checked by the caller's own request schema.
+ */
+export async function measuredTarget(flags: MeasuredTargetFlags): Promise<{ spec: ModelSpec; data: DataSource; options: Record<string, unknown> }> {
+  const { spec, name } = await resolveModel(flags.model);
+  const data = resolveData(flags.data);
+  const recipe = isBuiltinModel(name) ? RECIPES[name] : {};
+  const given = {
+    batchSize: flags.batchSize,
+    accumulation: flags.accumulation,
+    loaderWorkers: flags.loaderWorkers,
+    prefetch: flags.prefetch,
+    gpuPrefetch: flags.gpuPrefetch,
+    sampleRatio: flags.sampleRatio,
+    precision: flags.precision,
+    seed: flags.seed,
+    threads: flags.threads,
+  };
+  const options = {
+    ...(recipe.batchSize !== undefined ? { batchSize: recipe.batchSize } : {}),
+    device: flags.device,
+    ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)),
+  };
+  return { spec, data, options };
 }
