@@ -9,14 +9,7 @@ import type { ScriptBenchmarkResult, ScriptOverrides, ScriptTarget } from '../ap
 import { parseOverride, ScriptBenchmarkRequestSchema } from '../api/script-target';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
-
-export function intArg(flag: string, min: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${flag} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
-    return n;
-  };
-}
+import { intArg } from './train-inputs';
 
 export function secondsArg(value: string): number {
   const n = Number(value);

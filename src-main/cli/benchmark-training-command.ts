@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 
 import type { BenchmarkPhases, BenchmarkProgress, TrainingBenchmarkResult } from '../api/benchmark';
 import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../api/benchmark';
@@ -6,38 +6,12 @@ import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
-import { choiceArg, measuredTarget, TRAIN_CHOICES } from './train-inputs';
+import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, ratioArg, TRAIN_CHOICES } from './train-inputs';
 
-function intArg(flag: string, min: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${flag} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
-    return n;
-  };
-}
-
-function ratioArg(value: string): number {
-  const n = Number(value);
-  if (!(n > 0 && n <= 1)) throw new InvalidArgumentError(`--sample-ratio must be a number in (0, 1], got ${JSON.stringify(value)}`);
-  return n;
-}
-
-interface BenchmarkFlags {
-  model: string;
-  data: string;
-  device: string;
-  precision?: 'fp32' | 'bf16' | 'fp16';
-  batchSize?: number;
-  accumulation?: number;
-  loaderWorkers?: number;
-  prefetch?: number;
-  gpuPrefetch?: number;
-  sampleRatio?: number;
+interface BenchmarkFlags extends MeasuredTargetFlags {
   warmupSteps: number;
   steps: number;
   repeat: number;
-  seed?: number;
-  threads?: number;
   json?: boolean;
   progress: boolean;
   workspace: string;
@@ -131,7 +105,7 @@ export function benchmarkTrainingCommand(): Command {
     .option('--loader-workers <n>', 'threads gathering batches ahead of the step', intArg('--loader-workers', 0))
     .option('--prefetch <n>', 'batches prepared ahead', intArg('--prefetch', 1))
     .option('--gpu-prefetch <n>', 'CUDA: batches copied ahead to the device', intArg('--gpu-prefetch', 1))
-    .option('--sample-ratio <r>', 'fraction of the training set per epoch (sets the predicted epoch time)', ratioArg)
+    .option('--sample-ratio <r>', 'fraction of the training set per epoch (sets the predicted epoch time)', ratioArg('--sample-ratio'))
     .option('--warmup-steps <n>', 'optimizer steps before the steady-state clock starts', intArg('--warmup-steps', 0), 5)
     .option('--steps <n>', 'optimizer steps measured after the warm-up', intArg('--steps', 1), 50)
     .option('--repeat <n>', 'repetitions, each a fresh trainer (3 or more for a meaningful CI)', intArg('--repeat', 1), 3)

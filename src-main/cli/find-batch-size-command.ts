@@ -7,8 +7,8 @@ import { formatIssues } from '../api/format-issues';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { trainOptions } from './train-command';
-import { choiceArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
-import { collectEnv, collectOverride, intArg, secondsArg } from './benchmark-script-command';
+import { choiceArg, intArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
+import { collectEnv, collectOverride, secondsArg } from './benchmark-script-command';
 import { findBatchSizeScript } from './find-batch-size-script';
 
 const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kib: 1024, m: 2 ** 20, mib: 2 ** 20, g: 2 ** 30, gib: 2 ** 30 };

@@ -23,15 +23,7 @@ import { reportCommand } from './report-command';
 import { traceCommand } from './trace-command';
 import { benchmarkScriptCommand } from './benchmark-script-command';
 import { optimiseScriptCommand } from './optimise-script-command';
-import { choiceArg, TRAIN_CHOICES } from './train-inputs';
-
-function intArg(name: string, min: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
-    return n;
-  };
-}
+import { choiceArg, intArg, TRAIN_CHOICES } from './train-inputs';
 
 function numberArg(name: string) {
   return (value: string): number => {

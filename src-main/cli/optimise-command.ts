@@ -1,6 +1,6 @@
 import path from 'node:path';
 
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
@@ -10,41 +10,13 @@ import { newRunId } from '../core/run-store';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { DEFAULT_PORT } from '../server/serve';
-import { choiceArg, measuredTarget, TRAIN_CHOICES } from './train-inputs';
+import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, ratioArg, TRAIN_CHOICES } from './train-inputs';
 
-function intArg(flag: string, min: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${flag} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
-    return n;
-  };
-}
-
-function ratioArg(flag: string) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!(n > 0 && n <= 1)) throw new InvalidArgumentError(`${flag} must be a number in (0, 1], got ${JSON.stringify(value)}`);
-    return n;
-  };
-}
-
-interface OptimiseFlags {
-  model: string;
-  data: string;
+interface OptimiseFlags extends MeasuredTargetFlags {
   readFrom: 'cache' | 'source';
-  device: string;
-  precision?: 'fp32' | 'bf16' | 'fp16';
-  batchSize?: number;
-  accumulation?: number;
-  loaderWorkers?: number;
-  prefetch?: number;
-  gpuPrefetch?: number;
-  sampleRatio?: number;
   warmupSteps: number;
   steps: number;
   repeat: number;
-  seed?: number;
-  threads?: number;
   preset: 'max-speed' | 'reproducible' | 'balanced';
   maxTrials: number;
   allowRecipeChanges?: boolean;

@@ -7,7 +7,8 @@ import { ScriptOptimiseRequestSchema } from '../api/script-target';
 import { EventHub } from '../core/event-hub';
 import { optimiseScript } from '../core/script/script-optimise';
 import { defaultWorkspaceDir, openWorkspace } from '../core/workspace';
-import { collectEnv, collectOverride, intArg, scriptTarget, secondsArg } from './benchmark-script-command';
+import { collectEnv, collectOverride, scriptTarget, secondsArg } from './benchmark-script-command';
+import { intArg } from './train-inputs';
 
 const PRESETS = ['max-speed', 'balanced', 'reproducible'] as const;
 

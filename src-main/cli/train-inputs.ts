@@ -50,6 +50,24 @@ export function choiceArg<T extends string>(flag: string, choices: readonly T[])
   };
 }
 
+/** A commander parser for a whole number >= min, naming the flag and the value it refuses. */
+export function intArg(flag: string, min: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${flag} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
+/** A commander parser for a fraction in (0, 1], naming the flag and the value it refuses. */
+export function ratioArg(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!(n > 0 && n <= 1)) throw new InvalidArgumentError(`${flag} must be a number in (0, 1], got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
 /** `--model`: a built-in name or a JSON spec file, validated against the contract. */
 export async function resolveModel(value: string): Promise<{ spec: ModelSpec; name: string }> {
   let raw: unknown;
