@@ -17,6 +17,7 @@ import { TelemetryService } from './telemetry/telemetry-service';
 import { TrainingService } from './training-service';
 import type { Workspace } from './workspace';
 import { ScriptBenchmarkService } from './script/script-benchmark';
+import { ScriptJobs } from './script/script-jobs';
 import { optimiseScript } from './script/script-optimise';
 import { openWorkspace } from './workspace';
 
@@ -47,6 +48,8 @@ export interface Services {
   optimise: OptimiseService;
   reports: ReportService;
   scripts: ScriptBenchmarkService;
+  /** Every running script job (benchmark, batch search, wizard): script.cancel and dispose reach them all. */
+  scriptJobs: ScriptJobs;
   dispose(): Promise<void>;
 }
 
@@ -62,7 +65,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
   const optimise = new OptimiseService(engine, events, workspace, benchmarks, batchSize);
   const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
-  const scripts = new ScriptBenchmarkService(events, workspace, telemetry);
+  const scriptJobs = new ScriptJobs();
+  const scripts = new ScriptBenchmarkService(events, workspace, telemetry, scriptJobs);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -86,7 +90,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'benchmark.training': (request) => benchmarks.run(request),
     'benchmark.cancel': ({ jobId }) => benchmarks.cancel(jobId),
     'script.benchmark': (request) => (refuseScripts(options), scripts.run(request)),
-    'script.cancel': ({ jobId }) => Promise.resolve(scripts.cancel(jobId)),
+    'script.cancel': ({ jobId }) => Promise.resolve(scriptJobs.cancel(jobId)),
     'script.optimise': (request) => (refuseScripts(options), optimiseScript(workspace, events, request)),
     'optimise.start': (request) => optimise.start(request),
     'optimise.cancel': ({ optimiseId }) => optimise.cancel(optimiseId),
@@ -122,8 +126,9 @@ export async function createServices(options: ServicesOptions): Promise<Services
     optimise,
     reports,
     scripts,
+    scriptJobs,
     async dispose() {
-      scripts.cancelAll();
+      scriptJobs.cancelAll();
       unsubscribe();
       await telemetry.dispose();
       await engine.stop();

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 
@@ -17,6 +16,8 @@ import { medianInterval } from '../stats/bootstrap';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import type { Workspace } from '../workspace';
 import { probeDir } from './probe-dir';
+import type { ScriptJob } from './script-jobs';
+import { ScriptJobs } from './script-jobs';
 import { sampleProcessTree } from './process-tree';
 import type { RankSummary } from './rank-stats';
 import { combineRanks, summarizeRank } from './rank-stats';
@@ -27,11 +28,6 @@ const TELEMETRY_INTERVAL_MS = 200;
 export interface ScriptBenchmarkOptions {
   onProgress?: (progress: BenchmarkProgress) => void;
   onOutput?: (stream: 'stdout' | 'stderr', line: string, repetition: number) => void;
-}
-
-interface Job {
-  cancelled: boolean;
-  cancel: (() => void) | null;
 }
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
@@ -47,21 +43,18 @@ export function commandText(t: ScriptTarget): string {
  * kind `benchmark` whose config.target is the script.
  */
 export class ScriptBenchmarkService {
-  private readonly jobs = new Map<string, Job>();
-
   constructor(
     private readonly events: EventHub,
     private readonly workspace: Workspace,
     private readonly telemetry: TelemetryService,
+    readonly jobs: ScriptJobs = new ScriptJobs(),
     private readonly pythonDir: string = probeDir(),
   ) {}
 
   async run(request: ScriptBenchmarkRequest, options: ScriptBenchmarkOptions = {}): Promise<ScriptBenchmarkResult> {
-    const jobId = request.jobId ?? `script-${randomBytes(6).toString('hex')}`;
-    if (this.jobs.has(jobId)) throw new ApiError('E_BAD_INPUT', `script benchmark ${jobId} is already running: choose another jobId`);
     if (!path.isAbsolute(request.target.cwd)) throw new ApiError('E_BAD_INPUT', `the script's working directory must be an absolute path, got ${JSON.stringify(request.target.cwd)}`);
-    const job: Job = { cancelled: false, cancel: null };
-    this.jobs.set(jobId, job);
+    const job = this.jobs.open(request.jobId, 'script benchmark');
+    const jobId = job.id;
     const totalSteps = request.warmupSteps + (request.steps ?? 0);
     const progress = (p: Omit<BenchmarkProgress, 'jobId' | 'repetitions' | 'totalSteps'>) => {
       const full: BenchmarkProgress = { jobId, repetitions: request.repeat, totalSteps, ...p };
@@ -95,29 +88,25 @@ export class ScriptBenchmarkService {
         throw await run.fail(err);
       }
     } finally {
-      this.jobs.delete(jobId);
+      this.jobs.close(job);
     }
   }
 
-  /** Cancels every running benchmark: the shell is closing, and a launch must not outlive it. */
+  /** Cancels every running script job: the shell is closing, and a launch must not outlive it. */
   cancelAll(): void {
-    for (const jobId of [...this.jobs.keys()]) this.cancel(jobId);
+    this.jobs.cancelAll();
   }
 
   /** Kills a running launch's process group; the run is recorded as cancelled. */
   cancel(jobId: string): { cancelled: boolean } {
-    const job = this.jobs.get(jobId);
-    if (!job) return { cancelled: false };
-    job.cancelled = true;
-    job.cancel?.();
-    return { cancelled: true };
+    return this.jobs.cancel(jobId);
   }
 
   private async repetition(
     i: number,
     request: ScriptBenchmarkRequest,
     run: RunRecord,
-    job: Job,
+    job: ScriptJob,
     jobId: string,
     options: ScriptBenchmarkOptions,
     progress: (p: Omit<BenchmarkProgress, 'jobId' | 'repetitions' | 'totalSteps'>) => void,
@@ -141,10 +130,9 @@ export class ScriptBenchmarkService {
       const record = await runTrial({
         ...trialOptions,
         onStarted: (cancel, pid) => {
-          job.cancel = cancel;
           if (pid !== null) tree.current = sampleProcessTree(pid);
           if (request.warmupSteps === 0) tree.current?.markWindowStart();
-          if (job.cancelled) cancel();
+          this.jobs.started(job, cancel);
         },
         onLine: (stream, line) => {
           log.write(`${stream === 'stderr' ? 'E' : 'O'} ${line}\n`);
