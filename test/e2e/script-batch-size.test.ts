@@ -41,6 +41,7 @@ describe('Script target in the Batch size area', () => {
     expect(await page.locator('[data-test="confirm-env"]').allInnerTexts()).toEqual(['OOM_AT=20', `TB_TEST_MARK=${mark}`]);
     // The engine's own numbers (repeat, measured steps) are not the search's: they are hidden here.
     expect(await page.locator('[data-test="script-repeat"]').count()).toBe(0);
+    expect(await page.getByTestId('sbs-plan').innerText()).toContain('from 16, doubling to the first failure (at most 65,536), then halving the gap; 1 warm-up + 3 measured steps each');
     await page.screenshot({ path: path.join(SHOTS, 'script-batch-size-confirm.png'), fullPage: true });
     await page.locator('[data-test="confirm-run"]').click();
     // Live: the first trial is in the table while the search still runs.
