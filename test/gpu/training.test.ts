@@ -95,6 +95,28 @@ describe.skipIf(!gpu)('whole training steps on cuda:0 match the CPU backend', ()
   }, 120_000);
 });
 
+describe.skipIf(!gpu)('epochs on cuda:0', () => {
+  // The prefetch ring is kept from epoch to epoch and rebuilt for an evaluation's loader and back:
+  // a ring bound to the wrong loader, or a slot left from the last epoch, shows as a parameter drift.
+  it('3 epochs with a test split between them (partial last batches) match the CPU backend', async () => {
+    const run = async (device: string) => {
+      const t = new addon.Trainer(json(MLP_SPEC), json({ seed: 5, threads: 0 }));
+      t.setData('train', blobs(100, 3));
+      t.setData('test', blobs(50, 9));
+      const result = (await t.train(json({ shuffle: true, batchSize: 32, epochs: 3, optimizer: sgd, device, eventIntervalMs: 0 }))) as { steps: number; epochs: { testLoss: number }[] };
+      return { params: t.params(), result };
+    };
+    const cpu = await run('cpu');
+    const onGpu = await run('cuda:0');
+    expect(onGpu.result.steps).toBe(9);
+    expect(onGpu.result.epochs.map((e) => e.testLoss)).toHaveLength(3);
+    const diff = relDiff(onGpu.params, cpu.params);
+    console.log(`3 epochs + evaluations: parameter difference ${diff.toExponential(2)}`);
+    expect(diff).toBeLessThan(1e-4);
+    onGpu.result.epochs.forEach((e, i) => expect(Math.abs(e.testLoss - cpu.result.epochs[i].testLoss)).toBeLessThan(1e-3));
+  }, 120_000);
+});
+
 describe.skipIf(!gpu)('fp16 dynamic loss scaling', () => {
   it('skips a step whose gradient is forced to inf, halves the scale and leaves the weights alone', async () => {
     const base = { batchSize: 32, optimizer: sgd, device: 'cuda:0', precision: 'fp16' };

@@ -120,9 +120,14 @@ class CudaBackend : public StepBackend {
   }
 
   void start_epoch(Loader& loader, int epoch) override {
-    prefetch_.reset();  // bound to the loader of the last epoch or evaluation
     loader.start_epoch(epoch);
-    prefetch_ = std::make_unique<DevicePrefetcher>(loader, device_, options_.gpu_prefetch, stream_);
+    // A ring costs pinned allocations (cudaHostAlloc) and device slots: the training loader's is kept
+    // from epoch to epoch. Another loader (an evaluation's) gets a new one, the old freed first so the
+    // device peak stays the one the memory model predicts.
+    if (!prefetch_ || !prefetch_->bound_to(loader)) {
+      prefetch_.reset();
+      prefetch_ = std::make_unique<DevicePrefetcher>(loader, device_, options_.gpu_prefetch, stream_);
+    }
     prefetch_->start_epoch();
   }
 
