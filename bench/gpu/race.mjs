@@ -114,6 +114,12 @@ for (const r of [...rows, ...torchRows]) {
 const best = Math.max(...rows.map((r) => r.samplesPerSec));
 const ratios = Object.fromEntries(torchRows.map((t) => [t.label, best / t.samplesPerSec]));
 for (const [label, ratio] of Object.entries(ratios)) console.log(`trainbench / ${label}: ${ratio.toFixed(2)}x`);
+const launches = rows.find((r) => r.backend.launchesPerStep)?.backend.launchesPerStep;
+console.log(
+  launches
+    ? `\nlaunches per step (counted in the captured graph): ${launches.total} (${launches.kernels} kernels, ${launches.copies} copies, ${launches.memsets} memsets)`
+    : '\nlaunches per step: not counted (the CUDA graph was not captured)',
+);
 console.log(`\nlargest ops of our step (measurement mode, ${fmt(profiled.stepMs, 2)} ms/step):`);
 for (const o of (profiled.backend.opShares ?? []).slice(0, 8)) console.log(`  ${o.op.padEnd(28)} ${(100 * o.share).toFixed(1)}%`);
 console.log('\n| GEMM | pass | precision | own TFLOP/s | cuBLASLt TFLOP/s | theoretical |');
@@ -130,6 +136,7 @@ const result = {
   batch: BATCH,
   timedSteps: STEPS,
   trainbench: rows,
+  launchesPerStep: launches ?? null,
   opShares: profiled.backend.opShares,
   measurementMode: { stepMs: profiled.stepMs, phasesMs: profiled.phasesMs },
   pytorch: torchRows,

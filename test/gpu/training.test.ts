@@ -165,6 +165,11 @@ describe.skipIf(!gpu)('CUDA graphs and phase timing', () => {
     const eager = await train(spec, data(), options);
     const graph = await train(spec, data(), { ...options, cudaGraph: true });
     expect(graph.result.backend?.cudaGraph).toBe('captured and replayed');
+    // Counted in the captured graph: a forward, a backward and an update are each several kernels.
+    const launches = graph.result.backend?.launchesPerStep as { kernels: number; copies: number; memsets: number; other: number; total: number };
+    console.log(`${spec === CNN_SPEC ? 'CNN' : 'model'} ${precision}: ${launches.total} launches per step (${launches.kernels} kernels, ${launches.copies} copies, ${launches.memsets} memsets)`);
+    expect(launches.kernels).toBeGreaterThan(10);
+    expect(launches.total).toBe(launches.kernels + launches.copies + launches.memsets + launches.other);
     expect(relDiff(graph.params, eager.params)).toBeLessThan(1e-6);
     graph.losses.forEach((l, i) => expect(Math.abs(l - eager.losses[i])).toBeLessThan(1e-6 * Math.max(1, Math.abs(eager.losses[i]))));
   }, 120_000);
