@@ -11,6 +11,7 @@ import { analyseAttempts } from './attempts';
 import { blockHashes, renderBlock } from './blocks';
 import { figureLink } from './markdown';
 import type { FigureSpec, ReportInput, SectionWriters } from './report-model';
+import type { ReportContent } from './report-store';
 import { SECTION_HEADINGS } from './report-model';
 import type { BatchSearchRun, BenchmarkRun, LoaderRun, OptimiseRun, TrainRun } from './report-runs';
 import { dataOf, loadReportRuns } from './report-runs';
@@ -30,16 +31,8 @@ const WRITERS: SectionWriters = {
   consequences: consequencesSection,
 };
 
-export interface GeneratedReport {
-  title: string;
-  runIds: string[];
-  sections: ReportSection[];
-  markdown: string;
-  figures: { figure: ReportFigure; svg: string }[];
-  notes: string[];
-  /** Each block's fingerprint as generated, so regenerate can tell the person's edits inside one. */
-  blocks: Record<string, string>;
-}
+/** What generateReport writes: the store's content, blocks fingerprinted so regenerate can tell the person's edits inside one. */
+export type GeneratedReport = ReportContent;
 
 export function trainbenchVersion(): string {
   try {
