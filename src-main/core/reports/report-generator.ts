@@ -1,11 +1,9 @@
 // Assembles an ADR from runs: sections in the order asked, each a generated block
 // (or several), and the figures drawn to SVG with the app's own chart builders.
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 
 import type { ReportFigure, ReportSection } from '../../api/reports';
 import { REPORT_SECTIONS } from '../../api/reports';
-import { packageRoot } from '../../engine/package-root';
+import { buildInfo } from '../build-info';
 import type { Workspace } from '../workspace';
 import { analyseAttempts } from './attempts';
 import { blockHashes, renderBlock } from './blocks';
@@ -34,12 +32,10 @@ const WRITERS: SectionWriters = {
 /** What generateReport writes: the store's content, blocks fingerprinted so regenerate can tell the person's edits inside one. */
 export type GeneratedReport = ReportContent;
 
+/** "0.1.0 (commit 1a2b3c4)", or the version alone in a packaged app. */
 export function trainbenchVersion(): string {
-  try {
-    return (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
-  } catch {
-    return 'of unknown version';
-  }
+  const b = buildInfo();
+  return b.commit ? `${b.version} (commit ${b.commit.slice(0, 7)})` : b.version;
 }
 
 /** "mlp on fashion-mnist-train (60000 records)": what the first run trained. */
