@@ -6,6 +6,7 @@ import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { OptimiseProgressSchema } from './optimise';
 import { ScriptOutputEventSchema } from './script-target';
+import { ScriptBatchTrialEventSchema } from './script-target';
 import { TrainPreparingEventSchema, TrainProgressEventSchema } from './training';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
@@ -36,6 +37,8 @@ export const apiEvents = {
   /** A line a script target wrote on its stdout or stderr, live. */
   'script.output': ScriptOutputEventSchema,
   'train.preparing': TrainPreparingEventSchema,
+  /** A trial of script.findBatchSize as it finishes (its jobId is the request's). */
+  'script.batchTrial': ScriptBatchTrialEventSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

@@ -19,6 +19,7 @@ import type { Workspace } from './workspace';
 import { ScriptBenchmarkService } from './script/script-benchmark';
 import { ScriptJobs } from './script/script-jobs';
 import { optimiseScript } from './script/script-optimise';
+import { searchScriptBatch } from './script/script-batch-size';
 import { openWorkspace } from './workspace';
 
 export interface ServicesOptions {
@@ -111,6 +112,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'runs.trace': ({ id }) => reports.trace(id),
     'models.list': () => listModels(workspace),
     'models.readSpec': ({ path }) => readModelSpec(workspace, path),
+    'script.findBatchSize': (request) => (refuseScripts(options), searchScriptBatch(workspace, request, { jobs: scriptJobs, events })),
   });
 
   return {
