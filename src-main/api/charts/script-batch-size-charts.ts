@@ -3,10 +3,10 @@
 import type { EChartsCoreOption } from 'echarts/core';
 
 import type { ScriptBatchTrial } from '../script-target';
+import { failedBatchSeries, failedBatchText } from './failed-batches';
 import { formatValue, GRID_LINE, MUTED, TEXT, tooltip } from './theme';
 
 const MiB = 2 ** 20;
-const FAILED = { E_OOM: { name: 'out of memory', color: '#f85149' }, crash: { name: 'killed', color: '#d29922' } } as const;
 
 type TrialInput = Pick<ScriptBatchTrial, 'batchSize' | 'outcome' | 'samplesPerSec' | 'cudaPeakBytes'>;
 
@@ -18,18 +18,6 @@ export function scriptBatchSizeOption(trials: readonly TrialInput[], usableBytes
   const ok = sorted.filter((t) => t.outcome === 'ok');
   const withPeak = ok.filter((t) => t.cudaPeakBytes !== null);
   const axis = { axisLabel: { color: MUTED }, splitLine: { lineStyle: { color: GRID_LINE } } };
-  // A failed batch has no throughput: its mark sits on the batch axis, where the curve ends. Drawn as a
-  // line series without its line, since the app registers only the line and bar charts of ECharts.
-  const failures = (['E_OOM', 'crash'] as const).map((outcome) => ({
-    name: FAILED[outcome].name,
-    type: 'line',
-    symbol: 'triangle',
-    symbolSize: 12,
-    showSymbol: true,
-    lineStyle: { opacity: 0 },
-    itemStyle: { color: FAILED[outcome].color },
-    data: sorted.filter((t) => t.outcome === outcome).map((t) => [t.batchSize, 0]),
-  }));
   return {
     animation: false,
     legend: { textStyle: { color: TEXT }, bottom: 0, itemWidth: 14, itemHeight: 8 },
@@ -40,7 +28,7 @@ export function scriptBatchSizeOption(trials: readonly TrialInput[], usableBytes
     yAxis: [{ type: 'value', name: 'samples/s', min: 0, ...axis }, ...(withPeak.length ? [{ type: 'value', name: 'MiB', ...axis, splitLine: { show: false } }] : [])],
     series: [
       { name: 'samples/s', type: 'line', data: ok.map((t) => [t.batchSize, Math.round(t.samplesPerSec ?? 0)]), itemStyle: { color: '#4fb3ff' } },
-      ...failures.filter((s) => s.data.length > 0),
+      ...failedBatchSeries(sorted),
       ...(withPeak.length
         ? [
             {
@@ -60,10 +48,7 @@ export function scriptBatchSizeOption(trials: readonly TrialInput[], usableBytes
 export function scriptBatchSizeLabel(trials: readonly TrialInput[]): string {
   const sorted = byBatch(trials);
   const ok = sorted.filter((t) => t.outcome === 'ok').map((t) => `batch ${t.batchSize}: ${formatValue(t.samplesPerSec, 'samples/s')}`);
-  const failed = (['E_OOM', 'crash'] as const).flatMap((o) => {
-    const batches = sorted.filter((t) => t.outcome === o).map((t) => t.batchSize);
-    return batches.length ? [`${FAILED[o].name} at batch ${batches.join(', ')}`] : [];
-  });
+  const failed = failedBatchText(sorted);
   const parts = [...ok, ...failed];
   return `Throughput by batch size chart${parts.length ? `: ${parts.join('; ')}` : ', no trial finished yet'}`;
 }
