@@ -8,7 +8,7 @@ import type { Workspace } from '../workspace';
 import { analyseAttempts } from './attempts';
 import { blockHashes, renderBlock } from './blocks';
 import { figureLink } from './markdown';
-import type { FigureSpec, ReportInput, SectionWriters } from './report-model';
+import type { FigureSpec, ReportInput, SectionOutput, SectionWriters } from './report-model';
 import type { ReportContent } from './report-store';
 import { SECTION_HEADINGS } from './report-model';
 import type { BatchSearchRun, BenchmarkRun, LoaderRun, OptimiseRun, TrainRun } from './report-runs';
@@ -16,6 +16,7 @@ import { dataOf, loadReportRuns } from './report-runs';
 import { attemptsSection, consequencesSection, decisionSection } from './section-attempts';
 import { contextSection, reproduceSection, statusSection } from './section-context';
 import { limitsSection, phasesSection } from './section-results';
+import { SCRIPT_WRITERS, scriptTitle } from './section-script';
 import { renderSvg } from './svg';
 
 const WRITERS: SectionWriters = {
@@ -65,19 +66,22 @@ export async function generateReport(workspace: Workspace, runIds: readonly stri
     trains: runs.filter((r): r is TrainRun => r.kind === 'train'),
     optimisations: runs.filter((r): r is OptimiseRun => r.kind === 'optimise'),
     loaders: runs.filter((r): r is LoaderRun => r.kind === 'loader-benchmark'),
+    scripts: loaded.scripts,
     baseline,
     attempts,
     generatedAt: options.now ?? new Date(),
     trainbenchVersion: trainbenchVersion(),
     runNotes: loaded.notes,
   };
-  const title = options.title ?? defaultTitle(input);
+  const title = options.title ?? (runs.length ? defaultTitle(input) : scriptTitle(input));
   const sections = [...new Set(options.sections ?? REPORT_SECTIONS)];
   const notes = [...loaded.notes];
   const figures: { figure: ReportFigure; svg: string }[] = [];
   const parts: string[] = [`# ${options.number}. ${title}\n`];
   for (const section of sections) {
-    const out = WRITERS[section](input);
+    // Engine runs first, then the runs of the user's own command: each kind writes its own blocks.
+    const outs = [...(runs.length ? [WRITERS[section](input)] : []), ...(loaded.scripts.length ? [SCRIPT_WRITERS[section](input)] : [])];
+    const out: SectionOutput = { blocks: outs.flatMap((o) => o.blocks), figures: outs.flatMap((o) => o.figures), notes: outs.flatMap((o) => o.notes) };
     notes.push(...out.notes);
     const failed = new Map<string, string>();
     for (const f of out.figures) {
@@ -99,7 +103,9 @@ export async function generateReport(workspace: Workspace, runIds: readonly stri
     }
   }
   const markdown = parts.join('\n');
-  return { title, runIds: runs.map((r) => r.id), sections, markdown, figures, notes, blocks: blockHashes(markdown) };
+  // In the order asked (the first benchmark of each kind is its baseline), once each.
+  const kept = new Set([...runs, ...loaded.scripts].map((r) => r.id));
+  return { title, runIds: [...new Set(runIds)].filter((id) => kept.has(id)), sections, markdown, figures, notes, blocks: blockHashes(markdown) };
 }
 
 /** The figure as SVG, or a line saying why it could not be drawn. */
