@@ -5,6 +5,7 @@ import { formatIssues } from '../api/format-issues';
 import type { ScriptOptimiseResult, ScriptOverrides } from '../api/script-target';
 import { ScriptOptimiseRequestSchema } from '../api/script-target';
 import { EventHub } from '../core/event-hub';
+import { ScriptJobs } from '../core/script/script-jobs';
 import { optimiseScript } from '../core/script/script-optimise';
 import { defaultWorkspaceDir, openWorkspace } from '../core/workspace';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './benchmark-script-command';
@@ -70,14 +71,27 @@ async function optimiseScriptAction(command: string[], flags: Flags): Promise<vo
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'optimise')}`);
   const workspace = await openWorkspace(flags.workspace);
-  const result = await optimiseScript(workspace, new EventHub(), parsed.data, {
-    onProgress: (p) => {
-      if (!flags.progress || flags.json) return;
-      if (p.finishedTrial) process.stderr.write(`trial ${p.finishedTrial.index}: ${p.finishedTrial.change.label} -> ${p.finishedTrial.decision}\n`);
-      else if (p.phase !== 'done') process.stderr.write(`${p.phase}${p.label ? ` (${p.label})` : ''}: ${p.repetition} of ${p.repetitions}\n`);
-    },
-  });
-  process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptOptimise(result)) + '\n');
+  // Ctrl-C cancels as script.cancel does: the launch in flight is killed with its process group, and the
+  // run is recorded cancelled with the trials finished so far.
+  const jobs = new ScriptJobs();
+  const onSigint = () => {
+    process.stderr.write('\ncancelling the script optimisation...\n');
+    jobs.cancelAll();
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const result = await optimiseScript(workspace, new EventHub(), parsed.data, {
+      jobs,
+      onProgress: (p) => {
+        if (!flags.progress || flags.json) return;
+        if (p.finishedTrial) process.stderr.write(`trial ${p.finishedTrial.index}: ${p.finishedTrial.change.label} -> ${p.finishedTrial.decision}\n`);
+        else if (p.phase !== 'done') process.stderr.write(`${p.phase}${p.label ? ` (${p.label})` : ''}: ${p.repetition} of ${p.repetitions}\n`);
+      },
+    });
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptOptimise(result)) + '\n');
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
 }
 
 export function optimiseScriptCommand(): Command {

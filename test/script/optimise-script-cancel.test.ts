@@ -1,0 +1,134 @@
+// Issue 14: the optimisation wizard on a script target is a script job. Cancelling it (script.cancel,
+// the CLI's Ctrl-C) kills the launch in flight with its process group, and its run is recorded
+// cancelled with the baseline and the trials it had finished; the script's output goes out live.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { ApiError } from '../../src-main/api/errors';
+import type { OptimiseProgress } from '../../src-main/api/optimise';
+import type { ScriptOutputEvent } from '../../src-main/api/script-target';
+import { ScriptOptimiseRecordSchema, ScriptOptimiseRequestSchema } from '../../src-main/api/script-target';
+import { EventHub } from '../../src-main/core/event-hub';
+import { ScriptJobs } from '../../src-main/core/script/script-jobs';
+import { optimiseScript } from '../../src-main/core/script/script-optimise';
+import { openWorkspace } from '../../src-main/core/workspace';
+import { tempDir } from '../helpers/temp-dir';
+import { newMark, processesWithMark, PYTHON, SCRIPTS } from './script-helpers';
+
+const ws = tempDir();
+afterAll(() => ws.cleanup());
+
+const LOGGED = path.join(SCRIPTS, 'slow_items_logged.py');
+
+function request(jobId: string, mark: string) {
+  return ScriptOptimiseRequestSchema.parse({
+    target: { kind: 'script', command: [PYTHON, LOGGED], cwd: SCRIPTS, env: { TB_TEST_MARK: mark } },
+    repeat: 2,
+    steps: 4,
+    warmupSteps: 1,
+    maxTrials: 3,
+    timeoutSeconds: 60,
+    jobId,
+  });
+}
+
+/** The run.json of the run whose folder the error message names. */
+function runJson(message: string): { status: string; result: unknown; error: { code: string } } {
+  const dir = /runs\/([\w-]+)/.exec(message)?.[1];
+  expect(dir, message).toBeDefined();
+  expect(readdirSync(path.join(ws.dir, 'runs'))).toContain(dir);
+  return JSON.parse(readFileSync(path.join(ws.dir, 'runs', dir!, 'run.json'), 'utf8')) as { status: string; result: unknown; error: { code: string } };
+}
+
+describe('optimiseScript as a script job', () => {
+  it('cancelled during a trial: the launch is killed, no process is left, the run is cancelled and keeps its finished trial', async () => {
+    const workspace = await openWorkspace(ws.dir);
+    const jobs = new ScriptJobs();
+    const events = new EventHub();
+    const mark = newMark();
+    const output: ScriptOutputEvent[] = [];
+    const progress: OptimiseProgress[] = [];
+    // The baseline is 2 launches and trial 1 is 4 (A/B/A/B): launch 7 is trial 2's first, cancelled once it has printed.
+    let cancelledWhileRunning: boolean | null = null;
+    events.subscribe((name, data) => {
+      if (name === 'optimise.progress') progress.push(data as OptimiseProgress);
+      if (name !== 'script.output') return;
+      const e = data as ScriptOutputEvent;
+      output.push(e);
+      if (e.repetition === 7 && cancelledWhileRunning === null) cancelledWhileRunning = jobs.cancel('wizard-cancel').cancelled && processesWithMark(mark).length > 0;
+    });
+    const t0 = Date.now();
+    const err = await optimiseScript(workspace, events, request('wizard-cancel', mark), { jobs }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    const e = err as ApiError;
+    expect(e.code, e.message).toBe('E_CANCELLED');
+    expect(e.message).toMatch(/^the script optimisation was cancelled after 1 finished trial; runs\/[\w-]+ keeps them \(the script was cancelled after \d+ step\(s\)/);
+    expect(cancelledWhileRunning).toBe(true);
+    expect(Date.now() - t0).toBeLessThan(90_000);
+    expect(processesWithMark(mark)).toEqual([]);
+    expect(jobs.running).toBe(0);
+
+    const run = runJson(e.message);
+    expect(run.status).toBe('cancelled');
+    expect(run.error.code).toBe('E_CANCELLED');
+    const kept = ScriptOptimiseRecordSchema.parse(run.result);
+    expect(kept.final).toBeNull();
+    expect(kept.baseline?.repetitions).toHaveLength(2);
+    expect(kept.loader).toMatchObject({ num_workers: 0, batch_size: 32 });
+    expect(kept.trials).toHaveLength(1);
+    expect(kept.trials[0]).toMatchObject({ index: 1, change: { knob: 'dataloader.num_workers', from: 0, to: 2 } });
+    expect(kept.trials[0].candidateSamplesPerSec).toHaveLength(2);
+    expect(kept.title).toBe(`${PYTHON} ${LOGGED}`);
+
+    // The output of every launch, tagged with the job, the run and the launch; the trial's B side ran with 2 workers.
+    expect(output.every((o) => o.jobId === 'wizard-cancel' && o.runId === kept.runId)).toBe(true);
+    expect([...new Set(output.map((o) => o.repetition))]).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    const firstLine = (launch: number) => output.find((o) => o.repetition === launch)?.line;
+    expect(firstLine(1)).toBe('loader num_workers=0 batch_size=32');
+    expect(firstLine(4)).toBe('loader num_workers=2 batch_size=32');
+    // Progress names the wizard by its job id, so a window that chose the id follows its own wizard.
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.every((p) => p.optimiseId === 'wizard-cancel' && p.runId === kept.runId)).toBe(true);
+    expect(progress.find((p) => p.finishedTrial)?.finishedTrial?.index).toBe(1);
+  }, 120_000);
+
+  it('cancelled between two launches: the next one never starts, and the run keeps what it had (no baseline yet)', async () => {
+    const workspace = await openWorkspace(ws.dir);
+    const jobs = new ScriptJobs();
+    const mark = newMark();
+    let launches = 0;
+    const err = await optimiseScript(workspace, new EventHub(), request('wizard-between', mark), {
+      jobs,
+      onOutput: (_stream, _line, launch) => (launches = Math.max(launches, launch)),
+      // Progress comes after a launch ended and before the next starts.
+      onProgress: (p) => {
+        if (p.phase === 'baseline' && p.repetition === 1) jobs.cancel('wizard-between');
+      },
+    }).catch((x: unknown) => x);
+    expect((err as ApiError).code).toBe('E_CANCELLED');
+    expect((err as ApiError).message).toContain('cancelled after 0 finished trials');
+    expect((err as ApiError).message).toContain('cancelled before launch 2');
+    expect(launches).toBe(1);
+    const run = runJson((err as ApiError).message);
+    expect(run.status).toBe('cancelled');
+    const kept = ScriptOptimiseRecordSchema.parse(run.result);
+    expect(kept.baseline).toBeNull();
+    expect(kept.trials).toEqual([]);
+    expect(processesWithMark(mark)).toEqual([]);
+    expect(jobs.cancel('wizard-between')).toEqual({ cancelled: false });
+  }, 60_000);
+
+  it('refuses a jobId that is already running, naming it, and records no run', async () => {
+    const workspace = await openWorkspace(ws.dir);
+    const jobs = new ScriptJobs();
+    const held = jobs.open('wizard-taken', 'test');
+    const before = readdirSync(path.join(ws.dir, 'runs')).length;
+    const err = await optimiseScript(workspace, new EventHub(), request('wizard-taken', newMark()), { jobs }).catch((x: unknown) => x);
+    expect((err as ApiError).code).toBe('E_BAD_INPUT');
+    expect((err as ApiError).message).toBe('script optimisation wizard-taken is already running: choose another jobId');
+    expect(readdirSync(path.join(ws.dir, 'runs')).length).toBe(before);
+    jobs.close(held);
+  });
+});
