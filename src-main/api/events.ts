@@ -6,6 +6,7 @@ import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { OptimiseProgressSchema } from './optimise';
 import { ScriptOutputEventSchema } from './script-target';
+import { ScriptOptimiseBaselineEventSchema } from './script-optimise';
 import { TrainPreparingEventSchema, TrainProgressEventSchema } from './training';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
@@ -36,6 +37,8 @@ export const apiEvents = {
   /** A line a script target wrote on its stdout or stderr, live. */
   'script.output': ScriptOutputEventSchema,
   'train.preparing': TrainPreparingEventSchema,
+  /** A script wizard's baseline, as soon as it is measured (its result comes at the end). */
+  'script.optimiseBaseline': ScriptOptimiseBaselineEventSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

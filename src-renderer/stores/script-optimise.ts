@@ -1,5 +1,6 @@
 import { ApiError } from '@api/errors';
 import type { OptimiseProgress, OptimiseTrial } from '@api/optimise';
+import type { ScriptOptimiseBaselineEvent } from '@api/script-optimise';
 import type { ScriptOptimiseRequestInput } from '@api/script-target';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
@@ -41,6 +42,8 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
   /** The wizard shown: its run as saved (null while one starts from this window and has no run yet). */
   const shown = shallowRef<ScriptOptimiseRun | null>(null);
   const progress = shallowRef<OptimiseProgress | null>(null);
+  /** The baseline as soon as it is measured (the run holds it only once the wizard ends). */
+  const liveBaseline = shallowRef<Pick<ScriptOptimiseBaselineEvent, 'baseline' | 'loader'> | null>(null);
   /** Its trials, each as soon as it finishes. */
   const trials = shallowRef<OptimiseTrial[]>([]);
   const output = shallowRef<ScriptLine[]>([]);
@@ -66,6 +69,10 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
       progress.value = p;
       if (p.finishedTrial) trials.value = mergeTrials(trials.value, [p.finishedTrial]);
     });
+    const offBaseline = client.on('script.optimiseBaseline', (e) => {
+      if (e.jobId !== id || (followedRun !== null && e.runId !== followedRun)) return;
+      liveBaseline.value = { baseline: e.baseline, loader: e.loader };
+    });
     const offOutput = client.on('script.output', (e) => {
       if (e.jobId !== id || (followedRun !== null && e.runId !== followedRun)) return;
       followedRun ??= e.runId;
@@ -75,6 +82,7 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
     });
     return () => {
       offProgress();
+      offBaseline();
       offOutput();
     };
   }
@@ -96,6 +104,7 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
     output.value = [];
     lineCount = 0;
     progress.value = null;
+    liveBaseline.value = null;
     error.value = null;
     cancelled.value = false;
     forbidden.value = null;
@@ -142,6 +151,8 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
       progress.value = null;
       // The run holds the result, or what a stopped wizard had measured (its baseline and finished trials).
       if (runId) await loadRun(runId).catch((err: unknown) => (error.value ??= errorText(err)));
+      // Refused, or failed before its run existed: nothing to show but the error.
+      else started.value = null;
     }
   }
 
@@ -198,5 +209,5 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
     }
   }
 
-  return { form, wizard, pending, started, jobId, shown, progress, trials, output, running, watching, error, cancelled, forbidden, prepare, dismiss, confirm, cancel, open };
+  return { form, wizard, pending, started, jobId, shown, progress, liveBaseline, trials, output, running, watching, error, cancelled, forbidden, prepare, dismiss, confirm, cancel, open };
 });

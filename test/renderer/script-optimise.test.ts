@@ -111,6 +111,11 @@ describe('script wizard store', () => {
     expect(store.pending?.maxTrials).toBe(1);
     expect(store.running).toBe(false); // nothing runs before "Run this command?" is answered
     const seenTrials: number[] = [];
+    let baselineWhileRunning = false;
+    const stopBaseline = watch(
+      () => store.liveBaseline,
+      (b) => (baselineWhileRunning ||= store.running && b !== null),
+    );
     const stop = watch(
       () => store.trials,
       (t) => store.running && seenTrials.push(t.length),
@@ -119,7 +124,9 @@ describe('script wizard store', () => {
     expect(store.running).toBe(true);
     await done;
     stop();
+    stopBaseline();
     expect(store.error).toBeNull();
+    expect(baselineWhileRunning).toBe(true);
     expect(seenTrials).toContain(1); // the trial arrived while the wizard still ran
     const run = store.shown!;
     expect(run.status).toBe('completed');
@@ -160,7 +167,7 @@ describe('script wizard store', () => {
     await store.cancel();
     await done;
     expect(store.cancelled).toBe(true);
-    expect(store.error).toMatch(/^E_CANCELLED: the script optimisation was cancelled after 1 finished trial; runs\/[\w-]+ keeps them/);
+    expect(store.error).toMatch(/^E_CANCELLED: the script optimisation was cancelled after 1 finished trial; its run runs\/[\w-]+ keeps what it measured/);
     expect(store.shown?.status).toBe('cancelled');
     expect(store.shown?.record?.trials).toHaveLength(1);
     expect(store.shown?.record?.final).toBeNull();

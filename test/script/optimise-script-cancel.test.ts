@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { ApiError } from '../../src-main/api/errors';
 import type { OptimiseProgress } from '../../src-main/api/optimise';
+import type { ScriptOptimiseBaselineEvent } from '../../src-main/api/script-optimise';
 import type { ScriptOutputEvent } from '../../src-main/api/script-target';
 import { ScriptOptimiseRecordSchema, ScriptOptimiseRequestSchema } from '../../src-main/api/script-target';
 import { EventHub } from '../../src-main/core/event-hub';
@@ -50,21 +51,25 @@ describe('optimiseScript as a script job', () => {
     const mark = newMark();
     const output: ScriptOutputEvent[] = [];
     const progress: OptimiseProgress[] = [];
+    const baselines: ScriptOptimiseBaselineEvent[] = [];
     // The baseline is 2 launches and trial 1 is 4 (A/B/A/B): launch 7 is trial 2's first, cancelled once it has printed.
     let cancelledWhileRunning: boolean | null = null;
     events.subscribe((name, data) => {
       if (name === 'optimise.progress') progress.push(data as OptimiseProgress);
+      if (name === 'script.optimiseBaseline') baselines.push(data as ScriptOptimiseBaselineEvent);
       if (name !== 'script.output') return;
       const e = data as ScriptOutputEvent;
       output.push(e);
-      if (e.repetition === 7 && cancelledWhileRunning === null) cancelledWhileRunning = jobs.cancel('wizard-cancel').cancelled && processesWithMark(mark).length > 0;
+      if (e.repetition !== 7 || cancelledWhileRunning !== null) return;
+      const alive = processesWithMark(mark).length > 0; // looked at before the kill, which may be immediate
+      cancelledWhileRunning = jobs.cancel('wizard-cancel').cancelled && alive;
     });
     const t0 = Date.now();
     const err = await optimiseScript(workspace, events, request('wizard-cancel', mark), { jobs }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);
     const e = err as ApiError;
     expect(e.code, e.message).toBe('E_CANCELLED');
-    expect(e.message).toMatch(/^the script optimisation was cancelled after 1 finished trial; runs\/[\w-]+ keeps them \(the script was cancelled after \d+ step\(s\)/);
+    expect(e.message).toMatch(/^the script optimisation was cancelled after 1 finished trial; its run runs\/[\w-]+ keeps what it measured \(the script was cancelled after \d+ step\(s\)/);
     expect(cancelledWhileRunning).toBe(true);
     expect(Date.now() - t0).toBeLessThan(90_000);
     expect(processesWithMark(mark)).toEqual([]);
@@ -92,6 +97,8 @@ describe('optimiseScript as a script job', () => {
     expect(progress.length).toBeGreaterThan(0);
     expect(progress.every((p) => p.optimiseId === 'wizard-cancel' && p.runId === kept.runId)).toBe(true);
     expect(progress.find((p) => p.finishedTrial)?.finishedTrial?.index).toBe(1);
+    // The baseline went out once, when measured, as the run keeps it.
+    expect(baselines).toEqual([{ jobId: 'wizard-cancel', runId: kept.runId, baseline: kept.baseline, loader: kept.loader }]);
   }, 120_000);
 
   it('cancelled between two launches: the next one never starts, and the run keeps what it had (no baseline yet)', async () => {

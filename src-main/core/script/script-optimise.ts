@@ -71,7 +71,7 @@ export async function optimiseScript(workspace: Workspace, events: EventHub, req
       const n = wizard.finishedTrials;
       const kept = `${n} finished trial${n === 1 ? '' : 's'}`;
       const stopped =
-        e.code === 'E_CANCELLED' ? new ApiError('E_CANCELLED', `the script optimisation was cancelled after ${kept}; ${run.relativeDir} keeps them (${e.message})`) : e;
+        e.code === 'E_CANCELLED' ? new ApiError('E_CANCELLED', `the script optimisation was cancelled after ${kept}; its run ${run.relativeDir} keeps what it measured (${e.message})`) : e;
       await run.finish(e.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { result: wizard.record(), error: stopped.toPayload() });
       throw stopped;
     }
@@ -149,6 +149,7 @@ class ScriptWizard {
       phasesPercent: phaseShares(phasesMs),
       device,
     };
+    this.events.emit('script.optimiseBaseline', { jobId: this.job.id, runId: this.run.id, baseline: this.baseline, loader: this.loader });
 
     let best: ScriptOverrides = { ...r.overrides };
     let exhausted = new Set<string>();
