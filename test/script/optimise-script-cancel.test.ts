@@ -1,6 +1,7 @@
 // Issue 14: the optimisation wizard on a script target is a script job. Cancelling it (script.cancel,
 // the CLI's Ctrl-C) kills the launch in flight with its process group, and its run is recorded
 // cancelled with the baseline and the trials it had finished; the script's output goes out live.
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -15,6 +16,7 @@ import { EventHub } from '../../src-main/core/event-hub';
 import { ScriptJobs } from '../../src-main/core/script/script-jobs';
 import { optimiseScript } from '../../src-main/core/script/script-optimise';
 import { openWorkspace } from '../../src-main/core/workspace';
+import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, PYTHON, SCRIPTS } from './script-helpers';
 
@@ -138,4 +140,34 @@ describe('optimiseScript as a script job', () => {
     expect(readdirSync(path.join(ws.dir, 'runs')).length).toBe(before);
     jobs.close(held);
   });
+});
+
+describe('trainbench optimise-script: Ctrl-C', () => {
+  it('cancels the wizard as script.cancel does: the launch is killed, the run is cancelled with its finished trial', async () => {
+    requireBuilt();
+    const mark = newMark();
+    const cli = tempDir();
+    const args = ['optimise-script', '--repeat', '2', '--steps', '4', '--warmup-steps', '1', '--max-trials', '3', '--workspace', cli.dir, '--env', `TB_TEST_MARK=${mark}`, '--', PYTHON, LOGGED];
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const closed = new Promise<number | null>((resolve) => child.once('close', resolve));
+    // Trial 1 has finished and the next launch runs: Ctrl-C now (to the CLI only: the script has a process group of its own).
+    const t0 = Date.now();
+    while (!(/^trial 1: /m.test(stderr) && processesWithMark(mark).length > 0)) {
+      if (Date.now() - t0 > 90_000) throw new Error(`no second trial's launch seen; stderr:\n${stderr}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    child.kill('SIGINT');
+    const code = await closed;
+    expect(code).toBe(1);
+    expect(stderr).toContain('cancelling the script optimisation...');
+    expect(stderr).toMatch(/E_CANCELLED: the script optimisation was cancelled after 1 finished trial; its run runs\/[\w-]+ keeps what it measured/);
+    expect(processesWithMark(mark)).toEqual([]);
+    const [id] = readdirSync(path.join(cli.dir, 'runs'));
+    const run = JSON.parse(readFileSync(path.join(cli.dir, 'runs', id, 'run.json'), 'utf8')) as { status: string; result: unknown };
+    expect(run.status).toBe('cancelled');
+    expect(ScriptOptimiseRecordSchema.parse(run.result).trials).toHaveLength(1);
+    cli.cleanup();
+  }, 120_000);
 });
