@@ -255,6 +255,11 @@ export const ScriptOptimiseRequestSchema = z
     timeoutSeconds: z.number().min(1).max(24 * 3600).default(600),
     /** Names the wizard's job, so `script.cancel` stops it; its optimise.progress events carry it as optimiseId. */
     jobId: IdSchema.optional(),
+    /**
+     * The run of a stopped script optimisation of the same target to go on from: its baseline and finished
+     * trials are kept (and its starting overrides), and the trials count towards maxTrials.
+     */
+    resumeFrom: IdSchema.optional(),
   })
   .strict();
 export type ScriptOptimiseRequest = z.infer<typeof ScriptOptimiseRequestSchema>;

@@ -11,14 +11,14 @@ import { ApiError } from '../../src-main/api/errors';
 import type { OptimiseProgress } from '../../src-main/api/optimise';
 import type { ScriptOptimiseBaselineEvent } from '../../src-main/api/script-optimise';
 import type { ScriptOutputEvent } from '../../src-main/api/script-target';
-import { ScriptOptimiseRecordSchema, ScriptOptimiseRequestSchema } from '../../src-main/api/script-target';
+import { ScriptOptimiseRecordSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
 import { EventHub } from '../../src-main/core/event-hub';
 import { ScriptJobs } from '../../src-main/core/script/script-jobs';
 import { optimiseScript } from '../../src-main/core/script/script-optimise';
 import { openWorkspace } from '../../src-main/core/workspace';
 import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
-import { newMark, processesWithMark, PYTHON, SCRIPTS } from './script-helpers';
+import { newMark, processesWithMark, PYTHON, runCli, SCRIPTS } from './script-helpers';
 
 const ws = tempDir();
 afterAll(() => ws.cleanup());
@@ -71,7 +71,9 @@ describe('optimiseScript as a script job', () => {
     expect(err).toBeInstanceOf(ApiError);
     const e = err as ApiError;
     expect(e.code, e.message).toBe('E_CANCELLED');
-    expect(e.message).toMatch(/^the script optimisation was cancelled after 1 finished trial; its run runs\/[\w-]+ keeps what it measured \(the script was cancelled after \d+ step\(s\)/);
+    expect(e.message).toMatch(
+      /^the script optimisation was cancelled after 1 finished trial; its run runs\/([\w-]+) keeps what it measured \(the script was cancelled after \d+ step\(s\); its process group was killed\); go on with trainbench optimise-script --resume \1$/,
+    );
     expect(cancelledWhileRunning).toBe(true);
     expect(Date.now() - t0).toBeLessThan(90_000);
     expect(processesWithMark(mark)).toEqual([]);
@@ -101,7 +103,26 @@ describe('optimiseScript as a script job', () => {
     expect(progress.find((p) => p.finishedTrial)?.finishedTrial?.index).toBe(1);
     // The baseline went out once, when measured, as the run keeps it.
     expect(baselines).toEqual([{ jobId: 'wizard-cancel', runId: kept.runId, baseline: kept.baseline, loader: kept.loader }]);
-  }, 120_000);
+
+    // Resumed: no baseline measured again, trial 1 kept as it was, trial 2 measured afresh, then the final check.
+    const resumedProgress: OptimiseProgress[] = [];
+    const result = await optimiseScript(workspace, new EventHub(), { ...request('wizard-resumed', mark), maxTrials: 2, resumeFrom: kept.runId }, {
+      jobs,
+      onProgress: (p) => resumedProgress.push(p),
+    });
+    expect(result.runId).not.toBe(kept.runId);
+    expect(resumedProgress.some((p) => p.phase === 'baseline')).toBe(false);
+    expect(result.baseline).toEqual(kept.baseline);
+    expect(result.trials).toHaveLength(2);
+    expect(result.trials[0]).toEqual(kept.trials[0]);
+    expect(result.trials[1].index).toBe(2);
+    expect(result.trials[1].change.knob).not.toBe(kept.trials[0].change.knob);
+    expect(result.final.overrides).toEqual(Object.fromEntries(result.trials.filter((t) => t.kept).map((t) => [t.change.knob, t.change.to])));
+    expect(processesWithMark(mark)).toEqual([]);
+    // A completed wizard has nothing left to resume.
+    const again = await optimiseScript(workspace, new EventHub(), { ...request('wizard-again', mark), resumeFrom: result.runId }).catch((x: unknown) => x);
+    expect((again as ApiError).message).toBe(`script optimisation ${result.runId} completed: there is nothing left to resume`);
+  }, 180_000);
 
   it('cancelled between two launches: the next one never starts, and the run keeps what it had (no baseline yet)', async () => {
     const workspace = await openWorkspace(ws.dir);
@@ -127,6 +148,29 @@ describe('optimiseScript as a script job', () => {
     expect(kept.trials).toEqual([]);
     expect(processesWithMark(mark)).toEqual([]);
     expect(jobs.cancel('wizard-between')).toEqual({ cancelled: false });
+  }, 60_000);
+
+  it('refuses to resume another command, naming both, and records no run', async () => {
+    const workspace = await openWorkspace(ws.dir);
+    const jobs = new ScriptJobs();
+    const mark = newMark();
+    const err = await optimiseScript(workspace, new EventHub(), request('wizard-short', mark), {
+      jobs,
+      onProgress: (p) => {
+        if (p.phase === 'baseline' && p.repetition === 1) jobs.cancel('wizard-short');
+      },
+    }).catch((x: unknown) => x);
+    const runId = /runs\/([\w-]+)/.exec((err as ApiError).message)![1];
+    const before = readdirSync(path.join(ws.dir, 'runs')).length;
+    const other = request('wizard-other', mark);
+    other.target = { ...other.target, command: [PYTHON, path.join(SCRIPTS, 'tiny_train.py')] };
+    const refused = await optimiseScript(workspace, new EventHub(), { ...other, resumeFrom: runId }).catch((x: unknown) => x);
+    expect((refused as ApiError).code).toBe('E_BAD_INPUT');
+    // Stopped before its baseline: its saved state is the run's result (no baseline), and the command is compared all the same.
+    expect((refused as ApiError).message).toBe(`script optimisation ${runId} measured another command (${PYTHON} ${LOGGED} in ${SCRIPTS}): resume it with its own target`);
+    expect(readdirSync(path.join(ws.dir, 'runs')).length).toBe(before);
+    const missing = await optimiseScript(workspace, new EventHub(), { ...other, resumeFrom: 'no-such-run' }).catch((x: unknown) => x);
+    expect((missing as ApiError).message).toMatch(/^there is no run no-such-run in the workspace /);
   }, 60_000);
 
   it('refuses a jobId that is already running, naming it, and records no run', async () => {
@@ -170,4 +214,42 @@ describe('trainbench optimise-script: Ctrl-C', () => {
     expect(ScriptOptimiseRecordSchema.parse(run.result).trials).toHaveLength(1);
     cli.cleanup();
   }, 120_000);
+
+  it('killed outright: --resume goes on from the state saved after its last finished trial', async () => {
+    requireBuilt();
+    const mark = newMark();
+    const cli = tempDir();
+    const args = ['optimise-script', '--repeat', '2', '--steps', '4', '--warmup-steps', '1', '--max-trials', '2', '--workspace', cli.dir, '--env', `TB_TEST_MARK=${mark}`, '--', PYTHON, LOGGED];
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const closed = new Promise<number | null>((resolve) => child.once('close', resolve));
+    const t0 = Date.now();
+    while (!/^trial 1: /m.test(stderr)) {
+      if (Date.now() - t0 > 90_000) throw new Error(`trial 1 never finished; stderr:\n${stderr}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    child.kill('SIGKILL');
+    await closed;
+    // The launch it had started is bounded by the probe's step count: it ends by itself.
+    for (let i = 0; i < 300 && processesWithMark(mark).length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(processesWithMark(mark)).toEqual([]);
+    const [killed] = readdirSync(path.join(cli.dir, 'runs'));
+    const state = ScriptOptimiseRecordSchema.parse(JSON.parse(readFileSync(path.join(cli.dir, 'runs', killed, 'state.json'), 'utf8')));
+    expect(state.trials).toHaveLength(1);
+
+    const resumed = await runCli(['optimise-script', '--resume', killed, '--json', '--workspace', cli.dir], 120_000);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const r = ScriptOptimiseResultSchema.parse(JSON.parse(resumed.stdout));
+    expect(r.baseline).toEqual(state.baseline);
+    expect(r.trials).toHaveLength(2);
+    expect(r.trials[0]).toEqual(state.trials[0]);
+    expect(r.target.env).toEqual({ TB_TEST_MARK: mark });
+    expect(processesWithMark(mark)).toEqual([]);
+
+    const both = await runCli(['optimise-script', '--resume', killed, '--workspace', cli.dir, '--', PYTHON, LOGGED]);
+    expect(both.code).toBe(1);
+    expect(both.stderr).toContain(`give either a command after '--' or --resume ${killed}`);
+    cli.cleanup();
+  }, 180_000);
 });

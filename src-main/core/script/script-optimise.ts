@@ -21,6 +21,7 @@ import type { ScriptJob } from './script-jobs';
 import { ScriptJobs } from './script-jobs';
 import type { ScriptKnobContext } from './script-knobs';
 import { SCRIPT_KNOBS } from './script-knobs';
+import { loadScriptWizardState, replayTrials, saveScriptWizardState } from './script-optimise-resume';
 import { runTrial, trialError } from './script-trial';
 
 export interface ScriptOptimiseOptions {
@@ -30,6 +31,8 @@ export interface ScriptOptimiseOptions {
   /** The registry the wizard's job joins, so `script.cancel` (or the CLI's Ctrl-C) stops it; a private one when absent. */
   jobs?: ScriptJobs;
 }
+
+const apply = (o: ScriptOverrides, c: OptimiseChange): ScriptOverrides => ({ ...o, [c.knob]: c.to });
 
 type Baseline = ScriptOptimiseResult['baseline'];
 
@@ -41,7 +44,6 @@ interface Measured {
   loader: ScriptLoaderSettings | null;
 }
 
-const apply = (o: ScriptOverrides, c: OptimiseChange): ScriptOverrides => ({ ...o, [c.knob]: c.to });
 
 /**
  * The optimisation wizard (ADR 0012's rules) on a user's command: a baseline of
@@ -60,8 +62,10 @@ export async function optimiseScript(workspace: Workspace, events: EventHub, req
   const jobs = options.jobs ?? new ScriptJobs();
   const job = jobs.open(request.jobId, 'script optimisation');
   try {
+    // Checked before a run is created: a refused resume records nothing.
+    const resumed = request.resumeFrom ? await loadScriptWizardState(workspace, request.resumeFrom, request) : null;
     const run = await createRun(workspace, 'optimise', { target: request.target, request, jobId: job.id });
-    const wizard = new ScriptWizard(request, run, events, options, started, jobs, job);
+    const wizard = new ScriptWizard(request, run, events, options, started, jobs, job, resumed);
     try {
       const result = await wizard.go();
       await run.finish('completed', { result });
@@ -71,7 +75,7 @@ export async function optimiseScript(workspace: Workspace, events: EventHub, req
       const n = wizard.finishedTrials;
       const kept = `${n} finished trial${n === 1 ? '' : 's'}`;
       const stopped =
-        e.code === 'E_CANCELLED' ? new ApiError('E_CANCELLED', `the script optimisation was cancelled after ${kept}; its run ${run.relativeDir} keeps what it measured (${e.message})`) : e;
+        e.code === 'E_CANCELLED' ? new ApiError('E_CANCELLED', `the script optimisation was cancelled after ${kept}; its run ${run.relativeDir} keeps what it measured (${e.message}); go on with trainbench optimise-script --resume ${run.id}`) : e;
       await run.finish(e.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { result: wizard.record(), error: stopped.toPayload() });
       throw stopped;
     }
@@ -95,6 +99,8 @@ class ScriptWizard {
     private readonly started: number,
     private readonly jobs: ScriptJobs,
     private readonly job: ScriptJob,
+    /** What the run this one resumes had measured; null for a fresh wizard. */
+    private readonly resumed: ScriptOptimiseRecord | null,
   ) {}
 
   get finishedTrials(): number {
@@ -126,37 +132,29 @@ class ScriptWizard {
   async go(): Promise<ScriptOptimiseResult> {
     const r = this.request;
     const k = r.repeat;
-    const base: Measured[] = [];
-    for (let i = 0; i < k; i++) {
-      base.push(await this.measure(r.overrides));
-      this.progress('baseline', null, i + 1, k, null, null);
+    // A resumed wizard keeps the baseline and the trials it had; one stopped before its baseline starts over.
+    const restored = this.resumed?.baseline ? { ...this.resumed, baseline: this.resumed.baseline } : null;
+    if (restored) {
+      this.baseline = restored.baseline;
+      this.loader = restored.loader;
+      this.trials.push(...restored.trials);
+    } else {
+      await this.measureBaseline();
     }
-    const baseSamples = base.map((m) => m.samplesPerSec);
-    const floor = noiseFloor(baseSamples);
-    const device = base[0].device;
-    const ctx: ScriptKnobContext = { device, cpus: os.cpus().length, loader: base[0].loader };
-    this.loader = ctx.loader;
-    const meanOf = (pick: (m: Measured) => number) => base.reduce((s, m) => s + pick(m), 0) / base.length;
-    const phasesMs = { data: 0, h2d: 0, forward: 0, loss: 0, backward: 0, optimizer: 0, other: 0 };
-    for (const key of Object.keys(phasesMs) as (keyof typeof phasesMs)[]) phasesMs[key] = meanOf((m) => m.phasesMs[key]);
-    this.baseline = {
-      overrides: r.overrides,
-      samplesPerSec: medianInterval(baseSamples),
-      repetitions: baseSamples,
-      noiseFloor: floor,
-      stepMs: meanOf((m) => m.stepMs),
-      phasesMs,
-      phasesPercent: phaseShares(phasesMs),
-      device,
-    };
-    this.events.emit('script.optimiseBaseline', { jobId: this.job.id, runId: this.run.id, baseline: this.baseline, loader: this.loader });
+    const baseline = this.baseline!;
+    const start = baseline.overrides as ScriptOverrides;
+    const baseSamples = baseline.repetitions;
+    const floor = baseline.noiseFloor;
+    const ctx: ScriptKnobContext = { device: baseline.device, cpus: os.cpus().length, loader: this.loader };
+    this.events.emit('script.optimiseBaseline', { jobId: this.job.id, runId: this.run.id, baseline, loader: this.loader });
+    await this.saveState();
 
-    let best: ScriptOverrides = { ...r.overrides };
-    let exhausted = new Set<string>();
+    let { best, exhausted } = replayTrials(start, this.trials);
     for (let change = this.next(best, ctx, exhausted); change && this.trials.length < r.maxTrials; change = this.next(best, ctx, exhausted)) {
       const trial = await this.trial(this.trials.length + 1, best, change, floor);
       this.trials.push(trial);
       this.run.appendEvent({ type: 'optimise.trial', trial });
+      await this.saveState();
       if (trial.kept) {
         best = apply(best, change);
         exhausted = new Set();
@@ -176,12 +174,42 @@ class ScriptWizard {
       }
     }
 
-    const final = await this.final(r.overrides, best, baseSamples, floor);
+    const final = await this.final(start, best, baseSamples, floor);
     const result = { ...this.head(), skipped, final };
     this.progress('done', null, 0, 0, null, null);
     const parsed = ScriptOptimiseResultSchema.safeParse(result);
     if (!parsed.success) throw new ApiError('E_INTERNAL', `the script optimisation result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
     return parsed.data;
+  }
+
+  /** `repeat` launches of the starting overrides: the samples every trial's gain is judged against. */
+  private async measureBaseline(): Promise<void> {
+    const r = this.request;
+    const base: Measured[] = [];
+    for (let i = 0; i < r.repeat; i++) {
+      base.push(await this.measure(r.overrides));
+      this.progress('baseline', null, i + 1, r.repeat, null, null);
+    }
+    const samples = base.map((m) => m.samplesPerSec);
+    this.loader = base[0].loader;
+    const meanOf = (pick: (m: Measured) => number) => base.reduce((s, m) => s + pick(m), 0) / base.length;
+    const phasesMs = { data: 0, h2d: 0, forward: 0, loss: 0, backward: 0, optimizer: 0, other: 0 };
+    for (const key of Object.keys(phasesMs) as (keyof typeof phasesMs)[]) phasesMs[key] = meanOf((m) => m.phasesMs[key]);
+    this.baseline = {
+      overrides: r.overrides,
+      samplesPerSec: medianInterval(samples),
+      repetitions: samples,
+      noiseFloor: noiseFloor(samples),
+      stepMs: meanOf((m) => m.stepMs),
+      phasesMs,
+      phasesPercent: phaseShares(phasesMs),
+      device: base[0].device,
+    };
+  }
+
+  /** After the baseline and every trial: a killed wizard loses only the trial in flight (see resumeFrom). */
+  private saveState(): Promise<void> {
+    return saveScriptWizardState(this.run, this.record());
   }
 
   /** Why the preset (or the missing loss guard) keeps a change from being tried, or null. */
