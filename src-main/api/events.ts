@@ -5,8 +5,8 @@ import { BenchmarkProgressSchema } from './benchmark';
 import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { OptimiseProgressSchema } from './optimise';
-import { ScriptOutputEventSchema } from './script-target';
-import { ScriptBatchTrialEventSchema } from './script-target';
+import { ScriptOptimiseBaselineEventSchema } from './script-optimise';
+import { ScriptBatchTrialEventSchema, ScriptOutputEventSchema } from './script-target';
 import { TrainPreparingEventSchema, TrainProgressEventSchema } from './training';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
@@ -39,6 +39,8 @@ export const apiEvents = {
   'train.preparing': TrainPreparingEventSchema,
   /** A trial of script.findBatchSize as it finishes (its jobId is the request's). */
   'script.batchTrial': ScriptBatchTrialEventSchema,
+  /** A script wizard's baseline, as soon as it is measured (its result comes at the end). */
+  'script.optimiseBaseline': ScriptOptimiseBaselineEventSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

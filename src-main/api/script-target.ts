@@ -263,9 +263,17 @@ export const ScriptOptimiseRequestSchema = z
     maxTrials: z.number().int().min(0).max(100).default(8),
     allowRecipeChanges: z.boolean().default(false),
     timeoutSeconds: z.number().min(1).max(24 * 3600).default(600),
+    /** Names the wizard's job, so `script.cancel` stops it; its optimise.progress events carry it as optimiseId. */
+    jobId: IdSchema.optional(),
+    /**
+     * The run of a stopped script optimisation of the same target to go on from: its baseline and finished
+     * trials are kept (and its starting overrides), and the trials count towards maxTrials.
+     */
+    resumeFrom: IdSchema.optional(),
   })
   .strict();
 export type ScriptOptimiseRequest = z.infer<typeof ScriptOptimiseRequestSchema>;
+export type ScriptOptimiseRequestInput = z.input<typeof ScriptOptimiseRequestSchema>;
 
 const OverrideMap = z.record(z.string(), z.union([z.number(), z.boolean(), z.string()]));
 
@@ -302,3 +310,13 @@ export const ScriptOptimiseResultSchema = z.object({
   seconds: z.number(),
 });
 export type ScriptOptimiseResult = z.infer<typeof ScriptOptimiseResultSchema>;
+
+/**
+ * What a script optimisation's run.json keeps as its result: the whole result when it completed; for one
+ * cancelled or failed, what it had measured by then (the baseline once done, every finished trial, no final).
+ */
+export const ScriptOptimiseRecordSchema = ScriptOptimiseResultSchema.extend({
+  baseline: ScriptOptimiseResultSchema.shape.baseline.nullable(),
+  final: ScriptOptimiseResultSchema.shape.final.nullable(),
+});
+export type ScriptOptimiseRecord = z.infer<typeof ScriptOptimiseRecordSchema>;

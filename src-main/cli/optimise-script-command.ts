@@ -2,10 +2,13 @@ import { Command, InvalidArgumentError } from 'commander';
 
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import type { ScriptOptimiseResult, ScriptOverrides } from '../api/script-target';
+import type { ScriptOptimiseRequest, ScriptOptimiseResult, ScriptOverrides } from '../api/script-target';
 import { ScriptOptimiseRequestSchema } from '../api/script-target';
 import { EventHub } from '../core/event-hub';
+import { readRunDetail } from '../core/run-reader';
+import { ScriptJobs } from '../core/script/script-jobs';
 import { optimiseScript } from '../core/script/script-optimise';
+import type { Workspace } from '../core/workspace';
 import { defaultWorkspaceDir, openWorkspace } from '../core/workspace';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './benchmark-script-command';
 import { intArg } from './train-inputs';
@@ -54,9 +57,11 @@ interface Flags {
   json?: boolean;
   progress: boolean;
   workspace: string;
+  resume?: string;
 }
 
-async function optimiseScriptAction(command: string[], flags: Flags): Promise<void> {
+/** A new wizard's request from the command and the flags, checked by the contract's schema. */
+function newRequest(command: string[], flags: Flags): ScriptOptimiseRequest {
   const parsed = ScriptOptimiseRequestSchema.safeParse({
     target: scriptTarget(command, flags),
     overrides: flags.set ?? {},
@@ -69,21 +74,54 @@ async function optimiseScriptAction(command: string[], flags: Flags): Promise<vo
     timeoutSeconds: flags.timeout,
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'optimise')}`);
+  return parsed.data;
+}
+
+/** The request a stopped run was started with, to go on from it: its command and settings, as they were. */
+async function resumedRequest(workspace: Workspace, runId: string): Promise<ScriptOptimiseRequest> {
+  const detail = await readRunDetail(workspace, runId);
+  const request = ScriptOptimiseRequestSchema.safeParse((detail.record as { config?: { request?: unknown } }).config?.request);
+  if (detail.summary.kind !== 'optimise' || !request.success) throw new ApiError('E_BAD_INPUT', `run ${runId} is not a script optimisation (trainbench runs lists them): nothing to resume`);
+  const { jobId: _jobId, ...asked } = request.data;
+  return { ...asked, resumeFrom: runId };
+}
+
+async function optimiseScriptAction(command: string[], flags: Flags): Promise<void> {
   const workspace = await openWorkspace(flags.workspace);
-  const result = await optimiseScript(workspace, new EventHub(), parsed.data, {
-    onProgress: (p) => {
-      if (!flags.progress || flags.json) return;
-      if (p.finishedTrial) process.stderr.write(`trial ${p.finishedTrial.index}: ${p.finishedTrial.change.label} -> ${p.finishedTrial.decision}\n`);
-      else if (p.phase !== 'done') process.stderr.write(`${p.phase}${p.label ? ` (${p.label})` : ''}: ${p.repetition} of ${p.repetitions}\n`);
-    },
-  });
-  process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptOptimise(result)) + '\n');
+  if (flags.resume !== undefined && command.length > 0) {
+    throw new ApiError('E_BAD_INPUT', `give either a command after '--' or --resume ${flags.resume} (which goes on with the saved run's command and settings), not both`);
+  }
+  if (flags.resume === undefined && command.length === 0) {
+    throw new ApiError('E_BAD_INPUT', "no command to optimise: give it after '--' (trainbench optimise-script -- python3 train.py), or --resume <runId> to go on with a stopped one");
+  }
+  const request = flags.resume !== undefined ? await resumedRequest(workspace, flags.resume) : newRequest(command, flags);
+  // Ctrl-C cancels as script.cancel does: the launch in flight is killed with its process group, and the
+  // run is recorded cancelled with the trials finished so far.
+  const jobs = new ScriptJobs();
+  const onSigint = () => {
+    process.stderr.write('\ncancelling the script optimisation...\n');
+    jobs.cancelAll();
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const result = await optimiseScript(workspace, new EventHub(), request, {
+      jobs,
+      onProgress: (p) => {
+        if (!flags.progress || flags.json) return;
+        if (p.finishedTrial) process.stderr.write(`trial ${p.finishedTrial.index}: ${p.finishedTrial.change.label} -> ${p.finishedTrial.decision}\n`);
+        else if (p.phase !== 'done') process.stderr.write(`${p.phase}${p.label ? ` (${p.label})` : ''}: ${p.repetition} of ${p.repetitions}\n`);
+      },
+    });
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptOptimise(result)) + '\n');
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
 }
 
 export function optimiseScriptCommand(): Command {
   return new Command('optimise-script')
     .description('the optimisation wizard on your own training command: DataLoader and torch overrides one at a time, each kept only when it beats the noise (A/B/A/B)')
-    .argument('<command...>', "the training command, after '--'")
+    .argument('[command...]', "the training command, after '--' (none with --resume)")
     .option('--preset <name>', 'max-speed (numerics changes too), balanced or reproducible', presetArg, 'balanced')
     .option('--repeat <n>', 'launches of the baseline and of each side of a trial', intArg('--repeat', 2), 5)
     .option('--steps <n>', 'measured steps per launch', intArg('--steps', 1), 30)
@@ -96,6 +134,7 @@ export function optimiseScriptCommand(): Command {
     .option('--env <NAME=value>', 'environment variable for the command, repeatable', collectEnv)
     .option('--json', 'print the result as JSON')
     .option('--no-progress', 'no progress lines on stderr')
+    .option('--resume <runId>', "go on with a cancelled, failed or killed script optimisation: its command, settings, baseline and finished trials are kept")
     .option('--workspace <dir>', 'workspace folder (saved there as a run of kind optimise)', defaultWorkspaceDir())
     .action(optimiseScriptAction);
 }

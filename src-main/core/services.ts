@@ -92,7 +92,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'benchmark.cancel': ({ jobId }) => benchmarks.cancel(jobId),
     'script.benchmark': (request) => (refuseScripts(options), scripts.run(request)),
     'script.cancel': ({ jobId }) => Promise.resolve(scriptJobs.cancel(jobId)),
-    'script.optimise': (request) => (refuseScripts(options), optimiseScript(workspace, events, request)),
+    'script.optimise': (request) => (refuseScripts(options), optimiseScript(workspace, events, request, { jobs: scriptJobs })),
     'optimise.start': (request) => optimise.start(request),
     'optimise.cancel': ({ optimiseId }) => optimise.cancel(optimiseId),
     'optimise.resume': ({ optimiseId }) => optimise.resume(optimiseId),

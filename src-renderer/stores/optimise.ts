@@ -6,6 +6,8 @@ import { ref, shallowRef } from 'vue';
 
 import type { OptimiseFormErrors, OptimiseFormValues } from '../components/optimise/optimise-form';
 import { optimiseFormValues, optimiseRequest } from '../components/optimise/optimise-form';
+import type { ScriptOptimiseRun } from '../components/optimise/script-past';
+import { scriptOptimiseRun } from '../components/optimise/script-past';
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';
 import { useLoader } from './load-state';
@@ -15,14 +17,17 @@ export type PastStatus = WizardState['status'] | 'interrupted';
 
 /** One optimisation of the workspace, from its saved state and the runs that recorded it. */
 export interface PastOptimisation {
+  /** The wizard's id (engine), or its run's id (script: one run holds the whole wizard). */
   optimiseId: string;
+  /** Which wizard: the engine's (a saved state, resumable; the default) or a script target's (one run). */
+  kind?: 'engine' | 'script';
   title: string;
   status: PastStatus;
   updatedAt: string;
   preset: WizardState['request']['preset'];
   trials: number;
   kept: string[];
-  final: WizardState['final'];
+  final: { speedup: { low: number; median: number; high: number } } | null;
   message: string | null;
   /** Cancelled, interrupted and failed optimisations continue from their saved state. */
   resumable: boolean;
@@ -47,6 +52,24 @@ export function pastStatus(state: WizardState, lastRun: RunSummary | undefined):
   return lastRun?.status === 'running' ? 'running' : 'interrupted';
 }
 
+/** A script optimisation's run as the list shows it: titled by its command. */
+export function scriptPastEntry(run: ScriptOptimiseRun): PastOptimisation {
+  const trials = run.record?.trials ?? [];
+  return {
+    optimiseId: run.runId,
+    kind: 'script',
+    title: run.title,
+    status: run.status,
+    updatedAt: run.updatedAt,
+    preset: run.preset,
+    trials: trials.length,
+    kept: trials.filter((t) => t.kept).map((t) => t.change.label),
+    final: run.record?.final ?? null,
+    message: run.message,
+    resumable: false,
+  };
+}
+
 /** The trials of both lists, one per index (a live event and a state read may carry the same trial). */
 function mergeTrials(a: readonly OptimiseTrial[], b: readonly OptimiseTrial[]): OptimiseTrial[] {
   const byIndex = new Map<number, OptimiseTrial>();
@@ -59,6 +82,8 @@ function mergeTrials(a: readonly OptimiseTrial[], b: readonly OptimiseTrial[]): 
  * its trials as they arrive, Cancel and Resume, and the workspace's past optimisations.
  */
 export const useOptimiseStore = defineStore('optimise', () => {
+  /** What the form optimises: a built-in model on the engine, or the user's own training command. */
+  const target = ref<'engine' | 'script'>('engine');
   const form = ref<OptimiseFormValues>(optimiseFormValues('mlp', { data: 'fashion-mnist', device: 'cpu' }));
   /** The contract's complaints about the form, by field. */
   const invalid = ref<OptimiseFormErrors>({});
@@ -91,12 +116,17 @@ export const useOptimiseStore = defineStore('optimise', () => {
       if (typeof id === 'string' && !lastRun.has(id)) lastRun.set(id, runs[i]);
     });
     const states = await Promise.all([...lastRun.keys()].map((id) => client.call('optimise.state', { optimiseId: id }).catch(() => null)));
-    past.value = states
+    const scripts = details.flatMap((d) => {
+      const run = d ? scriptOptimiseRun(d) : null;
+      return run ? [scriptPastEntry(run)] : [];
+    });
+    const engines = states
       .filter((s): s is WizardState => s !== null)
       .map((s) => {
         const status = pastStatus(s, lastRun.get(s.optimiseId));
         return {
           optimiseId: s.optimiseId,
+          kind: 'engine' as const,
           title: targetTitle(s.request.target),
           status,
           updatedAt: s.updatedAt,
@@ -107,8 +137,8 @@ export const useOptimiseStore = defineStore('optimise', () => {
           message: s.message,
           resumable: status === 'cancelled' || status === 'interrupted' || status === 'failed',
         };
-      })
-      .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+      });
+    past.value = [...engines, ...scripts].sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
   });
 
   /** Re-reads the shown wizard's saved state; a read for a wizard no longer shown is dropped. */
@@ -257,5 +287,5 @@ export const useOptimiseStore = defineStore('optimise', () => {
     if (optimiseId.value === id && shownStatus() === 'running' && past.value.find((p) => p.optimiseId === id)?.status === 'running') watchElsewhere(id);
   }
 
-  return { form, invalid, optimiseId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, cancel, open };
+  return { target, form, invalid, optimiseId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, cancel, open };
 });

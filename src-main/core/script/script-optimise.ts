@@ -3,7 +3,7 @@ import os from 'node:os';
 import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
 import type { OptimiseChange, OptimiseProgress, OptimiseTrial, SkippedChange } from '../../api/optimise';
-import type { ScriptLoaderSettings, ScriptOptimiseRequest, ScriptOptimiseResult, ScriptOverrides } from '../../api/script-target';
+import type { ScriptLoaderSettings, ScriptOptimiseRecord, ScriptOptimiseRequest, ScriptOptimiseResult, ScriptOverrides } from '../../api/script-target';
 import { ScriptOptimiseResultSchema } from '../../api/script-target';
 import { phaseShares } from '../benchmarks/benchmark-summary';
 import type { EventHub } from '../event-hub';
@@ -17,13 +17,24 @@ import { probeDir } from './probe-dir';
 import type { RankSummary } from './rank-stats';
 import { combineRanks, summarizeRank } from './rank-stats';
 import { commandText } from './script-benchmark';
+import type { ScriptJob } from './script-jobs';
+import { ScriptJobs } from './script-jobs';
 import type { ScriptKnobContext } from './script-knobs';
 import { SCRIPT_KNOBS } from './script-knobs';
+import { loadScriptWizardState, replayTrials, saveScriptWizardState } from './script-optimise-resume';
 import { runTrial, trialError } from './script-trial';
 
 export interface ScriptOptimiseOptions {
   onProgress?: (p: OptimiseProgress) => void;
+  /** Each line the script writes, with the launch (1-based, over the whole wizard) that wrote it. */
+  onOutput?: (stream: 'stdout' | 'stderr', line: string, launch: number) => void;
+  /** The registry the wizard's job joins, so `script.cancel` (or the CLI's Ctrl-C) stops it; a private one when absent. */
+  jobs?: ScriptJobs;
 }
+
+const apply = (o: ScriptOverrides, c: OptimiseChange): ScriptOverrides => ({ ...o, [c.knob]: c.to });
+
+type Baseline = ScriptOptimiseResult['baseline'];
 
 interface Measured {
   samplesPerSec: number;
@@ -33,7 +44,6 @@ interface Measured {
   loader: ScriptLoaderSettings | null;
 }
 
-const apply = (o: ScriptOverrides, c: OptimiseChange): ScriptOverrides => ({ ...o, [c.knob]: c.to });
 
 /**
  * The optimisation wizard (ADR 0012's rules) on a user's command: a baseline of
@@ -42,16 +52,35 @@ const apply = (o: ScriptOverrides, c: OptimiseChange): ScriptOverrides => ({ ...
  * probe sees no loss, so a change to numerics has no loss guard: only the
  * max-speed preset tries one. The batch size is a recipe change: proposed,
  * kept only when allowed.
+ *
+ * The wizard is one script job: cancelling it kills the launch in flight; the
+ * run is recorded cancelled (or failed) with what it had measured, so the
+ * finished trials of a stopped wizard are not lost (ScriptOptimiseRecord).
  */
 export async function optimiseScript(workspace: Workspace, events: EventHub, request: ScriptOptimiseRequest, options: ScriptOptimiseOptions = {}): Promise<ScriptOptimiseResult> {
   const started = Date.now();
-  const run = await createRun(workspace, 'optimise', { target: request.target, request });
+  const jobs = options.jobs ?? new ScriptJobs();
+  const job = jobs.open(request.jobId, 'script optimisation');
   try {
-    const result = await new ScriptWizard(request, run, events, options, started).go();
-    await run.finish('completed', { result });
-    return result;
-  } catch (err) {
-    throw await run.fail(err);
+    // Checked before a run is created: a refused resume records nothing.
+    const resumed = request.resumeFrom ? await loadScriptWizardState(workspace, request.resumeFrom, request) : null;
+    const run = await createRun(workspace, 'optimise', { target: request.target, request, jobId: job.id });
+    const wizard = new ScriptWizard(request, run, events, options, started, jobs, job, resumed);
+    try {
+      const result = await wizard.go();
+      await run.finish('completed', { result });
+      return result;
+    } catch (err) {
+      const e = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
+      const n = wizard.finishedTrials;
+      const kept = `${n} finished trial${n === 1 ? '' : 's'}`;
+      const stopped =
+        e.code === 'E_CANCELLED' ? new ApiError('E_CANCELLED', `the script optimisation was cancelled after ${kept}; its run ${run.relativeDir} keeps what it measured (${e.message}); go on with trainbench optimise-script --resume ${run.id}`) : e;
+      await run.finish(e.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { result: wizard.record(), error: stopped.toPayload() });
+      throw stopped;
+    }
+  } finally {
+    jobs.close(job);
   }
 }
 
@@ -59,6 +88,8 @@ class ScriptWizard {
   private launches = 0;
   private readonly dir = probeDir();
   private readonly trials: OptimiseTrial[] = [];
+  private baseline: Baseline | null = null;
+  private loader: ScriptLoaderSettings | null = null;
 
   constructor(
     private readonly request: ScriptOptimiseRequest,
@@ -66,27 +97,64 @@ class ScriptWizard {
     private readonly events: EventHub,
     private readonly options: ScriptOptimiseOptions,
     private readonly started: number,
+    private readonly jobs: ScriptJobs,
+    private readonly job: ScriptJob,
+    /** What the run this one resumes had measured; null for a fresh wizard. */
+    private readonly resumed: ScriptOptimiseRecord | null,
   ) {}
+
+  get finishedTrials(): number {
+    return this.trials.length;
+  }
+
+  /** What the wizard measured so far, for the run of one that stopped early (no final). */
+  record(): ScriptOptimiseRecord {
+    return { ...this.head(), skipped: [], final: null };
+  }
+
+  /** The fields a finished and a stopped wizard share. */
+  private head() {
+    const r = this.request;
+    return {
+      runId: this.run.id,
+      runDir: this.run.relativeDir,
+      title: commandText(r.target),
+      target: r.target,
+      preset: r.preset,
+      repeat: r.repeat,
+      loader: this.loader,
+      baseline: this.baseline,
+      trials: this.trials,
+      seconds: (Date.now() - this.started) / 1000,
+    };
+  }
 
   async go(): Promise<ScriptOptimiseResult> {
     const r = this.request;
     const k = r.repeat;
-    const base: Measured[] = [];
-    for (let i = 0; i < k; i++) {
-      base.push(await this.measure(r.overrides));
-      this.progress('baseline', null, i + 1, k, null, null);
+    // A resumed wizard keeps the baseline and the trials it had; one stopped before its baseline starts over.
+    const restored = this.resumed?.baseline ? { ...this.resumed, baseline: this.resumed.baseline } : null;
+    if (restored) {
+      this.baseline = restored.baseline;
+      this.loader = restored.loader;
+      this.trials.push(...restored.trials);
+    } else {
+      await this.measureBaseline();
     }
-    const baseSamples = base.map((m) => m.samplesPerSec);
-    const floor = noiseFloor(baseSamples);
-    const device = base[0].device;
-    const ctx: ScriptKnobContext = { device, cpus: os.cpus().length, loader: base[0].loader };
+    const baseline = this.baseline!;
+    const start = baseline.overrides as ScriptOverrides;
+    const baseSamples = baseline.repetitions;
+    const floor = baseline.noiseFloor;
+    const ctx: ScriptKnobContext = { device: baseline.device, cpus: os.cpus().length, loader: this.loader };
+    this.events.emit('script.optimiseBaseline', { jobId: this.job.id, runId: this.run.id, baseline, loader: this.loader });
+    await this.saveState();
 
-    let best: ScriptOverrides = { ...r.overrides };
-    let exhausted = new Set<string>();
+    let { best, exhausted } = replayTrials(start, this.trials);
     for (let change = this.next(best, ctx, exhausted); change && this.trials.length < r.maxTrials; change = this.next(best, ctx, exhausted)) {
       const trial = await this.trial(this.trials.length + 1, best, change, floor);
       this.trials.push(trial);
       this.run.appendEvent({ type: 'optimise.trial', trial });
+      await this.saveState();
       if (trial.kept) {
         best = apply(best, change);
         exhausted = new Set();
@@ -106,37 +174,42 @@ class ScriptWizard {
       }
     }
 
-    const final = await this.final(r.overrides, best, baseSamples, floor);
-    const meanOf = (pick: (m: Measured) => number) => base.reduce((s, m) => s + pick(m), 0) / base.length;
-    const phasesMs = { data: 0, h2d: 0, forward: 0, loss: 0, backward: 0, optimizer: 0, other: 0 };
-    for (const key of Object.keys(phasesMs) as (keyof typeof phasesMs)[]) phasesMs[key] = meanOf((m) => m.phasesMs[key]);
-    const result = {
-      runId: this.run.id,
-      runDir: this.run.relativeDir,
-      title: commandText(r.target),
-      target: r.target,
-      preset: r.preset,
-      repeat: k,
-      loader: ctx.loader,
-      baseline: {
-        overrides: r.overrides,
-        samplesPerSec: medianInterval(baseSamples),
-        repetitions: baseSamples,
-        noiseFloor: floor,
-        stepMs: meanOf((m) => m.stepMs),
-        phasesMs,
-        phasesPercent: phaseShares(phasesMs),
-        device,
-      },
-      trials: this.trials,
-      skipped,
-      final,
-      seconds: (Date.now() - this.started) / 1000,
-    };
+    const final = await this.final(start, best, baseSamples, floor);
+    const result = { ...this.head(), skipped, final };
     this.progress('done', null, 0, 0, null, null);
     const parsed = ScriptOptimiseResultSchema.safeParse(result);
     if (!parsed.success) throw new ApiError('E_INTERNAL', `the script optimisation result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
     return parsed.data;
+  }
+
+  /** `repeat` launches of the starting overrides: the samples every trial's gain is judged against. */
+  private async measureBaseline(): Promise<void> {
+    const r = this.request;
+    const base: Measured[] = [];
+    for (let i = 0; i < r.repeat; i++) {
+      base.push(await this.measure(r.overrides));
+      this.progress('baseline', null, i + 1, r.repeat, null, null);
+    }
+    const samples = base.map((m) => m.samplesPerSec);
+    this.loader = base[0].loader;
+    const meanOf = (pick: (m: Measured) => number) => base.reduce((s, m) => s + pick(m), 0) / base.length;
+    const phasesMs = { data: 0, h2d: 0, forward: 0, loss: 0, backward: 0, optimizer: 0, other: 0 };
+    for (const key of Object.keys(phasesMs) as (keyof typeof phasesMs)[]) phasesMs[key] = meanOf((m) => m.phasesMs[key]);
+    this.baseline = {
+      overrides: r.overrides,
+      samplesPerSec: medianInterval(samples),
+      repetitions: samples,
+      noiseFloor: noiseFloor(samples),
+      stepMs: meanOf((m) => m.stepMs),
+      phasesMs,
+      phasesPercent: phaseShares(phasesMs),
+      device: base[0].device,
+    };
+  }
+
+  /** After the baseline and every trial: a killed wizard loses only the trial in flight (see resumeFrom). */
+  private saveState(): Promise<void> {
+    return saveScriptWizardState(this.run, this.record());
   }
 
   /** Why the preset (or the missing loss guard) keeps a change from being tried, or null. */
@@ -158,12 +231,21 @@ class ScriptWizard {
     return null;
   }
 
-  /** One launch with these overrides, stopped after the measured steps. */
+  /** One launch with these overrides, stopped after the measured steps; its kill is the job's cancel while it runs. */
   private async measure(overrides: ScriptOverrides): Promise<Measured> {
     const r = this.request;
     const n = ++this.launches;
+    if (this.job.cancelled) throw new ApiError('E_CANCELLED', `cancelled before launch ${n}`);
     const trialOptions = { target: r.target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir };
-    const record = await runTrial(trialOptions);
+    const record = await runTrial({
+      ...trialOptions,
+      onStarted: (cancel) => this.jobs.started(this.job, cancel),
+      onLine: (stream, line) => {
+        this.events.emit('script.output', { jobId: this.job.id, runId: this.run.id, repetition: n, stream, line });
+        this.options.onOutput?.(stream, line, n);
+      },
+    });
+    this.job.cancel = null;
     const error = trialError(record, trialOptions);
     if (error) throw error;
     const ranks = record.connections.map((c) => summarizeRank(c, r.warmupSteps, r.steps)).filter((x): x is RankSummary => x !== null);
@@ -208,7 +290,8 @@ class ScriptWizard {
       return { index, change, decision: verdict.decision, why: verdict.why, speedup: verdict.speedup, bestSamplesPerSec: m.a, candidateSamplesPerSec: m.b, lossDelta: null, kept: verdict.kept, seconds: (Date.now() - t0) / 1000, error: null };
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
-      if (e.code === 'E_CANCELLED') throw e;
+      // A cancel ends the wizard: the trial in flight is dropped, never recorded as crashed.
+      if (e.code === 'E_CANCELLED' || this.job.cancelled) throw e.code === 'E_CANCELLED' ? e : new ApiError('E_CANCELLED', e.message);
       // What this change did (an OOM at a larger batch, torch refusing a setting): the trial's outcome; the wizard goes on.
       return {
         index,
@@ -246,7 +329,7 @@ class ScriptWizard {
 
   private progress(phase: OptimiseProgress['phase'], trial: number | null, repetition: number, repetitions: number, label: string | null, finishedTrial: OptimiseTrial | null) {
     const p: OptimiseProgress = {
-      optimiseId: this.run.id,
+      optimiseId: this.job.id,
       runId: this.run.id,
       phase,
       trial,

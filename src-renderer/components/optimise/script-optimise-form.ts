@@ -1,0 +1,60 @@
+import type { OptimisePreset } from '@api/optimise';
+import type { ScriptOptimiseRequestInput } from '@api/script-target';
+import { ScriptOptimiseRequestSchema } from '@api/script-target';
+
+import type { ScriptForm } from '../../stores/script-form';
+import { emptyScriptForm, scriptRequestFromForm } from '../../stores/script-form';
+
+/** How the wizard works on a script, beside the target's fields (ScriptTargetFields). */
+export interface ScriptWizardValues {
+  preset: OptimisePreset;
+  maxTrials: number;
+  allowRecipeChanges: boolean;
+}
+
+/** The contract's defaults for a script wizard, read from it, never restated. */
+const DEFAULTS = ScriptOptimiseRequestSchema.parse({ target: { kind: 'script', command: ['python3'], cwd: '/' } });
+
+/** The Script target's fields with the wizard's measuring defaults (repeat, steps, warm-up) instead of a benchmark's. */
+export function scriptOptimiseForm(): ScriptForm {
+  return { ...emptyScriptForm(), repeat: DEFAULTS.repeat, steps: DEFAULTS.steps, warmupSteps: DEFAULTS.warmupSteps, timeoutSeconds: DEFAULTS.timeoutSeconds };
+}
+
+export function scriptWizardValues(): ScriptWizardValues {
+  return { preset: DEFAULTS.preset, maxTrials: DEFAULTS.maxTrials, allowRecipeChanges: DEFAULTS.allowRecipeChanges };
+}
+
+/**
+ * The wizard's request from the form, checked by the contract's own schema; throws with the field
+ * named and the bad value, so nothing is sent (or confirmed) that the main process would refuse.
+ */
+export function scriptOptimiseRequest(form: ScriptForm, wizard: ScriptWizardValues, jobId: string): ScriptOptimiseRequestInput {
+  // Command, working directory, environment and overrides as the Benchmarks area reads them.
+  const { target, overrides } = scriptRequestFromForm(form);
+  if (!form.steps) throw new Error('measured steps: the wizard stops every launch after this many steps; type a number (e.g. 20)');
+  const request: ScriptOptimiseRequestInput = {
+    target,
+    overrides,
+    preset: wizard.preset,
+    repeat: form.repeat,
+    steps: form.steps,
+    warmupSteps: form.warmupSteps,
+    maxTrials: wizard.maxTrials,
+    allowRecipeChanges: wizard.allowRecipeChanges,
+    timeoutSeconds: form.timeoutSeconds,
+    jobId,
+  };
+  const checked = ScriptOptimiseRequestSchema.safeParse(request);
+  if (!checked.success) {
+    const issue = checked.error.issues[0]!;
+    const field = issue.path.join('.') || 'request';
+    const value = issue.path.reduce<unknown>((v, k) => (v as Record<string | number, unknown> | undefined)?.[k as string], request);
+    throw new Error(`${field}: ${JSON.stringify(value)} is invalid: ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`);
+  }
+  return request;
+}
+
+/** Launches the wizard makes at most: the baseline, both sides of every trial, and the final check. */
+export function launchesAtMost(repeat: number, maxTrials: number): number {
+  return repeat + 2 * repeat * maxTrials + 2 * repeat;
+}

@@ -1,0 +1,213 @@
+import { ApiError } from '@api/errors';
+import type { OptimiseProgress, OptimiseTrial } from '@api/optimise';
+import type { ScriptOptimiseBaselineEvent } from '@api/script-optimise';
+import type { ScriptOptimiseRequestInput } from '@api/script-target';
+import { defineStore } from 'pinia';
+import { ref, shallowRef } from 'vue';
+
+import type { ScriptWizardValues } from '../components/optimise/script-optimise-form';
+import { scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../components/optimise/script-optimise-form';
+import type { ScriptOptimiseRun } from '../components/optimise/script-past';
+import { scriptOptimiseRun } from '../components/optimise/script-past';
+import { useApiClient } from '../transport/client-instance';
+import { errorText } from './error-text';
+import type { ScriptLine } from './script';
+import { SCRIPT_OUTPUT_LINES } from './script';
+import type { ScriptForm } from './script-form';
+
+/** How often the run of a script wizard that runs elsewhere (another window, the CLI) is re-read. */
+export const SCRIPT_WATCH_INTERVAL_MS = 2000;
+
+/** The trials of both lists, one per index (a live event and a run read may carry the same trial). */
+function mergeTrials(a: readonly OptimiseTrial[], b: readonly OptimiseTrial[]): OptimiseTrial[] {
+  const byIndex = new Map<number, OptimiseTrial>();
+  for (const t of [...a, ...b]) byIndex.set(t.index, t);
+  return [...byIndex.values()].sort((x, y) => x.index - y.index);
+}
+
+/**
+ * The Optimise area's Script target: the form, "Run this command?", the wizard running from this
+ * window (its progress, trials and the script's output as they arrive), Cancel, the refusal of a
+ * shell that does not run scripts, and a past script optimisation opened from the list.
+ */
+export const useScriptOptimiseStore = defineStore('script-optimise', () => {
+  const form = ref<ScriptForm>(scriptOptimiseForm());
+  const wizard = ref<ScriptWizardValues>(scriptWizardValues());
+  /** The request waiting for "Run this command?"; null when nothing waits. */
+  const pending = shallowRef<ScriptOptimiseRequestInput | null>(null);
+  /** The request of the wizard running from this window (it has no run to show until it ends). */
+  const started = shallowRef<ScriptOptimiseRequestInput | null>(null);
+  /** The job of the wizard shown while it runs (from here or elsewhere): what Cancel stops. */
+  const jobId = ref<string | null>(null);
+  /** The wizard shown: its run as saved (null while one starts from this window and has no run yet). */
+  const shown = shallowRef<ScriptOptimiseRun | null>(null);
+  const progress = shallowRef<OptimiseProgress | null>(null);
+  /** The baseline as soon as it is measured (the run holds it only once the wizard ends). */
+  const liveBaseline = shallowRef<Pick<ScriptOptimiseBaselineEvent, 'baseline' | 'loader'> | null>(null);
+  /** Its trials, each as soon as it finishes. */
+  const trials = shallowRef<OptimiseTrial[]>([]);
+  const output = shallowRef<ScriptLine[]>([]);
+  /** A wizard runs from this window (its script.optimise call is in flight). */
+  const running = ref(false);
+  /** The wizard shown runs elsewhere and is followed: its events, and its run re-read until it ends. */
+  const watching = ref(false);
+  const error = ref<string | null>(null);
+  const cancelled = ref(false);
+  /** The shell's refusal (serve mode without --allow-scripts), word for word. */
+  const forbidden = ref<string | null>(null);
+  let lineCount = 0;
+  /** The run of the job followed, from its first event (the wizard's call returns it only at the end). */
+  let followedRun: string | null = null;
+
+  /** Takes a job's progress and output events into the view; returns the unsubscribe. */
+  function listen(id: string, runId: string | null): () => void {
+    const client = useApiClient();
+    followedRun = runId;
+    const offProgress = client.on('optimise.progress', (p) => {
+      if (p.optimiseId !== id || (followedRun !== null && p.runId !== followedRun)) return;
+      followedRun ??= p.runId;
+      progress.value = p;
+      if (p.finishedTrial) trials.value = mergeTrials(trials.value, [p.finishedTrial]);
+    });
+    const offBaseline = client.on('script.optimiseBaseline', (e) => {
+      if (e.jobId !== id || (followedRun !== null && e.runId !== followedRun)) return;
+      liveBaseline.value = { baseline: e.baseline, loader: e.loader };
+    });
+    const offOutput = client.on('script.output', (e) => {
+      if (e.jobId !== id || (followedRun !== null && e.runId !== followedRun)) return;
+      followedRun ??= e.runId;
+      lineCount += 1;
+      const next = [...output.value, { n: lineCount, stream: e.stream, repetition: e.repetition, line: e.line }];
+      output.value = next.length > SCRIPT_OUTPUT_LINES ? next.slice(next.length - SCRIPT_OUTPUT_LINES) : next;
+    });
+    return () => {
+      offProgress();
+      offBaseline();
+      offOutput();
+    };
+  }
+
+  /** Re-reads a run; a read for a wizard no longer shown is dropped. */
+  async function loadRun(runId: string): Promise<ScriptOptimiseRun | null> {
+    const run = scriptOptimiseRun(await useApiClient().call('runs.get', { id: runId }));
+    if (run === null) throw new Error(`run ${runId} is not a script optimisation`);
+    if (shown.value !== null && shown.value.runId !== runId) return null;
+    shown.value = run;
+    if (run.record) trials.value = mergeTrials(run.record.trials, trials.value);
+    return run;
+  }
+
+  function reset(): void {
+    unwatch();
+    shown.value = null;
+    trials.value = [];
+    output.value = [];
+    lineCount = 0;
+    progress.value = null;
+    liveBaseline.value = null;
+    error.value = null;
+    cancelled.value = false;
+    forbidden.value = null;
+  }
+
+  /** Checks the form with the contract's schema and asks "Run this command?"; nothing runs yet. */
+  function prepare(): void {
+    error.value = null;
+    try {
+      pending.value = scriptOptimiseRequest(form.value, wizard.value, `ui-script-optimise-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`);
+    } catch (err) {
+      pending.value = null;
+      error.value = err instanceof Error ? err.message : String(err);
+    }
+  }
+
+  function dismiss(): void {
+    pending.value = null;
+  }
+
+  /** Runs the confirmed wizard to its end (or cancel); whatever the end, its run is read back. */
+  async function confirm(): Promise<void> {
+    const request = pending.value;
+    if (!request?.jobId || running.value) return;
+    pending.value = null;
+    reset();
+    const id = request.jobId;
+    jobId.value = id;
+    started.value = request;
+    running.value = true;
+    const off = listen(id, null);
+    try {
+      await useApiClient().call('script.optimise', request);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'E_FORBIDDEN') forbidden.value = err.message;
+      else {
+        cancelled.value = err instanceof ApiError && err.code === 'E_CANCELLED';
+        error.value = errorText(err);
+      }
+    } finally {
+      off();
+      running.value = false;
+      const runId = followedRun;
+      progress.value = null;
+      // The run holds the result, or what a stopped wizard had measured (its baseline and finished trials).
+      if (runId) await loadRun(runId).catch((err: unknown) => (error.value ??= errorText(err)));
+      // Refused, or failed before its run existed: nothing to show but the error.
+      else started.value = null;
+    }
+  }
+
+  let stopWatch: (() => void) | null = null;
+
+  function unwatch(): void {
+    stopWatch?.();
+    stopWatch = null;
+    watching.value = false;
+  }
+
+  /** Follows a wizard that runs elsewhere: its events (this server's) and its run, until it ends or another is shown. */
+  function watchElsewhere(run: ScriptOptimiseRun): void {
+    unwatch();
+    watching.value = true;
+    jobId.value = run.jobId;
+    const off = run.jobId ? listen(run.jobId, run.runId) : () => undefined;
+    const timer = setInterval(() => {
+      void loadRun(run.runId)
+        .then((now) => {
+          if (now === null || now.status !== 'running') unwatch();
+        })
+        .catch(() => unwatch());
+    }, SCRIPT_WATCH_INTERVAL_MS);
+    stopWatch = () => {
+      off();
+      clearInterval(timer);
+    };
+  }
+
+  /** Shows a saved script optimisation (not while one runs from this window); one still running is followed. */
+  async function open(runId: string): Promise<void> {
+    if (running.value) return;
+    reset();
+    started.value = null;
+    jobId.value = null;
+    try {
+      const run = await loadRun(runId);
+      if (run?.status === 'running') watchElsewhere(run);
+    } catch (err) {
+      error.value = errorText(err);
+    }
+  }
+
+  /** Stops the running (or followed) wizard: the launch in flight is killed; the finished trials stay in its run. */
+  async function cancel(): Promise<void> {
+    const id = jobId.value;
+    if (!id || !(running.value || watching.value)) return;
+    try {
+      const { cancelled: stopped } = await useApiClient().call('script.cancel', { jobId: id });
+      if (!stopped && watching.value) error.value = `script optimisation ${id} is not running in this server (a trainbench optimise-script process runs it): press Ctrl-C there`;
+    } catch (err) {
+      error.value = errorText(err);
+    }
+  }
+
+  return { form, wizard, pending, started, jobId, shown, progress, liveBaseline, trials, output, running, watching, error, cancelled, forbidden, prepare, dismiss, confirm, cancel, open };
+});

@@ -1,0 +1,190 @@
+// @vitest-environment happy-dom
+// Issue 14 (in the app): the Optimise area's Script target. The form's request and its refusals, the
+// final card's command line and code, and the store against the real services (real router, the
+// per-item-bound fixture under Debian's python3 with torch): trials live, output, result, past list,
+// Cancel, and the refusal of a shell that does not start commands.
+import path from 'node:path';
+
+import { flushPromises, mount } from '@vue/test-utils';
+import { createPinia, setActivePinia } from 'pinia';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { watch } from 'vue';
+
+import type { Services } from '../../src-main/core/services';
+import { createServices } from '../../src-main/core/services';
+import ScriptFinalCard from '../../src-renderer/components/optimise/ScriptFinalCard.vue';
+import { launchesAtMost, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../../src-renderer/components/optimise/script-optimise-form';
+import { scriptUse } from '../../src-renderer/components/optimise/script-use';
+import { useOptimiseStore } from '../../src-renderer/stores/optimise';
+import { useScriptOptimiseStore } from '../../src-renderer/stores/script-optimise';
+import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+import { newMark, processesWithMark, PYTHON, SCRIPTS } from '../script/script-helpers';
+import { installServicesClient } from './services-client';
+
+const LOGGED = path.join(SCRIPTS, 'slow_items_logged.py');
+
+const open: { services: Services; cleanup(): void }[] = [];
+afterAll(async () => {
+  for (const o of open) {
+    await o.services.dispose();
+    o.cleanup();
+  }
+});
+async function services(allowScripts: boolean): Promise<Services> {
+  requireBuilt();
+  const ws = tempDir();
+  const s = await createServices({ workspaceDir: ws.dir, engine: { entry: HOST_ENTRY }, allowScripts });
+  open.push({ services: s, cleanup: ws.cleanup });
+  return s;
+}
+
+async function until(what: () => boolean, ms = 60_000): Promise<void> {
+  const t0 = Date.now();
+  while (!what()) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out after ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await flushPromises();
+}
+
+beforeEach(() => setActivePinia(createPinia()));
+
+describe('script wizard form', () => {
+  it("starts from the contract's wizard defaults and names each value it refuses", () => {
+    const form = { ...scriptOptimiseForm(), commandLine: `python3 "my train.py" --epochs 1`, cwd: '/home/me/proj' };
+    expect(form).toMatchObject({ repeat: 5, steps: 30, warmupSteps: 5, timeoutSeconds: 600 });
+    expect(scriptWizardValues()).toEqual({ preset: 'balanced', maxTrials: 8, allowRecipeChanges: false });
+    form.overrides = [{ key: 'dataloader.num_workers', value: '1' }];
+    expect(scriptOptimiseRequest(form, scriptWizardValues(), 'job-1')).toEqual({
+      target: { kind: 'script', command: ['python3', 'my train.py', '--epochs', '1'], cwd: '/home/me/proj', env: {} },
+      overrides: { 'dataloader.num_workers': 1 },
+      preset: 'balanced',
+      repeat: 5,
+      steps: 30,
+      warmupSteps: 5,
+      maxTrials: 8,
+      allowRecipeChanges: false,
+      timeoutSeconds: 600,
+      jobId: 'job-1',
+    });
+    const wizard = scriptWizardValues();
+    expect(() => scriptOptimiseRequest({ ...form, repeat: 1 }, wizard, 'job-1')).toThrow('repeat: 1 is invalid: too small: expected number to be >=2');
+    expect(() => scriptOptimiseRequest({ ...form, steps: null }, wizard, 'job-1')).toThrow(/^measured steps: the wizard stops every launch/);
+    expect(() => scriptOptimiseRequest(form, { ...wizard, maxTrials: 101 }, 'job-1')).toThrow('maxTrials: 101 is invalid: too big: expected number to be <=100');
+    expect(() => scriptOptimiseRequest({ ...form, cwd: 'proj' }, wizard, 'job-1')).toThrow(/absolute path, got "proj"/);
+    expect(() => scriptOptimiseRequest({ ...form, overrides: [{ key: 'matmul.precision', value: 'low' }] }, wizard, 'job-1')).toThrow(/bad value "low" for matmul.precision: highest, high or medium/);
+    expect(launchesAtMost(3, 2)).toBe(3 + 12 + 6);
+  });
+});
+
+describe('script final card', () => {
+  const target = { kind: 'script' as const, command: ['python3', 'my train.py', '--epochs', '1'], cwd: '/home/me/proj', env: { OMP_NUM_THREADS: '2' } };
+
+  it('writes the kept overrides as the command that applies them and as the lines to put in the script', () => {
+    const use = scriptUse(target, { 'dataloader.pin_memory': true, 'matmul.precision': 'high', 'dataloader.num_workers': 4, 'cudnn.benchmark': true });
+    expect(use.command).toBe(
+      "trainbench benchmark-script --repeat 1 --cwd /home/me/proj --env OMP_NUM_THREADS=2 --set cudnn.benchmark=true --set dataloader.num_workers=4 --set dataloader.pin_memory=true --set matmul.precision=high -- python3 'my train.py' --epochs 1",
+    );
+    expect(use.code).toEqual(['DataLoader(..., num_workers=4, pin_memory=True)', 'torch.backends.cudnn.benchmark = True', 'torch.set_float32_matmul_precision("high")']);
+    expect(scriptUse(target, {}).code).toEqual([]);
+  });
+
+  it('says there is nothing to change when no override was kept', () => {
+    const final = { overrides: {}, changes: [], speedup: { low: 1, median: 1, high: 1 }, samplesPerSec: { low: 90, median: 100, high: 110 }, verdict: 'No change beat the noise', proposals: [] };
+    const card = mount(ScriptFinalCard, { props: { target, final } });
+    expect(card.get('[data-testid="opt-script-nothing"]').text()).toBe('Nothing to change: run your script as it is.');
+    expect(card.find('[data-testid="opt-script-command"]').exists()).toBe(false);
+    card.unmount();
+  });
+});
+
+describe('script wizard store', () => {
+  it('runs the wizard: trials live, the output per launch, the final overrides, and the past list titled by the command', async () => {
+    const s = await services(true);
+    installServicesClient(s);
+    const store = useScriptOptimiseStore();
+    store.form = { ...scriptOptimiseForm(), commandLine: `${PYTHON} ${LOGGED}`, cwd: SCRIPTS, repeat: 2, steps: 4, warmupSteps: 1 };
+    store.wizard = { ...scriptWizardValues(), maxTrials: 1 };
+    store.prepare();
+    expect(store.error).toBeNull();
+    expect(store.pending?.maxTrials).toBe(1);
+    expect(store.running).toBe(false); // nothing runs before "Run this command?" is answered
+    const seenTrials: number[] = [];
+    let baselineWhileRunning = false;
+    const stopBaseline = watch(
+      () => store.liveBaseline,
+      (b) => (baselineWhileRunning ||= store.running && b !== null),
+    );
+    const stop = watch(
+      () => store.trials,
+      (t) => store.running && seenTrials.push(t.length),
+    );
+    const done = store.confirm();
+    expect(store.running).toBe(true);
+    await done;
+    stop();
+    stopBaseline();
+    expect(store.error).toBeNull();
+    expect(baselineWhileRunning).toBe(true);
+    expect(seenTrials).toContain(1); // the trial arrived while the wizard still ran
+    const run = store.shown!;
+    expect(run.status).toBe('completed');
+    expect(run.record?.trials).toHaveLength(1);
+    expect(run.record?.trials[0].change.knob).toBe('dataloader.num_workers');
+    expect(run.record?.final).not.toBeNull();
+    expect(run.title).toBe(`${PYTHON} ${LOGGED}`);
+    // Every launch's first line says which loader it ran with: the trial's B sides with 2 workers.
+    const firsts = new Map<number, string>();
+    for (const l of store.output) if (!firsts.has(l.repetition)) firsts.set(l.repetition, l.line);
+    expect(firsts.get(1)).toBe('loader num_workers=0 batch_size=32');
+    expect(firsts.get(4)).toBe('loader num_workers=2 batch_size=32');
+
+    const optimise = useOptimiseStore();
+    await optimise.refreshPast();
+    expect(optimise.past).toHaveLength(1);
+    expect(optimise.past[0]).toMatchObject({ optimiseId: run.runId, kind: 'script', title: `${PYTHON} ${LOGGED}`, status: 'completed', trials: 1, resumable: false });
+
+    // Opened again from the list (a fresh window), it shows the same run.
+    setActivePinia(createPinia());
+    const again = useScriptOptimiseStore();
+    await again.open(run.runId);
+    expect(again.shown?.record).toEqual(run.record);
+    expect(again.trials).toEqual(run.record?.trials);
+  }, 120_000);
+
+  it('Cancel kills the launch in flight; the run is cancelled and keeps the finished trial', async () => {
+    const s = await services(true);
+    installServicesClient(s);
+    const store = useScriptOptimiseStore();
+    const mark = newMark();
+    store.form = { ...scriptOptimiseForm(), commandLine: `${PYTHON} ${LOGGED}`, cwd: SCRIPTS, repeat: 2, steps: 4, warmupSteps: 1, env: [{ name: 'TB_TEST_MARK', value: mark }] };
+    store.wizard = { ...scriptWizardValues(), maxTrials: 3 };
+    store.prepare();
+    const done = store.confirm();
+    // Trial 2's first launch (the 7th) has printed: it runs now.
+    await until(() => store.output.some((l) => l.repetition === 7));
+    await store.cancel();
+    await done;
+    expect(store.cancelled).toBe(true);
+    expect(store.error).toMatch(/^E_CANCELLED: the script optimisation was cancelled after 1 finished trial; its run runs\/[\w-]+ keeps what it measured/);
+    expect(store.shown?.status).toBe('cancelled');
+    expect(store.shown?.record?.trials).toHaveLength(1);
+    expect(store.shown?.record?.final).toBeNull();
+    expect(store.trials).toHaveLength(1);
+    expect(processesWithMark(mark)).toEqual([]);
+  }, 120_000);
+
+  it('a shell that does not start commands: the refusal, and no run', async () => {
+    const s = await services(false);
+    installServicesClient(s);
+    const store = useScriptOptimiseStore();
+    store.form = { ...scriptOptimiseForm(), commandLine: `${PYTHON} ${LOGGED}`, cwd: SCRIPTS };
+    store.prepare();
+    await store.confirm();
+    expect(store.forbidden).toContain('serve mode started with --allow-scripts');
+    expect(store.error).toBeNull();
+    expect(store.shown).toBeNull();
+    expect((await s.router.dispatch('runs.list', {})) as unknown[]).toEqual([]);
+  }, 30_000);
+});
