@@ -6,6 +6,7 @@ import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { OptimiseProgressSchema } from './optimise';
 import { ScriptOutputEventSchema } from './script-target';
+import { ScriptProgressEventSchema } from './script-run';
 import { TrainPreparingEventSchema, TrainProgressEventSchema } from './training';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
@@ -36,6 +37,8 @@ export const apiEvents = {
   /** A line a script target wrote on its stdout or stderr, live. */
   'script.output': ScriptOutputEventSchema,
   'train.preparing': TrainPreparingEventSchema,
+  /** A script run's progress (script.train), at most ~10/s: samples/s, data-wait share and loss since the last one. */
+  'script.progress': ScriptProgressEventSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;
