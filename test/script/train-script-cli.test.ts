@@ -29,9 +29,9 @@ describe('trainbench train-script', () => {
   it('prints the run for a person, and the output of the script on stderr', async () => {
     const { code, stdout, stderr } = await runCli(['train-script', '--workspace', ws.dir, '--', PYTHON, TINY, 'plain']);
     expect(code, stderr).toBe(0);
-    expect(stdout).toMatch(/^run        .*tiny_train\.py plain$/m);
-    expect(stdout).toMatch(/^steps      12 optimizer steps$/m);
-    expect(stdout).toMatch(/^loss       \d[\d.e-]* at step 12$/m);
+    expect(stdout).toMatch(/^run {8}.*tiny_train\.py plain$/m);
+    expect(stdout).toMatch(/^steps {6}12 optimizer steps$/m);
+    expect(stdout).toMatch(/^loss {7}\d[\d.e-]* at step 12$/m);
     expect(stderr).toContain('trained steps=12');
   }, 60_000);
 
