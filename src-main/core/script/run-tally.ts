@@ -20,7 +20,8 @@ export class RankTally {
   /** The latest optimizer step (the probe numbers them 1, 2, ...). */
   steps = 0;
   allMs = 0;
-  batchSize: number | null = null;
+  /** How many steps had each batch size: an epoch's last batch is often smaller, so the run's batch is the commonest. */
+  private readonly batchSizes = new Map<number, number>();
   timing: 'cuda-events' | 'host-clock' = 'host-clock';
   readonly measured = { n: 0, ms: 0, samples: 0, dataMs: 0, phasesMs: zeroPhases() };
   window = { ms: 0, samples: 0, dataMs: 0 };
@@ -30,10 +31,19 @@ export class RankTally {
     private readonly warmupSteps: number,
   ) {}
 
+  get batchSize(): number | null {
+    let best: [number, number] | null = null;
+    for (const entry of this.batchSizes) if (!best || entry[1] > best[1]) best = entry;
+    return best ? best[0] : null;
+  }
+
   step(m: ProbeStep): void {
     this.steps = Math.max(this.steps, m.step);
     this.allMs += m.durMs;
-    if (m.batches > 0) this.batchSize = Math.round(m.samples / m.batches);
+    if (m.batches > 0) {
+      const size = Math.round(m.samples / m.batches);
+      this.batchSizes.set(size, (this.batchSizes.get(size) ?? 0) + 1);
+    }
     if (m.timing === 'cuda-events') this.timing = 'cuda-events';
     this.window.ms += m.durMs;
     this.window.samples += m.samples;
