@@ -7,6 +7,7 @@ import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { OptimiseProgressSchema } from './optimise';
 import { ScriptOutputEventSchema } from './script-target';
 import { ScriptProgressEventSchema } from './script-run';
+import { ScriptBatchTrialEventSchema } from './script-target';
 import { TrainPreparingEventSchema, TrainProgressEventSchema } from './training';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
@@ -39,6 +40,8 @@ export const apiEvents = {
   'train.preparing': TrainPreparingEventSchema,
   /** A script run's progress (script.train), at most ~10/s: samples/s, data-wait share and loss since the last one. */
   'script.progress': ScriptProgressEventSchema,
+  /** A trial of script.findBatchSize as it finishes (its jobId is the request's). */
+  'script.batchTrial': ScriptBatchTrialEventSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

@@ -35,6 +35,7 @@ import {
 import { OptimiseIdParamsSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from './optimise';
 import { ScriptTrainRequestSchema, ScriptTrainResultSchema } from './script-run';
 import { ScriptBenchmarkRequestSchema, ScriptBenchmarkResultSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from './script-target';
+import { ScriptBatchSearchRequestSchema, ScriptBatchSearchResultSchema } from './script-target';
 
 const NoParams = z.object({}).strict();
 
@@ -119,6 +120,11 @@ export const apiMethods = {
   'models.list': { params: NoParams, result: z.array(ModelEntrySchema) },
   /** A workspace spec file (a path from models.list), checked against the contract. */
   'models.readSpec': { params: ReadSpecRequestSchema, result: ReadSpecResultSchema },
+  /**
+   * The batch-size search on a script target (dataloader.batch_size varied, an OOM a data point); trials arrive as
+   * script.batchTrial events and the script's output as script.output, both with the request's jobId; script.cancel stops it.
+   */
+  'script.findBatchSize': { params: ScriptBatchSearchRequestSchema, result: ScriptBatchSearchResultSchema },
 } as const;
 
 export type ApiMethods = typeof apiMethods;

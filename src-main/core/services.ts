@@ -20,6 +20,7 @@ import { ScriptBenchmarkService } from './script/script-benchmark';
 import { ScriptJobs } from './script/script-jobs';
 import { optimiseScript } from './script/script-optimise';
 import { ScriptRunService } from './script/script-run';
+import { searchScriptBatch } from './script/script-batch-size';
 import { openWorkspace } from './workspace';
 
 export interface ServicesOptions {
@@ -116,6 +117,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'models.list': () => listModels(workspace),
     'models.readSpec': ({ path }) => readModelSpec(workspace, path),
     'script.train': (request) => (refuseScripts(options), scriptRuns.run(request)),
+    'script.findBatchSize': (request) => (refuseScripts(options), searchScriptBatch(workspace, request, { jobs: scriptJobs, events })),
   });
 
   return {

@@ -1,16 +1,15 @@
 // Assembles an ADR from runs: sections in the order asked, each a generated block
 // (or several), and the figures drawn to SVG with the app's own chart builders.
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 
 import type { ReportFigure, ReportSection } from '../../api/reports';
 import { REPORT_SECTIONS } from '../../api/reports';
-import { packageRoot } from '../../engine/package-root';
+import { buildInfo } from '../build-info';
 import type { Workspace } from '../workspace';
 import { analyseAttempts } from './attempts';
 import { blockHashes, renderBlock } from './blocks';
 import { figureLink } from './markdown';
 import type { FigureSpec, ReportInput, SectionWriters } from './report-model';
+import type { ReportContent } from './report-store';
 import { SECTION_HEADINGS } from './report-model';
 import type { BatchSearchRun, BenchmarkRun, LoaderRun, OptimiseRun, TrainRun } from './report-runs';
 import { dataOf, loadReportRuns } from './report-runs';
@@ -30,23 +29,13 @@ const WRITERS: SectionWriters = {
   consequences: consequencesSection,
 };
 
-export interface GeneratedReport {
-  title: string;
-  runIds: string[];
-  sections: ReportSection[];
-  markdown: string;
-  figures: { figure: ReportFigure; svg: string }[];
-  notes: string[];
-  /** Each block's fingerprint as generated, so regenerate can tell the person's edits inside one. */
-  blocks: Record<string, string>;
-}
+/** What generateReport writes: the store's content, blocks fingerprinted so regenerate can tell the person's edits inside one. */
+export type GeneratedReport = ReportContent;
 
+/** "0.1.0 (commit 1a2b3c4)", or the version alone in a packaged app. */
 export function trainbenchVersion(): string {
-  try {
-    return (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
-  } catch {
-    return 'of unknown version';
-  }
+  const b = buildInfo();
+  return b.commit ? `${b.version} (commit ${b.commit.slice(0, 7)})` : b.version;
 }
 
 /** "mlp on fashion-mnist-train (60000 records)": what the first run trained. */
