@@ -57,7 +57,8 @@ class LossReader:
         try:
             cuda = torch.cuda
             first = pending[0][1]
-            if first.is_cuda and cuda.is_current_stream_capturing():
+            capturing = getattr(cuda, "is_current_stream_capturing", None)  # torch >= 1.10
+            if first.is_cuda and capturing is not None and capturing():
                 return  # inside a CUDA graph capture: no new work may be enqueued; these values are dropped
             values = torch.stack([t for _, t in pending]).float()
             steps = [s for s, _ in pending]
