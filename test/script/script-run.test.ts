@@ -139,6 +139,18 @@ describe('script.train: a whole run of the user command', () => {
     expect(result.output.tail.some((l) => l.stream === 'stderr' && l.line.includes('ValueError: the model exploded'))).toBe(true);
   }, 60_000);
 
+  it('an out-of-memory error is recorded failed as E_OOM with the batch it happened at', async () => {
+    const runs = await service();
+    const runId = `oom-${newMark()}`;
+    const oomGuard = path.join(SCRIPTS, 'oom_guard.py');
+    const err = await runs.run(request([PYTHON, oomGuard], { runId, overrides: { 'dataloader.batch_size': 32 } })).catch((e: unknown) => e);
+    expect((err as ApiError).code).toBe('E_OOM');
+    expect((err as ApiError).message).toContain('the script ran out of memory at batch 32: CUDA out of memory. Tried to allocate 2048 MiB');
+    const stored = runJson(path.join('runs', runId));
+    expect(stored.status).toBe('failed');
+    expect(stored.error?.code).toBe('E_OOM');
+  }, 60_000);
+
   it('refuses a relative working directory and a run id already taken, naming them', async () => {
     const runs = await service();
     const relative = ScriptTrainRequestSchema.parse({ target: { kind: 'script', command: [PYTHON, TINY], cwd: 'scripts' } });
