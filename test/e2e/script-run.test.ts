@@ -67,6 +67,17 @@ describe('Script target in the Runs area', () => {
     expect(await row.innerText()).toContain('completed');
     await detail.scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(SHOTS, 'script-run-done.png'), fullPage: true });
+
+    // Compare overlays the two script runs' loss curves (the cancelled one and this one) and names the command that differs.
+    for (const id of await page.locator('[data-testid^="run-"][data-kind="train"]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-testid')!.slice(4)))) {
+      await page.getByTestId(`pick-${id}`).check();
+    }
+    await page.getByTestId('compare-start').click();
+    const loss = page.getByTestId('compare-loss-chart');
+    await loss.waitFor();
+    expect(await loss.getAttribute('aria-label')).toMatch(/^Training loss by step, smoothed 0.6; last values: script · \w{6} [\d.]+, script · \w{6} [\d.]+$/);
+    expect(await page.getByTestId('compare-differences').innerText()).toMatch(/target\.command/);
+    await page.getByTestId('compare').screenshot({ path: path.join(SHOTS, 'script-run-compare.png') });
     await page.close();
   }, 60_000);
 
