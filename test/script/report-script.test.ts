@@ -37,17 +37,18 @@ beforeAll(async () => {
   ids.asIs = runId(await cli(ws.dir, ['benchmark-script', '--warmup-steps', '1', '--steps', '10', '--repeat', '2', '--env', 'API_TOKEN=hunter2', ...common, '--', PYTHON, TINY]));
   ids.bigger = runId(await cli(ws.dir, ['benchmark-script', '--warmup-steps', '1', '--steps', '10', '--repeat', '2', '--set', 'dataloader.batch_size=32', '--env', 'API_TOKEN=hunter2', ...common, '--', PYTHON, TINY]));
   ids.search = runId(await cli(ws.dir, ['find-batch-size', '--start-batch', '16', '--steps', '3', '--warmup-steps', '1', '--env', 'OOM_AT=20', ...common, '--', PYTHON, path.join(SCRIPTS, 'oom_guard.py')]));
+  ids.train = runId(await cli(ws.dir, ['train-script', '--max-steps', '40', '--warmup-steps', '2', '--env', 'STEPS=200', ...common, '--', PYTHON, TINY]));
   ids.wizard = runId(await cli(ws.dir, ['optimise-script', '--repeat', '2', '--steps', '5', '--warmup-steps', '1', '--max-trials', '1', ...common, '--', PYTHON, path.join(SCRIPTS, 'slow_items.py')]));
 }, 300_000);
 
 describe('an ADR report from runs of your own command', () => {
   let report: Report;
   beforeAll(async () => {
-    report = JSON.parse(await cli(ws.dir, ['report', ids.asIs, ids.bigger, ids.search, ids.wizard, '--json'])) as Report;
+    report = JSON.parse(await cli(ws.dir, ['report', ids.asIs, ids.bigger, ids.search, ids.wizard, ids.train, '--json'])) as Report;
   }, 60_000);
 
   it('covers every run, in the order given, titled by the command', () => {
-    expect(report.summary.runIds).toEqual([ids.asIs, ids.bigger, ids.search, ids.wizard]);
+    expect(report.summary.runIds).toEqual([ids.asIs, ids.bigger, ids.search, ids.wizard, ids.train]);
     expect(report.summary.title).toBe(`Training performance of ${PYTHON} ${TINY} and 2 other commands`);
     expect(report.notes.filter((n) => /left out/.test(n))).toEqual([]);
   });
@@ -76,7 +77,16 @@ describe('an ADR report from runs of your own command', () => {
 
   it('never claims a loss check the probe did not make', () => {
     expect(report.markdown).not.toContain('with the loss within the tolerance');
-    expect(report.markdown).toContain('The probe sees optimizer steps and DataLoader waits, not the loss');
+    expect(report.markdown).toContain("The benchmarks' and the wizard's trials compare speed only");
+  });
+
+  it('a whole training run shows its loss curve, read by the probe without editing the script', () => {
+    const md = report.markdown;
+    expect(md).toContain(`### Training run \`${ids.train}\``);
+    expect(md).toMatch(/\| steps \(rank 0\) \| 40 \|/);
+    expect(md).toMatch(/\| last training loss \| [\d.]+ at step \d+ \|/);
+    expect(report.figures.map((f) => f.name)).toEqual(expect.arrayContaining([`script-run-loss-${ids.train}.svg`, `script-run-throughput-${ids.train}.svg`]));
+    expect(md).toMatch(new RegExp(`trainbench train-script --max-steps 40 --warmup-steps 2 `));
   });
 });
 

@@ -13,6 +13,8 @@ import { formatIssues } from '../../api/format-issues';
 import type { OptimiseResult } from '../../api/optimise';
 import { OptimiseResultSchema } from '../../api/optimise';
 import type { RunRecordJson } from '../../api/run-record';
+import type { ScriptTrainResult } from '../../api/script-run';
+import { ScriptTrainResultSchema } from '../../api/script-run';
 import type { ScriptBatchSearchResult, ScriptBenchmarkResult, ScriptOptimiseResult } from '../../api/script-target';
 import { ScriptBatchSearchResultSchema, ScriptBenchmarkResultSchema, ScriptOptimiseResultSchema } from '../../api/script-target';
 import type { TelemetrySample } from '../../api/telemetry';
@@ -69,7 +71,12 @@ export interface ScriptOptimiseRun extends RunBase {
   kind: 'script-optimise';
   result: ScriptOptimiseResult;
 }
-export type ScriptReportRun = ScriptBenchmarkRun | ScriptBatchRun | ScriptOptimiseRun;
+export interface ScriptTrainRun extends RunBase {
+  kind: 'script-train';
+  result: ScriptTrainResult;
+  telemetry: TelemetrySample[];
+}
+export type ScriptReportRun = ScriptBenchmarkRun | ScriptBatchRun | ScriptOptimiseRun | ScriptTrainRun;
 
 /** Whether a run measured a user's own command rather than an engine model. */
 export function isScriptRun(record: RunRecordJson): boolean {
@@ -161,8 +168,10 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
           scripts.push({ kind: 'script-batch-search', id, record, dir, result: parseResult(ScriptBatchSearchResultSchema, record, id) });
         } else if (record.kind === 'optimise') {
           scripts.push({ kind: 'script-optimise', id, record, dir, result: parseResult(ScriptOptimiseResultSchema, record, id) });
+        } else if (record.kind === 'train') {
+          scripts.push({ kind: 'script-train', id, record, dir, result: parseResult(ScriptTrainResultSchema, record, id), telemetry: await readTelemetry(abs) });
         } else {
-          notes.push(`Run ${id} is a ${record.kind} run of a script; reports cover its benchmarks, batch-size searches and optimisations, so it is left out.`);
+          notes.push(`Run ${id} is a ${record.kind} run of a script; reports cover its benchmarks, batch-size searches, optimisations and training runs, so it is left out.`);
         }
       } else if (record.kind === 'benchmark') {
         runs.push({ kind: 'benchmark', id, record, dir, result: parseResult(TrainingBenchmarkResultSchema, record, id), telemetry: await readTelemetry(abs) });

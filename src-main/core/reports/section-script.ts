@@ -5,6 +5,7 @@ import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
 import { phaseStackLabel, phaseStackOption, throughputLabel, throughputOption } from '../../api/charts/benchmark-charts';
 import { scriptBatchSizeLabel, scriptBatchSizeOption } from '../../api/charts/script-batch-size-charts';
+import { scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/script-run-charts';
 import type { ReportSection } from '../../api/reports';
 import type { RunEnvironment } from '../../api/run-record';
 import type { ScriptTarget } from '../../api/script-target';
@@ -15,7 +16,7 @@ import type { Decision } from '../stats/decision';
 import { decide } from '../stats/decision';
 import { code, figureLink, fmt, MiB, signedPercent, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
-import type { ScriptBatchRun, ScriptBenchmarkRun, ScriptOptimiseRun, ScriptReportRun } from './report-runs';
+import type { ScriptBatchRun, ScriptBenchmarkRun, ScriptOptimiseRun, ScriptReportRun, ScriptTrainRun } from './report-runs';
 import { CONCLUSIONS } from './section-attempts';
 import { trialConclusion, wizardAttemptBody } from './section-optimise';
 import { telemetryFigures } from './telemetry-figures';
@@ -24,8 +25,14 @@ const KIND_NAMES: Record<ScriptReportRun['kind'], string> = {
   'script-benchmark': 'benchmark of your command',
   'script-batch-search': 'batch-size search on your command',
   'script-optimise': 'optimisation wizard on your command',
+  'script-train': 'training run of your command',
 };
-const SUBCOMMANDS: Record<ScriptReportRun['kind'], string> = { 'script-benchmark': 'benchmark-script', 'script-batch-search': 'find-batch-size', 'script-optimise': 'optimise-script' };
+const SUBCOMMANDS: Record<ScriptReportRun['kind'], string> = {
+  'script-benchmark': 'benchmark-script',
+  'script-batch-search': 'find-batch-size',
+  'script-optimise': 'optimise-script',
+  'script-train': 'train-script',
+};
 
 const SAFE = /^[A-Za-z0-9_./:,=@%+-]+$/;
 const quote = (s: string) => (SAFE.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`);
@@ -41,7 +48,7 @@ function targetOf(run: ScriptReportRun): ScriptTarget {
   return run.kind === 'script-batch-search' ? (run.record.config as { target: ScriptTarget }).target : run.result.target;
 }
 function overridesOf(run: ScriptReportRun): Overrides {
-  if (run.kind === 'script-benchmark') return run.result.overrides;
+  if (run.kind === 'script-benchmark' || run.kind === 'script-train') return run.result.overrides;
   if (run.kind === 'script-optimise') return run.result.baseline.overrides;
   return ((run.record.config as { overrides?: Overrides }).overrides ?? {}) as Overrides;
 }
@@ -73,8 +80,14 @@ function machineRow(run: ScriptReportRun): string[] {
 function protocol(run: ScriptReportRun): string[] {
   const c = config(run);
   const r = run.kind === 'script-optimise' ? (c.request ?? {}) : c;
-  const steps = run.kind === 'script-batch-search' ? `${String(r.warmupSteps ?? '?')} + ${String(r.stepsPerTrial ?? '?')} per trial` : `${String(r.warmupSteps ?? '?')} + ${String(r.steps ?? 'to the end')}`;
-  const launches = run.kind === 'script-benchmark' ? `${run.result.repeat}` : run.kind === 'script-optimise' ? `${run.result.repeat} per side of each trial` : `one per trial (${run.result.trials.length})`;
+  const steps =
+    run.kind === 'script-batch-search'
+      ? `${String(r.warmupSteps ?? '?')} + ${String(r.stepsPerTrial ?? '?')} per trial`
+      : run.kind === 'script-train'
+        ? `${run.result.warmupSteps} + the rest (${run.result.steps} steps in all)`
+        : `${String(r.warmupSteps ?? '?')} + ${String(r.steps ?? 'to the end')}`;
+  const launches =
+    run.kind === 'script-benchmark' ? `${run.result.repeat}` : run.kind === 'script-optimise' ? `${run.result.repeat} per side of each trial` : run.kind === 'script-train' ? '1' : `one per trial (${run.result.trials.length})`;
   return [code(run.id), KIND_NAMES[run.kind], overridesText(overridesOf(run)), steps, launches];
 }
 
@@ -107,6 +120,7 @@ export function scriptReproduceCommand(run: ScriptReportRun, workspaceFlag = '<w
   const r = run.kind === 'script-optimise' ? (c.request ?? {}) : c;
   const args: [string, unknown][] = [];
   if (run.kind === 'script-batch-search') args.push(['--start-batch', r.startBatch], ['--max-batch', r.maxBatch], ['--warmup-steps', r.warmupSteps], ['--steps', r.stepsPerTrial]);
+  else if (run.kind === 'script-train') args.push(['--max-steps', r.maxSteps], ['--warmup-steps', r.warmupSteps]);
   else args.push(['--warmup-steps', r.warmupSteps], ['--steps', r.steps], ['--repeat', r.repeat]);
   if (run.kind === 'script-optimise') {
     args.push(['--preset', r.preset], ['--max-trials', r.maxTrials]);
@@ -146,9 +160,52 @@ function chartInputs(runs: readonly ScriptBenchmarkRun[]): { inputs: BenchmarkCh
   return { inputs, labels: runs.map((r, i) => `${i + 1}. ${Object.keys(r.result.overrides).length ? overridesText(r.result.overrides) : 'as is'}`) };
 }
 
+/** A whole training run of the command: its numbers, its loss and throughput over steps, its telemetry. */
+function trainPart(run: ScriptTrainRun): { body: string; figures: FigureSpec[] } {
+  const r = run.result;
+  const curves = scriptRunCurves(r.series);
+  const labels = scriptRunLabels(curves);
+  const figures: FigureSpec[] = [
+    { name: `script-run-throughput-${run.id}.svg`, title: 'Samples/s and data wait over steps', alt: labels.throughput, runId: run.id, option: scriptThroughputOption(curves.rate, curves.dataWait) },
+    ...(curves.loss.length ? [{ name: `script-run-loss-${run.id}.svg`, title: 'Training loss over steps', alt: labels.loss, runId: run.id, option: scriptLossOption(curves.loss) }] : []),
+  ];
+  const telemetry = telemetryFigures(run.id, run.telemetry);
+  const rows = [
+    ['steps (rank 0)', String(r.steps)],
+    ['ended', r.ended === 'exit' ? `on its own, exit code ${String(r.exitCode)}` : r.ended === 'maxSteps' ? 'stopped by the probe at --max-steps' : `with an error${r.signal ? ` (${r.signal})` : ''}`],
+    ['samples/s after the warm-up (sum over ranks)', r.samplesPerSec === undefined ? 'no step after the warm-up' : fmt(r.samplesPerSec)],
+    ['step, steady state', r.stepTime.steadyStateMeanMs === null ? 'n/a' : fmt(r.stepTime.steadyStateMeanMs, 'ms')],
+    ['data wait', r.dataWait ? `${fmt(r.dataWait.msPerStep, 'ms')} (${fmt(r.dataWait.percent, '%')})` : 'not measured'],
+    ['last training loss', r.lastLoss ? `${fmt(r.lastLoss.value)} at step ${r.lastLoss.step}` : (r.lossNote ?? 'not read')],
+    ['CUDA peak memory', r.peakMemory.cudaPeakBytes === null ? 'no CUDA' : fmt(r.peakMemory.cudaPeakBytes / MiB, 'MiB')],
+    ['wall clock', fmt(r.seconds, 's')],
+  ];
+  return {
+    body: [
+      `### Training run ${code(run.id)} (overrides ${overridesText(r.overrides)})`,
+      '',
+      table(['Metric', 'Value'], rows),
+      ...(r.lossNote && r.lastLoss ? ['', `Loss: ${r.lossNote}`] : []),
+      '',
+      ...figures.map((f) => figureLink(f.alt, f.name)),
+      ...(telemetry.lines.length ? ['', ...telemetry.lines] : []),
+    ].join('\n'),
+    figures: [...figures, ...telemetry.figures],
+  };
+}
+
 function phasesPart(input: ReportInput): { body: string; figures: FigureSpec[] } {
+  const trains = input.scripts.filter((r): r is ScriptTrainRun => r.kind === 'script-train').map(trainPart);
+  const bench = benchmarkPhases(input);
+  return { body: [bench.body, ...trains.map((t) => t.body)].filter(Boolean).join('\n\n'), figures: [...bench.figures, ...trains.flatMap((t) => t.figures)] };
+}
+
+function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpec[] } {
   const runs = benchmarks(input);
-  if (!runs.length) return { body: 'No benchmark of your command among these runs: the wizard\'s baseline below is the reference.', figures: [] };
+  if (!runs.length) {
+    const wizard = input.scripts.some((r) => r.kind === 'script-optimise');
+    return { body: wizard ? "No benchmark of your command among these runs: the wizard's baseline below is the reference." : '', figures: [] };
+  }
   const { inputs, labels } = chartInputs(runs);
   const metrics = table(
     ['Metric', ...labels],
@@ -334,12 +391,15 @@ function decisionBody(input: ReportInput): string {
 function consequencesBody(input: ReportInput): string {
   const caveats = input.scripts.flatMap((r) => {
     const out: string[] = [];
-    if (r.kind !== 'script-batch-search' && r.kind !== 'script-optimise' && r.telemetry.length === 0) out.push(`${code(r.id)} recorded no telemetry, so its GPU and CPU load are unknown.`);
+    if ((r.kind === 'script-benchmark' || r.kind === 'script-train') && r.telemetry.length === 0) out.push(`${code(r.id)} recorded no telemetry, so its GPU and CPU load are unknown.`);
     if (r.kind === 'script-benchmark' && r.result.repetitions.some((x) => x.ended === 'exit')) out.push(`${code(r.id)}: a launch ended on its own before the measured steps were done; its window is shorter.`);
     return out;
   });
+  const trains = input.scripts.filter((r) => r.kind === 'script-train');
   return [
-    'The probe sees optimizer steps and DataLoader waits, not the loss: a change that alters the numerics (matmul precision, a batch size) was not checked against the loss here. Train with the kept settings and compare the loss curve before relying on them.',
+    trains.length
+      ? `The benchmarks' and the wizard's trials compare speed only: their short launches do not check the loss. The training run${trains.length === 1 ? '' : 's'} ${trains.map((r) => code(r.id)).join(', ')} show${trains.length === 1 ? 's' : ''} the loss over a whole run: compare it with a run of the script as it was before keeping a change that alters the numerics (matmul precision, a batch size).`
+      : 'The benchmarks and the wizard compare speed only: their short launches do not check the loss, so a change that alters the numerics (matmul precision, a batch size) was not checked against it here. Train with the kept settings (trainbench train-script) and compare the loss curve before relying on them.',
     'The numbers hold for this machine and this load; on a shared machine repeat the runs before quoting them.',
     ...caveats,
   ].join('\n\n');
