@@ -139,6 +139,16 @@ describe('script.train: a whole run of the user command', () => {
     expect(result.output.tail.some((l) => l.stream === 'stderr' && l.line.includes('ValueError: the model exploded'))).toBe(true);
   }, 60_000);
 
+  it('a loop without a DataLoader still records its steps and loss, with no rate or batch rather than zeros', async () => {
+    const runs = await service();
+    const loop = 'import torch\nm = torch.nn.Linear(2, 1)\no = torch.optim.SGD(m.parameters(), lr=0.1)\nfor _ in range(6):\n    m(torch.ones(4, 2)).pow(2).mean().backward(); o.step(); o.zero_grad()\n';
+    const result = await runs.run(request([PYTHON, '-c', loop], { warmupSteps: 1 }));
+    expect(result).toMatchObject({ steps: 6, batchSize: null, ended: 'exit' });
+    expect(result.samplesPerSec).toBeUndefined();
+    expect(result.lastLoss?.step).toBe(6);
+    expect(result.series.every((p) => p.samplesPerSec === null)).toBe(true);
+  }, 60_000);
+
   it('an out-of-memory error is recorded failed as E_OOM with the batch it happened at', async () => {
     const runs = await service();
     const runId = `oom-${newMark()}`;

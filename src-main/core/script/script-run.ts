@@ -252,7 +252,10 @@ export class ScriptRunService {
       device: done?.memory.device ?? 'unknown',
       batchSize: lead?.batchSize ?? null,
       warmupSteps: request.warmupSteps,
-      ...(measured.length ? { samplesPerSec: measured.reduce((s, t) => s + (t.measured.ms > 0 ? (1000 * t.measured.samples) / t.measured.ms : 0), 0) } : {}),
+      // No rate for a script whose steps carried no DataLoader batch: 0 samples/s would read as a stall.
+      ...(measured.some((t) => t.measured.samples > 0)
+        ? { samplesPerSec: measured.reduce((s, t) => s + (t.measured.ms > 0 ? (1000 * t.measured.samples) / t.measured.ms : 0), 0) }
+        : {}),
       stepTime: {
         steadyStateMeanMs: steady,
         wallClockMeanMs: tallies.length ? Math.max(...tallies.map((t) => (t.steps > 0 ? t.allMs / t.steps : 0))) : null,
