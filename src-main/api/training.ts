@@ -256,19 +256,22 @@ export const RunStatusSchema = z.enum([...StoredRunStatusSchema.options, 'interr
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
 /** The last step event a run recorded in events.jsonl. */
+/** How far a run got; a script run knows its optimizer steps but not its epochs or its total (null). */
 export const RunLastStepSchema = z.object({
-  epoch: z.number().int(),
-  epochs: z.number().int(),
+  epoch: z.number().int().nullable(),
+  epochs: z.number().int().nullable(),
   globalStep: z.number().int(),
-  totalSteps: z.number().int(),
+  totalSteps: z.number().int().nullable(),
 });
 export type RunLastStep = z.infer<typeof RunLastStepSchema>;
 
-/** "at step 1,234 of 9,370 (epoch 2/10)": how far an unfinished run got, worded once for the CLI and the UI. */
+/** "at step 1,234 of 9,370 (epoch 2/10)", or "at step 1,234" for a script: how far an unfinished run got, worded once for the CLI and the UI. */
 export function lastStepText(step: RunLastStep | null): string {
   if (!step) return 'before its first step';
   const n = (x: number) => x.toLocaleString('en-US');
-  return `at step ${n(step.globalStep)} of ${n(step.totalSteps)} (epoch ${step.epoch}/${step.epochs})`;
+  const of = step.totalSteps !== null ? ` of ${n(step.totalSteps)}` : '';
+  const epoch = step.epoch !== null && step.epochs !== null ? ` (epoch ${step.epoch}/${step.epochs})` : '';
+  return `at step ${n(step.globalStep)}${of}${epoch}`;
 }
 
 /** One line of the Runs list, read from runs/<id>/run.json. */

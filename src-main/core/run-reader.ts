@@ -59,7 +59,7 @@ export async function lastStepOf(file: string): Promise<RunLastStep | null> {
       if (start > 0) lines.shift(); // starts mid-line
       for (let i = lines.length - 1; i >= 0; i--) {
         const step = parseStep(lines[i]);
-        if (step) return { epoch: step.epoch, epochs: step.epochs, globalStep: step.globalStep, totalSteps: step.totalSteps };
+        if (step) return step;
       }
       if (start === 0) return null;
     }
@@ -68,13 +68,18 @@ export async function lastStepOf(file: string): Promise<RunLastStep | null> {
   }
 }
 
-function parseStep(line: string) {
+/** An engine step event, or rank 0's step of a script run (which knows no epochs or total). */
+function parseStep(line: string): RunLastStep | null {
   if (!line.trim()) return null;
   try {
-    const parsed = TrainStepEventSchema.safeParse(JSON.parse(line));
-    return parsed.success ? parsed.data : null;
+    const value: unknown = JSON.parse(line);
+    const parsed = TrainStepEventSchema.safeParse(value);
+    if (parsed.success) return { epoch: parsed.data.epoch, epochs: parsed.data.epochs, globalStep: parsed.data.globalStep, totalSteps: parsed.data.totalSteps };
+    const script = value as { type?: unknown; rank?: unknown; step?: unknown };
+    if (script.type === 'script.step' && script.rank === 0 && Number.isInteger(script.step)) return { epoch: null, epochs: null, globalStep: script.step as number, totalSteps: null };
+    return null;
   } catch {
-    return null; // cut off by a crash
+    return null;
   }
 }
 

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import type { RunRecordJson } from '../../src-main/api/run-record';
 import { RUN_HEARTBEAT_STALE_MS, RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
+import { lastStepText } from '../../src-main/api/training';
 import { listRuns, readRunDetail } from '../../src-main/core/run-reader';
 import type { Workspace } from '../../src-main/core/workspace';
 import { openWorkspace } from '../../src-main/core/workspace';
@@ -112,6 +113,16 @@ describe('run reader', () => {
     writeRun('20261121-000002-live00', record({ status: 'running', createdAt: ago(5000), owner, heartbeatAt: ago(2000) }), eventLines(12, 100));
     const [summary] = await listRuns(ws);
     expect(summary).toMatchObject({ status: 'running', interruption: null, lastStep: { globalStep: 12, totalSteps: 100 } });
+  });
+
+  it("reports how far a running script got from rank 0's step events (no epochs, no total), and words it without them", async () => {
+    const owner = { pid: process.pid, host: os.hostname(), startedAt: ago(5000) };
+    const steps = [1, 2, 3].flatMap((step) => [0, 1].map((rank) => JSON.stringify({ type: 'script.step', step: step + rank * 10, rank, t: 0 })));
+    writeRun('20261121-000002-script', record({ status: 'running', createdAt: ago(5000), owner, heartbeatAt: ago(2000) }), `${steps.join('\n')}\n`);
+    const summary = (await listRuns(ws)).find((r) => r.id === '20261121-000002-script');
+    expect(summary).toMatchObject({ status: 'running', lastStep: { globalStep: 3, totalSteps: null, epoch: null, epochs: null } });
+    expect(lastStepText(summary?.lastStep ?? null)).toBe('at step 3');
+    expect(lastStepText({ globalStep: 1234, totalSteps: 9370, epoch: 2, epochs: 10 })).toBe('at step 1,234 of 9,370 (epoch 2/10)');
   });
 
   it('judges a run owned by another host by its heartbeat alone', async () => {
