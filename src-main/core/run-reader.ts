@@ -98,7 +98,8 @@ function headlineRate(run: RunRecordJson): number | null {
   const final = (run.result as { final?: { samplesPerSec?: { median?: unknown } } } | undefined)?.final;
   if (run.kind === 'optimise' && typeof final?.samplesPerSec?.median === 'number') return final.samplesPerSec.median;
   if (run.kind === 'batch-search' && Array.isArray(result?.trials)) {
-    const r = rates(result.trials.filter((t) => t.batchSize === result.recommended && t.accumulation === 1));
+    // A script's trials have no accumulation: each is one batch.
+    const r = rates(result.trials.filter((t) => t.batchSize === result.recommended && (t.accumulation ?? 1) === 1));
     return r.length ? Math.max(...r) : null;
   }
   return null;
