@@ -146,7 +146,7 @@ class ScriptWizard {
     const baseSamples = baseline.repetitions;
     const floor = baseline.noiseFloor;
     const ctx: ScriptKnobContext = { device: baseline.device, cpus: os.cpus().length, loader: this.loader };
-    this.events.emit('script.optimiseBaseline', { jobId: this.job.id, runId: this.run.id, baseline, loader: this.loader });
+    this.events.emit('script.optimiseBaseline', { jobId: this.job.id, runId: this.run.id, baseline, loader: this.loader, trials: [...this.trials] });
     await this.saveState();
 
     let { best, exhausted } = replayTrials(start, this.trials);
