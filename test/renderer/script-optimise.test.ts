@@ -192,6 +192,38 @@ describe('script wizard store', () => {
     expect(again.running).toBe(false);
   }, 120_000);
 
+  it('a wizard another window runs: opened from the list it is followed live, and Cancel there stops it', async () => {
+    const s = await services(true);
+    installServicesClient(s);
+    const first = useScriptOptimiseStore();
+    const mark = newMark();
+    first.form = { ...scriptOptimiseForm(), commandLine: `${PYTHON} ${LOGGED}`, cwd: SCRIPTS, repeat: 2, steps: 4, warmupSteps: 1, env: [{ name: 'TB_TEST_MARK', value: mark }] };
+    first.wizard = { ...scriptWizardValues(), maxTrials: 3 };
+    first.prepare();
+    const done = first.confirm();
+    await until(() => first.progress !== null); // the first baseline launch is done
+    const runId = first.progress!.runId!;
+
+    setActivePinia(createPinia());
+    const other = useScriptOptimiseStore();
+    await other.open(runId);
+    expect(other.watching).toBe(true);
+    expect(other.shown).toMatchObject({ runId, status: 'running', title: `${PYTHON} ${LOGGED}`, record: null });
+    expect(other.jobId).toBe(first.jobId);
+    // Its events reach this window too: the baseline when measured, then trial 1.
+    await until(() => other.trials.length === 1);
+    expect(other.liveBaseline?.baseline.repetitions).toHaveLength(2);
+    expect(other.output.length).toBeGreaterThan(0);
+    await other.cancel();
+    await done;
+    expect(first.cancelled).toBe(true);
+    await until(() => !other.watching, 10_000);
+    expect(other.shown?.status).toBe('cancelled');
+    expect(other.shown?.record?.trials).toHaveLength(1);
+    expect(other.error).toBeNull();
+    expect(processesWithMark(mark)).toEqual([]);
+  }, 120_000);
+
   it('a shell that does not start commands: the refusal, and no run', async () => {
     const s = await services(false);
     installServicesClient(s);
