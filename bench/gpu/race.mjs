@@ -85,10 +85,22 @@ const profiled = await ours('trainbench bf16, measurement mode', { phaseTiming: 
 const torchRows = [];
 if (!args.includes('--skip-torch')) for (const mode of ['eager', 'compile']) torchRows.push(theirs(mode));
 
-// ---- kernel level: the board net's GEMM shapes and a large square one
+// ---- kernel level: the board net's GEMM shapes, forward and backward, and a large square one.
+// Backward of C[M,N] = W[M,K] X[K,N]: the weight gradient is [M,K] over the long N (batch x
+// pixels: few output tiles, so it needs split-K), the input gradient [K,N] over M.
+// First stage at 9x9 (stem 104 -> 24 planes 3x3; bottleneck 24 -> 24 1x1, 24 -> 24 3x3, 24 -> 96
+// 1x1; the next block's 96 -> 24 1x1) and the policy head.
+const P = 750 * 81;
+const forward = [[24, P, 936], [24, P, 24], [24, P, 216], [96, P, 24], [24, P, 96], [1496, 750, 128]];
+const shapes = [
+  ...forward.map(([M, N, K]) => ({ pass: 'forward', M, N, K })),
+  ...forward.map(([M, N, K]) => ({ pass: 'weight grad', M, N: K, K: N })),
+  ...forward.map(([M, N, K]) => ({ pass: 'input grad', M: K, N, K: M })),
+  { pass: 'reference', M: 4096, N: 4096, K: 4096 },
+];
 const gemms = [];
-for (const [M, N, K] of [[96, 750 * 81, 216], [24, 750 * 81, 936], [1496, 750, 128], [4096, 4096, 4096]]) {
-  for (const precision of ['bf16', 'fp32']) gemms.push(addon.benchGemmCuda(M, N, K, precision, 20));
+for (const { pass, M, N, K } of shapes) {
+  for (const precision of ['bf16', 'fp32']) gemms.push({ pass, ...addon.benchGemmCuda(M, N, K, precision, 20) });
 }
 
 const fmt = (x, d = 0) => (x == null ? 'n/a' : Number(x).toFixed(d));
@@ -102,11 +114,17 @@ for (const r of [...rows, ...torchRows]) {
 const best = Math.max(...rows.map((r) => r.samplesPerSec));
 const ratios = Object.fromEntries(torchRows.map((t) => [t.label, best / t.samplesPerSec]));
 for (const [label, ratio] of Object.entries(ratios)) console.log(`trainbench / ${label}: ${ratio.toFixed(2)}x`);
+const launches = rows.find((r) => r.backend.launchesPerStep)?.backend.launchesPerStep;
+console.log(
+  launches
+    ? `\nlaunches per step (counted in the captured graph): ${launches.total} (${launches.kernels} kernels, ${launches.copies} copies, ${launches.memsets} memsets)`
+    : '\nlaunches per step: not counted (the CUDA graph was not captured)',
+);
 console.log(`\nlargest ops of our step (measurement mode, ${fmt(profiled.stepMs, 2)} ms/step):`);
 for (const o of (profiled.backend.opShares ?? []).slice(0, 8)) console.log(`  ${o.op.padEnd(28)} ${(100 * o.share).toFixed(1)}%`);
-console.log('\n| GEMM | precision | own TFLOP/s | cuBLASLt TFLOP/s | theoretical |');
-console.log('| --- | --- | ---: | ---: | ---: |');
-for (const g of gemms) console.log(`| ${g.shape} | ${g.precision} | ${fmt(g.ownTflops, 1)} | ${fmt(g.cublasLtTflops, 1)} | ${fmt(g.theoreticalTflops, 0)} |`);
+console.log('\n| GEMM | pass | precision | own TFLOP/s | cuBLASLt TFLOP/s | theoretical |');
+console.log('| --- | --- | --- | ---: | ---: | ---: |');
+for (const g of gemms) console.log(`| ${g.shape} | ${g.pass} | ${g.precision} | ${fmt(g.ownTflops, 1)} | ${fmt(g.cublasLtTflops, 1)} | ${fmt(g.theoreticalTflops, 0)} |`);
 
 const result = {
   benchmark: 'gpu-race',
@@ -118,6 +136,7 @@ const result = {
   batch: BATCH,
   timedSteps: STEPS,
   trainbench: rows,
+  launchesPerStep: launches ?? null,
   opShares: profiled.backend.opShares,
   measurementMode: { stepMs: profiled.stepMs, phasesMs: profiled.phasesMs },
   pytorch: torchRows,

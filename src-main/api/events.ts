@@ -5,8 +5,9 @@ import { BenchmarkProgressSchema } from './benchmark';
 import { BuildProgressSchema } from './datasets';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { OptimiseProgressSchema } from './optimise';
-import { ScriptOutputEventSchema } from './script-target';
 import { ScriptOptimiseBaselineEventSchema } from './script-optimise';
+import { ScriptProgressEventSchema } from './script-run';
+import { ScriptBatchTrialEventSchema, ScriptOutputEventSchema } from './script-target';
 import { TrainPreparingEventSchema, TrainProgressEventSchema } from './training';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
@@ -37,6 +38,10 @@ export const apiEvents = {
   /** A line a script target wrote on its stdout or stderr, live. */
   'script.output': ScriptOutputEventSchema,
   'train.preparing': TrainPreparingEventSchema,
+  /** A script run's progress (script.train), at most ~10/s: samples/s, data-wait share and loss since the last one. */
+  'script.progress': ScriptProgressEventSchema,
+  /** A trial of script.findBatchSize as it finishes (its jobId is the request's). */
+  'script.batchTrial': ScriptBatchTrialEventSchema,
   /** A script wizard's baseline, as soon as it is measured (its result comes at the end). */
   'script.optimiseBaseline': ScriptOptimiseBaselineEventSchema,
 } as const;

@@ -33,7 +33,9 @@ import {
   VerifyResultSchema,
 } from './datasets';
 import { OptimiseIdParamsSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from './optimise';
+import { ScriptTrainRequestSchema, ScriptTrainResultSchema } from './script-run';
 import { ScriptBenchmarkRequestSchema, ScriptBenchmarkResultSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from './script-target';
+import { ScriptBatchSearchRequestSchema, ScriptBatchSearchResultSchema } from './script-target';
 
 const NoParams = z.object({}).strict();
 
@@ -109,10 +111,20 @@ export const apiMethods = {
   'reports.remove': { params: z.object({ id: ReportIdSchema }).strict(), result: z.object({ removed: z.string() }) },
   /** A Chrome trace-event JSON of a benchmark run's measured steps (also written to runs/<id>/trace.json). */
   'runs.trace': { params: z.object({ id: IdSchema }).strict(), result: RunTraceResultSchema },
+  /**
+   * Trains with the user's own command to its end (or maxSteps), recorded as a run of kind train; progress arrives as
+   * script.progress events and its output as script.output events, both with the request's runId (also script.cancel's jobId).
+   */
+  'script.train': { params: ScriptTrainRequestSchema, result: ScriptTrainResultSchema },
   /** Built-in models and the model spec files of the workspace (top folder and models/), unusable ones with their problem. */
   'models.list': { params: NoParams, result: z.array(ModelEntrySchema) },
   /** A workspace spec file (a path from models.list), checked against the contract. */
   'models.readSpec': { params: ReadSpecRequestSchema, result: ReadSpecResultSchema },
+  /**
+   * The batch-size search on a script target (dataloader.batch_size varied, an OOM a data point); trials arrive as
+   * script.batchTrial events and the script's output as script.output, both with the request's jobId; script.cancel stops it.
+   */
+  'script.findBatchSize': { params: ScriptBatchSearchRequestSchema, result: ScriptBatchSearchResultSchema },
 } as const;
 
 export type ApiMethods = typeof apiMethods;

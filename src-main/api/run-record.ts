@@ -38,6 +38,10 @@ export const RunEnvironmentSchema = z.looseObject({
   cpuModel: z.string(),
   totalMemoryBytes: z.number(),
   hostname: z.string(),
+  /** Which Trainbench measured the run (runs from before this was recorded lack it). */
+  trainbench: z.string().optional(),
+  /** Its git commit when it ran from a checkout. */
+  trainbenchCommit: z.string().optional(),
 });
 export type RunEnvironment = z.infer<typeof RunEnvironmentSchema>;
 

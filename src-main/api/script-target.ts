@@ -197,9 +197,12 @@ export const ScriptBatchSearchRequestSchema = z
     warmupSteps: z.number().int().min(0).max(1000).default(2),
     stepsPerTrial: z.number().int().min(1).max(1000).default(5),
     timeoutSeconds: z.number().min(1).max(24 * 3600).default(600),
+    /** Chosen by the caller so script.cancel can reach the search before its first trial ends; generated otherwise. */
+    jobId: IdSchema.optional(),
   })
   .strict();
 export type ScriptBatchSearchRequest = z.infer<typeof ScriptBatchSearchRequestSchema>;
+export type ScriptBatchSearchRequestInput = z.input<typeof ScriptBatchSearchRequestSchema>;
 
 export const ScriptBatchTrialSchema = z.object({
   index: z.number().int(),
@@ -213,6 +216,13 @@ export const ScriptBatchTrialSchema = z.object({
   message: z.string().nullable(),
 });
 export type ScriptBatchTrial = z.infer<typeof ScriptBatchTrialSchema>;
+
+/**
+ * A script search's trial as it finishes, for live views. Not batchSize.trial: a
+ * script has no memory model, accumulation or engine buffers to report.
+ */
+export const ScriptBatchTrialEventSchema = z.object({ jobId: z.string(), runId: z.string(), trial: ScriptBatchTrialSchema });
+export type ScriptBatchTrialEvent = z.infer<typeof ScriptBatchTrialEventSchema>;
 
 export const ScriptBatchSearchResultSchema = z.object({
   runId: z.string(),

@@ -6,7 +6,7 @@ import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
-import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, ratioArg, TRAIN_CHOICES } from './train-inputs';
+import { intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions } from './train-inputs';
 
 interface BenchmarkFlags extends MeasuredTargetFlags {
   warmupSteps: number;
@@ -94,23 +94,14 @@ async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
 }
 
 export function benchmarkTrainingCommand(): Command {
-  return new Command('benchmark-training')
-    .description('time the real training step: step times (steady state and wall clock), phases, samples/s with a CI, memory, GPU telemetry, findings')
-    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
-    .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>, a folder of IDX files, or train-images,train-labels', 'fashion-mnist')
-    .option('--device <name>', 'cpu, cuda:N, or auto (the first GPU when there is one)', 'cpu')
-    .option('--precision <p>', 'fp32, or mixed precision bf16 / fp16 (CUDA)', choiceArg('--precision', TRAIN_CHOICES.precision))
-    .option('--batch-size <n>', 'samples per micro-batch', intArg('--batch-size', 1))
-    .option('--accumulation <n>', 'micro-batches per optimizer step', intArg('--accumulation', 1))
-    .option('--loader-workers <n>', 'threads gathering batches ahead of the step', intArg('--loader-workers', 0))
-    .option('--prefetch <n>', 'batches prepared ahead', intArg('--prefetch', 1))
-    .option('--gpu-prefetch <n>', 'CUDA: batches copied ahead to the device', intArg('--gpu-prefetch', 1))
-    .option('--sample-ratio <r>', 'fraction of the training set per epoch (sets the predicted epoch time)', ratioArg('--sample-ratio'))
+  const cmd = new Command('benchmark-training').description(
+    'time the real training step: step times (steady state and wall clock), phases, samples/s with a CI, memory, GPU telemetry, findings',
+  );
+  return measuredTargetOptions(cmd, ' (sets the predicted epoch time)')
     .option('--warmup-steps <n>', 'optimizer steps before the steady-state clock starts', intArg('--warmup-steps', 0), 5)
     .option('--steps <n>', 'optimizer steps measured after the warm-up', intArg('--steps', 1), 50)
     .option('--repeat <n>', 'repetitions, each a fresh trainer (3 or more for a meaningful CI)', intArg('--repeat', 1), 3)
     .option('--seed <n>', 'seed for initialisation and shuffling', intArg('--seed', 0))
-    .option('--threads <n>', 'CPU threads (0 = all cores)', intArg('--threads', 0))
     .option('--json', 'print the result as JSON')
     .option('--no-progress', 'no progress lines on stderr')
     .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir())

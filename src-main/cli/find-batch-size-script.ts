@@ -4,6 +4,7 @@ import type { ScriptBatchSearchResult, ScriptOverrides } from '../api/script-tar
 import { ScriptBatchSearchRequestSchema } from '../api/script-target';
 import { openWorkspace } from '../core/workspace';
 import { searchScriptBatch } from '../core/script/script-batch-size';
+import { ScriptJobs } from '../core/script/script-jobs';
 import { scriptTarget } from './benchmark-script-command';
 
 export interface ScriptSearchFlags {
@@ -50,10 +51,23 @@ export async function findBatchSizeScript(command: string[], flags: ScriptSearch
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'search')}`);
   const workspace = await openWorkspace(flags.workspace);
-  const result = await searchScriptBatch(workspace, parsed.data, {
-    onTrial: (t) => {
-      if (flags.progress && !flags.json) process.stderr.write(`trial ${t.index + 1}: batch ${n(t.batchSize)} -> ${t.outcome}${t.samplesPerSec === null ? '' : `, ${n(t.samplesPerSec)} samples/s`}\n`);
-    },
-  });
-  process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptSearch(result)) + '\n');
+  // Ctrl-C takes the path script.cancel takes in the app: the job kills the trial's process group and the run is recorded cancelled.
+  const jobs = new ScriptJobs();
+  const job = `find-batch-size-${process.pid}`;
+  const onSigint = () => {
+    process.stderr.write('\ncancelling the batch-size search...\n');
+    jobs.cancel(job);
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const result = await searchScriptBatch(workspace, { ...parsed.data, jobId: job }, {
+      jobs,
+      onTrial: (t) => {
+        if (flags.progress && !flags.json) process.stderr.write(`trial ${t.index + 1}: batch ${n(t.batchSize)} -> ${t.outcome}${t.samplesPerSec === null ? '' : `, ${n(t.samplesPerSec)} samples/s`}\n`);
+      },
+    });
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptSearch(result)) + '\n');
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
 }

@@ -23,6 +23,7 @@ import { reportCommand } from './report-command';
 import { traceCommand } from './trace-command';
 import { benchmarkScriptCommand } from './benchmark-script-command';
 import { optimiseScriptCommand } from './optimise-script-command';
+import { trainScriptCommand } from './train-script-command';
 import { choiceArg, intArg, TRAIN_CHOICES } from './train-inputs';
 
 function numberArg(name: string) {
@@ -132,6 +133,7 @@ export function buildProgram(): Command {
   program.addCommand(traceCommand());
   program.addCommand(benchmarkScriptCommand());
   program.addCommand(optimiseScriptCommand());
+  program.addCommand(trainScriptCommand());
   pointErrorsToHelp(program);
 
   return program;

@@ -10,7 +10,7 @@ import { newRunId } from '../core/run-store';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { DEFAULT_PORT } from '../server/serve';
-import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, ratioArg, TRAIN_CHOICES } from './train-inputs';
+import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, ratioArg } from './train-inputs';
 
 interface OptimiseFlags extends MeasuredTargetFlags {
   readFrom: 'cache' | 'source';
@@ -177,24 +177,15 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
 }
 
 export function optimiseCommand(): Command {
-  return new Command('optimise')
-    .description('the optimisation wizard: a baseline, a diagnosis, the physical limits, then one change at a time kept only when its speedup CI beats the noise')
-    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
-    .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>, a folder of IDX files, or train-images,train-labels', 'fashion-mnist')
+  const cmd = new Command('optimise').description(
+    'the optimisation wizard: a baseline, a diagnosis, the physical limits, then one change at a time kept only when its speedup CI beats the noise',
+  );
+  return measuredTargetOptions(cmd, '')
     .option('--read-from <where>', 'cache, or source: read the records from the source files in place (the uncached path)', choiceArg('--read-from', ReadFromSchema.options), 'cache')
-    .option('--device <name>', 'cpu, cuda:N, or auto (the first GPU when there is one)', 'cpu')
-    .option('--precision <p>', 'fp32, or mixed precision bf16 / fp16 (CUDA)', choiceArg('--precision', TRAIN_CHOICES.precision))
-    .option('--batch-size <n>', 'samples per micro-batch', intArg('--batch-size', 1))
-    .option('--accumulation <n>', 'micro-batches per optimizer step', intArg('--accumulation', 1))
-    .option('--loader-workers <n>', 'threads gathering batches ahead of the step', intArg('--loader-workers', 0))
-    .option('--prefetch <n>', 'batches prepared ahead', intArg('--prefetch', 1))
-    .option('--gpu-prefetch <n>', 'CUDA: batches copied ahead to the device', intArg('--gpu-prefetch', 1))
-    .option('--sample-ratio <r>', 'fraction of the training set per epoch', ratioArg('--sample-ratio'))
     .option('--warmup-steps <n>', 'optimizer steps before the clock starts, in every repetition', intArg('--warmup-steps', 0), 5)
     .option('--steps <n>', 'optimizer steps measured per repetition', intArg('--steps', 1), 50)
     .option('--repeat <n>', 'repetitions of the baseline and pairs of every trial (below 5 no interval reaches 95%; 9 tolerates one disturbed pair)', intArg('--repeat', 2), 5)
     .option('--seed <n>', 'seed for initialisation and shuffling (the loss guard compares runs with the same seed)', intArg('--seed', 0))
-    .option('--threads <n>', 'CPU threads (0 = all cores)', intArg('--threads', 0))
     .option('--preset <name>', OptimisePresetSchema.options.join(', '), choiceArg('--preset', OptimisePresetSchema.options), 'balanced')
     .option('--max-trials <n>', 'most changes tried', intArg('--max-trials', 0), 12)
     .option('--allow-recipe-changes', 'keep a faster batch size too (it changes the training recipe; otherwise it is only proposed)')

@@ -1,6 +1,7 @@
 import { existsSync, promises as fs, statSync } from 'node:fs';
 import path from 'node:path';
 
+import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 
 import { ApiError } from '../api/errors';
@@ -125,6 +126,26 @@ export function resolveData(value: string): DataSource {
 }
 
 /** The flags that pick what a benchmark-like command measures (benchmark-training, optimise). */
+/**
+ * Declares the flags MeasuredTargetFlags reads (what is measured: model, data,
+ * device, precision and the loader/step settings) on a command that measures
+ * training; `measured` names what --sample-ratio's epoch feeds into.
+ */
+export function measuredTargetOptions(cmd: Command, sampleRatioNote: string): Command {
+  return cmd
+    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
+    .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>, a folder of IDX files, or train-images,train-labels', 'fashion-mnist')
+    .option('--device <name>', 'cpu, cuda:N, or auto (the first GPU when there is one)', 'cpu')
+    .option('--precision <p>', 'fp32, or mixed precision bf16 / fp16 (CUDA)', choiceArg('--precision', TRAIN_CHOICES.precision))
+    .option('--batch-size <n>', 'samples per micro-batch', intArg('--batch-size', 1))
+    .option('--accumulation <n>', 'micro-batches per optimizer step', intArg('--accumulation', 1))
+    .option('--loader-workers <n>', 'threads gathering batches ahead of the step', intArg('--loader-workers', 0))
+    .option('--prefetch <n>', 'batches prepared ahead', intArg('--prefetch', 1))
+    .option('--gpu-prefetch <n>', 'CUDA: batches copied ahead to the device', intArg('--gpu-prefetch', 1))
+    .option('--sample-ratio <r>', `fraction of the training set per epoch${sampleRatioNote}`, ratioArg('--sample-ratio'))
+    .option('--threads <n>', 'CPU threads (0 = all cores)', intArg('--threads', 0));
+}
+
 export interface MeasuredTargetFlags {
   model: string;
   data: string;

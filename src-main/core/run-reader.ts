@@ -99,15 +99,32 @@ function headlineRate(run: RunRecordJson): number | null {
   return null;
 }
 
+/** Longest command a title shows whole; the full argv stays in the run's config. */
+const COMMAND_TITLE_CHARS = 100;
+
+/**
+ * A script's command as a title: whole when short; else its absolute paths as
+ * their last part ("python3 train.py --epochs 3": the arguments that tell runs
+ * apart stay), and if still long, its middle cut.
+ */
+export function commandTitle(argv: readonly string[]): string {
+  const whole = argv.join(' ');
+  if (whole.length <= COMMAND_TITLE_CHARS) return whole;
+  const short = argv.map((a) => (a.startsWith('/') && a.length > 1 ? path.posix.basename(a) : a)).join(' ');
+  if (short.length <= COMMAND_TITLE_CHARS) return short;
+  const half = Math.floor((COMMAND_TITLE_CHARS - 1) / 2);
+  return `${short.slice(0, half)}…${short.slice(short.length - half)}`;
+}
+
 async function summarize(workspace: Workspace, id: string, run: RunRecordJson): Promise<RunSummary> {
   // A run cancelled while its data was prepared has no caches yet: the data source it asked for names it.
   const asked = (run.config as { data?: { kind?: unknown } }).data?.kind;
   // A script target (the user's own command) is named by its command, an engine target by its model and data.
   const target = (run.config as { target?: { kind?: unknown; command?: unknown } }).target;
-  const command = target?.kind === 'script' && Array.isArray(target.command) ? target.command.map(String).join(' ') : null;
+  const command = target?.kind === 'script' && Array.isArray(target.command) ? commandTitle(target.command.map(String)) : null;
   const modelOnData =
     command !== null
-      ? `script ${command.length > 80 ? `${command.slice(0, 79)}…` : command}`
+      ? `script ${command}`
       : `${run.config.spec?.family ?? 'model'} on ${run.config.cachedData?.description ?? (typeof asked === 'string' ? asked : 'data')}`;
   const titles: Record<string, string> = {
     train: modelOnData,

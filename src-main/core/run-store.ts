@@ -9,6 +9,7 @@ import type { RunEnvironment, RunRecordJson, StoredRunStatus } from '../api/run-
 import { RUN_HEARTBEAT_INTERVAL_MS, RUN_SCHEMA_VERSION } from '../api/run-record';
 import { runIdAt } from '../api/ids';
 import { writeJsonAtomic } from './atomic-write';
+import { buildInfo } from './build-info';
 import type { Workspace } from './workspace';
 
 /** One run's folder: run.json (rewritten atomically) and events.jsonl (appended). */
@@ -37,6 +38,7 @@ export function newRunId(now: Date = new Date()): string {
 }
 
 function environment(): RunEnvironment {
+  const build = buildInfo();
   return {
     platform: process.platform,
     arch: process.arch,
@@ -45,6 +47,8 @@ function environment(): RunEnvironment {
     cpuModel: os.cpus()[0]?.model ?? 'unknown',
     totalMemoryBytes: os.totalmem(),
     hostname: os.hostname(),
+    trainbench: build.version,
+    ...(build.commit ? { trainbenchCommit: build.commit } : {}),
   };
 }
 

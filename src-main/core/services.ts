@@ -19,6 +19,8 @@ import type { Workspace } from './workspace';
 import { ScriptBenchmarkService } from './script/script-benchmark';
 import { ScriptJobs } from './script/script-jobs';
 import { optimiseScript } from './script/script-optimise';
+import { ScriptRunService } from './script/script-run';
+import { searchScriptBatch } from './script/script-batch-size';
 import { openWorkspace } from './workspace';
 
 export interface ServicesOptions {
@@ -50,6 +52,8 @@ export interface Services {
   scripts: ScriptBenchmarkService;
   /** Every running script job (benchmark, batch search, wizard): script.cancel and dispose reach them all. */
   scriptJobs: ScriptJobs;
+  /** Whole training runs of the user's command (script.train). */
+  scriptRuns: ScriptRunService;
   dispose(): Promise<void>;
 }
 
@@ -67,6 +71,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
   const scriptJobs = new ScriptJobs();
   const scripts = new ScriptBenchmarkService(events, workspace, telemetry, scriptJobs);
+  const scriptRuns = new ScriptRunService(events, workspace, telemetry, scriptJobs);
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -111,6 +116,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'runs.trace': ({ id }) => reports.trace(id),
     'models.list': () => listModels(workspace),
     'models.readSpec': ({ path }) => readModelSpec(workspace, path),
+    'script.train': (request) => (refuseScripts(options), scriptRuns.run(request)),
+    'script.findBatchSize': (request) => (refuseScripts(options), searchScriptBatch(workspace, request, { jobs: scriptJobs, events })),
   });
 
   return {
@@ -127,6 +134,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     reports,
     scripts,
     scriptJobs,
+    scriptRuns,
     async dispose() {
       scriptJobs.cancelAll();
       unsubscribe();

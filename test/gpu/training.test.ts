@@ -95,6 +95,28 @@ describe.skipIf(!gpu)('whole training steps on cuda:0 match the CPU backend', ()
   }, 120_000);
 });
 
+describe.skipIf(!gpu)('epochs on cuda:0', () => {
+  // The prefetch ring is kept from epoch to epoch and rebuilt for an evaluation's loader and back:
+  // a ring bound to the wrong loader, or a slot left from the last epoch, shows as a parameter drift.
+  it('3 epochs with a test split between them (partial last batches) match the CPU backend', async () => {
+    const run = async (device: string) => {
+      const t = new addon.Trainer(json(MLP_SPEC), json({ seed: 5, threads: 0 }));
+      t.setData('train', blobs(100, 3));
+      t.setData('test', blobs(50, 9));
+      const result = (await t.train(json({ shuffle: true, batchSize: 32, epochs: 3, optimizer: sgd, device, eventIntervalMs: 0 }))) as { steps: number; epochs: { testLoss: number }[] };
+      return { params: t.params(), result };
+    };
+    const cpu = await run('cpu');
+    const onGpu = await run('cuda:0');
+    expect(onGpu.result.steps).toBe(9);
+    expect(onGpu.result.epochs.map((e) => e.testLoss)).toHaveLength(3);
+    const diff = relDiff(onGpu.params, cpu.params);
+    console.log(`3 epochs + evaluations: parameter difference ${diff.toExponential(2)}`);
+    expect(diff).toBeLessThan(1e-4);
+    onGpu.result.epochs.forEach((e, i) => expect(Math.abs(e.testLoss - cpu.result.epochs[i].testLoss)).toBeLessThan(1e-3));
+  }, 120_000);
+});
+
 describe.skipIf(!gpu)('fp16 dynamic loss scaling', () => {
   it('skips a step whose gradient is forced to inf, halves the scale and leaves the weights alone', async () => {
     const base = { batchSize: 32, optimizer: sgd, device: 'cuda:0', precision: 'fp16' };
@@ -143,6 +165,11 @@ describe.skipIf(!gpu)('CUDA graphs and phase timing', () => {
     const eager = await train(spec, data(), options);
     const graph = await train(spec, data(), { ...options, cudaGraph: true });
     expect(graph.result.backend?.cudaGraph).toBe('captured and replayed');
+    // Counted in the captured graph: a forward, a backward and an update are each several kernels.
+    const launches = graph.result.backend?.launchesPerStep as { kernels: number; copies: number; memsets: number; other: number; total: number };
+    console.log(`${spec === CNN_SPEC ? 'CNN' : 'model'} ${precision}: ${launches.total} launches per step (${launches.kernels} kernels, ${launches.copies} copies, ${launches.memsets} memsets)`);
+    expect(launches.kernels).toBeGreaterThan(10);
+    expect(launches.total).toBe(launches.kernels + launches.copies + launches.memsets + launches.other);
     expect(relDiff(graph.params, eager.params)).toBeLessThan(1e-6);
     graph.losses.forEach((l, i) => expect(Math.abs(l - eager.losses[i])).toBeLessThan(1e-6 * Math.max(1, Math.abs(eager.losses[i]))));
   }, 120_000);

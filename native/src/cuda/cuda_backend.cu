@@ -106,6 +106,17 @@ class CudaBackend : public StepBackend {
                               (graph_exec_ ? "; with the CUDA graph, forward, loss, backward and optimizer are one launch timed under forward" : ""));
     d.set("cudaGraph", !options_.cuda_graph ? "off" : graph_exec_ ? "captured and replayed" : graph_note_.empty() ? "not captured yet" : graph_note_);
     d.set("gpuPrefetch", options_.gpu_prefetch);
+    if (graph_exec_) {
+      // Counted in the captured graph: every kernel, copy and memset the step queues, with the GEMM
+      // paths the engine chose for this batch.
+      Json l = Json::object();
+      l.set("kernels", census_.kernels);
+      l.set("copies", census_.copies);
+      l.set("memsets", census_.memsets);
+      l.set("other", census_.other);
+      l.set("total", census_.total());
+      d.set("launchesPerStep", l);
+    }
     // Said in every result until test/gpu has passed on a GPU (issue 6); remove with that evidence.
     d.set("caveat", "this CUDA training path compiles but has not yet passed its GPU tests; compare a short run with --device cpu before trusting it");
     d.set("gemm", gemm_->log());
@@ -120,9 +131,14 @@ class CudaBackend : public StepBackend {
   }
 
   void start_epoch(Loader& loader, int epoch) override {
-    prefetch_.reset();  // bound to the loader of the last epoch or evaluation
     loader.start_epoch(epoch);
-    prefetch_ = std::make_unique<DevicePrefetcher>(loader, device_, options_.gpu_prefetch, stream_);
+    // A ring costs pinned allocations (cudaHostAlloc) and device slots: the training loader's is kept
+    // from epoch to epoch. Another loader (an evaluation's) gets a new one, the old freed first so the
+    // device peak stays the one the memory model predicts.
+    if (!prefetch_ || !prefetch_->bound_to(loader)) {
+      prefetch_.reset();
+      prefetch_ = std::make_unique<DevicePrefetcher>(loader, device_, options_.gpu_prefetch, stream_);
+    }
     prefetch_->start_epoch();
   }
 
@@ -387,7 +403,7 @@ class CudaBackend : public StepBackend {
       set_capturing(true);
       cuda::StreamCapture capture(stream_);
       queue_step(clip_norm);
-      graph_exec_ = capture.finish(&why);
+      graph_exec_ = capture.finish(&why, &census_);
     } catch (const std::exception& e) {
       why = e.what();
     }
@@ -413,6 +429,7 @@ class CudaBackend : public StepBackend {
   OwnedStream owned_stream_;
   cudaStream_t stream_;
   std::unique_ptr<cuda::GemmEngine> gemm_;
+  cuda::GraphCensus census_;  // of the last captured step
   std::unique_ptr<cuda::DeviceModel> net_;
   std::unique_ptr<cuda::PhaseTimer> timer_;
   std::unique_ptr<cuda::OpProfile> profile_;

@@ -8,7 +8,7 @@
 namespace tb {
 
 DevicePrefetcher::DevicePrefetcher(Loader& loader, int device, int depth, cudaStream_t compute)
-    : loader_(loader), device_(device), compute_(compute) {
+    : loader_(loader), loader_serial_(loader.serial()), device_(device), compute_(compute) {
   if (depth < 1 || depth > 16) TB_THROW(ErrorCode::BadInput, "GPU prefetch depth must be 1 to 16, got " + std::to_string(depth));
   TB_CUDA_CHECK(cudaSetDevice(device));
   TB_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));

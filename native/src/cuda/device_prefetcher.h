@@ -30,8 +30,11 @@ class DevicePrefetcher {
   DevicePrefetcher(const DevicePrefetcher&) = delete;
   DevicePrefetcher& operator=(const DevicePrefetcher&) = delete;
 
-  // Call after loader.start_epoch(); queues the first copies.
+  // Call after loader.start_epoch(); queues the first copies. The ring (pinned staging, device slots)
+  // is kept from epoch to epoch: only a different loader needs a new one.
   void start_epoch();
+  // Whether this ring was built for `loader` (same object, not a later one at the same address).
+  bool bound_to(const Loader& loader) const { return &loader == &loader_ && loader.serial() == loader_serial_; }
   // The next batch on the device, with the compute stream already ordered after its copy; empty at epoch end.
   // A copy, not a view of the slot: release() refills the slot (size and all), so a view read after
   // release would describe a later batch.
@@ -52,6 +55,7 @@ class DevicePrefetcher {
   bool issue();
 
   Loader& loader_;
+  std::uint64_t loader_serial_;
   int device_;
   cudaStream_t compute_, copy_ = nullptr;
   std::vector<Slot> slots_;

@@ -6,10 +6,35 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <vector>
 
 #include "cuda/cuda_check.h"
 
 namespace tb::cuda {
+
+// What one captured step launches, by kind of graph node.
+struct GraphCensus {
+  int kernels = 0, copies = 0, memsets = 0, other = 0;
+  int total() const { return kernels + copies + memsets + other; }
+};
+
+inline cudaError_t count_nodes(cudaGraph_t graph, GraphCensus* census) {
+  size_t n = 0;
+  cudaError_t err = cudaGraphGetNodes(graph, nullptr, &n);
+  if (err != cudaSuccess) return err;
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n > 0) err = cudaGraphGetNodes(graph, nodes.data(), &n);
+  *census = GraphCensus{};
+  for (size_t i = 0; i < n && err == cudaSuccess; ++i) {
+    cudaGraphNodeType type{};
+    err = cudaGraphNodeGetType(nodes[i], &type);
+    if (type == cudaGraphNodeTypeKernel) ++census->kernels;
+    else if (type == cudaGraphNodeTypeMemcpy) ++census->copies;
+    else if (type == cudaGraphNodeTypeMemset) ++census->memsets;
+    else ++census->other;
+  }
+  return err;
+}
 
 class StreamCapture {
  public:
@@ -27,12 +52,14 @@ class StreamCapture {
   StreamCapture& operator=(const StreamCapture&) = delete;
 
   // Ends the capture and instantiates the graph. Null, with the reason in *why, when either failed:
-  // nothing recorded has run, so the caller must run the work itself.
-  cudaGraphExec_t finish(std::string* why) {
+  // nothing recorded has run, so the caller must run the work itself. `census`, when given, counts the
+  // recorded graph's nodes: the step's launches, measured rather than estimated.
+  cudaGraphExec_t finish(std::string* why, GraphCensus* census = nullptr) {
     open_ = false;
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     cudaError_t err = cudaStreamEndCapture(stream_, &graph);
+    if (err == cudaSuccess && census) err = count_nodes(graph, census);
     if (err == cudaSuccess) err = cudaGraphInstantiate(&exec, graph, 0);
     if (graph) cudaGraphDestroy(graph);
     if (err == cudaSuccess) return exec;

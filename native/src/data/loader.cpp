@@ -1,5 +1,7 @@
 #include "data/loader.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -26,6 +28,8 @@ std::vector<std::int64_t> Loader::epoch_order(std::int64_t n, std::uint64_t seed
 
 Loader::Loader(std::shared_ptr<const RecordSource> source, LoaderOptions options)
     : source_(std::move(source)), opt_(std::move(options)) {
+  static std::atomic<std::uint64_t> next_serial{1};
+  serial_ = next_serial.fetch_add(1);
   if (opt_.batch_size < 1) TB_THROW(ErrorCode::BadInput, "loader batch size must be at least 1, got " + std::to_string(opt_.batch_size));
   if (opt_.workers < 0 || opt_.workers > 256) TB_THROW(ErrorCode::BadInput, "loader workers must be 0 to 256, got " + std::to_string(opt_.workers));
   if (opt_.prefetch < 1 || opt_.prefetch > 256) TB_THROW(ErrorCode::BadInput, "prefetch depth must be 1 to 256, got " + std::to_string(opt_.prefetch));

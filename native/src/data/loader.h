@@ -59,6 +59,9 @@ class Loader {
   // Whether the batch buffers ended up page-locked.
   bool pinned() const;
   const LoaderOptions& options() const { return opt_; }
+  // Unique per Loader ever made in this process: tells a consumer bound to an earlier loader at the
+  // same address (a stack loader of a later evaluation) from this one.
+  std::uint64_t serial() const { return serial_; }
   // Bytes of the batch buffers (one per prefetch slot).
   std::int64_t buffer_bytes() const;
   // Seconds the consumer spent blocked in next() since construction.
@@ -84,6 +87,7 @@ class Loader {
   LoaderOptions opt_;
   std::vector<int> field_ids_;
   std::int64_t drawn_ = 0;
+  std::uint64_t serial_ = 0;
   std::vector<std::int64_t> order_;
 
   std::mutex mutex_;

@@ -6,7 +6,8 @@ What it measures, from patches that leave the numerics alone:
 - forward / loss / backward / optimizer: global module hooks, autograd.backward and step(), timed with
   CUDA events on the current stream when CUDA is in use (read back later, never synchronising a step),
   with the host clock otherwise;
-- peak CUDA memory, and an out-of-memory error with the batch it happened at.
+- peak CUDA memory, and an out-of-memory error with the batch it happened at;
+- the training loss: the scalar passed to backward(), read in batches (losses.py), never a sync per step.
 Everything goes over the Channel, never the script's stdout.
 """
 import atexit
@@ -20,6 +21,7 @@ import time
 from . import overrides as _overrides
 from .batches import batch_size_of
 from .channel import Channel
+from .losses import LossReader
 
 PHASES = ("forward", "loss", "backward", "optimizer")
 _OOM_WORDS = ("out of memory", "can't allocate memory")
@@ -102,6 +104,7 @@ class Probe:
         }
         self.channel = Channel(env["TB_PROBE_ADDR"], env.get("TB_PROBE_TOKEN", ""), self.identity)
         self.torch = None
+        self.losses = None
         self.local = threading.local()
         self.t_start = time.perf_counter()
         self.steps = 0
@@ -139,6 +142,8 @@ class Probe:
             self.send({"type": "error", "code": "E_BAD_INPUT", "message": str(err)})
             raise
         from torch.utils.data import dataloader
+
+        self.losses = LossReader(torch, self.send)
 
         _overrides.patch_dataloader_init(dataloader.DataLoader, self.overrides, self)
         self._patch_loader_next(dataloader._BaseDataLoaderIter)
@@ -211,6 +216,8 @@ class Probe:
         @functools.wraps(original)
         def backward(*args, **kwargs):
             probe.local.depth = 0  # a forward that raised never closed its phase
+            if args or "tensors" in kwargs:
+                probe.losses.keep(probe.steps + 1, args[0] if args else kwargs["tensors"])
             mark = probe._mark()
             try:
                 return original(*args, **kwargs)
@@ -304,6 +311,7 @@ class Probe:
         )
         if self.pending_cuda:
             self._read_cuda(wait=False)
+        self.losses.step_done(now)
         if self.steps == self.warmup + 1:
             self._check_flags("at the first measured step")
         if self.limit and self.steps >= self.warmup + self.limit:
@@ -343,6 +351,10 @@ class Probe:
                 self._read_cuda(wait=True)
         except Exception as err:  # reading memory must not turn a good run into a failure
             memory["problem"] = repr(err)
+        try:
+            self.losses.finish()
+        except Exception as err:  # nor may reading the last losses
+            self.send({"type": "lossOff", "reason": repr(err)[:500]})
         if self.steps > 0:
             self._check_flags("before the end")
         try:

@@ -2,6 +2,7 @@
 import type { EChartsCoreOption } from 'echarts/core';
 
 import type { BatchTrial } from '../batch-size';
+import { failedBatchSeries, failedBatchText } from './failed-batches';
 import { formatValue, GRID_LINE, MUTED, TEXT, tooltip } from './theme';
 
 const MiB = 2 ** 20;
@@ -41,6 +42,7 @@ export function batchSizeOption(trials: readonly TrialInput[], usableBytes: numb
         ...(usableBytes ? { markLine: { symbol: 'none', label: { formatter: 'usable' }, data: [{ yAxis: +(usableBytes / MiB).toFixed(1) }] } } : {}),
       },
       { name: 'measured MiB', type: 'line', yAxisIndex: 1, data: ok.map((t) => [t.batchSize, +((t.peakBytes ?? 0) / MiB).toFixed(1)]), itemStyle: { color: '#3fb950' } },
+      ...failedBatchSeries(single),
     ],
   };
 }
@@ -48,5 +50,6 @@ export function batchSizeOption(trials: readonly TrialInput[], usableBytes: numb
 export function batchSizeLabel(trials: readonly TrialInput[]): string {
   const ok = singles(trials).filter((t) => t.outcome === 'ok');
   const points = ok.map((t) => `batch ${t.batchSize}: ${formatValue(t.samplesPerSec, 'samples/s')}, ${formatValue((t.peakBytes ?? 0) / MiB, 'MiB')}`);
-  return `Throughput and memory by batch size chart${points.length ? `: ${points.join('; ')}` : ', no trial fitted yet'}`;
+  const parts = [...points, ...failedBatchText(singles(trials))];
+  return `Throughput and memory by batch size chart${parts.length ? `: ${parts.join('; ')}` : ', no trial fitted yet'}`;
 }

@@ -1,22 +1,22 @@
 // Assembles an ADR from runs: sections in the order asked, each a generated block
 // (or several), and the figures drawn to SVG with the app's own chart builders.
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 
 import type { ReportFigure, ReportSection } from '../../api/reports';
 import { REPORT_SECTIONS } from '../../api/reports';
-import { packageRoot } from '../../engine/package-root';
+import { buildInfo } from '../build-info';
 import type { Workspace } from '../workspace';
 import { analyseAttempts } from './attempts';
 import { blockHashes, renderBlock } from './blocks';
 import { figureLink } from './markdown';
-import type { FigureSpec, ReportInput, SectionWriters } from './report-model';
+import type { FigureSpec, ReportInput, SectionOutput, SectionWriters } from './report-model';
+import type { ReportContent } from './report-store';
 import { SECTION_HEADINGS } from './report-model';
 import type { BatchSearchRun, BenchmarkRun, LoaderRun, OptimiseRun, TrainRun } from './report-runs';
 import { dataOf, loadReportRuns } from './report-runs';
 import { attemptsSection, consequencesSection, decisionSection } from './section-attempts';
 import { contextSection, reproduceSection, statusSection } from './section-context';
 import { limitsSection, phasesSection } from './section-results';
+import { SCRIPT_WRITERS, scriptTitle } from './section-script';
 import { renderSvg } from './svg';
 
 const WRITERS: SectionWriters = {
@@ -30,23 +30,13 @@ const WRITERS: SectionWriters = {
   consequences: consequencesSection,
 };
 
-export interface GeneratedReport {
-  title: string;
-  runIds: string[];
-  sections: ReportSection[];
-  markdown: string;
-  figures: { figure: ReportFigure; svg: string }[];
-  notes: string[];
-  /** Each block's fingerprint as generated, so regenerate can tell the person's edits inside one. */
-  blocks: Record<string, string>;
-}
+/** What generateReport writes: the store's content, blocks fingerprinted so regenerate can tell the person's edits inside one. */
+export type GeneratedReport = ReportContent;
 
+/** "0.1.0 (commit 1a2b3c4)", or the version alone in a packaged app. */
 export function trainbenchVersion(): string {
-  try {
-    return (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
-  } catch {
-    return 'of unknown version';
-  }
+  const b = buildInfo();
+  return b.commit ? `${b.version} (commit ${b.commit.slice(0, 7)})` : b.version;
 }
 
 /** "mlp on fashion-mnist-train (60000 records)": what the first run trained. */
@@ -76,19 +66,22 @@ export async function generateReport(workspace: Workspace, runIds: readonly stri
     trains: runs.filter((r): r is TrainRun => r.kind === 'train'),
     optimisations: runs.filter((r): r is OptimiseRun => r.kind === 'optimise'),
     loaders: runs.filter((r): r is LoaderRun => r.kind === 'loader-benchmark'),
+    scripts: loaded.scripts,
     baseline,
     attempts,
     generatedAt: options.now ?? new Date(),
     trainbenchVersion: trainbenchVersion(),
     runNotes: loaded.notes,
   };
-  const title = options.title ?? defaultTitle(input);
+  const title = options.title ?? (runs.length ? defaultTitle(input) : scriptTitle(input));
   const sections = [...new Set(options.sections ?? REPORT_SECTIONS)];
   const notes = [...loaded.notes];
   const figures: { figure: ReportFigure; svg: string }[] = [];
   const parts: string[] = [`# ${options.number}. ${title}\n`];
   for (const section of sections) {
-    const out = WRITERS[section](input);
+    // Engine runs first, then the runs of the user's own command: each kind writes its own blocks.
+    const outs = [...(runs.length ? [WRITERS[section](input)] : []), ...(loaded.scripts.length ? [SCRIPT_WRITERS[section](input)] : [])];
+    const out: SectionOutput = { blocks: outs.flatMap((o) => o.blocks), figures: outs.flatMap((o) => o.figures), notes: outs.flatMap((o) => o.notes) };
     notes.push(...out.notes);
     const failed = new Map<string, string>();
     for (const f of out.figures) {
@@ -110,7 +103,9 @@ export async function generateReport(workspace: Workspace, runIds: readonly stri
     }
   }
   const markdown = parts.join('\n');
-  return { title, runIds: runs.map((r) => r.id), sections, markdown, figures, notes, blocks: blockHashes(markdown) };
+  // In the order asked (the first benchmark of each kind is its baseline), once each.
+  const kept = new Set([...runs, ...loaded.scripts].map((r) => r.id));
+  return { title, runIds: [...new Set(runIds)].filter((id) => kept.has(id)), sections, markdown, figures, notes, blocks: blockHashes(markdown) };
 }
 
 /** The figure as SVG, or a line saying why it could not be drawn. */

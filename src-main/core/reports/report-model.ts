@@ -2,7 +2,7 @@ import type { EChartsCoreOption } from 'echarts/core';
 
 import type { ReportSection } from '../../api/reports';
 import type { Attempt } from './attempts';
-import type { BatchSearchRun, BenchmarkRun, LoaderRun, OptimiseRun, ReportRun, TrainRun } from './report-runs';
+import type { BatchSearchRun, BenchmarkRun, LoaderRun, OptimiseRun, ReportRun, ScriptReportRun, TrainRun } from './report-runs';
 
 /** A chart to draw beside the markdown. */
 export interface FigureSpec {
@@ -37,6 +37,8 @@ export interface ReportInput {
   trains: TrainRun[];
   optimisations: OptimiseRun[];
   loaders: LoaderRun[];
+  /** Runs of the user's own command, in the order asked (the first benchmark is their baseline). */
+  scripts: ScriptReportRun[];
   baseline: BenchmarkRun | null;
   attempts: Attempt[];
   generatedAt: Date;

@@ -13,6 +13,8 @@ import { formatIssues } from '../../api/format-issues';
 import type { OptimiseResult } from '../../api/optimise';
 import { OptimiseResultSchema } from '../../api/optimise';
 import type { RunRecordJson } from '../../api/run-record';
+import type { ScriptBatchSearchResult, ScriptBenchmarkResult, ScriptOptimiseResult } from '../../api/script-target';
+import { ScriptBatchSearchResultSchema, ScriptBenchmarkResultSchema, ScriptOptimiseResultSchema } from '../../api/script-target';
 import type { TelemetrySample } from '../../api/telemetry';
 import { TelemetrySampleSchema } from '../../api/telemetry';
 import type { TrainResult, TrainStepEvent } from '../../api/training';
@@ -53,6 +55,27 @@ export interface LoaderRun extends RunBase {
 }
 export type ReportRun = BenchmarkRun | BatchSearchRun | TrainRun | OptimiseRun | LoaderRun;
 
+/** Runs of a user's own command (config.target.kind 'script'): their results have their own schemas. */
+export interface ScriptBenchmarkRun extends RunBase {
+  kind: 'script-benchmark';
+  result: ScriptBenchmarkResult;
+  telemetry: TelemetrySample[];
+}
+export interface ScriptBatchRun extends RunBase {
+  kind: 'script-batch-search';
+  result: ScriptBatchSearchResult;
+}
+export interface ScriptOptimiseRun extends RunBase {
+  kind: 'script-optimise';
+  result: ScriptOptimiseResult;
+}
+export type ScriptReportRun = ScriptBenchmarkRun | ScriptBatchRun | ScriptOptimiseRun;
+
+/** Whether a run measured a user's own command rather than an engine model. */
+export function isScriptRun(record: RunRecordJson): boolean {
+  return (record.config as { target?: { kind?: unknown } } | undefined)?.target?.kind === 'script';
+}
+
 export const REPORTED_KINDS = ['benchmark', 'batch-search', 'train', 'optimise', 'loader-benchmark'] as const;
 
 /** The training options the run used (an optimise run keeps them in its request's target). */
@@ -73,6 +96,8 @@ export function dataOf(run: ReportRun): string {
 
 export interface LoadedRuns {
   runs: ReportRun[];
+  /** Runs of the user's own command, written up by section-script.ts. */
+  scripts: ScriptReportRun[];
   /** Runs left out, and why (not completed, a kind reports do not cover, a result that does not read). */
   notes: string[];
 }
@@ -105,6 +130,7 @@ function parseResult<T>(schema: { safeParse(x: unknown): { success: true; data: 
 /** Reads every run; refuses when one does not exist (unless missingIsNote) or when none of them can be written up. */
 export async function loadReportRuns(workspace: Workspace, ids: readonly string[], options: { missingIsNote?: boolean } = {}): Promise<LoadedRuns> {
   const runs: ReportRun[] = [];
+  const scripts: ScriptReportRun[] = [];
   const notes: string[] = [];
   const seen = new Set<string>();
   for (const id of ids) {
@@ -128,7 +154,17 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
     }
     const abs = workspace.resolve(dir);
     try {
-      if (record.kind === 'benchmark') {
+      if (isScriptRun(record)) {
+        if (record.kind === 'benchmark') {
+          scripts.push({ kind: 'script-benchmark', id, record, dir, result: parseResult(ScriptBenchmarkResultSchema, record, id), telemetry: await readTelemetry(abs) });
+        } else if (record.kind === 'batch-search') {
+          scripts.push({ kind: 'script-batch-search', id, record, dir, result: parseResult(ScriptBatchSearchResultSchema, record, id) });
+        } else if (record.kind === 'optimise') {
+          scripts.push({ kind: 'script-optimise', id, record, dir, result: parseResult(ScriptOptimiseResultSchema, record, id) });
+        } else {
+          notes.push(`Run ${id} is a ${record.kind} run of a script; reports cover its benchmarks, batch-size searches and optimisations, so it is left out.`);
+        }
+      } else if (record.kind === 'benchmark') {
         runs.push({ kind: 'benchmark', id, record, dir, result: parseResult(TrainingBenchmarkResultSchema, record, id), telemetry: await readTelemetry(abs) });
       } else if (record.kind === 'batch-search') {
         runs.push({ kind: 'batch-search', id, record, dir, result: parseResult(BatchSearchResultSchema, record, id) });
@@ -146,8 +182,8 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
       notes.push(`${(err as Error).message}; it is left out.`);
     }
   }
-  if (runs.length === 0) {
+  if (runs.length + scripts.length === 0) {
     throw new ApiError('E_BAD_INPUT', `none of the runs ${ids.join(', ')} can be written up: ${notes.join(' ')}`);
   }
-  return { runs, notes };
+  return { runs, scripts, notes };
 }

@@ -149,6 +149,7 @@ export interface ReportContent {
   markdown: string;
   figures: { figure: ReportFigure; svg: string }[];
   notes: string[];
+  /** Each block's fingerprint as generated, so regenerate can tell the person's edits inside one. */
   blocks: Record<string, string>;
 }
 

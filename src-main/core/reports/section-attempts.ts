@@ -1,7 +1,7 @@
 // One section per attempt (objective, configuration, hypothesis, results, analysis, conclusion), the Decision and the Consequences.
 import { batchSizeLabel, batchSizeOption } from '../../api/charts/batch-size-charts';
 import type { BenchmarkAttempt, SearchAttempt } from './attempts';
-import { TRIAL_CONCLUSIONS, wizardAttemptBody, wizardDecisionLines, wizardSkippedLines, wizardTrialsFigure } from './section-optimise';
+import { trialConclusion, wizardAttemptBody, wizardDecisionLines, wizardSkippedLines, wizardTrialsFigure } from './section-optimise';
 import { changeText, code, figureLink, fmt, MB, MiB, signedPercent, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
 import type { BenchmarkRun } from './report-runs';
@@ -151,7 +151,7 @@ export function attemptsSection(input: ReportInput): SectionOutput {
   }
   for (const [i, a] of input.attempts.entries()) {
     if (a.kind === 'benchmark') blocks.push({ id: `attempt-${a.run.id}`, lead: '', body: benchmarkAttemptBody(i + 1, a) });
-    else if (a.kind === 'optimise-trial') blocks.push({ id: `attempt-${a.run.id}-${a.trial.index}`, lead: '', body: wizardAttemptBody(i + 1, a) });
+    else if (a.kind === 'optimise-trial') blocks.push({ id: `attempt-${a.run.id}-${a.trial.index}`, lead: '', body: wizardAttemptBody(i + 1, a.run.id, a.trial) });
     else {
       const { body, figure } = searchAttemptBody(i + 1, a, input);
       blocks.push({ id: `attempt-${a.run.id}`, lead: '', body });
@@ -172,7 +172,7 @@ export function decisionSection(input: ReportInput): SectionOutput {
   const accepted = benchmarkAttempts.filter((a) => a.decision === 'accept');
   input.attempts.forEach((a, i) => {
     if (a.kind === 'benchmark') lines.push(`- Attempt ${i + 1} (${code(a.run.id)}): ${CONCLUSIONS[a.decision]}`);
-    else if (a.kind === 'optimise-trial') lines.push(`- Attempt ${i + 1} (${a.trial.change.label}, wizard trial ${a.trial.index}): ${TRIAL_CONCLUSIONS[a.trial.decision]}`);
+    else if (a.kind === 'optimise-trial') lines.push(`- Attempt ${i + 1} (${a.trial.change.label}, wizard trial ${a.trial.index}): ${trialConclusion(a.trial)}`);
     else {
       const measured = benchmarkOfBatch(input, a.run.result.recommended);
       const what =

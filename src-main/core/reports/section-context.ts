@@ -91,6 +91,19 @@ function modelLines(runs: readonly ReportRun[]): string[] {
   });
 }
 
+/** Which Trainbench measured the runs, grouped; runs recorded before run files carried it say so. */
+function measuredWith(runs: readonly ReportRun[]): string[] {
+  const groups = new Map<string, string[]>();
+  for (const r of runs) {
+    const env = r.record.environment as RunEnvironment | undefined;
+    const key = env?.trainbench ? `Trainbench ${env.trainbench}${env.trainbenchCommit ? ` (commit ${env.trainbenchCommit.slice(0, 7)})` : ''}` : '';
+    groups.set(key, [...(groups.get(key) ?? []), code(r.id)]);
+  }
+  return [...groups.entries()].map(([what, ids]) =>
+    what ? `Measured with ${what}: ${ids.join(', ')}.` : `Which Trainbench measured ${ids.join(', ')} is not recorded (run files from before versions were kept).`,
+  );
+}
+
 export function contextSection(input: ReportInput): SectionOutput {
   const machines = table(['Run', 'Host', 'CPU', 'Memory', 'GPU', 'OS, Node'], input.runs.map(machineRow));
   const body = [
@@ -102,7 +115,8 @@ export function contextSection(input: ReportInput): SectionOutput {
     '',
     '### Software',
     '',
-    `This report was generated with Trainbench ${input.trainbenchVersion}. The run files do not record which Trainbench or engine version measured them.`,
+    `This report was generated with Trainbench ${input.trainbenchVersion}.`,
+    ...measuredWith(input.runs),
     '',
     '### Model and data',
     '',

@@ -4,7 +4,6 @@ import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import { phaseStackLabel, phaseStackOption, throughputLabel, throughputOption } from '../../api/charts/benchmark-charts';
 import type { Limit, OptimiseTrial, TrialDecision } from '../../api/optimise';
 import { medianInterval } from '../stats/bootstrap';
-import type { WizardAttempt } from './attempts';
 import { code, figureLink, fmt, MiB, signedPercent, table } from './markdown';
 import type { FigureSpec } from './report-model';
 import type { OptimiseRun } from './report-runs';
@@ -76,7 +75,7 @@ export function optimiseLimitLines(run: OptimiseRun): string[] {
   ];
 }
 
-export const TRIAL_CONCLUSIONS: Record<TrialDecision, string> = {
+const TRIAL_CONCLUSIONS: Record<TrialDecision, string> = {
   accept: 'Accepted and kept: faster by more than the noise, with the loss within the tolerance.',
   reject: 'Rejected: slower, with the whole interval below 1.',
   inconclusive: 'Not kept: the difference could be noise.',
@@ -97,11 +96,16 @@ function trialRows(t: OptimiseTrial): string[][] {
   ];
 }
 
-export function wizardAttemptBody(n: number, a: WizardAttempt): string {
-  const t = a.trial;
+/** A trial's conclusion; a kept change whose loss was not measured (a script target) says so instead of claiming it. */
+export function trialConclusion(t: Pick<OptimiseTrial, 'decision' | 'lossDelta'>): string {
+  return t.decision === 'accept' && t.lossDelta === null ? 'Accepted and kept: faster by more than the noise; its effect on the loss was not measured.' : TRIAL_CONCLUSIONS[t.decision];
+}
+
+/** One wizard trial as an attempt; `said` names who reported a crash or an OOM (the engine, the script). */
+export function wizardAttemptBody(n: number, runId: string, t: OptimiseTrial, said = 'The engine said'): string {
   const c = t.change;
   return [
-    `### Attempt ${n}: ${c.label} (wizard trial ${t.index}, ${code(a.run.id)})`,
+    `### Attempt ${n}: ${c.label} (wizard trial ${t.index}, ${code(runId)})`,
     '',
     `**Objective**: measure whether ${c.label} makes the step faster than the wizard's current best configuration.`,
     '',
@@ -113,9 +117,9 @@ export function wizardAttemptBody(n: number, a: WizardAttempt): string {
     '',
     table(['Metric', 'Current best', 'Candidate', 'Change'], trialRows(t)),
     '',
-    `**Analysis**: ${t.why[0].toUpperCase()}${t.why.slice(1)}.${t.error ? ` The engine said: ${t.error}.` : ''} The speedup interval is the wizard's paired bootstrap over the interleaved repetitions; the side-by-side medians above are each configuration's own.`,
+    `**Analysis**: ${t.why[0].toUpperCase()}${t.why.slice(1)}.${t.error ? ` ${said}: ${t.error}.` : ''} The speedup interval is the wizard's paired bootstrap over the interleaved repetitions; the side-by-side medians above are each configuration's own.`,
     '',
-    `**Conclusion**: ${TRIAL_CONCLUSIONS[t.decision]}`,
+    `**Conclusion**: ${trialConclusion(t)}`,
   ].join('\n');
 }
 

@@ -29,8 +29,19 @@ export interface ProbeChannel {
 
 const sameToken = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
+export interface ProbeChannelOptions {
+  /**
+   * 'all' (the default) keeps every message in `connections`; 'last' keeps only each
+   * connection's latest step and no phases or losses (onMessage still sees them all),
+   * so a training run of millions of steps holds bounded memory.
+   */
+  retainSteps?: 'all' | 'last';
+}
+
+const PER_STEP: ReadonlySet<ProbeMessage['type']> = new Set(['step', 'phases', 'loss']);
+
 /** Listens on 127.0.0.1 (a free port) for the probe's JSON lines, one connection per training process. */
-export async function openProbeChannel(): Promise<ProbeChannel> {
+export async function openProbeChannel(options: ProbeChannelOptions = {}): Promise<ProbeChannel> {
   const token = randomBytes(16).toString('hex');
   const sockets = new Set<net.Socket>();
   const ended: Promise<void>[] = [];
@@ -53,6 +64,7 @@ export async function openProbeChannel(): Promise<ProbeChannel> {
     sockets.add(socket);
     ended.push(new Promise<void>((resolve) => socket.on('close', () => resolve())));
     let connection: ProbeConnection | null = null;
+    let lastStepAt = -1;
     let buffered = '';
     socket.setEncoding('utf8');
     socket.on('error', () => socket.destroy());
@@ -86,8 +98,11 @@ export async function openProbeChannel(): Promise<ProbeChannel> {
           channel.rejected++;
           continue;
         }
-        connection.messages.push(message.data);
-        channel.onMessage?.(connection, message.data);
+        const m = message.data;
+        if (options.retainSteps !== 'last' || !PER_STEP.has(m.type)) connection.messages.push(m);
+        else if (m.type === 'step' && lastStepAt >= 0) connection.messages[lastStepAt] = m;
+        else if (m.type === 'step') lastStepAt = connection.messages.push(m) - 1;
+        channel.onMessage?.(connection, m);
       }
       if (buffered.length > MAX_LINE_BYTES) {
         channel.rejected++;

@@ -47,6 +47,10 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
     }),
   }),
   z.object({ type: z.literal('error'), code: z.string(), message: z.string() }),
+  /** Training losses (the scalar given to backward(), summed per step), read in batches; null: not finite. */
+  z.object({ type: z.literal('loss'), steps: z.array(z.number().int().min(1)), values: z.array(z.number().nullable()) }),
+  /** The probe stopped reading losses (why); training goes on. */
+  z.object({ type: z.literal('lossOff'), reason: z.string() }),
   z.object({ type: z.literal('oom'), batchSize: z.number().int().nullable(), step: z.number().int(), message: z.string() }),
   z.object({
     type: z.literal('done'),

@@ -1,16 +1,26 @@
+import { createWriteStream } from 'node:fs';
+import path from 'node:path';
+
 import { ApiError } from '../../api/errors';
 import type { ScriptBatchSearchRequest, ScriptBatchSearchResult, ScriptBatchTrial } from '../../api/script-target';
 import { ScriptBatchSearchResultSchema } from '../../api/script-target';
 import { nextCandidate, pickBatches } from '../batch-size/planner';
+import type { EventHub } from '../event-hub';
 import { createRun } from '../run-store';
 import type { Workspace } from '../workspace';
 import { probeDir } from './probe-dir';
 import type { RankSummary } from './rank-stats';
 import { combineRanks, summarizeRank } from './rank-stats';
 import { commandText } from './script-benchmark';
+import { ScriptJobs } from './script-jobs';
+import type { TrialRecord } from './script-trial';
 import { runTrial, trialError, trialOom } from './script-trial';
 
 export interface ScriptSearchOptions {
+  /** The workbench's job registry, so script.cancel and closing the shell reach this search; a private one otherwise. */
+  jobs?: ScriptJobs;
+  /** Where script.batchTrial and script.output go (the router's hub); none from the CLI. */
+  events?: EventHub;
   onTrial?: (trial: ScriptBatchTrial) => void;
   onLine?: (stream: 'stdout' | 'stderr', line: string) => void;
 }
@@ -27,72 +37,120 @@ export async function searchScriptBatch(workspace: Workspace, request: ScriptBat
   if (request.overrides['dataloader.batch_size'] !== undefined) {
     throw new ApiError('E_BAD_INPUT', 'dataloader.batch_size is what find-batch-size varies: leave it out of the overrides');
   }
+  if (!path.isAbsolute(request.target.cwd)) throw new ApiError('E_BAD_INPUT', `the script's working directory must be an absolute path, got ${JSON.stringify(request.target.cwd)}`);
+  const jobs = options.jobs ?? new ScriptJobs();
+  const job = jobs.open(request.jobId, 'script batch-size search');
   const started = Date.now();
-  const run = await createRun(workspace, 'batch-search', { target: request.target, overrides: request.overrides, startBatch: request.startBatch, maxBatch: request.maxBatch });
-  const trials: ScriptBatchTrial[] = [];
-  let device = 'cpu';
-  let total: number | null = null;
   try {
-    const dir = probeDir();
-    const points = () => trials.map((t) => ({ batchSize: t.batchSize, fits: t.fits, samplesPerSec: t.samplesPerSec }));
-    for (let b = nextCandidate(request.startBatch, request.maxBatch, []); b !== null; b = nextCandidate(request.startBatch, request.maxBatch, points())) {
-      const trialOptions = {
-        target: request.target,
-        overrides: { ...request.overrides, 'dataloader.batch_size': b },
-        warmupSteps: request.warmupSteps,
-        steps: request.stepsPerTrial,
-        timeoutMs: request.timeoutSeconds * 1000,
-        probeDir: dir,
-      };
-      const record = await runTrial({ ...trialOptions, onLine: options.onLine });
-      const common = { index: trials.length, batchSize: b, seconds: record.seconds };
-      const oom = trialOom(record);
-      let trial: ScriptBatchTrial;
-      if (oom) {
-        trial = { ...common, outcome: 'E_OOM', samplesPerSec: null, cudaPeakBytes: null, fits: false, message: oom.message.split('\n')[0] };
-      } else if (record.outcome.signal === 'SIGKILL' && !record.outcome.timedOut && !record.outcome.cancelled) {
-        trial = { ...common, outcome: 'crash', samplesPerSec: null, cudaPeakBytes: null, fits: false, message: 'killed by SIGKILL (the kernel may have run out of memory)' };
-      } else {
-        const error = trialError(record, trialOptions);
-        if (error) throw error;
-        const ranks = record.connections.map((c) => summarizeRank(c, request.warmupSteps, request.stepsPerTrial)).filter((r): r is RankSummary => r !== null);
-        if (ranks.length === 0) throw new ApiError('E_SCRIPT', `the trial at batch ${b} measured no step after the ${request.warmupSteps} warm-up step(s): the script ended too early`);
-        const got = ranks[0].rank.batchSize;
-        if (got !== null && got !== b) {
-          throw new ApiError('E_BAD_INPUT', `the trial asked for batch ${b} but the batches had ${got} samples: the script's loader does not take dataloader.batch_size as its batch`);
-        }
-        device = ranks[0].rank.device;
-        total = ranks[0].rank.cudaTotalBytes;
-        const peak = ranks[0].rank.cudaPeakBytes;
-        const fits = peak === null || total === null ? true : peak <= total * (1 - request.headroom);
-        trial = { ...common, outcome: 'ok', samplesPerSec: combineRanks(ranks).samplesPerSec, cudaPeakBytes: peak, fits, message: null };
-      }
-      trials.push(trial);
-      run.appendEvent({ type: 'trial', ...trial });
-      options.onTrial?.(trial);
-    }
-    const { largestFitting, recommended } = pickBatches(points());
-    const firstFailure = trials.filter((t) => !t.fits && (largestFitting === null || t.batchSize > largestFitting)).sort((a, b) => a.batchSize - b.batchSize)[0];
-    const verdict =
-      largestFitting === null
-        ? `no batch trained: even batch ${n(Math.min(...trials.map((t) => t.batchSize)))} failed (${trials[0]?.message ?? 'no trial ran'})`
-        : `batch ${n(largestFitting)} is the largest that fits${firstFailure ? ` (${n(firstFailure.batchSize)}: ${firstFailure.outcome === 'ok' ? 'over the headroom' : firstFailure.outcome})` : ` (the search stopped at the maximum, ${n(request.maxBatch)})`}; fastest: ${n(recommended ?? largestFitting)}`;
-    const result = ScriptBatchSearchResultSchema.parse({
-      runId: run.id,
-      runDir: run.relativeDir,
-      title: commandText(request.target),
-      device,
-      cudaTotalBytes: total,
-      headroom: request.headroom,
-      largestFitting,
-      recommended,
-      trials,
-      verdict,
-      seconds: (Date.now() - started) / 1000,
+    const run = await createRun(workspace, 'batch-search', {
+      target: request.target,
+      overrides: request.overrides,
+      startBatch: request.startBatch,
+      maxBatch: request.maxBatch,
+      warmupSteps: request.warmupSteps,
+      stepsPerTrial: request.stepsPerTrial,
+      jobId: job.id,
     });
-    await run.finish('completed', { result });
-    return result;
-  } catch (err) {
-    throw await run.fail(err);
+    // Every trial's output, prefixed with its batch, beside run.json: the live view shows only the last lines.
+    const log = createWriteStream(path.join(run.dir, 'output.log'));
+    const trials: ScriptBatchTrial[] = [];
+    let device = 'cpu';
+    let total: number | null = null;
+    try {
+      const dir = probeDir();
+      const points = () => trials.map((t) => ({ batchSize: t.batchSize, fits: t.fits, samplesPerSec: t.samplesPerSec }));
+      for (let b = nextCandidate(request.startBatch, request.maxBatch, []); b !== null; b = nextCandidate(request.startBatch, request.maxBatch, points())) {
+        if (job.cancelled) throw new ApiError('E_CANCELLED', `the batch-size search was cancelled after ${trials.length} trial(s), before batch ${b}`);
+        const trialOptions = {
+          target: request.target,
+          overrides: { ...request.overrides, 'dataloader.batch_size': b },
+          warmupSteps: request.warmupSteps,
+          steps: request.stepsPerTrial,
+          timeoutMs: request.timeoutSeconds * 1000,
+          probeDir: dir,
+        };
+        const repetition = trials.length + 1;
+        const record = await runTrial({
+          ...trialOptions,
+          onStarted: (cancel) => jobs.started(job, cancel),
+          onLine: (stream, line) => {
+            log.write(`${b} ${stream === 'stderr' ? 'E' : 'O'} ${line}\n`);
+            options.events?.emit('script.output', { jobId: job.id, runId: run.id, repetition, stream, line });
+            options.onLine?.(stream, line);
+          },
+        });
+        job.cancel = null;
+        // A cancel explains whatever the killed trial looked like (an exit code, even an OOM it raised on the way down).
+        if (job.cancelled || record.outcome.cancelled) {
+          throw new ApiError('E_CANCELLED', `the batch-size search was cancelled during the trial at batch ${b}, after ${trials.length} finished trial(s); its process group was killed`);
+        }
+        const judged = judgeTrial(trials.length, b, record, request, trialOptions);
+        if (judged.measured) ({ device, cudaTotalBytes: total } = judged.measured);
+        const trial = judged.trial;
+        trials.push(trial);
+        run.appendEvent({ type: 'trial', ...trial });
+        options.events?.emit('script.batchTrial', { jobId: job.id, runId: run.id, trial });
+        options.onTrial?.(trial);
+      }
+      const { largestFitting, recommended } = pickBatches(points());
+      const firstFailure = trials.filter((t) => !t.fits && (largestFitting === null || t.batchSize > largestFitting)).sort((a, b) => a.batchSize - b.batchSize)[0];
+      const verdict =
+        largestFitting === null
+          ? `no batch trained: even batch ${n(Math.min(...trials.map((t) => t.batchSize)))} failed (${trials[0]?.message ?? 'no trial ran'})`
+          : `batch ${n(largestFitting)} is the largest that fits${firstFailure ? ` (${n(firstFailure.batchSize)}: ${firstFailure.outcome === 'ok' ? 'over the headroom' : firstFailure.outcome})` : ` (the search stopped at the maximum, ${n(request.maxBatch)})`}; fastest: ${n(recommended ?? largestFitting)}`;
+      const result = ScriptBatchSearchResultSchema.parse({
+        runId: run.id,
+        runDir: run.relativeDir,
+        title: commandText(request.target),
+        device,
+        cudaTotalBytes: total,
+        headroom: request.headroom,
+        largestFitting,
+        recommended,
+        trials,
+        verdict,
+        seconds: (Date.now() - started) / 1000,
+      });
+      await run.finish('completed', { result });
+      return result;
+    } catch (err) {
+      throw await run.fail(err);
+    } finally {
+      await new Promise<void>((resolve) => log.end(resolve));
+    }
+  } finally {
+    jobs.close(job);
   }
+}
+
+/** What one finished trial says about batch b: a data point (ok, E_OOM, crash), or an error that ends the search. */
+function judgeTrial(
+  index: number,
+  b: number,
+  record: TrialRecord,
+  request: ScriptBatchSearchRequest,
+  trialOptions: Parameters<typeof trialError>[1],
+): { trial: ScriptBatchTrial; measured: { device: string; cudaTotalBytes: number | null } | null } {
+  const common = { index, batchSize: b, seconds: record.seconds };
+  const oom = trialOom(record);
+  if (oom) return { trial: { ...common, outcome: 'E_OOM', samplesPerSec: null, cudaPeakBytes: null, fits: false, message: oom.message.split('\n')[0] }, measured: null };
+  if (record.outcome.signal === 'SIGKILL' && !record.outcome.timedOut) {
+    const message = 'killed by SIGKILL (the kernel may have run out of memory)';
+    return { trial: { ...common, outcome: 'crash', samplesPerSec: null, cudaPeakBytes: null, fits: false, message }, measured: null };
+  }
+  const error = trialError(record, trialOptions);
+  if (error) throw error;
+  const ranks = record.connections.map((c) => summarizeRank(c, request.warmupSteps, request.stepsPerTrial)).filter((r): r is RankSummary => r !== null);
+  if (ranks.length === 0) throw new ApiError('E_SCRIPT', `the trial at batch ${b} measured no step after the ${request.warmupSteps} warm-up step(s): the script ended too early`);
+  const got = ranks[0].rank.batchSize;
+  if (got !== null && got !== b) {
+    throw new ApiError('E_BAD_INPUT', `the trial asked for batch ${b} but the batches had ${got} samples: the script's loader does not take dataloader.batch_size as its batch`);
+  }
+  const total = ranks[0].rank.cudaTotalBytes;
+  const peak = ranks[0].rank.cudaPeakBytes;
+  const fits = peak === null || total === null ? true : peak <= total * (1 - request.headroom);
+  return {
+    trial: { ...common, outcome: 'ok', samplesPerSec: combineRanks(ranks).samplesPerSec, cudaPeakBytes: peak, fits, message: null },
+    measured: { device: ranks[0].rank.device, cudaTotalBytes: total },
+  };
 }

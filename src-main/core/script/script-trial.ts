@@ -19,6 +19,8 @@ export interface TrialOptions {
   onMessage?: (connection: ProbeConnection, message: ProbeMessage) => void;
   /** Receives the cancel function and the process id (its process group's id too) as soon as it runs. */
   onStarted?: (cancel: () => void, pid: number | null) => void;
+  /** See ProbeChannelOptions: a whole training run keeps only each rank's latest step. */
+  retainSteps?: 'all' | 'last';
 }
 
 export interface TrialRecord {
@@ -33,7 +35,7 @@ export interface TrialRecord {
 
 /** One launch of the command with the probe: the raw reports, however it ended. */
 export async function runTrial(o: TrialOptions): Promise<TrialRecord> {
-  const channel = await openProbeChannel();
+  const channel = await openProbeChannel({ retainSteps: o.retainSteps });
   channel.onMessage = o.onMessage ?? null;
   const stdout = new LineTail(20);
   const stderr = new LineTail(20);

@@ -1,0 +1,106 @@
+"""The training loss, read without a synchronisation per step and without touching the numerics.
+
+The scalar a script passes to backward() is kept (detached: no graph is held). Every
+BATCH steps, or PERIOD_S seconds, the kept scalars are stacked into one small tensor:
+on the CPU it is read at once (no device to wait for); on CUDA it is copied into pinned
+host memory with non_blocking and read only once a CUDA event says the copy is done,
+so no step ever waits for the GPU. Only the end of the run waits for the last batch.
+"""
+import math
+import time
+
+BATCH = 32
+PERIOD_S = 0.5
+
+
+class LossReader:
+    def __init__(self, torch, send):
+        self._torch = torch
+        self._send = send
+        self._pending = []  # (step, detached scalar): not yet stacked
+        self._inflight = []  # (steps, pinned host tensor, CUDA event): copies under way
+        self._last_flush = time.perf_counter()
+        self._off = False
+
+    def keep(self, step, tensors):
+        """Called from backward(): keeps the loss when it is one floating scalar tensor."""
+        if self._off:
+            return
+        t = tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else tensors
+        try:
+            if isinstance(t, self._torch.Tensor) and t.is_floating_point() and t.numel() == 1:
+                self._pending.append((step, t.detach().reshape(())))
+        except Exception as err:  # never let the probe break a backward()
+            self._stop(err)
+
+    def step_done(self, now):
+        """At an optimizer step's end: start a batch when one is due, send the batches that finished."""
+        if self._off:
+            return
+        if self._pending and (len(self._pending) >= BATCH or now - self._last_flush >= PERIOD_S):
+            self._flush()
+        if self._inflight:
+            self._read(wait=False)
+
+    def finish(self):
+        """At the end of the run: the last batch, waiting for its copy."""
+        if self._off:
+            return
+        if self._pending:
+            self._flush()
+        self._read(wait=True)
+
+    def _flush(self):
+        pending, self._pending = self._pending, []
+        self._last_flush = time.perf_counter()
+        torch = self._torch
+        try:
+            cuda = torch.cuda
+            first = pending[0][1]
+            capturing = getattr(cuda, "is_current_stream_capturing", None)  # torch >= 1.10
+            if first.is_cuda and capturing is not None and capturing():
+                return  # inside a CUDA graph capture: no new work may be enqueued; these values are dropped
+            values = torch.stack([t for _, t in pending]).float()
+            steps = [s for s, _ in pending]
+            if values.is_cuda:
+                host = torch.empty(values.shape, dtype=values.dtype, pin_memory=True)
+                host.copy_(values, non_blocking=True)
+                done = cuda.Event()
+                done.record()
+                self._inflight.append((steps, host, done))
+            else:
+                self._emit(steps, values.tolist())
+        except Exception as err:  # a loss on mixed devices, an exotic tensor: the loss curve stops, training goes on
+            self._stop(err)
+
+    def _stop(self, err):
+        self._off = True
+        self._pending = []
+        self._inflight = []
+        self._send({"type": "lossOff", "reason": repr(err)[:500]})
+
+    def _read(self, wait):
+        keep = []
+        for steps, host, done in self._inflight:
+            if wait:
+                done.synchronize()
+            if done.query():
+                self._emit(steps, host.tolist())
+            else:
+                keep.append((steps, host, done))
+        self._inflight = keep
+
+    def _emit(self, steps, values):
+        """One value per step: the sum of the step's backward() losses (gradient accumulation scales them to add up)."""
+        per_step = {}
+        for step, value in zip(steps, values):
+            per_step[step] = per_step.get(step, 0.0) + value
+        ordered = sorted(per_step.items())
+        self._send(
+            {
+                "type": "loss",
+                "steps": [s for s, _ in ordered],
+                # JSON has no NaN or infinity: a diverged loss is sent as null, which the chart shows as a gap.
+                "values": [v if math.isfinite(v) else None for _, v in ordered],
+            }
+        )

@@ -1,0 +1,63 @@
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+import { packageRoot } from '../engine/package-root';
+
+export interface BuildInfo {
+  /** package.json's version. */
+  version: string;
+  /** The checkout's commit when Trainbench runs from a git checkout (development, CI); null in a packaged app. */
+  commit: string | null;
+}
+
+let cached: BuildInfo | null = null;
+
+/** Which Trainbench measured something: recorded in every run, quoted by reports. */
+export function buildInfo(): BuildInfo {
+  if (!cached) {
+    let root = '';
+    let version = 'unknown';
+    try {
+      root = packageRoot();
+      version = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
+    } catch {
+      // a damaged install: the version says so
+    }
+    cached = { version, commit: root ? gitCommit(root) : null };
+  }
+  return cached;
+}
+
+const read = (file: string): string | null => {
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch {
+    return null;
+  }
+};
+
+/** HEAD's commit, read from the files (no git process): a worktree's .git file and packed refs included. */
+export function gitCommit(root: string): string | null {
+  const dotGit = path.join(root, '.git');
+  let gitDir = dotGit;
+  try {
+    if (statSync(dotGit).isFile()) gitDir = path.resolve(root, (read(dotGit) ?? '').replace(/^gitdir:\s*/, ''));
+  } catch {
+    return null;
+  }
+  const head = read(path.join(gitDir, 'HEAD'));
+  if (!head) return null;
+  if (/^[0-9a-f]{40}$/.test(head)) return head;
+  const ref = /^ref:\s*(\S+)$/.exec(head)?.[1];
+  if (!ref) return null;
+  const common = read(path.join(gitDir, 'commondir'));
+  const dirs = common ? [gitDir, path.resolve(gitDir, common)] : [gitDir];
+  for (const dir of dirs) {
+    const loose = read(path.join(dir, ref));
+    if (loose && /^[0-9a-f]{40}$/.test(loose)) return loose;
+    const packed = read(path.join(dir, 'packed-refs'));
+    const line = packed?.split('\n').find((l) => l.endsWith(` ${ref}`));
+    if (line) return line.slice(0, 40);
+  }
+  return null;
+}

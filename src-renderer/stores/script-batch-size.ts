@@ -1,0 +1,133 @@
+import { ApiError } from '@api/errors';
+import type { ScriptBatchSearchRequestInput, ScriptBatchSearchResult, ScriptBatchTrial, ScriptBatchTrialEvent, ScriptOutputEvent } from '@api/script-target';
+import { ScriptBatchSearchRequestSchema } from '@api/script-target';
+import { defineStore } from 'pinia';
+import { ref, shallowRef } from 'vue';
+
+import { useApiClient } from '../transport/client-instance';
+import { errorText } from './error-text';
+import type { ScriptLine } from './script';
+import { SCRIPT_OUTPUT_LINES } from './script';
+import type { ScriptForm } from './script-form';
+import { emptyScriptForm, scriptRequestFromForm } from './script-form';
+
+/** The search's own numbers, in the units a person types. */
+export interface ScriptSearchNumbers {
+  startBatch: number;
+  maxBatch: number;
+  warmupSteps: number;
+  stepsPerTrial: number;
+  /** Percent of the GPU's memory a fitting batch leaves free (CUDA only). */
+  headroomPct: number;
+  timeoutSeconds: number;
+}
+
+export function defaultSearchNumbers(): ScriptSearchNumbers {
+  const d = ScriptBatchSearchRequestSchema.parse({ target: { kind: 'script', command: ['x'], cwd: '/' } });
+  return { startBatch: d.startBatch, maxBatch: d.maxBatch, warmupSteps: d.warmupSteps, stepsPerTrial: d.stepsPerTrial, headroomPct: Math.round(d.headroom * 100), timeoutSeconds: d.timeoutSeconds };
+}
+
+/** The search request the form describes, checked by the API's schema; throws with the bad field named. */
+export function scriptSearchFromForm(form: ScriptForm, numbers: ScriptSearchNumbers): ScriptBatchSearchRequestInput {
+  const { target, overrides = {} } = scriptRequestFromForm(form);
+  if ('dataloader.batch_size' in overrides) throw new Error('dataloader.batch_size is what the search varies: remove that override');
+  const request: ScriptBatchSearchRequestInput = {
+    target,
+    overrides,
+    startBatch: numbers.startBatch,
+    maxBatch: numbers.maxBatch,
+    warmupSteps: numbers.warmupSteps,
+    stepsPerTrial: numbers.stepsPerTrial,
+    headroom: numbers.headroomPct / 100,
+    timeoutSeconds: numbers.timeoutSeconds,
+  };
+  const checked = ScriptBatchSearchRequestSchema.safeParse(request);
+  if (!checked.success) {
+    const issue = checked.error.issues[0]!;
+    throw new Error(`${issue.path.join('.') || 'request'}: ${issue.message}`);
+  }
+  if (numbers.startBatch > numbers.maxBatch) throw new Error(`start batch ${numbers.startBatch} is above the max batch ${numbers.maxBatch}`);
+  return request;
+}
+
+/** The batch-size search on a Script target: form, confirmation, trials and output live, verdict, Cancel. */
+export const useScriptBatchSizeStore = defineStore('script-batch-size', () => {
+  const form = ref<ScriptForm>(emptyScriptForm());
+  const numbers = ref<ScriptSearchNumbers>(defaultSearchNumbers());
+  /** The request waiting for "Run this command?"; null when nothing waits. */
+  const pending = shallowRef<ScriptBatchSearchRequestInput | null>(null);
+  /** Trials of the running (or last) search, in the order they ran. */
+  const trials = shallowRef<ScriptBatchTrial[]>([]);
+  const output = shallowRef<ScriptLine[]>([]);
+  const result = shallowRef<ScriptBatchSearchResult | null>(null);
+  const running = ref(false);
+  const error = ref<string | null>(null);
+  /** Set when the shell refuses script targets (serve mode without --allow-scripts). */
+  const forbidden = ref<string | null>(null);
+  const jobId = ref<string | null>(null);
+  let lineCount = 0;
+
+  /** Checks the form and asks for confirmation; nothing runs yet. */
+  function prepare(): void {
+    error.value = null;
+    try {
+      pending.value = scriptSearchFromForm(form.value, numbers.value);
+    } catch (err) {
+      pending.value = null;
+      error.value = err instanceof Error ? err.message : String(err);
+    }
+  }
+
+  function dismiss(): void {
+    pending.value = null;
+  }
+
+  /** Runs the confirmed search, collecting its trials and the script's output live; resolves when it ends. */
+  async function confirm(): Promise<void> {
+    const request = pending.value;
+    if (!request || running.value) return;
+    pending.value = null;
+    const client = useApiClient();
+    const id = `script-search-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+    jobId.value = id;
+    trials.value = [];
+    output.value = [];
+    lineCount = 0;
+    result.value = null;
+    error.value = null;
+    forbidden.value = null;
+    running.value = true;
+    const offTrial = client.on('script.batchTrial', (e: ScriptBatchTrialEvent) => {
+      if (e.jobId === id) trials.value = [...trials.value, e.trial];
+    });
+    const offOutput = client.on('script.output', (e: ScriptOutputEvent) => {
+      if (e.jobId !== id) return;
+      lineCount += 1;
+      const next = [...output.value, { n: lineCount, stream: e.stream, repetition: e.repetition, line: e.line }];
+      output.value = next.length > SCRIPT_OUTPUT_LINES ? next.slice(next.length - SCRIPT_OUTPUT_LINES) : next;
+    });
+    try {
+      result.value = await client.call('script.findBatchSize', { ...request, jobId: id });
+      trials.value = result.value.trials;
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'E_FORBIDDEN') forbidden.value = err.message;
+      else error.value = errorText(err);
+    } finally {
+      offTrial();
+      offOutput();
+      running.value = false;
+    }
+  }
+
+  /** Stops the search: the trial in flight is killed with its process group, and the run is recorded cancelled. */
+  async function cancel(): Promise<void> {
+    if (!jobId.value || !running.value) return;
+    try {
+      await useApiClient().call('script.cancel', { jobId: jobId.value });
+    } catch (err) {
+      error.value = errorText(err);
+    }
+  }
+
+  return { form, numbers, pending, trials, output, result, running, error, forbidden, jobId, prepare, dismiss, confirm, cancel };
+});

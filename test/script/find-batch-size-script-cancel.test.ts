@@ -1,0 +1,53 @@
+// Issue 14: Ctrl-C on `trainbench find-batch-size -- <script>` cancels through the script job, as
+// script.cancel does in the app: the trial in flight is killed with its process group (which
+// the terminal's SIGINT does not reach: it runs in a group of its own) and the run is recorded cancelled.
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { CLI, requireBuilt } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+import { newMark, processesWithMark, PYTHON, SCRIPTS } from './script-helpers';
+
+const ws = tempDir();
+beforeAll(requireBuilt);
+afterAll(() => ws.cleanup());
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+describe('Ctrl-C on trainbench find-batch-size -- <script>', () => {
+  it('kills the running trial with its processes, exits with E_CANCELLED and records the run cancelled', async () => {
+    const mark = newMark();
+    const child = spawn(
+      process.execPath,
+      [CLI, 'find-batch-size', '--start-batch', '16', '--steps', '3', '--warmup-steps', '1', '--workspace', ws.dir,
+        '--env', `TB_TEST_MARK=${mark}`, '--env', 'OOM_AT=20', '--', PYTHON, path.join(SCRIPTS, 'oom_guard.py')],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // Once the first trial is reported, the second one's python is the marked process to interrupt.
+    const firstTrial = new Promise<void>((resolve) => {
+      child.stderr.on('data', (c: Buffer) => {
+        stderr += c.toString();
+        if (stderr.includes('trial 1: batch 16 -> ok')) resolve();
+      });
+    });
+    await firstTrial;
+    while (processesWithMark(mark).length === 0) await sleep(10);
+    child.kill('SIGINT');
+    const code = await exited;
+    expect(code, stderr).toBe(1);
+    expect(stderr).toContain('cancelling the batch-size search');
+    expect(stderr).toContain('E_CANCELLED: the batch-size search was cancelled during the trial at batch 32, after 1 finished trial(s)');
+    expect(stdout).toBe('');
+    expect(processesWithMark(mark)).toEqual([]);
+    const [id] = readdirSync(path.join(ws.dir, 'runs'));
+    const record = JSON.parse(readFileSync(path.join(ws.dir, 'runs', id, 'run.json'), 'utf8')) as { kind: string; status: string; error: { code: string } };
+    expect(record).toMatchObject({ kind: 'batch-search', status: 'cancelled', error: { code: 'E_CANCELLED' } });
+  }, 120_000);
+});

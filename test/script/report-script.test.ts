@@ -1,0 +1,99 @@
+// Issue 14: the decisions made on a user's own script written up as an ADR, like the engine's: real
+// runs of the fixture scripts through the CLI, then `trainbench report` over them (and beside an
+// engine benchmark in one report).
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { CLI } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+import { PYTHON, SCRIPTS } from './script-helpers';
+
+const ws = tempDir();
+afterAll(() => ws.cleanup());
+
+/** The CLI with --workspace before the `--` that starts the user's command (after it, the script would get it). */
+async function cli(workspace: string, args: string[]): Promise<string> {
+  const dash = args.includes('--') ? args.indexOf('--') : args.length;
+  const argv = [CLI, ...args.slice(0, dash), '--workspace', workspace, ...args.slice(dash)];
+  return (await promisify(execFile)(process.execPath, argv, { maxBuffer: 64 * 1024 * 1024 })).stdout;
+}
+const runId = (out: string) => (JSON.parse(out) as { runId: string }).runId;
+const TINY = path.join(SCRIPTS, 'tiny_train.py');
+const ids: Record<string, string> = {};
+
+interface Report {
+  summary: { title: string; runIds: string[] };
+  markdown: string;
+  figures: { name: string }[];
+  notes: string[];
+}
+
+beforeAll(async () => {
+  const common = ['--json', '--no-progress', '--cwd', SCRIPTS];
+  ids.asIs = runId(await cli(ws.dir, ['benchmark-script', '--warmup-steps', '1', '--steps', '10', '--repeat', '2', '--env', 'API_TOKEN=hunter2', ...common, '--', PYTHON, TINY]));
+  ids.bigger = runId(await cli(ws.dir, ['benchmark-script', '--warmup-steps', '1', '--steps', '10', '--repeat', '2', '--set', 'dataloader.batch_size=32', '--env', 'API_TOKEN=hunter2', ...common, '--', PYTHON, TINY]));
+  ids.search = runId(await cli(ws.dir, ['find-batch-size', '--start-batch', '16', '--steps', '3', '--warmup-steps', '1', '--env', 'OOM_AT=20', ...common, '--', PYTHON, path.join(SCRIPTS, 'oom_guard.py')]));
+  ids.wizard = runId(await cli(ws.dir, ['optimise-script', '--repeat', '2', '--steps', '5', '--warmup-steps', '1', '--max-trials', '1', ...common, '--', PYTHON, path.join(SCRIPTS, 'slow_items.py')]));
+}, 300_000);
+
+describe('an ADR report from runs of your own command', () => {
+  let report: Report;
+  beforeAll(async () => {
+    report = JSON.parse(await cli(ws.dir, ['report', ids.asIs, ids.bigger, ids.search, ids.wizard, '--json'])) as Report;
+  }, 60_000);
+
+  it('covers every run, in the order given, titled by the command', () => {
+    expect(report.summary.runIds).toEqual([ids.asIs, ids.bigger, ids.search, ids.wizard]);
+    expect(report.summary.title).toBe(`Training performance of ${PYTHON} ${TINY} and 2 other commands`);
+    expect(report.notes.filter((n) => /left out/.test(n))).toEqual([]);
+  });
+
+  it('says what ran and gives the command that measures each run again', () => {
+    const md = report.markdown;
+    expect(md).toContain('### Your command');
+    expect(md).toContain(`trainbench benchmark-script --warmup-steps 1 --steps 10 --repeat 2 --timeout 600 --set dataloader.batch_size=32 --env 'API_TOKEN=<redacted>' --cwd ${SCRIPTS} --workspace <workspace> -- ${PYTHON} ${TINY}`);
+    expect(md).toMatch(/trainbench find-batch-size --start-batch 16 .* --env OOM_AT=20 /);
+    expect(md).toMatch(/trainbench optimise-script --warmup-steps 1 --steps 5 --repeat 2 --preset balanced --max-trials 1 /);
+    // A credential's value stays out of a document people share.
+    expect(md).not.toContain('hunter2');
+  });
+
+  it('writes the benchmarks, the search and the wizard trial up as attempts with their numbers and charts', () => {
+    const md = report.markdown;
+    expect(md).toMatch(/\| samples\/s, median \(sum over ranks\) \| [\d,]+ \| [\d,]+ \|/);
+    expect(md).toContain(`### Attempt 1: dataloader.batch_size=32 (\`${ids.bigger}\`)`);
+    expect(md).toMatch(/batch 19 is the largest that fits \(20: E_OOM\)/);
+    expect(md).toMatch(/### Attempt 3: dataloader\.num_workers 0 -> 2 \(wizard trial 1/);
+    expect(md).toContain(`The wizard's verdict (\`${ids.wizard}\`)`);
+    const names = report.figures.map((f) => f.name);
+    expect(names).toEqual(expect.arrayContaining(['script-phases.svg', 'script-throughput.svg', `script-batch-size-${ids.search}.svg`]));
+    expect(existsSync(path.join(ws.dir, 'reports'))).toBe(true);
+  });
+
+  it('never claims a loss check the probe did not make', () => {
+    expect(report.markdown).not.toContain('with the loss within the tolerance');
+    expect(report.markdown).toContain('The probe sees optimizer steps and DataLoader waits, not the loss');
+  });
+});
+
+it('one report holds an engine benchmark and a script benchmark, each written up by its own sections', async () => {
+  const engine = runId(await cli(ws.dir, ['benchmark-training', '--model', 'mlp', '--data', 'fashion-mnist', '--steps', '10', '--warmup-steps', '2', '--repeat', '2', '--json', '--no-progress']));
+  const report = JSON.parse(await cli(ws.dir, ['report', engine, ids.asIs, '--json'])) as Report;
+  expect(report.summary.runIds).toEqual([engine, ids.asIs]);
+  expect(report.summary.title).toMatch(/^Training performance of mlp on fashion-mnist/);
+  const md = report.markdown;
+  // The engine's status block says "Proposed" once; the script's follows it without a second one.
+  expect(md.match(/^Proposed$/gm)).toHaveLength(1);
+  expect(md).toContain(`Also from 1 run of your own training command`);
+  expect(md.indexOf('<!-- tb:begin phases')).toBeLessThan(md.indexOf('<!-- tb:begin script-phases'));
+  const saved = readFileSync(path.join(ws.dir, 'reports', readdirNewest(path.join(ws.dir, 'reports')), 'report.json'), 'utf8');
+  expect(JSON.parse(saved)).toMatchObject({ runIds: [engine, ids.asIs] });
+}, 180_000);
+
+function readdirNewest(dir: string): string {
+  return readdirSync(dir).filter((n) => /^\d{4}-/.test(n)).sort().at(-1) ?? '';
+}

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+
+import { batchSizeLabel, batchSizeOption } from '../../src-main/api/charts/batch-size-charts';
+import { scriptBatchSizeLabel, scriptBatchSizeOption } from '../../src-main/api/charts/script-batch-size-charts';
+
+const predicted = (bytes: number) => ({ weights: 0, gradients: 0, optimizerState: 0, activations: bytes, activationGrads: 0, batchData: 0, workspace: 0, total: bytes });
+const engineTrials = [
+  { batchSize: 256, accumulation: 1, outcome: 'ok' as const, samplesPerSec: 900, peakBytes: 2 ** 29, predicted: predicted(2 ** 29) },
+  { batchSize: 512, accumulation: 1, outcome: 'E_OOM' as const, samplesPerSec: null, peakBytes: null, predicted: predicted(2 ** 30) },
+  { batchSize: 1024, accumulation: 1, outcome: 'crash' as const, samplesPerSec: null, peakBytes: null, predicted: predicted(2 ** 31) },
+];
+
+type Series = { name: string; type: string; data: number[][] };
+
+describe('failed batches are marked on the batch axis', () => {
+  it('the engine search: out of memory and killed batches as their own series, and in the text alternative', () => {
+    const series = (batchSizeOption(engineTrials, null) as { series: Series[] }).series;
+    expect(series.find((s) => s.name === 'out of memory')).toMatchObject({ type: 'scatter', data: [[512, 0]] });
+    expect(series.find((s) => s.name === 'killed')).toMatchObject({ type: 'scatter', data: [[1024, 0]] });
+    expect(series.find((s) => s.name === 'samples/s')?.data).toEqual([[256, 900]]);
+    expect(batchSizeLabel(engineTrials)).toMatch(/batch 256: .*; out of memory at batch 512; killed at batch 1024$/);
+  });
+
+  it('no failure, no empty failure series', () => {
+    const series = (batchSizeOption(engineTrials.slice(0, 1), null) as { series: Series[] }).series;
+    expect(series.map((s) => s.name)).toEqual(['samples/s', 'predicted MiB', 'measured MiB']);
+  });
+
+  it('the script search marks them the same way', () => {
+    const trials = [
+      { batchSize: 16, outcome: 'ok' as const, samplesPerSec: 100, cudaPeakBytes: null },
+      { batchSize: 32, outcome: 'E_OOM' as const, samplesPerSec: null, cudaPeakBytes: null },
+    ];
+    const series = (scriptBatchSizeOption(trials, null) as { series: Series[] }).series;
+    expect(series.find((s) => s.name === 'out of memory')).toMatchObject({ type: 'scatter', data: [[32, 0]] });
+    expect(scriptBatchSizeLabel(trials)).toMatch(/out of memory at batch 32/);
+  });
+});
