@@ -155,6 +155,19 @@ describe('optimiseScript as a script job', () => {
     expect(jobs.cancel('wizard-between')).toEqual({ cancelled: false });
   }, 60_000);
 
+  it('a script that crashes in its baseline: the error as it was, and a failed run that keeps what it had', async () => {
+    const workspace = await openWorkspace(ws.dir);
+    const crashing = request('wizard-crash', newMark());
+    crashing.target = { ...crashing.target, command: [PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'crash'] };
+    const err = await optimiseScript(workspace, new EventHub(), crashing).catch((x: unknown) => x);
+    expect((err as ApiError).code).toBe('E_SCRIPT');
+    expect((err as ApiError).message).toMatch(/^the script exited with code 1 after 3 optimizer step\(s\); its last lines:\n[\s\S]*the model exploded at step 3/);
+    const runs = readdirSync(path.join(ws.dir, 'runs')).map((id) => JSON.parse(readFileSync(path.join(ws.dir, 'runs', id, 'run.json'), 'utf8')) as { status: string; result: unknown; config: { jobId: string } });
+    const failed = runs.find((r) => r.config.jobId === 'wizard-crash')!;
+    expect(failed.status).toBe('failed');
+    expect(ScriptOptimiseRecordSchema.parse(failed.result)).toMatchObject({ baseline: null, trials: [], final: null });
+  }, 60_000);
+
   it('refuses to resume another command, naming both, and records no run', async () => {
     const workspace = await openWorkspace(ws.dir);
     const jobs = new ScriptJobs();
