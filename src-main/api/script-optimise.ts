@@ -1,5 +1,6 @@
 import { z } from 'zod';
 
+import { OptimiseTrialSchema } from './optimise';
 import { ScriptLoaderSettingsSchema, ScriptOptimiseResultSchema } from './script-target';
 
 /**
@@ -13,5 +14,7 @@ export const ScriptOptimiseBaselineEventSchema = z.object({
   baseline: ScriptOptimiseResultSchema.shape.baseline,
   /** The script's own first DataLoader, before overrides; null when it made none. */
   loader: ScriptLoaderSettingsSchema.nullable(),
+  /** The finished trials a resumed wizard keeps from the run it goes on from (none for a fresh one). */
+  trials: z.array(OptimiseTrialSchema),
 });
 export type ScriptOptimiseBaselineEvent = z.infer<typeof ScriptOptimiseBaselineEventSchema>;

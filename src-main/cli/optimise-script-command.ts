@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError } from 'commander';
 
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
+import { overrideCode } from '../api/script-override-code';
 import type { ScriptOptimiseRequest, ScriptOptimiseResult, ScriptOverrides } from '../api/script-target';
 import { ScriptOptimiseRequestSchema } from '../api/script-target';
 import { EventHub } from '../core/event-hub';
@@ -39,6 +40,7 @@ export function formatScriptOptimise(r: ScriptOptimiseResult): string {
     `verdict    ${r.final.verdict}`,
     ...r.final.proposals.map((p) => `proposal   ${p}`),
     `use        ${setFlags.length ? setFlags.join(' ') : 'the script as it is (no override)'}`,
+    ...overrideCode(r.final.overrides).map((line, i) => `${i === 0 ? 'in code   ' : '          '} ${line}`),
     `saved      ${r.runDir} (${r.seconds.toFixed(0)} s)`,
   ].join('\n');
 }

@@ -66,7 +66,8 @@ export function scriptPastEntry(run: ScriptOptimiseRun): PastOptimisation {
     kept: trials.filter((t) => t.kept).map((t) => t.change.label),
     final: run.record?.final ?? null,
     message: run.message,
-    resumable: false,
+    // Its state goes on from the baseline and the trials it finished (a killed one's too: saved after each trial).
+    resumable: run.status === 'cancelled' || run.status === 'failed' || run.status === 'interrupted',
   };
 }
 

@@ -6,7 +6,7 @@ import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
 import type { ScriptWizardValues } from '../components/optimise/script-optimise-form';
-import { scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../components/optimise/script-optimise-form';
+import { formFromRequest, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../components/optimise/script-optimise-form';
 import type { ScriptOptimiseRun } from '../components/optimise/script-past';
 import { scriptOptimiseRun } from '../components/optimise/script-past';
 import { useApiClient } from '../transport/client-instance';
@@ -72,6 +72,8 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
     const offBaseline = client.on('script.optimiseBaseline', (e) => {
       if (e.jobId !== id || (followedRun !== null && e.runId !== followedRun)) return;
       liveBaseline.value = { baseline: e.baseline, loader: e.loader };
+      // A resumed wizard's kept trials come with its starting point.
+      if (e.trials.length) trials.value = mergeTrials(e.trials, trials.value);
     });
     const offOutput = client.on('script.output', (e) => {
       if (e.jobId !== id || (followedRun !== null && e.runId !== followedRun)) return;
@@ -123,6 +125,23 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
 
   function dismiss(): void {
     pending.value = null;
+  }
+
+  /** Asks "Run this command?" for going on with a stopped script optimisation: its command and settings, as saved. */
+  async function resume(runId: string): Promise<void> {
+    if (running.value) return;
+    error.value = null;
+    try {
+      const detail = await useApiClient().call('runs.get', { id: runId });
+      const run = scriptOptimiseRun(detail);
+      if (!run) throw new Error(`run ${runId} is not a script optimisation: nothing to resume`);
+      const request = (detail.record as { config: { request: ScriptOptimiseRequestInput } }).config.request;
+      pending.value = { ...request, jobId: `ui-script-optimise-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`, resumeFrom: runId };
+      form.value = formFromRequest(request);
+      wizard.value = { preset: run.preset, maxTrials: run.maxTrials, allowRecipeChanges: request.allowRecipeChanges ?? false };
+    } catch (err) {
+      error.value = errorText(err);
+    }
   }
 
   /** Runs the confirmed wizard to its end (or cancel); whatever the end, its run is read back. */
@@ -209,5 +228,5 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
     }
   }
 
-  return { form, wizard, pending, started, jobId, shown, progress, liveBaseline, trials, output, running, watching, error, cancelled, forbidden, prepare, dismiss, confirm, cancel, open };
+  return { form, wizard, pending, started, jobId, shown, progress, liveBaseline, trials, output, running, watching, error, cancelled, forbidden, prepare, dismiss, resume, confirm, cancel, open };
 });

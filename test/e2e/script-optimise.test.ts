@@ -98,29 +98,45 @@ describe('Script target in the Optimise area', () => {
     await page.close();
   }, 90_000);
 
-  it('Cancel stops the wizard mid-run: no process is left, and it is listed as cancelled', async () => {
+  it('Cancel stops the wizard mid-run (no process left, listed as cancelled), and Resume goes on from its baseline', async () => {
     const page = await allowed.browser.newPage({ viewport: { width: 1280, height: 1100 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     const mark = newMark();
-    await fillScriptWizard(page, allowed.serve.url, 2, mark);
+    await fillScriptWizard(page, allowed.serve.url, 1, mark);
     await page.locator('[data-test="confirm-run"]').click();
-    // The first launch has started when it has printed.
-    await expect.poll(() => page.locator('[data-test="script-output"]').innerText(), { timeout: 30_000 }).toContain('loader num_workers=0');
+    // Once the baseline is shown, the trial's first launch is starting: cancel there.
+    const baseline = page.getByTestId('opt-script-baseline');
+    await baseline.waitFor({ timeout: 30_000 });
+    const measured = await baseline.innerText();
     await page.getByTestId('opt-script-cancel').click();
     const notice = page.getByTestId('opt-script-error');
     await notice.waitFor({ timeout: 20_000 });
-    expect(await notice.innerText()).toMatch(/^E_CANCELLED: the script optimisation was cancelled after 0 finished trials; its run runs\/[\w-]+ keeps what it measured/);
+    expect(await notice.innerText()).toMatch(
+      /^E_CANCELLED: the script optimisation was cancelled after 0 finished trials; its run runs\/([\w-]+) keeps what it measured \(.*\); go on with trainbench optimise-script --resume \1$/,
+    );
     expect(await page.getByTestId('opt-progress').count()).toBe(0);
     expect(processesWithMark(mark)).toEqual([]);
-    await page.getByTestId('opt-script-shown').waitFor();
     expect(await page.getByTestId('opt-script-shown').innerText()).toContain('cancelled');
-    const row = page.locator('[data-testid^="opt-past-"]').filter({ hasText: 'cancelled' }).filter({ hasText: COMMAND });
-    await expect.poll(() => row.count(), { timeout: 10_000 }).toBe(1);
+    expect(await baseline.innerText()).toBe(measured); // the run kept it
+    const cancelledRow = page.locator('[data-testid^="opt-past-"]').filter({ hasText: 'cancelled' }).filter({ hasText: COMMAND });
+    await expect.poll(() => cancelledRow.count(), { timeout: 10_000 }).toBe(1);
     await page.screenshot({ path: path.join(SHOTS, 'script-optimise-cancelled.png'), fullPage: true });
+
+    // Resume asks again before it starts the command, then measures only the trial: the baseline is the one kept.
+    await cancelledRow.locator('[data-testid^="opt-resume-"]').click();
+    expect(await page.getByTestId('opt-script-resuming').innerText()).toMatch(/^Going on with [\w-]+: its baseline and finished trials are kept/);
+    expect(await page.locator('[data-test="confirm-command"]').innerText()).toBe(COMMAND);
+    expect(await page.locator('[data-test="script-command"]').inputValue()).toBe(COMMAND);
+    await page.locator('[data-test="confirm-run"]').click();
+    await page.getByTestId('opt-trial-1').waitFor({ timeout: 60_000 });
+    await page.getByTestId('opt-script-final').waitFor({ timeout: 60_000 });
+    expect(await baseline.innerText()).toBe(measured);
+    expect(await page.getByTestId('opt-script-error').count()).toBe(0);
+    expect(processesWithMark(mark)).toEqual([]);
     expect(errors).toEqual([]);
     await page.close();
-  }, 60_000);
+  }, 90_000);
 
   it('without --allow-scripts says scripts are refused and how to allow them', async () => {
     const page = await refused.browser.newPage({ viewport: { width: 1280, height: 900 } });

@@ -13,7 +13,7 @@ import { watch } from 'vue';
 import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';
 import ScriptFinalCard from '../../src-renderer/components/optimise/ScriptFinalCard.vue';
-import { launchesAtMost, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../../src-renderer/components/optimise/script-optimise-form';
+import { formFromRequest, launchesAtMost, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../../src-renderer/components/optimise/script-optimise-form';
 import { scriptUse } from '../../src-renderer/components/optimise/script-use';
 import { useOptimiseStore } from '../../src-renderer/stores/optimise';
 import { useScriptOptimiseStore } from '../../src-renderer/stores/script-optimise';
@@ -75,6 +75,9 @@ describe('script wizard form', () => {
     expect(() => scriptOptimiseRequest({ ...form, cwd: 'proj' }, wizard, 'job-1')).toThrow(/absolute path, got "proj"/);
     expect(() => scriptOptimiseRequest({ ...form, overrides: [{ key: 'matmul.precision', value: 'low' }] }, wizard, 'job-1')).toThrow(/bad value "low" for matmul.precision: highest, high or medium/);
     expect(launchesAtMost(3, 2)).toBe(3 + 12 + 6);
+    // A saved request back into the form (to resume it) gives the same request.
+    const saved = scriptOptimiseRequest({ ...form, env: [{ name: 'A', value: 'b c' }], overrides: [{ key: 'cudnn.benchmark', value: 'true' }] }, wizard, 'job-2');
+    expect(scriptOptimiseRequest(formFromRequest(saved), wizard, 'job-2')).toEqual(saved);
   });
 });
 
@@ -172,6 +175,52 @@ describe('script wizard store', () => {
     expect(store.shown?.record?.trials).toHaveLength(1);
     expect(store.shown?.record?.final).toBeNull();
     expect(store.trials).toHaveLength(1);
+    expect(processesWithMark(mark)).toEqual([]);
+
+    // Listed as resumable; Resume asks "Run this command?" again with the saved settings and the run to go on from.
+    const optimise = useOptimiseStore();
+    await optimise.refreshPast();
+    expect(optimise.past[0]).toMatchObject({ optimiseId: store.shown!.runId, kind: 'script', status: 'cancelled', trials: 1, resumable: true });
+    setActivePinia(createPinia());
+    const again = useScriptOptimiseStore();
+    await again.resume(store.shown!.runId);
+    expect(again.error).toBeNull();
+    expect(again.pending).toMatchObject({ resumeFrom: store.shown!.runId, maxTrials: 3, repeat: 2, steps: 4, target: { command: [PYTHON, LOGGED], env: { TB_TEST_MARK: mark } } });
+    expect(again.pending?.jobId).toMatch(/^ui-script-optimise-/);
+    expect(again.form.commandLine).toBe(`${PYTHON} ${LOGGED}`);
+    expect(again.wizard.maxTrials).toBe(3);
+    expect(again.running).toBe(false);
+  }, 120_000);
+
+  it('a wizard another window runs: opened from the list it is followed live, and Cancel there stops it', async () => {
+    const s = await services(true);
+    installServicesClient(s);
+    const first = useScriptOptimiseStore();
+    const mark = newMark();
+    first.form = { ...scriptOptimiseForm(), commandLine: `${PYTHON} ${LOGGED}`, cwd: SCRIPTS, repeat: 2, steps: 4, warmupSteps: 1, env: [{ name: 'TB_TEST_MARK', value: mark }] };
+    first.wizard = { ...scriptWizardValues(), maxTrials: 3 };
+    first.prepare();
+    const done = first.confirm();
+    await until(() => first.progress !== null); // the first baseline launch is done
+    const runId = first.progress!.runId!;
+
+    setActivePinia(createPinia());
+    const other = useScriptOptimiseStore();
+    await other.open(runId);
+    expect(other.watching).toBe(true);
+    expect(other.shown).toMatchObject({ runId, status: 'running', title: `${PYTHON} ${LOGGED}`, record: null });
+    expect(other.jobId).toBe(first.jobId);
+    // Its events reach this window too: the baseline when measured, then trial 1.
+    await until(() => other.trials.length === 1);
+    expect(other.liveBaseline?.baseline.repetitions).toHaveLength(2);
+    expect(other.output.length).toBeGreaterThan(0);
+    await other.cancel();
+    await done;
+    expect(first.cancelled).toBe(true);
+    await until(() => !other.watching, 10_000);
+    expect(other.shown?.status).toBe('cancelled');
+    expect(other.shown?.record?.trials).toHaveLength(1);
+    expect(other.error).toBeNull();
     expect(processesWithMark(mark)).toEqual([]);
   }, 120_000);
 

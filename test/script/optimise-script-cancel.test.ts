@@ -102,11 +102,14 @@ describe('optimiseScript as a script job', () => {
     expect(progress.every((p) => p.optimiseId === 'wizard-cancel' && p.runId === kept.runId)).toBe(true);
     expect(progress.find((p) => p.finishedTrial)?.finishedTrial?.index).toBe(1);
     // The baseline went out once, when measured, as the run keeps it.
-    expect(baselines).toEqual([{ jobId: 'wizard-cancel', runId: kept.runId, baseline: kept.baseline, loader: kept.loader }]);
+    expect(baselines).toEqual([{ jobId: 'wizard-cancel', runId: kept.runId, baseline: kept.baseline, loader: kept.loader, trials: [] }]);
 
     // Resumed: no baseline measured again, trial 1 kept as it was, trial 2 measured afresh, then the final check.
     const resumedProgress: OptimiseProgress[] = [];
-    const result = await optimiseScript(workspace, new EventHub(), { ...request('wizard-resumed', mark), maxTrials: 2, resumeFrom: kept.runId }, {
+    const resumedEvents = new EventHub();
+    const restored: ScriptOptimiseBaselineEvent[] = [];
+    resumedEvents.subscribe((name, data) => name === 'script.optimiseBaseline' && restored.push(data as ScriptOptimiseBaselineEvent));
+    const result = await optimiseScript(workspace, resumedEvents, { ...request('wizard-resumed', mark), maxTrials: 2, resumeFrom: kept.runId }, {
       jobs,
       onProgress: (p) => resumedProgress.push(p),
     });
@@ -116,6 +119,8 @@ describe('optimiseScript as a script job', () => {
     expect(result.trials).toHaveLength(2);
     expect(result.trials[0]).toEqual(kept.trials[0]);
     expect(result.trials[1].index).toBe(2);
+    // A window following the resumed wizard gets its starting point at once: the baseline and the kept trial.
+    expect(restored).toEqual([{ jobId: 'wizard-resumed', runId: result.runId, baseline: kept.baseline, loader: kept.loader, trials: kept.trials }]);
     expect(result.trials[1].change.knob).not.toBe(kept.trials[0].change.knob);
     expect(result.final.overrides).toEqual(Object.fromEntries(result.trials.filter((t) => t.kept).map((t) => [t.change.knob, t.change.to])));
     expect(processesWithMark(mark)).toEqual([]);
@@ -148,6 +153,19 @@ describe('optimiseScript as a script job', () => {
     expect(kept.trials).toEqual([]);
     expect(processesWithMark(mark)).toEqual([]);
     expect(jobs.cancel('wizard-between')).toEqual({ cancelled: false });
+  }, 60_000);
+
+  it('a script that crashes in its baseline: the error as it was, and a failed run that keeps what it had', async () => {
+    const workspace = await openWorkspace(ws.dir);
+    const crashing = request('wizard-crash', newMark());
+    crashing.target = { ...crashing.target, command: [PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'crash'] };
+    const err = await optimiseScript(workspace, new EventHub(), crashing).catch((x: unknown) => x);
+    expect((err as ApiError).code).toBe('E_SCRIPT');
+    expect((err as ApiError).message).toMatch(/^the script exited with code 1 after 3 optimizer step\(s\); its last lines:\n[\s\S]*the model exploded at step 3/);
+    const runs = readdirSync(path.join(ws.dir, 'runs')).map((id) => JSON.parse(readFileSync(path.join(ws.dir, 'runs', id, 'run.json'), 'utf8')) as { status: string; result: unknown; config: { jobId: string } });
+    const failed = runs.find((r) => r.config.jobId === 'wizard-crash')!;
+    expect(failed.status).toBe('failed');
+    expect(ScriptOptimiseRecordSchema.parse(failed.result)).toMatchObject({ baseline: null, trials: [], final: null });
   }, 60_000);
 
   it('refuses to resume another command, naming both, and records no run', async () => {

@@ -44,7 +44,6 @@ interface Measured {
   loader: ScriptLoaderSettings | null;
 }
 
-
 /**
  * The optimisation wizard (ADR 0012's rules) on a user's command: a baseline of
  * `repeat` launches, then one override at a time on top of the current best,
@@ -74,8 +73,9 @@ export async function optimiseScript(workspace: Workspace, events: EventHub, req
       const e = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
       const n = wizard.finishedTrials;
       const kept = `${n} finished trial${n === 1 ? '' : 's'}`;
+      const resume = `go on with trainbench optimise-script --resume ${run.id}`;
       const stopped =
-        e.code === 'E_CANCELLED' ? new ApiError('E_CANCELLED', `the script optimisation was cancelled after ${kept}; its run ${run.relativeDir} keeps what it measured (${e.message}); go on with trainbench optimise-script --resume ${run.id}`) : e;
+        e.code === 'E_CANCELLED' ? new ApiError('E_CANCELLED', `the script optimisation was cancelled after ${kept}; its run ${run.relativeDir} keeps what it measured (${e.message}); ${resume}`) : e;
       await run.finish(e.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { result: wizard.record(), error: stopped.toPayload() });
       throw stopped;
     }
@@ -146,7 +146,7 @@ class ScriptWizard {
     const baseSamples = baseline.repetitions;
     const floor = baseline.noiseFloor;
     const ctx: ScriptKnobContext = { device: baseline.device, cpus: os.cpus().length, loader: this.loader };
-    this.events.emit('script.optimiseBaseline', { jobId: this.job.id, runId: this.run.id, baseline, loader: this.loader });
+    this.events.emit('script.optimiseBaseline', { jobId: this.job.id, runId: this.run.id, baseline, loader: this.loader, trials: [...this.trials] });
     await this.saveState();
 
     let { best, exhausted } = replayTrials(start, this.trials);

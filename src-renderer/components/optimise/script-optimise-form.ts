@@ -1,9 +1,9 @@
 import type { OptimisePreset } from '@api/optimise';
-import type { ScriptOptimiseRequestInput } from '@api/script-target';
+import type { ScriptOptimiseRequestInput, ScriptOverrideKey } from '@api/script-target';
 import { ScriptOptimiseRequestSchema } from '@api/script-target';
 
 import type { ScriptForm } from '../../stores/script-form';
-import { emptyScriptForm, scriptRequestFromForm } from '../../stores/script-form';
+import { emptyScriptForm, quoteArgv, scriptRequestFromForm } from '../../stores/script-form';
 
 /** How the wizard works on a script, beside the target's fields (ScriptTargetFields). */
 export interface ScriptWizardValues {
@@ -52,6 +52,20 @@ export function scriptOptimiseRequest(form: ScriptForm, wizard: ScriptWizardValu
     throw new Error(`${field}: ${JSON.stringify(value)} is invalid: ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`);
   }
   return request;
+}
+
+/** The form a saved request was made from (to resume it, the fields show what it runs with). */
+export function formFromRequest(r: ScriptOptimiseRequestInput): ScriptForm {
+  return {
+    commandLine: quoteArgv(r.target.command),
+    cwd: r.target.cwd,
+    env: Object.entries(r.target.env ?? {}).map(([name, value]) => ({ name, value })),
+    overrides: Object.entries(r.overrides ?? {}).map(([key, value]) => ({ key: key as ScriptOverrideKey, value: String(value) })),
+    warmupSteps: r.warmupSteps ?? DEFAULTS.warmupSteps,
+    steps: r.steps ?? DEFAULTS.steps,
+    repeat: r.repeat ?? DEFAULTS.repeat,
+    timeoutSeconds: r.timeoutSeconds ?? DEFAULTS.timeoutSeconds,
+  };
 }
 
 /** Launches the wizard makes at most: the baseline, both sides of every trial, and the final check. */

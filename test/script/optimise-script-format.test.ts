@@ -1,0 +1,45 @@
+// Issue 14: what `trainbench optimise-script` prints at the end: the overrides to keep, as --set flags
+// and as the lines to write into the script (the same lines as the app's final card).
+import { describe, expect, it } from 'vitest';
+
+import type { ScriptOptimiseResult } from '../../src-main/api/script-target';
+import { formatScriptOptimise } from '../../src-main/cli/optimise-script-command';
+
+const interval = (median: number) => ({ low: median * 0.9, median, high: median * 1.1 });
+const phases = { data: 36, h2d: 0, forward: 1, loss: 0.5, backward: 1, optimizer: 0.5, other: 1 };
+
+function result(overrides: Record<string, string | number | boolean>): ScriptOptimiseResult {
+  return {
+    runId: '20261124-142654-5edcd7',
+    runDir: 'runs/20261124-142654-5edcd7',
+    title: 'python3 train.py',
+    target: { kind: 'script', command: ['python3', 'train.py'], cwd: '/home/me/proj', env: {} },
+    preset: 'max-speed',
+    repeat: 3,
+    loader: { num_workers: 0, prefetch_factor: 2, pin_memory: false, persistent_workers: false, batch_size: 32 },
+    baseline: { overrides: {}, samplesPerSec: interval(824), repetitions: [823, 824, 850], noiseFloor: 0.016, stepMs: 40, phasesMs: phases, phasesPercent: phases, device: 'cuda:0' },
+    trials: [],
+    skipped: [],
+    final: { overrides, changes: Object.keys(overrides), speedup: interval(1.9), samplesPerSec: interval(1565), verdict: 'kept', proposals: [] },
+    seconds: 49,
+  };
+}
+
+describe('formatScriptOptimise', () => {
+  it('ends with the overrides as --set flags and as code for the script', () => {
+    const text = formatScriptOptimise(result({ 'dataloader.num_workers': 2, 'dataloader.pin_memory': true, 'matmul.precision': 'high' }));
+    expect(text.split('\n').slice(-5)).toEqual([
+      'verdict    kept',
+      'use        --set dataloader.num_workers=2 --set dataloader.pin_memory=true --set matmul.precision=high',
+      'in code    DataLoader(..., num_workers=2, pin_memory=True)',
+      '           torch.set_float32_matmul_precision("high")',
+      'saved      runs/20261124-142654-5edcd7 (49 s)',
+    ]);
+  });
+
+  it('says to run the script as it is when nothing was kept, with no code lines', () => {
+    const text = formatScriptOptimise(result({}));
+    expect(text).toContain('use        the script as it is (no override)');
+    expect(text).not.toContain('in code');
+  });
+});
