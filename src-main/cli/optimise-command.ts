@@ -1,5 +1,3 @@
-import path from 'node:path';
-
 import { Command } from 'commander';
 
 import { ApiError } from '../api/errors';
@@ -9,7 +7,7 @@ import { OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema } from '../
 import { newRunId } from '../core/run-store';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
-import { DEFAULT_PORT } from '../server/serve';
+import { reportWrittenLines } from './report-written';
 import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, ratioArg } from './train-inputs';
 
 interface OptimiseFlags extends MeasuredTargetFlags {
@@ -160,14 +158,7 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
       // The wizard's run first (its attempts are the report), then the batch search it ran, so both are written up.
       const runIds = [result.runId, ...(result.batchSearch?.runId ? [result.batchSearch.runId] : [])];
       const report = await services.reports.generate({ runIds });
-      const file = path.join(services.workspace.root, report.summary.path);
-      // On stderr, so --json output stays one document.
-      const lines = [
-        `report     ${file} (ADR ${report.summary.number}, ${report.figures.length} figures beside it)`,
-        ...report.notes.map((note) => `           note: ${note}`),
-        `           open it in the workbench: trainbench serve (then http://127.0.0.1:${DEFAULT_PORT}, area Reports), or the desktop app`,
-      ];
-      process.stderr.write(lines.join('\n') + '\n');
+      process.stderr.write(reportWrittenLines(services.workspace.root, report) + '\n');
     }
   } finally {
     if (drawn) process.stderr.write('\n');

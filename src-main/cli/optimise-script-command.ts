@@ -6,12 +6,14 @@ import { overrideCode } from '../api/script-override-code';
 import type { ScriptOptimiseRequest, ScriptOptimiseResult, ScriptOverrides } from '../api/script-target';
 import { ScriptOptimiseRequestSchema } from '../api/script-target';
 import { EventHub } from '../core/event-hub';
+import { ReportService } from '../core/reports/report-service';
 import { readRunDetail } from '../core/run-reader';
 import { ScriptJobs } from '../core/script/script-jobs';
 import { optimiseScript } from '../core/script/script-optimise';
 import type { Workspace } from '../core/workspace';
 import { defaultWorkspaceDir, openWorkspace } from '../core/workspace';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './benchmark-script-command';
+import { reportWrittenLines } from './report-written';
 import { intArg } from './train-inputs';
 
 const PRESETS = ['max-speed', 'balanced', 'reproducible'] as const;
@@ -57,6 +59,7 @@ interface Flags {
   cwd?: string;
   env?: Record<string, string>;
   json?: boolean;
+  report?: boolean;
   progress: boolean;
   workspace: string;
   resume?: string;
@@ -115,6 +118,10 @@ async function optimiseScriptAction(command: string[], flags: Flags): Promise<vo
       },
     });
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptOptimise(result)) + '\n');
+    if (flags.report) {
+      const report = await new ReportService(workspace).generate({ runIds: [result.runId] });
+      process.stderr.write(reportWrittenLines(workspace.root, report) + '\n');
+    }
   } finally {
     process.off('SIGINT', onSigint);
   }
@@ -134,6 +141,7 @@ export function optimiseScriptCommand(): Command {
     .option('--set <key=value>', 'an override the script already runs with (the starting point), repeatable', collectOverride)
     .option('--cwd <dir>', 'working directory of the command')
     .option('--env <NAME=value>', 'environment variable for the command, repeatable', collectEnv)
+    .option('--report', "write the result up as an ADR report (markdown + SVG charts) in the workspace's reports/")
     .option('--json', 'print the result as JSON')
     .option('--no-progress', 'no progress lines on stderr')
     .option('--resume <runId>', "go on with a cancelled, failed or killed script optimisation: its command, settings, baseline and finished trials are kept")

@@ -16,11 +16,13 @@ const ws = tempDir();
 afterAll(() => ws.cleanup());
 
 /** The CLI with --workspace before the `--` that starts the user's command (after it, the script would get it). */
-async function cli(workspace: string, args: string[]): Promise<string> {
+async function cliOut(workspace: string, args: string[]): Promise<{ stdout: string; stderr: string }> {
   const dash = args.includes('--') ? args.indexOf('--') : args.length;
   const argv = [CLI, ...args.slice(0, dash), '--workspace', workspace, ...args.slice(dash)];
-  return (await promisify(execFile)(process.execPath, argv, { maxBuffer: 64 * 1024 * 1024 })).stdout;
+  return promisify(execFile)(process.execPath, argv, { maxBuffer: 64 * 1024 * 1024 });
 }
+const cli = async (workspace: string, args: string[]) => (await cliOut(workspace, args)).stdout;
+let wizardStderr = '';
 const runId = (out: string) => (JSON.parse(out) as { runId: string }).runId;
 const TINY = path.join(SCRIPTS, 'tiny_train.py');
 const ids: Record<string, string> = {};
@@ -38,8 +40,18 @@ beforeAll(async () => {
   ids.bigger = runId(await cli(ws.dir, ['benchmark-script', '--warmup-steps', '1', '--steps', '10', '--repeat', '2', '--set', 'dataloader.batch_size=32', '--env', 'API_TOKEN=hunter2', ...common, '--', PYTHON, TINY]));
   ids.search = runId(await cli(ws.dir, ['find-batch-size', '--start-batch', '16', '--steps', '3', '--warmup-steps', '1', '--env', 'OOM_AT=20', ...common, '--', PYTHON, path.join(SCRIPTS, 'oom_guard.py')]));
   ids.train = runId(await cli(ws.dir, ['train-script', '--max-steps', '40', '--warmup-steps', '2', '--env', 'STEPS=200', ...common, '--', PYTHON, TINY]));
-  ids.wizard = runId(await cli(ws.dir, ['optimise-script', '--repeat', '2', '--steps', '5', '--warmup-steps', '1', '--max-trials', '1', ...common, '--', PYTHON, path.join(SCRIPTS, 'slow_items.py')]));
+  const wizard = await cliOut(ws.dir, ['optimise-script', '--repeat', '2', '--steps', '5', '--warmup-steps', '1', '--max-trials', '1', '--report', ...common, '--', PYTHON, path.join(SCRIPTS, 'slow_items.py')]);
+  ids.wizard = runId(wizard.stdout);
+  wizardStderr = wizard.stderr;
 }, 300_000);
+
+it('optimise-script --report writes the wizard up as an ADR and says where it is', () => {
+  const file = /^report {5}(\S+\.md) \(ADR (\d+), (\d+) figures beside it\)$/m.exec(wizardStderr);
+  expect(file, wizardStderr).not.toBeNull();
+  const md = readFileSync(file?.[1] ?? '', 'utf8');
+  expect(md).toContain(`The wizard's verdict (\`${ids.wizard}\`)`);
+  expect(wizardStderr).toMatch(/open it in the workbench: trainbench serve/);
+});
 
 describe('an ADR report from runs of your own command', () => {
   let report: Report;

@@ -7,6 +7,7 @@ import { phaseStackLabel, phaseStackOption, throughputLabel, throughputOption } 
 import { scriptBatchSizeLabel, scriptBatchSizeOption } from '../../api/charts/script-batch-size-charts';
 import { scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/script-run-charts';
 import type { ReportSection } from '../../api/reports';
+import { overrideCode } from '../../api/script-override-code';
 import type { RunEnvironment } from '../../api/run-record';
 import type { ScriptTarget } from '../../api/script-target';
 import { commandText } from '../script/script-benchmark';
@@ -338,16 +339,6 @@ function attemptsOutput(input: ReportInput): SectionOutput {
   return { blocks, figures, notes: [] };
 }
 
-/** What to change in the script for an override: the code people write, not the flag. */
-export function scriptChangeText(key: string, value: number | boolean | string): string {
-  const v = typeof value === 'string' ? JSON.stringify(value) : String(value);
-  const py = typeof value === 'boolean' ? (value ? 'True' : 'False') : v;
-  if (key.startsWith('dataloader.')) return `DataLoader(..., ${key.slice('dataloader.'.length)}=${py})`;
-  if (key === 'cudnn.benchmark') return `torch.backends.cudnn.benchmark = ${py}`;
-  if (key === 'matmul.precision') return `torch.set_float32_matmul_precision(${v})`;
-  return `${key}=${v}`;
-}
-
 /** The baseline's value of a setting: its override, else what the script's first DataLoader was made with. */
 function asRun(run: ScriptOptimiseRun, key: string): string {
   const o = run.result.baseline.overrides[key];
@@ -369,7 +360,13 @@ function decisionBody(input: ReportInput): string {
         '',
         `Kept, in order: ${f.changes.join('; ')}. Final against baseline, measured A/B/A/B at the end: ${speedupText(f.speedup)}; ${fmt(f.samplesPerSec.median, 'samples/s')} (95% CI ${ci(f.samplesPerSec)}).`,
         '',
-        table(['Setting', 'In your script', 'Use'], changed.map(([k, v]) => [k, asRun(run, k), code(scriptChangeText(k, v))])),
+        table(['Setting', 'In your script', 'Use'], changed.map(([k, v]) => [k, asRun(run, k), code(overrideCode({ [k]: v })[0] ?? `${k}=${String(v)}`)])),
+        '',
+        'In your script (or keep passing them with `--set`):',
+        '',
+        '```python',
+        ...overrideCode(Object.fromEntries(changed)),
+        '```',
       );
     } else {
       lines.push('', 'Use: your script as it is; no change beat the noise.');
