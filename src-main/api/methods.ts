@@ -36,6 +36,7 @@ import { OptimiseIdParamsSchema, OptimiseRequestSchema, OptimiseResultSchema, Wi
 import { ScriptTrainRequestSchema, ScriptTrainResultSchema } from './script-run';
 import { ScriptBenchmarkRequestSchema, ScriptBenchmarkResultSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from './script-target';
 import { ScriptBatchSearchRequestSchema, ScriptBatchSearchResultSchema } from './script-target';
+import { ScriptOptimiseRecordSchema } from './script-target';
 
 const NoParams = z.object({}).strict();
 
@@ -125,6 +126,11 @@ export const apiMethods = {
    * script.batchTrial events and the script's output as script.output, both with the request's jobId; script.cancel stops it.
    */
   'script.findBatchSize': { params: ScriptBatchSearchRequestSchema, result: ScriptBatchSearchResultSchema },
+  /**
+   * What a script optimisation (a run of kind optimise on a script target) has measured so far: its result once
+   * completed, else its state saved after the baseline and each trial (running, killed); null before its baseline.
+   */
+  'script.optimiseState': { params: z.object({ runId: IdSchema }).strict(), result: ScriptOptimiseRecordSchema.nullable() },
 } as const;
 
 export type ApiMethods = typeof apiMethods;

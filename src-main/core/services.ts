@@ -21,6 +21,7 @@ import { ScriptJobs } from './script/script-jobs';
 import { optimiseScript } from './script/script-optimise';
 import { ScriptRunService } from './script/script-run';
 import { searchScriptBatch } from './script/script-batch-size';
+import { readScriptWizardState } from './script/script-optimise-resume';
 import { openWorkspace } from './workspace';
 
 export interface ServicesOptions {
@@ -118,6 +119,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'models.readSpec': ({ path }) => readModelSpec(workspace, path),
     'script.train': (request) => (refuseScripts(options), scriptRuns.run(request)),
     'script.findBatchSize': (request) => (refuseScripts(options), searchScriptBatch(workspace, request, { jobs: scriptJobs, events })),
+    // Reads what a run measured; starts nothing, so serve mode answers it without --allow-scripts.
+    'script.optimiseState': ({ runId }) => readScriptWizardState(workspace, runId),
   });
 
   return {

@@ -117,10 +117,14 @@ export const useOptimiseStore = defineStore('optimise', () => {
       if (typeof id === 'string' && !lastRun.has(id)) lastRun.set(id, runs[i]);
     });
     const states = await Promise.all([...lastRun.keys()].map((id) => client.call('optimise.state', { optimiseId: id }).catch(() => null)));
-    const scripts = details.flatMap((d) => {
+    const scriptRuns = details.flatMap((d) => {
       const run = d ? scriptOptimiseRun(d) : null;
-      return run ? [scriptPastEntry(run)] : [];
+      return run ? [run] : [];
     });
+    // A running or killed script wizard has no result yet: its saved state counts its trials.
+    const scripts = await Promise.all(
+      scriptRuns.map(async (run) => scriptPastEntry(run.record ? run : { ...run, record: await client.call('script.optimiseState', { runId: run.runId }).catch(() => null) })),
+    );
     const engines = states
       .filter((s): s is WizardState => s !== null)
       .map((s) => {

@@ -91,8 +91,11 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
 
   /** Re-reads a run; a read for a wizard no longer shown is dropped. */
   async function loadRun(runId: string): Promise<ScriptOptimiseRun | null> {
-    const run = scriptOptimiseRun(await useApiClient().call('runs.get', { id: runId }));
+    const client = useApiClient();
+    let run = scriptOptimiseRun(await client.call('runs.get', { id: runId }));
     if (run === null) throw new Error(`run ${runId} is not a script optimisation`);
+    // Running, or killed: run.json has no result; the state saved after the baseline and each trial has what it measured.
+    if (run.record === null) run = { ...run, record: await client.call('script.optimiseState', { runId }) };
     if (shown.value !== null && shown.value.runId !== runId) return null;
     shown.value = run;
     if (run.record) trials.value = mergeTrials(run.record.trials, trials.value);

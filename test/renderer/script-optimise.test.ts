@@ -143,6 +143,7 @@ describe('script wizard store', () => {
     expect(firsts.get(1)).toBe('loader num_workers=0 batch_size=32');
     expect(firsts.get(4)).toBe('loader num_workers=2 batch_size=32');
 
+    expect(await s.router.dispatch('script.optimiseState', { runId: run.runId })).toEqual(run.record);
     const optimise = useOptimiseStore();
     await optimise.refreshPast();
     expect(optimise.past).toHaveLength(1);
@@ -235,5 +236,7 @@ describe('script wizard store', () => {
     expect(store.error).toBeNull();
     expect(store.shown).toBeNull();
     expect((await s.router.dispatch('runs.list', {})) as unknown[]).toEqual([]);
+    // Reading what a run measured starts nothing: answered here too (this one names the missing run, not the gate).
+    await expect(s.router.dispatch('script.optimiseState', { runId: 'no-such-run' })).rejects.toThrow(/^there is no run no-such-run in the workspace /);
   }, 30_000);
 });

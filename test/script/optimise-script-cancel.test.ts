@@ -15,6 +15,7 @@ import { ScriptOptimiseRecordSchema, ScriptOptimiseRequestSchema, ScriptOptimise
 import { EventHub } from '../../src-main/core/event-hub';
 import { ScriptJobs } from '../../src-main/core/script/script-jobs';
 import { optimiseScript } from '../../src-main/core/script/script-optimise';
+import { readScriptWizardState } from '../../src-main/core/script/script-optimise-resume';
 import { openWorkspace } from '../../src-main/core/workspace';
 import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
@@ -255,6 +256,8 @@ describe('trainbench optimise-script: Ctrl-C', () => {
     const [killed] = readdirSync(path.join(cli.dir, 'runs'));
     const state = ScriptOptimiseRecordSchema.parse(JSON.parse(readFileSync(path.join(cli.dir, 'runs', killed, 'state.json'), 'utf8')));
     expect(state.trials).toHaveLength(1);
+    // What script.optimiseState answers for it (run.json has no result: the process was killed).
+    expect(await readScriptWizardState(await openWorkspace(cli.dir), killed)).toEqual(state);
 
     const resumed = await runCli(['optimise-script', '--resume', killed, '--json', '--workspace', cli.dir], 120_000);
     expect(resumed.code, resumed.stderr).toBe(0);

@@ -18,37 +18,60 @@ export function saveScriptWizardState(run: RunRecord, record: ScriptOptimiseReco
   return writeJsonAtomic(path.join(run.dir, SCRIPT_WIZARD_STATE), record);
 }
 
-/**
- * What a stopped script optimisation had measured, for `resumeFrom`: its state file (written after
- * every trial, so a killed process loses only the trial in flight), else the result its run recorded.
- * Refused, with the reason, when the run still runs, finished, or optimised another command.
- */
-export async function loadScriptWizardState(workspace: Workspace, runId: string, request: ScriptOptimiseRequest): Promise<ScriptOptimiseRecord> {
+/** A run of kind optimise whose target is a script, or E_BAD_INPUT naming what it is. */
+async function scriptOptimiseDetail(workspace: Workspace, runId: string) {
   const detail = await readRunDetail(workspace, runId);
   const config = (detail.record as { config?: { target?: unknown } }).config;
   if (detail.summary.kind !== 'optimise' || (config?.target as { kind?: unknown } | undefined)?.kind !== 'script') {
-    throw new ApiError('E_BAD_INPUT', `run ${runId} is not a script optimisation (it is a run of kind ${detail.summary.kind}): nothing to resume`);
+    throw new ApiError('E_BAD_INPUT', `run ${runId} is not a script optimisation (it is a run of kind ${detail.summary.kind})`);
   }
-  if (detail.summary.status === 'running') throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} is still running: cancel it first, or wait for it to end`);
-  if (detail.summary.status === 'completed') throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} completed: there is nothing left to resume`);
+  return detail;
+}
+
+/**
+ * What a script optimisation has measured so far: its result once it completed, else its state file
+ * (written after the baseline and every trial, so a running or killed wizard's trials are there too),
+ * else what its run recorded when it stopped; null before its baseline was measured.
+ */
+export async function readScriptWizardState(workspace: Workspace, runId: string): Promise<ScriptOptimiseRecord | null> {
+  return (await readState(workspace, runId, await scriptOptimiseDetail(workspace, runId))).record;
+}
+
+async function readState(workspace: Workspace, runId: string, detail: Awaited<ReturnType<typeof scriptOptimiseDetail>>) {
+  const result = (detail.record as { result?: unknown }).result ?? null;
   const file = path.join(workspace.resolve(path.join('runs', runId)), SCRIPT_WIZARD_STATE);
-  const text = await fs.readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? null : Promise.reject(err)));
-  let saved: unknown = (detail.record as { result?: unknown }).result ?? null;
-  if (text !== null) {
-    try {
-      saved = JSON.parse(text);
-    } catch (err) {
-      throw new ApiError('E_DATA', `the saved state of script optimisation ${runId} (${file}) is not JSON: ${(err as Error).message}`);
+  let saved: unknown = result;
+  if (detail.summary.status !== 'completed') {
+    const text = await fs.readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? null : Promise.reject(err)));
+    if (text !== null) {
+      try {
+        saved = JSON.parse(text);
+      } catch (err) {
+        throw new ApiError('E_DATA', `the saved state of script optimisation ${runId} (${file}) is not JSON: ${(err as Error).message}`);
+      }
     }
   }
-  // Stopped before its baseline was measured: nothing to keep, the wizard starts over.
-  if (saved === null) return emptyRecord(runId, request);
+  if (saved === null) return { detail, record: null };
   const parsed = ScriptOptimiseRecordSchema.safeParse(saved);
   if (!parsed.success) throw new ApiError('E_DATA', `the saved state of script optimisation ${runId} does not match the schema: ${formatIssues(parsed.error, 'state')}`);
-  if (JSON.stringify(parsed.data.target) !== JSON.stringify(request.target)) {
-    throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} measured another command (${parsed.data.title} in ${parsed.data.target.cwd}): resume it with its own target`);
+  return { detail, record: parsed.data };
+}
+
+/**
+ * What a stopped script optimisation had measured, for `resumeFrom`. Refused, with the reason, when
+ * the run still runs, finished, or optimised another command.
+ */
+export async function loadScriptWizardState(workspace: Workspace, runId: string, request: ScriptOptimiseRequest): Promise<ScriptOptimiseRecord> {
+  const detail = await scriptOptimiseDetail(workspace, runId);
+  if (detail.summary.status === 'running') throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} is still running: cancel it first, or wait for it to end`);
+  if (detail.summary.status === 'completed') throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} completed: there is nothing left to resume`);
+  const { record } = await readState(workspace, runId, detail);
+  // Stopped before its baseline was measured: nothing to keep, the wizard starts over.
+  if (record === null) return emptyRecord(runId, request);
+  if (JSON.stringify(record.target) !== JSON.stringify(request.target)) {
+    throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} measured another command (${record.title} in ${record.target.cwd}): resume it with its own target`);
   }
-  return parsed.data;
+  return record;
 }
 
 function emptyRecord(runId: string, request: ScriptOptimiseRequest): ScriptOptimiseRecord {
