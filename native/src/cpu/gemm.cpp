@@ -159,20 +159,24 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
       if (pool) pool->parallel_for(npanels, pack_panels, 4);
       else pack_panels(0, npanels, 0);
 
-      // C is cut into tiles of (MC rows) x (a group of NR panels), enough tiles to
-      // keep every thread busy even when M is small (convolutions have few output
-      // channels). Each C element is owned by one tile and summed in k order, so
-      // results do not depend on the thread count.
+      // C is cut into tiles of (a group of MR-row blocks) x (a group of NR panels), of
+      // equal size and a multiple of the thread count where the shape allows, so the
+      // static split gives every thread the same work (MC-row groups left a thread 8
+      // rows of 128 while the other did 120). Each C element is owned by one tile and
+      // summed in k order, so results do not depend on the thread count.
       const int mgroups = (M + MC - 1) / MC;
-      const int ngroups = std::max(1, std::min(npanels, (2 * threads + mgroups - 1) / mgroups));
+      const int group_rows = ((M + mgroups - 1) / mgroups + mr - 1) / mr * mr;
+      int ngroups = std::max(1, (2 * threads + mgroups - 1) / mgroups);
+      ngroups = std::min(npanels, (ngroups + threads - 1) / threads * threads);
       const int panels_per_group = (npanels + ngroups - 1) / ngroups;
       auto compute = [&](std::int64_t b, std::int64_t e, int worker) {
         float* ap = apack[worker].data();
         int packed_mg = -1;
         for (std::int64_t t = b; t < e; ++t) {
           const int mg = static_cast<int>(t / ngroups), ng = static_cast<int>(t % ngroups);
-          const int i0 = mg * MC;
-          const int mc = std::min(MC, M - i0);
+          const int i0 = mg * group_rows;
+          const int mc = std::min(group_rows, M - i0);
+          if (mc <= 0) continue;
           if (mg != packed_mg) {
             pack_a(A, lda, trans_a, i0, mc, p0, kc, mr, ap);
             packed_mg = mg;
