@@ -28,12 +28,17 @@ struct ConvGeom {
 };
 // 1x1, stride 1, no padding: the input already is the im2col matrix, so no workspace.
 inline bool conv_is_pointwise(const ConvGeom& g) { return g.KH == 1 && g.KW == 1 && g.stride == 1 && g.pad == 0; }
+// Fewer input pixels than kernel taps (the heads' 3x3 on a 2x2 board): the convolution runs as a dense
+// layer over all pixels (cpu/ops_conv.cpp), whose workspace is conv_dense_floats values.
+inline bool conv_is_dense(const ConvGeom& g) { return g.H * g.W < g.KH * g.KW; }
+std::int64_t conv_dense_floats(const ConvGeom& g);
 // Samples per im2col chunk (the col buffer holds at most 2^23 values); the memory model uses it too.
 int conv_chunk_samples(const ConvGeom& g);
 template <typename T>
 struct ConvWorkspace {
   std::vector<T> col;
-  // The forward pass left the whole batch's im2col in `col` (it fit in one chunk).
+  // The forward pass left the whole batch's im2col in `col` (it fit in one chunk), or for a dense
+  // convolution its gathered input and dense weights.
   bool col_holds_batch = false;
 };
 template <typename T>
