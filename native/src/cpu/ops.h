@@ -46,9 +46,10 @@ void conv2d_forward(T* out, const T* in, const T* weight, const T* bias, const C
                     ThreadPool* pool);
 // din may be null (first layer); dbias may be null (no bias). reuse_col: the last
 // forward ran on this same input, so its im2col may be reused instead of recomputed.
+// add_din: din += the input gradient (another consumer already wrote din) instead of din =.
 template <typename T>
 void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, const ConvGeom& g,
-                     ConvWorkspace<T>& ws, ThreadPool* pool, bool reuse_col = false);
+                     ConvWorkspace<T>& ws, ThreadPool* pool, bool reuse_col = false, bool add_din = false);
 
 // ---- batch norm over (N, HW) per channel: x (N, C, HW); HW = 1 for (N, C) features
 template <typename T>

@@ -72,16 +72,16 @@ void im2col(T* col, const T* in, const ConvGeom& g, int n0, int nb, ThreadPool* 
   else body(0, rows, 0);
 }
 
-// din samples [n0, n0+nb) = scatter-add of col; parallel over channels so no two threads share an output.
+// din samples [n0, n0+nb) = (or +=, with add) scatter-add of col; parallel over channels so no two threads share an output.
 template <typename T>
-void col2im(T* din, const T* col, const ConvGeom& g, int n0, int nb, ThreadPool* pool) {
+void col2im(T* din, const T* col, const ConvGeom& g, int n0, int nb, ThreadPool* pool, bool add) {
   const int OH = g.OH(), OW = g.OW();
   const std::int64_t ohw = static_cast<std::int64_t>(OH) * OW, cols = nb * ohw;
   auto body = [&](std::int64_t cb, std::int64_t ce, int) {
     for (std::int64_t c = cb; c < ce; ++c) {
       for (int n = 0; n < nb; ++n) {
         T* dst = din + (static_cast<std::int64_t>(c) * g.N + n0 + n) * g.H * g.W;
-        std::fill(dst, dst + static_cast<std::int64_t>(g.H) * g.W, T(0));
+        if (!add) std::fill(dst, dst + static_cast<std::int64_t>(g.H) * g.W, T(0));
         for (int kh = 0; kh < g.KH; ++kh)
           for (int kw = 0; kw < g.KW; ++kw) {
             const T* src = col + ((c * g.KH + kh) * g.KW + kw) * cols + n * ohw;
@@ -181,7 +181,7 @@ void dense_forward(T* out, const T* in, const T* weight, const T* bias, const Co
 
 template <typename T>
 void dense_backward(T* din, T* dweight, const T* dout, const T* in, const T* weight, const ConvGeom& g,
-                    ConvWorkspace<T>& ws, ThreadPool* pool, bool cached) {
+                    ConvWorkspace<T>& ws, ThreadPool* pool, bool cached, bool add_din) {
   Dense<T> d(g, ws.col);
   if (!cached) dense_prepare(d, in, weight, g);
   const int OHW = g.OH() * g.OW(), HW = g.H * g.W;
@@ -207,7 +207,10 @@ void dense_backward(T* din, T* dweight, const T* dout, const T* in, const T* wei
     for (int c = 0; c < g.C; ++c) {
       const T* src = d.x + (static_cast<std::int64_t>(pi) * g.C + c) * g.N;
       T* dst = din + static_cast<std::int64_t>(c) * g.N * HW + pi;
-      for (int n = 0; n < g.N; ++n) dst[static_cast<std::int64_t>(n) * HW] = src[n];
+      if (add_din)
+        for (int n = 0; n < g.N; ++n) dst[static_cast<std::int64_t>(n) * HW] += src[n];
+      else
+        for (int n = 0; n < g.N; ++n) dst[static_cast<std::int64_t>(n) * HW] = src[n];
     }
 }
 
@@ -247,7 +250,7 @@ void conv2d_forward(T* out, const T* in, const T* weight, const T* bias, const C
 
 template <typename T>
 void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, const ConvGeom& g,
-                     ConvWorkspace<T>& ws, ThreadPool* pool, bool reuse_col) {
+                     ConvWorkspace<T>& ws, ThreadPool* pool, bool reuse_col, bool add_din) {
   const bool cached = reuse_col && ws.col_holds_batch;
   ws.col_holds_batch = false;  // the buffer is reused for dcol below
   const int K = g.C * g.KH * g.KW;
@@ -261,13 +264,13 @@ void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, c
       dbias[o] += acc;
     }
   if (conv_is_dense(g)) {
-    dense_backward(din, dweight, dout, in, weight, g, ws, pool, cached);
+    dense_backward(din, dweight, dout, in, weight, g, ws, pool, cached, add_din);
     return;
   }
   if (conv_is_pointwise(g)) {
     // dweight (O, C) += dout (O, P) . in^T (P, C);  din (C, P) = weight^T (C, O) . dout (O, P)
     gemm(false, true, g.O, g.C, P, T(1), dout, P, in, P, T(1), dweight, g.C, pool);
-    if (din) gemm(true, false, g.C, P, g.O, T(1), weight, g.C, dout, P, T(0), din, P, pool);
+    if (din) gemm(true, false, g.C, P, g.O, T(1), weight, g.C, dout, P, add_din ? T(1) : T(0), din, P, pool);
     return;
   }
   const int chunk = conv_chunk_samples(g);
@@ -282,7 +285,7 @@ void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, c
     if (din) {
       // dcol (K, cols) = weight^T (K, O) . dout (O, cols), reusing the col buffer
       gemm(true, false, K, cols, g.O, T(1), weight, K, dchunk, P, T(0), ws.col.data(), cols, pool);
-      col2im(din, ws.col.data(), g, n0, nb, pool);
+      col2im(din, ws.col.data(), g, n0, nb, pool, add_din);
     }
   }
 }
@@ -292,8 +295,8 @@ template void conv2d_forward<float>(float*, const float*, const float*, const fl
 template void conv2d_forward<double>(double*, const double*, const double*, const double*, const ConvGeom&,
                                      ConvWorkspace<double>&, ThreadPool*);
 template void conv2d_backward<float>(float*, float*, float*, const float*, const float*, const float*, const ConvGeom&,
-                                     ConvWorkspace<float>&, ThreadPool*, bool);
+                                     ConvWorkspace<float>&, ThreadPool*, bool, bool);
 template void conv2d_backward<double>(double*, double*, double*, const double*, const double*, const double*,
-                                      const ConvGeom&, ConvWorkspace<double>&, ThreadPool*, bool);
+                                      const ConvGeom&, ConvWorkspace<double>&, ThreadPool*, bool, bool);
 
 }  // namespace tb
