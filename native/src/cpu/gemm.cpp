@@ -5,6 +5,7 @@
 
 #include "core/device_info.h"
 #include "core/threads.h"
+#include "cpu/simd_clones.h"
 
 namespace tb {
 namespace gemm_detail {
@@ -58,12 +59,12 @@ constexpr int NC = 3072;
 // transposing B into panels ran 32-124 (24 to 576 rows).
 constexpr int kDotMinK = 1024;
 
-inline float at(const float* X, int ld, bool trans, int r, int c) {
+TB_ALWAYS_INLINE inline float at(const float* X, int ld, bool trans, int r, int c) {
   return trans ? X[static_cast<std::int64_t>(c) * ld + r] : X[static_cast<std::int64_t>(r) * ld + c];
 }
 
 // Packs op(A)[i0:i0+mc, p0:p0+kc] into MR-row panels, zero-padding the edge.
-void pack_a(const float* A, int lda, bool trans, int i0, int mc, int p0, int kc, int mr, float* out) {
+TB_SIMD_CLONES void pack_a(const float* A, int lda, bool trans, int i0, int mc, int p0, int kc, int mr, float* out) {
   for (int ip = 0; ip < mc; ip += mr) {
     const int rows = std::min(mr, mc - ip);
     for (int k = 0; k < kc; ++k) {
@@ -74,7 +75,7 @@ void pack_a(const float* A, int lda, bool trans, int i0, int mc, int p0, int kc,
 }
 
 // Packs op(B)[p0:p0+kc, j0+jp : j0+jp+nr] (one NR-column panel), zero-padding the edge.
-void pack_b_panel(const float* B, int ldb, bool trans, int p0, int kc, int j, int cols, int nr, float* out) {
+TB_SIMD_CLONES void pack_b_panel(const float* B, int ldb, bool trans, int p0, int kc, int j, int cols, int nr, float* out) {
   if (!trans) {
     for (int k = 0; k < kc; ++k) {
       const float* row = B + static_cast<std::int64_t>(p0 + k) * ldb + j;
