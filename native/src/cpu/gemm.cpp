@@ -5,22 +5,29 @@
 
 #include "core/device_info.h"
 #include "core/threads.h"
+#include "cpu/simd_clones.h"
 
 namespace tb {
 namespace gemm_detail {
 void kernel_generic(int, const float*, const float*, float*, int, int, int, float, float);
+void dot_kernel_generic(int, const float*, std::int64_t, const float*, std::int64_t, float*, int, int, int, float, float);
 #if defined(TB_HAVE_X86_KERNELS)
 void kernel_avx2(int, const float*, const float*, float*, int, int, int, float, float);
 void kernel_avx512(int, const float*, const float*, float*, int, int, int, float, float);
+void dot_kernel_avx2(int, const float*, std::int64_t, const float*, std::int64_t, float*, int, int, int, float, float);
+void dot_kernel_avx512(int, const float*, std::int64_t, const float*, std::int64_t, float*, int, int, int, float, float);
 #endif
 }  // namespace gemm_detail
 
 namespace {
 
 using Kernel = void (*)(int, const float*, const float*, float*, int, int, int, float, float);
+using DotKernel = void (*)(int, const float*, std::int64_t, const float*, std::int64_t, float*, int, int, int, float,
+                           float);
 
 struct KernelChoice {
   Kernel fn;
+  DotKernel dot;
   int mr;
   int nr;
   const char* name;
@@ -35,10 +42,10 @@ const KernelChoice& choice() {
   static const KernelChoice c = [] {
 #if defined(TB_HAVE_X86_KERNELS)
     const CpuInfo cpu = cpu_info();
-    if (has(cpu, "avx512f")) return KernelChoice{gemm_detail::kernel_avx512, 6, 32, "avx512", 16};
-    if (has(cpu, "avx2") && has(cpu, "fma")) return KernelChoice{gemm_detail::kernel_avx2, 6, 16, "avx2", 8};
+    if (has(cpu, "avx512f")) return KernelChoice{gemm_detail::kernel_avx512, gemm_detail::dot_kernel_avx512, 6, 32, "avx512", 16};
+    if (has(cpu, "avx2") && has(cpu, "fma")) return KernelChoice{gemm_detail::kernel_avx2, gemm_detail::dot_kernel_avx2, 6, 16, "avx2", 8};
 #endif
-    return KernelChoice{gemm_detail::kernel_generic, 6, 16, "generic", 4};
+    return KernelChoice{gemm_detail::kernel_generic, gemm_detail::dot_kernel_generic, 6, 16, "generic", 4};
   }();
   return c;
 }
@@ -47,13 +54,17 @@ const KernelChoice& choice() {
 constexpr int KC = 256;
 constexpr int MC = 120;  // a multiple of MR = 6
 constexpr int NC = 3072;
+// Products with B transposed and a reduction at least this long take the dot kernel (gemm_dot): on the
+// board network's weight gradients (bench/cpu/gemm-shapes.cpp, 2 threads) it ran 144-176 GFLOP/s where
+// transposing B into panels ran 32-124 (24 to 576 rows).
+constexpr int kDotMinK = 1024;
 
-inline float at(const float* X, int ld, bool trans, int r, int c) {
+TB_ALWAYS_INLINE inline float at(const float* X, int ld, bool trans, int r, int c) {
   return trans ? X[static_cast<std::int64_t>(c) * ld + r] : X[static_cast<std::int64_t>(r) * ld + c];
 }
 
 // Packs op(A)[i0:i0+mc, p0:p0+kc] into MR-row panels, zero-padding the edge.
-void pack_a(const float* A, int lda, bool trans, int i0, int mc, int p0, int kc, int mr, float* out) {
+TB_SIMD_CLONES void pack_a(const float* A, int lda, bool trans, int i0, int mc, int p0, int kc, int mr, float* out) {
   for (int ip = 0; ip < mc; ip += mr) {
     const int rows = std::min(mr, mc - ip);
     for (int k = 0; k < kc; ++k) {
@@ -64,7 +75,7 @@ void pack_a(const float* A, int lda, bool trans, int i0, int mc, int p0, int kc,
 }
 
 // Packs op(B)[p0:p0+kc, j0+jp : j0+jp+nr] (one NR-column panel), zero-padding the edge.
-void pack_b_panel(const float* B, int ldb, bool trans, int p0, int kc, int j, int cols, int nr, float* out) {
+TB_SIMD_CLONES void pack_b_panel(const float* B, int ldb, bool trans, int p0, int kc, int j, int cols, int nr, float* out) {
   if (!trans) {
     for (int k = 0; k < kc; ++k) {
       const float* row = B + static_cast<std::int64_t>(p0 + k) * ldb + j;
@@ -110,6 +121,33 @@ static void gemm_split_k(bool trans_a, bool trans_b, int M, int N, int K, float 
     }
 }
 
+// C = alpha A . B^T + beta C with A (M, K) and B (N, K) both row-major along k and K long (a
+// convolution's weight gradient reduces over batch x pixels): the dot kernel reads both in place
+// instead of transposing all of B into panels. K is cut into blocks whose slice of A stays in L2;
+// C is cut into 4 x 6 tiles, each owned by one thread and summed block by block in k order, so
+// results do not depend on the thread count.
+static void gemm_dot(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
+                     float* C, int ldc, ThreadPool* pool) {
+  constexpr int R = 4, S = 6;
+  const int igroups = (M + R - 1) / R, jgroups = (N + S - 1) / S;
+  const int kb = std::max(1024, std::min(8192, (1 << 17) / std::max(1, M) / 16 * 16));
+  const DotKernel dot = choice().dot;
+  auto body = [&](std::int64_t t0, std::int64_t t1, int) {
+    for (int k0 = 0; k0 < K; k0 += kb) {
+      const int kc = std::min(kb, K - k0);
+      for (std::int64_t t = t0; t < t1; ++t) {
+        const int i = static_cast<int>(t % igroups) * R, j = static_cast<int>(t / igroups) * S;
+        dot(kc, A + static_cast<std::int64_t>(i) * lda + k0, lda, B + static_cast<std::int64_t>(j) * ldb + k0, ldb,
+            C + static_cast<std::int64_t>(i) * ldc + j, ldc, std::min(R, M - i), std::min(S, N - j),
+            alpha, k0 == 0 ? beta : 1.0f);
+      }
+    }
+  };
+  const std::int64_t tiles = static_cast<std::int64_t>(igroups) * jgroups;
+  if (pool) pool->parallel_for(tiles, body, 1);
+  else body(0, tiles, 0);
+}
+
 std::string gemm_kernel_name() { return choice().name; }
 int gemm_kernel_lanes() { return choice().lanes; }
 
@@ -124,6 +162,10 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
   const KernelChoice& kc_choice = choice();
   const int mr = kc_choice.mr, nr = kc_choice.nr;
   const int threads = pool ? pool->size() : 1;
+  if (!trans_a && trans_b && K >= kDotMinK) {
+    gemm_dot(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pool);
+    return;
+  }
   // Tall-K products with a tiny C (weight gradients of early convolutions) cannot
   // keep threads busy by tiling C, so K is split instead.
   const std::int64_t c_tiles = static_cast<std::int64_t>((M + MC - 1) / MC) * ((N + nr - 1) / nr);
@@ -159,20 +201,24 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
       if (pool) pool->parallel_for(npanels, pack_panels, 4);
       else pack_panels(0, npanels, 0);
 
-      // C is cut into tiles of (MC rows) x (a group of NR panels), enough tiles to
-      // keep every thread busy even when M is small (convolutions have few output
-      // channels). Each C element is owned by one tile and summed in k order, so
-      // results do not depend on the thread count.
+      // C is cut into tiles of (a group of MR-row blocks) x (a group of NR panels), of
+      // equal size and a multiple of the thread count where the shape allows, so the
+      // static split gives every thread the same work (MC-row groups left a thread 8
+      // rows of 128 while the other did 120). Each C element is owned by one tile and
+      // summed in k order, so results do not depend on the thread count.
       const int mgroups = (M + MC - 1) / MC;
-      const int ngroups = std::max(1, std::min(npanels, (2 * threads + mgroups - 1) / mgroups));
+      const int group_rows = ((M + mgroups - 1) / mgroups + mr - 1) / mr * mr;
+      int ngroups = std::max(1, (2 * threads + mgroups - 1) / mgroups);
+      ngroups = std::min(npanels, (ngroups + threads - 1) / threads * threads);
       const int panels_per_group = (npanels + ngroups - 1) / ngroups;
       auto compute = [&](std::int64_t b, std::int64_t e, int worker) {
         float* ap = apack[worker].data();
         int packed_mg = -1;
         for (std::int64_t t = b; t < e; ++t) {
           const int mg = static_cast<int>(t / ngroups), ng = static_cast<int>(t % ngroups);
-          const int i0 = mg * MC;
-          const int mc = std::min(MC, M - i0);
+          const int i0 = mg * group_rows;
+          const int mc = std::min(group_rows, M - i0);
+          if (mc <= 0) continue;
           if (mg != packed_mg) {
             pack_a(A, lda, trans_a, i0, mc, p0, kc, mr, ap);
             packed_mg = mg;

@@ -2,4 +2,5 @@
 #define TB_MR 6
 #define TB_NR 16
 #define TB_KERNEL_NAME kernel_avx2
+#define TB_DOT_NAME dot_kernel_avx2
 #include "cpu/gemm_kernel.inc"

@@ -2,4 +2,5 @@
 #define TB_MR 6
 #define TB_NR 32
 #define TB_KERNEL_NAME kernel_avx512
+#define TB_DOT_NAME dot_kernel_avx512
 #include "cpu/gemm_kernel.inc"

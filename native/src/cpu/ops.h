@@ -28,12 +28,17 @@ struct ConvGeom {
 };
 // 1x1, stride 1, no padding: the input already is the im2col matrix, so no workspace.
 inline bool conv_is_pointwise(const ConvGeom& g) { return g.KH == 1 && g.KW == 1 && g.stride == 1 && g.pad == 0; }
+// Fewer input pixels than kernel taps (the heads' 3x3 on a 2x2 board): the convolution runs as a dense
+// layer over all pixels (cpu/ops_conv.cpp), whose workspace is conv_dense_floats values.
+inline bool conv_is_dense(const ConvGeom& g) { return g.H * g.W < g.KH * g.KW; }
+std::int64_t conv_dense_floats(const ConvGeom& g);
 // Samples per im2col chunk (the col buffer holds at most 2^23 values); the memory model uses it too.
 int conv_chunk_samples(const ConvGeom& g);
 template <typename T>
 struct ConvWorkspace {
   std::vector<T> col;
-  // The forward pass left the whole batch's im2col in `col` (it fit in one chunk).
+  // The forward pass left the whole batch's im2col in `col` (it fit in one chunk), or for a dense
+  // convolution its gathered input and dense weights.
   bool col_holds_batch = false;
 };
 template <typename T>
@@ -41,9 +46,10 @@ void conv2d_forward(T* out, const T* in, const T* weight, const T* bias, const C
                     ThreadPool* pool);
 // din may be null (first layer); dbias may be null (no bias). reuse_col: the last
 // forward ran on this same input, so its im2col may be reused instead of recomputed.
+// add_din: din += the input gradient (another consumer already wrote din) instead of din =.
 template <typename T>
 void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, const ConvGeom& g,
-                     ConvWorkspace<T>& ws, ThreadPool* pool, bool reuse_col = false);
+                     ConvWorkspace<T>& ws, ThreadPool* pool, bool reuse_col = false, bool add_din = false);
 
 // ---- batch norm over (N, HW) per channel: x (N, C, HW); HW = 1 for (N, C) features
 template <typename T>

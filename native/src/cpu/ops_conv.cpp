@@ -72,16 +72,16 @@ void im2col(T* col, const T* in, const ConvGeom& g, int n0, int nb, ThreadPool* 
   else body(0, rows, 0);
 }
 
-// din samples [n0, n0+nb) = scatter-add of col; parallel over channels so no two threads share an output.
+// din samples [n0, n0+nb) = (or +=, with add) scatter-add of col; parallel over channels so no two threads share an output.
 template <typename T>
-void col2im(T* din, const T* col, const ConvGeom& g, int n0, int nb, ThreadPool* pool) {
+void col2im(T* din, const T* col, const ConvGeom& g, int n0, int nb, ThreadPool* pool, bool add) {
   const int OH = g.OH(), OW = g.OW();
   const std::int64_t ohw = static_cast<std::int64_t>(OH) * OW, cols = nb * ohw;
   auto body = [&](std::int64_t cb, std::int64_t ce, int) {
     for (std::int64_t c = cb; c < ce; ++c) {
       for (int n = 0; n < nb; ++n) {
         T* dst = din + (static_cast<std::int64_t>(c) * g.N + n0 + n) * g.H * g.W;
-        std::fill(dst, dst + static_cast<std::int64_t>(g.H) * g.W, T(0));
+        if (!add) std::fill(dst, dst + static_cast<std::int64_t>(g.H) * g.W, T(0));
         for (int kh = 0; kh < g.KH; ++kh)
           for (int kw = 0; kw < g.KW; ++kw) {
             const T* src = col + ((c * g.KH + kh) * g.KW + kw) * cols + n * ohw;
@@ -102,6 +102,118 @@ void col2im(T* din, const T* col, const ConvGeom& g, int n0, int nb, ThreadPool*
   else body(0, g.C, 0);
 }
 
+// The dense form: every (output pixel po, input pixel pi) pair whose offset is a kernel tap is one
+// (O, C) block of a weight matrix wd (OHW*O, HW*C); the rest of wd is zero. With fewer input pixels
+// than taps it has fewer multiplies than im2col (on a 2x2 board a 3x3 kernel's im2col is 5/9 zero
+// padding, the dense form 16 of 36 blocks). Workspace, in order: x (HW*C, N) the input gathered
+// pixel-major, wd, dwd (its gradient), y (OHW*O, N) the output (or its gradient) before scattering.
+template <typename T>
+struct Dense {
+  std::int64_t K, M;  // HW*C and OHW*O
+  T *x, *wd, *dwd, *y;
+  Dense(const ConvGeom& g, std::vector<T>& ws) {
+    K = static_cast<std::int64_t>(g.H) * g.W * g.C;
+    M = static_cast<std::int64_t>(g.OH()) * g.OW() * g.O;
+    ws.resize(static_cast<size_t>(conv_dense_floats(g)));
+    x = ws.data();
+    wd = x + K * g.N;
+    dwd = wd + M * K;
+    y = dwd + M * K;
+  }
+};
+
+// Calls f(po, pi, kh, kw) for every output/input pixel pair that a kernel tap connects.
+template <typename F>
+void dense_taps(const ConvGeom& g, F&& f) {
+  for (int oh = 0; oh < g.OH(); ++oh)
+    for (int ow = 0; ow < g.OW(); ++ow)
+      for (int ih = 0; ih < g.H; ++ih)
+        for (int iw = 0; iw < g.W; ++iw) {
+          const int kh = ih - oh * g.stride + g.pad, kw = iw - ow * g.stride + g.pad;
+          if (kh >= 0 && kh < g.KH && kw >= 0 && kw < g.KW) f(oh * g.OW() + ow, ih * g.W + iw, kh, kw);
+        }
+}
+
+template <typename T>
+void dense_prepare(Dense<T>& d, const T* in, const T* weight, const ConvGeom& g) {
+  const int HW = g.H * g.W;
+  for (int pi = 0; pi < HW; ++pi)
+    for (int c = 0; c < g.C; ++c) {
+      T* dst = d.x + (static_cast<std::int64_t>(pi) * g.C + c) * g.N;
+      const T* src = in + static_cast<std::int64_t>(c) * g.N * HW + pi;
+      for (int n = 0; n < g.N; ++n) dst[n] = src[static_cast<std::int64_t>(n) * HW];
+    }
+  std::fill(d.wd, d.wd + d.M * d.K, T(0));
+  dense_taps(g, [&](int po, int pi, int kh, int kw) {
+    for (int o = 0; o < g.O; ++o) {
+      T* row = d.wd + (static_cast<std::int64_t>(po) * g.O + o) * d.K + static_cast<std::int64_t>(pi) * g.C;
+      for (int c = 0; c < g.C; ++c) row[c] = weight[((static_cast<std::int64_t>(o) * g.C + c) * g.KH + kh) * g.KW + kw];
+    }
+  });
+}
+
+}  // namespace
+
+std::int64_t conv_dense_floats(const ConvGeom& g) {
+  const std::int64_t K = static_cast<std::int64_t>(g.H) * g.W * g.C, M = static_cast<std::int64_t>(g.OH()) * g.OW() * g.O;
+  return K * g.N + 2 * M * K + M * g.N;
+}
+
+namespace {
+
+template <typename T>
+void dense_forward(T* out, const T* in, const T* weight, const T* bias, const ConvGeom& g, ConvWorkspace<T>& ws,
+                   ThreadPool* pool) {
+  Dense<T> d(g, ws.col);
+  dense_prepare(d, in, weight, g);
+  gemm(false, false, static_cast<int>(d.M), g.N, static_cast<int>(d.K), T(1), d.wd, static_cast<int>(d.K), d.x, g.N,
+       T(0), d.y, g.N, pool);
+  const int OHW = g.OH() * g.OW();
+  for (int po = 0; po < OHW; ++po)
+    for (int o = 0; o < g.O; ++o) {
+      const T* src = d.y + (static_cast<std::int64_t>(po) * g.O + o) * g.N;
+      T* dst = out + static_cast<std::int64_t>(o) * g.N * OHW + po;
+      const T b = bias ? bias[o] : T(0);
+      for (int n = 0; n < g.N; ++n) dst[static_cast<std::int64_t>(n) * OHW] = src[n] + b;
+    }
+  ws.col_holds_batch = true;
+}
+
+template <typename T>
+void dense_backward(T* din, T* dweight, const T* dout, const T* in, const T* weight, const ConvGeom& g,
+                    ConvWorkspace<T>& ws, ThreadPool* pool, bool cached, bool add_din) {
+  Dense<T> d(g, ws.col);
+  if (!cached) dense_prepare(d, in, weight, g);
+  const int OHW = g.OH() * g.OW(), HW = g.H * g.W;
+  for (int po = 0; po < OHW; ++po)
+    for (int o = 0; o < g.O; ++o) {
+      T* dst = d.y + (static_cast<std::int64_t>(po) * g.O + o) * g.N;
+      const T* src = dout + static_cast<std::int64_t>(o) * g.N * OHW + po;
+      for (int n = 0; n < g.N; ++n) dst[n] = src[static_cast<std::int64_t>(n) * OHW];
+    }
+  const int M = static_cast<int>(d.M), K = static_cast<int>(d.K);
+  // dwd (M, K) = dy (M, N) . x^T, then each block added to the tap it came from (a fixed order).
+  gemm(false, true, M, K, g.N, T(1), d.y, g.N, d.x, g.N, T(0), d.dwd, K, pool);
+  dense_taps(g, [&](int po, int pi, int kh, int kw) {
+    for (int o = 0; o < g.O; ++o) {
+      const T* row = d.dwd + (static_cast<std::int64_t>(po) * g.O + o) * K + static_cast<std::int64_t>(pi) * g.C;
+      for (int c = 0; c < g.C; ++c) dweight[((static_cast<std::int64_t>(o) * g.C + c) * g.KH + kh) * g.KW + kw] += row[c];
+    }
+  });
+  if (!din) return;
+  // dx (K, N) = wd^T (K, M) . dy (M, N), into x's place (x is no longer needed), then scattered back.
+  gemm(true, false, K, g.N, M, T(1), d.wd, K, d.y, g.N, T(0), d.x, g.N, pool);
+  for (int pi = 0; pi < HW; ++pi)
+    for (int c = 0; c < g.C; ++c) {
+      const T* src = d.x + (static_cast<std::int64_t>(pi) * g.C + c) * g.N;
+      T* dst = din + static_cast<std::int64_t>(c) * g.N * HW + pi;
+      if (add_din)
+        for (int n = 0; n < g.N; ++n) dst[static_cast<std::int64_t>(n) * HW] += src[n];
+      else
+        for (int n = 0; n < g.N; ++n) dst[static_cast<std::int64_t>(n) * HW] = src[n];
+    }
+}
+
 }  // namespace
 
 template <typename T>
@@ -111,6 +223,10 @@ void conv2d_forward(T* out, const T* in, const T* weight, const T* bias, const C
   const std::int64_t ohw = static_cast<std::int64_t>(g.OH()) * g.OW();
   const int P = static_cast<int>(g.N * ohw);
   ws.col_holds_batch = false;
+  if (conv_is_dense(g)) {
+    dense_forward(out, in, weight, bias, g, ws, pool);
+    return;
+  }
   if (conv_is_pointwise(g)) {
     gemm(false, false, g.O, P, g.C, T(1), weight, g.C, in, P, T(0), out, P, pool);
   } else {
@@ -134,7 +250,7 @@ void conv2d_forward(T* out, const T* in, const T* weight, const T* bias, const C
 
 template <typename T>
 void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, const ConvGeom& g,
-                     ConvWorkspace<T>& ws, ThreadPool* pool, bool reuse_col) {
+                     ConvWorkspace<T>& ws, ThreadPool* pool, bool reuse_col, bool add_din) {
   const bool cached = reuse_col && ws.col_holds_batch;
   ws.col_holds_batch = false;  // the buffer is reused for dcol below
   const int K = g.C * g.KH * g.KW;
@@ -147,10 +263,14 @@ void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, c
       for (int p = 0; p < P; ++p) acc += s[p];
       dbias[o] += acc;
     }
+  if (conv_is_dense(g)) {
+    dense_backward(din, dweight, dout, in, weight, g, ws, pool, cached, add_din);
+    return;
+  }
   if (conv_is_pointwise(g)) {
     // dweight (O, C) += dout (O, P) . in^T (P, C);  din (C, P) = weight^T (C, O) . dout (O, P)
     gemm(false, true, g.O, g.C, P, T(1), dout, P, in, P, T(1), dweight, g.C, pool);
-    if (din) gemm(true, false, g.C, P, g.O, T(1), weight, g.C, dout, P, T(0), din, P, pool);
+    if (din) gemm(true, false, g.C, P, g.O, T(1), weight, g.C, dout, P, add_din ? T(1) : T(0), din, P, pool);
     return;
   }
   const int chunk = conv_chunk_samples(g);
@@ -165,7 +285,7 @@ void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, c
     if (din) {
       // dcol (K, cols) = weight^T (K, O) . dout (O, cols), reusing the col buffer
       gemm(true, false, K, cols, g.O, T(1), weight, K, dchunk, P, T(0), ws.col.data(), cols, pool);
-      col2im(din, ws.col.data(), g, n0, nb, pool);
+      col2im(din, ws.col.data(), g, n0, nb, pool, add_din);
     }
   }
 }
@@ -175,8 +295,8 @@ template void conv2d_forward<float>(float*, const float*, const float*, const fl
 template void conv2d_forward<double>(double*, const double*, const double*, const double*, const ConvGeom&,
                                      ConvWorkspace<double>&, ThreadPool*);
 template void conv2d_backward<float>(float*, float*, float*, const float*, const float*, const float*, const ConvGeom&,
-                                     ConvWorkspace<float>&, ThreadPool*, bool);
+                                     ConvWorkspace<float>&, ThreadPool*, bool, bool);
 template void conv2d_backward<double>(double*, double*, double*, const double*, const double*, const double*,
-                                      const ConvGeom&, ConvWorkspace<double>&, ThreadPool*, bool);
+                                      const ConvGeom&, ConvWorkspace<double>&, ThreadPool*, bool, bool);
 
 }  // namespace tb

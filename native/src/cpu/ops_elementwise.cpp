@@ -3,6 +3,7 @@
 #include "core/rng.h"
 #include "core/threads.h"
 #include "cpu/ops.h"
+#include "cpu/simd_clones.h"
 
 namespace tb {
 
@@ -120,24 +121,33 @@ void split(std::int64_t n, ThreadPool* pool, F&& f) {
   else body(0, n, 0);
 }
 
+// The training path's chunks, with AVX-512 and AVX2 clones (cpu/simd_clones.h).
+TB_SIMD_CLONES void relu_forward_chunk(float* out, const float* in, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+}
+TB_SIMD_CLONES void relu_backward_chunk(float* din, const float* dout, const float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) din[i] = out[i] > 0.0f ? dout[i] : 0.0f;
+}
+TB_SIMD_CLONES void add_chunk(float* out, const float* a, const float* b, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
 }  // namespace
 
 void relu_forward(float* out, const float* in, std::int64_t n, ThreadPool* pool) {
-  split(n, pool, [&](std::int64_t b, std::int64_t e) { relu_forward(out + b, in + b, e - b); });
+  split(n, pool, [&](std::int64_t b, std::int64_t e) { relu_forward_chunk(out + b, in + b, e - b); });
 }
 
 void relu_backward(float* din, const float* dout, const float* out, std::int64_t n, ThreadPool* pool) {
-  split(n, pool, [&](std::int64_t b, std::int64_t e) { relu_backward(din + b, dout + b, out + b, e - b); });
+  split(n, pool, [&](std::int64_t b, std::int64_t e) { relu_backward_chunk(din + b, dout + b, out + b, e - b); });
 }
 
 void add_forward(float* out, const float* a, const float* b, std::int64_t n, ThreadPool* pool) {
-  split(n, pool, [&](std::int64_t lo, std::int64_t hi) { add_forward(out + lo, a + lo, b + lo, hi - lo); });
+  split(n, pool, [&](std::int64_t lo, std::int64_t hi) { add_chunk(out + lo, a + lo, b + lo, hi - lo); });
 }
 
 void add_into(float* acc, const float* x, std::int64_t n, ThreadPool* pool) {
-  split(n, pool, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) acc[i] += x[i];
-  });
+  split(n, pool, [&](std::int64_t b, std::int64_t e) { add_chunk(acc + b, acc + b, x + b, e - b); });
 }
 
 void copy_values(float* out, const float* in, std::int64_t n, ThreadPool* pool) {

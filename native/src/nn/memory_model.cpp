@@ -22,9 +22,11 @@ Json MemoryBreakdown::to_json() const {
 }
 
 // Mirrors conv2d_forward (cpu/ops_conv.cpp): no workspace for 1x1 stride-1 convolutions (the input is the
-// im2col matrix), else one im2col chunk; the output is written in place.
+// im2col matrix), the dense form's buffers for convolutions on fewer pixels than taps, else one im2col
+// chunk; the output is written in place.
 static std::int64_t conv_workspace_floats(const ConvGeom& g) {
   if (conv_is_pointwise(g)) return 0;
+  if (conv_is_dense(g)) return conv_dense_floats(g);
   return static_cast<std::int64_t>(conv_chunk_samples(g)) * g.C * g.KH * g.KW * g.OH() * g.OW();
 }
 

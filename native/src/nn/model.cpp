@@ -406,9 +406,13 @@ void Model::backward(ThreadPool* pool) {
         if (!need_din) {
           conv2d_backward<float>(nullptr, G + n.weight, db, dout, src.out.data(), P + n.weight, n.geom, n.ws, pool, true);
         } else {
-          to_input(0, in_count, [&](float* din) {
-            conv2d_backward(din, G + n.weight, db, dout, src.out.data(), P + n.weight, n.geom, n.ws, pool, true);
-          });
+          // A second consumer's gradient is added by the convolution itself (GEMM with beta 1, col2im
+          // without clearing), not written to scratch and added in another pass.
+          Node& in = nodes_[n.inputs[0]];
+          const bool add_din = in.grad_written;
+          in.grad_written = true;
+          conv2d_backward(in.grad.data(), G + n.weight, db, dout, src.out.data(), P + n.weight, n.geom, n.ws, pool, true,
+                          add_din);
         }
         break;
       }
@@ -434,10 +438,19 @@ void Model::backward(ThreadPool* pool) {
         }
         to_input(0, in_count, [&](float* din) { relu_backward(din, dout, n.out.data(), count, pool); });
         break;
-      case NodeKind::Add:
-        to_input(0, in_count, [&](float* din) { copy_values(din, dout, count, pool); });
+      case NodeKind::Add: {
+        // Both inputs get this gradient. The first input's buffer, when nothing wrote it yet, is swapped
+        // with this node's (no copy; `dout` still points at the data, now owned by the input).
+        Node& a = nodes_[n.inputs[0]];
+        if (!a.grad_written && a.kind != NodeKind::Input && n.inputs[0] != n.inputs[1]) {
+          a.grad.swap(n.grad);
+          a.grad_written = true;
+        } else {
+          to_input(0, in_count, [&](float* din) { copy_values(din, dout, count, pool); });
+        }
         to_input(1, in_count, [&](float* din) { copy_values(din, dout, count, pool); });
         break;
+      }
       case NodeKind::GlobalAvgPool:
         to_input(0, in_count, [&](float* din) {
           if (src.channel_major) global_avgpool_cnhw_backward(din, dout, B, src.dims.c, src.dims.h * src.dims.w);

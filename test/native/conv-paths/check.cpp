@@ -1,0 +1,128 @@
+// The convolution's three paths (cpu/ops_conv.cpp): the dense form for fewer input pixels than
+// kernel taps, the pointwise GEMM and im2col. Checks forward, input, weight and bias gradients
+// against a direct double-precision convolution on random shapes, in double (to 1e-12) and in
+// float (to 1e-4), with and without the workspace the forward left for the backward, and with the
+// input gradient written or added to what another consumer left there (add_din).
+// Prints the worst error per path; exits 1 on a mismatch.
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/threads.h"
+#include "cpu/ops.h"
+
+using namespace tb;
+using Vec = std::vector<double>;
+
+// y (O, N, OH, OW) and, given r = dL/dy, dx (C, N, H, W), dw (O, C, KH, KW), db (O): channel-major, as the engine.
+static void direct(const ConvGeom& g, const Vec& x, const Vec& w, const Vec& b, const Vec& r, Vec& y, Vec& dx, Vec& dw,
+                   Vec& db) {
+  const int OH = g.OH(), OW = g.OW();
+  y.assign(static_cast<size_t>(g.O) * g.N * OH * OW, 0.0);
+  dx.assign(x.size(), 0.0);
+  dw.assign(w.size(), 0.0);
+  db.assign(g.O, 0.0);
+  for (int o = 0; o < g.O; ++o)
+    for (int n = 0; n < g.N; ++n)
+      for (int oh = 0; oh < OH; ++oh)
+        for (int ow = 0; ow < OW; ++ow) {
+          const size_t yi = ((static_cast<size_t>(o) * g.N + n) * OH + oh) * OW + ow;
+          double s = b[o];
+          for (int c = 0; c < g.C; ++c)
+            for (int kh = 0; kh < g.KH; ++kh)
+              for (int kw = 0; kw < g.KW; ++kw) {
+                const int ih = oh * g.stride - g.pad + kh, iw = ow * g.stride - g.pad + kw;
+                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                const size_t xi = ((static_cast<size_t>(c) * g.N + n) * g.H + ih) * g.W + iw;
+                const size_t wi = ((static_cast<size_t>(o) * g.C + c) * g.KH + kh) * g.KW + kw;
+                s += w[wi] * x[xi];
+                dx[xi] += w[wi] * r[yi];
+                dw[wi] += x[xi] * r[yi];
+              }
+          y[yi] = s;
+          db[o] += r[yi];
+        }
+}
+
+template <typename T>
+static double worst(const std::vector<T>& got, const Vec& want) {
+  double e = 0;
+  for (size_t i = 0; i < want.size(); ++i) e = std::fmax(e, std::fabs(got[i] - want[i]) / (std::fabs(want[i]) + 1.0));
+  return got.size() == want.size() ? e : INFINITY;
+}
+
+// Runs the engine's convolution in T and returns the worst relative error over y, dx, dw, db.
+template <typename T>
+static double engine_error(const ConvGeom& g, const Vec& x, const Vec& w, const Vec& b, const Vec& r, bool reuse,
+                           bool add_din, ThreadPool* pool) {
+  Vec y, dx, dw, db;
+  direct(g, x, w, b, r, y, dx, dw, db);
+  std::vector<T> xt(x.begin(), x.end()), wt(w.begin(), w.end()), bt(b.begin(), b.end()), rt(r.begin(), r.end());
+  std::vector<T> yt(y.size()), dxt(x.size()), dwt(w.size(), T(0)), dbt(b.size(), T(0));
+  if (add_din) {
+    // Another consumer's gradient already in din: the result must be it plus this one.
+    for (size_t i = 0; i < dx.size(); ++i) {
+      dxt[i] = static_cast<T>(0.5 - static_cast<double>(i % 7) / 7);
+      dx[i] += static_cast<double>(dxt[i]);
+    }
+  }
+  ConvWorkspace<T> ws;
+  conv2d_forward(yt.data(), xt.data(), wt.data(), bt.data(), g, ws, pool);
+  conv2d_backward(dxt.data(), dwt.data(), dbt.data(), rt.data(), xt.data(), wt.data(), g, ws, pool, reuse, add_din);
+  return std::fmax(std::fmax(worst(yt, y), worst(dxt, dx)), std::fmax(worst(dwt, dw), worst(dbt, db)));
+}
+
+enum class Path { Dense, Pointwise, Im2col };
+
+static Path path_of(const ConvGeom& g) {
+  return conv_is_dense(g) ? Path::Dense : conv_is_pointwise(g) ? Path::Pointwise : Path::Im2col;
+}
+
+int main() {
+  ThreadPool pool(2);
+  Rng rng(2026);
+  const char* names[] = {"dense", "pointwise", "im2col"};
+  double worst_double[3] = {}, worst_float[3] = {};
+  int checked[3] = {};
+  constexpr int kPerPath = 24;
+  for (int trial = 0; trial < 100000; ++trial) {
+    ConvGeom g{};
+    const bool small = trial % 2 == 0;  // half the draws aim at the dense path
+    g.KH = small ? 2 + static_cast<int>(rng.below(3)) : 1 + static_cast<int>(rng.below(3));
+    g.KW = rng.uniform() < 0.7 ? g.KH : 1 + static_cast<int>(rng.below(4));
+    g.H = 1 + static_cast<int>(rng.below(small ? 3 : 6));
+    g.W = 1 + static_cast<int>(rng.below(small ? 3 : 6));
+    g.pad = static_cast<int>(rng.below(static_cast<std::uint64_t>(std::min(g.KH, g.KW))));
+    g.stride = rng.uniform() < 0.6 ? 1 : 2;
+    g.N = 1 + static_cast<int>(rng.below(40));
+    g.C = 1 + static_cast<int>(rng.below(9));
+    g.O = 1 + static_cast<int>(rng.below(9));
+    if (g.H + 2 * g.pad < g.KH || g.W + 2 * g.pad < g.KW) continue;
+    const int p = static_cast<int>(path_of(g));
+    if (checked[p] == kPerPath) continue;
+    Vec x(static_cast<size_t>(g.C) * g.N * g.H * g.W), w(static_cast<size_t>(g.O) * g.C * g.KH * g.KW), b(g.O),
+        r(static_cast<size_t>(g.O) * g.N * g.OH() * g.OW());
+    for (Vec* v : {&x, &w, &b, &r})
+      for (double& e : *v) e = rng.uniform(-1, 1);
+    const bool reuse = checked[p] % 2 == 0, add_din = checked[p] % 4 >= 2;
+    const double ed = engine_error<double>(g, x, w, b, r, reuse, add_din, &pool);
+    const double ef = engine_error<float>(g, x, w, b, r, reuse, add_din, &pool);
+    worst_double[p] = std::fmax(worst_double[p], ed);
+    worst_float[p] = std::fmax(worst_float[p], ef);
+    if (!(ed < 1e-12) || !(ef < 1e-4)) {
+      std::printf("MISMATCH %s N=%d C=%d H=%d W=%d O=%d k=%dx%d stride=%d pad=%d reuse=%d add_din=%d: double %.2e float %.2e\n",
+                  names[p], g.N, g.C, g.H, g.W, g.O, g.KH, g.KW, g.stride, g.pad, reuse, add_din, ed, ef);
+      return 1;
+    }
+    ++checked[p];
+    if (checked[0] == kPerPath && checked[1] == kPerPath && checked[2] == kPerPath) break;
+  }
+  bool all = true;
+  for (int p = 0; p < 3; ++p) {
+    std::printf("checked %d %s convolutions: worst relative error double %.2e, float %.2e\n", checked[p], names[p],
+                worst_double[p], worst_float[p]);
+    all &= checked[p] == kPerPath;
+  }
+  return all ? 0 : 1;
+}
