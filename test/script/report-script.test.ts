@@ -83,7 +83,7 @@ describe('an ADR report from runs of your own command', () => {
     expect(md).toMatch(/### Attempt 3: dataloader\.num_workers 0 -> 2 \(wizard trial 1/);
     expect(md).toContain(`The wizard's verdict (\`${ids.wizard}\`)`);
     const names = report.figures.map((f) => f.name);
-    expect(names).toEqual(expect.arrayContaining(['script-phases.svg', 'script-throughput.svg', `script-batch-size-${ids.search}.svg`]));
+    expect(names).toEqual(expect.arrayContaining(['script-phases.svg', 'script-throughput.svg', `script-batch-size-${ids.search}.svg`, `script-trials-${ids.wizard}.svg`]));
     expect(existsSync(path.join(ws.dir, 'reports'))).toBe(true);
   });
 

@@ -12,7 +12,7 @@ import type { RunEnvironment } from '../../api/run-record';
 import type { ScriptTarget } from '../../api/script-target';
 import { commandText } from '../script/script-benchmark';
 import type { Interval } from '../stats/bootstrap';
-import { ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
+import { medianInterval, ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
 import type { Decision } from '../stats/decision';
 import { decide } from '../stats/decision';
 import { code, figureLink, fmt, MiB, signedPercent, table } from './markdown';
@@ -313,6 +313,26 @@ function searchBody(n: number, run: ScriptBatchRun): { body: string; figure: Fig
   };
 }
 
+/** Samples/s of the wizard's baseline and of each candidate it measured, with their intervals. */
+function wizardFigure(run: ScriptOptimiseRun): FigureSpec | null {
+  const r = run.result;
+  const items = [{ label: '0. baseline', ci: r.baseline.samplesPerSec }];
+  for (const t of r.trials) if (t.candidateSamplesPerSec.length) items.push({ label: `${t.index}. ${t.change.label}`, ci: medianInterval(t.candidateSamplesPerSec) });
+  if (items.length < 2) return null;
+  const batch = r.loader?.batch_size ?? 0;
+  const inputs = items.map((i) => ({
+    title: i.label,
+    device: r.baseline.device,
+    batchSize: batch,
+    accumulation: 1,
+    phasesMs: r.baseline.phasesMs,
+    samplesPerSecCi: i.ci,
+    stepTime: { steadyStateMeanMs: r.baseline.stepMs, wallClockMeanMs: r.baseline.stepMs, note: '' },
+  }));
+  const labels = items.map((i) => i.label);
+  return { name: `script-trials-${run.id}.svg`, title: 'Samples/s of each configuration the wizard measured', alt: throughputLabel(inputs, labels), runId: run.id, option: throughputOption(inputs, labels), height: 380 };
+}
+
 function attemptsOutput(input: ReportInput): SectionOutput {
   const blocks: SectionOutput['blocks'] = [];
   const figures: FigureSpec[] = [];
@@ -326,10 +346,16 @@ function attemptsOutput(input: ReportInput): SectionOutput {
       figures.push(s.figure);
     } else if (run.kind === 'script-optimise') {
       const r = run.result;
+      const trialsFigure = wizardFigure(run);
+      if (trialsFigure) figures.push(trialsFigure);
+      const phases = PHASE_NAMES_WITH_OTHER.map((p) => `${p} ${fmt(r.baseline.phasesMs[p], 'ms')} (${fmt(r.baseline.phasesPercent[p], '%')})`).join(', ');
       blocks.push({
         id: `script-wizard-baseline-${run.id}`,
         lead: '',
-        body: `The wizard (${code(run.id)}, preset ${r.preset}) measured its baseline ${r.repeat} times: ${fmt(r.baseline.samplesPerSec.median, 'samples/s')} (95% CI ${ci(r.baseline.samplesPerSec)}), noise floor ${fmt(100 * r.baseline.noiseFloor, '%')}; the script's own loader: ${r.loader ? Object.entries(r.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}.`,
+        body: [
+          `The wizard (${code(run.id)}, preset ${r.preset}) measured its baseline ${r.repeat} times: ${fmt(r.baseline.samplesPerSec.median, 'samples/s')} (95% CI ${ci(r.baseline.samplesPerSec)}), noise floor ${fmt(100 * r.baseline.noiseFloor, '%')}, step ${fmt(r.baseline.stepMs, 'ms')} on ${r.baseline.device}: ${phases}. The script's own loader: ${r.loader ? Object.entries(r.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}.`,
+          ...(trialsFigure ? ['', figureLink(trialsFigure.alt, trialsFigure.name)] : []),
+        ].join('\n'),
       });
       for (const t of r.trials) blocks.push({ id: `script-attempt-${run.id}-${t.index}`, lead: '', body: wizardAttemptBody(++n, run.id, t, 'The script said') });
       if (r.skipped.length) blocks.push({ id: `script-skipped-${run.id}`, lead: '', body: ['Changes the wizard did not try:', '', ...r.skipped.map((x) => `- ${x.change.label}: ${x.why}.`)].join('\n') });
