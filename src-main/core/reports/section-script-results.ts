@@ -1,0 +1,284 @@
+// The measured parts of a report about the user's own command: the benchmarks' phases and whole
+// training runs, one attempt per later benchmark, search and wizard trial, and the decision
+// written as the settings to put in the script.
+import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
+import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
+import { phaseStackLabel, phaseStackOption, throughputLabel, throughputOption } from '../../api/charts/benchmark-charts';
+import { scriptBatchSizeLabel, scriptBatchSizeOption } from '../../api/charts/script-batch-size-charts';
+import { scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/script-run-charts';
+import { overrideCode } from '../../api/script-override-code';
+import { commandText } from '../script/script-benchmark';
+import type { Interval } from '../stats/bootstrap';
+import { medianInterval, ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
+import type { Decision } from '../stats/decision';
+import { decide } from '../stats/decision';
+import { code, figureLink, fmt, MiB, table } from './markdown';
+import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
+import type { ScriptBatchRun, ScriptBenchmarkRun, ScriptOptimiseRun, ScriptTrainRun } from './report-runs';
+import { benchmarks, ci, overridesOf, overridesText, speedupText } from './script-report-text';
+import { CONCLUSIONS } from './section-attempts';
+import { trialConclusion, wizardAttemptBody } from './section-optimise';
+import { telemetryFigures } from './telemetry-figures';
+
+function chartInputs(runs: readonly ScriptBenchmarkRun[]): { inputs: BenchmarkChartInput[]; labels: string[] } {
+  const inputs = runs.map((r) => ({
+    title: r.result.title,
+    device: r.result.device,
+    batchSize: r.result.batchSize ?? 0,
+    accumulation: 1,
+    phasesMs: r.result.phasesMs,
+    samplesPerSecCi: r.result.samplesPerSecCi,
+    stepTime: r.result.stepTime,
+  }));
+  return { inputs, labels: runs.map((r, i) => `${i + 1}. ${Object.keys(r.result.overrides).length ? overridesText(r.result.overrides) : 'as is'}`) };
+}
+
+/** A whole training run of the command: its numbers, its loss and throughput over steps, its telemetry. */
+function trainPart(run: ScriptTrainRun): { body: string; figures: FigureSpec[] } {
+  const r = run.result;
+  const curves = scriptRunCurves(r.series);
+  const labels = scriptRunLabels(curves);
+  const figures: FigureSpec[] = [
+    { name: `script-run-throughput-${run.id}.svg`, title: 'Samples/s and data wait over steps', alt: labels.throughput, runId: run.id, option: scriptThroughputOption(curves.rate, curves.dataWait) },
+    ...(curves.loss.length ? [{ name: `script-run-loss-${run.id}.svg`, title: 'Training loss over steps', alt: labels.loss, runId: run.id, option: scriptLossOption(curves.loss) }] : []),
+  ];
+  const telemetry = telemetryFigures(run.id, run.telemetry);
+  const rows = [
+    ['steps (rank 0)', String(r.steps)],
+    ['ended', r.ended === 'exit' ? `on its own, exit code ${String(r.exitCode)}` : r.ended === 'maxSteps' ? 'stopped by the probe at --max-steps' : `with an error${r.signal ? ` (${r.signal})` : ''}`],
+    ['samples/s after the warm-up (sum over ranks)', r.samplesPerSec === undefined ? 'no step after the warm-up' : fmt(r.samplesPerSec)],
+    ['step, steady state', r.stepTime.steadyStateMeanMs === null ? 'n/a' : fmt(r.stepTime.steadyStateMeanMs, 'ms')],
+    ['data wait', r.dataWait ? `${fmt(r.dataWait.msPerStep, 'ms')} (${fmt(r.dataWait.percent, '%')})` : 'not measured'],
+    ['last training loss', r.lastLoss ? `${fmt(r.lastLoss.value)} at step ${r.lastLoss.step}` : (r.lossNote ?? 'not read')],
+    ['CUDA peak memory', r.peakMemory.cudaPeakBytes === null ? 'no CUDA' : fmt(r.peakMemory.cudaPeakBytes / MiB, 'MiB')],
+    ['wall clock', fmt(r.seconds, 's')],
+  ];
+  return {
+    body: [
+      `### Training run ${code(run.id)} (overrides ${overridesText(r.overrides)})`,
+      '',
+      table(['Metric', 'Value'], rows),
+      ...(r.lossNote && r.lastLoss ? ['', `Loss: ${r.lossNote}`] : []),
+      '',
+      ...figures.map((f) => figureLink(f.alt, f.name)),
+      ...(telemetry.lines.length ? ['', ...telemetry.lines] : []),
+    ].join('\n'),
+    figures: [...figures, ...telemetry.figures],
+  };
+}
+
+export function phasesPart(input: ReportInput): { body: string; figures: FigureSpec[] } {
+  const trains = input.scripts.filter((r): r is ScriptTrainRun => r.kind === 'script-train').map(trainPart);
+  const bench = benchmarkPhases(input);
+  return { body: [bench.body, ...trains.map((t) => t.body)].filter(Boolean).join('\n\n'), figures: [...bench.figures, ...trains.flatMap((t) => t.figures)] };
+}
+
+function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpec[] } {
+  const runs = benchmarks(input);
+  if (!runs.length) {
+    const wizard = input.scripts.some((r) => r.kind === 'script-optimise');
+    return { body: wizard ? "No benchmark of your command among these runs: the wizard's baseline below is the reference." : '', figures: [] };
+  }
+  const { inputs, labels } = chartInputs(runs);
+  const metrics = table(
+    ['Metric', ...labels],
+    [
+      ['samples/s, median (sum over ranks)', ...runs.map((r) => fmt(r.result.samplesPerSec))],
+      ['samples/s, 95% CI', ...runs.map((r) => ci(r.result.samplesPerSecCi))],
+      ['batch (from the batch tensors)', ...runs.map((r) => (r.result.batchSize === null ? 'not seen' : String(r.result.batchSize)))],
+      ['step, steady state', ...runs.map((r) => fmt(r.result.stepTime.steadyStateMeanMs, 'ms'))],
+      ['data wait (slowest rank)', ...runs.map((r) => `${fmt(r.result.dataWait.msPerStep, 'ms')} (${fmt(r.result.dataWait.percent, '%')})`)],
+      ['CUDA peak memory', ...runs.map((r) => (r.result.memory.cudaPeakBytes === null ? 'no CUDA' : fmt(r.result.memory.cudaPeakBytes / MiB, 'MiB')))],
+      ['timing', ...runs.map((r) => r.result.ranks[0]?.timing ?? 'n/a')],
+    ],
+  );
+  const phases = table(['Phase (ms per step)', ...labels], PHASE_NAMES_WITH_OTHER.map((p) => [p, ...runs.map((r) => `${fmt(r.result.phasesMs[p])} (${fmt(r.result.phasesPercent[p], '%')})`)]));
+  const figures: FigureSpec[] = [
+    { name: 'script-phases.svg', title: 'Time per step by phase, your command', alt: phaseStackLabel(inputs, labels), runId: runs.length === 1 ? runs[0].id : null, option: phaseStackOption(inputs, labels) },
+    { name: 'script-throughput.svg', title: 'Samples/s with 95% CI, your command', alt: throughputLabel(inputs, labels), runId: runs.length === 1 ? runs[0].id : null, option: throughputOption(inputs, labels) },
+  ];
+  const telemetry = runs.map((r) => telemetryFigures(r.id, r.telemetry));
+  const findings = runs.flatMap((r, i) => r.result.findings.map((f) => `- ${labels[i]}: ${f.text}`));
+  return {
+    body: [
+      `Baseline: ${code(runs[0].id)}${runs.length > 1 ? '; the others are attempts against it' : ''}.`,
+      '',
+      metrics,
+      '',
+      phases,
+      '',
+      runs[0].result.phaseNote,
+      '',
+      ...figures.map((f) => figureLink(f.alt, f.name)),
+      ...(findings.length ? ['', 'Findings:', '', ...findings] : []),
+      ...telemetry.flatMap((t) => (t.lines.length ? ['', ...t.lines] : [])),
+    ].join('\n'),
+    figures: [...figures, ...telemetry.flatMap((t) => t.figures)],
+  };
+}
+
+interface ScriptBenchmarkAttempt {
+  run: ScriptBenchmarkRun;
+  speedup: Interval;
+  decision: Decision;
+  why: string;
+}
+
+/** A later benchmark of the same command against the first: ratio of medians over the launches. */
+function benchmarkAttempts(input: ReportInput): ScriptBenchmarkAttempt[] {
+  const [baseline, ...rest] = benchmarks(input);
+  if (!baseline) return [];
+  const sameCommand = (r: ScriptBenchmarkRun) => commandText(r.result.target) === commandText(baseline.result.target);
+  return rest.filter(sameCommand).map((run) => {
+    const speedup = ratioInterval(
+      baseline.result.repetitions.map((x) => x.samplesPerSec),
+      run.result.repetitions.map((x) => x.samplesPerSec),
+    );
+    return { run, speedup, ...decide(speedup, relativeHalfWidth(baseline.result.samplesPerSecCi)) };
+  });
+}
+
+function benchmarkAttemptBody(n: number, a: ScriptBenchmarkAttempt, baseline: ScriptBenchmarkRun): string {
+  const b = baseline.result;
+  const r = a.run.result;
+  return [
+    `### Attempt ${n}: ${overridesText(r.overrides)} (${code(a.run.id)})`,
+    '',
+    `**Configuration**: overrides ${overridesText(r.overrides)} against the baseline's ${overridesText(b.overrides)}; applied where the probe reported: ${r.applied.map((x) => `${x.key}=${String(x.value)} (${x.where})`).join(', ') || 'nothing to apply'}.`,
+    '',
+    '**Results**:',
+    '',
+    table(
+      ['Metric', 'Baseline', 'Attempt'],
+      [
+        ['samples/s, median', fmt(b.samplesPerSec), fmt(r.samplesPerSec)],
+        ['samples/s, 95% CI', ci(b.samplesPerSecCi), ci(r.samplesPerSecCi)],
+        ['data wait', fmt(b.dataWait.percent, '%'), fmt(r.dataWait.percent, '%')],
+        ['launches', String(b.repeat), String(r.repeat)],
+      ],
+    ),
+    '',
+    `**Analysis**: speedup ${speedupText(a.speedup)}; ${a.why}.`,
+    '',
+    `**Conclusion**: ${CONCLUSIONS[a.decision]}`,
+  ].join('\n');
+}
+
+function searchBody(n: number, run: ScriptBatchRun): { body: string; figure: FigureSpec } {
+  const r = run.result;
+  const usable = r.cudaTotalBytes ? r.cudaTotalBytes * (1 - r.headroom) : null;
+  const figure: FigureSpec = { name: `script-batch-size-${run.id}.svg`, title: 'Samples/s by batch size, your command', alt: scriptBatchSizeLabel(r.trials), runId: run.id, option: scriptBatchSizeOption(r.trials, usable) };
+  const rows = r.trials.map((t) => [String(t.batchSize), t.outcome, t.samplesPerSec === null ? '-' : fmt(t.samplesPerSec), t.cudaPeakBytes === null ? '-' : fmt(t.cudaPeakBytes / MiB, 'MiB'), t.fits ? 'yes' : 'no', t.message ?? '']);
+  return {
+    body: [
+      `### Attempt ${n}: the largest batch your command trains (${code(run.id)})`,
+      '',
+      `**Configuration**: dataloader.batch_size varied from ${r.trials[0]?.batchSize ?? '?'} (doubling to the first failure, then bisecting), other overrides ${overridesText(overridesOf(run))}; ${r.device === 'cpu' ? 'on the CPU a batch fits when it trains' : `a batch fits when its CUDA peak leaves ${fmt(100 * r.headroom, '%')} of the ${fmt((r.cudaTotalBytes ?? 0) / MiB, 'MiB')} free`}.`,
+      '',
+      table(['Batch', 'Outcome', 'samples/s', 'CUDA peak', 'Fits', 'Message'], rows),
+      '',
+      figureLink(figure.alt, figure.name),
+      '',
+      `**Conclusion**: ${r.verdict}. A larger batch changes the training recipe (learning rate, schedule): treat it as a proposal to validate on the loss, not a free speedup.`,
+    ].join('\n'),
+    figure,
+  };
+}
+
+/** Samples/s of the wizard's baseline and of each candidate it measured, with their intervals. */
+function wizardFigure(run: ScriptOptimiseRun): FigureSpec | null {
+  const r = run.result;
+  const items = [{ label: '0. baseline', ci: r.baseline.samplesPerSec }];
+  for (const t of r.trials) if (t.candidateSamplesPerSec.length) items.push({ label: `${t.index}. ${t.change.label}`, ci: medianInterval(t.candidateSamplesPerSec) });
+  if (items.length < 2) return null;
+  const batch = r.loader?.batch_size ?? 0;
+  const inputs = items.map((i) => ({
+    title: i.label,
+    device: r.baseline.device,
+    batchSize: batch,
+    accumulation: 1,
+    phasesMs: r.baseline.phasesMs,
+    samplesPerSecCi: i.ci,
+    stepTime: { steadyStateMeanMs: r.baseline.stepMs, wallClockMeanMs: r.baseline.stepMs, note: '' },
+  }));
+  const labels = items.map((i) => i.label);
+  return { name: `script-trials-${run.id}.svg`, title: 'Samples/s of each configuration the wizard measured', alt: throughputLabel(inputs, labels), runId: run.id, option: throughputOption(inputs, labels), height: 380 };
+}
+
+export function attemptsOutput(input: ReportInput): SectionOutput {
+  const blocks: SectionOutput['blocks'] = [];
+  const figures: FigureSpec[] = [];
+  const baseline = benchmarks(input)[0];
+  let n = 0;
+  for (const a of benchmarkAttempts(input)) blocks.push({ id: `script-attempt-${a.run.id}`, lead: '', body: benchmarkAttemptBody(++n, a, baseline) });
+  for (const run of input.scripts) {
+    if (run.kind === 'script-batch-search') {
+      const s = searchBody(++n, run);
+      blocks.push({ id: `script-attempt-${run.id}`, lead: '', body: s.body });
+      figures.push(s.figure);
+    } else if (run.kind === 'script-optimise') {
+      const r = run.result;
+      const trialsFigure = wizardFigure(run);
+      if (trialsFigure) figures.push(trialsFigure);
+      const phases = PHASE_NAMES_WITH_OTHER.map((p) => `${p} ${fmt(r.baseline.phasesMs[p], 'ms')} (${fmt(r.baseline.phasesPercent[p], '%')})`).join(', ');
+      blocks.push({
+        id: `script-wizard-baseline-${run.id}`,
+        lead: '',
+        body: [
+          `The wizard (${code(run.id)}, preset ${r.preset}) measured its baseline ${r.repeat} times: ${fmt(r.baseline.samplesPerSec.median, 'samples/s')} (95% CI ${ci(r.baseline.samplesPerSec)}), noise floor ${fmt(100 * r.baseline.noiseFloor, '%')}, step ${fmt(r.baseline.stepMs, 'ms')} on ${r.baseline.device}: ${phases}. The script's own loader: ${r.loader ? Object.entries(r.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}.`,
+          ...(trialsFigure ? ['', figureLink(trialsFigure.alt, trialsFigure.name)] : []),
+        ].join('\n'),
+      });
+      for (const t of r.trials) blocks.push({ id: `script-attempt-${run.id}-${t.index}`, lead: '', body: wizardAttemptBody(++n, run.id, t, 'The script said') });
+      if (r.skipped.length) blocks.push({ id: `script-skipped-${run.id}`, lead: '', body: ['Changes the wizard did not try:', '', ...r.skipped.map((x) => `- ${x.change.label}: ${x.why}.`)].join('\n') });
+    }
+  }
+  if (!blocks.length) blocks.push({ id: 'script-attempts', lead: '', body: 'One benchmark of your command and nothing measured against it: no attempt to report.' });
+  return { blocks, figures, notes: [] };
+}
+
+/** The baseline's value of a setting: its override, else what the script's first DataLoader was made with. */
+function asRun(run: ScriptOptimiseRun, key: string): string {
+  const o = run.result.baseline.overrides[key];
+  if (o !== undefined) return `${String(o)} (overridden)`;
+  const loader = run.result.loader as Record<string, unknown> | null;
+  const made = key.startsWith('dataloader.') ? loader?.[key.slice('dataloader.'.length)] : undefined;
+  return made === undefined || made === null ? 'not seen by the probe' : String(made);
+}
+
+export function decisionBody(input: ReportInput): string {
+  const lines: string[] = [];
+  for (const run of input.scripts.filter((r): r is ScriptOptimiseRun => r.kind === 'script-optimise')) {
+    const f = run.result.final;
+    const base = run.result.baseline.overrides;
+    lines.push(`The wizard's verdict (${code(run.id)}): ${f.verdict}`);
+    const changed = Object.entries(f.overrides).filter(([k, v]) => base[k] !== v);
+    if (changed.length) {
+      lines.push(
+        '',
+        `Kept, in order: ${f.changes.join('; ')}. Final against baseline, measured A/B/A/B at the end: ${speedupText(f.speedup)}; ${fmt(f.samplesPerSec.median, 'samples/s')} (95% CI ${ci(f.samplesPerSec)}).`,
+        '',
+        table(['Setting', 'In your script', 'Use'], changed.map(([k, v]) => [k, asRun(run, k), code(overrideCode({ [k]: v })[0] ?? `${k}=${String(v)}`)])),
+        '',
+        'In your script (or keep passing them with `--set`):',
+        '',
+        '```python',
+        ...overrideCode(Object.fromEntries(changed)),
+        '```',
+      );
+    } else {
+      lines.push('', 'Use: your script as it is; no change beat the noise.');
+    }
+    if (f.proposals.length) lines.push('', 'Proposed, not kept (they change the training recipe):', '', ...f.proposals.map((p) => `- ${p}`));
+    lines.push('');
+  }
+  const accepted = benchmarkAttempts(input).filter((a) => a.decision === 'accept').sort((x, y) => y.speedup.median - x.speedup.median)[0];
+  if (accepted) lines.push(`Among the benchmarks, ${code(accepted.run.id)} (${overridesText(accepted.run.result.overrides)}) is the fastest beyond the noise: ${speedupText(accepted.speedup)}.`, '');
+  for (const s of input.scripts.filter((r): r is ScriptBatchRun => r.kind === 'script-batch-search')) lines.push(`Batch size (${code(s.id)}): ${s.result.verdict}.`, '');
+  const others = benchmarkAttempts(input).filter((a) => a !== accepted);
+  for (const a of others) lines.push(`- ${code(a.run.id)} (${overridesText(a.run.result.overrides)}): ${CONCLUSIONS[a.decision]}`);
+  for (const run of input.scripts.filter((r): r is ScriptOptimiseRun => r.kind === 'script-optimise')) {
+    for (const t of run.result.trials) lines.push(`- ${t.change.label} (wizard trial ${t.index}): ${trialConclusion(t)}`);
+  }
+  return lines.join('\n').trim() || 'Nothing was measured against a baseline, so there is no decision yet: benchmark your command again with one override changed.';
+}
