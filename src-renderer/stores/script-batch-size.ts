@@ -6,8 +6,7 @@ import { ref, shallowRef } from 'vue';
 
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';
-import type { ScriptLine } from './script';
-import { SCRIPT_OUTPUT_LINES } from './script';
+import { scriptOutputBuffer } from './script';
 import type { ScriptForm } from './script-form';
 import { emptyScriptForm, scriptRequestFromForm } from './script-form';
 
@@ -58,14 +57,14 @@ export const useScriptBatchSizeStore = defineStore('script-batch-size', () => {
   const pending = shallowRef<ScriptBatchSearchRequestInput | null>(null);
   /** Trials of the running (or last) search, in the order they ran. */
   const trials = shallowRef<ScriptBatchTrial[]>([]);
-  const output = shallowRef<ScriptLine[]>([]);
+  const buffer = scriptOutputBuffer();
+  const output = buffer.lines;
   const result = shallowRef<ScriptBatchSearchResult | null>(null);
   const running = ref(false);
   const error = ref<string | null>(null);
   /** Set when the shell refuses script targets (serve mode without --allow-scripts). */
   const forbidden = ref<string | null>(null);
   const jobId = ref<string | null>(null);
-  let lineCount = 0;
 
   /** Checks the form and asks for confirmation; nothing runs yet. */
   function prepare(): void {
@@ -91,8 +90,7 @@ export const useScriptBatchSizeStore = defineStore('script-batch-size', () => {
     const id = `script-search-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
     jobId.value = id;
     trials.value = [];
-    output.value = [];
-    lineCount = 0;
+    buffer.clear();
     result.value = null;
     error.value = null;
     forbidden.value = null;
@@ -102,9 +100,7 @@ export const useScriptBatchSizeStore = defineStore('script-batch-size', () => {
     });
     const offOutput = client.on('script.output', (e: ScriptOutputEvent) => {
       if (e.jobId !== id) return;
-      lineCount += 1;
-      const next = [...output.value, { n: lineCount, stream: e.stream, repetition: e.repetition, line: e.line }];
-      output.value = next.length > SCRIPT_OUTPUT_LINES ? next.slice(next.length - SCRIPT_OUTPUT_LINES) : next;
+      buffer.push(e);
     });
     try {
       result.value = await client.call('script.findBatchSize', { ...request, jobId: id });

@@ -11,8 +11,7 @@ import type { ScriptOptimiseRun } from '../components/optimise/script-past';
 import { scriptOptimiseRun } from '../components/optimise/script-past';
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';
-import type { ScriptLine } from './script';
-import { SCRIPT_OUTPUT_LINES } from './script';
+import { scriptOutputBuffer } from './script';
 import type { ScriptForm } from './script-form';
 
 /** How often the run of a script wizard that runs elsewhere (another window, the CLI) is re-read. */
@@ -46,7 +45,8 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
   const liveBaseline = shallowRef<Pick<ScriptOptimiseBaselineEvent, 'baseline' | 'loader'> | null>(null);
   /** Its trials, each as soon as it finishes. */
   const trials = shallowRef<OptimiseTrial[]>([]);
-  const output = shallowRef<ScriptLine[]>([]);
+  const buffer = scriptOutputBuffer();
+  const output = buffer.lines;
   /** A wizard runs from this window (its script.optimise call is in flight). */
   const running = ref(false);
   /** The wizard shown runs elsewhere and is followed: its events, and its run re-read until it ends. */
@@ -55,7 +55,6 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
   const cancelled = ref(false);
   /** The shell's refusal (serve mode without --allow-scripts), word for word. */
   const forbidden = ref<string | null>(null);
-  let lineCount = 0;
   /** The run of the job followed, from its first event (the wizard's call returns it only at the end). */
   let followedRun: string | null = null;
 
@@ -78,9 +77,7 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
     const offOutput = client.on('script.output', (e) => {
       if (e.jobId !== id || (followedRun !== null && e.runId !== followedRun)) return;
       followedRun ??= e.runId;
-      lineCount += 1;
-      const next = [...output.value, { n: lineCount, stream: e.stream, repetition: e.repetition, line: e.line }];
-      output.value = next.length > SCRIPT_OUTPUT_LINES ? next.slice(next.length - SCRIPT_OUTPUT_LINES) : next;
+      buffer.push(e);
     });
     return () => {
       offProgress();
@@ -106,8 +103,7 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
     unwatch();
     shown.value = null;
     trials.value = [];
-    output.value = [];
-    lineCount = 0;
+    buffer.clear();
     progress.value = null;
     liveBaseline.value = null;
     error.value = null;

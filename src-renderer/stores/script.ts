@@ -19,19 +19,37 @@ export interface ScriptLine {
   line: string;
 }
 
+/** A job's output as the page shows it: its last SCRIPT_OUTPUT_LINES lines, numbered as they came. */
+export function scriptOutputBuffer() {
+  const lines = shallowRef<ScriptLine[]>([]);
+  let count = 0;
+  return {
+    lines,
+    clear(): void {
+      lines.value = [];
+      count = 0;
+    },
+    push(e: Pick<ScriptOutputEvent, 'stream' | 'repetition' | 'line'>): void {
+      count += 1;
+      const next = [...lines.value, { n: count, stream: e.stream, repetition: e.repetition, line: e.line }];
+      lines.value = next.length > SCRIPT_OUTPUT_LINES ? next.slice(next.length - SCRIPT_OUTPUT_LINES) : next;
+    },
+  };
+}
+
 /** The running script job: form, confirmation, live output, result, Cancel. */
 export const useScriptStore = defineStore('script', () => {
   const form = ref<ScriptForm>(emptyScriptForm());
   /** The request waiting for "Run this command?"; null when nothing waits. */
   const pending = shallowRef<ScriptBenchmarkRequestInput | null>(null);
-  const output = shallowRef<ScriptLine[]>([]);
+  const buffer = scriptOutputBuffer();
+  const output = buffer.lines;
   const result = shallowRef<ScriptBenchmarkResult | null>(null);
   const running = ref(false);
   const error = ref<string | null>(null);
   /** Set when the shell refuses script targets (serve mode without --allow-scripts). */
   const forbidden = ref<string | null>(null);
   const jobId = ref<string | null>(null);
-  let lineCount = 0;
   /** Completed script benchmarks in the workspace (runs of kind benchmark whose target is a script), oldest first. */
   const history = shallowRef<ScriptBenchmarkResult[]>([]);
 
@@ -73,17 +91,14 @@ export const useScriptStore = defineStore('script', () => {
     const client = useApiClient();
     const id = `script-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
     jobId.value = id;
-    output.value = [];
-    lineCount = 0;
+    buffer.clear();
     result.value = null;
     error.value = null;
     forbidden.value = null;
     running.value = true;
     const off = client.on('script.output', (e: ScriptOutputEvent) => {
       if (e.jobId !== id) return;
-      lineCount += 1;
-      const next = [...output.value, { n: lineCount, stream: e.stream, repetition: e.repetition, line: e.line }];
-      output.value = next.length > SCRIPT_OUTPUT_LINES ? next.slice(next.length - SCRIPT_OUTPUT_LINES) : next;
+      buffer.push(e);
     });
     try {
       result.value = await client.call('script.benchmark', { ...request, jobId: id });
