@@ -112,6 +112,13 @@ struct Layout {
   std::int64_t total() const { return zeros + std::max(forward, backward); }
 };
 
+// Few input channels (a first layer on 1-3 planes): a tap's row is too short for the kernels (one
+// multiply per pointer in the forward, 1 of 32 lanes used in the weight gradient), so each pixel's
+// taps are gathered into one contiguous row of taps*C values first, and the kernels see one tap.
+bool gathers_forward(const ConvGeom& g) { return g.KH * g.KW > 1 && g.C < 8; }
+template <typename T>
+bool gathers_weight(const ConvGeom& g) { return g.KH * g.KW > 1 && g.C < Kernels<T>::nr(); }
+
 template <typename T>
 T weight_at(const T* w, const ConvGeom& g, int o, int c, int kh, int kw) {
   return w[((static_cast<std::int64_t>(o) * g.C + c) * g.KH + kh) * g.KW + kw];
@@ -137,8 +144,13 @@ void rows_forward(T* out, const T* in, const T* weight, const ConvGeom& g, T* ws
         }
       }
   const std::int64_t P = static_cast<std::int64_t>(g.N) * OH * OW, tiles = (P + MR - 1) / MR;
+  const bool gather = gathers_forward(g);
+  const int KT = taps * g.C;
   auto body = [&](std::int64_t t0, std::int64_t t1, int) {
     std::vector<const T*> a(static_cast<size_t>(taps) * MR);
+    std::vector<T> rows_buf(gather ? static_cast<size_t>(MR) * KT : 0);
+    const T* gathered[MR];
+    for (int i = 0; i < MR && gather; ++i) gathered[i] = rows_buf.data() + static_cast<std::int64_t>(i) * KT;
     T* crow[MR];
     for (std::int64_t tile = t0; tile < t1; ++tile) {
       const std::int64_t p0 = tile * MR;
@@ -157,10 +169,17 @@ void rows_forward(T* out, const T* in, const T* weight, const ConvGeom& g, T* ws
           }
         }
       }
+      if (gather)
+        for (int i = 0; i < MR; ++i)
+          for (int t = 0; t < taps; ++t)
+            std::copy(a[static_cast<size_t>(t) * MR + i], a[static_cast<size_t>(t) * MR + i] + g.C,
+                      rows_buf.data() + static_cast<std::int64_t>(i) * KT + static_cast<std::int64_t>(t) * g.C);
       for (int j = 0; j < panels; ++j) {
         for (int i = 0; i < rows; ++i) crow[i] = out + (p0 + i) * g.O + static_cast<std::int64_t>(j) * nr;
-        Kernels<T>::igemm(taps, g.C, a.data(), b + static_cast<std::int64_t>(j) * taps * g.C * nr, crow, rows,
-                          std::min(nr, g.O - j * nr), false);
+        // (tap, C, nr) packing is also (1, taps*C, nr): the gathered rows use the same weights.
+        const T* bj = b + static_cast<std::int64_t>(j) * taps * g.C * nr;
+        if (gather) Kernels<T>::igemm(1, KT, gathered, bj, crow, rows, std::min(nr, g.O - j * nr), false);
+        else Kernels<T>::igemm(taps, g.C, a.data(), bj, crow, rows, std::min(nr, g.O - j * nr), false);
       }
     }
   };
@@ -257,8 +276,14 @@ void rows_backward_weight(T* dweight, const T* dout, const T* in, const ConvGeom
   const std::int64_t part = static_cast<std::int64_t>(taps) * g.O * g.C;
   T* parts = ws + L.zeros + round_up(g.C, nr) * taps * g.O;
   std::fill(parts, parts + slices * part, T(0));
+  const bool gather = gathers_weight<T>(g);
+  const int KT = taps * g.C;
+  const bool swapped = gather && KT < nr;
   auto body = [&](std::int64_t s0, std::int64_t s1, int) {
     std::vector<const T*> x(static_cast<size_t>(taps) * kPixelBlock);
+    // Gathered rows (pixel, tap*C + c), with nr values of slack for the kernel's loads past a row.
+    std::vector<T> rows_buf(gather ? static_cast<size_t>(kPixelBlock) * KT + nr : 0);
+    std::vector<const T*> xg(gather ? kPixelBlock : 0);
     for (std::int64_t sl = s0; sl < s1; ++sl) {
       T* dw = parts + sl * part;  // (tap, O, C)
       const std::int64_t p_begin = static_cast<std::int64_t>(g.N) * sl / slices * OH * OW;
@@ -277,6 +302,28 @@ void rows_backward_weight(T* dweight, const T* dout, const T* in, const ConvGeom
             }
           }
         }
+        if (gather) {
+          // dw as (O, taps*C): the same (tap, O, C) slice buffer, read back below in that order.
+          for (int i = 0; i < nb; ++i) {
+            T* row = rows_buf.data() + static_cast<std::int64_t>(i) * KT;
+            for (int t = 0; t < taps; ++t) std::copy(x[static_cast<size_t>(t) * kPixelBlock + i], x[static_cast<size_t>(t) * kPixelBlock + i] + g.C, row + static_cast<std::int64_t>(t) * g.C);
+            xg[i] = row;
+          }
+          if (swapped) {
+            // Fewer gathered values than a vector: dw^T (taps*C, O), vectors along the output channels.
+            for (int i = 0; i < nb; ++i) xg[i] = dout + (pb + i) * g.O;
+            for (int k0 = 0; k0 < KT; k0 += MR)
+              for (int o0 = 0; o0 < g.O; o0 += nr)
+                Kernels<T>::dwk(nb, rows_buf.data() + k0, KT, xg.data(), o0, dw + static_cast<std::int64_t>(k0) * g.O + o0,
+                                g.O, std::min(MR, KT - k0), std::min(nr, g.O - o0));
+            continue;
+          }
+          for (int c0 = 0; c0 < KT; c0 += nr)
+            for (int o0 = 0; o0 < g.O; o0 += MR)
+              Kernels<T>::dwk(nb, dout + pb * g.O + o0, g.O, xg.data(), c0, dw + static_cast<std::int64_t>(o0) * KT + c0, KT,
+                              std::min(MR, g.O - o0), std::min(nr, KT - c0));
+          continue;
+        }
         for (int t = 0; t < taps; ++t)
           for (int c0 = 0; c0 < g.C; c0 += nr)
             for (int o0 = 0; o0 < g.O; o0 += MR)
@@ -292,7 +339,9 @@ void rows_backward_weight(T* dweight, const T* dout, const T* in, const ConvGeom
     for (int c = 0; c < g.C; ++c)
       for (int t = 0; t < taps; ++t) {
         T sum = 0;
-        for (int sl = 0; sl < slices; ++sl) sum += parts[sl * part + (static_cast<std::int64_t>(t) * g.O + o) * g.C + c];
+        const std::int64_t kt = static_cast<std::int64_t>(t) * g.C + c;
+        const std::int64_t at = swapped ? kt * g.O + o : gather ? o * KT + kt : (static_cast<std::int64_t>(t) * g.O + o) * g.C + c;
+        for (int sl = 0; sl < slices; ++sl) sum += parts[sl * part + at];
         dweight[(static_cast<std::int64_t>(o) * g.C + c) * taps + t] += sum;
       }
 }
