@@ -1,10 +1,14 @@
-// Batch norm per channel over (N, HW). Sums accumulate 16 lanes of T over
-// blocks of 1024 values and add the blocks in double, always in the same
-// order per channel, so results do not depend on the thread count and the
-// inner loops vectorize. On channel-major activations (N = 1) a channel is
-// one contiguous run.
+// Batch norm per channel over (N, HW), two layouts:
+// - HW > 1 (channel-major activations, N = 1): a channel is a contiguous run. Sums accumulate
+//   16 lanes of T over blocks of 1024 values and add the blocks in double, in the same order per
+//   channel, so results do not depend on the thread count and the inner loops vectorize.
+// - HW == 1 (rows: channels-last activations and dense features, x is (M = N, C) row-major): a
+//   channel is a column with stride C, so the inner loops run along C instead, over fixed blocks
+//   of rows whose per-channel sums are kept per block and added in double in block order (again
+//   independent of the thread count).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/threads.h"
 #include "cpu/ops.h"
@@ -98,10 +102,270 @@ void forward_channel(double* out, double* save_mean, double* save_invstd, const 
 
 }  // namespace
 
+// ---- Rows (HW == 1): x is (M, C) row-major, M = N rows.
+namespace {
+
+// Rows per block. A block's per-channel sums are T (float: 64 values, as many as a lane of the
+// per-channel path sums per 1024-value block); blocks are added in double.
+constexpr std::int64_t kRowBlock = 64;
+// Smallest share of a pass worth waking a pool thread for, in values: waking the pool took 4 us
+// (median, 2 threads, development machine), about one pass over 2^16 floats in cache.
+constexpr std::int64_t kMinValuesPerThread = 1 << 16;
+
+std::int64_t row_blocks(std::int64_t M) { return (M + kRowBlock - 1) / kRowBlock; }
+
+// f(row_begin, row_end, block_begin, block_end) on whole blocks split over the pool. Which thread
+// runs a block never changes what the block computes.
+template <typename F>
+void for_row_blocks(std::int64_t M, int C, ThreadPool* pool, F&& f) {
+  const std::int64_t nb = row_blocks(M);
+  auto body = [&](std::int64_t b, std::int64_t e, int) { f(b * kRowBlock, std::min(M, e * kRowBlock), b, e); };
+  const std::int64_t min_blocks = std::max<std::int64_t>(1, kMinValuesPerThread / (kRowBlock * C));
+  if (pool) pool->parallel_for(nb, body, min_blocks);
+  else body(0, nb, 0);
+}
+
+// total[c] = sum over blocks, in block order, of part (nb, C).
+template <typename T>
+void add_blocks(double* total, const T* part, std::int64_t nb, int C) {
+  std::fill(total, total + C, 0.0);
+  for (std::int64_t b = 0; b < nb; ++b)
+    for (int c = 0; c < C; ++c) total[c] += part[b * C + c];
+}
+
+// part[c] = sum over `rows` rows of term(row, c). Four rows per step: fewer round trips of part
+// through memory (a store-to-load chain per row limits small C), pairs added first.
+template <typename T, typename Term>
+TB_ALWAYS_INLINE inline void block_column_sums(T* __restrict part, std::int64_t rows, int C, Term&& term) {
+  for (int c = 0; c < C; ++c) part[c] = T(0);
+  std::int64_t r = 0;
+  for (; r + 4 <= rows; r += 4)
+    for (int c = 0; c < C; ++c) part[c] += (term(r, c) + term(r + 1, c)) + (term(r + 2, c) + term(r + 3, c));
+  for (; r < rows; ++r)
+    for (int c = 0; c < C; ++c) part[c] += term(r, c);
+}
+
+// Blocks [b0, b1): part (nb, C) gets each block's sums of x, or of (x - mean)^2 when mean is given.
+template <typename T>
+TB_ALWAYS_INLINE inline void column_sums_impl(T* __restrict part, const T* __restrict x, const T* __restrict mean,
+                                              std::int64_t M, int C, std::int64_t b0, std::int64_t b1) {
+  for (std::int64_t b = b0; b < b1; ++b) {
+    const std::int64_t r0 = b * kRowBlock, rows = std::min(kRowBlock, M - r0);
+    const T* xb = x + r0 * C;
+    if (!mean) {
+      block_column_sums(part + b * C, rows, C, [xb, C](std::int64_t r, int c) { return xb[r * C + c]; });
+    } else {
+      block_column_sums(part + b * C, rows, C, [xb, mean, C](std::int64_t r, int c) {
+        const T d = xb[r * C + c] - mean[c];
+        return d * d;
+      });
+    }
+  }
+}
+
+TB_SIMD_CLONES void column_sums(float* part, const float* x, const float* mean, std::int64_t M, int C, std::int64_t b0,
+                                std::int64_t b1) {
+  column_sums_impl(part, x, mean, M, C, b0, b1);
+}
+void column_sums(double* part, const double* x, const double* mean, std::int64_t M, int C, std::int64_t b0,
+                 std::int64_t b1) {
+  column_sums_impl(part, x, mean, M, C, b0, b1);
+}
+
+// Rows [r0, r1): y = x * scale + shift per channel (in place allowed).
+template <typename T>
+TB_ALWAYS_INLINE inline void affine_rows_impl(T* y, const T* x, const T* __restrict scale, const T* __restrict shift,
+                                              int C, std::int64_t r0, std::int64_t r1) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const T* xr = x + r * C;
+    T* yr = y + r * C;
+    for (int c = 0; c < C; ++c) yr[c] = xr[c] * scale[c] + shift[c];
+  }
+}
+
+TB_SIMD_CLONES void affine_rows(float* y, const float* x, const float* scale, const float* shift, int C,
+                                std::int64_t r0, std::int64_t r1) {
+  affine_rows_impl(y, x, scale, shift, C, r0, r1);
+}
+void affine_rows(double* y, const double* x, const double* scale, const double* shift, int C, std::int64_t r0,
+                 std::int64_t r1) {
+  affine_rows_impl(y, x, scale, shift, C, r0, r1);
+}
+
+// The gradient reaching the batch norm's output: dy, or with a folded ReLU dy where relu_out > 0.
+template <bool kRelu, typename T>
+TB_ALWAYS_INLINE inline T grad_at(const T* dy, const T* relu_out, std::int64_t i) {
+  const T g = dy[i];  // loaded unconditionally, so the select vectorizes without masked loads
+  if constexpr (kRelu) return relu_out[i] > T(0) ? g : T(0);
+  else return g;
+}
+
+// Blocks [b0, b1): per block and channel, the sums of the gradient g and of g * (x - mean), four
+// rows per step as in block_column_sums.
+template <bool kRelu, typename T>
+TB_ALWAYS_INLINE inline void grad_sums_blocks(T* __restrict part_dy, T* __restrict part_dyx, const T* __restrict dy,
+                                              const T* __restrict relu_out, const T* __restrict x,
+                                              const T* __restrict mean, std::int64_t M, int C, std::int64_t b0,
+                                              std::int64_t b1) {
+  for (std::int64_t b = b0; b < b1; ++b) {
+    const std::int64_t r0 = b * kRowBlock, rows = std::min(kRowBlock, M - r0);
+    T* pdy = part_dy + b * C;
+    T* pdyx = part_dyx + b * C;
+    for (int c = 0; c < C; ++c) pdy[c] = pdyx[c] = T(0);
+    const std::int64_t base = r0 * C;
+    std::int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+      const std::int64_t i0 = base + r * C, i1 = i0 + C, i2 = i1 + C, i3 = i2 + C;
+      for (int c = 0; c < C; ++c) {
+        const T g0 = grad_at<kRelu>(dy, relu_out, i0 + c), g1 = grad_at<kRelu>(dy, relu_out, i1 + c);
+        const T g2 = grad_at<kRelu>(dy, relu_out, i2 + c), g3 = grad_at<kRelu>(dy, relu_out, i3 + c);
+        const T m = mean[c];
+        pdy[c] += (g0 + g1) + (g2 + g3);
+        pdyx[c] += (g0 * (x[i0 + c] - m) + g1 * (x[i1 + c] - m)) + (g2 * (x[i2 + c] - m) + g3 * (x[i3 + c] - m));
+      }
+    }
+    for (; r < rows; ++r) {
+      const std::int64_t i0 = base + r * C;
+      for (int c = 0; c < C; ++c) {
+        const T g0 = grad_at<kRelu>(dy, relu_out, i0 + c);
+        pdy[c] += g0;
+        pdyx[c] += g0 * (x[i0 + c] - mean[c]);
+      }
+    }
+  }
+}
+
+// Rows [r0, r1): din = a * g + b * x + e per channel.
+template <bool kRelu, typename T>
+TB_ALWAYS_INLINE inline void grad_input_rows(T* din, const T* dy, const T* relu_out, const T* x, const T* __restrict a,
+                                             const T* __restrict b, const T* __restrict e, int C, std::int64_t r0,
+                                             std::int64_t r1) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::int64_t i0 = r * C;
+    T* dx = din + i0;
+    const T* xr = x + i0;
+    for (int c = 0; c < C; ++c) dx[c] = a[c] * grad_at<kRelu>(dy, relu_out, i0 + c) + b[c] * xr[c] + e[c];
+  }
+}
+
+template <typename T>
+TB_ALWAYS_INLINE inline void grad_sums_impl(T* part_dy, T* part_dyx, const T* dy, const T* relu_out, const T* x,
+                                            const T* mean, std::int64_t M, int C, std::int64_t b0, std::int64_t b1) {
+  if (relu_out) grad_sums_blocks<true>(part_dy, part_dyx, dy, relu_out, x, mean, M, C, b0, b1);
+  else grad_sums_blocks<false>(part_dy, part_dyx, dy, relu_out, x, mean, M, C, b0, b1);
+}
+template <typename T>
+TB_ALWAYS_INLINE inline void grad_input_impl(T* din, const T* dy, const T* relu_out, const T* x, const T* a, const T* b,
+                                             const T* e, int C, std::int64_t r0, std::int64_t r1) {
+  if (relu_out) grad_input_rows<true>(din, dy, relu_out, x, a, b, e, C, r0, r1);
+  else grad_input_rows<false>(din, dy, relu_out, x, a, b, e, C, r0, r1);
+}
+
+TB_SIMD_CLONES void grad_sums(float* part_dy, float* part_dyx, const float* dy, const float* relu_out, const float* x,
+                              const float* mean, std::int64_t M, int C, std::int64_t b0, std::int64_t b1) {
+  grad_sums_impl(part_dy, part_dyx, dy, relu_out, x, mean, M, C, b0, b1);
+}
+void grad_sums(double* part_dy, double* part_dyx, const double* dy, const double* relu_out, const double* x,
+               const double* mean, std::int64_t M, int C, std::int64_t b0, std::int64_t b1) {
+  grad_sums_impl(part_dy, part_dyx, dy, relu_out, x, mean, M, C, b0, b1);
+}
+TB_SIMD_CLONES void grad_input(float* din, const float* dy, const float* relu_out, const float* x, const float* a,
+                               const float* b, const float* e, int C, std::int64_t r0, std::int64_t r1) {
+  grad_input_impl(din, dy, relu_out, x, a, b, e, C, r0, r1);
+}
+void grad_input(double* din, const double* dy, const double* relu_out, const double* x, const double* a,
+                const double* b, const double* e, int C, std::int64_t r0, std::int64_t r1) {
+  grad_input_impl(din, dy, relu_out, x, a, b, e, C, r0, r1);
+}
+
+// The same arithmetic per channel as forward_channel_impl, on (M, C) rows.
+template <typename T>
+void forward_train_rows(T* out, T* save_mean, T* save_invstd, const T* in, const T* gamma, const T* beta,
+                        T* running_mean, T* running_var, std::int64_t M, int C, T momentum, T eps, ThreadPool* pool) {
+  const std::int64_t nb = row_blocks(M);
+  std::vector<T> part(static_cast<std::size_t>(nb) * C), scale(C), shift(C);
+  std::vector<double> sum(C), sq(C);
+  for_row_blocks(M, C, pool, [&](std::int64_t, std::int64_t, std::int64_t b0, std::int64_t b1) {
+    column_sums(part.data(), in, static_cast<const T*>(nullptr), M, C, b0, b1);
+  });
+  add_blocks(sum.data(), part.data(), nb, C);
+  for (int c = 0; c < C; ++c) save_mean[c] = static_cast<T>(sum[c] / M);  // deviations are taken from this T mean
+  for_row_blocks(M, C, pool, [&](std::int64_t, std::int64_t, std::int64_t b0, std::int64_t b1) {
+    column_sums(part.data(), in, save_mean, M, C, b0, b1);
+  });
+  add_blocks(sq.data(), part.data(), nb, C);
+  for (int c = 0; c < C; ++c) {
+    const double mean = sum[c] / M, var = sq[c] / M;  // biased, as used for normalising
+    const double invstd = 1.0 / std::sqrt(var + eps);
+    save_invstd[c] = static_cast<T>(invstd);
+    if (running_mean) {
+      const double unbiased = M > 1 ? sq[c] / (M - 1) : var;
+      running_mean[c] = static_cast<T>((1 - momentum) * running_mean[c] + momentum * mean);
+      running_var[c] = static_cast<T>((1 - momentum) * running_var[c] + momentum * unbiased);
+    }
+    scale[c] = static_cast<T>(gamma[c] * invstd);
+    shift[c] = static_cast<T>(beta[c] - mean * gamma[c] * invstd);
+  }
+  for_row_blocks(M, C, pool, [&](std::int64_t r0, std::int64_t r1, std::int64_t, std::int64_t) {
+    affine_rows(out, in, scale.data(), shift.data(), C, r0, r1);
+  });
+}
+
+template <typename T>
+void forward_eval_rows(T* out, const T* in, const T* gamma, const T* beta, const T* running_mean, const T* running_var,
+                       std::int64_t M, int C, T eps, ThreadPool* pool) {
+  std::vector<T> scale(C), shift(C);
+  for (int c = 0; c < C; ++c) {
+    const double invstd = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps);
+    scale[c] = static_cast<T>(gamma[c] * invstd);
+    shift[c] = static_cast<T>(beta[c] - running_mean[c] * gamma[c] * invstd);
+  }
+  for_row_blocks(M, C, pool, [&](std::int64_t r0, std::int64_t r1, std::int64_t, std::int64_t) {
+    affine_rows(out, in, scale.data(), shift.data(), C, r0, r1);
+  });
+}
+
+// The same arithmetic per channel as backward_channel_impl, on (M, C) rows.
+template <typename T>
+void backward_rows(T* din, T* dgamma, T* dbeta, const T* dout, const T* in, const T* gamma, const T* save_mean,
+                   const T* save_invstd, std::int64_t M, int C, ThreadPool* pool, const T* relu_out) {
+  const std::int64_t nb = row_blocks(M);
+  std::vector<T> part_dy(static_cast<std::size_t>(nb) * C), part_dyx(part_dy.size());
+  for_row_blocks(M, C, pool, [&](std::int64_t, std::int64_t, std::int64_t b0, std::int64_t b1) {
+    grad_sums(part_dy.data(), part_dyx.data(), dout, relu_out, in, save_mean, M, C, b0, b1);
+  });
+  std::vector<double> sum_dy(C), sum_dy_xmu(C);
+  add_blocks(sum_dy.data(), part_dy.data(), nb, C);
+  add_blocks(sum_dy_xmu.data(), part_dyx.data(), nb, C);
+  std::vector<T> a(C), b(C), e(C);
+  for (int c = 0; c < C; ++c) {
+    const double mean = save_mean[c], invstd = save_invstd[c];
+    const double sum_dy_xhat = sum_dy_xmu[c] * invstd;
+    dbeta[c] += static_cast<T>(sum_dy[c]);
+    dgamma[c] += static_cast<T>(sum_dy_xhat);
+    // din = k (M dy - sum_dy - xhat sum_dy_xhat) with k = gamma invstd / M, as a*dy + b*x + e.
+    const double k = gamma[c] * invstd / static_cast<double>(M);
+    a[c] = static_cast<T>(k * static_cast<double>(M));
+    b[c] = static_cast<T>(-k * invstd * sum_dy_xhat);
+    e[c] = static_cast<T>(-k * sum_dy[c] + k * invstd * sum_dy_xhat * mean);
+  }
+  if (!din) return;
+  for_row_blocks(M, C, pool, [&](std::int64_t r0, std::int64_t r1, std::int64_t, std::int64_t) {
+    grad_input(din, dout, relu_out, in, a.data(), b.data(), e.data(), C, r0, r1);
+  });
+}
+
+}  // namespace
+
 template <typename T>
 void batchnorm_forward_train(T* out, T* save_mean, T* save_invstd, const T* in, const T* gamma, const T* beta,
                              T* running_mean, T* running_var, int N, int C, int HW, T momentum, T eps,
                              ThreadPool* pool) {
+  if (HW == 1) {
+    forward_train_rows(out, save_mean, save_invstd, in, gamma, beta, running_mean, running_var, N, C, momentum, eps,
+                       pool);
+    return;
+  }
   for_channels(C, pool, [&](int c) {
     forward_channel(out, save_mean, save_invstd, in, gamma, beta, running_mean, running_var, N, C, HW, momentum, eps,
                     c);
@@ -111,6 +375,10 @@ void batchnorm_forward_train(T* out, T* save_mean, T* save_invstd, const T* in, 
 template <typename T>
 void batchnorm_forward_eval(T* out, const T* in, const T* gamma, const T* beta, const T* running_mean,
                             const T* running_var, int N, int C, int HW, T eps, ThreadPool* pool) {
+  if (HW == 1) {
+    forward_eval_rows(out, in, gamma, beta, running_mean, running_var, N, C, eps, pool);
+    return;
+  }
   for_channels(C, pool, [&](int c) {
     const double invstd = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps);
     const T g = static_cast<T>(gamma[c] * invstd), b = static_cast<T>(beta[c] - running_mean[c] * gamma[c] * invstd);
@@ -186,6 +454,10 @@ void backward_channel(double* din, double* dgamma, double* dbeta, const double* 
 template <typename T>
 void batchnorm_backward(T* din, T* dgamma, T* dbeta, const T* dout, const T* in, const T* gamma, const T* save_mean,
                         const T* save_invstd, int N, int C, int HW, ThreadPool* pool, const T* relu_out) {
+  if (HW == 1) {
+    backward_rows(din, dgamma, dbeta, dout, in, gamma, save_mean, save_invstd, N, C, pool, relu_out);
+    return;
+  }
   for_channels(C, pool, [&](int c) {
     backward_channel(din, dgamma, dbeta, dout, in, gamma, save_mean, save_invstd, N, C, HW, relu_out, c);
   });
