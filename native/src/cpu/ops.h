@@ -92,7 +92,7 @@ void global_avgpool_nhwc_forward(float* out, const float* in, int N, int C, int 
 void global_avgpool_nhwc_backward(float* din, const float* dout, int N, int C, int HW);
 // Channels-first (N, C, HW) <-> channels-last (N, HW, C): the data's and PyTorch's flatten order against the
 // engine's convolution layout (input and flatten nodes).
-void to_channels_last(float* out, const float* in, int N, int C, int HW);
+void to_channels_last(float* out, const float* in, int N, int C, int HW, ThreadPool* pool = nullptr);
 void to_channels_first(float* out, const float* in, int N, int C, int HW);
 // Inverted dropout: mask holds 0 or 1/(1-p); p = 0 copies.
 template <typename T>

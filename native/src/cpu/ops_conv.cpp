@@ -124,6 +124,24 @@ T weight_at(const T* w, const ConvGeom& g, int o, int c, int kh, int kw) {
   return w[((static_cast<std::int64_t>(o) * g.C + c) * g.KH + kh) * g.KW + kw];
 }
 
+// For each output pixel of one image and each tap, where the tap's input row starts within the
+// sample's rows (in values), or -1 in the padding: (OH*OW, taps), the same for every sample, so
+// building a tile's row pointers is a lookup.
+std::vector<std::int64_t> tap_offsets(const ConvGeom& g) {
+  const int OH = g.OH(), OW = g.OW(), taps = g.KH * g.KW;
+  std::vector<std::int64_t> offs(static_cast<size_t>(OH) * OW * taps);
+  for (int oh = 0; oh < OH; ++oh)
+    for (int ow = 0; ow < OW; ++ow)
+      for (int kh = 0; kh < g.KH; ++kh)
+        for (int kw = 0; kw < g.KW; ++kw) {
+          const int ih = oh * g.stride - g.pad + kh, iw = ow * g.stride - g.pad + kw;
+          const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+          offs[(static_cast<size_t>(oh) * OW + ow) * taps + kh * g.KW + kw] =
+              inside ? (static_cast<std::int64_t>(ih) * g.W + iw) * g.C : -1;
+        }
+  return offs;
+}
+
 // out rows (N*OH*OW, O) from in rows (N*H*W, C).
 template <typename T>
 void rows_forward(T* out, const T* in, const T* weight, const ConvGeom& g, T* ws, ThreadPool* pool) {
@@ -146,6 +164,8 @@ void rows_forward(T* out, const T* in, const T* weight, const ConvGeom& g, T* ws
   const std::int64_t P = static_cast<std::int64_t>(g.N) * OH * OW, tiles = (P + MR - 1) / MR;
   const bool gather = gathers_forward(g);
   const int KT = taps * g.C;
+  const std::vector<std::int64_t> offs = tap_offsets(g);
+  const std::int64_t sample = static_cast<std::int64_t>(g.H) * g.W * g.C;
   auto body = [&](std::int64_t t0, std::int64_t t1, int) {
     std::vector<const T*> a(static_cast<size_t>(taps) * MR);
     std::vector<T> rows_buf(gather ? static_cast<size_t>(MR) * KT : 0);
@@ -157,23 +177,16 @@ void rows_forward(T* out, const T* in, const T* weight, const ConvGeom& g, T* ws
       const int rows = static_cast<int>(std::min<std::int64_t>(MR, P - p0));
       for (int i = 0; i < MR; ++i) {
         const std::int64_t p = p0 + (i < rows ? i : 0);
-        const std::int64_t n = p / (OH * OW);
-        const int r = static_cast<int>(p % (OH * OW)), oh = r / OW, ow = r % OW;
-        for (int kh = 0; kh < g.KH; ++kh) {
-          const int ih = oh * g.stride - g.pad + kh;
-          for (int kw = 0; kw < g.KW; ++kw) {
-            const int iw = ow * g.stride - g.pad + kw;
-            const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
-            a[static_cast<size_t>(kh * g.KW + kw) * MR + i] =
-                inside ? in + ((n * g.H + ih) * g.W + iw) * g.C : zero;
-          }
+        const T* base = in + p / (OH * OW) * sample;
+        const std::int64_t* o = offs.data() + p % (OH * OW) * taps;
+        if (gather) {
+          T* row = rows_buf.data() + static_cast<std::int64_t>(i) * KT;
+          for (int t = 0; t < taps; ++t)
+            for (int c = 0; c < g.C; ++c) row[t * g.C + c] = o[t] >= 0 ? base[o[t] + c] : T(0);
+        } else {
+          for (int t = 0; t < taps; ++t) a[static_cast<size_t>(t) * MR + i] = o[t] >= 0 ? base + o[t] : zero;
         }
       }
-      if (gather)
-        for (int i = 0; i < MR; ++i)
-          for (int t = 0; t < taps; ++t)
-            std::copy(a[static_cast<size_t>(t) * MR + i], a[static_cast<size_t>(t) * MR + i] + g.C,
-                      rows_buf.data() + static_cast<std::int64_t>(i) * KT + static_cast<std::int64_t>(t) * g.C);
       for (int j = 0; j < panels; ++j) {
         for (int i = 0; i < rows; ++i) crow[i] = out + (p0 + i) * g.O + static_cast<std::int64_t>(j) * nr;
         // (tap, C, nr) packing is also (1, taps*C, nr): the gathered rows use the same weights.
@@ -279,6 +292,8 @@ void rows_backward_weight(T* dweight, const T* dout, const T* in, const ConvGeom
   const bool gather = gathers_weight<T>(g);
   const int KT = taps * g.C;
   const bool swapped = gather && KT < nr;
+  const std::vector<std::int64_t> offs = tap_offsets(g);
+  const std::int64_t sample = static_cast<std::int64_t>(g.H) * g.W * g.C;
   auto body = [&](std::int64_t s0, std::int64_t s1, int) {
     std::vector<const T*> x(static_cast<size_t>(taps) * kPixelBlock);
     // Gathered rows (pixel, tap*C + c), with nr values of slack for the kernel's loads past a row.
@@ -291,16 +306,10 @@ void rows_backward_weight(T* dweight, const T* dout, const T* in, const ConvGeom
       for (std::int64_t pb = p_begin; pb < p_end; pb += kPixelBlock) {
         const int nb = static_cast<int>(std::min<std::int64_t>(kPixelBlock, p_end - pb));
         for (int i = 0; i < nb; ++i) {
-          const std::int64_t p = pb + i, n = p / (OH * OW);
-          const int r = static_cast<int>(p % (OH * OW)), oh = r / OW, ow = r % OW;
-          for (int kh = 0; kh < g.KH; ++kh) {
-            const int ih = oh * g.stride - g.pad + kh;
-            for (int kw = 0; kw < g.KW; ++kw) {
-              const int iw = ow * g.stride - g.pad + kw;
-              const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
-              x[static_cast<size_t>(kh * g.KW + kw) * kPixelBlock + i] = inside ? in + ((n * g.H + ih) * g.W + iw) * g.C : zero;
-            }
-          }
+          const std::int64_t p = pb + i;
+          const T* base = in + p / (OH * OW) * sample;
+          const std::int64_t* o = offs.data() + p % (OH * OW) * taps;
+          for (int t = 0; t < taps; ++t) x[static_cast<size_t>(t) * kPixelBlock + i] = o[t] >= 0 ? base + o[t] : zero;
         }
         if (gather) {
           // dw as (O, taps*C): the same (tap, O, C) slice buffer, read back below in that order.

@@ -299,7 +299,7 @@ void Model::forward(const float* x, int B, bool train, Rng* rng, ThreadPool* poo
     float* P = params_.data();
     switch (n.kind) {
       case NodeKind::Input:
-        if (n.channels_last && n.dims.c > 1) to_channels_last(n.out.data(), x, B, n.dims.c, n.dims.h * n.dims.w);
+        if (n.channels_last && n.dims.c > 1) to_channels_last(n.out.data(), x, B, n.dims.c, n.dims.h * n.dims.w, pool);
         else std::copy(x, x + count, n.out.begin());
         break;
       case NodeKind::Conv:
