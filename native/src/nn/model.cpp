@@ -46,6 +46,8 @@ Model::Model(const ModelSpec& spec, std::uint64_t seed) : spec_(spec) {
       default: n.channels_last = false; break;
     }
     for (int in : n.inputs) ++nodes_[in].consumers;
+    n.needs_grad = n.weight >= 0;
+    for (int in : n.inputs) n.needs_grad = n.needs_grad || nodes_[in].needs_grad;
   }
   params_.assign(params_.size(), 0.0f);
   grads_.assign(params_.size(), 0.0f);
@@ -391,7 +393,7 @@ void Model::backward(ThreadPool* pool) {
     const std::int64_t count = static_cast<std::int64_t>(B) * n.dims.size();
     auto to_input = [&](int which, std::int64_t in_count, auto&& write) {
       const int input = n.inputs[which];
-      if (nodes_[input].kind == NodeKind::Input) return;  // no gradient for the data
+      if (!nodes_[input].needs_grad) return;  // no gradient for the data or what only transforms it
       bool acc = false;
       float* dst = grad_target(input, in_count, scratch_, &acc);
       write(dst);
@@ -402,7 +404,7 @@ void Model::backward(ThreadPool* pool) {
     switch (n.kind) {
       case NodeKind::Input: break;
       case NodeKind::Conv: {
-        const bool need_din = src.kind != NodeKind::Input;
+        const bool need_din = src.needs_grad;
         float* db = n.bias >= 0 ? G + n.bias : nullptr;
         if (!need_din) {
           conv2d_backward<float>(nullptr, G + n.weight, db, dout, src.out.data(), P + n.weight, n.geom, n.ws, pool, true);
@@ -467,7 +469,7 @@ void Model::backward(ThreadPool* pool) {
       case NodeKind::Linear: {
         const int I = static_cast<int>(src.dims.size());
         float* db = n.bias >= 0 ? G + n.bias : nullptr;
-        if (src.kind == NodeKind::Input) {
+        if (!src.needs_grad) {
           linear_backward<float>(nullptr, G + n.weight, db, dout, src.out.data(), P + n.weight, B, I, n.dims.c, pool);
         } else {
           to_input(0, in_count, [&](float* din) {

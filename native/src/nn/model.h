@@ -38,6 +38,9 @@ struct Node {
   // otherwise sample-major (N, C, H, W), as the data and the dense layers have them.
   bool channels_last = false;
   int consumers = 0;     // nodes that read this one's output
+  // A parameter lies at or upstream of this node, so its output gradient is used (not the data's
+  // side of the graph: the MLP's flatten of its input needs none).
+  bool needs_grad = false;
   int fused_relu = -1;   // this backward pass: the ReLU whose backward this batch norm's backward does
   // Run-time state, sized for the current batch.
   std::vector<float> out, grad, mask, save_mean, save_invstd;
