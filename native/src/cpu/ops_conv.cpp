@@ -5,7 +5,7 @@
 // padding) and sums over taps and channels with the weights packed per call. The input gradient
 // is the same kernel run from the input pixels' side (taps grouped by stride phase, so a stride-2
 // convolution does no work on the taps that skip a pixel); the weight gradient is an
-// outer-product kernel over blocks of pixels, summed in fixed slices of the batch so the result
+// outer-product kernel over blocks of pixels, each of its tiles owned by one thread, so the result
 // does not depend on the thread count. Convolutions on fewer pixels than taps (the heads' 3x3 on
 // 2x2) run as a dense layer: a sample's rows already are its (H*W*C) features.
 #include <algorithm>
@@ -31,9 +31,6 @@ void dwk_avx512(int, const float*, std::int64_t, const float* const*, int, float
 namespace {
 
 constexpr int MR = 6;
-// The weight gradient is summed per slice of the batch, slices added in order: fixed, so results
-// do not depend on the thread count; 8 keep 2-4 threads balanced.
-constexpr int kSlices = 8;
 // Pixels per weight-gradient block: their gradient rows and input rows stay in L2 while every
 // (tap, output-channel, input-channel) tile of the block is computed.
 constexpr int kPixelBlock = 256;
@@ -99,15 +96,22 @@ struct Kernels<double> {
 
 std::int64_t round_up(std::int64_t v, std::int64_t m) { return (v + m - 1) / m * m; }
 
+// Batch slices for the weight gradient: 8 (a fixed number, so results do not depend on the thread
+// count) when the output has at least 16384 pixels (the board's 9x9 stage at batch 256), else 1,
+// summed by tiles (rows_backward_weight).
+int weight_grad_slices(const ConvGeom& g) {
+  return static_cast<std::int64_t>(g.N) * g.OH() * g.OW() >= 16384 ? std::min(8, g.N) : 1;
+}
+
 // Workspace, in values: a row of zeros (the padding taps' input), then the forward's packed
-// weights, or the backward's packed transposed weights and the weight gradient's slices.
+// weights, or the backward's packed transposed weights and the weight gradient's accumulator.
 struct Layout {
   std::int64_t zeros, forward, backward;
   Layout(const ConvGeom& g, int nr) {
     const std::int64_t taps = static_cast<std::int64_t>(g.KH) * g.KW;
     zeros = std::max<std::int64_t>(round_up(g.C, nr), g.O);
     forward = round_up(g.O, nr) * taps * g.C;
-    backward = round_up(g.C, nr) * taps * g.O + static_cast<std::int64_t>(std::min(kSlices, std::max(1, g.N))) * taps * g.O * g.C;
+    backward = round_up(g.C, nr) * taps * g.O + weight_grad_slices(g) * taps * g.O * g.C;
   }
   std::int64_t total() const { return zeros + std::max(forward, backward); }
 };
@@ -279,13 +283,99 @@ void rows_backward_input(T* din, const T* dout, const T* weight, const ConvGeom&
 }
 
 // dweight (O, C, KH, KW) += sum over output pixels of dout[p] (x) the input row each tap read.
+// By tiles: pixel blocks are taken in order; within a block the gradient's tiles (tap, input-channel vector,
+// output-channel rows) are spread over the threads, each tile owned by one thread and summed block
+// by block into one accumulator, so the result does not depend on the thread count and no
+// per-thread partial sums need zeroing and adding (with 8 batch slices those cost as much as the
+// products on 3x3 boards, where a slice held 288 pixels).
 template <typename T>
-void rows_backward_weight(T* dweight, const T* dout, const T* in, const ConvGeom& g, T* ws, ThreadPool* pool) {
+void weight_grad_by_tiles(T* dweight, const T* dout, const T* in, const ConvGeom& g, T* ws, ThreadPool* pool) {
+  const int nr = Kernels<T>::nr(), taps = g.KH * g.KW, OHW = g.OH() * g.OW();
+  const Layout L(g, nr);
+  T* zero = ws;
+  std::fill(zero, zero + L.zeros, T(0));
+  const std::int64_t part = static_cast<std::int64_t>(taps) * g.O * g.C;
+  T* dw = ws + L.zeros + round_up(g.C, nr) * taps * g.O;
+  std::fill(dw, dw + part, T(0));
+  const bool gather = gathers_weight<T>(g);
+  const int KT = taps * g.C;
+  const bool swapped = gather && KT < nr;
+  const std::vector<std::int64_t> offs = tap_offsets(g);
+  const std::int64_t sample = static_cast<std::int64_t>(g.H) * g.W * g.C;
+  const std::int64_t P = static_cast<std::int64_t>(g.N) * OHW;
+  // Row pointers per (tap, pixel of the block), or gathered rows (pixel, tap*C + c) with nr values of
+  // slack for the kernel's loads past a row.
+  std::vector<const T*> x(static_cast<size_t>(taps) * kPixelBlock);
+  std::vector<T> rows_buf(gather ? static_cast<size_t>(kPixelBlock) * KT + nr : 0);
+  std::vector<const T*> xg(gather ? kPixelBlock : 0);
+  // Tiles, in layout order: gathered (c-vector, o-rows) of dw as (O, taps*C); swapped (k-rows,
+  // o-vector) of dw^T (taps*C, O); else (tap, c-vector, o-rows) of dw as (tap, O, C).
+  const int kv = (KT + nr - 1) / nr, cv = (g.C + nr - 1) / nr, orows = (g.O + MR - 1) / MR;
+  const std::int64_t tiles = swapped ? static_cast<std::int64_t>((KT + MR - 1) / MR) * ((g.O + nr - 1) / nr)
+                             : gather ? static_cast<std::int64_t>(kv) * orows
+                                      : static_cast<std::int64_t>(taps) * cv * orows;
+  for (std::int64_t pb = 0; pb < P; pb += kPixelBlock) {
+    const int nb = static_cast<int>(std::min<std::int64_t>(kPixelBlock, P - pb));
+    auto prepare = [&](std::int64_t i0, std::int64_t i1, int) {
+      for (std::int64_t i = i0; i < i1; ++i) {
+        const std::int64_t p = pb + i;
+        const T* base = in + p / OHW * sample;
+        const std::int64_t* o = offs.data() + p % OHW * taps;
+        for (int t = 0; t < taps; ++t) x[static_cast<size_t>(t) * kPixelBlock + i] = o[t] >= 0 ? base + o[t] : zero;
+        if (gather) {
+          T* row = rows_buf.data() + i * KT;
+          for (int t = 0; t < taps; ++t)
+            for (int c = 0; c < g.C; ++c) row[t * g.C + c] = o[t] >= 0 ? base[o[t] + c] : T(0);
+          xg[i] = swapped ? dout + p * g.O : row;
+        }
+      }
+    };
+    auto products = [&](std::int64_t t0, std::int64_t t1, int) {
+      for (std::int64_t tile = t0; tile < t1; ++tile) {
+        if (swapped) {
+          const int k0 = static_cast<int>(tile / ((g.O + nr - 1) / nr)) * MR, o0 = static_cast<int>(tile % ((g.O + nr - 1) / nr)) * nr;
+          Kernels<T>::dwk(nb, rows_buf.data() + k0, KT, xg.data(), o0, dw + static_cast<std::int64_t>(k0) * g.O + o0, g.O,
+                          std::min(MR, KT - k0), std::min(nr, g.O - o0));
+        } else if (gather) {
+          const int c0 = static_cast<int>(tile / orows) * nr, o0 = static_cast<int>(tile % orows) * MR;
+          Kernels<T>::dwk(nb, dout + pb * g.O + o0, g.O, xg.data(), c0, dw + static_cast<std::int64_t>(o0) * KT + c0, KT,
+                          std::min(MR, g.O - o0), std::min(nr, KT - c0));
+        } else {
+          const int t = static_cast<int>(tile / (cv * orows)), r = static_cast<int>(tile % (cv * orows));
+          const int c0 = r / orows * nr, o0 = r % orows * MR;
+          Kernels<T>::dwk(nb, dout + pb * g.O + o0, g.O, x.data() + static_cast<size_t>(t) * kPixelBlock, c0,
+                          dw + (static_cast<std::int64_t>(t) * g.O + o0) * g.C + c0, g.C, std::min(MR, g.O - o0),
+                          std::min(nr, g.C - c0));
+        }
+      }
+    };
+    if (pool) {
+      pool->parallel_for(nb, prepare, 64);
+      pool->parallel_for(tiles, products, 1);
+    } else {
+      prepare(0, nb, 0);
+      products(0, tiles, 0);
+    }
+  }
+  for (int o = 0; o < g.O; ++o)
+    for (int c = 0; c < g.C; ++c)
+      for (int t = 0; t < taps; ++t) {
+        const std::int64_t kt = static_cast<std::int64_t>(t) * g.C + c;
+        const std::int64_t at = swapped ? kt * g.O + o : gather ? o * KT + kt : (static_cast<std::int64_t>(t) * g.O + o) * g.C + c;
+        dweight[(static_cast<std::int64_t>(o) * g.C + c) * taps + t] += dw[at];
+      }
+}
+
+// The same summed per fixed slice of the batch, each slice on one thread with its own partial
+// sums, added in slice order: for large images, where a thread keeps its blocks in its own cache
+// and the partial sums are small next to the products.
+template <typename T>
+void weight_grad_by_slices(T* dweight, const T* dout, const T* in, const ConvGeom& g, T* ws, ThreadPool* pool) {
   const int nr = Kernels<T>::nr(), taps = g.KH * g.KW, OH = g.OH(), OW = g.OW();
   const Layout L(g, nr);
   T* zero = ws;
   std::fill(zero, zero + L.zeros, T(0));
-  const int slices = std::min(kSlices, std::max(1, g.N));
+  const int slices = weight_grad_slices(g);
   const std::int64_t part = static_cast<std::int64_t>(taps) * g.O * g.C;
   T* parts = ws + L.zeros + round_up(g.C, nr) * taps * g.O;
   std::fill(parts, parts + slices * part, T(0));
@@ -353,6 +443,12 @@ void rows_backward_weight(T* dweight, const T* dout, const T* in, const ConvGeom
         for (int sl = 0; sl < slices; ++sl) sum += parts[sl * part + at];
         dweight[(static_cast<std::int64_t>(o) * g.C + c) * taps + t] += sum;
       }
+}
+
+template <typename T>
+void rows_backward_weight(T* dweight, const T* dout, const T* in, const ConvGeom& g, T* ws, ThreadPool* pool) {
+  if (weight_grad_slices(g) > 1) weight_grad_by_slices(dweight, dout, in, g, ws, pool);
+  else weight_grad_by_tiles(dweight, dout, in, g, ws, pool);
 }
 
 // The dense form: every (output pixel po, input pixel pi) pair whose offset is a kernel tap is one
