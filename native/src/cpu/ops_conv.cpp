@@ -18,11 +18,11 @@
 
 namespace tb {
 namespace gemm_detail {
-void igemm_generic(int, int, const float* const*, const float*, float* const*, int, int, bool);
+void igemm_generic(int, int, const float* const*, const float*, const int*, float* const*, int, int, bool);
 void dwk_generic(int, const float*, std::int64_t, const float* const*, int, float*, int, int, int);
 #if defined(TB_HAVE_X86_KERNELS)
-void igemm_avx2(int, int, const float* const*, const float*, float* const*, int, int, bool);
-void igemm_avx512(int, int, const float* const*, const float*, float* const*, int, int, bool);
+void igemm_avx2(int, int, const float* const*, const float*, const int*, float* const*, int, int, bool);
+void igemm_avx512(int, int, const float* const*, const float*, const int*, float* const*, int, int, bool);
 void dwk_avx2(int, const float*, std::int64_t, const float* const*, int, float*, int, int, int);
 void dwk_avx512(int, const float*, std::int64_t, const float* const*, int, float*, int, int, int);
 #endif
@@ -35,7 +35,7 @@ constexpr int MR = 6;
 // (tap, output-channel, input-channel) tile of the block is computed.
 constexpr int kPixelBlock = 256;
 
-using IgemmFn = void (*)(int, int, const float* const*, const float*, float* const*, int, int, bool);
+using IgemmFn = void (*)(int, int, const float* const*, const float*, const int*, float* const*, int, int, bool);
 using DwkFn = void (*)(int, const float*, std::int64_t, const float* const*, int, float*, int, int, int);
 struct FloatKernels {
   IgemmFn igemm;
@@ -62,8 +62,9 @@ struct Kernels;
 template <>
 struct Kernels<float> {
   static int nr() { return float_kernels().nr; }
-  static void igemm(int taps, int K, const float* const* a, const float* b, float* const* c, int rows, int cols, bool add) {
-    float_kernels().igemm(taps, K, a, b, c, rows, cols, add);
+  static void igemm(int taps, int K, const float* const* a, const float* b, const int* ids, float* const* c, int rows,
+                    int cols, bool add) {
+    float_kernels().igemm(taps, K, a, b, ids, c, rows, cols, add);
   }
   static void dwk(int P, const float* g, std::int64_t ldg, const float* const* x, int off, float* dw, int ldw, int rows,
                   int cols) {
@@ -73,13 +74,14 @@ struct Kernels<float> {
 template <>
 struct Kernels<double> {
   static int nr() { return 8; }
-  static void igemm(int taps, int K, const double* const* a, const double* b, double* const* c, int rows, int cols,
-                    bool add) {
+  static void igemm(int taps, int K, const double* const* a, const double* b, const int* ids, double* const* c, int rows,
+                    int cols, bool add) {
     for (int i = 0; i < rows; ++i)
       for (int j = 0; j < cols; ++j) {
         double s = 0;
         for (int t = 0; t < taps; ++t)
-          for (int k = 0; k < K; ++k) s += a[t * MR + i][k] * b[(static_cast<std::int64_t>(t) * K + k) * nr() + j];
+          for (int k = 0; k < K; ++k)
+            s += a[t * MR + i][k] * b[(static_cast<std::int64_t>(ids ? ids[t] : t) * K + k) * nr() + j];
         c[i][j] = add ? c[i][j] + s : s;
       }
   }
@@ -100,7 +102,8 @@ std::int64_t round_up(std::int64_t v, std::int64_t m) { return (v + m - 1) / m *
 // count) when the output has at least 16384 pixels (the board's 9x9 stage at batch 256), else 1,
 // summed by tiles (rows_backward_weight).
 int weight_grad_slices(const ConvGeom& g) {
-  return static_cast<std::int64_t>(g.N) * g.OH() * g.OW() >= 16384 ? std::min(8, g.N) : 1;
+  const std::int64_t P = static_cast<std::int64_t>(g.N) * g.OH() * g.OW();
+  return P >= 16384 ? static_cast<int>(std::min<std::int64_t>(8, (P + kPixelBlock - 1) / kPixelBlock)) : 1;
 }
 
 // Workspace, in values: a row of zeros (the padding taps' input), then the forward's packed
@@ -146,10 +149,55 @@ std::vector<std::int64_t> tap_offsets(const ConvGeom& g) {
   return offs;
 }
 
-// out rows (N*OH*OW, O) from in rows (N*H*W, C).
+// For each output pixel position of one image, the taps that fall inside the image and where their
+// input rows start within a sample (in values): every sample has the same, so a tile of MR samples at
+// one position runs only those taps (on a 3x3 board 40% of a 3x3 kernel's taps are padding).
+struct PositionTaps {
+  std::vector<int> start, ids;     // position r's taps are ids[start[r] .. start[r+1])
+  std::vector<std::int64_t> offs;  // their row offsets, alongside ids
+};
+
+PositionTaps forward_taps(const ConvGeom& g) {
+  PositionTaps pt;
+  const std::vector<std::int64_t> all = tap_offsets(g);
+  const int taps = g.KH * g.KW, positions = g.OH() * g.OW();
+  pt.start.push_back(0);
+  for (int r = 0; r < positions; ++r) {
+    for (int t = 0; t < taps; ++t)
+      if (all[static_cast<size_t>(r) * taps + t] >= 0) {
+        pt.ids.push_back(t);
+        pt.offs.push_back(all[static_cast<size_t>(r) * taps + t]);
+      }
+    pt.start.push_back(static_cast<int>(pt.ids.size()));
+  }
+  return pt;
+}
+
+// The input pixels' side: at input position (qh, qw), the taps whose output pixel reads it (stride
+// phase and image bounds), and that output pixel's row offset within a sample of dout.
+PositionTaps input_taps(const ConvGeom& g) {
+  PositionTaps pt;
+  const int OH = g.OH(), OW = g.OW(), s = g.stride;
+  pt.start.push_back(0);
+  for (int qh = 0; qh < g.H; ++qh)
+    for (int qw = 0; qw < g.W; ++qw) {
+      for (int kh = 0; kh < g.KH; ++kh)
+        for (int kw = 0; kw < g.KW; ++kw) {
+          const int dh = qh + g.pad - kh, dw = qw + g.pad - kw;
+          if (dh < 0 || dw < 0 || dh % s != 0 || dw % s != 0 || dh / s >= OH || dw / s >= OW) continue;
+          pt.ids.push_back(kh * g.KW + kw);
+          pt.offs.push_back((static_cast<std::int64_t>(dh / s) * OW + dw / s) * g.O);
+        }
+      pt.start.push_back(static_cast<int>(pt.ids.size()));
+    }
+  return pt;
+}
+
+// out rows (N*OH*OW, O) from in rows (N*H*W, C). Tiles are (MR samples, one output position),
+// positions inner, so consecutive tiles share their samples' rows in cache.
 template <typename T>
 void rows_forward(T* out, const T* in, const T* weight, const ConvGeom& g, T* ws, ThreadPool* pool) {
-  const int nr = Kernels<T>::nr(), taps = g.KH * g.KW, OH = g.OH(), OW = g.OW();
+  const int nr = Kernels<T>::nr(), taps = g.KH * g.KW, OHW = g.OH() * g.OW();
   const Layout L(g, nr);
   T* zero = ws;
   std::fill(zero, zero + L.zeros, T(0));
@@ -165,11 +213,12 @@ void rows_forward(T* out, const T* in, const T* weight, const ConvGeom& g, T* ws
           dst[jj] = o < g.O ? weight_at(weight, g, o, c, t / g.KW, t % g.KW) : T(0);
         }
       }
-  const std::int64_t P = static_cast<std::int64_t>(g.N) * OH * OW, tiles = (P + MR - 1) / MR;
   const bool gather = gathers_forward(g);
   const int KT = taps * g.C;
-  const std::vector<std::int64_t> offs = tap_offsets(g);
+  const std::vector<std::int64_t> offs = tap_offsets(g);  // the gathered rows keep every tap (zeros in the padding)
+  const PositionTaps pt = forward_taps(g);
   const std::int64_t sample = static_cast<std::int64_t>(g.H) * g.W * g.C;
+  const std::int64_t groups = (g.N + MR - 1) / MR, tiles = groups * OHW;
   auto body = [&](std::int64_t t0, std::int64_t t1, int) {
     std::vector<const T*> a(static_cast<size_t>(taps) * MR);
     std::vector<T> rows_buf(gather ? static_cast<size_t>(MR) * KT : 0);
@@ -177,26 +226,27 @@ void rows_forward(T* out, const T* in, const T* weight, const ConvGeom& g, T* ws
     for (int i = 0; i < MR && gather; ++i) gathered[i] = rows_buf.data() + static_cast<std::int64_t>(i) * KT;
     T* crow[MR];
     for (std::int64_t tile = t0; tile < t1; ++tile) {
-      const std::int64_t p0 = tile * MR;
-      const int rows = static_cast<int>(std::min<std::int64_t>(MR, P - p0));
+      const int n0 = static_cast<int>(tile / OHW) * MR, r = static_cast<int>(tile % OHW);
+      const int rows = std::min(MR, g.N - n0);
+      const int first = pt.start[r], valid = pt.start[r + 1] - first;
       for (int i = 0; i < MR; ++i) {
-        const std::int64_t p = p0 + (i < rows ? i : 0);
-        const T* base = in + p / (OH * OW) * sample;
-        const std::int64_t* o = offs.data() + p % (OH * OW) * taps;
+        const T* base = in + (n0 + (i < rows ? i : 0)) * sample;
         if (gather) {
+          const std::int64_t* o = offs.data() + static_cast<std::int64_t>(r) * taps;
           T* row = rows_buf.data() + static_cast<std::int64_t>(i) * KT;
           for (int t = 0; t < taps; ++t)
             for (int c = 0; c < g.C; ++c) row[t * g.C + c] = o[t] >= 0 ? base[o[t] + c] : T(0);
         } else {
-          for (int t = 0; t < taps; ++t) a[static_cast<size_t>(t) * MR + i] = o[t] >= 0 ? base + o[t] : zero;
+          for (int t = 0; t < valid; ++t) a[static_cast<size_t>(t) * MR + i] = base + pt.offs[first + t];
         }
       }
       for (int j = 0; j < panels; ++j) {
-        for (int i = 0; i < rows; ++i) crow[i] = out + (p0 + i) * g.O + static_cast<std::int64_t>(j) * nr;
+        for (int i = 0; i < rows; ++i)
+          crow[i] = out + (static_cast<std::int64_t>(n0 + i) * OHW + r) * g.O + static_cast<std::int64_t>(j) * nr;
         // (tap, C, nr) packing is also (1, taps*C, nr): the gathered rows use the same weights.
         const T* bj = b + static_cast<std::int64_t>(j) * taps * g.C * nr;
-        if (gather) Kernels<T>::igemm(1, KT, gathered, bj, crow, rows, std::min(nr, g.O - j * nr), false);
-        else Kernels<T>::igemm(taps, g.C, a.data(), bj, crow, rows, std::min(nr, g.O - j * nr), false);
+        if (gather) Kernels<T>::igemm(1, KT, gathered, bj, nullptr, crow, rows, std::min(nr, g.O - j * nr), false);
+        else Kernels<T>::igemm(valid, g.C, a.data(), bj, pt.ids.data() + first, crow, rows, std::min(nr, g.O - j * nr), false);
       }
     }
   };
@@ -205,81 +255,50 @@ void rows_forward(T* out, const T* in, const T* weight, const ConvGeom& g, T* ws
 }
 
 // din rows (N*H*W, C) (=, or += with add) from dout rows (N*OH*OW, O): each input pixel sums, over
-// the taps that reach it, the output pixel's gradient through that tap's weights. Input pixels are
-// grouped by their position modulo the stride: within a group the same taps reach every pixel.
+// the taps that reach it, the output pixel's gradient through that tap's weights. Every sample has
+// the same taps at a position (stride phase and image bounds), so tiles are (MR samples, one input
+// position) and run only those taps: a stride-2 convolution does no work on the taps that skip a pixel.
 template <typename T>
 void rows_backward_input(T* din, const T* dout, const T* weight, const ConvGeom& g, T* ws, ThreadPool* pool, bool add) {
-  const int nr = Kernels<T>::nr(), OH = g.OH(), OW = g.OW(), s = g.stride;
+  const int nr = Kernels<T>::nr(), taps = g.KH * g.KW, HW = g.H * g.W;
   const Layout L(g, nr);
-  T* zero = ws;
-  std::fill(zero, zero + L.zeros, T(0));
+  // packed (panel of nr input channels, tap, output channel, nr)
   T* b = ws + L.zeros;
   const int panels = static_cast<int>((g.C + nr - 1) / nr);
-  auto reaches = [s](int phase, int pad, int k) { return ((phase + pad - k) % s + s) % s == 0; };
-  for (int rh = 0; rh < std::min(s, g.H); ++rh)
-    for (int rw = 0; rw < std::min(s, g.W); ++rw) {
-      std::vector<int> khs, kws;
-      for (int kh = 0; kh < g.KH; ++kh)
-        if (reaches(rh, g.pad, kh)) khs.push_back(kh);
-      for (int kw = 0; kw < g.KW; ++kw)
-        if (reaches(rw, g.pad, kw)) kws.push_back(kw);
-      const int taps = static_cast<int>(khs.size() * kws.size());
-      const int qh_n = (g.H - rh + s - 1) / s, qw_n = (g.W - rw + s - 1) / s;
-      const std::int64_t Q = static_cast<std::int64_t>(g.N) * qh_n * qw_n, tiles = (Q + MR - 1) / MR;
-      auto pixel = [&](std::int64_t q, int* n, int* qh, int* qw) {
-        *n = static_cast<int>(q / (qh_n * qw_n));
-        const int r = static_cast<int>(q % (qh_n * qw_n));
-        *qh = rh + (r / qw_n) * s;
-        *qw = rw + (r % qw_n) * s;
-      };
-      if (taps == 0) {
-        if (!add)
-          for (std::int64_t q = 0; q < Q; ++q) {
-            int n, qh, qw;
-            pixel(q, &n, &qh, &qw);
-            T* d = din + ((static_cast<std::int64_t>(n) * g.H + qh) * g.W + qw) * g.C;
-            std::fill(d, d + g.C, T(0));
-          }
-        continue;
-      }
-      // packed (panel of nr input channels, tap, output channel, nr)
-      for (int j = 0; j < panels; ++j)
-        for (int t = 0; t < taps; ++t)
-          for (int o = 0; o < g.O; ++o) {
-            T* dst = b + ((static_cast<std::int64_t>(j) * taps + t) * g.O + o) * nr;
-            for (int jj = 0; jj < nr; ++jj) {
-              const int c = j * nr + jj;
-              dst[jj] = c < g.C ? weight_at(weight, g, o, c, khs[t / kws.size()], kws[t % kws.size()]) : T(0);
-            }
-          }
-      auto body = [&](std::int64_t t0, std::int64_t t1, int) {
-        std::vector<const T*> a(static_cast<size_t>(taps) * MR);
-        T* crow[MR];
-        std::int64_t rowbase[MR];
-        for (std::int64_t tile = t0; tile < t1; ++tile) {
-          const std::int64_t q0 = tile * MR;
-          const int rows = static_cast<int>(std::min<std::int64_t>(MR, Q - q0));
-          for (int i = 0; i < MR; ++i) {
-            int n, qh, qw;
-            pixel(q0 + (i < rows ? i : 0), &n, &qh, &qw);
-            rowbase[i] = ((static_cast<std::int64_t>(n) * g.H + qh) * g.W + qw) * g.C;
-            for (int t = 0; t < taps; ++t) {
-              const int ph = (qh + g.pad - khs[t / kws.size()]) / s, pw = (qw + g.pad - kws[t % kws.size()]) / s;
-              const bool inside = qh + g.pad - khs[t / kws.size()] >= 0 && qw + g.pad - kws[t % kws.size()] >= 0 &&
-                                  ph < OH && pw < OW;
-              a[static_cast<size_t>(t) * MR + i] = inside ? dout + ((static_cast<std::int64_t>(n) * OH + ph) * OW + pw) * g.O : zero;
-            }
-          }
-          for (int j = 0; j < panels; ++j) {
-            for (int i = 0; i < rows; ++i) crow[i] = din + rowbase[i] + static_cast<std::int64_t>(j) * nr;
-            Kernels<T>::igemm(taps, g.O, a.data(), b + static_cast<std::int64_t>(j) * taps * g.O * nr, crow, rows,
-                              std::min(nr, g.C - j * nr), add);
-          }
+  for (int j = 0; j < panels; ++j)
+    for (int t = 0; t < taps; ++t)
+      for (int o = 0; o < g.O; ++o) {
+        T* dst = b + ((static_cast<std::int64_t>(j) * taps + t) * g.O + o) * nr;
+        for (int jj = 0; jj < nr; ++jj) {
+          const int c = j * nr + jj;
+          dst[jj] = c < g.C ? weight_at(weight, g, o, c, t / g.KW, t % g.KW) : T(0);
         }
-      };
-      if (pool) pool->parallel_for(tiles, body, 8);
-      else body(0, tiles, 0);
+      }
+  const PositionTaps pt = input_taps(g);
+  const std::int64_t sample = static_cast<std::int64_t>(g.OH()) * g.OW() * g.O;
+  const std::int64_t groups = (g.N + MR - 1) / MR, tiles = groups * HW;
+  auto body = [&](std::int64_t t0, std::int64_t t1, int) {
+    std::vector<const T*> a(static_cast<size_t>(taps) * MR);
+    T* crow[MR];
+    for (std::int64_t tile = t0; tile < t1; ++tile) {
+      const int n0 = static_cast<int>(tile / HW) * MR, q = static_cast<int>(tile % HW);
+      const int rows = std::min(MR, g.N - n0);
+      const int first = pt.start[q], valid = pt.start[q + 1] - first;
+      for (int i = 0; i < MR; ++i) {
+        const T* base = dout + (n0 + (i < rows ? i : 0)) * sample;
+        for (int t = 0; t < valid; ++t) a[static_cast<size_t>(t) * MR + i] = base + pt.offs[first + t];
+      }
+      for (int j = 0; j < panels; ++j) {
+        for (int i = 0; i < rows; ++i)
+          crow[i] = din + (static_cast<std::int64_t>(n0 + i) * HW + q) * g.C + static_cast<std::int64_t>(j) * nr;
+        // No tap reaches the pixel: the kernel sums nothing and writes (or adds) zeros.
+        Kernels<T>::igemm(valid, g.O, a.data(), b + static_cast<std::int64_t>(j) * taps * g.O * nr, pt.ids.data() + first,
+                          crow, rows, std::min(nr, g.C - j * nr), add);
+      }
     }
+  };
+  if (pool) pool->parallel_for(tiles, body, 8);
+  else body(0, tiles, 0);
 }
 
 // dweight (O, C, KH, KW) += sum over output pixels of dout[p] (x) the input row each tap read.
@@ -391,8 +410,11 @@ void weight_grad_by_slices(T* dweight, const T* dout, const T* in, const ConvGeo
     std::vector<const T*> xg(gather ? kPixelBlock : 0);
     for (std::int64_t sl = s0; sl < s1; ++sl) {
       T* dw = parts + sl * part;  // (tap, O, C)
-      const std::int64_t p_begin = static_cast<std::int64_t>(g.N) * sl / slices * OH * OW;
-      const std::int64_t p_end = static_cast<std::int64_t>(g.N) * (sl + 1) / slices * OH * OW;
+      // Whole pixel blocks per slice: a slice edge inside a block left short blocks whose tiles ran
+      // a few pixels each.
+      const std::int64_t P = static_cast<std::int64_t>(g.N) * OH * OW, blocks = (P + kPixelBlock - 1) / kPixelBlock;
+      const std::int64_t p_begin = blocks * sl / slices * kPixelBlock;
+      const std::int64_t p_end = std::min(P, blocks * (sl + 1) / slices * kPixelBlock);
       for (std::int64_t pb = p_begin; pb < p_end; pb += kPixelBlock) {
         const int nb = static_cast<int>(std::min<std::int64_t>(kPixelBlock, p_end - pb));
         for (int i = 0; i < nb; ++i) {
