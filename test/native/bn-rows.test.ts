@@ -1,5 +1,5 @@
 // Batch norm on (M, C) rows (HW == 1): the layout of channels-last activations and of dense
-// features, where a channel is a column with stride C. The rows path (native/src/cpu/ops_batchnorm.cpp)
+// features, where a channel is a column with stride C. The rows path (native/src/cpu/ops_batchnorm_rows.cpp)
 // runs along C over fixed blocks of rows; a C++ driver (bn-rows/check.cpp) checks it against a double
 // reference on C in {1, 3, 24, 96, 577} x M in {1, 2, 7, 1000, 20736} and for the same bits at 1, 2
 // and 3 threads.

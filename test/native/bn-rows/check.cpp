@@ -1,4 +1,4 @@
-// Batch norm on (M, C) rows (HW == 1, cpu/ops_batchnorm.cpp's rows path: channels-last activations
+// Batch norm on (M, C) rows (HW == 1, cpu/ops_batchnorm_rows.cpp: channels-last activations
 // and dense features) against a straightforward double reference, and the same bits at 1, 2 and 3
 // threads. Forward train (out, save_mean, save_invstd, running stats), eval, and backward with and
 // without a folded ReLU and with din null, for C in {1, 3, 24, 96, 577} and M in {1, 2, 7, 1000, 20736}.
