@@ -1,6 +1,8 @@
-// The engine's float GEMM timed on the products the board network's convolutions
-// make at batch 256 (channel-major: out (O, P) = W (O, K) . col (K, P), P = batch x pixels),
-// forward, input gradient and weight gradient, and checked against the double reference.
+// The engine's float GEMM timed on the products the board network's convolutions made at batch
+// 256 when they ran as im2col GEMMs (channel-major: out (O, P) = W (O, K) . col (K, P), P = batch x
+// pixels; they now run the indirect kernels of cpu/ops_conv.cpp, but the shapes still cover the
+// GEMM's paths), and on the MLP's linear layers, forward, input gradient and weight gradient,
+// checked against the double reference.
 // Best of several repetitions, so a shared machine's load shows less. Build against the engine:
 //   g++ -O2 -std=c++17 -Inative/src bench/cpu/gemm-shapes.cpp build/libtb_engine.a -lpthread -o /tmp/gemm-shapes
 //   /tmp/gemm-shapes [threads] [reps]
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
                           {"s0 conv3 1x1 24->96", 96, 24, 20736},   {"s0 conv1 1x1 96->24", 24, 96, 20736},
                           {"s1 conv3 1x1 48->192", 192, 48, 6400},  {"s2 conv2 3x3 96 3x3", 96, 864, 2304},
                           {"s3 conv3 1x1 144->576", 576, 144, 1024}, {"head 3x3 576->128 2x2", 128, 5184, 1024}};
+  const Shape mlp[] = {{"mlp fc1 784->256", 256, 784, 256}, {"mlp fc2 256->128", 128, 256, 256}};
   double total = 0;
   bool ok = true;
   for (const Shape& s : shapes) {
@@ -69,5 +72,17 @@ int main(int argc, char** argv) {
                 gf / fwd, gf / din, gf / dw, (fwd + din + dw) * 1e3, err);
   }
   std::printf("total %.2f ms\n", total * 1e3);
+  // The MLP's linear layers, batch-major: out (B, O) = in (B, I) . W^T, dW (O, I) = dout^T . in, din = dout . W.
+  double mtotal = 0;
+  for (const Shape& s : mlp) {
+    double e1, e2, e3;
+    const double fwd = run(false, true, s.P, s.O, s.K, &pool, reps, &e1);
+    const double dw = run(true, false, s.O, s.K, s.P, &pool, reps, &e2);
+    const double din = run(false, false, s.P, s.K, s.O, &pool, reps, &e3);
+    const double gf = 2.0 * s.O * s.K * s.P / 1e9;
+    mtotal += fwd + din + dw;
+    std::printf("%-24s fwd %6.1f  din %6.1f  dweight %6.1f GFLOP/s\n", s.name, gf / fwd, gf / din, gf / dw);
+  }
+  std::printf("mlp total %.3f ms\n", mtotal * 1e3);
   return ok ? 0 : 1;
 }

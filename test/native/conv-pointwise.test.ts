@@ -1,13 +1,13 @@
-// The 1x1 stride-1 convolution skips im2col (its input already is the GEMM
-// operand, cpu/ops_conv.cpp): the random gradient checks reach that path only
-// on some seeds, so this walks seeds until it has checked it several times.
+// The 1x1 stride-1 convolution is one tap whose row pointers are the input's own
+// rows (channels-last, cpu/ops_conv.cpp): the random gradient checks reach that
+// shape only on some seeds, so this walks seeds until it has checked it several times.
 import { describe, expect, it } from 'vitest';
 
 import { loadAddon } from '../helpers/native';
 
 const addon = loadAddon();
 
-describe('pointwise convolution (channel-major, no im2col)', () => {
+describe('pointwise convolution (channels-last rows, one tap)', () => {
   it('matches finite differences in float64', () => {
     const pointwise: { maxRelError: number; shapes: string }[] = [];
     for (let seed = 1; seed <= 400 && pointwise.length < 5; seed++) {

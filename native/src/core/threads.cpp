@@ -1,6 +1,10 @@
 #include "core/threads.h"
 
 #include <algorithm>
+#include <chrono>
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#endif
 
 namespace tb {
 
@@ -23,6 +27,32 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+namespace {
+
+// How long a worker waiting for the next pass, or the caller waiting for the workers, spins before
+// it sleeps: long enough to bridge the gaps inside a training step, short enough that an idle pool
+// gives its cores back (the loader and the host share them).
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(_M_X64)
+  _mm_pause();
+#endif
+}
+
+// Spins until done() or kSpin has passed; returns done().
+template <typename F>
+bool spin_until(F&& done) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) return done();
+  }
+}
+
+}  // namespace
+
 static void chunk_range(std::int64_t n, int chunks, int i, std::int64_t* b, std::int64_t* e) {
   const std::int64_t base = n / chunks, extra = n % chunks;
   *b = i * base + std::min<std::int64_t>(i, extra);
@@ -35,11 +65,12 @@ void ThreadPool::worker_loop(int index) {
     const std::function<void(std::int64_t, std::int64_t, int)>* job;
     std::int64_t n;
     int chunks;
+    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      wake_.wait(lock, [&] { return stopping_ || generation_.load(std::memory_order_relaxed) != seen; });
       if (stopping_) return;
-      seen = generation_;
+      seen = generation_.load(std::memory_order_relaxed);
       job = job_;
       n = job_n_;
       chunks = job_chunks_;
@@ -49,9 +80,10 @@ void ThreadPool::worker_loop(int index) {
       chunk_range(n, chunks, index, &b, &e);
       if (b < e) (*job)(b, e, index);
     }
-    {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The caller may be asleep: notify under the mutex so the wake-up cannot be lost.
       std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+      done_.notify_one();
     }
   }
 }
@@ -71,8 +103,8 @@ void ThreadPool::parallel_for(std::int64_t n, const std::function<void(std::int6
     job_ = &fn;
     job_n_ = n;
     job_chunks_ = chunks;
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
+    pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   std::int64_t b, e;
@@ -84,8 +116,9 @@ void ThreadPool::parallel_for(std::int64_t n, const std::function<void(std::int6
   } catch (...) {
     error = std::current_exception();
   }
+  spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
+  done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
   job_ = nullptr;
   if (error) std::rethrow_exception(error);
 }

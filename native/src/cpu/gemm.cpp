@@ -56,8 +56,9 @@ constexpr int MC = 120;  // a multiple of MR = 6
 constexpr int NC = 3072;
 // Products with B transposed and a reduction at least this long take the dot kernel (gemm_dot): on the
 // board network's weight gradients (bench/cpu/gemm-shapes.cpp, 2 threads) it ran 144-176 GFLOP/s where
-// transposing B into panels ran 32-124 (24 to 576 rows).
-constexpr int kDotMinK = 1024;
+// transposing B into panels ran 32-124 (24 to 576 rows); on the MLP's first layer (K = 784) 167-175
+// against 130-134, while at K = 256 packing stays ahead (120-133 against 93-108).
+constexpr int kDotMinK = 512;
 
 TB_ALWAYS_INLINE inline float at(const float* X, int ld, bool trans, int r, int c) {
   return trans ? X[static_cast<std::int64_t>(c) * ld + r] : X[static_cast<std::int64_t>(r) * ld + c];

@@ -19,33 +19,36 @@ template <typename T>
 void linear_backward(T* din, T* dW, T* db, const T* dout, const T* in, const T* W, int B, int I, int O,
                      ThreadPool* pool);
 
-// ---- conv2d on channel-major activations: in (C, N, H, W), weight (O, C, KH, KW), bias (O) or null,
-// out (O, N, OH, OW). Batch norm on such a tensor is batchnorm_*(N = 1, C, HW = N*H*W).
+// ---- conv2d on channels-last activations: in (N, H, W, C), i.e. one row of C values per pixel,
+// weight (O, C, KH, KW) as PyTorch stores it, bias (O) or null, out (N, OH, OW, O). Batch norm on
+// such a tensor is batchnorm_*(N = N*H*W, C, HW = 1).
 struct ConvGeom {
   int N, C, H, W, O, KH, KW, stride, pad;
   int OH() const { return (H + 2 * pad - KH) / stride + 1; }
   int OW() const { return (W + 2 * pad - KW) / stride + 1; }
 };
-// 1x1, stride 1, no padding: the input already is the im2col matrix, so no workspace.
-inline bool conv_is_pointwise(const ConvGeom& g) { return g.KH == 1 && g.KW == 1 && g.stride == 1 && g.pad == 0; }
 // Fewer input pixels than kernel taps (the heads' 3x3 on a 2x2 board): the convolution runs as a dense
 // layer over all pixels (cpu/ops_conv.cpp), whose workspace is conv_dense_floats values.
 inline bool conv_is_dense(const ConvGeom& g) { return g.H * g.W < g.KH * g.KW; }
 std::int64_t conv_dense_floats(const ConvGeom& g);
-// Samples per im2col chunk (the col buffer holds at most 2^23 values); the memory model uses it too.
-int conv_chunk_samples(const ConvGeom& g);
+// The float workspace a convolution uses at g.N samples (packed weights, a row of zeros for padding
+// taps, the weight gradient's partial sums); the memory model uses it too.
+std::int64_t conv_workspace_floats(const ConvGeom& g);
+// Values the weight-gradient kernel may read past the last row of a convolution's input and of its
+// output gradient (it loads whole vectors at a row's edge, never using what lies past it): the
+// engine allocates activations and their gradients with this much slack.
+constexpr std::int64_t kConvRowSlack = 32;
 template <typename T>
 struct ConvWorkspace {
   std::vector<T> col;
-  // The forward pass left the whole batch's im2col in `col` (it fit in one chunk), or for a dense
-  // convolution its gathered input and dense weights.
+  // For a dense convolution, the forward pass left its dense weights in `col`.
   bool col_holds_batch = false;
 };
 template <typename T>
 void conv2d_forward(T* out, const T* in, const T* weight, const T* bias, const ConvGeom& g, ConvWorkspace<T>& ws,
                     ThreadPool* pool);
-// din may be null (first layer); dbias may be null (no bias). reuse_col: the last
-// forward ran on this same input, so its im2col may be reused instead of recomputed.
+// din may be null (first layer); dbias may be null (no bias). reuse_col: the last forward ran
+// with these weights, so a dense convolution's dense weights may be reused.
 // add_din: din += the input gradient (another consumer already wrote din) instead of din =.
 template <typename T>
 void conv2d_backward(T* din, T* dweight, T* dbias, const T* dout, const T* in, const T* weight, const ConvGeom& g,
@@ -84,13 +87,13 @@ template <typename T>
 void global_avgpool_forward(T* out, const T* in, int N, int C, int HW);
 template <typename T>
 void global_avgpool_backward(T* din, const T* dout, int N, int C, int HW);
-// The same from a channel-major in (C, N, HW) to out (N, C).
-void global_avgpool_cnhw_forward(float* out, const float* in, int N, int C, int HW);
-void global_avgpool_cnhw_backward(float* din, const float* dout, int N, int C, int HW);
-// Channel-major (C, N, HW) <-> sample-major (N, C, HW): the engine's conv layout against the data's and the
-// dense layers' (input and flatten nodes).
-void to_channel_major(float* out, const float* in, int N, int C, int HW);
-void to_sample_major(float* out, const float* in, int N, int C, int HW);
+// The same from a channels-last in (N, HW, C) to out (N, C).
+void global_avgpool_nhwc_forward(float* out, const float* in, int N, int C, int HW);
+void global_avgpool_nhwc_backward(float* din, const float* dout, int N, int C, int HW);
+// Channels-first (N, C, HW) <-> channels-last (N, HW, C): the data's and PyTorch's flatten order against the
+// engine's convolution layout (input and flatten nodes).
+void to_channels_last(float* out, const float* in, int N, int C, int HW, ThreadPool* pool = nullptr);
+void to_channels_first(float* out, const float* in, int N, int C, int HW);
 // Inverted dropout: mask holds 0 or 1/(1-p); p = 0 copies.
 template <typename T>
 void dropout_forward(T* out, T* mask, const T* in, std::int64_t n, double p, Rng* rng);

@@ -1,12 +1,18 @@
-// Batch norm per channel over (N, HW). Sums accumulate 16 lanes of T over
-// blocks of 1024 values and add the blocks in double, always in the same
-// order per channel, so results do not depend on the thread count and the
-// inner loops vectorize. On channel-major activations (N = 1) a channel is
-// one contiguous run.
+// Batch norm per channel over (N, HW), two layouts:
+// - HW > 1 ((N, C, HW) tensors, e.g. the CUDA parity checks' reference): a channel is N runs of HW
+//   values. Sums accumulate 16 lanes of T over blocks of 1024 values and add the blocks in double,
+//   in the same order per channel, so results do not depend on the thread count and the inner
+//   loops vectorize.
+// - HW == 1 (rows: channels-last activations and dense features, x is (M = N, C) row-major): a
+//   channel is a column with stride C, so the inner loops run along C instead, over fixed blocks
+//   of rows whose per-channel sums are kept per block and added in double in block order (again
+//   independent of the thread count). That path is cpu/ops_batchnorm_rows.cpp.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/threads.h"
+#include "cpu/batchnorm_rows.h"
 #include "cpu/ops.h"
 #include "cpu/simd_clones.h"
 
@@ -98,10 +104,16 @@ void forward_channel(double* out, double* save_mean, double* save_invstd, const 
 
 }  // namespace
 
+
 template <typename T>
 void batchnorm_forward_train(T* out, T* save_mean, T* save_invstd, const T* in, const T* gamma, const T* beta,
                              T* running_mean, T* running_var, int N, int C, int HW, T momentum, T eps,
                              ThreadPool* pool) {
+  if (HW == 1) {
+    forward_train_rows(out, save_mean, save_invstd, in, gamma, beta, running_mean, running_var, N, C, momentum, eps,
+                       pool);
+    return;
+  }
   for_channels(C, pool, [&](int c) {
     forward_channel(out, save_mean, save_invstd, in, gamma, beta, running_mean, running_var, N, C, HW, momentum, eps,
                     c);
@@ -111,6 +123,10 @@ void batchnorm_forward_train(T* out, T* save_mean, T* save_invstd, const T* in, 
 template <typename T>
 void batchnorm_forward_eval(T* out, const T* in, const T* gamma, const T* beta, const T* running_mean,
                             const T* running_var, int N, int C, int HW, T eps, ThreadPool* pool) {
+  if (HW == 1) {
+    forward_eval_rows(out, in, gamma, beta, running_mean, running_var, N, C, eps, pool);
+    return;
+  }
   for_channels(C, pool, [&](int c) {
     const double invstd = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps);
     const T g = static_cast<T>(gamma[c] * invstd), b = static_cast<T>(beta[c] - running_mean[c] * gamma[c] * invstd);
@@ -186,6 +202,10 @@ void backward_channel(double* din, double* dgamma, double* dbeta, const double* 
 template <typename T>
 void batchnorm_backward(T* din, T* dgamma, T* dbeta, const T* dout, const T* in, const T* gamma, const T* save_mean,
                         const T* save_invstd, int N, int C, int HW, ThreadPool* pool, const T* relu_out) {
+  if (HW == 1) {
+    backward_rows(din, dgamma, dbeta, dout, in, gamma, save_mean, save_invstd, N, C, pool, relu_out);
+    return;
+  }
   for_channels(C, pool, [&](int c) {
     backward_channel(din, dgamma, dbeta, dout, in, gamma, save_mean, save_invstd, N, C, HW, relu_out, c);
   });

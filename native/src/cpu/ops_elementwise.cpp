@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <vector>
 
 #include "core/rng.h"
 #include "core/threads.h"
@@ -74,36 +75,48 @@ TB_INSTANTIATE(double)
 
 namespace tb {
 
-void global_avgpool_cnhw_forward(float* out, const float* in, int N, int C, int HW) {
-  for (int c = 0; c < C; ++c)
-    for (int n = 0; n < N; ++n) {
-      const float* x = in + (static_cast<std::int64_t>(c) * N + n) * HW;
-      double s = 0;
-      for (int i = 0; i < HW; ++i) s += x[i];
-      out[static_cast<std::int64_t>(n) * C + c] = static_cast<float>(s / HW);
+void global_avgpool_nhwc_forward(float* out, const float* in, int N, int C, int HW) {
+  std::vector<double> s(static_cast<size_t>(C));
+  for (int n = 0; n < N; ++n) {
+    std::fill(s.begin(), s.end(), 0.0);
+    for (int i = 0; i < HW; ++i) {
+      const float* x = in + (static_cast<std::int64_t>(n) * HW + i) * C;
+      for (int c = 0; c < C; ++c) s[c] += x[c];
     }
+    for (int c = 0; c < C; ++c) out[static_cast<std::int64_t>(n) * C + c] = static_cast<float>(s[c] / HW);
+  }
 }
 
-void global_avgpool_cnhw_backward(float* din, const float* dout, int N, int C, int HW) {
-  for (int c = 0; c < C; ++c)
-    for (int n = 0; n < N; ++n) {
-      float* d = din + (static_cast<std::int64_t>(c) * N + n) * HW;
-      std::fill(d, d + HW, dout[static_cast<std::int64_t>(n) * C + c] / HW);
-    }
-}
-
-void to_channel_major(float* out, const float* in, int N, int C, int HW) {
+void global_avgpool_nhwc_backward(float* din, const float* dout, int N, int C, int HW) {
   for (int n = 0; n < N; ++n)
-    for (int c = 0; c < C; ++c)
-      std::copy(in + (static_cast<std::int64_t>(n) * C + c) * HW, in + (static_cast<std::int64_t>(n) * C + c + 1) * HW,
-                out + (static_cast<std::int64_t>(c) * N + n) * HW);
+    for (int i = 0; i < HW; ++i) {
+      float* d = din + (static_cast<std::int64_t>(n) * HW + i) * C;
+      const float* g = dout + static_cast<std::int64_t>(n) * C;
+      for (int c = 0; c < C; ++c) d[c] = g[c] / HW;
+    }
 }
 
-void to_sample_major(float* out, const float* in, int N, int C, int HW) {
-  for (int c = 0; c < C; ++c)
-    for (int n = 0; n < N; ++n)
-      std::copy(in + (static_cast<std::int64_t>(c) * N + n) * HW, in + (static_cast<std::int64_t>(c) * N + n + 1) * HW,
-                out + (static_cast<std::int64_t>(n) * C + c) * HW);
+void to_channels_last(float* out, const float* in, int N, int C, int HW, ThreadPool* pool) {
+  auto body = [&](std::int64_t n0, std::int64_t n1, int) {
+    for (std::int64_t n = n0; n < n1; ++n) {
+      const float* src = in + n * C * HW;
+      float* dst = out + n * C * HW;
+      for (int c = 0; c < C; ++c)
+        for (int i = 0; i < HW; ++i) dst[static_cast<std::int64_t>(i) * C + c] = src[static_cast<std::int64_t>(c) * HW + i];
+    }
+  };
+  // The board's input (104 planes of 9x9) is 2M values a batch: worth both cores.
+  if (pool && static_cast<std::int64_t>(N) * C * HW >= (1 << 18)) pool->parallel_for(N, body, 1);
+  else body(0, N, 0);
+}
+
+void to_channels_first(float* out, const float* in, int N, int C, int HW) {
+  for (int n = 0; n < N; ++n) {
+    const float* src = in + static_cast<std::int64_t>(n) * C * HW;
+    float* dst = out + static_cast<std::int64_t>(n) * C * HW;
+    for (int c = 0; c < C; ++c)
+      for (int i = 0; i < HW; ++i) dst[static_cast<std::int64_t>(c) * HW + i] = src[static_cast<std::int64_t>(i) * C + c];
+  }
 }
 
 }  // namespace tb

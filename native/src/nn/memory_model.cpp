@@ -21,15 +21,6 @@ Json MemoryBreakdown::to_json() const {
   return j;
 }
 
-// Mirrors conv2d_forward (cpu/ops_conv.cpp): no workspace for 1x1 stride-1 convolutions (the input is the
-// im2col matrix), the dense form's buffers for convolutions on fewer pixels than taps, else one im2col
-// chunk; the output is written in place.
-static std::int64_t conv_workspace_floats(const ConvGeom& g) {
-  if (conv_is_pointwise(g)) return 0;
-  if (conv_is_dense(g)) return conv_dense_floats(g);
-  return static_cast<std::int64_t>(conv_chunk_samples(g)) * g.C * g.KH * g.KW * g.OH() * g.OW();
-}
-
 MemoryBreakdown predict_memory(const Model& model, int batch, bool adamw, std::int64_t record_bytes, int slots) {
   MemoryBreakdown m;
   const std::int64_t f = sizeof(float);
@@ -41,8 +32,9 @@ MemoryBreakdown predict_memory(const Model& model, int batch, bool adamw, std::i
   m.optimizer_state = model.param_count() * f * (adamw ? 2 : 1);
   for (const Node& n : model.nodes()) {
     const std::int64_t values = static_cast<std::int64_t>(batch) * n.dims.size();
-    m.activations += values * f;
-    m.activation_grads += values * f;
+    // Activations and their gradients carry the convolution kernels' slack (Model::forward).
+    m.activations += (values + kConvRowSlack) * f;
+    m.activation_grads += (values + kConvRowSlack) * f;
     if (n.kind == NodeKind::Dropout) m.activations += values * f;          // the mask
     if (n.kind == NodeKind::BatchNorm) m.activations += 2 * n.dims.c * f;  // saved mean and 1/std
     if (n.kind == NodeKind::Conv) {

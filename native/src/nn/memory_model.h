@@ -16,7 +16,7 @@ struct MemoryBreakdown {
   std::int64_t activations = 0;       // every node's output, kept for backward
   std::int64_t activation_grads = 0;  // gradients flowing back through the nodes
   std::int64_t batch_data = 0;        // loader slots (compact) and the widened input batch
-  std::int64_t workspace = 0;         // im2col buffers of the convolutions
+  std::int64_t workspace = 0;         // the convolutions' packed weights and partial sums
   std::int64_t total() const;
   Json to_json() const;
 };

@@ -37,15 +37,17 @@ Model::Model(const ModelSpec& spec, std::uint64_t seed) : spec_(spec) {
   else build_resnet();
   for (Node& n : nodes_) {
     switch (n.kind) {
-      case NodeKind::Input: n.channel_major = spec.family != "mlp"; break;
-      case NodeKind::Conv: n.channel_major = true; break;
+      case NodeKind::Input: n.channels_last = spec.family != "mlp"; break;
+      case NodeKind::Conv: n.channels_last = true; break;
       case NodeKind::BatchNorm:
       case NodeKind::Relu:
       case NodeKind::Add:
-      case NodeKind::Dropout: n.channel_major = nodes_[n.inputs[0]].channel_major; break;
-      default: n.channel_major = false; break;
+      case NodeKind::Dropout: n.channels_last = nodes_[n.inputs[0]].channels_last; break;
+      default: n.channels_last = false; break;
     }
     for (int in : n.inputs) ++nodes_[in].consumers;
+    n.needs_grad = n.weight >= 0;
+    for (int in : n.inputs) n.needs_grad = n.needs_grad || nodes_[in].needs_grad;
   }
   params_.assign(params_.size(), 0.0f);
   grads_.assign(params_.size(), 0.0f);
@@ -285,9 +287,10 @@ void Model::forward(const float* x, int B, bool train, Rng* rng, ThreadPool* poo
       charged_ = bytes;
     }
     for (Node& n : nodes_) {
-      n.out.assign(static_cast<size_t>(B) * n.dims.size(), 0.0f);
+      // Slack past the last row: the convolution's weight-gradient kernel loads whole vectors there.
+      n.out.assign(static_cast<size_t>(B * n.dims.size() + kConvRowSlack), 0.0f);
       n.grad.assign(n.out.size(), 0.0f);
-      if (n.kind == NodeKind::Dropout) n.mask.assign(n.out.size(), 0.0f);
+      if (n.kind == NodeKind::Dropout) n.mask.assign(static_cast<size_t>(B) * n.dims.size(), 0.0f);
     }
     batch_ = B;
   }
@@ -298,7 +301,7 @@ void Model::forward(const float* x, int B, bool train, Rng* rng, ThreadPool* poo
     float* P = params_.data();
     switch (n.kind) {
       case NodeKind::Input:
-        if (n.channel_major && n.dims.c > 1) to_channel_major(n.out.data(), x, B, n.dims.c, n.dims.h * n.dims.w);
+        if (n.channels_last && n.dims.c > 1) to_channels_last(n.out.data(), x, B, n.dims.c, n.dims.h * n.dims.w, pool);
         else std::copy(x, x + count, n.out.begin());
         break;
       case NodeKind::Conv:
@@ -306,9 +309,9 @@ void Model::forward(const float* x, int B, bool train, Rng* rng, ThreadPool* poo
         conv2d_forward(n.out.data(), in, P + n.weight, n.bias >= 0 ? P + n.bias : nullptr, n.geom, n.ws, pool);
         break;
       case NodeKind::BatchNorm: {
-        // Channel-major: each channel is one contiguous run of B*H*W values, i.e. one "sample".
-        const int C = n.dims.c, HW = n.channel_major ? B * n.dims.h * n.dims.w : n.dims.h * n.dims.w;
-        const int NB = n.channel_major ? 1 : B;
+        // Channels-last: each pixel is one row of C values, i.e. one "sample" of (C) features.
+        const int C = n.dims.c, HW = n.channels_last ? 1 : n.dims.h * n.dims.w;
+        const int NB = n.channels_last ? B * n.dims.h * n.dims.w : B;
         float* rm = buffers_.data() + n.running_mean;
         float* rv = buffers_.data() + n.running_var;
         if (train) {
@@ -325,14 +328,14 @@ void Model::forward(const float* x, int B, bool train, Rng* rng, ThreadPool* poo
       case NodeKind::Add: add_forward(n.out.data(), in, nodes_[n.inputs[1]].out.data(), count, pool); break;
       case NodeKind::GlobalAvgPool: {
         const Node& src = nodes_[n.inputs[0]];
-        if (src.channel_major) global_avgpool_cnhw_forward(n.out.data(), in, B, src.dims.c, src.dims.h * src.dims.w);
+        if (src.channels_last) global_avgpool_nhwc_forward(n.out.data(), in, B, src.dims.c, src.dims.h * src.dims.w);
         else global_avgpool_forward(n.out.data(), in, B, src.dims.c, src.dims.h * src.dims.w);
         break;
       }
       case NodeKind::Flatten: {
         const Node& src = nodes_[n.inputs[0]];
         // PyTorch's flatten order (C, H, W) per sample, so the dense layer's weights mean the same there.
-        if (src.channel_major && src.dims.c > 1) to_sample_major(n.out.data(), in, B, src.dims.c, src.dims.h * src.dims.w);
+        if (src.channels_last && src.dims.c > 1) to_channels_first(n.out.data(), in, B, src.dims.c, src.dims.h * src.dims.w);
         else std::copy(in, in + count, n.out.begin());
         break;
       }
@@ -390,7 +393,7 @@ void Model::backward(ThreadPool* pool) {
     const std::int64_t count = static_cast<std::int64_t>(B) * n.dims.size();
     auto to_input = [&](int which, std::int64_t in_count, auto&& write) {
       const int input = n.inputs[which];
-      if (nodes_[input].kind == NodeKind::Input) return;  // no gradient for the data
+      if (!nodes_[input].needs_grad) return;  // no gradient for the data or what only transforms it
       bool acc = false;
       float* dst = grad_target(input, in_count, scratch_, &acc);
       write(dst);
@@ -401,7 +404,7 @@ void Model::backward(ThreadPool* pool) {
     switch (n.kind) {
       case NodeKind::Input: break;
       case NodeKind::Conv: {
-        const bool need_din = src.kind != NodeKind::Input;
+        const bool need_din = src.needs_grad;
         float* db = n.bias >= 0 ? G + n.bias : nullptr;
         if (!need_din) {
           conv2d_backward<float>(nullptr, G + n.weight, db, dout, src.out.data(), P + n.weight, n.geom, n.ws, pool, true);
@@ -423,8 +426,8 @@ void Model::backward(ThreadPool* pool) {
         to_input(0, in_count, [&](float* din) {
           const int hw = n.dims.h * n.dims.w;
           batchnorm_backward(din, G + n.weight, G + n.bias, relu ? relu->grad.data() : dout, src.out.data(), P + n.weight,
-                             n.save_mean.data(), n.save_invstd.data(), n.channel_major ? 1 : B, n.dims.c,
-                             n.channel_major ? B * hw : hw, pool, relu ? relu->out.data() : nullptr);
+                             n.save_mean.data(), n.save_invstd.data(), n.channels_last ? B * hw : B, n.dims.c,
+                             n.channels_last ? 1 : hw, pool, relu ? relu->out.data() : nullptr);
         });
         break;
       }
@@ -453,20 +456,20 @@ void Model::backward(ThreadPool* pool) {
       }
       case NodeKind::GlobalAvgPool:
         to_input(0, in_count, [&](float* din) {
-          if (src.channel_major) global_avgpool_cnhw_backward(din, dout, B, src.dims.c, src.dims.h * src.dims.w);
+          if (src.channels_last) global_avgpool_nhwc_backward(din, dout, B, src.dims.c, src.dims.h * src.dims.w);
           else global_avgpool_backward(din, dout, B, src.dims.c, src.dims.h * src.dims.w);
         });
         break;
       case NodeKind::Flatten:
         to_input(0, in_count, [&](float* din) {
-          if (src.channel_major && src.dims.c > 1) to_channel_major(din, dout, B, src.dims.c, src.dims.h * src.dims.w);
+          if (src.channels_last && src.dims.c > 1) to_channels_last(din, dout, B, src.dims.c, src.dims.h * src.dims.w);
           else std::copy(dout, dout + count, din);
         });
         break;
       case NodeKind::Linear: {
         const int I = static_cast<int>(src.dims.size());
         float* db = n.bias >= 0 ? G + n.bias : nullptr;
-        if (src.kind == NodeKind::Input) {
+        if (!src.needs_grad) {
           linear_backward<float>(nullptr, G + n.weight, db, dout, src.out.data(), P + n.weight, B, I, n.dims.c, pool);
         } else {
           to_input(0, in_count, [&](float* din) {

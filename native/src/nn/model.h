@@ -34,10 +34,13 @@ struct Node {
   std::int64_t running_mean = -1, running_var = -1;  // offsets into buffers
   ConvGeom geom{};
   double p = 0;  // dropout probability
-  // Activations in channel-major (C, N, H, W) layout (convolution models' spatial nodes, see cpu/ops_conv.cpp);
+  // Activations channels-last (N, H, W, C), one row per pixel (convolution models' spatial nodes, see cpu/ops_conv.cpp);
   // otherwise sample-major (N, C, H, W), as the data and the dense layers have them.
-  bool channel_major = false;
+  bool channels_last = false;
   int consumers = 0;     // nodes that read this one's output
+  // A parameter lies at or upstream of this node, so its output gradient is used (not the data's
+  // side of the graph: the MLP's flatten of its input needs none).
+  bool needs_grad = false;
   int fused_relu = -1;   // this backward pass: the ReLU whose backward this batch norm's backward does
   // Run-time state, sized for the current batch.
   std::vector<float> out, grad, mask, save_mean, save_invstd;

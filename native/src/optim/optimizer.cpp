@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/threads.h"
+#include "cpu/simd_clones.h"
 
 namespace tb {
 namespace {
@@ -116,9 +117,23 @@ void Optimizer::step(float* params, const float* grads, double lr, ThreadPool* p
   else body(0, n, 0);
 }
 
-double grad_norm(const float* grads, std::int64_t n) {
+// Squares summed in 16 float lanes per 4096-value block, blocks added in double in order: it
+// vectorises (the double loop it replaces was 4% of the MLP's step) and stays deterministic.
+TB_SIMD_CLONES double grad_norm(const float* grads, std::int64_t n) {
+  constexpr int L = 16;
+  constexpr std::int64_t kBlock = 4096;
   double s = 0;
-  for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(grads[i]) * grads[i];
+  for (std::int64_t b = 0; b < n; b += kBlock) {
+    const std::int64_t e = std::min(n, b + kBlock);
+    float acc[L] = {};
+    std::int64_t i = b;
+    for (; i + L <= e; i += L)
+      for (int l = 0; l < L; ++l) acc[l] += grads[i + l] * grads[i + l];
+    double block = 0;
+    for (int l = 0; l < L; ++l) block += acc[l];
+    for (; i < e; ++i) block += static_cast<double>(grads[i]) * grads[i];
+    s += block;
+  }
   return std::sqrt(s);
 }
 
