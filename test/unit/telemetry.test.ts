@@ -158,6 +158,33 @@ describe('telemetry service', () => {
     expect(snapshot.history.length).toBeGreaterThanOrEqual(summary.samples);
   });
 
+  it('holds the samplers across recordings, started before the first one, until released', async () => {
+    const fake = fakeNvidiaSmi('one-gpu.txt');
+    cleanups.push(fake.cleanup);
+    const hub = new EventHub();
+    const service = new TelemetryService(hub, { gpu: new GpuSampler({ command: fake.command }) });
+    cleanups.push(() => service.dispose());
+    const seen: TelemetrySample[] = [];
+    hub.subscribe((name, data) => name === 'telemetry.sample' && seen.push(data as TelemetrySample));
+    const held = await service.hold(100);
+    // nvidia-smi is running before any recording starts, and keeps running between recordings.
+    await waitFor(() => pidsOf(fake.pids).some((p) => alive(p)));
+    const first = service.record(`${fake.dir}/rep1.jsonl`, 100);
+    await waitFor(() => seen.filter((s) => s.gpus.length).length >= 2);
+    await first.stop();
+    const running = pidsOf(fake.pids).filter((p) => alive(p));
+    expect(running.length).toBeGreaterThan(0);
+    const count = seen.length;
+    await waitFor(() => seen.length >= count + 2);
+    expect(pidsOf(fake.pids).filter((p) => alive(p))).toEqual(running);
+    // Released: nobody listens, so sampling and nvidia-smi stop.
+    held.release();
+    await waitFor(() => pidsOf(fake.pids).every((p) => !alive(p)));
+    const after = seen.length;
+    await new Promise((r) => setTimeout(r, 400));
+    expect(seen.length).toBeLessThanOrEqual(after + 1);
+  });
+
   it('summarises samples without GPUs honestly', () => {
     const host = { cpuPerCore: [50, 100], memUsedBytes: 0, memAvailableBytes: 0, memTotalBytes: 0, swapUsedBytes: 0, swapTotalBytes: 0, diskReadBytesPerSec: null, diskWriteBytesPerSec: null, engineHost: null };
     expect(summarize([{ t: 1, gpus: [], host }], 'no NVIDIA GPU found')).toEqual({

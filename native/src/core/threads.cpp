@@ -31,7 +31,10 @@ namespace {
 
 // How long a worker waiting for the next pass, or the caller waiting for the workers, spins before
 // it sleeps: long enough to bridge the gaps inside a training step, short enough that an idle pool
-// gives its cores back (the loader and the host share them).
+// gives its cores back (the loader and the host share them). Against not spinning (2 threads,
+// bench/cpu/ab-addon.mjs): mlp 1.16x, board 1.13x. The price: work on the host that takes a core
+// for milliseconds now slows the steps it lands in more, so benchmarks start the telemetry
+// samplers before the first repetition (TelemetryService.hold).
 constexpr auto kSpin = std::chrono::microseconds(50);
 
 inline void cpu_relax() {

@@ -98,6 +98,7 @@ export class TrainingBenchmarkService {
       const prepared = await this.prepare(request, options);
       if (job.cancelled) throw new ApiError('E_CANCELLED', 'the benchmark was cancelled before it started');
       const run = await createRun(this.workspace, 'benchmark', { ...request, jobId, cachedData: prepared.data });
+      const samplers = await this.telemetry.hold(TELEMETRY_INTERVAL_MS);
       try {
         const reps: BenchmarkRepetition[] = [];
         for (let i = 1; i <= request.repeat; i++) {
@@ -112,6 +113,8 @@ export class TrainingBenchmarkService {
         return result;
       } catch (err) {
         throw await run.fail(err);
+      } finally {
+        samplers.release();
       }
     } finally {
       this.jobs.delete(jobId);
