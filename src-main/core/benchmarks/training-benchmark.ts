@@ -98,7 +98,7 @@ export class TrainingBenchmarkService {
       const prepared = await this.prepare(request, options);
       if (job.cancelled) throw new ApiError('E_CANCELLED', 'the benchmark was cancelled before it started');
       const run = await createRun(this.workspace, 'benchmark', { ...request, jobId, cachedData: prepared.data });
-      const samplers = await this.telemetry.hold(TELEMETRY_INTERVAL_MS);
+      const samplers = await this.holdTelemetry();
       try {
         const reps: BenchmarkRepetition[] = [];
         for (let i = 1; i <= request.repeat; i++) {
@@ -119,6 +119,14 @@ export class TrainingBenchmarkService {
     } finally {
       this.jobs.delete(jobId);
     }
+  }
+
+  /**
+   * Starts the telemetry samplers for a series of repetitions run one by one (the optimisation
+   * wizard's): their start-up then falls before the first measured step (TelemetryService.hold).
+   */
+  holdTelemetry(): Promise<{ release(): void }> {
+    return this.telemetry.hold(TELEMETRY_INTERVAL_MS);
   }
 
   /** Stops a running benchmark at its next step; its run is recorded as cancelled. */

@@ -136,6 +136,7 @@ export class OptimiseService {
       });
       state.runIds.push(run.id);
       await saveWizardState(this.workspace, state);
+      const samplers = await this.benchmarks.holdTelemetry();
       try {
         const session = new Session(this, state, run, job, options);
         const result = await session.go();
@@ -150,6 +151,8 @@ export class OptimiseService {
         const failure = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
         await saveWizardState(this.workspace, { ...state, status: 'failed', message: failure.message });
         throw await run.fail(failure);
+      } finally {
+        samplers.release();
       }
     } finally {
       this.active.delete(state.optimiseId);
