@@ -42,6 +42,19 @@ describe('report numbers and concurrent changes', () => {
     expect(readdirSync(ws.resolve('reports')).filter((d) => d.startsWith('.'))).toEqual([]);
   });
 
+  it('keeps numbers distinct under many creations at once, round after round', async () => {
+    // A creator that scanned before another claimed, made its folder and released a number used to
+    // take the same number (seen once in CI with five at once); it now looks again after claiming.
+    for (let round = 0; round < 8; round++) {
+      const before = numbers().length;
+      await Promise.all(Array.from({ length: 16 }, (_, i) => createReport(ws, content(`round ${round} report ${i}`))));
+      const all = numbers();
+      expect(all.length).toBe(before + 16);
+      expect(new Set(all).size).toBe(all.length);
+    }
+    expect(numbers().at(-1)).toBe(String(8 * 16).padStart(4, '0'));
+  });
+
   it('takes turns between a save and a remove sent together: the report is either whole or gone', async () => {
     const service = new ReportService(ws);
     for (let i = 0; i < 5; i++) {

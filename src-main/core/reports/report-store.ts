@@ -142,6 +142,11 @@ async function nextNumber(workspace: Workspace): Promise<number> {
   return names.reduce((max, n) => Math.max(max, Number(FOLDER_PATTERN.exec(n)?.[1] ?? CLAIM_PATTERN.exec(n)?.[1] ?? 0)), 0) + 1;
 }
 
+async function numberTaken(workspace: Workspace, number: number): Promise<boolean> {
+  const names = await fs.readdir(workspace.resolve('reports')).catch(() => [] as string[]);
+  return names.some((n) => Number(FOLDER_PATTERN.exec(n)?.[1] ?? 0) === number);
+}
+
 export interface ReportContent {
   title: string;
   runIds: string[];
@@ -173,6 +178,13 @@ export async function createReport(workspace: Workspace, content: ReportContent,
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST' && attempt < 100) continue;
       throw err;
+    }
+    // Our scan may predate another creator who claimed this number, made its folder and let the
+    // claim go before our mkdir: its folder is there now (made before its claim went), so look.
+    if (await numberTaken(workspace, number)) {
+      await fs.rmdir(claim).catch(() => undefined);
+      if (attempt < 100) continue;
+      throw new ApiError('E_INTERNAL', `no free report number after ${attempt + 1} attempts: reports are being created faster than they can be numbered`);
     }
     content = { ...content, markdown: content.markdown.replace(/^# \d+\. /, `# ${number}. `) };
     const id = `${String(number).padStart(4, '0')}-${slugOf(content.title)}`;
