@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { tempDir } from '../helpers/temp-dir';
-import { buildDriver, runDriver } from './engine-driver';
+import { buildDriver, cpuKernels, runDriver } from './engine-driver';
 
 const tmp = tempDir('trainbench-conv-paths-');
 let program = '';
@@ -19,9 +19,15 @@ beforeAll(() => {
 afterAll(() => tmp.cleanup());
 
 describe('convolution paths against a direct convolution', () => {
-  it('dense, stride-1 and strided match forward and backward, written or added, in double and float, at any thread count', () => {
-    const r = runDriver(program);
-    expect(r.status, r.output).toBe(0);
-    for (const path of ['dense', 'stride-1', 'strided']) expect(r.output).toContain(`checked 24 ${path} convolutions`);
-  });
+  // Every kernel this CPU can run: users without AVX-512 get the AVX2 or generic one (16-wide tiles).
+  it.each(cpuKernels())(
+    'dense, stride-1 and strided match forward and backward, written or added, in double and float, at any thread count (%s kernels)',
+    (kernel) => {
+      const r = runDriver(program, { TB_CPU_KERNEL: kernel });
+      expect(r.status, r.output).toBe(0);
+      expect(r.output).toContain(`kernel ${kernel}`);
+      for (const path of ['dense', 'stride-1', 'strided']) expect(r.output).toContain(`checked 24 ${path} convolutions`);
+    },
+    60_000,
+  );
 });

@@ -17,7 +17,16 @@ export function buildDriver(name: string, dir: string): string {
 }
 
 /** Runs a driver; its exit status 0 means every check passed, and stdout says what it checked. */
-export function runDriver(program: string): { status: number | null; output: string } {
-  const r = spawnSync(program, [], { encoding: 'utf8' });
+export function runDriver(program: string, env: NodeJS.ProcessEnv = {}): { status: number | null; output: string } {
+  const r = spawnSync(program, [], { encoding: 'utf8', env: { ...process.env, ...env } });
   return { status: r.status, output: `${r.stdout}${r.stderr}` };
+}
+
+/** The CPU kernels this machine can run, widest first (TB_CPU_KERNEL picks a narrower one). */
+export function cpuKernels(): string[] {
+  const flags = fs.existsSync('/proc/cpuinfo') ? fs.readFileSync('/proc/cpuinfo', 'utf8') : '';
+  const kernels = ['generic'];
+  if (/\bavx2\b/.test(flags) && /\bfma\b/.test(flags)) kernels.unshift('avx2');
+  if (/\bavx512f\b/.test(flags)) kernels.unshift('avx512');
+  return kernels;
 }

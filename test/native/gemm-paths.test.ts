@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { tempDir } from '../helpers/temp-dir';
-import { buildDriver, runDriver } from './engine-driver';
+import { buildDriver, cpuKernels, runDriver } from './engine-driver';
 
 const tmp = tempDir('trainbench-gemm-paths-');
 let program = '';
@@ -17,9 +17,10 @@ beforeAll(() => {
 afterAll(() => tmp.cleanup());
 
 describe('float GEMM paths (dot kernel, packed kernel)', () => {
-  it('match a double reference on edge shapes and every transpose, the same bits with 1, 2 and 3 threads', () => {
-    const r = runDriver(program);
+  it.each(cpuKernels())('match a double reference on edge shapes and every transpose, the same bits with 1, 2 and 3 threads (%s kernels)', (kernel) => {
+    const r = runDriver(program, { TB_CPU_KERNEL: kernel });
     expect(r.status, r.output).toBe(0);
+    expect(r.output).toContain(`kernel ${kernel}`);
     expect(r.output).toMatch(/checked 23 products/);
   });
 });

@@ -1,6 +1,7 @@
 #include "cpu/gemm.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 #include "core/device_info.h"
@@ -38,13 +39,21 @@ bool has(const CpuInfo& cpu, const char* feature) {
   return std::find(cpu.simd.begin(), cpu.simd.end(), feature) != cpu.simd.end();
 }
 
+// TB_CPU_KERNEL=avx2 or generic picks a narrower kernel than the CPU allows (never a wider one), so
+// the tests run every kernel users' CPUs may get on a machine that has AVX-512.
 const KernelChoice& choice() {
   static const KernelChoice c = [] {
+    const char* forced = std::getenv("TB_CPU_KERNEL");
+    const std::string want = forced ? forced : "";
+    const bool generic_only = want == "generic";
 #if defined(TB_HAVE_X86_KERNELS)
     const CpuInfo cpu = cpu_info();
-    if (has(cpu, "avx512f")) return KernelChoice{gemm_detail::kernel_avx512, gemm_detail::dot_kernel_avx512, 6, 32, "avx512", 16};
-    if (has(cpu, "avx2") && has(cpu, "fma")) return KernelChoice{gemm_detail::kernel_avx2, gemm_detail::dot_kernel_avx2, 6, 16, "avx2", 8};
+    if (!generic_only && want != "avx2" && has(cpu, "avx512f"))
+      return KernelChoice{gemm_detail::kernel_avx512, gemm_detail::dot_kernel_avx512, 6, 32, "avx512", 16};
+    if (!generic_only && has(cpu, "avx2") && has(cpu, "fma"))
+      return KernelChoice{gemm_detail::kernel_avx2, gemm_detail::dot_kernel_avx2, 6, 16, "avx2", 8};
 #endif
+    (void)generic_only;
     return KernelChoice{gemm_detail::kernel_generic, gemm_detail::dot_kernel_generic, 6, 16, "generic", 4};
   }();
   return c;

@@ -13,6 +13,7 @@
 
 #include "core/rng.h"
 #include "core/threads.h"
+#include "cpu/gemm.h"
 #include "cpu/ops.h"
 
 using namespace tb;
@@ -98,6 +99,7 @@ static int channels(Rng& rng) {
 }
 
 int main() {
+  std::printf("kernel %s\n", gemm_kernel_name().c_str());
   ThreadPool pool(2), pool1(1), pool3(3);
   Rng rng(2026);
   const char* names[] = {"dense", "stride-1", "strided"};

@@ -22,6 +22,7 @@ struct Case {
 };
 
 int main() {
+  std::printf("kernel %s\n", gemm_kernel_name().c_str());
   ThreadPool one(1), two(2), three(3);
   Rng rng(15);
   std::vector<Case> cases = {// the dot kernel: B transposed, K >= 1024
