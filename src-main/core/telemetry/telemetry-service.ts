@@ -72,7 +72,9 @@ export class TelemetryService {
     const id = `hold-${randomBytes(6).toString('hex')}`;
     this.leases.set(id, { intervalMs, expires: null });
     this.reschedule();
-    await this.snapshot();
+    // Only to pay the first reading's cost now: a failed one must not stop the benchmark (the
+    // periodic samples report the machine as they can).
+    await this.snapshot().catch(() => undefined);
     return {
       release: () => {
         this.leases.delete(id);
