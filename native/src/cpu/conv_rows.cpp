@@ -92,13 +92,12 @@ template <typename T>
 void rows_forward(T* out, const T* in, const T* weight, const ConvGeom& g, T* ws, ThreadPool* pool) {
   const int nr = Kernels<T>::nr(), taps = g.KH * g.KW, OHW = g.OH() * g.OW();
   const Layout L(g, nr);
-  T* zero = ws;
-  std::fill(zero, zero + L.zeros, T(0));
   T* b = ws + L.zeros;
   const int panels = pack_weights(b, weight, g, nr, true);
   const bool gather = gathers_forward(g);
   const int KT = taps * g.C;
-  const std::vector<std::int64_t> offs = tap_offsets(g);  // the gathered rows keep every tap (zeros in the padding)
+  // The gathered rows keep every tap (zeros in the padding); otherwise only in-image taps are run.
+  const std::vector<std::int64_t> offs = gather ? tap_offsets(g) : std::vector<std::int64_t>();
   const PositionTaps pt = forward_taps(g);
   const std::int64_t sample = static_cast<std::int64_t>(g.H) * g.W * g.C;
   const std::int64_t groups = (g.N + MR - 1) / MR, tiles = groups * OHW;

@@ -79,13 +79,14 @@ inline int weight_grad_slices(const ConvGeom& g) {
   return P >= 16384 ? static_cast<int>(std::min<std::int64_t>(8, (P + kPixelBlock - 1) / kPixelBlock)) : 1;
 }
 
-// Workspace, in values: a row of zeros (the padding taps' input), then the forward's packed
-// weights, or the backward's packed transposed weights and the weight gradient's accumulator.
+// Workspace, in values: a row of zeros (the weight gradient's input row for a padding tap: the
+// forward and input gradient run only in-image taps), then the forward's packed weights, or the
+// backward's packed transposed weights and the weight gradient's accumulator.
 struct Layout {
   std::int64_t zeros, forward, backward;
   Layout(const ConvGeom& g, int nr) {
     const std::int64_t taps = static_cast<std::int64_t>(g.KH) * g.KW;
-    zeros = std::max<std::int64_t>(round_up(g.C, nr), g.O);
+    zeros = round_up(g.C, nr);  // the kernel loads whole vectors of channels
     forward = round_up(g.O, nr) * taps * g.C;
     backward = round_up(g.C, nr) * taps * g.O + weight_grad_slices(g) * taps * g.O * g.C;
   }
