@@ -129,15 +129,21 @@ describe('GPU sampler against a fake nvidia-smi', () => {
   });
 });
 
+/** A telemetry service over a fake one-GPU nvidia-smi, and the samples it publishes. */
+function serviceWithOneGpu() {
+  const fake = fakeNvidiaSmi('one-gpu.txt');
+  cleanups.push(fake.cleanup);
+  const hub = new EventHub();
+  const service = new TelemetryService(hub, { gpu: new GpuSampler({ command: fake.command }) });
+  cleanups.push(() => service.dispose());
+  const seen: TelemetrySample[] = [];
+  hub.subscribe((name, data) => name === 'telemetry.sample' && seen.push(data as TelemetrySample));
+  return { fake, service, seen };
+}
+
 describe('telemetry service', () => {
   it('samples while leased, publishes events, records runs with a summary, and stops when nobody listens', async () => {
-    const fake = fakeNvidiaSmi('one-gpu.txt');
-    cleanups.push(fake.cleanup);
-    const hub = new EventHub();
-    const service = new TelemetryService(hub, { gpu: new GpuSampler({ command: fake.command }) });
-    cleanups.push(() => service.dispose());
-    const seen: TelemetrySample[] = [];
-    hub.subscribe((name, data) => name === 'telemetry.sample' && seen.push(data as TelemetrySample));
+    const { fake, service, seen } = serviceWithOneGpu();
     const file = `${fake.dir}/telemetry.jsonl`;
     const recording = service.record(file, 100);
     await waitFor(() => seen.filter((s) => s.gpus.length).length >= 4);
@@ -159,13 +165,7 @@ describe('telemetry service', () => {
   });
 
   it('holds the samplers across recordings, started before the first one, until released', async () => {
-    const fake = fakeNvidiaSmi('one-gpu.txt');
-    cleanups.push(fake.cleanup);
-    const hub = new EventHub();
-    const service = new TelemetryService(hub, { gpu: new GpuSampler({ command: fake.command }) });
-    cleanups.push(() => service.dispose());
-    const seen: TelemetrySample[] = [];
-    hub.subscribe((name, data) => name === 'telemetry.sample' && seen.push(data as TelemetrySample));
+    const { fake, service, seen } = serviceWithOneGpu();
     const held = await service.hold(100);
     // nvidia-smi is running before any recording starts, and keeps running between recordings.
     await waitFor(() => pidsOf(fake.pids).some((p) => alive(p)));
