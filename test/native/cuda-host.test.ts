@@ -41,6 +41,8 @@ describe('GPU parity rules, replayed on the host', () => {
     ['conv2d', "convolution through the device's GEMMs passes; a weight gradient missing a sample fails"],
     ['widen-u8', 'widen_u8 passes fused or not; a wrong offset fails'],
     ['batchnorm-eval', 'eval batch norm passes with rsqrtf 2 ulp off; a missing eps fails'],
+    ['batchnorm-train', "training batch norm passes with the kernel's arithmetic; a missing eps, a biased running variance, a statistic missing one element or a NaN fails"],
+    ['soft-losses', "soft-target cross-entropy and BCE pass with the kernels' arithmetic; a NaN, a loss 1e-4 off or a division by the weighted rows' count fails"],
   ])('%s: %s', (check) => run('parity_replay', check));
 });
 

@@ -86,17 +86,14 @@ Json check_softmax_ce(const std::string& op, Rng& rng) {
 }
 
 Json check_batchnorm_train(const std::string& op, Rng& rng) {
-  const int N = pick(rng, 2, 32), C = pick(rng, 1, 64), HW = pick(rng, 1, 81);
-  const std::int64_t total = static_cast<std::int64_t>(N) * C * HW;
-  auto x = random_vec(rng, total), g = random_vec(rng, C), b = random_vec(rng, C);
-  std::vector<float> want(static_cast<size_t>(total)), mean(C), inv(C), rm(C, 0.f), rv(C, 1.f);
-  batchnorm_forward_train(want.data(), mean.data(), inv.data(), x.data(), g.data(), b.data(), rm.data(), rv.data(), N, C, HW, 0.1f, 1e-5f, nullptr);
-  std::vector<float> rm0(C, 0.f), rv0(C, 1.f);
-  DeviceBuffer dx = upload(x), dg = upload(g), db = upload(b), drm = upload(rm0), drv = upload(rv0), dout(0, total * 4), dm(0, C * 4), di(0, C * 4);
+  const BatchNormTrainCase c = batchnorm_train_case(rng);
+  const std::int64_t total = static_cast<std::int64_t>(c.x.size());
+  DeviceBuffer dx = upload(c.x), dg = upload(c.gamma), db = upload(c.beta), drm = upload(c.running_mean), drv = upload(c.running_var),
+               dout(0, total * 4), dm(0, c.C * 4), di(0, c.C * 4);
   cuda::batchnorm_forward_train(dout.as<float>(), dm.as<float>(), di.as<float>(), dx.as<float>(), dg.as<float>(), db.as<float>(), drm.as<float>(),
-                                drv.as<float>(), N, C, HW, 0.1f, 1e-5f, nullptr);
-  const double err = worst({max_rel(want, download(dout, total)), max_rel(rm, download(drm, C)), max_rel(rv, download(drv, C))});
-  return result(op, "N,C,HW=" + std::to_string(N) + "x" + std::to_string(C) + "x" + std::to_string(HW), err, 1e-5);
+                                drv.as<float>(), c.N, c.C, c.HW, c.momentum, c.eps, nullptr);
+  const BatchNormTrainOut got{download(dout, total), download(dm, c.C), download(di, c.C), download(drm, c.C), download(drv, c.C)};
+  return result(op, c.shapes(), batchnorm_train_score(c, got));
 }
 
 Json check_batchnorm_backward(const std::string& op, Rng& rng) {
@@ -144,27 +141,17 @@ Json check_bias_grad(const std::string& op, Rng& rng) {
 }
 
 Json check_soft_losses(const std::string& op, Rng& rng) {
-  const int B = pick(rng, 1, 64), K = op == "bce_logits" ? 1 : pick(rng, 2, 1500);
-  auto z = random_vec(rng, static_cast<std::int64_t>(B) * K);
-  std::vector<float> t(z.size()), mask(static_cast<size_t>(B));
-  for (auto& v : t) v = static_cast<float>(rng.uniform(0.0, 1.0));
-  // Fractional weights too: the CPU divides by the sum of the mask, not the count of its non-zeros.
-  double weight_sum = 0;
-  for (auto& m : mask) weight_sum += (m = rng.uniform() < 0.2 ? 0.f : rng.uniform() < 0.5 ? 0.5f : 1.f);
-  std::vector<float> want(z.size());
-  double loss;
-  if (op == "bce_logits") loss = bce_logits_forward_backward(want.data(), z.data(), t.data(), B, 1.0);
-  else loss = softmax_ce_soft_forward_backward(want.data(), z.data(), t.data(), mask.data(), B, K, 1.0);
-  DeviceBuffer dz = upload(z), dt = upload(t), dm = upload(mask), dd(0, z.size() * 4), dl(0, static_cast<size_t>(B) * 4);
+  const SoftLossCase c = soft_loss_case(rng, op == "bce_logits");
+  DeviceBuffer dz = upload(c.z), dt = upload(c.t), dm = upload(c.mask), dd(0, c.z.size() * 4), dl(0, static_cast<size_t>(c.B) * 4);
   DeviceBuffer dcount(0, 4);
-  cuda::mask_count(dcount.as<float>(), dm.as<float>(), B, nullptr);
-  if (op == "bce_logits") cuda::bce_logits(dl.as<float>(), dd.as<float>(), dz.as<float>(), dt.as<float>(), B, 1.0f, nullptr);
-  else cuda::softmax_ce_soft(dl.as<float>(), dd.as<float>(), dz.as<float>(), dt.as<float>(), dm.as<float>(), B, K, 1.0f, dcount.as<float>(), nullptr);
-  double got = 0;
-  for (float r : download(dl, B)) got += r;
-  got /= op == "bce_logits" ? B : (weight_sum > 0 ? weight_sum : 1);
-  const double err = worse(max_rel(want, download(dd, static_cast<std::int64_t>(z.size()))), std::fabs(got - loss) / std::max(std::fabs(loss), 1e-3));
-  return result(op, "B,K=" + std::to_string(B) + "x" + std::to_string(K), err, 1e-5);
+  cuda::mask_count(dcount.as<float>(), dm.as<float>(), c.B, nullptr);
+  if (c.bce) cuda::bce_logits(dl.as<float>(), dd.as<float>(), dz.as<float>(), dt.as<float>(), c.B, 1.0f, nullptr);
+  else cuda::softmax_ce_soft(dl.as<float>(), dd.as<float>(), dz.as<float>(), dt.as<float>(), dm.as<float>(), c.B, c.K, 1.0f, dcount.as<float>(), nullptr);
+  double got = 0, weights = 0;
+  for (float r : download(dl, c.B)) got += r;
+  for (float m : c.mask) weights += m;
+  got /= c.bce ? c.B : (weights > 0 ? weights : 1);
+  return result(op, c.shapes(), soft_loss_score(c, download(dd, static_cast<std::int64_t>(c.z.size())), got));
 }
 
 // As the GPU path runs it: im2col + GEMM forward, GEMMs + col2im backward, against double references.

@@ -1,5 +1,5 @@
 // The inputs and the scoring of the parity checks whose tolerances depend on
-// how the device accumulates (GEMMs, convolution, widening, eval batch norm),
+// how the device accumulates (GEMMs, convolution, widening, batch norm),
 // in plain C++: cuda_parity.cu runs them on the GPU, and
 // test/native/cuda-parity-host.test.ts replays the same cases on the host with
 // the device's arithmetic, so the tolerances are proven where no GPU exists.
@@ -193,6 +193,126 @@ inline Score batchnorm_eval_score(const BatchNormEvalCase& c, const std::vector<
     ref.scale.push_back((std::fabs(c.x[i]) + std::fabs(c.mean[ch])) * std::fabs(c.gamma[ch] * r) + std::fabs(c.beta[ch]));
   }
   return {max_scaled(got, ref), accumulation_tolerance(9)};
+}
+
+
+// ---- batch norm in training: batch statistics per channel, the normalised output, the running estimates.
+struct BatchNormTrainCase {
+  int N = 0, C = 0, HW = 0;
+  float momentum = 0.1f, eps = 1e-5f;
+  std::vector<float> x, gamma, beta, running_mean, running_var;
+  std::string shapes() const { return "N,C,HW=" + std::to_string(N) + "x" + std::to_string(C) + "x" + std::to_string(HW); }
+};
+
+inline BatchNormTrainCase batchnorm_train_case(Rng& rng) {
+  BatchNormTrainCase c;
+  c.N = pick(rng, 2, 32);
+  c.C = pick(rng, 1, 64);
+  c.HW = pick(rng, 1, 81);
+  c.x = random_vec(rng, static_cast<std::int64_t>(c.N) * c.C * c.HW);
+  c.gamma = random_vec(rng, c.C);
+  c.beta = random_vec(rng, c.C);
+  c.running_mean = random_vec(rng, c.C);
+  c.running_var.resize(static_cast<size_t>(c.C));
+  for (auto& e : c.running_var) e = static_cast<float>(rng.uniform(0.2, 2.0));
+  return c;
+}
+
+struct BatchNormTrainOut {
+  std::vector<float> y, mean, invstd, running_mean, running_var;
+};
+
+// Every output against a double reference, relative to the size of its terms: y to
+// (|x| + |mean|) |gamma r| + |beta|, as in eval, since x g + b cancels near zero (scoring y by |y|
+// with max_rel's 1e-3 floor failed every seed while the kernel matched double exactly). The kernel
+// keeps its statistics in double and rounds each output once; 9 roundings, as eval, leaves room for
+// FMA and rsqrt but not for a statistic missing one element (an error near 1/(N HW) of the scale).
+inline Score batchnorm_train_score(const BatchNormTrainCase& c, const BatchNormTrainOut& got) {
+  const std::int64_t M = static_cast<std::int64_t>(c.N) * c.HW;
+  const size_t C = static_cast<size_t>(c.C);
+  Reference y{std::vector<double>(c.x.size()), std::vector<double>(c.x.size())}, mean, invstd, rm, rv;
+  const double mom = c.momentum;
+  for (size_t ch = 0; ch < C; ++ch) {
+    auto at = [&](std::int64_t i) { return static_cast<size_t>((i / c.HW * c.C + static_cast<std::int64_t>(ch)) * c.HW + i % c.HW); };
+    double s = 0, sabs = 0, q = 0;
+    for (std::int64_t i = 0; i < M; ++i) s += c.x[at(i)], sabs += std::fabs(c.x[at(i)]);
+    const double m = s / static_cast<double>(M);
+    for (std::int64_t i = 0; i < M; ++i) q += (c.x[at(i)] - m) * (c.x[at(i)] - m);
+    const double var = q / static_cast<double>(M), r = 1.0 / std::sqrt(var + c.eps), unbiased = M > 1 ? q / static_cast<double>(M - 1) : var;
+    for (std::int64_t i = 0; i < M; ++i) {
+      const size_t k = at(i);
+      y.value[k] = (c.x[k] - m) * c.gamma[ch] * r + c.beta[ch];
+      y.scale[k] = (std::fabs(c.x[k]) + std::fabs(m)) * std::fabs(c.gamma[ch] * r) + std::fabs(c.beta[ch]);
+    }
+    mean.value.push_back(m), mean.scale.push_back(sabs / static_cast<double>(M));
+    invstd.value.push_back(r), invstd.scale.push_back(r);
+    rm.value.push_back((1 - mom) * c.running_mean[ch] + mom * m);
+    rm.scale.push_back((1 - mom) * std::fabs(c.running_mean[ch]) + mom * sabs / static_cast<double>(M));
+    rv.value.push_back((1 - mom) * c.running_var[ch] + mom * unbiased);
+    rv.scale.push_back((1 - mom) * c.running_var[ch] + mom * unbiased);
+  }
+  const double tol = accumulation_tolerance(9);
+  return worst_ratio({{max_scaled(got.y, y), tol},
+                      {max_scaled(got.mean, mean), tol},
+                      {max_scaled(got.invstd, invstd), tol},
+                      {max_scaled(got.running_mean, rm), tol},
+                      {max_scaled(got.running_var, rv), tol}});
+}
+
+// ---- soft-target losses: softmax cross-entropy against target rows weighted per row, and BCE on logits.
+struct SoftLossCase {
+  bool bce = false;
+  int B = 0, K = 0;
+  std::vector<float> z, t, mask;  // mask: per-row weights 0, 0.5 or 1 (softmax only)
+  std::string shapes() const { return "B,K=" + std::to_string(B) + "x" + std::to_string(K); }
+};
+
+inline SoftLossCase soft_loss_case(Rng& rng, bool bce) {
+  SoftLossCase c;
+  c.bce = bce;
+  c.B = pick(rng, 1, 64);
+  c.K = bce ? 1 : pick(rng, 2, 1500);
+  c.z = random_vec(rng, static_cast<std::int64_t>(c.B) * c.K);
+  c.t.resize(c.z.size());
+  for (auto& v : c.t) v = static_cast<float>(rng.uniform(0.0, 1.0));
+  // Fractional weights too: the loss divides by the sum of the weights, not the count of their non-zeros.
+  c.mask.resize(static_cast<size_t>(c.B));
+  for (auto& m : c.mask) m = rng.uniform() < 0.2 ? 0.f : rng.uniform() < 0.5 ? 0.5f : 1.f;
+  return c;
+}
+
+// The mean loss (over the weight sum, or B for BCE) and the logits' gradient, in double, each relative to the
+// size of its terms: (softmax tsum + t) w / count for a gradient whose two terms cancel when the prediction
+// matches its target (scoring it by |d| with max_rel's 1e-3 floor failed a correct kernel at 1.3e-5).
+// The kernels work in double and round each output once; 9 roundings leave room for the float sum of rows.
+inline Score soft_loss_score(const SoftLossCase& c, const std::vector<float>& dlogits, double loss) {
+  Reference d{std::vector<double>(c.z.size()), std::vector<double>(c.z.size())};
+  double count = 0, value = 0, scale = 0;
+  for (int b = 0; b < c.B; ++b) count += c.bce ? 1.0 : c.mask[static_cast<size_t>(b)];
+  for (int b = 0; b < c.B; ++b) {
+    const size_t row = static_cast<size_t>(b) * c.K;
+    if (c.bce) {
+      const double x = c.z[row], t = c.t[row], p = 1.0 / (1.0 + std::exp(-x)), l = std::log1p(std::exp(-std::fabs(x)));
+      d.value[row] = (p - t) / c.B, d.scale[row] = (p + t) / c.B;
+      value += std::max(x, 0.0) - x * t + l, scale += std::fabs(x) + std::fabs(x * t) + l;
+      continue;
+    }
+    const double w = c.mask[static_cast<size_t>(b)];
+    if (w == 0.0) continue;  // value and scale 0: the gradient must be exactly 0
+    double m = -INFINITY, s = 0, tsum = 0;
+    for (int k = 0; k < c.K; ++k) m = std::max(m, static_cast<double>(c.z[row + k]));
+    for (int k = 0; k < c.K; ++k) s += std::exp(c.z[row + k] - m), tsum += c.t[row + k];
+    const double lse = m + std::log(s);
+    for (int k = 0; k < c.K; ++k) {
+      const double p = std::exp(c.z[row + k] - lse) * tsum, t = c.t[row + k];
+      d.value[row + k] = w * (p - t) / count, d.scale[row + k] = w * (p + t) / count;
+      value += w * t * (lse - c.z[row + k]), scale += w * t * (std::fabs(lse) + std::fabs(c.z[row + k]));
+    }
+  }
+  const double n = c.bce ? c.B : count > 0 ? count : 1.0;
+  const double loss_error = std::fabs(loss - value / n) / std::max(scale / n, std::numeric_limits<double>::min());
+  const double tol = accumulation_tolerance(9);
+  return worst_ratio({{max_scaled(dlogits, d), tol}, {loss_error, tol}});
 }
 
 }  // namespace tb::parity

@@ -124,6 +124,68 @@ std::vector<float> batchnorm_eval_device(const BatchNormEvalCase& c, int ulps) {
   return out;
 }
 
+// What a bn_train_k bug would compute instead (none: the kernel as it is).
+enum class BnPlant { none, stats_miss_last, no_eps, biased_running_var };
+
+// bn_train_k: statistics summed in double, each output rounded to float once; y = x g + b with
+// g = gamma / sqrt(var + eps) and b = beta - mean g, in double.
+BatchNormTrainOut batchnorm_train_device(const BatchNormTrainCase& c, BnPlant plant) {
+  const std::int64_t M = static_cast<std::int64_t>(c.N) * c.HW, counted = plant == BnPlant::stats_miss_last ? M - 1 : M;
+  const double eps = plant == BnPlant::no_eps ? 0.0 : c.eps, mom = c.momentum;
+  BatchNormTrainOut o{std::vector<float>(c.x.size()), {}, {}, {}, {}};
+  for (int ch = 0; ch < c.C; ++ch) {
+    auto at = [&](std::int64_t i) { return static_cast<size_t>((i / c.HW * c.C + ch) * c.HW + i % c.HW); };
+    double s = 0, q = 0;
+    for (std::int64_t i = 0; i < counted; ++i) s += c.x[at(i)];
+    const double mean = s / static_cast<double>(counted);
+    for (std::int64_t i = 0; i < counted; ++i) q += (c.x[at(i)] - mean) * (c.x[at(i)] - mean);
+    const double var = q / static_cast<double>(counted);
+    const double unbiased = plant == BnPlant::biased_running_var || counted < 2 ? var : q / static_cast<double>(counted - 1);
+    o.mean.push_back(static_cast<float>(mean));
+    o.invstd.push_back(static_cast<float>(1.0 / std::sqrt(var + eps)));
+    o.running_mean.push_back(static_cast<float>((1 - mom) * c.running_mean[static_cast<size_t>(ch)] + mom * mean));
+    o.running_var.push_back(static_cast<float>((1 - mom) * c.running_var[static_cast<size_t>(ch)] + mom * unbiased));
+    const double g = c.gamma[static_cast<size_t>(ch)] / std::sqrt(var + eps), b = c.beta[static_cast<size_t>(ch)] - mean * g;
+    for (std::int64_t i = 0; i < M; ++i) o.y[at(i)] = static_cast<float>(c.x[at(i)] * g + b);
+  }
+  return o;
+}
+
+// softmax_soft_k and bce_k: everything in double, each output rounded to float once; the host adds the rows'
+// float losses. by_nonzero: divide by the count of weighted rows instead of the weights' sum (a planted bug).
+struct SoftLossOut {
+  std::vector<float> d;
+  double loss = 0;
+};
+
+SoftLossOut soft_loss_device(const SoftLossCase& c, bool by_nonzero) {
+  SoftLossOut o{std::vector<float>(c.z.size(), 0.f), 0.0};
+  double count = 0;
+  for (float m : c.mask) count += by_nonzero ? (m != 0.f ? 1.0 : 0.0) : m;
+  for (int b = 0; b < c.B; ++b) {
+    const size_t row = static_cast<size_t>(b) * c.K;
+    if (c.bce) {
+      const double x = c.z[row], t = c.t[row];
+      o.loss += static_cast<float>(std::max(x, 0.0) - x * t + std::log1p(std::exp(-std::fabs(x))));
+      o.d[row] = static_cast<float>((1.0 / (1.0 + std::exp(-x)) - t) / c.B);
+      continue;
+    }
+    const double w = c.mask[static_cast<size_t>(b)];
+    if (w == 0.0) continue;
+    double m = -INFINITY, s = 0, tsum = 0, r = 0;
+    for (int k = 0; k < c.K; ++k) m = std::max(m, static_cast<double>(c.z[row + k]));
+    for (int k = 0; k < c.K; ++k) s += std::exp(c.z[row + k] - m);
+    const double lse = m + std::log(s);
+    for (int k = 0; k < c.K; ++k) tsum += c.t[row + k], r += c.t[row + k] * (lse - c.z[row + k]);
+    o.loss += static_cast<float>(w * r);
+    for (int k = 0; k < c.K; ++k) o.d[row + k] = static_cast<float>(w * (std::exp(c.z[row + k] - lse) * tsum - c.t[row + k]) / count);
+  }
+  double weights = 0;
+  for (float m : c.mask) weights += m;
+  o.loss /= c.bce ? c.B : (weights > 0 ? weights : 1);
+  return o;
+}
+
 // ---- checks: print what they measured, return whether the rule held
 
 bool report(const char* what, int seed, const Score& s, bool want_pass) {
@@ -242,6 +304,48 @@ bool batchnorm_eval_passes_and_detects() {
   return ok;
 }
 
+bool batchnorm_train_passes_and_detects() {
+  bool ok = true;
+  for (int seed = 1; seed <= kSeeds; ++seed) {
+    Rng rng = case_rng("batchnorm_train", seed);
+    const BatchNormTrainCase c = batchnorm_train_case(rng);
+    ok &= report(("batchnorm_train " + c.shapes() + ", the kernel's arithmetic").c_str(), seed, batchnorm_train_score(c, batchnorm_train_device(c, BnPlant::none)), true);
+    ok &= report("batchnorm_train without eps", seed, batchnorm_train_score(c, batchnorm_train_device(c, BnPlant::no_eps)), false);
+    ok &= report("batchnorm_train with a biased running variance", seed, batchnorm_train_score(c, batchnorm_train_device(c, BnPlant::biased_running_var)), false);
+    ok &= report("batchnorm_train statistics missing the last element", seed, batchnorm_train_score(c, batchnorm_train_device(c, BnPlant::stats_miss_last)), false);
+    BatchNormTrainOut nan = batchnorm_train_device(c, BnPlant::none);
+    nan.running_var.back() = NAN;
+    ok &= report("batchnorm_train with a NaN running variance", seed, batchnorm_train_score(c, nan), false);
+  }
+  return ok;
+}
+
+bool soft_losses_pass_and_detect() {
+  bool ok = true;
+  for (const char* op : {"softmax_ce_soft", "bce_logits"}) {
+    const bool bce = std::string(op) == "bce_logits";
+    for (int seed = 1; seed <= kSeeds; ++seed) {
+      Rng rng = case_rng(op, seed);
+      const SoftLossCase c = soft_loss_case(rng, bce);
+      const SoftLossOut o = soft_loss_device(c, false);
+      ok &= report((std::string(op) + " " + c.shapes() + ", the kernel's arithmetic").c_str(), seed, soft_loss_score(c, o.d, o.loss), true);
+      SoftLossOut nan = o;
+      nan.d.back() = NAN;
+      ok &= report((std::string(op) + " with a NaN gradient").c_str(), seed, soft_loss_score(c, nan.d, nan.loss), false);
+      SoftLossOut off = o;
+      off.loss *= 1.0 + 1e-4;
+      ok &= report((std::string(op) + " with the loss 1e-4 off").c_str(), seed, soft_loss_score(c, off.d, off.loss), false);
+      bool weighted = false;  // a fractional weight makes the weights' sum differ from the count of weighted rows
+      for (float m : c.mask) weighted |= m == 0.5f;
+      if (!bce && weighted) {
+        const SoftLossOut wrong = soft_loss_device(c, true);
+        ok &= report("softmax_ce_soft divided by the weighted rows' count", seed, soft_loss_score(c, wrong.d, o.loss), false);
+      }
+    }
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -254,6 +358,8 @@ int main(int argc, char** argv) {
       {"conv2d", conv_passes_and_detects},
       {"widen-u8", widen_passes_and_detects},
       {"batchnorm-eval", batchnorm_eval_passes_and_detects},
+      {"batchnorm-train", batchnorm_train_passes_and_detects},
+      {"soft-losses", soft_losses_pass_and_detect},
   };
   if (argc != 2 || !checks.count(argv[1])) {
     std::fprintf(stderr, "usage: parity_replay <check>; checks:");
