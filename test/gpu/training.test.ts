@@ -12,7 +12,7 @@ const addon = loadAddon();
 const gpu = gpuAvailable('GPU training tests');
 const json = JSON.stringify;
 
-const CNN_SPEC = { family: 'cnn', input: [1, 12, 12], outputs: 4, channels: [8, 16], strides: [1, 2], kernel: 3, batchNorm: true, hidden: 32 };
+const CNN_SPEC = { family: 'cnn', task: 'classification', input: [1, 12, 12], outputs: 4, channels: [8, 16], strides: [1, 2], kernel: 3, batchNorm: true, hidden: 32 };
 const SMALL_RESNET = { ...RESNET_SPEC, layers: [1, 1, 1, 1], widths: [8, 16, 16, 24], stemWidth: 16, headChannels: 16, policyClasses: 1496 };
 
 /** Class-dependent bright squares on noise: a CNN learns it quickly. */
@@ -66,26 +66,36 @@ function weightedBoardData(n: number, seed: number): Record<string, NativeField>
   const weights = new Float32Array(n).map(() => [0, 0.5, 1][Math.floor(rnd() * 3)]);
   return { ...boardData(n, seed), policy_mask: { dtype: 'float32', shape: [], data: weights } };
 }
+// The board networks' tolerances are wider, and their step smaller, for a reason seen on an H200
+// (2026-11-27): at initialisation batch norm outputs are standard normal, and among the ~10^5 that
+// enter a ReLU one may lie within fp32 rounding of 0 (1.5e-8 in float64). The CPU's fp32 and the
+// GPU's float64 statistics then put it on different sides of the kink, one bias gradient moves by
+// 1e-2, and at lr 0.05 with momentum 0.9 six steps grow that to 2.7e-2 of the parameters. The GPU
+// matched PyTorch in float64 to the 4th decimal of every loss; the CPU differed from both by the
+// same amount: no backend is wrong. At lr 0.005 the same kink leaves 1e-3 after six steps
+// (measured against float64 PyTorch on the CPU), while a real kernel or wiring bug moves a
+// gradient by far more. test/gpu/step-update.test.ts checks one step tensor by tensor.
+const boardSgd = { ...sgd, lr: 0.005 };
 const cases = [
-  { name: 'MLP', spec: MLP_SPEC, data: () => blobs(256, 3), batch: 32 },
-  { name: 'CNN', spec: CNN_SPEC, data: () => images(256, 4), batch: 32 },
-  { name: 'board network', spec: SMALL_RESNET, data: () => boardData(128, 6), batch: 16 },
-  { name: 'board network with policy row weights', spec: SMALL_RESNET, data: () => weightedBoardData(128, 6), batch: 16 },
+  { name: 'MLP', spec: MLP_SPEC, data: () => blobs(256, 3), batch: 32, optimizer: sgd, params: 1e-4, losses: 1e-3 },
+  { name: 'CNN', spec: CNN_SPEC, data: () => images(256, 4), batch: 32, optimizer: sgd, params: 1e-4, losses: 1e-3 },
+  { name: 'board network', spec: SMALL_RESNET, data: () => boardData(128, 6), batch: 16, optimizer: boardSgd, params: 1e-2, losses: 5e-3 },
+  { name: 'board network with policy row weights', spec: SMALL_RESNET, data: () => weightedBoardData(128, 6), batch: 16, optimizer: boardSgd, params: 1e-2, losses: 5e-3 },
 ];
 
 describe.skipIf(!gpu)('whole training steps on cuda:0 match the CPU backend', () => {
-  it.each(cases)('$name: fp32, 6 steps, parameters within 1e-4 and the same losses', async ({ spec, data, batch }) => {
-    const options = { batchSize: batch, maxSteps: 6, optimizer: sgd };
+  it.each(cases)('$name: fp32, 6 steps, parameters within $params and losses within $losses', async ({ spec, data, batch, optimizer, params, losses }) => {
+    const options = { batchSize: batch, maxSteps: 6, optimizer };
     const cpu = await train(spec, data(), { ...options, device: 'cpu' });
     const onGpu = await train(spec, data(), { ...options, device: 'cuda:0' });
     const diff = relDiff(onGpu.params, cpu.params);
     console.log(`fp32 parity: parameter difference ${diff.toExponential(2)}; losses cpu ${cpu.losses.map((l) => l.toFixed(4)).join(' ')} gpu ${onGpu.losses.map((l) => l.toFixed(4)).join(' ')}`);
-    expect(diff).toBeLessThan(1e-4);
-    onGpu.losses.forEach((l, i) => expect(Math.abs(l - cpu.losses[i])).toBeLessThan(1e-3 * Math.max(1, Math.abs(cpu.losses[i]))));
+    expect(diff).toBeLessThan(params);
+    onGpu.losses.forEach((l, i) => expect(Math.abs(l - cpu.losses[i])).toBeLessThan(losses * Math.max(1, Math.abs(cpu.losses[i]))));
   }, 120_000);
 
-  it.each(cases)('$name: bf16 and fp16 follow the fp32 losses within 2%', async ({ spec, data, batch }) => {
-    const options = { batchSize: batch, maxSteps: 6, optimizer: sgd, device: 'cuda:0' };
+  it.each(cases)('$name: bf16 and fp16 follow the fp32 losses within 2%', async ({ spec, data, batch, optimizer }) => {
+    const options = { batchSize: batch, maxSteps: 6, optimizer, device: 'cuda:0' };
     const fp32 = await train(spec, data(), options);
     for (const precision of ['bf16', 'fp16']) {
       const mixed = await train(spec, data(), { ...options, precision });
@@ -132,11 +142,11 @@ describe.skipIf(!gpu)('fp16 dynamic loss scaling', () => {
 
 describe.skipIf(!gpu)('GPU memory', () => {
   it('an impossible batch size is E_OOM with the numbers, and the next run at a sane size works', async () => {
-    // 16,384 samples x 4M hidden units: 256 GiB of activations, more than any GPU has.
-    const wide = { ...MLP_SPEC, hidden: [1 << 22] };
+    // 65,536 samples x 1M hidden units (the largest layer a spec may have): 256 GiB of activations, more than any GPU has.
+    const wide = { ...MLP_SPEC, hidden: [1 << 20] };
     const t = new addon.Trainer(json(wide), json({ seed: 1 }));
-    t.setData('train', blobs(16_384, 2));
-    const oom = await t.train(json({ batchSize: 16_384, maxSteps: 1, device: 'cuda:0' })).catch((e: unknown) => e);
+    t.setData('train', blobs(65_536, 2));
+    const oom = await t.train(json({ batchSize: 65_536, maxSteps: 1, device: 'cuda:0' })).catch((e: unknown) => e);
     expect(oom).toMatchObject({ code: 'E_OOM', message: expect.stringMatching(/requested \d+ bytes, \d+ free/) });
     const after = await train(SMALL_RESNET, boardData(64, 2), { batchSize: 16, maxSteps: 2, device: 'cuda:0' });
     expect(after.result.steps).toBe(2);

@@ -382,7 +382,7 @@ Json check_allocator_streams(const std::string& op, Rng& rng) {
 Json check_conv_chunked(const std::string& op, Rng& rng) {
   const int B = pick(rng, 5, 12);
   const ModelSpec spec = parse_model_spec(Json::parse(
-      R"({"family": "cnn", "input": [1, 12, 12], "outputs": 4, "channels": [8, 16], "strides": [1, 2], "kernel": 3, "batchNorm": true, "hidden": 32})"));
+      R"({"family": "cnn", "task": "classification", "input": [1, 12, 12], "outputs": 4, "channels": [8, 16], "strides": [1, 2], "kernel": 3, "batchNorm": true, "hidden": 32})"));
   const Model model(spec, rng.next_u64());
   const Head& head = model.heads()[0];
   const std::int64_t in = B * model.input_dims().size(), out = B * model.nodes()[static_cast<size_t>(head.node)].dims.size();
