@@ -94,13 +94,15 @@ want script-optimise && script_step "script: optimise-script" "${TB_SESSION_OPTI
   const { formatScriptBenchmark } = require("./dist/src-main/cli/benchmark-script-command.js");
   const { formatScriptOptimise } = require("./dist/src-main/cli/optimise-script-command.js");
   const read = (name) => { try { return JSON.parse(fs.readFileSync(`/tmp/tb-script-${name}.json`, "utf8")); } catch (err) { return { missing: String(err.message).slice(0, 300) }; } };
-  const all = { plain: read("plain"), overrides: read("overrides"), optimise: read("optimise") };
+  const wanted = process.argv[2].split(" ");
+  const steps = { plain: "script-benchmark", overrides: "script-benchmark", optimise: "script-optimise" };
+  const all = Object.fromEntries(Object.entries(steps).filter(([, step]) => wanted.includes(step)).map(([name]) => [name, read(name)]));
   fs.writeFileSync(out + "/script-results.json", JSON.stringify(all, null, 1));
   for (const [name, r] of Object.entries(all)) {
     console.log(`---- ${name}`);
     try { console.log(r.missing ? `no result: ${r.missing}` : name === "optimise" ? formatScriptOptimise(r) : formatScriptBenchmark(r)); } catch (err) { console.log(`could not format: ${err.message}`); }
   }
-' "$OUT" >> "$OUT/script.txt" 2>&1
+' "$OUT" "$STEPS" >> "$OUT/script.txt" 2>&1
 
 echo
 echo "GPU session: $(($(date +%s) - t_start)) s in all"
