@@ -49,7 +49,11 @@ Model::Model(const ModelSpec& spec, std::uint64_t seed) : spec_(spec) {
     n.needs_grad = n.weight >= 0;
     for (int in : n.inputs) n.needs_grad = n.needs_grad || nodes_[in].needs_grad;
   }
-  params_.assign(params_.size(), 0.0f);
+  // Allocated once the whole spec has been counted: a spec over kMaxParams is refused by its
+  // arithmetic, before any of its memory exists (growing the block layer by layer cost seconds
+  // and gigabytes before the refusal).
+  params_.assign(static_cast<size_t>(n_params_), 0.0f);
+  buffers_.assign(static_cast<size_t>(n_buffers_), 0.0f);
   grads_.assign(params_.size(), 0.0f);
   init_params(seed);
 }
@@ -70,17 +74,18 @@ std::int64_t Model::param(const std::string& name, std::vector<std::int64_t> sha
              "the model is too large: " + name + " alone would have more than " + std::to_string(kMaxParams) + " parameters");
     n *= d;
   }
-  TB_CHECK(static_cast<std::int64_t>(params_.size()) + n <= kMaxParams, ErrorCode::BadInput,
+  TB_CHECK(n_params_ + n <= kMaxParams, ErrorCode::BadInput,
            "the model is too large: more than " + std::to_string(kMaxParams) + " parameters by " + name);
-  ParamEntry e{name, static_cast<std::int64_t>(params_.size()), std::move(shape), role};
-  params_.resize(params_.size() + static_cast<size_t>(e.size()));
+  ParamEntry e{name, n_params_, std::move(shape), role};
+  n_params_ += n;
   entries_.push_back(e);
   return e.offset;
 }
 
 std::int64_t Model::buffer(const std::string& name, std::vector<std::int64_t> shape, ParamRole role) {
-  ParamEntry e{name, static_cast<std::int64_t>(buffers_.size()), std::move(shape), role};
-  buffers_.resize(buffers_.size() + static_cast<size_t>(e.size()));
+  ParamEntry e{name, n_buffers_, std::move(shape), role};
+  TB_CHECK(n_buffers_ + e.size() <= kMaxParams, ErrorCode::BadInput, "the model is too large: more than " + std::to_string(kMaxParams) + " buffer values by " + name);
+  n_buffers_ += e.size();
   entries_.push_back(e);
   return e.offset;
 }

@@ -122,6 +122,8 @@ class Model {
   std::vector<Head> heads_;
   std::vector<ParamEntry> entries_;
   std::vector<float> params_, grads_, buffers_;
+  // Counted while the spec is built; the blocks are allocated once it is whole.
+  std::int64_t n_params_ = 0, n_buffers_ = 0;
   std::vector<float> scratch_;
   int batch_ = 0;
   MemoryBudget* budget_ = nullptr;
