@@ -11,7 +11,7 @@ import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { packageRoot } from '../engine/package-root';
 import { menuTemplate } from './menu';
-import { isAppUrl, isExternalLink } from './navigation';
+import { appResponseHeaders, isAppUrl, isExternalLink } from './navigation';
 import { utilityHostLauncher } from './utility-launcher';
 import { mainWindowOptions } from './window-options';
 
@@ -33,6 +33,10 @@ function createWindow(): BrowserWindow {
     return { action: 'deny' };
   });
   win.webContents.on('will-navigate', (event, url) => {
+    if (!isAppUrl(url, appUrl)) event.preventDefault();
+  });
+  // A redirect is a navigation the page did not ask for: the same policy.
+  win.webContents.on('will-redirect', (event, url) => {
     if (!isAppUrl(url, appUrl)) event.preventDefault();
   });
   void win.loadFile(rendererIndex);
@@ -70,8 +74,13 @@ async function chooseExportFolder(suggestedName: string): Promise<string | null>
 
 async function start(): Promise<void> {
   await app.whenReady();
-  // No page of ours needs camera, notifications or the like.
+  // No page of ours needs camera, notifications or the like: every request and check is denied.
   session.defaultSession.setPermissionRequestHandler((_wc, _permission, callback) => callback(false));
+  session.defaultSession.setPermissionCheckHandler(() => false);
+  // The Content Security Policy as a response header on the app's own files, as serve mode sends it.
+  session.defaultSession.webRequest.onHeadersReceived((details, callback) =>
+    callback({ responseHeaders: appResponseHeaders(details.url, details.responseHeaders ?? {}, path.dirname(rendererIndex)) }),
+  );
 
   const workspaceDir = workspaceFromArgs(process.argv) ?? defaultWorkspaceDir();
   const services = await createServices({ workspaceDir, engine: { launcher: utilityHostLauncher }, chooseFolder: chooseExportFolder, allowScripts: true });

@@ -1,13 +1,18 @@
 // The Electron shell cannot run here (no Electron binary), so its testable
 // parts are pure: window options, the preload's bridge, navigation policy, menu.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
 import { describe, expect, it, vi } from 'vitest';
 
 import type { CallOutcome } from '../../src-main/api/bridge';
 import type { BridgeIpc } from '../../src-main/electron/preload-api';
 import { buildBridge } from '../../src-main/electron/preload-api';
 import { menuTemplate } from '../../src-main/electron/menu';
-import { isAppUrl, isExternalLink } from '../../src-main/electron/navigation';
+import { CONTENT_SECURITY_POLICY } from '../../src-main/api/csp';
+import { appResponseHeaders, isAppUrl, isExternalLink } from '../../src-main/electron/navigation';
 import { mainWindowOptions } from '../../src-main/electron/window-options';
+import { REPO_ROOT } from '../helpers/repo';
 
 describe('main window options', () => {
   it('keep the security defaults on', () => {
@@ -79,6 +84,25 @@ describe('navigation policy', () => {
     expect(isExternalLink('https://pytorch.org')).toBe(true);
     expect(isExternalLink('file:///etc/passwd')).toBe(false);
     expect(isExternalLink('javascript:alert(1)')).toBe(false);
+  });
+});
+
+describe('the Content Security Policy', () => {
+  const dir = '/opt/trainbench/dist/renderer';
+  it('comes as a response header on the app\'s own files, and on nothing else', () => {
+    const given = { 'Content-Type': ['text/html'] };
+    for (const url of [`file://${dir}/index.html`, `file://${dir}/assets/index-abc.js`]) {
+      expect(appResponseHeaders(url, given, dir)).toEqual({ ...given, 'Content-Security-Policy': [CONTENT_SECURITY_POLICY], 'X-Content-Type-Options': ['nosniff'] });
+    }
+    for (const url of ['file:///etc/passwd', `file://${dir}-other/index.html`, 'https://example.com/', 'devtools://devtools/bundled/x.html', 'not a url']) {
+      expect(appResponseHeaders(url, given, dir)).toBe(given);
+    }
+  });
+
+  it('is the one serve mode sends and index.html carries (less frame-ancestors, which a meta tag cannot set)', () => {
+    const html = readFileSync(path.join(REPO_ROOT, 'src-renderer', 'index.html'), 'utf8');
+    const meta = /http-equiv="Content-Security-Policy"\s+content="([^"]+)"/.exec(html)?.[1];
+    expect(meta).toBe(CONTENT_SECURITY_POLICY.replace("; frame-ancestors 'none'", ''));
   });
 });
 
