@@ -10,18 +10,57 @@ import { TelemetrySummarySchema } from './telemetry';
  * (resources/python) injected through the environment. The working directory is
  * the user's project, chosen explicitly; it may lie outside the workspace.
  */
+/**
+ * What the OS takes of one argument or variable: Linux refuses a string over 128 KiB
+ * (MAX_ARG_STRLEN) and an argv + environment over its ARG_MAX (2 MiB by default) with E2BIG,
+ * and no string can hold a NUL byte. Checked here, so the request is refused naming the value
+ * (E_BAD_INPUT) rather than failing in spawn.
+ */
+const MAX_ARG_CHARS = 128 * 1024;
+const MAX_ARGV_AND_ENV_CHARS = 1024 * 1024;
+const ArgSchema = (what: string) =>
+  z
+    .string()
+    .max(MAX_ARG_CHARS, `${what} is longer than the ${MAX_ARG_CHARS} characters the OS passes to a program`)
+    .refine((s) => !s.includes('\0'), { message: `${what} contains a NUL byte, which no program can receive` });
+
 export const ScriptTargetSchema = z
   .object({
     kind: z.literal('script'),
     /** argv: the program and its arguments, e.g. ['python3', 'train.py', '--epochs', '1']; no shell unless the user names one. */
-    command: z.array(z.string().min(1)).min(1),
+    command: z.array(ArgSchema('an argument').min(1)).min(1).max(4096),
     /** Absolute path of the folder the command runs in. */
-    cwd: z.string().min(1),
+    cwd: ArgSchema('the working directory').min(1),
     /** Added to Trainbench's own environment (PYTHONPATH is prepended to, never replaced). */
-    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _'), z.string()).default({}),
+    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _').max(1024), ArgSchema('an environment value')).default({}),
   })
-  .strict();
+  .strict()
+  .superRefine((t, ctx) => {
+    const chars = t.command.reduce((n, a) => n + a.length + 1, 0) + Object.entries(t.env).reduce((n, [k, v]) => n + k.length + v.length + 2, 0);
+    if (chars > MAX_ARGV_AND_ENV_CHARS) {
+      ctx.addIssue({ code: 'custom', path: ['command'], message: `the command and its environment come to ${chars} characters, more than the ${MAX_ARGV_AND_ENV_CHARS} a program is given` });
+    }
+  });
 export type ScriptTarget = z.infer<typeof ScriptTargetSchema>;
+
+/**
+ * Environment variables that change which code the command runs: the confirmation says so
+ * plainly before Run (the person may want them; they must see them).
+ */
+export const SENSITIVE_ENV: Readonly<Record<string, string>> = {
+  LD_PRELOAD: 'loads these libraries into the program and every program it starts',
+  LD_LIBRARY_PATH: 'makes the program load its shared libraries from these folders first',
+  PYTHONPATH: 'makes Python import modules from these folders first (Trainbench adds its probe in front)',
+  NODE_OPTIONS: 'passes these options (a --require of any file included) to every Node.js program it starts',
+  PATH: 'changes which programs are found by name, the command itself included',
+};
+
+/** The sensitive variables a target sets, each with what it does. */
+export function sensitiveEnv(env: Readonly<Record<string, string>> | undefined): { name: string; value: string; why: string }[] {
+  return Object.entries(env ?? {})
+    .filter(([name]) => name in SENSITIVE_ENV)
+    .map(([name, value]) => ({ name, value, why: SENSITIVE_ENV[name] }));
+}
 
 /** The overrides the probe knows (`--set key=value`): what each accepts, named once for the CLI, the API and the wizard. */
 export const SCRIPT_OVERRIDES = {
