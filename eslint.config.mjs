@@ -31,6 +31,38 @@ export default tseslint.config(
     },
   },
   {
+    // A workspace is shared and copied between rigs: its files are data, never a way out. The
+    // services touch them only through core/workspace-files.ts (no links, no FIFOs, size caps,
+    // temp-file writes); the files below read what is not the workspace's, each for the reason given.
+    files: ['src-main/core/**/*.ts', 'src-main/server/**/*.ts'],
+    ignores: [
+      'src-main/core/workspace-files.ts', // the one way in
+      'src-main/core/atomic-write.ts', // its temp-file writer
+      'src-main/core/workspace.ts', // creates the root the user chose; confines by lstat and realpath
+      'src-main/core/build-info.ts', // the app's own package.json and commit
+      'src-main/core/script/process-tree.ts', // /proc
+      'src-main/core/telemetry/host-sampler.ts', // /proc
+      // Source files to import: confined by DatasetService.confine (anywhere for the CLI), regular files only.
+      'src-main/core/datasets/importers/**',
+      'src-main/core/datasets/fingerprint.ts',
+      'src-main/core/datasets/fashion-mnist.ts', // whether Debian's dataset folder holds its four files
+      'src-main/core/telemetry/find-nvidia-smi.ts', // the PATH's nvidia-smi
+      'src-main/server/static-files.ts', // the app's built renderer
+    ],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: ['fs', 'node:fs', 'fs/promises', 'node:fs/promises'].map((name) => ({
+            name,
+            allowTypeImports: true,
+            message: 'workspace files go through core/workspace-files.ts (links, FIFOs, size caps, temp-file writes)',
+          })),
+        },
+      ],
+    },
+  },
+  {
     files: ['bin/**/*.js', 'scripts/**/*.mjs', 'tools/**/*.mjs', 'bench/**/*.mjs', 'test/**/*.mjs', '*.mjs', '*.mts'],
     languageOptions: { globals: globals.node },
     rules: { '@typescript-eslint/no-require-imports': 'off' },

@@ -33,7 +33,8 @@ export const CACHE_FORMAT_VERSION = 1;
 export const CacheManifestSchema = z.object({
   format: z.literal('trainbench-cache'),
   formatVersion: z.number().int().min(1),
-  id: z.string(),
+  /** Re-validated as an id: a tampered manifest's id is shown and passed back as a dataset id. */
+  id: IdSchema,
   name: z.string(),
   createdAt: z.string(),
   records: z.number().int().min(1),

@@ -213,11 +213,12 @@ export type OptimiseResult = z.infer<typeof OptimiseResultSchema>;
 /** What the wizard saves after every step, so a restarted app resumes it. */
 export const WizardStateSchema = z.object({
   schemaVersion: z.literal(1),
-  optimiseId: z.string(),
+  /** Ids from the file become paths (optimise/<id>, runs/<id>): re-validated as ids when read. */
+  optimiseId: IdSchema,
   request: OptimiseRequestSchema,
   status: OptimiseStatusSchema,
   /** Every run that recorded part of this wizard, oldest first. */
-  runIds: z.array(z.string()),
+  runIds: z.array(IdSchema),
   baseline: OptimiseBaselineSchema.nullable(),
   diagnosis: DiagnosisSchema.nullable(),
   limits: LimitsSchema.nullable(),
@@ -226,7 +227,7 @@ export const WizardStateSchema = z.object({
   trials: z.array(OptimiseTrialSchema),
   skipped: z.array(SkippedChangeSchema),
   /** What the batch-size search recommended for the batch-size candidate (null: not run, with the reason in `verdict`). */
-  batchSearch: z.object({ recommended: z.number().int().nullable(), runId: z.string().nullable(), verdict: z.string() }).nullable().default(null),
+  batchSearch: z.object({ recommended: z.number().int().nullable(), runId: IdSchema.nullable(), verdict: z.string() }).nullable().default(null),
   /** Knobs tried without a kept change since the last kept one: coordinate ascent stops when every knob is here. */
   exhausted: z.array(z.string()),
   final: OptimiseFinalSchema.nullable(),

@@ -62,7 +62,7 @@ export function loaderBenchCommand(): Command {
       if (!parsed.success) throw new ApiError('E_BAD_INPUT', formatIssues(parsed.error, 'options'));
       const services = await createServices({ workspaceDir: o.workspace });
       try {
-        const r = await services.datasets.benchmark(parsed.data);
+        const r = await services.datasets.benchmark(parsed.data, { allowPathsOutsideWorkspace: true });
         process.stdout.write((o.json ? JSON.stringify(r, null, 2) : formatBench(r)) + '\n');
       } finally {
         await services.dispose();

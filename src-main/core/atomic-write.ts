@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 
 /** Codes Windows gives a rename whose target another process (a reader, an antivirus, the indexer) holds open for a moment. */
@@ -28,11 +28,20 @@ export async function renameReplacing(
   }
 }
 
-/** Writes a file by temp file + rename, so readers never see half a file. */
+/**
+ * Writes a file by temp file + rename, so readers never see half a file. The temp file is
+ * created fresh (O_EXCL, so never through a link or over a file someone placed there), and
+ * the rename replaces whatever the name was, a link included, without writing through it.
+ */
 export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
   try {
-    await fs.writeFile(tmp, data);
+    const handle = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o644);
+    try {
+      await handle.writeFile(data);
+    } finally {
+      await handle.close();
+    }
     await renameReplacing(tmp, file);
   } catch (err) {
     await fs.rm(tmp, { force: true });

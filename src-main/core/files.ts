@@ -1,37 +1,20 @@
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 
 import { ApiError } from '../api/errors';
 import type { Workspace } from './workspace';
-
-/** The entry's path if it stays inside the workspace; null for a link that leads outside. */
-function confined(workspace: Workspace, relative: string): string | null {
-  try {
-    return workspace.resolve(relative);
-  } catch (err) {
-    if ((err as ApiError).code === 'E_BAD_INPUT') return null;
-    throw err;
-  }
-}
+import { isFolder, listFolder } from './workspace-files';
 
 /**
  * A folder of the workspace, for the import wizard's file chooser. Serve mode never
- * browses outside it: links that lead outside are left out, as they could not be imported.
+ * browses outside it, and shows only what can be imported: files and folders as
+ * themselves (links and special files are left out, as they would be refused).
  */
 export async function listFiles(workspace: Workspace, dir: string) {
   const abs = workspace.resolve(dir);
-  const names = await fs.readdir(abs).catch((err: Error) => {
-    throw new ApiError('E_BAD_INPUT', `cannot list ${dir || 'the workspace'}: ${err.message}`);
-  });
-  const entries = [];
-  for (const name of names.sort()) {
-    if (name.startsWith('.')) continue;
-    const rel = path.relative(workspace.root, path.join(abs, name));
-    const entry = confined(workspace, rel);
-    if (entry === null) continue;
-    const stat = await fs.stat(entry).catch(() => null);
-    if (!stat) continue;
-    entries.push({ name, path: rel, kind: stat.isDirectory() ? ('dir' as const) : ('file' as const), bytes: stat.size });
-  }
+  if (!(await isFolder(workspace, abs))) throw new ApiError('E_BAD_INPUT', `cannot list ${dir || 'the workspace'}: it is not a folder of the workspace`);
+  const found = await listFolder(workspace, abs);
+  const entries = found
+    .filter((e) => !e.name.startsWith('.') && (e.kind === 'dir' || e.kind === 'file'))
+    .map((e) => ({ name: e.name, path: path.relative(workspace.root, path.join(abs, e.name)), kind: e.kind as 'dir' | 'file', bytes: e.bytes }));
   return { dir: path.relative(workspace.root, abs), entries };
 }

@@ -1,29 +1,33 @@
-import { createReadStream } from 'node:fs';
+import type { Workspace } from './workspace';
+import { isMissing, MiB, streamFile } from './workspace-files';
 
 /**
- * The lines of a JSONL file, streamed, never held whole. A line longer than
- * maxLineBytes is dropped as it streams (not buffered), as is the cut-off
- * last line a killed writer leaves; a missing file yields nothing.
+ * The lines of a JSONL file of the workspace, streamed, never held whole. A line
+ * longer than maxLineBytes is dropped as it streams (not buffered), as is the
+ * cut-off last line a killed writer leaves; a missing file yields nothing, and a
+ * link, FIFO or other non-file is an error naming it (workspace-files.ts).
  */
-export async function* jsonlLines(file: string, maxLineBytes: number): AsyncGenerator<string> {
+export async function* jsonlLines(workspace: Workspace, file: string, maxLineBytes: number): AsyncGenerator<string> {
   let rest = '';
   let skipping = false;
+  let stream;
   try {
-    for await (const chunk of createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
-      const lines = (rest + (chunk as string)).split('\n');
-      rest = lines.pop() ?? '';
-      for (const line of lines) {
-        if (!skipping && line.trim() && line.length <= maxLineBytes) yield line;
-        skipping = false;
-      }
-      if (rest.length > maxLineBytes) {
-        rest = '';
-        skipping = true;
-      }
-    }
+    stream = await streamFile(workspace, file, { encoding: 'utf8', highWaterMark: MiB });
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    return;
+    if (isMissing(err)) return;
+    throw err;
+  }
+  for await (const chunk of stream) {
+    const lines = (rest + (chunk as string)).split('\n');
+    rest = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!skipping && line.trim() && line.length <= maxLineBytes) yield line;
+      skipping = false;
+    }
+    if (rest.length > maxLineBytes) {
+      rest = '';
+      skipping = true;
+    }
   }
   if (!skipping && rest.trim()) yield rest;
 }

@@ -1,4 +1,3 @@
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 
 import { ApiError } from '../api/errors';
@@ -8,6 +7,7 @@ import { MODEL_SPEC_DIR } from '../api/model-files';
 import type { ModelSpec } from '../api/model-spec';
 import { BUILTIN_MODELS, ModelSpecSchema } from '../api/model-spec';
 import type { Workspace } from './workspace';
+import { entryProblem, isMissing, jsonProblem, listFolder, readTextCapped, WorkspaceFileError } from './workspace-files';
 
 /** A spec file larger than this is not a model spec (the largest real one is a few hundred bytes). */
 const MAX_SPEC_BYTES = 256 * 1024;
@@ -20,7 +20,7 @@ export function parseModelSpec(text: string, name: string): ModelSpec {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new ApiError('E_BAD_INPUT', `model spec ${name} is not valid JSON: ${(err as Error).message}`);
+    throw new ApiError('E_BAD_INPUT', `model spec ${name} is ${jsonProblem(err)}`);
   }
   const parsed = ModelSpecSchema.safeParse(raw);
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `model spec ${name} is invalid: ${formatIssues(parsed.error, 'spec')}`);
@@ -32,32 +32,32 @@ function looksLikeSpec(raw: unknown): boolean {
   return typeof raw === 'object' && raw !== null && !Array.isArray(raw) && 'family' in raw;
 }
 
-async function jsonFilesUnder(workspace: Workspace, relDir: string, depth: number): Promise<string[]> {
-  const names = await fs.readdir(workspace.resolve(relDir)).catch(() => [] as string[]);
-  const out: string[] = [];
-  for (const name of names.sort()) {
-    if (name.startsWith('.')) continue;
-    const rel = path.join(relDir, name);
-    let abs: string;
-    try {
-      abs = workspace.resolve(rel);
-    } catch {
-      continue; // a link leading outside the workspace
+/** JSON files below relDir, and the entries that cannot be used (a link, a special file) with their problem. */
+async function jsonFilesUnder(workspace: Workspace, relDir: string, depth: number): Promise<{ files: string[]; problems: ModelEntry[] }> {
+  const entries = await listFolder(workspace, relDir).catch(() => []);
+  const files: string[] = [];
+  const problems: ModelEntry[] = [];
+  for (const entry of entries) {
+    if (entry.name.startsWith('.')) continue;
+    const rel = path.join(relDir, entry.name);
+    if (entry.kind === 'dir' && depth > 0) {
+      const below = await jsonFilesUnder(workspace, rel, depth - 1);
+      files.push(...below.files);
+      problems.push(...below.problems);
+    } else if (entry.name.endsWith('.json')) {
+      const problem = entryProblem(entry, 'file');
+      if (problem) problems.push({ name: rel, source: 'workspace', family: null, problem });
+      else files.push(rel);
     }
-    const stat = await fs.stat(abs).catch(() => null);
-    if (stat?.isDirectory() && depth > 0) out.push(...(await jsonFilesUnder(workspace, rel, depth - 1)));
-    else if (stat?.isFile() && name.endsWith('.json')) out.push(rel);
   }
-  return out;
+  return { files, problems };
 }
 
 /** One spec file as the models list shows it: its family, or why it cannot be used. */
 async function entryOf(workspace: Workspace, rel: string): Promise<ModelEntry | null> {
   let text: string;
   try {
-    const abs = workspace.resolve(rel);
-    if ((await fs.stat(abs)).size > MAX_SPEC_BYTES) return { name: rel, source: 'workspace', family: null, problem: `${rel} is larger than ${MAX_SPEC_BYTES} bytes, too large for a model spec` };
-    text = await fs.readFile(abs, 'utf8');
+    text = await readTextCapped(workspace, rel, MAX_SPEC_BYTES);
   } catch (err) {
     return { name: rel, source: 'workspace', family: null, problem: `cannot read ${rel}: ${(err as Error).message}` };
   }
@@ -66,7 +66,7 @@ async function entryOf(workspace: Workspace, rel: string): Promise<ModelEntry | 
     raw = JSON.parse(text);
   } catch (err) {
     // Under models/ every JSON file is meant as a spec; elsewhere a broken file is none of ours.
-    return rel.startsWith(MODEL_SPEC_DIR + path.sep) ? { name: rel, source: 'workspace', family: null, problem: `model spec ${rel} is not valid JSON: ${(err as Error).message}` } : null;
+    return rel.startsWith(MODEL_SPEC_DIR + path.sep) ? { name: rel, source: 'workspace', family: null, problem: `model spec ${rel} is ${jsonProblem(err)}` } : null;
   }
   if (!looksLikeSpec(raw)) return null;
   const family = String((raw as { family: unknown }).family);
@@ -81,10 +81,10 @@ async function entryOf(workspace: Workspace, rel: string): Promise<ModelEntry | 
 /** The built-in models, then every model spec file in the workspace's top folder and under models/. */
 export async function listModels(workspace: Workspace): Promise<ModelEntry[]> {
   const builtins: ModelEntry[] = Object.entries(BUILTIN_MODELS).map(([name, spec]) => ({ name, source: 'builtin', family: spec.family, problem: null }));
-  const top = (await jsonFilesUnder(workspace, '', 0)).filter((rel) => rel !== 'workspace.json');
-  const files = [...top, ...(await jsonFilesUnder(workspace, MODEL_SPEC_DIR, MAX_DEPTH))];
-  const entries: ModelEntry[] = [];
-  for (const rel of files) {
+  const top = await jsonFilesUnder(workspace, '', 0);
+  const below = await jsonFilesUnder(workspace, MODEL_SPEC_DIR, MAX_DEPTH);
+  const entries: ModelEntry[] = [...top.problems, ...below.problems];
+  for (const rel of [...top.files.filter((r) => r !== 'workspace.json'), ...below.files]) {
     const entry = await entryOf(workspace, rel);
     if (entry) entries.push(entry);
   }
@@ -95,8 +95,13 @@ export async function listModels(workspace: Workspace): Promise<ModelEntry[]> {
 export async function readModelSpec(workspace: Workspace, rel: string): Promise<{ path: string; spec: ModelSpec }> {
   if (!rel.endsWith('.json')) throw new ApiError('E_BAD_INPUT', `model spec ${JSON.stringify(rel)} is not a .json file`);
   const abs = workspace.resolve(rel);
-  const stat = await fs.stat(abs).catch(() => null);
-  if (!stat?.isFile()) throw new ApiError('E_BAD_INPUT', `there is no model spec file ${rel} in the workspace ${workspace.root}`);
-  if (stat.size > MAX_SPEC_BYTES) throw new ApiError('E_BAD_INPUT', `model spec ${rel} is ${stat.size} bytes, more than the ${MAX_SPEC_BYTES} a spec may have`);
-  return { path: path.relative(workspace.root, abs), spec: parseModelSpec(await fs.readFile(abs, 'utf8'), rel) };
+  let text: string;
+  try {
+    text = await readTextCapped(workspace, abs, MAX_SPEC_BYTES);
+  } catch (err) {
+    if (isMissing(err)) throw new ApiError('E_BAD_INPUT', `there is no model spec file ${rel} in the workspace ${workspace.root}`);
+    if (err instanceof WorkspaceFileError) throw new ApiError('E_BAD_INPUT', `model spec ${rel}: ${err.message}`);
+    throw err;
+  }
+  return { path: path.relative(workspace.root, abs), spec: parseModelSpec(text, rel) };
 }

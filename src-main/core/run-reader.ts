@@ -1,4 +1,3 @@
-import { createReadStream, promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -8,12 +7,20 @@ import { parseRunRecord, RUN_HEARTBEAT_INTERVAL_MS, RUN_HEARTBEAT_STALE_MS } fro
 import type { RunDetail, RunLastStep, RunSummary, TrainEvent } from '../api/training';
 import { TrainEventSchema, TrainStepEventSchema } from '../api/training';
 import type { Workspace } from './workspace';
+import { jsonlLines } from './jsonl-lines';
 import { processExists } from './process-exists';
 import { readRunTelemetry } from './run-telemetry';
+import { entryProblem, isFolder, listFolder, MiB, readTail, readTextCapped } from './workspace-files';
 
 const MAX_STEP_EVENTS = 2000;
-/** How much of the end of events.jsonl is read first to find the last step (a step event is ~400 bytes). */
-const TAIL_BYTES = 64 * 1024;
+/**
+ * How much of the end of events.jsonl is read to find the last step: 64 KiB first (a step event is
+ * ~400 bytes), then 1 MiB past a damaged tail, never more however large the file, so a list of
+ * "running" runs costs bounded memory per request.
+ */
+const TAIL_WINDOWS = [64 * 1024, MiB];
+/** run.json holds a config and a result (a trial table at most): far below this. */
+const MAX_RUN_JSON_BYTES = 16 * MiB;
 
 /** Whether a process with this pid exists here (EPERM: it exists but belongs to someone else). */
 /** "95 s", "12 min", "5 h", "31 days": how long a heartbeat has been missing, in the unit a person reads. */
@@ -45,27 +52,25 @@ export function interruptionOf(record: RunRecordJson, now: number = Date.now()):
   return null;
 }
 
-/** The last step event in events.jsonl, read from the end; a line cut off by a kill is skipped. */
-export async function lastStepOf(file: string): Promise<RunLastStep | null> {
-  const handle = await fs.open(file, 'r').catch(() => null);
-  if (!handle) return null;
-  try {
-    const size = (await handle.stat()).size;
-    for (let window = TAIL_BYTES; ; window *= 4) {
-      const start = Math.max(0, size - window);
-      const buffer = Buffer.alloc(size - start);
-      await handle.read(buffer, 0, buffer.length, start);
-      const lines = buffer.toString('utf8').split('\n');
-      if (start > 0) lines.shift(); // starts mid-line
-      for (let i = lines.length - 1; i >= 0; i--) {
-        const step = parseStep(lines[i]);
-        if (step) return step;
-      }
-      if (start === 0) return null;
+/**
+ * The last step event in events.jsonl, from its last TAIL_WINDOWS bytes; a line cut off by a kill is
+ * skipped. Null when there is none there (or no file, or a link or special file in its place).
+ */
+export async function lastStepOf(workspace: Workspace, file: string): Promise<RunLastStep | null> {
+  for (const window of TAIL_WINDOWS) {
+    let tail: string;
+    try {
+      tail = await readTail(workspace, file, window);
+    } catch {
+      return null;
     }
-  } finally {
-    await handle.close();
+    const lines = tail.split('\n');
+    for (let i = lines.length - 1; i >= 0; i--) {
+      const step = parseStep(lines[i]);
+      if (step) return step;
+    }
   }
+  return null;
 }
 
 /** An engine step event, or rank 0's step of a script run (which knows no epochs or total). */
@@ -153,7 +158,7 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
     samplesPerSec: run.result?.samplesPerSec ?? headlineRate(run),
     gpuUtilizationMean: run.result?.telemetry?.gpuUtilizationMean ?? null,
     error: run.error ? `${run.error.code}: ${run.error.message}` : null,
-    lastStep: unfinished ? await lastStepOf(workspace.resolve(path.join('runs', id, 'events.jsonl'))) : null,
+    lastStep: unfinished ? await lastStepOf(workspace, path.join('runs', id, 'events.jsonl')) : null,
     interruption,
     problem: null,
   };
@@ -178,24 +183,28 @@ function unreadable(id: string, problem: string): RunSummary {
 }
 
 /** run.json through its schema: the record, or the problem in words. */
-async function readRun(workspace: Workspace, id: string): Promise<{ record: RunRecordJson; problem: null } | { record: null; problem: string }> {
-  const file = workspace.resolve(path.join('runs', id, 'run.json'));
+export async function readRun(workspace: Workspace, id: string): Promise<{ record: RunRecordJson; problem: null } | { record: null; problem: string }> {
   let text: string;
   try {
-    text = await fs.readFile(file, 'utf8');
+    text = await readTextCapped(workspace, path.join('runs', id, 'run.json'), MAX_RUN_JSON_BYTES);
   } catch (err) {
-    return { record: null, problem: `cannot read ${file}: ${(err as Error).message}` };
+    return { record: null, problem: `cannot read runs/${id}/run.json: ${(err as Error).message}` };
   }
   return parseRunRecord(text);
 }
 
-/** Every run, newest first; an unreadable run.json is listed with its problem, never fatal. */
+/** Every run, newest first; an unreadable run (or a link, file or special file in runs/) is listed with its problem, never fatal. */
 export async function listRuns(workspace: Workspace): Promise<RunSummary[]> {
-  const ids = await fs.readdir(workspace.resolve('runs')).catch(() => [] as string[]);
+  const entries = await listFolder(workspace, 'runs').catch(() => []);
   const out: RunSummary[] = [];
-  for (const id of ids.filter((name) => !name.startsWith('.')).sort().reverse()) {
-    const { record, problem } = await readRun(workspace, id);
-    out.push(record ? await summarize(workspace, id, record) : unreadable(id, problem));
+  for (const entry of entries.filter((e) => !e.name.startsWith('.')).reverse()) {
+    const notFolder = entryProblem(entry, 'dir');
+    if (notFolder) {
+      out.push(unreadable(entry.name, notFolder));
+      continue;
+    }
+    const { record, problem } = await readRun(workspace, entry.name);
+    out.push(record ? await summarize(workspace, entry.name, record) : unreadable(entry.name, problem));
   }
   return out;
 }
@@ -203,13 +212,12 @@ export async function listRuns(workspace: Workspace): Promise<RunSummary[]> {
 /** One run with its events; step events are thinned evenly so a long run still charts quickly. */
 export async function readRunDetail(workspace: Workspace, id: string): Promise<RunDetail> {
   if (!/^[\w.-]+$/.test(id)) throw new ApiError('E_BAD_INPUT', `${JSON.stringify(id)} is not a run id`);
-  const dir = workspace.resolve(path.join('runs', id));
-  if (!(await fs.stat(dir).catch(() => null))?.isDirectory()) {
+  if (!(await isFolder(workspace, path.join('runs', id)))) {
     throw new ApiError('E_BAD_INPUT', `there is no run ${id} in the workspace ${workspace.root} (trainbench runs lists them)`);
   }
   const { record, problem } = await readRun(workspace, id);
   if (!record) throw new ApiError('E_DATA', `run ${id} cannot be read: ${problem}`);
-  const kept = await readThinnedEvents(workspace.resolve(path.join('runs', id, 'events.jsonl')));
+  const kept = await readThinnedEvents(workspace, path.join('runs', id, 'events.jsonl'));
   return { summary: await summarize(workspace, id, record), record, events: kept, telemetry: await readRunTelemetry(workspace, id) };
 }
 
@@ -221,16 +229,16 @@ const MAX_EVENT_LINE_BYTES = 64 * 1024;
  * arrive (every stride-th kept, the stride doubling whenever more than twice
  * MAX_STEP_EVENTS are held), so memory stays bounded however long the run was
  * and the event loop keeps serving while a large file is read. Epoch events
- * are all kept, in file order; the last step is always kept.
+ * are all kept, in file order; the last step is always kept. A link or special
+ * file in its place reads as no events.
  */
-async function readThinnedEvents(file: string): Promise<TrainEvent[]> {
+async function readThinnedEvents(workspace: Workspace, file: string): Promise<TrainEvent[]> {
   let events: TrainEvent[] = [];
   let stepsHeld = 0;
   let stride = 1;
   let seen = 0;
   let last: TrainEvent | null = null;
   const take = (line: string) => {
-    if (!line.trim() || line.length > MAX_EVENT_LINE_BYTES) return;
     let parsed;
     try {
       parsed = TrainEventSchema.safeParse(JSON.parse(line));
@@ -252,26 +260,11 @@ async function readThinnedEvents(file: string): Promise<TrainEvent[]> {
       stepsHeld = nth - Math.floor(nth / 2);
     }
   };
-  let rest = '';
-  let skipping = false;
   try {
-    for await (const chunk of createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
-      const lines = (rest + (chunk as string)).split('\n');
-      rest = lines.pop() ?? '';
-      for (const line of lines) {
-        if (!skipping) take(line);
-        skipping = false;
-      }
-      // An endless line is dropped as it streams, not buffered.
-      if (rest.length > MAX_EVENT_LINE_BYTES) {
-        rest = '';
-        skipping = true;
-      }
-    }
+    for await (const line of jsonlLines(workspace, file, MAX_EVENT_LINE_BYTES)) take(line);
   } catch {
-    // no events.jsonl (a run that never stepped) or one that went away: what was read counts
+    // no events.jsonl (a run that never stepped), one that went away, or not a file: what was read counts
   }
-  if (!skipping) take(rest);
   if (stepsHeld > MAX_STEP_EVENTS) {
     // The held steps are evenly spaced: one last even pass brings them to the limit.
     const k = Math.ceil(stepsHeld / MAX_STEP_EVENTS);

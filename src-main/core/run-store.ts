@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, promises as fs, type WriteStream } from 'node:fs';
+import type { WriteStream } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -8,9 +8,9 @@ import { ApiError } from '../api/errors';
 import type { RunEnvironment, RunRecordJson, StoredRunStatus } from '../api/run-record';
 import { RUN_HEARTBEAT_INTERVAL_MS, RUN_SCHEMA_VERSION } from '../api/run-record';
 import { runIdAt } from '../api/ids';
-import { writeJsonAtomic } from './atomic-write';
 import { buildInfo } from './build-info';
 import type { Workspace } from './workspace';
+import { createFileWriteStream, makeFolder, makeFolderExclusive, writeJsonConfined } from './workspace-files';
 
 /** One run's folder: run.json (rewritten atomically) and events.jsonl (appended). */
 export interface RunRecord {
@@ -20,6 +20,10 @@ export interface RunRecord {
   /** Path relative to the workspace, for results people read. */
   relativeDir: string;
   appendEvent(event: unknown): void;
+  /** A new file of the run's folder to write into (a log, telemetry), or appended to with `append`. */
+  stream(name: string, options?: { append?: boolean }): WriteStream;
+  /** Writes a JSON file of the run's folder by temp file + rename (a wizard's state). */
+  writeJson(name: string, value: unknown): Promise<void>;
   finish(status: Exclude<StoredRunStatus, 'running'>, outcome: { result?: RunRecordJson['result']; error?: ApiErrorPayload }): Promise<void>;
   /** Records why the run ended early (cancelled for E_CANCELLED, failed otherwise) and returns the error to throw. */
   fail(err: unknown): Promise<ApiError>;
@@ -60,12 +64,11 @@ function environment(): RunEnvironment {
 export async function createRun(workspace: Workspace, kind: string, config: RunRecordJson['config'], options: CreateRunOptions = {}): Promise<RunRecord> {
   const id = options.id ?? newRunId();
   const relativeDir = path.join('runs', id);
-  const dir = workspace.resolve(relativeDir);
-  const file = path.join(dir, 'run.json');
-  await fs.mkdir(path.dirname(dir), { recursive: true });
-  await fs.mkdir(dir).catch((err: NodeJS.ErrnoException) => {
+  await makeFolder(workspace, 'runs');
+  const dir = await makeFolderExclusive(workspace, relativeDir).catch((err: NodeJS.ErrnoException) => {
     throw err.code === 'EEXIST' ? new ApiError('E_BAD_INPUT', `a run with the id ${id} exists already: choose another`) : err;
   });
+  const file = path.join(relativeDir, 'run.json');
   const createdAt = new Date().toISOString();
   const running: RunRecordJson = {
     schemaVersion: RUN_SCHEMA_VERSION,
@@ -79,9 +82,9 @@ export async function createRun(workspace: Workspace, kind: string, config: RunR
     heartbeatAt: createdAt,
   };
   // Every rewrite goes through this one chain, so a heartbeat can never land after the final record.
-  let writes: Promise<void> = writeJsonAtomic(file, running);
+  let writes: Promise<void> = writeJsonConfined(workspace, file, running);
   await writes;
-  const write = (record: RunRecordJson): Promise<void> => (writes = writes.catch(() => undefined).then(() => writeJsonAtomic(file, record)));
+  const write = (record: RunRecordJson): Promise<void> => (writes = writes.catch(() => undefined).then(() => writeJsonConfined(workspace, file, record)));
 
   const beat = setInterval(() => {
     // A missed beat (say, a full disk) only ages the heartbeat; the next one may succeed.
@@ -89,7 +92,7 @@ export async function createRun(workspace: Workspace, kind: string, config: RunR
   }, options.heartbeatMs ?? RUN_HEARTBEAT_INTERVAL_MS);
   beat.unref(); // the heartbeat alone never keeps a process alive
 
-  const events: WriteStream = createWriteStream(path.join(dir, 'events.jsonl'), { flags: 'a' });
+  const events: WriteStream = createFileWriteStream(workspace, path.join(relativeDir, 'events.jsonl'), { append: true });
   const finish: RunRecord['finish'] = async (status, outcome) => {
     clearInterval(beat);
     await new Promise<void>((resolve) => events.end(resolve));
@@ -101,6 +104,8 @@ export async function createRun(workspace: Workspace, kind: string, config: RunR
     dir,
     relativeDir,
     appendEvent: (event) => events.write(JSON.stringify(event) + '\n'),
+    stream: (name, options) => createFileWriteStream(workspace, path.join(relativeDir, name), options),
+    writeJson: (name, value) => writeJsonConfined(workspace, path.join(relativeDir, name), value),
     finish,
     async fail(err) {
       const error = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);

@@ -71,7 +71,7 @@ export class TrainingService {
     }
     const run = await createRun(this.workspace, 'train', { ...request, cachedData: data }, { id: runId });
     this.active.add(run.id);
-    const recording = this.telemetry.record(path.join(run.dir, 'telemetry.jsonl'));
+    const recording = this.telemetry.record(run.stream('telemetry.jsonl', { append: true }));
     let stopped = false;
     const stopRecording = () => {
       stopped = true;

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { ApiError } from '../api/errors';
-import { writeJsonAtomic } from './atomic-write';
+import { isMissing, readTextCapped, writeJsonConfined } from './workspace-files';
 
 export const WORKSPACE_SCHEMA_VERSION = 1;
 const WORKSPACE_FILE = 'workspace.json';
@@ -105,10 +105,16 @@ export async function openWorkspace(dir: string): Promise<Workspace> {
   } catch (err) {
     throw new ApiError('E_BAD_INPUT', `cannot use ${root} as a workspace: ${(err as Error).message}`);
   }
-  const marker = path.join(root, WORKSPACE_FILE);
-  const existing = await fs.readFile(marker, 'utf8').catch(() => null);
+  const workspace: Workspace = { root, resolve: (relative) => resolveInside(root, relative) };
+  // Read as itself and capped: a link, FIFO or huge file at workspace.json must not hang or end the start.
+  let existing: string | null = null;
+  try {
+    existing = await readTextCapped(workspace, WORKSPACE_FILE, 64 * 1024);
+  } catch (err) {
+    if (!isMissing(err)) throw new ApiError('E_DATA', `cannot use ${root} as a workspace: ${(err as Error).message}`);
+  }
   if (existing === null) {
-    await writeJsonAtomic(marker, { schemaVersion: WORKSPACE_SCHEMA_VERSION, createdAt: new Date().toISOString() });
+    await writeJsonConfined(workspace, WORKSPACE_FILE, { schemaVersion: WORKSPACE_SCHEMA_VERSION, createdAt: new Date().toISOString() });
   } else {
     let version: unknown;
     try {
@@ -123,5 +129,5 @@ export async function openWorkspace(dir: string): Promise<Workspace> {
       );
     }
   }
-  return { root, resolve: (relative) => resolveInside(root, relative) };
+  return workspace;
 }

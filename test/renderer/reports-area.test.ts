@@ -76,7 +76,7 @@ describe('reports store', () => {
     await store.open(id);
     await figuresSettled(store);
     const state = store.figures[lost];
-    expect('error' in state && state.error).toMatch(new RegExp(`^E_DATA: figure ${lost} of report ${id} cannot be read: .*ENOENT`));
+    expect('error' in state && state.error).toMatch(new RegExp(`^E_DATA: figure ${lost} of report ${id} cannot be read: .*${lost} does not exist`));
     expect(store.actionError).toBeNull();
   });
 

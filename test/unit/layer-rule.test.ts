@@ -52,3 +52,20 @@ describe('trainbench/layer-imports', () => {
     expect(messages[0].message).toContain('engine may not import core');
   });
 });
+
+describe('workspace files only through core/workspace-files.ts', () => {
+  const lint = async (code: string, rel: string) => {
+    const eslint = new ESLint({ cwd: REPO_ROOT, ignore: false });
+    const [result] = await eslint.lintText(code, { filePath: path.join(REPO_ROOT, rel) });
+    return result.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
+  };
+
+  it('reports node:fs (and fs/promises) in a service, in serve mode, but not in the module itself or as a type import', async () => {
+    expect(await lint("import { promises as fs } from 'node:fs';\nexport const f = fs;\n", 'src-main/core/reports/new-service.ts')).toEqual([
+      expect.stringContaining('core/workspace-files.ts'),
+    ]);
+    expect(await lint("import { readFile } from 'fs/promises';\nexport const f = readFile;\n", 'src-main/server/new-route.ts')).toHaveLength(1);
+    expect(await lint("import { promises as fs } from 'node:fs';\nexport const f = fs;\n", 'src-main/core/workspace-files.ts')).toEqual([]);
+    expect(await lint("import type { FileHandle } from 'node:fs/promises';\nexport type F = FileHandle;\n", 'src-main/core/datasets/new.ts')).toEqual([]);
+  });
+});

@@ -1,4 +1,4 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterEach, describe, expect, it } from 'vitest';
@@ -145,7 +145,7 @@ describe('telemetry service', () => {
   it('samples while leased, publishes events, records runs with a summary, and stops when nobody listens', async () => {
     const { fake, service, seen } = serviceWithOneGpu();
     const file = `${fake.dir}/telemetry.jsonl`;
-    const recording = service.record(file, 100);
+    const recording = service.record(createWriteStream(file, { flags: 'a' }), 100);
     await waitFor(() => seen.filter((s) => s.gpus.length).length >= 4);
     const summary = await recording.stop();
     expect(summary.samples).toBeGreaterThanOrEqual(4);
@@ -169,7 +169,7 @@ describe('telemetry service', () => {
     const held = await service.hold(100);
     // nvidia-smi is running before any recording starts, and keeps running between recordings.
     await waitFor(() => pidsOf(fake.pids).some((p) => alive(p)));
-    const first = service.record(`${fake.dir}/rep1.jsonl`, 100);
+    const first = service.record(createWriteStream(`${fake.dir}/rep1.jsonl`, { flags: 'a' }), 100);
     await waitFor(() => seen.filter((s) => s.gpus.length).length >= 2);
     await first.stop();
     const running = pidsOf(fake.pids).filter((p) => alive(p));

@@ -87,7 +87,7 @@ export class BatchSizeService {
     const usableBytes = Math.floor(cap.bytes * (1 - request.headroom));
     const fullData = await this.datasets.trainingData(request.data, { allowPathsOutsideWorkspace: options.allowPathsOutsideWorkspace });
     const data: HostTrainData = { ...fullData, test: undefined }; // trials measure training only
-    const manifest = await readManifest(fullData.train.dir);
+    const manifest = await readManifest(this.workspace, fullData.train.dir);
     const records = manifest.records;
     const maxBatch = Math.min(1 << MAX_SEED_POWER, Math.max(1, Math.floor(records * request.options.sampleRatio)));
     if (request.globalBatch !== undefined && request.globalBatch > maxBatch) {

@@ -12,6 +12,7 @@ import { isBuiltinModel } from '../../api/model-spec';
 import type { EngineClient } from '../../engine/engine-client';
 import type { HostSource, HostTrainData } from '../../engine/host-protocol';
 import type { CacheManifest } from '../../api/datasets';
+import type { SourceSpec } from '../../api/datasets';
 import { SourceSpecSchema } from '../../api/datasets';
 import { readManifest } from '../datasets/cache-store';
 import { openSource } from '../datasets/importers/open-source';
@@ -145,11 +146,12 @@ export class TrainingBenchmarkService {
    */
   async prepare(request: TrainingBenchmarkRequest, options: PrepareOptions = {}): Promise<PreparedBenchmark> {
     const all = await this.datasets.trainingData(request.data, { allowPathsOutsideWorkspace: options.allowPathsOutsideWorkspace });
-    const manifest = await readManifest(all.train.dir);
+    const manifest = await readManifest(this.workspace, all.train.dir);
     const data: HostTrainData = { train: all.train, normalize: all.normalize, description: `${manifest.name} (${manifest.records} records)` };
     let readFiles = manifest.shards.map((s) => path.join(all.train.dir, s.file));
     if (options.readFrom === 'source') {
-      const raw = await rawTrainSource(manifest);
+      // The manifest's source paths are workspace data: confined as the request's own paths are.
+      const raw = await rawTrainSource(manifest, (spec) => this.datasets.confine(spec, { allowPathsOutsideWorkspace: options.allowPathsOutsideWorkspace }));
       data.trainSource = raw.source;
       data.description += ', read from the source files in place';
       readFiles = raw.files;
@@ -198,7 +200,7 @@ export class TrainingBenchmarkService {
     const steps: TrainStepEvent[] = [];
     // Telemetry covers the measured window: it starts with the first event after the warm-up.
     const recording: { current: { stop(): Promise<TelemetrySummary> } | null } = { current: null };
-    const startRecording = () => (recording.current ??= this.telemetry.record(`${run.dir}/telemetry-rep${i}.jsonl`, TELEMETRY_INTERVAL_MS));
+    const startRecording = () => (recording.current ??= this.telemetry.record(run.stream(`telemetry-rep${i}.jsonl`, { append: true }), TELEMETRY_INTERVAL_MS));
     if (request.warmupSteps === 0) startRecording();
     try {
       const raw = await this.engine.train({ runId: engineRunId, spec: request.spec, data: prepared.data, options: prepared.options }, (rawEvent) => {
@@ -306,12 +308,14 @@ export class TrainingBenchmarkService {
  * The engine's raw source for a cache's training records, read from the files it was built from:
  * refused, with the reason, when they cannot be read in place (compressed, text, generated).
  */
-async function rawTrainSource(manifest: CacheManifest): Promise<{ source: HostSource; files: string[] }> {
+async function rawTrainSource(manifest: CacheManifest, confine: (spec: SourceSpec) => SourceSpec): Promise<{ source: HostSource; files: string[] }> {
   const spec = SourceSpecSchema.safeParse(manifest.source.spec);
   if (!spec.success) throw new ApiError('E_BAD_INPUT', `${manifest.name} cannot be read from its source: the cache does not record how to read it`);
-  const source = await openSource(spec.data).catch((err: Error) => {
-    throw new ApiError('E_BAD_INPUT', `${manifest.name} cannot be read from its source: it can no longer be opened (${err.message})`);
-  });
+  const source = await Promise.resolve()
+    .then(() => openSource(confine(spec.data)))
+    .catch((err: Error) => {
+      throw new ApiError('E_BAD_INPUT', `${manifest.name} cannot be read from its source: it can no longer be opened (${err.message})`);
+    });
   const layout = source.rawLayout();
   if (!layout) throw new ApiError('E_BAD_INPUT', `${manifest.name} cannot be read from its source: ${source.uncachedReason ?? 'no raw layout'}`);
   return { source: { kind: 'raw', layout: { records: source.records, fields: layout } }, files: [...new Set(layout.map((f) => f.file))] };

@@ -1,12 +1,12 @@
-import { promises as fs } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
 import type { BuildProgress, BuildResult, CacheDType, CacheManifest, SourceSpec } from '../../api/datasets';
 import { CACHE_FORMAT_VERSION, CacheFieldSchema, DTYPE_BYTES } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
 import { ID_PATTERN } from '../../api/ids';
-import { writeJsonAtomic } from '../atomic-write';
 import type { Workspace } from '../workspace';
+import { createFile, makeFolder, makeFolderExclusive, removeEntry, renameEntry, writeFileConfined, writeJsonConfined } from '../workspace-files';
 import { checkStructure, datasetDir, datasetId, datasetsRoot, readManifest, namesakes, retireDatasets, scratchDir, sha256File, summarize, sweepAbandonedBuilds } from './cache-store';
 import { convert, decode, StatsAccumulator } from './dtype-codec';
 import { fingerprint } from './fingerprint';
@@ -83,7 +83,7 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
   const fields = outputFields(source, settings.fieldMap);
   const fp = await fingerprint(source, settings);
   const id = datasetId(settings.name, fp.hash);
-  await fs.mkdir(datasetsRoot(workspace), { recursive: true });
+  await makeFolder(workspace, datasetsRoot(workspace));
   // Killed builds leave their scratch folders behind (gigabytes at times); reclaim them before adding one.
   await sweepAbandonedBuilds(workspace);
   const finalDir = datasetDir(workspace, id);
@@ -93,17 +93,17 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
     return { dataset: summarize(manifest, null), hit: true, seconds: (Date.now() - started) / 1000 };
   };
 
-  const existing = await readManifest(finalDir).catch(() => null);
+  const existing = await readManifest(workspace, finalDir).catch(() => null);
   if (existing) {
-    const problem = await checkStructure(finalDir, existing).then(() => null, (err: Error) => err.message);
+    const problem = await checkStructure(workspace, finalDir, existing).then(() => null, (err: Error) => err.message);
     if (problem === null) return hit(existing);
     throw new ApiError('E_DATA', `a cache ${id} exists but is damaged (${problem}); remove it with "trainbench cache rm ${id}" and build again`);
   }
 
   const tmp = scratchDir(workspace, id);
-  await fs.mkdir(tmp);
+  await makeFolderExclusive(workspace, tmp);
   // For older Trainbench versions sharing this workspace, whose sweep reads the owner from this file.
-  await fs.writeFile(path.join(tmp, '.owner'), JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() }));
+  await writeFileConfined(workspace, path.join(tmp, '.owner'), JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() }));
   const recordBytes = fields.map((f) => f.recordBytes);
   const perShard = recordsPerShard(settings.shardBytes, recordBytes);
   const plan = planShards(source.records, perShard, recordBytes);
@@ -131,13 +131,13 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
     });
   };
 
-  let fh: fs.FileHandle | null = null;
+  let fh: FileHandle | null = null;
   try {
     let shard = -1;
     const openShard = async (s: number) => {
-      await (fh as fs.FileHandle | null)?.close();
+      await (fh as FileHandle | null)?.close();
       const p = plan[s];
-      fh = await fs.open(path.join(tmp, p.file), 'w');
+      fh = await createFile(workspace, path.join(tmp, p.file));
       await fh.truncate(p.bytes); // padding and gaps read as zeros
       await fh.write(shardHeader(s, p.records, fields.length), 0, 64, 0);
       shard = s;
@@ -164,7 +164,7 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
       records += chunk.count;
       emit('reading');
     }
-    await (fh as fs.FileHandle | null)?.close();
+    await (fh as FileHandle | null)?.close();
     fh = null;
     if (records !== source.records) throw new ApiError('E_DATA', `${source.description} yielded ${records} records, expected ${source.records}`);
 
@@ -172,7 +172,7 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
     const shards: CacheManifest['shards'] = [];
     for (const p of plan) {
       checkAborted(options.signal);
-      shards.push({ file: p.file, records: p.records, bytes: p.bytes, fieldOffsets: p.fieldOffsets, sha256: await sha256File(path.join(tmp, p.file)) });
+      shards.push({ file: p.file, records: p.records, bytes: p.bytes, fieldOffsets: p.fieldOffsets, sha256: await sha256File(workspace, path.join(tmp, p.file)) });
     }
     const manifest: CacheManifest & { source: { spec?: SourceSpec } } = {
       format: 'trainbench-cache',
@@ -193,25 +193,25 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
       },
       settings: { shardBytes: settings.shardBytes, fieldMap: settings.fieldMap },
     };
-    await writeJsonAtomic(path.join(tmp, 'manifest.json'), manifest);
-    await fs.rm(path.join(tmp, '.owner'));
+    await writeJsonConfined(workspace, path.join(tmp, 'manifest.json'), manifest);
+    await removeEntry(workspace, path.join(tmp, '.owner'));
     checkAborted(options.signal);
     emit('publishing', true);
     try {
-      await fs.rename(tmp, finalDir);
+      await renameEntry(workspace, tmp, finalDir);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'EEXIST' && code !== 'ENOTEMPTY' && code !== 'EPERM') throw err;
       // Someone published the same cache meanwhile: theirs is as good as ours.
-      await fs.rm(tmp, { recursive: true, force: true });
-      return hit(await readManifest(finalDir));
+      await removeEntry(workspace, tmp);
+      return hit(await readManifest(workspace, finalDir));
     }
     await retireDatasets(workspace, replaced);
     emit('done', true);
     return { dataset: summarize(manifest, null), hit: false, seconds: (Date.now() - started) / 1000 };
   } catch (err) {
-    await (fh as fs.FileHandle | null)?.close().catch(() => undefined);
-    await fs.rm(tmp, { recursive: true, force: true });
+    await (fh as FileHandle | null)?.close().catch(() => undefined);
+    await removeEntry(workspace, tmp);
     throw err;
   }
 }

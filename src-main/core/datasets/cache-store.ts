@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
 
 import type { CacheManifest, DatasetSummary } from '../../api/datasets';
@@ -8,9 +7,12 @@ import { ApiError } from '../../api/errors';
 import { IdSchema } from '../../api/ids';
 import { formatIssues } from '../../api/format-issues';
 import type { Workspace } from '../workspace';
+import { isFolder, isMissing, listFolder, MiB, openFile, readJsonCapped, readTextCapped, removeEntry, renameEntry, streamFile } from '../workspace-files';
 import { SHARD_HEADER_BYTES, SHARD_MAGIC } from './shard-layout';
-import { renameReplacing } from '../atomic-write';
 import { processExists } from '../process-exists';
+
+/** A manifest lists fields and shards: even a terabyte cache's is far below this. */
+const MAX_MANIFEST_BYTES = 16 * MiB;
 
 export const DATASETS_DIR = 'datasets';
 export const TMP_PREFIX = '.tmp-';
@@ -20,14 +22,13 @@ export function datasetsRoot(workspace: Workspace): string {
 }
 
 /** Reads and validates manifest.json; E_DATA says exactly what is wrong. */
-export async function readManifest(dir: string): Promise<CacheManifest> {
+export async function readManifest(workspace: Workspace, dir: string): Promise<CacheManifest> {
   const file = path.join(dir, 'manifest.json');
   let raw: unknown;
   try {
-    raw = JSON.parse(await fs.readFile(file, 'utf8'));
+    raw = await readJsonCapped(workspace, file, MAX_MANIFEST_BYTES);
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new ApiError('E_DATA', e.code === 'ENOENT' ? `${dir} has no manifest.json` : `${file} is not valid JSON: ${e.message}`);
+    throw new ApiError('E_DATA', isMissing(err) ? `${dir} has no manifest.json` : (err as Error).message);
   }
   const version = (raw as { formatVersion?: unknown })?.formatVersion;
   if (typeof version === 'number' && version > CACHE_FORMAT_VERSION) {
@@ -39,15 +40,16 @@ export async function readManifest(dir: string): Promise<CacheManifest> {
 }
 
 /** The checks done on every open: shard files exist with the right size and header (not the checksums). */
-export async function checkStructure(dir: string, m: CacheManifest): Promise<void> {
+export async function checkStructure(workspace: Workspace, dir: string, m: CacheManifest): Promise<void> {
   let total = 0;
   for (const [i, s] of m.shards.entries()) {
-    const file = path.join(dir, s.file);
-    const stat = await fs.stat(file).catch(() => null);
-    if (!stat) throw new ApiError('E_DATA', `${s.file} is missing from ${dir}`);
-    if (stat.size !== s.bytes) throw new ApiError('E_DATA', `${s.file} is ${stat.size} bytes but the manifest says ${s.bytes} (truncated or replaced)`);
-    const fh = await fs.open(file, 'r');
+    // Opened as itself: a link or special file in a shard's place is refused, not mapped by the loader.
+    const opened = await openFile(workspace, path.join(dir, s.file)).catch((err: unknown) => {
+      throw new ApiError('E_DATA', isMissing(err) ? `${s.file} is missing from ${dir}` : (err as Error).message);
+    });
+    const fh = opened.handle;
     try {
+      if (opened.size !== s.bytes) throw new ApiError('E_DATA', `${s.file} is ${opened.size} bytes but the manifest says ${s.bytes} (truncated or replaced)`);
       const header = Buffer.alloc(SHARD_HEADER_BYTES);
       await fh.read(header, 0, SHARD_HEADER_BYTES, 0);
       if (!header.subarray(0, 8).equals(SHARD_MAGIC)) throw new ApiError('E_DATA', `${s.file} has no shard header (bad magic)`);
@@ -84,11 +86,11 @@ export function scratchDir(workspace: Workspace, label: string): string {
   return path.join(datasetsRoot(workspace), `${TMP_PREFIX}${label}-${randomBytes(4).toString('hex')}.pid${process.pid}`);
 }
 
-async function ownerPid(dir: string): Promise<number> {
+async function ownerPid(workspace: Workspace, dir: string): Promise<number> {
   const named = /\.pid(\d+)$/.exec(path.basename(dir));
   if (named) return Number(named[1]);
   // Folders of older versions carry the pid in an .owner file; none means nobody owns it.
-  const owner = await fs.readFile(path.join(dir, '.owner'), 'utf8').catch(() => null);
+  const owner = await readTextCapped(workspace, path.join(dir, '.owner'), 4096).catch(() => null);
   try {
     return owner ? Number(JSON.parse(owner).pid) : NaN;
   } catch {
@@ -102,14 +104,14 @@ async function ownerPid(dir: string): Promise<number> {
  */
 export async function sweepAbandonedBuilds(workspace: Workspace): Promise<string[]> {
   const root = datasetsRoot(workspace);
-  const names = await fs.readdir(root).catch(() => [] as string[]);
+  const names = (await listFolder(workspace, root).catch(() => [])).map((e) => e.name);
   const swept: string[] = [];
   for (const name of names.filter((n) => n.startsWith(TMP_PREFIX))) {
     const dir = path.join(root, name);
-    const pid = await ownerPid(dir);
+    const pid = await ownerPid(workspace, dir);
     if (Number.isInteger(pid) && pid > 0 && processExists(pid)) continue;
     // One that cannot be removed now (permissions, a file held open) is tried again next time.
-    if (await fs.rm(dir, { recursive: true, force: true }).then(() => true, () => false)) swept.push(name);
+    if (await removeEntry(workspace, dir).then(() => true, () => false)) swept.push(name);
   }
   return swept;
 }
@@ -136,14 +138,19 @@ interface CacheEntry {
 /** Every folder under datasets/ but scratch ones (or those `only` picks by folder name), with its manifest when it reads. */
 async function scanDatasets(workspace: Workspace, only: (dirName: string) => boolean = () => true): Promise<CacheEntry[]> {
   const root = datasetsRoot(workspace);
-  const names = await fs.readdir(root).catch(() => [] as string[]);
+  const entries = await listFolder(workspace, root).catch(() => []);
   const out: CacheEntry[] = [];
-  for (const name of names.sort()) {
-    if (name.startsWith('.') || !only(name)) continue;
+  for (const entry of entries) {
+    const name = entry.name;
+    if (name.startsWith('.') || !only(name) || entry.kind === 'file') continue;
     const dir = path.join(root, name);
-    if (!(await fs.stat(dir).catch(() => null))?.isDirectory()) continue;
+    if (entry.kind !== 'dir') {
+      // A link or special file where a cache would be: listed with the problem, never followed.
+      out.push({ id: name, dir, manifest: null, error: `${DATASETS_DIR}/${name} is ${entry.kind === 'link' ? 'a link' : 'a special file'}, not a cache folder: not read` });
+      continue;
+    }
     try {
-      out.push({ id: name, dir, manifest: await readManifest(dir), error: null });
+      out.push({ id: name, dir, manifest: await readManifest(workspace, dir), error: null });
     } catch (err) {
       out.push({ id: name, dir, manifest: null, error: (err as Error).message });
     }
@@ -176,7 +183,7 @@ export async function listDatasets(workspace: Workspace): Promise<DatasetSummary
   for (const e of await scanDatasets(workspace)) {
     if (e.manifest) {
       let problem: string | null = null;
-      await checkStructure(e.dir, e.manifest).catch((err: Error) => (problem = err.message));
+      await checkStructure(workspace, e.dir, e.manifest).catch((err: Error) => (problem = err.message));
       out.push(summarize(e.manifest, problem));
     } else {
       out.push({ id: e.id, name: e.id, records: 0, bytes: 0, shards: 0, fields: [], createdAt: '', sourceDescription: '', problem: e.error });
@@ -192,7 +199,7 @@ export async function listDatasets(workspace: Workspace): Promise<DatasetSummary
  */
 export async function locateDataset(workspace: Workspace, idOrName: string): Promise<{ id: string; dir: string }> {
   const direct = datasetDir(workspace, idOrName);
-  if ((await fs.stat(direct).catch(() => null))?.isDirectory()) return { id: idOrName, dir: direct };
+  if (await isFolder(workspace, direct)) return { id: idOrName, dir: direct };
   const named = (await scanDatasets(workspace, idOfName(idOrName))).filter((e) => e.manifest?.name === idOrName).sort(newestFirst);
   if (named.length > 0) return { id: named[0].id, dir: named[0].dir };
   const known = [...new Set((await scanDatasets(workspace)).map((e) => e.manifest?.name ?? e.id))];
@@ -205,8 +212,8 @@ export async function locateDataset(workspace: Workspace, idOrName: string): Pro
 /** Finds and opens a cache by id or name: the structure is checked, E_DATA says what is wrong. */
 export async function resolveDataset(workspace: Workspace, idOrName: string): Promise<{ dir: string; manifest: CacheManifest }> {
   const { dir } = await locateDataset(workspace, idOrName);
-  const manifest = await readManifest(dir);
-  await checkStructure(dir, manifest);
+  const manifest = await readManifest(workspace, dir);
+  await checkStructure(workspace, dir, manifest);
   return { dir, manifest };
 }
 
@@ -214,7 +221,7 @@ export async function resolveDataset(workspace: Workspace, idOrName: string): Pr
 async function discard(workspace: Workspace, id: string, dir: string): Promise<void> {
   const doomed = scratchDir(workspace, `rm-${id}`);
   try {
-    await renameReplacing(dir, doomed);
+    await renameEntry(workspace, dir, doomed);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // Windows refuses to move a folder while a process has one of its shards mapped.
@@ -223,7 +230,7 @@ async function discard(workspace: Workspace, id: string, dir: string): Promise<v
     }
     throw err;
   }
-  await fs.rm(doomed, { recursive: true, force: true });
+  await removeEntry(workspace, doomed);
 }
 
 /** Ids of the caches named `name` now: what a build of that name will replace. */
@@ -248,9 +255,9 @@ export async function retireDatasets(workspace: Workspace, ids: string[]): Promi
   }
 }
 
-export async function sha256File(file: string): Promise<string> {
+export async function sha256File(workspace: Workspace, file: string): Promise<string> {
   const hash = createHash('sha256');
-  for await (const chunk of createReadStream(file, { highWaterMark: 8 << 20 })) hash.update(chunk as Buffer);
+  for await (const chunk of await streamFile(workspace, file, { highWaterMark: 8 * MiB })) hash.update(chunk as Buffer);
   return hash.digest('hex');
 }
 
@@ -262,11 +269,11 @@ export async function verifyDataset(workspace: Workspace, idOrName: string): Pro
   const problems: string[] = [];
   let id = located.id;
   try {
-    const manifest = await readManifest(dir);
+    const manifest = await readManifest(workspace, dir);
     id = manifest.id;
-    await checkStructure(dir, manifest).catch((err: Error) => problems.push(err.message));
+    await checkStructure(workspace, dir, manifest).catch((err: Error) => problems.push(err.message));
     for (const s of manifest.shards) {
-      const actual = await sha256File(path.join(dir, s.file)).catch(() => null);
+      const actual = await sha256File(workspace, path.join(dir, s.file)).catch(() => null);
       if (actual === null) continue; // already reported as missing
       if (actual !== s.sha256) problems.push(`${s.file} is corrupted: its SHA-256 is ${actual.slice(0, 16)}… but the manifest says ${s.sha256.slice(0, 16)}…`);
     }

@@ -153,8 +153,12 @@ export class DatasetService {
     return { removed: await removeDataset(this.workspace, idOrName) };
   }
 
-  /** The cached loader at each setting, and the source read in place when it allows it. */
-  async benchmark(request: LoaderBenchRequest): Promise<LoaderBenchResult> {
+  /**
+   * The cached loader at each setting, and the source read in place when it allows it. The
+   * source's paths come from the cache's manifest, a workspace file: confined as a request's
+   * paths are (anywhere only for the CLI).
+   */
+  async benchmark(request: LoaderBenchRequest, access: AccessOptions = {}): Promise<LoaderBenchResult> {
     const { dir, manifest } = await resolveDataset(this.workspace, request.dataset);
     // A device the engine cannot use is refused before the run exists.
     await this.engine.resolveDevice(request.device);
@@ -178,9 +182,9 @@ export class DatasetService {
     };
     // A benchmark is a run like any other: runs/<id>/ holds its request, result and telemetry.
     const record = await createRun(this.workspace, 'loader-benchmark', request);
-    const recording = this.telemetry.record(path.join(record.dir, 'telemetry.jsonl'));
+    const recording = this.telemetry.record(record.stream('telemetry.jsonl', { append: true }));
     try {
-      const result = await this.measure(request, dir, manifest, run, recording);
+      const result = await this.measure(request, dir, manifest, run, recording, access);
       await record.finish('completed', { result });
       return result;
     } catch (err) {
@@ -195,6 +199,7 @@ export class DatasetService {
     manifest: CacheManifest,
     run: (source: HostSource) => Promise<LoaderBenchRow[]>,
     recording: { stop(): Promise<TelemetrySummary> },
+    access: AccessOptions,
   ): Promise<LoaderBenchResult> {
     const cached = await run({ kind: 'cache', dir });
     let uncached: LoaderBenchRow[] | null = null;
@@ -203,10 +208,12 @@ export class DatasetService {
     if (!request.uncached) uncachedReason = 'not requested';
     else if (!spec.success) uncachedReason = 'the cache does not record how to read its source';
     else {
-      const source: RecordSource | null = await openSource(spec.data).catch((err: Error) => {
-        uncachedReason = `the source can no longer be opened: ${err.message}`;
-        return null;
-      });
+      const source: RecordSource | null = await Promise.resolve()
+        .then(() => openSource(this.confine(spec.data, access)))
+        .catch((err: Error) => {
+          uncachedReason = `the source can no longer be opened: ${err.message}`;
+          return null;
+        });
       const layout = source?.rawLayout() ?? null;
       if (source && !layout) uncachedReason = source.uncachedReason;
       if (source && layout) uncached = await run({ kind: 'raw', layout: { records: source.records, fields: layout } });

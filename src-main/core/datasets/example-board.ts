@@ -1,9 +1,10 @@
-import { createWriteStream, promises as fs } from 'node:fs';
-import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import path from 'node:path';
 
 import type { SourceSpec } from '../../api/datasets';
 import type { Workspace } from '../workspace';
+import { createFileWriteStream, isFolder, makeFolder, readTextCapped, removeEntry, renameEntry, writeFileConfined } from '../workspace-files';
 import { boardSource } from './importers/board-source';
 import { recordBytes } from './importers/record-source';
 
@@ -32,24 +33,35 @@ export async function writeBoardDumps(
     ],
   };
   const complete = path.join(dir, '.complete');
-  if (await fs.stat(complete).catch(() => null)) return spec;
-  await fs.mkdir(dir, { recursive: true });
+  if (await isFolder(workspace, dir) && (await readTextCapped(workspace, complete, 1024).then(() => true, () => false))) return spec;
+  await makeFolder(workspace, dir);
   const source = boardSource(records, seed);
-  const streams = source.fields.map((f) => createWriteStream(path.join(dir, files[f.name as keyof typeof files])));
+  // Written to fresh temp names and renamed into place: whatever was at the final names (a link
+  // planted in a shared workspace, say) is replaced, never written through.
+  const tag = randomBytes(4).toString('hex');
+  const temps = source.fields.map((f) => path.join(dir, `.${files[f.name as keyof typeof files]}.${tag}.tmp`));
+  const streams = temps.map((t) => createFileWriteStream(workspace, t));
   const bytesTotal = source.records * source.fields.reduce((a, f) => a + recordBytes(f), 0);
   let done = 0;
   let bytes = 0;
   // Generating runs the teacher network (~13 s for the example on 2 cores): say how far it is.
-  for await (const chunk of source.chunks(1024, options.signal)) {
-    for (const [i, part] of chunk.fields.entries()) {
-      if (!streams[i].write(part)) await once(streams[i], 'drain');
-      bytes += part.length;
+  try {
+    for await (const chunk of source.chunks(1024, options.signal)) {
+      for (const [i, part] of chunk.fields.entries()) {
+        if (!streams[i].write(part)) await once(streams[i], 'drain');
+        bytes += part.length;
+      }
+      done += chunk.count;
+      options.onProgress?.(done, bytes, bytesTotal);
     }
-    done += chunk.count;
-    options.onProgress?.(done, bytes, bytesTotal);
+    await Promise.all(streams.map((s) => new Promise<void>((resolve, reject) => s.end((err?: Error | null) => (err ? reject(err) : resolve())))));
+    for (const [i, f] of source.fields.entries()) await renameEntry(workspace, temps[i], path.join(dir, files[f.name as keyof typeof files]));
+  } catch (err) {
+    streams.forEach((s) => s.destroy());
+    for (const t of temps) await removeEntry(workspace, t).catch(() => undefined);
+    throw err;
   }
-  await Promise.all(streams.map((s) => new Promise<void>((resolve, reject) => s.end((err?: Error | null) => (err ? reject(err) : resolve())))));
   // Marks the dumps as whole; an interrupted write is redone next time.
-  await fs.writeFile(complete, new Date().toISOString());
+  await writeFileConfined(workspace, complete, new Date().toISOString());
   return spec;
 }

@@ -1,6 +1,4 @@
-import { promises as fs } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 
 import { DEFAULT_HEADROOM } from '../../api/batch-size';
 import { TrainingBenchmarkRequestSchema } from '../../api/benchmark';
@@ -18,13 +16,12 @@ import type {
   WizardState,
 } from '../../api/optimise';
 import { OptimiseResultSchema } from '../../api/optimise';
-import { parseRunRecord } from '../../api/run-record';
 import type { EngineClient } from '../../engine/engine-client';
 import type { BatchSizeService } from '../batch-size/batch-size-service';
 import type { ActiveJob, MeasuredRepetition, PreparedBenchmark, TrainingBenchmarkService } from '../benchmarks/training-benchmark';
 import { aggregateRepetitions } from '../benchmarks/benchmark-summary';
 import type { EventHub } from '../event-hub';
-import { interruptionOf } from '../run-reader';
+import { interruptionOf, readRun } from '../run-reader';
 import type { RunRecord } from '../run-store';
 import { createRun, newRunId } from '../run-store';
 import { medianInterval } from '../stats/bootstrap';
@@ -109,9 +106,9 @@ export class OptimiseService {
   private async refuseIfLiveElsewhere(state: WizardState): Promise<void> {
     const last = state.runIds[state.runIds.length - 1];
     if (!last || state.status !== 'running') return;
-    const text = await fs.readFile(path.join(this.workspace.resolve('runs'), last, 'run.json'), 'utf8').catch(() => null);
-    const parsed = text === null ? null : parseRunRecord(text);
-    if (!parsed?.record || parsed.record.status !== 'running' || interruptionOf(parsed.record) !== null) return;
+    // The id comes from state.json: WizardStateSchema re-validated it as an id, so it names a folder of runs/.
+    const parsed = await readRun(this.workspace, last);
+    if (!parsed.record || parsed.record.status !== 'running' || interruptionOf(parsed.record) !== null) return;
     const owner = parsed.record.owner;
     throw new ApiError(
       'E_BAD_INPUT',

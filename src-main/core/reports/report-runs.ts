@@ -1,5 +1,4 @@
 // The runs a report is written from: each read from its own files and checked against its kind's schema.
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 
 import type { BatchSearchResult } from '../../api/batch-size';
@@ -18,11 +17,12 @@ import { ScriptTrainResultSchema } from '../../api/script-run';
 import type { ScriptBatchSearchResult, ScriptBenchmarkResult, ScriptOptimiseResult } from '../../api/script-target';
 import { ScriptBatchSearchResultSchema, ScriptBenchmarkResultSchema, ScriptOptimiseResultSchema } from '../../api/script-target';
 import type { TelemetrySample } from '../../api/telemetry';
-import { TelemetrySampleSchema } from '../../api/telemetry';
 import type { TrainResult, TrainStepEvent } from '../../api/training';
 import { TrainResultSchema } from '../../api/training';
 import { readRunDetail } from '../run-reader';
+import { readTelemetryFile } from '../run-telemetry';
 import type { Workspace } from '../workspace';
+import { listFolder } from '../workspace-files';
 
 interface RunBase {
   id: string;
@@ -109,22 +109,15 @@ export interface LoadedRuns {
   notes: string[];
 }
 
-/** Telemetry the run recorded (telemetry.jsonl, or one file per benchmark repetition), oldest first; bad lines skipped. */
-async function readTelemetry(dir: string): Promise<TelemetrySample[]> {
-  const names = (await fs.readdir(dir).catch(() => [] as string[])).filter((n) => /^telemetry(-rep\d+)?\.jsonl$/.test(n));
+/**
+ * Telemetry the run recorded (telemetry.jsonl, or one file per benchmark repetition), oldest
+ * first; bad lines skipped, each file streamed and thinned (run-telemetry.ts), so a huge or
+ * tampered file costs bounded memory; a link or special file in a file's place is left out.
+ */
+async function readTelemetry(workspace: Workspace, dir: string): Promise<TelemetrySample[]> {
+  const names = (await listFolder(workspace, dir).catch(() => [])).filter((e) => e.kind === 'file' && /^telemetry(-rep\d+)?\.jsonl$/.test(e.name));
   const samples: TelemetrySample[] = [];
-  for (const name of names) {
-    const text = await fs.readFile(path.join(dir, name), 'utf8').catch(() => '');
-    for (const line of text.split('\n')) {
-      if (!line.trim()) continue;
-      try {
-        const parsed = TelemetrySampleSchema.safeParse(JSON.parse(line));
-        if (parsed.success) samples.push(parsed.data);
-      } catch {
-        // a line cut off by a kill: the rest still counts
-      }
-    }
-  }
+  for (const { name } of names) samples.push(...(await readTelemetryFile(workspace, path.join(dir, name))));
   return samples.sort((a, b) => a.t - b.t);
 }
 
@@ -159,31 +152,30 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
       notes.push(`Run ${id} (${record.kind}) is ${detail.summary.status} (${why}), so it has no results to report; it is left out.`);
       continue;
     }
-    const abs = workspace.resolve(dir);
     try {
       if (isScriptRun(record)) {
         if (record.kind === 'benchmark') {
-          scripts.push({ kind: 'script-benchmark', id, record, dir, result: parseResult(ScriptBenchmarkResultSchema, record, id), telemetry: await readTelemetry(abs) });
+          scripts.push({ kind: 'script-benchmark', id, record, dir, result: parseResult(ScriptBenchmarkResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
         } else if (record.kind === 'batch-search') {
           scripts.push({ kind: 'script-batch-search', id, record, dir, result: parseResult(ScriptBatchSearchResultSchema, record, id) });
         } else if (record.kind === 'optimise') {
           scripts.push({ kind: 'script-optimise', id, record, dir, result: parseResult(ScriptOptimiseResultSchema, record, id) });
         } else if (record.kind === 'train') {
-          scripts.push({ kind: 'script-train', id, record, dir, result: parseResult(ScriptTrainResultSchema, record, id), telemetry: await readTelemetry(abs) });
+          scripts.push({ kind: 'script-train', id, record, dir, result: parseResult(ScriptTrainResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
         } else {
           notes.push(`Run ${id} is a ${record.kind} run of a script; reports cover its benchmarks, batch-size searches, optimisations and training runs, so it is left out.`);
         }
       } else if (record.kind === 'benchmark') {
-        runs.push({ kind: 'benchmark', id, record, dir, result: parseResult(TrainingBenchmarkResultSchema, record, id), telemetry: await readTelemetry(abs) });
+        runs.push({ kind: 'benchmark', id, record, dir, result: parseResult(TrainingBenchmarkResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
       } else if (record.kind === 'batch-search') {
         runs.push({ kind: 'batch-search', id, record, dir, result: parseResult(BatchSearchResultSchema, record, id) });
       } else if (record.kind === 'optimise') {
-        runs.push({ kind: 'optimise', id, record, dir, result: parseResult(OptimiseResultSchema, record, id), telemetry: await readTelemetry(abs) });
+        runs.push({ kind: 'optimise', id, record, dir, result: parseResult(OptimiseResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
       } else if (record.kind === 'loader-benchmark') {
-        runs.push({ kind: 'loader-benchmark', id, record, dir, result: parseResult(LoaderBenchResultSchema, record, id), telemetry: await readTelemetry(abs) });
+        runs.push({ kind: 'loader-benchmark', id, record, dir, result: parseResult(LoaderBenchResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
       } else if (record.kind === 'train') {
         const steps = detail.events.filter((e): e is TrainStepEvent => e.type === 'step');
-        runs.push({ kind: 'train', id, record, dir, result: parseResult(TrainResultSchema, record, id), steps, telemetry: await readTelemetry(abs) });
+        runs.push({ kind: 'train', id, record, dir, result: parseResult(TrainResultSchema, record, id), steps, telemetry: await readTelemetry(workspace, dir) });
       } else {
         notes.push(`Run ${id} is a ${record.kind} run; reports cover ${REPORTED_KINDS.join(', ')} runs, so it is left out.`);
       }

@@ -1,9 +1,9 @@
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 
 import { ApiError } from '../../api/errors';
 import type { ReportDetail, ReportExportResult, ReportGenerateRequest, RunTraceResult } from '../../api/reports';
 import type { Workspace } from '../workspace';
+import { copyFileOut, makeChosenFolder, makeFolder } from '../workspace-files';
 import { mergeRegenerated } from './blocks';
 import { generateReport } from './report-generator';
 import {
@@ -94,7 +94,7 @@ export class ReportService {
     if (rel === '' || MANAGED_FOLDERS.includes(top)) {
       throw new ApiError('E_BAD_INPUT', `export to ${JSON.stringify(dir)} refused: ${rel === '' ? 'the workspace root' : `${top}/`} holds what the workbench manages; export to a folder of your own, e.g. exports/${id}`);
     }
-    return this.serial(() => this.copyTo(id, target));
+    return this.serial(() => this.copyTo(id, target, true));
   }
 
   /** Copies into a folder the person picks in the desktop shell; refused where there is no dialog. */
@@ -109,23 +109,28 @@ export class ReportService {
     const chosen = await this.options.chooseFolder(id);
     if (chosen === null) return { dir: null, files: [] };
     if (!path.isAbsolute(chosen)) throw new ApiError('E_INTERNAL', `the folder dialog returned ${JSON.stringify(chosen)}, not an absolute path`);
-    return this.serial(() => this.copyTo(id, chosen));
+    return this.serial(() => this.copyTo(id, chosen, false));
   }
 
   /** Copies into any folder: for trusted shells only (the CLI's --out); the contract never reaches it. */
   exportTo(id: string, absoluteDir: string): Promise<ReportExportResult> {
-    return this.copyTo(id, path.resolve(absoluteDir));
+    return this.copyTo(id, path.resolve(absoluteDir), false);
   }
 
-  private async copyTo(id: string, target: string): Promise<ReportExportResult> {
+  /**
+   * Each file is read as itself (a link planted among the report's files is refused) and
+   * written by a fresh temp file renamed over its name (a link planted in the target folder is
+   * replaced, never written through). `inWorkspace`: the target came from the contract, so it
+   * must be a real folder of the workspace; else a trusted shell chose it.
+   */
+  private async copyTo(id: string, target: string, inWorkspace: boolean): Promise<ReportExportResult> {
     const meta = await readReportMeta(this.workspace, id);
     const source = reportDir(this.workspace, id);
     if (path.resolve(target) === path.resolve(source)) throw new ApiError('E_BAD_INPUT', `${target} is the report's own folder: choose another`);
-    await fs.mkdir(target, { recursive: true }).catch((err: Error) => {
-      throw new ApiError('E_BAD_INPUT', `cannot create ${target}: ${err.message}`);
-    });
+    if (inWorkspace) await makeFolder(this.workspace, target);
+    else await makeChosenFolder(target);
     const files = [markdownFileOf(id), ...meta.figures.map((f) => f.name)];
-    for (const name of files) await fs.copyFile(path.join(source, name), path.join(target, name));
+    for (const name of files) await copyFileOut(this.workspace, path.join(source, name), path.join(target, name));
     return { dir: target, files };
   }
 }

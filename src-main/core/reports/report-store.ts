@@ -1,19 +1,37 @@
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 
 import { z } from 'zod';
 
 import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
+import { IdSchema } from '../../api/ids';
 import type { ReportDetail, ReportFigure, ReportSection, ReportSummary } from '../../api/reports';
 import { FigureNameSchema, ReportFigureSchema, ReportSectionSchema } from '../../api/reports';
-import { writeFileAtomic, writeJsonAtomic } from '../atomic-write';
 import type { Workspace } from '../workspace';
+import {
+  entryProblem,
+  isFolder,
+  listFolder,
+  makeFolder,
+  makeFolderExclusive,
+  MiB,
+  readJsonCapped,
+  readTextCapped,
+  removeEmptyFolder,
+  removeEntry,
+  renameEntry,
+  writeFileConfined,
+  writeJsonConfined,
+} from '../workspace-files';
 
 export const REPORT_SCHEMA_VERSION = 1;
 const META_FILE = 'report.json';
 const MAX_SLUG = 48;
 const FOLDER_PATTERN = /^(\d{4})-[a-z0-9-]+$/;
+/** report.json holds sections, figure names and notes; the markdown and an SVG are pages, not megabytes. */
+const MAX_META_BYTES = 4 * MiB;
+const MAX_MARKDOWN_BYTES = 16 * MiB;
+const MAX_FIGURE_BYTES = 16 * MiB;
 
 /** reports/<id>/report.json: what the report was generated from, so it can be regenerated. */
 export const ReportMetaSchema = z.object({
@@ -23,7 +41,8 @@ export const ReportMetaSchema = z.object({
   title: z.string(),
   createdAt: z.string(),
   updatedAt: z.string(),
-  runIds: z.array(z.string()),
+  /** Ids from the file become paths (runs/<id>) when the report is regenerated: re-validated here. */
+  runIds: z.array(IdSchema),
   sections: z.array(ReportSectionSchema),
   figures: z.array(ReportFigureSchema),
   notes: z.array(z.string()),
@@ -55,16 +74,18 @@ export function reportDir(workspace: Workspace, id: string): string {
   return workspace.resolve(path.join('reports', id));
 }
 
-async function readMeta(dir: string): Promise<ReportMeta> {
-  const file = path.join(dir, META_FILE);
+async function readMeta(workspace: Workspace, id: string): Promise<ReportMeta> {
+  const file = path.join('reports', id, META_FILE);
   let raw: unknown;
   try {
-    raw = JSON.parse(await fs.readFile(file, 'utf8'));
+    raw = await readJsonCapped(workspace, file, MAX_META_BYTES);
   } catch (err) {
     throw new ApiError('E_DATA', `cannot read ${file}: ${(err as Error).message}`);
   }
   const parsed = ReportMetaSchema.safeParse(raw);
   if (!parsed.success) throw new ApiError('E_DATA', `${file} does not match its schema: ${formatIssues(parsed.error, 'report')}`);
+  // The id names the folder and the markdown file: one from the file must be this folder's.
+  if (parsed.data.id !== id) throw new ApiError('E_DATA', `${file} says it is report ${JSON.stringify(parsed.data.id.slice(0, 80))}, not ${id}`);
   return parsed.data;
 }
 
@@ -83,19 +104,22 @@ function summaryOf(meta: ReportMeta): ReportSummary {
 
 async function existingDir(workspace: Workspace, id: string): Promise<string> {
   const dir = reportDir(workspace, id);
-  if (!(await fs.stat(dir).catch(() => null))?.isDirectory()) {
+  if (!(await isFolder(workspace, dir))) {
     throw new ApiError('E_BAD_INPUT', `there is no report ${id} in ${workspace.resolve('reports')} (reports.list names them)`);
   }
   return dir;
 }
 
-/** Every report, newest number first; one whose files cannot be read is listed with the problem. */
+/** Every report, newest number first; one whose files cannot be read (or a link in its place) is listed with the problem. */
 export async function listReports(workspace: Workspace): Promise<ReportSummary[]> {
-  const names = await fs.readdir(workspace.resolve('reports')).catch(() => [] as string[]);
+  const entries = await listFolder(workspace, 'reports').catch(() => []);
   const out: ReportSummary[] = [];
-  for (const name of names.filter((n) => FOLDER_PATTERN.test(n)).sort().reverse()) {
+  for (const entry of entries.filter((e) => FOLDER_PATTERN.test(e.name)).reverse()) {
+    const name = entry.name;
     try {
-      out.push(summaryOf(await readMeta(reportDir(workspace, name))));
+      const notFolder = entryProblem(entry, 'dir');
+      if (notFolder) throw new ApiError('E_DATA', notFolder);
+      out.push(summaryOf(await readMeta(workspace, name)));
     } catch (err) {
       const number = Number(FOLDER_PATTERN.exec(name)?.[1] ?? 1) || 1;
       out.push({ id: name, number, title: name, createdAt: '', updatedAt: '', runIds: [], path: path.posix.join('reports', name), problem: (err as Error).message });
@@ -105,29 +129,30 @@ export async function listReports(workspace: Workspace): Promise<ReportSummary[]
 }
 
 export async function readReport(workspace: Workspace, id: string): Promise<ReportDetail> {
-  const dir = await existingDir(workspace, id);
-  const meta = await readMeta(dir);
-  const file = path.join(dir, markdownFileOf(id));
-  const markdown = await fs.readFile(file, 'utf8').catch((err: Error) => {
-    throw new ApiError('E_DATA', `cannot read the report's markdown ${file}: ${err.message}`);
+  await existingDir(workspace, id);
+  const meta = await readMeta(workspace, id);
+  const file = path.join('reports', id, markdownFileOf(id));
+  const markdown = await readTextCapped(workspace, file, MAX_MARKDOWN_BYTES).catch((err: Error) => {
+    throw new ApiError('E_DATA', `cannot read the report's markdown: ${err.message}`);
   });
   return { summary: summaryOf(meta), markdown, figures: meta.figures, sections: meta.sections, notes: meta.notes };
 }
 
 export async function readReportMeta(workspace: Workspace, id: string): Promise<ReportMeta> {
-  return readMeta(await existingDir(workspace, id));
+  await existingDir(workspace, id);
+  return readMeta(workspace, id);
 }
 
 /** One figure's SVG text, by its file name. */
 export async function readFigure(workspace: Workspace, id: string, name: string): Promise<{ name: string; svg: string }> {
   const checked = FigureNameSchema.safeParse(name);
   if (!checked.success) throw new ApiError('E_BAD_INPUT', `${JSON.stringify(name)} is not a figure name: ${formatIssues(checked.error, 'name')}`);
-  const dir = await existingDir(workspace, id);
-  const meta = await readMeta(dir);
+  await existingDir(workspace, id);
+  const meta = await readMeta(workspace, id);
   if (!meta.figures.some((f) => f.name === name)) {
     throw new ApiError('E_BAD_INPUT', `report ${id} has no figure ${name} (it has ${meta.figures.map((f) => f.name).join(', ') || 'none'})`);
   }
-  const svg = await fs.readFile(path.join(dir, name), 'utf8').catch((err: Error) => {
+  const svg = await readTextCapped(workspace, path.join('reports', id, name), MAX_FIGURE_BYTES).catch((err: Error) => {
     throw new ApiError('E_DATA', `figure ${name} of report ${id} cannot be read: ${err.message}`);
   });
   return { name, svg };
@@ -137,14 +162,17 @@ export async function readFigure(workspace: Workspace, id: string, name: string)
 /** A number being taken by a report under creation (see createReport). */
 const CLAIM_PATTERN = /^\.claim-(\d{4,})$/;
 
+async function reportNames(workspace: Workspace): Promise<string[]> {
+  return (await listFolder(workspace, 'reports').catch(() => [])).map((e) => e.name);
+}
+
 async function nextNumber(workspace: Workspace): Promise<number> {
-  const names = await fs.readdir(workspace.resolve('reports')).catch(() => [] as string[]);
+  const names = await reportNames(workspace);
   return names.reduce((max, n) => Math.max(max, Number(FOLDER_PATTERN.exec(n)?.[1] ?? CLAIM_PATTERN.exec(n)?.[1] ?? 0)), 0) + 1;
 }
 
 async function numberTaken(workspace: Workspace, number: number): Promise<boolean> {
-  const names = await fs.readdir(workspace.resolve('reports')).catch(() => [] as string[]);
-  return names.some((n) => Number(FOLDER_PATTERN.exec(n)?.[1] ?? 0) === number);
+  return (await reportNames(workspace)).some((n) => Number(FOLDER_PATTERN.exec(n)?.[1] ?? 0) === number);
 }
 
 export interface ReportContent {
@@ -168,13 +196,13 @@ export const nextReportNumber = nextNumber;
  * their titles: the loser rescans and takes the next (its "# N. Title" line is renumbered).
  */
 export async function createReport(workspace: Workspace, content: ReportContent, now = new Date()): Promise<ReportDetail> {
-  await fs.mkdir(workspace.resolve('reports'), { recursive: true });
+  await makeFolder(workspace, 'reports');
   for (let attempt = 0; ; attempt++) {
     // Rescanned on every attempt: a number another creator took shows up as its claim or its folder.
     const number = await nextNumber(workspace);
-    const claim = workspace.resolve(path.join('reports', `.claim-${String(number).padStart(4, '0')}`));
+    const claim = path.join('reports', `.claim-${String(number).padStart(4, '0')}`);
     try {
-      await fs.mkdir(claim); // exclusive: the number is ours, whatever the title
+      await makeFolderExclusive(workspace, claim); // exclusive: the number is ours, whatever the title
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST' && attempt < 100) continue;
       throw err;
@@ -182,37 +210,38 @@ export async function createReport(workspace: Workspace, content: ReportContent,
     // Our scan may predate another creator who claimed this number, made its folder and let the
     // claim go before our mkdir: its folder is there now (made before its claim went), so look.
     if (await numberTaken(workspace, number)) {
-      await fs.rmdir(claim).catch(() => undefined);
+      await removeEmptyFolder(workspace, claim);
       if (attempt < 100) continue;
       throw new ApiError('E_INTERNAL', `no free report number after ${attempt + 1} attempts: reports are being created faster than they can be numbered`);
     }
     content = { ...content, markdown: content.markdown.replace(/^# \d+\. /, `# ${number}. `) };
     const id = `${String(number).padStart(4, '0')}-${slugOf(content.title)}`;
-    const dir = reportDir(workspace, id);
+    reportDir(workspace, id);
     try {
-      await fs.mkdir(dir);
+      await makeFolderExclusive(workspace, path.join('reports', id));
     } finally {
       // The folder now carries the number (or creating it failed): the claim has done its job.
-      await fs.rmdir(claim).catch(() => undefined);
+      await removeEmptyFolder(workspace, claim);
     }
     const at = now.toISOString();
     const meta: ReportMeta = { schemaVersion: REPORT_SCHEMA_VERSION, id, number, title: content.title, createdAt: at, updatedAt: at, runIds: content.runIds, sections: content.sections, figures: [], notes: [], blocks: {} };
-    return writeContent(dir, meta, content, now);
+    return writeContent(workspace, meta, content, now);
   }
 }
 
 /** Replaces a report's markdown and figures (regenerate); figures no longer drawn are removed. */
 export async function rewriteReport(workspace: Workspace, id: string, content: ReportContent, now = new Date()): Promise<ReportDetail> {
-  const dir = await existingDir(workspace, id);
-  const meta = await readMeta(dir);
+  await existingDir(workspace, id);
+  const meta = await readMeta(workspace, id);
   const drawn = new Set(content.figures.map((f) => f.figure.name));
-  for (const old of meta.figures) if (!drawn.has(old.name)) await fs.rm(path.join(dir, old.name), { force: true });
-  return writeContent(dir, meta, content, now);
+  for (const old of meta.figures) if (!drawn.has(old.name)) await removeEntry(workspace, path.join('reports', id, old.name));
+  return writeContent(workspace, meta, content, now);
 }
 
-async function writeContent(dir: string, meta: ReportMeta, content: ReportContent, now: Date): Promise<ReportDetail> {
-  for (const f of content.figures) await writeFileAtomic(path.join(dir, f.figure.name), f.svg);
-  await writeFileAtomic(path.join(dir, markdownFileOf(meta.id)), content.markdown);
+async function writeContent(workspace: Workspace, meta: ReportMeta, content: ReportContent, now: Date): Promise<ReportDetail> {
+  const dir = path.join('reports', meta.id);
+  for (const f of content.figures) await writeFileConfined(workspace, path.join(dir, f.figure.name), f.svg);
+  await writeFileConfined(workspace, path.join(dir, markdownFileOf(meta.id)), content.markdown);
   const next: ReportMeta = {
     ...meta,
     title: content.title,
@@ -223,25 +252,26 @@ async function writeContent(dir: string, meta: ReportMeta, content: ReportConten
     blocks: content.blocks,
     updatedAt: now.toISOString(),
   };
-  await writeJsonAtomic(path.join(dir, META_FILE), next);
+  await writeJsonConfined(workspace, path.join(dir, META_FILE), next);
   return { summary: summaryOf(next), markdown: content.markdown, figures: next.figures, sections: next.sections, notes: next.notes };
 }
 
 /** Stores the person's edited markdown as is. */
 export async function saveMarkdown(workspace: Workspace, id: string, markdown: string, now = new Date()): Promise<ReportDetail> {
-  const dir = await existingDir(workspace, id);
-  const meta = await readMeta(dir);
-  await writeFileAtomic(path.join(dir, markdownFileOf(id)), markdown);
+  await existingDir(workspace, id);
+  const meta = await readMeta(workspace, id);
+  const dir = path.join('reports', id);
+  await writeFileConfined(workspace, path.join(dir, markdownFileOf(id)), markdown);
   const next = { ...meta, updatedAt: now.toISOString() };
-  await writeJsonAtomic(path.join(dir, META_FILE), next);
+  await writeJsonConfined(workspace, path.join(dir, META_FILE), next);
   return { summary: summaryOf(next), markdown, figures: next.figures, sections: next.sections, notes: next.notes };
 }
 
 export async function removeReport(workspace: Workspace, id: string): Promise<{ removed: string }> {
-  const dir = await existingDir(workspace, id);
+  await existingDir(workspace, id);
   // Renamed out of the list first, so a reader never sees a half-deleted report.
-  const trash = path.join(path.dirname(dir), `.removing-${id}-${process.pid}-${Date.now()}`);
-  await fs.rename(dir, trash);
-  await fs.rm(trash, { recursive: true, force: true });
+  const trash = path.join('reports', `.removing-${id}-${process.pid}-${Date.now()}`);
+  await renameEntry(workspace, path.join('reports', id), trash);
+  await removeEntry(workspace, trash);
   return { removed: id };
 }

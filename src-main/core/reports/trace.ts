@@ -1,6 +1,5 @@
 // A run's measured steps as a Chrome trace-event file (Perfetto, chrome://tracing):
 // one process per repetition, one track per phase, one slice per step.
-import { createReadStream } from 'node:fs';
 import path from 'node:path';
 
 import { PHASE_NAMES } from '../../api/benchmark';
@@ -11,9 +10,10 @@ import type { RunRecordJson } from '../../api/run-record';
 import type { RunTraceResult, TraceEvent, TraceFile } from '../../api/reports';
 import type { TrainStepEvent } from '../../api/training';
 import { TrainResultSchema, TrainStepEventSchema } from '../../api/training';
-import { writeJsonAtomic } from '../atomic-write';
+import { jsonlLines } from '../jsonl-lines';
 import { readRunDetail } from '../run-reader';
 import type { Workspace } from '../workspace';
+import { writeJsonConfined } from '../workspace-files';
 
 /** Above this many measured steps, one slice per event window instead of per step (a trace viewer slows past ~1M events). */
 export const MAX_TRACED_STEPS = 20_000;
@@ -79,35 +79,30 @@ export class WindowBuilder {
   }
 }
 
+/** Lines longer than this are not events the engine wrote (a step event is ~400 bytes): skipped unparsed. */
+const MAX_EVENT_LINE_BYTES = 64 * 1024;
+
 /** Calls `take` with each JSON line of events.jsonl, streamed; a line cut off by a kill is skipped. */
-async function forEachEvent(file: string, take: (event: unknown) => void): Promise<void> {
-  let rest = '';
-  const line = (text: string) => {
-    if (!text.trim()) return;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      return;
-    }
-    take(parsed);
-  };
+async function forEachEvent(workspace: Workspace, file: string, take: (event: unknown) => void): Promise<void> {
   try {
-    for await (const chunk of createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
-      const lines = (rest + (chunk as string)).split('\n');
-      rest = lines.pop() ?? '';
-      lines.forEach(line);
+    for await (const text of jsonlLines(workspace, file, MAX_EVENT_LINE_BYTES)) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        continue;
+      }
+      take(parsed);
     }
   } catch (err) {
     throw new ApiError('E_DATA', `cannot read the step events ${file}: ${(err as Error).message}`);
   }
-  line(rest);
 }
 
-async function benchmarkRepetitions(result: TrainingBenchmarkResult, file: string): Promise<Repetition[]> {
+async function benchmarkRepetitions(workspace: Workspace, result: TrainingBenchmarkResult, file: string): Promise<Repetition[]> {
   const perStep = result.batchSize * result.accumulation;
   const builders = new Map(result.repetitions.map((rep) => [rep.repetition, new WindowBuilder(result.warmupSteps, perStep)]));
-  await forEachEvent(file, (line) => {
+  await forEachEvent(workspace, file, (line) => {
     const l = line as { type?: string; repetition?: number; event?: unknown };
     if (l.type !== 'benchmark.step' || l.repetition === undefined) return;
     const step = TrainStepEventSchema.safeParse(l.event);
@@ -213,20 +208,20 @@ export async function traceRun(workspace: Workspace, runId: string): Promise<Run
   const record = detail.record as RunRecordJson;
   if (record.status !== 'completed') throw new ApiError('E_BAD_INPUT', `run ${runId} is ${detail.summary.status}: only a completed run has measured steps to trace`);
   const dir = path.posix.join('runs', runId);
-  const events = workspace.resolve(path.join(dir, 'events.jsonl'));
+  const events = path.join(dir, 'events.jsonl');
   let reps: Repetition[];
   let ops: { op: string; share: number }[] | null = null;
   if (record.kind === 'benchmark') {
     const parsed = TrainingBenchmarkResultSchema.safeParse(record.result);
     if (!parsed.success) throw new ApiError('E_DATA', `run ${runId}: its benchmark result does not read (${parsed.error.issues[0]?.message})`);
-    reps = await benchmarkRepetitions(parsed.data, events);
+    reps = await benchmarkRepetitions(workspace, parsed.data, events);
   } else if (record.kind === 'train') {
     const parsed = TrainResultSchema.safeParse(record.result);
     if (!parsed.success) throw new ApiError('E_DATA', `run ${runId}: its training result does not read (${parsed.error.issues[0]?.message})`);
     const r = parsed.data;
     const options = (record.config as { options?: { batchSize?: number; accumulation?: number } }).options;
     const builder = new WindowBuilder(r.stepTime.warmupSteps, (options?.batchSize ?? 1) * (options?.accumulation ?? 1));
-    await forEachEvent(events, (line) => {
+    await forEachEvent(workspace, events, (line) => {
       const step = TrainStepEventSchema.safeParse(line);
       if (step.success) builder.add(step.data);
     });
@@ -241,6 +236,6 @@ export async function traceRun(workspace: Workspace, runId: string): Promise<Run
   if (reps.every((r) => r.windows.length === 0)) throw new ApiError('E_DATA', `run ${runId} recorded no step events after its warm-up, so there is nothing to trace`);
   const trace = buildTrace(runId, record.kind, reps, ops);
   const file = path.posix.join(dir, 'trace.json');
-  await writeJsonAtomic(workspace.resolve(file), trace);
+  await writeJsonConfined(workspace, file, trace);
   return { runId, path: file, trace };
 }

@@ -1,4 +1,3 @@
-import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 
 import { ApiError } from '../../api/errors';
@@ -52,7 +51,7 @@ export async function searchScriptBatch(workspace: Workspace, request: ScriptBat
       jobId: job.id,
     });
     // Every trial's output, prefixed with its batch, beside run.json: the live view shows only the last lines.
-    const log = createWriteStream(path.join(run.dir, 'output.log'));
+    const log = run.stream('output.log');
     const trials: ScriptBatchTrial[] = [];
     let device = 'cpu';
     let total: number | null = null;

@@ -1,4 +1,3 @@
-import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 
 import type { BenchmarkProgress, Finding } from '../../api/benchmark';
@@ -111,9 +110,9 @@ export class ScriptBenchmarkService {
     options: ScriptBenchmarkOptions,
     progress: (p: Omit<BenchmarkProgress, 'jobId' | 'repetitions' | 'totalSteps'>) => void,
   ) {
-    const log = createWriteStream(path.join(run.dir, `output-rep${i}.log`));
+    const log = run.stream(`output-rep${i}.log`);
     const recording: { current: { stop(): Promise<TelemetrySummary> } | null } = { current: null };
-    const startRecording = () => (recording.current ??= this.telemetry.record(`${run.dir}/telemetry-rep${i}.jsonl`, TELEMETRY_INTERVAL_MS));
+    const startRecording = () => (recording.current ??= this.telemetry.record(run.stream(`telemetry-rep${i}.jsonl`, { append: true }), TELEMETRY_INTERVAL_MS));
     if (request.warmupSteps === 0) startRecording();
     let lastProgress = 0;
     // Set from the launch's callback once the process runs.

@@ -1,4 +1,3 @@
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 
 import { ApiError } from '../../api/errors';
@@ -6,16 +5,16 @@ import { formatIssues } from '../../api/format-issues';
 import type { OptimiseTrial } from '../../api/optimise';
 import type { ScriptOptimiseRecord, ScriptOptimiseRequest, ScriptOverrides } from '../../api/script-target';
 import { ScriptOptimiseRecordSchema } from '../../api/script-target';
-import { writeJsonAtomic } from '../atomic-write';
 import { readRunDetail } from '../run-reader';
 import type { RunRecord } from '../run-store';
 import type { Workspace } from '../workspace';
+import { isMissing, MiB, readJsonCapped } from '../workspace-files';
 
 /** In the run's folder, rewritten after the baseline and after every trial: what a killed wizard had measured. */
 export const SCRIPT_WIZARD_STATE = 'state.json';
 
 export function saveScriptWizardState(run: RunRecord, record: ScriptOptimiseRecord): Promise<void> {
-  return writeJsonAtomic(path.join(run.dir, SCRIPT_WIZARD_STATE), record);
+  return run.writeJson(SCRIPT_WIZARD_STATE, record);
 }
 
 /** A run of kind optimise whose target is a script, or E_BAD_INPUT naming what it is. */
@@ -39,16 +38,13 @@ export async function readScriptWizardState(workspace: Workspace, runId: string)
 
 async function readState(workspace: Workspace, runId: string, detail: Awaited<ReturnType<typeof scriptOptimiseDetail>>) {
   const result = (detail.record as { result?: unknown }).result ?? null;
-  const file = path.join(workspace.resolve(path.join('runs', runId)), SCRIPT_WIZARD_STATE);
+  const file = path.join('runs', runId, SCRIPT_WIZARD_STATE);
   let saved: unknown = result;
   if (detail.summary.status !== 'completed') {
-    const text = await fs.readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? null : Promise.reject(err)));
-    if (text !== null) {
-      try {
-        saved = JSON.parse(text);
-      } catch (err) {
-        throw new ApiError('E_DATA', `the saved state of script optimisation ${runId} (${file}) is not JSON: ${(err as Error).message}`);
-      }
+    try {
+      saved = await readJsonCapped(workspace, file, 16 * MiB);
+    } catch (err) {
+      if (!isMissing(err)) throw new ApiError('E_DATA', `the saved state of script optimisation ${runId} cannot be read: ${(err as Error).message}`);
     }
   }
   if (saved === null) return { detail, record: null };

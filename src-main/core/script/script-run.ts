@@ -1,4 +1,3 @@
-import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 
 import { ApiError } from '../../api/errors';
@@ -132,8 +131,8 @@ export class ScriptRunService {
 
   private async train(request: ScriptTrainRequest, run: RunRecord, job: ReturnType<ScriptJobs['open']>, options: ScriptRunOptions): Promise<ScriptTrainResult> {
     const t0 = Date.now();
-    const log = createWriteStream(path.join(run.dir, 'output.log'));
-    const recording = this.telemetry.record(path.join(run.dir, 'telemetry.jsonl'), TELEMETRY_INTERVAL_MS);
+    const log = run.stream('output.log');
+    const recording = this.telemetry.record(run.stream('telemetry.jsonl', { append: true }), TELEMETRY_INTERVAL_MS);
     const maxSteps = request.maxSteps ?? null;
     const follower = new RunFollower(request.warmupSteps, (point) => {
       const progress: ScriptProgressEvent = { ...point, runId: run.id, maxSteps, elapsedSeconds: (Date.now() - t0) / 1000 };

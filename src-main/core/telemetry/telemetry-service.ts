@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import type { Writable } from 'node:stream';
 
 import type { GpuSample, TelemetrySample, TelemetrySnapshot, TelemetrySummary } from '../../api/telemetry';
 import type { EventHub } from '../event-hub';
@@ -84,13 +84,12 @@ export class TelemetryService {
   }
 
   /**
-   * Records samples into `file` (JSON lines) until stop(), which returns the
-   * summary the run's result carries.
+   * Records samples into `out` (JSON lines; a run's file, RunRecord.stream) until stop(),
+   * which ends it and returns the summary the run's result carries.
    */
-  record(file: string, intervalMs = 500): { stop(): Promise<TelemetrySummary> } {
+  record(out: Writable, intervalMs = 500): { stop(): Promise<TelemetrySummary> } {
     const id = `record-${randomBytes(6).toString('hex')}`;
     const samples: TelemetrySample[] = [];
-    const out = createWriteStream(file, { flags: 'a' });
     const listener = (s: TelemetrySample) => {
       samples.push(s);
       out.write(JSON.stringify(s) + '\n');
