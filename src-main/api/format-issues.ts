@@ -9,3 +9,14 @@ export function formatIssues(error: z.ZodError, root: string): string {
     })
     .join('; ');
 }
+
+/**
+ * What a JSON.parse error says, without the text Node quotes from the input: a file's
+ * contents never travel in an error (it may be anything a shared workspace was given).
+ */
+export function jsonProblem(err: unknown): string {
+  const message = (err as Error).message;
+  const at = /position (\d+)/.exec(message)?.[1];
+  if (at) return `not valid JSON (at character ${at})`;
+  return /end of (JSON )?input/i.test(message) ? 'not valid JSON (it ends early)' : 'not valid JSON';
+}

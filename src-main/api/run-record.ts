@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 import { ApiErrorSchema } from './errors';
-import { formatIssues } from './format-issues';
+import { formatIssues, jsonProblem } from './format-issues';
 
 /**
  * Version of runs/<id>/run.json this Trainbench writes; it reads every version
@@ -91,7 +91,7 @@ export function parseRunRecord(text: string): { record: RunRecordJson; problem: 
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    return { record: null, problem: `run.json is not JSON (${(err as Error).message})` };
+    return { record: null, problem: `run.json is ${jsonProblem(err)}` };
   }
   // Checked first and alone: a newer file may differ in any field, and the version is what explains it.
   const version = VersionOnlySchema.safeParse(raw);

@@ -1,13 +1,13 @@
 import path from 'node:path';
 
 import { ApiError } from '../api/errors';
-import { formatIssues } from '../api/format-issues';
+import { formatIssues, jsonProblem } from '../api/format-issues';
 import type { ModelEntry } from '../api/model-files';
 import { MODEL_SPEC_DIR } from '../api/model-files';
 import type { ModelSpec } from '../api/model-spec';
 import { BUILTIN_MODELS, ModelSpecSchema } from '../api/model-spec';
 import type { Workspace } from './workspace';
-import { entryProblem, isMissing, jsonProblem, listFolder, readTextCapped, WorkspaceFileError } from './workspace-files';
+import { entryProblem, isMissing, listFolder, readTextCapped, WorkspaceFileError } from './workspace-files';
 
 /** A spec file larger than this is not a model spec (the largest real one is a few hundred bytes). */
 const MAX_SPEC_BYTES = 256 * 1024;

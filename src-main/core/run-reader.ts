@@ -2,6 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { ApiError } from '../api/errors';
+import { ID_PATTERN } from '../api/ids';
 import type { RunRecordJson } from '../api/run-record';
 import { parseRunRecord, RUN_HEARTBEAT_INTERVAL_MS, RUN_HEARTBEAT_STALE_MS } from '../api/run-record';
 import type { RunDetail, RunLastStep, RunSummary, TrainEvent } from '../api/training';
@@ -211,7 +212,7 @@ export async function listRuns(workspace: Workspace): Promise<RunSummary[]> {
 
 /** One run with its events; step events are thinned evenly so a long run still charts quickly. */
 export async function readRunDetail(workspace: Workspace, id: string): Promise<RunDetail> {
-  if (!/^[\w.-]+$/.test(id)) throw new ApiError('E_BAD_INPUT', `${JSON.stringify(id)} is not a run id`);
+  if (!ID_PATTERN.test(id)) throw new ApiError('E_BAD_INPUT', `${JSON.stringify(id.slice(0, 80))} is not a run id`);
   if (!(await isFolder(workspace, path.join('runs', id)))) {
     throw new ApiError('E_BAD_INPUT', `there is no run ${id} in the workspace ${workspace.root} (trainbench runs lists them)`);
   }

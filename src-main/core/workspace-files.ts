@@ -13,6 +13,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
 import { ApiError } from '../api/errors';
+import { jsonProblem } from '../api/format-issues';
 import { renameReplacing, writeFileAtomic } from './atomic-write';
 import type { Workspace } from './workspace';
 
@@ -150,14 +151,6 @@ export async function readFileCapped(workspace: Workspace, file: string, maxByte
 
 export async function readTextCapped(workspace: Workspace, file: string, maxBytes: number): Promise<string> {
   return (await readFileCapped(workspace, file, maxBytes)).toString('utf8');
-}
-
-/** What a JSON.parse error says, without the text it quotes (Node quotes the start of the input). */
-export function jsonProblem(err: unknown): string {
-  const message = (err as Error).message;
-  const at = /position (\d+)/.exec(message)?.[1];
-  if (at) return `not valid JSON (at character ${at})`;
-  return /end of (JSON )?input/i.test(message) ? 'not valid JSON (it ends early)' : 'not valid JSON';
 }
 
 /** A JSON file's value; a parse error names the file and the position, never its text. */
@@ -299,7 +292,8 @@ export async function removeEmptyFolder(workspace: Workspace, dir: string): Prom
  * the name is replaced, never written through.
  */
 export async function writeFileConfined(workspace: Workspace, file: string, data: string | Uint8Array): Promise<void> {
-  const abs = confinedPath(workspace, file);
+  // The name is not followed (the rename replaces whatever is there); its folder must be a real one inside.
+  const abs = entryPath(workspace, file);
   const { abs: dir } = await requireFolder(workspace, path.dirname(abs));
   await writeFileAtomic(path.join(dir, path.basename(abs)), data);
 }

@@ -164,7 +164,7 @@ describe('run reader', () => {
     });
     expect(byId['20261121-000008-badst0']).toMatchObject({ status: 'unreadable', problem: expect.stringMatching(/^run.json does not match its schema: run.status: /) });
     expect(byId['20261121-000009-nover0']).toMatchObject({ status: 'unreadable', problem: expect.stringContaining('run.schemaVersion') });
-    expect(byId['20261121-000010-notjs0']).toMatchObject({ status: 'unreadable', problem: expect.stringContaining('not JSON') });
+    expect(byId['20261121-000010-notjs0']).toMatchObject({ status: 'unreadable', problem: expect.stringContaining('not valid JSON') });
     expect(byId['20261121-000011-good00']).toMatchObject({ status: 'completed', title: 'mlp on blobs (10 records)', problem: null });
     await expect(readRunDetail(ws, '20261121-000007-newer0')).rejects.toMatchObject({ code: 'E_DATA', message: expect.stringContaining('newer Trainbench') });
   });

@@ -1,0 +1,274 @@
+// A workspace nobody can turn against its user (issue 23). Workspaces are shared
+// folders, copied between rigs and unpacked from other people's bundles: a file
+// in one is data, never a way out. Each finding of the attack on `trainbench
+// serve` is planted here in a fresh workspace and met by a real serve process,
+// which must answer within a bound throughout and never read or write outside.
+import { execFileSync } from 'node:child_process';
+import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+
+import { OptimiseRequestSchema } from '../../src-main/api/optimise';
+import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
+import { initialState } from '../../src-main/core/optimise/resumable-run';
+import { startServeProcess, type ServeProcess } from '../helpers/serve-process';
+import { tempDir } from '../helpers/temp-dir';
+
+const SECRET = 'SECRET-KEY-MATERIAL-do-not-leak';
+const PROFILE = 'export PS1=original\n';
+/** Every answer must come within this, whatever is planted. */
+const ANSWER_MS = 5000;
+
+let ws: { dir: string; cleanup(): void };
+let outside: { dir: string; cleanup(): void };
+let serve: ServeProcess;
+let socket: WebSocket;
+let nextId = 1;
+const pending = new Map<number, (m: { ok: boolean; result?: unknown; error?: { code: string; message: string } }) => void>();
+
+beforeEach(async () => {
+  ws = tempDir('trainbench-attack-ws-');
+  outside = tempDir('trainbench-attack-outside-');
+  writeFileSync(path.join(outside.dir, 'id_rsa'), `${SECRET}\n`);
+  writeFileSync(path.join(outside.dir, '.profile'), PROFILE);
+  writeFileSync(path.join(outside.dir, 'secret.json'), JSON.stringify({ family: 'mlp', note: SECRET }));
+  serve = await startServeProcess(ws.dir);
+  const url = new URL(serve.url);
+  socket = await new Promise<WebSocket>((resolve, reject) => {
+    const s = new WebSocket(`ws://127.0.0.1:${url.port}/api?token=${url.searchParams.get('token')}`, { origin: `http://127.0.0.1:${url.port}` });
+    s.once('open', () => resolve(s));
+    s.once('error', reject);
+  });
+  socket.on('message', (raw) => {
+    const m = JSON.parse(raw.toString()) as { type: string; id: number; ok: boolean };
+    if (m.type === 'response') pending.get(m.id)?.(m);
+  });
+}, 30_000);
+
+afterEach(async () => {
+  socket?.close();
+  await serve?.stop();
+  ws.cleanup();
+  outside.cleanup();
+});
+
+type Answer = { ok: boolean; result?: unknown; error?: { code: string; message: string } };
+
+/** One API call; fails the test when no answer comes within `ms`. */
+function call(method: string, params: unknown = {}, ms = ANSWER_MS): Promise<Answer> {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${method} did not answer within ${ms} ms`)), ms);
+    pending.set(id, (m) => {
+      clearTimeout(timer);
+      pending.delete(id);
+      resolve(m);
+    });
+    socket.send(JSON.stringify({ type: 'request', id, method, params }));
+  });
+}
+
+/** The serve process still answers an API call and a static file, and is alive. */
+async function stillServing(): Promise<void> {
+  expect((await call('engine.version')).ok).toBe(true);
+  const url = new URL(serve.url);
+  const page = await fetch(`http://127.0.0.1:${url.port}/`, { signal: AbortSignal.timeout(ANSWER_MS) });
+  expect(page.status).toBe(200);
+  expect(serve.child.exitCode).toBeNull();
+}
+
+const inWs = (...parts: string[]) => path.join(ws.dir, ...parts);
+// Any piece of it: a parse error quotes ten characters or so of the text around its position.
+const secretIn = (a: Answer) => JSON.stringify(a).includes('SECRET');
+
+/** A report folder with a valid report.json, its markdown and one figure, as the generator writes them. */
+function writeReport(id: string): void {
+  const dir = inWs('reports', id);
+  mkdirSync(dir, { recursive: true });
+  const now = new Date().toISOString();
+  const meta = {
+    schemaVersion: 1,
+    id,
+    number: Number(id.slice(0, 4)),
+    title: 'Planted',
+    createdAt: now,
+    updatedAt: now,
+    runIds: [],
+    sections: [],
+    figures: [{ name: 'phase-breakdown.svg', title: 'Phases', alt: 'phases', runId: null }],
+    notes: [],
+    blocks: {},
+  };
+  writeFileSync(path.join(dir, 'report.json'), JSON.stringify(meta));
+  writeFileSync(path.join(dir, `${id}.md`), '# 1. Planted\n\nThe report text.\n');
+  writeFileSync(path.join(dir, 'phase-breakdown.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>');
+}
+
+function writeRun(id: string, record: Record<string, unknown>): void {
+  mkdirSync(inWs('runs', id), { recursive: true });
+  writeFileSync(inWs('runs', id, 'run.json'), JSON.stringify({ schemaVersion: RUN_SCHEMA_VERSION, id, kind: 'train', createdAt: new Date().toISOString(), config: {}, ...record }));
+}
+
+/** This process's peak resident memory (Linux), in bytes. */
+function peakRss(pid: number): number {
+  return Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
+}
+
+describe('finding 1: Export never writes through a planted link', () => {
+  it('replaces exports/<id>/<id>.md -> ~/.profile with the report instead of overwriting the target', async () => {
+    const id = '0001-planted';
+    writeReport(id);
+    mkdirSync(inWs('exports', id), { recursive: true });
+    symlinkSync(path.join(outside.dir, '.profile'), inWs('exports', id, `${id}.md`));
+    symlinkSync(path.join(outside.dir, 'id_rsa'), inWs('exports', id, 'phase-breakdown.svg'));
+    const answer = await call('reports.export', { id, dir: `exports/${id}` });
+    expect(answer.ok).toBe(true);
+    expect(readFileSync(path.join(outside.dir, '.profile'), 'utf8')).toBe(PROFILE);
+    expect(readFileSync(path.join(outside.dir, 'id_rsa'), 'utf8')).toBe(`${SECRET}\n`);
+    // The names now hold the report's own files, as regular files.
+    expect(lstatSync(inWs('exports', id, `${id}.md`)).isSymbolicLink()).toBe(false);
+    expect(readFileSync(inWs('exports', id, `${id}.md`), 'utf8')).toContain('The report text.');
+  });
+
+  it('refuses an export folder that is itself a link leading out', async () => {
+    const id = '0001-planted';
+    writeReport(id);
+    mkdirSync(inWs('exports'), { recursive: true });
+    symlinkSync(outside.dir, inWs('exports', 'out'));
+    const answer = await call('reports.export', { id, dir: 'exports/out' });
+    expect(answer).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT' } });
+    expect(existsSync(path.join(outside.dir, `${id}.md`))).toBe(false);
+  });
+});
+
+describe('finding 2: reports never read through a planted link', () => {
+  it('refuses a markdown, a figure and a report.json that are links, without a byte of the target, and export copies none of it', async () => {
+    const id = '0002-planted';
+    writeReport(id);
+    const dir = inWs('reports', id);
+    const swap = (name: string, target: string) => {
+      execFileSync('rm', [path.join(dir, name)]);
+      symlinkSync(target, path.join(dir, name));
+    };
+    swap(`${id}.md`, path.join(outside.dir, 'id_rsa'));
+    swap('phase-breakdown.svg', path.join(outside.dir, 'id_rsa'));
+    const get = await call('reports.get', { id });
+    expect(get).toMatchObject({ ok: false, error: { code: 'E_DATA', message: expect.stringMatching(/link/) } });
+    expect(secretIn(get)).toBe(false);
+    const figure = await call('reports.figure', { id, name: 'phase-breakdown.svg' });
+    expect(figure).toMatchObject({ ok: false, error: { code: 'E_DATA' } });
+    expect(secretIn(figure)).toBe(false);
+    const exported = await call('reports.export', { id, dir: `exports/${id}` });
+    expect(exported.ok).toBe(false);
+    expect(existsSync(inWs('exports', id, `${id}.md`)) && readFileSync(inWs('exports', id, `${id}.md`), 'utf8').includes(SECRET)).toBe(false);
+
+    swap('report.json', path.join(outside.dir, 'secret.json'));
+    const list = await call('reports.list');
+    expect(list.ok).toBe(true);
+    expect(list.result).toEqual([expect.objectContaining({ id, problem: expect.stringMatching(/link/) })]);
+    expect(secretIn(list)).toBe(false);
+  });
+});
+
+describe('finding 3: a FIFO never hangs the server', () => {
+  it('lists a run whose run.json is a FIFO as unreadable, eight times at once, and keeps serving', async () => {
+    mkdirSync(inWs('runs', 'fifo-run'), { recursive: true });
+    execFileSync('mkfifo', [inWs('runs', 'fifo-run', 'run.json')]);
+    mkdirSync(inWs('reports', '0003-fifo'), { recursive: true });
+    execFileSync('mkfifo', [inWs('reports', '0003-fifo', 'report.json')]);
+    const lists = await Promise.all(Array.from({ length: 8 }, () => call('runs.list')));
+    for (const l of lists) expect(l.result).toEqual([expect.objectContaining({ id: 'fifo-run', status: 'unreadable', problem: expect.stringContaining('a FIFO') })]);
+    expect((await call('runs.get', { id: 'fifo-run' })).ok).toBe(false);
+    expect((await call('reports.list')).result).toEqual([expect.objectContaining({ id: '0003-fifo', problem: expect.stringContaining('a FIFO') })]);
+    await stillServing();
+  });
+});
+
+describe('finding 4: memory per request stays bounded', () => {
+  it.skipIf(process.platform !== 'linux')('8 concurrent runs.list of a "running" run with a 450 MiB events.jsonl, and its telemetry, leave the server under 300 MiB', async () => {
+    // Live as far as the reader can tell: this test process is its owner, with a fresh heartbeat.
+    const now = new Date().toISOString();
+    writeRun('huge-run', { status: 'running', owner: { pid: process.pid, host: os.hostname(), startedAt: now }, heartbeatAt: now });
+    // Sparse: 450 MiB of NULs on disk costs nothing, and holds no newline for a reader to stop at.
+    writeFileSync(inWs('runs', 'huge-run', 'events.jsonl'), '');
+    truncateSync(inWs('runs', 'huge-run', 'events.jsonl'), 450 * 1024 * 1024);
+    writeFileSync(inWs('runs', 'huge-run', 'telemetry.jsonl'), '');
+    truncateSync(inWs('runs', 'huge-run', 'telemetry.jsonl'), 450 * 1024 * 1024);
+    const lists = await Promise.all(Array.from({ length: 8 }, () => call('runs.list', {}, 30_000)));
+    for (const l of lists) expect(l.result).toEqual([expect.objectContaining({ id: 'huge-run', status: 'running', lastStep: null })]);
+    const detail = await call('runs.get', { id: 'huge-run' }, 60_000);
+    expect(detail).toMatchObject({ ok: true, result: { events: [], telemetry: [] } });
+    expect(peakRss(serve.child.pid!)).toBeLessThan(300 * 1024 * 1024);
+    await stillServing();
+  }, 120_000);
+});
+
+describe('finding 5: tampered ids, links at JSON files, one bad entry in a list', () => {
+  it('refuses a state.json whose runIds lead out of runs/, and reads nothing there', async () => {
+    // Outside, a "running" run owned by this live process: reading it would refuse the resume as "still running".
+    const now = new Date().toISOString();
+    mkdirSync(path.join(outside.dir, 'x'), { recursive: true });
+    writeFileSync(path.join(outside.dir, 'x', 'run.json'), JSON.stringify({ schemaVersion: RUN_SCHEMA_VERSION, id: 'x', kind: 'optimise', status: 'running', createdAt: now, config: {}, owner: { pid: process.pid, host: os.hostname(), startedAt: now }, heartbeatAt: now }));
+    const request = OptimiseRequestSchema.parse({ target: { spec: { family: 'mlp', input: [28, 28], outputs: 10 }, data: { kind: 'fashion-mnist' } }, optimiseId: 'tampered' });
+    const state = { ...initialState('tampered', request), runIds: [path.relative(inWs('runs'), path.join(outside.dir, 'x'))] };
+    mkdirSync(inWs('optimise', 'tampered'), { recursive: true });
+    writeFileSync(inWs('optimise', 'tampered', 'state.json'), JSON.stringify(state));
+    for (const method of ['optimise.state', 'optimise.resume']) {
+      const answer = await call(method, { optimiseId: 'tampered' });
+      expect(answer).toMatchObject({ ok: false, error: { code: 'E_DATA', message: expect.stringContaining('does not match the schema') } });
+      expect(answer.error?.message).not.toContain('still running');
+    }
+  });
+
+  it('a state.json or manifest.json that is a link leaks none of its target through a parse error', async () => {
+    mkdirSync(inWs('optimise', 'linked'), { recursive: true });
+    symlinkSync(path.join(outside.dir, 'id_rsa'), inWs('optimise', 'linked', 'state.json'));
+    const state = await call('optimise.state', { optimiseId: 'linked' });
+    expect(state.ok).toBe(false);
+    expect(secretIn(state)).toBe(false);
+    mkdirSync(inWs('datasets', 'linked'), { recursive: true });
+    symlinkSync(path.join(outside.dir, 'id_rsa'), inWs('datasets', 'linked', 'manifest.json'));
+    // A manifest that is the workspace's own but not JSON: named by position, its text not quoted.
+    mkdirSync(inWs('datasets', 'broken'), { recursive: true });
+    writeFileSync(inWs('datasets', 'broken', 'manifest.json'), `{"format": ${SECRET}`);
+    const datasets = await call('datasets.list');
+    expect(datasets.ok).toBe(true);
+    expect(datasets.result).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ id: 'linked', problem: expect.stringMatching(/link/) }),
+        expect.objectContaining({ id: 'broken', problem: expect.stringContaining('not valid JSON') }),
+      ]),
+    );
+    expect(secretIn(datasets)).toBe(false);
+  });
+
+  it('one link leading out of runs/, models/ or datasets/ is listed with its problem; the lists do not fail', async () => {
+    writeRun('good-run', { status: 'completed', result: {} });
+    symlinkSync(outside.dir, inWs('runs', 'planted'));
+    mkdirSync(inWs('models'), { recursive: true });
+    writeFileSync(inWs('models', 'good.json'), JSON.stringify({ family: 'mlp', task: 'classification', input: [4], outputs: 2 }));
+    symlinkSync(path.join(outside.dir, 'secret.json'), inWs('models', 'planted.json'));
+    symlinkSync(outside.dir, inWs('datasets', 'planted'));
+    const runs = await call('runs.list');
+    expect(runs.result).toEqual(expect.arrayContaining([expect.objectContaining({ id: 'good-run' }), expect.objectContaining({ id: 'planted', status: 'unreadable', problem: expect.stringContaining('is a link') })]));
+    const models = await call('models.list');
+    expect(models.result).toEqual(expect.arrayContaining([expect.objectContaining({ name: path.join('models', 'good.json'), problem: null }), expect.objectContaining({ name: path.join('models', 'planted.json'), problem: expect.stringContaining('is a link') })]));
+    expect(secretIn(models)).toBe(false);
+    const datasets = await call('datasets.list');
+    expect(datasets.result).toEqual([expect.objectContaining({ id: 'planted', problem: expect.stringContaining('a link') })]);
+    expect((await call('models.readSpec', { path: 'models/planted.json' })).ok).toBe(false);
+  });
+
+  it('a NUL byte or a 3 MB argument in a script target is a request error naming the value, not E_INTERNAL', async () => {
+    const target = (command: string[], cwd = '/tmp') => ({ target: { kind: 'script', command, cwd, env: {} } });
+    for (const params of [target(['python3', 'tra\0in.py']), target(['python3'], '/tm\0p'), target(['python3', 'x'.repeat(3 * 1024 * 1024)])]) {
+      const answer = await call('script.benchmark', params);
+      expect(answer).toMatchObject({ ok: false, error: { code: 'E_BAD_REQUEST' } });
+      expect(answer.error?.message).toMatch(/NUL byte|characters/);
+    }
+    await stillServing();
+  });
+});

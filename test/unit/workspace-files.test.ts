@@ -1,0 +1,134 @@
+// core/workspace-files.ts, the one way the services touch a workspace file: each
+// rule against the planted file it exists for (issue 23).
+import { execFileSync } from 'node:child_process';
+import { lstatSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+import type { Workspace } from '../../src-main/core/workspace';
+import { openWorkspace } from '../../src-main/core/workspace';
+import {
+  copyFileOut,
+  createFileWriteStream,
+  listFolder,
+  makeFolder,
+  readJsonCapped,
+  readTail,
+  readTextCapped,
+  removeEntry,
+  writeFileConfined,
+} from '../../src-main/core/workspace-files';
+import { tempDir } from '../helpers/temp-dir';
+
+let t: { dir: string; cleanup(): void };
+let out: { dir: string; cleanup(): void };
+let ws: Workspace;
+const secret = () => path.join(out.dir, 'secret');
+
+beforeEach(async () => {
+  t = tempDir();
+  out = tempDir('trainbench-outside-');
+  writeFileSync(secret(), 'SECRET\n');
+  ws = await openWorkspace(t.dir);
+});
+afterEach(() => {
+  t.cleanup();
+  out.cleanup();
+});
+
+const at = (...p: string[]) => path.join(t.dir, ...p);
+
+describe('reading', () => {
+  it('reads a regular file, and refuses a link (even one inside the workspace), a FIFO and a folder, naming the file', async () => {
+    writeFileSync(at('runs', 'a.json'), '{"x": 1}');
+    expect(await readJsonCapped(ws, 'runs/a.json', 1024)).toEqual({ x: 1 });
+    symlinkSync(secret(), at('runs', 'out.json'));
+    symlinkSync(at('runs', 'a.json'), at('runs', 'in.json'));
+    execFileSync('mkfifo', [at('runs', 'fifo')]);
+    // One leading outside is refused by its real path before it is opened (as a request's path would be).
+    await expect(readTextCapped(ws, 'runs/out.json', 1024)).rejects.toMatchObject({ message: expect.stringContaining('leads outside the workspace through a link') });
+    await expect(readTextCapped(ws, 'runs/in.json', 1024)).rejects.toMatchObject({ problem: 'link', message: 'runs/in.json is a link: workspace files are read only as themselves, never through a link' });
+    // Without O_NONBLOCK this open would wait for a writer forever.
+    await expect(readTextCapped(ws, 'runs/fifo', 1024)).rejects.toMatchObject({ problem: 'not-a-file', message: expect.stringContaining('runs/fifo is a FIFO') });
+    await expect(readTextCapped(ws, 'runs', 1024)).rejects.toMatchObject({ problem: 'not-a-file' });
+    await expect(readTextCapped(ws, 'runs/missing.json', 1024)).rejects.toMatchObject({ code: 'E_BAD_INPUT', problem: 'missing' });
+  });
+
+  it('refuses a file over its cap by its size, without reading it, and a parse error quotes no text', async () => {
+    writeFileSync(at('big'), '');
+    truncateSync(at('big'), 3 * 1024 * 1024 * 1024); // sparse
+    await expect(readTextCapped(ws, 'big', 16 * 1024 * 1024)).rejects.toMatchObject({ problem: 'too-large', message: 'big is 3072.0 MiB, more than the 16.0 MiB this reads: not read' });
+    writeFileSync(at('bad.json'), '{"key": SECRET}');
+    const err = await readJsonCapped(ws, 'bad.json', 1024).catch((e: Error) => e);
+    expect(err).toMatchObject({ problem: 'not-json', message: 'bad.json is not valid JSON' });
+    writeFileSync(at('cut.json'), '{"key": [1, 2');
+    await expect(readJsonCapped(ws, 'cut.json', 1024)).rejects.toMatchObject({ message: expect.stringMatching(/^cut.json is not valid JSON/) });
+  });
+
+  it('reads at most the window from the end of a log, from its first whole line', async () => {
+    writeFileSync(at('log'), '');
+    truncateSync(at('log'), 512 * 1024 * 1024);
+    writeFileSync(at('log'), 'a'.repeat(100) + '\nlast line\n', { flag: 'a' });
+    expect(await readTail(ws, 'log', 64)).toBe('last line\n');
+  });
+});
+
+describe('writing', () => {
+  it('replaces a planted link with the new file, never writing through it', async () => {
+    symlinkSync(secret(), at('reports', 'r.md'));
+    await writeFileConfined(ws, 'reports/r.md', 'new text');
+    expect(readFileSync(secret(), 'utf8')).toBe('SECRET\n');
+    expect(lstatSync(at('reports', 'r.md')).isSymbolicLink()).toBe(false);
+    expect(readFileSync(at('reports', 'r.md'), 'utf8')).toBe('new text');
+  });
+
+  it('refuses to write into a folder that is a link leading out', async () => {
+    symlinkSync(out.dir, at('reports', 'out'));
+    await expect(writeFileConfined(ws, 'reports/out/r.md', 'x')).rejects.toMatchObject({ code: 'E_BAD_INPUT' });
+    await expect(makeFolder(ws, 'reports/out/deeper')).rejects.toMatchObject({ code: 'E_BAD_INPUT' });
+  });
+
+  it('copies out of the workspace reading the source as itself and replacing a link at the destination', async () => {
+    writeFileSync(at('reports', 'r.md'), 'report');
+    mkdirSync(at('exports'));
+    symlinkSync(secret(), at('exports', 'r.md'));
+    await copyFileOut(ws, 'reports/r.md', at('exports', 'r.md'));
+    expect(readFileSync(secret(), 'utf8')).toBe('SECRET\n');
+    expect(readFileSync(at('exports', 'r.md'), 'utf8')).toBe('report');
+    symlinkSync(secret(), at('reports', 'leak.md'));
+    await expect(copyFileOut(ws, 'reports/leak.md', at('exports', 'leak.md'))).rejects.toMatchObject({ code: 'E_BAD_INPUT' });
+  });
+
+  it('opens a run file for appending only as itself: a link or a FIFO at its name is refused', async () => {
+    mkdirSync(at('runs', 'r'));
+    symlinkSync(secret(), at('runs', 'r', 'events.jsonl'));
+    expect(() => createFileWriteStream(ws, 'runs/r/events.jsonl', { append: true })).toThrow(/link/);
+    execFileSync('mkfifo', [at('runs', 'r', 'telemetry.jsonl')]);
+    expect(() => createFileWriteStream(ws, 'runs/r/telemetry.jsonl', { append: true })).toThrow(/runs\/r\/telemetry.jsonl/);
+    expect(readFileSync(secret(), 'utf8')).toBe('SECRET\n');
+  });
+
+  it('removes a link as the link, leaving its target', async () => {
+    symlinkSync(out.dir, at('datasets', 'planted'));
+    await removeEntry(ws, 'datasets/planted');
+    expect(readFileSync(secret(), 'utf8')).toBe('SECRET\n');
+    expect(() => lstatSync(at('datasets', 'planted'))).toThrow();
+  });
+});
+
+describe('listing', () => {
+  it('gives each entry its own kind, links and special files included, without following them', async () => {
+    mkdirSync(at('runs', 'dir'));
+    writeFileSync(at('runs', 'file'), 'x');
+    symlinkSync(out.dir, at('runs', 'link'));
+    execFileSync('mkfifo', [at('runs', 'fifo')]);
+    expect(await listFolder(ws, 'runs')).toEqual([
+      { name: 'dir', kind: 'dir', bytes: 0 },
+      { name: 'fifo', kind: 'other', bytes: 0 },
+      { name: 'file', kind: 'file', bytes: 1 },
+      { name: 'link', kind: 'link', bytes: 0 },
+    ]);
+    expect(await listFolder(ws, 'missing')).toEqual([]);
+  });
+});
