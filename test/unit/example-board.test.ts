@@ -1,6 +1,6 @@
 // The built-in example's positions take seconds to make on a small machine: the
 // generator reports how far it is, and the CLI draws that as a bar.
-import { statSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
@@ -31,6 +31,42 @@ describe('example board generation', () => {
       expect(path.basename(path.dirname(files[0].path))).toBe('board-2500-seed3');
     } finally {
       t.cleanup();
+    }
+  });
+
+  it('cancelled mid-way, ends with E_CANCELLED and leaves neither its temp files nor an unhandled stream error', async () => {
+    const t = tempDir();
+    const errors: unknown[] = [];
+    const onError = (e: unknown) => errors.push(e);
+    process.on('uncaughtException', onError);
+    try {
+      const ws = await openWorkspace(t.dir);
+      const ac = new AbortController();
+      const done = writeBoardDumps(ws, 20_000, 4, { signal: ac.signal, onProgress: (r) => r >= 2048 && ac.abort() });
+      await expect(done).rejects.toMatchObject({ code: 'E_CANCELLED' });
+      await new Promise((resolve) => setTimeout(resolve, 200)); // a destroyed stream's pending write reports late
+      expect(errors).toEqual([]);
+      expect(readdirSync(path.join(t.dir, 'sources', 'board-20000-seed4'))).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onError);
+      t.cleanup();
+    }
+  });
+
+  it("replaces a link planted at a dump's name instead of writing through it (issue 23)", async () => {
+    const t = tempDir();
+    const outside = tempDir('trainbench-outside-');
+    try {
+      writeFileSync(path.join(outside.dir, 'profile'), 'original');
+      mkdirSync(path.join(t.dir, 'sources', 'board-100-seed1'), { recursive: true });
+      symlinkSync(path.join(outside.dir, 'profile'), path.join(t.dir, 'sources', 'board-100-seed1', 'features.npy'));
+      const ws = await openWorkspace(t.dir);
+      await writeBoardDumps(ws, 100, 1);
+      expect(readFileSync(path.join(outside.dir, 'profile'), 'utf8')).toBe('original');
+      expect(lstatSync(path.join(t.dir, 'sources', 'board-100-seed1', 'features.npy')).isSymbolicLink()).toBe(false);
+    } finally {
+      t.cleanup();
+      outside.cleanup();
     }
   });
 

@@ -41,6 +41,9 @@ export async function writeBoardDumps(
   const tag = randomBytes(4).toString('hex');
   const temps = source.fields.map((f) => path.join(dir, `.${files[f.name as keyof typeof files]}.${tag}.tmp`));
   const streams = temps.map((t) => createFileWriteStream(workspace, t));
+  // A write error (a full disk) is kept and thrown from the loop; after a destroy, a pending write's error is expected.
+  let writeError: Error | null = null;
+  for (const s of streams) s.on('error', (err: Error) => (writeError ??= err));
   const bytesTotal = source.records * source.fields.reduce((a, f) => a + recordBytes(f), 0);
   let done = 0;
   let bytes = 0;
@@ -48,13 +51,15 @@ export async function writeBoardDumps(
   try {
     for await (const chunk of source.chunks(1024, options.signal)) {
       for (const [i, part] of chunk.fields.entries()) {
-        if (!streams[i].write(part)) await once(streams[i], 'drain');
+        if (!streams[i].write(part)) await Promise.race([once(streams[i], 'drain'), once(streams[i], 'close')]);
+        if (writeError) throw writeError;
         bytes += part.length;
       }
       done += chunk.count;
       options.onProgress?.(done, bytes, bytesTotal);
     }
     await Promise.all(streams.map((s) => new Promise<void>((resolve, reject) => s.end((err?: Error | null) => (err ? reject(err) : resolve())))));
+    if (writeError) throw writeError;
     for (const [i, f] of source.fields.entries()) await renameEntry(workspace, temps[i], path.join(dir, files[f.name as keyof typeof files]));
   } catch (err) {
     streams.forEach((s) => s.destroy());
