@@ -1,30 +1,38 @@
-"""Trainbench's probe inside a user's PyTorch process (standard library + torch, Python 3.9+).
+"""Trainbench's probe inside a user's PyTorch process (standard library + torch, Python 3.9+, torch 1.13 to 2.x).
 
-What it measures, from patches that leave the numerics alone:
-- step boundaries: every optimizer step() (the outermost call, so a subclass calling super().step() counts once);
-- data wait: time blocked in the DataLoader iterator's next(), and the batch size from the batch's tensors;
-- forward / loss / backward / optimizer: global module hooks, autograd.backward and step(), timed with
-  CUDA events on the current stream when CUDA is in use (read back later, never synchronising a step),
-  with the host clock otherwise;
-- peak CUDA memory, and an out-of-memory error with the batch it happened at;
-- the training loss: the scalar passed to backward(), read in batches (losses.py), never a sync per step.
-Everything goes over the Channel, never the script's stdout.
+What it measures, from patches that leave the numerics alone (docs/adr/0013-script-probe.md, 0022):
+- training iterations: one per time round the loop, however many optimizer step() calls it makes
+  (iterations.py has the rule); a step a GradScaler skipped is a skipped iteration, not merged;
+- data wait: time blocked in a DataLoader iterator's next(), and the batch size from the batch,
+  counted only for batches training uses (evaluation passes are taken out);
+- forward / loss / backward / optimizer: hooks on the modules that hold the optimizers' parameters
+  (modules.py), the outermost autograd.backward and step(); CUDA events on the training device's
+  current stream when it is a GPU (read back later, never synchronising a step), the host clock otherwise;
+- peak CUDA memory of that device, and an out-of-memory error with the batch it happened at;
+- the training loss: the scalar given to backward(), unscaled when a GradScaler scaled it, read in
+  batches (losses.py), never a sync per step.
+Nothing of it runs inside a torch.compile trace: a step taken inside a compiled function is seen after it. Everything goes over the Channel, never the script's stdout.
 """
 import atexit
 import functools
+import itertools
 import json
 import os
 import sys
 import threading
 import time
+import types
+import weakref
 
 from . import overrides as _overrides
 from .batches import batch_size_of
 from .channel import Channel
+from .iterations import PHASES, Iterations
 from .losses import LossReader
+from .modules import ModuleHooks, compiling_check
 
-PHASES = ("forward", "loss", "backward", "optimizer")
 _OOM_WORDS = ("out of memory", "can't allocate memory")
+_SKIP = "skip"  # a mark taken during CUDA-graph capture: nothing to time
 
 _probe = None
 
@@ -36,9 +44,9 @@ def install():
         return
     _probe = Probe(os.environ)
     if "torch" in sys.modules:
-        _probe.on_torch(sys.modules["torch"])
+        _probe.on_torch_guarded(sys.modules["torch"])
     else:
-        sys.meta_path.insert(0, _TorchWatcher(_probe.on_torch))
+        sys.meta_path.insert(0, _TorchWatcher(_probe.on_torch_guarded))
 
 
 class _TorchWatcher:
@@ -91,6 +99,10 @@ def _is_oom(err):
     return isinstance(err, RuntimeError) and any(w in str(err) for w in _OOM_WORDS)
 
 
+def _note(message):
+    sys.stderr.write("trainbench probe: %s\n" % message)
+
+
 class Probe:
     def __init__(self, env):
         self.warmup = int(env.get("TB_PROBE_WARMUP", "0"))
@@ -105,15 +117,25 @@ class Probe:
         self.channel = Channel(env["TB_PROBE_ADDR"], env.get("TB_PROBE_TOKEN", ""), self.identity)
         self.torch = None
         self.losses = None
+        self.modules = None
         self.local = threading.local()
         self.t_start = time.perf_counter()
-        self.steps = 0
-        self.last_end = None
-        self.first_fetch = None
+        self.iterations = Iterations(self._iteration_closed, self.t_start)
+        self.steps = 0  # iterations closed
         self.last_batch = None
         self.pending_cuda = []  # (step, phase, start event, end event) not yet read back
+        self.device = None  # the CUDA device training runs on (from the optimizer's parameters)
+        self.backward_depth = 0  # process-wide: CUDA backward runs on autograd's own threads
+        self.deferred_steps = []  # steps taken inside a backward (optimizer-in-backward): they end with it
+        self.scaled = {}  # id(scaled loss) -> (weakref to it, the loss before GradScaler.scale)
+        self.keys = itertools.count(1)
+        self.stop_due = False
+        self.stopping = False
+        self.backward_seen = False
+        self.dynamo_kept_out = False
+        self.optimizers = []  # (weakref, [first parameter], key): for steps inside compiled functions
         self.done = False
-        self._new_window()
+        self._compiling = lambda: False
 
     # ---- reporting -------------------------------------------------------------------------
     def send(self, message):
@@ -132,49 +154,82 @@ class Probe:
         return _overrides.OverrideError(message)
 
     # ---- torch patches -----------------------------------------------------------------------
+    def on_torch_guarded(self, torch):
+        """Runs inside the script's `import torch`: nothing but a refused override may escape into it."""
+        try:
+            self.on_torch(torch)
+        except _overrides.OverrideError:
+            raise
+        except Exception as err:
+            _note("not started (%r); the script runs unmeasured" % (err,))
+
     def on_torch(self, torch):
         self.torch = torch
-        self.identity["torch"] = torch.__version__
+        self.identity["torch"] = getattr(torch, "__version__", "?")
         try:
             _overrides.check(self.overrides)
             _overrides.apply_flags(torch, self.overrides)
         except _overrides.OverrideError as err:
             self.send({"type": "error", "code": "E_BAD_INPUT", "message": str(err)})
             raise
+        self._compiling = compiling_check(torch)
+        self.losses = LossReader(torch, self.send)
+        self.modules = ModuleHooks(torch, self)
         from torch.utils.data import dataloader
 
-        self.losses = LossReader(torch, self.send)
-
-        _overrides.patch_dataloader_init(dataloader.DataLoader, self.overrides, self)
-        self._patch_loader_next(dataloader._BaseDataLoaderIter)
-        self._patch_optimizer(torch.optim.Optimizer)
-        self._patch_backward(torch.autograd)
-        self._hook_modules(torch.nn.modules.module)
+        parts = (
+            ("DataLoader.__init__", lambda: _overrides.patch_dataloader_init(dataloader.DataLoader, self.overrides, self)),
+            ("DataLoader iterators", lambda: self._patch_loader_next(dataloader._BaseDataLoaderIter)),
+            ("Optimizer", lambda: self._patch_optimizer(torch.optim.Optimizer)),
+            ("autograd.backward", lambda: self._patch_backward(torch.autograd)),
+            ("GradScaler", lambda: self._patch_grad_scalers(torch)),
+            ("torch.compile", lambda: self._patch_compile(torch)),
+        )
+        for name, patch in parts:
+            try:
+                patch()
+            except Exception as err:  # a renamed private in a future torch: measure without that part
+                _note("could not patch %s (%r); measuring without it" % (name, err))
         previous = sys.excepthook
         sys.excepthook = lambda kind, err, tb: (self._uncaught(err), previous(kind, err, tb))
         atexit.register(self.finish, "exit")
 
+    def quiet(self):
+        """True where module calls are not the script's training forward: inside a fetch or a backward."""
+        return self.backward_depth > 0 or getattr(self.local, "in_fetch", False)
+
     def _patch_loader_next(self, Iter):
-        original = Iter.__next__
         probe = self
+        torch = self.torch
 
-        @functools.wraps(original)
-        def __next__(self):
-            t0 = time.perf_counter()
-            if probe.first_fetch is None:
-                probe.first_fetch = t0
-            try:
-                batch = original(self)
-            finally:
-                probe.window["dataMs"] += (time.perf_counter() - t0) * 1000
-            n = batch_size_of(batch)
-            probe.window["batches"] += 1
-            if n is not None:
-                probe.window["samples"] += n
-                probe.last_batch = n
-            return batch
+        def wrap(cls):
+            original = cls.__dict__.get("__next__")
+            if original is None or getattr(original, "_trainbench", False):
+                return
 
-        Iter.__next__ = __next__
+            @functools.wraps(original)
+            def __next__(self):
+                local = probe.local
+                if getattr(local, "in_fetch", False) or probe._compiling():
+                    return original(self)  # a subclass's next() calling its base's
+                probe.stop_if_due()
+                local.in_fetch = True
+                t0 = time.perf_counter()
+                try:
+                    batch = original(self)
+                finally:
+                    local.in_fetch = False
+                t1 = time.perf_counter()
+                n = batch_size_of(batch)
+                if n is not None:
+                    probe.last_batch = n
+                probe.iterations.fetched(t0, t1, n, torch.is_grad_enabled())
+                return batch
+
+            __next__._trainbench = True
+            cls.__next__ = __next__
+
+        _every_subclass(Iter, wrap)
 
     def _patch_optimizer(self, Optimizer):
         original_init = Optimizer.__init__
@@ -183,31 +238,113 @@ class Probe:
         @functools.wraps(original_init)
         def __init__(self, *args, **kwargs):
             original_init(self, *args, **kwargs)
-            cls = type(self)
-            if not getattr(cls.step, "_trainbench_step", False):
-                cls.step = probe._wrap_step(cls.step)
+            try:
+                cls = type(self)
+                if not getattr(cls.step, "_trainbench_step", False):
+                    cls.step = probe._wrap_step(cls.step)
+                self._trainbench_key = next(probe.keys)
+                probe._optimizer_made(self)
+            except Exception as err:  # never let the probe break an optimizer's construction
+                _note("could not follow an optimizer (%r)" % (err,))
 
         Optimizer.__init__ = __init__
+
+    def _optimizer_made(self, optimizer):
+        if self.device is None:
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if getattr(p, "is_cuda", False):
+                        self.device = p.device
+                        break
+        params = [p for group in optimizer.param_groups for p in group["params"]][:1]
+        if params:
+            optimizer._trainbench_first = params[0]
+        self.optimizers.append((weakref.ref(optimizer), params, optimizer._trainbench_key))
+        self.modules.add_optimizer(optimizer)
 
     def _wrap_step(self, original):
         probe = self
 
         @functools.wraps(original)  # copies torch's own markers (its profiler's 'hooked'), so torch wraps it once
         def step(self, *args, **kwargs):
-            if getattr(probe.local, "in_step", False):
-                return original(self, *args, **kwargs)
-            probe.local.in_step = True
-            mark = probe._mark()
+            if probe._compiling():
+                return original(self, *args, **kwargs)  # traced: counted after the compiled call (_patch_compile)
+            local = probe.local
+            if getattr(local, "opt_depth", 0):
+                return original(self, *args, **kwargs)  # super().step(), or an optimizer stepping another
+            in_scaler = getattr(local, "in_scaler", False)
+            if not in_scaler:
+                probe.stop_if_due()
+                args, kwargs = probe._timed_closure(args, kwargs)
+                local.step_mark = probe.mark()
+            local.opt_depth = 1
             try:
                 out = original(self, *args, **kwargs)
             finally:
-                probe.local.in_step = False
-            probe._phase_done("optimizer", mark)
-            probe._step_done()
+                local.opt_depth = 0
+            if in_scaler:
+                local.scaler_stepped = True
+            else:
+                probe._step_ended(self, local.step_mark, skipped=False)
             return out
 
         step._trainbench_step = True
         return step
+
+    def _timed_closure(self, args, kwargs):
+        """step(closure): the closure's forward and backward are theirs, not the optimizer's."""
+        if args and callable(args[0]):
+            closure, where = args[0], "arg"
+        elif callable(kwargs.get("closure")):
+            closure, where = kwargs["closure"], "kw"
+        else:
+            return args, kwargs
+        probe = self
+
+        calls = []
+
+        @functools.wraps(closure)
+        def timed(*a, **k):
+            local = probe.local
+            probe.phase_done("optimizer", local.step_mark)
+            # LBFGS evaluates the closure several times a step: the step's loss is the first (what step() returns).
+            local.closure_repeat = bool(calls)
+            calls.append(1)
+            try:
+                return closure(*a, **k)
+            finally:
+                local.closure_repeat = False
+                local.step_mark = probe.mark()
+
+        if where == "arg":
+            return (timed,) + tuple(args[1:]), kwargs
+        return args, dict(kwargs, closure=timed)
+
+    def _step_ended(self, optimizer, mark, skipped):
+        key = getattr(optimizer, "_trainbench_key", None) or id(optimizer)
+        first = getattr(optimizer, "_trainbench_first", None)
+        if first is not None:
+            optimizer._trainbench_version = first._version  # seen here: not again by _compiled_steps
+        if self.backward_depth:
+            # optimizer-in-backward: the step is part of the backward, which times it; it ends with the backward
+            self.deferred_steps.append((key, skipped))
+            return
+        self.phase_done("optimizer", mark)
+        self.iterations.stepped(key, time.perf_counter(), skipped)
+        self.stop_if_due()
+
+    def _compiled_steps(self):
+        """After a compiled function ran: an optimizer whose parameters it updated in place stepped in it.
+        Nothing of the probe runs inside compiled code, so a step there is seen from the outside, by the
+        parameters' version counters (every in-place update bumps them; zero_grad does not)."""
+        for ref, params, key in list(self.optimizers):
+            optimizer = ref()
+            if optimizer is None or not params:
+                continue
+            version = params[0]._version
+            if version != optimizer._trainbench_version:
+                optimizer._trainbench_version = version
+                self._step_ended(optimizer, (time.perf_counter(), _SKIP), skipped=False)
 
     def _patch_backward(self, autograd):
         original = autograd.backward
@@ -215,65 +352,186 @@ class Probe:
 
         @functools.wraps(original)
         def backward(*args, **kwargs):
-            probe.local.depth = 0  # a forward that raised never closed its phase
+            if probe.backward_depth or probe._compiling():
+                return original(*args, **kwargs)  # a backward inside a backward: reentrant checkpointing
+            probe.stop_if_due()
+            probe.local.depth = 0  # a forward that raised never closed its phase (torch < 2.1)
+            if not probe.backward_seen:
+                probe.backward_seen = True
+                probe._scan_modules()  # the model is built and wrapped (DDP, torch.compile) by its first backward
+            now = time.perf_counter()
+            probe.iterations.backward(now)
             if args or "tensors" in kwargs:
-                probe.losses.keep(probe.steps + 1, args[0] if args else kwargs["tensors"])
-            mark = probe._mark()
+                probe._keep_loss(args[0] if args else kwargs["tensors"])
+            mark = probe.mark(now)
+            probe.backward_depth += 1
             try:
-                return original(*args, **kwargs)
+                out = original(*args, **kwargs)
             finally:
-                probe._phase_done("backward", mark)
+                probe.backward_depth -= 1
+                probe.phase_done("backward", mark)
+                probe._flush_deferred_steps()
+            probe.stop_if_due()
+            return out
 
         autograd.backward = backward
 
-    def _hook_modules(self, module_mod):
-        if not hasattr(module_mod, "register_module_forward_pre_hook"):
-            return  # torch < 1.9: forward and loss stay in 'other'
-        loss_base = getattr(self.torch.nn.modules.loss, "_Loss", ())
+    def _scan_modules(self):
+        try:
+            if self.modules.params:
+                self.modules.discover()
+        except Exception as err:
+            _note("module hooks left as they are (%r)" % (err,))
+
+    def _flush_deferred_steps(self):
+        steps, self.deferred_steps = self.deferred_steps, []
+        now = time.perf_counter()
+        for key, skipped in steps:
+            self.iterations.stepped(key, now, skipped)
+
+    def _keep_loss(self, tensors):
+        t = tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else tensors
+        entry = self.scaled.pop(id(t), None)
+        if entry is not None and entry[0]() is t:
+            t = entry[1]  # GradScaler.scale's input: the script's own loss
+        if self.device is None and getattr(t, "is_cuda", False):
+            self.device = t.device
+        if getattr(self.local, "closure_repeat", False):
+            return
+        scalar = self.losses.scalar_of(t)
+        if scalar is not None:
+            self.iterations.loss(scalar)
+
+    def _patch_grad_scalers(self, torch):
+        classes = []
+        amp = getattr(torch, "amp", None)
+        if amp is not None and hasattr(amp, "GradScaler"):
+            classes.append(amp.GradScaler)
+        cuda_amp = getattr(getattr(torch, "cuda", None), "amp", None)
+        if cuda_amp is not None and hasattr(cuda_amp, "GradScaler"):
+            classes.append(cuda_amp.GradScaler)
+        for cls in classes:
+            if "scale" in cls.__dict__:
+                cls.scale = self._wrap_scale(cls.__dict__["scale"])
+            if "step" in cls.__dict__:
+                cls.step = self._wrap_scaler_step(cls.__dict__["step"])
+
+    def _wrap_scale(self, original):
         probe = self
 
-        def pre(module, inputs):
-            depth = getattr(probe.local, "depth", 0)
-            if depth == 0:
-                probe.local.forward = ("loss" if isinstance(module, loss_base) else "forward", probe._mark())
-            probe.local.depth = depth + 1
+        @functools.wraps(original)
+        def scale(self, outputs):
+            out = original(self, outputs)
+            if probe._compiling() or out is outputs:
+                return out
+            try:
+                if isinstance(out, probe.torch.Tensor) and out.numel() == 1 and out.is_floating_point():
+                    if len(probe.scaled) > 64:
+                        probe.scaled.clear()
+                    probe.scaled[id(out)] = (weakref.ref(out), outputs.detach())
+            except Exception:
+                pass
+            return out
 
-        def post(module, inputs, output):
-            depth = getattr(probe.local, "depth", 1) - 1
-            probe.local.depth = max(0, depth)
-            if depth == 0 and getattr(probe.local, "forward", None):
-                phase, mark = probe.local.forward
-                probe.local.forward = None
-                probe._phase_done(phase, mark)
+        return scale
 
-        module_mod.register_module_forward_pre_hook(pre)
-        module_mod.register_module_forward_hook(post)
+    def _wrap_scaler_step(self, original):
+        probe = self
+
+        @functools.wraps(original)
+        def step(self, optimizer, *args, **kwargs):
+            local = probe.local
+            if probe._compiling() or getattr(local, "in_scaler", False) or getattr(local, "opt_depth", 0):
+                return original(self, optimizer, *args, **kwargs)
+            probe.stop_if_due()
+            local.in_scaler = True
+            local.scaler_stepped = False
+            local.step_mark = probe.mark()
+            try:
+                out = original(self, optimizer, *args, **kwargs)
+            finally:
+                local.in_scaler = False
+            probe._step_ended(optimizer, local.step_mark, skipped=not local.scaler_stepped)
+            return out
+
+        return step
+
+    def _patch_compile(self, torch):
+        original = getattr(torch, "compile", None)
+        if original is None:
+            return  # torch 1.x
+        probe = self
+
+        @functools.wraps(original)
+        def compile(*args, **kwargs):
+            if not probe.dynamo_kept_out:
+                probe.dynamo_kept_out = True
+                _keep_dynamo_out()
+            if args and getattr(getattr(args[0], "__func__", None), "_trainbench_step", False):
+                # torch.compile(opt.step): compile the optimizer's own step, not the probe's wrapper
+                args = (types.MethodType(args[0].__func__.__wrapped__, args[0].__self__),) + tuple(args[1:])
+            compiled = original(*args, **kwargs)
+            if not args or args[0] is None:  # torch.compile(backend=...) used as a decorator factory
+                return functools.wraps(compiled)(lambda fn: probe._counting(compiled(fn), fn))
+            return probe._counting(compiled, args[0])
+
+        torch.compile = compile
+
+    def _counting(self, compiled, fn):
+        """A compiled function (not a module, whose forward steps no optimizer) counts the steps taken inside it."""
+        if isinstance(fn, self.torch.nn.Module) or not callable(compiled):
+            return compiled
+        probe = self
+
+        @functools.wraps(compiled)
+        def run(*args, **kwargs):
+            if probe._compiling():
+                return compiled(*args, **kwargs)
+            probe._note_versions()
+            out = compiled(*args, **kwargs)
+            probe._compiled_steps()
+            return out
+
+        return run
+
+    def _note_versions(self):
+        for ref, params, key in self.optimizers:
+            optimizer = ref()
+            if optimizer is not None and params:
+                optimizer._trainbench_version = params[0]._version
 
     # ---- timing --------------------------------------------------------------------------------
-    def _cuda_active(self):
+    def mark(self, now=None):
+        """The start of a phase: a host time, and a CUDA event on the training device's current stream."""
+        if now is None:
+            now = time.perf_counter()
+        if self.device is None:
+            return (now, None)
         cuda = self.torch.cuda
-        return cuda.is_available() and cuda.is_initialized()
+        if cuda.is_current_stream_capturing():
+            return (now, _SKIP)  # CUDA-graph capture: nothing runs now, and events may not be read
+        event = cuda.Event(enable_timing=True)
+        event.record(cuda.current_stream(self.device))
+        return (now, event)
 
-    def _mark(self):
-        """The start of a phase: a host time, and a CUDA event on the current stream when CUDA is in use."""
-        event = None
-        if self.torch is not None and self._cuda_active():
-            event = self.torch.cuda.Event(enable_timing=True)
-            event.record()
-        return (time.perf_counter(), event)
-
-    def _phase_done(self, phase, mark):
+    def phase_done(self, phase, mark):
         t0, start = mark
+        if start is _SKIP:
+            return
         if start is not None:
-            end = self.torch.cuda.Event(enable_timing=True)
-            end.record()
-            self.pending_cuda.append((self.steps + 1, phase, start, end))
-            self.window["timing"] = "cuda-events"
+            cuda = self.torch.cuda
+            if cuda.is_current_stream_capturing():
+                return
+            end = cuda.Event(enable_timing=True)
+            end.record(cuda.current_stream(self.device))
+            self.iterations.cuda_phase(phase, start, end)
         else:
-            self.window["phasesMs"][phase] += (time.perf_counter() - t0) * 1000
+            self.iterations.phase(phase, (time.perf_counter() - t0) * 1000)
 
     def _read_cuda(self, wait):
         """Phase times of finished CUDA work, sent as they become readable (waiting only at the end)."""
+        if not wait and self.torch.cuda.is_current_stream_capturing():
+            return
         ready = {}
         keep = []
         for step, phase, start, end in self.pending_cuda:
@@ -287,40 +545,54 @@ class Probe:
         for step, phases in sorted(ready.items()):
             self.send({"type": "phases", "step": step, "phasesMs": phases, "timing": "cuda-events"})
 
-    def _new_window(self):
-        self.window = {"dataMs": 0.0, "samples": 0, "batches": 0, "phasesMs": dict.fromkeys(PHASES, 0.0), "timing": "host-clock"}
-
-    def _step_done(self):
-        now = time.perf_counter()
-        start = self.last_end or self.first_fetch or self.t_start
-        self.steps += 1
-        self.last_end = now
-        w = self.window
-        self._new_window()
+    def _iteration_closed(self, number, it):
+        self.steps = number
         self.send(
             {
                 "type": "step",
-                "step": self.steps,
-                "durMs": (now - start) * 1000,
-                "samples": w["samples"],
-                "batches": w["batches"],
-                "dataMs": w["dataMs"],
-                "phasesMs": w["phasesMs"],
-                "timing": w["timing"],
+                "step": number,
+                "durMs": max(0.0, (it.end - it.start) * 1000 - it.eval_ms - it.probe_ms),
+                "samples": it.samples,
+                "batches": it.batches,
+                "dataMs": it.data_ms,
+                "phasesMs": it.phases_ms,
+                "timing": "cuda-events" if it.cuda else "host-clock",
+                # Not yet in Trainbench's message schema (dropped there): what the iteration was made of.
+                "optimizerSteps": len(it.steps),
+                "skipped": it.skipped,
+                "evalMs": it.eval_ms,
             }
         )
+        for phase, start, end in it.cuda:
+            self.pending_cuda.append((number, phase, start, end))
         if self.pending_cuda:
             self._read_cuda(wait=False)
-        self.losses.step_done(now)
-        if self.steps == self.warmup + 1:
+        for scalar in it.losses:
+            self.losses.keep(number, scalar)
+        self.losses.step_done(it.end)
+        if number == self.warmup + 1:
             self._check_flags("at the first measured step")
-        if self.limit and self.steps >= self.warmup + self.limit:
+        try:
+            self.modules.iteration_closed(number)
+        except Exception as err:
+            _note("module hooks left as they are (%r)" % (err,))
+        if self.limit and number >= self.warmup + self.limit and not self.done:
             self.finish("steps")
+            self.stop_due = True
+
+    def stop_if_due(self):
+        """The bounded trial ends at a safe point: never inside a backward (a gradient hook) or compiled code."""
+        if self.stop_due and not self.stopping and not self.backward_depth:
+            self.stopping = True
             # SystemExit unwinds the script as a normal exit would: finally blocks, DataLoader workers shut down.
             raise SystemExit(0)
 
     def _check_flags(self, when):
-        now = _overrides.read_flags(self.torch, self.overrides)
+        try:
+            now = _overrides.read_flags(self.torch, self.overrides)
+        except Exception as err:  # reading a flag must never stop the script
+            _note("could not read torch's flags back %s (%r)" % (when, err))
+            return
         for key, value in now.items():
             if value != self.overrides[key]:
                 message = "override %s=%s was undone %s: the script sets it itself (now %s)" % (key, json.dumps(self.overrides[key]), when, json.dumps(value))
@@ -337,16 +609,19 @@ class Probe:
         """Sends the totals once: at the step limit, or when the script ends on its own."""
         if self.done or self.torch is None:
             return
+        if reason == "exit":
+            self.iterations.finish()  # the last iteration is whole once the script ends
+            if self.done:
+                return  # it was the last of a bounded trial
         self.done = True
         memory = {"cudaPeakBytes": None, "cudaTotalBytes": None, "device": "cpu"}
         try:
-            if self._cuda_active():
+            if self.device is not None:
                 cuda = self.torch.cuda
-                index = cuda.current_device()
                 memory = {
-                    "cudaPeakBytes": int(cuda.max_memory_allocated(index)),
-                    "cudaTotalBytes": int(cuda.get_device_properties(index).total_memory),
-                    "device": "cuda:%d" % index,
+                    "cudaPeakBytes": int(cuda.max_memory_allocated(self.device)),
+                    "cudaTotalBytes": int(cuda.get_device_properties(self.device).total_memory),
+                    "device": "cuda:%d" % self.device.index if self.device.index is not None else str(self.device),
                 }
                 self._read_cuda(wait=True)
         except Exception as err:  # reading memory must not turn a good run into a failure
@@ -366,3 +641,70 @@ class Probe:
         if self.steps > 0 or reason == "steps":
             self.send({"type": "done", "reason": reason, "steps": self.steps, "memory": memory})
         self.channel.close()
+
+
+_WRAPPERS = {"step", "backward", "__next__", "scale", "timed", "run", "compile", "__init__", "_made", "pre", "post", "__init_subclass__", "_counting"}
+
+
+def _keep_dynamo_out():
+    """Dynamo compiles every new frame while a compiled function runs, the probe's own too when the compiled
+    code calls them eagerly (after a graph break): that would trace the probe's bookkeeping (graph breaks,
+    recompiles). The probe's code objects are marked to run as they are, with whatever they call. Traced
+    from the script's code, the probe's wrappers are still inlined (and do nothing: is_compiling)."""
+    try:
+        from torch._dynamo.eval_frame import set_code_exec_strategy
+        from torch._dynamo.types import FrameAction, FrameExecStrategy
+    except Exception as err:  # an older or newer dynamo: the probe's frames may be compiled, as before
+        _note("could not keep torch.compile out of the probe's frames (%r)" % (err,))
+        return
+    everything = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
+    # The wrappers call the script's and torch's own code (a step, a closure, a DataLoader): that stays compiled.
+    just_this = FrameExecStrategy(FrameAction.SKIP, FrameAction.DEFAULT)
+    seen = set()
+    for name, module in list(sys.modules.items()):
+        if name != __name__ and not name.startswith(__name__ + "."):
+            continue
+        stack = [v for v in vars(module).values() if isinstance(v, (types.FunctionType, type))]
+        while stack:
+            obj = stack.pop()
+            if isinstance(obj, type):
+                if obj.__module__ == module.__name__:
+                    stack.extend(v for v in vars(obj).values() if isinstance(v, (types.FunctionType, property)))
+                continue
+            if isinstance(obj, property):
+                stack.extend(f for f in (obj.fget, obj.fset) if f is not None)
+                continue
+            codes = [obj.__code__]
+            while codes:
+                code = codes.pop()
+                if code in seen:
+                    continue
+                seen.add(code)
+                set_code_exec_strategy(code, just_this if code.co_name in _WRAPPERS else everything)
+                codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def _every_subclass(base, patch):
+    """Applies patch to base, to its subclasses now, and to every subclass defined later."""
+    stack = [base]
+    while stack:
+        cls = stack.pop()
+        patch(cls)
+        stack.extend(cls.__subclasses__())
+    _on_subclass(base, patch)
+
+
+def _on_subclass(base, patch):
+    previous = base.__dict__.get("__init_subclass__")
+
+    def __init_subclass__(cls, **kwargs):
+        if previous is not None:
+            previous.__func__(cls, **kwargs)
+        else:
+            super(base, cls).__init_subclass__(**kwargs)
+        try:
+            patch(cls)
+        except Exception as err:
+            _note("could not follow %s (%r)" % (cls.__name__, err))
+
+    base.__init_subclass__ = classmethod(__init_subclass__)

@@ -23,15 +23,22 @@ class LossReader:
         self._off = False
 
     def keep(self, step, tensors):
-        """Called from backward(): keeps the loss when it is one floating scalar tensor."""
+        """Keeps the loss of a step when it is one floating scalar tensor."""
+        scalar = self.scalar_of(tensors)
+        if scalar is not None:
+            self._pending.append((step, scalar))
+
+    def scalar_of(self, tensors):
+        """The detached scalar backward() was given, or None (not one floating scalar: no graph is held)."""
         if self._off:
-            return
+            return None
         t = tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else tensors
         try:
             if isinstance(t, self._torch.Tensor) and t.is_floating_point() and t.numel() == 1:
-                self._pending.append((step, t.detach().reshape(())))
+                return t.detach().reshape(())
         except Exception as err:  # never let the probe break a backward()
             self._stop(err)
+        return None
 
     def step_done(self, now):
         """At an optimizer step's end: start a batch when one is due, send the batches that finished."""

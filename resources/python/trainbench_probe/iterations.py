@@ -1,0 +1,188 @@
+"""Training iterations from what the script does: one iteration is one step however many step() calls it makes.
+
+The probe sees events (a DataLoader fetch, a training forward, an outermost backward, an
+optimizer's step, a skipped step) and turns them into iterations; the rule is ADR 0022's:
+
+- Activity is gathered in a *segment* from the end of one optimizer step to the end of the next.
+- An optimizer that already stepped in the open iteration, stepping again after training activity
+  (a backward, a training forward or a fetched batch) since the last step, starts a new iteration:
+  the open one ended with the previous step. So two optimizers (a GAN, Muon beside AdamW),
+  per-group inner steps (DeepSpeed ZeRO), one optimizer per parameter (optimizer-in-backward) and
+  closures all make one iteration each time round.
+- That is known only when the next iteration steps; once an iteration is known, the next one
+  whose steps repeat its sequence of optimizers closes at once, so steps are not held back.
+- Fetched batches count only when training uses them (a backward or a training forward follows);
+  batches that only an evaluation pass (a forward with grad disabled) uses are evaluation, and the
+  span of such a pass is taken out of the iteration's time (evalMs).
+
+Times are host seconds (time.perf_counter); nothing here imports torch.
+"""
+
+PHASES = ("forward", "loss", "backward", "optimizer")
+
+
+class Segment:
+    """What happened since the end of the last optimizer step (or since the start)."""
+
+    def __init__(self):
+        self.samples = 0
+        self.batches = 0
+        self.data_ms = 0.0
+        self.eval_ms = 0.0
+        self.phases_ms = dict.fromkeys(PHASES, 0.0)
+        self.cuda = []  # (phase, start event, end event)
+        self.losses = []  # detached scalars given to backward()
+        self.trained = False  # a backward, a training forward or a used batch
+
+    def add(self, other):
+        self.samples += other.samples
+        self.batches += other.batches
+        self.data_ms += other.data_ms
+        self.eval_ms += other.eval_ms
+        for k in PHASES:
+            self.phases_ms[k] += other.phases_ms[k]
+        self.cuda.extend(other.cuda)
+        self.losses.extend(other.losses)
+        self.trained = self.trained or other.trained
+
+
+class Iteration(Segment):
+    def __init__(self, start):
+        super().__init__()
+        self.start = start
+        self.end = None
+        self.steps = []  # optimizer keys in the order they stepped
+        self.skipped = False
+        self.probe_ms = 0.0
+
+
+class Fetch:
+    __slots__ = ("t0", "t1", "samples", "eval")
+
+    def __init__(self, t0, t1, samples, is_eval):
+        self.t0 = t0
+        self.t1 = t1
+        self.samples = samples
+        self.eval = is_eval
+
+
+class Iterations:
+    """The boundary rule over a stream of events; `emit(number, iteration)` gets each closed iteration."""
+
+    def __init__(self, emit, start):
+        self._emit = emit
+        self.closed = 0
+        self.seg = Segment()
+        self.open = None  # Iteration with at least one step
+        self.signature = None  # the optimizer sequence of the last closed iteration
+        self.pending = []  # fetches not yet known to be training or evaluation
+        self.eval_start = None
+        self.first_activity = None
+        self.t_start = start
+        self.last_end = None
+        self.probe_spans = []
+
+    # ---- data -----------------------------------------------------------------------------
+    def fetched(self, t0, t1, samples, grad_enabled):
+        """A DataLoader batch; made with grad disabled it is evaluation at once."""
+        f = Fetch(t0, t1, samples, not grad_enabled)
+        if f.eval:
+            self._eval_from(t0)
+        else:
+            self.pending.append(f)
+
+    def _claim(self, now):
+        """Training uses the fetched batches: they count, and an evaluation span before them ends."""
+        if self.pending:
+            first = self.pending[0]
+            self._eval_until(first.t0)
+            for f in self.pending:
+                self.seg.batches += 1
+                self.seg.samples += f.samples or 0
+                self.seg.data_ms += (f.t1 - f.t0) * 1000
+            self.pending = []
+            self._note_activity(first.t0)
+        else:
+            self._eval_until(now)
+            self._note_activity(now)
+        self.seg.trained = True
+
+    def _eval_from(self, t):
+        if self.eval_start is None:
+            self.eval_start = t
+
+    def _eval_until(self, t):
+        if self.eval_start is not None:
+            self.seg.eval_ms += max(0.0, (t - self.eval_start) * 1000)
+            self.eval_start = None
+
+    def _note_activity(self, t):
+        if self.first_activity is None:
+            self.first_activity = t
+
+    # ---- compute ------------------------------------------------------------------------------
+    def training_forward(self, t0):
+        self._claim(t0)
+
+    @property
+    def evaluating(self):
+        return self.eval_start is not None
+
+    def eval_forward(self, t0):
+        """A forward of a model in eval mode with grad disabled: the batches it reads are evaluation, and so is its time."""
+        if self.pending:
+            self._eval_from(self.pending[0].t0)
+            self.pending = []
+        else:
+            self._eval_from(t0)
+
+    def backward(self, t0):
+        self._claim(t0)
+
+    def phase(self, phase, ms):
+        self.seg.phases_ms[phase] += ms
+
+    def cuda_phase(self, phase, start, end):
+        self.seg.cuda.append((phase, start, end))
+
+    def probe_time(self, t0, t1):
+        """The probe's own work (finding the model's modules): taken out of the iteration it falls in."""
+        self.probe_spans.append((t0, t1))
+
+    def loss(self, scalar):
+        self.seg.losses.append(scalar)
+
+    # ---- steps --------------------------------------------------------------------------------
+    def stepped(self, key, t_end, skipped=False):
+        """An optimizer's step ended (or a GradScaler skipped it). Returns how many iterations closed."""
+        before = self.closed
+        self._eval_until(t_end)
+        if self.open is not None and key in self.open.steps and self.seg.trained:
+            self._close()
+        if self.open is None:
+            start = self.last_end if self.closed else (self.first_activity or self.t_start)
+            self.open = Iteration(start)
+        it = self.open
+        it.add(self.seg)
+        self.seg = Segment()
+        it.steps.append(key)
+        it.skipped = it.skipped or skipped
+        it.end = t_end
+        if self.signature is not None and tuple(it.steps) == self.signature:
+            self._close()
+        return self.closed - before
+
+    def _close(self):
+        it, self.open = self.open, None
+        spans = [(max(a, it.start), min(b, it.end)) for a, b in self.probe_spans if b > it.start]
+        it.probe_ms = sum(max(0.0, b - a) for a, b in spans) * 1000
+        self.probe_spans = [(a, b) for a, b in self.probe_spans if b > it.end]
+        self.signature = tuple(it.steps)
+        self.closed += 1
+        self.last_end = it.end
+        self._emit(self.closed, it)
+
+    def finish(self):
+        """At the end of the run: the open iteration is whole (what came after its last step is not)."""
+        if self.open is not None:
+            self._close()
