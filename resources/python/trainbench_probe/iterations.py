@@ -113,7 +113,10 @@ class Iterations:
 
     def _eval_until(self, t):
         if self.eval_start is not None:
-            self.seg.eval_ms += max(0.0, (t - self.eval_start) * 1000)
+            # Only the part inside the open iteration: an evaluation before training began (a sanity check) is in none.
+            lower = self.last_end if self.closed else self.first_activity
+            if lower is not None:
+                self.seg.eval_ms += max(0.0, (t - max(self.eval_start, lower)) * 1000)
             self.eval_start = None
 
     def _note_activity(self, t):
