@@ -129,11 +129,8 @@ class ModuleHooks:
         return [ref() for ref, _ in self.hooked.values() if ref() is not None]
 
     def _hook(self, m):
-        handles = [m.register_forward_pre_hook(self.pre)]
-        try:
-            handles.append(m.register_forward_hook(self.post, always_call=True))  # torch >= 2.1: runs when forward raises
-        except TypeError:
-            handles.append(m.register_forward_hook(self.post))
+        # One registration for every torch: a forward that raised is closed at the next backward or fetch.
+        handles = [m.register_forward_pre_hook(self.pre), m.register_forward_hook(self.post)]
         self.hooked[id(m)] = (weakref.ref(m), handles)
 
     # ---- the hooks --------------------------------------------------------------------------
