@@ -129,7 +129,7 @@ class ModuleHooks:
         return [ref() for ref, _ in self.hooked.values() if ref() is not None]
 
     def _hook(self, m):
-        # One registration for every torch: a forward that raised is closed at the next backward or fetch.
+        # One registration for every torch (no always_call): a forward that raised is closed at the next backward.
         handles = [m.register_forward_pre_hook(self.pre), m.register_forward_hook(self.post)]
         self.hooked[id(m)] = (weakref.ref(m), handles)
 
