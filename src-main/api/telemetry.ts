@@ -19,13 +19,14 @@ export const GpuSampleSchema = z.object({
   pcieGen: num,
   pcieWidth: num,
   /** Why clocks are held down right now (e.g. "sw_power_cap", "hw_thermal_slowdown"); null when unknown. */
-  throttleReasons: z.array(z.string()).nullable(),
+  throttleReasons: z.array(z.string().max(64)).max(32).nullable(),
 });
 export type GpuSample = z.infer<typeof GpuSampleSchema>;
 
 export const HostSampleSchema = z.object({
   /** Load of each logical core, percent. */
-  cpuPerCore: z.array(z.number()),
+  /** At most 1,024 cores: a sample from a file is data, and a real machine's fits in a few KB. */
+  cpuPerCore: z.array(z.number()).max(1024),
   memUsedBytes: z.number(),
   memAvailableBytes: z.number(),
   memTotalBytes: z.number(),
@@ -42,7 +43,7 @@ export type HostSample = z.infer<typeof HostSampleSchema>;
 export const TelemetrySampleSchema = z.object({
   /** ms since the epoch */
   t: z.number(),
-  gpus: z.array(GpuSampleSchema),
+  gpus: z.array(GpuSampleSchema).max(64),
   host: HostSampleSchema,
 });
 export type TelemetrySample = z.infer<typeof TelemetrySampleSchema>;

@@ -235,9 +235,11 @@ const MAX_EVENT_LINE_BYTES = 64 * 1024;
  */
 async function readThinnedEvents(workspace: Workspace, file: string): Promise<TrainEvent[]> {
   let events: TrainEvent[] = [];
-  let stepsHeld = 0;
-  let stride = 1;
-  let seen = 0;
+  // Steps and the other events (epochs) are each thinned the same way: a tampered file of
+  // millions of epoch lines costs no more than a long run's steps.
+  const held = { step: 0, other: 0 };
+  const stride = { step: 1, other: 1 };
+  const seen = { step: 0, other: 0 };
   let last: TrainEvent | null = null;
   const take = (line: string) => {
     let parsed;
@@ -248,17 +250,16 @@ async function readThinnedEvents(workspace: Workspace, file: string): Promise<Tr
     }
     if (!parsed.success) return;
     const e = parsed.data;
-    if (e.type === 'step') {
-      last = e;
-      if (seen++ % stride !== 0) return;
-      stepsHeld++;
-    }
+    const kind = e.type === 'step' ? 'step' : 'other';
+    if (kind === 'step') last = e;
+    if (seen[kind]++ % stride[kind] !== 0) return;
+    held[kind]++;
     events.push(e);
-    if (stepsHeld > 2 * MAX_STEP_EVENTS) {
-      stride *= 2;
+    if (held[kind] > 2 * MAX_STEP_EVENTS) {
+      stride[kind] *= 2;
       let nth = 0;
-      events = events.filter((x) => x.type !== 'step' || nth++ % 2 === 0);
-      stepsHeld = nth - Math.floor(nth / 2);
+      events = events.filter((x) => (x.type === 'step' ? 'step' : 'other') !== kind || nth++ % 2 === 0);
+      held[kind] = nth - Math.floor(nth / 2);
     }
   };
   try {
@@ -266,9 +267,9 @@ async function readThinnedEvents(workspace: Workspace, file: string): Promise<Tr
   } catch {
     // no events.jsonl (a run that never stepped), one that went away, or not a file: what was read counts
   }
-  if (stepsHeld > MAX_STEP_EVENTS) {
+  if (held.step > MAX_STEP_EVENTS) {
     // The held steps are evenly spaced: one last even pass brings them to the limit.
-    const k = Math.ceil(stepsHeld / MAX_STEP_EVENTS);
+    const k = Math.ceil(held.step / MAX_STEP_EVENTS);
     let nth = 0;
     events = events.filter((x) => x.type !== 'step' || nth++ % k === 0);
   }

@@ -8,8 +8,12 @@ import { WorkspaceFileError } from './workspace-files';
 
 /** Samples runs.get returns at most: enough for a chart a few thousand pixels wide. */
 export const MAX_TELEMETRY_SAMPLES = 2000;
-/** A sample with many GPUs is a few KB; a longer line is not one the sampler wrote. */
-const MAX_SAMPLE_LINE_BYTES = 256 * 1024;
+/**
+ * A sample of 8 GPUs and 256 cores is about 5 KB; a longer line is not one the sampler wrote. The cap
+ * bounds a request's memory: at most 2 x MAX_TELEMETRY_SAMPLES lines are held while a file is thinned
+ * (64 MiB at this cap; 256 KiB lines once let three requests exhaust the heap).
+ */
+const MAX_SAMPLE_LINE_BYTES = 16 * 1024;
 
 /** One line of telemetry.jsonl as a sample, or null for a line that is not one (cut off by a kill, or foreign). */
 function sampleOf(line: string): TelemetrySample | null {

@@ -322,7 +322,12 @@ export async function copyFileOut(workspace: Workspace, from: string, to: string
     }
     await out.close();
     out = null;
-    await renameReplacing(tmp, to);
+    await renameReplacing(tmp, to).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'EISDIR' || err.code === 'ENOTEMPTY' || err.code === 'EEXIST') {
+        throw new ApiError('E_BAD_INPUT', `${path.basename(to)} is a folder in the export folder: move it away or export elsewhere`);
+      }
+      throw err;
+    });
   } catch (err) {
     await out?.close().catch(() => undefined);
     await fs.rm(tmp, { force: true });

@@ -90,7 +90,8 @@ export function resolveInside(root: string, relative: string): string {
   if (!isWithin(realRoot, real)) {
     throw new ApiError(
       'E_BAD_INPUT',
-      `path ${JSON.stringify(relative)} leads outside the workspace through a link (to ${real}); copy the files into the workspace instead`,
+      // Where it leads is not said: an answer must not map what lies outside the workspace.
+      `path ${JSON.stringify(relative)} leads outside the workspace through a link; copy the files into the workspace instead`,
     );
   }
   return resolved;

@@ -107,6 +107,15 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
         ws.send(JSON.stringify(msg));
       } catch (err) {
         log(`could not send to ${who}: ${(err as Error).message}`);
+        // A response that cannot be sent (too large to serialise) still answers its request, with why.
+        if (msg.type === 'response' && msg.ok) {
+          const error = new ApiError('E_INTERNAL', `the answer could not be sent: ${(err as Error).message}`).toPayload();
+          try {
+            ws.send(JSON.stringify({ type: 'response', id: msg.id, ok: false, error }));
+          } catch {
+            // nothing more to say
+          }
+        }
       }
     };
     const unsubscribe = services.events.subscribe((event, data) => send({ type: 'event', event, data }));

@@ -272,3 +272,58 @@ describe('finding 5: tampered ids, links at JSON files, one bad entry in a list'
     await stillServing();
   });
 });
+
+// An independent review of the fix (issue 23) planted these next; each failed before its fix.
+describe('second round: what a review of the fix found', () => {
+  it.skipIf(process.platform !== 'linux')('telemetry lines of hundreds of KB, three runs.get at once: lines over the cap are dropped unread, memory stays bounded', async () => {
+    const now = new Date().toISOString();
+    writeRun('fat-telemetry', { status: 'completed', result: {}, createdAt: now });
+    // Valid samples but for a core list of 20,000 entries: ~100 KB a line, 2,000 lines.
+    const sample = JSON.stringify({ t: 1, host: { cpuPercent: 1, cpuPerCore: Array.from({ length: 20_000 }, () => 1.25), memUsedBytes: 1, memTotalBytes: 2 }, gpus: [] });
+    writeFileSync(inWs('runs', 'fat-telemetry', 'telemetry.jsonl'), `${sample}\n`.repeat(2000));
+    const details = await Promise.all(Array.from({ length: 3 }, () => call('runs.get', { id: 'fat-telemetry' }, 60_000)));
+    for (const d of details) expect(d).toMatchObject({ ok: true, result: { telemetry: [] } });
+    expect(peakRss(serve.child.pid!)).toBeLessThan(400 * 1024 * 1024);
+    await stillServing();
+  }, 120_000);
+
+  it('a million epoch events in events.jsonl are thinned like steps: runs.get answers, with at most 4,000', async () => {
+    writeRun('epoch-flood', { status: 'completed', result: {} });
+    const epoch = JSON.stringify({ type: 'epoch', t: 1, epoch: 1, epochs: 1, seconds: 1, trainLoss: 1, trainAccuracy: null });
+    writeFileSync(inWs('runs', 'epoch-flood', 'events.jsonl'), `${epoch}\n`.repeat(1_000_000));
+    const detail = await call('runs.get', { id: 'epoch-flood' }, 60_000);
+    expect(detail.ok).toBe(true);
+    const events = (detail.result as { events: unknown[] }).events;
+    expect(events.length).toBeGreaterThan(0);
+    expect(events.length).toBeLessThanOrEqual(4000);
+  }, 120_000);
+
+  it('a cache whose manifest claims a 2 TiB shard (and has one, sparse) is refused from the manifest, not hashed for hours', async () => {
+    const built = await call('datasets.build', { source: { kind: 'synthetic-board', records: 64, seed: 1 }, name: 'tiny' }, 60_000);
+    expect(built.ok).toBe(true);
+    const id = (built.result as { dataset: { id: string } }).dataset.id;
+    const manifestFile = inWs('datasets', id, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as { shards: { bytes: number }[] };
+    manifest.shards[0].bytes = 2 ** 41;
+    writeFileSync(manifestFile, JSON.stringify(manifest));
+    truncateSync(inWs('datasets', id, 'shard-00000.bin'), 2 ** 41);
+    const verify = await call('datasets.verify', { id });
+    expect(verify).toMatchObject({ ok: true, result: { ok: false, problems: [expect.stringContaining('do not follow from its records and fields')] } });
+    await stillServing();
+  }, 90_000);
+
+  it('an error about a link leading out does not say where it leads', async () => {
+    symlinkSync(outside.dir, inWs('sources', 'out'));
+    const answer = await call('files.list', { dir: 'sources/out' });
+    expect(answer).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT' } });
+    expect(JSON.stringify(answer)).not.toContain(outside.dir);
+  });
+
+  it('a folder in the export folder at the markdown name is a request error naming it, not an internal one with paths', async () => {
+    const id = '0001-planted';
+    writeReport(id);
+    mkdirSync(inWs('exports', id, `${id}.md`, 'inner'), { recursive: true });
+    const answer = await call('reports.export', { id, dir: `exports/${id}` });
+    expect(answer).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT', message: `${id}.md is a folder in the export folder: move it away or export elsewhere` } });
+  });
+});

@@ -1,6 +1,6 @@
 // The built-in example's positions take seconds to make on a small machine: the
 // generator reports how far it is, and the CLI draws that as a bar.
-import { lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
@@ -58,12 +58,20 @@ describe('example board generation', () => {
     const outside = tempDir('trainbench-outside-');
     try {
       writeFileSync(path.join(outside.dir, 'profile'), 'original');
-      mkdirSync(path.join(t.dir, 'sources', 'board-100-seed1'), { recursive: true });
-      symlinkSync(path.join(outside.dir, 'profile'), path.join(t.dir, 'sources', 'board-100-seed1', 'features.npy'));
+      const dir = path.join(t.dir, 'sources', 'board-100-seed1');
+      mkdirSync(dir, { recursive: true });
+      symlinkSync(path.join(outside.dir, 'profile'), path.join(dir, 'features.npy'));
       const ws = await openWorkspace(t.dir);
       await writeBoardDumps(ws, 100, 1);
       expect(readFileSync(path.join(outside.dir, 'profile'), 'utf8')).toBe('original');
-      expect(lstatSync(path.join(t.dir, 'sources', 'board-100-seed1', 'features.npy')).isSymbolicLink()).toBe(false);
+      expect(lstatSync(path.join(dir, 'features.npy')).isSymbolicLink()).toBe(false);
+      // Marked finished, with a dump swapped for a link: made again, not trusted.
+      rmSync(path.join(dir, 'value.npy'));
+      symlinkSync(path.join(outside.dir, 'profile'), path.join(dir, 'value.npy'));
+      const made: number[] = [];
+      await writeBoardDumps(ws, 100, 1, { onProgress: (r) => made.push(r) });
+      expect(made).toEqual([100]);
+      expect(lstatSync(path.join(dir, 'value.npy')).isSymbolicLink()).toBe(false);
     } finally {
       t.cleanup();
       outside.cleanup();

@@ -1,6 +1,6 @@
 // Serve mode answers requests concurrently, and the CLI may write reports beside the app:
 // report numbers, saves, removes and exports must not interleave into a broken folder.
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -36,6 +36,16 @@ afterEach(() => t.cleanup());
 const numbers = () => readdirSync(ws.resolve('reports')).filter((d) => /^\d{4}-/.test(d)).map((d) => d.slice(0, 4)).sort();
 
 describe('report numbers and concurrent changes', () => {
+  it('is not stopped by a claim left behind (or planted) at any number, and leaves that claim alone (issue 23)', async () => {
+    mkdirSync(path.join(ws.resolve('reports'), '.claim-9999'));
+    mkdirSync(path.join(ws.resolve('reports'), '.claim-0001'));
+    await createReport(ws, content('aa'));
+    await createReport(ws, content('bb'));
+    // 0001 is taken by the stale claim: the next free numbers are used.
+    expect(numbers()).toEqual(['0002', '0003']);
+    expect(readdirSync(ws.resolve('reports')).filter((d) => d.startsWith('.claim-')).sort()).toEqual(['.claim-0001', '.claim-9999']);
+  });
+
   it('gives reports created at once distinct, consecutive numbers whatever their titles, and leaves no claim behind', async () => {
     await Promise.all(['aa', 'bb', 'cc', 'dd', 'aa'].map((title) => createReport(ws, content(title))));
     expect(numbers()).toEqual(['0001', '0002', '0003', '0004', '0005']);

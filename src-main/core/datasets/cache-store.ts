@@ -8,7 +8,7 @@ import { IdSchema } from '../../api/ids';
 import { formatIssues } from '../../api/format-issues';
 import type { Workspace } from '../workspace';
 import { isFolder, isMissing, listFolder, MiB, openFile, readJsonCapped, readTextCapped, removeEntry, renameEntry, streamFile } from '../workspace-files';
-import { SHARD_HEADER_BYTES, SHARD_MAGIC } from './shard-layout';
+import { planShards, SHARD_HEADER_BYTES, SHARD_MAGIC } from './shard-layout';
 import { processExists } from '../process-exists';
 
 /** A manifest lists fields and shards: even a terabyte cache's is far below this. */
@@ -41,6 +41,19 @@ export async function readManifest(workspace: Workspace, dir: string): Promise<C
 
 /** The checks done on every open: shard files exist with the right size and header (not the checksums). */
 export async function checkStructure(workspace: Workspace, dir: string, m: CacheManifest): Promise<void> {
+  // The layout follows from the records and fields: a manifest that says otherwise (a shard of 2 TiB for
+  // a few records, say) is refused before any shard is opened or hashed. The count first, by arithmetic,
+  // so a tampered record count cannot make the plan itself huge.
+  if (Math.ceil(m.records / m.recordsPerShard) !== m.shards.length) {
+    throw new ApiError('E_DATA', `the manifest lists ${m.shards.length} shards, but ${m.records} records at ${m.recordsPerShard} per shard make ${Math.ceil(m.records / m.recordsPerShard)}`);
+  }
+  const plan = planShards(m.records, m.recordsPerShard, m.fields.map((f) => f.recordBytes));
+  for (const [i, s] of m.shards.entries()) {
+    const p = plan[i];
+    if (s.file !== p.file || s.records !== p.records || s.bytes !== p.bytes || s.fieldOffsets.join() !== p.fieldOffsets.join()) {
+      throw new ApiError('E_DATA', `${s.file}: the manifest's size or offsets (${s.bytes} bytes) do not follow from its records and fields (${p.bytes} bytes expected)`);
+    }
+  }
   let total = 0;
   for (const [i, s] of m.shards.entries()) {
     // Opened as itself: a link or special file in a shard's place is refused, not mapped by the loader.
@@ -272,6 +285,9 @@ export async function verifyDataset(workspace: Workspace, idOrName: string): Pro
     const manifest = await readManifest(workspace, dir);
     id = manifest.id;
     await checkStructure(workspace, dir, manifest).catch((err: Error) => problems.push(err.message));
+    // A damaged structure (a shard missing, of the wrong size, or a layout the manifest cannot have) is
+    // the answer: hashing what is there would take as long as the files claim to be big.
+    if (problems.length) return { id, ok: false, problems, seconds: (Date.now() - started) / 1000 };
     for (const s of manifest.shards) {
       const actual = await sha256File(workspace, path.join(dir, s.file)).catch(() => null);
       if (actual === null) continue; // already reported as missing

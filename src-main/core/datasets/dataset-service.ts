@@ -256,8 +256,9 @@ export class DatasetService {
       train = await ensure('fashion-mnist-train', specs.train, callers);
       test = await ensure('fashion-mnist-test', specs.test, callers);
     } else if (data.kind === 'example-board') {
-      train = await ensure('example-board-train', await this.generateExample(EXAMPLE_TRAIN_RECORDS, 0, access));
-      test = await ensure('example-board-test', await this.generateExample(EXAMPLE_TEST_RECORDS, 1, access));
+      // The dumps are the workspace's own files: read with the caller's confinement, like any of its files.
+      train = await ensure('example-board-train', await this.generateExample(EXAMPLE_TRAIN_RECORDS, 0, access), true);
+      test = await ensure('example-board-test', await this.generateExample(EXAMPLE_TEST_RECORDS, 1, access), true);
     } else if (data.kind === 'idx') {
       const pair = (p: { images: string; labels: string }): SourceSpec => ({
         kind: 'idx',

@@ -4,7 +4,7 @@ import path from 'node:path';
 
 import type { SourceSpec } from '../../api/datasets';
 import type { Workspace } from '../workspace';
-import { createFileWriteStream, isFolder, makeFolder, readTextCapped, removeEntry, renameEntry, writeFileConfined } from '../workspace-files';
+import { createFileWriteStream, isFolder, makeFolder, openFile, readTextCapped, removeEntry, renameEntry, writeFileConfined } from '../workspace-files';
 import { boardSource } from './importers/board-source';
 import { recordBytes } from './importers/record-source';
 
@@ -33,9 +33,24 @@ export async function writeBoardDumps(
     ],
   };
   const complete = path.join(dir, '.complete');
-  if (await isFolder(workspace, dir) && (await readTextCapped(workspace, complete, 1024).then(() => true, () => false))) return spec;
-  await makeFolder(workspace, dir);
   const source = boardSource(records, seed);
+  if ((await isFolder(workspace, dir)) && (await readTextCapped(workspace, complete, 1024).then(() => true, () => false))) {
+    // Finished before, if each dump is still a regular file of its exact size: a link or a file of
+    // another size planted in a shared workspace is made again, never read.
+    const whole = await Promise.all(
+      source.fields.map((f) =>
+        openFile(workspace, path.join(dir, files[f.name as keyof typeof files])).then(
+          async (o) => {
+            await o.handle.close();
+            return o.size === records * recordBytes(f);
+          },
+          () => false,
+        ),
+      ),
+    );
+    if (whole.every(Boolean)) return spec;
+  }
+  await makeFolder(workspace, dir);
   // Written to fresh temp names and renamed into place: whatever was at the final names (a link
   // planted in a shared workspace, say) is replaced, never written through.
   const tag = randomBytes(4).toString('hex');

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 
 import type { RecordSource } from './importers/record-source';
+import { SOURCE_OPEN_FLAGS } from './importers/source-file';
 
 const EDGE_BYTES = 1 << 20;
 
@@ -15,7 +16,7 @@ export interface FileFingerprint {
 
 async function fileFingerprint(path: string): Promise<FileFingerprint> {
   const stat = await fs.stat(path);
-  const fh = await fs.open(path, 'r');
+  const fh = await fs.open(path, SOURCE_OPEN_FLAGS);
   try {
     const hash = createHash('sha256');
     const head = Buffer.alloc(Math.min(EDGE_BYTES, stat.size));

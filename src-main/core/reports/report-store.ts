@@ -27,7 +27,8 @@ import {
 export const REPORT_SCHEMA_VERSION = 1;
 const META_FILE = 'report.json';
 const MAX_SLUG = 48;
-const FOLDER_PATTERN = /^(\d{4})-[a-z0-9-]+$/;
+// Numbered from 0001; past 9999 the number takes more digits (a claim planted at .claim-9999 must not stop new reports).
+const FOLDER_PATTERN = /^(\d{4,6})-[a-z0-9-]+$/;
 /** report.json holds sections, figure names and notes; the markdown and an SVG are pages, not megabytes. */
 const MAX_META_BYTES = 4 * MiB;
 const MAX_MARKDOWN_BYTES = 16 * MiB;
@@ -158,17 +159,14 @@ export async function readFigure(workspace: Workspace, id: string, name: string)
   return { name, svg };
 }
 
-/** The next free number: one more than the largest folder's. */
-/** A number being taken by a report under creation (see createReport). */
-const CLAIM_PATTERN = /^\.claim-(\d{4,})$/;
-
 async function reportNames(workspace: Workspace): Promise<string[]> {
   return (await listFolder(workspace, 'reports').catch(() => [])).map((e) => e.name);
 }
 
+/** One more than the largest report's number. Claims are not counted: a creator skips a claimed number (see createReport). */
 async function nextNumber(workspace: Workspace): Promise<number> {
   const names = await reportNames(workspace);
-  return names.reduce((max, n) => Math.max(max, Number(FOLDER_PATTERN.exec(n)?.[1] ?? CLAIM_PATTERN.exec(n)?.[1] ?? 0)), 0) + 1;
+  return names.reduce((max, n) => Math.max(max, Number(FOLDER_PATTERN.exec(n)?.[1] ?? 0)), 0) + 1;
 }
 
 async function numberTaken(workspace: Workspace, number: number): Promise<boolean> {
@@ -197,14 +195,18 @@ export const nextReportNumber = nextNumber;
  */
 export async function createReport(workspace: Workspace, content: ReportContent, now = new Date()): Promise<ReportDetail> {
   await makeFolder(workspace, 'reports');
+  let floor = 1; // past a number found claimed by another creator (or by a claim left behind)
   for (let attempt = 0; ; attempt++) {
-    // Rescanned on every attempt: a number another creator took shows up as its claim or its folder.
-    const number = await nextNumber(workspace);
+    // Rescanned on every attempt: a number another creator took shows up as its folder.
+    const number = Math.max(await nextNumber(workspace), floor);
     const claim = path.join('reports', `.claim-${String(number).padStart(4, '0')}`);
     try {
       await makeFolderExclusive(workspace, claim); // exclusive: the number is ours, whatever the title
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST' && attempt < 100) continue;
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST' && attempt < 100) {
+        floor = number + 1;
+        continue;
+      }
       throw err;
     }
     // Our scan may predate another creator who claimed this number, made its folder and let the
@@ -216,8 +218,8 @@ export async function createReport(workspace: Workspace, content: ReportContent,
     }
     content = { ...content, markdown: content.markdown.replace(/^# \d+\. /, `# ${number}. `) };
     const id = `${String(number).padStart(4, '0')}-${slugOf(content.title)}`;
-    reportDir(workspace, id);
     try {
+      reportDir(workspace, id);
       await makeFolderExclusive(workspace, path.join('reports', id));
     } finally {
       // The folder now carries the number (or creating it failed): the claim has done its job.

@@ -1,7 +1,5 @@
-import { createReadStream } from 'node:fs';
-
 import { ApiError } from '../../../api/errors';
-import { sourceFileError } from './source-file';
+import { sourceFileError, openSourceStream } from './source-file';
 
 /** Longest CSV line read (bytes, without the newline): far past any real table row, far below what hurts memory. */
 export const MAX_CSV_LINE_BYTES = 1 << 20;
@@ -16,7 +14,7 @@ const BOM = '\ufeff';
  * file, a table without newlines) is refused as soon as it passes the bound.
  */
 export async function* csvLines(path: string): AsyncGenerator<{ text: string; line: number }> {
-  const stream = createReadStream(path, { highWaterMark: 1 << 20 });
+  const stream = openSourceStream(path, { highWaterMark: 1 << 20 });
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let line = 0;

@@ -1,11 +1,10 @@
-import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 
 import type { CacheDType } from '../../../api/datasets';
 import { ApiError } from '../../../api/errors';
 import { ByteStream } from './byte-stream';
-import { sourceFileSize } from './source-file';
+import { sourceFileSize, openSourceStream } from './source-file';
 import type { RecordSource } from './record-source';
 import { recordChunks, swapBytes } from './record-source';
 
@@ -14,7 +13,7 @@ const IDX_TYPES: Record<number, CacheDType> = { 0x08: 'uint8', 0x09: 'int8', 0x0
 const WIDTH: Record<string, number> = { uint8: 1, int8: 1, int16: 2, int32: 4, float32: 4, float64: 8 };
 
 async function isGzip(path: string): Promise<boolean> {
-  const stream = createReadStream(path, { start: 0, end: 1 });
+  const stream = openSourceStream(path, { start: 0, end: 1 });
   const chunks: Buffer[] = [];
   for await (const c of stream) chunks.push(c as Buffer);
   const head = Buffer.concat(chunks);
@@ -22,7 +21,7 @@ async function isGzip(path: string): Promise<boolean> {
 }
 
 function open(path: string, gz: boolean): ByteStream {
-  const file = createReadStream(path, { highWaterMark: 1 << 20 });
+  const file = openSourceStream(path, { highWaterMark: 1 << 20 });
   const stream: Readable = gz ? file.pipe(createGunzip()) : file;
   if (gz) file.on('error', (err) => stream.destroy(err));
   return new ByteStream(stream, path, (err) =>

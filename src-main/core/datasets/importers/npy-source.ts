@@ -1,4 +1,3 @@
-import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { createInflateRaw } from 'node:zlib';
 
@@ -9,7 +8,7 @@ import type { NpyHeader } from './npy-header';
 import { npyHeaderBytes, npyLengthBytes, parseNpyHeader } from './npy-header';
 import type { Chunk, RawFieldLayout, RecordSource, SourceField } from './record-source';
 import { checkAborted, gatherMember, swapBytes } from './record-source';
-import { sourceFileSize } from './source-file';
+import { sourceFileSize, openSourceStream } from './source-file';
 
 /** Where an .npy stream lives: a whole file, or an entry of an .npz archive. */
 export interface NpyLocation {
@@ -24,7 +23,7 @@ export interface NpyLocation {
 }
 
 function openStream(loc: NpyLocation): ByteStream {
-  const file = createReadStream(loc.file, { start: loc.start, end: loc.start + loc.length - 1, highWaterMark: 1 << 20 });
+  const file = openSourceStream(loc.file, { start: loc.start, end: loc.start + loc.length - 1, highWaterMark: 1 << 20 });
   const stream: Readable = loc.deflated ? file.pipe(createInflateRaw()) : file;
   if (loc.deflated) file.on('error', (err) => stream.destroy(err));
   return new ByteStream(stream, loc.label, (err) => new ApiError('E_DATA', `${loc.label}: ${loc.deflated ? 'bad compressed data' : 'read failed'} (${err.message})`));

@@ -1,14 +1,12 @@
-import { createReadStream } from 'node:fs';
-
 import type { RawFieldFile, RawRecordFile } from '../../../api/datasets';
 import { ApiError } from '../../../api/errors';
 import { ByteStream } from './byte-stream';
 import { formatRecordLayout, placeMembers } from './record-layout';
 import type { RecordSource } from './record-source';
 import { checkAborted, gatherMember, recordBytes, recordChunks, zipSources } from './record-source';
-import { sourceFileSize } from './source-file';
+import { sourceFileSize, openSourceStream } from './source-file';
 
-const openDump = (path: string) => new ByteStream(createReadStream(path, { highWaterMark: 1 << 20 }), path);
+const openDump = (path: string) => new ByteStream(openSourceStream(path, { highWaterMark: 1 << 20 }), path);
 
 /** A headerless dump (ndarray.tofile(), often misnamed .npy): the dtype and per-record shape are the user's word. */
 export async function rawFileSource(spec: RawFieldFile): Promise<RecordSource> {

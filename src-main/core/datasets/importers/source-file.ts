@@ -1,6 +1,17 @@
-import { promises as fs } from 'node:fs';
+import { constants, createReadStream, promises as fs, type ReadStream } from 'node:fs';
 
 import { ApiError } from '../../../api/errors';
+
+/**
+ * How every importer opens a source file: never blocking in open() (a FIFO swapped in for a file
+ * after it was checked gives an empty read, not a hung thread-pool thread).
+ */
+export const SOURCE_OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
+
+/** A stream of a source file opened with SOURCE_OPEN_FLAGS (numeric flags work; Node's types name only strings). */
+export function openSourceStream(path: string, options: { start?: number; end?: number; highWaterMark?: number } = {}): ReadStream {
+  return createReadStream(path, { ...options, flags: SOURCE_OPEN_FLAGS as unknown as string });
+}
 
 /** What a person should hear for the file system errors a source file can raise, after "cannot read <path>: <CODE>". */
 const PROBLEMS: Record<string, string> = {
@@ -27,11 +38,16 @@ export function sourceFileError(path: string, err: unknown): ApiError {
  */
 export async function sourceFileSize(path: string): Promise<number> {
   try {
-    const stat = await fs.stat(path);
-    if (stat.isDirectory()) throw sourceFileError(path, { code: 'EISDIR' });
-    if (!stat.isFile()) throw new ApiError('E_BAD_INPUT', `${path} is not a regular file (a device, pipe or socket): import from a file`);
-    await (await fs.open(path, 'r')).close();
-    return stat.size;
+    // The opened file is the one checked: fstat, not a stat of the path before it.
+    const fh = await fs.open(path, SOURCE_OPEN_FLAGS);
+    try {
+      const stat = await fh.stat();
+      if (stat.isDirectory()) throw sourceFileError(path, { code: 'EISDIR' });
+      if (!stat.isFile()) throw new ApiError('E_BAD_INPUT', `${path} is not a regular file (a device, pipe or socket): import from a file`);
+      return stat.size;
+    } finally {
+      await fh.close();
+    }
   } catch (err) {
     throw sourceFileError(path, err);
   }
