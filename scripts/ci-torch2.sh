@@ -3,10 +3,19 @@
 # and the real clients the probe is tested under (Hugging Face transformers + accelerate, Lightning,
 # torchdata's StatefulDataLoader), pinned. Idempotent: when the environment already holds these
 # versions it only checks them (about a second).
-# Usage: scripts/ci-torch2.sh [venv folder, default .venv-torch2]
+# Usage: scripts/ci-torch2.sh [venv folder]
+# The environment lives outside the checkout (default ~/.cache/trainbench/venv-torch2, kept between
+# runs), because `eslint .` would lint the JavaScript inside site-packages; .venv-torch2 in the
+# checkout is a link to it (eslint does not follow links), where the tests look by default
+# (TB_TORCH2_PYTHON names another python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-venv="${1:-.venv-torch2}"
+venv="${1:-${TB_TORCH2_VENV:-$HOME/.cache/trainbench/venv-torch2}}"
+link_in_checkout() {
+  if [ ! -e .venv-torch2 ] && [ ! -L .venv-torch2 ]; then
+    ln -s "$(cd "$venv" && pwd)" .venv-torch2
+  fi
+}
 # torch is pinned to the CPU wheel (+cpu), which this kind of machine keeps on its disk (pip's find-links):
 # never an unpinned torch, whose default Linux build pulls several GB of CUDA libraries.
 pins=(
@@ -28,6 +37,7 @@ for line in sys.argv[1].split():
     assert version(name) == pinned, (name, version(name), pinned)
 PY
 then
+  link_in_checkout
   echo "ci-torch2: $venv has ${pins[*]}"
   exit 0
 fi
@@ -44,7 +54,9 @@ if ! "$base" -c 'import ensurepip' 2>/dev/null; then
   [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends python3.11-venv
 fi
+mkdir -p "$(dirname "$venv")"
 [ -x "$python" ] || "$base" -m venv "$venv"
 # (pip names each local index folder it skips; those lines are noise.)
 "$python" -m pip install -q --upgrade-strategy only-if-needed "${pins[@]}" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
 "$python" -c 'import torch, transformers, accelerate, lightning; print("ci-torch2: torch", torch.__version__, "transformers", transformers.__version__, "accelerate", accelerate.__version__, "lightning", lightning.__version__)'
+link_in_checkout
