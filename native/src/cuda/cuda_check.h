@@ -17,6 +17,18 @@ inline void cuda_check(cudaError_t err, const char* call, const char* file, int 
 
 }  // namespace tb
 
+// A kernel launch, TB_LAUNCH(kernel, grid, block, shared bytes, stream)(args...): <<<...>>> under nvcc,
+// the emulated device's launcher in the emulated build (native/emu/cuda_emu.h, docs/adr/0023-emulated-cuda.md).
+#ifndef TB_CUDA_EMULATED
+#define TB_LAUNCH(kernel, grid, block, smem, stream) kernel<<<grid, block, smem, stream>>>
+#endif
+// Tensor-core (WMMA) kernel bodies: compiled for sm_80 and newer, and in the emulated build.
+#if defined(TB_CUDA_EMULATED) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800)
+#define TB_HAS_WMMA 1
+#else
+#define TB_HAS_WMMA 0
+#endif
+
 #define TB_CUDA_CHECK(call) ::tb::cuda_check((call), #call, __FILE__, __LINE__)
 // After a kernel launch: launch configuration errors surface here.
 #define TB_CUDA_LAUNCH_CHECK() ::tb::cuda_check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)

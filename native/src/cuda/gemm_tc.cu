@@ -32,7 +32,7 @@ template <typename T>
 __global__ void __launch_bounds__(128) gemm_tc_k(bool ta, bool tb, int M, int N, int K, float alpha, const float* __restrict__ A,
                                                  int lda, const float* __restrict__ B, int ldb, float beta, float* __restrict__ C,
                                                  int ldc) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if TB_HAS_WMMA
   using namespace nvcuda;
   __shared__ __align__(32) T As[BM][LDA_S];
   __shared__ __align__(32) T Bs[BK][LDB_S];
@@ -82,8 +82,8 @@ void gemm_tc(bool half_not_bf16, bool trans_a, bool trans_b, int M, int N, int K
              int ldb, float beta, float* C, int ldc, cudaStream_t s) {
   if (M <= 0 || N <= 0) return;
   const dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-  if (half_not_bf16) gemm_tc_k<__half><<<grid, 128, 0, s>>>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  else gemm_tc_k<__nv_bfloat16><<<grid, 128, 0, s>>>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (half_not_bf16) TB_LAUNCH(gemm_tc_k<__half>, grid, 128, 0, s)(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  else TB_LAUNCH(gemm_tc_k<__nv_bfloat16>, grid, 128, 0, s)(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   TB_CUDA_LAUNCH_CHECK();
 }
 

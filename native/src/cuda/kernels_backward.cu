@@ -139,42 +139,42 @@ __global__ void col2im_k(float* din, const float* col, int n0, int nb, int C, in
 
 void batchnorm_backward(float* din, float* dgamma, float* dbeta, const float* dout, const float* in, const float* gamma,
                         const float* save_mean, const float* save_invstd, int N, int C, int HW, cudaStream_t s) {
-  bn_backward_k<<<C, kThreads, 0, s>>>(din, dgamma, dbeta, dout, in, gamma, save_mean, save_invstd, N, C, HW);
+  TB_LAUNCH(bn_backward_k, C, kThreads, 0, s)(din, dgamma, dbeta, dout, in, gamma, save_mean, save_invstd, N, C, HW);
   TB_CUDA_LAUNCH_CHECK();
 }
 void global_avgpool_forward(float* out, const float* in, int N, int C, int HW, cudaStream_t s) {
   const std::int64_t rows = static_cast<std::int64_t>(N) * C;
-  gap_fwd_k<<<blocks_for(rows), kThreads, 0, s>>>(out, in, rows, HW);
+  TB_LAUNCH(gap_fwd_k, blocks_for(rows), kThreads, 0, s)(out, in, rows, HW);
   TB_CUDA_LAUNCH_CHECK();
 }
 void global_avgpool_backward(float* din, const float* dout, int N, int C, int HW, cudaStream_t s) {
   const std::int64_t n = static_cast<std::int64_t>(N) * C * HW;
-  gap_bwd_k<<<blocks_for(n), kThreads, 0, s>>>(din, dout, n, HW);
+  TB_LAUNCH(gap_bwd_k, blocks_for(n), kThreads, 0, s)(din, dout, n, HW);
   TB_CUDA_LAUNCH_CHECK();
 }
 void bias_grad(float* db, const float* dout, int rows, int cols, cudaStream_t s) {
-  bias_grad_k<<<blocks_for(cols), kThreads, 0, s>>>(db, dout, rows, cols);
+  TB_LAUNCH(bias_grad_k, blocks_for(cols), kThreads, 0, s)(db, dout, rows, cols);
   TB_CUDA_LAUNCH_CHECK();
 }
 void softmax_ce_soft(float* row_loss, float* dlogits, const float* logits, const float* targets, const float* mask, int B, int K,
                      float grad_scale, const float* rows_counted, cudaStream_t s) {
-  softmax_soft_k<<<B, kThreads, 0, s>>>(row_loss, dlogits, logits, targets, mask, K, grad_scale, rows_counted);
+  TB_LAUNCH(softmax_soft_k, B, kThreads, 0, s)(row_loss, dlogits, logits, targets, mask, K, grad_scale, rows_counted);
   TB_CUDA_LAUNCH_CHECK();
 }
 void bce_logits(float* row_loss, float* dlogits, const float* logits, const float* targets, int B, float grad_scale, cudaStream_t s) {
-  bce_k<<<blocks_for(B), kThreads, 0, s>>>(row_loss, dlogits, logits, targets, B, grad_scale);
+  TB_LAUNCH(bce_k, blocks_for(B), kThreads, 0, s)(row_loss, dlogits, logits, targets, B, grad_scale);
   TB_CUDA_LAUNCH_CHECK();
 }
 void im2col(float* col, const float* in, int N0, int nb, int C, int H, int W, int KH, int KW, int stride, int pad, cudaStream_t s) {
   const int OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
   const std::int64_t total = static_cast<std::int64_t>(C) * KH * KW * nb * OH * OW;
-  im2col_k<<<blocks_for(total), kThreads, 0, s>>>(col, in, N0, nb, C, H, W, KH, KW, stride, pad, OH, OW);
+  TB_LAUNCH(im2col_k, blocks_for(total), kThreads, 0, s)(col, in, N0, nb, C, H, W, KH, KW, stride, pad, OH, OW);
   TB_CUDA_LAUNCH_CHECK();
 }
 void col2im(float* din, const float* col, int N0, int nb, int C, int H, int W, int KH, int KW, int stride, int pad, cudaStream_t s) {
   const int OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
   const std::int64_t total = static_cast<std::int64_t>(nb) * C * H * W;
-  col2im_k<<<blocks_for(total), kThreads, 0, s>>>(din, col, N0, nb, C, H, W, KH, KW, stride, pad, OH, OW);
+  TB_LAUNCH(col2im_k, blocks_for(total), kThreads, 0, s)(din, col, N0, nb, C, H, W, KH, KW, stride, pad, OH, OW);
   TB_CUDA_LAUNCH_CHECK();
 }
 

@@ -56,41 +56,41 @@ __global__ void nonfinite_k(unsigned int* count, const float* x, std::int64_t n)
 }  // namespace
 
 void relu_forward(float* out, const float* in, std::int64_t n, cudaStream_t s) {
-  relu_fwd_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, n);
+  TB_LAUNCH(relu_fwd_k, blocks_for(n), kThreads, 0, s)(out, in, n);
   TB_CUDA_LAUNCH_CHECK();
 }
 void relu_backward(float* din, const float* dout, const float* out, std::int64_t n, cudaStream_t s) {
-  relu_bwd_k<<<blocks_for(n), kThreads, 0, s>>>(din, dout, out, n);
+  TB_LAUNCH(relu_bwd_k, blocks_for(n), kThreads, 0, s)(din, dout, out, n);
   TB_CUDA_LAUNCH_CHECK();
 }
 void add_forward(float* out, const float* a, const float* b, std::int64_t n, cudaStream_t s) {
-  add_k<<<blocks_for(n), kThreads, 0, s>>>(out, a, b, n);
+  TB_LAUNCH(add_k, blocks_for(n), kThreads, 0, s)(out, a, b, n);
   TB_CUDA_LAUNCH_CHECK();
 }
 void widen_u8(float* out, const std::uint8_t* in, std::int64_t n, float scale, float offset, cudaStream_t s) {
-  widen_u8_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, n, scale, offset);
+  TB_LAUNCH(widen_u8_k, blocks_for(n), kThreads, 0, s)(out, in, n, scale, offset);
   TB_CUDA_LAUNCH_CHECK();
 }
 void to_bf16(__nv_bfloat16* out, const float* in, std::int64_t n, cudaStream_t s) {
-  to_bf16_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, n);
+  TB_LAUNCH(to_bf16_k, blocks_for(n), kThreads, 0, s)(out, in, n);
   TB_CUDA_LAUNCH_CHECK();
 }
 void to_f16(__half* out, const float* in, std::int64_t n, cudaStream_t s) {
-  to_f16_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, n);
+  TB_LAUNCH(to_f16_k, blocks_for(n), kThreads, 0, s)(out, in, n);
   TB_CUDA_LAUNCH_CHECK();
 }
 void sgd_update(float* p, const float* g, float* buf, std::int64_t n, float momentum, float weight_decay, const TrainState* st,
                 cudaStream_t s) {
-  sgd_k<<<blocks_for(n), kThreads, 0, s>>>(p, g, buf, n, momentum, weight_decay, st);
+  TB_LAUNCH(sgd_k, blocks_for(n), kThreads, 0, s)(p, g, buf, n, momentum, weight_decay, st);
   TB_CUDA_LAUNCH_CHECK();
 }
 void adamw_update(float* p, const float* g, float* m, float* v, std::int64_t n, float beta1, float beta2, float eps,
                   float weight_decay, const TrainState* st, cudaStream_t s) {
-  adamw_k<<<blocks_for(n), kThreads, 0, s>>>(p, g, m, v, n, beta1, beta2, eps, weight_decay, st);
+  TB_LAUNCH(adamw_k, blocks_for(n), kThreads, 0, s)(p, g, m, v, n, beta1, beta2, eps, weight_decay, st);
   TB_CUDA_LAUNCH_CHECK();
 }
 void count_nonfinite(unsigned int* count, const float* x, std::int64_t n, cudaStream_t s) {
-  nonfinite_k<<<blocks_for(n), kThreads, 0, s>>>(count, x, n);
+  TB_LAUNCH(nonfinite_k, blocks_for(n), kThreads, 0, s)(count, x, n);
   TB_CUDA_LAUNCH_CHECK();
 }
 

@@ -40,7 +40,7 @@ __global__ void gemm_f32_k(bool ta, bool tb, int M, int N, int K, float alpha, c
 
 // Each warp computes one 16x16 tile with bf16 tensor-core fragments, fp32 accumulation.
 __global__ void gemm_bf16_tc_k(int M, int N, int K, const __nv_bfloat16* A, const __nv_bfloat16* B, float* C) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if TB_HAS_WMMA
   using namespace nvcuda;
   const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / warpSize;
   const int tiles_n = N / 16;
@@ -66,7 +66,7 @@ void gemm_f32(bool trans_a, bool trans_b, int M, int N, int K, float alpha, cons
   if (M <= 0 || N <= 0) return;
   const dim3 block(TILE, TILE);
   const dim3 grid((N + TILE - 1) / TILE, (M + TILE - 1) / TILE);
-  gemm_f32_k<<<grid, block, 0, s>>>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  TB_LAUNCH(gemm_f32_k, grid, block, 0, s)(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   TB_CUDA_LAUNCH_CHECK();
 }
 
@@ -78,7 +78,7 @@ void gemm_bf16_tc(int M, int N, int K, const __nv_bfloat16* A, const __nv_bfloat
   const int warps = (M / 16) * (N / 16);
   const int threads = 128;  // 4 warps per block
   const int blocks = (warps * 32 + threads - 1) / threads;
-  gemm_bf16_tc_k<<<blocks, threads, 0, s>>>(M, N, K, A, B, C);
+  TB_LAUNCH(gemm_bf16_tc_k, blocks, threads, 0, s)(M, N, K, A, B, C);
   TB_CUDA_LAUNCH_CHECK();
 }
 

@@ -68,14 +68,14 @@ __global__ void bn_train_k(float* out, float* save_mean, float* save_invstd, con
 
 void softmax_ce(float* row_loss, float* dlogits, const float* logits, const std::int32_t* labels, int B, int K, float grad_scale,
                 cudaStream_t s) {
-  softmax_ce_k<<<B, kThreads, 0, s>>>(row_loss, dlogits, logits, labels, B, K, grad_scale);
+  TB_LAUNCH(softmax_ce_k, B, kThreads, 0, s)(row_loss, dlogits, logits, labels, B, K, grad_scale);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void batchnorm_forward_train(float* out, float* save_mean, float* save_invstd, const float* in, const float* gamma, const float* beta,
                              float* running_mean, float* running_var, int N, int C, int HW, float momentum, float eps, cudaStream_t s,
                              bool relu) {
-  bn_train_k<<<C, kThreads, 0, s>>>(out, save_mean, save_invstd, in, gamma, beta, running_mean, running_var, N, C, HW, momentum, eps, relu);
+  TB_LAUNCH(bn_train_k, C, kThreads, 0, s)(out, save_mean, save_invstd, in, gamma, beta, running_mean, running_var, N, C, HW, momentum, eps, relu);
   TB_CUDA_LAUNCH_CHECK();
 }
 

@@ -214,11 +214,11 @@ __global__ void poison_k(float* g) { g[0] = INFINITY; }
 
 template <typename T>
 void launch_widen(float* out, const void* in, std::int64_t n, float scale, float offset, cudaStream_t s) {
-  widen_k<T><<<blocks_for(n), kThreads, 0, s>>>(out, static_cast<const T*>(in), n, scale, offset);
+  TB_LAUNCH(widen_k<T>, blocks_for(n), kThreads, 0, s)(out, static_cast<const T*>(in), n, scale, offset);
 }
 template <typename T>
 void launch_labels(std::int32_t* out, const void* in, std::int64_t n, cudaStream_t s) {
-  labels_k<T><<<blocks_for(n), kThreads, 0, s>>>(out, static_cast<const T*>(in), n);
+  TB_LAUNCH(labels_k<T>, blocks_for(n), kThreads, 0, s)(out, static_cast<const T*>(in), n);
 }
 
 }  // namespace
@@ -261,100 +261,100 @@ void widen_labels(std::int32_t* out, const void* in, DType t, std::int64_t n, cu
 
 void bias_act(float* x, const float* bias, std::int64_t n, int channels, int inner, bool relu, cudaStream_t s) {
   if (n <= 0 || (!bias && !relu)) return;
-  bias_act_k<<<blocks_for(n), kThreads, 0, s>>>(x, bias, n, channels, inner, relu);
+  TB_LAUNCH(bias_act_k, blocks_for(n), kThreads, 0, s)(x, bias, n, channels, inner, relu);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void conv_out_from_gemm(float* out, const float* tmp, const float* bias, int n0, int nb, int O, int HW, bool relu, cudaStream_t s) {
-  conv_out_k<<<blocks_for(static_cast<std::int64_t>(nb) * O * HW), kThreads, 0, s>>>(out, tmp, bias, n0, nb, O, HW, relu);
+  TB_LAUNCH(conv_out_k, blocks_for(static_cast<std::int64_t>(nb) * O * HW), kThreads, 0, s)(out, tmp, bias, n0, nb, O, HW, relu);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void conv_grad_to_gemm(float* tmp, const float* dout, int n0, int nb, int O, int HW, cudaStream_t s) {
-  conv_grad_k<<<blocks_for(static_cast<std::int64_t>(nb) * O * HW), kThreads, 0, s>>>(tmp, dout, n0, nb, O, HW);
+  TB_LAUNCH(conv_grad_k, blocks_for(static_cast<std::int64_t>(nb) * O * HW), kThreads, 0, s)(tmp, dout, n0, nb, O, HW);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void bias_grad_rows(float* db, const float* x, int rows, int cols, cudaStream_t s) {
   if (rows <= 0) return;
-  row_sums_k<<<rows, kThreads, 0, s>>>(db, x, cols);
+  TB_LAUNCH(row_sums_k, rows, kThreads, 0, s)(db, x, cols);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void batchnorm_forward_eval(float* out, const float* in, const float* gamma, const float* beta, const float* running_mean,
                             const float* running_var, int N, int C, int HW, float eps, bool relu, cudaStream_t s) {
   const std::int64_t n = static_cast<std::int64_t>(N) * C * HW;
-  bn_eval_k<<<blocks_for(n), kThreads, 0, s>>>(out, in, gamma, beta, running_mean, running_var, n, C, HW, eps, relu);
+  TB_LAUNCH(bn_eval_k, blocks_for(n), kThreads, 0, s)(out, in, gamma, beta, running_mean, running_var, n, C, HW, eps, relu);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void dropout_forward(float* out, float* mask, const float* in, std::int64_t n, float p, unsigned long long salt, int micro_batch,
                      const TrainState* st, cudaStream_t s) {
-  dropout_k<<<blocks_for(n), kThreads, 0, s>>>(out, mask, in, n, p, salt, micro_batch, st);
+  TB_LAUNCH(dropout_k, blocks_for(n), kThreads, 0, s)(out, mask, in, n, p, salt, micro_batch, st);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void multiply(float* out, const float* a, const float* b, std::int64_t n, cudaStream_t s) {
-  multiply_k<<<blocks_for(n), kThreads, 0, s>>>(out, a, b, n);
+  TB_LAUNCH(multiply_k, blocks_for(n), kThreads, 0, s)(out, a, b, n);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void accumulate(float* a, const float* b, std::int64_t n, cudaStream_t s) {
-  accumulate_k<<<blocks_for(n), kThreads, 0, s>>>(a, b, n);
+  TB_LAUNCH(accumulate_k, blocks_for(n), kThreads, 0, s)(a, b, n);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void apply_loss_scale(float* x, std::int64_t n, const TrainState* st, cudaStream_t s) {
-  loss_scale_k<<<blocks_for(n), kThreads, 0, s>>>(x, n, st);
+  TB_LAUNCH(loss_scale_k, blocks_for(n), kThreads, 0, s)(x, n, st);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void mse(float* row_loss, float* dpred, const float* pred, const float* target, int B, int D, float grad_scale, cudaStream_t s) {
-  mse_k<<<blocks_for(B), kThreads, 0, s>>>(row_loss, dpred, pred, target, B, D, grad_scale);
+  TB_LAUNCH(mse_k, blocks_for(B), kThreads, 0, s)(row_loss, dpred, pred, target, B, D, grad_scale);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void mask_count(float* counted, const float* mask, int B, cudaStream_t s) {
-  mask_count_k<<<1, kThreads, 0, s>>>(counted, mask, B);
+  TB_LAUNCH(mask_count_k, 1, kThreads, 0, s)(counted, mask, B);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void accumulate_loss(TrainState* st, int head, const float* row_loss, int B, const float* rows_counted, float weight,
                      bool count_micro_batch, cudaStream_t s) {
-  accumulate_loss_k<<<1, kThreads, 0, s>>>(st, head, row_loss, B, rows_counted, weight, count_micro_batch);
+  TB_LAUNCH(accumulate_loss_k, 1, kThreads, 0, s)(st, head, row_loss, B, rows_counted, weight, count_micro_batch);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void count_correct(TrainState* st, const float* logits, const std::int32_t* labels, const float* targets, const float* mask, int B,
                    int K, cudaStream_t s) {
   const std::int64_t threads = static_cast<std::int64_t>(B) * 32;
-  correct_k<<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0, s>>>(st, logits, labels, targets, mask, B, K);
+  TB_LAUNCH(correct_k, static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0, s)(st, logits, labels, targets, mask, B, K);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void gradient_stats(TrainState* st, const float* g, std::int64_t n, cudaStream_t s) {
   const unsigned blocks = blocks_for(n) < 1024 ? blocks_for(n) : 1024;
-  gradient_stats_k<<<blocks, kThreads, 0, s>>>(st, g, n);
+  TB_LAUNCH(gradient_stats_k, blocks, kThreads, 0, s)(st, g, n);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void finish_gradients(TrainState* st, float clip_norm, bool dynamic_scale, float beta1, float beta2, cudaStream_t s) {
-  finish_gradients_k<<<1, 1, 0, s>>>(st, clip_norm, dynamic_scale, beta1, beta2);
+  TB_LAUNCH(finish_gradients_k, 1, 1, 0, s)(st, clip_norm, dynamic_scale, beta1, beta2);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void set_step(TrainState* st, float lr, unsigned long long dropout_seed, cudaStream_t s) {
-  set_step_k<<<1, 1, 0, s>>>(st, lr, dropout_seed);
+  TB_LAUNCH(set_step_k, 1, 1, 0, s)(st, lr, dropout_seed);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void reset_readout(TrainState* st, cudaStream_t s) {
-  reset_readout_k<<<1, 1, 0, s>>>(st);
+  TB_LAUNCH(reset_readout_k, 1, 1, 0, s)(st);
   TB_CUDA_LAUNCH_CHECK();
 }
 
 void poison_gradient(float* g, cudaStream_t s) {
-  poison_k<<<1, 1, 0, s>>>(g);
+  TB_LAUNCH(poison_k, 1, 1, 0, s)(g);
   TB_CUDA_LAUNCH_CHECK();
 }
 
