@@ -21,6 +21,11 @@ export const CudaDeviceSchema = z.object({
 export const CudaStatusSchema = z.object({
   /** The CUDA backend is compiled into this engine build. */
   compiled: z.boolean(),
+  /**
+   * The build is the emulated device (TB_CUDA_EMULATE): CUDA code run on the CPU to check it.
+   * Its devices' names say "emulated (CPU)", and no timing from it is a GPU figure.
+   */
+  emulated: z.boolean().optional(),
   /** A driver answered and at least one device exists. */
   available: z.boolean(),
   /** Why CUDA is not available, in words a person can act on; null when it is. */

@@ -17,7 +17,11 @@ export function formatDevices(devices: Devices): string {
   } else if (!cuda.available) {
     lines.push(`CUDA  runtime ${cudaVersion(cuda.runtimeVersion)}, no device: ${cuda.reason ?? 'unknown reason'}`);
   } else {
-    lines.push(`CUDA  runtime ${cudaVersion(cuda.runtimeVersion)}, driver supports ${cudaVersion(cuda.driverVersion)}`);
+    lines.push(
+      cuda.emulated
+        ? 'CUDA  emulated (CPU): the CUDA backend checked on the processor, for tests; its timings are not GPU figures'
+        : `CUDA  runtime ${cudaVersion(cuda.runtimeVersion)}, driver supports ${cudaVersion(cuda.driverVersion)}`,
+    );
     for (const d of cuda.devices) {
       lines.push(
         `  cuda:${d.index}  ${d.name}  ${(d.totalMemoryBytes / GiB).toFixed(1)} GiB  sm_${d.computeCapability.replace('.', '')}  ${d.multiprocessors} SMs  ${d.pciBusId}`,

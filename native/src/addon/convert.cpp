@@ -16,6 +16,7 @@ Napi::Object to_js(Napi::Env env, const CpuInfo& cpu) {
 Napi::Object to_js(Napi::Env env, const CudaStatus& cuda) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("compiled", cuda.compiled);
+  o.Set("emulated", cuda.emulated);
   o.Set("available", cuda.available);
   o.Set("reason", cuda.reason.empty() ? env.Null() : Napi::String::New(env, cuda.reason));
   o.Set("driverVersion", cuda.driver_version);

@@ -25,6 +25,7 @@ struct CudaDeviceInfo {
 
 struct CudaStatus {
   bool compiled = false;     // the CUDA backend is in this binary
+  bool emulated = false;     // ...built for the emulated device (CPU), not a GPU: its timings are never GPU figures
   bool available = false;    // a driver answered and at least one device exists
   std::string reason;        // why not available, in words a person can act on
   int driver_version = 0;    // e.g. 13000 for 13.0; 0 when no driver

@@ -73,6 +73,12 @@ void* load_dll(const wchar_t* file, DWORD flags, std::string* why) {
 #endif
 
 void* open_library(std::string* name, std::string* error) {
+#if defined(TB_CUDA_EMULATED)
+  // cuBLASLt drives a real GPU through the driver: the emulated device has neither.
+  (void)name;
+  *error = "the emulated CUDA device runs the engine's own kernels only (cuBLASLt needs a GPU)";
+  return nullptr;
+#endif
   // TB_CUBLASLT names the library file when it is not on the loader's path (e.g. pip's nvidia-cublas).
   std::string explicit_failure;
 #if defined(_WIN32)

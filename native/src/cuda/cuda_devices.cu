@@ -30,6 +30,9 @@ static std::string unavailable_reason(cudaError_t err, int driver_version) {
 CudaStatus cuda_status() {
   CudaStatus status;
   status.compiled = true;
+#if defined(TB_CUDA_EMULATED)
+  status.emulated = true;
+#endif
   cudaRuntimeGetVersion(&status.runtime_version);
   if (cudaDriverGetVersion(&status.driver_version) != cudaSuccess) status.driver_version = 0;
 
