@@ -10,7 +10,7 @@ import trainbench from './tools/eslint/layer-imports-rule.mjs';
 const root = fileURLToPath(new URL('.', import.meta.url));
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'build/**', 'node_modules/**', 'test-results/**', 'bench/results/**'] },
+  { ignores: ['dist/**', 'build/**', 'build-*/**', '.venv*/**', 'node_modules/**', 'test-results/**', 'bench/results/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   ...pluginVue.configs['flat/recommended'],
