@@ -10,6 +10,13 @@ import { loadAddon } from '../helpers/native';
 // `npm run test:gpu` requires a GPU by its name too, since a `VAR=1 cmd` prefix in package.json does not work in Windows cmd.
 export const REQUIRE_GPU = process.env.TB_REQUIRE_GPU === '1' || process.env.npm_lifecycle_event === 'test:gpu';
 
+/**
+ * Whether the device is the emulated one (npm run test:gpu-emu): the CUDA code runs on the CPU,
+ * thousands of times slower, so a test that needs a GPU's speed (a whole epoch of Fashion-MNIST)
+ * says so and skips there; everything else runs.
+ */
+export const EMULATED = loadAddon().devices().cuda.emulated === true;
+
 /** Why cuda:0 cannot be used here, or null when it can. */
 export function cudaUnavailableReason(): string | null {
   const cuda = loadAddon().devices().cuda;
