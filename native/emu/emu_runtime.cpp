@@ -29,6 +29,19 @@
 
 #include "emu_runtime.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+// Under AddressSanitizer each allocation is followed by a poisoned redzone and a freed one is
+// poisoned whole: a kernel writing past its buffer, or reading one after cudaFree, is reported.
+constexpr std::size_t kRedzone = 256;
+#define TB_EMU_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define TB_EMU_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+constexpr std::size_t kRedzone = 0;
+#define TB_EMU_POISON(p, n) ((void)(p), (void)(n))
+#define TB_EMU_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 // The opaque handles of driver_types.h, defined here.
 struct CUstream_st;
 struct CUevent_st;
@@ -535,7 +548,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   *ptr = nullptr;
   if (unsafe_under_capture()) return fail(cudaErrorStreamCaptureUnsupported, "cudaMalloc while a stream is captured (an unsafe call under capture)");
   Arena& a = arena();
-  const std::size_t bytes = std::max<std::size_t>(256, (size + 255) & ~std::size_t(255));  // 256-byte aligned, as cudaMalloc guarantees
+  const std::size_t bytes = std::max<std::size_t>(256, (size + kRedzone + 255) & ~std::size_t(255));  // 256-byte aligned, as cudaMalloc guarantees
   std::lock_guard<std::mutex> lock(a.mu);
   for (auto it = a.free.begin(); it != a.free.end(); ++it) {
     if (it->second < bytes || size > a.capacity) continue;
@@ -545,6 +558,8 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
     a.used[at] = bytes;
     a.in_use += bytes;
     *ptr = a.base + at;
+    TB_EMU_UNPOISON(a.base + at, size);
+    TB_EMU_POISON(a.base + at + size, bytes - size);
     return cudaSuccess;
   }
   return fail(cudaErrorMemoryAllocation);
@@ -561,6 +576,7 @@ cudaError_t cudaFree(void* ptr) {
   std::size_t bytes = it->second, start = at;
   a.used.erase(it);
   a.in_use -= bytes;
+  TB_EMU_POISON(a.base + start, bytes);
   // The pages go back to the OS; the next owner sees zeros, not this one's data (a GPU gives garbage).
   if (bytes >= 1 << 20) madvise(a.base + start, bytes, MADV_DONTNEED);
   auto next = a.free.lower_bound(start);
