@@ -63,6 +63,8 @@
 #define __shfl_xor_sync(mask, v, d, ...) ::tb::emu::shfl(::tb::emu::WarpOp::ShflXor, mask, v, d, __FILE__, __LINE__, ##__VA_ARGS__)
 
 // A kernel launch: the same arguments as <<<grid, block, shared bytes, stream>>>.
+#define TB_DEVICE_MEMORY_LENT(ptr, bytes, block, stream, fresh) ::tb::emu::memory_lent(ptr, bytes, block, stream, fresh)
+#define TB_DEVICE_MEMORY_RETURNED(ptr, block, stream) ::tb::emu::memory_returned(ptr, block, stream)
 #define TB_LAUNCH(kernel, grid, block, smem, stream) ::tb::emu::Launcher(kernel, grid, block, smem, stream, #kernel, __FILE__, __LINE__)
 
 namespace tb::emu {

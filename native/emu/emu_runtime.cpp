@@ -330,8 +330,6 @@ void flush_blocking_streams() {
   for (CUstream_st* s : blocking) flush_all(s);
 }
 
-CUstream_st* capturing(CUstream_st* s) { return s->capture ? s : nullptr; }
-
 /**
  * Runtime API, cudaStreamBeginCapture / cudaStreamCaptureMode: while a capture is under way,
  * "potentially unsafe" calls (synchronous copies and memsets, cudaMalloc, synchronising the
@@ -739,6 +737,58 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   return submit(stream, Op{[waited, progress, seq] { wait_for(waited, progress, seq); }, cudaGraphNodeTypeWaitEvent});
 }
 
+}  // extern "C" pauses here
+
+namespace tb::emu {
+
+/**
+ * Runs a poisoning change in the stream's order: queued on a stream, after the work queued before
+ * it; on the legacy stream after the blocking streams' work, as the legacy stream waits for it;
+ * `captured` instead while the stream is captured (and nothing on the legacy stream while any
+ * stream is, which legacy work would invalidate).
+ */
+void in_stream_order(cudaStream_t stream, std::function<void()> change, const std::function<void()>& captured) {
+  CUstream_st* s = real(stream);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!is_legacy(s) && !s->capture) {
+      s->queue.push_back(Op{std::move(change), cudaGraphNodeTypeEmpty});
+      ++s->enqueued;
+      return;
+    }
+    if (s->capture) {
+      if (captured) captured();
+      return;
+    }
+    for (CUstream_st* other : g_streams)
+      if (other->capture) return;
+  }
+  flush_blocking_streams();
+  std::lock_guard<std::recursive_mutex> device(g_device);
+  change();
+}
+
+void memory_lent(void* ptr, std::size_t bytes, std::size_t block, cudaStream_t stream, bool fresh) {
+  if (!kRedzone || !ptr) return;
+  char* p = static_cast<char*>(ptr);
+  auto lend = [p, bytes, block] {
+    TB_EMU_UNPOISON(p, bytes);
+    TB_EMU_POISON(p + bytes, block - bytes);
+  };
+  if (fresh) return lend();  // nobody's work is queued on it
+  in_stream_order(stream, lend, [p, bytes] { TB_EMU_UNPOISON(p, bytes); });
+}
+
+void memory_returned(void* ptr, std::size_t block, cudaStream_t stream) {
+  if (!kRedzone || !ptr) return;
+  char* p = static_cast<char*>(ptr);
+  in_stream_order(stream, [p, block] { TB_EMU_POISON(p, block); }, nullptr);
+}
+
+}  // namespace tb::emu
+
+extern "C" {
+
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* data) { return submit(stream, Op{[fn, data] { fn(data); }, cudaGraphNodeTypeHost}); }
 
 // ---------------------------------------------------------------- events
@@ -757,7 +807,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!event) return fail(cudaErrorInvalidResourceHandle);
   CUstream_st* s = real(stream);
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::unique_lock<std::mutex> lock(g_mu);
   if (s->capture) {
     if (s->capture_invalid) return fail(cudaErrorStreamCaptureInvalidated);
     // A record node marks the event itself at each replay (a graph's events must outlive it, as in CUDA).
@@ -773,10 +823,15 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   event->time = time;
   event->recorded = true;
   if (is_legacy(s)) {
-    time->when = Clock::now();  // legacy-stream work already ran
-    time->set = true;
+    // The legacy stream's work runs at once, after the blocking streams' (Programming Guide, "Default
+    // Stream"): the record completes there and then.
     event->stream = nullptr;
-    return cudaSuccess;
+    lock.unlock();
+    return submit(stream, Op{[time] {
+                               time->when = Clock::now();
+                               time->set = true;
+                             },
+                             cudaGraphNodeTypeEventRecord});
   }
   s->queue.push_back(Op{[time] {
                           time->when = Clock::now();

@@ -20,4 +20,14 @@ bool is_device_pointer(const void* p);
  */
 void launch(cudaStream_t stream, Kernel&& k, const std::string& bad_pointer);
 
+/**
+ * A caching allocator lent `bytes` of a `block`-byte block for work on `stream` (`fresh` from cudaMalloc: at once),
+ * or took the block back. Under AddressSanitizer the bytes past the request, and a block in the
+ * cache, are poisoned; each change runs in the stream's order, after the work queued before it
+ * (a block is reused on its own stream while earlier kernels on it have yet to run). While the
+ * stream is captured, only the lent bytes are unpoisoned, at once. Without ASan: nothing.
+ */
+void memory_lent(void* ptr, std::size_t bytes, std::size_t block, cudaStream_t stream, bool fresh);
+void memory_returned(void* ptr, std::size_t block, cudaStream_t stream);
+
 }  // namespace tb::emu

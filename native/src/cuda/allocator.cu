@@ -42,6 +42,7 @@ void* CudaAllocator::allocate(std::size_t bytes, cudaStream_t stream) {
     stats_.allocated += b->size;
     if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
     ++stats_.allocations;
+    TB_DEVICE_MEMORY_LENT(b->ptr, bytes, b->size, stream, false);
     return b->ptr;
   }
   TB_CUDA_CHECK(cudaSetDevice(device_));
@@ -68,6 +69,7 @@ void* CudaAllocator::allocate(std::size_t bytes, cudaStream_t stream) {
   stats_.allocated += size;
   if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
   ++stats_.allocations;
+  TB_DEVICE_MEMORY_LENT(p, bytes, size, stream, true);
   return p;
 }
 
@@ -88,6 +90,7 @@ void CudaAllocator::release(void* ptr) {
     else cudaEventDestroy(event);
   }
   cudaGetLastError();  // a release never throws (it runs in destructors)
+  TB_DEVICE_MEMORY_RETURNED(ptr, it->second.size, it->second.stream);
   free_.put(b);
   in_use_.erase(it);
 }

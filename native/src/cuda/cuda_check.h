@@ -22,6 +22,14 @@ inline void cuda_check(cudaError_t err, const char* call, const char* file, int 
 #ifndef TB_CUDA_EMULATED
 #define TB_LAUNCH(kernel, grid, block, smem, stream) kernel<<<grid, block, smem, stream>>>
 #endif
+// A caching allocator lending device memory (`bytes` of a `block`-byte block, for work on `stream`;
+// `fresh` when it comes straight from cudaMalloc) and taking it back (on the stream it was lent for):
+// the emulated device's AddressSanitizer build poisons what lies past the request and what sits in
+// the cache, in stream order; nothing anywhere else.
+#ifndef TB_CUDA_EMULATED
+#define TB_DEVICE_MEMORY_LENT(ptr, bytes, block, stream, fresh) ((void)0)
+#define TB_DEVICE_MEMORY_RETURNED(ptr, block, stream) ((void)0)
+#endif
 // Tensor-core (WMMA) kernel bodies: compiled for sm_80 and newer, and in the emulated build.
 #if defined(TB_CUDA_EMULATED) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800)
 #define TB_HAS_WMMA 1
