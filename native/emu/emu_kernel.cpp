@@ -77,11 +77,18 @@ std::size_t page_bytes() {
   return p;
 }
 
-// Stacks are mapped once per host thread and reused: a kernel creates a fiber per CUDA thread.
+// Stacks are mapped once per host thread and reused: a kernel creates a fiber per CUDA thread. The
+// free list is threaded through the dead stacks themselves: no library template runs here, which
+// under ThreadSanitizer could be an instrumented copy, and a fiber unwound after its block failed
+// gives its stack back from its own TSan fiber.
 struct StackPool {
-  std::vector<void*> free;
+  void* head = nullptr;
   ~StackPool() {
-    for (void* base : free) munmap(base, kStackBytes + page_bytes());
+    while (head) {
+      void* next = *static_cast<void**>(head);
+      munmap(static_cast<char*>(head) - page_bytes(), kStackBytes + page_bytes());
+      head = next;
+    }
   }
 };
 thread_local StackPool g_stacks;
@@ -91,22 +98,27 @@ thread_local ctx::stack_context g_last_stack;
 
 struct PooledStack {
   ctx::stack_context allocate() {
-    void* base;
-    if (!g_stacks.free.empty()) {
-      base = g_stacks.free.back();
-      g_stacks.free.pop_back();
+    char* usable;
+    if (g_stacks.head) {
+      usable = static_cast<char*>(g_stacks.head);
+      g_stacks.head = *static_cast<void**>(g_stacks.head);
     } else {
-      base = mmap(nullptr, kStackBytes + page_bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      void* base = mmap(nullptr, kStackBytes + page_bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (base == MAP_FAILED) throw std::bad_alloc();
       mprotect(base, page_bytes(), PROT_NONE);  // guard page: a stack overflow faults instead of corrupting
+      usable = static_cast<char*>(base) + page_bytes();
     }
     ctx::stack_context sc;
     sc.size = kStackBytes;
-    sc.sp = static_cast<char*>(base) + page_bytes() + kStackBytes;
+    sc.sp = usable + kStackBytes;
     g_last_stack = sc;
     return sc;
   }
-  void deallocate(ctx::stack_context& sc) noexcept { g_stacks.free.push_back(static_cast<char*>(sc.sp) - kStackBytes - page_bytes()); }
+  void deallocate(ctx::stack_context& sc) noexcept {
+    void* usable = static_cast<char*>(sc.sp) - kStackBytes;  // the lowest word of a dead stack holds the link
+    *static_cast<void**>(usable) = g_stacks.head;
+    g_stacks.head = usable;
+  }
 };
 
 enum class State { Runnable, Barrier, Warp, Done };
@@ -137,6 +149,7 @@ struct Block {
   dim3 bdim, gdim;
   std::vector<Thread> threads;
   std::string error;
+  bool abandon = false;  // the block failed: each waiting fiber, resumed, unwinds its kernel
   const Thread* running = nullptr;  // the fiber last resumed: the one a watchdog finds still running
 };
 
@@ -178,6 +191,9 @@ void* fresh_token() {
 }
 #endif
 
+/** Thrown in a waiting fiber of a failed block, caught at the fiber's top: its kernel unwinds. */
+struct Abandon {};
+
 // The fiber's side of a switch back to the scheduler.
 void yield_to_scheduler(Thread* t) {
 #if TB_EMU_TSAN
@@ -191,6 +207,9 @@ void yield_to_scheduler(Thread* t) {
 #if TB_EMU_ASAN
   __sanitizer_finish_switch_fiber(fake, &g_sched_bottom, &g_sched_size);
 #endif
+  // Unwound by an exception of ours, resumed as usual: letting Boost destroy a suspended fiber would
+  // unwind it without telling ThreadSanitizer or AddressSanitizer which stack runs.
+  if (g_block && g_block->abandon) throw Abandon{};
 }
 
 void resume(Thread* t) {
@@ -504,7 +523,10 @@ std::string run_kernel(const Kernel& k) {
 #if TB_EMU_TSAN
         __tsan_acquire(block_start);
 #endif
-        k.body();
+        try {
+          k.body();
+        } catch (const Abandon&) {
+        }
 #if TB_EMU_TSAN
         __tsan_release(block_end);
         __tsan_switch_to_fiber(g_sched_tsan, 1);
@@ -559,12 +581,21 @@ std::string run_kernel(const Kernel& k) {
       b.error = "deadlock: no thread can go on (" + waits(b) + ")";
       break;
     }
+    if (!b.error.empty()) {
+      b.abandon = true;
+      for (Thread& t : b.threads)
+        if (t.state != State::Done) resume(&t);
+      b.abandon = false;
+    }
     g_block = nullptr;
     std::string error = b.error;
 #if TB_EMU_TSAN
     chain = block_end;
 #endif
-    b.threads.clear();  // unwinds the fibers of a block that failed
+    b.threads.clear();
+#if TB_EMU_TSAN
+    if (!error.empty()) __tsan_acquire(chain);  // the blocks that ran happen before the host's next step
+#endif
     if (!error.empty()) return std::string(k.name) + " (launched at " + site(k.file, k.line) + "), " + block_name(b) + ": " + error;
   }
 #if TB_EMU_TSAN
