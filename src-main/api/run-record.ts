@@ -30,6 +30,16 @@ export const RunOwnerSchema = z.object({
   startedAt: z.iso.datetime(),
 });
 
+/** What a run computed on (runs from before this was recorded lack it). */
+export const RunComputeDeviceSchema = z.looseObject({
+  /** cpu or cuda:N, 'auto' resolved. */
+  id: z.string(),
+  name: z.string(),
+  /** The emulated CUDA device (CUDA code run on the CPU to check it): no timing of the run is a GPU figure. */
+  emulated: z.boolean().optional(),
+});
+export type RunComputeDevice = z.infer<typeof RunComputeDeviceSchema>;
+
 export const RunEnvironmentSchema = z.looseObject({
   platform: z.string(),
   arch: z.string(),
@@ -42,6 +52,7 @@ export const RunEnvironmentSchema = z.looseObject({
   trainbench: z.string().optional(),
   /** Its git commit when it ran from a checkout. */
   trainbenchCommit: z.string().optional(),
+  computeDevice: RunComputeDeviceSchema.optional(),
 });
 export type RunEnvironment = z.infer<typeof RunEnvironmentSchema>;
 

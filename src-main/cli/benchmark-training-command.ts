@@ -6,6 +6,7 @@ import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
+import { warnIfEmulated } from './emulation-note';
 import { intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions } from './train-inputs';
 
 interface BenchmarkFlags extends MeasuredTargetFlags {
@@ -68,6 +69,7 @@ async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
 
   const services = await createServices({ workspaceDir: flags.workspace });
+  const emulated = await warnIfEmulated(services, parsed.data.options.device);
   let jobId: string | null = null;
   const onSigint = () => {
     if (!jobId) process.exit(130);
@@ -86,7 +88,7 @@ async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
         last = line;
       },
     });
-    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatTrainingBenchmark(result)) + '\n');
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatTrainingBenchmark(result) + (emulated ? `\nwarning    ${emulated}` : '')) + '\n');
   } finally {
     process.off('SIGINT', onSigint);
     await services.dispose();

@@ -5,6 +5,7 @@ import { BatchSearchRequestSchema, DEFAULT_HEADROOM } from '../api/batch-size';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { createServices } from '../core/services';
+import { warnIfEmulated } from './emulation-note';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { trainOptions } from './train-command';
 import { choiceArg, intArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
@@ -99,6 +100,7 @@ export function findBatchSizeCommand(): Command {
       const parsed = BatchSearchRequestSchema.safeParse({ spec, data, options, headroom: o.headroom, stepsPerTrial: o.steps, globalBatch: o.globalBatch });
       if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'search')}`);
       const services = await createServices({ workspaceDir: o.workspace });
+      await warnIfEmulated(services, parsed.data.options.device);
       let searchId: string | null = null;
       const onSigint = () => {
         if (!searchId) process.exit(130);

@@ -6,6 +6,7 @@ import type { OptimiseProgress, OptimiseResult, OptimiseTrial } from '../api/opt
 import { OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema } from '../api/optimise';
 import { newRunId } from '../core/run-store';
 import { createServices } from '../core/services';
+import { warnIfEmulated } from './emulation-note';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { reportWrittenLines } from './report-written';
 import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, ratioArg } from './train-inputs';
@@ -127,6 +128,7 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
   const optimiseId = flags.resume ?? `optimise-${newRunId()}`;
   const request = flags.resume ? null : await buildRequest(flags, optimiseId);
   const services = await createServices({ workspaceDir: flags.workspace });
+  if (request) await warnIfEmulated(services, request.target.options.device);
   // On a terminal the bar redraws in place and only finished trials stay on screen; on a pipe every line is kept.
   const tty = process.stderr.isTTY === true;
   let drawn = false;

@@ -6,6 +6,7 @@ import { TrainOptionsSchema } from '../api/training';
 import { EXAMPLE_TEST_RECORDS, EXAMPLE_TRAIN_RECORDS } from '../core/datasets/example-board';
 import { RECIPES } from '../api/recipes';
 import { createServices } from '../core/services';
+import { warnIfEmulated } from './emulation-note';
 import { isBuiltinModel } from '../api/model-spec';
 import { progressPrinter } from './progress-bar';
 import { resolveData, resolveModel } from './train-inputs';
@@ -131,6 +132,7 @@ export async function trainCommand(flags: TrainFlags): Promise<void> {
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad training option: ${formatIssues(parsed.error, 'options')}`);
 
   const services = await createServices({ workspaceDir: flags.workspace });
+  await warnIfEmulated(services, parsed.data.device);
   const progress = progressPrinter(process.stderr);
   let runId: string | null = null;
   let interrupted = false;

@@ -5,7 +5,7 @@ import path from 'node:path';
 
 import type { ApiErrorPayload } from '../api/errors';
 import { ApiError } from '../api/errors';
-import type { RunEnvironment, RunRecordJson, StoredRunStatus } from '../api/run-record';
+import type { RunComputeDevice, RunEnvironment, RunRecordJson, StoredRunStatus } from '../api/run-record';
 import { RUN_HEARTBEAT_INTERVAL_MS, RUN_SCHEMA_VERSION } from '../api/run-record';
 import { runIdAt } from '../api/ids';
 import { buildInfo } from './build-info';
@@ -34,6 +34,8 @@ export interface CreateRunOptions {
   heartbeatMs?: number;
   /** An id the caller chose (so a UI can follow its own run's events from the first one); refused if taken. */
   id?: string;
+  /** What the run computes on (engine runs; a script's runs know their own device). */
+  computeDevice?: RunComputeDevice;
 }
 
 /** A fresh run id (see runIdAt). */
@@ -41,7 +43,7 @@ export function newRunId(now: Date = new Date()): string {
   return runIdAt(now, randomBytes(3).toString('hex'));
 }
 
-function environment(): RunEnvironment {
+function environment(computeDevice?: RunComputeDevice): RunEnvironment {
   const build = buildInfo();
   return {
     platform: process.platform,
@@ -53,6 +55,7 @@ function environment(): RunEnvironment {
     hostname: os.hostname(),
     trainbench: build.version,
     ...(build.commit ? { trainbenchCommit: build.commit } : {}),
+    ...(computeDevice ? { computeDevice } : {}),
   };
 }
 
@@ -77,7 +80,7 @@ export async function createRun(workspace: Workspace, kind: string, config: RunR
     status: 'running',
     createdAt,
     config,
-    environment: environment(),
+    environment: environment(options.computeDevice),
     owner: { pid: process.pid, host: os.hostname(), startedAt: createdAt },
     heartbeatAt: createdAt,
   };

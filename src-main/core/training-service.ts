@@ -9,6 +9,7 @@ import type { HostTrainData } from '../engine/host-protocol';
 import type { DatasetService } from './datasets/dataset-service';
 import type { EventHub } from './event-hub';
 import type { TelemetryService } from './telemetry/telemetry-service';
+import { describeComputeDevice } from './compute-device';
 import { createRun, newRunId } from './run-store';
 import { checkAborted } from './datasets/importers/record-source';
 import type { Workspace } from './workspace';
@@ -69,7 +70,7 @@ export class TrainingService {
     } finally {
       this.preparing.delete(runId);
     }
-    const run = await createRun(this.workspace, 'train', { ...request, cachedData: data }, { id: runId });
+    const run = await createRun(this.workspace, 'train', { ...request, cachedData: data }, { id: runId, computeDevice: describeComputeDevice(await this.engine.devices(), request.options.device) });
     this.active.add(run.id);
     const recording = this.telemetry.record(run.stream('telemetry.jsonl', { append: true }));
     let stopped = false;

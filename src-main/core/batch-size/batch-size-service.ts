@@ -8,6 +8,7 @@ import type { HostTrainData } from '../../engine/host-protocol';
 import { readManifest } from '../datasets/cache-store';
 import type { DatasetService } from '../datasets/dataset-service';
 import type { EventHub } from '../event-hub';
+import { describeComputeDevice } from '../compute-device';
 import { createRun } from '../run-store';
 import type { Workspace } from '../workspace';
 import type { PlannedPoint } from './planner';
@@ -109,7 +110,7 @@ export class BatchSizeService {
     await predict(powers);
     const seed = seedBatch((b) => predictions.get(b)!.total, usableBytes, searchCap);
 
-    const run = await createRun(this.workspace, 'batch-search', { ...request, cachedData: fullData });
+    const run = await createRun(this.workspace, 'batch-search', { ...request, cachedData: fullData }, { computeDevice: describeComputeDevice(await this.engine.devices(), request.options.device) });
     const searchId = request.searchId ?? run.id;
     this.active.set(searchId, state);
     options.onStart?.(searchId);

@@ -20,6 +20,7 @@ import type { DatasetService } from '../datasets/dataset-service';
 import type { EventHub } from '../event-hub';
 import type { RunRecord } from '../run-store';
 import { RECIPES } from '../../api/recipes';
+import { describeComputeDevice } from '../compute-device';
 import { createRun } from '../run-store';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import type { Workspace } from '../workspace';
@@ -98,7 +99,7 @@ export class TrainingBenchmarkService {
       progress({ runId: null, phase: 'preparing', repetition: 0, step: 0, samplesPerSec: null });
       const prepared = await this.prepare(request, options);
       if (job.cancelled) throw new ApiError('E_CANCELLED', 'the benchmark was cancelled before it started');
-      const run = await createRun(this.workspace, 'benchmark', { ...request, jobId, cachedData: prepared.data });
+      const run = await createRun(this.workspace, 'benchmark', { ...request, jobId, cachedData: prepared.data }, { computeDevice: describeComputeDevice(await this.engine.devices(), request.options.device) });
       const samplers = await this.holdTelemetry();
       try {
         const reps: BenchmarkRepetition[] = [];

@@ -23,6 +23,7 @@ import { aggregateRepetitions } from '../benchmarks/benchmark-summary';
 import type { EventHub } from '../event-hub';
 import { interruptionOf, readRun } from '../run-reader';
 import type { RunRecord } from '../run-store';
+import { describeComputeDevice } from '../compute-device';
 import { createRun, newRunId } from '../run-store';
 import { medianInterval } from '../stats/bootstrap';
 import type { Workspace } from '../workspace';
@@ -125,12 +126,17 @@ export class OptimiseService {
     this.active.set(state.optimiseId, job);
     try {
       // spec at the top level, as other kinds store it, so the Runs list can name the model.
-      const run = await createRun(this.workspace, 'optimise', {
-        optimiseId: state.optimiseId,
-        spec: state.request.target.spec,
-        request: state.request,
-        resumedFrom: state.runIds[state.runIds.length - 1] ?? null,
-      });
+      const run = await createRun(
+        this.workspace,
+        'optimise',
+        {
+          optimiseId: state.optimiseId,
+          spec: state.request.target.spec,
+          request: state.request,
+          resumedFrom: state.runIds[state.runIds.length - 1] ?? null,
+        },
+        { computeDevice: describeComputeDevice(await this.engine.devices(), state.request.target.options.device) },
+      );
       state.runIds.push(run.id);
       await saveWizardState(this.workspace, state);
       const samplers = await this.benchmarks.holdTelemetry();
