@@ -30,6 +30,12 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
     dataMs: z.number().min(0),
     phasesMs: PhasesSchema,
     timing: Timing,
+    /** optimizer.step() calls in this iteration (two optimizers, per-group inner steps: one iteration; ADR 0022). */
+    optimizerSteps: z.number().int().min(0).optional(),
+    /** A GradScaler skipped the iteration's step (inf/NaN gradients): the time is real, the update did not happen. */
+    skipped: z.boolean().optional(),
+    /** Evaluation inside the iteration (fetches with grad disabled), taken out of durMs. */
+    evalMs: z.number().min(0).optional(),
   }),
   /** CUDA-event phase times of a step, read back after the GPU finished it. */
   z.object({ type: z.literal('phases'), step: z.number().int().min(1), phasesMs: PhasesSchema, timing: Timing }),
