@@ -5,7 +5,7 @@
 // (docs/adr/0023-emulated-cuda.md): a barrier some live threads never reach,
 // threads at different barrier sites, a barrier after some threads exited, a
 // warp collective not reached by every lane of its mask, bad launch geometry.
-// Plain C++: the runtime (emu_runtime.cpp) and the kernels (via cuda_emu.h) use it.
+// Plain C++: the runtime (emu_device.cpp, emu_memory.cpp, emu_streams.cpp) and the kernels (via cuda_emu.h) use it.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
-// The emulated device's runtime beside NVIDIA's cuda_runtime_api.h (emu_runtime.cpp
-// defines those functions): what the kernel side needs from it.
+// The emulated device's runtime beside NVIDIA's cuda_runtime_api.h (emu_device.cpp,
+// emu_memory.cpp and emu_streams.cpp define those functions): what the kernel side needs from it.
 #pragma once
 #include <cuda_runtime_api.h>
 
