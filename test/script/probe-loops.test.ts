@@ -30,6 +30,18 @@ async function loop(i: Interpreter, mode: string, env: Record<string, string> = 
 }
 
 /** The probe's steps, samples and losses are the loop's own; its phases and data wait fit inside the steps. */
+/** The warnings in a run's stderr, without what differs between two runs (time, pid, path, dynamo's frame id). */
+function warningsOf(stderr: string): string[] {
+  const out = new Set<string>();
+  for (const line of stderr.split('\n')) {
+    const logged = /^[WE]\d{4} [\d:.]+ +\d+ \S+\] (?:\[[\d/]+\] )?(.*)$/.exec(line);
+    const warned = /^\S+:\d+: (\w*Warning: .*)$/.exec(line);
+    if (logged) out.add(logged[1]);
+    else if (warned) out.add(warned[1]);
+  }
+  return [...out].sort();
+}
+
 function expectSameAsTheLoop(run: ProbedRun, options: { samples?: boolean } = {}): { report: Report; steps: Step[] } {
   expect(run.code, run.stderr).toBe(0);
   expect(run.invalid).toEqual([]);
@@ -161,8 +173,11 @@ describe.each(INTERPRETERS)('the probe on $label', (interp) => {
       on(atLeast(interp, 2, 1))(`${mode}: no warning from the probe, the same graph breaks and graphs as without it, every step counted`, async () => {
         const run = await loop(interp, mode);
         const { report } = expectSameAsTheLoop(run);
-        expect(run.stderr).not.toMatch(/global hooks|trainbench/i);
         const alone = await runProbed([interp.python!, LOOPS, mode], { noProbe: true });
+        // torch warns on its own here (2.13: the optimizer's record_function inside a compiled frame);
+        // the probe must add nothing. Paths are not matched: CI's venv lives under .cache/trainbench.
+        expect(warningsOf(run.stderr)).toEqual(warningsOf(alone.stderr));
+        expect(run.stderr).not.toMatch(/global hooks|trainbench_probe/i);
         const own = fixtureReport<Report>(alone.stdout);
         expect({ breaks: report.graphBreaks, graphs: report.uniqueGraphs }).toEqual({ breaks: own.graphBreaks, graphs: own.uniqueGraphs });
       }, 120_000);
