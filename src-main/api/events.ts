@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { BatchTrialEventSchema } from './batch-size';
 import { BenchmarkProgressSchema } from './benchmark';
 import { BuildProgressSchema } from './datasets';
+import { JobEndedEventSchema, JobInfoSchema } from './jobs';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { OptimiseProgressSchema } from './optimise';
 import { ScriptOptimiseBaselineEventSchema } from './script-optimise';
@@ -44,6 +45,10 @@ export const apiEvents = {
   'script.batchTrial': ScriptBatchTrialEventSchema,
   /** A script wizard's baseline, as soon as it is measured (its result comes at the end). */
   'script.optimiseBaseline': ScriptOptimiseBaselineEventSchema,
+  /** A job started (from any window, socket or the CLI's services): windows that did not start it may attach. */
+  'jobs.started': JobInfoSchema,
+  /** A job ended, with its request's answer, for the windows that attached to it. */
+  'jobs.ended': JobEndedEventSchema,
 } as const;
 
 export type ApiEvents = typeof apiEvents;

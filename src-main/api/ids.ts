@@ -21,3 +21,9 @@ export function runIdAt(now: Date, randomHex: string): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
   return `${stamp}-${randomHex}`;
 }
+
+/**
+ * Every job's id (jobs.list, jobs.cancel, the id field of its events) follows the run id
+ * scheme: a job that records a run can name its folder with it, and ids sort by start.
+ */
+export const jobIdAt = runIdAt;

@@ -10,6 +10,7 @@ export * from './training';
 export * from './datasets';
 export * from './telemetry';
 export * from './ids';
+export * from './jobs';
 export * from './run-record';
 export * from './benchmark';
 export * from './batch-size';

@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { BatchSearchRequestSchema, BatchSearchResultSchema } from './batch-size';
 import { TrainingBenchmarkRequestSchema, TrainingBenchmarkResultSchema } from './benchmark';
 import { IdSchema } from './ids';
+import type { JobMethod } from './jobs';
+import { JOB_METHODS, JobCancelParamsSchema, JobCancelResultSchema, JobInfoSchema } from './jobs';
 import {
   FigureNameSchema,
   ReportDetailSchema,
@@ -50,6 +52,10 @@ export const apiMethods = {
   'engine.ping': { params: NoParams, result: PingResultSchema },
   'engine.status': { params: NoParams, result: EngineStatusEventSchema },
   'model.info': { params: z.object({ spec: ModelSpecSchema }).strict(), result: ModelInfoSchema },
+  /** Every running job (training, benchmark, batch-size search, wizard, dataset build) with its events so far. */
+  'jobs.list': { params: NoParams, result: z.array(JobInfoSchema) },
+  /** Stops any job by its id: a run at its next step, a script's process group at once; a wizard's state stays saved. */
+  'jobs.cancel': { params: JobCancelParamsSchema, result: JobCancelResultSchema },
   /** Trains to completion; progress arrives as train.progress events with the same runId. */
   'train.run': { params: TrainRequestSchema, result: TrainResultSchema },
   'train.cancel': { params: z.object({ runId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
@@ -139,6 +145,9 @@ export type MethodParams<M extends MethodName> = z.input<ApiMethods[M]['params']
 export type MethodResult<M extends MethodName> = z.infer<ApiMethods[M]['result']>;
 
 export const methodNames = Object.keys(apiMethods) as MethodName[];
+
+/** Every method that starts a job is a method of the contract (checked by the compiler). */
+export const jobMethodNames: readonly MethodName[] = Object.keys(JOB_METHODS) as JobMethod[];
 
 export function isMethodName(name: string): name is MethodName {
   return Object.prototype.hasOwnProperty.call(apiMethods, name);

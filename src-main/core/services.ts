@@ -1,4 +1,7 @@
+import { randomBytes } from 'node:crypto';
+
 import { ApiError } from '../api/errors';
+import { jobIdAt } from '../api/ids';
 import { EngineClient } from '../engine/engine-client';
 import type { SupervisorOptions } from '../engine/supervisor';
 import type { ApiRouter } from './api-router';
@@ -8,6 +11,7 @@ import { TrainingBenchmarkService } from './benchmarks/training-benchmark';
 import { DatasetService } from './datasets/dataset-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
+import { JobRegistry } from './jobs/job-registry';
 import { listModels, readModelSpec } from './model-files';
 import { listRuns, readRunDetail } from './run-reader';
 import { OptimiseService } from './optimise/optimise-service';
@@ -55,6 +59,8 @@ export interface Services {
   scriptJobs: ScriptJobs;
   /** Whole training runs of the user's command (script.train). */
   scriptRuns: ScriptRunService;
+  /** Every job started through the router: jobs.list, jobs.cancel, jobs.started/ended. */
+  jobs: JobRegistry;
   dispose(): Promise<void>;
 }
 
@@ -73,6 +79,23 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const scriptJobs = new ScriptJobs();
   const scripts = new ScriptBenchmarkService(events, workspace, telemetry, scriptJobs);
   const scriptRuns = new ScriptRunService(events, workspace, telemetry, scriptJobs);
+  const jobs = new JobRegistry(events, () => jobIdAt(new Date(), randomBytes(3).toString('hex')));
+  const cancelScript = (jobId: string) => scriptJobs.cancel(jobId);
+  // A job started through the router is stopped by its registered cancel; one started in-process (the CLI,
+  // a wizard's own benchmark) by whichever service holds that id.
+  const serviceCancels = [
+    (id: string) => training.cancel(id),
+    (id: string) => batchSize.cancel(id),
+    (id: string) => benchmarks.cancel(id),
+    (id: string) => optimise.cancel(id),
+    (id: string) => datasets.cancel(id),
+    cancelScript,
+  ];
+  const cancelJob = async (jobId: string): Promise<{ cancelled: boolean }> => {
+    if ((await jobs.cancel(jobId)).cancelled) return { cancelled: true };
+    for (const cancel of serviceCancels) if ((await cancel(jobId)).cancelled) return { cancelled: true };
+    return { cancelled: false };
+  };
 
   const router = createApiRouter({
     'engine.version': () => engine.version(),
@@ -80,27 +103,31 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'engine.ping': () => engine.ping(),
     'engine.status': () => Promise.resolve(engine.status()),
     'model.info': ({ spec }) => engine.modelInfo(spec),
-    'train.run': (request) => training.run(request),
-    'train.cancel': ({ runId }) => training.cancel(runId),
-    'batchSize.search': (request) => batchSize.search(request),
-    'batchSize.cancel': ({ searchId }) => batchSize.cancel(searchId),
+    'jobs.list': () => Promise.resolve(jobs.list()),
+    'jobs.cancel': ({ jobId }) => cancelJob(jobId),
+    'train.run': (request) => jobs.run('train.run', request, (id) => training.cancel(id), (r) => training.run(r)),
+    'train.cancel': ({ runId }) => cancelJob(runId),
+    'batchSize.search': (request) => jobs.run('batchSize.search', request, (id) => batchSize.cancel(id), (r) => batchSize.search(r)),
+    'batchSize.cancel': ({ searchId }) => cancelJob(searchId),
     'runs.list': () => listRuns(workspace),
     'runs.get': ({ id }) => readRunDetail(workspace, id),
     'datasets.list': () => datasets.list(),
     'datasets.inspect': ({ source }) => datasets.inspect(source),
-    'datasets.build': (request) => datasets.build(request),
-    'datasets.cancel': ({ jobId }) => Promise.resolve(datasets.cancel(jobId)),
+    'datasets.build': (request) => jobs.run('datasets.build', request, (id) => datasets.cancel(id), (r) => datasets.build(r)),
+    'datasets.cancel': ({ jobId }) => cancelJob(jobId),
     'datasets.verify': ({ id }) => datasets.verify(id),
     'datasets.remove': ({ id }) => datasets.remove(id),
     'datasets.benchmark': (request) => datasets.benchmark(request),
-    'benchmark.training': (request) => benchmarks.run(request),
-    'benchmark.cancel': ({ jobId }) => benchmarks.cancel(jobId),
-    'script.benchmark': (request) => (refuseScripts(options), scripts.run(request)),
-    'script.cancel': ({ jobId }) => Promise.resolve(scriptJobs.cancel(jobId)),
-    'script.optimise': (request) => (refuseScripts(options), optimiseScript(workspace, events, request, { jobs: scriptJobs })),
-    'optimise.start': (request) => optimise.start(request),
-    'optimise.cancel': ({ optimiseId }) => optimise.cancel(optimiseId),
-    'optimise.resume': ({ optimiseId }) => optimise.resume(optimiseId),
+    'benchmark.training': (request) => jobs.run('benchmark.training', request, (id) => benchmarks.cancel(id), (r) => benchmarks.run(r)),
+    'benchmark.cancel': ({ jobId }) => cancelJob(jobId),
+    'script.benchmark': (request) => (refuseScripts(options), jobs.run('script.benchmark', request, cancelScript, (r) => scripts.run(r))),
+    'script.cancel': ({ jobId }) => cancelJob(jobId),
+    'script.optimise': (request) => (
+      refuseScripts(options), jobs.run('script.optimise', request, cancelScript, (r) => optimiseScript(workspace, events, r, { jobs: scriptJobs }))
+    ),
+    'optimise.start': (request) => jobs.run('optimise.start', request, (id) => optimise.cancel(id), (r) => optimise.start(r)),
+    'optimise.cancel': ({ optimiseId }) => cancelJob(optimiseId),
+    'optimise.resume': (request) => jobs.run('optimise.resume', request, (id) => optimise.cancel(id), ({ optimiseId }) => optimise.resume(optimiseId)),
     'optimise.state': ({ optimiseId }) => optimise.state(optimiseId),
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
@@ -117,8 +144,10 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'runs.trace': ({ id }) => reports.trace(id),
     'models.list': () => listModels(workspace),
     'models.readSpec': ({ path }) => readModelSpec(workspace, path),
-    'script.train': (request) => (refuseScripts(options), scriptRuns.run(request)),
-    'script.findBatchSize': (request) => (refuseScripts(options), searchScriptBatch(workspace, request, { jobs: scriptJobs, events })),
+    'script.train': (request) => (refuseScripts(options), jobs.run('script.train', request, cancelScript, (r) => scriptRuns.run(r))),
+    'script.findBatchSize': (request) => (
+      refuseScripts(options), jobs.run('script.findBatchSize', request, cancelScript, (r) => searchScriptBatch(workspace, r, { jobs: scriptJobs, events }))
+    ),
     // Reads what a run measured; starts nothing, so serve mode answers it without --allow-scripts.
     'script.optimiseState': ({ runId }) => readScriptWizardState(workspace, runId),
   });
@@ -138,8 +167,10 @@ export async function createServices(options: ServicesOptions): Promise<Services
     scripts,
     scriptJobs,
     scriptRuns,
+    jobs,
     async dispose() {
       scriptJobs.cancelAll();
+      jobs.dispose();
       unsubscribe();
       await telemetry.dispose();
       await engine.stop();

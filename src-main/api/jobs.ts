@@ -1,0 +1,97 @@
+import { z } from 'zod';
+
+import { ApiErrorSchema } from './errors';
+import type { EventData, EventName } from './events';
+
+/**
+ * The job model (issue 25): every request that runs for long is a job with one id,
+ * listed by jobs.list while it runs, stopped by jobs.cancel, and announced to every
+ * window by jobs.started and jobs.ended, so a reload or a second window re-attaches
+ * to it instead of leaving it frozen.
+ */
+export const JobKindSchema = z.enum(['train', 'benchmark', 'batchSize', 'optimise', 'dataset']);
+export type JobKind = z.infer<typeof JobKindSchema>;
+
+/** What a job measures: the engine's configuration or the user's own command; a dataset build has none. */
+export const TargetKindSchema = z.enum(['engine', 'script']);
+export type TargetKind = z.infer<typeof TargetKindSchema>;
+
+/** The requests that start a job, what each is, and the request field that holds the job's id. */
+export const JOB_METHODS = {
+  'train.run': { kind: 'train', target: 'engine', idParam: 'runId' },
+  'script.train': { kind: 'train', target: 'script', idParam: 'runId' },
+  'benchmark.training': { kind: 'benchmark', target: 'engine', idParam: 'jobId' },
+  'script.benchmark': { kind: 'benchmark', target: 'script', idParam: 'jobId' },
+  'batchSize.search': { kind: 'batchSize', target: 'engine', idParam: 'searchId' },
+  'script.findBatchSize': { kind: 'batchSize', target: 'script', idParam: 'jobId' },
+  'optimise.start': { kind: 'optimise', target: 'engine', idParam: 'optimiseId' },
+  'optimise.resume': { kind: 'optimise', target: 'engine', idParam: 'optimiseId' },
+  'script.optimise': { kind: 'optimise', target: 'script', idParam: 'jobId' },
+  'datasets.build': { kind: 'dataset', target: null, idParam: 'jobId' },
+} as const satisfies Record<string, { kind: JobKind; target: TargetKind | null; idParam: string }>;
+export type JobMethod = keyof typeof JOB_METHODS;
+export const JobMethodSchema = z.enum(Object.keys(JOB_METHODS) as [JobMethod, ...JobMethod[]]);
+
+export function isJobMethod(method: string): method is JobMethod {
+  return Object.prototype.hasOwnProperty.call(JOB_METHODS, method);
+}
+
+/** The field of each job event that names its job (for a script run's output, the run id is the job id). */
+export const JOB_EVENT_IDS = {
+  'train.progress': 'runId',
+  'train.preparing': 'runId',
+  'datasets.progress': 'jobId',
+  'batchSize.trial': 'searchId',
+  'benchmark.progress': 'jobId',
+  'optimise.progress': 'optimiseId',
+  'script.output': 'jobId',
+  'script.progress': 'runId',
+  'script.batchTrial': 'jobId',
+  'script.optimiseBaseline': 'jobId',
+} as const satisfies Partial<Record<EventName, string>>;
+export type JobEventName = keyof typeof JOB_EVENT_IDS;
+
+export function isJobEventName(name: string): name is JobEventName {
+  return Object.prototype.hasOwnProperty.call(JOB_EVENT_IDS, name);
+}
+
+/** The job an event belongs to, or null for an event of no job (telemetry, engine status). */
+export function jobIdOfEvent<E extends EventName>(event: E, data: EventData<E>): string | null {
+  if (!isJobEventName(event)) return null;
+  const id = (data as Record<string, unknown>)[JOB_EVENT_IDS[event]];
+  return typeof id === 'string' ? id : null;
+}
+
+/** One event a job emitted, as recorded for a window that attaches later. */
+export const JobEventSchema = z.object({ event: z.string(), data: z.unknown() });
+export type JobEvent = z.infer<typeof JobEventSchema>;
+
+/** A running job as jobs.list and jobs.started describe it. */
+export const JobInfoSchema = z.object({
+  jobId: z.string(),
+  method: JobMethodSchema,
+  kind: JobKindSchema,
+  target: TargetKindSchema.nullable(),
+  /** The request as the job received it (ids filled in), so a window can show what runs. */
+  request: z.unknown(),
+  startedAt: z.string(),
+  cancelling: z.boolean(),
+  /** Its events so far, oldest first, bounded (the newest of each kind are kept): replayed by a window that attaches. */
+  events: z.array(JobEventSchema),
+});
+export type JobInfo = z.infer<typeof JobInfoSchema>;
+
+/** A job's end, with what its request answered (or the error), for windows that attached to it. */
+export const JobEndedEventSchema = z.object({
+  jobId: z.string(),
+  method: JobMethodSchema,
+  kind: JobKindSchema,
+  target: TargetKindSchema.nullable(),
+  ok: z.boolean(),
+  result: z.unknown().optional(),
+  error: ApiErrorSchema.optional(),
+});
+export type JobEndedEvent = z.infer<typeof JobEndedEventSchema>;
+
+export const JobCancelParamsSchema = z.object({ jobId: z.string().min(1).max(128) }).strict();
+export const JobCancelResultSchema = z.object({ cancelled: z.boolean() });
