@@ -1,16 +1,12 @@
-import { runIdAt } from '@api/ids';
+import type { JobInfo } from '@api/jobs';
 import type { GpuState } from '@api/telemetry';
 import type { TrainPreparingEvent, TrainRequest, TrainResult, TrainStepEvent } from '@api/training';
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
 
-import { errorText } from './error-text';
+import { useJob } from '../composables/useJob';
 import { useApiClient } from '../transport/client-instance';
-
-/** n random bytes as hex, from the browser's crypto. */
-function randomHex(n: number): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(n)), (b) => b.toString(16).padStart(2, '0')).join('');
-}
+import { useJobsStore } from './jobs';
 
 /** How often the run's telemetry lease is renewed (the telemetry store's pace). */
 const LEASE_RENEW_MS = 5000;
@@ -23,21 +19,20 @@ export interface RunGpuPoint {
   powerW: number | null;
 }
 
-/** The training run started from this window: its step events and its GPU's telemetry, as they arrive. */
+/**
+ * The engine training run this window follows: one it started, or one running when it
+ * opened (a reload, another window), re-attached through the jobs store.
+ */
 export const useLiveRunStore = defineStore('live-run', () => {
+  /** True from Start (or attaching) to the end, including the telemetry lease's setup. */
   const running = ref(false);
-  /** The run's id once its first train.progress event arrived (the id is chosen here, see start). */
+  /** The run's id once its first train.progress event arrived (the id is chosen at start, see requestedId). */
   const runId = ref<string | null>(null);
   /** When the first step event arrived and its step: the rate is measured from there, after data preparation. */
   let first: { at: number; step: number } | null = null;
   /** The newest step event; the full series go to listeners (charts append, nothing is rebuilt). */
   const last = shallowRef<TrainStepEvent | null>(null);
   const result = shallowRef<TrainResult | null>(null);
-  /** A message a person can act on, with the error code (E_CANCELLED when cancelled). */
-  const error = ref<string | null>(null);
-  const cancelling = ref(false);
-  /** The id this window chose for its run: Cancel works with it from the start, while the data is prepared. */
-  const requestedId = ref<string | null>(null);
   /** Before the first step: what is being prepared (caching the data, the engine checking the request). */
   const preparing = shallowRef<TrainPreparingEvent | null>(null);
   /** The device the run trains on: 'cpu' or 'cuda:N'. */
@@ -45,6 +40,27 @@ export const useLiveRunStore = defineStore('live-run', () => {
 
   /** nvidia-smi's state while the run trains ("no NVIDIA GPU found" on a machine without one). */
   const gpu = ref<GpuState>({ status: 'starting', message: null, restarts: 0 });
+
+  const stepListeners = new Set<(e: TrainStepEvent) => void>();
+  const gpuListeners = new Set<(p: RunGpuPoint) => void>();
+
+  const job = useJob({
+    'train.preparing': (p) => {
+      if (!last.value) preparing.value = p;
+    },
+    'train.progress': ({ runId: id, event }) => {
+      runId.value = id;
+      if (event.type !== 'step') return;
+      first ??= { at: Date.now(), step: event.globalStep };
+      last.value = event;
+      for (const l of stepListeners) l(event);
+    },
+  });
+  /** The id of the run (chosen before it starts): Cancel works with it from the start, while the data is prepared. */
+  const requestedId = job.jobId;
+  /** A message a person can act on, with the error code (E_CANCELLED when cancelled). */
+  const error = job.error;
+  const cancelling = job.cancelling;
 
   /**
    * A telemetry lease of the run's own, renewed while it trains, so the run's GPU timeline
@@ -66,9 +82,6 @@ export const useLiveRunStore = defineStore('live-run', () => {
     };
   }
 
-  const stepListeners = new Set<(e: TrainStepEvent) => void>();
-  const gpuListeners = new Set<(p: RunGpuPoint) => void>();
-
   /** Seconds left at the rate since the first step event (preparing the data is not counted). */
   const etaSeconds = computed(() => {
     const e = last.value;
@@ -77,36 +90,18 @@ export const useLiveRunStore = defineStore('live-run', () => {
     return secondsPerStep * (e.totalSteps - e.globalStep);
   });
 
-  /** Trains to completion (or cancel/failure), following the events of this run only. */
-  async function start(request: TrainRequest): Promise<TrainResult | null> {
-    if (running.value) return null;
-    const client = useApiClient();
+  /** Follows one run on `deviceName` (its steps through the job, its GPU through a lease) while `follow` lasts. */
+  async function watch(deviceName: string, follow: () => Promise<TrainResult | null>): Promise<TrainResult | null> {
     running.value = true;
-    cancelling.value = false;
     runId.value = null;
     last.value = null;
     result.value = null;
-    error.value = null;
-    device.value = request.options.device;
+    preparing.value = null;
+    device.value = deviceName;
     gpu.value = { status: 'starting', message: null, restarts: 0 };
     first = null;
-    // The run's id is chosen here, so events of runs started elsewhere (CLI, another window) are never taken for it;
-    // runId is set (and Cancel offered) once the service has the run and reports its first event.
-    const ownId = runIdAt(new Date(), randomHex(3));
-    requestedId.value = ownId;
-    preparing.value = null;
-    const offPreparing = client.on('train.preparing', (p) => {
-      if (p.runId === ownId && !last.value) preparing.value = p;
-    });
-    const offProgress = client.on('train.progress', ({ runId: id, event }) => {
-      if (id !== ownId) return;
-      runId.value = id;
-      if (event.type !== 'step') return;
-      first ??= { at: Date.now(), step: event.globalStep };
-      last.value = event;
-      for (const l of stepListeners) l(event);
-    });
-    const gpuIndex = request.options.device.startsWith('cuda:') ? Number(request.options.device.slice('cuda:'.length)) : null;
+    const client = useApiClient();
+    const gpuIndex = deviceName.startsWith('cuda:') ? Number(deviceName.slice('cuda:'.length)) : null;
     const offSample = client.on('telemetry.sample', (s) => {
       const g = s.gpus.find((x) => x.index === gpuIndex);
       if (!g) return;
@@ -116,14 +111,9 @@ export const useLiveRunStore = defineStore('live-run', () => {
     const offGpu = client.on('telemetry.gpu', (state) => (gpu.value = state));
     const stopLease = await telemetryLease();
     try {
-      result.value = await client.call('train.run', { ...request, runId: ownId });
+      result.value = await follow();
       return result.value;
-    } catch (err) {
-      error.value = errorText(err);
-      return null;
     } finally {
-      offProgress();
-      offPreparing();
       preparing.value = null;
       offSample();
       offGpu();
@@ -132,16 +122,24 @@ export const useLiveRunStore = defineStore('live-run', () => {
     }
   }
 
+  /** Trains to completion (or cancel/failure), following the events of this run only. */
+  async function start(request: TrainRequest): Promise<TrainResult | null> {
+    if (running.value) return null;
+    return watch(request.options.device, () => job.start('train.run', request));
+  }
+
+  /** Follows a run started elsewhere (before a reload, in another window) to its end. */
+  async function attach(info: JobInfo): Promise<void> {
+    if (running.value || info.method !== 'train.run') return;
+    const request = info.request as Partial<TrainRequest>;
+    await watch(request.options?.device ?? 'cpu', () => job.attach({ ...info, method: 'train.run' }));
+  }
+  useJobsStore().adopt('train', 'engine', (info) => void attach(info));
+
   /** Asks the engine to stop the run at its next step; the run is kept as cancelled. */
   async function cancel(): Promise<void> {
-    const id = runId.value ?? requestedId.value;
-    if (!id || !running.value) return;
-    cancelling.value = true;
-    try {
-      await useApiClient().call('train.cancel', { runId: id });
-    } catch (err) {
-      error.value = errorText(err);
-    }
+    if (!running.value) return;
+    await job.cancel();
   }
 
   function onStep(l: (e: TrainStepEvent) => void): () => void {
@@ -153,5 +151,5 @@ export const useLiveRunStore = defineStore('live-run', () => {
     return () => gpuListeners.delete(l);
   }
 
-  return { running, runId, requestedId, preparing, last, result, error, cancelling, device, gpu, etaSeconds, start, cancel, onStep, onGpu };
+  return { running, runId, requestedId, preparing, last, result, error, cancelling, device, gpu, etaSeconds, attached: job.attached, start, attach, cancel, onStep, onGpu };
 });

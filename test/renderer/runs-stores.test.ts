@@ -71,7 +71,7 @@ describe('live run store', () => {
         await new Promise<void>((r) => (finishRun = r));
         return fail('E_CANCELLED', 'run was cancelled while its data was being prepared, before its first step');
       }
-      if (m === 'train.cancel') {
+      if (m === 'jobs.cancel') {
         finishRun();
         return ok({ cancelled: true });
       }
@@ -90,7 +90,7 @@ describe('live run store', () => {
     expect(store.preparing).toEqual({ runId: id, stage: 'reading', fraction: 0.25 });
     expect(store.runId).toBeNull(); // no step yet
     await store.cancel();
-    expect(fake.calls.find((c) => c.method === 'train.cancel')?.params).toEqual({ runId: id });
+    expect(fake.calls.find((c) => c.method === 'jobs.cancel')?.params).toEqual({ jobId: id });
     expect(await done).toBeNull();
     expect(store.error).toMatch(/^E_CANCELLED: run was cancelled while its data was being prepared/);
     expect(store.preparing).toBeNull();

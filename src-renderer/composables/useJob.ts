@@ -1,0 +1,125 @@
+import { ApiError } from '@api/errors';
+import type { EventData } from '@api/events';
+import { apiEvents } from '@api/events';
+import { jobIdAt } from '@api/ids';
+import type { JobEventName, JobInfo, JobMethod } from '@api/jobs';
+import { JOB_METHODS, isJobEventName, jobIdOfEvent } from '@api/jobs';
+import type { MethodParams, MethodResult } from '@api/methods';
+import { apiMethods } from '@api/methods';
+import { nextTick, ref } from 'vue';
+
+import { errorText } from '../stores/error-text';
+import { useJobsStore } from '../stores/jobs';
+import { useApiClient } from '../transport/client-instance';
+
+/** What a store does with each event of its job, by event name. */
+export type JobEventHandlers = { [E in JobEventName]?: (data: EventData<E>) => void };
+
+function randomHex(n: number): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(n)), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** A new job id, in the one scheme of api/ids.ts. */
+export function newJobId(): string {
+  return jobIdAt(new Date(), randomHex(3));
+}
+
+/**
+ * One job as a store follows it (issue 25): started here, or attached to after a
+ * reload or from another window. Either way the store sees the job's events
+ * through `handlers`, can cancel it, and gets its answer or error at the end.
+ */
+export function useJob(handlers: JobEventHandlers) {
+  const jobId = ref<string | null>(null);
+  const running = ref(false);
+  const cancelling = ref(false);
+  /** The error as the page shows it (code: message), null while running or after success. */
+  const error = ref<string | null>(null);
+  /** The error itself, for pages that treat a code apart (E_FORBIDDEN, E_CANCELLED). */
+  const failure = ref<ApiError | null>(null);
+  /** True while this window follows a job it did not start (its request's answer comes through jobs.ended). */
+  const attached = ref(false);
+
+  function follow(id: string): () => void {
+    const client = useApiClient();
+    const offs = (Object.keys(handlers) as JobEventName[]).map((name) =>
+      client.on(name, (data) => {
+        if (jobIdOfEvent(name, data) === id) (handlers[name] as (d: unknown) => void)(data);
+      }),
+    );
+    return () => offs.forEach((off) => off());
+  }
+
+  function begin(id: string): void {
+    jobId.value = id;
+    running.value = true;
+    cancelling.value = false;
+    error.value = null;
+    failure.value = null;
+  }
+
+  function fail(err: unknown): null {
+    failure.value = err instanceof ApiError ? err : new ApiError('E_INTERNAL', String(err));
+    error.value = errorText(err);
+    return null;
+  }
+
+  /** Starts `method` as a job under a new id and follows it to its end; null when it failed (see error). */
+  async function start<M extends JobMethod>(method: M, params: MethodParams<M>): Promise<MethodResult<M> | null> {
+    if (running.value) return null;
+    const id = newJobId();
+    begin(id);
+    const off = follow(id);
+    try {
+      return await useApiClient().call(method, { ...params, [JOB_METHODS[method].idParam]: id } as MethodParams<M>);
+    } catch (err) {
+      return fail(err);
+    } finally {
+      off();
+      running.value = false;
+    }
+  }
+
+  /**
+   * Follows a job started elsewhere: its recorded events are replayed (after the page has
+   * mounted the views that listen to them), then its live ones, until jobs.ended.
+   */
+  async function attach<M extends JobMethod>(info: JobInfo & { method: M }): Promise<MethodResult<M> | null> {
+    if (running.value) return null;
+    begin(info.jobId);
+    attached.value = true;
+    cancelling.value = info.cancelling;
+    const ended = useJobsStore().whenEnded(info.jobId);
+    const off = follow(info.jobId);
+    try {
+      await nextTick();
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      for (const { event, data } of info.events) {
+        if (!isJobEventName(event)) continue;
+        const parsed = apiEvents[event].safeParse(data);
+        if (parsed.success) (handlers[event] as ((d: unknown) => void) | undefined)?.(parsed.data);
+      }
+      const end = await ended;
+      if (!end.ok) return fail(ApiError.fromPayload(end.error ?? { code: 'E_INTERNAL', message: 'the job failed' }));
+      const parsed = apiMethods[info.method].result.safeParse(end.result);
+      return parsed.success ? (parsed.data as MethodResult<M>) : fail(new ApiError('E_INTERNAL', `unexpected result of ${info.method}`));
+    } finally {
+      off();
+      running.value = false;
+      attached.value = false;
+    }
+  }
+
+  /** Stops the job, whoever started it. */
+  async function cancel(): Promise<void> {
+    if (!jobId.value || !running.value) return;
+    cancelling.value = true;
+    try {
+      await useApiClient().call('jobs.cancel', { jobId: jobId.value });
+    } catch (err) {
+      error.value = errorText(err);
+    }
+  }
+
+  return { jobId, running, cancelling, error, failure, attached, start, attach, cancel };
+}
