@@ -78,7 +78,7 @@ export function formatScriptBenchmark(r: ScriptBenchmarkResult): string {
   return lines.join('\n');
 }
 
-interface Flags {
+export interface BenchmarkScriptFlags {
   warmupSteps: number;
   steps?: number;
   repeat: number;
@@ -92,7 +92,8 @@ interface Flags {
   workspace: string;
 }
 
-async function benchmarkScript(command: string[], flags: Flags): Promise<void> {
+/** `trainbench benchmark-script -- command...`, and `benchmark-training -- command...`: the benchmark on a script target. */
+export async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): Promise<void> {
   const parsed = ScriptBenchmarkRequestSchema.safeParse({
     target: scriptTarget(command, flags),
     overrides: flags.set ?? {},

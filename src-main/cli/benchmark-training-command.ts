@@ -6,6 +6,8 @@ import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
+import { benchmarkScript, benchmarkScriptCommand } from './benchmark-script-command';
+import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
 import { intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions } from './train-inputs';
 
@@ -97,15 +99,15 @@ async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
 
 export function benchmarkTrainingCommand(): Command {
   const cmd = new Command('benchmark-training').description(
-    'time the real training step: step times (steady state and wall clock), phases, samples/s with a CI, memory, GPU telemetry, findings',
+    "time the real training step, of an engine model or of your own command after '--': step times (steady state and wall clock), phases, samples/s with a CI, memory, GPU telemetry, findings",
   );
-  return measuredTargetOptions(cmd, ' (sets the predicted epoch time)')
+  measuredTargetOptions(cmd, ' (sets the predicted epoch time)')
     .option('--warmup-steps <n>', 'optimizer steps before the steady-state clock starts', intArg('--warmup-steps', 0), 5)
     .option('--steps <n>', 'optimizer steps measured after the warm-up', intArg('--steps', 1), 50)
     .option('--repeat <n>', 'repetitions, each a fresh trainer (3 or more for a meaningful CI)', intArg('--repeat', 1), 3)
     .option('--seed <n>', 'seed for initialisation and shuffling', intArg('--seed', 0))
     .option('--json', 'print the result as JSON')
     .option('--no-progress', 'no progress lines on stderr')
-    .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir())
-    .action(benchmarkTraining);
+    .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir());
+  return eitherTarget(cmd, benchmarkTraining, { options: benchmarkScriptCommand(), alias: 'benchmark-script', run: benchmarkScript });
 }

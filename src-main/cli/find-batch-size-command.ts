@@ -7,10 +7,22 @@ import { formatIssues } from '../api/format-issues';
 import { createServices } from '../core/services';
 import { warnIfEmulated } from './emulation-note';
 import { defaultWorkspaceDir } from '../core/workspace';
-import { trainOptions } from './train-command';
+import { trainOptions, type TrainFlags } from './train-command';
 import { choiceArg, intArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
 import { collectEnv, collectOverride, secondsArg } from './benchmark-script-command';
+import { eitherTarget } from './either-target';
 import { findBatchSizeScript } from './find-batch-size-script';
+
+interface EngineSearchFlags extends Omit<TrainFlags, 'model' | 'data' | 'device'> {
+  model: string;
+  data: string;
+  device: string;
+  memoryLimit?: number;
+  headroom: number;
+  globalBatch?: number;
+  steps: number;
+  workspace: string;
+}
 
 const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kib: 1024, m: 2 ** 20, mib: 2 ** 20, g: 2 ** 30, gib: 2 ** 30 };
 
@@ -67,62 +79,72 @@ function summary(r: BatchSearchResult): string {
   return lines.join('\n');
 }
 
+/** The search on an engine model: the trials grow the batch until the memory (or --memory-limit) runs out. */
+async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
+  const { spec, name } = await resolveModel(o.model);
+  const data = resolveData(o.data);
+  const options = { ...trainOptions(name, { ...o, progress: false }), memoryLimitBytes: o.memoryLimit };
+  const parsed = BatchSearchRequestSchema.safeParse({ spec, data, options, headroom: o.headroom, stepsPerTrial: o.steps, globalBatch: o.globalBatch });
+  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'search')}`);
+  const services = await createServices({ workspaceDir: o.workspace });
+  await warnIfEmulated(services, parsed.data.options.device);
+  let searchId: string | null = null;
+  const onSigint = () => {
+    if (!searchId) process.exit(130);
+    process.stderr.write('\ncancelling the search...\n');
+    void services.batchSize.cancel(searchId);
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const result = await services.batchSize.search(parsed.data, {
+      allowPathsOutsideWorkspace: true,
+      onStart: (id) => (searchId = id),
+      onTrial: (t) => {
+        if (o.progress && !o.json) {
+          const sps = t.samplesPerSec === null ? '' : `, ${n(t.samplesPerSec)} samples/s`;
+          process.stderr.write(`trial ${t.index + 1}: batch ${n(t.batchSize)}${t.accumulation > 1 ? ` x ${t.accumulation}` : ''} -> ${t.outcome}${sps}\n`);
+        }
+      },
+    });
+    process.stdout.write((o.json ? JSON.stringify(result, null, 2) : summary(result)) + '\n');
+  } finally {
+    process.off('SIGINT', onSigint);
+    await services.dispose();
+  }
+}
+
+/** The flags of the search both targets share: the headroom, the trial length, and where and how it reports. */
+function sharedSearchOptions(cmd: Command): Command {
+  return cmd
+    .option('--headroom <fraction>', 'share of the memory the chosen batch leaves free (0.1 or 10%)', fraction, DEFAULT_HEADROOM)
+    .option('--steps <n>', 'optimizer steps measured per trial', positiveInt('--steps'), 5)
+    .option('--json', 'print the result as JSON (largestFitting, recommended, trials ...)')
+    .option('--no-progress', 'no per-trial lines on stderr')
+    .option('--workspace <dir>', 'workspace folder (the search is saved as a run)', defaultWorkspaceDir());
+}
+
+/** The search on a script target, as its own command would declare it (find-batch-size-script.ts runs it). */
+function scriptSearchOptions(): Command {
+  return sharedSearchOptions(new Command('find-batch-size -- command'))
+    .option('--set <key=value>', 'an override every trial keeps (repeatable)', collectOverride)
+    .option('--cwd <dir>', 'working directory of the command')
+    .option('--env <NAME=value>', 'environment variable for the command (repeatable)', collectEnv)
+    .option('--start-batch <n>', 'the first batch tried (doubling from there)', intArg('--start-batch', 1))
+    .option('--max-batch <n>', 'the largest batch tried', intArg('--max-batch', 1))
+    .option('--warmup-steps <n>', 'steps before each trial is timed', intArg('--warmup-steps', 0))
+    .option('--timeout <seconds>', 'kill a trial (with all its processes) after this long', secondsArg);
+}
+
 export function findBatchSizeCommand(): Command {
-  return new Command('find-batch-size')
-    .description('find the largest batch that fits with headroom and the one that trains fastest (every trial is recorded)')
+  const cmd = new Command('find-batch-size')
+    .description("find the largest batch that fits with headroom and the one that trains fastest (every trial is recorded), for an engine model or your own command after '--' (whose dataloader.batch_size is varied; an out-of-memory error is a data point)")
     .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
     .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>[,<test>], or IDX files as for train', 'fashion-mnist')
     .option('--device <name>', 'cpu (needs --memory-limit), cuda:N, or auto', 'cpu')
     .option('--memory-limit <bytes>', "CPU: cap the engine's memory at this many bytes (1073741824, 1GiB, 512MiB) as a GPU's memory would", parseBytes)
-    .option('--headroom <fraction>', 'share of the memory the chosen batch leaves free (0.1 or 10%)', fraction, DEFAULT_HEADROOM)
     .option('--global-batch <n>', 'keep this global batch: find the micro-batch that fits and the accumulation that makes it up', positiveInt('--global-batch'))
-    .option('--steps <n>', 'optimizer steps measured per trial', positiveInt('--steps'), 5)
     .option('--batch-size <n>', 'the batch the learning rate was tuned for (the LR advice scales from it)', positiveInt('--batch-size'))
     .option('--optimizer <kind>', TRAIN_CHOICES.optimizer.join(' or '), choiceArg('--optimizer', TRAIN_CHOICES.optimizer))
-    .option('--threads <n>', 'CPU threads (0 = all cores)', (v) => Number(v))
-    .option('--json', 'print the result as JSON (largestFitting, recommended, trials ...)')
-    .option('--no-progress', 'no per-trial lines on stderr')
-    .option('--workspace <dir>', 'workspace folder (the search is saved as a run)', defaultWorkspaceDir())
-    // A script target: the command after '--' is searched instead of an engine model (find-batch-size-script.ts).
-    .argument('[command...]', "your own training command, after '--': dataloader.batch_size is varied, an out-of-memory error is a data point")
-    .option('--set <key=value>', 'script: an override every trial keeps (repeatable)', collectOverride)
-    .option('--cwd <dir>', 'script: working directory of the command')
-    .option('--env <NAME=value>', 'script: environment variable for the command (repeatable)', collectEnv)
-    .option('--start-batch <n>', 'script: the first batch tried (doubling from there)', intArg('--start-batch', 1))
-    .option('--max-batch <n>', 'script: the largest batch tried', intArg('--max-batch', 1))
-    .option('--warmup-steps <n>', 'script: steps before each trial is timed', intArg('--warmup-steps', 0))
-    .option('--timeout <seconds>', 'script: kill a trial (with all its processes) after this long', secondsArg)
-    .action(async (command: string[], o) => {
-      if (command.length > 0) return findBatchSizeScript(command, o);
-      const { spec, name } = await resolveModel(o.model);
-      const data = resolveData(o.data);
-      const options = { ...trainOptions(name, { ...o, progress: false }), memoryLimitBytes: o.memoryLimit };
-      const parsed = BatchSearchRequestSchema.safeParse({ spec, data, options, headroom: o.headroom, stepsPerTrial: o.steps, globalBatch: o.globalBatch });
-      if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'search')}`);
-      const services = await createServices({ workspaceDir: o.workspace });
-      await warnIfEmulated(services, parsed.data.options.device);
-      let searchId: string | null = null;
-      const onSigint = () => {
-        if (!searchId) process.exit(130);
-        process.stderr.write('\ncancelling the search...\n');
-        void services.batchSize.cancel(searchId);
-      };
-      process.on('SIGINT', onSigint);
-      try {
-        const result = await services.batchSize.search(parsed.data, {
-          allowPathsOutsideWorkspace: true,
-          onStart: (id) => (searchId = id),
-          onTrial: (t) => {
-            if (o.progress && !o.json) {
-              const sps = t.samplesPerSec === null ? '' : `, ${n(t.samplesPerSec)} samples/s`;
-              process.stderr.write(`trial ${t.index + 1}: batch ${n(t.batchSize)}${t.accumulation > 1 ? ` x ${t.accumulation}` : ''} -> ${t.outcome}${sps}\n`);
-            }
-          },
-        });
-        process.stdout.write((o.json ? JSON.stringify(result, null, 2) : summary(result)) + '\n');
-      } finally {
-        process.off('SIGINT', onSigint);
-        await services.dispose();
-      }
-    });
+    .option('--threads <n>', 'CPU threads (0 = all cores)', (v) => Number(v));
+  return eitherTarget(sharedSearchOptions(cmd), findBatchSizeEngine, { options: scriptSearchOptions(), run: findBatchSizeScript });
 }

@@ -23,7 +23,8 @@ import { reportCommand } from './report-command';
 import { traceCommand } from './trace-command';
 import { benchmarkScriptCommand } from './benchmark-script-command';
 import { optimiseScriptCommand } from './optimise-script-command';
-import { trainScriptCommand } from './train-script-command';
+import { trainScript, trainScriptCommand } from './train-script-command';
+import { eitherTarget, noteArgv } from './either-target';
 import { choiceArg, intArg, TRAIN_CHOICES } from './train-inputs';
 
 function numberArg(name: string) {
@@ -95,9 +96,8 @@ export function buildProgram(): Command {
     .option('--allow-scripts', 'let the workbench start your own training commands (script targets): code execution for whoever holds the token')
     .action(serveCommand);
 
-  program
-    .command('train')
-    .description('train a model and print its test accuracy (progress on stderr)')
+  const train = new Command('train')
+    .description("train a model and print its test accuracy (progress on stderr); or train with your own command after '--', recorded as a run")
     .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
     .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>[,<test>], a folder of IDX files, or train-images,train-labels[,test-images,test-labels]', 'fashion-mnist')
     .option('--loader-workers <n>', 'threads gathering batches ahead of the step', intArg('--loader-workers', 0))
@@ -119,8 +119,8 @@ export function buildProgram(): Command {
     .option('--gpu-prefetch <n>', 'CUDA: batches copied ahead to the device', intArg('--gpu-prefetch', 1))
     .option('--json', 'print events and the result as JSON lines on stdout')
     .option('--no-progress', 'no progress output')
-    .option('--workspace <dir>', 'workspace folder (runs are saved there)', defaultWorkspaceDir())
-    .action(trainCommand);
+    .option('--workspace <dir>', 'workspace folder (runs are saved there)', defaultWorkspaceDir());
+  program.addCommand(eitherTarget(train, trainCommand, { options: trainScriptCommand(), alias: 'train-script', run: trainScript }));
 
   program.addCommand(cacheCommand());
   program.addCommand(loaderBenchCommand());
@@ -145,6 +145,7 @@ export async function main(argv: string[]): Promise<void> {
   program.hook('preAction', (_program, action) => {
     running = action;
   });
+  noteArgv(argv);
   try {
     await program.parseAsync(argv);
   } catch (err) {

@@ -6,7 +6,9 @@ import type { OptimiseProgress, OptimiseResult, OptimiseTrial } from '../api/opt
 import { OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema } from '../api/optimise';
 import { newRunId } from '../core/run-store';
 import { createServices } from '../core/services';
+import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
+import { optimiseScriptAction, optimiseScriptCommand, resumeScriptOptimisation } from './optimise-script-command';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { reportWrittenLines } from './report-written';
 import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, ratioArg } from './train-inputs';
@@ -125,6 +127,8 @@ async function buildRequest(flags: OptimiseFlags, optimiseId: string) {
 }
 
 async function optimise(flags: OptimiseFlags): Promise<void> {
+  // --resume takes either kind's id: an engine wizard's, or a script optimisation's run (as optimise-script --resume does).
+  if (flags.resume !== undefined && (await resumeScriptOptimisation(flags.resume, flags))) return;
   const optimiseId = flags.resume ?? `optimise-${newRunId()}`;
   const request = flags.resume ? null : await buildRequest(flags, optimiseId);
   const services = await createServices({ workspaceDir: flags.workspace });
@@ -171,9 +175,9 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
 
 export function optimiseCommand(): Command {
   const cmd = new Command('optimise').description(
-    'the optimisation wizard: a baseline, a diagnosis, the physical limits, then one change at a time kept only when its speedup CI beats the noise',
+    "the optimisation wizard, on an engine model or on your own command after '--': a baseline, a diagnosis, the physical limits, then one change at a time kept only when its speedup CI beats the noise",
   );
-  return measuredTargetOptions(cmd, '')
+  measuredTargetOptions(cmd, '')
     .option('--read-from <where>', 'cache, or source: read the records from the source files in place (the uncached path)', choiceArg('--read-from', ReadFromSchema.options), 'cache')
     .option('--warmup-steps <n>', 'optimizer steps before the clock starts, in every repetition', intArg('--warmup-steps', 0), 5)
     .option('--steps <n>', 'optimizer steps measured per repetition', intArg('--steps', 1), 50)
@@ -184,10 +188,10 @@ export function optimiseCommand(): Command {
     .option('--allow-recipe-changes', 'keep a faster batch size too (it changes the training recipe; otherwise it is only proposed)')
     .option('--no-batch-search', 'skip the batch-size search (CUDA, or a CPU memory limit): the batch-size candidate is then twice the batch')
     .option('--loss-tolerance <r>', 'largest relative change of the mean loss a kept change may make', ratioArg('--loss-tolerance'))
-    .option('--resume <id>', 'continue a cancelled or interrupted optimisation from its saved state (the other target flags are ignored)')
+    .option('--resume <id>', "continue a cancelled or interrupted optimisation from its saved state (the other target flags are ignored); a script optimisation's run id goes on with that script")
     .option('--report', 'write the result up as an ADR report (markdown + SVG charts) in the workspace\'s reports/')
     .option('--json', 'print the result as JSON')
     .option('--no-progress', 'no progress lines on stderr')
-    .option('--workspace <dir>', 'workspace folder (the wizard is saved there as a run and a state file)', defaultWorkspaceDir())
-    .action(optimise);
+    .option('--workspace <dir>', 'workspace folder (the wizard is saved there as a run and a state file)', defaultWorkspaceDir());
+  return eitherTarget(cmd, optimise, { options: optimiseScriptCommand(), alias: 'optimise-script', run: optimiseScriptAction });
 }

@@ -47,7 +47,7 @@ export function formatScriptOptimise(r: ScriptOptimiseResult): string {
   ].join('\n');
 }
 
-interface Flags {
+export interface OptimiseScriptFlags {
   preset: (typeof PRESETS)[number];
   repeat: number;
   steps: number;
@@ -66,7 +66,7 @@ interface Flags {
 }
 
 /** A new wizard's request from the command and the flags, checked by the contract's schema. */
-function newRequest(command: string[], flags: Flags): ScriptOptimiseRequest {
+function newRequest(command: string[], flags: OptimiseScriptFlags): ScriptOptimiseRequest {
   const parsed = ScriptOptimiseRequestSchema.safeParse({
     target: scriptTarget(command, flags),
     overrides: flags.set ?? {},
@@ -91,7 +91,8 @@ async function resumedRequest(workspace: Workspace, runId: string): Promise<Scri
   return { ...asked, resumeFrom: runId };
 }
 
-async function optimiseScriptAction(command: string[], flags: Flags): Promise<void> {
+/** `trainbench optimise-script`, and `optimise -- command...`: the wizard on a script target, new or resumed. */
+export async function optimiseScriptAction(command: string[], flags: OptimiseScriptFlags): Promise<void> {
   const workspace = await openWorkspace(flags.workspace);
   if (flags.resume !== undefined && command.length > 0) {
     throw new ApiError('E_BAD_INPUT', `give either a command after '--' or --resume ${flags.resume} (which goes on with the saved run's command and settings), not both`);
@@ -100,6 +101,29 @@ async function optimiseScriptAction(command: string[], flags: Flags): Promise<vo
     throw new ApiError('E_BAD_INPUT', "no command to optimise: give it after '--' (trainbench optimise-script -- python3 train.py), or --resume <runId> to go on with a stopped one");
   }
   const request = flags.resume !== undefined ? await resumedRequest(workspace, flags.resume) : newRequest(command, flags);
+  await runWizard(workspace, request, flags);
+}
+
+/**
+ * `trainbench optimise --resume <id>` where the id names a script optimisation's run (an engine
+ * wizard's id names none): goes on with it as optimise-script --resume does, and says whether it did.
+ */
+export async function resumeScriptOptimisation(runId: string, flags: OutputFlags & { workspace: string }): Promise<boolean> {
+  let workspace: Workspace;
+  let request: ScriptOptimiseRequest;
+  try {
+    workspace = await openWorkspace(flags.workspace);
+    request = await resumedRequest(workspace, runId);
+  } catch {
+    return false;
+  }
+  await runWizard(workspace, request, flags);
+  return true;
+}
+
+type OutputFlags = Pick<OptimiseScriptFlags, 'json' | 'report' | 'progress'>;
+
+async function runWizard(workspace: Workspace, request: ScriptOptimiseRequest, flags: OutputFlags): Promise<void> {
   // Ctrl-C cancels as script.cancel does: the launch in flight is killed with its process group, and the
   // run is recorded cancelled with the trials finished so far.
   const jobs = new ScriptJobs();

@@ -33,7 +33,7 @@ export function formatScriptRun(r: ScriptTrainResult): string {
   ].join('\n');
 }
 
-interface Flags {
+export interface TrainScriptFlags {
   maxSteps?: number;
   warmupSteps: number;
   timeout: number;
@@ -46,7 +46,8 @@ interface Flags {
   workspace: string;
 }
 
-async function trainScript(command: string[], flags: Flags): Promise<void> {
+/** `trainbench train-script -- command...`, and `train -- command...`: a whole run of a script target. */
+export async function trainScript(command: string[], flags: TrainScriptFlags): Promise<void> {
   const parsed = ScriptTrainRequestSchema.safeParse({
     target: scriptTarget(command, flags),
     overrides: flags.set ?? {},
