@@ -50,13 +50,14 @@ describe('job registry', () => {
     expect(given).toEqual({ command: ['python3'], jobId: 'job-1' });
   });
 
-  it('refuses a second job under a running id, naming the id and the field', async () => {
-    const { jobs } = setup();
+  it('leaves a second request under a running id to its service, which refuses it in its own words; the first stays listed', async () => {
+    const { jobs, seen } = setup();
     const work = deferred<number>();
     void jobs.run('benchmark.training', { jobId: 'b' }, () => ({ cancelled: true }), () => work.promise);
-    await expect(jobs.run('benchmark.training', { jobId: 'b' }, () => ({ cancelled: true }), () => Promise.resolve(2))).rejects.toThrow(
-      'a job with id b is already running: choose another jobId',
-    );
+    const refused = new ApiError('E_BAD_INPUT', 'benchmark job b is already running: choose another jobId');
+    await expect(jobs.run('benchmark.training', { jobId: 'b' }, () => ({ cancelled: true }), () => Promise.reject(refused))).rejects.toBe(refused);
+    expect(jobs.list().map((j) => j.jobId)).toEqual(['b']);
+    expect(seen.filter((e) => e.event.startsWith('jobs.'))).toHaveLength(1);
     work.resolve(1);
   });
 

@@ -1,7 +1,6 @@
 import type { EventName } from '../../api/events';
 import type { JobEvent, JobInfo, JobMethod } from '../../api/jobs';
 import { JOB_METHODS, isJobEventName, jobIdOfEvent } from '../../api/jobs';
-import { ApiError } from '../../api/errors';
 import type { EventHub } from '../event-hub';
 import { toApiError } from '../api-router';
 
@@ -46,8 +45,9 @@ export class JobRegistry {
     const { kind, target, idParam } = JOB_METHODS[method];
     const given = (params as Record<string, unknown>)[idParam];
     const jobId = typeof given === 'string' ? given : this.newId();
-    if (this.live.has(jobId)) throw new ApiError('E_BAD_INPUT', `a job with id ${jobId} is already running: choose another ${idParam}`);
     const request = { ...params, [idParam]: jobId } as P;
+    // Each service refuses an id it runs already, in its own words; the first job stays the one listed.
+    if (this.live.has(jobId)) return work(request);
     const job: LiveJob = {
       info: { jobId, method, kind, target, request, startedAt: this.now().toISOString(), cancelling: false },
       cancel,

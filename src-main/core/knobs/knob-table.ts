@@ -1,0 +1,304 @@
+import type { Bound, EngineOffer, Knob, KnobTarget, ScriptOffer } from './knob';
+import { effective, offered } from './knob';
+
+const MAX_PREFETCH = 16;
+const MAX_GPU_PREFETCH = 8;
+
+const cuda = (device: string) => device.startsWith('cuda');
+
+/**
+ * Every knob of the optimisation wizard, once: its kind, and for each target the setting it changes, where
+ * it stands in the wizard's order, and its proposer (the next step up from the current best, in the words
+ * a person would use, or why not). A target that does not offer a knob says why. Every list the wizards
+ * use is derived from this table (see the end of this file); adding a knob is one row.
+ *
+ * Engine ranks go in tens, so a new knob fits between two without renumbering.
+ */
+export const KNOB_TABLE: readonly Knob[] = [
+  {
+    name: 'readFrom',
+    kind: 'pipeline',
+    engine: {
+      setting: 'readFrom',
+      rank: { data: 0, h2d: 20, compute: 30, 'host-overhead': 20, unknown: 0 },
+      evidence: ['reading-source', 'data-wait'],
+      propose: (c) =>
+        c.readFrom === 'source'
+          ? {
+              step: {
+                from: 'source',
+                to: 'cache',
+                label: 'read from the cache instead of the source files',
+                hypothesis: 'the cache holds fixed-size records, memory-mapped, in one file per shard',
+              },
+            }
+          : { settled: 'the target already reads from the cache' },
+    },
+    script: { notOffered: 'a script reads its data its own way: there is no cache for it to read from' },
+  },
+  {
+    name: 'loaderWorkers',
+    kind: 'pipeline',
+    engine: {
+      setting: 'loaderWorkers',
+      rank: { data: 10, h2d: 30, compute: 40, 'host-overhead': 30, unknown: 10 },
+      evidence: ['data-wait'],
+      propose: (c, ctx) => {
+        const w = c.options.loaderWorkers;
+        const to = w === 0 ? 1 : w * 2;
+        if (to > ctx.cpus) return { settled: `${to} loader workers would be more than the ${ctx.cpus} cores of this machine, where they only contend` };
+        return { step: { from: w, to, label: `loader workers ${w} -> ${to}`, hypothesis: 'more threads gather batches while the step computes' } };
+      },
+    },
+    script: {
+      setting: 'dataloader.num_workers',
+      rank: 0,
+      propose: (o, ctx) => {
+        const w = effective(o, ctx).workers;
+        // From none, straight to two: one worker process only moves the same work elsewhere.
+        const to = w === 0 ? Math.min(2, ctx.cpus) : w * 2;
+        if (to <= w || to > ctx.cpus) return { settled: `${w} worker processes: more than the ${ctx.cpus} cores of this machine only contend` };
+        return { step: { from: w, to, hypothesis: 'worker processes prepare batches in parallel while the main process trains' } };
+      },
+    },
+  },
+  {
+    name: 'prefetch',
+    kind: 'pipeline',
+    engine: {
+      setting: 'prefetch',
+      rank: { data: 20, h2d: 40, compute: 50, 'host-overhead': 40, unknown: 20 },
+      evidence: ['data-wait'],
+      propose: (c) => {
+        const p = c.options.prefetch;
+        if (p * 2 > MAX_PREFETCH) return { settled: `prefetch ${p} is at its most: twice it would pass ${MAX_PREFETCH}` };
+        return { step: { from: p, to: p * 2, label: `prefetch ${p} -> ${p * 2}`, hypothesis: 'more batches ready ahead absorb uneven loading times' } };
+      },
+    },
+    script: {
+      setting: 'dataloader.prefetch_factor',
+      rank: 10,
+      propose: (o, ctx) => {
+        const e = effective(o, ctx);
+        const step = { from: e.prefetch, to: Math.min(MAX_PREFETCH, e.prefetch * 2), hypothesis: 'more batches ready ahead per worker absorb uneven loading times' };
+        if (e.workers === 0) return { skip: step, why: 'prefetching needs worker processes; the loader runs with num_workers 0' };
+        return e.prefetch * 2 > MAX_PREFETCH ? { settled: `prefetch_factor ${e.prefetch} is at its most: twice it would pass ${MAX_PREFETCH}` } : { step };
+      },
+    },
+  },
+  {
+    name: 'gpuPrefetch',
+    kind: 'pipeline',
+    engine: {
+      setting: 'gpuPrefetch',
+      rank: { data: 30, h2d: 0, compute: 60, 'host-overhead': 50, unknown: 30 },
+      evidence: ['h2d-wait'],
+      propose: (c, ctx) => {
+        const g = c.options.gpuPrefetch;
+        const to = Math.min(MAX_GPU_PREFETCH, g * 2);
+        const step = { from: g, to, label: `GPU prefetch ${g} -> ${to}`, hypothesis: 'more batches copied ahead on the copy stream overlap copies with compute' };
+        if (!cuda(ctx.device)) return { skip: step, why: 'GPU prefetch applies to CUDA devices only' };
+        return g * 2 > MAX_GPU_PREFETCH ? { settled: `GPU prefetch ${g} is at its most: twice it would pass ${MAX_GPU_PREFETCH}` } : { step };
+      },
+    },
+    script: { notOffered: "torch's DataLoader has no setting for copying batches to the GPU ahead: a script does that in its own code" },
+  },
+  {
+    name: 'pinnedMemory',
+    kind: 'pipeline',
+    engine: {
+      setting: 'pinnedMemory',
+      rank: { data: 40, h2d: 10, compute: 70, 'host-overhead': 70, unknown: 70 },
+      evidence: [],
+      propose: () => ({
+        skip: { from: true, to: true, label: 'pinned host memory', hypothesis: 'pinned buffers copy to the device without a staging copy' },
+        why: "the engine's loader always gathers batches into pinned host buffers, so there is no setting to change",
+      }),
+    },
+    script: {
+      setting: 'dataloader.pin_memory',
+      rank: 20,
+      propose: (o, ctx) => {
+        if (effective(o, ctx).pin) return { settled: 'the loader already pins its batches' };
+        const step = { from: false, to: true, hypothesis: 'page-locked batches copy to the GPU without a staging copy, and asynchronously' };
+        return cuda(ctx.device) ? { step } : { skip: step, why: `pinned memory speeds up copies to a GPU; this script trains on ${ctx.device}` };
+      },
+    },
+  },
+  {
+    name: 'precision',
+    kind: 'numerics',
+    engine: {
+      setting: 'precision',
+      rank: { data: 60, h2d: 50, compute: 0, 'host-overhead': 60, unknown: 40 },
+      evidence: ['compute-bound', 'memory-full'],
+      propose: (c, ctx) => {
+        if (c.options.precision !== 'fp32') return { settled: `the target already computes in ${c.options.precision}` };
+        const step = {
+          from: 'fp32',
+          to: 'bf16',
+          label: 'precision fp32 -> bf16',
+          hypothesis: 'bf16 compute halves the bytes moved and uses the tensor cores; fp32 master weights keep the update',
+        };
+        return cuda(ctx.device) ? { step } : { skip: step, why: `mixed precision needs a CUDA device; this target runs on ${ctx.device}` };
+      },
+    },
+    script: { notOffered: "a script's mixed precision (autocast) is in its own code, which the probe does not rewrite" },
+  },
+  {
+    name: 'cudaGraph',
+    kind: 'pipeline',
+    engine: {
+      setting: 'cudaGraph',
+      rank: { data: 70, h2d: 70, compute: 10, 'host-overhead': 0, unknown: 50 },
+      evidence: ['host-overhead'],
+      propose: (c, ctx) => {
+        if (c.options.cudaGraph) return { settled: 'CUDA graphs are already on' };
+        const step = { from: false, to: true, label: 'CUDA graphs on', hypothesis: 'one graph launch replaces every kernel launch of the step' };
+        if (!cuda(ctx.device)) return { skip: step, why: `CUDA graphs need a CUDA device; this target runs on ${ctx.device}` };
+        if (c.options.accumulation !== 1) return { skip: step, why: `CUDA graphs capture one step with accumulation 1; this target accumulates ${c.options.accumulation}` };
+        return { step };
+      },
+    },
+    script: { notOffered: "capturing a CUDA graph needs the script's own code around its step" },
+  },
+  {
+    name: 'batchSize',
+    kind: 'recipe',
+    engine: {
+      setting: 'batchSize',
+      rank: { data: 50, h2d: 60, compute: 20, 'host-overhead': 10, unknown: 60 },
+      evidence: ['memory-room', 'host-overhead'],
+      propose: (c, ctx) => {
+        const b = c.options.batchSize;
+        const searched = ctx.searchedBatch ?? null;
+        if (searched === b) return { settled: `the batch is already ${b}, the batch-size search's recommendation` };
+        const to = searched ?? b * 2;
+        const step = {
+          from: b,
+          to,
+          label: `batch size ${b} -> ${to}`,
+          hypothesis:
+            searched !== null
+              ? "the batch-size search's recommendation: the fitting batch with the best throughput under the memory headroom"
+              : 'a larger batch amortises the per-step overhead over more samples',
+          note: `a batch change is a change of the training recipe: scale the learning rate with it (linear rule: x${Number((to / b).toPrecision(3))}) and check the accuracy`,
+        };
+        return to * c.options.accumulation > ctx.recordsPerEpoch ? { skip: step, why: `a batch of ${to} needs more samples than the ${ctx.recordsPerEpoch} one epoch draws` } : { step };
+      },
+    },
+    script: {
+      setting: 'dataloader.batch_size',
+      rank: 50,
+      propose: (o, ctx) => {
+        const b = effective(o, ctx).batch;
+        if (b === null) return { settled: "the probe saw no batch size on the script's DataLoader, so there is nothing to double" };
+        return {
+          step: {
+            from: b,
+            to: b * 2,
+            hypothesis: 'a larger batch amortises the per-step overhead over more samples',
+            note: `a larger batch changes the training recipe: scale the learning rate with it (linear rule: x2) and check the accuracy`,
+          },
+        };
+      },
+    },
+  },
+  {
+    name: 'accumulation',
+    kind: 'recipe',
+    engine: {
+      setting: 'accumulation',
+      rank: { data: 80, h2d: 80, compute: 80, 'host-overhead': 80, unknown: 80 },
+      evidence: [],
+      propose: (c) => ({
+        skip: { from: c.options.accumulation, to: c.options.accumulation * 2, label: 'gradient accumulation x2 at half the micro-batch', hypothesis: 'the same update from smaller micro-batches' },
+        why: 'gradient accumulation makes room in memory at the same update; it does not make a sample faster, so the wizard does not try it for speed',
+      }),
+    },
+    script: { notOffered: "gradient accumulation is in the script's own training loop" },
+  },
+  {
+    name: 'sampleRatio',
+    kind: 'recipe',
+    engine: {
+      setting: 'sampleRatio',
+      rank: { data: 90, h2d: 90, compute: 90, 'host-overhead': 90, unknown: 90 },
+      evidence: [],
+      propose: (c) => ({
+        skip: { from: c.options.sampleRatio, to: c.options.sampleRatio, label: 'sample ratio', hypothesis: 'fewer samples per epoch' },
+        why: 'the sample ratio changes what an epoch is, not how fast a step runs: set it for the benchmark itself, not through the wizard',
+      }),
+    },
+    script: { notOffered: "what an epoch of a script draws is the script's own affair" },
+  },
+  {
+    name: 'cudnnBenchmark',
+    kind: 'numerics',
+    engine: { notOffered: 'the engine runs its own kernels and cuBLASLt, not cuDNN: there are no cuDNN algorithms to choose' },
+    script: {
+      setting: 'cudnn.benchmark',
+      rank: 30,
+      propose: (o, ctx) => {
+        if (effective(o, ctx).cudnnBenchmark) return { settled: 'cudnn.benchmark is already on' };
+        const step = { from: false, to: true, hypothesis: 'cuDNN times its convolution algorithms once and keeps the fastest (it may pick a different, equally valid algorithm)' };
+        return cuda(ctx.device) ? { step } : { skip: step, why: `cuDNN runs on CUDA devices; this script trains on ${ctx.device}` };
+      },
+    },
+  },
+  {
+    name: 'matmulPrecision',
+    kind: 'numerics',
+    engine: { notOffered: "the engine's float32 matmuls compute in full float32; its faster arithmetic is the precision knob" },
+    script: {
+      setting: 'matmul.precision',
+      rank: 40,
+      propose: (o, ctx) => {
+        const m = effective(o, ctx).matmul;
+        if (m !== 'highest') return { settled: `the float32 matmul precision is already ${m}` };
+        const step = { from: 'highest', to: 'high', hypothesis: 'TF32 tensor-core matmuls for float32 (10-bit mantissa inputs, float32 accumulation)' };
+        return cuda(ctx.device) ? { step } : { skip: step, why: `TF32 matmuls need a CUDA device; this script trains on ${ctx.device}` };
+      },
+    },
+  },
+  {
+    name: 'persistentWorkers',
+    kind: 'pipeline',
+    engine: { notOffered: "the engine's loader threads live for the whole run: a new epoch only gives them a new order" },
+    script: {
+      setting: 'dataloader.persistent_workers',
+      rank: 60,
+      propose: (o, ctx) => {
+        const e = effective(o, ctx);
+        return {
+          skip: { from: e.persistent, to: true, hypothesis: 'workers kept between epochs' },
+          why: e.workers === 0 ? 'persistent workers need worker processes' : 'keeping workers alive saves their start at each epoch boundary, which a trial of a few steps does not cross: not measurable here',
+        };
+      },
+    },
+  },
+];
+
+/** A knob as one target offers it, with the row's name and kind. */
+export type Offered<O> = O & { name: string; kind: Knob['kind'] };
+
+/** The engine's knobs, in table order. */
+export const ENGINE_KNOBS: readonly Offered<EngineOffer>[] = KNOB_TABLE.flatMap((k) => (offered(k.engine) ? [{ ...k.engine, name: k.name, kind: k.kind }] : []));
+
+/** The engine's knobs in the order the diagnosis suggests: what bounds the step first. */
+export function engineOrder(bound: Bound): Offered<EngineOffer>[] {
+  return [...ENGINE_KNOBS].sort((a, b) => a.rank[bound] - b.rank[bound]);
+}
+
+/** The script's knobs, in the order the script wizard tries them. */
+export const SCRIPT_KNOBS_IN_ORDER: readonly Offered<ScriptOffer>[] = KNOB_TABLE.flatMap((k) => (offered(k.script) ? [{ ...k.script, name: k.name, kind: k.kind }] : [])).sort(
+  (a, b) => a.rank - b.rank,
+);
+
+/** The knobs a target does not offer, each with why. */
+export function notOfferedOn(target: KnobTarget): { name: string; why: string }[] {
+  return KNOB_TABLE.flatMap((k) => {
+    const offer = k[target];
+    return 'notOffered' in offer ? [{ name: k.name, why: offer.notOffered }] : [];
+  });
+}

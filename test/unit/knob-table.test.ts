@@ -1,0 +1,222 @@
+// Issue 25: every knob of the optimisation wizard is one row of the knob table, and every list the wizards use comes from it.
+import { describe, expect, it } from 'vitest';
+
+import { BenchmarkOptionsSchema } from '../../src-main/api/benchmark';
+import type { OptimiseBaseline, OptimiseChange, OptimiseConfig } from '../../src-main/api/optimise';
+import { DiagnosisSchema } from '../../src-main/api/optimise';
+import type { ScriptOverrides } from '../../src-main/api/script-target';
+import { SCRIPT_OVERRIDE_KEYS } from '../../src-main/api/script-target';
+import type { KnobContext, ScriptKnobContext } from '../../src-main/core/knobs/knob';
+import { KNOB_TARGETS, offered, toProposal } from '../../src-main/core/knobs/knob';
+import { ENGINE_KNOBS, engineOrder, KNOB_TABLE, notOfferedOn, SCRIPT_KNOBS_IN_ORDER } from '../../src-main/core/knobs/knob-table';
+import { diagnose } from '../../src-main/core/optimise/diagnosis';
+import { applyChange, candidateChanges } from '../../src-main/core/optimise/knobs';
+import { SCRIPT_KNOBS } from '../../src-main/core/script/script-knobs';
+
+const BOUNDS = DiagnosisSchema.shape.bound.options;
+
+const config = (o: object = {}, readFrom: 'cache' | 'source' = 'cache'): OptimiseConfig => ({ options: BenchmarkOptionsSchema.parse(o), readFrom });
+
+/** A measured-looking baseline whose phases (ms per step) are given. */
+function baseline(phasesMs: Record<string, number>, device: string): OptimiseBaseline {
+  const phases = { data: 0, h2d: 0, forward: 0, loss: 0, backward: 0, optimizer: 0, other: 0, ...phasesMs };
+  const step = Object.values(phases).reduce((a, b) => a + b, 0);
+  const percent = Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, (100 * v) / step])) as typeof phases;
+  const cuda = device.startsWith('cuda');
+  return {
+    config: config(),
+    samplesPerSec: { low: 900, median: 1000, high: 1100 },
+    repetitions: [950, 1000, 1050, 990, 1010],
+    noiseFloor: 0.02,
+    stepMs: step,
+    phasesMs: phases,
+    phasesPercent: percent,
+    device,
+    cpuMean: 97,
+    gpuUtilizationMean: cuda ? 60 : null,
+    memoryBytes: 1e8,
+    deviceTotalBytes: cuda ? 8e10 : null,
+    meanLoss: 1.5,
+  };
+}
+
+const DIAGNOSES = {
+  'loader-bound': (device: string) => diagnose(baseline({ data: 6, forward: 2, backward: 1.5, optimizer: 0.5 }, device)),
+  'copy-bound': (device: string) => diagnose(baseline({ data: 0.5, h2d: 6, forward: 2, backward: 1.5 }, device)),
+  'compute-bound': (device: string) => diagnose(baseline({ data: 0.5, forward: 40, loss: 1, backward: 55, optimizer: 3, other: 0.5 }, device)),
+};
+
+const ENGINE_CONTEXTS: Record<string, KnobContext> = {
+  'CPU, 2 cores': { device: 'cpu', cpus: 2, recordsPerEpoch: 60_000 },
+  'CUDA, 16 cores, searched batch': { device: 'cuda:0', cpus: 16, recordsPerEpoch: 60_000, searchedBatch: 256 },
+  'CUDA, a small epoch': { device: 'cuda:0', cpus: 16, recordsPerEpoch: 100 },
+};
+
+const ENGINE_CONFIGS: Record<string, OptimiseConfig> = {
+  defaults: config(),
+  'reading the source, no workers': config({ loaderWorkers: 0, prefetch: 1 }, 'source'),
+  'tuned to the limits': config({ loaderWorkers: 16, prefetch: 16, gpuPrefetch: 8, precision: 'bf16', cudaGraph: true, batchSize: 256 }),
+  accumulating: config({ accumulation: 4 }),
+};
+
+const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
+  'CPU, no DataLoader seen': { device: 'cpu', cpus: 2, loader: null },
+  'CPU, num_workers 0': { device: 'cpu', cpus: 4, loader: { num_workers: 0, prefetch_factor: null, pin_memory: false, persistent_workers: false, batch_size: 32 } },
+  'CUDA, 4 workers pinned': { device: 'cuda:0', cpus: 16, loader: { num_workers: 4, prefetch_factor: 2, pin_memory: true, persistent_workers: false, batch_size: 128 } },
+};
+
+const SCRIPT_OVERRIDES: Record<string, ScriptOverrides> = {
+  none: {},
+  'at the limits': { 'dataloader.num_workers': 16, 'dataloader.prefetch_factor': 16, 'cudnn.benchmark': true, 'matmul.precision': 'high' },
+};
+
+/** Each case of a target: every offered setting's outcome, as the wizard derives it. */
+type Outcome = { proposed: OptimiseChange } | { skipped: OptimiseChange; why: string } | { settled: string };
+
+function engineOutcomes(c: OptimiseConfig, diagnosis: ReturnType<typeof diagnose>, ctx: KnobContext): Map<string, Outcome[]> {
+  const out = new Map<string, Outcome[]>();
+  const add = (knob: string, o: Outcome) => out.set(knob, [...(out.get(knob) ?? []), o]);
+  const found = candidateChanges(c, diagnosis, ctx);
+  for (const change of found.changes) add(change.knob, { proposed: change });
+  for (const s of found.skipped) add(s.change.knob, { skipped: s.change, why: s.why });
+  // What the wizard leaves out of both lists: asked of the proposer itself, which must say why.
+  for (const knob of ENGINE_KNOBS) {
+    const p = toProposal(knob.setting, knob.kind, knob.propose(c, ctx));
+    if ('settled' in p) add(knob.setting, p);
+  }
+  return out;
+}
+
+function scriptOutcomes(o: ScriptOverrides, ctx: ScriptKnobContext): Map<string, Outcome[]> {
+  const out = new Map<string, Outcome[]>();
+  SCRIPT_KNOBS.forEach((propose, i) => {
+    const p = propose(o, ctx);
+    const setting = SCRIPT_KNOBS_IN_ORDER[i].setting;
+    const outcome: Outcome = 'change' in p ? { proposed: p.change } : 'skip' in p ? { skipped: p.skip, why: p.why } : p;
+    out.set(setting, [...(out.get(setting) ?? []), outcome]);
+  });
+  return out;
+}
+
+const engineSettings = () => ENGINE_KNOBS.map((k) => k.setting);
+const scriptSettings = () => SCRIPT_KNOBS_IN_ORDER.map((k) => k.setting as string);
+const kindOf = (target: 'engine' | 'script', setting: string) => KNOB_TABLE.find((k) => {
+  const offer = k[target];
+  return offered(offer) && offer.setting === setting;
+})?.kind;
+
+function expectEveryKnobAnswered(outcomes: Map<string, Outcome[]>, target: 'engine' | 'script', settings: string[]) {
+  expect([...outcomes.keys()].sort()).toEqual([...settings].sort());
+  for (const [setting, list] of outcomes) {
+    expect(list, `${target} ${setting} answered once`).toHaveLength(1);
+    const o = list[0];
+    if ('settled' in o) expect(o.settled.trim(), `${target} ${setting} settled with a reason`).not.toBe('');
+    else if ('skipped' in o) expect(o.why.trim(), `${target} ${setting} skipped with a reason`).not.toBe('');
+    const change = 'proposed' in o ? o.proposed : 'skipped' in o ? o.skipped : null;
+    if (change) {
+      expect(change.knob).toBe(setting);
+      expect(change.kind, `${target} ${setting}'s kind is its row's`).toBe(kindOf(target, setting));
+      expect(change.label.trim()).not.toBe('');
+      expect(change.hypothesis.trim()).not.toBe('');
+    }
+  }
+}
+
+describe('the knob table', () => {
+  it('declares each knob once, and each target setting once', () => {
+    const names = KNOB_TABLE.map((k) => k.name);
+    expect(new Set(names).size).toBe(names.length);
+    expect(new Set(engineSettings()).size).toBe(ENGINE_KNOBS.length);
+    expect(new Set(scriptSettings()).size).toBe(SCRIPT_KNOBS_IN_ORDER.length);
+    for (const bound of BOUNDS) expect(new Set(ENGINE_KNOBS.map((k) => k.rank[bound])).size, `engine ranks for ${bound}`).toBe(ENGINE_KNOBS.length);
+    expect(new Set(SCRIPT_KNOBS_IN_ORDER.map((k) => k.rank)).size).toBe(SCRIPT_KNOBS_IN_ORDER.length);
+  });
+
+  it('has every knob offered somewhere, and a reason on each target that does not offer it', () => {
+    for (const k of KNOB_TABLE) expect(KNOB_TARGETS.some((t) => offered(k[t])), k.name).toBe(true);
+    for (const target of KNOB_TARGETS) {
+      const absent = notOfferedOn(target);
+      for (const { name, why } of absent) expect(why.trim(), `${name} on ${target}`).not.toBe('');
+      const offeredCount = target === 'engine' ? ENGINE_KNOBS.length : SCRIPT_KNOBS_IN_ORDER.length;
+      expect(absent.length + offeredCount).toBe(KNOB_TABLE.length);
+    }
+  });
+
+  it('names only settings the target has', () => {
+    for (const setting of scriptSettings()) expect(SCRIPT_OVERRIDE_KEYS).toContain(setting);
+    const c = config();
+    // pinnedMemory is declared to say why it is never tried: the engine always pins.
+    for (const setting of engineSettings().filter((s) => s !== 'pinnedMemory')) expect(setting === 'readFrom' || setting in c.options, setting).toBe(true);
+  });
+});
+
+describe('the lists derived from it', () => {
+  it('orders every engine knob exactly once for every diagnosis, by its rank', () => {
+    for (const bound of BOUNDS) {
+      const order = engineOrder(bound);
+      expect(order.map((k) => k.setting).sort()).toEqual(engineSettings().sort());
+      const ranks = order.map((k) => k.rank[bound]);
+      expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
+    }
+  });
+
+  it('a data wait puts the loader first, and the knobs that never apply last', () => {
+    expect(engineOrder('data').map((k) => k.setting)).toEqual(['readFrom', 'loaderWorkers', 'prefetch', 'gpuPrefetch', 'pinnedMemory', 'batchSize', 'precision', 'cudaGraph', 'accumulation', 'sampleRatio']);
+    for (const bound of BOUNDS) expect(engineOrder(bound).slice(-2).map((k) => k.setting)).toEqual(['accumulation', 'sampleRatio']);
+  });
+
+  it("gives the script wizard one proposer per script knob, in the table's order", () => {
+    expect(SCRIPT_KNOBS).toHaveLength(SCRIPT_KNOBS_IN_ORDER.length);
+    const ranks = SCRIPT_KNOBS_IN_ORDER.map((k) => k.rank);
+    expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
+    const ctx = SCRIPT_CONTEXTS['CUDA, 4 workers pinned'];
+    SCRIPT_KNOBS.forEach((propose, i) => {
+      const p = propose({}, ctx);
+      if (!('settled' in p)) expect('change' in p ? p.change.knob : p.skip.knob).toBe(SCRIPT_KNOBS_IN_ORDER[i].setting);
+    });
+  });
+});
+
+describe('every declared knob is proposed, or not, with a reason', () => {
+  for (const [ctxName, ctx] of Object.entries(ENGINE_CONTEXTS)) {
+    for (const [configName, c] of Object.entries(ENGINE_CONFIGS)) {
+      for (const [diagnosisName, diagnosisOf] of Object.entries(DIAGNOSES)) {
+        it(`engine: ${ctxName}, ${configName}, ${diagnosisName}`, () => {
+          const outcomes = engineOutcomes(c, diagnosisOf(ctx.device), ctx);
+          expectEveryKnobAnswered(outcomes, 'engine', engineSettings());
+          for (const [setting, [o]] of outcomes) if ('proposed' in o) expect(() => applyChange(c, o.proposed), setting).not.toThrow();
+        });
+      }
+    }
+  }
+
+  for (const [ctxName, ctx] of Object.entries(SCRIPT_CONTEXTS)) {
+    for (const [overridesName, o] of Object.entries(SCRIPT_OVERRIDES)) {
+      it(`script: ${ctxName}, overrides ${overridesName}`, () => {
+        expectEveryKnobAnswered(scriptOutcomes(o, ctx), 'script', scriptSettings());
+      });
+    }
+  }
+
+  it('skips what needs a GPU on the CPU, and proposes it on CUDA', () => {
+    const d = DIAGNOSES['compute-bound'];
+    const onCpu = engineOutcomes(config(), d('cpu'), ENGINE_CONTEXTS['CPU, 2 cores']);
+    const onGpu = engineOutcomes(config(), d('cuda:0'), ENGINE_CONTEXTS['CUDA, 16 cores, searched batch']);
+    for (const knob of ['precision', 'cudaGraph']) {
+      expect(onCpu.get(knob)?.[0], knob).toMatchObject({ why: expect.stringContaining('this target runs on cpu') });
+      expect(onGpu.get(knob)?.[0], knob).toHaveProperty('proposed');
+    }
+    const script = (device: string) => scriptOutcomes({}, { ...SCRIPT_CONTEXTS['CPU, num_workers 0'], device });
+    for (const knob of ['dataloader.pin_memory', 'cudnn.benchmark', 'matmul.precision']) {
+      expect(script('cpu').get(knob)?.[0], knob).toMatchObject({ why: expect.stringContaining('this script trains on cpu') });
+      expect(script('cuda:0').get(knob)?.[0], knob).toHaveProperty('proposed');
+    }
+  });
+
+  it('puts the loader knobs first for a loader-bound step and precision first for a compute-bound GPU step', () => {
+    const ctx = ENGINE_CONTEXTS['CUDA, 16 cores, searched batch'];
+    const c = ENGINE_CONFIGS['reading the source, no workers'];
+    expect(candidateChanges(c, DIAGNOSES['loader-bound']('cuda:0'), ctx).changes.map((x) => x.knob).slice(0, 3)).toEqual(['readFrom', 'loaderWorkers', 'prefetch']);
+    expect(candidateChanges(c, DIAGNOSES['compute-bound']('cuda:0'), ctx).changes[0].knob).toBe('precision');
+  });
+});
