@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
-import { EMULATED } from './gpu-gate';
+import { EMULATED, gpuTimeout } from './gpu-gate';
 
 const run = promisify(execFile);
 const ws = tempDir();
@@ -38,5 +38,5 @@ describe.skipIf(!EMULATED)('the emulated CUDA device says what it is', () => {
     const [folder] = readdirSync(reports);
     const md = readFileSync(path.join(reports, folder, `${folder}.md`), 'utf8');
     expect(md).toContain(`\`${runId}\` ran on the emulated CUDA device**, emulated (CPU)`);
-  }, 600_000);
+  }, gpuTimeout(600_000));
 });

@@ -17,6 +17,15 @@ export const REQUIRE_GPU = process.env.TB_REQUIRE_GPU === '1' || process.env.npm
  */
 export const EMULATED = loadAddon().devices().cuda.emulated === true;
 
+/**
+ * A test's time limit on this device. On the emulated one every CUDA thread is a fiber on the
+ * CI machine's two cores: a board-network step pair takes ~33 s alone and over 120 s beside other
+ * work. The emulator reports a deadlock itself, so there the limit only bounds a slow machine.
+ */
+export function gpuTimeout(ms: number): number {
+  return EMULATED ? ms * 5 : ms;
+}
+
 /** Why cuda:0 cannot be used here, or null when it can. */
 export function cudaUnavailableReason(): string | null {
   const cuda = loadAddon().devices().cuda;

@@ -10,7 +10,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { boardData, loadAddon, RESNET_SPEC } from '../helpers/native';
-import { gpuAvailable } from './gpu-gate';
+import { gpuAvailable, gpuTimeout } from './gpu-gate';
 
 const addon = loadAddon();
 const gpu = gpuAvailable('GPU step-update tests');
@@ -65,5 +65,5 @@ describe.skipIf(!gpu)('one step of the board network on cuda:0 against the CPU',
     expect(at).toBe(cpu.after.length);
     console.log(`one SGD step (lr 1), cpu against cuda:0, in the network's order:\n${rows.join('\n')}`);
     expect(worst.filter((w) => !(w.diff <= 5e-2))).toEqual([]);
-  }, 120_000);
+  }, gpuTimeout(120_000));
 });

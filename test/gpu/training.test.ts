@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 
 import type { NativeField } from '../../src-main/engine/native-addon';
 import { blobs, boardData, lcg, loadAddon, MLP_SPEC, RESNET_SPEC, thrown } from '../helpers/native';
-import { gpuAvailable } from './gpu-gate';
+import { gpuAvailable, gpuTimeout } from './gpu-gate';
 
 const addon = loadAddon();
 const gpu = gpuAvailable('GPU training tests');
@@ -92,7 +92,7 @@ describe.skipIf(!gpu)('whole training steps on cuda:0 match the CPU backend', ()
     console.log(`fp32 parity: parameter difference ${diff.toExponential(2)}; losses cpu ${cpu.losses.map((l) => l.toFixed(4)).join(' ')} gpu ${onGpu.losses.map((l) => l.toFixed(4)).join(' ')}`);
     expect(diff).toBeLessThan(params);
     onGpu.losses.forEach((l, i) => expect(Math.abs(l - cpu.losses[i])).toBeLessThan(losses * Math.max(1, Math.abs(cpu.losses[i]))));
-  }, 120_000);
+  }, gpuTimeout(120_000));
 
   it.each(cases)('$name: bf16 and fp16 follow the fp32 losses within 2%', async ({ spec, data, batch, optimizer }) => {
     const options = { batchSize: batch, maxSteps: 6, optimizer, device: 'cuda:0' };
@@ -102,7 +102,7 @@ describe.skipIf(!gpu)('whole training steps on cuda:0 match the CPU backend', ()
       console.log(`${precision}: losses ${mixed.losses.map((l) => l.toFixed(4)).join(' ')} (fp32 ${fp32.losses.map((l) => l.toFixed(4)).join(' ')})`);
       mixed.losses.forEach((l, i) => expect(Math.abs(l - fp32.losses[i])).toBeLessThan(0.02 * Math.max(1, fp32.losses[i])));
     }
-  }, 120_000);
+  }, gpuTimeout(120_000));
 });
 
 describe.skipIf(!gpu)('epochs on cuda:0', () => {
@@ -124,7 +124,7 @@ describe.skipIf(!gpu)('epochs on cuda:0', () => {
     console.log(`3 epochs + evaluations: parameter difference ${diff.toExponential(2)}`);
     expect(diff).toBeLessThan(1e-4);
     onGpu.result.epochs.forEach((e, i) => expect(Math.abs(e.testLoss - cpu.result.epochs[i].testLoss)).toBeLessThan(1e-3));
-  }, 120_000);
+  }, gpuTimeout(120_000));
 });
 
 describe.skipIf(!gpu)('fp16 dynamic loss scaling', () => {
@@ -137,7 +137,7 @@ describe.skipIf(!gpu)('fp16 dynamic loss scaling', () => {
     expect(poisoned.result.lossScale).toBe((clean.result.lossScale ?? 0) / 2);
     // Step 4 was skipped, so the weights are those after three steps.
     expect(relDiff(poisoned.params, clean.params)).toBe(0);
-  }, 60_000);
+  }, gpuTimeout(60_000));
 });
 
 describe.skipIf(!gpu)('GPU memory', () => {
@@ -150,7 +150,7 @@ describe.skipIf(!gpu)('GPU memory', () => {
     expect(oom).toMatchObject({ code: 'E_OOM', message: expect.stringMatching(/requested \d+ bytes, \d+ free/) });
     const after = await train(SMALL_RESNET, boardData(64, 2), { batchSize: 16, maxSteps: 2, device: 'cuda:0' });
     expect(after.result.steps).toBe(2);
-  }, 120_000);
+  }, gpuTimeout(120_000));
 
   it('reports predicted and measured device memory by kind', async () => {
     const run = await train(SMALL_RESNET, boardData(64, 2), { batchSize: 16, maxSteps: 2, device: 'cuda:0' });
@@ -159,7 +159,7 @@ describe.skipIf(!gpu)('GPU memory', () => {
     for (const kind of ['weights', 'gradients', 'optimizerState', 'activations', 'activationGrads']) {
       expect(memory.measured[kind], kind).toBe(memory.predicted[kind]);
     }
-  }, 60_000);
+  }, gpuTimeout(60_000));
 });
 
 describe.skipIf(!gpu)('CUDA graphs and phase timing', () => {
@@ -182,7 +182,7 @@ describe.skipIf(!gpu)('CUDA graphs and phase timing', () => {
     expect(launches.total).toBe(launches.kernels + launches.copies + launches.memsets + launches.other);
     expect(relDiff(graph.params, eager.params)).toBeLessThan(1e-6);
     graph.losses.forEach((l, i) => expect(Math.abs(l - eager.losses[i])).toBeLessThan(1e-6 * Math.max(1, Math.abs(eager.losses[i]))));
-  }, 120_000);
+  }, gpuTimeout(120_000));
 
   it('measurement mode times every phase', async () => {
     const run = await train(CNN_SPEC, images(256, 4), { batchSize: 32, maxSteps: 6, device: 'cuda:0', phaseTiming: 'measure' });
@@ -192,7 +192,7 @@ describe.skipIf(!gpu)('CUDA graphs and phase timing', () => {
     const shares = run.result.backend?.opShares as { op: string; share: number }[];
     expect(shares.map((s) => s.op)).toEqual(expect.arrayContaining(['conv2d forward', 'conv2d backward', 'linear backward']));
     expect(shares.reduce((a, s) => a + s.share, 0)).toBeCloseTo(1, 6);
-  }, 60_000);
+  }, gpuTimeout(60_000));
 });
 
 describe.skipIf(!gpu)('dropout on cuda:0', () => {
@@ -204,7 +204,7 @@ describe.skipIf(!gpu)('dropout on cuda:0', () => {
     const rarely = await train(DROPOUT_MLP, blobs(512, 3), { ...options, eventIntervalMs: 3_600_000 });
     // Different masks move the weights by ~1e-2; the same masks leave only atomics' last bits, if any.
     expect(relDiff(rarely.params, often.params)).toBeLessThan(1e-6);
-  }, 60_000);
+  }, gpuTimeout(60_000));
 });
 
 describe('CUDA training on a machine without a GPU', () => {
