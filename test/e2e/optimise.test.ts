@@ -115,7 +115,7 @@ describe('Optimise area', () => {
     await page.getByTestId('opt-progress').waitFor({ state: 'detached', timeout: 10_000 });
     expect(await page.locator('[data-testid^="opt-trial-"]').count()).toBeGreaterThan(done);
     expect(await page.getByTestId('opt-error').count()).toBe(0);
-    expect(await page.getByTestId('opt-verdict').innerText()).toMatch(/^(No change beat the noise|The final configuration is|Measured again against the baseline)/);
+    expect(await page.getByTestId('opt-verdict').innerText()).toMatch(/^(No change beat the noise|No change was kept|The final configuration is|Measured again against the baseline)/);
     // The list is re-read when the watch ends, a moment after the last state read.
     await expect.poll(() => page.getByTestId(`opt-past-${id}`).innerText(), { timeout: 10_000 }).toMatch(/completed/);
     expect(await overlaps(page, '[data-testid="opt-shown"] .finding')).toEqual([]);

@@ -33,6 +33,8 @@ import { applyChange } from './knobs';
 import { measureLimits } from './measure-limits';
 import { PRESETS } from './presets';
 import { cancelledMessage, configKey, initialState, nextChange, trialsLeft } from './resumable-run';
+import type { FinalWords } from './final-verdict';
+import { measuredVerdict, unchangedVerdict } from './final-verdict';
 import { decideTrial, meanLoss, noiseFloor, pairedSpeedup, relativeLossDelta } from './trial-decision';
 import { loadWizardState, saveWizardState } from './wizard-state';
 
@@ -60,6 +62,13 @@ const median = (xs: readonly number[]) => medianInterval(xs).median;
  * current best, each measured A/B/A/B and kept only when its speedup beats the
  * noise. The state is saved after every step, so a killed app resumes it.
  */
+/** How the final card speaks of the engine's configuration (the script wizard's words are in script-optimise.ts). */
+const ENGINE_WORDS: FinalWords = {
+  subject: 'The final configuration',
+  unchanged: 'keep the baseline configuration',
+  allowRecipe: 'allow recipe changes (--allow-recipe-changes, or the box in the Optimise area)',
+};
+
 export class OptimiseService {
   private readonly active = new Map<string, Job>();
 
@@ -461,20 +470,13 @@ class Session {
         changes: [],
         speedup: { low: 1, median: 1, high: 1 },
         samplesPerSec: baseline.samplesPerSec,
-        verdict: `No change beat the noise (±${(100 * baseline.noiseFloor).toFixed(1)}%): keep the baseline configuration, ${baseline.samplesPerSec.median.toFixed(0)} samples/s.`,
+        verdict: unchangedVerdict(s.trials, baseline.noiseFloor, baseline.samplesPerSec.median, ENGINE_WORDS),
         proposals,
       };
     }
     const m = await this.interleaved(baseline.config, s.best, 'final', null, 'final configuration vs baseline');
     const { coverage, ...speedup } = pairedSpeedup(m.a, m.b);
-    const x = (v: number) => `${v.toFixed(3)}x`;
-    const ci = `${x(speedup.median)} (${coverage >= 0.95 ? '95%' : `${(100 * coverage).toFixed(1)}%`} CI ${x(speedup.low)}–${x(speedup.high)})`;
-    const verdict =
-      speedup.low > 1
-        ? `The final configuration is ${ci} the baseline's speed, measured A/B/A/B over ${m.a.length} pairs.`
-        : speedup.median >= 1
-          ? `Measured again against the baseline, the final configuration is ${ci}: the interval includes 1, so this final measurement cannot confirm the gain the trials found.`
-          : `Measured again against the baseline, the final configuration is ${ci}, below 1: noise (or a drift of this machine) outweighs the gains the trials found; treat them as unconfirmed.`;
+    const verdict = measuredVerdict(s.trials, speedup, coverage, m.a.length, ENGINE_WORDS);
     return { config: s.best, changes: kept, speedup, samplesPerSec: medianInterval(m.b), verdict, proposals };
   }
 

@@ -7,6 +7,8 @@ import type { ScriptLoaderSettings, ScriptOptimiseRecord, ScriptOptimiseRequest,
 import { ScriptOptimiseResultSchema } from '../../api/script-target';
 import { phaseShares } from '../benchmarks/benchmark-summary';
 import type { EventHub } from '../event-hub';
+import type { FinalWords } from '../optimise/final-verdict';
+import { measuredVerdict, unchangedVerdict } from '../optimise/final-verdict';
 import { decideTrial, noiseFloor, pairedSpeedup } from '../optimise/trial-decision';
 import { PRESETS } from '../optimise/presets';
 import type { RunRecord } from '../run-store';
@@ -312,18 +314,18 @@ class ScriptWizard {
   private async final(baseline: ScriptOverrides, best: ScriptOverrides, baseSamples: number[], floor: number): Promise<ScriptOptimiseResult['final']> {
     const kept = this.trials.filter((t) => t.kept).map((t) => t.change.label);
     const proposals = this.trials.filter((t) => t.decision === 'proposed').map((t) => `${t.change.label}: ${t.change.note ?? ''}`.trim());
+    const words: FinalWords = {
+      subject: `The script with ${kept.join(', ')}`,
+      unchanged: 'keep the script as it runs',
+      allowRecipe: 'allow recipe changes (--allow-recipe-changes, or the box in the Optimise area)',
+    };
     if (kept.length === 0) {
       const s = medianInterval(baseSamples);
-      return { overrides: best, changes: [], speedup: { low: 1, median: 1, high: 1 }, samplesPerSec: s, verdict: `No change beat the noise (±${(100 * floor).toFixed(1)}%): keep the script as it runs, ${s.median.toFixed(0)} samples/s.`, proposals };
+      return { overrides: best, changes: [], speedup: { low: 1, median: 1, high: 1 }, samplesPerSec: s, verdict: unchangedVerdict(this.trials, floor, s.median, words), proposals };
     }
     const m = await this.interleaved(baseline, best, 'final', null, 'final overrides vs baseline');
-    const { coverage: _coverage, ...speedup } = pairedSpeedup(m.a, m.b);
-    const x = (v: number) => `${v.toFixed(3)}x`;
-    const ci = `${x(speedup.median)} (95% CI ${x(speedup.low)}–${x(speedup.high)})`;
-    const verdict =
-      speedup.low > 1
-        ? `With ${kept.join(', ')}, the script runs ${ci} its baseline speed, measured A/B/A/B over ${m.a.length} pairs.`
-        : `Measured again against the baseline, the kept overrides give ${ci}: the interval includes 1, so this final measurement cannot confirm the gain the trials found.`;
+    const { coverage, ...speedup } = pairedSpeedup(m.a, m.b);
+    const verdict = measuredVerdict(this.trials, speedup, coverage, m.a.length, words);
     return { overrides: best, changes: kept, speedup, samplesPerSec: medianInterval(m.b), verdict, proposals };
   }
 

@@ -1,0 +1,55 @@
+import type { OptimiseTrial } from '../../api/optimise';
+import type { Interval } from '../stats/bootstrap';
+
+/** How one target's final card names its subject: what was kept, and what to do when nothing was. */
+export interface FinalWords {
+  /** "The final configuration", "The script with its kept overrides". */
+  subject: string;
+  /** "keep the baseline configuration", "run your script as it is". */
+  unchanged: string;
+  /** How a person keeps a proposed recipe change: "allow recipe changes (--allow-recipe-changes)". */
+  allowRecipe: string;
+}
+
+const x = (v: number) => `${v.toFixed(3)}x`;
+
+/** "1.234x (95% CI 1.100x–1.300x)", naming the interval's true coverage when fewer pairs reach only less. */
+export function speedupWithCi(speedup: Interval, coverage: number): string {
+  const level = coverage >= 0.95 ? '95%' : `${(100 * coverage).toFixed(1)}%`;
+  return `${x(speedup.median)} (${level} CI ${x(speedup.low)}–${x(speedup.high)})`;
+}
+
+/**
+ * The wins that beat the noise but were only proposed (recipe changes not allowed): the final card leads with
+ * them, since "no change beat the noise" would hide a measured 1.44x (issue 27).
+ */
+function proposedWins(trials: readonly OptimiseTrial[], words: FinalWords): string {
+  const wins = trials.filter((t) => t.decision === 'proposed' && t.speedup);
+  if (wins.length === 0) return '';
+  const each = wins.map((t) => `${t.change.label}, ${x(t.speedup!.median)} [${x(t.speedup!.low)}–${x(t.speedup!.high)}]${t.change.note ? ` (${t.change.note})` : ''}`);
+  return ` Beat the noise but proposed, not kept, because ${wins.length === 1 ? 'it changes' : 'they change'} the training recipe: ${each.join('; ')}. To keep ${wins.length === 1 ? 'it' : 'them'}, ${words.allowRecipe}.`;
+}
+
+/** The verdict when no change was kept: nothing beat the noise, or only recipe changes did. */
+export function unchangedVerdict(trials: readonly OptimiseTrial[], noiseFloor: number, samplesPerSec: number, words: FinalWords): string {
+  const proposed = proposedWins(trials, words);
+  const head = proposed ? 'No change was kept' : 'No change beat the noise';
+  return `${head} (±${(100 * noiseFloor).toFixed(1)}%): ${words.unchanged}, ${samplesPerSec.toFixed(0)} samples/s.${proposed}`;
+}
+
+/**
+ * The verdict of the final A/B/A/B measurement of the kept changes against the baseline: confirmed, not
+ * confirmed (the interval includes 1), or slower (noise or a drift outweighs what the trials found).
+ */
+export function measuredVerdict(trials: readonly OptimiseTrial[], speedup: Interval, coverage: number, pairs: number, words: FinalWords): string {
+  const ci = speedupWithCi(speedup, coverage);
+  const main =
+    speedup.low > 1
+      ? `${words.subject} is ${ci} the baseline's speed, measured A/B/A/B over ${pairs} pairs.`
+      : speedup.median >= 1
+        ? `Measured again against the baseline, ${lower(words.subject)} is ${ci}: the interval includes 1, so this final measurement cannot confirm the gain the trials found.`
+        : `Measured again against the baseline, ${lower(words.subject)} is ${ci}, below 1: noise (or a drift of this machine) outweighs the gains the trials found; treat them as unconfirmed.`;
+  return main + proposedWins(trials, words);
+}
+
+const lower = (s: string) => s.charAt(0).toLowerCase() + s.slice(1);
