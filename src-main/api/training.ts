@@ -306,3 +306,12 @@ export const RunDetailSchema = z.object({
   telemetry: z.array(TelemetrySampleSchema).default([]),
 });
 export type RunDetail = z.infer<typeof RunDetailSchema>;
+
+/**
+ * Records the loader draws per epoch: ceil(records x sampleRatio), at least 1 and at most all,
+ * exactly as the engine's loader does (native/src/data/loader.cpp; test/native/loader.test.ts holds
+ * the two together). Every step count, batch limit and epoch estimate starts from this one number.
+ */
+export function recordsPerEpoch(records: number, sampleRatio: number): number {
+  return Math.min(records, Math.max(1, Math.ceil(sampleRatio * records)));
+}

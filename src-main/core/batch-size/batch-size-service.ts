@@ -2,7 +2,7 @@ import type { BatchSearchRequest, BatchSearchResult, BatchTrial } from '../../ap
 import { BatchSearchResultSchema } from '../../api/batch-size';
 import { ApiError } from '../../api/errors';
 import type { MemoryBreakdown, TrainOptions, TrainStepEvent } from '../../api/training';
-import { TrainResultSchema, TrainStepEventSchema } from '../../api/training';
+import { recordsPerEpoch, TrainResultSchema, TrainStepEventSchema } from '../../api/training';
 import type { EngineClient } from '../../engine/engine-client';
 import type { HostTrainData } from '../../engine/host-protocol';
 import { readManifest } from '../datasets/cache-store';
@@ -90,7 +90,7 @@ export class BatchSizeService {
     const data: HostTrainData = { ...fullData, test: undefined }; // trials measure training only
     const manifest = await readManifest(this.workspace, fullData.train.dir);
     const records = manifest.records;
-    const maxBatch = Math.min(1 << MAX_SEED_POWER, Math.max(1, Math.floor(records * request.options.sampleRatio)));
+    const maxBatch = Math.min(1 << MAX_SEED_POWER, recordsPerEpoch(records, request.options.sampleRatio));
     if (request.globalBatch !== undefined && request.globalBatch > maxBatch) {
       throw new ApiError('E_BAD_INPUT', `global batch ${request.globalBatch} is larger than the ${maxBatch} samples the training data gives per epoch: ask for at most ${maxBatch}`);
     }

@@ -7,7 +7,7 @@ import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
 import type { TelemetrySummary } from '../../api/telemetry';
 import type { TrainOptions, TrainStepEvent } from '../../api/training';
-import { MIN_EVENT_INTERVAL_MS, TrainEventSchema, TrainOptionsSchema, TrainResultSchema } from '../../api/training';
+import { MIN_EVENT_INTERVAL_MS, recordsPerEpoch, TrainEventSchema, TrainOptionsSchema, TrainResultSchema } from '../../api/training';
 import { isBuiltinModel } from '../../api/model-spec';
 import type { EngineClient } from '../../engine/engine-client';
 import type { HostSource, HostTrainData } from '../../engine/host-protocol';
@@ -159,8 +159,7 @@ export class TrainingBenchmarkService {
     }
     const o = request.options;
     const perStep = o.batchSize * o.accumulation;
-    // The loader draws ceil(records x sampleRatio) records per epoch, as the engine does.
-    const drawn = Math.min(manifest.records, Math.max(1, Math.ceil(o.sampleRatio * manifest.records)));
+    const drawn = recordsPerEpoch(manifest.records, o.sampleRatio);
     const stepsPerEpoch = Math.floor(drawn / perStep);
     if (stepsPerEpoch === 0) {
       throw new ApiError(

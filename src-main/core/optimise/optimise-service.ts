@@ -16,6 +16,7 @@ import type {
   WizardState,
 } from '../../api/optimise';
 import { OptimiseResultSchema } from '../../api/optimise';
+import { recordsPerEpoch } from '../../api/training';
 import type { EngineClient } from '../../engine/engine-client';
 import type { BatchSizeService } from '../batch-size/batch-size-service';
 import type { ActiveJob, MeasuredRepetition, PreparedBenchmark, TrainingBenchmarkService } from '../benchmarks/training-benchmark';
@@ -244,7 +245,7 @@ class Session {
     const basePrepared = await this.prepare(s.baseline?.config ?? s.best);
     const title = `${s.request.target.spec.family} on ${basePrepared.data.description}`;
     const manifest = basePrepared.manifest;
-    const recordsPerEpoch = Math.min(manifest.records, Math.max(1, Math.ceil(basePrepared.options.sampleRatio * manifest.records)));
+    const drawnPerEpoch = recordsPerEpoch(manifest.records, basePrepared.options.sampleRatio);
 
     if (!s.baseline) {
       const config = s.best;
@@ -257,7 +258,7 @@ class Session {
       s.diagnosis = diagnose(s.baseline);
       await this.save();
     }
-    this.ctx = { device: s.baseline.device, cpus: os.cpus().length, recordsPerEpoch };
+    this.ctx = { device: s.baseline.device, cpus: os.cpus().length, recordsPerEpoch: drawnPerEpoch };
     if (!s.limits) {
       this.progress('limits', null, 0, 0, null, null);
       s.limits = await measureLimits(this.service.parts.engine, s.request.target.spec, s.baseline.config, basePrepared, s.baseline.stepMs, s.baseline.device);
