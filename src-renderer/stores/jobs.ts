@@ -21,7 +21,7 @@ export const useJobsStore = defineStore('jobs', () => {
   const error = shallowRef<string | null>(null);
   const adopters = new Map<string, Adopter>();
   const ends = new Map<string, Ended>();
-  const waiters = new Map<string, (end: Ended) => void>();
+  const waiters = new Map<string, ((end: Ended) => void)[]>();
   let stop: (() => void) | null = null;
 
   const keyOf = (kind: JobKind, target: TargetKind | null) => `${kind}/${target ?? '-'}`;
@@ -30,7 +30,7 @@ export const useJobsStore = defineStore('jobs', () => {
     live.value = live.value.filter((j) => j.jobId !== e.jobId);
     ends.set(e.jobId, { ok: e.ok, result: e.result, error: e.error });
     if (ends.size > KEPT_ENDS) ends.delete(ends.keys().next().value as string);
-    waiters.get(e.jobId)?.(e);
+    for (const resolve of waiters.get(e.jobId) ?? []) resolve(e);
     waiters.delete(e.jobId);
   }
 
@@ -86,7 +86,7 @@ export const useJobsStore = defineStore('jobs', () => {
   function whenEnded(jobId: string): Promise<Ended> {
     const end = ends.get(jobId);
     if (end) return Promise.resolve(end);
-    return new Promise((resolve) => waiters.set(jobId, resolve));
+    return new Promise((resolve) => waiters.set(jobId, [...(waiters.get(jobId) ?? []), resolve]));
   }
 
   async function cancel(jobId: string): Promise<void> {
