@@ -1,6 +1,7 @@
-import type { BuildProgress, BuildResult, CacheDType, InspectResult, LoaderBenchResult, SourceSpecInput } from '@api/datasets';
-import { computed, onScopeDispose, ref, shallowRef } from 'vue';
+import type { BuildResult, CacheDType, InspectResult, LoaderBenchResult, SourceSpecInput } from '@api/datasets';
+import { computed, ref, shallowRef, watch } from 'vue';
 
+import { useDatasetsStore } from '../stores/datasets';
 import { errorText } from '../stores/error-text';
 import { useApiClient } from '../transport/client-instance';
 
@@ -34,9 +35,14 @@ export function previewText(values: number[], classes?: string[]): string {
   return values.map((v) => (classes?.[v] !== undefined ? `${v} (${classes[v]})` : formatValue(v))).join(', ');
 }
 
-/** State and steps of the caching wizard: source -> inspect and map fields -> build -> benchmark. */
+/**
+ * State and steps of the caching wizard: source -> inspect and map fields -> build -> benchmark.
+ * The build is the datasets store's job, so a build running when the page opened (a reload, another
+ * window) is shown at its step, live, with Cancel.
+ */
 export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } = {}) {
   const client = useApiClient();
+  const datasets = useDatasetsStore();
   const step = ref<WizardStep>('source');
   const kind = ref<SourceKind>('npy');
   const files = ref<ChosenFile[]>([]);
@@ -48,17 +54,28 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
   const sampleRatio = ref(1);
   const inspected = shallowRef<InspectResult | null>(null);
   const mapping = ref<{ from: string; to: string; dtype: CacheDType }[]>([]);
-  const progress = shallowRef<BuildProgress | null>(null);
-  const built = shallowRef<BuildResult | null>(null);
+  const progress = computed(() => datasets.buildProgress);
+  const built = computed(() => datasets.built);
   const bench = shallowRef<LoaderBenchResult | null>(null);
-  const busy = ref(false);
+  /** Inspecting or benchmarking; a build is the store's. */
+  const working = ref(false);
+  const busy = computed(() => working.value || datasets.building);
   const error = ref<string | null>(null);
-  let jobId: string | null = null;
 
-  const off = client.on('datasets.progress', (p) => {
-    if (p.jobId === jobId) progress.value = p;
-  });
-  onScopeDispose(off);
+  function showBuild(): void {
+    step.value = 'build';
+    error.value = null;
+    if (datasets.buildName) name.value = datasets.buildName;
+  }
+  if (datasets.building) showBuild();
+  // A build re-attached (or started in another window) takes the wizard to its step; its failure is said here.
+  watch(
+    () => datasets.building,
+    (now) => {
+      if (now) showBuild();
+      else if (datasets.buildError) error.value = datasets.buildError;
+    },
+  );
 
   const source = computed((): SourceSpecInput => {
     const first = files.value[0];
@@ -101,7 +118,7 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
   }
 
   async function inspect(): Promise<void> {
-    busy.value = true;
+    working.value = true;
     error.value = null;
     try {
       inspected.value = await client.call('datasets.inspect', { source: source.value });
@@ -111,42 +128,28 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
     } catch (err) {
       error.value = errorText(err);
     } finally {
-      busy.value = false;
+      working.value = false;
     }
   }
 
   async function build(): Promise<void> {
-    busy.value = true;
+    if (datasets.building) return;
     error.value = null;
-    progress.value = null;
-    built.value = null;
-    jobId = `ui-${Date.now().toString(36)}`;
     step.value = 'build';
-    try {
-      const fieldMap = mapping.value.filter((m, i) => m.to !== m.from || m.dtype !== inspected.value?.fields[i].dtype);
-      built.value = await client.call('datasets.build', {
-        source: source.value,
-        name: name.value,
-        shardBytes: Math.round(shardMiB.value * 2 ** 20),
-        fieldMap,
-        jobId,
-      });
-      options.onBuilt?.(built.value);
-    } catch (err) {
-      error.value = errorText(err);
-    } finally {
-      busy.value = false;
-    }
+    const fieldMap = mapping.value.filter((m, i) => m.to !== m.from || m.dtype !== inspected.value?.fields[i].dtype);
+    const result = await datasets.build({ source: source.value, name: name.value, shardBytes: Math.round(shardMiB.value * 2 ** 20), fieldMap });
+    if (result) options.onBuilt?.(result);
+    else error.value = datasets.buildError;
   }
 
   /** Stops the build at the next chunk; nothing is published. */
   async function cancel(): Promise<void> {
-    if (jobId) await client.call('datasets.cancel', { jobId }).catch(() => undefined);
+    await datasets.cancelBuild();
   }
 
   async function benchmark(): Promise<void> {
     if (!built.value) return;
-    busy.value = true;
+    working.value = true;
     error.value = null;
     step.value = 'benchmark';
     try {
@@ -161,7 +164,7 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
     } catch (err) {
       error.value = errorText(err);
     } finally {
-      busy.value = false;
+      working.value = false;
     }
   }
 
@@ -169,9 +172,8 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
     step.value = 'source';
     files.value = [];
     inspected.value = null;
-    built.value = null;
+    datasets.clearBuild();
     bench.value = null;
-    progress.value = null;
     name.value = '';
     error.value = null;
   }

@@ -64,10 +64,14 @@ export function useJob(handlers: JobEventHandlers) {
     return null;
   }
 
-  /** Starts `method` as a job under a new id and follows it to its end; null when it failed (see error). */
+  /**
+   * Starts `method` as a job and follows it to its end; null when it failed (see error). Its id is a new one,
+   * unless the request names it (optimise.resume: the wizard it resumes).
+   */
   async function start<M extends JobMethod>(method: M, params: MethodParams<M>): Promise<MethodResult<M> | null> {
     if (running.value) return null;
-    const id = newJobId();
+    const given = (params as Record<string, unknown>)[JOB_METHODS[method].idParam];
+    const id = typeof given === 'string' ? given : newJobId();
     begin(id);
     const off = follow(id);
     try {

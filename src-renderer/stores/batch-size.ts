@@ -2,11 +2,12 @@ import type { BatchSearchResult, BatchTrial } from '@api/batch-size';
 import { DEFAULT_HEADROOM } from '@api/batch-size';
 import type { BuiltinModelName } from '@api/model-spec';
 import { BUILTIN_MODELS } from '@api/model-spec';
+import type { JobInfo } from '@api/jobs';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
-import { useApiClient } from '../transport/client-instance';
-import { errorText } from './error-text';
+import { useJob } from '../composables/useJob';
+import { useJobsStore } from './jobs';
 
 /** The form of the Batch size area, in the units a person types. */
 export interface BatchSearchForm {
@@ -22,7 +23,11 @@ export interface BatchSearchForm {
   stepsPerTrial: number;
 }
 
-/** One batch-size search at a time: its trials as they arrive, its answer, and Cancel. */
+/**
+ * One batch-size search at a time: its trials as they arrive, its answer, and Cancel. The search
+ * followed is one started here, or one running when the window opened (a reload, another window),
+ * re-attached through the jobs store.
+ */
 export const useBatchSizeStore = defineStore('batch-size', () => {
   const form = ref<BatchSearchForm>({
     model: 'cnn',
@@ -36,54 +41,57 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
   /** Trials of the search in progress (or the last one), in the order they ran. */
   const trials = shallowRef<BatchTrial[]>([]);
   const result = shallowRef<BatchSearchResult | null>(null);
+  /** True from Start (or attaching) to the end of the search. */
   const running = ref(false);
-  const error = ref<string | null>(null);
-  /** The id the running search was started with, for Cancel and for matching its trial events. */
-  const searchId = ref<string | null>(null);
 
-  /** Starts a search and collects its trials live; resolves when it ends (answer, error or cancel). */
-  async function start(): Promise<void> {
-    if (running.value) return;
-    const client = useApiClient();
-    const id = `search-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-    searchId.value = id;
+  const job = useJob({ 'batchSize.trial': (e) => (trials.value = [...trials.value, e.trial]) });
+  /** The id of the running search (chosen before it starts), for Cancel and for matching its trial events. */
+  const searchId = job.jobId;
+  const error = job.error;
+
+  /** Collects the trials of one search while `follow` lasts; its answer replaces them with the full list. */
+  async function watch(follow: () => Promise<BatchSearchResult | null>): Promise<void> {
     trials.value = [];
     result.value = null;
     error.value = null;
     running.value = true;
-    const off = client.on('batchSize.trial', (e) => {
-      if (e.searchId === id) trials.value = [...trials.value, e.trial];
-    });
+    try {
+      result.value = await follow();
+      if (result.value) trials.value = result.value.trials;
+    } finally {
+      running.value = false;
+    }
+  }
+
+  /** Starts a search and collects its trials live; resolves when it ends (answer, error or cancel). */
+  async function start(): Promise<void> {
+    if (running.value) return;
     const f = form.value;
     const cpu = f.device === 'cpu';
-    try {
-      result.value = await client.call('batchSize.search', {
+    await watch(() =>
+      job.start('batchSize.search', {
         spec: BUILTIN_MODELS[f.model],
         data: { kind: f.data },
         options: { device: f.device, memoryLimitBytes: cpu ? Math.round(f.memoryLimitMiB * 2 ** 20) : 0 },
         headroom: f.headroomPct / 100,
         stepsPerTrial: f.stepsPerTrial,
         ...(f.globalBatch ? { globalBatch: f.globalBatch } : {}),
-        searchId: id,
-      });
-      trials.value = result.value.trials;
-    } catch (err) {
-      error.value = errorText(err);
-    } finally {
-      off();
-      running.value = false;
-    }
+      }),
+    );
   }
+
+  /** Follows a search started elsewhere (before a reload, in another window) to its end. */
+  async function attach(info: JobInfo): Promise<void> {
+    if (running.value || info.method !== 'batchSize.search') return;
+    await watch(() => job.attach({ ...info, method: 'batchSize.search' }));
+  }
+  useJobsStore().adopt('batchSize', 'engine', (info) => void attach(info));
 
   /** Stops the running search at its current trial. */
   async function cancel(): Promise<void> {
-    if (!searchId.value || !running.value) return;
-    try {
-      await useApiClient().call('batchSize.cancel', { searchId: searchId.value });
-    } catch (err) {
-      error.value = errorText(err);
-    }
+    if (!running.value) return;
+    await job.cancel();
   }
 
-  return { form, trials, result, running, error, searchId, start, cancel };
+  return { form, trials, result, running, error, searchId, cancelling: job.cancelling, attached: job.attached, start, attach, cancel };
 });

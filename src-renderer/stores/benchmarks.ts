@@ -1,21 +1,27 @@
 import type { BenchmarkProgress, TrainingBenchmarkRequestInput, TrainingBenchmarkResult } from '@api/benchmark';
 import { TrainingBenchmarkResultSchema } from '@api/benchmark';
+import type { JobInfo } from '@api/jobs';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
+import { useJob } from '../composables/useJob';
 import { useApiClient } from '../transport/client-instance';
-import { errorText } from './error-text';
+import { useJobsStore } from './jobs';
 import { useLoader } from './load-state';
 
 /** How many of the newest benchmarks are compared side by side. */
 export const COMPARED_BENCHMARKS = 8;
 
-/** Training benchmarks: the finished ones of the workspace, and the one running from this window. */
+/**
+ * Training benchmarks: the finished ones of the workspace, and the one running: started from this
+ * window, or running when it opened (a reload, another window), re-attached through the jobs store.
+ */
 export const useBenchmarksStore = defineStore('benchmarks', () => {
   /** Completed benchmark runs, oldest first (the order they are compared in), at most COMPARED_BENCHMARKS. */
   const results = shallowRef<TrainingBenchmarkResult[]>([]);
   /** The latest progress of the running benchmark; null when none runs. */
   const progress = shallowRef<BenchmarkProgress | null>(null);
+  /** True from Start (or attaching) to the benchmark's end. */
   const running = ref(false);
   /** refresh() reads the completed benchmark runs (their run.json results) from the workspace. */
   const { loading, error, run: refresh } = useLoader(async () => {
@@ -28,47 +34,44 @@ export const useBenchmarksStore = defineStore('benchmarks', () => {
       .flatMap((p) => (p.success ? [p.data] : []))
       .reverse();
   });
-  let jobId: string | null = null;
-  let offProgress: (() => void) | null = null;
+
+  const job = useJob({ 'benchmark.progress': (p) => (progress.value = p) });
+
+  /** Follows one benchmark while `follow` lasts; the list is read again when it ends. */
+  async function watch(follow: () => Promise<TrainingBenchmarkResult | null>): Promise<void> {
+    error.value = null;
+    running.value = true;
+    progress.value = null;
+    try {
+      await follow();
+    } finally {
+      running.value = false;
+      progress.value = null;
+      await refresh();
+      // The refresh clears the error; the benchmark's own failure is the one to show.
+      if (job.error.value) error.value = job.error.value;
+    }
+  }
 
   /** Runs a benchmark to completion, following its progress; the list is refreshed when it ends. */
   async function start(request: Omit<TrainingBenchmarkRequestInput, 'jobId'>): Promise<void> {
     if (running.value) return;
-    const client = useApiClient();
-    const id = `ui-bench-${Date.now().toString(36)}`;
-    jobId = id;
-    error.value = null;
-    running.value = true;
-    progress.value = null;
-    offProgress = client.on('benchmark.progress', (p) => {
-      if (p.jobId === id) progress.value = p;
-    });
-    let failure: string | null = null;
-    try {
-      await client.call('benchmark.training', { ...request, jobId: id });
-    } catch (err) {
-      failure = errorText(err);
-    } finally {
-      offProgress?.();
-      offProgress = null;
-      running.value = false;
-      jobId = null;
-      progress.value = null;
-      await refresh();
-      // The refresh clears the error; the benchmark's own failure is the one to show.
-      if (failure) error.value = failure;
-    }
+    await watch(() => job.start('benchmark.training', request));
   }
+
+  /** Follows a benchmark started elsewhere (before a reload, in another window) to its end. */
+  async function attach(info: JobInfo): Promise<void> {
+    if (running.value || info.method !== 'benchmark.training') return;
+    await watch(() => job.attach({ ...info, method: 'benchmark.training' }));
+  }
+  useJobsStore().adopt('benchmark', 'engine', (info) => void attach(info));
 
   /** Asks the running benchmark to stop at its next step; its run is kept as cancelled. */
   async function cancel(): Promise<void> {
-    if (!jobId) return;
-    try {
-      await useApiClient().call('benchmark.cancel', { jobId });
-    } catch (err) {
-      error.value = errorText(err);
-    }
+    if (!running.value) return;
+    await job.cancel();
+    if (job.error.value) error.value = job.error.value;
   }
 
-  return { results, progress, running, loading, error, refresh, start, cancel };
+  return { results, progress, running, cancelling: job.cancelling, attached: job.attached, loading, error, refresh, start, attach, cancel };
 });

@@ -1,4 +1,5 @@
 import { ApiError } from '@api/errors';
+import type { JobInfo } from '@api/jobs';
 import type { OptimiseProgress, OptimiseResult, OptimiseTrial, WizardState } from '@api/optimise';
 import type { RunSummary } from '@api/training';
 import { defineStore } from 'pinia';
@@ -8,8 +9,10 @@ import type { OptimiseFormErrors, OptimiseFormValues } from '../components/optim
 import { optimiseFormValues, optimiseRequest } from '../components/optimise/optimise-form';
 import type { ScriptOptimiseRun } from '../components/optimise/script-past';
 import { scriptOptimiseRun } from '../components/optimise/script-past';
+import { useJob } from '../composables/useJob';
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';
+import { useJobsStore } from './jobs';
 import { useLoader } from './load-state';
 
 /** How a saved optimisation stands, as the list shows it ('interrupted': its process is gone mid-run). */
@@ -97,7 +100,7 @@ export const useOptimiseStore = defineStore('optimise', () => {
   /** The latest progress while it runs from this window. */
   const progress = shallowRef<OptimiseProgress | null>(null);
   const result = shallowRef<OptimiseResult | null>(null);
-  /** A wizard runs from this window (its start or resume call is in flight). */
+  /** A wizard is followed to its end from this window: started or resumed here, or re-attached as a job (a reload, another window). */
   const running = ref(false);
   /** The wizard shown runs elsewhere (another window, or the CLI) and is watched: its events and its saved state. */
   const watching = ref(false);
@@ -161,16 +164,27 @@ export const useOptimiseStore = defineStore('optimise', () => {
   /** The shown wizard's saved status (a function, so a read after an await is not narrowed by an assignment before it). */
   const shownStatus = (): WizardState['status'] | undefined => state.value?.status;
 
-  /** Takes a wizard's progress events into the view; returns the unsubscribe. */
+  /** The phase of the last progress event taken: the state is re-read when it changes. */
+  let phase: OptimiseProgress['phase'] | null = null;
+
+  /** Takes one progress event of the shown wizard into the view. */
+  function take(p: OptimiseProgress): void {
+    if (p.optimiseId !== optimiseId.value) return;
+    progress.value = p;
+    if (p.finishedTrial) trials.value = mergeTrials(trials.value, [p.finishedTrial]);
+    // The state carries what progress does not (baseline, diagnosis, limits, the best so far): read it when it changes.
+    if (p.phase !== phase || p.finishedTrial) void loadState(p.optimiseId);
+    phase = p.phase;
+  }
+
+  /** The wizard run as a job (started here, or re-attached): its progress events, replayed ones first, come through it. */
+  const job = useJob({ 'optimise.progress': (p) => take(p) });
+
+  /** Takes a watched wizard's progress events into the view (one not followed as a job: a CLI's); returns the unsubscribe. */
   function listen(id: string): () => void {
-    let phase: OptimiseProgress['phase'] | null = null;
+    phase = null;
     return useApiClient().on('optimise.progress', (p) => {
-      if (p.optimiseId !== id) return;
-      progress.value = p;
-      if (p.finishedTrial) trials.value = mergeTrials(trials.value, [p.finishedTrial]);
-      // The state carries what progress does not (baseline, diagnosis, limits, the best so far): read it when it changes.
-      if (p.phase !== phase || p.finishedTrial) void loadState(id);
-      phase = p.phase;
+      if (p.optimiseId === id) take(p);
     });
   }
 
@@ -215,23 +229,36 @@ export const useOptimiseStore = defineStore('optimise', () => {
     stopWatch = stop;
   }
 
-  /** Shows a wizard and follows its events while `call` runs it; whatever the end, the state is re-read. */
-  async function follow(id: string, call: () => Promise<OptimiseResult>): Promise<void> {
+  /** A job's answer, or its failure thrown (useJob answers null and keeps the error). */
+  async function answerOf(done: Promise<OptimiseResult | null>): Promise<OptimiseResult> {
+    const answer = await done;
+    if (answer === null) throw job.failure.value ?? new ApiError('E_INTERNAL', 'the optimisation ended without an answer');
+    return answer;
+  }
+
+  /**
+   * Shows wizard `id` and follows it until `done` settles (its events come through the job); whatever
+   * the end, the state is re-read and the list read again.
+   */
+  async function follow(id: string, done: Promise<OptimiseResult>): Promise<void> {
     unwatch();
+    if (optimiseId.value !== id) {
+      state.value = null;
+      trials.value = [];
+    }
     optimiseId.value = id;
     running.value = true;
     error.value = null;
     cancelled.value = false;
     result.value = null;
     progress.value = null;
-    const off = listen(id);
+    phase = null;
     try {
-      result.value = await call();
+      result.value = await done;
     } catch (err) {
       cancelled.value = err instanceof ApiError && err.code === 'E_CANCELLED';
       error.value = errorText(err);
     } finally {
-      off();
       running.value = false;
       progress.value = null;
       await loadState(id);
@@ -239,20 +266,20 @@ export const useOptimiseStore = defineStore('optimise', () => {
     }
   }
 
-  /** Checks the form with the contract's schema, then runs a new wizard from it. */
+  /** Checks the form with the contract's schema, then runs a new wizard from it (its id is the job's). */
   async function start(): Promise<void> {
     if (running.value) return;
-    const id = `ui-optimise-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
-    const checked = optimiseRequest(form.value, id);
+    const checked = optimiseRequest(form.value);
     invalid.value = checked.errors ?? {};
     if (!checked.request) return;
-    const request = checked.request;
     state.value = null;
     trials.value = [];
-    await follow(id, () => useApiClient().call('optimise.start', request));
+    const done = job.start('optimise.start', checked.request);
+    // The job has its id (the wizard's) from the call on: shown at once, so its first event is taken.
+    await follow(job.jobId.value!, answerOf(done));
   }
 
-  /** Continues a cancelled or interrupted wizard from its saved state, showing what it had already. */
+  /** Continues a cancelled or interrupted wizard from its saved state, showing what it had already; the job keeps the wizard's id. */
   async function resume(id: string): Promise<void> {
     if (running.value) return;
     if (optimiseId.value !== id) {
@@ -261,15 +288,33 @@ export const useOptimiseStore = defineStore('optimise', () => {
     }
     optimiseId.value = id;
     await loadState(id);
-    await follow(id, () => useApiClient().call('optimise.resume', { optimiseId: id }));
+    if (running.value) return;
+    await follow(id, answerOf(job.start('optimise.resume', { optimiseId: id })));
   }
+
+  /** Follows a wizard started elsewhere (before a reload, in another window) to its end: its trials so far, then live ones. */
+  async function attach(info: JobInfo): Promise<void> {
+    if (running.value || (info.method !== 'optimise.start' && info.method !== 'optimise.resume')) return;
+    const done = job.attach({ ...info, method: info.method });
+    const following = follow(info.jobId, answerOf(done));
+    // The saved state has the baseline, the diagnosis and the trials so far; the replayed events bring the latest progress.
+    void loadState(info.jobId);
+    await following;
+  }
+  useJobsStore().adopt('optimise', 'engine', (info) => void attach(info));
 
   /** Stops the running (or watched) wizard at once; the trial in progress is run again on resume. */
   async function cancel(): Promise<void> {
     const id = optimiseId.value;
     if (!(running.value || watching.value) || !id) return;
+    if (job.running.value) {
+      await job.cancel();
+      if (job.error.value) error.value = job.error.value;
+      return;
+    }
     try {
-      const { cancelled: stopped } = await useApiClient().call('optimise.cancel', { optimiseId: id });
+      // A resumed or watched wizard's job has the wizard's id.
+      const { cancelled: stopped } = await useApiClient().call('jobs.cancel', { jobId: id });
       // Only the process that drives a wizard can stop it: a CLI's wizard is not this server's to cancel.
       if (!stopped && watching.value) error.value = `optimisation ${id} is not running in this server (it runs in a trainbench optimise process): stop that process, then resume it here`;
     } catch (err) {
@@ -289,8 +334,10 @@ export const useOptimiseStore = defineStore('optimise', () => {
     error.value = null;
     cancelled.value = false;
     await loadState(id);
+    // A job re-attached meanwhile is followed live, not watched.
+    if (running.value) return;
     if (optimiseId.value === id && shownStatus() === 'running' && past.value.find((p) => p.optimiseId === id)?.status === 'running') watchElsewhere(id);
   }
 
-  return { target, form, invalid, optimiseId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, cancel, open };
+  return { target, form, invalid, optimiseId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open };
 });

@@ -1,11 +1,11 @@
-import { ApiError } from '@api/errors';
+import type { JobInfo } from '@api/jobs';
 import type { ScriptBatchSearchRequestInput, ScriptBatchSearchResult, ScriptBatchTrial, ScriptBatchTrialEvent, ScriptOutputEvent } from '@api/script-target';
 import { ScriptBatchSearchRequestSchema } from '@api/script-target';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
-import { useApiClient } from '../transport/client-instance';
-import { errorText } from './error-text';
+import { useJob } from '../composables/useJob';
+import { useJobsStore } from './jobs';
 import { scriptOutputBuffer } from './script';
 import type { ScriptForm } from './script-form';
 import { emptyScriptForm, scriptRequestFromForm } from './script-form';
@@ -49,7 +49,11 @@ export function scriptSearchFromForm(form: ScriptForm, numbers: ScriptSearchNumb
   return request;
 }
 
-/** The batch-size search on a Script target: form, confirmation, trials and output live, verdict, Cancel. */
+/**
+ * The batch-size search on a Script target: form, confirmation, trials and output live, verdict, Cancel.
+ * The search followed is one started here, or one running when the window opened (a reload, another
+ * window), re-attached through the jobs store.
+ */
 export const useScriptBatchSizeStore = defineStore('script-batch-size', () => {
   const form = ref<ScriptForm>(emptyScriptForm());
   const numbers = ref<ScriptSearchNumbers>(defaultSearchNumbers());
@@ -60,11 +64,18 @@ export const useScriptBatchSizeStore = defineStore('script-batch-size', () => {
   const buffer = scriptOutputBuffer();
   const output = buffer.lines;
   const result = shallowRef<ScriptBatchSearchResult | null>(null);
+  /** True from "Run" (or attaching) to the end of the search. */
   const running = ref(false);
   const error = ref<string | null>(null);
   /** Set when the shell refuses script targets (serve mode without --allow-scripts). */
   const forbidden = ref<string | null>(null);
-  const jobId = ref<string | null>(null);
+
+  const job = useJob({
+    'script.batchTrial': (e: ScriptBatchTrialEvent) => (trials.value = [...trials.value, e.trial]),
+    'script.output': (e: ScriptOutputEvent) => buffer.push(e),
+  });
+  /** The search's job id, chosen before it starts, so its events and Cancel are this search's only. */
+  const jobId = job.jobId;
 
   /** Checks the form and asks for confirmation; nothing runs yet. */
   function prepare(): void {
@@ -81,49 +92,47 @@ export const useScriptBatchSizeStore = defineStore('script-batch-size', () => {
     pending.value = null;
   }
 
-  /** Runs the confirmed search, collecting its trials and the script's output live; resolves when it ends. */
-  async function confirm(): Promise<void> {
-    const request = pending.value;
-    if (!request || running.value) return;
-    pending.value = null;
-    const client = useApiClient();
-    const id = `script-search-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-    jobId.value = id;
+  /** Collects one search's trials and the script's output while `follow` lasts. */
+  async function watch(follow: () => Promise<ScriptBatchSearchResult | null>): Promise<void> {
     trials.value = [];
     buffer.clear();
     result.value = null;
     error.value = null;
     forbidden.value = null;
     running.value = true;
-    const offTrial = client.on('script.batchTrial', (e: ScriptBatchTrialEvent) => {
-      if (e.jobId === id) trials.value = [...trials.value, e.trial];
-    });
-    const offOutput = client.on('script.output', (e: ScriptOutputEvent) => {
-      if (e.jobId !== id) return;
-      buffer.push(e);
-    });
     try {
-      result.value = await client.call('script.findBatchSize', { ...request, jobId: id });
-      trials.value = result.value.trials;
-    } catch (err) {
-      if (err instanceof ApiError && err.code === 'E_FORBIDDEN') forbidden.value = err.message;
-      else error.value = errorText(err);
+      result.value = await follow();
+      if (result.value) trials.value = result.value.trials;
+      const failure = job.failure.value;
+      if (failure?.code === 'E_FORBIDDEN') forbidden.value = failure.message;
+      else if (failure) error.value = job.error.value;
     } finally {
-      offTrial();
-      offOutput();
       running.value = false;
     }
   }
 
-  /** Stops the search: the trial in flight is killed with its process group, and the run is recorded cancelled. */
-  async function cancel(): Promise<void> {
-    if (!jobId.value || !running.value) return;
-    try {
-      await useApiClient().call('script.cancel', { jobId: jobId.value });
-    } catch (err) {
-      error.value = errorText(err);
-    }
+  /** Runs the confirmed search, collecting its trials and the script's output live; resolves when it ends. */
+  async function confirm(): Promise<void> {
+    const request = pending.value;
+    if (!request || running.value) return;
+    pending.value = null;
+    await watch(() => job.start('script.findBatchSize', request));
   }
 
-  return { form, numbers, pending, trials, output, result, running, error, forbidden, jobId, prepare, dismiss, confirm, cancel };
+  /** Follows a search started elsewhere (before a reload, in another window) to its end. */
+  async function attach(info: JobInfo): Promise<void> {
+    if (running.value || info.method !== 'script.findBatchSize') return;
+    pending.value = null;
+    await watch(() => job.attach({ ...info, method: 'script.findBatchSize' }));
+  }
+  useJobsStore().adopt('batchSize', 'script', (info) => void attach(info));
+
+  /** Stops the search: the trial in flight is killed with its process group, and the run is recorded cancelled. */
+  async function cancel(): Promise<void> {
+    if (!running.value) return;
+    await job.cancel();
+    if (job.error.value) error.value = job.error.value;
+  }
+
+  return { form, numbers, pending, trials, output, result, running, error, forbidden, jobId, cancelling: job.cancelling, attached: job.attached, prepare, dismiss, confirm, attach, cancel };
 });

@@ -1,7 +1,8 @@
-import { ApiError } from '@api/errors';
+import type { JobInfo } from '@api/jobs';
 import type { OptimiseProgress, OptimiseTrial } from '@api/optimise';
 import type { ScriptOptimiseBaselineEvent } from '@api/script-optimise';
-import type { ScriptOptimiseRequestInput } from '@api/script-target';
+import type { ScriptOptimiseRequestInput, ScriptOutputEvent } from '@api/script-target';
+import { ScriptOptimiseRequestSchema } from '@api/script-target';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
@@ -9,8 +10,10 @@ import type { ScriptWizardValues } from '../components/optimise/script-optimise-
 import { formFromRequest, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../components/optimise/script-optimise-form';
 import type { ScriptOptimiseRun } from '../components/optimise/script-past';
 import { scriptOptimiseRun } from '../components/optimise/script-past';
+import { useJob } from '../composables/useJob';
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';
+import { useJobsStore } from './jobs';
 import { scriptOutputBuffer } from './script';
 import type { ScriptForm } from './script-form';
 
@@ -26,15 +29,16 @@ function mergeTrials(a: readonly OptimiseTrial[], b: readonly OptimiseTrial[]): 
 
 /**
  * The Optimise area's Script target: the form, "Run this command?", the wizard running from this
- * window (its progress, trials and the script's output as they arrive), Cancel, the refusal of a
- * shell that does not run scripts, and a past script optimisation opened from the list.
+ * window or re-attached after a reload or from another window through the jobs store (its progress,
+ * trials and the script's output as they arrive), Cancel, the refusal of a shell that does not run
+ * scripts, and a past script optimisation opened from the list.
  */
 export const useScriptOptimiseStore = defineStore('script-optimise', () => {
   const form = ref<ScriptForm>(scriptOptimiseForm());
   const wizard = ref<ScriptWizardValues>(scriptWizardValues());
   /** The request waiting for "Run this command?"; null when nothing waits. */
   const pending = shallowRef<ScriptOptimiseRequestInput | null>(null);
-  /** The request of the wizard running from this window (it has no run to show until it ends). */
+  /** The request of the wizard followed as a job (it has no run to show until it ends). */
   const started = shallowRef<ScriptOptimiseRequestInput | null>(null);
   /** The job of the wizard shown while it runs (from here or elsewhere): what Cancel stops. */
   const jobId = ref<string | null>(null);
@@ -47,7 +51,7 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
   const trials = shallowRef<OptimiseTrial[]>([]);
   const buffer = scriptOutputBuffer();
   const output = buffer.lines;
-  /** A wizard runs from this window (its script.optimise call is in flight). */
+  /** A wizard is followed to its end as a job: started here, or re-attached (a reload, another window). */
   const running = ref(false);
   /** The wizard shown runs elsewhere and is followed: its events, and its run re-read until it ends. */
   const watching = ref(false);
@@ -58,32 +62,40 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
   /** The run of the job followed, from its first event (the wizard's call returns it only at the end). */
   let followedRun: string | null = null;
 
-  /** Takes a job's progress and output events into the view; returns the unsubscribe. */
+  /** Only the events of the run followed: the one its first event names, or the one watched. */
+  const ofFollowedRun = (runId: string | null) => followedRun === null || runId === followedRun;
+
+  function takeProgress(p: OptimiseProgress): void {
+    if (!ofFollowedRun(p.runId)) return;
+    followedRun ??= p.runId;
+    progress.value = p;
+    if (p.finishedTrial) trials.value = mergeTrials(trials.value, [p.finishedTrial]);
+  }
+  function takeBaseline(e: ScriptOptimiseBaselineEvent): void {
+    if (!ofFollowedRun(e.runId)) return;
+    liveBaseline.value = { baseline: e.baseline, loader: e.loader };
+    // A resumed wizard's kept trials come with its starting point.
+    if (e.trials.length) trials.value = mergeTrials(e.trials, trials.value);
+  }
+  function takeOutput(e: ScriptOutputEvent): void {
+    if (!ofFollowedRun(e.runId)) return;
+    followedRun ??= e.runId;
+    buffer.push(e);
+  }
+
+  /** The wizard run as a job (started here, or re-attached): its events, replayed ones first, come through it. */
+  const job = useJob({ 'optimise.progress': takeProgress, 'script.optimiseBaseline': takeBaseline, 'script.output': takeOutput });
+
+  /** Takes the events of a job this window does not follow as one (a wizard watched from the list); returns the unsubscribe. */
   function listen(id: string, runId: string | null): () => void {
     const client = useApiClient();
     followedRun = runId;
-    const offProgress = client.on('optimise.progress', (p) => {
-      if (p.optimiseId !== id || (followedRun !== null && p.runId !== followedRun)) return;
-      followedRun ??= p.runId;
-      progress.value = p;
-      if (p.finishedTrial) trials.value = mergeTrials(trials.value, [p.finishedTrial]);
-    });
-    const offBaseline = client.on('script.optimiseBaseline', (e) => {
-      if (e.jobId !== id || (followedRun !== null && e.runId !== followedRun)) return;
-      liveBaseline.value = { baseline: e.baseline, loader: e.loader };
-      // A resumed wizard's kept trials come with its starting point.
-      if (e.trials.length) trials.value = mergeTrials(e.trials, trials.value);
-    });
-    const offOutput = client.on('script.output', (e) => {
-      if (e.jobId !== id || (followedRun !== null && e.runId !== followedRun)) return;
-      followedRun ??= e.runId;
-      buffer.push(e);
-    });
-    return () => {
-      offProgress();
-      offBaseline();
-      offOutput();
-    };
+    const offs = [
+      client.on('optimise.progress', (p) => p.optimiseId === id && takeProgress(p)),
+      client.on('script.optimiseBaseline', (e) => e.jobId === id && takeBaseline(e)),
+      client.on('script.output', (e) => e.jobId === id && takeOutput(e)),
+    ];
+    return () => offs.forEach((off) => off());
   }
 
   /** Re-reads a run; a read for a wizard no longer shown is dropped. */
@@ -115,7 +127,7 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
   function prepare(): void {
     error.value = null;
     try {
-      pending.value = scriptOptimiseRequest(form.value, wizard.value, `ui-script-optimise-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`);
+      pending.value = scriptOptimiseRequest(form.value, wizard.value);
     } catch (err) {
       pending.value = null;
       error.value = err instanceof Error ? err.message : String(err);
@@ -134,8 +146,9 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
       const detail = await useApiClient().call('runs.get', { id: runId });
       const run = scriptOptimiseRun(detail);
       if (!run) throw new Error(`run ${runId} is not a script optimisation: nothing to resume`);
-      const request = (detail.record as { config: { request: ScriptOptimiseRequestInput } }).config.request;
-      pending.value = { ...request, jobId: `ui-script-optimise-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`, resumeFrom: runId };
+      // The stopped wizard's job id stays with its run: the new job gets its own when it starts.
+      const { jobId: _stopped, ...request } = (detail.record as { config: { request: ScriptOptimiseRequestInput } }).config.request;
+      pending.value = { ...request, resumeFrom: runId };
       form.value = formFromRequest(request);
       wizard.value = { preset: run.preset, maxTrials: run.maxTrials, allowRecipeChanges: request.allowRecipeChanges ?? false };
     } catch (err) {
@@ -143,27 +156,22 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
     }
   }
 
-  /** Runs the confirmed wizard to its end (or cancel); whatever the end, its run is read back. */
-  async function confirm(): Promise<void> {
-    const request = pending.value;
-    if (!request?.jobId || running.value) return;
-    pending.value = null;
-    reset();
-    const id = request.jobId;
-    jobId.value = id;
-    started.value = request;
+  /** Follows the wizard's job while `call` runs it; whatever the end, its run is read back. */
+  async function follow(call: () => Promise<unknown>): Promise<void> {
     running.value = true;
-    const off = listen(id, null);
+    followedRun = null;
+    const done = call();
+    // The job has its id from the call on: Cancel reaches it before its first event.
+    jobId.value = job.jobId.value;
     try {
-      await useApiClient().call('script.optimise', request);
-    } catch (err) {
-      if (err instanceof ApiError && err.code === 'E_FORBIDDEN') forbidden.value = err.message;
-      else {
-        cancelled.value = err instanceof ApiError && err.code === 'E_CANCELLED';
-        error.value = errorText(err);
+      await done;
+      const failure = job.failure.value;
+      if (failure?.code === 'E_FORBIDDEN') forbidden.value = failure.message;
+      else if (failure) {
+        cancelled.value = failure.code === 'E_CANCELLED';
+        error.value = job.error.value;
       }
     } finally {
-      off();
       running.value = false;
       const runId = followedRun;
       progress.value = null;
@@ -173,6 +181,32 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
       else started.value = null;
     }
   }
+
+  /** Runs the confirmed wizard to its end (or cancel); whatever the end, its run is read back. */
+  async function confirm(): Promise<void> {
+    const request = pending.value;
+    if (!request || running.value) return;
+    pending.value = null;
+    reset();
+    started.value = request;
+    await follow(() => job.start('script.optimise', request));
+  }
+
+  /** Follows a wizard started elsewhere (before a reload, in another window): its output, baseline and trials so far, then live ones. */
+  async function attach(info: JobInfo): Promise<void> {
+    if (running.value || info.method !== 'script.optimise') return;
+    const request = ScriptOptimiseRequestSchema.safeParse(info.request);
+    pending.value = null;
+    reset();
+    started.value = request.success ? request.data : null;
+    if (request.success) {
+      // The fields show what runs, as Resume shows what will.
+      form.value = formFromRequest(request.data);
+      wizard.value = { preset: request.data.preset, maxTrials: request.data.maxTrials, allowRecipeChanges: request.data.allowRecipeChanges };
+    }
+    await follow(() => job.attach({ ...info, method: 'script.optimise' }));
+  }
+  useJobsStore().adopt('optimise', 'script', (info) => void attach(info));
 
   let stopWatch: (() => void) | null = null;
 
@@ -209,7 +243,8 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
     jobId.value = null;
     try {
       const run = await loadRun(runId);
-      if (run?.status === 'running') watchElsewhere(run);
+      // A job re-attached meanwhile is followed live, not watched.
+      if (run?.status === 'running' && !running.value) watchElsewhere(run);
     } catch (err) {
       error.value = errorText(err);
     }
@@ -219,13 +254,21 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
   async function cancel(): Promise<void> {
     const id = jobId.value;
     if (!id || !(running.value || watching.value)) return;
+    if (job.running.value) {
+      await job.cancel();
+      if (job.error.value) error.value = job.error.value;
+      return;
+    }
     try {
-      const { cancelled: stopped } = await useApiClient().call('script.cancel', { jobId: id });
+      const { cancelled: stopped } = await useApiClient().call('jobs.cancel', { jobId: id });
       if (!stopped && watching.value) error.value = `script optimisation ${id} is not running in this server (a trainbench optimise-script process runs it): press Ctrl-C there`;
     } catch (err) {
       error.value = errorText(err);
     }
   }
 
-  return { form, wizard, pending, started, jobId, shown, progress, liveBaseline, trials, output, running, watching, error, cancelled, forbidden, prepare, dismiss, resume, confirm, cancel, open };
+  return {
+    form, wizard, pending, started, jobId, shown, progress, liveBaseline, trials, output, running, watching, error, cancelled, forbidden, attached: job.attached,
+    prepare, dismiss, resume, confirm, attach, cancel, open,
+  };
 });

@@ -1,11 +1,13 @@
-import { ApiError } from '@api/errors';
+import type { JobInfo } from '@api/jobs';
 import type { ScriptBenchmarkRequestInput, ScriptBenchmarkResult, ScriptOutputEvent } from '@api/script-target';
 import { ScriptBenchmarkResultSchema } from '@api/script-target';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
+import { useJob } from '../composables/useJob';
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';
+import { useJobsStore } from './jobs';
 import { emptyScriptForm, scriptRequestFromForm } from './script-form';
 import type { ScriptForm } from './script-form';
 
@@ -37,7 +39,11 @@ export function scriptOutputBuffer() {
   };
 }
 
-/** The running script job: form, confirmation, live output, result, Cancel. */
+/**
+ * The script benchmark: form, confirmation, live output, result, Cancel. The job followed is one
+ * started here, or one running when the window opened (a reload, another window), re-attached
+ * through the jobs store.
+ */
 export const useScriptStore = defineStore('script', () => {
   const form = ref<ScriptForm>(emptyScriptForm());
   /** The request waiting for "Run this command?"; null when nothing waits. */
@@ -45,13 +51,17 @@ export const useScriptStore = defineStore('script', () => {
   const buffer = scriptOutputBuffer();
   const output = buffer.lines;
   const result = shallowRef<ScriptBenchmarkResult | null>(null);
+  /** True from "Run" (or attaching) to the end of the job. */
   const running = ref(false);
   const error = ref<string | null>(null);
   /** Set when the shell refuses script targets (serve mode without --allow-scripts). */
   const forbidden = ref<string | null>(null);
-  const jobId = ref<string | null>(null);
   /** Completed script benchmarks in the workspace (runs of kind benchmark whose target is a script), oldest first. */
   const history = shallowRef<ScriptBenchmarkResult[]>([]);
+
+  const job = useJob({ 'script.output': (e: ScriptOutputEvent) => buffer.push(e) });
+  /** The job's id, chosen before it starts, so its output and Cancel are this job's only. */
+  const jobId = job.jobId;
 
   /** Reads the completed script benchmarks' results from their run.json. */
   async function refresh(): Promise<void> {
@@ -83,44 +93,46 @@ export const useScriptStore = defineStore('script', () => {
     pending.value = null;
   }
 
-  /** Runs the confirmed request, collecting its output lines live. */
-  async function confirm(): Promise<void> {
-    const request = pending.value;
-    if (!request || running.value) return;
-    pending.value = null;
-    const client = useApiClient();
-    const id = `script-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-    jobId.value = id;
+  /** Collects the job's output while `follow` lasts; a finished benchmark is listed at once. */
+  async function watch(follow: () => Promise<ScriptBenchmarkResult | null>): Promise<void> {
     buffer.clear();
     result.value = null;
     error.value = null;
     forbidden.value = null;
     running.value = true;
-    const off = client.on('script.output', (e: ScriptOutputEvent) => {
-      if (e.jobId !== id) return;
-      buffer.push(e);
-    });
     try {
-      result.value = await client.call('script.benchmark', { ...request, jobId: id });
-      await refresh();
-    } catch (err) {
-      if (err instanceof ApiError && err.code === 'E_FORBIDDEN') forbidden.value = err.message;
-      else error.value = errorText(err);
+      result.value = await follow();
+      const failure = job.failure.value;
+      if (failure?.code === 'E_FORBIDDEN') forbidden.value = failure.message;
+      else if (failure) error.value = job.error.value;
+      if (result.value) await refresh();
     } finally {
-      off();
       running.value = false;
     }
   }
 
-  /** Stops the running job (its process group is killed by the main process). */
-  async function cancel(): Promise<void> {
-    if (!jobId.value || !running.value) return;
-    try {
-      await useApiClient().call('script.cancel', { jobId: jobId.value });
-    } catch (err) {
-      error.value = errorText(err);
-    }
+  /** Runs the confirmed request, collecting its output lines live. */
+  async function confirm(): Promise<void> {
+    const request = pending.value;
+    if (!request || running.value) return;
+    pending.value = null;
+    await watch(() => job.start('script.benchmark', request));
   }
 
-  return { form, pending, output, result, history, running, error, forbidden, jobId, prepare, dismiss, confirm, cancel, refresh };
+  /** Follows a script benchmark started elsewhere (before a reload, in another window) to its end. */
+  async function attach(info: JobInfo): Promise<void> {
+    if (running.value || info.method !== 'script.benchmark') return;
+    pending.value = null;
+    await watch(() => job.attach({ ...info, method: 'script.benchmark' }));
+  }
+  useJobsStore().adopt('benchmark', 'script', (info) => void attach(info));
+
+  /** Stops the running job (its process group is killed by the main process). */
+  async function cancel(): Promise<void> {
+    if (!running.value) return;
+    await job.cancel();
+    if (job.error.value) error.value = job.error.value;
+  }
+
+  return { form, pending, output, result, history, running, error, forbidden, jobId, cancelling: job.cancelling, attached: job.attached, prepare, dismiss, confirm, attach, cancel, refresh };
 });

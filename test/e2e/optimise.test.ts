@@ -89,7 +89,8 @@ describe('Optimise area', () => {
     await page.getByTestId('opt-cancel').click();
     const stopped = page.getByTestId('opt-error');
     await stopped.waitFor({ timeout: 30_000 });
-    expect(await stopped.innerText()).toMatch(/^E_CANCELLED: optimisation cancelled after \d+ trials?; resume it with trainbench optimise --resume ui-optimise-/);
+    // The wizard's id is its job's, in the one scheme of job ids (api/ids.ts).
+    expect(await stopped.innerText()).toMatch(/^E_CANCELLED: optimisation cancelled after \d+ trials?; resume it with trainbench optimise --resume \d{8}-\d{6}-[0-9a-f]{6}/);
     const done = await page.locator('[data-testid^="opt-trial-"]').count();
     expect(done).toBeGreaterThanOrEqual(1);
     // The list shows it cancelled, with Resume.
@@ -104,19 +105,19 @@ describe('Optimise area', () => {
     expect(await page.locator('[data-testid^="opt-trial-"]').count()).toBeGreaterThanOrEqual(done);
 
     // A reload mid-run (the cancelled trial is being measured again): the server keeps driving the wizard,
-    // and the area finds it and watches it to its end.
+    // and the area re-attaches to its job (resumed, under the wizard's id) and follows it live to its end.
     await page.reload();
     await page.getByTestId('area-optimise').waitFor();
     await page.getByTestId('opt-progress').waitFor({ timeout: 15_000 });
-    expect(await page.getByTestId('opt-shown').innerText()).toContain(`${id} · running elsewhere (watched)`);
+    expect(await page.getByTestId('opt-shown').innerText()).toContain(`${id} · running · `);
     expect(await page.getByTestId('opt-cancel').isEnabled()).toBe(true);
     await page.getByTestId('opt-final').waitFor({ timeout: 90_000 });
-    // The final result is saved a moment before the wizard's status says completed; the watch ends at the status.
+    // The final result is saved a moment before the wizard's job ends; the progress goes with the job.
     await page.getByTestId('opt-progress').waitFor({ state: 'detached', timeout: 10_000 });
     expect(await page.locator('[data-testid^="opt-trial-"]').count()).toBeGreaterThan(done);
     expect(await page.getByTestId('opt-error').count()).toBe(0);
     expect(await page.getByTestId('opt-verdict').innerText()).toMatch(/^(No change beat the noise|No change was kept|The final configuration is|Measured again against the baseline)/);
-    // The list is re-read when the watch ends, a moment after the last state read.
+    // The list is re-read when the job ends, a moment after the last state read.
     await expect.poll(() => page.getByTestId(`opt-past-${id}`).innerText(), { timeout: 10_000 }).toMatch(/completed/);
     expect(await overlaps(page, '[data-testid="opt-shown"] .finding')).toEqual([]);
     expect(await overlaps(page, '.page > .card')).toEqual([]);

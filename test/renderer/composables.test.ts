@@ -3,7 +3,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPinia, setActivePinia } from 'pinia';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { effectScope } from 'vue';
 
 import type { Services } from '../../src-main/core/services';
@@ -31,6 +32,9 @@ afterAll(async () => {
 });
 
 describe('useImportWizard', () => {
+  // The build is the datasets store's job (a build outlives the page), so the wizard runs where Pinia is, as in a component.
+  beforeEach(() => setActivePinia(createPinia()));
+
   it('picks the importer from the file name', () => {
     expect(['a.npz', 'b.NPY', 'c.csv', 'train-images-idx3-ubyte.gz', 'dump.bin'].map(kindForFile)).toEqual(['npz', 'npy', 'csv', 'idx', 'raw']);
     expect(previewText([0, 2, 1.23456], ['setosa', 'versicolor', 'virginica'])).toBe('0 (setosa), 2 (virginica), 1.2346');

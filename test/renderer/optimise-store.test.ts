@@ -79,8 +79,10 @@ describe('optimise store (real services)', () => {
     expect(seenWhileRunning[0]).toBe(1);
     expect(store.running).toBe(false);
     expect(store.cancelled).toBe(true);
-    expect(store.error).toMatch(/^E_CANCELLED: optimisation cancelled after 1 trial; resume it with trainbench optimise --resume ui-optimise-/);
     const id = store.optimiseId!;
+    // The wizard's id is its job's, in the one scheme of job ids (api/ids.ts).
+    expect(id).toMatch(/^\d{8}-\d{6}-[0-9a-f]{6}$/);
+    expect(store.error).toMatch(new RegExp(`^E_CANCELLED: optimisation cancelled after 1 trial; resume it with trainbench optimise --resume ${id}`));
     expect(store.state?.status).toBe('cancelled');
     expect(store.state?.baseline?.repetitions).toHaveLength(3);
     expect(store.state?.diagnosis?.findings.length).toBeGreaterThan(0);

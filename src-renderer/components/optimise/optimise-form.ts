@@ -91,9 +91,10 @@ export type OptimiseRequestOrErrors = { request: OptimiseRequest; errors: null }
 /**
  * Checks the values with the contract's own OptimiseRequestSchema (the one `trainbench optimise` and
  * the service use), so the form refuses exactly what optimise.start would, naming the field. As the
- * CLI does, only the recipe's batch size is taken over; the optimizer is the family's own.
+ * CLI does, only the recipe's batch size is taken over; the optimizer is the family's own. Without
+ * `optimiseId` the job that starts the wizard names it.
  */
-export function optimiseRequest(v: OptimiseFormValues, optimiseId: string): OptimiseRequestOrErrors {
+export function optimiseRequest(v: OptimiseFormValues, optimiseId?: string): OptimiseRequestOrErrors {
   const parsed = OptimiseRequestSchema.safeParse({
     target: {
       spec: ModelSpecSchema.parse(BUILTIN_MODELS[v.model]),

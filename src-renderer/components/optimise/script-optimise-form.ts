@@ -27,8 +27,9 @@ export function scriptWizardValues(): ScriptWizardValues {
 /**
  * The wizard's request from the form, checked by the contract's own schema; throws with the field
  * named and the bad value, so nothing is sent (or confirmed) that the main process would refuse.
+ * Without `jobId` the job that starts the wizard names it.
  */
-export function scriptOptimiseRequest(form: ScriptForm, wizard: ScriptWizardValues, jobId: string): ScriptOptimiseRequestInput {
+export function scriptOptimiseRequest(form: ScriptForm, wizard: ScriptWizardValues, jobId?: string): ScriptOptimiseRequestInput {
   // Command, working directory, environment and overrides as the Benchmarks area reads them.
   const { target, overrides } = scriptRequestFromForm(form);
   if (!form.steps) throw new Error('measured steps: the wizard stops every launch after this many steps; type a number (e.g. 20)');
@@ -42,7 +43,7 @@ export function scriptOptimiseRequest(form: ScriptForm, wizard: ScriptWizardValu
     maxTrials: wizard.maxTrials,
     allowRecipeChanges: wizard.allowRecipeChanges,
     timeoutSeconds: form.timeoutSeconds,
-    jobId,
+    ...(jobId ? { jobId } : {}),
   };
   const checked = ScriptOptimiseRequestSchema.safeParse(request);
   if (!checked.success) {
