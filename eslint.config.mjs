@@ -63,6 +63,14 @@ export default tseslint.config(
     },
   },
   {
+    // State lives below the views: stores and composables never import components (issue 25). Logic
+    // that both need (form values, past runs, report rendering) lives in src-renderer/view-models/.
+    files: ['src-renderer/stores/**/*.ts', 'src-renderer/composables/**/*.ts', 'src-renderer/view-models/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/components/**', '*.vue'], message: 'stores, composables and view models do not import components: move shared logic to src-renderer/view-models/' }] }],
+    },
+  },
+  {
     files: ['bin/**/*.js', 'scripts/**/*.mjs', 'tools/**/*.mjs', 'bench/**/*.mjs', 'test/**/*.mjs', '*.mjs', '*.mts'],
     languageOptions: { globals: globals.node },
     rules: { '@typescript-eslint/no-require-imports': 'off' },

@@ -5,10 +5,10 @@ import type { RunSummary } from '@api/training';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
-import type { OptimiseFormErrors, OptimiseFormValues } from '../components/optimise/optimise-form';
-import { optimiseFormValues, optimiseRequest } from '../components/optimise/optimise-form';
-import type { ScriptOptimiseRun } from '../components/optimise/script-past';
-import { scriptOptimiseRun } from '../components/optimise/script-past';
+import type { OptimiseFormErrors, OptimiseFormValues } from '../view-models/optimise-form';
+import { optimiseFormValues, optimiseRequest } from '../view-models/optimise-form';
+import type { ScriptOptimiseRun } from '../view-models/script-past';
+import { scriptOptimiseRun } from '../view-models/script-past';
 import { useJob } from '../composables/useJob';
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';

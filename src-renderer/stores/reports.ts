@@ -3,8 +3,8 @@ import type { RunSummary } from '@api/training';
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
 
-import type { FigureState } from '../components/reports/render-report';
-import { svgDataUrl } from '../components/reports/render-report';
+import type { FigureState } from '../view-models/render-report';
+import { svgDataUrl } from '../view-models/render-report';
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';
 import { useLoader } from './load-state';

@@ -6,10 +6,10 @@ import { ScriptOptimiseRequestSchema } from '@api/script-target';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
-import type { ScriptWizardValues } from '../components/optimise/script-optimise-form';
-import { formFromRequest, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../components/optimise/script-optimise-form';
-import type { ScriptOptimiseRun } from '../components/optimise/script-past';
-import { scriptOptimiseRun } from '../components/optimise/script-past';
+import type { ScriptWizardValues } from '../view-models/script-optimise-form';
+import { formFromRequest, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../view-models/script-optimise-form';
+import type { ScriptOptimiseRun } from '../view-models/script-past';
+import { scriptOptimiseRun } from '../view-models/script-past';
 import { useJob } from '../composables/useJob';
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';

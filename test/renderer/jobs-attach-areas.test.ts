@@ -9,7 +9,7 @@ import { effectScope } from 'vue';
 
 import { BenchmarkOptionsSchema } from '../../src-main/api/benchmark';
 import { OptimiseConfigSchema, WizardStateSchema } from '../../src-main/api/optimise';
-import { optimiseFormValues, optimiseRequest } from '../../src-renderer/components/optimise/optimise-form';
+import { optimiseFormValues, optimiseRequest } from '../../src-renderer/view-models/optimise-form';
 import { useImportWizard } from '../../src-renderer/composables/useImportWizard';
 import { useBatchSizeStore } from '../../src-renderer/stores/batch-size';
 import { useBenchmarksStore } from '../../src-renderer/stores/benchmarks';

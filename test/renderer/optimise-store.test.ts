@@ -10,7 +10,7 @@ import { watch } from 'vue';
 import type { WizardState } from '../../src-main/api/optimise';
 import type { RunSummary } from '../../src-main/api/training';
 import type { Services } from '../../src-main/core/services';
-import { optimiseFormValues, optimiseRequest } from '../../src-renderer/components/optimise/optimise-form';
+import { optimiseFormValues, optimiseRequest } from '../../src-renderer/view-models/optimise-form';
 import { pastStatus, targetTitle, useOptimiseStore } from '../../src-renderer/stores/optimise';
 import { CLI } from '../helpers/repo';
 import { testServices } from '../helpers/services';

@@ -6,8 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { nextTick } from 'vue';
 
 import ReportPreview from '../../src-renderer/components/reports/ReportPreview.vue';
-import type { FigureState } from '../../src-renderer/components/reports/render-report';
-import { renderReport, svgDataUrl } from '../../src-renderer/components/reports/render-report';
+import type { FigureState } from '../../src-renderer/view-models/render-report';
+import { renderReport, svgDataUrl } from '../../src-renderer/view-models/render-report';
 
 const SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10" fill="#4fb3ff"/></svg>';
 const HOSTILE = [

@@ -13,7 +13,7 @@ import { watch } from 'vue';
 import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';
 import ScriptFinalCard from '../../src-renderer/components/optimise/ScriptFinalCard.vue';
-import { formFromRequest, launchesAtMost, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../../src-renderer/components/optimise/script-optimise-form';
+import { formFromRequest, launchesAtMost, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../../src-renderer/view-models/script-optimise-form';
 import { scriptUse } from '../../src-renderer/components/optimise/script-use';
 import { useOptimiseStore } from '../../src-renderer/stores/optimise';
 import { useScriptOptimiseStore } from '../../src-renderer/stores/script-optimise';

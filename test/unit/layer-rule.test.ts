@@ -69,3 +69,20 @@ describe('workspace files only through core/workspace-files.ts', () => {
     expect(await lint("import type { FileHandle } from 'node:fs/promises';\nexport type F = FileHandle;\n", 'src-main/core/datasets/new.ts')).toEqual([]);
   });
 });
+
+describe('renderer: stores, composables and view models never import components', () => {
+  const lint = async (code: string, rel: string) => {
+    const eslint = new ESLint({ cwd: REPO_ROOT, ignore: false });
+    const [result] = await eslint.lintText(code, { filePath: path.join(REPO_ROOT, rel) });
+    return result.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
+  };
+
+  it('reports a component or a module under components/ imported by a store, and lets components import stores', async () => {
+    expect(await lint("import { x } from '../components/optimise/helpers';\nexport const y = x;\n", 'src-renderer/stores/new-store.ts')).toEqual([
+      expect.stringContaining('src-renderer/view-models/'),
+    ]);
+    expect(await lint("import Card from '../components/jobs/JobsIndicator.vue';\nexport const y = Card;\n", 'src-renderer/composables/useNew.ts')).toHaveLength(1);
+    expect(await lint("import { x } from '../view-models/optimise-form';\nexport const y = x;\n", 'src-renderer/stores/new-store.ts')).toEqual([]);
+    expect(await lint("import { useJobsStore } from '../../stores/jobs';\nexport const y = useJobsStore;\n", 'src-renderer/components/jobs/helper.ts')).toEqual([]);
+  });
+});

@@ -2,7 +2,7 @@ import type { ScriptOptimiseRecord, ScriptTarget } from '@api/script-target';
 import { ScriptOptimiseRecordSchema, ScriptOptimiseRequestSchema } from '@api/script-target';
 import type { RunDetail } from '@api/training';
 
-import { quoteArgv } from '../../stores/script-form';
+import { quoteArgv } from '../stores/script-form';
 
 /** What run.json of a script optimisation holds (the wizard writes it; see optimiseScript). */
 export interface ScriptOptimiseRun {

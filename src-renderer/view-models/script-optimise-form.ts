@@ -2,8 +2,8 @@ import type { OptimisePreset } from '@api/optimise';
 import type { ScriptOptimiseRequestInput, ScriptOverrideKey } from '@api/script-target';
 import { ScriptOptimiseRequestSchema } from '@api/script-target';
 
-import type { ScriptForm } from '../../stores/script-form';
-import { emptyScriptForm, quoteArgv, scriptRequestFromForm } from '../../stores/script-form';
+import type { ScriptForm } from '../stores/script-form';
+import { emptyScriptForm, quoteArgv, scriptRequestFromForm } from '../stores/script-form';
 
 /** How the wizard works on a script, beside the target's fields (ScriptTargetFields). */
 export interface ScriptWizardValues {

@@ -4,7 +4,7 @@ import type { OptimisePreset, OptimiseRequest, ReadFrom } from '@api/optimise';
 import { OptimiseRequestSchema } from '@api/optimise';
 import { RECIPES } from '@api/recipes';
 
-import { dataSourceOf } from '../../composables/useTargetChoices';
+import { dataSourceOf } from '../composables/useTargetChoices';
 
 /** What the Optimise form holds: the training configuration to start from, and how the wizard measures. */
 export interface OptimiseFormValues {
