@@ -100,6 +100,19 @@ describe('script final card', () => {
     expect(card.find('[data-testid="opt-script-command"]').exists()).toBe(false);
     card.unmount();
   });
+
+  it('does not say "nothing to change" under a recipe change that beat the noise and was only proposed', () => {
+    const final = {
+      overrides: {}, changes: [], speedup: { low: 1, median: 1, high: 1 }, samplesPerSec: { low: 90, median: 100, high: 110 },
+      verdict: 'No change was kept (±3.2%): keep the script as it runs, 100 samples/s. Beat the noise but proposed, not kept, because it changes the training recipe: batch size 64 -> 128, 1.440x [1.400x–1.480x].',
+      proposals: ['batch size 64 -> 128: scale the learning rate by 2'],
+    };
+    const card = mount(ScriptFinalCard, { props: { target, final } });
+    expect(card.find('[data-testid="opt-script-nothing"]').exists()).toBe(false);
+    expect(card.get('[data-testid="opt-script-proposed-only"]').text()).toMatch(/^Nothing kept: the win above changes the training recipe/);
+    expect(card.get('[data-testid="opt-script-verdict"]').text()).toMatch(/^No change was kept/);
+    card.unmount();
+  });
 });
 
 describe('script wizard store', () => {
