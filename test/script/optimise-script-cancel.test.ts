@@ -102,6 +102,9 @@ describe('optimiseScript as a script job', () => {
     expect(progress.length).toBeGreaterThan(0);
     expect(progress.every((p) => p.optimiseId === 'wizard-cancel' && p.runId === kept.runId)).toBe(true);
     expect(progress.find((p) => p.finishedTrial)?.finishedTrial?.index).toBe(1);
+    // An ETA as the engine wizard gives (core/optimise/eta.ts), from the first finished launch on; it was always null here.
+    expect(progress.every((p) => p.etaSeconds !== null && p.etaSeconds >= 0)).toBe(true);
+    expect(progress.find((p) => p.phase === 'trial')!.etaSeconds).toBeGreaterThan(0);
     // The baseline went out once, when measured, as the run keeps it.
     expect(baselines).toEqual([{ jobId: 'wizard-cancel', runId: kept.runId, baseline: kept.baseline, loader: kept.loader, trials: [] }]);
 

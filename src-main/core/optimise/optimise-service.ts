@@ -36,6 +36,7 @@ import { PRESETS } from './presets';
 import { cancelledMessage, configKey, initialState, nextChange, trialsLeft } from './resumable-run';
 import type { FinalWords } from './final-verdict';
 import { measuredVerdict, unchangedVerdict } from './final-verdict';
+import { wizardEta } from './eta';
 import { decideTrial, meanLoss, noiseFloor, pairedSpeedup, relativeLossDelta } from './trial-decision';
 import { loadWizardState, saveWizardState } from './wizard-state';
 
@@ -483,16 +484,15 @@ class Session {
 
   private progress(phase: OptimiseProgress['phase'], trial: number | null, repetition: number, repetitions: number, label: string | null, finishedTrial: OptimiseTrial | null) {
     const s = this.state;
-    const k = s.request.repeat;
-    let eta: number | null = null;
     // Before the diagnosis the trials left are the budget: an upper bound that tightens once the knobs are known.
-    if (this.repSeconds.length) {
-      const perRep = this.repSeconds.reduce((a, b) => a + b, 0) / this.repSeconds.length;
-      const inPhase = phase === 'baseline' ? k - repetition : phase === 'trial' || phase === 'final' ? 2 * (k - repetition) : 0;
-      const left = trialsLeft(s, this.ctx) - (phase === 'trial' && !finishedTrial ? 1 : 0);
-      const finalReps = s.final ? 0 : phase === 'final' ? 0 : 2 * k;
-      eta = perRep * (inPhase + 2 * k * Math.max(0, left) + finalReps);
-    }
+    const eta = wizardEta({
+      launchSeconds: this.repSeconds,
+      phase,
+      repetition,
+      repeat: s.request.repeat,
+      trialsLeft: trialsLeft(s, this.ctx) - (phase === 'trial' && !finishedTrial ? 1 : 0),
+      finalDone: !!s.final,
+    });
     const p: OptimiseProgress = {
       optimiseId: s.optimiseId,
       runId: this.run.id,

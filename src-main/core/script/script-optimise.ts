@@ -8,6 +8,7 @@ import { ScriptOptimiseResultSchema } from '../../api/script-target';
 import { phaseShares } from '../benchmarks/benchmark-summary';
 import type { EventHub } from '../event-hub';
 import type { FinalWords } from '../optimise/final-verdict';
+import { wizardEta } from '../optimise/eta';
 import { measuredVerdict, unchangedVerdict } from '../optimise/final-verdict';
 import { decideTrial, noiseFloor, pairedSpeedup } from '../optimise/trial-decision';
 import { PRESETS } from '../optimise/presets';
@@ -92,6 +93,10 @@ class ScriptWizard {
   private readonly trials: OptimiseTrial[] = [];
   private baseline: Baseline | null = null;
   private loader: ScriptLoaderSettings | null = null;
+  /** Seconds each finished launch took, for the ETA. */
+  private readonly launchSeconds: number[] = [];
+  /** Where the search stands, for the ETA's count of trials left: set once the baseline is known. */
+  private search: { best: ScriptOverrides; exhausted: Set<string>; ctx: ScriptKnobContext } | null = null;
 
   constructor(
     private readonly request: ScriptOptimiseRequest,
@@ -152,6 +157,7 @@ class ScriptWizard {
     await this.saveState();
 
     let { best, exhausted } = replayTrials(start, this.trials);
+    this.search = { best, exhausted, ctx };
     for (let change = this.next(best, ctx, exhausted); change && this.trials.length < r.maxTrials; change = this.next(best, ctx, exhausted)) {
       const trial = await this.trial(this.trials.length + 1, best, change, floor);
       this.trials.push(trial);
@@ -163,6 +169,7 @@ class ScriptWizard {
       } else {
         exhausted.add(change.knob);
       }
+      this.search = { best, exhausted, ctx };
       this.progress('trial', trial.index, k, k, change.label, trial);
     }
 
@@ -224,6 +231,15 @@ class ScriptWizard {
     return null;
   }
 
+  /** Changes still open (proposed, not exhausted, not refused), within the trial budget; the budget before the baseline. */
+  private trialsLeft(): number {
+    const budget = Math.max(0, this.request.maxTrials - this.trials.length);
+    if (!this.search) return budget;
+    const { best, exhausted, ctx } = this.search;
+    const open = SCRIPT_KNOBS.map((knob) => knob(best, ctx)).filter((p) => p && 'change' in p && !exhausted.has(p.change.knob) && !this.refusal(p.change)).length;
+    return Math.min(open, budget);
+  }
+
   private next(best: ScriptOverrides, ctx: ScriptKnobContext, exhausted: Set<string>): OptimiseChange | null {
     for (const knob of SCRIPT_KNOBS) {
       const p = knob(best, ctx);
@@ -238,6 +254,7 @@ class ScriptWizard {
     const r = this.request;
     const n = ++this.launches;
     if (this.job.cancelled) throw new ApiError('E_CANCELLED', `cancelled before launch ${n}`);
+    const t0 = Date.now();
     const trialOptions = { target: r.target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir };
     const record = await runTrial({
       ...trialOptions,
@@ -248,6 +265,7 @@ class ScriptWizard {
       },
     });
     this.job.cancel = null;
+    this.launchSeconds.push((Date.now() - t0) / 1000);
     const error = trialError(record, trialOptions);
     if (error) throw error;
     const ranks = record.connections.map((c) => summarizeRank(c, r.warmupSteps, r.steps)).filter((x): x is RankSummary => x !== null);
@@ -340,7 +358,14 @@ class ScriptWizard {
       repetitions,
       label,
       elapsedSeconds: (Date.now() - this.started) / 1000,
-      etaSeconds: null,
+      etaSeconds: wizardEta({
+        launchSeconds: this.launchSeconds,
+        phase,
+        repetition,
+        repeat: this.request.repeat,
+        trialsLeft: this.trialsLeft() - (phase === 'trial' && !finishedTrial ? 1 : 0),
+        finalDone: phase === 'done',
+      }),
       finishedTrial,
     };
     this.events.emit('optimise.progress', p);
