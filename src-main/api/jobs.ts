@@ -66,12 +66,16 @@ export function jobIdOfEvent<E extends EventName>(event: E, data: EventData<E>):
 export const JobEventSchema = z.object({ event: z.string(), data: z.unknown() });
 export type JobEvent = z.infer<typeof JobEventSchema>;
 
-/** A running job as jobs.list and jobs.started describe it. */
-export const JobInfoSchema = z.object({
+/** What names a job and says what it is, in jobs.list, jobs.started and jobs.ended alike. */
+const JobIdentitySchema = z.object({
   jobId: z.string(),
   method: JobMethodSchema,
   kind: JobKindSchema,
   target: TargetKindSchema.nullable(),
+});
+
+/** A running job as jobs.list and jobs.started describe it. */
+export const JobInfoSchema = JobIdentitySchema.extend({
   /** The request as the job received it (ids filled in), so a window can show what runs. */
   request: z.unknown(),
   startedAt: z.string(),
@@ -82,11 +86,7 @@ export const JobInfoSchema = z.object({
 export type JobInfo = z.infer<typeof JobInfoSchema>;
 
 /** A job's end, with what its request answered (or the error), for windows that attached to it. */
-export const JobEndedEventSchema = z.object({
-  jobId: z.string(),
-  method: JobMethodSchema,
-  kind: JobKindSchema,
-  target: TargetKindSchema.nullable(),
+export const JobEndedEventSchema = JobIdentitySchema.extend({
   ok: z.boolean(),
   result: z.unknown().optional(),
   error: ApiErrorSchema.optional(),
