@@ -53,36 +53,31 @@ describe('trainbench/layer-imports', () => {
   });
 });
 
-describe('workspace files only through core/workspace-files.ts', () => {
-  const lint = async (code: string, rel: string) => {
-    const eslint = new ESLint({ cwd: REPO_ROOT, ignore: false });
-    const [result] = await eslint.lintText(code, { filePath: path.join(REPO_ROOT, rel) });
-    return result.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
-  };
+/** The no-restricted-imports messages the project config gives `code` as if it lived at `rel`. */
+async function restrictedImports(code: string, rel: string): Promise<string[]> {
+  const eslint = new ESLint({ cwd: REPO_ROOT, ignore: false });
+  const [result] = await eslint.lintText(code, { filePath: path.join(REPO_ROOT, rel) });
+  return result.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
+}
 
+describe('workspace files only through core/workspace-files.ts', () => {
   it('reports node:fs (and fs/promises) in a service, in serve mode, but not in the module itself or as a type import', async () => {
-    expect(await lint("import { promises as fs } from 'node:fs';\nexport const f = fs;\n", 'src-main/core/reports/new-service.ts')).toEqual([
+    expect(await restrictedImports("import { promises as fs } from 'node:fs';\nexport const f = fs;\n", 'src-main/core/reports/new-service.ts')).toEqual([
       expect.stringContaining('core/workspace-files.ts'),
     ]);
-    expect(await lint("import { readFile } from 'fs/promises';\nexport const f = readFile;\n", 'src-main/server/new-route.ts')).toHaveLength(1);
-    expect(await lint("import { promises as fs } from 'node:fs';\nexport const f = fs;\n", 'src-main/core/workspace-files.ts')).toEqual([]);
-    expect(await lint("import type { FileHandle } from 'node:fs/promises';\nexport type F = FileHandle;\n", 'src-main/core/datasets/new.ts')).toEqual([]);
+    expect(await restrictedImports("import { readFile } from 'fs/promises';\nexport const f = readFile;\n", 'src-main/server/new-route.ts')).toHaveLength(1);
+    expect(await restrictedImports("import { promises as fs } from 'node:fs';\nexport const f = fs;\n", 'src-main/core/workspace-files.ts')).toEqual([]);
+    expect(await restrictedImports("import type { FileHandle } from 'node:fs/promises';\nexport type F = FileHandle;\n", 'src-main/core/datasets/new.ts')).toEqual([]);
   });
 });
 
 describe('renderer: stores, composables and view models never import components', () => {
-  const lint = async (code: string, rel: string) => {
-    const eslint = new ESLint({ cwd: REPO_ROOT, ignore: false });
-    const [result] = await eslint.lintText(code, { filePath: path.join(REPO_ROOT, rel) });
-    return result.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
-  };
-
   it('reports a component or a module under components/ imported by a store, and lets components import stores', async () => {
-    expect(await lint("import { x } from '../components/optimise/helpers';\nexport const y = x;\n", 'src-renderer/stores/new-store.ts')).toEqual([
+    expect(await restrictedImports("import { x } from '../components/optimise/helpers';\nexport const y = x;\n", 'src-renderer/stores/new-store.ts')).toEqual([
       expect.stringContaining('src-renderer/view-models/'),
     ]);
-    expect(await lint("import Card from '../components/jobs/JobsIndicator.vue';\nexport const y = Card;\n", 'src-renderer/composables/useNew.ts')).toHaveLength(1);
-    expect(await lint("import { x } from '../view-models/optimise-form';\nexport const y = x;\n", 'src-renderer/stores/new-store.ts')).toEqual([]);
-    expect(await lint("import { useJobsStore } from '../../stores/jobs';\nexport const y = useJobsStore;\n", 'src-renderer/components/jobs/helper.ts')).toEqual([]);
+    expect(await restrictedImports("import Card from '../components/jobs/JobsIndicator.vue';\nexport const y = Card;\n", 'src-renderer/composables/useNew.ts')).toHaveLength(1);
+    expect(await restrictedImports("import { x } from '../view-models/optimise-form';\nexport const y = x;\n", 'src-renderer/stores/new-store.ts')).toEqual([]);
+    expect(await restrictedImports("import { useJobsStore } from '../../stores/jobs';\nexport const y = useJobsStore;\n", 'src-renderer/components/jobs/helper.ts')).toEqual([]);
   });
 });
