@@ -1,43 +1,32 @@
 import os from 'node:os';
 
 import { DEFAULT_HEADROOM } from '../../api/batch-size';
-import { TrainingBenchmarkRequestSchema } from '../../api/benchmark';
 import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
-import type {
-  OptimiseBaseline,
-  OptimiseChange,
-  OptimiseConfig,
-  OptimiseFinal,
-  OptimiseProgress,
-  OptimiseRequest,
-  OptimiseResult,
-  OptimiseTrial,
-  WizardState,
-} from '../../api/optimise';
+import type { OptimiseBaseline, OptimiseConfig, OptimiseProgress, OptimiseRequest, OptimiseResult, WizardState } from '../../api/optimise';
 import { OptimiseResultSchema } from '../../api/optimise';
 import { recordsPerEpoch } from '../../api/training';
 import type { EngineClient } from '../../engine/engine-client';
 import type { BatchSizeService } from '../batch-size/batch-size-service';
 import type { ActiveJob, MeasuredRepetition, PreparedBenchmark, TrainingBenchmarkService } from '../benchmarks/training-benchmark';
 import { aggregateRepetitions } from '../benchmarks/benchmark-summary';
+import { describeComputeDevice } from '../compute-device';
 import type { EventHub } from '../event-hub';
+import type { KnobContext } from '../knobs/knob';
 import { interruptionOf, readRun } from '../run-reader';
 import type { RunRecord } from '../run-store';
-import { describeComputeDevice } from '../compute-device';
 import { createRun, newRunId } from '../run-store';
 import { medianInterval } from '../stats/bootstrap';
+import type { EngineRepetition } from '../targets/engine-runner';
+import { EngineRunner, engineBenchmarkRequest } from '../targets/engine-runner';
 import type { Workspace } from '../workspace';
 import { diagnose } from './diagnosis';
-import type { KnobContext } from './knobs';
-import { applyChange } from './knobs';
 import { measureLimits } from './measure-limits';
 import { PRESETS } from './presets';
-import { cancelledMessage, configKey, initialState, nextChange, trialsLeft } from './resumable-run';
-import type { FinalWords } from './final-verdict';
-import { measuredVerdict, unchangedVerdict } from './final-verdict';
-import { wizardEta } from './eta';
-import { decideTrial, meanLoss, noiseFloor, pairedSpeedup, relativeLossDelta } from './trial-decision';
+import { cancelledMessage, initialState } from './resumable-run';
+import { meanLoss, noiseFloor } from './trial-decision';
+import type { LoopProgress } from './wizard-loop';
+import { WizardCancelled, WizardLoop } from './wizard-loop';
 import { loadWizardState, saveWizardState } from './wizard-state';
 
 export interface OptimiseRunOptions {
@@ -53,24 +42,12 @@ interface Job {
   searchId: string | null;
 }
 
-/** Thrown inside a session when the user cancels; turned into the saved state and E_CANCELLED at the top. */
-class Cancelled extends Error {}
-
-const median = (xs: readonly number[]) => medianInterval(xs).median;
-
 /**
  * The optimisation wizard: a baseline, a diagnosis and the physical limits,
  * then coordinate ascent over the knobs, one change at a time on top of the
  * current best, each measured A/B/A/B and kept only when its speedup beats the
  * noise. The state is saved after every step, so a killed app resumes it.
  */
-/** How the final card speaks of the engine's configuration (the script wizard's words are in script-optimise.ts). */
-const ENGINE_WORDS: FinalWords = {
-  subject: 'The final configuration',
-  unchanged: 'keep the baseline configuration',
-  allowRecipe: 'allow recipe changes (--allow-recipe-changes, or the box in the Optimise area)',
-};
-
 export class OptimiseService {
   private readonly active = new Map<string, Job>();
 
@@ -157,7 +134,7 @@ export class OptimiseService {
         await run.finish('completed', { result });
         return result;
       } catch (err) {
-        if (err instanceof Cancelled || (err instanceof ApiError && err.code === 'E_CANCELLED' && job.cancelled)) {
+        if (err instanceof WizardCancelled || (err instanceof ApiError && err.code === 'E_CANCELLED' && job.cancelled)) {
           const message = cancelledMessage(state);
           await saveWizardState(this.workspace, { ...state, status: 'cancelled', message });
           throw await run.fail(new ApiError('E_CANCELLED', message));
@@ -179,7 +156,7 @@ export class OptimiseService {
   }
 
   async titleOf(state: WizardState, options: OptimiseRunOptions): Promise<string> {
-    const prepared = await this.benchmarks.prepare(benchmarkRequest(state.request, state.best), { allowPathsOutsideWorkspace: options.allowPathsOutsideWorkspace, readFrom: state.best.readFrom });
+    const prepared = await this.benchmarks.prepare(engineBenchmarkRequest(state.request, state.best), { allowPathsOutsideWorkspace: options.allowPathsOutsideWorkspace, readFrom: state.best.readFrom });
     return `${state.request.target.spec.family} on ${prepared.data.description}`;
   }
 
@@ -206,28 +183,12 @@ export class OptimiseService {
   }
 }
 
-/** The benchmark request that measures one configuration of the target, one repetition at a time. */
-function benchmarkRequest(request: OptimiseRequest, config: OptimiseConfig) {
-  const parsed = TrainingBenchmarkRequestSchema.safeParse({
-    spec: request.target.spec,
-    data: request.target.data,
-    options: config.options,
-    warmupSteps: request.warmupSteps,
-    steps: request.steps,
-    repeat: 1,
-  });
-  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad optimisation target: ${formatIssues(parsed.error, 'target')}`);
-  return parsed.data;
-}
-
 /** One process's stretch of a wizard: from wherever the saved state stands to the end (or a cancel). */
 class Session {
-  private readonly prepared = new Map<string, PreparedBenchmark>();
-  private repetitions = 0;
-  private readonly repSeconds: number[] = [];
   private readonly startedAt = Date.now();
   private readonly secondsBefore: number;
-  private ctx: KnobContext | null = null;
+  private readonly runner: EngineRunner;
+  private readonly loop: WizardLoop<OptimiseConfig, EngineRepetition>;
 
   constructor(
     private readonly service: OptimiseService,
@@ -237,31 +198,40 @@ class Session {
     private readonly options: OptimiseRunOptions,
   ) {
     this.secondsBefore = state.seconds;
+    const r = state.request;
+    this.runner = new EngineRunner(service.parts.benchmarks, r, run, job.bench, options.allowPathsOutsideWorkspace);
+    this.loop = new WizardLoop(
+      this.runner,
+      { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance },
+      {
+        cancelled: () => job.cancelled,
+        progress: (p) => this.emit(p),
+        afterTrial: async (trial) => {
+          this.run.appendEvent({ type: 'optimise.trial', trial });
+          await this.save();
+        },
+      },
+    );
   }
 
   async go(): Promise<OptimiseResult> {
     const s = this.state;
-    const k = s.request.repeat;
-    this.progress('preparing', null, 0, 0, null, null);
-    const basePrepared = await this.prepare(s.baseline?.config ?? s.best);
+    this.progress('preparing');
+    const basePrepared = await this.runner.prepare(s.baseline?.config ?? s.best);
     const title = `${s.request.target.spec.family} on ${basePrepared.data.description}`;
-    const manifest = basePrepared.manifest;
-    const drawnPerEpoch = recordsPerEpoch(manifest.records, basePrepared.options.sampleRatio);
+    const drawnPerEpoch = recordsPerEpoch(basePrepared.manifest.records, basePrepared.options.sampleRatio);
 
     if (!s.baseline) {
-      const config = s.best;
-      const reps: MeasuredRepetition[] = [];
-      for (let i = 0; i < k; i++) {
-        reps.push(await this.measure(config));
-        this.progress('baseline', null, i + 1, k, null, null);
-      }
-      s.baseline = await this.baseline(config, basePrepared, reps);
+      const reps = await this.loop.baseline(s.best);
+      s.baseline = await this.baseline(s.best, basePrepared, reps.map((r) => r.measured));
       s.diagnosis = diagnose(s.baseline);
       await this.save();
     }
-    this.ctx = { device: s.baseline.device, cpus: os.cpus().length, recordsPerEpoch: drawnPerEpoch };
+    const ctx: KnobContext = { device: s.baseline.device, cpus: os.cpus().length, recordsPerEpoch: drawnPerEpoch };
+    this.runner.knobs = { diagnosis: s.diagnosis ?? diagnose(s.baseline), ctx };
+    this.loop.current = s;
     if (!s.limits) {
-      this.progress('limits', null, 0, 0, null, null);
+      this.progress('limits');
       s.limits = await measureLimits(this.service.parts.engine, s.request.target.spec, s.baseline.config, basePrepared, s.baseline.stepMs, s.baseline.device);
       await this.save();
     }
@@ -270,30 +240,17 @@ class Session {
       s.batchSearch = await this.searchBatch(basePrepared);
       await this.save();
     }
-    this.ctx.searchedBatch = s.batchSearch.recommended;
+    ctx.searchedBatch = s.batchSearch.recommended;
 
-    for (let change = nextChange(s, this.ctx); change; change = nextChange(s, this.ctx)) {
-      const trial = await this.trial(s.trials.length + 1, change);
-      s.trials.push(trial);
-      if (trial.kept) {
-        s.best = applyChange(s.best, change);
-        s.exhausted = [];
-      } else {
-        s.exhausted.push(change.knob);
-      }
-      this.run.appendEvent({ type: 'optimise.trial', trial });
-      await this.save();
-      this.progress('trial', trial.index, k, k, change.label, trial);
-    }
-
+    await this.loop.search(s, s.baseline.noiseFloor);
     if (!s.final) {
-      s.final = await this.final();
+      s.final = await this.loop.final(s.baseline.config, s, s.baseline);
       await this.save();
     }
     s.status = 'completed';
     s.seconds = this.seconds();
     await this.save();
-    this.progress('done', null, 0, 0, null, null);
+    this.progress('done');
     return this.service.result(s, title, this.run.id);
   }
 
@@ -312,8 +269,8 @@ class Session {
     if (!s.baseline?.device.startsWith('cuda') && o.memoryLimitBytes <= 0) {
       return none('not run: the CPU has no device memory to search without a memory limit; the batch-size candidate is twice the batch');
     }
-    this.progress('batch-search', null, 0, 0, 'searching the batch size', null);
-    if (this.job.cancelled) throw new Cancelled();
+    this.progress('batch-search', 'searching the batch size');
+    if (this.job.cancelled) throw new WizardCancelled('cancelled before the batch-size search');
     this.job.searchId = `${this.run.id}-batch-search`;
     try {
       const r = await this.service.parts.batchSize.search(
@@ -322,7 +279,7 @@ class Session {
       );
       return { recommended: r.recommended, runId: r.runId, verdict: r.verdict };
     } catch (err) {
-      if (this.job.cancelled) throw new Cancelled();
+      if (this.job.cancelled) throw new WizardCancelled('cancelled during the batch-size search');
       return none(`the batch-size search failed: ${(err as Error).message}; the batch-size candidate is twice the batch`);
     } finally {
       this.job.searchId = null;
@@ -336,31 +293,6 @@ class Session {
   private async save(): Promise<void> {
     this.state.seconds = this.seconds();
     await saveWizardState(this.service.parts.workspace, this.state);
-  }
-
-  private async prepare(config: OptimiseConfig): Promise<PreparedBenchmark> {
-    const key = configKey(config);
-    let p = this.prepared.get(key);
-    if (!p) {
-      p = await this.service.parts.benchmarks.prepare(benchmarkRequest(this.state.request, config), {
-        allowPathsOutsideWorkspace: this.options.allowPathsOutsideWorkspace,
-        readFrom: config.readFrom,
-      });
-      this.prepared.set(key, p);
-    }
-    return p;
-  }
-
-  /** One repetition of a configuration, a fresh engine trainer, recorded into this session's run. */
-  private async measure(config: OptimiseConfig): Promise<MeasuredRepetition> {
-    if (this.job.cancelled) throw new Cancelled();
-    const prepared = await this.prepare(config);
-    const n = ++this.repetitions;
-    const t0 = Date.now();
-    const m = await this.service.parts.benchmarks.repetition(n, prepared, this.run, this.job.bench, `${this.run.id}-r${n}`);
-    this.repSeconds.push((Date.now() - t0) / 1000);
-    if (this.job.cancelled) throw new Cancelled();
-    return m;
   }
 
   private async baseline(config: OptimiseConfig, prepared: PreparedBenchmark, reps: MeasuredRepetition[]): Promise<OptimiseBaseline> {
@@ -384,129 +316,19 @@ class Session {
       gpuUtilizationMean: aggregate.telemetry.gpuUtilizationMean,
       memoryBytes: last.memory.measured.total,
       deviceTotalBytes: await this.service.parts.benchmarks.deviceMemory(last.memory.device),
-      meanLoss: losses.length ? median(losses) : null,
+      meanLoss: losses.length ? medianInterval(losses).median : null,
     };
   }
 
-  /** The current best and the candidate, k repetitions each, interleaved A/B/A/B so a drift hits both. */
-  private async interleaved(a: OptimiseConfig, b: OptimiseConfig, phase: 'trial' | 'final', index: number | null, label: string) {
-    const k = this.state.request.repeat;
-    const out = { a: [] as number[], b: [] as number[], aLoss: [] as number[], bLoss: [] as number[] };
-    for (let i = 0; i < k; i++) {
-      const ma = await this.measure(a);
-      out.a.push(ma.repetition.samplesPerSec);
-      const la = meanLoss(ma.steps);
-      if (la !== null) out.aLoss.push(la);
-      const mb = await this.measure(b);
-      out.b.push(mb.repetition.samplesPerSec);
-      const lb = meanLoss(mb.steps);
-      if (lb !== null) out.bLoss.push(lb);
-      this.progress(phase, index, i + 1, k, label, null);
-    }
-    return out;
+  /** Progress outside the loop's phases (preparing, limits, the batch search, done). */
+  private progress(phase: OptimiseProgress['phase'], label: string | null = null): void {
+    this.loop.progress(phase, null, 0, 0, label, null, !!this.state.final);
   }
 
-  private async trial(index: number, change: OptimiseChange): Promise<OptimiseTrial> {
+  private emit(p: LoopProgress): void {
     const s = this.state;
-    const t0 = Date.now();
-    const candidate = applyChange(s.best, change);
-    const partial = { best: [] as number[], cand: [] as number[] };
-    try {
-      const m = await this.interleaved(s.best, candidate, 'trial', index, change.label);
-      partial.best = m.a;
-      partial.cand = m.b;
-      const lossDelta = relativeLossDelta(m.bLoss.length ? median(m.bLoss) : null, m.aLoss.length ? median(m.aLoss) : null);
-      const verdict = decideTrial({
-        best: m.a,
-        candidate: m.b,
-        noiseFloor: s.baseline?.noiseFloor ?? 0,
-        lossDelta,
-        lossTolerance: PRESETS[s.request.preset].lossTolerance(change, s.request.lossTolerance),
-        recipeChange: change.kind === 'recipe',
-        allowRecipeChanges: s.request.allowRecipeChanges,
-      });
-      return {
-        index,
-        change,
-        decision: verdict.decision,
-        why: verdict.why,
-        speedup: verdict.speedup,
-        bestSamplesPerSec: m.a,
-        candidateSamplesPerSec: m.b,
-        lossDelta,
-        kept: verdict.kept,
-        seconds: (Date.now() - t0) / 1000,
-        error: null,
-      };
-    } catch (err) {
-      if (err instanceof Cancelled || this.job.cancelled) throw err;
-      // A crash or an OOM is what this change did: recorded as the trial's outcome; the supervisor restarts the host.
-      const e = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
-      const what = e.code === 'E_OOM' ? 'ran out of memory' : e.code === 'E_ENGINE_CRASHED' ? 'crashed the engine host' : `failed (${e.code})`;
-      return {
-        index,
-        change,
-        decision: 'crashed',
-        why: `the trial ${what}; the wizard continues from the current best`,
-        speedup: null,
-        bestSamplesPerSec: partial.best,
-        candidateSamplesPerSec: partial.cand,
-        lossDelta: null,
-        kept: false,
-        seconds: (Date.now() - t0) / 1000,
-        error: e.message,
-      };
-    }
-  }
-
-  /** The best configuration against the baseline, measured A/B/A/B once more: the speedup reported is this measurement. */
-  private async final(): Promise<OptimiseFinal> {
-    const s = this.state;
-    const baseline = s.baseline;
-    if (!baseline) throw new ApiError('E_INTERNAL', 'the final comparison needs the baseline');
-    const kept = s.trials.filter((t) => t.kept).map((t) => t.change.label);
-    const proposals = s.trials.filter((t) => t.decision === 'proposed').map((t) => `${t.change.label}: ${t.change.note ?? ''}`.trim());
-    if (kept.length === 0) {
-      return {
-        config: s.best,
-        changes: [],
-        speedup: { low: 1, median: 1, high: 1 },
-        samplesPerSec: baseline.samplesPerSec,
-        verdict: unchangedVerdict(s.trials, baseline.noiseFloor, baseline.samplesPerSec.median, ENGINE_WORDS),
-        proposals,
-      };
-    }
-    const m = await this.interleaved(baseline.config, s.best, 'final', null, 'final configuration vs baseline');
-    const { coverage, ...speedup } = pairedSpeedup(m.a, m.b);
-    const verdict = measuredVerdict(s.trials, speedup, coverage, m.a.length, ENGINE_WORDS);
-    return { config: s.best, changes: kept, speedup, samplesPerSec: medianInterval(m.b), verdict, proposals };
-  }
-
-  private progress(phase: OptimiseProgress['phase'], trial: number | null, repetition: number, repetitions: number, label: string | null, finishedTrial: OptimiseTrial | null) {
-    const s = this.state;
-    // Before the diagnosis the trials left are the budget: an upper bound that tightens once the knobs are known.
-    const eta = wizardEta({
-      launchSeconds: this.repSeconds,
-      phase,
-      repetition,
-      repeat: s.request.repeat,
-      trialsLeft: trialsLeft(s, this.ctx) - (phase === 'trial' && !finishedTrial ? 1 : 0),
-      finalDone: !!s.final,
-    });
-    const p: OptimiseProgress = {
-      optimiseId: s.optimiseId,
-      runId: this.run.id,
-      phase,
-      trial,
-      maxTrials: s.request.maxTrials,
-      repetition,
-      repetitions,
-      label,
-      elapsedSeconds: this.seconds(),
-      etaSeconds: eta,
-      finishedTrial,
-    };
-    this.service.parts.events.emit('optimise.progress', p);
-    this.options.onProgress?.(p);
+    const full: OptimiseProgress = { optimiseId: s.optimiseId, runId: this.run.id, maxTrials: s.request.maxTrials, elapsedSeconds: this.seconds(), ...p };
+    this.service.parts.events.emit('optimise.progress', full);
+    this.options.onProgress?.(full);
   }
 }

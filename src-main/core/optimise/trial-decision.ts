@@ -63,11 +63,6 @@ export interface TrialEvidence {
   /** Recipe changes (batch, accumulation) change the trajectory by design: proposed, kept only when allowed. */
   recipeChange: boolean;
   allowRecipeChanges: boolean;
-  /**
-   * Unused since the interval became the order-statistic one (nothing is resampled); accepted so
-   * script-optimise.ts, written against the bootstrap version, compiles until its call drops it.
-   */
-  seed?: number;
 }
 
 export interface TrialVerdict {

@@ -1,0 +1,259 @@
+import { ApiError } from '../../api/errors';
+import type { OptimiseChange, OptimisePreset, OptimiseProgress, OptimiseTrial, SkippedChange } from '../../api/optimise';
+import type { Interval } from '../stats/bootstrap';
+import { medianInterval } from '../stats/bootstrap';
+import type { Repetition, TargetRunner } from '../targets/target-runner';
+import { wizardEta } from './eta';
+import { measuredVerdict, unchangedVerdict } from './final-verdict';
+import { PRESETS } from './presets';
+import { decideTrial, pairedSpeedup, relativeLossDelta } from './trial-decision';
+
+/** What the user asked of the wizard, either target. */
+export interface WizardRules {
+  preset: OptimisePreset;
+  /** Repetitions of each side of every A/B comparison (and of the baseline). */
+  repeat: number;
+  maxTrials: number;
+  allowRecipeChanges: boolean;
+  /** Relative loss change a pipeline change may cause; unused where the runner measures no loss. */
+  lossTolerance: number;
+}
+
+/** Where the coordinate ascent stands: saved after every trial, so a resumed wizard goes on from here. */
+export interface SearchState<C> {
+  best: C;
+  trials: OptimiseTrial[];
+  /** Knobs tried since the last kept change: the ascent does not try them again until something is kept. */
+  exhausted: string[];
+  skipped: SkippedChange[];
+}
+
+/** The wizard's progress without the fields only its owner knows (its id, its run, its clock). */
+export type LoopProgress = Pick<OptimiseProgress, 'phase' | 'trial' | 'repetition' | 'repetitions' | 'label' | 'finishedTrial' | 'etaSeconds'>;
+
+export interface LoopHooks {
+  /** Whether the user cancelled: checked before and after every repetition. */
+  cancelled(): boolean;
+  progress(p: LoopProgress): void;
+  /** After each trial is added to the state (and the best moved): save it, record it. */
+  afterTrial(trial: OptimiseTrial): Promise<void>;
+}
+
+/** A cancel, raised between repetitions; a repetition cancelled while it runs ends in the runner's own E_CANCELLED. */
+export class WizardCancelled extends ApiError {
+  constructor(message: string) {
+    super('E_CANCELLED', message);
+  }
+}
+
+/** What the final comparison says, the target's configuration aside. */
+export interface FinalComparison<C> {
+  config: C;
+  changes: string[];
+  speedup: Interval;
+  samplesPerSec: Interval;
+  verdict: string;
+  proposals: string[];
+}
+
+function remember(skipped: SkippedChange[], entry: SkippedChange): void {
+  if (!skipped.some((s) => s.change.knob === entry.change.knob && s.why === entry.why)) skipped.push(entry);
+}
+
+/**
+ * The optimisation wizard's rules (ADR 0012), once for every target: coordinate ascent over the
+ * runner's knobs, one change at a time on top of the current best, each measured A/B/A/B against it
+ * and kept only when its paired speedup beats the noise (and, where the runner measures loss, the loss
+ * stays within the preset's tolerance); a crash or an OOM is the trial's outcome; then the best against
+ * the baseline once more, whose speedup is the one reported. The owner (OptimiseService for the
+ * engine, optimiseScript for a script) does the baseline's bookkeeping, saves, and reports.
+ */
+export class WizardLoop<C, R extends Repetition> {
+  /** Seconds each finished repetition took, for the ETA. */
+  readonly repetitionSeconds: number[] = [];
+  /** The search state the ETA counts from: set by search(), or by the owner once its baseline is known. */
+  current: SearchState<C> | null = null;
+  private count = 0;
+  private finalDone = false;
+
+  constructor(
+    private readonly runner: TargetRunner<C, R>,
+    private readonly rules: WizardRules,
+    private readonly hooks: LoopHooks,
+  ) {}
+
+  /** Repetitions run so far by this process (numbers its launches or trainers). */
+  get repetitions(): number {
+    return this.count;
+  }
+
+  /** One repetition, with the cancel checked on both sides of it. */
+  async measure(config: C): Promise<R> {
+    if (this.hooks.cancelled()) throw new WizardCancelled(`cancelled before ${this.runner.unit} ${this.count + 1}`);
+    this.count++;
+    const t0 = Date.now();
+    const r = await this.runner.measure(config);
+    this.repetitionSeconds.push((Date.now() - t0) / 1000);
+    if (this.hooks.cancelled()) throw new WizardCancelled(`cancelled after ${this.runner.unit} ${this.count}`);
+    return r;
+  }
+
+  /** The baseline: `repeat` repetitions of the starting configuration. */
+  async baseline(config: C): Promise<R[]> {
+    const k = this.rules.repeat;
+    const reps: R[] = [];
+    for (let i = 0; i < k; i++) {
+      reps.push(await this.measure(config));
+      this.progress('baseline', null, i + 1, k, null, null);
+    }
+    return reps;
+  }
+
+  /** Why the change is not tried: the preset's rule, then the target's own; null when it may be. */
+  private refusal(change: OptimiseChange): string | null {
+    return PRESETS[this.rules.preset].refuses(change) ?? this.runner.refuses(change, this.rules.preset);
+  }
+
+  /**
+   * The next change from a state: the first candidate neither refused nor tried since the last kept
+   * change; null when none is left or the trial budget is spent. Refused and inapplicable changes are
+   * added to `state.skipped` with the reason.
+   */
+  next(state: SearchState<C>): OptimiseChange | null {
+    const found = this.runner.candidates(state.best, state.exhausted);
+    if (!found) throw new RangeError('WizardLoop.next: the target has no candidates before its baseline');
+    for (const s of found.skipped) remember(state.skipped, { change: s.change, why: PRESETS[this.rules.preset].refuses(s.change) ?? s.why });
+    let next: OptimiseChange | null = null;
+    for (const c of found.changes) {
+      const refused = this.refusal(c);
+      if (refused) remember(state.skipped, { change: c, why: refused });
+      else next ??= c;
+    }
+    return state.trials.length >= this.rules.maxTrials ? null : next;
+  }
+
+  /** Trials likely left: the open changes within the budget; the budget itself before the target knows its knobs. */
+  trialsLeft(state: SearchState<C> | null): number {
+    const budget = state ? Math.max(0, this.rules.maxTrials - state.trials.length) : this.rules.maxTrials;
+    const found = state ? this.runner.candidates(state.best, state.exhausted) : null;
+    if (!state || !found) return budget;
+    return Math.min(budget, found.changes.filter((c) => this.refusal(c) === null).length);
+  }
+
+  /** The coordinate ascent from wherever `state` stands until no change is left; the state moves as it goes. */
+  async search(state: SearchState<C>, noiseFloor: number): Promise<void> {
+    this.current = state;
+    for (let change = this.next(state); change; change = this.next(state)) {
+      const trial = await this.trial(state.trials.length + 1, state.best, change, noiseFloor);
+      state.trials.push(trial);
+      if (trial.kept) {
+        state.best = this.runner.apply(state.best, change);
+        state.exhausted = [];
+      } else {
+        state.exhausted.push(change.knob);
+      }
+      await this.hooks.afterTrial(trial);
+      this.progress('trial', trial.index, this.rules.repeat, this.rules.repeat, change.label, trial);
+    }
+    // A change the budget left untried is reported, so "nothing beat the noise" never hides one.
+    if (state.trials.length >= this.rules.maxTrials) {
+      for (const c of this.runner.candidates(state.best, state.exhausted)?.changes ?? []) {
+        if (!this.refusal(c) && !state.trials.some((t) => t.change.knob === c.knob && t.change.to === c.to)) {
+          remember(state.skipped, { change: c, why: `not tried: the wizard stopped after --max-trials ${this.rules.maxTrials}` });
+        }
+      }
+    }
+  }
+
+  /** `a` and `b`, `repeat` repetitions each, interleaved A/B/A/B so a drift hits both. */
+  async interleaved(a: C, b: C, phase: 'trial' | 'final', index: number | null, label: string) {
+    const k = this.rules.repeat;
+    const out = { a: [] as number[], b: [] as number[], aLoss: [] as number[], bLoss: [] as number[] };
+    for (let i = 0; i < k; i++) {
+      const ma = await this.measure(a);
+      out.a.push(ma.samplesPerSec);
+      if (ma.loss !== null) out.aLoss.push(ma.loss);
+      const mb = await this.measure(b);
+      out.b.push(mb.samplesPerSec);
+      if (mb.loss !== null) out.bLoss.push(mb.loss);
+      this.progress(phase, index, i + 1, k, label, null);
+    }
+    return out;
+  }
+
+  private async trial(index: number, best: C, change: OptimiseChange, noiseFloor: number): Promise<OptimiseTrial> {
+    const t0 = Date.now();
+    const partial = { best: [] as number[], cand: [] as number[] };
+    try {
+      const m = await this.interleaved(best, this.runner.apply(best, change), 'trial', index, change.label);
+      partial.best = m.a;
+      partial.cand = m.b;
+      const median = (xs: number[]) => (xs.length ? medianInterval(xs).median : null);
+      const lossDelta = relativeLossDelta(median(m.bLoss), median(m.aLoss));
+      const verdict = decideTrial({
+        best: m.a,
+        candidate: m.b,
+        noiseFloor,
+        lossDelta,
+        lossTolerance: PRESETS[this.rules.preset].lossTolerance(change, this.rules.lossTolerance),
+        recipeChange: change.kind === 'recipe',
+        allowRecipeChanges: this.rules.allowRecipeChanges,
+      });
+      const { decision, why, speedup, kept } = verdict;
+      return { index, change, decision, why, speedup, bestSamplesPerSec: m.a, candidateSamplesPerSec: m.b, lossDelta, kept, seconds: (Date.now() - t0) / 1000, error: null };
+    } catch (err) {
+      const e = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
+      // A cancel ends the wizard: the trial in flight is dropped (a resume runs it again), never recorded as crashed.
+      if (e.code === 'E_CANCELLED' || this.hooks.cancelled()) throw e.code === 'E_CANCELLED' ? e : new WizardCancelled(e.message);
+      // A crash or an OOM is what this change did: the trial's outcome; the wizard goes on from the current best.
+      const what = e.code === 'E_OOM' ? 'ran out of memory' : e.code === 'E_ENGINE_CRASHED' ? 'crashed the engine host' : `failed (${e.code})`;
+      return {
+        index,
+        change,
+        decision: 'crashed',
+        why: `the trial ${what}; the wizard continues from the current best`,
+        speedup: null,
+        bestSamplesPerSec: partial.best,
+        candidateSamplesPerSec: partial.cand,
+        lossDelta: null,
+        kept: false,
+        seconds: (Date.now() - t0) / 1000,
+        error: e.message,
+      };
+    }
+  }
+
+  /**
+   * The best against the baseline, A/B/A/B once more: the speedup reported is this measurement. With
+   * nothing kept there is nothing to measure, and the verdict says why (noise, slower, proposals).
+   */
+  async final(baselineConfig: C, state: SearchState<C>, baseline: { samplesPerSec: Interval; noiseFloor: number }): Promise<FinalComparison<C>> {
+    const kept = state.trials.filter((t) => t.kept).map((t) => t.change.label);
+    const proposals = state.trials.filter((t) => t.decision === 'proposed').map((t) => `${t.change.label}: ${t.change.note ?? ''}`.trim());
+    const words = this.runner.words(kept);
+    if (kept.length === 0) {
+      this.finalDone = true;
+      const verdict = unchangedVerdict(state.trials, baseline.noiseFloor, baseline.samplesPerSec.median, words);
+      return { config: state.best, changes: [], speedup: { low: 1, median: 1, high: 1 }, samplesPerSec: baseline.samplesPerSec, verdict, proposals };
+    }
+    const m = await this.interleaved(baselineConfig, state.best, 'final', null, 'final configuration vs baseline');
+    this.finalDone = true;
+    const { coverage, ...speedup } = pairedSpeedup(m.a, m.b);
+    const verdict = measuredVerdict(state.trials, speedup, coverage, m.a.length, words);
+    return { config: state.best, changes: kept, speedup, samplesPerSec: medianInterval(m.b), verdict, proposals };
+  }
+
+  /** Reports progress with the ETA; `finalDone` marks a final measured in an earlier process (a resumed wizard). */
+  progress(phase: OptimiseProgress['phase'], trial: number | null, repetition: number, repetitions: number, label: string | null, finishedTrial: OptimiseTrial | null, finalDone = false): void {
+    // Before the target knows its knobs the trials left are the budget: an upper bound that tightens once they are known.
+    const etaSeconds = wizardEta({
+      launchSeconds: this.repetitionSeconds,
+      phase,
+      repetition,
+      repeat: this.rules.repeat,
+      trialsLeft: this.trialsLeft(this.current) - (phase === 'trial' && !finishedTrial ? 1 : 0),
+      finalDone: finalDone || this.finalDone,
+    });
+    this.hooks.progress({ phase, trial, repetition, repetitions, label, finishedTrial, etaSeconds });
+  }
+}

@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest';
+
+import { ApiError } from '../../src-main/api/errors';
+import type { OptimiseChange, OptimisePreset, OptimiseTrial } from '../../src-main/api/optimise';
+import type { SearchState, WizardRules } from '../../src-main/core/optimise/wizard-loop';
+import { WizardLoop } from '../../src-main/core/optimise/wizard-loop';
+import type { Candidates, Repetition, TargetRunner } from '../../src-main/core/targets/target-runner';
+
+/**
+ * The loop's rules on a target whose throughput is a known function of its settings: what each knob
+ * does is fixed, so every decision below follows from the rules alone. The real runners are covered
+ * end to end by test/cli/optimise.test.ts (engine) and test/script/optimise-script*.test.ts (script).
+ */
+type Config = Record<string, number>;
+
+const change = (knob: string, from: number, to: number, kind: OptimiseChange['kind'] = 'pipeline'): OptimiseChange => ({
+  knob, from, to, kind, label: `${knob} ${from} -> ${to}`, hypothesis: 'h', note: kind === 'recipe' ? 'scale the learning rate' : null,
+});
+
+class KnownTarget implements TargetRunner<Config, Repetition> {
+  readonly unit = 'launch';
+  launches = 0;
+  ready = true;
+  constructor(
+    readonly kind: 'engine' | 'script',
+    /** samples/s of a configuration; a throw is what that configuration does (an OOM, a crash). */
+    private readonly speed: (c: Config, launch: number) => number,
+    private readonly loss: (c: Config) => number | null = () => null,
+    private readonly onLaunch: (n: number) => void = () => undefined,
+  ) {}
+  async measure(c: Config): Promise<Repetition> {
+    const n = ++this.launches;
+    this.onLaunch(n);
+    return { samplesPerSec: this.speed(c, n), loss: this.loss(c) };
+  }
+  apply(c: Config, ch: OptimiseChange): Config {
+    return { ...c, [ch.knob]: ch.to as number };
+  }
+  candidates(best: Config, exhausted: readonly string[]): Candidates | null {
+    if (!this.ready) return null;
+    const all = [change('workers', best.workers, best.workers * 2), change('precision', best.precision, 16, 'numerics'), change('batch', best.batch, best.batch * 2, 'recipe')];
+    return {
+      changes: all.filter((c) => !exhausted.includes(c.knob) && !(c.knob === 'workers' && best.workers >= 8) && !(c.knob === 'precision' && best.precision === 16)),
+      skipped: [{ change: change('cache', 0, 1), why: 'this target has no cache' }],
+    };
+  }
+  refuses(c: OptimiseChange, preset: OptimisePreset): string | null {
+    return this.kind === 'script' && c.kind === 'numerics' && preset !== 'max-speed' ? 'no loss to guard it' : null;
+  }
+  words(kept: readonly string[]) {
+    return { subject: `The target with ${kept.join(', ')}`, unchanged: 'keep it as it is', allowRecipe: 'allow recipe changes' };
+  }
+}
+
+const rules = (over: Partial<WizardRules> = {}): WizardRules => ({ preset: 'max-speed', repeat: 5, maxTrials: 10, allowRecipeChanges: false, lossTolerance: 0.01, ...over });
+const start = (): SearchState<Config> => ({ best: { workers: 1, precision: 32, batch: 64 }, trials: [], exhausted: [], skipped: [] });
+
+/** Workers scale throughput up to 4; fp16 adds 30%; batch 128 adds 40%; an irregular jitter of up to 0.5% per launch. */
+const realistic = (c: Config, n: number) => 1000 * Math.min(c.workers, 4) * (c.precision === 16 ? 1.3 : 1) * (c.batch >= 128 ? 1.4 : 1) * (1 + 0.005 * Math.sin(1.7 * n));
+
+async function wizard(runner: KnownTarget, r: WizardRules, state = start()) {
+  const events: string[] = [];
+  const loop = new WizardLoop(runner, r, { cancelled: () => false, progress: (p) => events.push(p.phase), afterTrial: async () => undefined });
+  const base = await loop.baseline(state.best);
+  const samples = base.map((b) => b.samplesPerSec);
+  await loop.search(state, 0.01);
+  const final = await loop.final({ workers: 1, precision: 32, batch: 64 }, state, { samplesPerSec: { low: samples[0], median: samples[0], high: samples[0] }, noiseFloor: 0.01 });
+  return { state, final, events };
+}
+
+const decisions = (trials: OptimiseTrial[]) => trials.map((t) => `${t.change.label}: ${t.decision}`);
+
+describe('the one optimisation wizard loop', () => {
+  it('climbs one change at a time, keeps what beats the noise, proposes a recipe change, and confirms the best against the baseline', async () => {
+    const { state, final } = await wizard(new KnownTarget('engine', realistic), rules());
+    expect(decisions(state.trials)).toEqual([
+      'workers 1 -> 2: accept',
+      'workers 2 -> 4: accept',
+      'workers 4 -> 8: inconclusive',
+      'precision 32 -> 16: accept',
+      // A kept change may change what the others do: every knob is open again.
+      'workers 4 -> 8: inconclusive',
+      'batch 64 -> 128: proposed',
+    ]);
+    expect(state.best).toEqual({ workers: 4, precision: 16, batch: 64 });
+    expect(final.changes).toEqual(['workers 1 -> 2', 'workers 2 -> 4', 'precision 32 -> 16']);
+    expect(final.speedup.median).toBeCloseTo(5.2, 1);
+    expect(final.proposals).toEqual(['batch 64 -> 128: scale the learning rate']);
+    expect(state.skipped).toEqual([{ change: change('cache', 0, 1), why: 'this target has no cache' }]);
+  });
+
+  it('gives the engine and the script the same trials and verdicts where both may try a change', async () => {
+    const engine = await wizard(new KnownTarget('engine', realistic), rules({ preset: 'max-speed' }));
+    const script = await wizard(new KnownTarget('script', realistic), rules({ preset: 'max-speed' }));
+    expect(decisions(script.state.trials)).toEqual(decisions(engine.state.trials));
+    expect(script.final.verdict.replace('The target', '')).toEqual(engine.final.verdict.replace('The target', ''));
+    expect(Object.keys(script.final).sort()).toEqual(Object.keys(engine.final).sort());
+  });
+
+  it('skips with a reason what the target refuses, and what the trial budget left untried', async () => {
+    const { state } = await wizard(new KnownTarget('script', realistic), rules({ preset: 'balanced', maxTrials: 2 }));
+    expect(decisions(state.trials)).toEqual(['workers 1 -> 2: accept', 'workers 2 -> 4: accept']);
+    const why = Object.fromEntries(state.skipped.map((s) => [s.change.knob, s.why]));
+    expect(why.precision).toBe('no loss to guard it');
+    expect(why.batch).toBe('not tried: the wizard stopped after --max-trials 2');
+    expect(why.workers).toBe('not tried: the wizard stopped after --max-trials 2');
+  });
+
+  it('drops a change whose loss moves past the tolerance, where the target measures loss', async () => {
+    const lossOf = (c: Config) => (c.precision === 16 ? 2.1 : 2.0);
+    const { state } = await wizard(new KnownTarget('engine', realistic, lossOf), rules({ preset: 'balanced' }));
+    const fp16 = state.trials.find((t) => t.change.knob === 'precision')!;
+    expect(fp16.decision).toBe('changes-results');
+    expect(fp16.lossDelta).toBeCloseTo(0.05, 6);
+    expect(state.best.precision).toBe(32);
+  });
+
+  it('records a change that runs out of memory as crashed, with what it measured, and goes on from the best', async () => {
+    const ooms = (c: Config, n: number) => {
+      if (c.batch >= 128) throw new ApiError('E_OOM', 'CUDA out of memory at batch 128');
+      return realistic(c, n);
+    };
+    const { state } = await wizard(new KnownTarget('engine', ooms), rules({ allowRecipeChanges: true }));
+    const batch = state.trials.find((t) => t.change.knob === 'batch')!;
+    expect(batch).toMatchObject({ decision: 'crashed', kept: false, error: 'CUDA out of memory at batch 128' });
+    expect(batch.why).toBe('the trial ran out of memory; the wizard continues from the current best');
+    expect(batch.bestSamplesPerSec).toHaveLength(0);
+    expect(state.best.batch).toBe(64);
+  });
+
+  it('ends on a cancel without recording the trial in flight, naming the target\'s unit', async () => {
+    let cancelled = false;
+    const runner = new KnownTarget('script', realistic, () => null, (n) => {
+      if (n === 8) cancelled = true;
+    });
+    const state = start();
+    const loop = new WizardLoop(runner, rules(), { cancelled: () => cancelled, progress: () => undefined, afterTrial: async () => undefined });
+    await loop.baseline(state.best);
+    const err = await loop.search(state, 0.01).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).code).toBe('E_CANCELLED');
+    expect((err as ApiError).message).toBe('cancelled after launch 8');
+    expect(state.trials).toEqual([]);
+    expect(runner.launches).toBe(8);
+  });
+
+  it('counts the trials left for the ETA: the budget before the target knows its knobs, the open changes after', async () => {
+    const runner = new KnownTarget('engine', realistic);
+    runner.ready = false;
+    const loop = new WizardLoop(runner, rules({ maxTrials: 7 }), { cancelled: () => false, progress: () => undefined, afterTrial: async () => undefined });
+    expect(loop.trialsLeft(start())).toBe(7);
+    runner.ready = true;
+    expect(loop.trialsLeft(start())).toBe(3);
+    expect(loop.trialsLeft({ ...start(), exhausted: ['workers'] })).toBe(2);
+  });
+});
