@@ -2,6 +2,8 @@ import { z } from 'zod';
 
 import { ApiErrorSchema } from './errors';
 import type { EventData, EventName } from './events';
+import type { TargetKind } from './target';
+import { TargetKindSchema, targetKindOf } from './target';
 
 /**
  * The job model (issue 25): every request that runs for long is a job with one id,
@@ -12,25 +14,34 @@ import type { EventData, EventName } from './events';
 export const JobKindSchema = z.enum(['train', 'benchmark', 'batchSize', 'optimise', 'dataset']);
 export type JobKind = z.infer<typeof JobKindSchema>;
 
-/** What a job measures: the engine's configuration or the user's own command; a dataset build has none. */
-export const TargetKindSchema = z.enum(['engine', 'script']);
-export type TargetKind = z.infer<typeof TargetKindSchema>;
+export { TargetKindSchema } from './target';
+export type { TargetKind } from './target';
 
-/** The requests that start a job, what each is, and the request field that holds the job's id. */
+/**
+ * The requests that start a job, what each is, which target it measures ('either': the one its request
+ * names, see targetKindOf), and the request field that holds the job's id. The script.* methods are the
+ * old names of the either-target ones, kept for one release.
+ */
 export const JOB_METHODS = {
-  'train.run': { kind: 'train', target: 'engine', idParam: 'runId' },
+  'train.run': { kind: 'train', target: 'either', idParam: 'runId' },
   'script.train': { kind: 'train', target: 'script', idParam: 'runId' },
-  'benchmark.training': { kind: 'benchmark', target: 'engine', idParam: 'jobId' },
+  'benchmark.training': { kind: 'benchmark', target: 'either', idParam: 'jobId' },
   'script.benchmark': { kind: 'benchmark', target: 'script', idParam: 'jobId' },
-  'batchSize.search': { kind: 'batchSize', target: 'engine', idParam: 'searchId' },
+  'batchSize.search': { kind: 'batchSize', target: 'either', idParam: 'searchId' },
   'script.findBatchSize': { kind: 'batchSize', target: 'script', idParam: 'jobId' },
-  'optimise.start': { kind: 'optimise', target: 'engine', idParam: 'optimiseId' },
+  'optimise.start': { kind: 'optimise', target: 'either', idParam: 'optimiseId' },
   'optimise.resume': { kind: 'optimise', target: 'engine', idParam: 'optimiseId' },
   'script.optimise': { kind: 'optimise', target: 'script', idParam: 'jobId' },
   'datasets.build': { kind: 'dataset', target: null, idParam: 'jobId' },
-} as const satisfies Record<string, { kind: JobKind; target: TargetKind | null; idParam: string }>;
+} as const satisfies Record<string, { kind: JobKind; target: TargetKind | 'either' | null; idParam: string }>;
 export type JobMethod = keyof typeof JOB_METHODS;
 export const JobMethodSchema = z.enum(Object.keys(JOB_METHODS) as [JobMethod, ...JobMethod[]]);
+
+/** The target a job of this method measures, given its request; null for a dataset build. */
+export function jobTargetOf(method: JobMethod, request: unknown): TargetKind | null {
+  const target = JOB_METHODS[method].target;
+  return target === 'either' ? targetKindOf(request) : target;
+}
 
 export function isJobMethod(method: string): method is JobMethod {
   return Object.prototype.hasOwnProperty.call(JOB_METHODS, method);

@@ -39,8 +39,19 @@ import { ScriptTrainRequestSchema, ScriptTrainResultSchema } from './script-run'
 import { ScriptBenchmarkRequestSchema, ScriptBenchmarkResultSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from './script-target';
 import { ScriptBatchSearchRequestSchema, ScriptBatchSearchResultSchema } from './script-target';
 import { ScriptOptimiseRecordSchema } from './script-target';
+import type { ScriptBatchSearchResult, ScriptBenchmarkResult, ScriptOptimiseResult } from './script-target';
+import type { ScriptTrainResult } from './script-run';
+import { eitherTarget } from './target';
+import type { TrainingBenchmarkResult } from './benchmark';
+import type { BatchSearchResult } from './batch-size';
+import type { OptimiseResult } from './optimise';
+import type { TrainResult } from './training';
 
 const NoParams = z.object({}).strict();
+
+/** The script forms under the methods both targets share, with the id named as the engine's form names it. */
+const ScriptBatchSearchBySearchIdSchema = ScriptBatchSearchRequestSchema.omit({ jobId: true }).extend({ searchId: IdSchema.optional() });
+const ScriptOptimiseByOptimiseIdSchema = ScriptOptimiseRequestSchema.omit({ jobId: true }).extend({ optimiseId: IdSchema.optional() });
 
 /**
  * Every request of the contract: its params schema (validated by the receiver)
@@ -56,11 +67,17 @@ export const apiMethods = {
   'jobs.list': { params: NoParams, result: z.array(JobInfoSchema) },
   /** Stops any job by its id: a run at its next step, a script's process group at once; a wizard's state stays saved. */
   'jobs.cancel': { params: JobCancelParamsSchema, result: JobCancelResultSchema },
-  /** Trains to completion; progress arrives as train.progress events with the same runId. */
-  'train.run': { params: TrainRequestSchema, result: TrainResultSchema },
+  /**
+   * Trains to completion, either target: the engine's progress arrives as train.progress events, a script's as
+   * script.progress with its output as script.output, all with the request's runId.
+   */
+  'train.run': { params: eitherTarget(TrainRequestSchema, ScriptTrainRequestSchema), result: z.union([TrainResultSchema, ScriptTrainResultSchema]) },
   'train.cancel': { params: z.object({ runId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
-  /** Searches the batch size that fits with headroom and trains fastest; trials arrive as batchSize.trial events. */
-  'batchSize.search': { params: BatchSearchRequestSchema, result: BatchSearchResultSchema },
+  /**
+   * Searches the batch size that fits with headroom and trains fastest, either target: the engine's trials arrive as
+   * batchSize.trial events; a script's (dataloader.batch_size varied, an OOM a data point) as script.batchTrial.
+   */
+  'batchSize.search': { params: eitherTarget(BatchSearchRequestSchema, ScriptBatchSearchBySearchIdSchema), result: z.union([BatchSearchResultSchema, ScriptBatchSearchResultSchema]) },
   'batchSize.cancel': { params: z.object({ searchId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   'runs.list': { params: NoParams, result: z.array(RunSummarySchema) },
   'runs.get': { params: z.object({ id: IdSchema }).strict(), result: RunDetailSchema },
@@ -83,16 +100,19 @@ export const apiMethods = {
     result: TelemetrySnapshotSchema.extend({ leaseId: z.string() }),
   },
   'telemetry.unsubscribe': { params: z.object({ leaseId: IdSchema }).strict(), result: z.object({}) },
-  /** Runs the training benchmark to completion; progress arrives as benchmark.progress events with the request's jobId. */
-  'benchmark.training': { params: TrainingBenchmarkRequestSchema, result: TrainingBenchmarkResultSchema },
+  /**
+   * Runs the training benchmark to completion, either target; progress arrives as benchmark.progress events with the
+   * request's jobId, and a script's output as script.output.
+   */
+  'benchmark.training': { params: eitherTarget(TrainingBenchmarkRequestSchema, ScriptBenchmarkRequestSchema), result: z.union([TrainingBenchmarkResultSchema, ScriptBenchmarkResultSchema]) },
   'benchmark.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
-  /** Benchmarks the user's own training command (a script target); its output arrives as script.output events, progress as benchmark.progress. */
+  /** benchmark.training on a script target, by its old name (an alias for one release). */
   'script.benchmark': { params: ScriptBenchmarkRequestSchema, result: ScriptBenchmarkResultSchema },
   'script.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
-  /** The optimisation wizard on a script target (overrides one at a time); progress arrives as optimise.progress events. */
+  /** optimise.start on a script target, by its old name (an alias for one release; its id is jobId). */
   'script.optimise': { params: ScriptOptimiseRequestSchema, result: ScriptOptimiseResultSchema },
-  /** Runs the optimisation wizard to completion (or cancellation); progress arrives as optimise.progress events with the optimiseId. */
-  'optimise.start': { params: OptimiseRequestSchema, result: OptimiseResultSchema },
+  /** Runs the optimisation wizard to completion (or cancellation), either target; progress arrives as optimise.progress events with the optimiseId. */
+  'optimise.start': { params: eitherTarget(OptimiseRequestSchema, ScriptOptimiseByOptimiseIdSchema), result: z.union([OptimiseResultSchema, ScriptOptimiseResultSchema]) },
   /** Stops the wizard at once (the trial in progress is dropped and run again on resume); its state stays saved for optimise.resume. */
   'optimise.cancel': { params: OptimiseIdParamsSchema, result: z.object({ cancelled: z.boolean() }) },
   /** Continues a cancelled or interrupted wizard from its saved state. */
@@ -118,19 +138,13 @@ export const apiMethods = {
   'reports.remove': { params: z.object({ id: ReportIdSchema }).strict(), result: z.object({ removed: z.string() }) },
   /** A Chrome trace-event JSON of a benchmark run's measured steps (also written to runs/<id>/trace.json). */
   'runs.trace': { params: z.object({ id: IdSchema }).strict(), result: RunTraceResultSchema },
-  /**
-   * Trains with the user's own command to its end (or maxSteps), recorded as a run of kind train; progress arrives as
-   * script.progress events and its output as script.output events, both with the request's runId (also script.cancel's jobId).
-   */
+  /** train.run on a script target, by its old name (an alias for one release). */
   'script.train': { params: ScriptTrainRequestSchema, result: ScriptTrainResultSchema },
   /** Built-in models and the model spec files of the workspace (top folder and models/), unusable ones with their problem. */
   'models.list': { params: NoParams, result: z.array(ModelEntrySchema) },
   /** A workspace spec file (a path from models.list), checked against the contract. */
   'models.readSpec': { params: ReadSpecRequestSchema, result: ReadSpecResultSchema },
-  /**
-   * The batch-size search on a script target (dataloader.batch_size varied, an OOM a data point); trials arrive as
-   * script.batchTrial events and the script's output as script.output, both with the request's jobId; script.cancel stops it.
-   */
+  /** batchSize.search on a script target, by its old name (an alias for one release; its id is jobId). */
   'script.findBatchSize': { params: ScriptBatchSearchRequestSchema, result: ScriptBatchSearchResultSchema },
   /**
    * What a script optimisation (a run of kind optimise on a script target) has measured so far: its result once
@@ -143,6 +157,24 @@ export type ApiMethods = typeof apiMethods;
 export type MethodName = keyof ApiMethods;
 export type MethodParams<M extends MethodName> = z.input<ApiMethods[M]['params']>;
 export type MethodResult<M extends MethodName> = z.infer<ApiMethods[M]['result']>;
+
+/** The methods that measure either target, with each target's result. */
+interface EitherTargetResults {
+  'train.run': { engine: TrainResult; script: ScriptTrainResult };
+  'benchmark.training': { engine: TrainingBenchmarkResult; script: ScriptBenchmarkResult };
+  'batchSize.search': { engine: BatchSearchResult; script: ScriptBatchSearchResult };
+  'optimise.start': { engine: OptimiseResult; script: ScriptOptimiseResult };
+}
+
+/**
+ * A method's result for these params: the one of the target the request names, where the method measures
+ * either (the router answers the form it was asked in), else the method's result.
+ */
+export type ResultFor<M extends MethodName, P> = M extends keyof EitherTargetResults
+  ? P extends { target: { kind: 'script' } }
+    ? EitherTargetResults[M]['script']
+    : EitherTargetResults[M]['engine']
+  : MethodResult<M>;
 
 export const methodNames = Object.keys(apiMethods) as MethodName[];
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 
 import { ApiError } from '../api/errors';
 import { jobIdAt } from '../api/ids';
+import { isScriptRequest } from '../api/target';
 import { EngineClient } from '../engine/engine-client';
 import type { SupervisorOptions } from '../engine/supervisor';
 import type { ApiRouter } from './api-router';
@@ -105,9 +106,17 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'model.info': ({ spec }) => engine.modelInfo(spec),
     'jobs.list': () => Promise.resolve(jobs.list()),
     'jobs.cancel': ({ jobId }) => cancelJob(jobId),
-    'train.run': (request) => jobs.run('train.run', request, (id) => training.cancel(id), (r) => training.run(r)),
+    // The methods that measure either target answer a script's request as its script.* alias does.
+    'train.run': (request) =>
+      isScriptRequest(request)
+        ? (refuseScripts(options), jobs.run('train.run', request, cancelScript, (r) => scriptRuns.run(r)))
+        : jobs.run('train.run', request, (id) => training.cancel(id), (r) => training.run(r)),
     'train.cancel': ({ runId }) => cancelJob(runId),
-    'batchSize.search': (request) => jobs.run('batchSize.search', request, (id) => batchSize.cancel(id), (r) => batchSize.search(r)),
+    'batchSize.search': (request) =>
+      isScriptRequest(request)
+        ? (refuseScripts(options),
+          jobs.run('batchSize.search', request, cancelScript, ({ searchId, ...r }) => searchScriptBatch(workspace, { ...r, jobId: searchId }, { jobs: scriptJobs, events })))
+        : jobs.run('batchSize.search', request, (id) => batchSize.cancel(id), (r) => batchSize.search(r)),
     'batchSize.cancel': ({ searchId }) => cancelJob(searchId),
     'runs.list': () => listRuns(workspace),
     'runs.get': ({ id }) => readRunDetail(workspace, id),
@@ -118,14 +127,21 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'datasets.verify': ({ id }) => datasets.verify(id),
     'datasets.remove': ({ id }) => datasets.remove(id),
     'datasets.benchmark': (request) => datasets.benchmark(request),
-    'benchmark.training': (request) => jobs.run('benchmark.training', request, (id) => benchmarks.cancel(id), (r) => benchmarks.run(r)),
+    'benchmark.training': (request) =>
+      isScriptRequest(request)
+        ? (refuseScripts(options), jobs.run('benchmark.training', request, cancelScript, (r) => scripts.run(r)))
+        : jobs.run('benchmark.training', request, (id) => benchmarks.cancel(id), (r) => benchmarks.run(r)),
     'benchmark.cancel': ({ jobId }) => cancelJob(jobId),
     'script.benchmark': (request) => (refuseScripts(options), jobs.run('script.benchmark', request, cancelScript, (r) => scripts.run(r))),
     'script.cancel': ({ jobId }) => cancelJob(jobId),
     'script.optimise': (request) => (
       refuseScripts(options), jobs.run('script.optimise', request, cancelScript, (r) => optimiseScript(workspace, events, r, { jobs: scriptJobs }))
     ),
-    'optimise.start': (request) => jobs.run('optimise.start', request, (id) => optimise.cancel(id), (r) => optimise.start(r)),
+    'optimise.start': (request) =>
+      isScriptRequest(request)
+        ? (refuseScripts(options),
+          jobs.run('optimise.start', request, cancelScript, ({ optimiseId, ...r }) => optimiseScript(workspace, events, { ...r, jobId: optimiseId }, { jobs: scriptJobs })))
+        : jobs.run('optimise.start', request, (id) => optimise.cancel(id), (r) => optimise.start(r)),
     'optimise.cancel': ({ optimiseId }) => cancelJob(optimiseId),
     'optimise.resume': (request) => jobs.run('optimise.resume', request, (id) => optimise.cancel(id), ({ optimiseId }) => optimise.resume(optimiseId)),
     'optimise.state': ({ optimiseId }) => optimise.state(optimiseId),

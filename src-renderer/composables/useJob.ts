@@ -4,13 +4,16 @@ import { apiEvents } from '@api/events';
 import { jobIdAt } from '@api/ids';
 import type { JobEventName, JobInfo, JobMethod } from '@api/jobs';
 import { JOB_METHODS, isJobEventName, jobIdOfEvent } from '@api/jobs';
-import type { MethodParams, MethodResult } from '@api/methods';
+import type { MethodParams, ResultFor } from '@api/methods';
 import { apiMethods } from '@api/methods';
 import { nextTick, ref } from 'vue';
 
 import { errorText } from '../stores/error-text';
 import { useJobsStore } from '../stores/jobs';
 import { useApiClient } from '../transport/client-instance';
+
+/** A listed job's target as the request type ResultFor reads it. */
+type TargetOfJob<I extends JobInfo> = I['target'] extends 'script' ? { target: { kind: 'script' } } : object;
 
 /** What a store does with each event of its job, by event name. */
 export type JobEventHandlers = { [E in JobEventName]?: (data: EventData<E>) => void };
@@ -68,14 +71,15 @@ export function useJob(handlers: JobEventHandlers) {
    * Starts `method` as a job and follows it to its end; null when it failed (see error). Its id is a new one,
    * unless the request names it (optimise.resume: the wizard it resumes).
    */
-  async function start<M extends JobMethod>(method: M, params: MethodParams<M>): Promise<MethodResult<M> | null> {
+  async function start<M extends JobMethod, P extends MethodParams<M>>(method: M, params: P): Promise<ResultFor<M, P> | null> {
     if (running.value) return null;
     const given = (params as Record<string, unknown>)[JOB_METHODS[method].idParam];
     const id = typeof given === 'string' ? given : newJobId();
     begin(id);
     const off = follow(id);
     try {
-      return await useApiClient().call(method, { ...params, [JOB_METHODS[method].idParam]: id } as MethodParams<M>);
+      // The router answers in the form of the request's target (ResultFor); the client checked it against the method's result.
+      return (await useApiClient().call(method, { ...params, [JOB_METHODS[method].idParam]: id } as MethodParams<M>)) as ResultFor<M, P>;
     } catch (err) {
       return fail(err);
     } finally {
@@ -88,7 +92,7 @@ export function useJob(handlers: JobEventHandlers) {
    * Follows a job started elsewhere: its recorded events are replayed (after the page has
    * mounted the views that listen to them), then its live ones, until jobs.ended.
    */
-  async function attach<M extends JobMethod>(info: JobInfo & { method: M }): Promise<MethodResult<M> | null> {
+  async function attach<I extends JobInfo>(info: I): Promise<ResultFor<I['method'], TargetOfJob<I>> | null> {
     if (running.value) return null;
     begin(info.jobId);
     attached.value = true;
@@ -106,7 +110,7 @@ export function useJob(handlers: JobEventHandlers) {
       const end = await ended;
       if (!end.ok) return fail(ApiError.fromPayload(end.error ?? { code: 'E_INTERNAL', message: 'the job failed' }));
       const parsed = apiMethods[info.method].result.safeParse(end.result);
-      return parsed.success ? (parsed.data as MethodResult<M>) : fail(new ApiError('E_INTERNAL', `unexpected result of ${info.method}`));
+      return parsed.success ? (parsed.data as ResultFor<I['method'], TargetOfJob<I>>) : fail(new ApiError('E_INTERNAL', `unexpected result of ${info.method}`));
     } finally {
       off();
       running.value = false;

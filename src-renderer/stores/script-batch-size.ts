@@ -116,14 +116,14 @@ export const useScriptBatchSizeStore = defineStore('script-batch-size', () => {
     const request = pending.value;
     if (!request || running.value) return;
     pending.value = null;
-    await watch(() => job.start('script.findBatchSize', request));
+    await watch(() => job.start('batchSize.search', request));
   }
 
   /** Follows a search started elsewhere (before a reload, in another window) to its end. */
   async function attach(info: JobInfo): Promise<void> {
-    if (running.value || info.method !== 'script.findBatchSize') return;
+    if (running.value) return;
     pending.value = null;
-    await watch(() => job.attach({ ...info, method: 'script.findBatchSize' }));
+    await watch(() => job.attach({ ...info, method: 'batchSize.search', target: 'script' as const }));
   }
   useJobsStore().adopt('batchSize', 'script', (info) => void attach(info));
 

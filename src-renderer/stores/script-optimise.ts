@@ -189,13 +189,17 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
     pending.value = null;
     reset();
     started.value = request;
-    await follow(() => job.start('script.optimise', request));
+    // optimise.start names the wizard's id as the engine's does; the script form calls it jobId.
+    const { jobId: optimiseId, ...rest } = request;
+    await follow(() => job.start('optimise.start', { ...rest, optimiseId }));
   }
 
   /** Follows a wizard started elsewhere (before a reload, in another window): its output, baseline and trials so far, then live ones. */
   async function attach(info: JobInfo): Promise<void> {
-    if (running.value || info.method !== 'script.optimise') return;
-    const request = ScriptOptimiseRequestSchema.safeParse(info.request);
+    if (running.value) return;
+    // Started as optimise.start (the id in optimiseId) or by its old name script.optimise (in jobId).
+    const { optimiseId, ...asked } = (info.request ?? {}) as { optimiseId?: string };
+    const request = ScriptOptimiseRequestSchema.safeParse(optimiseId === undefined ? asked : { ...asked, jobId: optimiseId });
     pending.value = null;
     reset();
     started.value = request.success ? request.data : null;
@@ -204,7 +208,7 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
       form.value = formFromRequest(request.data);
       wizard.value = { preset: request.data.preset, maxTrials: request.data.maxTrials, allowRecipeChanges: request.data.allowRecipeChanges };
     }
-    await follow(() => job.attach({ ...info, method: 'script.optimise' }));
+    await follow(() => job.attach({ ...info, method: 'optimise.start', target: 'script' as const }));
   }
   useJobsStore().adopt('optimise', 'script', (info) => void attach(info));
 

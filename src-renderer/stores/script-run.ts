@@ -80,13 +80,13 @@ export const useScriptRunStore = defineStore('script-run', () => {
     const request = pending.value;
     if (!request || running.value) return null;
     pending.value = null;
-    return watch(() => job.start('script.train', request));
+    return watch(() => job.start('train.run', request));
   }
 
   /** Follows a script run started elsewhere (before a reload, in another window) to its end. */
   async function attach(info: JobInfo): Promise<void> {
-    if (running.value || info.method !== 'script.train') return;
-    await watch(() => job.attach({ ...info, method: 'script.train' }));
+    if (running.value) return;
+    await watch(() => job.attach({ ...info, method: 'train.run', target: 'script' as const }));
   }
   useJobsStore().adopt('train', 'script', (info) => void attach(info));
 

@@ -116,14 +116,14 @@ export const useScriptStore = defineStore('script', () => {
     const request = pending.value;
     if (!request || running.value) return;
     pending.value = null;
-    await watch(() => job.start('script.benchmark', request));
+    await watch(() => job.start('benchmark.training', request));
   }
 
   /** Follows a script benchmark started elsewhere (before a reload, in another window) to its end. */
   async function attach(info: JobInfo): Promise<void> {
-    if (running.value || info.method !== 'script.benchmark') return;
+    if (running.value) return;
     pending.value = null;
-    await watch(() => job.attach({ ...info, method: 'script.benchmark' }));
+    await watch(() => job.attach({ ...info, method: 'benchmark.training', target: 'script' as const }));
   }
   useJobsStore().adopt('benchmark', 'script', (info) => void attach(info));
 

@@ -40,6 +40,52 @@ describe('script requests through the router', () => {
     cwd.cleanup();
   });
 
+  it('are refused under the methods both targets share too (train.run, benchmark.training, batchSize.search, optimise.start)', async () => {
+    const s = await services();
+    const cwd = tempDir();
+    const target = { kind: 'script', command: ['/bin/sh', '-c', 'touch ran-a-command'], cwd: cwd.dir };
+    const asks: [string, object][] = [
+      ['train.run', { target, maxSteps: 1 }],
+      ['benchmark.training', { target, steps: 1, repeat: 2 }],
+      ['batchSize.search', { target, stepsPerTrial: 1 }],
+      ['optimise.start', { target, steps: 1, repeat: 2 }],
+    ];
+    for (const [method, params] of asks) {
+      const err = await s.router.dispatch(method, params).catch((e: unknown) => e);
+      expect((err as ApiError).code, method).toBe('E_FORBIDDEN');
+    }
+    const { existsSync } = await import('node:fs');
+    expect(existsSync(`${cwd.dir}/ran-a-command`)).toBe(false);
+    cwd.cleanup();
+  });
+
+  it('name what is wrong with the form the request chose, not with both targets\' forms', async () => {
+    const s = await services(true);
+    const script = await s.router.dispatch('optimise.start', { target: { kind: 'script', command: [], cwd: '/tmp' }, repeat: 1 }).catch((e: unknown) => e);
+    expect((script as ApiError).code).toBe('E_BAD_REQUEST');
+    expect((script as ApiError).message).toMatch(/target\.command/);
+    expect((script as ApiError).message).toMatch(/repeat/);
+    expect((script as ApiError).message).not.toMatch(/spec|data/);
+    const engine = await s.router.dispatch('benchmark.training', { spec: { family: 'mlp' }, data: { kind: 'builtin', name: 'fashion-mnist' }, repeat: 0 }).catch((e: unknown) => e);
+    expect((engine as ApiError).code).toBe('E_BAD_REQUEST');
+    expect((engine as ApiError).message).toMatch(/repeat/);
+    expect((engine as ApiError).message).not.toMatch(/target|command|cwd/);
+  });
+
+  it('list a script job under the shared method with its target, and answer in the script form', async () => {
+    const s = await services(true);
+    const cwd = tempDir();
+    const listed: unknown[] = [];
+    const off = s.events.subscribe((event, data) => {
+      if (event === 'jobs.started') listed.push(data);
+    });
+    const err = await s.router.dispatch('benchmark.training', { ...request(cwd.dir), jobId: 'shared-method-job' }).catch((e: unknown) => e);
+    off();
+    expect((err as ApiError).code).toBe('E_SCRIPT');
+    expect(listed).toEqual([expect.objectContaining({ jobId: 'shared-method-job', method: 'benchmark.training', kind: 'benchmark', target: 'script' })]);
+    cwd.cleanup();
+  });
+
   it('run where the shell allows them (the desktop app, serve --allow-scripts)', async () => {
     const s = await services(true);
     const cwd = tempDir();

@@ -1,6 +1,6 @@
 import type { EventName } from '../../api/events';
 import type { JobEvent, JobInfo, JobMethod } from '../../api/jobs';
-import { JOB_METHODS, isJobEventName, jobIdOfEvent } from '../../api/jobs';
+import { JOB_METHODS, isJobEventName, jobIdOfEvent, jobTargetOf } from '../../api/jobs';
 import type { EventHub } from '../event-hub';
 import { toApiError } from '../api-router';
 
@@ -42,7 +42,8 @@ export class JobRegistry {
    * written into the request, so the events the work emits carry the id the job is listed under.
    */
   async run<P extends object, T>(method: JobMethod, params: P, cancel: Cancel, work: (params: P) => Promise<T>): Promise<T> {
-    const { kind, target, idParam } = JOB_METHODS[method];
+    const { kind, idParam } = JOB_METHODS[method];
+    const target = jobTargetOf(method, params);
     const given = (params as Record<string, unknown>)[idParam];
     const jobId = typeof given === 'string' ? given : this.newId();
     const request = { ...params, [idParam]: jobId } as P;
