@@ -49,7 +49,7 @@ it('optimise-script --report writes the wizard up as an ADR and says where it is
   const file = /^report {5}(\S+\.md) \(ADR (\d+), (\d+) figures beside it\)$/m.exec(wizardStderr);
   expect(file, wizardStderr).not.toBeNull();
   const md = readFileSync(file?.[1] ?? '', 'utf8');
-  expect(md).toContain(`The wizard's verdict (\`${ids.wizard}\`)`);
+  expect(md).toContain(`The wizard's verdict (\`${ids.wizard}\`, from its run file)`);
   expect(wizardStderr).toMatch(/open it in the workbench: trainbench serve/);
 });
 
@@ -81,7 +81,7 @@ describe('an ADR report from runs of your own command', () => {
     expect(md).toContain(`### Attempt 1: dataloader.batch_size=32 (\`${ids.bigger}\`)`);
     expect(md).toMatch(/batch 19 is the largest that fits \(20: E_OOM\)/);
     expect(md).toMatch(/### Attempt 3: dataloader\.num_workers 0 -> 2 \(wizard trial 1/);
-    expect(md).toContain(`The wizard's verdict (\`${ids.wizard}\`)`);
+    expect(md).toContain(`The wizard's verdict (\`${ids.wizard}\`, from its run file)`);
     const names = report.figures.map((f) => f.name);
     expect(names).toEqual(expect.arrayContaining(['script-phases.svg', 'script-throughput.svg', `script-batch-size-${ids.search}.svg`, `script-trials-${ids.wizard}.svg`]));
     expect(existsSync(path.join(ws.dir, 'reports'))).toBe(true);

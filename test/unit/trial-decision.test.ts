@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 
 import { seededRandom } from '../../src-main/core/stats/bootstrap';
-import { decideTrial, meanLoss, medianOrderInterval, noiseFloor, pairedSpeedup, relativeLossDelta } from '../../src-main/core/optimise/trial-decision';
+import { decideTrial, meanLoss, medianOrderInterval, noiseFloor, orderIntervalCoverage, pairedSpeedup, relativeLossDelta } from '../../src-main/core/optimise/trial-decision';
+import { pairedSpeedupText } from '../../src-main/core/reports/section-wizard';
 
 
 function normal(random: () => number): number {
@@ -114,5 +115,16 @@ describe('trial decision (A/B/A/B, paired bootstrap CI of the speedup)', () => {
     expect(meanLoss([])).toBeNull();
     expect(relativeLossDelta(1.1, 1)).toBeCloseTo(0.1, 12);
     expect(relativeLossDelta(null, 1)).toBeNull();
+  });
+
+  it('knows the true coverage of the paired interval from the number of pairs, and the report names it', () => {
+    const pairs = [2, 3, 5, 6, 9];
+    expect(pairs.map((n) => orderIntervalCoverage(n))).toEqual(pairs.map((n) => medianOrderInterval(Array.from({ length: n }, (_, i) => i)).coverage));
+    expect(orderIntervalCoverage(2)).toBe(0.5);
+    expect(orderIntervalCoverage(5)).toBe(0.9375);
+    expect(orderIntervalCoverage(6)).toBeGreaterThanOrEqual(0.95);
+    const s = { low: 1.05, median: 1.12, high: 1.2 };
+    expect(pairedSpeedupText(s, 5)).toBe('+12% (93.8% CI +5% to +20%)');
+    expect(pairedSpeedupText(s, 8)).toBe('+12% (95% CI +5% to +20%)');
   });
 });

@@ -26,9 +26,20 @@ function binomialHalfCdf(n: number, j: number): number {
 export function medianOrderInterval(xs: readonly number[], confidence = 0.95): Interval & { coverage: number } {
   const sorted = [...xs].sort((a, b) => a - b);
   const n = sorted.length;
+  const j = orderIndex(n, confidence);
+  return { low: sorted[j - 1], median: quantile(sorted, 0.5), high: sorted[n - j], coverage: 1 - 2 * binomialHalfCdf(n, j - 1) };
+}
+
+/** The j of medianOrderInterval's [x(j), x(n+1-j)] for n values. */
+function orderIndex(n: number, confidence: number): number {
   let j = 1;
   while (j + 1 <= Math.floor((n + 1) / 2) && 1 - 2 * binomialHalfCdf(n, j) >= confidence) j++;
-  return { low: sorted[j - 1], median: quantile(sorted, 0.5), high: sorted[n - j], coverage: 1 - 2 * binomialHalfCdf(n, j - 1) };
+  return j;
+}
+
+/** The true coverage of medianOrderInterval over n values (of pairedSpeedup over n pairs): 0.9375 for 5, at least 0.95 from 6. */
+export function orderIntervalCoverage(n: number, confidence = 0.95): number {
+  return n > 0 ? 1 - 2 * binomialHalfCdf(n, orderIndex(n, confidence) - 1) : 0;
 }
 
 /**

@@ -1,7 +1,7 @@
 // One section per attempt (objective, configuration, hypothesis, results, analysis, conclusion), the Decision and the Consequences.
 import { batchSizeLabel, batchSizeOption } from '../../api/charts/batch-size-charts';
 import type { BenchmarkAttempt, SearchAttempt } from './attempts';
-import { trialConclusion, wizardAttemptBody, wizardDecisionLines, wizardSkippedLines, wizardTrialsFigure } from './section-optimise';
+import { engineWizardView, trialConclusion, wizardAttemptBody, wizardDecisionLines, wizardSkippedLines, wizardTrialsFigure } from './section-wizard';
 import { changeText, code, figureLink, fmt, MB, MiB, signedPercent, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
 import type { BenchmarkRun } from './report-runs';
@@ -142,8 +142,9 @@ export function attemptsSection(input: ReportInput): SectionOutput {
   const blocks = [];
   const figures: FigureSpec[] = [];
   for (const run of input.optimisations) {
-    const figure = wizardTrialsFigure(run);
-    const skipped = wizardSkippedLines(run);
+    const view = engineWizardView(run);
+    const figure = wizardTrialsFigure(view);
+    const skipped = wizardSkippedLines(view);
     if (!figure && !skipped.length) continue;
     if (figure) figures.push(figure);
     const lines = figure ? [`The wizard's trials (${code(run.id)}): each configuration's samples/s over its own repetitions.`, '', figureLink(figure.alt, figure.name), ''] : [];
@@ -151,7 +152,7 @@ export function attemptsSection(input: ReportInput): SectionOutput {
   }
   for (const [i, a] of input.attempts.entries()) {
     if (a.kind === 'benchmark') blocks.push({ id: `attempt-${a.run.id}`, lead: '', body: benchmarkAttemptBody(i + 1, a) });
-    else if (a.kind === 'optimise-trial') blocks.push({ id: `attempt-${a.run.id}-${a.trial.index}`, lead: '', body: wizardAttemptBody(i + 1, a.run.id, a.trial) });
+    else if (a.kind === 'optimise-trial') blocks.push({ id: `attempt-${a.run.id}-${a.trial.index}`, lead: '', body: wizardAttemptBody(i + 1, engineWizardView(a.run), a.trial) });
     else {
       const { body, figure } = searchAttemptBody(i + 1, a, input);
       blocks.push({ id: `attempt-${a.run.id}`, lead: '', body });
@@ -183,7 +184,7 @@ export function decisionSection(input: ReportInput): SectionOutput {
     }
   });
   if (lines.length) lines.push('');
-  for (const run of input.optimisations) lines.push(...wizardDecisionLines(run), '');
+  for (const run of input.optimisations) lines.push(...wizardDecisionLines(engineWizardView(run)), '');
   if (!input.baseline) {
     if (!input.optimisations.length) lines.push('There is no baseline benchmark among these runs, so no configuration is chosen from measurements with repetitions.');
   } else if (accepted.length === 0) {

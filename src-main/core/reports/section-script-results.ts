@@ -6,10 +6,9 @@ import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
 import { phaseStackLabel, phaseStackOption, throughputLabel, throughputOption } from '../../api/charts/benchmark-charts';
 import { scriptBatchSizeLabel, scriptBatchSizeOption } from '../../api/charts/script-batch-size-charts';
 import { scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/script-run-charts';
-import { overrideCode } from '../../api/script-override-code';
 import { commandText } from '../script/script-benchmark';
 import type { Interval } from '../stats/bootstrap';
-import { medianInterval, ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
+import { ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
 import type { Decision } from '../stats/decision';
 import { decide } from '../stats/decision';
 import { code, figureLink, fmt, MiB, table } from './markdown';
@@ -17,7 +16,7 @@ import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
 import type { ScriptBatchRun, ScriptBenchmarkRun, ScriptOptimiseRun, ScriptTrainRun } from './report-runs';
 import { benchmarks, ci, overridesOf, overridesText, speedupText } from './script-report-text';
 import { CONCLUSIONS } from './section-attempts';
-import { trialConclusion, wizardAttemptBody } from './section-optimise';
+import { scriptWizardView, trialConclusion, wizardAttemptBody, wizardDecisionLines, wizardSkippedLines, wizardTrialsFigure } from './section-wizard';
 import { telemetryFigures } from './telemetry-figures';
 
 function chartInputs(runs: readonly ScriptBenchmarkRun[]): { inputs: BenchmarkChartInput[]; labels: string[] } {
@@ -185,26 +184,6 @@ function searchBody(n: number, run: ScriptBatchRun): { body: string; figure: Fig
   };
 }
 
-/** Samples/s of the wizard's baseline and of each candidate it measured, with their intervals. */
-function wizardFigure(run: ScriptOptimiseRun): FigureSpec | null {
-  const r = run.result;
-  const items = [{ label: '0. baseline', ci: r.baseline.samplesPerSec }];
-  for (const t of r.trials) if (t.candidateSamplesPerSec.length) items.push({ label: `${t.index}. ${t.change.label}`, ci: medianInterval(t.candidateSamplesPerSec) });
-  if (items.length < 2) return null;
-  const batch = r.loader?.batch_size ?? 0;
-  const inputs = items.map((i) => ({
-    title: i.label,
-    device: r.baseline.device,
-    batchSize: batch,
-    accumulation: 1,
-    phasesMs: r.baseline.phasesMs,
-    samplesPerSecCi: i.ci,
-    stepTime: { steadyStateMeanMs: r.baseline.stepMs, wallClockMeanMs: r.baseline.stepMs, note: '' },
-  }));
-  const labels = items.map((i) => i.label);
-  return { name: `script-trials-${run.id}.svg`, title: 'Samples/s of each configuration the wizard measured', alt: throughputLabel(inputs, labels), runId: run.id, option: throughputOption(inputs, labels), height: 380 };
-}
-
 export function attemptsOutput(input: ReportInput): SectionOutput {
   const blocks: SectionOutput['blocks'] = [];
   const figures: FigureSpec[] = [];
@@ -218,7 +197,8 @@ export function attemptsOutput(input: ReportInput): SectionOutput {
       figures.push(s.figure);
     } else if (run.kind === 'script-optimise') {
       const r = run.result;
-      const trialsFigure = wizardFigure(run);
+      const view = scriptWizardView(run);
+      const trialsFigure = wizardTrialsFigure(view);
       if (trialsFigure) figures.push(trialsFigure);
       const phases = PHASE_NAMES_WITH_OTHER.map((p) => `${p} ${fmt(r.baseline.phasesMs[p], 'ms')} (${fmt(r.baseline.phasesPercent[p], '%')})`).join(', ');
       blocks.push({
@@ -229,49 +209,18 @@ export function attemptsOutput(input: ReportInput): SectionOutput {
           ...(trialsFigure ? ['', figureLink(trialsFigure.alt, trialsFigure.name)] : []),
         ].join('\n'),
       });
-      for (const t of r.trials) blocks.push({ id: `script-attempt-${run.id}-${t.index}`, lead: '', body: wizardAttemptBody(++n, run.id, t, 'The script said') });
-      if (r.skipped.length) blocks.push({ id: `script-skipped-${run.id}`, lead: '', body: ['Changes the wizard did not try:', '', ...r.skipped.map((x) => `- ${x.change.label}: ${x.why}.`)].join('\n') });
+      for (const t of r.trials) blocks.push({ id: `script-attempt-${run.id}-${t.index}`, lead: '', body: wizardAttemptBody(++n, view, t) });
+      const skipped = wizardSkippedLines(view);
+      if (skipped.length) blocks.push({ id: `script-skipped-${run.id}`, lead: '', body: skipped.join('\n') });
     }
   }
   if (!blocks.length) blocks.push({ id: 'script-attempts', lead: '', body: 'One benchmark of your command and nothing measured against it: no attempt to report.' });
   return { blocks, figures, notes: [] };
 }
 
-/** The baseline's value of a setting: its override, else what the script's first DataLoader was made with. */
-function asRun(run: ScriptOptimiseRun, key: string): string {
-  const o = run.result.baseline.overrides[key];
-  if (o !== undefined) return `${String(o)} (overridden)`;
-  const loader = run.result.loader as Record<string, unknown> | null;
-  const made = key.startsWith('dataloader.') ? loader?.[key.slice('dataloader.'.length)] : undefined;
-  return made === undefined || made === null ? 'not seen by the probe' : String(made);
-}
-
 export function decisionBody(input: ReportInput): string {
   const lines: string[] = [];
-  for (const run of input.scripts.filter((r): r is ScriptOptimiseRun => r.kind === 'script-optimise')) {
-    const f = run.result.final;
-    const base = run.result.baseline.overrides;
-    lines.push(`The wizard's verdict (${code(run.id)}): ${f.verdict}`);
-    const changed = Object.entries(f.overrides).filter(([k, v]) => base[k] !== v);
-    if (changed.length) {
-      lines.push(
-        '',
-        `Kept, in order: ${f.changes.join('; ')}. Final against baseline, measured A/B/A/B at the end: ${speedupText(f.speedup)}; ${fmt(f.samplesPerSec.median, 'samples/s')} (95% CI ${ci(f.samplesPerSec)}).`,
-        '',
-        table(['Setting', 'In your script', 'Use'], changed.map(([k, v]) => [k, asRun(run, k), code(overrideCode({ [k]: v })[0] ?? `${k}=${String(v)}`)])),
-        '',
-        'In your script (or keep passing them with `--set`):',
-        '',
-        '```python',
-        ...overrideCode(Object.fromEntries(changed)),
-        '```',
-      );
-    } else {
-      lines.push('', 'Use: your script as it is; no change beat the noise.');
-    }
-    if (f.proposals.length) lines.push('', 'Proposed, not kept (they change the training recipe):', '', ...f.proposals.map((p) => `- ${p}`));
-    lines.push('');
-  }
+  for (const run of input.scripts.filter((r): r is ScriptOptimiseRun => r.kind === 'script-optimise')) lines.push(...wizardDecisionLines(scriptWizardView(run)), '');
   const accepted = benchmarkAttempts(input).filter((a) => a.decision === 'accept').sort((x, y) => y.speedup.median - x.speedup.median)[0];
   if (accepted) lines.push(`Among the benchmarks, ${code(accepted.run.id)} (${overridesText(accepted.run.result.overrides)}) is the fastest beyond the noise: ${speedupText(accepted.speedup)}.`, '');
   for (const s of input.scripts.filter((r): r is ScriptBatchRun => r.kind === 'script-batch-search')) lines.push(`Batch size (${code(s.id)}): ${s.result.verdict}.`, '');

@@ -1,0 +1,182 @@
+// The optimisation wizard's run in a report, either target: the trials figure, one attempt per trial,
+// the changes it did not try, and its decision. What differs by target (how a setting is named and
+// kept, who reported a crash) comes from wizardView; the rest is written once.
+import { throughputLabel, throughputOption } from '../../api/charts/benchmark-charts';
+import type { BenchmarkPhases } from '../../api/benchmark';
+import type { OptimiseFinal, OptimiseTrial, SkippedChange, TrialDecision } from '../../api/optimise';
+import { overrideCode } from '../../api/script-override-code';
+import { orderIntervalCoverage } from '../optimise/trial-decision';
+import type { Interval } from '../stats/bootstrap';
+import { medianInterval } from '../stats/bootstrap';
+import { code, fmt, signedPercent, table } from './markdown';
+import type { FigureSpec } from './report-model';
+import type { OptimiseRun, ScriptOptimiseRun } from './report-runs';
+
+/** A wizard's run as the report reads it, whichever target it optimised. */
+export interface WizardView {
+  id: string;
+  /** The trials figure keeps the file name reports written before link. */
+  figureName: string;
+  /** Who reported a crash or an OOM. */
+  said: string;
+  baseline: { samplesPerSec: Interval; phasesMs: BenchmarkPhases; stepMs: number; device: string; batchSize: number; accumulation: number };
+  trials: OptimiseTrial[];
+  skipped: SkippedChange[];
+  final: Omit<OptimiseFinal, 'config'>;
+  /** Pairs of the final A/B/A/B: the request's repeat. */
+  repeat: number;
+  /** The settings the final changed, as [setting, the baseline's value, the value to use], under these headings. */
+  changed: string[][];
+  changedHead: [string, string, string];
+  /** Where a target keeps its changes in code (a script's lines to paste), with its lead; empty for the engine. */
+  code: { lead: string; lines: string[] };
+  /** What to use when nothing changed. */
+  unchanged: string;
+}
+
+const json = (v: unknown) => JSON.stringify(v);
+
+export function engineWizardView(run: OptimiseRun): WizardView {
+  const r = run.result;
+  const base = r.baseline.config;
+  const use = r.final.config;
+  const options = (c: typeof base) => c.options as Record<string, unknown>;
+  const changed = Object.keys(use.options)
+    .filter((k) => json(options(use)[k]) !== json(options(base)[k]))
+    .map((k) => [k, json(options(base)[k]), json(options(use)[k])]);
+  if (use.readFrom !== base.readFrom) changed.push(['read from', base.readFrom, use.readFrom]);
+  return {
+    id: run.id,
+    figureName: `trials-${run.id}.svg`,
+    said: 'The engine said',
+    baseline: { ...r.baseline, batchSize: base.options.batchSize, accumulation: base.options.accumulation },
+    trials: r.trials,
+    skipped: r.skipped,
+    final: r.final,
+    repeat: r.repeat,
+    changed,
+    changedHead: ['Setting', 'Baseline', 'Use'],
+    code: { lead: '', lines: [] },
+    unchanged: "Configuration to use: the baseline's, unchanged.",
+  };
+}
+
+/** The baseline's value of a setting: its override, else what the script's first DataLoader was made with. */
+function asRun(run: ScriptOptimiseRun, key: string): string {
+  const o = run.result.baseline.overrides[key];
+  if (o !== undefined) return `${String(o)} (overridden)`;
+  const loader = run.result.loader as Record<string, unknown> | null;
+  const made = key.startsWith('dataloader.') ? loader?.[key.slice('dataloader.'.length)] : undefined;
+  return made === undefined || made === null ? 'not seen by the probe' : String(made);
+}
+
+export function scriptWizardView(run: ScriptOptimiseRun): WizardView {
+  const r = run.result;
+  const base = r.baseline.overrides;
+  const changed = Object.entries(r.final.overrides).filter(([k, v]) => base[k] !== v);
+  return {
+    id: run.id,
+    figureName: `script-trials-${run.id}.svg`,
+    said: 'The script said',
+    baseline: { ...r.baseline, batchSize: r.loader?.batch_size ?? 0, accumulation: 1 },
+    trials: r.trials,
+    skipped: r.skipped,
+    final: r.final,
+    repeat: r.repeat,
+    changed: changed.map(([k, v]) => [k, asRun(run, k), code(overrideCode({ [k]: v })[0] ?? `${k}=${String(v)}`)]),
+    changedHead: ['Setting', 'In your script', 'Use'],
+    code: { lead: 'In your script (or keep passing them with `--set`):', lines: changed.length ? overrideCode(Object.fromEntries(changed)) : [] },
+    unchanged: 'Use: your script as it is; no change beat the noise.',
+  };
+}
+
+export const ci = (i: { low: number; high: number }) => `${fmt(i.low)} to ${fmt(i.high)}`;
+
+/** A paired speedup over `pairs` A/B pairs, naming its interval's true coverage (93.8% for 5 pairs, not 95%). */
+export function pairedSpeedupText(s: Interval, pairs: number): string {
+  const coverage = orderIntervalCoverage(pairs);
+  const level = coverage >= 0.95 ? '95%' : `${(100 * coverage).toFixed(1)}%`;
+  return `${signedPercent(s.median - 1)} (${level} CI ${signedPercent(s.low - 1)} to ${signedPercent(s.high - 1)})`;
+}
+
+const TRIAL_CONCLUSIONS: Record<TrialDecision, string> = {
+  accept: 'Accepted and kept: faster by more than the noise, with the loss within the tolerance.',
+  reject: 'Rejected: slower, with the whole interval below 1.',
+  inconclusive: 'Not kept: the difference could be noise.',
+  crashed: 'Not kept: the trial did not finish.',
+  'changes-results': 'Not kept: it moved the training loss beyond the tolerance.',
+  proposed: 'Proposed, not kept: faster beyond the noise, but it changes the training recipe, which this wizard run was not allowed to keep.',
+};
+
+/** A trial's conclusion; a kept change whose loss was not measured (a script target) says so instead of claiming it. */
+export function trialConclusion(t: Pick<OptimiseTrial, 'decision' | 'lossDelta'>): string {
+  return t.decision === 'accept' && t.lossDelta === null ? 'Accepted and kept: faster by more than the noise; its effect on the loss was not measured.' : TRIAL_CONCLUSIONS[t.decision];
+}
+
+/** The candidate's and the current best's samples/s over the trial's interleaved repetitions. */
+function trialRows(t: OptimiseTrial): string[][] {
+  const best = t.bestSamplesPerSec.length ? medianInterval(t.bestSamplesPerSec) : null;
+  const cand = t.candidateSamplesPerSec.length ? medianInterval(t.candidateSamplesPerSec) : null;
+  const pairs = Math.min(t.bestSamplesPerSec.length, t.candidateSamplesPerSec.length);
+  return [
+    ['samples/s, median', best ? fmt(best.median) : '-', cand ? fmt(cand.median) : '-', t.speedup ? pairedSpeedupText(t.speedup, pairs) : 'not measured'],
+    ['samples/s, 95% CI of the median', best ? ci(best) : '-', cand ? ci(cand) : '-', ''],
+    ['repetitions (A/B interleaved)', String(t.bestSamplesPerSec.length), String(t.candidateSamplesPerSec.length), ''],
+    ['mean loss over the measured steps', '', '', t.lossDelta === null ? 'not measured' : `${signedPercent(t.lossDelta)} relative`],
+  ];
+}
+
+/** One wizard trial as the n-th attempt of the report. */
+export function wizardAttemptBody(n: number, view: WizardView, t: OptimiseTrial): string {
+  const c = t.change;
+  return [
+    `### Attempt ${n}: ${c.label} (wizard trial ${t.index}, ${code(view.id)})`,
+    '',
+    `**Objective**: measure whether ${c.label} makes the step faster than the wizard's current best configuration.`,
+    '',
+    `**Configuration**: ${c.knob} ${String(c.from)} → ${String(c.to)} (${c.kind} change) on top of the current best${c.note ? `; ${c.note}` : ''}.`,
+    '',
+    `**Hypothesis** (the wizard's, from its diagnosis): ${c.hypothesis}.`,
+    '',
+    '**Results**:',
+    '',
+    table(['Metric', 'Current best', 'Candidate', 'Change'], trialRows(t)),
+    '',
+    `**Analysis**: ${t.why[0].toUpperCase()}${t.why.slice(1)}.${t.error ? ` ${view.said}: ${t.error}.` : ''} The speedup interval is the wizard's paired order-statistic interval over the interleaved repetitions; the side-by-side medians above are each configuration's own.`,
+    '',
+    `**Conclusion**: ${trialConclusion(t)}`,
+  ].join('\n');
+}
+
+/** Samples/s of the baseline, of every trial's candidate and of the final configuration, each with its CI. */
+export function wizardTrialsFigure(view: WizardView): FigureSpec | null {
+  const b = view.baseline;
+  const items: { label: string; ci: Interval }[] = [{ label: '0. baseline', ci: b.samplesPerSec }];
+  for (const t of view.trials) if (t.candidateSamplesPerSec.length) items.push({ label: `${t.index}. ${t.change.label}`, ci: medianInterval(t.candidateSamplesPerSec) });
+  if (items.length < 2) return null;
+  const stepTime = { steadyStateMeanMs: b.stepMs, wallClockMeanMs: b.stepMs, note: '' };
+  const input = items.map((i) => ({ title: i.label, device: b.device, batchSize: b.batchSize, accumulation: b.accumulation, phasesMs: b.phasesMs, samplesPerSecCi: i.ci, stepTime }));
+  const labels = items.map((i) => i.label);
+  return { name: view.figureName, title: 'Samples/s of each configuration the wizard measured', alt: throughputLabel(input, labels), runId: view.id, option: throughputOption(input, labels), height: 380 };
+}
+
+export function wizardSkippedLines(view: WizardView): string[] {
+  if (!view.skipped.length) return [];
+  return [`Changes the wizard did not try (${code(view.id)}):`, '', ...view.skipped.map((x) => `- ${x.change.label}: ${x.why}.`)];
+}
+
+export function wizardDecisionLines(view: WizardView): string[] {
+  const f = view.final;
+  const lines = [`The wizard's verdict (${code(view.id)}, from its run file): ${f.verdict}`];
+  if (f.changes.length) {
+    lines.push('', `Kept, in order: ${f.changes.join('; ')}. Final against baseline, measured A/B/A/B at the end: ${pairedSpeedupText(f.speedup, view.repeat)}; ${fmt(f.samplesPerSec.median, 'samples/s')} (95% CI ${ci(f.samplesPerSec)}).`);
+  }
+  if (view.changed.length) {
+    lines.push('', 'Configuration to use:', '', table([...view.changedHead], view.changed));
+    if (view.code.lines.length) lines.push('', view.code.lead, '', '```python', ...view.code.lines, '```');
+  } else {
+    lines.push('', view.unchanged);
+  }
+  if (f.proposals.length) lines.push('', 'Proposed, not kept (they change the training recipe):', '', ...f.proposals.map((p) => `- ${p}`));
+  return lines;
+}
