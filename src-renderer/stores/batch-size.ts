@@ -7,12 +7,14 @@ import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
 import { useJob } from '../composables/useJob';
+import { dataSourceOf } from '../composables/useTargetChoices';
 import { useJobsStore } from './jobs';
 
 /** The form of the Batch size area, in the units a person types. */
 export interface BatchSearchForm {
   model: BuiltinModelName;
-  data: 'fashion-mnist' | 'example-board';
+  /** A data select value (useTargetChoices): a built-in source or one of the workspace's datasets. */
+  data: string;
   device: string;
   /** CPU only: the memory the search may fill, in MiB. */
   memoryLimitMiB: number;
@@ -71,7 +73,7 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
     await watch(() =>
       job.start('batchSize.search', {
         spec: BUILTIN_MODELS[f.model],
-        data: { kind: f.data },
+        data: dataSourceOf(f.data),
         options: { device: f.device, memoryLimitBytes: cpu ? Math.round(f.memoryLimitMiB * 2 ** 20) : 0 },
         headroom: f.headroomPct / 100,
         stepsPerTrial: f.stepsPerTrial,
