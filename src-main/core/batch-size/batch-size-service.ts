@@ -11,8 +11,8 @@ import type { EventHub } from '../event-hub';
 import { describeComputeDevice } from '../compute-device';
 import { createRun } from '../run-store';
 import type { Workspace } from '../workspace';
-import type { PlannedPoint } from './planner';
-import { microBatchFor, nextCandidate, pickBatches, seedBatch } from './planner';
+import { microBatchFor, seedBatch } from './planner';
+import { searchBatches } from './search-loop';
 import { trialSamplesPerSec } from './trial-throughput';
 import { verdictLine } from './verdict';
 
@@ -151,13 +151,7 @@ export class BatchSizeService {
     };
 
     try {
-      if (state.cancelled) throw new ApiError('E_CANCELLED', 'the batch-size search was cancelled before its first trial');
-      const points = (): PlannedPoint[] => trials.filter((t) => t.accumulation === 1);
-      for (let b = nextCandidate(seed, searchCap, points()); b !== null; b = nextCandidate(seed, searchCap, points())) {
-        if (state.cancelled) throw new ApiError('E_CANCELLED', `the batch-size search was cancelled after ${trials.length} trial(s)`);
-        await runTrial(b, 1);
-      }
-      const { largestFitting, recommended } = pickBatches(points());
+      const { largestFitting, recommended } = await searchBatches({ trial: (b) => runTrial(b, 1), cancelled: () => state.cancelled }, seed, searchCap);
       let globalBatch: BatchSearchResult['globalBatch'] = null;
       if (request.globalBatch !== undefined && largestFitting !== null) {
         const { microBatch, accumulation } = microBatchFor(request.globalBatch, largestFitting);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ApiError } from '../../api/errors';
 import type { ScriptBatchSearchRequest, ScriptBatchSearchResult, ScriptBatchTrial } from '../../api/script-target';
 import { ScriptBatchSearchResultSchema } from '../../api/script-target';
-import { nextCandidate, pickBatches } from '../batch-size/planner';
+import { searchBatches } from '../batch-size/search-loop';
 import type { EventHub } from '../event-hub';
 import { createRun } from '../run-store';
 import type { Workspace } from '../workspace';
@@ -27,8 +27,8 @@ export interface ScriptSearchOptions {
 const n = (x: number) => Math.round(x).toLocaleString('en-US');
 
 /**
- * The batch-size search of the engine (planner.ts: powers of two up to the first
- * failure, then bisection) on a user's command: each trial is a launch with
+ * The batch-size search (search-loop.ts, the engine's too: powers of two up to the
+ * first failure, then bisection) on a user's command: each trial is a launch with
  * dataloader.batch_size set, stopped after a few steps. There is no memory model
  * for a script, so the search starts at startBatch.
  */
@@ -52,14 +52,13 @@ export async function searchScriptBatch(workspace: Workspace, request: ScriptBat
     });
     // Every trial's output, prefixed with its batch, beside run.json: the live view shows only the last lines.
     const log = run.stream('output.log');
-    const trials: ScriptBatchTrial[] = [];
+    let finished = 0;
     let device = 'cpu';
     let total: number | null = null;
     try {
       const dir = probeDir();
-      const points = () => trials.map((t) => ({ batchSize: t.batchSize, fits: t.fits, samplesPerSec: t.samplesPerSec }));
-      for (let b = nextCandidate(request.startBatch, request.maxBatch, []); b !== null; b = nextCandidate(request.startBatch, request.maxBatch, points())) {
-        if (job.cancelled) throw new ApiError('E_CANCELLED', `the batch-size search was cancelled after ${trials.length} trial(s), before batch ${b}`);
+      // No memory model for a script: the search is seeded with the start batch.
+      const trial = async (b: number): Promise<ScriptBatchTrial> => {
         const trialOptions = {
           target: request.target,
           overrides: { ...request.overrides, 'dataloader.batch_size': b },
@@ -68,7 +67,7 @@ export async function searchScriptBatch(workspace: Workspace, request: ScriptBat
           timeoutMs: request.timeoutSeconds * 1000,
           probeDir: dir,
         };
-        const repetition = trials.length + 1;
+        const repetition = finished + 1;
         const record = await runTrial({
           ...trialOptions,
           onStarted: (cancel) => jobs.started(job, cancel),
@@ -81,17 +80,16 @@ export async function searchScriptBatch(workspace: Workspace, request: ScriptBat
         job.cancel = null;
         // A cancel explains whatever the killed trial looked like (an exit code, even an OOM it raised on the way down).
         if (job.cancelled || record.outcome.cancelled) {
-          throw new ApiError('E_CANCELLED', `the batch-size search was cancelled during the trial at batch ${b}, after ${trials.length} finished trial(s); its process group was killed`);
+          throw new ApiError('E_CANCELLED', `the batch-size search was cancelled during the trial at batch ${b}, after ${finished} finished trial(s); its process group was killed`);
         }
-        const judged = judgeTrial(trials.length, b, record, request, trialOptions);
+        const judged = judgeTrial(finished++, b, record, request, trialOptions);
         if (judged.measured) ({ device, cudaTotalBytes: total } = judged.measured);
-        const trial = judged.trial;
-        trials.push(trial);
-        run.appendEvent({ type: 'trial', ...trial });
-        options.events?.emit('script.batchTrial', { jobId: job.id, runId: run.id, trial });
-        options.onTrial?.(trial);
-      }
-      const { largestFitting, recommended } = pickBatches(points());
+        run.appendEvent({ type: 'trial', ...judged.trial });
+        options.events?.emit('script.batchTrial', { jobId: job.id, runId: run.id, trial: judged.trial });
+        options.onTrial?.(judged.trial);
+        return judged.trial;
+      };
+      const { trials, largestFitting, recommended } = await searchBatches({ trial, cancelled: () => job.cancelled }, request.startBatch, request.maxBatch);
       const firstFailure = trials.filter((t) => !t.fits && (largestFitting === null || t.batchSize > largestFitting)).sort((a, b) => a.batchSize - b.batchSize)[0];
       const verdict =
         largestFitting === null

@@ -1,0 +1,34 @@
+import { ApiError } from '../../api/errors';
+import type { PlannedPoint } from './planner';
+import { nextCandidate, pickBatches } from './planner';
+
+/** What the one batch-size search needs of a target: a trial at a batch, and whether the user cancelled. */
+export interface BatchTrialRunner<T extends PlannedPoint> {
+  /**
+   * A short training at `batchSize`, as a data point: it trained and fits within the headroom, or it did not
+   * (an out-of-memory error, a crash); any other failure ends the search by throwing.
+   */
+  trial(batchSize: number): Promise<T>;
+  cancelled(): boolean;
+}
+
+export interface BatchSearchOutcome<T> {
+  trials: T[];
+  largestFitting: number | null;
+  recommended: number | null;
+}
+
+/**
+ * The batch-size search, either target (issue 25): from the seed (the engine's memory model's largest
+ * fitting power of two; a script's start batch), powers of two up to the first failure, then bisection
+ * between the last fit and the first failure (planner.ts); then the largest fitting batch and the
+ * fastest one. The engine's and the script's services only say how a trial runs.
+ */
+export async function searchBatches<T extends PlannedPoint>(runner: BatchTrialRunner<T>, seed: number, maxBatch: number): Promise<BatchSearchOutcome<T>> {
+  const trials: T[] = [];
+  for (let b = nextCandidate(seed, maxBatch, trials); b !== null; b = nextCandidate(seed, maxBatch, trials)) {
+    if (runner.cancelled()) throw new ApiError('E_CANCELLED', `the batch-size search was cancelled after ${trials.length} trial(s), before batch ${b}`);
+    trials.push(await runner.trial(b));
+  }
+  return { trials, ...pickBatches(trials) };
+}
