@@ -24,6 +24,8 @@ import { describeComputeDevice } from '../compute-device';
 import { createRun } from '../run-store';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import type { Workspace } from '../workspace';
+import type { BenchmarkTarget } from './benchmark-loop';
+import { benchmarkRepetitions } from './benchmark-loop';
 import { aggregateRepetitions, findings, measuredPhases, mergeTelemetry, withOther } from './benchmark-summary';
 
 /** Telemetry is sampled this often inside the measured window, which may last only a second or two. */
@@ -102,19 +104,14 @@ export class TrainingBenchmarkService {
       const run = await createRun(this.workspace, 'benchmark', { ...request, jobId, cachedData: prepared.data }, { computeDevice: describeComputeDevice(await this.engine.devices(), request.options.device) });
       const samplers = await this.holdTelemetry();
       try {
-        const reps: BenchmarkRepetition[] = [];
-        for (let i = 1; i <= request.repeat; i++) {
-          if (job.cancelled) throw new ApiError('E_CANCELLED', `the benchmark was cancelled before repetition ${i} of ${request.repeat}`);
-          const { repetition: rep } = await this.repetition(i, prepared, run, job, `${run.id}-rep${i}`, progress);
-          reps.push(rep);
-          run.appendEvent({ type: 'repetition', ...rep });
-          progress({ runId: run.id, phase: 'repetition-done', repetition: i, step: totalSteps, samplesPerSec: rep.samplesPerSec });
-        }
-        const result = await this.summarize(request, prepared, run, reps);
-        await run.finish('completed', { result });
-        return result;
-      } catch (err) {
-        throw await run.fail(err);
+        const engine: BenchmarkTarget<BenchmarkRepetition, TrainingBenchmarkResult> = {
+          what: 'benchmark',
+          unit: 'repetition',
+          repetition: async (i) => (await this.repetition(i, prepared, run, job, `${run.id}-rep${i}`, progress)).repetition,
+          recorded: (rep) => ({ event: rep, samplesPerSec: rep.samplesPerSec }),
+          summarize: (_run, reps) => this.summarize(request, prepared, run, reps),
+        };
+        return await benchmarkRepetitions(engine, run, { repeat: request.repeat, totalSteps, cancelled: () => job.cancelled, progress });
       } finally {
         samplers.release();
       }

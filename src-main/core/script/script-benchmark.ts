@@ -6,6 +6,8 @@ import { formatIssues } from '../../api/format-issues';
 import type { ScriptBenchmarkRequest, ScriptBenchmarkResult, ScriptRepetition, ScriptTarget } from '../../api/script-target';
 import { ScriptBenchmarkResultSchema } from '../../api/script-target';
 import type { TelemetrySummary } from '../../api/telemetry';
+import type { BenchmarkTarget } from '../benchmarks/benchmark-loop';
+import { benchmarkRepetitions } from '../benchmarks/benchmark-loop';
 import type { BenchmarkAggregate } from '../benchmarks/benchmark-summary';
 import { findings, mergeTelemetry, phaseShares, withOther } from '../benchmarks/benchmark-summary';
 import type { EventHub } from '../event-hub';
@@ -27,6 +29,13 @@ const TELEMETRY_INTERVAL_MS = 200;
 export interface ScriptBenchmarkOptions {
   onProgress?: (progress: BenchmarkProgress) => void;
   onOutput?: (stream: 'stdout' | 'stderr', line: string, repetition: number) => void;
+}
+
+/** One launch as the benchmark keeps it: the repetition it records, with each rank's summary and the overrides applied. */
+interface Launch {
+  rep: ScriptRepetition;
+  ranks: RankSummary[];
+  applied: ScriptBenchmarkResult['applied'];
 }
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
@@ -70,22 +79,17 @@ export class ScriptBenchmarkService {
         timeoutSeconds: request.timeoutSeconds,
         jobId,
       });
-      try {
-        const reps: { rep: ScriptRepetition; ranks: RankSummary[]; applied: ScriptBenchmarkResult['applied'] }[] = [];
-        for (let i = 1; i <= request.repeat; i++) {
-          if (job.cancelled) throw new ApiError('E_CANCELLED', `the script benchmark was cancelled before launch ${i} of ${request.repeat}`);
+      const script: BenchmarkTarget<Launch, ScriptBenchmarkResult> = {
+        what: 'script benchmark',
+        unit: 'launch',
+        repetition: (i) => {
           progress({ runId: run.id, phase: 'preparing', repetition: i, step: 0, samplesPerSec: null });
-          const rep = await this.repetition(i, request, run, job, jobId, options, progress);
-          reps.push(rep);
-          run.appendEvent({ type: 'repetition', ...rep.rep });
-          progress({ runId: run.id, phase: 'repetition-done', repetition: i, step: totalSteps, samplesPerSec: rep.rep.samplesPerSec });
-        }
-        const result = this.summarize(request, run, reps);
-        await run.finish('completed', { result });
-        return result;
-      } catch (err) {
-        throw await run.fail(err);
-      }
+          return this.repetition(i, request, run, job, jobId, options, progress);
+        },
+        recorded: (launch) => ({ event: launch.rep, samplesPerSec: launch.rep.samplesPerSec }),
+        summarize: (_run, reps) => this.summarize(request, run, reps),
+      };
+      return await benchmarkRepetitions(script, run, { repeat: request.repeat, totalSteps, cancelled: () => job.cancelled, progress });
     } finally {
       this.jobs.close(job);
     }
@@ -194,11 +198,7 @@ export class ScriptBenchmarkService {
     }
   }
 
-  private summarize(
-    request: ScriptBenchmarkRequest,
-    run: RunRecord,
-    reps: { rep: ScriptRepetition; ranks: RankSummary[]; applied: ScriptBenchmarkResult['applied'] }[],
-  ): ScriptBenchmarkResult {
+  private summarize(request: ScriptBenchmarkRequest, run: RunRecord, reps: Launch[]): ScriptBenchmarkResult {
     const r = reps.map((x) => x.rep);
     const steady = mean(r.map((x) => x.steadyStateMeanMs));
     const wall = mean(r.map((x) => x.wallClockMeanMs));
