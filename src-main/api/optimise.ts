@@ -155,8 +155,11 @@ export type Limits = z.infer<typeof LimitsSchema>;
 export const OptimiseConfigSchema = z.object({ options: BenchmarkOptionsSchema, readFrom: ReadFromSchema });
 export type OptimiseConfig = z.infer<typeof OptimiseConfigSchema>;
 
-export const OptimiseBaselineSchema = z.object({
-  config: OptimiseConfigSchema,
+/**
+ * What every wizard's baseline, final and result hold, whichever target it optimised (issue 25): the engine's
+ * and the script's results extend these, so the two cannot drift apart again.
+ */
+export const WizardBaselineSchema = z.object({
   samplesPerSec: IntervalSchema,
   repetitions: z.array(z.number()),
   /** Relative half width of the median's 95% CI: a change must gain more than this. */
@@ -165,17 +168,8 @@ export const OptimiseBaselineSchema = z.object({
   phasesMs: BenchmarkPhasesSchema,
   phasesPercent: BenchmarkPhasesSchema,
   device: z.string(),
-  cpuMean: z.number().nullable(),
-  gpuUtilizationMean: z.number().nullable(),
-  memoryBytes: z.number(),
-  deviceTotalBytes: z.number().nullable(),
-  /** Mean loss over the measured steps: the reference of the loss guard. */
-  meanLoss: z.number().nullable(),
 });
-export type OptimiseBaseline = z.infer<typeof OptimiseBaselineSchema>;
-
-export const OptimiseFinalSchema = z.object({
-  config: OptimiseConfigSchema,
+export const WizardFinalSchema = z.object({
   /** The kept changes, in order. */
   changes: z.array(z.string()),
   /** Final over baseline, measured A/B/A/B at the end (1 when nothing was kept). */
@@ -186,27 +180,46 @@ export const OptimiseFinalSchema = z.object({
   /** Recipe changes that beat the noise but were not kept (allowRecipeChanges off). */
   proposals: z.array(z.string()),
 });
+export const WizardResultSchema = z.object({
+  /** The run of kind `optimise` this session recorded into (a resumed wizard records a new run). */
+  runId: z.string(),
+  runDir: z.string(),
+  title: z.string(),
+  preset: OptimisePresetSchema,
+  repeat: z.number().int(),
+  baseline: WizardBaselineSchema,
+  trials: z.array(OptimiseTrialSchema),
+  skipped: z.array(SkippedChangeSchema),
+  final: WizardFinalSchema,
+  seconds: z.number(),
+});
+export type WizardResult = z.infer<typeof WizardResultSchema>;
+
+export const OptimiseBaselineSchema = WizardBaselineSchema.extend({
+  config: OptimiseConfigSchema,
+  cpuMean: z.number().nullable(),
+  gpuUtilizationMean: z.number().nullable(),
+  memoryBytes: z.number(),
+  deviceTotalBytes: z.number().nullable(),
+  /** Mean loss over the measured steps: the reference of the loss guard. */
+  meanLoss: z.number().nullable(),
+});
+export type OptimiseBaseline = z.infer<typeof OptimiseBaselineSchema>;
+
+export const OptimiseFinalSchema = WizardFinalSchema.extend({ config: OptimiseConfigSchema });
 export type OptimiseFinal = z.infer<typeof OptimiseFinalSchema>;
 
 export const OptimiseStatusSchema = z.enum(['running', 'completed', 'cancelled', 'failed']);
 
-export const OptimiseResultSchema = z.object({
+/** The engine wizard's result: the wizard's, with its configuration, diagnosis, floors and batch search. */
+export const OptimiseResultSchema = WizardResultSchema.extend({
   optimiseId: z.string(),
-  /** The run of kind `optimise` this session recorded into (a resumed wizard records a new run). */
-  runId: z.string(),
-  runDir: z.string(),
   status: OptimiseStatusSchema,
-  title: z.string(),
-  preset: OptimisePresetSchema,
-  repeat: z.number().int(),
   baseline: OptimiseBaselineSchema,
   diagnosis: DiagnosisSchema,
   limits: LimitsSchema,
-  trials: z.array(OptimiseTrialSchema),
-  skipped: z.array(SkippedChangeSchema),
   batchSearch: z.object({ recommended: z.number().int().nullable(), runId: z.string().nullable(), verdict: z.string() }).nullable(),
   final: OptimiseFinalSchema,
-  seconds: z.number(),
 });
 export type OptimiseResult = z.infer<typeof OptimiseResultSchema>;
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import { BenchmarkPhasesSchema, FindingSchema, IntervalSchema } from './benchmark';
 import { IdSchema } from './ids';
-import { OptimisePresetSchema, OptimiseTrialSchema, SkippedChangeSchema } from './optimise';
+import { OptimisePresetSchema, WizardBaselineSchema, WizardFinalSchema, WizardResultSchema } from './optimise';
 import { TelemetrySummarySchema } from './telemetry';
 
 /**
@@ -316,37 +316,16 @@ export type ScriptOptimiseRequestInput = z.input<typeof ScriptOptimiseRequestSch
 
 const OverrideMap = z.record(z.string(), z.union([z.number(), z.boolean(), z.string()]));
 
-export const ScriptOptimiseResultSchema = z.object({
-  runId: z.string(),
-  runDir: z.string(),
-  title: z.string(),
+/** The script wizard's result: the wizard's (as the engine's), with the command, its loader and the overrides. */
+export const ScriptOptimiseResultSchema = WizardResultSchema.extend({
   target: ScriptTargetSchema,
-  preset: OptimisePresetSchema,
-  repeat: z.number().int(),
   /** The script's own loader settings, before any override; null when it made no DataLoader. */
   loader: ScriptLoaderSettingsSchema.nullable(),
-  baseline: z.object({
-    overrides: OverrideMap,
-    samplesPerSec: IntervalSchema,
-    repetitions: z.array(z.number()),
-    noiseFloor: z.number(),
-    stepMs: z.number(),
-    phasesMs: BenchmarkPhasesSchema,
-    phasesPercent: BenchmarkPhasesSchema,
-    device: z.string(),
-  }),
-  trials: z.array(OptimiseTrialSchema),
-  skipped: z.array(SkippedChangeSchema),
-  final: z.object({
+  baseline: WizardBaselineSchema.extend({ overrides: OverrideMap }),
+  final: WizardFinalSchema.extend({
     /** The overrides to run with: pass them as --set key=value. */
     overrides: OverrideMap,
-    changes: z.array(z.string()),
-    speedup: IntervalSchema,
-    samplesPerSec: IntervalSchema,
-    verdict: z.string(),
-    proposals: z.array(z.string()),
   }),
-  seconds: z.number(),
 });
 export type ScriptOptimiseResult = z.infer<typeof ScriptOptimiseResultSchema>;
 

@@ -14,6 +14,7 @@ import type { ComparePoint, CompareRun } from '../../src-main/api/charts/compare
 import { compareCurvesOption } from '../../src-main/api/charts/compare-charts';
 import { ReportDetailSchema } from '../../src-main/api/reports';
 import { configDifferences } from '../../src-main/api/run-config';
+import { WizardResultSchema } from '../../src-main/api/optimise';
 import { ScriptOptimiseRequestSchema } from '../../src-main/api/script-target';
 import type { RunDetail, RunSummary, TrainStepEvent } from '../../src-main/api/training';
 import { lastStepText, RunDetailSchema, RunSummarySchema } from '../../src-main/api/training';
@@ -263,6 +264,15 @@ describe('opening each run', () => {
     expect(result.final?.changes).toEqual([]);
     expect(result.final?.verdict).toBe('No change beat the noise (±2.5%): keep the baseline configuration, 100794 samples/s.');
     expect(telemetry).toHaveLength(17); // telemetry-rep1..15.jsonl
+  });
+
+  it("both targets' wizard results, written before the shared schema, have the one wizard's shape", () => {
+    const shared = (r: object) => WizardResultSchema.parse(r);
+    const engine = shared(reported(RUNS.engineOptimise, 'optimise').result);
+    const script = shared(reported(RUNS.scriptOptimise, 'script-optimise').result);
+    expect(Object.keys(engine).sort()).toEqual(Object.keys(script).sort());
+    expect(Object.keys(engine.baseline).sort()).toEqual(Object.keys(script.baseline).sort());
+    expect(Object.keys(engine.final).sort()).toEqual(Object.keys(script.final).sort());
   });
 
   it('engine wizard state: read as the resume reads it', async () => {
