@@ -36,7 +36,7 @@ export function collectEnv(text: string, previous: Record<string, string> = {}):
 
 /** The command after `--`, run in --cwd (default: here). */
 export function scriptTarget(command: string[], flags: { cwd?: string; env?: Record<string, string> }): ScriptTarget {
-  if (command.length === 0) throw new ApiError('E_BAD_INPUT', "no command to run: give it after '--', e.g. trainbench benchmark-script -- python3 train.py");
+  if (command.length === 0) throw new ApiError('E_BAD_INPUT', "no command to run: give it after '--', e.g. trainbench benchmark-training -- python3 train.py");
   return { kind: 'script', command, cwd: path.resolve(flags.cwd ?? process.cwd()), env: flags.env ?? {} };
 }
 

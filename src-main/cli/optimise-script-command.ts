@@ -98,7 +98,7 @@ export async function optimiseScriptAction(command: string[], flags: OptimiseScr
     throw new ApiError('E_BAD_INPUT', `give either a command after '--' or --resume ${flags.resume} (which goes on with the saved run's command and settings), not both`);
   }
   if (flags.resume === undefined && command.length === 0) {
-    throw new ApiError('E_BAD_INPUT', "no command to optimise: give it after '--' (trainbench optimise-script -- python3 train.py), or --resume <runId> to go on with a stopped one");
+    throw new ApiError('E_BAD_INPUT', "no command to optimise: give it after '--' (trainbench optimise -- python3 train.py), or --resume <runId> to go on with a stopped one");
   }
   const request = flags.resume !== undefined ? await resumedRequest(workspace, flags.resume) : newRequest(command, flags);
   await runWizard(workspace, request, flags);

@@ -199,7 +199,7 @@ function refuseScripts(options: ServicesOptions): void {
   if (options.allowScripts !== true) {
     throw new ApiError(
       'E_FORBIDDEN',
-      'this workbench does not start commands from requests: script targets run in the desktop app, from the CLI (trainbench benchmark-script -- ...), or in serve mode started with --allow-scripts',
+      'this workbench does not start commands from requests: script targets run in the desktop app, from the CLI (trainbench benchmark-training -- python3 train.py), or in serve mode started with --allow-scripts',
     );
   }
 }

@@ -265,7 +265,7 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
     }
     try {
       const { cancelled: stopped } = await useApiClient().call('jobs.cancel', { jobId: id });
-      if (!stopped && watching.value) error.value = `script optimisation ${id} is not running in this server (a trainbench optimise-script process runs it): press Ctrl-C there`;
+      if (!stopped && watching.value) error.value = `script optimisation ${id} is not running in this server (a trainbench optimise -- … process runs it): press Ctrl-C there`;
     } catch (err) {
       error.value = errorText(err);
     }

@@ -72,7 +72,7 @@ describe('Script target in the Optimise area', () => {
     // Whether the change was kept rests on 2 pairs of launches: the card says either way, exactly.
     if (await trial.getAttribute('data-decision') === 'accept') {
       expect(await page.getByTestId('opt-script-command').innerText()).toBe(
-        `trainbench benchmark-script --repeat 1 --cwd ${SCRIPTS} --env TB_TEST_MARK=${mark} --set dataloader.num_workers=2 -- ${COMMAND}`,
+        `trainbench benchmark-training --repeat 1 --cwd ${SCRIPTS} --env TB_TEST_MARK=${mark} --set dataloader.num_workers=2 -- ${COMMAND}`,
       );
       expect(await page.getByTestId('opt-script-code').innerText()).toBe('DataLoader(..., num_workers=2)');
     } else {
@@ -113,7 +113,7 @@ describe('Script target in the Optimise area', () => {
     const notice = page.getByTestId('opt-script-error');
     await notice.waitFor({ timeout: 20_000 });
     expect(await notice.innerText()).toMatch(
-      /^E_CANCELLED: the script optimisation was cancelled after 0 finished trials; its run runs\/([\w-]+) keeps what it measured \(.*\); go on with trainbench optimise-script --resume \1$/,
+      /^E_CANCELLED: the script optimisation was cancelled after 0 finished trials; its run runs\/([\w-]+) keeps what it measured \(.*\); go on with trainbench optimise --resume \1$/,
     );
     expect(await page.getByTestId('opt-progress').count()).toBe(0);
     expect(processesWithMark(mark)).toEqual([]);
@@ -144,7 +144,7 @@ describe('Script target in the Optimise area', () => {
     await page.locator('[data-test="confirm-run"]').click();
     const text = await page.getByTestId('opt-script-forbidden').innerText();
     expect(text).toContain('trainbench serve --allow-scripts');
-    expect(text).toContain('trainbench optimise-script -- python3 train.py');
+    expect(text).toContain('trainbench optimise -- python3 train.py');
     expect(await page.getByTestId('opt-script-shown').count()).toBe(0);
     await page.screenshot({ path: path.join(SHOTS, 'script-optimise-refused.png'), fullPage: true });
     await page.close();

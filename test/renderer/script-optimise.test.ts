@@ -87,7 +87,7 @@ describe('script final card', () => {
   it('writes the kept overrides as the command that applies them and as the lines to put in the script', () => {
     const use = scriptUse(target, { 'dataloader.pin_memory': true, 'matmul.precision': 'high', 'dataloader.num_workers': 4, 'cudnn.benchmark': true });
     expect(use.command).toBe(
-      "trainbench benchmark-script --repeat 1 --cwd /home/me/proj --env OMP_NUM_THREADS=2 --set cudnn.benchmark=true --set dataloader.num_workers=4 --set dataloader.pin_memory=true --set matmul.precision=high -- python3 'my train.py' --epochs 1",
+      "trainbench benchmark-training --repeat 1 --cwd /home/me/proj --env OMP_NUM_THREADS=2 --set cudnn.benchmark=true --set dataloader.num_workers=4 --set dataloader.pin_memory=true --set matmul.precision=high -- python3 'my train.py' --epochs 1",
     );
     expect(use.code).toEqual(['DataLoader(..., num_workers=4, pin_memory=True)', 'torch.backends.cudnn.benchmark = True', 'torch.set_float32_matmul_precision("high")']);
     expect(scriptUse(target, {}).code).toEqual([]);

@@ -68,9 +68,9 @@ describe('an ADR report from runs of your own command', () => {
   it('says what ran and gives the command that measures each run again', () => {
     const md = report.markdown;
     expect(md).toContain('### Your command');
-    expect(md).toContain(`trainbench benchmark-script --warmup-steps 1 --steps 10 --repeat 2 --timeout 600 --set dataloader.batch_size=32 --env 'API_TOKEN=<redacted>' --cwd ${SCRIPTS} --workspace <workspace> -- ${PYTHON} ${TINY}`);
+    expect(md).toContain(`trainbench benchmark-training --warmup-steps 1 --steps 10 --repeat 2 --timeout 600 --set dataloader.batch_size=32 --env 'API_TOKEN=<redacted>' --cwd ${SCRIPTS} --workspace <workspace> -- ${PYTHON} ${TINY}`);
     expect(md).toMatch(/trainbench find-batch-size --start-batch 16 .* --env OOM_AT=20 /);
-    expect(md).toMatch(/trainbench optimise-script --warmup-steps 1 --steps 5 --repeat 2 --preset balanced --max-trials 1 /);
+    expect(md).toMatch(/trainbench optimise --warmup-steps 1 --steps 5 --repeat 2 --preset balanced --max-trials 1 /);
     // A credential's value stays out of a document people share.
     expect(md).not.toContain('hunter2');
   });
@@ -98,7 +98,7 @@ describe('an ADR report from runs of your own command', () => {
     expect(md).toMatch(/\| steps \(rank 0\) \| 40 \|/);
     expect(md).toMatch(/\| last training loss \| [\d.]+ at step \d+ \|/);
     expect(report.figures.map((f) => f.name)).toEqual(expect.arrayContaining([`script-run-loss-${ids.train}.svg`, `script-run-throughput-${ids.train}.svg`]));
-    expect(md).toMatch(new RegExp(`trainbench train-script --max-steps 40 --warmup-steps 2 `));
+    expect(md).toMatch(new RegExp(`trainbench train --max-steps 40 --warmup-steps 2 `));
   });
 });
 

@@ -11,11 +11,12 @@ import type { ScriptReportRun } from './report-runs';
 import { commands, config, envValue, KIND_NAMES, overridesOf, overridesText, SECRET, targetOf } from './script-report-text';
 import { attemptsOutput, decisionBody, phasesPart } from './section-script-results';
 
+/** The command that measures each kind again: the engine's own, with the script after '--'. */
 const SUBCOMMANDS: Record<ScriptReportRun['kind'], string> = {
-  'script-benchmark': 'benchmark-script',
+  'script-benchmark': 'benchmark-training',
   'script-batch-search': 'find-batch-size',
-  'script-optimise': 'optimise-script',
-  'script-train': 'train-script',
+  'script-optimise': 'optimise',
+  'script-train': 'train',
 };
 
 const SAFE = /^[A-Za-z0-9_./:,=@%+-]+$/;
@@ -118,7 +119,7 @@ function consequencesBody(input: ReportInput): string {
   return [
     trains.length
       ? `The benchmarks' and the wizard's trials compare speed only: their short launches do not check the loss. The training run${trains.length === 1 ? '' : 's'} ${trains.map((r) => code(r.id)).join(', ')} show${trains.length === 1 ? 's' : ''} the loss over a whole run: compare it with a run of the script as it was before keeping a change that alters the numerics (matmul precision, a batch size).`
-      : 'The benchmarks and the wizard compare speed only: their short launches do not check the loss, so a change that alters the numerics (matmul precision, a batch size) was not checked against it here. Train with the kept settings (trainbench train-script) and compare the loss curve before relying on them.',
+      : 'The benchmarks and the wizard compare speed only: their short launches do not check the loss, so a change that alters the numerics (matmul precision, a batch size) was not checked against it here. Train with the kept settings (trainbench train -- your command) and compare the loss curve before relying on them.',
     'The numbers hold for this machine and this load; on a shared machine repeat the runs before quoting them.',
     ...caveats,
   ].join('\n\n');

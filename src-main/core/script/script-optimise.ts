@@ -58,7 +58,7 @@ export async function optimiseScript(workspace: Workspace, events: EventHub, req
       const e = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
       const n = wizard.finishedTrials;
       const kept = `${n} finished trial${n === 1 ? '' : 's'}`;
-      const resume = `go on with trainbench optimise-script --resume ${run.id}`;
+      const resume = `go on with trainbench optimise --resume ${run.id}`;
       const stopped =
         e.code === 'E_CANCELLED' ? new ApiError('E_CANCELLED', `the script optimisation was cancelled after ${kept}; its run ${run.relativeDir} keeps what it measured (${e.message}); ${resume}`) : e;
       await run.finish(e.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { result: wizard.record(), error: stopped.toPayload() });

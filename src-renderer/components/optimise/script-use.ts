@@ -12,7 +12,7 @@ export function scriptUse(target: ScriptTarget, overrides: Record<string, string
   const entries = Object.entries(overrides).sort(([a], [b]) => a.localeCompare(b));
   const flags = [
     'trainbench',
-    'benchmark-script',
+    'benchmark-training',
     '--repeat',
     '1',
     '--cwd',
