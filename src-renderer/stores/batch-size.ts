@@ -2,13 +2,15 @@ import type { BatchSearchResult, BatchTrial } from '@api/batch-size';
 import { DEFAULT_HEADROOM } from '@api/batch-size';
 import type { BuiltinModelName } from '@api/model-spec';
 import { BUILTIN_MODELS } from '@api/model-spec';
-import type { JobInfo } from '@api/jobs';
+import type { JobInfo, TargetKind } from '@api/jobs';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
 import { useJob } from '../composables/useJob';
+import { followRunningTarget } from '../composables/useTargetSwitch';
 import { dataSourceOf } from '../composables/useTargetChoices';
 import { useJobsStore } from './jobs';
+import { scriptBatchSearch } from './script-batch-size';
 
 /** The form of the Batch size area, in the units a person types. */
 export interface BatchSearchForm {
@@ -26,7 +28,8 @@ export interface BatchSearchForm {
 }
 
 /**
- * One batch-size search at a time: its trials as they arrive, its answer, and Cancel. The search
+ * The Batch size area: one search at a time on either target (the engine's here, the script's in
+ * `script`, from script-batch-size.ts): its trials as they arrive, its answer, and Cancel. The search
  * followed is one started here, or one running when the window opened (a reload, another window),
  * re-attached through the jobs store.
  */
@@ -95,5 +98,10 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
     await job.cancel();
   }
 
-  return { form, trials, result, running, error, searchId, cancelling: job.cancelling, attached: job.attached, start, attach, cancel };
+  /** Which target the area shows: the switch follows whichever side's search runs (here, re-attached, or elsewhere). */
+  const target = ref<TargetKind>('engine');
+  const script = scriptBatchSearch();
+  followRunningTarget(target, { engine: running, script: script.running });
+
+  return { target, form, trials, result, running, error, searchId, cancelling: job.cancelling, attached: job.attached, start, attach, cancel, script };
 });

@@ -1,13 +1,15 @@
 import type { BenchmarkProgress, TrainingBenchmarkRequestInput, TrainingBenchmarkResult } from '@api/benchmark';
 import { TrainingBenchmarkResultSchema } from '@api/benchmark';
-import type { JobInfo } from '@api/jobs';
+import type { JobInfo, TargetKind } from '@api/jobs';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
 import { useJob } from '../composables/useJob';
+import { followRunningTarget } from '../composables/useTargetSwitch';
 import { useApiClient } from '../transport/client-instance';
 import { useJobsStore } from './jobs';
 import { useLoader } from './load-state';
+import { scriptBenchmark } from './script';
 
 /** How many of the newest benchmarks are compared side by side. */
 export const COMPARED_BENCHMARKS = 8;
@@ -73,5 +75,10 @@ export const useBenchmarksStore = defineStore('benchmarks', () => {
     if (job.error.value) error.value = job.error.value;
   }
 
-  return { results, progress, running, cancelling: job.cancelling, attached: job.attached, loading, error, refresh, start, attach, cancel };
+  /** Which target the area shows: the switch follows whichever side's benchmark runs (here, re-attached, or elsewhere). */
+  const target = ref<TargetKind>('engine');
+  const script = scriptBenchmark();
+  followRunningTarget(target, { engine: running, script: script.running });
+
+  return { target, results, progress, running, cancelling: job.cancelling, attached: job.attached, loading, error, refresh, start, attach, cancel, script };
 });

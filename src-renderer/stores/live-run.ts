@@ -1,12 +1,15 @@
-import type { JobInfo } from '@api/jobs';
+import type { JobInfo, TargetKind } from '@api/jobs';
 import type { GpuState } from '@api/telemetry';
 import type { TrainPreparingEvent, TrainRequest, TrainResult, TrainStepEvent } from '@api/training';
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
 
 import { useJob } from '../composables/useJob';
+import { followRunningTarget } from '../composables/useTargetSwitch';
 import { useApiClient } from '../transport/client-instance';
 import { useJobsStore } from './jobs';
+import { useRunsStore } from './runs';
+import { scriptRun } from './script-run';
 
 /** How often the run's telemetry lease is renewed (the telemetry store's pace). */
 const LEASE_RENEW_MS = 5000;
@@ -20,8 +23,9 @@ export interface RunGpuPoint {
 }
 
 /**
- * The engine training run this window follows: one it started, or one running when it
- * opened (a reload, another window), re-attached through the jobs store.
+ * The Runs area's training run, either target (the engine's here, the script's in `script`, from
+ * script-run.ts): the run this window follows, one it started, or one running when it opened (a
+ * reload, another window), re-attached through the jobs store.
  */
 export const useLiveRunStore = defineStore('live-run', () => {
   /** True from Start (or attaching) to the end, including the telemetry lease's setup. */
@@ -151,5 +155,10 @@ export const useLiveRunStore = defineStore('live-run', () => {
     return () => gpuListeners.delete(l);
   }
 
-  return { running, runId, requestedId, preparing, last, result, error, cancelling, device, gpu, etaSeconds, attached: job.attached, start, attach, cancel, onStep, onGpu };
+  /** Which target the New run form shows: it follows whichever side's run starts (here, re-attached, or elsewhere); the list is read when one ends. */
+  const target = ref<TargetKind>('engine');
+  const script = scriptRun();
+  followRunningTarget(target, { engine: running, script: script.running }, () => void useRunsStore().refresh());
+
+  return { target, running, runId, requestedId, preparing, last, result, error, cancelling, device, gpu, etaSeconds, attached: job.attached, start, attach, cancel, onStep, onGpu, script };
 });

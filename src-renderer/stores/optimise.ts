@@ -1,5 +1,5 @@
 import { ApiError } from '@api/errors';
-import type { JobInfo } from '@api/jobs';
+import type { JobInfo, TargetKind } from '@api/jobs';
 import type { OptimiseProgress, OptimiseResult, OptimiseTrial, WizardState } from '@api/optimise';
 import type { RunSummary } from '@api/training';
 import { defineStore } from 'pinia';
@@ -10,10 +10,12 @@ import { optimiseFormValues, optimiseRequest } from '../view-models/optimise-for
 import type { ScriptOptimiseRun } from '../view-models/script-past';
 import { scriptOptimiseRun } from '../view-models/script-past';
 import { useJob } from '../composables/useJob';
+import { followRunningTarget } from '../composables/useTargetSwitch';
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';
 import { useJobsStore } from './jobs';
 import { useLoader } from './load-state';
+import { scriptOptimise } from './script-optimise';
 
 /** How a saved optimisation stands, as the list shows it ('interrupted': its process is gone mid-run). */
 export type PastStatus = WizardState['status'] | 'interrupted';
@@ -87,7 +89,7 @@ function mergeTrials(a: readonly OptimiseTrial[], b: readonly OptimiseTrial[]): 
  */
 export const useOptimiseStore = defineStore('optimise', () => {
   /** What the form optimises: a built-in model on the engine, or the user's own training command. */
-  const target = ref<'engine' | 'script'>('engine');
+  const target = ref<TargetKind>('engine');
   const form = ref<OptimiseFormValues>(optimiseFormValues('mlp', { data: 'fashion-mnist', device: 'cpu' }));
   /** The contract's complaints about the form, by field. */
   const invalid = ref<OptimiseFormErrors>({});
@@ -339,5 +341,9 @@ export const useOptimiseStore = defineStore('optimise', () => {
     if (optimiseId.value === id && shownStatus() === 'running' && past.value.find((p) => p.optimiseId === id)?.status === 'running') watchElsewhere(id);
   }
 
-  return { target, form, invalid, optimiseId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open };
+  /** The script side; the switch follows whichever side's wizard runs, and the list is read again when a script's ends (the engine side reads it itself). */
+  const script = scriptOptimise();
+  followRunningTarget(target, { engine: running, script: script.running }, (kind) => kind === 'script' && void refreshPast());
+
+  return { script, target, form, invalid, optimiseId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open };
 });

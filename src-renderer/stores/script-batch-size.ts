@@ -1,7 +1,6 @@
 import type { JobInfo } from '@api/jobs';
 import type { ScriptBatchSearchRequestInput, ScriptBatchSearchResult, ScriptBatchTrial, ScriptBatchTrialEvent, ScriptOutputEvent } from '@api/script-target';
 import { ScriptBatchSearchRequestSchema } from '@api/script-target';
-import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
 import { useJob } from '../composables/useJob';
@@ -50,11 +49,11 @@ export function scriptSearchFromForm(form: ScriptForm, numbers: ScriptSearchNumb
 }
 
 /**
- * The batch-size search on a Script target: form, confirmation, trials and output live, verdict, Cancel.
- * The search followed is one started here, or one running when the window opened (a reload, another
- * window), re-attached through the jobs store.
+ * The Batch size area's Script side (the area's one store, stores/batch-size.ts, holds it beside the engine's):
+ * form, confirmation, trials and output live, verdict, Cancel. The search followed is one started here, or one
+ * running when the window opened (a reload, another window), re-attached through the jobs store.
  */
-export const useScriptBatchSizeStore = defineStore('script-batch-size', () => {
+export function scriptBatchSearch() {
   const form = ref<ScriptForm>(emptyScriptForm());
   const numbers = ref<ScriptSearchNumbers>(defaultSearchNumbers());
   /** The request waiting for "Run this command?"; null when nothing waits. */
@@ -135,4 +134,4 @@ export const useScriptBatchSizeStore = defineStore('script-batch-size', () => {
   }
 
   return { form, numbers, pending, trials, output, result, running, error, forbidden, jobId, cancelling: job.cancelling, attached: job.attached, prepare, dismiss, confirm, attach, cancel };
-});
+}

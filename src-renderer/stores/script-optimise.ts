@@ -3,7 +3,6 @@ import type { OptimiseProgress, OptimiseTrial } from '@api/optimise';
 import type { ScriptOptimiseBaselineEvent } from '@api/script-optimise';
 import type { ScriptOptimiseRequestInput, ScriptOutputEvent } from '@api/script-target';
 import { ScriptOptimiseRequestSchema } from '@api/script-target';
-import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
 import type { ScriptWizardValues } from '../view-models/script-optimise-form';
@@ -28,12 +27,12 @@ function mergeTrials(a: readonly OptimiseTrial[], b: readonly OptimiseTrial[]): 
 }
 
 /**
- * The Optimise area's Script target: the form, "Run this command?", the wizard running from this
+ * The Optimise area's Script side (the area's one store, stores/optimise.ts, holds it beside the engine's): the form, "Run this command?", the wizard running from this
  * window or re-attached after a reload or from another window through the jobs store (its progress,
  * trials and the script's output as they arrive), Cancel, the refusal of a shell that does not run
  * scripts, and a past script optimisation opened from the list.
  */
-export const useScriptOptimiseStore = defineStore('script-optimise', () => {
+export function scriptOptimise() {
   const form = ref<ScriptForm>(scriptOptimiseForm());
   const wizard = ref<ScriptWizardValues>(scriptWizardValues());
   /** The request waiting for "Run this command?"; null when nothing waits. */
@@ -275,4 +274,4 @@ export const useScriptOptimiseStore = defineStore('script-optimise', () => {
     form, wizard, pending, started, jobId, shown, progress, liveBaseline, trials, output, running, watching, error, cancelled, forbidden, attached: job.attached,
     prepare, dismiss, resume, confirm, attach, cancel, open,
   };
-});
+}

@@ -1,7 +1,6 @@
 import type { JobInfo } from '@api/jobs';
 import type { ScriptProgressEvent, ScriptTrainRequestInput, ScriptTrainResult } from '@api/script-run';
 import type { ScriptOutputEvent } from '@api/script-target';
-import { defineStore } from 'pinia';
 import { computed, shallowRef } from 'vue';
 
 import { useJob } from '../composables/useJob';
@@ -13,10 +12,11 @@ import { SCRIPT_OUTPUT_LINES } from './script';
 const OUTPUT_FLUSH_MS = 100;
 
 /**
- * The script training run the Runs area follows: confirmation, progress, live output, Cancel.
- * One started here, or one running when the window opened (re-attached through the jobs store).
+ * The Runs area's Script side (the area's one store, stores/live-run.ts, holds it beside the engine's): the
+ * script training run it follows, confirmation, progress, live output, Cancel. One started here, or one
+ * running when the window opened (re-attached through the jobs store).
  */
-export const useScriptRunStore = defineStore('script-run', () => {
+export function scriptRun() {
   /** The request waiting for "Run this command?"; null when nothing waits. */
   const pending = shallowRef<ScriptTrainRequestInput | null>(null);
   /** The newest progress point; the full series go to listeners (charts append). */
@@ -101,4 +101,4 @@ export const useScriptRunStore = defineStore('script-run', () => {
   }
 
   return { pending, running, runId, last, output, result, error, forbidden, cancelling, attached: job.attached, ask, dismiss, confirm, attach, cancel, onProgress };
-});
+}

@@ -1,7 +1,6 @@
 import type { JobInfo } from '@api/jobs';
 import type { ScriptBenchmarkRequestInput, ScriptBenchmarkResult, ScriptOutputEvent } from '@api/script-target';
 import { ScriptBenchmarkResultSchema } from '@api/script-target';
-import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
 import { useJob } from '../composables/useJob';
@@ -40,11 +39,11 @@ export function scriptOutputBuffer() {
 }
 
 /**
- * The script benchmark: form, confirmation, live output, result, Cancel. The job followed is one
- * started here, or one running when the window opened (a reload, another window), re-attached
- * through the jobs store.
+ * The Benchmarks area's Script side (the area's one store, stores/benchmarks.ts, holds it beside the
+ * engine's): form, confirmation, live output, result, Cancel. The job followed is one started here, or
+ * one running when the window opened (a reload, another window), re-attached through the jobs store.
  */
-export const useScriptStore = defineStore('script', () => {
+export function scriptBenchmark() {
   const form = ref<ScriptForm>(emptyScriptForm());
   /** The request waiting for "Run this command?"; null when nothing waits. */
   const pending = shallowRef<ScriptBenchmarkRequestInput | null>(null);
@@ -135,4 +134,4 @@ export const useScriptStore = defineStore('script', () => {
   }
 
   return { form, pending, output, result, history, running, error, forbidden, jobId, cancelling: job.cancelling, attached: job.attached, prepare, dismiss, confirm, attach, cancel, refresh };
-});
+}

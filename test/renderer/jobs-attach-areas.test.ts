@@ -16,9 +16,6 @@ import { useBenchmarksStore } from '../../src-renderer/stores/benchmarks';
 import { useDatasetsStore } from '../../src-renderer/stores/datasets';
 import { useJobsStore } from '../../src-renderer/stores/jobs';
 import { useOptimiseStore } from '../../src-renderer/stores/optimise';
-import { useScriptStore } from '../../src-renderer/stores/script';
-import { useScriptBatchSizeStore } from '../../src-renderer/stores/script-batch-size';
-import { useScriptOptimiseStore } from '../../src-renderer/stores/script-optimise';
 import BatchSizeView from '../../src-renderer/views/BatchSizeView.vue';
 import type { Answer, FakeClient } from './fake-client';
 import { fail, installFakeClient, ok } from './fake-client';
@@ -114,7 +111,7 @@ describe('a job that outlives its page, in every area', () => {
       ['script.output', output(ID, 'epoch 2')],
     ]);
     const fake = workbench(info);
-    const store = useScriptStore();
+    const store = useBenchmarksStore().script;
     await expect.poll(() => store.output.map((l) => l.line)).toEqual(['epoch 1', 'epoch 2']);
     expect(store.running).toBe(true);
     expect(store.jobId).toBe(ID);
@@ -165,7 +162,7 @@ describe('a job that outlives its page, in every area', () => {
     const fake = workbench(info);
     // The chart needs a canvas renderer happy-dom does not have; the table says the same.
     const view = mount(BatchSizeView, { global: { stubs: { BatchSizeChart: true } } });
-    const store = useScriptBatchSizeStore();
+    const store = useBatchSizeStore().script;
     await expect.poll(() => store.trials.map((t) => t.batchSize)).toEqual([16]);
     expect(store.output.map((l) => l.line)).toEqual(['batch 16 ok']);
     await expect.poll(() => view.find('[data-testid="script-batch-search"]').exists()).toBe(true);
@@ -227,7 +224,7 @@ describe('a job that outlives its page, in every area', () => {
       ['optimise.progress', optimiseProgress(ID, 2, 1, 'so-run')],
     ]);
     const fake = workbench(info, (m) => fail('E_BAD_INPUT', `no ${m} here`));
-    const store = useScriptOptimiseStore();
+    const store = useOptimiseStore().script;
     await expect.poll(() => store.trials.map((t) => t.index)).toEqual([1]);
     expect(store.running).toBe(true);
     expect(store.jobId).toBe(ID);

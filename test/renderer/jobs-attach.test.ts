@@ -5,7 +5,6 @@ import { beforeEach, describe, expect, it } from 'vitest';
 
 import { useJobsStore } from '../../src-renderer/stores/jobs';
 import { useLiveRunStore } from '../../src-renderer/stores/live-run';
-import { useScriptRunStore } from '../../src-renderer/stores/script-run';
 import { installFakeClient, ok } from './fake-client';
 
 beforeEach(() => setActivePinia(createPinia()));
@@ -59,7 +58,7 @@ describe('a job that outlives its page', () => {
     const fake = installFakeClient((m) => (m === 'jobs.list' ? ok(listed) : ok({})));
     const jobs = useJobsStore();
     jobs.start();
-    const run = useScriptRunStore();
+    const run = useLiveRunStore().script;
     await expect.poll(() => fake.calls.some((c) => c.method === 'jobs.list')).toBe(true);
     const info = { jobId: 's1', method: 'script.train', kind: 'train', target: 'script', request: { runId: 's1' }, startedAt: '2026-11-27T04:00:00.000Z', cancelling: false, events: [] };
     fake.emit('jobs.started', info);

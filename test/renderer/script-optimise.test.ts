@@ -16,7 +16,6 @@ import ScriptFinalCard from '../../src-renderer/components/optimise/ScriptFinalC
 import { formFromRequest, launchesAtMost, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../../src-renderer/view-models/script-optimise-form';
 import { scriptUse } from '../../src-renderer/components/optimise/script-use';
 import { useOptimiseStore } from '../../src-renderer/stores/optimise';
-import { useScriptOptimiseStore } from '../../src-renderer/stores/script-optimise';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, PYTHON, SCRIPTS } from '../script/script-helpers';
@@ -119,7 +118,7 @@ describe('script wizard store', () => {
   it('runs the wizard: trials live, the output per launch, the final overrides, and the past list titled by the command', async () => {
     const s = await services(true);
     installServicesClient(s);
-    const store = useScriptOptimiseStore();
+    const store = useOptimiseStore().script;
     store.form = { ...scriptOptimiseForm(), commandLine: `${PYTHON} ${LOGGED}`, cwd: SCRIPTS, repeat: 2, steps: 4, warmupSteps: 1 };
     store.wizard = { ...scriptWizardValues(), maxTrials: 1 };
     store.prepare();
@@ -164,7 +163,7 @@ describe('script wizard store', () => {
 
     // Opened again from the list (a fresh window), it shows the same run.
     setActivePinia(createPinia());
-    const again = useScriptOptimiseStore();
+    const again = useOptimiseStore().script;
     await again.open(run.runId);
     expect(again.shown?.record).toEqual(run.record);
     expect(again.trials).toEqual(run.record?.trials);
@@ -173,7 +172,7 @@ describe('script wizard store', () => {
   it('Cancel kills the launch in flight; the run is cancelled and keeps the finished trial', async () => {
     const s = await services(true);
     installServicesClient(s);
-    const store = useScriptOptimiseStore();
+    const store = useOptimiseStore().script;
     const mark = newMark();
     store.form = { ...scriptOptimiseForm(), commandLine: `${PYTHON} ${LOGGED}`, cwd: SCRIPTS, repeat: 2, steps: 4, warmupSteps: 1, env: [{ name: 'TB_TEST_MARK', value: mark }] };
     store.wizard = { ...scriptWizardValues(), maxTrials: 3 };
@@ -198,7 +197,7 @@ describe('script wizard store', () => {
     await optimise.refreshPast();
     expect(optimise.past[0]).toMatchObject({ optimiseId: store.shown!.runId, kind: 'script', status: 'cancelled', trials: 1, resumable: true });
     setActivePinia(createPinia());
-    const again = useScriptOptimiseStore();
+    const again = useOptimiseStore().script;
     await again.resume(store.shown!.runId);
     expect(again.error).toBeNull();
     expect(again.pending).toMatchObject({ resumeFrom: store.shown!.runId, maxTrials: 3, repeat: 2, steps: 4, target: { command: [PYTHON, LOGGED], env: { TB_TEST_MARK: mark } } });
@@ -212,7 +211,7 @@ describe('script wizard store', () => {
   it('a wizard another window runs: opened from the list it is followed live, and Cancel there stops it', async () => {
     const s = await services(true);
     installServicesClient(s);
-    const first = useScriptOptimiseStore();
+    const first = useOptimiseStore().script;
     const mark = newMark();
     first.form = { ...scriptOptimiseForm(), commandLine: `${PYTHON} ${LOGGED}`, cwd: SCRIPTS, repeat: 2, steps: 4, warmupSteps: 1, env: [{ name: 'TB_TEST_MARK', value: mark }] };
     first.wizard = { ...scriptWizardValues(), maxTrials: 3 };
@@ -222,7 +221,7 @@ describe('script wizard store', () => {
     const runId = first.progress!.runId!;
 
     setActivePinia(createPinia());
-    const other = useScriptOptimiseStore();
+    const other = useOptimiseStore().script;
     await other.open(runId);
     expect(other.watching).toBe(true);
     expect(other.shown).toMatchObject({ runId, status: 'running', title: `${PYTHON} ${LOGGED}`, record: null });
@@ -244,7 +243,7 @@ describe('script wizard store', () => {
   it('a shell that does not start commands: the refusal, and no run', async () => {
     const s = await services(false);
     installServicesClient(s);
-    const store = useScriptOptimiseStore();
+    const store = useOptimiseStore().script;
     store.form = { ...scriptOptimiseForm(), commandLine: `${PYTHON} ${LOGGED}`, cwd: SCRIPTS };
     store.prepare();
     await store.confirm();

@@ -12,7 +12,7 @@ import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';
 import ScriptRunner from '../../src-renderer/components/script/ScriptRunner.vue';
 import { emptyScriptForm, quoteArgv, scriptRequestFromForm, splitCommandLine } from '../../src-renderer/stores/script-form';
-import { useScriptStore } from '../../src-renderer/stores/script';
+import { useBenchmarksStore } from '../../src-renderer/stores/benchmarks';
 import BenchmarksView from '../../src-renderer/views/BenchmarksView.vue';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
@@ -66,7 +66,7 @@ describe('ScriptRunner', () => {
     const s = await services(true);
     installServicesClient(s);
     const wrapper = mount(ScriptRunner);
-    const store = useScriptStore();
+    const store = useBenchmarksStore().script;
     await wrapper.get('[data-test="script-command"]').setValue(`${PYTHON} ${path.join(SCRIPTS, 'tiny_train.py')} plain`);
     await wrapper.get('[data-test="script-cwd"]').setValue(SCRIPTS);
     await wrapper.get('[data-test="script-env-add"]').trigger('click');
@@ -115,7 +115,7 @@ describe('ScriptRunner', () => {
   it('Cancel stops a hanging script, its child included, and says it was cancelled', async () => {
     installServicesClient(await services(true));
     const wrapper = mount(ScriptRunner);
-    const store = useScriptStore();
+    const store = useBenchmarksStore().script;
     const mark = newMark();
     await wrapper.get('[data-test="script-command"]').setValue(`${PYTHON} ${path.join(SCRIPTS, 'tiny_train.py')} hang`);
     await wrapper.get('[data-test="script-cwd"]').setValue(SCRIPTS);
