@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { IdSchema } from './ids';
+import { TargetKindSchema } from './target';
 import { ModelSpecSchema } from './model-spec';
 import { TelemetrySummarySchema } from './telemetry';
 import { DataSourceSchema, MemoryBreakdownSchema, OptimizerSchema, TrainOptionsSchema } from './training';
@@ -126,6 +127,8 @@ export type TrainingBenchmarkResult = z.infer<typeof TrainingBenchmarkResultSche
 /** Streamed while a benchmark runs, as `benchmark.progress`. */
 export const BenchmarkProgressSchema = z.object({
   jobId: z.string(),
+  /** What is benchmarked: the engine's configuration or the user's command (one event for both). */
+  target: TargetKindSchema,
   /** null while the data is being prepared, before the run exists. */
   runId: z.string().nullable(),
   phase: z.enum(['preparing', 'warmup', 'measuring', 'repetition-done']),

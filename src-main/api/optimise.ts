@@ -2,6 +2,7 @@ import { z } from 'zod';
 
 import { BenchmarkOptionsSchema, BenchmarkPhasesSchema, IntervalSchema } from './benchmark';
 import { IdSchema } from './ids';
+import { TargetKindSchema } from './target';
 import { ModelSpecSchema } from './model-spec';
 import { DataSourceSchema } from './training';
 
@@ -254,6 +255,8 @@ export type WizardState = z.infer<typeof WizardStateSchema>;
 /** Streamed as `optimise.progress`. */
 export const OptimiseProgressSchema = z.object({
   optimiseId: z.string(),
+  /** Which wizard: the engine's or a script's (one event for both). */
+  target: TargetKindSchema,
   runId: z.string().nullable(),
   phase: z.enum(['preparing', 'baseline', 'limits', 'batch-search', 'trial', 'final', 'done']),
   /** The trial running (phase 'trial'), 1-based; null otherwise. */

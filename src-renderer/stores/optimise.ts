@@ -186,7 +186,7 @@ export const useOptimiseStore = defineStore('optimise', () => {
   function listen(id: string): () => void {
     phase = null;
     return useApiClient().on('optimise.progress', (p) => {
-      if (p.optimiseId === id) take(p);
+      if (p.target === 'engine' && p.optimiseId === id) take(p);
     });
   }
 

@@ -60,7 +60,7 @@ function cancelledThroughJobs(fake: FakeClient): void {
 const callsAfter = (fake: FakeClient, method: string, after: string) => fake.calls.slice(fake.calls.findIndex((c) => c.method === after)).filter((c) => c.method === method).length;
 
 const benchProgress = (jobId: string, step: number) => ({
-  jobId, runId: 'bench-run', phase: 'measuring', repetition: 1, repetitions: 3, step, totalSteps: 153, samplesPerSec: null,
+  jobId, target: 'engine', runId: 'bench-run', phase: 'measuring', repetition: 1, repetitions: 3, step, totalSteps: 153, samplesPerSec: null,
 });
 const memory = { weights: 1, gradients: 1, optimizerState: 1, activations: 1, activationGrads: 1, batchData: 1, workspace: 1, total: 7 };
 const batchTrial = (index: number, batchSize: number) => ({
@@ -75,7 +75,7 @@ const optimiseTrial = (index: number) => ({
   lossDelta: 0, kept: false, seconds: 3, error: null,
 });
 const optimiseProgress = (optimiseId: string, trial: number, finished: number | null, runId = 'optimise-run') => ({
-  optimiseId, runId, phase: 'trial', trial, maxTrials: 4, repetition: 1, repetitions: 6, label: 'loader workers 0 -> 2', elapsedSeconds: 30, etaSeconds: 60,
+  optimiseId, target: runId === 'so-run' ? 'script' : 'engine', runId, phase: 'trial', trial, maxTrials: 4, repetition: 1, repetitions: 6, label: 'loader workers 0 -> 2', elapsedSeconds: 30, etaSeconds: 60,
   finishedTrial: finished === null ? null : optimiseTrial(finished),
 });
 

@@ -92,8 +92,8 @@ export class TrainingBenchmarkService {
     const job: ActiveJob = { cancelled: false, engineRunId: null };
     this.jobs.set(jobId, job);
     const totalSteps = request.warmupSteps + request.steps;
-    const progress = (p: Omit<BenchmarkProgress, 'jobId' | 'repetitions' | 'totalSteps'>) => {
-      const full: BenchmarkProgress = { jobId, repetitions: request.repeat, totalSteps, ...p };
+    const progress = (p: Omit<BenchmarkProgress, 'jobId' | 'target' | 'repetitions' | 'totalSteps'>) => {
+      const full: BenchmarkProgress = { jobId, target: 'engine', repetitions: request.repeat, totalSteps, ...p };
       this.events.emit('benchmark.progress', full);
       options.onProgress?.(full);
     };
@@ -190,7 +190,7 @@ export class TrainingBenchmarkService {
     run: RunRecord,
     job: ActiveJob,
     engineRunId: string,
-    progress: (p: Omit<BenchmarkProgress, 'jobId' | 'repetitions' | 'totalSteps'>) => void = () => undefined,
+    progress: (p: Omit<BenchmarkProgress, 'jobId' | 'target' | 'repetitions' | 'totalSteps'>) => void = () => undefined,
   ): Promise<MeasuredRepetition> {
     const { request } = prepared;
     job.engineRunId = engineRunId;

@@ -327,7 +327,7 @@ class Session {
 
   private emit(p: LoopProgress): void {
     const s = this.state;
-    const full: OptimiseProgress = { optimiseId: s.optimiseId, runId: this.run.id, maxTrials: s.request.maxTrials, elapsedSeconds: this.seconds(), ...p };
+    const full: OptimiseProgress = { optimiseId: s.optimiseId, target: 'engine', runId: this.run.id, maxTrials: s.request.maxTrials, elapsedSeconds: this.seconds(), ...p };
     this.service.parts.events.emit('optimise.progress', full);
     this.options.onProgress?.(full);
   }

@@ -64,8 +64,8 @@ export class ScriptBenchmarkService {
     const job = this.jobs.open(request.jobId, 'script benchmark');
     const jobId = job.id;
     const totalSteps = request.warmupSteps + (request.steps ?? 0);
-    const progress = (p: Omit<BenchmarkProgress, 'jobId' | 'repetitions' | 'totalSteps'>) => {
-      const full: BenchmarkProgress = { jobId, repetitions: request.repeat, totalSteps, ...p };
+    const progress = (p: Omit<BenchmarkProgress, 'jobId' | 'target' | 'repetitions' | 'totalSteps'>) => {
+      const full: BenchmarkProgress = { jobId, target: 'script', repetitions: request.repeat, totalSteps, ...p };
       this.events.emit('benchmark.progress', full);
       options.onProgress?.(full);
     };
@@ -112,7 +112,7 @@ export class ScriptBenchmarkService {
     job: ScriptJob,
     jobId: string,
     options: ScriptBenchmarkOptions,
-    progress: (p: Omit<BenchmarkProgress, 'jobId' | 'repetitions' | 'totalSteps'>) => void,
+    progress: (p: Omit<BenchmarkProgress, 'jobId' | 'target' | 'repetitions' | 'totalSteps'>) => void,
   ) {
     const log = run.stream(`output-rep${i}.log`);
     const recording: { current: { stop(): Promise<TelemetrySummary> } | null } = { current: null };

@@ -188,7 +188,7 @@ class ScriptWizard {
   }
 
   private emit(p: LoopProgress): void {
-    const full: OptimiseProgress = { optimiseId: this.job.id, runId: this.run.id, maxTrials: this.request.maxTrials, elapsedSeconds: (Date.now() - this.started) / 1000, ...p };
+    const full: OptimiseProgress = { optimiseId: this.job.id, target: 'script', runId: this.run.id, maxTrials: this.request.maxTrials, elapsedSeconds: (Date.now() - this.started) / 1000, ...p };
     this.events.emit('optimise.progress', full);
     this.options.onProgress?.(full);
   }
