@@ -1,8 +1,9 @@
 // Baseline metrics and phase breakdown, and the physical limits the runs support.
-import { PHASE_NAMES, PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
-import { benchmarkLabels, phaseStackLabel, phaseStackOption, throughputLabel, throughputOption } from '../../api/charts/benchmark-charts';
+import { PHASE_NAMES } from '../../api/benchmark';
+import { benchmarkLabels } from '../../api/charts/benchmark-charts';
 import { loaderBenchLabel, loaderBenchOption } from '../../api/charts/loader-charts';
 import { lossCurveOption, memoryKindsOption, phaseBarsOption, phaseTotalMs } from '../../api/charts/run-charts';
+import { comparisonFigures, phaseTable } from './benchmark-comparison';
 import { code, figureLink, fmt, MB, MiB, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
 import type { BenchmarkRun, LoaderRun, TrainRun } from './report-runs';
@@ -31,13 +32,6 @@ function benchmarkMetrics(runs: readonly BenchmarkRun[], labels: readonly string
   );
 }
 
-function phaseTable(runs: readonly BenchmarkRun[], labels: readonly string[]): string {
-  return table(
-    ['Phase', ...labels.map((l) => `${l}: ms per step (share)`)],
-    PHASE_NAMES_WITH_OTHER.map((p) => [p, ...runs.map((r) => `${fmt(r.result.phasesMs[p])} (${fmt(r.result.phasesPercent[p], '%')})`)]),
-  );
-}
-
 function benchmarkPart(input: ReportInput): { lines: string[]; figures: FigureSpec[] } {
   const runs = input.benchmarks;
   if (!runs.length) {
@@ -45,11 +39,8 @@ function benchmarkPart(input: ReportInput): { lines: string[]; figures: FigureSp
     return { lines: [`No training benchmark among these runs: ${why}.`], figures: [] };
   }
   const labels = benchmarkLabels(runs.map((r) => r.result));
-  const results = runs.map((r) => r.result);
-  const figures: FigureSpec[] = [
-    { name: 'phase-breakdown.svg', title: 'Time per step by phase', alt: phaseStackLabel(results, labels), runId: runs.length === 1 ? runs[0].id : null, option: phaseStackOption(results, labels) },
-    { name: 'throughput.svg', title: 'Samples/s with 95% CI', alt: throughputLabel(results, labels), runId: runs.length === 1 ? runs[0].id : null, option: throughputOption(results, labels) },
-  ];
+  const compared = runs.map((r) => ({ id: r.id, chart: r.result, phasesMs: r.result.phasesMs, phasesPercent: r.result.phasesPercent }));
+  const figures: FigureSpec[] = comparisonFigures(compared, labels, { phases: 'phase-breakdown.svg', phasesTitle: 'Time per step by phase', throughput: 'throughput.svg', throughputTitle: 'Samples/s with 95% CI' });
   const base = runs[0];
   const memory = { name: `memory-${base.id}.svg`, title: 'Memory by kind', alt: `Memory by kind, predicted and measured, run ${base.id}: ${fmt(base.result.memory.measured.total / MB, 'MB')} measured in all`, runId: base.id, option: memoryKindsOption(base.result.memory) };
   const telemetry = telemetryFigures(base.id, base.telemetry);
@@ -60,7 +51,10 @@ function benchmarkPart(input: ReportInput): { lines: string[]; figures: FigureSp
     '',
     'Where the steady-state step goes, per phase (`other` is the step minus the named phases):',
     '',
-    phaseTable(runs, labels),
+    phaseTable(
+      compared,
+      labels.map((l) => `${l}: ms per step (share)`),
+    ),
     '',
     ...runs.filter((r) => r.result.namedPhasesExceedStepMs !== null).map((r) => `In ${code(r.id)} the named phases add up to ${fmt(r.result.namedPhasesExceedStepMs, 'ms')} more than the step (their timers overlap), so \`other\` is 0.\n`),
     figureLink(figures[0].alt, figures[0].name),

@@ -3,7 +3,6 @@
 // written as the settings to put in the script.
 import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
-import { phaseStackLabel, phaseStackOption, throughputLabel, throughputOption } from '../../api/charts/benchmark-charts';
 import { scriptBatchSizeLabel, scriptBatchSizeOption } from '../../api/charts/script-batch-size-charts';
 import { scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/script-run-charts';
 import { commandText } from '../script/script-benchmark';
@@ -11,6 +10,7 @@ import type { Interval } from '../stats/bootstrap';
 import { ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
 import type { Decision } from '../stats/decision';
 import { decide } from '../stats/decision';
+import { comparisonFigures, phaseTable } from './benchmark-comparison';
 import { code, figureLink, fmt, MiB, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
 import type { ScriptBatchRun, ScriptBenchmarkRun, ScriptOptimiseRun, ScriptTrainRun } from './report-runs';
@@ -91,11 +91,14 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
       ['timing', ...runs.map((r) => r.result.ranks[0]?.timing ?? 'n/a')],
     ],
   );
-  const phases = table(['Phase (ms per step)', ...labels], PHASE_NAMES_WITH_OTHER.map((p) => [p, ...runs.map((r) => `${fmt(r.result.phasesMs[p])} (${fmt(r.result.phasesPercent[p], '%')})`)]));
-  const figures: FigureSpec[] = [
-    { name: 'script-phases.svg', title: 'Time per step by phase, your command', alt: phaseStackLabel(inputs, labels), runId: runs.length === 1 ? runs[0].id : null, option: phaseStackOption(inputs, labels) },
-    { name: 'script-throughput.svg', title: 'Samples/s with 95% CI, your command', alt: throughputLabel(inputs, labels), runId: runs.length === 1 ? runs[0].id : null, option: throughputOption(inputs, labels) },
-  ];
+  const compared = runs.map((r, i) => ({ id: r.id, chart: inputs[i], phasesMs: r.result.phasesMs, phasesPercent: r.result.phasesPercent }));
+  const phases = phaseTable(compared, labels, 'Phase (ms per step)');
+  const figures: FigureSpec[] = comparisonFigures(compared, labels, {
+    phases: 'script-phases.svg',
+    phasesTitle: 'Time per step by phase, your command',
+    throughput: 'script-throughput.svg',
+    throughputTitle: 'Samples/s with 95% CI, your command',
+  });
   const telemetry = runs.map((r) => telemetryFigures(r.id, r.telemetry));
   const findings = runs.flatMap((r, i) => r.result.findings.map((f) => `- ${labels[i]}: ${f.text}`));
   return {
