@@ -4,6 +4,7 @@ import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import type { OptimiseProgress, OptimiseResult, OptimiseTrial } from '../api/optimise';
 import { OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema } from '../api/optimise';
+import { trialCiLevel } from '../api/charts/optimise-charts';
 import { newRunId } from '../core/run-store';
 import { createServices } from '../core/services';
 import { eitherTarget } from './either-target';
@@ -70,6 +71,13 @@ function trialSpeedup(t: OptimiseTrial): string {
 }
 
 /** The result as a person reads it: the baseline and diagnosis, the limits, every attempt, then what to use. */
+
+/** The level of the trials' paired intervals, "95%" or what their few pairs cover ("75.0%" for 3). */
+function trialLevels(trials: readonly OptimiseTrial[]): string {
+  const levels = [...new Set(trials.filter((t) => t.speedup).map(trialCiLevel))];
+  return levels.length === 1 ? levels[0] : levels.length ? levels.join(' or ') : '95%';
+}
+
 export function formatOptimise(r: OptimiseResult): string {
   const b = r.baseline;
   const ci = (i: { low: number; median: number; high: number }) => `${n0(i.median)} samples/s (95% CI ${n0(i.low)}–${n0(i.high)})`;
@@ -94,7 +102,7 @@ export function formatOptimise(r: OptimiseResult): string {
     lim('read', r.limits.read),
     lim('h2d', r.limits.h2d),
     `  ${r.limits.summary}`,
-    'trials     change, speedup over the current best (median, 95% CI), decision and why',
+    `trials     change, speedup over the current best (median, ${trialLevels(r.trials)} CI), decision and why`,
     ...(rows.length ? rows : ['  none: no change to try']),
     ...(r.batchSearch ? [`batch      ${r.batchSearch.recommended !== null ? `the batch-size search recommends ${r.batchSearch.recommended}` : 'no batch-size search'}: ${r.batchSearch.verdict}`] : []),
     ...(r.skipped.length ? ['not tried', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),

@@ -71,7 +71,7 @@ describe('trial speedup chart', () => {
     expect(low).toBeLessThanOrEqual(Math.min(1, ...r.trials.map((t) => t.speedup!.low)));
 
     const { texts } = draw(option);
-    expect(texts).toContain('Speedup of each trial over the current best (median, 95% CI)');
+    expect(texts).toContain('Speedup of each trial over the current best (median, confidence interval)');
     expect(texts).toContain(`noise floor +${(100 * r.baseline.noiseFloor).toFixed(1)}%`);
     expect(texts.some((t) => t.includes('loader workers 0 -> 1'))).toBe(true);
     expect(texts).toContain('accepted');
@@ -85,7 +85,8 @@ describe('trial speedup chart', () => {
     const at = trials.length - 1;
     for (const s of seriesOf(option)) expect(s.data.some((d) => Array.isArray(d) && d[0] === at)).toBe(false);
     expect(trialsLabel(trials)).toMatch(new RegExp(`${trials.length}\\. batch size 64 -> 128: crashed, no speedup measured$`));
-    expect(trialsLabel(trials)).toMatch(/2\. loader workers 0 -> 1: accepted, \d\.\d{3}x \(95% CI \d\.\d{3}x to \d\.\d{3}x\)/);
+    // --repeat 3: three pairs, whose widest interval covers 1 - 2 x (1/2)^3 = 75%, not 95%.
+    expect(trialsLabel(trials)).toMatch(/2\. loader workers 0 -> 1: accepted, \d\.\d{3}x \(75\.0% CI \d\.\d{3}x to \d\.\d{3}x\)/);
     expect(draw(option).texts).toContain('crashed');
     expect(trialsLabel([])).toBe('Trial speedups chart, no trial finished yet');
   });

@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 
 import { seededRandom } from '../../src-main/core/stats/bootstrap';
-import { decideTrial, meanLoss, medianOrderInterval, noiseFloor, orderIntervalCoverage, pairedSpeedup, relativeLossDelta } from '../../src-main/core/optimise/trial-decision';
+import { orderIntervalCoverage } from '../../src-main/api/order-interval';
+import { decideTrial, meanLoss, medianOrderInterval, noiseFloor, pairedSpeedup, relativeLossDelta } from '../../src-main/core/optimise/trial-decision';
 import { pairedSpeedupText } from '../../src-main/core/reports/section-wizard';
 
 

@@ -4,6 +4,7 @@
 import type { EChartsCoreOption } from 'echarts/core';
 
 import type { Limits, OptimiseBaseline, OptimiseFinal, OptimiseTrial, TrialDecision } from '../optimise';
+import { ciLevel, orderIntervalCoverage } from '../order-interval';
 import { errorBar } from './error-bar';
 import { formatValue, GRID_LINE, MUTED, TEXT, tooltip } from './theme';
 
@@ -31,7 +32,12 @@ const title = (text: string) => ({ text, left: 8, top: 4, textStyle: { color: TE
 const axisLabel = { color: MUTED, fontSize: 10 };
 const x3 = (v: number) => `${v.toFixed(3)}x`;
 
-export type TrialChartInput = Pick<OptimiseTrial, 'index' | 'change' | 'decision' | 'speedup'>;
+export type TrialChartInput = Pick<OptimiseTrial, 'index' | 'change' | 'decision' | 'speedup' | 'bestSamplesPerSec' | 'candidateSamplesPerSec'>;
+
+/** The level of a trial's paired interval: 95%, or what its few pairs cover (93.8% for 5). */
+export function trialCiLevel(t: Pick<OptimiseTrial, 'bestSamplesPerSec' | 'candidateSamplesPerSec'>): string {
+  return ciLevel(orderIntervalCoverage(Math.min(t.bestSamplesPerSec.length, t.candidateSamplesPerSec.length)));
+}
 
 /** "2. loader workers 0 -> 1": numbered to match the trial table. */
 export function trialLabels(trials: readonly TrialChartInput[]): string[] {
@@ -40,7 +46,7 @@ export function trialLabels(trials: readonly TrialChartInput[]): string[] {
 
 /**
  * Speedup of every trial over the best it was measured against: the median as a point coloured by
- * its decision, the 95% CI as an error bar, and the lines a kept change must clear (1 and 1 + noise floor).
+ * its decision, its confidence interval as an error bar (95%, or less over few pairs: see trialCiLevel), and the lines a kept change must clear (1 and 1 + noise floor).
  * A trial without a speedup (it crashed) keeps its place on the axis, without a point.
  */
 export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: number | null, labels = trialLabels(trials)): EChartsCoreOption {
@@ -53,7 +59,7 @@ export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: num
   }
   return {
     animation: false,
-    title: title('Speedup of each trial over the current best (median, 95% CI)'),
+    title: title('Speedup of each trial over the current best (median, confidence interval)'),
     legend: { bottom: 0, data: decisions.map((d) => DECISION_WORDS[d]), textStyle: { color: MUTED } },
     tooltip: { ...tooltip('x', 'item') },
     grid: { left: 56, right: 110, top: 50, bottom: labels.length > 3 ? 96 : 64 },
@@ -71,7 +77,7 @@ export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: num
         ...(i === 0 ? { markLine: { symbol: 'none', silent: true, label: { color: MUTED, fontSize: 10, position: 'end', formatter: '{b}' }, data: marks } } : {}),
       })),
       {
-        name: '95% CI',
+        name: 'confidence interval',
         type: 'custom',
         renderItem: errorBar,
         // Both ends count for the axis extent, so an interval is never cut off.
@@ -96,7 +102,7 @@ export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: num
 
 export function trialsLabel(trials: readonly TrialChartInput[], labels = trialLabels(trials)): string {
   const one = (t: TrialChartInput, i: number) =>
-    `${labels[i]}: ${DECISION_WORDS[t.decision]}${t.speedup ? `, ${x3(t.speedup.median)} (95% CI ${x3(t.speedup.low)} to ${x3(t.speedup.high)})` : ', no speedup measured'}`;
+    `${labels[i]}: ${DECISION_WORDS[t.decision]}${t.speedup ? `, ${x3(t.speedup.median)} (${trialCiLevel(t)} CI ${x3(t.speedup.low)} to ${x3(t.speedup.high)})` : ', no speedup measured'}`;
   return `Trial speedups chart${trials.length ? `: ${trials.map(one).join('; ')}` : ', no trial finished yet'}`;
 }
 

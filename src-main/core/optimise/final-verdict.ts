@@ -1,4 +1,5 @@
 import type { OptimiseTrial } from '../../api/optimise';
+import { ciLevel } from '../../api/order-interval';
 import type { Interval } from '../stats/bootstrap';
 
 /** How one target's final card names its subject: what was kept, and what to do when nothing was. */
@@ -15,8 +16,7 @@ const x = (v: number) => `${v.toFixed(3)}x`;
 
 /** "1.234x (95% CI 1.100x–1.300x)", naming the interval's true coverage when fewer pairs reach only less. */
 export function speedupWithCi(speedup: Interval, coverage: number): string {
-  const level = coverage >= 0.95 ? '95%' : `${(100 * coverage).toFixed(1)}%`;
-  return `${x(speedup.median)} (${level} CI ${x(speedup.low)}–${x(speedup.high)})`;
+  return `${x(speedup.median)} (${ciLevel(coverage)} CI ${x(speedup.low)}–${x(speedup.high)})`;
 }
 
 /**

@@ -1,18 +1,8 @@
 import type { TrialDecision } from '../../api/optimise';
+import { ciLevel, orderIndex, orderIntervalCoverage } from '../../api/order-interval';
 import type { Interval } from '../stats/bootstrap';
 import { medianInterval, quantile, relativeHalfWidth } from '../stats/bootstrap';
 import { decide } from '../stats/decision';
-
-/** P(X <= j) for X ~ Binomial(n, 1/2). */
-function binomialHalfCdf(n: number, j: number): number {
-  let term = 0.5 ** n;
-  let sum = term;
-  for (let i = 1; i <= j; i++) {
-    term = (term * (n - i + 1)) / i;
-    sum += term;
-  }
-  return sum;
-}
 
 /**
  * The distribution-free confidence interval of a median from order statistics
@@ -27,19 +17,7 @@ export function medianOrderInterval(xs: readonly number[], confidence = 0.95): I
   const sorted = [...xs].sort((a, b) => a - b);
   const n = sorted.length;
   const j = orderIndex(n, confidence);
-  return { low: sorted[j - 1], median: quantile(sorted, 0.5), high: sorted[n - j], coverage: 1 - 2 * binomialHalfCdf(n, j - 1) };
-}
-
-/** The j of medianOrderInterval's [x(j), x(n+1-j)] for n values. */
-function orderIndex(n: number, confidence: number): number {
-  let j = 1;
-  while (j + 1 <= Math.floor((n + 1) / 2) && 1 - 2 * binomialHalfCdf(n, j) >= confidence) j++;
-  return j;
-}
-
-/** The true coverage of medianOrderInterval over n values (of pairedSpeedup over n pairs): 0.9375 for 5, at least 0.95 from 6. */
-export function orderIntervalCoverage(n: number, confidence = 0.95): number {
-  return n > 0 ? 1 - 2 * binomialHalfCdf(n, orderIndex(n, confidence) - 1) : 0;
+  return { low: sorted[j - 1], median: quantile(sorted, 0.5), high: sorted[n - j], coverage: orderIntervalCoverage(n, confidence) };
 }
 
 /**
@@ -100,7 +78,7 @@ export function decideTrial(e: TrialEvidence): TrialVerdict {
       kept: false,
     };
   }
-  const decided = decide(speedup, e.noiseFloor);
+  const decided = decide(speedup, e.noiseFloor, ciLevel(coverage));
   const why = decided.why + caveat;
   if (decided.decision === 'accept' && e.recipeChange && !e.allowRecipeChanges) {
     return { decision: 'proposed', why: `${why}; it changes the training recipe, so it is proposed, not kept (allow recipe changes to keep it)`, speedup, kept: false };

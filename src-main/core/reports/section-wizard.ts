@@ -5,7 +5,7 @@ import { throughputLabel, throughputOption } from '../../api/charts/benchmark-ch
 import type { BenchmarkPhases } from '../../api/benchmark';
 import type { OptimiseFinal, OptimiseTrial, SkippedChange, TrialDecision } from '../../api/optimise';
 import { overrideCode } from '../../api/script-override-code';
-import { orderIntervalCoverage } from '../optimise/trial-decision';
+import { ciLevel, orderIntervalCoverage } from '../../api/order-interval';
 import type { Interval } from '../stats/bootstrap';
 import { medianInterval } from '../stats/bootstrap';
 import { code, fmt, signedPercent, table } from './markdown';
@@ -94,9 +94,7 @@ export const ci = (i: { low: number; high: number }) => `${fmt(i.low)} to ${fmt(
 
 /** A paired speedup over `pairs` A/B pairs, naming its interval's true coverage (93.8% for 5 pairs, not 95%). */
 export function pairedSpeedupText(s: Interval, pairs: number): string {
-  const coverage = orderIntervalCoverage(pairs);
-  const level = coverage >= 0.95 ? '95%' : `${(100 * coverage).toFixed(1)}%`;
-  return `${signedPercent(s.median - 1)} (${level} CI ${signedPercent(s.low - 1)} to ${signedPercent(s.high - 1)})`;
+  return `${signedPercent(s.median - 1)} (${ciLevel(orderIntervalCoverage(pairs))} CI ${signedPercent(s.low - 1)} to ${signedPercent(s.high - 1)})`;
 }
 
 const TRIAL_CONCLUSIONS: Record<TrialDecision, string> = {

@@ -7,11 +7,12 @@ export type Decision = 'accept' | 'reject' | 'inconclusive';
  * the current best, throughput) and the baseline's noise floor (relative half
  * width of its median's CI): keep it only when the whole CI lies above 1 and
  * the gain is larger than the noise; drop it as slower only when the whole CI
- * lies below 1; anything else could be noise and is said to be so.
+ * lies below 1; anything else could be noise and is said to be so. `level` names the interval's
+ * coverage (a paired interval over few pairs covers less than 95%).
  */
-export function decide(speedup: Interval, noiseFloor: number): { decision: Decision; why: string } {
+export function decide(speedup: Interval, noiseFloor: number, level = '95%'): { decision: Decision; why: string } {
   const pct = (x: number) => `${(100 * (x - 1)).toFixed(1)}%`;
-  const ci = `speedup ${speedup.median.toFixed(3)}x, 95% CI ${speedup.low.toFixed(3)}–${speedup.high.toFixed(3)}`;
+  const ci = `speedup ${speedup.median.toFixed(3)}x, ${level} CI ${speedup.low.toFixed(3)}–${speedup.high.toFixed(3)}`;
   const noise = `${(100 * noiseFloor).toFixed(1)}%`;
   if (speedup.low > 1 && speedup.median - 1 > noiseFloor) {
     return { decision: 'accept', why: `${ci}: the whole interval is above 1 and the gain (${pct(speedup.median)}) exceeds the noise floor (${noise})` };
