@@ -6,7 +6,7 @@ import { BuildProgressSchema } from './datasets';
 import { JobEndedEventSchema, JobInfoSchema } from './jobs';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { OptimiseProgressSchema } from './optimise';
-import { ScriptOptimiseBaselineEventSchema } from './script-optimise';
+import { ScriptOptimiseBaselineEventSchema } from './script-target';
 import { ScriptProgressEventSchema } from './script-run';
 import { ScriptBatchTrialEventSchema, ScriptOutputEventSchema } from './script-target';
 import { TrainPreparingEventSchema, TrainProgressEventSchema } from './training';

@@ -1,6 +1,6 @@
 import type { JobInfo } from '@api/jobs';
 import type { OptimiseProgress, OptimiseTrial } from '@api/optimise';
-import type { ScriptOptimiseBaselineEvent } from '@api/script-optimise';
+import type { ScriptOptimiseBaselineEvent } from '@api/script-target';
 import type { ScriptOptimiseRequestInput, ScriptOutputEvent } from '@api/script-target';
 import { ScriptOptimiseRequestSchema } from '@api/script-target';
 import { ref, shallowRef } from 'vue';

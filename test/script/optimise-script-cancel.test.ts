@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { ApiError } from '../../src-main/api/errors';
 import type { OptimiseProgress } from '../../src-main/api/optimise';
-import type { ScriptOptimiseBaselineEvent } from '../../src-main/api/script-optimise';
+import type { ScriptOptimiseBaselineEvent } from '../../src-main/api/script-target';
 import type { ScriptOutputEvent } from '../../src-main/api/script-target';
 import { ScriptOptimiseRecordSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
 import { EventHub } from '../../src-main/core/event-hub';

@@ -8,10 +8,9 @@ import type { ScriptOverrides } from '../../src-main/api/script-target';
 import { SCRIPT_OVERRIDE_KEYS } from '../../src-main/api/script-target';
 import type { KnobContext, ScriptKnobContext } from '../../src-main/core/knobs/knob';
 import { KNOB_TARGETS, offered, toProposal } from '../../src-main/core/knobs/knob';
-import { ENGINE_KNOBS, engineOrder, KNOB_TABLE, notOfferedOn, SCRIPT_KNOBS_IN_ORDER } from '../../src-main/core/knobs/knob-table';
+import { ENGINE_KNOBS, engineOrder, KNOB_TABLE, notOfferedOn, SCRIPT_KNOBS, SCRIPT_KNOBS_IN_ORDER } from '../../src-main/core/knobs/knob-table';
 import { diagnose } from '../../src-main/core/optimise/diagnosis';
 import { applyChange, candidateChanges } from '../../src-main/core/optimise/knobs';
-import { SCRIPT_KNOBS } from '../../src-main/core/script/script-knobs';
 
 const BOUNDS = DiagnosisSchema.shape.bound.options;
 

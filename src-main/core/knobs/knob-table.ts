@@ -1,5 +1,6 @@
-import type { Bound, EngineOffer, Knob, KnobTarget, ScriptOffer } from './knob';
-import { effective, offered } from './knob';
+import type { ScriptOverrides } from '../../api/script-target';
+import type { Bound, EngineOffer, Knob, KnobTarget, Proposal, ScriptKnobContext, ScriptOffer } from './knob';
+import { effective, offered, toProposal } from './knob';
 
 const MAX_PREFETCH = 16;
 const MAX_GPU_PREFETCH = 8;
@@ -293,6 +294,11 @@ export function engineOrder(bound: Bound): Offered<EngineOffer>[] {
 /** The script's knobs, in the order the script wizard tries them. */
 export const SCRIPT_KNOBS_IN_ORDER: readonly Offered<ScriptOffer>[] = KNOB_TABLE.flatMap((k) => (offered(k.script) ? [{ ...k.script, name: k.name, kind: k.kind }] : [])).sort(
   (a, b) => a.rank - b.rank,
+);
+
+/** Each script knob's next step from the current overrides, in that order, as the wizard uses it. */
+export const SCRIPT_KNOBS: ((o: ScriptOverrides, ctx: ScriptKnobContext) => Proposal)[] = SCRIPT_KNOBS_IN_ORDER.map(
+  (knob) => (o, ctx) => toProposal(knob.setting, knob.kind, knob.propose(o, ctx)),
 );
 
 /** The knobs a target does not offer, each with why. */

@@ -8,7 +8,7 @@ import { probeDir } from '../script/probe-dir';
 import type { RankSummary } from '../script/rank-stats';
 import { combineRanks, summarizeRank } from '../script/rank-stats';
 import type { ScriptJob, ScriptJobs } from '../script/script-jobs';
-import { SCRIPT_KNOBS } from '../script/script-knobs';
+import { SCRIPT_KNOBS } from '../knobs/knob-table';
 import { runTrial, trialError } from '../script/script-trial';
 import type { Candidates, Repetition, TargetRunner } from './target-runner';
 
