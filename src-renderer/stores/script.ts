@@ -1,12 +1,10 @@
-import type { JobInfo } from '@api/jobs';
 import type { ScriptBenchmarkRequestInput, ScriptBenchmarkResult, ScriptOutputEvent } from '@api/script-target';
 import { ScriptBenchmarkResultSchema } from '@api/script-target';
 import { ref, shallowRef } from 'vue';
 
-import { useJob } from '../composables/useJob';
+import { useScriptJob } from '../composables/useScriptJob';
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';
-import { useJobsStore } from './jobs';
 import { emptyScriptForm, scriptRequestFromForm } from './script-form';
 import type { ScriptForm } from './script-form';
 
@@ -45,22 +43,19 @@ export function scriptOutputBuffer() {
  */
 export function scriptBenchmark() {
   const form = ref<ScriptForm>(emptyScriptForm());
-  /** The request waiting for "Run this command?"; null when nothing waits. */
-  const pending = shallowRef<ScriptBenchmarkRequestInput | null>(null);
   const buffer = scriptOutputBuffer();
-  const output = buffer.lines;
-  const result = shallowRef<ScriptBenchmarkResult | null>(null);
-  /** True from "Run" (or attaching) to the end of the job. */
-  const running = ref(false);
-  const error = ref<string | null>(null);
-  /** Set when the shell refuses script targets (serve mode without --allow-scripts). */
-  const forbidden = ref<string | null>(null);
   /** Completed script benchmarks in the workspace (runs of kind benchmark whose target is a script), oldest first. */
   const history = shallowRef<ScriptBenchmarkResult[]>([]);
-
-  const job = useJob({ 'script.output': (e: ScriptOutputEvent) => buffer.push(e) });
-  /** The job's id, chosen before it starts, so its output and Cancel are this job's only. */
-  const jobId = job.jobId;
+  const side = useScriptJob<ScriptBenchmarkRequestInput, ScriptBenchmarkResult>({
+    kind: 'benchmark',
+    handlers: { 'script.output': (e: ScriptOutputEvent) => buffer.push(e) },
+    request: () => scriptRequestFromForm(form.value),
+    start: (job, request) => job.start('benchmark.training', request),
+    attach: (job, info) => job.attach({ ...info, method: 'benchmark.training', target: 'script' as const }),
+    clear: () => buffer.clear(),
+    // A finished benchmark is listed at once.
+    done: () => refresh(),
+  });
 
   /** Reads the completed script benchmarks' results from their run.json. */
   async function refresh(): Promise<void> {
@@ -73,65 +68,9 @@ export function scriptBenchmark() {
         .flatMap((p) => (p.success ? [p.data] : []))
         .reverse();
     } catch (err) {
-      error.value = errorText(err);
+      side.error.value = errorText(err);
     }
   }
 
-  /** Checks the form and asks for confirmation; nothing runs yet. */
-  function prepare(): void {
-    error.value = null;
-    try {
-      pending.value = scriptRequestFromForm(form.value);
-    } catch (err) {
-      pending.value = null;
-      error.value = err instanceof Error ? err.message : String(err);
-    }
-  }
-
-  function dismiss(): void {
-    pending.value = null;
-  }
-
-  /** Collects the job's output while `follow` lasts; a finished benchmark is listed at once. */
-  async function watch(follow: () => Promise<ScriptBenchmarkResult | null>): Promise<void> {
-    buffer.clear();
-    result.value = null;
-    error.value = null;
-    forbidden.value = null;
-    running.value = true;
-    try {
-      result.value = await follow();
-      const failure = job.failure.value;
-      if (failure?.code === 'E_FORBIDDEN') forbidden.value = failure.message;
-      else if (failure) error.value = job.error.value;
-      if (result.value) await refresh();
-    } finally {
-      running.value = false;
-    }
-  }
-
-  /** Runs the confirmed request, collecting its output lines live. */
-  async function confirm(): Promise<void> {
-    const request = pending.value;
-    if (!request || running.value) return;
-    pending.value = null;
-    await watch(() => job.start('benchmark.training', request));
-  }
-
-  /** Follows a script benchmark started elsewhere (before a reload, in another window) to its end. */
-  async function attach(info: JobInfo): Promise<void> {
-    if (running.value) return;
-    pending.value = null;
-    await watch(() => job.attach({ ...info, method: 'benchmark.training', target: 'script' as const }));
-  }
-  useJobsStore().adopt('benchmark', 'script', (info) => void attach(info));
-
-  /** Stops the running job (its process group is killed by the main process). */
-  async function cancel(): Promise<void> {
-    if (!running.value) return;
-    await job.cancel();
-    if (job.error.value) error.value = job.error.value;
-  }
-
-  return { form, pending, output, result, history, running, error, forbidden, jobId, cancelling: job.cancelling, attached: job.attached, prepare, dismiss, confirm, attach, cancel, refresh };
+  return { ...side, form, output: buffer.lines, history, refresh };
 }
