@@ -1,13 +1,16 @@
 // Issue 12: the wizard's diagnosis tree, physical limits, candidate changes and presets on measured-looking baselines.
 import { describe, expect, it } from 'vitest';
 
-import type { OptimiseBaseline, OptimiseConfig } from '../../src-main/api/optimise';
+import type { OptimiseBaseline, OptimiseConfig, WizardState } from '../../src-main/api/optimise';
 import { OptimiseRequestSchema } from '../../src-main/api/optimise';
 import { BenchmarkOptionsSchema } from '../../src-main/api/benchmark';
 import { diagnose } from '../../src-main/core/optimise/diagnosis';
 import { applyChange, candidateChanges } from '../../src-main/core/optimise/knobs';
 import { physicalLimits } from '../../src-main/core/optimise/limits';
-import { initialState, nextChange } from '../../src-main/core/optimise/resumable-run';
+import { initialState } from '../../src-main/core/optimise/resumable-run';
+import { WizardLoop } from '../../src-main/core/optimise/wizard-loop';
+import type { KnobContext } from '../../src-main/core/knobs/knob';
+import { EngineRunner } from '../../src-main/core/targets/engine-runner';
 
 const config = (o: object = {}, readFrom: 'cache' | 'source' = 'cache'): OptimiseConfig => ({ options: BenchmarkOptionsSchema.parse(o), readFrom });
 
@@ -107,6 +110,19 @@ describe('physical limits', () => {
 describe('candidate changes and presets', () => {
   const request = (preset: 'balanced' | 'reproducible') =>
     OptimiseRequestSchema.parse({ target: { spec: { family: 'mlp', input: [4], outputs: 2 }, data: { kind: 'example-board' } }, preset });
+
+  /**
+   * The wizard loop's next change from a saved engine state, as OptimiseService's session asks it: the engine
+   * runner's knobs in the diagnosis's order, the preset's refusals recorded in state.skipped. Nothing is
+   * measured, so the runner's measuring parts (benchmarks, run) are never reached.
+   */
+  function nextChange(s: WizardState, knobCtx: KnobContext) {
+    const r = s.request;
+    const runner = new EngineRunner(null as never, r, null as never, { cancelled: false, engineRunId: null }, false);
+    runner.knobs = { diagnosis: s.diagnosis!, ctx: knobCtx };
+    const rules = { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance };
+    return new WizardLoop(runner, rules, { cancelled: () => false, progress: () => undefined, afterTrial: async () => undefined }).next(s);
+  }
 
   it('the reproducible preset refuses a numerics change and a recipe change, naming why', () => {
     const s = initialState('t', request('reproducible'));
