@@ -17,6 +17,8 @@ export function overrideCode(overrides: Record<string, string | number | boolean
   for (const [k, v] of entries) {
     if (k === 'cudnn.benchmark') code.push(`torch.backends.cudnn.benchmark = ${python(v)}`);
     else if (k === 'matmul.precision') code.push(`torch.set_float32_matmul_precision(${python(v)})`);
+    // The script's optimizer class is its own: the argument is what to add where it is made.
+    else if (k === 'optim.impl') code.push(`optimizer = torch.optim.YourOptimizer(params, ..., ${String(v)}=True)`);
     // A key this version does not know: said plainly rather than guessed at.
     else if (!k.startsWith('dataloader.')) code.push(`# ${k}=${String(v)}: no Python equivalent known to this version`);
   }

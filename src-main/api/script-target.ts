@@ -71,6 +71,8 @@ export const SCRIPT_OVERRIDES = {
   'dataloader.batch_size': z.number().int().min(1).max(1 << 24),
   'cudnn.benchmark': z.boolean(),
   'matmul.precision': z.enum(['highest', 'high', 'medium']),
+  /** The optimizer's implementation: one kernel per group of tensors (foreach) or the whole update in one (fused). */
+  'optim.impl': z.enum(['foreach', 'fused']),
 } as const;
 export type ScriptOverrideKey = keyof typeof SCRIPT_OVERRIDES;
 export const SCRIPT_OVERRIDE_KEYS = Object.keys(SCRIPT_OVERRIDES) as ScriptOverrideKey[];
@@ -108,6 +110,7 @@ export function parseOverride(text: string): { key: ScriptOverrideKey; value: st
 /** What a key accepts, in words. */
 export function describeOverride(key: ScriptOverrideKey): string {
   if (key === 'matmul.precision') return 'highest, high or medium';
+  if (key === 'optim.impl') return 'foreach or fused';
   if (key === 'dataloader.pin_memory' || key === 'dataloader.persistent_workers' || key === 'cudnn.benchmark') return 'true or false';
   return key === 'dataloader.num_workers' ? 'a whole number >= 0' : 'a whole number >= 1';
 }

@@ -6,7 +6,7 @@ import { PHASE_NAMES_WITH_OTHER } from '../api/benchmark';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import type { ScriptBenchmarkResult, ScriptOverrides, ScriptTarget } from '../api/script-target';
-import { parseOverride, ScriptBenchmarkRequestSchema } from '../api/script-target';
+import { parseOverride, SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema } from '../api/script-target';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { intArg } from './train-inputs';
@@ -136,7 +136,7 @@ export function benchmarkScriptCommand(): Command {
     .option('--steps <n>', 'measured steps, after which the probe ends the script (default: it runs to its own end)', intArg('--steps', 1))
     .option('--repeat <n>', 'launches, each a fresh process (3 or more for a meaningful CI)', intArg('--repeat', 1), 3)
     .option('--timeout <seconds>', 'kill a launch (with all its processes) after this long', secondsArg, 600)
-    .option('--set <key=value>', 'override, repeatable: dataloader.num_workers, dataloader.prefetch_factor, dataloader.pin_memory, dataloader.persistent_workers, dataloader.batch_size, cudnn.benchmark, matmul.precision', collectOverride)
+    .option('--set <key=value>', `override, repeatable: ${SCRIPT_OVERRIDE_KEYS.join(', ')}`, collectOverride)
     .option('--cwd <dir>', 'working directory of the command (default: the current one)')
     .option('--env <NAME=value>', 'environment variable for the command, repeatable', collectEnv)
     .option('--json', 'print the result as JSON')

@@ -5,6 +5,7 @@ import { formatIssues } from '../api/format-issues';
 import type { ScriptTrainResult } from '../api/script-run';
 import { MAX_SCRIPT_RUN_SECONDS, ScriptTrainRequestSchema } from '../api/script-run';
 import type { ScriptOverrides } from '../api/script-target';
+import { SCRIPT_OVERRIDE_KEYS } from '../api/script-target';
 import { newRunId } from '../core/run-store';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
@@ -92,7 +93,7 @@ export function trainScriptCommand(): Command {
     .option('--max-steps <n>', 'end the script after this many optimizer steps (default: it trains to its own end)', intArg('--max-steps', 1))
     .option('--warmup-steps <n>', 'first steps left out of the steady-state figures', intArg('--warmup-steps', 0), 5)
     .option('--timeout <seconds>', 'kill the run (with all its processes) after this long', secondsArg, 7 * 24 * 3600)
-    .option('--set <key=value>', 'override, repeatable: dataloader.num_workers, dataloader.prefetch_factor, dataloader.pin_memory, dataloader.persistent_workers, dataloader.batch_size, cudnn.benchmark, matmul.precision', collectOverride)
+    .option('--set <key=value>', `override, repeatable: ${SCRIPT_OVERRIDE_KEYS.join(', ')}`, collectOverride)
     .option('--cwd <dir>', 'working directory of the command (default: the current one)')
     .option('--env <NAME=value>', 'environment variable for the command, repeatable', collectEnv)
     .option('--json', 'print the result as JSON')

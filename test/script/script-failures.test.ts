@@ -81,6 +81,14 @@ describe('scripts that misbehave', () => {
     expect(stderr).toContain('override dataloader.num_workers=2 was not applied: the script created no DataLoader');
   }, 60_000);
 
+  it('the wizard refuses a script without a DataLoader by saying there are no samples to count, not with an internal error', async () => {
+    const loop = 'import torch\nm = torch.nn.Linear(2, 1)\no = torch.optim.SGD(m.parameters(), lr=0.1)\nfor _ in range(8):\n    o.zero_grad(); m(torch.ones(4, 2)).sum().backward(); o.step()\n';
+    const { code, stderr } = await runCli(['optimise', '--repeat', '2', '--warmup-steps', '1', '--steps', '3', '--workspace', ws.dir, '--', PYTHON, '-c', loop]);
+    expect(code).toBe(1);
+    expect(stderr).toContain('E_SCRIPT: launch 1 counted no samples: the probe counts the samples in the batches a torch DataLoader yields');
+    expect(stderr).not.toContain('E_INTERNAL');
+  }, 60_000);
+
   it('runs a sitecustomize the environment already has, through a shell wrapper, and still measures', async () => {
     const chained = path.join(SCRIPTS, 'chained_site');
     const { code, stdout, stderr } = await run(

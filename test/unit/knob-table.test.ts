@@ -59,14 +59,25 @@ const ENGINE_CONFIGS: Record<string, OptimiseConfig> = {
 };
 
 const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
-  'CPU, no DataLoader seen': { device: 'cpu', cpus: 2, loader: null },
-  'CPU, num_workers 0': { device: 'cpu', cpus: 4, loader: { num_workers: 0, prefetch_factor: null, pin_memory: false, persistent_workers: false, batch_size: 32 } },
-  'CUDA, 4 workers pinned': { device: 'cuda:0', cpus: 16, loader: { num_workers: 4, prefetch_factor: 2, pin_memory: true, persistent_workers: false, batch_size: 128 } },
+  'CPU, no DataLoader or optimizer seen': { device: 'cpu', cpus: 2, loader: null, optimizer: null },
+  'CPU, num_workers 0, AdamW on torch 1.13': {
+    device: 'cpu',
+    cpus: 4,
+    loader: { num_workers: 0, prefetch_factor: null, pin_memory: false, persistent_workers: false, batch_size: 32 },
+    optimizer: { class: 'AdamW', offers: ['foreach'], impl: 'default', torch: '1.13.0' },
+  },
+  'CPU, SGD stepping foreach on torch 1.13': { device: 'cpu', cpus: 4, loader: null, optimizer: { class: 'SGD', offers: ['foreach'], impl: 'foreach', torch: '1.13.0' } },
+  'CUDA, 4 workers pinned, AdamW on torch 2.x': {
+    device: 'cuda:0',
+    cpus: 16,
+    loader: { num_workers: 4, prefetch_factor: 2, pin_memory: true, persistent_workers: false, batch_size: 128 },
+    optimizer: { class: 'AdamW', offers: ['foreach', 'fused'], impl: 'default', torch: '2.13.0' },
+  },
 };
 
 const SCRIPT_OVERRIDES: Record<string, ScriptOverrides> = {
   none: {},
-  'at the limits': { 'dataloader.num_workers': 16, 'dataloader.prefetch_factor': 16, 'cudnn.benchmark': true, 'matmul.precision': 'high' },
+  'at the limits': { 'dataloader.num_workers': 16, 'dataloader.prefetch_factor': 16, 'cudnn.benchmark': true, 'matmul.precision': 'high', 'optim.impl': 'fused' },
 };
 
 /** Each case of a target: every offered setting's outcome, as the wizard derives it. */
@@ -168,11 +179,24 @@ describe('the lists derived from it', () => {
     expect(SCRIPT_KNOBS).toHaveLength(SCRIPT_KNOBS_IN_ORDER.length);
     const ranks = SCRIPT_KNOBS_IN_ORDER.map((k) => k.rank);
     expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
-    const ctx = SCRIPT_CONTEXTS['CUDA, 4 workers pinned'];
+    const ctx = SCRIPT_CONTEXTS['CUDA, 4 workers pinned, AdamW on torch 2.x'];
     SCRIPT_KNOBS.forEach((propose, i) => {
       const p = propose({}, ctx);
       if (!('settled' in p)) expect('change' in p ? p.change.knob : p.skip.knob).toBe(SCRIPT_KNOBS_IN_ORDER[i].setting);
     });
+  });
+});
+
+describe('optim.impl on a script (issue 28)', () => {
+  const answer = (name: string, o: ScriptOverrides = {}) => scriptOutcomes(o, SCRIPT_CONTEXTS[name]).get('optim.impl')![0];
+
+  it('proposes the fused update where the torch offers it, else foreach, and says why not otherwise', () => {
+    expect(answer('CUDA, 4 workers pinned, AdamW on torch 2.x')).toMatchObject({ proposed: { from: 'default', to: 'fused', kind: 'pipeline' } });
+    expect(answer('CPU, num_workers 0, AdamW on torch 1.13')).toMatchObject({ proposed: { from: 'default', to: 'foreach' } });
+    expect(answer('CPU, SGD stepping foreach on torch 1.13')).toEqual({ skipped: expect.objectContaining({ to: 'fused' }), why: 'SGD takes no fused= argument in torch 1.13.0' });
+    expect(answer('CPU, num_workers 0, AdamW on torch 1.13', { 'optim.impl': 'foreach' })).toMatchObject({ why: 'AdamW takes no fused= argument in torch 1.13.0' });
+    expect(answer('CUDA, 4 workers pinned, AdamW on torch 2.x', { 'optim.impl': 'fused' })).toEqual({ settled: 'AdamW steps fused already' });
+    expect(answer('CPU, no DataLoader or optimizer seen')).toEqual({ settled: 'the probe has seen no optimizer the script made' });
   });
 });
 
@@ -205,7 +229,7 @@ describe('every declared knob is proposed, or not, with a reason', () => {
       expect(onCpu.get(knob)?.[0], knob).toMatchObject({ why: expect.stringContaining('this target runs on cpu') });
       expect(onGpu.get(knob)?.[0], knob).toHaveProperty('proposed');
     }
-    const script = (device: string) => scriptOutcomes({}, { ...SCRIPT_CONTEXTS['CPU, num_workers 0'], device });
+    const script = (device: string) => scriptOutcomes({}, { ...SCRIPT_CONTEXTS['CPU, num_workers 0, AdamW on torch 1.13'], device });
     for (const knob of ['dataloader.pin_memory', 'cudnn.benchmark', 'matmul.precision']) {
       expect(script('cpu').get(knob)?.[0], knob).toMatchObject({ why: expect.stringContaining('this script trains on cpu') });
       expect(script('cuda:0').get(knob)?.[0], knob).toHaveProperty('proposed');

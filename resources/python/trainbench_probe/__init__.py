@@ -24,6 +24,7 @@ import time
 import types
 import weakref
 
+from . import optimizers as _optimizers
 from . import overrides as _overrides
 from .batches import batch_size_of
 from .channel import Channel
@@ -147,9 +148,12 @@ class Probe:
     def loader(self, settings, where):
         self.send({"type": "loader", "settings": settings, "where": where})
 
-    def override_failed(self, key, value, where, why):
+    def optimizer(self, info, where):
+        self.send(dict(info, type="optimizer", where=where))
+
+    def override_failed(self, key, value, where, why, made="the DataLoader"):
         shown = key if value is None else "%s=%s" % (key, json.dumps(value))
-        message = "override %s could not be applied to the DataLoader made at %s: %s" % (shown, where, why)
+        message = "override %s could not be applied to %s made at %s: %s" % (shown, made, where, why)
         self.send({"type": "error", "code": "E_BAD_INPUT", "message": message})
         return _overrides.OverrideError(message)
 
@@ -181,6 +185,7 @@ class Probe:
             ("DataLoader.__init__", lambda: _overrides.patch_dataloader_init(dataloader.DataLoader, self.overrides, self)),
             ("DataLoader iterators", lambda: self._patch_loader_next(dataloader._BaseDataLoaderIter)),
             ("Optimizer", lambda: self._patch_optimizer(torch.optim.Optimizer)),
+            ("optimizer implementations", lambda: _optimizers.patch_optimizer_inits(torch.optim.Optimizer, _every_subclass, self.overrides, self, self.identity["torch"])),
             ("autograd.backward", lambda: self._patch_backward(torch.autograd)),
             ("GradScaler", lambda: self._patch_grad_scalers(torch)),
             ("torch.compile", lambda: self._patch_compile(torch)),

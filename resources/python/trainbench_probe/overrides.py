@@ -20,6 +20,7 @@ KNOWN = {
     "dataloader.batch_size": ("int1", "batch_size"),
     "cudnn.benchmark": ("bool", None),
     "matmul.precision": ("precision", None),
+    "optim.impl": ("impl", None),
 }
 
 
@@ -37,6 +38,7 @@ def check(overrides):
             "int1": isinstance(value, int) and not isinstance(value, bool) and value >= 1,
             "bool": isinstance(value, bool),
             "precision": value in MATMUL_PRECISIONS,
+            "impl": value in ("foreach", "fused"),
         }[kind]
         if not ok:
             raise OverrideError("override %s has a bad value %r" % (key, value))

@@ -263,6 +263,27 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
   },
   {
+    name: 'optimizerImpl',
+    kind: 'pipeline',
+    engine: { notOffered: "the engine's optimizer step is its own kernel over all parameters: there is no other implementation to choose" },
+    script: {
+      setting: 'optim.impl',
+      rank: 45,
+      propose: (o, ctx) => {
+        const seen = ctx.optimizer;
+        if (!seen) return { settled: 'the probe has seen no optimizer the script made' };
+        const now = o['optim.impl'] ?? seen.impl;
+        if (now === 'fused') return { settled: `${seen.class} steps fused already` };
+        const fused = { from: now, to: 'fused', hypothesis: 'the whole update in one kernel instead of one per parameter tensor' };
+        if (seen.offers.includes('fused')) return { step: fused };
+        if (now === 'default' && seen.offers.includes('foreach')) {
+          return { step: { from: now, to: 'foreach', hypothesis: 'one kernel per group of tensors instead of one per tensor' } };
+        }
+        return { skip: fused, why: `${seen.class} takes no fused= argument in torch ${seen.torch ?? '(version unknown)'}` };
+      },
+    },
+  },
+  {
     name: 'persistentWorkers',
     kind: 'pipeline',
     engine: { notOffered: "the engine's loader threads live for the whole run: a new epoch only gives them a new order" },

@@ -26,6 +26,17 @@ export interface ScriptKnobContext {
   cpus: number;
   /** The script's own first DataLoader, before overrides (null: it made none). */
   loader: ScriptLoaderSettings | null;
+  /** The script's first optimizer as made without optim.impl (null: none seen yet). */
+  optimizer: ScriptOptimizerSeen | null;
+}
+
+/** An optimizer the probe saw the script make: its class, the implementations its torch offers, the one it uses. */
+export interface ScriptOptimizerSeen {
+  class: string;
+  offers: ('foreach' | 'fused')[];
+  impl: 'default' | 'foreach' | 'fused';
+  /** The script's torch version, for a reason that names it. */
+  torch: string | null;
 }
 
 /** A step a knob would take, in its own words; the table adds which setting it is and its kind. */

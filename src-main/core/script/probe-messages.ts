@@ -52,6 +52,14 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
       batch_size: z.number().int().nullable(),
     }),
   }),
+  /** An optimizer the script made: the implementations its torch offers for it, and the one it steps with. */
+  z.object({
+    type: z.literal('optimizer'),
+    where: z.string(),
+    class: z.string(),
+    offers: z.array(z.enum(['foreach', 'fused'])),
+    impl: z.enum(['default', 'foreach', 'fused']),
+  }),
   z.object({ type: z.literal('error'), code: z.string(), message: z.string() }),
   /** Training losses (the scalar given to backward(), summed per step), read in batches; null: not finite. */
   z.object({ type: z.literal('loss'), steps: z.array(z.number().int().min(1)), values: z.array(z.number().nullable()) }),

@@ -1,7 +1,7 @@
 import { ApiError } from '../../api/errors';
 import type { OptimiseChange, OptimisePreset } from '../../api/optimise';
 import type { ScriptLoaderSettings, ScriptOptimiseRequest, ScriptOverrides } from '../../api/script-target';
-import type { ScriptKnobContext } from '../knobs/knob';
+import type { ScriptKnobContext, ScriptOptimizerSeen } from '../knobs/knob';
 import type { FinalWords } from '../optimise/final-verdict';
 import type { RunRecord } from '../run-store';
 import { probeDir } from '../script/probe-dir';
@@ -35,6 +35,8 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
   private launches = 0;
   /** Known once the baseline is: the device, the cores and the script's own loader settings. */
   knobs: ScriptKnobContext | null = null;
+  /** The script's own optimizer, from the first launch that did not set optim.impl (a resumed wizard learns it at its next one). */
+  private optimizer: ScriptOptimizerSeen | null = null;
 
   constructor(
     private readonly request: ScriptOptimiseRequest,
@@ -60,7 +62,19 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
     const ranks = record.connections.map((c) => summarizeRank(c, r.warmupSteps, r.steps)).filter((x): x is RankSummary => x !== null);
     if (ranks.length === 0) throw new ApiError('E_SCRIPT', `launch ${n} measured no step after the ${r.warmupSteps} warm-up step(s): the script ended too early`);
     const combined = combineRanks(ranks);
-    const loaderMessage = record.connections.flatMap((c) => c.messages).find((m) => m.type === 'loader');
+    // The wizard compares samples/s; a script that makes no DataLoader gives the probe no batch to count.
+    if (!(combined.samplesPerSec > 0)) {
+      throw new ApiError(
+        'E_SCRIPT',
+        `launch ${n} counted no samples: the probe counts the samples in the batches a torch DataLoader yields, and this script trained without one, so there is no samples/s to compare`,
+      );
+    }
+    const messages = record.connections.flatMap((c) => c.messages);
+    const loaderMessage = messages.find((m) => m.type === 'loader');
+    const made = messages.find((m) => m.type === 'optimizer');
+    if (made?.type === 'optimizer' && overrides['optim.impl'] === undefined) {
+      this.optimizer ??= { class: made.class, offers: made.offers, impl: made.impl, torch: record.connections[0]?.hello.torch ?? null };
+    }
     this.run.appendEvent({ type: 'optimise.launch', launch: n, overrides, samplesPerSec: combined.samplesPerSec, stepMs: combined.steadyStateMeanMs });
     // The script's own settings: those this launch overrode are not the script's.
     const loader = loaderMessage?.type === 'loader' ? { ...loaderMessage.settings } : null;
@@ -73,8 +87,8 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
   }
 
   candidates(best: ScriptOverrides, exhausted: readonly string[]): Candidates | null {
-    const ctx = this.knobs;
-    if (!ctx) return null;
+    if (!this.knobs) return null;
+    const ctx = { ...this.knobs, optimizer: this.knobs.optimizer ?? this.optimizer };
     const out: Candidates = { changes: [], skipped: [] };
     for (const knob of SCRIPT_KNOBS) {
       const p = knob(best, ctx);

@@ -1,0 +1,42 @@
+// Issue 28: the wizard tries the optimizer's implementation on the user's unchanged script, from the knob
+// table's row: fused where the installed torch offers it (2.x), foreach where only that exists (1.13).
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
+import { requireBuilt } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+import { TORCH1, TORCH2 } from './probe-run';
+import { runCli, SCRIPTS } from './script-helpers';
+
+const ws = tempDir();
+beforeAll(requireBuilt);
+afterAll(() => ws.cleanup());
+
+async function wizard(python: string) {
+  const args = ['optimise', '--json', '--repeat', '2', '--steps', '5', '--warmup-steps', '2', '--max-trials', '3', '--workspace', ws.dir, '--', python, path.join(SCRIPTS, 'optim_impl.py')];
+  const { code, stdout, stderr } = await runCli(args, 300_000);
+  expect(code, stderr).toBe(0);
+  return ScriptOptimiseResultSchema.parse(JSON.parse(stdout));
+}
+
+describe('trainbench optimise -- <script>: optim.impl', () => {
+  it.skipIf(!TORCH2.python)(`measures AdamW fused against its default A/B/A/B (${TORCH2.label})`, async () => {
+    const r = await wizard(TORCH2.python!);
+    // The DataLoader's knobs come first (num_workers, then prefetch where workers were kept).
+    const trial = r.trials.find((t) => t.change.knob === 'optim.impl')!;
+    expect(trial.change).toMatchObject({ knob: 'optim.impl', from: 'default', to: 'fused', kind: 'pipeline' });
+    expect(trial.error).toBeNull();
+    expect(trial.decision).not.toBe('crashed');
+    expect(trial.candidateSamplesPerSec).toHaveLength(2);
+  }, 300_000);
+
+  it(`measures foreach where torch offers no fused AdamW (${TORCH1.label})`, async () => {
+    const r = await wizard(TORCH1.python!);
+    const trial = r.trials.find((t) => t.change.knob === 'optim.impl')!;
+    expect(trial.change).toMatchObject({ knob: 'optim.impl', from: 'default', to: 'foreach' });
+    expect(trial.error).toBeNull();
+    expect(trial.candidateSamplesPerSec).toHaveLength(2);
+  }, 300_000);
+});
