@@ -15,12 +15,14 @@ describe('overrides', () => {
     expect(parseOverride('dataloader.pin_memory=true')).toEqual({ key: 'dataloader.pin_memory', value: true });
     expect(parseOverride('cudnn.benchmark=False')).toEqual({ key: 'cudnn.benchmark', value: false });
     expect(parseOverride('matmul.precision=high')).toEqual({ key: 'matmul.precision', value: 'high' });
+    expect(parseOverride('optim.impl=fused')).toEqual({ key: 'optim.impl', value: 'fused' });
   });
 
   it('refuses unknown keys with the known ones, and bad values with what the key takes', () => {
     expect(() => parseOverride('dataloader.nonsense=1')).toThrow(/unknown override "dataloader.nonsense"; known keys: dataloader.num_workers, .*matmul.precision/);
     expect(() => parseOverride('dataloader.num_workers=-1')).toThrow('bad value "-1" for dataloader.num_workers: a whole number >= 0');
     expect(() => parseOverride('dataloader.batch_size=0')).toThrow('a whole number >= 1');
+    expect(() => parseOverride('optim.impl=apex')).toThrow('bad value "apex" for optim.impl: foreach or fused');
     expect(() => parseOverride('matmul.precision=fast')).toThrow('highest, high or medium');
     expect(() => parseOverride('num_workers')).toThrow('--set takes key=value, got "num_workers"');
   });
