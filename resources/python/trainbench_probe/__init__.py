@@ -24,6 +24,7 @@ import time
 import types
 import weakref
 
+from . import model as _model
 from . import optimizers as _optimizers
 from . import overrides as _overrides
 from .batches import batch_size_of
@@ -109,6 +110,9 @@ class Probe:
         self.warmup = int(env.get("TB_PROBE_WARMUP", "0"))
         self.limit = int(env.get("TB_PROBE_STEPS", "0"))  # measured steps; 0: run until the script ends
         self.overrides = json.loads(env.get("TB_PROBE_SET", "{}") or "{}")
+        seed = env.get("TB_PROBE_SEED", "")
+        self.seed = int(seed) if seed.strip() else None  # the wizard's: the same in every launch it compares
+        self.script_seed = None  # the script's own first torch.manual_seed, as reported
         self.identity = {
             "rank": int(env.get("RANK", "0") or 0),
             "localRank": int(env.get("LOCAL_RANK", "0") or 0),
@@ -119,6 +123,7 @@ class Probe:
         self.torch = None
         self.losses = None
         self.modules = None
+        self.model = None
         self.local = threading.local()
         self.t_start = time.perf_counter()
         self.iterations = Iterations(self._iteration_closed, self.t_start)
@@ -153,7 +158,8 @@ class Probe:
 
     def override_failed(self, key, value, where, why, made="the DataLoader"):
         shown = key if value is None else "%s=%s" % (key, json.dumps(value))
-        message = "override %s could not be applied to %s made at %s: %s" % (shown, made, where, why)
+        at = " made at %s" % where if where else ""
+        message = "override %s could not be applied to %s%s: %s" % (shown, made, at, why)
         self.send({"type": "error", "code": "E_BAD_INPUT", "message": message})
         return _overrides.OverrideError(message)
 
@@ -177,7 +183,9 @@ class Probe:
             self.send({"type": "error", "code": "E_BAD_INPUT", "message": str(err)})
             raise
         self._compiling = compiling_check(torch)
+        self._seed(torch)
         self.losses = LossReader(torch, self.send)
+        self.model = _model.ModelKnobs(torch, self, self.overrides)
         self.modules = ModuleHooks(torch, self)
         from torch.utils.data import dataloader
 
@@ -190,6 +198,8 @@ class Probe:
             ("GradScaler", lambda: self._patch_grad_scalers(torch)),
             ("torch.compile", lambda: self._patch_compile(torch)),
         )
+        if self.model.amp_name == "fp16":
+            parts += (("gradient clipping", lambda: _model.patch_clipping(torch, self.model)),)
         for name, patch in parts:
             try:
                 patch()
@@ -198,6 +208,32 @@ class Probe:
         previous = sys.excepthook
         sys.excepthook = lambda kind, err, tb: (self._uncaught(err), previous(kind, err, tb))
         atexit.register(self.finish, "exit")
+
+    def _seed(self, torch):
+        """The wizard's seed, set as torch is imported (the script's own seeding, later, wins). Both are said at the
+        first step: a process that imports torch and never trains (a launcher, a spawned worker) sends nothing."""
+        original = torch.manual_seed
+        probe = self
+        pid = os.getpid()
+
+        @functools.wraps(original)
+        def manual_seed(seed):
+            # DataLoader workers seed themselves in their own (forked) processes: not the script's choice.
+            if probe.script_seed is None and os.getpid() == pid:
+                probe.script_seed = {"type": "seed", "by": "script", "seed": int(seed) if isinstance(seed, int) else None, "where": _overrides.caller_location()}
+                if probe.steps > 0:
+                    probe.send(probe.script_seed)
+            return original(seed)
+
+        if self.seed is not None:
+            original(self.seed)
+            import random
+
+            random.seed(self.seed)
+            numpy = sys.modules.get("numpy")  # torch imports it where it is installed; never imported for this
+            if numpy is not None:
+                numpy.random.seed(self.seed % (1 << 32))
+        torch.manual_seed = manual_seed
 
     def quiet(self):
         """True where module calls are not the script's training forward: inside a fetch or a backward."""
@@ -249,6 +285,8 @@ class Probe:
                     cls.step = probe._wrap_step(cls.step)
                 self._trainbench_key = next(probe.keys)
                 probe._optimizer_made(self)
+            except _overrides.OverrideError:
+                raise  # an override asked for that cannot apply to this model: the run must not go on without it
             except Exception as err:  # never let the probe break an optimizer's construction
                 _note("could not follow an optimizer (%r)" % (err,))
 
@@ -278,6 +316,8 @@ class Probe:
             if getattr(local, "opt_depth", 0):
                 return original(self, *args, **kwargs)  # super().step(), or an optimizer stepping another
             in_scaler = getattr(local, "in_scaler", False)
+            if not in_scaler and probe.model.scaler is not None:
+                return probe.model.step(self, args, kwargs)  # amp.dtype=fp16: through the probe's GradScaler, timed there
             if not in_scaler:
                 probe.stop_if_due()
                 args, kwargs = probe._timed_closure(args, kwargs)
@@ -368,6 +408,8 @@ class Probe:
             probe.iterations.backward(now)
             if args or "tensors" in kwargs:
                 probe._keep_loss(args[0] if args else kwargs["tensors"])
+            if probe.model.scaler is not None:
+                args, kwargs = probe.model.scale_loss(args, kwargs)
             mark = probe.mark(now)
             probe.backward_depth += 1
             try:
@@ -385,6 +427,8 @@ class Probe:
         try:
             if self.modules.params:
                 self.modules.discover()
+        except _overrides.OverrideError:
+            raise
         except Exception as err:
             _note("module hooks left as they are (%r)" % (err,))
 
@@ -429,6 +473,8 @@ class Probe:
             out = original(self, outputs)
             if probe._compiling() or out is outputs:
                 return out
+            if self is not probe.model.scaler:
+                probe.model.script_scaler = True
             try:
                 if isinstance(out, probe.torch.Tensor) and out.numel() == 1 and out.is_floating_point():
                     if len(probe.scaled) > 64:
@@ -575,10 +621,17 @@ class Probe:
         for scalar in it.losses:
             self.losses.keep(number, scalar)
         self.losses.step_done(it.end)
+        if number == 1:
+            if self.seed is not None:
+                self.send({"type": "seed", "by": "trainbench", "seed": self.seed, "where": "torch import"})
+            if self.script_seed is not None:
+                self.send(self.script_seed)
         if number == self.warmup + 1:
             self._check_flags("at the first measured step")
         try:
             self.modules.iteration_closed(number)
+        except _overrides.OverrideError:
+            raise
         except Exception as err:
             _note("module hooks left as they are (%r)" % (err,))
         if self.limit and number >= self.warmup + self.limit and not self.done:
@@ -638,6 +691,12 @@ class Probe:
         if self.steps > 0:
             self._check_flags("before the end")
         try:
+            amp = self.model.summary()
+            if amp is not None:
+                self.send(amp)
+        except Exception as err:
+            _note("could not read the loss scale (%r)" % (err,))
+        try:
             import resource
 
             memory["hostPeakRssBytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -648,7 +707,7 @@ class Probe:
         self.channel.close()
 
 
-_WRAPPERS = {"step", "backward", "__next__", "scale", "timed", "run", "compile", "__init__", "_made", "pre", "post", "__init_subclass__", "_counting"}
+_WRAPPERS = {"step", "backward", "__next__", "scale", "timed", "run", "compile", "__init__", "_made", "pre", "post", "__init_subclass__", "_counting", "__call__", "clip"}
 
 
 def _keep_dynamo_out():

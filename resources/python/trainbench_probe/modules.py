@@ -79,6 +79,7 @@ class ModuleHooks:
                 stack.extend(up)
             else:
                 roots[id(m)] = m
+        self.probe.model.roots_found(list(roots.values()))
         wanted = {}
         for root in roots.values():
             for m in root.modules():
@@ -157,6 +158,8 @@ class ModuleHooks:
             if torch.is_grad_enabled():
                 if owner.discovering:
                     outermost.add(id(module))
+                if not probe.model.own_autocast_checked:
+                    probe.model.check_own_autocast(module)
                 probe.iterations.training_forward(now)
             elif not module.training:
                 probe.iterations.eval_forward(now)

@@ -21,6 +21,8 @@ KNOWN = {
     "cudnn.benchmark": ("bool", None),
     "matmul.precision": ("precision", None),
     "optim.impl": ("impl", None),
+    "amp.dtype": ("amp", None),
+    "memory.channels_last": ("bool", None),
 }
 
 
@@ -39,6 +41,7 @@ def check(overrides):
             "bool": isinstance(value, bool),
             "precision": value in MATMUL_PRECISIONS,
             "impl": value in ("foreach", "fused"),
+            "amp": value in ("bf16", "fp16"),
         }[kind]
         if not ok:
             raise OverrideError("override %s has a bad value %r" % (key, value))

@@ -60,6 +60,21 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
     offers: z.array(z.enum(['foreach', 'fused'])),
     impl: z.enum(['default', 'foreach', 'fused']),
   }),
+  /** A model the script trains (the outermost module holding an optimizer's parameters): its 2-D convolutions, its device. */
+  z.object({
+    type: z.literal('model'),
+    class: z.string(),
+    convs: z.number().int().min(0),
+    device: z.string(),
+    /** On CUDA: whether the GPU computes bfloat16 (torch.cuda.is_bf16_supported()). */
+    bf16: z.boolean().optional(),
+  }),
+  /** The script runs its training forward under its own autocast, in this dtype. */
+  z.object({ type: z.literal('autocast'), dtype: z.string(), device: z.string() }),
+  /** Who seeded torch's generators (at the first step): Trainbench's wizard as torch was imported, or the script itself (where). */
+  z.object({ type: z.literal('seed'), by: z.enum(['trainbench', 'script']), seed: z.number().int().nullable(), where: z.string() }),
+  /** At the end, with amp.dtype set: steps the loss scaler skipped (inf/NaN gradients) and its last scale. */
+  z.object({ type: z.literal('amp'), dtype: z.enum(['bf16', 'fp16']), skippedSteps: z.number().int().min(0), scale: z.number().optional() }),
   z.object({ type: z.literal('error'), code: z.string(), message: z.string() }),
   /** Training losses (the scalar given to backward(), summed per step), read in batches; null: not finite. */
   z.object({ type: z.literal('loss'), steps: z.array(z.number().int().min(1)), values: z.array(z.number().nullable()) }),
