@@ -4,14 +4,22 @@ function python(v: string | number | boolean): string {
   return typeof v === 'number' ? String(v) : JSON.stringify(v);
 }
 
+/** Where the kept overrides ran, for code that names it (autocast's device type). */
+export interface CodeContext {
+  /** The device the script trained on ('cpu', 'cuda:0'); absent: a CUDA script is assumed. */
+  device?: string;
+}
+
 /**
  * The lines a user writes into their own script to have these overrides without Trainbench's probe:
- * the DataLoader's arguments in one call, the torch flags as statements. One place for both the app's
- * final card and the CLI's summary.
+ * the DataLoader's arguments in one call, the torch flags as statements, mixed precision as the
+ * autocast block (and GradScaler lines for fp16) the probe applied. One place for the app's final
+ * card, the CLI's summary and the ADR; each override's first line stands for it in a table.
  */
-export function overrideCode(overrides: Record<string, string | number | boolean>): string[] {
+export function overrideCode(overrides: Record<string, string | number | boolean>, context: CodeContext = {}): string[] {
   const entries = Object.entries(overrides).sort(([a], [b]) => a.localeCompare(b));
   const loaderArgs = entries.filter(([k]) => k.startsWith('dataloader.')).map(([k, v]) => `${k.slice('dataloader.'.length)}=${python(v)}`);
+  const device = JSON.stringify((context.device ?? 'cuda').split(':')[0]);
   const code: string[] = [];
   if (loaderArgs.length) code.push(`DataLoader(..., ${loaderArgs.join(', ')})`);
   for (const [k, v] of entries) {
@@ -19,8 +27,27 @@ export function overrideCode(overrides: Record<string, string | number | boolean
     else if (k === 'matmul.precision') code.push(`torch.set_float32_matmul_precision(${python(v)})`);
     // The script's optimizer class is its own: the argument is what to add where it is made.
     else if (k === 'optim.impl') code.push(`optimizer = torch.optim.YourOptimizer(params, ..., ${String(v)}=True)`);
+    else if (k === 'amp.dtype') code.push(...ampCode(String(v), device));
+    else if (k === 'memory.channels_last' && v === true) {
+      code.push('model = model.to(memory_format=torch.channels_last)', 'inputs = inputs.to(memory_format=torch.channels_last)  # each 4-D batch, before model(inputs)');
+    } else if (k === 'memory.channels_last') continue;
     // A key this version does not know: said plainly rather than guessed at.
     else if (!k.startsWith('dataloader.')) code.push(`# ${k}=${String(v)}: no Python equivalent known to this version`);
   }
   return code;
+}
+
+/** What the probe does for amp.dtype, as the script would write it: the forward under autocast, fp16's loss scaling. */
+function ampCode(dtype: string, device: string): string[] {
+  const torchDtype = dtype === 'fp16' ? 'torch.float16' : 'torch.bfloat16';
+  const forward = [`with torch.autocast(device_type=${device}, dtype=${torchDtype}):`, '    output = model(inputs)  # the forward and the loss, as the script computes them', '    loss = loss_fn(output, targets)'];
+  if (dtype !== 'fp16') return forward;
+  return [
+    ...forward,
+    `scaler = torch.amp.GradScaler(${device})  # once, before the loop`,
+    'scaler.scale(loss).backward()  # instead of loss.backward()',
+    'scaler.unscale_(optimizer)  # before clip_grad_norm_, where the script clips',
+    'scaler.step(optimizer)  # instead of optimizer.step()',
+    'scaler.update()',
+  ];
 }

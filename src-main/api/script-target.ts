@@ -73,6 +73,10 @@ export const SCRIPT_OVERRIDES = {
   'matmul.precision': z.enum(['highest', 'high', 'medium']),
   /** The optimizer's implementation: one kernel per group of tensors (foreach) or the whole update in one (fused). */
   'optim.impl': z.enum(['foreach', 'fused']),
+  /** Mixed precision: the model's forward under torch.autocast in this dtype (fp16 with dynamic loss scaling). */
+  'amp.dtype': z.enum(['bf16', 'fp16']),
+  /** The model's parameters and its 4-D inputs in channels_last (NHWC) memory format. */
+  'memory.channels_last': z.boolean(),
 } as const;
 export type ScriptOverrideKey = keyof typeof SCRIPT_OVERRIDES;
 export const SCRIPT_OVERRIDE_KEYS = Object.keys(SCRIPT_OVERRIDES) as ScriptOverrideKey[];
@@ -111,7 +115,8 @@ export function parseOverride(text: string): { key: ScriptOverrideKey; value: st
 export function describeOverride(key: ScriptOverrideKey): string {
   if (key === 'matmul.precision') return 'highest, high or medium';
   if (key === 'optim.impl') return 'foreach or fused';
-  if (key === 'dataloader.pin_memory' || key === 'dataloader.persistent_workers' || key === 'cudnn.benchmark') return 'true or false';
+  if (key === 'amp.dtype') return 'bf16 or fp16';
+  if (key === 'dataloader.pin_memory' || key === 'dataloader.persistent_workers' || key === 'cudnn.benchmark' || key === 'memory.channels_last') return 'true or false';
   return key === 'dataloader.num_workers' ? 'a whole number >= 0' : 'a whole number >= 1';
 }
 
@@ -304,6 +309,10 @@ export const ScriptOptimiseRequestSchema = z
     warmupSteps: z.number().int().min(0).max(10_000).default(5),
     maxTrials: z.number().int().min(0).max(100).default(8),
     allowRecipeChanges: z.boolean().default(false),
+    /** Largest relative change of the mean loss over the measured steps a kept change may make (numerics changes: see the preset). */
+    lossTolerance: z.number().gt(0).max(1).default(0.05),
+    /** Seeds torch, random and numpy in every launch (unless the script seeds itself), so the loss of two launches compares. */
+    seed: z.number().int().min(0).max(2 ** 31 - 1).default(0),
     timeoutSeconds: z.number().min(1).max(24 * 3600).default(600),
     /** Names the wizard's job, so `script.cancel` stops it; its optimise.progress events carry it as optimiseId. */
     jobId: IdSchema.optional(),
@@ -325,6 +334,16 @@ export const ScriptOptimiseResultSchema = WizardResultSchema.extend({
   /** The script's own loader settings, before any override; null when it made no DataLoader. */
   loader: ScriptLoaderSettingsSchema.nullable(),
   baseline: WizardBaselineSchema.extend({ overrides: OverrideMap }),
+  /** How the loss guard went (absent in runs from before it): the seed, who seeded, and why the loss could not be compared. */
+  lossCheck: z
+    .object({
+      seed: z.number().int(),
+      tolerance: z.number(),
+      seededBy: z.enum(['trainbench', 'script']).nullable(),
+      where: z.string().nullable(),
+      unchecked: z.string().nullable(),
+    })
+    .optional(),
   final: WizardFinalSchema.extend({
     /** The overrides to run with: pass them as --set key=value. */
     overrides: OverrideMap,

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError } from 'commander';
 
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
+import { lossCheckText } from '../api/script-loss-check';
 import { overrideCode } from '../api/script-override-code';
 import type { ScriptOptimiseRequest, ScriptOptimiseResult, ScriptOverrides } from '../api/script-target';
 import { ScriptOptimiseRequestSchema } from '../api/script-target';
@@ -14,7 +15,7 @@ import type { Workspace } from '../core/workspace';
 import { defaultWorkspaceDir, openWorkspace } from '../core/workspace';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './benchmark-script-command';
 import { reportWrittenLines } from './report-written';
-import { intArg } from './train-inputs';
+import { intArg, ratioArg } from './train-inputs';
 
 const PRESETS = ['max-speed', 'balanced', 'reproducible'] as const;
 
@@ -33,6 +34,7 @@ export function formatScriptOptimise(r: ScriptOptimiseResult): string {
   return [
     `optimise   ${r.title}`,
     `loader     ${r.loader ? Object.entries(r.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}`,
+    `loss       ${lossCheckText(r.lossCheck, r.preset)}`,
     `baseline   ${n0(b.samplesPerSec.median)} samples/s (95% CI ${n0(b.samplesPerSec.low)}-${n0(b.samplesPerSec.high)}, noise floor ±${(100 * b.noiseFloor).toFixed(1)}%) on ${b.device}; data wait ${b.phasesPercent.data.toFixed(1)}% of the step`,
     'trials',
     ...(r.trials.length
@@ -42,7 +44,7 @@ export function formatScriptOptimise(r: ScriptOptimiseResult): string {
     `verdict    ${r.final.verdict}`,
     ...r.final.proposals.map((p) => `proposal   ${p}`),
     `use        ${setFlags.length ? setFlags.join(' ') : 'the script as it is (no override)'}`,
-    ...overrideCode(r.final.overrides).map((line, i) => `${i === 0 ? 'in code   ' : '          '} ${line}`),
+    ...overrideCode(r.final.overrides, { device: b.device }).map((line, i) => `${i === 0 ? 'in code   ' : '          '} ${line}`),
     `saved      ${r.runDir} (${r.seconds.toFixed(0)} s)`,
   ].join('\n');
 }
@@ -54,6 +56,8 @@ export interface OptimiseScriptFlags {
   warmupSteps: number;
   maxTrials: number;
   allowRecipeChanges?: boolean;
+  seed: number;
+  lossTolerance?: number;
   timeout: number;
   set?: ScriptOverrides;
   cwd?: string;
@@ -76,6 +80,8 @@ function newRequest(command: string[], flags: OptimiseScriptFlags): ScriptOptimi
     warmupSteps: flags.warmupSteps,
     maxTrials: flags.maxTrials,
     allowRecipeChanges: flags.allowRecipeChanges ?? false,
+    seed: flags.seed,
+    ...(flags.lossTolerance !== undefined ? { lossTolerance: flags.lossTolerance } : {}),
     timeoutSeconds: flags.timeout,
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'optimise')}`);
@@ -161,6 +167,8 @@ export function optimiseScriptCommand(): Command {
     .option('--warmup-steps <n>', 'steps before the clock starts, per launch', intArg('--warmup-steps', 0), 5)
     .option('--max-trials <n>', 'most changes tried', intArg('--max-trials', 0), 8)
     .option('--allow-recipe-changes', 'keep a faster batch size (it changes the training recipe) instead of only proposing it')
+    .option('--seed <n>', 'seed for torch, random and numpy in every launch, unless the script seeds itself (the loss guard compares launches with the same seed)', intArg('--seed', 0), 0)
+    .option('--loss-tolerance <r>', 'largest relative change of the mean loss over the measured steps a kept change may make', ratioArg('--loss-tolerance'))
     .option('--timeout <seconds>', 'kill a launch (with all its processes) after this long', secondsArg, 600)
     .option('--set <key=value>', 'an override the script already runs with (the starting point), repeatable', collectOverride)
     .option('--cwd <dir>', 'working directory of the command')

@@ -59,25 +59,52 @@ const ENGINE_CONFIGS: Record<string, OptimiseConfig> = {
 };
 
 const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
-  'CPU, no DataLoader or optimizer seen': { device: 'cpu', cpus: 2, loader: null, optimizer: null },
+  'CPU, no DataLoader or optimizer seen': { device: 'cpu', cpus: 2, loader: null, optimizer: null, models: [], autocast: null },
   'CPU, num_workers 0, AdamW on torch 1.13': {
     device: 'cpu',
     cpus: 4,
     loader: { num_workers: 0, prefetch_factor: null, pin_memory: false, persistent_workers: false, batch_size: 32 },
     optimizer: { class: 'AdamW', offers: ['foreach'], impl: 'default', torch: '1.13.0' },
+    models: [{ class: 'NeuralNetwork', convs: 0, bf16: null }],
+    autocast: null,
   },
-  'CPU, SGD stepping foreach on torch 1.13': { device: 'cpu', cpus: 4, loader: null, optimizer: { class: 'SGD', offers: ['foreach'], impl: 'foreach', torch: '1.13.0' } },
+  'CPU, SGD stepping foreach on torch 1.13': {
+    device: 'cpu',
+    cpus: 4,
+    loader: null,
+    optimizer: { class: 'SGD', offers: ['foreach'], impl: 'foreach', torch: '1.13.0' },
+    models: [{ class: 'Net', convs: 2, bf16: null }],
+    autocast: null,
+  },
   'CUDA, 4 workers pinned, AdamW on torch 2.x': {
     device: 'cuda:0',
     cpus: 16,
     loader: { num_workers: 4, prefetch_factor: 2, pin_memory: true, persistent_workers: false, batch_size: 128 },
     optimizer: { class: 'AdamW', offers: ['foreach', 'fused'], impl: 'default', torch: '2.13.0' },
+    models: [{ class: 'ResNet', convs: 20, bf16: true }],
+    autocast: null,
+  },
+  'CUDA without bf16, the script under its own autocast': {
+    device: 'cuda:0',
+    cpus: 8,
+    loader: null,
+    optimizer: { class: 'SGD', offers: ['foreach', 'fused'], impl: 'default', torch: '2.13.0' },
+    models: [{ class: 'Net', convs: 2, bf16: false }],
+    autocast: 'fp16',
   },
 };
 
 const SCRIPT_OVERRIDES: Record<string, ScriptOverrides> = {
   none: {},
-  'at the limits': { 'dataloader.num_workers': 16, 'dataloader.prefetch_factor': 16, 'cudnn.benchmark': true, 'matmul.precision': 'high', 'optim.impl': 'fused' },
+  'at the limits': {
+    'dataloader.num_workers': 16,
+    'dataloader.prefetch_factor': 16,
+    'cudnn.benchmark': true,
+    'matmul.precision': 'high',
+    'optim.impl': 'fused',
+    'amp.dtype': 'bf16',
+    'memory.channels_last': true,
+  },
 };
 
 /** Each case of a target: every offered setting's outcome, as the wizard derives it. */
@@ -241,5 +268,33 @@ describe('every declared knob is proposed, or not, with a reason', () => {
     const c = ENGINE_CONFIGS['reading the source, no workers'];
     expect(candidateChanges(c, DIAGNOSES['loader-bound']('cuda:0'), ctx).changes.map((x) => x.knob).slice(0, 3)).toEqual(['readFrom', 'loaderWorkers', 'prefetch']);
     expect(candidateChanges(c, DIAGNOSES['compute-bound']('cuda:0'), ctx).changes[0].knob).toBe('precision');
+  });
+});
+
+describe('amp.dtype and memory.channels_last on a script (issue 28)', () => {
+  const answer = (setting: string, name: string, o: ScriptOverrides = {}, patch: Partial<ScriptKnobContext> = {}) =>
+    scriptOutcomes(o, { ...SCRIPT_CONTEXTS[name], ...patch }).get(setting)![0];
+
+  it('proposes bf16 where the GPU computes it, fp16 (with loss scaling) where it does not, and bf16 on the CPU to be measured', () => {
+    expect(answer('amp.dtype', 'CUDA, 4 workers pinned, AdamW on torch 2.x')).toMatchObject({ proposed: { from: 'fp32', to: 'bf16', kind: 'numerics' } });
+    expect(answer('amp.dtype', 'CUDA without bf16, the script under its own autocast', {}, { autocast: null })).toMatchObject({
+      proposed: { to: 'fp16', hypothesis: expect.stringContaining('loss scaling') },
+    });
+    expect(answer('amp.dtype', 'CPU, num_workers 0, AdamW on torch 1.13')).toMatchObject({ proposed: { to: 'bf16', hypothesis: expect.stringContaining('measured, not assumed') } });
+  });
+
+  it('never wraps a script that autocasts on its own, nor proposes what is set, nor guesses without a model', () => {
+    expect(answer('amp.dtype', 'CUDA without bf16, the script under its own autocast')).toEqual({ settled: 'the script runs its forward under its own autocast (fp16) already' });
+    expect(answer('amp.dtype', 'CUDA, 4 workers pinned, AdamW on torch 2.x', { 'amp.dtype': 'bf16' })).toEqual({ settled: 'the model computes in bf16 already' });
+    expect(answer('amp.dtype', 'CPU, no DataLoader or optimizer seen')).toMatchObject({ settled: expect.stringMatching(/^the probe has seen no model/) });
+  });
+
+  it('proposes channels_last for a model with convolutions, and says why not for one without', () => {
+    expect(answer('memory.channels_last', 'CPU, SGD stepping foreach on torch 1.13')).toMatchObject({ proposed: { from: false, to: true, kind: 'numerics' } });
+    expect(answer('memory.channels_last', 'CPU, num_workers 0, AdamW on torch 1.13')).toEqual({
+      skipped: expect.objectContaining({ to: true }),
+      why: 'NeuralNetwork has no 2-D convolution: channels_last changes nothing for it',
+    });
+    expect(answer('memory.channels_last', 'CUDA, 4 workers pinned, AdamW on torch 2.x', { 'memory.channels_last': true })).toEqual({ settled: 'the model runs channels_last already' });
   });
 });

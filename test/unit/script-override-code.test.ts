@@ -11,6 +11,31 @@ describe('the code to paste for kept overrides', () => {
       'optimizer = torch.optim.YourOptimizer(params, ..., fused=True)',
     ]);
     expect(overrideCode({ 'optim.impl': 'foreach' })).toEqual(['optimizer = torch.optim.YourOptimizer(params, ..., foreach=True)']);
-    expect(overrideCode({ 'amp.dtype': 'bf16' })).toEqual(['# amp.dtype=bf16: no Python equivalent known to this version']);
+    expect(overrideCode({ 'compile.mode': 'default' })).toEqual(['# compile.mode=default: no Python equivalent known to this version']);
+  });
+
+  it('writes mixed precision as the autocast block for the device it ran on, with the GradScaler lines for fp16', () => {
+    expect(overrideCode({ 'amp.dtype': 'bf16' }, { device: 'cpu' })).toEqual([
+      'with torch.autocast(device_type="cpu", dtype=torch.bfloat16):',
+      '    output = model(inputs)  # the forward and the loss, as the script computes them',
+      '    loss = loss_fn(output, targets)',
+    ]);
+    const fp16 = overrideCode({ 'amp.dtype': 'fp16' }, { device: 'cuda:1' });
+    expect(fp16[0]).toBe('with torch.autocast(device_type="cuda", dtype=torch.float16):');
+    expect(fp16.slice(3)).toEqual([
+      'scaler = torch.amp.GradScaler("cuda")  # once, before the loop',
+      'scaler.scale(loss).backward()  # instead of loss.backward()',
+      'scaler.unscale_(optimizer)  # before clip_grad_norm_, where the script clips',
+      'scaler.step(optimizer)  # instead of optimizer.step()',
+      'scaler.update()',
+    ]);
+  });
+
+  it('converts the model and each 4-D batch for channels_last, and writes nothing for it turned off', () => {
+    expect(overrideCode({ 'memory.channels_last': true })).toEqual([
+      'model = model.to(memory_format=torch.channels_last)',
+      'inputs = inputs.to(memory_format=torch.channels_last)  # each 4-D batch, before model(inputs)',
+    ]);
+    expect(overrideCode({ 'memory.channels_last': false })).toEqual([]);
   });
 });

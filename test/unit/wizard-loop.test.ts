@@ -21,6 +21,8 @@ class KnownTarget implements TargetRunner<Config, Repetition> {
   readonly unit = 'launch';
   launches = 0;
   ready = true;
+  /** Why the loss cannot be compared, as a script runner says when two launches disagree. */
+  unchecked: string | null = null;
   constructor(
     readonly kind: 'engine' | 'script',
     /** samples/s of a configuration; a throw is what that configuration does (an OOM, a crash). */
@@ -43,6 +45,9 @@ class KnownTarget implements TargetRunner<Config, Repetition> {
       changes: all.filter((c) => !exhausted.includes(c.knob) && !(c.knob === 'workers' && best.workers >= 8) && !(c.knob === 'precision' && best.precision === 16)),
       skipped: [{ change: change('cache', 0, 1), why: 'this target has no cache' }],
     };
+  }
+  lossUnchecked(): string | null {
+    return this.unchecked;
   }
   refuses(c: OptimiseChange, preset: OptimisePreset): string | null {
     return this.kind === 'script' && c.kind === 'numerics' && preset !== 'max-speed' ? 'no loss to guard it' : null;
@@ -113,6 +118,26 @@ describe('the one optimisation wizard loop', () => {
     expect(fp16.decision).toBe('changes-results');
     expect(fp16.lossDelta).toBeCloseTo(0.05, 6);
     expect(state.best.precision).toBe(32);
+  });
+
+  it('keeps a change on speed alone where the loss cannot be compared, says so, and never calls a moved loss a change of results', async () => {
+    const lossOf = (c: Config) => (c.precision === 16 ? 2.5 : 2.0);
+    const runner = new KnownTarget('engine', realistic, lossOf);
+    runner.unchecked = 'two launches of the same settings gave mean losses 2.00000 and 2.10000 with the same seed';
+    const { state } = await wizard(runner, rules({ preset: 'balanced' }));
+    const fp16 = state.trials.find((t) => t.change.knob === 'precision')!;
+    expect(fp16).toMatchObject({ decision: 'accept', kept: true, lossDelta: null });
+    expect(fp16.why).toMatch(/; kept without a loss check: two launches of the same settings gave mean losses 2\.00000 and 2\.10000 with the same seed$/);
+    const rejected = state.trials.find((t) => t.decision === 'inconclusive')!;
+    expect(rejected.why).not.toContain('loss check');
+  });
+
+  it('drops a change whose loss is not finite with the same seed, naming the divergence', async () => {
+    const lossOf = (c: Config) => (c.precision === 16 ? Infinity : 2.0);
+    const { state } = await wizard(new KnownTarget('engine', realistic, lossOf), rules({ preset: 'max-speed' }));
+    const fp16 = state.trials.find((t) => t.change.knob === 'precision')!;
+    expect(fp16).toMatchObject({ decision: 'changes-results', kept: false });
+    expect(fp16.why).toBe('the loss was not finite over the measured steps with the same seed: the change makes the training diverge');
   });
 
   it('records a change that runs out of memory as crashed, with what it measured, and goes on from the best', async () => {

@@ -144,7 +144,50 @@ export const KNOB_TABLE: readonly Knob[] = [
         return cuda(ctx.device) ? { step } : { skip: step, why: `mixed precision needs a CUDA device; this target runs on ${ctx.device}` };
       },
     },
-    script: { notOffered: "a script's mixed precision (autocast) is in its own code, which the probe does not rewrite" },
+    script: {
+      setting: 'amp.dtype',
+      rank: 35,
+      propose: (o, ctx) => {
+        if (ctx.autocast) return { settled: `the script runs its forward under its own autocast (${ctx.autocast}) already` };
+        if (o['amp.dtype']) return { settled: `the model computes in ${o['amp.dtype']} already` };
+        if (!ctx.models.length) return { settled: "the probe has seen no model the script trains (a module whose parameters an optimizer updates)" };
+        if (!cuda(ctx.device)) {
+          return {
+            step: {
+              from: 'fp32',
+              to: 'bf16',
+              hypothesis: "the forward under bfloat16 autocast: the CPU's bf16 instructions (AVX512-BF16, AMX) where it has them, half the activation memory; measured, not assumed",
+            },
+          };
+        }
+        if (ctx.models.every((m) => m.bf16 !== false)) {
+          return { step: { from: 'fp32', to: 'bf16', hypothesis: 'the forward under bfloat16 autocast: tensor-core matmuls and convolutions, half the activation memory; float32 weights keep the update' } };
+        }
+        return {
+          step: {
+            from: 'fp32',
+            to: 'fp16',
+            hypothesis: 'this GPU computes no bfloat16: the forward under float16 autocast on the tensor cores, with dynamic loss scaling so that small gradients do not underflow',
+          },
+        };
+      },
+    },
+  },
+  {
+    name: 'channelsLast',
+    kind: 'numerics',
+    engine: { notOffered: "the engine lays out its convolutions' tensors itself: there is no memory format to choose" },
+    script: {
+      setting: 'memory.channels_last',
+      rank: 37,
+      propose: (o, ctx) => {
+        if (o['memory.channels_last']) return { settled: 'the model runs channels_last already' };
+        if (!ctx.models.length) return { settled: "the probe has seen no model the script trains (a module whose parameters an optimizer updates)" };
+        const step = { from: false, to: true, hypothesis: "convolutions read NHWC directly, the layout cuDNN's tensor-core kernels and oneDNN prefer, without a transpose per layer" };
+        if (ctx.models.every((m) => m.convs === 0)) return { skip: step, why: `${ctx.models.map((m) => m.class).join(' and ')} has no 2-D convolution: channels_last changes nothing for it` };
+        return { step };
+      },
+    },
   },
   {
     name: 'cudaGraph',

@@ -28,6 +28,18 @@ export interface ScriptKnobContext {
   loader: ScriptLoaderSettings | null;
   /** The script's first optimizer as made without optim.impl (null: none seen yet). */
   optimizer: ScriptOptimizerSeen | null;
+  /** The models the script trains (outermost modules holding an optimizer's parameters); empty: none seen. */
+  models: ScriptModelSeen[];
+  /** The dtype the script's own autocast runs its training forward in (null: it does not autocast). */
+  autocast: string | null;
+}
+
+/** A model the probe saw the script train: its class, its 2-D convolutions, and on CUDA whether the GPU computes bf16. */
+export interface ScriptModelSeen {
+  class: string;
+  convs: number;
+  /** null: not a CUDA device, or not known. */
+  bf16: boolean | null;
 }
 
 /** An optimizer the probe saw the script make: its class, the implementations its torch offers, the one it uses. */

@@ -70,6 +70,9 @@ export interface TrialVerdict {
 export function decideTrial(e: TrialEvidence): TrialVerdict {
   const { coverage, ...speedup } = pairedSpeedup(e.best, e.candidate);
   const caveat = coverage < 0.95 ? ` (with ${e.best.length} pairs the widest interval covers only ${(100 * coverage).toFixed(1)}%)` : '';
+  if (!e.recipeChange && e.lossDelta !== null && !Number.isFinite(e.lossDelta)) {
+    return { decision: 'changes-results', why: 'the loss was not finite over the measured steps with the same seed: the change makes the training diverge', speedup, kept: false };
+  }
   if (!e.recipeChange && e.lossDelta !== null && e.lossDelta > e.lossTolerance) {
     return {
       decision: 'changes-results',

@@ -188,8 +188,11 @@ export class WizardLoop<C, R extends Repetition> {
       const m = await this.interleaved(best, this.runner.apply(best, change), 'trial', index, change.label);
       partial.best = m.a;
       partial.cand = m.b;
-      const median = (xs: number[]) => (xs.length ? medianInterval(xs).median : null);
-      const lossDelta = relativeLossDelta(median(m.bLoss), median(m.aLoss));
+      // A launch whose loss diverged (Infinity) makes its side's loss diverged: no bootstrap over it.
+      const median = (xs: number[]) => (xs.length === 0 ? null : xs.some((x) => !Number.isFinite(x)) ? Infinity : medianInterval(xs).median);
+      // A loss that two launches of the same settings do not reproduce guards nothing: the change is judged on speed, and says so.
+      const unchecked = this.runner.lossUnchecked?.() ?? null;
+      const lossDelta = unchecked === null ? relativeLossDelta(median(m.bLoss), median(m.aLoss)) : null;
       const verdict = decideTrial({
         best: m.a,
         candidate: m.b,
@@ -199,7 +202,8 @@ export class WizardLoop<C, R extends Repetition> {
         recipeChange: change.kind === 'recipe',
         allowRecipeChanges: this.rules.allowRecipeChanges,
       });
-      const { decision, why, speedup, kept } = verdict;
+      const { decision, speedup, kept } = verdict;
+      const why = unchecked !== null && decision === 'accept' && change.kind !== 'recipe' ? `${verdict.why}; kept without a loss check: ${unchecked}` : verdict.why;
       return { index, change, decision, why, speedup, bestSamplesPerSec: m.a, candidateSamplesPerSec: m.b, lossDelta, kept, seconds: (Date.now() - t0) / 1000, error: null };
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);

@@ -1,6 +1,7 @@
 // The report's sections for runs of the user's own command (script targets), added after the
 // engine's in each section: what ran and how to run it again here; the measured parts in
 // section-script-results.ts.
+import { lossCheckText } from '../../api/script-loss-check';
 import type { ReportSection } from '../../api/reports';
 import type { RunEnvironment } from '../../api/run-record';
 import type { ScriptTarget } from '../../api/script-target';
@@ -116,10 +117,13 @@ function consequencesBody(input: ReportInput): string {
     return out;
   });
   const trains = input.scripts.filter((r) => r.kind === 'script-train');
+  // The wizard's loss guard: what it compared over its short launches, with which seed, or why it could not.
+  const guards = input.scripts.flatMap((r) => (r.kind === 'script-optimise' ? [`The wizard ${code(r.id)} checked the loss: ${lossCheckText(r.result.lossCheck, r.result.preset)}.`] : []));
   return [
+    ...guards,
     trains.length
-      ? `The benchmarks' and the wizard's trials compare speed only: their short launches do not check the loss. The training run${trains.length === 1 ? '' : 's'} ${trains.map((r) => code(r.id)).join(', ')} show${trains.length === 1 ? 's' : ''} the loss over a whole run: compare it with a run of the script as it was before keeping a change that alters the numerics (matmul precision, a batch size).`
-      : 'The benchmarks and the wizard compare speed only: their short launches do not check the loss, so a change that alters the numerics (matmul precision, a batch size) was not checked against it here. Train with the kept settings (trainbench train -- your command) and compare the loss curve before relying on them.',
+      ? `The benchmarks compare speed only, and the wizard's loss guard sees a few dozen steps. The training run${trains.length === 1 ? '' : 's'} ${trains.map((r) => code(r.id)).join(', ')} show${trains.length === 1 ? 's' : ''} the loss over a whole run: compare it with a run of the script as it was before keeping a change that alters the numerics (mixed precision, matmul precision, a batch size).`
+      : "The benchmarks compare speed only, and the wizard's loss guard sees a few dozen steps: train with the kept settings (trainbench train -- your command) and compare the loss curve with the script's before relying on a change that alters the numerics (mixed precision, matmul precision, a batch size).",
     'The numbers hold for this machine and this load; on a shared machine repeat the runs before quoting them.',
     ...caveats,
   ].join('\n\n');

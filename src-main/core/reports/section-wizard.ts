@@ -83,9 +83,9 @@ export function scriptWizardView(run: ScriptOptimiseRun): WizardView {
     skipped: r.skipped,
     final: r.final,
     repeat: r.repeat,
-    changed: changed.map(([k, v]) => [k, asRun(run, k), code(overrideCode({ [k]: v })[0] ?? `${k}=${String(v)}`)]),
+    changed: changed.map(([k, v]) => [k, asRun(run, k), code(overrideCode({ [k]: v }, { device: r.baseline.device })[0] ?? `${k}=${String(v)}`)]),
     changedHead: ['Setting', 'In your script', 'Use'],
-    code: { lead: 'In your script (or keep passing them with `--set`):', lines: changed.length ? overrideCode(Object.fromEntries(changed)) : [] },
+    code: { lead: 'In your script (or keep passing them with `--set`):', lines: changed.length ? overrideCode(Object.fromEntries(changed), { device: r.baseline.device }) : [] },
     unchanged: 'Use: your script as it is; no change beat the noise.',
   };
 }

@@ -34,8 +34,9 @@ type Baseline = ScriptOptimiseResult['baseline'];
 /**
  * The optimisation wizard (core/optimise/wizard-loop.ts, the engine's too) on a user's command
  * (core/targets/script-runner.ts): a baseline of `repeat` launches, then one override at a time on
- * top of the current best, measured A/B/A/B. The probe sees no loss, so a change to numerics is only
- * tried under the max-speed preset. The batch size is a recipe change: proposed, kept only when allowed.
+ * top of the current best, measured A/B/A/B. Every launch is seeded alike and its mean loss compared
+ * (the preset's tolerance), unless the script's loss does not reproduce: then a kept change says it was
+ * kept without a loss check. The batch size is a recipe change: proposed, kept only when allowed.
  *
  * The wizard is one script job: cancelling it kills the launch in flight; the
  * run is recorded cancelled (or failed) with what it had measured, so the
@@ -95,8 +96,7 @@ class ScriptWizard {
     const r = request;
     this.loop = new WizardLoop(
       this.runner,
-      // No loss from a script: the tolerance has nothing to guard (the runner refuses numerics changes instead).
-      { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: 1 },
+      { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance },
       {
         cancelled: () => job.cancelled,
         progress: (p) => this.emit(p),
@@ -129,6 +129,13 @@ class ScriptWizard {
       repeat: r.repeat,
       loader: this.loader,
       baseline: this.baseline,
+      lossCheck: {
+        seed: r.seed,
+        tolerance: r.lossTolerance,
+        seededBy: this.runner.seededBy?.by ?? null,
+        where: this.runner.seededBy?.where ?? null,
+        unchecked: this.runner.lossUnchecked(),
+      },
       trials: this.state.trials,
       skipped: this.state.skipped,
       seconds: (Date.now() - this.started) / 1000,
@@ -148,7 +155,7 @@ class ScriptWizard {
       this.measureBaseline(await this.loop.baseline(r.overrides));
     }
     const baseline = this.baseline!;
-    this.runner.knobs = { device: baseline.device, cpus: os.cpus().length, loader: this.loader, optimizer: null };
+    this.runner.knobs = { device: baseline.device, cpus: os.cpus().length, loader: this.loader, optimizer: null, models: [], autocast: null };
     this.loop.current = this.state;
     this.events.emit('script.optimiseBaseline', { jobId: this.job.id, runId: this.run.id, baseline, loader: this.loader, trials: [...this.state.trials] });
     await this.saveState();

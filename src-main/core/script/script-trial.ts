@@ -15,6 +15,8 @@ export interface TrialOptions {
   steps: number | undefined;
   timeoutMs: number;
   probeDir: string;
+  /** Seeds torch, random and numpy as torch is imported (the script's own seeding still wins): launches compared by their loss share it. */
+  seed?: number;
   onLine?: (stream: 'stdout' | 'stderr', line: string) => void;
   onMessage?: (connection: ProbeConnection, message: ProbeMessage) => void;
   /** Receives the cancel function and the process id (its process group's id too) as soon as it runs. */
@@ -50,6 +52,7 @@ export async function runTrial(o: TrialOptions): Promise<TrialRecord> {
       TB_PROBE_WARMUP: String(o.warmupSteps),
       TB_PROBE_STEPS: String(o.steps ?? 0),
       TB_PROBE_SET: JSON.stringify(o.overrides),
+      ...(o.seed !== undefined ? { TB_PROBE_SEED: String(o.seed) } : {}),
     },
     onLine: (stream, line) => {
       (stream === 'stdout' ? stdout : stderr).add(line);

@@ -1,9 +1,10 @@
 import { ApiError } from '../../api/errors';
-import type { OptimiseChange, OptimisePreset } from '../../api/optimise';
+import type { OptimiseChange } from '../../api/optimise';
 import type { ScriptLoaderSettings, ScriptOptimiseRequest, ScriptOverrides } from '../../api/script-target';
-import type { ScriptKnobContext, ScriptOptimizerSeen } from '../knobs/knob';
+import type { ScriptKnobContext } from '../knobs/knob';
 import type { FinalWords } from '../optimise/final-verdict';
 import type { RunRecord } from '../run-store';
+import type { ProbeMessage } from '../script/probe-messages';
 import { probeDir } from '../script/probe-dir';
 import type { RankSummary } from '../script/rank-stats';
 import { combineRanks, summarizeRank } from '../script/rank-stats';
@@ -12,7 +13,7 @@ import { SCRIPT_KNOBS } from '../knobs/knob-table';
 import { runTrial, trialError } from '../script/script-trial';
 import type { Candidates, Repetition, TargetRunner } from './target-runner';
 
-/** A launch of the user's command: throughput and its phases; the probe sees no loss. */
+/** A launch of the user's command: throughput, its phases, and the mean loss over its measured steps. */
 export interface ScriptRepetition extends Repetition {
   stepMs: number;
   phasesMs: ReturnType<typeof combineRanks>['phasesMs'];
@@ -23,10 +24,15 @@ export interface ScriptRepetition extends Repetition {
 
 const LOADER_KEYS = ['num_workers', 'prefetch_factor', 'pin_memory', 'persistent_workers', 'batch_size'] as const;
 
+/** Two launches of the same settings whose mean losses differ by more than this (relative) do not reproduce it. */
+const REPEAT_LOSS_TOLERANCE = 1e-3;
+
 /**
  * The user's command as the wizard's target: each repetition one launch with the probe's overrides,
- * stopped after the measured steps, its kill the job's cancel while it runs. Launches need not be
- * seeded, so there is no loss to compare: numerics changes are refused outside the max-speed preset.
+ * stopped after the measured steps, its kill the job's cancel while it runs. Every launch is seeded
+ * with the wizard's seed (the script's own seeding wins), and its loss is the mean of the losses the
+ * probe read over the measured steps; when two launches of the same settings disagree, the loss
+ * guards nothing and the wizard says that a change was kept without a loss check.
  */
 export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetition> {
   readonly kind = 'script' as const;
@@ -35,8 +41,17 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
   private launches = 0;
   /** Known once the baseline is: the device, the cores and the script's own loader settings. */
   knobs: ScriptKnobContext | null = null;
-  /** The script's own optimizer, from the first launch that did not set optim.impl (a resumed wizard learns it at its next one). */
-  private optimizer: ScriptOptimizerSeen | null = null;
+  /**
+   * What the probe saw of the script as it is: its optimizer (from a launch without optim.impl), its models, and its own
+   * autocast (from a launch without amp.dtype). A resumed wizard learns them at its next launch.
+   */
+  private seen: Pick<ScriptKnobContext, 'optimizer' | 'models' | 'autocast'> = { optimizer: null, models: [], autocast: null };
+  /** The first mean loss of each settings measured (by their JSON), to see whether a repeat reproduces it. */
+  private readonly lossOf = new Map<string, number>();
+  /** Why the loss cannot be compared; null while it can. */
+  private unchecked: string | null = null;
+  /** Who seeded the launches: the script itself (where), or Trainbench with the request's seed. */
+  seededBy: { by: 'trainbench' | 'script'; where: string } | null = null;
 
   constructor(
     private readonly request: ScriptOptimiseRequest,
@@ -50,7 +65,7 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
   async measure(overrides: ScriptOverrides): Promise<ScriptRepetition> {
     const r = this.request;
     const n = ++this.launches;
-    const trialOptions = { target: r.target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir };
+    const trialOptions = { target: r.target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir, seed: r.seed };
     const record = await runTrial({
       ...trialOptions,
       onStarted: (cancel) => this.jobs.started(this.job, cancel),
@@ -71,15 +86,57 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
     }
     const messages = record.connections.flatMap((c) => c.messages);
     const loaderMessage = messages.find((m) => m.type === 'loader');
-    const made = messages.find((m) => m.type === 'optimizer');
-    if (made?.type === 'optimizer' && overrides['optim.impl'] === undefined) {
-      this.optimizer ??= { class: made.class, offers: made.offers, impl: made.impl, torch: record.connections[0]?.hello.torch ?? null };
-    }
+    this.see(messages, overrides, record.connections[0]?.hello.torch ?? null);
     this.run.appendEvent({ type: 'optimise.launch', launch: n, overrides, samplesPerSec: combined.samplesPerSec, stepMs: combined.steadyStateMeanMs });
     // The script's own settings: those this launch overrode are not the script's.
     const loader = loaderMessage?.type === 'loader' ? { ...loaderMessage.settings } : null;
     if (loader) for (const key of LOADER_KEYS) if (overrides[`dataloader.${key}`] !== undefined) loader[key] = null;
-    return { samplesPerSec: combined.samplesPerSec, loss: null, stepMs: combined.steadyStateMeanMs, phasesMs: combined.phasesMs, device: ranks[0].rank.device, loader };
+    const loss = this.lossOfLaunch(n, overrides, record.connections[0]?.messages ?? []);
+    return { samplesPerSec: combined.samplesPerSec, loss, stepMs: combined.steadyStateMeanMs, phasesMs: combined.phasesMs, device: ranks[0].rank.device, loader };
+  }
+
+  /**
+   * The launch's mean loss over its measured steps (rank 0's; Infinity where one was not finite), or null where
+   * it cannot be compared: then `unchecked` says why, for every trial from here on.
+   */
+  private lossOfLaunch(n: number, overrides: ScriptOverrides, messages: ProbeMessage[]): number | null {
+    const r = this.request;
+    const seed = messages.find((m) => m.type === 'seed' && m.by === 'script') ?? messages.find((m) => m.type === 'seed');
+    if (seed?.type === 'seed') this.seededBy ??= { by: seed.by, where: seed.where };
+    if (this.unchecked !== null) return null;
+    const values: (number | null)[] = [];
+    for (const m of messages) {
+      if (m.type !== 'loss') continue;
+      m.steps.forEach((step, i) => {
+        if (step > r.warmupSteps && step <= r.warmupSteps + r.steps) values.push(m.values[i]);
+      });
+    }
+    if (values.length === 0) {
+      this.unchecked = `launch ${n} gave the probe no loss over its measured steps (it reads the scalar passed to backward())`;
+      return null;
+    }
+    const loss = values.some((v) => v === null) ? Infinity : (values as number[]).reduce((s, v) => s + v, 0) / values.length;
+    const key = JSON.stringify(Object.entries(overrides).sort(([a], [b]) => a.localeCompare(b)));
+    const first = this.lossOf.get(key);
+    if (first === undefined) this.lossOf.set(key, loss);
+    else if (Number.isFinite(first) && Number.isFinite(loss) && Math.abs(loss - first) > REPEAT_LOSS_TOLERANCE * Math.max(Math.abs(first), 1e-12)) {
+      this.unchecked = `two launches of the same settings gave mean losses ${first.toPrecision(6)} and ${loss.toPrecision(6)} with the same seed (the script's data order or its kernels are not deterministic)`;
+      return null;
+    }
+    return loss;
+  }
+
+  lossUnchecked(): string | null {
+    return this.unchecked;
+  }
+
+  private see(messages: ProbeMessage[], overrides: ScriptOverrides, torch: string | null): void {
+    const seen = this.seen;
+    for (const m of messages) {
+      if (m.type === 'optimizer' && overrides['optim.impl'] === undefined) seen.optimizer ??= { class: m.class, offers: m.offers, impl: m.impl, torch };
+      if (m.type === 'autocast' && overrides['amp.dtype'] === undefined) seen.autocast ??= m.dtype;
+    }
+    if (!seen.models.length) seen.models = messages.flatMap((m) => (m.type === 'model' ? [{ class: m.class, convs: m.convs, bf16: m.bf16 ?? null }] : []));
   }
 
   apply(overrides: ScriptOverrides, change: OptimiseChange): ScriptOverrides {
@@ -88,7 +145,12 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
 
   candidates(best: ScriptOverrides, exhausted: readonly string[]): Candidates | null {
     if (!this.knobs) return null;
-    const ctx = { ...this.knobs, optimizer: this.knobs.optimizer ?? this.optimizer };
+    const ctx: ScriptKnobContext = {
+      ...this.knobs,
+      optimizer: this.knobs.optimizer ?? this.seen.optimizer,
+      models: this.knobs.models.length ? this.knobs.models : this.seen.models,
+      autocast: this.knobs.autocast ?? this.seen.autocast,
+    };
     const out: Candidates = { changes: [], skipped: [] };
     for (const knob of SCRIPT_KNOBS) {
       const p = knob(best, ctx);
@@ -98,11 +160,8 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
     return out;
   }
 
-  refuses(change: OptimiseChange, preset: OptimisePreset): string | null {
-    if (change.kind === 'numerics' && preset !== 'max-speed') {
-      return `${change.label} alters the numerics, and the probe does not see a script's loss to guard it: only the max-speed preset tries it`;
-    }
-    return null;
+  refuses(): string | null {
+    return null; // the preset's rules and the loss guard decide; nothing is refused for being a script
   }
 
   words(kept: readonly string[]): FinalWords {

@@ -5,7 +5,7 @@ import type { FinalWords } from '../optimise/final-verdict';
 /** What one repetition of a target tells the wizard: its throughput, and its loss where the target can see it. */
 export interface Repetition {
   samplesPerSec: number;
-  /** Mean loss over the measured steps; null where the target cannot measure it (a script: the probe sees no loss). */
+  /** Mean loss over the measured steps (Infinity: it diverged); null where the target cannot measure it. */
   loss: number | null;
 }
 
@@ -30,8 +30,10 @@ export interface TargetRunner<C, R extends Repetition = Repetition> {
   apply(config: C, change: OptimiseChange): C;
   /** Every offered knob's next step from `best`, less those in `exhausted`; null before the target knows enough (its baseline). */
   candidates(best: C, exhausted: readonly string[]): Candidates | null;
-  /** Why this target will not try a change the preset allows (a numerics change it has no loss to guard), or null. */
+  /** Why this target will not try a change the preset allows, or null. */
   refuses(change: OptimiseChange, preset: OptimisePreset): string | null;
+  /** Why the loss of this target's repetitions cannot be compared (a change kept is then kept without a loss check), or null. */
+  lossUnchecked?(): string | null;
   /** How the final card speaks of this target, given the changes kept. */
   words(kept: readonly string[]): FinalWords;
 }

@@ -8,7 +8,7 @@ import { quoteArgv } from '../../stores/script-form';
  * probe applies them; without --steps it trains to the script's own end), and the lines a user
  * writes into their own script to have them without Trainbench.
  */
-export function scriptUse(target: ScriptTarget, overrides: Record<string, string | number | boolean>): { command: string; code: string[] } {
+export function scriptUse(target: ScriptTarget, overrides: Record<string, string | number | boolean>, device?: string): { command: string; code: string[] } {
   const entries = Object.entries(overrides).sort(([a], [b]) => a.localeCompare(b));
   const flags = [
     'trainbench',
@@ -22,5 +22,5 @@ export function scriptUse(target: ScriptTarget, overrides: Record<string, string
     '--',
     ...target.command,
   ];
-  return { command: quoteArgv(flags), code: overrideCode(overrides) };
+  return { command: quoteArgv(flags), code: overrideCode(overrides, { device }) };
 }

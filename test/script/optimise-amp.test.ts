@@ -1,0 +1,55 @@
+// Issue 28: the wizard tries mixed precision and channels_last on a CNN tutorial script left as it is, and
+// guards them with the loss: every launch seeded alike, the mean loss over the measured steps compared.
+// A script that reseeds itself at random cannot be compared, and the wizard says so instead of guessing.
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
+import { requireBuilt } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+import { TORCH2 } from './probe-run';
+import { runCli, SCRIPTS } from './script-helpers';
+
+const ws = tempDir();
+beforeAll(requireBuilt);
+afterAll(() => ws.cleanup());
+
+async function wizard(python: string, maxTrials: number, extra: string[] = []) {
+  const args = ['optimise', '--json', '--repeat', '2', '--steps', '10', '--warmup-steps', '3', '--max-trials', String(maxTrials), '--workspace', ws.dir, ...extra];
+  const { code, stdout, stderr } = await runCli([...args, '--', python, path.join(SCRIPTS, 'cnn_tutorial.py'), '--steps', '30'], 300_000);
+  expect(code, stderr).toBe(0);
+  return ScriptOptimiseResultSchema.parse(JSON.parse(stdout));
+}
+
+describe.skipIf(!TORCH2.python)(`trainbench optimise -- <CNN script>: amp.dtype and channels_last under the loss guard (${TORCH2.label})`, () => {
+  it('tries bf16 autocast and channels_last on the CPU, each with its loss compared at the same seed', async () => {
+    const r = await wizard(TORCH2.python!, 4);
+    expect(r.lossCheck).toEqual({ seed: 0, tolerance: 0.05, seededBy: 'trainbench', where: 'torch import', unchecked: null });
+    const amp = r.trials.find((t) => t.change.knob === 'amp.dtype')!;
+    expect(amp.change).toMatchObject({ from: 'fp32', to: 'bf16', kind: 'numerics' });
+    const cl = r.trials.find((t) => t.change.knob === 'memory.channels_last')!;
+    expect(cl.change).toMatchObject({ from: false, to: true, kind: 'numerics' });
+    for (const t of [amp, cl]) {
+      expect(t.error).toBeNull();
+      expect(t.candidateSamplesPerSec).toHaveLength(2);
+      // float32 outputs from a bf16 forward: the loss moves, but by far less than the 5% tolerance.
+      expect(t.lossDelta).not.toBeNull();
+      expect(t.lossDelta!).toBeLessThan(0.05);
+      expect(t.decision).not.toBe('changes-results');
+    }
+    // The same seed reproduces the loss exactly where nothing changed the numerics.
+    const workers = r.trials.find((t) => t.change.knob === 'dataloader.num_workers')!;
+    expect(workers.lossDelta).toBe(0);
+  }, 300_000);
+
+  it('says the loss was not checked when the script reseeds at random, and keeps changes on speed alone', async () => {
+    const r = await wizard(TORCH2.python!, 2, ['--env', 'SEED=random']);
+    expect(r.lossCheck).toMatchObject({ seededBy: 'script', unchecked: expect.stringMatching(/^two launches of the same settings gave mean losses \S+ and \S+ with the same seed/) });
+    expect(r.lossCheck!.where).toMatch(/cnn_tutorial\.py:\d+$/);
+    for (const t of r.trials) {
+      expect(t.lossDelta).toBeNull();
+      if (t.kept) expect(t.why).toContain('; kept without a loss check: two launches of the same settings');
+    }
+  }, 300_000);
+});
