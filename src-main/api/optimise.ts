@@ -103,8 +103,22 @@ export const OptimiseTrialSchema = z.object({
   seconds: z.number(),
   /** The engine's words for a crash or an OOM. */
   error: z.string().nullable(),
+  /**
+   * A compile trial (a script's compile.mode): the compile time one launch paid at its first steps (outside the
+   * measured window), the compilations, those that fell in the measured steps, and the step it pays off at.
+   */
+  compile: z
+    .object({
+      seconds: z.number().min(0),
+      compilations: z.number().int().min(0),
+      inMeasuredSteps: z.number().int().min(0),
+      /** Steps after which the time saved per step has repaid the compile time; null: the compiled step is not faster. */
+      payoffSteps: z.number().int().min(1).nullable(),
+    })
+    .optional(),
 });
 export type OptimiseTrial = z.infer<typeof OptimiseTrialSchema>;
+export type TrialCompile = NonNullable<OptimiseTrial['compile']>;
 
 /** A change not tried, and why (not applicable on this device, refused by the preset). */
 export const SkippedChangeSchema = z.object({ change: OptimiseChangeSchema, why: z.string() });

@@ -77,6 +77,8 @@ export const SCRIPT_OVERRIDES = {
   'amp.dtype': z.enum(['bf16', 'fp16']),
   /** The model's parameters and its 4-D inputs in channels_last (NHWC) memory format. */
   'memory.channels_last': z.boolean(),
+  /** torch.compile of the model, in place, in this mode (torch 2.0+). */
+  'compile.mode': z.enum(['default', 'reduce-overhead', 'max-autotune']),
 } as const;
 export type ScriptOverrideKey = keyof typeof SCRIPT_OVERRIDES;
 export const SCRIPT_OVERRIDE_KEYS = Object.keys(SCRIPT_OVERRIDES) as ScriptOverrideKey[];
@@ -116,6 +118,7 @@ export function describeOverride(key: ScriptOverrideKey): string {
   if (key === 'matmul.precision') return 'highest, high or medium';
   if (key === 'optim.impl') return 'foreach or fused';
   if (key === 'amp.dtype') return 'bf16 or fp16';
+  if (key === 'compile.mode') return 'default, reduce-overhead or max-autotune';
   if (key === 'dataloader.pin_memory' || key === 'dataloader.persistent_workers' || key === 'cudnn.benchmark' || key === 'memory.channels_last') return 'true or false';
   return key === 'dataloader.num_workers' ? 'a whole number >= 0' : 'a whole number >= 1';
 }

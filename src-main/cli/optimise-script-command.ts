@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError } from 'commander';
 
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import { lossCheckText } from '../api/script-loss-check';
+import { compileText, lossCheckText } from '../api/script-trial-words';
 import { overrideCode } from '../api/script-override-code';
 import type { ScriptOptimiseRequest, ScriptOptimiseResult, ScriptOverrides } from '../api/script-target';
 import { ScriptOptimiseRequestSchema } from '../api/script-target';
@@ -38,7 +38,10 @@ export function formatScriptOptimise(r: ScriptOptimiseResult): string {
     `baseline   ${n0(b.samplesPerSec.median)} samples/s (95% CI ${n0(b.samplesPerSec.low)}-${n0(b.samplesPerSec.high)}, noise floor ±${(100 * b.noiseFloor).toFixed(1)}%) on ${b.device}; data wait ${b.phasesPercent.data.toFixed(1)}% of the step`,
     'trials',
     ...(r.trials.length
-      ? r.trials.map((t) => `  ${t.index}. ${t.change.label.padEnd(36)} ${t.decision.padEnd(13)} ${t.speedup ? `${x3(t.speedup.median)} [${x3(t.speedup.low)}, ${x3(t.speedup.high)}]` : t.error ?? ''}`)
+      ? r.trials.flatMap((t) => [
+          `  ${t.index}. ${t.change.label.padEnd(36)} ${t.decision.padEnd(13)} ${t.speedup ? `${x3(t.speedup.median)} [${x3(t.speedup.low)}, ${x3(t.speedup.high)}]` : t.error ?? ''}`,
+          ...(t.compile ? [`     ${compileText(t.compile)}`] : []),
+        ])
       : ['  none']),
     ...(r.skipped.length ? ['skipped', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),
     `verdict    ${r.final.verdict}`,

@@ -59,7 +59,7 @@ const ENGINE_CONFIGS: Record<string, OptimiseConfig> = {
 };
 
 const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
-  'CPU, no DataLoader or optimizer seen': { device: 'cpu', cpus: 2, loader: null, optimizer: null, models: [], autocast: null },
+  'CPU, no DataLoader or optimizer seen': { device: 'cpu', cpus: 2, loader: null, optimizer: null, models: [], autocast: null, torch: null },
   'CPU, num_workers 0, AdamW on torch 1.13': {
     device: 'cpu',
     cpus: 4,
@@ -67,6 +67,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     optimizer: { class: 'AdamW', offers: ['foreach'], impl: 'default', torch: '1.13.0' },
     models: [{ class: 'NeuralNetwork', convs: 0, bf16: null }],
     autocast: null,
+    torch: '1.13.0',
   },
   'CPU, SGD stepping foreach on torch 1.13': {
     device: 'cpu',
@@ -75,6 +76,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     optimizer: { class: 'SGD', offers: ['foreach'], impl: 'foreach', torch: '1.13.0' },
     models: [{ class: 'Net', convs: 2, bf16: null }],
     autocast: null,
+    torch: '1.13.0',
   },
   'CUDA, 4 workers pinned, AdamW on torch 2.x': {
     device: 'cuda:0',
@@ -83,6 +85,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     optimizer: { class: 'AdamW', offers: ['foreach', 'fused'], impl: 'default', torch: '2.13.0' },
     models: [{ class: 'ResNet', convs: 20, bf16: true }],
     autocast: null,
+    torch: '2.13.0',
   },
   'CUDA without bf16, the script under its own autocast': {
     device: 'cuda:0',
@@ -91,6 +94,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     optimizer: { class: 'SGD', offers: ['foreach', 'fused'], impl: 'default', torch: '2.13.0' },
     models: [{ class: 'Net', convs: 2, bf16: false }],
     autocast: 'fp16',
+    torch: '2.13.0',
   },
 };
 
@@ -104,6 +108,7 @@ const SCRIPT_OVERRIDES: Record<string, ScriptOverrides> = {
     'optim.impl': 'fused',
     'amp.dtype': 'bf16',
     'memory.channels_last': true,
+    'compile.mode': 'default',
   },
 };
 
@@ -271,7 +276,7 @@ describe('every declared knob is proposed, or not, with a reason', () => {
   });
 });
 
-describe('amp.dtype and memory.channels_last on a script (issue 28)', () => {
+describe('amp.dtype, memory.channels_last and compile.mode on a script (issue 28)', () => {
   const answer = (setting: string, name: string, o: ScriptOverrides = {}, patch: Partial<ScriptKnobContext> = {}) =>
     scriptOutcomes(o, { ...SCRIPT_CONTEXTS[name], ...patch }).get(setting)![0];
 
@@ -296,5 +301,16 @@ describe('amp.dtype and memory.channels_last on a script (issue 28)', () => {
       why: 'NeuralNetwork has no 2-D convolution: channels_last changes nothing for it',
     });
     expect(answer('memory.channels_last', 'CUDA, 4 workers pinned, AdamW on torch 2.x', { 'memory.channels_last': true })).toEqual({ settled: 'the model runs channels_last already' });
+  });
+
+  it('proposes torch.compile on torch 2.x, and names the version where it cannot', () => {
+    expect(answer('compile.mode', 'CUDA, 4 workers pinned, AdamW on torch 2.x')).toMatchObject({
+      proposed: { from: 'off', to: 'default', kind: 'numerics', hypothesis: expect.stringContaining('after how many steps it pays off') },
+    });
+    expect(answer('compile.mode', 'CPU, SGD stepping foreach on torch 1.13')).toEqual({
+      skipped: expect.objectContaining({ to: 'default' }),
+      why: 'torch.compile needs torch 2.0 or newer; the script runs torch 1.13.0',
+    });
+    expect(answer('compile.mode', 'CUDA, 4 workers pinned, AdamW on torch 2.x', { 'compile.mode': 'default' })).toEqual({ settled: 'the model is compiled already (mode default)' });
   });
 });

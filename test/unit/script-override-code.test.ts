@@ -11,7 +11,8 @@ describe('the code to paste for kept overrides', () => {
       'optimizer = torch.optim.YourOptimizer(params, ..., fused=True)',
     ]);
     expect(overrideCode({ 'optim.impl': 'foreach' })).toEqual(['optimizer = torch.optim.YourOptimizer(params, ..., foreach=True)']);
-    expect(overrideCode({ 'compile.mode': 'default' })).toEqual(['# compile.mode=default: no Python equivalent known to this version']);
+    expect(overrideCode({ 'compile.mode': 'max-autotune' })).toEqual(['model.compile(mode="max-autotune")  # torch 2.2+, in place; before 2.2: model = torch.compile(model, mode="max-autotune")']);
+    expect(overrideCode({ 'unknown.key': 1 })).toEqual(['# unknown.key=1: no Python equivalent known to this version']);
   });
 
   it('writes mixed precision as the autocast block for the device it ran on, with the GradScaler lines for fp16', () => {

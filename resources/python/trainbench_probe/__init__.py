@@ -691,11 +691,10 @@ class Probe:
         if self.steps > 0:
             self._check_flags("before the end")
         try:
-            amp = self.model.summary()
-            if amp is not None:
-                self.send(amp)
+            for summary in self.model.summaries():
+                self.send(summary)
         except Exception as err:
-            _note("could not read the loss scale (%r)" % (err,))
+            _note("could not sum up the model's overrides (%r)" % (err,))
         try:
             import resource
 

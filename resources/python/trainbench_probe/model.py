@@ -1,4 +1,4 @@
-"""amp.dtype and memory.channels_last on the model the optimizer trains, with no change to the script.
+"""amp.dtype, memory.channels_last and compile.mode on the model the optimizer trains, with no change to the script.
 
 The model is each outermost module holding an optimizer's parameters (modules.py finds them). Its
 forward is replaced by a wrapper, as Accelerate wraps a prepared model's: it runs under torch.autocast
@@ -7,8 +7,11 @@ it did. fp16 adds dynamic loss scaling with torch's own GradScaler: the loss sca
 the gradients unscaled before the script's clip_grad_norm_ / clip_grad_value_, each optimizer
 stepped through the scaler (a step with inf/NaN gradients is skipped, and counted), the scale updated
 before the next backward(). channels_last converts the model's parameters once and its 4-D floating
-inputs at each call. Without an override the probe only reports the model (its convolutions) and
-whether the script autocasts on its own, which is what the wizard decides from.
+inputs at each call. compile.mode compiles the model in place (Module.compile, so the script's own
+references to it stay valid), around the autocast wrapper; dynamo's compile callbacks time every
+compilation and count those that happen during the measured steps (recompilations). Without an
+override the probe only reports the model (its convolutions) and whether the script autocasts on
+its own, which is what the wizard decides from.
 """
 SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
@@ -80,6 +83,9 @@ class ModelKnobs:
         self.amp_name = overrides.get("amp.dtype")
         self.amp = getattr(torch, DTYPES[self.amp_name]) if self.amp_name else None
         self.channels_last = overrides.get("memory.channels_last") is True
+        self.compile_mode = overrides.get("compile.mode")
+        self.compiles = []  # (seconds, iteration it happened in) of every compilation dynamo reported
+        self._compile_started = None
         self.roots = []  # ids of the models seen, each reported once
         self.scaler = None
         self.unscaled = set()  # ids of optimizers unscaled since the last update
@@ -89,12 +95,12 @@ class ModelKnobs:
         self.script_scaler = False
 
     def active(self):
-        return self.amp is not None or self.channels_last
+        return self.amp is not None or self.channels_last or self.compile_mode is not None
 
     def failed(self, why, module=None, key=None):
         if key is None:
             key = "amp.dtype" if self.amp is not None else "memory.channels_last"
-        value = self.amp_name if key == "amp.dtype" else True
+        value = {"amp.dtype": self.amp_name, "compile.mode": self.compile_mode}.get(key, True)
         made = "the model %s" % type(module).__name__ if module is not None else "the model"
         return self.probe.override_failed(key, value, None, why, made=made)
 
@@ -102,9 +108,10 @@ class ModelKnobs:
     def roots_found(self, roots):
         """The outermost modules holding an optimizer's parameters: each reported, and wrapped when asked."""
         for root in roots:
-            if id(root) in self.roots or any(isinstance(getattr(m, "__dict__", {}).get("forward"), _Forward) for m in root.modules()):
-                continue  # seen, or a wrapper (DDP, torch.compile) around a model wrapped already
+            if id(root) in self.roots or any(getattr(m, "__dict__", {}).get("_trainbench_model") for m in root.modules()):
+                continue  # seen, or a wrapper (DDP, torch.compile) around a model seen already
             self.roots.append(id(root))
+            root.__dict__["_trainbench_model"] = True
             param = _first_param(root)
             convs = sum(1 for m in root.modules() if isinstance(m, self.torch.nn.Conv2d))
             info = {"type": "model", "class": type(root).__name__, "convs": convs, "device": str(param.device) if param is not None else "cpu"}
@@ -131,7 +138,46 @@ class ModelKnobs:
             if self.amp_name == "fp16" and self.scaler is None:
                 self.scaler = self._make_scaler(device_type, root)
             self.probe.applied("amp.dtype", self.amp_name, "model %s" % name)
-        root.forward = _Forward(self, root, root.__dict__.get("forward"))
+        if self.amp is not None or self.channels_last:
+            root.forward = _Forward(self, root, root.__dict__.get("forward"))
+        if self.compile_mode is not None:
+            self._compile(root)
+
+    def _compile(self, root):
+        torch = self.torch
+        if not hasattr(torch, "compile"):
+            raise self.failed("torch.compile needs torch 2.0 or newer; this is torch %s" % torch.__version__, root, "compile.mode")
+        self._time_compilations()
+        if hasattr(root, "compile"):
+            root.compile(mode=self.compile_mode)  # torch 2.2+: in place, through the probe's torch.compile
+        else:
+            root.forward = torch.compile(root.forward, mode=self.compile_mode)
+        self.probe.applied("compile.mode", self.compile_mode, "model %s" % type(root).__name__)
+
+    def _time_compilations(self):
+        """Dynamo's compile callbacks (torch 2.x): each compilation's seconds and the iteration it fell in."""
+        import time
+
+        try:
+            from torch._dynamo import callback
+        except Exception:
+            return
+        knobs = self
+
+        def start(*_args):
+            if knobs._compile_started is None:
+                knobs._compile_started = time.perf_counter()
+
+        def end(*_args):
+            if knobs._compile_started is not None:
+                knobs.compiles.append((time.perf_counter() - knobs._compile_started, knobs.probe.steps + 1))
+                knobs._compile_started = None
+
+        try:
+            callback.on_compile_start(start)
+            callback.on_compile_end(end)
+        except Exception:
+            pass
 
     def _check_autocast(self, device_type, root):
         """torch warns and goes on in float32 where autocast lacks the dtype (1.13's CPU and fp16): refuse instead."""
@@ -243,15 +289,29 @@ class ModelKnobs:
             self.skipped += 1
         return out
 
-    def summary(self):
-        if self.amp is None:
-            return None
-        out = {"type": "amp", "dtype": self.amp_name, "skippedSteps": self.skipped}
-        if self.scaler is not None:
-            try:
-                out["scale"] = float(self.scaler.get_scale())
-            except Exception:
-                pass
+    def summaries(self):
+        """What the overrides did, sent at the end: the loss scaler's skipped steps, the compilations."""
+        out = []
+        if self.amp is not None:
+            amp = {"type": "amp", "dtype": self.amp_name, "skippedSteps": self.skipped}
+            if self.scaler is not None:
+                try:
+                    amp["scale"] = float(self.scaler.get_scale())
+                except Exception:
+                    pass
+            out.append(amp)
+        if self.compile_mode is not None:
+            warmup = self.probe.warmup
+            out.append(
+                {
+                    "type": "compile",
+                    "mode": self.compile_mode,
+                    "compilations": len(self.compiles),
+                    "seconds": sum(s for s, _ in self.compiles),
+                    # After the warm-up: recompilations the measured steps paid for.
+                    "inMeasuredSteps": sum(1 for _, step in self.compiles if step > warmup),
+                }
+            )
         return out
 
 

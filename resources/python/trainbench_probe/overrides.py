@@ -23,6 +23,7 @@ KNOWN = {
     "optim.impl": ("impl", None),
     "amp.dtype": ("amp", None),
     "memory.channels_last": ("bool", None),
+    "compile.mode": ("compile", None),
 }
 
 
@@ -42,6 +43,7 @@ def check(overrides):
             "precision": value in MATMUL_PRECISIONS,
             "impl": value in ("foreach", "fused"),
             "amp": value in ("bf16", "fp16"),
+            "compile": value in ("default", "reduce-overhead", "max-autotune"),
         }[kind]
         if not ok:
             raise OverrideError("override %s has a bad value %r" % (key, value))

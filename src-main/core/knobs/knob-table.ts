@@ -327,6 +327,28 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
   },
   {
+    name: 'compile',
+    kind: 'numerics',
+    engine: { notOffered: "the engine's step is compiled ahead of time, into its own fused kernels: there is no graph compiler to turn on" },
+    script: {
+      setting: 'compile.mode',
+      rank: 39,
+      propose: (o, ctx) => {
+        if (o['compile.mode']) return { settled: `the model is compiled already (mode ${o['compile.mode']})` };
+        if (!ctx.models.length) return { settled: 'the probe has seen no model the script trains (a module whose parameters an optimizer updates)' };
+        const step = {
+          from: 'off',
+          to: 'default',
+          hypothesis:
+            "torch.compile fuses the model's operations into fewer kernels and removes Python overhead; the compile time is paid at the first steps, outside the measured ones, and the trial says after how many steps it pays off",
+        };
+        const major = Number((ctx.torch ?? '').split('.')[0]);
+        if (ctx.torch !== null && major < 2) return { skip: step, why: `torch.compile needs torch 2.0 or newer; the script runs torch ${ctx.torch}` };
+        return { step };
+      },
+    },
+  },
+  {
     name: 'persistentWorkers',
     kind: 'pipeline',
     engine: { notOffered: "the engine's loader threads live for the whole run: a new epoch only gives them a new order" },

@@ -32,6 +32,8 @@ export interface ScriptKnobContext {
   models: ScriptModelSeen[];
   /** The dtype the script's own autocast runs its training forward in (null: it does not autocast). */
   autocast: string | null;
+  /** The script's torch version (null: not known yet). */
+  torch: string | null;
 }
 
 /** A model the probe saw the script train: its class, its 2-D convolutions, and on CUDA whether the GPU computes bf16. */

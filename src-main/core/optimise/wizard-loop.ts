@@ -168,12 +168,14 @@ export class WizardLoop<C, R extends Repetition> {
   /** `a` and `b`, `repeat` repetitions each, interleaved A/B/A/B so a drift hits both. */
   async interleaved(a: C, b: C, phase: 'trial' | 'final', index: number | null, label: string) {
     const k = this.rules.repeat;
-    const out = { a: [] as number[], b: [] as number[], aLoss: [] as number[], bLoss: [] as number[] };
+    const out = { a: [] as number[], b: [] as number[], aLoss: [] as number[], bLoss: [] as number[], aReps: [] as R[], bReps: [] as R[] };
     for (let i = 0; i < k; i++) {
       const ma = await this.measure(a);
+      out.aReps.push(ma);
       out.a.push(ma.samplesPerSec);
       if (ma.loss !== null) out.aLoss.push(ma.loss);
       const mb = await this.measure(b);
+      out.bReps.push(mb);
       out.b.push(mb.samplesPerSec);
       if (mb.loss !== null) out.bLoss.push(mb.loss);
       this.progress(phase, index, i + 1, k, label, null);
@@ -203,8 +205,13 @@ export class WizardLoop<C, R extends Repetition> {
         allowRecipeChanges: this.rules.allowRecipeChanges,
       });
       const { decision, speedup, kept } = verdict;
-      const why = unchecked !== null && decision === 'accept' && change.kind !== 'recipe' ? `${verdict.why}; kept without a loss check: ${unchecked}` : verdict.why;
-      return { index, change, decision, why, speedup, bestSamplesPerSec: m.a, candidateSamplesPerSec: m.b, lossDelta, kept, seconds: (Date.now() - t0) / 1000, error: null };
+      const extras = this.runner.trialExtras?.(change, m.aReps, m.bReps) ?? null;
+      let why = unchecked !== null && decision === 'accept' && change.kind !== 'recipe' ? `${verdict.why}; kept without a loss check: ${unchecked}` : verdict.why;
+      if (extras) why = `${why}; ${extras.why}`;
+      // JSON has no Infinity: a diverged loss is told by the decision's why, its delta left unmeasured.
+      const delta = lossDelta !== null && Number.isFinite(lossDelta) ? lossDelta : null;
+      const trial: OptimiseTrial = { index, change, decision, why, speedup, bestSamplesPerSec: m.a, candidateSamplesPerSec: m.b, lossDelta: delta, kept, seconds: (Date.now() - t0) / 1000, error: null };
+      return extras?.compile ? { ...trial, compile: extras.compile } : trial;
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
       // A cancel ends the wizard: the trial in flight is dropped (a resume runs it again), never recorded as crashed.

@@ -4,6 +4,7 @@
 import { throughputLabel, throughputOption } from '../../api/charts/benchmark-charts';
 import type { BenchmarkPhases } from '../../api/benchmark';
 import type { OptimiseFinal, OptimiseTrial, SkippedChange, TrialDecision } from '../../api/optimise';
+import { compileText } from '../../api/script-trial-words';
 import { overrideCode } from '../../api/script-override-code';
 import { ciLevel, orderIntervalCoverage } from '../../api/order-interval';
 import type { Interval } from '../stats/bootstrap';
@@ -121,6 +122,7 @@ function trialRows(t: OptimiseTrial): string[][] {
     ['samples/s, 95% CI of the median', best ? ci(best) : '-', cand ? ci(cand) : '-', ''],
     ['repetitions (A/B interleaved)', String(t.bestSamplesPerSec.length), String(t.candidateSamplesPerSec.length), ''],
     ['mean loss over the measured steps', '', '', t.lossDelta === null ? 'not measured' : `${signedPercent(t.lossDelta)} relative`],
+    ...(t.compile ? [['compile time per launch (first steps, not measured)', '', `${fmt(t.compile.seconds)} s`, compileText(t.compile)]] : []),
   ];
 }
 

@@ -71,6 +71,14 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
   }),
   /** The script runs its training forward under its own autocast, in this dtype. */
   z.object({ type: z.literal('autocast'), dtype: z.string(), device: z.string() }),
+  /** At the end, with compile.mode set: dynamo's compilations, their seconds, and those during the measured steps. */
+  z.object({
+    type: z.literal('compile'),
+    mode: z.string(),
+    compilations: z.number().int().min(0),
+    seconds: z.number().min(0),
+    inMeasuredSteps: z.number().int().min(0),
+  }),
   /** Who seeded torch's generators (at the first step): Trainbench's wizard as torch was imported, or the script itself (where). */
   z.object({ type: z.literal('seed'), by: z.enum(['trainbench', 'script']), seed: z.number().int().nullable(), where: z.string() }),
   /** At the end, with amp.dtype set: steps the loss scaler skipped (inf/NaN gradients) and its last scale. */

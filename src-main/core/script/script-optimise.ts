@@ -155,7 +155,7 @@ class ScriptWizard {
       this.measureBaseline(await this.loop.baseline(r.overrides));
     }
     const baseline = this.baseline!;
-    this.runner.knobs = { device: baseline.device, cpus: os.cpus().length, loader: this.loader, optimizer: null, models: [], autocast: null };
+    this.runner.knobs = { device: baseline.device, cpus: os.cpus().length, loader: this.loader, optimizer: null, models: [], autocast: null, torch: null };
     this.loop.current = this.state;
     this.events.emit('script.optimiseBaseline', { jobId: this.job.id, runId: this.run.id, baseline, loader: this.loader, trials: [...this.state.trials] });
     await this.saveState();

@@ -1,5 +1,5 @@
 import { ApiError } from '../../api/errors';
-import type { OptimiseChange } from '../../api/optimise';
+import type { OptimiseChange, TrialCompile } from '../../api/optimise';
 import type { ScriptLoaderSettings, ScriptOptimiseRequest, ScriptOverrides } from '../../api/script-target';
 import type { ScriptKnobContext } from '../knobs/knob';
 import type { FinalWords } from '../optimise/final-verdict';
@@ -20,7 +20,15 @@ export interface ScriptRepetition extends Repetition {
   device: string;
   /** The script's own first DataLoader settings, those this launch overrode left out; null without one. */
   loader: ScriptLoaderSettings | null;
+  /** With compile.mode: what dynamo compiled in this launch (rank 0). */
+  compile: { seconds: number; compilations: number; inMeasuredSteps: number } | null;
 }
+
+const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+const median = (xs: readonly number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
 
 const LOADER_KEYS = ['num_workers', 'prefetch_factor', 'pin_memory', 'persistent_workers', 'batch_size'] as const;
 
@@ -45,7 +53,7 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
    * What the probe saw of the script as it is: its optimizer (from a launch without optim.impl), its models, and its own
    * autocast (from a launch without amp.dtype). A resumed wizard learns them at its next launch.
    */
-  private seen: Pick<ScriptKnobContext, 'optimizer' | 'models' | 'autocast'> = { optimizer: null, models: [], autocast: null };
+  private seen: Pick<ScriptKnobContext, 'optimizer' | 'models' | 'autocast' | 'torch'> = { optimizer: null, models: [], autocast: null, torch: null };
   /** The first mean loss of each settings measured (by their JSON), to see whether a repeat reproduces it. */
   private readonly lossOf = new Map<string, number>();
   /** Why the loss cannot be compared; null while it can. */
@@ -92,7 +100,9 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
     const loader = loaderMessage?.type === 'loader' ? { ...loaderMessage.settings } : null;
     if (loader) for (const key of LOADER_KEYS) if (overrides[`dataloader.${key}`] !== undefined) loader[key] = null;
     const loss = this.lossOfLaunch(n, overrides, record.connections[0]?.messages ?? []);
-    return { samplesPerSec: combined.samplesPerSec, loss, stepMs: combined.steadyStateMeanMs, phasesMs: combined.phasesMs, device: ranks[0].rank.device, loader };
+    const compiled = record.connections[0]?.messages.find((m) => m.type === 'compile');
+    const compile = compiled?.type === 'compile' ? { seconds: compiled.seconds, compilations: compiled.compilations, inMeasuredSteps: compiled.inMeasuredSteps } : null;
+    return { samplesPerSec: combined.samplesPerSec, loss, stepMs: combined.steadyStateMeanMs, phasesMs: combined.phasesMs, device: ranks[0].rank.device, loader, compile };
   }
 
   /**
@@ -130,8 +140,28 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
     return this.unchecked;
   }
 
+  /**
+   * A compile trial's compile time and pay-off: the median compile seconds of its launches over the step time
+   * saved (the best's mean step less the candidate's), and the recompilations its measured steps paid for.
+   */
+  trialExtras(change: OptimiseChange, best: readonly ScriptRepetition[], candidate: readonly ScriptRepetition[]): { why: string; compile: TrialCompile } | null {
+    const runs = candidate.flatMap((c) => (c.compile ? [c.compile] : []));
+    if (change.knob !== 'compile.mode' || runs.length === 0 || best.length === 0) return null;
+    const seconds = median(runs.map((c) => c.seconds));
+    const compilations = Math.max(...runs.map((c) => c.compilations));
+    const inMeasuredSteps = Math.max(...runs.map((c) => c.inMeasuredSteps));
+    const savedMs = mean(best.map((b) => b.stepMs)) - mean(candidate.map((c) => c.stepMs));
+    const payoffSteps = savedMs > 0 ? Math.max(1, Math.ceil((seconds * 1000) / savedMs)) : null;
+    const paid = `compiling took ${seconds.toFixed(1)} s per launch (${compilations} compilation${compilations === 1 ? '' : 's'}, at its first steps)`;
+    const payoff =
+      payoffSteps === null ? 'the compiled step is not faster, so it never pays off' : `at ${savedMs.toFixed(2)} ms saved per step it pays off after ${payoffSteps.toLocaleString('en-US')} steps`;
+    const recompiled = inMeasuredSteps > 0 ? `; ${inMeasuredSteps} recompilation${inMeasuredSteps === 1 ? '' : 's'} fell in the measured steps, and their time is in the speedup` : '';
+    return { why: `${paid}; ${payoff}${recompiled}`, compile: { seconds, compilations, inMeasuredSteps, payoffSteps } };
+  }
+
   private see(messages: ProbeMessage[], overrides: ScriptOverrides, torch: string | null): void {
     const seen = this.seen;
+    seen.torch ??= torch;
     for (const m of messages) {
       if (m.type === 'optimizer' && overrides['optim.impl'] === undefined) seen.optimizer ??= { class: m.class, offers: m.offers, impl: m.impl, torch };
       if (m.type === 'autocast' && overrides['amp.dtype'] === undefined) seen.autocast ??= m.dtype;
@@ -150,6 +180,7 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
       optimizer: this.knobs.optimizer ?? this.seen.optimizer,
       models: this.knobs.models.length ? this.knobs.models : this.seen.models,
       autocast: this.knobs.autocast ?? this.seen.autocast,
+      torch: this.knobs.torch ?? this.seen.torch,
     };
     const out: Candidates = { changes: [], skipped: [] };
     for (const knob of SCRIPT_KNOBS) {

@@ -1,4 +1,4 @@
-import type { OptimiseChange, OptimisePreset, SkippedChange } from '../../api/optimise';
+import type { OptimiseChange, OptimisePreset, SkippedChange, TrialCompile } from '../../api/optimise';
 import type { KnobTarget } from '../knobs/knob';
 import type { FinalWords } from '../optimise/final-verdict';
 
@@ -32,6 +32,8 @@ export interface TargetRunner<C, R extends Repetition = Repetition> {
   candidates(best: C, exhausted: readonly string[]): Candidates | null;
   /** Why this target will not try a change the preset allows, or null. */
   refuses(change: OptimiseChange, preset: OptimisePreset): string | null;
+  /** What a trial's repetitions tell beyond speed and loss (a compile trial's compile time and pay-off), added to the trial. */
+  trialExtras?(change: OptimiseChange, best: readonly R[], candidate: readonly R[]): { why: string; compile?: TrialCompile } | null;
   /** Why the loss of this target's repetitions cannot be compared (a change kept is then kept without a loss check), or null. */
   lossUnchecked?(): string | null;
   /** How the final card speaks of this target, given the changes kept. */

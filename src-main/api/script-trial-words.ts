@@ -1,3 +1,4 @@
+import type { TrialCompile } from './optimise';
 import type { ScriptOptimiseResult } from './script-target';
 
 /** How the loss guard went, in one line: what it compared and with which seed, or why it could not. */
@@ -10,4 +11,11 @@ export function lossCheckText(c: ScriptOptimiseResult['lossCheck'], preset: Scri
       ? 'leaves the mean loss over the measured steps as it was'
       : `keeps the mean loss over the measured steps within ${(100 * c.tolerance).toFixed(1)}%${preset === 'max-speed' ? ` (${(400 * c.tolerance).toFixed(1)}% for a numerics change)` : ''}`;
   return `a kept change ${within}; ${seeded}`;
+}
+
+/** A compile trial's cost and pay-off, in one line. */
+export function compileText(c: TrialCompile): string {
+  const payoff = c.payoffSteps === null ? 'never pays off (the compiled step is not faster)' : `pays off after ${c.payoffSteps.toLocaleString('en-US')} steps`;
+  const recompiled = c.inMeasuredSteps ? `, ${c.inMeasuredSteps} recompilation(s) in the measured steps` : '';
+  return `compile ${c.seconds.toFixed(1)} s per launch (${c.compilations} compilations${recompiled}); ${payoff}`;
 }

@@ -1,5 +1,6 @@
-// Issue 28: the wizard tries mixed precision and channels_last on a CNN tutorial script left as it is, and
-// guards them with the loss: every launch seeded alike, the mean loss over the measured steps compared.
+// Issue 28: the wizard tries mixed precision, channels_last and torch.compile on a CNN tutorial script left
+// as it is, and guards them with the loss: every launch seeded alike, the mean loss over the measured steps
+// compared. A compile trial says what compiling cost and after how many steps it pays off.
 // A script that reseeds itself at random cannot be compared, and the wizard says so instead of guessing.
 import path from 'node:path';
 
@@ -17,20 +18,26 @@ afterAll(() => ws.cleanup());
 
 async function wizard(python: string, maxTrials: number, extra: string[] = []) {
   const args = ['optimise', '--json', '--repeat', '2', '--steps', '10', '--warmup-steps', '3', '--max-trials', String(maxTrials), '--workspace', ws.dir, ...extra];
-  const { code, stdout, stderr } = await runCli([...args, '--', python, path.join(SCRIPTS, 'cnn_tutorial.py'), '--steps', '30'], 300_000);
+  const { code, stdout, stderr } = await runCli([...args, '--', python, path.join(SCRIPTS, 'cnn_tutorial.py'), '--steps', '30'], 600_000);
   expect(code, stderr).toBe(0);
   return ScriptOptimiseResultSchema.parse(JSON.parse(stdout));
 }
 
 describe.skipIf(!TORCH2.python)(`trainbench optimise -- <CNN script>: amp.dtype and channels_last under the loss guard (${TORCH2.label})`, () => {
-  it('tries bf16 autocast and channels_last on the CPU, each with its loss compared at the same seed', async () => {
-    const r = await wizard(TORCH2.python!, 4);
+  it('tries bf16 autocast, channels_last and compile on the CPU, each with its loss compared at the same seed', async () => {
+    const r = await wizard(TORCH2.python!, 6);
     expect(r.lossCheck).toEqual({ seed: 0, tolerance: 0.05, seededBy: 'trainbench', where: 'torch import', unchecked: null });
     const amp = r.trials.find((t) => t.change.knob === 'amp.dtype')!;
     expect(amp.change).toMatchObject({ from: 'fp32', to: 'bf16', kind: 'numerics' });
     const cl = r.trials.find((t) => t.change.knob === 'memory.channels_last')!;
     expect(cl.change).toMatchObject({ from: false, to: true, kind: 'numerics' });
-    for (const t of [amp, cl]) {
+    const compiled = r.trials.find((t) => t.change.knob === 'compile.mode')!;
+    expect(compiled.change).toMatchObject({ from: 'off', to: 'default', kind: 'numerics' });
+    // Compiled at the first (warm-up) steps of each launch: the forward and the backward at least.
+    expect(compiled.compile!.compilations).toBeGreaterThanOrEqual(2);
+    expect(compiled.compile!.seconds).toBeGreaterThan(0);
+    expect(compiled.why).toMatch(/compiling took [\d.]+ s per launch \(\d+ compilations, at its first steps\); (at [\d.]+ ms saved per step it pays off after [\d,]+ steps|the compiled step is not faster, so it never pays off)/);
+    for (const t of [amp, cl, compiled]) {
       expect(t.error).toBeNull();
       expect(t.candidateSamplesPerSec).toHaveLength(2);
       // float32 outputs from a bf16 forward: the loss moves, but by far less than the 5% tolerance.
@@ -41,7 +48,7 @@ describe.skipIf(!TORCH2.python)(`trainbench optimise -- <CNN script>: amp.dtype 
     // The same seed reproduces the loss exactly where nothing changed the numerics.
     const workers = r.trials.find((t) => t.change.knob === 'dataloader.num_workers')!;
     expect(workers.lossDelta).toBe(0);
-  }, 300_000);
+  }, 600_000);
 
   it('says the loss was not checked when the script reseeds at random, and keeps changes on speed alone', async () => {
     const r = await wizard(TORCH2.python!, 2, ['--env', 'SEED=random']);

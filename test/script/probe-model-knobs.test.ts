@@ -1,4 +1,4 @@
-// amp.dtype and memory.channels_last through the probe (issue 28), on a CNN tutorial script left as it is:
+// amp.dtype, memory.channels_last and compile.mode through the probe (issue 28), on a CNN tutorial script left as it is:
 // the model the optimizer trains runs under autocast (its outputs back in float32), fp16 scales the loss,
 // unscales before the script's clipping and counts skipped steps; channels_last converts the model; a
 // script that autocasts on its own is reported, and refused rather than wrapped twice; a torch without
@@ -103,5 +103,33 @@ describe('amp.dtype=fp16 (loss scaling)', () => {
     expect(kindOf(r.processes[0], 'error')[0].message).toBe(
       'override memory.channels_last=true could not be applied to the model Sequential: it has no 2-D convolution, so channels_last changes nothing for it',
     );
+  });
+});
+
+describe('compile.mode', () => {
+  it.skipIf(!TORCH2.python)(`compiles the model in place, times each compilation and counts those in the measured steps (${TORCH2.label})`, async () => {
+    const r = await runProbed([TORCH2.python!, SCRIPT, '--steps', '12'], {
+      env: { TB_PROBE_SET: set({ 'compile.mode': 'default', 'amp.dtype': 'bf16' }), TB_PROBE_WARMUP: '3' },
+      timeoutMs: 300_000,
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.invalid).toEqual([]);
+    const seen = fixtureReport<Seen>(r.stdout);
+    expect(seen).toMatchObject({ conv_dtype: 'bfloat16', output_dtype: 'float32', steps: 12 });
+    expect(finite(seen.losses)).toBe(true);
+    expect(kindOf(r.processes[0], 'applied').map((m) => m.key)).toEqual(['amp.dtype', 'compile.mode']);
+    const [compiled] = kindOf(r.processes[0], 'compile');
+    expect(compiled).toMatchObject({ type: 'compile', mode: 'default' });
+    // The forward and the backward, at the first step; the last batch (a smaller one) may recompile.
+    expect(compiled.compilations).toBeGreaterThanOrEqual(2);
+    expect(compiled.seconds).toBeGreaterThan(0.1);
+    expect(compiled.inMeasuredSteps).toBeLessThanOrEqual(Number(compiled.compilations));
+    expect(kindOf(r.processes[0], 'step')).toHaveLength(12);
+  }, 300_000);
+
+  it(`torch 1.13: refused, naming the version (${TORCH1.label})`, async () => {
+    const r = await run(TORCH1.python!, { SET: set({ 'compile.mode': 'default' }) });
+    expect(r.code).not.toBe(0);
+    expect(kindOf(r.processes[0], 'error')[0].message).toMatch(/^override compile\.mode="default" could not be applied to the model Net: torch\.compile needs torch 2\.0 or newer; this is torch 1\.13/);
   });
 });

@@ -1,0 +1,42 @@
+// A compile trial's pay-off (issue 28): the compile time a launch paid at its first steps, over the step
+// time saved, is how many steps of training it takes to come out ahead, as ADR-003's attempt 4 needed.
+import { describe, expect, it } from 'vitest';
+
+import type { OptimiseChange } from '../../src-main/api/optimise';
+import type { ScriptOptimiseRequest } from '../../src-main/api/script-target';
+import type { RunRecord } from '../../src-main/core/run-store';
+import type { ScriptJob, ScriptJobs } from '../../src-main/core/script/script-jobs';
+import type { ScriptRepetition } from '../../src-main/core/targets/script-runner';
+import { ScriptRunner } from '../../src-main/core/targets/script-runner';
+
+const runner = new ScriptRunner({} as ScriptOptimiseRequest, {} as RunRecord, {} as ScriptJobs, {} as ScriptJob, () => undefined);
+const change = (knob: string): OptimiseChange => ({ knob, from: 'off', to: 'default', kind: 'numerics', label: `${knob} off -> default`, hypothesis: 'h', note: null });
+const rep = (stepMs: number, compile: ScriptRepetition['compile'] = null): ScriptRepetition => ({
+  samplesPerSec: 64_000 / stepMs,
+  loss: 2.3,
+  stepMs,
+  phasesMs: { data: 0, h2d: 0, forward: 0, loss: 0, backward: 0, optimizer: 0, other: 0 },
+  device: 'cpu',
+  loader: null,
+  compile,
+});
+
+describe("a compile trial's pay-off", () => {
+  it('divides the median compile time by the step time saved, and names the recompilations in the measured steps', () => {
+    const best = [rep(10), rep(10.2), rep(9.8)];
+    const candidate = [rep(8, { seconds: 12, compilations: 2, inMeasuredSteps: 0 }), rep(8, { seconds: 3, compilations: 2, inMeasuredSteps: 1 }), rep(8, { seconds: 4, compilations: 3, inMeasuredSteps: 0 })];
+    const out = runner.trialExtras(change('compile.mode'), best, candidate)!;
+    // median 4 s over 2 ms saved per step: 2,000 steps.
+    expect(out.compile).toEqual({ seconds: 4, compilations: 3, inMeasuredSteps: 1, payoffSteps: 2000 });
+    expect(out.why).toBe(
+      'compiling took 4.0 s per launch (3 compilations, at its first steps); at 2.00 ms saved per step it pays off after 2,000 steps; 1 recompilation fell in the measured steps, and their time is in the speedup',
+    );
+  });
+
+  it('never pays off when the compiled step is not faster, and says nothing for another knob', () => {
+    const out = runner.trialExtras(change('compile.mode'), [rep(10)], [rep(10.5, { seconds: 5, compilations: 2, inMeasuredSteps: 0 })])!;
+    expect(out.compile.payoffSteps).toBeNull();
+    expect(out.why).toBe('compiling took 5.0 s per launch (2 compilations, at its first steps); the compiled step is not faster, so it never pays off');
+    expect(runner.trialExtras(change('amp.dtype'), [rep(10)], [rep(8)])).toBeNull();
+  });
+});
