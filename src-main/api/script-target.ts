@@ -314,6 +314,15 @@ export const ScriptOptimiseRequestSchema = z
     allowRecipeChanges: z.boolean().default(false),
     /** Largest relative change of the mean loss over the measured steps a kept change may make (numerics changes: see the preset). */
     lossTolerance: z.number().gt(0).max(1).default(0.05),
+    /** Only these overrides are tried (absent: every one the knob table offers), e.g. to try mixed precision alone. */
+    only: z
+      .array(z.string())
+      .min(1)
+      .superRefine((keys, ctx) => {
+        for (const k of keys) if (!(k in SCRIPT_OVERRIDES)) ctx.addIssue({ code: 'custom', message: `unknown override ${JSON.stringify(k)}; known keys: ${SCRIPT_OVERRIDE_KEYS.join(', ')}` });
+      })
+      .transform((keys) => keys as ScriptOverrideKey[])
+      .optional(),
     /** Seeds torch, random and numpy in every launch (unless the script seeds itself), so the loss of two launches compares. */
     seed: z.number().int().min(0).max(2 ** 31 - 1).default(0),
     timeoutSeconds: z.number().min(1).max(24 * 3600).default(600),

@@ -5,7 +5,7 @@ import { formatIssues } from '../api/format-issues';
 import { compileText, lossCheckText } from '../api/script-trial-words';
 import { overrideCode } from '../api/script-override-code';
 import type { ScriptOptimiseRequest, ScriptOptimiseResult, ScriptOverrides } from '../api/script-target';
-import { ScriptOptimiseRequestSchema } from '../api/script-target';
+import { SCRIPT_OVERRIDE_KEYS, ScriptOptimiseRequestSchema } from '../api/script-target';
 import { EventHub } from '../core/event-hub';
 import { ReportService } from '../core/reports/report-service';
 import { readRunDetail } from '../core/run-reader';
@@ -14,6 +14,7 @@ import { optimiseScript } from '../core/script/script-optimise';
 import type { Workspace } from '../core/workspace';
 import { defaultWorkspaceDir, openWorkspace } from '../core/workspace';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './benchmark-script-command';
+import { scriptBoundText } from '../core/knobs/script-bound';
 import { reportWrittenLines } from './report-written';
 import { intArg, ratioArg } from './train-inputs';
 
@@ -36,6 +37,7 @@ export function formatScriptOptimise(r: ScriptOptimiseResult): string {
     `loader     ${r.loader ? Object.entries(r.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}`,
     `loss       ${lossCheckText(r.lossCheck, r.preset)}`,
     `baseline   ${n0(b.samplesPerSec.median)} samples/s (95% CI ${n0(b.samplesPerSec.low)}-${n0(b.samplesPerSec.high)}, noise floor ±${(100 * b.noiseFloor).toFixed(1)}%) on ${b.device}; data wait ${b.phasesPercent.data.toFixed(1)}% of the step`,
+    `order      ${scriptBoundText(b)}`,
     'trials',
     ...(r.trials.length
       ? r.trials.flatMap((t) => [
@@ -61,6 +63,7 @@ export interface OptimiseScriptFlags {
   allowRecipeChanges?: boolean;
   seed: number;
   lossTolerance?: number;
+  only?: string[];
   timeout: number;
   set?: ScriptOverrides;
   cwd?: string;
@@ -84,6 +87,7 @@ function newRequest(command: string[], flags: OptimiseScriptFlags): ScriptOptimi
     maxTrials: flags.maxTrials,
     allowRecipeChanges: flags.allowRecipeChanges ?? false,
     seed: flags.seed,
+    ...(flags.only ? { only: flags.only } : {}),
     ...(flags.lossTolerance !== undefined ? { lossTolerance: flags.lossTolerance } : {}),
     timeoutSeconds: flags.timeout,
   });
@@ -170,6 +174,7 @@ export function optimiseScriptCommand(): Command {
     .option('--warmup-steps <n>', 'steps before the clock starts, per launch', intArg('--warmup-steps', 0), 5)
     .option('--max-trials <n>', 'most changes tried', intArg('--max-trials', 0), 8)
     .option('--allow-recipe-changes', 'keep a faster batch size (it changes the training recipe) instead of only proposing it')
+    .option('--only <keys>', `try only these overrides, comma-separated (${SCRIPT_OVERRIDE_KEYS.join(', ')})`, (v: string) => v.split(',').map((k) => k.trim()).filter(Boolean))
     .option('--seed <n>', 'seed for torch, random and numpy in every launch, unless the script seeds itself (the loss guard compares launches with the same seed)', intArg('--seed', 0), 0)
     .option('--loss-tolerance <r>', 'largest relative change of the mean loss over the measured steps a kept change may make', ratioArg('--loss-tolerance'))
     .option('--timeout <seconds>', 'kill a launch (with all its processes) after this long', secondsArg, 600)

@@ -15,7 +15,7 @@ beforeAll(requireBuilt);
 afterAll(() => ws.cleanup());
 
 async function wizard(python: string) {
-  const args = ['optimise', '--json', '--repeat', '2', '--steps', '5', '--warmup-steps', '2', '--max-trials', '3', '--workspace', ws.dir, '--', python, path.join(SCRIPTS, 'optim_impl.py')];
+  const args = ['optimise', '--json', '--repeat', '2', '--steps', '5', '--warmup-steps', '2', '--max-trials', '1', '--only', 'optim.impl', '--workspace', ws.dir, '--', python, path.join(SCRIPTS, 'optim_impl.py')];
   const { code, stdout, stderr } = await runCli(args, 300_000);
   expect(code, stderr).toBe(0);
   return ScriptOptimiseResultSchema.parse(JSON.parse(stdout));
@@ -24,7 +24,6 @@ async function wizard(python: string) {
 describe('trainbench optimise -- <script>: optim.impl', () => {
   it.skipIf(!TORCH2.python)(`measures AdamW fused against its default A/B/A/B (${TORCH2.label})`, async () => {
     const r = await wizard(TORCH2.python!);
-    // The DataLoader's knobs come first (num_workers, then prefetch where workers were kept).
     const trial = r.trials.find((t) => t.change.knob === 'optim.impl')!;
     expect(trial.change).toMatchObject({ knob: 'optim.impl', from: 'default', to: 'fused', kind: 'pipeline' });
     expect(trial.error).toBeNull();

@@ -8,7 +8,8 @@ import type { ScriptOverrides } from '../../src-main/api/script-target';
 import { SCRIPT_OVERRIDE_KEYS } from '../../src-main/api/script-target';
 import type { KnobContext, ScriptKnobContext } from '../../src-main/core/knobs/knob';
 import { KNOB_TARGETS, offered, toProposal } from '../../src-main/core/knobs/knob';
-import { ENGINE_KNOBS, engineOrder, KNOB_TABLE, notOfferedOn, SCRIPT_KNOBS, SCRIPT_KNOBS_IN_ORDER } from '../../src-main/core/knobs/knob-table';
+import { ENGINE_KNOBS, engineOrder, KNOB_TABLE, notOfferedOn, SCRIPT_KNOBS, SCRIPT_KNOBS_IN_ORDER, scriptOrder, scriptProposals } from '../../src-main/core/knobs/knob-table';
+import { scriptBound, scriptBoundText } from '../../src-main/core/knobs/script-bound';
 import { diagnose } from '../../src-main/core/optimise/diagnosis';
 import { applyChange, candidateChanges } from '../../src-main/core/optimise/knobs';
 
@@ -59,7 +60,7 @@ const ENGINE_CONFIGS: Record<string, OptimiseConfig> = {
 };
 
 const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
-  'CPU, no DataLoader or optimizer seen': { device: 'cpu', cpus: 2, loader: null, optimizer: null, models: [], autocast: null, torch: null },
+  'CPU, no DataLoader or optimizer seen': { device: 'cpu', cpus: 2, loader: null, optimizer: null, models: [], autocast: null, torch: null, bound: 'data' },
   'CPU, num_workers 0, AdamW on torch 1.13': {
     device: 'cpu',
     cpus: 4,
@@ -68,6 +69,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     models: [{ class: 'NeuralNetwork', convs: 0, bf16: null }],
     autocast: null,
     torch: '1.13.0',
+    bound: 'data',
   },
   'CPU, SGD stepping foreach on torch 1.13': {
     device: 'cpu',
@@ -77,6 +79,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     models: [{ class: 'Net', convs: 2, bf16: null }],
     autocast: null,
     torch: '1.13.0',
+    bound: 'data',
   },
   'CUDA, 4 workers pinned, AdamW on torch 2.x': {
     device: 'cuda:0',
@@ -86,6 +89,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     models: [{ class: 'ResNet', convs: 20, bf16: true }],
     autocast: null,
     torch: '2.13.0',
+    bound: 'compute',
   },
   'CUDA without bf16, the script under its own autocast': {
     device: 'cuda:0',
@@ -95,6 +99,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     models: [{ class: 'Net', convs: 2, bf16: false }],
     autocast: 'fp16',
     torch: '2.13.0',
+    bound: 'compute',
   },
 };
 
@@ -171,7 +176,7 @@ describe('the knob table', () => {
     expect(new Set(engineSettings()).size).toBe(ENGINE_KNOBS.length);
     expect(new Set(scriptSettings()).size).toBe(SCRIPT_KNOBS_IN_ORDER.length);
     for (const bound of BOUNDS) expect(new Set(ENGINE_KNOBS.map((k) => k.rank[bound])).size, `engine ranks for ${bound}`).toBe(ENGINE_KNOBS.length);
-    expect(new Set(SCRIPT_KNOBS_IN_ORDER.map((k) => k.rank)).size).toBe(SCRIPT_KNOBS_IN_ORDER.length);
+    for (const bound of ['data', 'compute'] as const) expect(new Set(SCRIPT_KNOBS_IN_ORDER.map((k) => k.rank[bound])).size, `script ranks for ${bound}`).toBe(SCRIPT_KNOBS_IN_ORDER.length);
   });
 
   it('has every knob offered somewhere, and a reason on each target that does not offer it', () => {
@@ -209,13 +214,59 @@ describe('the lists derived from it', () => {
 
   it("gives the script wizard one proposer per script knob, in the table's order", () => {
     expect(SCRIPT_KNOBS).toHaveLength(SCRIPT_KNOBS_IN_ORDER.length);
-    const ranks = SCRIPT_KNOBS_IN_ORDER.map((k) => k.rank);
+    const ranks = SCRIPT_KNOBS_IN_ORDER.map((k) => k.rank.data);
     expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
     const ctx = SCRIPT_CONTEXTS['CUDA, 4 workers pinned, AdamW on torch 2.x'];
     SCRIPT_KNOBS.forEach((propose, i) => {
       const p = propose({}, ctx);
       if (!('settled' in p)) expect('change' in p ? p.change.knob : p.skip.knob).toBe(SCRIPT_KNOBS_IN_ORDER[i].setting);
     });
+  });
+});
+
+describe("the script's order follows what bounds its step (issue 28)", () => {
+  it('a data-bound script tries its loader first; a compute-bound one its model first, the loader after', () => {
+    expect(scriptOrder('data').map((k) => k.setting)).toEqual([
+      'dataloader.num_workers',
+      'dataloader.prefetch_factor',
+      'dataloader.pin_memory',
+      'cudnn.benchmark',
+      'amp.dtype',
+      'memory.channels_last',
+      'compile.mode',
+      'matmul.precision',
+      'optim.impl',
+      'dataloader.batch_size',
+      'dataloader.persistent_workers',
+    ]);
+    expect(scriptOrder('compute').map((k) => k.setting)).toEqual([
+      'amp.dtype',
+      'matmul.precision',
+      'compile.mode',
+      'memory.channels_last',
+      'cudnn.benchmark',
+      'optim.impl',
+      'dataloader.batch_size',
+      'dataloader.num_workers',
+      'dataloader.prefetch_factor',
+      'dataloader.pin_memory',
+      'dataloader.persistent_workers',
+    ]);
+  });
+
+  it("takes the bound from the baseline's data wait, at the engine diagnosis's threshold", () => {
+    expect(scriptBound({ phasesPercent: { data: 13 } })).toBe('data');
+    expect(scriptBound({ phasesPercent: { data: 10 } })).toBe('compute');
+    expect(scriptBoundText({ phasesPercent: { data: 4.2 } })).toBe(
+      'data wait 4.2% of the step (at most 10%): the compute sets the pace, so the model\'s settings (mixed precision, compile, channels_last) are tried first',
+    );
+  });
+
+  it('the runner proposes in that order', () => {
+    const ctx = SCRIPT_CONTEXTS['CUDA, 4 workers pinned, AdamW on torch 2.x'];
+    const proposed = (bound: 'data' | 'compute') => scriptProposals({}, { ...ctx, bound }).flatMap((p) => ('change' in p ? [p.change.knob] : []));
+    expect(proposed('compute')[0]).toBe('amp.dtype');
+    expect(proposed('data')[0]).toBe('dataloader.num_workers');
   });
 });
 

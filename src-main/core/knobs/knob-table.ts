@@ -1,5 +1,5 @@
 import type { ScriptOverrides } from '../../api/script-target';
-import type { Bound, EngineOffer, Knob, KnobTarget, Proposal, ScriptKnobContext, ScriptOffer } from './knob';
+import type { Bound, EngineOffer, Knob, KnobTarget, Proposal, ScriptBound, ScriptKnobContext, ScriptOffer } from './knob';
 import { effective, offered, toProposal } from './knob';
 
 const MAX_PREFETCH = 16;
@@ -53,7 +53,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
     script: {
       setting: 'dataloader.num_workers',
-      rank: 0,
+      rank: { data: 0, compute: 60 },
       propose: (o, ctx) => {
         const w = effective(o, ctx).workers;
         // From none, straight to two: one worker process only moves the same work elsewhere.
@@ -78,7 +78,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
     script: {
       setting: 'dataloader.prefetch_factor',
-      rank: 10,
+      rank: { data: 10, compute: 70 },
       propose: (o, ctx) => {
         const e = effective(o, ctx);
         const step = { from: e.prefetch, to: Math.min(MAX_PREFETCH, e.prefetch * 2), hypothesis: 'more batches ready ahead per worker absorb uneven loading times' };
@@ -118,7 +118,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
     script: {
       setting: 'dataloader.pin_memory',
-      rank: 20,
+      rank: { data: 20, compute: 80 },
       propose: (o, ctx) => {
         if (effective(o, ctx).pin) return { settled: 'the loader already pins its batches' };
         const step = { from: false, to: true, hypothesis: 'page-locked batches copy to the GPU without a staging copy, and asynchronously' };
@@ -146,7 +146,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
     script: {
       setting: 'amp.dtype',
-      rank: 35,
+      rank: { data: 35, compute: 0 },
       propose: (o, ctx) => {
         if (ctx.autocast) return { settled: `the script runs its forward under its own autocast (${ctx.autocast}) already` };
         if (o['amp.dtype']) return { settled: `the model computes in ${o['amp.dtype']} already` };
@@ -179,7 +179,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: "the engine lays out its convolutions' tensors itself: there is no memory format to choose" },
     script: {
       setting: 'memory.channels_last',
-      rank: 37,
+      rank: { data: 37, compute: 20 },
       propose: (o, ctx) => {
         if (o['memory.channels_last']) return { settled: 'the model runs channels_last already' };
         if (!ctx.models.length) return { settled: "the probe has seen no model the script trains (a module whose parameters an optimizer updates)" };
@@ -233,7 +233,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
     script: {
       setting: 'dataloader.batch_size',
-      rank: 50,
+      rank: { data: 50, compute: 50 },
       propose: (o, ctx) => {
         const b = effective(o, ctx).batch;
         if (b === null) return { settled: "the probe saw no batch size on the script's DataLoader, so there is nothing to double" };
@@ -282,7 +282,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: 'the engine runs its own kernels and cuBLASLt, not cuDNN: there are no cuDNN algorithms to choose' },
     script: {
       setting: 'cudnn.benchmark',
-      rank: 30,
+      rank: { data: 30, compute: 30 },
       propose: (o, ctx) => {
         if (effective(o, ctx).cudnnBenchmark) return { settled: 'cudnn.benchmark is already on' };
         const step = { from: false, to: true, hypothesis: 'cuDNN times its convolution algorithms once and keeps the fastest (it may pick a different, equally valid algorithm)' };
@@ -296,7 +296,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: "the engine's float32 matmuls compute in full float32; its faster arithmetic is the precision knob" },
     script: {
       setting: 'matmul.precision',
-      rank: 40,
+      rank: { data: 40, compute: 5 },
       propose: (o, ctx) => {
         const m = effective(o, ctx).matmul;
         if (m !== 'highest') return { settled: `the float32 matmul precision is already ${m}` };
@@ -311,7 +311,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: "the engine's optimizer step is its own kernel over all parameters: there is no other implementation to choose" },
     script: {
       setting: 'optim.impl',
-      rank: 45,
+      rank: { data: 45, compute: 40 },
       propose: (o, ctx) => {
         const seen = ctx.optimizer;
         if (!seen) return { settled: 'the probe has seen no optimizer the script made' };
@@ -332,7 +332,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: "the engine's step is compiled ahead of time, into its own fused kernels: there is no graph compiler to turn on" },
     script: {
       setting: 'compile.mode',
-      rank: 39,
+      rank: { data: 39, compute: 10 },
       propose: (o, ctx) => {
         if (o['compile.mode']) return { settled: `the model is compiled already (mode ${o['compile.mode']})` };
         if (!ctx.models.length) return { settled: 'the probe has seen no model the script trains (a module whose parameters an optimizer updates)' };
@@ -354,7 +354,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: "the engine's loader threads live for the whole run: a new epoch only gives them a new order" },
     script: {
       setting: 'dataloader.persistent_workers',
-      rank: 60,
+      rank: { data: 60, compute: 90 },
       propose: (o, ctx) => {
         const e = effective(o, ctx);
         return {
@@ -377,12 +377,22 @@ export function engineOrder(bound: Bound): Offered<EngineOffer>[] {
   return [...ENGINE_KNOBS].sort((a, b) => a.rank[bound] - b.rank[bound]);
 }
 
-/** The script's knobs, in the order the script wizard tries them. */
-export const SCRIPT_KNOBS_IN_ORDER: readonly Offered<ScriptOffer>[] = KNOB_TABLE.flatMap((k) => (offered(k.script) ? [{ ...k.script, name: k.name, kind: k.kind }] : [])).sort(
-  (a, b) => a.rank - b.rank,
-);
+const SCRIPT_OFFERS: readonly Offered<ScriptOffer>[] = KNOB_TABLE.flatMap((k) => (offered(k.script) ? [{ ...k.script, name: k.name, kind: k.kind }] : []));
 
-/** Each script knob's next step from the current overrides, in that order, as the wizard uses it. */
+/** The script's knobs in the order the wizard tries them for what bounds the script's step (its baseline's data wait). */
+export function scriptOrder(bound: ScriptBound): Offered<ScriptOffer>[] {
+  return [...SCRIPT_OFFERS].sort((a, b) => a.rank[bound] - b.rank[bound]);
+}
+
+/** The script's knobs in the data-bound order (the loader first). */
+export const SCRIPT_KNOBS_IN_ORDER: readonly Offered<ScriptOffer>[] = scriptOrder('data');
+
+/** Each script knob's next step from the current overrides, in the order for the context's bound, as the wizard uses it. */
+export function scriptProposals(o: ScriptOverrides, ctx: ScriptKnobContext): Proposal[] {
+  return scriptOrder(ctx.bound).map((knob) => toProposal(knob.setting, knob.kind, knob.propose(o, ctx)));
+}
+
+/** Each script knob's proposer, in the data-bound order. */
 export const SCRIPT_KNOBS: ((o: ScriptOverrides, ctx: ScriptKnobContext) => Proposal)[] = SCRIPT_KNOBS_IN_ORDER.map(
   (knob) => (o, ctx) => toProposal(knob.setting, knob.kind, knob.propose(o, ctx)),
 );

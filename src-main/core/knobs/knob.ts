@@ -34,6 +34,8 @@ export interface ScriptKnobContext {
   autocast: string | null;
   /** The script's torch version (null: not known yet). */
   torch: string | null;
+  /** What bounds the step at the baseline: orders the knobs. */
+  bound: ScriptBound;
 }
 
 /** A model the probe saw the script train: its class, its 2-D convolutions, and on CUDA whether the GPU computes bf16. */
@@ -85,11 +87,17 @@ export interface EngineOffer {
   propose: (c: OptimiseConfig, ctx: KnobContext) => Answer;
 }
 
+/**
+ * What bounds a script's step, from its baseline: the data wait (its DataLoader's next() over more than a
+ * tenth of the step, the engine's diagnosis threshold) or the compute (forward, backward, optimizer).
+ */
+export type ScriptBound = 'data' | 'compute';
+
 /** A knob as the probe offers it on a user's script. */
 export interface ScriptOffer {
   setting: ScriptOverrideKey;
-  /** Place in the script wizard's order, lower first (a script has no diagnosis to reorder by). */
-  rank: number;
+  /** Place in the script wizard's order, lower first, for what bounds the step: the loader first or the model first. */
+  rank: Record<ScriptBound, number>;
   propose: (o: ScriptOverrides, ctx: ScriptKnobContext) => Answer;
 }
 

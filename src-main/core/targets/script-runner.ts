@@ -1,6 +1,6 @@
 import { ApiError } from '../../api/errors';
 import type { OptimiseChange, TrialCompile } from '../../api/optimise';
-import type { ScriptLoaderSettings, ScriptOptimiseRequest, ScriptOverrides } from '../../api/script-target';
+import type { ScriptLoaderSettings, ScriptOptimiseRequest, ScriptOverrideKey, ScriptOverrides } from '../../api/script-target';
 import type { ScriptKnobContext } from '../knobs/knob';
 import type { FinalWords } from '../optimise/final-verdict';
 import type { RunRecord } from '../run-store';
@@ -9,7 +9,7 @@ import { probeDir } from '../script/probe-dir';
 import type { RankSummary } from '../script/rank-stats';
 import { combineRanks, summarizeRank } from '../script/rank-stats';
 import type { ScriptJob, ScriptJobs } from '../script/script-jobs';
-import { SCRIPT_KNOBS } from '../knobs/knob-table';
+import { scriptProposals } from '../knobs/knob-table';
 import { runTrial, trialError } from '../script/script-trial';
 import type { Candidates, Repetition, TargetRunner } from './target-runner';
 
@@ -183,8 +183,9 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
       torch: this.knobs.torch ?? this.seen.torch,
     };
     const out: Candidates = { changes: [], skipped: [] };
-    for (const knob of SCRIPT_KNOBS) {
-      const p = knob(best, ctx);
+    const only = this.request.only;
+    for (const p of scriptProposals(best, ctx)) {
+      if (only && !('settled' in p) && !only.includes(('change' in p ? p.change : p.skip).knob as ScriptOverrideKey)) continue;
       if ('skip' in p) out.skipped.push({ change: p.skip, why: p.why });
       else if ('change' in p && !exhausted.includes(p.change.knob)) out.changes.push(p.change);
     }
