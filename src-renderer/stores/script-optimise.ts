@@ -6,7 +6,7 @@ import { ScriptOptimiseRequestSchema } from '@api/script-target';
 import { ref, shallowRef } from 'vue';
 
 import type { ScriptWizardValues } from '../view-models/script-optimise-form';
-import { formFromRequest, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../view-models/script-optimise-form';
+import { formFromRequest, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues, wizardFromRequest } from '../view-models/script-optimise-form';
 import type { ScriptOptimiseRun } from '../view-models/script-past';
 import { scriptOptimiseRun } from '../view-models/script-past';
 import { useJob } from '../composables/useJob';
@@ -149,7 +149,7 @@ export function scriptOptimise() {
       const { jobId: _stopped, ...request } = (detail.record as { config: { request: ScriptOptimiseRequestInput } }).config.request;
       pending.value = { ...request, resumeFrom: runId };
       form.value = formFromRequest(request);
-      wizard.value = { preset: run.preset, maxTrials: run.maxTrials, allowRecipeChanges: request.allowRecipeChanges ?? false };
+      wizard.value = wizardFromRequest({ ...request, preset: run.preset, maxTrials: run.maxTrials });
     } catch (err) {
       error.value = errorText(err);
     }
@@ -205,7 +205,7 @@ export function scriptOptimise() {
     if (request.success) {
       // The fields show what runs, as Resume shows what will.
       form.value = formFromRequest(request.data);
-      wizard.value = { preset: request.data.preset, maxTrials: request.data.maxTrials, allowRecipeChanges: request.data.allowRecipeChanges };
+      wizard.value = wizardFromRequest(request.data);
     }
     await follow(() => job.attach({ ...info, method: 'optimise.start', target: 'script' as const }));
   }

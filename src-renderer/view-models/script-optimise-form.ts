@@ -10,6 +10,12 @@ export interface ScriptWizardValues {
   preset: OptimisePreset;
   maxTrials: number;
   allowRecipeChanges: boolean;
+  /** Seeds every launch alike, so their losses compare. */
+  seed: number;
+  /** Largest relative change of the mean loss a kept change may make. */
+  lossTolerance: number;
+  /** The overrides the wizard may try; empty: every one. */
+  only: ScriptOverrideKey[];
 }
 
 /** The contract's defaults for a script wizard, read from it, never restated. */
@@ -21,7 +27,19 @@ export function scriptOptimiseForm(): ScriptForm {
 }
 
 export function scriptWizardValues(): ScriptWizardValues {
-  return { preset: DEFAULTS.preset, maxTrials: DEFAULTS.maxTrials, allowRecipeChanges: DEFAULTS.allowRecipeChanges };
+  return { preset: DEFAULTS.preset, maxTrials: DEFAULTS.maxTrials, allowRecipeChanges: DEFAULTS.allowRecipeChanges, seed: DEFAULTS.seed, lossTolerance: DEFAULTS.lossTolerance, only: [] };
+}
+
+/** The wizard's values a saved request ran with (to resume it, or to show what runs). */
+export function wizardFromRequest(r: ScriptOptimiseRequestInput): ScriptWizardValues {
+  return {
+    preset: r.preset ?? DEFAULTS.preset,
+    maxTrials: r.maxTrials ?? DEFAULTS.maxTrials,
+    allowRecipeChanges: r.allowRecipeChanges ?? DEFAULTS.allowRecipeChanges,
+    seed: r.seed ?? DEFAULTS.seed,
+    lossTolerance: r.lossTolerance ?? DEFAULTS.lossTolerance,
+    only: (r.only ?? []) as ScriptOverrideKey[],
+  };
 }
 
 /**
@@ -42,6 +60,9 @@ export function scriptOptimiseRequest(form: ScriptForm, wizard: ScriptWizardValu
     warmupSteps: form.warmupSteps,
     maxTrials: wizard.maxTrials,
     allowRecipeChanges: wizard.allowRecipeChanges,
+    seed: wizard.seed,
+    lossTolerance: wizard.lossTolerance,
+    ...(wizard.only.length ? { only: wizard.only } : {}),
     timeoutSeconds: form.timeoutSeconds,
     ...(jobId ? { jobId } : {}),
   };

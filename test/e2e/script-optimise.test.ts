@@ -16,7 +16,7 @@ const COMMAND = `${PYTHON} ${LOGGED}`;
 const allowed = serveInChromium({ serveArgs: ['--allow-scripts'] });
 const refused = serveInChromium();
 
-async function fillScriptWizard(page: Page, url: string, maxTrials: number, mark: string): Promise<void> {
+async function fillScriptWizard(page: Page, url: string, maxTrials: number, mark: string, only: string[] = []): Promise<void> {
   await page.goto(`${url}#/optimise`);
   await page.getByTestId('area-optimise').waitFor();
   await page.getByTestId('opt-target-script').check();
@@ -29,6 +29,10 @@ async function fillScriptWizard(page: Page, url: string, maxTrials: number, mark
   await page.locator('[data-test="script-steps"]').fill('4');
   await page.locator('[data-test="script-repeat"]').fill('2');
   await page.getByTestId('opt-script-maxTrials').fill(String(maxTrials));
+  if (only.length) {
+    await page.getByTestId('opt-script-only').locator('summary').click();
+    for (const key of only) await page.getByTestId(`opt-script-only-${key}`).check();
+  }
   await page.getByTestId('opt-script-start').click();
 }
 
@@ -38,7 +42,8 @@ describe('Script target in the Optimise area', () => {
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     const mark = newMark();
-    await fillScriptWizard(page, allowed.serve.url, 1, mark);
+    await fillScriptWizard(page, allowed.serve.url, 1, mark, ['dataloader.num_workers']);
+    expect(await page.getByTestId('opt-script-only').locator('summary').innerText()).toBe('Settings to try: dataloader.num_workers');
     expect(await page.locator('[data-test="confirm-command"]').innerText()).toBe(COMMAND);
     expect(await page.locator('[data-test="confirm-cwd"]').innerText()).toBe(SCRIPTS);
     expect(await page.getByTestId('opt-script-launches').innerText()).toContain('up to 10 times');
@@ -80,6 +85,10 @@ describe('Script target in the Optimise area', () => {
     }
     expect(await page.getByTestId('opt-script-start').isDisabled()).toBe(false);
     expect(await page.getByTestId('opt-script-cancel').isDisabled()).toBe(true);
+    // Seeded alike, the launches' losses compare: the loss guard says so. Only num_workers was asked for:
+    // the knobs that do not apply on the CPU are not listed as skipped either.
+    expect(await page.getByTestId('opt-script-loss-check').innerText()).toMatch(/^loss: (a kept change keeps the mean loss over the measured steps within 5\.0%|not checked: .*); seed 0, set by Trainbench as torch was imported\)?$/);
+    expect(await page.getByTestId('opt-script-skipped').count()).toBe(0);
     await page.screenshot({ path: path.join(SHOTS, 'script-optimise-result.png'), fullPage: true });
     await final.screenshot({ path: path.join(SHOTS, 'script-optimise-final.png') });
 

@@ -13,7 +13,7 @@ import { watch } from 'vue';
 import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';
 import ScriptFinalCard from '../../src-renderer/components/optimise/ScriptFinalCard.vue';
-import { formFromRequest, launchesAtMost, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues } from '../../src-renderer/view-models/script-optimise-form';
+import { formFromRequest, launchesAtMost, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues, wizardFromRequest } from '../../src-renderer/view-models/script-optimise-form';
 import { scriptUse } from '../../src-renderer/components/optimise/script-use';
 import { useOptimiseStore } from '../../src-renderer/stores/optimise';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
@@ -53,7 +53,7 @@ describe('script wizard form', () => {
   it("starts from the contract's wizard defaults and names each value it refuses", () => {
     const form = { ...scriptOptimiseForm(), commandLine: `python3 "my train.py" --epochs 1`, cwd: '/home/me/proj' };
     expect(form).toMatchObject({ repeat: 5, steps: 30, warmupSteps: 5, timeoutSeconds: 600 });
-    expect(scriptWizardValues()).toEqual({ preset: 'balanced', maxTrials: 8, allowRecipeChanges: false });
+    expect(scriptWizardValues()).toEqual({ preset: 'balanced', maxTrials: 8, allowRecipeChanges: false, seed: 0, lossTolerance: 0.05, only: [] });
     form.overrides = [{ key: 'dataloader.num_workers', value: '1' }];
     expect(scriptOptimiseRequest(form, scriptWizardValues(), 'job-1')).toEqual({
       target: { kind: 'script', command: ['python3', 'my train.py', '--epochs', '1'], cwd: '/home/me/proj', env: {} },
@@ -64,6 +64,8 @@ describe('script wizard form', () => {
       warmupSteps: 5,
       maxTrials: 8,
       allowRecipeChanges: false,
+      seed: 0,
+      lossTolerance: 0.05,
       timeoutSeconds: 600,
       jobId: 'job-1',
     });
@@ -73,10 +75,13 @@ describe('script wizard form', () => {
     expect(() => scriptOptimiseRequest(form, { ...wizard, maxTrials: 101 }, 'job-1')).toThrow('maxTrials: 101 is invalid: too big: expected number to be <=100');
     expect(() => scriptOptimiseRequest({ ...form, cwd: 'proj' }, wizard, 'job-1')).toThrow(/absolute path, got "proj"/);
     expect(() => scriptOptimiseRequest({ ...form, overrides: [{ key: 'matmul.precision', value: 'low' }] }, wizard, 'job-1')).toThrow(/bad value "low" for matmul.precision: highest, high or medium/);
+    expect(() => scriptOptimiseRequest(form, { ...wizard, lossTolerance: 0 }, 'job-1')).toThrow('lossTolerance: 0 is invalid: too small: expected number to be >0');
+    expect(() => scriptOptimiseRequest(form, { ...wizard, only: ['amp.type' as never] }, 'job-1')).toThrow(/^only: \["amp.type"\] is invalid: unknown override "amp.type"; known keys: /);
+    expect(scriptOptimiseRequest(form, { ...wizard, only: ['amp.dtype', 'compile.mode'] }, 'job-1').only).toEqual(['amp.dtype', 'compile.mode']);
     expect(launchesAtMost(3, 2)).toBe(3 + 12 + 6);
     // A saved request back into the form (to resume it) gives the same request.
-    const saved = scriptOptimiseRequest({ ...form, env: [{ name: 'A', value: 'b c' }], overrides: [{ key: 'cudnn.benchmark', value: 'true' }] }, wizard, 'job-2');
-    expect(scriptOptimiseRequest(formFromRequest(saved), wizard, 'job-2')).toEqual(saved);
+    const saved = scriptOptimiseRequest({ ...form, env: [{ name: 'A', value: 'b c' }], overrides: [{ key: 'cudnn.benchmark', value: 'true' }] }, { ...wizard, seed: 7, only: ['amp.dtype'] }, 'job-2');
+    expect(scriptOptimiseRequest(formFromRequest(saved), wizardFromRequest(saved), 'job-2')).toEqual(saved);
   });
 });
 
