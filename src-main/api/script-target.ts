@@ -79,6 +79,8 @@ export const SCRIPT_OVERRIDES = {
   'memory.channels_last': z.boolean(),
   /** torch.compile of the model, in place, in this mode (torch 2.0+). */
   'compile.mode': z.enum(['default', 'reduce-overhead', 'max-autotune']),
+  /** zero_grad() drops the gradients (None) instead of writing zeros into them. */
+  'optim.set_to_none': z.boolean(),
 } as const;
 export type ScriptOverrideKey = keyof typeof SCRIPT_OVERRIDES;
 export const SCRIPT_OVERRIDE_KEYS = Object.keys(SCRIPT_OVERRIDES) as ScriptOverrideKey[];
@@ -119,7 +121,7 @@ export function describeOverride(key: ScriptOverrideKey): string {
   if (key === 'optim.impl') return 'foreach or fused';
   if (key === 'amp.dtype') return 'bf16 or fp16';
   if (key === 'compile.mode') return 'default, reduce-overhead or max-autotune';
-  if (key === 'dataloader.pin_memory' || key === 'dataloader.persistent_workers' || key === 'cudnn.benchmark' || key === 'memory.channels_last') return 'true or false';
+  if (key === 'dataloader.pin_memory' || key === 'dataloader.persistent_workers' || key === 'cudnn.benchmark' || key === 'memory.channels_last' || key === 'optim.set_to_none') return 'true or false';
   return key === 'dataloader.num_workers' ? 'a whole number >= 0' : 'a whole number >= 1';
 }
 

@@ -14,8 +14,8 @@ const ws = tempDir();
 beforeAll(requireBuilt);
 afterAll(() => ws.cleanup());
 
-async function wizard(python: string) {
-  const args = ['optimise', '--json', '--repeat', '2', '--steps', '5', '--warmup-steps', '2', '--max-trials', '1', '--only', 'optim.impl', '--workspace', ws.dir, '--', python, path.join(SCRIPTS, 'optim_impl.py')];
+async function wizard(python: string, only = 'optim.impl', maxTrials = 1) {
+  const args = ['optimise', '--json', '--repeat', '2', '--steps', '5', '--warmup-steps', '2', '--max-trials', String(maxTrials), '--only', only, '--workspace', ws.dir, '--', python, path.join(SCRIPTS, 'optim_impl.py')];
   const { code, stdout, stderr } = await runCli(args, 300_000);
   expect(code, stderr).toBe(0);
   return ScriptOptimiseResultSchema.parse(JSON.parse(stdout));
@@ -31,11 +31,16 @@ describe('trainbench optimise -- <script>: optim.impl', () => {
     expect(trial.candidateSamplesPerSec).toHaveLength(2);
   }, 300_000);
 
-  it(`measures foreach where torch offers no fused AdamW (${TORCH1.label})`, async () => {
-    const r = await wizard(TORCH1.python!);
+  it(`measures foreach where torch offers no fused AdamW, and zero_grad(set_to_none=True) where zero_grad writes zeros (${TORCH1.label})`, async () => {
+    const r = await wizard(TORCH1.python!, 'optim.impl,optim.set_to_none', 2);
     const trial = r.trials.find((t) => t.change.knob === 'optim.impl')!;
     expect(trial.change).toMatchObject({ knob: 'optim.impl', from: 'default', to: 'foreach' });
     expect(trial.error).toBeNull();
     expect(trial.candidateSamplesPerSec).toHaveLength(2);
+    const toNone = r.trials.find((t) => t.change.knob === 'optim.set_to_none')!;
+    expect(toNone.change).toMatchObject({ from: false, to: true, kind: 'pipeline' });
+    expect(toNone.error).toBeNull();
+    // The script seeds itself: the same losses, whether the gradients are zeroed or dropped.
+    expect(toNone.lossDelta).toBe(0);
   }, 300_000);
 });

@@ -52,3 +52,22 @@ describe('optim.impl=fused', () => {
     expect(error.message).toMatch(/^override optim\.impl="fused" could not be applied to the optimizer made at .*optim_impl\.py:\d+: AdamW takes no fused= argument in torch 1\.13/);
   });
 });
+
+describe('optim.set_to_none', () => {
+  it(`torch 1.13: reports zero_grad() writing zeros, and drops the gradients with the override (${TORCH1.label})`, async () => {
+    const plain = await run(TORCH1.python!, { OPTIM: 'sgd' });
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(kindOf(plain.processes[0], 'zeroGrad')).toEqual([{ type: 'zeroGrad', setToNone: false, where: expect.stringMatching(/optim_impl\.py:\d+$/) }]);
+    expect(fixtureReport<{ gradIsNone: boolean }>(plain.stdout).gradIsNone).toBe(false);
+    const forced = await run(TORCH1.python!, { OPTIM: 'sgd', SET: JSON.stringify({ 'optim.set_to_none': true }) });
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(kindOf(forced.processes[0], 'applied')).toEqual([expect.objectContaining({ key: 'optim.set_to_none', value: true })]);
+    expect(fixtureReport<{ gradIsNone: boolean }>(forced.stdout).gradIsNone).toBe(true);
+  });
+
+  it.skipIf(!TORCH2.python)(`torch 2.x: zero_grad() drops the gradients already, and says so (${TORCH2.label})`, async () => {
+    const r = await run(TORCH2.python!, { OPTIM: 'sgd' });
+    expect(r.code, r.stderr).toBe(0);
+    expect(kindOf(r.processes[0], 'zeroGrad')).toEqual([expect.objectContaining({ setToNone: true })]);
+  });
+});

@@ -60,7 +60,7 @@ const ENGINE_CONFIGS: Record<string, OptimiseConfig> = {
 };
 
 const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
-  'CPU, no DataLoader or optimizer seen': { device: 'cpu', cpus: 2, loader: null, optimizer: null, models: [], autocast: null, torch: null, bound: 'data' },
+  'CPU, no DataLoader or optimizer seen': { device: 'cpu', cpus: 2, loader: null, optimizer: null, models: [], autocast: null, torch: null, zeroGradToNone: null, bound: 'data' },
   'CPU, num_workers 0, AdamW on torch 1.13': {
     device: 'cpu',
     cpus: 4,
@@ -69,6 +69,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     models: [{ class: 'NeuralNetwork', convs: 0, bf16: null }],
     autocast: null,
     torch: '1.13.0',
+    zeroGradToNone: false,
     bound: 'data',
   },
   'CPU, SGD stepping foreach on torch 1.13': {
@@ -79,6 +80,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     models: [{ class: 'Net', convs: 2, bf16: null }],
     autocast: null,
     torch: '1.13.0',
+    zeroGradToNone: false,
     bound: 'data',
   },
   'CUDA, 4 workers pinned, AdamW on torch 2.x': {
@@ -89,6 +91,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     models: [{ class: 'ResNet', convs: 20, bf16: true }],
     autocast: null,
     torch: '2.13.0',
+    zeroGradToNone: true,
     bound: 'compute',
   },
   'CUDA without bf16, the script under its own autocast': {
@@ -99,6 +102,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     models: [{ class: 'Net', convs: 2, bf16: false }],
     autocast: 'fp16',
     torch: '2.13.0',
+    zeroGradToNone: true,
     bound: 'compute',
   },
 };
@@ -114,6 +118,7 @@ const SCRIPT_OVERRIDES: Record<string, ScriptOverrides> = {
     'amp.dtype': 'bf16',
     'memory.channels_last': true,
     'compile.mode': 'default',
+    'optim.set_to_none': true,
   },
 };
 
@@ -236,6 +241,7 @@ describe("the script's order follows what bounds its step (issue 28)", () => {
       'compile.mode',
       'matmul.precision',
       'optim.impl',
+      'optim.set_to_none',
       'dataloader.batch_size',
       'dataloader.persistent_workers',
     ]);
@@ -246,6 +252,7 @@ describe("the script's order follows what bounds its step (issue 28)", () => {
       'memory.channels_last',
       'cudnn.benchmark',
       'optim.impl',
+      'optim.set_to_none',
       'dataloader.batch_size',
       'dataloader.num_workers',
       'dataloader.prefetch_factor',
@@ -363,5 +370,11 @@ describe('amp.dtype, memory.channels_last and compile.mode on a script (issue 28
       why: 'torch.compile needs torch 2.0 or newer; the script runs torch 1.13.0',
     });
     expect(answer('compile.mode', 'CUDA, 4 workers pinned, AdamW on torch 2.x', { 'compile.mode': 'default' })).toEqual({ settled: 'the model is compiled already (mode default)' });
+  });
+
+  it("proposes zero_grad(set_to_none=True) only where the script's zero_grad writes zeros (torch 1.13's default)", () => {
+    expect(answer('optim.set_to_none', 'CPU, SGD stepping foreach on torch 1.13')).toMatchObject({ proposed: { from: false, to: true, kind: 'pipeline' } });
+    expect(answer('optim.set_to_none', 'CUDA, 4 workers pinned, AdamW on torch 2.x')).toEqual({ settled: "the script's zero_grad() drops the gradients already (torch 2.x's default)" });
+    expect(answer('optim.set_to_none', 'CPU, no DataLoader or optimizer seen')).toEqual({ settled: 'the probe saw no zero_grad() call in the script' });
   });
 });

@@ -194,6 +194,7 @@ class Probe:
             ("DataLoader iterators", lambda: self._patch_loader_next(dataloader._BaseDataLoaderIter)),
             ("Optimizer", lambda: self._patch_optimizer(torch.optim.Optimizer)),
             ("optimizer implementations", lambda: _optimizers.patch_optimizer_inits(torch.optim.Optimizer, _every_subclass, self.overrides, self, self.identity["torch"])),
+            ("zero_grad", lambda: _optimizers.patch_zero_grad(torch, self.overrides, self)),
             ("autograd.backward", lambda: self._patch_backward(torch.autograd)),
             ("GradScaler", lambda: self._patch_grad_scalers(torch)),
             ("torch.compile", lambda: self._patch_compile(torch)),

@@ -92,3 +92,40 @@ def patch_optimizer_inits(Optimizer, every_subclass, overrides, report, torch_ve
         cls.__init__ = __init__
 
     every_subclass(Optimizer, wrap)
+
+
+def patch_zero_grad(torch, overrides, report):
+    """optim.set_to_none: zero_grad() drops the gradients instead of writing zeros (torch 2.x's default, not 1.13's).
+    The script's first zero_grad() is reported with what it did, so the wizard knows whether there is anything to change."""
+    forced = overrides.get("optim.set_to_none") is True
+    state = {"seen": False, "applied": False}
+
+    def wrap(owner):
+        original = owner.__dict__.get("zero_grad")
+        if original is None or getattr(original, "_trainbench", False):
+            return
+        try:
+            default = inspect.signature(original).parameters["set_to_none"].default
+        except (KeyError, TypeError, ValueError):
+            return  # a zero_grad without the argument: nothing to say or to set
+
+        @functools.wraps(original)
+        def zero_grad(self, *args, **kwargs):
+            if not state["seen"] or (forced and not state["applied"]):
+                where = caller_location()
+                if not state["seen"]:
+                    state["seen"] = True
+                    asked = args[0] if args else kwargs.get("set_to_none", default)
+                    report.send({"type": "zeroGrad", "setToNone": bool(asked), "where": where})
+                if forced:
+                    state["applied"] = True
+                    report.applied("optim.set_to_none", True, where)
+            if forced:
+                args, kwargs = (), dict(kwargs, set_to_none=True)
+            return original(self, *args, **kwargs)
+
+        zero_grad._trainbench = True
+        owner.zero_grad = zero_grad
+
+    wrap(torch.optim.Optimizer)
+    wrap(torch.nn.Module)

@@ -24,6 +24,7 @@ KNOWN = {
     "amp.dtype": ("amp", None),
     "memory.channels_last": ("bool", None),
     "compile.mode": ("compile", None),
+    "optim.set_to_none": ("bool", None),
 }
 
 

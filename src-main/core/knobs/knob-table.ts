@@ -349,6 +349,26 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
   },
   {
+    name: 'zeroGradToNone',
+    kind: 'pipeline',
+    engine: { notOffered: "the engine's backward writes each gradient whole, so there are no zeros to write first" },
+    script: {
+      setting: 'optim.set_to_none',
+      rank: { data: 46, compute: 42 },
+      propose: (o, ctx) => {
+        if (o['optim.set_to_none'] || ctx.zeroGradToNone === true) return { settled: "the script's zero_grad() drops the gradients already (torch 2.x's default)" };
+        if (ctx.zeroGradToNone === null) return { settled: 'the probe saw no zero_grad() call in the script' };
+        return {
+          step: {
+            from: false,
+            to: true,
+            hypothesis: 'zero_grad(set_to_none=True) drops the gradients instead of writing zeros into every one: a memory pass less per step, and the next backward writes them fresh',
+          },
+        };
+      },
+    },
+  },
+  {
     name: 'persistentWorkers',
     kind: 'pipeline',
     engine: { notOffered: "the engine's loader threads live for the whole run: a new epoch only gives them a new order" },

@@ -34,6 +34,8 @@ export interface ScriptKnobContext {
   autocast: string | null;
   /** The script's torch version (null: not known yet). */
   torch: string | null;
+  /** Whether the script's first zero_grad() dropped the gradients (null: none seen). */
+  zeroGradToNone: boolean | null;
   /** What bounds the step at the baseline: orders the knobs. */
   bound: ScriptBound;
 }

@@ -79,6 +79,8 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
     seconds: z.number().min(0),
     inMeasuredSteps: z.number().int().min(0),
   }),
+  /** The script's first zero_grad(): whether it dropped the gradients (set_to_none) or wrote zeros. */
+  z.object({ type: z.literal('zeroGrad'), setToNone: z.boolean(), where: z.string() }),
   /** Who seeded torch's generators (at the first step): Trainbench's wizard as torch was imported, or the script itself (where). */
   z.object({ type: z.literal('seed'), by: z.enum(['trainbench', 'script']), seed: z.number().int().nullable(), where: z.string() }),
   /** At the end, with amp.dtype set: steps the loss scaler skipped (inf/NaN gradients) and its last scale. */

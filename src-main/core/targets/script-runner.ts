@@ -53,7 +53,7 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
    * What the probe saw of the script as it is: its optimizer (from a launch without optim.impl), its models, and its own
    * autocast (from a launch without amp.dtype). A resumed wizard learns them at its next launch.
    */
-  private seen: Pick<ScriptKnobContext, 'optimizer' | 'models' | 'autocast' | 'torch'> = { optimizer: null, models: [], autocast: null, torch: null };
+  private seen: Pick<ScriptKnobContext, 'optimizer' | 'models' | 'autocast' | 'torch' | 'zeroGradToNone'> = { optimizer: null, models: [], autocast: null, torch: null, zeroGradToNone: null };
   /** The first mean loss of each settings measured (by their JSON), to see whether a repeat reproduces it. */
   private readonly lossOf = new Map<string, number>();
   /** Why the loss cannot be compared; null while it can. */
@@ -165,6 +165,7 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
     for (const m of messages) {
       if (m.type === 'optimizer' && overrides['optim.impl'] === undefined) seen.optimizer ??= { class: m.class, offers: m.offers, impl: m.impl, torch };
       if (m.type === 'autocast' && overrides['amp.dtype'] === undefined) seen.autocast ??= m.dtype;
+      if (m.type === 'zeroGrad' && overrides['optim.set_to_none'] === undefined) seen.zeroGradToNone ??= m.setToNone;
     }
     if (!seen.models.length) seen.models = messages.flatMap((m) => (m.type === 'model' ? [{ class: m.class, convs: m.convs, bf16: m.bf16 ?? null }] : []));
   }
@@ -181,6 +182,7 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
       models: this.knobs.models.length ? this.knobs.models : this.seen.models,
       autocast: this.knobs.autocast ?? this.seen.autocast,
       torch: this.knobs.torch ?? this.seen.torch,
+      zeroGradToNone: this.knobs.zeroGradToNone ?? this.seen.zeroGradToNone,
     };
     const out: Candidates = { changes: [], skipped: [] };
     const only = this.request.only;
