@@ -94,13 +94,15 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
     }
     const messages = record.connections.flatMap((c) => c.messages);
     const loaderMessage = messages.find((m) => m.type === 'loader');
-    this.see(messages, overrides, record.connections[0]?.hello.torch ?? null);
+    // Rank 0's process speaks for the launch (connections come in the order the ranks connected).
+    const first = record.connections.find((c) => c.hello.rank === 0) ?? record.connections[0];
+    this.see(messages, overrides, first?.hello.torch ?? null);
     this.run.appendEvent({ type: 'optimise.launch', launch: n, overrides, samplesPerSec: combined.samplesPerSec, stepMs: combined.steadyStateMeanMs });
     // The script's own settings: those this launch overrode are not the script's.
     const loader = loaderMessage?.type === 'loader' ? { ...loaderMessage.settings } : null;
     if (loader) for (const key of LOADER_KEYS) if (overrides[`dataloader.${key}`] !== undefined) loader[key] = null;
-    const loss = this.lossOfLaunch(n, overrides, record.connections[0]?.messages ?? []);
-    const compiled = record.connections[0]?.messages.find((m) => m.type === 'compile');
+    const loss = this.lossOfLaunch(n, overrides, first?.messages ?? []);
+    const compiled = first?.messages.find((m) => m.type === 'compile');
     const compile = compiled?.type === 'compile' ? { seconds: compiled.seconds, compilations: compiled.compilations, inMeasuredSteps: compiled.inMeasuredSteps } : null;
     return { samplesPerSec: combined.samplesPerSec, loss, stepMs: combined.steadyStateMeanMs, phasesMs: combined.phasesMs, device: ranks[0].rank.device, loader, compile };
   }
