@@ -6,6 +6,8 @@ const MAX_PREFETCH = 16;
 const MAX_GPU_PREFETCH = 8;
 
 const cuda = (device: string) => device.startsWith('cuda');
+/** A model knob's answer before the probe has seen the model (a script whose optimizer trains no module). */
+const NO_MODEL = { settled: 'the probe has seen no model the script trains (a module whose parameters an optimizer updates)' };
 
 /**
  * Every knob of the optimisation wizard, once: its kind, and for each target the setting it changes, where
@@ -150,7 +152,7 @@ export const KNOB_TABLE: readonly Knob[] = [
       propose: (o, ctx) => {
         if (ctx.autocast) return { settled: `the script runs its forward under its own autocast (${ctx.autocast}) already` };
         if (o['amp.dtype']) return { settled: `the model computes in ${o['amp.dtype']} already` };
-        if (!ctx.models.length) return { settled: "the probe has seen no model the script trains (a module whose parameters an optimizer updates)" };
+        if (!ctx.models.length) return NO_MODEL;
         if (!cuda(ctx.device)) {
           return {
             step: {
@@ -182,7 +184,7 @@ export const KNOB_TABLE: readonly Knob[] = [
       rank: { data: 37, compute: 20 },
       propose: (o, ctx) => {
         if (o['memory.channels_last']) return { settled: 'the model runs channels_last already' };
-        if (!ctx.models.length) return { settled: "the probe has seen no model the script trains (a module whose parameters an optimizer updates)" };
+        if (!ctx.models.length) return NO_MODEL;
         const step = { from: false, to: true, hypothesis: "convolutions read NHWC directly, the layout cuDNN's tensor-core kernels and oneDNN prefer, without a transpose per layer" };
         if (ctx.models.every((m) => m.convs === 0)) return { skip: step, why: `${ctx.models.map((m) => m.class).join(' and ')} has no 2-D convolution: channels_last changes nothing for it` };
         return { step };
@@ -335,7 +337,7 @@ export const KNOB_TABLE: readonly Knob[] = [
       rank: { data: 39, compute: 10 },
       propose: (o, ctx) => {
         if (o['compile.mode']) return { settled: `the model is compiled already (mode ${o['compile.mode']})` };
-        if (!ctx.models.length) return { settled: 'the probe has seen no model the script trains (a module whose parameters an optimizer updates)' };
+        if (!ctx.models.length) return NO_MODEL;
         const step = {
           from: 'off',
           to: 'default',
