@@ -113,6 +113,7 @@ class Probe:
         seed = env.get("TB_PROBE_SEED", "")
         self.seed = int(seed) if seed.strip() else None  # the wizard's: the same in every launch it compares
         self.script_seed = None  # the script's own first torch.manual_seed, as reported
+        self.held = []  # what the script did before its first step, said at that step (see said_at_first_step)
         self.identity = {
             "rank": int(env.get("RANK", "0") or 0),
             "localRank": int(env.get("LOCAL_RANK", "0") or 0),
@@ -146,6 +147,14 @@ class Probe:
     # ---- reporting -------------------------------------------------------------------------
     def send(self, message):
         self.channel.send(message)
+
+    def said_at_first_step(self, message):
+        """Sends a message once the process has trained a step (at once after): a process that imports torch and never
+        trains (a launcher, a spawned worker, a helper) opens no connection and is never taken for a rank."""
+        if self.steps > 0:
+            self.send(message)
+        else:
+            self.held.append(message)
 
     def applied(self, key, value, where):
         self.send({"type": "applied", "key": key, "value": value, "where": where})
@@ -222,8 +231,7 @@ class Probe:
             # DataLoader workers seed themselves in their own (forked) processes: not the script's choice.
             if probe.script_seed is None and os.getpid() == pid:
                 probe.script_seed = {"type": "seed", "by": "script", "seed": int(seed) if isinstance(seed, int) else None, "where": _overrides.caller_location()}
-                if probe.steps > 0:
-                    probe.send(probe.script_seed)
+                probe.said_at_first_step(probe.script_seed)
             return original(seed)
 
         if self.seed is not None:
@@ -625,8 +633,9 @@ class Probe:
         if number == 1:
             if self.seed is not None:
                 self.send({"type": "seed", "by": "trainbench", "seed": self.seed, "where": "torch import"})
-            if self.script_seed is not None:
-                self.send(self.script_seed)
+            held, self.held = self.held, []
+            for message in held:
+                self.send(message)
         if number == self.warmup + 1:
             self._check_flags("at the first measured step")
         try:

@@ -116,10 +116,10 @@ def patch_zero_grad(torch, overrides, report):
                 if not state["seen"]:
                     state["seen"] = True
                     asked = args[0] if args else kwargs.get("set_to_none", default)
-                    report.send({"type": "zeroGrad", "setToNone": bool(asked), "where": where})
+                    report.said_at_first_step({"type": "zeroGrad", "setToNone": bool(asked), "where": where})
                 if forced:
                     state["applied"] = True
-                    report.applied("optim.set_to_none", True, where)
+                    report.said_at_first_step({"type": "applied", "key": "optim.set_to_none", "value": True, "where": where})
             if forced:
                 args, kwargs = (), dict(kwargs, set_to_none=True)
             return original(self, *args, **kwargs)
