@@ -51,6 +51,16 @@ describe.each(INTERPRETERS)('amp and channels_last on $label', (t: Interpreter) 
     expect(kindOf(r.processes[0], 'amp')).toEqual([{ type: 'amp', dtype: 'bf16', skippedSteps: 0 }]);
   });
 
+  it.skipIf(!t.python)('a copy of the model (copy.deepcopy, an EMA) runs its own forward, under the same autocast', async () => {
+    const r = await run(t.python!, { EMA: '1', SET: set({ 'amp.dtype': 'bf16' }) });
+    expect(r.code, r.stderr).toBe(0);
+    expect(fixtureReport<Seen & { ema_output_zero: boolean; ema_conv_dtype: string; ema_output_dtype: string }>(r.stdout)).toMatchObject({
+      ema_output_zero: true,
+      ema_conv_dtype: 'bfloat16',
+      ema_output_dtype: 'float32',
+    });
+  });
+
   it.skipIf(!t.python)('memory.channels_last: the convolutions run channels_last (weights and activations)', async () => {
     const r = await run(t.python!, { SET: set({ 'memory.channels_last': true }) });
     expect(r.code, r.stderr).toBe(0);

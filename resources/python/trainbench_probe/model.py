@@ -47,7 +47,12 @@ class _Forward:
         self.knobs = knobs
         self.module = module
         self.original = original  # None: the class's forward
-        self.param = _first_param(module)
+        self._param = None  # the first parameter, found at the first call (a copy's module is half made when this is)
+
+    def device_type(self):
+        if self._param is None:
+            self._param = _first_param(self.module)
+        return self._param.device.type if self._param is not None else "cpu"
 
     def __call__(self, *args, **kwargs):
         knobs = self.knobs
@@ -57,7 +62,7 @@ class _Forward:
         if knobs.amp is None:
             return run(*args, **kwargs)
         torch = knobs.torch
-        device_type = self.param.device.type if self.param is not None else "cpu"
+        device_type = self.device_type()
         if not knobs.probe._compiling():
             own = autocast_dtype(torch, device_type)
             if own is not None:
