@@ -99,6 +99,12 @@ describe('amp.dtype=fp16 (loss scaling)', () => {
     expect(steps.filter((s) => s.skipped).length).toBeLessThanOrEqual(Number(amp.skippedSteps));
   });
 
+  it.skipIf(!TORCH2.python)(`refuses an optimizer stepped with a closure, which GradScaler cannot step, naming it (${TORCH2.label})`, async () => {
+    const r = await runProbed([TORCH2.python!, `${SCRIPTS}/probe_loops.py`, 'closure'], { env: { TB_PROBE_SET: set({ 'amp.dtype': 'fp16' }) } });
+    expect(r.code).not.toBe(0);
+    expect(kindOf(r.processes[0], 'error')[0].message).toBe('override amp.dtype="fp16" could not be applied to the model: SGD.step() takes a closure, which GradScaler cannot step');
+  });
+
   it(`torch 1.13 on the CPU: refused by name, the version and why (${TORCH1.label})`, async () => {
     const r = await run(TORCH1.python!, { SET: set({ 'amp.dtype': 'fp16' }) });
     expect(r.code).not.toBe(0);
