@@ -10,7 +10,7 @@ import functools
 import inspect
 import threading
 
-from .overrides import caller_location
+from .overrides import caller_location, outermost_init
 
 IMPLS = ("foreach", "fused")
 _local = threading.local()
@@ -54,15 +54,6 @@ def patch_optimizer_inits(Optimizer, every_subclass, overrides, report, torch_ve
         if cls is Optimizer or original is None or getattr(original, "_trainbench_impl", False):
             return
 
-        def __init__(self, *args, **kwargs):
-            if getattr(_local, "depth", 0):
-                return original(self, *args, **kwargs)  # a subclass's __init__ calling its base's: the outer one reports
-            _local.depth = 1
-            try:
-                _made(self, args, kwargs)
-            finally:
-                _local.depth = 0
-
         def _made(self, args, kwargs):
             where = caller_location()
             offers = offers_of(cls, Optimizer)
@@ -86,10 +77,7 @@ def patch_optimizer_inits(Optimizer, every_subclass, overrides, report, torch_ve
                 original(self, *args, **kwargs)
             report.optimizer({"class": cls.__name__, "offers": offers, "impl": current_impl(self)}, where)
 
-        __init__ = functools.wraps(original)(__init__)
-        __init__.__wrapped__ = original
-        __init__._trainbench_impl = True
-        cls.__init__ = __init__
+        cls.__init__ = outermost_init(original, _made, _local, "_trainbench_impl")
 
     every_subclass(Optimizer, wrap)
 

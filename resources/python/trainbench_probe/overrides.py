@@ -77,6 +77,26 @@ def loader_overrides(overrides):
 _local = threading.local()
 
 
+def outermost_init(original, made, family, marker):
+    """A class's __init__ replaced so `made(self, args, kwargs)` runs once per object: a subclass's __init__ calling
+    its base's (both wrapped, same `family` thread-local) runs the base's as it is, and the outermost one applies
+    and reports. `marker` names the attribute that says a class is wrapped already."""
+
+    def __init__(self, *args, **kwargs):
+        if getattr(family, "depth", 0):
+            return original(self, *args, **kwargs)
+        family.depth = 1
+        try:
+            made(self, args, kwargs)
+        finally:
+            family.depth = 0
+
+    __init__ = functools.wraps(original)(__init__)
+    __init__.__wrapped__ = original
+    setattr(__init__, marker, True)
+    return __init__
+
+
 def effective_batch_size(loader):
     """The loader's batch size, also when a batch_sampler makes the batches (accelerate re-shards loaders so)."""
     size = getattr(loader, "batch_size", None)
@@ -98,15 +118,6 @@ def patch_dataloader_init(DataLoader, overrides, report):
         if original is None or getattr(original, "_trainbench", False):
             return
         signature = inspect.signature(original)
-
-        def __init__(self, *args, **kwargs):
-            if getattr(_local, "depth", 0):
-                return original(self, *args, **kwargs)  # a subclass's __init__ calling its base's: the outer one applies
-            _local.depth = 1
-            try:
-                _made(self, args, kwargs)
-            finally:
-                _local.depth = 0
 
         def _made(self, args, kwargs):
             where = caller_location()
@@ -160,10 +171,7 @@ def patch_dataloader_init(DataLoader, overrides, report):
             settings["batch_size"] = effective_batch_size(self)
             report.loader(settings, where)
 
-        __init__ = functools.wraps(original)(__init__)
-        __init__.__wrapped__ = original
-        __init__._trainbench = True
-        cls.__init__ = __init__
+        cls.__init__ = outermost_init(original, _made, _local, "_trainbench")
 
     stack = [DataLoader]
     while stack:
