@@ -1,7 +1,7 @@
 import { ApiError } from '../../api/errors';
 import type { OptimiseChange, OptimisePreset, OptimiseProgress, OptimiseTrial, SkippedChange } from '../../api/optimise';
 import type { Interval } from '../stats/bootstrap';
-import { medianInterval } from '../stats/bootstrap';
+import { median, medianInterval } from '../stats/bootstrap';
 import type { Repetition, TargetRunner } from '../targets/target-runner';
 import { wizardEta } from './eta';
 import { measuredVerdict, unchangedVerdict } from './final-verdict';
@@ -190,11 +190,11 @@ export class WizardLoop<C, R extends Repetition> {
       const m = await this.interleaved(best, this.runner.apply(best, change), 'trial', index, change.label);
       partial.best = m.a;
       partial.cand = m.b;
-      // A launch whose loss diverged (Infinity) makes its side's loss diverged: no bootstrap over it.
-      const median = (xs: number[]) => (xs.length === 0 ? null : xs.some((x) => !Number.isFinite(x)) ? Infinity : medianInterval(xs).median);
+      // A launch whose loss diverged (Infinity) makes its side's loss diverged; the point median needs no bootstrap.
+      const sideLoss = (xs: number[]) => (xs.length === 0 ? null : xs.some((x) => !Number.isFinite(x)) ? Infinity : median(xs));
       // A loss that two launches of the same settings do not reproduce guards nothing: the change is judged on speed, and says so.
       const unchecked = this.runner.lossUnchecked?.() ?? null;
-      const lossDelta = unchecked === null ? relativeLossDelta(median(m.bLoss), median(m.aLoss)) : null;
+      const lossDelta = unchecked === null ? relativeLossDelta(sideLoss(m.bLoss), sideLoss(m.aLoss)) : null;
       const verdict = decideTrial({
         best: m.a,
         candidate: m.b,

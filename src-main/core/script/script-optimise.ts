@@ -156,7 +156,7 @@ class ScriptWizard {
       this.measureBaseline(await this.loop.baseline(r.overrides));
     }
     const baseline = this.baseline!;
-    this.runner.knobs = { device: baseline.device, cpus: os.cpus().length, loader: this.loader, optimizer: null, models: [], autocast: null, torch: null, zeroGradToNone: null, bound: scriptBound(baseline) };
+    this.runner.knobs = { device: baseline.device, cpus: os.cpus().length, loader: this.loader, bound: scriptBound(baseline) };
     this.loop.current = this.state;
     this.events.emit('script.optimiseBaseline', { jobId: this.job.id, runId: this.run.id, baseline, loader: this.loader, trials: [...this.state.trials] });
     await this.saveState();

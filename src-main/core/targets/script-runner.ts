@@ -11,6 +11,7 @@ import { combineRanks, summarizeRank } from '../script/rank-stats';
 import type { ScriptJob, ScriptJobs } from '../script/script-jobs';
 import { scriptProposals } from '../knobs/knob-table';
 import { runTrial, trialError } from '../script/script-trial';
+import { median } from '../stats/bootstrap';
 import type { Candidates, Repetition, TargetRunner } from './target-runner';
 
 /** A launch of the user's command: throughput, its phases, and the mean loss over its measured steps. */
@@ -25,10 +26,9 @@ export interface ScriptRepetition extends Repetition {
 }
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+
+/** What the knobs know from the probe's messages, as the script is; the rest of their context comes with the baseline. */
+type ProbeSeen = 'optimizer' | 'models' | 'autocast' | 'torch' | 'zeroGradToNone';
 
 const LOADER_KEYS = ['num_workers', 'prefetch_factor', 'pin_memory', 'persistent_workers', 'batch_size'] as const;
 
@@ -48,12 +48,12 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
   private readonly dir = probeDir();
   private launches = 0;
   /** Known once the baseline is: the device, the cores and the script's own loader settings. */
-  knobs: ScriptKnobContext | null = null;
+  knobs: Omit<ScriptKnobContext, ProbeSeen> | null = null;
   /**
    * What the probe saw of the script as it is: its optimizer (from a launch without optim.impl), its models, and its own
    * autocast (from a launch without amp.dtype). A resumed wizard learns them at its next launch.
    */
-  private seen: Pick<ScriptKnobContext, 'optimizer' | 'models' | 'autocast' | 'torch' | 'zeroGradToNone'> = { optimizer: null, models: [], autocast: null, torch: null, zeroGradToNone: null };
+  private seen: Pick<ScriptKnobContext, ProbeSeen> = { optimizer: null, models: [], autocast: null, torch: null, zeroGradToNone: null };
   /** The first mean loss of each settings measured (by their JSON), to see whether a repeat reproduces it. */
   private readonly lossOf = new Map<string, number>();
   /** Why the loss cannot be compared; null while it can. */
@@ -127,7 +127,7 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
       this.unchecked = `launch ${n} gave the probe no loss over its measured steps (it reads the scalar passed to backward())`;
       return null;
     }
-    const loss = values.some((v) => v === null) ? Infinity : (values as number[]).reduce((s, v) => s + v, 0) / values.length;
+    const loss = values.some((v) => v === null) ? Infinity : mean(values as number[]);
     const key = JSON.stringify(Object.entries(overrides).sort(([a], [b]) => a.localeCompare(b)));
     const first = this.lossOf.get(key);
     if (first === undefined) this.lossOf.set(key, loss);
@@ -178,14 +178,7 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
 
   candidates(best: ScriptOverrides, exhausted: readonly string[]): Candidates | null {
     if (!this.knobs) return null;
-    const ctx: ScriptKnobContext = {
-      ...this.knobs,
-      optimizer: this.knobs.optimizer ?? this.seen.optimizer,
-      models: this.knobs.models.length ? this.knobs.models : this.seen.models,
-      autocast: this.knobs.autocast ?? this.seen.autocast,
-      torch: this.knobs.torch ?? this.seen.torch,
-      zeroGradToNone: this.knobs.zeroGradToNone ?? this.seen.zeroGradToNone,
-    };
+    const ctx: ScriptKnobContext = { ...this.knobs, ...this.seen };
     const out: Candidates = { changes: [], skipped: [] };
     const only = this.request.only;
     for (const p of scriptProposals(best, ctx)) {
