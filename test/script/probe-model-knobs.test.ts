@@ -3,6 +3,11 @@
 // unscales before the script's clipping and counts skipped steps; channels_last converts the model; a
 // script that autocasts on its own is reported, and refused rather than wrapped twice; a torch without
 // the kernel or the scaler is refused by name. Real runs on Fashion-MNIST, on both PyTorch versions.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
 import { describe, expect, it } from 'vitest';
 
 import type { Interpreter } from './probe-run';
@@ -59,6 +64,30 @@ describe.each(INTERPRETERS)('amp and channels_last on $label', (t: Interpreter) 
       ema_conv_dtype: 'bfloat16',
       ema_output_dtype: 'float32',
     });
+  });
+
+  it.skipIf(!t.python)("torch.save(model), probed and under amp.dtype, saves the script's own model: it loads and runs without the probe", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tb-save-'));
+    try {
+      for (const env of [{}, { SET: set({ 'amp.dtype': 'bf16', 'memory.channels_last': true }) }]) {
+        const file = path.join(dir, 'model.pt');
+        const r = await run(t.python!, { SAVE: file, ...env });
+        expect(r.code, r.stderr).toBe(0);
+        expect(readFileSync(file).includes('trainbench')).toBe(false);
+        const load = [
+          'import sys, torch, __main__',
+          `sys.path.insert(0, ${JSON.stringify(SCRIPTS)})`,
+          'from cnn_tutorial import Net',
+          '__main__.Net = Net',
+          `m = torch.load(${JSON.stringify(file)}, weights_only=False)`,
+          'print(str(m(torch.zeros(2, 1, 28, 28)).dtype), type(m.forward).__name__)',
+        ].join('\n');
+        // A plain interpreter: no probe on its path.
+        expect(execFileSync(t.python!, ['-c', load], { encoding: 'utf8' }).trim()).toBe('torch.float32 method');
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it.skipIf(!t.python)('memory.channels_last: the convolutions run channels_last (weights and activations)', async () => {

@@ -71,6 +71,13 @@ class _Forward:
             out = run(*args, **kwargs)
         return knobs.to_float32(out)
 
+    def __reduce__(self):
+        """torch.save(model) pickles the module's attributes, this among them: the checkpoint gets the script's own
+        forward instead, as if the probe had never run, and loads where no probe is installed."""
+        if self.original is not None:
+            return self.original.__reduce__()
+        return (getattr, (self.module, "forward"))
+
     def __deepcopy__(self, memo):
         import copy
 

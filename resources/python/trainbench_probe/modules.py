@@ -36,6 +36,7 @@ class ModuleHooks:
         self.scans = 0
         self.scan_ms = 0.0
         self.pre, self.post = self._make_hooks()
+        self._keep_out_of_copies()
 
     # ---- which modules ----------------------------------------------------------------------
     def add_optimizer(self, optimizer):
@@ -133,6 +134,36 @@ class ModuleHooks:
         # One registration for every torch (no always_call): a forward that raised is closed at the next backward.
         handles = [m.register_forward_pre_hook(self.pre), m.register_forward_hook(self.post)]
         self.hooked[id(m)] = (weakref.ref(m), handles)
+
+    def _keep_out_of_copies(self):
+        """torch.save(model) pickles each module's hook dicts, and the probe's hooks are closures that cannot be
+        pickled: a module's state leaves them (and the probe's marks) out, so a checkpoint is the script's own (and loads where no probe
+        is), and a copy of a model (an EMA) is not taken for the training forward."""
+        Module = self.Module
+        ours = (self.pre, self.post)
+        own = Module.__dict__.get("__getstate__")
+        if getattr(own, "_trainbench", False):
+            return
+
+        def __getstate__(module):
+            state = own(module) if own is not None else module.__dict__
+            if type(state) is not dict:
+                return state
+            # The probe's marks (a model it has seen) are its own too.
+            out = {k: v for k, v in state.items() if not k.startswith("_trainbench")} if any(k.startswith("_trainbench") for k in state) else None
+            for key in ("_forward_pre_hooks", "_forward_hooks"):
+                hooks = state.get(key)
+                if hooks and any(h is ours[0] or h is ours[1] for h in hooks.values()):
+                    out = out if out is not None else dict(state)
+                    kept = type(hooks)()
+                    for k, h in hooks.items():
+                        if h is not ours[0] and h is not ours[1]:
+                            kept[k] = h
+                    out[key] = kept
+            return out if out is not None else state
+
+        __getstate__._trainbench = True
+        Module.__getstate__ = __getstate__
 
     # ---- the hooks --------------------------------------------------------------------------
     def _make_hooks(self):
