@@ -32,6 +32,7 @@ export function overrideCode(overrides: Record<string, string | number | boolean
       code.push('model = model.to(memory_format=torch.channels_last)', 'inputs = inputs.to(memory_format=torch.channels_last)  # each 4-D batch, before model(inputs)');
     } else if (k === 'memory.channels_last') continue;
     else if (k === 'optim.set_to_none') code.push(`optimizer.zero_grad(set_to_none=${python(v)})`);
+    else if (k === 'copy.non_blocking') code.push(`inputs = inputs.to(device, non_blocking=${python(v)})  # each batch tensor; with pin_memory=True on the DataLoader`);
     else if (k === 'compile.mode') code.push(`model.compile(mode=${python(v)})  # torch 2.2+, in place; before 2.2: model = torch.compile(model, mode=${python(v)})`);
     // A key this version does not know: said plainly rather than guessed at.
     else if (!k.startsWith('dataloader.')) code.push(`# ${k}=${String(v)}: no Python equivalent known to this version`);

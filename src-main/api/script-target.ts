@@ -81,6 +81,8 @@ export const SCRIPT_OVERRIDES = {
   'compile.mode': z.enum(['default', 'reduce-overhead', 'max-autotune']),
   /** zero_grad() drops the gradients (None) instead of writing zeros into them. */
   'optim.set_to_none': z.boolean(),
+  /** The script's copies of pinned batches to a CUDA device made non-blocking (`.to(device, non_blocking=True)`). */
+  'copy.non_blocking': z.boolean(),
 } as const;
 export type ScriptOverrideKey = keyof typeof SCRIPT_OVERRIDES;
 export const SCRIPT_OVERRIDE_KEYS = Object.keys(SCRIPT_OVERRIDES) as ScriptOverrideKey[];
@@ -121,7 +123,7 @@ export function describeOverride(key: ScriptOverrideKey): string {
   if (key === 'optim.impl') return 'foreach or fused';
   if (key === 'amp.dtype') return 'bf16 or fp16';
   if (key === 'compile.mode') return 'default, reduce-overhead or max-autotune';
-  if (key === 'dataloader.pin_memory' || key === 'dataloader.persistent_workers' || key === 'cudnn.benchmark' || key === 'memory.channels_last' || key === 'optim.set_to_none') return 'true or false';
+  if (key === 'dataloader.pin_memory' || key === 'dataloader.persistent_workers' || key === 'cudnn.benchmark' || key === 'memory.channels_last' || key === 'optim.set_to_none' || key === 'copy.non_blocking') return 'true or false';
   return key === 'dataloader.num_workers' ? 'a whole number >= 0' : 'a whole number >= 1';
 }
 

@@ -119,6 +119,7 @@ const SCRIPT_OVERRIDES: Record<string, ScriptOverrides> = {
     'memory.channels_last': true,
     'compile.mode': 'default',
     'optim.set_to_none': true,
+    'copy.non_blocking': true,
   },
 };
 
@@ -235,6 +236,7 @@ describe("the script's order follows what bounds its step (issue 28)", () => {
       'dataloader.num_workers',
       'dataloader.prefetch_factor',
       'dataloader.pin_memory',
+      'copy.non_blocking',
       'cudnn.benchmark',
       'amp.dtype',
       'memory.channels_last',
@@ -257,6 +259,7 @@ describe("the script's order follows what bounds its step (issue 28)", () => {
       'dataloader.num_workers',
       'dataloader.prefetch_factor',
       'dataloader.pin_memory',
+      'copy.non_blocking',
       'dataloader.persistent_workers',
     ]);
   });
@@ -376,5 +379,19 @@ describe('amp.dtype, memory.channels_last and compile.mode on a script (issue 28
     expect(answer('optim.set_to_none', 'CPU, SGD stepping foreach on torch 1.13')).toMatchObject({ proposed: { from: false, to: true, kind: 'pipeline' } });
     expect(answer('optim.set_to_none', 'CUDA, 4 workers pinned, AdamW on torch 2.x')).toEqual({ settled: "the script's zero_grad() drops the gradients already (torch 2.x's default)" });
     expect(answer('optim.set_to_none', 'CPU, no DataLoader or optimizer seen')).toEqual({ settled: 'the probe saw no zero_grad() call in the script' });
+  });
+
+  it('proposes non-blocking copies on a CUDA script that pins its batches, and says why not elsewhere', () => {
+    const cudaPinned = 'CUDA, 4 workers pinned, AdamW on torch 2.x';
+    expect(answer('copy.non_blocking', cudaPinned)).toMatchObject({ proposed: { from: false, to: true, kind: 'pipeline', hypothesis: expect.stringContaining('measured, not assumed') } });
+    expect(answer('copy.non_blocking', cudaPinned, { 'dataloader.pin_memory': false })).toEqual({
+      skipped: expect.objectContaining({ to: true }),
+      why: 'a copy from pageable memory waits whatever it is asked: pin_memory is off, so there is nothing to make non-blocking',
+    });
+    expect(answer('copy.non_blocking', 'CPU, num_workers 0, AdamW on torch 1.13')).toEqual({
+      skipped: expect.objectContaining({ to: true }),
+      why: 'a non-blocking copy overlaps a copy to a GPU; this script trains on cpu',
+    });
+    expect(answer('copy.non_blocking', cudaPinned, { 'copy.non_blocking': true })).toEqual({ settled: "the script's copies of pinned batches are non-blocking already" });
   });
 });

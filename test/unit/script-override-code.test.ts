@@ -13,6 +13,7 @@ describe('the code to paste for kept overrides', () => {
     expect(overrideCode({ 'optim.impl': 'foreach' })).toEqual(['optimizer = torch.optim.YourOptimizer(params, ..., foreach=True)']);
     expect(overrideCode({ 'compile.mode': 'max-autotune' })).toEqual(['model.compile(mode="max-autotune")  # torch 2.2+, in place; before 2.2: model = torch.compile(model, mode="max-autotune")']);
     expect(overrideCode({ 'optim.set_to_none': true })).toEqual(['optimizer.zero_grad(set_to_none=True)']);
+    expect(overrideCode({ 'copy.non_blocking': true })).toEqual(['inputs = inputs.to(device, non_blocking=True)  # each batch tensor; with pin_memory=True on the DataLoader']);
     expect(overrideCode({ 'unknown.key': 1 })).toEqual(['# unknown.key=1: no Python equivalent known to this version']);
   });
 

@@ -84,8 +84,11 @@ script_step() {
     "/tmp/tb-script-$name.json" "$sub" "${common[@]}" "$@" -- "${tutorial[@]}"
 }
 want script-benchmark && script_step "script: benchmark-script" 60 plain benchmark-script --no-output --repeat 3 --warmup-steps 10 --steps 100
+# Non-blocking copies exist on CUDA only (refused elsewhere, so a CPU dry run leaves them out).
+cuda_only=(); [[ "${TB_SESSION_DEVICE:-cuda}" == cuda* ]] && cuda_only=(--set copy.non_blocking=true)
 want script-benchmark && script_step "script: benchmark-script, GPU overrides" 40 overrides benchmark-script --no-output --repeat 1 --warmup-steps 10 --steps 100 \
-  --set cudnn.benchmark=true --set matmul.precision=high --set dataloader.pin_memory=true --set dataloader.num_workers=2
+  --set cudnn.benchmark=true --set matmul.precision=high --set dataloader.pin_memory=true --set dataloader.num_workers=2 \
+  --set amp.dtype=bf16 "${cuda_only[@]}"
 want script-optimise && script_step "script: optimise-script" "${TB_SESSION_OPTIMISE_LIMIT:-130}" optimise optimise-script --preset max-speed \
   --repeat 3 --steps 30 --warmup-steps 5 --max-trials "${TB_SESSION_OPTIMISE_TRIALS:-3}" --report
 # One JSON file for the three (at most 8 files come back), and the people-readable forms of each.

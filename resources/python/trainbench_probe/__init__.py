@@ -24,6 +24,7 @@ import time
 import types
 import weakref
 
+from . import copies as _copies
 from . import model as _model
 from . import optimizers as _optimizers
 from . import overrides as _overrides
@@ -125,6 +126,7 @@ class Probe:
         self.losses = None
         self.modules = None
         self.model = None
+        self.copies = None
         self.local = threading.local()
         self.t_start = time.perf_counter()
         self.iterations = Iterations(self._iteration_closed, self.t_start)
@@ -195,6 +197,7 @@ class Probe:
         self._seed(torch)
         self.losses = LossReader(torch, self.send)
         self.model = _model.ModelKnobs(torch, self, self.overrides)
+        self.copies = self._patch_copies(torch)
         self.modules = ModuleHooks(torch, self)
         from torch.utils.data import dataloader
 
@@ -218,6 +221,13 @@ class Probe:
         previous = sys.excepthook
         sys.excepthook = lambda kind, err, tb: (self._uncaught(err), previous(kind, err, tb))
         atexit.register(self.finish, "exit")
+
+    def _patch_copies(self, torch):
+        """copy.non_blocking, patched apart from the measuring parts: a refusal must end the run, not be noted."""
+        asked = self.overrides.get("copy.non_blocking")
+        if asked is False:
+            self.said_at_first_step({"type": "applied", "key": "copy.non_blocking", "value": False, "where": "the script's copies, as written"})
+        return _copies.patch_copies(torch, self, self._compiling) if asked is True else None
 
     def _seed(self, torch):
         """The wizard's seed, set as torch is imported (the script's own seeding, later, wins). Both are said at the
@@ -703,6 +713,8 @@ class Probe:
         try:
             for summary in self.model.summaries():
                 self.send(summary)
+            if self.copies is not None:
+                self.send(self.copies())
         except Exception as err:
             _note("could not sum up the model's overrides (%r)" % (err,))
         try:

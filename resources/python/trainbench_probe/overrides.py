@@ -25,6 +25,7 @@ KNOWN = {
     "memory.channels_last": ("bool", None),
     "compile.mode": ("compile", None),
     "optim.set_to_none": ("bool", None),
+    "copy.non_blocking": ("bool", None),
 }
 
 

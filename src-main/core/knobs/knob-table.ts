@@ -129,6 +129,26 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
   },
   {
+    name: 'nonBlockingCopies',
+    kind: 'pipeline',
+    engine: { notOffered: "the engine copies its batches on a copy stream of its own, always asynchronously (see GPU prefetch)" },
+    script: {
+      setting: 'copy.non_blocking',
+      rank: { data: 25, compute: 85 },
+      propose: (o, ctx) => {
+        if (o['copy.non_blocking']) return { settled: "the script's copies of pinned batches are non-blocking already" };
+        const step = {
+          from: false,
+          to: true,
+          hypothesis: "the script's .to(device) of each pinned batch made non-blocking: the copy runs on the GPU's copy engine while Python goes on to the step; measured, not assumed",
+        };
+        if (!cuda(ctx.device)) return { skip: step, why: `a non-blocking copy overlaps a copy to a GPU; this script trains on ${ctx.device}` };
+        if (!effective(o, ctx).pin) return { skip: step, why: 'a copy from pageable memory waits whatever it is asked: pin_memory is off, so there is nothing to make non-blocking' };
+        return { step };
+      },
+    },
+  },
+  {
     name: 'precision',
     kind: 'numerics',
     engine: {

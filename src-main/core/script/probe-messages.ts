@@ -85,6 +85,8 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('seed'), by: z.enum(['trainbench', 'script']), seed: z.number().int().nullable(), where: z.string() }),
   /** At the end, with amp.dtype set: steps the loss scaler skipped (inf/NaN gradients) and its last scale. */
   z.object({ type: z.literal('amp'), dtype: z.enum(['bf16', 'fp16']), skippedSteps: z.number().int().min(0), scale: z.number().optional() }),
+  /** At the end, with copy.non_blocking set: how many of the script's copies of pinned tensors to CUDA it made non-blocking. */
+  z.object({ type: z.literal('copies'), nonBlocking: z.number().int().min(0) }),
   z.object({ type: z.literal('error'), code: z.string(), message: z.string() }),
   /** Training losses (the scalar given to backward(), summed per step), read in batches; null: not finite. */
   z.object({ type: z.literal('loss'), steps: z.array(z.number().int().min(1)), values: z.array(z.number().nullable()) }),

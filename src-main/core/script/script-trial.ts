@@ -122,7 +122,11 @@ export function trialError(r: TrialRecord, o: Pick<TrialOptions, 'target' | 'ove
   for (const key of Object.keys(o.overrides)) {
     const applied = r.connections.some((c) => c.messages.some((m) => m.type === 'applied' && m.key === key));
     if (!applied) {
-      const why = key.startsWith('dataloader.') ? 'the script created no DataLoader' : 'the probe did not confirm it';
+      const why = key.startsWith('dataloader.')
+        ? 'the script created no DataLoader'
+        : key === 'copy.non_blocking'
+          ? 'the script copied no pinned tensor to a CUDA device (pin_memory=True on its DataLoader pins the batches it yields)'
+          : 'the probe did not confirm it';
       return new ApiError('E_BAD_INPUT', `override ${key}=${JSON.stringify(o.overrides[key as keyof ScriptOverrides])} was not applied: ${why}`);
     }
   }
