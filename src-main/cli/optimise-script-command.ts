@@ -48,7 +48,14 @@ export function formatScriptOptimise(r: ScriptOptimiseResult): string {
     ...(r.skipped.length ? ['skipped', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),
     `verdict    ${r.final.verdict}`,
     ...r.final.proposals.map((p) => `proposal   ${p}`),
-    `use        ${setFlags.length ? setFlags.join(' ') : 'the script as it is (no override)'}`,
+    // A proposed change that beat the noise, with how to apply it: the flag, and the line for the script.
+    ...r.trials
+      .filter((t) => t.decision === 'proposed')
+      .map((t) => {
+        const value = t.change.to as string | number | boolean;
+        return `apply      --set ${t.change.knob}=${String(value)} (in code: ${overrideCode({ [t.change.knob]: value }, { device: b.device })[0]})`;
+      }),
+    `use        ${setFlags.length ? setFlags.join(' ') : r.final.proposals.length ? 'the script as it is, or a proposal above' : 'the script as it is (no override)'}`,
     ...overrideCode(r.final.overrides, { device: b.device }).map((line, i) => `${i === 0 ? 'in code   ' : '          '} ${line}`),
     `saved      ${r.runDir} (${r.seconds.toFixed(0)} s)`,
   ].join('\n');

@@ -111,10 +111,14 @@ describe('script final card', () => {
       verdict: 'No change was kept (±3.2%): keep the script as it runs, 100 samples/s. Beat the noise but proposed, not kept, because it changes the training recipe: batch size 64 -> 128, 1.440x [1.400x–1.480x].',
       proposals: ['batch size 64 -> 128: scale the learning rate by 2'],
     };
-    const card = mount(ScriptFinalCard, { props: { target, final } });
+    const card = mount(ScriptFinalCard, { props: { target, final, proposed: [{ knob: 'dataloader.batch_size', to: 128 }] } });
     expect(card.find('[data-testid="opt-script-nothing"]').exists()).toBe(false);
     expect(card.get('[data-testid="opt-script-proposed-only"]').text()).toMatch(/^Nothing kept: the win above changes the training recipe/);
     expect(card.get('[data-testid="opt-script-verdict"]').text()).toMatch(/^No change was kept/);
+    expect(card.get('[data-testid="opt-script-proposed-code"]').text()).toBe('DataLoader(..., batch_size=128)');
+    expect(card.get('[data-testid="opt-script-proposed-command"]').text()).toBe(
+      "trainbench benchmark-training --repeat 1 --cwd /home/me/proj --env OMP_NUM_THREADS=2 --set dataloader.batch_size=128 -- python3 'my train.py' --epochs 1",
+    );
     card.unmount();
   });
 });

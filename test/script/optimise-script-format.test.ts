@@ -42,4 +42,18 @@ describe('formatScriptOptimise', () => {
     expect(text).toContain('use        the script as it is (no override)');
     expect(text).not.toContain('in code');
   });
+
+  it('gives a proposed recipe change that beat the noise as the flag and the line that apply it (issue 27)', () => {
+    const r = result({});
+    const change = { knob: 'dataloader.batch_size', from: 32, to: 64, kind: 'recipe' as const, label: 'dataloader.batch_size 32 -> 64', hypothesis: 'h', note: 'scale the learning rate (x2)' };
+    r.trials = [{ ...({} as ScriptOptimiseResult['trials'][number]), index: 1, change, decision: 'proposed', kept: false, speedup: interval(1.44) }];
+    r.final = { ...r.final, proposals: ['dataloader.batch_size 32 -> 64: scale the learning rate (x2)'] };
+    const lines = formatScriptOptimise(r).split('\n');
+    expect(lines.slice(-4)).toEqual([
+      'proposal   dataloader.batch_size 32 -> 64: scale the learning rate (x2)',
+      'apply      --set dataloader.batch_size=64 (in code: DataLoader(..., batch_size=64))',
+      'use        the script as it is, or a proposal above',
+      'saved      runs/20261124-142654-5edcd7 (49 s)',
+    ]);
+  });
 });

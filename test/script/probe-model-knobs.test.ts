@@ -69,7 +69,7 @@ describe.each(INTERPRETERS)('amp and channels_last on $label', (t: Interpreter) 
   it.skipIf(!t.python)("torch.save(model), probed and under amp.dtype, saves the script's own model: it loads and runs without the probe", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'tb-save-'));
     try {
-      for (const env of [{}, { SET: set({ 'amp.dtype': 'bf16', 'memory.channels_last': true }) }]) {
+      for (const env of [{}, { SET: set({ 'amp.dtype': 'bf16', 'memory.channels_last': true }) }] as Record<string, string>[]) {
         const file = path.join(dir, 'model.pt');
         const r = await run(t.python!, { SAVE: file, ...env });
         expect(r.code, r.stderr).toBe(0);

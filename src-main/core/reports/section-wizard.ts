@@ -33,6 +33,8 @@ export interface WizardView {
   code: { lead: string; lines: string[] };
   /** What to use when nothing changed. */
   unchanged: string;
+  /** Each proposed (not kept) change as code and the flag that applies it; empty where a target has none. */
+  proposedCode: string[];
 }
 
 const json = (v: unknown) => JSON.stringify(v);
@@ -59,6 +61,7 @@ export function engineWizardView(run: OptimiseRun): WizardView {
     changedHead: ['Setting', 'Baseline', 'Use'],
     code: { lead: '', lines: [] },
     unchanged: "Configuration to use: the baseline's, unchanged.",
+    proposedCode: [],
   };
 }
 
@@ -88,6 +91,13 @@ export function scriptWizardView(run: ScriptOptimiseRun): WizardView {
     changedHead: ['Setting', 'In your script', 'Use'],
     code: { lead: 'In your script (or keep passing them with `--set`):', lines: changed.length ? overrideCode(Object.fromEntries(changed), { device: r.baseline.device }) : [] },
     unchanged: 'Use: your script as it is; no change beat the noise.',
+    proposedCode: r.trials
+      .filter((t) => t.decision === 'proposed')
+      .map((t) => {
+        const value = t.change.to as string | number | boolean;
+        const line = overrideCode({ [t.change.knob]: value }, { device: r.baseline.device })[0] ?? '';
+        return `${line}  # or: --set ${t.change.knob}=${String(value)}`;
+      }),
   };
 }
 
@@ -165,18 +175,32 @@ export function wizardSkippedLines(view: WizardView): string[] {
   return [`Changes the wizard did not try (${code(view.id)}):`, '', ...view.skipped.map((x) => `- ${x.change.label}: ${x.why}.`)];
 }
 
+/**
+ * The final verdict as saved. Run files written before issue 27 said "No change beat the noise" where a
+ * recipe change did and was only proposed: their report says what happened instead.
+ */
+function savedVerdict(view: WizardView): string {
+  const v = view.final.verdict;
+  const old = 'No change beat the noise';
+  return v.startsWith(old) && view.trials.some((t) => t.decision === 'proposed') ? `No change was kept${v.slice(old.length)} A recipe change beat the noise and is proposed below.` : v;
+}
+
 export function wizardDecisionLines(view: WizardView): string[] {
   const f = view.final;
-  const lines = [`The wizard's verdict (${code(view.id)}, from its run file): ${f.verdict}`];
+  const lines = [`The wizard's verdict (${code(view.id)}, from its run file): ${savedVerdict(view)}`];
   if (f.changes.length) {
     lines.push('', `Kept, in order: ${f.changes.join('; ')}. Final against baseline, measured A/B/A/B at the end: ${pairedSpeedupText(f.speedup, view.repeat)}; ${fmt(f.samplesPerSec.median, 'samples/s')} (95% CI ${ci(f.samplesPerSec)}).`);
   }
   if (view.changed.length) {
     lines.push('', 'Configuration to use:', '', table([...view.changedHead], view.changed));
     if (view.code.lines.length) lines.push('', view.code.lead, '', '```python', ...view.code.lines, '```');
+  } else if (f.proposals.length) {
+    // "No change beat the noise" would hide the proposed win below (issue 27).
+    lines.push('', 'Nothing was kept: the changes that beat the noise change the training recipe (below); apply one with its learning-rate rule, or run the wizard again allowing recipe changes to keep it.');
   } else {
     lines.push('', view.unchanged);
   }
   if (f.proposals.length) lines.push('', 'Proposed, not kept (they change the training recipe):', '', ...f.proposals.map((p) => `- ${p}`));
+  if (f.proposals.length && view.proposedCode.length) lines.push('', 'To apply a proposed change in your script:', '', '```python', ...view.proposedCode, '```');
   return lines;
 }
