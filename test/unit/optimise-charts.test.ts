@@ -98,7 +98,7 @@ describe('limits chart', () => {
     const best = bestSoFar(r.baseline, r.trials, r.final);
     const input = { baseline: r.baseline, best, limits: r.limits };
     const bars = limitBars(input);
-    expect(bars.map((b) => b.name)).toEqual(['baseline', 'best so far', 'data floor', 'compute floor']);
+    expect(bars.map((b) => b.name)).toEqual(['baseline', 'final: kept changes', 'data floor', 'compute floor']);
     expect(bars[0].samplesPerSec).toBe(r.baseline.samplesPerSec.median);
     // On the CPU nothing is copied to a device: the data floor is the read floor.
     expect(r.limits.h2d.samplesPerSec).toBeNull();
@@ -115,7 +115,7 @@ describe('limits chart', () => {
     expect(texts).toContain('compute floor');
     // Each bar's value is written under its name.
     expect(texts).toContain(`${Math.round(r.baseline.samplesPerSec.median).toLocaleString('en-US')} samples/s`);
-    expect(limitsLabel(input)).toMatch(/^Limits chart in samples\/s: baseline [\d,]+ samples\/s; best so far [\d,]+ samples\/s; data floor [\d,.]+[KM]? ?samples\/s; compute floor/);
+    expect(limitsLabel(input)).toMatch(/^Limits chart in samples\/s: baseline [\d,]+ samples\/s; final: kept changes [\d,]+ samples\/s; data floor [\d,.]+[KM]? ?samples\/s; compute floor/);
   });
 
   it('takes the slower of the read and copy floors, and marks a floor that was not measured', () => {
@@ -143,7 +143,13 @@ describe('best so far', () => {
   it('is the freshest measurement of the current best', () => {
     const r = recorded();
     // Finished with a kept change: the final A/B/A/B measurement, with its interval.
-    expect(bestSoFar(r.baseline, r.trials, r.final)).toEqual({ samplesPerSec: r.final.samplesPerSec.median, ci: r.final.samplesPerSec, source: 'the final comparison with the baseline' });
+    expect(bestSoFar(r.baseline, r.trials, r.final)).toEqual({
+      samplesPerSec: r.final.samplesPerSec.median,
+      ci: r.final.samplesPerSec,
+      source: 'the final comparison with the baseline',
+      label: 'final: kept changes',
+      drift: null,
+    });
     // Mid-run after the kept trial: that trial's candidate side.
     const kept = r.trials.findIndex((t) => t.kept);
     expect(kept).toBeGreaterThanOrEqual(0);
@@ -151,6 +157,7 @@ describe('best so far', () => {
     const cand = [...r.trials[kept].candidateSamplesPerSec].sort((a, b) => a - b);
     expect(afterKept.samplesPerSec).toBe(cand[cand.length >> 1]);
     expect(afterKept.source).toMatch(/kept candidate/);
+    expect(afterKept.label).toBe(`kept in trial ${r.trials[kept].index}`);
     // After a trial that kept nothing: that trial's current-best side.
     const last = r.trials[r.trials.length - 1];
     expect(last.kept).toBe(false);
@@ -158,5 +165,26 @@ describe('best so far', () => {
     expect(bestSoFar(r.baseline, r.trials, null).samplesPerSec).toBe(sides[sides.length >> 1]);
     // Before any trial: the baseline.
     expect(bestSoFar(r.baseline, [], null).ci).toEqual(r.baseline.samplesPerSec);
+    expect(bestSoFar(r.baseline, [], null).label).toBe('current best: the baseline');
+  });
+
+  it("with nothing kept, is the baseline's configuration re-measured, and says the load changed when the two differ beyond the noise (issue 27)", () => {
+    const r = recorded();
+    const b = r.baseline.samplesPerSec.median;
+    const trial = (index: number, best: number[]) => ({ index, kept: false, bestSamplesPerSec: best, candidateSamplesPerSec: [b * 0.9] });
+    const same = bestSoFar(r.baseline, [trial(1, [b, b * 1.001])], null);
+    expect(same).toMatchObject({ label: 'baseline, re-measured in trial 1', drift: null });
+    // The issue's case: 2.3x the baseline with no change kept.
+    const loaded = bestSoFar({ ...r.baseline, noiseFloor: 0.032 }, [trial(1, [b]), trial(2, [2.3 * b, 2.3 * b])], null);
+    expect(loaded.label).toBe('baseline, re-measured in trial 2');
+    expect(loaded.drift).toBe(
+      "the baseline's own configuration measured 130% faster in trial 2 than at the start (noise ±3.2%): the machine's load changed between the two measurements",
+    );
+    const bars = limitBars({ baseline: r.baseline, best: loaded, limits: r.limits });
+    expect(bars[1]).toMatchObject({ name: 'baseline, re-measured in trial 2', colour: '#d29922' });
+    expect(bars[1].note).toContain("the machine's load changed");
+    // After a kept change, the current best re-measured is not the baseline's configuration: no drift is claimed.
+    const later = bestSoFar({ ...r.baseline, noiseFloor: 0.032 }, [{ ...trial(1, [b]), kept: true, candidateSamplesPerSec: [1.5 * b] }, trial(2, [2.3 * b])], null);
+    expect(later).toMatchObject({ label: 'current best, re-measured in trial 2', drift: null });
   });
 });

@@ -106,12 +106,19 @@ export function trialsLabel(trials: readonly TrialChartInput[], labels = trialLa
   return `Trial speedups chart${trials.length ? `: ${trials.map(one).join('; ')}` : ', no trial finished yet'}`;
 }
 
-/** The current best as last measured, and where that number comes from. */
+/** The current best as last measured, what configuration that is, and where that number comes from. */
 export interface BestSoFar {
   samplesPerSec: number;
   /** The final A/B/A/B measurement's interval, when there is one. */
   ci: { low: number; median: number; high: number } | null;
   source: string;
+  /** The bar's name: which configuration was measured ("final: kept changes", "baseline, re-measured in trial 3"). */
+  label: string;
+  /**
+   * Set where this is the baseline's own configuration measured again and the two measurements differ by more
+   * than the baseline's noise: the machine's load changed between them, and neither is the configuration's speed.
+   */
+  drift: string | null;
 }
 
 function median(xs: readonly number[]): number {
@@ -120,19 +127,38 @@ function median(xs: readonly number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
+/** Said where one configuration measured twice differs beyond the noise (issue 27: a 2.3x "best" with nothing kept). */
+function driftOf(baseline: Pick<OptimiseBaseline, 'samplesPerSec' | 'noiseFloor'>, again: number, when: string): string | null {
+  const ratio = again / baseline.samplesPerSec.median;
+  if (Math.abs(ratio - 1) <= baseline.noiseFloor) return null;
+  const pct = (100 * Math.abs(ratio - 1)).toFixed(0);
+  return `the baseline's own configuration measured ${pct}% ${ratio > 1 ? 'faster' : 'slower'} ${when} than at the start (noise ±${(100 * baseline.noiseFloor).toFixed(1)}%): the machine's load changed between the two measurements`;
+}
+
 /**
- * The freshest measurement of the current best: the final comparison when it ran; else the last
- * trial's side that is now the best (its candidate when kept, its current-best side otherwise);
- * else the baseline.
+ * The freshest measurement of the current best: the final comparison when it kept a change; else the last
+ * trial's side that is now the best (its candidate when kept, its current-best side otherwise, which is the
+ * baseline's configuration while nothing is kept); else the baseline.
  */
-export function bestSoFar(baseline: Pick<OptimiseBaseline, 'samplesPerSec'>, trials: readonly Pick<OptimiseTrial, 'index' | 'kept' | 'bestSamplesPerSec' | 'candidateSamplesPerSec'>[], final: Pick<OptimiseFinal, 'changes' | 'samplesPerSec'> | null): BestSoFar {
-  if (final && final.changes.length) return { samplesPerSec: final.samplesPerSec.median, ci: final.samplesPerSec, source: 'the final comparison with the baseline' };
+export function bestSoFar(
+  baseline: Pick<OptimiseBaseline, 'samplesPerSec' | 'noiseFloor'>,
+  trials: readonly Pick<OptimiseTrial, 'index' | 'kept' | 'bestSamplesPerSec' | 'candidateSamplesPerSec'>[],
+  final: Pick<OptimiseFinal, 'changes' | 'samplesPerSec'> | null,
+): BestSoFar {
+  if (final && final.changes.length) {
+    return { samplesPerSec: final.samplesPerSec.median, ci: final.samplesPerSec, source: 'the final comparison with the baseline', label: 'final: kept changes', drift: null };
+  }
   for (let i = trials.length - 1; i >= 0; i--) {
     const t = trials[i];
     const side = t.kept ? t.candidateSamplesPerSec : t.bestSamplesPerSec;
-    if (side.length) return { samplesPerSec: median(side), ci: null, source: `median of trial ${t.index}'s ${side.length} repetition(s) of the ${t.kept ? 'kept candidate' : 'current best'}` };
+    if (!side.length) continue;
+    const value = median(side);
+    const source = `median of trial ${t.index}'s ${side.length} repetition(s) of the ${t.kept ? 'kept candidate' : 'current best'}`;
+    if (t.kept) return { samplesPerSec: value, ci: null, source, label: `kept in trial ${t.index}`, drift: null };
+    if (trials.slice(0, i).some((u) => u.kept)) return { samplesPerSec: value, ci: null, source, label: `current best, re-measured in trial ${t.index}`, drift: null };
+    return { samplesPerSec: value, ci: null, source, label: `baseline, re-measured in trial ${t.index}`, drift: driftOf(baseline, value, `in trial ${t.index}`) };
   }
-  return { samplesPerSec: baseline.samplesPerSec.median, ci: baseline.samplesPerSec, source: 'the baseline (nothing kept yet)' };
+  return { samplesPerSec: baseline.samplesPerSec.median, ci: baseline.samplesPerSec, source: 'the baseline (nothing kept yet)', label: 'current best: the baseline', drift: null };
 }
 
 export type LimitsChartInput = {
@@ -168,14 +194,14 @@ export function limitBars(input: LimitsChartInput): LimitBar[] {
   const b = input.baseline.samplesPerSec;
   return [
     { name: 'baseline', samplesPerSec: b.median, ci: { low: b.low, high: b.high }, colour: '#8b98a5', note: 'median of the baseline repetitions, 95% CI' },
-    { name: 'best so far', samplesPerSec: input.best.samplesPerSec, ci: input.best.ci, colour: '#4fb3ff', note: input.best.source },
+    { name: input.best.label, samplesPerSec: input.best.samplesPerSec, ci: input.best.ci, colour: input.best.drift ? '#d29922' : '#4fb3ff', note: input.best.drift ? `${input.best.source}; ${input.best.drift}` : input.best.source },
     { name: 'data floor', samplesPerSec: data.samplesPerSec, ci: null, colour: '#f85149', note: data.note },
     { name: 'compute floor', samplesPerSec: c.samplesPerSec, ci: null, colour: '#a371f7', note: c.samplesPerSec === null ? `not measured: ${c.derivation}` : c.derivation },
   ];
 }
 
 /**
- * The baseline and the best so far beside what each floor allows, in samples/s (a floor's bar is the
+ * The baseline and the current best (labelled with what it is) beside what each floor allows, in samples/s (a floor's bar is the
  * most samples/s its hardware allows, so the gap to it is the room left). Log scale: a data floor is
  * often hundreds of times the baseline. A floor that was not measured keeps its place, marked so.
  */
@@ -185,11 +211,12 @@ export function limitsOption(input: LimitsChartInput): EChartsCoreOption {
   const names = bars.map((b) => `${b.name}\n${b.samplesPerSec === null ? '(not measured)' : formatValue(b.samplesPerSec, 'samples/s')}`);
   return {
     animation: false,
-    title: title('Samples/s: baseline, best so far, and what each floor allows (log scale)'),
+    title: title('Samples/s: the baseline, the current best, and what each floor allows (log scale)'),
     tooltip: { ...tooltip('samples/s', 'item') },
-    grid: { left: 70, right: 16, top: 50, bottom: 56 },
+    grid: { left: 70, right: 16, top: 50, bottom: 70 },
     // Two-line labels need their line height set, or the lines are drawn over each other.
-    xAxis: { type: 'category', data: names, axisLabel: { ...axisLabel, interval: 0, lineHeight: 14 }, axisLine: { lineStyle: { color: GRID_LINE } } },
+    // A long name ("baseline, re-measured in trial 3") breaks within its bar's width instead of running into the next.
+    xAxis: { type: 'category', data: names, axisLabel: { ...axisLabel, interval: 0, lineHeight: 14, width: 110, overflow: 'break' }, axisLine: { lineStyle: { color: GRID_LINE } } },
     // From the power of ten below the smallest bar, so the bars differ visibly (from 1 they all look tall).
     yAxis: { type: 'log', min: (e: { min: number }) => 10 ** Math.floor(Math.log10(Math.max(1, e.min))), name: 'samples/s', nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => formatValue(v) }, splitLine: { lineStyle: { color: GRID_LINE } } },
     series: [
