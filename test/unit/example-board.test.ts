@@ -34,6 +34,23 @@ describe('example board generation', () => {
     }
   });
 
+  it('waits for each full stream without leaving listeners on it (no MaxListenersExceededWarning past 10 waits)', async () => {
+    const t = tempDir();
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      const ws = await openWorkspace(t.dir);
+      // 12 chunks of 1,024 records, each far over a stream's buffer: at least 12 waits per file.
+      await writeBoardDumps(ws, 12 * 1024, 5);
+      await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
+      expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+      t.cleanup();
+    }
+  });
+
   it('cancelled mid-way, ends with E_CANCELLED and leaves neither its temp files nor an unhandled stream error', async () => {
     const t = tempDir();
     const errors: unknown[] = [];

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import path from 'node:path';
 
 import type { SourceSpec } from '../../api/datasets';
@@ -16,6 +15,22 @@ export const EXAMPLE_TEST_RECORDS = 2_000;
  * the way the seeds' pipeline stores them, so the example exercises the same
  * raw importer and the uncached loader a real user's dumps would.
  */
+/**
+ * Until a stream takes more (drain) or has ended (close; an error closes it too), with no listener left behind:
+ * racing two events.once() promises left the loser's listeners on the stream at every wait.
+ */
+function drainOrClose(stream: NodeJS.EventEmitter): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      resolve();
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+  });
+}
+
 export async function writeBoardDumps(
   workspace: Workspace,
   records: number,
@@ -66,7 +81,7 @@ export async function writeBoardDumps(
   try {
     for await (const chunk of source.chunks(1024, options.signal)) {
       for (const [i, part] of chunk.fields.entries()) {
-        if (!streams[i].write(part)) await Promise.race([once(streams[i], 'drain'), once(streams[i], 'close')]);
+        if (!streams[i].write(part)) await drainOrClose(streams[i]);
         if (writeError) throw writeError;
         bytes += part.length;
       }
