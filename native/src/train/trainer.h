@@ -27,7 +27,7 @@ struct TrainOptions {
   double sample_ratio = 1.0;   // fraction of the training set drawn each epoch
   bool shuffle = true;
   double clip_norm = 0;        // 0: no clipping
-  int eval_batch_size = 1000;
+  int eval_batch_size = 1000;  // options.evalBatchSize; parse_train_options defaults it to batch_size
   double event_interval_s = 0.05;  // at most ~20 step events per second
   int loader_workers = 1;          // threads gathering batches ahead of the step
   int prefetch = 2;                // batches buffered ahead
