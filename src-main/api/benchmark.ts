@@ -4,7 +4,7 @@ import { IdSchema } from './ids';
 import { TargetKindSchema } from './target';
 import { ModelSpecSchema } from './model-spec';
 import { TelemetrySummarySchema } from './telemetry';
-import { DataSourceSchema, MemoryBreakdownSchema, OptimizerSchema, TrainOptionsSchema } from './training';
+import { DataSourceSchema, MemoryBreakdownSchema, OptimizerSchema, ProcessMemorySchema, TrainOptionsSchema } from './training';
 
 /** The named phases of a step, in the order bars stack; `other` is the step minus all of them. */
 export const PHASE_NAMES = ['data', 'h2d', 'forward', 'loss', 'backward', 'optimizer'] as const;
@@ -63,6 +63,8 @@ export const BenchmarkRepetitionSchema = z.object({
   /** Set when the named phases add up to more than the step (the timers overlap); `other` is then 0. */
   namedPhasesExceedStepMs: z.number().nullable(),
   memory: z.object({ predicted: MemoryBreakdownSchema, measured: MemoryBreakdownSchema, device: z.string() }),
+  /** The engine process's resident memory over this repetition, beside the engine's accounting; absent in older runs. */
+  processMemory: ProcessMemorySchema.optional(),
   telemetry: TelemetrySummarySchema,
 });
 export type BenchmarkRepetition = z.infer<typeof BenchmarkRepetitionSchema>;

@@ -62,7 +62,8 @@ export const TrainOptionsSchema = z
     shuffle: z.boolean().default(true),
     /** Clip gradients to this global L2 norm (0: off). */
     clipNorm: z.number().min(0).default(0),
-    evalBatchSize: z.number().int().min(1).max(1 << 20).default(1000),
+    /** Samples per evaluation batch; absent: the training batch, so evaluation needs no more memory than a step. */
+    evalBatchSize: z.number().int().min(1).max(1 << 20).optional(),
     /** Minimum interval between step events (the engine emits at most ~20/s by default). */
     eventIntervalMs: z.number().min(MIN_EVENT_INTERVAL_MS).max(3_600_000).default(50),
     seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
@@ -180,6 +181,16 @@ export const MemoryBreakdownSchema = z.object({
 
 export type MemoryBreakdown = z.infer<typeof MemoryBreakdownSchema>;
 
+/** The engine process's resident memory over a run, as the OS counts it (the engine's own accounting is `memory`). */
+export const ProcessMemorySchema = z.object({
+  /** The most resident bytes during the run ('run'), or over the process's life where the OS cannot reset the peak ('process'). */
+  peakRssBytes: z.number(),
+  scope: z.enum(['run', 'process']),
+  /** At the run's end: resident file pages (memory-mapped dataset caches, the addon), shared with the page cache; null where the OS does not say. */
+  fileRssBytes: z.number().nullable(),
+});
+export type ProcessMemory = z.infer<typeof ProcessMemorySchema>;
+
 export const TrainResultSchema = z.object({
   runId: z.string(),
   steps: z.number().int(),
@@ -229,6 +240,8 @@ export const TrainResultSchema = z.object({
   }),
   /** GPU utilisation, memory and power (and CPU load) measured while the run trained. */
   telemetry: TelemetrySummarySchema,
+  /** The engine process's resident memory (beside the engine's own accounting in `memory`); absent in runs recorded before. */
+  processMemory: ProcessMemorySchema.optional(),
 });
 export type TrainResult = z.infer<typeof TrainResultSchema>;
 

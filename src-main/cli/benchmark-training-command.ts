@@ -4,6 +4,7 @@ import type { BenchmarkPhases, BenchmarkProgress, TrainingBenchmarkResult } from
 import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../api/benchmark';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
+import { processMemoryText } from '../api/process-memory-words';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { benchmarkScript, benchmarkScriptCommand } from './benchmark-script-command';
@@ -49,6 +50,7 @@ export function formatTrainingBenchmark(r: TrainingBenchmarkResult): string {
     ...phaseTable(r.phasesMs, r.phasesPercent),
     `memory     ${m.device}: measured ${kinds(m.measured)}`,
     `           predicted ${kinds(m.predicted)}${m.deviceTotalBytes ? `; device ${mb(m.deviceTotalBytes)}` : ''}`,
+    ...processPeaks(r),
     t.gpuUtilizationMean === null
       ? `telemetry  GPU: ${t.gpu}; CPU ${pct(t.cpuMean)} mean over ${t.samples} samples in the measured window`
       : `telemetry  GPU ${t.gpu}: utilisation ${pct(t.gpuUtilizationMean)} mean, ${pct(t.gpuUtilizationP95)} p95; peak memory ${t.gpuMemoryPeakMiB ?? 'n/a'} MiB; power ${t.gpuPowerMeanW?.toFixed(0) ?? 'n/a'} W mean; CPU ${pct(t.cpuMean)} (${t.samples} samples in the measured window)`,
@@ -110,4 +112,12 @@ export function benchmarkTrainingCommand(): Command {
     .option('--no-progress', 'no progress lines on stderr')
     .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir());
   return eitherTarget(cmd, benchmarkTraining, { options: benchmarkScriptCommand(), alias: 'benchmark-script', run: benchmarkScript });
+}
+
+/** Each repetition's engine-process peak beside the accounting: flat across repetitions, or something is kept. */
+function processPeaks(r: TrainingBenchmarkResult): string[] {
+  const peaks = r.repetitions.flatMap((x) => (x.processMemory ? [x.processMemory] : []));
+  if (!peaks.length) return [];
+  const mb = (b: number) => `${(b / 1e6).toFixed(0)} MB`;
+  return [`           engine process peak per repetition: ${peaks.map((p) => mb(p.peakRssBytes)).join(', ')} resident (${processMemoryText(peaks[peaks.length - 1])})`];
 }

@@ -8,6 +8,7 @@ import { RECIPES } from '../api/recipes';
 import { createServices } from '../core/services';
 import { warnIfEmulated } from './emulation-note';
 import { isBuiltinModel } from '../api/model-spec';
+import { processMemoryText } from '../api/process-memory-words';
 import { progressPrinter } from './progress-bar';
 import { resolveData, resolveModel } from './train-inputs';
 
@@ -75,8 +76,10 @@ function telemetryLine(result: TrainResult): string {
 function memoryLine(result: TrainResult): string {
   const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
   const p = result.memory.predicted;
-  return `${mb(result.memory.measured.total)} measured on the ${result.memory.device}, ${mb(p.total)} predicted: weights ${mb(p.weights)}, gradients ${mb(p.gradients)}, optimizer ${mb(p.optimizerState)}, activations ${mb(p.activations + p.activationGrads)}, batches ${mb(p.batchData)}, workspace ${mb(p.workspace)}`;
+  const line = `${mb(result.memory.measured.total)} measured on the ${result.memory.device}, ${mb(p.total)} predicted: weights ${mb(p.weights)}, gradients ${mb(p.gradients)}, optimizer ${mb(p.optimizerState)}, activations ${mb(p.activations + p.activationGrads)}, batches ${mb(p.batchData)}, workspace ${mb(p.workspace)}`;
+  return result.processMemory ? `${line}\n         ${processMemoryText(result.processMemory)}` : line;
 }
+
 
 function backendLine(result: TrainResult): string {
   const b = result.backend;

@@ -9,6 +9,7 @@ import type { HostPredictParams, HostRequest, HostSource, HostToSupervisor, Host
 import { HOST_DEBUG_ENV } from './host-protocol';
 import type { NativeAddon, NativeTrainer } from './native-addon';
 import { packageRoot } from './package-root';
+import { trackProcessMemory } from './process-memory';
 
 interface ParentPort {
   on(event: 'message', listener: (message: { data: unknown }) => void): void;
@@ -53,36 +54,52 @@ function setUp(addon: NativeAddon, p: HostTrainSetup): { trainer: NativeTrainer;
   if (engineOptions.device === 'auto') engineOptions.device = addon.devices().cuda.available ? 'cuda:0' : 'cpu';
   addon.resolveDevice(engineOptions.device); // throws E_BAD_INPUT with the reason before any data is opened
   const trainer = new addon.Trainer(JSON.stringify(p.spec), JSON.stringify({ seed, threads }));
-  const normalize = JSON.stringify(p.data.normalize ?? {});
-  trainer.setSource('train', JSON.stringify(p.data.trainSource ?? { kind: 'cache', dir: p.data.train.dir }), normalize);
-  if (p.data.test) trainer.setSource('test', JSON.stringify({ kind: 'cache', dir: p.data.test.dir }), normalize);
+  try {
+    const normalize = JSON.stringify(p.data.normalize ?? {});
+    trainer.setSource('train', JSON.stringify(p.data.trainSource ?? { kind: 'cache', dir: p.data.train.dir }), normalize);
+    if (p.data.test) trainer.setSource('test', JSON.stringify({ kind: 'cache', dir: p.data.test.dir }), normalize);
+  } catch (err) {
+    trainer.release();
+    throw err;
+  }
   return { trainer, optionsJson: JSON.stringify(engineOptions) };
 }
 
 /** Refuses a request exactly as train.run would before its first step, without training (the trainer is dropped). */
 async function check(addon: NativeAddon, p: HostTrainSetup): Promise<Record<string, never>> {
   const { trainer, optionsJson } = setUp(addon, p);
-  await trainer.check(optionsJson);
-  return {};
+  try {
+    await trainer.check(optionsJson);
+    return {};
+  } finally {
+    trainer.release();
+  }
 }
 
 /** The predicted memory breakdown at each batch size, from one trainer set up as train.run would be (nothing trains). */
 function predictMemory(addon: NativeAddon, p: HostPredictParams): unknown[] {
   const { trainer, optionsJson } = setUp(addon, p);
   const options = JSON.parse(optionsJson) as Record<string, unknown>;
-  return p.batchSizes.map((batchSize) => trainer.predictMemory(JSON.stringify({ ...options, batchSize })));
+  try {
+    return p.batchSizes.map((batchSize) => trainer.predictMemory(JSON.stringify({ ...options, batchSize })));
+  } finally {
+    trainer.release();
+  }
 }
 
 async function train(addon: NativeAddon, p: HostTrainParams, emit: (event: unknown) => void): Promise<unknown> {
+  const processMemory = trackProcessMemory();
   const { trainer, optionsJson } = setUp(addon, p);
   running.set(p.runId, trainer);
   try {
     const result = (await trainer.train(optionsJson, emit)) as Record<string, unknown>;
     if (p.checkpointPath) trainer.save(p.checkpointPath);
     const info = trainer.info();
-    return { ...result, model: { family: info.family, params: info.params, flopsPerSample: info.flopsPerSample } };
+    return { ...result, model: { family: info.family, params: info.params, flopsPerSample: info.flopsPerSample }, processMemory: processMemory() };
   } finally {
     running.delete(p.runId);
+    // Freed now: a host that trains one trainer per repetition must not wait for the garbage collector.
+    trainer.release();
   }
 }
 

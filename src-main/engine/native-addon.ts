@@ -110,6 +110,8 @@ export interface NativeTrainer {
   load(path: string): Record<string, string>;
   /** A copy of the flat parameter block. */
   params(): Float32Array;
+  /** Frees the model and unmaps the data now (not at garbage collection); any later call throws E_BAD_INPUT. */
+  release(): void;
 }
 
 /** Shape of errors thrown by the addon. */

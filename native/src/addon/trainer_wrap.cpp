@@ -2,6 +2,9 @@
 
 #include <cstring>
 #include <string>
+#ifdef __GLIBC__  // defined by the C++ headers above, on glibc only
+#include <malloc.h>
+#endif
 
 #include "addon/convert.h"
 #include "data/open_source.h"
@@ -149,6 +152,7 @@ Napi::Value CheckTraining(const Napi::CallbackInfo& info) {
     if (!info.This().IsObject()) TB_THROW(ErrorCode::BadInput, "check(optionsJson) must be called on a Trainer");
     TrainerWrap* wrap = TrainerWrap::Unwrap(info.This().As<Napi::Object>());
     const TrainOptions options = parse_train_options(json_arg(info, 0, "the training options"));
+    wrap->trainer();  // a released trainer is refused here, not on the worker thread
     if (wrap->busy().exchange(true)) TB_THROW(ErrorCode::BadInput, "this trainer is already running a job");
     auto* worker = new JobWorker(info.Env(), wrap, info.This().As<Napi::Object>(), JobWorker::Kind::Check, options, "",
                                  Napi::Function());
@@ -176,7 +180,8 @@ Napi::Function TrainerWrap::Define(Napi::Env env) {
                       InstanceMethod("setSource", &TrainerWrap::SetSource),
                       InstanceMethod("train", &TrainerWrap::Train), InstanceMethod("evaluate", &TrainerWrap::Evaluate),
                       InstanceMethod("cancel", &TrainerWrap::Cancel), InstanceMethod("save", &TrainerWrap::Save),
-                      InstanceMethod("load", &TrainerWrap::Load), InstanceMethod("params", &TrainerWrap::Params)});
+                      InstanceMethod("load", &TrainerWrap::Load), InstanceMethod("params", &TrainerWrap::Params),
+                      InstanceMethod("release", &TrainerWrap::Release)});
   ctor.Get("prototype").As<Napi::Object>().Set("check", Napi::Function::New(env, CheckTraining, "check"));
   ctor.Get("prototype").As<Napi::Object>().Set("predictMemory", Napi::Function::New(env, PredictMemory, "predictMemory"));
   return ctor;
@@ -199,10 +204,29 @@ TrainerWrap::TrainerWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Trai
   });
 }
 
+Trainer& TrainerWrap::trainer() {
+  if (!trainer_) TB_THROW(ErrorCode::BadInput, "this trainer was released: make a new one");
+  return *trainer_;
+}
+
+// release(): frees the model's buffers and unmaps the data now, not when the garbage collector
+// gets to this small JS object (a host running one trainer per repetition grew ~250 MB per run).
+Napi::Value TrainerWrap::Release(const Napi::CallbackInfo& info) {
+  return guarded(info, [this](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (busy_) TB_THROW(ErrorCode::BadInput, "cannot release a trainer while a job is running");
+    trainer_.reset();
+#ifdef __GLIBC__
+    // glibc keeps freed blocks in each thread's arena; the next trainer may be of another size, so they go back now.
+    malloc_trim(0);
+#endif
+    return info.Env().Undefined();
+  });
+}
+
 Napi::Value TrainerWrap::Info(const Napi::CallbackInfo& info) {
   return guarded(info, [this](const Napi::CallbackInfo& info) -> Napi::Value {
-    Json j = model_info_json(trainer_->model());
-    j.set("threads", trainer_->threads());
+    Json j = model_info_json(trainer().model());
+    j.set("threads", trainer().threads());
     return to_js(info.Env(), j);
   });
 }
@@ -221,7 +245,7 @@ Napi::Value TrainerWrap::SetData(const Napi::CallbackInfo& info) {
       const std::string name = names.Get(i).As<Napi::String>().Utf8Value();
       add_field_from_js(env, *source, name, fields.Get(name).As<Napi::Object>());
     }
-    trainer_->set_source(info[0].As<Napi::String>().Utf8Value(), source);
+    trainer().set_source(info[0].As<Napi::String>().Utf8Value(), source);
     return env.Undefined();
   });
 }
@@ -234,7 +258,7 @@ Napi::Value TrainerWrap::SetSource(const Napi::CallbackInfo& info) {
       throw make_js_error(info.Env(), "E_BAD_INPUT", "setSource(split, sourceJson, normalizeJson?) needs a split name", "");
     std::shared_ptr<RecordSource> source = open_source(json_arg(info, 1, "the source"));
     if (info.Length() > 2 && info[2].IsString()) apply_normalize(*source, json_arg(info, 2, "the normalisation"));
-    trainer_->set_source(info[0].As<Napi::String>().Utf8Value(), source);
+    trainer().set_source(info[0].As<Napi::String>().Utf8Value(), source);
     return to_js(info.Env(), source_info_json(*source));
   });
 }
@@ -244,6 +268,7 @@ Napi::Value TrainerWrap::Train(const Napi::CallbackInfo& info) {
   return guarded(info, [this](const Napi::CallbackInfo& info) -> Napi::Value {
     const TrainOptions options = parse_train_options(json_arg(info, 0, "the training options"));
     Napi::Function on_event = info.Length() > 1 && info[1].IsFunction() ? info[1].As<Napi::Function>() : Napi::Function();
+    trainer();  // a released trainer is refused here, not on the worker thread
     if (busy_.exchange(true)) TB_THROW(ErrorCode::BadInput, "this trainer is already running a job");
     cancel_ = false;
     auto* worker = new JobWorker(info.Env(), this, Value(), JobWorker::Kind::Train, options, "", on_event);
@@ -259,6 +284,7 @@ Napi::Value TrainerWrap::Evaluate(const Napi::CallbackInfo& info) {
       throw make_js_error(info.Env(), "E_BAD_INPUT", "evaluate(split) needs 'train' or 'test'", "");
     TrainOptions options;
     if (info.Length() > 1 && info[1].IsNumber()) options.eval_batch_size = std::max(1, info[1].As<Napi::Number>().Int32Value());
+    trainer();  // a released trainer is refused here, not on the worker thread
     if (busy_.exchange(true)) TB_THROW(ErrorCode::BadInput, "this trainer is already running a job");
     auto* worker = new JobWorker(info.Env(), this, Value(), JobWorker::Kind::Evaluate, options,
                                  info[0].As<Napi::String>().Utf8Value(), Napi::Function());
@@ -278,9 +304,9 @@ Napi::Value TrainerWrap::Save(const Napi::CallbackInfo& info) {
       throw make_js_error(info.Env(), "E_BAD_INPUT", "save(path) needs a file path", "");
     if (busy_) TB_THROW(ErrorCode::BadInput, "cannot save while a job is running");
     Json meta = Json::object();
-    meta.set("trainbench_spec", trainer_->model().spec().source.dump());
+    meta.set("trainbench_spec", trainer().model().spec().source.dump());
     meta.set("trainbench_version", TB_VERSION);
-    save_checkpoint(trainer_->model(), info[0].As<Napi::String>().Utf8Value(), meta);
+    save_checkpoint(trainer().model(), info[0].As<Napi::String>().Utf8Value(), meta);
     return info.Env().Undefined();
   });
 }
@@ -290,16 +316,18 @@ Napi::Value TrainerWrap::Load(const Napi::CallbackInfo& info) {
     if (info.Length() < 1 || !info[0].IsString())
       throw make_js_error(info.Env(), "E_BAD_INPUT", "load(path) needs a file path", "");
     if (busy_) TB_THROW(ErrorCode::BadInput, "cannot load while a job is running");
-    return to_js(info.Env(), load_checkpoint(trainer_->model(), info[0].As<Napi::String>().Utf8Value()));
+    return to_js(info.Env(), load_checkpoint(trainer().model(), info[0].As<Napi::String>().Utf8Value()));
   });
 }
 
 // A copy of the flat parameter block, for tests and tools.
 Napi::Value TrainerWrap::Params(const Napi::CallbackInfo& info) {
-  const auto& p = trainer_->model().params();
-  Napi::Float32Array out = Napi::Float32Array::New(info.Env(), p.size());
-  std::memcpy(out.Data(), p.data(), p.size() * sizeof(float));
-  return out;
+  return guarded(info, [this](const Napi::CallbackInfo& info) -> Napi::Value {
+    const auto& p = trainer().model().params();
+    Napi::Float32Array out = Napi::Float32Array::New(info.Env(), p.size());
+    std::memcpy(out.Data(), p.data(), p.size() * sizeof(float));
+    return out;
+  });
 }
 
 Json source_info_json(const RecordSource& source) {

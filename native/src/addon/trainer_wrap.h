@@ -14,7 +14,8 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
   static Napi::Function Define(Napi::Env env);
   explicit TrainerWrap(const Napi::CallbackInfo& info);
 
-  Trainer& trainer() { return *trainer_; }
+  /** The trainer; throws (E_BAD_INPUT) once release() has freed it. */
+  Trainer& trainer();
   std::atomic<bool>& cancel_flag() { return cancel_; }
   std::atomic<bool>& busy() { return busy_; }
 
@@ -28,6 +29,7 @@ class TrainerWrap : public Napi::ObjectWrap<TrainerWrap> {
   Napi::Value Save(const Napi::CallbackInfo& info);
   Napi::Value Load(const Napi::CallbackInfo& info);
   Napi::Value Params(const Napi::CallbackInfo& info);
+  Napi::Value Release(const Napi::CallbackInfo& info);
 
   std::unique_ptr<Trainer> trainer_;
   std::atomic<bool> cancel_{false};

@@ -32,7 +32,7 @@ import { aggregateRepetitions, findings, measuredPhases, mergeTelemetry, withOth
 const TELEMETRY_INTERVAL_MS = 200;
 
 /** Only what a benchmark reads of the engine's training summary. */
-const EngineSummarySchema = TrainResultSchema.pick({ steps: true, stepTime: true, memory: true, backend: true });
+const EngineSummarySchema = TrainResultSchema.pick({ steps: true, stepTime: true, memory: true, backend: true, processMemory: true });
 
 export interface BenchmarkRunOptions {
   onProgress?: (progress: BenchmarkProgress) => void;
@@ -237,6 +237,7 @@ export class TrainingBenchmarkService {
         phaseSteps: named.steps,
         namedPhasesExceedStepMs: exceedsMs,
         memory: { ...summary.data.memory, device: summary.data.backend?.device ?? summary.data.memory.device },
+        ...(summary.data.processMemory ? { processMemory: summary.data.processMemory } : {}),
         telemetry,
       };
       return { repetition, steps };

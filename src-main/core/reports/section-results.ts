@@ -26,6 +26,11 @@ function benchmarkMetrics(runs: readonly BenchmarkRun[], labels: readonly string
       row('predicted epoch, from wall clock (s)', (r) => fmt(r.result.predictedEpochSeconds.fromWallClock)),
       row('training memory, measured (MB)', (r) => fmt(r.result.memory.measured.total / MB)),
       row('training memory, predicted (MB)', (r) => fmt(r.result.memory.predicted.total / MB)),
+      // The OS's view beside the accounting: runs recorded before it say so.
+      row('engine process peak resident, most of any repetition (MB)', (r) => {
+        const peaks = r.result.repetitions.flatMap((x) => (x.processMemory ? [x.processMemory.peakRssBytes] : []));
+        return peaks.length ? fmt(Math.max(...peaks) / MB) : 'not recorded';
+      }),
       row('GPU utilisation, mean', (r) => pct(r.result.telemetry.gpuUtilizationMean)),
       row('host CPU load, mean', (r) => pct(r.result.telemetry.cpuMean)),
     ],
@@ -86,6 +91,7 @@ function trainPart(run: TrainRun): { lines: string[]; figures: FigureSpec[] } {
         ['test accuracy', r.test ? (r.test.accuracy === null ? 'not a classification task' : fmt(100 * r.test.accuracy, '%')) : 'no test set'],
         ['test loss', r.test ? fmt(r.test.loss) : 'no test set'],
         ['training memory, measured (MB)', fmt(r.memory.measured.total / MB)],
+        ['engine process peak resident (MB)', r.processMemory ? `${fmt(r.processMemory.peakRssBytes / MB)}${r.processMemory.fileRssBytes === null ? '' : `, ${fmt(r.processMemory.fileRssBytes / MB)} of it the mapped dataset and code`}` : 'not recorded'],
       ],
     ),
     '',
