@@ -2,6 +2,7 @@ import { z } from 'zod';
 
 import { BatchSearchRequestSchema, BatchSearchResultSchema } from './batch-size';
 import { TrainingBenchmarkRequestSchema, TrainingBenchmarkResultSchema } from './benchmark';
+import { CheckResultSchema, CompareSpeedParamsSchema } from './check';
 import { IdSchema } from './ids';
 import type { JobMethod } from './jobs';
 import { JOB_METHODS, JobCancelParamsSchema, JobCancelResultSchema, JobInfoSchema } from './jobs';
@@ -138,6 +139,8 @@ export const apiMethods = {
   'reports.remove': { params: z.object({ id: ReportIdSchema }).strict(), result: z.object({ removed: z.string() }) },
   /** A Chrome trace-event JSON of a benchmark run's measured steps (also written to runs/<id>/trace.json). */
   'runs.trace': { params: z.object({ id: IdSchema }).strict(), result: RunTraceResultSchema },
+  /** Two saved benchmark runs, the second judged against the first by the regression gate's rule (nothing runs). */
+  'runs.compareSpeed': { params: CompareSpeedParamsSchema, result: CheckResultSchema },
   /** train.run on a script target, by its old name (an alias for one release). */
   'script.train': { params: ScriptTrainRequestSchema, result: ScriptTrainResultSchema },
   /** Built-in models and the model spec files of the workspace (top folder and models/), unusable ones with their problem. */

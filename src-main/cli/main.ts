@@ -21,6 +21,7 @@ import { runsCommand } from './runs-command';
 import { trainCommand } from './train-command';
 import { reportCommand } from './report-command';
 import { traceCommand } from './trace-command';
+import { checkCommand } from './check-command';
 import { benchmarkScriptCommand } from './benchmark-script-command';
 import { optimiseScriptCommand } from './optimise-script-command';
 import { trainScript, trainScriptCommand } from './train-script-command';
@@ -131,6 +132,7 @@ export function buildProgram(): Command {
   program.addCommand(optimiseCommand());
   program.addCommand(reportCommand());
   program.addCommand(traceCommand());
+  program.addCommand(checkCommand());
   program.addCommand(benchmarkScriptCommand());
   program.addCommand(optimiseScriptCommand());
   program.addCommand(trainScriptCommand());

@@ -9,6 +9,7 @@ import type { ApiRouter } from './api-router';
 import { createApiRouter } from './api-router';
 import { BatchSizeService } from './batch-size/batch-size-service';
 import { TrainingBenchmarkService } from './benchmarks/training-benchmark';
+import { CheckService } from './check/check-service';
 import { DatasetService } from './datasets/dataset-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
@@ -62,6 +63,8 @@ export interface Services {
   scriptRuns: ScriptRunService;
   /** Every job started through the router: jobs.list, jobs.cancel, jobs.started/ended. */
   jobs: JobRegistry;
+  /** The regression gate: a saved benchmark measured again and compared (trainbench check). */
+  check: CheckService;
   dispose(): Promise<void>;
 }
 
@@ -79,6 +82,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
   const scriptJobs = new ScriptJobs();
   const scripts = new ScriptBenchmarkService(events, workspace, telemetry, scriptJobs);
+  const check = new CheckService(workspace, benchmarks, scripts);
   const scriptRuns = new ScriptRunService(events, workspace, telemetry, scriptJobs);
   const jobs = new JobRegistry(events, () => jobIdAt(new Date(), randomBytes(3).toString('hex')));
   const cancelScript = (jobId: string) => scriptJobs.cancel(jobId);
@@ -158,6 +162,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'reports.exportToChosenFolder': ({ id }) => reports.exportToChosenFolder(id),
     'reports.remove': ({ id }) => reports.remove(id),
     'runs.trace': ({ id }) => reports.trace(id),
+    // Reads two saved runs; measures nothing, so serve mode answers it as it does runs.get.
+    'runs.compareSpeed': ({ ids, tolerance }) => check.compare(ids, tolerance),
     'models.list': () => listModels(workspace),
     'models.readSpec': ({ path }) => readModelSpec(workspace, path),
     'script.train': (request) => (refuseScripts(options), jobs.run('script.train', request, cancelScript, (r) => scriptRuns.run(r))),
@@ -184,6 +190,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     scriptJobs,
     scriptRuns,
     jobs,
+    check,
     async dispose() {
       scriptJobs.cancelAll();
       jobs.dispose();

@@ -1,0 +1,80 @@
+import { Command, InvalidArgumentError } from 'commander';
+
+import { ApiError } from '../api/errors';
+import type { CheckResult } from '../api/check';
+import { createServices } from '../core/services';
+import { defaultWorkspaceDir } from '../core/workspace';
+import { intArg } from './train-inputs';
+
+interface CheckFlags {
+  against: string;
+  tolerance: number;
+  repeat?: number;
+  yes?: boolean;
+  json?: boolean;
+  progress: boolean;
+  workspace: string;
+}
+
+/** "5%", "5" or "0.05" as 0.05: a relative tolerance above 0 and below 100%. */
+export function toleranceArg(value: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$/.exec(value);
+  const n = m ? Number(m[1]) / (m[2] || Number(m[1]) >= 1 ? 100 : 1) : NaN;
+  if (!(n > 0 && n < 1)) throw new InvalidArgumentError(`--tolerance takes a percentage above 0 and below 100 (5%, 5 or 0.05), got ${JSON.stringify(value)}`);
+  return n;
+}
+
+const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
+const median = (xs: readonly number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
+};
+
+export function formatCheck(r: CheckResult): string {
+  const side = (x: CheckResult['now']) => `${x.samplesPerSec.length} repetition(s), median ${n0(median(x.samplesPerSec))} samples/s (${x.samplesPerSec.map(n0).join(', ')})`;
+  return [
+    `check      ${r.against.title}`,
+    `saved      run ${r.against.runId} (${r.against.createdAt}): ${side(r.against)}`,
+    `now        run ${r.now.runId}: ${side(r.now)}`,
+    `conditions ${r.differences.length ? r.differences.join('; ') : 'same host, CPU and device as the saved run'}`,
+    `verdict    ${r.verdict.text}`,
+    `exit       ${r.verdict.exitCode} (0 faster or the same, 1 slower, 2 could not decide)`,
+  ].join('\n');
+}
+
+async function check(flags: CheckFlags): Promise<void> {
+  const services = await createServices({ workspaceDir: flags.workspace });
+  try {
+    const result = await services.check.run(flags.against, {
+      tolerance: flags.tolerance,
+      repeat: flags.repeat,
+      runCommand: flags.yes === true,
+      onProgress: (p) => {
+        if (flags.progress && !flags.json && p.phase === 'repetition-done') process.stderr.write(`repetition ${p.repetition} of ${p.repetitions}: ${n0(p.samplesPerSec ?? 0)} samples/s\n`);
+      },
+    });
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatCheck(result)) + '\n');
+    process.exitCode = result.verdict.exitCode;
+  } catch (err) {
+    // A gate that could not measure could not decide: 2, never 1 (which says "slower").
+    process.stderr.write(`trainbench: ${err instanceof ApiError ? `${err.code}: ` : ''}${(err as Error).message}\n`);
+    process.exitCode = 2;
+  } finally {
+    await services.dispose();
+  }
+}
+
+export function checkCommand(): Command {
+  return new Command('check')
+    .description(
+      'the regression gate: measure a saved benchmark run again, as it was measured, and say whether it is faster, the same within the tolerance, or slower (exit 0 / 0 / 1; 2 when it cannot decide)',
+    )
+    .requiredOption('--against <run-id|report>', 'the benchmark run to compare with, or a report (in the workspace) that names one')
+    .option('--tolerance <pct>', 'the change to tolerate, e.g. 5%', toleranceArg, 0.05)
+    .option('--repeat <n>', "repetitions of the new measurement (default: the saved run's)", intArg('--repeat', 2))
+    .option('--yes', "run the saved run's own command again (a script target; the command comes from the run's file)")
+    .option('--json', 'print the result as JSON (for CI systems)')
+    .option('--no-progress', 'no progress lines on stderr')
+    .option('--workspace <dir>', 'workspace folder', defaultWorkspaceDir())
+    .action(check);
+}

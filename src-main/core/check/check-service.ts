@@ -1,0 +1,148 @@
+import { ScriptBenchmarkRequestSchema } from '../../api/script-target';
+import type { BenchmarkProgress } from '../../api/benchmark';
+import { TrainingBenchmarkRequestSchema } from '../../api/benchmark';
+import type { CheckedRun, CheckResult } from '../../api/check';
+import { ApiError } from '../../api/errors';
+import { formatIssues } from '../../api/format-issues';
+import { ID_PATTERN } from '../../api/ids';
+import type { RunEnvironment, RunRecordJson } from '../../api/run-record';
+import type { TrainingBenchmarkService } from '../benchmarks/training-benchmark';
+import { readRun } from '../run-reader';
+import type { ScriptBenchmarkService } from '../script/script-benchmark';
+import { commandText } from '../script/script-benchmark';
+import type { Workspace } from '../workspace';
+import { readTextCapped } from '../workspace-files';
+import { gateVerdict } from './gate-verdict';
+
+export interface CheckOptions {
+  /** Repetitions of the new measurement; the saved run's own count when absent. */
+  repeat?: number;
+  /** Relative change the gate tolerates (0.05: ±5%). */
+  tolerance: number;
+  /**
+   * A script run's command comes from its run file, and a workspace is shared between rigs: the command runs
+   * again only when the person asked for it (the CLI's --yes, having seen it named).
+   */
+  runCommand?: boolean;
+  onProgress?: (p: BenchmarkProgress) => void;
+  onOutput?: (stream: 'stdout' | 'stderr', line: string, repetition: number) => void;
+}
+
+const RUN_ID_IN_TEXT = /\b\d{8}-\d{6}-[0-9a-f]{6}\b/g;
+const MAX_REPORT_BYTES = 4 << 20;
+
+/** The machine and device a run measured on, as far as they move samples/s: each difference in words. */
+export function conditionDifferences(saved: RunEnvironment | undefined, now: RunEnvironment | undefined): string[] {
+  if (!saved || !now) return saved === now ? [] : ['the saved run recorded no environment'];
+  const out: string[] = [];
+  const differ = (what: string, a: unknown, b: unknown) => {
+    if (a !== b) out.push(`${what} ${JSON.stringify(a ?? null)} then, ${JSON.stringify(b ?? null)} now`);
+  };
+  differ('host', saved.hostname, now.hostname);
+  differ('CPU', saved.cpuModel, now.cpuModel);
+  differ('logical cores', saved.cpus, now.cpus);
+  differ('device', saved.computeDevice?.name, now.computeDevice?.name);
+  differ('emulated CUDA', saved.computeDevice?.emulated ?? false, now.computeDevice?.emulated ?? false);
+  return out;
+}
+
+function samplesOf(record: RunRecordJson): number[] {
+  const reps = (record.result as { repetitions?: { samplesPerSec?: unknown }[] } | undefined)?.repetitions ?? [];
+  return reps.map((r) => r.samplesPerSec).filter((x): x is number => typeof x === 'number' && Number.isFinite(x) && x > 0);
+}
+
+const titleOf = (record: RunRecordJson) => String((record.result as { title?: unknown } | undefined)?.title ?? record.kind);
+
+/**
+ * `trainbench check`: measures the target of a saved benchmark run again, as it was measured (its request,
+ * with nothing interleaved but itself), and compares the two sets of repetitions through the gate's rule.
+ */
+export class CheckService {
+  constructor(
+    private readonly workspace: Workspace,
+    private readonly benchmarks: TrainingBenchmarkService,
+    private readonly scripts: ScriptBenchmarkService,
+  ) {}
+
+  /** A run id as given, or the one benchmark run a report names (an ADR written by `trainbench report`). */
+  async resolveAgainst(against: string): Promise<string> {
+    if (ID_PATTERN.test(against) && (await readRun(this.workspace, against)).record) return against;
+    let text: string;
+    try {
+      text = await readTextCapped(this.workspace, against, MAX_REPORT_BYTES);
+    } catch (err) {
+      throw new ApiError('E_BAD_INPUT', `--against ${JSON.stringify(against)} is neither a run id (yyyymmdd-hhmmss-xxxxxx) nor a report in the workspace: ${(err as Error).message}`);
+    }
+    const ids = [...new Set(text.match(RUN_ID_IN_TEXT) ?? [])];
+    const benchmarks: string[] = [];
+    for (const id of ids) {
+      const r = await readRun(this.workspace, id);
+      if (r.record?.kind === 'benchmark' && r.record.status === 'completed') benchmarks.push(id);
+    }
+    if (benchmarks.length !== 1) {
+      throw new ApiError(
+        'E_BAD_INPUT',
+        benchmarks.length
+          ? `report ${against} names ${benchmarks.length} benchmark runs (${benchmarks.join(', ')}): pass the one to check against by its id`
+          : `report ${against} names no completed benchmark run of this workspace${ids.length ? ` (it names ${ids.join(', ')})` : ''}`,
+      );
+    }
+    return benchmarks[0];
+  }
+
+  /** A completed benchmark run, or why it cannot be compared. */
+  private async benchmarkRun(id: string): Promise<RunRecordJson> {
+    const read = await readRun(this.workspace, id);
+    if (!read.record) throw new ApiError('E_BAD_INPUT', `cannot compare with run ${id}: ${read.problem}`);
+    const r = read.record;
+    if (r.kind !== 'benchmark') {
+      throw new ApiError('E_BAD_INPUT', `run ${id} is a ${r.kind} run: the gate compares benchmark runs (trainbench benchmark-training, of the engine or of your command)`);
+    }
+    if (r.status !== 'completed') throw new ApiError('E_BAD_INPUT', `run ${id} is ${r.status}, not completed: it has no repetitions to compare`);
+    return r;
+  }
+
+  /** runs.compareSpeed: the second saved benchmark judged against the first, by the gate's rule; nothing runs. */
+  async compare(ids: readonly [string, string], tolerance: number): Promise<CheckResult> {
+    const [a, b] = [await this.benchmarkRun(ids[0]), await this.benchmarkRun(ids[1])];
+    const differences = conditionDifferences(a.environment, b.environment);
+    const side = (r: RunRecordJson): CheckedRun => ({ runId: r.id, title: titleOf(r), createdAt: r.createdAt, samplesPerSec: samplesOf(r) });
+    return { against: side(a), now: side(b), differences, verdict: gateVerdict(samplesOf(a), samplesOf(b), tolerance, differences) };
+  }
+
+  async run(against: string, options: CheckOptions): Promise<CheckResult> {
+    if (!(options.tolerance > 0 && options.tolerance < 1)) throw new ApiError('E_BAD_INPUT', `tolerance must be between 0 and 100%, got ${100 * options.tolerance}%`);
+    const id = await this.resolveAgainst(against);
+    const saved = await this.benchmarkRun(id);
+    const savedSamples = samplesOf(saved);
+    const config = saved.config as Record<string, unknown>;
+    const { jobId: _jobId, cachedData: _cachedData, ...request } = config;
+    if (options.repeat !== undefined) request.repeat = options.repeat;
+    const script = (request.target as { kind?: unknown } | undefined)?.kind === 'script';
+    let now: { runId: string; title: string };
+    if (script) {
+      const parsed = ScriptBenchmarkRequestSchema.safeParse(request);
+      if (!parsed.success) throw new ApiError('E_BAD_INPUT', `run ${id}'s request no longer reads: ${formatIssues(parsed.error, 'config')}`);
+      if (!options.runCommand) {
+        const t = parsed.data.target;
+        throw new ApiError('E_BAD_INPUT', `run ${id} measured a command, which check would run again: ${commandText(t)} (in ${t.cwd}); it comes from the run's file, so pass --yes to run it`);
+      }
+      now = await this.scripts.run(parsed.data, { onProgress: options.onProgress, onOutput: options.onOutput });
+    } else {
+      const parsed = TrainingBenchmarkRequestSchema.safeParse(request);
+      if (!parsed.success) throw new ApiError('E_BAD_INPUT', `run ${id}'s request no longer reads: ${formatIssues(parsed.error, 'config')}`);
+      // Data paths come from the run's file: they stay inside the workspace, as for any request from outside.
+      now = await this.benchmarks.run(parsed.data, { onProgress: options.onProgress });
+    }
+    const fresh = await readRun(this.workspace, now.runId);
+    if (!fresh.record) throw new ApiError('E_INTERNAL', `the new run ${now.runId} does not read back: ${fresh.problem}`);
+    const nowSamples = samplesOf(fresh.record);
+    const differences = conditionDifferences(saved.environment, fresh.record.environment);
+    return {
+      against: { runId: id, title: titleOf(saved), createdAt: saved.createdAt, samplesPerSec: savedSamples },
+      now: { runId: now.runId, title: now.title, createdAt: fresh.record.createdAt, samplesPerSec: nowSamples },
+      differences,
+      verdict: gateVerdict(savedSamples, nowSamples, options.tolerance, differences),
+    };
+  }
+}
