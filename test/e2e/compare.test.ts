@@ -24,6 +24,8 @@ const fx = serveInChromium({
     await train('--max-steps', '40', '--lr', '0.002');
     await train('--max-steps', '60', '--lr', '0.0005', '--batch-size', '128');
     await run(process.execPath, [CLI, 'benchmark-training', '--model', 'mlp', '--steps', '10', '--warmup-steps', '2', '--repeat', '2', '--json', '--workspace', workspace]);
+    // A second benchmark of the same model at another batch, for Compare's speed verdict.
+    await run(process.execPath, [CLI, 'benchmark-training', '--model', 'mlp', '--batch-size', '256', '--steps', '10', '--warmup-steps', '2', '--repeat', '2', '--json', '--workspace', workspace]);
     await run(process.execPath, [CLI, 'find-batch-size', '--model', 'mlp', '--data', 'fashion-mnist', '--memory-limit', '20000000', '--json', '--workspace', workspace]);
     // A run recorded on a rig with two GPUs (this machine has none): its telemetry, with a pause in sampling.
     const rig = path.join(workspace, 'runs', GPU_RUN);
@@ -123,7 +125,7 @@ describe('Compare and run pages', () => {
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`${fx.serve.url}#/runs`);
     await page.getByTestId('runs-table').waitFor();
-    await rowsOf(page, 'benchmark').click();
+    await rowsOf(page, 'benchmark').first().click();
     const bench = page.getByTestId('run-benchmark-result');
     await bench.waitFor();
     expect(await bench.innerText()).toMatch(/^[\d,]+ samples\/s · steady-state step [\d.]+ ms · wall-clock mean [\d.]+ ms · predicted epoch [\d.,]+ s \(steady\) \/\s*[\d.,]+ s \(wall clock\)/);
@@ -138,6 +140,27 @@ describe('Compare and run pages', () => {
     expect(await search.locator('p').first().innerText()).toMatch(/batch/);
     await page.screenshot({ path: path.join(SHOTS, 'run-batch-search.png'), fullPage: true });
     expect(await page.getByTestId('run-result-problem').count()).toBe(0);
+    expect(errors).toEqual([]);
+  });
+
+  it("judges the second of two benchmarks against the first by the regression gate's rule, at the tolerance chosen", async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1400 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('runs-table').waitFor();
+    const benchmarks = rowsOf(page, 'benchmark');
+    expect(await benchmarks.count()).toBe(2);
+    for (const row of await benchmarks.all()) await row.locator('input[type="checkbox"]').check();
+    await page.getByTestId('compare-start').click();
+    const verdict = page.getByTestId('compare-speed-verdict');
+    await verdict.waitFor();
+    expect(await verdict.getAttribute('data-outcome')).toMatch(/^(faster|same|slower|undecided)$/);
+    // Two repetitions a side: the interval, or the reason there is none, as trainbench check words it.
+    expect(await verdict.innerText()).toMatch(/^mlp · [0-9a-f]{6}: (faster|the same|slower|cannot tell) — (faster by|same within|slower by|could not decide)/);
+    await page.getByTestId('compare-speed-tolerance').selectOption('0.2');
+    await page.waitForFunction(() => document.querySelector('[data-testid="compare-speed-verdict"]')?.textContent?.includes('20.0%') || document.querySelector('[data-testid="compare-speed-verdict"]')?.getAttribute('data-outcome') === 'faster');
+    await page.getByTestId('compare-speed').screenshot({ path: path.join(SHOTS, 'compare-speed.png') });
     expect(errors).toEqual([]);
   });
 
