@@ -79,6 +79,21 @@ export type Finding = z.infer<typeof FindingSchema>;
 
 export const IntervalSchema = z.object({ low: z.number(), median: z.number(), high: z.number() });
 
+/** Achieved training FLOP/s against the peaks it could reach: MFU, never above 100% (a value that would be is a problem instead). */
+export const UtilisationSchema = z.object({
+  /** Training FLOPs per sample: three forward passes' worth (forward, backward for inputs and for weights). */
+  trainingFlopsPerSample: z.number(),
+  achievedGflops: z.number(),
+  /** The engine's best GEMM on this device now, at its current clocks, in the precision trained; MFU against it. */
+  measured: z.object({ gflops: z.number(), how: z.string(), shape: z.string(), mfu: z.number().nullable() }).nullable(),
+  measuredMissing: z.string().nullable(),
+  /** The maker's dense peak for this device and precision, with its source; null for a CPU or a device not in the table. */
+  datasheet: z.object({ device: z.string(), precision: z.string(), gflops: z.number(), source: z.string(), mfu: z.number().nullable() }).nullable(),
+  /** Why a utilisation is not shown (above 100% of a peak is a measurement error, not a result). */
+  problems: z.array(z.string()),
+});
+export type Utilisation = z.infer<typeof UtilisationSchema>;
+
 export const TrainingBenchmarkResultSchema = z.object({
   runId: z.string(),
   runDir: z.string(),
@@ -122,6 +137,8 @@ export const TrainingBenchmarkResultSchema = z.object({
   /** Telemetry over the measured steps of every repetition. */
   telemetry: TelemetrySummarySchema,
   findings: z.array(FindingSchema),
+  /** Model-FLOPs utilisation; absent in runs recorded before it was measured. */
+  utilisation: UtilisationSchema.optional(),
   repetitions: z.array(BenchmarkRepetitionSchema),
 });
 export type TrainingBenchmarkResult = z.infer<typeof TrainingBenchmarkResultSchema>;

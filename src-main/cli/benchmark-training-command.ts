@@ -5,6 +5,7 @@ import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../api/b
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { processMemoryText } from '../api/process-memory-words';
+import { utilisationText } from '../core/benchmarks/utilisation';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { benchmarkScript, benchmarkScriptCommand } from './benchmark-script-command';
@@ -51,6 +52,7 @@ export function formatTrainingBenchmark(r: TrainingBenchmarkResult): string {
     `memory     ${m.device}: measured ${kinds(m.measured)}`,
     `           predicted ${kinds(m.predicted)}${m.deviceTotalBytes ? `; device ${mb(m.deviceTotalBytes)}` : ''}`,
     ...processPeaks(r),
+    ...(r.utilisation ? [`utilisation ${utilisationText(r.utilisation)}`] : []),
     t.gpuUtilizationMean === null
       ? `telemetry  GPU: ${t.gpu}; CPU ${pct(t.cpuMean)} mean over ${t.samples} samples in the measured window`
       : `telemetry  GPU ${t.gpu}: utilisation ${pct(t.gpuUtilizationMean)} mean, ${pct(t.gpuUtilizationP95)} p95; peak memory ${t.gpuMemoryPeakMiB ?? 'n/a'} MiB; power ${t.gpuPowerMeanW?.toFixed(0) ?? 'n/a'} W mean; CPU ${pct(t.cpuMean)} (${t.samples} samples in the measured window)`,

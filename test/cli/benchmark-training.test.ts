@@ -104,6 +104,16 @@ describe('trainbench benchmark-training (CPU, Fashion-MNIST)', () => {
     expect(result.telemetry.samples).toBeGreaterThan(0);
   });
 
+  it('gives the model FLOPs utilisation against the GEMM peak measured on this CPU, in (0, 100%], and no datasheet peak (issue 26)', () => {
+    const u = result.utilisation!;
+    expect(u.achievedGflops).toBeCloseTo((u.trainingFlopsPerSample * result.samplesPerSecCi.median) / 1e9, 9);
+    expect(u.measured!.mfu).toBeGreaterThan(0);
+    expect(u.measured!.mfu).toBeLessThanOrEqual(1);
+    expect(u.measured!.how).toMatch(/^the engine's \w+ kernel on \d+ threads?, best of 5$/);
+    expect(u.datasheet).toBeNull();
+    expect(u.problems).toEqual([]);
+  });
+
   it('is saved as a run of kind benchmark that runs.list shows', async () => {
     const { stdout } = await run(process.execPath, [CLI, 'runs', '--json', '--workspace', ws.dir]);
     const runs = RunSummarySchema.array().parse(JSON.parse(stdout));

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 
-import type { BenchmarkProgress, BenchmarkRepetition, TrainingBenchmarkRequest, TrainingBenchmarkResult } from '../../api/benchmark';
+import type { BenchmarkProgress, BenchmarkRepetition, TrainingBenchmarkRequest, TrainingBenchmarkResult, Utilisation } from '../../api/benchmark';
 import { TrainingBenchmarkResultSchema } from '../../api/benchmark';
 import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
@@ -27,6 +27,8 @@ import type { Workspace } from '../workspace';
 import type { BenchmarkTarget } from './benchmark-loop';
 import { benchmarkRepetitions } from './benchmark-loop';
 import { aggregateRepetitions, findings, measuredPhases, mergeTelemetry, withOther } from './benchmark-summary';
+import { measureGemmPeak } from './gemm-peak';
+import { utilisationOf } from './utilisation';
 
 /** Telemetry is sampled this often inside the measured window, which may last only a second or two. */
 const TELEMETRY_INTERVAL_MS = 200;
@@ -258,6 +260,7 @@ export class TrainingBenchmarkService {
     const device = last.memory.device;
     const deviceTotalBytes = await this.deviceMemory(device);
     const o = prepared.options;
+    const utilisation = await this.utilisation(request, device, aggregate.samplesPerSecCi.median);
     const result = {
       runId: run.id,
       runDir: run.relativeDir,
@@ -286,11 +289,19 @@ export class TrainingBenchmarkService {
       memory: { predicted: last.memory.predicted, measured: last.memory.measured, device, deviceTotalBytes },
       telemetry: aggregate.telemetry,
       findings: findings({ aggregate, device, repeat: request.repeat, measuredBytes: last.memory.measured.total, deviceTotalBytes }),
+      utilisation,
       repetitions: reps,
     };
     const parsed = TrainingBenchmarkResultSchema.safeParse(result);
     if (!parsed.success) throw new ApiError('E_INTERNAL', `the benchmark result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
     return parsed.data;
+  }
+
+  /** MFU of the benchmark's median samples/s against the GEMM peak measured now on its device, and its datasheet's. */
+  private async utilisation(request: TrainingBenchmarkRequest, device: string, samplesPerSec: number): Promise<Utilisation> {
+    const o = request.options;
+    const [info, devices, { peak, missing }] = [await this.engine.modelInfo(request.spec), await this.engine.devices(), await measureGemmPeak(this.engine, device, o.precision, o.threads)];
+    return utilisationOf({ flopsPerSample: info.flopsPerSample, samplesPerSec, peak, peakMissing: missing, deviceName: describeComputeDevice(devices, device).name, cuda: device.startsWith('cuda'), precision: o.precision });
   }
 
   /** Total memory of a CUDA device ('cuda:N'), for the headroom finding; null on the CPU. */

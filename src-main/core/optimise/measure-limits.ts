@@ -2,12 +2,8 @@ import type { Limits, OptimiseConfig } from '../../api/optimise';
 import type { ModelSpec } from '../../api/model-spec';
 import type { EngineClient } from '../../engine/engine-client';
 import type { PreparedBenchmark } from '../benchmarks/training-benchmark';
+import { measureGemmPeak } from '../benchmarks/gemm-peak';
 import { physicalLimits } from './limits';
-
-/** A GEMM this size runs near the kernel's best rate on a CPU and takes milliseconds; the floor wants the best rate. */
-const CPU_GEMM = 512;
-const CUDA_GEMM = 4096;
-const GEMM_REPS = 5;
 
 /**
  * Measures the rates behind the physical limits on this machine: the engine's
@@ -16,23 +12,7 @@ const GEMM_REPS = 5;
  */
 export async function measureLimits(engine: EngineClient, spec: ModelSpec, config: OptimiseConfig, prepared: PreparedBenchmark, baselineStepMs: number, device: string): Promise<Limits> {
   const info = await engine.modelInfo(spec);
-  let gemm: { gflops: number; shape: string; how: string } | null = null;
-  let gemmMissing = '';
-  if (device.startsWith('cuda')) {
-    const precision = config.options.precision;
-    const r = await engine.benchGemmCuda(CUDA_GEMM, CUDA_GEMM, CUDA_GEMM, precision, GEMM_REPS).catch((err: Error) => {
-      gemmMissing = `the GEMM benchmark on ${device} failed: ${err.message}`;
-      return null;
-    });
-    if (r) gemm = { gflops: 1000 * Math.max(r.ownTflops, r.cublasLtTflops ?? 0), shape: `${CUDA_GEMM}^3 ${precision}`, how: r.cublasLtTflops !== null && r.cublasLtTflops > r.ownTflops ? 'cuBLASLt, measured' : "the engine's own kernel, measured" };
-  } else {
-    const n = CPU_GEMM;
-    const r = await engine.benchGemm(n, n, n, GEMM_REPS, config.options.threads).catch((err: Error) => {
-      gemmMissing = `the CPU GEMM benchmark failed: ${err.message}`;
-      return null;
-    });
-    if (r) gemm = { gflops: (2 * n * n * n) / r.seconds / 1e9, shape: `${n}^3 fp32`, how: `the engine's ${r.kernel} kernel on ${r.threads} thread${r.threads === 1 ? '' : 's'}, best of ${GEMM_REPS}` };
-  }
+  const { peak: gemm, missing: gemmMissing } = await measureGemmPeak(engine, device, config.options.precision, config.options.threads);
   const read = await engine.sequentialRead(prepared.readFiles).catch(() => null);
   const readWhat = config.readFrom === 'source' ? `the source files (${prepared.readFiles.length})` : `the cache's ${prepared.readFiles.length} shard(s)`;
   return physicalLimits({

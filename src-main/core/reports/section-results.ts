@@ -31,6 +31,15 @@ function benchmarkMetrics(runs: readonly BenchmarkRun[], labels: readonly string
         const peaks = r.result.repetitions.flatMap((x) => (x.processMemory ? [x.processMemory.peakRssBytes] : []));
         return peaks.length ? fmt(Math.max(...peaks) / MB) : 'not recorded';
       }),
+      row('model FLOPs utilisation, of the peak measured on the device', (r) => {
+        const u = r.result.utilisation;
+        if (!u) return 'not recorded';
+        return u.measured?.mfu !== null && u.measured?.mfu !== undefined ? fmt(100 * u.measured.mfu, '%') : u.problems.length ? 'not shown: a measurement error (see the run)' : 'no measured peak';
+      }),
+      row('model FLOPs utilisation, of the datasheet peak', (r) => {
+        const d = r.result.utilisation?.datasheet;
+        return d ? (d.mfu === null ? 'not shown: a measurement error' : `${fmt(100 * d.mfu, '%')} of ${d.device} ${d.precision}`) : 'no datasheet peak';
+      }),
       row('GPU utilisation, mean', (r) => pct(r.result.telemetry.gpuUtilizationMean)),
       row('host CPU load, mean', (r) => pct(r.result.telemetry.cpuMean)),
     ],

@@ -1,0 +1,38 @@
+import type { EngineClient } from '../../engine/engine-client';
+
+/** A GEMM this size runs near the kernel's best rate on a CPU and takes milliseconds; a peak wants the best rate. */
+const CPU_GEMM = 512;
+const CUDA_GEMM = 4096;
+const GEMM_REPS = 5;
+
+/** The matrix rate measured on a device now, at its current clocks, and how. */
+export interface GemmPeak {
+  gflops: number;
+  shape: string;
+  how: string;
+}
+
+/**
+ * Measures the engine's best matrix-multiply rate on the target's device, in the precision it trains in (on CUDA
+ * the faster of the engine's kernel and cuBLASLt): the compute floor's rate and the MFU's denominator.
+ */
+export async function measureGemmPeak(engine: EngineClient, device: string, precision: 'fp32' | 'bf16' | 'fp16', threads: number): Promise<{ peak: GemmPeak | null; missing: string }> {
+  if (device.startsWith('cuda')) {
+    let missing = '';
+    const r = await engine.benchGemmCuda(CUDA_GEMM, CUDA_GEMM, CUDA_GEMM, precision, GEMM_REPS).catch((err: Error) => {
+      missing = `the GEMM benchmark on ${device} failed: ${err.message}`;
+      return null;
+    });
+    if (!r) return { peak: null, missing };
+    const lt = r.cublasLtTflops !== null && r.cublasLtTflops > r.ownTflops;
+    return { peak: { gflops: 1000 * Math.max(r.ownTflops, r.cublasLtTflops ?? 0), shape: `${CUDA_GEMM}^3 ${precision}`, how: lt ? 'cuBLASLt, measured' : "the engine's own kernel, measured" }, missing: '' };
+  }
+  const n = CPU_GEMM;
+  let missing = '';
+  const r = await engine.benchGemm(n, n, n, GEMM_REPS, threads).catch((err: Error) => {
+    missing = `the CPU GEMM benchmark failed: ${err.message}`;
+    return null;
+  });
+  if (!r) return { peak: null, missing };
+  return { peak: { gflops: (2 * n * n * n) / r.seconds / 1e9, shape: `${n}^3 fp32`, how: `the engine's ${r.kernel} kernel on ${r.threads} thread${r.threads === 1 ? '' : 's'}, best of ${GEMM_REPS}` }, missing: '' };
+}
