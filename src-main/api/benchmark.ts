@@ -139,6 +139,9 @@ export const TrainingBenchmarkResultSchema = z.object({
   findings: z.array(FindingSchema),
   /** Model-FLOPs utilisation; absent in runs recorded before it was measured. */
   utilisation: UtilisationSchema.optional(),
+  /** GPU energy per sample: the GPUs' power integrated over the measured windows (a CUDA target); null with `energyMissing` saying why. */
+  energy: z.object({ joulesPerSample: z.number(), samplesPerJoule: z.number(), meanPowerW: z.number(), seconds: z.number() }).nullable().optional(),
+  energyMissing: z.string().nullable().optional(),
   repetitions: z.array(BenchmarkRepetitionSchema),
 });
 export type TrainingBenchmarkResult = z.infer<typeof TrainingBenchmarkResultSchema>;

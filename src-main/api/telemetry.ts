@@ -79,6 +79,9 @@ export const TelemetrySummarySchema = z.object({
   gpuUtilizationP95: num,
   gpuMemoryPeakMiB: num,
   gpuPowerMeanW: num,
+  /** The GPUs' power integrated over the window's samples (joules), and the seconds it spans; absent in older runs. */
+  gpuEnergyJ: num.optional(),
+  gpuEnergySeconds: num.optional(),
   cpuMean: num,
   gpu: z.string(),
 });

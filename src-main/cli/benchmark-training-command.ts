@@ -53,6 +53,7 @@ export function formatTrainingBenchmark(r: TrainingBenchmarkResult): string {
     `           predicted ${kinds(m.predicted)}${m.deviceTotalBytes ? `; device ${mb(m.deviceTotalBytes)}` : ''}`,
     ...processPeaks(r),
     ...(r.utilisation ? [`utilisation ${utilisationText(r.utilisation)}`] : []),
+    ...(r.energy ? [`energy     ${(r.energy.joulesPerSample * 1000).toPrecision(3)} mJ of GPU energy per sample (${r.energy.samplesPerJoule.toPrecision(3)} samples/J) at ${r.energy.meanPowerW.toFixed(0)} W mean GPU power over ${r.energy.seconds.toFixed(1)} s of measured steps`] : r.energyMissing ? [`energy     not measured: ${r.energyMissing}`] : []),
     t.gpuUtilizationMean === null
       ? `telemetry  GPU: ${t.gpu}; CPU ${pct(t.cpuMean)} mean over ${t.samples} samples in the measured window`
       : `telemetry  GPU ${t.gpu}: utilisation ${pct(t.gpuUtilizationMean)} mean, ${pct(t.gpuUtilizationP95)} p95; peak memory ${t.gpuMemoryPeakMiB ?? 'n/a'} MiB; power ${t.gpuPowerMeanW?.toFixed(0) ?? 'n/a'} W mean; CPU ${pct(t.cpuMean)} (${t.samples} samples in the measured window)`,

@@ -188,7 +188,7 @@ describe('telemetry service', () => {
   it('summarises samples without GPUs honestly', () => {
     const host = { cpuPerCore: [50, 100], memUsedBytes: 0, memAvailableBytes: 0, memTotalBytes: 0, swapUsedBytes: 0, swapTotalBytes: 0, diskReadBytesPerSec: null, diskWriteBytesPerSec: null, engineHost: null };
     expect(summarize([{ t: 1, gpus: [], host }], 'no NVIDIA GPU found')).toEqual({
-      samples: 1, gpuUtilizationMean: null, gpuUtilizationP95: null, gpuMemoryPeakMiB: null, gpuPowerMeanW: null, cpuMean: 75, gpu: 'no NVIDIA GPU found',
+      samples: 1, gpuUtilizationMean: null, gpuUtilizationP95: null, gpuMemoryPeakMiB: null, gpuPowerMeanW: null, gpuEnergyJ: null, gpuEnergySeconds: null, cpuMean: 75, gpu: 'no NVIDIA GPU found',
     });
   });
 });

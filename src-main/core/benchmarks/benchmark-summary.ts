@@ -72,6 +72,9 @@ export function mergeTelemetry(parts: readonly TelemetrySummary[]): TelemetrySum
     gpuUtilizationP95: maxOf((t) => t.gpuUtilizationP95),
     gpuMemoryPeakMiB: maxOf((t) => t.gpuMemoryPeakMiB),
     gpuPowerMeanW: meanOf((t) => t.gpuPowerMeanW),
+    // Energy adds up over the windows where every one measured it; one without makes the sum unknown.
+    gpuEnergyJ: parts.length && parts.every((t) => t.gpuEnergyJ != null) ? parts.reduce((s, t) => s + (t.gpuEnergyJ ?? 0), 0) : null,
+    gpuEnergySeconds: parts.length && parts.every((t) => t.gpuEnergySeconds != null) ? parts.reduce((s, t) => s + (t.gpuEnergySeconds ?? 0), 0) : null,
     cpuMean: meanOf((t) => t.cpuMean),
     gpu: parts[0]?.gpu ?? 'no telemetry',
   };

@@ -29,6 +29,7 @@ import { benchmarkRepetitions } from './benchmark-loop';
 import { aggregateRepetitions, findings, measuredPhases, mergeTelemetry, withOther } from './benchmark-summary';
 import { measureGemmPeak } from './gemm-peak';
 import { utilisationOf } from './utilisation';
+import { energyPerSample } from '../telemetry/energy';
 
 /** Telemetry is sampled this often inside the measured window, which may last only a second or two. */
 const TELEMETRY_INTERVAL_MS = 200;
@@ -290,6 +291,11 @@ export class TrainingBenchmarkService {
       telemetry: aggregate.telemetry,
       findings: findings({ aggregate, device, repeat: request.repeat, measuredBytes: last.memory.measured.total, deviceTotalBytes }),
       utilisation,
+      ...(({ energy, missing }) => ({ energy, energyMissing: missing }))(
+        device.startsWith('cuda')
+          ? energyPerSample(aggregate.telemetry, aggregate.samplesPerSecCi.median)
+          : { energy: null, missing: "the target trains on the CPU: the GPUs' power is not its energy, and the CPU's own is not read" },
+      ),
       repetitions: reps,
     };
     const parsed = TrainingBenchmarkResultSchema.safeParse(result);

@@ -40,6 +40,7 @@ function benchmarkMetrics(runs: readonly BenchmarkRun[], labels: readonly string
         const d = r.result.utilisation?.datasheet;
         return d ? (d.mfu === null ? 'not shown: a measurement error' : `${fmt(100 * d.mfu, '%')} of ${d.device} ${d.precision}`) : 'no datasheet peak';
       }),
+      row('GPU energy per sample (mJ)', (r) => (r.result.energy ? fmt(1000 * r.result.energy.joulesPerSample) : 'not measured')),
       row('GPU utilisation, mean', (r) => pct(r.result.telemetry.gpuUtilizationMean)),
       row('host CPU load, mean', (r) => pct(r.result.telemetry.cpuMean)),
     ],

@@ -1,4 +1,5 @@
 import type { TelemetrySample, TelemetrySummary } from '../../api/telemetry';
+import { integratePower } from './energy';
 
 function mean(xs: number[]): number | null {
   return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null;
@@ -28,12 +29,15 @@ export function summarize(samples: TelemetrySample[], gpuState: string): Telemet
     }
     if (s.host.cpuPerCore.length) cpu.push(s.host.cpuPerCore.reduce((a, b) => a + b, 0) / s.host.cpuPerCore.length);
   }
+  const energy = integratePower(samples);
   return {
     samples: samples.length,
     gpuUtilizationMean: mean(util),
     gpuUtilizationP95: p95(util),
     gpuMemoryPeakMiB: peak,
     gpuPowerMeanW: mean(power),
+    gpuEnergyJ: energy?.joules ?? null,
+    gpuEnergySeconds: energy?.seconds ?? null,
     cpuMean: mean(cpu),
     gpu: names.size ? [...names].join(', ') : gpuState,
   };
