@@ -259,11 +259,13 @@ export const useOptimiseStore = defineStore('optimise', () => {
       result.value = await done;
     } catch (err) {
       cancelled.value = err instanceof ApiError && err.code === 'E_CANCELLED';
-      error.value = errorText(err);
+      error.value = cancelled.value ? null : errorText(err);
     } finally {
       running.value = false;
       progress.value = null;
       await loadState(id);
+      // The person's own cancel is not an error: said plainly, with what they can do in the app (issue 27).
+      if (cancelled.value) error.value = `Cancelled after ${trials.value.length} trial${trials.value.length === 1 ? '' : 's'}. What was measured is kept: Resume in the list below goes on from there.`;
       void refreshPast();
     }
   }
@@ -311,7 +313,8 @@ export const useOptimiseStore = defineStore('optimise', () => {
     if (!(running.value || watching.value) || !id) return;
     if (job.running.value) {
       await job.cancel();
-      if (job.error.value) error.value = job.error.value;
+      // Its own cancel is said by follow() when the job ends; any other failure is shown as it is.
+      if (job.error.value && job.failure.value?.code !== 'E_CANCELLED') error.value = job.error.value;
       return;
     }
     try {

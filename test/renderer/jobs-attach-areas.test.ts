@@ -211,7 +211,7 @@ describe('a job that outlives its page, in every area', () => {
     end(fake, info, { error: { code: 'E_CANCELLED', message: `optimisation cancelled after 2 trials; resume it with trainbench optimise --resume ${ID}` } });
     await expect.poll(() => store.running).toBe(false);
     expect(store.cancelled).toBe(true);
-    expect(store.error).toBe(`E_CANCELLED: optimisation cancelled after 2 trials; resume it with trainbench optimise --resume ${ID}`);
+    await expect.poll(() => store.error).toBe('Cancelled after 2 trials. What was measured is kept: Resume in the list below goes on from there.');
     await expect.poll(() => store.state?.status).toBe('cancelled');
     // The past list is read again when it ends.
     expect(callsAfter(fake, 'runs.list', 'jobs.cancel')).toBe(1);

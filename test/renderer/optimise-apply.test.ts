@@ -7,6 +7,7 @@ import { mount } from '@vue/test-utils';
 import { describe, expect, it } from 'vitest';
 import { createMemoryHistory, createRouter } from 'vue-router';
 
+import { measurementLabel } from '../../src-main/api/measurement-words';
 import { BUILTIN_MODELS, ModelSpecSchema } from '../../src-main/api/model-spec';
 import type { OptimiseResult } from '../../src-main/api/optimise';
 import { OptimiseRequestSchema, OptimiseResultSchema } from '../../src-main/api/optimise';
@@ -120,7 +121,9 @@ describe('Optimise components', () => {
     const cards = mount(DiagnosisCards, { props: { diagnosis: r.diagnosis, baseline: r.baseline } });
     for (const f of r.diagnosis.findings) {
       const card = cards.get(`[data-testid="opt-finding-${f.id}"]`);
-      expect(card.text()).toContain(f.measurement.name);
+      // The number's name in words, never the JSON key (issue 27).
+      expect(card.get('.name').text()).toBe(measurementLabel(f.measurement.name));
+      expect(card.get('.name').text()).not.toMatch(/[a-z][A-Z]|\./);
       expect(card.text()).toContain(f.text);
       expect(card.get('.number').text()).toMatch(new RegExp(`^[\\d,.]+ ${f.measurement.unit}$`));
     }
