@@ -125,7 +125,11 @@ export class CheckService {
       if (!parsed.success) throw new ApiError('E_BAD_INPUT', `run ${id}'s request no longer reads: ${formatIssues(parsed.error, 'config')}`);
       if (!options.runCommand) {
         const t = parsed.data.target;
-        throw new ApiError('E_BAD_INPUT', `run ${id} measured a command, which check would run again: ${commandText(t)} (in ${t.cwd}); it comes from the run's file, so pass --yes to run it`);
+        const env = Object.entries(t.env).map(([k, v]) => `${k}=${v}`);
+        throw new ApiError(
+          'E_BAD_INPUT',
+          `run ${id} measured a command, which check would run again: ${commandText(t)} (in ${t.cwd}${env.length ? `, with ${env.join(' ')}` : ''}); it comes from the run's file, so pass --yes to run it`,
+        );
       }
       now = await this.scripts.run(parsed.data, { onProgress: options.onProgress, onOutput: options.onOutput });
     } else {
