@@ -84,7 +84,8 @@ describe('benchmark-script on a tutorial-style Fashion-MNIST script', () => {
 
   it('applies --set dataloader.num_workers=2 (the script prints its loader setting) and reaps the workers', async () => {
     const { result, code, stderr, mark } = await benchmark(
-      ['--warmup-steps', '2', '--steps', '5', '--repeat', '1', '--set', 'dataloader.num_workers=2'],
+      // Steps enough for the process-tree sampler (every 500 ms) to see the workers once they have started.
+      ['--warmup-steps', '2', '--steps', '20', '--repeat', '1', '--set', 'dataloader.num_workers=2'],
       [PYTHON, TUTORIAL, '--epochs', '1', '--limit', '2000'],
     );
     expect(code, stderr).toBe(0);

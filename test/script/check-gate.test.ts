@@ -1,8 +1,9 @@
-// `trainbench check` (issue 26 item 5) on a loader-bound script: slow_items.py waits about 1 ms per item, so two
-// DataLoader workers take about half the step of none. A benchmark saved with two workers, checked again as it
-// is: "same" (exit 0). The same saved numbers checked against the target with its workers taken away (the
-// run's own settings made slower, as a regression would): "slower" (exit 1). A command from a run file runs
-// only with --yes; a run that is not a benchmark, or none, cannot be decided (exit 2).
+// `trainbench check` (issue 26 item 5) on a loader-bound script: slow_items.py waits about 1 ms per item, so with no
+// DataLoader worker a step waits for every item in turn (sleeps: steady however busy the machine is), and four
+// workers overlap those waits. A benchmark saved with no worker, checked again as it is: "same" (exit 0). One saved
+// with four workers, checked against the target with its workers taken away (the run's own settings made slower,
+// as a regression would): "slower" (exit 1). A command from a run file runs only with --yes; a run that is not a
+// benchmark, or none, cannot be decided (exit 2).
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -18,17 +19,20 @@ beforeAll(requireBuilt);
 afterAll(() => ws.cleanup());
 
 const SMALL = ['--repeat', '3', '--steps', '12', '--warmup-steps', '3', '--workspace', ws.dir];
+/** Saved with no worker (the same target checked again), and with four (then checked with none). */
 let saved = '';
+let withWorkers = '';
 
-async function savedBenchmark(): Promise<string> {
-  const r = await runCli(['benchmark-training', '--json', ...SMALL, '--set', 'dataloader.num_workers=2', '--', PYTHON, `${SCRIPTS}/slow_items.py`]);
+async function savedBenchmark(workers: number): Promise<string> {
+  const r = await runCli(['benchmark-training', '--json', ...SMALL, '--set', `dataloader.num_workers=${workers}`, '--', PYTHON, `${SCRIPTS}/slow_items.py`]);
   expect(r.code, r.stderr).toBe(0);
   return (JSON.parse(r.stdout) as { runId: string }).runId;
 }
 
 describe('trainbench check: the regression gate on a loader-bound script', () => {
   beforeAll(async () => {
-    saved = await savedBenchmark();
+    saved = await savedBenchmark(0);
+    withWorkers = await savedBenchmark(4);
   }, 240_000);
 
   it('runs a saved command again only with --yes, naming it', async () => {
@@ -51,7 +55,7 @@ describe('trainbench check: the regression gate on a loader-bound script', () =>
 
   it('the target as it was: the same within a 15% tolerance, exit 0', async () => {
     const r = await runCli(['check', '--against', saved, '--yes', '--tolerance', '15%', '--json', '--workspace', ws.dir]);
-    expect(r.code, r.stderr).toBe(0);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     const result = JSON.parse(r.stdout) as CheckResult;
     expect(result.against.runId).toBe(saved);
     expect(result.now.samplesPerSec).toHaveLength(3);
@@ -60,12 +64,12 @@ describe('trainbench check: the regression gate on a loader-bound script', () =>
   }, 240_000);
 
   it('the target with fewer loader workers than it was saved with: slower, exit 1', async () => {
-    const file = path.join(ws.dir, 'runs', saved, 'run.json');
+    const file = path.join(ws.dir, 'runs', withWorkers, 'run.json');
     const record = JSON.parse(readFileSync(file, 'utf8')) as { config: { overrides: Record<string, number> } };
     record.config.overrides['dataloader.num_workers'] = 0;
     writeFileSync(file, JSON.stringify(record));
-    const r = await runCli(['check', '--against', saved, '--yes', '--tolerance', '15%', '--workspace', ws.dir]);
-    expect(r.code, r.stderr).toBe(1);
+    const r = await runCli(['check', '--against', withWorkers, '--yes', '--tolerance', '15%', '--workspace', ws.dir]);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(1);
     expect(r.stdout).toMatch(/^verdict {4}slower by \d+\.\d%: -\d+\.\d% \(95% CI -\d+\.\d% to -\d+\.\d%\), the whole interval beyond the tolerance of ±15\.0%$/m);
     expect(r.stdout).toContain('exit       1 (0 faster or the same, 1 slower, 2 could not decide)');
   }, 240_000);
