@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { ApiError } from '../api/errors';
 import type { CheckResult } from '../api/check';
 import { createServices } from '../core/services';
+import { median } from '../core/stats/bootstrap';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { intArg } from './train-inputs';
 
@@ -25,13 +26,9 @@ export function toleranceArg(value: string): number {
 }
 
 const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? (s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
-};
 
 export function formatCheck(r: CheckResult): string {
-  const side = (x: CheckResult['now']) => `${x.samplesPerSec.length} repetition(s), median ${n0(median(x.samplesPerSec))} samples/s (${x.samplesPerSec.map(n0).join(', ')})`;
+  const side = (x: CheckResult['now']) => `${x.samplesPerSec.length} repetition(s), median ${x.samplesPerSec.length ? n0(median(x.samplesPerSec)) : 'none'} samples/s (${x.samplesPerSec.map(n0).join(', ')})`;
   return [
     `check      ${r.against.title}`,
     `saved      run ${r.against.runId} (${r.against.createdAt}): ${side(r.against)}`,
