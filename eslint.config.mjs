@@ -42,6 +42,7 @@ export default tseslint.config(
       'src-main/core/build-info.ts', // the app's own package.json and commit
       'src-main/core/script/process-tree.ts', // /proc
       'src-main/core/telemetry/host-sampler.ts', // /proc
+      'src-main/core/telemetry/conditions.ts', // /proc
       // Source files to import: confined by DatasetService.confine (anywhere for the CLI), regular files only.
       'src-main/core/datasets/importers/**',
       'src-main/core/datasets/fingerprint.ts',

@@ -72,6 +72,31 @@ export const TelemetrySnapshotSchema = z.object({
 });
 export type TelemetrySnapshot = z.infer<typeof TelemetrySnapshotSchema>;
 
+/**
+ * The machine around one measured window, for telling a measurement of the target from one of its
+ * neighbours (issue 26, ADR 0027): load from processes outside the target, the CPU's clock, the GPU's
+ * slowdown reasons and clock, and other processes on the GPU. Null: not known on this platform.
+ */
+export const ConditionsSchema = z.object({
+  seconds: z.number().min(0),
+  /** Logical cores of the machine. */
+  cores: z.number().int().min(1).max(4096),
+  /** Cores' worth of CPU the target's processes used over the window; null where it is not known or the window was under half a second. */
+  targetCpuCores: num,
+  /** Cores' worth used by everything else (other processes, the kernel, the hypervisor's steal), Trainbench itself aside. */
+  otherCpuCores: num,
+  /** Mean clock of the cores as the OS reports it, at the window's start and end (MHz). */
+  cpuMHz: z.object({ start: z.number(), end: z.number() }).nullable(),
+  /** For each GPU slowdown reason seen (thermal, power, hardware), the fraction of the window's samples that had it. */
+  gpuSlowdown: z.record(z.string().max(64), z.number().min(0).max(1)).refine((r) => Object.keys(r).length <= 16, 'at most 16 slowdown reasons'),
+  /** Median SM clock over the window's samples (the GPUs' mean); null without GPU samples. */
+  gpuSmClockMHz: num,
+  gpuTemperatureMaxC: num,
+  /** Compute processes on the GPUs that are neither the target nor Trainbench, as "name (pid)". */
+  gpuOtherProcesses: z.array(z.string().max(300)).max(64),
+});
+export type Conditions = z.infer<typeof ConditionsSchema>;
+
 /** What a run achieved, stored with its result. */
 export const TelemetrySummarySchema = z.object({
   samples: z.number().int(),
@@ -84,5 +109,8 @@ export const TelemetrySummarySchema = z.object({
   gpuEnergySeconds: num.optional(),
   cpuMean: num,
   gpu: z.string(),
+  /** What else the machine did during the window (a repetition's): absent in older runs and merged summaries. */
+  conditions: ConditionsSchema.optional(),
 });
 export type TelemetrySummary = z.infer<typeof TelemetrySummarySchema>;
+

@@ -200,7 +200,7 @@ export class TrainingBenchmarkService {
     const steps: TrainStepEvent[] = [];
     // Telemetry covers the measured window: it starts with the first event after the warm-up.
     const recording: { current: { stop(): Promise<TelemetrySummary> } | null } = { current: null };
-    const startRecording = () => (recording.current ??= this.telemetry.record(run.stream(`telemetry-rep${i}.jsonl`, { append: true }), TELEMETRY_INTERVAL_MS));
+    const startRecording = () => (recording.current ??= this.telemetry.record(run.stream(`telemetry-rep${i}.jsonl`, { append: true }), TELEMETRY_INTERVAL_MS, 'engine'));
     if (request.warmupSteps === 0) startRecording();
     try {
       const raw = await this.engine.train({ runId: engineRunId, spec: request.spec, data: prepared.data, options: prepared.options }, (rawEvent) => {

@@ -116,8 +116,10 @@ export class ScriptBenchmarkService {
   ) {
     const log = run.stream(`output-rep${i}.log`);
     const recording: { current: { stop(): Promise<TelemetrySummary> } | null } = { current: null };
-    const startRecording = () => (recording.current ??= this.telemetry.record(run.stream(`telemetry-rep${i}.jsonl`, { append: true }), TELEMETRY_INTERVAL_MS));
-    if (request.warmupSteps === 0) startRecording();
+    // The launch's process group is the target whose neighbours the window watches (known once it runs).
+    const group: { pgid: number | null } = { pgid: null };
+    const startRecording = () =>
+      (recording.current ??= this.telemetry.record(run.stream(`telemetry-rep${i}.jsonl`, { append: true }), TELEMETRY_INTERVAL_MS, group.pgid === null ? undefined : { pgid: group.pgid }));
     let lastProgress = 0;
     // Set from the launch's callback once the process runs.
     const tree: { current: ReturnType<typeof sampleProcessTree> } = { current: null };
@@ -133,8 +135,12 @@ export class ScriptBenchmarkService {
       const record = await runTrial({
         ...trialOptions,
         onStarted: (cancel, pid) => {
+          group.pgid = pid;
           if (pid !== null) tree.current = sampleProcessTree(pid);
-          if (request.warmupSteps === 0) tree.current?.markWindowStart();
+          if (request.warmupSteps === 0) {
+            startRecording();
+            tree.current?.markWindowStart();
+          }
           this.jobs.started(job, cancel);
         },
         onLine: (stream, line) => {

@@ -38,6 +38,7 @@ export class GpuSampler extends EventEmitter<{ sample: [GpuSample]; state: [GpuS
   private timer: NodeJS.Timeout | null = null;
   private stopping = false;
   private lastError: string | null = null;
+  private command: string | null = null;
 
   constructor(options: GpuSamplerOptions = {}) {
     super();
@@ -49,6 +50,16 @@ export class GpuSampler extends EventEmitter<{ sample: [GpuSample]; state: [GpuS
 
   state(): GpuState {
     return this.current;
+  }
+
+  /** The nvidia-smi that is answering now, for one-off queries (compute processes); null while none is. */
+  liveCommand(): string | null {
+    return this.current.status === 'ok' ? this.command : null;
+  }
+
+  /** The sampling process's pid: Trainbench's own load, not a neighbour's. */
+  childPid(): number | null {
+    return this.child?.pid ?? null;
   }
 
   /** Starts sampling every periodMs, or restarts at the new period. */
@@ -99,6 +110,7 @@ export class GpuSampler extends EventEmitter<{ sample: [GpuSample]; state: [GpuS
     const started = Date.now();
     const command = this.resolveCommand();
     if (!command) return;
+    this.command = command;
     let child: ChildProcess;
     try {
       child = spawn(command, queryArgs(this.period, REASON_FIELDS[this.reasonField]), { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -90,3 +90,31 @@ export function parseNvidiaSmiLine(line: string): ParsedLine {
     },
   };
 }
+
+/** Our `--query-compute-apps` call: the processes holding a CUDA context, on every GPU. */
+export const COMPUTE_APPS_ARGS = ['--query-compute-apps=pid,process_name,used_memory', '--format=csv,noheader,nounits'];
+
+export interface ComputeApp {
+  pid: number;
+  name: string;
+  usedMiB: number | null;
+}
+
+/**
+ * The output of COMPUTE_APPS_ARGS: one line per process per GPU ("No running processes found" and
+ * driver errors are no lines). At most 256 processes are read: the rest of a runaway list says nothing new.
+ */
+export function parseComputeApps(text: string): ComputeApp[] {
+  const apps: ComputeApp[] = [];
+  for (const line of text.split('\n')) {
+    const cells = line.split(',');
+    if (cells.length < 3) continue;
+    const pid = Number(cells[0].trim());
+    // A process name may hold commas: the pid is first and the memory last.
+    const name = cells.slice(1, -1).join(',').trim();
+    if (!Number.isInteger(pid) || pid <= 0 || name === '') continue;
+    apps.push({ pid, name: name.slice(0, 200), usedMiB: number(cells[cells.length - 1]) });
+    if (apps.length >= 256) break;
+  }
+  return apps;
+}

@@ -3,6 +3,7 @@ import type { Writable } from 'node:stream';
 
 import type { GpuSample, TelemetrySample, TelemetrySnapshot, TelemetrySummary } from '../../api/telemetry';
 import type { EventHub } from '../event-hub';
+import { type ConditionsTarget, watchConditions } from './conditions';
 import { GpuSampler } from './gpu-sampler';
 import { HostSampler } from './host-sampler';
 import { Ring } from './ring';
@@ -85,11 +86,16 @@ export class TelemetryService {
 
   /**
    * Records samples into `out` (JSON lines; a run's file, RunRecord.stream) until stop(),
-   * which ends it and returns the summary the run's result carries.
+   * which ends it and returns the summary the run's result carries. With `watch` (a measured
+   * window: a benchmark's repetition), the summary also says what else the machine did meanwhile.
    */
-  record(out: Writable, intervalMs = 500): { stop(): Promise<TelemetrySummary> } {
+  record(out: Writable, intervalMs = 500, watch?: ConditionsTarget | 'engine'): { stop(): Promise<TelemetrySummary> } {
     const id = `record-${randomBytes(6).toString('hex')}`;
     const samples: TelemetrySample[] = [];
+    const enginePid = this.enginePid();
+    const target = watch === 'engine' ? (enginePid ? { pid: enginePid } : null) : (watch ?? null);
+    const ownPids = () => [this.enginePid(), this.gpu.childPid()].filter((p): p is number => p !== null);
+    const conditions = target ? watchConditions(target, { nvidiaSmi: this.gpu.liveCommand(), ownPids }) : null;
     const listener = (s: TelemetrySample) => {
       samples.push(s);
       out.write(JSON.stringify(s) + '\n');
@@ -105,7 +111,8 @@ export class TelemetryService {
         this.leases.delete(id);
         this.reschedule();
         await new Promise<void>((resolve) => out.end(resolve));
-        return summarize(samples, this.gpu.state().message ?? this.gpu.state().status);
+        const summary = summarize(samples, this.gpu.state().message ?? this.gpu.state().status);
+        return conditions ? { ...summary, conditions: await conditions.finish(samples) } : summary;
       },
     };
   }
