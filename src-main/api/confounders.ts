@@ -103,8 +103,11 @@ export function confoundersOf(windows: readonly (Conditions | null | undefined)[
 export function conditionsSummary(rows: readonly ConditionsRow[]): string | null {
   if (!rows.some((r) => r.conditions !== null)) return null;
   const side = (s: ConditionsRow['side']) => {
-    const seen = confoundersOf(rows.filter((r) => r.side === s).map((r) => r.conditions));
-    return seen.length ? seen.map((c) => c.words).join('; ') : 'nothing else running';
+    const windows = rows.filter((r) => r.side === s).map((r) => r.conditions);
+    const seen = confoundersOf(windows);
+    if (seen.length) return seen.map((c) => c.words).join('; ');
+    // Silence is only a finding where the load was measured: a window under half a second is not.
+    return windows.some((c) => c && c.otherCpuCores !== null) ? 'no other load competing' : 'CPU load not measured (windows under 0.5 s)';
   };
   // Rows come in pairs (best, candidate): a pair measured again left two.
   const again = rows.filter((r) => r.remeasured !== null && r.side === 'best').length;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 
 import { BenchmarkOptionsSchema, BenchmarkPhasesSchema, IntervalSchema } from './benchmark';
 import { IdSchema } from './ids';
+import { ConditionsSchema } from './telemetry';
 import { TargetKindSchema } from './target';
 import { ModelSpecSchema } from './model-spec';
 import { DataSourceSchema } from './training';
@@ -32,6 +33,14 @@ export const OptimiseTargetSchema = z
 export type OptimiseTarget = z.infer<typeof OptimiseTargetSchema>;
 export type OptimiseTargetInput = z.input<typeof OptimiseTargetSchema>;
 
+/**
+ * What the wizard does when the two sides of an A/B pair saw different conditions (another process's load,
+ * a GPU slowing down): remeasure the pair (twice at most per comparison) and leave a trial undecided,
+ * "confounded", when they still differ; or only record them (a shared machine whose load comes and goes).
+ */
+export const ConfounderPolicySchema = z.enum(['remeasure', 'record']);
+export type ConfounderPolicy = z.infer<typeof ConfounderPolicySchema>;
+
 export const OptimiseRequestSchema = z
   .object({
     target: OptimiseTargetSchema,
@@ -52,6 +61,7 @@ export const OptimiseRequestSchema = z
     batchSearch: z.boolean().default(true),
     /** Largest relative difference of the mean loss over the measured steps (same seed) a kept change may make. */
     lossTolerance: z.number().gt(0).max(1).default(0.05),
+    confounders: ConfounderPolicySchema.default('remeasure'),
     /** Chosen by the caller so it can follow and cancel from the first event; made up otherwise. */
     optimiseId: IdSchema.optional(),
   })
@@ -84,8 +94,20 @@ export type OptimiseChange = z.infer<typeof OptimiseChangeSchema>;
  * moved beyond the tolerance; proposed: a recipe change that beat the noise but
  * is not kept without allowRecipeChanges.
  */
-export const TrialDecisionSchema = z.enum(['accept', 'reject', 'inconclusive', 'crashed', 'changes-results', 'proposed']);
+export const TrialDecisionSchema = z.enum(['accept', 'reject', 'inconclusive', 'crashed', 'changes-results', 'proposed', 'confounded']);
 export type TrialDecision = z.infer<typeof TrialDecisionSchema>;
+
+
+/** One repetition of an A/B comparison with the machine's conditions around it: the report's Conditions table. */
+export const ConditionsRowSchema = z.object({
+  pair: z.number().int().min(1),
+  side: z.enum(['best', 'candidate']),
+  samplesPerSec: z.number(),
+  conditions: ConditionsSchema.nullable(),
+  /** What differed between the pair's two sides when it was measured again; null for a pair that counts. */
+  remeasured: z.string().max(2000).nullable(),
+});
+export type ConditionsRow = z.infer<typeof ConditionsRowSchema>;
 
 export const OptimiseTrialSchema = z.object({
   index: z.number().int().min(1),
@@ -103,6 +125,8 @@ export const OptimiseTrialSchema = z.object({
   seconds: z.number(),
   /** The engine's words for a crash or an OOM. */
   error: z.string().nullable(),
+  /** Every repetition of the trial with the machine's conditions, re-measured pairs included; absent in older runs. */
+  conditions: z.array(ConditionsRowSchema).max(400).optional(),
   /**
    * A compile trial (a script's compile.mode): the compile time one launch paid at its first steps (outside the
    * measured window), the compilations, those that fell in the measured steps, and the step it pays off at.
@@ -194,6 +218,8 @@ export const WizardFinalSchema = z.object({
   verdict: z.string(),
   /** Recipe changes that beat the noise but were not kept (allowRecipeChanges off). */
   proposals: z.array(z.string()),
+  /** The final comparison's repetitions with their conditions; absent when nothing was measured (or in older runs). */
+  conditions: z.array(ConditionsRowSchema).max(400).optional(),
 });
 export const WizardResultSchema = z.object({
   /** The run of kind `optimise` this session recorded into (a resumed wizard records a new run). */

@@ -2,8 +2,9 @@ import { Command } from 'commander';
 
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import type { OptimiseProgress, OptimiseResult, OptimiseTrial } from '../api/optimise';
-import { OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema } from '../api/optimise';
+import type { ConfounderPolicy, OptimiseProgress, OptimiseResult, OptimiseTrial } from '../api/optimise';
+import { conditionsSummary } from '../api/confounders';
+import { ConfounderPolicySchema, OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema } from '../api/optimise';
 import { trialCiLevel } from '../api/charts/optimise-charts';
 import { newRunId } from '../core/run-store';
 import { createServices } from '../core/services';
@@ -23,6 +24,7 @@ interface OptimiseFlags extends MeasuredTargetFlags {
   maxTrials: number;
   allowRecipeChanges?: boolean;
   lossTolerance?: number;
+  confounders: ConfounderPolicy;
   batchSearch: boolean;
   resume?: string;
   report?: boolean;
@@ -83,12 +85,15 @@ export function formatOptimise(r: OptimiseResult): string {
   const ci = (i: { low: number; median: number; high: number }) => `${n0(i.median)} samples/s (95% CI ${n0(i.low)}–${n0(i.high)})`;
   const lim = (name: string, l: { stepMs: number | null; baselineOverFloor: number | null; derivation: string }) =>
     `  ${name.padEnd(8)} ${l.stepMs === null ? 'n/a'.padStart(10) : `${l.stepMs.toFixed(3)} ms`.padStart(10)}  ${l.baselineOverFloor === null ? '' : `baseline ${l.baselineOverFloor.toFixed(1)}x`}  ${l.derivation}`;
-  const rows = r.trials.map(
-    (t) =>
+  const rows = r.trials.flatMap((t) => {
+    const conditions = conditionsSummary(t.conditions ?? []);
+    return [
       `${String(t.index).padStart(3)}  ${t.change.label.padEnd(44)} ${t.speedup ? x3(t.speedup.median).padStart(7) : '-'.padStart(7)} ${
         t.speedup ? `[${x3(t.speedup.low)}, ${x3(t.speedup.high)}]`.padEnd(19) : ''.padEnd(19)
       } ${t.decision.padEnd(15)} ${t.why}${t.error ? ` (${t.error})` : ''}`,
-  );
+      ...(conditions ? [`     conditions: ${conditions}`] : []),
+    ];
+  });
   const lines = [
     `optimise   ${r.title}  (${r.optimiseId}, preset ${r.preset}, ${r.repeat} repetitions per side, A/B/A/B)`,
     `baseline   ${ci(b.samplesPerSec)}; step ${b.stepMs.toFixed(3)} ms; noise floor ±${(100 * b.noiseFloor).toFixed(1)}%; ${b.device}`,
@@ -128,6 +133,7 @@ async function buildRequest(flags: OptimiseFlags, optimiseId: string) {
     allowRecipeChanges: flags.allowRecipeChanges === true,
     batchSearch: flags.batchSearch,
     ...(flags.lossTolerance !== undefined ? { lossTolerance: flags.lossTolerance } : {}),
+    confounders: flags.confounders,
     optimiseId,
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad optimise option: ${formatIssues(parsed.error, 'request')}`);
@@ -196,6 +202,7 @@ export function optimiseCommand(): Command {
     .option('--allow-recipe-changes', 'keep a faster batch size too (it changes the training recipe; otherwise it is only proposed)')
     .option('--no-batch-search', 'skip the batch-size search (CUDA, or a CPU memory limit): the batch-size candidate is then twice the batch')
     .option('--loss-tolerance <r>', 'largest relative change of the mean loss a kept change may make', ratioArg('--loss-tolerance'))
+    .option('--confounders <policy>', 'when the two sides of a pair saw different conditions (other processes\' CPU load, a GPU slowing down): remeasure the pair (twice at most) and leave a trial undecided if they still differ, or record them only (a shared machine)', choiceArg('--confounders', ConfounderPolicySchema.options), 'remeasure')
     .option('--resume <id>', "continue a cancelled or interrupted optimisation from its saved state (the other target flags are ignored); a script optimisation's run id goes on with that script")
     .option('--report', 'write the result up as an ADR report (markdown + SVG charts) in the workspace\'s reports/')
     .option('--json', 'print the result as JSON')

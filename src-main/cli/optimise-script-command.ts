@@ -16,7 +16,9 @@ import { defaultWorkspaceDir, openWorkspace } from '../core/workspace';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './benchmark-script-command';
 import { scriptBoundText } from '../core/knobs/script-bound';
 import { reportWrittenLines } from './report-written';
-import { intArg, ratioArg } from './train-inputs';
+import { choiceArg, intArg, ratioArg } from './train-inputs';
+import { type ConfounderPolicy, ConfounderPolicySchema } from '../api/optimise';
+import { conditionsSummary } from '../api/confounders';
 
 const PRESETS = ['max-speed', 'balanced', 'reproducible'] as const;
 
@@ -43,6 +45,8 @@ export function formatScriptOptimise(r: ScriptOptimiseResult): string {
       ? r.trials.flatMap((t) => [
           `  ${t.index}. ${t.change.label.padEnd(36)} ${t.decision.padEnd(13)} ${t.speedup ? `${x3(t.speedup.median)} [${x3(t.speedup.low)}, ${x3(t.speedup.high)}]` : t.error ?? ''}`,
           ...(t.compile ? [`     ${compileText(t.compile)}`] : []),
+          ...(t.decision === 'confounded' ? [`     ${t.why}`] : []),
+          ...(t.conditions && conditionsSummary(t.conditions) ? [`     conditions: ${conditionsSummary(t.conditions)}`] : []),
         ])
       : ['  none']),
     ...(r.skipped.length ? ['skipped', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),
@@ -70,6 +74,7 @@ export interface OptimiseScriptFlags {
   allowRecipeChanges?: boolean;
   seed: number;
   lossTolerance?: number;
+  confounders: ConfounderPolicy;
   only?: string[];
   timeout: number;
   set?: ScriptOverrides;
@@ -96,6 +101,7 @@ function newRequest(command: string[], flags: OptimiseScriptFlags): ScriptOptimi
     seed: flags.seed,
     ...(flags.only ? { only: flags.only } : {}),
     ...(flags.lossTolerance !== undefined ? { lossTolerance: flags.lossTolerance } : {}),
+    confounders: flags.confounders,
     timeoutSeconds: flags.timeout,
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'optimise')}`);
@@ -184,6 +190,7 @@ export function optimiseScriptCommand(): Command {
     .option('--only <keys>', `try only these overrides, comma-separated (${SCRIPT_OVERRIDE_KEYS.join(', ')})`, (v: string) => v.split(',').map((k) => k.trim()).filter(Boolean))
     .option('--seed <n>', 'seed for torch, random and numpy in every launch, unless the script seeds itself (the loss guard compares launches with the same seed)', intArg('--seed', 0), 0)
     .option('--loss-tolerance <r>', 'largest relative change of the mean loss over the measured steps a kept change may make', ratioArg('--loss-tolerance'))
+    .option('--confounders <policy>', 'when the two sides of a pair saw different conditions (other processes\' CPU load, a GPU slowing down): remeasure the pair (twice at most) and leave a trial undecided if they still differ, or record them only (a shared machine)', choiceArg('--confounders', ConfounderPolicySchema.options), 'remeasure')
     .option('--timeout <seconds>', 'kill a launch (with all its processes) after this long', secondsArg, 600)
     .option('--set <key=value>', 'an override the script already runs with (the starting point), repeatable', collectOverride)
     .option('--cwd <dir>', 'working directory of the command')

@@ -139,12 +139,12 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'script.benchmark': (request) => (refuseScripts(options), jobs.run('script.benchmark', request, cancelScript, (r) => scripts.run(r))),
     'script.cancel': ({ jobId }) => cancelJob(jobId),
     'script.optimise': (request) => (
-      refuseScripts(options), jobs.run('script.optimise', request, cancelScript, (r) => optimiseScript(workspace, events, r, { jobs: scriptJobs }))
+      refuseScripts(options), jobs.run('script.optimise', request, cancelScript, (r) => optimiseScript(workspace, events, r, { jobs: scriptJobs, telemetry }))
     ),
     'optimise.start': (request) =>
       isScriptRequest(request)
         ? (refuseScripts(options),
-          jobs.run('optimise.start', request, cancelScript, ({ optimiseId, ...r }) => optimiseScript(workspace, events, { ...r, jobId: optimiseId }, { jobs: scriptJobs })))
+          jobs.run('optimise.start', request, cancelScript, ({ optimiseId, ...r }) => optimiseScript(workspace, events, { ...r, jobId: optimiseId }, { jobs: scriptJobs, telemetry })))
         : jobs.run('optimise.start', request, (id) => optimise.cancel(id), (r) => optimise.start(r)),
     'optimise.cancel': ({ optimiseId }) => cancelJob(optimiseId),
     'optimise.resume': (request) => jobs.run('optimise.resume', request, (id) => optimise.cancel(id), ({ optimiseId }) => optimise.resume(optimiseId)),

@@ -1,6 +1,6 @@
 import type { BuiltinModelName } from '@api/model-spec';
 import { BUILTIN_MODELS, ModelSpecSchema } from '@api/model-spec';
-import type { OptimisePreset, OptimiseRequest, ReadFrom } from '@api/optimise';
+import type { ConfounderPolicy, OptimisePreset, OptimiseRequest, ReadFrom } from '@api/optimise';
 import { OptimiseRequestSchema } from '@api/optimise';
 import { RECIPES } from '@api/recipes';
 
@@ -30,6 +30,8 @@ export interface OptimiseFormValues {
   allowRecipeChanges: boolean;
   /** The batch-size candidate from the batch-size search (where there is memory to search), else twice the batch. */
   batchSearch: boolean;
+  /** Measure a pair again when the machine treated its sides differently, or only record the conditions. */
+  confounders: ConfounderPolicy;
 }
 export type OptimiseField = keyof OptimiseFormValues;
 export type OptimiseFormErrors = Partial<Record<OptimiseField | 'form', string>>;
@@ -62,6 +64,7 @@ export function optimiseFormValues(model: BuiltinModelName, keep: Pick<OptimiseF
     maxTrials: REQUEST_DEFAULTS.maxTrials,
     allowRecipeChanges: REQUEST_DEFAULTS.allowRecipeChanges,
     batchSearch: REQUEST_DEFAULTS.batchSearch,
+    confounders: REQUEST_DEFAULTS.confounders,
   };
 }
 
@@ -84,6 +87,7 @@ const FIELD_OF_PATH: Partial<Record<string, OptimiseField>> = {
   maxTrials: 'maxTrials',
   allowRecipeChanges: 'allowRecipeChanges',
   batchSearch: 'batchSearch',
+  confounders: 'confounders',
 };
 
 export type OptimiseRequestOrErrors = { request: OptimiseRequest; errors: null } | { request: null; errors: OptimiseFormErrors };
@@ -118,6 +122,7 @@ export function optimiseRequest(v: OptimiseFormValues, optimiseId?: string): Opt
     maxTrials: v.maxTrials,
     allowRecipeChanges: v.allowRecipeChanges,
     batchSearch: v.batchSearch,
+    confounders: v.confounders,
     optimiseId,
   });
   if (parsed.success) return { request: parsed.data, errors: null };

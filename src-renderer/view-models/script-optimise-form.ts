@@ -1,4 +1,4 @@
-import type { OptimisePreset } from '@api/optimise';
+import type { ConfounderPolicy, OptimisePreset } from '@api/optimise';
 import type { ScriptOptimiseRequestInput, ScriptOverrideKey } from '@api/script-target';
 import { ScriptOptimiseRequestSchema } from '@api/script-target';
 
@@ -16,6 +16,8 @@ export interface ScriptWizardValues {
   lossTolerance: number;
   /** The overrides the wizard may try; empty: every one. */
   only: ScriptOverrideKey[];
+  /** Measure a pair again when the machine treated its sides differently, or only record the conditions. */
+  confounders: ConfounderPolicy;
 }
 
 /** The contract's defaults for a script wizard, read from it, never restated. */
@@ -27,7 +29,7 @@ export function scriptOptimiseForm(): ScriptForm {
 }
 
 export function scriptWizardValues(): ScriptWizardValues {
-  return { preset: DEFAULTS.preset, maxTrials: DEFAULTS.maxTrials, allowRecipeChanges: DEFAULTS.allowRecipeChanges, seed: DEFAULTS.seed, lossTolerance: DEFAULTS.lossTolerance, only: [] };
+  return { preset: DEFAULTS.preset, maxTrials: DEFAULTS.maxTrials, allowRecipeChanges: DEFAULTS.allowRecipeChanges, seed: DEFAULTS.seed, lossTolerance: DEFAULTS.lossTolerance, only: [], confounders: DEFAULTS.confounders };
 }
 
 /** The wizard's values a saved request ran with (to resume it, or to show what runs). */
@@ -39,6 +41,7 @@ export function wizardFromRequest(r: ScriptOptimiseRequestInput): ScriptWizardVa
     seed: r.seed ?? DEFAULTS.seed,
     lossTolerance: r.lossTolerance ?? DEFAULTS.lossTolerance,
     only: (r.only ?? []) as ScriptOverrideKey[],
+    confounders: r.confounders ?? DEFAULTS.confounders,
   };
 }
 
@@ -62,6 +65,7 @@ export function scriptOptimiseRequest(form: ScriptForm, wizard: ScriptWizardValu
     allowRecipeChanges: wizard.allowRecipeChanges,
     seed: wizard.seed,
     lossTolerance: wizard.lossTolerance,
+    confounders: wizard.confounders,
     ...(wizard.only.length ? { only: wizard.only } : {}),
     timeoutSeconds: form.timeoutSeconds,
     ...(jobId ? { jobId } : {}),

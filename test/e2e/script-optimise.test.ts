@@ -72,6 +72,13 @@ describe('Script target in the Optimise area', () => {
 
     const final = page.getByTestId('opt-script-final');
     await final.waitFor({ timeout: 60_000 });
+    // What else the machine did during each launch of the trial (issue 26): folded under one line, a table when opened.
+    const conditions = page.getByTestId('opt-trial-1-conditions');
+    expect(await conditions.locator('summary').innerText()).toMatch(/^Conditions: best: .+; candidate: .+$/);
+    await conditions.locator('summary').click();
+    expect(await conditions.locator('thead').innerText()).toMatch(/Pair\s+Side\s+samples\/s\s+Other load\s+Target\s+CPU clock/);
+    expect(await conditions.locator('tbody tr').count()).toBeGreaterThanOrEqual(4);
+    await conditions.screenshot({ path: path.join(SHOTS, 'script-optimise-conditions.png') });
     expect(await page.getByTestId('opt-script-verdict').innerText()).not.toBe('');
     expect(await page.getByTestId('opt-script-baseline').innerText()).toMatch(/^baseline [\d,.]+ samples\/s \(95% CI [\d,]+–[\d,]+, noise floor ±[\d.]+%, 2 launches\) on cpu · step [\d.]+ ms · data wait [\d.]+% of the step$/);
     // Whether the change was kept rests on 2 pairs of launches: the card says either way, exactly.

@@ -29,9 +29,9 @@ export interface CliResult {
 }
 
 /** Runs the CLI to the end and returns its exit code and output (never throws on a non-zero exit). */
-export function runCli(args: string[], timeoutMs = 240_000): Promise<CliResult> {
+export function runCli(args: string[], timeoutMs = 240_000, env: NodeJS.ProcessEnv = process.env): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { maxBuffer: 64 << 20, timeout: timeoutMs }, (err, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], { maxBuffer: 64 << 20, timeout: timeoutMs, env }, (err, stdout, stderr) => {
       const code = err ? ((err as { code?: number }).code ?? 1) : 0;
       resolve({ code: typeof code === 'number' ? code : 1, stdout, stderr });
     });

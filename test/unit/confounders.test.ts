@@ -92,8 +92,10 @@ describe('confounders', () => {
     const row = (pair: number, side: 'best' | 'candidate', c: Conditions, remeasured: string | null = null) => ({ pair, side, samplesPerSec: 1, conditions: c, remeasured });
     const hog = { ...quiet, targetCpuCores: 6.5, otherCpuCores: 1.5 };
     expect(conditionsSummary([row(1, 'best', quiet, 'x'), row(1, 'candidate', hog, 'x'), row(1, 'best', quiet), row(1, 'candidate', quiet)])).toBe(
-      'best: nothing else running; candidate: other processes used 1.50 cores of 8 while the target used 6.50 cores; 1 pair measured again',
+      'best: no other load competing; candidate: other processes used 1.50 cores of 8 while the target used 6.50 cores; 1 pair measured again',
     );
     expect(conditionsSummary([])).toBeNull();
+    const short = { ...quiet, seconds: 0.2, targetCpuCores: null, otherCpuCores: null };
+    expect(conditionsSummary([row(1, 'best', short), row(1, 'candidate', short)])).toBe('best: CPU load not measured (windows under 0.5 s); candidate: CPU load not measured (windows under 0.5 s)');
   });
 });

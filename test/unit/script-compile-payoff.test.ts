@@ -19,6 +19,7 @@ const rep = (stepMs: number, compile: ScriptRepetition['compile'] = null): Scrip
   device: 'cpu',
   loader: null,
   compile,
+  conditions: null,
 });
 
 describe("a compile trial's pay-off", () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { ApiError } from '../../src-main/api/errors';
 import type { OptimiseChange, OptimisePreset, OptimiseTrial } from '../../src-main/api/optimise';
+import type { Conditions } from '../../src-main/api/telemetry';
 import type { SearchState, WizardRules } from '../../src-main/core/optimise/wizard-loop';
 import { WizardLoop } from '../../src-main/core/optimise/wizard-loop';
 import type { Candidates, Repetition, TargetRunner } from '../../src-main/core/targets/target-runner';
@@ -29,11 +30,13 @@ class KnownTarget implements TargetRunner<Config, Repetition> {
     private readonly speed: (c: Config, launch: number) => number,
     private readonly loss: (c: Config) => number | null = () => null,
     private readonly onLaunch: (n: number) => void = () => undefined,
+    /** What else the machine did during a launch (the confounder tests); none by default. */
+    private readonly conditions: (n: number) => Conditions | null = () => null,
   ) {}
   async measure(c: Config): Promise<Repetition> {
     const n = ++this.launches;
     this.onLaunch(n);
-    return { samplesPerSec: this.speed(c, n), loss: this.loss(c) };
+    return { samplesPerSec: this.speed(c, n), loss: this.loss(c), conditions: this.conditions(n) };
   }
   apply(c: Config, ch: OptimiseChange): Config {
     return { ...c, [ch.knob]: ch.to as number };
@@ -57,7 +60,7 @@ class KnownTarget implements TargetRunner<Config, Repetition> {
   }
 }
 
-const rules = (over: Partial<WizardRules> = {}): WizardRules => ({ preset: 'max-speed', repeat: 5, maxTrials: 10, allowRecipeChanges: false, lossTolerance: 0.01, ...over });
+const rules = (over: Partial<WizardRules> = {}): WizardRules => ({ preset: 'max-speed', repeat: 5, maxTrials: 10, allowRecipeChanges: false, lossTolerance: 0.01, confounders: 'remeasure', ...over });
 const start = (): SearchState<Config> => ({ best: { workers: 1, precision: 32, batch: 64 }, trials: [], exhausted: [], skipped: [] });
 
 /** Workers scale throughput up to 4; fp16 adds 30%; batch 128 adds 40%; an irregular jitter of up to 0.5% per launch. */
@@ -177,5 +180,60 @@ describe('the one optimisation wizard loop', () => {
     runner.ready = true;
     expect(loop.trialsLeft(start())).toBe(3);
     expect(loop.trialsLeft({ ...start(), exhausted: ['workers'] })).toBe(2);
+  });
+});
+
+/** A quiet machine's window, and one where other processes filled both cores (a CPU-bound target on 2 cores). */
+const quiet: Conditions = { seconds: 2, cores: 2, targetCpuCores: 1, otherCpuCores: 0.05, cpuMHz: null, gpuSlowdown: {}, gpuSmClockMHz: null, gpuTemperatureMaxC: null, gpuOtherProcesses: [] };
+const hogged: Conditions = { ...quiet, targetCpuCores: 0.7, otherCpuCores: 1.3 };
+
+describe('the wizard loop and the machine around it (confounders)', () => {
+  // Workers only (max-trials 1): launches 1-5 are the baseline, then best/candidate alternate from launch 6.
+  const oneTrial = rules({ maxTrials: 1 });
+
+  it('measures a pair again when another process crowded one side of it, and decides on the clean pairs', async () => {
+    // A hog during launch 7, the first pair's candidate: that pair is measured again (launches 8 and 9), and the trial decides.
+    const runner = new KnownTarget('engine', realistic, () => null, () => undefined, (n) => (n === 7 ? hogged : quiet));
+    const { state } = await wizard(runner, oneTrial);
+    const [trial] = state.trials;
+    expect(trial.decision).toBe('accept');
+    expect(trial.bestSamplesPerSec).toHaveLength(5);
+    expect(trial.why).toMatch(/1 pair was measured again because the machine's conditions differed between its sides/);
+    const again = trial.conditions!.filter((r) => r.remeasured !== null);
+    expect(again.map((r) => [r.pair, r.side])).toEqual([[1, 'best'], [1, 'candidate']]);
+    expect(again[0].remeasured).toBe('other processes used 0.05 cores during the best and 1.30 cores during the candidate');
+    expect(trial.conditions).toHaveLength(12); // 5 pairs + the one measured again
+    expect(runner.launches).toBe(5 + 12 + 10); // baseline, the trial, the final A/B/A/B
+  });
+
+  it('leaves the trial undecided, "confounded", when every re-measure is crowded again, and says what it would have said', async () => {
+    // Every candidate launch of the trial hogged (even launches from 6 on): two re-measures, then the pair is kept and named.
+    const runner = new KnownTarget('engine', realistic, () => null, () => undefined, (n) => (n >= 6 && n <= 17 && n % 2 === 1 ? hogged : quiet));
+    const { state, final } = await wizard(runner, oneTrial);
+    const [trial] = state.trials;
+    expect(trial.decision).toBe('confounded');
+    expect(trial.kept).toBe(false);
+    expect(trial.why).toMatch(/^confounded: pair 1: other processes used 0\.05 cores during the best and 1\.30 cores during the candidate \(measured again 2 times\); not decided, what it would have said: /);
+    expect(trial.speedup).not.toBeNull(); // what was measured is shown
+    expect(trial.conditions!.filter((r) => r.remeasured !== null)).toHaveLength(4);
+    expect(final.changes).toEqual([]);
+  });
+
+  it('only records the conditions with --confounders record: nothing is measured again and the trial decides', async () => {
+    const runner = new KnownTarget('engine', realistic, () => null, () => undefined, (n) => (n >= 6 && n % 2 === 1 ? hogged : quiet));
+    const { state } = await wizard(runner, rules({ maxTrials: 1, confounders: 'record' }));
+    const [trial] = state.trials;
+    expect(trial.decision).toBe('accept');
+    expect(trial.conditions).toHaveLength(10);
+    expect(trial.conditions!.every((r) => r.remeasured === null)).toBe(true);
+  });
+
+  it('says so in the final verdict when the final comparison stays confounded', async () => {
+    // The trial is clean; the final (launches from 16) has every kept side hogged.
+    const runner = new KnownTarget('engine', realistic, () => null, () => undefined, (n) => (n >= 16 && n % 2 === 1 ? hogged : quiet));
+    const { final } = await wizard(runner, oneTrial);
+    expect(final.changes).toEqual(['workers 1 -> 2']);
+    expect(final.verdict).toMatch(/Take it with care: the final comparison was confounded \(pair 1: other processes used .* during the candidate\), even after 2 re-measured pairs\.$/);
+    expect(final.conditions!.filter((r) => r.remeasured !== null)).toHaveLength(4);
   });
 });

@@ -16,6 +16,7 @@ export const DECISION_COLOURS: Readonly<Record<TrialDecision, string>> = {
   crashed: '#d29922',
   'changes-results': '#d16ba5',
   proposed: '#4fb3ff',
+  confounded: '#39c5bb',
 };
 
 /** The decisions as a person reads them. */
@@ -26,6 +27,7 @@ export const DECISION_WORDS: Readonly<Record<TrialDecision, string>> = {
   crashed: 'crashed',
   'changes-results': 'changes results',
   proposed: 'proposed (recipe)',
+  confounded: 'confounded',
 };
 
 const title = (text: string) => ({ text, left: 8, top: 4, textStyle: { color: TEXT, fontSize: 12, fontWeight: 500 } });

@@ -33,8 +33,17 @@ function proposedWins(trials: readonly OptimiseTrial[], words: FinalWords): stri
 /** The verdict when no change was kept: nothing beat the noise, or only recipe changes did. */
 export function unchangedVerdict(trials: readonly OptimiseTrial[], noiseFloor: number, samplesPerSec: number, words: FinalWords): string {
   const proposed = proposedWins(trials, words);
-  const head = proposed ? 'No change was kept' : 'No change beat the noise';
-  return `${head} (±${(100 * noiseFloor).toFixed(1)}%): ${words.unchanged}, ${samplesPerSec.toFixed(0)} samples/s.${proposed}`;
+  const confounded = confoundedTrials(trials);
+  const head = proposed || confounded ? 'No change was kept' : 'No change beat the noise';
+  return `${head} (±${(100 * noiseFloor).toFixed(1)}%): ${words.unchanged}, ${samplesPerSec.toFixed(0)} samples/s.${proposed}${confounded}`;
+}
+
+/** Trials left undecided because the machine treated their two sides differently: never hidden behind "nothing beat the noise". */
+function confoundedTrials(trials: readonly OptimiseTrial[]): string {
+  const c = trials.filter((t) => t.decision === 'confounded');
+  if (!c.length) return '';
+  const list = c.map((t) => `${t.change.label} (trial ${t.index})`).join(', ');
+  return ` Not decided because the machine was doing something else during one side of their pairs: ${list}; see their Conditions, and measure again on a quieter machine.`;
 }
 
 /**
@@ -49,7 +58,7 @@ export function measuredVerdict(trials: readonly OptimiseTrial[], speedup: Inter
       : speedup.median >= 1
         ? `Measured again against the baseline, ${lower(words.subject)} is ${ci}: the interval includes 1, so this final measurement cannot confirm the gain the trials found.`
         : `Measured again against the baseline, ${lower(words.subject)} is ${ci}, below 1: noise (or a drift of this machine) outweighs the gains the trials found; treat them as unconfirmed.`;
-  return main + proposedWins(trials, words);
+  return main + proposedWins(trials, words) + confoundedTrials(trials);
 }
 
 const lower = (s: string) => s.charAt(0).toLowerCase() + s.slice(1);

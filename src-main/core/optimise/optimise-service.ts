@@ -202,7 +202,7 @@ class Session {
     this.runner = new EngineRunner(service.parts.benchmarks, r, run, job.bench, options.allowPathsOutsideWorkspace);
     this.loop = new WizardLoop(
       this.runner,
-      { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance },
+      { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance, confounders: r.confounders },
       {
         cancelled: () => job.cancelled,
         progress: (p) => this.emit(p),

@@ -1,8 +1,9 @@
 import { ApiError } from '../../api/errors';
-import type { OptimiseChange, OptimisePreset, OptimiseProgress, OptimiseTrial, SkippedChange } from '../../api/optimise';
+import type { ConditionsRow, ConfounderPolicy, OptimiseChange, OptimisePreset, OptimiseProgress, OptimiseTrial, SkippedChange } from '../../api/optimise';
 import type { Interval } from '../stats/bootstrap';
 import { median, medianInterval } from '../stats/bootstrap';
 import type { Repetition, TargetRunner } from '../targets/target-runner';
+import { conditionsDiffer } from '../../api/confounders';
 import { wizardEta } from './eta';
 import { measuredVerdict, unchangedVerdict } from './final-verdict';
 import { PRESETS } from './presets';
@@ -17,7 +18,12 @@ export interface WizardRules {
   allowRecipeChanges: boolean;
   /** Relative loss change a pipeline change may cause; unused where the runner measures no loss. */
   lossTolerance: number;
+  /** Re-measure a pair whose sides saw different conditions, or only record them (ADR 0027). */
+  confounders: ConfounderPolicy;
 }
+
+/** Pairs measured again per comparison, at most, when their two sides saw different conditions. */
+export const CONFOUNDER_RETRIES = 2;
 
 /** Where the coordinate ascent stands: saved after every trial, so a resumed wizard goes on from here. */
 export interface SearchState<C> {
@@ -54,6 +60,7 @@ export interface FinalComparison<C> {
   samplesPerSec: Interval;
   verdict: string;
   proposals: string[];
+  conditions?: ConditionsRow[];
 }
 
 function remember(skipped: SkippedChange[], entry: SkippedChange): void {
@@ -165,16 +172,40 @@ export class WizardLoop<C, R extends Repetition> {
     }
   }
 
-  /** `a` and `b`, `repeat` repetitions each, interleaved A/B/A/B so a drift hits both. */
+  /**
+   * `a` and `b`, `repeat` repetitions each, interleaved A/B/A/B so a drift hits both. A pair whose two
+   * sides saw different conditions (another process's load, a GPU slowing down) is measured again, at
+   * most CONFOUNDER_RETRIES times; one that still differs is kept and named in `confounded`.
+   */
   async interleaved(a: C, b: C, phase: 'trial' | 'final', index: number | null, label: string) {
     const k = this.rules.repeat;
-    const out = { a: [] as number[], b: [] as number[], aLoss: [] as number[], bLoss: [] as number[], aReps: [] as R[], bReps: [] as R[] };
+    const out = {
+      a: [] as number[],
+      b: [] as number[],
+      aLoss: [] as number[],
+      bLoss: [] as number[],
+      aReps: [] as R[],
+      bReps: [] as R[],
+      rows: [] as ConditionsRow[],
+      remeasured: 0,
+      confounded: null as string | null,
+    };
     for (let i = 0; i < k; i++) {
       const ma = await this.measure(a);
+      const mb = await this.measure(b);
+      const differ = conditionsDiffer(ma.conditions, mb.conditions, ['the best', 'the candidate']);
+      const again = differ !== null && this.rules.confounders === 'remeasure' && out.remeasured < CONFOUNDER_RETRIES;
+      const row = (side: ConditionsRow['side'], m: R): ConditionsRow => ({ pair: i + 1, side, samplesPerSec: m.samplesPerSec, conditions: m.conditions ?? null, remeasured: again ? differ : null });
+      out.rows.push(row('best', ma), row('candidate', mb));
+      if (again) {
+        out.remeasured++;
+        i--; // the same pair once more
+        continue;
+      }
+      if (differ !== null && this.rules.confounders === 'remeasure') out.confounded ??= `pair ${i + 1}: ${differ}`;
       out.aReps.push(ma);
       out.a.push(ma.samplesPerSec);
       if (ma.loss !== null) out.aLoss.push(ma.loss);
-      const mb = await this.measure(b);
       out.bReps.push(mb);
       out.b.push(mb.samplesPerSec);
       if (mb.loss !== null) out.bLoss.push(mb.loss);
@@ -204,13 +235,35 @@ export class WizardLoop<C, R extends Repetition> {
         recipeChange: change.kind === 'recipe',
         allowRecipeChanges: this.rules.allowRecipeChanges,
       });
-      const { decision, speedup, kept } = verdict;
+      const { speedup } = verdict;
+      // A pair the machine still treated unequally after its re-measures leaves the trial undecided: what was measured is shown, not judged.
+      const confounded = m.confounded !== null && verdict.decision !== 'changes-results';
+      const decision = confounded ? 'confounded' : verdict.decision;
+      const kept = confounded ? false : verdict.kept;
       const extras = this.runner.trialExtras?.(change, m.aReps, m.bReps) ?? null;
-      let why = unchecked !== null && decision === 'accept' && change.kind !== 'recipe' ? `${verdict.why}; kept without a loss check: ${unchecked}` : verdict.why;
+      let why = confounded
+        ? `confounded: ${m.confounded} (measured again ${m.remeasured} time${m.remeasured === 1 ? '' : 's'}); not decided, what it would have said: ${verdict.why}`
+        : unchecked !== null && decision === 'accept' && change.kind !== 'recipe'
+          ? `${verdict.why}; kept without a loss check: ${unchecked}`
+          : verdict.why;
+      if (!confounded && m.remeasured > 0) why = `${why}; ${m.remeasured} pair${m.remeasured === 1 ? ' was' : 's were'} measured again because the machine's conditions differed between its sides`;
       if (extras) why = `${why}; ${extras.why}`;
       // JSON has no Infinity: a diverged loss is told by the decision's why, its delta left unmeasured.
       const delta = lossDelta !== null && Number.isFinite(lossDelta) ? lossDelta : null;
-      const trial: OptimiseTrial = { index, change, decision, why, speedup, bestSamplesPerSec: m.a, candidateSamplesPerSec: m.b, lossDelta: delta, kept, seconds: (Date.now() - t0) / 1000, error: null };
+      const trial: OptimiseTrial = {
+        index,
+        change,
+        decision,
+        why,
+        speedup,
+        bestSamplesPerSec: m.a,
+        candidateSamplesPerSec: m.b,
+        lossDelta: delta,
+        kept,
+        seconds: (Date.now() - t0) / 1000,
+        error: null,
+        ...(m.rows.some((r) => r.conditions !== null) ? { conditions: m.rows } : {}),
+      };
       return extras?.compile ? { ...trial, compile: extras.compile } : trial;
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
@@ -250,8 +303,10 @@ export class WizardLoop<C, R extends Repetition> {
     const m = await this.interleaved(baselineConfig, state.best, 'final', null, 'final configuration vs baseline');
     this.finalDone = true;
     const { coverage, ...speedup } = pairedSpeedup(m.a, m.b);
-    const verdict = measuredVerdict(state.trials, speedup, coverage, m.a.length, words);
-    return { config: state.best, changes: kept, speedup, samplesPerSec: medianInterval(m.b), verdict, proposals };
+    const measured = measuredVerdict(state.trials, speedup, coverage, m.a.length, words);
+    const verdict = m.confounded ? `${measured} Take it with care: the final comparison was confounded (${m.confounded}), even after ${m.remeasured} re-measured pairs.` : measured;
+    const conditions = m.rows.some((r) => r.conditions !== null) ? { conditions: m.rows } : {};
+    return { config: state.best, changes: kept, speedup, samplesPerSec: medianInterval(m.b), verdict, proposals, ...conditions };
   }
 
   /** Reports progress with the ETA; `finalDone` marks a final measured in an earlier process (a resumed wizard). */

@@ -3,7 +3,8 @@
 // kept, who reported a crash) comes from wizardView; the rest is written once.
 import { throughputLabel, throughputOption } from '../../api/charts/benchmark-charts';
 import type { BenchmarkPhases } from '../../api/benchmark';
-import type { OptimiseFinal, OptimiseTrial, SkippedChange, TrialDecision } from '../../api/optimise';
+import { CONDITIONS_HEAD, conditionsTable } from '../../api/confounders';
+import type { ConditionsRow, OptimiseFinal, OptimiseTrial, SkippedChange, TrialDecision } from '../../api/optimise';
 import { compileText } from '../../api/script-trial-words';
 import { overrideCode } from '../../api/script-override-code';
 import { ciLevel, orderIntervalCoverage } from '../../api/order-interval';
@@ -90,7 +91,7 @@ export function scriptWizardView(run: ScriptOptimiseRun): WizardView {
     changed: changed.map(([k, v]) => [k, asRun(run, k), code(overrideCode({ [k]: v }, { device: r.baseline.device })[0] ?? `${k}=${String(v)}`)]),
     changedHead: ['Setting', 'In your script', 'Use'],
     code: { lead: 'In your script (or keep passing them with `--set`):', lines: changed.length ? overrideCode(Object.fromEntries(changed), { device: r.baseline.device }) : [] },
-    unchanged: 'Use: your script as it is; no change beat the noise.',
+    unchanged: r.trials.some((t) => t.decision === 'confounded') ? 'Use: your script as it is; no change was kept.' : 'Use: your script as it is; no change beat the noise.',
     proposedCode: r.trials
       .filter((t) => t.decision === 'proposed')
       .map((t) => {
@@ -115,6 +116,7 @@ const TRIAL_CONCLUSIONS: Record<TrialDecision, string> = {
   crashed: 'Not kept: the trial did not finish.',
   'changes-results': 'Not kept: it moved the training loss beyond the tolerance.',
   proposed: 'Proposed, not kept: faster beyond the noise, but it changes the training recipe, which this wizard run was not allowed to keep.',
+  confounded: 'Not decided: the machine was doing something else during one side of a pair, and still was when the pair was measured again (see Conditions).',
 };
 
 /** A trial's conclusion; a kept change whose loss was not measured (a script target) says so instead of claiming it. */
@@ -136,6 +138,19 @@ function trialRows(t: OptimiseTrial): string[][] {
   ];
 }
 
+/** The machine around each repetition (issue 26): what else ran, the clocks, the GPU's slowdowns; absent in older runs. */
+export function conditionsLines(rows: readonly ConditionsRow[] | undefined): string[] {
+  if (!rows?.some((r) => r.conditions !== null)) return [];
+  return [
+    '#### Conditions',
+    '',
+    'What else the machine did during each repetition. A pair whose two sides saw different conditions was measured again (at most twice); one that still differed leaves the trial undecided.',
+    '',
+    table([...CONDITIONS_HEAD], conditionsTable(rows)),
+    '',
+  ];
+}
+
 /** One wizard trial as the n-th attempt of the report. */
 export function wizardAttemptBody(n: number, view: WizardView, t: OptimiseTrial): string {
   const c = t.change;
@@ -152,6 +167,7 @@ export function wizardAttemptBody(n: number, view: WizardView, t: OptimiseTrial)
     '',
     table(['Metric', 'Current best', 'Candidate', 'Change'], trialRows(t)),
     '',
+    ...conditionsLines(t.conditions),
     `**Analysis**: ${t.why[0].toUpperCase()}${t.why.slice(1)}.${t.error ? ` ${view.said}: ${t.error}.` : ''} The speedup interval is the wizard's paired order-statistic interval over the interleaved repetitions; the side-by-side medians above are each configuration's own.`,
     '',
     `**Conclusion**: ${trialConclusion(t)}`,
@@ -190,6 +206,8 @@ export function wizardDecisionLines(view: WizardView): string[] {
   const lines = [`The wizard's verdict (${code(view.id)}, from its run file): ${savedVerdict(view)}`];
   if (f.changes.length) {
     lines.push('', `Kept, in order: ${f.changes.join('; ')}. Final against baseline, measured A/B/A/B at the end: ${pairedSpeedupText(f.speedup, view.repeat)}; ${fmt(f.samplesPerSec.median, 'samples/s')} (95% CI ${ci(f.samplesPerSec)}).`);
+    const conditions = conditionsLines(f.conditions);
+    if (conditions.length) lines.push('', ...conditions.slice(0, -1));
   }
   if (view.changed.length) {
     lines.push('', 'Configuration to use:', '', table([...view.changedHead], view.changed));

@@ -14,7 +14,8 @@ import type { RunRecord } from '../run-store';
 import { createRun } from '../run-store';
 import { medianInterval } from '../stats/bootstrap';
 import type { ScriptRepetition } from '../targets/script-runner';
-import { ScriptRunner } from '../targets/script-runner';
+import { LAUNCH_TELEMETRY_MS, ScriptRunner } from '../targets/script-runner';
+import { TelemetryService } from '../telemetry/telemetry-service';
 import { scriptBound } from '../knobs/script-bound';
 import type { Workspace } from '../workspace';
 import { commandText } from './script-benchmark';
@@ -28,6 +29,8 @@ export interface ScriptOptimiseOptions {
   onOutput?: (stream: 'stdout' | 'stderr', line: string, launch: number) => void;
   /** The registry the wizard's job joins, so `script.cancel` (or the CLI's Ctrl-C) stops it; a private one when absent. */
   jobs?: ScriptJobs;
+  /** Watches each launch for what else the machine did (confounders); a private one when absent. */
+  telemetry?: TelemetryService;
 }
 
 type Baseline = ScriptOptimiseResult['baseline'];
@@ -47,11 +50,14 @@ export async function optimiseScript(workspace: Workspace, events: EventHub, req
   const started = Date.now();
   const jobs = options.jobs ?? new ScriptJobs();
   const job = jobs.open(request.jobId, 'script optimisation');
+  const telemetry = options.telemetry ?? new TelemetryService(events);
+  // Held across the launches: nvidia-smi starts once, not inside each launch's measured steps.
+  const held = await telemetry.hold(LAUNCH_TELEMETRY_MS);
   try {
     // Checked before a run is created: a refused resume records nothing.
     const resumed = request.resumeFrom ? await loadScriptWizardState(workspace, request.resumeFrom, request) : null;
     const run = await createRun(workspace, 'optimise', { target: request.target, request, jobId: job.id });
-    const wizard = new ScriptWizard(request, run, events, options, started, jobs, job, resumed);
+    const wizard = new ScriptWizard(request, run, events, options, started, jobs, job, resumed, telemetry);
     try {
       const result = await wizard.go();
       await run.finish('completed', { result });
@@ -67,6 +73,8 @@ export async function optimiseScript(workspace: Workspace, events: EventHub, req
       throw stopped;
     }
   } finally {
+    held.release();
+    if (!options.telemetry) await telemetry.dispose();
     jobs.close(job);
   }
 }
@@ -88,16 +96,24 @@ class ScriptWizard {
     private readonly job: ScriptJob,
     /** What the run this one resumes had measured; null for a fresh wizard. */
     private readonly resumed: ScriptOptimiseRecord | null,
+    telemetry: TelemetryService,
   ) {
     this.state = { best: request.overrides, trials: [], exhausted: [], skipped: [] };
-    this.runner = new ScriptRunner(request, run, jobs, job, (stream, line, launch) => {
-      this.events.emit('script.output', { jobId: job.id, runId: run.id, repetition: launch, stream, line });
-      this.options.onOutput?.(stream, line, launch);
-    });
+    this.runner = new ScriptRunner(
+      request,
+      run,
+      jobs,
+      job,
+      (stream, line, launch) => {
+        this.events.emit('script.output', { jobId: job.id, runId: run.id, repetition: launch, stream, line });
+        this.options.onOutput?.(stream, line, launch);
+      },
+      telemetry,
+    );
     const r = request;
     this.loop = new WizardLoop(
       this.runner,
-      { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance },
+      { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance, confounders: r.confounders },
       {
         cancelled: () => job.cancelled,
         progress: (p) => this.emit(p),

@@ -72,7 +72,7 @@ export class EngineRunner implements TargetRunner<OptimiseConfig, EngineRepetiti
     const prepared = await this.prepare(config);
     const n = ++this.count;
     const measured = await this.benchmarks.repetition(n, prepared, this.run, this.job, `${this.run.id}-r${n}`);
-    return { samplesPerSec: measured.repetition.samplesPerSec, loss: meanLoss(measured.steps), measured };
+    return { samplesPerSec: measured.repetition.samplesPerSec, loss: meanLoss(measured.steps), conditions: measured.repetition.telemetry.conditions ?? null, measured };
   }
 
   apply(config: OptimiseConfig, change: OptimiseChange): OptimiseConfig {

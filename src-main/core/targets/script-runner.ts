@@ -1,10 +1,12 @@
 import { ApiError } from '../../api/errors';
 import type { OptimiseChange, TrialCompile } from '../../api/optimise';
 import type { ScriptLoaderSettings, ScriptOptimiseRequest, ScriptOverrideKey, ScriptOverrides } from '../../api/script-target';
+import type { Conditions, TelemetrySummary } from '../../api/telemetry';
 import type { ScriptKnobContext } from '../knobs/knob';
 import type { FinalWords } from '../optimise/final-verdict';
 import type { RunRecord } from '../run-store';
 import type { ProbeMessage } from '../script/probe-messages';
+import type { TelemetryService } from '../telemetry/telemetry-service';
 import { probeDir } from '../script/probe-dir';
 import type { RankSummary } from '../script/rank-stats';
 import { combineRanks, summarizeRank } from '../script/rank-stats';
@@ -23,7 +25,12 @@ export interface ScriptRepetition extends Repetition {
   loader: ScriptLoaderSettings | null;
   /** With compile.mode: what dynamo compiled in this launch (rank 0). */
   compile: { seconds: number; compilations: number; inMeasuredSteps: number } | null;
+  /** What else the machine did over the measured steps; null without telemetry. */
+  conditions: Conditions | null;
 }
+
+/** The window of a launch's measured steps, from its first measured step to its end. */
+type LaunchWindow = { stop(): Promise<TelemetrySummary> };
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
@@ -31,6 +38,9 @@ const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.lengt
 type ProbeSeen = 'optimizer' | 'models' | 'autocast' | 'torch' | 'zeroGradToNone';
 
 const LOADER_KEYS = ['num_workers', 'prefetch_factor', 'pin_memory', 'persistent_workers', 'batch_size'] as const;
+
+/** The benchmarks' telemetry period. */
+export const LAUNCH_TELEMETRY_MS = 500;
 
 /** Two launches of the same settings whose mean losses differ by more than this (relative) do not reproduce it. */
 const REPEAT_LOSS_TOLERANCE = 1e-3;
@@ -68,18 +78,44 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
     private readonly job: ScriptJob,
     /** Each line the script writes, with the launch (1-based, over the whole wizard) that wrote it. */
     private readonly onLine: (stream: 'stdout' | 'stderr', line: string, launch: number) => void,
+    /** Watches each launch's measured window for what else the machine did (confounders); none: not watched. */
+    private readonly telemetry: TelemetryService | null = null,
   ) {}
+
+  /** Telemetry over a launch's measured steps, with the launch's process group as the target. */
+  private window(pgid: number | null): LaunchWindow | null {
+    if (!this.telemetry || pgid === null) return null;
+    return this.telemetry.record(this.run.stream(`telemetry-launch${this.launches}.jsonl`, { append: true }), LAUNCH_TELEMETRY_MS, { pgid });
+  }
 
   async measure(overrides: ScriptOverrides): Promise<ScriptRepetition> {
     const r = this.request;
     const n = ++this.launches;
     const trialOptions = { target: r.target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir, seed: r.seed };
-    const record = await runTrial({
-      ...trialOptions,
-      onStarted: (cancel) => this.jobs.started(this.job, cancel),
-      onLine: (stream, line) => this.onLine(stream, line, n),
-    });
+    let pgid: number | null = null;
+    let window: LaunchWindow | null = null;
+    let record: Awaited<ReturnType<typeof runTrial>>;
+    try {
+      record = await runTrial({
+        ...trialOptions,
+        onStarted: (cancel, pid) => {
+          pgid = pid;
+          if (r.warmupSteps === 0) window ??= this.window(pgid);
+          this.jobs.started(this.job, cancel);
+        },
+        onLine: (stream, line) => this.onLine(stream, line, n),
+        onMessage: (_connection, m) => {
+          if (m.type === 'step' && m.step > r.warmupSteps) window ??= this.window(pgid);
+        },
+      });
+    } catch (err) {
+      this.job.cancel = null;
+      // The window's recording holds the samplers: a failed launch ends it too.
+      if (window) await (window as LaunchWindow).stop().catch(() => undefined);
+      throw err;
+    }
     this.job.cancel = null;
+    const conditions = window ? ((await (window as LaunchWindow).stop()).conditions ?? null) : null;
     const error = trialError(record, trialOptions);
     if (error) throw error;
     const ranks = record.connections.map((c) => summarizeRank(c, r.warmupSteps, r.steps)).filter((x): x is RankSummary => x !== null);
@@ -104,7 +140,7 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
     const loss = this.lossOfLaunch(n, overrides, first?.messages ?? []);
     const compiled = first?.messages.find((m) => m.type === 'compile');
     const compile = compiled?.type === 'compile' ? { seconds: compiled.seconds, compilations: compiled.compilations, inMeasuredSteps: compiled.inMeasuredSteps } : null;
-    return { samplesPerSec: combined.samplesPerSec, loss, stepMs: combined.steadyStateMeanMs, phasesMs: combined.phasesMs, device: ranks[0].rank.device, loader, compile };
+    return { samplesPerSec: combined.samplesPerSec, loss, stepMs: combined.steadyStateMeanMs, phasesMs: combined.phasesMs, device: ranks[0].rank.device, loader, compile, conditions };
   }
 
   /**

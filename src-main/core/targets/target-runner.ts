@@ -1,4 +1,5 @@
 import type { OptimiseChange, OptimisePreset, SkippedChange, TrialCompile } from '../../api/optimise';
+import type { Conditions } from '../../api/telemetry';
 import type { KnobTarget } from '../knobs/knob';
 import type { FinalWords } from '../optimise/final-verdict';
 
@@ -7,6 +8,8 @@ export interface Repetition {
   samplesPerSec: number;
   /** Mean loss over the measured steps (Infinity: it diverged); null where the target cannot measure it. */
   loss: number | null;
+  /** What else the machine did during it (core/telemetry/conditions.ts); absent where it was not watched. */
+  conditions?: Conditions | null;
 }
 
 /** The knobs' next steps from a configuration: the changes to try in order, and the ones that do not apply here. */
