@@ -1,5 +1,5 @@
 import type { BuildResult, CacheDType, InspectResult, LoaderBenchResult, SourceSpecInput } from '@api/datasets';
-import { CacheFieldSchema } from '@api/datasets';
+import { BuildRequestSchema, CacheFieldSchema } from '@api/datasets';
 import { computed, ref, shallowRef, watch } from 'vue';
 
 import { useDatasetsStore } from '../stores/datasets';
@@ -36,6 +36,8 @@ export function nextFieldName(taken: string[]): string {
   for (let i = taken.length + 1; ; i++) if (!taken.includes(`field${i}`)) return `field${i}`;
 }
 
+const FIELD_NAME_RULE = 'use letters, digits, _ . - and start with a letter or _';
+
 const baseName = (path: string): string => path.split('/').pop() ?? path;
 
 /**
@@ -48,12 +50,34 @@ export function fieldProblem(files: { path: string; field: string }[]): string |
     const file = baseName(f.path);
     const name = f.field.trim();
     if (name === '') return `Give ${file} a field name (features are usually x, labels y).`;
-    const check = CacheFieldSchema.shape.name.safeParse(name);
-    if (!check.success) return `Field name '${name}' of ${file}: use letters, digits, _ . - and start with a letter or _.`;
+    if (!CacheFieldSchema.shape.name.safeParse(name).success) return `Field name '${name}' of ${file}: ${FIELD_NAME_RULE}.`;
     const other = seen.get(name);
     if (other) return `Field name '${name}' is given to both ${other} and ${file}: each file needs its own.`;
     seen.set(name, file);
   }
+  return null;
+}
+
+/**
+ * Why the fields step cannot build yet, naming the value (the contract would answer with a schema path
+ * such as `params.fieldMap.0.to`); null when it can. Each rule is the contract's own schema.
+ */
+export function buildProblem(settings: { name: string; shardMiB: number; sampleRatio: number; mapping: { from: string; to: string }[] }): string | null {
+  const { name, shardMiB, sampleRatio, mapping } = settings;
+  if (name.trim() === '') return 'Give the dataset a name.';
+  if (!BuildRequestSchema.shape.name.safeParse(name).success) {
+    return `Name '${name}': use letters, digits, . _ - (not starting with '.'), at most 64 characters.`;
+  }
+  const seen = new Map<string, string>();
+  for (const m of mapping) {
+    if (m.to.trim() === '') return `Give field ${m.from} a name to be cached as.`;
+    if (!CacheFieldSchema.shape.name.safeParse(m.to).success) return `Field ${m.from} cached as '${m.to}': ${FIELD_NAME_RULE}.`;
+    const other = seen.get(m.to);
+    if (other !== undefined) return `Fields ${other} and ${m.from} are both cached as '${m.to}': each needs its own name.`;
+    seen.set(m.to, m.from);
+  }
+  if (!Number.isFinite(shardMiB) || shardMiB < 1) return 'Shard size: a number of MiB, at least 1.';
+  if (!Number.isFinite(sampleRatio) || sampleRatio <= 0 || sampleRatio > 1) return 'Benchmark sample ratio: above 0 and at most 1 (1 reads every record).';
   return null;
 }
 
@@ -233,8 +257,17 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
     }
   }
 
+  /** Why Build cannot run yet, in words; null when it can. */
+  const settingsProblem = computed(() =>
+    buildProblem({ name: name.value, shardMiB: shardMiB.value, sampleRatio: sampleRatio.value, mapping: mapping.value }),
+  );
+
   async function build(): Promise<void> {
     if (datasets.building) return;
+    if (settingsProblem.value) {
+      error.value = settingsProblem.value;
+      return;
+    }
     error.value = null;
     step.value = 'build';
     const fieldMap = mapping.value.filter((m, i) => m.to !== m.from || m.dtype !== inspected.value?.fields[i].dtype);
@@ -285,7 +318,7 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
   }
 
   return {
-    step, kind, files, csvColumns, csvLabel, csvLabelDtype, readingHeader, sourceProblem, boardRecords, boardSeed, name, shardMiB, sampleRatio,
+    step, kind, files, csvColumns, csvLabel, csvLabelDtype, readingHeader, sourceProblem, settingsProblem, boardRecords, boardSeed, name, shardMiB, sampleRatio,
     inspected, mapping, progress, built, bench, busy, error,
     addFile, removeFile, inspect, build, cancel, benchmark, restart,
   };

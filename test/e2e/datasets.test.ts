@@ -149,6 +149,12 @@ describe('caching wizard (serve mode, Chromium)', () => {
       expect(table).toMatch(/x\s+float32/);
       expect(table).toMatch(/y\s+int64/);
       expect(await page.getByText('600 records').count()).toBe(1);
+      // A name the cache folder cannot take is said beside Build, which waits for a fix.
+      await page.getByTestId('dataset-name').fill('my features');
+      expect(await page.getByTestId('settings-problem').innerText()).toBe("Name 'my features': use letters, digits, . _ - (not starting with '.'), at most 64 characters.");
+      expect(await page.getByTestId('build').isDisabled()).toBe(true);
+      await page.getByTestId('dataset-name').fill('features');
+      expect(await page.getByTestId('settings-problem').count()).toBe(0);
       await page.screenshot({ path: path.join(SHOTS, `datasets-npy-pair-inspect-${size}.png`) });
       if (viewport.width === 1440) {
         await page.getByTestId('build').click();

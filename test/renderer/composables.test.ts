@@ -9,7 +9,7 @@ import { effectScope } from 'vue';
 
 import type { Services } from '../../src-main/core/services';
 import { useEnginePing } from '../../src-renderer/composables/useEnginePing';
-import { fieldProblem, kindForFile, nextFieldName, previewText, useImportWizard } from '../../src-renderer/composables/useImportWizard';
+import { buildProblem, fieldProblem, kindForFile, nextFieldName, previewText, useImportWizard } from '../../src-renderer/composables/useImportWizard';
 import { npyBytes } from '../helpers/numpy';
 import { testServices } from '../helpers/services';
 import { fail, installFakeClient } from './fake-client';
@@ -132,6 +132,18 @@ describe('useImportWizard', () => {
       "Field name 'x' is given to both a.npy and b.npy: each file needs its own.",
     );
     expect(fieldProblem([{ path: 'sources/a.npy', field: 'x' }, { path: 'sources/b.npy', field: 'y' }])).toBeNull();
+  });
+
+  it('names the setting and its value when the fields step cannot build', () => {
+    const ok = { name: 'iris', shardMiB: 1024, sampleRatio: 1, mapping: [{ from: 'x', to: 'x' }, { from: 'y', to: 'y' }] };
+    expect(buildProblem(ok)).toBeNull();
+    expect(buildProblem({ ...ok, name: '' })).toBe('Give the dataset a name.');
+    expect(buildProblem({ ...ok, name: 'my data' })).toBe("Name 'my data': use letters, digits, . _ - (not starting with '.'), at most 64 characters.");
+    expect(buildProblem({ ...ok, name: '.hidden' })).toMatch(/^Name '\.hidden'/);
+    expect(buildProblem({ ...ok, mapping: [{ from: 'x', to: 'pixels!' }] })).toBe("Field x cached as 'pixels!': use letters, digits, _ . - and start with a letter or _.");
+    expect(buildProblem({ ...ok, mapping: [{ from: 'x', to: 'x' }, { from: 'y', to: 'x' }] })).toBe("Fields x and y are both cached as 'x': each needs its own name.");
+    expect(buildProblem({ ...ok, shardMiB: 0 })).toBe('Shard size: a number of MiB, at least 1.');
+    expect(buildProblem({ ...ok, sampleRatio: 1.5 })).toBe('Benchmark sample ratio: above 0 and at most 1 (1 reads every record).');
   });
 
   it('shows the engine’s error, naming the file, for a source that is not what its name says', async () => {
