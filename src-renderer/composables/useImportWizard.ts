@@ -81,6 +81,13 @@ export function buildProblem(settings: { name: string; shardMiB: number; sampleR
   return null;
 }
 
+/** Why a raw dump's per-record shape (`104,9,9`, empty for one value) is not one, naming the file; null when it is. */
+export function shapeProblem(file: { path: string; shape: string }): string | null {
+  if (file.shape.trim() === '') return null;
+  const bad = file.shape.split(',').find((d) => !/^\s*[1-9]\d*\s*$/.test(d));
+  return bad === undefined ? null : `Per-record shape '${file.shape}' of ${baseName(file.path)}: '${bad.trim()}' is not a positive whole number (e.g. 104,9,9; empty for one value).`;
+}
+
 const formatValue = (v: number): string => (Number.isInteger(v) ? String(v) : v.toFixed(4));
 
 /**
@@ -151,13 +158,13 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
       case 'csv':
         return { kind: 'csv', path: first?.path ?? '', label: csvLabel.value, labelDtype: csvLabelDtype.value };
       case 'idx':
-        return { kind: 'idx', files: files.value.map((f) => ({ path: f.path, field: f.field })) };
+        return { kind: 'idx', files: files.value.map((f) => ({ path: f.path, field: f.field.trim() })) };
       case 'raw':
         return {
           kind: 'raw',
           files: files.value.map((f) => ({
             path: f.path,
-            field: f.field,
+            field: f.field.trim(),
             dtype: f.dtype,
             shape: f.shape.trim() === '' ? [] : f.shape.split(',').map((d) => Number(d.trim())),
           })),
@@ -235,7 +242,8 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
       if (readingHeader.value) return 'Reading the header…';
       return csvLabel.value ? null : 'Choose the label column.';
     }
-    return isMultiFile(kind.value) ? fieldProblem(files.value) : null;
+    if (!isMultiFile(kind.value)) return null;
+    return fieldProblem(files.value) ?? (kind.value === 'raw' ? files.value.map(shapeProblem).find((p) => p !== null) ?? null : null);
   });
 
   async function inspect(): Promise<void> {

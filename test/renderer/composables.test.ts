@@ -9,7 +9,7 @@ import { effectScope } from 'vue';
 
 import type { Services } from '../../src-main/core/services';
 import { useEnginePing } from '../../src-renderer/composables/useEnginePing';
-import { buildProblem, fieldProblem, kindForFile, nextFieldName, previewText, useImportWizard } from '../../src-renderer/composables/useImportWizard';
+import { buildProblem, fieldProblem, kindForFile, shapeProblem, nextFieldName, previewText, useImportWizard } from '../../src-renderer/composables/useImportWizard';
 import { npyBytes } from '../helpers/numpy';
 import { testServices } from '../helpers/services';
 import { fail, installFakeClient } from './fake-client';
@@ -132,6 +132,12 @@ describe('useImportWizard', () => {
       "Field name 'x' is given to both a.npy and b.npy: each file needs its own.",
     );
     expect(fieldProblem([{ path: 'sources/a.npy', field: 'x' }, { path: 'sources/b.npy', field: 'y' }])).toBeNull();
+    expect(shapeProblem({ path: 'sources/planes.bin', shape: '104, 9,9' })).toBeNull();
+    expect(shapeProblem({ path: 'sources/value.bin', shape: '' })).toBeNull();
+    expect(shapeProblem({ path: 'sources/planes.bin', shape: '104,x,9' })).toBe(
+      "Per-record shape '104,x,9' of planes.bin: 'x' is not a positive whole number (e.g. 104,9,9; empty for one value).",
+    );
+    expect(shapeProblem({ path: 'sources/planes.bin', shape: '0' })).toMatch(/'0' is not a positive whole number/);
   });
 
   it('names the setting and its value when the fields step cannot build', () => {
