@@ -76,12 +76,21 @@ export type RawFieldFile = z.infer<typeof RawFieldFileSchema>;
 export const RawRecordFileSchema = z.object({ path: z.string().min(1), record: z.array(RecordMemberSchema).min(1).max(64) }).strict();
 export type RawRecordFile = z.infer<typeof RawRecordFileSchema>;
 
+/** One .npy file of several read side by side: a plain array becomes `field`. */
+export const NpyFieldFileSchema = z.object({ path: z.string().min(1), field: CacheFieldSchema.shape.name }).strict();
+export type NpyFieldFile = z.infer<typeof NpyFieldFileSchema>;
+
 /** Where records come from when building a cache. */
 export const SourceSpecSchema = z.discriminatedUnion('kind', [
   /** MNIST-style IDX files (gzip or raw), one field per file. */
   z.object({ kind: z.literal('idx'), files: z.array(z.object({ path: z.string().min(1), field: z.string().min(1) })).min(1) }).strict(),
   /** A NumPy .npy file: a plain array becomes `field`, a structured one a field per member. */
   z.object({ kind: z.literal('npy'), path: z.string().min(1), field: z.string().min(1).default('x') }).strict(),
+  /**
+   * Several .npy files read side by side (features and labels saved apart), each a named field as `npy` names
+   * one: `trainbench cache build x.npy:x y.npy:y`. Record counts must agree.
+   */
+  z.object({ kind: z.literal('npy-fields'), files: z.array(NpyFieldFileSchema).min(1).max(64) }).strict(),
   /** A NumPy .npz archive: one field per array. */
   z.object({ kind: z.literal('npz'), path: z.string().min(1) }).strict(),
   /**
@@ -207,5 +216,14 @@ export const LoaderBenchResultSchema = z.object({
   telemetry: TelemetrySummarySchema,
 });
 export type LoaderBenchResult = z.infer<typeof LoaderBenchResultSchema>;
+
+/** A CSV's header, read before the label column is chosen. */
+export const CsvHeaderSchema = z.object({
+  path: z.string(),
+  columns: z.array(z.string()),
+  /** The column most likely to be the label: one named label/target/y/class, else the last. */
+  suggestedLabel: z.string(),
+});
+export type CsvHeader = z.infer<typeof CsvHeaderSchema>;
 
 export const FileEntrySchema = z.object({ name: z.string(), path: z.string(), kind: z.enum(['file', 'dir']), bytes: z.number() });

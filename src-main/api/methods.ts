@@ -27,6 +27,7 @@ import { RunDetailSchema, RunSummarySchema, TrainRequestSchema, TrainResultSchem
 import {
   BuildRequestSchema,
   BuildResultSchema,
+  CsvHeaderSchema,
   DatasetSummarySchema,
   FileEntrySchema,
   InspectResultSchema,
@@ -85,6 +86,8 @@ export const apiMethods = {
   'datasets.list': { params: NoParams, result: z.array(DatasetSummarySchema) },
   /** Detected fields, record count and a preview of a source, before building. */
   'datasets.inspect': { params: z.object({ source: SourceSpecSchema }).strict(), result: InspectResultSchema },
+  /** The columns of a CSV's header row (the first line only, bounded), so its label column can be chosen from them. */
+  'datasets.csvHeader': { params: z.object({ path: z.string().min(1).max(4096) }).strict(), result: CsvHeaderSchema },
   /** Builds a cache; progress arrives as datasets.progress events with the request's jobId. */
   'datasets.build': { params: BuildRequestSchema, result: BuildResultSchema },
   'datasets.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },

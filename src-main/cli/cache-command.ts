@@ -24,7 +24,7 @@ function dtype(value: string, where: string): CacheDType {
 }
 
 /**
- * Positional sources: `file.npy[:field]`, `file.npz`, `file.csv` (with --label),
+ * Positional sources: `file.npy[:field]`, `features.npy:x labels.npy:y` (side by side), `file.npz`, `file.csv` (with --label),
  * `images.gz:x labels.gz:y` (IDX), headerless dumps `file:field:dtype:d1,d2`,
  * or one dump of interleaved records with `--record name:dtype:shape,...`.
  */
@@ -61,8 +61,16 @@ export function sourceFromArgs(
     if (!opts.label) throw new ApiError('E_BAD_INPUT', `${path}: say which column is the label with --label <column>`);
     return { kind: 'csv', path, label: opts.label, labelDtype: opts.labelDtype ?? 'int32' };
   }
+  if (parts.every(([p]) => /\.npy$/i.test(p))) {
+    const unnamed = parts.find((p) => p.length !== 2 || p[1] === '');
+    if (unnamed) throw new ApiError('E_BAD_INPUT', `${unnamed[0]}: name each .npy file's field when several are read side by side, e.g. features.npy:x labels.npy:y`);
+    return { kind: 'npy-fields', files: parts.map(([p, f]) => ({ path: p, field: f })) };
+  }
   if (parts.every((p) => p.length === 2)) return { kind: 'idx', files: parts.map(([p, f]) => ({ path: p, field: f })) };
-  throw new ApiError('E_BAD_INPUT', `cannot tell what ${files.join(' ')} is: use file.npy[:field], file.npz, file.csv --label col, images:x labels:y (IDX), or dump:field:dtype:shape`);
+  throw new ApiError(
+    'E_BAD_INPUT',
+    `cannot tell what ${files.join(' ')} is: use file.npy[:field], features.npy:x labels.npy:y, file.npz, file.csv --label col, images:x labels:y (IDX), or dump:field:dtype:shape`,
+  );
 }
 
 function progressLine(p: BuildProgress): string {
@@ -91,7 +99,7 @@ export function cacheCommand(): Command {
   cache
     .command('build')
     .description('import a source into a cache (a hit when the same source and settings were cached before)')
-    .argument('[sources...]', 'file.npy[:field] | file.npz | file.csv | images:x labels:y | dump:field:dtype:shape | dump (with --record)')
+    .argument('[sources...]', 'file.npy[:field] | x.npy:x y.npy:y | file.npz | file.csv | images:x labels:y | dump:field:dtype:shape | dump (with --record)')
     .requiredOption('--name <name>', 'dataset name (letters, digits, _ . -)')
     .option('--label <column>', 'CSV: the label column')
     .option('--label-dtype <dtype>', 'CSV: int32 (classes; text labels become indices into sorted class names) or float32 (regression)', 'int32')

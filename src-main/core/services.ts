@@ -125,6 +125,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'runs.list': () => listRuns(workspace),
     'runs.get': ({ id }) => readRunDetail(workspace, id),
     'datasets.list': () => datasets.list(),
+    'datasets.csvHeader': ({ path }) => datasets.csvHeader(path),
     'datasets.inspect': ({ source }) => datasets.inspect(source),
     'datasets.build': (request) => jobs.run('datasets.build', request, (id) => datasets.cancel(id), (r) => datasets.build(r)),
     'datasets.cancel': ({ jobId }) => cancelJob(jobId),

@@ -1,4 +1,5 @@
 import type { BuildResult, CacheDType, InspectResult, LoaderBenchResult, SourceSpecInput } from '@api/datasets';
+import { BuildRequestSchema, CacheFieldSchema } from '@api/datasets';
 import { computed, ref, shallowRef, watch } from 'vue';
 
 import { useDatasetsStore } from '../stores/datasets';
@@ -25,6 +26,68 @@ export function kindForFile(name: string): SourceKind {
   return 'raw';
 }
 
+/** Kinds that read several files side by side, one field each. */
+const MULTI_FILE: readonly SourceKind[] = ['npy', 'idx', 'raw'];
+export const isMultiFile = (kind: SourceKind): boolean => MULTI_FILE.includes(kind);
+
+/** The next file's field name: features x, labels y, then field3, field4… (names already taken are skipped). */
+export function nextFieldName(taken: string[]): string {
+  for (const name of ['x', 'y']) if (!taken.includes(name)) return name;
+  for (let i = taken.length + 1; ; i++) if (!taken.includes(`field${i}`)) return `field${i}`;
+}
+
+const FIELD_NAME_RULE = 'use letters, digits, _ . - and start with a letter or _';
+
+const baseName = (path: string): string => path.split('/').pop() ?? path;
+
+/**
+ * Why the chosen files cannot be inspected yet, naming the file and the value (the contract would
+ * answer with its schema's path instead); null when they can.
+ */
+export function fieldProblem(files: { path: string; field: string }[]): string | null {
+  const seen = new Map<string, string>();
+  for (const f of files) {
+    const file = baseName(f.path);
+    const name = f.field.trim();
+    if (name === '') return `Give ${file} a field name (features are usually x, labels y).`;
+    if (!CacheFieldSchema.shape.name.safeParse(name).success) return `Field name '${name}' of ${file}: ${FIELD_NAME_RULE}.`;
+    const other = seen.get(name);
+    if (other) return `Field name '${name}' is given to both ${other} and ${file}: each file needs its own.`;
+    seen.set(name, file);
+  }
+  return null;
+}
+
+/**
+ * Why the fields step cannot build yet, naming the value (the contract would answer with a schema path
+ * such as `params.fieldMap.0.to`); null when it can. Each rule is the contract's own schema.
+ */
+export function buildProblem(settings: { name: string; shardMiB: number; sampleRatio: number; mapping: { from: string; to: string }[] }): string | null {
+  const { name, shardMiB, sampleRatio, mapping } = settings;
+  if (name.trim() === '') return 'Give the dataset a name.';
+  if (!BuildRequestSchema.shape.name.safeParse(name).success) {
+    return `Name '${name}': use letters, digits, . _ - (not starting with '.'), at most 64 characters.`;
+  }
+  const seen = new Map<string, string>();
+  for (const m of mapping) {
+    if (m.to.trim() === '') return `Give field ${m.from} a name to be cached as.`;
+    if (!CacheFieldSchema.shape.name.safeParse(m.to).success) return `Field ${m.from} cached as '${m.to}': ${FIELD_NAME_RULE}.`;
+    const other = seen.get(m.to);
+    if (other !== undefined) return `Fields ${other} and ${m.from} are both cached as '${m.to}': each needs its own name.`;
+    seen.set(m.to, m.from);
+  }
+  if (!Number.isFinite(shardMiB) || shardMiB < 1) return 'Shard size: a number of MiB, at least 1.';
+  if (!Number.isFinite(sampleRatio) || sampleRatio <= 0 || sampleRatio > 1) return 'Benchmark sample ratio: above 0 and at most 1 (1 reads every record).';
+  return null;
+}
+
+/** Why a raw dump's per-record shape (`104,9,9`, empty for one value) is not one, naming the file; null when it is. */
+export function shapeProblem(file: { path: string; shape: string }): string | null {
+  if (file.shape.trim() === '') return null;
+  const bad = file.shape.split(',').find((d) => !/^\s*[1-9]\d*\s*$/.test(d));
+  return bad === undefined ? null : `Per-record shape '${file.shape}' of ${baseName(file.path)}: '${bad.trim()}' is not a positive whole number (e.g. 104,9,9; empty for one value).`;
+}
+
 const formatValue = (v: number): string => (Number.isInteger(v) ? String(v) : v.toFixed(4));
 
 /**
@@ -46,7 +109,12 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
   const step = ref<WizardStep>('source');
   const kind = ref<SourceKind>('npy');
   const files = ref<ChosenFile[]>([]);
+  /** The chosen CSV's header columns, read by the main process when the file is chosen. */
+  const csvColumns = ref<string[]>([]);
   const csvLabel = ref('');
+  /** int32: the label is a class (text labels become class indices); float32: a number to regress. */
+  const csvLabelDtype = ref<'int32' | 'float32'>('int32');
+  const readingHeader = ref(false);
   const boardRecords = ref(2000);
   const boardSeed = ref(0);
   const name = ref('');
@@ -81,19 +149,22 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
     const first = files.value[0];
     switch (kind.value) {
       case 'npy':
-        return { kind: 'npy', path: first?.path ?? '', field: first?.field || 'x' };
+        // One file keeps the single-file form, so its cache matches `cache build file.npy:field`.
+        return files.value.length > 1
+          ? { kind: 'npy-fields', files: files.value.map((f) => ({ path: f.path, field: f.field.trim() })) }
+          : { kind: 'npy', path: first?.path ?? '', field: first?.field.trim() || 'x' };
       case 'npz':
         return { kind: 'npz', path: first?.path ?? '' };
       case 'csv':
-        return { kind: 'csv', path: first?.path ?? '', label: csvLabel.value };
+        return { kind: 'csv', path: first?.path ?? '', label: csvLabel.value, labelDtype: csvLabelDtype.value };
       case 'idx':
-        return { kind: 'idx', files: files.value.map((f) => ({ path: f.path, field: f.field })) };
+        return { kind: 'idx', files: files.value.map((f) => ({ path: f.path, field: f.field.trim() })) };
       case 'raw':
         return {
           kind: 'raw',
           files: files.value.map((f) => ({
             path: f.path,
-            field: f.field,
+            field: f.field.trim(),
             dtype: f.dtype,
             shape: f.shape.trim() === '' ? [] : f.shape.split(',').map((d) => Number(d.trim())),
           })),
@@ -103,21 +174,83 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
     }
   });
 
+  /**
+   * Adds a chosen file. Kinds read side by side (.npy, IDX, raw dumps) collect one file per field; a file
+   * of another kind starts over with it. A CSV's header is read at once, to offer its columns as the label.
+   */
   function addFile(path: string): void {
-    const base = path.split('/').pop() ?? path;
-    if (files.value.length === 0) kind.value = kindForFile(base);
-    const multi = kind.value === 'idx' || kind.value === 'raw';
-    const field = files.value.length === 0 ? 'x' : files.value.length === 1 ? 'y' : `field${files.value.length}`;
-    const entry: ChosenFile = { path, field, dtype: 'uint8', shape: '' };
-    files.value = multi ? [...files.value, entry] : [entry];
-    if (!name.value) name.value = base.replace(/\.[^.]+$/, '').replace(/[^A-Za-z0-9_.-]/g, '_') || 'dataset';
+    const base = baseName(path);
+    const own = kindForFile(base);
+    error.value = null;
+    if (files.value.some((f) => f.path === path)) {
+      error.value = `${base} is already chosen: pick another file for the next field.`;
+      return;
+    }
+    const keep = files.value.length > 0 && isMultiFile(kind.value) && (own === kind.value || kind.value === 'raw');
+    if (!keep) {
+      files.value = [];
+      kind.value = own;
+      csvLabelDtype.value = 'int32';
+    }
+    const field = nextFieldName(files.value.map((f) => f.field.trim()));
+    files.value = [...files.value, { path, field, dtype: 'uint8', shape: '' }];
+    if (!keep) name.value = base.replace(/\.[^.]+$/, '').replace(/[^A-Za-z0-9_.-]/g, '_') || 'dataset';
+    if (kind.value === 'csv') void readHeader(path);
+  }
+
+  /** The CSV's columns, and its likely label column as the default choice. */
+  let headerRequest = 0;
+  async function readHeader(path: string): Promise<void> {
+    const request = ++headerRequest;
+    csvColumns.value = [];
+    csvLabel.value = '';
+    readingHeader.value = true;
+    try {
+      const header = await client.call('datasets.csvHeader', { path });
+      // A later choice wins over a slow answer for an earlier file.
+      if (request !== headerRequest) return;
+      csvColumns.value = header.columns;
+      csvLabel.value = header.suggestedLabel;
+    } catch (err) {
+      if (request === headerRequest) error.value = errorText(err);
+    } finally {
+      if (request === headerRequest) readingHeader.value = false;
+    }
   }
 
   function removeFile(i: number): void {
     files.value = files.value.filter((_, j) => j !== i);
+    if (files.value.length === 0) {
+      headerRequest++;
+      readingHeader.value = false;
+      csvColumns.value = [];
+      csvLabel.value = '';
+    }
   }
 
+  // A kind chosen by hand after the files: a single-file kind keeps the first file; a CSV needs its header.
+  watch(kind, (now) => {
+    if (!isMultiFile(now) && files.value.length > 1) files.value = files.value.slice(0, 1);
+    if (now === 'csv' && files.value[0] && csvColumns.value.length === 0 && !readingHeader.value) void readHeader(files.value[0].path);
+  });
+
+  /** Why Inspect cannot run yet, in words; null when it can. */
+  const sourceProblem = computed((): string | null => {
+    if (kind.value === 'synthetic-board') return null;
+    if (files.value.length === 0) return 'Choose a file from the workspace.';
+    if (kind.value === 'csv') {
+      if (readingHeader.value) return 'Reading the header…';
+      return csvLabel.value ? null : 'Choose the label column.';
+    }
+    if (!isMultiFile(kind.value)) return null;
+    return fieldProblem(files.value) ?? (kind.value === 'raw' ? files.value.map(shapeProblem).find((p) => p !== null) ?? null : null);
+  });
+
   async function inspect(): Promise<void> {
+    if (sourceProblem.value) {
+      error.value = sourceProblem.value;
+      return;
+    }
     working.value = true;
     error.value = null;
     try {
@@ -132,8 +265,17 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
     }
   }
 
+  /** Why Build cannot run yet, in words; null when it can. */
+  const settingsProblem = computed(() =>
+    buildProblem({ name: name.value, shardMiB: shardMiB.value, sampleRatio: sampleRatio.value, mapping: mapping.value }),
+  );
+
   async function build(): Promise<void> {
     if (datasets.building) return;
+    if (settingsProblem.value) {
+      error.value = settingsProblem.value;
+      return;
+    }
     error.value = null;
     step.value = 'build';
     const fieldMap = mapping.value.filter((m, i) => m.to !== m.from || m.dtype !== inspected.value?.fields[i].dtype);
@@ -171,6 +313,11 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
   function restart(): void {
     step.value = 'source';
     files.value = [];
+    headerRequest++;
+    readingHeader.value = false;
+    csvColumns.value = [];
+    csvLabel.value = '';
+    csvLabelDtype.value = 'int32';
     inspected.value = null;
     datasets.clearBuild();
     bench.value = null;
@@ -179,7 +326,7 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
   }
 
   return {
-    step, kind, files, csvLabel, boardRecords, boardSeed, name, shardMiB, sampleRatio,
+    step, kind, files, csvColumns, csvLabel, csvLabelDtype, readingHeader, sourceProblem, settingsProblem, boardRecords, boardSeed, name, shardMiB, sampleRatio,
     inspected, mapping, progress, built, bench, busy, error,
     addFile, removeFile, inspect, build, cancel, benchmark, restart,
   };

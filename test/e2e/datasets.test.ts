@@ -14,6 +14,13 @@ const fx = serveInChromium({
     writeFileSync(path.join(workspace, 'sources', 'small.npy'), npyBytes('<f4', [4000, 16], new Uint8Array(values.buffer)));
     const iris = ['sepal_length,sepal_width,species', '5.1,3.5,setosa', '7.0,3.2,versicolor', '6.3,3.3,virginica', '4.9,3.0,setosa'];
     writeFileSync(path.join(workspace, 'sources', 'iris.csv'), iris.join('\n') + '\n');
+    // Features and labels saved apart, as numpy.save writes them; a table with a target column; one without a header.
+    const features = new Float32Array(600 * 8).map((_, i) => Math.cos(i));
+    writeFileSync(path.join(workspace, 'sources', 'features.npy'), npyBytes('<f4', [600, 8], new Uint8Array(features.buffer)));
+    writeFileSync(path.join(workspace, 'sources', 'labels.npy'), npyBytes('<i8', [600], new Uint8Array(new BigInt64Array(600).map((_, i) => BigInt(i % 4)).buffer)));
+    const houses = ['rooms,target,area_m2,year', '3,250000,90,1990', '4,310000,120,2004', '2,180000,60,1975'];
+    writeFileSync(path.join(workspace, 'sources', 'houses.csv'), houses.join('\n') + '\n');
+    writeFileSync(path.join(workspace, 'sources', 'no-header.csv'), '5.1,3.5,0\n4.9,3.0,1\n');
   },
 });
 
@@ -61,7 +68,9 @@ describe('caching wizard (serve mode, Chromium)', () => {
     await page.getByTestId('nav-datasets').click();
     await page.getByTestId('file-iris.csv').click();
     expect(await page.getByTestId('source-kind').inputValue()).toBe('csv');
-    await page.getByPlaceholder('column name').fill('species');
+    // The header's columns are offered, the last (no label/target/y/class column here) chosen.
+    await expect.poll(() => page.getByTestId('csv-label').locator('option').allInnerTexts()).toEqual(['sepal_length', 'sepal_width', 'species']);
+    expect(await page.getByTestId('csv-label').inputValue()).toBe('species');
     await page.getByTestId('inspect').click();
     await page.getByTestId('field-table').waitFor();
     expect(await page.getByTestId('field-classes').innerText()).toBe('3 classes from text labels');
@@ -72,6 +81,91 @@ describe('caching wizard (serve mode, Chromium)', () => {
     await expect.poll(() => page.getByTestId('build-result').innerText(), { timeout: 30_000 }).toMatch(/Built iris-[0-9a-f]{12}, 4 records/);
     await page.close();
   }, 60_000);
+
+  for (const viewport of [{ width: 1440, height: 900 }, { width: 1024, height: 700 }]) {
+    const size = `${viewport.width}x${viewport.height}`;
+
+    it(`offers a CSV's columns as the label, defaulting to its target column, and refuses a table without a header (${size})`, async () => {
+      const page = await fx.browser.newPage({ viewport });
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(fx.serve.url);
+      await page.getByTestId('nav-datasets').click();
+      await page.getByTestId('file-houses.csv').click();
+      await expect.poll(() => page.getByTestId('csv-label').inputValue()).toBe('target');
+      expect(await page.getByTestId('csv-label').locator('option').allInnerTexts()).toEqual(['rooms', 'target', 'area_m2', 'year']);
+      expect(await page.getByTestId('csv-columns').innerText()).toBe('4 columns in the header; the 3 besides the label become the features x.');
+      await page.getByTestId('csv-label-dtype').selectOption('float32');
+      expect(await page.getByTestId('inspect').isEnabled()).toBe(true);
+      await page.getByTestId('inspect').scrollIntoViewIfNeeded();
+      await page.screenshot({ path: path.join(SHOTS, `datasets-csv-label-${size}.png`) });
+      await page.getByTestId('inspect').click();
+      await page.getByTestId('field-table').waitFor();
+      expect(await page.getByTestId('field-table').innerText()).toMatch(/y\s+float32/);
+
+      await page.getByRole('button', { name: 'Back' }).click();
+      await page.getByTestId('file-no-header.csv').click();
+      await expect.poll(() => page.getByTestId('wizard-error').innerText()).toMatch(/E_DATA: .*no-header\.csv has no header row: its first line \(5\.1, 3\.5, 0\) is numbers; add a first line naming the columns/);
+      expect(await page.getByTestId('inspect').isDisabled()).toBe(true);
+      expect(await page.getByTestId('source-problem').innerText()).toBe('Choose the label column.');
+      // A new file starts over: its label is a class again until said otherwise.
+      expect(await page.getByTestId('csv-label-dtype').inputValue()).toBe('int32');
+      expect(await page.getByText('params.').count()).toBe(0);
+      await page.getByTestId('inspect').scrollIntoViewIfNeeded();
+      await page.screenshot({ path: path.join(SHOTS, `datasets-csv-no-header-${size}.png`) });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+      expect(errors).toEqual([]);
+      await page.close();
+    }, 60_000);
+
+    it(`pairs a features .npy and a labels .npy into fields x and y, each removable (${size})`, async () => {
+      const page = await fx.browser.newPage({ viewport });
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(fx.serve.url);
+      await page.getByTestId('nav-datasets').click();
+      await page.getByTestId('file-features.npy').click();
+      await page.getByTestId('file-labels.npy').click();
+      await page.getByTestId('file-small.npy').click();
+      // Three files, one field each; the second picked file was added, not swapped in for the first.
+      await expect.poll(() => page.locator('[data-testid="chosen-files"] tbody tr').count()).toBe(3);
+      expect(await page.getByTestId('field-name-0').inputValue()).toBe('x');
+      expect(await page.getByTestId('field-name-1').inputValue()).toBe('y');
+      expect(await page.getByTestId('field-name-2').inputValue()).toBe('field3');
+      // A name two files share is said in words, and Inspect waits for a fix.
+      await page.getByTestId('field-name-2').fill('x');
+      expect(await page.getByTestId('source-problem').innerText()).toBe("Field name 'x' is given to both features.npy and small.npy: each file needs its own.");
+      expect(await page.getByTestId('inspect').isDisabled()).toBe(true);
+      await page.getByTestId('inspect').scrollIntoViewIfNeeded();
+      await page.screenshot({ path: path.join(SHOTS, `datasets-npy-pair-problem-${size}.png`) });
+      await page.getByRole('button', { name: 'remove small.npy' }).click();
+      expect(await page.locator('[data-testid="chosen-files"] tbody tr').count()).toBe(2);
+      await page.getByTestId('inspect').scrollIntoViewIfNeeded();
+      await page.screenshot({ path: path.join(SHOTS, `datasets-npy-pair-${size}.png`) });
+
+      await page.getByTestId('inspect').click();
+      await page.getByTestId('field-table').waitFor();
+      const table = await page.getByTestId('field-table').innerText();
+      expect(table).toMatch(/x\s+float32/);
+      expect(table).toMatch(/y\s+int64/);
+      expect(await page.getByText('600 records').count()).toBe(1);
+      // A name the cache folder cannot take is said beside Build, which waits for a fix.
+      await page.getByTestId('dataset-name').fill('my features');
+      expect(await page.getByTestId('settings-problem').innerText()).toBe("Name 'my features': use letters, digits, . _ - (not starting with '.'), at most 64 characters.");
+      expect(await page.getByTestId('build').isDisabled()).toBe(true);
+      await page.getByTestId('dataset-name').fill('features');
+      expect(await page.getByTestId('settings-problem').count()).toBe(0);
+      await page.screenshot({ path: path.join(SHOTS, `datasets-npy-pair-inspect-${size}.png`) });
+      if (viewport.width === 1440) {
+        await page.getByTestId('build').click();
+        await expect.poll(() => page.getByTestId('build-result').innerText(), { timeout: 30_000 }).toMatch(/Built features-[0-9a-f]{12}, 600 records/);
+        await expect.poll(() => page.getByTestId('dataset-features').innerText()).toMatch(/x float32\[8\]\s+y int64\[1\]/);
+      }
+      expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+      expect(errors).toEqual([]);
+      await page.close();
+    }, 60_000);
+  }
 
   it('shows a clear error for a bad source', async () => {
     writeFileSync(path.join(fx.workspace, 'sources', 'broken.npy'), Buffer.from('not numpy at all'));

@@ -79,7 +79,7 @@ describe('renderer quality (serve mode, Chromium)', () => {
     await page.goto(fx.serve.url);
     await page.getByTestId('nav-datasets').click();
     await page.getByTestId('file-iris.csv').click();
-    await page.getByPlaceholder('column name').fill('species');
+    await expect.poll(() => page.getByTestId('csv-label').inputValue()).toBe('species');
     await page.getByTestId('inspect').click();
     await page.getByTestId('field-table').waitFor();
     await page.getByTestId('build').click();

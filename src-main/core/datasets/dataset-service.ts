@@ -6,6 +6,7 @@ import type {
   BuildRequest,
   BuildResult,
   CacheManifest,
+  CsvHeader,
   DatasetSummary,
   InspectResult,
   LoaderBenchRequest,
@@ -28,6 +29,7 @@ import { listDatasets, removeDataset, resolveDataset, verifyDataset } from './ca
 import { decode } from './dtype-codec';
 import { EXAMPLE_TEST_RECORDS, EXAMPLE_TRAIN_RECORDS, writeBoardDumps } from './example-board';
 import { fashionMnistDir, fashionMnistSpecs } from './fashion-mnist';
+import { readCsvHeader } from './importers/csv-header';
 import { openSource } from './importers/open-source';
 import type { RecordSource } from './importers/record-source';
 import { recordBytes, recordValues } from './importers/record-source';
@@ -55,13 +57,20 @@ export class DatasetService {
     private readonly telemetry: TelemetryService,
   ) {}
 
-  /** Resolves a source's paths: inside the workspace for UI requests, anywhere for the CLI. */
+  /** Resolves a source file's path: inside the workspace for UI requests, anywhere for the CLI. */
+  private confinePath(file: string, access: AccessOptions): string {
+    return access.allowPathsOutsideWorkspace ? path.resolve(file) : this.workspace.resolve(file);
+  }
+
+  /** Resolves a source's paths, as confinePath does each. */
   confine(spec: SourceSpec, access: AccessOptions): SourceSpec {
-    const fix = (p: string) => (access.allowPathsOutsideWorkspace ? path.resolve(p) : this.workspace.resolve(p));
+    const fix = (p: string) => this.confinePath(p, access);
     switch (spec.kind) {
       case 'idx':
         return { ...spec, files: spec.files.map((f) => ({ ...f, path: fix(f.path) })) };
       case 'raw':
+        return { ...spec, files: spec.files.map((f) => ({ ...f, path: fix(f.path) })) };
+      case 'npy-fields':
         return { ...spec, files: spec.files.map((f) => ({ ...f, path: fix(f.path) })) };
       case 'npy':
       case 'npz':
@@ -70,6 +79,11 @@ export class DatasetService {
       case 'synthetic-board':
         return spec;
     }
+  }
+
+  /** A CSV's columns, from its first line only, so the label can be chosen before the file is read through. */
+  async csvHeader(file: string, access: AccessOptions = {}): Promise<CsvHeader> {
+    return { ...(await readCsvHeader(this.confinePath(file, access))), path: file };
   }
 
   async inspect(spec: SourceSpec, access: AccessOptions = {}): Promise<InspectResult> {

@@ -1,4 +1,5 @@
 import { ApiError } from '../../../api/errors';
+import { headerColumns, splitCsvLine } from './csv-header';
 import { csvLines } from './csv-lines';
 import { excerpt, excerptList, quoted } from './excerpt';
 import type { RecordSource } from './record-source';
@@ -9,29 +10,6 @@ import { sourceFileSize } from './source-file';
 export const MAX_CSV_CELL_CHARS = 64 << 10;
 /** Most distinct text labels: more than any classification table has, few enough to hold in memory. */
 export const MAX_CSV_CLASSES = 10_000;
-
-/** Splits one CSV line, honouring double-quoted cells ("a,b" and "" escapes). */
-export function splitCsvLine(line: string): string[] {
-  const cells: string[] = [];
-  let cell = '';
-  let inQuotes = false;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i];
-    if (inQuotes) {
-      if (c === '"' && line[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (c === '"') inQuotes = false;
-      else cell += c;
-    } else if (c === '"') inQuotes = true;
-    else if (c === ',') {
-      cells.push(cell);
-      cell = '';
-    } else cell += c;
-  }
-  cells.push(cell);
-  return cells.map((s) => s.trim());
-}
 
 const asNumber = (cell: string): number => (cell === '' ? NaN : Number(cell));
 
@@ -71,7 +49,7 @@ export async function csvSource(path: string, label: string, labelDtype: 'int32'
 
   for await (const { text, line } of csvLines(path)) {
     if (!columns) {
-      columns = splitCsvLine(text);
+      columns = headerColumns(text, path);
       labelIndex = columns.indexOf(label);
       if (labelIndex < 0) throw new ApiError('E_BAD_INPUT', `label column '${excerpt(label)}' is not in ${path} (columns: ${excerptList(columns)})`);
       continue;

@@ -17,6 +17,10 @@ export async function openSource(spec: SourceSpec): Promise<RecordSource> {
     }
     case 'npy':
       return npyFileSource(spec.path, spec.field);
+    case 'npy-fields': {
+      const parts = await Promise.all(spec.files.map((f) => npyFileSource(f.path, f.field)));
+      return parts.length === 1 ? parts[0] : zipSources('npy-fields', spec.files.map((f) => f.path).join(', '), parts, spec.files);
+    }
     case 'npz':
       return npzSource(spec.path);
     case 'raw':
