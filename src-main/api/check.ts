@@ -24,6 +24,8 @@ export const CheckResultSchema = z.object({
   now: CheckedRunSchema,
   /** What differs between the machines or devices of the two measurements: any makes the verdict undecided. */
   differences: z.array(z.string()),
+  /** What crowded each side's repetitions (other load, GPU slowdowns), in words; absent where nothing was recorded. */
+  confounders: z.object({ against: z.array(z.string()), now: z.array(z.string()) }).optional(),
   verdict: GateVerdictSchema,
 });
 export type CheckResult = z.infer<typeof CheckResultSchema>;

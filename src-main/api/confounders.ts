@@ -2,7 +2,7 @@ import type { ConditionsRow } from './optimise';
 import type { Conditions } from './telemetry';
 
 /**
- * When the machine's conditions make a measurement suspect (ADR 0027). Each threshold is a
+ * When the machine's conditions make a measurement suspect (ADR 0028). Each threshold is a
  * difference a person would call "the machine was doing something else", well above what two
  * quiet repetitions differ by.
  */

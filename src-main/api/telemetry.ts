@@ -74,7 +74,7 @@ export type TelemetrySnapshot = z.infer<typeof TelemetrySnapshotSchema>;
 
 /**
  * The machine around one measured window, for telling a measurement of the target from one of its
- * neighbours (issue 26, ADR 0027): load from processes outside the target, the CPU's clock, the GPU's
+ * neighbours (issue 26, ADR 0028): load from processes outside the target, the CPU's clock, the GPU's
  * slowdown reasons and clock, and other processes on the GPU. Null: not known on this platform.
  */
 export const ConditionsSchema = z.object({

@@ -5,13 +5,15 @@ import type { CheckResult } from '../api/check';
 import { createServices } from '../core/services';
 import { median } from '../core/stats/bootstrap';
 import { defaultWorkspaceDir } from '../core/workspace';
-import { intArg } from './train-inputs';
+import { type ConfounderPolicy, ConfounderPolicySchema } from '../api/optimise';
+import { choiceArg, intArg } from './train-inputs';
 
 interface CheckFlags {
   against: string;
   tolerance: number;
   repeat?: number;
   yes?: boolean;
+  confounders: ConfounderPolicy;
   json?: boolean;
   progress: boolean;
   workspace: string;
@@ -34,6 +36,7 @@ export function formatCheck(r: CheckResult): string {
     `saved      run ${r.against.runId} (${r.against.createdAt}): ${side(r.against)}`,
     `now        run ${r.now.runId}: ${side(r.now)}`,
     `conditions ${r.differences.length ? r.differences.join('; ') : 'same host, CPU and device as the saved run'}`,
+    ...(r.confounders ? [`confounders saved run: ${r.confounders.against.join('; ') || 'none seen'}; this run: ${r.confounders.now.join('; ') || 'none seen'}`] : []),
     `verdict    ${r.verdict.text}`,
     `exit       ${r.verdict.exitCode} (0 faster or the same, 1 slower, 2 could not decide)`,
   ].join('\n');
@@ -46,6 +49,7 @@ async function check(flags: CheckFlags): Promise<void> {
       tolerance: flags.tolerance,
       repeat: flags.repeat,
       runCommand: flags.yes === true,
+      confounders: flags.confounders,
       onProgress: (p) => {
         if (flags.progress && !flags.json && p.phase === 'repetition-done') process.stderr.write(`repetition ${p.repetition} of ${p.repetitions}: ${n0(p.samplesPerSec ?? 0)} samples/s\n`);
       },
@@ -70,6 +74,12 @@ export function checkCommand(): Command {
     .option('--tolerance <pct>', 'the change to tolerate, e.g. 5%', toleranceArg, 0.05)
     .option('--repeat <n>', "repetitions of the new measurement (default: the saved run's)", intArg('--repeat', 2))
     .option('--yes', "run the saved run's own command again (a script target; the command comes from the run's file)")
+    .option(
+      '--confounders <policy>',
+      "remeasure: when other load or a GPU slowdown crowded one run and not the other, the gate cannot decide (exit 2: measure again); record: list them and decide anyway (a shared CI machine)",
+      choiceArg('--confounders', ConfounderPolicySchema.options),
+      'remeasure',
+    )
     .option('--json', 'print the result as JSON (for CI systems)')
     .option('--no-progress', 'no progress lines on stderr')
     .option('--workspace <dir>', 'workspace folder', defaultWorkspaceDir())

@@ -54,13 +54,16 @@ describe('trainbench check: the regression gate on a loader-bound script', () =>
   });
 
   it('the target as it was: the same within a 15% tolerance, exit 0', async () => {
-    const r = await runCli(['check', '--against', saved, '--yes', '--tolerance', '15%', '--json', '--workspace', ws.dir]);
+    // Beside the other test files' load, what crowded each run differs from run to run: listed, not decisive here.
+    const r = await runCli(['check', '--against', saved, '--yes', '--tolerance', '15%', '--confounders', 'record', '--json', '--workspace', ws.dir]);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     const result = JSON.parse(r.stdout) as CheckResult;
     expect(result.against.runId).toBe(saved);
     expect(result.now.samplesPerSec).toHaveLength(3);
     expect(result.differences).toEqual([]);
     expect(['same', 'faster']).toContain(result.verdict.outcome);
+    // Both runs recorded their conditions: the confounders seen are listed for each.
+    expect(result.confounders).toEqual({ against: expect.any(Array), now: expect.any(Array) });
   }, 240_000);
 
   it('the target with fewer loader workers than it was saved with: slower, exit 1', async () => {
@@ -68,7 +71,7 @@ describe('trainbench check: the regression gate on a loader-bound script', () =>
     const record = JSON.parse(readFileSync(file, 'utf8')) as { config: { overrides: Record<string, number> } };
     record.config.overrides['dataloader.num_workers'] = 0;
     writeFileSync(file, JSON.stringify(record));
-    const r = await runCli(['check', '--against', withWorkers, '--yes', '--tolerance', '15%', '--workspace', ws.dir]);
+    const r = await runCli(['check', '--against', withWorkers, '--yes', '--tolerance', '15%', '--confounders', 'record', '--workspace', ws.dir]);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(1);
     expect(r.stdout).toMatch(/^verdict {4}slower by \d+\.\d%: -\d+\.\d% \(95% CI -\d+\.\d% to -\d+\.\d%\), the whole interval beyond the tolerance of ±15\.0%$/m);
     expect(r.stdout).toContain('exit       1 (0 faster or the same, 1 slower, 2 could not decide)');

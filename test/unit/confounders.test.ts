@@ -6,6 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { conditionsDiffer, conditionsSummary, confounders } from '../../src-main/api/confounders';
 import type { Conditions, TelemetrySample } from '../../src-main/api/telemetry';
 import { ConditionsSchema } from '../../src-main/api/telemetry';
+import type { RunRecordJson } from '../../src-main/api/run-record';
+import { confounderDifference } from '../../src-main/core/check/check-service';
+import { gateVerdict } from '../../src-main/core/check/gate-verdict';
 import { gpuConditions } from '../../src-main/core/telemetry/conditions';
 import { parseComputeApps, parseNvidiaSmiLine } from '../../src-main/core/telemetry/nvidia-smi-parser';
 import { FIXTURES } from '../helpers/fake-nvidia-smi';
@@ -97,5 +100,26 @@ describe('confounders', () => {
     expect(conditionsSummary([])).toBeNull();
     const short = { ...quiet, seconds: 0.2, targetCpuCores: null, otherCpuCores: null };
     expect(conditionsSummary([row(1, 'best', short), row(1, 'candidate', short)])).toBe('best: CPU load not measured (windows under 0.5 s); candidate: CPU load not measured (windows under 0.5 s)');
+  });
+});
+
+describe('the regression gate and the conditions of two runs', () => {
+  const run = (...windows: unknown[]) => ({ result: { repetitions: windows.map((conditions) => ({ samplesPerSec: 100, telemetry: { conditions } })) } }) as unknown as RunRecordJson;
+  const hog: Conditions = { ...quiet, targetCpuCores: 6.5, otherCpuCores: 1.5 };
+
+  it('cannot decide when other load crowded one run and not the other, and lists what each saw', () => {
+    const { confounders, difference } = confounderDifference(run(quiet, quiet), run(quiet, hog));
+    expect(confounders).toEqual({ against: [], now: ['other processes used 1.50 cores of 8 while the target used 6.50 cores'] });
+    expect(difference).toBe('confounded: the saved run saw nothing else competing, this one other processes used 1.50 cores of 8 while the target used 6.50 cores');
+    const verdict = gateVerdict([100, 101, 99], [100, 100, 101], 0.05, [difference!]);
+    expect(verdict).toMatchObject({ outcome: 'undecided', exitCode: 2 });
+    expect(verdict.text).toMatch(/^could not decide: the saved run was measured under other conditions \(confounded: /);
+  });
+
+  it('decides when both saw the same neighbours, and says nothing about runs that recorded no conditions or tampered ones', () => {
+    expect(confounderDifference(run(hog, quiet), run(quiet, hog)).difference).toBeNull();
+    expect(confounderDifference(run(), run(hog)).difference).toBeNull();
+    // A workspace file is data: conditions that do not read are left out, never trusted.
+    expect(confounderDifference(run({ ...hog, otherCpuCores: 'lots' }), run(hog))).toEqual({ confounders: { against: [], now: [expect.any(String)] }, difference: null });
   });
 });

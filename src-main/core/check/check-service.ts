@@ -6,6 +6,9 @@ import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
 import { ID_PATTERN } from '../../api/ids';
 import type { RunEnvironment, RunRecordJson } from '../../api/run-record';
+import { type Confounder, confoundersOf } from '../../api/confounders';
+import type { ConfounderPolicy } from '../../api/optimise';
+import { type Conditions, ConditionsSchema } from '../../api/telemetry';
 import type { TrainingBenchmarkService } from '../benchmarks/training-benchmark';
 import { readRun } from '../run-reader';
 import type { ScriptBenchmarkService } from '../script/script-benchmark';
@@ -24,6 +27,8 @@ export interface CheckOptions {
    * again only when the person asked for it (the CLI's --yes, having seen it named).
    */
   runCommand?: boolean;
+  /** record: a difference in what crowded the two runs is listed but does not stop the verdict (a shared CI machine). */
+  confounders?: ConfounderPolicy;
   onProgress?: (p: BenchmarkProgress) => void;
   onOutput?: (stream: 'stdout' | 'stderr', line: string, repetition: number) => void;
 }
@@ -44,6 +49,34 @@ export function conditionDifferences(saved: RunEnvironment | undefined, now: Run
   differ('device', saved.computeDevice?.name, now.computeDevice?.name);
   differ('emulated CUDA', saved.computeDevice?.emulated ?? false, now.computeDevice?.emulated ?? false);
   return out;
+}
+
+/** Each repetition's conditions, where the run recorded them (a workspace file: what does not read is left out). */
+function conditionsOf(record: RunRecordJson): Conditions[] {
+  const reps = (record.result as { repetitions?: { telemetry?: { conditions?: unknown } }[] } | undefined)?.repetitions ?? [];
+  return reps.flatMap((r) => {
+    const parsed = ConditionsSchema.safeParse(r?.telemetry?.conditions);
+    return parsed.success ? [parsed.data] : [];
+  });
+}
+
+/**
+ * What crowded the repetitions of the saved run and of this one, and, when the two saw different things
+ * (another process's load then but not now, a GPU slowing down), that difference in words: the gate
+ * cannot tell a change of the target from a change of its neighbours.
+ */
+export function confounderDifference(saved: RunRecordJson, now: RunRecordJson): { confounders: CheckResult['confounders']; difference: string | null } {
+  const a = confoundersOf(conditionsOf(saved));
+  const b = confoundersOf(conditionsOf(now));
+  const words = (xs: Confounder[]) => xs.map((x) => x.words);
+  const confounders = { against: words(a), now: words(b) };
+  // Runs written before conditions were recorded say nothing either way.
+  if (!conditionsOf(saved).length || !conditionsOf(now).length) return { confounders, difference: null };
+  const kinds = (xs: Confounder[]) => new Set(xs.map((x) => x.kind));
+  const [ka, kb] = [kinds(a), kinds(b)];
+  if (ka.size === kb.size && [...ka].every((k) => kb.has(k))) return { confounders, difference: null };
+  const list = (xs: Confounder[]) => (xs.length ? words(xs).join('; ') : 'nothing else competing');
+  return { confounders, difference: `confounded: the saved run saw ${list(a)}, this one ${list(b)}` };
 }
 
 function samplesOf(record: RunRecordJson): number[] {
@@ -105,9 +138,10 @@ export class CheckService {
   /** runs.compareSpeed: the second saved benchmark judged against the first, by the gate's rule; nothing runs. */
   async compare(ids: readonly [string, string], tolerance: number): Promise<CheckResult> {
     const [a, b] = [await this.benchmarkRun(ids[0]), await this.benchmarkRun(ids[1])];
-    const differences = conditionDifferences(a.environment, b.environment);
+    const { confounders, difference } = confounderDifference(a, b);
+    const differences = [...conditionDifferences(a.environment, b.environment), ...(difference ? [difference] : [])];
     const side = (r: RunRecordJson): CheckedRun => ({ runId: r.id, title: titleOf(r), createdAt: r.createdAt, samplesPerSec: samplesOf(r) });
-    return { against: side(a), now: side(b), differences, verdict: gateVerdict(samplesOf(a), samplesOf(b), tolerance, differences) };
+    return { against: side(a), now: side(b), differences, confounders, verdict: gateVerdict(samplesOf(a), samplesOf(b), tolerance, differences) };
   }
 
   async run(against: string, options: CheckOptions): Promise<CheckResult> {
@@ -141,11 +175,14 @@ export class CheckService {
     const fresh = await readRun(this.workspace, now.runId);
     if (!fresh.record) throw new ApiError('E_INTERNAL', `the new run ${now.runId} does not read back: ${fresh.problem}`);
     const nowSamples = samplesOf(fresh.record);
-    const differences = conditionDifferences(saved.environment, fresh.record.environment);
+    const { confounders, difference } = confounderDifference(saved, fresh.record);
+    const counted = difference && options.confounders !== 'record' ? [difference] : [];
+    const differences = [...conditionDifferences(saved.environment, fresh.record.environment), ...counted];
     return {
       against: { runId: id, title: titleOf(saved), createdAt: saved.createdAt, samplesPerSec: savedSamples },
       now: { runId: now.runId, title: now.title, createdAt: fresh.record.createdAt, samplesPerSec: nowSamples },
       differences,
+      confounders,
       verdict: gateVerdict(savedSamples, nowSamples, options.tolerance, differences),
     };
   }

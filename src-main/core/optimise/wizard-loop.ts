@@ -18,7 +18,7 @@ export interface WizardRules {
   allowRecipeChanges: boolean;
   /** Relative loss change a pipeline change may cause; unused where the runner measures no loss. */
   lossTolerance: number;
-  /** Re-measure a pair whose sides saw different conditions, or only record them (ADR 0027). */
+  /** Re-measure a pair whose sides saw different conditions, or only record them (ADR 0028). */
   confounders: ConfounderPolicy;
 }
 
