@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { promises as fs } from 'node:fs';
+import { promises as fs, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 
 import type { Conditions, TelemetrySample } from '../../api/telemetry';
@@ -75,13 +75,16 @@ async function reapedSeconds(): Promise<number> {
   }
 }
 
-/** Every process of a group (zombies too: their time is theirs until reaped), summed. */
-async function groupCpuSeconds(pgid: number): Promise<number> {
+/**
+ * Every process of a group (zombies too: their time is theirs until reaped), summed. Read synchronously:
+ * a few microseconds a process, where awaiting each file cost ~0.4 ms (60 ms a window on 70 processes).
+ */
+function groupCpuSeconds(pgid: number): number {
   let total = 0;
-  for (const entry of await fs.readdir('/proc')) {
+  for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const fields = statFields(await fs.readFile(`/proc/${entry}/stat`, 'utf8'));
+      const fields = statFields(readFileSync(`/proc/${entry}/stat`, 'utf8'));
       if (Number(fields[2]) === pgid) total += cpuOf(fields);
     } catch {
       // gone meanwhile
@@ -120,7 +123,7 @@ async function read(target: ConditionsTarget, probe: ConditionsProbe): Promise<R
   const ownPids = probe.ownPids().filter((p) => !('pid' in target && p === target.pid));
   const [busy, targetSeconds, ownChildren, mhz] = await Promise.all([
     linux ? machineBusySeconds() : Promise.resolve(null),
-    linux ? ('pid' in target ? pidCpuSeconds(target.pid) : Promise.all([groupCpuSeconds(target.pgid), reapedSeconds()]).then(([g, r]) => g + r)) : Promise.resolve(0),
+    linux ? ('pid' in target ? pidCpuSeconds(target.pid) : reapedSeconds().then((r) => r + groupCpuSeconds(target.pgid))) : Promise.resolve(0),
     linux ? Promise.all(ownPids.map(pidCpuSeconds)) : Promise.resolve([]),
     linux ? cpuMHz() : Promise.resolve(null),
   ]);
