@@ -5,7 +5,7 @@ import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../api/b
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { processMemoryText } from '../api/process-memory-words';
-import { utilisationText } from '../core/benchmarks/utilisation';
+import { energyText, utilisationText } from '../api/utilisation-words';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { benchmarkScript, benchmarkScriptCommand } from './benchmark-script-command';
@@ -53,7 +53,7 @@ export function formatTrainingBenchmark(r: TrainingBenchmarkResult): string {
     `           predicted ${kinds(m.predicted)}${m.deviceTotalBytes ? `; device ${mb(m.deviceTotalBytes)}` : ''}`,
     ...processPeaks(r),
     ...(r.utilisation ? [`utilisation ${utilisationText(r.utilisation)}`] : []),
-    ...(r.energy ? [`energy     ${(r.energy.joulesPerSample * 1000).toPrecision(3)} mJ of GPU energy per sample (${r.energy.samplesPerJoule.toPrecision(3)} samples/J) at ${r.energy.meanPowerW.toFixed(0)} W mean GPU power over ${r.energy.seconds.toFixed(1)} s of measured steps`] : r.energyMissing ? [`energy     not measured: ${r.energyMissing}`] : []),
+    ...(energyText(r) ? [`energy     ${energyText(r)}`] : []),
     t.gpuUtilizationMean === null
       ? `telemetry  GPU: ${t.gpu}; CPU ${pct(t.cpuMean)} mean over ${t.samples} samples in the measured window`
       : `telemetry  GPU ${t.gpu}: utilisation ${pct(t.gpuUtilizationMean)} mean, ${pct(t.gpuUtilizationP95)} p95; peak memory ${t.gpuMemoryPeakMiB ?? 'n/a'} MiB; power ${t.gpuPowerMeanW?.toFixed(0) ?? 'n/a'} W mean; CPU ${pct(t.cpuMean)} (${t.samples} samples in the measured window)`,

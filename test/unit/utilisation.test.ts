@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 
 import { datasheetPeak } from '../../src-main/core/benchmarks/datasheet-peaks';
-import { utilisationOf, utilisationText } from '../../src-main/core/benchmarks/utilisation';
+import { utilisationText } from '../../src-main/api/utilisation-words';
+import { utilisationOf } from '../../src-main/core/benchmarks/utilisation';
 
 const peak = { gflops: 200, shape: '512^3 fp32', how: "the engine's avx512 kernel on 2 threads, best of 5" };
 

@@ -43,15 +43,3 @@ export function utilisationOf(x: UtilisationInputs): Utilisation {
       : null;
   return { trainingFlopsPerSample, achievedGflops, measured, measuredMissing: x.peak ? null : x.peakMissing, datasheet, problems };
 }
-
-/** One line for the CLI and the report. */
-export function utilisationText(u: Utilisation): string {
-  const measured = u.measured
-    ? u.measured.mfu === null
-      ? `measured peak ${Math.round(u.measured.gflops)} GFLOP/s (${u.measured.how}, ${u.measured.shape})`
-      : `${pct(u.measured.mfu)} of the ${Math.round(u.measured.gflops)} GFLOP/s measured on this device (${u.measured.how}, ${u.measured.shape})`
-    : `no measured peak: ${u.measuredMissing}`;
-  const sheet = u.datasheet ? (u.datasheet.mfu === null ? '' : `; ${pct(u.datasheet.mfu)} of the ${u.datasheet.device} datasheet's ${u.datasheet.gflops / 1000} TFLOP/s ${u.datasheet.precision}`) : '; no datasheet peak (a CPU, or a device not in the table)';
-  const problems = u.problems.length ? `; ${u.problems.join('; ')}` : '';
-  return `${u.achievedGflops.toPrecision(3)} GFLOP/s of model arithmetic: ${measured}${sheet}${problems}`;
-}

@@ -1,0 +1,25 @@
+import type { TrainingBenchmarkResult, Utilisation } from './benchmark';
+
+// How a benchmark's arithmetic and energy read, the same in the CLI, the report and the app.
+
+const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+
+/** One line for the CLI and the report. */
+export function utilisationText(u: Utilisation): string {
+  const measured = u.measured
+    ? u.measured.mfu === null
+      ? `measured peak ${Math.round(u.measured.gflops)} GFLOP/s (${u.measured.how}, ${u.measured.shape})`
+      : `${pct(u.measured.mfu)} of the ${Math.round(u.measured.gflops)} GFLOP/s measured on this device (${u.measured.how}, ${u.measured.shape})`
+    : `no measured peak: ${u.measuredMissing}`;
+  const sheet = u.datasheet ? (u.datasheet.mfu === null ? '' : `; ${pct(u.datasheet.mfu)} of the ${u.datasheet.device} datasheet's ${u.datasheet.gflops / 1000} TFLOP/s ${u.datasheet.precision}`) : '; no datasheet peak (a CPU, or a device not in the table)';
+  const problems = u.problems.length ? `; ${u.problems.join('; ')}` : '';
+  return `${u.achievedGflops.toPrecision(3)} GFLOP/s of model arithmetic: ${measured}${sheet}${problems}`;
+}
+
+/** One line for a benchmark's GPU energy per sample, or why it has none; null in runs recorded before energy was. */
+export function energyText(r: Pick<TrainingBenchmarkResult, 'energy' | 'energyMissing'>): string | null {
+  if (r.energy) {
+    return `${(r.energy.joulesPerSample * 1000).toPrecision(3)} mJ of GPU energy per sample (${r.energy.samplesPerJoule.toPrecision(3)} samples/J) at ${r.energy.meanPowerW.toFixed(0)} W mean GPU power over ${r.energy.seconds.toFixed(1)} s of measured steps`;
+  }
+  return r.energyMissing ? `not measured: ${r.energyMissing}` : null;
+}
