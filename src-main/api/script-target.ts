@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { BenchmarkPhasesSchema, FindingSchema, IntervalSchema } from './benchmark';
+import { BenchmarkPhasesSchema, FindingSchema, IntervalSchema, UtilisationSchema } from './benchmark';
 import { IdSchema } from './ids';
 import { ConfounderPolicySchema, OptimisePresetSchema, OptimiseTrialSchema, WizardBaselineSchema, WizardFinalSchema, WizardResultSchema } from './optimise';
 import { TelemetrySummarySchema } from './telemetry';
@@ -194,6 +194,9 @@ export const ScriptRepetitionSchema = z.object({
 export type ScriptRepetition = z.infer<typeof ScriptRepetitionSchema>;
 
 /** Named as benchmark-training's result, so runs, reports and the wizard read either. */
+export const ScriptFlopsSchema = z.object({ forwardPerSample: z.number().nullable(), layers: z.number().int(), method: z.string() });
+export type ScriptFlops = z.infer<typeof ScriptFlopsSchema>;
+
 export const ScriptBenchmarkResultSchema = z.object({
   runId: z.string(),
   runDir: z.string(),
@@ -224,6 +227,10 @@ export const ScriptBenchmarkResultSchema = z.object({
   telemetry: TelemetrySummarySchema,
   findings: z.array(FindingSchema),
   repetitions: z.array(ScriptRepetitionSchema),
+  /** The probe's count of the model's forward FLOPs per sample (an estimate; `method` says what it counts, or why not); absent in older runs. */
+  flops: ScriptFlopsSchema.nullable().optional(),
+  /** Model-FLOPs utilisation against torch's own matmul rate on the device; absent when no FLOPs were counted. */
+  utilisation: UtilisationSchema.optional(),
 });
 export type ScriptBenchmarkResult = z.infer<typeof ScriptBenchmarkResultSchema>;
 

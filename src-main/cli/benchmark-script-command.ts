@@ -5,6 +5,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { PHASE_NAMES_WITH_OTHER } from '../api/benchmark';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
+import { utilisationText } from '../api/utilisation-words';
 import type { ScriptBenchmarkResult, ScriptOverrides, ScriptTarget } from '../api/script-target';
 import { parseOverride, SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema } from '../api/script-target';
 import { createServices } from '../core/services';
@@ -49,6 +50,16 @@ function processTreeLine(r: ScriptBenchmarkResult): string[] {
   return [`processes  ${t.processes} at most (ranks, DataLoader workers); CPU ${t.cpuPercent === null ? 'n/a' : `${t.cpuPercent.toFixed(0)}% of one core`} over the measured steps; peak RSS ${mb(t.peakRssBytes)} (the last launch's whole tree)`];
 }
 
+/** The model FLOPs the probe counted (an estimate) and the utilisation they give, or why there is none. */
+function scriptFlopsLines(r: ScriptBenchmarkResult): string[] {
+  if (!r.flops) return [];
+  if (r.flops.forwardPerSample === null || !r.utilisation) return [`utilisation not estimated: ${r.flops.method}`];
+  return [
+    `utilisation ${utilisationText(r.utilisation)}`,
+    `           an estimate: ${n0(r.flops.forwardPerSample)} forward FLOPs per sample counted by ${r.flops.method}, over ${r.flops.layers} layer(s), three times for training`,
+  ];
+}
+
 /** The result as a person reads it: figures, ranks, where the step goes, what was applied, findings. */
 export function formatScriptBenchmark(r: ScriptBenchmarkResult): string {
   const ci = r.samplesPerSecCi;
@@ -70,6 +81,7 @@ export function formatScriptBenchmark(r: ScriptBenchmarkResult): string {
     `           ${r.phaseNote}`,
     `memory     ${r.memory.device}: CUDA peak ${mb(r.memory.cudaPeakBytes)}${r.memory.cudaTotalBytes ? ` of ${mb(r.memory.cudaTotalBytes)}` : ''}; host peak RSS ${mb(r.memory.hostPeakRssBytes)}`,
     ...processTreeLine(r),
+    ...scriptFlopsLines(r),
     `applied    ${r.applied.length ? [...new Set(r.applied.map((a) => `${a.key}=${a.value} (${a.where})`))].join('; ') : 'no overrides'}`,
     'findings',
     ...(r.findings.length ? r.findings.map((f) => `  ${f.severity === 'warning' ? '!' : '-'} ${f.text}`) : ['  none: no threshold was crossed']),

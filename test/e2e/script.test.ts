@@ -39,6 +39,10 @@ describe('Script target in the Benchmarks area', () => {
     expect(await page.locator('[data-test="script-output"]').innerText()).toMatch(/Done! steps=\d+/);
     expect(await row.first().innerText()).toContain(`${PYTHON} ${TUTORIAL} --epochs 1 --limit 2048`);
     expect(await row.first().innerText()).toMatch(/[\d,]+ \[[\d,]+, [\d,]+\]/);
+    // Issue 26: the probe's FLOP count (an estimate) against torch's own matmul rate on this CPU.
+    expect(await page.locator('[data-testid^="script-benchmark-utilisation-"]').first().innerText()).toMatch(
+      /^Utilisation \(estimate\): [\d.]+ GFLOP\/s of model arithmetic: \d+\.\d% of the \d+ GFLOP\/s measured on this device \(torch\.mm on cpu/,
+    );
     await page.screenshot({ path: path.join(SHOTS, 'script-result.png'), fullPage: true });
     expect(errors).toEqual([]);
     await page.close();

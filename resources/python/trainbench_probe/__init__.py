@@ -32,6 +32,7 @@ from .batches import batch_size_of
 from .channel import Channel
 from .iterations import PHASES, Iterations
 from .losses import LossReader
+from .flops import FlopCounter, matmul_peak
 from .modules import ModuleHooks, compiling_check
 
 _OOM_WORDS = ("out of memory", "can't allocate memory")
@@ -110,6 +111,7 @@ class Probe:
     def __init__(self, env):
         self.warmup = int(env.get("TB_PROBE_WARMUP", "0"))
         self.limit = int(env.get("TB_PROBE_STEPS", "0"))  # measured steps; 0: run until the script ends
+        self.measure_peak = env.get("TB_PROBE_PEAK") == "1"  # a benchmark's utilisation wants torch's own matmul rate
         self.overrides = json.loads(env.get("TB_PROBE_SET", "{}") or "{}")
         seed = env.get("TB_PROBE_SEED", "")
         self.seed = int(seed) if seed.strip() else None  # the wizard's: the same in every launch it compares
@@ -125,6 +127,7 @@ class Probe:
         self.torch = None
         self.losses = None
         self.modules = None
+        self.flops = None
         self.model = None
         self.copies = None
         self.local = threading.local()
@@ -198,6 +201,7 @@ class Probe:
         self.losses = LossReader(torch, self.send)
         self.model = _model.ModelKnobs(torch, self, self.overrides)
         self.copies = self._patch_copies(torch)
+        self.flops = FlopCounter(torch, self)
         self.modules = ModuleHooks(torch, self)
         from torch.utils.data import dataloader
 
@@ -385,6 +389,8 @@ class Probe:
         return args, dict(kwargs, closure=timed)
 
     def _step_ended(self, optimizer, mark, skipped):
+        if self.flops is not None:
+            self.flops.optimizer_stepped()  # the iteration's forwards are all in: the next one's must not be counted
         key = getattr(optimizer, "_trainbench_key", None) or id(optimizer)
         first = getattr(optimizer, "_trainbench_first", None)
         if first is not None:
@@ -649,6 +655,11 @@ class Probe:
         if number == self.warmup + 1:
             self._check_flags("at the first measured step")
         try:
+            if self.flops is not None:
+                self.flops.iteration_closed(number, it.samples)
+        except Exception as err:
+            _note("model FLOPs not counted (%r)" % (err,))
+        try:
             self.modules.iteration_closed(number)
         except _overrides.OverrideError:
             raise
@@ -723,6 +734,11 @@ class Probe:
             memory["hostPeakRssBytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         except Exception:
             pass
+        if self.measure_peak and self.flops is not None and self.flops.counted and self.steps > 0:
+            try:
+                self.send(matmul_peak(self.torch, self.device))  # after the measured steps and the memory peak: neither sees it
+            except Exception as err:
+                _note("torch's matmul peak not measured (%r)" % (err,))
         if self.steps > 0 or reason == "steps":
             self.send({"type": "done", "reason": reason, "steps": self.steps, "memory": memory})
         self.channel.close()

@@ -81,6 +81,7 @@ class ModuleHooks:
             else:
                 roots[id(m)] = m
         self.probe.model.roots_found(list(roots.values()))
+        self.probe.flops.roots_found(list(roots.values()))
         wanted = {}
         for root in roots.values():
             for m in root.modules():
@@ -153,11 +154,12 @@ class ModuleHooks:
             out = {k: v for k, v in state.items() if not k.startswith("_trainbench")} if any(k.startswith("_trainbench") for k in state) else None
             for key in ("_forward_pre_hooks", "_forward_hooks"):
                 hooks = state.get(key)
-                if hooks and any(h is ours[0] or h is ours[1] for h in hooks.values()):
+                mine = lambda h: h is ours[0] or h is ours[1] or getattr(h, "_trainbench_hook", False)  # noqa: E731
+                if hooks and any(mine(h) for h in hooks.values()):
                     out = out if out is not None else dict(state)
                     kept = type(hooks)()
                     for k, h in hooks.items():
-                        if h is not ours[0] and h is not ours[1]:
+                        if not mine(h):
                             kept[k] = h
                     out[key] = kept
             return out if out is not None else state

@@ -52,6 +52,16 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
       batch_size: z.number().int().nullable(),
     }),
   }),
+  /** The model FLOPs of one training forward per sample (an estimate, `method` says what was counted); null: not counted, `method` says why. */
+  z.object({
+    type: z.literal('flops'),
+    step: z.number().int().min(1),
+    forwardPerSample: z.number().min(0).max(1e18).nullable(),
+    layers: z.number().int().min(0),
+    method: z.string().max(300),
+  }),
+  /** torch's own best matmul rate on the training device, measured after the measured steps (a benchmark asks for it). */
+  z.object({ type: z.literal('peak'), gflops: z.number().gt(0).max(1e9), shape: z.string().max(100), how: z.string().max(300) }),
   /** An optimizer the script made: the implementations its torch offers for it, and the one it steps with. */
   z.object({
     type: z.literal('optimizer'),

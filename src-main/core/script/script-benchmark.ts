@@ -3,8 +3,10 @@ import path from 'node:path';
 import type { BenchmarkProgress, Finding } from '../../api/benchmark';
 import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
-import type { ScriptBenchmarkRequest, ScriptBenchmarkResult, ScriptRepetition, ScriptTarget } from '../../api/script-target';
+import type { ScriptBenchmarkRequest, ScriptBenchmarkResult, ScriptFlops, ScriptRepetition, ScriptTarget } from '../../api/script-target';
 import { ScriptBenchmarkResultSchema } from '../../api/script-target';
+import type { GemmPeak } from '../benchmarks/gemm-peak';
+import { utilisationOf } from '../benchmarks/utilisation';
 import type { TelemetrySummary } from '../../api/telemetry';
 import type { BenchmarkTarget } from '../benchmarks/benchmark-loop';
 import { benchmarkRepetitions } from '../benchmarks/benchmark-loop';
@@ -36,6 +38,9 @@ interface Launch {
   rep: ScriptRepetition;
   ranks: RankSummary[];
   applied: ScriptBenchmarkResult['applied'];
+  /** Rank 0's count of the model's forward FLOPs per sample, and torch's matmul rate after its measured steps. */
+  flops: ScriptFlops | null;
+  peak: GemmPeak | null;
 }
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
@@ -130,6 +135,7 @@ export class ScriptBenchmarkService {
       steps: request.steps,
       timeoutMs: request.timeoutSeconds * 1000,
       probeDir: this.pythonDir,
+      measurePeak: true,
     };
     try {
       const record = await runTrial({
@@ -196,7 +202,12 @@ export class ScriptBenchmarkService {
         telemetry,
         processTree,
       };
-      return { rep, ranks, applied };
+      const rank0 = (record.connections.find((c) => c.hello.rank === 0) ?? record.connections[0])?.messages ?? [];
+      const counted = rank0.find((m) => m.type === 'flops');
+      const measured = rank0.find((m) => m.type === 'peak');
+      const flops = counted?.type === 'flops' ? { forwardPerSample: counted.forwardPerSample, layers: counted.layers, method: counted.method } : null;
+      const peak = measured?.type === 'peak' ? { gflops: measured.gflops, shape: measured.shape, how: measured.how } : null;
+      return { rep, ranks, applied, flops, peak };
     } finally {
       tree.current?.stop();
       if (recording.current) await recording.current.stop();
@@ -274,9 +285,34 @@ export class ScriptBenchmarkService {
       telemetry: aggregate.telemetry,
       findings: found,
       repetitions: r,
+      ...scriptUtilisation(reps, aggregate.samplesPerSecCi.median, device, aggregate.telemetry.gpu),
     };
     const parsed = ScriptBenchmarkResultSchema.safeParse(result);
     if (!parsed.success) throw new ApiError('E_INTERNAL', `the script benchmark result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
     return parsed.data;
   }
+}
+
+/**
+ * The model-FLOPs utilisation of a script (issue 26): the probe's count of its Linear and Conv forward FLOPs
+ * (an estimate), three times for training, against torch's own best matmul rate on the device, measured in the
+ * launches after their measured steps (the best of them), and the datasheet's for a GPU in the table.
+ */
+function scriptUtilisation(reps: Launch[], samplesPerSec: number, device: string, gpuName: string): Pick<ScriptBenchmarkResult, 'flops' | 'utilisation'> {
+  const flops = reps.find((x) => x.flops)?.flops ?? null;
+  if (!flops) return { flops: null };
+  if (flops.forwardPerSample === null || flops.forwardPerSample === 0) return { flops };
+  const peaks = reps.map((x) => x.peak).filter((p): p is GemmPeak => p !== null);
+  const peak = peaks.length ? peaks.reduce((a, b) => (b.gflops > a.gflops ? b : a)) : null;
+  const cuda = device.startsWith('cuda');
+  const utilisation = utilisationOf({
+    flopsPerSample: flops.forwardPerSample,
+    samplesPerSec,
+    peak,
+    peakMissing: 'the probe measured no matmul rate (the script ended before its measured steps did)',
+    deviceName: cuda ? gpuName : 'cpu',
+    cuda,
+    precision: 'fp32',
+  });
+  return { flops, utilisation };
 }

@@ -17,6 +17,8 @@ export interface TrialOptions {
   probeDir: string;
   /** Seeds torch, random and numpy as torch is imported (the script's own seeding still wins): launches compared by their loss share it. */
   seed?: number;
+  /** Asks the probe for torch's own matmul rate after the measured steps (a benchmark's utilisation). */
+  measurePeak?: boolean;
   onLine?: (stream: 'stdout' | 'stderr', line: string) => void;
   onMessage?: (connection: ProbeConnection, message: ProbeMessage) => void;
   /** Receives the cancel function and the process id (its process group's id too) as soon as it runs. */
@@ -53,6 +55,7 @@ export async function runTrial(o: TrialOptions): Promise<TrialRecord> {
       TB_PROBE_STEPS: String(o.steps ?? 0),
       TB_PROBE_SET: JSON.stringify(o.overrides),
       ...(o.seed !== undefined ? { TB_PROBE_SEED: String(o.seed) } : {}),
+      ...(o.measurePeak ? { TB_PROBE_PEAK: '1' } : {}),
     },
     onLine: (stream, line) => {
       (stream === 'stdout' ? stdout : stderr).add(line);
