@@ -2,6 +2,7 @@
 // training runs, one attempt per later benchmark, search and wizard trial, and the decision
 // written as the settings to put in the script.
 import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
+import type { ScriptBenchmarkResult } from '../../api/script-target';
 import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
 import { scriptBatchSizeLabel, scriptBatchSizeOption } from '../../api/charts/script-batch-size-charts';
 import { scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/script-run-charts';
@@ -89,6 +90,8 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
       ['data wait (slowest rank)', ...runs.map((r) => `${fmt(r.result.dataWait.msPerStep, 'ms')} (${fmt(r.result.dataWait.percent, '%')})`)],
       ['CUDA peak memory', ...runs.map((r) => (r.result.memory.cudaPeakBytes === null ? 'no CUDA' : fmt(r.result.memory.cudaPeakBytes / MiB, 'MiB')))],
       ['timing', ...runs.map((r) => r.result.ranks[0]?.timing ?? 'n/a')],
+      // An estimate (the probe counts Linear and Conv layers): the method is in the text.
+      ['model FLOPs utilisation, of torch.mm measured on the device (estimate)', ...runs.map((r) => scriptMfu(r.result))],
     ],
   );
   const compared = runs.map((r, i) => ({ id: r.id, chart: inputs[i], phasesMs: r.result.phasesMs, phasesPercent: r.result.phasesPercent }));
@@ -233,4 +236,11 @@ export function decisionBody(input: ReportInput): string {
     for (const t of run.result.trials) lines.push(`- ${t.change.label} (wizard trial ${t.index}): ${trialConclusion(t)}`);
   }
   return lines.join('\n').trim() || 'Nothing was measured against a baseline, so there is no decision yet: benchmark your command again with one override changed.';
+}
+
+function scriptMfu(r: ScriptBenchmarkResult): string {
+  const u = r.utilisation;
+  if (!u) return r.flops ? r.flops.method : 'not counted (recorded before issue 26)';
+  const mfu = u.measured?.mfu;
+  return mfu === null || mfu === undefined ? (u.problems[0] ?? u.measuredMissing ?? 'n/a') : `${fmt(100 * mfu, '%')} (${fmt(u.achievedGflops)} of ${fmt(u.measured!.gflops)} GFLOP/s)`;
 }
