@@ -147,7 +147,14 @@ export const DatasetSummarySchema = z.object({
 });
 export type DatasetSummary = z.infer<typeof DatasetSummarySchema>;
 
-export const BuildResultSchema = z.object({ dataset: DatasetSummarySchema, hit: z.boolean(), seconds: z.number() });
+export const BuildResultSchema = z.object({
+  dataset: DatasetSummarySchema,
+  /** True when a cache of the same source and settings was there already: nothing was built. */
+  hit: z.boolean(),
+  seconds: z.number(),
+  /** The cache's folder, relative to the workspace (datasets/<id>). */
+  dir: z.string(),
+});
 export type BuildResult = z.infer<typeof BuildResultSchema>;
 
 export const VerifyResultSchema = z.object({ id: z.string(), ok: z.boolean(), problems: z.array(z.string()), seconds: z.number() });

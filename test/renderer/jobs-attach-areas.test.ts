@@ -270,7 +270,7 @@ describe('a job that outlives its page, in every area', () => {
     expect(datasets.buildCancelling).toBe(true);
     // The build had published before Cancel arrived.
     const dataset = { id: 'small-0123456789ab', name: 'small', records: 4000, bytes: 256000, shards: 1, fields: [], createdAt: STARTED_AT, sourceDescription: 'small.npy', problem: null };
-    end(fake, info, { result: { dataset, hit: false, seconds: 3 } });
+    end(fake, info, { result: { dataset, hit: false, seconds: 3, dir: `datasets/${dataset.id}` } });
     await expect.poll(() => wizard.busy.value).toBe(false);
     expect(wizard.built.value?.dataset.id).toBe('small-0123456789ab');
     expect(wizard.error.value).toBeNull();
