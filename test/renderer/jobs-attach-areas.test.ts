@@ -60,7 +60,7 @@ function cancelledThroughJobs(fake: FakeClient): void {
 const callsAfter = (fake: FakeClient, method: string, after: string) => fake.calls.slice(fake.calls.findIndex((c) => c.method === after)).filter((c) => c.method === method).length;
 
 const benchProgress = (jobId: string, step: number) => ({
-  jobId, target: 'engine', runId: 'bench-run', phase: 'measuring', repetition: 1, repetitions: 3, step, totalSteps: 153, samplesPerSec: null,
+  jobId, target: 'engine', runId: 'bench-run', phase: 'measuring', repetition: 1, repetitions: 3, step, totalSteps: 153, warmupSteps: 3, steps: 150, samplesPerSec: null,
 });
 const memory = { weights: 1, gradients: 1, optimizerState: 1, activations: 1, activationGrads: 1, batchData: 1, workspace: 1, total: 7 };
 const batchTrial = (index: number, batchSize: number) => ({

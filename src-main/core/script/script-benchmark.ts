@@ -6,7 +6,7 @@ import { formatIssues } from '../../api/format-issues';
 import type { ScriptBenchmarkRequest, ScriptBenchmarkResult, ScriptRepetition, ScriptTarget } from '../../api/script-target';
 import { ScriptBenchmarkResultSchema } from '../../api/script-target';
 import type { TelemetrySummary } from '../../api/telemetry';
-import type { BenchmarkTarget } from '../benchmarks/benchmark-loop';
+import type { BenchmarkTarget, RepetitionProgress } from '../benchmarks/benchmark-loop';
 import { benchmarkRepetitions } from '../benchmarks/benchmark-loop';
 import type { BenchmarkAggregate } from '../benchmarks/benchmark-summary';
 import { findings, mergeTelemetry, phaseShares, withOther } from '../benchmarks/benchmark-summary';
@@ -64,8 +64,8 @@ export class ScriptBenchmarkService {
     const job = this.jobs.open(request.jobId, 'script benchmark');
     const jobId = job.id;
     const totalSteps = request.warmupSteps + (request.steps ?? 0);
-    const progress = (p: Omit<BenchmarkProgress, 'jobId' | 'target' | 'repetitions' | 'totalSteps'>) => {
-      const full: BenchmarkProgress = { jobId, target: 'script', repetitions: request.repeat, totalSteps, ...p };
+    const progress = (p: RepetitionProgress) => {
+      const full: BenchmarkProgress = { jobId, target: 'script', repetitions: request.repeat, totalSteps, warmupSteps: request.warmupSteps, steps: request.steps ?? null, ...p };
       this.events.emit('benchmark.progress', full);
       options.onProgress?.(full);
     };
@@ -112,7 +112,7 @@ export class ScriptBenchmarkService {
     job: ScriptJob,
     jobId: string,
     options: ScriptBenchmarkOptions,
-    progress: (p: Omit<BenchmarkProgress, 'jobId' | 'target' | 'repetitions' | 'totalSteps'>) => void,
+    progress: (p: RepetitionProgress) => void,
   ) {
     const log = run.stream(`output-rep${i}.log`);
     const recording: { current: { stop(): Promise<TelemetrySummary> } | null } = { current: null };
@@ -143,6 +143,10 @@ export class ScriptBenchmarkService {
           options.onOutput?.(stream, line, i);
         },
         onMessage: (connection, m) => {
+          // The probe ends the launch after its measured steps: said at once, so the output stopping mid-epoch does not read as a crash.
+          if (m.type === 'done' && m.reason === 'steps' && connection.hello.rank === 0) {
+            progress({ runId: run.id, phase: 'stopping', repetition: i, step: m.steps, samplesPerSec: null });
+          }
           if (m.type !== 'step') return;
           run.appendEvent({ ...m, type: 'script.step', repetition: i, rank: connection.hello.rank });
           const measuring = m.step > request.warmupSteps;
