@@ -3,8 +3,10 @@
 // through jobs.cancel, a cancel that keeps what was measured and is not an error).
 import { createPinia, setActivePinia } from 'pinia';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { effectScope } from 'vue';
 
 import type { LoaderBenchProgress } from '../../src-main/api/datasets';
+import { useImportWizard } from '../../src-renderer/composables/useImportWizard';
 import { useJobsStore } from '../../src-renderer/stores/jobs';
 import { loaderProgressText, useLoaderBenchStore } from '../../src-renderer/stores/loader-bench';
 import { fail, installFakeClient, ok } from './fake-client';
@@ -78,5 +80,32 @@ describe('the loader benchmark store', () => {
     expect(answer?.best).toEqual({ workers: 1, prefetch: 2 });
     expect(store.error).toBeNull();
     expect(store.rows.cached).toHaveLength(2);
+  });
+});
+
+describe('a loader benchmark running when the window opens', () => {
+  it('takes the import wizard to its step, replays its rows, and follows it to its end', async () => {
+    const events = [loaderEvent(0, 'measuring', 0), loaderEvent(1, 'measured', 0), loaderEvent(1, 'measuring', 1)];
+    const info = {
+      jobId: ID, method: 'datasets.benchmark', kind: 'loader', target: null, request: { dataset: 'small-0123456789ab', jobId: ID },
+      startedAt: '2026-11-27T05:00:00.000Z', cancelling: false, events: events.map((data) => ({ event: 'datasets.benchmarkProgress', data })),
+    };
+    const fake = installFakeClient((m) => (m === 'jobs.list' ? ok([info]) : m === 'datasets.list' ? ok([]) : ok({})));
+    useJobsStore().start();
+    const scope = effectScope();
+    const wizard = scope.run(() => useImportWizard())!;
+    const store = useLoaderBenchStore();
+    await expect.poll(() => store.rows.cached.length).toBe(1);
+    expect(wizard.step.value).toBe('benchmark');
+    expect(wizard.busy.value).toBe(true);
+    expect(store.dataset).toBe('small-0123456789ab');
+    expect(store.status.text).toBe('setting 2 of 6: 1 worker, prefetch 2, reading the cache…');
+    fake.emit('datasets.benchmarkProgress', loaderEvent(2, 'measured', 1));
+    expect(store.rows.cached).toHaveLength(2);
+    fake.emit('jobs.ended', { jobId: ID, method: 'datasets.benchmark', kind: 'loader', target: null, ok: false, error: { code: 'E_CANCELLED', message: 'cancelled after 2 of 6 settings' } });
+    await expect.poll(() => store.running).toBe(false);
+    expect(store.stopped).toEqual({ runId: 'loader-run', done: 2, total: 6 });
+    expect(wizard.error.value).toBeNull();
+    scope.stop();
   });
 });
