@@ -1,5 +1,6 @@
 import type { BenchmarkProgress } from '@api/benchmark';
 import type { ScriptProgressEvent } from '@api/script-run';
+import type { ScriptBatchTrial } from '@api/script-target';
 
 /** The line above a script's live output: what the launch is doing now, and how it ended. */
 export interface ScriptStatus {
@@ -65,4 +66,26 @@ export function scriptRunStatus(p: Pick<ScriptProgressEvent, 'step' | 'maxSteps'
     return { text: `stopping the script at its step limit, after ${plural(p.maxSteps, 'step')}, as asked: not a crash`, tone: 'done' };
   }
   return { text: `training: step ${n(p.step)}${p.maxSteps !== null ? ` of ${n(p.maxSteps)}` : ' (until the script ends on its own)'}`, tone: 'live' };
+}
+
+/**
+ * The status line of a script batch-size search, from its script.batchTrial events: each trial is a
+ * launch the probe ends after its measured steps, so the output stops mid-epoch at every trial; an
+ * out-of-memory trial is a data point, not a failure of the search.
+ */
+export function scriptBatchStatus(trials: readonly Pick<ScriptBatchTrial, 'index' | 'batchSize' | 'outcome' | 'samplesPerSec'>[], end: ScriptJobEnd | null): ScriptStatus {
+  if (end && !end.ok) {
+    if (end.code === 'E_CANCELLED') return { text: `cancelled after ${plural(trials.length, 'trial')}: the launch in flight was stopped`, tone: 'done' };
+    return { text: `the search failed: ${end.message.split('\n')[0].replace(/;\s*its last lines:?\s*$/, '')}`, tone: 'error' };
+  }
+  if (end?.ok) return { text: `finished: ${plural(trials.length, 'trial')}; Trainbench ends each trial's launch after its measured steps, so its output stops mid-epoch`, tone: 'done' };
+  const last = trials.at(-1);
+  if (!last) return { text: 'trial 1: starting the command with the first batch size…', tone: 'live' };
+  const what =
+    last.outcome === 'ok'
+      ? `trained${last.samplesPerSec !== null ? ` at ${n(Math.round(last.samplesPerSec))} samples/s` : ''}, stopped by Trainbench after its measured steps, as asked`
+      : last.outcome === 'E_OOM'
+        ? 'out of memory (a data point of the search, not a failure)'
+        : 'killed by a signal (the kernel may have run out of memory)';
+  return { text: `trial ${last.index + 1}, batch ${n(last.batchSize)}: ${what}; the next trial is starting…`, tone: 'live' };
 }

@@ -1,9 +1,9 @@
 // Issue 27 item 9, progress on every wait: the status line above a script's output (warm-up, measured step x
-// of N, the probe's stop that is not a crash, a crash that still is one).
+// of N, the probe's stop that is not a crash, a crash that still is one), in a benchmark, a run and a batch search.
 import { describe, expect, it } from 'vitest';
 
 import type { BenchmarkProgress } from '../../src-main/api/benchmark';
-import { scriptBenchmarkStatus, scriptRunStatus } from '../../src-renderer/view-models/script-status';
+import { scriptBatchStatus, scriptBenchmarkStatus, scriptRunStatus } from '../../src-renderer/view-models/script-status';
 
 const script = (p: Partial<BenchmarkProgress>): BenchmarkProgress => ({
   jobId: 'j', target: 'script', runId: 'r', phase: 'measuring', repetition: 1, repetitions: 1, step: 1, totalSteps: 24, warmupSteps: 4, steps: 20, samplesPerSec: null, ...p,
@@ -33,5 +33,26 @@ describe('the status line of a script benchmark', () => {
     expect(scriptRunStatus({ step: 24, maxSteps: 938 }).text).toBe('training: step 24 of 938');
     expect(scriptRunStatus({ step: 24, maxSteps: null }).text).toBe('training: step 24 (until the script ends on its own)');
     expect(scriptRunStatus({ step: 938, maxSteps: 938 })).toEqual({ text: 'stopping the script at its step limit, after 938 steps, as asked: not a crash', tone: 'done' });
+  });
+});
+
+describe('the status line of a script batch-size search', () => {
+  const trial = (index: number, batchSize: number, outcome: 'ok' | 'E_OOM' | 'crash') => ({ index, batchSize, outcome, samplesPerSec: outcome === 'ok' ? 1500.2 : null });
+  it("says each trial's launch was stopped on purpose, and an OOM is a data point", () => {
+    expect(scriptBatchStatus([], null).text).toBe('trial 1: starting the command with the first batch size…');
+    expect(scriptBatchStatus([trial(0, 64, 'ok')], null).text).toBe(
+      'trial 1, batch 64: trained at 1,500 samples/s, stopped by Trainbench after its measured steps, as asked; the next trial is starting…',
+    );
+    expect(scriptBatchStatus([trial(0, 64, 'ok'), trial(1, 4096, 'E_OOM')], null).text).toBe(
+      'trial 2, batch 4,096: out of memory (a data point of the search, not a failure); the next trial is starting…',
+    );
+    expect(scriptBatchStatus([trial(0, 64, 'ok'), trial(1, 128, 'ok')], { ok: true })).toEqual({
+      text: "finished: 2 trials; Trainbench ends each trial's launch after its measured steps, so its output stops mid-epoch",
+      tone: 'done',
+    });
+    expect(scriptBatchStatus([trial(0, 64, 'ok')], { ok: false, code: 'E_SCRIPT', message: 'the script exited with code 2 after 0 optimizer step(s)' })).toEqual({
+      text: 'the search failed: the script exited with code 2 after 0 optimizer step(s)',
+      tone: 'error',
+    });
   });
 });
