@@ -118,7 +118,23 @@ export class ScriptBenchmarkService {
     const recording: { current: { stop(): Promise<TelemetrySummary> } | null } = { current: null };
     const startRecording = () => (recording.current ??= this.telemetry.record(run.stream(`telemetry-rep${i}.jsonl`, { append: true }), TELEMETRY_INTERVAL_MS));
     if (request.warmupSteps === 0) startRecording();
+    // Progress at most ~10/s (steps of a small model come by the hundred), and the last step always said: a
+    // step held back by the limit is sent when the limit allows, so a script that stalls shows where it is.
     let lastProgress = 0;
+    let heldStep: ReturnType<typeof setTimeout> | null = null;
+    let stopped = false;
+    const stepProgress = (step: number) => {
+      if (heldStep) clearTimeout(heldStep);
+      heldStep = null;
+      if (stopped) return;
+      const wait = lastProgress + 100 - Date.now();
+      if (wait > 0) {
+        heldStep = setTimeout(() => stepProgress(step), wait);
+        return;
+      }
+      lastProgress = Date.now();
+      progress({ runId: run.id, phase: step > request.warmupSteps ? 'measuring' : 'warmup', repetition: i, step, samplesPerSec: null });
+    };
     // Set from the launch's callback once the process runs.
     const tree: { current: ReturnType<typeof sampleProcessTree> } = { current: null };
     const trialOptions = {
@@ -145,6 +161,8 @@ export class ScriptBenchmarkService {
         onMessage: (connection, m) => {
           // The probe ends the launch after its measured steps: said at once, so the output stopping mid-epoch does not read as a crash.
           if (m.type === 'done' && m.reason === 'steps' && connection.hello.rank === 0) {
+            stopped = true;
+            if (heldStep) clearTimeout(heldStep);
             progress({ runId: run.id, phase: 'stopping', repetition: i, step: m.steps, samplesPerSec: null });
           }
           if (m.type !== 'step') return;
@@ -154,14 +172,11 @@ export class ScriptBenchmarkService {
             startRecording();
             tree.current?.markWindowStart();
           }
-          // Progress at most ~10/s: steps of a small model come by the hundred.
-          const now = Date.now();
-          if (connection.hello.rank === 0 && now - lastProgress >= 100) {
-            lastProgress = now;
-            progress({ runId: run.id, phase: measuring ? 'measuring' : 'warmup', repetition: i, step: m.step, samplesPerSec: null });
-          }
+          if (connection.hello.rank === 0) stepProgress(m.step);
         },
       });
+      stopped = true;
+      if (heldStep) clearTimeout(heldStep);
       job.cancel = null;
       const processTree = tree.current?.stop() ?? null;
       tree.current = null;
@@ -196,6 +211,8 @@ export class ScriptBenchmarkService {
       };
       return { rep, ranks, applied };
     } finally {
+      stopped = true;
+      if (heldStep) clearTimeout(heldStep);
       tree.current?.stop();
       if (recording.current) await recording.current.stop();
       await new Promise<void>((resolve) => log.end(resolve));
