@@ -104,6 +104,26 @@ describe('datasets through the contract', () => {
     expect(run.result.uncached).toBeNull();
     expect(run.result.uncachedReason).toBe('cancelled before the source files were read');
     expect(services.jobs.list()).toEqual([]);
+
+    // Cancelled while reading the source files in place: their rows so far are kept, with no reason for missing ones.
+    const second: LoaderBenchProgress[] = [];
+    const off2 = services.events.subscribe((name, data) => {
+      const p = data as LoaderBenchProgress;
+      if (name !== 'datasets.benchmarkProgress' || p.jobId !== 'loader-job-2') return;
+      second.push(p);
+      if (p.phase === 'measuring' && p.path === 'uncached') void services.router.dispatch('jobs.cancel', { jobId: 'loader-job-2' });
+    });
+    const values = new Float32Array(2000 * 4).map((_, i) => i);
+    writeFileSync(path.join(services.workspace.root, 'sources', 'four.npy'), npyBytes('<f4', [2000, 4], new Uint8Array(values.buffer)));
+    await services.router.dispatch('datasets.build', { source: { kind: 'npy', path: 'sources/four.npy' }, name: 'four' });
+    const again = services.router.dispatch('datasets.benchmark', { dataset: 'four', batchSize: 50, workers: [0, 1], prefetch: [2], maxSeconds: 0.1, jobId: 'loader-job-2' });
+    await expect(again).rejects.toMatchObject({ code: 'E_CANCELLED', message: 'the loader benchmark was cancelled after 3 of 4 settings' });
+    off2();
+    const run2 = JSON.parse(readFileSync(path.join(services.workspace.resolve('runs'), second[0].runId, 'run.json'), 'utf8')) as typeof run;
+    expect(run2.status).toBe('cancelled');
+    expect(run2.result.cached).toHaveLength(2);
+    expect(run2.result.uncached).toHaveLength(1);
+    expect(run2.result.uncachedReason).toBeNull();
   });
 
   it('refuses a benchmark on a device the engine cannot use before its run exists', async () => {

@@ -192,7 +192,9 @@ export class DatasetService {
         const error = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
         // What was measured before a cancel is kept in the run, beside why it stopped.
         if (error.code === 'E_CANCELLED' && measured.cached.length > 0) {
-          const result = loaderResult(request, manifest, { ...measured, uncachedReason: measured.uncachedReason ?? 'cancelled before the source files were read' }, telemetry);
+          // Stopped in the cached pass, the source files were never read: say why their rows are missing.
+          const unread = measured.uncached === null && measured.uncachedReason === null;
+          const result = loaderResult(request, manifest, unread ? { ...measured, uncachedReason: 'cancelled before the source files were read' } : measured, telemetry);
           await record.finish('cancelled', { result, error: error.toPayload() });
           throw error;
         }
