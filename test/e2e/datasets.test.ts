@@ -86,7 +86,12 @@ describe('caching wizard (serve mode, Chromium)', () => {
     expect(await stopped.innerText()).toMatch(/^Cancelled after 2 of 6 settings\. What was measured is kept in run \d{8}-\d{6}-[0-9a-f]{6}\.$/);
     expect(await page.getByTestId('loader-bench-error').count()).toBe(0);
     expect(await page.locator('[data-testid="bench-table"] tbody tr').count()).toBe(2);
+    expect(await page.getByTestId('run-benchmark-again').isEnabled()).toBe(true);
     await page.screenshot({ path: path.join(SHOTS, 'datasets-loader-cancelled.png'), fullPage: true });
+    // At 1024 px the rows and the note fit without scrolling sideways.
+    await page.setViewportSize({ width: 1024, height: 700 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(true);
+    await page.screenshot({ path: path.join(SHOTS, 'datasets-loader-cancelled-1024.png'), fullPage: true });
 
     // The run is recorded as cancelled, with the two settings it measured.
     const runId = /in run (\S+)\.$/.exec(await stopped.innerText())![1];
@@ -97,6 +102,9 @@ describe('caching wizard (serve mode, Chromium)', () => {
     await row.click();
     await page.getByTestId('run-loader-result').waitFor();
     expect(await page.getByTestId('run-loader-result').innerText()).toContain('cancelled before the source files were read');
+    expect(await page.getByTestId('run-loader-result').locator('tbody tr').count()).toBe(2);
+    await page.getByTestId('run-loader-result').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(SHOTS, 'datasets-loader-cancelled-run.png'), fullPage: true });
     expect(errors).toEqual([]);
     await page.close();
   }, 90_000);
