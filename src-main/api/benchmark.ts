@@ -153,12 +153,20 @@ export const BenchmarkProgressSchema = z.object({
   target: TargetKindSchema,
   /** null while the data is being prepared, before the run exists. */
   runId: z.string().nullable(),
-  phase: z.enum(['preparing', 'warmup', 'measuring', 'repetition-done']),
+  /**
+   * 'stopping' (a script's): the probe has ended the launch after its measured steps, on purpose, and the
+   * process is exiting; a launch that fails after it is still a failure.
+   */
+  phase: z.enum(['preparing', 'warmup', 'measuring', 'stopping', 'repetition-done']),
   repetition: z.number().int(),
   repetitions: z.number().int(),
   /** Optimizer steps done in this repetition, of warm-up plus measured steps. */
   step: z.number().int(),
   totalSteps: z.number().int(),
+  /** Warm-up steps of every repetition (the first `warmupSteps` steps are not measured). */
+  warmupSteps: z.number().int(),
+  /** Measured steps of every repetition; null: a script measured until it ends on its own. */
+  steps: z.number().int().nullable(),
   /** Set on 'repetition-done'. */
   samplesPerSec: z.number().nullable(),
 });

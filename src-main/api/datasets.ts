@@ -156,7 +156,14 @@ export const DatasetSummarySchema = z.object({
 });
 export type DatasetSummary = z.infer<typeof DatasetSummarySchema>;
 
-export const BuildResultSchema = z.object({ dataset: DatasetSummarySchema, hit: z.boolean(), seconds: z.number() });
+export const BuildResultSchema = z.object({
+  dataset: DatasetSummarySchema,
+  /** True when a cache of the same source and settings was there already: nothing was built. */
+  hit: z.boolean(),
+  seconds: z.number(),
+  /** The cache's folder, relative to the workspace (datasets/<id>). */
+  dir: z.string(),
+});
 export type BuildResult = z.infer<typeof BuildResultSchema>;
 
 export const VerifyResultSchema = z.object({ id: z.string(), ok: z.boolean(), problems: z.array(z.string()), seconds: z.number() });
@@ -201,9 +208,37 @@ export const LoaderBenchRequestSchema = z
     device: z.string().default('cpu'),
     /** Depth of the GPU prefetch ring. */
     gpuPrefetch: z.number().int().min(1).max(16).default(3),
+    /** A job id chosen by the caller, so it can follow progress and cancel; one is made up otherwise. */
+    jobId: IdSchema.optional(),
   })
   .strict();
 export type LoaderBenchRequest = z.infer<typeof LoaderBenchRequestSchema>;
+
+/** Which files a loader setting reads: the cache's shards, or the dataset's source files in place. */
+export const LoaderPathSchema = z.enum(['cached', 'uncached']);
+export type LoaderPath = z.infer<typeof LoaderPathSchema>;
+
+/**
+ * Streamed while the loader benchmark runs, as `datasets.benchmarkProgress`: a setting starting
+ * ('measuring', `row` null) and ending (`row` set), so a window shows the rows as they come.
+ */
+export const LoaderBenchProgressSchema = z.object({
+  jobId: z.string(),
+  runId: z.string(),
+  phase: z.enum(['measuring', 'measured']),
+  path: LoaderPathSchema,
+  workers: z.number().int(),
+  prefetch: z.number().int(),
+  /** Settings measured so far, over both paths. */
+  done: z.number().int(),
+  /** Settings to measure over both paths; it drops when the source files turn out unreadable in place. */
+  total: z.number().int(),
+  /** How long one setting is measured (a Cancel takes effect when the one in flight ends). */
+  maxSeconds: z.number(),
+  /** The setting just measured, on 'measured'. */
+  row: LoaderBenchRowSchema.nullable(),
+});
+export type LoaderBenchProgress = z.infer<typeof LoaderBenchProgressSchema>;
 
 export const LoaderBenchResultSchema = z.object({
   dataset: z.string(),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import { BatchTrialEventSchema } from './batch-size';
 import { BenchmarkProgressSchema } from './benchmark';
-import { BuildProgressSchema } from './datasets';
+import { BuildProgressSchema, LoaderBenchProgressSchema } from './datasets';
 import { JobEndedEventSchema, JobInfoSchema } from './jobs';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { OptimiseProgressSchema } from './optimise';
@@ -31,6 +31,8 @@ export const apiEvents = {
   'engine.status': EngineStatusEventSchema,
   'train.progress': TrainProgressEventSchema,
   'datasets.progress': BuildProgressSchema,
+  /** The loader benchmark's settings as each starts and ends (its jobId is the request's). */
+  'datasets.benchmarkProgress': LoaderBenchProgressSchema,
   'batchSize.trial': BatchTrialEventSchema,
   'telemetry.sample': TelemetrySampleSchema,
   'telemetry.gpu': GpuStateSchema,

@@ -11,7 +11,7 @@ import { TargetKindSchema, targetKindOf } from './target';
  * window by jobs.started and jobs.ended, so a reload or a second window re-attaches
  * to it instead of leaving it frozen.
  */
-export const JobKindSchema = z.enum(['train', 'benchmark', 'batchSize', 'optimise', 'dataset']);
+export const JobKindSchema = z.enum(['train', 'benchmark', 'batchSize', 'optimise', 'dataset', 'loader']);
 export type JobKind = z.infer<typeof JobKindSchema>;
 
 export { TargetKindSchema } from './target';
@@ -33,6 +33,7 @@ export const JOB_METHODS = {
   'optimise.resume': { kind: 'optimise', target: 'engine', idParam: 'optimiseId' },
   'script.optimise': { kind: 'optimise', target: 'script', idParam: 'jobId' },
   'datasets.build': { kind: 'dataset', target: null, idParam: 'jobId' },
+  'datasets.benchmark': { kind: 'loader', target: null, idParam: 'jobId' },
 } as const satisfies Record<string, { kind: JobKind; target: TargetKind | 'either' | null; idParam: string }>;
 export type JobMethod = keyof typeof JOB_METHODS;
 export const JobMethodSchema = z.enum(Object.keys(JOB_METHODS) as [JobMethod, ...JobMethod[]]);
@@ -52,6 +53,7 @@ export const JOB_EVENT_IDS = {
   'train.progress': 'runId',
   'train.preparing': 'runId',
   'datasets.progress': 'jobId',
+  'datasets.benchmarkProgress': 'jobId',
   'batchSize.trial': 'searchId',
   'benchmark.progress': 'jobId',
   'optimise.progress': 'optimiseId',

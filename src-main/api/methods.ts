@@ -93,7 +93,11 @@ export const apiMethods = {
   'datasets.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   'datasets.verify': { params: z.object({ id: IdSchema }).strict(), result: VerifyResultSchema },
   'datasets.remove': { params: z.object({ id: IdSchema }).strict(), result: z.object({ removed: z.string() }) },
-  /** The loader on the cache (and on the source in place) at each setting. */
+  /**
+   * The loader on the cache (and on the source in place) at each setting; each setting's start and end arrive as
+   * datasets.benchmarkProgress events with the request's jobId. Cancelled (jobs.cancel), it stops when the setting
+   * in flight ends and answers E_CANCELLED; its run keeps the settings measured.
+   */
   'datasets.benchmark': { params: LoaderBenchRequestSchema, result: LoaderBenchResultSchema },
   /**
    * Starts (or renews, with leaseId) a telemetry lease and returns recent history; samples then arrive

@@ -131,7 +131,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'datasets.cancel': ({ jobId }) => cancelJob(jobId),
     'datasets.verify': ({ id }) => datasets.verify(id),
     'datasets.remove': ({ id }) => datasets.remove(id),
-    'datasets.benchmark': (request) => datasets.benchmark(request),
+    'datasets.benchmark': (request) => jobs.run('datasets.benchmark', request, (id) => datasets.cancel(id), (r) => datasets.benchmark(r)),
     'benchmark.training': (request) =>
       isScriptRequest(request)
         ? (refuseScripts(options), jobs.run('benchmark.training', request, cancelScript, (r) => scripts.run(r)))

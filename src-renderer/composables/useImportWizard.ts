@@ -1,9 +1,10 @@
-import type { BuildResult, CacheDType, InspectResult, LoaderBenchResult, SourceSpecInput } from '@api/datasets';
+import type { BuildResult, CacheDType, InspectResult, SourceSpecInput } from '@api/datasets';
 import { BuildRequestSchema, CacheFieldSchema } from '@api/datasets';
 import { computed, ref, shallowRef, watch } from 'vue';
 
 import { useDatasetsStore } from '../stores/datasets';
 import { errorText } from '../stores/error-text';
+import { useLoaderBenchStore } from '../stores/loader-bench';
 import { useApiClient } from '../transport/client-instance';
 
 export type SourceKind = 'npy' | 'npz' | 'csv' | 'idx' | 'raw' | 'synthetic-board';
@@ -106,6 +107,7 @@ export function previewText(values: number[], classes?: string[]): string {
 export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } = {}) {
   const client = useApiClient();
   const datasets = useDatasetsStore();
+  const loader = useLoaderBenchStore();
   const step = ref<WizardStep>('source');
   const kind = ref<SourceKind>('npy');
   const files = ref<ChosenFile[]>([]);
@@ -124,10 +126,9 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
   const mapping = ref<{ from: string; to: string; dtype: CacheDType }[]>([]);
   const progress = computed(() => datasets.buildProgress);
   const built = computed(() => datasets.built);
-  const bench = shallowRef<LoaderBenchResult | null>(null);
-  /** Inspecting or benchmarking; a build is the store's. */
+  /** Inspecting; a build and a loader benchmark are their stores' jobs. */
   const working = ref(false);
-  const busy = computed(() => working.value || datasets.building);
+  const busy = computed(() => working.value || datasets.building || loader.running);
   const error = ref<string | null>(null);
 
   function showBuild(): void {
@@ -136,6 +137,14 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
     if (datasets.buildName) name.value = datasets.buildName;
   }
   if (datasets.building) showBuild();
+  // A loader benchmark re-attached (or started in another window) is shown at its step, live, with Cancel.
+  if (loader.running) step.value = 'benchmark';
+  watch(
+    () => loader.running,
+    (now) => {
+      if (now) step.value = 'benchmark';
+    },
+  );
   // A build re-attached (or started in another window) takes the wizard to its step; its failure is said here.
   watch(
     () => datasets.building,
@@ -289,25 +298,19 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
     await datasets.cancelBuild();
   }
 
+  /** Measures the loader on the cache just built: cached and from the source files, at 0, 1 and 2 workers. */
   async function benchmark(): Promise<void> {
     if (!built.value) return;
-    working.value = true;
     error.value = null;
     step.value = 'benchmark';
-    try {
-      bench.value = await client.call('datasets.benchmark', {
-        dataset: built.value.dataset.id,
-        batchSize: 256,
-        workers: [0, 1, 2],
-        prefetch: [2],
-        sampleRatio: sampleRatio.value,
-        maxSeconds: 1,
-      });
-    } catch (err) {
-      error.value = errorText(err);
-    } finally {
-      working.value = false;
-    }
+    await loader.start({
+      dataset: built.value.dataset.id,
+      batchSize: 256,
+      workers: [0, 1, 2],
+      prefetch: [2],
+      sampleRatio: sampleRatio.value,
+      maxSeconds: 1,
+    });
   }
 
   function restart(): void {
@@ -320,14 +323,14 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
     csvLabelDtype.value = 'int32';
     inspected.value = null;
     datasets.clearBuild();
-    bench.value = null;
+    loader.clear();
     name.value = '';
     error.value = null;
   }
 
   return {
     step, kind, files, csvColumns, csvLabel, csvLabelDtype, readingHeader, sourceProblem, settingsProblem, boardRecords, boardSeed, name, shardMiB, sampleRatio,
-    inspected, mapping, progress, built, bench, busy, error,
+    inspected, mapping, progress, built, busy, error,
     addFile, removeFile, inspect, build, cancel, benchmark, restart,
   };
 }

@@ -1,8 +1,10 @@
 import type { ScriptBatchSearchRequestInput, ScriptBatchSearchResult, ScriptBatchTrial, ScriptBatchTrialEvent, ScriptOutputEvent } from '@api/script-target';
 import { ScriptBatchSearchRequestSchema } from '@api/script-target';
-import { ref, shallowRef } from 'vue';
+import { computed, ref, shallowRef } from 'vue';
 
 import { useScriptJob } from '../composables/useScriptJob';
+import type { ScriptStatus } from '../view-models/script-status';
+import { scriptBatchStatus } from '../view-models/script-status';
 import { scriptOutputBuffer } from './script';
 import type { ScriptForm } from './script-form';
 import { emptyScriptForm, scriptRequestFromForm } from './script-form';
@@ -76,5 +78,15 @@ export function scriptBatchSearch() {
     },
   });
 
-  return { ...side, form, numbers, trials, output: buffer.lines };
+  /** The line above the output: the last trial's outcome while the next one starts, then how the search ended. */
+  const status = computed((): ScriptStatus | null => {
+    const failure = side.failure.value;
+    if (side.forbidden.value) return null;
+    if (side.running.value) return scriptBatchStatus(trials.value, null);
+    if (side.result.value) return scriptBatchStatus(trials.value, { ok: true });
+    if (failure) return scriptBatchStatus(trials.value, { ok: false, code: failure.code, message: failure.message });
+    return null;
+  });
+
+  return { ...side, form, numbers, trials, output: buffer.lines, status };
 }

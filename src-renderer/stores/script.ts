@@ -1,7 +1,10 @@
+import type { BenchmarkProgress } from '@api/benchmark';
 import type { ScriptBenchmarkRequestInput, ScriptBenchmarkResult, ScriptOutputEvent } from '@api/script-target';
 import { ScriptBenchmarkResultSchema } from '@api/script-target';
-import { ref, shallowRef } from 'vue';
+import { computed, ref, shallowRef } from 'vue';
 
+import type { ScriptStatus } from '../view-models/script-status';
+import { scriptBenchmarkStatus } from '../view-models/script-status';
 import { useScriptJob } from '../composables/useScriptJob';
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';
@@ -46,13 +49,21 @@ export function scriptBenchmark() {
   const buffer = scriptOutputBuffer();
   /** Completed script benchmarks in the workspace (runs of kind benchmark whose target is a script), oldest first. */
   const history = shallowRef<ScriptBenchmarkResult[]>([]);
+  /** The latest benchmark.progress of the job followed: the status line's numbers. */
+  const progress = shallowRef<BenchmarkProgress | null>(null);
   const side = useScriptJob<ScriptBenchmarkRequestInput, ScriptBenchmarkResult>({
     kind: 'benchmark',
-    handlers: { 'script.output': (e: ScriptOutputEvent) => buffer.push(e) },
+    handlers: {
+      'script.output': (e: ScriptOutputEvent) => buffer.push(e),
+      'benchmark.progress': (p) => (progress.value = p),
+    },
     request: () => scriptRequestFromForm(form.value),
     start: (job, request) => job.start('benchmark.training', request),
     attach: (job, info) => job.attach({ ...info, method: 'benchmark.training', target: 'script' as const }),
-    clear: () => buffer.clear(),
+    clear: () => {
+      buffer.clear();
+      progress.value = null;
+    },
     // A finished benchmark is listed at once.
     done: () => refresh(),
   });
@@ -72,5 +83,15 @@ export function scriptBenchmark() {
     }
   }
 
-  return { ...side, form, output: buffer.lines, history, refresh };
+  /** The line above the output: warm-up, measured step x of N, the probe's stop, or how it ended. */
+  const status = computed((): ScriptStatus | null => {
+    const failure = side.failure.value;
+    if (side.forbidden.value) return null;
+    if (side.running.value) return scriptBenchmarkStatus(progress.value, null);
+    if (side.result.value) return scriptBenchmarkStatus(progress.value, { ok: true });
+    if (failure) return scriptBenchmarkStatus(progress.value, { ok: false, code: failure.code, message: failure.message });
+    return null;
+  });
+
+  return { ...side, form, output: buffer.lines, history, progress, status, refresh };
 }

@@ -49,7 +49,11 @@ describe('caching wizard (serve mode, Chromium)', () => {
     await page.getByTestId('dataset-small').waitFor();
 
     await page.getByTestId('run-benchmark').click();
+    // A bar and the setting being measured while it runs (issue 27 item 9).
+    await expect.poll(() => page.getByTestId('loader-bench-status').innerText(), { timeout: 20_000 }).toMatch(/^setting [1-6] of 6: \d workers?, prefetch 2, reading the cache/);
+    expect(await page.getByTestId('loader-bench-progress').getByRole('progressbar').count()).toBe(1);
     await page.getByTestId('bench-summary').waitFor({ timeout: 60_000 });
+    expect(await page.getByTestId('loader-bench-progress').count()).toBe(0);
     expect(await page.locator('[data-testid="loader-bench-chart"] canvas').count()).toBeGreaterThan(0);
     // The chart is announced with its numbers, rounded, with units.
     expect(await page.getByTestId('loader-bench-chart').getAttribute('aria-label')).toMatch(
@@ -61,6 +65,56 @@ describe('caching wizard (serve mode, Chromium)', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it('says a cache that is there already is, and the loader benchmark shows a bar and stops on Cancel, keeping what it measured', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(fx.serve.url);
+    await page.getByTestId('nav-datasets').click();
+    // The same file and settings as the first test: a cache hit, said as one, never "starting".
+    await page.getByTestId('file-small.npy').click();
+    await page.getByTestId('inspect').click();
+    await page.getByTestId('field-table').waitFor();
+    await page.getByTestId('build').click();
+    await page.getByTestId('build-result').waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('build-phase').innerText()).toMatch(/^cached already: datasets\/small-[0-9a-f]{12}$/);
+    expect(await page.getByTestId('build-progress').getByRole('progressbar').getAttribute('aria-valuenow')).toBe('100');
+    expect(await page.getByTestId('build-result').innerText()).toMatch(/^Already cached/);
+    await page.screenshot({ path: path.join(SHOTS, 'datasets-cache-hit.png') });
+
+    await page.getByTestId('run-benchmark').click();
+    // Cancel once the first setting is measured, while the second is in flight.
+    await expect.poll(() => page.getByTestId('loader-bench-status').innerText(), { timeout: 20_000 }).toMatch(/^setting 2 of 6/);
+    await page.screenshot({ path: path.join(SHOTS, 'datasets-loader-progress.png') });
+    await page.getByTestId('loader-bench-cancel').click();
+    const stopped = page.getByTestId('loader-bench-stopped');
+    await stopped.waitFor({ timeout: 15_000 });
+    expect(await stopped.innerText()).toMatch(/^Cancelled after 2 of 6 settings\. What was measured is kept in run \d{8}-\d{6}-[0-9a-f]{6}\.$/);
+    expect(await page.getByTestId('loader-bench-error').count()).toBe(0);
+    expect(await page.locator('[data-testid="bench-table"] tbody tr').count()).toBe(2);
+    expect(await page.getByTestId('run-benchmark-again').isEnabled()).toBe(true);
+    await page.screenshot({ path: path.join(SHOTS, 'datasets-loader-cancelled.png'), fullPage: true });
+    // At 1024 px the rows and the note fit without scrolling sideways.
+    await page.setViewportSize({ width: 1024, height: 700 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(true);
+    await page.screenshot({ path: path.join(SHOTS, 'datasets-loader-cancelled-1024.png'), fullPage: true });
+
+    // The run is recorded as cancelled, with the two settings it measured.
+    const runId = /in run (\S+)\.$/.exec(await stopped.innerText())![1];
+    await page.getByTestId('nav-runs').click();
+    const row = page.getByTestId(`run-${runId}`);
+    await row.waitFor();
+    expect(await row.innerText()).toContain('cancelled');
+    await row.click();
+    await page.getByTestId('run-loader-result').waitFor();
+    expect(await page.getByTestId('run-loader-result').innerText()).toContain('cancelled before the source files were read');
+    expect(await page.getByTestId('run-loader-result').locator('tbody tr').count()).toBe(2);
+    await page.getByTestId('run-loader-result').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(SHOTS, 'datasets-loader-cancelled-run.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 90_000);
 
   it('shows the class names of a CSV with text labels beside their indices, and caches them', async () => {
     const page = await fx.browser.newPage({ viewport: { width: 1280, height: 900 } });

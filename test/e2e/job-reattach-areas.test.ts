@@ -178,6 +178,8 @@ describe('a job outlives its page, in every area', () => {
     await page.locator('[data-test="script-cancel"]').waitFor({ timeout: 15_000 });
     expect(await page.getByTestId('target-script').isChecked()).toBe(true);
     await expect.poll(() => page.locator('[data-test="script-output"]').innerText(), { timeout: 10_000 }).toContain('hanging now');
+    // The status line is replayed too: the script stalls after its first measured step (the last step is always said).
+    expect(await page.locator('[data-test="script-status"]').innerText()).toBe('measuring step 1 (until the script ends on its own)');
     expect(await page.locator('[data-test="script-start"]').isDisabled()).toBe(true);
     expect(await jobsText(page)).toBe('1 job running');
     expect(processesWithMark(mark).length).toBeGreaterThanOrEqual(2);
@@ -186,6 +188,7 @@ describe('a job outlives its page, in every area', () => {
     await page.locator('[data-test="script-cancel"]').click();
     await expect.poll(() => page.locator('[data-test="script-error"]').innerText(), { timeout: 30_000 }).toMatch(/^E_CANCELLED: .*cancelled/);
     expect(await page.locator('[data-test="script-cancel"]').count()).toBe(0);
+    expect(await page.locator('[data-test="script-status"]').innerText()).toBe('cancelled at step 2: its process group was stopped');
     await expect.poll(() => jobsText(page)).toBe('no jobs running');
     expect(processesWithMark(mark)).toEqual([]);
     expect(errors).toEqual([]);

@@ -47,6 +47,10 @@ describe('Script target in the Batch size area', () => {
     // Live: the first trial is in the table while the search still runs.
     await page.getByTestId('sbs-trials').locator('tbody tr').first().waitFor({ timeout: 60_000 });
     expect(await page.getByTestId('sbs-running').isVisible()).toBe(true);
+    // The status line says the trial's launch was ended on purpose (or that an OOM is a data point), not that it crashed.
+    expect(await page.locator('[data-test="script-status"]').innerText()).toMatch(
+      /^trial \d, batch \d+: (trained at [\d,]+ samples\/s, stopped by Trainbench after its measured steps, as asked|out of memory \(a data point of the search, not a failure\)); the next trial is starting…$/,
+    );
     const verdict = page.getByTestId('sbs-verdict');
     await verdict.waitFor({ timeout: 120_000 });
     expect(await verdict.innerText()).toMatch(/^batch 19 is the largest that fits \(20: E_OOM\); fastest: (16|18|19)$/);
@@ -59,6 +63,7 @@ describe('Script target in the Batch size area', () => {
     expect(await chart.getAttribute('aria-label')).toMatch(/batch 16: [\d,]+ samples\/s; batch 18: .*; out of memory at batch 20, 24, 32$/);
     expect(await page.getByTestId('sbs-summary').innerText()).toContain('cpu (a batch fits when it trains)');
     expect(await page.locator('[data-test="script-output"]').innerText()).toContain('OutOfMemoryError: CUDA out of memory. Tried to allocate 2048 MiB (simulated at batch 32)');
+    expect(await page.locator('[data-test="script-status"]').innerText()).toBe("finished: 6 trials; Trainbench ends each trial's launch after its measured steps, so its output stops mid-epoch");
     await page.screenshot({ path: path.join(SHOTS, 'script-batch-size.png'), fullPage: true });
     expect(processesWithMark(mark)).toEqual([]);
     expect(errors).toEqual([]);
@@ -79,6 +84,7 @@ describe('Script target in the Batch size area', () => {
     expect(await error.innerText()).toMatch(/^E_CANCELLED: the batch-size search was cancelled during the trial at batch 16, after 0 finished trial\(s\)/);
     expect(await page.getByTestId('sbs-running').count()).toBe(0);
     expect(await page.getByTestId('sbs-cancel').isDisabled()).toBe(true);
+    expect(await page.locator('[data-test="script-status"]').innerText()).toBe('cancelled after 0 trials: the launch in flight was stopped');
     expect(processesWithMark(mark)).toEqual([]);
     await page.screenshot({ path: path.join(SHOTS, 'script-batch-size-cancelled.png'), fullPage: true });
     await page.close();

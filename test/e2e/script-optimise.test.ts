@@ -54,6 +54,8 @@ describe('Script target in the Optimise area', () => {
     expect(await page.getByTestId('opt-script-start').isDisabled()).toBe(true);
     expect(await page.getByTestId('opt-script-title').innerText()).toBe(COMMAND);
     await expect.poll(() => page.locator('[data-test="script-output"]').innerText(), { timeout: 30_000 }).toContain('loader num_workers=0 batch_size=32');
+    // Every launch is ended on purpose after its measured steps: the output panel says so (issue 27 item 9).
+    expect(await page.getByTestId('opt-script-output-summary').innerText()).toContain('Trainbench ends after its measured steps, as asked: an output that stops mid-epoch is not a crash');
     await expect.poll(() => page.getByTestId('opt-progress-text').innerText(), { timeout: 30_000 }).toMatch(/^(baseline: repetition \d of 2 done|trial 1 )/);
 
     // The baseline is shown as soon as it is measured: with the trial's 4 launches still to run.

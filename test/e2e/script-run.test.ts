@@ -37,6 +37,8 @@ describe('Script target in the Runs area', () => {
     expect(await page.getByTestId('live-script-rate').innerText()).toMatch(/^[\d,]+ samples\/s$/);
     expect(await page.getByTestId('live-script-loss').innerText()).toMatch(/^loss \d/);
     expect(await page.locator('[data-test="script-output"]').innerText()).toContain('num_workers=0 batch_size=64');
+    // The status line above the output: no step limit, so it trains until the script ends on its own.
+    expect(await page.locator('[data-test="script-status"]').innerText()).toMatch(/^training: step [\d,]+ \(until the script ends on its own\)$/);
     await page.screenshot({ path: path.join(SHOTS, 'script-run-live.png'), fullPage: true });
     await page.getByTestId('live-script-cancel').click();
     await page.getByTestId('newrun-script-result').waitFor({ timeout: 20_000 });

@@ -1,10 +1,10 @@
 // Datasets through the contract: build with progress and cancel, confinement to the workspace, benchmark.
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { BuildProgress } from '../../src-main/api/datasets';
+import type { BuildProgress, LoaderBenchProgress } from '../../src-main/api/datasets';
 import { datasetsRoot } from '../../src-main/core/datasets/cache-store';
 import type { Services } from '../../src-main/core/services';
 import { npyBytes } from '../helpers/numpy';
@@ -66,6 +66,64 @@ describe('datasets through the contract', () => {
     expect(bench.cached).toHaveLength(2);
     expect(bench.uncached).toHaveLength(2);
     for (const row of [...bench.cached, ...(bench.uncached ?? [])]) expect(row.samplesPerSec).toBeGreaterThan(0);
+  });
+
+  it('benchmarks the loader as a job: each setting as it starts and ends, and a cancel that keeps what was measured', async () => {
+    await services.router.dispatch('datasets.build', { source: { kind: 'synthetic-board', records: 2000, seed: 5 }, name: 'bench-cancel' });
+    const seen: LoaderBenchProgress[] = [];
+    let listed: unknown[] = [];
+    const off = services.events.subscribe((name, data) => {
+      if (name !== 'datasets.benchmarkProgress') return;
+      const p = data as LoaderBenchProgress;
+      seen.push(p);
+      // Cancelled through the one job machinery, as the Cancel button does, while the second setting is measured.
+      if (p.phase === 'measuring' && p.done === 1) {
+        listed = services.jobs.list().map((j) => ({ kind: j.kind, method: j.method }));
+        void services.router.dispatch('jobs.cancel', { jobId: 'loader-job-1' });
+      }
+    });
+    const bench = services.router.dispatch('datasets.benchmark', { dataset: 'bench-cancel', batchSize: 50, workers: [0, 1, 2], prefetch: [2], maxSeconds: 0.2, jobId: 'loader-job-1' });
+    await expect(bench).rejects.toMatchObject({ code: 'E_CANCELLED', message: 'the loader benchmark was cancelled after 2 of 6 settings' });
+    off();
+    expect(listed).toEqual([{ kind: 'loader', method: 'datasets.benchmark' }]);
+    // The setting in flight when Cancel came is finished (the engine measures it for maxSeconds), then nothing more starts.
+    expect(seen.map((p) => `${p.phase} ${p.path} ${p.workers} ${p.done}/${p.total}`)).toEqual([
+      'measuring cached 0 0/6',
+      'measured cached 0 1/6',
+      'measuring cached 1 1/6',
+      'measured cached 1 2/6',
+    ]);
+    const run = JSON.parse(readFileSync(path.join(services.workspace.resolve('runs'), seen[0].runId, 'run.json'), 'utf8')) as {
+      status: string;
+      error: { code: string };
+      result: { cached: { workers: number }[]; uncached: unknown; uncachedReason: string; best: { workers: number } };
+    };
+    expect(run.status).toBe('cancelled');
+    expect(run.error.code).toBe('E_CANCELLED');
+    expect(run.result.cached.map((r) => r.workers)).toEqual([0, 1]);
+    expect(run.result.uncached).toBeNull();
+    expect(run.result.uncachedReason).toBe('cancelled before the source files were read');
+    expect(services.jobs.list()).toEqual([]);
+
+    // Cancelled while reading the source files in place: their rows so far are kept, with no reason for missing ones.
+    const second: LoaderBenchProgress[] = [];
+    const off2 = services.events.subscribe((name, data) => {
+      const p = data as LoaderBenchProgress;
+      if (name !== 'datasets.benchmarkProgress' || p.jobId !== 'loader-job-2') return;
+      second.push(p);
+      if (p.phase === 'measuring' && p.path === 'uncached') void services.router.dispatch('jobs.cancel', { jobId: 'loader-job-2' });
+    });
+    const values = new Float32Array(2000 * 4).map((_, i) => i);
+    writeFileSync(path.join(services.workspace.root, 'sources', 'four.npy'), npyBytes('<f4', [2000, 4], new Uint8Array(values.buffer)));
+    await services.router.dispatch('datasets.build', { source: { kind: 'npy', path: 'sources/four.npy' }, name: 'four' });
+    const again = services.router.dispatch('datasets.benchmark', { dataset: 'four', batchSize: 50, workers: [0, 1], prefetch: [2], maxSeconds: 0.1, jobId: 'loader-job-2' });
+    await expect(again).rejects.toMatchObject({ code: 'E_CANCELLED', message: 'the loader benchmark was cancelled after 3 of 4 settings' });
+    off2();
+    const run2 = JSON.parse(readFileSync(path.join(services.workspace.resolve('runs'), second[0].runId, 'run.json'), 'utf8')) as typeof run;
+    expect(run2.status).toBe('cancelled');
+    expect(run2.result.cached).toHaveLength(2);
+    expect(run2.result.uncached).toHaveLength(1);
+    expect(run2.result.uncachedReason).toBeNull();
   });
 
   it('refuses a benchmark on a device the engine cannot use before its run exists', async () => {

@@ -60,7 +60,7 @@ function cancelledThroughJobs(fake: FakeClient): void {
 const callsAfter = (fake: FakeClient, method: string, after: string) => fake.calls.slice(fake.calls.findIndex((c) => c.method === after)).filter((c) => c.method === method).length;
 
 const benchProgress = (jobId: string, step: number) => ({
-  jobId, target: 'engine', runId: 'bench-run', phase: 'measuring', repetition: 1, repetitions: 3, step, totalSteps: 153, samplesPerSec: null,
+  jobId, target: 'engine', runId: 'bench-run', phase: 'measuring', repetition: 1, repetitions: 3, step, totalSteps: 153, warmupSteps: 3, steps: 150, samplesPerSec: null,
 });
 const memory = { weights: 1, gradients: 1, optimizerState: 1, activations: 1, activationGrads: 1, batchData: 1, workspace: 1, total: 7 };
 const batchTrial = (index: number, batchSize: number) => ({
@@ -270,7 +270,7 @@ describe('a job that outlives its page, in every area', () => {
     expect(datasets.buildCancelling).toBe(true);
     // The build had published before Cancel arrived.
     const dataset = { id: 'small-0123456789ab', name: 'small', records: 4000, bytes: 256000, shards: 1, fields: [], createdAt: STARTED_AT, sourceDescription: 'small.npy', problem: null };
-    end(fake, info, { result: { dataset, hit: false, seconds: 3 } });
+    end(fake, info, { result: { dataset, hit: false, seconds: 3, dir: `datasets/${dataset.id}` } });
     await expect.poll(() => wizard.busy.value).toBe(false);
     expect(wizard.built.value?.dataset.id).toBe('small-0123456789ab');
     expect(wizard.error.value).toBeNull();

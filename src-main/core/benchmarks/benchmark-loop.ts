@@ -4,7 +4,7 @@ import type { RunRecordJson } from '../../api/run-record';
 import type { RunRecord } from '../run-store';
 
 /** Progress as a benchmark's loop reports it; the service adds its job id and totals. */
-export type RepetitionProgress = Omit<BenchmarkProgress, 'jobId' | 'target' | 'repetitions' | 'totalSteps'>;
+export type RepetitionProgress = Omit<BenchmarkProgress, 'jobId' | 'target' | 'repetitions' | 'totalSteps' | 'warmupSteps' | 'steps'>;
 
 /** What the one training benchmark needs of a target: a fresh repetition, what it records, the summary. */
 export interface BenchmarkTarget<R, T extends RunRecordJson['result']> {

@@ -25,6 +25,7 @@ import { createRun } from '../run-store';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import type { Workspace } from '../workspace';
 import type { BenchmarkTarget } from './benchmark-loop';
+import type { RepetitionProgress } from './benchmark-loop';
 import { benchmarkRepetitions } from './benchmark-loop';
 import { aggregateRepetitions, findings, measuredPhases, mergeTelemetry, withOther } from './benchmark-summary';
 import { measureGemmPeak } from './gemm-peak';
@@ -95,8 +96,8 @@ export class TrainingBenchmarkService {
     const job: ActiveJob = { cancelled: false, engineRunId: null };
     this.jobs.set(jobId, job);
     const totalSteps = request.warmupSteps + request.steps;
-    const progress = (p: Omit<BenchmarkProgress, 'jobId' | 'target' | 'repetitions' | 'totalSteps'>) => {
-      const full: BenchmarkProgress = { jobId, target: 'engine', repetitions: request.repeat, totalSteps, ...p };
+    const progress = (p: RepetitionProgress) => {
+      const full: BenchmarkProgress = { jobId, target: 'engine', repetitions: request.repeat, totalSteps, warmupSteps: request.warmupSteps, steps: request.steps, ...p };
       this.events.emit('benchmark.progress', full);
       options.onProgress?.(full);
     };
@@ -193,7 +194,7 @@ export class TrainingBenchmarkService {
     run: RunRecord,
     job: ActiveJob,
     engineRunId: string,
-    progress: (p: Omit<BenchmarkProgress, 'jobId' | 'target' | 'repetitions' | 'totalSteps'>) => void = () => undefined,
+    progress: (p: RepetitionProgress) => void = () => undefined,
   ): Promise<MeasuredRepetition> {
     const { request } = prepared;
     job.engineRunId = engineRunId;

@@ -7,7 +7,7 @@ import { ApiError } from '../../api/errors';
 import { ID_PATTERN } from '../../api/ids';
 import type { Workspace } from '../workspace';
 import { createFile, makeFolder, makeFolderExclusive, removeEntry, renameEntry, writeFileConfined, writeJsonConfined } from '../workspace-files';
-import { checkStructure, datasetDir, datasetId, datasetsRoot, readManifest, namesakes, retireDatasets, scratchDir, sha256File, summarize, sweepAbandonedBuilds } from './cache-store';
+import { checkStructure, DATASETS_DIR, datasetDir, datasetId, datasetsRoot, readManifest, namesakes, retireDatasets, scratchDir, sha256File, summarize, sweepAbandonedBuilds } from './cache-store';
 import { convert, decode, StatsAccumulator } from './dtype-codec';
 import { fingerprint } from './fingerprint';
 import type { RecordSource } from './importers/record-source';
@@ -87,10 +87,11 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
   // Killed builds leave their scratch folders behind (gigabytes at times); reclaim them before adding one.
   await sweepAbandonedBuilds(workspace);
   const finalDir = datasetDir(workspace, id);
+  const relativeDir = path.posix.join(DATASETS_DIR, id);
   const replaced = (await namesakes(workspace, settings.name)).filter((other) => other !== id);
   const hit = async (manifest: CacheManifest): Promise<BuildResult> => {
     await retireDatasets(workspace, replaced);
-    return { dataset: summarize(manifest, null), hit: true, seconds: (Date.now() - started) / 1000 };
+    return { dataset: summarize(manifest, null), hit: true, seconds: (Date.now() - started) / 1000, dir: relativeDir };
   };
 
   const existing = await readManifest(workspace, finalDir).catch(() => null);
@@ -208,7 +209,7 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
     }
     await retireDatasets(workspace, replaced);
     emit('done', true);
-    return { dataset: summarize(manifest, null), hit: false, seconds: (Date.now() - started) / 1000 };
+    return { dataset: summarize(manifest, null), hit: false, seconds: (Date.now() - started) / 1000, dir: relativeDir };
   } catch (err) {
     await (fh as FileHandle | null)?.close().catch(() => undefined);
     await removeEntry(workspace, tmp);

@@ -9,9 +9,11 @@ import type {
   CsvHeader,
   DatasetSummary,
   InspectResult,
+  LoaderBenchProgress,
   LoaderBenchRequest,
   LoaderBenchResult,
   LoaderBenchRow,
+  LoaderPath,
   SourceSpec,
 } from '../../api/datasets';
 import type { TelemetrySummary } from '../../api/telemetry';
@@ -20,6 +22,7 @@ import { ApiError } from '../../api/errors';
 import type { DataSource } from '../../api/training';
 import type { EngineClient } from '../../engine/engine-client';
 import type { HostSource, HostTrainData } from '../../engine/host-protocol';
+import { mergeTelemetry } from '../benchmarks/benchmark-summary';
 import type { EventHub } from '../event-hub';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import { createRun } from '../run-store';
@@ -170,16 +173,68 @@ export class DatasetService {
   /**
    * The cached loader at each setting, and the source read in place when it allows it. The
    * source's paths come from the cache's manifest, a workspace file: confined as a request's
-   * paths are (anywhere only for the CLI).
+   * paths are (anywhere only for the CLI). A cancel (see cancel()) takes effect when the
+   * setting in flight ends (the engine measures one for at most maxSeconds): the run is then
+   * recorded as cancelled with the settings measured so far, and E_CANCELLED is thrown.
    */
-  async benchmark(request: LoaderBenchRequest, access: AccessOptions = {}): Promise<LoaderBenchResult> {
-    const { dir, manifest } = await resolveDataset(this.workspace, request.dataset);
-    // A device the engine cannot use is refused before the run exists.
-    await this.engine.resolveDevice(request.device);
+  async benchmark(request: LoaderBenchRequest, access: AccessOptions = {}, onProgress?: (p: LoaderBenchProgress) => void): Promise<LoaderBenchResult> {
+    const jobId = request.jobId ?? randomBytes(6).toString('hex');
+    if (this.jobs.has(jobId)) throw new ApiError('E_BAD_INPUT', `a job with id ${jobId} is already running`);
+    const controller = new AbortController();
+    this.jobs.set(jobId, controller);
+    try {
+      const { dir, manifest } = await resolveDataset(this.workspace, request.dataset);
+      // A device the engine cannot use is refused before the run exists.
+      await this.engine.resolveDevice(request.device);
+      // A benchmark is a run like any other: runs/<id>/ holds its request, result and telemetry.
+      const record = await createRun(this.workspace, 'loader-benchmark', { ...request, jobId });
+      const recording = this.telemetry.record(record.stream('telemetry.jsonl', { append: true }));
+      const measured: LoaderBenchMeasured = { cached: [], uncached: null, uncachedReason: null };
+      try {
+        const result = await this.measure(request, dir, manifest, measured, recording, access, {
+          signal: controller.signal,
+          progress: (p) => {
+            const full: LoaderBenchProgress = { jobId, runId: record.id, maxSeconds: request.maxSeconds, ...p };
+            this.events.emit('datasets.benchmarkProgress', full);
+            onProgress?.(full);
+          },
+        });
+        await record.finish('completed', { result });
+        return result;
+      } catch (err) {
+        const telemetry = await recording.stop().catch(() => mergeTelemetry([]));
+        const error = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
+        // What was measured before a cancel is kept in the run, beside why it stopped.
+        if (error.code === 'E_CANCELLED' && measured.cached.length > 0) {
+          // Stopped in the cached pass, the source files were never read: say why their rows are missing.
+          const unread = measured.uncached === null && measured.uncachedReason === null;
+          const result = loaderResult(request, manifest, unread ? { ...measured, uncachedReason: 'cancelled before the source files were read' } : measured, telemetry);
+          await record.finish('cancelled', { result, error: error.toPayload() });
+          throw error;
+        }
+        throw await record.fail(error);
+      }
+    } finally {
+      this.jobs.delete(jobId);
+    }
+  }
+
+  private async measure(
+    request: LoaderBenchRequest,
+    dir: string,
+    manifest: CacheManifest,
+    measured: LoaderBenchMeasured,
+    recording: { stop(): Promise<TelemetrySummary> },
+    access: AccessOptions,
+    o: { signal: AbortSignal; progress: (p: Omit<LoaderBenchProgress, 'jobId' | 'runId' | 'maxSeconds'>) => void },
+  ): Promise<LoaderBenchResult> {
     const settings = request.workers.flatMap((workers) => request.prefetch.map((prefetch) => ({ workers, prefetch })));
-    const run = async (source: HostSource): Promise<LoaderBenchRow[]> => {
-      const rows: LoaderBenchRow[] = [];
+    let total = settings.length * (request.uncached ? 2 : 1);
+    let done = 0;
+    const run = async (path: LoaderPath, source: HostSource, rows: LoaderBenchRow[]): Promise<void> => {
       for (const s of settings) {
+        if (o.signal.aborted) throw new ApiError('E_CANCELLED', `the loader benchmark was cancelled after ${done} of ${total} settings`);
+        o.progress({ phase: 'measuring', path, ...s, done, total, row: null });
         const options = {
           batchSize: request.batchSize,
           workers: s.workers,
@@ -190,51 +245,36 @@ export class DatasetService {
           gpuPrefetch: request.gpuPrefetch,
         };
         const r = await this.engine.benchLoader(source, options, 1_000_000, request.maxSeconds);
-        rows.push({ ...s, ...r });
+        const row = { ...s, ...r };
+        rows.push(row);
+        done += 1;
+        o.progress({ phase: 'measured', path, ...s, done, total, row });
       }
-      return rows;
     };
-    // A benchmark is a run like any other: runs/<id>/ holds its request, result and telemetry.
-    const record = await createRun(this.workspace, 'loader-benchmark', request);
-    const recording = this.telemetry.record(record.stream('telemetry.jsonl', { append: true }));
-    try {
-      const result = await this.measure(request, dir, manifest, run, recording, access);
-      await record.finish('completed', { result });
-      return result;
-    } catch (err) {
-      await recording.stop().catch(() => undefined);
-      throw await record.fail(err);
-    }
-  }
-
-  private async measure(
-    request: LoaderBenchRequest,
-    dir: string,
-    manifest: CacheManifest,
-    run: (source: HostSource) => Promise<LoaderBenchRow[]>,
-    recording: { stop(): Promise<TelemetrySummary> },
-    access: AccessOptions,
-  ): Promise<LoaderBenchResult> {
-    const cached = await run({ kind: 'cache', dir });
-    let uncached: LoaderBenchRow[] | null = null;
-    let uncachedReason: string | null = null;
+    await run('cached', { kind: 'cache', dir }, measured.cached);
     const spec = SourceSpecSchema.safeParse(manifest.source.spec);
-    if (!request.uncached) uncachedReason = 'not requested';
-    else if (!spec.success) uncachedReason = 'the cache does not record how to read its source';
+    const skip = (reason: string) => {
+      measured.uncachedReason = reason;
+      total = done;
+    };
+    if (!request.uncached) measured.uncachedReason = 'not requested';
+    else if (!spec.success) skip('the cache does not record how to read its source');
     else {
       const source: RecordSource | null = await Promise.resolve()
         .then(() => openSource(this.confine(spec.data, access)))
         .catch((err: Error) => {
-          uncachedReason = `the source can no longer be opened: ${err.message}`;
+          skip(`the source can no longer be opened: ${err.message}`);
           return null;
         });
       const layout = source?.rawLayout() ?? null;
-      if (source && !layout) uncachedReason = source.uncachedReason;
-      if (source && layout) uncached = await run({ kind: 'raw', layout: { records: source.records, fields: layout } });
+      if (source && !layout) skip(source.uncachedReason ?? 'the source cannot be read in place');
+      if (source && layout) {
+        measured.uncached = [];
+        await run('uncached', { kind: 'raw', layout: { records: source.records, fields: layout } }, measured.uncached);
+      }
     }
     const telemetry = await recording.stop();
-    const best = cached.reduce((a, b) => (b.samplesPerSec > a.samplesPerSec ? b : a));
-    return { dataset: manifest.id, batchSize: request.batchSize, cached, uncached, uncachedReason, best: { workers: best.workers, prefetch: best.prefetch }, telemetry };
+    return loaderResult(request, manifest, measured, telemetry);
   }
 
   /** The example's dumps, made on first use with progress events (phase 'generating'). */
@@ -300,4 +340,24 @@ export class DatasetService {
       description: test ? `${describe(train.manifest)}, test ${describe(test.manifest)}` : describe(train.manifest),
     };
   }
+}
+
+/** The rows a loader benchmark has measured so far (kept when it is cancelled). */
+interface LoaderBenchMeasured {
+  cached: LoaderBenchRow[];
+  uncached: LoaderBenchRow[] | null;
+  uncachedReason: string | null;
+}
+
+function loaderResult(request: LoaderBenchRequest, manifest: CacheManifest, m: LoaderBenchMeasured, telemetry: TelemetrySummary): LoaderBenchResult {
+  const best = m.cached.reduce((a, b) => (b.samplesPerSec > a.samplesPerSec ? b : a));
+  return {
+    dataset: manifest.id,
+    batchSize: request.batchSize,
+    cached: m.cached,
+    uncached: m.uncached,
+    uncachedReason: m.uncachedReason,
+    best: { workers: best.workers, prefetch: best.prefetch },
+    telemetry,
+  };
 }

@@ -8,7 +8,7 @@ import { ScriptBenchmarkResultSchema } from '../../api/script-target';
 import type { GemmPeak } from '../benchmarks/gemm-peak';
 import { utilisationOf } from '../benchmarks/utilisation';
 import type { TelemetrySummary } from '../../api/telemetry';
-import type { BenchmarkTarget } from '../benchmarks/benchmark-loop';
+import type { BenchmarkTarget, RepetitionProgress } from '../benchmarks/benchmark-loop';
 import { benchmarkRepetitions } from '../benchmarks/benchmark-loop';
 import type { BenchmarkAggregate } from '../benchmarks/benchmark-summary';
 import { findings, mergeTelemetry, phaseShares, withOther } from '../benchmarks/benchmark-summary';
@@ -69,8 +69,8 @@ export class ScriptBenchmarkService {
     const job = this.jobs.open(request.jobId, 'script benchmark');
     const jobId = job.id;
     const totalSteps = request.warmupSteps + (request.steps ?? 0);
-    const progress = (p: Omit<BenchmarkProgress, 'jobId' | 'target' | 'repetitions' | 'totalSteps'>) => {
-      const full: BenchmarkProgress = { jobId, target: 'script', repetitions: request.repeat, totalSteps, ...p };
+    const progress = (p: RepetitionProgress) => {
+      const full: BenchmarkProgress = { jobId, target: 'script', repetitions: request.repeat, totalSteps, warmupSteps: request.warmupSteps, steps: request.steps ?? null, ...p };
       this.events.emit('benchmark.progress', full);
       options.onProgress?.(full);
     };
@@ -117,7 +117,7 @@ export class ScriptBenchmarkService {
     job: ScriptJob,
     jobId: string,
     options: ScriptBenchmarkOptions,
-    progress: (p: Omit<BenchmarkProgress, 'jobId' | 'target' | 'repetitions' | 'totalSteps'>) => void,
+    progress: (p: RepetitionProgress) => void,
   ) {
     const log = run.stream(`output-rep${i}.log`);
     const recording: { current: { stop(): Promise<TelemetrySummary> } | null } = { current: null };
@@ -125,7 +125,23 @@ export class ScriptBenchmarkService {
     const group: { pgid: number | null } = { pgid: null };
     const startRecording = () =>
       (recording.current ??= this.telemetry.record(run.stream(`telemetry-rep${i}.jsonl`, { append: true }), TELEMETRY_INTERVAL_MS, group.pgid === null ? undefined : { pgid: group.pgid }));
+    // Progress at most ~10/s (steps of a small model come by the hundred), and the last step always said: a
+    // step held back by the limit is sent when the limit allows, so a script that stalls shows where it is.
     let lastProgress = 0;
+    let heldStep: ReturnType<typeof setTimeout> | null = null;
+    let stopped = false;
+    const stepProgress = (step: number) => {
+      if (heldStep) clearTimeout(heldStep);
+      heldStep = null;
+      if (stopped) return;
+      const wait = lastProgress + 100 - Date.now();
+      if (wait > 0) {
+        heldStep = setTimeout(() => stepProgress(step), wait);
+        return;
+      }
+      lastProgress = Date.now();
+      progress({ runId: run.id, phase: step > request.warmupSteps ? 'measuring' : 'warmup', repetition: i, step, samplesPerSec: null });
+    };
     // Set from the launch's callback once the process runs.
     const tree: { current: ReturnType<typeof sampleProcessTree> } = { current: null };
     const trialOptions = {
@@ -155,6 +171,12 @@ export class ScriptBenchmarkService {
           options.onOutput?.(stream, line, i);
         },
         onMessage: (connection, m) => {
+          // The probe ends the launch after its measured steps: said at once, so the output stopping mid-epoch does not read as a crash.
+          if (m.type === 'done' && m.reason === 'steps' && connection.hello.rank === 0) {
+            stopped = true;
+            if (heldStep) clearTimeout(heldStep);
+            progress({ runId: run.id, phase: 'stopping', repetition: i, step: m.steps, samplesPerSec: null });
+          }
           if (m.type !== 'step') return;
           run.appendEvent({ ...m, type: 'script.step', repetition: i, rank: connection.hello.rank });
           const measuring = m.step > request.warmupSteps;
@@ -162,14 +184,11 @@ export class ScriptBenchmarkService {
             startRecording();
             tree.current?.markWindowStart();
           }
-          // Progress at most ~10/s: steps of a small model come by the hundred.
-          const now = Date.now();
-          if (connection.hello.rank === 0 && now - lastProgress >= 100) {
-            lastProgress = now;
-            progress({ runId: run.id, phase: measuring ? 'measuring' : 'warmup', repetition: i, step: m.step, samplesPerSec: null });
-          }
+          if (connection.hello.rank === 0) stepProgress(m.step);
         },
       });
+      stopped = true;
+      if (heldStep) clearTimeout(heldStep);
       job.cancel = null;
       const processTree = tree.current?.stop() ?? null;
       tree.current = null;
@@ -209,6 +228,8 @@ export class ScriptBenchmarkService {
       const peak = measured?.type === 'peak' ? { gflops: measured.gflops, shape: measured.shape, how: measured.how } : null;
       return { rep, ranks, applied, flops, peak };
     } finally {
+      stopped = true;
+      if (heldStep) clearTimeout(heldStep);
       tree.current?.stop();
       if (recording.current) await recording.current.stop();
       await new Promise<void>((resolve) => log.end(resolve));

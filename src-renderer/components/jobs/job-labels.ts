@@ -7,6 +7,7 @@ export const JOB_AREAS: Record<JobKind, string> = {
   batchSize: '/batch-size',
   optimise: '/optimise',
   dataset: '/datasets',
+  loader: '/datasets',
 };
 
 const KIND_NAMES: Record<JobKind, string> = {
@@ -15,6 +16,7 @@ const KIND_NAMES: Record<JobKind, string> = {
   batchSize: 'batch-size search',
   optimise: 'optimisation',
   dataset: 'dataset build',
+  loader: 'loader benchmark',
 };
 
 /** "training run · script", "dataset build". */
