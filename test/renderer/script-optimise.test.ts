@@ -66,6 +66,7 @@ describe('script wizard form', () => {
       allowRecipeChanges: false,
       seed: 0,
       lossTolerance: 0.05,
+      confounders: 'remeasure',
       timeoutSeconds: 600,
       jobId: 'job-1',
     });
