@@ -20,8 +20,9 @@ const fx = serveInChromium({
   timeoutMs: 120_000,
   async prepare(workspace) {
     const cli = (...args: string[]) => promisify(execFile)(process.execPath, [CLI, ...args, '--workspace', workspace]);
-    // Tables with rows: runs, a past optimisation with its trials, its report, a dataset.
+    // Tables with rows: runs, a training benchmark, a past optimisation with its trials, its report, a dataset.
     await cli('train', '--model', 'mlp', '--max-steps', '20', '--json');
+    await cli('benchmark-training', '--model', 'mlp', '--warmup-steps', '1', '--steps', '3', '--repeat', '2');
     await cli('optimise', '--model', 'mlp', '--steps', '3', '--warmup-steps', '1', '--max-trials', '1', '--repeat', '2', '--report');
     mkdirSync(path.join(workspace, 'sources'), { recursive: true });
     const csv = path.join(workspace, 'sources', 'iris.csv');
@@ -82,6 +83,7 @@ async function openContent(page: Page, area: string): Promise<void> {
     await page.getByTestId('compare-differences').waitFor();
   }
   if (area === 'datasets') await page.getByTestId('dataset-iris').waitFor();
+  if (area === 'benchmarks') await page.getByTestId('benchmark-findings').waitFor();
   if (area === 'optimise') {
     await page.locator('[data-testid^="opt-past-optimise-"]').first().click();
     await page.getByTestId('opt-trials').waitFor();
