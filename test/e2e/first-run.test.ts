@@ -71,6 +71,13 @@ describe('first-run path', () => {
     expect(await page.getByTestId('import-wizard').isVisible()).toBe(true);
     expect(page.url()).toMatch(/#\/datasets$/);
     await page.screenshot({ path: path.join(SHOTS, 'first-run-import.png') });
+
+    // At 1024x700 the three choices still fit beside the collapsed sidebar, without sideways scrolling.
+    await page.setViewportSize({ width: 1024, height: 700 });
+    expect(await dashboard(page)).toBe('empty');
+    await card.waitFor();
+    expect(await page.evaluate(() => document.scrollingElement!.scrollWidth - document.scrollingElement!.clientWidth)).toBe(0);
+    await page.screenshot({ path: path.join(SHOTS, 'first-run-dashboard-1024.png') });
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);
