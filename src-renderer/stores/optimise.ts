@@ -1,3 +1,4 @@
+import type { Devices } from '@api/devices';
 import { ApiError } from '@api/errors';
 import type { JobInfo, TargetKind } from '@api/jobs';
 import type { OptimiseProgress, OptimiseResult, OptimiseTrial, WizardState } from '@api/optimise';
@@ -7,6 +8,7 @@ import { ref, shallowRef } from 'vue';
 
 import type { OptimiseFormErrors, OptimiseFormValues } from '../view-models/optimise-form';
 import { optimiseFormValues, optimiseRequest } from '../view-models/optimise-form';
+import { exampleOptimiseForm } from '../view-models/first-run';
 import type { ScriptOptimiseRun } from '../view-models/script-past';
 import { scriptOptimiseRun } from '../view-models/script-past';
 import { useJob } from '../composables/useJob';
@@ -344,9 +346,22 @@ export const useOptimiseStore = defineStore('optimise', () => {
     if (optimiseId.value === id && shownStatus() === 'running' && past.value.find((p) => p.optimiseId === id)?.status === 'running') watchElsewhere(id);
   }
 
+  /**
+   * The first-run path (the Dashboard of an empty workspace): the form on the built-in example as
+   * `npm start` optimises it, or the Script target; nothing starts, the person presses Optimise.
+   * Refused (false) while a wizard runs from this window.
+   */
+  function choose(kind: 'example' | 'script', devices: Devices | null): boolean {
+    if (running.value || script.running.value) return false;
+    invalid.value = {};
+    if (kind === 'example') form.value = exampleOptimiseForm(devices);
+    target.value = kind === 'example' ? 'engine' : 'script';
+    return true;
+  }
+
   /** The script side; the switch follows whichever side's wizard runs, and the list is read again when a script's ends (the engine side reads it itself). */
   const script = scriptOptimise();
   followRunningTarget(target, { engine: running, script: script.running }, (kind) => kind === 'script' && void refreshPast());
 
-  return { script, target, form, invalid, optimiseId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open };
+  return { script, target, form, invalid, optimiseId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open, choose };
 });

@@ -36,3 +36,19 @@ describe('failed batches are marked on the batch axis', () => {
     expect(scriptBatchSizeLabel(trials)).toMatch(/out of memory at batch 32/);
   });
 });
+
+describe('the usable memory line', () => {
+  type WithLine = Series & { markLine?: { label: { position: string; formatter: string }; data: { yAxis: number }[] } };
+  const lineOf = (option: unknown) => (option as { series: WithLine[] }).series.find((s) => s.markLine)?.markLine;
+
+  it('labels it inside the plot above its right end, off the MiB axis, on both targets', () => {
+    const engine = lineOf(batchSizeOption(engineTrials, 2 ** 30));
+    expect(engine).toMatchObject({ label: { formatter: 'usable', position: 'insideEndTop' }, data: [{ yAxis: 1024 }] });
+    const script = lineOf(scriptBatchSizeOption([{ batchSize: 16, outcome: 'ok', samplesPerSec: 100, cudaPeakBytes: 2 ** 29 }], 2 ** 30));
+    expect(script).toEqual(engine);
+  });
+
+  it('draws no line without a usable memory (a CPU search without a limit)', () => {
+    expect(lineOf(batchSizeOption(engineTrials, null))).toBeUndefined();
+  });
+});

@@ -4,6 +4,7 @@ import type { EChartsCoreOption } from 'echarts/core';
 import type { BatchTrial } from '../batch-size';
 import { failedBatchSeries, failedBatchText } from './failed-batches';
 import { formatValue, GRID_LINE, MUTED, TEXT, tooltip } from './theme';
+import { usableMemoryLine } from './usable-memory-line';
 
 const MiB = 2 ** 20;
 
@@ -39,7 +40,7 @@ export function batchSizeOption(trials: readonly TrialInput[], usableBytes: numb
         lineStyle: { type: 'dashed' },
         data: single.map((t) => [t.batchSize, +(t.predicted.total / MiB).toFixed(1)]),
         itemStyle: { color: '#d29922' },
-        ...(usableBytes ? { markLine: { symbol: 'none', label: { formatter: 'usable' }, data: [{ yAxis: +(usableBytes / MiB).toFixed(1) }] } } : {}),
+        ...usableMemoryLine(usableBytes),
       },
       { name: 'measured MiB', type: 'line', yAxisIndex: 1, data: ok.map((t) => [t.batchSize, +((t.peakBytes ?? 0) / MiB).toFixed(1)]), itemStyle: { color: '#3fb950' } },
       ...failedBatchSeries(single),

@@ -5,6 +5,7 @@ import type { EChartsCoreOption } from 'echarts/core';
 import type { ScriptBatchTrial } from '../script-target';
 import { failedBatchSeries, failedBatchText } from './failed-batches';
 import { formatValue, GRID_LINE, MUTED, TEXT, tooltip } from './theme';
+import { usableMemoryLine } from './usable-memory-line';
 
 const MiB = 2 ** 20;
 
@@ -37,7 +38,7 @@ export function scriptBatchSizeOption(trials: readonly TrialInput[], usableBytes
               yAxisIndex: 1,
               data: withPeak.map((t) => [t.batchSize, +((t.cudaPeakBytes ?? 0) / MiB).toFixed(1)]),
               itemStyle: { color: '#3fb950' },
-              ...(usableBytes ? { markLine: { symbol: 'none', label: { formatter: 'usable' }, data: [{ yAxis: +(usableBytes / MiB).toFixed(1) }] } } : {}),
+              ...usableMemoryLine(usableBytes),
             },
           ]
         : []),
