@@ -1,3 +1,4 @@
+import { measurementLabel } from '../../api/measurement-words';
 import type { Diagnosis, OptimiseChange, OptimiseConfig } from '../../api/optimise';
 import type { EngineOffer, KnobContext } from '../knobs/knob';
 import { toProposal } from '../knobs/knob';
@@ -9,7 +10,8 @@ export type { KnobContext } from '../knobs/knob';
 /** The hypothesis in the diagnosis's own numbers, where a finding the knob names as its evidence is there. */
 function because(knob: Offered<EngineOffer>, d: Diagnosis): string | null {
   const hit = knob.evidence.map((id) => d.findings.find((x) => x.id === id)).find((x) => x !== undefined);
-  return hit ? `${hit.measurement.name} = ${hit.measurement.value.toFixed(1)} ${hit.measurement.unit}` : null;
+  // In words, not the JSON key: the hypothesis is read in the trial table and the report (issue 27).
+  return hit ? `${measurementLabel(hit.measurement.name)}: ${hit.measurement.value.toFixed(1)}${hit.measurement.unit === '%' ? '%' : ` ${hit.measurement.unit}`}` : null;
 }
 
 export interface Candidates {
