@@ -28,6 +28,8 @@ export type BatchSearchRequestInput = z.input<typeof BatchSearchRequestSchema>;
 
 /** ok: it trained; E_OOM: the engine ran out of memory (a data point, not a failure); crash: the engine host died and was restarted. */
 export const TrialOutcomeSchema = z.enum(['ok', 'E_OOM', 'crash']);
+/** A trial's outcome as a person reads it (the code stays in the JSON). */
+export const TRIAL_OUTCOME_WORDS = { ok: 'trained', E_OOM: 'out of memory', crash: 'killed' } as const satisfies Record<z.infer<typeof TrialOutcomeSchema>, string>;
 export type TrialOutcome = z.infer<typeof TrialOutcomeSchema>;
 
 export const BatchTrialSchema = z.object({

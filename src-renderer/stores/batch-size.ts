@@ -103,5 +103,5 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
   const script = scriptBatchSearch();
   followRunningTarget(target, { engine: running, script: script.running });
 
-  return { target, form, trials, result, running, error, searchId, cancelling: job.cancelling, attached: job.attached, start, attach, cancel, script };
+  return { target, form, trials, result, running, error, failure: job.failure, searchId, cancelling: job.cancelling, attached: job.attached, start, attach, cancel, script };
 });
