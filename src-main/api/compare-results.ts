@@ -23,7 +23,9 @@ interface ScriptResultView {
 
 const steps = (run: RunDetail) => run.events.filter((e): e is TrainStepEvent => e.type === 'step');
 const lastEpoch = (run: RunDetail) => run.events.filter((e): e is Extract<TrainEvent, { type: 'epoch' }> => e.type === 'epoch').at(-1);
-const scriptResult = (run: RunDetail) => ((run.record as { result?: unknown }).result ?? {}) as ScriptResultView;
+/** A script run's result (its loss and steps are there, not in step events); empty for an engine run, whose result means other things. */
+const scriptResult = (run: RunDetail): ScriptResultView =>
+  run.summary.target === 'script' ? (((run.record as { result?: unknown }).result ?? {}) as ScriptResultView) : {};
 const num = (x: unknown): number | null => (typeof x === 'number' && Number.isFinite(x) ? x : null);
 
 /** The rows, in the order shown; `better` null: no value is better than another (a count of steps). */

@@ -95,7 +95,7 @@ describe('compare results and throughput', () => {
     telemetry: [],
   };
   const b: RunDetail = { summary: summary('b', { testAccuracy: 0.85, samplesPerSec: 900, finishedAt: null }), record: {}, events: [step(30, undefined, 900, 0.4, 0.8)], telemetry: [] };
-  const script: RunDetail = { summary: summary('s', { samplesPerSec: 900 }), record: { result: { lastLoss: { step: 7, value: 1.25 }, steps: 8 } }, events: [], telemetry: [] };
+  const script: RunDetail = { summary: summary('s', { samplesPerSec: 900, target: 'script' }), record: { result: { lastLoss: { step: 7, value: 1.25 }, steps: 8 } }, events: [], telemetry: [] };
 
   it('puts what each run ended with side by side, marks the one best value, and leaves out rows no run has', () => {
     const rows = compareResults([a, b, script]);
@@ -110,6 +110,9 @@ describe('compare results and throughput', () => {
     // A tie has no winner.
     expect(compareResults([b, script]).find((r) => r.key === 'samplesPerSec')?.best).toBeNull();
     expect(compareResults([{ ...script, record: {} }, { ...script, record: {} }]).map((r) => r.key)).toEqual(['samplesPerSec', 'wallSeconds']);
+    // An engine run's result is not read as a script's: a benchmark's `steps` setting is no count of steps run.
+    const bench: RunDetail = { ...script, summary: summary('bench', { kind: 'benchmark', target: 'engine' }) };
+    expect(compareResults([bench]).map((r) => r.key)).toEqual(['wallSeconds']);
   });
 
   it('charts samples/s against each run\'s own time since start, and says which runs have no rate over time', () => {
