@@ -95,6 +95,12 @@ describe('Runs list', () => {
     expect(await rows(page).count()).toBe(all);
     await page.getByTestId('runs-filter-script').click();
     await page.screenshot({ path: path.join(SHOTS, 'runs-filter-script.png') });
+    // At 1024 px the chips wrap and the search moves below them: nothing runs off to the side.
+    await page.setViewportSize({ width: 1024, height: 700 });
+    await page.getByTestId('runs-filter-all').click();
+    await page.getByTestId('runs-filter-all').evaluate((el) => el.closest('section')!.scrollIntoView({ block: 'start' }));
+    expect(await page.locator('.shell__main').evaluate((main) => main.scrollWidth - main.clientWidth)).toBe(0);
+    await page.screenshot({ path: path.join(SHOTS, 'runs-filter-1024.png') });
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);
