@@ -28,6 +28,8 @@ export type RunFilterKey = (typeof RUN_FILTERS)[number]['key'];
  * status stay current without a request per event (a run emits up to ~20 a second).
  */
 export const LIVE_REFRESH_MS = 2000;
+/** While the open run is running, its page (charts, events) is read again at most this often. */
+export const LIVE_DETAIL_MS = 10_000;
 /** The job events that mean a run is moving (a dataset build records no run). */
 const RUN_EVENTS = (Object.keys(JOB_EVENT_IDS) as EventName[]).filter((e) => e !== 'datasets.progress');
 
@@ -75,8 +77,11 @@ export const useRunsStore = defineStore('runs', () => {
   /** How many runs each filter would show (before the search). */
   const counts = computed(() => Object.fromEntries(RUN_FILTERS.map((f) => [f.key, list.value.filter((r) => f.shows(r)).length])) as Record<RunFilterKey, number>);
 
+  /** When the open run was last read (runs.get), for refreshLive. */
+  let detailReadAt = 0;
   async function open(id: string): Promise<void> {
     error.value = null;
+    detailReadAt = Date.now();
     try {
       selected.value = await useApiClient().call('runs.get', { id });
     } catch (err) {
@@ -132,13 +137,19 @@ export const useRunsStore = defineStore('runs', () => {
     return true;
   }
 
-  /** Lists again, and reads the open run again while it is still running (its charts grow). */
+  /**
+   * Lists again; reads the open run again when its status changed, and while it runs at most every
+   * LIVE_DETAIL_MS (its charts grow; runs.get reads the whole events file, so not every 2 s).
+   */
   async function refreshLive(): Promise<void> {
     await refresh();
-    const open_ = selected.value;
-    if (!open_) return;
-    const now = list.value.find((r) => r.id === open_.summary.id);
-    if (open_.summary.status === 'running' || (now && now.status !== open_.summary.status)) await open(open_.summary.id);
+    const shownRun = selected.value;
+    if (!shownRun) return;
+    const now = list.value.find((r) => r.id === shownRun.summary.id);
+    const changed = now !== undefined && now.status !== shownRun.summary.status;
+    if (changed || (shownRun.summary.status === 'running' && Date.now() - detailReadAt >= LIVE_DETAIL_MS)) {
+      await open(shownRun.summary.id);
+    }
   }
 
   /**
