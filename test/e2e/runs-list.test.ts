@@ -182,7 +182,7 @@ describe('Runs list', () => {
   }, 60_000);
 
   it('puts the compared runs\' results side by side, with samples/s over time', async () => {
-    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1500 } });
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 900 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`${fx.serve.url}#/runs`);
@@ -192,6 +192,9 @@ describe('Runs list', () => {
     await page.getByTestId('compare-start').click();
     const table = page.getByTestId('compare-results');
     await table.waitFor();
+    await waitInView(page.getByTestId('compare')); // below a long list: brought into view
+    await page.waitForTimeout(300); // let ECharts paint
+    await page.screenshot({ path: path.join(SHOTS, 'compare-in-view.png') });
     const head = await table.locator('thead th').allInnerTexts();
     expect(head).toHaveLength(4);
     const cells = async (key: string) => (await page.getByTestId(`compare-result-${key}`).locator('td').allInnerTexts()).map((t) => t.replace(/\s*\(best\)$/, '').trim());
