@@ -17,3 +17,4 @@ export * from './batch-size';
 export * from './optimise';
 export * from './reports';
 export * from './script-target';
+export * from './run-notes';

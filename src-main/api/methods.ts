@@ -4,6 +4,7 @@ import { BatchSearchRequestSchema, BatchSearchResultSchema } from './batch-size'
 import { TrainingBenchmarkRequestSchema, TrainingBenchmarkResultSchema } from './benchmark';
 import { CheckResultSchema, CompareSpeedParamsSchema } from './check';
 import { IdSchema } from './ids';
+import { RunAnnotateParamsSchema, RunAnnotationSchema } from './run-notes';
 import type { JobMethod } from './jobs';
 import { JOB_METHODS, JobCancelParamsSchema, JobCancelResultSchema, JobInfoSchema } from './jobs';
 import {
@@ -83,6 +84,8 @@ export const apiMethods = {
   'batchSize.cancel': { params: z.object({ searchId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   'runs.list': { params: NoParams, result: z.array(RunSummarySchema) },
   'runs.get': { params: z.object({ id: IdSchema }).strict(), result: RunDetailSchema },
+  /** Stores a run's name, tags and notes (runs/<id>/notes.json; run.json is left as the run wrote it). */
+  'runs.annotate': { params: RunAnnotateParamsSchema, result: RunAnnotationSchema },
   'datasets.list': { params: NoParams, result: z.array(DatasetSummarySchema) },
   /** Detected fields, record count and a preview of a source, before building. */
   'datasets.inspect': { params: z.object({ source: SourceSpecSchema }).strict(), result: InspectResultSchema },

@@ -2,7 +2,9 @@ import { z } from 'zod';
 
 import { IdSchema } from './ids';
 import { ModelSpecSchema } from './model-spec';
+import { RunAnnotationSchema } from './run-notes';
 import { StoredRunStatusSchema } from './run-record';
+import { TargetKindSchema } from './target';
 import { TelemetrySampleSchema, TelemetrySummarySchema } from './telemetry';
 
 /**
@@ -306,6 +308,12 @@ export const RunSummarySchema = z.object({
   interruption: z.string().nullable(),
   /** Set when run.json cannot be read: the run is listed with the problem, never dropped. */
   problem: z.string().nullable(),
+  /** Whose training it measured: our engine or the user's own command (absent from older servers). */
+  target: TargetKindSchema.optional(),
+  /** The name, tags and notes a person gave the run (runs/<id>/notes.json); absent when none were given. */
+  annotation: RunAnnotationSchema.optional(),
+  /** Why notes.json was not read (damaged, too large, a link), when it was not. */
+  annotationProblem: z.string().optional(),
 });
 export type RunSummary = z.infer<typeof RunSummarySchema>;
 

@@ -32,14 +32,20 @@ function detail(r: RunSummary): string {
   }
 }
 
-/** One line per run: id, status, title, detail. */
+/** The run as a person named it ("baseline (mlp on …) [fast, amp]"), else its title. */
+function named(r: RunSummary): string {
+  const name = r.annotation?.name ? `${r.annotation.name} (${r.title})` : r.title;
+  return r.annotation?.tags.length ? `${name} [${r.annotation.tags.join(', ')}]` : name;
+}
+
+/** One line per run: id, status, name or title with its tags, detail. */
 export function formatRuns(runs: RunSummary[]): string {
   if (runs.length === 0) return 'no runs in this workspace yet (trainbench train records one)';
   const width = (pick: (r: RunSummary) => string) => Math.max(...runs.map((r) => pick(r).length));
   const idWidth = width((r) => r.id);
   const statusWidth = width((r) => r.status);
   return runs
-    .map((r) => `${r.id.padEnd(idWidth)}  ${r.status.padEnd(statusWidth)}  ${r.title}${detail(r) ? `  ${detail(r)}` : ''}`)
+    .map((r) => `${r.id.padEnd(idWidth)}  ${r.status.padEnd(statusWidth)}  ${named(r)}${detail(r) ? `  ${detail(r)}` : ''}`)
     .join('\n');
 }
 

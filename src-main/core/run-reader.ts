@@ -10,6 +10,7 @@ import { TrainEventSchema, TrainStepEventSchema } from '../api/training';
 import type { Workspace } from './workspace';
 import { jsonlLines } from './jsonl-lines';
 import { processExists } from './process-exists';
+import { readRunAnnotation } from './run-notes';
 import { readRunTelemetry } from './run-telemetry';
 import { entryProblem, isFolder, listFolder, MiB, readTail, readTextCapped } from './workspace-files';
 
@@ -148,6 +149,7 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
   const title = titles[run.kind] ?? run.kind;
   const interruption = interruptionOf(run);
   const unfinished = run.status === 'running';
+  const { annotation, problem: annotationProblem } = await readRunAnnotation(workspace, id);
   return {
     id,
     kind: run.kind,
@@ -162,6 +164,9 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
     lastStep: unfinished ? await lastStepOf(workspace, path.join('runs', id, 'events.jsonl')) : null,
     interruption,
     problem: null,
+    target: target?.kind === 'script' ? 'script' : 'engine',
+    ...(annotation ? { annotation } : {}),
+    ...(annotationProblem ? { annotationProblem } : {}),
   };
 }
 

@@ -15,6 +15,7 @@ import { EventHub } from './event-hub';
 import { listFiles } from './files';
 import { JobRegistry } from './jobs/job-registry';
 import { listModels, readModelSpec } from './model-files';
+import { RunAnnotator } from './run-notes';
 import { listRuns, readRunDetail } from './run-reader';
 import { OptimiseService } from './optimise/optimise-service';
 import type { ChooseFolder } from './reports/report-service';
@@ -102,6 +103,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     return { cancelled: false };
   };
 
+  const annotator = new RunAnnotator(workspace);
   const router = createApiRouter({
     'engine.version': () => engine.version(),
     'engine.devices': () => engine.devices(),
@@ -124,6 +126,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'batchSize.cancel': ({ searchId }) => cancelJob(searchId),
     'runs.list': () => listRuns(workspace),
     'runs.get': ({ id }) => readRunDetail(workspace, id),
+    'runs.annotate': (params) => annotator.annotate(params),
     'datasets.list': () => datasets.list(),
     'datasets.csvHeader': ({ path }) => datasets.csvHeader(path),
     'datasets.inspect': ({ source }) => datasets.inspect(source),

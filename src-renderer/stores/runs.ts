@@ -1,11 +1,48 @@
+import type { EventName } from '@api/events';
+import { JOB_EVENT_IDS } from '@api/jobs';
 import type { ModelEntry } from '@api/model-files';
+import type { RunAnnotation } from '@api/run-notes';
 import type { RunDetail, RunSummary } from '@api/training';
 import { defineStore } from 'pinia';
-import { ref, shallowRef } from 'vue';
+import { computed, ref, shallowRef } from 'vue';
 
 import { errorText } from './error-text';
 import { useLoader } from './load-state';
 import { useApiClient } from '../transport/client-instance';
+
+/** The Runs list's kind filter: each choice, its label, and the runs it shows (one table, so the chips and the test agree). */
+export const RUN_FILTERS = [
+  { key: 'all', label: 'all', shows: () => true },
+  { key: 'training', label: 'training', shows: (r: RunSummary) => r.kind === 'train' },
+  { key: 'benchmark', label: 'benchmark', shows: (r: RunSummary) => r.kind === 'benchmark' },
+  { key: 'batch-search', label: 'batch search', shows: (r: RunSummary) => r.kind === 'batch-search' },
+  { key: 'optimise', label: 'optimisation', shows: (r: RunSummary) => r.kind === 'optimise' },
+  { key: 'loader', label: 'loader', shows: (r: RunSummary) => r.kind === 'loader-benchmark' },
+  // Every kind of run of the user's own command: it crosses the kinds above.
+  { key: 'script', label: 'script', shows: (r: RunSummary) => r.target === 'script' },
+] as const;
+export type RunFilterKey = (typeof RUN_FILTERS)[number]['key'];
+
+/**
+ * While jobs report progress the list is read again at most this often: a running row's step and
+ * status stay current without a request per event (a run emits up to ~20 a second).
+ */
+export const LIVE_REFRESH_MS = 2000;
+/** While the open run is running, its page (charts, events) is read again at most this often. */
+export const LIVE_DETAIL_MS = 10_000;
+/** The job events that mean a run is moving (a dataset build records no run). */
+const RUN_EVENTS = (Object.keys(JOB_EVENT_IDS) as EventName[]).filter((e) => e !== 'datasets.progress');
+
+/** The name a person gave the run, else its title. */
+export const runName = (r: RunSummary): string => r.annotation?.name || r.title;
+
+/** Whether the run's id, title, name, tags or notes contain the text (any case). */
+function matches(r: RunSummary, text: string): boolean {
+  const needle = text.trim().toLowerCase();
+  if (!needle) return true;
+  const a = r.annotation;
+  return [r.id, r.title, a?.name ?? '', a?.notes ?? '', ...(a?.tags ?? [])].some((s) => s.toLowerCase().includes(needle));
+}
 
 /** Runs recorded in the workspace (training and benchmarks), newest first. */
 export const useRunsStore = defineStore('runs', () => {
@@ -18,12 +55,33 @@ export const useRunsStore = defineStore('runs', () => {
   const compared = shallowRef<RunDetail[]>([]);
   /** Models the New run form offers: built-ins and the workspace's spec files. */
   const models = shallowRef<ModelEntry[]>([]);
+  /** Which kinds of run the list shows. */
+  const filter = ref<RunFilterKey>('all');
+  /** Text the shown runs' id, title, name, tags or notes contain. */
+  const search = ref('');
+  /** Why the last annotate() failed, beside the editor (null: it did not). */
+  const annotateError = ref<string | null>(null);
+  let listed = 0;
   const { loading, error, run: refresh } = useLoader(async () => {
-    list.value = await useApiClient().call('runs.list', {});
+    // A live refresh and a click may overlap: only the latest request's answer is shown.
+    const mine = ++listed;
+    const runs = await useApiClient().call('runs.list', {});
+    if (mine === listed) list.value = runs;
   });
 
+  /** The list as the filter and search show it. */
+  const shown = computed(() => {
+    const f = RUN_FILTERS.find((x) => x.key === filter.value) ?? RUN_FILTERS[0];
+    return list.value.filter((r) => f.shows(r) && matches(r, search.value));
+  });
+  /** How many runs each filter would show (before the search). */
+  const counts = computed(() => Object.fromEntries(RUN_FILTERS.map((f) => [f.key, list.value.filter((r) => f.shows(r)).length])) as Record<RunFilterKey, number>);
+
+  /** When the open run was last read (runs.get), for refreshLive. */
+  let detailReadAt = 0;
   async function open(id: string): Promise<void> {
     error.value = null;
+    detailReadAt = Date.now();
     try {
       selected.value = await useApiClient().call('runs.get', { id });
     } catch (err) {
@@ -63,5 +121,85 @@ export const useRunsStore = defineStore('runs', () => {
     compared.value = [];
   }
 
-  return { list, selected, picked, compared, models, loading, error, refresh, open, loadModels, togglePick, compare, closeCompare };
+  /** Stores a run's name, tags or notes; the list and the open run show them at once. False (and why, in annotateError) when refused. */
+  async function annotate(id: string, fields: Partial<Pick<RunAnnotation, 'name' | 'tags' | 'notes'>>): Promise<boolean> {
+    annotateError.value = null;
+    let annotation: RunAnnotation;
+    try {
+      annotation = await useApiClient().call('runs.annotate', { id, ...fields });
+    } catch (err) {
+      annotateError.value = errorText(err);
+      return false;
+    }
+    const withIt = (r: RunSummary): RunSummary => ({ ...r, annotation, annotationProblem: undefined });
+    list.value = list.value.map((r) => (r.id === id ? withIt(r) : r));
+    if (selected.value?.summary.id === id) selected.value = { ...selected.value, summary: withIt(selected.value.summary) };
+    return true;
+  }
+
+  /**
+   * Lists again; reads the open run again when its status changed, and while it runs at most every
+   * LIVE_DETAIL_MS (its charts grow; runs.get reads the whole events file, so not every 2 s).
+   */
+  async function refreshLive(): Promise<void> {
+    await refresh();
+    const shownRun = selected.value;
+    if (!shownRun) return;
+    const now = list.value.find((r) => r.id === shownRun.summary.id);
+    const changed = now !== undefined && now.status !== shownRun.summary.status;
+    if (changed || (shownRun.summary.status === 'running' && Date.now() - detailReadAt >= LIVE_DETAIL_MS)) {
+      await open(shownRun.summary.id);
+    }
+  }
+
+  /**
+   * Keeps the list current while jobs run, from their events: a job's start, its progress and its
+   * end each ask for a refresh, and refreshes come at most every LIVE_REFRESH_MS (the last one
+   * always comes). Returns the function that stops following.
+   */
+  function follow(): () => void {
+    const client = useApiClient();
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    let last = 0;
+    const soon = () => {
+      if (timer) return;
+      timer = setTimeout(
+        () => {
+          timer = null;
+          last = Date.now();
+          void refreshLive();
+        },
+        Math.max(0, last + LIVE_REFRESH_MS - Date.now()),
+      );
+    };
+    const offs = [client.on('jobs.started', soon), client.on('jobs.ended', soon), ...RUN_EVENTS.map((e) => client.on(e, soon))];
+    return () => {
+      offs.forEach((off) => off());
+      if (timer) clearTimeout(timer);
+      timer = null;
+    };
+  }
+
+  return {
+    list,
+    shown,
+    counts,
+    filter,
+    search,
+    selected,
+    picked,
+    compared,
+    models,
+    loading,
+    error,
+    annotateError,
+    refresh,
+    open,
+    loadModels,
+    togglePick,
+    compare,
+    closeCompare,
+    annotate,
+    follow,
+  };
 });

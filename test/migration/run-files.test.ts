@@ -11,7 +11,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { ComparePoint, CompareRun } from '../../src-main/api/charts/compare-charts';
-import { compareCurvesOption } from '../../src-main/api/charts/compare-charts';
+import { compareCurvesOption, compareThroughputOption } from '../../src-main/api/charts/compare-charts';
+import { compareResults } from '../../src-main/api/compare-results';
 import { ReportDetailSchema } from '../../src-main/api/reports';
 import { configDifferences } from '../../src-main/api/run-config';
 import { WizardResultSchema } from '../../src-main/api/optimise';
@@ -27,7 +28,7 @@ import { listRuns, readRunDetail } from '../../src-main/core/run-reader';
 import { loadScriptWizardState, readScriptWizardState } from '../../src-main/core/script/script-optimise-resume';
 import type { Workspace } from '../../src-main/core/workspace';
 import { openWorkspace } from '../../src-main/core/workspace';
-import { scriptCompareCurve } from '../../src-renderer/components/runs/script-compare';
+import { scriptCompareCurve, scriptThroughput } from '../../src-renderer/components/runs/script-compare';
 import { REPO_ROOT } from '../helpers/repo';
 import { readSafetensors } from '../helpers/safetensors';
 import { tempDir } from '../helpers/temp-dir';
@@ -399,6 +400,22 @@ describe('comparing runs', () => {
     ]);
     // The script records no accuracy: said so, the engine runs still drawn.
     expect(compareCurvesOption(runs, 'accuracy', 'step', 0).missing).toEqual(['script-train: no accuracy was recorded']);
+  });
+
+  it('the results side by side and samples/s over time, for runs of both targets as they were recorded', () => {
+    const runs = [RUNS.engineTrain, RUNS.scriptTrain].map(detail);
+    expect(runs.map((r) => r.summary.target)).toEqual(['engine', 'script']);
+    const rows = Object.fromEntries(compareResults(runs).map((r) => [r.key, r]));
+    expect(rows.testAccuracy.values[0]).toBeCloseTo(0.734, 3);
+    expect(rows.testAccuracy.values[1]).toBeNull(); // a script reports no test accuracy
+    expect(rows.trainLoss.values).toEqual([steps(RUNS.engineTrain).at(-1)?.loss, expect.any(Number)]); // the script's last loss read
+    expect(rows.samplesPerSec.values).toEqual([RUNS.engineTrain.samplesPerSec, RUNS.scriptTrain.samplesPerSec]);
+    expect(rows.steps.values).toEqual([46, expect.any(Number)]);
+    const rate = compareThroughputOption(
+      runs.map((r, i) => ({ name: ['engine', 'script'][i], points: scriptThroughput(r) ?? r.events.filter((e): e is TrainStepEvent => e.type === 'step'), startedAt: Date.parse(r.summary.createdAt) })),
+    );
+    expect(rate.missing).toEqual([]);
+    expect(rate.label).toMatch(/^Samples\/s over time; engine mean [\d,]+, script mean [\d,]+ samples\/s$/);
   });
 
   it('the settings that differ between runs', () => {

@@ -1,12 +1,12 @@
 // @vitest-environment happy-dom
 // The Runs area's stores over a real ApiClient whose answers the test decides (the contract checks still run).
 import { createPinia, setActivePinia } from 'pinia';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { ModelSpecSchema } from '../../src-main/api/model-spec';
 import { TrainRequestSchema } from '../../src-main/api/training';
 import { useLiveRunStore } from '../../src-renderer/stores/live-run';
-import { useRunsStore } from '../../src-renderer/stores/runs';
+import { LIVE_DETAIL_MS, LIVE_REFRESH_MS, RUN_FILTERS, useRunsStore } from '../../src-renderer/stores/runs';
 import { fail, installFakeClient, ok } from './fake-client';
 
 beforeEach(() => setActivePinia(createPinia()));
@@ -59,6 +59,128 @@ describe('runs store', () => {
     installFakeClient(() => fail('E_INTERNAL', 'disk gone'));
     await store.loadModels();
     expect(store.error).toBe("cannot list the workspace's model spec files: E_INTERNAL: disk gone");
+  });
+});
+
+describe('runs list: filter, annotations, live refresh', () => {
+  const run = (id: string, kind: string, extra: Record<string, unknown> = {}) => ({ ...summary(id), kind, ...extra });
+  const annotation = (name: string, tags: string[], notes = '') => ({ name, tags, notes, updatedAt: '2026-11-27T10:00:00.000Z' });
+  const runs = [
+    run('t1', 'train', { target: 'engine', annotation: annotation('baseline', ['fast']) }),
+    run('t2', 'train', { target: 'script' }),
+    run('b1', 'benchmark', { target: 'script', annotation: annotation('', ['amp'], 'tried bf16') }),
+    run('s1', 'batch-search'),
+    run('o1', 'optimise'),
+    run('l1', 'loader-benchmark'),
+  ];
+
+  it('shows the runs of the kind chosen, a script run under its kind and under script, and finds by name, tag, notes or id', async () => {
+    installFakeClient(() => ok(runs));
+    const store = useRunsStore();
+    await store.refresh();
+    const ids = () => store.shown.map((r) => r.id);
+    const expected: Record<(typeof RUN_FILTERS)[number]['key'], string[]> = {
+      all: ['t1', 't2', 'b1', 's1', 'o1', 'l1'], training: ['t1', 't2'], benchmark: ['b1'], 'batch-search': ['s1'], optimise: ['o1'], loader: ['l1'], script: ['t2', 'b1'],
+    };
+    for (const f of RUN_FILTERS) {
+      store.filter = f.key;
+      expect(ids(), f.key).toEqual(expected[f.key]);
+      expect(store.counts[f.key]).toBe(expected[f.key].length);
+    }
+    store.filter = 'all';
+    for (const [text, found] of [['BASE', ['t1']], ['amp', ['b1']], ['bf16', ['b1']], ['l1', ['l1']], ['  ', expected.all]] as const) {
+      store.search = text;
+      expect(ids(), text).toEqual(found);
+    }
+    store.filter = 'training';
+    store.search = 'amp';
+    expect(ids()).toEqual([]);
+  });
+
+  it('stores an annotation and shows it in the list and the open run at once; a refusal is kept for the editor', async () => {
+    const fake = installFakeClient((m, p) => {
+      if (m === 'runs.list') return ok(runs);
+      if (m === 'runs.get') return ok(detail((p as { id: string }).id));
+      if (m === 'runs.annotate') {
+        const q = p as { name?: string };
+        if (q.name === 'x'.repeat(200)) return fail('E_BAD_REQUEST', "bad request to runs.annotate: params.name: a run's name is at most 120 characters");
+        return ok({ name: q.name ?? '', tags: ['new'], notes: '', updatedAt: '2026-11-27T11:00:00.000Z' });
+      }
+      return ok({});
+    });
+    const store = useRunsStore();
+    await store.refresh();
+    await store.open('t2');
+    expect(await store.annotate('t2', { name: 'renamed', tags: ['new'] })).toBe(true);
+    expect(fake.calls.at(-1)).toEqual({ method: 'runs.annotate', params: { id: 't2', name: 'renamed', tags: ['new'] } });
+    expect(store.list.find((r) => r.id === 't2')?.annotation?.name).toBe('renamed');
+    expect(store.selected?.summary.annotation?.tags).toEqual(['new']);
+    expect(store.annotateError).toBeNull();
+    expect(await store.annotate('t2', { name: 'x'.repeat(200) })).toBe(false);
+    expect(store.annotateError).toMatch(/^E_BAD_REQUEST: .*at most 120 characters/);
+    expect(store.list.find((r) => r.id === 't2')?.annotation?.name).toBe('renamed');
+  });
+
+  describe('following jobs', () => {
+    beforeEach(() => vi.useFakeTimers());
+    afterEach(() => vi.useRealTimers());
+    const progress = (runId: string) => ({ runId, event: { type: 'epoch', epoch: 1, epochs: 1, seconds: 1, trainLoss: 1, trainAccuracy: null } });
+    const job = { jobId: 'j1', method: 'train.run', kind: 'train', target: 'engine' };
+
+    it('lists again on a job start, at most once per interval while it reports progress, and once more at its end; the open running run is read again', async () => {
+      let status = 'running';
+      const fake = installFakeClient((m, p) => {
+        if (m === 'runs.list') return ok([run('j1', 'train', { status })]);
+        if (m === 'runs.get') return ok({ ...detail((p as { id: string }).id), summary: run('j1', 'train', { status }) });
+        return ok({});
+      });
+      const count = (method: string) => fake.calls.filter((c) => c.method === method).length;
+      const store = useRunsStore();
+      const stop = store.follow();
+      fake.emit('jobs.started', { ...job, request: {}, startedAt: '2026-11-27T10:00:00.000Z', cancelling: false, events: [] });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(count('runs.list')).toBe(1); // the first refresh comes at once
+      await store.open('j1');
+      for (let i = 0; i < 50; i++) {
+        fake.emit('train.progress', progress('j1'));
+        await vi.advanceTimersByTimeAsync(100); // 20 events a second for 5 s
+      }
+      // 5 s of progress: one refresh per LIVE_REFRESH_MS, not one per event.
+      expect(count('runs.list')).toBeLessThanOrEqual(1 + Math.ceil(5000 / LIVE_REFRESH_MS));
+      expect(count('runs.list')).toBeGreaterThanOrEqual(3);
+      // The open run is running: read again, but only every LIVE_DETAIL_MS (runs.get reads its whole events file).
+      expect(count('runs.get')).toBe(1); // opened 5 s ago: not yet read again
+      await vi.advanceTimersByTimeAsync(LIVE_DETAIL_MS);
+      fake.emit('train.progress', progress('j1'));
+      await vi.advanceTimersByTimeAsync(LIVE_REFRESH_MS);
+      expect(count('runs.get')).toBe(2);
+      status = 'completed';
+      fake.emit('jobs.ended', { ...job, ok: true });
+      await vi.advanceTimersByTimeAsync(LIVE_REFRESH_MS);
+      expect(store.list[0].status).toBe('completed');
+      expect(store.selected?.summary.status).toBe('completed');
+      const listed = count('runs.list');
+      await vi.advanceTimersByTimeAsync(10 * LIVE_REFRESH_MS);
+      expect(count('runs.list')).toBe(listed); // no job, no events: no polling
+      stop();
+      fake.emit('train.progress', progress('j1'));
+      await vi.advanceTimersByTimeAsync(10 * LIVE_REFRESH_MS);
+      expect(count('runs.list')).toBe(listed); // stopped following
+    });
+
+    it('ignores a dataset build, which records no run', async () => {
+      const fake = installFakeClient(() => ok([]));
+      const store = useRunsStore();
+      const stop = store.follow();
+      const build = { jobId: 'd1', phase: 'reading', records: 5, recordsTotal: 10, bytesWritten: 50, bytesTotal: 100, bytesPerSec: 10, etaSeconds: 5 };
+      let arrived = 0;
+      fake.client.on('datasets.progress', () => arrived++);
+      fake.emit('datasets.progress', build);
+      expect(arrived).toBe(1); // a valid event: it does arrive
+      await vi.advanceTimersByTimeAsync(5 * LIVE_REFRESH_MS);
+      expect(fake.calls).toEqual([]);
+      stop();
+    });
   });
 });
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
-import { compareCurvesOption, smooth } from '../../src-main/api/charts/compare-charts';
+import { compareCurvesOption, compareThroughputOption, smooth } from '../../src-main/api/charts/compare-charts';
+import { compareResults } from '../../src-main/api/compare-results';
+import type { RunDetail, RunSummary } from '../../src-main/api/training';
 import { epochCurvesOption } from '../../src-main/api/charts/epoch-charts';
 import { configDifferences, flattenConfig } from '../../src-main/api/run-config';
 
@@ -73,5 +75,57 @@ describe('epoch curves', () => {
     const { option, label } = epochCurvesOption(epochs, 'loss');
     expect(seriesOf(option).map((s) => [s.name, s.data])).toEqual([['train', [[1, 0.9], [2, 0.5]]], ['test', [[1, 0.8]]]]);
     expect(label).toBe('Loss per epoch, train and test over 2 epochs: last train 0.5, test no data');
+  });
+});
+
+describe('compare results and throughput', () => {
+  const summary = (id: string, extra: Partial<RunSummary> = {}): RunSummary => ({
+    id, kind: 'train', status: 'completed', createdAt: '2026-11-27T10:00:00.000Z', finishedAt: '2026-11-27T10:01:30.000Z', title: id, testAccuracy: null,
+    samplesPerSec: null, gpuUtilizationMean: null, error: null, lastStep: null, interruption: null, problem: null, ...extra,
+  });
+  const step = (globalStep: number, t: number | undefined, samplesPerSec: number, loss: number, accuracy: number | null) => ({
+    type: 'step' as const, t, epoch: 1, epochs: 1, step: globalStep, stepsPerEpoch: 100, globalStep, totalSteps: 100, loss, accuracy, lr: 0.01, gradNorm: 1, samplesPerSec,
+    phasesMs: { data: 0, h2d: 0, forward: 1, loss: 0, backward: 1, optimizer: 0 },
+  });
+  const t0 = Date.parse('2026-11-27T10:00:00.000Z');
+  const a: RunDetail = {
+    summary: summary('a', { testAccuracy: 0.81, samplesPerSec: 1200 }),
+    record: {},
+    events: [step(10, t0 + 1000, 1000, 0.9, 0.6), step(20, t0 + 2000, 1400, 0.5, 0.7), { type: 'epoch', t: t0 + 3000, epoch: 1, epochs: 1, seconds: 2, trainLoss: 0.6, trainAccuracy: 0.7, testLoss: 0.55, testAccuracy: 0.81 }],
+    telemetry: [],
+  };
+  const b: RunDetail = { summary: summary('b', { testAccuracy: 0.85, samplesPerSec: 900, finishedAt: null }), record: {}, events: [step(30, undefined, 900, 0.4, 0.8)], telemetry: [] };
+  const script: RunDetail = { summary: summary('s', { samplesPerSec: 900, target: 'script' }), record: { result: { lastLoss: { step: 7, value: 1.25 }, steps: 8 } }, events: [], telemetry: [] };
+
+  it('puts what each run ended with side by side, marks the one best value, and leaves out rows no run has', () => {
+    const rows = compareResults([a, b, script]);
+    const byKey = Object.fromEntries(rows.map((r) => [r.key, r]));
+    expect(rows.map((r) => r.key)).toEqual(['testAccuracy', 'testLoss', 'trainAccuracy', 'trainLoss', 'samplesPerSec', 'wallSeconds', 'steps']);
+    expect(byKey.testAccuracy).toMatchObject({ values: [0.81, 0.85, null], best: 1 });
+    expect(byKey.testLoss).toMatchObject({ values: [0.55, null, null], best: null }); // one value: nothing to beat
+    expect(byKey.trainLoss).toMatchObject({ values: [0.5, 0.4, 1.25], best: 1 });
+    expect(byKey.samplesPerSec).toMatchObject({ values: [1200, 900, 900], best: 0 });
+    expect(byKey.wallSeconds).toMatchObject({ values: [90, null, 90], best: null }); // a shorter run is not a better one
+    expect(byKey.steps.values).toEqual([20, 30, 8]);
+    // A tie has no winner.
+    expect(compareResults([b, script]).find((r) => r.key === 'samplesPerSec')?.best).toBeNull();
+    expect(compareResults([{ ...script, record: {} }, { ...script, record: {} }]).map((r) => r.key)).toEqual(['samplesPerSec', 'wallSeconds']);
+    // An engine run's result is not read as a script's: a benchmark's `steps` setting is no count of steps run.
+    const bench: RunDetail = { ...script, summary: summary('bench', { kind: 'benchmark', target: 'engine' }) };
+    expect(compareResults([bench]).map((r) => r.key)).toEqual(['wallSeconds']);
+  });
+
+  it('charts samples/s against each run\'s own time since start, and says which runs have no rate over time', () => {
+    const chart = compareThroughputOption([
+      { name: 'a', points: a.events.filter((e) => e.type === 'step'), startedAt: t0 },
+      { name: 'b', points: b.events.filter((e) => e.type === 'step') },
+      { name: 'bench', points: [] },
+    ]);
+    expect(seriesOf(chart.option).map((s) => [s.name, s.data])).toEqual([['a', [[1, 1000], [2, 1400]]]]);
+    expect(chart.missing).toEqual([
+      'b: its steps carry no time or rate (recorded before events were timestamped)',
+      "bench: no steps were recorded, so there is no rate over time (a benchmark's rate is in the table)",
+    ]);
+    expect(chart.label).toBe('Samples/s over time; a mean 1,200 samples/s');
   });
 });

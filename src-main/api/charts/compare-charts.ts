@@ -95,3 +95,60 @@ export function compareCurvesOption(runs: readonly CompareRun[], metric: Compare
     label: `${title}; last values: ${last.join(', ') || 'none'}`,
   };
 }
+
+/** The fields of a recorded point a throughput curve reads: when, and the rate since the previous point. */
+export interface ThroughputPoint {
+  /** ms since 1970; absent in runs recorded before events carried it. */
+  t?: number;
+  samplesPerSec: number | null;
+}
+
+export interface ThroughputRun {
+  name: string;
+  points: readonly ThroughputPoint[];
+  /** When the run started (ms since 1970), the zero of the time axis; the first point's time when absent. */
+  startedAt?: number;
+}
+
+/**
+ * Samples/s over time, one line per run, each from its own start: what each run
+ * sustained, warm-up and slow-downs included, beside the single figure of the table.
+ */
+export function compareThroughputOption(runs: readonly ThroughputRun[]): CompareChart {
+  const missing: string[] = [];
+  const series = [];
+  const means: string[] = [];
+  for (const [i, run] of runs.entries()) {
+    const t0 = run.startedAt ?? run.points.find((p) => p.t !== undefined)?.t;
+    const points = run.points
+      .filter((p): p is { t: number; samplesPerSec: number } => p.t !== undefined && p.samplesPerSec !== null && Number.isFinite(p.samplesPerSec))
+      .map((p) => [(p.t - (t0 ?? p.t)) / 1000, p.samplesPerSec] as const);
+    if (!points.length) {
+      missing.push(
+        run.points.length
+          ? `${run.name}: its steps carry no time or rate (recorded before events were timestamped)`
+          : `${run.name}: no steps were recorded, so there is no rate over time (a benchmark's rate is in the table)`,
+      );
+      continue;
+    }
+    const mean = points.reduce((s, p) => s + p[1], 0) / points.length;
+    means.push(`${run.name} mean ${formatValue(mean)}`);
+    series.push({ ...lineSeries(run.name, colourFor(i)), data: points.map((p) => [p[0], p[1]]) });
+  }
+  const title = 'Samples/s over time';
+  const head = titleAndLegend(title, true);
+  return {
+    option: {
+      animation: false,
+      title: head.title,
+      legend: head.legend,
+      tooltip: tooltip('samples/s'),
+      grid: { left: 60, right: 16, top: head.gridTop + 8, bottom: 40 },
+      xAxis: valueAxis({ name: 'time since start (s)', nameLocation: 'middle', nameGap: 24, min: 0 }),
+      yAxis: valueAxis({ min: 0 }),
+      series,
+    },
+    missing,
+    label: `${title}; ${means.join(', ') || 'no data'} samples/s`,
+  };
+}

@@ -1,0 +1,74 @@
+import { z } from 'zod';
+
+import { IdSchema } from './ids';
+
+/**
+ * A run's name, tags and notes: what a person writes about a run, kept in
+ * runs/<id>/notes.json beside run.json (which stays as the run wrote it). The
+ * same caps hold on write (runs.annotate) and on read, so a tampered or huge
+ * file is reported and skipped, never shown or trusted.
+ */
+export const RUN_NOTES_SCHEMA_VERSION = 1;
+export const RUN_NAME_MAX_CHARS = 120;
+export const RUN_TAG_MAX_CHARS = 32;
+export const RUN_TAGS_MAX = 12;
+export const RUN_NOTES_MAX_CHARS = 4000;
+/** notes.json is read up to this: the caps above, JSON-escaped at worst, fit well inside. */
+export const RUN_NOTES_MAX_BYTES = 64 * 1024;
+
+// Control characters would hide text or break a one-line title; the notes may hold line breaks and tabs.
+const NO_CONTROLS = /^[^\p{Cc}]*$/u;
+const CONTROL_NOT_LINE = /[^\P{Cc}\n\r\t]/u;
+
+export const RunNameSchema = z
+  .string()
+  .trim()
+  .max(RUN_NAME_MAX_CHARS, `a run's name is at most ${RUN_NAME_MAX_CHARS} characters`)
+  .regex(NO_CONTROLS, "a run's name is one line, without control characters");
+export const RunTagSchema = z
+  .string()
+  .trim()
+  .min(1, 'a tag is not empty')
+  .max(RUN_TAG_MAX_CHARS, `a tag is at most ${RUN_TAG_MAX_CHARS} characters`)
+  .regex(/^[^,\p{Cc}]+$/u, 'a tag has no commas or control characters (tags are separated by commas)');
+export const RunTagsSchema = z
+  .array(RunTagSchema)
+  .max(RUN_TAGS_MAX, `a run has at most ${RUN_TAGS_MAX} tags`)
+  .refine((tags) => new Set(tags).size === tags.length, 'each tag once');
+export const RunNotesTextSchema = z
+  .string()
+  .max(RUN_NOTES_MAX_CHARS, `a run's notes are at most ${RUN_NOTES_MAX_CHARS} characters`)
+  .refine((text) => !CONTROL_NOT_LINE.test(text), "a run's notes have no control characters but line breaks and tabs");
+
+/** What the Runs list and the run's page show. */
+export const RunAnnotationSchema = z.object({
+  /** '' when the run has no name of its own (its title names it). */
+  name: RunNameSchema,
+  tags: RunTagsSchema,
+  notes: RunNotesTextSchema,
+  updatedAt: z.iso.datetime(),
+});
+export type RunAnnotation = z.infer<typeof RunAnnotationSchema>;
+
+/** runs/<id>/notes.json. */
+export const RunNotesFileSchema = RunAnnotationSchema.extend({
+  schemaVersion: z.literal(RUN_NOTES_SCHEMA_VERSION),
+});
+export type RunNotesFile = z.infer<typeof RunNotesFileSchema>;
+
+/** runs.annotate: the fields given replace the stored ones; those left out stay. */
+export const RunAnnotateParamsSchema = z
+  .object({
+    id: IdSchema,
+    name: RunNameSchema.optional(),
+    tags: RunTagsSchema.optional(),
+    notes: RunNotesTextSchema.optional(),
+  })
+  .strict()
+  .refine((p) => p.name !== undefined || p.tags !== undefined || p.notes !== undefined, 'give a name, tags or notes to store');
+export type RunAnnotateParams = z.infer<typeof RunAnnotateParamsSchema>;
+
+/** Tags as a person types them, "a, b, a": trimmed, empty ones dropped, each once, in order. */
+export function parseTagList(text: string): string[] {
+  return [...new Set(text.split(',').map((t) => t.trim()).filter((t) => t.length > 0))];
+}
