@@ -41,6 +41,10 @@ export type OptimiseTargetInput = z.input<typeof OptimiseTargetSchema>;
 export const ConfounderPolicySchema = z.enum(['remeasure', 'record']);
 export type ConfounderPolicy = z.infer<typeof ConfounderPolicySchema>;
 
+/** What the wizard makes larger: samples per second, or samples per joule of GPU energy (a CUDA target with power readings). */
+export const WizardObjectiveSchema = z.enum(['throughput', 'energy']);
+export type WizardObjective = z.infer<typeof WizardObjectiveSchema>;
+
 export const OptimiseRequestSchema = z
   .object({
     target: OptimiseTargetSchema,
@@ -62,6 +66,7 @@ export const OptimiseRequestSchema = z
     /** Largest relative difference of the mean loss over the measured steps (same seed) a kept change may make. */
     lossTolerance: z.number().gt(0).max(1).default(0.05),
     confounders: ConfounderPolicySchema.default('remeasure'),
+    objective: WizardObjectiveSchema.default('throughput'),
     /** Chosen by the caller so it can follow and cancel from the first event; made up otherwise. */
     optimiseId: IdSchema.optional(),
   })
@@ -119,6 +124,9 @@ export const OptimiseTrialSchema = z.object({
   /** samples/s of each repetition, in the order measured (A/B/A/B). */
   bestSamplesPerSec: z.array(z.number()),
   candidateSamplesPerSec: z.array(z.number()),
+  /** Samples per joule of GPU energy of each repetition, where every one had power readings; the energy objective decides on these. */
+  bestSamplesPerJoule: z.array(z.number()).optional(),
+  candidateSamplesPerJoule: z.array(z.number()).optional(),
   /** Relative difference of the mean loss over the measured steps, candidate vs best; null when not measured. */
   lossDelta: z.number().nullable(),
   kept: z.boolean(),
@@ -207,6 +215,8 @@ export const WizardBaselineSchema = z.object({
   phasesMs: BenchmarkPhasesSchema,
   phasesPercent: BenchmarkPhasesSchema,
   device: z.string(),
+  /** Samples per joule of GPU energy, median with its CI, where every repetition had power readings. */
+  samplesPerJoule: IntervalSchema.optional(),
 });
 export const WizardFinalSchema = z.object({
   /** The kept changes, in order. */
@@ -228,6 +238,8 @@ export const WizardResultSchema = z.object({
   title: z.string(),
   preset: OptimisePresetSchema,
   repeat: z.number().int(),
+  /** What the trials and the final compared (absent in older runs: samples/s). */
+  objective: WizardObjectiveSchema.optional(),
   baseline: WizardBaselineSchema,
   trials: z.array(OptimiseTrialSchema),
   skipped: z.array(SkippedChangeSchema),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import { BenchmarkPhasesSchema, FindingSchema, IntervalSchema, UtilisationSchema } from './benchmark';
 import { IdSchema } from './ids';
-import { ConfounderPolicySchema, OptimisePresetSchema, OptimiseTrialSchema, WizardBaselineSchema, WizardFinalSchema, WizardResultSchema } from './optimise';
+import { ConfounderPolicySchema, OptimisePresetSchema, WizardObjectiveSchema, OptimiseTrialSchema, WizardBaselineSchema, WizardFinalSchema, WizardResultSchema } from './optimise';
 import { TelemetrySummarySchema } from './telemetry';
 
 /**
@@ -326,6 +326,7 @@ export const ScriptOptimiseRequestSchema = z
     /** Largest relative change of the mean loss over the measured steps a kept change may make (numerics changes: see the preset). */
     lossTolerance: z.number().gt(0).max(1).default(0.05),
     confounders: ConfounderPolicySchema.default('remeasure'),
+    objective: WizardObjectiveSchema.default('throughput'),
     /** Only these overrides are tried (absent: every one the knob table offers), e.g. to try mixed precision alone. */
     only: z
       .array(z.string())

@@ -2,9 +2,9 @@ import { Command } from 'commander';
 
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import type { ConfounderPolicy, OptimiseProgress, OptimiseResult, OptimiseTrial } from '../api/optimise';
+import type { ConfounderPolicy, OptimiseProgress, WizardObjective, OptimiseResult, OptimiseTrial } from '../api/optimise';
 import { conditionsSummary } from '../api/confounders';
-import { ConfounderPolicySchema, OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema } from '../api/optimise';
+import { ConfounderPolicySchema, WizardObjectiveSchema, OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema } from '../api/optimise';
 import { trialCiLevel } from '../api/charts/optimise-charts';
 import { newRunId } from '../core/run-store';
 import { createServices } from '../core/services';
@@ -25,6 +25,7 @@ interface OptimiseFlags extends MeasuredTargetFlags {
   allowRecipeChanges?: boolean;
   lossTolerance?: number;
   confounders: ConfounderPolicy;
+  objective: WizardObjective;
   batchSearch: boolean;
   resume?: string;
   report?: boolean;
@@ -95,7 +96,7 @@ export function formatOptimise(r: OptimiseResult): string {
     ];
   });
   const lines = [
-    `optimise   ${r.title}  (${r.optimiseId}, preset ${r.preset}, ${r.repeat} repetitions per side, A/B/A/B)`,
+    `optimise   ${r.title}  (${r.optimiseId}, preset ${r.preset}, ${r.repeat} repetitions per side, A/B/A/B${r.objective === 'energy' ? '; objective: samples per joule of GPU energy, the speedups below are of samples/J' : ''})`,
     `baseline   ${ci(b.samplesPerSec)}; step ${b.stepMs.toFixed(3)} ms; noise floor ±${(100 * b.noiseFloor).toFixed(1)}%; ${b.device}`,
     `           phases: ${Object.entries(b.phasesPercent)
       .map(([k, v]) => `${k} ${v.toFixed(1)}%`)
@@ -134,6 +135,7 @@ async function buildRequest(flags: OptimiseFlags, optimiseId: string) {
     batchSearch: flags.batchSearch,
     ...(flags.lossTolerance !== undefined ? { lossTolerance: flags.lossTolerance } : {}),
     confounders: flags.confounders,
+    objective: flags.objective,
     optimiseId,
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad optimise option: ${formatIssues(parsed.error, 'request')}`);
@@ -203,6 +205,7 @@ export function optimiseCommand(): Command {
     .option('--no-batch-search', 'skip the batch-size search (CUDA, or a CPU memory limit): the batch-size candidate is then twice the batch')
     .option('--loss-tolerance <r>', 'largest relative change of the mean loss a kept change may make', ratioArg('--loss-tolerance'))
     .option('--confounders <policy>', 'when the two sides of a pair saw different conditions (other processes\' CPU load, a GPU slowing down): remeasure the pair (twice at most) and leave a trial undecided if they still differ, or record them only (a shared machine)', choiceArg('--confounders', ConfounderPolicySchema.options), 'remeasure')
+    .option('--objective <what>', 'throughput (samples/s, the default) or energy: samples per joule of GPU energy, from the GPUs\' power over each repetition (a CUDA target where nvidia-smi reports power)', choiceArg('--objective', WizardObjectiveSchema.options), 'throughput')
     .option('--resume <id>', "continue a cancelled or interrupted optimisation from its saved state (the other target flags are ignored); a script optimisation's run id goes on with that script")
     .option('--report', 'write the result up as an ADR report (markdown + SVG charts) in the workspace\'s reports/')
     .option('--json', 'print the result as JSON')

@@ -17,7 +17,7 @@ import { collectEnv, collectOverride, scriptTarget, secondsArg } from './benchma
 import { scriptBoundText } from '../core/knobs/script-bound';
 import { reportWrittenLines } from './report-written';
 import { choiceArg, intArg, ratioArg } from './train-inputs';
-import { type ConfounderPolicy, ConfounderPolicySchema } from '../api/optimise';
+import { type ConfounderPolicy, ConfounderPolicySchema, type WizardObjective, WizardObjectiveSchema } from '../api/optimise';
 import { conditionsSummary } from '../api/confounders';
 
 const PRESETS = ['max-speed', 'balanced', 'reproducible'] as const;
@@ -35,7 +35,7 @@ export function formatScriptOptimise(r: ScriptOptimiseResult): string {
   const b = r.baseline;
   const setFlags = Object.entries(r.final.overrides).map(([k, v]) => `--set ${k}=${String(v)}`);
   return [
-    `optimise   ${r.title}`,
+    `optimise   ${r.title}${r.objective === 'energy' ? '  (objective: samples per joule of GPU energy; the speedups below are of samples/J)' : ''}`,
     `loader     ${r.loader ? Object.entries(r.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}`,
     `loss       ${lossCheckText(r.lossCheck, r.preset)}`,
     `baseline   ${n0(b.samplesPerSec.median)} samples/s (95% CI ${n0(b.samplesPerSec.low)}-${n0(b.samplesPerSec.high)}, noise floor ±${(100 * b.noiseFloor).toFixed(1)}%) on ${b.device}; data wait ${b.phasesPercent.data.toFixed(1)}% of the step`,
@@ -75,6 +75,7 @@ export interface OptimiseScriptFlags {
   seed: number;
   lossTolerance?: number;
   confounders: ConfounderPolicy;
+  objective: WizardObjective;
   only?: string[];
   timeout: number;
   set?: ScriptOverrides;
@@ -102,6 +103,7 @@ function newRequest(command: string[], flags: OptimiseScriptFlags): ScriptOptimi
     ...(flags.only ? { only: flags.only } : {}),
     ...(flags.lossTolerance !== undefined ? { lossTolerance: flags.lossTolerance } : {}),
     confounders: flags.confounders,
+    objective: flags.objective,
     timeoutSeconds: flags.timeout,
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'optimise')}`);
@@ -191,6 +193,7 @@ export function optimiseScriptCommand(): Command {
     .option('--seed <n>', 'seed for torch, random and numpy in every launch, unless the script seeds itself (the loss guard compares launches with the same seed)', intArg('--seed', 0), 0)
     .option('--loss-tolerance <r>', 'largest relative change of the mean loss over the measured steps a kept change may make', ratioArg('--loss-tolerance'))
     .option('--confounders <policy>', 'when the two sides of a pair saw different conditions (other processes\' CPU load, a GPU slowing down): remeasure the pair (twice at most) and leave a trial undecided if they still differ, or record them only (a shared machine)', choiceArg('--confounders', ConfounderPolicySchema.options), 'remeasure')
+    .option('--objective <what>', 'throughput (samples/s, the default) or energy: samples per joule of GPU energy, from the GPUs\' power over each repetition (a CUDA target where nvidia-smi reports power)', choiceArg('--objective', WizardObjectiveSchema.options), 'throughput')
     .option('--timeout <seconds>', 'kill a launch (with all its processes) after this long', secondsArg, 600)
     .option('--set <key=value>', 'an override the script already runs with (the starting point), repeatable', collectOverride)
     .option('--cwd <dir>', 'working directory of the command')

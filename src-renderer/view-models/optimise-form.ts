@@ -1,6 +1,6 @@
 import type { BuiltinModelName } from '@api/model-spec';
 import { BUILTIN_MODELS, ModelSpecSchema } from '@api/model-spec';
-import type { ConfounderPolicy, OptimisePreset, OptimiseRequest, ReadFrom } from '@api/optimise';
+import type { ConfounderPolicy, OptimisePreset, WizardObjective, OptimiseRequest, ReadFrom } from '@api/optimise';
 import { OptimiseRequestSchema } from '@api/optimise';
 import { RECIPES } from '@api/recipes';
 
@@ -32,6 +32,8 @@ export interface OptimiseFormValues {
   batchSearch: boolean;
   /** Measure a pair again when the machine treated its sides differently, or only record the conditions. */
   confounders: ConfounderPolicy;
+  /** Samples/s, or samples per joule of GPU energy. */
+  objective: WizardObjective;
 }
 export type OptimiseField = keyof OptimiseFormValues;
 export type OptimiseFormErrors = Partial<Record<OptimiseField | 'form', string>>;
@@ -65,6 +67,7 @@ export function optimiseFormValues(model: BuiltinModelName, keep: Pick<OptimiseF
     allowRecipeChanges: REQUEST_DEFAULTS.allowRecipeChanges,
     batchSearch: REQUEST_DEFAULTS.batchSearch,
     confounders: REQUEST_DEFAULTS.confounders,
+    objective: REQUEST_DEFAULTS.objective,
   };
 }
 
@@ -88,6 +91,7 @@ const FIELD_OF_PATH: Partial<Record<string, OptimiseField>> = {
   allowRecipeChanges: 'allowRecipeChanges',
   batchSearch: 'batchSearch',
   confounders: 'confounders',
+  objective: 'objective',
 };
 
 export type OptimiseRequestOrErrors = { request: OptimiseRequest; errors: null } | { request: null; errors: OptimiseFormErrors };
@@ -123,6 +127,7 @@ export function optimiseRequest(v: OptimiseFormValues, optimiseId?: string): Opt
     allowRecipeChanges: v.allowRecipeChanges,
     batchSearch: v.batchSearch,
     confounders: v.confounders,
+    objective: v.objective,
     optimiseId,
   });
   if (parsed.success) return { request: parsed.data, errors: null };

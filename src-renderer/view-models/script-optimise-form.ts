@@ -1,4 +1,4 @@
-import type { ConfounderPolicy, OptimisePreset } from '@api/optimise';
+import type { ConfounderPolicy, OptimisePreset, WizardObjective } from '@api/optimise';
 import type { ScriptOptimiseRequestInput, ScriptOverrideKey } from '@api/script-target';
 import { ScriptOptimiseRequestSchema } from '@api/script-target';
 
@@ -18,6 +18,8 @@ export interface ScriptWizardValues {
   only: ScriptOverrideKey[];
   /** Measure a pair again when the machine treated its sides differently, or only record the conditions. */
   confounders: ConfounderPolicy;
+  /** Samples/s, or samples per joule of GPU energy. */
+  objective: WizardObjective;
 }
 
 /** The contract's defaults for a script wizard, read from it, never restated. */
@@ -29,7 +31,7 @@ export function scriptOptimiseForm(): ScriptForm {
 }
 
 export function scriptWizardValues(): ScriptWizardValues {
-  return { preset: DEFAULTS.preset, maxTrials: DEFAULTS.maxTrials, allowRecipeChanges: DEFAULTS.allowRecipeChanges, seed: DEFAULTS.seed, lossTolerance: DEFAULTS.lossTolerance, only: [], confounders: DEFAULTS.confounders };
+  return { preset: DEFAULTS.preset, maxTrials: DEFAULTS.maxTrials, allowRecipeChanges: DEFAULTS.allowRecipeChanges, seed: DEFAULTS.seed, lossTolerance: DEFAULTS.lossTolerance, only: [], confounders: DEFAULTS.confounders, objective: DEFAULTS.objective };
 }
 
 /** The wizard's values a saved request ran with (to resume it, or to show what runs). */
@@ -42,6 +44,7 @@ export function wizardFromRequest(r: ScriptOptimiseRequestInput): ScriptWizardVa
     lossTolerance: r.lossTolerance ?? DEFAULTS.lossTolerance,
     only: (r.only ?? []) as ScriptOverrideKey[],
     confounders: r.confounders ?? DEFAULTS.confounders,
+    objective: r.objective ?? DEFAULTS.objective,
   };
 }
 
@@ -66,6 +69,7 @@ export function scriptOptimiseRequest(form: ScriptForm, wizard: ScriptWizardValu
     seed: wizard.seed,
     lossTolerance: wizard.lossTolerance,
     confounders: wizard.confounders,
+    objective: wizard.objective,
     ...(wizard.only.length ? { only: wizard.only } : {}),
     timeoutSeconds: form.timeoutSeconds,
     ...(jobId ? { jobId } : {}),

@@ -53,7 +53,7 @@ describe('script wizard form', () => {
   it("starts from the contract's wizard defaults and names each value it refuses", () => {
     const form = { ...scriptOptimiseForm(), commandLine: `python3 "my train.py" --epochs 1`, cwd: '/home/me/proj' };
     expect(form).toMatchObject({ repeat: 5, steps: 30, warmupSteps: 5, timeoutSeconds: 600 });
-    expect(scriptWizardValues()).toEqual({ preset: 'balanced', maxTrials: 8, allowRecipeChanges: false, seed: 0, lossTolerance: 0.05, only: [], confounders: 'remeasure' });
+    expect(scriptWizardValues()).toEqual({ preset: 'balanced', maxTrials: 8, allowRecipeChanges: false, seed: 0, lossTolerance: 0.05, only: [], confounders: 'remeasure', objective: 'throughput' });
     form.overrides = [{ key: 'dataloader.num_workers', value: '1' }];
     expect(scriptOptimiseRequest(form, scriptWizardValues(), 'job-1')).toEqual({
       target: { kind: 'script', command: ['python3', 'my train.py', '--epochs', '1'], cwd: '/home/me/proj', env: {} },
@@ -67,6 +67,7 @@ describe('script wizard form', () => {
       seed: 0,
       lossTolerance: 0.05,
       confounders: 'remeasure',
+      objective: 'throughput',
       timeoutSeconds: 600,
       jobId: 'job-1',
     });

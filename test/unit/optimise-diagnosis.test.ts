@@ -122,7 +122,7 @@ describe('candidate changes and presets', () => {
     const r = s.request;
     const runner = new EngineRunner(null as never, r, null as never, { cancelled: false, engineRunId: null }, false);
     runner.knobs = { diagnosis: s.diagnosis!, ctx: knobCtx };
-    const rules = { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance, confounders: r.confounders };
+    const rules = { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance, confounders: r.confounders, objective: r.objective };
     return new WizardLoop(runner, rules, { cancelled: () => false, progress: () => undefined, afterTrial: async () => undefined }).next(s);
   }
 

@@ -32,11 +32,14 @@ class KnownTarget implements TargetRunner<Config, Repetition> {
     private readonly onLaunch: (n: number) => void = () => undefined,
     /** What else the machine did during a launch (the confounder tests); none by default. */
     private readonly conditions: (n: number) => Conditions | null = () => null,
+    /** Samples per joule of a configuration (the energy objective); none by default, as on a CPU. */
+    private readonly perJoule: ((c: Config, n: number) => number) | null = null,
   ) {}
   async measure(c: Config): Promise<Repetition> {
     const n = ++this.launches;
     this.onLaunch(n);
-    return { samplesPerSec: this.speed(c, n), loss: this.loss(c), conditions: this.conditions(n) };
+    const energy = this.perJoule ? { samplesPerJoule: this.perJoule(c, n), energyMissing: null } : { samplesPerJoule: null, energyMissing: 'the target trains on the CPU' };
+    return { samplesPerSec: this.speed(c, n), loss: this.loss(c), conditions: this.conditions(n), ...energy };
   }
   apply(c: Config, ch: OptimiseChange): Config {
     return { ...c, [ch.knob]: ch.to as number };
@@ -60,7 +63,7 @@ class KnownTarget implements TargetRunner<Config, Repetition> {
   }
 }
 
-const rules = (over: Partial<WizardRules> = {}): WizardRules => ({ preset: 'max-speed', repeat: 5, maxTrials: 10, allowRecipeChanges: false, lossTolerance: 0.01, confounders: 'remeasure', ...over });
+const rules = (over: Partial<WizardRules> = {}): WizardRules => ({ preset: 'max-speed', repeat: 5, maxTrials: 10, allowRecipeChanges: false, lossTolerance: 0.01, confounders: 'remeasure', objective: 'throughput', ...over });
 const start = (): SearchState<Config> => ({ best: { workers: 1, precision: 32, batch: 64 }, trials: [], exhausted: [], skipped: [] });
 
 /** Workers scale throughput up to 4; fp16 adds 30%; batch 128 adds 40%; an irregular jitter of up to 0.5% per launch. */
@@ -235,5 +238,35 @@ describe('the wizard loop and the machine around it (confounders)', () => {
     expect(final.changes).toEqual(['workers 1 -> 2']);
     expect(final.verdict).toMatch(/Take it with care: the final comparison was confounded \(pair 1: other processes used .* during the candidate\), even after 2 re-measured pairs\.$/);
     expect(final.conditions!.filter((r) => r.remeasured !== null)).toHaveLength(4);
+  });
+});
+
+describe('the wizard loop with the energy objective (samples per joule)', () => {
+  // More workers: 2x the samples/s at 2x the power, so the same samples per joule; fp16: 1.3x the samples/s at 0.8x the power.
+  const jitter = (n: number) => 1 + 0.005 * Math.sin(1.7 * n);
+  const speed = (c: Config, n: number) => 1000 * Math.min(c.workers, 4) * (c.precision === 16 ? 1.3 : 1) * jitter(n);
+  const perJoule = (c: Config, n: number) => 4 * (c.precision === 16 ? 1.3 / 0.8 : 1) * jitter(n + 1);
+  const energyRules = rules({ objective: 'energy', maxTrials: 2 });
+
+  it('keeps what saves energy per sample, not what is only faster, and records both for every trial', async () => {
+    const { state, final } = await wizard(new KnownTarget('engine', speed, () => null, () => undefined, () => null, perJoule), energyRules);
+    expect(decisions(state.trials)).toEqual(['workers 1 -> 2: inconclusive', 'precision 32 -> 16: accept']);
+    const [workers, fp16] = state.trials;
+    expect(workers.speedup!.median).toBeCloseTo(1, 1); // samples/J unchanged, though samples/s doubled
+    expect(workers.candidateSamplesPerSec[0] / workers.bestSamplesPerSec[0]).toBeCloseTo(2, 1);
+    expect(fp16.speedup!.median).toBeCloseTo(1.625, 1);
+    expect(fp16.bestSamplesPerJoule).toHaveLength(5);
+    expect(fp16.candidateSamplesPerJoule).toHaveLength(5);
+    expect(final.changes).toEqual(['precision 32 -> 16']);
+    expect(final.speedup.median).toBeCloseTo(1.625, 1);
+  });
+
+  it('is refused after the first repetition that read no GPU power, naming why', async () => {
+    const runner = new KnownTarget('engine', speed);
+    const loop = new WizardLoop(runner, energyRules, { cancelled: () => false, progress: () => undefined, afterTrial: async () => undefined });
+    await expect(loop.baseline(start().best)).rejects.toThrow(
+      /^the energy objective compares samples per joule of GPU energy, and this launch measured none: the target trains on the CPU; optimise samples\/s instead \(--objective throughput\)$/,
+    );
+    expect(runner.launches).toBe(1);
   });
 });

@@ -30,7 +30,7 @@ import { benchmarkRepetitions } from './benchmark-loop';
 import { aggregateRepetitions, findings, measuredPhases, mergeTelemetry, withOther } from './benchmark-summary';
 import { measureGemmPeak } from './gemm-peak';
 import { utilisationOf } from './utilisation';
-import { energyPerSample } from '../telemetry/energy';
+import { CPU_ENERGY_MISSING, energyPerSample } from '../telemetry/energy';
 
 /** Telemetry is sampled this often inside the measured window, which may last only a second or two. */
 const TELEMETRY_INTERVAL_MS = 200;
@@ -295,7 +295,7 @@ export class TrainingBenchmarkService {
       ...(({ energy, missing }) => ({ energy, energyMissing: missing }))(
         device.startsWith('cuda')
           ? energyPerSample(aggregate.telemetry, aggregate.samplesPerSecCi.median)
-          : { energy: null, missing: "the target trains on the CPU: the GPUs' power is not its energy, and the CPU's own is not read" },
+          : { energy: null, missing: CPU_ENERGY_MISSING },
       ),
       repetitions: reps,
     };

@@ -169,6 +169,7 @@ export class OptimiseService {
       title,
       preset: state.request.preset,
       repeat: state.request.repeat,
+      objective: state.request.objective,
       baseline: state.baseline,
       diagnosis: state.diagnosis,
       limits: state.limits,
@@ -202,7 +203,7 @@ class Session {
     this.runner = new EngineRunner(service.parts.benchmarks, r, run, job.bench, options.allowPathsOutsideWorkspace);
     this.loop = new WizardLoop(
       this.runner,
-      { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance, confounders: r.confounders },
+      { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance, confounders: r.confounders, objective: r.objective },
       {
         cancelled: () => job.cancelled,
         progress: (p) => this.emit(p),
@@ -224,6 +225,10 @@ class Session {
     if (!s.baseline) {
       const reps = await this.loop.baseline(s.best);
       s.baseline = await this.baseline(s.best, basePrepared, reps.map((r) => r.measured));
+      // The trials are judged against the noise of what the objective compares (samples/s or samples/J).
+      s.baseline.noiseFloor = this.loop.baselineNoise(reps);
+      const perJoule = WizardLoop.perJoule(reps);
+      if (perJoule) s.baseline.samplesPerJoule = medianInterval(perJoule);
       s.diagnosis = diagnose(s.baseline);
       await this.save();
     }

@@ -1,5 +1,5 @@
 import { ApiError } from '../../api/errors';
-import type { ConditionsRow, ConfounderPolicy, OptimiseChange, OptimisePreset, OptimiseProgress, OptimiseTrial, SkippedChange } from '../../api/optimise';
+import type { ConditionsRow, ConfounderPolicy, WizardObjective, OptimiseChange, OptimisePreset, OptimiseProgress, OptimiseTrial, SkippedChange } from '../../api/optimise';
 import type { Interval } from '../stats/bootstrap';
 import { median, medianInterval } from '../stats/bootstrap';
 import type { Repetition, TargetRunner } from '../targets/target-runner';
@@ -7,7 +7,7 @@ import { conditionsDiffer } from '../../api/confounders';
 import { wizardEta } from './eta';
 import { measuredVerdict, unchangedVerdict } from './final-verdict';
 import { PRESETS } from './presets';
-import { decideTrial, pairedSpeedup, relativeLossDelta } from './trial-decision';
+import { decideTrial, noiseFloor, pairedSpeedup, relativeLossDelta } from './trial-decision';
 
 /** What the user asked of the wizard, either target. */
 export interface WizardRules {
@@ -20,6 +20,8 @@ export interface WizardRules {
   lossTolerance: number;
   /** Re-measure a pair whose sides saw different conditions, or only record them (ADR 0028). */
   confounders: ConfounderPolicy;
+  /** What the comparisons compare: samples/s, or samples per joule of GPU energy. */
+  objective: WizardObjective;
 }
 
 /** Pairs measured again per comparison, at most, when their two sides saw different conditions. */
@@ -61,6 +63,13 @@ export interface FinalComparison<C> {
   verdict: string;
   proposals: string[];
   conditions?: ConditionsRow[];
+}
+
+/** A trial's samples/J on both sides, where every repetition had them. */
+function perJouleArrays(best: readonly Repetition[], candidate: readonly Repetition[]): Pick<OptimiseTrial, 'bestSamplesPerJoule' | 'candidateSamplesPerJoule'> {
+  const a = WizardLoop.perJoule(best);
+  const b = WizardLoop.perJoule(candidate);
+  return a && b ? { bestSamplesPerJoule: a, candidateSamplesPerJoule: b } : {};
 }
 
 function remember(skipped: SkippedChange[], entry: SkippedChange): void {
@@ -105,12 +114,40 @@ export class WizardLoop<C, R extends Repetition> {
     return r;
   }
 
+  /**
+   * The number the objective compares for one repetition: its samples/s, or its samples per joule of GPU energy
+   * (refused, naming why, where the repetition read no GPU power: a CPU target, a GPU without power readings).
+   */
+  value(r: R): number {
+    if (this.rules.objective === 'throughput') return r.samplesPerSec;
+    if (r.samplesPerJoule == null || !(r.samplesPerJoule > 0)) {
+      throw new ApiError(
+        'E_BAD_INPUT',
+        `the energy objective compares samples per joule of GPU energy, and this ${this.runner.unit} measured none: ${r.energyMissing ?? 'no GPU power was read over it'}; optimise samples/s instead (--objective throughput)`,
+      );
+    }
+    return r.samplesPerJoule;
+  }
+
+  /** The baseline's noise in the objective's own number (samples/s or samples/J). */
+  baselineNoise(reps: readonly R[]): number {
+    return noiseFloor(reps.map((r) => this.value(r)));
+  }
+
+  /** Samples/J of every repetition, where every one had them (both objectives record them, for the report). */
+  static perJoule(reps: readonly Repetition[]): number[] | null {
+    const xs = reps.map((r) => r.samplesPerJoule);
+    return xs.length && xs.every((x): x is number => typeof x === 'number' && x > 0) ? xs : null;
+  }
+
   /** The baseline: `repeat` repetitions of the starting configuration. */
   async baseline(config: C): Promise<R[]> {
     const k = this.rules.repeat;
     const reps: R[] = [];
     for (let i = 0; i < k; i++) {
-      reps.push(await this.measure(config));
+      const r = await this.measure(config);
+      this.value(r); // the energy objective is refused after the first repetition that cannot give it, not after the baseline
+      reps.push(r);
       this.progress('baseline', null, i + 1, k, null, null);
     }
     return reps;
@@ -180,8 +217,11 @@ export class WizardLoop<C, R extends Repetition> {
   async interleaved(a: C, b: C, phase: 'trial' | 'final', index: number | null, label: string) {
     const k = this.rules.repeat;
     const out = {
+      /** The objective's numbers (samples/s or samples/J): what the decision compares. */
       a: [] as number[],
       b: [] as number[],
+      aSps: [] as number[],
+      bSps: [] as number[],
       aLoss: [] as number[],
       bLoss: [] as number[],
       aReps: [] as R[],
@@ -204,10 +244,12 @@ export class WizardLoop<C, R extends Repetition> {
       }
       if (differ !== null && this.rules.confounders === 'remeasure') out.confounded ??= `pair ${i + 1}: ${differ}`;
       out.aReps.push(ma);
-      out.a.push(ma.samplesPerSec);
+      out.a.push(this.value(ma));
+      out.aSps.push(ma.samplesPerSec);
       if (ma.loss !== null) out.aLoss.push(ma.loss);
       out.bReps.push(mb);
-      out.b.push(mb.samplesPerSec);
+      out.b.push(this.value(mb));
+      out.bSps.push(mb.samplesPerSec);
       if (mb.loss !== null) out.bLoss.push(mb.loss);
       this.progress(phase, index, i + 1, k, label, null);
     }
@@ -219,8 +261,8 @@ export class WizardLoop<C, R extends Repetition> {
     const partial = { best: [] as number[], cand: [] as number[] };
     try {
       const m = await this.interleaved(best, this.runner.apply(best, change), 'trial', index, change.label);
-      partial.best = m.a;
-      partial.cand = m.b;
+      partial.best = m.aSps;
+      partial.cand = m.bSps;
       // A launch whose loss diverged (Infinity) makes its side's loss diverged; the point median needs no bootstrap.
       const sideLoss = (xs: number[]) => (xs.length === 0 ? null : xs.some((x) => !Number.isFinite(x)) ? Infinity : median(xs));
       // A loss that two launches of the same settings do not reproduce guards nothing: the change is judged on speed, and says so.
@@ -256,8 +298,9 @@ export class WizardLoop<C, R extends Repetition> {
         decision,
         why,
         speedup,
-        bestSamplesPerSec: m.a,
-        candidateSamplesPerSec: m.b,
+        bestSamplesPerSec: m.aSps,
+        candidateSamplesPerSec: m.bSps,
+        ...perJouleArrays(m.aReps, m.bReps),
         lossDelta: delta,
         kept,
         seconds: (Date.now() - t0) / 1000,
@@ -306,7 +349,7 @@ export class WizardLoop<C, R extends Repetition> {
     const measured = measuredVerdict(state.trials, speedup, coverage, m.a.length, words);
     const verdict = m.confounded ? `${measured} Take it with care: the final comparison was confounded (${m.confounded}), even after ${m.remeasured} re-measured pairs.` : measured;
     const conditions = m.rows.some((r) => r.conditions !== null) ? { conditions: m.rows } : {};
-    return { config: state.best, changes: kept, speedup, samplesPerSec: medianInterval(m.b), verdict, proposals, ...conditions };
+    return { config: state.best, changes: kept, speedup, samplesPerSec: medianInterval(m.bSps), verdict, proposals, ...conditions };
   }
 
   /** Reports progress with the ETA; `finalDone` marks a final measured in an earlier process (a resumed wizard). */

@@ -27,6 +27,8 @@ export interface WizardView {
   final: Omit<OptimiseFinal, 'config'>;
   /** Pairs of the final A/B/A/B: the request's repeat. */
   repeat: number;
+  /** What the trials compared: samples/s, or samples per joule of GPU energy. */
+  objective: 'throughput' | 'energy';
   /** The settings the final changed, as [setting, the baseline's value, the value to use], under these headings. */
   changed: string[][];
   changedHead: [string, string, string];
@@ -58,6 +60,7 @@ export function engineWizardView(run: OptimiseRun): WizardView {
     skipped: r.skipped,
     final: r.final,
     repeat: r.repeat,
+    objective: r.objective ?? 'throughput',
     changed,
     changedHead: ['Setting', 'Baseline', 'Use'],
     code: { lead: '', lines: [] },
@@ -88,6 +91,7 @@ export function scriptWizardView(run: ScriptOptimiseRun): WizardView {
     skipped: r.skipped,
     final: r.final,
     repeat: r.repeat,
+    objective: r.objective ?? 'throughput',
     changed: changed.map(([k, v]) => [k, asRun(run, k), code(overrideCode({ [k]: v }, { device: r.baseline.device })[0] ?? `${k}=${String(v)}`)]),
     changedHead: ['Setting', 'In your script', 'Use'],
     code: { lead: 'In your script (or keep passing them with `--set`):', lines: changed.length ? overrideCode(Object.fromEntries(changed), { device: r.baseline.device }) : [] },
@@ -133,6 +137,10 @@ function trialRows(t: OptimiseTrial): string[][] {
     ['samples/s, median', best ? fmt(best.median) : '-', cand ? fmt(cand.median) : '-', t.speedup ? pairedSpeedupText(t.speedup, pairs) : 'not measured'],
     ['samples/s, 95% CI of the median', best ? ci(best) : '-', cand ? ci(cand) : '-', ''],
     ['repetitions (A/B interleaved)', String(t.bestSamplesPerSec.length), String(t.candidateSamplesPerSec.length), ''],
+    // Energy per sample beside speed, for every trial that read the GPUs' power (issue 26), whichever the objective.
+    ...(t.bestSamplesPerJoule?.length && t.candidateSamplesPerJoule?.length
+      ? [['samples per joule of GPU energy, median', fmt(medianInterval(t.bestSamplesPerJoule).median), fmt(medianInterval(t.candidateSamplesPerJoule).median), '']]
+      : []),
     ['mean loss over the measured steps', '', '', t.lossDelta === null ? 'not measured' : `${signedPercent(t.lossDelta)} relative`],
     ...(t.compile ? [['compile time per launch (first steps, not measured)', '', `${fmt(t.compile.seconds)} s`, compileText(t.compile)]] : []),
   ];
@@ -157,7 +165,9 @@ export function wizardAttemptBody(n: number, view: WizardView, t: OptimiseTrial)
   return [
     `### Attempt ${n}: ${c.label} (wizard trial ${t.index}, ${code(view.id)})`,
     '',
-    `**Objective**: measure whether ${c.label} makes the step faster than the wizard's current best configuration.`,
+    view.objective === 'energy'
+      ? `**Objective**: measure whether ${c.label} trains more samples per joule of GPU energy than the wizard's current best configuration (the wizard's energy objective: the speedup below is of samples/J).`
+      : `**Objective**: measure whether ${c.label} makes the step faster than the wizard's current best configuration.`,
     '',
     `**Configuration**: ${c.knob} ${String(c.from)} → ${String(c.to)} (${c.kind} change) on top of the current best${c.note ? `; ${c.note}` : ''}.`,
     '',

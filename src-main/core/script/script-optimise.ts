@@ -7,7 +7,6 @@ import type { ScriptLoaderSettings, ScriptOptimiseRecord, ScriptOptimiseRequest,
 import { ScriptOptimiseResultSchema } from '../../api/script-target';
 import { phaseShares } from '../benchmarks/benchmark-summary';
 import type { EventHub } from '../event-hub';
-import { noiseFloor } from '../optimise/trial-decision';
 import type { LoopProgress, SearchState } from '../optimise/wizard-loop';
 import { WizardLoop } from '../optimise/wizard-loop';
 import type { RunRecord } from '../run-store';
@@ -113,7 +112,7 @@ class ScriptWizard {
     const r = request;
     this.loop = new WizardLoop(
       this.runner,
-      { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance, confounders: r.confounders },
+      { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance, confounders: r.confounders, objective: r.objective },
       {
         cancelled: () => job.cancelled,
         progress: (p) => this.emit(p),
@@ -144,6 +143,7 @@ class ScriptWizard {
       target: r.target,
       preset: r.preset,
       repeat: r.repeat,
+      objective: r.objective,
       loader: this.loader,
       baseline: this.baseline,
       lossCheck: {
@@ -198,11 +198,13 @@ class ScriptWizard {
       overrides: this.request.overrides,
       samplesPerSec: medianInterval(samples),
       repetitions: samples,
-      noiseFloor: noiseFloor(samples),
+      // The trials are judged against the noise of what the objective compares (samples/s or samples/J).
+      noiseFloor: this.loop.baselineNoise(base),
       stepMs: meanOf((m) => m.stepMs),
       phasesMs,
       phasesPercent: phaseShares(phasesMs),
       device: base[0].device,
+      ...(WizardLoop.perJoule(base) ? { samplesPerJoule: medianInterval(WizardLoop.perJoule(base)!) } : {}),
     };
   }
 

@@ -9,6 +9,7 @@ import { applyChange, candidateChanges } from '../optimise/knobs';
 import { configKey } from '../optimise/resumable-run';
 import { meanLoss } from '../optimise/trial-decision';
 import type { RunRecord } from '../run-store';
+import { repetitionEnergy } from '../telemetry/energy';
 import type { Candidates, Repetition, TargetRunner } from './target-runner';
 
 /** A repetition of our engine: throughput and loss for the wizard, the full measurement for the baseline's phases. */
@@ -72,7 +73,9 @@ export class EngineRunner implements TargetRunner<OptimiseConfig, EngineRepetiti
     const prepared = await this.prepare(config);
     const n = ++this.count;
     const measured = await this.benchmarks.repetition(n, prepared, this.run, this.job, `${this.run.id}-r${n}`);
-    return { samplesPerSec: measured.repetition.samplesPerSec, loss: meanLoss(measured.steps), conditions: measured.repetition.telemetry.conditions ?? null, measured };
+    const r = measured.repetition;
+    const energy = repetitionEnergy(r.telemetry, r.samplesPerSec, r.memory.device ?? config.options.device);
+    return { samplesPerSec: r.samplesPerSec, loss: meanLoss(measured.steps), conditions: r.telemetry.conditions ?? null, ...energy, measured };
   }
 
   apply(config: OptimiseConfig, change: OptimiseChange): OptimiseConfig {

@@ -6,6 +6,7 @@ import type { ScriptKnobContext } from '../knobs/knob';
 import type { FinalWords } from '../optimise/final-verdict';
 import type { RunRecord } from '../run-store';
 import type { ProbeMessage } from '../script/probe-messages';
+import { repetitionEnergy } from '../telemetry/energy';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import { probeDir } from '../script/probe-dir';
 import type { RankSummary } from '../script/rank-stats';
@@ -115,7 +116,8 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
       throw err;
     }
     this.job.cancel = null;
-    const conditions = window ? ((await (window as LaunchWindow).stop()).conditions ?? null) : null;
+    const telemetry = window ? await (window as LaunchWindow).stop() : null;
+    const conditions = telemetry?.conditions ?? null;
     const error = trialError(record, trialOptions);
     if (error) throw error;
     const ranks = record.connections.map((c) => summarizeRank(c, r.warmupSteps, r.steps)).filter((x): x is RankSummary => x !== null);
@@ -140,7 +142,9 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
     const loss = this.lossOfLaunch(n, overrides, first?.messages ?? []);
     const compiled = first?.messages.find((m) => m.type === 'compile');
     const compile = compiled?.type === 'compile' ? { seconds: compiled.seconds, compilations: compiled.compilations, inMeasuredSteps: compiled.inMeasuredSteps } : null;
-    return { samplesPerSec: combined.samplesPerSec, loss, stepMs: combined.steadyStateMeanMs, phasesMs: combined.phasesMs, device: ranks[0].rank.device, loader, compile, conditions };
+    const device = ranks[0].rank.device;
+    const energy = telemetry ? repetitionEnergy(telemetry, combined.samplesPerSec, device) : { samplesPerJoule: null, energyMissing: 'no telemetry was recorded over the launch' };
+    return { samplesPerSec: combined.samplesPerSec, loss, stepMs: combined.steadyStateMeanMs, phasesMs: combined.phasesMs, device, loader, compile, conditions, ...energy };
   }
 
   /**

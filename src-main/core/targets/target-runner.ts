@@ -10,6 +10,9 @@ export interface Repetition {
   loss: number | null;
   /** What else the machine did during it (core/telemetry/conditions.ts); absent where it was not watched. */
   conditions?: Conditions | null;
+  /** Samples per joule of GPU energy over it (the energy objective), or null with why. */
+  samplesPerJoule?: number | null;
+  energyMissing?: string | null;
 }
 
 /** The knobs' next steps from a configuration: the changes to try in order, and the ones that do not apply here. */

@@ -28,3 +28,13 @@ export function energyPerSample(t: TelemetrySummary, samplesPerSec: number): { e
   const joulesPerSample = meanPowerW / samplesPerSec;
   return { energy: { joulesPerSample, samplesPerJoule: 1 / joulesPerSample, meanPowerW, seconds: t.gpuEnergySeconds }, missing: null };
 }
+
+/** Why a CPU target has no energy figure: the GPUs' power is not its energy, and the CPU's is not read. */
+export const CPU_ENERGY_MISSING = "the target trains on the CPU: the GPUs' power is not its energy, and the CPU's own is not read";
+
+/** Samples per joule of GPU energy over one repetition's window, or why there is none (a CPU target, no power readings). */
+export function repetitionEnergy(t: TelemetrySummary, samplesPerSec: number, device: string): { samplesPerJoule: number | null; energyMissing: string | null } {
+  if (!device.startsWith('cuda')) return { samplesPerJoule: null, energyMissing: CPU_ENERGY_MISSING };
+  const { energy, missing } = energyPerSample(t, samplesPerSec);
+  return { samplesPerJoule: energy?.samplesPerJoule ?? null, energyMissing: missing };
+}
