@@ -543,6 +543,8 @@ class Probe:
             if not probe.dynamo_kept_out:
                 probe.dynamo_kept_out = True
                 _keep_dynamo_out()
+            if probe.flops is not None:
+                probe.flops.abandon()  # before dynamo first traces: none of the counter's hooks may be in its graphs
             if args and getattr(getattr(args[0], "__func__", None), "_trainbench_step", False):
                 # torch.compile(opt.step): compile the optimizer's own step, not the probe's wrapper
                 args = (types.MethodType(args[0].__func__.__wrapped__, args[0].__self__),) + tuple(args[1:])

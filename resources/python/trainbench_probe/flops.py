@@ -34,6 +34,9 @@ class FlopCounter:
         """Hooks every Linear and Conv layer of newly found models, until the first counted iteration closes."""
         if self.done or self.at_step is not None:
             return
+        if self.probe.dynamo_kept_out:
+            self.abandon()
+            return
         for root in roots:
             for m in root.modules():
                 if isinstance(m, self.kinds) and id(m) not in self.hooked:
@@ -62,14 +65,20 @@ class FlopCounter:
             self.at_step = self.flops
             self._remove()
 
+    def abandon(self):
+        """torch.compile is in use: no hook of ours may be there when dynamo traces (removing one later recompiles)."""
+        if self.done:
+            return
+        self._remove()
+        self.done = True
+        self.probe.send({"type": "flops", "step": max(1, self.probe.steps + 1), "forwardPerSample": None, "layers": 0, "method": "not counted: the script uses torch.compile"})
+
     def iteration_closed(self, number, samples):
         """After the first iteration that ran a training forward: the count per sample, sent once."""
         if self.done or not self.hooked:
             return
         if self.probe.dynamo_kept_out:
-            self._remove()
-            self.done = True
-            self.probe.send({"type": "flops", "step": number, "forwardPerSample": None, "layers": 0, "method": "not counted: the script uses torch.compile"})
+            self.abandon()
             return
         if self.at_step is None or not samples:
             return  # no training step yet (a data-only iteration)
