@@ -50,6 +50,10 @@ describe('Optimise area', () => {
     expect(await page.getByTestId('opt-batchSize').inputValue()).toBe('64');
     expect(await page.getByTestId('opt-repeat').inputValue()).toBe('5');
     expect(await page.getByTestId('opt-preset').inputValue()).toBe('balanced');
+    // Terms explained where they appear (issue 27 item 10), and the wizard's new choices at their defaults (issue 26).
+    expect(await page.getByTestId('opt-term-abab').getAttribute('title')).toMatch(/^The current best \(A\) and the change \(B\) are measured in turns/);
+    expect(await page.getByTestId('opt-objective').inputValue()).toBe('throughput');
+    expect(await page.getByTestId('opt-confounders').isChecked()).toBe(true);
     await page.getByTestId('opt-repeat').fill('1');
     await page.getByTestId('opt-loaderWorkers').fill('-1');
     await page.getByTestId('opt-start').click();
