@@ -157,7 +157,8 @@ describe('serve mode downloads', () => {
   });
 
   it('refuses a request without the token, or with a wrong one', async () => {
-    for (const headers of [{}, { 'x-trainbench-token': 'x'.repeat(32) }, { authorization: 'Bearer nope' }]) {
+    const wrong: Record<string, string>[] = [{}, { 'x-trainbench-token': 'x'.repeat(32) }, { authorization: 'Bearer nope' }];
+    for (const headers of wrong) {
       const answer = await get(`/download/run/${RUN}`, headers);
       expect(answer.status).toBe(401);
       expect(answer.body.toString()).toMatch(/missing or wrong token: send it in the x-trainbench-token header/);
