@@ -2,7 +2,7 @@
 // "Download files (zip)" hand the browser a zip it saves itself; both are unpacked and compared
 // with the workspace's files byte for byte.
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, truncateSync } from 'node:fs';
 import path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
@@ -91,4 +91,55 @@ describe('downloads in serve mode', () => {
     expect(problems).toEqual([]);
     await context.close();
   }, 90_000);
+
+  it('says what a zip left out (a planted link, a FIFO) and why an oversize file stops the download', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1024, height: 700 } });
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    const runFolder = path.join(fx.workspace, 'runs', runId);
+    symlinkSync('/etc/passwd', path.join(runFolder, 'passwd.log'));
+    execFileSync('mkfifo', [path.join(runFolder, 'stuck.jsonl')]);
+    await page.goto(`${fx.serve.url}#/runs?run=${runId}`);
+    await page.getByTestId('run-detail').waitFor();
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('run-download').click()]);
+    const skipped = page.getByTestId('run-download-skipped');
+    await skipped.waitFor();
+    expect(await skipped.locator('li').allInnerTexts()).toEqual([
+      `left out ${runId}/passwd.log: a link (not followed)`,
+      `left out ${runId}/stuck.jsonl: a special file (FIFO, socket or device)`,
+    ]);
+    await page.getByTestId('run-download').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(SHOTS, 'downloads-run-skipped-1024.png') });
+    const zip = unzip((await download.path())!);
+    expect(zip.get(`${runId}/SKIPPED.txt`)!.toString()).toContain(`${runId}/stuck.jsonl: a special file (FIFO, socket or device)`);
+    expect(zip.has(`${runId}/passwd.log`)).toBe(false);
+    // Nothing is wider than the window at 1024 px.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+
+    // A sparse 600 MiB file: refused before any download starts, the file named.
+    const big = path.join(runFolder, 'checkpoint.safetensors');
+    closeSync(openSync(big, 'w'));
+    truncateSync(big, 600 * 1024 * 1024);
+    let started = false;
+    page.on('download', () => (started = true));
+    await page.getByTestId('run-download').click();
+    const error = page.getByTestId('run-download-error');
+    await error.waitFor();
+    expect(await error.innerText()).toBe(
+      `E_DATA: runs/${runId}/checkpoint.safetensors is 600.0 MiB, more than the 512.0 MiB a download includes per file: not downloaded (copy it from the workspace instead)`,
+    );
+    await page.screenshot({ path: path.join(SHOTS, 'downloads-run-refused-1024.png') });
+    expect(started).toBe(false);
+    for (const f of ['checkpoint.safetensors', 'stuck.jsonl', 'passwd.log']) rmSync(path.join(runFolder, f));
+
+    // The report's Export row with its Download (zip) fits the narrow window too.
+    await page.getByTestId('nav-reports').click();
+    await page.getByTestId(`report-${reportId}`).click();
+    await page.getByTestId('report-editor').waitFor();
+    await page.getByTestId('report-download').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(SHOTS, 'downloads-report-1024.png') });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 60_000);
 });
