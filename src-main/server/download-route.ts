@@ -77,9 +77,10 @@ export function downloadHandler(options: DownloadRouteOptions) {
     // A browser says where a request came from; another site's page (a link, an <img>) is refused before any ticket is spent.
     const site = req.headers['sec-fetch-site'];
     if (site !== undefined && site !== 'same-origin' && site !== 'none') return refuse(res, 403, `a download is started from this workbench's own page, not from another site (${site})`);
+    // Before the ticket is looked at: a download refused for being one too many leaves its ticket good.
+    if (active >= maxConcurrent) return refuse(res, 503, `${maxConcurrent} downloads are being sent already: try again when one has finished`);
     const which = whichDownload(req, options);
     if ('status' in which) return refuse(res, which.status, which.message);
-    if (active >= maxConcurrent) return refuse(res, 503, `${maxConcurrent} downloads are being sent already: try again when one has finished`);
 
     let plan;
     try {
