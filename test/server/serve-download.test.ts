@@ -266,6 +266,19 @@ describe('serve mode downloads', () => {
     await expectServing();
   });
 
+  it('names at most 200 entries left out, and counts the rest', async () => {
+    const run = '20261127-161616-11e5e5';
+    put(`runs/${run}/run.json`, RUN_JSON);
+    for (let i = 0; i < 205; i++) symlinkSync(SECRET, path.join(workspace.dir, 'runs', run, `l${String(i).padStart(3, '0')}`));
+    const ticket = await call('downloads.prepare', { kind: 'run', id: run });
+    const skipped = ticket.result!.skipped as { name: string; reason: string }[];
+    expect(skipped.length).toBe(201);
+    expect(skipped[199]).toEqual({ name: `${run}/l199`, reason: 'a link (not followed)' });
+    expect(skipped[200]).toEqual({ name: '…', reason: '5 more entries left out (links, special files or deep folders)' });
+    const answer = await get(ticket.result!.url as string);
+    expect(Object.keys(entries(answer.body)).sort()).toEqual([`${run}/SKIPPED.txt`, `${run}/run.json`]);
+  });
+
   it('refuses an oversize file and an oversize total, naming the file, before sending a byte of zip', async () => {
     const run = '20261127-131313-b16b16';
     put(`runs/${run}/run.json`, RUN_JSON);

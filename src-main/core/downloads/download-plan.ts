@@ -49,8 +49,10 @@ export interface DownloadPlan {
   fileName: string;
   files: PlannedFile[];
   totalBytes: number;
-  /** Entries left out, each with why (a link, a FIFO). */
+  /** Entries left out, each with why (a link, a FIFO); at most MAX_SKIPPED_LISTED named, then one line for the rest. */
   skipped: DownloadSkipped[];
+  /** Entries left out past the named ones. */
+  unlisted: number;
 }
 
 const size = (b: number) => (b >= MiB ? `${(b / MiB).toFixed(1)} MiB` : `${b} bytes`);
@@ -59,6 +61,21 @@ const size = (b: number) => (b >= MiB ? `${(b / MiB).toFixed(1)} MiB` : `${b} by
 export function safeFileName(name: string): string {
   const cleaned = name.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_');
   return cleaned.slice(0, 120) || 'download.zip';
+}
+
+/** Entries named in a plan's skipped list; past this they are counted, so a folder of a million links costs a line. */
+export const MAX_SKIPPED_LISTED = 200;
+
+/** Lists an entry left out, or counts it once the list is full. */
+function skip(plan: DownloadPlan, left: DownloadSkipped): void {
+  if (plan.skipped.length < MAX_SKIPPED_LISTED) plan.skipped.push(left);
+  else plan.unlisted++;
+}
+
+/** The list's last line says how many more were left out unnamed. */
+function closeSkipped(plan: DownloadPlan): DownloadPlan {
+  if (plan.unlisted) plan.skipped.push({ name: '…', reason: `${plan.unlisted} more entr${plan.unlisted === 1 ? 'y' : 'ies'} left out (links, special files or deep folders)` });
+  return plan;
 }
 
 function what(entry: FolderEntry): string {
@@ -90,7 +107,7 @@ export async function planReport(workspace: Workspace, id: string, limits: Downl
   const meta = await readReportMeta(workspace, id);
   const dir = path.join('reports', id);
   const entries = new Map((await listFolder(workspace, dir)).map((e) => [e.name, e]));
-  const plan: DownloadPlan = { kind: 'report', id, fileName: safeFileName(`${id}.zip`), files: [], totalBytes: 0, skipped: [] };
+  const plan: DownloadPlan = { kind: 'report', id, fileName: safeFileName(`${id}.zip`), files: [], totalBytes: 0, skipped: [], unlisted: 0 };
   const markdown = markdownFileOf(id);
   for (const name of [markdown, ...meta.figures.map((f) => f.name)]) {
     const file = path.posix.join('reports', id, name);
@@ -98,12 +115,12 @@ export async function planReport(workspace: Workspace, id: string, limits: Downl
     const problem = entry ? entryProblem(entry, 'file') : `${name} is missing`;
     if (problem) {
       if (name === markdown) throw new DownloadRefused(400, `${file}: ${problem}; the report cannot be downloaded without its markdown`);
-      plan.skipped.push({ name: `${id}/${name}`, reason: entry ? what(entry) : 'missing' });
+      skip(plan, { name: `${id}/${name}`, reason: entry ? what(entry) : 'missing' });
       continue;
     }
     include(plan, limits, file, `${id}/${name}`, entry!.bytes);
   }
-  return plan;
+  return closeSkipped(plan);
 }
 
 /** Every regular file of runs/<id>/ and its sub-folders; links and special files are listed as skipped. */
@@ -111,20 +128,20 @@ export async function planRun(workspace: Workspace, id: string, limits: Download
   if (!ID_PATTERN.test(id) || id.length > 128) throw new DownloadRefused(400, `${JSON.stringify(id.slice(0, 200))} is not a run id (letters, digits, '.', '_' and '-', not starting with '.')`);
   const dir = path.posix.join('runs', id);
   if (!(await isFolder(workspace, dir))) throw new DownloadRefused(404, `there is no run ${id} in the workspace (runs.list names them)`);
-  const plan: DownloadPlan = { kind: 'run', id, fileName: safeFileName(`run-${id}.zip`), files: [], totalBytes: 0, skipped: [] };
+  const plan: DownloadPlan = { kind: 'run', id, fileName: safeFileName(`run-${id}.zip`), files: [], totalBytes: 0, skipped: [], unlisted: 0 };
   const walk = async (rel: string, depth: number): Promise<void> => {
     for (const entry of await listFolder(workspace, path.posix.join(dir, rel))) {
       const inner = rel ? `${rel}/${entry.name}` : entry.name;
       if (entry.kind === 'dir') {
-        if (depth >= limits.maxDepth) plan.skipped.push({ name: `${id}/${inner}/`, reason: `a folder more than ${limits.maxDepth} levels deep` });
+        if (depth >= limits.maxDepth) skip(plan, { name: `${id}/${inner}/`, reason: `a folder more than ${limits.maxDepth} levels deep` });
         else await walk(inner, depth + 1);
       } else if (entry.kind === 'file') {
         include(plan, limits, path.posix.join(dir, inner), `${id}/${inner}`, entry.bytes);
       } else {
-        plan.skipped.push({ name: `${id}/${inner}`, reason: what(entry) });
+        skip(plan, { name: `${id}/${inner}`, reason: what(entry) });
       }
     }
   };
   await walk('', 0);
-  return plan;
+  return closeSkipped(plan);
 }
