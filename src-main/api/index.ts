@@ -18,3 +18,4 @@ export * from './optimise';
 export * from './reports';
 export * from './script-target';
 export * from './run-notes';
+export * from './downloads';

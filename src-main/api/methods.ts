@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { BatchSearchRequestSchema, BatchSearchResultSchema } from './batch-size';
 import { TrainingBenchmarkRequestSchema, TrainingBenchmarkResultSchema } from './benchmark';
 import { CheckResultSchema, CompareSpeedParamsSchema } from './check';
+import { DownloadRequestSchema, DownloadTicketSchema } from './downloads';
 import { IdSchema } from './ids';
 import { RunAnnotateParamsSchema, RunAnnotationSchema } from './run-notes';
 import type { JobMethod } from './jobs';
@@ -86,6 +87,11 @@ export const apiMethods = {
   'runs.get': { params: z.object({ id: IdSchema }).strict(), result: RunDetailSchema },
   /** Stores a run's name, tags and notes (runs/<id>/notes.json; run.json is left as the run wrote it). */
   'runs.annotate': { params: RunAnnotateParamsSchema, result: RunAnnotationSchema },
+  /**
+   * Serve mode: plans a zip of a report (markdown + figures) or a run's folder and returns a one-time
+   * ticket URL the browser downloads it from; refusals (an oversize file) name the file. Refused elsewhere.
+   */
+  'downloads.prepare': { params: DownloadRequestSchema, result: DownloadTicketSchema },
   'datasets.list': { params: NoParams, result: z.array(DatasetSummarySchema) },
   /** Detected fields, record count and a preview of a source, before building. */
   'datasets.inspect': { params: z.object({ source: SourceSpecSchema }).strict(), result: InspectResultSchema },

@@ -11,6 +11,8 @@ import { BatchSizeService } from './batch-size/batch-size-service';
 import { TrainingBenchmarkService } from './benchmarks/training-benchmark';
 import { CheckService } from './check/check-service';
 import { DatasetService } from './datasets/dataset-service';
+import type { DownloadLimits } from './downloads/download-plan';
+import { DownloadService } from './downloads/download-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
 import { JobRegistry } from './jobs/job-registry';
@@ -42,6 +44,8 @@ export interface ServicesOptions {
    * when started with --allow-scripts. The CLI calls the services directly.
    */
   allowScripts?: boolean;
+  /** Serve mode: downloads.prepare hands out tickets its server streams zips for (limits: tests make them small). */
+  downloads?: { offered: boolean; limits?: Partial<DownloadLimits> };
 }
 
 /** Everything the shells (Electron, serve, CLI) share: one engine, one workspace, one router. */
@@ -66,6 +70,8 @@ export interface Services {
   jobs: JobRegistry;
   /** The regression gate: a saved benchmark measured again and compared (trainbench check). */
   check: CheckService;
+  /** Zips of reports and runs for serve mode's downloads. */
+  downloads: DownloadService;
   dispose(): Promise<void>;
 }
 
@@ -104,6 +110,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   };
 
   const annotator = new RunAnnotator(workspace);
+  const downloads = new DownloadService(workspace, { offered: options.downloads?.offered === true, limits: options.downloads?.limits });
   const router = createApiRouter({
     'engine.version': () => engine.version(),
     'engine.devices': () => engine.devices(),
@@ -127,6 +134,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'runs.list': () => listRuns(workspace),
     'runs.get': ({ id }) => readRunDetail(workspace, id),
     'runs.annotate': (params) => annotator.annotate(params),
+    'downloads.prepare': ({ kind, id }) => downloads.prepare(kind, id),
     'datasets.list': () => datasets.list(),
     'datasets.csvHeader': ({ path }) => datasets.csvHeader(path),
     'datasets.inspect': ({ source }) => datasets.inspect(source),
@@ -195,6 +203,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     scriptRuns,
     jobs,
     check,
+    downloads,
     async dispose() {
       scriptJobs.cancelAll();
       jobs.dispose();

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, createReadStream, createWriteStream, fstatSync, openSync, promises as fs, readlinkSync, realpathSync, type WriteStream } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 
 import { ApiError } from '../api/errors';
 import { jsonProblem } from '../api/format-issues';
@@ -98,6 +99,8 @@ export interface OpenedFile {
   size: number;
   /** As messages name it. */
   shown: string;
+  /** Last modified, ms since the epoch (a zip entry's date). */
+  mtimeMs: number;
 }
 
 /** Opens a regular file of the workspace for reading; the caller closes the handle. */
@@ -117,7 +120,7 @@ export async function openFile(workspace: Workspace, file: string): Promise<Open
     const st = await handle.stat();
     if (!st.isFile()) throw new WorkspaceFileError('not-a-file', shown, `${shown} is ${kindOf(st)}, not a regular file: not read`);
     await verifyOpened(workspace, abs, handle, shown);
-    return { handle, size: st.size, shown };
+    return { handle, size: st.size, shown, mtimeMs: st.mtimeMs };
   } catch (err) {
     await handle.close().catch(() => undefined);
     throw err;
@@ -190,6 +193,20 @@ export async function readTail(workspace: Workspace, file: string, maxBytes: num
 export async function streamFile(workspace: Workspace, file: string, options: { encoding?: BufferEncoding; highWaterMark?: number } = {}) {
   const { handle } = await openFile(workspace, file);
   return createReadStream('', { fd: handle, autoClose: true, ...options });
+}
+
+/**
+ * A stream of a regular file of the workspace, of the bytes it holds when opened (a log still
+ * growing is read up to that size), refused (naming its size) over maxBytes.
+ */
+export async function streamFileBounded(workspace: Workspace, file: string, maxBytes: number): Promise<{ stream: Readable; size: number; shown: string; mtimeMs: number }> {
+  const { handle, size, shown, mtimeMs } = await openFile(workspace, file);
+  if (size > maxBytes || size === 0) {
+    await handle.close();
+    if (size > maxBytes) throw tooLarge(shown, size, maxBytes);
+    return { stream: Readable.from([]), size, shown, mtimeMs };
+  }
+  return { stream: createReadStream('', { fd: handle, autoClose: true, start: 0, end: size - 1, highWaterMark: 256 * 1024 }), size, shown, mtimeMs };
 }
 
 export type EntryKind = 'file' | 'dir' | 'link' | 'other';

@@ -5,6 +5,7 @@ import os from 'node:os';
 import { TOKEN_QUERY_PARAM } from '../api/wire';
 import type { Services } from '../core/services';
 import { allowedHostNames, createToken, externalAddresses, isWildcardHost, urlHostName } from './auth';
+import { downloadHandler, isDownloadTarget } from './download-route';
 import { staticHandler } from './static-files';
 import { attachWsApi } from './ws-api';
 
@@ -22,6 +23,8 @@ export interface ServeOptions {
   maxBufferedBytes?: number;
   maxInFlight?: number;
   maxClients?: number;
+  /** How long a download may wait for the browser to take more before it is dropped. */
+  downloadStallMs?: number;
 }
 
 export interface RunningServer {
@@ -52,14 +55,16 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const token = options.token ?? createToken();
   const log = options.log ?? stderrLog;
   const serveStatic = staticHandler(options.rendererDir, log);
+  const allowedHosts = allowedHostNames(host);
+  const serveDownload = downloadHandler({ downloads: options.services.downloads, token, allowedHosts, log, stallMs: options.downloadStallMs });
   const server = createServer((req, res) => {
-    serveStatic(req, res).catch((err: unknown) => {
-      log(`static file ${JSON.stringify(req.url)} failed: ${(err as Error).message}`);
+    const download = isDownloadTarget(req.url);
+    (download ? serveDownload : serveStatic)(req, res).catch((err: unknown) => {
+      log(`${download ? 'download' : 'static file'} ${JSON.stringify(req.url?.slice(0, 200))} failed: ${(err as Error).message}`);
       if (!res.headersSent) res.writeHead(500).end('internal error');
       else res.destroy();
     });
   });
-  const allowedHosts = allowedHostNames(host);
   const { maxBufferedBytes, maxInFlight, maxClients } = options;
   const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxClients });
 

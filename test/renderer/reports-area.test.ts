@@ -289,6 +289,8 @@ describe('Reports area in the desktop app', () => {
       setApiClient(new ApiClient({ ...web.transport, kind: 'electron-ipc' }));
       const wrapper = mount(ReportsView);
       await flushPromises();
+      // The desktop app saves through its dialog: no zip download there (no server to fetch it from).
+      expect(wrapper.find('[data-testid="report-download"]').exists()).toBe(false);
       await wrapper.get('[data-testid="report-export-chosen"]').trigger('click');
       await expect.poll(() => wrapper.find('[data-testid="report-exported"]').exists(), { timeout: 10_000 }).toBe(true);
       expect(asked).toEqual([report.summary.id]);
@@ -307,13 +309,14 @@ describe('Reports area in the desktop app', () => {
     }
   });
 
-  it('has no chosen-folder button in serve mode', async () => {
+  it('has no chosen-folder button in serve mode, and offers the zip download there', async () => {
     const store = useReportsStore();
     await store.generate({ runIds: [runId] });
     const wrapper = mount(ReportsView);
     await flushPromises();
     expect(wrapper.find('[data-testid="report-export"]').exists()).toBe(true);
     expect(wrapper.find('[data-testid="report-export-chosen"]').exists()).toBe(false);
+    expect(wrapper.get('[data-testid="report-download"]').text()).toBe('Download (zip)');
   });
 });
 

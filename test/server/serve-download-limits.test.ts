@@ -1,0 +1,89 @@
+// Serve mode's downloads over real sockets, in-process with small limits: a browser that stops
+// reading a zip is dropped after the stall time with a log line (no file handle or buffer kept),
+// and more zips at once than allowed are answered 503; the server goes on serving.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createServices, type Services } from '../../src-main/core/services';
+import { startServer, type RunningServer } from '../../src-main/server/serve';
+import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+
+const workspace = tempDir();
+const renderer = tempDir();
+let services: Services;
+let server: RunningServer;
+const logs: string[] = [];
+const RUN = '20261127-151515-5ea1ed';
+
+beforeAll(async () => {
+  requireBuilt();
+  // Random bytes do not compress: 48 MB of zip, more than the loopback socket buffers hold.
+  mkdirSync(path.join(workspace.dir, 'runs', RUN), { recursive: true });
+  writeFileSync(path.join(workspace.dir, 'runs', RUN, 'run.json'), '{}');
+  writeFileSync(path.join(workspace.dir, 'runs', RUN, 'checkpoint.bin'), randomBytes(48 * 1024 * 1024));
+  services = await createServices({ workspaceDir: workspace.dir, engine: { entry: HOST_ENTRY }, downloads: { offered: true } });
+  server = await startServer({ services, rendererDir: renderer.dir, port: 0, token: 't'.repeat(32), log: (l) => logs.push(l), downloadStallMs: 500 });
+}, 60_000);
+
+afterAll(async () => {
+  await server?.close();
+  await services?.dispose();
+  workspace.cleanup();
+  renderer.cleanup();
+});
+
+/** Starts a download on a raw socket and never reads it. */
+function stalledDownload(): net.Socket {
+  const socket = net.connect(server.port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  socket.write(`GET /download/run/${RUN} HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nX-Trainbench-Token: ${server.token}\r\n\r\n`);
+  socket.pause();
+  return socket;
+}
+
+function fullDownload(): Promise<{ status: number; bytes: number }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port: server.port, path: `/download/run/${RUN}`, headers: { 'x-trainbench-token': server.token } }, (res) => {
+        let bytes = 0;
+        res.on('data', (c: Buffer) => (bytes += c.length));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes }));
+      })
+      .on('error', reject);
+  });
+}
+
+describe('serve mode download limits', () => {
+  it('drops a reader that stops reading, and answers a full download afterwards', async () => {
+    const socket = stalledDownload();
+    await expect.poll(() => logs.join('\n'), { timeout: 15_000 }).toMatch(new RegExp(`download run-${RUN}.zip stopped: the reader took nothing for 0.5 s`));
+    socket.destroy();
+    const full = await fullDownload();
+    expect(full.status).toBe(200);
+    expect(full.bytes).toBeGreaterThan(48 * 1024 * 1024);
+  }, 30_000);
+
+  it('answers 503 past the zips it streams at once', async () => {
+    const stalled = [stalledDownload(), stalledDownload(), stalledDownload(), stalledDownload()];
+    // Each has started streaming when its first bytes arrive.
+    await Promise.all(stalled.map((s) => new Promise((resolve) => s.once('readable', resolve))));
+    const refused = await new Promise<{ status: number; body: string }>((resolve) => {
+      http.get({ host: '127.0.0.1', port: server.port, path: `/download/run/${RUN}`, headers: { 'x-trainbench-token': server.token } }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+    });
+    expect(refused.status).toBe(503);
+    expect(refused.body).toMatch(/4 downloads are being sent already/);
+    for (const s of stalled) s.destroy();
+    // Their slots come back once the server sees them gone.
+    await expect.poll(async () => (await fullDownload()).status, { timeout: 15_000 }).toBe(200);
+  }, 30_000);
+});
