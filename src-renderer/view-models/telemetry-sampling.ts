@@ -35,9 +35,11 @@ export function summarizeSampling(samples: readonly TelemetrySample[], fromT: nu
     if (period === null || gap > 3 * Math.max(period, spacing(prev) ?? 0)) continue;
     byPeriod.set(period, (byPeriod.get(period) ?? 0) + gap / 1000);
   }
-  const parts = [...byPeriod]
+  const all = [...byPeriod]
     .map(([periodMs, seconds]) => ({ periodMs, seconds, background: periodMs === backgroundIntervalMs }))
     .sort((a, b) => b.seconds - a.seconds);
+  // A period that has just begun (under a second of it) is news for the next update, not a "for 0 s".
+  const parts = all.filter((p, i) => i === 0 || p.seconds >= 1);
   // More than a minute short of the range's start: say where the history begins.
   const startsAt = first && first.t - fromT > 60_000 ? first.t : null;
   return { parts, startsAt };

@@ -79,5 +79,8 @@ describe('sampling summary', () => {
     const stopped = [...run(now - 600_000, 30, 2000), ...run(now, 30, 2000)];
     expect(Math.round(summarizeSampling(stopped, now - 900_000, 2000).parts[0].seconds)).toBe(116);
     expect(samplingText(summarizeSampling([], now - 60_000, 2000))).toBe('No history yet: samples arrive as they are taken.');
+    // A window's period that has only just begun is not listed "for 0 s".
+    const justOpened = summarizeSampling([...run(now - 500, 10, 2000), sample(now, 500)], now - 300_000, 2000);
+    expect(justOpened.parts.map((p) => p.periodMs)).toEqual([2000]);
   });
 });
