@@ -75,11 +75,18 @@ describe('Dashboard history and the About panel (serve mode, Chromium)', () => {
     await expect.poll(() => attr(page, 'ping-chart', 'data-samples'), { timeout: 10_000 }).toBeGreaterThanOrEqual(4);
     expect(await page.getByRole('img', { name: /^Engine round trip chart, \d+ pings; latest \d+(\.\d+)? ms$/ }).count()).toBe(1);
     await page.screenshot({ path: path.join(SHOTS, 'about.png') });
+    // At 1024x700 the panel fits the window, the workspace path wrapped, nothing cut off.
+    await page.setViewportSize({ width: 1024, height: 700 });
+    const box = (await about.boundingBox())!;
+    expect(box.x).toBeGreaterThanOrEqual(0);
+    expect(box.y + box.height).toBeLessThanOrEqual(700);
+    expect(await about.evaluate((el) => el.scrollWidth <= el.clientWidth)).toBe(true);
+    await page.screenshot({ path: path.join(SHOTS, 'about-1024.png') });
 
     // Escape closes it, and the heartbeat stops with it.
     await page.keyboard.press('Escape');
     await expect.poll(() => about.isVisible()).toBe(false);
-    expect(await page.getByTestId('ping-chart').count()).toBe(0);
+    await expect.poll(() => page.getByTestId('ping-chart').count()).toBe(0);
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);
