@@ -17,7 +17,7 @@ export interface Area {
  * it writes.
  */
 export const areas: Area[] = [
-  { path: '/', name: 'dashboard', title: 'Dashboard', short: 'Home', summary: 'Devices, live GPU and host telemetry, and the engine host’s health.' },
+  { path: '/', name: 'dashboard', title: 'Dashboard', short: 'Home', summary: 'Devices, and live GPU and host telemetry with the last hour’s history.' },
   {
     path: '/runs',
     name: 'runs',

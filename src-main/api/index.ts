@@ -1,3 +1,4 @@
+export * from './app-info';
 export * from './devices';
 export * from './errors';
 export * from './events';

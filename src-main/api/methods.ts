@@ -20,6 +20,7 @@ import {
   ReportSummarySchema,
   RunTraceResultSchema,
 } from './reports';
+import { AppInfoSchema } from './app-info';
 import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices';
 import { EngineStatusEventSchema } from './events';
 import { ModelInfoSchema, ModelSpecSchema } from './model-spec';
@@ -66,6 +67,8 @@ export const apiMethods = {
   'engine.devices': { params: NoParams, result: DevicesSchema },
   'engine.ping': { params: NoParams, result: PingResultSchema },
   'engine.status': { params: NoParams, result: EngineStatusEventSchema },
+  /** The workbench's build, runtime and workspace folder, for the About panel. */
+  'app.info': { params: NoParams, result: AppInfoSchema },
   'model.info': { params: z.object({ spec: ModelSpecSchema }).strict(), result: ModelInfoSchema },
   /** Every running job (training, benchmark, batch-size search, wizard, dataset build) with its events so far. */
   'jobs.list': { params: NoParams, result: z.array(JobInfoSchema) },

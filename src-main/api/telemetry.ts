@@ -43,6 +43,8 @@ export type HostSample = z.infer<typeof HostSampleSchema>;
 export const TelemetrySampleSchema = z.object({
   /** ms since the epoch */
   t: z.number(),
+  /** The sampling period in force when it was taken (ms): the fastest lease's; absent in older files. */
+  periodMs: z.number().int().positive().optional(),
   gpus: z.array(GpuSampleSchema).max(64),
   host: HostSampleSchema,
 });
@@ -56,6 +58,20 @@ export const GpuStateSchema = z.object({
 });
 export type GpuState = z.infer<typeof GpuStateSchema>;
 
+/**
+ * The live history (main process and every window): an hour, at about two samples a second at most (a
+ * benchmark's 5 Hz samples go to its own files, not here), so the count bound never cuts the hour short.
+ * The gap is a little under half a second so a 500 ms lease's samples all stay despite timer jitter.
+ */
+export const HISTORY_SECONDS = 3600;
+export const HISTORY_MIN_GAP_MS = 450;
+export const HISTORY_CAPACITY = Math.ceil((HISTORY_SECONDS * 1000) / HISTORY_MIN_GAP_MS);
+
+/** Whether a sample taken at `t` enters the history whose newest entry was taken at `newestT`. */
+export function historyKeeps(newestT: number | undefined, t: number): boolean {
+  return newestT === undefined || t - newestT >= HISTORY_MIN_GAP_MS;
+}
+
 export const TelemetrySubscribeSchema = z
   .object({
     /** How often the renderer wants samples; the fastest subscriber sets the pace (min 100 ms). */
@@ -68,6 +84,8 @@ export const TelemetrySubscribeSchema = z
 export const TelemetrySnapshotSchema = z.object({
   gpu: GpuStateSchema,
   intervalMs: z.number().int(),
+  /** The period the workbench samples at while no window watches (the app and serve keep it); null: none (the CLI). */
+  backgroundIntervalMs: z.number().int().nullable(),
   history: z.array(TelemetrySampleSchema),
 });
 export type TelemetrySnapshot = z.infer<typeof TelemetrySnapshotSchema>;

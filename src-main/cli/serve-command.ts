@@ -14,7 +14,7 @@ export interface ServeFlags {
 
 /** `trainbench serve`: the workbench in a browser, for rigs without a screen. */
 export async function serveCommand(opts: ServeFlags): Promise<void> {
-  const services = await createServices({ workspaceDir: opts.workspace, allowScripts: opts.allowScripts === true, downloads: { offered: true } });
+  const services = await createServices({ workspaceDir: opts.workspace, allowScripts: opts.allowScripts === true, downloads: { offered: true }, keepTelemetryHistory: true });
   await services.engine.start();
   const server = await startServer({
     services,

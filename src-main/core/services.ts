@@ -7,6 +7,7 @@ import { EngineClient } from '../engine/engine-client';
 import type { SupervisorOptions } from '../engine/supervisor';
 import type { ApiRouter } from './api-router';
 import { createApiRouter } from './api-router';
+import { appInfo } from './app-info';
 import { BatchSizeService } from './batch-size/batch-size-service';
 import { TrainingBenchmarkService } from './benchmarks/training-benchmark';
 import { CheckService } from './check/check-service';
@@ -46,6 +47,11 @@ export interface ServicesOptions {
   allowScripts?: boolean;
   /** Serve mode: downloads.prepare hands out tickets its server streams zips for (limits: tests make them small). */
   downloads?: { offered: boolean; limits?: Partial<DownloadLimits> };
+  /**
+   * Keep sampling telemetry slowly while no window watches, so the Dashboard's history covers the time it
+   * was not shown (ADR 0033). The app and serve do; the CLI's headless commands do not.
+   */
+  keepTelemetryHistory?: boolean;
 }
 
 /** Everything the shells (Electron, serve, CLI) share: one engine, one workspace, one router. */
@@ -81,6 +87,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const events = new EventHub();
   const unsubscribe = engine.onStatus((status) => events.emit('engine.status', status));
   const telemetry = new TelemetryService(events, { enginePid: () => engine.status().pid });
+  if (options.keepTelemetryHistory === true) telemetry.keepHistory();
   const datasets = new DatasetService(workspace, engine, events, telemetry);
   const training = new TrainingService(engine, events, workspace, datasets, telemetry);
   const batchSize = new BatchSizeService(engine, events, workspace, datasets);
@@ -116,6 +123,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'engine.devices': () => engine.devices(),
     'engine.ping': () => engine.ping(),
     'engine.status': () => Promise.resolve(engine.status()),
+    'app.info': () => Promise.resolve(appInfo(workspace.root)),
     'model.info': ({ spec }) => engine.modelInfo(spec),
     'jobs.list': () => Promise.resolve(jobs.list()),
     'jobs.cancel': ({ jobId }) => cancelJob(jobId),

@@ -83,7 +83,13 @@ async function start(): Promise<void> {
   );
 
   const workspaceDir = workspaceFromArgs(process.argv) ?? defaultWorkspaceDir();
-  const services = await createServices({ workspaceDir, engine: { launcher: utilityHostLauncher }, chooseFolder: chooseExportFolder, allowScripts: true });
+  const services = await createServices({
+    workspaceDir,
+    engine: { launcher: utilityHostLauncher },
+    chooseFolder: chooseExportFolder,
+    allowScripts: true,
+    keepTelemetryHistory: true,
+  });
   registerIpc(services);
   void services.engine.start().catch(() => undefined); // failures are shown through engine.status
 

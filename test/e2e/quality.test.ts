@@ -1,5 +1,5 @@
-// Renderer quality in Chromium: the nav marks unbuilt areas, Remove asks first, charts are labelled,
-// and the Dashboard puts the engine heartbeat below the GPU charts.
+// Renderer quality in Chromium: the nav marks unbuilt areas, Remove asks first, and charts are labelled
+// (the engine heartbeat's in the About panel: dashboard-history.test.ts).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -36,24 +36,17 @@ describe('renderer quality (serve mode, Chromium)', () => {
     await page.close();
   });
 
-  it('puts the heartbeat below the GPU charts, and gives every chart an accessible label', async () => {
+  it('gives every chart an accessible label', async () => {
     const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1600 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(fx.serve.url);
     await page.getByTestId('chart-util').waitFor({ timeout: 15_000 });
     await expect.poll(async () => Number(await page.getByTestId('chart-util').getAttribute('data-points')), { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
-    await expect.poll(async () => Number(await page.getByTestId('ping-chart').getAttribute('data-samples')), { timeout: 10_000 }).toBeGreaterThanOrEqual(3);
-
-    const top = async (id: string) => (await page.getByTestId(id).boundingBox())?.y ?? NaN;
-    for (const gpuChart of ['chart-util', 'chart-mem', 'chart-temp', 'chart-power', 'chart-sm']) {
-      expect(await top('ping-chart'), gpuChart).toBeGreaterThan(await top(gpuChart));
-    }
 
     const util = await page.getByTestId('chart-util').getAttribute('aria-label');
     expect(util).toMatch(/^GPU utilization chart, last 5 min; latest: GPU 0 \d+(\.\d+)? %, GPU 1 /);
     expect(await page.getByTestId('chart-util').getAttribute('role')).toBe('img');
-    expect(await page.getByRole('img', { name: /^Engine round trip chart, \d+ pings; latest \d+(\.\d+)? ms$/ }).count()).toBe(1);
     await page.screenshot({ path: path.join(SHOTS, 'quality-dashboard.png'), fullPage: true });
 
     // The tooltip (ECharts draws it as HTML) is dark, with units and rounded values.

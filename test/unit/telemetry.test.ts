@@ -1,14 +1,16 @@
 import { chmodSync, copyFileSync, createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 
-import type { GpuState, TelemetrySample } from '../../src-main/api/telemetry';
+import { type GpuState, HISTORY_CAPACITY, HISTORY_SECONDS, type HostSample, type TelemetrySample } from '../../src-main/api/telemetry';
 import { EventHub } from '../../src-main/core/event-hub';
+import { createServices } from '../../src-main/core/services';
 import { GpuSampler } from '../../src-main/core/telemetry/gpu-sampler';
+import type { HostSampler } from '../../src-main/core/telemetry/host-sampler';
 import { Ring } from '../../src-main/core/telemetry/ring';
 import { summarize } from '../../src-main/core/telemetry/summary';
-import { HISTORY_CAPACITY, TelemetryService } from '../../src-main/core/telemetry/telemetry-service';
+import { BACKGROUND_INTERVAL_MS, TelemetryService } from '../../src-main/core/telemetry/telemetry-service';
 import { fakeNvidiaSmi } from '../helpers/fake-nvidia-smi';
 import { tempDir } from '../helpers/temp-dir';
 
@@ -43,8 +45,8 @@ describe('history ring', () => {
     for (let i = 0; i < 1_000_000; i++) ring.push(i);
     expect(ring.size).toBe(HISTORY_CAPACITY);
     const all = ring.toArray();
-    expect(all).toHaveLength(7200);
-    expect(all[0]).toBe(1_000_000 - 7200);
+    expect(all).toHaveLength(HISTORY_CAPACITY);
+    expect(all[0]).toBe(1_000_000 - HISTORY_CAPACITY);
     expect(all.at(-1)).toBe(999_999);
     expect(ring.since((v) => v >= 999_990)).toEqual([999_990, 999_991, 999_992, 999_993, 999_994, 999_995, 999_996, 999_997, 999_998, 999_999]);
   });
@@ -160,8 +162,11 @@ describe('telemetry service', () => {
     await new Promise((r) => setTimeout(r, 400));
     expect(seen.length).toBeLessThanOrEqual(count + 1);
     await waitFor(() => pidsOf(fake.pids).every((p) => !alive(p)));
-    const snapshot = service.subscribe(500, 60);
-    expect(snapshot.history.length).toBeGreaterThanOrEqual(summary.samples);
+    // The history kept the run's samples, thinned to about two a second (the run's file has them all).
+    const history = service.subscribe(500, 60).history;
+    expect(history.length).toBeGreaterThanOrEqual(1);
+    expect(history.every((h) => seen.some((s) => s.t === h.t))).toBe(true);
+    expect(history.slice(1).every((h, i) => h.t - history[i].t >= 450)).toBe(true);
   });
 
   it('holds the samplers across recordings, started before the first one, until released', async () => {
@@ -185,10 +190,79 @@ describe('telemetry service', () => {
     expect(seen.length).toBeLessThanOrEqual(after + 1);
   });
 
+  it('keeps sampling on a background lease with no window, and a window raises the rate and lowers it back', async () => {
+    const { service, seen } = serviceWithOneGpu();
+    service.keepHistory(600);
+    await waitFor(() => seen.filter((s) => s.gpus.length).length >= 3);
+    expect(service.sampling()).toMatchObject({ intervalMs: 600, backgroundIntervalMs: 600 });
+    expect(seen.every((s) => s.periodMs === 600)).toBe(true);
+    // A window's lease raises the rate while it lasts...
+    const { leaseId, history, backgroundIntervalMs } = service.subscribe(100, 60);
+    expect(backgroundIntervalMs).toBe(600);
+    expect(history.length).toBeGreaterThanOrEqual(3); // what was sampled before any window came
+    expect(service.sampling().intervalMs).toBe(100);
+    const before = seen.length;
+    await waitFor(() => seen.slice(before).filter((s) => s.periodMs === 100).length >= 5);
+    // ...and its end lowers it back to the background's, which keeps going.
+    service.unsubscribe(leaseId);
+    expect(service.sampling().intervalMs).toBe(600);
+    const after = seen.length;
+    await waitFor(() => seen.length >= after + 2);
+    expect(seen.slice(after + 1).every((s) => s.periodMs === 600)).toBe(true);
+  });
+
   it('summarises samples without GPUs honestly', () => {
     const host = { cpuPerCore: [50, 100], memUsedBytes: 0, memAvailableBytes: 0, memTotalBytes: 0, swapUsedBytes: 0, swapTotalBytes: 0, diskReadBytesPerSec: null, diskWriteBytesPerSec: null, engineHost: null };
     expect(summarize([{ t: 1, gpus: [], host }], 'no NVIDIA GPU found')).toEqual({
       samples: 1, gpuUtilizationMean: null, gpuUtilizationP95: null, gpuMemoryPeakMiB: null, gpuPowerMeanW: null, gpuEnergyJ: null, gpuEnergySeconds: null, cpuMean: 75, gpu: 'no NVIDIA GPU found',
     });
+  });
+});
+
+describe('telemetry history bounds', () => {
+  afterEach(() => vi.useRealTimers());
+  const host: HostSample = { cpuPerCore: [1, 2], memUsedBytes: 1, memAvailableBytes: 1, memTotalBytes: 2, swapUsedBytes: 0, swapTotalBytes: 0, diskReadBytesPerSec: null, diskWriteBytesPerSec: null, engineHost: null };
+
+  it('holds the last hour and no more, by time and by count, over hours of background and fast samples', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    const service = new TelemetryService(new EventHub(), {
+      gpu: new GpuSampler({ command: '/nonexistent/nvidia-smi' }),
+      host: { sample: () => Promise.resolve(host) } as unknown as HostSampler,
+    });
+    cleanups.push(() => service.dispose());
+    // Three hours at the background's 2 s: the time bound keeps one hour of it.
+    service.keepHistory();
+    await vi.advanceTimersByTimeAsync(3 * 3600_000);
+    let history = service.subscribe(BACKGROUND_INTERVAL_MS, HISTORY_SECONDS).history;
+    service.unsubscribe(service.subscribe(BACKGROUND_INTERVAL_MS, 0).leaseId);
+    const span = (h: TelemetrySample[]) => (h.at(-1)!.t - h[0].t) / 1000;
+    expect(span(history)).toBeGreaterThanOrEqual(HISTORY_SECONDS - 2);
+    expect(span(history)).toBeLessThanOrEqual(HISTORY_SECONDS);
+    expect(history.length).toBeLessThanOrEqual(HISTORY_SECONDS / 2 + 1);
+    // Two hours at 100 ms (72,000 samples, a run's fast lease): the count bound holds, and still covers the hour.
+    const fast = await service.hold(100);
+    await vi.advanceTimersByTimeAsync(2 * 3600_000);
+    fast.release();
+    expect(service.sampling().historySize).toBeLessThanOrEqual(HISTORY_CAPACITY);
+    history = service.subscribe(BACKGROUND_INTERVAL_MS, HISTORY_SECONDS).history;
+    expect(span(history)).toBeGreaterThanOrEqual(HISTORY_SECONDS - 1);
+    expect(history.every((s) => s.periodMs === 100)).toBe(true);
+    const gaps = history.slice(1).map((s, i) => s.t - history[i].t);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(450);
+  });
+});
+
+describe('background sampling by shell', () => {
+  it('the CLI path (createServices without keepTelemetryHistory) samples nothing; the app and serve keep a 2 s lease', async () => {
+    const dirs = [tempDir(), tempDir()];
+    cleanups.push(...dirs.map((d) => d.cleanup));
+    const cli = await createServices({ workspaceDir: dirs[0].dir });
+    cleanups.push(() => cli.dispose());
+    const serve = await createServices({ workspaceDir: dirs[1].dir, keepTelemetryHistory: true });
+    cleanups.push(() => serve.dispose());
+    await new Promise((r) => setTimeout(r, 300));
+    expect(cli.telemetry.sampling()).toEqual({ intervalMs: 0, backgroundIntervalMs: null, historySize: 0 });
+    expect(serve.telemetry.sampling()).toMatchObject({ intervalMs: BACKGROUND_INTERVAL_MS, backgroundIntervalMs: BACKGROUND_INTERVAL_MS });
+    await waitFor(() => serve.telemetry.sampling().historySize >= 1);
   });
 });

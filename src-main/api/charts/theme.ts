@@ -102,13 +102,15 @@ export function visibleSpan(now: number, windowMs: number, firstT: number | unde
 export type Point = [number, number | null];
 
 /**
- * Points with a null inserted where samples stopped for longer than `maxGapMs`, so the line
- * breaks there (with connectNulls: false) instead of drawing a straight line over missing time.
+ * Points with a null inserted where samples stopped for longer than `maxGapMs` (a number, or the
+ * longest gap allowed before point i, for histories of mixed periods), so the line breaks there
+ * (with connectNulls: false) instead of drawing a straight line over missing time.
  */
-export function withGaps(points: Point[], maxGapMs: number): Point[] {
+export function withGaps(points: Point[], maxGapMs: number | ((i: number) => number)): Point[] {
   const out: Point[] = [];
+  const allowed = typeof maxGapMs === 'number' ? () => maxGapMs : maxGapMs;
   for (let i = 0; i < points.length; i++) {
-    if (i > 0 && points[i][0] - points[i - 1][0] > maxGapMs) out.push([points[i - 1][0] + 1, null]);
+    if (i > 0 && points[i][0] - points[i - 1][0] > allowed(i)) out.push([points[i - 1][0] + 1, null]);
     out.push(points[i]);
   }
   return out;

@@ -19,6 +19,20 @@ export class Ring<T> {
     else this.head = (this.head + 1) % this.capacity;
   }
 
+  /** The newest entry, or undefined when empty. */
+  newest(): T | undefined {
+    return this.count ? this.items[(this.head + this.count - 1) % this.capacity] : undefined;
+  }
+
+  /** Drops entries from the oldest end while drop() is true: a time bound on top of the count bound. */
+  dropOldestWhile(drop: (item: T) => boolean): void {
+    while (this.count > 0 && drop(this.items[this.head] as T)) {
+      this.items[this.head] = undefined;
+      this.head = (this.head + 1) % this.capacity;
+      this.count--;
+    }
+  }
+
   /** Oldest first. */
   toArray(): T[] {
     return Array.from({ length: this.count }, (_, i) => this.items[(this.head + i) % this.capacity] as T);

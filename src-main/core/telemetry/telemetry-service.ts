@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Writable } from 'node:stream';
 
-import type { GpuSample, TelemetrySample, TelemetrySnapshot, TelemetrySummary } from '../../api/telemetry';
+import { type GpuSample, HISTORY_CAPACITY, HISTORY_SECONDS, historyKeeps, type TelemetrySample, type TelemetrySnapshot, type TelemetrySummary } from '../../api/telemetry';
 import type { EventHub } from '../event-hub';
 import { type ConditionsTarget, watchConditions } from './conditions';
 import { GpuSampler } from './gpu-sampler';
@@ -9,9 +9,10 @@ import { HostSampler } from './host-sampler';
 import { Ring } from './ring';
 import { summarize } from './summary';
 
-/** One hour at 2 Hz. */
-export const HISTORY_CAPACITY = 7200;
 const DEFAULT_LEASE_MS = 15_000;
+/** The background lease's period (ADR 0033): slow enough to cost little, fast enough for an hour's chart. */
+export const BACKGROUND_INTERVAL_MS = 2000;
+const BACKGROUND_LEASE = 'background';
 
 interface Lease {
   intervalMs: number;
@@ -27,8 +28,9 @@ export interface TelemetryOptions {
 
 /**
  * Samples the GPUs and the host while someone listens (renderer subscriptions
- * are leases it renews; runs hold one while they record), keeps an hour of
- * history in a ring, and publishes every sample as a telemetry.sample event.
+ * are leases it renews; runs hold one while they record; the app and serve keep
+ * a slow background lease), keeps an hour of history in a ring bounded by time
+ * and count, and publishes every sample as a telemetry.sample event.
  */
 export class TelemetryService {
   readonly gpu: GpuSampler;
@@ -55,7 +57,28 @@ export class TelemetryService {
     this.leases.set(id, { intervalMs, expires: Date.now() + DEFAULT_LEASE_MS });
     this.reschedule();
     const since = Date.now() - historySeconds * 1000;
-    return { leaseId: id, gpu: this.gpu.state(), intervalMs: this.intervalMs, history: this.history.since((s) => s.t >= since) };
+    return {
+      leaseId: id,
+      gpu: this.gpu.state(),
+      intervalMs: this.intervalMs,
+      backgroundIntervalMs: this.leases.get(BACKGROUND_LEASE)?.intervalMs ?? null,
+      history: this.history.since((s) => s.t >= since),
+    };
+  }
+
+  /**
+   * Keeps sampling at a slow period while nobody else listens, so any window opening the Dashboard
+   * finds the last hour in the ring. The app and serve call it; the CLI's commands never do.
+   */
+  keepHistory(intervalMs = BACKGROUND_INTERVAL_MS): void {
+    this.leases.set(BACKGROUND_LEASE, { intervalMs, expires: null });
+    this.reschedule();
+  }
+
+  /** The period samples are taken at now (ms), 0 when nothing is sampled; and the background lease's, null without one. */
+  sampling(): { intervalMs: number; backgroundIntervalMs: number | null; historySize: number } {
+    this.reschedule(); // drops lapsed leases first
+    return { intervalMs: this.intervalMs, backgroundIntervalMs: this.leases.get(BACKGROUND_LEASE)?.intervalMs ?? null, historySize: this.history.size };
   }
 
   unsubscribe(leaseId: string): void {
@@ -156,12 +179,15 @@ export class TelemetryService {
     // A GPU reading older than three periods (or 2 s) is stale: the sampler is restarting.
     const fresh = Math.max(3 * this.intervalMs, 2000);
     const gpus = [...this.latestGpu.values()].filter((g) => now - g.at <= fresh).map((g) => g.sample).sort((a, b) => a.index - b.index);
-    return { t: now, gpus, host };
+    return this.intervalMs ? { t: now, periodMs: this.intervalMs, gpus, host } : { t: now, gpus, host };
   }
 
   private async sample(): Promise<void> {
     const sample = await this.snapshot();
-    this.history.push(sample);
+    if (historyKeeps(this.history.newest()?.t, sample.t)) {
+      this.history.push(sample);
+      this.history.dropOldestWhile((s) => s.t < sample.t - HISTORY_SECONDS * 1000);
+    }
     this.events.emit('telemetry.sample', sample);
     for (const l of this.listeners) l(sample);
     this.reschedule(); // drops expired leases
