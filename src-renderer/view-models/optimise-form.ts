@@ -110,7 +110,7 @@ export function memoryLimitBytesOf(v: Pick<OptimiseFormValues, 'device' | 'batch
 /** Why the batch-size search cannot run with these values (the CPU without a memory limit), or null. */
 export function batchSearchBlocked(v: Pick<OptimiseFormValues, 'device' | 'batchSearch' | 'memoryLimitMiB'>): string | null {
   if (!v.batchSearch || v.device !== 'cpu' || memoryLimitBytesOf(v) > 0) return null;
-  return 'the CPU has no device memory to search: give a memory limit, or the batch-size candidate is twice the batch';
+  return 'the batch-size search cannot run on the CPU without a memory limit (there is no device memory to fill): give one, or the batch-size candidate is twice the batch';
 }
 
 export type OptimiseRequestOrErrors = { request: OptimiseRequest; errors: null } | { request: null; errors: OptimiseFormErrors };
