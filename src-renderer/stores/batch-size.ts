@@ -3,6 +3,7 @@ import { BatchSearchRequestSchema, DEFAULT_HEADROOM } from '@api/batch-size';
 import type { BuiltinModelName } from '@api/model-spec';
 import { BUILTIN_MODELS } from '@api/model-spec';
 import type { JobInfo, TargetKind } from '@api/jobs';
+import { RECIPES } from '@api/recipes';
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
 
@@ -93,7 +94,9 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
     const asked = {
       spec: BUILTIN_MODELS[f.model],
       data: dataSourceOf(f.data),
-      options: { device: f.device, memoryLimitBytes: cpu ? Math.round(f.memoryLimitMiB * 2 ** 20) : 0 },
+      // The model's recipe, as `trainbench find-batch-size` and New run use it: its optimizer's state is part of the
+      // memory measured, and its batch is the one the verdict scales the LR from.
+      options: { ...RECIPES[f.model], device: f.device, memoryLimitBytes: cpu ? Math.round(f.memoryLimitMiB * 2 ** 20) : 0 },
       headroom: f.headroomPct / 100,
       stepsPerTrial: f.stepsPerTrial,
       ...(f.globalBatch ? { globalBatch: f.globalBatch } : {}),

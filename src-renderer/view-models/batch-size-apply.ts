@@ -17,6 +17,11 @@ export interface BatchApplyValues {
   accumulation: number;
   /** The CPU memory limit the search filled, for Optimise's own batch search; null on a GPU. */
   memoryLimitMiB: number | null;
+  /**
+   * The learning rate scaled with the batch as the verdict says (linear scaling from the request's batch, the
+   * one its LR was tuned for), for New run; null when it stays. Optimise has no LR field: it measures speed.
+   */
+  lr: number | null;
 }
 
 export type BatchApply = { values: BatchApplyValues; blocked: null } | { values: null; blocked: string };
@@ -26,7 +31,7 @@ export type BatchApply = { values: BatchApplyValues; blocked: null } | { values:
  * the forms cannot choose), so the button can say so. A global batch's split (micro-batch × accumulation) is
  * the answer where one was asked for; otherwise the recommended batch.
  */
-export function batchApplyValues(request: Pick<BatchSearchRequest, 'spec' | 'data'>, result: BatchSearchResult): BatchApply {
+export function batchApplyValues(request: Pick<BatchSearchRequest, 'spec' | 'data' | 'options'>, result: BatchSearchResult): BatchApply {
   const model = builtinModelOf(request.spec);
   if (!model) return { values: null, blocked: `the model is a spec of its own (${request.spec.family}); the forms offer the built-in models only` };
   const data = dataChoiceOf(request.data);
@@ -34,6 +39,9 @@ export function batchApplyValues(request: Pick<BatchSearchRequest, 'spec' | 'dat
   const split = result.globalBatch;
   const batchSize = split ? split.microBatch : result.recommended;
   if (batchSize === null) return { values: null, blocked: 'no batch fitted: there is nothing to apply' };
+  const accumulation = split ? split.accumulation : 1;
+  const scale = (batchSize * accumulation) / request.options.batchSize;
+  const lr = scale === 1 ? null : Number((request.options.optimizer.lr * scale).toPrecision(6));
   return {
     values: {
       runId: result.runId,
@@ -41,8 +49,9 @@ export function batchApplyValues(request: Pick<BatchSearchRequest, 'spec' | 'dat
       data,
       device: result.device,
       batchSize,
-      accumulation: split ? split.accumulation : 1,
+      accumulation,
       memoryLimitMiB: result.capacitySource === 'memory-limit' ? result.capacityBytes / 2 ** 20 : null,
+      lr,
     },
     blocked: null,
   };
@@ -50,5 +59,7 @@ export function batchApplyValues(request: Pick<BatchSearchRequest, 'spec' | 'dat
 
 /** The route query that opens the New run form with the batch (read back by newRunValuesFromQuery). */
 export function newRunQueryOf(v: BatchApplyValues): Record<string, string> {
-  return { new: '1', from: v.runId, fromKind: 'batch-search', model: v.model, data: v.data, device: v.device, batchSize: String(v.batchSize), accumulation: String(v.accumulation) };
+  const query: Record<string, string> = { new: '1', from: v.runId, fromKind: 'batch-search', model: v.model, data: v.data, device: v.device, batchSize: String(v.batchSize), accumulation: String(v.accumulation) };
+  if (v.lr !== null) query.lr = String(v.lr);
+  return query;
 }

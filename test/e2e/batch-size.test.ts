@@ -57,7 +57,11 @@ describe('Batch size area', () => {
 
     // Apply: the recommended batch, with the model, data and device it was found for, into New run's form ...
     const recommended = /use ([\d,]+) and /.exec(await verdict.innerText())![1].replace(/,/g, '');
-    expect(await page.getByTestId('bs-apply-what').innerText()).toBe(`batch ${Number(recommended).toLocaleString('en-US')} for cnn on fashion-mnist, cpu (128 MiB limit)`);
+    // The verdict scales the LR from the recipe's batch (cnn: AdamW at 0.003 for 64): New run gets that LR.
+    const lr = Number(recommended) === 64 ? null : Number(((0.003 * Number(recommended)) / 64).toPrecision(6));
+    expect(await page.getByTestId('bs-apply-what').innerText()).toBe(
+      `batch ${Number(recommended).toLocaleString('en-US')} for cnn on fashion-mnist, cpu (128 MiB limit)${lr === null ? '' : `; New run gets the LR scaled with it: ${lr}`}`,
+    );
     await page.getByTestId('bs-apply-newrun').click();
     await page.getByTestId('area-runs').waitFor();
     expect(await page.getByTestId('newrun-applied').innerText()).toMatch(/^Settings from batch-size search \S+: check them, then start the run\.$/);
@@ -65,6 +69,7 @@ describe('Batch size area', () => {
     expect(await page.getByTestId('newrun-model').inputValue()).toBe('cnn');
     expect(await page.getByTestId('newrun-data').inputValue()).toBe('fashion-mnist');
     expect(await page.getByTestId('newrun-device').inputValue()).toBe('cpu');
+    expect(Number(await page.getByTestId('newrun-lr').inputValue())).toBe(lr ?? 0.003);
     expect(await page.getByTestId('newrun-applied-note').count()).toBe(0);
     await page.getByTestId('new-run').screenshot({ path: path.join(SHOTS, 'batch-size-apply-newrun.png') });
     // ... and into Optimise's, with the memory limit its own batch-size search needs on the CPU.
@@ -116,7 +121,8 @@ describe('Batch size area', () => {
     expect(await page.getByTestId('bs-trials').count()).toBe(0);
     const first = await live.innerText();
     await expect.poll(() => live.innerText(), { timeout: 10_000 }).not.toBe(first);
-    expect(await live.innerText()).toMatch(/^trial 1: /);
+    // Its steps go by too, not only the clock.
+    await expect.poll(() => live.innerText(), { timeout: 30_000 }).toMatch(/^trial 1: batch [\d,]+, step [1-9]\d* of 200 · [1-9]\d* s in this trial, [1-9]\d* s in all$/);
     await page.screenshot({ path: path.join(SHOTS, 'batch-size-live.png') });
     await page.getByTestId('bs-cancel').click();
     // A person's own cancel reads as a notice, not a red E_CANCELLED error (issue 27 item 10).

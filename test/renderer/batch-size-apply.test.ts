@@ -8,6 +8,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { BatchSearchResult } from '../../src-main/api/batch-size';
 import { BatchSearchRequestSchema, BatchSearchResultSchema } from '../../src-main/api/batch-size';
 import { BUILTIN_MODELS } from '../../src-main/api/model-spec';
+import { RECIPES } from '../../src-main/api/recipes';
 import { newRunValuesFromQuery } from '../../src-renderer/components/optimise/apply-values';
 import { useBatchSizeStore } from '../../src-renderer/stores/batch-size';
 import { useOptimiseStore } from '../../src-renderer/stores/optimise';
@@ -30,14 +31,17 @@ function result(over: Partial<BatchSearchResult> = {}): BatchSearchResult {
     verdict: 'batch 512 fits with 10% headroom; use 256', seconds: 9, data: 'fashion-mnist', ...over,
   });
 }
-const cnnOnFashion = BatchSearchRequestSchema.parse({ spec: BUILTIN_MODELS.cnn, data: { kind: 'fashion-mnist' }, options: { device: 'cpu', memoryLimitBytes: 128 * MiB } });
+// As the area asks: the model's recipe (AdamW at 0.003 for batch 64) on the CPU under a limit.
+const cnnOnFashion = BatchSearchRequestSchema.parse({ spec: BUILTIN_MODELS.cnn, data: { kind: 'fashion-mnist' }, options: { ...RECIPES.cnn, device: 'cpu', memoryLimitBytes: 128 * MiB } });
 
 describe('Apply of a batch-size search', () => {
-  it('takes the recommended batch with the model, data, device and CPU memory limit it was found for', () => {
+  it('takes the recommended batch with the model, data, device and CPU memory limit it was found for, and the LR scaled with it', () => {
     expect(batchApplyValues(cnnOnFashion, result())).toEqual({
-      values: { runId: 'bs-run', model: 'cnn', data: 'fashion-mnist', device: 'cpu', batchSize: 256, accumulation: 1, memoryLimitMiB: 128 },
+      values: { runId: 'bs-run', model: 'cnn', data: 'fashion-mnist', device: 'cpu', batchSize: 256, accumulation: 1, memoryLimitMiB: 128, lr: 0.012 },
       blocked: null,
     });
+    // The batch the LR was tuned for keeps it.
+    expect(batchApplyValues(cnnOnFashion, result({ recommended: 64 })).values?.lr).toBeNull();
     // On a GPU there is no limit to carry; a dataset of the workspace stays the same choice.
     const gpu = batchApplyValues({ ...cnnOnFashion, data: { kind: 'dataset', train: 'ds1' } }, result({ device: 'cuda:0', capacitySource: 'device', capacityBytes: 8 * 2 ** 30 }));
     expect(gpu.values).toMatchObject({ data: 'dataset:ds1', device: 'cuda:0', memoryLimitMiB: null });
@@ -45,7 +49,7 @@ describe('Apply of a batch-size search', () => {
 
   it('takes a global batch as its micro-batch and accumulation', () => {
     const split = batchApplyValues(cnnOnFashion, result({ globalBatch: { global: 1024, microBatch: 256, accumulation: 4, samplesPerSec: 900 } }));
-    expect(split.values).toMatchObject({ batchSize: 256, accumulation: 4 });
+    expect(split.values).toMatchObject({ batchSize: 256, accumulation: 4, lr: 0.048 });
   });
 
   it('says why it cannot apply: no batch fitted, or a model the forms cannot choose', () => {
@@ -57,7 +61,7 @@ describe('Apply of a batch-size search', () => {
   it('opens New run with the batch and says where the settings came from', () => {
     const { values } = batchApplyValues(cnnOnFashion, result());
     const back = newRunValuesFromQuery(newRunQueryOf(values!));
-    expect(back?.values).toMatchObject({ model: 'cnn', data: 'fashion-mnist', device: 'cpu', batchSize: 256, accumulation: 1 });
+    expect(back?.values).toMatchObject({ model: 'cnn', data: 'fashion-mnist', device: 'cpu', batchSize: 256, accumulation: 1, lr: 0.012, optimizer: 'adamw' });
     expect(back?.source).toBe('batch-size search bs-run');
     expect(back?.notes).toEqual([]);
     // An optimisation's link reads as before.
@@ -113,6 +117,9 @@ describe('the Batch size store while a search runs', () => {
     finish(result());
     await done;
     expect(store.progress).toBeNull();
-    expect(store.apply?.values).toMatchObject({ model: 'cnn', data: 'fashion-mnist', device: 'cpu', batchSize: 256, memoryLimitMiB: 128 });
+    expect(store.apply?.values).toMatchObject({ model: 'cnn', data: 'fashion-mnist', device: 'cpu', batchSize: 256, memoryLimitMiB: 128, lr: 0.012 });
+    // It searched with the model's recipe (its optimizer's state is part of the memory), as the CLI does.
+    const sent = fake.calls.find((c) => c.method === 'batchSize.search')?.params as { options: { optimizer: { kind: string }; batchSize: number } };
+    expect(sent.options).toMatchObject({ optimizer: { kind: 'adamw', lr: 0.003 }, batchSize: 64 });
   });
 });
