@@ -86,3 +86,22 @@ export type BatchSearchResult = z.infer<typeof BatchSearchResultSchema>;
 /** A trial as it finishes, for live views; searchId is the request's, or the run id. */
 export const BatchTrialEventSchema = z.object({ searchId: z.string(), trial: BatchTrialSchema });
 export type BatchTrialEvent = z.infer<typeof BatchTrialEventSchema>;
+
+/**
+ * Where a search stands, so a view has something to show before the first trial ends (each can take
+ * seconds): 'preparing' (the data read or cached, the memory model asked) before any trial, then
+ * 'trial' as each trial starts and, throttled, as its steps go by. searchId as in BatchTrialEvent.
+ */
+export const BatchSearchProgressSchema = z.object({
+  searchId: z.string(),
+  phase: z.enum(['preparing', 'trial']),
+  /** The trial running (its index as in BatchTrial, from 0); null while preparing. */
+  trial: z.object({ index: z.number().int().min(0), batchSize: z.number().int().min(1), accumulation: z.number().int().min(1) }).nullable(),
+  /** Optimizer steps the running trial has done, of `steps`. */
+  step: z.number().int().min(0),
+  steps: z.number().int().min(1),
+  /** Seconds since the search started, and since the running trial started. */
+  elapsedSeconds: z.number().min(0),
+  trialSeconds: z.number().min(0),
+});
+export type BatchSearchProgress = z.infer<typeof BatchSearchProgressSchema>;

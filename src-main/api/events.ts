@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { BatchTrialEventSchema } from './batch-size';
+import { BatchSearchProgressSchema, BatchTrialEventSchema } from './batch-size';
 import { BenchmarkProgressSchema } from './benchmark';
 import { BuildProgressSchema, LoaderBenchProgressSchema } from './datasets';
 import { JobEndedEventSchema, JobInfoSchema } from './jobs';
@@ -34,6 +34,8 @@ export const apiEvents = {
   /** The loader benchmark's settings as each starts and ends (its jobId is the request's). */
   'datasets.benchmarkProgress': LoaderBenchProgressSchema,
   'batchSize.trial': BatchTrialEventSchema,
+  /** An engine batch-size search before its first trial and as each trial starts and steps (its searchId is the request's). */
+  'batchSize.progress': BatchSearchProgressSchema,
   'telemetry.sample': TelemetrySampleSchema,
   'telemetry.gpu': GpuStateSchema,
   'benchmark.progress': BenchmarkProgressSchema,

@@ -55,6 +55,7 @@ export const JOB_EVENT_IDS = {
   'datasets.progress': 'jobId',
   'datasets.benchmarkProgress': 'jobId',
   'batchSize.trial': 'searchId',
+  'batchSize.progress': 'searchId',
   'benchmark.progress': 'jobId',
   'optimise.progress': 'optimiseId',
   'script.output': 'jobId',

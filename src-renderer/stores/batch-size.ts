@@ -1,15 +1,17 @@
-import type { BatchSearchResult, BatchTrial } from '@api/batch-size';
-import { DEFAULT_HEADROOM } from '@api/batch-size';
+import type { BatchSearchProgress, BatchSearchRequest, BatchSearchResult, BatchTrial } from '@api/batch-size';
+import { BatchSearchRequestSchema, DEFAULT_HEADROOM } from '@api/batch-size';
 import type { BuiltinModelName } from '@api/model-spec';
 import { BUILTIN_MODELS } from '@api/model-spec';
 import type { JobInfo, TargetKind } from '@api/jobs';
+import { RECIPES } from '@api/recipes';
 import { defineStore } from 'pinia';
-import { ref, shallowRef } from 'vue';
+import { computed, ref, shallowRef } from 'vue';
 
 import { useJob } from '../composables/useJob';
 import { followRunningTarget } from '../composables/useTargetSwitch';
 import { dataSourceOf } from '../composables/useTargetChoices';
 import { useJobsStore } from './jobs';
+import { batchApplyValues } from '../view-models/batch-size-apply';
 import { scriptBatchSearch } from './script-batch-size';
 
 /** The form of the Batch size area, in the units a person types. */
@@ -48,23 +50,39 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
   const result = shallowRef<BatchSearchResult | null>(null);
   /** True from Start (or attaching) to the end of the search. */
   const running = ref(false);
+  /** The search's latest progress (preparing, or the trial running and its step) while it runs; null otherwise. */
+  const progress = shallowRef<BatchSearchProgress | null>(null);
+  /** When that progress arrived (Date.now()), so a view can count the seconds on between events. */
+  const progressAt = ref(0);
+  /** The request of the search shown (started here or re-attached): what its answer was found for. */
+  const request = shallowRef<BatchSearchRequest | null>(null);
 
-  const job = useJob({ 'batchSize.trial': (e) => (trials.value = [...trials.value, e.trial]) });
+  const job = useJob({
+    'batchSize.trial': (e) => (trials.value = [...trials.value, e.trial]),
+    'batchSize.progress': (p) => {
+      progress.value = p;
+      progressAt.value = Date.now();
+    },
+  });
   /** The id of the running search (chosen before it starts), for Cancel and for matching its trial events. */
   const searchId = job.jobId;
   const error = job.error;
 
   /** Collects the trials of one search while `follow` lasts; its answer replaces them with the full list. */
-  async function watch(follow: () => Promise<BatchSearchResult | null>): Promise<void> {
+  async function watch(searched: unknown, follow: () => Promise<BatchSearchResult | null>): Promise<void> {
     trials.value = [];
     result.value = null;
     error.value = null;
+    progress.value = null;
+    const parsed = BatchSearchRequestSchema.safeParse(searched);
+    request.value = parsed.success ? parsed.data : null;
     running.value = true;
     try {
       result.value = await follow();
       if (result.value) trials.value = result.value.trials;
     } finally {
       running.value = false;
+      progress.value = null;
     }
   }
 
@@ -73,22 +91,23 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
     if (running.value) return;
     const f = form.value;
     const cpu = f.device === 'cpu';
-    await watch(() =>
-      job.start('batchSize.search', {
-        spec: BUILTIN_MODELS[f.model],
-        data: dataSourceOf(f.data),
-        options: { device: f.device, memoryLimitBytes: cpu ? Math.round(f.memoryLimitMiB * 2 ** 20) : 0 },
-        headroom: f.headroomPct / 100,
-        stepsPerTrial: f.stepsPerTrial,
-        ...(f.globalBatch ? { globalBatch: f.globalBatch } : {}),
-      }),
-    );
+    const asked = {
+      spec: BUILTIN_MODELS[f.model],
+      data: dataSourceOf(f.data),
+      // The model's recipe, as `trainbench find-batch-size` and New run use it: its optimizer's state is part of the
+      // memory measured, and its batch is the one the verdict scales the LR from.
+      options: { ...RECIPES[f.model], device: f.device, memoryLimitBytes: cpu ? Math.round(f.memoryLimitMiB * 2 ** 20) : 0 },
+      headroom: f.headroomPct / 100,
+      stepsPerTrial: f.stepsPerTrial,
+      ...(f.globalBatch ? { globalBatch: f.globalBatch } : {}),
+    };
+    await watch(asked, () => job.start('batchSize.search', asked));
   }
 
   /** Follows a search started elsewhere (before a reload, in another window) to its end. */
   async function attach(info: JobInfo): Promise<void> {
     if (running.value || info.method !== 'batchSize.search') return;
-    await watch(() => job.attach({ ...info, method: 'batchSize.search' }));
+    await watch(info.request, () => job.attach({ ...info, method: 'batchSize.search' }));
   }
   useJobsStore().adopt('batchSize', 'engine', (info) => void attach(info));
 
@@ -98,10 +117,13 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
     await job.cancel();
   }
 
+  /** What Apply puts into the New run and Optimise forms from the answer shown, or why it cannot; null until there is an answer. */
+  const apply = computed(() => (result.value && request.value ? batchApplyValues(request.value, result.value) : null));
+
   /** Which target the area shows: the switch follows whichever side's search runs (here, re-attached, or elsewhere). */
   const target = ref<TargetKind>('engine');
   const script = scriptBatchSearch();
   followRunningTarget(target, { engine: running, script: script.running });
 
-  return { target, form, trials, result, running, error, failure: job.failure, searchId, cancelling: job.cancelling, attached: job.attached, start, attach, cancel, script };
+  return { target, form, trials, result, running, progress, progressAt, request, apply, error, failure: job.failure, searchId, cancelling: job.cancelling, attached: job.attached, start, attach, cancel, script };
 });

@@ -8,6 +8,7 @@ import { ref, shallowRef } from 'vue';
 
 import type { OptimiseFormErrors, OptimiseFormValues } from '../view-models/optimise-form';
 import { optimiseFormValues, optimiseRequest } from '../view-models/optimise-form';
+import type { BatchApplyValues } from '../view-models/batch-size-apply';
 import { exampleOptimiseForm } from '../view-models/first-run';
 import type { ScriptOptimiseRun } from '../view-models/script-past';
 import { scriptOptimiseRun } from '../view-models/script-past';
@@ -95,6 +96,8 @@ export const useOptimiseStore = defineStore('optimise', () => {
   const form = ref<OptimiseFormValues>(optimiseFormValues('mlp', { data: 'fashion-mnist', device: 'cpu' }));
   /** The contract's complaints about the form, by field. */
   const invalid = ref<OptimiseFormErrors>({});
+  /** Where the form's values came from when another area applied them ("batch-size search <run id>"); null once typed over or started. */
+  const applied = ref<string | null>(null);
   /** The wizard shown: the one running from this window, or the one opened from the list. */
   const optimiseId = ref<string | null>(null);
   /** Its saved state, re-read at each phase and after each trial (baseline, diagnosis, limits, best, final). */
@@ -272,9 +275,31 @@ export const useOptimiseStore = defineStore('optimise', () => {
     }
   }
 
+  /**
+   * A batch-size search's answer into the form (Batch size's Apply): its model's recipe with the batch found,
+   * the data and device it was found for and, on the CPU, the memory limit it filled (so the wizard's own search
+   * can run too); how the wizard measures stays as chosen. Refused (false) while a wizard runs from this window.
+   */
+  function applyBatchSearch(v: BatchApplyValues): boolean {
+    if (running.value) return false;
+    const { readFrom, preset, repeat, steps, warmupSteps, maxTrials, allowRecipeChanges, batchSearch, confounders } = form.value;
+    form.value = {
+      ...optimiseFormValues(v.model, { data: v.data, device: v.device }),
+      ...{ readFrom, preset, repeat, steps, warmupSteps, maxTrials, allowRecipeChanges, batchSearch, confounders },
+      batchSize: v.batchSize,
+      accumulation: v.accumulation,
+      memoryLimitMiB: v.memoryLimitMiB,
+    };
+    invalid.value = {};
+    applied.value = `batch-size search ${v.runId}`;
+    target.value = 'engine';
+    return true;
+  }
+
   /** Checks the form with the contract's schema, then runs a new wizard from it (its id is the job's). */
   async function start(): Promise<void> {
     if (running.value) return;
+    applied.value = null;
     const checked = optimiseRequest(form.value);
     invalid.value = checked.errors ?? {};
     if (!checked.request) return;
@@ -354,6 +379,7 @@ export const useOptimiseStore = defineStore('optimise', () => {
   function choose(kind: 'example' | 'script', devices: Devices | null): boolean {
     if (running.value || script.running.value) return false;
     invalid.value = {};
+    applied.value = null;
     if (kind === 'example') form.value = exampleOptimiseForm(devices);
     target.value = kind === 'example' ? 'engine' : 'script';
     return true;
@@ -363,5 +389,5 @@ export const useOptimiseStore = defineStore('optimise', () => {
   const script = scriptOptimise();
   followRunningTarget(target, { engine: running, script: script.running }, (kind) => kind === 'script' && void refreshPast());
 
-  return { script, target, form, invalid, optimiseId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open, choose };
+  return { script, target, form, invalid, applied, applyBatchSearch, optimiseId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open, choose };
 });

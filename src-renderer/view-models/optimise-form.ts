@@ -30,6 +30,11 @@ export interface OptimiseFormValues {
   allowRecipeChanges: boolean;
   /** The batch-size candidate from the batch-size search (where there is memory to search), else twice the batch. */
   batchSearch: boolean;
+  /**
+   * CPU only: the memory the batch-size search fills (the engine caps every measurement at it, as a GPU's
+   * memory would), in MiB; null: none, and the CPU has no memory to search. Sent only with the search ticked.
+   */
+  memoryLimitMiB: number | null;
   /** Measure a pair again when the machine treated its sides differently, or only record the conditions. */
   confounders: ConfounderPolicy;
   /** Samples/s, or samples per joule of GPU energy. */
@@ -66,6 +71,7 @@ export function optimiseFormValues(model: BuiltinModelName, keep: Pick<OptimiseF
     maxTrials: REQUEST_DEFAULTS.maxTrials,
     allowRecipeChanges: REQUEST_DEFAULTS.allowRecipeChanges,
     batchSearch: REQUEST_DEFAULTS.batchSearch,
+    memoryLimitMiB: null,
     confounders: REQUEST_DEFAULTS.confounders,
     objective: REQUEST_DEFAULTS.objective,
   };
@@ -83,6 +89,7 @@ const FIELD_OF_PATH: Partial<Record<string, OptimiseField>> = {
   'target.options.prefetch': 'prefetch',
   'target.options.threads': 'threads',
   'target.options.seed': 'seed',
+  'target.options.memoryLimitBytes': 'memoryLimitMiB',
   preset: 'preset',
   repeat: 'repeat',
   steps: 'steps',
@@ -93,6 +100,22 @@ const FIELD_OF_PATH: Partial<Record<string, OptimiseField>> = {
   confounders: 'confounders',
   objective: 'objective',
 };
+
+/**
+ * The request's memory limit: the form's, on the CPU with the batch-size search ticked (the only place
+ * the field shows); 0 otherwise (a GPU's own memory is its limit). A value that is not a whole number of
+ * bytes is sent as typed, for the contract to refuse next to the field.
+ */
+export function memoryLimitBytesOf(v: Pick<OptimiseFormValues, 'device' | 'batchSearch' | 'memoryLimitMiB'>): number {
+  if (v.device !== 'cpu' || !v.batchSearch || v.memoryLimitMiB === null || (v.memoryLimitMiB as unknown) === '') return 0;
+  return typeof v.memoryLimitMiB === 'number' && Number.isFinite(v.memoryLimitMiB) ? Math.round(v.memoryLimitMiB * 2 ** 20) : (v.memoryLimitMiB as never);
+}
+
+/** Why the batch-size search cannot run with these values (the CPU without a memory limit), or null. */
+export function batchSearchBlocked(v: Pick<OptimiseFormValues, 'device' | 'batchSearch' | 'memoryLimitMiB'>): string | null {
+  if (!v.batchSearch || v.device !== 'cpu' || memoryLimitBytesOf(v) > 0) return null;
+  return 'the batch-size search cannot run on the CPU without a memory limit (there is no device memory to fill): give one, or the batch-size candidate is twice the batch';
+}
 
 export type OptimiseRequestOrErrors = { request: OptimiseRequest; errors: null } | { request: null; errors: OptimiseFormErrors };
 
@@ -117,6 +140,7 @@ export function optimiseRequest(v: OptimiseFormValues, optimiseId?: string): Opt
         prefetch: v.prefetch,
         threads: v.threads,
         seed: v.seed,
+        memoryLimitBytes: memoryLimitBytesOf(v),
       },
     },
     preset: v.preset,

@@ -88,6 +88,8 @@ describe('a job outlives its page, in every area', () => {
     expect(await first.getByTestId('bs-cancel').isEnabled()).toBe(true);
     expect(await first.getByTestId('bs-start').isDisabled()).toBe(true);
     expect(await jobsText(first)).toBe('1 job running');
+    // The trial in flight is said again from the replayed progress (issue 27 item 5).
+    await expect.poll(() => first.getByTestId('bs-live').innerText(), { timeout: 15_000 }).toMatch(/^trial \d+: batch [\d,]+, step \d+ of \d+ · /);
 
     const second = await open(`${fx.serve.url}#/batch-size`, errors);
     await second.getByTestId('bs-running').waitFor({ timeout: 15_000 });
@@ -103,7 +105,9 @@ describe('a job outlives its page, in every area', () => {
     await row.getByRole('button', { name: 'Cancel' }).click();
 
     for (const page of [first, second]) {
-      await expect.poll(() => page.getByTestId('bs-error').innerText(), { timeout: 60_000 }).toMatch(/^E_CANCELLED: /);
+      // A person's own cancel reads as a notice, not a red E_CANCELLED error (issue 27 item 10), in either tab.
+      await expect.poll(() => page.getByTestId('bs-cancelled').innerText(), { timeout: 60_000 }).toMatch(/^Cancelled after \d+ trials?: /);
+      expect(await page.getByTestId('bs-error').count()).toBe(0);
       expect(await page.getByTestId('bs-running').count()).toBe(0);
       expect(await page.getByTestId('bs-start').isEnabled()).toBe(true);
       await expect.poll(() => jobsText(page)).toBe('no jobs running');

@@ -1,4 +1,4 @@
-import type { BatchSearchRequest, BatchSearchResult, BatchTrial } from '../../api/batch-size';
+import type { BatchSearchProgress, BatchSearchRequest, BatchSearchResult, BatchTrial } from '../../api/batch-size';
 import { BatchSearchResultSchema } from '../../api/batch-size';
 import { ApiError } from '../../api/errors';
 import type { MemoryBreakdown, TrainOptions, TrainStepEvent } from '../../api/training';
@@ -26,6 +26,8 @@ export interface SearchOptions {
 
 /** Largest batch the predictions are asked for when seeding (the engine's batch limit is 2^20). */
 const MAX_SEED_POWER = 20;
+/** Least time between two step progress events of one trial (its start is always sent). */
+const STEP_PROGRESS_MS = 250;
 
 interface ActiveSearch {
   cancelled: boolean;
@@ -84,6 +86,11 @@ export class BatchSizeService {
 
   private async searchWith(request: BatchSearchRequest, options: SearchOptions, state: ActiveSearch): Promise<BatchSearchResult> {
     const started = Date.now();
+    const seconds = (since: number) => (Date.now() - since) / 1000;
+    const progress = (searchId: string, p: Pick<BatchSearchProgress, 'phase' | 'trial' | 'step'>, trialStarted = Date.now()) =>
+      this.events.emit('batchSize.progress', { searchId, ...p, steps: request.stepsPerTrial, elapsedSeconds: seconds(started), trialSeconds: seconds(trialStarted) });
+    // Caching the data on first use can take a while: a caller who named the search hears of it at once.
+    if (request.searchId !== undefined) progress(request.searchId, { phase: 'preparing', trial: null, step: 0 });
     const cap = await this.capacity(request.options);
     const usableBytes = Math.floor(cap.bytes * (1 - request.headroom));
     const fullData = await this.datasets.trainingData(request.data, { allowPathsOutsideWorkspace: options.allowPathsOutsideWorkspace });
@@ -123,10 +130,17 @@ export class BatchSizeService {
       state.trialRunId = `${run.id}-trial-${trials.length}`;
       let trial: Omit<BatchTrial, 'memoryAfterBytes' | 'backAtBaseline'>;
       const common = { index: trials.length, batchSize, accumulation, predicted: predictions.get(batchSize)!, memoryBeforeBytes: before };
+      const running = { index: common.index, batchSize, accumulation };
+      progress(searchId, { phase: 'trial', trial: running, step: 0 }, t0);
+      let sentAt = Date.now();
       try {
         const raw = await this.engine.train({ runId: state.trialRunId, spec: request.spec, data, options: { ...base, batchSize, accumulation } }, (e) => {
           const step = TrainStepEventSchema.safeParse(e);
-          if (step.success) steps.push(step.data);
+          if (!step.success) return;
+          steps.push(step.data);
+          if (Date.now() - sentAt < STEP_PROGRESS_MS) return;
+          sentAt = Date.now();
+          progress(searchId, { phase: 'trial', trial: running, step: Math.min(step.data.globalStep, request.stepsPerTrial) }, t0);
         });
         const result = TrainResultSchema.pick({ samplesPerSec: true, memory: true }).parse(raw);
         const peakBytes = result.memory.peakBytes ?? result.memory.measured.total;

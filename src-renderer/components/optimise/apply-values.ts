@@ -1,8 +1,8 @@
-import type { BuiltinModelName, ModelSpec } from '@api/model-spec';
-import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '@api/model-spec';
+import type { BuiltinModelName } from '@api/model-spec';
+import { BUILTIN_MODELS, isBuiltinModel } from '@api/model-spec';
 import type { OptimiseConfig, OptimiseRequest } from '@api/optimise';
-import type { DataSource } from '@api/training';
 
+import { builtinModelOf, dataChoiceOf } from '../../composables/useTargetChoices';
 import type { NewRunValues } from '../runs/new-run-values';
 import { recipeValues } from '../runs/new-run-values';
 
@@ -12,22 +12,10 @@ import { recipeValues } from '../runs/new-run-values';
  * it with newRunValuesFromQuery.
  */
 
+export { builtinModelOf };
+
 /** The route query, as vue-router gives it. */
 export type RouteQuery = Record<string, string | null | (string | null)[] | undefined>;
-
-/** The built-in model a stored spec is, or null for a spec of the user's own (a JSON file given to the CLI). */
-export function builtinModelOf(spec: ModelSpec): BuiltinModelName | null {
-  const key = JSON.stringify(spec);
-  return (Object.keys(BUILTIN_MODELS) as BuiltinModelName[]).find((m) => JSON.stringify(ModelSpecSchema.parse(BUILTIN_MODELS[m])) === key) ?? null;
-}
-
-/** The New run form's data choice for a data source, or null when the form has none for it. */
-function dataChoiceOf(data: DataSource): string | null {
-  if (data.kind === 'fashion-mnist') return data.dir === undefined ? 'fashion-mnist' : null;
-  if (data.kind === 'example-board') return 'example-board';
-  if (data.kind === 'dataset') return `dataset:${data.train}`;
-  return null;
-}
 
 export type ApplyQuery = { query: Record<string, string>; blocked: null } | { query: null; blocked: string };
 
@@ -66,8 +54,10 @@ export function applyQuery(optimiseId: string, target: Pick<OptimiseRequest['tar
 /** What the New run form takes from the route, and what it could not take, in words. */
 export interface QueryValues {
   values: NewRunValues;
-  /** The optimisation the values came from, when the link names one. */
+  /** The optimisation (or batch-size search) the values came from, when the link names one. */
   from: string | null;
+  /** Where they came from, in words ("optimisation <id>", "batch-size search <id>"); null when the link names nothing. */
+  source: string | null;
   /** Each value not taken over and why (a bad value keeps the recipe's, named here). */
   notes: string[];
 }
@@ -130,5 +120,7 @@ export function newRunValuesFromQuery(query: RouteQuery): QueryValues | null {
   if (gpuPrefetch !== null) notes.push(`GPU prefetch ${gpuPrefetch} was not taken over: the New run form has no field for it (a run uses the engine's default)`);
   if (one(query, 'cudaGraph') === '1') notes.push('CUDA graphs were not taken over: the New run form has no field for them');
   if (one(query, 'readFrom') === 'source') notes.push('the optimisation read the data from its source files; a run always reads it through the cache');
-  return { values, from: one(query, 'from'), notes };
+  const from = one(query, 'from');
+  const source = from === null ? null : `${one(query, 'fromKind') === 'batch-search' ? 'batch-size search' : 'optimisation'} ${from}`;
+  return { values, from, source, notes };
 }

@@ -1,0 +1,65 @@
+import type { BatchSearchRequest, BatchSearchResult } from '@api/batch-size';
+import type { BuiltinModelName } from '@api/model-spec';
+
+import { builtinModelOf, dataChoiceOf } from '../composables/useTargetChoices';
+
+/** What a batch-size search's answer puts into the New run and Optimise forms: the batch, and what it was found for. */
+export interface BatchApplyValues {
+  /** The search's run, named in the forms' "settings from" line. */
+  runId: string;
+  model: BuiltinModelName;
+  /** A data select value (useTargetChoices). */
+  data: string;
+  /** The device the search measured (an `auto` request's resolved one). */
+  device: string;
+  batchSize: number;
+  /** Above 1 only where a global batch was asked for: the micro-batch's accumulation that makes it up. */
+  accumulation: number;
+  /** The CPU memory limit the search filled, for Optimise's own batch search; null on a GPU. */
+  memoryLimitMiB: number | null;
+  /**
+   * The learning rate scaled with the batch as the verdict says (linear scaling from the request's batch, the
+   * one its LR was tuned for), for New run; null when it stays. Optimise has no LR field: it measures speed.
+   */
+  lr: number | null;
+}
+
+export type BatchApply = { values: BatchApplyValues; blocked: null } | { values: null; blocked: string };
+
+/**
+ * The values "Apply" takes over from a finished search, or why it cannot (no batch fitted, a model or data
+ * the forms cannot choose), so the button can say so. A global batch's split (micro-batch × accumulation) is
+ * the answer where one was asked for; otherwise the recommended batch.
+ */
+export function batchApplyValues(request: Pick<BatchSearchRequest, 'spec' | 'data' | 'options'>, result: BatchSearchResult): BatchApply {
+  const model = builtinModelOf(request.spec);
+  if (!model) return { values: null, blocked: `the model is a spec of its own (${request.spec.family}); the forms offer the built-in models only` };
+  const data = dataChoiceOf(request.data);
+  if (!data) return { values: null, blocked: `the data (${request.data.kind}) was given to the CLI by path; the forms offer cached datasets only: cache it in Datasets first` };
+  const split = result.globalBatch;
+  const batchSize = split ? split.microBatch : result.recommended;
+  if (batchSize === null) return { values: null, blocked: 'no batch fitted: there is nothing to apply' };
+  const accumulation = split ? split.accumulation : 1;
+  const scale = (batchSize * accumulation) / request.options.batchSize;
+  const lr = scale === 1 ? null : Number((request.options.optimizer.lr * scale).toPrecision(6));
+  return {
+    values: {
+      runId: result.runId,
+      model,
+      data,
+      device: result.device,
+      batchSize,
+      accumulation,
+      memoryLimitMiB: result.capacitySource === 'memory-limit' ? result.capacityBytes / 2 ** 20 : null,
+      lr,
+    },
+    blocked: null,
+  };
+}
+
+/** The route query that opens the New run form with the batch (read back by newRunValuesFromQuery). */
+export function newRunQueryOf(v: BatchApplyValues): Record<string, string> {
+  const query: Record<string, string> = { new: '1', from: v.runId, fromKind: 'batch-search', model: v.model, data: v.data, device: v.device, batchSize: String(v.batchSize), accumulation: String(v.accumulation) };
+  if (v.lr !== null) query.lr = String(v.lr);
+  return query;
+}
