@@ -259,6 +259,7 @@ describe('the wizard loop with the energy objective (samples per joule)', () => 
     expect(fp16.candidateSamplesPerJoule).toHaveLength(5);
     expect(final.changes).toEqual(['precision 32 -> 16']);
     expect(final.speedup.median).toBeCloseTo(1.625, 1);
+    expect(final.verdict).toMatch(/^The target with precision 32 -> 16 is [\d.]+x \(9[\d.]+% CI [\d.]+x–[\d.]+x\) the baseline's samples per joule of GPU energy, measured A\/B\/A\/B over 5 pairs\./);
   });
 
   it('is refused after the first repetition that read no GPU power, naming why', async () => {

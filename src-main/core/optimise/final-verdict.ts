@@ -50,14 +50,16 @@ function confoundedTrials(trials: readonly OptimiseTrial[]): string {
  * The verdict of the final A/B/A/B measurement of the kept changes against the baseline: confirmed, not
  * confirmed (the interval includes 1), or slower (noise or a drift outweighs what the trials found).
  */
-export function measuredVerdict(trials: readonly OptimiseTrial[], speedup: Interval, coverage: number, pairs: number, words: FinalWords): string {
+export function measuredVerdict(trials: readonly OptimiseTrial[], speedup: Interval, coverage: number, pairs: number, words: FinalWords, energy = false): string {
   const ci = speedupWithCi(speedup, coverage);
+  // The energy objective's final compares samples per joule, not speed.
+  const unit = energy ? ' in samples per joule of GPU energy' : '';
   const main =
     speedup.low > 1
-      ? `${words.subject} is ${ci} the baseline's speed, measured A/B/A/B over ${pairs} pairs.`
+      ? `${words.subject} is ${ci} the baseline's ${energy ? 'samples per joule of GPU energy' : 'speed'}, measured A/B/A/B over ${pairs} pairs.`
       : speedup.median >= 1
-        ? `Measured again against the baseline, ${lower(words.subject)} is ${ci}: the interval includes 1, so this final measurement cannot confirm the gain the trials found.`
-        : `Measured again against the baseline, ${lower(words.subject)} is ${ci}, below 1: noise (or a drift of this machine) outweighs the gains the trials found; treat them as unconfirmed.`;
+        ? `Measured again against the baseline, ${lower(words.subject)} is ${ci}${unit}: the interval includes 1, so this final measurement cannot confirm the gain the trials found.`
+        : `Measured again against the baseline, ${lower(words.subject)} is ${ci}${unit}, below 1: noise (or a drift of this machine) outweighs the gains the trials found; treat them as unconfirmed.`;
   return main + proposedWins(trials, words) + confoundedTrials(trials);
 }
 

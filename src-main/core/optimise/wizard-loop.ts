@@ -346,7 +346,7 @@ export class WizardLoop<C, R extends Repetition> {
     const m = await this.interleaved(baselineConfig, state.best, 'final', null, 'final configuration vs baseline');
     this.finalDone = true;
     const { coverage, ...speedup } = pairedSpeedup(m.a, m.b);
-    const measured = measuredVerdict(state.trials, speedup, coverage, m.a.length, words);
+    const measured = measuredVerdict(state.trials, speedup, coverage, m.a.length, words, this.rules.objective === 'energy');
     const verdict = m.confounded ? `${measured} Take it with care: the final comparison was confounded (${m.confounded}), even after ${m.remeasured} re-measured pairs.` : measured;
     const conditions = m.rows.some((r) => r.conditions !== null) ? { conditions: m.rows } : {};
     return { config: state.best, changes: kept, speedup, samplesPerSec: medianInterval(m.bSps), verdict, proposals, ...conditions };
