@@ -42,3 +42,33 @@ export function configDifferences(configs: readonly unknown[]): ConfigDifference
     .map((key) => ({ key, values: maps.map((m) => m.get(key) ?? null) }))
     .filter((d) => new Set(d.values).size > 1);
 }
+
+/** Settings by the end of their path, in words (issue 27: the UI does not show `request.target.spec.family` alone). */
+const SETTING_WORDS: [string, string][] = [
+  ['spec.family', 'model'],
+  ['optimizer.lr', 'learning rate'],
+  ['optimizer.name', 'optimizer'],
+  ['optimizer.weightDecay', 'weight decay'],
+  ['batchSize', 'batch size'],
+  ['maxSteps', 'steps at most'],
+  ['warmupSteps', 'warm-up steps'],
+  ['loaderWorkers', 'loader workers'],
+  ['prefetch', 'prefetch depth'],
+  ['accumulation', 'gradient accumulation'],
+  ['threads', 'CPU threads'],
+  ['readFrom', 'read from'],
+  ['command', 'command'],
+  ['cwd', 'working directory'],
+  ['repeat', 'repetitions'],
+  ['steps', 'measured steps'],
+];
+
+/** A flattened config key as a person reads it: a known setting's name, else the last part of the path split into words. */
+export function settingWords(key: string): string {
+  const override = /(?:^|\.)overrides\.(.+)$/.exec(key);
+  if (override) return `override ${override[1]}`;
+  const known = SETTING_WORDS.find(([end]) => key === end || key.endsWith(`.${end}`));
+  if (known) return known[1];
+  const last = key.slice(key.lastIndexOf('.') + 1);
+  return last.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase();
+}

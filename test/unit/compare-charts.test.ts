@@ -4,7 +4,7 @@ import { compareCurvesOption, compareThroughputOption, smooth } from '../../src-
 import { compareResults } from '../../src-main/api/compare-results';
 import type { RunDetail, RunSummary } from '../../src-main/api/training';
 import { epochCurvesOption } from '../../src-main/api/charts/epoch-charts';
-import { configDifferences, flattenConfig } from '../../src-main/api/run-config';
+import { configDifferences, flattenConfig, settingWords } from '../../src-main/api/run-config';
 
 type Series = { name: string; data: [number, number][] };
 const seriesOf = (option: unknown) => (option as { series: Series[] }).series;
@@ -127,5 +127,16 @@ describe('compare results and throughput', () => {
       "bench: no steps were recorded, so there is no rate over time (a benchmark's rate is in the table)",
     ]);
     expect(chart.label).toBe('Samples/s over time; a mean 1,200 samples/s');
+  });
+});
+
+describe('setting names in words (Compare\'s settings that differ)', () => {
+  it('names known settings, overrides and the rest by the end of their path', () => {
+    expect(settingWords('options.optimizer.lr')).toBe('learning rate');
+    expect(settingWords('request.target.spec.family')).toBe('model');
+    expect(settingWords('options.batchSize')).toBe('batch size');
+    expect(settingWords('request.overrides.dataloader.num_workers')).toBe('override dataloader.num_workers');
+    expect(settingWords('request.target.options.evalBatchSize')).toBe('eval batch size');
+    expect(settingWords('target.cwd')).toBe('working directory');
   });
 });
