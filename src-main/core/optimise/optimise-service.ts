@@ -8,7 +8,7 @@ import { OptimiseResultSchema } from '../../api/optimise';
 import { recordsPerEpoch } from '../../api/training';
 import type { EngineClient } from '../../engine/engine-client';
 import type { BatchSizeService } from '../batch-size/batch-size-service';
-import type { ActiveJob, MeasuredRepetition, PreparedBenchmark, TrainingBenchmarkService } from '../benchmarks/training-benchmark';
+import type { ActiveJob, PreparedBenchmark, TrainingBenchmarkService } from '../benchmarks/training-benchmark';
 import { aggregateRepetitions } from '../benchmarks/benchmark-summary';
 import { describeComputeDevice } from '../compute-device';
 import type { EventHub } from '../event-hub';
@@ -24,7 +24,7 @@ import { diagnose } from './diagnosis';
 import { measureLimits } from './measure-limits';
 import { PRESETS } from './presets';
 import { cancelledMessage, initialState } from './resumable-run';
-import { meanLoss, noiseFloor } from './trial-decision';
+import { meanLoss } from './trial-decision';
 import type { LoopProgress } from './wizard-loop';
 import { WizardCancelled, WizardLoop } from './wizard-loop';
 import { loadWizardState, saveWizardState } from './wizard-state';
@@ -224,11 +224,7 @@ class Session {
 
     if (!s.baseline) {
       const reps = await this.loop.baseline(s.best);
-      s.baseline = await this.baseline(s.best, basePrepared, reps.map((r) => r.measured));
-      // The trials are judged against the noise of what the objective compares (samples/s or samples/J).
-      s.baseline.noiseFloor = this.loop.baselineNoise(reps);
-      const perJoule = WizardLoop.perJoule(reps);
-      if (perJoule) s.baseline.samplesPerJoule = medianInterval(perJoule);
+      s.baseline = await this.baseline(s.best, basePrepared, reps);
       s.diagnosis = diagnose(s.baseline);
       await this.save();
     }
@@ -300,8 +296,10 @@ class Session {
     await saveWizardState(this.service.parts.workspace, this.state);
   }
 
-  private async baseline(config: OptimiseConfig, prepared: PreparedBenchmark, reps: MeasuredRepetition[]): Promise<OptimiseBaseline> {
+  private async baseline(config: OptimiseConfig, prepared: PreparedBenchmark, measuredReps: EngineRepetition[]): Promise<OptimiseBaseline> {
+    const reps = measuredReps.map((r) => r.measured);
     const samples = reps.map((r) => r.repetition.samplesPerSec);
+    const perJoule = WizardLoop.perJoule(measuredReps);
     const aggregate = aggregateRepetitions(
       reps.map((r) => r.repetition),
       prepared.stepsPerEpoch,
@@ -312,7 +310,9 @@ class Session {
       config,
       samplesPerSec: aggregate.samplesPerSecCi,
       repetitions: samples,
-      noiseFloor: noiseFloor(samples),
+      // The trials are judged against the noise of what the objective compares (samples/s or samples/J).
+      noiseFloor: this.loop.baselineNoise(measuredReps),
+      ...(perJoule ? { samplesPerJoule: medianInterval(perJoule) } : {}),
       stepMs: aggregate.steadyStateMeanMs,
       phasesMs: aggregate.phasesMs,
       phasesPercent: aggregate.phasesPercent,

@@ -3,6 +3,7 @@ import { promises as fs, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 
 import type { Conditions, TelemetrySample } from '../../api/telemetry';
+import { median } from '../stats/bootstrap';
 import { COMPUTE_APPS_ARGS, type ComputeApp, parseComputeApps } from './nvidia-smi-parser';
 
 /** Linux reports CPU time in clock ticks; 100 per second on every mainstream kernel build. */
@@ -130,13 +131,6 @@ async function read(target: ConditionsTarget, probe: ConditionsProbe): Promise<R
   return { t: Date.now(), busy, target: targetSeconds, own: (own.user + own.system) / 1e6 + ownChildren.reduce((a, b) => a + b, 0), mhz };
 }
 
-function median(xs: number[]): number | null {
-  if (!xs.length) return null;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
 /** The GPU side of a window, from the telemetry samples it recorded. */
 export function gpuConditions(samples: readonly TelemetrySample[]): Pick<Conditions, 'gpuSlowdown' | 'gpuSmClockMHz' | 'gpuTemperatureMaxC'> {
   const withGpus = samples.filter((s) => s.gpus.length > 0);
@@ -147,7 +141,7 @@ export function gpuConditions(samples: readonly TelemetrySample[]): Pick<Conditi
   }
   const clocks = withGpus.map((s) => s.gpus.map((g) => g.clockSmMHz).filter((v): v is number => v !== null)).filter((c) => c.length).map((c) => c.reduce((a, b) => a + b, 0) / c.length);
   const temps = withGpus.flatMap((s) => s.gpus.map((g) => g.temperatureC).filter((v): v is number => v !== null));
-  return { gpuSlowdown, gpuSmClockMHz: median(clocks), gpuTemperatureMaxC: temps.length ? Math.max(...temps) : null };
+  return { gpuSlowdown, gpuSmClockMHz: clocks.length ? median(clocks) : null, gpuTemperatureMaxC: temps.length ? Math.max(...temps) : null };
 }
 
 /**
