@@ -7,11 +7,12 @@
 #   sanitizer.txt        compute-sanitizer memcheck and racecheck over every parity check once (beside the suites)
 #   race.txt, gpu-race.json   bench/gpu/race.mjs: the engine against PyTorch eager and torch.compile
 #   script.txt, script-results.json   the script target on the Fashion-MNIST tutorial, device=cuda
+#   engine.txt           the main job (README's `npm start`) on the GPU: the one-click optimisation and its ADR report
 # Run it through run.sh, which unpacks the kit:
 #   bash tools/device/run.sh bash tools/device/gpu-session.sh
 # Without a GPU (a dry run) every step still runs and fails or skips for that reason.
 # TB_SESSION_STEPS picks steps for a follow-up call (default: all of
-# "suites sanitizers race script-benchmark script-optimise").
+# "suites sanitizers race script-benchmark script-optimise engine-optimise").
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/gpu-out}"
@@ -23,7 +24,7 @@ PY="${TB_SESSION_PYTHON:-python3}"
 VITEST=(node node_modules/vitest/vitest.mjs run --config vitest.gpu.config.mts)
 summary=()
 rm -f /tmp/tb-script-*.json  # no result of an earlier session passes for this one
-STEPS="${TB_SESSION_STEPS:-suites sanitizers race script-benchmark script-optimise}"
+STEPS="${TB_SESSION_STEPS:-suites sanitizers race script-benchmark script-optimise engine-optimise}"
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 t_start=$(date +%s)
 
@@ -91,6 +92,17 @@ want script-benchmark && script_step "script: benchmark-script, GPU overrides" 4
   --set amp.dtype=bf16 "${cuda_only[@]}"
 want script-optimise && script_step "script: optimise-script" "${TB_SESSION_OPTIMISE_LIMIT:-130}" optimise optimise-script --preset max-speed \
   --repeat 3 --steps 30 --warmup-steps 5 --max-trials "${TB_SESSION_OPTIMISE_TRIALS:-3}" --report
+# The main job of README.md (`npm start`) on the device: the engine's one-click optimisation with its report.
+engine_optimise() {
+  node bin/trainbench.js optimise --workspace "$WS" --no-progress --model bottleneck_resnet --data example-board \
+    --device "${TB_SESSION_DEVICE:-cuda}" --warmup-steps 2 --steps 8 --max-trials "${TB_SESSION_ENGINE_TRIALS:-5}" --report
+  local rc=$?
+  local report; report=$(ls -t "$WS"/reports/*/*.md 2>/dev/null | head -1)
+  [[ -n "$report" ]] && { echo "---- $report"; cat "$report"; }
+  return $rc
+}
+export -f engine_optimise; export WS  # `timeout` runs programs, not functions
+want engine-optimise && step "engine: optimise (npm start's job)" "${TB_SESSION_ENGINE_LIMIT:-120}" "$OUT/engine.txt" bash -c engine_optimise
 # One JSON file for the three (at most 8 files come back), and the people-readable forms of each.
 { want script-benchmark || want script-optimise; } && node -e '
   const fs = require("fs"), out = process.argv[1];
@@ -115,6 +127,7 @@ echo
 [[ -f "$OUT/sanitizer.txt" ]] && grep -E "ERROR SUMMARY|RACECHECK SUMMARY|parity checks passed|^FAIL" "$OUT/sanitizer.txt" | head -12
 [[ -f "$OUT/race.txt" ]] && sed -n '/^| run /,$p' "$OUT/race.txt" | head -60
 [[ -f "$OUT/script.txt" ]] && grep -E "^(----|no result|benchmark |samples/s |memory |applied |setup |baseline |verdict |  [0-9]\. )" "$OUT/script.txt" | head -30
+[[ -f "$OUT/engine.txt" ]] && grep -E "^(baseline|limits|  compute|  h2d|batch  |final|report )|^  [0-9] " "$OUT/engine.txt" | head -20
 # The call's exit status: 1 when any step failed, so a wrapper can tell without reading the logs.
 for line in "${summary[@]}"; do [[ "$line" =~ rc\ 0\  ]] || exit 1; done
 exit 0
