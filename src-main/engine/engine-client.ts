@@ -3,7 +3,7 @@ import type { EngineStatusEvent } from '../api/events';
 import type { ModelInfo, ModelSpec } from '../api/model-spec';
 import type { MemoryBreakdown } from '../api/training';
 import type { HostPredictParams, HostSource, HostTrainParams, HostTrainSetup } from './host-protocol';
-import type { LoaderStats } from './native-addon';
+import type { H2dCopyResult, LoaderStats } from './native-addon';
 import type { SupervisorOptions } from './supervisor';
 import { EngineSupervisor } from './supervisor';
 
@@ -101,6 +101,11 @@ export class EngineClient {
   /** TFLOP/s of the engine's own GEMM and of cuBLASLt on cuda:0 at one shape and precision (E_CUDA without a GPU). */
   benchGemmCuda(m: number, n: number, k: number, precision: 'fp32' | 'bf16' | 'fp16', reps: number): Promise<{ ownTflops: number; cublasLtTflops: number | null; shape: string }> {
     return this.supervisor.request('bench.gemmCuda', { m, n, k, precision, reps }, { timeoutMs: null });
+  }
+
+  /** Pinned host-to-device copy rate on cuda:`device` for copies of `bytes` (E_CUDA without a GPU): the copy floor's rate. */
+  benchH2dCopy(device: number, bytes: number, reps: number): Promise<H2dCopyResult> {
+    return this.supervisor.request('bench.h2dCopy', { device, bytes, reps }, { timeoutMs: null });
   }
 
   /** Crashes the host on purpose (debug hosts only); used to prove crash isolation. */

@@ -141,6 +141,10 @@ async function handle(addon: NativeAddon, req: HostRequest, emit: (event: unknow
       const g = req.params as { m: number; n: number; k: number; precision: 'fp32' | 'bf16' | 'fp16'; reps: number };
       return addon.benchGemmCuda(g.m, g.n, g.k, g.precision, g.reps);
     }
+    case 'bench.h2dCopy': {
+      const c = req.params as { device: number; bytes: number; reps: number };
+      return addon.benchH2dCopy(c.device, c.bytes, c.reps);
+    }
     case 'debug.abort':
       if (!debugEnabled || !addon.debugAbort) {
         throw new ApiError('E_BAD_INPUT', 'debug.abort is only available in engine hosts started in debug mode');

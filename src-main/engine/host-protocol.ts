@@ -21,6 +21,7 @@ export type HostMethod =
   | 'loader.sequentialRead'
   | 'bench.gemm'
   | 'bench.gemmCuda'
+  | 'bench.h2dCopy'
   | 'debug.abort';
 
 /** A cache directory, or raw source files read in place (the uncached path). */

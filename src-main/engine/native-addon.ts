@@ -2,6 +2,18 @@ import type { Devices } from '../api/devices';
 import type { ModelInfo } from '../api/model-spec';
 import type { MemoryBreakdown } from '../api/training';
 
+/** Pinned host-to-device copy rate (native/src/cuda/copy_bench.h); `emulated` when no GPU ran it. */
+export interface H2dCopyResult {
+  bytes: number;
+  reps: number;
+  bestSeconds: number;
+  medianSeconds: number;
+  bestMBps: number;
+  medianMBps: number;
+  emulated: boolean;
+  how: string;
+}
+
 /**
  * The whole native module as C++ exports it (native/src/addon/addon.cpp).
  * This is the contract with C++: change both together.
@@ -24,6 +36,8 @@ export interface NativeAddon {
   runLoader(sourceJson: string, optionsJson: string, epochs?: number): { epochs: Float64Array[]; fields: Record<string, Uint8Array> };
   benchLoader(sourceJson: string, optionsJson: string, maxBatches: number, maxSeconds: number): Promise<LoaderStats>;
   sequentialRead(paths: string[]): Promise<{ bytes: number; seconds: number; mbPerSec: number }>;
+  /** Pinned host-to-device copies of `bytes` on cuda:`device`, best and median of `reps` (E_CUDA without a device). */
+  benchH2dCopy(device: number, bytes: number, reps: number): Promise<H2dCopyResult>;
   /** A CUDA kernel against its CPU twin on random inputs; E_CUDA without a device. */
   cudaParity(op: string, seed: number): { op: string; shapes: string; maxRelError: number; tolerance: number; message?: string };
   cudaParityOps(): string[];

@@ -101,6 +101,28 @@ describe('physical limits', () => {
     expect(l.summary).toMatch(/compute floor is the highest/);
   });
 
+  it('puts the copy floor beside the others, with how its rate was measured, and names it when it is the highest', () => {
+    const l = physicalLimits({
+      flopsPerSample: 1e6,
+      samplesPerStep: 100,
+      gemm: { gflops: 1e5, shape: '4096^3 fp32', how: 'cuBLASLt, measured' },
+      gemmMissing: '',
+      bytesPerSample: 1e5,
+      readMBps: 1e5,
+      readWhat: 'the cache',
+      h2dMBps: 2000,
+      h2dHow: 'pinned cudaMemcpyAsync to cuda:0, best of 10 after a warm-up, timed by events, 10,000,000 bytes a copy',
+      h2dMissing: '',
+      baselineStepMs: 20,
+    });
+    // 1e7 bytes per step at 2e9 B/s = 5 ms, over compute's 3 ms and read's 0.1 ms.
+    expect(l.h2d.stepMs).toBeCloseTo(5, 9);
+    expect(l.h2d.baselineOverFloor).toBeCloseTo(4, 9);
+    expect(l.h2d.derivation).toBe('10,000,000 bytes per step at 2,000 MB/s host-to-device (pinned cudaMemcpyAsync to cuda:0, best of 10 after a warm-up, timed by events, 10,000,000 bytes a copy) = 5 ms');
+    expect(l.floorStepMs).toBeCloseTo(5, 9);
+    expect(l.summary).toMatch(/^The host-to-device floor is the highest: no setting of this model and data can step faster than 5 ms/);
+  });
+
   it('says what it could not measure instead of inventing a floor', () => {
     const l = physicalLimits({ flopsPerSample: 1, samplesPerStep: 1, gemm: null, gemmMissing: 'the CPU GEMM benchmark failed: x', bytesPerSample: 1, readMBps: null, readWhat: 'f', h2dMBps: null, h2dMissing: 'n', baselineStepMs: 1 });
     expect(l.compute.stepMs).toBeNull();

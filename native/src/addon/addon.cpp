@@ -357,6 +357,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("runLoader", Napi::Function::New(env, RunLoader, "runLoader"));
   exports.Set("benchLoader", Napi::Function::New(env, BenchLoader, "benchLoader"));
   exports.Set("sequentialRead", Napi::Function::New(env, SequentialRead, "sequentialRead"));
+  exports.Set("benchH2dCopy", Napi::Function::New(env, BenchH2dCopy, "benchH2dCopy"));
 #ifdef TB_DEBUG_ENTRYPOINTS
   exports.Set("debugAbort", Napi::Function::New(env, DebugAbort, "debugAbort"));
 #endif

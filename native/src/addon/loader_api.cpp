@@ -1,11 +1,13 @@
 #include "addon/loader_api.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <functional>
 
 #include "addon/convert.h"
 #include "addon/trainer_wrap.h"
+#include "cuda/copy_bench.h"
 #include "cuda/device_loader_bench.h"
 #include "data/loader_bench.h"
 #include "core/device_spec.h"
@@ -142,6 +144,23 @@ Napi::Value SequentialRead(const Napi::CallbackInfo& info) {
     const Napi::Array a = info[0].As<Napi::Array>();
     for (uint32_t i = 0; i < a.Length(); ++i) files.push_back(a.Get(i).As<Napi::String>().Utf8Value());
     auto* job = new JsonJob(info.Env(), [files] { return sequential_read(files); });
+    job->Queue();
+    return job->promise();
+  });
+}
+
+Napi::Value BenchH2dCopy(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (info.Length() < 3 || !info[0].IsNumber() || !info[1].IsNumber() || !info[2].IsNumber())
+      throw make_js_error(info.Env(), "E_BAD_INPUT", "benchH2dCopy(device, bytes, reps) needs three numbers", "");
+    const int device = info[0].As<Napi::Number>().Int32Value();
+    const double bytes = info[1].As<Napi::Number>().DoubleValue();
+    const int reps = info[2].As<Napi::Number>().Int32Value();
+    // A fraction or NaN must not become a silently different size; the engine names a whole number out of range.
+    if (!(std::fabs(bytes) <= 9.0e15) || bytes != std::floor(bytes))
+      throw make_js_error(info.Env(), "E_BAD_INPUT", "copy size " + Napi::Number::New(info.Env(), bytes).ToString().Utf8Value() + " bytes is not a whole number", "");
+    const auto n = static_cast<std::int64_t>(bytes);
+    auto* job = new JsonJob(info.Env(), [device, n, reps] { return bench_h2d_copy(device, n, reps); });
     job->Queue();
     return job->promise();
   });

@@ -1,5 +1,5 @@
 // JS functions over the loader: reading a source back (tests), benchmarking
-// loader settings, and measuring raw sequential read bandwidth.
+// loader settings, and measuring raw sequential read and host-to-device copy bandwidth.
 #pragma once
 #include <napi.h>
 
@@ -14,5 +14,8 @@ Napi::Value RunLoader(const Napi::CallbackInfo& info);
 Napi::Value BenchLoader(const Napi::CallbackInfo& info);
 // sequentialRead([paths]) -> Promise<{ bytes, seconds, mbPerSec }>
 Napi::Value SequentialRead(const Napi::CallbackInfo& info);
+// benchH2dCopy(device, bytes, reps) -> Promise<{ bytes, reps, bestSeconds, medianSeconds, bestMBps, medianMBps, emulated, how }>
+// (pinned host-to-device copies; E_CUDA without a device)
+Napi::Value BenchH2dCopy(const Napi::CallbackInfo& info);
 
 }  // namespace tb::addon

@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/device_info.h"
@@ -11,6 +12,7 @@
 #include "cpu/gemm.h"
 #include "cpu/ops.h"
 #include "cuda/allocator.h"
+#include "cuda/copy_bench.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_prefetcher.h"
 #include "cuda/kernels.h"
@@ -301,6 +303,18 @@ Json check_prefetch(const std::string& op, Rng& rng) {
   return r;
 }
 
+// The copy floor's probe: its pinned copies arrive byte for byte (it reads them back and throws
+// otherwise), at an odd size too, and it reports a positive rate.
+Json check_h2d_copy(const std::string& op, Rng& rng) {
+  const std::int64_t bytes = pick(rng, 1, 3 << 20);
+  const Json got = bench_h2d_copy(0, bytes, 3);
+  const Json* best = got.find("bestMBps");
+  const double rate = best && best->is_number() ? best->number() : 0.0;
+  Json r = result(op, std::to_string(bytes) + " B pinned, 3 copies", rate > 0 && std::isfinite(rate) ? 0.0 : 1.0, 0.5);
+  r.set("bestMBps", rate);
+  return r;
+}
+
 // An impossible allocation is E_OOM with the numbers, and the next one works.
 Json check_oom(const std::string& op, Rng&) {
   Json r = result(op, "1 PiB then 1 MiB", 1.0, 0.5);
@@ -324,7 +338,7 @@ const std::vector<Check>& kernel_checks() {
       {"softmax_ce", check_softmax_ce},      {"softmax_ce_soft", check_soft_losses}, {"bce_logits", check_soft_losses},
       {"batchnorm_train", check_batchnorm_train}, {"batchnorm_backward", check_batchnorm_backward}, {"global_avgpool", check_global_avgpool},
       {"bias_grad", check_bias_grad},        {"conv2d", check_conv2d},               {"sgd", check_optimizer},
-      {"adamw", check_optimizer},            {"count_nonfinite", check_count_nonfinite}, {"prefetch", check_prefetch},
+      {"adamw", check_optimizer},            {"count_nonfinite", check_count_nonfinite}, {"prefetch", check_prefetch}, {"h2d_copy", check_h2d_copy},
       {"oom", check_oom},
   };
   return checks;

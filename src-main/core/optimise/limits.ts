@@ -17,6 +17,8 @@ export interface LimitInputs {
   readWhat: string;
   /** Measured host-to-device copy rate (MB/s); null with the reason in h2dMissing. */
   h2dMBps: number | null;
+  /** How the copy rate was measured (pinned copies of one micro-batch; "emulated" where no GPU ran them). */
+  h2dHow?: string | null;
   h2dMissing: string;
   baselineStepMs: number;
 }
@@ -71,7 +73,7 @@ export function physicalLimits(x: LimitInputs): Limits {
   };
   const h2dMs = x.h2dMBps ? (bytesPerStep / (x.h2dMBps * 1e6)) * 1000 : null;
   const h2d = {
-    ...floor(h2dMs, n, x.baselineStepMs, x.h2dMBps ? `${fmt(bytesPerStep)} bytes per step at ${fmt(x.h2dMBps)} MB/s host-to-device = ${fmt(h2dMs ?? 0)} ms` : `not measured: ${x.h2dMissing}`),
+    ...floor(h2dMs, n, x.baselineStepMs, x.h2dMBps ? `${fmt(bytesPerStep)} bytes per step at ${fmt(x.h2dMBps)} MB/s host-to-device${x.h2dHow ? ` (${x.h2dHow})` : ''} = ${fmt(h2dMs ?? 0)} ms` : `not measured: ${x.h2dMissing}`),
     h2dMBps: x.h2dMBps,
   };
   const floors = [
