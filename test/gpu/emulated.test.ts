@@ -39,4 +39,16 @@ describe.skipIf(!EMULATED)('the emulated CUDA device says what it is', () => {
     const md = readFileSync(path.join(reports, folder, `${folder}.md`), 'utf8');
     expect(md).toContain(`\`${runId}\` ran on the emulated CUDA device**, emulated (CPU)`);
   }, gpuTimeout(600_000));
+
+  it("in the optimisation wizard's floors: the copy and compute rates are the CPU's", async () => {
+    const { stdout } = await run(
+      process.execPath,
+      [CLI, 'optimise', '--model', 'mlp', '--data', 'fashion-mnist', '--device', 'cuda:0', '--batch-size', '32', '--warmup-steps', '1',
+        '--steps', '1', '--repeat', '2', '--max-trials', '1', '--no-batch-search', '--no-progress', '--workspace', ws.dir],
+      { env: process.env, maxBuffer: 1 << 24 },
+    );
+    const line = (name: string) => stdout.split('\n').find((l) => l.startsWith(`  ${name} `)) ?? '';
+    expect(line('h2d')).toMatch(/^ {2}h2d +[\d.]+ ms .*25,100 bytes per step at [\d,.]+ MB\/s host-to-device \(emulated device \(CPU memcpy\), not a GPU's rate: pinned cudaMemcpyAsync to cuda:0, best of 10/);
+    expect(line('compute')).toContain("(emulated device (CPU), not a GPU's rate: ");
+  }, gpuTimeout(300_000));
 });
