@@ -37,7 +37,7 @@ export const BatchTrialSchema = z.object({
   batchSize: z.number().int().min(1),
   accumulation: z.number().int().min(1),
   outcome: TrialOutcomeSchema,
-  /** Steady-state training samples per second; null unless the trial trained. */
+  /** Steady-state training samples per second, the cold first step left out; null unless the trial trained and timed a step after its first (message says why). */
   samplesPerSec: z.number().nullable(),
   /** The engine's memory model at this batch, before the trial ran. */
   predicted: MemoryBreakdownSchema,
@@ -46,7 +46,7 @@ export const BatchTrialSchema = z.object({
   /** Trained, and its peak leaves the headroom free. */
   fits: z.boolean(),
   seconds: z.number(),
-  /** The engine's words for an OOM or a crash. */
+  /** The engine's words for an OOM or a crash; for a trial that trained without samples/s, why. */
   message: z.string().nullable(),
   /** The engine's training-buffer bytes before and after the trial: equal when every buffer was freed. */
   memoryBeforeBytes: z.number(),

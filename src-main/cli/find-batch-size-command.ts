@@ -59,7 +59,14 @@ export function formatTrials(trials: BatchTrial[]): string {
   const rows = trials.map((t) => {
     const batch = t.accumulation > 1 ? `${n(t.batchSize)}x${t.accumulation}` : n(t.batchSize);
     const sps = t.samplesPerSec === null ? '-' : n(t.samplesPerSec);
-    const note = t.outcome === 'ok' && !t.fits ? ' (over headroom)' : !t.backAtBaseline ? ' (memory NOT back at baseline)' : '';
+    const note =
+      t.outcome === 'ok' && !t.fits
+        ? ' (over headroom)'
+        : !t.backAtBaseline
+          ? ' (memory NOT back at baseline)'
+          : t.outcome === 'ok' && t.samplesPerSec === null && t.message
+            ? ` (${t.message})`
+            : '';
     return `${batch.padStart(9)}  ${t.outcome.padEnd(6)} ${sps.padStart(10)} ${mib(t.predicted.total).padStart(14)} ${mib(t.peakBytes).padStart(13)} ${t.seconds.toFixed(1).padStart(7)}${note}`;
   });
   return ['    batch  result  samples/s  predicted MiB  measured MiB  time s', ...rows].join('\n');

@@ -2,8 +2,10 @@
 import { describe, expect, it } from 'vitest';
 
 import type { BatchTrial } from '../../src-main/api/batch-size';
+import type { TrainStepEvent } from '../../src-main/api/training';
 import type { PlannedPoint } from '../../src-main/core/batch-size/planner';
-import { granularity, microBatchFor, nextCandidate, pickBatches, seedBatch } from '../../src-main/core/batch-size/planner';
+import { granularity, microBatchFor, nextCandidate, pickBatches, seedBatch, trialEpochs } from '../../src-main/core/batch-size/planner';
+import { trialSamplesPerSec } from '../../src-main/core/batch-size/trial-throughput';
 import { verdictLine } from '../../src-main/core/batch-size/verdict';
 
 /** Runs the planner against a device where batches up to `fitsUpTo` fit, recording what it tries. */
@@ -65,6 +67,38 @@ describe('nextCandidate', () => {
       { batchSize: 128, fits: true, samplesPerSec: 10 },
     ];
     expect(nextCandidate(128, 1 << 20, points)).toBe(256);
+  });
+});
+
+describe('trialEpochs', () => {
+  it('gives a trial enough epochs for its steps when an epoch is one step or less (the engine drops the last partial batch)', () => {
+    expect(trialEpochs(5, 20_000, 20_000)).toBe(5);
+    expect(trialEpochs(5, 20_000, 16_384)).toBe(5);
+    expect(trialEpochs(5, 20_000, 8192)).toBe(3); // two steps an epoch
+    expect(trialEpochs(5, 20_000, 256)).toBe(1);
+    expect(trialEpochs(8, 60_000, 2)).toBe(1);
+  });
+});
+
+describe('trialSamplesPerSec', () => {
+  const step = (globalStep: number, samplesPerSec: number): TrainStepEvent => ({
+    type: 'step', epoch: globalStep, epochs: 5, step: 1, stepsPerEpoch: 1, globalStep, totalSteps: 5, loss: 1, accuracy: null, lr: 0.1, gradNorm: 1, samplesPerSec,
+    phasesMs: { data: 0, h2d: 0, forward: 0, loss: 0, backward: 0, optimizer: 0 },
+  });
+
+  it('leaves out the first window, where the cold first step allocates every buffer', () => {
+    const events = [step(1, 3000), step(2, 40_000), step(3, 40_000), step(4, 40_000)];
+    expect(trialSamplesPerSec(events, 20_000, 600).samplesPerSec).toBeCloseTo(40_000);
+  });
+
+  it("takes the engine's steady state (the first step left out) when every step fell in one window", () => {
+    expect(trialSamplesPerSec([step(5, 3000)], 256, 8)).toEqual({ samplesPerSec: 32_000, unmeasured: null });
+  });
+
+  it('has no samples/s, and says why, when only the cold first step ran: never the cold rate', () => {
+    const r = trialSamplesPerSec([step(1, 3244)], 16_384, null);
+    expect(r.samplesPerSec).toBeNull();
+    expect(r.unmeasured).toMatch(/trained 1 step\(s\), so no step after the cold first one .* was timed/);
   });
 });
 

@@ -68,6 +68,12 @@ export function pickBatches(points: PlannedPoint[]): { largestFitting: number | 
   return { largestFitting, recommended };
 }
 
+/** Epochs a trial needs for `steps` optimizer steps: the engine drops the last partial batch, so an epoch is floor(drawn / perStep) steps. */
+export function trialEpochs(steps: number, drawn: number, perStep: number): number {
+  const perEpoch = Math.max(1, Math.floor(drawn / perStep));
+  return Math.min(100_000, Math.ceil(steps / perEpoch));
+}
+
 /** The micro-batch (a divisor of globalBatch no larger than largestFitting) and accumulation that make up globalBatch. */
 export function microBatchFor(globalBatch: number, largestFitting: number): { microBatch: number; accumulation: number } {
   for (let m = Math.min(globalBatch, largestFitting); m >= 1; m--) {
