@@ -65,7 +65,7 @@ export const BatchSearchResultSchema = z.object({
   headroom: z.number(),
   /** capacityBytes less the headroom: what a fitting batch may use. */
   usableBytes: z.number(),
-  /** The largest power of two the memory model says fits: where the search started. */
+  /** The largest power of two the memory model says fits: where the search started (the user's batch and its doublings below it are measured after). */
   seedBatch: z.number().int(),
   /** Largest batch measured to fit under the headroom; null when none did. */
   largestFitting: z.number().int().nullable(),

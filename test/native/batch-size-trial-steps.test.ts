@@ -1,7 +1,7 @@
 // A batch-size trial measures its steps after the cold first one, whatever the batch (ADR 0034): with 60
 // records drawn per epoch, batch 60 is one step an epoch, and its trial still trains stepsPerTrial steps
-// (it once trained one, and reported that cold step's rate as its throughput). The real engine on the CPU
-// under a memory limit.
+// (it once trained one, and reported that cold step's rate as its throughput); the user's batch is measured
+// too, below the memory model's seed. The real engine on the CPU under a memory limit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BatchSearchRequestSchema } from '../../src-main/api/batch-size';
@@ -38,13 +38,14 @@ describe('batch-size trial near the dataset size', () => {
         spec: BUILTIN_MODELS.mlp,
         data: { kind: 'fashion-mnist' },
         // 60 of the 60,000 records an epoch: every batch fits, so the search climbs to the data's 60.
-        options: { device: 'cpu', memoryLimitBytes: 512 * 2 ** 20, threads: 2, sampleRatio: 0.001 },
+        options: { device: 'cpu', memoryLimitBytes: 512 * 2 ** 20, threads: 2, sampleRatio: 0.001, batchSize: 16 },
         stepsPerTrial: 3,
       });
       const result = await services.batchSize.search(request, { allowPathsOutsideWorkspace: true });
       expect(result.maxBatch).toBe(60);
       expect(result.seedBatch).toBe(32);
-      expect(result.trials.map((t) => t.batchSize)).toEqual([32, 60]);
+      // Up from the seed to the data, then the user's batch below the seed.
+      expect(result.trials.map((t) => t.batchSize)).toEqual([32, 60, 16]);
 
       const whole = calls.find((c) => c.batchSize === 60)!;
       expect(whole.epochs).toBe(3);

@@ -9,9 +9,9 @@ import { trialSamplesPerSec } from '../../src-main/core/batch-size/trial-through
 import { verdictLine } from '../../src-main/core/batch-size/verdict';
 
 /** Runs the planner against a device where batches up to `fitsUpTo` fit, recording what it tries. */
-function search(seed: number, maxBatch: number, outcome: (b: number) => PlannedPoint): number[] {
+function search(seed: number, maxBatch: number, outcome: (b: number) => PlannedPoint, ladderFrom?: number): number[] {
   const points: PlannedPoint[] = [];
-  for (let b = nextCandidate(seed, maxBatch, points); b !== null; b = nextCandidate(seed, maxBatch, points)) {
+  for (let b = nextCandidate(seed, maxBatch, points, ladderFrom); b !== null; b = nextCandidate(seed, maxBatch, points, ladderFrom)) {
     points.push(outcome(b));
     if (points.length > 64) throw new Error('the search does not end');
   }
@@ -67,6 +67,35 @@ describe('nextCandidate', () => {
       { batchSize: 128, fits: true, samplesPerSec: 10 },
     ];
     expect(nextCandidate(128, 1 << 20, points)).toBe(256);
+  });
+});
+
+describe('nextCandidate with the ladder from the user\'s batch (engine search)', () => {
+  it('measures the user batch and its doublings below the seed after the boundary is found (the H100 case)', () => {
+    // 20,000 records on an 80 GB GPU: the model seeds 16,384 and everything fits up to the data.
+    const tried = search(16_384, 20_000, upTo(1e9), 256);
+    expect(tried).toEqual([16_384, 20_000, 256, 512, 1024, 2048, 4096, 8192]);
+  });
+
+  it('adds nothing without a ladder (the script target) or when the user batch is at or above the seed', () => {
+    expect(search(16_384, 20_000, upTo(1e9))).toEqual([16_384, 20_000]);
+    expect(search(256, 1 << 20, upTo(1600), 256)).toEqual(search(256, 1 << 20, upTo(1600)));
+    expect(search(64, 300, upTo(1e9), 512)).toEqual([64, 128, 256, 300]);
+  });
+
+  it('stays below the largest fit when the seed is refuted, and takes a user batch that is not a power of two', () => {
+    const tried = search(1024, 1 << 20, upTo(300), 100);
+    expect(tried.slice(0, 3)).toEqual([1024, 512, 256]);
+    expect(tried.filter((b) => b < 256)).toEqual([100, 200]);
+    expect(search(4, 1 << 20, upTo(0), 1)).toEqual([4, 2, 1]); // nothing fits: no ladder
+  });
+
+  it('skips a ladder batch already tried, and a failure on the ladder does not reopen the boundary', () => {
+    const crash200 = (b: number): PlannedPoint => (b === 200 ? { batchSize: b, fits: false, samplesPerSec: null } : upTo(300)(b));
+    const tried = search(1024, 1 << 20, crash200, 100);
+    expect(tried.filter((b) => b === 200)).toHaveLength(1);
+    expect(new Set(tried).size).toBe(tried.length);
+    expect(pickBatches(tried.map(crash200)).largestFitting).toBeGreaterThanOrEqual(256);
   });
 });
 

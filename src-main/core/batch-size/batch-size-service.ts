@@ -169,7 +169,9 @@ export class BatchSizeService {
     };
 
     try {
-      const { largestFitting, recommended } = await searchBatches({ trial: (b) => runTrial(b, 1), cancelled: () => state.cancelled }, seed, searchCap);
+      // The user's batch and its doublings below the seed are measured too: small trials are cheap.
+      const runner = { trial: (b: number) => runTrial(b, 1), cancelled: () => state.cancelled };
+      const { largestFitting, recommended } = await searchBatches(runner, seed, searchCap, request.options.batchSize);
       let globalBatch: BatchSearchResult['globalBatch'] = null;
       if (request.globalBatch !== undefined && largestFitting !== null) {
         const { microBatch, accumulation } = microBatchFor(request.globalBatch, largestFitting);
