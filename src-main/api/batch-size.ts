@@ -7,6 +7,12 @@ import { DataSourceSchema, MemoryBreakdownSchema, TrainOptionsSchema } from './t
 /** Memory kept free by default: a batch that fills the device to the last byte fails later (fragmentation, other tenants). */
 export const DEFAULT_HEADROOM = 0.1;
 
+/**
+ * Two fitting batches whose samples/s differ by less than this fraction are a tie (the trial-to-trial
+ * noise of a few-step run); the search recommends the smallest batch within it of the fastest (ADR 0034).
+ */
+export const THROUGHPUT_NOISE = 0.05;
+
 export const BatchSearchRequestSchema = z
   .object({
     spec: ModelSpecSchema,
@@ -69,7 +75,7 @@ export const BatchSearchResultSchema = z.object({
   seedBatch: z.number().int(),
   /** Largest batch measured to fit under the headroom; null when none did. */
   largestFitting: z.number().int().nullable(),
-  /** The fitting batch with the best samples/s, the larger one when two are within the noise. */
+  /** The smallest fitting batch within the noise (THROUGHPUT_NOISE) of the best samples/s: the least recipe change that gets the speed (ADR 0034). */
   recommended: z.number().int().nullable(),
   /** Most samples the training data gives one step (records drawn per epoch). */
   maxBatch: z.number().int(),

@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 
 import type { BatchSearchResult, BatchTrial } from '../api/batch-size';
-import { BatchSearchRequestSchema, DEFAULT_HEADROOM } from '../api/batch-size';
+import { BatchSearchRequestSchema, DEFAULT_HEADROOM, THROUGHPUT_NOISE } from '../api/batch-size';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { createServices } from '../core/services';
@@ -144,7 +144,9 @@ function scriptSearchOptions(): Command {
 
 export function findBatchSizeCommand(): Command {
   const cmd = new Command('find-batch-size')
-    .description("find the largest batch that fits with headroom and the one that trains fastest (every trial is recorded), for an engine model or your own command after '--' (whose dataloader.batch_size is varied; an out-of-memory error is a data point)")
+    .description(
+      `find the largest batch that fits with headroom and the smallest one within ${THROUGHPUT_NOISE * 100}% of the fastest (every trial is recorded), for an engine model or your own command after '--' (whose dataloader.batch_size is varied; an out-of-memory error is a data point)`,
+    )
     .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
     .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>[,<test>], or IDX files as for train', 'fashion-mnist')
     .option('--device <name>', 'cpu (needs --memory-limit), cuda:N, or auto', 'cpu')

@@ -110,8 +110,20 @@ describe('trialEpochs', () => {
 });
 
 describe('trialSamplesPerSec', () => {
+  /** A step event of a trial whose epoch is one step (batch = records drawn). */
   const step = (globalStep: number, samplesPerSec: number): TrainStepEvent => ({
-    type: 'step', epoch: globalStep, epochs: 5, step: 1, stepsPerEpoch: 1, globalStep, totalSteps: 5, loss: 1, accuracy: null, lr: 0.1, gradNorm: 1, samplesPerSec,
+    type: 'step',
+    epoch: globalStep,
+    epochs: 5,
+    step: 1,
+    stepsPerEpoch: 1,
+    globalStep,
+    totalSteps: 5,
+    loss: 1,
+    accuracy: null,
+    lr: 0.1,
+    gradNorm: 1,
+    samplesPerSec,
     phasesMs: { data: 0, h2d: 0, forward: 0, loss: 0, backward: 0, optimizer: 0 },
   });
 
@@ -139,12 +151,29 @@ describe('pickBatches', () => {
     expect(pickBatches(points)).toEqual({ largestFitting: 1536, recommended: 512 });
   });
 
-  it('prefers the larger batch when two are within the noise', () => {
+  it('prefers the smaller batch when two are within the noise: the least change to the recipe', () => {
+    const points = [
+      { batchSize: 512, fits: true, samplesPerSec: 970 },
+      { batchSize: 1024, fits: true, samplesPerSec: 1000 },
+    ];
+    expect(pickBatches(points).recommended).toBe(512);
+  });
+
+  it('recommends the smallest batch within the noise of the best, not of its neighbour (the H100 case)', () => {
+    const sps: Record<number, number> = { 256: 30_000, 512: 34_000, 1024: 36_100, 2048: 37_000, 4096: 37_500, 16_384: 37_000, 20_000: 37_818 };
+    const points: PlannedPoint[] = Object.entries(sps).map(([b, s]) => ({ batchSize: Number(b), fits: true, samplesPerSec: s }));
+    expect(pickBatches(points)).toEqual({ largestFitting: 20_000, recommended: 1024 });
+    // Just outside the noise of the best is not a tie.
+    points.find((p) => p.batchSize === 1024)!.samplesPerSec = 35_900;
+    expect(pickBatches(points).recommended).toBe(2048);
+  });
+
+  it('never recommends a trial without samples/s as the fastest, though it counts as fitting', () => {
     const points = [
       { batchSize: 512, fits: true, samplesPerSec: 1000 },
-      { batchSize: 1024, fits: true, samplesPerSec: 970 },
+      { batchSize: 20_000, fits: true, samplesPerSec: null },
     ];
-    expect(pickBatches(points).recommended).toBe(1024);
+    expect(pickBatches(points)).toEqual({ largestFitting: 20_000, recommended: 512 });
   });
 
   it('never recommends a batch that ran but broke the headroom', () => {
@@ -194,6 +223,20 @@ describe('verdictLine', () => {
     const trials = [trial(512, 1000), trial(1024, 800)];
     expect(verdictLine({ ...base, trials, largestFitting: 1024, recommended: 512, baseBatch: 512 })).toBe(
       'batch 1,024 fits with 10% headroom but is 20% slower per sample than 512; use 512 and keep the LR',
+    );
+  });
+
+  it('says the largest batch is within the noise of the smaller one it recommends, and how much faster it was', () => {
+    const trials = [trial(20_000, 37_818), trial(16_384, 37_000), trial(256, 36_100), trial(2048, 36_500)];
+    expect(verdictLine({ ...base, trials, largestFitting: 20_000, recommended: 256, baseBatch: 256 })).toBe(
+      'batch 20,000 fits with 10% headroom but is within the 5% noise of 256 (5% faster per sample), the smaller change to the recipe; use 256 and keep the LR',
+    );
+  });
+
+  it('names the fastest batch when it is neither the largest nor the recommended one', () => {
+    const trials = [trial(20_000, 930), trial(4096, 1000), trial(2048, 980)];
+    expect(verdictLine({ ...base, trials, largestFitting: 20_000, recommended: 2048, baseBatch: 256 })).toBe(
+      'batch 20,000 fits with 10% headroom but is 5% slower per sample than 2,048; the fastest, 4,096, is 2% faster per sample, within the 5% noise; use 2,048 and scale the LR by 8x (linear scaling from batch 256; warm it up)',
     );
   });
 

@@ -7,8 +7,7 @@
  * made-up outcomes.
  */
 
-/** Two fitting batches whose samples/s differ by less than this are a tie (trial-to-trial noise of a few-step run). */
-export const THROUGHPUT_NOISE = 0.05;
+import { THROUGHPUT_NOISE } from '../../api/batch-size';
 
 /** What the planner needs of a finished trial. */
 export interface PlannedPoint {
@@ -77,7 +76,12 @@ function nextBoundary(seed: number, maxBatch: number, points: PlannedPoint[]): n
   return tried.has(next) ? null : next;
 }
 
-/** Largest fitting batch, and the one with the best samples/s (the larger when within THROUGHPUT_NOISE of the best). */
+/**
+ * Largest fitting batch, and the one to recommend: the smallest measured batch within THROUGHPUT_NOISE
+ * of the best samples/s. A batch change is a change of the training recipe (LR, generalisation), so
+ * the least change that gets the speed wins (ADR 0034). A trial without samples/s is never the
+ * fastest; when no fitting trial has one, the largest fitting batch is all there is to say.
+ */
 export function pickBatches(points: PlannedPoint[]): { largestFitting: number | null; recommended: number | null } {
   const fitting = points.filter((p) => p.fits);
   if (fitting.length === 0) return { largestFitting: null, recommended: null };
@@ -85,7 +89,7 @@ export function pickBatches(points: PlannedPoint[]): { largestFitting: number | 
   const measured = fitting.filter((p) => p.samplesPerSec !== null);
   if (measured.length === 0) return { largestFitting, recommended: largestFitting };
   const best = Math.max(...measured.map((p) => p.samplesPerSec as number));
-  const recommended = Math.max(...measured.filter((p) => (p.samplesPerSec as number) >= best * (1 - THROUGHPUT_NOISE)).map((p) => p.batchSize));
+  const recommended = Math.min(...measured.filter((p) => (p.samplesPerSec as number) >= best * (1 - THROUGHPUT_NOISE)).map((p) => p.batchSize));
   return { largestFitting, recommended };
 }
 

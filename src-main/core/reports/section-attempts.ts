@@ -1,4 +1,5 @@
 // One section per attempt (objective, configuration, hypothesis, results, analysis, conclusion), the Decision and the Consequences.
+import { THROUGHPUT_NOISE } from '../../api/batch-size';
 import { batchSizeLabel, batchSizeOption } from '../../api/charts/batch-size-charts';
 import type { BenchmarkAttempt, SearchAttempt } from './attempts';
 import { engineWizardView, trialConclusion, wizardAttemptBody, wizardDecisionLines, wizardSkippedLines, wizardTrialsFigure } from './section-wizard';
@@ -119,7 +120,7 @@ function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { b
   const body = [
     `### Attempt ${n}: batch-size search (${code(a.run.id)})`,
     '',
-    `**Objective**: find the largest batch that fits in ${fmt(r.capacityBytes / MiB, 'MiB')} (${r.capacitySource === 'memory-limit' ? 'a memory limit on the CPU' : 'the device memory'}) with ${fmt(100 * r.headroom, '%')} kept free, and the one that trains fastest.`,
+    `**Objective**: find the largest batch that fits in ${fmt(r.capacityBytes / MiB, 'MiB')} (${r.capacitySource === 'memory-limit' ? 'a memory limit on the CPU' : 'the device memory'}) with ${fmt(100 * r.headroom, '%')} kept free, and the smallest batch within ${fmt(100 * THROUGHPUT_NOISE, '%')} of the fastest.`,
     '',
     `**Configuration**: device ${r.device}; data ${r.data}; ${steps ?? 'an unrecorded number of'} optimizer steps measured per trial; search started at batch ${fmt(r.seedBatch)} (the largest power of two the memory model fits)${below.length ? `; measured below it: ${below.join(', ')}` : ''}.`,
     '',
