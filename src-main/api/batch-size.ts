@@ -7,6 +7,12 @@ import { DataSourceSchema, MemoryBreakdownSchema, TrainOptionsSchema } from './t
 /** Memory kept free by default: a batch that fills the device to the last byte fails later (fragmentation, other tenants). */
 export const DEFAULT_HEADROOM = 0.1;
 
+/**
+ * Two fitting batches whose samples/s differ by less than this fraction are a tie (the trial-to-trial
+ * noise of a few-step run); the search recommends the smallest batch within it of the fastest (ADR 0034).
+ */
+export const THROUGHPUT_NOISE = 0.05;
+
 export const BatchSearchRequestSchema = z
   .object({
     spec: ModelSpecSchema,
@@ -37,7 +43,7 @@ export const BatchTrialSchema = z.object({
   batchSize: z.number().int().min(1),
   accumulation: z.number().int().min(1),
   outcome: TrialOutcomeSchema,
-  /** Steady-state training samples per second; null unless the trial trained. */
+  /** Steady-state training samples per second, the cold first step left out; null unless the trial trained and timed a step after its first (message says why). */
   samplesPerSec: z.number().nullable(),
   /** The engine's memory model at this batch, before the trial ran. */
   predicted: MemoryBreakdownSchema,
@@ -46,7 +52,7 @@ export const BatchTrialSchema = z.object({
   /** Trained, and its peak leaves the headroom free. */
   fits: z.boolean(),
   seconds: z.number(),
-  /** The engine's words for an OOM or a crash. */
+  /** The engine's words for an OOM or a crash; for a trial that trained without samples/s, why. */
   message: z.string().nullable(),
   /** The engine's training-buffer bytes before and after the trial: equal when every buffer was freed. */
   memoryBeforeBytes: z.number(),
@@ -65,11 +71,11 @@ export const BatchSearchResultSchema = z.object({
   headroom: z.number(),
   /** capacityBytes less the headroom: what a fitting batch may use. */
   usableBytes: z.number(),
-  /** The largest power of two the memory model says fits: where the search started. */
+  /** The largest power of two the memory model says fits: where the search started (the user's batch and its doublings below it are measured after). */
   seedBatch: z.number().int(),
   /** Largest batch measured to fit under the headroom; null when none did. */
   largestFitting: z.number().int().nullable(),
-  /** The fitting batch with the best samples/s, the larger one when two are within the noise. */
+  /** The smallest fitting batch within the noise (THROUGHPUT_NOISE) of the best samples/s: the least recipe change that gets the speed (ADR 0034). */
   recommended: z.number().int().nullable(),
   /** Most samples the training data gives one step (records drawn per epoch). */
   maxBatch: z.number().int(),

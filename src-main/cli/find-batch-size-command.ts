@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 
 import type { BatchSearchResult, BatchTrial } from '../api/batch-size';
-import { BatchSearchRequestSchema, DEFAULT_HEADROOM } from '../api/batch-size';
+import { BatchSearchRequestSchema, DEFAULT_HEADROOM, THROUGHPUT_NOISE } from '../api/batch-size';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { createServices } from '../core/services';
@@ -59,7 +59,14 @@ export function formatTrials(trials: BatchTrial[]): string {
   const rows = trials.map((t) => {
     const batch = t.accumulation > 1 ? `${n(t.batchSize)}x${t.accumulation}` : n(t.batchSize);
     const sps = t.samplesPerSec === null ? '-' : n(t.samplesPerSec);
-    const note = t.outcome === 'ok' && !t.fits ? ' (over headroom)' : !t.backAtBaseline ? ' (memory NOT back at baseline)' : '';
+    const note =
+      t.outcome === 'ok' && !t.fits
+        ? ' (over headroom)'
+        : !t.backAtBaseline
+          ? ' (memory NOT back at baseline)'
+          : t.outcome === 'ok' && t.samplesPerSec === null && t.message
+            ? ` (${t.message})`
+            : '';
     return `${batch.padStart(9)}  ${t.outcome.padEnd(6)} ${sps.padStart(10)} ${mib(t.predicted.total).padStart(14)} ${mib(t.peakBytes).padStart(13)} ${t.seconds.toFixed(1).padStart(7)}${note}`;
   });
   return ['    batch  result  samples/s  predicted MiB  measured MiB  time s', ...rows].join('\n');
@@ -137,7 +144,9 @@ function scriptSearchOptions(): Command {
 
 export function findBatchSizeCommand(): Command {
   const cmd = new Command('find-batch-size')
-    .description("find the largest batch that fits with headroom and the one that trains fastest (every trial is recorded), for an engine model or your own command after '--' (whose dataloader.batch_size is varied; an out-of-memory error is a data point)")
+    .description(
+      `find the largest batch that fits with headroom and the smallest one within ${THROUGHPUT_NOISE * 100}% of the fastest (every trial is recorded), for an engine model or your own command after '--' (whose dataloader.batch_size is varied; an out-of-memory error is a data point)`,
+    )
     .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
     .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>[,<test>], or IDX files as for train', 'fashion-mnist')
     .option('--device <name>', 'cpu (needs --memory-limit), cuda:N, or auto', 'cpu')

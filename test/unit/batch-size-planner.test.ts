@@ -2,14 +2,16 @@
 import { describe, expect, it } from 'vitest';
 
 import type { BatchTrial } from '../../src-main/api/batch-size';
+import type { TrainStepEvent } from '../../src-main/api/training';
 import type { PlannedPoint } from '../../src-main/core/batch-size/planner';
-import { granularity, microBatchFor, nextCandidate, pickBatches, seedBatch } from '../../src-main/core/batch-size/planner';
+import { granularity, microBatchFor, nextCandidate, pickBatches, seedBatch, trialEpochs } from '../../src-main/core/batch-size/planner';
+import { trialSamplesPerSec } from '../../src-main/core/batch-size/trial-throughput';
 import { verdictLine } from '../../src-main/core/batch-size/verdict';
 
 /** Runs the planner against a device where batches up to `fitsUpTo` fit, recording what it tries. */
-function search(seed: number, maxBatch: number, outcome: (b: number) => PlannedPoint): number[] {
+function search(seed: number, maxBatch: number, outcome: (b: number) => PlannedPoint, ladderFrom?: number): number[] {
   const points: PlannedPoint[] = [];
-  for (let b = nextCandidate(seed, maxBatch, points); b !== null; b = nextCandidate(seed, maxBatch, points)) {
+  for (let b = nextCandidate(seed, maxBatch, points, ladderFrom); b !== null; b = nextCandidate(seed, maxBatch, points, ladderFrom)) {
     points.push(outcome(b));
     if (points.length > 64) throw new Error('the search does not end');
   }
@@ -68,6 +70,79 @@ describe('nextCandidate', () => {
   });
 });
 
+describe('nextCandidate with the ladder from the user\'s batch (engine search)', () => {
+  it('measures the user batch and its doublings below the seed after the boundary is found (the H100 case)', () => {
+    // 20,000 records on an 80 GB GPU: the model seeds 16,384 and everything fits up to the data.
+    const tried = search(16_384, 20_000, upTo(1e9), 256);
+    expect(tried).toEqual([16_384, 20_000, 256, 512, 1024, 2048, 4096, 8192]);
+  });
+
+  it('adds nothing without a ladder (the script target) or when the user batch is at or above the seed', () => {
+    expect(search(16_384, 20_000, upTo(1e9))).toEqual([16_384, 20_000]);
+    expect(search(256, 1 << 20, upTo(1600), 256)).toEqual(search(256, 1 << 20, upTo(1600)));
+    expect(search(64, 300, upTo(1e9), 512)).toEqual([64, 128, 256, 300]);
+  });
+
+  it('stays below the largest fit when the seed is refuted, and takes a user batch that is not a power of two', () => {
+    const tried = search(1024, 1 << 20, upTo(300), 100);
+    expect(tried.slice(0, 3)).toEqual([1024, 512, 256]);
+    expect(tried.filter((b) => b < 256)).toEqual([100, 200]);
+    expect(search(4, 1 << 20, upTo(0), 1)).toEqual([4, 2, 1]); // nothing fits: no ladder
+  });
+
+  it('skips a ladder batch already tried, and a failure on the ladder does not reopen the boundary', () => {
+    const crash200 = (b: number): PlannedPoint => (b === 200 ? { batchSize: b, fits: false, samplesPerSec: null } : upTo(300)(b));
+    const tried = search(1024, 1 << 20, crash200, 100);
+    expect(tried.filter((b) => b === 200)).toHaveLength(1);
+    expect(new Set(tried).size).toBe(tried.length);
+    expect(pickBatches(tried.map(crash200)).largestFitting).toBeGreaterThanOrEqual(256);
+  });
+});
+
+describe('trialEpochs', () => {
+  it('gives a trial enough epochs for its steps when an epoch is one step or less (the engine drops the last partial batch)', () => {
+    expect(trialEpochs(5, 20_000, 20_000)).toBe(5);
+    expect(trialEpochs(5, 20_000, 16_384)).toBe(5);
+    expect(trialEpochs(5, 20_000, 8192)).toBe(3); // two steps an epoch
+    expect(trialEpochs(5, 20_000, 256)).toBe(1);
+    expect(trialEpochs(8, 60_000, 2)).toBe(1);
+  });
+});
+
+describe('trialSamplesPerSec', () => {
+  /** A step event of a trial whose epoch is one step (batch = records drawn). */
+  const step = (globalStep: number, samplesPerSec: number): TrainStepEvent => ({
+    type: 'step',
+    epoch: globalStep,
+    epochs: 5,
+    step: 1,
+    stepsPerEpoch: 1,
+    globalStep,
+    totalSteps: 5,
+    loss: 1,
+    accuracy: null,
+    lr: 0.1,
+    gradNorm: 1,
+    samplesPerSec,
+    phasesMs: { data: 0, h2d: 0, forward: 0, loss: 0, backward: 0, optimizer: 0 },
+  });
+
+  it('leaves out the first window, where the cold first step allocates every buffer', () => {
+    const events = [step(1, 3000), step(2, 40_000), step(3, 40_000), step(4, 40_000)];
+    expect(trialSamplesPerSec(events, 20_000, 600).samplesPerSec).toBeCloseTo(40_000);
+  });
+
+  it("takes the engine's steady state (the first step left out) when every step fell in one window", () => {
+    expect(trialSamplesPerSec([step(5, 3000)], 256, 8)).toEqual({ samplesPerSec: 32_000, unmeasured: null });
+  });
+
+  it('has no samples/s, and says why, when only the cold first step ran: never the cold rate', () => {
+    const r = trialSamplesPerSec([step(1, 3244)], 16_384, null);
+    expect(r.samplesPerSec).toBeNull();
+    expect(r.unmeasured).toMatch(/trained 1 step\(s\), so no step after the cold first one .* was timed/);
+  });
+});
+
 describe('pickBatches', () => {
   it('recommends the fastest fitting batch, not the largest, when the larger is clearly slower (non-monotone throughput)', () => {
     const sps: Record<number, number> = { 256: 900, 512: 1000, 1024: 800, 1536: 700 };
@@ -76,12 +151,29 @@ describe('pickBatches', () => {
     expect(pickBatches(points)).toEqual({ largestFitting: 1536, recommended: 512 });
   });
 
-  it('prefers the larger batch when two are within the noise', () => {
+  it('prefers the smaller batch when two are within the noise: the least change to the recipe', () => {
+    const points = [
+      { batchSize: 512, fits: true, samplesPerSec: 970 },
+      { batchSize: 1024, fits: true, samplesPerSec: 1000 },
+    ];
+    expect(pickBatches(points).recommended).toBe(512);
+  });
+
+  it('recommends the smallest batch within the noise of the best, not of its neighbour (the H100 case)', () => {
+    const sps: Record<number, number> = { 256: 30_000, 512: 34_000, 1024: 36_100, 2048: 37_000, 4096: 37_500, 16_384: 37_000, 20_000: 37_818 };
+    const points: PlannedPoint[] = Object.entries(sps).map(([b, s]) => ({ batchSize: Number(b), fits: true, samplesPerSec: s }));
+    expect(pickBatches(points)).toEqual({ largestFitting: 20_000, recommended: 1024 });
+    // Just outside the noise of the best is not a tie.
+    points.find((p) => p.batchSize === 1024)!.samplesPerSec = 35_900;
+    expect(pickBatches(points).recommended).toBe(2048);
+  });
+
+  it('never recommends a trial without samples/s as the fastest, though it counts as fitting', () => {
     const points = [
       { batchSize: 512, fits: true, samplesPerSec: 1000 },
-      { batchSize: 1024, fits: true, samplesPerSec: 970 },
+      { batchSize: 20_000, fits: true, samplesPerSec: null },
     ];
-    expect(pickBatches(points).recommended).toBe(1024);
+    expect(pickBatches(points)).toEqual({ largestFitting: 20_000, recommended: 512 });
   });
 
   it('never recommends a batch that ran but broke the headroom', () => {
@@ -131,6 +223,20 @@ describe('verdictLine', () => {
     const trials = [trial(512, 1000), trial(1024, 800)];
     expect(verdictLine({ ...base, trials, largestFitting: 1024, recommended: 512, baseBatch: 512 })).toBe(
       'batch 1,024 fits with 10% headroom but is 20% slower per sample than 512; use 512 and keep the LR',
+    );
+  });
+
+  it('says the largest batch is within the noise of the smaller one it recommends, and how much faster it was', () => {
+    const trials = [trial(20_000, 37_818), trial(16_384, 37_000), trial(256, 36_100), trial(2048, 36_500)];
+    expect(verdictLine({ ...base, trials, largestFitting: 20_000, recommended: 256, baseBatch: 256 })).toBe(
+      'batch 20,000 fits with 10% headroom but is within the 5% noise of 256 (5% faster per sample), the smaller change to the recipe; use 256 and keep the LR',
+    );
+  });
+
+  it('names the fastest batch when it is neither the largest nor the recommended one', () => {
+    const trials = [trial(20_000, 930), trial(4096, 1000), trial(2048, 980)];
+    expect(verdictLine({ ...base, trials, largestFitting: 20_000, recommended: 2048, baseBatch: 256 })).toBe(
+      'batch 20,000 fits with 10% headroom but is 5% slower per sample than 2,048; the fastest, 4,096, is 2% faster per sample, within the 5% noise; use 2,048 and scale the LR by 8x (linear scaling from batch 256; warm it up)',
     );
   });
 

@@ -11,7 +11,7 @@ import type { EventHub } from '../event-hub';
 import { describeComputeDevice } from '../compute-device';
 import { createRun } from '../run-store';
 import type { Workspace } from '../workspace';
-import { microBatchFor, seedBatch } from './planner';
+import { microBatchFor, seedBatch, trialEpochs } from './planner';
 import { searchBatches } from './search-loop';
 import { trialSamplesPerSec } from './trial-throughput';
 import { verdictLine } from './verdict';
@@ -97,12 +97,14 @@ export class BatchSizeService {
     const data: HostTrainData = { ...fullData, test: undefined }; // trials measure training only
     const manifest = await readManifest(this.workspace, fullData.train.dir);
     const records = manifest.records;
-    const maxBatch = Math.min(1 << MAX_SEED_POWER, recordsPerEpoch(records, request.options.sampleRatio));
+    const drawn = recordsPerEpoch(records, request.options.sampleRatio);
+    const maxBatch = Math.min(1 << MAX_SEED_POWER, drawn);
     if (request.globalBatch !== undefined && request.globalBatch > maxBatch) {
       throw new ApiError('E_BAD_INPUT', `global batch ${request.globalBatch} is larger than the ${maxBatch} samples the training data gives per epoch: ask for at most ${maxBatch}`);
     }
     const searchCap = Math.min(maxBatch, request.globalBatch ?? maxBatch);
-    const base: TrainOptions = { ...request.options, epochs: 1, maxSteps: request.stepsPerTrial, accumulation: 1, eventIntervalMs: 20 };
+    // One warm-up step: the engine's steady state then leaves out the cold first step (trial-throughput.ts).
+    const base: TrainOptions = { ...request.options, epochs: 1, maxSteps: request.stepsPerTrial, warmupSteps: 1, accumulation: 1, eventIntervalMs: 20 };
     // The engine refuses bad settings here (precision, device, optimizer ...), before a run exists.
     await this.engine.checkTraining({ spec: request.spec, data, options: { ...base, batchSize: 1, memoryLimitBytes: 0 } });
 
@@ -134,7 +136,9 @@ export class BatchSizeService {
       progress(searchId, { phase: 'trial', trial: running, step: 0 }, t0);
       let sentAt = Date.now();
       try {
-        const raw = await this.engine.train({ runId: state.trialRunId, spec: request.spec, data, options: { ...base, batchSize, accumulation } }, (e) => {
+        // Enough epochs for stepsPerTrial steps: near the dataset's size an epoch is a single step.
+        const epochs = trialEpochs(request.stepsPerTrial, drawn, batchSize * accumulation);
+        const raw = await this.engine.train({ runId: state.trialRunId, spec: request.spec, data, options: { ...base, batchSize, accumulation, epochs } }, (e) => {
           const step = TrainStepEventSchema.safeParse(e);
           if (!step.success) return;
           steps.push(step.data);
@@ -142,10 +146,10 @@ export class BatchSizeService {
           sentAt = Date.now();
           progress(searchId, { phase: 'trial', trial: running, step: Math.min(step.data.globalStep, request.stepsPerTrial) }, t0);
         });
-        const result = TrainResultSchema.pick({ samplesPerSec: true, memory: true }).parse(raw);
+        const result = TrainResultSchema.pick({ stepTime: true, memory: true }).parse(raw);
         const peakBytes = result.memory.peakBytes ?? result.memory.measured.total;
-        const samplesPerSec = trialSamplesPerSec(steps, batchSize * accumulation, result.samplesPerSec);
-        trial = { ...common, outcome: 'ok', samplesPerSec, peakBytes, fits: peakBytes <= usableBytes, seconds: (Date.now() - t0) / 1000, message: null };
+        const { samplesPerSec, unmeasured } = trialSamplesPerSec(steps, batchSize * accumulation, result.stepTime.steadyStateMeanMs);
+        trial = { ...common, outcome: 'ok', samplesPerSec, peakBytes, fits: peakBytes <= usableBytes, seconds: (Date.now() - t0) / 1000, message: unmeasured };
       } catch (err) {
         const code = err instanceof ApiError ? err.code : 'E_INTERNAL';
         if (code !== 'E_OOM' && code !== 'E_ENGINE_CRASHED') throw err;
@@ -165,7 +169,9 @@ export class BatchSizeService {
     };
 
     try {
-      const { largestFitting, recommended } = await searchBatches({ trial: (b) => runTrial(b, 1), cancelled: () => state.cancelled }, seed, searchCap);
+      // The user's batch and its doublings below the seed are measured too: small trials are cheap.
+      const runner = { trial: (b: number) => runTrial(b, 1), cancelled: () => state.cancelled };
+      const { largestFitting, recommended } = await searchBatches(runner, seed, searchCap, request.options.batchSize);
       let globalBatch: BatchSearchResult['globalBatch'] = null;
       if (request.globalBatch !== undefined && largestFitting !== null) {
         const { microBatch, accumulation } = microBatchFor(request.globalBatch, largestFitting);

@@ -1,13 +1,13 @@
 /**
  * The batch-size search as pure decisions: where to start (the memory model's
  * prediction), which batch to try next (powers of two up to the first failure,
- * then a binary search between the last fit and the first failure), and which
- * batch to recommend from the measurements. No engine here, so every branch is
- * unit-tested with made-up outcomes.
+ * then a binary search between the last fit and the first failure, then the
+ * ladder from the user's batch up to the seed), and which batch to recommend
+ * from the measurements. No engine here, so every branch is unit-tested with
+ * made-up outcomes.
  */
 
-/** Two fitting batches whose samples/s differ by less than this are a tie (trial-to-trial noise of a few-step run). */
-export const THROUGHPUT_NOISE = 0.05;
+import { THROUGHPUT_NOISE } from '../../api/batch-size';
 
 /** What the planner needs of a finished trial. */
 export interface PlannedPoint {
@@ -31,12 +31,32 @@ export function granularity(batch: number): number {
   return g;
 }
 
-/** The next batch to try, or null when the search has its answer. */
-export function nextCandidate(seed: number, maxBatch: number, points: PlannedPoint[]): number | null {
+/**
+ * The next batch to try, or null when the search has its answer. Once the largest fitting batch is
+ * found, `ladderFrom` (the user's batch; the engine's search only) adds ladderFrom x 2^k below the seed
+ * and the largest fit, smallest first: the memory model seeds high, and without them the fastest batch
+ * would be chosen among huge batches only, never against the user's own (ADR 0034).
+ */
+export function nextCandidate(seed: number, maxBatch: number, points: PlannedPoint[], ladderFrom?: number): number | null {
+  const next = nextBoundary(seed, maxBatch, points);
+  if (next !== null || ladderFrom === undefined) return next;
+  const lo = largestFit(points);
+  if (lo === 0) return null; // nothing fits: no ladder below nothing
+  const tried = new Set(points.map((p) => p.batchSize));
+  for (let b = ladderFrom; b < seed && b < lo; b *= 2) if (!tried.has(b)) return b;
+  return null;
+}
+
+function largestFit(points: PlannedPoint[]): number {
+  const fitting = points.filter((p) => p.fits).map((p) => p.batchSize);
+  return fitting.length ? Math.max(...fitting) : 0;
+}
+
+/** Up from the seed to the first failure, then bisection: where the memory runs out. */
+function nextBoundary(seed: number, maxBatch: number, points: PlannedPoint[]): number | null {
   if (points.length === 0) return Math.min(seed, maxBatch);
   const tried = new Set(points.map((p) => p.batchSize));
-  const fitting = points.filter((p) => p.fits).map((p) => p.batchSize);
-  const lo = fitting.length ? Math.max(...fitting) : 0;
+  const lo = largestFit(points);
   // Failures below the largest fit (a crash, say) do not bound the search; the nearest one above does.
   const above = points.filter((p) => !p.fits && p.batchSize > lo).map((p) => p.batchSize);
   const hi = above.length ? Math.min(...above) : Infinity;
@@ -56,7 +76,12 @@ export function nextCandidate(seed: number, maxBatch: number, points: PlannedPoi
   return tried.has(next) ? null : next;
 }
 
-/** Largest fitting batch, and the one with the best samples/s (the larger when within THROUGHPUT_NOISE of the best). */
+/**
+ * Largest fitting batch, and the one to recommend: the smallest measured batch within THROUGHPUT_NOISE
+ * of the best samples/s. A batch change is a change of the training recipe (LR, generalisation), so
+ * the least change that gets the speed wins (ADR 0034). A trial without samples/s is never the
+ * fastest; when no fitting trial has one, the largest fitting batch is all there is to say.
+ */
 export function pickBatches(points: PlannedPoint[]): { largestFitting: number | null; recommended: number | null } {
   const fitting = points.filter((p) => p.fits);
   if (fitting.length === 0) return { largestFitting: null, recommended: null };
@@ -64,8 +89,14 @@ export function pickBatches(points: PlannedPoint[]): { largestFitting: number | 
   const measured = fitting.filter((p) => p.samplesPerSec !== null);
   if (measured.length === 0) return { largestFitting, recommended: largestFitting };
   const best = Math.max(...measured.map((p) => p.samplesPerSec as number));
-  const recommended = Math.max(...measured.filter((p) => (p.samplesPerSec as number) >= best * (1 - THROUGHPUT_NOISE)).map((p) => p.batchSize));
+  const recommended = Math.min(...measured.filter((p) => (p.samplesPerSec as number) >= best * (1 - THROUGHPUT_NOISE)).map((p) => p.batchSize));
   return { largestFitting, recommended };
+}
+
+/** Epochs a trial needs for `steps` optimizer steps: the engine drops the last partial batch, so an epoch is floor(drawn / perStep) steps. */
+export function trialEpochs(steps: number, drawn: number, perStep: number): number {
+  const perEpoch = Math.max(1, Math.floor(drawn / perStep));
+  return Math.min(100_000, Math.ceil(steps / perEpoch));
 }
 
 /** The micro-batch (a divisor of globalBatch no larger than largestFitting) and accumulation that make up globalBatch. */

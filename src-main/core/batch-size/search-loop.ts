@@ -21,12 +21,14 @@ export interface BatchSearchOutcome<T> {
 /**
  * The batch-size search, either target (issue 25): from the seed (the engine's memory model's largest
  * fitting power of two; a script's start batch), powers of two up to the first failure, then bisection
- * between the last fit and the first failure (planner.ts); then the largest fitting batch and the
- * fastest one. The engine's and the script's services only say how a trial runs.
+ * between the last fit and the first failure, then (given `ladderFrom`, the engine's user batch) that
+ * batch's doublings below the seed (planner.ts); then the largest fitting batch and the one to use.
+ * The engine's and the script's services only say how a trial runs.
  */
-export async function searchBatches<T extends PlannedPoint>(runner: BatchTrialRunner<T>, seed: number, maxBatch: number): Promise<BatchSearchOutcome<T>> {
+export async function searchBatches<T extends PlannedPoint>(runner: BatchTrialRunner<T>, seed: number, maxBatch: number, ladderFrom?: number): Promise<BatchSearchOutcome<T>> {
   const trials: T[] = [];
-  for (let b = nextCandidate(seed, maxBatch, trials); b !== null; b = nextCandidate(seed, maxBatch, trials)) {
+  const next = () => nextCandidate(seed, maxBatch, trials, ladderFrom);
+  for (let b = next(); b !== null; b = next()) {
     if (runner.cancelled()) throw new ApiError('E_CANCELLED', `the batch-size search was cancelled after ${trials.length} trial(s), before batch ${b}`);
     trials.push(await runner.trial(b));
   }

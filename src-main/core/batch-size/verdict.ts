@@ -1,4 +1,5 @@
 import type { BatchTrial } from '../../api/batch-size';
+import { THROUGHPUT_NOISE } from '../../api/batch-size';
 
 const n = (x: number) => Math.round(x).toLocaleString('en-US');
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
@@ -18,7 +19,7 @@ function samplesPerSec(trials: BatchTrial[], batch: number): number | null {
   return trials.find((t) => t.batchSize === batch && t.accumulation === 1 && t.outcome === 'ok')?.samplesPerSec ?? null;
 }
 
-/** One plain line: what fits, what is fastest, what to use and how to scale the learning rate. */
+/** One plain line: what fits, what is fastest, what to use (the smallest batch within the noise of the fastest) and how to scale the LR. */
 export function verdictLine(v: VerdictInput): string {
   const pct = Math.round(v.headroom * 100);
   if (v.largestFitting === null || v.recommended === null) {
@@ -28,18 +29,34 @@ export function verdictLine(v: VerdictInput): string {
   }
   const parts = [`batch ${n(v.largestFitting)} fits with ${pct}% headroom`];
   const best = samplesPerSec(v.trials, v.recommended);
-  // What the choice is worth: the largest batch against the recommended one, or the next smaller fitting batch.
-  const smaller = v.trials
-    .filter((t) => t.fits && t.accumulation === 1 && t.batchSize < v.recommended! && t.samplesPerSec !== null)
-    .sort((a, b) => b.batchSize - a.batchSize)[0];
-  const other = v.recommended < v.largestFitting ? v.trials.find((t) => t.batchSize === v.largestFitting && t.accumulation === 1) : smaller;
-  if (best !== null && other?.samplesPerSec) {
-    const diff = (1 - other.samplesPerSec / best) * 100;
+  const noise = `the ${Math.round(THROUGHPUT_NOISE * 100)}% noise`;
+  /** How much faster (+) or slower (-) per sample `other` is than the recommended batch, in words. */
+  const against = (other: number) => {
+    const diff = (other / best! - 1) * 100;
     const size = Math.abs(diff) < 1 ? 'less than 1%' : `${Math.abs(diff).toFixed(0)}%`;
-    const than = `${size} ${diff >= 0 ? 'slower' : 'faster'} per sample`;
-    // When the largest batch is not the one to use, say so in the same clause, so the line reads as one reason.
-    if (other.batchSize === v.largestFitting) parts[0] += ` but is ${than} than ${n(v.recommended)}`;
-    else parts.push(`${n(other.batchSize)} is ${than}`);
+    return `${size} ${diff >= 0 ? 'faster' : 'slower'} per sample`;
+  };
+  if (best === null) {
+    parts.push('no trial measured samples/s to compare');
+  } else if (v.recommended < v.largestFitting) {
+    // The largest batch is not the one to use: say why in the same clause, so the line reads as one reason.
+    const largest = samplesPerSec(v.trials, v.largestFitting);
+    const fastestRate = Math.max(...v.trials.filter((t) => t.fits && t.accumulation === 1).map((t) => t.samplesPerSec ?? 0));
+    if (largest === null) parts[0] += ' but measured no samples/s';
+    else if (largest >= fastestRate * (1 - THROUGHPUT_NOISE)) {
+      parts[0] += ` but is within ${noise} of ${n(v.recommended)} (${against(largest)}), the smaller change to the recipe`;
+    } else parts[0] += ` but is ${against(largest)} than ${n(v.recommended)}`;
+    // The fastest, when it is neither of the two, is named too: the recommendation gives up its few percent on purpose.
+    const fastest = v.trials
+      .filter((t) => t.fits && t.accumulation === 1 && t.samplesPerSec !== null && t.samplesPerSec > best)
+      .sort((a, b) => (b.samplesPerSec as number) - (a.samplesPerSec as number))[0];
+    if (fastest && fastest.batchSize !== v.largestFitting) parts.push(`the fastest, ${n(fastest.batchSize)}, is ${against(fastest.samplesPerSec!)}, within ${noise}`);
+  } else {
+    // The largest is the one to use: what the next smaller fitting batch would cost.
+    const smaller = v.trials
+      .filter((t) => t.fits && t.accumulation === 1 && t.batchSize < v.recommended! && t.samplesPerSec !== null)
+      .sort((a, b) => b.batchSize - a.batchSize)[0];
+    if (smaller) parts.push(`${n(smaller.batchSize)} is ${against(smaller.samplesPerSec!)}`);
   }
   const scale = v.recommended / v.baseBatch;
   const lr = scale === 1 ? 'keep the LR' : `scale the LR by ${scale >= 10 ? scale.toFixed(0) : scale.toFixed(2).replace(/\.?0+$/, '')}x (linear scaling from batch ${n(v.baseBatch)}; warm it up)`;

@@ -1,4 +1,5 @@
 // One section per attempt (objective, configuration, hypothesis, results, analysis, conclusion), the Decision and the Consequences.
+import { THROUGHPUT_NOISE } from '../../api/batch-size';
 import { batchSizeLabel, batchSizeOption } from '../../api/charts/batch-size-charts';
 import type { BenchmarkAttempt, SearchAttempt } from './attempts';
 import { engineWizardView, trialConclusion, wizardAttemptBody, wizardDecisionLines, wizardSkippedLines, wizardTrialsFigure } from './section-wizard';
@@ -91,6 +92,7 @@ function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { b
   );
   const steps = (a.run.record.config as { stepsPerTrial?: number }).stepsPerTrial;
   const chosen = r.trials.find((t) => t.batchSize === r.recommended && t.accumulation === 1 && t.outcome === 'ok');
+  const below = [...new Set(r.trials.filter((t) => t.batchSize < r.seedBatch).map((t) => t.batchSize))].sort((x, y) => x - y).map((b) => fmt(b));
   const results: string[] = [trials, '', figureLink(figure.alt, figure.name), ''];
   let conclusion: string;
   if (a.baseline && chosen?.samplesPerSec != null) {
@@ -118,9 +120,9 @@ function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { b
   const body = [
     `### Attempt ${n}: batch-size search (${code(a.run.id)})`,
     '',
-    `**Objective**: find the largest batch that fits in ${fmt(r.capacityBytes / MiB, 'MiB')} (${r.capacitySource === 'memory-limit' ? 'a memory limit on the CPU' : 'the device memory'}) with ${fmt(100 * r.headroom, '%')} kept free, and the one that trains fastest.`,
+    `**Objective**: find the largest batch that fits in ${fmt(r.capacityBytes / MiB, 'MiB')} (${r.capacitySource === 'memory-limit' ? 'a memory limit on the CPU' : 'the device memory'}) with ${fmt(100 * r.headroom, '%')} kept free, and the smallest batch within ${fmt(100 * THROUGHPUT_NOISE, '%')} of the fastest.`,
     '',
-    `**Configuration**: device ${r.device}; data ${r.data}; ${steps ?? 'an unrecorded number of'} optimizer steps measured per trial; search started at batch ${fmt(r.seedBatch)} (the largest power of two the memory model fits).`,
+    `**Configuration**: device ${r.device}; data ${r.data}; ${steps ?? 'an unrecorded number of'} optimizer steps measured per trial; search started at batch ${fmt(r.seedBatch)} (the largest power of two the memory model fits)${below.length ? `; measured below it: ${below.join(', ')}` : ''}.`,
     '',
     '**Hypothesis**: none recorded; a search measures each batch rather than testing a stated expectation.',
     '',
