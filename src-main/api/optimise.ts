@@ -54,6 +54,12 @@ export const OptimiseRequestSchema = z
     /** Optimizer steps measured per repetition, after the warm-up. */
     steps: z.number().int().min(1).max(100_000).default(50),
     warmupSteps: z.number().int().min(0).max(10_000).default(5),
+    /**
+     * The shortest measured window a repetition may have, in seconds (0: as `steps` says). When the
+     * baseline's steps measure less, the wizard raises `steps` to about this and measures the baseline
+     * again: a window of a few launches is noise (an H100 measured 8 steps in 60 ms, ±11.5%).
+     */
+    minWindowSeconds: z.number().min(0).max(60).default(0),
     /** Most trials run before the wizard stops (coordinate ascent stops earlier when no change helps). */
     maxTrials: z.number().int().min(0).max(200).default(12),
     /** Batch size and gradient accumulation change the training recipe: measured and proposed, but kept only when this is set. */
@@ -264,6 +270,10 @@ export type OptimiseFinal = z.infer<typeof OptimiseFinalSchema>;
 
 export const OptimiseStatusSchema = z.enum(['running', 'completed', 'cancelled', 'failed']);
 
+/** Steps per repetition raised because the baseline's window was under the request's minWindowSeconds. */
+export const StepsWidenedSchema = z.object({ from: z.number().int(), to: z.number().int(), windowMs: z.number(), minWindowSeconds: z.number() });
+export type StepsWidened = z.infer<typeof StepsWidenedSchema>;
+
 /** The engine wizard's result: the wizard's, with its configuration, diagnosis, floors and batch search. */
 export const OptimiseResultSchema = WizardResultSchema.extend({
   optimiseId: z.string(),
@@ -273,6 +283,7 @@ export const OptimiseResultSchema = WizardResultSchema.extend({
   limits: LimitsSchema,
   batchSearch: z.object({ recommended: z.number().int().nullable(), runId: z.string().nullable(), verdict: z.string() }).nullable(),
   final: OptimiseFinalSchema,
+  stepsWidened: StepsWidenedSchema.nullable().default(null),
 });
 export type OptimiseResult = z.infer<typeof OptimiseResultSchema>;
 
@@ -286,6 +297,8 @@ export const WizardStateSchema = z.object({
   /** Every run that recorded part of this wizard, oldest first. */
   runIds: z.array(IdSchema),
   baseline: OptimiseBaselineSchema.nullable(),
+  /** Set when the first baseline's window was too short and `request.steps` was raised (that baseline discarded). */
+  stepsWidened: StepsWidenedSchema.nullable().default(null),
   diagnosis: DiagnosisSchema.nullable(),
   limits: LimitsSchema.nullable(),
   /** The current best configuration: the baseline's plus every kept change. */

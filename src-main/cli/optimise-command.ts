@@ -13,12 +13,13 @@ import { warnIfEmulated } from './emulation-note';
 import { optimiseScriptAction, optimiseScriptCommand, resumeScriptOptimisation } from './optimise-script-command';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { reportWrittenLines } from './report-written';
-import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, ratioArg } from './train-inputs';
+import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, ratioArg, secondsArg } from './train-inputs';
 
 interface OptimiseFlags extends MeasuredTargetFlags {
   readFrom: 'cache' | 'source';
   warmupSteps: number;
   steps: number;
+  minWindow: number;
   repeat: number;
   preset: 'max-speed' | 'reproducible' | 'balanced';
   maxTrials: number;
@@ -97,6 +98,7 @@ export function formatOptimise(r: OptimiseResult): string {
   });
   const lines = [
     `optimise   ${r.title}  (${r.optimiseId}, preset ${r.preset}, ${r.repeat} repetitions per side, A/B/A/B${r.objective === 'energy' ? '; objective: samples per joule of GPU energy, the speedups below are of samples/J' : ''})`,
+    ...(r.stepsWidened ? [`steps      ${r.stepsWidened.from} -> ${r.stepsWidened.to} per repetition: ${r.stepsWidened.from} steps measured ${r.stepsWidened.windowMs.toFixed(1)} ms, under the ${r.stepsWidened.minWindowSeconds} s asked for (--min-window); the baseline was measured again`] : []),
     `baseline   ${ci(b.samplesPerSec)}; step ${b.stepMs.toFixed(3)} ms; noise floor ±${(100 * b.noiseFloor).toFixed(1)}%; ${b.device}`,
     `           phases: ${Object.entries(b.phasesPercent)
       .map(([k, v]) => `${k} ${v.toFixed(1)}%`)
@@ -129,6 +131,7 @@ async function buildRequest(flags: OptimiseFlags, optimiseId: string) {
     preset: flags.preset,
     repeat: flags.repeat,
     steps: flags.steps,
+    minWindowSeconds: flags.minWindow,
     warmupSteps: flags.warmupSteps,
     maxTrials: flags.maxTrials,
     allowRecipeChanges: flags.allowRecipeChanges === true,
@@ -197,6 +200,7 @@ export function optimiseCommand(): Command {
     .option('--read-from <where>', 'cache, or source: read the records from the source files in place (the uncached path)', choiceArg('--read-from', ReadFromSchema.options), 'cache')
     .option('--warmup-steps <n>', 'optimizer steps before the clock starts, in every repetition', intArg('--warmup-steps', 0), 5)
     .option('--steps <n>', 'optimizer steps measured per repetition', intArg('--steps', 1), 50)
+    .option('--min-window <seconds>', "the shortest a repetition's measured steps may take: when the baseline's steps take less, the wizard raises --steps to about this and measures the baseline again (0: as --steps says)", secondsArg('--min-window'), 0)
     .option('--repeat <n>', 'repetitions of the baseline and pairs of every trial (below 5 no interval reaches 95%; 9 tolerates one disturbed pair)', intArg('--repeat', 2), 5)
     .option('--seed <n>', 'seed for initialisation and shuffling (the loss guard compares runs with the same seed)', intArg('--seed', 0))
     .option('--preset <name>', OptimisePresetSchema.options.join(', '), choiceArg('--preset', OptimisePresetSchema.options), 'balanced')

@@ -69,6 +69,15 @@ export function ratioArg(flag: string) {
   };
 }
 
+/** A commander parser for seconds in [0, 60], naming the flag and the value it refuses. */
+export function secondsArg(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === '' || !(n >= 0 && n <= 60)) throw new InvalidArgumentError(`${flag} must be a number of seconds from 0 to 60, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
 /** `--model`: a built-in name or a JSON spec file, validated against the contract. */
 export async function resolveModel(value: string): Promise<{ spec: ModelSpec; name: string }> {
   let raw: unknown;

@@ -282,10 +282,10 @@ export const useOptimiseStore = defineStore('optimise', () => {
    */
   function applyBatchSearch(v: BatchApplyValues): boolean {
     if (running.value) return false;
-    const { readFrom, preset, repeat, steps, warmupSteps, maxTrials, allowRecipeChanges, batchSearch, confounders } = form.value;
+    const { readFrom, preset, repeat, steps, warmupSteps, minWindowSeconds, maxTrials, allowRecipeChanges, batchSearch, confounders } = form.value;
     form.value = {
       ...optimiseFormValues(v.model, { data: v.data, device: v.device }),
-      ...{ readFrom, preset, repeat, steps, warmupSteps, maxTrials, allowRecipeChanges, batchSearch, confounders },
+      ...{ readFrom, preset, repeat, steps, warmupSteps, minWindowSeconds, maxTrials, allowRecipeChanges, batchSearch, confounders },
       batchSize: v.batchSize,
       accumulation: v.accumulation,
       memoryLimitMiB: v.memoryLimitMiB,

@@ -26,6 +26,8 @@ export interface OptimiseFormValues {
   repeat: number;
   steps: number;
   warmupSteps: number;
+  /** The shortest measured window a repetition may have (s); 0: as `steps` says. */
+  minWindowSeconds: number;
   maxTrials: number;
   allowRecipeChanges: boolean;
   /** The batch-size candidate from the batch-size search (where there is memory to search), else twice the batch. */
@@ -68,6 +70,7 @@ export function optimiseFormValues(model: BuiltinModelName, keep: Pick<OptimiseF
     repeat: REQUEST_DEFAULTS.repeat,
     steps: REQUEST_DEFAULTS.steps,
     warmupSteps: REQUEST_DEFAULTS.warmupSteps,
+    minWindowSeconds: REQUEST_DEFAULTS.minWindowSeconds,
     maxTrials: REQUEST_DEFAULTS.maxTrials,
     allowRecipeChanges: REQUEST_DEFAULTS.allowRecipeChanges,
     batchSearch: REQUEST_DEFAULTS.batchSearch,
@@ -94,6 +97,7 @@ const FIELD_OF_PATH: Partial<Record<string, OptimiseField>> = {
   repeat: 'repeat',
   steps: 'steps',
   warmupSteps: 'warmupSteps',
+  minWindowSeconds: 'minWindowSeconds',
   maxTrials: 'maxTrials',
   allowRecipeChanges: 'allowRecipeChanges',
   batchSearch: 'batchSearch',
@@ -147,6 +151,7 @@ export function optimiseRequest(v: OptimiseFormValues, optimiseId?: string): Opt
     repeat: v.repeat,
     steps: v.steps,
     warmupSteps: v.warmupSteps,
+    minWindowSeconds: v.minWindowSeconds,
     maxTrials: v.maxTrials,
     allowRecipeChanges: v.allowRecipeChanges,
     batchSearch: v.batchSearch,

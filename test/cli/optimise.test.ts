@@ -201,6 +201,38 @@ describe('trainbench optimise (CPU)', () => {
   }, 300_000);
 });
 
+describe('a measuring window too short to read', () => {
+  it('raises the steps per repetition to the window asked for, measures the baseline again and says so; the report too', async () => {
+    // 3 steps of a tiny MLP take a few ms: far under the 0.3 s asked for.
+    const { stdout, stderr } = await run(process.execPath, [CLI, 'optimise', ...mlpFlags(64, '--steps', '3', '--repeat', '3', '--max-trials', '0', '--min-window', '0.3', '--report', '--no-progress')], {
+      maxBuffer: 1 << 24,
+    });
+    const line = stdout.split('\n').find((l) => l.startsWith('steps ')) ?? '';
+    const m = /^steps {6}3 -> (\d+) per repetition: 3 steps measured ([\d.]+) ms, under the 0\.3 s asked for \(--min-window\); the baseline was measured again$/.exec(line);
+    expect(m, stdout).not.toBeNull();
+    const to = Number(m![1]);
+    const id = /\((optimise-[^,]+),/.exec(stdout)![1];
+    const s = state(id);
+    expect(s.request.steps).toBe(to);
+    expect(s.stepsWidened).toMatchObject({ from: 3, to, minWindowSeconds: 0.3 });
+    // The widened steps fill the window at the short baseline's step time.
+    expect(to).toBe(Math.ceil(300 / (s.stepsWidened!.windowMs / 3)));
+    expect(Number(m![2])).toBeCloseTo(s.stepsWidened!.windowMs, 1);
+    // The short baseline ran 3 warm-up + 3 steps a repetition; the one that stands, 3 + the widened steps.
+    const totals = readFileSync(path.join(ws.dir, 'runs', s.runIds[0], 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; event?: { totalSteps?: number } })
+      .filter((e) => e.type === 'benchmark.step')
+      .map((e) => e.event?.totalSteps);
+    expect(totals[0]).toBe(6);
+    expect(totals[totals.length - 1]).toBe(3 + to);
+    // The report's line is on stderr, beside the result on stdout.
+    const report = /^report {5}(\S+\.md)/m.exec(stderr)?.[1] ?? `no report line in:\n${stderr}`;
+    expect(readFileSync(report, 'utf8')).toContain(`Steps per repetition were raised from 3 to ${to}: 3 steps measured`);
+  }, 120_000);
+});
+
 describe('bad optimise inputs get clear errors', () => {
   const fails = async (args: string[]) => {
     const err = (await run(process.execPath, [CLI, 'optimise', ...args, '--workspace', ws.dir]).then(
@@ -215,6 +247,8 @@ describe('bad optimise inputs get clear errors', () => {
     expect(await fails(['--resume', 'optimise-nope'])).toMatch(/no optimisation with the id optimise-nope in this workspace/);
     expect(await fails(['--preset', 'fastest'])).toMatch(/--preset must be one of max-speed, reproducible, balanced, got "fastest"/);
     expect(await fails(['--repeat', '1'])).toMatch(/--repeat must be an integer >= 2, got "1"/);
+    expect(await fails(['--min-window', '-1'])).toMatch(/--min-window must be a number of seconds from 0 to 60, got "-1"/);
+    expect(await fails(['--min-window', 'NaN'])).toMatch(/--min-window must be a number of seconds from 0 to 60, got "NaN"/);
     // Debian's files are gzip-compressed: their records cannot be read in place.
     expect(await fails(['--read-from', 'source', '--max-trials', '0'])).toMatch(/cannot be read from its source: .*gzip-compressed/);
   }, 120_000);

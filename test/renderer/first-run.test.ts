@@ -32,6 +32,7 @@ describe('first-run view-model', () => {
     expect(flag('device')).toBe('auto');
     expect(Number(flag('warmup-steps'))).toBe(BUILT_IN_EXAMPLE.warmupSteps);
     expect(Number(flag('steps'))).toBe(BUILT_IN_EXAMPLE.steps);
+    expect(Number(flag('min-window'))).toBe(BUILT_IN_EXAMPLE.minWindowSeconds);
     expect(Number(flag('max-trials'))).toBe(BUILT_IN_EXAMPLE.maxTrials);
   });
 
@@ -41,7 +42,7 @@ describe('first-run view-model', () => {
     expect(autoDevice(gpu(0))).toBe('cuda:0');
     expect(autoDevice(gpu(3))).toBe('cuda:3');
     const form = exampleOptimiseForm(gpu(0));
-    expect(form).toMatchObject({ model: 'bottleneck_resnet', data: 'example-board', device: 'cuda:0', warmupSteps: 2, steps: 8, maxTrials: 3, batchSize: 256 });
+    expect(form).toMatchObject({ model: 'bottleneck_resnet', data: 'example-board', device: 'cuda:0', warmupSteps: 2, steps: 8, minWindowSeconds: 1, maxTrials: 3, batchSize: 256 });
     const { request, errors } = optimiseRequest(form);
     expect(errors).toBeNull();
     expect(request?.target.data).toEqual({ kind: 'example-board' });

@@ -76,6 +76,24 @@ describe('diagnosis', () => {
   });
 });
 
+describe('short measuring windows', () => {
+  it("warns when a repetition's window is too short to read, and says how many steps make a second", () => {
+    // npm start's job on an H100: 8 steps of 7.547 ms.
+    const b = baseline({ forward: 2.8, backward: 4.1, other: 0.647 }, { device: 'cuda:0' });
+    const f = diagnose(b, 8).findings.find((x) => x.id === 'short-window');
+    expect(f?.severity).toBe('warning');
+    expect(f?.text).toBe(
+      'Each repetition measures 8 steps of 7.547 ms: 60.376 ms, too short to read steadily (launch jitter, and no GPU power or other-load reading fits in it). Measure about 1 s a repetition: 133 steps or more.',
+    );
+    expect(f?.measurement).toEqual({ name: 'baseline.windowSeconds', value: expect.closeTo(0.060376, 9), unit: 's' });
+  });
+
+  it('says nothing from half a second up', () => {
+    const b = baseline({ forward: 6, backward: 4 });
+    expect(diagnose(b, 50).findings.map((x) => x.id)).not.toContain('short-window');
+  });
+});
+
 describe('physical limits', () => {
   it('derives each floor from the measured rate and says how far the baseline is from it', () => {
     const l = physicalLimits({

@@ -17,13 +17,24 @@ export const DIAGNOSIS_THRESHOLDS = {
   highHeadroom: 0.5,
   /** A noise floor above this: only large gains can be proven; more steps or repetitions narrow it. */
   noisyFloor: 0.05,
+  /**
+   * A repetition's measured window below this (seconds) is too short to read: a few launches' jitter
+   * is a large share of it, GPU power needs two samples of the 0.2 s sampler, and other load is read
+   * over windows of 0.5 s or more. On an H100 `--steps 8` measured 60 ms windows, ±11.5% noise.
+   */
+  shortWindowSeconds: 0.5,
+  /** The window the short-window advice asks for. */
+  advisedWindowSeconds: 1,
 } as const;
 
 const pct = (x: number) => `${x.toFixed(1)}%`;
 const ms = (x: number) => `${x.toFixed(3)} ms`;
 
-/** What bounds the step, and the findings behind it, each naming the number it rests on. */
-export function diagnose(b: OptimiseBaseline): Diagnosis {
+/**
+ * What bounds the step, and the findings behind it, each naming the number it rests on. `steps`, the
+ * optimizer steps each repetition measured, lets it judge the measuring window too.
+ */
+export function diagnose(b: OptimiseBaseline, steps?: number): Diagnosis {
   const t = DIAGNOSIS_THRESHOLDS;
   const share = b.phasesPercent;
   const computePct = share.forward + share.loss + share.backward + share.optimizer;
@@ -79,6 +90,18 @@ export function diagnose(b: OptimiseBaseline): Diagnosis {
     } else if (free > t.highHeadroom) {
       add('memory-room', 'info', `${pct(100 * free)} of device memory is free: there is room for a larger batch.`, 'memory.headroom', 100 * free, '%');
     }
+  }
+  const windowSeconds = ((steps ?? 0) * b.stepMs) / 1000;
+  if (steps !== undefined && b.stepMs > 0 && windowSeconds < t.shortWindowSeconds) {
+    const advised = Math.ceil((1000 * t.advisedWindowSeconds) / b.stepMs);
+    add(
+      'short-window',
+      'warning',
+      `Each repetition measures ${steps} step${steps === 1 ? '' : 's'} of ${ms(b.stepMs)}: ${ms(1000 * windowSeconds)}, too short to read steadily (launch jitter, and no GPU power or other-load reading fits in it). Measure about ${t.advisedWindowSeconds} s a repetition: ${advised.toLocaleString('en-US')} steps or more.`,
+      'baseline.windowSeconds',
+      windowSeconds,
+      's',
+    );
   }
   if (b.noiseFloor > t.noisyFloor) {
     add(

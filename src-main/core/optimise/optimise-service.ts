@@ -3,7 +3,7 @@ import os from 'node:os';
 import { DEFAULT_HEADROOM } from '../../api/batch-size';
 import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
-import type { OptimiseBaseline, OptimiseConfig, OptimiseProgress, OptimiseRequest, OptimiseResult, WizardState } from '../../api/optimise';
+import type { OptimiseBaseline, OptimiseConfig, OptimiseProgress, OptimiseRequest, OptimiseResult, StepsWidened, WizardState } from '../../api/optimise';
 import { OptimiseResultSchema } from '../../api/optimise';
 import { recordsPerEpoch } from '../../api/training';
 import type { EngineClient } from '../../engine/engine-client';
@@ -178,10 +178,25 @@ export class OptimiseService {
       batchSearch: state.batchSearch,
       final: state.final,
       seconds: state.seconds,
+      stepsWidened: state.stepsWidened,
     });
     if (!parsed.success) throw new ApiError('E_INTERNAL', `the optimisation result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
     return parsed.data;
   }
+}
+
+/** Most steps a widened repetition measures (the request's own bound). */
+const MAX_STEPS = 100_000;
+
+/**
+ * The steps that make a repetition's measured window at least `minWindowSeconds` at the baseline's step
+ * time, or null when `steps` already does (or no minimum was asked for).
+ */
+export function widenSteps(steps: number, stepMs: number, minWindowSeconds: number): StepsWidened | null {
+  const windowMs = steps * stepMs;
+  if (!(minWindowSeconds > 0) || !(stepMs > 0) || windowMs >= 1000 * minWindowSeconds) return null;
+  const to = Math.min(MAX_STEPS, Math.ceil((1000 * minWindowSeconds) / stepMs));
+  return to > steps ? { from: steps, to, windowMs, minWindowSeconds } : null;
 }
 
 /** One process's stretch of a wizard: from wherever the saved state stands to the end (or a cancel). */
@@ -218,18 +233,29 @@ class Session {
   async go(): Promise<OptimiseResult> {
     const s = this.state;
     this.progress('preparing');
-    const basePrepared = await this.runner.prepare(s.baseline?.config ?? s.best);
+    let basePrepared = await this.runner.prepare(s.baseline?.config ?? s.best);
     const title = `${s.request.target.spec.family} on ${basePrepared.data.description}`;
     const drawnPerEpoch = recordsPerEpoch(basePrepared.manifest.records, basePrepared.options.sampleRatio);
 
     if (!s.baseline) {
-      const reps = await this.loop.baseline(s.best);
-      s.baseline = await this.baseline(s.best, basePrepared, reps);
-      s.diagnosis = diagnose(s.baseline);
+      let reps = await this.loop.baseline(s.best);
+      let baseline = await this.baseline(s.best, basePrepared, reps);
+      const widened = widenSteps(s.request.steps, baseline.stepMs, s.request.minWindowSeconds);
+      if (widened) {
+        // Every later repetition measures the wider window, so the short baseline cannot stand beside them.
+        s.stepsWidened = widened;
+        s.request.steps = widened.to;
+        this.runner.forgetPrepared();
+        basePrepared = await this.runner.prepare(s.best);
+        reps = await this.loop.baseline(s.best);
+        baseline = await this.baseline(s.best, basePrepared, reps);
+      }
+      s.baseline = baseline;
+      s.diagnosis = diagnose(s.baseline, s.request.steps);
       await this.save();
     }
     const ctx: KnobContext = { device: s.baseline.device, cpus: os.cpus().length, recordsPerEpoch: drawnPerEpoch };
-    this.runner.knobs = { diagnosis: s.diagnosis ?? diagnose(s.baseline), ctx };
+    this.runner.knobs = { diagnosis: s.diagnosis ?? diagnose(s.baseline, s.request.steps), ctx };
     this.loop.current = s;
     if (!s.limits) {
       this.progress('limits');

@@ -9,6 +9,7 @@ export function initialState(optimiseId: string, request: OptimiseRequest): Wiza
     status: 'running',
     runIds: [],
     baseline: null,
+    stepsWidened: null,
     diagnosis: null,
     limits: null,
     best: { options: request.target.options, readFrom: request.target.readFrom },

@@ -29,6 +29,12 @@ export function optimiseBaselinePart(run: OptimiseRun): { lines: string[]; figur
     '',
     `The wizard measured ${r.title} ${r.repeat} times as it stood (preset ${r.preset}, reading from the ${b.config.readFrom === 'cache' ? 'cache' : 'source files in place'}).`,
     '',
+    ...(r.stepsWidened
+      ? [
+          `Steps per repetition were raised from ${r.stepsWidened.from} to ${r.stepsWidened.to}: ${r.stepsWidened.from} steps measured ${fmt(r.stepsWidened.windowMs)} ms, under the ${r.stepsWidened.minWindowSeconds} s each repetition was asked to last, so that baseline was discarded and measured again.`,
+          '',
+        ]
+      : []),
     table(
       ['Metric', 'Baseline'],
       [

@@ -58,6 +58,11 @@ export class EngineRunner implements TargetRunner<OptimiseConfig, EngineRepetiti
     private readonly allowPathsOutsideWorkspace: boolean | undefined,
   ) {}
 
+  /** Drops every prepared configuration: the request's steps changed (widenSteps), and a preparation holds them. */
+  forgetPrepared(): void {
+    this.prepared.clear();
+  }
+
   /** The data and the engine options for a configuration, prepared once per configuration. */
   async prepare(config: OptimiseConfig): Promise<PreparedBenchmark> {
     const key = configKey(config);
