@@ -6,7 +6,7 @@ import type { JobEventName, JobInfo, JobMethod } from '@api/jobs';
 import { JOB_METHODS, isJobEventName, jobIdOfEvent } from '@api/jobs';
 import type { MethodParams, ResultFor } from '@api/methods';
 import { apiMethods } from '@api/methods';
-import { nextTick, ref } from 'vue';
+import { computed, nextTick, ref } from 'vue';
 
 import { errorText } from '../stores/error-text';
 import { useJobsStore } from '../stores/jobs';
@@ -63,9 +63,12 @@ export function useJob(handlers: JobEventHandlers) {
 
   function fail(err: unknown): null {
     failure.value = err instanceof ApiError ? err : new ApiError('E_INTERNAL', String(err));
-    error.value = errorText(err);
+    // A person's own cancel is said in words, not as an error code (issue 27): pages show it as a notice.
+    error.value = failure.value.code === 'E_CANCELLED' ? failure.value.message : errorText(err);
     return null;
   }
+  /** The job ended because someone cancelled it: its `error` is then a notice, not a failure. */
+  const cancelled = computed(() => failure.value?.code === 'E_CANCELLED');
 
   /**
    * Starts `method` as a job and follows it to its end; null when it failed (see error). Its id is a new one,
@@ -129,5 +132,5 @@ export function useJob(handlers: JobEventHandlers) {
     }
   }
 
-  return { jobId, running, cancelling, error, failure, attached, start, attach, cancel };
+  return { jobId, running, cancelling, error, failure, cancelled, attached, start, attach, cancel };
 }

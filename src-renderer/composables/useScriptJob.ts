@@ -95,5 +95,5 @@ export function useScriptJob<Req, Res>(o: ScriptJobOptions<Req, Res>) {
     if (job.error.value) error.value = job.error.value;
   }
 
-  return { pending, result, running, error, forbidden, failure: job.failure, jobId: job.jobId, cancelling: job.cancelling, attached: job.attached, prepare, dismiss, confirm, attach, cancel };
+  return { pending, result, running, error, forbidden, failure: job.failure, cancelled: job.cancelled, jobId: job.jobId, cancelling: job.cancelling, attached: job.attached, prepare, dismiss, confirm, attach, cancel };
 }

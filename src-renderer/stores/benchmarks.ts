@@ -80,5 +80,5 @@ export const useBenchmarksStore = defineStore('benchmarks', () => {
   const script = scriptBenchmark();
   followRunningTarget(target, { engine: running, script: script.running });
 
-  return { target, results, progress, running, cancelling: job.cancelling, attached: job.attached, loading, error, refresh, start, attach, cancel, script };
+  return { target, results, progress, running, cancelled: job.cancelled, cancelling: job.cancelling, attached: job.attached, loading, error, refresh, start, attach, cancel, script };
 });

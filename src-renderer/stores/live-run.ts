@@ -160,5 +160,5 @@ export const useLiveRunStore = defineStore('live-run', () => {
   const script = scriptRun();
   followRunningTarget(target, { engine: running, script: script.running }, () => void useRunsStore().refresh());
 
-  return { target, running, runId, requestedId, preparing, last, result, error, cancelling, device, gpu, etaSeconds, attached: job.attached, start, attach, cancel, onStep, onGpu, script };
+  return { target, running, runId, requestedId, preparing, last, result, error, cancelled: job.cancelled, cancelling, device, gpu, etaSeconds, attached: job.attached, start, attach, cancel, onStep, onGpu, script };
 });

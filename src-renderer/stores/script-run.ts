@@ -100,5 +100,5 @@ export function scriptRun() {
     return () => listeners.delete(l);
   }
 
-  return { pending, running, runId, last, output, result, error, forbidden, cancelling, attached: job.attached, ask, dismiss, confirm, attach, cancel, onProgress };
+  return { pending, running, runId, last, output, result, error, cancelled: job.cancelled, forbidden, cancelling, attached: job.attached, ask, dismiss, confirm, attach, cancel, onProgress };
 }

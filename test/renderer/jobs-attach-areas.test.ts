@@ -99,7 +99,7 @@ describe('a job that outlives its page, in every area', () => {
     end(fake, info, { error: { code: 'E_CANCELLED', message: 'training was cancelled at step 21' } });
     await expect.poll(() => store.running).toBe(false);
     // Said after the list is read again (which clears the list's own error).
-    await expect.poll(() => store.error).toBe('E_CANCELLED: training was cancelled at step 21');
+    await expect.poll(() => store.error).toBe('training was cancelled at step 21');
     expect(store.progress).toBeNull();
     expect(callsAfter(fake, 'runs.list', 'jobs.cancel')).toBe(1);
     expect(useJobsStore().live).toEqual([]);
@@ -122,7 +122,7 @@ describe('a job that outlives its page, in every area', () => {
     cancelledThroughJobs(fake);
     end(fake, info, { error: { code: 'E_CANCELLED', message: 'the script benchmark was cancelled' } });
     await expect.poll(() => store.running).toBe(false);
-    expect(store.error).toBe('E_CANCELLED: the script benchmark was cancelled');
+    expect(store.error).toBe('the script benchmark was cancelled');
     expect(store.forbidden).toBeNull();
   });
 
@@ -176,7 +176,7 @@ describe('a job that outlives its page, in every area', () => {
     cancelledThroughJobs(fake);
     end(fake, info, { error: { code: 'E_CANCELLED', message: 'the batch-size search was cancelled during the trial at batch 64' } });
     await expect.poll(() => view.find('[data-testid="sbs-error"]').exists()).toBe(true);
-    expect(view.get('[data-testid="sbs-error"]').text()).toBe('E_CANCELLED: the batch-size search was cancelled during the trial at batch 64');
+    expect(view.get('[data-testid="sbs-error"]').text()).toBe('the batch-size search was cancelled during the trial at batch 64');
     expect(view.find('[data-testid="sbs-running"]').exists()).toBe(false);
     expect(store.trials.map((t) => t.batchSize)).toEqual([16, 32]);
     view.unmount();
@@ -242,7 +242,7 @@ describe('a job that outlives its page, in every area', () => {
     end(fake, info, { error: { code: 'E_CANCELLED', message: 'the script optimisation was cancelled after 2 finished trials' } });
     await expect.poll(() => store.running).toBe(false);
     expect(store.cancelled).toBe(true);
-    expect(store.error).toBe('E_CANCELLED: the script optimisation was cancelled after 2 finished trials');
+    expect(store.error).toBe('the script optimisation was cancelled after 2 finished trials');
     // Its run is read back when it ends.
     expect(fake.calls.filter((c) => c.method === 'runs.get').map((c) => c.params)).toEqual([{ id: 'so-run' }]);
   });

@@ -49,7 +49,8 @@ describe('a job that outlives its page', () => {
       error: { code: 'E_CANCELLED', message: 'run 20261127-040000-abcdef was cancelled at step 64' },
     });
     await expect.poll(() => live.running).toBe(false);
-    expect(live.error).toBe('E_CANCELLED: run 20261127-040000-abcdef was cancelled at step 64');
+    expect(live.error).toBe('run 20261127-040000-abcdef was cancelled at step 64');
+    expect(live.cancelled).toBe(true);
     expect(jobs.live).toEqual([]);
   });
 

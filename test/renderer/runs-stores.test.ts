@@ -214,7 +214,8 @@ describe('live run store', () => {
     await store.cancel();
     expect(fake.calls.find((c) => c.method === 'jobs.cancel')?.params).toEqual({ jobId: id });
     expect(await done).toBeNull();
-    expect(store.error).toMatch(/^E_CANCELLED: run was cancelled while its data was being prepared/);
+    expect(store.error).toMatch(/^run was cancelled while its data was being prepared/);
+    expect(store.cancelled).toBe(true);
     expect(store.preparing).toBeNull();
     expect(store.running).toBe(false);
   });

@@ -196,7 +196,7 @@ describe('script wizard store', () => {
     await store.cancel();
     await done;
     expect(store.cancelled).toBe(true);
-    expect(store.error).toMatch(/^E_CANCELLED: the script optimisation was cancelled after 1 finished trial; its run runs\/[\w-]+ keeps what it measured/);
+    expect(store.error).toMatch(/^the script optimisation was cancelled after 1 finished trial; its run runs\/[\w-]+ keeps what it measured/);
     expect(store.shown?.status).toBe('cancelled');
     expect(store.shown?.record?.trials).toHaveLength(1);
     expect(store.shown?.record?.final).toBeNull();

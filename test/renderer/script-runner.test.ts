@@ -132,7 +132,8 @@ describe('ScriptRunner', () => {
     for (let i = 0; i < 400 && store.running; i++) await new Promise((r) => setTimeout(r, 50));
     await flushPromises();
     expect(store.running).toBe(false);
-    expect(wrapper.get('[data-test="script-error"]').text()).toMatch(/^E_CANCELLED: .*cancelled/);
+    expect(wrapper.get('[data-test="script-error"]').text()).toMatch(/cancelled/);
+    expect(wrapper.get('[data-test="script-error"]').classes()).toContain('notice');
     expect(processesWithMark(mark)).toEqual([]);
   }, 60_000);
 
