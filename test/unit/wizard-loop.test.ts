@@ -113,8 +113,8 @@ describe('the one optimisation wizard loop', () => {
     expect(decisions(state.trials)).toEqual(['workers 1 -> 2: accept', 'workers 2 -> 4: accept']);
     const why = Object.fromEntries(state.skipped.map((s) => [s.change.knob, s.why]));
     expect(why.precision).toBe('no loss to guard it');
-    expect(why.batch).toBe('not tried: the wizard stopped after --max-trials 2');
-    expect(why.workers).toBe('not tried: the wizard stopped after --max-trials 2');
+    expect(why.batch).toBe('not tried: the wizard stopped at its most trials (2)');
+    expect(why.workers).toBe('not tried: the wizard stopped at its most trials (2)');
   });
 
   it('drops a change whose loss moves past the tolerance, where the target measures loss', async () => {
@@ -266,7 +266,7 @@ describe('the wizard loop with the energy objective (samples per joule)', () => 
     const runner = new KnownTarget('engine', speed);
     const loop = new WizardLoop(runner, energyRules, { cancelled: () => false, progress: () => undefined, afterTrial: async () => undefined });
     await expect(loop.baseline(start().best)).rejects.toThrow(
-      /^the energy objective compares samples per joule of GPU energy, and this launch measured none: the target trains on the CPU; optimise samples\/s instead \(--objective throughput\)$/,
+      /^the energy objective compares samples per joule of GPU energy, and this launch measured none: the target trains on the CPU; optimise samples\/s instead \(the throughput objective\)$/,
     );
     expect(runner.launches).toBe(1);
   });

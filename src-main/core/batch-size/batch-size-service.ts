@@ -56,7 +56,7 @@ export class BatchSizeService {
     if (device === 'auto') device = devices.cuda.available ? 'cuda:0' : 'cpu';
     if (device === 'cpu') {
       if (options.memoryLimitBytes <= 0) {
-        throw new ApiError('E_BAD_INPUT', 'the CPU has no device memory for the search to fill: give a memory limit (memoryLimitBytes, --memory-limit BYTES) or a CUDA device');
+        throw new ApiError('E_BAD_INPUT', 'the CPU has no device memory for the search to fill: give a memory limit (the CPU memory limit field, or --memory-limit on the CLI) or a CUDA device');
       }
       return { device, bytes: options.memoryLimitBytes, source: 'memory-limit' };
     }

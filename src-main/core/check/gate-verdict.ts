@@ -23,5 +23,5 @@ export function gateVerdict(saved: readonly number[], now: readonly number[], to
   if (change.high < 1 - tolerance) return make('slower', change, `slower by ${(100 * (1 - change.median)).toFixed(1)}%: ${ci}, the whole interval beyond the tolerance of ${t}`);
   if (change.low > 1) return make('faster', change, `faster by ${(100 * (change.median - 1)).toFixed(1)}%: ${ci}, the whole interval above the saved run`);
   if (change.low >= 1 - tolerance && change.high <= 1 + tolerance) return make('same', change, `same within the tolerance: ${ci} lies within ${t}`);
-  return make('undecided', change, `could not decide: ${ci} reaches past the tolerance of ${t}, so the noise is larger than the change to detect; more repetitions (--repeat) or steps narrow it`);
+  return make('undecided', change, `could not decide: ${ci} reaches past the tolerance of ${t}, so the noise is larger than the change to detect; more repetitions or steps narrow it`);
 }

@@ -123,7 +123,7 @@ export class WizardLoop<C, R extends Repetition> {
     if (r.samplesPerJoule == null || !(r.samplesPerJoule > 0)) {
       throw new ApiError(
         'E_BAD_INPUT',
-        `the energy objective compares samples per joule of GPU energy, and this ${this.runner.unit} measured none: ${r.energyMissing ?? 'no GPU power was read over it'}; optimise samples/s instead (--objective throughput)`,
+        `the energy objective compares samples per joule of GPU energy, and this ${this.runner.unit} measured none: ${r.energyMissing ?? 'no GPU power was read over it'}; optimise samples/s instead (the throughput objective)`,
       );
     }
     return r.samplesPerJoule;
@@ -203,7 +203,7 @@ export class WizardLoop<C, R extends Repetition> {
     if (state.trials.length >= this.rules.maxTrials) {
       for (const c of this.runner.candidates(state.best, state.exhausted)?.changes ?? []) {
         if (!this.refusal(c) && !state.trials.some((t) => t.change.knob === c.knob && t.change.to === c.to)) {
-          remember(state.skipped, { change: c, why: `not tried: the wizard stopped after --max-trials ${this.rules.maxTrials}` });
+          remember(state.skipped, { change: c, why: `not tried: the wizard stopped at its most trials (${this.rules.maxTrials})` });
         }
       }
     }

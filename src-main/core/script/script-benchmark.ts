@@ -200,7 +200,7 @@ export class ScriptBenchmarkService {
       const ranks = record.connections.map((c) => summarizeRank(c, request.warmupSteps, request.steps)).filter((r): r is RankSummary => r !== null);
       if (ranks.length === 0) {
         const seen = Math.max(0, ...record.connections.map((c) => c.messages.filter((m) => m.type === 'step').length));
-        throw new ApiError('E_SCRIPT', `launch ${i}: the script ended after ${seen} optimizer step(s), all of them warm-up (${request.warmupSteps}): lower --warmup-steps or let it train longer`);
+        throw new ApiError('E_SCRIPT', `launch ${i}: the script ended after ${seen} optimizer step(s), all of them warm-up (${request.warmupSteps}): lower the warm-up steps or let it train longer`);
       }
       const combined = combineRanks(ranks);
       const ended: ScriptRepetition['ended'] = record.connections.every((c) => c.messages.some((m) => m.type === 'done' && m.reason === 'steps')) ? 'steps' : 'exit';
