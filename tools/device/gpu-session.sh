@@ -95,7 +95,7 @@ want script-optimise && script_step "script: optimise-script" "${TB_SESSION_OPTI
 # The main job of README.md (`npm start`) on the device: the engine's one-click optimisation with its report.
 engine_optimise() {
   node bin/trainbench.js optimise --workspace "$WS" --no-progress --model bottleneck_resnet --data example-board \
-    --device "${TB_SESSION_DEVICE:-cuda}" --warmup-steps 2 --steps 8 --max-trials "${TB_SESSION_ENGINE_TRIALS:-5}" --report
+    --device "${TB_SESSION_DEVICE:-cuda}" --warmup-steps 2 --steps 8 --min-window 1 --max-trials "${TB_SESSION_ENGINE_TRIALS:-5}" --report
   local rc=$?
   local report; report=$(ls -t "$WS"/reports/*/*.md 2>/dev/null | head -1)
   [[ -n "$report" ]] && { echo "---- $report"; cat "$report"; }
