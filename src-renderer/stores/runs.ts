@@ -9,6 +9,7 @@ import { computed, ref, shallowRef } from 'vue';
 import { errorText } from './error-text';
 import { useLoader } from './load-state';
 import { useApiClient } from '../transport/client-instance';
+import { shortRunTitle } from '../view-models/run-title';
 
 /** The Runs list's kind filter: each choice, its label, and the runs it shows (one table, so the chips and the test agree). */
 export const RUN_FILTERS = [
@@ -34,7 +35,8 @@ export const LIVE_DETAIL_MS = 10_000;
 const RUN_EVENTS = (Object.keys(JOB_EVENT_IDS) as EventName[]).filter((e) => e !== 'datasets.progress');
 
 /** The name a person gave the run, else its title. */
-export const runName = (r: RunSummary): string => r.annotation?.name || r.title;
+/** A run as lists name it: its own name, else its short title (view-models/run-title.ts). */
+export const runName = (r: RunSummary): string => r.annotation?.name || shortRunTitle(r.title);
 
 /** Whether the run's id, title, name, tags or notes contain the text (any case). */
 function matches(r: RunSummary, text: string): boolean {

@@ -1,0 +1,26 @@
+// Issue 27 item 10: the Runs list names a run short (model on dataset, or the script's file); the full title stays in the run.
+import { describe, expect, it } from 'vitest';
+
+import { shortRunTitle } from '../../src-renderer/view-models/run-title';
+
+describe('short run titles', () => {
+  it('drops the kind and the record count of an engine run', () => {
+    expect(shortRunTitle('training benchmark: mlp on fashion-mnist-train (60000 records)')).toBe('mlp on fashion-mnist-train');
+    expect(shortRunTitle('optimisation: bottleneck_resnet on example-board-train (20000 records)')).toBe('bottleneck_resnet on example-board-train');
+    expect(shortRunTitle('cnn on fashion-mnist-train (60000 records)')).toBe('cnn on fashion-mnist-train');
+    expect(shortRunTitle('mlp on data')).toBe('mlp on data');
+  });
+
+  it("names a script run by its file, or its module, without the arguments", () => {
+    expect(shortRunTitle('training benchmark: script python3 test/fixtures/scripts/fashion_mnist_tutorial.py --data /tmp/x --device cuda --epochs 1')).toBe('fashion_mnist_tutorial.py');
+    expect(shortRunTitle('optimisation: script torchrun --nproc-per-node 2 /home/me/proj/train.py --epochs 3')).toBe('train.py');
+    expect(shortRunTitle('script python3 -m pkg.train --epochs 3')).toBe('pkg.train');
+    expect(shortRunTitle('batch-size search: script ./run.sh')).toBe('run.sh');
+    // A title whose middle was cut keeps what is left of the file's name.
+    expect(shortRunTitle('script python3 test/fixtures/scripts/fashion_mnist_tutor…y --data tb --epochs 1')).toBe('fashion_mnist_tutor…y');
+  });
+
+  it('leaves a kind it does not know as it is', () => {
+    expect(shortRunTitle('loader benchmark of fashion-mnist-train')).toBe('loader benchmark of fashion-mnist-train');
+  });
+});
