@@ -4,6 +4,7 @@
  */
 const WORDS: Record<string, string> = {
   'baseline.noiseFloor': 'noise of the baseline (half its interval)',
+  'baseline.windowSeconds': 'measured time per repetition',
   'memory.headroom': 'device memory free',
   'namedPhasesExceedStepMs': 'phase timers over the step',
   'phasesMs.data': 'waiting for data, per step',
