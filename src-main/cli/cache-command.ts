@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 
 import type { BuildProgress, CacheDType, SourceSpec } from '../api/datasets';
 import { CacheDTypeSchema, DEFAULT_SHARD_BYTES } from '../api/datasets';
@@ -7,15 +7,7 @@ import { writeBoardDumps } from '../core/datasets/example-board';
 import { parseRecordLayout } from '../core/datasets/importers/record-layout';
 import { createServices, type Services } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
-
-const UNITS: Record<string, number> = { '': 1, k: 1024, kb: 1024, kib: 1024, m: 1 << 20, mb: 1 << 20, mib: 1 << 20, g: 2 ** 30, gb: 2 ** 30, gib: 2 ** 30 };
-
-export function parseBytes(value: string): number {
-  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(value.trim());
-  const unit = m ? UNITS[m[2].toLowerCase()] : undefined;
-  if (!m || unit === undefined) throw new InvalidArgumentError(`expected a size such as 64MiB or 1GiB, got ${JSON.stringify(value)}`);
-  return Math.round(Number(m[1]) * unit);
-}
+import { parseBytes } from './train-inputs';
 
 function dtype(value: string, where: string): CacheDType {
   const parsed = CacheDTypeSchema.safeParse(value);

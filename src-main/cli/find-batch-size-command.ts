@@ -8,7 +8,7 @@ import { createServices } from '../core/services';
 import { warnIfEmulated } from './emulation-note';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { trainOptions, type TrainFlags } from './train-command';
-import { choiceArg, intArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
+import { choiceArg, intArg, parseBytes, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
 import { collectEnv, collectOverride, secondsArg } from './benchmark-script-command';
 import { eitherTarget } from './either-target';
 import { findBatchSizeScript } from './find-batch-size-script';
@@ -22,19 +22,6 @@ interface EngineSearchFlags extends Omit<TrainFlags, 'model' | 'data' | 'device'
   globalBatch?: number;
   steps: number;
   workspace: string;
-}
-
-const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kib: 1024, m: 2 ** 20, mib: 2 ** 20, g: 2 ** 30, gib: 2 ** 30 };
-
-/** "1073741824", "1GiB", "512MiB", "64k": bytes as a whole number. */
-export function parseBytes(value: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(value);
-  const unit = m ? UNITS[m[2].toLowerCase()] : undefined;
-  const bytes = m && unit !== undefined ? Math.round(Number(m[1]) * unit) : NaN;
-  if (!Number.isSafeInteger(bytes) || bytes < 1) {
-    throw new InvalidArgumentError(`expected a byte count such as 1073741824, 1GiB or 512MiB, got ${JSON.stringify(value)}`);
-  }
-  return bytes;
 }
 
 function positiveInt(flag: string) {

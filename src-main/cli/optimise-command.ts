@@ -13,13 +13,14 @@ import { warnIfEmulated } from './emulation-note';
 import { optimiseScriptAction, optimiseScriptCommand, resumeScriptOptimisation } from './optimise-script-command';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { reportWrittenLines } from './report-written';
-import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, ratioArg, secondsArg } from './train-inputs';
+import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, parseBytes, ratioArg, secondsRangeArg } from './train-inputs';
 
 interface OptimiseFlags extends MeasuredTargetFlags {
   readFrom: 'cache' | 'source';
   warmupSteps: number;
   steps: number;
   minWindow: number;
+  memoryLimit?: number;
   repeat: number;
   preset: 'max-speed' | 'reproducible' | 'balanced';
   maxTrials: number;
@@ -127,7 +128,7 @@ export function formatOptimise(r: OptimiseResult): string {
 async function buildRequest(flags: OptimiseFlags, optimiseId: string) {
   const { spec, data, options } = await measuredTarget(flags);
   const parsed = OptimiseRequestSchema.safeParse({
-    target: { spec, data, options, readFrom: flags.readFrom },
+    target: { spec, data, options: flags.memoryLimit !== undefined ? { ...options, memoryLimitBytes: flags.memoryLimit } : options, readFrom: flags.readFrom },
     preset: flags.preset,
     repeat: flags.repeat,
     steps: flags.steps,
@@ -200,12 +201,13 @@ export function optimiseCommand(): Command {
     .option('--read-from <where>', 'cache, or source: read the records from the source files in place (the uncached path)', choiceArg('--read-from', ReadFromSchema.options), 'cache')
     .option('--warmup-steps <n>', 'optimizer steps before the clock starts, in every repetition', intArg('--warmup-steps', 0), 5)
     .option('--steps <n>', 'optimizer steps measured per repetition', intArg('--steps', 1), 50)
-    .option('--min-window <seconds>', "the shortest a repetition's measured steps may take: when the baseline's steps take less, the wizard raises --steps to about this and measures the baseline again (0: as --steps says)", secondsArg('--min-window'), 0)
+    .option('--min-window <seconds>', "the shortest a repetition's measured steps may take: when the baseline's steps take less, the wizard raises --steps to about this and measures the baseline again (0: as --steps says)", secondsRangeArg('--min-window', 0, 60), 0)
     .option('--repeat <n>', 'repetitions of the baseline and pairs of every trial (below 5 no interval reaches 95%; 9 tolerates one disturbed pair)', intArg('--repeat', 2), 5)
     .option('--seed <n>', 'seed for initialisation and shuffling (the loss guard compares runs with the same seed)', intArg('--seed', 0))
     .option('--preset <name>', OptimisePresetSchema.options.join(', '), choiceArg('--preset', OptimisePresetSchema.options), 'balanced')
     .option('--max-trials <n>', 'most changes tried', intArg('--max-trials', 0), 12)
     .option('--allow-recipe-changes', 'keep a faster batch size too (it changes the training recipe; otherwise it is only proposed)')
+    .option('--memory-limit <bytes>', "CPU: cap the engine's memory at this many bytes (1GiB, 512MiB) as a GPU's memory would, so the batch-size search has memory to fill", parseBytes)
     .option('--no-batch-search', 'skip the batch-size search (CUDA, or a CPU memory limit): the batch-size candidate is then twice the batch')
     .option('--loss-tolerance <r>', 'largest relative change of the mean loss a kept change may make', ratioArg('--loss-tolerance'))
     .option('--confounders <policy>', 'when the two sides of a pair saw different conditions (other processes\' CPU load, a GPU slowing down): remeasure the pair (twice at most) and leave a trial undecided if they still differ, or record them only (a shared machine)', choiceArg('--confounders', ConfounderPolicySchema.options), 'remeasure')

@@ -69,13 +69,26 @@ export function ratioArg(flag: string) {
   };
 }
 
-/** A commander parser for seconds in [0, 60], naming the flag and the value it refuses. */
-export function secondsArg(flag: string) {
+/** A commander parser for seconds in [min, max], naming the flag and the value it refuses. */
+export function secondsRangeArg(flag: string, min: number, max: number) {
   return (value: string): number => {
     const n = Number(value);
-    if (value.trim() === '' || !(n >= 0 && n <= 60)) throw new InvalidArgumentError(`${flag} must be a number of seconds from 0 to 60, got ${JSON.stringify(value)}`);
+    if (value.trim() === '' || !(n >= min && n <= max)) throw new InvalidArgumentError(`${flag} must be a number of seconds from ${min} to ${max}, got ${JSON.stringify(value)}`);
     return n;
   };
+}
+
+const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 2 ** 20, mb: 2 ** 20, mib: 2 ** 20, g: 2 ** 30, gb: 2 ** 30, gib: 2 ** 30 };
+
+/** "1073741824", "1GiB", "512MiB", "64k": bytes as a whole number (units are binary). */
+export function parseBytes(value: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(value);
+  const unit = m ? BYTE_UNITS[m[2].toLowerCase()] : undefined;
+  const bytes = m && unit !== undefined ? Math.round(Number(m[1]) * unit) : NaN;
+  if (!Number.isSafeInteger(bytes) || bytes < 1) {
+    throw new InvalidArgumentError(`expected a byte count such as 1073741824, 1GiB or 512MiB, got ${JSON.stringify(value)}`);
+  }
+  return bytes;
 }
 
 /** `--model`: a built-in name or a JSON spec file, validated against the contract. */

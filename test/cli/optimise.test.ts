@@ -249,6 +249,7 @@ describe('bad optimise inputs get clear errors', () => {
     expect(await fails(['--repeat', '1'])).toMatch(/--repeat must be an integer >= 2, got "1"/);
     expect(await fails(['--min-window', '-1'])).toMatch(/--min-window must be a number of seconds from 0 to 60, got "-1"/);
     expect(await fails(['--min-window', 'NaN'])).toMatch(/--min-window must be a number of seconds from 0 to 60, got "NaN"/);
+    expect(await fails(['--memory-limit', '12zz'])).toMatch(/expected a byte count such as 1073741824, 1GiB or 512MiB, got "12zz"/);
     // Debian's files are gzip-compressed: their records cannot be read in place.
     expect(await fails(['--read-from', 'source', '--max-trials', '0'])).toMatch(/cannot be read from its source: .*gzip-compressed/);
   }, 120_000);
