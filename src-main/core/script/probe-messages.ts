@@ -61,7 +61,14 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
     method: z.string().max(300),
   }),
   /** torch's own best matmul rate on the training device, measured after the measured steps (a benchmark asks for it). */
-  z.object({ type: z.literal('peak'), gflops: z.number().gt(0).max(1e9), shape: z.string().max(100), how: z.string().max(300) }),
+  z.object({
+    type: z.literal('peak'),
+    gflops: z.number().gt(0).max(1e9),
+    shape: z.string().max(100),
+    /** The precision torch multiplied the fp32 matrices in: tf32 where CUDA was allowed TensorFloat-32 (absent from older probes: fp32). */
+    precision: z.enum(['fp32', 'tf32']).optional(),
+    how: z.string().max(300),
+  }),
   /** An optimizer the script made: the implementations its torch offers for it, and the one it steps with. */
   z.object({
     type: z.literal('optimizer'),

@@ -40,8 +40,11 @@ interface Launch {
   applied: ScriptBenchmarkResult['applied'];
   /** Rank 0's count of the model's forward FLOPs per sample, and torch's matmul rate after its measured steps. */
   flops: ScriptFlops | null;
-  peak: GemmPeak | null;
+  peak: ScriptPeak | null;
 }
+
+/** torch's matmul rate, and the precision its fp32 matmuls ran in (tf32 where TensorFloat-32 was allowed). */
+export type ScriptPeak = GemmPeak & { precision: 'fp32' | 'tf32' };
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
@@ -225,7 +228,7 @@ export class ScriptBenchmarkService {
       const counted = rank0.find((m) => m.type === 'flops');
       const measured = rank0.find((m) => m.type === 'peak');
       const flops = counted?.type === 'flops' ? { forwardPerSample: counted.forwardPerSample, layers: counted.layers, method: counted.method } : null;
-      const peak = measured?.type === 'peak' ? { gflops: measured.gflops, shape: measured.shape, how: measured.how } : null;
+      const peak = measured?.type === 'peak' ? { gflops: measured.gflops, shape: measured.shape, how: measured.how, precision: measured.precision ?? 'fp32' } : null;
       return { rep, ranks, applied, flops, peak };
     } finally {
       stopped = true;
@@ -319,11 +322,11 @@ export class ScriptBenchmarkService {
  * (an estimate), three times for training, against torch's own best matmul rate on the device, measured in the
  * launches after their measured steps (the best of them), and the datasheet's for a GPU in the table.
  */
-function scriptUtilisation(reps: Launch[], samplesPerSec: number, device: string, gpuName: string): Pick<ScriptBenchmarkResult, 'flops' | 'utilisation'> {
+export function scriptUtilisation(reps: readonly Pick<Launch, 'flops' | 'peak'>[], samplesPerSec: number, device: string, gpuName: string): Pick<ScriptBenchmarkResult, 'flops' | 'utilisation'> {
   const flops = reps.find((x) => x.flops)?.flops ?? null;
   if (!flops) return { flops: null };
   if (flops.forwardPerSample === null || flops.forwardPerSample === 0) return { flops };
-  const peaks = reps.map((x) => x.peak).filter((p): p is GemmPeak => p !== null);
+  const peaks = reps.map((x) => x.peak).filter((p): p is ScriptPeak => p !== null);
   const peak = peaks.length ? peaks.reduce((a, b) => (b.gflops > a.gflops ? b : a)) : null;
   const cuda = device.startsWith('cuda');
   const utilisation = utilisationOf({
@@ -333,7 +336,8 @@ function scriptUtilisation(reps: Launch[], samplesPerSec: number, device: string
     peakMissing: 'the probe measured no matmul rate (the script ended before its measured steps did)',
     deviceName: cuda ? gpuName : 'cpu',
     cuda,
-    precision: 'fp32',
+    // The datasheet figure of the precision torch's fp32 matmuls ran in: TF32 (matmul.precision high) is not fp32.
+    precision: peak?.precision ?? 'fp32',
   });
   return { flops, utilisation };
 }
