@@ -1,0 +1,56 @@
+// Issue 26 item 3 for scripts, on the CPU: the probe times no pinned copy (a CPU script copies nothing to a device)
+// and labels its matmul rate fp32 (a CPU has no TF32); the benchmark shows the floors side by side, each missing
+// one with its reason. The CUDA path (the copy timed with CUDA events) runs in tools/device/gpu-session.sh's script
+// steps, which print formatScriptBenchmark.
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { ScriptBenchmarkResultSchema } from '../../src-main/api/script-target';
+import { formatScriptBenchmark } from '../../src-main/cli/benchmark-script-command';
+import { CPU_COPY_MISSING, SCRIPT_DATA_FLOOR_MISSING } from '../../src-main/core/script/script-floors';
+import { requireBuilt } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+import type { Interpreter } from './probe-run';
+import { INTERPRETERS, kindOf, runProbed } from './probe-run';
+import { runCli, SCRIPTS } from './script-helpers';
+
+const ws = tempDir();
+beforeAll(requireBuilt);
+afterAll(() => ws.cleanup());
+
+describe.each(INTERPRETERS)('on the CPU with $label', (t: Interpreter) => {
+  it.skipIf(!t.python)('the probe sends its fp32 matmul rate and no copy message', async () => {
+    const r = await runProbed([t.python!, path.join(SCRIPTS, 'cnn_tutorial.py'), '--steps', '6'], {
+      env: { TB_PROBE_WARMUP: '2', TB_PROBE_STEPS: '3', TB_PROBE_PEAK: '1', TB_PROBE_SET: JSON.stringify({ 'matmul.precision': 'high' }) },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const [peak] = kindOf(r.processes[0], 'peak');
+    // matmul.precision=high allows TF32 on CUDA; on the CPU the matmul stays fp32.
+    expect(peak).toMatchObject({ shape: '512^3 fp32', precision: 'fp32' });
+    expect(kindOf(r.processes[0], 'copy')).toEqual([]);
+  }, 120_000);
+
+  it.skipIf(!t.python)('a benchmark gives the compute floor and says why there is no copy or data floor', async () => {
+    const { code, stdout, stderr } = await runCli(
+      ['benchmark-script', '--json', '--repeat', '2', '--steps', '10', '--warmup-steps', '2', '--workspace', ws.dir, '--', t.python!, path.join(SCRIPTS, 'cnn_tutorial.py'), '--steps', '20'],
+      240_000,
+    );
+    expect(code, stderr).toBe(0);
+    const r = ScriptBenchmarkResultSchema.parse(JSON.parse(stdout));
+    expect(r.device).toBe('cpu');
+    const f = r.floors!;
+    expect(f.stepMs).toBe(r.stepTime.steadyStateMeanMs);
+    expect(f.compute.stepMs).toBeGreaterThan(0);
+    expect(f.compute.baselineOverFloor).toBeGreaterThanOrEqual(1); // a step faster than its compute floor would be a measurement error
+    expect(f.compute.derivation).toMatch(/^3 x 432,064 forward FLOPs\/sample \(an estimate\) x 64 samples = .* FLOPs per step at .* GFLOP\/s \(torch\.mm on cpu on \d+ threads?, best of 5, 512\^3 fp32\) = .* ms$/);
+    expect(f.copy).toMatchObject({ stepMs: null, bytesPerBatch: null, derivation: `not measured: ${CPU_COPY_MISSING}` });
+    expect(f.data).toMatchObject({ stepMs: null, derivation: SCRIPT_DATA_FLOOR_MISSING });
+    expect(f.floorStepMs).toBe(f.compute.stepMs);
+    const text = formatScriptBenchmark(r);
+    expect(text).toMatch(/^floors {5}per step and rank, how far the [\d.]+ ms step is from each, and how it was measured$/m);
+    expect(text).toMatch(/^ {2}compute +[\d.]+ ms {2}step [\d.]+x +3 x 432,064 forward FLOPs/m);
+    expect(text).toContain(`  copy            n/a                not measured: ${CPU_COPY_MISSING}`);
+    expect(text).toMatch(/^ {2}The compute floor is the highest measured: this script cannot step faster than/m);
+  }, 240_000);
+});
