@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { BenchmarkPhasesSchema, FindingSchema, IntervalSchema, UtilisationSchema } from './benchmark';
+import { BenchmarkPhasesSchema, EnergySchema, FindingSchema, IntervalSchema, UtilisationSchema } from './benchmark';
 import { IdSchema } from './ids';
 import { ConfounderPolicySchema, LimitSchema, OptimisePresetSchema, WizardObjectiveSchema, OptimiseTrialSchema, WizardBaselineSchema, WizardFinalSchema, WizardResultSchema } from './optimise';
 import { TelemetrySummarySchema } from './telemetry';
@@ -250,6 +250,9 @@ export const ScriptBenchmarkResultSchema = z.object({
   utilisation: UtilisationSchema.optional(),
   /** Compute, copy and data floors per step beside the measured step; absent in older runs. */
   floors: ScriptFloorsSchema.optional(),
+  /** GPU energy per sample over the measured windows (a CUDA device); null with `energyMissing` saying why; absent in older runs. */
+  energy: EnergySchema.nullable().optional(),
+  energyMissing: z.string().nullable().optional(),
 });
 export type ScriptBenchmarkResult = z.infer<typeof ScriptBenchmarkResultSchema>;
 

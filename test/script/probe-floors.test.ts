@@ -1,7 +1,8 @@
-// Issue 26 item 3 for scripts, on the CPU: the probe times no pinned copy (a CPU script copies nothing to a device)
-// and labels its matmul rate fp32 (a CPU has no TF32); the benchmark shows the floors side by side, each missing
-// one with its reason. The CUDA path (the copy timed with CUDA events) runs in tools/device/gpu-session.sh's script
-// steps, which print formatScriptBenchmark.
+// Issue 26 items 3 and 4 for scripts, on the CPU: the probe times no pinned copy (a CPU script copies nothing to a
+// device) and labels its matmul rate fp32 (a CPU has no TF32); the benchmark shows the floors side by side, each
+// missing one with its reason, and gives no energy figure even when a (fake) nvidia-smi reports GPU power, since
+// the GPUs' power is not a CPU script's energy. The CUDA path (the copy timed with CUDA events, the energy of the
+// measured windows) runs in tools/device/gpu-session.sh's script steps, which print formatScriptBenchmark.
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScriptBenchmarkResultSchema } from '../../src-main/api/script-target';
 import { formatScriptBenchmark } from '../../src-main/cli/benchmark-script-command';
 import { CPU_COPY_MISSING, SCRIPT_DATA_FLOOR_MISSING } from '../../src-main/core/script/script-floors';
+import { CPU_ENERGY_MISSING } from '../../src-main/core/telemetry/energy';
+import { fakeNvidiaSmi } from '../helpers/fake-nvidia-smi';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import type { Interpreter } from './probe-run';
@@ -16,8 +19,12 @@ import { INTERPRETERS, kindOf, runProbed } from './probe-run';
 import { runCli, SCRIPTS } from './script-helpers';
 
 const ws = tempDir();
+const smi = fakeNvidiaSmi('one-gpu.txt');
 beforeAll(requireBuilt);
-afterAll(() => ws.cleanup());
+afterAll(() => {
+  ws.cleanup();
+  smi.cleanup();
+});
 
 describe.each(INTERPRETERS)('on the CPU with $label', (t: Interpreter) => {
   it.skipIf(!t.python)('the probe sends its fp32 matmul rate and no copy message', async () => {
@@ -31,14 +38,19 @@ describe.each(INTERPRETERS)('on the CPU with $label', (t: Interpreter) => {
     expect(kindOf(r.processes[0], 'copy')).toEqual([]);
   }, 120_000);
 
-  it.skipIf(!t.python)('a benchmark gives the compute floor and says why there is no copy or data floor', async () => {
+  it.skipIf(!t.python)('a benchmark gives the compute floor, says why there is no copy or data floor, and no energy', async () => {
     const { code, stdout, stderr } = await runCli(
       ['benchmark-script', '--json', '--repeat', '2', '--steps', '10', '--warmup-steps', '2', '--workspace', ws.dir, '--', t.python!, path.join(SCRIPTS, 'cnn_tutorial.py'), '--steps', '20'],
       240_000,
+      { ...process.env, TRAINBENCH_NVIDIA_SMI: smi.command },
     );
     expect(code, stderr).toBe(0);
     const r = ScriptBenchmarkResultSchema.parse(JSON.parse(stdout));
     expect(r.device).toBe('cpu');
+    // The fake reports an H100 drawing power: the CPU script still has no energy figure, and says why.
+    expect(r.telemetry.gpuPowerMeanW).toBeGreaterThan(0);
+    expect(r.energy).toBeNull();
+    expect(r.energyMissing).toBe(CPU_ENERGY_MISSING);
     const f = r.floors!;
     expect(f.stepMs).toBe(r.stepTime.steadyStateMeanMs);
     expect(f.compute.stepMs).toBeGreaterThan(0);
@@ -52,5 +64,6 @@ describe.each(INTERPRETERS)('on the CPU with $label', (t: Interpreter) => {
     expect(text).toMatch(/^ {2}compute +[\d.]+ ms {2}step [\d.]+x +3 x 432,064 forward FLOPs/m);
     expect(text).toContain(`  copy            n/a                not measured: ${CPU_COPY_MISSING}`);
     expect(text).toMatch(/^ {2}The compute floor is the highest measured: this script cannot step faster than/m);
+    expect(text).toContain(`energy     not measured: ${CPU_ENERGY_MISSING}`);
   }, 240_000);
 });

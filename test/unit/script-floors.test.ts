@@ -1,10 +1,12 @@
-// Issue 26 item 3 for scripts, with made-up numbers: the compute and copy floors beside the step, and the probe's
-// copy message refused when tampered with.
+// Issue 26 items 3-4 for scripts, with made-up numbers: the compute and copy floors beside the step, the energy
+// per sample of a CUDA script and a CPU script's reason for having none, and the probe's copy message refused when
+// tampered with.
 import { describe, expect, it } from 'vitest';
 
-import { floorRows } from '../../src-main/api/utilisation-words';
+import { energyText, floorRows } from '../../src-main/api/utilisation-words';
 import { ProbeMessageSchema } from '../../src-main/core/script/probe-messages';
 import { CPU_COPY_MISSING, SCRIPT_DATA_FLOOR_MISSING, scriptFloors } from '../../src-main/core/script/script-floors';
+import { CPU_ENERGY_MISSING, energyPerSample } from '../../src-main/core/telemetry/energy';
 
 const peak = { gflops: 50_000, shape: '4096^3 fp32', how: 'torch.mm on cuda:0, best of 5' };
 const copy = { bytesPerBatch: 200_960, seconds: 20e-6, how: '2 tensor(s) of the first training batch, pinned host to cuda:0, CUDA events, best of 5 after a warm-up' };
@@ -42,6 +44,18 @@ describe("a script's floors", () => {
     expect(f.summary).toBe('No floor could be measured for this script.');
     const noPeak = scriptFloors({ stepMs: 5, samplesPerStep: 8, forwardFlopsPerSample: null, flopsMissing: 'the script uses torch.compile', peak: null, peakMissing: 'no rate', copy: null, copyMissing: 'x' });
     expect(noPeak.compute).toMatchObject({ stepMs: null, trainingFlopsPerStep: null, derivation: 'not measured: the script uses torch.compile' });
+  });
+});
+
+describe("a script benchmark's energy", () => {
+  it('mean power over samples/s on CUDA; a CPU script says why it has none', () => {
+    const t = { samples: 7, gpuUtilizationMean: 4, gpuUtilizationP95: 20, gpuMemoryPeakMiB: 1031, gpuPowerMeanW: 127, gpuEnergyJ: 133.4, gpuEnergySeconds: 1.04, cpuMean: 7, gpu: 'NVIDIA H100 80GB HBM3' };
+    const { energy, missing } = energyPerSample(t, 22_197);
+    expect(missing).toBeNull();
+    expect(energy!.meanPowerW).toBeCloseTo(133.4 / 1.04, 9);
+    expect(energy!.joulesPerSample).toBeCloseTo(133.4 / 1.04 / 22_197, 12);
+    expect(energyText({ energy, energyMissing: null })).toBe('5.78 mJ of GPU energy per sample (173 samples/J) at 128 W mean GPU power over 1.0 s of measured steps');
+    expect(energyText({ energy: null, energyMissing: CPU_ENERGY_MISSING })).toBe(`not measured: ${CPU_ENERGY_MISSING}`);
   });
 });
 

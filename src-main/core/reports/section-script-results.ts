@@ -97,6 +97,7 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
       ['compute floor per step (the step over it)', ...runs.map((r) => floorCell(r.result, (f) => f.compute))],
       ['host-to-device copy floor per step (the step over it)', ...runs.map((r) => floorCell(r.result, (f) => f.copy))],
       ['data floor per step', ...runs.map((r) => floorCell(r.result, (f) => f.data))],
+      ['GPU energy per sample (mJ)', ...runs.map((r) => (r.result.energy ? fmt(1000 * r.result.energy.joulesPerSample) : r.result.energyMissing === undefined ? 'not recorded' : 'not measured'))],
     ],
   );
   const compared = runs.map((r, i) => ({ id: r.id, chart: inputs[i], phasesMs: r.result.phasesMs, phasesPercent: r.result.phasesPercent }));
@@ -115,6 +116,7 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
       '',
       metrics,
       '',
+      ...(runs[0].result.energyMissing ? [`GPU energy of ${code(runs[0].id)}: not measured: ${runs[0].result.energyMissing}.`, ''] : []),
       phases,
       '',
       runs[0].result.phaseNote,

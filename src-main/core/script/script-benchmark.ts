@@ -27,6 +27,7 @@ import { combineRanks, summarizeRank } from './rank-stats';
 import type { ProbeMessage } from './probe-messages';
 import { CPU_COPY_MISSING, scriptFloors } from './script-floors';
 import { runTrial, trialError } from './script-trial';
+import { CPU_ENERGY_MISSING, energyPerSample } from '../telemetry/energy';
 
 const TELEMETRY_INTERVAL_MS = 200;
 
@@ -316,6 +317,9 @@ export class ScriptBenchmarkService {
       repetitions: r,
       ...scriptUtilisation(reps, aggregate.samplesPerSecCi.median, device, aggregate.telemetry.gpu),
       floors: floorsOf(reps, steady, first.batchSize, device),
+      ...(({ energy, missing }) => ({ energy, energyMissing: missing }))(
+        device.startsWith('cuda') ? energyPerSample(aggregate.telemetry, aggregate.samplesPerSecCi.median) : { energy: null, missing: CPU_ENERGY_MISSING },
+      ),
     };
     const parsed = ScriptBenchmarkResultSchema.safeParse(result);
     if (!parsed.success) throw new ApiError('E_INTERNAL', `the script benchmark result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
