@@ -3,6 +3,7 @@
 // missing one with its reason, and gives no energy figure even when a (fake) nvidia-smi reports GPU power, since
 // the GPUs' power is not a CPU script's energy. The CUDA path (the copy timed with CUDA events, the energy of the
 // measured windows) runs in tools/device/gpu-session.sh's script steps, which print formatScriptBenchmark.
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +16,7 @@ import { fakeNvidiaSmi } from '../helpers/fake-nvidia-smi';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import type { Interpreter } from './probe-run';
-import { INTERPRETERS, kindOf, runProbed } from './probe-run';
+import { INTERPRETERS, kindOf, PROBE_DIR, runProbed } from './probe-run';
 import { runCli, SCRIPTS } from './script-helpers';
 
 const ws = tempDir();
@@ -37,6 +38,18 @@ describe.each(INTERPRETERS)('on the CPU with $label', (t: Interpreter) => {
     expect(peak).toMatchObject({ shape: '512^3 fp32', precision: 'fp32' });
     expect(kindOf(r.processes[0], 'copy')).toEqual([]);
   }, 120_000);
+
+  it.skipIf(!t.python)("names the precision CUDA's fp32 matmuls would run in: tf32 once matmul.precision=high allows it, whatever this torch's flag API", () => {
+    // The CUDA branch reads only torch.backends flags, which a CPU build has too; a CPU stays fp32.
+    const code = [
+      'import torch',
+      'from trainbench_probe.flops import fp32_matmul_precision as p',
+      'a = p(torch, True)',
+      'torch.set_float32_matmul_precision("high")',
+      'print(a, p(torch, True), p(torch, False))',
+    ].join('\n');
+    expect(execFileSync(t.python!, ['-c', code], { env: { ...process.env, PYTHONPATH: PROBE_DIR }, encoding: 'utf8' }).trim()).toBe('fp32 tf32 fp32');
+  });
 
   it.skipIf(!t.python)('a benchmark gives the compute floor, says why there is no copy or data floor, and no energy', async () => {
     const { code, stdout, stderr } = await runCli(

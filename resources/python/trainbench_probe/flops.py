@@ -104,7 +104,7 @@ def fp32_matmul_precision(torch, cuda):
         if mode == "none":
             mode = getattr(torch.backends, "fp32_precision", "ieee")
         return "tf32" if mode == "tf32" else "fp32"
-    except (AttributeError, RuntimeError):
+    except (AttributeError, AssertionError, RuntimeError):  # torch < 2.9 (1.x's backends.cuda.matmul asserts on a name it lacks)
         return "tf32" if getattr(matmul, "allow_tf32", False) else "fp32"
 
 
