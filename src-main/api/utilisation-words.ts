@@ -26,6 +26,10 @@ export function energyText(r: Pick<TrainingBenchmarkResult, 'energy' | 'energyMi
   return r.energyMissing ? `not measured: ${r.energyMissing}` : null;
 }
 
+/** What a script's power window spans: the telemetry of a launch runs on after its measured steps until it exits. */
+export const SCRIPT_ENERGY_WINDOW =
+  "the GPU power is averaged from the first measured step to the launch's end (the probe's after-step measurements and the exit included): in a short run that tail weighs in, so measure more steps for the training's own figure";
+
 /** A script's floors as rows, in the order the engine's limits give them (compute, copy, data), for the CLI, the report and the app. */
 export function floorRows(f: ScriptFloors): { name: 'compute' | 'copy' | 'data'; limit: Limit; stepMs: string; over: string; derivation: string }[] {
   return (

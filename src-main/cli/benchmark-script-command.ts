@@ -5,7 +5,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { PHASE_NAMES_WITH_OTHER } from '../api/benchmark';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import { energyText, floorRows, utilisationText } from '../api/utilisation-words';
+import { energyText, floorRows, SCRIPT_ENERGY_WINDOW, utilisationText } from '../api/utilisation-words';
 import type { ScriptBenchmarkResult, ScriptOverrides, ScriptTarget } from '../api/script-target';
 import { parseOverride, SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema } from '../api/script-target';
 import { createServices } from '../core/services';
@@ -93,7 +93,7 @@ export function formatScriptBenchmark(r: ScriptBenchmarkResult): string {
     ...processTreeLine(r),
     ...scriptFlopsLines(r),
     ...floorLines(r),
-    ...(energyText(r) ? [`energy     ${energyText(r)}`] : []),
+    ...(energyText(r) ? [`energy     ${energyText(r)}`, ...(r.energy ? [`           ${SCRIPT_ENERGY_WINDOW}`] : [])] : []),
     `applied    ${r.applied.length ? [...new Set(r.applied.map((a) => `${a.key}=${a.value} (${a.where})`))].join('; ') : 'no overrides'}`,
     'findings',
     ...(r.findings.length ? r.findings.map((f) => `  ${f.severity === 'warning' ? '!' : '-'} ${f.text}`) : ['  none: no threshold was crossed']),

@@ -5,6 +5,7 @@ import { mount } from '@vue/test-utils';
 import { describe, expect, it } from 'vitest';
 
 import type { ScriptBenchmarkResult } from '../../src-main/api/script-target';
+import { SCRIPT_ENERGY_WINDOW } from '../../src-main/api/utilisation-words';
 import { CPU_COPY_MISSING, scriptFloors } from '../../src-main/core/script/script-floors';
 import { CPU_ENERGY_MISSING } from '../../src-main/core/telemetry/energy';
 import ScriptBenchmarkTable from '../../src-renderer/components/benchmarks/ScriptBenchmarkTable.vue';
@@ -40,6 +41,8 @@ describe('the Script benchmarks table', () => {
     expect(f.get('summary').text()).toBe('Floors per step: compute 0.00384 ms (step 755.2x) · copy 0.02 ms (step 145.0x) · data not measured');
     expect(f.findAll('li').map((li) => li.text())[1]).toBe(`copy: 200,960 bytes per batch at 10 GB/s (${copy.how}) = 0.02 ms`);
     expect(f.text()).toContain('The host-to-device copy floor is the highest measured');
+    // The launch's telemetry runs on past the measured steps: the figure says so.
+    expect(w.get('[data-testid="script-benchmark-energy-r1"]').attributes('title')).toBe(`How: ${SCRIPT_ENERGY_WINDOW}.`);
     expect(w.get('[data-testid="script-benchmark-energy-r1"]').text()).toBe('Energy: 5.78 mJ of GPU energy per sample (173 samples/J) at 128 W mean GPU power over 1.0 s of measured steps');
   });
 

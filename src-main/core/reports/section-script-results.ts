@@ -4,7 +4,7 @@
 import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import type { Limit } from '../../api/optimise';
 import type { ScriptBenchmarkResult } from '../../api/script-target';
-import { floorRows } from '../../api/utilisation-words';
+import { floorRows, SCRIPT_ENERGY_WINDOW } from '../../api/utilisation-words';
 import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
 import { scriptBatchSizeLabel, scriptBatchSizeOption } from '../../api/charts/script-batch-size-charts';
 import { scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/script-run-charts';
@@ -117,6 +117,7 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
       metrics,
       '',
       ...(runs[0].result.energyMissing ? [`GPU energy of ${code(runs[0].id)}: not measured: ${runs[0].result.energyMissing}.`, ''] : []),
+      ...(runs.some((r) => r.result.energy) ? [`GPU energy: ${SCRIPT_ENERGY_WINDOW}.`, ''] : []),
       phases,
       '',
       runs[0].result.phaseNote,
