@@ -16,6 +16,7 @@ import type { EventHub } from '../event-hub';
 import type { RunRecord } from '../run-store';
 import { createRun } from '../run-store';
 import { medianInterval } from '../stats/bootstrap';
+import { CPU_ENERGY_MISSING, energyPerSample } from '../telemetry/energy';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import type { Workspace } from '../workspace';
 import { probeDir } from './probe-dir';
@@ -27,7 +28,6 @@ import { combineRanks, summarizeRank } from './rank-stats';
 import type { ProbeMessage } from './probe-messages';
 import { CPU_COPY_MISSING, scriptFloors } from './script-floors';
 import { runTrial, trialError } from './script-trial';
-import { CPU_ENERGY_MISSING, energyPerSample } from '../telemetry/energy';
 
 const TELEMETRY_INTERVAL_MS = 200;
 
