@@ -80,6 +80,10 @@ export type Finding = z.infer<typeof FindingSchema>;
 export const IntervalSchema = z.object({ low: z.number(), median: z.number(), high: z.number() });
 
 /** Achieved training FLOP/s against the peaks it could reach: MFU, never above 100% (a value that would be is a problem instead). */
+/** GPU energy per sample over a benchmark's measured windows: mean power over samples per second. */
+export const EnergySchema = z.object({ joulesPerSample: z.number(), samplesPerJoule: z.number(), meanPowerW: z.number(), seconds: z.number() });
+export type Energy = z.infer<typeof EnergySchema>;
+
 export const UtilisationSchema = z.object({
   /** Training FLOPs per sample: three forward passes' worth (forward, backward for inputs and for weights). */
   trainingFlopsPerSample: z.number(),
@@ -140,7 +144,7 @@ export const TrainingBenchmarkResultSchema = z.object({
   /** Model-FLOPs utilisation; absent in runs recorded before it was measured. */
   utilisation: UtilisationSchema.optional(),
   /** GPU energy per sample: the GPUs' power integrated over the measured windows (a CUDA target); null with `energyMissing` saying why. */
-  energy: z.object({ joulesPerSample: z.number(), samplesPerJoule: z.number(), meanPowerW: z.number(), seconds: z.number() }).nullable().optional(),
+  energy: EnergySchema.nullable().optional(),
   energyMissing: z.string().nullable().optional(),
   repetitions: z.array(BenchmarkRepetitionSchema),
 });

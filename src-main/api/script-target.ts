@@ -1,8 +1,8 @@
 import { z } from 'zod';
 
-import { BenchmarkPhasesSchema, FindingSchema, IntervalSchema, UtilisationSchema } from './benchmark';
+import { BenchmarkPhasesSchema, EnergySchema, FindingSchema, IntervalSchema, UtilisationSchema } from './benchmark';
 import { IdSchema } from './ids';
-import { ConfounderPolicySchema, OptimisePresetSchema, WizardObjectiveSchema, OptimiseTrialSchema, WizardBaselineSchema, WizardFinalSchema, WizardResultSchema } from './optimise';
+import { ConfounderPolicySchema, LimitSchema, OptimisePresetSchema, WizardObjectiveSchema, OptimiseTrialSchema, WizardBaselineSchema, WizardFinalSchema, WizardResultSchema } from './optimise';
 import { TelemetrySummarySchema } from './telemetry';
 
 /**
@@ -197,6 +197,23 @@ export type ScriptRepetition = z.infer<typeof ScriptRepetitionSchema>;
 export const ScriptFlopsSchema = z.object({ forwardPerSample: z.number().nullable(), layers: z.number().int(), method: z.string() });
 export type ScriptFlops = z.infer<typeof ScriptFlopsSchema>;
 
+/**
+ * The floors the hardware sets on a script's step (issue 26 item 3), as the engine's limits: arithmetic at torch's
+ * measured matmul rate, one batch copied at the measured pinned copy rate, reading the data (not measured for a
+ * script). Per rank and per optimizer step; a floor that could not be measured says why in its derivation.
+ */
+export const ScriptFloorsSchema = z.object({
+  /** The measured steady-state step (ms) the floors are compared with (`baselineOverFloor` is this step over each). */
+  stepMs: z.number(),
+  compute: LimitSchema.extend({ trainingFlopsPerStep: z.number().nullable(), peakGflops: z.number().nullable(), peakShape: z.string().nullable() }),
+  data: LimitSchema,
+  copy: LimitSchema.extend({ bytesPerBatch: z.number().nullable(), gbPerSec: z.number().nullable() }),
+  /** The highest floor: no setting of this script's pipeline can step faster. */
+  floorStepMs: z.number().nullable(),
+  summary: z.string(),
+});
+export type ScriptFloors = z.infer<typeof ScriptFloorsSchema>;
+
 export const ScriptBenchmarkResultSchema = z.object({
   runId: z.string(),
   runDir: z.string(),
@@ -231,6 +248,11 @@ export const ScriptBenchmarkResultSchema = z.object({
   flops: ScriptFlopsSchema.nullable().optional(),
   /** Model-FLOPs utilisation against torch's own matmul rate on the device; absent when no FLOPs were counted. */
   utilisation: UtilisationSchema.optional(),
+  /** Compute, copy and data floors per step beside the measured step; absent in older runs. */
+  floors: ScriptFloorsSchema.optional(),
+  /** GPU energy per sample over the measured windows (a CUDA device); null with `energyMissing` saying why; absent in older runs. */
+  energy: EnergySchema.nullable().optional(),
+  energyMissing: z.string().nullable().optional(),
 });
 export type ScriptBenchmarkResult = z.infer<typeof ScriptBenchmarkResultSchema>;
 

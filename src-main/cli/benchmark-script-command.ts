@@ -5,7 +5,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { PHASE_NAMES_WITH_OTHER } from '../api/benchmark';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import { utilisationText } from '../api/utilisation-words';
+import { energyText, floorRows, SCRIPT_ENERGY_WINDOW, utilisationText } from '../api/utilisation-words';
 import type { ScriptBenchmarkResult, ScriptOverrides, ScriptTarget } from '../api/script-target';
 import { parseOverride, SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema } from '../api/script-target';
 import { createServices } from '../core/services';
@@ -60,6 +60,16 @@ function scriptFlopsLines(r: ScriptBenchmarkResult): string[] {
   ];
 }
 
+/** The compute, copy and data floors beside the measured step, as optimise's limits section gives the engine's. */
+function floorLines(r: ScriptBenchmarkResult): string[] {
+  if (!r.floors) return [];
+  return [
+    `floors     per step and rank, how far the ${r.floors.stepMs.toFixed(3)} ms step is from each, and how it was measured`,
+    ...floorRows(r.floors).map((f) => `  ${f.name.padEnd(8)} ${f.stepMs.padStart(10)}  ${f.over.padEnd(12)}  ${f.derivation}`),
+    `  ${r.floors.summary}`,
+  ];
+}
+
 /** The result as a person reads it: figures, ranks, where the step goes, what was applied, findings. */
 export function formatScriptBenchmark(r: ScriptBenchmarkResult): string {
   const ci = r.samplesPerSecCi;
@@ -82,6 +92,8 @@ export function formatScriptBenchmark(r: ScriptBenchmarkResult): string {
     `memory     ${r.memory.device}: CUDA peak ${mb(r.memory.cudaPeakBytes)}${r.memory.cudaTotalBytes ? ` of ${mb(r.memory.cudaTotalBytes)}` : ''}; host peak RSS ${mb(r.memory.hostPeakRssBytes)}`,
     ...processTreeLine(r),
     ...scriptFlopsLines(r),
+    ...floorLines(r),
+    ...(energyText(r) ? [`energy     ${energyText(r)}`, ...(r.energy ? [`           ${SCRIPT_ENERGY_WINDOW}`] : [])] : []),
     `applied    ${r.applied.length ? [...new Set(r.applied.map((a) => `${a.key}=${a.value} (${a.where})`))].join('; ') : 'no overrides'}`,
     'findings',
     ...(r.findings.length ? r.findings.map((f) => `  ${f.severity === 'warning' ? '!' : '-'} ${f.text}`) : ['  none: no threshold was crossed']),

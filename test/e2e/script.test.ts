@@ -57,6 +57,11 @@ describe('Script target in the Benchmarks area', () => {
     expect(await page.locator('[data-testid^="script-benchmark-utilisation-"]').first().innerText()).toMatch(
       /^Utilisation \(estimate\): [\d.]+ GFLOP\/s of model arithmetic: \d+\.\d% of the \d+ GFLOP\/s measured on this device \(torch\.mm on cpu/,
     );
+    // Issue 26 items 3-4: the floors beside the step, and on the CPU no copy floor and no energy, each saying why.
+    expect(await page.locator('[data-testid^="script-benchmark-floors-"] summary').first().innerText()).toMatch(
+      /^Floors per step: compute [\d.]+ ms \(step [\d.]+x\) · copy not measured · data not measured$/,
+    );
+    expect(await page.locator('[data-testid^="script-benchmark-energy-"]').first().innerText()).toMatch(/^Energy: not measured: the target trains on the CPU/);
     await page.screenshot({ path: path.join(SHOTS, 'script-result.png'), fullPage: true });
     expect(errors).toEqual([]);
     await page.close();

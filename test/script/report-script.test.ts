@@ -78,6 +78,14 @@ describe('an ADR report from runs of your own command', () => {
   it('writes the benchmarks, the search and the wizard trial up as attempts with their numbers and charts', () => {
     const md = report.markdown;
     expect(md).toMatch(/\| samples\/s, median \(sum over ranks\) \| [\d,]+ \| [\d,]+ \|/);
+    // Issue 26 items 3-4 on the CPU: the compute floor beside the step, the copy and data floors and the energy said missing.
+    expect(md).toMatch(/\| compute floor per step \(the step over it\) \| [\d.]+ ms \([\d,.]+x\) \| [\d.]+ ms \([\d,.]+x\) \|/);
+    expect(md).toContain('| host-to-device copy floor per step (the step over it) | not measured | not measured |');
+    expect(md).toContain('| GPU energy per sample (mJ) | not measured | not measured |');
+    expect(md).toContain(`Measured by the benchmark \`${ids.asIs}\` (as is), per step and rank`);
+    expect(md).toMatch(/^- Compute floor: [\d.]+ ms per step \([\d,]+ samples\/s\); the step is [\d,.]+× that\. 3 x 32 forward FLOPs\/sample/m);
+    expect(md).toContain('- Host-to-device copy floor: not measured: the script trains on the CPU: it copies nothing to a device.');
+    expect(md).toContain(`GPU energy of \`${ids.asIs}\`: not measured: the target trains on the CPU`);
     expect(md).toContain(`### Attempt 1: dataloader.batch_size=32 (\`${ids.bigger}\`)`);
     expect(md).toMatch(/batch 19 is the largest that fits \(20: E_OOM\)/);
     expect(md).toMatch(/### Attempt 3: dataloader\.num_workers 0 -> 2 \(wizard trial 1/);

@@ -28,6 +28,7 @@ from . import copies as _copies
 from . import model as _model
 from . import optimizers as _optimizers
 from . import overrides as _overrides
+from .batch_copy import batch_layout, time_batch_copy
 from .batches import batch_size_of
 from .channel import Channel
 from .iterations import PHASES, Iterations
@@ -111,7 +112,7 @@ class Probe:
     def __init__(self, env):
         self.warmup = int(env.get("TB_PROBE_WARMUP", "0"))
         self.limit = int(env.get("TB_PROBE_STEPS", "0"))  # measured steps; 0: run until the script ends
-        self.measure_peak = env.get("TB_PROBE_PEAK") == "1"  # a benchmark's utilisation wants torch's own matmul rate
+        self.measure_peak = env.get("TB_PROBE_PEAK") == "1"  # a benchmark's utilisation and floors want torch's matmul and copy rates
         self.overrides = json.loads(env.get("TB_PROBE_SET", "{}") or "{}")
         seed = env.get("TB_PROBE_SEED", "")
         self.seed = int(seed) if seed.strip() else None  # the wizard's: the same in every launch it compares
@@ -135,6 +136,7 @@ class Probe:
         self.iterations = Iterations(self._iteration_closed, self.t_start)
         self.steps = 0  # iterations closed
         self.last_batch = None
+        self.batch_layout = None  # the first training batch's host tensors (shape, dtype), for the copy floor
         self.pending_cuda = []  # (step, phase, start event, end event) not yet read back
         self.device = None  # the CUDA device training runs on (from the optimizer's parameters)
         self.backward_depth = 0  # process-wide: CUDA backward runs on autograd's own threads
@@ -287,6 +289,8 @@ class Probe:
                 n = batch_size_of(batch)
                 if n is not None:
                     probe.last_batch = n
+                if probe.measure_peak and probe.batch_layout is None and torch.is_grad_enabled():
+                    probe.batch_layout = batch_layout(torch, batch)
                 probe.iterations.fetched(t0, t1, n, torch.is_grad_enabled())
                 return batch
 
@@ -741,6 +745,12 @@ class Probe:
                 self.send(matmul_peak(self.torch, self.device))  # after the measured steps and the memory peak: neither sees it
             except Exception as err:
                 _note("torch's matmul peak not measured (%r)" % (err,))
+        # On CUDA only: a CPU script copies nothing to a device (the benchmark says so).
+        if self.measure_peak and self.device is not None and self.batch_layout is not None and self.steps > 0:
+            try:
+                self.send(time_batch_copy(self.torch, self.batch_layout, self.device))
+            except Exception as err:
+                _note("the batch's pinned copy not timed (%r)" % (err,))
         if self.steps > 0 or reason == "steps":
             self.send({"type": "done", "reason": reason, "steps": self.steps, "memory": memory})
         self.channel.close()

@@ -92,9 +92,26 @@ class FlopCounter:
         self.handles = []
 
 
+def fp32_matmul_precision(torch, cuda):
+    """The precision torch multiplies fp32 matrices in now: 'tf32' where CUDA may use TensorFloat-32 (matmul.precision
+    high or medium, allow_tf32, the fp32_precision API of torch 2.9+), else 'fp32'. A CPU has no TF32."""
+    if not cuda:
+        return "fp32"
+    matmul = torch.backends.cuda.matmul
+    try:
+        # torch 2.9+: after the new API is used the legacy flag raises, so the new one is read first; 'none' defers to torch-wide.
+        mode = matmul.fp32_precision
+        if mode == "none":
+            mode = getattr(torch.backends, "fp32_precision", "ieee")
+        return "tf32" if mode == "tf32" else "fp32"
+    except (AttributeError, AssertionError, RuntimeError):  # torch < 2.9 (1.x's backends.cuda.matmul asserts on a name it lacks)
+        return "tf32" if getattr(matmul, "allow_tf32", False) else "fp32"
+
+
 def matmul_peak(torch, device):
-    """torch's own best matrix-multiply rate on the training device now, fp32: the utilisation's denominator
-    for a script (its arithmetic runs on torch's kernels, not Trainbench's engine). Best of 5 after one warm-up."""
+    """torch's own best matrix-multiply rate on the training device now, on fp32 tensors, in the precision torch uses
+    for them (TF32 where the script or an override allows it): the utilisation's denominator for a script (its
+    arithmetic runs on torch's kernels, not Trainbench's engine). Best of 5 after one warm-up."""
     cuda = device is not None and str(device).startswith("cuda")
     n = 4096 if cuda else 512
     a = torch.randn(n, n, device=device)
@@ -111,4 +128,5 @@ def matmul_peak(torch, device):
         if i > 0 and (best is None or dt < best):
             best = dt
     threads = "" if cuda else " on %d thread%s" % (torch.get_num_threads(), "" if torch.get_num_threads() == 1 else "s")
-    return {"type": "peak", "gflops": 2 * n ** 3 / best / 1e9, "shape": "%d^3 fp32" % n, "how": "torch.mm on %s%s, best of 5" % (device or "cpu", threads)}
+    precision = fp32_matmul_precision(torch, cuda)
+    return {"type": "peak", "gflops": 2 * n ** 3 / best / 1e9, "shape": "%d^3 %s" % (n, precision), "precision": precision, "how": "torch.mm on %s%s, best of 5" % (device or "cpu", threads)}

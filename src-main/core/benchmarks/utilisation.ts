@@ -1,5 +1,6 @@
 import type { Utilisation } from '../../api/benchmark';
 import { TRAINING_FLOPS_PER_FORWARD } from '../optimise/limits';
+import type { DatasheetPrecision } from './datasheet-peaks';
 import { datasheetPeak } from './datasheet-peaks';
 import type { GemmPeak } from './gemm-peak';
 
@@ -12,7 +13,8 @@ export interface UtilisationInputs {
   /** The device's name as the driver gives it (a CPU's model for cpu). */
   deviceName: string;
   cuda: boolean;
-  precision: 'fp32' | 'bf16' | 'fp16';
+  /** The precision of the arithmetic: the datasheet figure compared with (tf32: a script's fp32 matmuls on TensorFloat-32). */
+  precision: DatasheetPrecision;
 }
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;

@@ -2,7 +2,9 @@
 // training runs, one attempt per later benchmark, search and wizard trial, and the decision
 // written as the settings to put in the script.
 import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
+import type { Limit } from '../../api/optimise';
 import type { ScriptBenchmarkResult } from '../../api/script-target';
+import { floorRows, SCRIPT_ENERGY_WINDOW } from '../../api/utilisation-words';
 import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
 import { scriptBatchSizeLabel, scriptBatchSizeOption } from '../../api/charts/script-batch-size-charts';
 import { scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/script-run-charts';
@@ -92,6 +94,10 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
       ['timing', ...runs.map((r) => r.result.ranks[0]?.timing ?? 'n/a')],
       // An estimate (the probe counts Linear and Conv layers): the method is in the text.
       ['model FLOPs utilisation, of torch.mm measured on the device (estimate)', ...runs.map((r) => scriptMfu(r.result))],
+      ['compute floor per step (the step over it)', ...runs.map((r) => floorCell(r.result, (f) => f.compute))],
+      ['host-to-device copy floor per step (the step over it)', ...runs.map((r) => floorCell(r.result, (f) => f.copy))],
+      ['data floor per step', ...runs.map((r) => floorCell(r.result, (f) => f.data))],
+      ['GPU energy per sample (mJ)', ...runs.map((r) => (r.result.energy ? fmt(1000 * r.result.energy.joulesPerSample) : r.result.energyMissing === undefined ? 'not recorded' : 'not measured'))],
     ],
   );
   const compared = runs.map((r, i) => ({ id: r.id, chart: inputs[i], phasesMs: r.result.phasesMs, phasesPercent: r.result.phasesPercent }));
@@ -110,6 +116,8 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
       '',
       metrics,
       '',
+      ...(runs[0].result.energyMissing ? [`GPU energy of ${code(runs[0].id)}: not measured: ${runs[0].result.energyMissing}.`, ''] : []),
+      ...(runs.some((r) => r.result.energy) ? [`GPU energy: ${SCRIPT_ENERGY_WINDOW}.`, ''] : []),
       phases,
       '',
       runs[0].result.phaseNote,
@@ -236,6 +244,38 @@ export function decisionBody(input: ReportInput): string {
     for (const t of run.result.trials) lines.push(`- ${t.change.label} (wizard trial ${t.index}): ${trialConclusion(t)}`);
   }
   return lines.join('\n').trim() || 'Nothing was measured against a baseline, so there is no decision yet: benchmark your command again with one override changed.';
+}
+
+const FLOOR_NAMES: Record<'compute' | 'copy' | 'data', string> = { compute: 'Compute floor', copy: 'Host-to-device copy floor', data: 'Data floor' };
+
+/** The Physical limits section for scripts: each benchmark's floors beside its step, as the engine's are given. */
+export function scriptLimitsBody(input: ReportInput): string {
+  const measured = benchmarks(input).filter((r) => r.result.floors);
+  const lines = measured.flatMap((r) => {
+    const f = r.result.floors!;
+    return [
+      `Measured by the benchmark ${code(r.id)} (${Object.keys(r.result.overrides).length ? overridesText(r.result.overrides) : 'as is'}), per step and rank, from rates the probe measured after the measured steps:`,
+      '',
+      ...floorRows(f).map(({ name: key, limit: l }) => {
+        const name = FLOOR_NAMES[key];
+        return l.stepMs === null ? `- ${name}: ${l.derivation}.` : `- ${name}: ${fmt(l.stepMs, 'ms')} per step (${fmt(l.samplesPerSec, 'samples/s')}); the step is ${fmt(l.baselineOverFloor)}× that. ${l.derivation}.`;
+      }),
+      '',
+      f.summary,
+      '',
+    ];
+  });
+  return [
+    ...(lines.length ? lines : ['Your command has no model spec Trainbench can count bytes from, and no benchmark here measured its floors, so no compute or bandwidth floor is given for it.', '']),
+    'The data-wait share above is the measured limit of loading: a step that waits for the DataLoader is bound by loading, whatever the GPU could do.',
+  ].join('\n');
+}
+
+/** A floor as a cell: its milliseconds and how far the step is from it, or 'not measured'. */
+function floorCell(r: ScriptBenchmarkResult, pick: (f: NonNullable<ScriptBenchmarkResult['floors']>) => Limit): string {
+  if (!r.floors) return 'not recorded';
+  const l = pick(r.floors);
+  return l.stepMs === null ? 'not measured' : `${fmt(l.stepMs, 'ms')} (${fmt(l.baselineOverFloor)}x)`;
 }
 
 function scriptMfu(r: ScriptBenchmarkResult): string {

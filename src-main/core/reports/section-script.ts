@@ -10,7 +10,7 @@ import { code, fmt, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
 import type { ScriptReportRun } from './report-runs';
 import { commands, config, envValue, KIND_NAMES, overridesOf, overridesText, SECRET, targetOf } from './script-report-text';
-import { attemptsOutput, decisionBody, phasesPart } from './section-script-results';
+import { attemptsOutput, decisionBody, phasesPart, scriptLimitsBody } from './section-script-results';
 
 /** The command that measures each kind again: the engine's own, with the script after '--'. */
 const SUBCOMMANDS: Record<ScriptReportRun['kind'], string> = {
@@ -140,11 +140,7 @@ export const SCRIPT_WRITERS: Record<ReportSection, (input: ReportInput) => Secti
     const p = phasesPart(input);
     return block('script-phases', p.body, p.figures);
   },
-  limits: () =>
-    block(
-      'script-limits',
-      'Your command has no model spec Trainbench can count FLOPs or bytes from, so no compute or bandwidth floor is given for it. The data-wait share above is the measured limit: a step that waits for the DataLoader is bound by loading, whatever the GPU could do.',
-    ),
+  limits: (input) => block('script-limits', scriptLimitsBody(input)),
   attempts: attemptsOutput,
   decision: (input) => block('script-decision', decisionBody(input)),
   consequences: (input) => block('script-consequences', consequencesBody(input)),

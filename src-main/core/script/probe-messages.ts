@@ -61,7 +61,26 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
     method: z.string().max(300),
   }),
   /** torch's own best matmul rate on the training device, measured after the measured steps (a benchmark asks for it). */
-  z.object({ type: z.literal('peak'), gflops: z.number().gt(0).max(1e9), shape: z.string().max(100), how: z.string().max(300) }),
+  z.object({
+    type: z.literal('peak'),
+    gflops: z.number().gt(0).max(1e9),
+    shape: z.string().max(100),
+    /** The precision torch multiplied the fp32 matrices in: tf32 where CUDA was allowed TensorFloat-32 (absent from older probes: fp32). */
+    precision: z.enum(['fp32', 'tf32']).optional(),
+    how: z.string().max(300),
+  }),
+  /**
+   * On CUDA, after the measured steps: one batch's host tensors (as the loader gave them) copied from pinned memory to
+   * the device, the best of several; seconds and gbPerSec null when nothing was timed (`how` says why).
+   */
+  z.object({
+    type: z.literal('copy'),
+    bytesPerBatch: z.number().int().min(0).max(1e12),
+    tensors: z.number().int().min(0).max(100_000),
+    seconds: z.number().gt(0).max(3600).nullable(),
+    gbPerSec: z.number().gt(0).max(10_000).nullable(),
+    how: z.string().max(300),
+  }),
   /** An optimizer the script made: the implementations its torch offers for it, and the one it steps with. */
   z.object({
     type: z.literal('optimizer'),

@@ -16,6 +16,7 @@ import type { EventHub } from '../event-hub';
 import type { RunRecord } from '../run-store';
 import { createRun } from '../run-store';
 import { medianInterval } from '../stats/bootstrap';
+import { CPU_ENERGY_MISSING, energyPerSample } from '../telemetry/energy';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import type { Workspace } from '../workspace';
 import { probeDir } from './probe-dir';
@@ -24,6 +25,8 @@ import { ScriptJobs } from './script-jobs';
 import { sampleProcessTree } from './process-tree';
 import type { RankSummary } from './rank-stats';
 import { combineRanks, summarizeRank } from './rank-stats';
+import type { ProbeMessage } from './probe-messages';
+import { CPU_COPY_MISSING, scriptFloors } from './script-floors';
 import { runTrial, trialError } from './script-trial';
 
 const TELEMETRY_INTERVAL_MS = 200;
@@ -40,8 +43,13 @@ interface Launch {
   applied: ScriptBenchmarkResult['applied'];
   /** Rank 0's count of the model's forward FLOPs per sample, and torch's matmul rate after its measured steps. */
   flops: ScriptFlops | null;
-  peak: GemmPeak | null;
+  peak: ScriptPeak | null;
+  /** Rank 0's pinned copy of one batch after its measured steps (CUDA only). */
+  copy: Extract<ProbeMessage, { type: 'copy' }> | null;
 }
+
+/** torch's matmul rate, and the precision its fp32 matmuls ran in (tf32 where TensorFloat-32 was allowed). */
+export type ScriptPeak = GemmPeak & { precision: 'fp32' | 'tf32' };
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
@@ -224,9 +232,10 @@ export class ScriptBenchmarkService {
       const rank0 = (record.connections.find((c) => c.hello.rank === 0) ?? record.connections[0])?.messages ?? [];
       const counted = rank0.find((m) => m.type === 'flops');
       const measured = rank0.find((m) => m.type === 'peak');
+      const copied = rank0.find((m) => m.type === 'copy');
       const flops = counted?.type === 'flops' ? { forwardPerSample: counted.forwardPerSample, layers: counted.layers, method: counted.method } : null;
-      const peak = measured?.type === 'peak' ? { gflops: measured.gflops, shape: measured.shape, how: measured.how } : null;
-      return { rep, ranks, applied, flops, peak };
+      const peak = measured?.type === 'peak' ? { gflops: measured.gflops, shape: measured.shape, how: measured.how, precision: measured.precision ?? 'fp32' } : null;
+      return { rep, ranks, applied, flops, peak, copy: copied?.type === 'copy' ? copied : null };
     } finally {
       stopped = true;
       if (heldStep) clearTimeout(heldStep);
@@ -307,6 +316,10 @@ export class ScriptBenchmarkService {
       findings: found,
       repetitions: r,
       ...scriptUtilisation(reps, aggregate.samplesPerSecCi.median, device, aggregate.telemetry.gpu),
+      floors: floorsOf(reps, steady, first.batchSize, device),
+      ...(({ energy, missing }) => ({ energy, energyMissing: missing }))(
+        device.startsWith('cuda') ? energyPerSample(aggregate.telemetry, aggregate.samplesPerSecCi.median) : { energy: null, missing: CPU_ENERGY_MISSING },
+      ),
     };
     const parsed = ScriptBenchmarkResultSchema.safeParse(result);
     if (!parsed.success) throw new ApiError('E_INTERNAL', `the script benchmark result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
@@ -319,21 +332,55 @@ export class ScriptBenchmarkService {
  * (an estimate), three times for training, against torch's own best matmul rate on the device, measured in the
  * launches after their measured steps (the best of them), and the datasheet's for a GPU in the table.
  */
-function scriptUtilisation(reps: Launch[], samplesPerSec: number, device: string, gpuName: string): Pick<ScriptBenchmarkResult, 'flops' | 'utilisation'> {
+export function scriptUtilisation(reps: readonly Pick<Launch, 'flops' | 'peak'>[], samplesPerSec: number, device: string, gpuName: string): Pick<ScriptBenchmarkResult, 'flops' | 'utilisation'> {
   const flops = reps.find((x) => x.flops)?.flops ?? null;
   if (!flops) return { flops: null };
   if (flops.forwardPerSample === null || flops.forwardPerSample === 0) return { flops };
-  const peaks = reps.map((x) => x.peak).filter((p): p is GemmPeak => p !== null);
-  const peak = peaks.length ? peaks.reduce((a, b) => (b.gflops > a.gflops ? b : a)) : null;
+  const peak = bestPeak(reps);
   const cuda = device.startsWith('cuda');
   const utilisation = utilisationOf({
     flopsPerSample: flops.forwardPerSample,
     samplesPerSec,
     peak,
-    peakMissing: 'the probe measured no matmul rate (the script ended before its measured steps did)',
+    peakMissing: PEAK_MISSING,
     deviceName: cuda ? gpuName : 'cpu',
     cuda,
-    precision: 'fp32',
+    // The datasheet figure of the precision torch's fp32 matmuls ran in: TF32 (matmul.precision high) is not fp32.
+    precision: peak?.precision ?? 'fp32',
   });
   return { flops, utilisation };
+}
+
+const PEAK_MISSING = 'the probe measured no matmul rate (the script ended before its measured steps did)';
+
+/** The best matmul rate the launches measured (clocks vary between launches; the peak is the best the device did). */
+function bestPeak(reps: readonly Pick<Launch, 'peak'>[]): ScriptPeak | null {
+  const peaks = reps.map((x) => x.peak).filter((p): p is ScriptPeak => p !== null);
+  return peaks.length ? peaks.reduce((a, b) => (b.gflops > a.gflops ? b : a)) : null;
+}
+
+/** Compute, copy and data floors per step (issue 26 item 3) from what the probe measured after the measured steps. */
+function floorsOf(reps: Launch[], stepMs: number, batchSize: number | null, device: string) {
+  const flops = reps.find((x) => x.flops)?.flops ?? null;
+  const copies = reps.map((x) => x.copy).filter((c): c is NonNullable<Launch['copy']> => c !== null);
+  const timed = copies.filter((c) => c.seconds !== null && c.bytesPerBatch > 0);
+  const best = timed.length ? timed.reduce((a, b) => ((b.seconds ?? Infinity) < (a.seconds ?? Infinity) ? b : a)) : null;
+  const copyMissing = !device.startsWith('cuda')
+    ? CPU_COPY_MISSING
+    : copies.length
+      ? copies[0].how.replace(/^not measured: /, '')
+      : 'the probe timed no copy (the script ended before its measured steps did, or the copy failed: see the launch output)';
+  return scriptFloors({
+    stepMs,
+    samplesPerStep: batchSize,
+    forwardFlopsPerSample: flops?.forwardPerSample || null,
+    flopsMissing:
+      flops?.forwardPerSample === null
+        ? flops.method.replace(/^not counted: /, '')
+        : 'the probe counted no FLOPs (no Linear or Conv layer ran in a training forward)',
+    peak: bestPeak(reps),
+    peakMissing: PEAK_MISSING,
+    copy: best && best.seconds !== null ? { bytesPerBatch: best.bytesPerBatch, seconds: best.seconds, how: best.how } : null,
+    copyMissing,
+  });
 }
