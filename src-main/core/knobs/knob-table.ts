@@ -246,7 +246,7 @@ export const KNOB_TABLE: readonly Knob[] = [
           label: `batch size ${b} -> ${to}`,
           hypothesis:
             searched !== null
-              ? "the batch-size search's recommendation: the fitting batch with the best throughput under the memory headroom"
+              ? "the batch-size search's recommendation: the smallest fitting batch within the noise of the fastest, under the memory headroom"
               : 'a larger batch amortises the per-step overhead over more samples',
           note: `a batch change is a change of the training recipe: scale the learning rate with it (linear rule: x${Number((to / b).toPrecision(3))}) and check the accuracy`,
         };
