@@ -45,6 +45,7 @@ describe('first-run path', () => {
     expect(await page.getByTestId('opt-warmupSteps').inputValue()).toBe('2');
     expect(await page.getByTestId('opt-steps').inputValue()).toBe('8');
     expect(await page.getByTestId('opt-maxTrials').inputValue()).toBe('3');
+    expect(await page.getByTestId('opt-minWindowSeconds').inputValue()).toBe('1');
     expect(await page.getByTestId('opt-batchSize').inputValue()).toBe('256');
     await expect.poll(() => focusedTestId(page)).toBe('opt-start');
     // Nothing started, and the query is gone (a reload keeps the person's edits).
