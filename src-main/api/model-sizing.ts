@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import type { DatasetSummary } from './datasets';
 import type { ModelSpec, ModelSpecInput } from './model-spec';
-import { BottleneckResnetSpecSchema, CnnSpecSchema, MlpSpecSchema, ModelSpecSchema } from './model-spec';
+import { BottleneckResnetSpecSchema, BUILTIN_MODELS, CnnSpecSchema, isBuiltinModel, MlpSpecSchema, ModelSpecSchema } from './model-spec';
 
 /**
  * Each model family sized to a dataset (issue 27 item 1, ADR 0036): the input from the data field `x`,
@@ -127,3 +127,20 @@ export const SaveSpecRequestSchema = z
   .strict();
 export type SaveSpecRequest = z.input<typeof SaveSpecRequestSchema>;
 export const SaveSpecResultSchema = z.object({ path: z.string(), spec: ModelSpecSchema });
+
+/**
+ * The model to show when the data changes: a built-in whose input does not take the dataset's `x` becomes
+ * its family sized to the dataset (or the mlp, which takes any x, when its family does not fit); a sized
+ * choice goes back to its built-in when the data is no workspace dataset. Anything else stays as chosen.
+ */
+export function modelForData(model: string, dataset: Pick<DatasetSummary, 'fields'> | null): string {
+  const sized = sizedFamilyOf(model);
+  if (!dataset) return sized ?? model;
+  if (sized) return sizeModel(sized, dataset.fields).spec ? model : sizeModel('mlp', dataset.fields).spec ? sizedChoice('mlp') : sized;
+  if (!isBuiltinModel(model)) return model;
+  const x = dataset.fields.find((f) => f.name === 'x');
+  const builtin = ModelSpecSchema.parse(BUILTIN_MODELS[model]);
+  if (x && values(x.shape) === values(builtin.input)) return model;
+  if (sizeModel(model, dataset.fields).spec) return sizedChoice(model);
+  return sizeModel('mlp', dataset.fields).spec ? sizedChoice('mlp') : model;
+}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import type { DatasetSummary } from '../../src-main/api/datasets';
-import { defaultWidths, MODEL_NAME_PATTERN, sizedChoice, sizedFamilyOf, sizeModel, sizeModelsToDataset } from '../../src-main/api/model-sizing';
+import { defaultWidths, MODEL_NAME_PATTERN, modelForData, sizedChoice, sizedFamilyOf, sizeModel, sizeModelsToDataset } from '../../src-main/api/model-sizing';
 
 type Field = DatasetSummary['fields'][number];
 const field = (name: string, dtype: Field['dtype'], shape: number[], stats: Partial<NonNullable<Field['stats']>> | null = {}, classes?: string[]): Field => ({
@@ -73,5 +73,19 @@ describe('models sized to a dataset', () => {
     expect(sizedFamilyOf('models/a.json')).toBeNull();
     for (const ok of ['mlp-iris', 'mlp_iris.json', 'A1']) expect(MODEL_NAME_PATTERN.test(ok)).toBe(true);
     for (const bad of ['../x', 'a/b', '.hidden', '-x', 'a.b', 'x.json.json', '', 'a b']) expect(MODEL_NAME_PATTERN.test(bad)).toBe(false);
+  });
+});
+
+describe('the model shown when the data changes', () => {
+  it('swaps a built-in that does not take the data for its family sized to it, and back', () => {
+    expect(modelForData('mlp', { fields: irisCsv })).toBe('sized:mlp');
+    // The cnn does not take a vector: the mlp, which does, is offered instead.
+    expect(modelForData('cnn', { fields: irisCsv })).toBe('sized:mlp');
+    const mnistLike = { fields: [field('x', 'uint8', [28, 28]), field('y', 'uint8', [], { max: 9 })] };
+    expect(modelForData('cnn', mnistLike)).toBe('cnn');
+    expect(modelForData('sized:cnn', null)).toBe('cnn');
+    expect(modelForData('models/mine.json', { fields: irisCsv })).toBe('models/mine.json');
+    expect(modelForData('mlp', null)).toBe('mlp');
+    expect(modelForData('sized:cnn', { fields: irisCsv })).toBe('sized:mlp');
   });
 });
