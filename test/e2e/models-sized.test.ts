@@ -70,4 +70,36 @@ describe('models sized to an imported dataset', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it('benchmarks and searches the batch size of the mlp sized to the imported dataset', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${fx.serve.url}#/benchmarks`);
+    await page.getByTestId('benchmark-data').locator('option', { hasText: 'flowers' }).waitFor({ state: 'attached' });
+    const data = await page.getByTestId('benchmark-data').locator('option', { hasText: 'flowers' }).getAttribute('value');
+    await page.getByTestId('benchmark-data').selectOption(data!);
+    await expect.poll(() => page.getByTestId('benchmark-model').inputValue()).toBe('sized:mlp');
+    await page.getByTestId('benchmark-batchSize').fill('16');
+    await page.getByTestId('benchmark-warmupSteps').fill('1');
+    await page.getByTestId('benchmark-steps').fill('5');
+    await page.getByTestId('benchmark-repeat').fill('1');
+    await page.getByTestId('benchmark-start').click();
+    await expect.poll(() => page.locator('[data-testid^="benchmark-2"]').count(), { timeout: 60_000 }).toBe(1);
+    expect(await page.getByTestId('benchmark-error').count()).toBe(0);
+    expect(await page.locator('[data-testid^="benchmark-2"]').innerText()).toContain('mlp');
+
+    await page.goto(`${fx.serve.url}#/batch-size`);
+    await page.getByTestId('bs-data').locator('option', { hasText: 'flowers' }).waitFor({ state: 'attached' });
+    await page.getByTestId('bs-data').selectOption(data!);
+    await expect.poll(() => page.getByTestId('bs-model').inputValue()).toBe('sized:mlp');
+    await page.getByTestId('bs-memory-limit').fill('16');
+    await page.getByTestId('bs-steps').fill('2');
+    await page.getByTestId('bs-start').click();
+    await page.getByTestId('bs-verdict').waitFor({ timeout: 90_000 });
+    expect(await page.getByTestId('bs-trials').locator('tbody tr').count()).toBeGreaterThan(0);
+    await page.screenshot({ path: path.join(SHOTS, 'models-sized-batch-size.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 150_000);
 });
