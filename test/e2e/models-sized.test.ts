@@ -62,6 +62,11 @@ describe('models sized to an imported dataset', () => {
     await expect.poll(() => page.getByTestId('newrun-model').inputValue()).toBe('models/narrow-flowers.json');
     expect(JSON.parse(readFileSync(path.join(fx.workspace, 'models', 'narrow-flowers.json'), 'utf8'))).toMatchObject({ family: 'mlp', input: [4], outputs: 3, hidden: [16] });
     await page.screenshot({ path: path.join(SHOTS, 'models-sized-editor.png'), fullPage: true });
+    // At 1024 px the open editor wraps: nothing runs off to the side.
+    await page.setViewportSize({ width: 1024, height: 700 });
+    await page.getByTestId('newrun-spec-editor').scrollIntoViewIfNeeded();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(true);
+    await page.screenshot({ path: path.join(SHOTS, 'models-sized-editor-1024.png') });
     await page.getByTestId('newrun-maxSteps').fill('10');
     await page.getByTestId('newrun-start').click();
     await expect.poll(() => page.locator('[data-testid^="run-2"]').count(), { timeout: 60_000 }).toBe(2);
