@@ -107,4 +107,30 @@ describe('models sized to an imported dataset', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 150_000);
+
+  it('optimises the mlp sized to the imported dataset, sending its sized spec', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    const sent: string[] = [];
+    page.on('websocket', (ws) => ws.on('framesent', (f) => sent.push(String(f.payload))));
+    await page.goto(`${fx.serve.url}#/optimise`);
+    await page.getByTestId('opt-data').locator('option', { hasText: 'flowers' }).waitFor({ state: 'attached' });
+    const data = await page.getByTestId('opt-data').locator('option', { hasText: 'flowers' }).getAttribute('value');
+    await page.getByTestId('opt-data').selectOption(data!);
+    await expect.poll(() => page.getByTestId('opt-model').inputValue()).toBe('sized:mlp');
+    await page.getByTestId('opt-batchSize').fill('16');
+    await page.getByTestId('opt-repeat').fill('2');
+    await page.getByTestId('opt-maxTrials').fill('1');
+    await page.getByTestId('opt-steps').fill('5');
+    await page.getByTestId('opt-warmupSteps').fill('1');
+    await page.getByTestId('opt-batchSearch').uncheck();
+    await page.getByTestId('opt-start').click();
+    await page.getByTestId('opt-final').waitFor({ timeout: 90_000 });
+    const start = sent.find((f) => f.includes('"optimise.start"'));
+    expect(start).toMatch(/"spec":\{"family":"mlp","task":"classification","input":\[4\],"outputs":3/);
+    await page.screenshot({ path: path.join(SHOTS, 'models-sized-optimise.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 150_000);
 });
