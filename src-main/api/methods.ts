@@ -25,6 +25,7 @@ import { DevicesSchema, EngineVersionSchema, PingResultSchema } from './devices'
 import { EngineStatusEventSchema } from './events';
 import { ModelInfoSchema, ModelSpecSchema } from './model-spec';
 import { ModelEntrySchema, ReadSpecRequestSchema, ReadSpecResultSchema } from './model-files';
+import { SaveSpecRequestSchema, SaveSpecResultSchema } from './model-sizing';
 import { TelemetrySnapshotSchema, TelemetrySubscribeSchema } from './telemetry';
 import { RunDetailSchema, RunSummarySchema, TrainRequestSchema, TrainResultSchema } from './training';
 import {
@@ -166,6 +167,11 @@ export const apiMethods = {
   'models.list': { params: NoParams, result: z.array(ModelEntrySchema) },
   /** A workspace spec file (a path from models.list), checked against the contract. */
   'models.readSpec': { params: ReadSpecRequestSchema, result: ReadSpecResultSchema },
+  /**
+   * Saves a spec as models/<name>.json (a model sized to a dataset, edited in the form); an existing file is
+   * refused unless overwrite, a link or folder at the name always. Answers the path models.list names it by.
+   */
+  'models.save': { params: SaveSpecRequestSchema, result: SaveSpecResultSchema },
   /** batchSize.search on a script target, by its old name (an alias for one release; its id is jobId). */
   'script.findBatchSize': { params: ScriptBatchSearchRequestSchema, result: ScriptBatchSearchResultSchema },
   /**

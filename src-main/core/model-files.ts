@@ -5,9 +5,11 @@ import { formatIssues, jsonProblem } from '../api/format-issues';
 import type { ModelEntry } from '../api/model-files';
 import { MODEL_SPEC_DIR } from '../api/model-files';
 import type { ModelSpec } from '../api/model-spec';
+import type { SaveSpecRequest } from '../api/model-sizing';
+import { MODEL_NAME_PATTERN, SaveSpecRequestSchema } from '../api/model-sizing';
 import { BUILTIN_MODELS, ModelSpecSchema } from '../api/model-spec';
 import type { Workspace } from './workspace';
-import { entryProblem, isMissing, listFolder, readTextCapped, WorkspaceFileError } from './workspace-files';
+import { entryKind, entryProblem, isMissing, listFolder, makeFolder, readTextCapped, WorkspaceFileError, writeFileConfined, writeNewFileConfined } from './workspace-files';
 
 /** A spec file larger than this is not a model spec (the largest real one is a few hundred bytes). */
 const MAX_SPEC_BYTES = 256 * 1024;
@@ -104,4 +106,37 @@ export async function readModelSpec(workspace: Workspace, rel: string): Promise<
     throw err;
   }
   return { path: path.relative(workspace.root, abs), spec: parseModelSpec(text, rel) };
+}
+
+/** The file a saved spec's name becomes: models/<name>.json (the name is checked again here, as every name is before it becomes a path). */
+export function savedSpecPath(name: string): string {
+  if (!MODEL_NAME_PATTERN.test(name)) {
+    throw new ApiError('E_BAD_INPUT', `${JSON.stringify(name.slice(0, 80))} is not a model name: letters, digits, '-' and '_', optionally ending in .json`);
+  }
+  return path.join(MODEL_SPEC_DIR, name.endsWith('.json') ? name : `${name}.json`);
+}
+
+/**
+ * models.save: writes a spec under models/ (created when missing), checked against the contract
+ * first. An existing file is refused unless `overwrite`; a link, a folder or a special file at the
+ * name is always refused (never written through, never replaced).
+ */
+export async function saveModelSpec(workspace: Workspace, request: SaveSpecRequest): Promise<{ path: string; spec: ModelSpec }> {
+  const { name, spec, overwrite } = SaveSpecRequestSchema.parse(request);
+  const rel = savedSpecPath(name);
+  const checked = ModelSpecSchema.parse(spec);
+  await makeFolder(workspace, MODEL_SPEC_DIR);
+  const text = JSON.stringify(checked, null, 2) + '\n';
+  if (text.length > MAX_SPEC_BYTES) throw new ApiError('E_BAD_INPUT', `model spec ${rel} would be ${text.length} bytes, more than the ${MAX_SPEC_BYTES} a spec may have`);
+  const kind = await entryKind(workspace, rel);
+  if (kind === 'link') throw new ApiError('E_BAD_INPUT', `${rel} is a link: a spec is saved only as a file of its own (remove the link or choose another name)`);
+  if (kind === 'dir' || kind === 'other') throw new ApiError('E_BAD_INPUT', `${rel} is ${kind === 'dir' ? 'a folder' : 'a special file'}: choose another name`);
+  const taken = () => new ApiError('E_BAD_INPUT', `${rel} exists already: choose another name, or ask to replace it`);
+  if (kind === 'file' && !overwrite) throw taken();
+  if (overwrite) await writeFileConfined(workspace, rel, text);
+  else
+    await writeNewFileConfined(workspace, rel, text).catch((err: NodeJS.ErrnoException) => {
+      throw err.code === 'EEXIST' ? taken() : err;
+    });
+  return { path: rel, spec: checked };
 }

@@ -17,7 +17,7 @@ import { DownloadService } from './downloads/download-service';
 import { EventHub } from './event-hub';
 import { listFiles } from './files';
 import { JobRegistry } from './jobs/job-registry';
-import { listModels, readModelSpec } from './model-files';
+import { listModels, readModelSpec, saveModelSpec } from './model-files';
 import { RunAnnotator } from './run-notes';
 import { listRuns, readRunDetail } from './run-reader';
 import { OptimiseService } from './optimise/optimise-service';
@@ -186,6 +186,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'runs.compareSpeed': ({ ids, tolerance }) => check.compare(ids, tolerance),
     'models.list': () => listModels(workspace),
     'models.readSpec': ({ path }) => readModelSpec(workspace, path),
+    'models.save': (params) => saveModelSpec(workspace, params),
     'script.train': (request) => (refuseScripts(options), jobs.run('script.train', request, cancelScript, (r) => scriptRuns.run(r))),
     'script.findBatchSize': (request) => (
       refuseScripts(options), jobs.run('script.findBatchSize', request, cancelScript, (r) => searchScriptBatch(workspace, r, { jobs: scriptJobs, events }))

@@ -315,6 +315,49 @@ export async function writeFileConfined(workspace: Workspace, file: string, data
   await writeFileAtomic(path.join(dir, path.basename(abs)), data);
 }
 
+/** What is at a workspace entry's name, not followed: null when nothing is. */
+export async function entryKind(workspace: Workspace, entry: string): Promise<EntryKind | null> {
+  const st = await fs.lstat(entryPath(workspace, entry)).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return null;
+    throw err;
+  });
+  if (!st) return null;
+  return st.isSymbolicLink() ? 'link' : st.isDirectory() ? 'dir' : st.isFile() ? 'file' : 'other';
+}
+
+/**
+ * Writes a new file, whole or not at all, refusing a name that is taken by anything (a file, a folder,
+ * a link): a fresh temp file is hard-linked to the name (link(2) never replaces, so two writers
+ * cannot both win), then removed. Where the file system has no hard links, the name is created
+ * exclusively and written. EEXIST (as the ErrnoException it is) when the name is taken.
+ */
+export async function writeNewFileConfined(workspace: Workspace, file: string, data: string | Uint8Array): Promise<void> {
+  const abs = entryPath(workspace, file);
+  const { abs: dir } = await requireFolder(workspace, path.dirname(abs));
+  const target = path.join(dir, path.basename(abs));
+  const tmp = path.join(dir, `.${path.basename(abs)}.${randomBytes(6).toString('hex')}.tmp`);
+  const handle = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+  try {
+    await handle.writeFile(data);
+  } finally {
+    await handle.close();
+  }
+  try {
+    await fs.link(tmp, target);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err;
+    const out = await fs.open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+    try {
+      await out.writeFile(data);
+    } finally {
+      await out.close();
+    }
+  } finally {
+    await fs.rm(tmp, { force: true });
+  }
+}
+
 export function writeJsonConfined(workspace: Workspace, file: string, value: unknown): Promise<void> {
   return writeFileConfined(workspace, file, JSON.stringify(value, null, 2) + '\n');
 }

@@ -1,6 +1,6 @@
 import type { BatchSearchProgress, BatchSearchRequest, BatchSearchResult, BatchTrial } from '@api/batch-size';
 import { BatchSearchRequestSchema, DEFAULT_HEADROOM } from '@api/batch-size';
-import type { BuiltinModelName } from '@api/model-spec';
+import type { BuiltinModelName, ModelSpec } from '@api/model-spec';
 import { BUILTIN_MODELS } from '@api/model-spec';
 import type { JobInfo, TargetKind } from '@api/jobs';
 import { RECIPES } from '@api/recipes';
@@ -16,7 +16,8 @@ import { scriptBatchSearch } from './script-batch-size';
 
 /** The form of the Batch size area, in the units a person types. */
 export interface BatchSearchForm {
-  model: BuiltinModelName;
+  /** A built-in's name, 'sized:<family>' (sized to the chosen dataset) or a workspace spec file's path. */
+  model: string;
   /** A data select value (useTargetChoices): a built-in source or one of the workspace's datasets. */
   data: string;
   device: string;
@@ -86,17 +87,21 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
     }
   }
 
-  /** Starts a search and collects its trials live; resolves when it ends (answer, error or cancel). */
-  async function start(): Promise<void> {
+  /**
+   * Starts a search and collects its trials live; resolves when it ends (answer, error or cancel). `spec` is the
+   * model's where it is no built-in (sized to the data, or read from its file); its family's recipe is used.
+   */
+  async function start(spec: ModelSpec | null = null): Promise<void> {
     if (running.value) return;
     const f = form.value;
     const cpu = f.device === 'cpu';
+    const recipe = RECIPES[spec ? spec.family : (f.model as BuiltinModelName)];
     const asked = {
-      spec: BUILTIN_MODELS[f.model],
+      spec: spec ?? BUILTIN_MODELS[f.model as BuiltinModelName],
       data: dataSourceOf(f.data),
       // The model's recipe, as `trainbench find-batch-size` and New run use it: its optimizer's state is part of the
       // memory measured, and its batch is the one the verdict scales the LR from.
-      options: { ...RECIPES[f.model], device: f.device, memoryLimitBytes: cpu ? Math.round(f.memoryLimitMiB * 2 ** 20) : 0 },
+      options: { ...recipe, device: f.device, memoryLimitBytes: cpu ? Math.round(f.memoryLimitMiB * 2 ** 20) : 0 },
       headroom: f.headroomPct / 100,
       stepsPerTrial: f.stepsPerTrial,
       ...(f.globalBatch ? { globalBatch: f.globalBatch } : {}),

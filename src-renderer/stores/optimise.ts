@@ -1,6 +1,7 @@
 import type { Devices } from '@api/devices';
 import { ApiError } from '@api/errors';
 import type { JobInfo, TargetKind } from '@api/jobs';
+import type { ModelSpec } from '@api/model-spec';
 import type { OptimiseProgress, OptimiseResult, OptimiseTrial, WizardState } from '@api/optimise';
 import type { RunSummary } from '@api/training';
 import { defineStore } from 'pinia';
@@ -296,11 +297,11 @@ export const useOptimiseStore = defineStore('optimise', () => {
     return true;
   }
 
-  /** Checks the form with the contract's schema, then runs a new wizard from it (its id is the job's). */
-  async function start(): Promise<void> {
+  /** Checks the form with the contract's schema, then runs a new wizard from it (its id is the job's); `spec` for a model that is no built-in. */
+  async function start(spec: ModelSpec | null = null): Promise<void> {
     if (running.value) return;
     applied.value = null;
-    const checked = optimiseRequest(form.value);
+    const checked = optimiseRequest(form.value, undefined, spec);
     invalid.value = checked.errors ?? {};
     if (!checked.request) return;
     state.value = null;

@@ -1,5 +1,6 @@
-import type { BuiltinModelName } from '@api/model-spec';
-import { BUILTIN_MODELS, ModelSpecSchema } from '@api/model-spec';
+import { sizedFamilyOf } from '@api/model-sizing';
+import type { BuiltinModelName, ModelSpec } from '@api/model-spec';
+import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '@api/model-spec';
 import type { ConfounderPolicy, OptimisePreset, WizardObjective, OptimiseRequest, ReadFrom } from '@api/optimise';
 import { OptimiseRequestSchema } from '@api/optimise';
 import { RECIPES } from '@api/recipes';
@@ -8,7 +9,8 @@ import { dataSourceOf } from '../composables/useTargetChoices';
 
 /** What the Optimise form holds: the training configuration to start from, and how the wizard measures. */
 export interface OptimiseFormValues {
-  model: BuiltinModelName;
+  /** A built-in's name, 'sized:<family>' (sized to the chosen dataset) or a workspace spec file's path. */
+  model: string;
   /** 'fashion-mnist', 'example-board' or 'dataset:<id>'. */
   data: string;
   readFrom: ReadFrom;
@@ -52,8 +54,8 @@ const REQUEST_DEFAULTS = OptimiseRequestSchema.parse({ target: { spec: BUILTIN_M
  * The form for a model: its recipe's settings (as a training run of it would use), the contract's
  * defaults for the rest; data and device stay as chosen.
  */
-export function optimiseFormValues(model: BuiltinModelName, keep: Pick<OptimiseFormValues, 'data' | 'device'>): OptimiseFormValues {
-  const r = RECIPES[model];
+export function optimiseFormValues(model: string, keep: Pick<OptimiseFormValues, 'data' | 'device'>, family: BuiltinModelName | null = null): OptimiseFormValues {
+  const r = RECIPES[isBuiltinModel(model) ? model : (sizedFamilyOf(model) ?? family ?? 'mlp')];
   const o = REQUEST_DEFAULTS.target.options;
   return {
     model,
@@ -129,10 +131,12 @@ export type OptimiseRequestOrErrors = { request: OptimiseRequest; errors: null }
  * CLI does, only the recipe's batch size is taken over; the optimizer is the family's own. Without
  * `optimiseId` the job that starts the wizard names it.
  */
-export function optimiseRequest(v: OptimiseFormValues, optimiseId?: string): OptimiseRequestOrErrors {
+export function optimiseRequest(v: OptimiseFormValues, optimiseId?: string, spec: ModelSpec | null = null): OptimiseRequestOrErrors {
+  // A model other than a built-in comes with its spec (sized to the data, or read from its file).
+  if (!spec && !isBuiltinModel(v.model)) return { request: null, errors: { model: `${v.model} has not been read yet, or it is not a usable model spec` } };
   const parsed = OptimiseRequestSchema.safeParse({
     target: {
-      spec: ModelSpecSchema.parse(BUILTIN_MODELS[v.model]),
+      spec: spec ?? ModelSpecSchema.parse(BUILTIN_MODELS[v.model as BuiltinModelName]),
       data: dataSourceOf(v.data),
       readFrom: v.readFrom,
       options: {

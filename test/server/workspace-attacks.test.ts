@@ -262,6 +262,20 @@ describe('finding 5: tampered ids, links at JSON files, one bad entry in a list'
     expect((await call('models.readSpec', { path: 'models/planted.json' })).ok).toBe(false);
   });
 
+  it('models.save never writes through a link planted at the name, nor outside the workspace by its name', async () => {
+    const spec = { family: 'mlp', input: [4], outputs: 3 };
+    mkdirSync(inWs('models'), { recursive: true });
+    symlinkSync(path.join(outside.dir, '.profile'), inWs('models', 'profile.json'));
+    for (const overwrite of [false, true]) {
+      const answer = await call('models.save', { name: 'profile', spec, overwrite });
+      expect(answer).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT', message: expect.stringContaining('is a link') } });
+    }
+    expect(readFileSync(path.join(outside.dir, '.profile'), 'utf8')).toBe(PROFILE);
+    for (const name of ['../../escape', '/tmp/escape', 'models/../x']) expect(await call('models.save', { name, spec })).toMatchObject({ ok: false, error: { code: 'E_BAD_REQUEST' } });
+    expect(existsSync(inWs('escape.json'))).toBe(false);
+    expect(await call('models.save', { name: 'fine', spec })).toMatchObject({ ok: true, result: { path: path.join('models', 'fine.json') } });
+  });
+
   it('a NUL byte or a 3 MB argument in a script target is a request error naming the value, not E_INTERNAL', async () => {
     const target = (command: string[], cwd = '/tmp') => ({ target: { kind: 'script', command, cwd, env: {} } });
     for (const params of [target(['python3', 'tra\0in.py']), target(['python3'], '/tm\0p'), target(['python3', 'x'.repeat(3 * 1024 * 1024)])]) {
