@@ -60,7 +60,8 @@ describe('Benchmarks area', () => {
     await page.getByTestId('benchmark-start').click();
     await expect.poll(() => page.getByTestId('benchmark-progress').innerText(), { timeout: 60_000 }).toMatch(/measuring/);
     await page.getByTestId('benchmark-cancel').click();
-    await expect.poll(() => page.getByTestId('benchmark-error').innerText(), { timeout: 30_000 }).toMatch(/^E_CANCELLED: training was cancelled/);
+    await expect.poll(() => page.getByTestId('benchmark-error').innerText(), { timeout: 30_000 }).toMatch(/^training was cancelled/);
+    expect(await page.getByTestId('benchmark-error').getAttribute('class')).toBe('notice');
     expect(await page.getByTestId('benchmark-start').isEnabled()).toBe(true);
     // The cancelled run is kept, as cancelled, and not compared.
     expect(await page.locator('[data-testid^="benchmark-2"]').count()).toBe(2);

@@ -108,7 +108,8 @@ describe('New run in the Runs area', () => {
 
     await page.getByTestId('live-cancel').click();
     await page.getByTestId('live-run').waitFor({ state: 'detached', timeout: 30_000 });
-    expect(await page.getByTestId('newrun-result').innerText()).toMatch(/^E_CANCELLED: /);
+    expect(await page.getByTestId('newrun-result').innerText()).toMatch(/cancelled/);
+    expect(await page.getByTestId('newrun-result').getAttribute('class')).toBe('notice');
     // The run is listed as cancelled and selected.
     const detail = page.getByTestId('run-detail');
     await detail.getByText('cancelled').waitFor();
@@ -150,7 +151,7 @@ describe('New run in the Runs area', () => {
     expect(await page.getByTestId('live-cancel').isEnabled()).toBe(true);
     await page.getByTestId('live-cancel').click();
     await page.getByTestId('live-run').waitFor({ state: 'detached', timeout: 60_000 });
-    expect(await page.getByTestId('newrun-result').innerText()).toMatch(/^E_CANCELLED: run \S+ was cancelled while its data was being prepared, before its first step/);
+    expect(await page.getByTestId('newrun-result').innerText()).toMatch(/^run \S+ was cancelled while its data was being prepared, before its first step/);
     const detail = page.getByTestId('run-detail');
     await detail.getByText('cancelled').waitFor();
     await page.close();

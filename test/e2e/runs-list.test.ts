@@ -80,7 +80,7 @@ describe('Runs list', () => {
     expect(await rows(page).count()).toBe(1);
     // Named short in the list (issue 27 item 10), the full title on hover and in the run.
     const scriptName = page.getByTestId(`run-${SCRIPT_RUN}`).getByTestId('run-name');
-    expect(await scriptName.innerText()).toBe('train.py');
+    expect(await scriptName.innerText()).toBe('train.py --epochs 1');
     expect(await scriptName.getAttribute('title')).toBe('training benchmark: script python3 train.py --epochs 1');
     for (const [key, kind] of [['batch-search', 'batch-search'], ['optimise', 'optimise'], ['loader', 'loader-benchmark']] as const) {
       await page.getByTestId(`runs-filter-${key}`).click();

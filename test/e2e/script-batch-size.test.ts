@@ -81,7 +81,8 @@ describe('Script target in the Batch size area', () => {
     await page.getByTestId('sbs-cancel').click();
     const error = page.getByTestId('sbs-error');
     await error.waitFor({ timeout: 30_000 });
-    expect(await error.innerText()).toMatch(/^E_CANCELLED: the batch-size search was cancelled during the trial at batch 16, after 0 finished trial\(s\)/);
+    expect(await error.innerText()).toMatch(/^the batch-size search was cancelled during the trial at batch 16, after 0 finished trial\(s\)/);
+    expect(await error.getAttribute('class')).toBe('notice');
     expect(await page.getByTestId('sbs-running').count()).toBe(0);
     expect(await page.getByTestId('sbs-cancel').isDisabled()).toBe(true);
     expect(await page.locator('[data-test="script-status"]').innerText()).toBe('cancelled after 0 trials: the launch in flight was stopped');
