@@ -33,7 +33,7 @@ export type BatchApply = { values: BatchApplyValues; blocked: null } | { values:
  */
 export function batchApplyValues(request: Pick<BatchSearchRequest, 'spec' | 'data' | 'options'>, result: BatchSearchResult): BatchApply {
   const model = builtinModelOf(request.spec);
-  if (!model) return { values: null, blocked: `the model is a spec of its own (${request.spec.family}); the forms offer the built-in models only` };
+  if (!model) return { values: null, blocked: `the model is a spec of its own (${request.spec.family}); Apply carries built-in models only: choose the same model (sized to the data, or its file under models/) in the form's model list` };
   const data = dataChoiceOf(request.data);
   if (!data) return { values: null, blocked: `the data (${request.data.kind}) was given to the CLI by path; the forms offer cached datasets only: cache it in Datasets first` };
   const split = result.globalBatch;

@@ -60,7 +60,7 @@ describe('Apply: final settings to the New run form', () => {
     const own = { ...target(), spec: ModelSpecSchema.parse({ family: 'mlp', input: [28, 28], outputs: 10, hidden: [8] }) };
     expect(builtinModelOf(own.spec)).toBeNull();
     expect(builtinModelOf(target().spec)).toBe('mlp');
-    expect(applyQuery(r.optimiseId, own, r.final.config).blocked).toMatch(/^the model is a spec of its own \(mlp\); the New run form offers the built-in models only/);
+    expect(applyQuery(r.optimiseId, own, r.final.config).blocked).toMatch(/^the model is a spec of its own \(mlp\); Apply carries built-in models only: choose the same model \(sized to the data, or its file under models\/\) in New run's model list$/);
     const idx = { ...target(), data: { kind: 'idx' as const, train: { images: '/data/x-images', labels: '/data/x-labels' } } };
     expect(applyQuery(r.optimiseId, idx, r.final.config).blocked).toMatch(/^the data \(idx\) was given to the CLI by path/);
 

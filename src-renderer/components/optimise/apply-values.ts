@@ -25,7 +25,7 @@ export type ApplyQuery = { query: Record<string, string>; blocked: null } | { qu
  */
 export function applyQuery(optimiseId: string, target: Pick<OptimiseRequest['target'], 'spec' | 'data'>, config: OptimiseConfig): ApplyQuery {
   const model = builtinModelOf(target.spec);
-  if (!model) return { query: null, blocked: `the model is a spec of its own (${target.spec.family}); the New run form offers the built-in models only: train it with trainbench train --model <spec.json>` };
+  if (!model) return { query: null, blocked: `the model is a spec of its own (${target.spec.family}); Apply carries built-in models only: choose the same model (sized to the data, or its file under models/) in New run's model list` };
   const data = dataChoiceOf(target.data);
   if (!data) return { query: null, blocked: `the data (${target.data.kind}) was given to the CLI by path; the New run form offers cached datasets only: cache it in Datasets first` };
   const o = config.options;
