@@ -27,8 +27,9 @@ describe('a job outlives its page', () => {
 
     await first.reload();
     await first.getByTestId('live-run').waitFor({ timeout: 10_000 });
-    const replayed = await pointsOf(first);
-    expect(replayed).toBeGreaterThan(0); // the curve so far, from the job's recorded steps
+    // The curve so far, from the job's recorded steps: replayed once the page has mounted its views
+    // (a tick after live-run shows), so read it as it comes, not at the first frame.
+    await expect.poll(() => pointsOf(first), { timeout: 3_000 }).toBeGreaterThan(0);
     const after = await stepOf(first);
     await expect.poll(() => stepOf(first), { timeout: 20_000 }).toBeGreaterThan(after);
     expect(await first.getByTestId('live-cancel').isEnabled()).toBe(true);
