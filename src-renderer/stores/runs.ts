@@ -64,12 +64,14 @@ export const useRunsStore = defineStore('runs', () => {
   /** Why the last annotate() failed, beside the editor (null: it did not). */
   const annotateError = ref<string | null>(null);
   let listed = 0;
-  const { loading, error, run: refresh } = useLoader(async () => {
-    // A live refresh and a click may overlap: only the latest request's answer is shown.
+  /** Reads the list; a live refresh and a click may overlap, so only the latest request's answer is shown. */
+  async function readList(): Promise<RunSummary[]> {
     const mine = ++listed;
     const runs = await useApiClient().call('runs.list', {});
     if (mine === listed) list.value = runs;
-  });
+    return runs;
+  }
+  const { loading, error, run: refresh } = useLoader(async () => void (await readList()));
 
   /** The list as the filter and search show it. */
   const shown = computed(() => {
@@ -81,14 +83,34 @@ export const useRunsStore = defineStore('runs', () => {
 
   /** When the open run was last read (runs.get), for refreshLive. */
   let detailReadAt = 0;
+  let opened = 0;
   async function open(id: string): Promise<void> {
+    // A live re-read and a click (or the end of a job) may overlap: an older answer never replaces a newer one.
+    const mine = ++opened;
     error.value = null;
     detailReadAt = Date.now();
     try {
-      selected.value = await useApiClient().call('runs.get', { id });
+      const detail = await useApiClient().call('runs.get', { id });
+      if (mine === opened) selected.value = detail;
+    } catch (err) {
+      if (mine === opened) error.value = errorText(err);
+    }
+  }
+
+  /**
+   * After a job this window started: lists again and opens its run however it ended. Decided on this
+   * request's own answer, not on the list shown, which a live refresh still in flight may not have
+   * replaced yet. A request the engine refused left no run: nothing opens.
+   */
+  async function showEnded(id: string): Promise<void> {
+    let runs: RunSummary[];
+    try {
+      runs = await readList();
     } catch (err) {
       error.value = errorText(err);
+      return;
     }
+    if (runs.some((r) => r.id === id)) await open(id);
   }
 
   /** The models list; a failure leaves the built-ins the form always offers, and says why. */
@@ -197,6 +219,7 @@ export const useRunsStore = defineStore('runs', () => {
     annotateError,
     refresh,
     open,
+    showEnded,
     loadModels,
     togglePick,
     compare,

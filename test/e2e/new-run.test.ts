@@ -26,6 +26,8 @@ function sentFrames(page: Page): string[] {
 }
 
 const stepOf = async (page: Page) => Number(/step ([\d,]+) \//.exec(await page.getByTestId('live-step').innerText())?.[1].replace(/,/g, '') ?? -1);
+/** The open run's status line, polled for its text so a failure names what the detail showed instead (or that none was open). */
+const openRunStatus = (page: Page) => page.getByTestId('run-detail').getByTestId('run-status').innerText({ timeout: 1000 }).catch(() => 'no run is open');
 const pointsOf = async (page: Page) => Number(await page.getByTestId('live-loss-chart').getAttribute('data-points'));
 
 describe('New run in the Runs area', () => {
@@ -111,8 +113,7 @@ describe('New run in the Runs area', () => {
     expect(await page.getByTestId('newrun-result').innerText()).toMatch(/cancelled/);
     expect(await page.getByTestId('newrun-result').getAttribute('class')).toBe('notice');
     // The run is listed as cancelled and selected.
-    const detail = page.getByTestId('run-detail');
-    await detail.getByText('cancelled').waitFor();
+    await expect.poll(() => openRunStatus(page), { timeout: 30_000 }).toMatch(/^cancelled/);
     const rows = page.locator('[data-testid^="run-2"]');
     expect(await rows.count()).toBe(1);
     expect(await rows.first().innerText()).toMatch(/mlp on fashion-mnist-train[\s\S]*cancelled/);
@@ -152,8 +153,7 @@ describe('New run in the Runs area', () => {
     await page.getByTestId('live-cancel').click();
     await page.getByTestId('live-run').waitFor({ state: 'detached', timeout: 60_000 });
     expect(await page.getByTestId('newrun-result').innerText()).toMatch(/^run \S+ was cancelled while its data was being prepared, before its first step/);
-    const detail = page.getByTestId('run-detail');
-    await detail.getByText('cancelled').waitFor();
+    await expect.poll(() => openRunStatus(page), { timeout: 30_000 }).toMatch(/^cancelled/);
     await page.close();
   }, 90_000);
 });

@@ -168,6 +168,44 @@ describe('runs list: filter, annotations, live refresh', () => {
       expect(count('runs.list')).toBe(listed); // stopped following
     });
 
+    it("opens a job's run from its own list when a live refresh overlaps it, and an older read of the run never replaces a newer one", async () => {
+      // Answers held until the test releases them, to order them as a loaded machine may.
+      const held: { method: string; release: () => void }[] = [];
+      let status = 'running';
+      installFakeClient(async (m, p) => {
+        const answer = m === 'runs.list' ? [run('j1', 'train', { status })] : m === 'runs.get' ? { ...detail((p as { id: string }).id), summary: run('j1', 'train', { status }) } : {};
+        if (m === 'runs.list' || m === 'runs.get') await new Promise<void>((release) => held.push({ method: m, release }));
+        return ok(answer);
+      });
+      const store = useRunsStore();
+      // A live refresh reads the run while it runs; its answer is still on its way when the job ends.
+      const staleRead = store.open('j1');
+      status = 'cancelled';
+      const ended = store.showEnded('j1');
+      const live = store.refresh(); // the job's end asks the live refresh for one more list
+      await vi.advanceTimersByTimeAsync(0);
+      expect(held.map((h) => h.method)).toEqual(['runs.get', 'runs.list', 'runs.list']);
+      held[1].release(); // showEnded's list: not shown (a newer list is in flight), but it decides
+      await vi.advanceTimersByTimeAsync(0);
+      expect(held.map((h) => h.method)).toEqual(['runs.get', 'runs.list', 'runs.list', 'runs.get']);
+      held[3].release(); // the run as it ended
+      await vi.advanceTimersByTimeAsync(0);
+      held[0].release(); // the read from while it ran arrives last
+      held[2].release();
+      await Promise.all([staleRead, ended, live]);
+      expect(store.selected?.summary.status).toBe('cancelled');
+      expect(store.list[0].status).toBe('cancelled');
+      expect(store.error).toBeNull();
+    });
+
+    it('opens nothing after a request the engine refused, which left no run', async () => {
+      const fake = installFakeClient((m) => (m === 'runs.list' ? ok([run('t1', 'train')]) : ok(detail('t1'))));
+      const store = useRunsStore();
+      await store.showEnded('refused-1');
+      expect(fake.calls.map((c) => c.method)).toEqual(['runs.list']);
+      expect(store.selected).toBeNull();
+    });
+
     it('ignores a dataset build, which records no run', async () => {
       const fake = installFakeClient(() => ok([]));
       const store = useRunsStore();
