@@ -18,6 +18,8 @@ export const ModelEntrySchema = z.object({
   family: z.string().nullable(),
   /** Why a spec file cannot be used, in one line; null when it can. */
   problem: z.string().nullable(),
+  /** A usable spec file's spec, so a wizard's model can be found among the files again (Apply); absent for built-ins. */
+  spec: ModelSpecSchema.optional(),
 });
 export type ModelEntry = z.infer<typeof ModelEntrySchema>;
 

@@ -73,8 +73,7 @@ async function entryOf(workspace: Workspace, rel: string): Promise<ModelEntry | 
   if (!looksLikeSpec(raw)) return null;
   const family = String((raw as { family: unknown }).family);
   try {
-    parseModelSpec(text, rel);
-    return { name: rel, source: 'workspace', family, problem: null };
+    return { name: rel, source: 'workspace', family, problem: null, spec: parseModelSpec(text, rel) };
   } catch (err) {
     return { name: rel, source: 'workspace', family, problem: (err as Error).message };
   }

@@ -5,13 +5,12 @@ import { BUILTIN_MODELS } from '@api/model-spec';
 import type { JobInfo, TargetKind } from '@api/jobs';
 import { RECIPES } from '@api/recipes';
 import { defineStore } from 'pinia';
-import { computed, ref, shallowRef } from 'vue';
+import { ref, shallowRef } from 'vue';
 
 import { useJob } from '../composables/useJob';
 import { followRunningTarget } from '../composables/useTargetSwitch';
 import { dataSourceOf } from '../composables/useTargetChoices';
 import { useJobsStore } from './jobs';
-import { batchApplyValues } from '../view-models/batch-size-apply';
 import { scriptBatchSearch } from './script-batch-size';
 
 /** The form of the Batch size area, in the units a person types. */
@@ -122,13 +121,11 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
     await job.cancel();
   }
 
-  /** What Apply puts into the New run and Optimise forms from the answer shown, or why it cannot; null until there is an answer. */
-  const apply = computed(() => (result.value && request.value ? batchApplyValues(request.value, result.value) : null));
 
   /** Which target the area shows: the switch follows whichever side's search runs (here, re-attached, or elsewhere). */
   const target = ref<TargetKind>('engine');
   const script = scriptBatchSearch();
   followRunningTarget(target, { engine: running, script: script.running });
 
-  return { target, form, trials, result, running, progress, progressAt, request, apply, error, failure: job.failure, searchId, cancelling: job.cancelling, attached: job.attached, start, attach, cancel, script };
+  return { target, form, trials, result, running, progress, progressAt, request, error, failure: job.failure, searchId, cancelling: job.cancelling, attached: job.attached, start, attach, cancel, script };
 });

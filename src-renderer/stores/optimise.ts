@@ -285,7 +285,7 @@ export const useOptimiseStore = defineStore('optimise', () => {
     if (running.value) return false;
     const { readFrom, preset, repeat, steps, warmupSteps, minWindowSeconds, maxTrials, allowRecipeChanges, batchSearch, confounders } = form.value;
     form.value = {
-      ...optimiseFormValues(v.model, { data: v.data, device: v.device }),
+      ...optimiseFormValues(v.model, { data: v.data, device: v.device }, v.family),
       ...{ readFrom, preset, repeat, steps, warmupSteps, minWindowSeconds, maxTrials, allowRecipeChanges, batchSearch, confounders },
       batchSize: v.batchSize,
       accumulation: v.accumulation,

@@ -1,13 +1,18 @@
 import type { BatchSearchRequest, BatchSearchResult } from '@api/batch-size';
 import type { BuiltinModelName } from '@api/model-spec';
 
-import { builtinModelOf, dataChoiceOf } from '../composables/useTargetChoices';
+import { dataChoiceOf } from '../composables/useTargetChoices';
+import type { ModelChoices } from './model-choice';
+import { modelChoiceOf, unchoosableModel } from './model-choice';
 
 /** What a batch-size search's answer puts into the New run and Optimise forms: the batch, and what it was found for. */
 export interface BatchApplyValues {
   /** The search's run, named in the forms' "settings from" line. */
   runId: string;
-  model: BuiltinModelName;
+  /** A model select value: a built-in's name, 'sized:<family>' or a workspace spec file's path. */
+  model: string;
+  /** The model's family, whose recipe the forms fill in. */
+  family: BuiltinModelName;
   /** A data select value (useTargetChoices). */
   data: string;
   /** The device the search measured (an `auto` request's resolved one). */
@@ -31,11 +36,11 @@ export type BatchApply = { values: BatchApplyValues; blocked: null } | { values:
  * the forms cannot choose), so the button can say so. A global batch's split (micro-batch × accumulation) is
  * the answer where one was asked for; otherwise the recommended batch.
  */
-export function batchApplyValues(request: Pick<BatchSearchRequest, 'spec' | 'data' | 'options'>, result: BatchSearchResult): BatchApply {
-  const model = builtinModelOf(request.spec);
-  if (!model) return { values: null, blocked: `the model is a spec of its own (${request.spec.family}); Apply carries built-in models only: choose the same model (sized to the data, or its file under models/) in the form's model list` };
+export function batchApplyValues(request: Pick<BatchSearchRequest, 'spec' | 'data' | 'options'>, result: BatchSearchResult, choices: ModelChoices): BatchApply {
   const data = dataChoiceOf(request.data);
   if (!data) return { values: null, blocked: `the data (${request.data.kind}) was given to the CLI by path; the forms offer cached datasets only: cache it in Datasets first` };
+  const model = modelChoiceOf(request.spec, data, choices.datasets, choices.models);
+  if (!model) return { values: null, blocked: unchoosableModel(request.spec) };
   const split = result.globalBatch;
   const batchSize = split ? split.microBatch : result.recommended;
   if (batchSize === null) return { values: null, blocked: 'no batch fitted: there is nothing to apply' };
@@ -46,6 +51,7 @@ export function batchApplyValues(request: Pick<BatchSearchRequest, 'spec' | 'dat
     values: {
       runId: result.runId,
       model,
+      family: request.spec.family,
       data,
       device: result.device,
       batchSize,
@@ -59,7 +65,7 @@ export function batchApplyValues(request: Pick<BatchSearchRequest, 'spec' | 'dat
 
 /** The route query that opens the New run form with the batch (read back by newRunValuesFromQuery). */
 export function newRunQueryOf(v: BatchApplyValues): Record<string, string> {
-  const query: Record<string, string> = { new: '1', from: v.runId, fromKind: 'batch-search', model: v.model, data: v.data, device: v.device, batchSize: String(v.batchSize), accumulation: String(v.accumulation) };
+  const query: Record<string, string> = { new: '1', from: v.runId, fromKind: 'batch-search', model: v.model, family: v.family, data: v.data, device: v.device, batchSize: String(v.batchSize), accumulation: String(v.accumulation) };
   if (v.lr !== null) query.lr = String(v.lr);
   return query;
 }

@@ -104,6 +104,28 @@ describe('models sized to an imported dataset', () => {
     await page.getByTestId('bs-verdict').waitFor({ timeout: 90_000 });
     expect(await page.getByTestId('bs-trials').locator('tbody tr').count()).toBeGreaterThan(0);
     await page.screenshot({ path: path.join(SHOTS, 'models-sized-batch-size.png'), fullPage: true });
+
+    // Apply carries the sized model: New run opens with it, on the same data, with the batch found.
+    expect(await page.getByTestId('bs-apply-what').innerText()).toMatch(/^batch [\d,]+ for mlp sized to the data on dataset flowers-/);
+    const batch = (/^batch ([\d,]+)/.exec(await page.getByTestId('bs-apply-what').innerText()) ?? [])[1]?.replace(/,/g, '');
+    await page.getByTestId('bs-apply-newrun').click();
+    await page.getByTestId('new-run').waitFor();
+    expect(await page.getByTestId('newrun-model').inputValue()).toBe('sized:mlp');
+    expect(await page.getByTestId('newrun-data').inputValue()).toBe(data);
+    expect(await page.getByTestId('newrun-batchSize').inputValue()).toBe(batch);
+    expect(await page.getByTestId('newrun-applied-note').count()).toBe(0);
+
+    // A spec file of the workspace (saved by the editor above) is carried by its path, here into Optimise's form.
+    await page.goto(`${fx.serve.url}#/batch-size`);
+    await page.getByTestId('bs-data').locator('option', { hasText: 'flowers' }).waitFor({ state: 'attached' });
+    await page.getByTestId('bs-data').selectOption(data!);
+    await page.getByTestId('bs-model').selectOption('models/narrow-flowers.json');
+    await page.getByTestId('bs-start').click();
+    await expect.poll(() => page.getByTestId('bs-apply-what').innerText(), { timeout: 90_000 }).toMatch(/ for models\/narrow-flowers\.json on dataset flowers-/);
+    await page.getByTestId('bs-apply-optimise').click();
+    await page.getByTestId('opt-applied').waitFor();
+    expect(await page.getByTestId('opt-model').inputValue()).toBe('models/narrow-flowers.json');
+    expect(await page.getByTestId('opt-data').inputValue()).toBe(data);
     expect(errors).toEqual([]);
     await page.close();
   }, 150_000);
@@ -130,6 +152,18 @@ describe('models sized to an imported dataset', () => {
     const start = sent.find((f) => f.includes('"optimise.start"'));
     expect(start).toMatch(/"spec":\{"family":"mlp","task":"classification","input":\[4\],"outputs":3/);
     await page.screenshot({ path: path.join(SHOTS, 'models-sized-optimise.png'), fullPage: true });
+
+    // Apply opens New run with the sized model, and the run it starts trains on it.
+    expect(await page.getByTestId('opt-apply').isEnabled()).toBe(true);
+    await page.getByTestId('opt-apply').click();
+    await page.getByTestId('new-run').waitFor();
+    expect(await page.getByTestId('newrun-model').inputValue()).toBe('sized:mlp');
+    expect(await page.getByTestId('newrun-batchSize').inputValue()).toBe('16');
+    await page.getByTestId('newrun-maxSteps').fill('5');
+    await page.getByTestId('newrun-start').click();
+    const detail = page.getByTestId('run-detail');
+    await expect.poll(() => detail.getByTestId('run-status').innerText().catch(() => 'no run is open'), { timeout: 60_000 }).toMatch(/^completed/);
+    expect(await detail.getByTestId('run-config').innerText()).toMatch(/spec\.input\s+\[4\]/);
     expect(errors).toEqual([]);
     await page.close();
   }, 150_000);

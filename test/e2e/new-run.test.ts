@@ -156,4 +156,19 @@ describe('New run in the Runs area', () => {
     await expect.poll(() => openRunStatus(page), { timeout: 30_000 }).toMatch(/^cancelled/);
     await page.close();
   }, 90_000);
+
+  it("opens prefilled with a spec file from an Apply link, keeps the link's values, and trains that file", async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1100 } });
+    await page.goto(`${fx.serve.url}#/runs?new=1&from=bs-x&fromKind=batch-search&model=models/narrow-mlp.json&family=mlp&data=fashion-mnist&device=cpu&batchSize=48`);
+    await page.getByTestId('new-run').waitFor();
+    expect(await page.getByTestId('newrun-model').inputValue()).toBe('models/narrow-mlp.json');
+    expect(await page.getByTestId('newrun-applied').innerText()).toContain('batch-size search bs-x');
+    await page.waitForTimeout(300); // the file is read: the link's batch stays, the recipe does not replace it
+    expect(await page.getByTestId('newrun-batchSize').inputValue()).toBe('48');
+    await page.getByTestId('newrun-maxSteps').fill('5');
+    await page.getByTestId('newrun-start').click();
+    await expect.poll(() => openRunStatus(page), { timeout: 60_000 }).toMatch(/^completed/);
+    expect(await page.getByTestId('run-detail').getByTestId('run-config').innerText()).toMatch(/spec\.hidden\s+\[32\][\s\S]*batchSize\s+48/);
+    await page.close();
+  }, 90_000);
 });

@@ -32,34 +32,36 @@ function result(over: Partial<BatchSearchResult> = {}): BatchSearchResult {
   });
 }
 // As the area asks: the model's recipe (AdamW at 0.003 for batch 64) on the CPU under a limit.
+/** The forms' model choices beyond the built-ins: none here (the sized and file cases: models-sized-forms.test.ts). */
+const builtinsOnly = { datasets: [], models: [] };
 const cnnOnFashion = BatchSearchRequestSchema.parse({ spec: BUILTIN_MODELS.cnn, data: { kind: 'fashion-mnist' }, options: { ...RECIPES.cnn, device: 'cpu', memoryLimitBytes: 128 * MiB } });
 
 describe('Apply of a batch-size search', () => {
   it('takes the recommended batch with the model, data, device and CPU memory limit it was found for, and the LR scaled with it', () => {
-    expect(batchApplyValues(cnnOnFashion, result())).toEqual({
-      values: { runId: 'bs-run', model: 'cnn', data: 'fashion-mnist', device: 'cpu', batchSize: 256, accumulation: 1, memoryLimitMiB: 128, lr: 0.012 },
+    expect(batchApplyValues(cnnOnFashion, result(), builtinsOnly)).toEqual({
+      values: { runId: 'bs-run', model: 'cnn', family: 'cnn', data: 'fashion-mnist', device: 'cpu', batchSize: 256, accumulation: 1, memoryLimitMiB: 128, lr: 0.012 },
       blocked: null,
     });
     // The batch the LR was tuned for keeps it.
-    expect(batchApplyValues(cnnOnFashion, result({ recommended: 64 })).values?.lr).toBeNull();
+    expect(batchApplyValues(cnnOnFashion, result({ recommended: 64 }), builtinsOnly).values?.lr).toBeNull();
     // On a GPU there is no limit to carry; a dataset of the workspace stays the same choice.
-    const gpu = batchApplyValues({ ...cnnOnFashion, data: { kind: 'dataset', train: 'ds1' } }, result({ device: 'cuda:0', capacitySource: 'device', capacityBytes: 8 * 2 ** 30 }));
+    const gpu = batchApplyValues({ ...cnnOnFashion, data: { kind: 'dataset', train: 'ds1' } }, result({ device: 'cuda:0', capacitySource: 'device', capacityBytes: 8 * 2 ** 30 }), builtinsOnly);
     expect(gpu.values).toMatchObject({ data: 'dataset:ds1', device: 'cuda:0', memoryLimitMiB: null });
   });
 
   it('takes a global batch as its micro-batch and accumulation', () => {
-    const split = batchApplyValues(cnnOnFashion, result({ globalBatch: { global: 1024, microBatch: 256, accumulation: 4, samplesPerSec: 900 } }));
+    const split = batchApplyValues(cnnOnFashion, result({ globalBatch: { global: 1024, microBatch: 256, accumulation: 4, samplesPerSec: 900 } }), builtinsOnly);
     expect(split.values).toMatchObject({ batchSize: 256, accumulation: 4, lr: 0.048 });
   });
 
   it('says why it cannot apply: no batch fitted, or a model the forms cannot choose', () => {
-    expect(batchApplyValues(cnnOnFashion, result({ recommended: null, largestFitting: null }))).toEqual({ values: null, blocked: 'no batch fitted: there is nothing to apply' });
+    expect(batchApplyValues(cnnOnFashion, result({ recommended: null, largestFitting: null }), builtinsOnly)).toEqual({ values: null, blocked: 'no batch fitted: there is nothing to apply' });
     const own = { ...cnnOnFashion, spec: { ...cnnOnFashion.spec, dropout: 0.5 } } as typeof cnnOnFashion;
-    expect(batchApplyValues(own, result()).blocked).toMatch(/^the model is a spec of its own \(cnn\)/);
+    expect(batchApplyValues(own, result(), builtinsOnly).blocked).toMatch(/^the model \(its own cnn spec\) is neither a built-in/);
   });
 
   it('opens New run with the batch and says where the settings came from', () => {
-    const { values } = batchApplyValues(cnnOnFashion, result());
+    const { values } = batchApplyValues(cnnOnFashion, result(), builtinsOnly);
     const back = newRunValuesFromQuery(newRunQueryOf(values!));
     expect(back?.values).toMatchObject({ model: 'cnn', data: 'fashion-mnist', device: 'cpu', batchSize: 256, accumulation: 1, lr: 0.012, optimizer: 'adamw' });
     expect(back?.source).toBe('batch-size search bs-run');
@@ -71,7 +73,7 @@ describe('Apply of a batch-size search', () => {
   it("fills Optimise's form and keeps how the wizard measures; its request carries the memory limit", () => {
     const optimise = useOptimiseStore();
     optimise.form = { ...optimise.form, repeat: 7, maxTrials: 3 };
-    const { values } = batchApplyValues(cnnOnFashion, result());
+    const { values } = batchApplyValues(cnnOnFashion, result(), builtinsOnly);
     expect(optimise.applyBatchSearch(values!)).toBe(true);
     expect(optimise.form).toMatchObject({ model: 'cnn', data: 'fashion-mnist', device: 'cpu', batchSize: 256, accumulation: 1, memoryLimitMiB: 128, repeat: 7, maxTrials: 3, batchSearch: true });
     expect(optimise.applied).toBe('batch-size search bs-run');
@@ -113,11 +115,11 @@ describe('the Batch size store while a search runs', () => {
     fake.emit('batchSize.progress', { searchId: 'another', phase: 'trial', trial: { index: 3, batchSize: 9, accumulation: 1 }, step: 0, steps: 5, elapsedSeconds: 1, trialSeconds: 0 });
     fake.emit('batchSize.progress', { searchId: id, phase: 'trial', trial: { index: 0, batchSize: 256, accumulation: 1 }, step: 2, steps: 5, elapsedSeconds: 4, trialSeconds: 3 });
     expect(store.progress).toMatchObject({ phase: 'trial', trial: { index: 0, batchSize: 256 }, step: 2 });
-    expect(store.apply).toBeNull();
+    expect(store.result).toBeNull();
     finish(result());
     await done;
     expect(store.progress).toBeNull();
-    expect(store.apply?.values).toMatchObject({ model: 'cnn', data: 'fashion-mnist', device: 'cpu', batchSize: 256, memoryLimitMiB: 128, lr: 0.012 });
+    expect(batchApplyValues(store.request!, store.result!, builtinsOnly).values).toMatchObject({ model: 'cnn', data: 'fashion-mnist', device: 'cpu', batchSize: 256, memoryLimitMiB: 128, lr: 0.012 });
     // It searched with the model's recipe (its optimizer's state is part of the memory), as the CLI does.
     const sent = fake.calls.find((c) => c.method === 'batchSize.search')?.params as { options: { optimizer: { kind: string }; batchSize: number } };
     expect(sent.options).toMatchObject({ optimizer: { kind: 'adamw', lr: 0.003 }, batchSize: 64 });

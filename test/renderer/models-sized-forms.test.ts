@@ -8,7 +8,9 @@ import { createPinia, setActivePinia } from 'pinia';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import type { BuildResult, DatasetSummary } from '../../src-main/api/datasets';
+import type { ModelEntry } from '../../src-main/api/model-files';
 import type { Services } from '../../src-main/core/services';
+import { applyQuery, newRunValuesFromQuery, unchoosableModel } from '../../src-renderer/components/optimise/apply-values';
 import { useOptimiseStore } from '../../src-renderer/stores/optimise';
 import { resolveModelChoice, sizedSpecOf } from '../../src-renderer/view-models/model-choice';
 import { optimiseFormValues, optimiseRequest } from '../../src-renderer/view-models/optimise-form';
@@ -59,5 +61,26 @@ describe('a sized model in the forms', () => {
     expect(store.result?.status).toBe('completed');
     expect(store.state?.request.target.spec).toMatchObject({ family: 'mlp', input: [4], outputs: 3 });
     expect(store.state?.baseline?.repetitions).toHaveLength(2);
+
+    // Apply finds the wizard's model among the form's choices again: the family sized to the data, then
+    // the same spec saved as a file; a spec no choice gives (a file changed since) says how to apply it.
+    const target = store.state!.request.target;
+    const config = store.state!.final!.config;
+    const list = async () => (await services.router.dispatch('models.list', {})) as ModelEntry[];
+    const sized = applyQuery('opt-sized', target, config, { datasets: [dataset], models: await list() });
+    expect(sized.query).toMatchObject({ model: 'sized:mlp', data: `dataset:${dataset.id}`, batchSize: '32' });
+    const back = newRunValuesFromQuery(sized.query!)!;
+    expect(back.notes).toEqual([]);
+    expect(back.values).toMatchObject({ model: 'sized:mlp', data: `dataset:${dataset.id}`, batchSize: 32, optimizer: 'adamw', lr: 0.002 }); // the mlp recipe
+
+    await services.router.dispatch('models.save', { name: 'kinds-mlp.json', spec: target.spec });
+    const other = { ...target, data: { kind: 'fashion-mnist' as const } }; // not sized to this: only the file gives it
+    const file = applyQuery('opt-file', other, config, { datasets: [dataset], models: await list() });
+    expect(file.query).toMatchObject({ model: 'models/kinds-mlp.json', family: 'mlp', data: 'fashion-mnist' });
+    expect(newRunValuesFromQuery(file.query!)?.values).toMatchObject({ model: 'models/kinds-mlp.json', batchSize: 32, lr: 0.002 });
+
+    const changed = { ...other, spec: { ...target.spec, hidden: [7] } as typeof target.spec };
+    expect(applyQuery('opt-own', changed, config, { datasets: [dataset], models: await list() })).toEqual({ query: null, blocked: unchoosableModel(changed.spec) });
+    expect(unchoosableModel(changed.spec)).toMatch(/^the model \(its own mlp spec\) is neither a built-in, its family sized to this data, nor a spec file of the workspace now: save it under models\//);
   }, 120_000);
 });

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 
 import { mount } from '@vue/test-utils';
+import { createPinia } from 'pinia';
 import { describe, expect, it } from 'vitest';
 import { createMemoryHistory, createRouter } from 'vue-router';
 
@@ -22,12 +23,14 @@ import type { PastOptimisation } from '../../src-renderer/stores/optimise';
 // A run that kept one change, recorded with: trainbench optimise --model mlp --data fashion-mnist --loader-workers 0 --prefetch 1 --steps 10 --warmup-steps 2 --repeat 3 --max-trials 3 --threads 1 --json
 const recorded = (): OptimiseResult => OptimiseResultSchema.parse(JSON.parse(readFileSync('test/fixtures/optimise/cpu-mlp-result.json', 'utf8')));
 /** The target the recorded run optimised, as its request held it. */
+/** The forms' model choices beyond the built-ins: none here (the sized and file cases: models-sized-forms.test.ts). */
+const builtinsOnly = { datasets: [], models: [] };
 const target = () => OptimiseRequestSchema.parse({ target: { spec: BUILTIN_MODELS.mlp, data: { kind: 'fashion-mnist' } } }).target;
 
 describe('Apply: final settings to the New run form', () => {
   it('carries the final configuration through the route into values the New run form accepts', () => {
     const r = recorded();
-    const { query, blocked } = applyQuery(r.optimiseId, target(), r.final.config);
+    const { query, blocked } = applyQuery(r.optimiseId, target(), r.final.config, builtinsOnly);
     expect(blocked).toBeNull();
     expect(query).toMatchObject({ new: '1', from: r.optimiseId, model: 'mlp', data: 'fashion-mnist', device: 'cpu', loaderWorkers: String(r.final.config.options.loaderWorkers) });
     // Through a URL and back, as the router does it.
@@ -46,7 +49,7 @@ describe('Apply: final settings to the New run form', () => {
   it('says which settings a New run cannot take over', () => {
     const r = recorded();
     const cuda = { ...r.final.config, readFrom: 'source' as const, options: { ...r.final.config.options, device: 'cuda:0', gpuPrefetch: 6, cudaGraph: true } };
-    const { query } = applyQuery(r.optimiseId, target(), cuda);
+    const { query } = applyQuery(r.optimiseId, target(), cuda, builtinsOnly);
     expect(query).toMatchObject({ gpuPrefetch: '6', cudaGraph: '1', readFrom: 'source', device: 'cuda:0' });
     expect(newRunValuesFromQuery(query!)?.notes).toEqual([
       "GPU prefetch 6 was not taken over: the New run form has no field for it (a run uses the engine's default)",
@@ -60,15 +63,15 @@ describe('Apply: final settings to the New run form', () => {
     const own = { ...target(), spec: ModelSpecSchema.parse({ family: 'mlp', input: [28, 28], outputs: 10, hidden: [8] }) };
     expect(builtinModelOf(own.spec)).toBeNull();
     expect(builtinModelOf(target().spec)).toBe('mlp');
-    expect(applyQuery(r.optimiseId, own, r.final.config).blocked).toMatch(/^the model is a spec of its own \(mlp\); Apply carries built-in models only: choose the same model \(sized to the data, or its file under models\/\) in New run's model list$/);
+    expect(applyQuery(r.optimiseId, own, r.final.config, builtinsOnly).blocked).toMatch(/^the model \(its own mlp spec\) is neither a built-in, its family sized to this data, nor a spec file of the workspace now/);
     const idx = { ...target(), data: { kind: 'idx' as const, train: { images: '/data/x-images', labels: '/data/x-labels' } } };
-    expect(applyQuery(r.optimiseId, idx, r.final.config).blocked).toMatch(/^the data \(idx\) was given to the CLI by path/);
+    expect(applyQuery(r.optimiseId, idx, r.final.config, builtinsOnly).blocked).toMatch(/^the data \(idx\) was given to the CLI by path/);
 
     expect(newRunValuesFromQuery({ model: 'mlp' })).toBeNull();
     const typed = newRunValuesFromQuery({ new: '1', model: 'resnet50', data: '/etc/passwd', batchSize: 'lots', lr: '', precision: 'fp8', optimizer: 'lion', prefetch: ['2', '4'] });
     expect(typed?.values).toMatchObject({ model: 'mlp', data: 'fashion-mnist', batchSize: 64, prefetch: 4, precision: 'fp32', optimizer: 'adamw', lr: 0.002 });
     expect(typed?.notes).toEqual([
-      'model "resnet50" is not a built-in model (mlp, cnn, bottleneck_resnet); the form keeps mlp',
+      'model "resnet50" is not a built-in (mlp, cnn, bottleneck_resnet), sized:<family> or a spec file with its family; the form keeps mlp',
       'data "/etc/passwd" is not fashion-mnist, example-board or dataset:<id>; the form keeps fashion-mnist',
       'batchSize "lots" is not a whole number; the form keeps 64',
       'lr "" is not a number; the form keeps 0.002',
@@ -84,7 +87,7 @@ describe('Apply: final settings to the New run form', () => {
     const r = recorded();
     const router = createRouter({ history: createMemoryHistory(), routes: [{ path: '/:any(.*)', component: { template: '<div />' } }] });
     await router.push('/optimise');
-    const card = mount(FinalCard, { props: { optimiseId: r.optimiseId, target: target(), final: r.final }, global: { plugins: [router] } });
+    const card = mount(FinalCard, { props: { optimiseId: r.optimiseId, target: target(), final: r.final, models: [] }, global: { plugins: [router, createPinia()] } });
     expect(card.get('[data-testid="opt-verdict"]').text()).toBe(r.final.verdict);
     expect(card.get('[data-testid="opt-final-settings"]').text()).toContain(`loader workers ${r.final.config.options.loaderWorkers}`);
     await card.get('[data-testid="opt-apply"]').trigger('click');
@@ -92,9 +95,9 @@ describe('Apply: final settings to the New run form', () => {
     expect(router.currentRoute.value.path).toBe('/runs');
     expect(router.currentRoute.value.query).toMatchObject({ new: '1', from: r.optimiseId, loaderWorkers: String(r.final.config.options.loaderWorkers) });
 
-    const own = mount(FinalCard, { props: { optimiseId: r.optimiseId, target: { ...target(), spec: ModelSpecSchema.parse({ family: 'mlp', input: [28, 28], outputs: 10, hidden: [8] }) }, final: r.final }, global: { plugins: [router] } });
+    const own = mount(FinalCard, { props: { optimiseId: r.optimiseId, target: { ...target(), spec: ModelSpecSchema.parse({ family: 'mlp', input: [28, 28], outputs: 10, hidden: [8] }) }, final: r.final, models: [] }, global: { plugins: [router, createPinia()] } });
     expect(own.get('[data-testid="opt-apply"]').attributes('disabled')).toBeDefined();
-    expect(own.get('[data-testid="opt-apply-blocked"]').text()).toMatch(/spec of its own/);
+    expect(own.get('[data-testid="opt-apply-blocked"]').text()).toMatch(/its own mlp spec/);
   });
 });
 

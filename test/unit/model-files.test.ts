@@ -39,6 +39,9 @@ describe('models.list', () => {
     const files = models.filter((m) => m.source === 'workspace');
     expect(files.map((m) => m.name)).toEqual(['wide-mlp.json', 'models/bad-cnn.json', 'models/board/small.json', 'models/typo.json']);
     expect(files[0]).toMatchObject({ family: 'mlp', problem: null });
+    // A usable file carries its spec as the contract reads it (Apply finds a wizard's model by it); a broken one none.
+    expect(files[0].spec).toMatchObject({ family: 'mlp', input: [1, 28, 28], outputs: 10, hidden: [512] });
+    expect(files[1].spec).toBeUndefined();
     expect(files[1].problem).toMatch(/model spec models\/bad-cnn.json is invalid: .*kernel must be odd/);
     expect(files[2]).toMatchObject({ family: 'bottleneck_resnet', problem: null });
     expect(files[3].problem).toMatch(/model spec models\/typo.json is not valid JSON/);

@@ -1,8 +1,11 @@
+import { SIZED_PREFIX, sizedFamilyOf } from '@api/model-sizing';
 import type { BuiltinModelName } from '@api/model-spec';
 import { BUILTIN_MODELS, isBuiltinModel } from '@api/model-spec';
 import type { OptimiseConfig, OptimiseRequest } from '@api/optimise';
 
 import { builtinModelOf, dataChoiceOf } from '../../composables/useTargetChoices';
+import type { ModelChoices } from '../../view-models/model-choice';
+import { modelChoiceOf, unchoosableModel } from '../../view-models/model-choice';
 import type { NewRunValues } from '../runs/new-run-values';
 import { recipeValues } from '../runs/new-run-values';
 
@@ -12,7 +15,7 @@ import { recipeValues } from '../runs/new-run-values';
  * it with newRunValuesFromQuery.
  */
 
-export { builtinModelOf };
+export { builtinModelOf, unchoosableModel };
 
 /** The route query, as vue-router gives it. */
 export type RouteQuery = Record<string, string | null | (string | null)[] | undefined>;
@@ -23,11 +26,11 @@ export type ApplyQuery = { query: Record<string, string>; blocked: null } | { qu
  * The route query that opens the New run form with the final configuration. `blocked` says why it
  * cannot be done (a model or data the form cannot choose), so the button can say so.
  */
-export function applyQuery(optimiseId: string, target: Pick<OptimiseRequest['target'], 'spec' | 'data'>, config: OptimiseConfig): ApplyQuery {
-  const model = builtinModelOf(target.spec);
-  if (!model) return { query: null, blocked: `the model is a spec of its own (${target.spec.family}); Apply carries built-in models only: choose the same model (sized to the data, or its file under models/) in New run's model list` };
+export function applyQuery(optimiseId: string, target: Pick<OptimiseRequest['target'], 'spec' | 'data'>, config: OptimiseConfig, choices: ModelChoices): ApplyQuery {
   const data = dataChoiceOf(target.data);
   if (!data) return { query: null, blocked: `the data (${target.data.kind}) was given to the CLI by path; the New run form offers cached datasets only: cache it in Datasets first` };
+  const model = modelChoiceOf(target.spec, data, choices.datasets, choices.models);
+  if (!model) return { query: null, blocked: unchoosableModel(target.spec) };
   const o = config.options;
   const query: Record<string, string> = {
     new: '1',
@@ -48,6 +51,8 @@ export function applyQuery(optimiseId: string, target: Pick<OptimiseRequest['tar
     if (o.cudaGraph) query.cudaGraph = '1';
   }
   if (config.readFrom === 'source') query.readFrom = 'source';
+  // A spec file's recipe is its family's: said, so the form opens with it before the file is read.
+  if (!isBuiltinModel(model) && !sizedFamilyOf(model)) query.family = target.spec.family;
   return { query, blocked: null };
 }
 
@@ -67,6 +72,8 @@ const one = (q: RouteQuery, key: string): string | null => {
   return Array.isArray(v) ? (v[v.length - 1] ?? null) : (v ?? null);
 };
 
+/** A workspace spec file as the model list names it: a relative .json path (models.readSpec checks the rest). */
+const SPEC_FILE = /^[^/\\][^\0]*\.json$/;
 const INTEGER_FIELDS = ['batchSize', 'accumulation', 'epochs', 'maxSteps', 'loaderWorkers', 'prefetch', 'seed'] as const;
 const PRECISIONS = ['fp32', 'bf16', 'fp16'] as const;
 const OPTIMIZERS = ['sgd', 'adamw'] as const;
@@ -81,16 +88,21 @@ export function newRunValuesFromQuery(query: RouteQuery): QueryValues | null {
   if (one(query, 'new') !== '1') return null;
   const notes: string[] = [];
   const modelText = one(query, 'model');
-  let model: BuiltinModelName = 'mlp';
+  let model = 'mlp';
+  let family: BuiltinModelName | null = null;
   if (modelText !== null) {
+    const familyText = one(query, 'family');
     if (isBuiltinModel(modelText)) model = modelText;
-    else notes.push(`model ${JSON.stringify(modelText)} is not a built-in model (${Object.keys(BUILTIN_MODELS).join(', ')}); the form keeps ${model}`);
+    else if (sizedFamilyOf(modelText)) [model, family] = [modelText, sizedFamilyOf(modelText)];
+    // A spec file: the form reads it (and names it if it cannot); its recipe is its family's.
+    else if (SPEC_FILE.test(modelText) && familyText !== null && isBuiltinModel(familyText)) [model, family] = [modelText, familyText];
+    else notes.push(`model ${JSON.stringify(modelText)} is not a built-in (${Object.keys(BUILTIN_MODELS).join(', ')}), ${SIZED_PREFIX}<family> or a spec file with its family; the form keeps ${model}`);
   }
   const data = one(query, 'data');
   const dataOk = data !== null && (data === 'fashion-mnist' || data === 'example-board' || /^dataset:.+/.test(data));
   if (data !== null && !dataOk) notes.push(`data ${JSON.stringify(data)} is not fashion-mnist, example-board or dataset:<id>; the form keeps fashion-mnist`);
   const device = one(query, 'device');
-  const values = recipeValues(model, { data: dataOk ? data : 'fashion-mnist', device: device || 'cpu' });
+  const values = recipeValues(model, { data: dataOk ? data : 'fashion-mnist', device: device || 'cpu' }, family);
 
   for (const key of INTEGER_FIELDS) {
     const text = one(query, key);
