@@ -23,9 +23,19 @@ export function buildInfo(): BuildInfo {
     } catch {
       // a damaged install: the version says so
     }
-    cached = { version, commit: root ? gitCommit(root) : null };
+    cached = { version, commit: commitOf(root) };
   }
   return cached;
+}
+
+/**
+ * The commit the code was built from: TRAINBENCH_COMMIT where a kit says so (tools/device/run.sh: the copy on
+ * a lent GPU machine carries a .git older than its files), else the checkout's HEAD; null outside a checkout.
+ */
+export function commitOf(root: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  const stamped = env.TRAINBENCH_COMMIT?.trim();
+  if (stamped && /^[0-9a-f]{40}$/.test(stamped)) return stamped;
+  return root ? gitCommit(root) : null;
 }
 
 const read = (file: string): string | null => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 
 import { afterEach, describe, expect, it } from 'vitest';
 
-import { buildInfo, gitCommit } from '../../src-main/core/build-info';
+import { buildInfo, commitOf, gitCommit } from '../../src-main/core/build-info';
 import { createRun } from '../../src-main/core/run-store';
 import { openWorkspace } from '../../src-main/core/workspace';
 
@@ -22,6 +22,17 @@ function write(file: string, text: string): void {
 }
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('commitOf', () => {
+  it("takes a kit's stamped commit over the checkout's HEAD, and ignores one that is no commit", () => {
+    const root = tmp();
+    write(path.join(root, '.git/HEAD'), `${A}\n`);
+    expect(commitOf(root, {})).toBe(A);
+    expect(commitOf(root, { TRAINBENCH_COMMIT: `${B}\n` })).toBe(B);
+    expect(commitOf(root, { TRAINBENCH_COMMIT: 'main' })).toBe(A);
+    expect(commitOf('', { TRAINBENCH_COMMIT: 'x' })).toBeNull();
+  });
 });
 
 describe('gitCommit reads HEAD without running git', () => {

@@ -20,6 +20,8 @@ if [[ -d .device/fashion-mnist ]]; then
   export TRAINBENCH_FASHION_MNIST=/tmp/tb-fashion-mnist
 fi
 export TB_REQUIRE_GPU=1
+# Runs and reports name the commit the kit was built from, not the copy's older .git.
+[[ -f .device/commit ]] && export TRAINBENCH_COMMIT="$(cat .device/commit)"
 if [[ -z "${TB_CUBLASLT:-}" ]]; then
   TB_CUBLASLT="$(python3 -c 'import glob,os,nvidia.cublas as c;p=glob.glob(os.path.join(list(c.__path__)[0],"lib","libcublasLt.so*"));print(p[0] if p else "")' 2>/dev/null || true)"
   [[ -n "$TB_CUBLASLT" ]] && export TB_CUBLASLT
