@@ -75,7 +75,7 @@ function summary(r: BatchSearchResult): string {
 
 /** The search on an engine model: the trials grow the batch until the memory (or --memory-limit) runs out. */
 async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
-  const { spec, name } = await resolveModel(o.model);
+  const { spec, name } = await resolveModel(o.model, o.workspace);
   const data = resolveData(o.data);
   const options = { ...trainOptions(name, { ...o, progress: false }), memoryLimitBytes: o.memoryLimit };
   const parsed = BatchSearchRequestSchema.safeParse({ spec, data, options, headroom: o.headroom, stepsPerTrial: o.steps, globalBatch: o.globalBatch });

@@ -16,6 +16,7 @@ import { optimiseCommand } from './optimise-command';
 import { cacheCommand } from './cache-command';
 import { findBatchSizeCommand } from './find-batch-size-command';
 import { loaderBenchCommand } from './loader-bench-command';
+import { modelsCommand } from './models-command';
 import { monitorCommand } from './monitor-command';
 import { runsCommand } from './runs-command';
 import { trainCommand } from './train-command';
@@ -129,6 +130,7 @@ export function buildProgram(): Command {
   program.addCommand(benchmarkTrainingCommand());
   program.addCommand(monitorCommand());
   program.addCommand(runsCommand());
+  program.addCommand(modelsCommand());
   program.addCommand(optimiseCommand());
   program.addCommand(reportCommand());
   program.addCommand(traceCommand());

@@ -129,7 +129,7 @@ function preparing(data: DataSource): string {
 }
 
 export async function trainCommand(flags: TrainFlags): Promise<void> {
-  const { spec, name } = await resolveModel(flags.model);
+  const { spec, name } = await resolveModel(flags.model, flags.workspace);
   const data = resolveData(flags.data);
   const parsed = TrainOptionsSchema.safeParse(trainOptions(name, flags));
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad training option: ${formatIssues(parsed.error, 'options')}`);

@@ -91,26 +91,32 @@ export function parseBytes(value: string): number {
   return bytes;
 }
 
-/** `--model`: a built-in name or a JSON spec file, validated against the contract. */
-export async function resolveModel(value: string): Promise<{ spec: ModelSpec; name: string }> {
+/**
+ * `--model`: a built-in name or a JSON spec file, validated against the contract. A relative path not found
+ * from here is looked for in `workspaceDir`, so the models/<name>.json the forms and `models size --save`
+ * write train from any folder.
+ */
+export async function resolveModel(value: string, workspaceDir?: string): Promise<{ spec: ModelSpec; name: string }> {
   let raw: unknown;
   let name: string;
   if (isBuiltinModel(value)) {
     raw = BUILTIN_MODELS[value];
     name = value;
   } else {
-    if (!existsSync(value)) {
+    const inWorkspace = workspaceDir && !path.isAbsolute(value) ? path.join(workspaceDir, value) : null;
+    const file = existsSync(value) ? value : inWorkspace && existsSync(inWorkspace) ? inWorkspace : null;
+    if (!file) {
       throw new ApiError(
         'E_BAD_INPUT',
-        `--model ${JSON.stringify(value)} is neither a built-in model (${Object.keys(BUILTIN_MODELS).join(', ')}) nor a spec file`,
+        `--model ${JSON.stringify(value)} is neither a built-in model (${Object.keys(BUILTIN_MODELS).join(', ')}) nor a spec file${inWorkspace ? ' here or in the workspace' : ''}`,
       );
     }
     try {
-      raw = JSON.parse(await fs.readFile(value, 'utf8'));
+      raw = JSON.parse(await fs.readFile(file, 'utf8'));
     } catch (err) {
-      throw new ApiError('E_BAD_INPUT', `model spec ${value} is not valid JSON: ${(err as Error).message}`);
+      throw new ApiError('E_BAD_INPUT', `model spec ${file} is not valid JSON: ${(err as Error).message}`);
     }
-    name = path.basename(value);
+    name = path.basename(file);
   }
   const parsed = ModelSpecSchema.safeParse(raw);
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `model spec ${name} is invalid: ${formatIssues(parsed.error, 'spec')}`);
@@ -170,6 +176,8 @@ export function measuredTargetOptions(cmd: Command, sampleRatioNote: string): Co
 
 export interface MeasuredTargetFlags {
   model: string;
+  /** Where a relative --model path is looked for when it is not found from here. */
+  workspace?: string;
   data: string;
   device: string;
   precision?: 'fp32' | 'bf16' | 'fp16';
@@ -189,7 +197,7 @@ export interface MeasuredTargetFlags {
  * Checked by the caller's own request schema.
  */
 export async function measuredTarget(flags: MeasuredTargetFlags): Promise<{ spec: ModelSpec; data: DataSource; options: Record<string, unknown> }> {
-  const { spec, name } = await resolveModel(flags.model);
+  const { spec, name } = await resolveModel(flags.model, flags.workspace);
   const data = resolveData(flags.data);
   const recipe = isBuiltinModel(name) ? RECIPES[name] : {};
   const given = {
