@@ -22,6 +22,7 @@ import type { Workspace } from '../workspace';
 import { probeDir } from './probe-dir';
 import type { ScriptJob } from './script-jobs';
 import { ScriptJobs } from './script-jobs';
+import type { ProcessTreeSummary } from './process-tree';
 import { sampleProcessTree } from './process-tree';
 import type { RankSummary } from './rank-stats';
 import { combineRanks, summarizeRank } from './rank-stats';
@@ -131,8 +132,6 @@ export class ScriptBenchmarkService {
     const recording: { current: { stop(): Promise<TelemetrySummary> } | null } = { current: null };
     // The launch's process group is the target whose neighbours the window watches (known once it runs).
     const group: { pgid: number | null } = { pgid: null };
-    const startRecording = () =>
-      (recording.current ??= this.telemetry.record(run.stream(`telemetry-rep${i}.jsonl`, { append: true }), TELEMETRY_INTERVAL_MS, group.pgid === null ? undefined : { pgid: group.pgid }));
     // Progress at most ~10/s (steps of a small model come by the hundred), and the last step always said: a
     // step held back by the limit is sent when the limit allows, so a script that stalls shows where it is.
     let lastProgress = 0;
@@ -152,6 +151,22 @@ export class ScriptBenchmarkService {
     };
     // Set from the launch's callback once the process runs.
     const tree: { current: ReturnType<typeof sampleProcessTree> } = { current: null };
+    // The window is the measured steps: it closes at the last one, not when the process ends, so the probe's
+    // floors after them and the script's own exit (a checkpoint saved in a finally, loader workers joined)
+    // do not enter its power, energy or neighbours.
+    const closed: { telemetry: Promise<TelemetrySummary> | null; tree: ProcessTreeSummary | null; done: boolean } = { telemetry: null, tree: null, done: false };
+    const startRecording = () => {
+      if (closed.done) return;
+      recording.current ??= this.telemetry.record(run.stream(`telemetry-rep${i}.jsonl`, { append: true }), TELEMETRY_INTERVAL_MS, group.pgid === null ? undefined : { pgid: group.pgid });
+    };
+    const closeWindow = () => {
+      if (closed.done) return;
+      closed.done = true;
+      closed.telemetry = recording.current?.stop() ?? null;
+      recording.current = null;
+      closed.tree = tree.current?.stop() ?? null;
+      tree.current = null;
+    };
     const trialOptions = {
       target: request.target,
       overrides: request.overrides,
@@ -192,17 +207,18 @@ export class ScriptBenchmarkService {
             startRecording();
             tree.current?.markWindowStart();
           }
-          if (connection.hello.rank === 0) stepProgress(m.step);
+          if (connection.hello.rank === 0) {
+            stepProgress(m.step);
+            if (request.steps !== undefined && m.step >= request.warmupSteps + request.steps) closeWindow();
+          }
         },
       });
       stopped = true;
       if (heldStep) clearTimeout(heldStep);
       job.cancel = null;
-      const processTree = tree.current?.stop() ?? null;
-      tree.current = null;
-      const stopping = recording.current;
-      recording.current = null;
-      const telemetry = stopping ? await stopping.stop() : mergeTelemetry([]);
+      closeWindow(); // a script that ended before its last measured step: the window ends with it
+      const processTree = closed.tree;
+      const telemetry = (await closed.telemetry) ?? mergeTelemetry([]);
       const error = trialError(record, trialOptions);
       if (error) throw error;
       const ranks = record.connections.map((c) => summarizeRank(c, request.warmupSteps, request.steps)).filter((r): r is RankSummary => r !== null);
@@ -239,8 +255,8 @@ export class ScriptBenchmarkService {
     } finally {
       stopped = true;
       if (heldStep) clearTimeout(heldStep);
-      tree.current?.stop();
-      if (recording.current) await recording.current.stop();
+      closeWindow();
+      await closed.telemetry?.catch(() => undefined); // a failed launch: its window's file is closed all the same
       await new Promise<void>((resolve) => log.end(resolve));
     }
   }

@@ -1,0 +1,32 @@
+// A script benchmark's telemetry window is its measured steps: the script's own exit after them (here a
+// 1.5 s checkpoint save) is not in the samples its power, energy per sample and neighbours are read from.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { ScriptBenchmarkResultSchema } from '../../src-main/api/script-target';
+import { requireBuilt } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+import { PYTHON, runCli, SCRIPTS } from './script-helpers';
+
+const ws = tempDir();
+beforeAll(requireBuilt);
+afterAll(() => ws.cleanup());
+
+describe("a script benchmark's telemetry window", () => {
+  it('ends at the last measured step, not when the script has finished saving at exit', async () => {
+    const r = await runCli(['benchmark-script', '--json', '--no-output', '--workspace', ws.dir, '--warmup-steps', '2', '--steps', '10', '--repeat', '1', '--', PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'save-at-exit']);
+    expect(r.code, r.stderr).toBe(0);
+    const result = ScriptBenchmarkResultSchema.parse(JSON.parse(r.stdout));
+    const rep = result.repetitions[0];
+    // The launch lasted the steps and the 1.5 s save; the window only the 10 steps of >= 50 ms.
+    const measuredSeconds = (10 * rep.steadyStateMeanMs) / 1000;
+    expect(rep.seconds).toBeGreaterThan(measuredSeconds + 1.4);
+    const samples = readFileSync(path.join(ws.dir, result.runDir, 'telemetry-rep1.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { t: number });
+    const spanSeconds = (samples.at(-1)!.t - samples[0].t) / 1000;
+    console.log(`window ${spanSeconds.toFixed(2)} s over ${samples.length} samples; measured steps ${measuredSeconds.toFixed(2)} s; launch ${rep.seconds.toFixed(2)} s`);
+    expect(spanSeconds).toBeLessThan(measuredSeconds + 0.5);
+    expect(rep.telemetry.samples).toBe(samples.length);
+  }, 120_000);
+});
