@@ -1,11 +1,11 @@
-// A script benchmark's telemetry window is its measured steps: the script's own exit after them (here a
+// A script benchmark's (and the script wizard's) telemetry window is its measured steps: the script's own exit after them (here a
 // 1.5 s checkpoint save) is not in the samples its power, energy per sample and neighbours are read from.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ScriptBenchmarkResultSchema } from '../../src-main/api/script-target';
+import { ScriptBenchmarkResultSchema, ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { PYTHON, runCli, SCRIPTS } from './script-helpers';
@@ -29,4 +29,18 @@ describe("a script benchmark's telemetry window", () => {
     expect(spanSeconds).toBeLessThan(measuredSeconds + 0.5);
     expect(rep.telemetry.samples).toBe(samples.length);
   }, 120_000);
+
+  it("ends at the last measured step in each of the script wizard's launches too", async () => {
+    const r = await runCli(['optimise', '--json', '--workspace', ws.dir, '--warmup-steps', '2', '--steps', '10', '--repeat', '2', '--max-trials', '1', '--only', 'dataloader.num_workers', '--', PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'save-at-exit']);
+    expect(r.code, r.stderr).toBe(0);
+    const result = ScriptOptimiseResultSchema.parse(JSON.parse(r.stdout));
+    const dir = path.join(ws.dir, 'runs', result.runId);
+    const windows = readdirSync(dir).filter((f) => /^telemetry-launch\d+\.jsonl$/.test(f));
+    expect(windows.length).toBeGreaterThanOrEqual(4); // the baseline's two launches and a pair
+    for (const f of windows) {
+      const t = readFileSync(path.join(dir, f), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { t: number }).t);
+      // 10 steps of >= 50 ms are ~0.6 s; the 1.5 s save at exit would make it 2 s or more.
+      expect((t.at(-1)! - t[0]) / 1000, f).toBeLessThan(1.2);
+    }
+  }, 240_000);
 });

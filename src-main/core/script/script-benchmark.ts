@@ -19,6 +19,7 @@ import { medianInterval } from '../stats/bootstrap';
 import { CPU_ENERGY_MISSING, energyPerSample } from '../telemetry/energy';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import type { Workspace } from '../workspace';
+import { handledLater } from '../handled-later';
 import { probeDir } from './probe-dir';
 import type { ScriptJob } from './script-jobs';
 import { ScriptJobs } from './script-jobs';
@@ -162,7 +163,7 @@ export class ScriptBenchmarkService {
     const closeWindow = () => {
       if (closed.done) return;
       closed.done = true;
-      closed.telemetry = recording.current?.stop() ?? null;
+      closed.telemetry = recording.current ? handledLater(recording.current.stop()) : null;
       recording.current = null;
       closed.tree = tree.current?.stop() ?? null;
       tree.current = null;

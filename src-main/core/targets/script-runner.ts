@@ -15,6 +15,7 @@ import type { ScriptJob, ScriptJobs } from '../script/script-jobs';
 import { scriptProposals } from '../knobs/knob-table';
 import { runTrial, trialError } from '../script/script-trial';
 import { median } from '../stats/bootstrap';
+import { handledLater } from '../handled-later';
 import type { Candidates, Repetition, TargetRunner } from './target-runner';
 
 /** A launch of the user's command: throughput, its phases, and the mean loss over its measured steps. */
@@ -95,28 +96,37 @@ export class ScriptRunner implements TargetRunner<ScriptOverrides, ScriptRepetit
     const trialOptions = { target: r.target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir, seed: r.seed };
     let pgid: number | null = null;
     let window: LaunchWindow | null = null;
+    // The window is the measured steps: closed at rank 0's last one, so the script's exit after them (its
+    // finally blocks, a checkpoint save) and the probe's floors are not read as the launch's conditions.
+    let closing: Promise<TelemetrySummary | null> | null = null;
+    const open = () => {
+      if (!closing) window ??= this.window(pgid);
+    };
+    const close = (): Promise<TelemetrySummary | null> => (closing ??= handledLater(window ? window.stop() : Promise.resolve(null)));
     let record: Awaited<ReturnType<typeof runTrial>>;
     try {
       record = await runTrial({
         ...trialOptions,
         onStarted: (cancel, pid) => {
           pgid = pid;
-          if (r.warmupSteps === 0) window ??= this.window(pgid);
+          if (r.warmupSteps === 0) open();
           this.jobs.started(this.job, cancel);
         },
         onLine: (stream, line) => this.onLine(stream, line, n),
-        onMessage: (_connection, m) => {
-          if (m.type === 'step' && m.step > r.warmupSteps) window ??= this.window(pgid);
+        onMessage: (connection, m) => {
+          if (m.type !== 'step' || m.step <= r.warmupSteps) return;
+          open();
+          if (connection.hello.rank === 0 && m.step >= r.warmupSteps + r.steps) void close();
         },
       });
     } catch (err) {
       this.job.cancel = null;
       // The window's recording holds the samplers: a failed launch ends it too.
-      if (window) await (window as LaunchWindow).stop().catch(() => undefined);
+      await close().catch(() => undefined);
       throw err;
     }
     this.job.cancel = null;
-    const telemetry = window ? await (window as LaunchWindow).stop() : null;
+    const telemetry = await close();
     const conditions = telemetry?.conditions ?? null;
     const error = trialError(record, trialOptions);
     if (error) throw error;
