@@ -60,11 +60,11 @@ describe('a model sized to an imported CSV', () => {
     // The built-in the app offered before this fails as the issue says.
     await expect(train({ family: 'mlp', input: [1, 28, 28], outputs: 10 }, dataset.id, 1)).rejects.toThrow(/field 'x' has 4 values per record but the model's input needs 784/);
 
-    const saved = (await call('models.save', { name: 'mlp-classes', spec: mlp.spec })) as { path: string };
+    const saved = (await call('models.save', { name: 'mlp-classes', spec: mlp.spec })) as { path: string; spec: unknown };
     expect(saved.path).toBe(path.join('models', 'mlp-classes.json'));
     expect(JSON.parse(readFileSync(inWs('models', 'mlp-classes.json'), 'utf8'))).toMatchObject({ family: 'mlp', input: [4], outputs: 3 });
     const listed = (await call('models.list', {})) as ModelEntry[];
-    expect(listed).toContainEqual({ name: saved.path, source: 'workspace', family: 'mlp', problem: null });
+    expect(listed).toContainEqual({ name: saved.path, source: 'workspace', family: 'mlp', problem: null, spec: saved.spec });
     const { spec } = (await call('models.readSpec', { path: saved.path })) as { spec: unknown };
 
     const result = await train(spec, dataset.id, 6);

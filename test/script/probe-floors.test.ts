@@ -53,7 +53,7 @@ describe.each(INTERPRETERS)('on the CPU with $label', (t: Interpreter) => {
 
   it.skipIf(!t.python)('a benchmark gives the compute floor, says why there is no copy or data floor, and no energy', async () => {
     const { code, stdout, stderr } = await runCli(
-      ['benchmark-script', '--json', '--repeat', '2', '--steps', '10', '--warmup-steps', '2', '--workspace', ws.dir, '--', t.python!, path.join(SCRIPTS, 'cnn_tutorial.py'), '--steps', '20'],
+      ['benchmark-script', '--json', '--repeat', '2', '--steps', '40', '--warmup-steps', '2', '--workspace', ws.dir, '--', t.python!, path.join(SCRIPTS, 'cnn_tutorial.py'), '--steps', '50'],
       240_000,
       { ...process.env, TRAINBENCH_NVIDIA_SMI: smi.command },
     );
