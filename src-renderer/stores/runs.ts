@@ -104,6 +104,7 @@ export const useRunsStore = defineStore('runs', () => {
    */
   async function showEnded(id: string): Promise<void> {
     let runs: RunSummary[];
+    error.value = null;
     try {
       runs = await readList();
     } catch (err) {
@@ -166,9 +167,11 @@ export const useRunsStore = defineStore('runs', () => {
    * LIVE_DETAIL_MS (its charts grow; runs.get reads the whole events file, so not every 2 s).
    */
   async function refreshLive(): Promise<void> {
+    const asked = opened;
     await refresh();
     const shownRun = selected.value;
-    if (!shownRun) return;
+    // A run opened meanwhile (a click, a job's end) is what the person wants shown: the older one is not read again over it.
+    if (!shownRun || opened !== asked) return;
     const now = list.value.find((r) => r.id === shownRun.summary.id);
     const changed = now !== undefined && now.status !== shownRun.summary.status;
     if (changed || (shownRun.summary.status === 'running' && Date.now() - detailReadAt >= LIVE_DETAIL_MS)) {

@@ -198,6 +198,37 @@ describe('runs list: filter, annotations, live refresh', () => {
       expect(store.error).toBeNull();
     });
 
+    it('keeps the run a person clicked while a live refresh finds the one shown before has changed', async () => {
+      const held: { method: string; release: () => void }[] = [];
+      let statusA = 'running';
+      const fake = installFakeClient(async (m, p) => {
+        const id = (p as { id?: string }).id;
+        const answer = m === 'runs.list' ? [run('a', 'train', { status: statusA }), run('b', 'train')] : { ...detail(id!), summary: run(id!, 'train', id === 'a' ? { status: statusA } : {}) };
+        await new Promise<void>((release) => held.push({ method: `${m} ${id ?? ''}`.trim(), release }));
+        return ok(answer);
+      });
+      const store = useRunsStore();
+      const first = store.open('a');
+      await vi.advanceTimersByTimeAsync(0);
+      held[0].release();
+      await first;
+      const stop = store.follow();
+      statusA = 'completed'; // a's job ends: a live refresh comes
+      fake.emit('jobs.ended', { ...job, jobId: 'a', ok: true });
+      await vi.advanceTimersByTimeAsync(LIVE_REFRESH_MS);
+      const click = store.open('b'); // the person clicks b meanwhile
+      await vi.advanceTimersByTimeAsync(0);
+      expect(held.map((h) => h.method)).toEqual(['runs.get a', 'runs.list', 'runs.get b']);
+      held[1].release(); // the list, with a's new status, comes before b's detail
+      await vi.advanceTimersByTimeAsync(0);
+      held[2].release();
+      await click;
+      await vi.advanceTimersByTimeAsync(0);
+      expect(held.map((h) => h.method)).toEqual(['runs.get a', 'runs.list', 'runs.get b']); // a not read again over the click
+      expect(store.selected?.summary.id).toBe('b');
+      stop();
+    });
+
     it('opens nothing after a request the engine refused, which left no run', async () => {
       const fake = installFakeClient((m) => (m === 'runs.list' ? ok([run('t1', 'train')]) : ok(detail('t1'))));
       const store = useRunsStore();
