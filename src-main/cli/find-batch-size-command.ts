@@ -134,7 +134,7 @@ export function findBatchSizeCommand(): Command {
     .description(
       `find the largest batch that fits with headroom and the smallest one within ${THROUGHPUT_NOISE * 100}% of the fastest (every trial is recorded), for an engine model or your own command after '--' (whose dataloader.batch_size is varied; an out-of-memory error is a data point)`,
     )
-    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
+    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file (a relative path is also looked for in the workspace: models/<name>.json)', 'mlp')
     .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>[,<test>], or IDX files as for train', 'fashion-mnist')
     .option('--device <name>', 'cpu (needs --memory-limit), cuda:N, or auto', 'cpu')
     .option('--memory-limit <bytes>', "CPU: cap the engine's memory at this many bytes (1073741824, 1GiB, 512MiB) as a GPU's memory would", parseBytes)

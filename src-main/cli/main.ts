@@ -100,7 +100,7 @@ export function buildProgram(): Command {
 
   const train = new Command('train')
     .description("train a model and print its test accuracy (progress on stderr); or train with your own command after '--', recorded as a run")
-    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
+    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file (a relative path is also looked for in the workspace: models/<name>.json)', 'mlp')
     .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>[,<test>], a folder of IDX files, or train-images,train-labels[,test-images,test-labels]', 'fashion-mnist')
     .option('--loader-workers <n>', 'threads gathering batches ahead of the step', intArg('--loader-workers', 0))
     .option('--prefetch <n>', 'batches prepared ahead', intArg('--prefetch', 1))

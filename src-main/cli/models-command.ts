@@ -1,3 +1,5 @@
+import path from 'node:path';
+
 import { Command, InvalidArgumentError } from 'commander';
 
 import type { DatasetSummary } from '../api/datasets';
@@ -8,6 +10,9 @@ import { SIZED_FAMILIES, sizeModel } from '../api/model-sizing';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { choiceArg, intArg } from './train-inputs';
+
+/** A word a POSIX shell reads back as it is: quoted when it holds anything but path characters. */
+const shellWord = (w: string) => (/^[\w./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
 
 /** One line per model: name, family, and why a spec file cannot be used. */
 export function formatModels(models: readonly ModelEntry[]): string {
@@ -83,6 +88,8 @@ export function modelsCommand(out: NodeJS.WritableStream = process.stdout): Comm
     .option('--json', 'print the spec as JSON')
     .option('--workspace <dir>', 'workspace folder', defaultWorkspaceDir())
     .action(async (family: SizedFamily, opts: SizeOptions) => {
+      if (opts.replace && opts.save === undefined) throw new ApiError('E_BAD_INPUT', '--replace replaces the file --save writes: give --save <name> too');
+      if (opts.blocksPerStage !== undefined && family !== 'bottleneck_resnet') throw new ApiError('E_BAD_INPUT', `--blocks-per-stage is the board network's (bottleneck_resnet), not ${family}'s: use --widths for its depth`);
       const services = await createServices({ workspaceDir: opts.workspace });
       try {
         const dataset = datasetNamed(opts.data, (await services.router.dispatch('datasets.list', {})) as DatasetSummary[]);
@@ -98,7 +105,9 @@ export function modelsCommand(out: NodeJS.WritableStream = process.stdout): Comm
           return;
         }
         out.write(`${family} sized to ${dataset.name} (${sized.summary})\n${JSON.stringify(sized.spec)}\n`);
-        if (saved) out.write(`saved ${saved}; train it: trainbench train --model ${saved} --data dataset:${dataset.id}\n`);
+        // The command as typed from anywhere: the workspace named unless it is the default one.
+        const where = path.resolve(opts.workspace) === path.resolve(defaultWorkspaceDir()) ? '' : ` --workspace ${shellWord(opts.workspace)}`;
+        if (saved) out.write(`saved ${saved}; train it: trainbench train --model ${saved} --data dataset:${dataset.id}${where}\n`);
         else out.write('--save <name> writes it under models/, where every form and command can choose it\n');
       } finally {
         await services.dispose();

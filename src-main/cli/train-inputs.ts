@@ -91,6 +91,14 @@ export function parseBytes(value: string): number {
   return bytes;
 }
 
+const isFile = (p: string) => {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+};
+
 /**
  * `--model`: a built-in name or a JSON spec file, validated against the contract. A relative path not found
  * from here is looked for in `workspaceDir`, so the models/<name>.json the forms and `models size --save`
@@ -103,12 +111,12 @@ export async function resolveModel(value: string, workspaceDir?: string): Promis
     raw = BUILTIN_MODELS[value];
     name = value;
   } else {
-    const inWorkspace = workspaceDir && !path.isAbsolute(value) ? path.join(workspaceDir, value) : null;
-    const file = existsSync(value) ? value : inWorkspace && existsSync(inWorkspace) ? inWorkspace : null;
+    const inWorkspace = workspaceDir && !path.isAbsolute(value) ? path.resolve(workspaceDir, value) : null;
+    const file = isFile(value) ? value : inWorkspace && isFile(inWorkspace) ? inWorkspace : null;
     if (!file) {
       throw new ApiError(
         'E_BAD_INPUT',
-        `--model ${JSON.stringify(value)} is neither a built-in model (${Object.keys(BUILTIN_MODELS).join(', ')}) nor a spec file${inWorkspace ? ' here or in the workspace' : ''}`,
+        `--model ${JSON.stringify(value)} is neither a built-in model (${Object.keys(BUILTIN_MODELS).join(', ')}) nor a spec file (no file at ${path.resolve(value)}${inWorkspace ? ` or ${inWorkspace}` : ''})`,
       );
     }
     try {
@@ -161,7 +169,7 @@ export function resolveData(value: string): DataSource {
  */
 export function measuredTargetOptions(cmd: Command, sampleRatioNote: string): Command {
   return cmd
-    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file', 'mlp')
+    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file (a relative path is also looked for in the workspace: models/<name>.json)', 'mlp')
     .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>, a folder of IDX files, or train-images,train-labels', 'fashion-mnist')
     .option('--device <name>', 'cpu, cuda:N, or auto (the first GPU when there is one)', 'cpu')
     .option('--precision <p>', 'fp32, or mixed precision bf16 / fp16 (CUDA)', choiceArg('--precision', TRAIN_CHOICES.precision))

@@ -26,6 +26,18 @@ async function trainbench(...args: string[]) {
   }
 }
 
+/** As from another folder, whose default workspace is another one: every path must be in the command itself. */
+const elsewhere = tempDir();
+async function fromElsewhere(...args: string[]) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { cwd: elsewhere.dir, env: { ...process.env, TRAINBENCH_WORKSPACE: elsewhere.dir } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
 beforeAll(async () => {
   requireBuilt();
   // 4 feature columns and a 3-class label: what no built-in (784 inputs) can train.
@@ -39,6 +51,7 @@ beforeAll(async () => {
 afterAll(() => {
   ws.cleanup();
   outside.cleanup();
+  elsewhere.cleanup();
 });
 
 describe('trainbench models size', () => {
@@ -48,13 +61,16 @@ describe('trainbench models size', () => {
     expect(shown.stdout).toMatch(/^mlp sized to kinds \(input \[4\], 3 classes\)\n\{"family":"mlp","task":"classification","input":\[4\],"outputs":3,"hidden":\[16,8\]/);
     expect(shown.stdout).toContain('--save <name> writes it under models/');
 
-    const saved = await trainbench('models', 'size', 'mlp', '--data', `dataset:${datasetId}`, '--widths', '16', '--save', 'kinds-mlp');
+    const saved = await fromElsewhere('models', 'size', 'mlp', '--data', `dataset:${datasetId}`, '--widths', '16', '--save', 'kinds-mlp', '--workspace', ws.dir);
     expect(saved.code, saved.stderr).toBe(0);
     const command = /train it: (trainbench train .*)$/m.exec(saved.stdout)?.[1];
-    expect(command).toBe(`trainbench train --model models/kinds-mlp.json --data dataset:${datasetId}`);
+    expect(command).toBe(`trainbench train --model models/kinds-mlp.json --data dataset:${datasetId} --workspace ${ws.dir}`);
     expect(JSON.parse(readFileSync(path.join(ws.dir, 'models', 'kinds-mlp.json'), 'utf8'))).toMatchObject({ family: 'mlp', input: [4], outputs: 3, hidden: [16] });
+    // In the default workspace the command needs no --workspace.
+    expect((await trainbench('models', 'size', 'mlp', '--data', 'kinds', '--save', 'default-ws')).stdout).toMatch(/train it: trainbench train --model models\/default-ws\.json --data dataset:\S+\n$/);
 
-    const trained = await trainbench(...command!.split(' ').slice(1), '--epochs', '3', '--batch-size', '16', '--lr', '0.01', '--json', '--no-progress');
+    // Typed from another folder, as printed: the model file is found in the workspace it names.
+    const trained = await fromElsewhere(...command!.split(' ').slice(1), '--epochs', '3', '--batch-size', '16', '--lr', '0.01', '--json', '--no-progress');
     expect(trained.code, trained.stderr).toBe(0);
     const result = JSON.parse(trained.stdout.trim().split('\n').at(-1)!) as { testAccuracy: number | null; steps: number };
     expect(result.steps).toBeGreaterThan(0);
@@ -77,6 +93,12 @@ describe('trainbench models size', () => {
     expect(missing.stderr).toContain(`--data "flowers" is no dataset of this workspace; there are: dataset:${datasetId} (kinds)`);
     const family = await trainbench('models', 'size', 'mpl', '--data', 'kinds');
     expect(family.stderr).toContain('family must be one of mlp, cnn, bottleneck_resnet, got "mpl"; did you mean "mlp"?');
+    const replaceOnly = await trainbench('models', 'size', 'mlp', '--data', 'kinds', '--replace');
+    expect(replaceOnly.stderr).toContain('--replace replaces the file --save writes: give --save <name> too');
+    const blocks = await trainbench('models', 'size', 'mlp', '--data', 'kinds', '--blocks-per-stage', '3');
+    expect(blocks.stderr).toContain("--blocks-per-stage is the board network's (bottleneck_resnet), not mlp's");
+    const noFile = await fromElsewhere('train', '--model', 'models/none.json', '--workspace', ws.dir);
+    expect(noFile.stderr).toContain(`nor a spec file (no file at ${path.join(elsewhere.dir, 'models', 'none.json')} or ${path.join(ws.dir, 'models', 'none.json')})`);
     const widths = await trainbench('models', 'size', 'mlp', '--data', 'kinds', '--widths', '16,0');
     expect(widths.stderr).toContain('--widths must be 1 to 64 whole numbers >= 1 separated by commas, got "16,0" ("0")');
 
