@@ -30,6 +30,21 @@ describe("a script benchmark's telemetry window", () => {
     expect(rep.telemetry.samples).toBe(samples.length);
   }, 120_000);
 
+  it('is cut back to the last measured step when the script runs to its own end (no --steps)', async () => {
+    // tiny_train.py trains 12 steps and exits, saving for 1.5 s: 10 measured steps after 2 warm-up ones.
+    const r = await runCli(['benchmark-script', '--json', '--no-output', '--workspace', ws.dir, '--warmup-steps', '2', '--repeat', '1', '--', PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'save-at-exit']);
+    expect(r.code, r.stderr).toBe(0);
+    const result = ScriptBenchmarkResultSchema.parse(JSON.parse(r.stdout));
+    const rep = result.repetitions[0];
+    expect(rep.ended).toBe('exit');
+    const measuredSeconds = (10 * rep.steadyStateMeanMs) / 1000;
+    const recorded = readFileSync(path.join(ws.dir, result.runDir, 'telemetry-rep1.jsonl'), 'utf8').trim().split('\n').length;
+    console.log(`kept ${rep.telemetry.samples} of ${recorded} samples; measured steps ${measuredSeconds.toFixed(2)} s; launch ${rep.seconds.toFixed(2)} s`);
+    // The file keeps what was sampled during the save; the summary (power, energy, conditions) only the steps'.
+    expect(rep.telemetry.samples).toBeLessThanOrEqual(Math.ceil(measuredSeconds / 0.2) + 1);
+    expect(recorded).toBeGreaterThan(rep.telemetry.samples + 3);
+  }, 120_000);
+
   it("ends at the last measured step in each of the script wizard's launches too", async () => {
     const r = await runCli(['optimise', '--json', '--workspace', ws.dir, '--warmup-steps', '2', '--steps', '10', '--repeat', '2', '--max-trials', '1', '--only', 'dataloader.num_workers', '--', PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'save-at-exit']);
     expect(r.code, r.stderr).toBe(0);

@@ -44,5 +44,7 @@ describe('energy from power samples', () => {
     const cpu = summarize([{ t: 0, gpus: [], host }], 'no NVIDIA GPU found');
     expect(energyPerSample(mergeTelemetry([rep, cpu]), 50)).toEqual({ energy: null, missing: 'no GPU power readings over the measured steps (NVIDIA H100)' });
     expect(energyPerSample(cpu, 50)).toEqual({ energy: null, missing: 'no GPU power readings over the measured steps (no NVIDIA GPU found)' });
+    // Steps shorter than the sampling period: one reading, which spans no time; what to do is said.
+    expect(energyPerSample(summarize([sample(0, 100)], 'ok'), 50).missing).toMatch(/^one telemetry sample fell in the measured steps, and energy needs two .*: measure more steps$/);
   });
 });

@@ -65,10 +65,11 @@ export function sampleProcessTree(pgid: number, intervalMs = 200) {
       take();
       windowStart = samples[samples.length - 1] ?? null;
     },
-    stop(): ProcessTreeSummary | null {
+    /** Ends sampling; `until` (ms since the epoch): the window's end, when the launch went on after it. */
+    stop(until?: number): ProcessTreeSummary | null {
       clearInterval(timer);
       if (samples.length === 0) return null;
-      const last = samples[samples.length - 1];
+      const last = (until === undefined ? undefined : samples.filter((s) => s.t <= until).at(-1)) ?? samples[samples.length - 1];
       const seconds = windowStart ? (last.t - windowStart.t) / 1000 : 0;
       return {
         processes: Math.max(...samples.map((s) => s.processes)),

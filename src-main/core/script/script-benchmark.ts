@@ -130,7 +130,7 @@ export class ScriptBenchmarkService {
     progress: (p: RepetitionProgress) => void,
   ) {
     const log = run.stream(`output-rep${i}.log`);
-    const recording: { current: { stop(): Promise<TelemetrySummary> } | null } = { current: null };
+    const recording: { current: { stop(until?: number): Promise<TelemetrySummary> } | null } = { current: null };
     // The launch's process group is the target whose neighbours the window watches (known once it runs).
     const group: { pgid: number | null } = { pgid: null };
     // Progress at most ~10/s (steps of a small model come by the hundred), and the last step always said: a
@@ -156,16 +156,20 @@ export class ScriptBenchmarkService {
     // floors after them and the script's own exit (a checkpoint saved in a finally, loader workers joined)
     // do not enter its power, energy or neighbours.
     const closed: { telemetry: Promise<TelemetrySummary> | null; tree: ProcessTreeSummary | null; done: boolean } = { telemetry: null, tree: null, done: false };
+    // When rank 0's last measured step arrived: the window's end where it could only close with the launch.
+    let lastMeasuredAt: number | undefined;
     const startRecording = () => {
       if (closed.done) return;
       recording.current ??= this.telemetry.record(run.stream(`telemetry-rep${i}.jsonl`, { append: true }), TELEMETRY_INTERVAL_MS, group.pgid === null ? undefined : { pgid: group.pgid });
     };
-    const closeWindow = () => {
+    // Without --steps (or a script ending before them) it closes with the launch, cut back to the last measured
+    // step (the CPU load of conditions, read at both ends, then includes the exit).
+    const closeWindow = (until?: number) => {
       if (closed.done) return;
       closed.done = true;
-      closed.telemetry = recording.current ? handledLater(recording.current.stop()) : null;
+      closed.telemetry = recording.current ? handledLater(recording.current.stop(until)) : null;
       recording.current = null;
-      closed.tree = tree.current?.stop() ?? null;
+      closed.tree = tree.current?.stop(until) ?? null;
       tree.current = null;
     };
     const trialOptions = {
@@ -209,6 +213,7 @@ export class ScriptBenchmarkService {
             tree.current?.markWindowStart();
           }
           if (connection.hello.rank === 0) {
+            if (measuring) lastMeasuredAt = Date.now();
             stepProgress(m.step);
             if (request.steps !== undefined && m.step >= request.warmupSteps + request.steps) closeWindow();
           }
@@ -217,7 +222,7 @@ export class ScriptBenchmarkService {
       stopped = true;
       if (heldStep) clearTimeout(heldStep);
       job.cancel = null;
-      closeWindow(); // a script that ended before its last measured step: the window ends with it
+      closeWindow(lastMeasuredAt); // a launch that ran to its own end: the window ends at its last measured step
       const processTree = closed.tree;
       const telemetry = (await closed.telemetry) ?? mergeTelemetry([]);
       const error = trialError(record, trialOptions);

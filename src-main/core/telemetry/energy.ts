@@ -22,6 +22,7 @@ export function integratePower(samples: readonly TelemetrySample[]): { joules: n
 /** Joules per sample at a throughput, from a window's integrated power: the mean power over the samples per second. */
 export function energyPerSample(t: TelemetrySummary, samplesPerSec: number): { energy: { joulesPerSample: number; samplesPerJoule: number; meanPowerW: number; seconds: number } | null; missing: string | null } {
   if (t.gpuEnergyJ == null || t.gpuEnergySeconds == null || !(t.gpuEnergySeconds > 0)) {
+    if (t.samples === 1 && t.gpuPowerMeanW !== null) return { energy: null, missing: 'one telemetry sample fell in the measured steps, and energy needs two (one is taken every 0.2 to 0.5 s): measure more steps' };
     return { energy: null, missing: t.samples ? `no GPU power readings over the measured steps (${t.gpu})` : 'no telemetry sample fell in the measured steps' };
   }
   const meanPowerW = t.gpuEnergyJ / t.gpuEnergySeconds;

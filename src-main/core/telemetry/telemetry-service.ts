@@ -112,7 +112,7 @@ export class TelemetryService {
    * which ends it and returns the summary the run's result carries. With `watch` (a measured
    * window: a benchmark's repetition), the summary also says what else the machine did meanwhile.
    */
-  record(out: Writable, intervalMs = 500, watch?: ConditionsTarget | 'engine'): { stop(): Promise<TelemetrySummary> } {
+  record(out: Writable, intervalMs = 500, watch?: ConditionsTarget | 'engine'): { stop(until?: number): Promise<TelemetrySummary> } {
     const id = `record-${randomBytes(6).toString('hex')}`;
     const samples: TelemetrySample[] = [];
     const enginePid = this.enginePid();
@@ -127,15 +127,18 @@ export class TelemetryService {
     this.leases.set(id, { intervalMs, expires: null });
     this.reschedule();
     return {
-      stop: async () => {
+      // `until` (ms since the epoch): the window ended then, though the work went on (the file keeps every sample).
+      stop: async (until?: number) => {
         // A run shorter than one period still reports what the machine looked like.
         if (samples.length === 0) listener(await this.snapshot());
         this.listeners.delete(listener);
         this.leases.delete(id);
         this.reschedule();
         await new Promise<void>((resolve) => out.end(resolve));
-        const summary = summarize(samples, this.gpu.state().message ?? this.gpu.state().status);
-        return conditions ? { ...summary, conditions: await conditions.finish(samples) } : summary;
+        const inWindow = until === undefined ? samples : samples.filter((s) => s.t <= until);
+        const kept = inWindow.length ? inWindow : samples.slice(0, 1);
+        const summary = summarize(kept, this.gpu.state().message ?? this.gpu.state().status);
+        return conditions ? { ...summary, conditions: await conditions.finish(kept) } : summary;
       },
     };
   }
