@@ -6,7 +6,7 @@ import { packageRoot } from '../engine/package-root';
 export interface BuildInfo {
   /** package.json's version. */
   version: string;
-  /** The checkout's commit when Trainbench runs from a git checkout (development, CI); null in a packaged app. */
+  /** The commit the code was built from: a kit's TRAINBENCH_COMMIT, else the checkout's HEAD (development, CI); null in a packaged app. */
   commit: string | null;
 }
 

@@ -121,7 +121,6 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
     await job.cancel();
   }
 
-
   /** Which target the area shows: the switch follows whichever side's search runs (here, re-attached, or elsewhere). */
   const target = ref<TargetKind>('engine');
   const script = scriptBatchSearch();

@@ -72,7 +72,7 @@ const one = (q: RouteQuery, key: string): string | null => {
   return Array.isArray(v) ? (v[v.length - 1] ?? null) : (v ?? null);
 };
 
-/** A workspace spec file as the model list names it: a relative .json path (models.readSpec checks the rest). */
+/** Looks like a spec file the model list names (a .json path); models.readSpec keeps it inside the workspace and names what is wrong. */
 const SPEC_FILE = /^[^/\\][^\0]*\.json$/;
 const INTEGER_FIELDS = ['batchSize', 'accumulation', 'epochs', 'maxSteps', 'loaderWorkers', 'prefetch', 'seed'] as const;
 const PRECISIONS = ['fp32', 'bf16', 'fp16'] as const;
@@ -92,8 +92,9 @@ export function newRunValuesFromQuery(query: RouteQuery): QueryValues | null {
   let family: BuiltinModelName | null = null;
   if (modelText !== null) {
     const familyText = one(query, 'family');
+    const sized = sizedFamilyOf(modelText);
     if (isBuiltinModel(modelText)) model = modelText;
-    else if (sizedFamilyOf(modelText)) [model, family] = [modelText, sizedFamilyOf(modelText)];
+    else if (sized) [model, family] = [modelText, sized];
     // A spec file: the form reads it (and names it if it cannot); its recipe is its family's.
     else if (SPEC_FILE.test(modelText) && familyText !== null && isBuiltinModel(familyText)) [model, family] = [modelText, familyText];
     else notes.push(`model ${JSON.stringify(modelText)} is not a built-in (${Object.keys(BUILTIN_MODELS).join(', ')}), ${SIZED_PREFIX}<family> or a spec file with its family; the form keeps ${model}`);
