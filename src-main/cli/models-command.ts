@@ -85,7 +85,7 @@ export function modelsCommand(out: NodeJS.WritableStream = process.stdout): Comm
     .option('--blocks-per-stage <n>', 'bottleneck_resnet: blocks per stage', intArg('--blocks-per-stage', 1))
     .option('--save <name>', 'write it as models/<name>.json (letters, digits, - and _)')
     .option('--replace', 'with --save: replace a spec file of that name')
-    .option('--json', 'print the spec as JSON')
+    .option('--json', 'print {path, spec} as JSON (path: the file written, null without --save)')
     .option('--workspace <dir>', 'workspace folder', defaultWorkspaceDir())
     .action(async (family: SizedFamily, opts: SizeOptions) => {
       if (opts.replace && opts.save === undefined) throw new ApiError('E_BAD_INPUT', '--replace replaces the file --save writes: give --save <name> too');
@@ -101,7 +101,7 @@ export function modelsCommand(out: NodeJS.WritableStream = process.stdout): Comm
           saved = result.path;
         }
         if (opts.json) {
-          out.write(JSON.stringify(saved ? { path: saved, spec: sized.spec } : sized.spec, null, 2) + '\n');
+          out.write(JSON.stringify({ path: saved, spec: sized.spec }, null, 2) + '\n');
           return;
         }
         out.write(`${family} sized to ${dataset.name} (${sized.summary})\n${JSON.stringify(sized.spec)}\n`);

@@ -60,6 +60,8 @@ describe('trainbench models size', () => {
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toMatch(/^mlp sized to kinds \(input \[4\], 3 classes\)\n\{"family":"mlp","task":"classification","input":\[4\],"outputs":3,"hidden":\[16,8\]/);
     expect(shown.stdout).toContain('--save <name> writes it under models/');
+    const json = JSON.parse((await trainbench('models', 'size', 'mlp', '--data', 'kinds', '--json')).stdout) as unknown;
+    expect(json).toMatchObject({ path: null, spec: { family: 'mlp', input: [4], outputs: 3 } });
 
     const saved = await fromElsewhere('models', 'size', 'mlp', '--data', `dataset:${datasetId}`, '--widths', '16', '--save', 'kinds-mlp', '--workspace', ws.dir);
     expect(saved.code, saved.stderr).toBe(0);

@@ -36,7 +36,7 @@ tar -C node_modules --exclude='*.d.ts' --exclude='*.d.mts' --exclude='*.d.cts' -
 tar -cf - build/Release/trainbench_native.node dist/src-main | xz -T0 -9e > .device/build.tar.xz
 # The copy on the GPU machine carries a .git from the session's start: the kit names its own commit (run.sh exports it).
 git rev-parse HEAD > .device/commit
-git diff --quiet HEAD || echo "bundle.sh: the working tree differs from $(git rev-parse --short HEAD): runs on the GPU name that commit all the same" >&2
+[[ -z "$(git status --porcelain)" ]] || echo "bundle.sh: the working tree differs from $(git rev-parse --short HEAD): runs on the GPU name that commit all the same" >&2
 if [[ "${1:-}" == "--fashion-mnist" ]]; then
   mkdir -p .device/fashion-mnist
   for f in /usr/share/datasets/fashion-mnist/*.gz; do gzip -dc "$f" | xz -T0 -9e > ".device/fashion-mnist/$(basename "$f" .gz).xz"; done
