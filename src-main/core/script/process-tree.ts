@@ -68,6 +68,7 @@ export function sampleProcessTree(pgid: number, intervalMs = 200) {
     /** Ends sampling; `until` (ms since the epoch): the window's end, when the launch went on after it. */
     stop(until?: number): ProcessTreeSummary | null {
       clearInterval(timer);
+      if (until === undefined) take(); // closed at the last measured step, the tree still runs: its CPU up to here
       if (samples.length === 0) return null;
       const last = (until === undefined ? undefined : samples.filter((s) => s.t <= until).at(-1)) ?? samples[samples.length - 1];
       const seconds = windowStart ? (last.t - windowStart.t) / 1000 : 0;
