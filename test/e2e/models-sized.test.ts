@@ -110,8 +110,9 @@ describe('models sized to an imported dataset', () => {
     const batch = (/^batch ([\d,]+)/.exec(await page.getByTestId('bs-apply-what').innerText()) ?? [])[1]?.replace(/,/g, '');
     await page.getByTestId('bs-apply-newrun').click();
     await page.getByTestId('new-run').waitFor();
-    expect(await page.getByTestId('newrun-model').inputValue()).toBe('sized:mlp');
-    expect(await page.getByTestId('newrun-data').inputValue()).toBe(data);
+    // The selects show the values once their options (datasets, models) have loaded.
+    await expect.poll(() => page.getByTestId('newrun-model').inputValue()).toBe('sized:mlp');
+    await expect.poll(() => page.getByTestId('newrun-data').inputValue()).toBe(data);
     expect(await page.getByTestId('newrun-batchSize').inputValue()).toBe(batch);
     expect(await page.getByTestId('newrun-applied-note').count()).toBe(0);
 
@@ -124,8 +125,8 @@ describe('models sized to an imported dataset', () => {
     await expect.poll(() => page.getByTestId('bs-apply-what').innerText(), { timeout: 90_000 }).toMatch(/ for models\/narrow-flowers\.json on dataset flowers-/);
     await page.getByTestId('bs-apply-optimise').click();
     await page.getByTestId('opt-applied').waitFor();
-    expect(await page.getByTestId('opt-model').inputValue()).toBe('models/narrow-flowers.json');
-    expect(await page.getByTestId('opt-data').inputValue()).toBe(data);
+    await expect.poll(() => page.getByTestId('opt-model').inputValue()).toBe('models/narrow-flowers.json');
+    await expect.poll(() => page.getByTestId('opt-data').inputValue()).toBe(data);
     expect(errors).toEqual([]);
     await page.close();
   }, 150_000);
@@ -157,7 +158,7 @@ describe('models sized to an imported dataset', () => {
     expect(await page.getByTestId('opt-apply').isEnabled()).toBe(true);
     await page.getByTestId('opt-apply').click();
     await page.getByTestId('new-run').waitFor();
-    expect(await page.getByTestId('newrun-model').inputValue()).toBe('sized:mlp');
+    await expect.poll(() => page.getByTestId('newrun-model').inputValue()).toBe('sized:mlp');
     expect(await page.getByTestId('newrun-batchSize').inputValue()).toBe('16');
     await page.getByTestId('newrun-maxSteps').fill('5');
     await page.getByTestId('newrun-start').click();

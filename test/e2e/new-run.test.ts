@@ -161,7 +161,7 @@ describe('New run in the Runs area', () => {
     const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1100 } });
     await page.goto(`${fx.serve.url}#/runs?new=1&from=bs-x&fromKind=batch-search&model=models/narrow-mlp.json&family=mlp&data=fashion-mnist&device=cpu&batchSize=48`);
     await page.getByTestId('new-run').waitFor();
-    expect(await page.getByTestId('newrun-model').inputValue()).toBe('models/narrow-mlp.json');
+    await expect.poll(() => page.getByTestId('newrun-model').inputValue()).toBe('models/narrow-mlp.json'); // once the models list is in
     expect(await page.getByTestId('newrun-applied').innerText()).toContain('batch-size search bs-x');
     await page.waitForTimeout(300); // the file is read: the link's batch stays, the recipe does not replace it
     expect(await page.getByTestId('newrun-batchSize').inputValue()).toBe('48');
