@@ -7,12 +7,10 @@ import { ApiError } from '../api/errors';
 import type { ModelEntry } from '../api/model-files';
 import type { SizedFamily } from '../api/model-sizing';
 import { SIZED_FAMILIES, sizeModel } from '../api/model-sizing';
+import { shellWord } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace';
 import { choiceArg, intArg } from './train-inputs';
-
-/** A word a POSIX shell reads back as it is: quoted when it holds anything but path characters. */
-const shellWord = (w: string) => (/^[\w./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
 
 /** One line per model: name, family, and why a spec file cannot be used. */
 export function formatModels(models: readonly ModelEntry[]): string {

@@ -1,5 +1,6 @@
 import type { ScriptBenchmarkRequestInput, ScriptOverrideKey } from '@api/script-target';
 import { SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema, parseOverride } from '@api/script-target';
+import { shellWord } from '@api/shell-word';
 
 /** The Script target as a person types it: one command line, env rows, override rows. */
 export interface ScriptForm {
@@ -58,7 +59,7 @@ export function splitCommandLine(line: string): string[] {
 
 /** Quotes argv back into one line for display ("Run this command?"). */
 export function quoteArgv(argv: string[]): string {
-  return argv.map((a) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+  return argv.map(shellWord).join(' ');
 }
 
 /** The request the form describes, checked by the API's own schema; throws with the bad field named. */

@@ -1,6 +1,7 @@
 // The exact `trainbench` command that measures a run again, rebuilt from the config its run.json stored.
 import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '../../api/model-spec';
 import { RECIPES } from '../../api/recipes';
+import { shellWord } from '../../api/shell-word';
 import { TrainOptionsSchema } from '../../api/training';
 import type { ReportRun } from './report-runs';
 
@@ -10,8 +11,6 @@ export interface ReproduceCommand {
   caveats: string[];
 }
 
-const SAFE = /^[A-Za-z0-9_./:,=@%+-]+$/;
-const quote = (s: string) => (SAFE.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`);
 
 type Config = Record<string, unknown> & { spec?: { family?: string }; data?: Record<string, unknown>; options?: Record<string, unknown> };
 
@@ -68,7 +67,7 @@ export function reproduceCommand(run: ReportRun, workspaceFlag = '<workspace>'):
     ];
     if (String(c.device).startsWith('cuda')) flags.push(['--gpu-prefetch', c.gpuPrefetch]);
     if (c.uncached === false) flags.push(['--no-uncached', true]);
-    const text = flags.filter(([, v]) => v !== undefined).map(([f, v]) => (v === true ? f : `${f} ${quote(String(v))}`));
+    const text = flags.filter(([, v]) => v !== undefined).map(([f, v]) => (v === true ? f : `${f} ${shellWord(String(v))}`));
     return { command: ['trainbench', 'benchmark-dataloader', ...text, '--workspace', workspaceFlag].join(' '), caveats };
   }
   const args: [string, unknown][] = [
@@ -118,6 +117,6 @@ export function reproduceCommand(run: ReportRun, workspaceFlag = '<workspace>'):
   }
   const flags = args
     .filter(([, v]) => v !== undefined && v !== null)
-    .map(([flag, v]) => (v === true ? flag : `${flag} ${quote(String(v))}`));
+    .map(([flag, v]) => (v === true ? flag : `${flag} ${shellWord(String(v))}`));
   return { command: ['trainbench', sub, ...flags, '--workspace', workspaceFlag].join(' '), caveats };
 }

@@ -5,6 +5,7 @@ import { lossCheckText } from '../../api/script-trial-words';
 import type { ReportSection } from '../../api/reports';
 import type { RunEnvironment } from '../../api/run-record';
 import type { ScriptTarget } from '../../api/script-target';
+import { shellWord } from '../../api/shell-word';
 import { commandText } from '../script/script-benchmark';
 import { code, fmt, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
@@ -20,8 +21,6 @@ const SUBCOMMANDS: Record<ScriptReportRun['kind'], string> = {
   'script-train': 'train',
 };
 
-const SAFE = /^[A-Za-z0-9_./:,=@%+-]+$/;
-const quote = (s: string) => (SAFE.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`);
 
 function statusBody(input: ReportInput): string {
   const list = input.scripts.map((r) => `${code(r.id)} (${KIND_NAMES[r.kind]}, finished ${r.record.finishedAt ?? 'at an unrecorded time'})`).join(', ');
@@ -93,8 +92,8 @@ export function scriptReproduceCommand(run: ScriptReportRun, workspaceFlag = '<w
   for (const [k, v] of Object.entries(overridesOf(run))) args.push(['--set', `${k}=${String(v)}`]);
   for (const [k, v] of Object.entries(t.env)) args.push(['--env', `${k}=${envValue(k, v)}`]);
   args.push(['--cwd', t.cwd]);
-  const flags = args.filter(([, v]) => v !== undefined && v !== null).map(([flag, v]) => (v === true ? flag : `${flag} ${quote(String(v))}`));
-  return ['trainbench', SUBCOMMANDS[run.kind], ...flags, '--workspace', workspaceFlag, '--', ...t.command.map(quote)].join(' ');
+  const flags = args.filter(([, v]) => v !== undefined && v !== null).map(([flag, v]) => (v === true ? flag : `${flag} ${shellWord(String(v))}`));
+  return ['trainbench', SUBCOMMANDS[run.kind], ...flags, '--workspace', workspaceFlag, '--', ...t.command.map(shellWord)].join(' ');
 }
 
 function reproduceBody(input: ReportInput): string {
