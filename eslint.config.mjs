@@ -23,6 +23,8 @@ export default tseslint.config(
     plugins: { trainbench },
     rules: {
       'trainbench/layer-imports': ['error', { root }],
+      'trainbench/core-layers': ['error', { root }],
+      'trainbench/core-folder-cycles': ['error', { root }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'vue/multi-word-component-names': 'off',
       'vue/max-attributes-per-line': 'off',
@@ -32,14 +34,14 @@ export default tseslint.config(
   },
   {
     // A workspace is shared and copied between rigs: its files are data, never a way out. The
-    // services touch them only through core/workspace-files.ts (no links, no FIFOs, size caps,
+    // services touch them only through core/workspace/workspace-files.ts (no links, no FIFOs, size caps,
     // temp-file writes); the files below read what is not the workspace's, each for the reason given.
     files: ['src-main/core/**/*.ts', 'src-main/server/**/*.ts'],
     ignores: [
-      'src-main/core/workspace-files.ts', // the one way in
-      'src-main/core/atomic-write.ts', // its temp-file writer
-      'src-main/core/workspace.ts', // creates the root the user chose; confines by lstat and realpath
-      'src-main/core/build-info.ts', // the app's own package.json and commit
+      'src-main/core/workspace/workspace-files.ts', // the one way in
+      'src-main/core/workspace/atomic-write.ts', // its temp-file writer
+      'src-main/core/workspace/workspace.ts', // creates the root the user chose; confines by lstat and realpath
+      'src-main/core/common/build-info.ts', // the app's own package.json and commit
       'src-main/core/script/process-tree.ts', // /proc
       'src-main/core/telemetry/host-sampler.ts', // /proc
       'src-main/core/telemetry/conditions.ts', // /proc
@@ -57,7 +59,7 @@ export default tseslint.config(
           paths: ['fs', 'node:fs', 'fs/promises', 'node:fs/promises'].map((name) => ({
             name,
             allowTypeImports: true,
-            message: 'workspace files go through core/workspace-files.ts (links, FIFOs, size caps, temp-file writes)',
+            message: 'workspace files go through core/workspace/workspace-files.ts (links, FIFOs, size caps, temp-file writes)',
           })),
         },
       ],

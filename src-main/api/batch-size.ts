@@ -25,8 +25,8 @@ export const BatchSearchRequestSchema = z
     stepsPerTrial: z.number().int().min(2).max(1000).default(5),
     /** Keep this global batch: find the micro-batch that fits and the gradient accumulation that makes it up. */
     globalBatch: z.number().int().min(1).max(1 << 24).optional(),
-    /** Chosen by the caller so it can cancel before the first trial arrives; the run id otherwise. */
-    searchId: IdSchema.optional(),
+    /** Chosen by the caller so it can cancel before the first trial arrives; made up otherwise (it names the search's run). */
+    jobId: IdSchema.optional(),
   })
   .strict();
 export type BatchSearchRequest = z.infer<typeof BatchSearchRequestSchema>;
@@ -89,17 +89,17 @@ export const BatchSearchResultSchema = z.object({
 });
 export type BatchSearchResult = z.infer<typeof BatchSearchResultSchema>;
 
-/** A trial as it finishes, for live views; searchId is the request's, or the run id. */
-export const BatchTrialEventSchema = z.object({ searchId: z.string(), trial: BatchTrialSchema });
+/** A trial as it finishes, for live views. */
+export const BatchTrialEventSchema = z.object({ jobId: z.string(), trial: BatchTrialSchema });
 export type BatchTrialEvent = z.infer<typeof BatchTrialEventSchema>;
 
 /**
  * Where a search stands, so a view has something to show before the first trial ends (each can take
  * seconds): 'preparing' (the data read or cached, the memory model asked) before any trial, then
- * 'trial' as each trial starts and, throttled, as its steps go by. searchId as in BatchTrialEvent.
+ * 'trial' as each trial starts and, throttled, as its steps go by.
  */
 export const BatchSearchProgressSchema = z.object({
-  searchId: z.string(),
+  jobId: z.string(),
   phase: z.enum(['preparing', 'trial']),
   /** The trial running (its index as in BatchTrial, from 0); null while preparing. */
   trial: z.object({ index: z.number().int().min(0), batchSize: z.number().int().min(1), accumulation: z.number().int().min(1) }).nullable(),

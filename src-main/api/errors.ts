@@ -58,3 +58,10 @@ export class ApiError extends Error {
     return new ApiError(payload.code, payload.message, payload.where);
   }
 }
+
+/** Any thrown value as an ApiError: an unexpected one is E_INTERNAL with its message. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new ApiError('E_INTERNAL', message);
+}

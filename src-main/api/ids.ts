@@ -13,17 +13,31 @@ export const IdSchema = z
   .regex(ID_PATTERN, "ids are letters, digits, '.', '_' and '-', not starting with '.'");
 
 /**
- * A run id, sortable by time and unique without coordination:
- * 20261121-134502-3f9a1c. `randomHex` is 6 hex digits from whatever random
- * source the caller has (Node's crypto in the services, the browser's in the UI).
+ * The one id scheme of every job and run, sortable by time and unique without coordination:
+ * 20261121-134502-3f9a1c. `randomHex` is 6 hex digits. A job that records a run names its folder
+ * with its id (train, benchmark, batch search, a script wizard), and ids sort by start.
  */
-export function runIdAt(now: Date, randomHex: string): string {
+export function jobIdAt(now: Date, randomHex: string): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
   return `${stamp}-${randomHex}`;
 }
 
+/** Six random hex digits from the platform's CSPRNG (Web Crypto: Node 20 and every browser have it). */
+function randomHex6(): string {
+  const bytes = new Uint8Array(3);
+  globalThis.crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** A fresh job (and run) id: the only place ids are made, in the services, the CLI and the renderer alike. */
+export function newJobId(now: Date = new Date()): string {
+  return jobIdAt(now, randomHex6());
+}
+
 /**
- * Every job's id (jobs.list, jobs.cancel, the id field of its events) follows the run id
- * scheme: a job that records a run can name its folder with it, and ids sort by start.
+ * The id of a part of a job (a benchmark's repetition, a search's trial, a wizard's batch search): the
+ * job's id and what it is, so the engine's runs and cancels of one job are named after it.
  */
-export const jobIdAt = runIdAt;
+export function partId(jobId: string, part: string): string {
+  return `${jobId}-${part}`;
+}

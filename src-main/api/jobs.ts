@@ -18,23 +18,19 @@ export { TargetKindSchema } from './target';
 export type { TargetKind } from './target';
 
 /**
- * The requests that start a job, what each is, which target it measures ('either': the one its request
- * names, see targetKindOf), and the request field that holds the job's id. The script.* methods are the
- * old names of the either-target ones, kept for one release.
+ * The requests that start a job, what each is, and which target it measures ('either': the one its
+ * request names, see targetKindOf). Every one names its job by the request's `jobId` (made up by the
+ * registry when absent), and every event of a job carries that `jobId`.
  */
 export const JOB_METHODS = {
-  'train.run': { kind: 'train', target: 'either', idParam: 'runId' },
-  'script.train': { kind: 'train', target: 'script', idParam: 'runId' },
-  'benchmark.training': { kind: 'benchmark', target: 'either', idParam: 'jobId' },
-  'script.benchmark': { kind: 'benchmark', target: 'script', idParam: 'jobId' },
-  'batchSize.search': { kind: 'batchSize', target: 'either', idParam: 'searchId' },
-  'script.findBatchSize': { kind: 'batchSize', target: 'script', idParam: 'jobId' },
-  'optimise.start': { kind: 'optimise', target: 'either', idParam: 'optimiseId' },
-  'optimise.resume': { kind: 'optimise', target: 'engine', idParam: 'optimiseId' },
-  'script.optimise': { kind: 'optimise', target: 'script', idParam: 'jobId' },
-  'datasets.build': { kind: 'dataset', target: null, idParam: 'jobId' },
-  'datasets.benchmark': { kind: 'loader', target: null, idParam: 'jobId' },
-} as const satisfies Record<string, { kind: JobKind; target: TargetKind | 'either' | null; idParam: string }>;
+  'train.run': { kind: 'train', target: 'either' },
+  'benchmark.training': { kind: 'benchmark', target: 'either' },
+  'batchSize.search': { kind: 'batchSize', target: 'either' },
+  'optimise.start': { kind: 'optimise', target: 'either' },
+  'optimise.resume': { kind: 'optimise', target: 'engine' },
+  'datasets.build': { kind: 'dataset', target: null },
+  'datasets.benchmark': { kind: 'loader', target: null },
+} as const satisfies Record<string, { kind: JobKind; target: TargetKind | 'either' | null }>;
 export type JobMethod = keyof typeof JOB_METHODS;
 export const JobMethodSchema = z.enum(Object.keys(JOB_METHODS) as [JobMethod, ...JobMethod[]]);
 
@@ -48,31 +44,31 @@ export function isJobMethod(method: string): method is JobMethod {
   return Object.prototype.hasOwnProperty.call(JOB_METHODS, method);
 }
 
-/** The field of each job event that names its job (for a script run's output, the run id is the job id). */
-export const JOB_EVENT_IDS = {
-  'train.progress': 'runId',
-  'train.preparing': 'runId',
-  'datasets.progress': 'jobId',
-  'datasets.benchmarkProgress': 'jobId',
-  'batchSize.trial': 'searchId',
-  'batchSize.progress': 'searchId',
-  'benchmark.progress': 'jobId',
-  'optimise.progress': 'optimiseId',
-  'script.output': 'jobId',
-  'script.progress': 'runId',
-  'script.batchTrial': 'jobId',
-  'script.optimiseBaseline': 'jobId',
-} as const satisfies Partial<Record<EventName, string>>;
-export type JobEventName = keyof typeof JOB_EVENT_IDS;
+/** The events of a job: each names it by its `jobId` field. */
+export const JOB_EVENTS = [
+  'train.progress',
+  'train.preparing',
+  'datasets.progress',
+  'datasets.benchmarkProgress',
+  'batchSize.trial',
+  'batchSize.progress',
+  'benchmark.progress',
+  'optimise.progress',
+  'script.output',
+  'script.progress',
+  'script.batchTrial',
+  'script.optimiseBaseline',
+] as const satisfies readonly EventName[];
+export type JobEventName = (typeof JOB_EVENTS)[number];
 
 export function isJobEventName(name: string): name is JobEventName {
-  return Object.prototype.hasOwnProperty.call(JOB_EVENT_IDS, name);
+  return (JOB_EVENTS as readonly string[]).includes(name);
 }
 
 /** The job an event belongs to, or null for an event of no job (telemetry, engine status). */
 export function jobIdOfEvent<E extends EventName>(event: E, data: EventData<E>): string | null {
   if (!isJobEventName(event)) return null;
-  const id = (data as Record<string, unknown>)[JOB_EVENT_IDS[event]];
+  const id = (data as Record<string, unknown>).jobId;
   return typeof id === 'string' ? id : null;
 }
 

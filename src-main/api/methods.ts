@@ -55,10 +55,6 @@ import type { TrainResult } from './training';
 
 const NoParams = z.object({}).strict();
 
-/** The script forms under the methods both targets share, with the id named as the engine's form names it. */
-const ScriptBatchSearchBySearchIdSchema = ScriptBatchSearchRequestSchema.omit({ jobId: true }).extend({ searchId: IdSchema.optional() });
-const ScriptOptimiseByOptimiseIdSchema = ScriptOptimiseRequestSchema.omit({ jobId: true }).extend({ optimiseId: IdSchema.optional() });
-
 /**
  * Every request of the contract: its params schema (validated by the receiver)
  * and its result schema (validated by the caller).
@@ -73,20 +69,21 @@ export const apiMethods = {
   'model.info': { params: z.object({ spec: ModelSpecSchema }).strict(), result: ModelInfoSchema },
   /** Every running job (training, benchmark, batch-size search, wizard, dataset build) with its events so far. */
   'jobs.list': { params: NoParams, result: z.array(JobInfoSchema) },
-  /** Stops any job by its id: a run at its next step, a script's process group at once; a wizard's state stays saved. */
+  /**
+   * Stops any job by its id: a run at its next step, a script's process group at once, a wizard at once (the trial
+   * in flight is dropped; its state stays saved for optimise.resume), a dataset build or loader benchmark at its next check.
+   */
   'jobs.cancel': { params: JobCancelParamsSchema, result: JobCancelResultSchema },
   /**
    * Trains to completion, either target: the engine's progress arrives as train.progress events, a script's as
-   * script.progress with its output as script.output, all with the request's runId.
+   * script.progress with its output as script.output, all with the request's jobId (which names the run too).
    */
   'train.run': { params: eitherTarget(TrainRequestSchema, ScriptTrainRequestSchema), result: z.union([TrainResultSchema, ScriptTrainResultSchema]) },
-  'train.cancel': { params: z.object({ runId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   /**
    * Searches the batch size that fits with headroom and trains fastest, either target: the engine's trials arrive as
    * batchSize.trial events; a script's (dataloader.batch_size varied, an OOM a data point) as script.batchTrial.
    */
-  'batchSize.search': { params: eitherTarget(BatchSearchRequestSchema, ScriptBatchSearchBySearchIdSchema), result: z.union([BatchSearchResultSchema, ScriptBatchSearchResultSchema]) },
-  'batchSize.cancel': { params: z.object({ searchId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
+  'batchSize.search': { params: eitherTarget(BatchSearchRequestSchema, ScriptBatchSearchRequestSchema), result: z.union([BatchSearchResultSchema, ScriptBatchSearchResultSchema]) },
   'runs.list': { params: NoParams, result: z.array(RunSummarySchema) },
   'runs.get': { params: z.object({ id: IdSchema }).strict(), result: RunDetailSchema },
   /** Stores a run's name, tags and notes (runs/<id>/notes.json; run.json is left as the run wrote it). */
@@ -103,7 +100,6 @@ export const apiMethods = {
   'datasets.csvHeader': { params: z.object({ path: z.string().min(1).max(4096) }).strict(), result: CsvHeaderSchema },
   /** Builds a cache; progress arrives as datasets.progress events with the request's jobId. */
   'datasets.build': { params: BuildRequestSchema, result: BuildResultSchema },
-  'datasets.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
   'datasets.verify': { params: z.object({ id: IdSchema }).strict(), result: VerifyResultSchema },
   'datasets.remove': { params: z.object({ id: IdSchema }).strict(), result: z.object({ removed: z.string() }) },
   /**
@@ -126,20 +122,16 @@ export const apiMethods = {
    * request's jobId, and a script's output as script.output.
    */
   'benchmark.training': { params: eitherTarget(TrainingBenchmarkRequestSchema, ScriptBenchmarkRequestSchema), result: z.union([TrainingBenchmarkResultSchema, ScriptBenchmarkResultSchema]) },
-  'benchmark.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
-  /** benchmark.training on a script target, by its old name (an alias for one release). */
-  'script.benchmark': { params: ScriptBenchmarkRequestSchema, result: ScriptBenchmarkResultSchema },
-  'script.cancel': { params: z.object({ jobId: IdSchema }).strict(), result: z.object({ cancelled: z.boolean() }) },
-  /** optimise.start on a script target, by its old name (an alias for one release; its id is jobId). */
-  'script.optimise': { params: ScriptOptimiseRequestSchema, result: ScriptOptimiseResultSchema },
-  /** Runs the optimisation wizard to completion (or cancellation), either target; progress arrives as optimise.progress events with the optimiseId. */
-  'optimise.start': { params: eitherTarget(OptimiseRequestSchema, ScriptOptimiseByOptimiseIdSchema), result: z.union([OptimiseResultSchema, ScriptOptimiseResultSchema]) },
-  /** Stops the wizard at once (the trial in progress is dropped and run again on resume); its state stays saved for optimise.resume. */
-  'optimise.cancel': { params: OptimiseIdParamsSchema, result: z.object({ cancelled: z.boolean() }) },
-  /** Continues a cancelled or interrupted wizard from its saved state. */
+  /** Runs the optimisation wizard to completion (or cancellation), either target; progress arrives as optimise.progress events with the request's jobId. */
+  'optimise.start': { params: eitherTarget(OptimiseRequestSchema, ScriptOptimiseRequestSchema), result: z.union([OptimiseResultSchema, ScriptOptimiseResultSchema]) },
+  /** Continues a cancelled or interrupted engine wizard from its saved state (a script's: optimise.start with resumeFrom). */
   'optimise.resume': { params: OptimiseIdParamsSchema, result: OptimiseResultSchema },
-  /** The saved state of a wizard (live, cancelled, interrupted or finished). */
-  'optimise.state': { params: OptimiseIdParamsSchema, result: WizardStateSchema },
+  /**
+   * What a wizard has measured so far, by its job id, either target: an engine wizard's saved state (live, cancelled,
+   * interrupted or finished), or a script wizard's (its job id names its run) result once completed, else its state
+   * saved after the baseline and each trial; null before a script wizard's baseline.
+   */
+  'optimise.state': { params: OptimiseIdParamsSchema, result: z.union([WizardStateSchema, ScriptOptimiseRecordSchema.nullable()]) },
   /** Files in a folder of the workspace, for choosing a source to import. */
   'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema) }) },
   /** ADR reports (issue 13): reports/NNNN-title/ folders of markdown + SVG figures. */
@@ -161,8 +153,6 @@ export const apiMethods = {
   'runs.trace': { params: z.object({ id: IdSchema }).strict(), result: RunTraceResultSchema },
   /** Two saved benchmark runs, the second judged against the first by the regression gate's rule (nothing runs). */
   'runs.compareSpeed': { params: CompareSpeedParamsSchema, result: CheckResultSchema },
-  /** train.run on a script target, by its old name (an alias for one release). */
-  'script.train': { params: ScriptTrainRequestSchema, result: ScriptTrainResultSchema },
   /** Built-in models and the model spec files of the workspace (top folder and models/), unusable ones with their problem. */
   'models.list': { params: NoParams, result: z.array(ModelEntrySchema) },
   /** A workspace spec file (a path from models.list), checked against the contract. */
@@ -172,13 +162,6 @@ export const apiMethods = {
    * refused unless overwrite, a link or folder at the name always. Answers the path models.list names it by.
    */
   'models.save': { params: SaveSpecRequestSchema, result: SaveSpecResultSchema },
-  /** batchSize.search on a script target, by its old name (an alias for one release; its id is jobId). */
-  'script.findBatchSize': { params: ScriptBatchSearchRequestSchema, result: ScriptBatchSearchResultSchema },
-  /**
-   * What a script optimisation (a run of kind optimise on a script target) has measured so far: its result once
-   * completed, else its state saved after the baseline and each trial (running, killed); null before its baseline.
-   */
-  'script.optimiseState': { params: z.object({ runId: IdSchema }).strict(), result: ScriptOptimiseRecordSchema.nullable() },
 } as const;
 
 export type ApiMethods = typeof apiMethods;

@@ -47,7 +47,7 @@ export const CnnSpecSchema = z
   .refine((s) => s.kernel % 2 === 1, { message: 'kernel must be odd', path: ['kernel'] })
   .refine((s) => inputFits(s.input), inputTooLarge);
 
-/** The shogi policy/value network of DESIGN.md; every size is a parameter, defaults as designed. */
+/** The shogi policy/value network of docs/architecture.md; every size is a parameter, defaults as designed. */
 export const BottleneckResnetSpecSchema = z
   .object({
     family: z.literal('bottleneck_resnet'),

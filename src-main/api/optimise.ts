@@ -74,7 +74,7 @@ export const OptimiseRequestSchema = z
     confounders: ConfounderPolicySchema.default('remeasure'),
     objective: WizardObjectiveSchema.default('throughput'),
     /** Chosen by the caller so it can follow and cancel from the first event; made up otherwise. */
-    optimiseId: IdSchema.optional(),
+    jobId: IdSchema.optional(),
   })
   .strict();
 export type OptimiseRequest = z.infer<typeof OptimiseRequestSchema>;
@@ -276,7 +276,7 @@ export type StepsWidened = z.infer<typeof StepsWidenedSchema>;
 
 /** The engine wizard's result: the wizard's, with its configuration, diagnosis, floors and batch search. */
 export const OptimiseResultSchema = WizardResultSchema.extend({
-  optimiseId: z.string(),
+  jobId: z.string(),
   status: OptimiseStatusSchema,
   baseline: OptimiseBaselineSchema,
   diagnosis: DiagnosisSchema,
@@ -287,11 +287,14 @@ export const OptimiseResultSchema = WizardResultSchema.extend({
 });
 export type OptimiseResult = z.infer<typeof OptimiseResultSchema>;
 
-/** What the wizard saves after every step, so a restarted app resumes it. */
+/**
+ * What the wizard saves after every step, so a restarted app resumes it. Version 2 names the wizard's id
+ * `jobId` (version 1 said `optimiseId`, in the state and in its request; core/optimise/wizard-state.ts reads both).
+ */
 export const WizardStateSchema = z.object({
-  schemaVersion: z.literal(1),
+  schemaVersion: z.literal(2),
   /** Ids from the file become paths (optimise/<id>, runs/<id>): re-validated as ids when read. */
-  optimiseId: IdSchema,
+  jobId: IdSchema,
   request: OptimiseRequestSchema,
   status: OptimiseStatusSchema,
   /** Every run that recorded part of this wizard, oldest first. */
@@ -319,7 +322,7 @@ export type WizardState = z.infer<typeof WizardStateSchema>;
 
 /** Streamed as `optimise.progress`. */
 export const OptimiseProgressSchema = z.object({
-  optimiseId: z.string(),
+  jobId: z.string(),
   /** Which wizard: the engine's or a script's (one event for both). */
   target: TargetKindSchema,
   runId: z.string().nullable(),
@@ -340,4 +343,4 @@ export const OptimiseProgressSchema = z.object({
 });
 export type OptimiseProgress = z.infer<typeof OptimiseProgressSchema>;
 
-export const OptimiseIdParamsSchema = z.object({ optimiseId: IdSchema }).strict();
+export const OptimiseIdParamsSchema = z.object({ jobId: IdSchema }).strict();

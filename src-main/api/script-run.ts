@@ -9,7 +9,7 @@ import { TelemetrySummarySchema } from './telemetry';
 export const MAX_SCRIPT_RUN_SECONDS = 24 * 24 * 3600;
 
 /**
- * `script.train`: one whole training run of the user's command, recorded as a run
+ * `train.run` on a script target: one whole training run of the user's command, recorded as a run
  * of kind `train` whose config.target is the script. No step bound unless maxSteps.
  */
 export const ScriptTrainRequestSchema = z
@@ -22,8 +22,8 @@ export const ScriptTrainRequestSchema = z
     warmupSteps: z.number().int().min(0).max(1e9).default(5),
     /** The run is killed with its process group after this long. */
     timeoutSeconds: z.number().min(1).max(MAX_SCRIPT_RUN_SECONDS).default(7 * 24 * 3600),
-    /** The run's id, chosen by the caller so it can follow its own run's events and cancel it (script.cancel's jobId) from the start. */
-    runId: IdSchema.optional(),
+    /** The job's id, which names its run too: chosen by the caller so it can follow its events and cancel it (jobs.cancel) from the start. */
+    jobId: IdSchema.optional(),
   })
   .strict();
 export type ScriptTrainRequest = z.infer<typeof ScriptTrainRequestSchema>;
@@ -48,7 +48,8 @@ export type ScriptRunPoint = z.infer<typeof ScriptRunPointSchema>;
 
 /** `script.progress`: a script run's progress, at most ~10 per second. */
 export const ScriptProgressEventSchema = ScriptRunPointSchema.extend({
-  runId: z.string(),
+  /** The run's job (its id names the run too). */
+  jobId: z.string(),
   maxSteps: z.number().int().nullable(),
   /** Seconds since the command was started. */
   elapsedSeconds: z.number(),

@@ -280,7 +280,7 @@ export const ScriptBatchSearchRequestSchema = z
     warmupSteps: z.number().int().min(0).max(1000).default(2),
     stepsPerTrial: z.number().int().min(1).max(1000).default(5),
     timeoutSeconds: z.number().min(1).max(24 * 3600).default(600),
-    /** Chosen by the caller so script.cancel can reach the search before its first trial ends; generated otherwise. */
+    /** Chosen by the caller so jobs.cancel can reach the search before its first trial ends; made up otherwise (it names the search's run). */
     jobId: IdSchema.optional(),
   })
   .strict();
@@ -361,7 +361,7 @@ export const ScriptOptimiseRequestSchema = z
     /** Seeds torch, random and numpy in every launch (unless the script seeds itself), so the loss of two launches compares. */
     seed: z.number().int().min(0).max(2 ** 31 - 1).default(0),
     timeoutSeconds: z.number().min(1).max(24 * 3600).default(600),
-    /** Names the wizard's job, so `script.cancel` stops it; its optimise.progress events carry it as optimiseId. */
+    /** Names the wizard's job (jobs.cancel stops it) and its run. */
     jobId: IdSchema.optional(),
     /**
      * The run of a stopped script optimisation of the same target to go on from: its baseline and finished
@@ -413,7 +413,7 @@ export type ScriptOptimiseRecord = z.infer<typeof ScriptOptimiseRecordSchema>;
  * end, and a person watching its trials wants the numbers they are measured against.
  */
 export const ScriptOptimiseBaselineEventSchema = z.object({
-  /** The wizard's job (its optimise.progress events carry it as optimiseId). */
+  /** The wizard's job. */
   jobId: z.string(),
   runId: z.string(),
   baseline: ScriptOptimiseResultSchema.shape.baseline,

@@ -9,7 +9,8 @@ export type TargetKind = z.infer<typeof TargetKindSchema>;
 
 /**
  * What a benchmark, a batch-size search, the optimisation wizard or a training run measures
- * (DESIGN.md, issue 25): our engine's configuration, or the user's own training command.
+ * (docs/architecture.md, "Targets, runners and jobs"): our engine's configuration, or the user's own
+ * training command. In core, runnerFor (core/targets/runner-for.ts) is the one reader of a request's target.
  */
 export type EngineTarget = { kind: 'engine' } & OptimiseTarget;
 export type Target = EngineTarget | ScriptTarget;
@@ -37,9 +38,4 @@ export function eitherTarget<E extends z.ZodType, S extends z.ZodType>(engine: E
     return z.NEVER;
   });
   return schema as unknown as z.ZodType<z.output<E> | z.output<S>, z.input<E> | z.input<S>>;
-}
-
-/** Narrows a request of an either-target method to its script form. */
-export function isScriptRequest<T extends object>(request: T): request is Extract<T, { target: { kind: 'script' } }> {
-  return targetKindOf(request) === 'script';
 }

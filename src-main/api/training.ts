@@ -9,7 +9,7 @@ import { TelemetrySampleSchema, TelemetrySummarySchema } from './telemetry';
 
 /**
  * The shortest interval between step events a request may ask for: at most
- * ~50 events/s per run (DESIGN: progress is throttled), so no client can make
+ * ~50 events/s per run (docs/architecture.md: progress is throttled), so no client can make
  * the engine host, the run's events.jsonl and every connected UI carry an
  * event per micro-step (an attack flooded them at interval 0). Tests that need
  * every step call the engine directly.
@@ -115,8 +115,8 @@ export const TrainRequestSchema = z
     spec: ModelSpecSchema,
     data: DataSourceSchema,
     options: TrainOptionsSchema.default(TrainOptionsSchema.parse({})),
-    /** The run's id, chosen by the caller (runIdAt), so it can tell its own run's events from any other's; made up otherwise. */
-    runId: IdSchema.optional(),
+    /** The job's id, which names its run too: chosen by the caller (newJobId) to follow its events and cancel from the start; made up otherwise. */
+    jobId: IdSchema.optional(),
   })
   .strict();
 export type TrainRequest = z.infer<typeof TrainRequestSchema>;
@@ -247,7 +247,8 @@ export const TrainResultSchema = z.object({
 });
 export type TrainResult = z.infer<typeof TrainResultSchema>;
 
-export const TrainProgressEventSchema = z.object({ runId: z.string(), event: TrainEventSchema });
+/** A training run's step and epoch events; its job's id is its run's id. */
+export const TrainProgressEventSchema = z.object({ jobId: z.string(), event: TrainEventSchema });
 
 /**
  * Before a run's first step: its data being cached ('generating', 'reading', 'checksumming',
@@ -255,7 +256,7 @@ export const TrainProgressEventSchema = z.object({ runId: z.string(), event: Tra
  * ('checking'). A run can be cancelled from the first of these on.
  */
 export const TrainPreparingEventSchema = z.object({
-  runId: z.string(),
+  jobId: z.string(),
   stage: z.enum(['generating', 'reading', 'checksumming', 'publishing', 'done', 'checking']),
   /** Share of the stage done, 0..1; null when unknown. */
   fraction: z.number().min(0).max(1).nullable(),

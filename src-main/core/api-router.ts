@@ -1,4 +1,4 @@
-import { ApiError } from '../api/errors';
+import { ApiError, toApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import type { MethodName, MethodResult, ApiMethods } from '../api/methods';
 import { apiMethods, isMethodName } from '../api/methods';
@@ -34,8 +34,4 @@ export function createApiRouter(handlers: ApiHandlers): ApiRouter {
   };
 }
 
-export function toApiError(err: unknown): ApiError {
-  if (err instanceof ApiError) return err;
-  const message = err instanceof Error ? err.message : String(err);
-  return new ApiError('E_INTERNAL', message);
-}
+export { toApiError } from '../api/errors';

@@ -1,38 +1,34 @@
-import { randomBytes } from 'node:crypto';
-
 import { ApiError } from '../api/errors';
-import { jobIdAt } from '../api/ids';
-import { isScriptRequest } from '../api/target';
+import { newJobId } from '../api/ids';
 import { EngineClient } from '../engine/engine-client';
 import type { SupervisorOptions } from '../engine/supervisor';
 import type { ApiRouter } from './api-router';
 import { createApiRouter } from './api-router';
-import { appInfo } from './app-info';
 import { BatchSizeService } from './batch-size/batch-size-service';
-import { TrainingBenchmarkService } from './benchmarks/training-benchmark';
+import { BenchmarkService } from './benchmarks/benchmark-service';
 import { CheckService } from './check/check-service';
+import { appInfo } from './common/app-info';
+import { EventHub } from './common/event-hub';
 import { DatasetService } from './datasets/dataset-service';
 import type { DownloadLimits } from './downloads/download-plan';
 import { DownloadService } from './downloads/download-service';
-import { EventHub } from './event-hub';
-import { listFiles } from './files';
 import { JobRegistry } from './jobs/job-registry';
-import { listModels, readModelSpec, saveModelSpec } from './model-files';
-import { RunAnnotator } from './run-notes';
-import { listRuns, readRunDetail } from './run-reader';
+import { RunningJobs } from './jobs/running-jobs';
 import { OptimiseService } from './optimise/optimise-service';
 import type { ChooseFolder } from './reports/report-service';
 import { ReportService } from './reports/report-service';
+import { EngineRunner } from './targets/engine-runner';
+import type { Runners } from './targets/runner-for';
+import { runnerFor } from './targets/runner-for';
+import { ScriptRunner } from './targets/script-runner';
 import { TelemetryService } from './telemetry/telemetry-service';
-import { TrainingService } from './training-service';
-import type { Workspace } from './workspace';
-import { ScriptBenchmarkService } from './script/script-benchmark';
-import { ScriptJobs } from './script/script-jobs';
-import { optimiseScript } from './script/script-optimise';
-import { ScriptRunService } from './script/script-run';
-import { searchScriptBatch } from './script/script-batch-size';
-import { readScriptWizardState } from './script/script-optimise-resume';
-import { openWorkspace } from './workspace';
+import { TrainingService } from './training/training-service';
+import { listFiles } from './workspace/files';
+import { listModels, readModelSpec, saveModelSpec } from './workspace/model-files';
+import { RunAnnotator } from './workspace/run-notes';
+import { listRuns, readRunDetail } from './workspace/run-reader';
+import type { Workspace } from './workspace/workspace';
+import { openWorkspace } from './workspace/workspace';
 
 export interface ServicesOptions {
   workspaceDir: string;
@@ -41,7 +37,7 @@ export interface ServicesOptions {
   chooseFolder?: ChooseFolder;
   /**
    * Whether requests through the router may start the user's own commands
-   * (script.*): code execution, so the desktop app allows it and serve mode only
+   * (a script target): code execution, so the desktop app allows it and serve mode only
    * when started with --allow-scripts. The CLI calls the services directly.
    */
   allowScripts?: boolean;
@@ -60,20 +56,20 @@ export interface Services {
   engine: EngineClient;
   router: ApiRouter;
   events: EventHub;
-  training: TrainingService;
   datasets: DatasetService;
   telemetry: TelemetryService;
+  /** One service per capability, each over the runner of its request's target (runnerFor). */
+  training: TrainingService;
+  benchmarks: BenchmarkService;
   batchSize: BatchSizeService;
-  benchmarks: TrainingBenchmarkService;
   optimise: OptimiseService;
   reports: ReportService;
-  scripts: ScriptBenchmarkService;
-  /** Every running script job (benchmark, batch search, wizard): script.cancel and dispose reach them all. */
-  scriptJobs: ScriptJobs;
-  /** Whole training runs of the user's command (script.train). */
-  scriptRuns: ScriptRunService;
-  /** Every job started through the router: jobs.list, jobs.cancel, jobs.started/ended. */
+  /** Every job started through the router: jobs.list, jobs.started/ended. */
   jobs: JobRegistry;
+  /** Every running job of this process, however started (the router, the CLI, a wizard's own search): what cancels reach. */
+  running: RunningJobs;
+  /** Stops any job of this process by its id (jobs.cancel; the CLI's Ctrl-C). */
+  cancelJob(jobId: string): Promise<{ cancelled: boolean }>;
   /** The regression gate: a saved benchmark measured again and compared (trainbench check). */
   check: CheckService;
   /** Zips of reports and runs for serve mode's downloads. */
@@ -88,32 +84,40 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const unsubscribe = engine.onStatus((status) => events.emit('engine.status', status));
   const telemetry = new TelemetryService(events, { enginePid: () => engine.status().pid });
   if (options.keepTelemetryHistory === true) telemetry.keepHistory();
+  const running = new RunningJobs();
   const datasets = new DatasetService(workspace, engine, events, telemetry);
-  const training = new TrainingService(engine, events, workspace, datasets, telemetry);
-  const batchSize = new BatchSizeService(engine, events, workspace, datasets);
-  const benchmarks = new TrainingBenchmarkService(engine, events, workspace, datasets, telemetry);
-  const optimise = new OptimiseService(engine, events, workspace, benchmarks, batchSize);
-  const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
-  const scriptJobs = new ScriptJobs();
-  const scripts = new ScriptBenchmarkService(events, workspace, telemetry, scriptJobs);
-  const check = new CheckService(workspace, benchmarks, scripts);
-  const scriptRuns = new ScriptRunService(events, workspace, telemetry, scriptJobs);
-  const jobs = new JobRegistry(events, () => jobIdAt(new Date(), randomBytes(3).toString('hex')));
-  const cancelScript = (jobId: string) => scriptJobs.cancel(jobId);
+  const jobs = new JobRegistry(events, () => newJobId());
   // A job started through the router is stopped by its registered cancel; one started in-process (the CLI,
-  // a wizard's own benchmark) by whichever service holds that id.
-  const serviceCancels = [
-    (id: string) => training.cancel(id),
-    (id: string) => batchSize.cancel(id),
-    (id: string) => benchmarks.cancel(id),
-    (id: string) => optimise.cancel(id),
-    (id: string) => datasets.cancel(id),
-    cancelScript,
-  ];
+  // a wizard's own search) through the running jobs; a dataset build or loader benchmark by the datasets.
   const cancelJob = async (jobId: string): Promise<{ cancelled: boolean }> => {
     if ((await jobs.cancel(jobId)).cancelled) return { cancelled: true };
-    for (const cancel of serviceCancels) if ((await cancel(jobId)).cancelled) return { cancelled: true };
-    return { cancelled: false };
+    if ((await running.cancel(jobId)).cancelled) return { cancelled: true };
+    return datasets.cancel(jobId);
+  };
+  // The runners are made before the capabilities, which the engine's wizard reaches through these two functions.
+  let batchSize: BatchSizeService | null = null;
+  const runners: Runners = {
+    engine: new EngineRunner({
+      engine,
+      events,
+      workspace,
+      datasets,
+      telemetry,
+      searchBatch: (request, o) => batchSize!.search({ ...request } as never, o),
+      cancelJob: (id) => running.cancel(id),
+    }),
+    script: new ScriptRunner({ events, workspace, telemetry, jobs: running }),
+  };
+  const training = new TrainingService(runners, running);
+  const benchmarks = new BenchmarkService(runners, running, events, workspace);
+  batchSize = new BatchSizeService(runners, running, workspace);
+  const optimise = new OptimiseService(runners, running);
+  const reports = new ReportService(workspace, { chooseFolder: options.chooseFolder });
+  const check = new CheckService(workspace, benchmarks, (request) => runnerFor(request, runners).kind === 'script');
+  const search = batchSize;
+  const guarded = <T extends object>(request: T): T => {
+    if (runnerFor(request, runners).kind === 'script') refuseScripts(options);
+    return request;
   };
 
   const annotator = new RunAnnotator(workspace);
@@ -127,18 +131,12 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'model.info': ({ spec }) => engine.modelInfo(spec),
     'jobs.list': () => Promise.resolve(jobs.list()),
     'jobs.cancel': ({ jobId }) => cancelJob(jobId),
-    // The methods that measure either target answer a script's request as its script.* alias does.
-    'train.run': (request) =>
-      isScriptRequest(request)
-        ? (refuseScripts(options), jobs.run('train.run', request, cancelScript, (r) => scriptRuns.run(r)))
-        : jobs.run('train.run', request, (id) => training.cancel(id), (r) => training.run(r)),
-    'train.cancel': ({ runId }) => cancelJob(runId),
-    'batchSize.search': (request) =>
-      isScriptRequest(request)
-        ? (refuseScripts(options),
-          jobs.run('batchSize.search', request, cancelScript, ({ searchId, ...r }) => searchScriptBatch(workspace, { ...r, jobId: searchId }, { jobs: scriptJobs, events })))
-        : jobs.run('batchSize.search', request, (id) => batchSize.cancel(id), (r) => batchSize.search(r)),
-    'batchSize.cancel': ({ searchId }) => cancelJob(searchId),
+    'train.run': (request) => jobs.run('train.run', guarded(request), (id) => running.cancel(id), (r) => training.run(r)),
+    'batchSize.search': (request) => jobs.run('batchSize.search', guarded(request), (id) => running.cancel(id), (r) => search.search(r)),
+    'benchmark.training': (request) => jobs.run('benchmark.training', guarded(request), (id) => running.cancel(id), (r) => benchmarks.run(r)),
+    'optimise.start': (request) => jobs.run('optimise.start', guarded(request), (id) => running.cancel(id), (r) => optimise.start(r)),
+    'optimise.resume': (request) => jobs.run('optimise.resume', request, (id) => running.cancel(id), ({ jobId }) => optimise.resume(jobId) as never),
+    'optimise.state': ({ jobId }) => optimise.state(jobId),
     'runs.list': () => listRuns(workspace),
     'runs.get': ({ id }) => readRunDetail(workspace, id),
     'runs.annotate': (params) => annotator.annotate(params),
@@ -147,28 +145,9 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'datasets.csvHeader': ({ path }) => datasets.csvHeader(path),
     'datasets.inspect': ({ source }) => datasets.inspect(source),
     'datasets.build': (request) => jobs.run('datasets.build', request, (id) => datasets.cancel(id), (r) => datasets.build(r)),
-    'datasets.cancel': ({ jobId }) => cancelJob(jobId),
     'datasets.verify': ({ id }) => datasets.verify(id),
     'datasets.remove': ({ id }) => datasets.remove(id),
     'datasets.benchmark': (request) => jobs.run('datasets.benchmark', request, (id) => datasets.cancel(id), (r) => datasets.benchmark(r)),
-    'benchmark.training': (request) =>
-      isScriptRequest(request)
-        ? (refuseScripts(options), jobs.run('benchmark.training', request, cancelScript, (r) => scripts.run(r)))
-        : jobs.run('benchmark.training', request, (id) => benchmarks.cancel(id), (r) => benchmarks.run(r)),
-    'benchmark.cancel': ({ jobId }) => cancelJob(jobId),
-    'script.benchmark': (request) => (refuseScripts(options), jobs.run('script.benchmark', request, cancelScript, (r) => scripts.run(r))),
-    'script.cancel': ({ jobId }) => cancelJob(jobId),
-    'script.optimise': (request) => (
-      refuseScripts(options), jobs.run('script.optimise', request, cancelScript, (r) => optimiseScript(workspace, events, r, { jobs: scriptJobs, telemetry }))
-    ),
-    'optimise.start': (request) =>
-      isScriptRequest(request)
-        ? (refuseScripts(options),
-          jobs.run('optimise.start', request, cancelScript, ({ optimiseId, ...r }) => optimiseScript(workspace, events, { ...r, jobId: optimiseId }, { jobs: scriptJobs, telemetry })))
-        : jobs.run('optimise.start', request, (id) => optimise.cancel(id), (r) => optimise.start(r)),
-    'optimise.cancel': ({ optimiseId }) => cancelJob(optimiseId),
-    'optimise.resume': (request) => jobs.run('optimise.resume', request, (id) => optimise.cancel(id), ({ optimiseId }) => optimise.resume(optimiseId)),
-    'optimise.state': ({ optimiseId }) => optimise.state(optimiseId),
     'files.list': ({ dir }) => listFiles(workspace, dir),
     'telemetry.subscribe': ({ intervalMs, historySeconds, leaseId }) => Promise.resolve(telemetry.subscribe(intervalMs, historySeconds, leaseId)),
     'telemetry.unsubscribe': ({ leaseId }) => Promise.resolve((telemetry.unsubscribe(leaseId), {})),
@@ -187,12 +166,6 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'models.list': () => listModels(workspace),
     'models.readSpec': ({ path }) => readModelSpec(workspace, path),
     'models.save': (params) => saveModelSpec(workspace, params),
-    'script.train': (request) => (refuseScripts(options), jobs.run('script.train', request, cancelScript, (r) => scriptRuns.run(r))),
-    'script.findBatchSize': (request) => (
-      refuseScripts(options), jobs.run('script.findBatchSize', request, cancelScript, (r) => searchScriptBatch(workspace, r, { jobs: scriptJobs, events }))
-    ),
-    // Reads what a run measured; starts nothing, so serve mode answers it without --allow-scripts.
-    'script.optimiseState': ({ runId }) => readScriptWizardState(workspace, runId),
   });
 
   return {
@@ -203,18 +176,17 @@ export async function createServices(options: ServicesOptions): Promise<Services
     training,
     datasets,
     telemetry,
-    batchSize,
+    batchSize: search,
     benchmarks,
     optimise,
     reports,
-    scripts,
-    scriptJobs,
-    scriptRuns,
     jobs,
+    running,
+    cancelJob,
     check,
     downloads,
     async dispose() {
-      scriptJobs.cancelAll();
+      running.cancelAll();
       jobs.dispose();
       unsubscribe();
       await telemetry.dispose();

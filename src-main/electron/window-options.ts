@@ -1,6 +1,6 @@
 import type { BrowserWindowConstructorOptions } from 'electron';
 
-/** Security defaults of DESIGN.md; kept in one place so a test can check them. */
+/** Security defaults of docs/architecture.md; kept in one place so a test can check them. */
 export function mainWindowOptions(preloadPath: string): BrowserWindowConstructorOptions {
   return {
     width: 1360,

@@ -4,9 +4,10 @@ import { describe, expect, it } from 'vitest';
 import type { BatchTrial } from '../../src-main/api/batch-size';
 import type { TrainStepEvent } from '../../src-main/api/training';
 import type { PlannedPoint } from '../../src-main/core/batch-size/planner';
-import { granularity, microBatchFor, nextCandidate, pickBatches, seedBatch, trialEpochs } from '../../src-main/core/batch-size/planner';
-import { trialSamplesPerSec } from '../../src-main/core/batch-size/trial-throughput';
-import { verdictLine } from '../../src-main/core/batch-size/verdict';
+import { granularity, nextCandidate, pickBatches } from '../../src-main/core/batch-size/planner';
+import { microBatchFor, seedBatch, trialEpochs } from '../../src-main/core/targets/engine/batch-memory';
+import { trialSamplesPerSec } from '../../src-main/core/targets/engine/batch-trial-throughput';
+import { verdictLine } from '../../src-main/core/targets/engine/batch-verdict';
 
 /** Runs the planner against a device where batches up to `fitsUpTo` fit, recording what it tries. */
 function search(seed: number, maxBatch: number, outcome: (b: number) => PlannedPoint, ladderFrom?: number): number[] {

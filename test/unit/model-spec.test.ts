@@ -5,7 +5,7 @@ import { BUILTIN_MODELS, MAX_INPUT_VALUES, ModelSpecSchema } from '../../src-mai
 import { TrainOptionsSchema } from '../../src-main/api/training';
 
 describe('model spec schema', () => {
-  it('fills the DESIGN.md defaults of the board network', () => {
+  it('fills the architecture's defaults of the board network', () => {
     expect(ModelSpecSchema.parse(BUILTIN_MODELS.bottleneck_resnet)).toEqual({
       family: 'bottleneck_resnet',
       input: [104, 9, 9],
@@ -37,7 +37,7 @@ describe('model spec schema', () => {
 });
 
 describe('training options schema', () => {
-  it('defaults to the SGD of DESIGN.md', () => {
+  it('defaults to the SGD of docs/architecture.md', () => {
     expect(TrainOptionsSchema.parse({}).optimizer).toEqual({ kind: 'sgd', lr: 0.01, momentum: 0.9, weightDecay: 1e-4 });
   });
   it('rejects a zero batch and an unknown optimizer', () => {

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 
 import { seededRandom } from '../../src-main/core/stats/bootstrap';
 import { orderIntervalCoverage } from '../../src-main/api/order-interval';
-import { decideTrial, meanLoss, medianOrderInterval, noiseFloor, pairedSpeedup, relativeLossDelta } from '../../src-main/core/optimise/trial-decision';
+import { decideTrial, medianOrderInterval, noiseFloor, pairedSpeedup, relativeLossDelta } from '../../src-main/core/optimise/trial-decision';
+import { meanLoss } from '../../src-main/core/stats/benchmark-summary';
 import { pairedSpeedupText } from '../../src-main/core/reports/section-wizard';
 
 

@@ -4,6 +4,7 @@
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 
+import { coreFolderCyclesRule, coreLayersRule } from './core-rules.mjs';
 import { ALIASES, LAYERS, NO_NODE_BUILTINS, RESTRICTED_MODULES } from './layers.mjs';
 
 const BUILTINS = new Set(builtinModules);
@@ -32,7 +33,7 @@ function targetPath(spec, fileDir, root) {
 export const layerImportsRule = {
   meta: {
     type: 'problem',
-    docs: { description: 'Imports must follow the layer direction of DESIGN.md' },
+    docs: { description: 'Imports must follow the layer direction of docs/architecture.md' },
     schema: [{ type: 'object', properties: { root: { type: 'string' } }, additionalProperties: false }],
     messages: {
       upward: '{{from}} may not import {{to}} ("{{spec}}"): imports point down the layers ({{from}} may import {{allowed}})',
@@ -88,4 +89,10 @@ export const layerImportsRule = {
   },
 };
 
-export default { rules: { 'layer-imports': layerImportsRule } };
+export default {
+  rules: {
+    'layer-imports': layerImportsRule,
+    'core-layers': coreLayersRule,
+    'core-folder-cycles': coreFolderCyclesRule,
+  },
+};

@@ -1,10 +1,8 @@
 /**
- * The batch-size search as pure decisions: where to start (the memory model's
- * prediction), which batch to try next (powers of two up to the first failure,
- * then a binary search between the last fit and the first failure, then the
- * ladder from the user's batch up to the seed), and which batch to recommend
- * from the measurements. No engine here, so every branch is unit-tested with
- * made-up outcomes.
+ * The batch-size search as pure decisions: which batch to try next (from the target's seed, powers of two up
+ * to the first failure, then a binary search between the last fit and the first failure, then the ladder from
+ * the user's batch up to the seed), and which batch to recommend from the measurements. No target here, so
+ * every branch is unit-tested with made-up outcomes.
  */
 
 import { THROUGHPUT_NOISE } from '../../api/batch-size';
@@ -15,13 +13,6 @@ export interface PlannedPoint {
   /** Trained, with its peak memory inside the headroom. */
   fits: boolean;
   samplesPerSec: number | null;
-}
-
-/** The largest power of two whose predicted footprint fits `usableBytes` (at least 1), capped at maxBatch. */
-export function seedBatch(predictedTotal: (batch: number) => number, usableBytes: number, maxBatch: number): number {
-  let seed = 1;
-  while (seed * 2 <= maxBatch && predictedTotal(seed * 2) <= usableBytes) seed *= 2;
-  return seed;
 }
 
 /** The smallest step the binary search still takes near `batch`: 1/16 of it, as a power of two. */
@@ -93,16 +84,3 @@ export function pickBatches(points: PlannedPoint[]): { largestFitting: number | 
   return { largestFitting, recommended };
 }
 
-/** Epochs a trial needs for `steps` optimizer steps: the engine drops the last partial batch, so an epoch is floor(drawn / perStep) steps. */
-export function trialEpochs(steps: number, drawn: number, perStep: number): number {
-  const perEpoch = Math.max(1, Math.floor(drawn / perStep));
-  return Math.min(100_000, Math.ceil(steps / perEpoch));
-}
-
-/** The micro-batch (a divisor of globalBatch no larger than largestFitting) and accumulation that make up globalBatch. */
-export function microBatchFor(globalBatch: number, largestFitting: number): { microBatch: number; accumulation: number } {
-  for (let m = Math.min(globalBatch, largestFitting); m >= 1; m--) {
-    if (globalBatch % m === 0) return { microBatch: m, accumulation: globalBatch / m };
-  }
-  return { microBatch: 1, accumulation: globalBatch };
-}

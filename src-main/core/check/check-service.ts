@@ -9,12 +9,11 @@ import type { RunEnvironment, RunRecordJson } from '../../api/run-record';
 import { type Confounder, confoundersOf } from '../../api/confounders';
 import type { ConfounderPolicy } from '../../api/optimise';
 import { type Conditions, ConditionsSchema } from '../../api/telemetry';
-import type { TrainingBenchmarkService } from '../benchmarks/training-benchmark';
-import { readRun } from '../run-reader';
-import type { ScriptBenchmarkService } from '../script/script-benchmark';
-import { commandText } from '../script/script-benchmark';
-import type { Workspace } from '../workspace';
-import { readTextCapped } from '../workspace-files';
+import { readRun } from '../workspace/run-reader';
+import type { BenchmarkService } from '../benchmarks/benchmark-service';
+import { commandText } from '../targets/script/script-benchmark';
+import type { Workspace } from '../workspace/workspace';
+import { readTextCapped } from '../workspace/workspace-files';
 import { gateVerdict } from './gate-verdict';
 
 export interface CheckOptions {
@@ -93,8 +92,9 @@ const titleOf = (record: RunRecordJson) => String((record.result as { title?: un
 export class CheckService {
   constructor(
     private readonly workspace: Workspace,
-    private readonly benchmarks: TrainingBenchmarkService,
-    private readonly scripts: ScriptBenchmarkService,
+    private readonly benchmarks: BenchmarkService,
+    /** Whether a request measures the user's command (its runner's kind), which the gate runs again only with consent. */
+    private readonly runsCommand: (request: object) => boolean,
   ) {}
 
   /** A run id as given, or the one benchmark run a report names (an ADR written by `trainbench report`). */
@@ -152,9 +152,8 @@ export class CheckService {
     const config = saved.config as Record<string, unknown>;
     const { jobId: _jobId, cachedData: _cachedData, ...request } = config;
     if (options.repeat !== undefined) request.repeat = options.repeat;
-    const script = (request.target as { kind?: unknown } | undefined)?.kind === 'script';
     let now: { runId: string; title: string };
-    if (script) {
+    if (this.runsCommand(request)) {
       const parsed = ScriptBenchmarkRequestSchema.safeParse(request);
       if (!parsed.success) throw new ApiError('E_BAD_INPUT', `run ${id}'s request no longer reads: ${formatIssues(parsed.error, 'config')}`);
       if (!options.runCommand) {
@@ -165,7 +164,7 @@ export class CheckService {
           `run ${id} measured a command, which check would run again: ${commandText(t)} (in ${t.cwd}${env.length ? `, with ${env.join(' ')}` : ''}); it comes from the run's file, so pass --yes to run it`,
         );
       }
-      now = await this.scripts.run(parsed.data, { onProgress: options.onProgress, onOutput: options.onOutput });
+      now = await this.benchmarks.run(parsed.data, { onProgress: options.onProgress, onOutput: options.onOutput });
     } else {
       const parsed = TrainingBenchmarkRequestSchema.safeParse(request);
       if (!parsed.success) throw new ApiError('E_BAD_INPUT', `run ${id}'s request no longer reads: ${formatIssues(parsed.error, 'config')}`);

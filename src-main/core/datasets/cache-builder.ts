@@ -5,8 +5,8 @@ import type { BuildProgress, BuildResult, CacheDType, CacheManifest, SourceSpec 
 import { CACHE_FORMAT_VERSION, CacheFieldSchema, DTYPE_BYTES } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
 import { ID_PATTERN } from '../../api/ids';
-import type { Workspace } from '../workspace';
-import { createFile, makeFolder, makeFolderExclusive, removeEntry, renameEntry, writeFileConfined, writeJsonConfined } from '../workspace-files';
+import type { Workspace } from '../workspace/workspace';
+import { createFile, makeFolder, makeFolderExclusive, removeEntry, renameEntry, writeFileConfined, writeJsonConfined } from '../workspace/workspace-files';
 import { checkStructure, DATASETS_DIR, datasetDir, datasetId, datasetsRoot, readManifest, namesakes, retireDatasets, scratchDir, sha256File, summarize, sweepAbandonedBuilds } from './cache-store';
 import { convert, decode, StatsAccumulator } from './dtype-codec';
 import { fingerprint } from './fingerprint';

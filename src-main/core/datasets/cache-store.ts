@@ -6,10 +6,10 @@ import { CACHE_FORMAT_VERSION, CacheManifestSchema } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
 import { IdSchema } from '../../api/ids';
 import { formatIssues } from '../../api/format-issues';
-import type { Workspace } from '../workspace';
-import { isFolder, isMissing, listFolder, MiB, openFile, readJsonCapped, readTextCapped, removeEntry, renameEntry, streamFile } from '../workspace-files';
+import type { Workspace } from '../workspace/workspace';
+import { isFolder, isMissing, listFolder, MiB, openFile, readJsonCapped, readTextCapped, removeEntry, renameEntry, streamFile } from '../workspace/workspace-files';
 import { planShards, SHARD_HEADER_BYTES, SHARD_MAGIC } from './shard-layout';
-import { processExists } from '../process-exists';
+import { processExists } from '../common/process-exists';
 
 /** A manifest lists fields and shards: even a terabyte cache's is far below this. */
 const MAX_MANIFEST_BYTES = 16 * MiB;

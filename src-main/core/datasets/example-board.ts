@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 
 import type { SourceSpec } from '../../api/datasets';
-import type { Workspace } from '../workspace';
-import { createFileWriteStream, isFolder, makeFolder, openFile, readTextCapped, removeEntry, renameEntry, writeFileConfined } from '../workspace-files';
+import type { Workspace } from '../workspace/workspace';
+import { createFileWriteStream, isFolder, makeFolder, openFile, readTextCapped, removeEntry, renameEntry, writeFileConfined } from '../workspace/workspace-files';
 import { boardSource } from './importers/board-source';
 import { recordBytes } from './importers/record-source';
 

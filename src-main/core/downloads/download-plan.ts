@@ -7,8 +7,8 @@ import { ApiError } from '../../api/errors';
 import type { DownloadKind, DownloadSkipped } from '../../api/downloads';
 import { ID_PATTERN } from '../../api/ids';
 import { markdownFileOf, readReportMeta, reportDir } from '../reports/report-store';
-import type { Workspace } from '../workspace';
-import { entryProblem, isFolder, listFolder, MiB, type FolderEntry } from '../workspace-files';
+import type { Workspace } from '../workspace/workspace';
+import { entryProblem, isFolder, listFolder, MiB, type FolderEntry } from '../workspace/workspace-files';
 
 export interface DownloadLimits {
   /** Largest file a download includes. */

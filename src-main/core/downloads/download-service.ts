@@ -3,8 +3,8 @@ import type { Writable } from 'node:stream';
 
 import { DOWNLOAD_PATH, type DownloadKind, type DownloadSkipped, type DownloadTicket } from '../../api/downloads';
 import { ApiError } from '../../api/errors';
-import type { Workspace } from '../workspace';
-import { streamFileBounded } from '../workspace-files';
+import type { Workspace } from '../workspace/workspace';
+import { streamFileBounded } from '../workspace/workspace-files';
 import { DEFAULT_DOWNLOAD_LIMITS, planReport, planRun, type DownloadLimits, type DownloadPlan } from './download-plan';
 import { ZipWriter } from './zip-writer';
 

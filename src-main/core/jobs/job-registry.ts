@@ -1,8 +1,8 @@
 import type { EventName } from '../../api/events';
 import type { JobEvent, JobInfo, JobMethod } from '../../api/jobs';
 import { JOB_METHODS, isJobEventName, jobIdOfEvent, jobTargetOf } from '../../api/jobs';
-import type { EventHub } from '../event-hub';
-import { toApiError } from '../api-router';
+import { toApiError } from '../../api/errors';
+import type { EventHub } from '../common/event-hub';
 
 /** How many events of one name a job keeps for windows that attach later: enough to redraw a run's curves. */
 const KEPT_PER_EVENT = 1000;
@@ -38,15 +38,15 @@ export class JobRegistry {
   }
 
   /**
-   * Runs `work` as a job: its id is the request's own id field (JOB_METHODS' idParam) or a new one
-   * written into the request, so the events the work emits carry the id the job is listed under.
+   * Runs `work` as a job: its id is the request's `jobId` or a new one written into the request, so the
+   * events the work emits carry the id the job is listed under.
    */
   async run<P extends object, T>(method: JobMethod, params: P, cancel: Cancel, work: (params: P) => Promise<T>): Promise<T> {
-    const { kind, idParam } = JOB_METHODS[method];
+    const { kind } = JOB_METHODS[method];
     const target = jobTargetOf(method, params);
-    const given = (params as Record<string, unknown>)[idParam];
+    const given = (params as { jobId?: unknown }).jobId;
     const jobId = typeof given === 'string' ? given : this.newId();
-    const request = { ...params, [idParam]: jobId } as P;
+    const request = { ...params, jobId } as P;
     // Each service refuses an id it runs already, in its own words; the first job stays the one listed.
     if (this.live.has(jobId)) return work(request);
     const job: LiveJob = {

@@ -1,4 +1,4 @@
-import { DIAGNOSIS_THRESHOLDS } from '../optimise/diagnosis';
+import { DIAGNOSIS_THRESHOLDS } from './diagnosis';
 import type { ScriptBound } from './knob';
 
 /**

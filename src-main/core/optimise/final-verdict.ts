@@ -1,16 +1,10 @@
 import type { OptimiseTrial } from '../../api/optimise';
 import { ciLevel } from '../../api/order-interval';
 import type { Interval } from '../stats/bootstrap';
+import type { FinalWords } from '../targets/target-runner';
 
-/** How one target's final card names its subject: what was kept, and what to do when nothing was. */
-export interface FinalWords {
-  /** "The final configuration", "The script with its kept overrides". */
-  subject: string;
-  /** "keep the baseline configuration", "run your script as it is". */
-  unchanged: string;
-  /** How a person keeps a proposed recipe change: "allow recipe changes (--allow-recipe-changes)". */
-  allowRecipe: string;
-}
+export type { FinalWords } from '../targets/target-runner';
+
 
 const x = (v: number) => `${v.toFixed(3)}x`;
 

@@ -89,17 +89,6 @@ export function decideTrial(e: TrialEvidence): TrialVerdict {
   return { decision: decided.decision, why, speedup, kept: decided.decision === 'accept' };
 }
 
-/** Mean training loss over every step the events cover (each event is the mean of the steps since the previous one), or null without events. */
-export function meanLoss(events: readonly { globalStep: number; loss: number }[]): number | null {
-  let previous = 0;
-  let sum = 0;
-  for (const e of [...events].sort((a, b) => a.globalStep - b.globalStep)) {
-    sum += e.loss * (e.globalStep - previous);
-    previous = e.globalStep;
-  }
-  return previous > 0 && Number.isFinite(sum) ? sum / previous : null;
-}
-
 /** |a - b| / |b|: how far a candidate's mean loss lies from the best's. */
 export function relativeLossDelta(candidate: number | null, best: number | null): number | null {
   if (candidate === null || best === null) return null;

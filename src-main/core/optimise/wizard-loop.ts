@@ -1,43 +1,19 @@
 import { ApiError } from '../../api/errors';
-import type { ConditionsRow, ConfounderPolicy, WizardObjective, OptimiseChange, OptimisePreset, OptimiseProgress, OptimiseTrial, SkippedChange } from '../../api/optimise';
+import type { ConditionsRow, OptimiseChange, OptimiseProgress, OptimiseTrial, SkippedChange } from '../../api/optimise';
 import type { Interval } from '../stats/bootstrap';
 import { median, medianInterval } from '../stats/bootstrap';
-import type { Repetition, TargetRunner } from '../targets/target-runner';
+import type { FinalComparison, LoopProgress, Repetition, SearchState, WizardRules, WizardTarget } from '../targets/target-runner';
+
+export type { FinalComparison, LoopProgress, SearchState, WizardRules } from '../targets/target-runner';
+import { WizardCancelled } from '../targets/wizard-cancelled';
 import { conditionsDiffer } from '../../api/confounders';
 import { wizardEta } from './eta';
 import { measuredVerdict, unchangedVerdict } from './final-verdict';
-import { PRESETS } from './presets';
+import { PRESETS } from '../knobs/presets';
 import { decideTrial, noiseFloor, pairedSpeedup, relativeLossDelta } from './trial-decision';
-
-/** What the user asked of the wizard, either target. */
-export interface WizardRules {
-  preset: OptimisePreset;
-  /** Repetitions of each side of every A/B comparison (and of the baseline). */
-  repeat: number;
-  maxTrials: number;
-  allowRecipeChanges: boolean;
-  /** Relative loss change a pipeline change may cause; unused where the runner measures no loss. */
-  lossTolerance: number;
-  /** Re-measure a pair whose sides saw different conditions, or only record them (ADR 0028). */
-  confounders: ConfounderPolicy;
-  /** What the comparisons compare: samples/s, or samples per joule of GPU energy. */
-  objective: WizardObjective;
-}
 
 /** Pairs measured again per comparison, at most, when their two sides saw different conditions. */
 export const CONFOUNDER_RETRIES = 2;
-
-/** Where the coordinate ascent stands: saved after every trial, so a resumed wizard goes on from here. */
-export interface SearchState<C> {
-  best: C;
-  trials: OptimiseTrial[];
-  /** Knobs tried since the last kept change: the ascent does not try them again until something is kept. */
-  exhausted: string[];
-  skipped: SkippedChange[];
-}
-
-/** The wizard's progress without the fields only its owner knows (its id, its run, its clock). */
-export type LoopProgress = Pick<OptimiseProgress, 'phase' | 'trial' | 'repetition' | 'repetitions' | 'label' | 'finishedTrial' | 'etaSeconds'>;
 
 export interface LoopHooks {
   /** Whether the user cancelled: checked before and after every repetition. */
@@ -47,23 +23,7 @@ export interface LoopHooks {
   afterTrial(trial: OptimiseTrial): Promise<void>;
 }
 
-/** A cancel, raised between repetitions; a repetition cancelled while it runs ends in the runner's own E_CANCELLED. */
-export class WizardCancelled extends ApiError {
-  constructor(message: string) {
-    super('E_CANCELLED', message);
-  }
-}
-
-/** What the final comparison says, the target's configuration aside. */
-export interface FinalComparison<C> {
-  config: C;
-  changes: string[];
-  speedup: Interval;
-  samplesPerSec: Interval;
-  verdict: string;
-  proposals: string[];
-  conditions?: ConditionsRow[];
-}
+export { WizardCancelled } from '../targets/wizard-cancelled';
 
 /** A trial's samples/J on both sides, where every repetition had them. */
 function perJouleArrays(best: readonly Repetition[], candidate: readonly Repetition[]): Pick<OptimiseTrial, 'bestSamplesPerJoule' | 'candidateSamplesPerJoule'> {
@@ -93,7 +53,7 @@ export class WizardLoop<C, R extends Repetition> {
   private finalDone = false;
 
   constructor(
-    private readonly runner: TargetRunner<C, R>,
+    private readonly runner: WizardTarget<C, R>,
     private readonly rules: WizardRules,
     private readonly hooks: LoopHooks,
   ) {}

@@ -3,8 +3,8 @@
 
 import type { ReportFigure, ReportSection } from '../../api/reports';
 import { REPORT_SECTIONS } from '../../api/reports';
-import { buildInfo } from '../build-info';
-import type { Workspace } from '../workspace';
+import { buildInfo } from '../common/build-info';
+import type { Workspace } from '../workspace/workspace';
 import { analyseAttempts } from './attempts';
 import { blockHashes, renderBlock } from './blocks';
 import { figureLink } from './markdown';

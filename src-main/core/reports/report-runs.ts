@@ -19,10 +19,10 @@ import { ScriptBatchSearchResultSchema, ScriptBenchmarkResultSchema, ScriptOptim
 import type { TelemetrySample } from '../../api/telemetry';
 import type { TrainResult, TrainStepEvent } from '../../api/training';
 import { TrainResultSchema } from '../../api/training';
-import { readRunDetail } from '../run-reader';
-import { readTelemetryFile } from '../run-telemetry';
-import type { Workspace } from '../workspace';
-import { listFolder } from '../workspace-files';
+import { readRunDetail } from '../workspace/run-reader';
+import { readTelemetryFile } from '../workspace/run-telemetry';
+import type { Workspace } from '../workspace/workspace';
+import { listFolder } from '../workspace/workspace-files';
 
 interface RunBase {
   id: string;

@@ -2,8 +2,8 @@ import path from 'node:path';
 
 import { ApiError } from '../../api/errors';
 import type { ReportDetail, ReportExportResult, ReportGenerateRequest, RunTraceResult } from '../../api/reports';
-import type { Workspace } from '../workspace';
-import { copyFileOut, makeChosenFolder, makeFolder } from '../workspace-files';
+import type { Workspace } from '../workspace/workspace';
+import { copyFileOut, makeChosenFolder, makeFolder } from '../workspace/workspace-files';
 import { mergeRegenerated } from './blocks';
 import { generateReport } from './report-generator';
 import {

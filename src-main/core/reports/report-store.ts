@@ -7,7 +7,7 @@ import { formatIssues } from '../../api/format-issues';
 import { IdSchema } from '../../api/ids';
 import type { ReportDetail, ReportFigure, ReportSection, ReportSummary } from '../../api/reports';
 import { FigureNameSchema, ReportFigureSchema, ReportSectionSchema } from '../../api/reports';
-import type { Workspace } from '../workspace';
+import type { Workspace } from '../workspace/workspace';
 import {
   entryProblem,
   isFolder,
@@ -22,7 +22,7 @@ import {
   renameEntry,
   writeFileConfined,
   writeJsonConfined,
-} from '../workspace-files';
+} from '../workspace/workspace-files';
 
 export const REPORT_SCHEMA_VERSION = 1;
 const META_FILE = 'report.json';

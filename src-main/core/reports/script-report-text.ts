@@ -1,7 +1,7 @@
 // Words and lookups the report's script sections share: what a script run is called, what it ran,
 // with which overrides, and intervals as text.
 import type { ScriptTarget } from '../../api/script-target';
-import { commandText } from '../script/script-benchmark';
+import { commandText } from '../targets/script/script-benchmark';
 import type { Interval } from '../stats/bootstrap';
 import { fmt, signedPercent } from './markdown';
 import type { ReportInput } from './report-model';

@@ -1,6 +1,6 @@
 // Status, Context (machine, software, model and data, configuration) and How to reproduce.
 import type { RunEnvironment } from '../../api/run-record';
-import { EMULATED_NOTE } from '../compute-device';
+import { EMULATED_NOTE } from '../common/compute-device';
 import { code, fmt, table } from './markdown';
 import type { ReportInput, SectionOutput } from './report-model';
 import type { ReportRun } from './report-runs';

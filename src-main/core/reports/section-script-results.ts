@@ -8,7 +8,7 @@ import { floorRows, SCRIPT_ENERGY_WINDOW } from '../../api/utilisation-words';
 import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
 import { scriptBatchSizeLabel, scriptBatchSizeOption } from '../../api/charts/script-batch-size-charts';
 import { scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/script-run-charts';
-import { commandText } from '../script/script-benchmark';
+import { commandText } from '../targets/script/script-benchmark';
 import type { Interval } from '../stats/bootstrap';
 import { ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
 import type { Decision } from '../stats/decision';

@@ -6,7 +6,7 @@ import type { ReportSection } from '../../api/reports';
 import type { RunEnvironment } from '../../api/run-record';
 import type { ScriptTarget } from '../../api/script-target';
 import { shellWord } from '../../api/shell-word';
-import { commandText } from '../script/script-benchmark';
+import { commandText } from '../targets/script/script-benchmark';
 import { code, fmt, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
 import type { ScriptReportRun } from './report-runs';

@@ -10,10 +10,10 @@ import type { RunRecordJson } from '../../api/run-record';
 import type { RunTraceResult, TraceEvent, TraceFile } from '../../api/reports';
 import type { TrainStepEvent } from '../../api/training';
 import { TrainResultSchema, TrainStepEventSchema } from '../../api/training';
-import { jsonlLines } from '../jsonl-lines';
-import { readRunDetail } from '../run-reader';
-import type { Workspace } from '../workspace';
-import { writeJsonConfined } from '../workspace-files';
+import { jsonlLines } from '../workspace/jsonl-lines';
+import { readRunDetail } from '../workspace/run-reader';
+import type { Workspace } from '../workspace/workspace';
+import { writeJsonConfined } from '../workspace/workspace-files';
 
 /** Above this many measured steps, one slice per event window instead of per step (a trace viewer slows past ~1M events). */
 export const MAX_TRACED_STEPS = 20_000;

@@ -1,6 +1,6 @@
 import type { BenchmarkPhases } from '../../api/benchmark';
 import type { ScriptRank } from '../../api/script-target';
-import { withOther } from '../benchmarks/benchmark-summary';
+import { withOther } from '../stats/benchmark-summary';
 import type { ProbeConnection } from './probe-channel';
 import type { ProbeDone, ProbeStep } from './probe-messages';
 

@@ -1,102 +1,75 @@
-import { TrainingBenchmarkRequestSchema } from '../../api/benchmark';
-import { ApiError } from '../../api/errors';
-import { formatIssues } from '../../api/format-issues';
-import type { Diagnosis, OptimiseChange, OptimiseConfig, OptimiseRequest } from '../../api/optimise';
-import type { ActiveJob, MeasuredRepetition, PreparedBenchmark, TrainingBenchmarkService } from '../benchmarks/training-benchmark';
-import type { KnobContext } from '../knobs/knob';
-import type { FinalWords } from '../optimise/final-verdict';
-import { applyChange, candidateChanges } from '../optimise/knobs';
-import { configKey } from '../optimise/resumable-run';
-import { meanLoss } from '../optimise/trial-decision';
-import type { RunRecord } from '../run-store';
-import { repetitionEnergy } from '../telemetry/energy';
-import type { Candidates, Repetition, TargetRunner } from './target-runner';
+import type { BatchSearchRequest, BatchTrial } from '../../api/batch-size';
+import type { TrainingBenchmarkRequest } from '../../api/benchmark';
+import type { OptimiseRequest } from '../../api/optimise';
+import type { TrainRequest } from '../../api/training';
+import type { EngineClient } from '../../engine/engine-client';
+import type { EventHub } from '../common/event-hub';
+import type { DatasetService } from '../datasets/dataset-service';
+import type { RunningJob } from '../jobs/running-jobs';
+import type { TelemetryService } from '../telemetry/telemetry-service';
+import type { Workspace } from '../workspace/workspace';
+import { EngineBatchSearch } from './engine/engine-batch-search';
+import { EngineBenchmarks } from './engine/engine-benchmark';
+import { trainEngine } from './engine/engine-train';
+import type { SearchBatch } from './engine/engine-wizard';
+import { EngineWizards } from './engine/engine-wizard';
+import type { BatchRequest, BenchmarkRequest, CapabilityOptions, TargetRunner, TrainOptions, TrainRunRequest, WizardOptions, WizardRequest } from './target-runner';
 
-/** A repetition of our engine: throughput and loss for the wizard, the full measurement for the baseline's phases. */
-export interface EngineRepetition extends Repetition {
-  measured: MeasuredRepetition;
+/** What our engine's runner needs of the workbench. */
+export interface EngineRunnerDeps {
+  engine: EngineClient;
+  events: EventHub;
+  workspace: Workspace;
+  datasets: DatasetService;
+  telemetry: TelemetryService;
+  /** The batch-size search capability, for the wizard's batch-size candidate (handed in: a runner imports no capability). */
+  searchBatch: SearchBatch;
+  cancelJob: (jobId: string) => Promise<unknown>;
 }
-
-/** The benchmark request that measures one configuration of the engine target, one repetition at a time. */
-export function engineBenchmarkRequest(request: OptimiseRequest, config: OptimiseConfig) {
-  const parsed = TrainingBenchmarkRequestSchema.safeParse({
-    spec: request.target.spec,
-    data: request.target.data,
-    options: config.options,
-    warmupSteps: request.warmupSteps,
-    steps: request.steps,
-    repeat: 1,
-  });
-  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad optimisation target: ${formatIssues(parsed.error, 'target')}`);
-  return parsed.data;
-}
-
-const WORDS: FinalWords = {
-  subject: 'The final configuration',
-  unchanged: 'keep the baseline configuration',
-  allowRecipe: 'allow recipe changes (--allow-recipe-changes, or the box in the Optimise area)',
-};
 
 /**
- * Our engine as the wizard's target: each repetition a fresh trainer on the prepared data, recorded
- * into the wizard's run; the knobs ordered by the baseline's diagnosis. It sees the loss, so the
- * wizard's loss guard applies to every change.
+ * Our engine as a target: a model spec trained on a cached dataset in the engine host, every run a fresh
+ * trainer. runnerFor hands it the requests without a script target, already parsed by the contract.
  */
-export class EngineRunner implements TargetRunner<OptimiseConfig, EngineRepetition> {
+export class EngineRunner implements TargetRunner {
   readonly kind = 'engine' as const;
-  readonly unit = 'repetition';
-  private readonly prepared = new Map<string, PreparedBenchmark>();
-  private count = 0;
-  /** Known once the baseline is: what orders and bounds the knobs. */
-  knobs: { diagnosis: Diagnosis; ctx: KnobContext } | null = null;
+  readonly jobNames = { train: 'run', benchmark: 'benchmark job', batchSearch: 'batch-size search', optimise: 'optimisation' } as const;
+  readonly benchmarks: EngineBenchmarks;
+  private readonly search: EngineBatchSearch;
+  private readonly wizards: EngineWizards;
 
-  constructor(
-    private readonly benchmarks: TrainingBenchmarkService,
-    private readonly request: OptimiseRequest,
-    private readonly run: RunRecord,
-    private readonly job: ActiveJob,
-    private readonly allowPathsOutsideWorkspace: boolean | undefined,
-  ) {}
-
-  /** Drops every prepared configuration: the request's steps changed (widenSteps), and a preparation holds them. */
-  forgetPrepared(): void {
-    this.prepared.clear();
+  constructor(private readonly deps: EngineRunnerDeps) {
+    this.benchmarks = new EngineBenchmarks(deps.engine, deps.workspace, deps.datasets, deps.telemetry);
+    this.search = new EngineBatchSearch(deps.engine, deps.events, deps.workspace, deps.datasets);
+    this.wizards = new EngineWizards({ ...deps, benchmarks: this.benchmarks });
   }
 
-  /** The data and the engine options for a configuration, prepared once per configuration. */
-  async prepare(config: OptimiseConfig): Promise<PreparedBenchmark> {
-    const key = configKey(config);
-    let p = this.prepared.get(key);
-    if (!p) {
-      p = await this.benchmarks.prepare(engineBenchmarkRequest(this.request, config), { allowPathsOutsideWorkspace: this.allowPathsOutsideWorkspace, readFrom: config.readFrom });
-      this.prepared.set(key, p);
-    }
-    return p;
+  train(request: TrainRunRequest, job: RunningJob, options: TrainOptions) {
+    return trainEngine(this.deps, request as TrainRequest & { jobId: string }, job, options);
   }
 
-  async measure(config: OptimiseConfig): Promise<EngineRepetition> {
-    const prepared = await this.prepare(config);
-    const n = ++this.count;
-    const measured = await this.benchmarks.repetition(n, prepared, this.run, this.job, `${this.run.id}-r${n}`);
-    const r = measured.repetition;
-    const energy = repetitionEnergy(r.telemetry, r.samplesPerSec, r.memory.device ?? config.options.device);
-    return { samplesPerSec: r.samplesPerSec, loss: meanLoss(measured.steps), conditions: r.telemetry.conditions ?? null, ...energy, measured };
+  benchmark(request: BenchmarkRequest, job: RunningJob, _progress: unknown, options: CapabilityOptions) {
+    return this.benchmarks.plan(request as TrainingBenchmarkRequest & { jobId: string }, job, options);
   }
 
-  apply(config: OptimiseConfig, change: OptimiseChange): OptimiseConfig {
-    return applyChange(config, change);
+  batchSearch(request: BatchRequest, job: RunningJob, options: CapabilityOptions & { onTrial?: (trial: BatchTrial) => void }) {
+    return this.search.plan(request as BatchSearchRequest & { jobId: string }, job, options);
   }
 
-  candidates(best: OptimiseConfig, exhausted: readonly string[]): Candidates | null {
-    return this.knobs ? candidateChanges(best, this.knobs.diagnosis, this.knobs.ctx, exhausted) : null;
+  optimise(request: WizardRequest, job: RunningJob, options: WizardOptions) {
+    return this.wizards.start(request as OptimiseRequest & { jobId: string }, job, options);
   }
 
-  /** The engine measures the loss under one seed: the preset's loss tolerance guards every change. */
-  refuses(): string | null {
-    return null;
+  resume(jobId: string, job: RunningJob, options: WizardOptions) {
+    return this.wizards.resume(jobId, job, options);
   }
 
-  words(): FinalWords {
-    return WORDS;
+  /** A resumed engine wizard goes on under its own id: its state is kept by it. */
+  resumedJobId(jobId: string): string {
+    return jobId;
+  }
+
+  savedWizard(jobId: string) {
+    return this.wizards.saved(jobId);
   }
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Writable } from 'node:stream';
 
 import { type GpuSample, HISTORY_CAPACITY, HISTORY_SECONDS, historyKeeps, type TelemetrySample, type TelemetrySnapshot, type TelemetrySummary } from '../../api/telemetry';
-import type { EventHub } from '../event-hub';
+import type { EventHub } from '../common/event-hub';
 import { type ConditionsTarget, watchConditions } from './conditions';
 import { GpuSampler } from './gpu-sampler';
 import { HostSampler } from './host-sampler';

@@ -1,0 +1,60 @@
+import { ApiError } from '../../api/errors';
+import { newJobId } from '../../api/ids';
+
+/** One running job of this process (a training run, a benchmark, a batch search, a wizard, either target). */
+export interface RunningJob {
+  readonly id: string;
+  /** Set by a cancel: the job's loop checks it between its steps, repetitions or trials. */
+  cancelled: boolean;
+  /** What stops the piece of work in flight (an engine run, a script launch's process group), while one runs. */
+  cancel: (() => unknown) | null;
+}
+
+/**
+ * Every job of one workbench, whatever started it (the router, the CLI, a wizard's own search), so one
+ * `jobs.cancel` reaches each and closing the shell stops them all: a user's process must never outlive
+ * the app that started it, and an engine run never outlives its job.
+ */
+export class RunningJobs {
+  private readonly jobs = new Map<string, RunningJob>();
+
+  /** Opens a job under its id (a new one when absent); an id that runs already is refused, naming `what`. */
+  open(jobId: string | undefined, what: string): RunningJob {
+    const id = jobId ?? newJobId();
+    if (this.jobs.has(id)) throw new ApiError('E_BAD_INPUT', `${what} ${id} is already running: choose another jobId`);
+    const job: RunningJob = { id, cancelled: false, cancel: null };
+    this.jobs.set(id, job);
+    return job;
+  }
+
+  close(job: RunningJob): void {
+    if (this.jobs.get(job.id) === job) this.jobs.delete(job.id);
+  }
+
+  /** Wires the work in flight into its job: stopped at once when the cancel came before it started. */
+  started(job: RunningJob, cancel: () => unknown): void {
+    job.cancel = cancel;
+    if (job.cancelled) cancel();
+  }
+
+  /** Marks the job cancelled and stops its work in flight; false when no job of that id runs here. */
+  async cancel(jobId: string): Promise<{ cancelled: boolean }> {
+    const job = this.jobs.get(jobId);
+    if (!job) return { cancelled: false };
+    job.cancelled = true;
+    await Promise.resolve(job.cancel?.()).catch(() => undefined);
+    return { cancelled: true };
+  }
+
+  cancelAll(): void {
+    for (const id of [...this.jobs.keys()]) void this.cancel(id);
+  }
+
+  has(jobId: string): boolean {
+    return this.jobs.has(jobId);
+  }
+
+  get running(): number {
+    return this.jobs.size;
+  }
+}

@@ -1,0 +1,377 @@
+import path from 'node:path';
+
+import type { Finding } from '../../../api/benchmark';
+import { ApiError } from '../../../api/errors';
+import { formatIssues } from '../../../api/format-issues';
+import type { ScriptBenchmarkRequest, ScriptBenchmarkResult, ScriptFlops, ScriptRepetition, ScriptTarget } from '../../../api/script-target';
+import { ScriptBenchmarkResultSchema } from '../../../api/script-target';
+import type { GemmPeak } from '../../stats/utilisation';
+import { utilisationOf } from '../../stats/utilisation';
+import type { TelemetrySummary } from '../../../api/telemetry';
+import type { BenchmarkAggregate } from '../../stats/benchmark-summary';
+import { findings, mergeTelemetry, phaseShares, withOther } from '../../stats/benchmark-summary';
+import type { EventHub } from '../../common/event-hub';
+import type { RunRecord } from '../../workspace/run-store';
+import { medianInterval } from '../../stats/bootstrap';
+import { CPU_ENERGY_MISSING, energyPerSample } from '../../telemetry/energy';
+import type { TelemetryService } from '../../telemetry/telemetry-service';
+import { handledLater } from '../../common/handled-later';
+import { probeDir } from '../../script/probe-dir';
+import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
+import type { BenchmarkPlan, OnOutput, RepetitionProgress } from '../target-runner';
+import type { ProcessTreeSummary } from '../../script/process-tree';
+import { sampleProcessTree } from '../../script/process-tree';
+import type { RankSummary } from '../../script/rank-stats';
+import { combineRanks, summarizeRank } from '../../script/rank-stats';
+import type { ProbeMessage } from '../../script/probe-messages';
+import { CPU_COPY_MISSING, scriptFloors } from './script-floors';
+import { runTrial, trialError } from '../../script/script-trial';
+
+const TELEMETRY_INTERVAL_MS = 200;
+
+/** One launch as the benchmark keeps it: the repetition it records, with each rank's summary and the overrides applied. */
+interface Launch {
+  rep: ScriptRepetition;
+  ranks: RankSummary[];
+  applied: ScriptBenchmarkResult['applied'];
+  /** Rank 0's count of the model's forward FLOPs per sample, and torch's matmul rate after its measured steps. */
+  flops: ScriptFlops | null;
+  peak: ScriptPeak | null;
+  /** Rank 0's pinned copy of one batch after its measured steps (CUDA only). */
+  copy: Extract<ProbeMessage, { type: 'copy' }> | null;
+}
+
+/** torch's matmul rate, and the precision its fp32 matmuls ran in (tf32 where TensorFloat-32 was allowed). */
+export type ScriptPeak = GemmPeak & { precision: 'fp32' | 'tf32' };
+
+const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+
+/** "python3 train.py --epochs 1" for titles. */
+export function commandText(t: ScriptTarget): string {
+  return t.command.map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ');
+}
+
+/**
+ * The training benchmark's script side: each repetition a launch of the command with the probe, stopped after
+ * the measured steps, its output kept beside the run; summed up into the benchmark's result (the one loop is
+ * core/benchmarks/benchmark-loop.ts).
+ */
+export class ScriptBenchmarks {
+  constructor(
+    private readonly events: EventHub,
+    private readonly telemetry: TelemetryService,
+    private readonly jobs: RunningJobs,
+    private readonly pythonDir: string = probeDir(),
+  ) {}
+
+  /** A benchmark of the command made ready: nothing runs before its first launch. */
+  plan(request: ScriptBenchmarkRequest & { jobId: string }, job: RunningJob, options: { onOutput?: OnOutput }): BenchmarkPlan<Launch> {
+    if (!path.isAbsolute(request.target.cwd)) throw new ApiError('E_BAD_INPUT', `the script's working directory must be an absolute path, got ${JSON.stringify(request.target.cwd)}`);
+    return {
+      what: 'script benchmark',
+      unit: 'launch',
+      config: {
+        target: request.target,
+        overrides: request.overrides,
+        warmupSteps: request.warmupSteps,
+        ...(request.steps !== undefined ? { steps: request.steps } : {}),
+        repeat: request.repeat,
+        timeoutSeconds: request.timeoutSeconds,
+        jobId: request.jobId,
+      },
+      repetition: (i, run, progress) => {
+        progress({ runId: run.id, phase: 'preparing', repetition: i, step: 0, samplesPerSec: null });
+        return this.repetition(i, request, run, job, request.jobId, options, progress);
+      },
+      recorded: (launch) => ({ event: launch.rep, samplesPerSec: launch.rep.samplesPerSec }),
+      summarize: (run, reps) => this.summarize(request, run, reps),
+      release: () => undefined,
+    };
+  }
+
+  private async repetition(
+    i: number,
+    request: ScriptBenchmarkRequest,
+    run: RunRecord,
+    job: RunningJob,
+    jobId: string,
+    options: { onOutput?: OnOutput },
+    progress: (p: RepetitionProgress) => void,
+  ) {
+    const log = run.stream(`output-rep${i}.log`);
+    const recording: { current: { stop(until?: number): Promise<TelemetrySummary> } | null } = { current: null };
+    // The launch's process group is the target whose neighbours the window watches (known once it runs).
+    const group: { pgid: number | null } = { pgid: null };
+    // Progress at most ~10/s (steps of a small model come by the hundred), and the last step always said: a
+    // step held back by the limit is sent when the limit allows, so a script that stalls shows where it is.
+    let lastProgress = 0;
+    let heldStep: ReturnType<typeof setTimeout> | null = null;
+    let stopped = false;
+    const stepProgress = (step: number) => {
+      if (heldStep) clearTimeout(heldStep);
+      heldStep = null;
+      if (stopped) return;
+      const wait = lastProgress + 100 - Date.now();
+      if (wait > 0) {
+        heldStep = setTimeout(() => stepProgress(step), wait);
+        return;
+      }
+      lastProgress = Date.now();
+      progress({ runId: run.id, phase: step > request.warmupSteps ? 'measuring' : 'warmup', repetition: i, step, samplesPerSec: null });
+    };
+    // Set from the launch's callback once the process runs.
+    const tree: { current: ReturnType<typeof sampleProcessTree> } = { current: null };
+    // The window is the measured steps: it closes at the last one, not when the process ends, so the probe's
+    // floors after them and the script's own exit (a checkpoint saved in a finally, loader workers joined)
+    // do not enter its power, energy or neighbours.
+    const closed: { telemetry: Promise<TelemetrySummary> | null; tree: ProcessTreeSummary | null; done: boolean } = { telemetry: null, tree: null, done: false };
+    // When rank 0's last measured step arrived: the window's end where it could only close with the launch.
+    let lastMeasuredAt: number | undefined;
+    const startRecording = () => {
+      if (closed.done) return;
+      recording.current ??= this.telemetry.record(run.stream(`telemetry-rep${i}.jsonl`, { append: true }), TELEMETRY_INTERVAL_MS, group.pgid === null ? undefined : { pgid: group.pgid });
+    };
+    // Without --steps (or a script ending before them) it closes with the launch, cut back to the last measured
+    // step (the CPU load of conditions, read at both ends, then includes the exit).
+    const closeWindow = (until?: number) => {
+      if (closed.done) return;
+      closed.done = true;
+      closed.telemetry = recording.current ? handledLater(recording.current.stop(until)) : null;
+      recording.current = null;
+      closed.tree = tree.current?.stop(until) ?? null;
+      tree.current = null;
+    };
+    const trialOptions = {
+      target: request.target,
+      overrides: request.overrides,
+      warmupSteps: request.warmupSteps,
+      steps: request.steps,
+      timeoutMs: request.timeoutSeconds * 1000,
+      probeDir: this.pythonDir,
+      measurePeak: true,
+    };
+    try {
+      const record = await runTrial({
+        ...trialOptions,
+        onStarted: (cancel, pid) => {
+          group.pgid = pid;
+          if (pid !== null) tree.current = sampleProcessTree(pid);
+          if (request.warmupSteps === 0) {
+            startRecording();
+            tree.current?.markWindowStart();
+          }
+          this.jobs.started(job, cancel);
+        },
+        onLine: (stream, line) => {
+          log.write(`${stream === 'stderr' ? 'E' : 'O'} ${line}\n`);
+          this.events.emit('script.output', { jobId, runId: run.id, repetition: i, stream, line });
+          options.onOutput?.(stream, line, i);
+        },
+        onMessage: (connection, m) => {
+          // The probe ends the launch after its measured steps: said at once, so the output stopping mid-epoch does not read as a crash.
+          if (m.type === 'done' && m.reason === 'steps' && connection.hello.rank === 0) {
+            stopped = true;
+            if (heldStep) clearTimeout(heldStep);
+            progress({ runId: run.id, phase: 'stopping', repetition: i, step: m.steps, samplesPerSec: null });
+          }
+          if (m.type !== 'step') return;
+          run.appendEvent({ ...m, type: 'script.step', repetition: i, rank: connection.hello.rank });
+          const measuring = m.step > request.warmupSteps;
+          if (measuring) {
+            startRecording();
+            tree.current?.markWindowStart();
+          }
+          if (connection.hello.rank === 0) {
+            if (measuring) lastMeasuredAt = Date.now();
+            stepProgress(m.step);
+            if (request.steps !== undefined && m.step >= request.warmupSteps + request.steps) closeWindow();
+          }
+        },
+      });
+      stopped = true;
+      if (heldStep) clearTimeout(heldStep);
+      job.cancel = null;
+      closeWindow(lastMeasuredAt); // a launch that ran to its own end: the window ends at its last measured step
+      const processTree = closed.tree;
+      const telemetry = (await closed.telemetry) ?? mergeTelemetry([]);
+      const error = trialError(record, trialOptions);
+      if (error) throw error;
+      const ranks = record.connections.map((c) => summarizeRank(c, request.warmupSteps, request.steps)).filter((r): r is RankSummary => r !== null);
+      if (ranks.length === 0) {
+        const seen = Math.max(0, ...record.connections.map((c) => c.messages.filter((m) => m.type === 'step').length));
+        throw new ApiError('E_SCRIPT', `launch ${i}: the script ended after ${seen} optimizer step(s), all of them warm-up (${request.warmupSteps}): lower the warm-up steps or let it train longer`);
+      }
+      const combined = combineRanks(ranks);
+      const ended: ScriptRepetition['ended'] = record.connections.every((c) => c.messages.some((m) => m.type === 'done' && m.reason === 'steps')) ? 'steps' : 'exit';
+      const applied = record.connections.flatMap((c) =>
+        c.messages.flatMap((m) => (m.type === 'applied' ? [{ key: m.key, value: m.value, where: m.where, rank: c.hello.rank }] : [])),
+      );
+      const rep: ScriptRepetition = {
+        repetition: i,
+        samplesPerSec: combined.samplesPerSec,
+        steadyStateMeanMs: combined.steadyStateMeanMs,
+        wallClockMeanMs: combined.wallClockMeanMs,
+        phasesMs: combined.phasesMs,
+        namedPhasesExceedStepMs: combined.namedPhasesExceedStepMs,
+        ranks: ranks.map((r) => r.rank).sort((a, b) => a.rank - b.rank),
+        ended,
+        exitCode: record.outcome.exitCode,
+        seconds: record.seconds,
+        telemetry,
+        processTree,
+      };
+      const rank0 = (record.connections.find((c) => c.hello.rank === 0) ?? record.connections[0])?.messages ?? [];
+      const counted = rank0.find((m) => m.type === 'flops');
+      const measured = rank0.find((m) => m.type === 'peak');
+      const copied = rank0.find((m) => m.type === 'copy');
+      const flops = counted?.type === 'flops' ? { forwardPerSample: counted.forwardPerSample, layers: counted.layers, method: counted.method } : null;
+      const peak = measured?.type === 'peak' ? { gflops: measured.gflops, shape: measured.shape, how: measured.how, precision: measured.precision ?? 'fp32' } : null;
+      return { rep, ranks, applied, flops, peak, copy: copied?.type === 'copy' ? copied : null };
+    } finally {
+      stopped = true;
+      if (heldStep) clearTimeout(heldStep);
+      closeWindow();
+      await closed.telemetry?.catch(() => undefined); // a failed launch: its window's file is closed all the same
+      await new Promise<void>((resolve) => log.end(resolve));
+    }
+  }
+
+  private summarize(request: ScriptBenchmarkRequest, run: RunRecord, reps: Launch[]): ScriptBenchmarkResult {
+    const r = reps.map((x) => x.rep);
+    const steady = mean(r.map((x) => x.steadyStateMeanMs));
+    const wall = mean(r.map((x) => x.wallClockMeanMs));
+    const named = { data: 0, h2d: 0, forward: 0, loss: 0, backward: 0, optimizer: 0 };
+    for (const k of Object.keys(named) as (keyof typeof named)[]) named[k] = mean(r.map((x) => x.phasesMs[k]));
+    const { phases, exceedsMs } = withOther(named, steady);
+    const last = reps[reps.length - 1];
+    const lastRanks = last.rep.ranks;
+    const slowest = combineRanks(last.ranks).slowestDataWait;
+    const measuredSteps = Math.min(...r.flatMap((x) => x.ranks.map((k) => k.measuredSteps)));
+    const first = lastRanks[0];
+    const aggregate: BenchmarkAggregate = {
+      samplesPerSecCi: medianInterval(r.map((x) => x.samplesPerSec)),
+      steadyStateMeanMs: steady,
+      wallClockMeanMs: wall,
+      predictedEpochSeconds: { fromSteadyState: 0, fromWallClock: 0 },
+      phasesMs: phases,
+      phasesPercent: phaseShares(phases),
+      namedPhasesExceedStepMs: exceedsMs,
+      telemetry: mergeTelemetry(r.map((x) => x.telemetry)),
+    };
+    const device = first.device;
+    const peak = Math.max(0, ...lastRanks.map((k) => k.cudaPeakBytes ?? 0));
+    // The engine's warm-up finding speaks of epoch estimates, which a script has none of.
+    const found: Finding[] = findings({ aggregate, device, repeat: request.repeat, measuredBytes: peak, deviceTotalBytes: first.cudaTotalBytes }).filter(
+      (f) => f.measurement.name !== 'stepTime.wallClockToSteadyRatio',
+    );
+    if (request.steps !== undefined && measuredSteps < request.steps) {
+      found.push({
+        severity: 'warning',
+        text: `The script ended on its own after ${measuredSteps} measured step(s), fewer than the ${request.steps} asked for: the figures rest on fewer steps.`,
+        measurement: { name: 'steps', value: measuredSteps, unit: 'steps' },
+      });
+    }
+    const result = {
+      runId: run.id,
+      runDir: run.relativeDir,
+      title: commandText(request.target),
+      target: request.target,
+      overrides: request.overrides,
+      applied: last.applied,
+      device,
+      batchSize: first.batchSize,
+      warmupSteps: request.warmupSteps,
+      steps: measuredSteps,
+      repeat: request.repeat,
+      worldSize: lastRanks.length,
+      samplesPerSec: aggregate.samplesPerSecCi.median,
+      samplesPerSecCi: aggregate.samplesPerSecCi,
+      stepTime: {
+        steadyStateMeanMs: steady,
+        wallClockMeanMs: wall,
+        note: `steadyStateMeanMs: the measured steps after ${request.warmupSteps} warm-up steps (the slowest rank's); wallClockMeanMs: every step, warm-up included (mean over ${request.repeat} launch(es)); a step runs from one optimizer step's end to the next's`,
+      },
+      phasesMs: phases,
+      phasesPercent: aggregate.phasesPercent,
+      namedPhasesExceedStepMs: exceedsMs,
+      phaseNote: `data: time blocked in the DataLoader's next(); forward and loss: outermost module calls (loss modules apart); backward: autograd.backward; optimizer: step(); timed with ${first.timing === 'cuda-events' ? 'CUDA events on the current stream' : 'the host clock'}. Host-to-device copies are not separated: they are in 'other'.`,
+      dataWait: slowest,
+      ranks: lastRanks,
+      memory: {
+        device,
+        cudaPeakBytes: lastRanks.some((k) => k.cudaPeakBytes !== null) ? peak : null,
+        cudaTotalBytes: first.cudaTotalBytes,
+        hostPeakRssBytes: Math.max(0, ...lastRanks.map((k) => k.hostPeakRssBytes ?? 0)) || null,
+      },
+      telemetry: aggregate.telemetry,
+      findings: found,
+      repetitions: r,
+      ...scriptUtilisation(reps, aggregate.samplesPerSecCi.median, device, aggregate.telemetry.gpu),
+      floors: floorsOf(reps, steady, first.batchSize, device),
+      ...(({ energy, missing }) => ({ energy, energyMissing: missing }))(
+        device.startsWith('cuda') ? energyPerSample(aggregate.telemetry, aggregate.samplesPerSecCi.median) : { energy: null, missing: CPU_ENERGY_MISSING },
+      ),
+    };
+    const parsed = ScriptBenchmarkResultSchema.safeParse(result);
+    if (!parsed.success) throw new ApiError('E_INTERNAL', `the script benchmark result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
+    return parsed.data;
+  }
+}
+
+/**
+ * The model-FLOPs utilisation of a script (issue 26): the probe's count of its Linear and Conv forward FLOPs
+ * (an estimate), three times for training, against torch's own best matmul rate on the device, measured in the
+ * launches after their measured steps (the best of them), and the datasheet's for a GPU in the table.
+ */
+export function scriptUtilisation(reps: readonly Pick<Launch, 'flops' | 'peak'>[], samplesPerSec: number, device: string, gpuName: string): Pick<ScriptBenchmarkResult, 'flops' | 'utilisation'> {
+  const flops = reps.find((x) => x.flops)?.flops ?? null;
+  if (!flops) return { flops: null };
+  if (flops.forwardPerSample === null || flops.forwardPerSample === 0) return { flops };
+  const peak = bestPeak(reps);
+  const cuda = device.startsWith('cuda');
+  const utilisation = utilisationOf({
+    flopsPerSample: flops.forwardPerSample,
+    samplesPerSec,
+    peak,
+    peakMissing: PEAK_MISSING,
+    deviceName: cuda ? gpuName : 'cpu',
+    cuda,
+    // The datasheet figure of the precision torch's fp32 matmuls ran in: TF32 (matmul.precision high) is not fp32.
+    precision: peak?.precision ?? 'fp32',
+  });
+  return { flops, utilisation };
+}
+
+const PEAK_MISSING = 'the probe measured no matmul rate (the script ended before its measured steps did)';
+
+/** The best matmul rate the launches measured (clocks vary between launches; the peak is the best the device did). */
+function bestPeak(reps: readonly Pick<Launch, 'peak'>[]): ScriptPeak | null {
+  const peaks = reps.map((x) => x.peak).filter((p): p is ScriptPeak => p !== null);
+  return peaks.length ? peaks.reduce((a, b) => (b.gflops > a.gflops ? b : a)) : null;
+}
+
+/** Compute, copy and data floors per step (issue 26 item 3) from what the probe measured after the measured steps. */
+function floorsOf(reps: Launch[], stepMs: number, batchSize: number | null, device: string) {
+  const flops = reps.find((x) => x.flops)?.flops ?? null;
+  const copies = reps.map((x) => x.copy).filter((c): c is NonNullable<Launch['copy']> => c !== null);
+  const timed = copies.filter((c) => c.seconds !== null && c.bytesPerBatch > 0);
+  const best = timed.length ? timed.reduce((a, b) => ((b.seconds ?? Infinity) < (a.seconds ?? Infinity) ? b : a)) : null;
+  const copyMissing = !device.startsWith('cuda')
+    ? CPU_COPY_MISSING
+    : copies.length
+      ? copies[0].how.replace(/^not measured: /, '')
+      : 'the probe timed no copy (the script ended before its measured steps did, or the copy failed: see the launch output)';
+  return scriptFloors({
+    stepMs,
+    samplesPerStep: batchSize,
+    forwardFlopsPerSample: flops?.forwardPerSample || null,
+    flopsMissing:
+      flops?.forwardPerSample === null
+        ? flops.method.replace(/^not counted: /, '')
+        : 'the probe counted no FLOPs (no Linear or Conv layer ran in a training forward)',
+    peak: bestPeak(reps),
+    peakMissing: PEAK_MISSING,
+    copy: best && best.seconds !== null ? { bytesPerBatch: best.bytesPerBatch, seconds: best.seconds, how: best.how } : null,
+    copyMissing,
+  });
+}

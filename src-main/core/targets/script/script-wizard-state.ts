@@ -1,0 +1,116 @@
+import path from 'node:path';
+
+import { ApiError } from '../../../api/errors';
+import { formatIssues } from '../../../api/format-issues';
+import type { OptimiseTrial } from '../../../api/optimise';
+import type { ScriptOptimiseRecord, ScriptOptimiseRequest, ScriptOverrides } from '../../../api/script-target';
+import { ScriptOptimiseRecordSchema, ScriptOptimiseRequestSchema } from '../../../api/script-target';
+import { readRunDetail } from '../../workspace/run-reader';
+import type { RunRecord } from '../../workspace/run-store';
+import type { Workspace } from '../../workspace/workspace';
+import { isFolder, isMissing, MiB, readJsonCapped } from '../../workspace/workspace-files';
+
+/** In the run's folder, rewritten after the baseline and after every trial: what a killed wizard had measured. */
+export const SCRIPT_WIZARD_STATE = 'state.json';
+
+export function saveScriptWizardState(run: RunRecord, record: ScriptOptimiseRecord): Promise<void> {
+  return run.writeJson(SCRIPT_WIZARD_STATE, record);
+}
+
+/** A run of kind optimise whose target is a script, or E_BAD_INPUT naming what it is. */
+async function scriptOptimiseDetail(workspace: Workspace, runId: string) {
+  const detail = await readRunDetail(workspace, runId);
+  const config = (detail.record as { config?: { target?: unknown } }).config;
+  if (detail.summary.kind !== 'optimise' || (config?.target as { kind?: unknown } | undefined)?.kind !== 'script') {
+    throw new ApiError('E_BAD_INPUT', `run ${runId} is not a script optimisation (it is a run of kind ${detail.summary.kind})`);
+  }
+  return detail;
+}
+
+/**
+ * What a script optimisation has measured so far: its result once it completed, else its state file
+ * (written after the baseline and every trial, so a running or killed wizard's trials are there too),
+ * else what its run recorded when it stopped; null before its baseline was measured.
+ */
+export async function readScriptWizardState(workspace: Workspace, runId: string): Promise<ScriptOptimiseRecord | null> {
+  return (await readState(workspace, runId, await scriptOptimiseDetail(workspace, runId))).record;
+}
+
+async function readState(workspace: Workspace, runId: string, detail: Awaited<ReturnType<typeof scriptOptimiseDetail>>) {
+  const result = (detail.record as { result?: unknown }).result ?? null;
+  const file = path.join('runs', runId, SCRIPT_WIZARD_STATE);
+  let saved: unknown = result;
+  if (detail.summary.status !== 'completed') {
+    try {
+      saved = await readJsonCapped(workspace, file, 16 * MiB);
+    } catch (err) {
+      if (!isMissing(err)) throw new ApiError('E_DATA', `the saved state of script optimisation ${runId} cannot be read: ${(err as Error).message}`);
+    }
+  }
+  if (saved === null) return { detail, record: null };
+  const parsed = ScriptOptimiseRecordSchema.safeParse(saved);
+  if (!parsed.success) throw new ApiError('E_DATA', `the saved state of script optimisation ${runId} does not match the schema: ${formatIssues(parsed.error, 'state')}`);
+  return { detail, record: parsed.data };
+}
+
+/**
+ * What a stopped script optimisation had measured, for `resumeFrom`. Refused, with the reason, when
+ * the run still runs, finished, or optimised another command.
+ */
+export async function loadScriptWizardState(workspace: Workspace, runId: string, request: ScriptOptimiseRequest): Promise<ScriptOptimiseRecord> {
+  const detail = await scriptOptimiseDetail(workspace, runId);
+  if (detail.summary.status === 'running') throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} is still running: cancel it first, or wait for it to end`);
+  if (detail.summary.status === 'completed') throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} completed: there is nothing left to resume`);
+  const { record } = await readState(workspace, runId, detail);
+  // Stopped before its baseline was measured: nothing to keep, the wizard starts over.
+  if (record === null) return emptyRecord(runId, request);
+  if (JSON.stringify(record.target) !== JSON.stringify(request.target)) {
+    throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} measured another command (${record.title} in ${record.target.cwd}): resume it with its own target`);
+  }
+  return record;
+}
+
+function emptyRecord(runId: string, request: ScriptOptimiseRequest): ScriptOptimiseRecord {
+  return { runId, runDir: '', title: '', target: request.target, preset: request.preset, repeat: request.repeat, loader: null, baseline: null, trials: [], skipped: [], final: null, seconds: 0 };
+}
+
+/**
+ * The coordinate ascent's position after these trials, as the wizard had it: the best overrides (the
+ * start with every kept change applied, in order) and the knobs tried since the last kept change.
+ */
+export function replayTrials(start: ScriptOverrides, trials: readonly OptimiseTrial[]): { best: ScriptOverrides; exhausted: Set<string> } {
+  let best: ScriptOverrides = { ...start };
+  let exhausted = new Set<string>();
+  for (const t of trials) {
+    if (t.kept) {
+      best = { ...best, [t.change.knob]: t.change.to };
+      exhausted = new Set();
+    } else {
+      exhausted.add(t.change.knob);
+    }
+  }
+  return { best, exhausted };
+}
+
+/**
+ * What the script optimisation run of this id measured so far (readScriptWizardState), or undefined when the
+ * workspace has no such run or the run is not a script optimisation (another target's wizard may have the id).
+ */
+export async function savedScriptWizard(workspace: Workspace, runId: string): Promise<ScriptOptimiseRecord | null | undefined> {
+  if (!(await isFolder(workspace, path.join('runs', runId)))) return undefined;
+  try {
+    return await readScriptWizardState(workspace, runId);
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'E_BAD_INPUT' && /is not a script optimisation/.test(err.message)) return undefined;
+    throw err;
+  }
+}
+
+/** The request a stopped script optimisation run was started with, to go on from it (resumeFrom): its command and settings, as they were. */
+export async function resumedScriptRequest(workspace: Workspace, runId: string): Promise<ScriptOptimiseRequest> {
+  const detail = await scriptOptimiseDetail(workspace, runId);
+  const request = ScriptOptimiseRequestSchema.safeParse((detail.record as { config?: { request?: unknown } }).config?.request);
+  if (!request.success) throw new ApiError('E_BAD_INPUT', `run ${runId} is not a script optimisation (trainbench runs lists them): nothing to resume`);
+  const { jobId: _jobId, ...asked } = request.data;
+  return { ...asked, resumeFrom: runId };
+}

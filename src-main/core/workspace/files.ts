@@ -1,0 +1,20 @@
+import path from 'node:path';
+
+import { ApiError } from '../../api/errors';
+import type { Workspace } from './workspace';
+import { isFolder, listFolder } from './workspace-files';
+
+/**
+ * A folder of the workspace, for the import wizard's file chooser. Serve mode never
+ * browses outside it, and shows only what can be imported: files and folders as
+ * themselves (links and special files are left out, as they would be refused).
+ */
+export async function listFiles(workspace: Workspace, dir: string) {
+  const abs = workspace.resolve(dir);
+  if (!(await isFolder(workspace, abs))) throw new ApiError('E_BAD_INPUT', `cannot list ${dir || 'the workspace'}: it is not a folder of the workspace`);
+  const found = await listFolder(workspace, abs);
+  const entries = found
+    .filter((e) => !e.name.startsWith('.') && (e.kind === 'dir' || e.kind === 'file'))
+    .map((e) => ({ name: e.name, path: path.relative(workspace.root, path.join(abs, e.name)), kind: e.kind as 'dir' | 'file', bytes: e.bytes }));
+  return { dir: path.relative(workspace.root, abs), entries };
+}

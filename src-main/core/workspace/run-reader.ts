@@ -1,0 +1,289 @@
+import os from 'node:os';
+import path from 'node:path';
+
+import { ApiError } from '../../api/errors';
+import { ID_PATTERN } from '../../api/ids';
+import type { RunRecordJson } from '../../api/run-record';
+import { parseRunRecord, RUN_HEARTBEAT_INTERVAL_MS, RUN_HEARTBEAT_STALE_MS } from '../../api/run-record';
+import type { RunDetail, RunLastStep, RunSummary, TrainEvent } from '../../api/training';
+import { TrainEventSchema, TrainStepEventSchema } from '../../api/training';
+import type { Workspace } from './workspace';
+import { jsonlLines } from './jsonl-lines';
+import { processExists } from '../common/process-exists';
+import { readRunAnnotation } from './run-notes';
+import { readRunTelemetry } from './run-telemetry';
+import { entryProblem, isFolder, listFolder, MiB, readTail, readTextCapped } from './workspace-files';
+
+const MAX_STEP_EVENTS = 2000;
+/**
+ * How much of the end of events.jsonl is read to find the last step: 64 KiB first (a step event is
+ * ~400 bytes), then 1 MiB past a damaged tail, never more however large the file, so a list of
+ * "running" runs costs bounded memory per request.
+ */
+const TAIL_WINDOWS = [64 * 1024, MiB];
+/** run.json holds a config and a result (a trial table at most): far below this. */
+const MAX_RUN_JSON_BYTES = 16 * MiB;
+
+/** Whether a process with this pid exists here (EPERM: it exists but belongs to someone else). */
+/** "95 s", "12 min", "5 h", "31 days": how long a heartbeat has been missing, in the unit a person reads. */
+function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s} s`;
+  if (s < 2 * 3600) return `${Math.round(s / 60)} min`;
+  if (s < 48 * 3600) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86400)} days`;
+}
+
+/**
+ * Why a `running` record is in fact interrupted, or null while it may still be
+ * live: on this host its owner's pid is gone; on any host its heartbeat is
+ * older than RUN_HEARTBEAT_STALE_MS (which also covers a pid reused after a reboot).
+ */
+export function interruptionOf(record: RunRecordJson, now: number = Date.now()): string | null {
+  if (record.status !== 'running') return null;
+  const lastSign = record.heartbeatAt ?? record.createdAt;
+  const owner = record.owner;
+  if (owner && owner.host === os.hostname() && !processExists(owner.pid)) {
+    return `its process ${owner.pid} on ${owner.host} is gone (last heartbeat ${lastSign})`;
+  }
+  const age = now - Date.parse(lastSign);
+  if (age > RUN_HEARTBEAT_STALE_MS) {
+    const who = owner ? `process ${owner.pid} on ${owner.host}` : 'its process';
+    return `no heartbeat from ${who} for ${duration(age)} (last ${lastSign}; a live run writes one every ${RUN_HEARTBEAT_INTERVAL_MS / 1000} s)`;
+  }
+  return null;
+}
+
+/**
+ * The last step event in events.jsonl, from its last TAIL_WINDOWS bytes; a line cut off by a kill is
+ * skipped. Null when there is none there (or no file, or a link or special file in its place).
+ */
+export async function lastStepOf(workspace: Workspace, file: string): Promise<RunLastStep | null> {
+  for (const window of TAIL_WINDOWS) {
+    let tail: string;
+    try {
+      tail = await readTail(workspace, file, window);
+    } catch {
+      return null;
+    }
+    const lines = tail.split('\n');
+    for (let i = lines.length - 1; i >= 0; i--) {
+      const step = parseStep(lines[i]);
+      if (step) return step;
+    }
+  }
+  return null;
+}
+
+/** An engine step event, or rank 0's step of a script run (which knows no epochs or total). */
+function parseStep(line: string): RunLastStep | null {
+  if (!line.trim()) return null;
+  try {
+    const value: unknown = JSON.parse(line);
+    const parsed = TrainStepEventSchema.safeParse(value);
+    if (parsed.success) return { epoch: parsed.data.epoch, epochs: parsed.data.epochs, globalStep: parsed.data.globalStep, totalSteps: parsed.data.totalSteps };
+    const script = value as { type?: unknown; rank?: unknown; step?: unknown };
+    if (script.type === 'script.step' && script.rank === 0 && Number.isInteger(script.step)) return { epoch: null, epochs: null, globalStep: script.step as number, totalSteps: null };
+    return null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Kinds whose result has no single samples/s: the loader benchmark's best cached
+ * setting, the optimisation's final configuration, and the batch-size search's
+ * recommended trial, so the list shows a rate.
+ */
+function headlineRate(run: RunRecordJson): number | null {
+  const result = run.result as { cached?: { samplesPerSec?: unknown }[]; trials?: { batchSize?: unknown; accumulation?: unknown; samplesPerSec?: unknown }[]; recommended?: unknown } | undefined;
+  const rates = (xs: { samplesPerSec?: unknown }[]) => xs.map((x) => x.samplesPerSec).filter((x): x is number => typeof x === 'number');
+  if (run.kind === 'loader-benchmark' && Array.isArray(result?.cached)) {
+    const r = rates(result.cached);
+    return r.length ? Math.max(...r) : null;
+  }
+  const final = (run.result as { final?: { samplesPerSec?: { median?: unknown } } } | undefined)?.final;
+  if (run.kind === 'optimise' && typeof final?.samplesPerSec?.median === 'number') return final.samplesPerSec.median;
+  if (run.kind === 'batch-search' && Array.isArray(result?.trials)) {
+    // A script's trials have no accumulation: each is one batch.
+    const r = rates(result.trials.filter((t) => t.batchSize === result.recommended && (t.accumulation ?? 1) === 1));
+    return r.length ? Math.max(...r) : null;
+  }
+  return null;
+}
+
+/** Longest command a title shows whole; the full argv stays in the run's config. */
+const COMMAND_TITLE_CHARS = 100;
+
+/**
+ * A script's command as a title: whole when short; else its absolute paths as
+ * their last part ("python3 train.py --epochs 3": the arguments that tell runs
+ * apart stay), and if still long, its middle cut.
+ */
+export function commandTitle(argv: readonly string[]): string {
+  const whole = argv.join(' ');
+  if (whole.length <= COMMAND_TITLE_CHARS) return whole;
+  const short = argv.map((a) => (a.startsWith('/') && a.length > 1 ? path.posix.basename(a) : a)).join(' ');
+  if (short.length <= COMMAND_TITLE_CHARS) return short;
+  const half = Math.floor((COMMAND_TITLE_CHARS - 1) / 2);
+  return `${short.slice(0, half)}…${short.slice(short.length - half)}`;
+}
+
+async function summarize(workspace: Workspace, id: string, run: RunRecordJson): Promise<RunSummary> {
+  // A run cancelled while its data was prepared has no caches yet: the data source it asked for names it.
+  const asked = (run.config as { data?: { kind?: unknown } }).data?.kind;
+  // A script target (the user's own command) is named by its command, an engine target by its model and data.
+  const target = (run.config as { target?: { kind?: unknown; command?: unknown } }).target;
+  const command = target?.kind === 'script' && Array.isArray(target.command) ? commandTitle(target.command.map(String)) : null;
+  const modelOnData =
+    command !== null
+      ? `script ${command}`
+      : `${run.config.spec?.family ?? 'model'} on ${run.config.cachedData?.description ?? (typeof asked === 'string' ? asked : 'data')}`;
+  const titles: Record<string, string> = {
+    train: modelOnData,
+    benchmark: `training benchmark: ${modelOnData}`,
+    'batch-search': `batch-size search: ${modelOnData}`,
+    optimise: `optimisation: ${modelOnData}`,
+    'loader-benchmark': `loader benchmark of ${run.result?.dataset ?? run.config.dataset ?? 'a dataset'}`,
+  };
+  const title = titles[run.kind] ?? run.kind;
+  const interruption = interruptionOf(run);
+  const unfinished = run.status === 'running';
+  const { annotation, problem: annotationProblem } = await readRunAnnotation(workspace, id);
+  return {
+    id,
+    kind: run.kind,
+    status: interruption ? 'interrupted' : run.status,
+    createdAt: run.createdAt,
+    finishedAt: run.finishedAt ?? null,
+    title,
+    testAccuracy: run.result?.test?.accuracy ?? null,
+    samplesPerSec: run.result?.samplesPerSec ?? headlineRate(run),
+    gpuUtilizationMean: run.result?.telemetry?.gpuUtilizationMean ?? null,
+    error: run.error ? `${run.error.code}: ${run.error.message}` : null,
+    lastStep: unfinished ? await lastStepOf(workspace, path.join('runs', id, 'events.jsonl')) : null,
+    interruption,
+    problem: null,
+    target: target?.kind === 'script' ? 'script' : 'engine',
+    ...(annotation ? { annotation } : {}),
+    ...(annotationProblem ? { annotationProblem } : {}),
+  };
+}
+
+function unreadable(id: string, problem: string): RunSummary {
+  return {
+    id,
+    kind: 'unknown',
+    status: 'unreadable',
+    createdAt: '',
+    finishedAt: null,
+    title: id,
+    testAccuracy: null,
+    samplesPerSec: null,
+    gpuUtilizationMean: null,
+    error: null,
+    lastStep: null,
+    interruption: null,
+    problem,
+  };
+}
+
+/** run.json through its schema: the record, or the problem in words. */
+export async function readRun(workspace: Workspace, id: string): Promise<{ record: RunRecordJson; problem: null } | { record: null; problem: string }> {
+  let text: string;
+  try {
+    text = await readTextCapped(workspace, path.join('runs', id, 'run.json'), MAX_RUN_JSON_BYTES);
+  } catch (err) {
+    return { record: null, problem: `cannot read runs/${id}/run.json: ${(err as Error).message}` };
+  }
+  return parseRunRecord(text);
+}
+
+/** Every run, newest first; an unreadable run (or a link, file or special file in runs/) is listed with its problem, never fatal. */
+export async function listRuns(workspace: Workspace): Promise<RunSummary[]> {
+  const entries = await listFolder(workspace, 'runs').catch(() => []);
+  const out: RunSummary[] = [];
+  for (const entry of entries.filter((e) => !e.name.startsWith('.')).reverse()) {
+    const notFolder = entryProblem(entry, 'dir');
+    if (notFolder) {
+      out.push(unreadable(entry.name, notFolder));
+      continue;
+    }
+    const { record, problem } = await readRun(workspace, entry.name);
+    out.push(record ? await summarize(workspace, entry.name, record) : unreadable(entry.name, problem));
+  }
+  return out;
+}
+
+/** One run with its events; step events are thinned evenly so a long run still charts quickly. */
+export async function readRunDetail(workspace: Workspace, id: string): Promise<RunDetail> {
+  if (!ID_PATTERN.test(id)) throw new ApiError('E_BAD_INPUT', `${JSON.stringify(id.slice(0, 80))} is not a run id`);
+  if (!(await isFolder(workspace, path.join('runs', id)))) {
+    throw new ApiError('E_BAD_INPUT', `there is no run ${id} in the workspace ${workspace.root} (trainbench runs lists them)`);
+  }
+  const { record, problem } = await readRun(workspace, id);
+  if (!record) throw new ApiError('E_DATA', `run ${id} cannot be read: ${problem}`);
+  const kept = await readThinnedEvents(workspace, path.join('runs', id, 'events.jsonl'));
+  return { summary: await summarize(workspace, id, record), record, events: kept, telemetry: await readRunTelemetry(workspace, id) };
+}
+
+/** Lines longer than this are not events the engine wrote (a step event is ~400 bytes): skipped unparsed. */
+const MAX_EVENT_LINE_BYTES = 64 * 1024;
+
+/**
+ * events.jsonl streamed, never held whole: step events are thinned as they
+ * arrive (every stride-th kept, the stride doubling whenever more than twice
+ * MAX_STEP_EVENTS are held), so memory stays bounded however long the run was
+ * and the event loop keeps serving while a large file is read. Epoch events
+ * are all kept, in file order; the last step is always kept. A link or special
+ * file in its place reads as no events.
+ */
+async function readThinnedEvents(workspace: Workspace, file: string): Promise<TrainEvent[]> {
+  let events: TrainEvent[] = [];
+  // Steps and the other events (epochs) are each thinned the same way: a tampered file of
+  // millions of epoch lines costs no more than a long run's steps.
+  const held = { step: 0, other: 0 };
+  const stride = { step: 1, other: 1 };
+  const seen = { step: 0, other: 0 };
+  let last: TrainEvent | null = null;
+  const take = (line: string) => {
+    let parsed;
+    try {
+      parsed = TrainEventSchema.safeParse(JSON.parse(line));
+    } catch {
+      return; // a line cut off by a crash: the rest still counts
+    }
+    if (!parsed.success) return;
+    const e = parsed.data;
+    const kind = e.type === 'step' ? 'step' : 'other';
+    if (kind === 'step') last = e;
+    if (seen[kind]++ % stride[kind] !== 0) return;
+    held[kind]++;
+    events.push(e);
+    if (held[kind] > 2 * MAX_STEP_EVENTS) {
+      stride[kind] *= 2;
+      let nth = 0;
+      events = events.filter((x) => (x.type === 'step' ? 'step' : 'other') !== kind || nth++ % 2 === 0);
+      held[kind] = nth - Math.floor(nth / 2);
+    }
+  };
+  try {
+    for await (const line of jsonlLines(workspace, file, MAX_EVENT_LINE_BYTES)) take(line);
+  } catch {
+    // no events.jsonl (a run that never stepped), one that went away, or not a file: what was read counts
+  }
+  if (held.step > MAX_STEP_EVENTS) {
+    // The held steps are evenly spaced: one last even pass brings them to the limit.
+    const k = Math.ceil(held.step / MAX_STEP_EVENTS);
+    let nth = 0;
+    events = events.filter((x) => x.type !== 'step' || nth++ % k === 0);
+  }
+  const lastStep = last;
+  if (lastStep !== null && !events.includes(lastStep)) {
+    // After the last held step, before any epoch event that followed it in the file.
+    let at = events.length;
+    while (at > 0 && events[at - 1].type !== 'step') at--;
+    events.splice(at, 0, lastStep);
+  }
+  return events;
+}

@@ -1,0 +1,114 @@
+import type { WriteStream } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import type { ApiErrorPayload } from '../../api/errors';
+import { ApiError } from '../../api/errors';
+import type { RunComputeDevice, RunEnvironment, RunRecordJson, StoredRunStatus } from '../../api/run-record';
+import { RUN_HEARTBEAT_INTERVAL_MS, RUN_SCHEMA_VERSION } from '../../api/run-record';
+import { newJobId } from '../../api/ids';
+import { buildInfo } from '../common/build-info';
+import type { Workspace } from './workspace';
+import { createFileWriteStream, makeFolder, makeFolderExclusive, writeJsonConfined } from './workspace-files';
+
+/** One run's folder: run.json (rewritten atomically) and events.jsonl (appended). */
+export interface RunRecord {
+  id: string;
+  /** Absolute path of runs/<id>. */
+  dir: string;
+  /** Path relative to the workspace, for results people read. */
+  relativeDir: string;
+  appendEvent(event: unknown): void;
+  /** A new file of the run's folder to write into (a log, telemetry), or appended to with `append`. */
+  stream(name: string, options?: { append?: boolean }): WriteStream;
+  /** Writes a JSON file of the run's folder by temp file + rename (a wizard's state). */
+  writeJson(name: string, value: unknown): Promise<void>;
+  finish(status: Exclude<StoredRunStatus, 'running'>, outcome: { result?: RunRecordJson['result']; error?: ApiErrorPayload }): Promise<void>;
+  /** Records why the run ended early (cancelled for E_CANCELLED, failed otherwise) and returns the error to throw. */
+  fail(err: unknown): Promise<ApiError>;
+}
+
+export interface CreateRunOptions {
+  /** Tests shorten it; everyone else uses RUN_HEARTBEAT_INTERVAL_MS, which readers rely on. */
+  heartbeatMs?: number;
+  /** An id the caller chose (so a UI can follow its own run's events from the first one); refused if taken. */
+  id?: string;
+  /** What the run computes on (engine runs; a script's runs know their own device). */
+  computeDevice?: RunComputeDevice;
+}
+
+
+function environment(computeDevice?: RunComputeDevice): RunEnvironment {
+  const build = buildInfo();
+  return {
+    platform: process.platform,
+    arch: process.arch,
+    node: process.version,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    totalMemoryBytes: os.totalmem(),
+    hostname: os.hostname(),
+    trainbench: build.version,
+    ...(build.commit ? { trainbenchCommit: build.commit } : {}),
+    ...(computeDevice ? { computeDevice } : {}),
+  };
+}
+
+/**
+ * Creates runs/<id>/ owned by this process: run.json names the pid and host and
+ * carries a heartbeat refreshed while the run is live, so a reader can tell a
+ * run whose process was killed from one still training.
+ */
+export async function createRun(workspace: Workspace, kind: string, config: RunRecordJson['config'], options: CreateRunOptions = {}): Promise<RunRecord> {
+  const id = options.id ?? newJobId();
+  const relativeDir = path.join('runs', id);
+  await makeFolder(workspace, 'runs');
+  const dir = await makeFolderExclusive(workspace, relativeDir).catch((err: NodeJS.ErrnoException) => {
+    throw err.code === 'EEXIST' ? new ApiError('E_BAD_INPUT', `a run with the id ${id} exists already: choose another`) : err;
+  });
+  const file = path.join(relativeDir, 'run.json');
+  const createdAt = new Date().toISOString();
+  const running: RunRecordJson = {
+    schemaVersion: RUN_SCHEMA_VERSION,
+    id,
+    kind,
+    status: 'running',
+    createdAt,
+    config,
+    environment: environment(options.computeDevice),
+    owner: { pid: process.pid, host: os.hostname(), startedAt: createdAt },
+    heartbeatAt: createdAt,
+  };
+  // Every rewrite goes through this one chain, so a heartbeat can never land after the final record.
+  let writes: Promise<void> = writeJsonConfined(workspace, file, running);
+  await writes;
+  const write = (record: RunRecordJson): Promise<void> => (writes = writes.catch(() => undefined).then(() => writeJsonConfined(workspace, file, record)));
+
+  const beat = setInterval(() => {
+    // A missed beat (say, a full disk) only ages the heartbeat; the next one may succeed.
+    write({ ...running, heartbeatAt: new Date().toISOString() }).catch(() => undefined);
+  }, options.heartbeatMs ?? RUN_HEARTBEAT_INTERVAL_MS);
+  beat.unref(); // the heartbeat alone never keeps a process alive
+
+  const events: WriteStream = createFileWriteStream(workspace, path.join(relativeDir, 'events.jsonl'), { append: true });
+  const finish: RunRecord['finish'] = async (status, outcome) => {
+    clearInterval(beat);
+    await new Promise<void>((resolve) => events.end(resolve));
+    const finishedAt = new Date().toISOString();
+    await write({ ...running, heartbeatAt: finishedAt, status, finishedAt, ...outcome });
+  };
+  return {
+    id,
+    dir,
+    relativeDir,
+    appendEvent: (event) => events.write(JSON.stringify(event) + '\n'),
+    stream: (name, options) => createFileWriteStream(workspace, path.join(relativeDir, name), options),
+    writeJson: (name, value) => writeJsonConfined(workspace, path.join(relativeDir, name), value),
+    finish,
+    async fail(err) {
+      const error = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
+      await finish(error.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { error: error.toPayload() });
+      return error;
+    },
+  };
+}

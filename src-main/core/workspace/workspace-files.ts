@@ -1,0 +1,461 @@
+// The one way the services touch a workspace file. A workspace is shared, copied
+// between rigs and unpacked from other people's bundles, so what lies in it is
+// data, never a way out: a file is read only as itself (never through a link at
+// its last component, never a FIFO, socket, device or folder, and the opened
+// file's real path is checked again), every read has a size cap or streams in
+// bounded memory, and writes go to a fresh temp file renamed over the name (a
+// link planted there is replaced, never written through). Messages name the
+// file and the problem, never its contents. The lint rule in eslint.config.mjs
+// keeps node:fs out of the other services.
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, createReadStream, createWriteStream, fstatSync, openSync, promises as fs, readlinkSync, realpathSync, type WriteStream } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+
+import { ApiError } from '../../api/errors';
+import { jsonProblem } from '../../api/format-issues';
+import { renameReplacing, writeFileAtomic } from './atomic-write';
+import type { Workspace } from './workspace';
+
+export const MiB = 1024 * 1024;
+
+/** What is wrong with a workspace file: callers tell a missing file (often normal) from the rest. */
+export type FileProblem = 'missing' | 'link' | 'not-a-file' | 'not-a-folder' | 'too-large' | 'outside' | 'unreadable' | 'not-json';
+
+export class WorkspaceFileError extends ApiError {
+  constructor(
+    readonly problem: FileProblem,
+    readonly file: string,
+    message: string,
+  ) {
+    super(problem === 'missing' ? 'E_BAD_INPUT' : 'E_DATA', message);
+  }
+}
+
+export const isMissing = (err: unknown): boolean => err instanceof WorkspaceFileError && err.problem === 'missing';
+
+// O_NOFOLLOW refuses a link at the last component; O_NONBLOCK makes opening a FIFO return at once
+// (then fstat refuses it) instead of blocking a thread-pool thread until a writer appears. Windows has
+// neither: there the last component is lstat-ed first and the opened file compared with it.
+const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+const NONBLOCK = constants.O_NONBLOCK ?? 0;
+
+function isWithin(root: string, p: string): boolean {
+  const rel = path.relative(root, p);
+  return !(rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel));
+}
+
+/** `file` (relative to the root, or absolute inside it) checked by name and real path; absolute. */
+export function confinedPath(workspace: Workspace, file: string): string {
+  return workspace.resolve(path.isAbsolute(file) ? path.relative(workspace.root, file) : file);
+}
+
+/** The file as messages name it: relative to the workspace. */
+export function shownPath(workspace: Workspace, abs: string): string {
+  return path.relative(workspace.root, abs) || '.';
+}
+
+function realRoot(workspace: Workspace): string {
+  try {
+    return realpathSync.native(workspace.root);
+  } catch {
+    return workspace.root;
+  }
+}
+
+function openError(err: unknown, shown: string): WorkspaceFileError {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT' || code === 'ENOTDIR') return new WorkspaceFileError('missing', shown, `${shown} does not exist`);
+  // ELOOP from O_NOFOLLOW: the last component is a link. (Linux gives ELOOP; some systems EMLINK.)
+  if (code === 'ELOOP' || code === 'EMLINK') return new WorkspaceFileError('link', shown, `${shown} is a link: workspace files are read only as themselves, never through a link`);
+  if (code === 'EISDIR') return new WorkspaceFileError('not-a-file', shown, `${shown} is a folder, not a file`);
+  return new WorkspaceFileError('unreadable', shown, `${shown} cannot be opened (${code ?? 'error'})`);
+}
+
+function kindOf(st: { isDirectory(): boolean; isFIFO(): boolean; isSocket(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean }): string {
+  if (st.isDirectory()) return 'a folder';
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'not a regular file';
+}
+
+/** After open: the opened file must be where its name says (a component swapped for a link meanwhile is caught). */
+async function verifyOpened(workspace: Workspace, abs: string, handle: FileHandle, shown: string): Promise<void> {
+  if (process.platform === 'linux') {
+    const real = await fs.readlink(`/proc/self/fd/${handle.fd}`).catch(() => null);
+    if (real !== null && !isWithin(realRoot(workspace), real)) throw new WorkspaceFileError('outside', shown, `${shown} leads outside the workspace`);
+    return;
+  }
+  const [opened, named] = await Promise.all([handle.stat(), fs.lstat(abs).catch(() => null)]);
+  if (!named || named.isSymbolicLink() || named.ino !== opened.ino || named.dev !== opened.dev) {
+    throw new WorkspaceFileError('link', shown, `${shown} changed while it was opened (a link?): not read`);
+  }
+}
+
+export interface OpenedFile {
+  handle: FileHandle;
+  size: number;
+  /** As messages name it. */
+  shown: string;
+  /** Last modified, ms since the epoch (a zip entry's date). */
+  mtimeMs: number;
+}
+
+/** Opens a regular file of the workspace for reading; the caller closes the handle. */
+export async function openFile(workspace: Workspace, file: string): Promise<OpenedFile> {
+  const abs = confinedPath(workspace, file);
+  const shown = shownPath(workspace, abs);
+  if (!NOFOLLOW) {
+    const l = await fs.lstat(abs).catch((err: unknown) => {
+      throw openError(err, shown);
+    });
+    if (l.isSymbolicLink()) throw new WorkspaceFileError('link', shown, `${shown} is a link: workspace files are read only as themselves, never through a link`);
+  }
+  const handle = await fs.open(abs, constants.O_RDONLY | NOFOLLOW | NONBLOCK).catch((err: unknown) => {
+    throw openError(err, shown);
+  });
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw new WorkspaceFileError('not-a-file', shown, `${shown} is ${kindOf(st)}, not a regular file: not read`);
+    await verifyOpened(workspace, abs, handle, shown);
+    return { handle, size: st.size, shown, mtimeMs: st.mtimeMs };
+  } catch (err) {
+    await handle.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+function tooLarge(shown: string, size: number, maxBytes: number): WorkspaceFileError {
+  const mb = (b: number) => (b >= MiB ? `${(b / MiB).toFixed(1)} MiB` : `${b} bytes`);
+  return new WorkspaceFileError('too-large', shown, `${shown} is ${mb(size)}, more than the ${mb(maxBytes)} this reads: not read`);
+}
+
+/** A whole file, refused (naming its size) when larger than maxBytes. */
+export async function readFileCapped(workspace: Workspace, file: string, maxBytes: number): Promise<Buffer> {
+  const { handle, size, shown } = await openFile(workspace, file);
+  try {
+    if (size > maxBytes) throw tooLarge(shown, size, maxBytes);
+    // One byte more than the cap: a file that grew since fstat is caught too.
+    const buffer = Buffer.alloc(Math.min(maxBytes + 1, size + 1));
+    let got = 0;
+    while (got < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, got, buffer.length - got, got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    if (got > maxBytes) throw tooLarge(shown, got, maxBytes);
+    return buffer.subarray(0, got);
+  } finally {
+    await handle.close();
+  }
+}
+
+export async function readTextCapped(workspace: Workspace, file: string, maxBytes: number): Promise<string> {
+  return (await readFileCapped(workspace, file, maxBytes)).toString('utf8');
+}
+
+/** A JSON file's value; a parse error names the file and the position, never its text. */
+export async function readJsonCapped(workspace: Workspace, file: string, maxBytes: number): Promise<unknown> {
+  const text = await readTextCapped(workspace, file, maxBytes);
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    const shown = shownPath(workspace, confinedPath(workspace, file));
+    throw new WorkspaceFileError('not-json', shown, `${shown} is ${jsonProblem(err)}`);
+  }
+}
+
+/**
+ * The last at most maxBytes of a file, from its first whole line on (the line cut by
+ * the window is dropped), for reading the end of a log that may be any size.
+ */
+export async function readTail(workspace: Workspace, file: string, maxBytes: number): Promise<string> {
+  const { handle, size } = await openFile(workspace, file);
+  try {
+    const start = Math.max(0, size - maxBytes);
+    const buffer = Buffer.alloc(size - start);
+    let got = 0;
+    while (got < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, got, buffer.length - got, start + got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    const text = buffer.subarray(0, got).toString('utf8');
+    return start > 0 ? text.slice(text.indexOf('\n') + 1) : text;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A stream of an opened regular file of the workspace (bounded by its highWaterMark); closes the handle when done. */
+export async function streamFile(workspace: Workspace, file: string, options: { encoding?: BufferEncoding; highWaterMark?: number } = {}) {
+  const { handle } = await openFile(workspace, file);
+  return createReadStream('', { fd: handle, autoClose: true, ...options });
+}
+
+/**
+ * A stream of a regular file of the workspace, of the bytes it holds when opened (a log still
+ * growing is read up to that size), refused (naming its size) over maxBytes.
+ */
+export async function streamFileBounded(workspace: Workspace, file: string, maxBytes: number): Promise<{ stream: Readable; size: number; shown: string; mtimeMs: number }> {
+  const { handle, size, shown, mtimeMs } = await openFile(workspace, file);
+  if (size > maxBytes || size === 0) {
+    await handle.close();
+    if (size > maxBytes) throw tooLarge(shown, size, maxBytes);
+    return { stream: Readable.from([]), size, shown, mtimeMs };
+  }
+  return { stream: createReadStream('', { fd: handle, autoClose: true, start: 0, end: size - 1, highWaterMark: 256 * 1024 }), size, shown, mtimeMs };
+}
+
+export type EntryKind = 'file' | 'dir' | 'link' | 'other';
+export interface FolderEntry {
+  name: string;
+  kind: EntryKind;
+  /** For files; 0 for the rest. */
+  bytes: number;
+}
+
+/** A folder's own kind, not followed: only a real folder is listed or written into. */
+async function requireFolder(workspace: Workspace, dir: string): Promise<{ abs: string; shown: string }> {
+  const abs = confinedPath(workspace, dir);
+  const shown = shownPath(workspace, abs);
+  const st = await fs.lstat(abs).catch((err: unknown) => {
+    throw openError(err, shown);
+  });
+  if (st.isSymbolicLink()) throw new WorkspaceFileError('link', shown, `${shown} is a link: workspace folders are used only as themselves`);
+  if (!st.isDirectory()) throw new WorkspaceFileError('not-a-folder', shown, `${shown} is not a folder`);
+  return { abs, shown };
+}
+
+/** Whether `dir` is a real folder of the workspace (not a link to one, not a file). */
+export async function isFolder(workspace: Workspace, dir: string): Promise<boolean> {
+  return requireFolder(workspace, dir).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * A folder's entries, by name, each with its own kind (links are not followed: they are
+ * listed as links, for the caller to show as a problem). A missing folder has none.
+ */
+export async function listFolder(workspace: Workspace, dir: string): Promise<FolderEntry[]> {
+  let abs: string;
+  try {
+    abs = (await requireFolder(workspace, dir)).abs;
+  } catch (err) {
+    if (isMissing(err)) return [];
+    throw err;
+  }
+  const entries = await fs.readdir(abs, { withFileTypes: true });
+  const out: FolderEntry[] = [];
+  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    const kind: EntryKind = e.isSymbolicLink() ? 'link' : e.isDirectory() ? 'dir' : e.isFile() ? 'file' : 'other';
+    const bytes = kind === 'file' ? ((await fs.lstat(path.join(abs, e.name)).catch(() => null))?.size ?? 0) : 0;
+    out.push({ name: e.name, kind, bytes });
+  }
+  return out;
+}
+
+/** Why an entry of a list cannot be used, in words, or null for a usable one of the wanted kind. */
+export function entryProblem(entry: FolderEntry, want: 'file' | 'dir'): string | null {
+  if (entry.kind === want) return null;
+  if (entry.kind === 'link') return `${entry.name} is a link: the workspace uses its entries only as themselves`;
+  return `${entry.name} is ${entry.kind === 'dir' ? 'a folder' : entry.kind === 'file' ? 'a file' : 'a special file (FIFO, socket or device)'}, not ${want === 'dir' ? 'a folder' : 'a file'}`;
+}
+
+/** Creates a folder (and its parents) inside the workspace; refuses when any part is a link or a file. */
+export async function makeFolder(workspace: Workspace, dir: string): Promise<string> {
+  const abs = confinedPath(workspace, dir);
+  await fs.mkdir(abs, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
+    throw new WorkspaceFileError('not-a-folder', shownPath(workspace, abs), `cannot create ${shownPath(workspace, abs)} (${err.code ?? err.message})`);
+  });
+  await requireFolder(workspace, abs);
+  return abs;
+}
+
+/**
+ * A folder the person chose in a trusted shell (the desktop app's dialog, the CLI's --out),
+ * which may lie outside the workspace: created if missing. Never reached from the contract.
+ */
+export async function makeChosenFolder(abs: string): Promise<void> {
+  await fs.mkdir(abs, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
+    throw new ApiError('E_BAD_INPUT', `cannot create ${abs} (${err.code ?? err.message})`);
+  });
+}
+
+/**
+ * Creates one new folder in a real folder of the workspace, exclusively: EEXIST (as the
+ * ErrnoException it is) when the name is taken, by anything, a link included.
+ */
+export async function makeFolderExclusive(workspace: Workspace, dir: string): Promise<string> {
+  const named = path.resolve(workspace.root, path.isAbsolute(dir) ? path.relative(workspace.root, dir) : dir);
+  const { abs: parent } = await requireFolder(workspace, path.dirname(named));
+  const abs = path.join(parent, path.basename(named));
+  await fs.mkdir(abs);
+  return abs;
+}
+
+/** Removes an empty folder made by makeFolderExclusive; quietly does nothing when it is gone. */
+export async function removeEmptyFolder(workspace: Workspace, dir: string): Promise<void> {
+  await fs.rmdir(confinedPath(workspace, dir)).catch(() => undefined);
+}
+
+/**
+ * Writes a file by a fresh temp file (O_EXCL: never an existing one) renamed over the name,
+ * in a real folder of the workspace: readers never see half a file, and a link planted at
+ * the name is replaced, never written through.
+ */
+export async function writeFileConfined(workspace: Workspace, file: string, data: string | Uint8Array): Promise<void> {
+  // The name is not followed (the rename replaces whatever is there); its folder must be a real one inside.
+  const abs = entryPath(workspace, file);
+  const { abs: dir } = await requireFolder(workspace, path.dirname(abs));
+  await writeFileAtomic(path.join(dir, path.basename(abs)), data);
+}
+
+/** What is at a workspace entry's name, not followed: null when nothing is. */
+export async function entryKind(workspace: Workspace, entry: string): Promise<EntryKind | null> {
+  const st = await fs.lstat(entryPath(workspace, entry)).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return null;
+    throw err;
+  });
+  if (!st) return null;
+  return st.isSymbolicLink() ? 'link' : st.isDirectory() ? 'dir' : st.isFile() ? 'file' : 'other';
+}
+
+/**
+ * Writes a new file, whole or not at all, refusing a name that is taken by anything (a file, a folder,
+ * a link): a fresh temp file is hard-linked to the name (link(2) never replaces, so two writers
+ * cannot both win), then removed. Where the file system has no hard links, the name is created
+ * exclusively and written. EEXIST (as the ErrnoException it is) when the name is taken.
+ */
+export async function writeNewFileConfined(workspace: Workspace, file: string, data: string | Uint8Array): Promise<void> {
+  const abs = entryPath(workspace, file);
+  const { abs: dir } = await requireFolder(workspace, path.dirname(abs));
+  const target = path.join(dir, path.basename(abs));
+  const tmp = path.join(dir, `.${path.basename(abs)}.${randomBytes(6).toString('hex')}.tmp`);
+  const handle = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+  try {
+    await handle.writeFile(data);
+  } finally {
+    await handle.close();
+  }
+  try {
+    await fs.link(tmp, target);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err;
+    const out = await fs.open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+    try {
+      await out.writeFile(data);
+    } finally {
+      await out.close();
+    }
+  } finally {
+    await fs.rm(tmp, { force: true });
+  }
+}
+
+export function writeJsonConfined(workspace: Workspace, file: string, value: unknown): Promise<void> {
+  return writeFileConfined(workspace, file, JSON.stringify(value, null, 2) + '\n');
+}
+
+/**
+ * Copies a workspace file to `to` (any path: the export folder may be the person's own,
+ * outside the workspace) by streaming from the opened source into a fresh temp file beside
+ * `to`, renamed over it: neither a link at the source nor one at the destination is followed.
+ */
+export async function copyFileOut(workspace: Workspace, from: string, to: string): Promise<void> {
+  const source = await openFile(workspace, from);
+  const tmp = path.join(path.dirname(to), `.${path.basename(to)}.${randomBytes(6).toString('hex')}.tmp`);
+  let out: FileHandle | null = null;
+  try {
+    out = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+    const chunk = Buffer.alloc(Math.min(MiB, Math.max(1, source.size)));
+    for (let at = 0; ; ) {
+      const { bytesRead } = await source.handle.read(chunk, 0, chunk.length, at);
+      if (bytesRead === 0) break;
+      await out.write(chunk, 0, bytesRead);
+      at += bytesRead;
+    }
+    await out.close();
+    out = null;
+    await renameReplacing(tmp, to).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'EISDIR' || err.code === 'ENOTEMPTY' || err.code === 'EEXIST') {
+        throw new ApiError('E_BAD_INPUT', `${path.basename(to)} is a folder in the export folder: move it away or export elsewhere`);
+      }
+      throw err;
+    });
+  } catch (err) {
+    await out?.close().catch(() => undefined);
+    await fs.rm(tmp, { force: true });
+    throw err;
+  } finally {
+    await source.handle.close();
+  }
+}
+
+/** A new file in a real folder of the workspace, opened for writing at any offset (a cache's shards); EEXIST when the name is taken. */
+export async function createFile(workspace: Workspace, file: string): Promise<FileHandle> {
+  const named = path.resolve(workspace.root, path.isAbsolute(file) ? path.relative(workspace.root, file) : file);
+  const { abs: dir } = await requireFolder(workspace, path.dirname(named));
+  return fs.open(path.join(dir, path.basename(named)), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+}
+
+/**
+ * A write stream on a file of the workspace (a run's log, events or telemetry): created if
+ * missing, appended to when `append`, else created fresh (an existing file is an error: these
+ * files belong to a folder the run made itself). Never through a link at the name, never a
+ * FIFO or device; synchronous, as the callers open it where a stream must exist at once.
+ */
+export function createFileWriteStream(workspace: Workspace, file: string, options: { append?: boolean } = {}): WriteStream {
+  const abs = confinedPath(workspace, file);
+  const shown = shownPath(workspace, abs);
+  const mode = options.append ? constants.O_APPEND : constants.O_EXCL;
+  let fd: number;
+  try {
+    fd = openSync(abs, constants.O_WRONLY | constants.O_CREAT | mode | NOFOLLOW | NONBLOCK, 0o644);
+  } catch (err) {
+    throw openError(err, shown);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new WorkspaceFileError('not-a-file', shown, `${shown} is ${kindOf(st)}, not a regular file: not written`);
+    if (process.platform === 'linux') {
+      const real = (() => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`);
+        } catch {
+          return null;
+        }
+      })();
+      if (real !== null && !isWithin(realRoot(workspace), real)) throw new WorkspaceFileError('outside', shown, `${shown} leads outside the workspace: not written`);
+    }
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+  return createWriteStream('', { fd, autoClose: true });
+}
+
+/**
+ * An entry's path for operations on the entry itself (rm, rename), which never follow its last
+ * component: the parent confined by real path, the name by name only.
+ */
+function entryPath(workspace: Workspace, entry: string): string {
+  const named = path.resolve(workspace.root, path.isAbsolute(entry) ? path.relative(workspace.root, entry) : entry);
+  if (!isWithin(workspace.root, named) || named === workspace.root) throw new WorkspaceFileError('outside', entry, `${entry} is not inside the workspace`);
+  return path.join(confinedPath(workspace, path.dirname(named)), path.basename(named));
+}
+
+/** Removes a file or folder of the workspace (a link is removed as the link, never what it points to; rm follows no link inside a folder either). */
+export async function removeEntry(workspace: Workspace, entry: string): Promise<void> {
+  await fs.rm(entryPath(workspace, entry), { recursive: true, force: true });
+}
+
+/** Renames within the workspace; a link at either name is moved or replaced as the link. */
+export async function renameEntry(workspace: Workspace, from: string, to: string): Promise<void> {
+  await renameReplacing(entryPath(workspace, from), entryPath(workspace, to));
+}

@@ -1,0 +1,134 @@
+import { lstatSync, promises as fs, readlinkSync, realpathSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { ApiError } from '../../api/errors';
+import { isMissing, readTextCapped, writeJsonConfined } from './workspace-files';
+
+export const WORKSPACE_SCHEMA_VERSION = 1;
+const WORKSPACE_FILE = 'workspace.json';
+const SUBFOLDERS = ['datasets', 'runs', 'reports', 'sources'] as const;
+
+/**
+ * `<user-data>/workspace`, where user-data is the folder Electron gives an app
+ * named Trainbench, so the CLI, serve mode and the desktop app share one workspace.
+ */
+export function defaultWorkspaceDir(
+  platform: NodeJS.Platform = process.platform,
+  env: NodeJS.ProcessEnv = process.env,
+  home: string = os.homedir(),
+): string {
+  if (env.TRAINBENCH_WORKSPACE) return path.resolve(env.TRAINBENCH_WORKSPACE);
+  const p = platform === 'win32' ? path.win32 : path.posix;
+  let userData: string;
+  if (platform === 'win32') userData = p.join(env.APPDATA ?? p.join(home, 'AppData', 'Roaming'), 'Trainbench');
+  else if (platform === 'darwin') userData = p.join(home, 'Library', 'Application Support', 'Trainbench');
+  else userData = p.join(env.XDG_CONFIG_HOME ?? p.join(home, '.config'), 'Trainbench');
+  return p.join(userData, 'workspace');
+}
+
+export interface Workspace {
+  readonly root: string;
+  /**
+   * Resolves a path relative to the workspace; refuses anything that escapes it,
+   * by name ('..', absolute paths) or through a symbolic link.
+   */
+  resolve(relative: string): string;
+}
+
+/** Links followed before giving up, as the OS does (ELOOP). */
+const MAX_LINKS = 40;
+
+function isWithin(root: string, p: string): boolean {
+  const rel = path.relative(root, p);
+  return !(rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel));
+}
+
+/**
+ * The real path of `p` even when its tail does not exist yet: the real path of
+ * the longest existing prefix plus the rest. A dangling link is followed to
+ * where it points, since creating a file through it would create it there.
+ */
+function realPathOf(p: string, links = 0): string {
+  try {
+    return realpathSync.native(p);
+  } catch {
+    // missing, dangling or unreadable: resolve what exists piece by piece
+  }
+  let stat;
+  try {
+    stat = lstatSync(p, { throwIfNoEntry: false });
+  } catch {
+    stat = undefined; // a name too long or unreadable: nothing to follow; the caller's own access reports it
+  }
+  if (stat?.isSymbolicLink()) {
+    if (links >= MAX_LINKS) throw new ApiError('E_BAD_INPUT', `${p} goes through more than ${MAX_LINKS} links (a loop?)`);
+    return realPathOf(path.resolve(path.dirname(p), readlinkSync(p)), links + 1);
+  }
+  const parent = path.dirname(p);
+  if (parent === p) return p;
+  return path.join(realPathOf(parent, links), path.basename(p));
+}
+
+/**
+ * Confines by name and by real path, so a link such as sources/etc -> /etc
+ * cannot make a folder outside the workspace listable or importable (serve mode
+ * answers any page that holds the token). Returns the path as named, not the real one.
+ */
+/** Longer than any path a file system takes (Linux PATH_MAX is 4096): refused before it reaches one. */
+const MAX_PATH_CHARS = 4096;
+
+export function resolveInside(root: string, relative: string): string {
+  if (relative.includes('\0')) throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative)} contains a NUL byte`);
+  if (relative.length > MAX_PATH_CHARS) {
+    throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative.slice(0, 40))}… is ${relative.length} characters long; no file system takes more than ${MAX_PATH_CHARS}`);
+  }
+  const resolved = path.resolve(root, relative);
+  if (!isWithin(root, resolved)) throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative)} is outside the workspace ${root}`);
+  const realRoot = realPathOf(root);
+  const real = realPathOf(resolved);
+  if (!isWithin(realRoot, real)) {
+    throw new ApiError(
+      'E_BAD_INPUT',
+      // Where it leads is not said: an answer must not map what lies outside the workspace.
+      `path ${JSON.stringify(relative)} leads outside the workspace through a link; copy the files into the workspace instead`,
+    );
+  }
+  return resolved;
+}
+
+/** Creates the workspace layout if needed and records its schema version. */
+export async function openWorkspace(dir: string): Promise<Workspace> {
+  const root = path.resolve(dir);
+  try {
+    await fs.mkdir(root, { recursive: true });
+    for (const sub of SUBFOLDERS) await fs.mkdir(path.join(root, sub), { recursive: true });
+  } catch (err) {
+    throw new ApiError('E_BAD_INPUT', `cannot use ${root} as a workspace: ${(err as Error).message}`);
+  }
+  const workspace: Workspace = { root, resolve: (relative) => resolveInside(root, relative) };
+  // Read as itself and capped: a link, FIFO or huge file at workspace.json must not hang or end the start.
+  let existing: string | null = null;
+  try {
+    existing = await readTextCapped(workspace, WORKSPACE_FILE, 64 * 1024);
+  } catch (err) {
+    if (!isMissing(err)) throw new ApiError('E_DATA', `cannot use ${root} as a workspace: ${(err as Error).message}`);
+  }
+  if (existing === null) {
+    await writeJsonConfined(workspace, WORKSPACE_FILE, { schemaVersion: WORKSPACE_SCHEMA_VERSION, createdAt: new Date().toISOString() });
+  } else {
+    let version: unknown;
+    try {
+      version = (JSON.parse(existing) as { schemaVersion?: unknown }).schemaVersion;
+    } catch {
+      version = undefined;
+    }
+    if (typeof version === 'number' && version > WORKSPACE_SCHEMA_VERSION) {
+      throw new ApiError(
+        'E_DATA',
+        `workspace ${root} has schema version ${version}, newer than this Trainbench understands (${WORKSPACE_SCHEMA_VERSION}); update Trainbench`,
+      );
+    }
+  }
+  return workspace;
+}
