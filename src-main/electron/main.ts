@@ -8,7 +8,7 @@ import { IPC_CALL_CHANNEL, IPC_EVENT_CHANNEL } from '../api/bridge';
 import { toApiError } from '../core/api-router';
 import type { Services } from '../core/services';
 import { createServices } from '../core/services';
-import { defaultWorkspaceDir } from '../core/workspace';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { packageRoot } from '../engine/package-root';
 import { menuTemplate } from './menu';
 import { appResponseHeaders, isAppUrl, isExternalLink } from './navigation';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll } from 'vitest';
 import type { SourceSpec } from '../../src-main/api/datasets';
 import { buildCache } from '../../src-main/core/datasets/cache-builder';
 import { openSource } from '../../src-main/core/datasets/importers/open-source';
-import { openWorkspace, type Workspace } from '../../src-main/core/workspace';
+import { openWorkspace, type Workspace } from '../../src-main/core/workspace/workspace';
 import { tempDir } from './temp-dir';
 
 export async function testWorkspace(): Promise<{ ws: Workspace; dir: string; cleanup(): void }> {

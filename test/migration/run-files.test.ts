@@ -19,15 +19,15 @@ import { WizardResultSchema } from '../../src-main/api/optimise';
 import { ScriptOptimiseRequestSchema } from '../../src-main/api/script-target';
 import type { RunDetail, RunSummary, TrainStepEvent } from '../../src-main/api/training';
 import { lastStepText, RunDetailSchema, RunSummarySchema } from '../../src-main/api/training';
-import { loadWizardState } from '../../src-main/core/optimise/wizard-state';
+import { loadWizardState } from '../../src-main/core/targets/engine/wizard-state';
 import type { LoadedRuns } from '../../src-main/core/reports/report-runs';
 import { isScriptRun, loadReportRuns } from '../../src-main/core/reports/report-runs';
 import { ReportService } from '../../src-main/core/reports/report-service';
 import { traceRun } from '../../src-main/core/reports/trace';
-import { listRuns, readRunDetail } from '../../src-main/core/run-reader';
-import { loadScriptWizardState, readScriptWizardState } from '../../src-main/core/script/script-optimise-resume';
-import type { Workspace } from '../../src-main/core/workspace';
-import { openWorkspace } from '../../src-main/core/workspace';
+import { listRuns, readRunDetail } from '../../src-main/core/workspace/run-reader';
+import { loadScriptWizardState, readScriptWizardState } from '../../src-main/core/targets/script/script-wizard-state';
+import type { Workspace } from '../../src-main/core/workspace/workspace';
+import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import { scriptCompareCurve, scriptThroughput } from '../../src-renderer/components/runs/script-compare';
 import { REPO_ROOT } from '../helpers/repo';
 import { readSafetensors } from '../helpers/safetensors';
@@ -251,7 +251,7 @@ describe('opening each run', () => {
 
   it('engine optimisation wizard: baseline, diagnosis, limits, each decision, the verdict', () => {
     const { result, telemetry } = reported(RUNS.engineOptimise, 'optimise');
-    expect(result).toMatchObject({ optimiseId: ENGINE_WIZARD, status: 'completed', preset: 'balanced', repeat: 3 });
+    expect(result).toMatchObject({ jobId: ENGINE_WIZARD, status: 'completed', preset: 'balanced', repeat: 3 });
     expect(result.baseline.samplesPerSec).toEqual({ low: 99983.59644120887, median: 100793.79840956835, high: 105041.91336471241 });
     expect(result.baseline.noiseFloor).toBe(0.02509240153322449);
     expect(result.diagnosis.bound).toBe('host-overhead');
@@ -278,7 +278,7 @@ describe('opening each run', () => {
 
   it('engine wizard state: read as the resume reads it', async () => {
     const state = await loadWizardState(ws, ENGINE_WIZARD);
-    expect(state).toMatchObject({ optimiseId: ENGINE_WIZARD, status: 'completed', runIds: [RUNS.engineOptimise.id] });
+    expect(state).toMatchObject({ jobId: ENGINE_WIZARD, schemaVersion: 2, status: 'completed', runIds: [RUNS.engineOptimise.id] });
     expect(state.trials.map((x) => x.decision)).toEqual(['inconclusive', 'reject']);
     expect(state.best.options).toMatchObject({ batchSize: 64, loaderWorkers: 1 });
     expect(state.final?.samplesPerSec.median).toBe(100793.79840956835);

@@ -29,13 +29,13 @@ describe('batch-size search progress', () => {
         data: { kind: 'fashion-mnist' },
         options: { device: 'cpu', memoryLimitBytes: 128 * 2 ** 20, threads: 2 },
         stepsPerTrial: 3,
-        searchId: 'progress-test',
+        jobId: 'progress-test',
       });
       const result = await services.batchSize.search(request, { allowPathsOutsideWorkspace: true });
       expect(result.trials.length).toBeGreaterThanOrEqual(2);
 
       const first = seen[0];
-      expect(first.kind === 'progress' && first.p).toMatchObject({ searchId: 'progress-test', phase: 'preparing', trial: null, step: 0, steps: 3 });
+      expect(first.kind === 'progress' && first.p).toMatchObject({ jobId: 'progress-test', phase: 'preparing', trial: null, step: 0, steps: 3 });
       // Every trial's start is told before its result, with its number and batch, counting from its own start.
       for (const t of result.trials) {
         const resultAt = seen.findIndex((s) => s.kind === 'trial' && s.t.index === t.index);
@@ -49,7 +49,7 @@ describe('batch-size search progress', () => {
       const progress = seen.flatMap((s) => (s.kind === 'progress' ? [s.p] : []));
       const elapsed = progress.map((p) => p.elapsedSeconds);
       expect(elapsed).toEqual([...elapsed].sort((a, b) => a - b));
-      expect(progress.every((p) => p.searchId === 'progress-test' && p.step <= p.steps)).toBe(true);
+      expect(progress.every((p) => p.jobId === 'progress-test' && p.step <= p.steps)).toBe(true);
     } finally {
       off();
     }

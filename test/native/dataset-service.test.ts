@@ -37,7 +37,7 @@ describe('datasets through the contract', () => {
   it('cancels a build: E_CANCELLED and nothing published', async () => {
     const build = services.router.dispatch('datasets.build', { source: { kind: 'synthetic-board', records: 20000, seed: 3 }, name: 'cancel-me', jobId: 'job-2' });
     const off = services.events.subscribe((name, data) => {
-      if (name === 'datasets.progress' && (data as BuildProgress).jobId === 'job-2') void services.router.dispatch('datasets.cancel', { jobId: 'job-2' });
+      if (name === 'datasets.progress' && (data as BuildProgress).jobId === 'job-2') void services.router.dispatch('jobs.cancel', { jobId: 'job-2' });
     });
     await expect(build).rejects.toMatchObject({ code: 'E_CANCELLED' });
     off();

@@ -35,7 +35,7 @@ describe('jobs through the router', () => {
       [listed] = (await services.router.dispatch('jobs.list', {})) as JobInfo[];
       return !!listed?.events.some((e) => e.event === 'train.progress' && (e.data as { event: { type: string } }).event.type === 'step');
     });
-    expect(listed).toMatchObject({ method: 'train.run', kind: 'train', target: 'engine', cancelling: false, request: { runId: listed!.jobId } });
+    expect(listed).toMatchObject({ method: 'train.run', kind: 'train', target: 'engine', cancelling: false, request: { jobId: listed!.jobId } });
     expect(await services.router.dispatch('jobs.cancel', { jobId: listed!.jobId })).toEqual({ cancelled: true });
     await expect(run).rejects.toMatchObject({ code: 'E_CANCELLED' });
     off();
@@ -44,14 +44,14 @@ describe('jobs through the router', () => {
     expect(await services.router.dispatch('jobs.cancel', { jobId: listed!.jobId })).toEqual({ cancelled: false });
   }, 90_000);
 
-  it('still stops a run started in-process (the CLI, a test) through the old method names', async () => {
+  it('stops a run started in-process (the CLI, a test) through jobs.cancel too', async () => {
     let runId = '';
     const run = services.training.run(
       { spec: { family: 'mlp', input: [1, 28, 28], outputs: 10 }, data: { kind: 'fashion-mnist' }, options: { epochs: 50, eventIntervalMs: 50 } } as never,
       { onStart: (id) => (runId = id) },
     );
     await until('the run to start', async () => runId !== '');
-    await until('a step', async () => (await services.router.dispatch('train.cancel', { runId }) as { cancelled: boolean }).cancelled);
+    await until('a step', async () => (await services.router.dispatch('jobs.cancel', { jobId: runId }) as { cancelled: boolean }).cancelled);
     await expect(run).rejects.toMatchObject({ code: 'E_CANCELLED' });
   }, 90_000);
 });

@@ -80,13 +80,13 @@ describe('benchmark.training', () => {
       (err: unknown) => err as { code: string; message: string },
     );
     await expect.poll(() => seen.some((p) => p.phase === 'measuring'), { timeout: 30_000 }).toBe(true);
-    await expect(services.router.dispatch('benchmark.cancel', { jobId: 'svc-bench-cancel' })).resolves.toEqual({ cancelled: true });
+    await expect(services.router.dispatch('jobs.cancel', { jobId: 'svc-bench-cancel' })).resolves.toEqual({ cancelled: true });
     const err = await outcome;
     expect(err?.code).toBe('E_CANCELLED');
     const runId = seen.find((p) => p.runId)?.runId as string;
     const parsed = parseRunRecord(readFileSync(services.workspace.resolve(path.join('runs', runId, 'run.json')), 'utf8'));
     expect(parsed.record).toMatchObject({ kind: 'benchmark', status: 'cancelled', error: { code: 'E_CANCELLED' } });
     // Nothing is left running: a second cancel finds no job.
-    await expect(services.router.dispatch('benchmark.cancel', { jobId: 'svc-bench-cancel' })).resolves.toEqual({ cancelled: false });
+    await expect(services.router.dispatch('jobs.cancel', { jobId: 'svc-bench-cancel' })).resolves.toEqual({ cancelled: false });
   }, 60_000);
 });

@@ -9,7 +9,7 @@ import { MIN_EVENT_INTERVAL_MS, TrainRequestSchema } from '../../src-main/api/tr
 import type { Services } from '../../src-main/core/services';
 import { testServices } from '../helpers/services';
 import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
-import { runIdAt } from '../../src-main/api/ids';
+import { jobIdAt } from '../../src-main/api/ids';
 
 let services: Services;
 let cleanup: () => Promise<void>;
@@ -52,7 +52,7 @@ describe('training service', () => {
       onEvent: (e) => {
         if (e.type === 'step' && e.globalStep >= 3 && !asked) {
           asked = true;
-          void services.router.dispatch('train.cancel', { runId });
+          void services.router.dispatch('jobs.cancel', { jobId: runId });
         }
       },
     });
@@ -93,7 +93,7 @@ describe('training service', () => {
   });
 
   it('records a run under the id its caller chose, so a UI can tell its own events apart, and refuses an id that is taken', async () => {
-    const runId = runIdAt(new Date(), 'c0ffee');
+    const runId = jobIdAt(new Date(), 'c0ffee');
     const events: string[] = [];
     const off = services.events.subscribe((name, data) => {
       if (name === 'train.progress') events.push((data as { runId: string }).runId);

@@ -1,5 +1,5 @@
 // Issue 14 item 5 (in the app): the script batch-size search as the router runs it: a job in the
-// workbench's registry (script.cancel stops it, nothing left running, the run recorded cancelled),
+// workbench's registry (jobs.cancel stops it, nothing left running, the run recorded cancelled),
 // its trials and the script's output streamed as events while it runs.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -9,15 +9,24 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src-main/api/errors';
 import type { ScriptBatchTrialEvent, ScriptOutputEvent } from '../../src-main/api/script-target';
 import { ScriptBatchSearchRequestSchema } from '../../src-main/api/script-target';
-import { EventHub } from '../../src-main/core/event-hub';
-import { searchScriptBatch } from '../../src-main/core/script/script-batch-size';
-import { ScriptJobs } from '../../src-main/core/script/script-jobs';
-import { openWorkspace } from '../../src-main/core/workspace';
+import type { Services } from '../../src-main/core/services';
+import { createServices } from '../../src-main/core/services';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, PYTHON, SCRIPTS } from './script-helpers';
 
 const ws = tempDir();
-afterAll(() => ws.cleanup());
+const opened: Services[] = [];
+afterAll(async () => {
+  for (const s of opened) await s.dispose();
+  ws.cleanup();
+});
+
+/** A workbench over the test's workspace: its batch-size search, its events and its running jobs. */
+async function workbench() {
+  const services = await createServices({ workspaceDir: ws.dir });
+  opened.push(services);
+  return { search: services.batchSize, events: services.events, jobs: services.running };
+}
 
 const OOM_GUARD = path.join(SCRIPTS, 'oom_guard.py');
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -37,11 +46,9 @@ function runJson(workspaceDir: string, runDir: string): { status: string; error?
   return JSON.parse(readFileSync(path.join(workspaceDir, runDir, 'run.json'), 'utf8')) as { status: string; error?: { code: string; message: string } };
 }
 
-describe('searchScriptBatch as a script job', () => {
+describe('the batch-size search on a script target as a job', () => {
   it('streams each trial and the script output as events while it runs, and finds the largest batch under the OOM guard', async () => {
-    const workspace = await openWorkspace(ws.dir);
-    const events = new EventHub();
-    const jobs = new ScriptJobs();
+    const { search, events, jobs } = await workbench();
     const mark = newMark();
     const trials: ScriptBatchTrialEvent[] = [];
     const output: ScriptOutputEvent[] = [];
@@ -54,7 +61,7 @@ describe('searchScriptBatch as a script job', () => {
       }
       if (name === 'script.output') output.push(data as ScriptOutputEvent);
     });
-    const result = await searchScriptBatch(workspace, request(mark, 'batch-events'), { jobs, events });
+    const result = await search.search(request(mark, 'batch-events'));
     finished = true;
     off();
     expect(result.largestFitting).toBe(19);
@@ -74,10 +81,8 @@ describe('searchScriptBatch as a script job', () => {
     expect(processesWithMark(mark)).toEqual([]);
   }, 180_000);
 
-  it('stops at script.cancel during a trial: that trial is killed with its processes and the run is recorded cancelled', async () => {
-    const workspace = await openWorkspace(ws.dir);
-    const events = new EventHub();
-    const jobs = new ScriptJobs();
+  it('stops at jobs.cancel during a trial: that trial is killed with its processes and the run is recorded cancelled', async () => {
+    const { search, events, jobs } = await workbench();
     const mark = newMark();
     const seen: number[] = [];
     const cancels: { cancelled: boolean }[] = [];
@@ -87,11 +92,11 @@ describe('searchScriptBatch as a script job', () => {
       seen.push((data as ScriptBatchTrialEvent).trial.batchSize);
       void (async () => {
         while (processesWithMark(mark).length === 0) await sleep(10);
-        cancels.push(jobs.cancel('batch-cancel'));
+        cancels.push(await jobs.cancel('batch-cancel'));
       })();
     });
     const t0 = Date.now();
-    const err = await searchScriptBatch(workspace, request(mark, 'batch-cancel'), { jobs, events }).catch((e: unknown) => e);
+    const err = await search.search(request(mark, 'batch-cancel')).catch((e: unknown) => e);
     off();
     expect(err).toBeInstanceOf(ApiError);
     expect((err as ApiError).code).toBe('E_CANCELLED');
@@ -101,7 +106,7 @@ describe('searchScriptBatch as a script job', () => {
     expect(Date.now() - t0).toBeLessThan(60_000);
     expect(processesWithMark(mark)).toEqual([]);
     expect(jobs.running).toBe(0);
-    expect(jobs.cancel('batch-cancel')).toEqual({ cancelled: false });
+    expect(await jobs.cancel('batch-cancel')).toEqual({ cancelled: false });
     const runs = (await import('node:fs')).readdirSync(path.join(ws.dir, 'runs'));
     const records = runs.map((id) => runJson(ws.dir, path.join('runs', id))).filter((r) => r.status === 'cancelled');
     expect(records).toHaveLength(1);
@@ -109,22 +114,21 @@ describe('searchScriptBatch as a script job', () => {
   }, 120_000);
 
   it('ends on a cancel that comes before its first launch has started, and a running jobId cannot be taken twice', async () => {
-    const workspace = await openWorkspace(ws.dir);
-    const jobs = new ScriptJobs();
+    const { search, jobs } = await workbench();
     const mark = newMark();
-    const first = searchScriptBatch(workspace, request(mark, 'batch-twice'), { jobs });
-    const second = await searchScriptBatch(workspace, request(mark, 'batch-twice'), { jobs }).catch((e: unknown) => e);
+    const first = search.search(request(mark, 'batch-twice'));
+    const second = await search.search(request(mark, 'batch-twice')).catch((e: unknown) => e);
     expect((second as ApiError).code).toBe('E_BAD_INPUT');
     expect((second as ApiError).message).toContain('batch-twice is already running');
-    jobs.cancel('batch-twice');
+    await jobs.cancel('batch-twice');
     expect(((await first.catch((e: unknown) => e)) as ApiError).code).toBe('E_CANCELLED');
     expect(processesWithMark(mark)).toEqual([]);
   }, 60_000);
 
   it('refuses a relative working directory, naming it, before starting anything', async () => {
-    const workspace = await openWorkspace(ws.dir);
+    const { search } = await workbench();
     const bad = { ...request(newMark(), 'batch-relative'), target: { kind: 'script' as const, command: [PYTHON, OOM_GUARD], cwd: 'fixtures/scripts', env: {} } };
-    const err = await searchScriptBatch(workspace, bad).catch((e: unknown) => e);
+    const err = await search.search(bad).catch((e: unknown) => e);
     expect((err as ApiError).code).toBe('E_BAD_INPUT');
     expect((err as ApiError).message).toContain('"fixtures/scripts"');
   });

@@ -8,28 +8,25 @@ import { ApiError } from '../../src-main/api/errors';
 import { parseRunRecord } from '../../src-main/api/run-record';
 import type { ScriptProgressEvent, ScriptTrainRequestInput } from '../../src-main/api/script-run';
 import { ScriptTrainRequestSchema, ScriptTrainResultSchema } from '../../src-main/api/script-run';
-import { EventHub } from '../../src-main/core/event-hub';
-import { ScriptJobs } from '../../src-main/core/script/script-jobs';
-import { ScriptRunService } from '../../src-main/core/script/script-run';
-import { TelemetryService } from '../../src-main/core/telemetry/telemetry-service';
-import { openWorkspace } from '../../src-main/core/workspace';
+import type { Services } from '../../src-main/core/services';
+import { createServices } from '../../src-main/core/services';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, PYTHON, SCRIPTS } from './script-helpers';
 
 const ws = tempDir();
-const events = new EventHub();
-const telemetry = new TelemetryService(events);
-const jobs = new ScriptJobs();
+let services: Services | null = null;
 afterAll(async () => {
-  await telemetry.dispose();
+  await services?.dispose();
   ws.cleanup();
 });
 
 const TUTORIAL = path.join(SCRIPTS, 'fashion_mnist_tutorial.py');
 const TINY = path.join(SCRIPTS, 'tiny_train.py');
 
+/** The training capability of a workbench over the test's workspace (a script request goes to the script runner). */
 async function service() {
-  return new ScriptRunService(events, await openWorkspace(ws.dir), telemetry, jobs);
+  services ??= await createServices({ workspaceDir: ws.dir });
+  return services.training;
 }
 const request = (command: string[], more: Partial<ScriptTrainRequestInput> = {}, env: Record<string, string> = {}) =>
   ScriptTrainRequestSchema.parse({ target: { kind: 'script', command, cwd: SCRIPTS, env }, ...more });
@@ -40,7 +37,7 @@ const eventLines = (runDir: string) =>
     .filter(Boolean)
     .map((l) => JSON.parse(l) as { type: string; step?: number; steps?: number[]; values?: (number | null)[] });
 
-describe('script.train: a whole run of the user command', () => {
+describe('train.run on a script target: a whole run of the user command', () => {
   it('records every optimizer step the tutorial script counts, its loss as the script prints it, telemetry and output', async () => {
     const runs = await service();
     const progress: ScriptProgressEvent[] = [];
@@ -101,17 +98,15 @@ describe('script.train: a whole run of the user command', () => {
     const runs = await service();
     const mark = newMark();
     const runId = `cancel-${mark}`;
-    let asked = false;
+    let asked: Promise<{ cancelled: boolean }> | null = null;
     const err = await runs
-      .run(request([PYTHON, TUTORIAL, '--epochs', '50', '--num-workers', '2'], { runId }, { TB_TEST_MARK: mark }), {
+      .run(request([PYTHON, TUTORIAL, '--epochs', '50', '--num-workers', '2'], { jobId: runId }, { TB_TEST_MARK: mark }), {
         onProgress: (p) => {
-          if (p.step >= 30 && !asked) {
-            asked = true;
-            expect(jobs.cancel(runId)).toEqual({ cancelled: true });
-          }
+          if (p.step >= 30 && !asked) asked = services!.cancelJob(runId);
         },
       })
       .catch((e: unknown) => e);
+    expect(await asked).toEqual({ cancelled: true });
     expect(err).toBeInstanceOf(ApiError);
     expect((err as ApiError).code).toBe('E_CANCELLED');
     expect(processesWithMark(mark)).toEqual([]);
@@ -120,13 +115,13 @@ describe('script.train: a whole run of the user command', () => {
     const result = ScriptTrainResultSchema.parse(stored.result);
     expect(result.ended).toBe('error');
     expect(result.steps).toBeGreaterThanOrEqual(30);
-    expect(jobs.cancel(runId)).toEqual({ cancelled: false });
+    expect(await services!.cancelJob(runId)).toEqual({ cancelled: false });
   }, 90_000);
 
   it('a crashing script is recorded failed with the exit code and its stderr tail', async () => {
     const runs = await service();
     const runId = `crash-${newMark()}`;
-    const err = await runs.run(request([PYTHON, TINY, 'crash'], { runId })).catch((e: unknown) => e);
+    const err = await runs.run(request([PYTHON, TINY, 'crash'], { jobId: runId })).catch((e: unknown) => e);
     expect((err as ApiError).code).toBe('E_SCRIPT');
     expect((err as ApiError).message).toContain('exited with code 1 after 3 optimizer step(s)');
     expect((err as ApiError).message).toContain('ValueError: the model exploded at step 3');
@@ -153,7 +148,7 @@ describe('script.train: a whole run of the user command', () => {
     const runs = await service();
     const runId = `oom-${newMark()}`;
     const oomGuard = path.join(SCRIPTS, 'oom_guard.py');
-    const err = await runs.run(request([PYTHON, oomGuard], { runId, overrides: { 'dataloader.batch_size': 32 } })).catch((e: unknown) => e);
+    const err = await runs.run(request([PYTHON, oomGuard], { jobId: runId, overrides: { 'dataloader.batch_size': 32 } })).catch((e: unknown) => e);
     expect((err as ApiError).code).toBe('E_OOM');
     expect((err as ApiError).message).toContain('the script ran out of memory at batch 32: CUDA out of memory. Tried to allocate 2048 MiB');
     const stored = runJson(path.join('runs', runId));
@@ -165,9 +160,9 @@ describe('script.train: a whole run of the user command', () => {
     const runs = await service();
     const relative = ScriptTrainRequestSchema.parse({ target: { kind: 'script', command: [PYTHON, TINY], cwd: 'scripts' } });
     await expect(runs.run(relative)).rejects.toThrow('must be an absolute path, got "scripts"');
-    const first = await runs.run(request([PYTHON, TINY, 'plain'], { maxSteps: 2, runId: 'taken-id' }));
+    const first = await runs.run(request([PYTHON, TINY, 'plain'], { maxSteps: 2, jobId: 'taken-id' }));
     expect(first.steps).toBe(2);
-    await expect(runs.run(request([PYTHON, TINY, 'plain'], { runId: 'taken-id' }))).rejects.toThrow('a run with the id taken-id exists already');
+    await expect(runs.run(request([PYTHON, TINY, 'plain'], { jobId: 'taken-id' }))).rejects.toThrow('a run with the id taken-id exists already');
     expect(ScriptTrainRequestSchema.safeParse({ target: { kind: 'script', command: [PYTHON], cwd: SCRIPTS }, maxSteps: 0 }).success).toBe(false);
   }, 60_000);
 });

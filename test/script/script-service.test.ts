@@ -6,35 +6,34 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src-main/api/errors';
 import type { ScriptOutputEvent } from '../../src-main/api/script-target';
 import { ScriptBenchmarkRequestSchema } from '../../src-main/api/script-target';
-import { EventHub } from '../../src-main/core/event-hub';
-import { ScriptBenchmarkService } from '../../src-main/core/script/script-benchmark';
-import { TelemetryService } from '../../src-main/core/telemetry/telemetry-service';
-import { openWorkspace } from '../../src-main/core/workspace';
+import type { Services } from '../../src-main/core/services';
+import { createServices } from '../../src-main/core/services';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, PYTHON, SCRIPTS } from './script-helpers';
 
 const ws = tempDir();
-const events = new EventHub();
-const telemetry = new TelemetryService(events);
+let services: Services | null = null;
 afterAll(async () => {
-  await telemetry.dispose();
+  await services?.dispose();
   ws.cleanup();
 });
 
-async function service() {
-  return new ScriptBenchmarkService(events, await openWorkspace(ws.dir), telemetry);
+/** A workbench over the test's workspace: the benchmark capability, its events and its running jobs. */
+async function workbench() {
+  services ??= await createServices({ workspaceDir: ws.dir });
+  return { scripts: services.benchmarks, events: services.events, jobs: services.running };
 }
 
-describe('ScriptBenchmarkService', () => {
+describe('the benchmark on a script target', () => {
   it('streams the script output as script.output events and cancels a running script with its children', async () => {
-    const scripts = await service();
+    const { scripts, events, jobs } = await workbench();
     const mark = newMark();
     const lines: ScriptOutputEvent[] = [];
     const unsubscribe = events.subscribe((name, data) => {
       if (name !== 'script.output') return;
       const e = data as ScriptOutputEvent;
       lines.push(e);
-      if (e.line === 'hanging now') scripts.cancel('cancel-test');
+      if (e.line === 'hanging now') void jobs.cancel('cancel-test');
     });
     const request = ScriptBenchmarkRequestSchema.parse({
       target: { kind: 'script', command: [PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'hang'], cwd: SCRIPTS, env: { TB_TEST_MARK: mark } },
@@ -52,14 +51,14 @@ describe('ScriptBenchmarkService', () => {
     expect(lines.map((l) => l.line)).toContain('hanging now');
     expect(lines.every((l) => l.jobId === 'cancel-test' && l.repetition === 1 && l.runId !== null)).toBe(true);
     expect(processesWithMark(mark)).toEqual([]);
-    expect(scripts.cancel('cancel-test')).toEqual({ cancelled: false });
+    expect(await jobs.cancel('cancel-test')).toEqual({ cancelled: false });
   }, 60_000);
 
   it('cancels every running script when the shell closes (cancelAll, called by services.dispose)', async () => {
-    const scripts = await service();
+    const { scripts, events, jobs } = await workbench();
     const mark = newMark();
     const unsubscribe = events.subscribe((name, data) => {
-      if (name === 'script.output' && (data as ScriptOutputEvent).line === 'hanging now') scripts.cancelAll();
+      if (name === 'script.output' && (data as ScriptOutputEvent).line === 'hanging now') jobs.cancelAll();
     });
     const request = ScriptBenchmarkRequestSchema.parse({
       target: { kind: 'script', command: [PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'hang'], cwd: SCRIPTS, env: { TB_TEST_MARK: mark } },
@@ -74,7 +73,7 @@ describe('ScriptBenchmarkService', () => {
   }, 60_000);
 
   it('applies cudnn.benchmark and matmul.precision and reports them as applied by torch', async () => {
-    const scripts = await service();
+    const { scripts } = await workbench();
     const result = await scripts.run(
       ScriptBenchmarkRequestSchema.parse({
         target: { kind: 'script', command: [PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'plain'], cwd: SCRIPTS, env: {} },

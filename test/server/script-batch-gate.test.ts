@@ -53,10 +53,10 @@ function call(ws: WebSocket, method: string, params: unknown): Promise<{ respons
   });
 }
 
-describe('script.findBatchSize through serve', () => {
+describe('batchSize.search on a script target through serve', () => {
   it('is refused with E_FORBIDDEN naming --allow-scripts when serve was started without it, and runs nothing', async () => {
     const ws = await connect(refusing);
-    const { response } = await call(ws, 'script.findBatchSize', {
+    const { response } = await call(ws, 'batchSize.search', {
       target: { kind: 'script', command: ['/bin/sh', '-c', 'touch ran-a-command'], cwd: cwd.dir },
       jobId: 'refused-search',
     });
@@ -68,7 +68,7 @@ describe('script.findBatchSize through serve', () => {
 
   it('runs under --allow-scripts and streams each trial as a script.batchTrial event with the request jobId', async () => {
     const ws = await connect(allowing);
-    const { response, events } = await call(ws, 'script.findBatchSize', {
+    const { response, events } = await call(ws, 'batchSize.search', {
       target: { kind: 'script', command: [PYTHON, path.join(SCRIPTS, 'oom_guard.py')], cwd: SCRIPTS, env: { OOM_AT: '20' } },
       startBatch: 16,
       maxBatch: 20,

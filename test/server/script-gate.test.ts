@@ -29,11 +29,16 @@ describe('script requests through the router', () => {
   it('are refused by default (serve mode without --allow-scripts), naming how to allow them, and start nothing', async () => {
     const s = await services();
     const cwd = tempDir();
-    for (const method of ['script.benchmark', 'script.optimise']) {
+    for (const method of ['benchmark.training', 'optimise.start']) {
       const err = await s.router.dispatch(method, request(cwd.dir)).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ApiError);
       expect((err as ApiError).code).toBe('E_FORBIDDEN');
       expect((err as ApiError).message).toContain('--allow-scripts');
+    }
+    // The old script.* aliases are gone from the contract (issue 39): an unknown method, never a way in.
+    for (const method of ['script.benchmark', 'script.optimise', 'script.train', 'script.findBatchSize', 'script.cancel']) {
+      const err = await s.router.dispatch(method, request(cwd.dir)).catch((e: unknown) => e);
+      expect((err as ApiError).code, method).toBe('E_UNKNOWN_METHOD');
     }
     const { existsSync } = await import('node:fs');
     expect(existsSync(`${cwd.dir}/ran-a-command`)).toBe(false);
@@ -90,7 +95,7 @@ describe('script requests through the router', () => {
     const s = await services(true);
     const cwd = tempDir();
     // The command trains nothing, so the benchmark fails as a script error, after running it.
-    const err = await s.router.dispatch('script.benchmark', request(cwd.dir)).catch((e: unknown) => e);
+    const err = await s.router.dispatch('benchmark.training', request(cwd.dir)).catch((e: unknown) => e);
     expect((err as ApiError).code).toBe('E_SCRIPT');
     const { existsSync } = await import('node:fs');
     expect(existsSync(`${cwd.dir}/ran-a-command`)).toBe(true);

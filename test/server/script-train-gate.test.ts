@@ -1,4 +1,4 @@
-// Issue 14 (Runs area): script.train starts the user's command, so through the router it is
+// Issue 14 (Runs area): train.run on a script target starts the user's command, so through the router it is
 // refused unless the shell allows scripts (the desktop app, serve --allow-scripts).
 import { existsSync } from 'node:fs';
 
@@ -9,7 +9,7 @@ import { createServices, type Services } from '../../src-main/core/services';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 
-describe('script.train through the router', () => {
+describe('train.run on a script target through the router', () => {
   const open: { services: Services; cleanup(): void }[] = [];
   afterEach(async () => {
     for (const o of open.splice(0)) {
@@ -25,12 +25,12 @@ describe('script.train through the router', () => {
     open.push({ services: s, cleanup: ws.cleanup });
     return s;
   }
-  const request = (cwd: string, runId: string) => ({ target: { kind: 'script', command: ['/bin/sh', '-c', 'touch ran-a-command'], cwd }, runId });
+  const request = (cwd: string, jobId: string) => ({ target: { kind: 'script', command: ['/bin/sh', '-c', 'touch ran-a-command'], cwd }, jobId });
 
   it('is refused without --allow-scripts, naming how to allow it, starts nothing and records no run', async () => {
     const s = await services();
     const cwd = tempDir();
-    const err = await s.router.dispatch('script.train', request(cwd.dir, 'refused-run')).catch((e: unknown) => e);
+    const err = await s.router.dispatch('train.run', request(cwd.dir, 'refused-run')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);
     expect((err as ApiError).code).toBe('E_FORBIDDEN');
     expect((err as ApiError).message).toContain('--allow-scripts');
@@ -42,7 +42,7 @@ describe('script.train through the router', () => {
   it('runs where scripts are allowed, and a command that trains nothing is a failed run saying so', async () => {
     const s = await services(true);
     const cwd = tempDir();
-    const err = await s.router.dispatch('script.train', request(cwd.dir, 'allowed-run')).catch((e: unknown) => e);
+    const err = await s.router.dispatch('train.run', request(cwd.dir, 'allowed-run')).catch((e: unknown) => e);
     expect((err as ApiError).code).toBe('E_SCRIPT');
     expect((err as ApiError).message).toContain("ran no optimizer step that Trainbench's probe saw");
     expect(existsSync(`${cwd.dir}/ran-a-command`)).toBe(true);
@@ -53,7 +53,7 @@ describe('script.train through the router', () => {
 
   it('refuses a bad request before anything runs, naming the field', async () => {
     const s = await services(true);
-    const err = await s.router.dispatch('script.train', { target: { kind: 'script', command: ['python3'], cwd: '/tmp' }, maxSteps: -3 }).catch((e: unknown) => e);
+    const err = await s.router.dispatch('train.run', { target: { kind: 'script', command: ['python3'], cwd: '/tmp' }, maxSteps: -3 }).catch((e: unknown) => e);
     expect((err as ApiError).code).toBe('E_BAD_REQUEST');
     expect((err as ApiError).message).toContain('maxSteps');
   });

@@ -13,7 +13,7 @@ import WebSocket from 'ws';
 
 import { OptimiseRequestSchema } from '../../src-main/api/optimise';
 import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
-import { initialState } from '../../src-main/core/optimise/resumable-run';
+import { initialState } from '../../src-main/core/targets/engine/resumable-run';
 import { startServeProcess, type ServeProcess } from '../helpers/serve-process';
 import { tempDir } from '../helpers/temp-dir';
 
@@ -212,12 +212,12 @@ describe('finding 5: tampered ids, links at JSON files, one bad entry in a list'
     const now = new Date().toISOString();
     mkdirSync(path.join(outside.dir, 'x'), { recursive: true });
     writeFileSync(path.join(outside.dir, 'x', 'run.json'), JSON.stringify({ schemaVersion: RUN_SCHEMA_VERSION, id: 'x', kind: 'optimise', status: 'running', createdAt: now, config: {}, owner: { pid: process.pid, host: os.hostname(), startedAt: now }, heartbeatAt: now }));
-    const request = OptimiseRequestSchema.parse({ target: { spec: { family: 'mlp', input: [28, 28], outputs: 10 }, data: { kind: 'fashion-mnist' } }, optimiseId: 'tampered' });
+    const request = OptimiseRequestSchema.parse({ target: { spec: { family: 'mlp', input: [28, 28], outputs: 10 }, data: { kind: 'fashion-mnist' } }, jobId: 'tampered' });
     const state = { ...initialState('tampered', request), runIds: [path.relative(inWs('runs'), path.join(outside.dir, 'x'))] };
     mkdirSync(inWs('optimise', 'tampered'), { recursive: true });
     writeFileSync(inWs('optimise', 'tampered', 'state.json'), JSON.stringify(state));
     for (const method of ['optimise.state', 'optimise.resume']) {
-      const answer = await call(method, { optimiseId: 'tampered' });
+      const answer = await call(method, { jobId: 'tampered' });
       expect(answer).toMatchObject({ ok: false, error: { code: 'E_DATA', message: expect.stringContaining('does not match the schema') } });
       expect(answer.error?.message).not.toContain('still running');
     }
@@ -226,7 +226,7 @@ describe('finding 5: tampered ids, links at JSON files, one bad entry in a list'
   it('a state.json or manifest.json that is a link leaks none of its target through a parse error', async () => {
     mkdirSync(inWs('optimise', 'linked'), { recursive: true });
     symlinkSync(path.join(outside.dir, 'id_rsa'), inWs('optimise', 'linked', 'state.json'));
-    const state = await call('optimise.state', { optimiseId: 'linked' });
+    const state = await call('optimise.state', { jobId: 'linked' });
     expect(state.ok).toBe(false);
     expect(secretIn(state)).toBe(false);
     mkdirSync(inWs('datasets', 'linked'), { recursive: true });
@@ -279,7 +279,7 @@ describe('finding 5: tampered ids, links at JSON files, one bad entry in a list'
   it('a NUL byte or a 3 MB argument in a script target is a request error naming the value, not E_INTERNAL', async () => {
     const target = (command: string[], cwd = '/tmp') => ({ target: { kind: 'script', command, cwd, env: {} } });
     for (const params of [target(['python3', 'tra\0in.py']), target(['python3'], '/tm\0p'), target(['python3', 'x'.repeat(3 * 1024 * 1024)])]) {
-      const answer = await call('script.benchmark', params);
+      const answer = await call('benchmark.training', params);
       expect(answer).toMatchObject({ ok: false, error: { code: 'E_BAD_REQUEST' } });
       expect(answer.error?.message).toMatch(/NUL byte|characters/);
     }

@@ -3,7 +3,7 @@
 // only there.
 import { describe, expect, it } from 'vitest';
 
-import { renameReplacing } from '../../src-main/core/atomic-write';
+import { renameReplacing } from '../../src-main/core/workspace/atomic-write';
 
 const busyThen = (failures: number, code: string) => {
   let calls = 0;

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { BenchmarkRepetition } from '../../src-main/api/benchmark';
 import type { TelemetrySummary } from '../../src-main/api/telemetry';
 import type { TrainStepEvent } from '../../src-main/api/training';
-import { aggregateRepetitions, findings, measuredPhases, phaseShares, withOther } from '../../src-main/core/benchmarks/benchmark-summary';
+import { aggregateRepetitions, findings, measuredPhases, phaseShares, withOther } from '../../src-main/core/stats/benchmark-summary';
 
 const zeroMemory = { weights: 0, gradients: 0, optimizerState: 0, activations: 0, activationGrads: 0, batchData: 0, workspace: 0, total: 0 };
 const noTelemetry: TelemetrySummary = { samples: 0, gpuUtilizationMean: null, gpuUtilizationP95: null, gpuMemoryPeakMiB: null, gpuPowerMeanW: null, cpuMean: null, gpu: 'none' };

@@ -4,9 +4,9 @@ import path from 'node:path';
 
 import { afterEach, describe, expect, it } from 'vitest';
 
-import { buildInfo, commitOf, gitCommit } from '../../src-main/core/build-info';
-import { createRun } from '../../src-main/core/run-store';
-import { openWorkspace } from '../../src-main/core/workspace';
+import { buildInfo, commitOf, gitCommit } from '../../src-main/core/common/build-info';
+import { createRun } from '../../src-main/core/workspace/run-store';
+import { openWorkspace } from '../../src-main/core/workspace/workspace';
 
 const A = 'a'.repeat(40);
 const B = 'b'.repeat(40);

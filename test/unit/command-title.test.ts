@@ -2,7 +2,7 @@
 // shortened when long, so the arguments that tell runs apart stay visible.
 import { describe, expect, it } from 'vitest';
 
-import { commandTitle } from '../../src-main/core/run-reader';
+import { commandTitle } from '../../src-main/core/workspace/run-reader';
 
 describe('commandTitle', () => {
   it('shows a short command whole, paths included', () => {

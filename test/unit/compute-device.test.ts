@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import type { Devices } from '../../src-main/api/devices';
-import { describeComputeDevice, emulationWarning } from '../../src-main/core/compute-device';
+import { describeComputeDevice, emulationWarning } from '../../src-main/core/common/compute-device';
 
 const cpu = { name: 'AMD Ryzen 9 7950X', arch: 'x64', logicalCores: 32, simd: ['avx2'] };
 const h200 = { index: 0, name: 'NVIDIA H200', totalMemoryBytes: 150e9, computeCapability: '9.0', multiprocessors: 132, pciBusId: '0000:00:05.0' };

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 
 import type { TelemetrySample } from '../../src-main/api/telemetry';
-import { mergeTelemetry } from '../../src-main/core/benchmarks/benchmark-summary';
+import { mergeTelemetry } from '../../src-main/core/stats/benchmark-summary';
 import { energyPerSample, integratePower } from '../../src-main/core/telemetry/energy';
 import { summarize } from '../../src-main/core/telemetry/summary';
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 
 import { formatBuild } from '../../src-main/cli/progress-bar';
 import { writeBoardDumps } from '../../src-main/core/datasets/example-board';
-import { openWorkspace } from '../../src-main/core/workspace';
+import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import { tempDir } from '../helpers/temp-dir';
 
 describe('example board generation', () => {

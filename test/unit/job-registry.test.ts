@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import type { EventData, EventName } from '../../src-main/api/events';
 import { ApiError } from '../../src-main/api/errors';
-import { EventHub } from '../../src-main/core/event-hub';
+import { EventHub } from '../../src-main/core/common/event-hub';
 import { JobRegistry } from '../../src-main/core/jobs/job-registry';
 
 function deferred<T>() {
@@ -22,19 +22,19 @@ function setup() {
   return { hub, seen, jobs, emit };
 }
 
-const step = (runId: string, globalStep: number) =>
-  ({ runId, event: { type: 'step', globalStep } }) as unknown as EventData<'train.progress'>;
+const step = (jobId: string, globalStep: number) =>
+  ({ jobId, event: { type: 'step', globalStep } }) as unknown as EventData<'train.progress'>;
 
 describe('job registry', () => {
   it('lists a running job with its request and events, announces its start and end, and forgets it when it ends', async () => {
     const { jobs, seen, emit } = setup();
     const work = deferred<{ steps: number }>();
-    const running = jobs.run('train.run', { spec: 'x', runId: 'r1' }, () => ({ cancelled: true }), () => work.promise);
+    const running = jobs.run('train.run', { spec: 'x', jobId: 'r1' }, () => ({ cancelled: true }), () => work.promise);
     emit('train.progress', step('r1', 1));
     emit('train.progress', step('other-run', 1));
     emit('train.progress', step('r1', 2));
     const [info] = jobs.list();
-    expect(info).toMatchObject({ jobId: 'r1', method: 'train.run', kind: 'train', target: 'engine', request: { spec: 'x', runId: 'r1' }, startedAt: '2026-11-27T04:00:00.000Z' });
+    expect(info).toMatchObject({ jobId: 'r1', method: 'train.run', kind: 'train', target: 'engine', request: { spec: 'x', jobId: 'r1' }, startedAt: '2026-11-27T04:00:00.000Z' });
     expect(info.events.map((e) => (e.data as { event: { globalStep: number } }).event.globalStep)).toEqual([1, 2]);
     expect(seen[0]).toMatchObject({ event: 'jobs.started', data: { jobId: 'r1', events: [] } });
     work.resolve({ steps: 2 });
@@ -46,8 +46,8 @@ describe('job registry', () => {
   it('writes a new id into a request that has none, so the work emits under the id it is listed with', async () => {
     const { jobs } = setup();
     let given: unknown;
-    await jobs.run('script.benchmark', { command: ['python3'] }, () => ({ cancelled: false }), (r) => ((given = r), Promise.resolve(1)));
-    expect(given).toEqual({ command: ['python3'], jobId: 'job-1' });
+    await jobs.run('benchmark.training', { target: { kind: 'script', command: ['python3'] } }, () => ({ cancelled: false }), (r) => ((given = r), Promise.resolve(1)));
+    expect(given).toEqual({ target: { kind: 'script', command: ['python3'] }, jobId: 'job-1' });
   });
 
   it('leaves a second request under a running id to its service, which refuses it in its own words; the first stays listed', async () => {
@@ -65,7 +65,7 @@ describe('job registry', () => {
     const { jobs, seen } = setup();
     const work = deferred<number>();
     const asked: string[] = [];
-    const running = jobs.run('optimise.start', { optimiseId: 'w' }, (id) => {
+    const running = jobs.run('optimise.start', { jobId: 'w' }, (id) => {
       asked.push(id);
       work.reject(new ApiError('E_CANCELLED', 'wizard w was cancelled'));
       return { cancelled: true };
@@ -81,9 +81,9 @@ describe('job registry', () => {
   it('keeps a bounded tail of a long job’s events, oldest first across event names', async () => {
     const { jobs, emit } = setup();
     const work = deferred<number>();
-    void jobs.run('script.train', { runId: 's' }, () => ({ cancelled: true }), () => work.promise);
+    void jobs.run('train.run', { target: { kind: 'script' }, jobId: 's' }, () => ({ cancelled: true }), () => work.promise);
     for (let i = 0; i < 5000; i++) emit('script.output', { jobId: 's', runId: 's', stream: 'stdout', repetition: 0, line: `line ${i}` } as EventData<'script.output'>);
-    emit('script.progress', { runId: 's' } as EventData<'script.progress'>);
+    emit('script.progress', { jobId: 's' } as EventData<'script.progress'>);
     const { events } = jobs.list()[0];
     const lines = events.filter((e) => e.event === 'script.output').map((e) => (e.data as { line: string }).line);
     expect(lines).toHaveLength(300);

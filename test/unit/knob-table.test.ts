@@ -10,8 +10,8 @@ import type { KnobContext, ScriptKnobContext } from '../../src-main/core/knobs/k
 import { KNOB_TARGETS, offered, toProposal } from '../../src-main/core/knobs/knob';
 import { ENGINE_KNOBS, engineOrder, KNOB_TABLE, notOfferedOn, SCRIPT_KNOBS, SCRIPT_KNOBS_IN_ORDER, scriptOrder, scriptProposals } from '../../src-main/core/knobs/knob-table';
 import { scriptBound, scriptBoundText } from '../../src-main/core/knobs/script-bound';
-import { diagnose } from '../../src-main/core/optimise/diagnosis';
-import { applyChange, candidateChanges } from '../../src-main/core/optimise/knobs';
+import { diagnose } from '../../src-main/core/knobs/diagnosis';
+import { applyChange, candidateChanges } from '../../src-main/core/knobs/engine-knobs';
 
 const BOUNDS = DiagnosisSchema.shape.bound.options;
 

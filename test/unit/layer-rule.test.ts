@@ -246,13 +246,13 @@ async function restrictedImports(code: string, rel: string): Promise<string[]> {
   return result.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
 }
 
-describe('workspace files only through core/workspace-files.ts', () => {
+describe('workspace files only through core/workspace/workspace-files.ts', () => {
   it('reports node:fs (and fs/promises) in a service, in serve mode, but not in the module itself or as a type import', async () => {
     expect(await restrictedImports("import { promises as fs } from 'node:fs';\nexport const f = fs;\n", 'src-main/core/reports/new-service.ts')).toEqual([
-      expect.stringContaining('core/workspace-files.ts'),
+      expect.stringContaining('core/workspace/workspace-files.ts'),
     ]);
     expect(await restrictedImports("import { readFile } from 'fs/promises';\nexport const f = readFile;\n", 'src-main/server/new-route.ts')).toHaveLength(1);
-    expect(await restrictedImports("import { promises as fs } from 'node:fs';\nexport const f = fs;\n", 'src-main/core/workspace-files.ts')).toEqual([]);
+    expect(await restrictedImports("import { promises as fs } from 'node:fs';\nexport const f = fs;\n", 'src-main/core/workspace/workspace-files.ts')).toEqual([]);
     expect(await restrictedImports("import type { FileHandle } from 'node:fs/promises';\nexport type F = FileHandle;\n", 'src-main/core/datasets/new.ts')).toEqual([]);
   });
 });

@@ -3,9 +3,9 @@ import path from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { listModels, parseModelSpec, readModelSpec } from '../../src-main/core/model-files';
-import type { Workspace } from '../../src-main/core/workspace';
-import { openWorkspace } from '../../src-main/core/workspace';
+import { listModels, parseModelSpec, readModelSpec } from '../../src-main/core/workspace/model-files';
+import type { Workspace } from '../../src-main/core/workspace/workspace';
+import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import { tempDir } from '../helpers/temp-dir';
 
 let ws: Workspace;

@@ -5,7 +5,7 @@ import { BUILTIN_MODELS, MAX_INPUT_VALUES, ModelSpecSchema } from '../../src-mai
 import { TrainOptionsSchema } from '../../src-main/api/training';
 
 describe('model spec schema', () => {
-  it('fills the architecture's defaults of the board network', () => {
+  it('fills the documented defaults of the board network (docs/architecture.md)', () => {
     expect(ModelSpecSchema.parse(BUILTIN_MODELS.bottleneck_resnet)).toEqual({
       family: 'bottleneck_resnet',
       input: [104, 9, 9],

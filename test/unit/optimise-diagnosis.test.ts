@@ -4,13 +4,13 @@ import { describe, expect, it } from 'vitest';
 import type { OptimiseBaseline, OptimiseConfig, WizardState } from '../../src-main/api/optimise';
 import { OptimiseRequestSchema } from '../../src-main/api/optimise';
 import { BenchmarkOptionsSchema } from '../../src-main/api/benchmark';
-import { diagnose } from '../../src-main/core/optimise/diagnosis';
-import { applyChange, candidateChanges } from '../../src-main/core/optimise/knobs';
-import { physicalLimits } from '../../src-main/core/optimise/limits';
-import { initialState } from '../../src-main/core/optimise/resumable-run';
+import { diagnose } from '../../src-main/core/knobs/diagnosis';
+import { applyChange, candidateChanges } from '../../src-main/core/knobs/engine-knobs';
+import { physicalLimits } from '../../src-main/core/stats/limits';
+import { initialState } from '../../src-main/core/targets/engine/resumable-run';
 import { WizardLoop } from '../../src-main/core/optimise/wizard-loop';
 import type { KnobContext } from '../../src-main/core/knobs/knob';
-import { EngineRunner } from '../../src-main/core/targets/engine-runner';
+import { EngineRepetitions } from '../../src-main/core/targets/engine/wizard-repetitions';
 
 const config = (o: object = {}, readFrom: 'cache' | 'source' = 'cache'): OptimiseConfig => ({ options: BenchmarkOptionsSchema.parse(o), readFrom });
 
@@ -154,13 +154,13 @@ describe('candidate changes and presets', () => {
     OptimiseRequestSchema.parse({ target: { spec: { family: 'mlp', input: [4], outputs: 2 }, data: { kind: 'example-board' } }, preset });
 
   /**
-   * The wizard loop's next change from a saved engine state, as OptimiseService's session asks it: the engine
+   * The wizard loop's next change from a saved engine state, as the engine wizard's session asks it: the engine
    * runner's knobs in the diagnosis's order, the preset's refusals recorded in state.skipped. Nothing is
    * measured, so the runner's measuring parts (benchmarks, run) are never reached.
    */
   function nextChange(s: WizardState, knobCtx: KnobContext) {
     const r = s.request;
-    const runner = new EngineRunner(null as never, r, null as never, { cancelled: false, engineRunId: null }, false);
+    const runner = new EngineRepetitions(null as never, r, null as never, { id: 't', cancelled: false, cancel: null }, false);
     runner.knobs = { diagnosis: s.diagnosis!, ctx: knobCtx };
     const rules = { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance, confounders: r.confounders, objective: r.objective };
     return new WizardLoop(runner, rules, { cancelled: () => false, progress: () => undefined, afterTrial: async () => undefined }).next(s);

@@ -9,7 +9,7 @@ import { ApiError } from '../../src-main/api/errors';
 import { ReportGenerateRequestSchema } from '../../src-main/api/reports';
 import { ReportService } from '../../src-main/core/reports/report-service';
 import { createReport, type ReportContent } from '../../src-main/core/reports/report-store';
-import { openWorkspace, type Workspace } from '../../src-main/core/workspace';
+import { openWorkspace, type Workspace } from '../../src-main/core/workspace/workspace';
 import { tempDir } from '../helpers/temp-dir';
 
 function content(title: string): ReportContent {

@@ -8,9 +8,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunRecordJson } from '../../src-main/api/run-record';
 import { RUN_HEARTBEAT_STALE_MS, RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
 import { lastStepText } from '../../src-main/api/training';
-import { listRuns, readRunDetail } from '../../src-main/core/run-reader';
-import type { Workspace } from '../../src-main/core/workspace';
-import { openWorkspace } from '../../src-main/core/workspace';
+import { listRuns, readRunDetail } from '../../src-main/core/workspace/run-reader';
+import type { Workspace } from '../../src-main/core/workspace/workspace';
+import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import { tempDir } from '../helpers/temp-dir';
 
 const step = (i: number, total = 5000) => ({

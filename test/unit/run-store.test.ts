@@ -5,10 +5,10 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { parseRunRecord } from '../../src-main/api/run-record';
-import { listRuns } from '../../src-main/core/run-reader';
-import { createRun } from '../../src-main/core/run-store';
-import type { Workspace } from '../../src-main/core/workspace';
-import { openWorkspace } from '../../src-main/core/workspace';
+import { listRuns } from '../../src-main/core/workspace/run-reader';
+import { createRun } from '../../src-main/core/workspace/run-store';
+import type { Workspace } from '../../src-main/core/workspace/workspace';
+import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import { tempDir } from '../helpers/temp-dir';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

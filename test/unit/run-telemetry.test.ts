@@ -3,10 +3,10 @@ import path from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { EvenThinner } from '../../src-main/core/jsonl-lines';
-import { MAX_TELEMETRY_SAMPLES, readRunTelemetry } from '../../src-main/core/run-telemetry';
-import type { Workspace } from '../../src-main/core/workspace';
-import { openWorkspace } from '../../src-main/core/workspace';
+import { EvenThinner } from '../../src-main/core/workspace/jsonl-lines';
+import { MAX_TELEMETRY_SAMPLES, readRunTelemetry } from '../../src-main/core/workspace/run-telemetry';
+import type { Workspace } from '../../src-main/core/workspace/workspace';
+import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import { tempDir } from '../helpers/temp-dir';
 
 const sample = (t: number, util: number | null) => ({

@@ -4,12 +4,12 @@ import { describe, expect, it } from 'vitest';
 
 import type { OptimiseChange } from '../../src-main/api/optimise';
 import type { ScriptOptimiseRequest } from '../../src-main/api/script-target';
-import type { RunRecord } from '../../src-main/core/run-store';
-import type { ScriptJob, ScriptJobs } from '../../src-main/core/script/script-jobs';
-import type { ScriptRepetition } from '../../src-main/core/targets/script-runner';
-import { ScriptRunner } from '../../src-main/core/targets/script-runner';
+import type { RunRecord } from '../../src-main/core/workspace/run-store';
+import type { RunningJob, RunningJobs } from '../../src-main/core/jobs/running-jobs';
+import type { ScriptRepetition } from '../../src-main/core/targets/script/wizard-launches';
+import { ScriptLaunches } from '../../src-main/core/targets/script/wizard-launches';
 
-const runner = new ScriptRunner({} as ScriptOptimiseRequest, {} as RunRecord, {} as ScriptJobs, {} as ScriptJob, () => undefined);
+const runner = new ScriptLaunches({} as ScriptOptimiseRequest, {} as RunRecord, {} as RunningJobs, {} as RunningJob, () => undefined);
 const change = (knob: string): OptimiseChange => ({ knob, from: 'off', to: 'default', kind: 'numerics', label: `${knob} off -> default`, hypothesis: 'h', note: null });
 const rep = (stepMs: number, compile: ScriptRepetition['compile'] = null): ScriptRepetition => ({
   samplesPerSec: 64_000 / stepMs,

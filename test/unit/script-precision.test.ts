@@ -3,9 +3,9 @@
 import { describe, expect, it } from 'vitest';
 
 import { utilisationText } from '../../src-main/api/utilisation-words';
-import { datasheetPeak } from '../../src-main/core/benchmarks/datasheet-peaks';
+import { datasheetPeak } from '../../src-main/core/stats/datasheet-peaks';
 import { ProbeMessageSchema } from '../../src-main/core/script/probe-messages';
-import { scriptUtilisation } from '../../src-main/core/script/script-benchmark';
+import { scriptUtilisation } from '../../src-main/core/targets/script/script-benchmark';
 
 describe("the datasheet precision of a script's utilisation", () => {
   const flops = { forwardPerSample: 1_337_344, layers: 3, method: 'forward hooks' };

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { type GpuState, HISTORY_CAPACITY, HISTORY_SECONDS, type HostSample, type TelemetrySample } from '../../src-main/api/telemetry';
-import { EventHub } from '../../src-main/core/event-hub';
+import { EventHub } from '../../src-main/core/common/event-hub';
 import { createServices } from '../../src-main/core/services';
 import { GpuSampler } from '../../src-main/core/telemetry/gpu-sampler';
 import type { HostSampler } from '../../src-main/core/telemetry/host-sampler';

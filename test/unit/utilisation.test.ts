@@ -2,9 +2,9 @@
 // and its datasheet peak; above 100% of either is a measurement error, given as a problem, never as a result.
 import { describe, expect, it } from 'vitest';
 
-import { datasheetPeak } from '../../src-main/core/benchmarks/datasheet-peaks';
+import { datasheetPeak } from '../../src-main/core/stats/datasheet-peaks';
 import { utilisationText } from '../../src-main/api/utilisation-words';
-import { utilisationOf } from '../../src-main/core/benchmarks/utilisation';
+import { utilisationOf } from '../../src-main/core/stats/utilisation';
 
 const peak = { gflops: 200, shape: '512^3 fp32', how: "the engine's avx512 kernel on 2 threads, best of 5" };
 

@@ -5,7 +5,7 @@ import type { OptimiseChange, OptimisePreset, OptimiseTrial } from '../../src-ma
 import type { Conditions } from '../../src-main/api/telemetry';
 import type { SearchState, WizardRules } from '../../src-main/core/optimise/wizard-loop';
 import { WizardLoop } from '../../src-main/core/optimise/wizard-loop';
-import type { Candidates, Repetition, TargetRunner } from '../../src-main/core/targets/target-runner';
+import type { Candidates, Repetition, WizardTarget } from '../../src-main/core/targets/target-runner';
 
 /**
  * The loop's rules on a target whose throughput is a known function of its settings: what each knob
@@ -18,7 +18,7 @@ const change = (knob: string, from: number, to: number, kind: OptimiseChange['ki
   knob, from, to, kind, label: `${knob} ${from} -> ${to}`, hypothesis: 'h', note: kind === 'recipe' ? 'scale the learning rate' : null,
 });
 
-class KnownTarget implements TargetRunner<Config, Repetition> {
+class KnownTarget implements WizardTarget<Config, Repetition> {
   readonly unit = 'launch';
   launches = 0;
   ready = true;

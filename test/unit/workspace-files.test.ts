@@ -6,8 +6,8 @@ import path from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import type { Workspace } from '../../src-main/core/workspace';
-import { openWorkspace } from '../../src-main/core/workspace';
+import type { Workspace } from '../../src-main/core/workspace/workspace';
+import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import {
   copyFileOut,
   createFileWriteStream,
@@ -18,7 +18,7 @@ import {
   readTextCapped,
   removeEntry,
   writeFileConfined,
-} from '../../src-main/core/workspace-files';
+} from '../../src-main/core/workspace/workspace-files';
 import { tempDir } from '../helpers/temp-dir';
 
 let t: { dir: string; cleanup(): void };

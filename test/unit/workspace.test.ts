@@ -3,7 +3,7 @@ import path from 'node:path';
 
 import { afterEach, describe, expect, it } from 'vitest';
 
-import { defaultWorkspaceDir, openWorkspace, resolveInside } from '../../src-main/core/workspace';
+import { defaultWorkspaceDir, openWorkspace, resolveInside } from '../../src-main/core/workspace/workspace';
 import { tempDir } from '../helpers/temp-dir';
 
 const cleanups: (() => void)[] = [];
