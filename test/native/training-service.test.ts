@@ -96,13 +96,13 @@ describe('training service', () => {
     const runId = jobIdAt(new Date(), 'c0ffee');
     const events: string[] = [];
     const off = services.events.subscribe((name, data) => {
-      if (name === 'train.progress') events.push((data as { runId: string }).runId);
+      if (name === 'train.progress') events.push((data as { jobId: string }).jobId);
     });
-    const result = await services.training.run(TrainRequestSchema.parse({ ...request({ maxSteps: 2 }), runId }));
+    const result = await services.training.run(TrainRequestSchema.parse({ ...request({ maxSteps: 2 }), jobId: runId }));
     off();
     expect(result.runId).toBe(runId);
     expect(new Set(events)).toEqual(new Set([runId]));
-    await expect(services.training.run(TrainRequestSchema.parse({ ...request({ maxSteps: 2 }), runId }))).rejects.toMatchObject({
+    await expect(services.training.run(TrainRequestSchema.parse({ ...request({ maxSteps: 2 }), jobId: runId }))).rejects.toMatchObject({
       code: 'E_BAD_INPUT',
       message: expect.stringContaining('exists already'),
     });

@@ -12,7 +12,8 @@ import { commandText } from './script-benchmark';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
 import type { BatchPlan, OnOutput } from '../target-runner';
 import type { TrialRecord } from '../../script/script-trial';
-import { runTrial, trialError, trialOom } from '../../script/script-trial';
+import { trialError, trialOom } from '../../script/script-trial';
+import { launchMeasured } from '../../script/measured-launch';
 
 const n = (x: number) => Math.round(x).toLocaleString('en-US');
 
@@ -61,8 +62,10 @@ export function scriptBatchPlan(
         probeDir: dir,
       };
       const repetition = finished + 1;
-      const record = await runTrial({
+      // A trial is a data point, not a measured window: no telemetry.
+      const { record } = await launchMeasured({
         ...trialOptions,
+        window: null,
         onStarted: (cancel) => deps.jobs.started(job, cancel),
         onLine: (stream, line) => {
           out.write(`${b} ${stream === 'stderr' ? 'E' : 'O'} ${line}\n`);

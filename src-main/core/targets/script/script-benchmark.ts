@@ -7,7 +7,6 @@ import type { ScriptBenchmarkRequest, ScriptBenchmarkResult, ScriptFlops, Script
 import { ScriptBenchmarkResultSchema } from '../../../api/script-target';
 import type { GemmPeak } from '../../stats/utilisation';
 import { utilisationOf } from '../../stats/utilisation';
-import type { TelemetrySummary } from '../../../api/telemetry';
 import type { BenchmarkAggregate } from '../../stats/benchmark-summary';
 import { findings, mergeTelemetry, phaseShares, withOther } from '../../stats/benchmark-summary';
 import type { EventHub } from '../../common/event-hub';
@@ -15,19 +14,15 @@ import type { RunRecord } from '../../workspace/run-store';
 import { medianInterval } from '../../stats/bootstrap';
 import { CPU_ENERGY_MISSING, energyPerSample } from '../../telemetry/energy';
 import type { TelemetryService } from '../../telemetry/telemetry-service';
-import { handledLater } from '../../common/handled-later';
 import { probeDir } from '../../script/probe-dir';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
 import type { BenchmarkPlan, OnOutput, RepetitionProgress } from '../target-runner';
-import type { ProcessTreeSummary } from '../../script/process-tree';
-import { sampleProcessTree } from '../../script/process-tree';
 import type { RankSummary } from '../../script/rank-stats';
 import { combineRanks, summarizeRank } from '../../script/rank-stats';
 import type { ProbeMessage } from '../../script/probe-messages';
 import { CPU_COPY_MISSING, scriptFloors } from './script-floors';
-import { runTrial, trialError } from '../../script/script-trial';
-
-const TELEMETRY_INTERVAL_MS = 200;
+import { trialError } from '../../script/script-trial';
+import { launchMeasured } from '../../script/measured-launch';
 
 /** One launch as the benchmark keeps it: the repetition it records, with each rank's summary and the overrides applied. */
 interface Launch {
@@ -99,9 +94,6 @@ export class ScriptBenchmarks {
     progress: (p: RepetitionProgress) => void,
   ) {
     const log = run.stream(`output-rep${i}.log`);
-    const recording: { current: { stop(until?: number): Promise<TelemetrySummary> } | null } = { current: null };
-    // The launch's process group is the target whose neighbours the window watches (known once it runs).
-    const group: { pgid: number | null } = { pgid: null };
     // Progress at most ~10/s (steps of a small model come by the hundred), and the last step always said: a
     // step held back by the limit is sent when the limit allows, so a script that stalls shows where it is.
     let lastProgress = 0;
@@ -119,28 +111,6 @@ export class ScriptBenchmarks {
       lastProgress = Date.now();
       progress({ runId: run.id, phase: step > request.warmupSteps ? 'measuring' : 'warmup', repetition: i, step, samplesPerSec: null });
     };
-    // Set from the launch's callback once the process runs.
-    const tree: { current: ReturnType<typeof sampleProcessTree> } = { current: null };
-    // The window is the measured steps: it closes at the last one, not when the process ends, so the probe's
-    // floors after them and the script's own exit (a checkpoint saved in a finally, loader workers joined)
-    // do not enter its power, energy or neighbours.
-    const closed: { telemetry: Promise<TelemetrySummary> | null; tree: ProcessTreeSummary | null; done: boolean } = { telemetry: null, tree: null, done: false };
-    // When rank 0's last measured step arrived: the window's end where it could only close with the launch.
-    let lastMeasuredAt: number | undefined;
-    const startRecording = () => {
-      if (closed.done) return;
-      recording.current ??= this.telemetry.record(run.stream(`telemetry-rep${i}.jsonl`, { append: true }), TELEMETRY_INTERVAL_MS, group.pgid === null ? undefined : { pgid: group.pgid });
-    };
-    // Without --steps (or a script ending before them) it closes with the launch, cut back to the last measured
-    // step (the CPU load of conditions, read at both ends, then includes the exit).
-    const closeWindow = (until?: number) => {
-      if (closed.done) return;
-      closed.done = true;
-      closed.telemetry = recording.current ? handledLater(recording.current.stop(until)) : null;
-      recording.current = null;
-      closed.tree = tree.current?.stop(until) ?? null;
-      tree.current = null;
-    };
     const trialOptions = {
       target: request.target,
       overrides: request.overrides,
@@ -151,17 +121,11 @@ export class ScriptBenchmarks {
       measurePeak: true,
     };
     try {
-      const record = await runTrial({
+      const { record, telemetry: windowTelemetry, processTree } = await launchMeasured({
         ...trialOptions,
-        onStarted: (cancel, pid) => {
-          group.pgid = pid;
-          if (pid !== null) tree.current = sampleProcessTree(pid);
-          if (request.warmupSteps === 0) {
-            startRecording();
-            tree.current?.markWindowStart();
-          }
-          this.jobs.started(job, cancel);
-        },
+        window: { telemetry: this.telemetry, open: () => run.stream(`telemetry-rep${i}.jsonl`, { append: true }) },
+        processTree: true,
+        onStarted: (cancel) => this.jobs.started(job, cancel),
         onLine: (stream, line) => {
           log.write(`${stream === 'stderr' ? 'E' : 'O'} ${line}\n`);
           this.events.emit('script.output', { jobId, runId: run.id, repetition: i, stream, line });
@@ -176,24 +140,13 @@ export class ScriptBenchmarks {
           }
           if (m.type !== 'step') return;
           run.appendEvent({ ...m, type: 'script.step', repetition: i, rank: connection.hello.rank });
-          const measuring = m.step > request.warmupSteps;
-          if (measuring) {
-            startRecording();
-            tree.current?.markWindowStart();
-          }
-          if (connection.hello.rank === 0) {
-            if (measuring) lastMeasuredAt = Date.now();
-            stepProgress(m.step);
-            if (request.steps !== undefined && m.step >= request.warmupSteps + request.steps) closeWindow();
-          }
+          if (connection.hello.rank === 0) stepProgress(m.step);
         },
       });
       stopped = true;
       if (heldStep) clearTimeout(heldStep);
       job.cancel = null;
-      closeWindow(lastMeasuredAt); // a launch that ran to its own end: the window ends at its last measured step
-      const processTree = closed.tree;
-      const telemetry = (await closed.telemetry) ?? mergeTelemetry([]);
+      const telemetry = windowTelemetry ?? mergeTelemetry([]);
       const error = trialError(record, trialOptions);
       if (error) throw error;
       const ranks = record.connections.map((c) => summarizeRank(c, request.warmupSteps, request.steps)).filter((r): r is RankSummary => r !== null);
@@ -230,8 +183,6 @@ export class ScriptBenchmarks {
     } finally {
       stopped = true;
       if (heldStep) clearTimeout(heldStep);
-      closeWindow();
-      await closed.telemetry?.catch(() => undefined); // a failed launch: its window's file is closed all the same
       await new Promise<void>((resolve) => log.end(resolve));
     }
   }

@@ -5,7 +5,7 @@ import { formatIssues } from '../../../api/format-issues';
 import type { ScriptProgressEvent, ScriptRunPoint, ScriptTrainRequest, ScriptTrainResult } from '../../../api/script-run';
 import { ScriptTrainResultSchema } from '../../../api/script-run';
 import type { TelemetrySummary } from '../../../api/telemetry';
-import { withOther } from '../../stats/benchmark-summary';
+import { mergeTelemetry, withOther } from '../../stats/benchmark-summary';
 import type { EventHub } from '../../common/event-hub';
 import { EvenThinner } from '../../workspace/jsonl-lines';
 import type { RunRecord } from '../../workspace/run-store';
@@ -15,13 +15,14 @@ import type { Workspace } from '../../workspace/workspace';
 import { probeDir } from '../../script/probe-dir';
 import type { ProbeConnection } from '../../script/probe-channel';
 import type { ProbeDone } from '../../script/probe-messages';
-import { sampleProcessTree, type ProcessTreeSummary } from '../../script/process-tree';
+import type { ProcessTreeSummary } from '../../script/process-tree';
 import { LossTally, RankTally } from '../../script/run-tally';
 import { commandText } from './script-benchmark';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
 import type { TrainOptions } from '../target-runner';
 import type { TrialRecord } from '../../script/script-trial';
-import { runTrial, trialError } from '../../script/script-trial';
+import { trialError } from '../../script/script-trial';
+import { launchMeasured } from '../../script/measured-launch';
 
 /** Progress events at most this often (docs/architecture.md: throttled; a small model steps by the thousand per second). */
 const PROGRESS_INTERVAL_MS = 100;
@@ -120,33 +121,29 @@ export class ScriptTraining {
   private async train(request: ScriptTrainRequest, run: RunRecord, job: RunningJob, options: TrainOptions): Promise<ScriptTrainResult> {
     const t0 = Date.now();
     const log = run.stream('output.log');
-    const recording = this.telemetry.record(run.stream('telemetry.jsonl', { append: true }), TELEMETRY_INTERVAL_MS);
     const maxSteps = request.maxSteps ?? null;
     const follower = new RunFollower(request.warmupSteps, (point) => {
       const progress: ScriptProgressEvent = { ...point, jobId: run.id, maxSteps, elapsedSeconds: (Date.now() - t0) / 1000 };
       this.events.emit('script.progress', progress);
       options.onProgress?.(progress);
     });
-    let tree: ReturnType<typeof sampleProcessTree> = null;
     const trialOptions = { target: request.target, overrides: request.overrides, timeoutMs: request.timeoutSeconds * 1000 };
     let record: TrialRecord;
     let processTree: ProcessTreeSummary | null;
     let telemetry: TelemetrySummary;
     try {
-      record = await runTrial({
+      let windowTelemetry: TelemetrySummary | null;
+      ({ record, telemetry: windowTelemetry, processTree } = await launchMeasured({
         ...trialOptions,
+        // A training run's telemetry covers the whole run, its exit included.
+        window: { telemetry: this.telemetry, open: () => run.stream('telemetry.jsonl', { append: true }), periodMs: TELEMETRY_INTERVAL_MS, whole: true },
+        processTree: true,
         // The probe's warm-up only delays its stop; warmupSteps is ours, for the steady-state figures.
         warmupSteps: 0,
         steps: request.maxSteps,
         probeDir: this.pythonDir,
         retainSteps: 'last',
-        onStarted: (cancel, pid) => {
-          if (pid !== null) {
-            tree = sampleProcessTree(pid);
-            tree?.markWindowStart();
-          }
-          this.jobs.started(job, cancel);
-        },
+        onStarted: (cancel) => this.jobs.started(job, cancel),
         onLine: (stream, line) => {
           log.write(`${stream === 'stderr' ? 'E' : 'O'} ${line}\n`);
           follower.output(stream, line);
@@ -169,13 +166,12 @@ export class ScriptTraining {
             follower.losses.off = m.reason;
           }
         },
-      });
+      }));
+      telemetry = windowTelemetry ?? mergeTelemetry([]);
     } catch (err) {
       throw await run.fail(err);
     } finally {
       job.cancel = null;
-      processTree = (tree as ReturnType<typeof sampleProcessTree>)?.stop() ?? null;
-      telemetry = await recording.stop();
       await new Promise<void>((resolve) => log.end(resolve));
     }
     follower.maybePoint(true);

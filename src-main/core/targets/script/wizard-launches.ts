@@ -12,9 +12,10 @@ import type { RankSummary } from '../../script/rank-stats';
 import { combineRanks, summarizeRank } from '../../script/rank-stats';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
 import { scriptProposals } from '../../knobs/knob-table';
-import { runTrial, trialError } from '../../script/script-trial';
+import type { TrialRecord } from '../../script/script-trial';
+import { trialError } from '../../script/script-trial';
+import { launchMeasured } from '../../script/measured-launch';
 import { median } from '../../stats/bootstrap';
-import { handledLater } from '../../common/handled-later';
 import type { Candidates, FinalWords, Repetition, WizardTarget } from '../target-runner';
 
 /** A launch of the user's command: throughput, its phases, and the mean loss over its measured steps. */
@@ -30,8 +31,6 @@ export interface ScriptRepetition extends Repetition {
   conditions: Conditions | null;
 }
 
-/** The window of a launch's measured steps, from its first measured step to its end. */
-type LaunchWindow = { stop(): Promise<TelemetrySummary> };
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
@@ -40,8 +39,7 @@ type ProbeSeen = 'optimizer' | 'models' | 'autocast' | 'torch' | 'zeroGradToNone
 
 const LOADER_KEYS = ['num_workers', 'prefetch_factor', 'pin_memory', 'persistent_workers', 'batch_size'] as const;
 
-/** The benchmarks' telemetry period. */
-export const LAUNCH_TELEMETRY_MS = 500;
+export { LAUNCH_TELEMETRY_MS } from '../../script/measured-launch';
 
 /** Two launches of the same settings whose mean losses differ by more than this (relative) do not reproduce it. */
 const REPEAT_LOSS_TOLERANCE = 1e-3;
@@ -83,49 +81,26 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
     private readonly telemetry: TelemetryService | null = null,
   ) {}
 
-  /** Telemetry over a launch's measured steps, with the launch's process group as the target. */
-  private window(pgid: number | null): LaunchWindow | null {
-    if (!this.telemetry || pgid === null) return null;
-    return this.telemetry.record(this.run.stream(`telemetry-launch${this.launches}.jsonl`, { append: true }), LAUNCH_TELEMETRY_MS, { pgid });
-  }
-
   async measure(overrides: ScriptOverrides): Promise<ScriptRepetition> {
     const r = this.request;
     const n = ++this.launches;
     const trialOptions = { target: r.target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir, seed: r.seed };
-    let pgid: number | null = null;
-    let window: LaunchWindow | null = null;
-    // The window is the measured steps: closed at rank 0's last one, so the script's exit after them (its
-    // finally blocks, a checkpoint save) and the probe's floors are not read as the launch's conditions.
-    let closing: Promise<TelemetrySummary | null> | null = null;
-    const open = () => {
-      if (!closing) window ??= this.window(pgid);
-    };
-    const close = (): Promise<TelemetrySummary | null> => (closing ??= handledLater(window ? window.stop() : Promise.resolve(null)));
-    let record: Awaited<ReturnType<typeof runTrial>>;
+    const telemetryService = this.telemetry;
+    let record: TrialRecord;
+    let telemetry: TelemetrySummary | null;
     try {
-      record = await runTrial({
+      ({ record, telemetry } = await launchMeasured({
         ...trialOptions,
-        onStarted: (cancel, pid) => {
-          pgid = pid;
-          if (r.warmupSteps === 0) open();
-          this.jobs.started(this.job, cancel);
-        },
+        // The window watches the launch's measured steps for what else the machine did (confounders).
+        window: telemetryService ? { telemetry: telemetryService, open: () => this.run.stream(`telemetry-launch${n}.jsonl`, { append: true }) } : null,
+        onStarted: (cancel) => this.jobs.started(this.job, cancel),
         onLine: (stream, line) => this.onLine(stream, line, n),
-        onMessage: (connection, m) => {
-          if (m.type !== 'step' || m.step <= r.warmupSteps) return;
-          open();
-          if (connection.hello.rank === 0 && m.step >= r.warmupSteps + r.steps) void close();
-        },
-      });
+      }));
     } catch (err) {
       this.job.cancel = null;
-      // The window's recording holds the samplers: a failed launch ends it too.
-      await close().catch(() => undefined);
       throw err;
     }
     this.job.cancel = null;
-    const telemetry = await close();
     const conditions = telemetry?.conditions ?? null;
     const error = trialError(record, trialOptions);
     if (error) throw error;
