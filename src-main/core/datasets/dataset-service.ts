@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 
 import type {
@@ -19,6 +18,7 @@ import type {
 import type { TelemetrySummary } from '../../api/telemetry';
 import { DEFAULT_SHARD_BYTES, SourceSpecSchema } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
+import { newJobId } from '../../api/ids';
 import type { DataSource } from '../../api/training';
 import type { EngineClient } from '../../engine/engine-client';
 import type { HostSource, HostTrainData } from '../../engine/host-protocol';
@@ -118,7 +118,7 @@ export class DatasetService {
   }
 
   async build(request: BuildRequest, access: AccessOptions = {}, onProgress?: (p: BuildProgress) => void): Promise<BuildResult> {
-    const jobId = request.jobId ?? randomBytes(6).toString('hex');
+    const jobId = request.jobId ?? newJobId();
     if (this.jobs.has(jobId)) throw new ApiError('E_BAD_INPUT', `a build with job id ${jobId} is already running`);
     const controller = new AbortController();
     this.jobs.set(jobId, controller);
@@ -178,7 +178,7 @@ export class DatasetService {
    * recorded as cancelled with the settings measured so far, and E_CANCELLED is thrown.
    */
   async benchmark(request: LoaderBenchRequest, access: AccessOptions = {}, onProgress?: (p: LoaderBenchProgress) => void): Promise<LoaderBenchResult> {
-    const jobId = request.jobId ?? randomBytes(6).toString('hex');
+    const jobId = request.jobId ?? newJobId();
     if (this.jobs.has(jobId)) throw new ApiError('E_BAD_INPUT', `a job with id ${jobId} is already running`);
     const controller = new AbortController();
     this.jobs.set(jobId, controller);
