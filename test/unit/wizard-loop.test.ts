@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src-main/api/errors';
 import type { OptimiseChange, OptimisePreset, OptimiseTrial } from '../../src-main/api/optimise';
 import type { Conditions } from '../../src-main/api/telemetry';
-import type { SearchState, WizardRules } from '../../src-main/core/optimise/wizard-loop';
+import type { SearchState, WizardRules } from '../../src-main/core/targets/target-runner';
 import { WizardLoop } from '../../src-main/core/optimise/wizard-loop';
 import type { Candidates, Repetition, WizardTarget } from '../../src-main/core/targets/target-runner';
 

@@ -2,8 +2,6 @@ import { ApiError } from '../../api/errors';
 import type { BenchmarkPlan, RepetitionProgress } from '../targets/target-runner';
 import type { RunRecord } from '../workspace/run-store';
 
-export type { RepetitionProgress } from '../targets/target-runner';
-
 /**
  * The training benchmark, either target (issue 25): `repeat` fresh repetitions, each recorded and
  * reported as it ends, a cancel checked before each, then one summary saved as the run's result; the

@@ -3,8 +3,6 @@ import { ciLevel } from '../../api/order-interval';
 import type { Interval } from '../stats/bootstrap';
 import type { FinalWords } from '../targets/target-runner';
 
-export type { FinalWords } from '../targets/target-runner';
-
 
 const x = (v: number) => `${v.toFixed(3)}x`;
 

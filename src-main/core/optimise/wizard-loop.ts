@@ -3,8 +3,6 @@ import type { ConditionsRow, OptimiseChange, OptimiseProgress, OptimiseTrial, Sk
 import type { Interval } from '../stats/bootstrap';
 import { median, medianInterval } from '../stats/bootstrap';
 import type { FinalComparison, LoopProgress, Repetition, SearchState, WizardRules, WizardTarget } from '../targets/target-runner';
-
-export type { FinalComparison, LoopProgress, SearchState, WizardRules } from '../targets/target-runner';
 import { WizardCancelled } from '../targets/wizard-cancelled';
 import { conditionsDiffer } from '../../api/confounders';
 import { wizardEta } from './eta';
@@ -23,7 +21,6 @@ export interface LoopHooks {
   afterTrial(trial: OptimiseTrial): Promise<void>;
 }
 
-export { WizardCancelled } from '../targets/wizard-cancelled';
 
 /** A trial's samples/J on both sides, where every repetition had them. */
 function perJouleArrays(best: readonly Repetition[], candidate: readonly Repetition[]): Pick<OptimiseTrial, 'bestSamplesPerJoule' | 'candidateSamplesPerJoule'> {
