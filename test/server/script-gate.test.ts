@@ -1,6 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
 import { ApiError } from '../../src-main/api/errors';
+import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
 import { createServices, type Services } from '../../src-main/core/services';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
@@ -99,6 +103,26 @@ describe('script requests through the router', () => {
     expect((err as ApiError).code).toBe('E_SCRIPT');
     const { existsSync } = await import('node:fs');
     expect(existsSync(`${cwd.dir}/ran-a-command`)).toBe(true);
+    cwd.cleanup();
+  });
+
+  it('never run the command a script optimisation run file names on a resume request, even where scripts are allowed', async () => {
+    const s = await services(true);
+    const cwd = tempDir();
+    // A stopped script optimisation as a workspace copied from elsewhere could hold it: its file names the command.
+    const target = { kind: 'script', command: ['/bin/sh', '-c', 'touch ran-a-command'], cwd: cwd.dir, env: {} };
+    const now = new Date().toISOString();
+    const dir = s.workspace.resolve(path.join('runs', 'planted-wizard'));
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      path.join(dir, 'run.json'),
+      JSON.stringify({ schemaVersion: RUN_SCHEMA_VERSION, id: 'planted-wizard', kind: 'optimise', status: 'cancelled', createdAt: now, finishedAt: now, config: { target, request: { target, steps: 1, repeat: 2 }, jobId: 'planted-wizard' } }),
+    );
+    const err = await s.router.dispatch('optimise.resume', { jobId: 'planted-wizard' }).catch((e: unknown) => e);
+    expect((err as ApiError).code).toBe('E_FORBIDDEN');
+    expect((err as ApiError).message).toContain('resumeFrom planted-wizard');
+    const { existsSync } = await import('node:fs');
+    expect(existsSync(`${cwd.dir}/ran-a-command`)).toBe(false);
     cwd.cleanup();
   });
 });

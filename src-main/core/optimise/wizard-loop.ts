@@ -21,7 +21,6 @@ export interface LoopHooks {
   afterTrial(trial: OptimiseTrial): Promise<void>;
 }
 
-
 /** A trial's samples/J on both sides, where every repetition had them. */
 function perJouleArrays(best: readonly Repetition[], candidate: readonly Repetition[]): Pick<OptimiseTrial, 'bestSamplesPerJoule' | 'candidateSamplesPerJoule'> {
   const a = WizardLoop.perJoule(best);

@@ -1,3 +1,4 @@
+import { ApiError } from '../../api/errors';
 import { newJobId } from '../../api/ids';
 import type { ScriptTrainRequest } from '../../api/script-run';
 import type { ScriptBatchSearchRequest, ScriptBatchTrial, ScriptBenchmarkRequest, ScriptOptimiseRequest } from '../../api/script-target';
@@ -55,6 +56,12 @@ export class ScriptRunner implements TargetRunner {
 
   /** A stopped script optimisation goes on in a new run from the one named (its baseline and finished trials kept). */
   async resume(runId: string, job: RunningJob, options: WizardOptions) {
+    if (options.commandFromRunFile !== true) {
+      throw new ApiError(
+        'E_FORBIDDEN',
+        `${runId} is a script optimisation: going on with it runs the command its run file names, which a request does not do on a file's word; start it again with its target and resumeFrom ${runId} (the Resume button), or run trainbench optimise --resume ${runId}`,
+      );
+    }
     const request = await resumedScriptRequest(this.deps.workspace, runId);
     return openScriptWizard(this.deps, { ...request, jobId: job.id }, job, options);
   }
