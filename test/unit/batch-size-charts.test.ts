@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
 import { batchSizeLabel, batchSizeOption } from '../../src-main/api/charts/batch-size-charts';
-import { scriptBatchSizeLabel, scriptBatchSizeOption } from '../../src-main/api/charts/script-batch-size-charts';
 
 const predicted = (bytes: number) => ({ weights: 0, gradients: 0, optimizerState: 0, activations: bytes, activationGrads: 0, batchData: 0, workspace: 0, total: bytes });
 const engineTrials = [
@@ -31,9 +30,9 @@ describe('failed batches are marked on the batch axis', () => {
       { batchSize: 16, outcome: 'ok' as const, samplesPerSec: 100, cudaPeakBytes: null },
       { batchSize: 32, outcome: 'E_OOM' as const, samplesPerSec: null, cudaPeakBytes: null },
     ];
-    const series = (scriptBatchSizeOption(trials, null) as { series: Series[] }).series;
+    const series = (batchSizeOption(trials, null) as { series: Series[] }).series;
     expect(series.find((s) => s.name === 'out of memory')).toMatchObject({ type: 'scatter', data: [[32, 0]] });
-    expect(scriptBatchSizeLabel(trials)).toMatch(/out of memory at batch 32/);
+    expect(batchSizeLabel(trials)).toMatch(/out of memory at batch 32/);
   });
 });
 
@@ -44,7 +43,7 @@ describe('the usable memory line', () => {
   it('labels it inside the plot above its right end, off the MiB axis, on both targets', () => {
     const engine = lineOf(batchSizeOption(engineTrials, 2 ** 30));
     expect(engine).toMatchObject({ label: { formatter: 'usable', position: 'insideEndTop' }, data: [{ yAxis: 1024 }] });
-    const script = lineOf(scriptBatchSizeOption([{ batchSize: 16, outcome: 'ok', samplesPerSec: 100, cudaPeakBytes: 2 ** 29 }], 2 ** 30));
+    const script = lineOf(batchSizeOption([{ batchSize: 16, outcome: 'ok', samplesPerSec: 100, cudaPeakBytes: 2 ** 29 }], 2 ** 30));
     expect(script).toEqual(engine);
   });
 

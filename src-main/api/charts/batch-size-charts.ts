@@ -1,23 +1,52 @@
-// The batch-size search's chart: samples/s and memory (predicted beside measured) by batch size.
+// The batch-size search's chart, either target: samples/s by batch, the batches that ran out of memory
+// (or were killed) marked on the axis, and memory: the engine's prediction beside its measurement, or a
+// script's CUDA peak where it used a GPU (on the CPU a script has no peak to plot).
 import type { EChartsCoreOption } from 'echarts/core';
 
 import type { BatchTrial } from '../batch-size';
+import type { ScriptBatchTrial } from '../script-target';
 import { failedBatchSeries, failedBatchText } from './failed-batches';
 import { formatValue, GRID_LINE, MUTED, TEXT, tooltip } from './theme';
 import { usableMemoryLine } from './usable-memory-line';
 
 const MiB = 2 ** 20;
 
-type TrialInput = Pick<BatchTrial, 'batchSize' | 'accumulation' | 'outcome' | 'samplesPerSec' | 'peakBytes' | 'predicted'>;
+type EngineTrialInput = Pick<BatchTrial, 'batchSize' | 'accumulation' | 'outcome' | 'samplesPerSec' | 'peakBytes' | 'predicted'>;
+type ScriptTrialInput = Pick<ScriptBatchTrial, 'batchSize' | 'outcome' | 'samplesPerSec' | 'cudaPeakBytes'>;
+export type BatchChartTrial = EngineTrialInput | ScriptTrialInput;
 
-/** Single-batch trials (no accumulation), smallest first; the chart's x axis. */
-function singles(trials: readonly TrialInput[]): TrialInput[] {
-  return trials.filter((t) => t.accumulation === 1).sort((a, b) => a.batchSize - b.batchSize);
+/** A trial as the chart draws it: the engine's memory model predicted its bytes; a script's were only measured. */
+interface Point {
+  batchSize: number;
+  outcome: BatchTrial['outcome'];
+  samplesPerSec: number | null;
+  peakBytes: number | null;
+  predictedBytes: number | null;
 }
 
-export function batchSizeOption(trials: readonly TrialInput[], usableBytes: number | null): EChartsCoreOption {
-  const single = singles(trials);
-  const ok = single.filter((t) => t.outcome === 'ok');
+const isEngineTrial = (t: BatchChartTrial): t is EngineTrialInput => 'predicted' in t;
+
+/** Single-batch trials (no accumulation), smallest first: the chart's x axis. */
+function points(trials: readonly BatchChartTrial[]): Point[] {
+  return trials
+    .filter((t) => !isEngineTrial(t) || t.accumulation === 1)
+    .map((t) =>
+      isEngineTrial(t)
+        ? { batchSize: t.batchSize, outcome: t.outcome, samplesPerSec: t.samplesPerSec, peakBytes: t.peakBytes, predictedBytes: t.predicted.total }
+        : { batchSize: t.batchSize, outcome: t.outcome, samplesPerSec: t.samplesPerSec, peakBytes: t.cudaPeakBytes, predictedBytes: null },
+    )
+    .sort((a, b) => a.batchSize - b.batchSize);
+}
+
+const mib = (bytes: number | null) => +((bytes ?? 0) / MiB).toFixed(1);
+
+/** usableBytes: the memory a fitting batch may use (the capacity less the headroom); null without one (a CPU search without a limit). */
+export function batchSizeOption(trials: readonly BatchChartTrial[], usableBytes: number | null): EChartsCoreOption {
+  const all = points(trials);
+  const ok = all.filter((t) => t.outcome === 'ok');
+  const predicted = all.some((t) => t.predictedBytes !== null);
+  const measured = predicted ? ok : ok.filter((t) => t.peakBytes !== null);
+  const memory = predicted || measured.length > 0;
   const axis = { axisLabel: { color: MUTED }, splitLine: { lineStyle: { color: GRID_LINE } } };
   return {
     animation: false,
@@ -27,30 +56,40 @@ export function batchSizeOption(trials: readonly TrialInput[], usableBytes: numb
     tooltip: tooltip(''),
     grid: { left: 70, right: 70, top: 32, bottom: 64 },
     xAxis: { type: 'value', name: 'batch', nameLocation: 'middle', nameGap: 26, min: 0, ...axis },
-    yAxis: [
-      { type: 'value', name: 'samples/s', ...axis },
-      { type: 'value', name: 'MiB', ...axis, splitLine: { show: false } },
-    ],
+    yAxis: [{ type: 'value', name: 'samples/s', ...(predicted ? {} : { min: 0 }), ...axis }, ...(memory ? [{ type: 'value', name: 'MiB', ...axis, splitLine: { show: false } }] : [])],
     series: [
       { name: 'samples/s', type: 'line', data: ok.map((t) => [t.batchSize, Math.round(t.samplesPerSec ?? 0)]), itemStyle: { color: '#4fb3ff' } },
-      {
-        name: 'predicted MiB',
-        type: 'line',
-        yAxisIndex: 1,
-        lineStyle: { type: 'dashed' },
-        data: single.map((t) => [t.batchSize, +(t.predicted.total / MiB).toFixed(1)]),
-        itemStyle: { color: '#d29922' },
-        ...usableMemoryLine(usableBytes),
-      },
-      { name: 'measured MiB', type: 'line', yAxisIndex: 1, data: ok.map((t) => [t.batchSize, +((t.peakBytes ?? 0) / MiB).toFixed(1)]), itemStyle: { color: '#3fb950' } },
-      ...failedBatchSeries(single),
+      ...(predicted
+        ? [
+            {
+              name: 'predicted MiB',
+              type: 'line',
+              yAxisIndex: 1,
+              lineStyle: { type: 'dashed' },
+              data: all.map((t) => [t.batchSize, mib(t.predictedBytes)]),
+              itemStyle: { color: '#d29922' },
+              ...usableMemoryLine(usableBytes),
+            },
+            { name: 'measured MiB', type: 'line', yAxisIndex: 1, data: ok.map((t) => [t.batchSize, mib(t.peakBytes)]), itemStyle: { color: '#3fb950' } },
+            ...failedBatchSeries(all),
+          ]
+        : [
+            ...failedBatchSeries(all),
+            ...(measured.length
+              ? [{ name: 'CUDA peak MiB', type: 'line', yAxisIndex: 1, data: measured.map((t) => [t.batchSize, mib(t.peakBytes)]), itemStyle: { color: '#3fb950' }, ...usableMemoryLine(usableBytes) }]
+              : []),
+          ]),
     ],
   };
 }
 
-export function batchSizeLabel(trials: readonly TrialInput[]): string {
-  const ok = singles(trials).filter((t) => t.outcome === 'ok');
-  const points = ok.map((t) => `batch ${t.batchSize}: ${formatValue(t.samplesPerSec, 'samples/s')}, ${formatValue((t.peakBytes ?? 0) / MiB, 'MiB')}`);
-  const parts = [...points, ...failedBatchText(singles(trials))];
-  return `Throughput and memory by batch size chart${parts.length ? `: ${parts.join('; ')}` : ', no trial fitted yet'}`;
+/** What a screen reader hears for the chart. */
+export function batchSizeLabel(trials: readonly BatchChartTrial[]): string {
+  const all = points(trials);
+  const predicted = all.some((t) => t.predictedBytes !== null);
+  const ok = all.filter((t) => t.outcome === 'ok');
+  const rows = ok.map((t) => `batch ${t.batchSize}: ${formatValue(t.samplesPerSec, 'samples/s')}${predicted ? `, ${formatValue((t.peakBytes ?? 0) / MiB, 'MiB')}` : ''}`);
+  const parts = [...rows, ...failedBatchText(all)];
+  const what = predicted ? 'Throughput and memory by batch size chart' : 'Throughput by batch size chart';
+  return `${what}${parts.length ? `: ${parts.join('; ')}` : ', no trial finished yet'}`;
 }

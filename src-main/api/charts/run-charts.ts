@@ -1,8 +1,9 @@
-// Chart options for one run (loss curve, phases, ops, memory): pure functions of
-// the run's data, so the app and the report generator draw the same charts.
+// Chart options for one training run, either target (loss curve, phases, ops, memory; a script run's samples/s
+// and data wait): pure functions of the run's data, so the live view, the run's page and a report draw the same charts.
 import type { EChartsCoreOption } from 'echarts/core';
 
 import { PHASE_NAMES } from '../benchmark';
+import type { ScriptRunPoint } from '../script-run';
 import { formatValue, GRID_LINE, MUTED, titleAndLegend, tooltip } from './theme';
 
 const axis = { axisLabel: { color: MUTED }, splitLine: { lineStyle: { color: GRID_LINE } } };
@@ -19,7 +20,23 @@ export interface CurvePoint {
   accuracy: number | null;
 }
 
-export function lossCurveOption(steps: readonly CurvePoint[]): EChartsCoreOption {
+/**
+ * The training loss over steps, with the accuracy on a second axis (the engine's step events carry it); a script's
+ * points have no accuracy (`accuracy: false`): the loss alone, its axis fitted to the curve.
+ */
+export function lossCurveOption(steps: readonly CurvePoint[], o: { accuracy?: boolean } = {}): EChartsCoreOption {
+  if (o.accuracy === false) {
+    const h = head('Training loss', false);
+    return {
+      animation: false,
+      title: h.title,
+      tooltip: tooltip(''),
+      grid: { left: 60, right: 24, top: h.top + 8, bottom: 28 },
+      xAxis: { type: 'value', name: 'step', ...axis },
+      yAxis: { type: 'value', scale: true, ...axis },
+      series: [{ name: 'loss', type: 'line', showSymbol: false, data: steps.map((e) => [e.globalStep, e.loss]) }],
+    };
+  }
   const h = head('Training loss and accuracy', true);
   return {
     animation: false,
@@ -37,6 +54,68 @@ export function lossCurveOption(steps: readonly CurvePoint[]): EChartsCoreOption
       { name: 'loss', type: 'line', showSymbol: false, data: steps.map((e) => [e.globalStep, e.loss]) },
       { name: 'accuracy', type: 'line', yAxisIndex: 1, showSymbol: false, data: steps.filter((e) => e.accuracy !== null).map((e) => [e.globalStep, e.accuracy]) },
     ],
+  };
+}
+
+/** A [step, value] pair of a script run's curves. */
+export type StepPoint = [number, number];
+
+/** A script run's curves: [step, value] pairs, points without a value left out. */
+export function scriptRunCurves(points: readonly ScriptRunPoint[]): { rate: StepPoint[]; dataWait: StepPoint[]; loss: StepPoint[] } {
+  const rate: StepPoint[] = [];
+  const dataWait: StepPoint[] = [];
+  const loss: StepPoint[] = [];
+  for (const p of points) appendScriptRunPoint({ rate, dataWait, loss }, p);
+  return { rate, dataWait, loss };
+}
+
+/** Appends one point to the curves' data (the live view's path: charts get data, never a rebuilt option). */
+export function appendScriptRunPoint(into: { rate: StepPoint[]; dataWait: StepPoint[]; loss: StepPoint[] }, p: ScriptRunPoint): void {
+  if (p.samplesPerSec !== null) into.rate.push([p.step, Number(p.samplesPerSec.toFixed(1))]);
+  if (p.dataWaitPercent !== null) into.dataWait.push([p.step, Number(p.dataWaitPercent.toFixed(2))]);
+  if (p.loss !== null && p.lossStep !== null) into.loss.push([p.lossStep, p.loss]);
+}
+
+/** A script run's loss curve: the scalar the script passed to backward(), mean per point. */
+export function scriptLossOption(loss: readonly StepPoint[] = []): EChartsCoreOption {
+  return lossCurveOption(
+    loss.map(([globalStep, l]) => ({ globalStep, loss: l, accuracy: null })),
+    { accuracy: false },
+  );
+}
+
+/** A script run's samples/s (left axis) and the share of the step blocked on the DataLoader (right axis) over steps. */
+export function scriptThroughputOption(rate: readonly StepPoint[] = [], dataWait: readonly StepPoint[] = []): EChartsCoreOption {
+  const h = head('Samples/s and data wait over steps', true);
+  return {
+    animation: false,
+    title: h.title,
+    legend: h.legend,
+    tooltip: tooltip(''),
+    grid: { left: 60, right: 52, top: h.top + 8, bottom: 28 },
+    xAxis: { type: 'value', name: 'step', ...axis },
+    // The legend names the axes (samples/s left, data wait % right).
+    yAxis: [
+      { type: 'value', min: 0, ...axis },
+      { type: 'value', min: 0, max: 100, ...axis, splitLine: { show: false } },
+    ],
+    series: [
+      { name: 'samples/s', type: 'line', showSymbol: false, data: [...rate] },
+      { name: 'data wait %', type: 'line', yAxisIndex: 1, showSymbol: false, data: [...dataWait] },
+    ],
+  };
+}
+
+/** What a screen reader hears for a script run's two charts. */
+export function scriptRunLabels(c: { rate: readonly StepPoint[]; dataWait: readonly StepPoint[]; loss: readonly StepPoint[] }): { throughput: string; loss: string } {
+  const lastRate = c.rate.at(-1);
+  const lastWait = c.dataWait.at(-1);
+  const lastLoss = c.loss.at(-1);
+  return {
+    throughput: lastRate
+      ? `Samples per second over ${c.rate.length} points, last ${formatValue(lastRate[1])} at step ${lastRate[0]}; data wait ${lastWait ? `${formatValue(lastWait[1])}%` : 'unknown'}`
+      : 'Samples per second: no step yet',
+    loss: lastLoss ? `Training loss over ${c.loss.length} points, last ${formatValue(lastLoss[1])} at step ${lastLoss[0]}` : 'Training loss: none read yet',
   };
 }
 

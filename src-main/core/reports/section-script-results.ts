@@ -6,8 +6,8 @@ import type { Limit } from '../../api/optimise';
 import type { ScriptBenchmarkResult } from '../../api/script-target';
 import { floorRows, SCRIPT_ENERGY_WINDOW } from '../../api/utilisation-words';
 import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
-import { scriptBatchSizeLabel, scriptBatchSizeOption } from '../../api/charts/script-batch-size-charts';
-import { scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/script-run-charts';
+import { batchSizeLabel, batchSizeOption } from '../../api/charts/batch-size-charts';
+import { scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/run-charts';
 import { commandText } from '../targets/script/script-benchmark';
 import type { Interval } from '../stats/bootstrap';
 import { ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
@@ -180,7 +180,7 @@ function benchmarkAttemptBody(n: number, a: ScriptBenchmarkAttempt, baseline: Sc
 function searchBody(n: number, run: ScriptBatchRun): { body: string; figure: FigureSpec } {
   const r = run.result;
   const usable = r.cudaTotalBytes ? r.cudaTotalBytes * (1 - r.headroom) : null;
-  const figure: FigureSpec = { name: `script-batch-size-${run.id}.svg`, title: 'Samples/s by batch size, your command', alt: scriptBatchSizeLabel(r.trials), runId: run.id, option: scriptBatchSizeOption(r.trials, usable) };
+  const figure: FigureSpec = { name: `script-batch-size-${run.id}.svg`, title: 'Samples/s by batch size, your command', alt: batchSizeLabel(r.trials), runId: run.id, option: batchSizeOption(r.trials, usable) };
   const rows = r.trials.map((t) => [String(t.batchSize), t.outcome, t.samplesPerSec === null ? '-' : fmt(t.samplesPerSec), t.cudaPeakBytes === null ? '-' : fmt(t.cudaPeakBytes / MiB, 'MiB'), t.fits ? 'yes' : 'no', t.message ?? '']);
   return {
     body: [
