@@ -4,6 +4,8 @@ import { newJobId } from '../../api/ids';
 /** One running job of this process (a training run, a benchmark, a batch search, a wizard, either target). */
 export interface RunningJob {
   readonly id: string;
+  /** What a person calls it ("script benchmark"), for a refusal of its id. */
+  readonly what?: string;
   /** Set by a cancel: the job's loop checks it between its steps, repetitions or trials. */
   cancelled: boolean;
   /** What stops the piece of work in flight (an engine run, a script launch's process group), while one runs. */
@@ -18,11 +20,12 @@ export interface RunningJob {
 export class RunningJobs {
   private readonly jobs = new Map<string, RunningJob>();
 
-  /** Opens a job under its id (a new one when absent); an id that runs already is refused, naming `what`. */
+  /** Opens a job under its id (a new one when absent); an id that runs already is refused, naming the job that holds it. */
   open(jobId: string | undefined, what: string): RunningJob {
     const id = jobId ?? newJobId();
-    if (this.jobs.has(id)) throw new ApiError('E_BAD_INPUT', `${what} ${id} is already running: choose another jobId`);
-    const job: RunningJob = { id, cancelled: false, cancel: null };
+    const holder = this.jobs.get(id);
+    if (holder) throw new ApiError('E_BAD_INPUT', `${holder.what ?? what} ${id} is already running: choose another jobId`);
+    const job: RunningJob = { id, what, cancelled: false, cancel: null };
     this.jobs.set(id, job);
     return job;
   }

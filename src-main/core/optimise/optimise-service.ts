@@ -28,6 +28,10 @@ export class OptimiseService {
     const job = this.jobs.open(request.jobId, runner.jobNames.optimise);
     try {
       options.onStart?.(job.id);
+      // Both targets' wizards answer optimise.state and optimise.resume by their id: one id, one wizard.
+      for (const other of Object.values(this.runners)) {
+        if ((await other.savedWizard(job.id)) !== undefined) throw new ApiError('E_BAD_INPUT', `an optimisation with the id ${job.id} exists already: resume it, or choose another id`);
+      }
       return await driveWizard(await runner.optimise({ ...request, jobId: job.id }, job, options));
     } finally {
       this.jobs.close(job);
@@ -36,10 +40,12 @@ export class OptimiseService {
 
   /** Goes on with a cancelled, failed or interrupted wizard (either target's) from its saved state. */
   async resume(jobId: string, options: WizardOptions = {}): Promise<OptimiseResult | ScriptOptimiseResult> {
-    const { runner } = await this.find(jobId);
-    const job = this.jobs.open(runner.resumedJobId(jobId), runner.jobNames.optimise);
+    // Opened before the saved state is read, so a cancel that comes meanwhile reaches the wizard.
+    const job = this.jobs.open(jobId, 'optimisation');
     try {
       options.onStart?.(job.id);
+      const { runner } = await this.find(jobId);
+      if (job.cancelled) throw new ApiError('E_CANCELLED', `optimisation ${jobId} was cancelled before it went on`);
       const session = await runner.resume(jobId, job, options);
       // A finished wizard answers with its result; a stopped one goes on.
       return 'target' in session && 'rules' in session ? await driveWizard(session) : session;

@@ -64,11 +64,6 @@ export class EngineRunner implements TargetRunner {
     return this.wizards.resume(jobId, job, options);
   }
 
-  /** A resumed engine wizard goes on under its own id: its state is kept by it. */
-  resumedJobId(jobId: string): string {
-    return jobId;
-  }
-
   savedWizard(jobId: string) {
     return this.wizards.saved(jobId);
   }

@@ -63,12 +63,8 @@ export class ScriptRunner implements TargetRunner {
       );
     }
     const request = await resumedScriptRequest(this.deps.workspace, runId);
-    return openScriptWizard(this.deps, { ...request, jobId: job.id }, job, options);
-  }
-
-  /** A resumed script optimisation is a new run, so a new job. */
-  resumedJobId(): string {
-    return newJobId();
+    // A new run goes on from the one named, under the job that resumes it.
+    return openScriptWizard(this.deps, { ...request, jobId: newJobId() }, job, options);
   }
 
   savedWizard(runId: string) {

@@ -127,11 +127,10 @@ export interface TargetRunner {
   /** The optimisation wizard on this target from a new request: its run recorded, its state saved, nothing measured yet. */
   optimise(request: WizardRequest, job: RunningJob, options: WizardOptions): Promise<WizardSession>;
   /**
-   * A stopped wizard of this target going on from its saved state (a finished one answers with its result), as the
-   * job `resumedJobId(jobId)` names: the same wizard (the engine's state is kept by its id), or a new run (a script's).
+   * A stopped wizard of this target going on from its saved state under its job (a finished one answers with its
+   * result): the same wizard (the engine's state is kept by its id), or a new run from the one named (a script's).
    */
   resume(jobId: string, job: RunningJob, options: WizardOptions): Promise<WizardSession | OptimiseResult | ScriptOptimiseResult>;
-  resumedJobId(jobId: string): string;
   /** What the wizard of this id measured so far; undefined when no wizard of this target has the id. */
   savedWizard(jobId: string): Promise<SavedWizard | undefined>;
 }

@@ -94,12 +94,17 @@ export class EngineBatchSearch {
 
     const trials: BatchTrial[] = [];
     const runTrial = async (run: RunRecord, batchSize: number, accumulation: number): Promise<BatchTrial> => {
+      const trialRunId = partId(run.id, `trial-${trials.length}`);
+      // Wired before the trial's set-up, and checked after it: a cancel meanwhile never lets the trial train.
+      job.cancel = () => this.engine.cancelTraining(trialRunId);
       await predict([batchSize]);
       const before = (await this.engine.engineMemory()).chargedBytes;
+      if (job.cancelled) {
+        job.cancel = null;
+        throw new ApiError('E_CANCELLED', `the batch-size search was cancelled before the trial at batch ${batchSize}, after ${trials.length} trial(s)`);
+      }
       const t0 = Date.now();
       const steps: TrainStepEvent[] = [];
-      const trialRunId = partId(run.id, `trial-${trials.length}`);
-      job.cancel = () => this.engine.cancelTraining(trialRunId);
       let trial: Omit<BatchTrial, 'memoryAfterBytes' | 'backAtBaseline'>;
       const common = { index: trials.length, batchSize, accumulation, predicted: predictions.get(batchSize)!, memoryBeforeBytes: before };
       const running = { index: common.index, batchSize, accumulation };

@@ -55,7 +55,8 @@ export async function trainEngine(deps: EngineTrainDeps, request: TrainRequest &
   }
   const run = await createRun(deps.workspace, 'train', { ...request, cachedData: data }, { id: runId, computeDevice: describeComputeDevice(await deps.engine.devices(), request.options.device) });
   job.cancel = () => deps.engine.cancelTraining(run.id);
-  if (job.cancelled) void deps.engine.cancelTraining(run.id);
+  // A cancel while the run was being recorded: the engine has no trainer of this id to stop yet.
+  if (job.cancelled) throw await run.fail(new ApiError('E_CANCELLED', `run ${run.id} was cancelled before its first step`));
   const recording = deps.telemetry.record(run.stream('telemetry.jsonl', { append: true }));
   let stopped = false;
   const stopRecording = () => {

@@ -70,12 +70,8 @@ export class EngineWizards {
     return this.deps.workspace;
   }
 
+  /** A new wizard under the job's id (OptimiseService refused an id either target's wizard has). */
   async start(request: OptimiseRequest & { jobId: string }, job: RunningJob, options: OptimiseRunOptions = {}): Promise<WizardSession<OptimiseConfig, EngineRepetition>> {
-    const exists = await loadWizardState(this.workspace, request.jobId).then(
-      () => true,
-      () => false,
-    );
-    if (exists) throw new ApiError('E_BAD_INPUT', `an optimisation with the id ${request.jobId} exists already: resume it, or choose another id`);
     const state = initialState(request.jobId, request);
     await saveWizardState(this.workspace, state);
     return this.session(state, job, options);
@@ -122,20 +118,29 @@ export class EngineWizards {
       await Promise.resolve(job.bench.cancel?.()).catch(() => undefined);
       if (job.searchId) await this.deps.cancelJob(job.searchId).catch(() => undefined);
     };
-    // spec at the top level, as other kinds store it, so the Runs list can name the model.
-    const run = await createRun(
-      this.workspace,
-      'optimise',
-      {
-        jobId: state.jobId,
-        spec: state.request.target.spec,
-        request: state.request,
-        resumedFrom: state.runIds[state.runIds.length - 1] ?? null,
-      },
-      { computeDevice: describeComputeDevice(await this.deps.engine.devices(), state.request.target.options.device) },
-    );
-    state.runIds.push(run.id);
-    await saveWizardState(this.workspace, state);
+    let run: RunRecord;
+    try {
+      // spec at the top level, as other kinds store it, so the Runs list can name the model.
+      run = await createRun(
+        this.workspace,
+        'optimise',
+        {
+          jobId: state.jobId,
+          spec: state.request.target.spec,
+          request: state.request,
+          resumedFrom: state.runIds[state.runIds.length - 1] ?? null,
+        },
+        { computeDevice: describeComputeDevice(await this.deps.engine.devices(), state.request.target.options.device) },
+      );
+      state.runIds.push(run.id);
+      await saveWizardState(this.workspace, state);
+    } catch (err) {
+      // Before its run exists a wizard can still fail (no engine, a full disk): its state says so, not "running".
+      running.cancel = null;
+      const failure = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
+      await saveWizardState(this.workspace, { ...state, status: 'failed', message: failure.message }).catch(() => undefined);
+      throw failure;
+    }
     const samplers = await this.deps.benchmarks.holdTelemetry();
     return new Session(this, state, run, job, options, () => {
       samplers.release();

@@ -76,6 +76,8 @@ export class EngineRepetitions implements WizardTarget<OptimiseConfig, EngineRep
 
   async measure(config: OptimiseConfig): Promise<EngineRepetition> {
     const prepared = await this.prepare(config);
+    // Preparing a configuration (its data read in place, say) can take a while: a cancel meanwhile stops here.
+    if (this.job.cancelled) throw new ApiError('E_CANCELLED', 'the optimisation was cancelled while a configuration was prepared');
     const n = ++this.count;
     const measured = await this.benchmarks.repetition(n, prepared, this.run, this.job, `${this.run.id}-r${n}`);
     const r = measured.repetition;

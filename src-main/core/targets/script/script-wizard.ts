@@ -50,8 +50,8 @@ export async function openScriptWizard(deps: ScriptWizardDeps, request: ScriptOp
   try {
     // Checked before a run is created: a refused resume records nothing.
     const resumed = request.resumeFrom ? await loadScriptWizardState(workspace, request.resumeFrom, request) : null;
-    // The run's id is the job's: optimise.state reads the wizard by it.
-    const run = await createRun(workspace, 'optimise', { target: request.target, request, jobId: job.id }, { id: job.id });
+    // The run's id is the request's job id (the job's own, but for a resume by the CLI): optimise.state reads the wizard by it.
+    const run = await createRun(workspace, 'optimise', { target: request.target, request, jobId: job.id }, { id: request.jobId });
     return new ScriptWizard(request, run, deps, options, started, job, resumed, () => held.release());
   } catch (err) {
     held.release();
