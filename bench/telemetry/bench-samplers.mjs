@@ -14,7 +14,7 @@ import { benchOutput, numberArg, REPO_ROOT as root, tempFolder } from '../../scr
 const require = createRequire(import.meta.url);
 const { TelemetryService } = require(path.join(root, 'dist/src-main/core/telemetry/telemetry-service.js'));
 const { GpuSampler } = require(path.join(root, 'dist/src-main/core/telemetry/gpu-sampler.js'));
-const { EventHub } = require(path.join(root, 'dist/src-main/core/event-hub.js'));
+const { EventHub } = require(path.join(root, 'dist/src-main/core/common/event-hub.js'));
 
 const args = process.argv.slice(2);
 const output = benchOutput(args);
