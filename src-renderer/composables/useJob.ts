@@ -1,9 +1,9 @@
 import { ApiError } from '@api/errors';
 import type { EventData } from '@api/events';
 import { apiEvents } from '@api/events';
-import { jobIdAt } from '@api/ids';
+import { newJobId } from '@api/ids';
 import type { JobEventName, JobInfo, JobMethod } from '@api/jobs';
-import { JOB_METHODS, isJobEventName, jobIdOfEvent } from '@api/jobs';
+import { isJobEventName, jobIdOfEvent } from '@api/jobs';
 import type { MethodParams, ResultFor } from '@api/methods';
 import { apiMethods } from '@api/methods';
 import { computed, nextTick, ref } from 'vue';
@@ -17,15 +17,6 @@ type TargetOfJob<I extends JobInfo> = I['target'] extends 'script' ? { target: {
 
 /** What a store does with each event of its job, by event name. */
 export type JobEventHandlers = { [E in JobEventName]?: (data: EventData<E>) => void };
-
-function randomHex(n: number): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(n)), (b) => b.toString(16).padStart(2, '0')).join('');
-}
-
-/** A new job id, in the one scheme of api/ids.ts. */
-export function newJobId(): string {
-  return jobIdAt(new Date(), randomHex(3));
-}
 
 /**
  * One job as a store follows it (issue 25): started here, or attached to after a
@@ -76,13 +67,13 @@ export function useJob(handlers: JobEventHandlers) {
    */
   async function start<M extends JobMethod, P extends MethodParams<M>>(method: M, params: P): Promise<ResultFor<M, P> | null> {
     if (running.value) return null;
-    const given = (params as Record<string, unknown>)[JOB_METHODS[method].idParam];
+    const given = (params as { jobId?: unknown }).jobId;
     const id = typeof given === 'string' ? given : newJobId();
     begin(id);
     const off = follow(id);
     try {
       // The router answers in the form of the request's target (ResultFor); the client checked it against the method's result.
-      return (await useApiClient().call(method, { ...params, [JOB_METHODS[method].idParam]: id } as MethodParams<M>)) as ResultFor<M, P>;
+      return (await useApiClient().call(method, { ...params, jobId: id } as MethodParams<M>)) as ResultFor<M, P>;
     } catch (err) {
       return fail(err);
     } finally {

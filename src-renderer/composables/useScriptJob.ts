@@ -1,4 +1,5 @@
 import type { JobInfo, JobKind } from '@api/jobs';
+import type { ScriptOutputEvent } from '@api/script-target';
 import type { Ref, ShallowRef } from 'vue';
 import { ref, shallowRef } from 'vue';
 
@@ -7,6 +8,34 @@ import type { JobEventHandlers } from './useJob';
 import { useJob } from './useJob';
 
 type Job = ReturnType<typeof useJob>;
+
+/** Lines of output kept: a long run would otherwise grow the page without bound. */
+export const SCRIPT_OUTPUT_LINES = 3000;
+
+export interface ScriptLine {
+  n: number;
+  stream: 'stdout' | 'stderr';
+  repetition: number;
+  line: string;
+}
+
+/** A job's output as the page shows it: its last SCRIPT_OUTPUT_LINES lines, numbered as they came. */
+export function scriptOutputBuffer() {
+  const lines = shallowRef<ScriptLine[]>([]);
+  let count = 0;
+  return {
+    lines,
+    clear(): void {
+      lines.value = [];
+      count = 0;
+    },
+    push(e: Pick<ScriptOutputEvent, 'stream' | 'repetition' | 'line'>): void {
+      count += 1;
+      const next = [...lines.value, { n: count, stream: e.stream, repetition: e.repetition, line: e.line }];
+      lines.value = next.length > SCRIPT_OUTPUT_LINES ? next.slice(next.length - SCRIPT_OUTPUT_LINES) : next;
+    },
+  };
+}
 
 export interface ScriptJobOptions<Req, Res> {
   /** The kind of job it is (the jobs store hands such script jobs, re-attached, to this side). */

@@ -1,17 +1,23 @@
 import type { BatchSearchProgress, BatchSearchRequest, BatchSearchResult, BatchTrial } from '@api/batch-size';
+import type { ScriptBatchSearchRequestInput, ScriptBatchSearchResult, ScriptBatchTrial, ScriptBatchTrialEvent, ScriptOutputEvent } from '@api/script-target';
+import { ScriptBatchSearchRequestSchema } from '@api/script-target';
 import { BatchSearchRequestSchema, DEFAULT_HEADROOM } from '@api/batch-size';
 import type { BuiltinModelName, ModelSpec } from '@api/model-spec';
 import { BUILTIN_MODELS } from '@api/model-spec';
 import type { JobInfo, TargetKind } from '@api/jobs';
 import { RECIPES } from '@api/recipes';
 import { defineStore } from 'pinia';
-import { ref, shallowRef } from 'vue';
+import { computed, ref, shallowRef } from 'vue';
 
 import { useJob } from '../composables/useJob';
+import { scriptOutputBuffer, useScriptJob } from '../composables/useScriptJob';
 import { followRunningTarget } from '../composables/useTargetSwitch';
 import { dataSourceOf } from '../composables/useTargetChoices';
+import type { ScriptStatus } from '../view-models/script-status';
+import { scriptBatchStatus } from '../view-models/script-status';
 import { useJobsStore } from './jobs';
-import { scriptBatchSearch } from './script-batch-size';
+import type { ScriptForm } from '../view-models/script-target-form';
+import { emptyScriptForm, scriptRequestFromForm } from '../view-models/script-target-form';
 
 /** The form of the Batch size area, in the units a person types. */
 export interface BatchSearchForm {
@@ -29,9 +35,91 @@ export interface BatchSearchForm {
   stepsPerTrial: number;
 }
 
+/** A script search's own numbers, in the units a person types. */
+export interface ScriptSearchNumbers {
+  startBatch: number;
+  maxBatch: number;
+  warmupSteps: number;
+  stepsPerTrial: number;
+  /** Percent of the GPU's memory a fitting batch leaves free (CUDA only). */
+  headroomPct: number;
+  timeoutSeconds: number;
+}
+
+export function defaultSearchNumbers(): ScriptSearchNumbers {
+  const d = ScriptBatchSearchRequestSchema.parse({ target: { kind: 'script', command: ['x'], cwd: '/' } });
+  return { startBatch: d.startBatch, maxBatch: d.maxBatch, warmupSteps: d.warmupSteps, stepsPerTrial: d.stepsPerTrial, headroomPct: Math.round(d.headroom * 100), timeoutSeconds: d.timeoutSeconds };
+}
+
+/** The search request the form describes, checked by the API's schema; throws with the bad field named. */
+export function scriptSearchFromForm(form: ScriptForm, numbers: ScriptSearchNumbers): ScriptBatchSearchRequestInput {
+  const { target, overrides = {} } = scriptRequestFromForm(form);
+  if ('dataloader.batch_size' in overrides) throw new Error('dataloader.batch_size is what the search varies: remove that override');
+  const request: ScriptBatchSearchRequestInput = {
+    target,
+    overrides,
+    startBatch: numbers.startBatch,
+    maxBatch: numbers.maxBatch,
+    warmupSteps: numbers.warmupSteps,
+    stepsPerTrial: numbers.stepsPerTrial,
+    headroom: numbers.headroomPct / 100,
+    timeoutSeconds: numbers.timeoutSeconds,
+  };
+  const checked = ScriptBatchSearchRequestSchema.safeParse(request);
+  if (!checked.success) {
+    const issue = checked.error.issues[0]!;
+    throw new Error(`${issue.path.join('.') || 'request'}: ${issue.message}`);
+  }
+  if (numbers.startBatch > numbers.maxBatch) throw new Error(`start batch ${numbers.startBatch} is above the max batch ${numbers.maxBatch}`);
+  return request;
+}
+
 /**
- * The Batch size area: one search at a time on either target (the engine's here, the script's in
- * `script`, from script-batch-size.ts): its trials as they arrive, its answer, and Cancel. The search
+ * What only a script's search has (the area's one store below holds it as `script`): the script target's form and
+ * the search's numbers, confirmation, the script's trials and output live, the status line, Cancel. The search
+ * followed is one started here, or one running when the window opened, re-attached through the jobs store.
+ */
+function scriptBatchSearch() {
+  const form = ref<ScriptForm>(emptyScriptForm());
+  const numbers = ref<ScriptSearchNumbers>(defaultSearchNumbers());
+  /** Trials of the running (or last) search, in the order they ran. */
+  const trials = shallowRef<ScriptBatchTrial[]>([]);
+  const buffer = scriptOutputBuffer();
+  const side = useScriptJob<ScriptBatchSearchRequestInput, ScriptBatchSearchResult>({
+    kind: 'batchSize',
+    handlers: {
+      'script.batchTrial': (e: ScriptBatchTrialEvent) => (trials.value = [...trials.value, e.trial]),
+      'script.output': (e: ScriptOutputEvent) => buffer.push(e),
+    },
+    request: () => scriptSearchFromForm(form.value, numbers.value),
+    start: (job, request) => job.start('batchSize.search', request),
+    attach: (job, info) => job.attach({ ...info, method: 'batchSize.search', target: 'script' as const }),
+    clear: () => {
+      trials.value = [];
+      buffer.clear();
+    },
+    // The answer's list is the whole one, in order.
+    done: (result) => {
+      trials.value = result.trials;
+    },
+  });
+
+  /** The line above the output: the last trial's outcome while the next one starts, then how the search ended. */
+  const status = computed((): ScriptStatus | null => {
+    const failure = side.failure.value;
+    if (side.forbidden.value) return null;
+    if (side.running.value) return scriptBatchStatus(trials.value, null);
+    if (side.result.value) return scriptBatchStatus(trials.value, { ok: true });
+    if (failure) return scriptBatchStatus(trials.value, { ok: false, code: failure.code, message: failure.message });
+    return null;
+  });
+
+  return { ...side, form, numbers, trials, output: buffer.lines, status };
+}
+
+/**
+ * The Batch size area: one search at a time on either target (the engine's here, what only a script's has in
+ * `script`): its trials as they arrive, its answer, and Cancel. The search
  * followed is one started here, or one running when the window opened (a reload, another window),
  * re-attached through the jobs store.
  */
@@ -65,7 +153,7 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
     },
   });
   /** The id of the running search (chosen before it starts), for Cancel and for matching its trial events. */
-  const searchId = job.jobId;
+  const jobId = job.jobId;
   const error = job.error;
 
   /** Collects the trials of one search while `follow` lasts; its answer replaces them with the full list. */
@@ -126,5 +214,5 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
   const script = scriptBatchSearch();
   followRunningTarget(target, { engine: running, script: script.running });
 
-  return { target, form, trials, result, running, progress, progressAt, request, error, failure: job.failure, searchId, cancelling: job.cancelling, attached: job.attached, start, attach, cancel, script };
+  return { target, form, trials, result, running, progress, progressAt, request, error, failure: job.failure, jobId, cancelling: job.cancelling, attached: job.attached, start, attach, cancel, script };
 });

@@ -1,18 +1,82 @@
 import type { BenchmarkProgress, TrainingBenchmarkRequestInput, TrainingBenchmarkResult } from '@api/benchmark';
 import { TrainingBenchmarkResultSchema } from '@api/benchmark';
+import type { ScriptBenchmarkRequestInput, ScriptBenchmarkResult, ScriptOutputEvent } from '@api/script-target';
+import { ScriptBenchmarkResultSchema } from '@api/script-target';
 import type { JobInfo, TargetKind } from '@api/jobs';
 import { defineStore } from 'pinia';
-import { ref, shallowRef } from 'vue';
+import { computed, ref, shallowRef } from 'vue';
 
 import { useJob } from '../composables/useJob';
+import { scriptOutputBuffer, useScriptJob } from '../composables/useScriptJob';
 import { followRunningTarget } from '../composables/useTargetSwitch';
 import { useApiClient } from '../transport/client-instance';
+import type { ScriptStatus } from '../view-models/script-status';
+import { scriptBenchmarkStatus } from '../view-models/script-status';
+import { errorText } from './error-text';
 import { useJobsStore } from './jobs';
 import { useLoader } from './load-state';
-import { scriptBenchmark } from './script';
+import type { ScriptForm } from '../view-models/script-target-form';
+import { emptyScriptForm, scriptRequestFromForm } from '../view-models/script-target-form';
 
 /** How many of the newest benchmarks are compared side by side. */
 export const COMPARED_BENCHMARKS = 8;
+
+/**
+ * What only a script's benchmark has (the area's one store below holds it as `script`): the script target's form,
+ * confirmation, live output, the status line, its results, Cancel. The job followed is one started here, or one
+ * running when the window opened (a reload, another window), re-attached through the jobs store.
+ */
+function scriptBenchmark() {
+  const form = ref<ScriptForm>(emptyScriptForm());
+  const buffer = scriptOutputBuffer();
+  /** Completed script benchmarks in the workspace (runs of kind benchmark whose target is a script), oldest first. */
+  const history = shallowRef<ScriptBenchmarkResult[]>([]);
+  /** The latest benchmark.progress of the job followed: the status line's numbers. */
+  const progress = shallowRef<BenchmarkProgress | null>(null);
+  const side = useScriptJob<ScriptBenchmarkRequestInput, ScriptBenchmarkResult>({
+    kind: 'benchmark',
+    handlers: {
+      'script.output': (e: ScriptOutputEvent) => buffer.push(e),
+      'benchmark.progress': (p) => (progress.value = p),
+    },
+    request: () => scriptRequestFromForm(form.value),
+    start: (job, request) => job.start('benchmark.training', request),
+    attach: (job, info) => job.attach({ ...info, method: 'benchmark.training', target: 'script' as const }),
+    clear: () => {
+      buffer.clear();
+      progress.value = null;
+    },
+    // A finished benchmark is listed at once.
+    done: () => refresh(),
+  });
+
+  /** Reads the completed script benchmarks' results from their run.json. */
+  async function refresh(): Promise<void> {
+    const client = useApiClient();
+    try {
+      const runs = (await client.call('runs.list', {})).filter((r) => r.kind === 'benchmark' && r.status === 'completed').slice(0, 20);
+      const details = await Promise.all(runs.map((r) => client.call('runs.get', { id: r.id })));
+      history.value = details
+        .map((d) => ScriptBenchmarkResultSchema.safeParse((d.record as { result?: unknown }).result))
+        .flatMap((p) => (p.success ? [p.data] : []))
+        .reverse();
+    } catch (err) {
+      side.error.value = errorText(err);
+    }
+  }
+
+  /** The line above the output: warm-up, measured step x of N, the probe's stop, or how it ended. */
+  const status = computed((): ScriptStatus | null => {
+    const failure = side.failure.value;
+    if (side.forbidden.value) return null;
+    if (side.running.value) return scriptBenchmarkStatus(progress.value, null);
+    if (side.result.value) return scriptBenchmarkStatus(progress.value, { ok: true });
+    if (failure) return scriptBenchmarkStatus(progress.value, { ok: false, code: failure.code, message: failure.message });
+    return null;
+  });
+
+  return { ...side, form, output: buffer.lines, history, progress, status, refresh };
+}
 
 /**
  * Training benchmarks: the finished ones of the workspace, and the one running: started from this

@@ -1,4 +1,6 @@
 import type { JobInfo, TargetKind } from '@api/jobs';
+import type { ScriptProgressEvent, ScriptTrainRequestInput, ScriptTrainResult } from '@api/script-run';
+import type { ScriptOutputEvent } from '@api/script-target';
 import type { GpuState } from '@api/telemetry';
 import type { TrainPreparingEvent, TrainRequest, TrainResult, TrainStepEvent } from '@api/training';
 import { defineStore } from 'pinia';
@@ -9,7 +11,8 @@ import { followRunningTarget } from '../composables/useTargetSwitch';
 import { useApiClient } from '../transport/client-instance';
 import { useJobsStore } from './jobs';
 import { useRunsStore } from './runs';
-import { scriptRun } from './script-run';
+import type { ScriptLine } from '../composables/useScriptJob';
+import { SCRIPT_OUTPUT_LINES } from '../composables/useScriptJob';
 
 /** How often the run's telemetry lease is renewed (the telemetry store's pace). */
 const LEASE_RENEW_MS = 5000;
@@ -22,9 +25,104 @@ export interface RunGpuPoint {
   powerW: number | null;
 }
 
+/** How often arrived output lines are handed to the page: a script printing every step writes thousands a second. */
+const OUTPUT_FLUSH_MS = 100;
+
 /**
- * The Runs area's training run, either target (the engine's here, the script's in `script`, from
- * script-run.ts): the run this window follows, one it started, or one running when it opened (a
+ * The live run's part that only a script's run has: confirmation ("Run this command?"), its own progress
+ * points (samples/s, data wait, loss), its live output, the shell's refusal. The area's one store below
+ * holds it as `script`, beside what the engine's run reports; one started here, or one running when the
+ * window opened (re-attached through the jobs store).
+ */
+function scriptRun() {
+  /** The request waiting for "Run this command?"; null when nothing waits. */
+  const pending = shallowRef<ScriptTrainRequestInput | null>(null);
+  /** The newest progress point; the full series go to listeners (charts append). */
+  const last = shallowRef<ScriptProgressEvent | null>(null);
+  const output = shallowRef<ScriptLine[]>([]);
+  const result = shallowRef<ScriptTrainResult | null>(null);
+  const listeners = new Set<(p: ScriptProgressEvent) => void>();
+  let count = 0;
+  let arrived: ScriptLine[] = [];
+
+  const job = useJob({
+    'script.output': (e: ScriptOutputEvent) => {
+      arrived.push({ n: ++count, stream: e.stream, repetition: e.repetition, line: e.line });
+      if (arrived.length > SCRIPT_OUTPUT_LINES) arrived = arrived.slice(arrived.length - SCRIPT_OUTPUT_LINES);
+    },
+    'script.progress': (p) => {
+      last.value = p;
+      for (const l of listeners) l(p);
+    },
+  });
+  const { running, cancelling, error } = job;
+  /** The run's id, chosen before it starts, so its events and Cancel are this run's only. */
+  const runId = job.jobId;
+  /** Set when the shell refuses script targets (serve mode without --allow-scripts). */
+  const forbidden = computed(() => (job.failure.value?.code === 'E_FORBIDDEN' ? job.failure.value.message : null));
+
+  function ask(request: ScriptTrainRequestInput): void {
+    job.error.value = null;
+    job.failure.value = null;
+    pending.value = request;
+  }
+  function dismiss(): void {
+    pending.value = null;
+  }
+
+  /** Collects the run's output (handed to the page in batches: a script may print thousands of lines a second) while `follow` lasts. */
+  async function watch(follow: () => Promise<ScriptTrainResult | null>): Promise<ScriptTrainResult | null> {
+    last.value = null;
+    result.value = null;
+    output.value = [];
+    count = 0;
+    arrived = [];
+    const flush = () => {
+      if (arrived.length === 0) return;
+      const next = output.value.concat(arrived);
+      arrived = [];
+      output.value = next.length > SCRIPT_OUTPUT_LINES ? next.slice(next.length - SCRIPT_OUTPUT_LINES) : next;
+    };
+    const timer = setInterval(flush, OUTPUT_FLUSH_MS);
+    try {
+      result.value = await follow();
+      return result.value;
+    } finally {
+      clearInterval(timer);
+      flush();
+    }
+  }
+
+  /** Runs the confirmed request to its end, following this run's events only. */
+  async function confirm(): Promise<ScriptTrainResult | null> {
+    const request = pending.value;
+    if (!request || running.value) return null;
+    pending.value = null;
+    return watch(() => job.start('train.run', request));
+  }
+
+  /** Follows a script run started elsewhere (before a reload, in another window) to its end. */
+  async function attach(info: JobInfo): Promise<void> {
+    if (running.value) return;
+    await watch(() => job.attach({ ...info, method: 'train.run', target: 'script' as const }));
+  }
+  useJobsStore().adopt('train', 'script', (info) => void attach(info));
+
+  /** Kills the run's process tree; the run is recorded as cancelled. */
+  async function cancel(): Promise<void> {
+    await job.cancel();
+  }
+
+  function onProgress(l: (p: ScriptProgressEvent) => void): () => void {
+    listeners.add(l);
+    return () => listeners.delete(l);
+  }
+
+  return { pending, running, runId, last, output, result, error, cancelled: job.cancelled, forbidden, cancelling, attached: job.attached, ask, dismiss, confirm, attach, cancel, onProgress };
+}
+
+/**
+ * The Runs area's training run, either target (the engine's here, what only a script's has in `script`): the run this window follows, one it started, or one running when it opened (a
  * reload, another window), re-attached through the jobs store.
  */
 export const useLiveRunStore = defineStore('live-run', () => {
@@ -52,7 +150,7 @@ export const useLiveRunStore = defineStore('live-run', () => {
     'train.preparing': (p) => {
       if (!last.value) preparing.value = p;
     },
-    'train.progress': ({ runId: id, event }) => {
+    'train.progress': ({ jobId: id, event }) => {
       runId.value = id;
       if (event.type !== 'step') return;
       first ??= { at: Date.now(), step: event.globalStep };

@@ -3,23 +3,25 @@ import { ApiError } from '@api/errors';
 import type { JobInfo, TargetKind } from '@api/jobs';
 import type { ModelSpec } from '@api/model-spec';
 import type { OptimiseProgress, OptimiseResult, OptimiseTrial, WizardState } from '@api/optimise';
-import type { RunSummary } from '@api/training';
+import type { ScriptOptimiseBaselineEvent, ScriptOptimiseRecord, ScriptOptimiseRequestInput, ScriptOutputEvent, ScriptTarget } from '@api/script-target';
+import { ScriptOptimiseRecordSchema, ScriptOptimiseRequestSchema } from '@api/script-target';
+import type { RunDetail, RunSummary } from '@api/training';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
-import type { OptimiseFormErrors, OptimiseFormValues } from '../view-models/optimise-form';
-import { optimiseFormValues, optimiseRequest } from '../view-models/optimise-form';
+import type { OptimiseFormErrors, OptimiseFormValues, ScriptWizardValues } from '../view-models/optimise-form';
+import { formFromRequest, optimiseFormValues, optimiseRequest, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues, wizardFromRequest } from '../view-models/optimise-form';
 import type { BatchApplyValues } from '../view-models/batch-size-apply';
 import { exampleOptimiseForm } from '../view-models/first-run';
-import type { ScriptOptimiseRun } from '../view-models/script-past';
-import { scriptOptimiseRun } from '../view-models/script-past';
 import { useJob } from '../composables/useJob';
 import { followRunningTarget } from '../composables/useTargetSwitch';
 import { useApiClient } from '../transport/client-instance';
 import { errorText } from './error-text';
 import { useJobsStore } from './jobs';
 import { useLoader } from './load-state';
-import { scriptOptimise } from './script-optimise';
+import { scriptOutputBuffer } from '../composables/useScriptJob';
+import type { ScriptForm } from '../view-models/script-target-form';
+import { quoteArgv } from '../view-models/script-target-form';
 
 /** How a saved optimisation stands, as the list shows it ('interrupted': its process is gone mid-run). */
 export type PastStatus = WizardState['status'] | 'interrupted';
@@ -27,7 +29,7 @@ export type PastStatus = WizardState['status'] | 'interrupted';
 /** One optimisation of the workspace, from its saved state and the runs that recorded it. */
 export interface PastOptimisation {
   /** The wizard's id (engine), or its run's id (script: one run holds the whole wizard). */
-  optimiseId: string;
+  jobId: string;
   /** Which wizard: the engine's (a saved state, resumable; the default) or a script target's (one run). */
   kind?: 'engine' | 'script';
   title: string;
@@ -61,11 +63,53 @@ export function pastStatus(state: WizardState, lastRun: RunSummary | undefined):
   return lastRun?.status === 'running' ? 'running' : 'interrupted';
 }
 
+/** What run.json of a script optimisation holds (the wizard writes it; see optimiseScript). */
+export interface ScriptOptimiseRun {
+  runId: string;
+  status: 'running' | 'completed' | 'cancelled' | 'failed' | 'interrupted';
+  title: string;
+  target: ScriptTarget;
+  preset: ScriptOptimiseRecord['preset'];
+  maxTrials: number;
+  /** The job that runs it, so a window that did not start it can still follow and cancel it. */
+  jobId: string | null;
+  /** Completed: the result; cancelled or failed: what it had measured; running: null. */
+  record: ScriptOptimiseRecord | null;
+  /** Why it stopped early, as the run recorded it. */
+  message: string | null;
+  updatedAt: string;
+}
+
+/**
+ * A run of kind optimise read as a script optimisation, or null when its target is not a script
+ * (an engine wizard, listed from its saved state instead) or its config is not one this window reads.
+ */
+export function scriptOptimiseRun(detail: RunDetail): ScriptOptimiseRun | null {
+  const config = (detail.record as { config?: { target?: { kind?: unknown }; request?: unknown; jobId?: unknown } } | null)?.config;
+  if (detail.summary.kind !== 'optimise' || config?.target?.kind !== 'script') return null;
+  const request = ScriptOptimiseRequestSchema.safeParse(config.request);
+  if (!request.success) return null;
+  const parsed = ScriptOptimiseRecordSchema.safeParse((detail.record as { result?: unknown }).result);
+  const s = detail.summary;
+  return {
+    runId: s.id,
+    status: s.status === 'unreadable' ? 'failed' : s.status,
+    title: quoteArgv(request.data.target.command),
+    target: request.data.target,
+    preset: request.data.preset,
+    maxTrials: request.data.maxTrials,
+    jobId: typeof config.jobId === 'string' ? config.jobId : null,
+    record: parsed.success ? parsed.data : null,
+    message: s.error,
+    updatedAt: s.finishedAt ?? s.createdAt,
+  };
+}
+
 /** A script optimisation's run as the list shows it: titled by its command. */
 export function scriptPastEntry(run: ScriptOptimiseRun): PastOptimisation {
   const trials = run.record?.trials ?? [];
   return {
-    optimiseId: run.runId,
+    jobId: run.runId,
     kind: 'script',
     title: run.title,
     status: run.status,
@@ -80,11 +124,274 @@ export function scriptPastEntry(run: ScriptOptimiseRun): PastOptimisation {
   };
 }
 
+/** An engine wizard's saved state (optimise.state answers a script wizard's record for a script's job id). */
+export async function engineState(jobId: string): Promise<WizardState> {
+  const s = await useApiClient().call('optimise.state', { jobId });
+  if (s === null || !('schemaVersion' in s)) throw new Error(`optimisation ${jobId} is not an engine wizard`);
+  return s;
+}
+
+/** What a script wizard has measured so far, by its job id (which names its run); null before its baseline. */
+export async function scriptState(jobId: string): Promise<ScriptOptimiseRecord | null> {
+  const s = await useApiClient().call('optimise.state', { jobId });
+  if (s !== null && 'schemaVersion' in s) throw new Error(`optimisation ${jobId} is not a script wizard`);
+  return s;
+}
+
 /** The trials of both lists, one per index (a live event and a state read may carry the same trial). */
 function mergeTrials(a: readonly OptimiseTrial[], b: readonly OptimiseTrial[]): OptimiseTrial[] {
   const byIndex = new Map<number, OptimiseTrial>();
   for (const t of [...a, ...b]) byIndex.set(t.index, t);
   return [...byIndex.values()].sort((x, y) => x.index - y.index);
+}
+
+/** How often the run of a script wizard that runs elsewhere (another window, the CLI) is re-read. */
+export const SCRIPT_WATCH_INTERVAL_MS = 2000;
+
+/**
+ * What only a script's wizard has (the area's one store below holds it as `script`): the script target's form,
+ * "Run this command?", the wizard running from this window or re-attached after a reload or from another window
+ * through the jobs store (its progress, baseline, trials and the script's output as they arrive), Cancel, the
+ * refusal of a shell that does not run scripts, and a past script optimisation opened from the list (its run).
+ */
+function scriptOptimise() {
+  const form = ref<ScriptForm>(scriptOptimiseForm());
+  const wizard = ref<ScriptWizardValues>(scriptWizardValues());
+  /** The request waiting for "Run this command?"; null when nothing waits. */
+  const pending = shallowRef<ScriptOptimiseRequestInput | null>(null);
+  /** The request of the wizard followed as a job (it has no run to show until it ends). */
+  const started = shallowRef<ScriptOptimiseRequestInput | null>(null);
+  /** The job of the wizard shown while it runs (from here or elsewhere): what Cancel stops. */
+  const jobId = ref<string | null>(null);
+  /** The wizard shown: its run as saved (null while one starts from this window and has no run yet). */
+  const shown = shallowRef<ScriptOptimiseRun | null>(null);
+  const progress = shallowRef<OptimiseProgress | null>(null);
+  /** The baseline as soon as it is measured (the run holds it only once the wizard ends). */
+  const liveBaseline = shallowRef<Pick<ScriptOptimiseBaselineEvent, 'baseline' | 'loader'> | null>(null);
+  /** Its trials, each as soon as it finishes. */
+  const trials = shallowRef<OptimiseTrial[]>([]);
+  const buffer = scriptOutputBuffer();
+  const output = buffer.lines;
+  /** A wizard is followed to its end as a job: started here, or re-attached (a reload, another window). */
+  const running = ref(false);
+  /** The wizard shown runs elsewhere and is followed: its events, and its run re-read until it ends. */
+  const watching = ref(false);
+  const error = ref<string | null>(null);
+  const cancelled = ref(false);
+  /** The shell's refusal (serve mode without --allow-scripts), word for word. */
+  const forbidden = ref<string | null>(null);
+  /** The run of the job followed, from its first event (the wizard's call returns it only at the end). */
+  let followedRun: string | null = null;
+
+  /** Only the events of the run followed: the one its first event names, or the one watched. */
+  const ofFollowedRun = (runId: string | null) => followedRun === null || runId === followedRun;
+
+  function takeProgress(p: OptimiseProgress): void {
+    if (!ofFollowedRun(p.runId)) return;
+    followedRun ??= p.runId;
+    progress.value = p;
+    if (p.finishedTrial) trials.value = mergeTrials(trials.value, [p.finishedTrial]);
+  }
+  function takeBaseline(e: ScriptOptimiseBaselineEvent): void {
+    if (!ofFollowedRun(e.runId)) return;
+    liveBaseline.value = { baseline: e.baseline, loader: e.loader };
+    // A resumed wizard's kept trials come with its starting point.
+    if (e.trials.length) trials.value = mergeTrials(e.trials, trials.value);
+  }
+  function takeOutput(e: ScriptOutputEvent): void {
+    if (!ofFollowedRun(e.runId)) return;
+    followedRun ??= e.runId;
+    buffer.push(e);
+  }
+
+  /** The wizard run as a job (started here, or re-attached): its events, replayed ones first, come through it. */
+  const job = useJob({ 'optimise.progress': takeProgress, 'script.optimiseBaseline': takeBaseline, 'script.output': takeOutput });
+
+  /** Takes the events of a job this window does not follow as one (a wizard watched from the list); returns the unsubscribe. */
+  function listen(id: string, runId: string | null): () => void {
+    const client = useApiClient();
+    followedRun = runId;
+    const offs = [
+      client.on('optimise.progress', (p) => p.jobId === id && takeProgress(p)),
+      client.on('script.optimiseBaseline', (e) => e.jobId === id && takeBaseline(e)),
+      client.on('script.output', (e) => e.jobId === id && takeOutput(e)),
+    ];
+    return () => offs.forEach((off) => off());
+  }
+
+  /** Re-reads a run; a read for a wizard no longer shown is dropped. */
+  async function loadRun(runId: string): Promise<ScriptOptimiseRun | null> {
+    const client = useApiClient();
+    let run = scriptOptimiseRun(await client.call('runs.get', { id: runId }));
+    if (run === null) throw new Error(`run ${runId} is not a script optimisation`);
+    // Running, or killed: run.json has no result; the state saved after the baseline and each trial has what it measured.
+    if (run.record === null) run = { ...run, record: await scriptState(runId) };
+    if (shown.value !== null && shown.value.runId !== runId) return null;
+    shown.value = run;
+    if (run.record) trials.value = mergeTrials(run.record.trials, trials.value);
+    return run;
+  }
+
+  function reset(): void {
+    unwatch();
+    shown.value = null;
+    trials.value = [];
+    buffer.clear();
+    progress.value = null;
+    liveBaseline.value = null;
+    error.value = null;
+    cancelled.value = false;
+    forbidden.value = null;
+  }
+
+  /** Checks the form with the contract's schema and asks "Run this command?"; nothing runs yet. */
+  function prepare(): void {
+    error.value = null;
+    try {
+      pending.value = scriptOptimiseRequest(form.value, wizard.value);
+    } catch (err) {
+      pending.value = null;
+      error.value = err instanceof Error ? err.message : String(err);
+    }
+  }
+
+  function dismiss(): void {
+    pending.value = null;
+  }
+
+  /** Asks "Run this command?" for going on with a stopped script optimisation: its command and settings, as saved. */
+  async function resume(runId: string): Promise<void> {
+    if (running.value) return;
+    error.value = null;
+    try {
+      const detail = await useApiClient().call('runs.get', { id: runId });
+      const run = scriptOptimiseRun(detail);
+      if (!run) throw new Error(`run ${runId} is not a script optimisation: nothing to resume`);
+      // The stopped wizard's job id stays with its run: the new job gets its own when it starts.
+      const { jobId: _stopped, ...request } = (detail.record as { config: { request: ScriptOptimiseRequestInput } }).config.request;
+      pending.value = { ...request, resumeFrom: runId };
+      form.value = formFromRequest(request);
+      wizard.value = wizardFromRequest({ ...request, preset: run.preset, maxTrials: run.maxTrials });
+    } catch (err) {
+      error.value = errorText(err);
+    }
+  }
+
+  /** Follows the wizard's job while `call` runs it; whatever the end, its run is read back. */
+  async function follow(call: () => Promise<unknown>): Promise<void> {
+    running.value = true;
+    followedRun = null;
+    const done = call();
+    // The job has its id from the call on: Cancel reaches it before its first event.
+    jobId.value = job.jobId.value;
+    try {
+      await done;
+      const failure = job.failure.value;
+      if (failure?.code === 'E_FORBIDDEN') forbidden.value = failure.message;
+      else if (failure) {
+        cancelled.value = failure.code === 'E_CANCELLED';
+        error.value = job.error.value;
+      }
+    } finally {
+      running.value = false;
+      const runId = followedRun;
+      progress.value = null;
+      // The run holds the result, or what a stopped wizard had measured (its baseline and finished trials).
+      if (runId) await loadRun(runId).catch((err: unknown) => (error.value ??= errorText(err)));
+      // Refused, or failed before its run existed: nothing to show but the error.
+      else started.value = null;
+    }
+  }
+
+  /** Runs the confirmed wizard to its end (or cancel); whatever the end, its run is read back. */
+  async function confirm(): Promise<void> {
+    const request = pending.value;
+    if (!request || running.value) return;
+    pending.value = null;
+    reset();
+    started.value = request;
+    await follow(() => job.start('optimise.start', request));
+  }
+
+  /** Follows a wizard started elsewhere (before a reload, in another window): its output, baseline and trials so far, then live ones. */
+  async function attach(info: JobInfo): Promise<void> {
+    if (running.value) return;
+    const request = ScriptOptimiseRequestSchema.safeParse(info.request ?? {});
+    pending.value = null;
+    reset();
+    started.value = request.success ? request.data : null;
+    if (request.success) {
+      // The fields show what runs, as Resume shows what will.
+      form.value = formFromRequest(request.data);
+      wizard.value = wizardFromRequest(request.data);
+    }
+    await follow(() => job.attach({ ...info, method: 'optimise.start', target: 'script' as const }));
+  }
+  useJobsStore().adopt('optimise', 'script', (info) => void attach(info));
+
+  let stopWatch: (() => void) | null = null;
+
+  function unwatch(): void {
+    stopWatch?.();
+    stopWatch = null;
+    watching.value = false;
+  }
+
+  /** Follows a wizard that runs elsewhere: its events (this server's) and its run, until it ends or another is shown. */
+  function watchElsewhere(run: ScriptOptimiseRun): void {
+    unwatch();
+    watching.value = true;
+    jobId.value = run.jobId;
+    const off = run.jobId ? listen(run.jobId, run.runId) : () => undefined;
+    const timer = setInterval(() => {
+      void loadRun(run.runId)
+        .then((now) => {
+          if (now === null || now.status !== 'running') unwatch();
+        })
+        .catch(() => unwatch());
+    }, SCRIPT_WATCH_INTERVAL_MS);
+    stopWatch = () => {
+      off();
+      clearInterval(timer);
+    };
+  }
+
+  /** Shows a saved script optimisation (not while one runs from this window); one still running is followed. */
+  async function open(runId: string): Promise<void> {
+    if (running.value) return;
+    reset();
+    started.value = null;
+    jobId.value = null;
+    try {
+      const run = await loadRun(runId);
+      // A job re-attached meanwhile is followed live, not watched.
+      if (run?.status === 'running' && !running.value) watchElsewhere(run);
+    } catch (err) {
+      error.value = errorText(err);
+    }
+  }
+
+  /** Stops the running (or followed) wizard: the launch in flight is killed; the finished trials stay in its run. */
+  async function cancel(): Promise<void> {
+    const id = jobId.value;
+    if (!id || !(running.value || watching.value)) return;
+    if (job.running.value) {
+      await job.cancel();
+      if (job.error.value) error.value = job.error.value;
+      return;
+    }
+    try {
+      const { cancelled: stopped } = await useApiClient().call('jobs.cancel', { jobId: id });
+      if (!stopped && watching.value) error.value = `script optimisation ${id} is not running in this server (a trainbench optimise -- … process runs it): press Ctrl-C there`;
+    } catch (err) {
+      error.value = errorText(err);
+    }
+  }
+
+  return {
+    form, wizard, pending, started, jobId, shown, progress, liveBaseline, trials, output, running, watching, error, cancelled, forbidden, attached: job.attached,
+    prepare, dismiss, resume, confirm, attach, cancel, open,
+  };
 }
 
 /**
@@ -100,7 +407,7 @@ export const useOptimiseStore = defineStore('optimise', () => {
   /** Where the form's values came from when another area applied them ("batch-size search <run id>"); null once typed over or started. */
   const applied = ref<string | null>(null);
   /** The wizard shown: the one running from this window, or the one opened from the list. */
-  const optimiseId = ref<string | null>(null);
+  const jobId = ref<string | null>(null);
   /** Its saved state, re-read at each phase and after each trial (baseline, diagnosis, limits, best, final). */
   const state = shallowRef<WizardState | null>(null);
   /** Its trials, each as soon as it finishes. */
@@ -124,24 +431,27 @@ export const useOptimiseStore = defineStore('optimise', () => {
     // Newest run first, so the first run seen of a wizard is its latest.
     const lastRun = new Map<string, RunSummary>();
     details.forEach((d, i) => {
-      const id = (d?.record as { config?: { optimiseId?: unknown } } | undefined)?.config?.optimiseId;
+      // An engine wizard's runs name it config.jobId (config.optimiseId before issue 39); a script wizard's run is listed below.
+      const config = (d?.record as { config?: { jobId?: unknown; optimiseId?: unknown; target?: { kind?: unknown } } } | undefined)?.config;
+      if (config?.target?.kind === 'script') return;
+      const id = config?.jobId ?? config?.optimiseId;
       if (typeof id === 'string' && !lastRun.has(id)) lastRun.set(id, runs[i]);
     });
-    const states = await Promise.all([...lastRun.keys()].map((id) => client.call('optimise.state', { optimiseId: id }).catch(() => null)));
+    const states = await Promise.all([...lastRun.keys()].map((id) => engineState(id).catch(() => null)));
     const scriptRuns = details.flatMap((d) => {
       const run = d ? scriptOptimiseRun(d) : null;
       return run ? [run] : [];
     });
     // A running or killed script wizard has no result yet: its saved state counts its trials.
     const scripts = await Promise.all(
-      scriptRuns.map(async (run) => scriptPastEntry(run.record ? run : { ...run, record: await client.call('script.optimiseState', { runId: run.runId }).catch(() => null) })),
+      scriptRuns.map(async (run) => scriptPastEntry(run.record ? run : { ...run, record: await scriptState(run.runId).catch(() => null) })),
     );
     const engines = states
       .filter((s): s is WizardState => s !== null)
       .map((s) => {
-        const status = pastStatus(s, lastRun.get(s.optimiseId));
+        const status = pastStatus(s, lastRun.get(s.jobId));
         return {
-          optimiseId: s.optimiseId,
+          jobId: s.jobId,
           kind: 'engine' as const,
           title: targetTitle(s.request.target),
           status,
@@ -160,12 +470,12 @@ export const useOptimiseStore = defineStore('optimise', () => {
   /** Re-reads the shown wizard's saved state; a read for a wizard no longer shown is dropped. */
   async function loadState(id: string): Promise<void> {
     try {
-      const s = await useApiClient().call('optimise.state', { optimiseId: id });
-      if (optimiseId.value !== id) return;
+      const s = await engineState(id);
+      if (jobId.value !== id) return;
       state.value = s;
       trials.value = mergeTrials(s.trials, trials.value);
     } catch (err) {
-      if (optimiseId.value === id && !running.value) error.value = errorText(err);
+      if (jobId.value === id && !running.value) error.value = errorText(err);
     }
   }
 
@@ -177,11 +487,11 @@ export const useOptimiseStore = defineStore('optimise', () => {
 
   /** Takes one progress event of the shown wizard into the view. */
   function take(p: OptimiseProgress): void {
-    if (p.optimiseId !== optimiseId.value) return;
+    if (p.jobId !== jobId.value) return;
     progress.value = p;
     if (p.finishedTrial) trials.value = mergeTrials(trials.value, [p.finishedTrial]);
     // The state carries what progress does not (baseline, diagnosis, limits, the best so far): read it when it changes.
-    if (p.phase !== phase || p.finishedTrial) void loadState(p.optimiseId);
+    if (p.phase !== phase || p.finishedTrial) void loadState(p.jobId);
     phase = p.phase;
   }
 
@@ -192,7 +502,7 @@ export const useOptimiseStore = defineStore('optimise', () => {
   function listen(id: string): () => void {
     phase = null;
     return useApiClient().on('optimise.progress', (p) => {
-      if (p.target === 'engine' && p.optimiseId === id) take(p);
+      if (p.target === 'engine' && p.jobId === id) take(p);
     });
   }
 
@@ -220,11 +530,11 @@ export const useOptimiseStore = defineStore('optimise', () => {
     };
     const stillRunning = async (): Promise<boolean> => {
       await loadState(id);
-      if (optimiseId.value !== id || shownStatus() !== 'running') return false;
+      if (jobId.value !== id || shownStatus() !== 'running') return false;
       // A process that died leaves its state 'running': the run's heartbeat tells (every 10th poll, it costs a list).
       if (++polls % 10 !== 0) return true;
       await refreshPast();
-      return past.value.find((p) => p.optimiseId === id)?.status === 'running';
+      return past.value.find((p) => p.jobId === id)?.status === 'running';
     };
     const timer = setInterval(() => {
       void stillRunning().then((yes) => {
@@ -250,11 +560,11 @@ export const useOptimiseStore = defineStore('optimise', () => {
    */
   async function follow(id: string, done: Promise<OptimiseResult>): Promise<void> {
     unwatch();
-    if (optimiseId.value !== id) {
+    if (jobId.value !== id) {
       state.value = null;
       trials.value = [];
     }
-    optimiseId.value = id;
+    jobId.value = id;
     running.value = true;
     error.value = null;
     cancelled.value = false;
@@ -314,14 +624,14 @@ export const useOptimiseStore = defineStore('optimise', () => {
   /** Continues a cancelled or interrupted wizard from its saved state, showing what it had already; the job keeps the wizard's id. */
   async function resume(id: string): Promise<void> {
     if (running.value) return;
-    if (optimiseId.value !== id) {
+    if (jobId.value !== id) {
       state.value = null;
       trials.value = [];
     }
-    optimiseId.value = id;
+    jobId.value = id;
     await loadState(id);
     if (running.value) return;
-    await follow(id, answerOf(job.start('optimise.resume', { optimiseId: id })));
+    await follow(id, answerOf(job.start('optimise.resume', { jobId: id })));
   }
 
   /** Follows a wizard started elsewhere (before a reload, in another window) to its end: its trials so far, then live ones. */
@@ -337,7 +647,7 @@ export const useOptimiseStore = defineStore('optimise', () => {
 
   /** Stops the running (or watched) wizard at once; the trial in progress is run again on resume. */
   async function cancel(): Promise<void> {
-    const id = optimiseId.value;
+    const id = jobId.value;
     if (!(running.value || watching.value) || !id) return;
     if (job.running.value) {
       await job.cancel();
@@ -359,7 +669,7 @@ export const useOptimiseStore = defineStore('optimise', () => {
   async function open(id: string): Promise<void> {
     if (running.value) return;
     unwatch();
-    optimiseId.value = id;
+    jobId.value = id;
     state.value = null;
     trials.value = [];
     result.value = null;
@@ -369,7 +679,7 @@ export const useOptimiseStore = defineStore('optimise', () => {
     await loadState(id);
     // A job re-attached meanwhile is followed live, not watched.
     if (running.value) return;
-    if (optimiseId.value === id && shownStatus() === 'running' && past.value.find((p) => p.optimiseId === id)?.status === 'running') watchElsewhere(id);
+    if (jobId.value === id && shownStatus() === 'running' && past.value.find((p) => p.jobId === id)?.status === 'running') watchElsewhere(id);
   }
 
   /**
@@ -390,5 +700,5 @@ export const useOptimiseStore = defineStore('optimise', () => {
   const script = scriptOptimise();
   followRunningTarget(target, { engine: running, script: script.running }, (kind) => kind === 'script' && void refreshPast());
 
-  return { script, target, form, invalid, applied, applyBatchSearch, optimiseId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open, choose };
+  return { script, target, form, invalid, applied, applyBatchSearch, jobId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open, choose };
 });

@@ -1,5 +1,4 @@
-import type { EventName } from '@api/events';
-import { JOB_EVENT_IDS } from '@api/jobs';
+import { JOB_EVENTS } from '@api/jobs';
 import type { ModelEntry } from '@api/model-files';
 import type { RunAnnotation } from '@api/run-notes';
 import type { RunDetail, RunSummary } from '@api/training';
@@ -32,7 +31,7 @@ export const LIVE_REFRESH_MS = 2000;
 /** While the open run is running, its page (charts, events) is read again at most this often. */
 export const LIVE_DETAIL_MS = 10_000;
 /** The job events that mean a run is moving (a dataset build records no run). */
-const RUN_EVENTS = (Object.keys(JOB_EVENT_IDS) as EventName[]).filter((e) => e !== 'datasets.progress');
+const RUN_EVENTS = JOB_EVENTS.filter((e) => e !== 'datasets.progress');
 
 /** The name a person gave the run, else its title. */
 /** A run as lists name it: its own name, else its short title (view-models/run-title.ts). */

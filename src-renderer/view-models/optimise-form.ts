@@ -4,8 +4,12 @@ import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '@api/model-spec
 import type { ConfounderPolicy, OptimisePreset, WizardObjective, OptimiseRequest, ReadFrom } from '@api/optimise';
 import { OptimiseRequestSchema } from '@api/optimise';
 import { RECIPES } from '@api/recipes';
+import type { ScriptOptimiseRequestInput, ScriptOverrideKey } from '@api/script-target';
+import { ScriptOptimiseRequestSchema } from '@api/script-target';
 
 import { dataSourceOf } from '../composables/useTargetChoices';
+import type { ScriptForm } from './script-target-form';
+import { emptyScriptForm, quoteArgv, scriptRequestFromForm } from './script-target-form';
 
 /** What the Optimise form holds: the training configuration to start from, and how the wizard measures. */
 export interface OptimiseFormValues {
@@ -129,9 +133,9 @@ export type OptimiseRequestOrErrors = { request: OptimiseRequest; errors: null }
  * Checks the values with the contract's own OptimiseRequestSchema (the one `trainbench optimise` and
  * the service use), so the form refuses exactly what optimise.start would, naming the field. As the
  * CLI does, only the recipe's batch size is taken over; the optimizer is the family's own. Without
- * `optimiseId` the job that starts the wizard names it.
+ * `jobId` the job that starts the wizard names it.
  */
-export function optimiseRequest(v: OptimiseFormValues, optimiseId?: string, spec: ModelSpec | null = null): OptimiseRequestOrErrors {
+export function optimiseRequest(v: OptimiseFormValues, jobId?: string, spec: ModelSpec | null = null): OptimiseRequestOrErrors {
   // A model other than a built-in comes with its spec (sized to the data, or read from its file).
   if (!spec && !isBuiltinModel(v.model)) return { request: null, errors: { model: `${v.model} has not been read yet, or it is not a usable model spec` } };
   const parsed = OptimiseRequestSchema.safeParse({
@@ -161,7 +165,7 @@ export function optimiseRequest(v: OptimiseFormValues, optimiseId?: string, spec
     batchSearch: v.batchSearch,
     confounders: v.confounders,
     objective: v.objective,
-    optimiseId,
+    jobId,
   });
   if (parsed.success) return { request: parsed.data, errors: null };
   const errors: OptimiseFormErrors = {};
@@ -173,4 +177,104 @@ export function optimiseRequest(v: OptimiseFormValues, optimiseId?: string, spec
     errors[field] ??= field === 'form' ? `${at}: ${message}` : `${JSON.stringify(v[field])} is invalid: ${message}`;
   }
   return { request: null, errors };
+}
+
+// The wizard on a script target: the script target's fields (ScriptTargetFields) with how the wizard works on it.
+
+/** How the wizard works on a script, beside the target's fields (ScriptTargetFields). */
+export interface ScriptWizardValues {
+  preset: OptimisePreset;
+  maxTrials: number;
+  allowRecipeChanges: boolean;
+  /** Seeds every launch alike, so their losses compare. */
+  seed: number;
+  /** Largest relative change of the mean loss a kept change may make. */
+  lossTolerance: number;
+  /** The overrides the wizard may try; empty: every one. */
+  only: ScriptOverrideKey[];
+  /** Measure a pair again when the machine treated its sides differently, or only record the conditions. */
+  confounders: ConfounderPolicy;
+  /** Samples/s, or samples per joule of GPU energy. */
+  objective: WizardObjective;
+}
+
+/** The contract's defaults for a script wizard, read from it, never restated. */
+const SCRIPT_DEFAULTS = ScriptOptimiseRequestSchema.parse({ target: { kind: 'script', command: ['python3'], cwd: '/' } });
+
+/** The Script target's fields with the wizard's measuring defaults (repeat, steps, warm-up) instead of a benchmark's. */
+export function scriptOptimiseForm(): ScriptForm {
+  return { ...emptyScriptForm(), repeat: SCRIPT_DEFAULTS.repeat, steps: SCRIPT_DEFAULTS.steps, warmupSteps: SCRIPT_DEFAULTS.warmupSteps, timeoutSeconds: SCRIPT_DEFAULTS.timeoutSeconds };
+}
+
+export function scriptWizardValues(): ScriptWizardValues {
+  return { preset: SCRIPT_DEFAULTS.preset, maxTrials: SCRIPT_DEFAULTS.maxTrials, allowRecipeChanges: SCRIPT_DEFAULTS.allowRecipeChanges, seed: SCRIPT_DEFAULTS.seed, lossTolerance: SCRIPT_DEFAULTS.lossTolerance, only: [], confounders: SCRIPT_DEFAULTS.confounders, objective: SCRIPT_DEFAULTS.objective };
+}
+
+/** The wizard's values a saved request ran with (to resume it, or to show what runs). */
+export function wizardFromRequest(r: ScriptOptimiseRequestInput): ScriptWizardValues {
+  return {
+    preset: r.preset ?? SCRIPT_DEFAULTS.preset,
+    maxTrials: r.maxTrials ?? SCRIPT_DEFAULTS.maxTrials,
+    allowRecipeChanges: r.allowRecipeChanges ?? SCRIPT_DEFAULTS.allowRecipeChanges,
+    seed: r.seed ?? SCRIPT_DEFAULTS.seed,
+    lossTolerance: r.lossTolerance ?? SCRIPT_DEFAULTS.lossTolerance,
+    only: (r.only ?? []) as ScriptOverrideKey[],
+    confounders: r.confounders ?? SCRIPT_DEFAULTS.confounders,
+    objective: r.objective ?? SCRIPT_DEFAULTS.objective,
+  };
+}
+
+/**
+ * The wizard's request from the form, checked by the contract's own schema; throws with the field
+ * named and the bad value, so nothing is sent (or confirmed) that the main process would refuse.
+ * Without `jobId` the job that starts the wizard names it.
+ */
+export function scriptOptimiseRequest(form: ScriptForm, wizard: ScriptWizardValues, jobId?: string): ScriptOptimiseRequestInput {
+  // Command, working directory, environment and overrides as the Benchmarks area reads them.
+  const { target, overrides } = scriptRequestFromForm(form);
+  if (!form.steps) throw new Error('measured steps: the wizard stops every launch after this many steps; type a number (e.g. 20)');
+  const request: ScriptOptimiseRequestInput = {
+    target,
+    overrides,
+    preset: wizard.preset,
+    repeat: form.repeat,
+    steps: form.steps,
+    warmupSteps: form.warmupSteps,
+    maxTrials: wizard.maxTrials,
+    allowRecipeChanges: wizard.allowRecipeChanges,
+    seed: wizard.seed,
+    lossTolerance: wizard.lossTolerance,
+    confounders: wizard.confounders,
+    objective: wizard.objective,
+    ...(wizard.only.length ? { only: wizard.only } : {}),
+    timeoutSeconds: form.timeoutSeconds,
+    ...(jobId ? { jobId } : {}),
+  };
+  const checked = ScriptOptimiseRequestSchema.safeParse(request);
+  if (!checked.success) {
+    const issue = checked.error.issues[0]!;
+    const field = issue.path.join('.') || 'request';
+    const value = issue.path.reduce<unknown>((v, k) => (v as Record<string | number, unknown> | undefined)?.[k as string], request);
+    throw new Error(`${field}: ${JSON.stringify(value)} is invalid: ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`);
+  }
+  return request;
+}
+
+/** The form a saved request was made from (to resume it, the fields show what it runs with). */
+export function formFromRequest(r: ScriptOptimiseRequestInput): ScriptForm {
+  return {
+    commandLine: quoteArgv(r.target.command),
+    cwd: r.target.cwd,
+    env: Object.entries(r.target.env ?? {}).map(([name, value]) => ({ name, value })),
+    overrides: Object.entries(r.overrides ?? {}).map(([key, value]) => ({ key: key as ScriptOverrideKey, value: String(value) })),
+    warmupSteps: r.warmupSteps ?? SCRIPT_DEFAULTS.warmupSteps,
+    steps: r.steps ?? SCRIPT_DEFAULTS.steps,
+    repeat: r.repeat ?? SCRIPT_DEFAULTS.repeat,
+    timeoutSeconds: r.timeoutSeconds ?? SCRIPT_DEFAULTS.timeoutSeconds,
+  };
+}
+
+/** Launches the wizard makes at most: the baseline, both sides of every trial, and the final check. */
+export function launchesAtMost(repeat: number, maxTrials: number): number {
+  return repeat + 2 * repeat * maxTrials + 2 * repeat;
 }

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 
 import { cacheOf } from '../helpers/datasets';
 import { serveInChromium, SHOTS } from '../helpers/e2e';
-import { openWorkspace } from '../../src-main/core/workspace';
+import { openWorkspace } from '../../src-main/core/workspace/workspace';
 
 const fx = serveInChromium({
   timeoutMs: 120_000,

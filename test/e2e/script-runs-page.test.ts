@@ -17,7 +17,7 @@ const fx = serveInChromium({
   async prepare(workspace) {
     // --workspace before `--`: after it, the script would receive it.
     const cli = (cmd: string, flags: string[], script: string[]) => run(process.execPath, [CLI, cmd, ...flags, '--json', '--no-progress', '--workspace', workspace, '--cwd', SCRIPTS, '--', PYTHON, ...script]);
-    await cli('benchmark-script', ['--warmup-steps', '1', '--steps', '8', '--repeat', '2'], [path.join(SCRIPTS, 'tiny_train.py')]);
+    await cli('benchmark-training', ['--warmup-steps', '1', '--steps', '8', '--repeat', '2'], [path.join(SCRIPTS, 'tiny_train.py')]);
     await cli('find-batch-size', ['--start-batch', '16', '--steps', '3', '--warmup-steps', '1', '--env', 'OOM_AT=20'], [path.join(SCRIPTS, 'oom_guard.py')]);
   },
 });

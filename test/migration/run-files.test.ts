@@ -28,7 +28,7 @@ import { listRuns, readRunDetail } from '../../src-main/core/workspace/run-reade
 import { loadScriptWizardState, readScriptWizardState } from '../../src-main/core/targets/script/script-wizard-state';
 import type { Workspace } from '../../src-main/core/workspace/workspace';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
-import { scriptCompareCurve, scriptThroughput } from '../../src-renderer/components/runs/script-compare';
+import { scriptCompareCurve, scriptThroughput } from '../../src-main/api/charts/compare-charts';
 import { REPO_ROOT } from '../helpers/repo';
 import { readSafetensors } from '../helpers/safetensors';
 import { tempDir } from '../helpers/temp-dir';

@@ -108,12 +108,12 @@ describe('the Batch size store while a search runs', () => {
     const store = useBatchSizeStore();
     store.form = { ...store.form, model: 'cnn', memoryLimitMiB: 128 };
     const done = store.start();
-    await expect.poll(() => store.searchId).not.toBeNull();
-    const id = store.searchId!;
-    fake.emit('batchSize.progress', { searchId: id, phase: 'preparing', trial: null, step: 0, steps: 5, elapsedSeconds: 0, trialSeconds: 0 });
+    await expect.poll(() => store.jobId).not.toBeNull();
+    const id = store.jobId!;
+    fake.emit('batchSize.progress', { jobId: id, phase: 'preparing', trial: null, step: 0, steps: 5, elapsedSeconds: 0, trialSeconds: 0 });
     expect(store.progress?.phase).toBe('preparing');
-    fake.emit('batchSize.progress', { searchId: 'another', phase: 'trial', trial: { index: 3, batchSize: 9, accumulation: 1 }, step: 0, steps: 5, elapsedSeconds: 1, trialSeconds: 0 });
-    fake.emit('batchSize.progress', { searchId: id, phase: 'trial', trial: { index: 0, batchSize: 256, accumulation: 1 }, step: 2, steps: 5, elapsedSeconds: 4, trialSeconds: 3 });
+    fake.emit('batchSize.progress', { jobId: 'another', phase: 'trial', trial: { index: 3, batchSize: 9, accumulation: 1 }, step: 0, steps: 5, elapsedSeconds: 1, trialSeconds: 0 });
+    fake.emit('batchSize.progress', { jobId: id, phase: 'trial', trial: { index: 0, batchSize: 256, accumulation: 1 }, step: 2, steps: 5, elapsedSeconds: 4, trialSeconds: 3 });
     expect(store.progress).toMatchObject({ phase: 'trial', trial: { index: 0, batchSize: 256 }, step: 2 });
     expect(store.result).toBeNull();
     finish(result());

@@ -74,8 +74,8 @@ const optimiseTrial = (index: number) => ({
   decision: 'reject', why: 'the whole CI is below 1', speedup: { low: 0.9, median: 0.95, high: 0.99 }, bestSamplesPerSec: [100, 101], candidateSamplesPerSec: [95, 96],
   lossDelta: 0, kept: false, seconds: 3, error: null,
 });
-const optimiseProgress = (optimiseId: string, trial: number, finished: number | null, runId = 'optimise-run') => ({
-  optimiseId, target: runId === 'so-run' ? 'script' : 'engine', runId, phase: 'trial', trial, maxTrials: 4, repetition: 1, repetitions: 6, label: 'loader workers 0 -> 2', elapsedSeconds: 30, etaSeconds: 60,
+const optimiseProgress = (jobId: string, trial: number, finished: number | null, runId = 'optimise-run') => ({
+  jobId, target: runId === 'so-run' ? 'script' : 'engine', runId, phase: 'trial', trial, maxTrials: 4, repetition: 1, repetitions: 6, label: 'loader workers 0 -> 2', elapsedSeconds: 30, etaSeconds: 60,
   finishedTrial: finished === null ? null : optimiseTrial(finished),
 });
 
@@ -106,7 +106,7 @@ describe('a job that outlives its page, in every area', () => {
   });
 
   it('Benchmarks (script): the output so far is replayed, live lines follow, Cancel goes through jobs.cancel', async () => {
-    const info = job('script.benchmark', 'benchmark', 'script', { jobId: ID, target }, [
+    const info = job('benchmark.training', 'benchmark', 'script', { jobId: ID, target }, [
       ['script.output', output(ID, 'epoch 1')],
       ['script.output', output(ID, 'epoch 2')],
     ]);
@@ -127,17 +127,17 @@ describe('a job that outlives its page, in every area', () => {
   });
 
   it('Batch size (engine): the trials so far are replayed, live ones follow, and its answer is shown when it ends', async () => {
-    const info = job('batchSize.search', 'batchSize', 'engine', { searchId: ID }, [
-      ['batchSize.trial', { searchId: ID, trial: batchTrial(0, 64) }],
-      ['batchSize.trial', { searchId: ID, trial: batchTrial(1, 128) }],
+    const info = job('batchSize.search', 'batchSize', 'engine', { jobId: ID }, [
+      ['batchSize.trial', { jobId: ID, trial: batchTrial(0, 64) }],
+      ['batchSize.trial', { jobId: ID, trial: batchTrial(1, 128) }],
     ]);
     const fake = workbench(info);
     const store = useBatchSizeStore();
     await expect.poll(() => store.trials.map((t) => t.batchSize)).toEqual([64, 128]);
     expect(store.running).toBe(true);
-    expect(store.searchId).toBe(ID);
-    fake.emit('batchSize.trial', { searchId: OTHER, trial: batchTrial(9, 9) });
-    fake.emit('batchSize.trial', { searchId: ID, trial: batchTrial(2, 256) });
+    expect(store.jobId).toBe(ID);
+    fake.emit('batchSize.trial', { jobId: OTHER, trial: batchTrial(9, 9) });
+    fake.emit('batchSize.trial', { jobId: ID, trial: batchTrial(2, 256) });
     expect(store.trials.map((t) => t.batchSize)).toEqual([64, 128, 256]);
     await store.cancel();
     cancelledThroughJobs(fake);
@@ -155,7 +155,7 @@ describe('a job that outlives its page, in every area', () => {
   });
 
   it('Batch size (script): trials and output are replayed into the area, which switches to the Script target, with Cancel', async () => {
-    const info = job('script.findBatchSize', 'batchSize', 'script', { jobId: ID, target }, [
+    const info = job('batchSize.search', 'batchSize', 'script', { jobId: ID, target }, [
       ['script.output', output(ID, 'batch 16 ok')],
       ['script.batchTrial', { jobId: ID, runId: 'sbs-run', trial: scriptTrial(0, 16) }],
     ]);
@@ -185,7 +185,7 @@ describe('a job that outlives its page, in every area', () => {
   it('Optimise (engine): the wizard shows its trials so far (from its progress events and its saved state), then live ones, and Cancel stops it', async () => {
     const request = optimiseRequest(optimiseFormValues('mlp', { data: 'fashion-mnist', device: 'cpu' }), ID).request!;
     const state = WizardStateSchema.parse({
-      schemaVersion: 1, optimiseId: ID, request, status: 'running', runIds: ['optimise-run'], baseline: null, diagnosis: null, limits: null,
+      schemaVersion: 2, jobId: ID, request, status: 'running', runIds: ['optimise-run'], baseline: null, diagnosis: null, limits: null,
       best: OptimiseConfigSchema.parse({ options: BenchmarkOptionsSchema.parse({}), readFrom: 'cache' }), trials: [optimiseTrial(1)], skipped: [], batchSearch: null,
       exhausted: [], final: null, message: null, updatedAt: STARTED_AT, seconds: 30,
     });
@@ -199,7 +199,7 @@ describe('a job that outlives its page, in every area', () => {
     await expect.poll(() => store.trials.map((t) => t.index)).toEqual([1]);
     expect(store.running).toBe(true);
     expect(store.watching).toBe(false);
-    expect(store.optimiseId).toBe(ID);
+    expect(store.jobId).toBe(ID);
     expect(store.progress?.trial).toBe(2);
     await expect.poll(() => store.state?.status).toBe('running');
     fake.emit('optimise.progress', optimiseProgress(OTHER, 3, 2));
@@ -219,7 +219,7 @@ describe('a job that outlives its page, in every area', () => {
 
   it('Optimise (script): the command, its output and its trials so far are shown, then live ones, and Cancel stops it', async () => {
     const request = { target, overrides: {}, preset: 'balanced', repeat: 2, steps: 4, warmupSteps: 1, maxTrials: 3, allowRecipeChanges: false, timeoutSeconds: 600, jobId: ID };
-    const info = job('script.optimise', 'optimise', 'script', request, [
+    const info = job('optimise.start', 'optimise', 'script', request, [
       ['script.output', output(ID, 'loader num_workers=0', 'so-run')],
       ['optimise.progress', optimiseProgress(ID, 2, 1, 'so-run')],
     ]);

@@ -15,8 +15,8 @@ const step = (globalStep: number) => ({
 });
 const trainJob = (events: unknown[]) => ({
   jobId: '20261127-040000-abcdef', method: 'train.run', kind: 'train', target: 'engine',
-  request: { runId: '20261127-040000-abcdef', options: { device: 'cpu' } }, startedAt: '2026-11-27T04:00:00.000Z', cancelling: false,
-  events: events.map((event) => ({ event: 'train.progress', data: { runId: '20261127-040000-abcdef', event } })),
+  request: { jobId: '20261127-040000-abcdef', options: { device: 'cpu' } }, startedAt: '2026-11-27T04:00:00.000Z', cancelling: false,
+  events: events.map((event) => ({ event: 'train.progress', data: { jobId: '20261127-040000-abcdef', event } })),
 });
 const telemetry = { samples: [], gpu: { status: 'unavailable', message: 'no NVIDIA GPU found', restarts: 0 }, leaseId: 'l1' };
 
@@ -38,8 +38,8 @@ describe('a job that outlives its page', () => {
     await expect.poll(() => live.last?.globalStep).toBe(63);
     expect(seen).toEqual([1, 2, 63]);
     expect(live.attached).toBe(true);
-    fake.emit('train.progress', { runId: 'someone-else', event: step(99) });
-    fake.emit('train.progress', { runId: '20261127-040000-abcdef', event: step(64) });
+    fake.emit('train.progress', { jobId: 'someone-else', event: step(99) });
+    fake.emit('train.progress', { jobId: '20261127-040000-abcdef', event: step(64) });
     expect(seen).toEqual([1, 2, 63, 64]);
     await live.cancel();
     expect(fake.calls.find((c) => c.method === 'jobs.cancel')?.params).toEqual({ jobId: '20261127-040000-abcdef' });
@@ -61,7 +61,7 @@ describe('a job that outlives its page', () => {
     jobs.start();
     const run = useLiveRunStore().script;
     await expect.poll(() => fake.calls.some((c) => c.method === 'jobs.list')).toBe(true);
-    const info = { jobId: 's1', method: 'script.train', kind: 'train', target: 'script', request: { runId: 's1' }, startedAt: '2026-11-27T04:00:00.000Z', cancelling: false, events: [] };
+    const info = { jobId: 's1', method: 'train.run', kind: 'train', target: 'script', request: { jobId: 's1' }, startedAt: '2026-11-27T04:00:00.000Z', cancelling: false, events: [] };
     fake.emit('jobs.started', info);
     await expect.poll(() => run.running).toBe(true);
     fake.emit('script.output', { jobId: 's1', runId: 's1', stream: 'stdout', repetition: 1, line: 'epoch 1' });
@@ -86,8 +86,8 @@ describe('a job that outlives its page', () => {
     const live = useLiveRunStore();
     const done = live.start({ spec: { family: 'mlp', input: [4], outputs: 2 }, data: { kind: 'fashion-mnist' }, options: { device: 'cpu' } } as never);
     await expect.poll(() => fake.calls.some((c) => c.method === 'train.run')).toBe(true);
-    const id = (fake.calls.find((c) => c.method === 'train.run')!.params as { runId: string }).runId;
-    fake.emit('jobs.started', { ...trainJob([]), jobId: id, request: { runId: id } });
+    const id = (fake.calls.find((c) => c.method === 'train.run')!.params as { jobId: string }).jobId;
+    fake.emit('jobs.started', { ...trainJob([]), jobId: id, request: { jobId: id } });
     expect(live.attached).toBe(false);
     finish();
     await done;

@@ -79,7 +79,7 @@ describe('optimise store (real services)', () => {
     expect(seenWhileRunning[0]).toBe(1);
     expect(store.running).toBe(false);
     expect(store.cancelled).toBe(true);
-    const id = store.optimiseId!;
+    const id = store.jobId!;
     // The wizard's id is its job's, in the one scheme of job ids (api/ids.ts).
     expect(id).toMatch(/^\d{8}-\d{6}-[0-9a-f]{6}$/);
     // A person's own cancel, said as such (issue 27), not as an E_CANCELLED error pointing at the CLI.
@@ -91,7 +91,7 @@ describe('optimise store (real services)', () => {
     expect(store.trials.map((t) => t.index)).toEqual([1]);
 
     await store.refreshPast();
-    const listed = store.past.find((p) => p.optimiseId === id);
+    const listed = store.past.find((p) => p.jobId === id);
     expect(listed).toMatchObject({ status: 'cancelled', resumable: true, trials: 1, title: 'mlp on fashion-mnist', preset: 'balanced' });
 
     const first = store.trials[0];
@@ -105,7 +105,7 @@ describe('optimise store (real services)', () => {
     expect(store.trials.map((t) => t.index)).toEqual(store.result!.trials.map((t) => t.index));
     expect(store.trials.length).toBeGreaterThan(1);
     await store.refreshPast();
-    expect(store.past.find((p) => p.optimiseId === id)).toMatchObject({ status: 'completed', resumable: false });
+    expect(store.past.find((p) => p.jobId === id)).toMatchObject({ status: 'completed', resumable: false });
     expect(targetTitle(store.state!.request.target)).toBe('mlp on fashion-mnist');
 
     // Opening it again from the list shows the saved wizard.
@@ -134,7 +134,7 @@ describe('optimise store (real services)', () => {
     // While it runs, the area watches it through its saved state (the CLI sends no events here); Cancel says whose it is to stop.
     const store = useOptimiseStore();
     await store.refreshPast();
-    expect(store.past.find((p) => p.optimiseId === id)?.status).toBe('running');
+    expect(store.past.find((p) => p.jobId === id)?.status).toBe('running');
     await store.open(id);
     expect(store.watching).toBe(true);
     expect(store.trials.length).toBeGreaterThanOrEqual(1);
@@ -144,14 +144,14 @@ describe('optimise store (real services)', () => {
     child.kill('SIGKILL');
     await exited;
     await store.refreshPast();
-    expect(store.past.find((p) => p.optimiseId === id)).toMatchObject({ status: 'interrupted', resumable: true, trials: 1 });
+    expect(store.past.find((p) => p.jobId === id)).toMatchObject({ status: 'interrupted', resumable: true, trials: 1 });
     const saved = await services.optimise.state(id);
     await store.resume(id);
     expect(store.error).toBeNull();
     expect(store.state?.status).toBe('completed');
-    expect(store.trials[0]).toEqual(saved.trials[0]);
+    expect(store.trials[0]).toEqual(saved!.trials[0]);
     await store.refreshPast();
-    expect(store.past.find((p) => p.optimiseId === id)).toMatchObject({ status: 'completed', resumable: false });
+    expect(store.past.find((p) => p.jobId === id)).toMatchObject({ status: 'completed', resumable: false });
   }, 120_000);
 
   it('watches a wizard another window runs, with its events, and cancels it', async () => {
@@ -168,7 +168,7 @@ describe('optimise store (real services)', () => {
       .poll(
         async () => {
           await store.refreshPast();
-          return store.past.find((p) => p.optimiseId === id)?.status;
+          return store.past.find((p) => p.jobId === id)?.status;
         },
         { timeout: 30_000 },
       )
@@ -177,14 +177,14 @@ describe('optimise store (real services)', () => {
     expect(store.watching).toBe(true);
     expect(store.running).toBe(false);
     await expect.poll(() => store.trials.length, { timeout: 60_000 }).toBeGreaterThan(0);
-    expect(store.progress?.optimiseId).toBe(id);
+    expect(store.progress?.jobId).toBe(id);
     await store.cancel();
     expect(await other).toMatchObject({ code: 'E_CANCELLED' });
     await expect.poll(() => store.watching, { timeout: 10_000 }).toBe(false);
     expect(store.state?.status).toBe('cancelled');
     // The list is re-read when the watch ends.
-    await expect.poll(() => store.past.find((p) => p.optimiseId === id)?.status, { timeout: 10_000 }).toBe('cancelled');
-    expect(store.past.find((p) => p.optimiseId === id)?.resumable).toBe(true);
+    await expect.poll(() => store.past.find((p) => p.jobId === id)?.status, { timeout: 10_000 }).toBe('cancelled');
+    expect(store.past.find((p) => p.jobId === id)?.resumable).toBe(true);
   }, 120_000);
 
   it('shows the contract error when the saved state does not exist', async () => {

@@ -124,7 +124,7 @@ describe('runs list: filter, annotations, live refresh', () => {
   describe('following jobs', () => {
     beforeEach(() => vi.useFakeTimers());
     afterEach(() => vi.useRealTimers());
-    const progress = (runId: string) => ({ runId, event: { type: 'epoch', epoch: 1, epochs: 1, seconds: 1, trainLoss: 1, trainAccuracy: null } });
+    const progress = (jobId: string) => ({ jobId, event: { type: 'epoch', epoch: 1, epochs: 1, seconds: 1, trainLoss: 1, trainAccuracy: null } });
     const job = { jobId: 'j1', method: 'train.run', kind: 'train', target: 'engine' };
 
     it('lists again on a job start, at most once per interval while it reports progress, and once more at its end; the open running run is read again', async () => {
@@ -274,11 +274,11 @@ describe('live run store', () => {
     await expect.poll(() => fake.calls.some((c) => c.method === 'train.run')).toBe(true);
     const id = store.requestedId;
     expect(id).toMatch(/^\d{8}-\d{6}-[0-9a-f]{6}$/);
-    expect((fake.calls.find((c) => c.method === 'train.run')?.params as { runId: string }).runId).toBe(id);
-    fake.emit('train.preparing', { runId: 'someone-elses', stage: 'reading', fraction: 0.9 });
+    expect((fake.calls.find((c) => c.method === 'train.run')?.params as { jobId: string }).jobId).toBe(id);
+    fake.emit('train.preparing', { jobId: 'someone-elses', stage: 'reading', fraction: 0.9 });
     expect(store.preparing).toBeNull();
-    fake.emit('train.preparing', { runId: id, stage: 'reading', fraction: 0.25 });
-    expect(store.preparing).toEqual({ runId: id, stage: 'reading', fraction: 0.25 });
+    fake.emit('train.preparing', { jobId: id, stage: 'reading', fraction: 0.25 });
+    expect(store.preparing).toEqual({ jobId: id, stage: 'reading', fraction: 0.25 });
     expect(store.runId).toBeNull(); // no step yet
     await store.cancel();
     expect(fake.calls.find((c) => c.method === 'jobs.cancel')?.params).toEqual({ jobId: id });

@@ -2,11 +2,11 @@
 // field named) and the chart its trials draw (failed batches marked, no memory axis without CUDA).
 import { describe, expect, it } from 'vitest';
 
-import { scriptBatchSizeLabel, scriptBatchSizeOption } from '../../src-main/api/charts/script-batch-size-charts';
+import { batchSizeLabel, batchSizeOption } from '../../src-main/api/charts/batch-size-charts';
 import type { ScriptBatchTrial } from '../../src-main/api/script-target';
 import { ScriptBatchSearchRequestSchema } from '../../src-main/api/script-target';
-import { defaultSearchNumbers, scriptSearchFromForm } from '../../src-renderer/stores/script-batch-size';
-import { emptyScriptForm } from '../../src-renderer/stores/script-form';
+import { defaultSearchNumbers, scriptSearchFromForm } from '../../src-renderer/stores/batch-size';
+import { emptyScriptForm } from '../../src-renderer/view-models/script-target-form';
 
 const form = (over: Partial<ReturnType<typeof emptyScriptForm>> = {}) => ({ ...emptyScriptForm(), commandLine: "python3 'my train.py' --epochs 1", cwd: '/home/me/proj', ...over });
 
@@ -57,23 +57,23 @@ const trial = (index: number, batchSize: number, outcome: ScriptBatchTrial['outc
 
 type Series = { name: string; data: number[][] };
 
-describe('scriptBatchSizeOption', () => {
+describe('batchSizeOption', () => {
   const trials = [trial(0, 16, 'ok', 1000), trial(1, 32, 'E_OOM', null), trial(2, 24, 'crash', null), trial(3, 20, 'ok', 1200)];
 
   it('draws samples/s by batch for the trials that trained and marks each failed batch on the axis', () => {
-    const option = scriptBatchSizeOption(trials, null) as { series: Series[]; yAxis: unknown[] };
+    const option = batchSizeOption(trials, null) as { series: Series[]; yAxis: unknown[] };
     expect(option.series.map((s) => [s.name, s.data])).toEqual([
       ['samples/s', [[16, 1000], [20, 1200]]],
       ['out of memory', [[32, 0]]],
       ['killed', [[24, 0]]],
     ]);
     expect(option.yAxis).toHaveLength(1);
-    expect(scriptBatchSizeLabel(trials)).toBe('Throughput by batch size chart: batch 16: 1,000 samples/s; batch 20: 1,200 samples/s; out of memory at batch 32; killed at batch 24');
+    expect(batchSizeLabel(trials)).toBe('Throughput by batch size chart: batch 16: 1,000 samples/s; batch 20: 1,200 samples/s; out of memory at batch 32; killed at batch 24');
   });
 
   it('adds the CUDA peak on a MiB axis, with the usable line, when the script used a GPU', () => {
     const cuda = [trial(0, 16, 'ok', 1000, 512 * 2 ** 20), trial(1, 32, 'E_OOM', null)];
-    const option = scriptBatchSizeOption(cuda, 900 * 2 ** 20) as { series: (Series & { markLine?: { data: { yAxis: number }[] } })[]; yAxis: unknown[] };
+    const option = batchSizeOption(cuda, 900 * 2 ** 20) as { series: (Series & { markLine?: { data: { yAxis: number }[] } })[]; yAxis: unknown[] };
     const peak = option.series.find((s) => s.name === 'CUDA peak MiB');
     expect(peak?.data).toEqual([[16, 512]]);
     expect(peak?.markLine?.data).toEqual([{ yAxis: 900 }]);
@@ -81,6 +81,6 @@ describe('scriptBatchSizeOption', () => {
   });
 
   it('says when no trial has finished yet', () => {
-    expect(scriptBatchSizeLabel([])).toBe('Throughput by batch size chart, no trial finished yet');
+    expect(batchSizeLabel([])).toBe('Throughput by batch size chart, no trial finished yet');
   });
 });

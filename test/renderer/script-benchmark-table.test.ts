@@ -6,9 +6,9 @@ import { describe, expect, it } from 'vitest';
 
 import type { ScriptBenchmarkResult } from '../../src-main/api/script-target';
 import { SCRIPT_ENERGY_WINDOW } from '../../src-main/api/utilisation-words';
-import { CPU_COPY_MISSING, scriptFloors } from '../../src-main/core/script/script-floors';
+import { CPU_COPY_MISSING, scriptFloors } from '../../src-main/core/targets/script/script-floors';
 import { CPU_ENERGY_MISSING } from '../../src-main/core/telemetry/energy';
-import ScriptBenchmarkTable from '../../src-renderer/components/benchmarks/ScriptBenchmarkTable.vue';
+import BenchmarkResults from '../../src-renderer/components/benchmarks/BenchmarkResults.vue';
 
 const peak = { gflops: 50_000, shape: '4096^3 tf32', how: 'torch.mm on cuda:0, best of 5' };
 const copy = { bytesPerBatch: 200_960, seconds: 20e-6, how: '2 tensor(s) of the first training batch, pinned host to cuda:0, CUDA events, best of 5 after a warm-up' };
@@ -36,7 +36,7 @@ describe('the Script benchmarks table', () => {
   it('shows the floors per step with how far the step is from each, and the energy per sample', () => {
     const floors = scriptFloors({ stepMs: 2.9, samplesPerStep: 64, forwardFlopsPerSample: 1e6, flopsMissing: '', peak, peakMissing: '', copy, copyMissing: '' });
     const energy = { joulesPerSample: 0.00578, samplesPerJoule: 173, meanPowerW: 128, seconds: 1.04 };
-    const w = mount(ScriptBenchmarkTable, { props: { results: [result({ floors, energy, energyMissing: null })] } });
+    const w = mount(BenchmarkResults, { props: { scripts: [result({ floors, energy, energyMissing: null })] } });
     const f = w.get('[data-testid="script-benchmark-floors-r1"]');
     expect(f.get('summary').text()).toBe('Floors per step: compute 0.00384 ms (step 755.2x) · copy 0.02 ms (step 145.0x) · data not measured');
     expect(f.findAll('li').map((li) => li.text())[1]).toBe(`copy: 200,960 bytes per batch at 10 GB/s (${copy.how}) = 0.02 ms`);
@@ -48,7 +48,7 @@ describe('the Script benchmarks table', () => {
 
   it('on the CPU says why there is no copy floor and no energy; an older run shows neither', () => {
     const floors = scriptFloors({ stepMs: 12, samplesPerStep: 64, forwardFlopsPerSample: 1e6, flopsMissing: '', peak, peakMissing: '', copy: null, copyMissing: CPU_COPY_MISSING });
-    const w = mount(ScriptBenchmarkTable, { props: { results: [result({ device: 'cpu', floors, energy: null, energyMissing: CPU_ENERGY_MISSING }), result({ runId: 'old' })] } });
+    const w = mount(BenchmarkResults, { props: { scripts: [result({ device: 'cpu', floors, energy: null, energyMissing: CPU_ENERGY_MISSING }), result({ runId: 'old' })] } });
     expect(w.get('[data-testid="script-benchmark-floors-r1"]').text()).toContain(`copy: not measured: ${CPU_COPY_MISSING}`);
     expect(w.get('[data-testid="script-benchmark-energy-r1"]').text()).toBe(`Energy: not measured: ${CPU_ENERGY_MISSING}`);
     expect(w.find('[data-testid="script-benchmark-floors-old"]').exists()).toBe(false);

@@ -12,8 +12,8 @@ import { watch } from 'vue';
 
 import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';
-import ScriptFinalCard from '../../src-renderer/components/optimise/ScriptFinalCard.vue';
-import { formFromRequest, launchesAtMost, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues, wizardFromRequest } from '../../src-renderer/view-models/script-optimise-form';
+import FinalCard from '../../src-renderer/components/optimise/FinalCard.vue';
+import { formFromRequest, launchesAtMost, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues, wizardFromRequest } from '../../src-renderer/view-models/optimise-form';
 import { scriptUse } from '../../src-renderer/components/optimise/script-use';
 import { useOptimiseStore } from '../../src-renderer/stores/optimise';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
@@ -101,7 +101,7 @@ describe('script final card', () => {
 
   it('says there is nothing to change when no override was kept', () => {
     const final = { overrides: {}, changes: [], speedup: { low: 1, median: 1, high: 1 }, samplesPerSec: { low: 90, median: 100, high: 110 }, verdict: 'No change beat the noise', proposals: [] };
-    const card = mount(ScriptFinalCard, { props: { target, final } });
+    const card = mount(FinalCard, { props: { target, final } });
     expect(card.get('[data-testid="opt-script-nothing"]').text()).toBe('Nothing to change: run your script as it is.');
     expect(card.find('[data-testid="opt-script-command"]').exists()).toBe(false);
     card.unmount();
@@ -113,7 +113,7 @@ describe('script final card', () => {
       verdict: 'No change was kept (±3.2%): keep the script as it runs, 100 samples/s. Beat the noise but proposed, not kept, because it changes the training recipe: batch size 64 -> 128, 1.440x [1.400x–1.480x].',
       proposals: ['batch size 64 -> 128: scale the learning rate by 2'],
     };
-    const card = mount(ScriptFinalCard, { props: { target, final, proposed: [{ knob: 'dataloader.batch_size', to: 128 }] } });
+    const card = mount(FinalCard, { props: { target, final, proposed: [{ knob: 'dataloader.batch_size', to: 128 }] } });
     expect(card.find('[data-testid="opt-script-nothing"]').exists()).toBe(false);
     expect(card.get('[data-testid="opt-script-proposed-only"]').text()).toMatch(/^Nothing kept: the win above changes the training recipe/);
     expect(card.get('[data-testid="opt-script-verdict"]').text()).toMatch(/^No change was kept/);
@@ -166,11 +166,11 @@ describe('script wizard store', () => {
     expect(firsts.get(1)).toBe('loader num_workers=0 batch_size=32');
     expect(firsts.get(4)).toBe('loader num_workers=2 batch_size=32');
 
-    expect(await s.router.dispatch('script.optimiseState', { runId: run.runId })).toEqual(run.record);
+    expect(await s.router.dispatch('optimise.state', { jobId: run.runId })).toEqual(run.record);
     const optimise = useOptimiseStore();
     await optimise.refreshPast();
     expect(optimise.past).toHaveLength(1);
-    expect(optimise.past[0]).toMatchObject({ optimiseId: run.runId, kind: 'script', title: `${PYTHON} ${LOGGED}`, status: 'completed', trials: 1, resumable: false });
+    expect(optimise.past[0]).toMatchObject({ jobId: run.runId, kind: 'script', title: `${PYTHON} ${LOGGED}`, status: 'completed', trials: 1, resumable: false });
 
     // Opened again from the list (a fresh window), it shows the same run.
     setActivePinia(createPinia());
@@ -206,7 +206,7 @@ describe('script wizard store', () => {
     // Listed as resumable; Resume asks "Run this command?" again with the saved settings and the run to go on from.
     const optimise = useOptimiseStore();
     await optimise.refreshPast();
-    expect(optimise.past[0]).toMatchObject({ optimiseId: store.shown!.runId, kind: 'script', status: 'cancelled', trials: 1, resumable: true });
+    expect(optimise.past[0]).toMatchObject({ jobId: store.shown!.runId, kind: 'script', status: 'cancelled', trials: 1, resumable: true });
     setActivePinia(createPinia());
     const again = useOptimiseStore().script;
     await again.resume(store.shown!.runId);
@@ -262,7 +262,7 @@ describe('script wizard store', () => {
     expect(store.error).toBeNull();
     expect(store.shown).toBeNull();
     expect((await s.router.dispatch('runs.list', {})) as unknown[]).toEqual([]);
-    // Reading what a run measured starts nothing: answered here too (this one names the missing run, not the gate).
-    await expect(s.router.dispatch('script.optimiseState', { runId: 'no-such-run' })).rejects.toThrow(/^there is no run no-such-run in the workspace /);
+    // Reading what a run measured starts nothing: answered here too (this one names the missing wizard and run, not the gate).
+    await expect(s.router.dispatch('optimise.state', { jobId: 'no-such-run' })).rejects.toThrow(/^no optimisation with the id no-such-run in this workspace .*a script optimisation run runs\/no-such-run/);
   }, 30_000);
 });

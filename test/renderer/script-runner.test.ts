@@ -10,8 +10,7 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 
 import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';
-import ScriptRunner from '../../src-renderer/components/script/ScriptRunner.vue';
-import { emptyScriptForm, quoteArgv, scriptRequestFromForm, splitCommandLine } from '../../src-renderer/stores/script-form';
+import { emptyScriptForm, quoteArgv, scriptRequestFromForm, splitCommandLine } from '../../src-renderer/view-models/script-target-form';
 import { useBenchmarksStore } from '../../src-renderer/stores/benchmarks';
 import BenchmarksView from '../../src-renderer/views/BenchmarksView.vue';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
@@ -61,11 +60,17 @@ describe('script form', () => {
   });
 });
 
-describe('ScriptRunner', () => {
+/** The Benchmarks area on its Script target: the command's fields, confirmation, live output, refusal, Cancel. */
+function mountScriptSide() {
+  useBenchmarksStore().target = 'script';
+  return mount(BenchmarksView);
+}
+
+describe('the Benchmarks area on a Script target', () => {
   it('asks "Run this command?" with the exact argv, cwd and env, then streams the output and shows the result', async () => {
     const s = await services(true);
     installServicesClient(s);
-    const wrapper = mount(ScriptRunner);
+    const wrapper = mountScriptSide();
     const store = useBenchmarksStore().script;
     await wrapper.get('[data-test="script-command"]').setValue(`${PYTHON} ${path.join(SCRIPTS, 'tiny_train.py')} plain`);
     await wrapper.get('[data-test="script-cwd"]').setValue(SCRIPTS);
@@ -114,7 +119,7 @@ describe('ScriptRunner', () => {
 
   it('Cancel stops a hanging script, its child included, and says it was cancelled', async () => {
     installServicesClient(await services(true));
-    const wrapper = mount(ScriptRunner);
+    const wrapper = mountScriptSide();
     const store = useBenchmarksStore().script;
     const mark = newMark();
     await wrapper.get('[data-test="script-command"]').setValue(`${PYTHON} ${path.join(SCRIPTS, 'tiny_train.py')} hang`);
@@ -139,7 +144,7 @@ describe('ScriptRunner', () => {
 
   it('shows the refusal and how to allow scripts when the shell does not start commands', async () => {
     installServicesClient(await services(false));
-    const wrapper = mount(ScriptRunner);
+    const wrapper = mountScriptSide();
     await wrapper.get('[data-test="script-command"]').setValue('/bin/sh -c "touch x"');
     await wrapper.get('[data-test="script-cwd"]').setValue('/tmp');
     await wrapper.get('[data-test="script-start"]').trigger('click');
@@ -153,7 +158,7 @@ describe('ScriptRunner', () => {
 
   it('keeps a bad form out of the confirmation and says what is wrong', async () => {
     installServicesClient(await services(false));
-    const wrapper = mount(ScriptRunner);
+    const wrapper = mountScriptSide();
     await wrapper.get('[data-test="script-command"]').setValue('python3 train.py');
     await wrapper.get('[data-test="script-cwd"]').setValue('relative/dir');
     await wrapper.get('[data-test="script-start"]').trigger('click');

@@ -26,7 +26,7 @@ export type ApplyQuery = { query: Record<string, string>; blocked: null } | { qu
  * The route query that opens the New run form with the final configuration. `blocked` says why it
  * cannot be done (a model or data the form cannot choose), so the button can say so.
  */
-export function applyQuery(optimiseId: string, target: Pick<OptimiseRequest['target'], 'spec' | 'data'>, config: OptimiseConfig, choices: ModelChoices): ApplyQuery {
+export function applyQuery(jobId: string, target: Pick<OptimiseRequest['target'], 'spec' | 'data'>, config: OptimiseConfig, choices: ModelChoices): ApplyQuery {
   const data = dataChoiceOf(target.data);
   if (!data) return { query: null, blocked: `the data (${target.data.kind}) was given to the CLI by path; the New run form offers cached datasets only: cache it in Datasets first` };
   const model = modelChoiceOf(target.spec, data, choices.datasets, choices.models);
@@ -34,7 +34,7 @@ export function applyQuery(optimiseId: string, target: Pick<OptimiseRequest['tar
   const o = config.options;
   const query: Record<string, string> = {
     new: '1',
-    from: optimiseId,
+    from: jobId,
     model,
     data,
     device: o.device,

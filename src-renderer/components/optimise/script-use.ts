@@ -1,7 +1,7 @@
 import { overrideCode } from '@api/script-override-code';
 import type { ScriptTarget } from '@api/script-target';
 
-import { quoteArgv } from '../../stores/script-form';
+import { quoteArgv } from '../../view-models/script-target-form';
 
 /**
  * The kept overrides two ways: the command that runs the script unchanged with them (Trainbench's

@@ -1,9 +1,13 @@
 import type { BuiltinModelName, ModelSpec } from '@api/model-spec';
 import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '@api/model-spec';
 import { RECIPES } from '@api/recipes';
+import type { ScriptTrainRequestInput } from '@api/script-run';
+import { ScriptTrainRequestSchema } from '@api/script-run';
 import type { TrainRequest } from '@api/training';
 import { TrainRequestSchema } from '@api/training';
 import { dataSourceOf } from '../../composables/useTargetChoices';
+import type { ScriptForm } from '../../view-models/script-target-form';
+import { emptyScriptForm, scriptRequestFromForm } from '../../view-models/script-target-form';
 
 /** What the New run form holds; `trainRequest` turns it into a train.run request. */
 export interface NewRunValues {
@@ -108,4 +112,32 @@ export function trainRequest(v: NewRunValues, fileSpec: ModelSpec | null = null)
     errors[field] ??= field === 'form' ? `${at}: ${message}` : `${JSON.stringify(v[field])} is invalid: ${message}`;
   }
   return { request: null, errors };
+}
+
+/** The Script target of the New run form: no step bound until one is typed, no repeat (one launch). */
+export function emptyScriptRunForm(): ScriptForm {
+  return { ...emptyScriptForm(), steps: null, repeat: 1, timeoutSeconds: 7 * 24 * 3600 };
+}
+
+/**
+ * The train.run request of a script target the form describes: the command, folder, environment and
+ * overrides checked as the Benchmarks area checks them, then the whole request by
+ * the contract's schema. Throws with the bad field named.
+ */
+export function scriptTrainRequest(form: ScriptForm): ScriptTrainRequestInput {
+  const checked = scriptRequestFromForm({ ...form, repeat: 1, steps: null, timeoutSeconds: 1 });
+  const request: ScriptTrainRequestInput = {
+    target: checked.target,
+    overrides: checked.overrides,
+    warmupSteps: form.warmupSteps,
+    timeoutSeconds: form.timeoutSeconds,
+    ...(form.steps ? { maxSteps: form.steps } : {}),
+  };
+  const parsed = ScriptTrainRequestSchema.safeParse(request);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.join('.') === 'maxSteps' ? 'max steps' : issue.path.join('.') || 'request';
+    throw new Error(`${field}: ${issue.message}`);
+  }
+  return request;
 }
