@@ -99,13 +99,13 @@ await stopped('engine-train-cancelled', ['train', ...engine, '--epochs', '20', '
 await stopped('engine-train-killed', ['train', ...engine, '--epochs', '20', '--batch-size', '64'], (dir) => lines(path.join(dir, 'events.jsonl')) >= 10, 'SIGKILL');
 
 // The user's own script (the PyTorch tutorial, and a script that runs out of memory at a batch of 100).
-cli('script-train', ['train-script', ...script, '--max-steps', '30', '--warmup-steps', '5', '--no-output', '--json', ...tutorial, '--limit', '4096']);
-cli('script-benchmark', ['benchmark-script', ...script, '--warmup-steps', '2', '--steps', '10', '--repeat', '3', '--no-output', '--json', ...tutorial]);
+cli('script-train', ['train', ...script, '--max-steps', '30', '--warmup-steps', '5', '--no-output', '--json', ...tutorial, '--limit', '4096']);
+cli('script-benchmark', ['benchmark-training', ...script, '--warmup-steps', '2', '--steps', '10', '--repeat', '3', '--no-output', '--json', ...tutorial]);
 cli('script-batch-search', ['find-batch-size', ...script, '--start-batch', '16', '--steps', '3', '--warmup-steps', '1', '--env', 'OOM_AT=100', '--json', '--', PYTHON, 'oom_guard.py']);
-cli('script-optimise', ['optimise-script', ...script, '--repeat', '2', '--steps', '5', '--warmup-steps', '1', '--max-trials', '2', '--json', ...tutorial, '--limit', '4096']);
+cli('script-optimise', ['optimise', ...script, '--repeat', '2', '--steps', '5', '--warmup-steps', '1', '--max-trials', '2', '--json', ...tutorial, '--limit', '4096']);
 await stopped(
   'script-optimise-killed',
-  ['optimise-script', ...script, '--repeat', '2', '--steps', '5', '--warmup-steps', '1', '--max-trials', '4', ...tutorial, '--limit', '4096'],
+  ['optimise', ...script, '--repeat', '2', '--steps', '5', '--warmup-steps', '1', '--max-trials', '4', ...tutorial, '--limit', '4096'],
   (dir) => existsSync(path.join(dir, 'state.json')),
   'SIGKILL',
 );

@@ -1,16 +1,17 @@
 import { Command } from 'commander';
 
-import type { BenchmarkPhases, BenchmarkProgress, TrainingBenchmarkResult } from '../api/benchmark';
-import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../api/benchmark';
+import type { BenchmarkProgress } from '../api/benchmark';
+import { TrainingBenchmarkRequestSchema } from '../api/benchmark';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import { processMemoryText } from '../api/process-memory-words';
-import { energyText, utilisationText } from '../api/utilisation-words';
+import type { ScriptOverrides } from '../api/script-target';
+import { SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema } from '../api/script-target';
 import { createServices } from '../core/services';
-import { defaultWorkspaceDir } from '../core/workspace';
-import { benchmarkScript, benchmarkScriptCommand } from './benchmark-script-command';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
+import { formatScriptBenchmark, formatTrainingBenchmark } from './benchmark-format';
 import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
+import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions } from './train-inputs';
 
 interface BenchmarkFlags extends MeasuredTargetFlags {
@@ -22,47 +23,22 @@ interface BenchmarkFlags extends MeasuredTargetFlags {
   workspace: string;
 }
 
+/** The flags of `benchmark-training -- command...`, as the script side's options parse them. */
+export interface BenchmarkScriptFlags {
+  warmupSteps: number;
+  steps?: number;
+  repeat: number;
+  timeout: number;
+  set?: ScriptOverrides;
+  cwd?: string;
+  env?: Record<string, string>;
+  json?: boolean;
+  progress: boolean;
+  output: boolean;
+  workspace: string;
+}
+
 const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
-const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
-
-function phaseTable(ms: BenchmarkPhases, percent: BenchmarkPhases): string[] {
-  return PHASE_NAMES_WITH_OTHER.map((p) => `  ${p.padEnd(10)} ${ms[p].toFixed(3).padStart(10)} ms ${percent[p].toFixed(1).padStart(6)}%`);
-}
-
-/** The benchmark as a person reads it: figures first, then where the step goes, then what to do. */
-export function formatTrainingBenchmark(r: TrainingBenchmarkResult): string {
-  const ci = r.samplesPerSecCi;
-  const t = r.telemetry;
-  const m = r.memory;
-  const kinds = (x: typeof m.predicted) =>
-    `weights ${mb(x.weights)}, gradients ${mb(x.gradients)}, optimizer ${mb(x.optimizerState)}, activations ${mb(x.activations + x.activationGrads)}, batches ${mb(x.batchData)}, workspace ${mb(x.workspace)}, total ${mb(x.total)}`;
-  const pct = (x: number | null) => (x === null ? 'n/a' : `${x.toFixed(0)}%`);
-  const lines = [
-    `benchmark  ${r.title}`,
-    `setup      ${r.device}, ${r.precision}, ${r.optimizer}, batch ${r.batchSize} x accumulation ${r.accumulation}; ${r.warmupSteps} warm-up + ${r.steps} measured steps, ${r.repeat} repetition(s), each a fresh trainer`,
-    '',
-    'rep  samples/s   steady ms   wall-clock ms',
-    ...r.repetitions.map((x) => `${String(x.repetition).padStart(3)} ${n0(x.samplesPerSec).padStart(10)} ${x.steadyStateMeanMs.toFixed(3).padStart(11)} ${x.wallClockMeanMs.toFixed(3).padStart(15)}`),
-    '',
-    `samples/s  ${n0(ci.median)} median, 95% CI [${n0(ci.low)}, ${n0(ci.high)}] (bootstrap over ${r.repeat} repetitions)`,
-    `step time  ${r.stepTime.steadyStateMeanMs.toFixed(3)} ms steady state (after warm-up); ${r.stepTime.wallClockMeanMs.toFixed(3)} ms wall-clock mean (every step, warm-up included)`,
-    `epoch      ${r.stepsPerEpoch} steps: ${r.predictedEpochSeconds.fromSteadyState.toFixed(2)} s from the steady state, ${r.predictedEpochSeconds.fromWallClock.toFixed(2)} s from the wall-clock mean`,
-    'phases     ms per step over the measured steps, and share of the step',
-    ...phaseTable(r.phasesMs, r.phasesPercent),
-    `memory     ${m.device}: measured ${kinds(m.measured)}`,
-    `           predicted ${kinds(m.predicted)}${m.deviceTotalBytes ? `; device ${mb(m.deviceTotalBytes)}` : ''}`,
-    ...processPeaks(r),
-    ...(r.utilisation ? [`utilisation ${utilisationText(r.utilisation)}`] : []),
-    ...(energyText(r) ? [`energy     ${energyText(r)}`] : []),
-    t.gpuUtilizationMean === null
-      ? `telemetry  GPU: ${t.gpu}; CPU ${pct(t.cpuMean)} mean over ${t.samples} samples in the measured window`
-      : `telemetry  GPU ${t.gpu}: utilisation ${pct(t.gpuUtilizationMean)} mean, ${pct(t.gpuUtilizationP95)} p95; peak memory ${t.gpuMemoryPeakMiB ?? 'n/a'} MiB; power ${t.gpuPowerMeanW?.toFixed(0) ?? 'n/a'} W mean; CPU ${pct(t.cpuMean)} (${t.samples} samples in the measured window)`,
-    'findings',
-    ...(r.findings.length ? r.findings.map((f) => `  ${f.severity === 'warning' ? '!' : '-'} ${f.text}`) : ['  none: no threshold was crossed']),
-    `saved      ${r.runDir} in the workspace (run.json, events.jsonl, telemetry-rep*.jsonl)`,
-  ];
-  return lines.join('\n');
-}
 
 function progressLine(p: BenchmarkProgress): string {
   if (p.phase === 'preparing') return 'preparing the data (the first run caches it)';
@@ -70,6 +46,7 @@ function progressLine(p: BenchmarkProgress): string {
   return `repetition ${p.repetition} of ${p.repetitions}: step ${p.step} of ${p.totalSteps} (${p.phase})`;
 }
 
+/** `benchmark-training` on an engine model. */
 async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
   const { spec, data, options } = await measuredTarget(flags);
   const parsed = TrainingBenchmarkRequestSchema.safeParse({ spec, data, options, warmupSteps: flags.warmupSteps, steps: flags.steps, repeat: flags.repeat });
@@ -81,7 +58,7 @@ async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
   const onSigint = () => {
     if (!jobId) process.exit(130);
     process.stderr.write('\ncancelling the benchmark...\n');
-    void services.benchmarks.cancel(jobId);
+    void services.cancelJob(jobId);
   };
   process.on('SIGINT', onSigint);
   let last = '';
@@ -102,6 +79,58 @@ async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
   }
 }
 
+/** `benchmark-training -- command...`: the benchmark on a script target. */
+async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): Promise<void> {
+  const parsed = ScriptBenchmarkRequestSchema.safeParse({
+    target: scriptTarget(command, flags),
+    overrides: flags.set ?? {},
+    warmupSteps: flags.warmupSteps,
+    steps: flags.steps,
+    repeat: flags.repeat,
+    timeoutSeconds: flags.timeout,
+  });
+  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
+  const services = await createServices({ workspaceDir: flags.workspace });
+  let jobId: string | null = null;
+  const onSigint = () => {
+    if (!jobId) process.exit(130);
+    process.stderr.write('\ncancelling the script benchmark...\n');
+    void services.cancelJob(jobId);
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const result = await services.benchmarks.run(parsed.data, {
+      onProgress: (p) => {
+        jobId = p.jobId;
+        if (flags.progress && !flags.json && p.phase === 'repetition-done') process.stderr.write(`launch ${p.repetition} of ${p.repetitions}: ${n0(p.samplesPerSec ?? 0)} samples/s\n`);
+      },
+      onOutput: (stream, line, rep) => {
+        if (flags.output) process.stderr.write(`[${rep}${stream === 'stderr' ? ' err' : ''}] ${line}\n`);
+      },
+    });
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptBenchmark(result)) + '\n');
+  } finally {
+    process.off('SIGINT', onSigint);
+    await services.dispose();
+  }
+}
+
+/** The script side's options: their defaults and help where a shared flag reads otherwise (--steps: to the script's end). */
+function scriptOptions(): Command {
+  return new Command('benchmark-training')
+    .option('--warmup-steps <n>', 'optimizer steps before the clock starts', intArg('--warmup-steps', 0), 5)
+    .option('--steps <n>', 'measured steps, after which the probe ends the script (default: it runs to its own end)', intArg('--steps', 1))
+    .option('--repeat <n>', 'launches, each a fresh process (3 or more for a meaningful CI)', intArg('--repeat', 1), 3)
+    .option('--timeout <seconds>', 'kill a launch (with all its processes) after this long', secondsArg, 600)
+    .option('--set <key=value>', `override, repeatable: ${SCRIPT_OVERRIDE_KEYS.join(', ')}`, collectOverride)
+    .option('--cwd <dir>', 'working directory of the command (default: the current one)')
+    .option('--env <NAME=value>', 'environment variable for the command, repeatable', collectEnv)
+    .option('--json', 'print the result as JSON')
+    .option('--no-progress', 'no progress lines on stderr')
+    .option('--no-output', "do not echo the script's output on stderr (it is saved in the run either way)")
+    .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir());
+}
+
 export function benchmarkTrainingCommand(): Command {
   const cmd = new Command('benchmark-training').description(
     "time the real training step, of an engine model or of your own command after '--': step times (steady state and wall clock), phases, samples/s with a CI, memory, GPU telemetry, findings",
@@ -114,13 +143,5 @@ export function benchmarkTrainingCommand(): Command {
     .option('--json', 'print the result as JSON')
     .option('--no-progress', 'no progress lines on stderr')
     .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir());
-  return eitherTarget(cmd, benchmarkTraining, { options: benchmarkScriptCommand(), alias: 'benchmark-script', run: benchmarkScript });
-}
-
-/** Each repetition's engine-process peak beside the accounting: flat across repetitions, or something is kept. */
-function processPeaks(r: TrainingBenchmarkResult): string[] {
-  const peaks = r.repetitions.flatMap((x) => (x.processMemory ? [x.processMemory] : []));
-  if (!peaks.length) return [];
-  const mb = (b: number) => `${(b / 1e6).toFixed(0)} MB`;
-  return [`           engine process peak per repetition: ${peaks.map((p) => mb(p.peakRssBytes)).join(', ')} resident (${processMemoryText(peaks[peaks.length - 1])})`];
+  return eitherTarget(cmd, benchmarkTraining, { options: scriptOptions(), run: benchmarkScript });
 }

@@ -3,10 +3,11 @@ import { Command } from 'commander';
 import type { BuildProgress, CacheDType, SourceSpec } from '../api/datasets';
 import { CacheDTypeSchema, DEFAULT_SHARD_BYTES } from '../api/datasets';
 import { ApiError } from '../api/errors';
+import { newJobId } from '../api/ids';
 import { writeBoardDumps } from '../core/datasets/example-board';
 import { parseRecordLayout } from '../core/datasets/importers/record-layout';
 import { createServices, type Services } from '../core/services';
-import { defaultWorkspaceDir } from '../core/workspace';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { parseBytes } from './train-inputs';
 
 function dtype(value: string, where: string): CacheDType {
@@ -114,8 +115,8 @@ export function cacheCommand(): Command {
           if (!from || !to || !dt) throw new ApiError('E_BAD_INPUT', `--map ${JSON.stringify(m)}: expected from:to:dtype`);
           return { from, to, dtype: dtype(dt, '--map') };
         });
-        const jobId = `cli-${process.pid}`;
-        const onSigint = () => s.datasets.cancel(jobId);
+        const jobId = newJobId();
+        const onSigint = () => void s.cancelJob(jobId);
         process.once('SIGINT', onSigint);
         const tty = process.stderr.isTTY;
         try {

@@ -4,7 +4,7 @@ import { ApiError } from '../api/errors';
 import type { CheckResult } from '../api/check';
 import { createServices } from '../core/services';
 import { median } from '../core/stats/bootstrap';
-import { defaultWorkspaceDir } from '../core/workspace';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { type ConfounderPolicy, ConfounderPolicySchema } from '../api/optimise';
 import { choiceArg, intArg } from './train-inputs';
 

@@ -15,12 +15,13 @@ export function noteArgv(argv: readonly string[]): void {
   separated = argv.includes('--');
 }
 
-/** The script target's side of a command: its options as its own command declares them, and what runs it. */
+/** The script target's side of a command: its options, declared on a command object of their own, and what runs it. */
 export interface ScriptSide<S> {
-  /** The command that measures a script on its own (`benchmark-script`): read for its options, help and defaults. */
+  /**
+   * The script side's options (never registered as a command of its own): read for their parsers, help
+   * texts and defaults, which may differ from the engine side's for a shared flag (--steps, --repeat).
+   */
   options: Command;
-  /** The name a person knows it by, for the help (`benchmark-script`). */
-  alias?: string;
   run: (command: string[], flags: S) => Promise<void>;
 }
 
@@ -47,8 +48,8 @@ function refuseOptions(cmd: Command, given: Option[], target: 'engine' | 'script
   );
 }
 
-/** The shared flags whose meaning or default differ for a script, as the script's own command words them. */
-function scriptReadings(shared: Option[], engine: Command, script: Command): string {
+/** The shared flags whose meaning or default differ for a script, as the script side words them. */
+function scriptReadings(shared: Option[], engine: Command): string {
   const engineHelp = engine.createHelp();
   const help = new Help();
   help.prepareContext({ helpWidth: process.stdout.columns || 80 });
@@ -57,14 +58,14 @@ function scriptReadings(shared: Option[], engine: Command, script: Command): str
     .filter((r) => r.description !== r.engine);
   if (rows.length === 0) return '';
   const width = Math.max(...rows.map((r) => r.term.length));
-  return [`\nWith a command after '--', these read as ${script.name()} reads them:`, ...rows.map((r) => help.formatItem(r.term, width, r.description, help))].join('\n');
+  return [`\nWith a command after '--', these read as a script target reads them:`, ...rows.map((r) => help.formatItem(r.term, width, r.description, help))].join('\n');
 }
 
 /**
  * Lets an engine command measure either target. Without a command it runs `runEngine`
- * as before; with one after `--` it runs the script side with exactly the flags the
- * script's own command would have parsed (its defaults where a shared flag was not
- * given, its parser where it was). A flag only one target reads is refused with the other.
+ * as before; with one after `--` it runs the script side with exactly the flags its
+ * options parse (their defaults where a shared flag was not given, their parser where
+ * it was). A flag only one target reads is refused with the other.
  */
 export function eitherTarget<E, S>(cmd: Command, runEngine: (flags: E) => Promise<void>, script: ScriptSide<S>): Command {
   const scriptLongs = new Set(script.options.options.map((o) => o.long));
@@ -74,7 +75,7 @@ export function eitherTarget<E, S>(cmd: Command, runEngine: (flags: E) => Promis
   const scriptOnly = script.options.options.filter((o) => !engineLongs.has(o.long));
   const scriptDefaults = script.options.opts();
 
-  const readings = scriptReadings(shared, cmd, script.options);
+  const readings = scriptReadings(shared, cmd);
   for (const o of engineOnly) o.helpGroup(ENGINE_GROUP);
   for (const o of scriptOnly) cmd.addOption(o.helpGroup(SCRIPT_GROUP));
   // The text of each shared flag as typed: the script's parser may be stricter than the engine's (--max-steps 0).
@@ -103,10 +104,7 @@ export function eitherTarget<E, S>(cmd: Command, runEngine: (flags: E) => Promis
 
   return cmd
     .usage('[options] [-- command...]')
-    .argument(
-      '[command...]',
-      `your own training command, after '--' (python3 train.py ..., torchrun ..., a shell script): measured as it is instead of an engine model${script.alias ? `, as \`${script.alias}\` does` : ''}`,
-    )
+    .argument('[command...]', "your own training command, after '--' (python3 train.py ..., torchrun ..., a shell script): measured as it is instead of an engine model")
     .addHelpText('after', readings)
     .action(async (command: string[], _opts: OptionValues, self: Command) => {
       const given = (o: Option) => self.getOptionValueSource(o.attributeName()) === 'cli';

@@ -1,4 +1,4 @@
-import { describeComputeDevice, emulationWarning } from '../core/compute-device';
+import { describeComputeDevice, emulationWarning } from '../core/common/compute-device';
 import type { Services } from '../core/services';
 
 /**

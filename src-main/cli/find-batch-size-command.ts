@@ -4,14 +4,16 @@ import type { BatchSearchResult, BatchTrial } from '../api/batch-size';
 import { BatchSearchRequestSchema, DEFAULT_HEADROOM, THROUGHPUT_NOISE } from '../api/batch-size';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
+import { newJobId } from '../api/ids';
+import type { ScriptBatchSearchResult, ScriptBatchTrial, ScriptOverrides } from '../api/script-target';
+import { ScriptBatchSearchRequestSchema } from '../api/script-target';
 import { createServices } from '../core/services';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
+import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
-import { defaultWorkspaceDir } from '../core/workspace';
+import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { trainOptions, type TrainFlags } from './train-command';
 import { choiceArg, intArg, parseBytes, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
-import { collectEnv, collectOverride, secondsArg } from './benchmark-script-command';
-import { eitherTarget } from './either-target';
-import { findBatchSizeScript } from './find-batch-size-script';
 
 interface EngineSearchFlags extends Omit<TrainFlags, 'model' | 'data' | 'device'> {
   model: string;
@@ -21,6 +23,22 @@ interface EngineSearchFlags extends Omit<TrainFlags, 'model' | 'data' | 'device'
   headroom: number;
   globalBatch?: number;
   steps: number;
+  workspace: string;
+}
+
+/** The flags of `find-batch-size -- command...`, as the script side's options parse them. */
+interface ScriptSearchFlags {
+  set?: ScriptOverrides;
+  cwd?: string;
+  env?: Record<string, string>;
+  startBatch?: number;
+  maxBatch?: number;
+  headroom: number;
+  warmupSteps?: number;
+  steps: number;
+  timeout?: number;
+  json?: boolean;
+  progress: boolean;
   workspace: string;
 }
 
@@ -73,6 +91,20 @@ function summary(r: BatchSearchResult): string {
   return lines.join('\n');
 }
 
+/** A script search's result: its trials (an out-of-memory error is a data point), then what to use. */
+export function formatScriptSearch(r: ScriptBatchSearchResult): string {
+  const rows = r.trials.map((t) => `${n(t.batchSize).padStart(9)}  ${t.outcome.padEnd(6)} ${(t.samplesPerSec === null ? '-' : n(t.samplesPerSec)).padStart(10)} ${(t.cudaPeakBytes === null ? '-' : (t.cudaPeakBytes / 2 ** 20).toFixed(1)).padStart(13)} ${t.seconds.toFixed(1).padStart(7)}`);
+  return [
+    `command  ${r.title}`,
+    `device   ${r.device}${r.cudaTotalBytes ? `: ${(r.cudaTotalBytes / 2 ** 20).toFixed(0)} MiB, ${Math.round(r.headroom * 100)}% kept free` : ' (a batch fits when it trains)'}`,
+    '    batch  result  samples/s  CUDA peak MiB  time s',
+    ...rows,
+    `largest  ${r.largestFitting === null ? 'none' : n(r.largestFitting)}; recommended ${r.recommended === null ? 'none' : n(r.recommended)}`,
+    `verdict  ${r.verdict}`,
+    `saved    ${r.runDir} (${r.trials.length} trials in ${r.seconds.toFixed(1)} s)`,
+  ].join('\n');
+}
+
 /** The search on an engine model: the trials grow the batch until the memory (or --memory-limit) runs out. */
 async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
   const { spec, name } = await resolveModel(o.model, o.workspace);
@@ -82,18 +114,19 @@ async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'search')}`);
   const services = await createServices({ workspaceDir: o.workspace });
   await warnIfEmulated(services, parsed.data.options.device);
-  let searchId: string | null = null;
+  let jobId: string | null = null;
   const onSigint = () => {
-    if (!searchId) process.exit(130);
+    if (!jobId) process.exit(130);
     process.stderr.write('\ncancelling the search...\n');
-    void services.batchSize.cancel(searchId);
+    void services.cancelJob(jobId);
   };
   process.on('SIGINT', onSigint);
   try {
     const result = await services.batchSize.search(parsed.data, {
       allowPathsOutsideWorkspace: true,
-      onStart: (id) => (searchId = id),
-      onTrial: (t) => {
+      onStart: (id) => (jobId = id),
+      onTrial: (trial) => {
+        const t = trial as BatchTrial;
         if (o.progress && !o.json) {
           const sps = t.samplesPerSec === null ? '' : `, ${n(t.samplesPerSec)} samples/s`;
           process.stderr.write(`trial ${t.index + 1}: batch ${n(t.batchSize)}${t.accumulation > 1 ? ` x ${t.accumulation}` : ''} -> ${t.outcome}${sps}\n`);
@@ -101,6 +134,42 @@ async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
       },
     });
     process.stdout.write((o.json ? JSON.stringify(result, null, 2) : summary(result)) + '\n');
+  } finally {
+    process.off('SIGINT', onSigint);
+    await services.dispose();
+  }
+}
+
+/** `find-batch-size [options] -- command...`: the search on a script target (its dataloader.batch_size varied). */
+async function findBatchSizeScript(command: string[], flags: ScriptSearchFlags): Promise<void> {
+  const parsed = ScriptBatchSearchRequestSchema.safeParse({
+    target: scriptTarget(command, flags),
+    overrides: flags.set ?? {},
+    startBatch: flags.startBatch,
+    maxBatch: flags.maxBatch,
+    headroom: flags.headroom,
+    warmupSteps: flags.warmupSteps,
+    stepsPerTrial: flags.steps,
+    timeoutSeconds: flags.timeout,
+    jobId: newJobId(),
+  });
+  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'search')}`);
+  const jobId = parsed.data.jobId!;
+  const services = await createServices({ workspaceDir: flags.workspace });
+  // Ctrl-C cancels as jobs.cancel does in the app: the trial's process group is killed and the run is recorded cancelled.
+  const onSigint = () => {
+    process.stderr.write('\ncancelling the batch-size search...\n');
+    void services.cancelJob(jobId);
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const result = await services.batchSize.search(parsed.data, {
+      onTrial: (trial) => {
+        const t = trial as ScriptBatchTrial;
+        if (flags.progress && !flags.json) process.stderr.write(`trial ${t.index + 1}: batch ${n(t.batchSize)} -> ${t.outcome}${t.samplesPerSec === null ? '' : `, ${n(t.samplesPerSec)} samples/s`}\n`);
+      },
+    });
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptSearch(result)) + '\n');
   } finally {
     process.off('SIGINT', onSigint);
     await services.dispose();
@@ -117,7 +186,7 @@ function sharedSearchOptions(cmd: Command): Command {
     .option('--workspace <dir>', 'workspace folder (the search is saved as a run)', defaultWorkspaceDir());
 }
 
-/** The search on a script target, as its own command would declare it (find-batch-size-script.ts runs it). */
+/** The script side's options: the shared ones, and those only a script target reads. */
 function scriptSearchOptions(): Command {
   return sharedSearchOptions(new Command('find-batch-size -- command'))
     .option('--set <key=value>', 'an override every trial keeps (repeatable)', collectOverride)

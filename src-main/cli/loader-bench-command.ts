@@ -5,7 +5,7 @@ import { LoaderBenchRequestSchema } from '../api/datasets';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { createServices } from '../core/services';
-import { defaultWorkspaceDir } from '../core/workspace';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
 
 function intList(value: string): number[] {
   const list = value.split(',').map(Number);

@@ -6,7 +6,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import type { Devices } from '../api/devices';
 import { ApiError } from '../api/errors';
 import { createServices } from '../core/services';
-import { defaultWorkspaceDir } from '../core/workspace';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { packageRoot } from '../engine/package-root';
 import { DEFAULT_PORT } from '../server/serve';
 import { formatDevices } from './format-devices';
@@ -23,19 +23,7 @@ import { trainCommand } from './train-command';
 import { reportCommand } from './report-command';
 import { traceCommand } from './trace-command';
 import { checkCommand } from './check-command';
-import { benchmarkScriptCommand } from './benchmark-script-command';
-import { optimiseScriptCommand } from './optimise-script-command';
-import { trainScript, trainScriptCommand } from './train-script-command';
-import { eitherTarget, noteArgv } from './either-target';
-import { choiceArg, intArg, TRAIN_CHOICES } from './train-inputs';
-
-function numberArg(name: string) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isFinite(n)) throw new InvalidArgumentError(`${name} must be a number, got ${JSON.stringify(value)}`);
-    return n;
-  };
-}
+import { noteArgv } from './either-target';
 
 function parsePort(value: string): number {
   const port = Number(value);
@@ -98,32 +86,7 @@ export function buildProgram(): Command {
     .option('--allow-scripts', 'let the workbench start your own training commands (script targets): code execution for whoever holds the token')
     .action(serveCommand);
 
-  const train = new Command('train')
-    .description("train a model and print its test accuracy (progress on stderr); or train with your own command after '--', recorded as a run")
-    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file (a relative path is also looked for in the workspace: models/<name>.json)', 'mlp')
-    .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>[,<test>], a folder of IDX files, or train-images,train-labels[,test-images,test-labels]', 'fashion-mnist')
-    .option('--loader-workers <n>', 'threads gathering batches ahead of the step', intArg('--loader-workers', 0))
-    .option('--prefetch <n>', 'batches prepared ahead', intArg('--prefetch', 1))
-    .option('--epochs <n>', 'epochs', intArg('--epochs', 1))
-    .option('--batch-size <n>', 'samples per micro-batch', intArg('--batch-size', 1))
-    .option('--accumulation <n>', 'micro-batches per optimizer step', intArg('--accumulation', 1))
-    .option('--optimizer <kind>', TRAIN_CHOICES.optimizer.join(' or '), choiceArg('--optimizer', TRAIN_CHOICES.optimizer))
-    .option('--lr <rate>', 'learning rate', numberArg('--lr'))
-    .option('--max-steps <n>', 'stop after this many optimizer steps', intArg('--max-steps', 0))
-    .option('--sample-ratio <r>', 'fraction of the training set used per epoch', numberArg('--sample-ratio'))
-    .option('--clip-norm <x>', 'clip gradients to this global norm', numberArg('--clip-norm'))
-    .option('--threads <n>', 'CPU threads (0 = all cores)', intArg('--threads', 0))
-    .option('--seed <n>', 'seed for initialisation, shuffling and dropout', intArg('--seed', 0))
-    .option('--device <name>', 'cpu, cuda:N, or auto (the first GPU when there is one)', 'cpu')
-    .option('--precision <p>', 'fp32, or mixed precision bf16 / fp16 (CUDA)', choiceArg('--precision', TRAIN_CHOICES.precision))
-    .option('--phase-timing <mode>', "CUDA phase timing: 'default' (events, no stalls) or 'measure' (synchronise per phase)", choiceArg('--phase-timing', TRAIN_CHOICES.phaseTiming))
-    .option('--cuda-graph', 'CUDA: capture the step once and replay it')
-    .option('--gpu-prefetch <n>', 'CUDA: batches copied ahead to the device', intArg('--gpu-prefetch', 1))
-    .option('--json', 'print events and the result as JSON lines on stdout')
-    .option('--no-progress', 'no progress output')
-    .option('--workspace <dir>', 'workspace folder (runs are saved there)', defaultWorkspaceDir());
-  program.addCommand(eitherTarget(train, trainCommand, { options: trainScriptCommand(), alias: 'train-script', run: trainScript }));
-
+  program.addCommand(trainCommand());
   program.addCommand(cacheCommand());
   program.addCommand(loaderBenchCommand());
   program.addCommand(findBatchSizeCommand());
@@ -135,9 +98,6 @@ export function buildProgram(): Command {
   program.addCommand(reportCommand());
   program.addCommand(traceCommand());
   program.addCommand(checkCommand());
-  program.addCommand(benchmarkScriptCommand());
-  program.addCommand(optimiseScriptCommand());
-  program.addCommand(trainScriptCommand());
   pointErrorsToHelp(program);
 
   return program;

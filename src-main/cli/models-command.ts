@@ -9,7 +9,7 @@ import type { SizedFamily } from '../api/model-sizing';
 import { SIZED_FAMILIES, sizeModel } from '../api/model-sizing';
 import { shellWord } from '../api/shell-word';
 import { createServices } from '../core/services';
-import { defaultWorkspaceDir } from '../core/workspace';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { choiceArg, intArg } from './train-inputs';
 
 /** One line per model: name, family, and why a spec file cannot be used. */

@@ -2,7 +2,7 @@ import { Command } from 'commander';
 
 import type { GpuState, TelemetrySample } from '../api/telemetry';
 import { createServices } from '../core/services';
-import { defaultWorkspaceDir } from '../core/workspace';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
 
 const bar = (pct: number | null, width = 20) => {
   if (pct === null) return '[' + ' '.repeat(width) + ']';

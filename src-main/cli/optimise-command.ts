@@ -1,18 +1,21 @@
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import type { ConfounderPolicy, OptimiseProgress, WizardObjective, OptimiseResult, OptimiseTrial } from '../api/optimise';
-import { conditionsSummary } from '../api/confounders';
-import { ConfounderPolicySchema, WizardObjectiveSchema, OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema } from '../api/optimise';
-import { trialCiLevel } from '../api/charts/optimise-charts';
-import { newRunId } from '../core/run-store';
+import { newJobId } from '../api/ids';
+import type { ConfounderPolicy, OptimiseRequest, OptimiseResult, WizardObjective } from '../api/optimise';
+import { ConfounderPolicySchema, OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema, WizardObjectiveSchema } from '../api/optimise';
+import type { ScriptOptimiseRequest, ScriptOptimiseResult, ScriptOverrides } from '../api/script-target';
+import { SCRIPT_OVERRIDE_KEYS, ScriptOptimiseRequestSchema } from '../api/script-target';
+import type { WizardOptions } from '../core/optimise/optimise-service';
+import type { Services } from '../core/services';
 import { createServices } from '../core/services';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
-import { optimiseScriptAction, optimiseScriptCommand, resumeScriptOptimisation } from './optimise-script-command';
-import { defaultWorkspaceDir } from '../core/workspace';
+import { formatOptimise, formatScriptOptimise, progressLine } from './optimise-format';
 import { reportWrittenLines } from './report-written';
+import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, parseBytes, ratioArg, secondsRangeArg } from './train-inputs';
 
 interface OptimiseFlags extends MeasuredTargetFlags {
@@ -36,96 +39,41 @@ interface OptimiseFlags extends MeasuredTargetFlags {
   workspace: string;
 }
 
-function duration(seconds: number | null): string {
-  if (seconds === null || !Number.isFinite(seconds) || seconds < 0) return '--:--';
-  const s = Math.round(seconds);
-  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+/** The flags of `optimise -- command...`, as the script side's options parse them. */
+interface OptimiseScriptFlags {
+  preset: (typeof PRESETS)[number];
+  repeat: number;
+  steps: number;
+  warmupSteps: number;
+  maxTrials: number;
+  allowRecipeChanges?: boolean;
+  seed: number;
+  lossTolerance?: number;
+  confounders: ConfounderPolicy;
+  objective: WizardObjective;
+  only?: string[];
+  timeout: number;
+  set?: ScriptOverrides;
+  cwd?: string;
+  env?: Record<string, string>;
+  json?: boolean;
+  report?: boolean;
+  progress: boolean;
+  workspace: string;
+  resume?: string;
 }
 
-const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
-const x3 = (v: number) => `${v.toFixed(3)}x`;
+type OutputFlags = Pick<OptimiseScriptFlags, 'json' | 'report' | 'progress'>;
 
-/** One progress line: a bar over the phase's repetitions, and the ETA of the whole wizard. */
-export function progressLine(p: OptimiseProgress): string {
-  const frac = p.repetitions > 0 ? p.repetition / p.repetitions : 0;
-  const width = 20;
-  const filled = Math.round(frac * width);
-  const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
-  const eta = `elapsed ${duration(p.elapsedSeconds)}, ETA ${duration(p.etaSeconds)}`;
-  if (p.finishedTrial) return `trial ${p.finishedTrial.index}: ${p.finishedTrial.change.label}: ${p.finishedTrial.decision} (${trialSpeedup(p.finishedTrial)}); state saved (${eta})`;
-  switch (p.phase) {
-    case 'preparing':
-      return `optimisation ${p.optimiseId}: preparing the data`;
-    case 'baseline':
-      return `baseline ${bar} repetition ${p.repetition}/${p.repetitions} (${eta})`;
-    case 'limits':
-      return 'measuring the physical limits (GEMM rate, read rate)';
-    case 'batch-search':
-      return 'searching the batch size for the batch-size candidate (a run of kind batch-search)';
-    case 'trial':
-      return `trial ${p.trial}/${p.maxTrials} max: ${p.label} ${bar} pair ${p.repetition}/${p.repetitions} (${eta})`;
-    case 'final':
-      return `final vs baseline ${bar} pair ${p.repetition}/${p.repetitions} (${eta})`;
-    case 'done':
-      return `done in ${duration(p.elapsedSeconds)}`;
-  }
+const PRESETS = ['max-speed', 'balanced', 'reproducible'] as const;
+
+function presetArg(value: string): (typeof PRESETS)[number] {
+  if (!(PRESETS as readonly string[]).includes(value)) throw new InvalidArgumentError(`--preset must be one of ${PRESETS.join(', ')}, got ${JSON.stringify(value)}`);
+  return value as (typeof PRESETS)[number];
 }
 
-function trialSpeedup(t: OptimiseTrial): string {
-  return t.speedup ? `${x3(t.speedup.median)} [${x3(t.speedup.low)}, ${x3(t.speedup.high)}]` : 'no speedup measured';
-}
-
-/** The result as a person reads it: the baseline and diagnosis, the limits, every attempt, then what to use. */
-
-/** The level of the trials' paired intervals, "95%" or what their few pairs cover ("75.0%" for 3). */
-function trialLevels(trials: readonly OptimiseTrial[]): string {
-  const levels = [...new Set(trials.filter((t) => t.speedup).map(trialCiLevel))];
-  return levels.length === 1 ? levels[0] : levels.length ? levels.join(' or ') : '95%';
-}
-
-export function formatOptimise(r: OptimiseResult): string {
-  const b = r.baseline;
-  const ci = (i: { low: number; median: number; high: number }) => `${n0(i.median)} samples/s (95% CI ${n0(i.low)}–${n0(i.high)})`;
-  const lim = (name: string, l: { stepMs: number | null; baselineOverFloor: number | null; derivation: string }) =>
-    `  ${name.padEnd(8)} ${l.stepMs === null ? 'n/a'.padStart(10) : `${l.stepMs.toFixed(3)} ms`.padStart(10)}  ${l.baselineOverFloor === null ? '' : `baseline ${l.baselineOverFloor.toFixed(1)}x`}  ${l.derivation}`;
-  const rows = r.trials.flatMap((t) => {
-    const conditions = conditionsSummary(t.conditions ?? []);
-    return [
-      `${String(t.index).padStart(3)}  ${t.change.label.padEnd(44)} ${t.speedup ? x3(t.speedup.median).padStart(7) : '-'.padStart(7)} ${
-        t.speedup ? `[${x3(t.speedup.low)}, ${x3(t.speedup.high)}]`.padEnd(19) : ''.padEnd(19)
-      } ${t.decision.padEnd(15)} ${t.why}${t.error ? ` (${t.error})` : ''}`,
-      ...(conditions ? [`     conditions: ${conditions}`] : []),
-    ];
-  });
-  const lines = [
-    `optimise   ${r.title}  (${r.optimiseId}, preset ${r.preset}, ${r.repeat} repetitions per side, A/B/A/B${r.objective === 'energy' ? '; objective: samples per joule of GPU energy, the speedups below are of samples/J' : ''})`,
-    ...(r.stepsWidened ? [`steps      ${r.stepsWidened.from} -> ${r.stepsWidened.to} per repetition: ${r.stepsWidened.from} steps measured ${r.stepsWidened.windowMs.toFixed(1)} ms, under the ${r.stepsWidened.minWindowSeconds} s asked for (--min-window); the baseline was measured again`] : []),
-    `baseline   ${ci(b.samplesPerSec)}; step ${b.stepMs.toFixed(3)} ms; noise floor ±${(100 * b.noiseFloor).toFixed(1)}%; ${b.device}`,
-    `           phases: ${Object.entries(b.phasesPercent)
-      .map(([k, v]) => `${k} ${v.toFixed(1)}%`)
-      .join(', ')}`,
-    `diagnosis  ${r.diagnosis.summary}`,
-    ...r.diagnosis.findings.map((f) => `  ${f.severity === 'warning' ? '!' : '-'} [${f.id}] ${f.text} (${f.measurement.name} = ${f.measurement.value.toFixed(2)} ${f.measurement.unit})`),
-    'limits     floor per step, how far the baseline is from it, and how it was measured',
-    lim('compute', r.limits.compute),
-    lim('read', r.limits.read),
-    lim('h2d', r.limits.h2d),
-    `  ${r.limits.summary}`,
-    `trials     change, speedup over the current best (median, ${trialLevels(r.trials)} CI), decision and why`,
-    ...(rows.length ? rows : ['  none: no change to try']),
-    ...(r.batchSearch ? [`batch      ${r.batchSearch.recommended !== null ? `the batch-size search recommends ${r.batchSearch.recommended}` : 'no batch-size search'}: ${r.batchSearch.verdict}`] : []),
-    ...(r.skipped.length ? ['not tried', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),
-    `final      ${r.final.changes.length ? r.final.changes.join('; ') : 'no change kept'}`,
-    `           ${ci(r.final.samplesPerSec)}; speedup over the baseline ${x3(r.final.speedup.median)} [${x3(r.final.speedup.low)}, ${x3(r.final.speedup.high)}]`,
-    `           ${r.final.verdict}`,
-    ...r.final.proposals.map((p) => `  proposed (recipe change, not kept): ${p}`),
-    `settings   read from ${r.final.config.readFrom}, loader workers ${r.final.config.options.loaderWorkers}, prefetch ${r.final.config.options.prefetch}, batch ${r.final.config.options.batchSize} x ${r.final.config.options.accumulation}, ${r.final.config.options.precision}`,
-    `saved      ${r.runDir} (run of kind optimise) and optimise/${r.optimiseId}/state.json in the workspace`,
-  ];
-  return lines.join('\n');
-}
-
-async function buildRequest(flags: OptimiseFlags, optimiseId: string) {
+/** An engine wizard's request from the flags, checked by the contract's schema. */
+async function buildRequest(flags: OptimiseFlags, jobId: string): Promise<OptimiseRequest> {
   const { spec, data, options } = await measuredTarget(flags);
   const parsed = OptimiseRequestSchema.safeParse({
     target: { spec, data, options: flags.memoryLimit !== undefined ? { ...options, memoryLimitBytes: flags.memoryLimit } : options, readFrom: flags.readFrom },
@@ -140,19 +88,78 @@ async function buildRequest(flags: OptimiseFlags, optimiseId: string) {
     ...(flags.lossTolerance !== undefined ? { lossTolerance: flags.lossTolerance } : {}),
     confounders: flags.confounders,
     objective: flags.objective,
-    optimiseId,
+    jobId,
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad optimise option: ${formatIssues(parsed.error, 'request')}`);
   return parsed.data;
 }
 
+/** A script wizard's request from the command and the flags, checked by the contract's schema. */
+function newScriptRequest(command: string[], flags: OptimiseScriptFlags): ScriptOptimiseRequest {
+  const parsed = ScriptOptimiseRequestSchema.safeParse({
+    target: scriptTarget(command, flags),
+    overrides: flags.set ?? {},
+    preset: flags.preset,
+    repeat: flags.repeat,
+    steps: flags.steps,
+    warmupSteps: flags.warmupSteps,
+    maxTrials: flags.maxTrials,
+    allowRecipeChanges: flags.allowRecipeChanges ?? false,
+    seed: flags.seed,
+    ...(flags.only ? { only: flags.only } : {}),
+    ...(flags.lossTolerance !== undefined ? { lossTolerance: flags.lossTolerance } : {}),
+    confounders: flags.confounders,
+    objective: flags.objective,
+    timeoutSeconds: flags.timeout,
+  });
+  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'optimise')}`);
+  return parsed.data;
+}
+
+/** `optimise` without a command: the engine's wizard, new, or either target's resumed by --resume <id>. */
 async function optimise(flags: OptimiseFlags): Promise<void> {
-  // --resume takes either kind's id: an engine wizard's, or a script optimisation's run (as optimise-script --resume does).
-  if (flags.resume !== undefined && (await resumeScriptOptimisation(flags.resume, flags))) return;
-  const optimiseId = flags.resume ?? `optimise-${newRunId()}`;
-  const request = flags.resume ? null : await buildRequest(flags, optimiseId);
+  const request = flags.resume === undefined ? await buildRequest(flags, `optimise-${newJobId()}`) : null;
   const services = await createServices({ workspaceDir: flags.workspace });
-  if (request) await warnIfEmulated(services, request.target.options.device);
+  try {
+    if (request) {
+      await warnIfEmulated(services, request.target.options.device);
+      await runEngineWizard(services, request.jobId!, false, (options) => services.optimise.start(request, options), flags);
+      return;
+    }
+    // --resume takes either target's id: an engine wizard's, or a script optimisation's run (which goes on with that script).
+    const id = flags.resume!;
+    const saved = await services.optimise.state(id);
+    // The user's own --resume: a script wizard goes on with the command its run file names.
+    const resume = (options: WizardOptions) => services.optimise.resume(id, { ...options, commandFromRunFile: true });
+    if (saved !== null && 'runIds' in saved) await runEngineWizard(services, id, true, resume as (options: WizardOptions) => Promise<OptimiseResult>, flags);
+    else await runScriptWizard(services, resume as (options: WizardOptions) => Promise<ScriptOptimiseResult>, flags);
+  } finally {
+    await services.dispose();
+  }
+}
+
+/** `optimise -- command...`: the wizard on a script target (a stopped one goes on with --resume <runId> alone). */
+async function optimiseScript(command: string[], flags: OptimiseScriptFlags): Promise<void> {
+  if (flags.resume !== undefined) {
+    throw new ApiError('E_BAD_INPUT', `give either a command after '--' or --resume ${flags.resume} (which goes on with the saved run's command and settings), not both`);
+  }
+  const request = newScriptRequest(command, flags);
+  const services = await createServices({ workspaceDir: flags.workspace });
+  try {
+    await runScriptWizard(services, (options) => services.optimise.start(request, options), flags);
+  } finally {
+    await services.dispose();
+  }
+}
+
+/** The engine's wizard, new or resumed, with a progress bar on stderr. */
+async function runEngineWizard(
+  services: Services,
+  jobId: string,
+  resumed: boolean,
+  run: (options: WizardOptions) => Promise<OptimiseResult>,
+  flags: OptimiseFlags,
+): Promise<void> {
   // On a terminal the bar redraws in place and only finished trials stay on screen; on a pipe every line is kept.
   const tty = process.stderr.isTTY === true;
   let drawn = false;
@@ -164,21 +171,20 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
   };
   const onSigint = () => {
     process.stderr.write('\ncancelling the optimisation...\n');
-    void services.optimise.cancel(optimiseId);
+    void services.cancelJob(jobId);
   };
   process.on('SIGINT', onSigint);
   try {
-    say(`optimisation ${optimiseId}${flags.resume ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${optimiseId})`);
+    say(`optimisation ${jobId}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${jobId})`);
     let last = '';
-    const options = {
+    const result = await run({
       allowPathsOutsideWorkspace: true,
-      onProgress: (p: OptimiseProgress) => {
+      onProgress: (p) => {
         const line = progressLine(p);
         if (line !== last) say(line, p.finishedTrial === null && p.repetitions > 0);
         last = line;
       },
-    };
-    const result = request ? await services.optimise.start(request, options) : await services.optimise.resume(optimiseId, options);
+    });
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatOptimise(result)) + '\n');
     if (flags.report) {
       // The wizard's run first (its attempts are the report), then the batch search it ran, so both are written up.
@@ -189,8 +195,61 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
   } finally {
     if (drawn) process.stderr.write('\n');
     process.off('SIGINT', onSigint);
-    await services.dispose();
   }
+}
+
+/** A script's wizard, new or going on from a stopped run, with a line per launch and trial on stderr. */
+async function runScriptWizard(services: Services, run: (options: WizardOptions) => Promise<ScriptOptimiseResult>, flags: OutputFlags): Promise<void> {
+  // Ctrl-C cancels as jobs.cancel does: the launch in flight is killed with its process group, and the
+  // run is recorded cancelled with the trials finished so far.
+  let jobId: string | null = null;
+  const onSigint = () => {
+    process.stderr.write('\ncancelling the script optimisation...\n');
+    if (jobId) void services.cancelJob(jobId);
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const result = await run({
+      onStart: (id) => (jobId = id),
+      onProgress: (p) => {
+        if (!flags.progress || flags.json) return;
+        if (p.finishedTrial) process.stderr.write(`trial ${p.finishedTrial.index}: ${p.finishedTrial.change.label} -> ${p.finishedTrial.decision}\n`);
+        else if (p.phase !== 'done') process.stderr.write(`${p.phase}${p.label ? ` (${p.label})` : ''}: ${p.repetition} of ${p.repetitions}\n`);
+      },
+    });
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptOptimise(result)) + '\n');
+    if (flags.report) {
+      const report = await services.reports.generate({ runIds: [result.runId] });
+      process.stderr.write(reportWrittenLines(services.workspace.root, report) + '\n');
+    }
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}
+
+/** The script side's options: their defaults and help where a shared flag reads otherwise (--steps 30, --max-trials 8). */
+function scriptOptions(): Command {
+  return new Command('optimise')
+    .option('--preset <name>', 'max-speed (numerics changes too), balanced or reproducible', presetArg, 'balanced')
+    .option('--repeat <n>', 'launches of the baseline and of each side of a trial', intArg('--repeat', 2), 5)
+    .option('--steps <n>', 'measured steps per launch', intArg('--steps', 1), 30)
+    .option('--warmup-steps <n>', 'steps before the clock starts, per launch', intArg('--warmup-steps', 0), 5)
+    .option('--max-trials <n>', 'most changes tried', intArg('--max-trials', 0), 8)
+    .option('--allow-recipe-changes', 'keep a faster batch size (it changes the training recipe) instead of only proposing it')
+    .option('--only <keys>', `try only these overrides, comma-separated (${SCRIPT_OVERRIDE_KEYS.join(', ')})`, (v: string) => v.split(',').map((k) => k.trim()).filter(Boolean))
+    .option('--seed <n>', 'seed for torch, random and numpy in every launch, unless the script seeds itself (the loss guard compares launches with the same seed)', intArg('--seed', 0), 0)
+    .option('--loss-tolerance <r>', 'largest relative change of the mean loss over the measured steps a kept change may make', ratioArg('--loss-tolerance'))
+    .option('--confounders <policy>', 'when the two sides of a pair saw different conditions (other processes\' CPU load, a GPU slowing down): remeasure the pair (twice at most) and leave a trial undecided if they still differ, or record them only (a shared machine)', choiceArg('--confounders', ConfounderPolicySchema.options), 'remeasure')
+    .option('--objective <what>', 'throughput (samples/s, the default) or energy: samples per joule of GPU energy, from the GPUs\' power over each repetition (a CUDA target where nvidia-smi reports power)', choiceArg('--objective', WizardObjectiveSchema.options), 'throughput')
+    .option('--timeout <seconds>', 'kill a launch (with all its processes) after this long', secondsArg, 600)
+    .option('--set <key=value>', 'an override the script already runs with (the starting point), repeatable', collectOverride)
+    .option('--cwd <dir>', 'working directory of the command')
+    .option('--env <NAME=value>', 'environment variable for the command, repeatable', collectEnv)
+    .option('--report', "write the result up as an ADR report (markdown + SVG charts) in the workspace's reports/")
+    .option('--json', 'print the result as JSON')
+    .option('--no-progress', 'no progress lines on stderr')
+    .option('--resume <runId>', "go on with a cancelled, failed or killed script optimisation: its command, settings, baseline and finished trials are kept")
+    .option('--workspace <dir>', 'workspace folder (saved there as a run of kind optimise)', defaultWorkspaceDir());
 }
 
 export function optimiseCommand(): Command {
@@ -217,5 +276,5 @@ export function optimiseCommand(): Command {
     .option('--json', 'print the result as JSON')
     .option('--no-progress', 'no progress lines on stderr')
     .option('--workspace <dir>', 'workspace folder (the wizard is saved there as a run and a state file)', defaultWorkspaceDir());
-  return eitherTarget(cmd, optimise, { options: optimiseScriptCommand(), alias: 'optimise-script', run: optimiseScriptAction });
+  return eitherTarget(cmd, optimise, { options: scriptOptions(), run: optimiseScript });
 }

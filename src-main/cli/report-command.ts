@@ -5,7 +5,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import type { ReportDetail, ReportSection } from '../api/reports';
 import { REPORT_SECTIONS } from '../api/reports';
 import { createServices } from '../core/services';
-import { defaultWorkspaceDir } from '../core/workspace';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
 
 /** "status,context,attempts": sections in the order given, each one of REPORT_SECTIONS. */
 export function parseSections(value: string): ReportSection[] {

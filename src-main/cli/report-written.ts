@@ -5,7 +5,7 @@ import { DEFAULT_PORT } from '../server/serve';
 
 /**
  * Where a command's --report went and how to open it, on stderr so --json output stays one
- * document: `optimise --report` and `optimise-script --report` say it the same way.
+ * document: `optimise --report` says it the same way for an engine wizard and for a script's.
  */
 export function reportWrittenLines(workspaceRoot: string, report: ReportDetail): string {
   return [

@@ -3,7 +3,7 @@ import { Command } from 'commander';
 import type { RunSummary } from '../api/training';
 import { lastStepText } from '../api/training';
 import { createServices } from '../core/services';
-import { defaultWorkspaceDir } from '../core/workspace';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
 
 const pct = (x: number) => `${(100 * x).toFixed(2)}%`;
 const count = (x: number) => Math.round(x).toLocaleString('en-US');

@@ -5,7 +5,7 @@ import { Command } from 'commander';
 
 import type { RunTraceResult } from '../api/reports';
 import { createServices } from '../core/services';
-import { defaultWorkspaceDir } from '../core/workspace';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
 
 /** `trainbench trace <run-id>`: the run's measured steps as Chrome trace-event JSON (Perfetto, chrome://tracing). */
 export function traceCommand(out: NodeJS.WritableStream = process.stdout): Command {

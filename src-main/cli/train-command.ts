@@ -1,16 +1,25 @@
+import { Command, InvalidArgumentError } from 'commander';
+
 import type { BuildProgress } from '../api/datasets';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import type { DataSource, TrainOptionsInput, TrainResult } from '../api/training';
+import { newJobId } from '../api/ids';
+import { isBuiltinModel } from '../api/model-spec';
+import { RECIPES } from '../api/recipes';
+import { MAX_SCRIPT_RUN_SECONDS, ScriptTrainRequestSchema } from '../api/script-run';
+import type { ScriptOverrides } from '../api/script-target';
+import { SCRIPT_OVERRIDE_KEYS } from '../api/script-target';
+import type { DataSource, TrainOptionsInput } from '../api/training';
 import { TrainOptionsSchema } from '../api/training';
 import { EXAMPLE_TEST_RECORDS, EXAMPLE_TRAIN_RECORDS } from '../core/datasets/example-board';
-import { RECIPES } from '../api/recipes';
 import { createServices } from '../core/services';
+import { defaultWorkspaceDir } from '../core/workspace/workspace';
+import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
-import { isBuiltinModel } from '../api/model-spec';
-import { processMemoryText } from '../api/process-memory-words';
 import { progressPrinter } from './progress-bar';
-import { resolveData, resolveModel } from './train-inputs';
+import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
+import { formatScriptRun, formatTrain } from './train-format';
+import { choiceArg, intArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
 
 export interface TrainFlags {
   model: string;
@@ -35,6 +44,33 @@ export interface TrainFlags {
   json?: boolean;
   progress: boolean;
   workspace: string;
+}
+
+/** The flags of `train -- command...`, as the script side's options parse them. */
+interface TrainScriptFlags {
+  maxSteps?: number;
+  warmupSteps: number;
+  timeout: number;
+  set?: ScriptOverrides;
+  cwd?: string;
+  env?: Record<string, string>;
+  json?: boolean;
+  progress: boolean;
+  output: boolean;
+  workspace: string;
+}
+
+/** Progress lines on stderr at most this often for a script: the service's ~10/s is for charts, not a terminal. */
+const PRINT_INTERVAL_MS = 2000;
+
+const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
+
+function numberArg(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isFinite(n)) throw new InvalidArgumentError(`${name} must be a number, got ${JSON.stringify(value)}`);
+    return n;
+  };
 }
 
 /** Recipe defaults for built-in models, then the flags the user gave. */
@@ -63,61 +99,6 @@ export function trainOptions(modelName: string, flags: TrainFlags): TrainOptions
   return options;
 }
 
-function telemetryLine(result: TrainResult): string {
-  const t = result.telemetry;
-  const pct = (x: number | null) => (x === null ? 'n/a' : `${x.toFixed(0)}%`);
-  const gpu =
-    t.gpuUtilizationMean === null
-      ? `GPU: ${t.gpu}`
-      : `GPU ${t.gpu}: utilization ${pct(t.gpuUtilizationMean)} mean, ${pct(t.gpuUtilizationP95)} p95; peak memory ${t.gpuMemoryPeakMiB} MiB; power ${t.gpuPowerMeanW?.toFixed(0) ?? 'n/a'} W mean`;
-  return `${gpu}; CPU ${pct(t.cpuMean)} mean over ${t.samples} samples (telemetry.jsonl)`;
-}
-
-function memoryLine(result: TrainResult): string {
-  const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
-  const p = result.memory.predicted;
-  const line = `${mb(result.memory.measured.total)} measured on the ${result.memory.device}, ${mb(p.total)} predicted: weights ${mb(p.weights)}, gradients ${mb(p.gradients)}, optimizer ${mb(p.optimizerState)}, activations ${mb(p.activations + p.activationGrads)}, batches ${mb(p.batchData)}, workspace ${mb(p.workspace)}`;
-  return result.processMemory ? `${line}\n         ${processMemoryText(result.processMemory)}` : line;
-}
-
-
-function backendLine(result: TrainResult): string {
-  const b = result.backend;
-  if (!b) return result.memory.device;
-  const scale = result.lossScale !== undefined ? `; loss scale ${result.lossScale}` : '';
-  const skipped = result.skippedSteps !== undefined ? `, ${result.skippedSteps} step(s) skipped for inf/nan gradients` : '';
-  const scaling = scale + skipped;
-  const gemm = b.gemm as { shapes?: { chosen: string }[] } | undefined;
-  const shapes = gemm?.shapes ?? [];
-  const lt = shapes.filter((g) => g.chosen === 'cublasLt').length;
-  const gemmLine = shapes.length ? `; GEMM: ${shapes.length} shapes, ${lt} on cuBLASLt, ${shapes.length - lt} on own kernels` : '';
-  const caveat = typeof b.caveat === 'string' ? `\n         note: ${b.caveat}` : '';
-  return `${b.device}, ${b.precision}; timing: ${b.timing}${scaling}${gemmLine}${caveat}`;
-}
-
-function summary(result: TrainResult, modelName: string): string {
-  const n = (x: number) => Math.round(x).toLocaleString('en-US');
-  const t = result.stepTime;
-  const phases = Object.entries(result.phasesMs)
-    .map(([k, v]) => `${k} ${v.toFixed(1)}`)
-    .join(' · ');
-  const test = result.test;
-  const lines = [
-    `model    ${modelName} (${result.model.family}, ${n(result.model.params)} parameters, ${(result.model.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample forward)`,
-    `data     ${result.data}, read through the dataset cache`,
-    test
-      ? `result   ${result.model.family === 'bottleneck_resnet' ? 'policy top-1 agreement with the targets' : 'test accuracy'} ${test.accuracy == null ? 'n/a' : `${(100 * test.accuracy).toFixed(2)}%`} (loss ${test.loss.toFixed(4)}) on ${n(test.samples)} test samples after ${result.epochs.length} epoch(s), ${n(result.steps)} steps`
-      : `result   ${n(result.steps)} steps, no test set`,
-    `speed    ${n(result.samplesPerSec)} samples/s over ${result.seconds.toFixed(1)} s on ${result.threads} threads; step ${t.steadyStateMeanMs == null ? 'n/a' : `${t.steadyStateMeanMs.toFixed(1)} ms steady state`}, ${t.wallClockMeanMs.toFixed(1)} ms wall-clock mean (warm-up and evaluation included)`,
-    `device   ${backendLine(result)}`,
-    `phases   ${phases} (ms per step)`,
-    `memory   ${memoryLine(result)}`,
-    `hardware ${telemetryLine(result)}`,
-    `saved    ${result.runDir} in the workspace (run.json, events.jsonl, checkpoint.safetensors)`,
-  ];
-  return lines.join('\n');
-}
-
 /** What the silent time before the first step is spent on, for the progress line. */
 function preparing(data: DataSource): string {
   if (data.kind === 'example-board') {
@@ -128,7 +109,8 @@ function preparing(data: DataSource): string {
   return 'preparing the data (the first run caches it)';
 }
 
-export async function trainCommand(flags: TrainFlags): Promise<void> {
+/** `train` on an engine model: trained to the end, progress on stderr, the run saved in the workspace. */
+async function trainEngine(flags: TrainFlags): Promise<void> {
   const { spec, name } = await resolveModel(flags.model, flags.workspace);
   const data = resolveData(flags.data);
   const parsed = TrainOptionsSchema.safeParse(trainOptions(name, flags));
@@ -137,13 +119,13 @@ export async function trainCommand(flags: TrainFlags): Promise<void> {
   const services = await createServices({ workspaceDir: flags.workspace });
   await warnIfEmulated(services, parsed.data.device);
   const progress = progressPrinter(process.stderr);
-  let runId: string | null = null;
+  let jobId: string | null = null;
   let interrupted = false;
   const onSigint = () => {
-    if (interrupted || !runId) process.exit(130);
+    if (interrupted || !jobId) process.exit(130);
     interrupted = true;
     process.stderr.write('\ncancelling (Ctrl-C again to quit at once)...\n');
-    void services.training.cancel(runId);
+    void services.cancelJob(jobId);
   };
   process.on('SIGINT', onSigint);
   const showProgress = flags.progress && !flags.json;
@@ -162,7 +144,7 @@ export async function trainCommand(flags: TrainFlags): Promise<void> {
       { spec, data, options: parsed.data },
       {
         allowPathsOutsideWorkspace: true,
-        onStart: (id) => (runId = id),
+        onStart: (id) => (jobId = id),
         onEvent: (e) => {
           if (flags.json) process.stdout.write(JSON.stringify(e) + '\n');
           else if (flags.progress) progress.onEvent(e);
@@ -171,11 +153,94 @@ export async function trainCommand(flags: TrainFlags): Promise<void> {
     );
     progress.clear();
     if (flags.json) process.stdout.write(JSON.stringify({ type: 'result', ...result }) + '\n');
-    else process.stdout.write(summary(result, name) + '\n');
+    else process.stdout.write(formatTrain(result, name) + '\n');
   } finally {
     offBuild();
     progress.clear();
     process.off('SIGINT', onSigint);
     await services.dispose();
   }
+}
+
+/** `train -- command...`: a whole run of a script target, recorded as a run like an engine model's. */
+async function trainScript(command: string[], flags: TrainScriptFlags): Promise<void> {
+  const parsed = ScriptTrainRequestSchema.safeParse({
+    target: scriptTarget(command, flags),
+    overrides: flags.set ?? {},
+    maxSteps: flags.maxSteps,
+    warmupSteps: flags.warmupSteps,
+    timeoutSeconds: flags.timeout,
+    jobId: newJobId(),
+  });
+  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad train option: ${formatIssues(parsed.error, 'request')}`);
+  const jobId = parsed.data.jobId!;
+  const services = await createServices({ workspaceDir: flags.workspace });
+  const onSigint = () => {
+    process.stderr.write('\ncancelling the run...\n');
+    void services.cancelJob(jobId);
+  };
+  process.on('SIGINT', onSigint);
+  let printed = 0;
+  try {
+    const result = await services.training.run(parsed.data, {
+      onProgress: (p) => {
+        if (!flags.progress || flags.json || Date.now() - printed < PRINT_INTERVAL_MS) return;
+        printed = Date.now();
+        const rate = p.samplesPerSec === null ? '' : `, ${n0(p.samplesPerSec)} samples/s`;
+        const loss = p.loss === null ? '' : `, loss ${p.loss.toPrecision(4)}`;
+        process.stderr.write(`step ${n0(p.step)}${p.maxSteps ? ` of ${n0(p.maxSteps)}` : ''}${rate}${loss}\n`);
+      },
+      onOutput: (stream, line) => {
+        if (flags.output) process.stderr.write(`${stream === 'stderr' ? '[err] ' : ''}${line}\n`);
+      },
+    });
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptRun(result)) + '\n');
+  } finally {
+    process.off('SIGINT', onSigint);
+    await services.dispose();
+  }
+}
+
+/** The script side's options: their defaults and help where a shared flag reads otherwise (--max-steps: to the script's end). */
+function scriptOptions(): Command {
+  return new Command('train')
+    .option('--max-steps <n>', 'end the script after this many optimizer steps (default: it trains to its own end)', intArg('--max-steps', 1))
+    .option('--warmup-steps <n>', 'first steps left out of the steady-state figures', intArg('--warmup-steps', 0), 5)
+    .option('--timeout <seconds>', 'kill the run (with all its processes) after this long', secondsArg, 7 * 24 * 3600)
+    .option('--set <key=value>', `override, repeatable: ${SCRIPT_OVERRIDE_KEYS.join(', ')}`, collectOverride)
+    .option('--cwd <dir>', 'working directory of the command (default: the current one)')
+    .option('--env <NAME=value>', 'environment variable for the command, repeatable', collectEnv)
+    .option('--json', 'print the result as JSON')
+    .option('--no-progress', 'no progress lines on stderr')
+    .option('--no-output', "do not echo the script's output on stderr (it is saved in the run either way)")
+    .option('--workspace <dir>', 'workspace folder (the run is saved there)', defaultWorkspaceDir());
+}
+
+export function trainCommand(): Command {
+  const train = new Command('train')
+    .description("train a model and print its test accuracy (progress on stderr); or train with your own command after '--', recorded as a run")
+    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file (a relative path is also looked for in the workspace: models/<name>.json)', 'mlp')
+    .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>[,<test>], a folder of IDX files, or train-images,train-labels[,test-images,test-labels]', 'fashion-mnist')
+    .option('--loader-workers <n>', 'threads gathering batches ahead of the step', intArg('--loader-workers', 0))
+    .option('--prefetch <n>', 'batches prepared ahead', intArg('--prefetch', 1))
+    .option('--epochs <n>', 'epochs', intArg('--epochs', 1))
+    .option('--batch-size <n>', 'samples per micro-batch', intArg('--batch-size', 1))
+    .option('--accumulation <n>', 'micro-batches per optimizer step', intArg('--accumulation', 1))
+    .option('--optimizer <kind>', TRAIN_CHOICES.optimizer.join(' or '), choiceArg('--optimizer', TRAIN_CHOICES.optimizer))
+    .option('--lr <rate>', 'learning rate', numberArg('--lr'))
+    .option('--max-steps <n>', 'stop after this many optimizer steps', intArg('--max-steps', 0))
+    .option('--sample-ratio <r>', 'fraction of the training set used per epoch', numberArg('--sample-ratio'))
+    .option('--clip-norm <x>', 'clip gradients to this global norm', numberArg('--clip-norm'))
+    .option('--threads <n>', 'CPU threads (0 = all cores)', intArg('--threads', 0))
+    .option('--seed <n>', 'seed for initialisation, shuffling and dropout', intArg('--seed', 0))
+    .option('--device <name>', 'cpu, cuda:N, or auto (the first GPU when there is one)', 'cpu')
+    .option('--precision <p>', 'fp32, or mixed precision bf16 / fp16 (CUDA)', choiceArg('--precision', TRAIN_CHOICES.precision))
+    .option('--phase-timing <mode>', "CUDA phase timing: 'default' (events, no stalls) or 'measure' (synchronise per phase)", choiceArg('--phase-timing', TRAIN_CHOICES.phaseTiming))
+    .option('--cuda-graph', 'CUDA: capture the step once and replay it')
+    .option('--gpu-prefetch <n>', 'CUDA: batches copied ahead to the device', intArg('--gpu-prefetch', 1))
+    .option('--json', 'print events and the result as JSON lines on stdout')
+    .option('--no-progress', 'no progress output')
+    .option('--workspace <dir>', 'workspace folder (runs are saved there)', defaultWorkspaceDir())
+    .addHelpText('after', `\nWith a command after '--', the longest --timeout is ${MAX_SCRIPT_RUN_SECONDS} s. Ctrl-C cancels: the run is recorded as cancelled.`);
+  return eitherTarget(train, trainEngine, { options: scriptOptions(), run: trainScript });
 }

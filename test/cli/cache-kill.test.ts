@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { datasetsRoot, listDatasets, verifyDataset } from '../../src-main/core/datasets/cache-store';
-import type { Workspace } from '../../src-main/core/workspace';
+import type { Workspace } from '../../src-main/core/workspace/workspace';
 import { testWorkspace } from '../helpers/datasets';
 import { loadAddon } from '../helpers/native';
 import { CLI, requireBuilt } from '../helpers/repo';

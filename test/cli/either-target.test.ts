@@ -1,6 +1,6 @@
 // Issue 25, item 5: one command measures either target. `benchmark-training`, `optimise`, `train` and
-// `find-batch-size` measure your own command when it comes after '--', exactly as the *-script commands
-// (kept as aliases) do; a flag only the other target reads is refused by name; without '--' nothing changes.
+// `find-batch-size` measure your own command when it comes after '--'; a flag only the other target reads is
+// refused by name; without '--' nothing changes. Issue 39, item 3: the *-script commands are gone (unknown commands).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -20,19 +20,12 @@ afterAll(() => ws.cleanup());
 const TUTORIAL = [PYTHON, path.join(SCRIPTS, 'fashion_mnist_tutorial.py'), '--epochs', '1', '--limit', '640'];
 const SMALL_BENCHMARK = ['--no-output', '--warmup-steps', '2', '--steps', '5', '--repeat', '1'];
 
-/** The keys of a JSON value, nested, with what each holds: two results of one kind have the same shape. */
-function shape(value: unknown): unknown {
-  if (Array.isArray(value)) return value.length ? [shape(value[0])] : [];
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, shape(v)]));
-  // A measurement over a few steps may be there in one launch and not in the next (a window under one
-  // telemetry period): the two commands agree on the fields, not on which of them were measured.
-  return value === null || typeof value === 'number' ? 'number or null' : typeof value;
-}
-
-/** The labels of the text result, down to the findings (whose lines depend on the numbers). */
-function labels(stdout: string): string[] {
-  const lines = stdout.split('\n');
-  return lines.slice(0, lines.indexOf('findings')).map((l) => l.slice(0, 11));
+/** What commander answers for a command that is no longer there (the *-script commands of before issue 39). */
+async function expectUnknownCommand(name: string, args: string[]) {
+  const old = await runCli([name, ...args]);
+  expect(old.code).toBe(1);
+  expect(old.stdout).toBe('');
+  expect(old.stderr).toContain(`error: unknown command '${name}'`);
 }
 
 function runRecord(runDir: string) {
@@ -40,30 +33,24 @@ function runRecord(runDir: string) {
 }
 
 describe('benchmark-training -- <command>', () => {
-  it('benchmarks the script as benchmark-script does: the same result, as JSON and as text', async () => {
+  it('benchmarks the script with the script side\'s settings, as JSON and as text; benchmark-script is no command', async () => {
     const mark = newMark();
     const env = ['--env', `TB_TEST_MARK=${mark}`];
     const viaEngineName = await runCli(['benchmark-training', '--json', ...SMALL_BENCHMARK, ...env, '--workspace', ws.dir, '--', ...TUTORIAL]);
     expect(viaEngineName.code, viaEngineName.stderr).toBe(0);
-    const viaAlias = await runCli(['benchmark-script', '--json', ...SMALL_BENCHMARK, ...env, '--workspace', ws.dir, '--', ...TUTORIAL]);
-    expect(viaAlias.code, viaAlias.stderr).toBe(0);
+    await expectUnknownCommand('benchmark-script', ['--json', ...SMALL_BENCHMARK, ...env, '--workspace', ws.dir, '--', ...TUTORIAL]);
     const a = ScriptBenchmarkResultSchema.parse(JSON.parse(viaEngineName.stdout));
-    const b = ScriptBenchmarkResultSchema.parse(JSON.parse(viaAlias.stdout));
-    expect(shape(JSON.parse(viaEngineName.stdout))).toEqual(shape(JSON.parse(viaAlias.stdout)));
     // The script's settings, not the engine command's defaults (--steps 50, --repeat 3).
     expect(a).toMatchObject({ steps: 5, warmupSteps: 2, repeat: 1, batchSize: 64, device: 'cpu' });
-    expect(a.target).toEqual(b.target);
     expect(a.target).toMatchObject({ kind: 'script', command: TUTORIAL });
     expect(a.samplesPerSec).toBeGreaterThan(0);
     expect(runRecord(a.runDir)).toMatchObject({ kind: 'benchmark', status: 'completed', config: { target: { kind: 'script' } } });
 
     const text = await runCli(['benchmark-training', ...SMALL_BENCHMARK, '--workspace', ws.dir, '--', ...TUTORIAL]);
     expect(text.code, text.stderr).toBe(0);
-    const aliasText = await runCli(['benchmark-script', ...SMALL_BENCHMARK, '--workspace', ws.dir, '--', ...TUTORIAL]);
-    expect(labels(text.stdout)).toEqual(labels(aliasText.stdout));
     expect(text.stdout).toMatch(/^benchmark {2}.*fashion_mnist_tutorial\.py --epochs 1 --limit 640$/m);
     expect(text.stdout).toMatch(/^launch {2}samples\/s/m);
-    for (const progress of [text.stderr, aliasText.stderr]) expect(progress).toMatch(/^launch 1 of 1: [\d,]+ samples\/s$/m);
+    expect(text.stderr).toMatch(/^launch 1 of 1: [\d,]+ samples\/s$/m);
     expect(processesWithMark(mark)).toEqual([]);
   }, 120_000);
 });
@@ -86,17 +73,16 @@ describe('optimise -- <command>', () => {
     expect(runRecord(r.runDir)).toMatchObject({ kind: 'optimise', status: 'completed' });
     expect(processesWithMark(mark)).toEqual([]);
 
-    // The wizard's run id is a script optimisation's: optimise --resume goes to it as optimise-script --resume does.
+    // The wizard's run id is a script optimisation's: optimise --resume goes on with that script (optimise-script is no command).
     const resumed = await runCli(['optimise', '--resume', r.runId, '--workspace', ws.dir]);
-    const alias = await runCli(['optimise-script', '--resume', r.runId, '--workspace', ws.dir]);
     expect(resumed.code).toBe(1);
     expect(resumed.stderr).toContain(`script optimisation ${r.runId} completed: there is nothing left to resume`);
-    expect(resumed.stderr.split('\n')[0]).toBe(alias.stderr.split('\n')[0]);
+    await expectUnknownCommand('optimise-script', ['--resume', r.runId, '--workspace', ws.dir]);
   }, 300_000);
 });
 
 describe('train -- <command>', () => {
-  it('trains the command as train-script does, recorded as a train run', async () => {
+  it('trains the command, recorded as a train run', async () => {
     const { code, stdout, stderr } = await runCli(['train', '--json', '--no-output', '--max-steps', '5', '--warmup-steps', '2', '--workspace', ws.dir, '--', PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'plain']);
     expect(code, stderr).toBe(0);
     const r = ScriptTrainResultSchema.parse(JSON.parse(stdout));
@@ -104,13 +90,13 @@ describe('train -- <command>', () => {
     expect(runRecord(r.runDir)).toMatchObject({ kind: 'train', status: 'completed' });
   }, 60_000);
 
-  it("reads a shared flag with the script's own rule: --max-steps 0 is refused as train-script refuses it", async () => {
+  it("reads a shared flag with the script side's own rule: --max-steps 0 is refused for a script (train-script is no command)", async () => {
     const cmd = [PYTHON, path.join(SCRIPTS, 'tiny_train.py')];
     const unified = await runCli(['train', '--max-steps', '0', '--workspace', ws.dir, '--', ...cmd]);
-    const alias = await runCli(['train-script', '--max-steps', '0', '--workspace', ws.dir, '--', ...cmd]);
     expect(unified.code).toBe(1);
-    expect(unified.stderr.split('\n')[0]).toBe(alias.stderr.split('\n')[0]);
+    expect(unified.stderr.split('\n')[0]).toBe(`error: option '--max-steps <n>' argument '0' is invalid. --max-steps must be an integer >= 1, got "0"`);
     expect(unified.stderr).toContain('--max-steps must be an integer >= 1');
+    await expectUnknownCommand('train-script', ['--max-steps', '0', '--workspace', ws.dir, '--', ...cmd]);
   });
 });
 
@@ -170,12 +156,15 @@ describe('--help', () => {
     ['optimise', 'optimise-script'],
     ['train', 'train-script'],
     ['find-batch-size', null],
-  ])('%s documents the -- command form, and which flags belong to which target', async (name, alias) => {
+  ])('%s documents the -- command form, and which flags belong to which target (%s is no command)', async (name, old) => {
     const { code, stdout } = await runCli([name, '--help']);
     expect(code).toBe(0);
     expect(stdout).toContain(`Usage: trainbench ${name} [options] [-- command...]`);
     expect(stdout).toMatch(/^ {2}command +your own training command, after '--'/m);
-    if (alias) expect(stdout.replace(/\s+/g, ' ')).toContain(`as \`${alias}\` does`);
+    if (old) {
+      expect(stdout).not.toContain(old);
+      await expectUnknownCommand(old, []);
+    }
     const engine = stdout.indexOf("Engine target (no command after '--'):");
     const script = stdout.indexOf("Script target (your own command after '--'):");
     expect(engine).toBeGreaterThan(0);
@@ -187,7 +176,7 @@ describe('--help', () => {
 
   it('says how a shared flag reads for a script where it differs (benchmark-training --steps: the script runs to its end)', async () => {
     const { stdout } = await runCli(['benchmark-training', '--help']);
-    const readings = stdout.slice(stdout.indexOf("With a command after '--', these read as benchmark-script reads them:"));
+    const readings = stdout.slice(stdout.indexOf("With a command after '--', these read as a script target reads them:"));
     expect(readings.replace(/\s+/g, ' ')).toContain('--steps <n> measured steps, after which the probe ends the script (default: it runs to its own end)');
   });
 });

@@ -13,11 +13,11 @@ import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../../sr
 import type { OptimiseResult } from '../../src-main/api/optimise';
 import type { OptimiseProgress } from '../../src-main/api/optimise';
 import { OptimiseProgressSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from '../../src-main/api/optimise';
-import { initialState } from '../../src-main/core/optimise/resumable-run';
-import { saveWizardState } from '../../src-main/core/optimise/wizard-state';
-import { createRun } from '../../src-main/core/run-store';
+import { initialState } from '../../src-main/core/targets/engine/resumable-run';
+import { saveWizardState } from '../../src-main/core/targets/engine/wizard-state';
+import { createRun } from '../../src-main/core/workspace/run-store';
 import { ApiError } from '../../src-main/api/errors';
-import { formatOptimise } from '../../src-main/cli/optimise-command';
+import { formatOptimise } from '../../src-main/cli/optimise-format';
 import { CLI, requireBuilt } from '../helpers/repo';
 import { testServices } from '../helpers/services';
 import { tempDir } from '../helpers/temp-dir';
@@ -129,7 +129,7 @@ describe('trainbench optimise (CPU)', () => {
     expect(r.limits.read.bytesPerSample).toBe(28 * 28 + 1);
 
     expect(runJson(r.runId)).toMatchObject({ kind: 'optimise', status: 'completed' });
-    expect(state(r.optimiseId).status).toBe('completed');
+    expect(state(r.jobId).status).toBe('completed');
     const text = formatOptimise(r);
     expect(text).toContain('read from the cache instead of the source files');
     expect(text).toMatch(/limits {5}floor per step/);
@@ -261,9 +261,9 @@ describe('optimise through the API contract (what the Optimise area calls)', () 
     try {
       // A run owned by a live process (this one) with a fresh heartbeat, as another app driving the wizard would leave it.
       const live = await createRun(services.workspace, 'optimise', {});
-      const request = OptimiseRequestSchema.parse({ target: { spec: { family: 'mlp', input: [28, 28], outputs: 10 }, data: { kind: 'fashion-mnist' } }, optimiseId: 'elsewhere' });
+      const request = OptimiseRequestSchema.parse({ target: { spec: { family: 'mlp', input: [28, 28], outputs: 10 }, data: { kind: 'fashion-mnist' } }, jobId: 'elsewhere' });
       await saveWizardState(services.workspace, { ...initialState('elsewhere', request), runIds: [live.id] });
-      const err = await services.router.dispatch('optimise.resume', { optimiseId: 'elsewhere' }).catch((e: ApiError) => e);
+      const err = await services.router.dispatch('optimise.resume', { jobId: 'elsewhere' }).catch((e: ApiError) => e);
       expect(err).toMatchObject({ code: 'E_BAD_INPUT' });
       expect((err as ApiError).message).toBe(`optimisation elsewhere is still running in process ${process.pid} on ${os.hostname()} (run ${live.id}): cancel it there, or wait until it stops, before resuming`);
       await live.finish('cancelled', {});
@@ -276,7 +276,7 @@ describe('optimise through the API contract (what the Optimise area calls)', () 
     const { services, cleanup } = await testServices();
     try {
       const seen: OptimiseProgress[] = [];
-      const optimiseId = 'api-wizard';
+      const jobId = 'api-wizard';
       let cancelSent = false;
       let concurrent: Promise<unknown> | null = null;
       const stop = services.events.subscribe((name, data) => {
@@ -286,8 +286,8 @@ describe('optimise through the API contract (what the Optimise area calls)', () 
         // Cancel once, in the middle of the first trial (the resume below runs it again).
         if (!cancelSent && p.phase === 'trial' && p.trial === 1 && p.repetition === 1 && !p.finishedTrial) {
           cancelSent = true;
-          concurrent = services.router.dispatch('optimise.resume', { optimiseId }).catch((e: ApiError) => e);
-          void services.router.dispatch('optimise.cancel', { optimiseId });
+          concurrent = services.router.dispatch('optimise.resume', { jobId }).catch((e: ApiError) => e);
+          void services.router.dispatch('jobs.cancel', { jobId });
         }
       });
       const request = {
@@ -296,28 +296,28 @@ describe('optimise through the API contract (what the Optimise area calls)', () 
         steps: 20,
         warmupSteps: 2,
         maxTrials: 1,
-        optimiseId,
+        jobId,
       };
       const bad = await services.router.dispatch('optimise.start', { ...request, repeat: 1 }).catch((e: ApiError) => e);
       expect(bad).toMatchObject({ code: 'E_BAD_REQUEST' });
       expect((bad as ApiError).message).toMatch(/repeat/);
 
       const cancelled = await services.router.dispatch('optimise.start', request).catch((e: ApiError) => e);
-      expect(cancelled).toMatchObject({ code: 'E_CANCELLED', message: `optimisation cancelled after 0 trials; resume it with trainbench optimise --resume ${optimiseId}` });
-      expect(await services.router.dispatch('optimise.state', { optimiseId })).toMatchObject({ status: 'cancelled', trials: [] });
-      expect(await concurrent).toMatchObject({ code: 'E_BAD_INPUT', message: `optimisation ${optimiseId} is running in this process already` });
+      expect(cancelled).toMatchObject({ code: 'E_CANCELLED', message: `optimisation cancelled after 0 trials; resume it with trainbench optimise --resume ${jobId}` });
+      expect(await services.router.dispatch('optimise.state', { jobId })).toMatchObject({ status: 'cancelled', trials: [] });
+      expect(await concurrent).toMatchObject({ code: 'E_BAD_INPUT', message: `optimisation ${jobId} is running in this process already` });
       expect(seen.map((p) => p.phase)).toEqual(expect.arrayContaining(['preparing', 'baseline', 'limits', 'trial']));
       expect(seen.filter((p) => p.phase === 'trial').every((p) => p.etaSeconds !== null && p.etaSeconds >= 0)).toBe(true);
 
-      const result = OptimiseResultSchema.parse(await services.router.dispatch('optimise.resume', { optimiseId }));
+      const result = OptimiseResultSchema.parse(await services.router.dispatch('optimise.resume', { jobId }));
       stop();
       expect(result.trials).toHaveLength(1);
       expect(seen.some((p) => p.finishedTrial?.index === 1)).toBe(true);
       expect(seen.at(-1)?.phase).toBe('done');
-      expect(await services.router.dispatch('optimise.state', { optimiseId })).toMatchObject({ status: 'completed', runIds: [expect.any(String), result.runId] });
+      expect(await services.router.dispatch('optimise.state', { jobId })).toMatchObject({ status: 'completed', runIds: [expect.any(String), result.runId] });
       // A finished wizard answers resume with its result, and nothing is running to cancel.
-      expect(OptimiseResultSchema.parse(await services.router.dispatch('optimise.resume', { optimiseId })).trials).toEqual(result.trials);
-      expect(await services.router.dispatch('optimise.cancel', { optimiseId })).toEqual({ cancelled: false });
+      expect(OptimiseResultSchema.parse(await services.router.dispatch('optimise.resume', { jobId })).trials).toEqual(result.trials);
+      expect(await services.router.dispatch('jobs.cancel', { jobId })).toEqual({ cancelled: false });
     } finally {
       await cleanup();
     }

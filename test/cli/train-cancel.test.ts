@@ -1,5 +1,5 @@
 // Issue 11: cancelling a run works while its data is still being cached as well as during its
-// steps. Ctrl-C on `trainbench train` and train.cancel both leave the run recorded as cancelled,
+// steps. Ctrl-C on `trainbench train` and jobs.cancel both leave the run recorded as cancelled,
 // no half-built cache folder behind, and no engine host running on.
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -102,7 +102,7 @@ describe('cancelling a training run', () => {
     for (const pid of hosts) await until(`engine host ${pid} to end`, () => !alive(pid), 10_000);
   }, 120_000);
 
-  it('train.cancel while the data is prepared: train.preparing events name the stage, and the run ends cancelled', async () => {
+  it('jobs.cancel while the data is prepared: train.preparing events name the stage, and the run ends cancelled', async () => {
     const ws = workspace();
     const services = await createServices({ workspaceDir: ws });
     try {
@@ -110,26 +110,26 @@ describe('cancelling a training run', () => {
       const off = services.events.subscribe((name, payload) => {
         if (name === 'train.preparing') stages.push(payload as TrainPreparingEvent);
       });
-      const runId = '20261124-000000-cancel';
+      const jobId = '20261124-000000-cancel';
       const training = services.router.dispatch('train.run', {
         spec: { family: 'mlp', input: [1, 28, 28], outputs: 10 },
         data: { kind: 'fashion-mnist' },
         options: { epochs: 20 },
-        runId,
+        jobId,
       });
       const outcome = training.then(() => 'completed', (err: { code?: string }) => err.code);
       await until('a train.preparing event for reading', () => stages.some((s) => s.stage === 'reading'), 60_000);
-      expect(await services.router.dispatch('train.cancel', { runId })).toEqual({ cancelled: true });
+      expect(await services.router.dispatch('jobs.cancel', { jobId })).toEqual({ cancelled: true });
       expect(await outcome).toBe('E_CANCELLED');
       off();
-      expect(stages.every((s) => s.runId === runId)).toBe(true);
+      expect(stages.every((s) => s.jobId === jobId)).toBe(true);
       expect(stages.every((s) => s.fraction === null || (s.fraction >= 0 && s.fraction <= 1))).toBe(true);
-      const detail = (await services.router.dispatch('runs.get', { id: runId })) as { summary: { status: string; error: string } };
+      const detail = (await services.router.dispatch('runs.get', { id: jobId })) as { summary: { status: string; error: string } };
       expect(detail.summary.status).toBe('cancelled');
       expect(detail.summary.error).toMatch(/^E_CANCELLED: run 20261124-000000-cancel was cancelled while its data was being prepared/);
       expect(scratch(ws)).toEqual([]);
       // The id is free again for nothing else: cancelling an unknown or finished run says so.
-      expect(await services.router.dispatch('train.cancel', { runId })).toEqual({ cancelled: false });
+      expect(await services.router.dispatch('jobs.cancel', { jobId })).toEqual({ cancelled: false });
     } finally {
       await services.dispose();
     }

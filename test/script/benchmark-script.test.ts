@@ -1,4 +1,4 @@
-// Issue 14: `trainbench benchmark-script -- <command>` on a tutorial-style Fashion-MNIST script, unchanged (CPU torch).
+// Issue 14: `trainbench benchmark-training -- <command>` on a tutorial-style Fashion-MNIST script, unchanged (CPU torch).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -18,7 +18,7 @@ afterAll(() => ws.cleanup());
 const TUTORIAL = path.join(SCRIPTS, 'fashion_mnist_tutorial.py');
 
 async function benchmark(flags: string[], command: string[], mark = newMark()) {
-  const r = await runCli(['benchmark-script', '--json', '--no-output', '--workspace', ws.dir, '--env', `TB_TEST_MARK=${mark}`, ...flags, '--', ...command]);
+  const r = await runCli(['benchmark-training', '--json', '--no-output', '--workspace', ws.dir, '--env', `TB_TEST_MARK=${mark}`, ...flags, '--', ...command]);
   const result = r.code === 0 ? ScriptBenchmarkResultSchema.parse(JSON.parse(r.stdout)) : null;
   return { ...r, result, mark };
 }
@@ -27,7 +27,7 @@ function outputLog(result: ScriptBenchmarkResult, repetition: number): string[] 
   return readFileSync(path.join(ws.dir, result.runDir, `output-rep${repetition}.log`), 'utf8').split('\n');
 }
 
-describe('benchmark-script on a tutorial-style Fashion-MNIST script', () => {
+describe('benchmark-training -- <command> on a tutorial-style Fashion-MNIST script', () => {
   it('reports steps, batch, samples/s and data wait that agree with the script when it runs to its own end', async () => {
     // 1280 images at batch 64: the script's own count is 20 steps.
     const { result, code, stderr, mark } = await benchmark(['--warmup-steps', '3', '--repeat', '1'], [PYTHON, TUTORIAL, '--epochs', '1', '--limit', '1280']);

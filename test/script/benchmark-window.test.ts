@@ -16,7 +16,7 @@ afterAll(() => ws.cleanup());
 
 describe("a script benchmark's telemetry window", () => {
   it('ends at the last measured step, not when the script has finished saving at exit', async () => {
-    const r = await runCli(['benchmark-script', '--json', '--no-output', '--workspace', ws.dir, '--warmup-steps', '2', '--steps', '10', '--repeat', '1', '--', PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'save-at-exit']);
+    const r = await runCli(['benchmark-training', '--json', '--no-output', '--workspace', ws.dir, '--warmup-steps', '2', '--steps', '10', '--repeat', '1', '--', PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'save-at-exit']);
     expect(r.code, r.stderr).toBe(0);
     const result = ScriptBenchmarkResultSchema.parse(JSON.parse(r.stdout));
     const rep = result.repetitions[0];
@@ -32,7 +32,7 @@ describe("a script benchmark's telemetry window", () => {
 
   it('is cut back to the last measured step when the script runs to its own end (no --steps)', async () => {
     // tiny_train.py trains 12 steps and exits, saving for 1.5 s: 10 measured steps after 2 warm-up ones.
-    const r = await runCli(['benchmark-script', '--json', '--no-output', '--workspace', ws.dir, '--warmup-steps', '2', '--repeat', '1', '--', PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'save-at-exit']);
+    const r = await runCli(['benchmark-training', '--json', '--no-output', '--workspace', ws.dir, '--warmup-steps', '2', '--repeat', '1', '--', PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'save-at-exit']);
     expect(r.code, r.stderr).toBe(0);
     const result = ScriptBenchmarkResultSchema.parse(JSON.parse(r.stdout));
     const rep = result.repetitions[0];

@@ -1,5 +1,5 @@
 // Issue 14: Ctrl-C on `trainbench find-batch-size -- <script>` cancels through the script job, as
-// script.cancel does in the app: the trial in flight is killed with its process group (which
+// jobs.cancel does in the app: the trial in flight is killed with its process group (which
 // the terminal's SIGINT does not reach: it runs in a group of its own) and the run is recorded cancelled.
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';

@@ -1,9 +1,9 @@
-// Issue 14: what `trainbench optimise-script` prints at the end: the overrides to keep, as --set flags
+// Issue 14: what `trainbench optimise -- <command>` prints at the end: the overrides to keep, as --set flags
 // and as the lines to write into the script (the same lines as the app's final card).
 import { describe, expect, it } from 'vitest';
 
 import type { ScriptOptimiseResult } from '../../src-main/api/script-target';
-import { formatScriptOptimise } from '../../src-main/cli/optimise-script-command';
+import { formatScriptOptimise } from '../../src-main/cli/optimise-format';
 
 const interval = (median: number) => ({ low: median * 0.9, median, high: median * 1.1 });
 const phases = { data: 36, h2d: 0, forward: 1, loss: 0.5, backward: 1, optimizer: 0.5, other: 1 };

@@ -12,12 +12,12 @@ const ws = tempDir();
 beforeAll(requireBuilt);
 afterAll(() => ws.cleanup());
 
-describe('trainbench optimise-script -- <script>', () => {
+describe('trainbench optimise -- <script>', () => {
   it('keeps dataloader.num_workers 0 -> 2 on a per-item-bound dataset, measured A/B/A/B, and skips what does not apply on the CPU', async () => {
     const mark = newMark();
     // Conditions only recorded: beside the other test files' load, a pair could stay "confounded" (test/script/confounders-*.test.ts cover that).
     const { code, stdout, stderr } = await runCli(
-      ['optimise-script', '--json', '--confounders', 'record', '--repeat', '3', '--steps', '12', '--warmup-steps', '3', '--max-trials', '1', '--workspace', ws.dir, '--env', `TB_TEST_MARK=${mark}`, '--', PYTHON, path.join(SCRIPTS, 'slow_items.py')],
+      ['optimise', '--json', '--confounders', 'record', '--repeat', '3', '--steps', '12', '--warmup-steps', '3', '--max-trials', '1', '--workspace', ws.dir, '--env', `TB_TEST_MARK=${mark}`, '--', PYTHON, path.join(SCRIPTS, 'slow_items.py')],
       400_000,
     );
     expect(code, stderr).toBe(0);

@@ -9,8 +9,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { ScriptBenchmarkResultSchema } from '../../src-main/api/script-target';
-import { formatScriptBenchmark } from '../../src-main/cli/benchmark-script-command';
-import { CPU_COPY_MISSING, SCRIPT_DATA_FLOOR_MISSING } from '../../src-main/core/script/script-floors';
+import { formatScriptBenchmark } from '../../src-main/cli/benchmark-format';
+import { CPU_COPY_MISSING, SCRIPT_DATA_FLOOR_MISSING } from '../../src-main/core/targets/script/script-floors';
 import { CPU_ENERGY_MISSING } from '../../src-main/core/telemetry/energy';
 import { fakeNvidiaSmi } from '../helpers/fake-nvidia-smi';
 import { requireBuilt } from '../helpers/repo';
@@ -53,7 +53,7 @@ describe.each(INTERPRETERS)('on the CPU with $label', (t: Interpreter) => {
 
   it.skipIf(!t.python)('a benchmark gives the compute floor, says why there is no copy or data floor, and no energy', async () => {
     const { code, stdout, stderr } = await runCli(
-      ['benchmark-script', '--json', '--repeat', '2', '--steps', '40', '--warmup-steps', '2', '--workspace', ws.dir, '--', t.python!, path.join(SCRIPTS, 'cnn_tutorial.py'), '--steps', '50'],
+      ['benchmark-training', '--json', '--repeat', '2', '--steps', '40', '--warmup-steps', '2', '--workspace', ws.dir, '--', t.python!, path.join(SCRIPTS, 'cnn_tutorial.py'), '--steps', '50'],
       240_000,
       { ...process.env, TRAINBENCH_NVIDIA_SMI: smi.command },
     );

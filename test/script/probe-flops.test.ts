@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { ScriptBenchmarkResultSchema } from '../../src-main/api/script-target';
-import { formatScriptBenchmark } from '../../src-main/cli/benchmark-script-command';
+import { formatScriptBenchmark } from '../../src-main/cli/benchmark-format';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import type { Interpreter } from './probe-run';

@@ -36,16 +36,16 @@ interface Report {
 
 beforeAll(async () => {
   const common = ['--json', '--no-progress', '--cwd', SCRIPTS];
-  ids.asIs = runId(await cli(ws.dir, ['benchmark-script', '--warmup-steps', '1', '--steps', '10', '--repeat', '2', '--env', 'API_TOKEN=hunter2', ...common, '--', PYTHON, TINY]));
-  ids.bigger = runId(await cli(ws.dir, ['benchmark-script', '--warmup-steps', '1', '--steps', '10', '--repeat', '2', '--set', 'dataloader.batch_size=32', '--env', 'API_TOKEN=hunter2', ...common, '--', PYTHON, TINY]));
+  ids.asIs = runId(await cli(ws.dir, ['benchmark-training', '--warmup-steps', '1', '--steps', '10', '--repeat', '2', '--env', 'API_TOKEN=hunter2', ...common, '--', PYTHON, TINY]));
+  ids.bigger = runId(await cli(ws.dir, ['benchmark-training', '--warmup-steps', '1', '--steps', '10', '--repeat', '2', '--set', 'dataloader.batch_size=32', '--env', 'API_TOKEN=hunter2', ...common, '--', PYTHON, TINY]));
   ids.search = runId(await cli(ws.dir, ['find-batch-size', '--start-batch', '16', '--steps', '3', '--warmup-steps', '1', '--env', 'OOM_AT=20', ...common, '--', PYTHON, path.join(SCRIPTS, 'oom_guard.py')]));
-  ids.train = runId(await cli(ws.dir, ['train-script', '--max-steps', '40', '--warmup-steps', '2', '--env', 'STEPS=200', ...common, '--', PYTHON, TINY]));
-  const wizard = await cliOut(ws.dir, ['optimise-script', '--repeat', '2', '--steps', '5', '--warmup-steps', '1', '--max-trials', '1', '--report', ...common, '--', PYTHON, path.join(SCRIPTS, 'slow_items.py')]);
+  ids.train = runId(await cli(ws.dir, ['train', '--max-steps', '40', '--warmup-steps', '2', '--env', 'STEPS=200', ...common, '--', PYTHON, TINY]));
+  const wizard = await cliOut(ws.dir, ['optimise', '--repeat', '2', '--steps', '5', '--warmup-steps', '1', '--max-trials', '1', '--report', ...common, '--', PYTHON, path.join(SCRIPTS, 'slow_items.py')]);
   ids.wizard = runId(wizard.stdout);
   wizardStderr = wizard.stderr;
 }, 300_000);
 
-it('optimise-script --report writes the wizard up as an ADR and says where it is', () => {
+it('optimise --report -- <command> writes the wizard up as an ADR and says where it is', () => {
   const file = /^report {5}(\S+\.md) \(ADR (\d+), (\d+) figures beside it\)$/m.exec(wizardStderr);
   expect(file, wizardStderr).not.toBeNull();
   const md = readFileSync(file?.[1] ?? '', 'utf8');

@@ -17,7 +17,7 @@ afterAll(() => ws.cleanup());
 const TINY = path.join(SCRIPTS, 'tiny_train.py');
 
 function run(flags: string[], command: string[], mark = newMark()) {
-  return runCli(['benchmark-script', '--no-output', '--repeat', '1', '--warmup-steps', '1', '--workspace', ws.dir, '--env', `TB_TEST_MARK=${mark}`, ...flags, '--', ...command]).then((r) => ({ ...r, mark }));
+  return runCli(['benchmark-training', '--no-output', '--repeat', '1', '--warmup-steps', '1', '--workspace', ws.dir, '--env', `TB_TEST_MARK=${mark}`, ...flags, '--', ...command]).then((r) => ({ ...r, mark }));
 }
 
 /** The run records of the workspace, newest last. */

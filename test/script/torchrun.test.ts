@@ -12,13 +12,13 @@ const ws = tempDir();
 beforeAll(requireBuilt);
 afterAll(() => ws.cleanup());
 
-describe('benchmark-script through torchrun --nproc_per_node 2 (gloo, CPU)', () => {
+describe('benchmark-training -- <command> through torchrun --nproc_per_node 2 (gloo, CPU)', () => {
   it('reports two ranks; global samples/s is their sum; the slowest data wait is named; nothing is left running', async () => {
     const mark = newMark();
     // Debian's torchrun on Python 3.11 cannot parse its default --redirects/--tee of "0" (IntFlag iteration
     // skips 0 since 3.11): naming stdout (1) for both makes it start, and still shows every rank's output.
     const command = [TORCHRUN, '--nproc_per_node', '2', '--redirects', '1', '--tee', '1', path.join(SCRIPTS, 'fashion_mnist_tutorial.py'), '--epochs', '1', '--limit', '4000'];
-    const { code, stdout, stderr } = await runCli(['benchmark-script', '--json', '--no-output', '--warmup-steps', '3', '--steps', '15', '--repeat', '1', '--timeout', '120', '--workspace', ws.dir, '--env', `TB_TEST_MARK=${mark}`, '--', ...command]);
+    const { code, stdout, stderr } = await runCli(['benchmark-training', '--json', '--no-output', '--warmup-steps', '3', '--steps', '15', '--repeat', '1', '--timeout', '120', '--workspace', ws.dir, '--env', `TB_TEST_MARK=${mark}`, '--', ...command]);
     expect(code, stderr).toBe(0);
     const r = ScriptBenchmarkResultSchema.parse(JSON.parse(stdout));
     expect(r.worldSize).toBe(2);

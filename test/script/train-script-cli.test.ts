@@ -1,4 +1,4 @@
-// Issue 14: `trainbench train-script -- <command>`, the CLI face of script.train.
+// Issue 14: `trainbench train -- <command>`, the CLI face of train.run on a script target.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -15,9 +15,9 @@ beforeAll(requireBuilt);
 afterAll(() => ws.cleanup());
 const TINY = path.join(SCRIPTS, 'tiny_train.py');
 
-describe('trainbench train-script', () => {
+describe('trainbench train -- <command>', () => {
   it('trains the command to --max-steps and saves it as a train run with its loss', async () => {
-    const { code, stdout, stderr } = await runCli(['train-script', '--json', '--no-output', '--max-steps', '7', '--warmup-steps', '2', '--workspace', ws.dir, '--cwd', SCRIPTS, '--', PYTHON, TINY, 'plain']);
+    const { code, stdout, stderr } = await runCli(['train', '--json', '--no-output', '--max-steps', '7', '--warmup-steps', '2', '--workspace', ws.dir, '--cwd', SCRIPTS, '--', PYTHON, TINY, 'plain']);
     expect(code, stderr).toBe(0);
     const r = ScriptTrainResultSchema.parse(JSON.parse(stdout));
     expect(r).toMatchObject({ steps: 7, ended: 'maxSteps', batchSize: 16, warmupSteps: 2 });
@@ -27,7 +27,7 @@ describe('trainbench train-script', () => {
   }, 60_000);
 
   it('prints the run for a person, and the output of the script on stderr', async () => {
-    const { code, stdout, stderr } = await runCli(['train-script', '--workspace', ws.dir, '--', PYTHON, TINY, 'plain']);
+    const { code, stdout, stderr } = await runCli(['train', '--workspace', ws.dir, '--', PYTHON, TINY, 'plain']);
     expect(code, stderr).toBe(0);
     expect(stdout).toMatch(/^run {8}.*tiny_train\.py plain$/m);
     expect(stdout).toMatch(/^steps {6}12 optimizer steps$/m);
@@ -35,11 +35,11 @@ describe('trainbench train-script', () => {
     expect(stderr).toContain('trained steps=12');
   }, 60_000);
 
-  it('refuses a missing command and a bad --max-steps, naming them', async () => {
-    const none = await runCli(['train-script', '--workspace', ws.dir]);
-    expect(none.code).toBe(1);
-    expect(none.stderr).toContain("missing required argument 'command'");
-    const bad = await runCli(['train-script', '--max-steps', '0', '--workspace', ws.dir, '--', PYTHON, TINY]);
+  it('refuses the old train-script command (train takes the command after --) and a bad --max-steps, naming them', async () => {
+    const old = await runCli(['train-script', '--workspace', ws.dir, '--', PYTHON, TINY]);
+    expect(old.code).toBe(1);
+    expect(old.stderr).toContain("unknown command 'train-script'");
+    const bad = await runCli(['train', '--max-steps', '0', '--workspace', ws.dir, '--', PYTHON, TINY]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('--max-steps');
   }, 30_000);

@@ -84,13 +84,13 @@ script_step() {
   step "$title" "$limit" "$OUT/script.txt" bash -c 'f=$1; shift; exec node bin/trainbench.js "$@" > "$f"' _ \
     "/tmp/tb-script-$name.json" "$sub" "${common[@]}" "$@" -- "${tutorial[@]}"
 }
-want script-benchmark && script_step "script: benchmark-script" 60 plain benchmark-script --no-output --repeat 3 --warmup-steps 10 --steps 100
+want script-benchmark && script_step "script: benchmark-training -- command" 60 plain benchmark-training --no-output --repeat 3 --warmup-steps 10 --steps 100
 # Non-blocking copies exist on CUDA only (refused elsewhere, so a CPU dry run leaves them out).
 cuda_only=(); [[ "${TB_SESSION_DEVICE:-cuda}" == cuda* ]] && cuda_only=(--set copy.non_blocking=true)
-want script-benchmark && script_step "script: benchmark-script, GPU overrides" 40 overrides benchmark-script --no-output --repeat 1 --warmup-steps 10 --steps 100 \
+want script-benchmark && script_step "script: benchmark-training -- command, GPU overrides" 40 overrides benchmark-training --no-output --repeat 1 --warmup-steps 10 --steps 100 \
   --set cudnn.benchmark=true --set matmul.precision=high --set dataloader.pin_memory=true --set dataloader.num_workers=2 \
   --set amp.dtype=bf16 "${cuda_only[@]}"
-want script-optimise && script_step "script: optimise-script" "${TB_SESSION_OPTIMISE_LIMIT:-130}" optimise optimise-script --preset max-speed \
+want script-optimise && script_step "script: optimise -- command" "${TB_SESSION_OPTIMISE_LIMIT:-130}" optimise optimise --preset max-speed \
   --repeat 3 --steps 30 --warmup-steps 5 --max-trials "${TB_SESSION_OPTIMISE_TRIALS:-3}" --report
 # The main job of README.md (`npm start`) on the device: the engine's one-click optimisation with its report.
 engine_optimise() {
@@ -106,8 +106,8 @@ want engine-optimise && step "engine: optimise (npm start's job)" "${TB_SESSION_
 # One JSON file for the three (at most 8 files come back), and the people-readable forms of each.
 { want script-benchmark || want script-optimise; } && node -e '
   const fs = require("fs"), out = process.argv[1];
-  const { formatScriptBenchmark } = require("./dist/src-main/cli/benchmark-script-command.js");
-  const { formatScriptOptimise } = require("./dist/src-main/cli/optimise-script-command.js");
+  const { formatScriptBenchmark } = require("./dist/src-main/cli/benchmark-format.js");
+  const { formatScriptOptimise } = require("./dist/src-main/cli/optimise-format.js");
   const read = (name) => { try { return JSON.parse(fs.readFileSync(`/tmp/tb-script-${name}.json`, "utf8")); } catch (err) { return { missing: String(err.message).slice(0, 300) }; } };
   const wanted = process.argv[2].split(" ");
   const steps = { plain: "script-benchmark", overrides: "script-benchmark", optimise: "script-optimise" };

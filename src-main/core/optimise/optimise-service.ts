@@ -40,6 +40,7 @@ export class OptimiseService {
 
   /** Goes on with a cancelled, failed or interrupted wizard (either target's) from its saved state. */
   async resume(jobId: string, options: WizardOptions = {}): Promise<OptimiseResult | ScriptOptimiseResult> {
+    if (this.jobs.has(jobId)) throw new ApiError('E_BAD_INPUT', `optimisation ${jobId} is running in this process already`);
     // Opened before the saved state is read, so a cancel that comes meanwhile reaches the wizard.
     const job = this.jobs.open(jobId, 'optimisation');
     try {
