@@ -209,7 +209,7 @@ describe('the script wizard (optimise.start on a script target) as a job', () =>
 
   it('refuses a jobId that is already running, naming it, and records no run', async () => {
     await withServices(async (services) => {
-      const held = services.running.open('wizard-taken', 'test');
+      const held = services.running.open('wizard-taken', 'script optimisation');
       const before = readdirSync(path.join(ws.dir, 'runs')).length;
       const err = await services.optimise.start(request('wizard-taken', newMark())).catch((x: unknown) => x);
       expect((err as ApiError).code).toBe('E_BAD_INPUT');
