@@ -57,7 +57,7 @@ const addon = require(addonPath);
 const baselinePath = argValue(args, '--baseline', undefined);
 const baseline = baselinePath ? require(path.resolve(baselinePath)) : null;
 const dist = (p) => require(path.join(root, 'dist', 'src-main', p));
-const { openWorkspace } = dist('core/workspace.js');
+const { openWorkspace } = dist('core/workspace/workspace.js');
 const { writeBoardDumps } = dist('core/datasets/example-board.js');
 const { buildCache } = dist('core/datasets/cache-builder.js');
 const { openSource } = dist('core/datasets/importers/open-source.js');

@@ -33,7 +33,7 @@ if (!process.env.TB_CUBLASLT) {
 
 const addon = require(path.join(root, 'build', 'Release', 'trainbench_native.node'));
 const dist = (p) => require(path.join(root, 'dist', 'src-main', p));
-const { openWorkspace } = dist('core/workspace.js');
+const { openWorkspace } = dist('core/workspace/workspace.js');
 const { writeBoardDumps } = dist('core/datasets/example-board.js');
 const { buildCache } = dist('core/datasets/cache-builder.js');
 const { openSource } = dist('core/datasets/importers/open-source.js');
