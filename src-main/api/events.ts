@@ -8,7 +8,7 @@ import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { OptimiseProgressSchema } from './optimise';
 import { ScriptOptimiseBaselineEventSchema } from './script-target';
 import { ScriptProgressEventSchema } from './script-run';
-import { ScriptBatchTrialEventSchema, ScriptOutputEventSchema } from './script-target';
+import { ScriptOutputEventSchema } from './script-target';
 import { TrainPreparingEventSchema, TrainProgressEventSchema } from './training';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
@@ -46,7 +46,6 @@ export const apiEvents = {
   /** A script run's progress (script.train), at most ~10/s: samples/s, data-wait share and loss since the last one. */
   'script.progress': ScriptProgressEventSchema,
   /** A trial of script.findBatchSize as it finishes (its jobId is the request's). */
-  'script.batchTrial': ScriptBatchTrialEventSchema,
   /** A script wizard's baseline, as soon as it is measured (its result comes at the end). */
   'script.optimiseBaseline': ScriptOptimiseBaselineEventSchema,
   /** A job started (from any window, socket or the CLI's services): windows that did not start it may attach. */

@@ -56,7 +56,6 @@ export const JOB_EVENTS = [
   'optimise.progress',
   'script.output',
   'script.progress',
-  'script.batchTrial',
   'script.optimiseBaseline',
 ] as const satisfies readonly EventName[];
 export type JobEventName = (typeof JOB_EVENTS)[number];

@@ -43,13 +43,12 @@ import {
 import { OptimiseIdParamsSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from './optimise';
 import { ScriptTrainRequestSchema, ScriptTrainResultSchema } from './script-run';
 import { ScriptBenchmarkRequestSchema, ScriptBenchmarkResultSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from './script-target';
-import { ScriptBatchSearchRequestSchema, ScriptBatchSearchResultSchema } from './script-target';
+import { ScriptBatchSearchRequestSchema } from './script-target';
 import { ScriptOptimiseRecordSchema } from './script-target';
-import type { ScriptBatchSearchResult, ScriptBenchmarkResult, ScriptOptimiseResult } from './script-target';
+import type { ScriptBenchmarkResult, ScriptOptimiseResult } from './script-target';
 import type { ScriptTrainResult } from './script-run';
 import { eitherTarget } from './target';
 import type { TrainingBenchmarkResult } from './benchmark';
-import type { BatchSearchResult } from './batch-size';
 import type { OptimiseResult } from './optimise';
 import type { TrainResult } from './training';
 
@@ -80,10 +79,10 @@ export const apiMethods = {
    */
   'train.run': { params: eitherTarget(TrainRequestSchema, ScriptTrainRequestSchema), result: z.union([TrainResultSchema, ScriptTrainResultSchema]) },
   /**
-   * Searches the batch size that fits with headroom and trains fastest, either target: the engine's trials arrive as
-   * batchSize.trial events; a script's (dataloader.batch_size varied, an OOM a data point) as script.batchTrial.
+   * Searches the batch size that fits with headroom and trains fastest, either target (a script's dataloader.batch_size
+   * varied, an OOM a data point): its trials arrive as batchSize.trial events; one result shape for both.
    */
-  'batchSize.search': { params: eitherTarget(BatchSearchRequestSchema, ScriptBatchSearchRequestSchema), result: z.union([BatchSearchResultSchema, ScriptBatchSearchResultSchema]) },
+  'batchSize.search': { params: eitherTarget(BatchSearchRequestSchema, ScriptBatchSearchRequestSchema), result: BatchSearchResultSchema },
   'runs.list': { params: NoParams, result: z.array(RunSummarySchema) },
   'runs.get': { params: z.object({ id: IdSchema }).strict(), result: RunDetailSchema },
   /** Stores a run's name, tags and notes (runs/<id>/notes.json; run.json is left as the run wrote it). */
@@ -169,11 +168,10 @@ export type MethodName = keyof ApiMethods;
 export type MethodParams<M extends MethodName> = z.input<ApiMethods[M]['params']>;
 export type MethodResult<M extends MethodName> = z.infer<ApiMethods[M]['result']>;
 
-/** The methods that measure either target, with each target's result. */
+/** The methods that measure either target whose results still differ by target (the batch search has one shape). */
 interface EitherTargetResults {
   'train.run': { engine: TrainResult; script: ScriptTrainResult };
   'benchmark.training': { engine: TrainingBenchmarkResult; script: ScriptBenchmarkResult };
-  'batchSize.search': { engine: BatchSearchResult; script: ScriptBatchSearchResult };
   'optimise.start': { engine: OptimiseResult; script: ScriptOptimiseResult };
 }
 

@@ -287,40 +287,6 @@ export const ScriptBatchSearchRequestSchema = z
 export type ScriptBatchSearchRequest = z.infer<typeof ScriptBatchSearchRequestSchema>;
 export type ScriptBatchSearchRequestInput = z.input<typeof ScriptBatchSearchRequestSchema>;
 
-export const ScriptBatchTrialSchema = z.object({
-  index: z.number().int(),
-  batchSize: z.number().int(),
-  /** ok: it trained; E_OOM: it ran out of memory (a data point); crash: killed by a signal (the kernel's OOM killer, say). */
-  outcome: z.enum(['ok', 'E_OOM', 'crash']),
-  samplesPerSec: z.number().nullable(),
-  cudaPeakBytes: z.number().nullable(),
-  fits: z.boolean(),
-  seconds: z.number(),
-  message: z.string().nullable(),
-});
-export type ScriptBatchTrial = z.infer<typeof ScriptBatchTrialSchema>;
-
-/**
- * A script search's trial as it finishes, for live views. Not batchSize.trial: a
- * script has no memory model, accumulation or engine buffers to report.
- */
-export const ScriptBatchTrialEventSchema = z.object({ jobId: z.string(), runId: z.string(), trial: ScriptBatchTrialSchema });
-export type ScriptBatchTrialEvent = z.infer<typeof ScriptBatchTrialEventSchema>;
-
-export const ScriptBatchSearchResultSchema = z.object({
-  runId: z.string(),
-  runDir: z.string(),
-  title: z.string(),
-  device: z.string(),
-  cudaTotalBytes: z.number().nullable(),
-  headroom: z.number(),
-  largestFitting: z.number().int().nullable(),
-  recommended: z.number().int().nullable(),
-  trials: z.array(ScriptBatchTrialSchema),
-  verdict: z.string(),
-  seconds: z.number(),
-});
-export type ScriptBatchSearchResult = z.infer<typeof ScriptBatchSearchResultSchema>;
 
 /** The settings of the first DataLoader the script made, as made (null: this torch has no such setting). */
 export const ScriptLoaderSettingsSchema = z.object({

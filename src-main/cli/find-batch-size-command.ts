@@ -5,7 +5,7 @@ import { BatchSearchRequestSchema, DEFAULT_HEADROOM, THROUGHPUT_NOISE } from '..
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { newJobId } from '../api/ids';
-import type { ScriptBatchSearchResult, ScriptBatchTrial, ScriptOverrides } from '../api/script-target';
+import type { ScriptOverrides } from '../api/script-target';
 import { ScriptBatchSearchRequestSchema } from '../api/script-target';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
@@ -59,47 +59,48 @@ function fraction(value: string): number {
 const n = (x: number) => Math.round(x).toLocaleString('en-US');
 const mib = (b: number | null) => (b === null ? '-' : `${(b / 2 ** 20).toFixed(1)}`);
 
-/** The trials as a table: batch, outcome, samples/s, predicted and measured peak memory. */
+/** The trials as a table: batch, outcome, samples/s, the engine's predicted and the measured peak memory. */
 export function formatTrials(trials: BatchTrial[]): string {
+  const engine = trials.some((t) => t.target.kind === 'engine');
   const rows = trials.map((t) => {
     const batch = t.accumulation > 1 ? `${n(t.batchSize)}x${t.accumulation}` : n(t.batchSize);
     const sps = t.samplesPerSec === null ? '-' : n(t.samplesPerSec);
     const note =
       t.outcome === 'ok' && !t.fits
         ? ' (over headroom)'
-        : !t.backAtBaseline
+        : t.target.kind === 'engine' && !t.target.backAtBaseline
           ? ' (memory NOT back at baseline)'
           : t.outcome === 'ok' && t.samplesPerSec === null && t.message
             ? ` (${t.message})`
             : '';
-    return `${batch.padStart(9)}  ${t.outcome.padEnd(6)} ${sps.padStart(10)} ${mib(t.predicted.total).padStart(14)} ${mib(t.peakBytes).padStart(13)} ${t.seconds.toFixed(1).padStart(7)}${note}`;
+    const predicted = t.target.kind === 'engine' ? `${mib(t.target.predicted.total).padStart(14)} ` : '';
+    return `${batch.padStart(9)}  ${t.outcome.padEnd(6)} ${sps.padStart(10)} ${predicted}${mib(t.peakBytes).padStart(13)} ${t.seconds.toFixed(1).padStart(7)}${note}`;
   });
-  return ['    batch  result  samples/s  predicted MiB  measured MiB  time s', ...rows].join('\n');
+  const header = engine ? '    batch  result  samples/s  predicted MiB  measured MiB  time s' : '    batch  result  samples/s  CUDA peak MiB  time s';
+  return [header, ...rows].join('\n');
 }
 
-function summary(r: BatchSearchResult): string {
-  const lines = [
-    `device   ${r.device}: ${mib(r.capacityBytes)} MiB (${r.capacitySource === 'memory-limit' ? '--memory-limit' : 'device memory'}), ${Math.round(r.headroom * 100)}% kept free -> ${mib(r.usableBytes)} MiB usable`,
-    `data     ${r.data}; at most ${n(r.maxBatch)} samples per step`,
-    `seed     batch ${n(r.seedBatch)} (largest power of two the memory model fits)`,
+/** What the search filled and where it started: the engine's capacity, data and seed; a script's command and device. */
+function searchedLines(r: BatchSearchResult): string[] {
+  const t = r.target;
+  if (t.kind === 'script') {
+    return [`command  ${r.title}`, `device   ${r.device}${r.capacityBytes ? `: ${(r.capacityBytes / 2 ** 20).toFixed(0)} MiB, ${Math.round(r.headroom * 100)}% kept free` : ' (a batch fits when it trains)'}`];
+  }
+  return [
+    `device   ${r.device}: ${mib(r.capacityBytes)} MiB (${t.capacitySource === 'memory-limit' ? '--memory-limit' : 'device memory'}), ${Math.round(r.headroom * 100)}% kept free -> ${mib(t.usableBytes)} MiB usable`,
+    `data     ${t.data}; at most ${n(t.maxBatch)} samples per step`,
+    `seed     batch ${n(t.seedBatch)} (largest power of two the memory model fits)`,
+  ];
+}
+
+/** A search's result, either target: what it filled, its trials (an out-of-memory error is a data point), then what to use. */
+export function formatSearch(r: BatchSearchResult): string {
+  const global = r.target.kind === 'engine' ? r.target.globalBatch : null;
+  return [
+    ...searchedLines(r),
     formatTrials(r.trials),
     `largest  ${r.largestFitting === null ? 'none' : n(r.largestFitting)}; recommended ${r.recommended === null ? 'none' : n(r.recommended)}`,
-    ...(r.globalBatch ? [`global   ${n(r.globalBatch.global)} = micro-batch ${n(r.globalBatch.microBatch)} x ${r.globalBatch.accumulation} accumulation`] : []),
-    `verdict  ${r.verdict}`,
-    `saved    ${r.runDir} (${r.trials.length} trials in ${r.seconds.toFixed(1)} s)`,
-  ];
-  return lines.join('\n');
-}
-
-/** A script search's result: its trials (an out-of-memory error is a data point), then what to use. */
-export function formatScriptSearch(r: ScriptBatchSearchResult): string {
-  const rows = r.trials.map((t) => `${n(t.batchSize).padStart(9)}  ${t.outcome.padEnd(6)} ${(t.samplesPerSec === null ? '-' : n(t.samplesPerSec)).padStart(10)} ${(t.cudaPeakBytes === null ? '-' : (t.cudaPeakBytes / 2 ** 20).toFixed(1)).padStart(13)} ${t.seconds.toFixed(1).padStart(7)}`);
-  return [
-    `command  ${r.title}`,
-    `device   ${r.device}${r.cudaTotalBytes ? `: ${(r.cudaTotalBytes / 2 ** 20).toFixed(0)} MiB, ${Math.round(r.headroom * 100)}% kept free` : ' (a batch fits when it trains)'}`,
-    '    batch  result  samples/s  CUDA peak MiB  time s',
-    ...rows,
-    `largest  ${r.largestFitting === null ? 'none' : n(r.largestFitting)}; recommended ${r.recommended === null ? 'none' : n(r.recommended)}`,
+    ...(global ? [`global   ${n(global.global)} = micro-batch ${n(global.microBatch)} x ${global.accumulation} accumulation`] : []),
     `verdict  ${r.verdict}`,
     `saved    ${r.runDir} (${r.trials.length} trials in ${r.seconds.toFixed(1)} s)`,
   ].join('\n');
@@ -125,15 +126,14 @@ async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
     const result = await services.batchSize.search(parsed.data, {
       allowPathsOutsideWorkspace: true,
       onStart: (id) => (jobId = id),
-      onTrial: (trial) => {
-        const t = trial as BatchTrial;
+      onTrial: (t) => {
         if (o.progress && !o.json) {
           const sps = t.samplesPerSec === null ? '' : `, ${n(t.samplesPerSec)} samples/s`;
           process.stderr.write(`trial ${t.index + 1}: batch ${n(t.batchSize)}${t.accumulation > 1 ? ` x ${t.accumulation}` : ''} -> ${t.outcome}${sps}\n`);
         }
       },
     });
-    process.stdout.write((o.json ? JSON.stringify(result, null, 2) : summary(result)) + '\n');
+    process.stdout.write((o.json ? JSON.stringify(result, null, 2) : formatSearch(result)) + '\n');
   } finally {
     process.off('SIGINT', onSigint);
     await services.dispose();
@@ -164,12 +164,11 @@ async function findBatchSizeScript(command: string[], flags: ScriptSearchFlags):
   process.on('SIGINT', onSigint);
   try {
     const result = await services.batchSize.search(parsed.data, {
-      onTrial: (trial) => {
-        const t = trial as ScriptBatchTrial;
+      onTrial: (t) => {
         if (flags.progress && !flags.json) process.stderr.write(`trial ${t.index + 1}: batch ${n(t.batchSize)} -> ${t.outcome}${t.samplesPerSec === null ? '' : `, ${n(t.samplesPerSec)} samples/s`}\n`);
       },
     });
-    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptSearch(result)) + '\n');
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatSearch(result)) + '\n');
   } finally {
     process.off('SIGINT', onSigint);
     await services.dispose();

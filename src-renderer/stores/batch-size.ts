@@ -1,5 +1,5 @@
 import type { BatchSearchProgress, BatchSearchRequest, BatchSearchResult, BatchTrial } from '@api/batch-size';
-import type { ScriptBatchSearchRequestInput, ScriptBatchSearchResult, ScriptBatchTrial, ScriptBatchTrialEvent, ScriptOutputEvent } from '@api/script-target';
+import type { ScriptBatchSearchRequestInput, ScriptOutputEvent } from '@api/script-target';
 import { ScriptBatchSearchRequestSchema } from '@api/script-target';
 import { BatchSearchRequestSchema, DEFAULT_HEADROOM } from '@api/batch-size';
 import type { BuiltinModelName, ModelSpec } from '@api/model-spec';
@@ -83,12 +83,12 @@ function scriptBatchSearch() {
   const form = ref<ScriptForm>(emptyScriptForm());
   const numbers = ref<ScriptSearchNumbers>(defaultSearchNumbers());
   /** Trials of the running (or last) search, in the order they ran. */
-  const trials = shallowRef<ScriptBatchTrial[]>([]);
+  const trials = shallowRef<BatchTrial[]>([]);
   const buffer = scriptOutputBuffer();
-  const side = useScriptJob<ScriptBatchSearchRequestInput, ScriptBatchSearchResult>({
+  const side = useScriptJob<ScriptBatchSearchRequestInput, BatchSearchResult>({
     kind: 'batchSize',
     handlers: {
-      'script.batchTrial': (e: ScriptBatchTrialEvent) => (trials.value = [...trials.value, e.trial]),
+      'batchSize.trial': (e) => (trials.value = [...trials.value, e.trial]),
       'script.output': (e: ScriptOutputEvent) => buffer.push(e),
     },
     request: () => scriptSearchFromForm(form.value, numbers.value),

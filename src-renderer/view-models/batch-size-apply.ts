@@ -41,7 +41,9 @@ export function batchApplyValues(request: Pick<BatchSearchRequest, 'spec' | 'dat
   if (!data) return { values: null, blocked: `the data (${request.data.kind}) was given to the CLI by path; the forms offer cached datasets only: cache it in Datasets first` };
   const model = modelChoiceOf(request.spec, data, choices.datasets, choices.models);
   if (!model) return { values: null, blocked: unchoosableModel(request.spec) };
-  const split = result.globalBatch;
+  const t = result.target;
+  if (t.kind !== 'engine') return { values: null, blocked: "a script's search: its batch is the script's own dataloader.batch_size" };
+  const split = t.globalBatch;
   const batchSize = split ? split.microBatch : result.recommended;
   if (batchSize === null) return { values: null, blocked: 'no batch fitted: there is nothing to apply' };
   const accumulation = split ? split.accumulation : 1;
@@ -56,7 +58,7 @@ export function batchApplyValues(request: Pick<BatchSearchRequest, 'spec' | 'dat
       device: result.device,
       batchSize,
       accumulation,
-      memoryLimitMiB: result.capacitySource === 'memory-limit' ? result.capacityBytes / 2 ** 20 : null,
+      memoryLimitMiB: t.capacitySource === 'memory-limit' && result.capacityBytes !== null ? result.capacityBytes / 2 ** 20 : null,
       lr,
     },
     blocked: null,

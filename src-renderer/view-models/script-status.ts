@@ -1,6 +1,6 @@
 import type { BenchmarkProgress } from '@api/benchmark';
 import type { ScriptProgressEvent } from '@api/script-run';
-import type { ScriptBatchTrial } from '@api/script-target';
+import type { BatchTrial } from '@api/batch-size';
 
 /** The line above a script's live output: what the launch is doing now, and how it ended. */
 export interface ScriptStatus {
@@ -69,11 +69,11 @@ export function scriptRunStatus(p: Pick<ScriptProgressEvent, 'step' | 'maxSteps'
 }
 
 /**
- * The status line of a script batch-size search, from its script.batchTrial events: each trial is a
+ * The status line of a script batch-size search, from its batchSize.trial events: each trial is a
  * launch the probe ends after its measured steps, so the output stops mid-epoch at every trial; an
  * out-of-memory trial is a data point, not a failure of the search.
  */
-export function scriptBatchStatus(trials: readonly Pick<ScriptBatchTrial, 'index' | 'batchSize' | 'outcome' | 'samplesPerSec'>[], end: ScriptJobEnd | null): ScriptStatus {
+export function scriptBatchStatus(trials: readonly Pick<BatchTrial, 'index' | 'batchSize' | 'outcome' | 'samplesPerSec'>[], end: ScriptJobEnd | null): ScriptStatus {
   if (end && !end.ok) {
     if (end.code === 'E_CANCELLED') return { text: `cancelled after ${plural(trials.length, 'trial')}: the launch in flight was stopped`, tone: 'done' };
     return { text: `the search failed: ${end.message.split('\n')[0].replace(/;\s*its last lines:?\s*$/, '')}`, tone: 'error' };

@@ -11,6 +11,7 @@ import type { BatchSearchResult } from '../../src-main/api/batch-size';
 import { BatchSearchResultSchema } from '../../src-main/api/batch-size';
 import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
+import { engineSearch, engineTrial } from '../helpers/engine-search';
 
 const run = promisify(execFile);
 const ws = tempDir();
@@ -50,8 +51,8 @@ describe('trainbench find-batch-size on the CPU under --memory-limit', () => {
     expect(r.largestFitting).not.toBeNull();
     const found = r.trials.find((t) => t.batchSize === r.largestFitting && t.accumulation === 1)!;
     expect(found.outcome).toBe('ok');
-    expect(found.peakBytes).toBeLessThanOrEqual(r.usableBytes);
-    expect(found.peakBytes).toBe(found.predicted.total); // the CPU's memory model is exact
+    expect(found.peakBytes).toBeLessThanOrEqual(engineSearch(r).usableBytes);
+    expect(found.peakBytes).toBe(engineTrial(found).predicted.total); // the CPU's memory model is exact
     expect(r.recommended).not.toBeNull();
     expect(r.trials.find((t) => t.batchSize === r.recommended)?.fits).toBe(true);
   });
@@ -65,8 +66,8 @@ describe('trainbench find-batch-size on the CPU under --memory-limit', () => {
   });
 
   it('started from the memory model, doubled, then bisected between the last fit and the first failure', () => {
-    expect(isPowerOfTwo(r.seedBatch)).toBe(true);
-    expect(r.trials[0].batchSize).toBe(r.seedBatch);
+    expect(isPowerOfTwo(engineSearch(r).seedBatch)).toBe(true);
+    expect(r.trials[0].batchSize).toBe(engineSearch(r).seedBatch);
     const ooms = r.trials.filter((t) => t.outcome === 'E_OOM');
     expect(ooms.length).toBeGreaterThanOrEqual(1);
     expect(r.trials.some((t) => !isPowerOfTwo(t.batchSize))).toBe(true); // the binary search ran
@@ -75,13 +76,13 @@ describe('trainbench find-batch-size on the CPU under --memory-limit', () => {
 
   it("frees everything after each OOM: the engine's training-buffer bytes are back at their baseline", () => {
     for (const t of r.trials) {
-      expect(t.backAtBaseline).toBe(true);
-      expect(t.memoryAfterBytes).toBe(t.memoryBeforeBytes);
+      expect(engineTrial(t).backAtBaseline).toBe(true);
+      expect(engineTrial(t).memoryAfterBytes).toBe(engineTrial(t).memoryBeforeBytes);
     }
     // A batch that fits, tried after the OOMs, trained to the same peak it was predicted: nothing was left behind.
     const lastOom = Math.max(...r.trials.filter((t) => t.outcome === 'E_OOM').map((t) => t.index));
     const afterOom = r.trials.filter((t) => t.index > lastOom && t.outcome === 'ok');
-    for (const t of afterOom) expect(t.peakBytes).toBe(t.predicted.total);
+    for (const t of afterOom) expect(t.peakBytes).toBe(engineTrial(t).predicted.total);
   });
 
   it('records the search as a run of kind batch-search with every trial as an event', () => {
@@ -97,8 +98,8 @@ describe('trainbench find-batch-size on the CPU under --memory-limit', () => {
 
   it('--global-batch finds a micro-batch that fits and an accumulation that make up the global batch', async () => {
     const g = await search('--memory-limit', LIMIT, '--global-batch', '600', '--steps', '2');
-    expect(g.globalBatch).not.toBeNull();
-    const { microBatch, accumulation, global } = g.globalBatch!;
+    expect(engineSearch(g).globalBatch).not.toBeNull();
+    const { microBatch, accumulation, global } = engineSearch(g).globalBatch!;
     expect(global).toBe(600);
     expect(microBatch * accumulation).toBe(600);
     expect(microBatch).toBeLessThanOrEqual(g.largestFitting!);

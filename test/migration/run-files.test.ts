@@ -226,7 +226,8 @@ describe('opening each run', () => {
 
   it('engine batch-size search: the trials, the OOM, the batch chosen', () => {
     const { result } = reported(RUNS.engineBatchSearch, 'batch-search');
-    expect(result).toMatchObject({ capacityBytes: 16777216, capacitySource: 'memory-limit', headroom: 0.1, seedBatch: 512, largestFitting: 800, recommended: 800 });
+    // Written flat, before both targets shared one shape: the engine's own fields are read into `target`.
+    expect(result).toMatchObject({ capacityBytes: 16777216, headroom: 0.1, largestFitting: 800, recommended: 800, target: { kind: 'engine', capacitySource: 'memory-limit', seedBatch: 512 } });
     expect(result.trials.map((x) => [x.batchSize, x.outcome, x.fits])).toEqual([
       [512, 'ok', true],
       [1024, 'E_OOM', false],
@@ -323,7 +324,9 @@ describe('opening each run', () => {
 
   it('script batch-size search: each batch tried, the OOMs, the batch chosen', () => {
     const { result, record } = reported(RUNS.scriptBatchSearch, 'script-batch-search');
-    expect(result).toMatchObject({ largestFitting: 96, recommended: 96, headroom: 0.1, device: 'cpu', cudaTotalBytes: null });
+    // Written before both targets shared one shape: cudaTotalBytes is read as the capacity, the trials' CUDA peak as their peak.
+    expect(result).toMatchObject({ largestFitting: 96, recommended: 96, headroom: 0.1, device: 'cpu', capacityBytes: null, target: { kind: 'script' } });
+    expect(result.trials.every((x) => x.accumulation === 1 && x.peakBytes === null && x.target.kind === 'script')).toBe(true);
     expect(result.trials.map((x) => [x.batchSize, x.outcome])).toEqual([
       [16, 'ok'],
       [32, 'ok'],

@@ -7,6 +7,7 @@ import type { BatchSearchResult } from '../../src-main/api/batch-size';
 import { BUILTIN_MODELS } from '../../src-main/api/model-spec';
 import type { Services } from '../../src-main/core/services';
 import { testServices } from '../helpers/services';
+import { engineTrial } from '../helpers/engine-search';
 
 let fx: { services: Services; cleanup(): Promise<void> };
 beforeAll(async () => {
@@ -41,7 +42,7 @@ describe('batch-size search when a trial crashes the engine host', () => {
     expect(first.outcome).toBe('crash');
     expect(first.message).toMatch(/engine host crashed/);
     expect(first.fits).toBe(false);
-    expect(first.backAtBaseline).toBe(true); // the restarted host holds nothing
+    expect(engineTrial(first).backAtBaseline).toBe(true); // the restarted host holds nothing
     expect(rest.length).toBeGreaterThan(0);
     expect(rest.some((t) => t.outcome === 'ok')).toBe(true);
     expect(result.largestFitting).not.toBeNull();

@@ -9,6 +9,7 @@ import { BUILTIN_MODELS } from '../../src-main/api/model-spec';
 import { TrainResultSchema, TrainStepEventSchema, type TrainStepEvent } from '../../src-main/api/training';
 import type { Services } from '../../src-main/core/services';
 import { testServices } from '../helpers/services';
+import { engineSearch } from '../helpers/engine-search';
 
 let fx: { services: Services; cleanup(): Promise<void> };
 beforeAll(async () => {
@@ -42,8 +43,8 @@ describe('batch-size trial near the dataset size', () => {
         stepsPerTrial: 3,
       });
       const result = await services.batchSize.search(request, { allowPathsOutsideWorkspace: true });
-      expect(result.maxBatch).toBe(60);
-      expect(result.seedBatch).toBe(32);
+      expect(engineSearch(result).maxBatch).toBe(60);
+      expect(engineSearch(result).seedBatch).toBe(32);
       // Up from the seed to the data, then the user's batch below the seed.
       expect(result.trials.map((t) => t.batchSize)).toEqual([32, 60, 16]);
 

@@ -5,7 +5,7 @@
 import { createPinia, setActivePinia } from 'pinia';
 import { beforeEach, describe, expect, it } from 'vitest';
 
-import type { BatchSearchResult } from '../../src-main/api/batch-size';
+import type { BatchSearchResult, EngineSearchDetail } from '../../src-main/api/batch-size';
 import { BatchSearchRequestSchema, BatchSearchResultSchema } from '../../src-main/api/batch-size';
 import { BUILTIN_MODELS } from '../../src-main/api/model-spec';
 import { RECIPES } from '../../src-main/api/recipes';
@@ -21,14 +21,15 @@ beforeEach(() => setActivePinia(createPinia()));
 const MiB = 2 ** 20;
 const memory = { weights: 1, gradients: 1, optimizerState: 1, activations: 1, activationGrads: 1, batchData: 1, workspace: 1, total: 7 };
 const trial = (index: number, batchSize: number) => ({
-  index, batchSize, accumulation: 1, outcome: 'ok' as const, samplesPerSec: 1000, predicted: memory, peakBytes: 1024, fits: true, seconds: 1,
-  message: null, memoryBeforeBytes: 0, memoryAfterBytes: 0, backAtBaseline: true,
+  index, batchSize, accumulation: 1, outcome: 'ok' as const, samplesPerSec: 1000, peakBytes: 1024, fits: true, seconds: 1, message: null,
+  target: { kind: 'engine' as const, predicted: memory, memoryBeforeBytes: 0, memoryAfterBytes: 0, backAtBaseline: true },
 });
-function result(over: Partial<BatchSearchResult> = {}): BatchSearchResult {
+function result(over: Partial<BatchSearchResult> = {}, engine: Partial<EngineSearchDetail> = {}): BatchSearchResult {
   return BatchSearchResultSchema.parse({
-    runId: 'bs-run', runDir: 'runs/bs-run', device: 'cpu', capacityBytes: 128 * MiB, capacitySource: 'memory-limit', headroom: 0.1, usableBytes: 115 * MiB,
-    seedBatch: 256, largestFitting: 512, recommended: 256, maxBatch: 60000, trials: [trial(0, 256), trial(1, 512)], globalBatch: null,
-    verdict: 'batch 512 fits with 10% headroom; use 256', seconds: 9, data: 'fashion-mnist', ...over,
+    runId: 'bs-run', runDir: 'runs/bs-run', title: 'cnn on fashion-mnist', device: 'cpu', capacityBytes: 128 * MiB, headroom: 0.1, largestFitting: 512, recommended: 256,
+    trials: [trial(0, 256), trial(1, 512)], verdict: 'batch 512 fits with 10% headroom; use 256', seconds: 9,
+    target: { kind: 'engine', data: 'fashion-mnist', capacitySource: 'memory-limit', usableBytes: 115 * MiB, seedBatch: 256, maxBatch: 60000, globalBatch: null, ...engine },
+    ...over,
   });
 }
 // As the area asks: the model's recipe (AdamW at 0.003 for batch 64) on the CPU under a limit.
@@ -45,12 +46,12 @@ describe('Apply of a batch-size search', () => {
     // The batch the LR was tuned for keeps it.
     expect(batchApplyValues(cnnOnFashion, result({ recommended: 64 }), builtinsOnly).values?.lr).toBeNull();
     // On a GPU there is no limit to carry; a dataset of the workspace stays the same choice.
-    const gpu = batchApplyValues({ ...cnnOnFashion, data: { kind: 'dataset', train: 'ds1' } }, result({ device: 'cuda:0', capacitySource: 'device', capacityBytes: 8 * 2 ** 30 }), builtinsOnly);
+    const gpu = batchApplyValues({ ...cnnOnFashion, data: { kind: 'dataset', train: 'ds1' } }, result({ device: 'cuda:0', capacityBytes: 8 * 2 ** 30 }, { capacitySource: 'device' }), builtinsOnly);
     expect(gpu.values).toMatchObject({ data: 'dataset:ds1', device: 'cuda:0', memoryLimitMiB: null });
   });
 
   it('takes a global batch as its micro-batch and accumulation', () => {
-    const split = batchApplyValues(cnnOnFashion, result({ globalBatch: { global: 1024, microBatch: 256, accumulation: 4, samplesPerSec: 900 } }), builtinsOnly);
+    const split = batchApplyValues(cnnOnFashion, result({}, { globalBatch: { global: 1024, microBatch: 256, accumulation: 4, samplesPerSec: 900 } }), builtinsOnly);
     expect(split.values).toMatchObject({ batchSize: 256, accumulation: 4, lr: 0.048 });
   });
 

@@ -64,10 +64,12 @@ const benchProgress = (jobId: string, step: number) => ({
 });
 const memory = { weights: 1, gradients: 1, optimizerState: 1, activations: 1, activationGrads: 1, batchData: 1, workspace: 1, total: 7 };
 const batchTrial = (index: number, batchSize: number) => ({
-  index, batchSize, accumulation: 1, outcome: 'ok', samplesPerSec: 1000 * (index + 1), predicted: memory, peakBytes: 1024, fits: true, seconds: 1,
-  message: null, memoryBeforeBytes: 0, memoryAfterBytes: 0, backAtBaseline: true,
+  index, batchSize, accumulation: 1, outcome: 'ok', samplesPerSec: 1000 * (index + 1), peakBytes: 1024, fits: true, seconds: 1, message: null,
+  target: { kind: 'engine', predicted: memory, memoryBeforeBytes: 0, memoryAfterBytes: 0, backAtBaseline: true },
 });
-const scriptTrial = (index: number, batchSize: number) => ({ index, batchSize, outcome: 'ok', samplesPerSec: 500, cudaPeakBytes: null, fits: true, seconds: 2, message: null });
+const scriptTrial = (index: number, batchSize: number) => ({
+  index, batchSize, accumulation: 1, outcome: 'ok', samplesPerSec: 500, peakBytes: null, fits: true, seconds: 2, message: null, target: { kind: 'script' },
+});
 const output = (jobId: string, line: string, runId: string | null = 'script-run') => ({ jobId, runId, repetition: 1, stream: 'stdout', line });
 const optimiseTrial = (index: number) => ({
   index, change: { knob: 'loaderWorkers', from: 0, to: 2, kind: 'pipeline', label: `loader workers 0 -> ${2 * index}`, hypothesis: 'data wait is 63% of the step', note: null },
@@ -128,24 +130,24 @@ describe('a job that outlives its page, in every area', () => {
 
   it('Batch size (engine): the trials so far are replayed, live ones follow, and its answer is shown when it ends', async () => {
     const info = job('batchSize.search', 'batchSize', 'engine', { jobId: ID }, [
-      ['batchSize.trial', { jobId: ID, trial: batchTrial(0, 64) }],
-      ['batchSize.trial', { jobId: ID, trial: batchTrial(1, 128) }],
+      ['batchSize.trial', { jobId: ID, runId: 'bs-run', trial: batchTrial(0, 64) }],
+      ['batchSize.trial', { jobId: ID, runId: 'bs-run', trial: batchTrial(1, 128) }],
     ]);
     const fake = workbench(info);
     const store = useBatchSizeStore();
     await expect.poll(() => store.trials.map((t) => t.batchSize)).toEqual([64, 128]);
     expect(store.running).toBe(true);
     expect(store.jobId).toBe(ID);
-    fake.emit('batchSize.trial', { jobId: OTHER, trial: batchTrial(9, 9) });
-    fake.emit('batchSize.trial', { jobId: ID, trial: batchTrial(2, 256) });
+    fake.emit('batchSize.trial', { jobId: OTHER, runId: 'x', trial: batchTrial(9, 9) });
+    fake.emit('batchSize.trial', { jobId: ID, runId: 'bs-run', trial: batchTrial(2, 256) });
     expect(store.trials.map((t) => t.batchSize)).toEqual([64, 128, 256]);
     await store.cancel();
     cancelledThroughJobs(fake);
     // The search had finished its last trial when Cancel arrived: it ends with its answer.
     const result = {
-      runId: 'bs-run', runDir: 'runs/bs-run', device: 'cpu', capacityBytes: 2 ** 28, capacitySource: 'memory-limit', headroom: 0.1, usableBytes: 0.9 * 2 ** 28,
-      seedBatch: 128, largestFitting: 256, recommended: 256, maxBatch: 60000, trials: [batchTrial(0, 64), batchTrial(1, 128), batchTrial(2, 256), batchTrial(3, 512)],
-      globalBatch: null, verdict: 'batch 256 fits with 10% headroom', seconds: 12, data: 'fashion-mnist',
+      runId: 'bs-run', runDir: 'runs/bs-run', title: 'mlp on fashion-mnist', device: 'cpu', capacityBytes: 2 ** 28, headroom: 0.1, largestFitting: 256, recommended: 256,
+      trials: [batchTrial(0, 64), batchTrial(1, 128), batchTrial(2, 256), batchTrial(3, 512)], verdict: 'batch 256 fits with 10% headroom', seconds: 12,
+      target: { kind: 'engine', data: 'fashion-mnist', capacitySource: 'memory-limit', usableBytes: 0.9 * 2 ** 28, seedBatch: 128, maxBatch: 60000, globalBatch: null },
     };
     end(fake, info, { result });
     await expect.poll(() => store.running).toBe(false);
@@ -157,7 +159,7 @@ describe('a job that outlives its page, in every area', () => {
   it('Batch size (script): trials and output are replayed into the area, which switches to the Script target, with Cancel', async () => {
     const info = job('batchSize.search', 'batchSize', 'script', { jobId: ID, target }, [
       ['script.output', output(ID, 'batch 16 ok')],
-      ['script.batchTrial', { jobId: ID, runId: 'sbs-run', trial: scriptTrial(0, 16) }],
+      ['batchSize.trial', { jobId: ID, runId: 'sbs-run', trial: scriptTrial(0, 16) }],
     ]);
     const fake = workbench(info);
     // The chart needs a canvas renderer happy-dom does not have; the table says the same.
@@ -168,8 +170,8 @@ describe('a job that outlives its page, in every area', () => {
     await expect.poll(() => view.find('[data-testid="script-batch-search"]').exists()).toBe(true);
     expect((view.get('[data-testid="target-script"]').element as HTMLInputElement).checked).toBe(true);
     expect(view.get('[data-testid="sbs-running"]').text()).toBe('searching… 1 trial(s) so far');
-    fake.emit('script.batchTrial', { jobId: OTHER, runId: 'x', trial: scriptTrial(5, 999) });
-    fake.emit('script.batchTrial', { jobId: ID, runId: 'sbs-run', trial: scriptTrial(1, 32) });
+    fake.emit('batchSize.trial', { jobId: OTHER, runId: 'x', trial: scriptTrial(5, 999) });
+    fake.emit('batchSize.trial', { jobId: ID, runId: 'sbs-run', trial: scriptTrial(1, 32) });
     await expect.poll(() => view.get('[data-testid="sbs-running"]').text()).toBe('searching… 2 trial(s) so far');
     await view.get('[data-testid="sbs-cancel"]').trigger('click');
     await expect.poll(() => fake.calls.some((c) => c.method === 'jobs.cancel')).toBe(true);

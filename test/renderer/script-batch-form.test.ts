@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { batchSizeLabel, batchSizeOption } from '../../src-main/api/charts/batch-size-charts';
-import type { ScriptBatchTrial } from '../../src-main/api/script-target';
+import type { BatchTrial } from '../../src-main/api/batch-size';
 import { ScriptBatchSearchRequestSchema } from '../../src-main/api/script-target';
 import { defaultSearchNumbers, scriptSearchFromForm } from '../../src-renderer/stores/batch-size';
 import { emptyScriptForm } from '../../src-renderer/view-models/script-target-form';
@@ -44,12 +44,14 @@ describe('scriptSearchFromForm', () => {
   });
 });
 
-const trial = (index: number, batchSize: number, outcome: ScriptBatchTrial['outcome'], samplesPerSec: number | null, cudaPeakBytes: number | null = null): ScriptBatchTrial => ({
+const trial = (index: number, batchSize: number, outcome: BatchTrial['outcome'], samplesPerSec: number | null, peakBytes: number | null = null): BatchTrial => ({
   index,
   batchSize,
+  accumulation: 1,
   outcome,
   samplesPerSec,
-  cudaPeakBytes,
+  peakBytes,
+  target: { kind: 'script' },
   fits: outcome === 'ok',
   seconds: 1,
   message: outcome === 'ok' ? null : 'CUDA out of memory',

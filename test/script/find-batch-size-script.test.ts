@@ -3,7 +3,7 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ScriptBatchSearchResultSchema } from '../../src-main/api/script-target';
+import { BatchSearchResultSchema } from '../../src-main/api/batch-size';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, PYTHON, runCli, SCRIPTS } from './script-helpers';
@@ -20,7 +20,8 @@ describe('trainbench find-batch-size -- <script>', () => {
       '--env', `TB_TEST_MARK=${mark}`, '--env', 'OOM_AT=20', '--', PYTHON, path.join(SCRIPTS, 'oom_guard.py'),
     ]);
     expect(code, stderr).toBe(0);
-    const r = ScriptBatchSearchResultSchema.parse(JSON.parse(stdout));
+    const r = BatchSearchResultSchema.parse(JSON.parse(stdout));
+    expect(r.target.kind).toBe('script');
     expect(r.largestFitting).toBe(19);
     expect(r.trials.map((t) => [t.batchSize, t.outcome])).toEqual([[8, 'ok'], [16, 'ok'], [32, 'E_OOM'], [24, 'E_OOM'], [20, 'E_OOM'], [18, 'ok'], [19, 'ok']]);
     for (const t of r.trials.filter((x) => x.outcome === 'E_OOM')) expect(t.message).toContain(`simulated at batch ${t.batchSize}`);

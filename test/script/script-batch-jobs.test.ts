@@ -7,7 +7,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { ApiError } from '../../src-main/api/errors';
-import type { ScriptBatchTrialEvent, ScriptOutputEvent } from '../../src-main/api/script-target';
+import type { BatchTrialEvent } from '../../src-main/api/batch-size';
+import type { ScriptOutputEvent } from '../../src-main/api/script-target';
 import { ScriptBatchSearchRequestSchema } from '../../src-main/api/script-target';
 import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';
@@ -50,13 +51,13 @@ describe('the batch-size search on a script target as a job', () => {
   it('streams each trial and the script output as events while it runs, and finds the largest batch under the OOM guard', async () => {
     const { search, events, jobs } = await workbench();
     const mark = newMark();
-    const trials: ScriptBatchTrialEvent[] = [];
+    const trials: BatchTrialEvent[] = [];
     const output: ScriptOutputEvent[] = [];
     let finished = false;
     let trialsBeforeTheEnd = 0;
     const off = events.subscribe((name, data) => {
-      if (name === 'script.batchTrial') {
-        trials.push(data as ScriptBatchTrialEvent);
+      if (name === 'batchSize.trial') {
+        trials.push(data as BatchTrialEvent);
         if (!finished) trialsBeforeTheEnd += 1;
       }
       if (name === 'script.output') output.push(data as ScriptOutputEvent);
@@ -88,8 +89,8 @@ describe('the batch-size search on a script target as a job', () => {
     const cancels: { cancelled: boolean }[] = [];
     // After the first trial, cancel as soon as the second trial's python exists (it is then importing torch).
     const off = events.subscribe((name, data) => {
-      if (name !== 'script.batchTrial') return;
-      seen.push((data as ScriptBatchTrialEvent).trial.batchSize);
+      if (name !== 'batchSize.trial') return;
+      seen.push((data as BatchTrialEvent).trial.batchSize);
       void (async () => {
         while (processesWithMark(mark).length === 0) await sleep(10);
         cancels.push(await jobs.cancel('batch-cancel'));

@@ -1,12 +1,12 @@
-// script.findBatchSize over a real `trainbench serve` socket: code execution, so refused unless the
-// serve was started with --allow-scripts; allowed, its trials arrive as script.batchTrial events.
+// batchSize.search on a script target over a real `trainbench serve` socket: code execution, so refused unless the
+// serve was started with --allow-scripts; allowed, its trials arrive as batchSize.trial events.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 
-import { ScriptBatchSearchResultSchema, ScriptBatchTrialEventSchema } from '../../src-main/api/script-target';
+import { BatchSearchResultSchema, BatchTrialEventSchema } from '../../src-main/api/batch-size';
 import { requireBuilt } from '../helpers/repo';
 import { startServeProcess, type ServeProcess } from '../helpers/serve-process';
 import { tempDir } from '../helpers/temp-dir';
@@ -66,7 +66,7 @@ describe('batchSize.search on a script target through serve', () => {
     expect(existsSync(path.join(cwd.dir, 'ran-a-command'))).toBe(false);
   });
 
-  it('runs under --allow-scripts and streams each trial as a script.batchTrial event with the request jobId', async () => {
+  it('runs under --allow-scripts and streams each trial as a batchSize.trial event with the request jobId', async () => {
     const ws = await connect(allowing);
     const { response, events } = await call(ws, 'batchSize.search', {
       target: { kind: 'script', command: [PYTHON, path.join(SCRIPTS, 'oom_guard.py')], cwd: SCRIPTS, env: { OOM_AT: '20' } },
@@ -78,9 +78,9 @@ describe('batchSize.search on a script target through serve', () => {
     });
     ws.close();
     expect(response, JSON.stringify(response)).toMatchObject({ ok: true });
-    const result = ScriptBatchSearchResultSchema.parse(response.result);
+    const result = BatchSearchResultSchema.parse(response.result);
     expect(result.largestFitting).toBe(19);
-    const trials = events.filter((e) => e.event === 'script.batchTrial').map((e) => ScriptBatchTrialEventSchema.parse(e.data));
+    const trials = events.filter((e) => e.event === 'batchSize.trial').map((e) => BatchTrialEventSchema.parse(e.data));
     expect(trials.map((e) => [e.jobId, e.trial.batchSize, e.trial.outcome])).toEqual([
       ['served-search', 16, 'ok'],
       ['served-search', 20, 'E_OOM'],

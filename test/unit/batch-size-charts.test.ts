@@ -3,11 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { batchSizeLabel, batchSizeOption } from '../../src-main/api/charts/batch-size-charts';
 
 const predicted = (bytes: number) => ({ weights: 0, gradients: 0, optimizerState: 0, activations: bytes, activationGrads: 0, batchData: 0, workspace: 0, total: bytes });
+const memory = (bytes: number) => ({ kind: 'engine' as const, predicted: predicted(bytes), memoryBeforeBytes: 0, memoryAfterBytes: 0, backAtBaseline: true });
 const engineTrials = [
-  { batchSize: 256, accumulation: 1, outcome: 'ok' as const, samplesPerSec: 900, peakBytes: 2 ** 29, predicted: predicted(2 ** 29) },
-  { batchSize: 512, accumulation: 1, outcome: 'E_OOM' as const, samplesPerSec: null, peakBytes: null, predicted: predicted(2 ** 30) },
-  { batchSize: 1024, accumulation: 1, outcome: 'crash' as const, samplesPerSec: null, peakBytes: null, predicted: predicted(2 ** 31) },
+  { batchSize: 256, accumulation: 1, outcome: 'ok' as const, samplesPerSec: 900, peakBytes: 2 ** 29, target: memory(2 ** 29) },
+  { batchSize: 512, accumulation: 1, outcome: 'E_OOM' as const, samplesPerSec: null, peakBytes: null, target: memory(2 ** 30) },
+  { batchSize: 1024, accumulation: 1, outcome: 'crash' as const, samplesPerSec: null, peakBytes: null, target: memory(2 ** 31) },
 ];
+const script = { kind: 'script' as const };
 
 type Series = { name: string; type: string; data: number[][] };
 
@@ -27,8 +29,8 @@ describe('failed batches are marked on the batch axis', () => {
 
   it('the script search marks them the same way', () => {
     const trials = [
-      { batchSize: 16, outcome: 'ok' as const, samplesPerSec: 100, cudaPeakBytes: null },
-      { batchSize: 32, outcome: 'E_OOM' as const, samplesPerSec: null, cudaPeakBytes: null },
+      { batchSize: 16, accumulation: 1, outcome: 'ok' as const, samplesPerSec: 100, peakBytes: null, target: script },
+      { batchSize: 32, accumulation: 1, outcome: 'E_OOM' as const, samplesPerSec: null, peakBytes: null, target: script },
     ];
     const series = (batchSizeOption(trials, null) as { series: Series[] }).series;
     expect(series.find((s) => s.name === 'out of memory')).toMatchObject({ type: 'scatter', data: [[32, 0]] });
@@ -43,8 +45,8 @@ describe('the usable memory line', () => {
   it('labels it inside the plot above its right end, off the MiB axis, on both targets', () => {
     const engine = lineOf(batchSizeOption(engineTrials, 2 ** 30));
     expect(engine).toMatchObject({ label: { formatter: 'usable', position: 'insideEndTop' }, data: [{ yAxis: 1024 }] });
-    const script = lineOf(batchSizeOption([{ batchSize: 16, outcome: 'ok', samplesPerSec: 100, cudaPeakBytes: 2 ** 29 }], 2 ** 30));
-    expect(script).toEqual(engine);
+    const scripts = lineOf(batchSizeOption([{ batchSize: 16, accumulation: 1, outcome: 'ok', samplesPerSec: 100, peakBytes: 2 ** 29, target: script }], 2 ** 30));
+    expect(scripts).toEqual(engine);
   });
 
   it('draws no line without a usable memory (a CPU search without a limit)', () => {

@@ -202,14 +202,17 @@ describe('verdictLine', () => {
     accumulation: 1,
     outcome: samplesPerSec === null ? 'E_OOM' : 'ok',
     samplesPerSec,
-    predicted: { weights: 0, gradients: 0, optimizerState: 0, activations: 0, activationGrads: 0, batchData: 0, workspace: 0, total: batchSize * 2 ** 20 },
     peakBytes: samplesPerSec === null ? null : batchSize * 2 ** 20,
     fits,
     seconds: 1,
     message: null,
-    memoryBeforeBytes: 0,
-    memoryAfterBytes: 0,
-    backAtBaseline: true,
+    target: {
+      kind: 'engine',
+      predicted: { weights: 0, gradients: 0, optimizerState: 0, activations: 0, activationGrads: 0, batchData: 0, workspace: 0, total: batchSize * 2 ** 20 },
+      memoryBeforeBytes: 0,
+      memoryAfterBytes: 0,
+      backAtBaseline: true,
+    },
   });
   const base = { headroom: 0.1, capacityBytes: 2 ** 31, globalBatch: null };
 

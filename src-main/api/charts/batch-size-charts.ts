@@ -4,16 +4,13 @@
 import type { EChartsCoreOption } from 'echarts/core';
 
 import type { BatchTrial } from '../batch-size';
-import type { ScriptBatchTrial } from '../script-target';
 import { failedBatchSeries, failedBatchText } from './failed-batches';
 import { formatValue, GRID_LINE, MUTED, TEXT, tooltip } from './theme';
 import { usableMemoryLine } from './usable-memory-line';
 
 const MiB = 2 ** 20;
 
-type EngineTrialInput = Pick<BatchTrial, 'batchSize' | 'accumulation' | 'outcome' | 'samplesPerSec' | 'peakBytes' | 'predicted'>;
-type ScriptTrialInput = Pick<ScriptBatchTrial, 'batchSize' | 'outcome' | 'samplesPerSec' | 'cudaPeakBytes'>;
-export type BatchChartTrial = EngineTrialInput | ScriptTrialInput;
+export type BatchChartTrial = Pick<BatchTrial, 'batchSize' | 'accumulation' | 'outcome' | 'samplesPerSec' | 'peakBytes' | 'target'>;
 
 /** A trial as the chart draws it: the engine's memory model predicted its bytes; a script's were only measured. */
 interface Point {
@@ -24,17 +21,11 @@ interface Point {
   predictedBytes: number | null;
 }
 
-const isEngineTrial = (t: BatchChartTrial): t is EngineTrialInput => 'predicted' in t;
-
 /** Single-batch trials (no accumulation), smallest first: the chart's x axis. */
 function points(trials: readonly BatchChartTrial[]): Point[] {
   return trials
-    .filter((t) => !isEngineTrial(t) || t.accumulation === 1)
-    .map((t) =>
-      isEngineTrial(t)
-        ? { batchSize: t.batchSize, outcome: t.outcome, samplesPerSec: t.samplesPerSec, peakBytes: t.peakBytes, predictedBytes: t.predicted.total }
-        : { batchSize: t.batchSize, outcome: t.outcome, samplesPerSec: t.samplesPerSec, peakBytes: t.cudaPeakBytes, predictedBytes: null },
-    )
+    .filter((t) => t.accumulation === 1)
+    .map((t) => ({ batchSize: t.batchSize, outcome: t.outcome, samplesPerSec: t.samplesPerSec, peakBytes: t.peakBytes, predictedBytes: t.target.kind === 'engine' ? t.target.predicted.total : null }))
     .sort((a, b) => a.batchSize - b.batchSize);
 }
 

@@ -1,5 +1,4 @@
-import type { BatchSearchRequest, BatchSearchResult } from '../../api/batch-size';
-import type { ScriptBatchSearchRequest, ScriptBatchSearchResult } from '../../api/script-target';
+import type { BatchSearchResult } from '../../api/batch-size';
 import type { RunningJobs } from '../jobs/running-jobs';
 import type { Runners } from '../targets/runner-for';
 import { runnerFor } from '../targets/runner-for';
@@ -24,10 +23,7 @@ export class BatchSizeService {
     private readonly workspace: Workspace,
   ) {}
 
-  search(request: BatchSearchRequest, options?: SearchOptions): Promise<BatchSearchResult>;
-  search(request: ScriptBatchSearchRequest, options?: SearchOptions): Promise<ScriptBatchSearchResult>;
-  search(request: BatchRequest, options?: SearchOptions): Promise<BatchSearchResult | ScriptBatchSearchResult>;
-  async search(request: BatchRequest, options: SearchOptions = {}): Promise<BatchSearchResult | ScriptBatchSearchResult> {
+  async search(request: BatchRequest, options: SearchOptions = {}): Promise<BatchSearchResult> {
     const runner = runnerFor(request, this.runners);
     const job = this.jobs.open(request.jobId, `a ${runner.jobNames.batchSearch} with the id`);
     const started = Date.now();

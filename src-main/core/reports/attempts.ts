@@ -76,7 +76,7 @@ export function settingChanges(a: BenchmarkRun, b: BenchmarkRun): SettingChange[
 function comparable(search: BatchSearchRun, bench: BenchmarkRun): boolean {
   const cs = search.record.config as { spec?: unknown };
   const cb = bench.record.config as { spec?: unknown };
-  return JSON.stringify(cs.spec) === JSON.stringify(cb.spec) && search.result.data === bench.result.data && search.result.device === bench.result.device;
+  return JSON.stringify(cs.spec) === JSON.stringify(cb.spec) && search.result.target.data === bench.result.data && search.result.device === bench.result.device;
 }
 
 function benchmarkAttempt(run: BenchmarkRun, baseline: BenchmarkRun): BenchmarkAttempt {

@@ -1,7 +1,7 @@
 // The runs a report is written from: each read from its own files and checked against its kind's schema.
 import path from 'node:path';
 
-import type { BatchSearchResult } from '../../api/batch-size';
+import type { BatchSearchResult, EngineSearchDetail } from '../../api/batch-size';
 import { BatchSearchResultSchema } from '../../api/batch-size';
 import type { TrainingBenchmarkResult } from '../../api/benchmark';
 import { TrainingBenchmarkResultSchema } from '../../api/benchmark';
@@ -14,8 +14,8 @@ import { OptimiseResultSchema } from '../../api/optimise';
 import type { RunRecordJson } from '../../api/run-record';
 import type { ScriptTrainResult } from '../../api/script-run';
 import { ScriptTrainResultSchema } from '../../api/script-run';
-import type { ScriptBatchSearchResult, ScriptBenchmarkResult, ScriptOptimiseResult } from '../../api/script-target';
-import { ScriptBatchSearchResultSchema, ScriptBenchmarkResultSchema, ScriptOptimiseResultSchema } from '../../api/script-target';
+import type { ScriptBenchmarkResult, ScriptOptimiseResult } from '../../api/script-target';
+import { ScriptBenchmarkResultSchema, ScriptOptimiseResultSchema } from '../../api/script-target';
 import type { TelemetrySample } from '../../api/telemetry';
 import type { TrainResult, TrainStepEvent } from '../../api/training';
 import { TrainResultSchema } from '../../api/training';
@@ -35,9 +35,11 @@ export interface BenchmarkRun extends RunBase {
   result: TrainingBenchmarkResult;
   telemetry: TelemetrySample[];
 }
+/** An engine search's result: its memory model's detail, and a capacity (the device's or the CPU's limit). */
+export type EngineSearchResult = BatchSearchResult & { target: EngineSearchDetail; capacityBytes: number };
 export interface BatchSearchRun extends RunBase {
   kind: 'batch-search';
-  result: BatchSearchResult;
+  result: EngineSearchResult;
 }
 export interface TrainRun extends RunBase {
   kind: 'train';
@@ -65,7 +67,7 @@ export interface ScriptBenchmarkRun extends RunBase {
 }
 export interface ScriptBatchRun extends RunBase {
   kind: 'script-batch-search';
-  result: ScriptBatchSearchResult;
+  result: BatchSearchResult;
 }
 export interface ScriptOptimiseRun extends RunBase {
   kind: 'script-optimise';
@@ -96,6 +98,7 @@ export function optionsOf(run: ReportRun): Record<string, unknown> {
 /** "fashion-mnist-train (60000 records)": the data the run trained on. */
 export function dataOf(run: ReportRun): string {
   if (run.kind === 'loader-benchmark') return run.result.dataset;
+  if (run.kind === 'batch-search') return run.result.target.data;
   if (run.kind !== 'optimise') return run.result.data;
   const at = run.result.title.indexOf(' on ');
   return at < 0 ? run.result.title : run.result.title.slice(at + 4);
@@ -125,6 +128,11 @@ function parseResult<T>(schema: { safeParse(x: unknown): { success: true; data: 
   const parsed = schema.safeParse(record.result);
   if (!parsed.success) throw new ApiError('E_DATA', `run ${id} (${record.kind}): its result does not read as one: ${formatIssues(parsed.error, 'result')}`);
   return parsed.data;
+}
+
+function engineSearch(r: BatchSearchResult, id: string): EngineSearchResult {
+  if (r.target.kind !== 'engine' || r.capacityBytes === null) throw new ApiError('E_DATA', `run ${id} (batch-search): its result is a script's, but its config names the engine`);
+  return r as EngineSearchResult;
 }
 
 /** Reads every run; refuses when one does not exist (unless missingIsNote) or when none of them can be written up. */
@@ -157,7 +165,7 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
         if (record.kind === 'benchmark') {
           scripts.push({ kind: 'script-benchmark', id, record, dir, result: parseResult(ScriptBenchmarkResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
         } else if (record.kind === 'batch-search') {
-          scripts.push({ kind: 'script-batch-search', id, record, dir, result: parseResult(ScriptBatchSearchResultSchema, record, id) });
+          scripts.push({ kind: 'script-batch-search', id, record, dir, result: parseResult(BatchSearchResultSchema, record, id) });
         } else if (record.kind === 'optimise') {
           scripts.push({ kind: 'script-optimise', id, record, dir, result: parseResult(ScriptOptimiseResultSchema, record, id) });
         } else if (record.kind === 'train') {
@@ -168,7 +176,7 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
       } else if (record.kind === 'benchmark') {
         runs.push({ kind: 'benchmark', id, record, dir, result: parseResult(TrainingBenchmarkResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
       } else if (record.kind === 'batch-search') {
-        runs.push({ kind: 'batch-search', id, record, dir, result: parseResult(BatchSearchResultSchema, record, id) });
+        runs.push({ kind: 'batch-search', id, record, dir, result: engineSearch(parseResult(BatchSearchResultSchema, record, id), id) });
       } else if (record.kind === 'optimise') {
         runs.push({ kind: 'optimise', id, record, dir, result: parseResult(OptimiseResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
       } else if (record.kind === 'loader-benchmark') {

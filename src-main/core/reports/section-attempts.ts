@@ -78,21 +78,21 @@ function benchmarkOfBatch(input: ReportInput, batch: number | null): { n: number
 
 function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { body: string; figure: FigureSpec } {
   const r = a.run.result;
-  const figure: FigureSpec = { name: `batch-size-${a.run.id}.svg`, title: 'Throughput and memory by batch size', alt: batchSizeLabel(r.trials), runId: a.run.id, option: batchSizeOption(r.trials, r.usableBytes) };
+  const figure: FigureSpec = { name: `batch-size-${a.run.id}.svg`, title: 'Throughput and memory by batch size', alt: batchSizeLabel(r.trials), runId: a.run.id, option: batchSizeOption(r.trials, r.target.usableBytes) };
   const trials = table(
     ['Batch', 'Outcome', 'samples/s', 'Predicted MiB', 'Measured MiB', 'Fits the headroom'],
     r.trials.map((t) => [
       t.accumulation > 1 ? `${fmt(t.batchSize)} × ${t.accumulation}` : fmt(t.batchSize),
       t.outcome,
       t.samplesPerSec === null ? '-' : fmt(t.samplesPerSec),
-      fmt(t.predicted.total / MiB),
+      t.target.kind === 'engine' ? fmt(t.target.predicted.total / MiB) : '-',
       t.peakBytes === null ? '-' : fmt(t.peakBytes / MiB),
       t.fits ? 'yes' : 'no',
     ]),
   );
   const steps = (a.run.record.config as { stepsPerTrial?: number }).stepsPerTrial;
   const chosen = r.trials.find((t) => t.batchSize === r.recommended && t.accumulation === 1 && t.outcome === 'ok');
-  const below = [...new Set(r.trials.filter((t) => t.batchSize < r.seedBatch).map((t) => t.batchSize))].sort((x, y) => x - y).map((b) => fmt(b));
+  const below = [...new Set(r.trials.filter((t) => t.batchSize < r.target.seedBatch).map((t) => t.batchSize))].sort((x, y) => x - y).map((b) => fmt(b));
   const results: string[] = [trials, '', figureLink(figure.alt, figure.name), ''];
   let conclusion: string;
   if (a.baseline && chosen?.samplesPerSec != null) {
@@ -120,9 +120,9 @@ function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { b
   const body = [
     `### Attempt ${n}: batch-size search (${code(a.run.id)})`,
     '',
-    `**Objective**: find the largest batch that fits in ${fmt(r.capacityBytes / MiB, 'MiB')} (${r.capacitySource === 'memory-limit' ? 'a memory limit on the CPU' : 'the device memory'}) with ${fmt(100 * r.headroom, '%')} kept free, and the smallest batch within ${fmt(100 * THROUGHPUT_NOISE, '%')} of the fastest.`,
+    `**Objective**: find the largest batch that fits in ${fmt(r.capacityBytes / MiB, 'MiB')} (${r.target.capacitySource === 'memory-limit' ? 'a memory limit on the CPU' : 'the device memory'}) with ${fmt(100 * r.headroom, '%')} kept free, and the smallest batch within ${fmt(100 * THROUGHPUT_NOISE, '%')} of the fastest.`,
     '',
-    `**Configuration**: device ${r.device}; data ${r.data}; ${steps ?? 'an unrecorded number of'} optimizer steps measured per trial; search started at batch ${fmt(r.seedBatch)} (the largest power of two the memory model fits)${below.length ? `; measured below it: ${below.join(', ')}` : ''}.`,
+    `**Configuration**: device ${r.device}; data ${r.target.data}; ${steps ?? 'an unrecorded number of'} optimizer steps measured per trial; search started at batch ${fmt(r.target.seedBatch)} (the largest power of two the memory model fits)${below.length ? `; measured below it: ${below.join(', ')}` : ''}.`,
     '',
     '**Hypothesis**: none recorded; a search measures each batch rather than testing a stated expectation.',
     '',

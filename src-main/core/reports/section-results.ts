@@ -193,7 +193,7 @@ export function limitsSection(input: ReportInput): SectionOutput {
   for (const s of input.searches) {
     const r = s.result;
     lines.push(
-      `Memory (${code(s.id)}): ${r.capacitySource === 'memory-limit' ? 'the memory limit set for the CPU run' : 'the device memory'} is ${fmt(r.capacityBytes / MiB, 'MiB')}; keeping ${fmt(100 * r.headroom, '%')} free leaves ${fmt(r.usableBytes / MiB, 'MiB')}, and the largest batch measured to fit is ${r.largestFitting === null ? 'none' : fmt(r.largestFitting)}.`,
+      `Memory (${code(s.id)}): ${r.target.capacitySource === 'memory-limit' ? 'the memory limit set for the CPU run' : 'the device memory'} is ${fmt(r.capacityBytes / MiB, 'MiB')}; keeping ${fmt(100 * r.headroom, '%')} free leaves ${fmt(r.target.usableBytes / MiB, 'MiB')}, and the largest batch measured to fit is ${r.largestFitting === null ? 'none' : fmt(r.largestFitting)}.`,
       '',
     );
   }

@@ -7,6 +7,7 @@ import type { ScriptBenchmarkResult } from '../../api/script-target';
 import { floorRows, SCRIPT_ENERGY_WINDOW } from '../../api/utilisation-words';
 import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
 import { batchSizeLabel, batchSizeOption } from '../../api/charts/batch-size-charts';
+import { usableBytesOf } from '../../api/batch-size';
 import { scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/run-charts';
 import { commandText } from '../targets/script/script-benchmark';
 import type { Interval } from '../stats/bootstrap';
@@ -179,14 +180,14 @@ function benchmarkAttemptBody(n: number, a: ScriptBenchmarkAttempt, baseline: Sc
 
 function searchBody(n: number, run: ScriptBatchRun): { body: string; figure: FigureSpec } {
   const r = run.result;
-  const usable = r.cudaTotalBytes ? r.cudaTotalBytes * (1 - r.headroom) : null;
+  const usable = usableBytesOf(r);
   const figure: FigureSpec = { name: `script-batch-size-${run.id}.svg`, title: 'Samples/s by batch size, your command', alt: batchSizeLabel(r.trials), runId: run.id, option: batchSizeOption(r.trials, usable) };
-  const rows = r.trials.map((t) => [String(t.batchSize), t.outcome, t.samplesPerSec === null ? '-' : fmt(t.samplesPerSec), t.cudaPeakBytes === null ? '-' : fmt(t.cudaPeakBytes / MiB, 'MiB'), t.fits ? 'yes' : 'no', t.message ?? '']);
+  const rows = r.trials.map((t) => [String(t.batchSize), t.outcome, t.samplesPerSec === null ? '-' : fmt(t.samplesPerSec), t.peakBytes === null ? '-' : fmt(t.peakBytes / MiB, 'MiB'), t.fits ? 'yes' : 'no', t.message ?? '']);
   return {
     body: [
       `### Attempt ${n}: the largest batch your command trains (${code(run.id)})`,
       '',
-      `**Configuration**: dataloader.batch_size varied from ${r.trials[0]?.batchSize ?? '?'} (doubling to the first failure, then bisecting), other overrides ${overridesText(overridesOf(run))}; ${r.device === 'cpu' ? 'on the CPU a batch fits when it trains' : `a batch fits when its CUDA peak leaves ${fmt(100 * r.headroom, '%')} of the ${fmt((r.cudaTotalBytes ?? 0) / MiB, 'MiB')} free`}.`,
+      `**Configuration**: dataloader.batch_size varied from ${r.trials[0]?.batchSize ?? '?'} (doubling to the first failure, then bisecting), other overrides ${overridesText(overridesOf(run))}; ${r.device === 'cpu' ? 'on the CPU a batch fits when it trains' : `a batch fits when its CUDA peak leaves ${fmt(100 * r.headroom, '%')} of the ${fmt((r.capacityBytes ?? 0) / MiB, 'MiB')} free`}.`,
       '',
       table(['Batch', 'Outcome', 'samples/s', 'CUDA peak', 'Fits', 'Message'], rows),
       '',

@@ -1,7 +1,8 @@
+import type { BatchTrial } from '../../api/batch-size';
 import { ApiError } from '../../api/errors';
 import { newJobId } from '../../api/ids';
 import type { ScriptTrainRequest } from '../../api/script-run';
-import type { ScriptBatchSearchRequest, ScriptBatchTrial, ScriptBenchmarkRequest, ScriptOptimiseRequest } from '../../api/script-target';
+import type { ScriptBatchSearchRequest, ScriptBenchmarkRequest, ScriptOptimiseRequest } from '../../api/script-target';
 import type { EventHub } from '../common/event-hub';
 import type { RunningJob, RunningJobs } from '../jobs/running-jobs';
 import type { TelemetryService } from '../telemetry/telemetry-service';
@@ -46,7 +47,7 @@ export class ScriptRunner implements TargetRunner {
     return Promise.resolve().then(() => this.benchmarks.plan(request as ScriptBenchmarkRequest & { jobId: string }, job, options));
   }
 
-  batchSearch(request: BatchRequest, job: RunningJob, options: CapabilityOptions & { onTrial?: (trial: ScriptBatchTrial) => void }) {
+  batchSearch(request: BatchRequest, job: RunningJob, options: CapabilityOptions & { onTrial?: (trial: BatchTrial) => void }) {
     return Promise.resolve().then(() => scriptBatchPlan(request as ScriptBatchSearchRequest & { jobId: string }, job, this.deps, options));
   }
 

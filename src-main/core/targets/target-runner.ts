@@ -19,8 +19,6 @@ import type { RunComputeDevice, RunRecordJson } from '../../api/run-record';
 import type { ScriptTrainRequest, ScriptTrainResult, ScriptProgressEvent } from '../../api/script-run';
 import type {
   ScriptBatchSearchRequest,
-  ScriptBatchSearchResult,
-  ScriptBatchTrial,
   ScriptBenchmarkRequest,
   ScriptBenchmarkResult,
   ScriptOptimiseRecord,
@@ -80,7 +78,7 @@ export interface BenchmarkPlan<R = unknown> {
 }
 
 /** What the batch-size search needs of a finished trial (planner.ts's PlannedPoint). */
-export type BatchPoint = BatchTrial | ScriptBatchTrial;
+export type BatchPoint = BatchTrial;
 
 /** One batch-size search on one target: where it starts, how a trial runs, and the answer from the trials. */
 export interface BatchPlan {
@@ -94,7 +92,7 @@ export interface BatchPlan {
   /** One trial at batch `b`: a data point (trained, out of memory, killed) or an error that ends the search. */
   trial(b: number, run: RunRecord, index: number): Promise<BatchPoint>;
   /** The result from every trial and the search's picks; saved as the run's result. */
-  result(run: RunRecord, search: { trials: BatchPoint[]; largestFitting: number | null; recommended: number | null }, seconds: number): Promise<BatchSearchResult | ScriptBatchSearchResult>;
+  result(run: RunRecord, search: { trials: BatchPoint[]; largestFitting: number | null; recommended: number | null }, seconds: number): Promise<BatchSearchResult>;
   /** Ends what the plan held (a log). */
   close(): Promise<void>;
 }

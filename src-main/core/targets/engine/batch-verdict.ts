@@ -24,7 +24,7 @@ export function verdictLine(v: VerdictInput): string {
   const pct = Math.round(v.headroom * 100);
   if (v.largestFitting === null || v.recommended === null) {
     const smallest = [...v.trials].sort((a, b) => a.batchSize - b.batchSize)[0];
-    const need = smallest ? `; batch ${n(smallest.batchSize)} needs ${mib(smallest.predicted.total)} by the memory model` : '';
+    const need = smallest?.target.kind === 'engine' ? `; batch ${n(smallest.batchSize)} needs ${mib(smallest.target.predicted.total)} by the memory model` : '';
     return `no batch fits in ${mib(v.capacityBytes)} with ${pct}% headroom${need}: use a smaller model, less headroom or more memory`;
   }
   const parts = [`batch ${n(v.largestFitting)} fits with ${pct}% headroom`];

@@ -1,4 +1,4 @@
-import type { BatchSearchProgress, BatchSearchRequest, BatchSearchResult, BatchTrial } from '../../../api/batch-size';
+import type { BatchSearchProgress, BatchSearchRequest, BatchTrial, EngineSearchDetail, EngineTrialDetail } from '../../../api/batch-size';
 import { BatchSearchResultSchema } from '../../../api/batch-size';
 import { ApiError } from '../../../api/errors';
 import type { MemoryBreakdown, TrainOptions, TrainStepEvent } from '../../../api/training';
@@ -105,8 +105,8 @@ export class EngineBatchSearch {
       }
       const t0 = Date.now();
       const steps: TrainStepEvent[] = [];
-      let trial: Omit<BatchTrial, 'memoryAfterBytes' | 'backAtBaseline'>;
-      const common = { index: trials.length, batchSize, accumulation, predicted: predictions.get(batchSize)!, memoryBeforeBytes: before };
+      let trial: Omit<BatchTrial, 'target'>;
+      const common = { index: trials.length, batchSize, accumulation };
       const running = { index: common.index, batchSize, accumulation };
       progress({ phase: 'trial', trial: running, step: 0 }, t0);
       let sentAt = Date.now();
@@ -135,10 +135,17 @@ export class EngineBatchSearch {
       }
       // After a crash the restarted host starts from nothing, which is its baseline too.
       const after = (await this.engine.engineMemory()).chargedBytes;
-      const done: BatchTrial = { ...trial, memoryAfterBytes: after, backAtBaseline: after === (trial.outcome === 'crash' ? 0 : before) };
+      const target: EngineTrialDetail = {
+        kind: 'engine',
+        predicted: predictions.get(batchSize)!,
+        memoryBeforeBytes: before,
+        memoryAfterBytes: after,
+        backAtBaseline: after === (trial.outcome === 'crash' ? 0 : before),
+      };
+      const done: BatchTrial = { ...trial, target };
       trials.push(done);
       run.appendEvent({ type: 'trial', ...done });
-      this.events.emit('batchSize.trial', { jobId, trial: done });
+      this.events.emit('batchSize.trial', { jobId, runId: run.id, trial: done });
       options.onTrial?.(done);
       return done;
     };
@@ -152,7 +159,7 @@ export class EngineBatchSearch {
       ladderFrom: request.options.batchSize,
       trial: (b, run) => runTrial(run, b, 1),
       result: async (run, { largestFitting, recommended }, elapsed) => {
-        let globalBatch: BatchSearchResult['globalBatch'] = null;
+        let globalBatch: EngineSearchDetail['globalBatch'] = null;
         if (request.globalBatch !== undefined && largestFitting !== null) {
           const { microBatch, accumulation } = microBatchFor(request.globalBatch, largestFitting);
           // The split is verified by training it, so the answer is a measurement, not arithmetic.
@@ -163,20 +170,16 @@ export class EngineBatchSearch {
         return BatchSearchResultSchema.parse({
           runId: run.id,
           runDir: run.relativeDir,
+          title: `${request.spec.family} on ${manifest.name}`,
           device: cap.device,
           capacityBytes: cap.bytes,
-          capacitySource: cap.source,
           headroom: request.headroom,
-          usableBytes,
-          seedBatch: seed,
           largestFitting,
           recommended,
-          maxBatch,
           trials,
-          globalBatch,
           verdict,
           seconds: Math.max(elapsed, (Date.now() - started) / 1000),
-          data: `${manifest.name} (${records} records)`,
+          target: { kind: 'engine', data: `${manifest.name} (${records} records)`, capacitySource: cap.source, usableBytes, seedBatch: seed, maxBatch, globalBatch },
         });
       },
       close: () => Promise.resolve(),

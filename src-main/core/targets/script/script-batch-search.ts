@@ -1,8 +1,9 @@
 import path from 'node:path';
 
 import { ApiError } from '../../../api/errors';
-import type { ScriptBatchSearchRequest, ScriptBatchTrial } from '../../../api/script-target';
-import { ScriptBatchSearchResultSchema } from '../../../api/script-target';
+import type { BatchTrial } from '../../../api/batch-size';
+import { BatchSearchResultSchema } from '../../../api/batch-size';
+import type { ScriptBatchSearchRequest } from '../../../api/script-target';
 import type { EventHub } from '../../common/event-hub';
 import type { RunRecord } from '../../workspace/run-store';
 import { probeDir } from '../../script/probe-dir';
@@ -26,7 +27,7 @@ export function scriptBatchPlan(
   request: ScriptBatchSearchRequest & { jobId: string },
   job: RunningJob,
   deps: { jobs: RunningJobs; events: EventHub },
-  options: { onTrial?: (trial: ScriptBatchTrial) => void; onOutput?: OnOutput },
+  options: { onTrial?: (trial: BatchTrial) => void; onOutput?: OnOutput },
 ): BatchPlan {
   if (request.overrides['dataloader.batch_size'] !== undefined) {
     throw new ApiError('E_BAD_INPUT', 'dataloader.batch_size is what find-batch-size varies: leave it out of the overrides');
@@ -81,30 +82,31 @@ export function scriptBatchPlan(
       const judged = judgeTrial(finished, b, record, request, trialOptions);
       if (judged.measured) ({ device, cudaTotalBytes: total } = judged.measured);
       run.appendEvent({ type: 'trial', ...judged.trial });
-      deps.events.emit('script.batchTrial', { jobId: job.id, runId: run.id, trial: judged.trial });
+      deps.events.emit('batchSize.trial', { jobId: job.id, runId: run.id, trial: judged.trial });
       options.onTrial?.(judged.trial);
       return judged.trial;
     },
     result: async (run, search, seconds) => {
-      const trials = search.trials as ScriptBatchTrial[];
+      const trials = search.trials;
       const { largestFitting, recommended } = search;
       const firstFailure = trials.filter((t) => !t.fits && (largestFitting === null || t.batchSize > largestFitting)).sort((a, b) => a.batchSize - b.batchSize)[0];
       const verdict =
         largestFitting === null
           ? `no batch trained: even batch ${n(Math.min(...trials.map((t) => t.batchSize)))} failed (${trials[0]?.message ?? 'no trial ran'})`
           : `batch ${n(largestFitting)} is the largest that fits${firstFailure ? ` (${n(firstFailure.batchSize)}: ${firstFailure.outcome === 'ok' ? 'over the headroom' : firstFailure.outcome})` : ` (the search stopped at the maximum, ${n(request.maxBatch)})`}; fastest: ${n(recommended ?? largestFitting)}`;
-      return ScriptBatchSearchResultSchema.parse({
+      return BatchSearchResultSchema.parse({
         runId: run.id,
         runDir: run.relativeDir,
         title: commandText(request.target),
         device,
-        cudaTotalBytes: total,
+        capacityBytes: total,
         headroom: request.headroom,
         largestFitting,
         recommended,
         trials,
         verdict,
         seconds,
+        target: { kind: 'script' },
       });
     },
     close: () => (log ? new Promise<void>((resolve) => log!.end(resolve)) : Promise.resolve()),
@@ -118,13 +120,13 @@ function judgeTrial(
   record: TrialRecord,
   request: ScriptBatchSearchRequest,
   trialOptions: Parameters<typeof trialError>[1],
-): { trial: ScriptBatchTrial; measured: { device: string; cudaTotalBytes: number | null } | null } {
-  const common = { index, batchSize: b, seconds: record.seconds };
+): { trial: BatchTrial; measured: { device: string; cudaTotalBytes: number | null } | null } {
+  const common = { index, batchSize: b, accumulation: 1, seconds: record.seconds, target: { kind: 'script' as const } };
   const oom = trialOom(record);
-  if (oom) return { trial: { ...common, outcome: 'E_OOM', samplesPerSec: null, cudaPeakBytes: null, fits: false, message: oom.message.split('\n')[0] }, measured: null };
+  if (oom) return { trial: { ...common, outcome: 'E_OOM', samplesPerSec: null, peakBytes: null, fits: false, message: oom.message.split('\n')[0] }, measured: null };
   if (record.outcome.signal === 'SIGKILL' && !record.outcome.timedOut) {
     const message = 'killed by SIGKILL (the kernel may have run out of memory)';
-    return { trial: { ...common, outcome: 'crash', samplesPerSec: null, cudaPeakBytes: null, fits: false, message }, measured: null };
+    return { trial: { ...common, outcome: 'crash', samplesPerSec: null, peakBytes: null, fits: false, message }, measured: null };
   }
   const error = trialError(record, trialOptions);
   if (error) throw error;
@@ -138,7 +140,7 @@ function judgeTrial(
   const peak = ranks[0].rank.cudaPeakBytes;
   const fits = peak === null || total === null ? true : peak <= total * (1 - request.headroom);
   return {
-    trial: { ...common, outcome: 'ok', samplesPerSec: combineRanks(ranks).samplesPerSec, cudaPeakBytes: peak, fits, message: null },
+    trial: { ...common, outcome: 'ok', samplesPerSec: combineRanks(ranks).samplesPerSec, peakBytes: peak, fits, message: null },
     measured: { device: ranks[0].rank.device, cudaTotalBytes: total },
   };
 }
