@@ -3,8 +3,7 @@ import { z } from 'zod';
 import { IdSchema } from './ids';
 import { TargetKindSchema } from './target';
 import { ModelSpecSchema } from './model-spec';
-import { TelemetrySummarySchema } from './telemetry';
-import { DataSourceSchema, MemoryBreakdownSchema, OptimizerSchema, ProcessMemorySchema, TrainOptionsSchema } from './training';
+import { DataSourceSchema, OptimizerSchema, TrainOptionsSchema } from './training';
 
 /** The named phases of a step, in the order bars stack; `other` is the step minus all of them. */
 export const PHASE_NAMES = ['data', 'h2d', 'forward', 'loss', 'backward', 'optimizer'] as const;
@@ -49,26 +48,6 @@ export const TrainingBenchmarkRequestSchema = z
 export type TrainingBenchmarkRequest = z.infer<typeof TrainingBenchmarkRequestSchema>;
 export type TrainingBenchmarkRequestInput = z.input<typeof TrainingBenchmarkRequestSchema>;
 
-/** What one repetition measured. */
-export const BenchmarkRepetitionSchema = z.object({
-  repetition: z.number().int(),
-  /** Training samples per second over the measured steps (warm-up excluded). */
-  samplesPerSec: z.number(),
-  steadyStateMeanMs: z.number(),
-  wallClockMeanMs: z.number(),
-  /** Milliseconds per step in each phase over the measured steps; `other` = steady step minus the named phases. */
-  phasesMs: BenchmarkPhasesSchema,
-  /** How many measured steps the phases were averaged over (step events wholly after the warm-up). */
-  phaseSteps: z.number().int(),
-  /** Set when the named phases add up to more than the step (the timers overlap); `other` is then 0. */
-  namedPhasesExceedStepMs: z.number().nullable(),
-  memory: z.object({ predicted: MemoryBreakdownSchema, measured: MemoryBreakdownSchema, device: z.string() }),
-  /** The engine process's resident memory over this repetition, beside the engine's accounting; absent in older runs. */
-  processMemory: ProcessMemorySchema.optional(),
-  telemetry: TelemetrySummarySchema,
-});
-export type BenchmarkRepetition = z.infer<typeof BenchmarkRepetitionSchema>;
-
 export const FindingSchema = z.object({
   severity: z.enum(['info', 'warning']),
   text: z.string(),
@@ -98,57 +77,6 @@ export const UtilisationSchema = z.object({
 });
 export type Utilisation = z.infer<typeof UtilisationSchema>;
 
-export const TrainingBenchmarkResultSchema = z.object({
-  runId: z.string(),
-  runDir: z.string(),
-  /** e.g. "mlp on fashion-mnist-train (60000 records)" */
-  title: z.string(),
-  data: z.string(),
-  device: z.string(),
-  precision: z.string(),
-  /** The optimizer every repetition stepped with, e.g. 'adamw'. */
-  optimizer: z.string(),
-  batchSize: z.number().int(),
-  accumulation: z.number().int(),
-  warmupSteps: z.number().int(),
-  steps: z.number().int(),
-  repeat: z.number().int(),
-  /** Median samples/s over the repetitions (also what the Runs list shows). */
-  samplesPerSec: z.number(),
-  /** Median and 95% percentile-bootstrap interval of samples/s over the repetitions. */
-  samplesPerSecCi: IntervalSchema,
-  stepTime: z.object({
-    /** Mean over the measured steps of every repetition. */
-    steadyStateMeanMs: z.number(),
-    /** Mean over every step of every repetition, warm-up included. */
-    wallClockMeanMs: z.number(),
-    note: z.string(),
-  }),
-  /** Optimizer steps in one epoch: records x sampleRatio / (batch x accumulation). */
-  stepsPerEpoch: z.number().int(),
-  predictedEpochSeconds: z.object({ fromSteadyState: z.number(), fromWallClock: z.number() }),
-  phasesMs: BenchmarkPhasesSchema,
-  /** Each phase's share of the step in percent; they sum to 100. */
-  phasesPercent: BenchmarkPhasesSchema,
-  namedPhasesExceedStepMs: z.number().nullable(),
-  memory: z.object({
-    predicted: MemoryBreakdownSchema,
-    measured: MemoryBreakdownSchema,
-    device: z.string(),
-    /** The device's memory, when known (GPUs); null on the CPU. */
-    deviceTotalBytes: z.number().nullable(),
-  }),
-  /** Telemetry over the measured steps of every repetition. */
-  telemetry: TelemetrySummarySchema,
-  findings: z.array(FindingSchema),
-  /** Model-FLOPs utilisation; absent in runs recorded before it was measured. */
-  utilisation: UtilisationSchema.optional(),
-  /** GPU energy per sample: the GPUs' power integrated over the measured windows (a CUDA target); null with `energyMissing` saying why. */
-  energy: EnergySchema.nullable().optional(),
-  energyMissing: z.string().nullable().optional(),
-  repetitions: z.array(BenchmarkRepetitionSchema),
-});
-export type TrainingBenchmarkResult = z.infer<typeof TrainingBenchmarkResultSchema>;
 
 /** Streamed while a benchmark runs, as `benchmark.progress`. */
 export const BenchmarkProgressSchema = z.object({

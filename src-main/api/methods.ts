@@ -1,7 +1,8 @@
 import { z } from 'zod';
 
 import { BatchSearchRequestSchema, BatchSearchResultSchema } from './batch-size';
-import { TrainingBenchmarkRequestSchema, TrainingBenchmarkResultSchema } from './benchmark';
+import { TrainingBenchmarkRequestSchema } from './benchmark';
+import { BenchmarkResultSchema } from './benchmark-result';
 import { CheckResultSchema, CompareSpeedParamsSchema } from './check';
 import { DownloadRequestSchema, DownloadTicketSchema } from './downloads';
 import { IdSchema } from './ids';
@@ -42,13 +43,13 @@ import {
 } from './datasets';
 import { OptimiseIdParamsSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from './optimise';
 import { ScriptTrainRequestSchema, ScriptTrainResultSchema } from './script-run';
-import { ScriptBenchmarkRequestSchema, ScriptBenchmarkResultSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from './script-target';
+import { ScriptBenchmarkRequestSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from './script-target';
 import { ScriptBatchSearchRequestSchema } from './script-target';
 import { ScriptOptimiseRecordSchema } from './script-target';
-import type { ScriptBenchmarkResult, ScriptOptimiseResult } from './script-target';
+import type { ScriptOptimiseResult } from './script-target';
 import type { ScriptTrainResult } from './script-run';
 import { eitherTarget } from './target';
-import type { TrainingBenchmarkResult } from './benchmark';
+import type { EngineBenchmarkResult, ScriptBenchmarkResult } from './benchmark-result';
 import type { OptimiseResult } from './optimise';
 import type { TrainResult } from './training';
 
@@ -120,7 +121,7 @@ export const apiMethods = {
    * Runs the training benchmark to completion, either target; progress arrives as benchmark.progress events with the
    * request's jobId, and a script's output as script.output.
    */
-  'benchmark.training': { params: eitherTarget(TrainingBenchmarkRequestSchema, ScriptBenchmarkRequestSchema), result: z.union([TrainingBenchmarkResultSchema, ScriptBenchmarkResultSchema]) },
+  'benchmark.training': { params: eitherTarget(TrainingBenchmarkRequestSchema, ScriptBenchmarkRequestSchema), result: BenchmarkResultSchema },
   /** Runs the optimisation wizard to completion (or cancellation), either target; progress arrives as optimise.progress events with the request's jobId. */
   'optimise.start': { params: eitherTarget(OptimiseRequestSchema, ScriptOptimiseRequestSchema), result: z.union([OptimiseResultSchema, ScriptOptimiseResultSchema]) },
   /** Continues a cancelled or interrupted engine wizard from its saved state (a script's: optimise.start with resumeFrom). */
@@ -168,10 +169,10 @@ export type MethodName = keyof ApiMethods;
 export type MethodParams<M extends MethodName> = z.input<ApiMethods[M]['params']>;
 export type MethodResult<M extends MethodName> = z.infer<ApiMethods[M]['result']>;
 
-/** The methods that measure either target whose results still differ by target (the batch search has one shape). */
+/** The methods that measure either target, with each target's result (one schema for a benchmark's, narrowed here by its target). */
 interface EitherTargetResults {
   'train.run': { engine: TrainResult; script: ScriptTrainResult };
-  'benchmark.training': { engine: TrainingBenchmarkResult; script: ScriptBenchmarkResult };
+  'benchmark.training': { engine: EngineBenchmarkResult; script: ScriptBenchmarkResult };
   'optimise.start': { engine: OptimiseResult; script: ScriptOptimiseResult };
 }
 

@@ -88,6 +88,8 @@ export const ModelInfoSchema = z.object({
   params: z.number().int(),
   /** Forward FLOPs per sample (2 per multiply-add, plus elementwise work). */
   flopsPerSample: z.number(),
+  /** Training FLOPs per sample as the engine computes them: 3x the forward, less the input gradients it skips (a first layer's). */
+  trainingFlopsPerSample: z.number(),
   input: z.array(z.number().int()),
   layers: z.array(z.object({ name: z.string(), kind: z.string(), shape: z.array(z.number().int()) })),
   parameters: z.array(z.object({ name: z.string(), shape: z.array(z.number().int()), trainable: z.boolean() })),

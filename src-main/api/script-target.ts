@@ -1,9 +1,7 @@
 import { z } from 'zod';
 
-import { BenchmarkPhasesSchema, EnergySchema, FindingSchema, IntervalSchema, UtilisationSchema } from './benchmark';
 import { IdSchema } from './ids';
 import { ConfounderPolicySchema, LimitSchema, OptimisePresetSchema, WizardObjectiveSchema, OptimiseTrialSchema, WizardBaselineSchema, WizardFinalSchema, WizardResultSchema } from './optimise';
-import { TelemetrySummarySchema } from './telemetry';
 
 /**
  * A user's own training command as a target: run as is, with Trainbench's probe
@@ -170,29 +168,6 @@ export type ScriptRank = z.infer<typeof ScriptRankSchema>;
 
 export const ScriptAppliedSchema = z.object({ key: z.string(), value: z.union([z.number(), z.boolean(), z.string()]), where: z.string(), rank: z.number().int() });
 
-/** One launch of the command. */
-export const ScriptRepetitionSchema = z.object({
-  repetition: z.number().int(),
-  /** Sum over the ranks. */
-  samplesPerSec: z.number(),
-  steadyStateMeanMs: z.number(),
-  wallClockMeanMs: z.number(),
-  phasesMs: BenchmarkPhasesSchema,
-  namedPhasesExceedStepMs: z.number().nullable(),
-  ranks: z.array(ScriptRankSchema),
-  /** How the launch ended: the probe stopped it after the measured steps, or the script ended on its own. */
-  ended: z.enum(['steps', 'exit']),
-  exitCode: z.number().int().nullable(),
-  seconds: z.number(),
-  telemetry: TelemetrySummarySchema,
-  /**
-   * The launch's whole process tree (ranks, DataLoader workers), Linux only: most processes at once, their
-   * CPU over the measured window in percent of one core, and their largest summed resident memory.
-   */
-  processTree: z.object({ processes: z.number().int(), cpuPercent: z.number().nullable(), peakRssBytes: z.number() }).nullable(),
-});
-export type ScriptRepetition = z.infer<typeof ScriptRepetitionSchema>;
-
 /** Named as benchmark-training's result, so runs, reports and the wizard read either. */
 export const ScriptFlopsSchema = z.object({ forwardPerSample: z.number().nullable(), layers: z.number().int(), method: z.string() });
 export type ScriptFlops = z.infer<typeof ScriptFlopsSchema>;
@@ -214,47 +189,6 @@ export const ScriptFloorsSchema = z.object({
 });
 export type ScriptFloors = z.infer<typeof ScriptFloorsSchema>;
 
-export const ScriptBenchmarkResultSchema = z.object({
-  runId: z.string(),
-  runDir: z.string(),
-  title: z.string(),
-  target: ScriptTargetSchema,
-  overrides: z.record(z.string(), z.union([z.number(), z.boolean(), z.string()])),
-  applied: z.array(ScriptAppliedSchema),
-  device: z.string(),
-  batchSize: z.number().int().nullable(),
-  warmupSteps: z.number().int(),
-  /** Measured steps per launch (the fewest any rank measured). */
-  steps: z.number().int(),
-  repeat: z.number().int(),
-  worldSize: z.number().int(),
-  /** Global samples/s (the sum over ranks), median over the launches, with its 95% bootstrap interval. */
-  samplesPerSec: z.number(),
-  samplesPerSecCi: IntervalSchema,
-  stepTime: z.object({ steadyStateMeanMs: z.number(), wallClockMeanMs: z.number(), note: z.string() }),
-  phasesMs: BenchmarkPhasesSchema,
-  phasesPercent: BenchmarkPhasesSchema,
-  namedPhasesExceedStepMs: z.number().nullable(),
-  phaseNote: z.string(),
-  /** The slowest rank's data wait (the one the others wait for at every collective). */
-  dataWait: z.object({ rank: z.number().int(), msPerStep: z.number(), percent: z.number() }),
-  /** Per rank, from the last launch. */
-  ranks: z.array(ScriptRankSchema),
-  memory: z.object({ device: z.string(), cudaPeakBytes: z.number().nullable(), cudaTotalBytes: z.number().nullable(), hostPeakRssBytes: z.number().nullable() }),
-  telemetry: TelemetrySummarySchema,
-  findings: z.array(FindingSchema),
-  repetitions: z.array(ScriptRepetitionSchema),
-  /** The probe's count of the model's forward FLOPs per sample (an estimate; `method` says what it counts, or why not); absent in older runs. */
-  flops: ScriptFlopsSchema.nullable().optional(),
-  /** Model-FLOPs utilisation against torch's own matmul rate on the device; absent when no FLOPs were counted. */
-  utilisation: UtilisationSchema.optional(),
-  /** Compute, copy and data floors per step beside the measured step; absent in older runs. */
-  floors: ScriptFloorsSchema.optional(),
-  /** GPU energy per sample over the measured windows (a CUDA device); null with `energyMissing` saying why; absent in older runs. */
-  energy: EnergySchema.nullable().optional(),
-  energyMissing: z.string().nullable().optional(),
-});
-export type ScriptBenchmarkResult = z.infer<typeof ScriptBenchmarkResultSchema>;
 
 /** A line the script wrote, streamed live as `script.output`. */
 export const ScriptOutputEventSchema = z.object({

@@ -1,4 +1,5 @@
-import type { TrainingBenchmarkResult, Utilisation } from './benchmark';
+import type { Utilisation } from './benchmark';
+import type { BenchmarkResult } from './benchmark-result';
 import type { Limit } from './optimise';
 import type { ScriptFloors } from './script-target';
 
@@ -19,7 +20,7 @@ export function utilisationText(u: Utilisation): string {
 }
 
 /** One line for a benchmark's GPU energy per sample, or why it has none; null in runs recorded before energy was. */
-export function energyText(r: Pick<TrainingBenchmarkResult, 'energy' | 'energyMissing'>): string | null {
+export function energyText(r: Pick<BenchmarkResult, 'energy' | 'energyMissing'>): string | null {
   if (r.energy) {
     return `${(r.energy.joulesPerSample * 1000).toPrecision(3)} mJ of GPU energy per sample (${r.energy.samplesPerJoule.toPrecision(3)} samples/J) at ${r.energy.meanPowerW.toFixed(0)} W mean GPU power over ${r.energy.seconds.toFixed(1)} s of measured steps`;
   }

@@ -8,7 +8,7 @@ import type { ScriptOverrides } from '../api/script-target';
 import { SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema } from '../api/script-target';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
-import { formatScriptBenchmark, formatTrainingBenchmark } from './benchmark-format';
+import { formatBenchmark } from './benchmark-format';
 import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
@@ -72,7 +72,7 @@ async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
         last = line;
       },
     });
-    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatTrainingBenchmark(result) + (emulated ? `\nwarning    ${emulated}` : '')) + '\n');
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatBenchmark(result) + (emulated ? `\nwarning    ${emulated}` : '')) + '\n');
   } finally {
     process.off('SIGINT', onSigint);
     await services.dispose();
@@ -108,7 +108,7 @@ async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): 
         if (flags.output) process.stderr.write(`[${rep}${stream === 'stderr' ? ' err' : ''}] ${line}\n`);
       },
     });
-    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptBenchmark(result)) + '\n');
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatBenchmark(result)) + '\n');
   } finally {
     process.off('SIGINT', onSigint);
     await services.dispose();

@@ -1,7 +1,8 @@
-import type { BenchmarkProgress, TrainingBenchmarkRequestInput, TrainingBenchmarkResult } from '@api/benchmark';
-import { TrainingBenchmarkResultSchema } from '@api/benchmark';
-import type { ScriptBenchmarkRequestInput, ScriptBenchmarkResult, ScriptOutputEvent } from '@api/script-target';
-import { ScriptBenchmarkResultSchema } from '@api/script-target';
+import type { BenchmarkProgress, TrainingBenchmarkRequestInput } from '@api/benchmark';
+import type { BenchmarkResult, EngineBenchmarkResult, ScriptBenchmarkResult } from '@api/benchmark-result';
+import { BenchmarkResultSchema, isEngineBenchmark, isScriptBenchmark } from '@api/benchmark-result';
+import type { ScriptBenchmarkRequestInput, ScriptOutputEvent } from '@api/script-target';
+import type { RunDetail } from '@api/training';
 import type { JobInfo, TargetKind } from '@api/jobs';
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
@@ -17,6 +18,17 @@ import { useJobsStore } from './jobs';
 import { useLoader } from './load-state';
 import type { ScriptForm } from '../view-models/script-target-form';
 import { emptyScriptForm, scriptRequestFromForm } from '../view-models/script-target-form';
+
+/**
+ * The benchmark results of one target among run details, oldest first. A run recorded by an older Trainbench whose
+ * result no longer reads is left out of the comparison.
+ */
+function resultsOf<T extends BenchmarkResult>(details: readonly RunDetail[], is: (r: BenchmarkResult) => r is T): T[] {
+  return details
+    .map((d) => BenchmarkResultSchema.safeParse((d.record as { result?: unknown }).result))
+    .flatMap((p) => (p.success && is(p.data) ? [p.data] : []))
+    .reverse();
+}
 
 /** How many of the newest benchmarks are compared side by side. */
 export const COMPARED_BENCHMARKS = 8;
@@ -56,10 +68,7 @@ function scriptBenchmark() {
     try {
       const runs = (await client.call('runs.list', {})).filter((r) => r.kind === 'benchmark' && r.status === 'completed').slice(0, 20);
       const details = await Promise.all(runs.map((r) => client.call('runs.get', { id: r.id })));
-      history.value = details
-        .map((d) => ScriptBenchmarkResultSchema.safeParse((d.record as { result?: unknown }).result))
-        .flatMap((p) => (p.success ? [p.data] : []))
-        .reverse();
+      history.value = resultsOf(details, isScriptBenchmark);
     } catch (err) {
       side.error.value = errorText(err);
     }
@@ -84,7 +93,7 @@ function scriptBenchmark() {
  */
 export const useBenchmarksStore = defineStore('benchmarks', () => {
   /** Completed benchmark runs, oldest first (the order they are compared in), at most COMPARED_BENCHMARKS. */
-  const results = shallowRef<TrainingBenchmarkResult[]>([]);
+  const results = shallowRef<EngineBenchmarkResult[]>([]);
   /** The latest progress of the running benchmark; null when none runs. */
   const progress = shallowRef<BenchmarkProgress | null>(null);
   /** True from Start (or attaching) to the benchmark's end. */
@@ -95,16 +104,13 @@ export const useBenchmarksStore = defineStore('benchmarks', () => {
     const runs = (await client.call('runs.list', {})).filter((r) => r.kind === 'benchmark' && r.status === 'completed').slice(0, COMPARED_BENCHMARKS);
     const details = await Promise.all(runs.map((r) => client.call('runs.get', { id: r.id })));
     // A run recorded by an older Trainbench whose result no longer matches is left out of the comparison.
-    results.value = details
-      .map((d) => TrainingBenchmarkResultSchema.safeParse((d.record as { result?: unknown }).result))
-      .flatMap((p) => (p.success ? [p.data] : []))
-      .reverse();
+    results.value = resultsOf(details, isEngineBenchmark);
   });
 
   const job = useJob({ 'benchmark.progress': (p) => (progress.value = p) });
 
   /** Follows one benchmark while `follow` lasts; the list is read again when it ends. */
-  async function watch(follow: () => Promise<TrainingBenchmarkResult | null>): Promise<void> {
+  async function watch(follow: () => Promise<BenchmarkResult | null>): Promise<void> {
     error.value = null;
     running.value = true;
     progress.value = null;

@@ -6,12 +6,14 @@ import { promisify } from 'node:util';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { TrainingBenchmarkResult } from '../../src-main/api/benchmark';
-import { PHASE_NAMES, TrainingBenchmarkResultSchema } from '../../src-main/api/benchmark';
+import type { EngineBenchmarkResult } from '../../src-main/api/benchmark-result';
+import { PHASE_NAMES } from '../../src-main/api/benchmark';
 import type { TrainStepEvent } from '../../src-main/api/training';
 import { RunSummarySchema } from '../../src-main/api/training';
 import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
+import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
+import { engineBenchmark } from '../helpers/target-detail';
 
 const run = promisify(execFile);
 const ws = tempDir();
@@ -24,7 +26,7 @@ const WARMUP = 5;
 const STEPS = 150;
 
 describe('trainbench benchmark-training (CPU, Fashion-MNIST)', () => {
-  let result: TrainingBenchmarkResult;
+  let result: EngineBenchmarkResult;
   let events: { type: string; repetition: number; event?: TrainStepEvent }[];
 
   beforeAll(async () => {
@@ -33,7 +35,7 @@ describe('trainbench benchmark-training (CPU, Fashion-MNIST)', () => {
       [CLI, 'benchmark-training', '--model', 'mlp', '--data', 'fashion-mnist', '--steps', String(STEPS), '--warmup-steps', String(WARMUP), '--repeat', '3', '--json', '--workspace', ws.dir],
       { maxBuffer: 64 * 1024 * 1024 },
     );
-    result = TrainingBenchmarkResultSchema.parse(JSON.parse(stdout));
+    result = engineBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout)));
     events = readFileSync(path.join(ws.dir, result.runDir, 'events.jsonl'), 'utf8')
       .trim()
       .split('\n')
@@ -47,9 +49,9 @@ describe('trainbench benchmark-training (CPU, Fashion-MNIST)', () => {
     // steady state, and on 2 shared cores the two have been seen 0.4% apart the wrong way.
     expect(result.stepTime.wallClockMeanMs * (WARMUP + STEPS)).toBeGreaterThan(result.stepTime.steadyStateMeanMs * STEPS);
     expect(result.stepTime.wallClockMeanMs).toBeGreaterThanOrEqual(result.stepTime.steadyStateMeanMs * 0.95);
-    expect(result.predictedEpochSeconds.fromSteadyState).toBeCloseTo((result.stepsPerEpoch * result.stepTime.steadyStateMeanMs) / 1000, 9);
-    expect(result.predictedEpochSeconds.fromWallClock).toBeCloseTo((result.stepsPerEpoch * result.stepTime.wallClockMeanMs) / 1000, 9);
-    expect(result.stepsPerEpoch).toBe(Math.floor(60_000 / 64));
+    expect(result.target.predictedEpochSeconds.fromSteadyState).toBeCloseTo((result.target.stepsPerEpoch * result.stepTime.steadyStateMeanMs) / 1000, 9);
+    expect(result.target.predictedEpochSeconds.fromWallClock).toBeCloseTo((result.target.stepsPerEpoch * result.stepTime.wallClockMeanMs) / 1000, 9);
+    expect(result.target.stepsPerEpoch).toBe(Math.floor(60_000 / 64));
     for (const rep of result.repetitions) {
       expect(rep.wallClockMeanMs * (WARMUP + STEPS)).toBeGreaterThan(rep.steadyStateMeanMs * STEPS);
       const steps = events.filter((e) => e.type === 'benchmark.step' && e.repetition === rep.repetition).map((e) => e.event as TrainStepEvent);
@@ -66,7 +68,7 @@ describe('trainbench benchmark-training (CPU, Fashion-MNIST)', () => {
         previous = e.globalStep;
       }
       expect(counted).toBeGreaterThan(0);
-      expect(rep.phaseSteps).toBe(counted);
+      expect(rep.target.phaseSteps).toBe(counted);
       const eventsMean = total / counted;
       // The named phases are the step less its bookkeeping (0.96-1.01 of it measured here); the events
       // cover most, not all, measured steps, so noise on 2 shared cores gets some room.
@@ -98,9 +100,9 @@ describe('trainbench benchmark-training (CPU, Fashion-MNIST)', () => {
   });
 
   it('carries memory by kind and telemetry of the measured window', () => {
-    expect(result.memory.measured.weights).toBeGreaterThan(0);
-    expect(result.memory.predicted.total).toBeGreaterThan(0);
-    expect(result.memory.device).toBe('cpu');
+    expect(result.target.memory.measured.weights).toBeGreaterThan(0);
+    expect(result.target.memory.predicted.total).toBeGreaterThan(0);
+    expect(result.target.memory.device).toBe('cpu');
     expect(result.telemetry.samples).toBeGreaterThan(0);
   });
 
@@ -109,7 +111,7 @@ describe('trainbench benchmark-training (CPU, Fashion-MNIST)', () => {
     expect(u.achievedGflops).toBeCloseTo((u.trainingFlopsPerSample * result.samplesPerSecCi.median) / 1e9, 9);
     expect(u.measured!.mfu).toBeGreaterThan(0);
     expect(u.measured!.mfu).toBeLessThanOrEqual(1);
-    expect(u.measured!.how).toMatch(/^the engine's \w+ kernel on \d+ threads?, best of 5$/);
+    expect(u.measured!.how).toMatch(/^the engine's \w+ kernel on \d+ threads?, best of \d*[05]$/);
     expect(u.datasheet).toBeNull();
     expect(u.problems).toEqual([]);
   });

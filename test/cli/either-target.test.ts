@@ -8,10 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { parseRunRecord } from '../../src-main/api/run-record';
 import { ScriptTrainResultSchema } from '../../src-main/api/script-run';
-import { ScriptBenchmarkResultSchema, ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
+import { ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, PYTHON, runCli, SCRIPTS } from '../script/script-helpers';
+import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
+import { scriptBenchmark } from '../helpers/target-detail';
 
 const ws = tempDir();
 beforeAll(requireBuilt);
@@ -39,10 +41,10 @@ describe('benchmark-training -- <command>', () => {
     const viaEngineName = await runCli(['benchmark-training', '--json', ...SMALL_BENCHMARK, ...env, '--workspace', ws.dir, '--', ...TUTORIAL]);
     expect(viaEngineName.code, viaEngineName.stderr).toBe(0);
     await expectUnknownCommand('benchmark-script', ['--json', ...SMALL_BENCHMARK, ...env, '--workspace', ws.dir, '--', ...TUTORIAL]);
-    const a = ScriptBenchmarkResultSchema.parse(JSON.parse(viaEngineName.stdout));
+    const a = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(viaEngineName.stdout)));
     // The script's settings, not the engine command's defaults (--steps 50, --repeat 3).
     expect(a).toMatchObject({ steps: 5, warmupSteps: 2, repeat: 1, batchSize: 64, device: 'cpu' });
-    expect(a.target).toMatchObject({ kind: 'script', command: TUTORIAL });
+    expect(a.target).toMatchObject({ kind: 'script', command: { kind: 'script', command: TUTORIAL } });
     expect(a.samplesPerSec).toBeGreaterThan(0);
     expect(runRecord(a.runDir)).toMatchObject({ kind: 'benchmark', status: 'completed', config: { target: { kind: 'script' } } });
 

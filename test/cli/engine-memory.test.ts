@@ -8,10 +8,11 @@ import { promisify } from 'node:util';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { TrainingBenchmarkResultSchema } from '../../src-main/api/benchmark';
 import { TrainResultSchema } from '../../src-main/api/training';
 import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
+import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
+import { engineBenchmark } from '../helpers/target-detail';
 
 const run = promisify(execFile);
 const ws = tempDir();
@@ -41,10 +42,10 @@ describe('the engine process holds what the engine accounts for (board network, 
   }, 180_000);
 
   it.runIf(linux)('ten repetitions of one configuration: each within the margin, and flat within 5%', async () => {
-    const r = await cli(['benchmark-training', ...BOARD, '--repeat', '10', '--steps', '3', '--warmup-steps', '1'], (v) => TrainingBenchmarkResultSchema.parse(v));
-    const peaks = r.repetitions.map((x) => x.processMemory!.peakRssBytes);
+    const r = await cli(['benchmark-training', ...BOARD, '--repeat', '10', '--steps', '3', '--warmup-steps', '1'], (v) => engineBenchmark(BenchmarkResultSchema.parse(v)));
+    const peaks = r.repetitions.map((x) => x.target.processMemory!.peakRssBytes);
     expect(peaks).toHaveLength(10);
-    for (const x of r.repetitions) expect(x.processMemory!.peakRssBytes - (x.processMemory!.fileRssBytes ?? 0)).toBeLessThan(x.memory.measured.total + RUNTIME_MARGIN);
+    for (const x of r.repetitions) expect(x.target.processMemory!.peakRssBytes - (x.target.processMemory!.fileRssBytes ?? 0)).toBeLessThan(x.target.memory.measured.total + RUNTIME_MARGIN);
     expect(Math.max(...peaks) / Math.min(...peaks)).toBeLessThan(1.05);
   }, 180_000);
 });

@@ -11,7 +11,7 @@ import type { BatchSearchResult } from '../../src-main/api/batch-size';
 import { BatchSearchResultSchema } from '../../src-main/api/batch-size';
 import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
-import { engineSearch, engineTrial } from '../helpers/engine-search';
+import { engineSearch, engineTrial } from '../helpers/target-detail';
 
 const run = promisify(execFile);
 const ws = tempDir();

@@ -334,7 +334,7 @@ describe('the batch-size candidate under a CPU memory limit', () => {
       const data = { kind: 'fashion-mnist' as const };
       // The CPU's memory limit between what batches of 256 and 512 measured: doubling the batch cannot fit.
       const peak = async (batchSize: number) =>
-        (await services.benchmarks.run(TrainingBenchmarkRequestSchema.parse({ spec, data, options: { batchSize }, warmupSteps: 1, steps: 2, repeat: 1 }))).memory.measured.total;
+        (await services.benchmarks.run(TrainingBenchmarkRequestSchema.parse({ spec, data, options: { batchSize }, warmupSteps: 1, steps: 2, repeat: 1 }))).target.memory.measured.total;
       const [small, large] = [await peak(256), await peak(512)];
       expect(large).toBeGreaterThan(small);
       const limit = Math.round((small + large) / 2);

@@ -7,7 +7,7 @@ import MarkdownIt from 'markdown-it';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { BatchSearchResult } from '../../src-main/api/batch-size';
-import type { TrainingBenchmarkResult } from '../../src-main/api/benchmark';
+import type { EngineBenchmarkResult } from '../../src-main/api/benchmark-result';
 import { PHASE_NAMES_WITH_OTHER } from '../../src-main/api/benchmark';
 import { formatValue } from '../../src-main/api/charts/theme';
 import type { ReportDetail } from '../../src-main/api/reports';
@@ -132,23 +132,23 @@ describe('trainbench report (CPU runs on Fashion-MNIST)', () => {
   });
 
   it("shows the baseline's figures exactly as its run file holds them", () => {
-    const r = runJson(ids.base).result as TrainingBenchmarkResult;
+    const r = runJson(ids.base).result as EngineBenchmarkResult;
     const metrics = tableAfter(markdown, '## Baseline metrics');
     expect(rowOf(metrics, 'samples/s, median of repetitions')[1]).toBe(formatValue(r.samplesPerSecCi.median));
     expect(rowOf(metrics, 'samples/s, 95% CI')[1]).toBe(`${formatValue(r.samplesPerSecCi.low)} to ${formatValue(r.samplesPerSecCi.high)}`);
     expect(rowOf(metrics, 'step time, steady state (ms)')[1]).toBe(formatValue(r.stepTime.steadyStateMeanMs));
     expect(rowOf(metrics, 'step time, wall-clock mean incl. warm-up (ms)')[1]).toBe(formatValue(r.stepTime.wallClockMeanMs));
-    expect(rowOf(metrics, 'steps per epoch')[1]).toBe(formatValue(r.stepsPerEpoch));
-    expect(rowOf(metrics, 'predicted epoch, from steady state (s)')[1]).toBe(formatValue(r.predictedEpochSeconds.fromSteadyState));
-    expect(rowOf(metrics, 'training memory, measured (MB)')[1]).toBe(formatValue(r.memory.measured.total / 1e6));
+    expect(rowOf(metrics, 'steps per epoch')[1]).toBe(formatValue(r.target.stepsPerEpoch));
+    expect(rowOf(metrics, 'predicted epoch, from steady state (s)')[1]).toBe(formatValue(r.target.predictedEpochSeconds.fromSteadyState));
+    expect(rowOf(metrics, 'training memory, measured (MB)')[1]).toBe(formatValue(r.target.memory.measured.total / 1e6));
     expect(rowOf(metrics, 'host CPU load, mean')[1]).toBe(formatValue(r.telemetry.cpuMean, '%'));
     const phases = tableAfter(markdown, 'Where the steady-state step goes');
     for (const p of PHASE_NAMES_WITH_OTHER) expect(rowOf(phases, p)[1]).toBe(`${formatValue(r.phasesMs[p])} (${formatValue(r.phasesPercent[p], '%')})`);
   });
 
   it("shows the attempt's and the search's figures as their run files hold them", () => {
-    const b = runJson(ids.base).result as TrainingBenchmarkResult;
-    const a = runJson(ids.attempt).result as TrainingBenchmarkResult;
+    const b = runJson(ids.base).result as EngineBenchmarkResult;
+    const a = runJson(ids.attempt).result as EngineBenchmarkResult;
     const results = tableAfter(markdown.slice(markdown.indexOf('### Attempt 1')), '**Results**').filter((r) => r[0] === 'samples/s, median');
     expect(results[0].slice(1, 3)).toEqual([formatValue(b.samplesPerSecCi.median), formatValue(a.samplesPerSecCi.median)]);
     const s = runJson(ids.search).result as BatchSearchResult;

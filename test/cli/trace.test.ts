@@ -5,7 +5,7 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { TrainingBenchmarkResult } from '../../src-main/api/benchmark';
+import type { EngineBenchmarkResult } from '../../src-main/api/benchmark-result';
 import type { TraceEvent, TraceFile } from '../../src-main/api/reports';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
@@ -31,13 +31,13 @@ function trackNames(trace: TraceFile, pid: number): Map<number, string> {
 
 describe('trainbench trace', () => {
   let runId: string;
-  let result: TrainingBenchmarkResult;
+  let result: EngineBenchmarkResult;
   let trace: TraceFile;
   const outFile = path.join(ws.dir, 'exported', 'trace.json');
 
   beforeAll(async () => {
     runId = await benchmarkRun(ws.dir);
-    result = (JSON.parse(readFileSync(path.join(ws.dir, 'runs', runId, 'run.json'), 'utf8')) as { result: TrainingBenchmarkResult }).result;
+    result = (JSON.parse(readFileSync(path.join(ws.dir, 'runs', runId, 'run.json'), 'utf8')) as { result: EngineBenchmarkResult }).result;
     const out = await cli(ws.dir, ['trace', runId, '--out', outFile]);
     expect(out).toContain(`trace    run ${runId}: `);
     trace = JSON.parse(readFileSync(path.join(ws.dir, 'runs', runId, 'trace.json'), 'utf8')) as TraceFile;

@@ -159,7 +159,12 @@ describe('Compare and run pages', () => {
     // Two repetitions a side: the interval, or the reason there is none, as trainbench check words it.
     expect(await verdict.innerText()).toMatch(/^mlp · [0-9a-f]{6}: (faster|the same|slower|cannot tell) — (faster by|same within|slower by|could not decide)/);
     await page.getByTestId('compare-speed-tolerance').selectOption('0.2');
-    await page.waitForFunction(() => document.querySelector('[data-testid="compare-speed-verdict"]')?.textContent?.includes('20.0%') || document.querySelector('[data-testid="compare-speed-verdict"]')?.getAttribute('data-outcome') === 'faster');
+    // Judged again at ±20%: the tolerance is in the words, unless the faster verdict needs none, or the two runs saw
+    // different conditions (a busy machine during one of them), where no tolerance decides.
+    await page.waitForFunction(() => {
+      const v = document.querySelector('[data-testid="compare-speed-verdict"]');
+      return v?.textContent?.includes('20.0%') || v?.getAttribute('data-outcome') === 'faster' || v?.textContent?.includes('measured under other conditions');
+    });
     await page.getByTestId('compare-speed').screenshot({ path: path.join(SHOTS, 'compare-speed.png') });
     expect(errors).toEqual([]);
   });

@@ -215,12 +215,13 @@ describe('opening each run', () => {
 
   it('engine training benchmark: samples/s with its interval, step times, repetitions', () => {
     const { result, telemetry } = reported(RUNS.engineBenchmark, 'benchmark');
-    expect(result).toMatchObject({ batchSize: 64, warmupSteps: 2, steps: 10, repeat: 3, stepsPerEpoch: 937, samplesPerSec: 103906.84880887845 });
+    // Written flat, before both targets shared one shape: the engine's own fields are read into `target`.
+    expect(result).toMatchObject({ batchSize: 64, warmupSteps: 2, steps: 10, repeat: 3, samplesPerSec: 103906.84880887845, target: { kind: 'engine', stepsPerEpoch: 937 } });
     expect(result.samplesPerSecCi).toEqual({ low: 99454.66211599427, median: 103906.84880887845, high: 104877.04477463235 });
     expect(result.stepTime.steadyStateMeanMs).toBe(0.623228);
-    expect(result.predictedEpochSeconds.fromSteadyState).toBe(0.583964636);
+    expect(result.target.predictedEpochSeconds.fromSteadyState).toBe(0.583964636);
     expect(result.repetitions.map((x) => x.samplesPerSec)).toHaveLength(3);
-    expect(result.memory.measured?.total).toBe(1550368);
+    expect(result.target.memory.measured?.total).toBe(1550368);
     expect(telemetry).toHaveLength(3); // one telemetry-repN.jsonl per repetition
   });
 
@@ -313,10 +314,11 @@ describe('opening each run', () => {
 
   it('script benchmark: samples/s with its interval, data wait, memory, findings', () => {
     const { result, telemetry } = reported(RUNS.scriptBenchmark, 'script-benchmark');
-    expect(result).toMatchObject({ batchSize: 64, warmupSteps: 2, steps: 10, repeat: 3, worldSize: 1, samplesPerSec: 9111.307029615797, overrides: {} });
+    // Written with the command as `target`: the script's own fields are read into `target`, the command beside them.
+    expect(result).toMatchObject({ batchSize: 64, warmupSteps: 2, steps: 10, repeat: 3, samplesPerSec: 9111.307029615797, target: { kind: 'script', worldSize: 1, overrides: {}, command: { kind: 'script' } } });
     expect(result.samplesPerSecCi).toEqual({ low: 8736.222192604757, median: 9111.307029615797, high: 11681.426331671753 });
-    expect(result.dataWait).toMatchObject({ rank: 0, msPerStep: 0.744079200012493 });
-    expect(result.memory.hostPeakRssBytes).toBe(333008896);
+    expect(result.target.dataWait).toMatchObject({ rank: 0, msPerStep: 0.744079200012493 });
+    expect(result.target.memory.hostPeakRssBytes).toBe(333008896);
     expect(result.findings.map((f) => f.measurement?.name)).toEqual(['phasesPercent.data', 'samplesPerSecCi.widthPercent']);
     expect(result.repetitions.map((x) => x.samplesPerSec)).toHaveLength(3);
     expect(telemetry).toHaveLength(4);

@@ -7,7 +7,7 @@ import type { BatchSearchResult } from '../../src-main/api/batch-size';
 import { BUILTIN_MODELS } from '../../src-main/api/model-spec';
 import type { Services } from '../../src-main/core/services';
 import { testServices } from '../helpers/services';
-import { engineTrial } from '../helpers/engine-search';
+import { engineTrial } from '../helpers/target-detail';
 
 let fx: { services: Services; cleanup(): Promise<void> };
 beforeAll(async () => {

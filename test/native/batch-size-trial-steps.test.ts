@@ -9,7 +9,7 @@ import { BUILTIN_MODELS } from '../../src-main/api/model-spec';
 import { TrainResultSchema, TrainStepEventSchema, type TrainStepEvent } from '../../src-main/api/training';
 import type { Services } from '../../src-main/core/services';
 import { testServices } from '../helpers/services';
-import { engineSearch } from '../helpers/engine-search';
+import { engineSearch } from '../helpers/target-detail';
 
 let fx: { services: Services; cleanup(): Promise<void> };
 beforeAll(async () => {

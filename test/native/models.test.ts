@@ -6,6 +6,15 @@ import { blobs, boardData, loadAddon, MLP_SPEC, RESNET_SPEC, thrown } from '../h
 const addon = loadAddon();
 const json = JSON.stringify;
 
+describe('training FLOPs of an MLP', () => {
+  it("leaves out the first layer's input gradient (the data needs none): 3 x forward - 2 x 12 x 16", () => {
+    const info = addon.modelInfo(json(MLP_SPEC));
+    // Forward: three linears (12->16, 16->8, 8->3) with biases, two ReLUs.
+    expect(info.flopsPerSample).toBe(2 * 12 * 16 + 16 + 16 + 2 * 16 * 8 + 8 + 8 + 2 * 8 * 3 + 3);
+    expect(info.trainingFlopsPerSample).toBe(3 * info.flopsPerSample - 2 * 12 * 16);
+  });
+});
+
 describe('bottleneck_resnet with the default sizes', () => {
   const info = addon.modelInfo(json(RESNET_SPEC));
 
@@ -23,6 +32,12 @@ describe('bottleneck_resnet with the default sizes', () => {
     expect(info.params).toBeGreaterThan(2.5e6);
     expect(info.params).toBeLessThan(2.7e6);
     console.log(`bottleneck_resnet: ${info.params} parameters, ${(info.flopsPerSample / 1e6).toFixed(1)} MFLOP/sample forward`);
+  });
+
+  it('counts its training FLOPs as the engine computes them: 3x the forward, less the stem conv input gradient it skips', () => {
+    // The stem reads the data (104 planes, 3x3, 24 channels out on 9x9): no gradient flows into the data.
+    const stemInputGrad = 2 * 24 * 9 * 9 * 104 * 3 * 3;
+    expect(info.trainingFlopsPerSample).toBe(3 * info.flopsPerSample - stemInputGrad);
   });
 
   it('has a 1496-way policy head (soft-target CE) and a value head (BCE on logits)', () => {

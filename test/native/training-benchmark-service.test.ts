@@ -5,7 +5,8 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { BenchmarkProgress, TrainingBenchmarkResult } from '../../src-main/api/benchmark';
+import type { BenchmarkProgress } from '../../src-main/api/benchmark';
+import type { EngineBenchmarkResult } from '../../src-main/api/benchmark-result';
 import { BUILTIN_MODELS } from '../../src-main/api/model-spec';
 import { parseRunRecord } from '../../src-main/api/run-record';
 import type { Services } from '../../src-main/core/services';
@@ -32,9 +33,9 @@ function progressOf(jobId: string): BenchmarkProgress[] {
 describe('benchmark.training', () => {
   it('streams progress per repetition and keeps a run with no checkpoint and no evaluation', async () => {
     const seen = progressOf('svc-bench-1');
-    const r = (await services.router.dispatch('benchmark.training', request({ steps: 20, warmupSteps: 2, repeat: 2, jobId: 'svc-bench-1' }))) as TrainingBenchmarkResult;
+    const r = (await services.router.dispatch('benchmark.training', request({ steps: 20, warmupSteps: 2, repeat: 2, jobId: 'svc-bench-1' }))) as EngineBenchmarkResult;
     // The MLP's own optimizer (its recipe's), as `trainbench train` uses: the update is part of the step.
-    expect(r.optimizer).toBe('adamw');
+    expect(r.target.optimizer).toBe('adamw');
     expect(seen[0]).toMatchObject({ phase: 'preparing', runId: null, repetitions: 2, totalSteps: 22 });
     const done = seen.filter((p) => p.phase === 'repetition-done');
     expect(done.map((p) => p.repetition)).toEqual([1, 2]);
@@ -52,8 +53,8 @@ describe('benchmark.training', () => {
   }, 120_000);
 
   it('steps with the optimizer the request names', async () => {
-    const r = (await services.router.dispatch('benchmark.training', request({ steps: 3, warmupSteps: 1, repeat: 1, options: { optimizer: { kind: 'sgd' } } }))) as TrainingBenchmarkResult;
-    expect(r.optimizer).toBe('sgd');
+    const r = (await services.router.dispatch('benchmark.training', request({ steps: 3, warmupSteps: 1, repeat: 1, options: { optimizer: { kind: 'sgd' } } }))) as EngineBenchmarkResult;
+    expect(r.target.optimizer).toBe('sgd');
   }, 60_000);
 
   it('refuses bad parameters at the contract, naming them, and leaves no run', async () => {

@@ -96,7 +96,7 @@ describe('the Benchmarks area on a Script target', () => {
 
     expect(store.error).toBeNull();
     expect(store.result?.steps).toBe(5);
-    expect(store.result?.target.command[0]).toBe(PYTHON);
+    expect(store.result?.target.command.command[0]).toBe(PYTHON);
     expect(store.result && existsSync(path.join(s.workspace.root, store.result.runDir))).toBe(true);
     expect(store.output.map((l) => l.line)).toContain('trained steps=6');
     expect(wrapper.get('[data-test="script-output"]').text()).toContain(store.output[0]!.line);

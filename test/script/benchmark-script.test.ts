@@ -5,11 +5,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { parseRunRecord } from '../../src-main/api/run-record';
-import type { ScriptBenchmarkResult } from '../../src-main/api/script-target';
-import { ScriptBenchmarkResultSchema } from '../../src-main/api/script-target';
+import type { ScriptBenchmarkResult } from '../../src-main/api/benchmark-result';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, PYTHON, runCli, SCRIPTS } from './script-helpers';
+import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
+import { scriptBenchmark } from '../helpers/target-detail';
 
 const ws = tempDir();
 beforeAll(requireBuilt);
@@ -19,7 +20,7 @@ const TUTORIAL = path.join(SCRIPTS, 'fashion_mnist_tutorial.py');
 
 async function benchmark(flags: string[], command: string[], mark = newMark()) {
   const r = await runCli(['benchmark-training', '--json', '--no-output', '--workspace', ws.dir, '--env', `TB_TEST_MARK=${mark}`, ...flags, '--', ...command]);
-  const result = r.code === 0 ? ScriptBenchmarkResultSchema.parse(JSON.parse(r.stdout)) : null;
+  const result = r.code === 0 ? scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(r.stdout))) : null;
   return { ...r, result, mark };
 }
 
@@ -37,16 +38,16 @@ describe('benchmark-training -- <command> on a tutorial-style Fashion-MNIST scri
     expect(done).toBeDefined();
     const scriptSteps = Number(/steps=(\d+)/.exec(done!)![1]);
     expect(scriptSteps).toBe(20);
-    expect(r.ranks).toHaveLength(1);
-    expect(r.ranks[0].steps).toBe(scriptSteps);
+    expect(r.target.ranks).toHaveLength(1);
+    expect(r.target.ranks[0].steps).toBe(scriptSteps);
     expect(r.steps).toBe(scriptSteps - 3);
-    expect(r.repetitions[0].ended).toBe('exit');
+    expect(r.repetitions[0].target.ended).toBe('exit');
     expect(r.batchSize).toBe(64);
     expect(r.samplesPerSec).toBeGreaterThan(0);
     // samples/s is the batch over the steady step, as benchmark-training defines it.
     expect(r.samplesPerSec).toBeCloseTo((1000 * 64) / r.stepTime.steadyStateMeanMs, 6);
-    expect(r.dataWait.percent).toBeGreaterThan(0);
-    expect(r.dataWait.percent).toBeLessThan(100);
+    expect(r.target.dataWait.percent).toBeGreaterThan(0);
+    expect(r.target.dataWait.percent).toBeLessThan(100);
     expect(r.phasesPercent.data).toBeGreaterThan(0);
     expect(r.phasesMs.forward).toBeGreaterThan(0);
     expect(r.phasesMs.backward).toBeGreaterThan(0);
@@ -69,9 +70,9 @@ describe('benchmark-training -- <command> on a tutorial-style Fashion-MNIST scri
     expect(r.steps).toBe(10);
     expect(r.repetitions).toHaveLength(2);
     for (const rep of r.repetitions) {
-      expect(rep.ended).toBe('steps');
-      expect(rep.exitCode).toBe(0);
-      expect(rep.ranks[0].steps).toBe(13);
+      expect(rep.target.ended).toBe('steps');
+      expect(rep.target.exitCode).toBe(0);
+      expect(rep.target.ranks[0].steps).toBe(13);
       // The script prints after its optimizer step; the probe ends it inside the 13th.
       const printed = outputLog(r, rep.repetition).filter((l) => /^O step \d+$/.test(l)).map((l) => Number(l.split(' ')[2]));
       expect(Math.max(...printed)).toBe(12);
@@ -91,10 +92,10 @@ describe('benchmark-training -- <command> on a tutorial-style Fashion-MNIST scri
     expect(code, stderr).toBe(0);
     const r = result!;
     expect(outputLog(r, 1)).toContain('O num_workers=2 batch_size=64');
-    expect(r.applied).toContainEqual(expect.objectContaining({ key: 'dataloader.num_workers', value: 2, rank: 0 }));
-    expect(r.applied[0].where).toContain('fashion_mnist_tutorial.py:');
+    expect(r.target.applied).toContainEqual(expect.objectContaining({ key: 'dataloader.num_workers', value: 2, rank: 0 }));
+    expect(r.target.applied[0].where).toContain('fashion_mnist_tutorial.py:');
     // The whole tree was sampled: the script and its two worker processes.
-    expect(r.repetitions[0].processTree?.processes).toBeGreaterThanOrEqual(3);
+    expect(r.repetitions[0].target.processTree?.processes).toBeGreaterThanOrEqual(3);
     expect(processesWithMark(mark)).toEqual([]);
   }, 120_000);
 

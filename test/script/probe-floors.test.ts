@@ -2,14 +2,13 @@
 // device) and labels its matmul rate fp32 (a CPU has no TF32); the benchmark shows the floors side by side, each
 // missing one with its reason, and gives no energy figure even when a (fake) nvidia-smi reports GPU power, since
 // the GPUs' power is not a CPU script's energy. The CUDA path (the copy timed with CUDA events, the energy of the
-// measured windows) runs in tools/device/gpu-session.sh's script steps, which print formatScriptBenchmark.
+// measured windows) runs in tools/device/gpu-session.sh's script steps, which print formatBenchmark.
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ScriptBenchmarkResultSchema } from '../../src-main/api/script-target';
-import { formatScriptBenchmark } from '../../src-main/cli/benchmark-format';
+import { formatBenchmark } from '../../src-main/cli/benchmark-format';
 import { CPU_COPY_MISSING, SCRIPT_DATA_FLOOR_MISSING } from '../../src-main/core/targets/script/script-floors';
 import { CPU_ENERGY_MISSING } from '../../src-main/core/telemetry/energy';
 import { fakeNvidiaSmi } from '../helpers/fake-nvidia-smi';
@@ -18,6 +17,8 @@ import { tempDir } from '../helpers/temp-dir';
 import type { Interpreter } from './probe-run';
 import { INTERPRETERS, kindOf, PROBE_DIR, runProbed } from './probe-run';
 import { runCli, SCRIPTS } from './script-helpers';
+import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
+import { scriptBenchmark } from '../helpers/target-detail';
 
 const ws = tempDir();
 const smi = fakeNvidiaSmi('one-gpu.txt');
@@ -58,13 +59,13 @@ describe.each(INTERPRETERS)('on the CPU with $label', (t: Interpreter) => {
       { ...process.env, TRAINBENCH_NVIDIA_SMI: smi.command },
     );
     expect(code, stderr).toBe(0);
-    const r = ScriptBenchmarkResultSchema.parse(JSON.parse(stdout));
+    const r = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout)));
     expect(r.device).toBe('cpu');
     // The fake reports an H100 drawing power: the CPU script still has no energy figure, and says why.
     expect(r.telemetry.gpuPowerMeanW).toBeGreaterThan(0);
     expect(r.energy).toBeNull();
     expect(r.energyMissing).toBe(CPU_ENERGY_MISSING);
-    const f = r.floors!;
+    const f = r.target.floors!;
     expect(f.stepMs).toBe(r.stepTime.steadyStateMeanMs);
     expect(f.compute.stepMs).toBeGreaterThan(0);
     expect(f.compute.baselineOverFloor).toBeGreaterThanOrEqual(1); // a step faster than its compute floor would be a measurement error
@@ -72,7 +73,7 @@ describe.each(INTERPRETERS)('on the CPU with $label', (t: Interpreter) => {
     expect(f.copy).toMatchObject({ stepMs: null, bytesPerBatch: null, derivation: `not measured: ${CPU_COPY_MISSING}` });
     expect(f.data).toMatchObject({ stepMs: null, derivation: SCRIPT_DATA_FLOOR_MISSING });
     expect(f.floorStepMs).toBe(f.compute.stepMs);
-    const text = formatScriptBenchmark(r);
+    const text = formatBenchmark(r);
     expect(text).toMatch(/^floors {5}per step and rank, how far the [\d.]+ ms step is from each, and how it was measured$/m);
     expect(text).toMatch(/^ {2}compute +[\d.]+ ms {2}step [\d.]+x +3 x 432,064 forward FLOPs/m);
     expect(text).toContain(`  copy            n/a                not measured: ${CPU_COPY_MISSING}`);

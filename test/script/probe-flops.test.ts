@@ -4,13 +4,14 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ScriptBenchmarkResultSchema } from '../../src-main/api/script-target';
-import { formatScriptBenchmark } from '../../src-main/cli/benchmark-format';
+import { formatBenchmark } from '../../src-main/cli/benchmark-format';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import type { Interpreter } from './probe-run';
 import { INTERPRETERS, kindOf, runProbed, TORCH2 } from './probe-run';
 import { runCli, SCRIPTS } from './script-helpers';
+import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
+import { scriptBenchmark } from '../helpers/target-detail';
 
 const ws = tempDir();
 beforeAll(requireBuilt);
@@ -55,8 +56,8 @@ describe('trainbench benchmark-training -- <CNN script>', () => {
       240_000,
     );
     expect(code, stderr).toBe(0);
-    const r = ScriptBenchmarkResultSchema.parse(JSON.parse(stdout));
-    expect(r.flops).toMatchObject({ forwardPerSample: CNN_FORWARD_FLOPS, layers: 5 });
+    const r = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout)));
+    expect(r.target.flops).toMatchObject({ forwardPerSample: CNN_FORWARD_FLOPS, layers: 5 });
     const u = r.utilisation!;
     expect(u.trainingFlopsPerSample).toBe(3 * CNN_FORWARD_FLOPS);
     expect(u.achievedGflops).toBeCloseTo((3 * CNN_FORWARD_FLOPS * r.samplesPerSec) / 1e9, 9);
@@ -64,7 +65,7 @@ describe('trainbench benchmark-training -- <CNN script>', () => {
     expect(u.measured!.mfu).toBeGreaterThan(0);
     expect(u.measured!.mfu).toBeLessThanOrEqual(1);
     expect(u.datasheet).toBeNull();
-    const text = formatScriptBenchmark(r);
+    const text = formatBenchmark(r);
     expect(text).toMatch(/^utilisation [\d.]+ GFLOP\/s of model arithmetic: \d+\.\d% of the \d+ GFLOP\/s measured on this device \(torch\.mm on cpu/m);
     expect(text).toContain('an estimate: 432,064 forward FLOPs per sample counted by forward hooks on Linear and Conv layers');
   }, 240_000);

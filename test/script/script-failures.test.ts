@@ -5,10 +5,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { parseRunRecord } from '../../src-main/api/run-record';
-import { ScriptBenchmarkResultSchema } from '../../src-main/api/script-target';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, PYTHON, runCli, SCRIPTS } from './script-helpers';
+import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
+import { scriptBenchmark } from '../helpers/target-detail';
 
 const ws = tempDir();
 beforeAll(requireBuilt);
@@ -53,8 +54,8 @@ describe('scripts that misbehave', () => {
   it('garbage on stdout and stderr (bad UTF-8, a fake probe line, a 100 kB line) changes nothing', async () => {
     const { code, stdout, stderr, mark } = await run(['--json', '--steps', '6'], [PYTHON, TINY, 'garbage']);
     expect(code, stderr).toBe(0);
-    const r = ScriptBenchmarkResultSchema.parse(JSON.parse(stdout));
-    expect(r.ranks[0].steps).toBe(7);
+    const r = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout)));
+    expect(r.target.ranks[0].steps).toBe(7);
     expect(r.batchSize).toBe(16); // not the fake line's million samples
     const log = readFileSync(path.join(ws.dir, r.runDir, 'output-rep1.log'), 'utf8').split('\n');
     expect(log).toContain('O progress 100%');
@@ -96,7 +97,7 @@ describe('scripts that misbehave', () => {
       ['/bin/sh', '-c', `exec "${PYTHON}" "${TINY}" plain`],
     );
     expect(code, stderr).toBe(0);
-    const r = ScriptBenchmarkResultSchema.parse(JSON.parse(stdout));
+    const r = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout)));
     expect(r.steps).toBe(4);
     const log = readFileSync(path.join(ws.dir, r.runDir, 'output-rep1.log'), 'utf8');
     expect(log).toContain('O chained sitecustomize ran');

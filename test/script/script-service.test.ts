@@ -83,7 +83,7 @@ describe('the benchmark on a script target', () => {
         repeat: 1,
       }),
     );
-    expect(result.applied).toEqual(
+    expect(result.target.applied).toEqual(
       expect.arrayContaining([
         { key: 'cudnn.benchmark', value: true, where: 'torch', rank: 0 },
         { key: 'matmul.precision', value: 'medium', where: 'torch', rank: 0 },

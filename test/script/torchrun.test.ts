@@ -3,10 +3,11 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ScriptBenchmarkResultSchema } from '../../src-main/api/script-target';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, runCli, SCRIPTS, TORCHRUN } from './script-helpers';
+import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
+import { scriptBenchmark } from '../helpers/target-detail';
 
 const ws = tempDir();
 beforeAll(requireBuilt);
@@ -20,22 +21,22 @@ describe('benchmark-training -- <command> through torchrun --nproc_per_node 2 (g
     const command = [TORCHRUN, '--nproc_per_node', '2', '--redirects', '1', '--tee', '1', path.join(SCRIPTS, 'fashion_mnist_tutorial.py'), '--epochs', '1', '--limit', '4000'];
     const { code, stdout, stderr } = await runCli(['benchmark-training', '--json', '--no-output', '--warmup-steps', '3', '--steps', '15', '--repeat', '1', '--timeout', '120', '--workspace', ws.dir, '--env', `TB_TEST_MARK=${mark}`, '--', ...command]);
     expect(code, stderr).toBe(0);
-    const r = ScriptBenchmarkResultSchema.parse(JSON.parse(stdout));
-    expect(r.worldSize).toBe(2);
-    expect(r.ranks.map((k) => k.rank)).toEqual([0, 1]);
-    expect(new Set(r.ranks.map((k) => k.pid)).size).toBe(2);
-    for (const k of r.ranks) {
+    const r = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout)));
+    expect(r.target.worldSize).toBe(2);
+    expect(r.target.ranks.map((k) => k.rank)).toEqual([0, 1]);
+    expect(new Set(r.target.ranks.map((k) => k.pid)).size).toBe(2);
+    for (const k of r.target.ranks) {
       expect(k.measuredSteps).toBe(15);
       expect(k.batchSize).toBe(64);
       expect(k.samplesPerSec).toBeGreaterThan(0);
     }
     const rep = r.repetitions[0];
-    expect(rep.ended).toBe('steps');
-    expect(rep.processTree?.processes).toBeGreaterThanOrEqual(3); // torchrun and its two ranks
-    expect(rep.samplesPerSec).toBeCloseTo(rep.ranks[0].samplesPerSec + rep.ranks[1].samplesPerSec, 6);
+    expect(rep.target.ended).toBe('steps');
+    expect(rep.target.processTree?.processes).toBeGreaterThanOrEqual(3); // torchrun and its two ranks
+    expect(rep.samplesPerSec).toBeCloseTo(rep.target.ranks[0].samplesPerSec + rep.target.ranks[1].samplesPerSec, 6);
     expect(r.samplesPerSec).toBeCloseTo(rep.samplesPerSec, 6);
-    const slowest = r.ranks.reduce((a, b) => (b.dataWaitMs > a.dataWaitMs ? b : a));
-    expect(r.dataWait).toEqual({ rank: slowest.rank, msPerStep: slowest.dataWaitMs, percent: slowest.dataWaitPercent });
+    const slowest = r.target.ranks.reduce((a, b) => (b.dataWaitMs > a.dataWaitMs ? b : a));
+    expect(r.target.dataWait).toEqual({ rank: slowest.rank, msPerStep: slowest.dataWaitMs, percent: slowest.dataWaitPercent });
     expect(processesWithMark(mark)).toEqual([]);
   }, 180_000);
 });

@@ -1,7 +1,7 @@
 // Issue 11, section 2: the training benchmark's aggregation and findings, on hand-made repetitions.
 import { describe, expect, it } from 'vitest';
 
-import type { BenchmarkRepetition } from '../../src-main/api/benchmark';
+import type { BenchmarkRepetition } from '../../src-main/api/benchmark-result';
 import type { TelemetrySummary } from '../../src-main/api/telemetry';
 import type { TrainStepEvent } from '../../src-main/api/training';
 import { aggregateRepetitions, findings, measuredPhases, phaseShares, withOther } from '../../src-main/core/stats/benchmark-summary';
@@ -17,10 +17,9 @@ function rep(i: number, samplesPerSec: number, steady: number, wall: number, nam
     steadyStateMeanMs: steady,
     wallClockMeanMs: wall,
     phasesMs: phases,
-    phaseSteps: 10,
     namedPhasesExceedStepMs: exceedsMs,
-    memory: { predicted: zeroMemory, measured: zeroMemory, device: 'cpu' },
     telemetry,
+    target: { kind: 'engine', phaseSteps: 10, memory: { predicted: zeroMemory, measured: zeroMemory, device: 'cpu' } },
   };
 }
 

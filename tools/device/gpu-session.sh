@@ -106,7 +106,7 @@ want engine-optimise && step "engine: optimise (npm start's job)" "${TB_SESSION_
 # One JSON file for the three (at most 8 files come back), and the people-readable forms of each.
 { want script-benchmark || want script-optimise; } && node -e '
   const fs = require("fs"), out = process.argv[1];
-  const { formatScriptBenchmark } = require("./dist/src-main/cli/benchmark-format.js");
+  const { formatBenchmark } = require("./dist/src-main/cli/benchmark-format.js");
   const { formatScriptOptimise } = require("./dist/src-main/cli/optimise-format.js");
   const read = (name) => { try { return JSON.parse(fs.readFileSync(`/tmp/tb-script-${name}.json`, "utf8")); } catch (err) { return { missing: String(err.message).slice(0, 300) }; } };
   const wanted = process.argv[2].split(" ");
@@ -115,7 +115,7 @@ want engine-optimise && step "engine: optimise (npm start's job)" "${TB_SESSION_
   fs.writeFileSync(out + "/script-results.json", JSON.stringify(all, null, 1));
   for (const [name, r] of Object.entries(all)) {
     console.log(`---- ${name}`);
-    try { console.log(r.missing ? `no result: ${r.missing}` : name === "optimise" ? formatScriptOptimise(r) : formatScriptBenchmark(r)); } catch (err) { console.log(`could not format: ${err.message}`); }
+    try { console.log(r.missing ? `no result: ${r.missing}` : name === "optimise" ? formatScriptOptimise(r) : formatBenchmark(r)); } catch (err) { console.log(`could not format: ${err.message}`); }
   }
 ' "$OUT" "$STEPS" >> "$OUT/script.txt" 2>&1
 

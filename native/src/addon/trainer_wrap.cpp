@@ -354,6 +354,7 @@ Json model_info_json(const Model& model) {
   j.set("family", model.spec().family);
   j.set("params", model.param_count());
   j.set("flopsPerSample", model.flops_per_sample());
+  j.set("trainingFlopsPerSample", model.training_flops_per_sample());
   Json input = Json::array();
   for (int d : model.spec().input) input.push(Json(d));
   j.set("input", input);

@@ -281,6 +281,16 @@ double Model::flops_per_sample() const {
   return flops;
 }
 
+double Model::training_flops_per_sample() const {
+  double skipped = 0;
+  for (const Node& n : nodes_) {
+    if ((n.kind != NodeKind::Conv && n.kind != NodeKind::Linear) || nodes_[n.inputs[0]].needs_grad) continue;
+    const double out = static_cast<double>(n.dims.size());
+    skipped += n.kind == NodeKind::Conv ? 2.0 * out * n.geom.C * n.geom.KH * n.geom.KW : 2.0 * out * nodes_[n.inputs[0]].dims.size();
+  }
+  return 3.0 * flops_per_sample() - skipped;
+}
+
 void Model::forward(const float* x, int B, bool train, Rng* rng, ThreadPool* pool) {
   if (B != batch_) {
     if (budget_) {

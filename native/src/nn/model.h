@@ -86,6 +86,10 @@ class Model {
   Dims input_dims() const { return nodes_[0].dims; }
   // Forward FLOPs per sample: 2 per multiply-add in convs and linears, plus elementwise work.
   double flops_per_sample() const;
+  // Arithmetic of one training step per sample: three forward passes' worth (the forward, the input gradients, the
+  // weight gradients), less the input gradients backward() never computes (a convolution or linear layer reading an
+  // input without a gradient, such as the data). The MFU's numerator: counted as the engine computes it.
+  double training_flops_per_sample() const;
 
   // x is (B, input size) in float. Dropout draws from rng in training.
   void forward(const float* x, int B, bool train, Rng* rng, ThreadPool* pool);

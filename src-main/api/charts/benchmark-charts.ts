@@ -2,8 +2,9 @@
 // results, so the Benchmarks area and the report generator draw the same charts.
 import type { EChartsCoreOption } from 'echarts/core';
 
-import type { TrainingBenchmarkResult } from '../benchmark';
+import type { BenchmarkPhases } from '../benchmark';
 import { PHASE_NAMES_WITH_OTHER } from '../benchmark';
+import type { BenchmarkResult } from '../benchmark-result';
 import { errorBar } from './error-bar';
 import { formatValue, GRID_LINE, MUTED, TEXT, tooltip } from './theme';
 
@@ -20,8 +21,21 @@ export const PHASE_COLORS: Readonly<Record<string, string>> = {
   other: '#6e7681',
 };
 
-/** What the charts read of a benchmark result. */
-export type BenchmarkChartInput = Pick<TrainingBenchmarkResult, 'title' | 'device' | 'batchSize' | 'accumulation' | 'phasesMs' | 'samplesPerSecCi' | 'stepTime'>;
+/** What the charts read of a benchmark result: samples per optimizer step are batch x accumulation. */
+export interface BenchmarkChartInput {
+  title: string;
+  device: string;
+  batchSize: number;
+  accumulation: number;
+  phasesMs: BenchmarkPhases;
+  samplesPerSecCi: BenchmarkResult['samplesPerSecCi'];
+  stepTime: Pick<BenchmarkResult['stepTime'], 'steadyStateMeanMs'>;
+}
+
+/** A benchmark of either target as the charts read it (a script's batch unseen is 0; a script does not accumulate). */
+export function chartInputOf(r: Pick<BenchmarkResult, 'title' | 'device' | 'batchSize' | 'phasesMs' | 'samplesPerSecCi' | 'stepTime' | 'target'>): BenchmarkChartInput {
+  return { ...r, batchSize: r.batchSize ?? 0, accumulation: r.target.kind === 'engine' ? r.target.accumulation : 1 };
+}
 
 /** "1. mlp cpu b64": short enough for an axis, numbered to match the table. */
 export function benchmarkLabels(results: readonly BenchmarkChartInput[]): string[] {

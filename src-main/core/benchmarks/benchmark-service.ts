@@ -1,6 +1,7 @@
-import type { BenchmarkProgress, TrainingBenchmarkRequest, TrainingBenchmarkResult } from '../../api/benchmark';
+import type { BenchmarkProgress, TrainingBenchmarkRequest } from '../../api/benchmark';
+import type { EngineBenchmarkResult, ScriptBenchmarkResult } from '../../api/benchmark-result';
 import { ApiError } from '../../api/errors';
-import type { ScriptBenchmarkRequest, ScriptBenchmarkResult } from '../../api/script-target';
+import type { ScriptBenchmarkRequest } from '../../api/script-target';
 import type { EventHub } from '../common/event-hub';
 import type { RunningJobs } from '../jobs/running-jobs';
 import type { Runners } from '../targets/runner-for';
@@ -26,10 +27,10 @@ export class BenchmarkService {
     private readonly workspace: Workspace,
   ) {}
 
-  run(request: TrainingBenchmarkRequest, options?: BenchmarkOptions): Promise<TrainingBenchmarkResult>;
+  run(request: TrainingBenchmarkRequest, options?: BenchmarkOptions): Promise<EngineBenchmarkResult>;
   run(request: ScriptBenchmarkRequest, options?: BenchmarkOptions): Promise<ScriptBenchmarkResult>;
-  run(request: BenchmarkRequest, options?: BenchmarkOptions): Promise<TrainingBenchmarkResult | ScriptBenchmarkResult>;
-  async run(request: BenchmarkRequest, options: BenchmarkOptions = {}): Promise<TrainingBenchmarkResult | ScriptBenchmarkResult> {
+  run(request: BenchmarkRequest, options?: BenchmarkOptions): Promise<EngineBenchmarkResult | ScriptBenchmarkResult>;
+  async run(request: BenchmarkRequest, options: BenchmarkOptions = {}): Promise<EngineBenchmarkResult | ScriptBenchmarkResult> {
     const runner = runnerFor(request, this.runners);
     const job = this.jobs.open(request.jobId, runner.jobNames.benchmark);
     const steps = request.steps ?? null;

@@ -65,7 +65,7 @@ export function settingChanges(a: BenchmarkRun, b: BenchmarkRun): SettingChange[
     if (JSON.stringify(oa[key]) !== JSON.stringify(ob[key])) out.push({ setting: key, baseline: show(oa[key]), attempt: show(ob[key]), protocol: false });
   }
   if (JSON.stringify(ca.spec) !== JSON.stringify(cb.spec)) out.push({ setting: 'model', baseline: show(ca.spec), attempt: show(cb.spec), protocol: false });
-  if (a.result.data !== b.result.data) out.push({ setting: 'data', baseline: a.result.data, attempt: b.result.data, protocol: false });
+  if (a.result.target.data !== b.result.target.data) out.push({ setting: 'data', baseline: a.result.target.data, attempt: b.result.target.data, protocol: false });
   for (const key of ['warmupSteps', 'steps', 'repeat']) {
     if (ca[key] !== cb[key]) out.push({ setting: key, baseline: show(ca[key]), attempt: show(cb[key]), protocol: true });
   }
@@ -76,7 +76,7 @@ export function settingChanges(a: BenchmarkRun, b: BenchmarkRun): SettingChange[
 function comparable(search: BatchSearchRun, bench: BenchmarkRun): boolean {
   const cs = search.record.config as { spec?: unknown };
   const cb = bench.record.config as { spec?: unknown };
-  return JSON.stringify(cs.spec) === JSON.stringify(cb.spec) && search.result.target.data === bench.result.data && search.result.device === bench.result.device;
+  return JSON.stringify(cs.spec) === JSON.stringify(cb.spec) && search.result.target.data === bench.result.target.data && search.result.device === bench.result.device;
 }
 
 function benchmarkAttempt(run: BenchmarkRun, baseline: BenchmarkRun): BenchmarkAttempt {
@@ -87,7 +87,7 @@ function benchmarkAttempt(run: BenchmarkRun, baseline: BenchmarkRun): BenchmarkA
   const noiseFloor = relativeHalfWidth(baseline.result.samplesPerSecCi);
   const { decision, why } = decide(speedup, noiseFloor);
   // A different batch makes per-step times incomparable: compare the time each sample costs instead.
-  const perStep = (r: BenchmarkRun) => r.result.batchSize * r.result.accumulation;
+  const perStep = (r: BenchmarkRun) => r.result.batchSize * r.result.target.accumulation;
   const perSample = perStep(baseline) !== perStep(run);
   const unit = perSample ? 'µs per sample' : 'ms per step';
   const scale = (r: BenchmarkRun) => (perSample ? 1000 / perStep(r) : 1);

@@ -3,8 +3,8 @@ import path from 'node:path';
 
 import type { BatchSearchResult, EngineSearchDetail } from '../../api/batch-size';
 import { BatchSearchResultSchema } from '../../api/batch-size';
-import type { TrainingBenchmarkResult } from '../../api/benchmark';
-import { TrainingBenchmarkResultSchema } from '../../api/benchmark';
+import type { BenchmarkResult, EngineBenchmarkResult, ScriptBenchmarkResult } from '../../api/benchmark-result';
+import { BenchmarkResultSchema, isEngineBenchmark, isScriptBenchmark } from '../../api/benchmark-result';
 import type { LoaderBenchResult } from '../../api/datasets';
 import { LoaderBenchResultSchema } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
@@ -14,8 +14,8 @@ import { OptimiseResultSchema } from '../../api/optimise';
 import type { RunRecordJson } from '../../api/run-record';
 import type { ScriptTrainResult } from '../../api/script-run';
 import { ScriptTrainResultSchema } from '../../api/script-run';
-import type { ScriptBenchmarkResult, ScriptOptimiseResult } from '../../api/script-target';
-import { ScriptBenchmarkResultSchema, ScriptOptimiseResultSchema } from '../../api/script-target';
+import type { ScriptOptimiseResult } from '../../api/script-target';
+import { ScriptOptimiseResultSchema } from '../../api/script-target';
 import type { TelemetrySample } from '../../api/telemetry';
 import type { TrainResult, TrainStepEvent } from '../../api/training';
 import { TrainResultSchema } from '../../api/training';
@@ -32,7 +32,7 @@ interface RunBase {
 }
 export interface BenchmarkRun extends RunBase {
   kind: 'benchmark';
-  result: TrainingBenchmarkResult;
+  result: EngineBenchmarkResult;
   telemetry: TelemetrySample[];
 }
 /** An engine search's result: its memory model's detail, and a capacity (the device's or the CPU's limit). */
@@ -98,7 +98,7 @@ export function optionsOf(run: ReportRun): Record<string, unknown> {
 /** "fashion-mnist-train (60000 records)": the data the run trained on. */
 export function dataOf(run: ReportRun): string {
   if (run.kind === 'loader-benchmark') return run.result.dataset;
-  if (run.kind === 'batch-search') return run.result.target.data;
+  if (run.kind === 'batch-search' || run.kind === 'benchmark') return run.result.target.data;
   if (run.kind !== 'optimise') return run.result.data;
   const at = run.result.title.indexOf(' on ');
   return at < 0 ? run.result.title : run.result.title.slice(at + 4);
@@ -128,6 +128,12 @@ function parseResult<T>(schema: { safeParse(x: unknown): { success: true; data: 
   const parsed = schema.safeParse(record.result);
   if (!parsed.success) throw new ApiError('E_DATA', `run ${id} (${record.kind}): its result does not read as one: ${formatIssues(parsed.error, 'result')}`);
   return parsed.data;
+}
+
+/** A benchmark's result as its run's config says it is (a result of the other target is a tampered or broken file). */
+function ofTarget<T extends BenchmarkResult>(r: BenchmarkResult, is: (r: BenchmarkResult) => r is T, id: string): T {
+  if (!is(r)) throw new ApiError('E_DATA', `run ${id} (benchmark): its result is of the other target than its config names`);
+  return r;
 }
 
 function engineSearch(r: BatchSearchResult, id: string): EngineSearchResult {
@@ -163,7 +169,7 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
     try {
       if (isScriptRun(record)) {
         if (record.kind === 'benchmark') {
-          scripts.push({ kind: 'script-benchmark', id, record, dir, result: parseResult(ScriptBenchmarkResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
+          scripts.push({ kind: 'script-benchmark', id, record, dir, result: ofTarget(parseResult(BenchmarkResultSchema, record, id), isScriptBenchmark, id), telemetry: await readTelemetry(workspace, dir) });
         } else if (record.kind === 'batch-search') {
           scripts.push({ kind: 'script-batch-search', id, record, dir, result: parseResult(BatchSearchResultSchema, record, id) });
         } else if (record.kind === 'optimise') {
@@ -174,7 +180,7 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
           notes.push(`Run ${id} is a ${record.kind} run of a script; reports cover its benchmarks, batch-size searches, optimisations and training runs, so it is left out.`);
         }
       } else if (record.kind === 'benchmark') {
-        runs.push({ kind: 'benchmark', id, record, dir, result: parseResult(TrainingBenchmarkResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
+        runs.push({ kind: 'benchmark', id, record, dir, result: ofTarget(parseResult(BenchmarkResultSchema, record, id), isEngineBenchmark, id), telemetry: await readTelemetry(workspace, dir) });
       } else if (record.kind === 'batch-search') {
         runs.push({ kind: 'batch-search', id, record, dir, result: engineSearch(parseResult(BatchSearchResultSchema, record, id), id) });
       } else if (record.kind === 'optimise') {

@@ -23,10 +23,12 @@ export const envValue = (name: string, value: string) => (SECRET.test(name) ? '<
 export type Overrides = Record<string, number | boolean | string>;
 
 export function targetOf(run: ScriptReportRun): ScriptTarget {
-  return run.kind === 'script-batch-search' ? (run.record.config as { target: ScriptTarget }).target : run.result.target;
+  if (run.kind === 'script-batch-search') return (run.record.config as { target: ScriptTarget }).target;
+  return run.kind === 'script-benchmark' ? run.result.target.command : run.result.target;
 }
 export function overridesOf(run: ScriptReportRun): Overrides {
-  if (run.kind === 'script-benchmark' || run.kind === 'script-train') return run.result.overrides;
+  if (run.kind === 'script-benchmark') return run.result.target.overrides;
+  if (run.kind === 'script-train') return run.result.overrides;
   if (run.kind === 'script-optimise') return run.result.baseline.overrides;
   return ((run.record.config as { overrides?: Overrides }).overrides ?? {}) as Overrides;
 }

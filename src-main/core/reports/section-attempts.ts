@@ -29,8 +29,8 @@ function benchmarkAttemptBody(n: number, a: BenchmarkAttempt): string {
     ['samples/s, 95% CI', ci(b.samplesPerSecCi.low, b.samplesPerSecCi.high), ci(r.samplesPerSecCi.low, r.samplesPerSecCi.high), ''],
     ['step time, steady state (ms)', fmt(b.stepTime.steadyStateMeanMs), fmt(r.stepTime.steadyStateMeanMs), change(b.stepTime.steadyStateMeanMs, r.stepTime.steadyStateMeanMs)],
     ['step time, wall clock (ms)', fmt(b.stepTime.wallClockMeanMs), fmt(r.stepTime.wallClockMeanMs), change(b.stepTime.wallClockMeanMs, r.stepTime.wallClockMeanMs)],
-    ['predicted epoch, steady state (s)', fmt(b.predictedEpochSeconds.fromSteadyState), fmt(r.predictedEpochSeconds.fromSteadyState), change(b.predictedEpochSeconds.fromSteadyState, r.predictedEpochSeconds.fromSteadyState)],
-    ['training memory, measured (MB)', fmt(b.memory.measured.total / MB), fmt(r.memory.measured.total / MB), change(b.memory.measured.total, r.memory.measured.total)],
+    ['predicted epoch, steady state (s)', fmt(b.target.predictedEpochSeconds.fromSteadyState), fmt(r.target.predictedEpochSeconds.fromSteadyState), change(b.target.predictedEpochSeconds.fromSteadyState, r.target.predictedEpochSeconds.fromSteadyState)],
+    ['training memory, measured (MB)', fmt(b.target.memory.measured.total / MB), fmt(r.target.memory.measured.total / MB), change(b.target.memory.measured.total, r.target.memory.measured.total)],
   ];
   const analysis = [
     `The speedup's interval is a percentile bootstrap over the ${b.repetitions.length} + ${r.repetitions.length} repetitions; the baseline's noise floor (half its CI's width relative to its median) is ${fmt(100 * a.noiseFloor, '%')}. ${a.why[0].toUpperCase()}${a.why.slice(1)}.`,
@@ -72,7 +72,7 @@ function recipeNote(a: BenchmarkAttempt): string {
 /** The benchmark attempt that measured a batch with repetitions, if any. */
 function benchmarkOfBatch(input: ReportInput, batch: number | null): { n: number; attempt: BenchmarkAttempt } | null {
   if (batch === null) return null;
-  const i = input.attempts.findIndex((a) => a.kind === 'benchmark' && a.run.result.batchSize === batch && a.run.result.accumulation === 1);
+  const i = input.attempts.findIndex((a) => a.kind === 'benchmark' && a.run.result.batchSize === batch && a.run.result.target.accumulation === 1);
   return i < 0 ? null : { n: i + 1, attempt: input.attempts[i] as BenchmarkAttempt };
 }
 
@@ -101,9 +101,9 @@ function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { b
       table(
         ['Metric', `Baseline ${code(a.baseline.id)}`, `Recommended batch ${fmt(chosen.batchSize)}`, 'Change'],
         [
-          ['batch size', fmt(b.batchSize * b.accumulation), fmt(chosen.batchSize), change(b.batchSize * b.accumulation, chosen.batchSize)],
+          ['batch size', fmt(b.batchSize * b.target.accumulation), fmt(chosen.batchSize), change(b.batchSize * b.target.accumulation, chosen.batchSize)],
           ['samples/s', `${fmt(b.samplesPerSecCi.median)} (95% CI ${ci(b.samplesPerSecCi.low, b.samplesPerSecCi.high)})`, `${fmt(chosen.samplesPerSec)} (one trial, no CI)`, change(b.samplesPerSecCi.median, chosen.samplesPerSec)],
-          ['training memory (MiB)', fmt(b.memory.measured.total / MiB), chosen.peakBytes === null ? '-' : fmt(chosen.peakBytes / MiB), chosen.peakBytes === null ? '' : change(b.memory.measured.total, chosen.peakBytes)],
+          ['training memory (MiB)', fmt(b.target.memory.measured.total / MiB), chosen.peakBytes === null ? '-' : fmt(chosen.peakBytes / MiB), chosen.peakBytes === null ? '' : change(b.target.memory.measured.total, chosen.peakBytes)],
         ],
       ),
       '',
@@ -166,7 +166,7 @@ export function attemptsSection(input: ReportInput): SectionOutput {
 
 function configuration(run: BenchmarkRun): string {
   const r = run.result;
-  return `device ${r.device}, ${r.precision}, ${r.optimizer}, batch ${fmt(r.batchSize)} × accumulation ${r.accumulation}`;
+  return `device ${r.device}, ${r.target.precision}, ${r.target.optimizer}, batch ${fmt(r.batchSize)} × accumulation ${r.target.accumulation}`;
 }
 
 export function decisionSection(input: ReportInput): SectionOutput {
@@ -205,13 +205,13 @@ export function consequencesSection(input: ReportInput): SectionOutput {
   const b = input.baseline;
   if (b) {
     const r = b.result;
-    lines.push(`- An epoch of ${fmt(r.stepsPerEpoch)} steps takes about ${fmt(r.predictedEpochSeconds.fromWallClock, 's')} at the baseline's wall-clock step time (${fmt(r.predictedEpochSeconds.fromSteadyState, 's')} at its steady state).`);
+    lines.push(`- An epoch of ${fmt(r.target.stepsPerEpoch)} steps takes about ${fmt(r.target.predictedEpochSeconds.fromWallClock, 's')} at the baseline's wall-clock step time (${fmt(r.target.predictedEpochSeconds.fromSteadyState, 's')} at its steady state).`);
     const chosen = input.attempts.filter((a): a is BenchmarkAttempt => a.kind === 'benchmark' && a.decision === 'accept').sort((x, y) => y.speedup.median - x.speedup.median)[0];
     if (chosen) {
       const c = chosen.run.result;
-      lines.push(`- With the configuration of ${code(chosen.run.id)}, an epoch of ${fmt(c.stepsPerEpoch)} steps takes about ${fmt(c.predictedEpochSeconds.fromWallClock, 's')} (${fmt(c.predictedEpochSeconds.fromSteadyState, 's')} at its steady state), and training uses ${fmt(c.memory.measured.total / MiB, 'MiB')} instead of ${fmt(r.memory.measured.total / MiB, 'MiB')}.`);
+      lines.push(`- With the configuration of ${code(chosen.run.id)}, an epoch of ${fmt(c.target.stepsPerEpoch)} steps takes about ${fmt(c.target.predictedEpochSeconds.fromWallClock, 's')} (${fmt(c.target.predictedEpochSeconds.fromSteadyState, 's')} at its steady state), and training uses ${fmt(c.target.memory.measured.total / MiB, 'MiB')} instead of ${fmt(r.target.memory.measured.total / MiB, 'MiB')}.`);
     }
-    if (r.memory.deviceTotalBytes) lines.push(`- Training uses ${fmt(r.memory.measured.total / MiB, 'MiB')} of the device's ${fmt(r.memory.deviceTotalBytes / MiB, 'MiB')} (${fmt((100 * r.memory.measured.total) / r.memory.deviceTotalBytes, '%')}).`);
+    if (r.target.memory.deviceTotalBytes) lines.push(`- Training uses ${fmt(r.target.memory.measured.total / MiB, 'MiB')} of the device's ${fmt(r.target.memory.deviceTotalBytes / MiB, 'MiB')} (${fmt((100 * r.target.memory.measured.total) / r.target.memory.deviceTotalBytes, '%')}).`);
   }
   for (const run of input.optimisations) {
     const f = run.result.final;

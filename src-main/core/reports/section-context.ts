@@ -54,7 +54,7 @@ function configurationTable(runs: readonly ReportRun[]): string {
   const rows: [string, (r: ReportRun) => unknown][] = [
     ['device', (r) => opt(r, 'device')],
     ['precision', (r) => opt(r, 'precision')],
-    ['optimizer', (r) => (r.kind === 'benchmark' ? r.result.optimizer : (opt(r, 'optimizer') as { kind?: string } | undefined)?.kind ?? (r.kind === 'optimise' ? 'the model\'s recipe' : undefined))],
+    ['optimizer', (r) => (r.kind === 'benchmark' ? r.result.target.optimizer : (opt(r, 'optimizer') as { kind?: string } | undefined)?.kind ?? (r.kind === 'optimise' ? 'the model\'s recipe' : undefined))],
     ['batch size', (r) => opt(r, 'batchSize')],
     ['accumulation', (r) => opt(r, 'accumulation')],
     ['loader workers', (r) => (r.kind === 'loader-benchmark' ? `${r.result.cached.map((x) => x.workers).join(', ')} (swept)` : opt(r, 'loaderWorkers'))],

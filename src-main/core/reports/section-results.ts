@@ -1,6 +1,6 @@
 // Baseline metrics and phase breakdown, and the physical limits the runs support.
 import { PHASE_NAMES } from '../../api/benchmark';
-import { benchmarkLabels } from '../../api/charts/benchmark-charts';
+import { benchmarkLabels, chartInputOf } from '../../api/charts/benchmark-charts';
 import { loaderBenchLabel, loaderBenchOption } from '../../api/charts/loader-charts';
 import { lossCurveOption, memoryKindsOption, phaseBarsOption, phaseTotalMs } from '../../api/charts/run-charts';
 import { comparisonFigures, phaseTable } from './benchmark-comparison';
@@ -21,14 +21,14 @@ function benchmarkMetrics(runs: readonly BenchmarkRun[], labels: readonly string
       row('samples/s, 95% CI', (r) => `${fmt(r.result.samplesPerSecCi.low)} to ${fmt(r.result.samplesPerSecCi.high)}`),
       row('step time, steady state (ms)', (r) => fmt(r.result.stepTime.steadyStateMeanMs)),
       row('step time, wall-clock mean incl. warm-up (ms)', (r) => fmt(r.result.stepTime.wallClockMeanMs)),
-      row('steps per epoch', (r) => fmt(r.result.stepsPerEpoch)),
-      row('predicted epoch, from steady state (s)', (r) => fmt(r.result.predictedEpochSeconds.fromSteadyState)),
-      row('predicted epoch, from wall clock (s)', (r) => fmt(r.result.predictedEpochSeconds.fromWallClock)),
-      row('training memory, measured (MB)', (r) => fmt(r.result.memory.measured.total / MB)),
-      row('training memory, predicted (MB)', (r) => fmt(r.result.memory.predicted.total / MB)),
+      row('steps per epoch', (r) => fmt(r.result.target.stepsPerEpoch)),
+      row('predicted epoch, from steady state (s)', (r) => fmt(r.result.target.predictedEpochSeconds.fromSteadyState)),
+      row('predicted epoch, from wall clock (s)', (r) => fmt(r.result.target.predictedEpochSeconds.fromWallClock)),
+      row('training memory, measured (MB)', (r) => fmt(r.result.target.memory.measured.total / MB)),
+      row('training memory, predicted (MB)', (r) => fmt(r.result.target.memory.predicted.total / MB)),
       // The OS's view beside the accounting: runs recorded before it say so.
       row('engine process peak resident, most of any repetition (MB)', (r) => {
-        const peaks = r.result.repetitions.flatMap((x) => (x.processMemory ? [x.processMemory.peakRssBytes] : []));
+        const peaks = r.result.repetitions.flatMap((x) => (x.target.processMemory ? [x.target.processMemory.peakRssBytes] : []));
         return peaks.length ? fmt(Math.max(...peaks) / MB) : 'not recorded';
       }),
       row('model FLOPs utilisation, of the peak measured on the device', (r) => {
@@ -53,11 +53,11 @@ function benchmarkPart(input: ReportInput): { lines: string[]; figures: FigureSp
     const why = input.optimisations.length ? 'the optimisation wizard measured its own baseline, below' : 'there is no phase breakdown with repetitions';
     return { lines: [`No training benchmark among these runs: ${why}.`], figures: [] };
   }
-  const labels = benchmarkLabels(runs.map((r) => r.result));
-  const compared = runs.map((r) => ({ id: r.id, chart: r.result, phasesMs: r.result.phasesMs, phasesPercent: r.result.phasesPercent }));
+  const labels = benchmarkLabels(runs.map((r) => chartInputOf(r.result)));
+  const compared = runs.map((r) => ({ id: r.id, chart: chartInputOf(r.result), phasesMs: r.result.phasesMs, phasesPercent: r.result.phasesPercent }));
   const figures: FigureSpec[] = comparisonFigures(compared, labels, { phases: 'phase-breakdown.svg', phasesTitle: 'Time per step by phase', throughput: 'throughput.svg', throughputTitle: 'Samples/s with 95% CI' });
   const base = runs[0];
-  const memory = { name: `memory-${base.id}.svg`, title: 'Memory by kind', alt: `Memory by kind, predicted and measured, run ${base.id}: ${fmt(base.result.memory.measured.total / MB, 'MB')} measured in all`, runId: base.id, option: memoryKindsOption(base.result.memory) };
+  const memory = { name: `memory-${base.id}.svg`, title: 'Memory by kind', alt: `Memory by kind, predicted and measured, run ${base.id}: ${fmt(base.result.target.memory.measured.total / MB, 'MB')} measured in all`, runId: base.id, option: memoryKindsOption(base.result.target.memory) };
   const telemetry = telemetryFigures(base.id, base.telemetry);
   const lines = [
     `Steady state: the mean over the measured steps after the warm-up; wall clock: the mean over every step, warm-up included. Each benchmark ran ${runs.map((r) => `${r.result.repeat} repetitions of ${r.result.warmupSteps} + ${r.result.steps} steps`).join('; ')} (each repetition a fresh trainer).`,
@@ -176,11 +176,11 @@ export function phasesSection(input: ReportInput): SectionOutput {
 function computeFloor(run: BenchmarkRun): string {
   const r = run.result;
   const computeMs = r.phasesMs.forward + r.phasesMs.loss + r.phasesMs.backward + r.phasesMs.optimizer;
-  const perStep = r.batchSize * r.accumulation;
+  const perStep = r.batchSize * r.target.accumulation;
   const share = computeMs / r.stepTime.steadyStateMeanMs;
   return [
     `- ${code(run.id)}: forward + loss + backward + optimizer take ${fmt(computeMs, 'ms')} of the ${fmt(r.stepTime.steadyStateMeanMs, 'ms')} step (${fmt(100 * share, '%')}).`,
-    `  With data loading, copies and other overhead hidden completely, this configuration would reach at most ${fmt((1000 * perStep) / computeMs, 'samples/s')} (${fmt((r.stepsPerEpoch * computeMs) / 1000, 's')} per epoch of ${fmt(r.stepsPerEpoch)} steps);`,
+    `  With data loading, copies and other overhead hidden completely, this configuration would reach at most ${fmt((1000 * perStep) / computeMs, 'samples/s')} (${fmt((r.target.stepsPerEpoch * computeMs) / 1000, 's')} per epoch of ${fmt(r.target.stepsPerEpoch)} steps);`,
     `  at the mean steady-state step it reaches ${fmt((1000 * perStep) / r.stepTime.steadyStateMeanMs, 'samples/s')}, so at most ${fmt(100 * (1 / share - 1), '%')} is left to gain outside the compute phases.`,
   ].join('\n');
 }

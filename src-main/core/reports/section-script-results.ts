@@ -3,9 +3,10 @@
 // written as the settings to put in the script.
 import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import type { Limit } from '../../api/optimise';
-import type { ScriptBenchmarkResult } from '../../api/script-target';
+import type { ScriptBenchmarkResult } from '../../api/benchmark-result';
 import { floorRows, SCRIPT_ENERGY_WINDOW } from '../../api/utilisation-words';
 import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
+import { chartInputOf } from '../../api/charts/benchmark-charts';
 import { batchSizeLabel, batchSizeOption } from '../../api/charts/batch-size-charts';
 import { usableBytesOf } from '../../api/batch-size';
 import { scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/run-charts';
@@ -24,16 +25,8 @@ import { scriptWizardView, trialConclusion, wizardAttemptBody, wizardDecisionLin
 import { telemetryFigures } from './telemetry-figures';
 
 function chartInputs(runs: readonly ScriptBenchmarkRun[]): { inputs: BenchmarkChartInput[]; labels: string[] } {
-  const inputs = runs.map((r) => ({
-    title: r.result.title,
-    device: r.result.device,
-    batchSize: r.result.batchSize ?? 0,
-    accumulation: 1,
-    phasesMs: r.result.phasesMs,
-    samplesPerSecCi: r.result.samplesPerSecCi,
-    stepTime: r.result.stepTime,
-  }));
-  return { inputs, labels: runs.map((r, i) => `${i + 1}. ${Object.keys(r.result.overrides).length ? overridesText(r.result.overrides) : 'as is'}`) };
+  const inputs = runs.map((r) => chartInputOf(r.result));
+  return { inputs, labels: runs.map((r, i) => `${i + 1}. ${Object.keys(r.result.target.overrides).length ? overridesText(r.result.target.overrides) : 'as is'}`) };
 }
 
 /** A whole training run of the command: its numbers, its loss and throughput over steps, its telemetry. */
@@ -90,9 +83,9 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
       ['samples/s, 95% CI', ...runs.map((r) => ci(r.result.samplesPerSecCi))],
       ['batch (from the batch tensors)', ...runs.map((r) => (r.result.batchSize === null ? 'not seen' : String(r.result.batchSize)))],
       ['step, steady state', ...runs.map((r) => fmt(r.result.stepTime.steadyStateMeanMs, 'ms'))],
-      ['data wait (slowest rank)', ...runs.map((r) => `${fmt(r.result.dataWait.msPerStep, 'ms')} (${fmt(r.result.dataWait.percent, '%')})`)],
-      ['CUDA peak memory', ...runs.map((r) => (r.result.memory.cudaPeakBytes === null ? 'no CUDA' : fmt(r.result.memory.cudaPeakBytes / MiB, 'MiB')))],
-      ['timing', ...runs.map((r) => r.result.ranks[0]?.timing ?? 'n/a')],
+      ['data wait (slowest rank)', ...runs.map((r) => `${fmt(r.result.target.dataWait.msPerStep, 'ms')} (${fmt(r.result.target.dataWait.percent, '%')})`)],
+      ['CUDA peak memory', ...runs.map((r) => (r.result.target.memory.cudaPeakBytes === null ? 'no CUDA' : fmt(r.result.target.memory.cudaPeakBytes / MiB, 'MiB')))],
+      ['timing', ...runs.map((r) => r.result.target.ranks[0]?.timing ?? 'n/a')],
       // An estimate (the probe counts Linear and Conv layers): the method is in the text.
       ['model FLOPs utilisation, of torch.mm measured on the device (estimate)', ...runs.map((r) => scriptMfu(r.result))],
       ['compute floor per step (the step over it)', ...runs.map((r) => floorCell(r.result, (f) => f.compute))],
@@ -121,7 +114,7 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
       ...(runs.some((r) => r.result.energy) ? [`GPU energy: ${SCRIPT_ENERGY_WINDOW}.`, ''] : []),
       phases,
       '',
-      runs[0].result.phaseNote,
+      runs[0].result.target.phaseNote,
       '',
       ...figures.map((f) => figureLink(f.alt, f.name)),
       ...(findings.length ? ['', 'Findings:', '', ...findings] : []),
@@ -142,7 +135,7 @@ interface ScriptBenchmarkAttempt {
 function benchmarkAttempts(input: ReportInput): ScriptBenchmarkAttempt[] {
   const [baseline, ...rest] = benchmarks(input);
   if (!baseline) return [];
-  const sameCommand = (r: ScriptBenchmarkRun) => commandText(r.result.target) === commandText(baseline.result.target);
+  const sameCommand = (r: ScriptBenchmarkRun) => commandText(r.result.target.command) === commandText(baseline.result.target.command);
   return rest.filter(sameCommand).map((run) => {
     const speedup = ratioInterval(
       baseline.result.repetitions.map((x) => x.samplesPerSec),
@@ -156,9 +149,9 @@ function benchmarkAttemptBody(n: number, a: ScriptBenchmarkAttempt, baseline: Sc
   const b = baseline.result;
   const r = a.run.result;
   return [
-    `### Attempt ${n}: ${overridesText(r.overrides)} (${code(a.run.id)})`,
+    `### Attempt ${n}: ${overridesText(r.target.overrides)} (${code(a.run.id)})`,
     '',
-    `**Configuration**: overrides ${overridesText(r.overrides)} against the baseline's ${overridesText(b.overrides)}; applied where the probe reported: ${r.applied.map((x) => `${x.key}=${String(x.value)} (${x.where})`).join(', ') || 'nothing to apply'}.`,
+    `**Configuration**: overrides ${overridesText(r.target.overrides)} against the baseline's ${overridesText(b.target.overrides)}; applied where the probe reported: ${r.target.applied.map((x) => `${x.key}=${String(x.value)} (${x.where})`).join(', ') || 'nothing to apply'}.`,
     '',
     '**Results**:',
     '',
@@ -167,7 +160,7 @@ function benchmarkAttemptBody(n: number, a: ScriptBenchmarkAttempt, baseline: Sc
       [
         ['samples/s, median', fmt(b.samplesPerSec), fmt(r.samplesPerSec)],
         ['samples/s, 95% CI', ci(b.samplesPerSecCi), ci(r.samplesPerSecCi)],
-        ['data wait', fmt(b.dataWait.percent, '%'), fmt(r.dataWait.percent, '%')],
+        ['data wait', fmt(b.target.dataWait.percent, '%'), fmt(r.target.dataWait.percent, '%')],
         ['launches', String(b.repeat), String(r.repeat)],
       ],
     ),
@@ -237,10 +230,10 @@ export function decisionBody(input: ReportInput): string {
   const lines: string[] = [];
   for (const run of input.scripts.filter((r): r is ScriptOptimiseRun => r.kind === 'script-optimise')) lines.push(...wizardDecisionLines(scriptWizardView(run)), '');
   const accepted = benchmarkAttempts(input).filter((a) => a.decision === 'accept').sort((x, y) => y.speedup.median - x.speedup.median)[0];
-  if (accepted) lines.push(`Among the benchmarks, ${code(accepted.run.id)} (${overridesText(accepted.run.result.overrides)}) is the fastest beyond the noise: ${speedupText(accepted.speedup)}.`, '');
+  if (accepted) lines.push(`Among the benchmarks, ${code(accepted.run.id)} (${overridesText(accepted.run.result.target.overrides)}) is the fastest beyond the noise: ${speedupText(accepted.speedup)}.`, '');
   for (const s of input.scripts.filter((r): r is ScriptBatchRun => r.kind === 'script-batch-search')) lines.push(`Batch size (${code(s.id)}): ${s.result.verdict}.`, '');
   const others = benchmarkAttempts(input).filter((a) => a !== accepted);
-  for (const a of others) lines.push(`- ${code(a.run.id)} (${overridesText(a.run.result.overrides)}): ${CONCLUSIONS[a.decision]}`);
+  for (const a of others) lines.push(`- ${code(a.run.id)} (${overridesText(a.run.result.target.overrides)}): ${CONCLUSIONS[a.decision]}`);
   for (const run of input.scripts.filter((r): r is ScriptOptimiseRun => r.kind === 'script-optimise')) {
     for (const t of run.result.trials) lines.push(`- ${t.change.label} (wizard trial ${t.index}): ${trialConclusion(t)}`);
   }
@@ -251,11 +244,11 @@ const FLOOR_NAMES: Record<'compute' | 'copy' | 'data', string> = { compute: 'Com
 
 /** The Physical limits section for scripts: each benchmark's floors beside its step, as the engine's are given. */
 export function scriptLimitsBody(input: ReportInput): string {
-  const measured = benchmarks(input).filter((r) => r.result.floors);
+  const measured = benchmarks(input).filter((r) => r.result.target.floors);
   const lines = measured.flatMap((r) => {
-    const f = r.result.floors!;
+    const f = r.result.target.floors!;
     return [
-      `Measured by the benchmark ${code(r.id)} (${Object.keys(r.result.overrides).length ? overridesText(r.result.overrides) : 'as is'}), per step and rank, from rates the probe measured after the measured steps:`,
+      `Measured by the benchmark ${code(r.id)} (${Object.keys(r.result.target.overrides).length ? overridesText(r.result.target.overrides) : 'as is'}), per step and rank, from rates the probe measured after the measured steps:`,
       '',
       ...floorRows(f).map(({ name: key, limit: l }) => {
         const name = FLOOR_NAMES[key];
@@ -273,15 +266,15 @@ export function scriptLimitsBody(input: ReportInput): string {
 }
 
 /** A floor as a cell: its milliseconds and how far the step is from it, or 'not measured'. */
-function floorCell(r: ScriptBenchmarkResult, pick: (f: NonNullable<ScriptBenchmarkResult['floors']>) => Limit): string {
-  if (!r.floors) return 'not recorded';
-  const l = pick(r.floors);
+function floorCell(r: ScriptBenchmarkResult, pick: (f: NonNullable<ScriptBenchmarkResult['target']['floors']>) => Limit): string {
+  if (!r.target.floors) return 'not recorded';
+  const l = pick(r.target.floors);
   return l.stepMs === null ? 'not measured' : `${fmt(l.stepMs, 'ms')} (${fmt(l.baselineOverFloor)}x)`;
 }
 
 function scriptMfu(r: ScriptBenchmarkResult): string {
   const u = r.utilisation;
-  if (!u) return r.flops ? r.flops.method : 'not counted (recorded before issue 26)';
+  if (!u) return r.target.flops ? r.target.flops.method : 'not counted (recorded before issue 26)';
   const mfu = u.measured?.mfu;
   return mfu === null || mfu === undefined ? (u.problems[0] ?? u.measuredMissing ?? 'n/a') : `${fmt(100 * mfu, '%')} (${fmt(u.achievedGflops)} of ${fmt(u.measured!.gflops)} GFLOP/s)`;
 }

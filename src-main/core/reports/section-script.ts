@@ -57,7 +57,7 @@ function contextBody(input: ReportInput): string {
   const targets = new Map<string, ScriptTarget>();
   for (const r of input.scripts) targets.set(JSON.stringify(targetOf(r)), targetOf(r));
   const targetRows = [...targets.values()].map((t) => [code(commandText(t)), code(t.cwd), Object.entries(t.env).map(([k, v]) => `${k}=${envValue(k, v)}`).join(', ') || 'none']);
-  const ranks = input.scripts.flatMap((r) => (r.kind === 'script-benchmark' ? [r.result.worldSize] : []));
+  const ranks = input.scripts.flatMap((r) => (r.kind === 'script-benchmark' ? [r.result.target.worldSize] : []));
   return [
     '### Your command',
     '',
@@ -112,7 +112,7 @@ function consequencesBody(input: ReportInput): string {
   const caveats = input.scripts.flatMap((r) => {
     const out: string[] = [];
     if ((r.kind === 'script-benchmark' || r.kind === 'script-train') && r.telemetry.length === 0) out.push(`${code(r.id)} recorded no telemetry, so its GPU and CPU load are unknown.`);
-    if (r.kind === 'script-benchmark' && r.result.repetitions.some((x) => x.ended === 'exit')) out.push(`${code(r.id)}: a launch ended on its own before the measured steps were done; its window is shorter.`);
+    if (r.kind === 'script-benchmark' && r.result.repetitions.some((x) => x.target.ended === 'exit')) out.push(`${code(r.id)}: a launch ended on its own before the measured steps were done; its window is shorter.`);
     return out;
   });
   const trains = input.scripts.filter((r) => r.kind === 'script-train');

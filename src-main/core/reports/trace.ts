@@ -3,8 +3,8 @@
 import path from 'node:path';
 
 import { PHASE_NAMES } from '../../api/benchmark';
-import type { TrainingBenchmarkResult } from '../../api/benchmark';
-import { TrainingBenchmarkResultSchema } from '../../api/benchmark';
+import type { EngineBenchmarkResult } from '../../api/benchmark-result';
+import { BenchmarkResultSchema, isEngineBenchmark } from '../../api/benchmark-result';
 import { ApiError } from '../../api/errors';
 import type { RunRecordJson } from '../../api/run-record';
 import type { RunTraceResult, TraceEvent, TraceFile } from '../../api/reports';
@@ -99,8 +99,8 @@ async function forEachEvent(workspace: Workspace, file: string, take: (event: un
   }
 }
 
-async function benchmarkRepetitions(workspace: Workspace, result: TrainingBenchmarkResult, file: string): Promise<Repetition[]> {
-  const perStep = result.batchSize * result.accumulation;
+async function benchmarkRepetitions(workspace: Workspace, result: EngineBenchmarkResult, file: string): Promise<Repetition[]> {
+  const perStep = result.batchSize * result.target.accumulation;
   const builders = new Map(result.repetitions.map((rep) => [rep.repetition, new WindowBuilder(result.warmupSteps, perStep)]));
   await forEachEvent(workspace, file, (line) => {
     const l = line as { type?: string; repetition?: number; event?: unknown };
@@ -212,8 +212,9 @@ export async function traceRun(workspace: Workspace, runId: string): Promise<Run
   let reps: Repetition[];
   let ops: { op: string; share: number }[] | null = null;
   if (record.kind === 'benchmark') {
-    const parsed = TrainingBenchmarkResultSchema.safeParse(record.result);
+    const parsed = BenchmarkResultSchema.safeParse(record.result);
     if (!parsed.success) throw new ApiError('E_DATA', `run ${runId}: its benchmark result does not read (${parsed.error.issues[0]?.message})`);
+    if (!isEngineBenchmark(parsed.data)) throw new ApiError('E_BAD_INPUT', `run ${runId} benchmarks a script: traces are made of the engine's step events, which a script's probe does not record`);
     reps = await benchmarkRepetitions(workspace, parsed.data, events);
   } else if (record.kind === 'train') {
     const parsed = TrainResultSchema.safeParse(record.result);

@@ -1,4 +1,5 @@
-import type { BenchmarkPhases, BenchmarkRepetition, Finding } from '../../api/benchmark';
+import type { BenchmarkPhases, Finding } from '../../api/benchmark';
+import type { BenchmarkRepetition } from '../../api/benchmark-result';
 import { PHASE_NAMES, PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import type { TelemetrySummary } from '../../api/telemetry';
 import type { TrainStepEvent } from '../../api/training';
@@ -96,7 +97,7 @@ export interface BenchmarkAggregate {
  * so means of their means are means over every measured step; samples/s gets a
  * median and a bootstrap interval, because the repetitions are few.
  */
-export function aggregateRepetitions(reps: readonly BenchmarkRepetition[], stepsPerEpoch: number): BenchmarkAggregate {
+export function aggregateRepetitions(reps: readonly Pick<BenchmarkRepetition, 'samplesPerSec' | 'steadyStateMeanMs' | 'wallClockMeanMs' | 'phasesMs' | 'telemetry'>[], stepsPerEpoch: number): BenchmarkAggregate {
   if (reps.length === 0) throw new RangeError('aggregateRepetitions: no repetitions');
   const steady = mean(reps.map((r) => r.steadyStateMeanMs));
   const wall = mean(reps.map((r) => r.wallClockMeanMs));

@@ -6,6 +6,8 @@ export const TRAINING_FLOPS_PER_FORWARD = 3;
 export interface LimitInputs {
   /** Forward FLOPs per sample, from the engine's model spec. */
   flopsPerSample: number;
+  /** Training FLOPs per sample as the engine computes them (its input gradients skipped where nothing needs them); absent: 3x the forward. */
+  trainingFlopsPerSample?: number;
   /** Samples per optimizer step (batch x accumulation). */
   samplesPerStep: number;
   /** Measured matrix-multiply rate on the target's device, and the shape it was measured at; null when not measured. */
@@ -42,7 +44,12 @@ function floor(stepMs: number | null, samplesPerStep: number, baselineStepMs: nu
  */
 export function physicalLimits(x: LimitInputs): Limits {
   const n = x.samplesPerStep;
-  const flopsPerStep = TRAINING_FLOPS_PER_FORWARD * x.flopsPerSample * n;
+  const perSample = x.trainingFlopsPerSample ?? TRAINING_FLOPS_PER_FORWARD * x.flopsPerSample;
+  const flopsPerStep = perSample * n;
+  const counted =
+    x.trainingFlopsPerSample === undefined
+      ? `${TRAINING_FLOPS_PER_FORWARD} x ${fmt(x.flopsPerSample)} forward FLOPs/sample`
+      : `${fmt(x.trainingFlopsPerSample)} training FLOPs/sample (${TRAINING_FLOPS_PER_FORWARD} x ${fmt(x.flopsPerSample)} forward, less the input gradients no layer needs)`;
   const computeMs = x.gemm ? (flopsPerStep / (x.gemm.gflops * 1e9)) * 1000 : null;
   const compute = {
     ...floor(
@@ -50,7 +57,7 @@ export function physicalLimits(x: LimitInputs): Limits {
       n,
       x.baselineStepMs,
       x.gemm
-        ? `${TRAINING_FLOPS_PER_FORWARD} x ${fmt(x.flopsPerSample)} forward FLOPs/sample x ${n} samples = ${fmt(flopsPerStep)} FLOPs per step at ${fmt(x.gemm.gflops)} GFLOP/s (${x.gemm.how}, ${x.gemm.shape}) = ${fmt(computeMs ?? 0)} ms`
+        ? `${counted} x ${n} samples = ${fmt(flopsPerStep)} FLOPs per step at ${fmt(x.gemm.gflops)} GFLOP/s (${x.gemm.how}, ${x.gemm.shape}) = ${fmt(computeMs ?? 0)} ms`
         : `not measured: ${x.gemmMissing}`,
     ),
     flopsPerSample: x.flopsPerSample,

@@ -14,6 +14,8 @@ export interface GemmPeak {
 export interface UtilisationInputs {
   /** Forward FLOPs per sample, from the model's spec. */
   flopsPerSample: number;
+  /** Training FLOPs per sample where they are counted exactly (the engine's); else 3x the forward. */
+  trainingFlopsPerSample?: number;
   samplesPerSec: number;
   peak: GemmPeak | null;
   peakMissing: string;
@@ -32,7 +34,7 @@ const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
  * is given as a problem and its MFU left out, never shown as a result.
  */
 export function utilisationOf(x: UtilisationInputs): Utilisation {
-  const trainingFlopsPerSample = TRAINING_FLOPS_PER_FORWARD * x.flopsPerSample;
+  const trainingFlopsPerSample = x.trainingFlopsPerSample ?? TRAINING_FLOPS_PER_FORWARD * x.flopsPerSample;
   const achievedGflops = (trainingFlopsPerSample * x.samplesPerSec) / 1e9;
   const problems: string[] = [];
   const share = (peakGflops: number, what: string): number | null => {

@@ -1,5 +1,6 @@
 import type { BatchSearchRequest, BatchSearchResult, BatchTrial } from '../../api/batch-size';
-import type { BenchmarkProgress, TrainingBenchmarkRequest, TrainingBenchmarkResult } from '../../api/benchmark';
+import type { BenchmarkProgress, TrainingBenchmarkRequest } from '../../api/benchmark';
+import type { EngineBenchmarkResult, ScriptBenchmarkResult } from '../../api/benchmark-result';
 import type {
   ConditionsRow,
   ConfounderPolicy,
@@ -20,7 +21,6 @@ import type { ScriptTrainRequest, ScriptTrainResult, ScriptProgressEvent } from 
 import type {
   ScriptBatchSearchRequest,
   ScriptBenchmarkRequest,
-  ScriptBenchmarkResult,
   ScriptOptimiseRecord,
   ScriptOptimiseRequest,
   ScriptOptimiseResult,
@@ -72,7 +72,7 @@ export interface BenchmarkPlan<R = unknown> {
   repetition(i: number, run: RunRecord, progress: (p: RepetitionProgress) => void): Promise<R>;
   /** The repetition as the run's events.jsonl records it, and its samples/s for the progress. */
   recorded(rep: R): { event: Record<string, unknown>; samplesPerSec: number };
-  summarize(run: RunRecord, reps: R[]): Promise<TrainingBenchmarkResult | ScriptBenchmarkResult> | TrainingBenchmarkResult | ScriptBenchmarkResult;
+  summarize(run: RunRecord, reps: R[]): Promise<EngineBenchmarkResult | ScriptBenchmarkResult> | EngineBenchmarkResult | ScriptBenchmarkResult;
   /** Ends what the plan held for its repetitions (telemetry samplers). */
   release(): void;
 }

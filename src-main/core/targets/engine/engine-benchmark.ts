@@ -1,7 +1,8 @@
 import path from 'node:path';
 
-import type { BenchmarkRepetition, TrainingBenchmarkRequest, TrainingBenchmarkResult, Utilisation } from '../../../api/benchmark';
-import { TrainingBenchmarkResultSchema } from '../../../api/benchmark';
+import type { TrainingBenchmarkRequest, Utilisation } from '../../../api/benchmark';
+import type { EngineBenchmarkResult, EngineRepetition } from '../../../api/benchmark-result';
+import { BenchmarkResultSchema, isEngineBenchmark } from '../../../api/benchmark-result';
 import { ApiError } from '../../../api/errors';
 import { formatIssues } from '../../../api/format-issues';
 import type { TelemetrySummary } from '../../../api/telemetry';
@@ -25,7 +26,7 @@ import { partId } from '../../../api/ids';
 import type { RunningJob } from '../../jobs/running-jobs';
 import type { BenchmarkPlan, RepetitionProgress } from '../target-runner';
 import { aggregateRepetitions, findings, measuredPhases, mergeTelemetry, withOther } from '../../stats/benchmark-summary';
-import { measureGemmPeak } from './gemm-peak';
+import { gemmPeakAbove } from './gemm-peak';
 import { utilisationOf } from '../../stats/utilisation';
 import { CPU_ENERGY_MISSING, energyPerSample } from '../../telemetry/energy';
 
@@ -55,7 +56,7 @@ export interface PreparedBenchmark {
 
 /** One repetition's result and the step events it recorded (the optimisation wizard compares their losses). */
 export interface MeasuredRepetition {
-  repetition: BenchmarkRepetition;
+  repetition: EngineRepetition;
   steps: TrainStepEvent[];
 }
 
@@ -73,7 +74,7 @@ export class EngineBenchmarks {
   ) {}
 
   /** A benchmark made ready: its data cached and its options checked by the engine, the telemetry samplers started. */
-  async plan(request: TrainingBenchmarkRequest & { jobId: string }, job: RunningJob, options: PrepareOptions): Promise<BenchmarkPlan<BenchmarkRepetition>> {
+  async plan(request: TrainingBenchmarkRequest & { jobId: string }, job: RunningJob, options: PrepareOptions): Promise<BenchmarkPlan<EngineRepetition>> {
     const prepared = await this.prepare(request, options);
     const computeDevice = describeComputeDevice(await this.engine.devices(), request.options.device);
     const samplers = await this.holdTelemetry();
@@ -188,17 +189,20 @@ export class EngineBenchmarks {
       }
       const named = measuredPhases(steps, request.warmupSteps);
       const { phases, exceedsMs } = withOther(named.phases, t.steadyStateMeanMs);
-      const repetition: BenchmarkRepetition = {
+      const repetition: EngineRepetition = {
         repetition: i,
         samplesPerSec: (1000 * prepared.perStep) / t.steadyStateMeanMs,
         steadyStateMeanMs: t.steadyStateMeanMs,
         wallClockMeanMs: t.wallClockMeanMs,
         phasesMs: phases,
-        phaseSteps: named.steps,
         namedPhasesExceedStepMs: exceedsMs,
-        memory: { ...summary.data.memory, device: summary.data.backend?.device ?? summary.data.memory.device },
-        ...(summary.data.processMemory ? { processMemory: summary.data.processMemory } : {}),
         telemetry,
+        target: {
+          kind: 'engine',
+          phaseSteps: named.steps,
+          memory: { ...summary.data.memory, device: summary.data.backend?.device ?? summary.data.memory.device },
+          ...(summary.data.processMemory ? { processMemory: summary.data.processMemory } : {}),
+        },
       };
       return { repetition, steps };
     } finally {
@@ -211,11 +215,11 @@ export class EngineBenchmarks {
     request: TrainingBenchmarkRequest,
     prepared: PreparedBenchmark,
     run: RunRecord,
-    reps: BenchmarkRepetition[],
-  ): Promise<TrainingBenchmarkResult> {
+    reps: EngineRepetition[],
+  ): Promise<EngineBenchmarkResult> {
     const aggregate = aggregateRepetitions(reps, prepared.stepsPerEpoch);
     const last = reps[reps.length - 1];
-    const device = last.memory.device;
+    const device = last.target.memory.device;
     const deviceTotalBytes = await this.deviceMemory(device);
     const o = prepared.options;
     const utilisation = await this.utilisation(request, device, aggregate.samplesPerSecCi.median);
@@ -223,12 +227,8 @@ export class EngineBenchmarks {
       runId: run.id,
       runDir: run.relativeDir,
       title: `${request.spec.family} on ${prepared.data.description}`,
-      data: prepared.data.description,
       device,
-      precision: o.precision,
-      optimizer: o.optimizer.kind,
       batchSize: o.batchSize,
-      accumulation: o.accumulation,
       warmupSteps: request.warmupSteps,
       steps: request.steps,
       repeat: request.repeat,
@@ -239,14 +239,11 @@ export class EngineBenchmarks {
         wallClockMeanMs: aggregate.wallClockMeanMs,
         note: `steadyStateMeanMs: the ${request.steps} measured steps after ${request.warmupSteps} warm-up steps; wallClockMeanMs: every step, warm-up included (mean over ${request.repeat} repetitions)`,
       },
-      stepsPerEpoch: prepared.stepsPerEpoch,
-      predictedEpochSeconds: aggregate.predictedEpochSeconds,
       phasesMs: aggregate.phasesMs,
       phasesPercent: aggregate.phasesPercent,
       namedPhasesExceedStepMs: aggregate.namedPhasesExceedStepMs,
-      memory: { predicted: last.memory.predicted, measured: last.memory.measured, device, deviceTotalBytes },
       telemetry: aggregate.telemetry,
-      findings: findings({ aggregate, device, repeat: request.repeat, measuredBytes: last.memory.measured.total, deviceTotalBytes }),
+      findings: findings({ aggregate, device, repeat: request.repeat, measuredBytes: last.target.memory.measured.total, deviceTotalBytes }),
       utilisation,
       ...(({ energy, missing }) => ({ energy, energyMissing: missing }))(
         device.startsWith('cuda')
@@ -254,17 +251,30 @@ export class EngineBenchmarks {
           : { energy: null, missing: CPU_ENERGY_MISSING },
       ),
       repetitions: reps,
+      target: {
+        kind: 'engine',
+        data: prepared.data.description,
+        precision: o.precision,
+        optimizer: o.optimizer.kind,
+        accumulation: o.accumulation,
+        stepsPerEpoch: prepared.stepsPerEpoch,
+        predictedEpochSeconds: aggregate.predictedEpochSeconds,
+        memory: { predicted: last.target.memory.predicted, measured: last.target.memory.measured, device, deviceTotalBytes },
+      },
     };
-    const parsed = TrainingBenchmarkResultSchema.safeParse(result);
+    const parsed = BenchmarkResultSchema.safeParse(result);
     if (!parsed.success) throw new ApiError('E_INTERNAL', `the benchmark result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
+    if (!isEngineBenchmark(parsed.data)) throw new ApiError('E_INTERNAL', 'the engine benchmark made a result of another target');
     return parsed.data;
   }
 
   /** MFU of the benchmark's median samples/s against the GEMM peak measured now on its device, and its datasheet's. */
   private async utilisation(request: TrainingBenchmarkRequest, device: string, samplesPerSec: number): Promise<Utilisation> {
     const o = request.options;
-    const [info, devices, { peak, missing }] = [await this.engine.modelInfo(request.spec), await this.engine.devices(), await measureGemmPeak(this.engine, device, o.precision, o.threads)];
-    return utilisationOf({ flopsPerSample: info.flopsPerSample, samplesPerSec, peak, peakMissing: missing, deviceName: describeComputeDevice(devices, device).name, cuda: device.startsWith('cuda'), precision: o.precision });
+    const [info, devices] = [await this.engine.modelInfo(request.spec), await this.engine.devices()];
+    const achievedGflops = (info.trainingFlopsPerSample * samplesPerSec) / 1e9;
+    const { peak, missing } = await gemmPeakAbove(this.engine, device, o.precision, o.threads, achievedGflops);
+    return utilisationOf({ flopsPerSample: info.flopsPerSample, trainingFlopsPerSample: info.trainingFlopsPerSample, samplesPerSec, peak, peakMissing: missing, deviceName: describeComputeDevice(devices, device).name, cuda: device.startsWith('cuda'), precision: o.precision });
   }
 
   /** Total memory of a CUDA device ('cuda:N'), for the headroom finding; null on the CPU. */

@@ -381,11 +381,11 @@ class Session implements WizardSession<OptimiseConfig, EngineRepetition> {
       stepMs: aggregate.steadyStateMeanMs,
       phasesMs: aggregate.phasesMs,
       phasesPercent: aggregate.phasesPercent,
-      device: last.memory.device,
+      device: last.target.memory.device,
       cpuMean: aggregate.telemetry.cpuMean,
       gpuUtilizationMean: aggregate.telemetry.gpuUtilizationMean,
-      memoryBytes: last.memory.measured.total,
-      deviceTotalBytes: await this.service.parts.benchmarks.deviceMemory(last.memory.device),
+      memoryBytes: last.target.memory.measured.total,
+      deviceTotalBytes: await this.service.parts.benchmarks.deviceMemory(last.target.memory.device),
       meanLoss: losses.length ? medianInterval(losses).median : null,
     };
   }

@@ -8,7 +8,9 @@ const CPU_GEMM = 512;
 const CUDA_GEMM = 4096;
 const EMULATED_GEMM = 64;
 const GEMM_REPS = 5;
-
+/** How long the CPU peak is looked for at least, and at most how many rounds (a fast CPU's round takes milliseconds). */
+const CPU_PEAK_SECONDS = 1;
+const CPU_MAX_ROUNDS = 40;
 
 /**
  * Measures the engine's best matrix-multiply rate on the target's device, in the precision it trains in (on CUDA
@@ -32,10 +34,38 @@ export async function measureGemmPeak(engine: EngineClient, device: string, prec
   }
   const n = CPU_GEMM;
   let missing = '';
-  const r = await engine.benchGemm(n, n, n, GEMM_REPS, threads).catch((err: Error) => {
-    missing = `the CPU GEMM benchmark failed: ${err.message}`;
-    return null;
-  });
-  if (!r) return { peak: null, missing };
-  return { peak: { gflops: (2 * n * n * n) / r.seconds / 1e9, shape: `${n}^3 fp32`, how: `the engine's ${r.kernel} kernel on ${r.threads} thread${r.threads === 1 ? '' : 's'}, best of ${GEMM_REPS}` }, missing: '' };
+  // A peak is the best the device does: rounds of GEMM_REPS until CPU_PEAK_SECONDS have passed, so a moment when
+  // another process held a core (a neighbour's burst) is outlasted rather than taken for the device's rate.
+  let best: Awaited<ReturnType<EngineClient['benchGemm']>> | null = null;
+  let rounds = 0;
+  const started = Date.now();
+  do {
+    const r = await engine.benchGemm(n, n, n, GEMM_REPS, threads).catch((err: Error) => {
+      missing = `the CPU GEMM benchmark failed: ${err.message}`;
+      return null;
+    });
+    if (!r) break;
+    rounds++;
+    if (!best || r.seconds < best.seconds) best = r;
+  } while (Date.now() - started < CPU_PEAK_SECONDS * 1000 && rounds < CPU_MAX_ROUNDS);
+  if (!best) return { peak: null, missing };
+  const how = `the engine's ${best.kernel} kernel on ${best.threads} thread${best.threads === 1 ? '' : 's'}, best of ${rounds * GEMM_REPS}`;
+  return { peak: { gflops: (2 * n * n * n) / best.seconds / 1e9, shape: `${n}^3 fp32`, how }, missing: '' };
+}
+
+/** Measurements more when the peak came out below what training achieved. */
+const PEAK_RETRIES = 3;
+
+/**
+ * The peak, measured again (up to PEAK_RETRIES times, the best kept) while it is below `achievedGflops`, the rate
+ * training just reached on the same device: a peak under the achieved rate was measured while something else held
+ * the device. One still below after that is reported as it is, and the MFU says it is impossible.
+ */
+export async function gemmPeakAbove(engine: EngineClient, device: string, precision: 'fp32' | 'bf16' | 'fp16', threads: number, achievedGflops: number): Promise<{ peak: GemmPeak | null; missing: string }> {
+  let got = await measureGemmPeak(engine, device, precision, threads);
+  for (let i = 0; i < PEAK_RETRIES && got.peak && got.peak.gflops < achievedGflops; i++) {
+    const again = await measureGemmPeak(engine, device, precision, threads);
+    if (again.peak && again.peak.gflops > got.peak.gflops) got = again;
+  }
+  return got;
 }

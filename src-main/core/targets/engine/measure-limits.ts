@@ -2,7 +2,7 @@ import type { Limits, OptimiseConfig } from '../../../api/optimise';
 import type { ModelSpec } from '../../../api/model-spec';
 import type { EngineClient } from '../../../engine/engine-client';
 import type { PreparedBenchmark } from './engine-benchmark';
-import { measureGemmPeak } from './gemm-peak';
+import { gemmPeakAbove } from './gemm-peak';
 import { physicalLimits } from '../../stats/limits';
 
 /** Copies timed per measurement: the best of ten, after a warm-up, takes milliseconds for a batch. */
@@ -30,13 +30,16 @@ async function measureCopyRate(engine: EngineClient, device: string, microBatchB
  */
 export async function measureLimits(engine: EngineClient, spec: ModelSpec, config: OptimiseConfig, prepared: PreparedBenchmark, baselineStepMs: number, device: string): Promise<Limits> {
   const info = await engine.modelInfo(spec);
-  const { peak: gemm, missing: gemmMissing } = await measureGemmPeak(engine, device, config.options.precision, config.options.threads);
+  // The baseline's own arithmetic rate: a peak measured below it was measured while something else held the device.
+  const achievedGflops = (info.trainingFlopsPerSample * prepared.perStep) / baselineStepMs / 1e6;
+  const { peak: gemm, missing: gemmMissing } = await gemmPeakAbove(engine, device, config.options.precision, config.options.threads, achievedGflops);
   const read = await engine.sequentialRead(prepared.readFiles).catch(() => null);
   const readWhat = config.readFrom === 'source' ? `the source files (${prepared.readFiles.length})` : `the cache's ${prepared.readFiles.length} shard(s)`;
   const bytesPerSample = prepared.manifest.fields.reduce((s, f) => s + f.recordBytes, 0);
   const copy = await measureCopyRate(engine, device, bytesPerSample * config.options.batchSize);
   return physicalLimits({
     flopsPerSample: info.flopsPerSample,
+    trainingFlopsPerSample: info.trainingFlopsPerSample,
     samplesPerStep: prepared.perStep,
     gemm,
     gemmMissing,

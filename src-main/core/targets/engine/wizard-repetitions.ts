@@ -81,7 +81,7 @@ export class EngineRepetitions implements WizardTarget<OptimiseConfig, EngineRep
     const n = ++this.count;
     const measured = await this.benchmarks.repetition(n, prepared, this.run, this.job, `${this.run.id}-r${n}`);
     const r = measured.repetition;
-    const energy = repetitionEnergy(r.telemetry, r.samplesPerSec, r.memory.device ?? config.options.device);
+    const energy = repetitionEnergy(r.telemetry, r.samplesPerSec, r.target.memory.device ?? config.options.device);
     return { samplesPerSec: r.samplesPerSec, loss: meanLoss(measured.steps), conditions: r.telemetry.conditions ?? null, ...energy, measured };
   }
 

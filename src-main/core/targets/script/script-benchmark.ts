@@ -3,8 +3,10 @@ import path from 'node:path';
 import type { Finding } from '../../../api/benchmark';
 import { ApiError } from '../../../api/errors';
 import { formatIssues } from '../../../api/format-issues';
-import type { ScriptBenchmarkRequest, ScriptBenchmarkResult, ScriptFlops, ScriptRepetition, ScriptTarget } from '../../../api/script-target';
-import { ScriptBenchmarkResultSchema } from '../../../api/script-target';
+import type { ScriptBenchmarkRequest, ScriptFlops, ScriptTarget } from '../../../api/script-target';
+import type { ScriptBenchmarkDetail, ScriptBenchmarkResult, ScriptRepetition } from '../../../api/benchmark-result';
+import { BenchmarkResultSchema, isScriptBenchmark } from '../../../api/benchmark-result';
+import type { Utilisation } from '../../../api/benchmark';
 import type { GemmPeak } from '../../stats/utilisation';
 import { utilisationOf } from '../../stats/utilisation';
 import type { BenchmarkAggregate } from '../../stats/benchmark-summary';
@@ -28,7 +30,7 @@ import { launchMeasured } from '../../script/measured-launch';
 interface Launch {
   rep: ScriptRepetition;
   ranks: RankSummary[];
-  applied: ScriptBenchmarkResult['applied'];
+  applied: ScriptBenchmarkDetail['applied'];
   /** Rank 0's count of the model's forward FLOPs per sample, and torch's matmul rate after its measured steps. */
   flops: ScriptFlops | null;
   peak: ScriptPeak | null;
@@ -155,7 +157,7 @@ export class ScriptBenchmarks {
         throw new ApiError('E_SCRIPT', `launch ${i}: the script ended after ${seen} optimizer step(s), all of them warm-up (${request.warmupSteps}): lower the warm-up steps or let it train longer`);
       }
       const combined = combineRanks(ranks);
-      const ended: ScriptRepetition['ended'] = record.connections.every((c) => c.messages.some((m) => m.type === 'done' && m.reason === 'steps')) ? 'steps' : 'exit';
+      const ended: ScriptRepetition['target']['ended'] = record.connections.every((c) => c.messages.some((m) => m.type === 'done' && m.reason === 'steps')) ? 'steps' : 'exit';
       const applied = record.connections.flatMap((c) =>
         c.messages.flatMap((m) => (m.type === 'applied' ? [{ key: m.key, value: m.value, where: m.where, rank: c.hello.rank }] : [])),
       );
@@ -166,12 +168,8 @@ export class ScriptBenchmarks {
         wallClockMeanMs: combined.wallClockMeanMs,
         phasesMs: combined.phasesMs,
         namedPhasesExceedStepMs: combined.namedPhasesExceedStepMs,
-        ranks: ranks.map((r) => r.rank).sort((a, b) => a.rank - b.rank),
-        ended,
-        exitCode: record.outcome.exitCode,
-        seconds: record.seconds,
         telemetry,
-        processTree,
+        target: { kind: 'script', ranks: ranks.map((r) => r.rank).sort((a, b) => a.rank - b.rank), ended, exitCode: record.outcome.exitCode, seconds: record.seconds, processTree },
       };
       const rank0 = (record.connections.find((c) => c.hello.rank === 0) ?? record.connections[0])?.messages ?? [];
       const counted = rank0.find((m) => m.type === 'flops');
@@ -195,9 +193,9 @@ export class ScriptBenchmarks {
     for (const k of Object.keys(named) as (keyof typeof named)[]) named[k] = mean(r.map((x) => x.phasesMs[k]));
     const { phases, exceedsMs } = withOther(named, steady);
     const last = reps[reps.length - 1];
-    const lastRanks = last.rep.ranks;
+    const lastRanks = last.rep.target.ranks;
     const slowest = combineRanks(last.ranks).slowestDataWait;
-    const measuredSteps = Math.min(...r.flatMap((x) => x.ranks.map((k) => k.measuredSteps)));
+    const measuredSteps = Math.min(...r.flatMap((x) => x.target.ranks.map((k) => k.measuredSteps)));
     const first = lastRanks[0];
     const aggregate: BenchmarkAggregate = {
       samplesPerSecCi: medianInterval(r.map((x) => x.samplesPerSec)),
@@ -222,19 +220,16 @@ export class ScriptBenchmarks {
         measurement: { name: 'steps', value: measuredSteps, unit: 'steps' },
       });
     }
+    const { flops, utilisation } = scriptUtilisation(reps, aggregate.samplesPerSecCi.median, device, aggregate.telemetry.gpu);
     const result = {
       runId: run.id,
       runDir: run.relativeDir,
       title: commandText(request.target),
-      target: request.target,
-      overrides: request.overrides,
-      applied: last.applied,
       device,
       batchSize: first.batchSize,
       warmupSteps: request.warmupSteps,
       steps: measuredSteps,
       repeat: request.repeat,
-      worldSize: lastRanks.length,
       samplesPerSec: aggregate.samplesPerSecCi.median,
       samplesPerSecCi: aggregate.samplesPerSecCi,
       stepTime: {
@@ -245,26 +240,35 @@ export class ScriptBenchmarks {
       phasesMs: phases,
       phasesPercent: aggregate.phasesPercent,
       namedPhasesExceedStepMs: exceedsMs,
-      phaseNote: `data: time blocked in the DataLoader's next(); forward and loss: outermost module calls (loss modules apart); backward: autograd.backward; optimizer: step(); timed with ${first.timing === 'cuda-events' ? 'CUDA events on the current stream' : 'the host clock'}. Host-to-device copies are not separated: they are in 'other'.`,
-      dataWait: slowest,
-      ranks: lastRanks,
-      memory: {
-        device,
-        cudaPeakBytes: lastRanks.some((k) => k.cudaPeakBytes !== null) ? peak : null,
-        cudaTotalBytes: first.cudaTotalBytes,
-        hostPeakRssBytes: Math.max(0, ...lastRanks.map((k) => k.hostPeakRssBytes ?? 0)) || null,
-      },
       telemetry: aggregate.telemetry,
       findings: found,
       repetitions: r,
-      ...scriptUtilisation(reps, aggregate.samplesPerSecCi.median, device, aggregate.telemetry.gpu),
-      floors: floorsOf(reps, steady, first.batchSize, device),
+      ...(utilisation ? { utilisation } : {}),
       ...(({ energy, missing }) => ({ energy, energyMissing: missing }))(
         device.startsWith('cuda') ? energyPerSample(aggregate.telemetry, aggregate.samplesPerSecCi.median) : { energy: null, missing: CPU_ENERGY_MISSING },
       ),
+      target: {
+        kind: 'script',
+        command: request.target,
+        overrides: request.overrides,
+        applied: last.applied,
+        worldSize: lastRanks.length,
+        phaseNote: `data: time blocked in the DataLoader's next(); forward and loss: outermost module calls (loss modules apart); backward: autograd.backward; optimizer: step(); timed with ${first.timing === 'cuda-events' ? 'CUDA events on the current stream' : 'the host clock'}. Host-to-device copies are not separated: they are in 'other'.`,
+        dataWait: slowest,
+        ranks: lastRanks,
+        memory: {
+          device,
+          cudaPeakBytes: lastRanks.some((k) => k.cudaPeakBytes !== null) ? peak : null,
+          cudaTotalBytes: first.cudaTotalBytes,
+          hostPeakRssBytes: Math.max(0, ...lastRanks.map((k) => k.hostPeakRssBytes ?? 0)) || null,
+        },
+        flops,
+        floors: floorsOf(reps, steady, first.batchSize, device),
+      },
     };
-    const parsed = ScriptBenchmarkResultSchema.safeParse(result);
+    const parsed = BenchmarkResultSchema.safeParse(result);
     if (!parsed.success) throw new ApiError('E_INTERNAL', `the script benchmark result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
+    if (!isScriptBenchmark(parsed.data)) throw new ApiError('E_INTERNAL', 'the script benchmark made a result of another target');
     return parsed.data;
   }
 }
@@ -274,7 +278,7 @@ export class ScriptBenchmarks {
  * (an estimate), three times for training, against torch's own best matmul rate on the device, measured in the
  * launches after their measured steps (the best of them), and the datasheet's for a GPU in the table.
  */
-export function scriptUtilisation(reps: readonly Pick<Launch, 'flops' | 'peak'>[], samplesPerSec: number, device: string, gpuName: string): Pick<ScriptBenchmarkResult, 'flops' | 'utilisation'> {
+export function scriptUtilisation(reps: readonly Pick<Launch, 'flops' | 'peak'>[], samplesPerSec: number, device: string, gpuName: string): { flops: ScriptFlops | null; utilisation?: Utilisation } {
   const flops = reps.find((x) => x.flops)?.flops ?? null;
   if (!flops) return { flops: null };
   if (flops.forwardPerSample === null || flops.forwardPerSample === 0) return { flops };
