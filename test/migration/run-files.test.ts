@@ -500,4 +500,11 @@ describe('reports and traces', () => {
     expect([slices(bench.trace, 'forward'), slices(bench.trace, 'step 10')]).toEqual([30, 3]);
     expect([slices(train.trace, 'forward'), slices(train.trace, 'step 42')]).toEqual([42, 1]);
   });
+
+  it("refuses to trace the script benchmark in words: a script's probe records no engine step events", async () => {
+    await expect(traceRun(ws, RUNS.scriptBenchmark.id)).rejects.toMatchObject({
+      code: 'E_BAD_INPUT',
+      message: `run ${RUNS.scriptBenchmark.id} benchmarks a script: traces are made of the engine's step events, which a script's probe does not record`,
+    });
+  });
 });
