@@ -468,10 +468,16 @@ export const useOptimiseStore = defineStore('optimise', () => {
   });
 
   /** Re-reads the shown wizard's saved state; a read for a wizard no longer shown is dropped. */
+  /** Reads of the saved state, numbered: a progress event and the watch's poll may read at once, and an older read
+   * answering last must not put a state back (a wizard seen cancelled shown running again). */
+  let stateReads = 0;
+  let stateApplied = 0;
   async function loadState(id: string): Promise<void> {
+    const read = ++stateReads;
     try {
       const s = await engineState(id);
-      if (jobId.value !== id) return;
+      if (jobId.value !== id || read < stateApplied) return;
+      stateApplied = read;
       state.value = s;
       trials.value = mergeTrials(s.trials, trials.value);
     } catch (err) {
