@@ -88,7 +88,7 @@ export const ModelInfoSchema = z.object({
   params: z.number().int(),
   /** Forward FLOPs per sample (2 per multiply-add, plus elementwise work). */
   flopsPerSample: z.number(),
-  /** Training FLOPs per sample as the engine computes them: 3x the forward, less the input gradients it skips (a first layer's). */
+  /** Training FLOPs a step must do per sample: 3x the forward over the conv taps inside the input, less the input gradients nothing needs (a first layer's). */
   trainingFlopsPerSample: z.number(),
   input: z.array(z.number().int()),
   layers: z.array(z.object({ name: z.string(), kind: z.string(), shape: z.array(z.number().int()) })),

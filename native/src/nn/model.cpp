@@ -281,14 +281,36 @@ double Model::flops_per_sample() const {
   return flops;
 }
 
+namespace {
+// Kernel taps of a convolution that land inside the input, over all output pixels: the multiply-adds a
+// convolution must do (a tap in the padding multiplies a zero; the input gradient's kernel skips those taps).
+double conv_valid_taps(const ConvGeom& g) {
+  const auto along = [](int in, int out, int k, int stride, int pad) {
+    double taps = 0;
+    for (int o = 0; o < out; ++o)
+      for (int t = 0; t < k; ++t) {
+        const int i = o * stride - pad + t;
+        taps += (i >= 0 && i < in) ? 1 : 0;
+      }
+    return taps;
+  };
+  return along(g.H, g.OH(), g.KH, g.stride, g.pad) * along(g.W, g.OW(), g.KW, g.stride, g.pad);
+}
+}  // namespace
+
 double Model::training_flops_per_sample() const {
-  double skipped = 0;
+  // Three forward passes' worth, each convolution's counted over the taps inside its input only, less the input
+  // gradients backward() never computes.
+  double flops = 3.0 * flops_per_sample();
   for (const Node& n : nodes_) {
-    if ((n.kind != NodeKind::Conv && n.kind != NodeKind::Linear) || nodes_[n.inputs[0]].needs_grad) continue;
+    if (n.kind != NodeKind::Conv && n.kind != NodeKind::Linear) continue;
     const double out = static_cast<double>(n.dims.size());
-    skipped += n.kind == NodeKind::Conv ? 2.0 * out * n.geom.C * n.geom.KH * n.geom.KW : 2.0 * out * nodes_[n.inputs[0]].dims.size();
+    const double counted = n.kind == NodeKind::Conv ? 2.0 * out * n.geom.C * n.geom.KH * n.geom.KW : 2.0 * out * nodes_[n.inputs[0]].dims.size();
+    const double needed = n.kind == NodeKind::Conv ? 2.0 * n.geom.O * n.geom.C * conv_valid_taps(n.geom) : counted;
+    flops -= 3.0 * (counted - needed);
+    if (!nodes_[n.inputs[0]].needs_grad) flops -= needed;
   }
-  return 3.0 * flops_per_sample() - skipped;
+  return flops;
 }
 
 void Model::forward(const float* x, int B, bool train, Rng* rng, ThreadPool* pool) {

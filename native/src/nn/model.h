@@ -86,9 +86,10 @@ class Model {
   Dims input_dims() const { return nodes_[0].dims; }
   // Forward FLOPs per sample: 2 per multiply-add in convs and linears, plus elementwise work.
   double flops_per_sample() const;
-  // Arithmetic of one training step per sample: three forward passes' worth (the forward, the input gradients, the
-  // weight gradients), less the input gradients backward() never computes (a convolution or linear layer reading an
-  // input without a gradient, such as the data). The MFU's numerator: counted as the engine computes it.
+  // Arithmetic one training step must do per sample (the MFU's numerator, the compute floor's work): three forward
+  // passes' worth (the forward, the input gradients, the weight gradients), convolutions counted
+  // over the kernel taps inside their input (a padding tap multiplies a zero), less the input gradients backward()
+  // never computes (a layer reading an input without a gradient, such as the data).
   double training_flops_per_sample() const;
 
   // x is (B, input size) in float. Dropout draws from rng in training.

@@ -6,7 +6,7 @@ export const TRAINING_FLOPS_PER_FORWARD = 3;
 export interface LimitInputs {
   /** Forward FLOPs per sample, from the engine's model spec. */
   flopsPerSample: number;
-  /** Training FLOPs per sample as the engine computes them (its input gradients skipped where nothing needs them); absent: 3x the forward. */
+  /** Training FLOPs a step must do per sample (padding taps and input gradients nothing needs left out); absent: 3x the forward. */
   trainingFlopsPerSample?: number;
   /** Samples per optimizer step (batch x accumulation). */
   samplesPerStep: number;
@@ -49,7 +49,7 @@ export function physicalLimits(x: LimitInputs): Limits {
   const counted =
     x.trainingFlopsPerSample === undefined
       ? `${TRAINING_FLOPS_PER_FORWARD} x ${fmt(x.flopsPerSample)} forward FLOPs/sample`
-      : `${fmt(x.trainingFlopsPerSample)} training FLOPs/sample (${TRAINING_FLOPS_PER_FORWARD} x ${fmt(x.flopsPerSample)} forward, less the input gradients no layer needs)`;
+      : `${fmt(x.trainingFlopsPerSample)} training FLOPs/sample (${TRAINING_FLOPS_PER_FORWARD} x ${fmt(x.flopsPerSample)} forward, less padding taps and the input gradients nothing needs)`;
   const computeMs = x.gemm ? (flopsPerStep / (x.gemm.gflops * 1e9)) * 1000 : null;
   const compute = {
     ...floor(

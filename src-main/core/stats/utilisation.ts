@@ -14,7 +14,7 @@ export interface GemmPeak {
 export interface UtilisationInputs {
   /** Forward FLOPs per sample, from the model's spec. */
   flopsPerSample: number;
-  /** Training FLOPs per sample where they are counted exactly (the engine's); else 3x the forward. */
+  /** Training FLOPs a step must do per sample where the model says (the engine's); else 3x the forward. */
   trainingFlopsPerSample?: number;
   samplesPerSec: number;
   peak: GemmPeak | null;
