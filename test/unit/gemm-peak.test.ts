@@ -30,7 +30,7 @@ describe('the CPU GEMM peak', () => {
   });
 
   it('measures again while the peak is below the rate training achieved, keeping the best', async () => {
-    // Each measurement is one round here (a fast engine would run 40 rounds a second: the stub's rounds take 1.1 s).
+    // Each measurement is one round here (a fast engine would run 40 rounds a second: this engine's rounds take 1.1 s).
     const { engine } = engineTiming([1.0, 0.5, 0.25], 1100);
     const { peak } = await gemmPeakAbove(engine, 'cpu', 'fp32', 2, gflops(0.3));
     expect(peak!.gflops).toBeCloseTo(gflops(0.25), 6);
