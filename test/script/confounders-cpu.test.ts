@@ -29,11 +29,13 @@ function hog(): ChildProcess[] {
 describe('the script wizard beside a CPU hog during one launch', () => {
   it('sees the other load on that side, measures the pair again, and decides on clean pairs', async () => {
     // Baseline: launches 1-2. Trial 1: best 3, candidate 4 (hogged) -> measured again as 5/6; pair 2: 7/8.
+    // 100 steps: a window is the measured steps only (ADR 0037), and CPU load is read over 0.5 s or
+    // more; 100 steps of 32 one-millisecond items last 0.8 s even shared among 4 loader workers.
     let hogs: ChildProcess[] = [];
     const follow = followLaunches(signals.dir, [4], () => (hogs = hog()), () => hogs.forEach((h) => h.kill('SIGKILL')));
     const { code, stdout, stderr } = await runCli(
       [
-        'optimise', '--json', '--repeat', '2', '--steps', '30', '--warmup-steps', '3', '--max-trials', '1', '--only', 'dataloader.num_workers',
+        'optimise', '--json', '--repeat', '2', '--steps', '100', '--warmup-steps', '3', '--max-trials', '1', '--only', 'dataloader.num_workers',
         '--workspace', ws.dir,
         '--env', `TB_LAUNCH_COUNTER=${path.join(signals.dir, 'count')}`, '--env', `TB_SIGNAL_DIR=${signals.dir}`, '--env', 'TB_SIGNAL_LAUNCHES=4',
         '--', PYTHON, path.join(SCRIPTS, 'signal_launches.py'),
