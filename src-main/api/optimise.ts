@@ -136,6 +136,11 @@ export const OptimiseTrialSchema = z.object({
   /** Relative difference of the mean loss over the measured steps, candidate vs best; null when not measured. */
   lossDelta: z.number().nullable(),
   kept: z.boolean(),
+  /**
+   * An inconclusive trial whose interval lay wholly above (faster) or below (slower) 1 but covered less than
+   * the 90% a decision needs (few pairs): shown as "leaning faster, 75%". Absent otherwise.
+   */
+  lean: z.enum(['faster', 'slower']).optional(),
   seconds: z.number(),
   /** The engine's words for a crash or an OOM. */
   error: z.string().nullable(),
@@ -230,6 +235,8 @@ export const WizardFinalSchema = z.object({
   /** Final over baseline, measured A/B/A/B at the end (1 when nothing was kept). */
   speedup: IntervalSchema,
   samplesPerSec: IntervalSchema,
+  /** The baseline as re-measured in that final comparison (absent when nothing was kept, and in older runs). */
+  baselineSamplesPerSec: IntervalSchema.optional(),
   /** In words, honest when noise makes the measured speedup small or below 1. */
   verdict: z.string(),
   /** Recipe changes that beat the noise but were not kept (allowRecipeChanges off). */

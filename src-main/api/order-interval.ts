@@ -31,3 +31,25 @@ export function orderIntervalCoverage(n: number, confidence = 0.95): number {
 export function ciLevel(coverage: number): string {
   return coverage >= 0.95 ? '95%' : `${(100 * coverage).toFixed(1)}%`;
 }
+
+/**
+ * Below this coverage a paired interval only leans (issue 38): no change is kept or rejected on it, and the
+ * label says "leaning faster, 75%". Five pairs are the fewest that reach it (93.75%); four cover 87.5%.
+ */
+export const DECIDING_COVERAGE = 0.9;
+
+/** The fewest pairs whose interval reaches DECIDING_COVERAGE. */
+export function pairsToDecide(): number {
+  let n = 1;
+  while (orderIntervalCoverage(n) < DECIDING_COVERAGE) n++;
+  return n;
+}
+
+/** What `pairs` A/B pairs per trial allow, in words, said before a wizard starts (the form, the CLI). */
+export function pairsAllow(pairs: number): string {
+  const level = ciLevel(orderIntervalCoverage(pairs));
+  const n = pairsToDecide();
+  return orderIntervalCoverage(pairs) >= DECIDING_COVERAGE
+    ? `${pairs} pairs a trial: each speedup's interval covers ${level}, enough to keep or reject a change`
+    : `${pairs} pair${pairs === 1 ? '' : 's'} a trial: each speedup's interval covers only ${level}, so trials can lean faster or slower but keep or reject nothing; ${n} or more decide`;
+}

@@ -1,10 +1,12 @@
 import { Command, InvalidArgumentError } from 'commander';
 
 import { ApiError } from '../api/errors';
+import { trialDecisionWords } from '../api/charts/optimise-charts';
 import { formatIssues } from '../api/format-issues';
 import { newJobId } from '../api/ids';
 import type { ConfounderPolicy, OptimiseRequest, OptimiseResult, WizardObjective } from '../api/optimise';
 import { ConfounderPolicySchema, OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema, WizardObjectiveSchema } from '../api/optimise';
+import { pairsToDecide } from '../api/order-interval';
 import type { ScriptOptimiseRequest, ScriptOptimiseResult, ScriptOverrides } from '../api/script-target';
 import { SCRIPT_OVERRIDE_KEYS, ScriptOptimiseRequestSchema } from '../api/script-target';
 import type { WizardOptions } from '../core/optimise/optimise-service';
@@ -13,7 +15,7 @@ import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
-import { formatOptimise, formatScriptOptimise, progressLine } from './optimise-format';
+import { formatOptimise, formatScriptOptimise, progressLine, repeatNote } from './optimise-format';
 import { reportWrittenLines } from './report-written';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, parseBytes, ratioArg, secondsRangeArg } from './train-inputs';
@@ -123,6 +125,7 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
   try {
     if (request) {
       await warnIfEmulated(services, request.target.options.device);
+      sayRepeat(request.repeat, flags);
       await runEngineWizard(services, request.jobId!, false, (options) => services.optimise.start(request, options), flags);
       return;
     }
@@ -146,10 +149,16 @@ async function optimiseScript(command: string[], flags: OptimiseScriptFlags): Pr
   const request = newScriptRequest(command, flags);
   const services = await createServices({ workspaceDir: flags.workspace });
   try {
+    sayRepeat(request.repeat, flags);
     await runScriptWizard(services, (options) => services.optimise.start(request, options), flags);
   } finally {
     await services.dispose();
   }
+}
+
+/** Before a start with fewer pairs than a decision needs: the trials will only lean, said before the minutes are spent. */
+function sayRepeat(repeat: number, flags: OutputFlags): void {
+  if (flags.progress && repeat < pairsToDecide()) process.stderr.write(`${repeatNote(repeat)}\n`);
 }
 
 /** The engine's wizard, new or resumed, with a progress bar on stderr. */
@@ -213,7 +222,7 @@ async function runScriptWizard(services: Services, run: (options: WizardOptions)
       onStart: (id) => (jobId = id),
       onProgress: (p) => {
         if (!flags.progress || flags.json) return;
-        if (p.finishedTrial) process.stderr.write(`trial ${p.finishedTrial.index}: ${p.finishedTrial.change.label} -> ${p.finishedTrial.decision}\n`);
+        if (p.finishedTrial) process.stderr.write(`trial ${p.finishedTrial.index}: ${p.finishedTrial.change.label} -> ${trialDecisionWords(p.finishedTrial)}\n`);
         else if (p.phase !== 'done') process.stderr.write(`${p.phase}${p.label ? ` (${p.label})` : ''}: ${p.repetition} of ${p.repetitions}\n`);
       },
     });

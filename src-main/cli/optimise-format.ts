@@ -1,6 +1,9 @@
 import { conditionsSummary } from '../api/confounders';
-import { trialCiLevel } from '../api/charts/optimise-charts';
+import { trialCiLevel, trialDecisionWords } from '../api/charts/optimise-charts';
 import type { OptimiseProgress, OptimiseResult, OptimiseTrial } from '../api/optimise';
+import { pairsAllow } from '../api/order-interval';
+import { finalFigures } from '../api/paired-figures';
+import type { WizardResult } from '../api/optimise';
 import { overrideCode } from '../api/script-override-code';
 import type { ScriptOptimiseResult } from '../api/script-target';
 import { compileText, lossCheckText } from '../api/script-trial-words';
@@ -24,7 +27,7 @@ export function progressLine(p: OptimiseProgress): string {
   const filled = Math.round(frac * width);
   const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
   const eta = `elapsed ${duration(p.elapsedSeconds)}, ETA ${duration(p.etaSeconds)}`;
-  if (p.finishedTrial) return `trial ${p.finishedTrial.index}: ${p.finishedTrial.change.label}: ${p.finishedTrial.decision} (${trialSpeedup(p.finishedTrial)}); state saved (${eta})`;
+  if (p.finishedTrial) return `trial ${p.finishedTrial.index}: ${p.finishedTrial.change.label}: ${trialDecisionWords(p.finishedTrial)} (${trialSpeedup(p.finishedTrial)}); state saved (${eta})`;
   switch (p.phase) {
     case 'preparing':
       return `optimisation ${p.jobId}: preparing the data`;
@@ -53,6 +56,23 @@ function trialLevels(trials: readonly OptimiseTrial[]): string {
   return levels.length === 1 ? levels[0] : levels.length ? levels.join(' or ') : '95%';
 }
 
+/**
+ * The final comparison in one line whose arithmetic works out (paired-figures.ts): the baseline as re-measured in
+ * it, the final configuration as that times the speedup, and the speedup with its interval.
+ */
+function finalLine(r: WizardResult): string {
+  const f = finalFigures(r.final, r.baseline, r.repeat, r.objective);
+  const speedup = `speedup over the baseline ${x3(r.final.speedup.median)} [${x3(r.final.speedup.low)}, ${x3(r.final.speedup.high)}]`;
+  if (!f) return `${speedup} (of samples per joule)`;
+  if (!f.remeasured) return `${n0(f.best)} samples/s, the baseline as measured at the start (nothing was kept, so nothing was measured again)`;
+  return `baseline re-measured in the final comparison ${n0(f.best)} samples/s; final configuration ${n0(f.candidate)} samples/s (that x ${f.speedup.median.toFixed(3)}); ${speedup}, ${f.level} CI over ${f.pairs} pairs`;
+}
+
+/** What the chosen repeats allow, said before a wizard starts: with fewer than 5 pairs trials only lean. */
+export function repeatNote(repeat: number): string {
+  return `repeat    ${pairsAllow(repeat)}`;
+}
+
 /** The result as a person reads it: the baseline and diagnosis, the limits, every attempt, then what to use. */
 export function formatOptimise(r: OptimiseResult): string {
   const b = r.baseline;
@@ -64,7 +84,7 @@ export function formatOptimise(r: OptimiseResult): string {
     return [
       `${String(t.index).padStart(3)}  ${t.change.label.padEnd(44)} ${t.speedup ? x3(t.speedup.median).padStart(7) : '-'.padStart(7)} ${
         t.speedup ? `[${x3(t.speedup.low)}, ${x3(t.speedup.high)}]`.padEnd(19) : ''.padEnd(19)
-      } ${t.decision.padEnd(15)} ${t.why}${t.error ? ` (${t.error})` : ''}`,
+      } ${trialDecisionWords(t).padEnd(15)} ${t.why}${t.error ? ` (${t.error})` : ''}`,
       ...(conditions ? [`     conditions: ${conditions}`] : []),
     ];
   });
@@ -87,7 +107,7 @@ export function formatOptimise(r: OptimiseResult): string {
     ...(r.batchSearch ? [`batch      ${r.batchSearch.recommended !== null ? `the batch-size search recommends ${r.batchSearch.recommended}` : 'no batch-size search'}: ${r.batchSearch.verdict}`] : []),
     ...(r.skipped.length ? ['not tried', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),
     `final      ${r.final.changes.length ? r.final.changes.join('; ') : 'no change kept'}`,
-    `           ${ci(r.final.samplesPerSec)}; speedup over the baseline ${x3(r.final.speedup.median)} [${x3(r.final.speedup.low)}, ${x3(r.final.speedup.high)}]`,
+    `           ${finalLine(r)}`,
     `           ${r.final.verdict}`,
     ...r.final.proposals.map((p) => `  proposed (recipe change, not kept): ${p}`),
     `settings   read from ${r.final.config.readFrom}, loader workers ${r.final.config.options.loaderWorkers}, prefetch ${r.final.config.options.prefetch}, batch ${r.final.config.options.batchSize} x ${r.final.config.options.accumulation}, ${r.final.config.options.precision}`,
@@ -109,13 +129,14 @@ export function formatScriptOptimise(r: ScriptOptimiseResult): string {
     'trials',
     ...(r.trials.length
       ? r.trials.flatMap((t) => [
-          `  ${t.index}. ${t.change.label.padEnd(36)} ${t.decision.padEnd(13)} ${t.speedup ? `${x3(t.speedup.median)} [${x3(t.speedup.low)}, ${x3(t.speedup.high)}]` : t.error ?? ''}`,
+          `  ${t.index}. ${t.change.label.padEnd(36)} ${trialDecisionWords(t).padEnd(13)} ${t.speedup ? `${x3(t.speedup.median)} [${x3(t.speedup.low)}, ${x3(t.speedup.high)}]` : t.error ?? ''}`,
           ...(t.compile ? [`     ${compileText(t.compile)}`] : []),
           ...(t.decision === 'confounded' ? [`     ${t.why}`] : []),
           ...(t.conditions && conditionsSummary(t.conditions) ? [`     conditions: ${conditionsSummary(t.conditions)}`] : []),
         ])
       : ['  none']),
     ...(r.skipped.length ? ['skipped', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),
+    `final      ${r.final.changes.length ? r.final.changes.join('; ') : 'no change kept'}; ${finalLine(r)}`,
     `verdict    ${r.final.verdict}`,
     ...r.final.proposals.map((p) => `proposal   ${p}`),
     // A proposed change that beat the noise, with how to apply it: the flag, and the line for the script.

@@ -18,6 +18,7 @@ import { saveWizardState } from '../../src-main/core/targets/engine/wizard-state
 import { createRun } from '../../src-main/core/workspace/run-store';
 import { ApiError } from '../../src-main/api/errors';
 import { formatOptimise } from '../../src-main/cli/optimise-format';
+import { finalFigures } from '../../src-main/api/paired-figures';
 import { CLI, requireBuilt } from '../helpers/repo';
 import { testServices } from '../helpers/services';
 import { tempDir } from '../helpers/temp-dir';
@@ -133,6 +134,14 @@ describe('trainbench optimise (CPU)', () => {
     const text = formatOptimise(r);
     expect(text).toContain('read from the cache instead of the source files');
     expect(text).toMatch(/limits {5}floor per step/);
+    // The final line's arithmetic works out: the baseline as re-measured in the final comparison, times the speedup (issue 38).
+    const f = finalFigures(r.final, r.baseline, r.repeat)!;
+    expect(r.final.baselineSamplesPerSec?.median).toBe(f.best);
+    const line = /baseline re-measured in the final comparison ([\d,]+) samples\/s; final configuration ([\d,]+) samples\/s \(that x (\d\.\d{3})\); speedup over the baseline (\d\.\d{3})x/.exec(text);
+    expect(line, text).not.toBeNull();
+    const [base, fin, times, speedup] = line!.slice(1).map((v) => Number(v.replace(/,/g, '')));
+    expect(times).toBe(speedup);
+    expect(Math.abs(fin - base * speedup)).toBeLessThanOrEqual(1 + base * 0.0005);
     console.log(`${text}\n(command: trainbench optimise ${flags.join(' ')})`);
   }, 300_000);
 

@@ -7,6 +7,8 @@ import { DOMParser } from '@xmldom/xmldom';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { formatValue } from '../../src-main/api/charts/theme';
+import { trialFigures } from '../../src-main/api/paired-figures';
+import { formatOptimise } from '../../src-main/cli/optimise-format';
 import type { OptimiseResult } from '../../src-main/api/optimise';
 import type { ReportDetail } from '../../src-main/api/reports';
 import { requireBuilt } from '../helpers/repo';
@@ -39,6 +41,24 @@ describe('trainbench report of an optimise run', () => {
       if (t.speedup) expect(markdown).toContain(`(50.0% CI ${t.speedup.low > 1 ? '+' : t.speedup.low < 1 ? '\u2212' : ''}${formatValue(Math.abs(100 * (t.speedup.low - 1)))}% to `);
     }
     expect(markdown).toContain(`The wizard's verdict (\`${result.runId}\`, from its run file): ${result.final.verdict}`);
+  });
+
+  it('decides nothing on two pairs, and every figure beside a speedup derives from it, in the CLI and the ADR (issue 38)', () => {
+    // Two pairs cover 50%: a trial can lean, never keep or reject.
+    for (const t of result.trials) expect(['accept', 'reject', 'proposed']).not.toContain(t.decision);
+    const text = formatOptimise(result);
+    for (const t of result.trials.filter((x) => x.speedup)) {
+      const f = trialFigures(t)!;
+      const row = markdown.split('\n').find((l) => l.startsWith('| samples/s (current best: median over the pairs; candidate: that times the speedup) |') && l.includes(formatValue(f.best)));
+      expect(row, markdown).toBeDefined();
+      const [best, cand] = row!.split('|').slice(2, 4).map((c) => Number(c.trim().replace(/,/g, '')));
+      // Printed to 3 or 4 significant figures: the ratio agrees with the speedup to that.
+      expect(Math.abs(cand / best - t.speedup!.median)).toBeLessThan(0.01 * t.speedup!.median);
+      // Every pair is listed with its ratio, and the speedup is their median.
+      for (let i = 0; i < t.bestSamplesPerSec.length; i++) expect(markdown).toContain(`| ${i + 1} | ${formatValue(t.bestSamplesPerSec[i])} | ${formatValue(t.candidateSamplesPerSec[i])} | ${(t.candidateSamplesPerSec[i] / t.bestSamplesPerSec[i]).toFixed(3)}x |`);
+      if (t.lean) expect(text).toContain(`leaning ${t.lean}, 50.0%`);
+    }
+    expect(markdown).not.toContain("the side-by-side medians above are each configuration's own");
   });
 
   it("shows the wizard's baseline, diagnosis and measured floors as its run file holds them", () => {

@@ -142,21 +142,25 @@ describe('limits chart', () => {
 describe('best so far', () => {
   it('is the freshest measurement of the current best', () => {
     const r = recorded();
-    // Finished with a kept change: the final A/B/A/B measurement, with its interval.
-    expect(bestSoFar(r.baseline, r.trials, r.final)).toEqual({
-      samplesPerSec: r.final.samplesPerSec.median,
-      ci: r.final.samplesPerSec,
-      source: 'the final comparison with the baseline',
-      label: 'final: kept changes',
-      drift: null,
-    });
-    // Mid-run after the kept trial: that trial's candidate side.
+    // Finished with a kept change: the final A/B/A/B measurement as its speedup gives it. This run file predates the
+    // re-measured baseline being kept, so the baseline side is implied (the final's median over the speedup).
+    const final = bestSoFar(r.baseline, r.trials, r.final);
+    expect(final).toMatchObject({ label: 'final: kept changes', drift: null });
+    expect(final.samplesPerSec).toBeCloseTo(r.final.samplesPerSec.median, 6);
+    // With the re-measured baseline kept: that times the speedup, the bar's interval the speedup's (issue 38).
+    const remeasured = { low: 900, median: 1000, high: 1100 };
+    const withSide = bestSoFar(r.baseline, r.trials, { ...r.final, baselineSamplesPerSec: remeasured });
+    expect(withSide.samplesPerSec).toBeCloseTo(1000 * r.final.speedup.median, 9);
+    expect(withSide.ci).toEqual({ low: 1000 * r.final.speedup.low, median: 1000 * r.final.speedup.median, high: 1000 * r.final.speedup.high });
+    expect(withSide.source).toBe('the baseline as re-measured in the final comparison (1000 samples/s) times the final speedup');
+    // Mid-run after the kept trial: its current best's median times its speedup, not the candidate's own median.
     const kept = r.trials.findIndex((t) => t.kept);
     expect(kept).toBeGreaterThanOrEqual(0);
     const afterKept = bestSoFar(r.baseline, r.trials.slice(0, kept + 1), null);
-    const cand = [...r.trials[kept].candidateSamplesPerSec].sort((a, b) => a - b);
-    expect(afterKept.samplesPerSec).toBe(cand[cand.length >> 1]);
-    expect(afterKept.source).toMatch(/kept candidate/);
+    const best = [...r.trials[kept].bestSamplesPerSec].sort((a, b) => a - b);
+    const bestMedian = best.length % 2 ? best[best.length >> 1] : (best[best.length / 2 - 1] + best[best.length / 2]) / 2;
+    expect(afterKept.samplesPerSec).toBeCloseTo(bestMedian * r.trials[kept].speedup!.median, 9);
+    expect(afterKept.source).toMatch(/current best \(median of \d+ pairs\) times its speedup/);
     expect(afterKept.label).toBe(`kept in trial ${r.trials[kept].index}`);
     // After a trial that kept nothing: that trial's current-best side.
     const last = r.trials[r.trials.length - 1];
@@ -171,7 +175,7 @@ describe('best so far', () => {
   it("with nothing kept, is the baseline's configuration re-measured, and says the load changed when the two differ beyond the noise (issue 27)", () => {
     const r = recorded();
     const b = r.baseline.samplesPerSec.median;
-    const trial = (index: number, best: number[]) => ({ index, kept: false, bestSamplesPerSec: best, candidateSamplesPerSec: [b * 0.9] });
+    const trial = (index: number, best: number[]) => ({ index, kept: false, speedup: null, bestSamplesPerSec: best, candidateSamplesPerSec: [b * 0.9] });
     const same = bestSoFar(r.baseline, [trial(1, [b, b * 1.001])], null);
     expect(same).toMatchObject({ label: 'baseline, re-measured in trial 1', drift: null });
     // The issue's case: 2.3x the baseline with no change kept.

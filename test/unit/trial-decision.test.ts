@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 
 import { seededRandom } from '../../src-main/core/stats/bootstrap';
-import { orderIntervalCoverage } from '../../src-main/api/order-interval';
+import { orderIntervalCoverage, pairsAllow, pairsToDecide } from '../../src-main/api/order-interval';
+import { trialDecisionWords } from '../../src-main/api/charts/optimise-charts';
 import { decideTrial, medianOrderInterval, noiseFloor, pairedSpeedup, relativeLossDelta } from '../../src-main/core/optimise/trial-decision';
 import { meanLoss } from '../../src-main/core/stats/benchmark-summary';
 import { pairedSpeedupText } from '../../src-main/core/reports/section-wizard';
@@ -117,6 +118,32 @@ describe('trial decision (A/B/A/B, paired bootstrap CI of the speedup)', () => {
     expect(meanLoss([])).toBeNull();
     expect(relativeLossDelta(1.1, 1)).toBeCloseTo(0.1, 12);
     expect(relativeLossDelta(null, 1)).toBeNull();
+  });
+
+  it('keeps or rejects nothing on an interval under 90%: with 2 to 4 pairs a clear change only leans, and says so (issue 38)', () => {
+    expect(pairsToDecide()).toBe(5);
+    expect(orderIntervalCoverage(4)).toBe(0.875);
+    // 50% faster, every pair: 5 pairs keep it; 3 pairs (75%) only lean, and neither keep nor reject.
+    expect(simulate(7, 1.5).decision).toBe('accept');
+    const faster = simulate(7, 1.5, 0.03, 0, 3);
+    expect(faster).toMatchObject({ decision: 'inconclusive', kept: false, lean: 'faster' });
+    expect(faster.speedup.low).toBeGreaterThan(1);
+    expect(faster.why).toMatch(/^leaning faster: speedup 1\.\d{3}x, 75\.0% CI .*; a change is kept or rejected only on an interval of 90% or more \(5 pairs or more: repeat 5\)$/);
+    const slower = simulate(7, 0.6, 0.03, 0, 4);
+    expect(slower).toMatchObject({ decision: 'inconclusive', kept: false, lean: 'slower' });
+    // Over 200 seeded no-op changes at 2, 3 and 4 pairs: nothing kept, nothing rejected.
+    for (const k of [2, 3, 4]) expect(rate(1.0, 'accept', 200, 0.03, 0, k) + rate(1.0, 'reject', 200, 0.03, 0, k)).toBe(0);
+    // A recipe change that would be proposed only leans too.
+    const recipe = decideTrial({ best: [100, 100, 100], candidate: [150, 151, 152], noiseFloor: 0.01, lossDelta: null, lossTolerance: 0.05, recipeChange: true, allowRecipeChanges: false });
+    expect(recipe).toMatchObject({ decision: 'inconclusive', lean: 'faster', kept: false });
+    // Within the noise, nothing to lean on.
+    expect(decideTrial({ best: [100, 100, 100], candidate: [100.5, 100.4, 100.6], noiseFloor: 0.05, lossDelta: 0, lossTolerance: 0.05, recipeChange: false, allowRecipeChanges: false }).lean).toBeNull();
+    // The label a person reads, and what the form says before the start.
+    const trial = { decision: faster.decision, lean: faster.lean ?? undefined, bestSamplesPerSec: [1, 2, 3], candidateSamplesPerSec: [1, 2, 3] };
+    expect(trialDecisionWords(trial)).toBe('leaning faster, 75.0%');
+    expect(trialDecisionWords({ ...trial, decision: 'accept', lean: undefined })).toBe('accepted');
+    expect(pairsAllow(3)).toBe("3 pairs a trial: each speedup's interval covers only 75.0%, so trials can lean faster or slower but keep or reject nothing; 5 or more decide");
+    expect(pairsAllow(5)).toBe("5 pairs a trial: each speedup's interval covers 93.8%, enough to keep or reject a change");
   });
 
   it('knows the true coverage of the paired interval from the number of pairs, and the report names it', () => {

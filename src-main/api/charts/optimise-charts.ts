@@ -3,7 +3,8 @@
 // state, so the Optimise area and the report generator draw the same charts.
 import type { EChartsCoreOption } from 'echarts/core';
 
-import type { Limits, OptimiseBaseline, OptimiseFinal, OptimiseTrial, TrialDecision } from '../optimise';
+import type { Limits, OptimiseBaseline, OptimiseFinal, OptimiseTrial, TrialDecision, WizardObjective } from '../optimise';
+import { finalFigures, trialFigures } from '../paired-figures';
 import { ciLevel, orderIntervalCoverage } from '../order-interval';
 import { errorBar } from './error-bar';
 import { formatValue, GRID_LINE, MUTED, TEXT, tooltip } from './theme';
@@ -34,11 +35,16 @@ const title = (text: string) => ({ text, left: 8, top: 4, textStyle: { color: TE
 const axisLabel = { color: MUTED, fontSize: 10 };
 const x3 = (v: number) => `${v.toFixed(3)}x`;
 
-export type TrialChartInput = Pick<OptimiseTrial, 'index' | 'change' | 'decision' | 'speedup' | 'bestSamplesPerSec' | 'candidateSamplesPerSec'>;
+export type TrialChartInput = Pick<OptimiseTrial, 'index' | 'change' | 'decision' | 'lean' | 'speedup' | 'bestSamplesPerSec' | 'candidateSamplesPerSec'>;
 
 /** The level of a trial's paired interval: 95%, or what its few pairs cover (93.8% for 5). */
 export function trialCiLevel(t: Pick<OptimiseTrial, 'bestSamplesPerSec' | 'candidateSamplesPerSec'>): string {
   return ciLevel(orderIntervalCoverage(Math.min(t.bestSamplesPerSec.length, t.candidateSamplesPerSec.length)));
+}
+
+/** A trial's decision as a person reads it: "leaning faster, 75.0%" where its few pairs could only lean. */
+export function trialDecisionWords(t: Pick<OptimiseTrial, 'decision' | 'lean' | 'bestSamplesPerSec' | 'candidateSamplesPerSec'>): string {
+  return t.decision === 'inconclusive' && t.lean ? `leaning ${t.lean}, ${trialCiLevel(t)}` : DECISION_WORDS[t.decision];
 }
 
 /** "2. loader workers 0 -> 1": numbered to match the trial table. */
@@ -104,7 +110,7 @@ export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: num
 
 export function trialsLabel(trials: readonly TrialChartInput[], labels = trialLabels(trials)): string {
   const one = (t: TrialChartInput, i: number) =>
-    `${labels[i]}: ${DECISION_WORDS[t.decision]}${t.speedup ? `, ${x3(t.speedup.median)} (${trialCiLevel(t)} CI ${x3(t.speedup.low)} to ${x3(t.speedup.high)})` : ', no speedup measured'}`;
+    `${labels[i]}: ${trialDecisionWords(t)}${t.speedup ? `, ${x3(t.speedup.median)} (${trialCiLevel(t)} CI ${x3(t.speedup.low)} to ${x3(t.speedup.high)})` : ', no speedup measured'}`;
   return `Trial speedups chart${trials.length ? `: ${trials.map(one).join('; ')}` : ', no trial finished yet'}`;
 }
 
@@ -140,23 +146,35 @@ function driftOf(baseline: Pick<OptimiseBaseline, 'samplesPerSec' | 'noiseFloor'
 /**
  * The freshest measurement of the current best: the final comparison when it kept a change; else the last
  * trial's side that is now the best (its candidate when kept, its current-best side otherwise, which is the
- * baseline's configuration while nothing is kept); else the baseline.
+ * baseline's configuration while nothing is kept); else the baseline. A candidate's and the final's figures are
+ * the ones their speedup gives (paired-figures.ts), so the bar agrees with the speedup shown beside it; under
+ * the energy objective the speedups are of samples per joule, and the bars are the sides' own samples/s.
  */
 export function bestSoFar(
   baseline: Pick<OptimiseBaseline, 'samplesPerSec' | 'noiseFloor'>,
-  trials: readonly Pick<OptimiseTrial, 'index' | 'kept' | 'bestSamplesPerSec' | 'candidateSamplesPerSec'>[],
-  final: Pick<OptimiseFinal, 'changes' | 'samplesPerSec'> | null,
+  trials: readonly Pick<OptimiseTrial, 'index' | 'kept' | 'speedup' | 'bestSamplesPerSec' | 'candidateSamplesPerSec'>[],
+  final: Pick<OptimiseFinal, 'changes' | 'samplesPerSec' | 'speedup' | 'baselineSamplesPerSec'> | null,
+  objective: WizardObjective = 'throughput',
 ): BestSoFar {
+  const byObjective = objective !== 'energy';
   if (final && final.changes.length) {
-    return { samplesPerSec: final.samplesPerSec.median, ci: final.samplesPerSec, source: 'the final comparison with the baseline', label: 'final: kept changes', drift: null };
+    const f = byObjective ? finalFigures(final, baseline, 0) : null;
+    return f
+      ? { samplesPerSec: f.candidate, ci: f.candidateCi, source: `the baseline as re-measured in the final comparison (${Math.round(f.best)} samples/s) times the final speedup`, label: 'final: kept changes', drift: null }
+      : { samplesPerSec: final.samplesPerSec.median, ci: final.samplesPerSec, source: 'the final comparison with the baseline', label: 'final: kept changes', drift: null };
   }
   for (let i = trials.length - 1; i >= 0; i--) {
     const t = trials[i];
     const side = t.kept ? t.candidateSamplesPerSec : t.bestSamplesPerSec;
     if (!side.length) continue;
+    const fig = byObjective ? trialFigures(t) : null;
+    if (t.kept) {
+      const value = fig ? fig.candidate : median(side);
+      const source = fig ? `trial ${t.index}'s current best (median of ${fig.pairs} pairs) times its speedup` : `median of trial ${t.index}'s ${side.length} repetition(s) of the kept candidate`;
+      return { samplesPerSec: value, ci: null, source, label: `kept in trial ${t.index}`, drift: null };
+    }
     const value = median(side);
-    const source = `median of trial ${t.index}'s ${side.length} repetition(s) of the ${t.kept ? 'kept candidate' : 'current best'}`;
-    if (t.kept) return { samplesPerSec: value, ci: null, source, label: `kept in trial ${t.index}`, drift: null };
+    const source = `median of trial ${t.index}'s ${side.length} repetition(s) of the current best`;
     if (trials.slice(0, i).some((u) => u.kept)) return { samplesPerSec: value, ci: null, source, label: `current best, re-measured in trial ${t.index}`, drift: null };
     return { samplesPerSec: value, ci: null, source, label: `baseline, re-measured in trial ${t.index}`, drift: driftOf(baseline, value, `in trial ${t.index}`) };
   }

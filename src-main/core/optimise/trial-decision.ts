@@ -1,5 +1,5 @@
 import type { TrialDecision } from '../../api/optimise';
-import { ciLevel, orderIndex, orderIntervalCoverage } from '../../api/order-interval';
+import { ciLevel, DECIDING_COVERAGE, orderIndex, orderIntervalCoverage, pairsToDecide } from '../../api/order-interval';
 import type { Interval } from '../stats/bootstrap';
 import { medianInterval, quantile, relativeHalfWidth } from '../stats/bootstrap';
 import { decide } from '../stats/decision';
@@ -59,6 +59,8 @@ export interface TrialVerdict {
   why: string;
   speedup: Interval;
   kept: boolean;
+  /** Which way an interval too narrow in coverage to decide on points: the trial stays inconclusive. */
+  lean: 'faster' | 'slower' | null;
 }
 
 /**
@@ -71,7 +73,7 @@ export function decideTrial(e: TrialEvidence): TrialVerdict {
   const { coverage, ...speedup } = pairedSpeedup(e.best, e.candidate);
   const caveat = coverage < 0.95 ? ` (with ${e.best.length} pairs the widest interval covers only ${(100 * coverage).toFixed(1)}%)` : '';
   if (!e.recipeChange && e.lossDelta !== null && !Number.isFinite(e.lossDelta)) {
-    return { decision: 'changes-results', why: 'the loss was not finite over the measured steps with the same seed: the change makes the training diverge', speedup, kept: false };
+    return { decision: 'changes-results', why: 'the loss was not finite over the measured steps with the same seed: the change makes the training diverge', speedup, kept: false, lean: null };
   }
   if (!e.recipeChange && e.lossDelta !== null && e.lossDelta > e.lossTolerance) {
     return {
@@ -79,14 +81,27 @@ export function decideTrial(e: TrialEvidence): TrialVerdict {
       why: `the mean loss over the measured steps moved by ${(100 * e.lossDelta).toFixed(3)}% with the same seed (tolerance ${(100 * e.lossTolerance).toFixed(3)}%): the change alters the training, not only its speed`,
       speedup,
       kept: false,
+      lean: null,
     };
   }
   const decided = decide(speedup, e.noiseFloor, ciLevel(coverage));
   const why = decided.why + caveat;
-  if (decided.decision === 'accept' && e.recipeChange && !e.allowRecipeChanges) {
-    return { decision: 'proposed', why: `${why}; it changes the training recipe, so it is proposed, not kept (allow recipe changes to keep it)`, speedup, kept: false };
+  // An interval of few pairs would keep a no-op change too often (a 50% one half the time): it only leans.
+  if (coverage < DECIDING_COVERAGE && (decided.decision === 'accept' || decided.decision === 'reject')) {
+    const lean = decided.decision === 'accept' ? 'faster' : 'slower';
+    const n = pairsToDecide();
+    return {
+      decision: 'inconclusive',
+      why: `leaning ${lean}: ${why}; a change is kept or rejected only on an interval of ${(100 * DECIDING_COVERAGE).toFixed(0)}% or more (${n} pairs or more: repeat ${n})`,
+      speedup,
+      kept: false,
+      lean,
+    };
   }
-  return { decision: decided.decision, why, speedup, kept: decided.decision === 'accept' };
+  if (decided.decision === 'accept' && e.recipeChange && !e.allowRecipeChanges) {
+    return { decision: 'proposed', why: `${why}; it changes the training recipe, so it is proposed, not kept (allow recipe changes to keep it)`, speedup, kept: false, lean: null };
+  }
+  return { decision: decided.decision, why, speedup, kept: decided.decision === 'accept', lean: null };
 }
 
 /** |a - b| / |b|: how far a candidate's mean loss lies from the best's. */

@@ -259,6 +259,7 @@ export class WizardLoop<C, R extends Repetition> {
         ...perJouleArrays(m.aReps, m.bReps),
         lossDelta: delta,
         kept,
+        ...(verdict.lean && !confounded ? { lean: verdict.lean } : {}),
         seconds: (Date.now() - t0) / 1000,
         error: null,
         ...(m.rows.some((r) => r.conditions !== null) ? { conditions: m.rows } : {}),
@@ -305,7 +306,7 @@ export class WizardLoop<C, R extends Repetition> {
     const measured = measuredVerdict(state.trials, speedup, coverage, m.a.length, words, this.rules.objective === 'energy');
     const verdict = m.confounded ? `${measured} Take it with care: the final comparison was confounded (${m.confounded}), even after ${m.remeasured} re-measured pairs.` : measured;
     const conditions = m.rows.some((r) => r.conditions !== null) ? { conditions: m.rows } : {};
-    return { config: state.best, changes: kept, speedup, samplesPerSec: medianInterval(m.bSps), verdict, proposals, ...conditions };
+    return { config: state.best, changes: kept, speedup, samplesPerSec: medianInterval(m.bSps), baselineSamplesPerSec: medianInterval(m.aSps), verdict, proposals, ...conditions };
   }
 
   /** Reports progress with the ETA; `finalDone` marks a final measured in an earlier process (a resumed wizard). */

@@ -7,7 +7,8 @@ import { CONDITIONS_HEAD, conditionsTable } from '../../api/confounders';
 import type { ConditionsRow, OptimiseFinal, OptimiseTrial, SkippedChange, TrialDecision } from '../../api/optimise';
 import { compileText } from '../../api/script-trial-words';
 import { overrideCode } from '../../api/script-override-code';
-import { ciLevel, orderIntervalCoverage } from '../../api/order-interval';
+import { ciLevel, orderIntervalCoverage, pairsToDecide } from '../../api/order-interval';
+import { finalFigures, trialFigures } from '../../api/paired-figures';
 import type { Interval } from '../stats/bootstrap';
 import { medianInterval } from '../stats/bootstrap';
 import { code, fmt, signedPercent, table } from './markdown';
@@ -124,26 +125,42 @@ const TRIAL_CONCLUSIONS: Record<TrialDecision, string> = {
 };
 
 /** A trial's conclusion; a kept change whose loss was not measured (a script target) says so instead of claiming it. */
-export function trialConclusion(t: Pick<OptimiseTrial, 'decision' | 'lossDelta'>): string {
+export function trialConclusion(t: Pick<OptimiseTrial, 'decision' | 'lossDelta' | 'lean' | 'bestSamplesPerSec' | 'candidateSamplesPerSec'>): string {
+  if (t.decision === 'inconclusive' && t.lean) {
+    const level = ciLevel(orderIntervalCoverage(Math.min(t.bestSamplesPerSec.length, t.candidateSamplesPerSec.length)));
+    return `Not kept: leaning ${t.lean} on a ${level} interval, too few pairs to keep or reject a change (${pairsToDecide()} or more decide).`;
+  }
   return t.decision === 'accept' && t.lossDelta === null ? 'Accepted and kept: faster by more than the noise; its effect on the loss was not measured.' : TRIAL_CONCLUSIONS[t.decision];
 }
 
-/** The candidate's and the current best's samples/s over the trial's interleaved repetitions. */
-function trialRows(t: OptimiseTrial): string[][] {
-  const best = t.bestSamplesPerSec.length ? medianInterval(t.bestSamplesPerSec) : null;
-  const cand = t.candidateSamplesPerSec.length ? medianInterval(t.candidateSamplesPerSec) : null;
+/**
+ * The trial's figures as the speedup gives them (paired-figures.ts): the current best's median over the pairs, the
+ * candidate as that times the speedup, and the speedup with its interval; then energy, loss and compile.
+ */
+function trialRows(t: OptimiseTrial, objective: WizardView['objective']): string[][] {
+  const f = trialFigures(t, objective);
   const pairs = Math.min(t.bestSamplesPerSec.length, t.candidateSamplesPerSec.length);
+  const unit = objective === 'energy' ? 'samples per joule of GPU energy' : 'samples/s';
   return [
-    ['samples/s, median', best ? fmt(best.median) : '-', cand ? fmt(cand.median) : '-', t.speedup ? pairedSpeedupText(t.speedup, pairs) : 'not measured'],
-    ['samples/s, 95% CI of the median', best ? ci(best) : '-', cand ? ci(cand) : '-', ''],
-    ['repetitions (A/B interleaved)', String(t.bestSamplesPerSec.length), String(t.candidateSamplesPerSec.length), ''],
-    // Energy per sample beside speed, for every trial that read the GPUs' power (issue 26), whichever the objective.
-    ...(t.bestSamplesPerJoule?.length && t.candidateSamplesPerJoule?.length
-      ? [['samples per joule of GPU energy, median', fmt(medianInterval(t.bestSamplesPerJoule).median), fmt(medianInterval(t.candidateSamplesPerJoule).median), '']]
+    [`${unit} (current best: median over the pairs; candidate: that times the speedup)`, f ? fmt(f.best) : '-', f ? fmt(f.candidate) : '-', t.speedup ? pairedSpeedupText(t.speedup, pairs) : 'not measured'],
+    ['pairs (A/B interleaved)', String(t.bestSamplesPerSec.length), String(t.candidateSamplesPerSec.length), ''],
+    // Energy per sample beside speed, for every trial that read the GPUs' power (issue 26): each side's own median, a figure the speedup does not claim.
+    ...(objective !== 'energy' && t.bestSamplesPerJoule?.length && t.candidateSamplesPerJoule?.length
+      ? [['samples per joule of GPU energy, median of each side', fmt(medianInterval(t.bestSamplesPerJoule).median), fmt(medianInterval(t.candidateSamplesPerJoule).median), '']]
       : []),
     ['mean loss over the measured steps', '', '', t.lossDelta === null ? 'not measured' : `${signedPercent(t.lossDelta)} relative`],
     ...(t.compile ? [['compile time per launch (first steps, not measured)', '', `${fmt(t.compile.seconds)} s`, compileText(t.compile)]] : []),
   ];
+}
+
+/** Every pair of the trial with its ratio: the speedup above is the median of these ratios. */
+function pairRows(t: OptimiseTrial, objective: WizardView['objective']): string[][] {
+  const energy = objective === 'energy';
+  const best = (energy ? t.bestSamplesPerJoule : t.bestSamplesPerSec) ?? [];
+  const cand = (energy ? t.candidateSamplesPerJoule : t.candidateSamplesPerSec) ?? [];
+  const rows: string[][] = [];
+  for (let i = 0; i < Math.min(best.length, cand.length); i++) rows.push([String(i + 1), fmt(best[i]), fmt(cand[i]), `${(cand[i] / best[i]).toFixed(3)}x`]);
+  return rows;
 }
 
 /** The machine around each repetition (issue 26): what else ran, the clocks, the GPU's slowdowns; absent in older runs. */
@@ -175,10 +192,11 @@ export function wizardAttemptBody(n: number, view: WizardView, t: OptimiseTrial)
     '',
     '**Results**:',
     '',
-    table(['Metric', 'Current best', 'Candidate', 'Change'], trialRows(t)),
+    table(['Metric', 'Current best', 'Candidate', 'Change'], trialRows(t, view.objective)),
     '',
+    ...(pairRows(t, view.objective).length ? [table(['Pair', 'Current best', 'Candidate', 'Ratio'], pairRows(t, view.objective)), ''] : []),
     ...conditionsLines(t.conditions),
-    `**Analysis**: ${t.why[0].toUpperCase()}${t.why.slice(1)}.${t.error ? ` ${view.said}: ${t.error}.` : ''} The speedup interval is the wizard's paired order-statistic interval over the interleaved repetitions; the side-by-side medians above are each configuration's own.`,
+    `**Analysis**: ${t.why[0].toUpperCase()}${t.why.slice(1)}.${t.error ? ` ${view.said}: ${t.error}.` : ''} The speedup is the median of the pairs' ratios, with the paired order-statistic interval; the candidate's figure is the current best's median times it.`,
     '',
     `**Conclusion**: ${trialConclusion(t)}`,
   ].join('\n');
@@ -188,7 +206,12 @@ export function wizardAttemptBody(n: number, view: WizardView, t: OptimiseTrial)
 export function wizardTrialsFigure(view: WizardView): FigureSpec | null {
   const b = view.baseline;
   const items: { label: string; ci: Interval }[] = [{ label: '0. baseline', ci: b.samplesPerSec }];
-  for (const t of view.trials) if (t.candidateSamplesPerSec.length) items.push({ label: `${t.index}. ${t.change.label}`, ci: medianInterval(t.candidateSamplesPerSec) });
+  for (const t of view.trials) {
+    if (!t.candidateSamplesPerSec.length) continue;
+    // The candidate as its speedup gives it, so the bars agree with the trials' speedups; under the energy objective the speedup is of samples/J.
+    const f = view.objective === 'energy' ? null : trialFigures(t);
+    items.push({ label: `${t.index}. ${t.change.label}`, ci: f ? f.candidateCi : medianInterval(t.candidateSamplesPerSec) });
+  }
   if (items.length < 2) return null;
   const stepTime = { steadyStateMeanMs: b.stepMs, wallClockMeanMs: b.stepMs, note: '' };
   const input = items.map((i) => ({ title: i.label, device: b.device, batchSize: b.batchSize, accumulation: b.accumulation, phasesMs: b.phasesMs, samplesPerSecCi: i.ci, stepTime }));
@@ -215,7 +238,9 @@ export function wizardDecisionLines(view: WizardView): string[] {
   const f = view.final;
   const lines = [`The wizard's verdict (${code(view.id)}, from its run file): ${savedVerdict(view)}`];
   if (f.changes.length) {
-    lines.push('', `Kept, in order: ${f.changes.join('; ')}. Final against baseline, measured A/B/A/B at the end: ${pairedSpeedupText(f.speedup, view.repeat)}; ${fmt(f.samplesPerSec.median, 'samples/s')} (95% CI ${ci(f.samplesPerSec)}).`);
+    const figures = finalFigures(f, view.baseline, view.repeat, view.objective);
+    const sides = figures ? `; the baseline re-measured in that comparison ${fmt(figures.best, 'samples/s')}, the final configuration ${fmt(figures.candidate, 'samples/s')} (that times the speedup)` : '';
+    lines.push('', `Kept, in order: ${f.changes.join('; ')}. Final against baseline, measured A/B/A/B at the end: ${pairedSpeedupText(f.speedup, view.repeat)}${sides}.`);
     const conditions = conditionsLines(f.conditions);
     if (conditions.length) lines.push('', ...conditions.slice(0, -1));
   }

@@ -222,6 +222,8 @@ export interface FinalComparison<C> {
   changes: string[];
   speedup: Interval;
   samplesPerSec: Interval;
+  /** The baseline's side of the final comparison. */
+  baselineSamplesPerSec?: Interval;
   verdict: string;
   proposals: string[];
   conditions?: ConditionsRow[];
