@@ -47,6 +47,12 @@ export const EngineTrialDetailSchema = z.object({
   memoryBeforeBytes: z.number(),
   memoryAfterBytes: z.number(),
   backAtBaseline: z.boolean(),
+  /**
+   * On the CPU, the engine process's most resident bytes during the trial as the OS counted them (the Node runtime
+   * and the mapped dataset included): there `peakBytes` is the engine's own accounting, sized by the same rules as
+   * its prediction, so this is what was measured. Null on a CUDA device, where the OS cannot reset the peak, and in older runs.
+   */
+  processPeakRssBytes: z.number().nullable().default(null),
 });
 /** A script's trial has nothing of its own: torch's allocator is not ours to predict or account. */
 export const ScriptTrialDetailSchema = z.object({ kind: z.literal('script') });

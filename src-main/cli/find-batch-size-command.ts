@@ -62,6 +62,8 @@ const mib = (b: number | null) => (b === null ? '-' : `${(b / 2 ** 20).toFixed(1
 /** The trials as a table: batch, outcome, samples/s, the engine's predicted and the measured peak memory. */
 export function formatTrials(trials: BatchTrial[]): string {
   const engine = trials.some((t) => t.target.kind === 'engine');
+  // On the CPU the engine's accounting repeats its prediction: the OS's count of the process is the measurement there.
+  const cpu = trials.some((t) => t.target.kind === 'engine' && t.target.processPeakRssBytes !== null);
   const rows = trials.map((t) => {
     const batch = t.accumulation > 1 ? `${n(t.batchSize)}x${t.accumulation}` : n(t.batchSize);
     const sps = t.samplesPerSec === null ? '-' : n(t.samplesPerSec);
@@ -74,10 +76,15 @@ export function formatTrials(trials: BatchTrial[]): string {
             ? ` (${t.message})`
             : '';
     const predicted = t.target.kind === 'engine' ? `${mib(t.target.predicted.total).padStart(14)} ` : '';
-    return `${batch.padStart(9)}  ${t.outcome.padEnd(6)} ${sps.padStart(10)} ${predicted}${mib(t.peakBytes).padStart(13)} ${t.seconds.toFixed(1).padStart(7)}${note}`;
+    const measured = cpu ? (t.target.kind === 'engine' ? t.target.processPeakRssBytes : null) : t.peakBytes;
+    const width = cpu ? 16 : 13;
+    return `${batch.padStart(9)}  ${t.outcome.padEnd(6)} ${sps.padStart(10)} ${predicted}${mib(measured).padStart(width)} ${t.seconds.toFixed(1).padStart(7)}${note}`;
   });
-  const header = engine ? '    batch  result  samples/s  predicted MiB  measured MiB  time s' : '    batch  result  samples/s  CUDA peak MiB  time s';
-  return [header, ...rows].join('\n');
+  const header = engine
+    ? `    batch  result  samples/s  predicted MiB  ${cpu ? 'process peak MiB' : 'measured MiB'}  time s`
+    : '    batch  result  samples/s  CUDA peak MiB  time s';
+  const note = cpu ? ["  process peak: the engine process's most resident memory during the trial, as the OS counts it (runtime and mapped data included); a batch fits when the engine's buffers, which the memory limit caps, leave the headroom free"] : [];
+  return [header, ...rows, ...note].join('\n');
 }
 
 /** What the search filled and where it started: the engine's capacity, data and seed; a script's command and device. */

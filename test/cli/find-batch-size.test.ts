@@ -53,6 +53,9 @@ describe('trainbench find-batch-size on the CPU under --memory-limit', () => {
     expect(found.outcome).toBe('ok');
     expect(found.peakBytes).toBeLessThanOrEqual(engineSearch(r).usableBytes);
     expect(found.peakBytes).toBe(engineTrial(found).predicted.total); // the CPU's memory model is exact
+    // What was measured on the CPU is the OS's count of the engine process during each trial that trained (issue 38).
+    for (const t of r.trials) expect(engineTrial(t).processPeakRssBytes === null).toBe(t.outcome !== 'ok');
+    expect(engineTrial(found).processPeakRssBytes).toBeGreaterThan(0);
     expect(r.recommended).not.toBeNull();
     expect(r.trials.find((t) => t.batchSize === r.recommended)?.fits).toBe(true);
   });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { batchSizeLabel, batchSizeOption } from '../../src-main/api/charts/batch-size-charts';
 
 const predicted = (bytes: number) => ({ weights: 0, gradients: 0, optimizerState: 0, activations: bytes, activationGrads: 0, batchData: 0, workspace: 0, total: bytes });
-const memory = (bytes: number) => ({ kind: 'engine' as const, predicted: predicted(bytes), memoryBeforeBytes: 0, memoryAfterBytes: 0, backAtBaseline: true });
+const memory = (bytes: number, processPeakRssBytes: number | null = null) => ({ kind: 'engine' as const, predicted: predicted(bytes), memoryBeforeBytes: 0, memoryAfterBytes: 0, backAtBaseline: true, processPeakRssBytes });
 const engineTrials = [
   { batchSize: 256, accumulation: 1, outcome: 'ok' as const, samplesPerSec: 900, peakBytes: 2 ** 29, target: memory(2 ** 29) },
   { batchSize: 512, accumulation: 1, outcome: 'E_OOM' as const, samplesPerSec: null, peakBytes: null, target: memory(2 ** 30) },
@@ -25,6 +25,14 @@ describe('failed batches are marked on the batch axis', () => {
   it('no failure, no empty failure series', () => {
     const series = (batchSizeOption(engineTrials.slice(0, 1), null) as { series: Series[] }).series;
     expect(series.map((s) => s.name)).toEqual(['samples/s', 'predicted MiB', 'measured MiB']);
+  });
+
+  it("on the CPU draws the process's peak as the OS counted it, not the engine's accounting that repeats the prediction (issue 38)", () => {
+    const cpu = [{ ...engineTrials[0], target: memory(2 ** 29, 3 * 2 ** 29) }, engineTrials[1]];
+    const series = (batchSizeOption(cpu, null) as { series: Series[] }).series;
+    expect(series.map((s) => s.name)).toEqual(['samples/s', 'predicted MiB', 'process peak MiB', 'out of memory']);
+    expect(series.find((s) => s.name === 'process peak MiB')?.data).toEqual([[256, 1536]]);
+    expect(batchSizeLabel(cpu)).toMatch(/^Throughput and memory by batch size chart: batch 256: 900 samples\/s, process peak 1,536 MiB; out of memory at batch 512$/);
   });
 
   it('the script search marks them the same way', () => {

@@ -212,6 +212,7 @@ describe('verdictLine', () => {
       memoryBeforeBytes: 0,
       memoryAfterBytes: 0,
       backAtBaseline: true,
+      processPeakRssBytes: null,
     },
   });
   const base = { headroom: 0.1, capacityBytes: 2 ** 31, globalBatch: null };

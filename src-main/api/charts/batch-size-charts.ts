@@ -19,13 +19,22 @@ interface Point {
   samplesPerSec: number | null;
   peakBytes: number | null;
   predictedBytes: number | null;
+  /** The engine's CPU trials: the process's peak as the OS counted it (its own accounting there repeats the prediction). */
+  processPeakBytes: number | null;
 }
 
 /** Single-batch trials (no accumulation), smallest first: the chart's x axis. */
 function points(trials: readonly BatchChartTrial[]): Point[] {
   return trials
     .filter((t) => t.accumulation === 1)
-    .map((t) => ({ batchSize: t.batchSize, outcome: t.outcome, samplesPerSec: t.samplesPerSec, peakBytes: t.peakBytes, predictedBytes: t.target.kind === 'engine' ? t.target.predicted.total : null }))
+    .map((t) => ({
+      batchSize: t.batchSize,
+      outcome: t.outcome,
+      samplesPerSec: t.samplesPerSec,
+      peakBytes: t.peakBytes,
+      predictedBytes: t.target.kind === 'engine' ? t.target.predicted.total : null,
+      processPeakBytes: t.target.kind === 'engine' ? t.target.processPeakRssBytes : null,
+    }))
     .sort((a, b) => a.batchSize - b.batchSize);
 }
 
@@ -37,6 +46,7 @@ export function batchSizeOption(trials: readonly BatchChartTrial[], usableBytes:
   const ok = all.filter((t) => t.outcome === 'ok');
   const predicted = all.some((t) => t.predictedBytes !== null);
   const measured = predicted ? ok : ok.filter((t) => t.peakBytes !== null);
+  const processPeak = ok.some((t) => t.processPeakBytes !== null);
   const memory = predicted || measured.length > 0;
   const axis = { axisLabel: { color: MUTED }, splitLine: { lineStyle: { color: GRID_LINE } } };
   return {
@@ -61,7 +71,9 @@ export function batchSizeOption(trials: readonly BatchChartTrial[], usableBytes:
               itemStyle: { color: '#d29922' },
               ...usableMemoryLine(usableBytes),
             },
-            { name: 'measured MiB', type: 'line', yAxisIndex: 1, data: ok.map((t) => [t.batchSize, mib(t.peakBytes)]), itemStyle: { color: '#3fb950' } },
+            processPeak
+              ? { name: 'process peak MiB', type: 'line', yAxisIndex: 1, data: ok.filter((t) => t.processPeakBytes !== null).map((t) => [t.batchSize, mib(t.processPeakBytes)]), itemStyle: { color: '#3fb950' } }
+              : { name: 'measured MiB', type: 'line', yAxisIndex: 1, data: ok.map((t) => [t.batchSize, mib(t.peakBytes)]), itemStyle: { color: '#3fb950' } },
             ...failedBatchSeries(all),
           ]
         : [
@@ -79,7 +91,9 @@ export function batchSizeLabel(trials: readonly BatchChartTrial[]): string {
   const all = points(trials);
   const predicted = all.some((t) => t.predictedBytes !== null);
   const ok = all.filter((t) => t.outcome === 'ok');
-  const rows = ok.map((t) => `batch ${t.batchSize}: ${formatValue(t.samplesPerSec, 'samples/s')}${predicted ? `, ${formatValue((t.peakBytes ?? 0) / MiB, 'MiB')}` : ''}`);
+  const processPeak = ok.some((t) => t.processPeakBytes !== null);
+  const memoryOf = (t: Point) => (processPeak ? `, process peak ${formatValue((t.processPeakBytes ?? 0) / MiB, 'MiB')}` : `, ${formatValue((t.peakBytes ?? 0) / MiB, 'MiB')}`);
+  const rows = ok.map((t) => `batch ${t.batchSize}: ${formatValue(t.samplesPerSec, 'samples/s')}${predicted ? memoryOf(t) : ''}`);
   const parts = [...rows, ...failedBatchText(all)];
   const what = predicted ? 'Throughput and memory by batch size chart' : 'Throughput by batch size chart';
   return `${what}${parts.length ? `: ${parts.join('; ')}` : ', no trial finished yet'}`;

@@ -106,6 +106,7 @@ export class EngineBatchSearch {
       const t0 = Date.now();
       const steps: TrainStepEvent[] = [];
       let trial: Omit<BatchTrial, 'target'>;
+      let processPeak: number | null = null;
       const common = { index: trials.length, batchSize, accumulation };
       const running = { index: common.index, batchSize, accumulation };
       progress({ phase: 'trial', trial: running, step: 0 }, t0);
@@ -121,7 +122,9 @@ export class EngineBatchSearch {
           sentAt = Date.now();
           progress({ phase: 'trial', trial: running, step: Math.min(step.data.globalStep, request.stepsPerTrial) }, t0);
         });
-        const result = TrainResultSchema.pick({ stepTime: true, memory: true }).parse(raw);
+        const result = TrainResultSchema.pick({ stepTime: true, memory: true, processMemory: true }).parse(raw);
+        // On the CPU the engine's buffers are charged as its memory model sizes them: what the OS saw is the measurement.
+        if (result.memory.device === 'cpu' && result.processMemory?.scope === 'run') processPeak = result.processMemory.peakRssBytes;
         const peakBytes = result.memory.peakBytes ?? result.memory.measured.total;
         const { samplesPerSec, unmeasured } = trialSamplesPerSec(steps, batchSize * accumulation, result.stepTime.steadyStateMeanMs);
         trial = { ...common, outcome: 'ok', samplesPerSec, peakBytes, fits: peakBytes <= usableBytes, seconds: (Date.now() - t0) / 1000, message: unmeasured };
@@ -141,6 +144,7 @@ export class EngineBatchSearch {
         memoryBeforeBytes: before,
         memoryAfterBytes: after,
         backAtBaseline: after === (trial.outcome === 'crash' ? 0 : before),
+        processPeakRssBytes: processPeak,
       };
       const done: BatchTrial = { ...trial, target };
       trials.push(done);
