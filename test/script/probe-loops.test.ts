@@ -142,6 +142,25 @@ describe.each(INTERPRETERS)('the probe on $label', (interp) => {
       expect(steps.filter((s) => (s.evalMs ?? 0) > 0).map((s) => s.step)).toEqual([4, 7]);
     }, 60_000);
 
+    // Issue 38 item 4: an evaluation with grad left on was counted as training (1,408 samples a step instead of 128).
+    for (const mode of ['eval_grad', 'eval_inference'] as const) {
+      it(`${mode}: the evaluation pass is not training, however it turns grad off or leaves it on`, async () => {
+        const { report, steps } = expectSameAsTheLoop(await loop(interp, mode));
+        expect(report.evalBatches).toBe(80);
+        expect(steps.every((s) => s.batches === 1 && s.samples === 8)).toBe(true);
+        expect(steps.filter((s) => (s.evalMs ?? 0) > 0).map((s) => s.step)).toEqual([4, 7]);
+      }, 60_000);
+    }
+
+    // ... and eval mode alone is not evaluation: a backward or a train-mode forward on the same batch is training.
+    for (const mode of ['frozen_bn', 'distill'] as const) {
+      it(`${mode}: a model in eval mode whose batch training uses is training`, async () => {
+        const { steps } = expectSameAsTheLoop(await loop(interp, mode));
+        expect(steps.every((s) => s.batches === 1 && s.samples === 8 && (s.evalMs ?? 0) === 0)).toBe(true);
+        expect(steps.every((s) => s.phasesMs.forward > 0)).toBe(true);
+      }, 60_000);
+    }
+
     // Finding 2: samples were 0 for batches that are not tensors, tuples or dicts.
     for (const mode of ['mapping', 'dataclass'] as const) {
       it(`${mode} batches: samples counted`, async () => {

@@ -14,6 +14,10 @@ optimizer's step, a skipped step) and turns them into iterations; the rule is AD
 - Fetched batches count only when training uses them (a backward or a training forward follows);
   batches that only an evaluation pass (a forward with grad disabled) uses are evaluation, and the
   span of such a pass is taken out of the iteration's time (evalMs).
+- A forward of a model in eval mode with grad enabled (an evaluation written without no_grad) is
+  evaluation too, unless training uses its batch before the next batch or step: a backward
+  (fine-tuning with frozen batch norm trains in eval mode) or a train-mode forward (a
+  distillation's teacher). Its batches and phases wait until one or the other comes.
 
 Times are host seconds (time.perf_counter); nothing here imports torch.
 """
@@ -66,6 +70,18 @@ class Fetch:
         self.eval = is_eval
 
 
+class Tentative:
+    """An eval-mode forward with grad enabled: training if a backward follows, else evaluation."""
+
+    __slots__ = ("start", "fetches", "phases", "cuda")
+
+    def __init__(self, start, fetches):
+        self.start = start
+        self.fetches = fetches
+        self.phases = []  # (phase, ms)
+        self.cuda = []  # (phase, start event, end event)
+
+
 class Iterations:
     """The boundary rule over a stream of events; `emit(number, iteration)` gets each closed iteration."""
 
@@ -76,6 +92,7 @@ class Iterations:
         self.open = None  # Iteration with at least one step
         self.signature = None  # the optimizer sequence of the last closed iteration
         self.pending = []  # fetches not yet known to be training or evaluation
+        self.tentative = None  # an eval-mode forward with grad, not yet known to be training or evaluation
         self.eval_start = None
         self.first_activity = None
         self.t_start = start
@@ -86,6 +103,8 @@ class Iterations:
     def fetched(self, t0, t1, samples, grad_enabled):
         """A DataLoader batch; made with grad disabled it is evaluation at once."""
         f = Fetch(t0, t1, samples, not grad_enabled)
+        # A new batch before any backward: the eval-mode forward before it was evaluation.
+        self._tentative_was_eval()
         if f.eval:
             self._eval_from(t0)
         else:
@@ -93,6 +112,7 @@ class Iterations:
 
     def _claim(self, now):
         """Training uses the fetched batches: they count, and an evaluation span before them ends."""
+        self._tentative_trained()
         if self.pending:
             first = self.pending[0]
             self._eval_until(first.t0)
@@ -106,6 +126,28 @@ class Iterations:
             self._eval_until(now)
             self._note_activity(now)
         self.seg.trained = True
+
+    def eval_mode_forward(self, t0):
+        """A forward of a module in eval mode with grad enabled: held until a backward (training) or the next batch or step (evaluation)."""
+        if self.tentative is None:
+            self.tentative = Tentative(self.pending[0].t0 if self.pending else t0, self.pending)
+            self.pending = []
+
+    def _tentative_trained(self):
+        """Training used the held forward's batch: it trained (frozen batch norm, a teacher); its batches and phases count."""
+        t, self.tentative = self.tentative, None
+        if t is None:
+            return
+        self.pending = t.fetches + self.pending
+        for phase, ms in t.phases:
+            self.seg.phases_ms[phase] += ms
+        self.seg.cuda.extend(t.cuda)
+
+    def _tentative_was_eval(self):
+        """No backward came: the held forward was evaluation, from its first batch's fetch on."""
+        t, self.tentative = self.tentative, None
+        if t is not None:
+            self._eval_from(t.start)
 
     def _eval_from(self, t):
         if self.eval_start is None:
@@ -125,14 +167,16 @@ class Iterations:
 
     # ---- compute ------------------------------------------------------------------------------
     def training_forward(self, t0):
+        # A train-mode forward on the batch a held eval-mode forward read (a distillation's teacher): both train.
         self._claim(t0)
 
     @property
     def evaluating(self):
-        return self.eval_start is not None
+        return self.eval_start is not None or self.tentative is not None
 
     def eval_forward(self, t0):
         """A forward of a model in eval mode with grad disabled: the batches it reads are evaluation, and so is its time."""
+        self._tentative_was_eval()
         if self.pending:
             self._eval_from(self.pending[0].t0)
             self.pending = []
@@ -143,10 +187,16 @@ class Iterations:
         self._claim(t0)
 
     def phase(self, phase, ms):
-        self.seg.phases_ms[phase] += ms
+        if self.tentative is not None:
+            self.tentative.phases.append((phase, ms))
+        else:
+            self.seg.phases_ms[phase] += ms
 
     def cuda_phase(self, phase, start, end):
-        self.seg.cuda.append((phase, start, end))
+        if self.tentative is not None:
+            self.tentative.cuda.append((phase, start, end))
+        else:
+            self.seg.cuda.append((phase, start, end))
 
     def probe_time(self, t0, t1):
         """The probe's own work (finding the model's modules): taken out of the iteration it falls in."""
@@ -159,6 +209,7 @@ class Iterations:
     def stepped(self, key, t_end, skipped=False):
         """An optimizer's step ended (or a GradScaler skipped it). Returns how many iterations closed."""
         before = self.closed
+        self._tentative_was_eval()
         self._eval_until(t_end)
         if self.open is not None and key in self.open.steps and self.seg.trained:
             self._close()
@@ -187,5 +238,6 @@ class Iterations:
 
     def finish(self):
         """At the end of the run: the open iteration is whole (what came after its last step is not)."""
+        self.tentative = None
         if self.open is not None:
             self._close()

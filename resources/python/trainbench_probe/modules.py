@@ -193,7 +193,13 @@ class ModuleHooks:
                     outermost.add(id(module))
                 if not probe.model.own_autocast_checked:
                     probe.model.check_own_autocast(module)
-                probe.iterations.training_forward(now)
+                if phase == "loss" and probe.iterations.tentative is not None:
+                    pass  # the loss of a held eval-mode forward: decided with it
+                elif phase == "forward" and not module.training:
+                    # Evaluation written without no_grad, or training in eval mode (frozen batch norm): the next backward tells.
+                    probe.iterations.eval_mode_forward(now)
+                else:
+                    probe.iterations.training_forward(now)
             elif not module.training:
                 probe.iterations.eval_forward(now)
                 phase = None
