@@ -151,6 +151,12 @@ export const ScriptRankSchema = z.object({
   measuredSteps: z.number().int(),
   /** Samples per step as the batches' tensors said (the last measured step's). */
   batchSize: z.number().int().nullable(),
+  /**
+   * Samples and batches of one optimizer step (the last measured step's): with gradient accumulation the batches
+   * are its micro-batches, and the samples their sum. Null in runs recorded before they were kept.
+   */
+  samplesPerStep: z.number().int().nullable().default(null),
+  batchesPerStep: z.number().int().nullable().default(null),
   samplesPerSec: z.number(),
   steadyStateMeanMs: z.number(),
   wallClockMeanMs: z.number(),
@@ -169,7 +175,13 @@ export type ScriptRank = z.infer<typeof ScriptRankSchema>;
 export const ScriptAppliedSchema = z.object({ key: z.string(), value: z.union([z.number(), z.boolean(), z.string()]), where: z.string(), rank: z.number().int() });
 
 /** Named as benchmark-training's result, so runs, reports and the wizard read either. */
-export const ScriptFlopsSchema = z.object({ forwardPerSample: z.number().nullable(), layers: z.number().int(), method: z.string() });
+export const ScriptFlopsSchema = z.object({
+  forwardPerSample: z.number().nullable(),
+  /** What activation checkpointing ran again in the backward, per sample (extra work, apart from the model's FLOPs); absent in older runs. */
+  recomputePerSample: z.number().nullable().optional(),
+  layers: z.number().int(),
+  method: z.string(),
+});
 export type ScriptFlops = z.infer<typeof ScriptFlopsSchema>;
 
 /**

@@ -50,6 +50,7 @@ function scriptFlopsLines(r: ScriptBenchmarkResult): string[] {
   return [
     `utilisation ${utilisationText(r.utilisation)}`,
     `           an estimate: ${n0(flops.forwardPerSample)} forward FLOPs per sample counted by ${flops.method}, over ${flops.layers} layer(s), three times for training`,
+    ...(flops.recomputePerSample ? [`           activation checkpointing runs ${n0(flops.recomputePerSample)} more forward FLOPs per sample again in the backward: extra work, not counted in the utilisation`] : []),
   ];
 }
 

@@ -80,4 +80,17 @@ describe.each(INTERPRETERS)('on the CPU with $label', (t: Interpreter) => {
     expect(text).toMatch(/^ {2}The compute floor is the highest measured: this script cannot step faster than/m);
     expect(text).toContain(`energy     not measured: ${CPU_ENERGY_MISSING}`);
   }, 240_000);
+
+  it.skipIf(!t.python)('with gradient accumulation the floors are per optimizer step: every micro-batch computed (issue 38)', async () => {
+    // probe_loops.py accumulation: 4 micro-batches of 8 an optimizer step, nn.Linear(16, 32) and (32, 1): 544 multiply-adds a sample.
+    const { code, stdout, stderr } = await runCli(
+      ['benchmark-training', '--json', '--repeat', '2', '--steps', '3', '--warmup-steps', '2', '--workspace', ws.dir, '--', t.python!, path.join(SCRIPTS, 'probe_loops.py'), 'accumulation', '--iterations', '8'],
+      240_000,
+    );
+    expect(code, stderr).toBe(0);
+    const r = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout)));
+    expect(r.target.ranks[0]).toMatchObject({ batchSize: 8, samplesPerStep: 32, batchesPerStep: 4 });
+    expect(r.target.floors!.compute.trainingFlopsPerStep).toBe(3 * 1088 * 32);
+    expect(r.target.floors!.compute.derivation).toMatch(/^3 x 1,088 forward FLOPs\/sample \(an estimate\) x 32 samples per optimizer step \(4 micro-batches of 8\) = 104,448 FLOPs per step/);
+  }, 240_000);
 });

@@ -32,12 +32,23 @@ describe.each(INTERPRETERS)('the probe counts the forward FLOPs on $label', (t: 
     const linear = await probed(t.python!, 'tiny_train.py');
     expect(linear.code, linear.stderr).toBe(0);
     // nn.Linear(16, 1): 16 multiply-adds per sample. Counted over iteration 1 only, however many forwards ran since.
-    expect(kindOf(linear.processes[0], 'flops')).toEqual([{ type: 'flops', step: 1, forwardPerSample: 32, layers: 1, method: expect.stringMatching(/^forward hooks on Linear and Conv layers/) }]);
+    expect(kindOf(linear.processes[0], 'flops')).toEqual([{ type: 'flops', step: 1, forwardPerSample: 32, recomputePerSample: 0, layers: 1, method: expect.stringMatching(/^forward hooks on Linear and Conv layers/) }]);
     const cnn = await probed(t.python!, 'cnn_tutorial.py', ['--steps', '6']);
     expect(cnn.code, cnn.stderr).toBe(0);
     expect(kindOf(cnn.processes[0], 'flops')).toEqual([expect.objectContaining({ step: 1, forwardPerSample: CNN_FORWARD_FLOPS, layers: 5 })]);
     // The matmul rate is measured only when a benchmark asks (TB_PROBE_PEAK).
     expect(kindOf(cnn.processes[0], 'peak')).toEqual([]);
+  }, 120_000);
+});
+
+describe.each(INTERPRETERS)('through activation checkpointing on $label (issue 38)', (t: Interpreter) => {
+  it.skipIf(!t.python)('counts the layers a reentrant checkpoint runs under no_grad, and the recomputation in the backward apart', async () => {
+    // probe_loops.py checkpoint: 6 checkpointed Linear(64, 64) blocks and a Linear(64, 1) head; iteration 1 checkpoints reentrantly.
+    const r = await runProbed([t.python!, path.join(SCRIPTS, 'probe_loops.py'), 'checkpoint'], { env: { TB_PROBE_WARMUP: '2', TB_PROBE_STEPS: '3' } });
+    expect(r.code, r.stderr).toBe(0);
+    const blocks = 6 * 2 * 64 * 64;
+    // Before: 128 per sample (the head alone), the blocks' forward under no_grad missed.
+    expect(kindOf(r.processes[0], 'flops')).toEqual([expect.objectContaining({ step: 1, forwardPerSample: blocks + 2 * 64, recomputePerSample: blocks, layers: 7 })]);
   }, 120_000);
 });
 

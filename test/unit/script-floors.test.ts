@@ -36,6 +36,16 @@ describe("a script's floors", () => {
     ]);
   });
 
+  it('with gradient accumulation, per optimizer step: every micro-batch computed and copied (issue 38)', () => {
+    // A Hugging Face Trainer at batch 6 with accumulation 3: 18 samples an optimizer step, 3 copies.
+    const f = scriptFloors({ stepMs: 30, samplesPerStep: 18, batchesPerStep: 3, forwardFlopsPerSample: 1e6, flopsMissing: '', peak, peakMissing: '', copy, copyMissing: '' });
+    expect(f.compute.trainingFlopsPerStep).toBe(3 * 1e6 * 18);
+    expect(f.compute.samplesPerSec).toBeCloseTo((1000 * 18) / f.compute.stepMs!, 6);
+    expect(f.compute.derivation).toBe('3 x 1,000,000 forward FLOPs/sample (an estimate) x 18 samples per optimizer step (3 micro-batches of 6) = 54,000,000 FLOPs per step at 50,000 GFLOP/s (torch.mm on cuda:0, best of 5, 4096^3 fp32) = 0.00108 ms');
+    expect(f.copy.stepMs).toBeCloseTo(0.06, 12);
+    expect(f.copy.derivation).toBe(`3 micro-batches x 200,960 bytes per batch at 10 GB/s (${copy.how}) = 0.06 ms`);
+  });
+
   it('on the CPU: no copy floor, and each missing input named', () => {
     const f = scriptFloors({ stepMs: 5, samplesPerStep: null, forwardFlopsPerSample: 1e6, flopsMissing: '', peak, peakMissing: '', copy: null, copyMissing: CPU_COPY_MISSING });
     expect(f.compute.derivation).toBe('not measured: the probe saw no batch size');

@@ -6,6 +6,10 @@ pay nothing. A multiply-add is 2 FLOPs: a Linear's output element costs in_featu
 convolution's (in_channels / groups) x the kernel's size. Attention, matmuls outside Linear layers
 and elementwise work are not counted: the figure is an estimate, and says so. Under torch.compile
 nothing is counted: hooks added and removed around compiled code would make it recompile.
+
+Activation checkpointing: the layers inside a reentrant checkpoint run their forward under no_grad,
+and are the training forward all the same (counted); the forward a checkpoint runs again inside the
+backward is extra work, counted apart (recomputePerSample), not in the model's FLOPs.
 """
 import math
 import time
@@ -25,6 +29,9 @@ class FlopCounter:
         self.done = False
         self.counted = False
         self.at_step = None  # the count at the first optimizer step
+        self.recompute = 0  # forwards run again inside the backward (activation checkpointing)
+        self.recompute_at_step = 0
+        self._checkpoint_patch = None
         # A plain function marked as the probe's: torch.save(model) leaves it out (modules.py's __getstate__).
         count = lambda module, args, output: self._count(module, output)  # noqa: E731
         count._trainbench_hook = True
@@ -37,16 +44,51 @@ class FlopCounter:
         if self.probe.dynamo_kept_out:
             self.abandon()
             return
+        self._patch_checkpoint()
         for root in roots:
             for m in root.modules():
                 if isinstance(m, self.kinds) and id(m) not in self.hooked:
                     self.hooked.add(id(m))
                     self.handles.append(m.register_forward_hook(self.hook))
 
+    def _patch_checkpoint(self):
+        """Marks the forward of a reentrant checkpoint (run under no_grad) as training, until the count is done."""
+        if self._checkpoint_patch is not None or self.done or self.at_step is not None:
+            return
+        try:
+            from torch.utils import checkpoint
+        except ImportError:
+            return
+        fn = getattr(checkpoint, "CheckpointFunction", None)
+        if fn is None or "forward" not in fn.__dict__:
+            return
+        original = fn.__dict__["forward"]
+        inner = original.__func__ if isinstance(original, staticmethod) else original
+        local = self.probe.local
+
+        def forward(ctx, *args):
+            local.checkpoint_forward = getattr(local, "checkpoint_forward", 0) + 1
+            try:
+                return inner(ctx, *args)
+            finally:
+                local.checkpoint_forward -= 1
+
+        fn.forward = staticmethod(forward)
+        self._checkpoint_patch = (fn, original)
+
     def _count(self, module, output):
         probe = self.probe
-        if probe._compiling() or probe.quiet() or not module.training or not self.torch.is_grad_enabled():
-            return None  # traced by dynamo, inside a loader fetch or a recomputation, or an evaluation
+        if probe._compiling() or not module.training or getattr(probe.local, "in_fetch", False):
+            return None  # traced by dynamo, or inside a loader fetch
+        grad = self.torch.is_grad_enabled()
+        if probe.backward_depth > 0:
+            recompute = True  # a checkpoint's forward run again to give the backward its activations
+            if not grad:
+                return None
+        elif grad or getattr(probe.local, "checkpoint_forward", 0) > 0:
+            recompute = False
+        else:
+            return None  # an evaluation
         numel = getattr(output, "numel", None)
         if numel is None:
             return None
@@ -54,6 +96,9 @@ class FlopCounter:
             per_output = module.in_features
         else:
             per_output = (module.in_channels // module.groups) * math.prod(module.kernel_size)
+        if recompute:
+            self.recompute += 2 * per_output * numel()
+            return None
         self.flops += 2 * per_output * numel()
         self.layers.add(id(module))
         return None
@@ -63,6 +108,7 @@ class FlopCounter:
         one has begun, by which time its forward has run too."""
         if self.flops and self.at_step is None:
             self.at_step = self.flops
+            self.recompute_at_step = self.recompute
             self._remove()
 
     def abandon(self):
@@ -84,12 +130,18 @@ class FlopCounter:
             return  # no training step yet (a data-only iteration)
         self.done = True
         self.counted = True
-        self.probe.send({"type": "flops", "step": number, "forwardPerSample": self.at_step / samples, "layers": len(self.layers), "method": self.METHOD})
+        self.probe.send(
+            {"type": "flops", "step": number, "forwardPerSample": self.at_step / samples, "recomputePerSample": self.recompute_at_step / samples, "layers": len(self.layers), "method": self.METHOD}
+        )
 
     def _remove(self):
         for h in self.handles:
             h.remove()
         self.handles = []
+        if self._checkpoint_patch is not None:
+            fn, original = self._checkpoint_patch
+            fn.forward = original
+            self._checkpoint_patch = False  # not patched again
 
 
 def fp32_matmul_precision(torch, cuda):

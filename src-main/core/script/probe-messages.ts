@@ -57,6 +57,8 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
     type: z.literal('flops'),
     step: z.number().int().min(1),
     forwardPerSample: z.number().min(0).max(1e18).nullable(),
+    /** Forwards an activation checkpoint ran again inside the backward, per sample: extra work, not the model's FLOPs. */
+    recomputePerSample: z.number().min(0).max(1e18).optional(),
     layers: z.number().int().min(0),
     method: z.string().max(300),
   }),

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Finding } from '../../../api/benchmark';
 import { ApiError } from '../../../api/errors';
 import { formatIssues } from '../../../api/format-issues';
-import type { ScriptBenchmarkRequest, ScriptFlops, ScriptTarget } from '../../../api/script-target';
+import type { ScriptBenchmarkRequest, ScriptFlops, ScriptRank, ScriptTarget } from '../../../api/script-target';
 import type { ScriptBenchmarkDetail, ScriptBenchmarkResult, ScriptRepetition } from '../../../api/benchmark-result';
 import { BenchmarkResultSchema, isScriptBenchmark } from '../../../api/benchmark-result';
 import type { Utilisation } from '../../../api/benchmark';
@@ -175,7 +175,8 @@ export class ScriptBenchmarks {
       const counted = rank0.find((m) => m.type === 'flops');
       const measured = rank0.find((m) => m.type === 'peak');
       const copied = rank0.find((m) => m.type === 'copy');
-      const flops = counted?.type === 'flops' ? { forwardPerSample: counted.forwardPerSample, layers: counted.layers, method: counted.method } : null;
+      const flops =
+        counted?.type === 'flops' ? { forwardPerSample: counted.forwardPerSample, recomputePerSample: counted.recomputePerSample ?? null, layers: counted.layers, method: counted.method } : null;
       const peak = measured?.type === 'peak' ? { gflops: measured.gflops, shape: measured.shape, how: measured.how, precision: measured.precision ?? 'fp32' } : null;
       return { rep, ranks, applied, flops, peak, copy: copied?.type === 'copy' ? copied : null };
     } finally {
@@ -263,7 +264,7 @@ export class ScriptBenchmarks {
           hostPeakRssBytes: Math.max(0, ...lastRanks.map((k) => k.hostPeakRssBytes ?? 0)) || null,
         },
         flops,
-        floors: floorsOf(reps, steady, first.batchSize, device),
+        floors: floorsOf(reps, steady, first, device),
       },
     };
     const parsed = BenchmarkResultSchema.safeParse(result);
@@ -306,7 +307,7 @@ function bestPeak(reps: readonly Pick<Launch, 'peak'>[]): ScriptPeak | null {
 }
 
 /** Compute, copy and data floors per step (issue 26 item 3) from what the probe measured after the measured steps. */
-function floorsOf(reps: Launch[], stepMs: number, batchSize: number | null, device: string) {
+function floorsOf(reps: Launch[], stepMs: number, rank: Pick<ScriptRank, 'batchSize' | 'samplesPerStep' | 'batchesPerStep'>, device: string) {
   const flops = reps.find((x) => x.flops)?.flops ?? null;
   const copies = reps.map((x) => x.copy).filter((c): c is NonNullable<Launch['copy']> => c !== null);
   const timed = copies.filter((c) => c.seconds !== null && c.bytesPerBatch > 0);
@@ -318,7 +319,9 @@ function floorsOf(reps: Launch[], stepMs: number, batchSize: number | null, devi
       : 'the probe timed no copy (the script ended before its measured steps did, or the copy failed: see the launch output)';
   return scriptFloors({
     stepMs,
-    samplesPerStep: batchSize,
+    // Per optimizer step (issue 38): with accumulation every micro-batch's arithmetic and copy are in it.
+    samplesPerStep: rank.samplesPerStep ?? rank.batchSize,
+    batchesPerStep: rank.batchesPerStep ?? 1,
     forwardFlopsPerSample: flops?.forwardPerSample || null,
     flopsMissing:
       flops?.forwardPerSample === null

@@ -5,8 +5,10 @@ import { TRAINING_FLOPS_PER_FORWARD } from '../../stats/limits';
 export interface ScriptFloorInputs {
   /** The measured steady-state step (ms), per rank. */
   stepMs: number;
-  /** Samples per optimizer step on one rank (the batch the probe saw); null when it saw none. */
+  /** Samples per optimizer step on one rank (every micro-batch's, with accumulation); null when the probe saw none. */
   samplesPerStep: number | null;
+  /** Batches per optimizer step: 1, or the micro-batches of an accumulating script (each one copied and computed). */
+  batchesPerStep?: number;
   /** The probe's count of forward FLOPs per sample; null with flopsMissing. */
   forwardFlopsPerSample: number | null;
   flopsMissing: string;
@@ -43,6 +45,8 @@ function floor(stepMs: number | null, samplesPerStep: number | null, measuredSte
  */
 export function scriptFloors(x: ScriptFloorInputs): ScriptFloors {
   const n = x.samplesPerStep;
+  const k = Math.max(1, x.batchesPerStep ?? 1);
+  const samples = k > 1 && n !== null ? `${n} samples per optimizer step (${k} micro-batches of ${fmt(n / k)})` : `${n} samples`;
   const flopsPerStep = x.forwardFlopsPerSample !== null && n !== null ? TRAINING_FLOPS_PER_FORWARD * x.forwardFlopsPerSample * n : null;
   const computeMs = flopsPerStep !== null && x.peak ? (flopsPerStep / (x.peak.gflops * 1e9)) * 1000 : null;
   const computeWhy =
@@ -52,17 +56,17 @@ export function scriptFloors(x: ScriptFloorInputs): ScriptFloors {
         ? 'not measured: the probe saw no batch size'
         : !x.peak
           ? `not measured: ${x.peakMissing}`
-          : `${TRAINING_FLOPS_PER_FORWARD} x ${fmt(x.forwardFlopsPerSample)} forward FLOPs/sample (an estimate) x ${n} samples = ${fmt(flopsPerStep ?? 0)} FLOPs per step at ${fmt(x.peak.gflops)} GFLOP/s (${x.peak.how}, ${x.peak.shape}) = ${fmt(computeMs ?? 0)} ms`;
+          : `${TRAINING_FLOPS_PER_FORWARD} x ${fmt(x.forwardFlopsPerSample)} forward FLOPs/sample (an estimate) x ${samples} = ${fmt(flopsPerStep ?? 0)} FLOPs per step at ${fmt(x.peak.gflops)} GFLOP/s (${x.peak.how}, ${x.peak.shape}) = ${fmt(computeMs ?? 0)} ms`;
   const compute = {
     ...floor(computeMs, n, x.stepMs, computeWhy),
     trainingFlopsPerStep: flopsPerStep,
     peakGflops: x.peak?.gflops ?? null,
     peakShape: x.peak?.shape ?? null,
   };
-  const copyMs = x.copy ? 1000 * x.copy.seconds : null;
+  const copyMs = x.copy ? 1000 * x.copy.seconds * k : null;
   const gbPerSec = x.copy ? x.copy.bytesPerBatch / x.copy.seconds / 1e9 : null;
   const copy = {
-    ...floor(copyMs, n, x.stepMs, x.copy ? `${fmt(x.copy.bytesPerBatch)} bytes per batch at ${fmt(gbPerSec ?? 0)} GB/s (${x.copy.how}) = ${fmt(copyMs ?? 0)} ms` : `not measured: ${x.copyMissing}`),
+    ...floor(copyMs, n, x.stepMs, x.copy ? `${k > 1 ? `${k} micro-batches x ` : ''}${fmt(x.copy.bytesPerBatch)} bytes per batch at ${fmt(gbPerSec ?? 0)} GB/s (${x.copy.how}) = ${fmt(copyMs ?? 0)} ms` : `not measured: ${x.copyMissing}`),
     bytesPerBatch: x.copy?.bytesPerBatch ?? null,
     gbPerSec,
   };
