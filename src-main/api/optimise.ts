@@ -157,6 +157,12 @@ export const OptimiseTrialSchema = z.object({
       inMeasuredSteps: z.number().int().min(0),
       /** Steps after which the time saved per step has repaid the compile time; null: the compiled step is not faster. */
       payoffSteps: z.number().int().min(1).nullable(),
+      /**
+       * The first launch's compile, with its caches cold, run before the measured pairs (absent in older runs): what a
+       * person pays once, and the steps that repay it.
+       */
+      coldSeconds: z.number().min(0).optional(),
+      coldPayoffSteps: z.number().int().min(1).nullable().optional(),
     })
     .optional(),
 });

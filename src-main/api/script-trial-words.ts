@@ -17,5 +17,9 @@ export function lossCheckText(c: ScriptOptimiseResult['lossCheck'], preset: Scri
 export function compileText(c: TrialCompile): string {
   const payoff = c.payoffSteps === null ? 'never pays off (the compiled step is not faster)' : `pays off after ${c.payoffSteps.toLocaleString('en-US')} steps`;
   const recompiled = c.inMeasuredSteps ? `, ${c.inMeasuredSteps} recompilation(s) in the measured steps` : '';
+  if (c.coldSeconds !== undefined) {
+    const cold = c.coldPayoffSteps == null ? '' : ` (${c.coldPayoffSteps.toLocaleString('en-US')} from cold)`;
+    return `compile ${c.coldSeconds.toFixed(1)} s the first launch (caches cold), ${c.seconds.toFixed(1)} s each launch after (${c.compilations} compilations${recompiled}); ${payoff}${cold}`;
+  }
   return `compile ${c.seconds.toFixed(1)} s per launch (${c.compilations} compilations${recompiled}); ${payoff}`;
 }

@@ -216,7 +216,12 @@ export class WizardLoop<C, R extends Repetition> {
     const t0 = Date.now();
     const partial = { best: [] as number[], cand: [] as number[] };
     try {
-      const m = await this.interleaved(best, this.runner.apply(best, change), 'trial', index, change.label);
+      const candidate = this.runner.apply(best, change);
+      // A first launch unlike the rest (a cold compile cache) is run before the pairs and reported apart, never paired.
+      const warming = this.runner.warmUp?.(candidate, change) ?? null;
+      if (warming) this.progress('trial', index, 0, this.rules.repeat, `${change.label}: a first launch to fill its caches, not measured`, null);
+      const warm = warming ? await warming : null;
+      const m = await this.interleaved(best, candidate, 'trial', index, change.label);
       partial.best = m.aSps;
       partial.cand = m.bSps;
       // A launch whose loss diverged (Infinity) makes its side's loss diverged; the point median needs no bootstrap.
@@ -238,7 +243,7 @@ export class WizardLoop<C, R extends Repetition> {
       const confounded = m.confounded !== null && verdict.decision !== 'changes-results';
       const decision = confounded ? 'confounded' : verdict.decision;
       const kept = confounded ? false : verdict.kept;
-      const extras = this.runner.trialExtras?.(change, m.aReps, m.bReps) ?? null;
+      const extras = this.runner.trialExtras?.(change, m.aReps, m.bReps, warm) ?? null;
       let why = confounded
         ? `confounded: ${m.confounded} (measured again ${m.remeasured} time${m.remeasured === 1 ? '' : 's'}); not decided, what it would have said: ${verdict.why}`
         : unchecked !== null && decision === 'accept' && change.kind !== 'recipe'

@@ -149,6 +149,7 @@ function trialRows(t: OptimiseTrial, objective: WizardView['objective']): string
       ? [['samples per joule of GPU energy, median of each side', fmt(medianInterval(t.bestSamplesPerJoule).median), fmt(medianInterval(t.candidateSamplesPerJoule).median), '']]
       : []),
     ['mean loss over the measured steps', '', '', t.lossDelta === null ? 'not measured' : `${signedPercent(t.lossDelta)} relative`],
+    ...(t.compile?.coldSeconds !== undefined ? [['compile time of the first launch (caches cold, run before the pairs)', '', `${fmt(t.compile.coldSeconds)} s`, '']] : []),
     ...(t.compile ? [['compile time per launch (first steps, not measured)', '', `${fmt(t.compile.seconds)} s`, compileText(t.compile)]] : []),
   ];
 }

@@ -179,7 +179,12 @@ export interface WizardTarget<C, R extends Repetition = Repetition> {
   /** Why this target will not try a change the preset allows, or null. */
   refuses(change: OptimiseChange, preset: OptimisePreset): string | null;
   /** What a trial's repetitions tell beyond speed and loss (a compile trial's compile time and pay-off), added to the trial. */
-  trialExtras?(change: OptimiseChange, best: readonly R[], candidate: readonly R[]): { why: string; compile?: TrialCompile } | null;
+  trialExtras?(change: OptimiseChange, best: readonly R[], candidate: readonly R[], warmUp: R | null): { why: string; compile?: TrialCompile } | null;
+  /**
+   * A repetition of the candidate before the trial's pairs, not measured, where its first one would not be like the
+   * rest (a compile whose cache is cold): its cost is the trial's to report, never in a pair. Null (at once): none needed.
+   */
+  warmUp?(candidate: C, change: OptimiseChange): Promise<R> | null;
   /** Why the loss of this target's repetitions cannot be compared (a change kept is then kept without a loss check), or null. */
   lossUnchecked?(): string | null;
   /** How the final card speaks of this target, given the changes kept. */
