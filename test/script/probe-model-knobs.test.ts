@@ -88,7 +88,8 @@ describe.each(INTERPRETERS)('amp and channels_last on $label', (t: Interpreter) 
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+    // Four Python processes importing torch: 11 s alone, over vitest's 30 s default beside the other files on 2 cores.
+  }, 120_000);
 
   it.skipIf(!t.python)('memory.channels_last: the convolutions run channels_last (weights and activations)', async () => {
     const r = await run(t.python!, { SET: set({ 'memory.channels_last': true }) });
