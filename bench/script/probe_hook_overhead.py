@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+from collector import drain_server
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PROBE = os.path.join(ROOT, "resources", "python")
@@ -30,21 +32,8 @@ PROBE = os.path.join(ROOT, "resources", "python")
 
 def worker(probe_dir, train_first, modules, forwards):
     """One configuration in this process: prints the forward times (µs) as JSON."""
-    import socket
-    import threading
-
     if probe_dir:
-        srv = socket.socket()
-        srv.bind(("127.0.0.1", 0))
-        srv.listen()
-
-        def drain():
-            while True:
-                conn, _ = srv.accept()
-                threading.Thread(target=lambda c=conn: [None for _ in iter(lambda: c.recv(1 << 16), b"")], daemon=True).start()
-
-        threading.Thread(target=drain, daemon=True).start()
-        os.environ["TB_PROBE_ADDR"] = "127.0.0.1:%d" % srv.getsockname()[1]
+        os.environ["TB_PROBE_ADDR"] = drain_server()
         sys.path.insert(0, probe_dir)
         import trainbench_probe
 

@@ -11,29 +11,14 @@ import argparse
 import json
 import os
 import random
-import socket
 import statistics
 import sys
-import threading
 import time
+
+from collector import drain_server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-
-
-def drain_server():
-    """A loopback socket that accepts the probe's connection and discards what it sends."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen()
-
-    def serve():
-        while True:
-            conn, _ = srv.accept()
-            threading.Thread(target=lambda c=conn: [None for _ in iter(lambda: c.recv(1 << 16), b"")], daemon=True).start()
-
-    threading.Thread(target=serve, daemon=True).start()
-    return "127.0.0.1:%d" % srv.getsockname()[1]
 
 
 def main():

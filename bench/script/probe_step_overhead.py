@@ -15,12 +15,12 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
+
+from collector import drain_server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -51,21 +51,6 @@ def worker(iterations, width):
         times.append((now - t) * 1e6)
         t = now
     print(json.dumps(times[20:]))
-
-
-def drain_server():
-    """Accepts the probe's connection and reads everything it sends (the collector's side, doing nothing)."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen()
-
-    def serve():
-        while True:
-            conn, _ = srv.accept()
-            threading.Thread(target=lambda c=conn: [None for _ in iter(lambda: c.recv(1 << 16), b"")], daemon=True).start()
-
-    threading.Thread(target=serve, daemon=True).start()
-    return "127.0.0.1:%d" % srv.getsockname()[1]
 
 
 def run(python, probe, args, addr):
