@@ -1,5 +1,7 @@
-"""The collector's side of the probe's channel for the probe benches: a loopback socket that accepts the
-probe's connections and discards what they send, as Trainbench would read it, doing nothing with it."""
+"""What the probe benches share: the collector's side of the probe's channel (a loopback socket that accepts
+the probe's connections and discards what they send) and where a bench's JSON goes."""
+import json
+import os
 import socket
 import threading
 
@@ -17,3 +19,11 @@ def drain_server():
 
     threading.Thread(target=serve, daemon=True).start()
     return "127.0.0.1:%d" % srv.getsockname()[1]
+
+
+def write_result(path, result):
+    """The bench's JSON at --out (its folder made), said on stdout."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(result, f, indent=2)
+    print("wrote", path)

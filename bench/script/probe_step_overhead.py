@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from collector import drain_server
+from collector import drain_server, write_result
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -122,10 +122,7 @@ def main():
         "pairOverheadPercent": [100 * p for p in pairs],
     }
     if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=2)
-        print("wrote", args.out)
+        write_result(args.out, result)
 
 
 if __name__ == "__main__":
