@@ -41,16 +41,15 @@ import {
   SourceSpecSchema,
   VerifyResultSchema,
 } from './datasets';
-import { OptimiseIdParamsSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from './optimise';
+import { OptimiseIdParamsSchema, OptimiseRequestSchema, WizardStateSchema } from './optimise';
+import { OptimiseRecordSchema, OptimiseResultSchema } from './optimise-result';
+import type { EngineOptimiseResult, ScriptOptimiseResult } from './optimise-result';
 import { ScriptTrainRequestSchema, ScriptTrainResultSchema } from './script-run';
-import { ScriptBenchmarkRequestSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from './script-target';
+import { ScriptBenchmarkRequestSchema, ScriptOptimiseRequestSchema } from './script-target';
 import { ScriptBatchSearchRequestSchema } from './script-target';
-import { ScriptOptimiseRecordSchema } from './script-target';
-import type { ScriptOptimiseResult } from './script-target';
 import type { ScriptTrainResult } from './script-run';
 import { eitherTarget } from './target';
 import type { EngineBenchmarkResult, ScriptBenchmarkResult } from './benchmark-result';
-import type { OptimiseResult } from './optimise';
 import type { TrainResult } from './training';
 
 const NoParams = z.object({}).strict();
@@ -123,7 +122,7 @@ export const apiMethods = {
    */
   'benchmark.training': { params: eitherTarget(TrainingBenchmarkRequestSchema, ScriptBenchmarkRequestSchema), result: BenchmarkResultSchema },
   /** Runs the optimisation wizard to completion (or cancellation), either target; progress arrives as optimise.progress events with the request's jobId. */
-  'optimise.start': { params: eitherTarget(OptimiseRequestSchema, ScriptOptimiseRequestSchema), result: z.union([OptimiseResultSchema, ScriptOptimiseResultSchema]) },
+  'optimise.start': { params: eitherTarget(OptimiseRequestSchema, ScriptOptimiseRequestSchema), result: OptimiseResultSchema },
   /** Continues a cancelled or interrupted engine wizard from its saved state (a script's: optimise.start with resumeFrom). */
   'optimise.resume': { params: OptimiseIdParamsSchema, result: OptimiseResultSchema },
   /**
@@ -131,7 +130,7 @@ export const apiMethods = {
    * interrupted or finished), or a script wizard's (its job id names its run) result once completed, else its state
    * saved after the baseline and each trial; null before a script wizard's baseline.
    */
-  'optimise.state': { params: OptimiseIdParamsSchema, result: z.union([WizardStateSchema, ScriptOptimiseRecordSchema.nullable()]) },
+  'optimise.state': { params: OptimiseIdParamsSchema, result: z.union([WizardStateSchema, OptimiseRecordSchema.nullable()]) },
   /** Files in a folder of the workspace, for choosing a source to import. */
   'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema) }) },
   /** ADR reports (issue 13): reports/NNNN-title/ folders of markdown + SVG figures. */
@@ -169,11 +168,11 @@ export type MethodName = keyof ApiMethods;
 export type MethodParams<M extends MethodName> = z.input<ApiMethods[M]['params']>;
 export type MethodResult<M extends MethodName> = z.infer<ApiMethods[M]['result']>;
 
-/** The methods that measure either target, with each target's result (one schema for a benchmark's, narrowed here by its target). */
+/** The methods that measure either target, with each target's result (one schema for a benchmark's and a wizard's, narrowed here by its target). */
 interface EitherTargetResults {
   'train.run': { engine: TrainResult; script: ScriptTrainResult };
   'benchmark.training': { engine: EngineBenchmarkResult; script: ScriptBenchmarkResult };
-  'optimise.start': { engine: OptimiseResult; script: ScriptOptimiseResult };
+  'optimise.start': { engine: EngineOptimiseResult; script: ScriptOptimiseResult };
 }
 
 /**

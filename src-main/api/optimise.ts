@@ -282,30 +282,13 @@ export const OptimiseFinalSchema = WizardFinalSchema.extend({ config: OptimiseCo
 export type OptimiseFinal = z.infer<typeof OptimiseFinalSchema>;
 
 export const OptimiseStatusSchema = z.enum(['running', 'completed', 'cancelled', 'failed']);
+export type OptimiseStatus = z.infer<typeof OptimiseStatusSchema>;
 
 /** Steps per repetition raised because the baseline's window was under the request's minWindowSeconds. */
 export const StepsWidenedSchema = z.object({ from: z.number().int(), to: z.number().int(), windowMs: z.number(), minWindowSeconds: z.number() });
 export type StepsWidened = z.infer<typeof StepsWidenedSchema>;
 
-/** A result written before issue 39 named the wizard's job `optimiseId`: read as `jobId`. */
-function renamedWizardId(raw: unknown): unknown {
-  if (typeof raw !== 'object' || raw === null || !('optimiseId' in raw) || 'jobId' in raw) return raw;
-  const { optimiseId, ...rest } = raw as { optimiseId: unknown };
-  return { ...rest, jobId: optimiseId };
-}
-
-/** The engine wizard's result: the wizard's, with its configuration, diagnosis, floors and batch search. */
-export const OptimiseResultSchema = z.preprocess(renamedWizardId, WizardResultSchema.extend({
-  jobId: z.string(),
-  status: OptimiseStatusSchema,
-  baseline: OptimiseBaselineSchema,
-  diagnosis: DiagnosisSchema,
-  limits: LimitsSchema,
-  batchSearch: z.object({ recommended: z.number().int().nullable(), runId: z.string().nullable(), verdict: z.string() }).nullable(),
-  final: OptimiseFinalSchema,
-  stepsWidened: StepsWidenedSchema.nullable().default(null),
-}));
-export type OptimiseResult = z.infer<typeof OptimiseResultSchema>;
+// The wizard's result, either target: api/optimise-result.ts.
 
 /**
  * What the wizard saves after every step, so a restarted app resumes it. Version 2 names the wizard's id

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 import { IdSchema } from './ids';
-import { ConfounderPolicySchema, LimitSchema, OptimisePresetSchema, WizardObjectiveSchema, OptimiseTrialSchema, WizardBaselineSchema, WizardFinalSchema, WizardResultSchema } from './optimise';
+import { ConfounderPolicySchema, LimitSchema, OptimisePresetSchema, WizardObjectiveSchema, OptimiseTrialSchema, WizardBaselineSchema } from './optimise';
 
 /**
  * A user's own training command as a target: run as is, with Trainbench's probe
@@ -285,41 +285,6 @@ export const ScriptOptimiseRequestSchema = z
 export type ScriptOptimiseRequest = z.infer<typeof ScriptOptimiseRequestSchema>;
 export type ScriptOptimiseRequestInput = z.input<typeof ScriptOptimiseRequestSchema>;
 
-const OverrideMap = z.record(z.string(), z.union([z.number(), z.boolean(), z.string()]));
-
-/** The script wizard's result: the wizard's (as the engine's), with the command, its loader and the overrides. */
-export const ScriptOptimiseResultSchema = WizardResultSchema.extend({
-  target: ScriptTargetSchema,
-  /** The script's own loader settings, before any override; null when it made no DataLoader. */
-  loader: ScriptLoaderSettingsSchema.nullable(),
-  baseline: WizardBaselineSchema.extend({ overrides: OverrideMap }),
-  /** How the loss guard went (absent in runs from before it): the seed, who seeded, and why the loss could not be compared. */
-  lossCheck: z
-    .object({
-      seed: z.number().int(),
-      tolerance: z.number(),
-      seededBy: z.enum(['trainbench', 'script']).nullable(),
-      where: z.string().nullable(),
-      unchecked: z.string().nullable(),
-    })
-    .optional(),
-  final: WizardFinalSchema.extend({
-    /** The overrides to run with: pass them as --set key=value. */
-    overrides: OverrideMap,
-  }),
-});
-export type ScriptOptimiseResult = z.infer<typeof ScriptOptimiseResultSchema>;
-
-/**
- * What a script optimisation's run.json keeps as its result: the whole result when it completed; for one
- * cancelled or failed, what it had measured by then (the baseline once done, every finished trial, no final).
- */
-export const ScriptOptimiseRecordSchema = ScriptOptimiseResultSchema.extend({
-  baseline: ScriptOptimiseResultSchema.shape.baseline.nullable(),
-  final: ScriptOptimiseResultSchema.shape.final.nullable(),
-});
-export type ScriptOptimiseRecord = z.infer<typeof ScriptOptimiseRecordSchema>;
-
 /**
  * A script wizard's baseline, sent as soon as it is measured: the wizard's result comes only at its
  * end, and a person watching its trials wants the numbers they are measured against.
@@ -328,7 +293,7 @@ export const ScriptOptimiseBaselineEventSchema = z.object({
   /** The wizard's job. */
   jobId: z.string(),
   runId: z.string(),
-  baseline: ScriptOptimiseResultSchema.shape.baseline,
+  baseline: WizardBaselineSchema.extend({ overrides: z.record(z.string(), z.union([z.number(), z.boolean(), z.string()])) }),
   /** The script's own first DataLoader, before overrides; null when it made none. */
   loader: ScriptLoaderSettingsSchema.nullable(),
   /** The finished trials a resumed wizard keeps from the run it goes on from (none for a fresh one). */

@@ -1,8 +1,8 @@
 import type { TrialCompile } from './optimise';
-import type { ScriptOptimiseResult } from './script-target';
+import type { ScriptOptimiseResult } from './optimise-result';
 
 /** How the loss guard went, in one line: what it compared and with which seed, or why it could not. */
-export function lossCheckText(c: ScriptOptimiseResult['lossCheck'], preset: ScriptOptimiseResult['preset']): string {
+export function lossCheckText(c: ScriptOptimiseResult['target']['lossCheck'], preset: ScriptOptimiseResult['preset']): string {
   if (!c) return 'not checked (a run from before the loss guard)';
   const seeded = c.seededBy === 'script' ? `the script seeds itself (${c.where ?? 'where unknown'})` : `seed ${c.seed}, set by Trainbench as torch was imported`;
   if (c.unchecked) return `not checked: ${c.unchecked}; changes were kept on their speed alone (${seeded})`;

@@ -4,10 +4,11 @@ import { ApiError } from '../api/errors';
 import { trialDecisionWords } from '../api/charts/optimise-charts';
 import { formatIssues } from '../api/format-issues';
 import { newJobId } from '../api/ids';
-import type { ConfounderPolicy, OptimiseRequest, OptimiseResult, WizardObjective } from '../api/optimise';
+import type { ConfounderPolicy, OptimiseRequest, WizardObjective } from '../api/optimise';
+import type { EngineOptimiseResult, ScriptOptimiseResult } from '../api/optimise-result';
 import { ConfounderPolicySchema, OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema, WizardObjectiveSchema } from '../api/optimise';
 import { pairsToDecide } from '../api/order-interval';
-import type { ScriptOptimiseRequest, ScriptOptimiseResult, ScriptOverrides } from '../api/script-target';
+import type { ScriptOptimiseRequest, ScriptOverrides } from '../api/script-target';
 import { SCRIPT_OVERRIDE_KEYS, ScriptOptimiseRequestSchema } from '../api/script-target';
 import type { WizardOptions } from '../core/optimise/optimise-service';
 import type { Services } from '../core/services';
@@ -134,7 +135,7 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
     const saved = await services.optimise.state(id);
     // The user's own --resume: a script wizard goes on with the command its run file names.
     const resume = (options: WizardOptions) => services.optimise.resume(id, { ...options, commandFromRunFile: true });
-    if (saved !== null && 'runIds' in saved) await runEngineWizard(services, id, true, resume as (options: WizardOptions) => Promise<OptimiseResult>, flags);
+    if (saved !== null && 'runIds' in saved) await runEngineWizard(services, id, true, resume as (options: WizardOptions) => Promise<EngineOptimiseResult>, flags);
     else await runScriptWizard(services, resume as (options: WizardOptions) => Promise<ScriptOptimiseResult>, flags);
   } finally {
     await services.dispose();
@@ -166,7 +167,7 @@ async function runEngineWizard(
   services: Services,
   jobId: string,
   resumed: boolean,
-  run: (options: WizardOptions) => Promise<OptimiseResult>,
+  run: (options: WizardOptions) => Promise<EngineOptimiseResult>,
   flags: OptimiseFlags,
 ): Promise<void> {
   // On a terminal the bar redraws in place and only finished trials stay on screen; on a pipe every line is kept.
@@ -197,7 +198,7 @@ async function runEngineWizard(
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatOptimise(result)) + '\n');
     if (flags.report) {
       // The wizard's run first (its attempts are the report), then the batch search it ran, so both are written up.
-      const runIds = [result.runId, ...(result.batchSearch?.runId ? [result.batchSearch.runId] : [])];
+      const runIds = [result.runId, ...(result.target.batchSearch?.runId ? [result.target.batchSearch.runId] : [])];
       const report = await services.reports.generate({ runIds });
       process.stderr.write(reportWrittenLines(services.workspace.root, report) + '\n');
     }

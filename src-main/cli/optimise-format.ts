@@ -1,11 +1,11 @@
 import { conditionsSummary } from '../api/confounders';
 import { trialCiLevel, trialDecisionWords } from '../api/charts/optimise-charts';
-import type { OptimiseProgress, OptimiseResult, OptimiseTrial } from '../api/optimise';
+import type { OptimiseProgress, OptimiseTrial } from '../api/optimise';
+import type { EngineOptimiseResult, ScriptOptimiseResult } from '../api/optimise-result';
 import { pairsAllow } from '../api/order-interval';
 import { finalFigures } from '../api/paired-figures';
 import type { WizardResult } from '../api/optimise';
 import { overrideCode } from '../api/script-override-code';
-import type { ScriptOptimiseResult } from '../api/script-target';
 import { compileText, lossCheckText } from '../api/script-trial-words';
 import { scriptBoundText } from '../core/knobs/script-bound';
 
@@ -74,8 +74,10 @@ export function repeatNote(repeat: number): string {
 }
 
 /** The result as a person reads it: the baseline and diagnosis, the limits, every attempt, then what to use. */
-export function formatOptimise(r: OptimiseResult): string {
+export function formatOptimise(r: EngineOptimiseResult): string {
   const b = r.baseline;
+  const { stepsWidened, batchSearch } = r.target;
+  const settings = r.target.final.config;
   const ci = (i: { low: number; median: number; high: number }) => `${n0(i.median)} samples/s (95% CI ${n0(i.low)}–${n0(i.high)})`;
   const lim = (name: string, l: { stepMs: number | null; baselineOverFloor: number | null; derivation: string }) =>
     `  ${name.padEnd(8)} ${l.stepMs === null ? 'n/a'.padStart(10) : `${l.stepMs.toFixed(3)} ms`.padStart(10)}  ${l.baselineOverFloor === null ? '' : `baseline ${l.baselineOverFloor.toFixed(1)}x`}  ${l.derivation}`;
@@ -90,7 +92,7 @@ export function formatOptimise(r: OptimiseResult): string {
   });
   const lines = [
     `optimise   ${r.title}  (${r.jobId}, preset ${r.preset}, ${r.repeat} repetitions per side, A/B/A/B${r.objective === 'energy' ? '; objective: samples per joule of GPU energy, the speedups below are of samples/J' : ''})`,
-    ...(r.stepsWidened ? [`steps      ${r.stepsWidened.from} -> ${r.stepsWidened.to} per repetition: ${r.stepsWidened.from} steps measured ${r.stepsWidened.windowMs.toFixed(1)} ms, under the ${r.stepsWidened.minWindowSeconds} s asked for (--min-window); the baseline was measured again`] : []),
+    ...(stepsWidened ? [`steps      ${stepsWidened.from} -> ${stepsWidened.to} per repetition: ${stepsWidened.from} steps measured ${stepsWidened.windowMs.toFixed(1)} ms, under the ${stepsWidened.minWindowSeconds} s asked for (--min-window); the baseline was measured again`] : []),
     `baseline   ${ci(b.samplesPerSec)}; step ${b.stepMs.toFixed(3)} ms; noise floor ±${(100 * b.noiseFloor).toFixed(1)}%; ${b.device}`,
     `           phases: ${Object.entries(b.phasesPercent)
       .map(([k, v]) => `${k} ${v.toFixed(1)}%`)
@@ -104,13 +106,13 @@ export function formatOptimise(r: OptimiseResult): string {
     `  ${r.limits.summary}`,
     `trials     change, speedup over the current best (median, ${trialLevels(r.trials)} CI), decision and why`,
     ...(rows.length ? rows : ['  none: no change to try']),
-    ...(r.batchSearch ? [`batch      ${r.batchSearch.recommended !== null ? `the batch-size search recommends ${r.batchSearch.recommended}` : 'no batch-size search'}: ${r.batchSearch.verdict}`] : []),
+    ...(batchSearch ? [`batch      ${batchSearch.recommended !== null ? `the batch-size search recommends ${batchSearch.recommended}` : 'no batch-size search'}: ${batchSearch.verdict}`] : []),
     ...(r.skipped.length ? ['not tried', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),
     `final      ${r.final.changes.length ? r.final.changes.join('; ') : 'no change kept'}`,
     `           ${finalLine(r)}`,
     `           ${r.final.verdict}`,
     ...r.final.proposals.map((p) => `  proposed (recipe change, not kept): ${p}`),
-    `settings   read from ${r.final.config.readFrom}, loader workers ${r.final.config.options.loaderWorkers}, prefetch ${r.final.config.options.prefetch}, batch ${r.final.config.options.batchSize} x ${r.final.config.options.accumulation}, ${r.final.config.options.precision}`,
+    `settings   read from ${settings.readFrom}, loader workers ${settings.options.loaderWorkers}, prefetch ${settings.options.prefetch}, batch ${settings.options.batchSize} x ${settings.options.accumulation}, ${settings.options.precision}`,
     `saved      ${r.runDir} (run of kind optimise) and optimise/${r.jobId}/state.json in the workspace`,
   ];
   return lines.join('\n');
@@ -119,13 +121,15 @@ export function formatOptimise(r: OptimiseResult): string {
 /** A script wizard's result: the baseline, each trial with its decision, and the overrides to use as --set flags. */
 export function formatScriptOptimise(r: ScriptOptimiseResult): string {
   const b = r.baseline;
-  const setFlags = Object.entries(r.final.overrides).map(([k, v]) => `--set ${k}=${String(v)}`);
+  const { loader, lossCheck } = r.target;
+  const overrides = r.target.final?.overrides ?? {};
+  const setFlags = Object.entries(overrides).map(([k, v]) => `--set ${k}=${String(v)}`);
   return [
     `optimise   ${r.title}${r.objective === 'energy' ? '  (objective: samples per joule of GPU energy; the speedups below are of samples/J)' : ''}`,
-    `loader     ${r.loader ? Object.entries(r.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}`,
-    `loss       ${lossCheckText(r.lossCheck, r.preset)}`,
+    `loader     ${loader ? Object.entries(loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}`,
+    `loss       ${lossCheckText(lossCheck, r.preset)}`,
     `baseline   ${n0(b.samplesPerSec.median)} samples/s (95% CI ${n0(b.samplesPerSec.low)}-${n0(b.samplesPerSec.high)}, noise floor ±${(100 * b.noiseFloor).toFixed(1)}%) on ${b.device}; data wait ${b.phasesPercent.data.toFixed(1)}% of the step`,
-    `order      ${scriptBoundText(b)}`,
+    `order      ${r.diagnosis?.summary ?? scriptBoundText(b)}`,
     'trials',
     ...(r.trials.length
       ? r.trials.flatMap((t) => [
@@ -147,7 +151,7 @@ export function formatScriptOptimise(r: ScriptOptimiseResult): string {
         return `apply      --set ${t.change.knob}=${String(value)} (in code: ${overrideCode({ [t.change.knob]: value }, { device: b.device })[0]})`;
       }),
     `use        ${setFlags.length ? setFlags.join(' ') : r.final.proposals.length ? 'the script as it is, or a proposal above' : 'the script as it is (no override)'}`,
-    ...overrideCode(r.final.overrides, { device: b.device }).map((line, i) => `${i === 0 ? 'in code   ' : '          '} ${line}`),
+    ...overrideCode(overrides, { device: b.device }).map((line, i) => `${i === 0 ? 'in code   ' : '          '} ${line}`),
     `saved      ${r.runDir} (${r.seconds.toFixed(0)} s)`,
   ].join('\n');
 }

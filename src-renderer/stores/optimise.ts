@@ -2,9 +2,11 @@ import type { Devices } from '@api/devices';
 import { ApiError } from '@api/errors';
 import type { JobInfo, TargetKind } from '@api/jobs';
 import type { ModelSpec } from '@api/model-spec';
-import type { OptimiseProgress, OptimiseResult, OptimiseTrial, WizardState } from '@api/optimise';
-import type { ScriptOptimiseBaselineEvent, ScriptOptimiseRecord, ScriptOptimiseRequestInput, ScriptOutputEvent, ScriptTarget } from '@api/script-target';
-import { ScriptOptimiseRecordSchema, ScriptOptimiseRequestSchema } from '@api/script-target';
+import type { OptimiseProgress, OptimiseTrial, WizardState } from '@api/optimise';
+import type { OptimiseResult, ScriptOptimiseRecord } from '@api/optimise-result';
+import { OptimiseRecordSchema } from '@api/optimise-result';
+import type { ScriptOptimiseBaselineEvent, ScriptOptimiseRequestInput, ScriptOutputEvent, ScriptTarget } from '@api/script-target';
+import { ScriptOptimiseRequestSchema } from '@api/script-target';
 import type { RunDetail, RunSummary } from '@api/training';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
@@ -89,7 +91,8 @@ export function scriptOptimiseRun(detail: RunDetail): ScriptOptimiseRun | null {
   if (detail.summary.kind !== 'optimise' || config?.target?.kind !== 'script') return null;
   const request = ScriptOptimiseRequestSchema.safeParse(config.request);
   if (!request.success) return null;
-  const parsed = ScriptOptimiseRecordSchema.safeParse((detail.record as { result?: unknown }).result);
+  const parsed = OptimiseRecordSchema.safeParse((detail.record as { result?: unknown }).result);
+  const record = parsed.success && parsed.data.target.kind === 'script' ? { ...parsed.data, target: parsed.data.target } : null;
   const s = detail.summary;
   return {
     runId: s.id,
@@ -99,7 +102,7 @@ export function scriptOptimiseRun(detail: RunDetail): ScriptOptimiseRun | null {
     preset: request.data.preset,
     maxTrials: request.data.maxTrials,
     jobId: typeof config.jobId === 'string' ? config.jobId : null,
-    record: parsed.success ? parsed.data : null,
+    record,
     message: s.error,
     updatedAt: s.finishedAt ?? s.createdAt,
   };
@@ -134,8 +137,9 @@ export async function engineState(jobId: string): Promise<WizardState> {
 /** What a script wizard has measured so far, by its job id (which names its run); null before its baseline. */
 export async function scriptState(jobId: string): Promise<ScriptOptimiseRecord | null> {
   const s = await useApiClient().call('optimise.state', { jobId });
-  if (s !== null && 'schemaVersion' in s) throw new Error(`optimisation ${jobId} is not a script wizard`);
-  return s;
+  if (s === null) return null;
+  if ('schemaVersion' in s || s.target.kind !== 'script') throw new Error(`optimisation ${jobId} is not a script wizard`);
+  return { ...s, target: s.target };
 }
 
 /** The trials of both lists, one per index (a live event and a state read may carry the same trial). */

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { parseRunRecord } from '../../src-main/api/run-record';
 import { ScriptTrainResultSchema } from '../../src-main/api/script-run';
-import { ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
+import { scriptWizard } from '../helpers/target-detail';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, PYTHON, runCli, SCRIPTS } from '../script/script-helpers';
@@ -65,8 +65,8 @@ describe('optimise -- <command>', () => {
       300_000,
     );
     expect(code, stderr).toBe(0);
-    const r = ScriptOptimiseResultSchema.parse(JSON.parse(stdout));
-    expect(r.loader).toMatchObject({ num_workers: 0, batch_size: 32 });
+    const r = scriptWizard(JSON.parse(stdout));
+    expect(r.target.loader).toMatchObject({ num_workers: 0, batch_size: 32 });
     expect(r.baseline.repetitions).toHaveLength(2);
     expect(r.trials).toHaveLength(1);
     expect(r.trials[0].change).toMatchObject({ knob: 'dataloader.num_workers', from: 0, to: 2 });

@@ -10,9 +10,10 @@ import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { PHASE_NAMES_WITH_OTHER, TrainingBenchmarkRequestSchema } from '../../src-main/api/benchmark';
-import type { OptimiseResult } from '../../src-main/api/optimise';
+import type { EngineOptimiseResult } from '../../src-main/api/optimise-result';
 import type { OptimiseProgress } from '../../src-main/api/optimise';
-import { OptimiseProgressSchema, OptimiseRequestSchema, OptimiseResultSchema, WizardStateSchema } from '../../src-main/api/optimise';
+import { OptimiseProgressSchema, OptimiseRequestSchema, WizardStateSchema } from '../../src-main/api/optimise';
+import { engineWizard } from '../helpers/target-detail';
 import { initialState } from '../../src-main/core/targets/engine/resumable-run';
 import { saveWizardState } from '../../src-main/core/targets/engine/wizard-state';
 import { createRun } from '../../src-main/core/workspace/run-store';
@@ -46,16 +47,16 @@ afterAll(() => ws.cleanup());
 
 const mlpFlags = (batch: number, ...extra: string[]) => ['--model', tinyMlp, '--data', dataFlag, '--batch-size', String(batch), '--warmup-steps', '3', '--workspace', ws.dir, ...extra];
 
-async function optimise(args: string[]): Promise<OptimiseResult> {
+async function optimise(args: string[]): Promise<EngineOptimiseResult> {
   const { stdout } = await run(process.execPath, [CLI, 'optimise', ...args, '--json'], { maxBuffer: 64 * 1024 * 1024 });
-  return OptimiseResultSchema.parse(JSON.parse(stdout));
+  return engineWizard(JSON.parse(stdout));
 }
 
 const state = (id: string) => WizardStateSchema.parse(JSON.parse(readFileSync(path.join(ws.dir, 'optimise', id, 'state.json'), 'utf8')));
 const runJson = (runId: string, dir = ws.dir) => JSON.parse(readFileSync(path.join(dir, 'runs', runId, 'run.json'), 'utf8')) as { kind: string; status: string; error?: { message: string } };
 
 /** Every kept change was proven: its whole CI above 1 and its gain above the baseline's noise floor. */
-function expectNothingUnproven(r: OptimiseResult): void {
+function expectNothingUnproven(r: EngineOptimiseResult): void {
   for (const t of r.trials.filter((x) => x.kept)) {
     expect(t.decision).toBe('accept');
     expect(t.speedup?.low).toBeGreaterThan(1);
@@ -118,7 +119,7 @@ describe('trainbench optimise (CPU)', () => {
     expectNothingUnproven(r);
     // Pipeline changes train exactly the same: the loss guard saw the same mean loss.
     for (const t of r.trials.filter((x) => x.lossDelta !== null && x.change.kind === 'pipeline')) expect(t.lossDelta).toBeLessThan(1e-9);
-    expect(r.final.config).not.toEqual(b.config);
+    expect(r.target.final.config).not.toEqual(r.target.baseline.config);
     // The reported speedup is the final A/B/A/B measurement, and the verdict says honestly whether it confirms the gain.
     expect(r.final.speedup.high).toBeGreaterThan(r.final.speedup.low);
     expect(r.final.verdict).toMatch(r.final.speedup.low > 1 ? /measured A\/B\/A\/B over 9 pairs/ : /cannot confirm|below 1/);
@@ -169,7 +170,7 @@ describe('trainbench optimise (CPU)', () => {
     process.kill(engineHostOf(cli.child.pid ?? 0), 'SIGKILL');
     const { code } = await cli.exited;
     expect(code, cli.output().stderr).toBe(0);
-    const r = OptimiseResultSchema.parse(JSON.parse(cli.output().stdout));
+    const r = engineWizard(JSON.parse(cli.output().stdout));
     expect(r.trials[0].decision).toBe('crashed');
     expect(r.trials[0].error).toMatch(/engine host/);
     expect(r.trials[0].why).toContain('the wizard continues');
@@ -318,14 +319,14 @@ describe('optimise through the API contract (what the Optimise area calls)', () 
       expect(seen.map((p) => p.phase)).toEqual(expect.arrayContaining(['preparing', 'baseline', 'limits', 'trial']));
       expect(seen.filter((p) => p.phase === 'trial').every((p) => p.etaSeconds !== null && p.etaSeconds >= 0)).toBe(true);
 
-      const result = OptimiseResultSchema.parse(await services.router.dispatch('optimise.resume', { jobId }));
+      const result = engineWizard(await services.router.dispatch('optimise.resume', { jobId }));
       stop();
       expect(result.trials).toHaveLength(1);
       expect(seen.some((p) => p.finishedTrial?.index === 1)).toBe(true);
       expect(seen.at(-1)?.phase).toBe('done');
       expect(await services.router.dispatch('optimise.state', { jobId })).toMatchObject({ status: 'completed', runIds: [expect.any(String), result.runId] });
       // A finished wizard answers resume with its result, and nothing is running to cancel.
-      expect(OptimiseResultSchema.parse(await services.router.dispatch('optimise.resume', { jobId })).trials).toEqual(result.trials);
+      expect(engineWizard(await services.router.dispatch('optimise.resume', { jobId })).trials).toEqual(result.trials);
       expect(await services.router.dispatch('jobs.cancel', { jobId })).toEqual({ cancelled: false });
     } finally {
       await cleanup();
@@ -347,7 +348,7 @@ describe('the batch-size candidate under a CPU memory limit', () => {
       const [small, large] = [await peak(256), await peak(512)];
       expect(large).toBeGreaterThan(small);
       const limit = Math.round((small + large) / 2);
-      const r = OptimiseResultSchema.parse(
+      const r = engineWizard(
         await services.router.dispatch('optimise.start', {
           target: { spec, data, options: { batchSize: 256, memoryLimitBytes: limit } },
           // Without the search the batch candidate is twice the batch, which this limit cannot hold.
@@ -364,11 +365,11 @@ describe('the batch-size candidate under a CPU memory limit', () => {
       expect(batch?.why).toContain('ran out of memory');
       expect(batch?.error).toMatch(/bytes/);
       expect(r.status).toBe('completed');
-      expect(r.final.config.options.batchSize).toBe(256);
-      expect(r.batchSearch).toEqual({ recommended: null, runId: null, verdict: 'not run (batchSearch off): the batch-size candidate is twice the batch' });
+      expect(r.target.final.config.options.batchSize).toBe(256);
+      expect(r.target.batchSearch).toEqual({ recommended: null, runId: null, verdict: 'not run (batchSearch off): the batch-size candidate is twice the batch' });
 
       // With the search, the candidate is the batch it recommends under the limit, and it trains.
-      const searched = OptimiseResultSchema.parse(
+      const searched = engineWizard(
         await services.router.dispatch('optimise.start', {
           target: { spec, data, options: { batchSize: 256, memoryLimitBytes: Math.round(large / 0.8) } },
           repeat: 2,
@@ -377,11 +378,11 @@ describe('the batch-size candidate under a CPU memory limit', () => {
           maxTrials: 3,
         }),
       );
-      const recommended = searched.batchSearch?.recommended;
-      console.log(`batch-size search under a ${limitOf(large / 0.8)} limit: ${searched.batchSearch?.verdict}`);
-      expect(recommended, searched.batchSearch?.verdict).toBeGreaterThanOrEqual(256);
+      const recommended = searched.target.batchSearch?.recommended;
+      console.log(`batch-size search under a ${limitOf(large / 0.8)} limit: ${searched.target.batchSearch?.verdict}`);
+      expect(recommended, searched.target.batchSearch?.verdict).toBeGreaterThanOrEqual(256);
       expect(recommended).toBeLessThan(2048);
-      const search = runJson(searched.batchSearch?.runId ?? '', services.workspace.root);
+      const search = runJson(searched.target.batchSearch?.runId ?? '', services.workspace.root);
       expect(search).toMatchObject({ kind: 'batch-search', status: 'completed' });
       const trial = searched.trials.find((t) => t.change.knob === 'batchSize');
       if (recommended === 256) expect(trial).toBeUndefined();

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatValue } from '../../src-main/api/charts/theme';
 import { trialFigures } from '../../src-main/api/paired-figures';
 import { formatOptimise } from '../../src-main/cli/optimise-format';
-import type { OptimiseResult } from '../../src-main/api/optimise';
+import type { EngineOptimiseResult } from '../../src-main/api/optimise-result';
+import { engineWizard } from '../helpers/target-detail';
 import type { ReportDetail } from '../../src-main/api/reports';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
@@ -20,13 +21,13 @@ beforeAll(requireBuilt);
 afterAll(() => ws.cleanup());
 
 describe('trainbench report of an optimise run', () => {
-  let result: OptimiseResult;
+  let result: EngineOptimiseResult;
   let report: ReportDetail;
   let markdown: string;
 
   beforeAll(async () => {
     const out = await cli(ws.dir, ['optimise', '--model', 'mlp', '--data', 'fashion-mnist', '--steps', '10', '--warmup-steps', '2', '--repeat', '2', '--max-trials', '2', '--json', '--no-progress']);
-    result = JSON.parse(out) as OptimiseResult;
+    result = engineWizard(JSON.parse(out));
     report = JSON.parse(await cli(ws.dir, ['report', result.runId, '--json'])) as ReportDetail;
     markdown = readFileSync(path.join(ws.dir, report.summary.path), 'utf8');
   }, 300_000);

@@ -10,8 +10,9 @@ import { createMemoryHistory, createRouter } from 'vue-router';
 
 import { measurementLabel } from '../../src-main/api/measurement-words';
 import { BUILTIN_MODELS, ModelSpecSchema } from '../../src-main/api/model-spec';
-import type { OptimiseResult } from '../../src-main/api/optimise';
-import { OptimiseRequestSchema, OptimiseResultSchema } from '../../src-main/api/optimise';
+import { OptimiseRequestSchema } from '../../src-main/api/optimise';
+import type { EngineOptimiseResult } from '../../src-main/api/optimise-result';
+import { engineWizard } from '../helpers/target-detail';
 import { applyQuery, builtinModelOf, newRunValuesFromQuery } from '../../src-renderer/components/optimise/apply-values';
 import DiagnosisCards from '../../src-renderer/components/optimise/DiagnosisCards.vue';
 import FinalCard from '../../src-renderer/components/optimise/FinalCard.vue';
@@ -21,8 +22,8 @@ import { recipeValues, trainRequest } from '../../src-renderer/components/runs/n
 import type { PastOptimisation } from '../../src-renderer/stores/optimise';
 
 // A run that kept one change, recorded with: trainbench optimise --model mlp --data fashion-mnist --loader-workers 0 --prefetch 1 --steps 10 --warmup-steps 2 --repeat 3 --max-trials 3 --threads 1 --json
-const recorded = (): OptimiseResult => {
-  return OptimiseResultSchema.parse(JSON.parse(readFileSync('test/fixtures/optimise/cpu-mlp-result.json', 'utf8')));
+const recorded = (): EngineOptimiseResult => {
+  return engineWizard(JSON.parse(readFileSync('test/fixtures/optimise/cpu-mlp-result.json', 'utf8')));
 };
 /** The target the recorded run optimised, as its request held it. */
 /** The forms' model choices beyond the built-ins: none here (the sized and file cases: models-sized-forms.test.ts). */
@@ -32,9 +33,9 @@ const target = () => OptimiseRequestSchema.parse({ target: { spec: BUILTIN_MODEL
 describe('Apply: final settings to the New run form', () => {
   it('carries the final configuration through the route into values the New run form accepts', () => {
     const r = recorded();
-    const { query, blocked } = applyQuery(r.jobId, target(), r.final.config, builtinsOnly);
+    const { query, blocked } = applyQuery(r.jobId, target(), r.target.final.config, builtinsOnly);
     expect(blocked).toBeNull();
-    expect(query).toMatchObject({ new: '1', from: r.jobId, model: 'mlp', data: 'fashion-mnist', device: 'cpu', loaderWorkers: String(r.final.config.options.loaderWorkers) });
+    expect(query).toMatchObject({ new: '1', from: r.jobId, model: 'mlp', data: 'fashion-mnist', device: 'cpu', loaderWorkers: String(r.target.final.config.options.loaderWorkers) });
     // Through a URL and back, as the router does it.
     const url = new URLSearchParams(query!);
     const back = newRunValuesFromQuery(Object.fromEntries(url.entries()));
@@ -42,7 +43,7 @@ describe('Apply: final settings to the New run form', () => {
     expect(back?.notes).toEqual([]);
     const checked = trainRequest(back!.values);
     expect(checked.errors).toBeNull();
-    const o = r.final.config.options;
+    const o = r.target.final.config.options;
     expect(checked.request?.options).toMatchObject({ batchSize: o.batchSize, accumulation: o.accumulation, loaderWorkers: o.loaderWorkers, prefetch: o.prefetch, seed: o.seed, precision: o.precision, device: o.device });
     // What the form does not set comes from the model's recipe (mlp: AdamW at 0.002).
     expect(back!.values.lr).toBe(recipeValues('mlp', { data: 'fashion-mnist', device: 'cpu' }).lr);
@@ -50,7 +51,7 @@ describe('Apply: final settings to the New run form', () => {
 
   it('says which settings a New run cannot take over', () => {
     const r = recorded();
-    const cuda = { ...r.final.config, readFrom: 'source' as const, options: { ...r.final.config.options, device: 'cuda:0', gpuPrefetch: 6, cudaGraph: true } };
+    const cuda = { ...r.target.final.config, readFrom: 'source' as const, options: { ...r.target.final.config.options, device: 'cuda:0', gpuPrefetch: 6, cudaGraph: true } };
     const { query } = applyQuery(r.jobId, target(), cuda, builtinsOnly);
     expect(query).toMatchObject({ gpuPrefetch: '6', cudaGraph: '1', readFrom: 'source', device: 'cuda:0' });
     expect(newRunValuesFromQuery(query!)?.notes).toEqual([
@@ -65,9 +66,9 @@ describe('Apply: final settings to the New run form', () => {
     const own = { ...target(), spec: ModelSpecSchema.parse({ family: 'mlp', input: [28, 28], outputs: 10, hidden: [8] }) };
     expect(builtinModelOf(own.spec)).toBeNull();
     expect(builtinModelOf(target().spec)).toBe('mlp');
-    expect(applyQuery(r.jobId, own, r.final.config, builtinsOnly).blocked).toMatch(/^the model \(its own mlp spec\) is neither a built-in, its family sized to this data, nor a spec file of the workspace now/);
+    expect(applyQuery(r.jobId, own, r.target.final.config, builtinsOnly).blocked).toMatch(/^the model \(its own mlp spec\) is neither a built-in, its family sized to this data, nor a spec file of the workspace now/);
     const idx = { ...target(), data: { kind: 'idx' as const, train: { images: '/data/x-images', labels: '/data/x-labels' } } };
-    expect(applyQuery(r.jobId, idx, r.final.config, builtinsOnly).blocked).toMatch(/^the data \(idx\) was given to the CLI by path/);
+    expect(applyQuery(r.jobId, idx, r.target.final.config, builtinsOnly).blocked).toMatch(/^the data \(idx\) was given to the CLI by path/);
 
     expect(newRunValuesFromQuery({ model: 'mlp' })).toBeNull();
     const typed = newRunValuesFromQuery({ new: '1', model: 'resnet50', data: '/etc/passwd', batchSize: 'lots', lr: '', precision: 'fp8', optimizer: 'lion', prefetch: ['2', '4'] });
@@ -89,15 +90,15 @@ describe('Apply: final settings to the New run form', () => {
     const r = recorded();
     const router = createRouter({ history: createMemoryHistory(), routes: [{ path: '/:any(.*)', component: { template: '<div />' } }] });
     await router.push('/optimise');
-    const card = mount(FinalCard, { props: { jobId: r.jobId, target: target(), final: r.final, models: [] }, global: { plugins: [router, createPinia()] } });
+    const card = mount(FinalCard, { props: { jobId: r.jobId, target: target(), final: { ...r.final, config: r.target.final.config }, models: [] }, global: { plugins: [router, createPinia()] } });
     expect(card.get('[data-testid="opt-verdict"]').text()).toBe(r.final.verdict);
-    expect(card.get('[data-testid="opt-final-settings"]').text()).toContain(`loader workers ${r.final.config.options.loaderWorkers}`);
+    expect(card.get('[data-testid="opt-final-settings"]').text()).toContain(`loader workers ${r.target.final.config.options.loaderWorkers}`);
     await card.get('[data-testid="opt-apply"]').trigger('click');
     await new Promise((resolve) => setTimeout(resolve, 0));
     expect(router.currentRoute.value.path).toBe('/runs');
-    expect(router.currentRoute.value.query).toMatchObject({ new: '1', from: r.jobId, loaderWorkers: String(r.final.config.options.loaderWorkers) });
+    expect(router.currentRoute.value.query).toMatchObject({ new: '1', from: r.jobId, loaderWorkers: String(r.target.final.config.options.loaderWorkers) });
 
-    const own = mount(FinalCard, { props: { jobId: r.jobId, target: { ...target(), spec: ModelSpecSchema.parse({ family: 'mlp', input: [28, 28], outputs: 10, hidden: [8] }) }, final: r.final, models: [] }, global: { plugins: [router, createPinia()] } });
+    const own = mount(FinalCard, { props: { jobId: r.jobId, target: { ...target(), spec: ModelSpecSchema.parse({ family: 'mlp', input: [28, 28], outputs: 10, hidden: [8] }) }, final: { ...r.final, config: r.target.final.config }, models: [] }, global: { plugins: [router, createPinia()] } });
     expect(own.get('[data-testid="opt-apply"]').attributes('disabled')).toBeDefined();
     expect(own.get('[data-testid="opt-apply-blocked"]').text()).toMatch(/its own mlp spec/);
   });

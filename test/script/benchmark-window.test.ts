@@ -5,7 +5,7 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
+import { scriptWizard } from '../helpers/target-detail';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { PYTHON, runCli, SCRIPTS } from './script-helpers';
@@ -50,7 +50,7 @@ describe("a script benchmark's telemetry window", () => {
   it("ends at the last measured step in each of the script wizard's launches too", async () => {
     const r = await runCli(['optimise', '--json', '--workspace', ws.dir, '--warmup-steps', '2', '--steps', '10', '--repeat', '2', '--max-trials', '1', '--only', 'dataloader.num_workers', '--', PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'save-at-exit']);
     expect(r.code, r.stderr).toBe(0);
-    const result = ScriptOptimiseResultSchema.parse(JSON.parse(r.stdout));
+    const result = scriptWizard(JSON.parse(r.stdout));
     const dir = path.join(ws.dir, 'runs', result.runId);
     const windows = readdirSync(dir).filter((f) => /^telemetry-launch\d+\.jsonl$/.test(f));
     expect(windows.length).toBeGreaterThanOrEqual(4); // the baseline's two launches and a pair

@@ -7,7 +7,7 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
+import { scriptWizard } from '../helpers/target-detail';
 import { followLaunches } from '../helpers/launch-signals';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
@@ -43,7 +43,7 @@ describe('the script wizard beside a CPU hog during one launch', () => {
       400_000,
     ).finally(() => follow.close());
     expect(code, stderr).toBe(0);
-    const r = ScriptOptimiseResultSchema.parse(JSON.parse(stdout));
+    const r = scriptWizard(JSON.parse(stdout));
     const [trial] = r.trials;
     const rows = trial.conditions!;
     const hogged = rows.find((x) => x.pair === 1 && x.side === 'candidate')!;

@@ -7,7 +7,7 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
+import { scriptWizard } from '../helpers/target-detail';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { TORCH2 } from './probe-run';
@@ -21,7 +21,7 @@ async function wizard(python: string, maxTrials: number, extra: string[] = []) {
   const args = ['optimise', '--json', '--repeat', '2', '--steps', '10', '--warmup-steps', '3', '--max-trials', String(maxTrials), '--workspace', ws.dir, ...extra];
   const { code, stdout, stderr } = await runCli([...args, '--', python, path.join(SCRIPTS, 'cnn_tutorial.py'), '--steps', '30'], 600_000);
   expect(code, stderr).toBe(0);
-  return ScriptOptimiseResultSchema.parse(JSON.parse(stdout));
+  return scriptWizard(JSON.parse(stdout));
 }
 
 describe.skipIf(!TORCH2.python)(`trainbench optimise -- <CNN script>: amp.dtype and channels_last under the loss guard (${TORCH2.label})`, () => {
@@ -30,7 +30,7 @@ describe.skipIf(!TORCH2.python)(`trainbench optimise -- <CNN script>: amp.dtype 
     // Inductor's caches in a folder of this test's own: the compile trial's first launch is cold, as on a fresh machine.
     const r = await wizard(TORCH2.python!, 4, ['--only', 'amp.dtype,memory.channels_last,compile.mode', '--env', `TORCHINDUCTOR_CACHE_DIR=${path.join(ws.dir, 'inductor-cache')}`]);
     expect(new Set(r.trials.map((t) => t.change.knob))).toEqual(new Set(['amp.dtype', 'memory.channels_last', 'compile.mode']));
-    expect(r.lossCheck).toEqual({ seed: 0, tolerance: 0.05, seededBy: 'trainbench', where: 'torch import', unchecked: null });
+    expect(r.target.lossCheck).toEqual({ seed: 0, tolerance: 0.05, seededBy: 'trainbench', where: 'torch import', unchecked: null });
     const amp = r.trials.find((t) => t.change.knob === 'amp.dtype')!;
     expect(amp.change).toMatchObject({ from: 'fp32', to: 'bf16', kind: 'numerics' });
     const cl = r.trials.find((t) => t.change.knob === 'memory.channels_last')!;
@@ -62,8 +62,8 @@ describe.skipIf(!TORCH2.python)(`trainbench optimise -- <CNN script>: amp.dtype 
 
   it('says the loss was not checked when the script reseeds at random, and keeps changes on speed alone', async () => {
     const r = await wizard(TORCH2.python!, 1, ['--env', 'SEED=random', '--only', 'dataloader.num_workers']);
-    expect(r.lossCheck).toMatchObject({ seededBy: 'script', unchecked: expect.stringMatching(/^two launches of the same settings gave mean losses \S+ and \S+ with the same seed/) });
-    expect(r.lossCheck!.where).toMatch(/cnn_tutorial\.py:\d+$/);
+    expect(r.target.lossCheck).toMatchObject({ seededBy: 'script', unchecked: expect.stringMatching(/^two launches of the same settings gave mean losses \S+ and \S+ with the same seed/) });
+    expect(r.target.lossCheck!.where).toMatch(/cnn_tutorial\.py:\d+$/);
     for (const t of r.trials) {
       expect(t.lossDelta).toBeNull();
       if (t.kept) expect(t.why).toContain('; kept without a loss check: two launches of the same settings');

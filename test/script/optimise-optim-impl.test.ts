@@ -4,7 +4,7 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
+import { scriptWizard } from '../helpers/target-detail';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { TORCH1, TORCH2 } from './probe-run';
@@ -18,7 +18,7 @@ async function wizard(python: string, only = 'optim.impl', maxTrials = 1) {
   const args = ['optimise', '--json', '--repeat', '2', '--steps', '5', '--warmup-steps', '2', '--max-trials', String(maxTrials), '--only', only, '--workspace', ws.dir, '--', python, path.join(SCRIPTS, 'optim_impl.py')];
   const { code, stdout, stderr } = await runCli(args, 300_000);
   expect(code, stderr).toBe(0);
-  return ScriptOptimiseResultSchema.parse(JSON.parse(stdout));
+  return scriptWizard(JSON.parse(stdout));
 }
 
 describe('trainbench optimise -- <script>: optim.impl', () => {

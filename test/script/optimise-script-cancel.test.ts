@@ -11,7 +11,8 @@ import { ApiError } from '../../src-main/api/errors';
 import type { OptimiseProgress } from '../../src-main/api/optimise';
 import type { ScriptOptimiseBaselineEvent } from '../../src-main/api/script-target';
 import type { ScriptOutputEvent } from '../../src-main/api/script-target';
-import { ScriptOptimiseRecordSchema, ScriptOptimiseRequestSchema, ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
+import { ScriptOptimiseRequestSchema } from '../../src-main/api/script-target';
+import { scriptWizard, scriptWizardRecord } from '../helpers/target-detail';
 import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';
 import { readScriptWizardState } from '../../src-main/core/targets/script/script-wizard-state';
@@ -92,10 +93,10 @@ describe('the script wizard (optimise.start on a script target) as a job', () =>
       const run = runJson(e.message);
       expect(run.status).toBe('cancelled');
       expect(run.error.code).toBe('E_CANCELLED');
-      const kept = ScriptOptimiseRecordSchema.parse(run.result);
+      const kept = scriptWizardRecord(run.result);
       expect(kept.final).toBeNull();
       expect(kept.baseline?.repetitions).toHaveLength(2);
-      expect(kept.loader).toMatchObject({ num_workers: 0, batch_size: 32 });
+      expect(kept.target.loader).toMatchObject({ num_workers: 0, batch_size: 32 });
       expect(kept.trials).toHaveLength(1);
       expect(kept.trials[0]).toMatchObject({ index: 1, change: { knob: 'dataloader.num_workers', from: 0, to: 2 } });
       expect(kept.trials[0].candidateSamplesPerSec).toHaveLength(2);
@@ -115,7 +116,7 @@ describe('the script wizard (optimise.start on a script target) as a job', () =>
       expect(progress.every((p) => p.etaSeconds !== null && p.etaSeconds >= 0)).toBe(true);
       expect(progress.find((p) => p.phase === 'trial')!.etaSeconds).toBeGreaterThan(0);
       // The baseline went out once, when measured, as the run keeps it.
-      expect(baselines).toEqual([{ jobId: 'wizard-cancel', runId: kept.runId, baseline: kept.baseline, loader: kept.loader, trials: [] }]);
+      expect(baselines).toEqual([{ jobId: 'wizard-cancel', runId: kept.runId, baseline: { ...kept.baseline, overrides: kept.target.baseline.overrides }, loader: kept.target.loader, trials: [] }]);
 
       // Resumed: no baseline measured again, trial 1 kept as it was, trial 2 measured afresh, then the final check.
       const resumedProgress: OptimiseProgress[] = [];
@@ -132,9 +133,9 @@ describe('the script wizard (optimise.start on a script target) as a job', () =>
       expect(result.trials[0]).toEqual(kept.trials[0]);
       expect(result.trials[1].index).toBe(2);
       // A window following the resumed wizard gets its starting point at once: the baseline and the kept trial.
-      expect(restored).toEqual([{ jobId: 'wizard-resumed', runId: result.runId, baseline: kept.baseline, loader: kept.loader, trials: kept.trials }]);
+      expect(restored).toEqual([{ jobId: 'wizard-resumed', runId: result.runId, baseline: { ...kept.baseline, overrides: kept.target.baseline.overrides }, loader: kept.target.loader, trials: kept.trials }]);
       expect(result.trials[1].change.knob).not.toBe(kept.trials[0].change.knob);
-      expect(result.final.overrides).toEqual(Object.fromEntries(result.trials.filter((t) => t.kept).map((t) => [t.change.knob, t.change.to])));
+      expect(result.target.final!.overrides).toEqual(Object.fromEntries(result.trials.filter((t) => t.kept).map((t) => [t.change.knob, t.change.to])));
       expect(processesWithMark(mark)).toEqual([]);
       // A completed wizard has nothing left to resume.
       const again = await services.optimise.start({ ...request('wizard-again', mark), resumeFrom: result.runId }).catch((x: unknown) => x);
@@ -161,7 +162,7 @@ describe('the script wizard (optimise.start on a script target) as a job', () =>
       expect(launches).toBe(1);
       const run = runJson((err as ApiError).message);
       expect(run.status).toBe('cancelled');
-      const kept = ScriptOptimiseRecordSchema.parse(run.result);
+      const kept = scriptWizardRecord(run.result);
       expect(kept.baseline).toBeNull();
       expect(kept.trials).toEqual([]);
       expect(processesWithMark(mark)).toEqual([]);
@@ -179,7 +180,7 @@ describe('the script wizard (optimise.start on a script target) as a job', () =>
       const runs = readdirSync(path.join(ws.dir, 'runs')).map((id) => JSON.parse(readFileSync(path.join(ws.dir, 'runs', id, 'run.json'), 'utf8')) as { status: string; result: unknown; config: { jobId: string } });
       const failed = runs.find((r) => r.config.jobId === 'wizard-crash')!;
       expect(failed.status).toBe('failed');
-      expect(ScriptOptimiseRecordSchema.parse(failed.result)).toMatchObject({ baseline: null, trials: [], final: null });
+      expect(scriptWizardRecord(failed.result)).toMatchObject({ baseline: null, trials: [], final: null });
     });
   }, 60_000);
 
@@ -245,7 +246,7 @@ describe('trainbench optimise -- <script>: Ctrl-C', () => {
     const [id] = readdirSync(path.join(cli.dir, 'runs'));
     const run = JSON.parse(readFileSync(path.join(cli.dir, 'runs', id, 'run.json'), 'utf8')) as { status: string; result: unknown };
     expect(run.status).toBe('cancelled');
-    expect(ScriptOptimiseRecordSchema.parse(run.result).trials).toHaveLength(1);
+    expect(scriptWizardRecord(run.result).trials).toHaveLength(1);
     cli.cleanup();
   }, 120_000);
 
@@ -269,18 +270,18 @@ describe('trainbench optimise -- <script>: Ctrl-C', () => {
     for (let i = 0; i < 300 && processesWithMark(mark).length > 0; i++) await new Promise((r) => setTimeout(r, 100));
     expect(processesWithMark(mark)).toEqual([]);
     const [killed] = readdirSync(path.join(cli.dir, 'runs'));
-    const state = ScriptOptimiseRecordSchema.parse(JSON.parse(readFileSync(path.join(cli.dir, 'runs', killed, 'state.json'), 'utf8')));
+    const state = scriptWizardRecord(JSON.parse(readFileSync(path.join(cli.dir, 'runs', killed, 'state.json'), 'utf8')));
     expect(state.trials).toHaveLength(1);
     // What optimise.state answers for it (run.json has no result: the process was killed).
     expect(await readScriptWizardState(await openWorkspace(cli.dir), killed)).toEqual(state);
 
     const resumed = await runCli(['optimise', '--resume', killed, '--json', '--workspace', cli.dir], 120_000);
     expect(resumed.code, resumed.stderr).toBe(0);
-    const r = ScriptOptimiseResultSchema.parse(JSON.parse(resumed.stdout));
+    const r = scriptWizard(JSON.parse(resumed.stdout));
     expect(r.baseline).toEqual(state.baseline);
     expect(r.trials).toHaveLength(2);
     expect(r.trials[0]).toEqual(state.trials[0]);
-    expect(r.target.env).toEqual({ TB_TEST_MARK: mark });
+    expect(r.target.command.env).toEqual({ TB_TEST_MARK: mark });
     expect(processesWithMark(mark)).toEqual([]);
 
     const both = await runCli(['optimise', '--resume', killed, '--workspace', cli.dir, '--', PYTHON, LOGGED]);

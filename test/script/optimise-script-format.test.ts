@@ -2,7 +2,7 @@
 // and as the lines to write into the script (the same lines as the app's final card).
 import { describe, expect, it } from 'vitest';
 
-import type { ScriptOptimiseResult } from '../../src-main/api/script-target';
+import type { ScriptOptimiseResult } from '../../src-main/api/optimise-result';
 import { formatScriptOptimise } from '../../src-main/cli/optimise-format';
 
 const interval = (median: number) => ({ low: median * 0.9, median, high: median * 1.1 });
@@ -12,15 +12,24 @@ function result(overrides: Record<string, string | number | boolean>): ScriptOpt
   return {
     runId: '20261124-142654-5edcd7',
     runDir: 'runs/20261124-142654-5edcd7',
+    jobId: '20261124-142654-5edcd7',
+    status: 'completed',
     title: 'python3 train.py',
-    target: { kind: 'script', command: ['python3', 'train.py'], cwd: '/home/me/proj', env: {} },
+    target: {
+      kind: 'script',
+      command: { kind: 'script', command: ['python3', 'train.py'], cwd: '/home/me/proj', env: {} },
+      loader: { num_workers: 0, prefetch_factor: 2, pin_memory: false, persistent_workers: false, batch_size: 32 },
+      baseline: { overrides: {} },
+      final: { overrides },
+    },
     preset: 'max-speed',
     repeat: 3,
-    loader: { num_workers: 0, prefetch_factor: 2, pin_memory: false, persistent_workers: false, batch_size: 32 },
-    baseline: { overrides: {}, samplesPerSec: interval(824), repetitions: [823, 824, 850], noiseFloor: 0.016, stepMs: 40, phasesMs: phases, phasesPercent: phases, device: 'cuda:0' },
+    diagnosis: null,
+    limits: null,
+    baseline: { samplesPerSec: interval(824), repetitions: [823, 824, 850], noiseFloor: 0.016, stepMs: 40, phasesMs: phases, phasesPercent: phases, device: 'cuda:0' },
     trials: [],
     skipped: [],
-    final: { overrides, changes: Object.keys(overrides), speedup: interval(1.9), samplesPerSec: interval(1565), verdict: 'kept', proposals: [] },
+    final: { changes: Object.keys(overrides), speedup: interval(1.9), samplesPerSec: interval(1565), verdict: 'kept', proposals: [] },
     seconds: 49,
   };
 }

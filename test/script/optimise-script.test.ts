@@ -3,7 +3,7 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { ScriptOptimiseResultSchema } from '../../src-main/api/script-target';
+import { scriptWizard } from '../helpers/target-detail';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, PYTHON, runCli, SCRIPTS } from './script-helpers';
@@ -22,8 +22,8 @@ describe('trainbench optimise -- <script>', () => {
       400_000,
     );
     expect(code, stderr).toBe(0);
-    const r = ScriptOptimiseResultSchema.parse(JSON.parse(stdout));
-    expect(r.loader).toMatchObject({ num_workers: 0, batch_size: 32 });
+    const r = scriptWizard(JSON.parse(stdout));
+    expect(r.target.loader).toMatchObject({ num_workers: 0, batch_size: 32 });
     expect(r.baseline.repetitions).toHaveLength(5);
     expect(r.baseline.phasesPercent.data).toBeGreaterThan(50); // the diagnosis the change rests on
     const [trial] = r.trials;
@@ -32,7 +32,7 @@ describe('trainbench optimise -- <script>', () => {
     expect(trial.candidateSamplesPerSec).toHaveLength(5);
     expect(trial.decision).toBe('accept');
     expect(trial.speedup!.low).toBeGreaterThan(1);
-    expect(r.final.overrides).toEqual({ 'dataloader.num_workers': 2 });
+    expect(r.target.final!.overrides).toEqual({ 'dataloader.num_workers': 2 });
     expect(r.final.changes).toEqual(['dataloader.num_workers 0 -> 2']);
     expect(r.skipped.map((s) => s.change.knob)).toEqual(expect.arrayContaining(['dataloader.pin_memory', 'cudnn.benchmark', 'matmul.precision']));
     expect(r.skipped.find((s) => s.change.knob === 'cudnn.benchmark')?.why).toContain('this script trains on cpu');

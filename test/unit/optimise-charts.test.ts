@@ -8,11 +8,12 @@ import type { EChartsCoreOption } from 'echarts/core';
 import { describe, expect, it } from 'vitest';
 
 import { bestSoFar, DECISION_COLOURS, limitBars, limitsLabel, limitsOption, trialLabels, trialsLabel, trialsOption } from '../../src-main/api/charts/optimise-charts';
-import type { OptimiseResult, OptimiseTrial } from '../../src-main/api/optimise';
-import { OptimiseResultSchema } from '../../src-main/api/optimise';
+import type { OptimiseTrial } from '../../src-main/api/optimise';
+import type { EngineOptimiseResult } from '../../src-main/api/optimise-result';
+import { engineWizard } from '../helpers/target-detail';
 
 // A run that kept one change, recorded with: trainbench optimise --model mlp --data fashion-mnist --loader-workers 0 --prefetch 1 --steps 10 --warmup-steps 2 --repeat 3 --max-trials 3 --threads 1 --json
-const recorded = (): OptimiseResult => OptimiseResultSchema.parse(JSON.parse(readFileSync('test/fixtures/optimise/cpu-mlp-result.json', 'utf8')));
+const recorded = (): EngineOptimiseResult => engineWizard(JSON.parse(readFileSync('test/fixtures/optimise/cpu-mlp-result.json', 'utf8')));
 
 /** The option drawn to SVG (strict XML), and the text it shows. */
 function draw(option: EChartsCoreOption): { svg: string; texts: string[] } {

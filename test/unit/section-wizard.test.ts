@@ -9,12 +9,15 @@ import { describe, expect, it } from 'vitest';
 import type { ScriptOptimiseRun } from '../../src-main/core/reports/report-runs';
 import { scriptWizardView, wizardDecisionLines } from '../../src-main/core/reports/section-wizard';
 import { REPO_ROOT } from '../helpers/repo';
+import { scriptWizard } from '../helpers/target-detail';
 
 const RUN = path.join(REPO_ROOT, 'test/fixtures/runs-v1/script-optimise/runs/20261127-033500-4b042a/run.json');
 
 describe("the script wizard's Decision when only a recipe change beat the noise", () => {
   it('leads with what was proposed, and how to apply it', () => {
-    const run = JSON.parse(readFileSync(RUN, 'utf8')) as ScriptOptimiseRun;
+    // The v1 file's result read as the reports read it (through the one wizard schema).
+    const raw = JSON.parse(readFileSync(RUN, 'utf8')) as ScriptOptimiseRun;
+    const run = { ...raw, result: scriptWizard(raw.result) };
     const lines = wizardDecisionLines(scriptWizardView(run));
     const text = lines.join('\n');
     expect(text).not.toMatch(/no change beat the noise/i);

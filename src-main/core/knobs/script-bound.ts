@@ -1,4 +1,5 @@
 import { DIAGNOSIS_THRESHOLDS } from './diagnosis';
+import type { Diagnosis } from '../../api/optimise';
 import type { ScriptBound } from './knob';
 
 /**
@@ -15,4 +16,9 @@ export function scriptBoundText(baseline: { phasesPercent: { data: number } }): 
   return scriptBound(baseline) === 'data'
     ? `${data} (over ${100 * DIAGNOSIS_THRESHOLDS.dataWaitShare}%): the loader's settings are tried first`
     : `${data} (at most ${100 * DIAGNOSIS_THRESHOLDS.dataWaitShare}%): the compute sets the pace, so the model's settings (mixed precision, compile, channels_last) are tried first`;
+}
+
+/** The bound as the wizard's diagnosis (both targets' results carry one): from the data wait alone, no findings. */
+export function scriptDiagnosis(baseline: { phasesPercent: { data: number } }): Diagnosis {
+  return { bound: scriptBound(baseline), summary: scriptBoundText(baseline), findings: [] };
 }

@@ -1,6 +1,7 @@
 import { ApiError } from '../../api/errors';
-import type { OptimiseRequest, OptimiseResult } from '../../api/optimise';
-import type { ScriptOptimiseRequest, ScriptOptimiseResult } from '../../api/script-target';
+import type { OptimiseRequest } from '../../api/optimise';
+import type { EngineOptimiseResult, OptimiseResult, ScriptOptimiseResult } from '../../api/optimise-result';
+import type { ScriptOptimiseRequest } from '../../api/script-target';
 import type { RunningJobs } from '../jobs/running-jobs';
 import type { Runners } from '../targets/runner-for';
 import { runnerFor } from '../targets/runner-for';
@@ -20,10 +21,10 @@ export class OptimiseService {
     private readonly jobs: RunningJobs,
   ) {}
 
-  start(request: OptimiseRequest, options?: WizardOptions): Promise<OptimiseResult>;
+  start(request: OptimiseRequest, options?: WizardOptions): Promise<EngineOptimiseResult>;
   start(request: ScriptOptimiseRequest, options?: WizardOptions): Promise<ScriptOptimiseResult>;
-  start(request: WizardRequest, options?: WizardOptions): Promise<OptimiseResult | ScriptOptimiseResult>;
-  async start(request: WizardRequest, options: WizardOptions = {}): Promise<OptimiseResult | ScriptOptimiseResult> {
+  start(request: WizardRequest, options?: WizardOptions): Promise<OptimiseResult>;
+  async start(request: WizardRequest, options: WizardOptions = {}): Promise<OptimiseResult> {
     const runner = runnerFor(request, this.runners);
     const job = this.jobs.open(request.jobId, runner.jobNames.optimise);
     try {
@@ -39,7 +40,7 @@ export class OptimiseService {
   }
 
   /** Goes on with a cancelled, failed or interrupted wizard (either target's) from its saved state. */
-  async resume(jobId: string, options: WizardOptions = {}): Promise<OptimiseResult | ScriptOptimiseResult> {
+  async resume(jobId: string, options: WizardOptions = {}): Promise<OptimiseResult> {
     if (this.jobs.has(jobId)) throw new ApiError('E_BAD_INPUT', `optimisation ${jobId} is running in this process already`);
     // Opened before the saved state is read, so a cancel that comes meanwhile reaches the wizard.
     const job = this.jobs.open(jobId, 'optimisation');

@@ -1,5 +1,4 @@
-import type { OptimiseResult } from '../../api/optimise';
-import type { ScriptOptimiseResult } from '../../api/script-target';
+import type { OptimiseResult } from '../../api/optimise-result';
 import type { Repetition, SayPhase, WizardSession } from '../targets/target-runner';
 import { WizardLoop } from './wizard-loop';
 
@@ -8,7 +7,7 @@ import { WizardLoop } from './wizard-loop';
  * when the target asks), what the knobs learn from it, the coordinate ascent, the final comparison against the
  * baseline, and the result; a stop on the way ends the run as the target records it.
  */
-export async function driveWizard<C, R extends Repetition>(session: WizardSession<C, R>): Promise<OptimiseResult | ScriptOptimiseResult> {
+export async function driveWizard<C, R extends Repetition>(session: WizardSession<C, R>): Promise<OptimiseResult> {
   const loop = new WizardLoop(session.target, session.rules, {
     cancelled: () => session.cancelled(),
     progress: (p) => session.progress(p),

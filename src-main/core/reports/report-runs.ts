@@ -3,19 +3,17 @@ import path from 'node:path';
 
 import type { BatchSearchResult, EngineSearchDetail } from '../../api/batch-size';
 import { BatchSearchResultSchema } from '../../api/batch-size';
-import type { BenchmarkResult, EngineBenchmarkResult, ScriptBenchmarkResult } from '../../api/benchmark-result';
+import type { EngineBenchmarkResult, ScriptBenchmarkResult } from '../../api/benchmark-result';
 import { BenchmarkResultSchema, isEngineBenchmark, isScriptBenchmark } from '../../api/benchmark-result';
 import type { LoaderBenchResult } from '../../api/datasets';
 import { LoaderBenchResultSchema } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
-import type { OptimiseResult } from '../../api/optimise';
-import { OptimiseResultSchema } from '../../api/optimise';
+import type { EngineOptimiseResult, ScriptOptimiseResult } from '../../api/optimise-result';
+import { OptimiseResultSchema, isEngineOptimise, isScriptOptimise } from '../../api/optimise-result';
 import type { RunRecordJson } from '../../api/run-record';
 import type { ScriptTrainResult } from '../../api/script-run';
 import { ScriptTrainResultSchema } from '../../api/script-run';
-import type { ScriptOptimiseResult } from '../../api/script-target';
-import { ScriptOptimiseResultSchema } from '../../api/script-target';
 import type { TelemetrySample } from '../../api/telemetry';
 import type { TrainResult, TrainStepEvent } from '../../api/training';
 import { TrainResultSchema } from '../../api/training';
@@ -49,7 +47,7 @@ export interface TrainRun extends RunBase {
 }
 export interface OptimiseRun extends RunBase {
   kind: 'optimise';
-  result: OptimiseResult;
+  result: EngineOptimiseResult;
   telemetry: TelemetrySample[];
 }
 export interface LoaderRun extends RunBase {
@@ -131,8 +129,9 @@ function parseResult<T>(schema: { safeParse(x: unknown): { success: true; data: 
 }
 
 /** A benchmark's result as its run's config says it is (a result of the other target is a tampered or broken file). */
-function ofTarget<T extends BenchmarkResult>(r: BenchmarkResult, is: (r: BenchmarkResult) => r is T, id: string): T {
-  if (!is(r)) throw new ApiError('E_DATA', `run ${id} (benchmark): its result is of the other target than its config names`);
+/** A result of the target the run's config names (benchmark and wizard results hold either). */
+function ofTarget<R extends { target: { kind: string } }, T extends R>(r: R, is: (r: R) => r is T, id: string): T {
+  if (!is(r)) throw new ApiError('E_DATA', `run ${id}: its result is of the other target than its config names`);
   return r;
 }
 
@@ -173,7 +172,7 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
         } else if (record.kind === 'batch-search') {
           scripts.push({ kind: 'script-batch-search', id, record, dir, result: parseResult(BatchSearchResultSchema, record, id) });
         } else if (record.kind === 'optimise') {
-          scripts.push({ kind: 'script-optimise', id, record, dir, result: parseResult(ScriptOptimiseResultSchema, record, id) });
+          scripts.push({ kind: 'script-optimise', id, record, dir, result: ofTarget(parseResult(OptimiseResultSchema, record, id), isScriptOptimise, id) });
         } else if (record.kind === 'train') {
           scripts.push({ kind: 'script-train', id, record, dir, result: parseResult(ScriptTrainResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
         } else {
@@ -184,7 +183,7 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
       } else if (record.kind === 'batch-search') {
         runs.push({ kind: 'batch-search', id, record, dir, result: engineSearch(parseResult(BatchSearchResultSchema, record, id), id) });
       } else if (record.kind === 'optimise') {
-        runs.push({ kind: 'optimise', id, record, dir, result: parseResult(OptimiseResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
+        runs.push({ kind: 'optimise', id, record, dir, result: ofTarget(parseResult(OptimiseResultSchema, record, id), isEngineOptimise, id), telemetry: await readTelemetry(workspace, dir) });
       } else if (record.kind === 'loader-benchmark') {
         runs.push({ kind: 'loader-benchmark', id, record, dir, result: parseResult(LoaderBenchResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
       } else if (record.kind === 'train') {

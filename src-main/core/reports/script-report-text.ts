@@ -24,12 +24,12 @@ export type Overrides = Record<string, number | boolean | string>;
 
 export function targetOf(run: ScriptReportRun): ScriptTarget {
   if (run.kind === 'script-batch-search') return (run.record.config as { target: ScriptTarget }).target;
-  return run.kind === 'script-benchmark' ? run.result.target.command : run.result.target;
+  return run.kind === 'script-benchmark' || run.kind === 'script-optimise' ? run.result.target.command : run.result.target;
 }
 export function overridesOf(run: ScriptReportRun): Overrides {
   if (run.kind === 'script-benchmark') return run.result.target.overrides;
   if (run.kind === 'script-train') return run.result.overrides;
-  if (run.kind === 'script-optimise') return run.result.baseline.overrides;
+  if (run.kind === 'script-optimise') return run.result.target.baseline.overrides;
   return ((run.record.config as { overrides?: Overrides }).overrides ?? {}) as Overrides;
 }
 export const overridesText = (o: Overrides) => Object.entries(o).map(([k, v]) => `${k}=${String(v)}`).join(', ') || 'none';

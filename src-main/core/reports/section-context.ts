@@ -65,7 +65,7 @@ function configurationTable(runs: readonly ReportRun[]): string {
     ['seed', (r) => opt(r, 'seed')],
     ['warm-up + measured steps', (r) => (r.kind === 'benchmark' ? `${r.result.warmupSteps} + ${r.result.steps}` : r.kind === 'optimise' ? `${request(r).warmupSteps} + ${request(r).steps}` : undefined)],
     ['repetitions', (r) => (r.kind === 'benchmark' ? r.result.repeat : r.kind === 'optimise' ? `${r.result.repeat} per side of each trial` : undefined)],
-    ['read from', (r) => (r.kind === 'optimise' ? r.result.baseline.config.readFrom : undefined)],
+    ['read from', (r) => (r.kind === 'optimise' ? r.result.target.baseline.config.readFrom : undefined)],
     ['wizard preset', (r) => (r.kind === 'optimise' ? r.result.preset : undefined)],
     ['epochs', (r) => (r.kind === 'train' ? opt(r, 'epochs') : undefined)],
     ['memory limit (CPU)', (r) => (Number(opt(r, 'memoryLimitBytes')) > 0 ? `${fmt(Number(opt(r, 'memoryLimitBytes')) / 2 ** 20, 'MiB')}` : undefined)],

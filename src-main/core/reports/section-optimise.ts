@@ -13,13 +13,14 @@ const ci = (i: { low: number; high: number }) => `${fmt(i.low)} to ${fmt(i.high)
 /** "1. mlp cpu b64" style labels, as the benchmark charts number them. */
 function chartInput(run: OptimiseRun, label: string, samplesPerSec: { low: number; median: number; high: number }) {
   const b = run.result.baseline;
-  const o = b.config.options;
+  const o = run.result.target.baseline.config.options;
   return { title: label, device: b.device, batchSize: o.batchSize, accumulation: o.accumulation, phasesMs: b.phasesMs, samplesPerSecCi: samplesPerSec, stepTime: { steadyStateMeanMs: b.stepMs, wallClockMeanMs: b.stepMs, note: '' } };
 }
 
 export function optimiseBaselinePart(run: OptimiseRun): { lines: string[]; figures: FigureSpec[] } {
   const r = run.result;
-  const b = r.baseline;
+  const b = { ...r.baseline, ...r.target.baseline };
+  const { stepsWidened } = r.target;
   const label = `baseline ${b.device} b${b.config.options.batchSize}`;
   const input = [chartInput(run, label, b.samplesPerSec)];
   const phases: FigureSpec = { name: `phase-breakdown-${run.id}.svg`, title: "The wizard's baseline: time per step by phase", alt: phaseStackLabel(input, [label]), runId: run.id, option: phaseStackOption(input, [label]), height: 320 };
@@ -29,9 +30,9 @@ export function optimiseBaselinePart(run: OptimiseRun): { lines: string[]; figur
     '',
     `The wizard measured ${r.title} ${r.repeat} times as it stood (preset ${r.preset}, reading from the ${b.config.readFrom === 'cache' ? 'cache' : 'source files in place'}).`,
     '',
-    ...(r.stepsWidened
+    ...(stepsWidened
       ? [
-          `Steps per repetition were raised from ${r.stepsWidened.from} to ${r.stepsWidened.to}: ${r.stepsWidened.from} steps measured ${fmt(r.stepsWidened.windowMs)} ms, under the ${r.stepsWidened.minWindowSeconds} s each repetition was asked to last, so that baseline was discarded and measured again.`,
+          `Steps per repetition were raised from ${stepsWidened.from} to ${stepsWidened.to}: ${stepsWidened.from} steps measured ${fmt(stepsWidened.windowMs)} ms, under the ${stepsWidened.minWindowSeconds} s each repetition was asked to last, so that baseline was discarded and measured again.`,
           '',
         ]
       : []),

@@ -213,7 +213,7 @@ export function attemptsOutput(input: ReportInput): SectionOutput {
         id: `script-wizard-baseline-${run.id}`,
         lead: '',
         body: [
-          `The wizard (${code(run.id)}, preset ${r.preset}) measured its baseline ${r.repeat} times: ${fmt(r.baseline.samplesPerSec.median, 'samples/s')} (95% CI ${ci(r.baseline.samplesPerSec)}), noise floor ${fmt(100 * r.baseline.noiseFloor, '%')}, step ${fmt(r.baseline.stepMs, 'ms')} on ${r.baseline.device}: ${phases}. The script's own loader: ${r.loader ? Object.entries(r.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}.`,
+          `The wizard (${code(run.id)}, preset ${r.preset}) measured its baseline ${r.repeat} times: ${fmt(r.baseline.samplesPerSec.median, 'samples/s')} (95% CI ${ci(r.baseline.samplesPerSec)}), noise floor ${fmt(100 * r.baseline.noiseFloor, '%')}, step ${fmt(r.baseline.stepMs, 'ms')} on ${r.baseline.device}: ${phases}. The script's own loader: ${r.target.loader ? Object.entries(r.target.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}.`,
           ...(trialsFigure ? ['', figureLink(trialsFigure.alt, trialsFigure.name)] : []),
         ].join('\n'),
       });

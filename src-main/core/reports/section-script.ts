@@ -117,7 +117,7 @@ function consequencesBody(input: ReportInput): string {
   });
   const trains = input.scripts.filter((r) => r.kind === 'script-train');
   // The wizard's loss guard: what it compared over its short launches, with which seed, or why it could not.
-  const guards = input.scripts.flatMap((r) => (r.kind === 'script-optimise' ? [`The wizard ${code(r.id)} checked the loss: ${lossCheckText(r.result.lossCheck, r.result.preset)}.`] : []));
+  const guards = input.scripts.flatMap((r) => (r.kind === 'script-optimise' ? [`The wizard ${code(r.id)} checked the loss: ${lossCheckText(r.result.target.lossCheck, r.result.preset)}.`] : []));
   return [
     ...guards,
     trains.length

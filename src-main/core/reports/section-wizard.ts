@@ -45,8 +45,8 @@ const json = (v: unknown) => JSON.stringify(v);
 
 export function engineWizardView(run: OptimiseRun): WizardView {
   const r = run.result;
-  const base = r.baseline.config;
-  const use = r.final.config;
+  const base = r.target.baseline.config;
+  const use = r.target.final.config;
   const options = (c: typeof base) => c.options as Record<string, unknown>;
   const changed = Object.keys(use.options)
     .filter((k) => json(options(use)[k]) !== json(options(base)[k]))
@@ -72,22 +72,22 @@ export function engineWizardView(run: OptimiseRun): WizardView {
 
 /** The baseline's value of a setting: its override, else what the script's first DataLoader was made with. */
 function asRun(run: ScriptOptimiseRun, key: string): string {
-  const o = run.result.baseline.overrides[key];
+  const o = run.result.target.baseline.overrides[key];
   if (o !== undefined) return `${String(o)} (overridden)`;
-  const loader = run.result.loader as Record<string, unknown> | null;
+  const loader = run.result.target.loader as Record<string, unknown> | null;
   const made = key.startsWith('dataloader.') ? loader?.[key.slice('dataloader.'.length)] : undefined;
   return made === undefined || made === null ? 'not seen by the probe' : String(made);
 }
 
 export function scriptWizardView(run: ScriptOptimiseRun): WizardView {
   const r = run.result;
-  const base = r.baseline.overrides;
-  const changed = Object.entries(r.final.overrides).filter(([k, v]) => base[k] !== v);
+  const base = r.target.baseline.overrides;
+  const changed = Object.entries(r.target.final?.overrides ?? {}).filter(([k, v]) => base[k] !== v);
   return {
     id: run.id,
     figureName: `script-trials-${run.id}.svg`,
     said: 'The script said',
-    baseline: { ...r.baseline, batchSize: r.loader?.batch_size ?? 0, accumulation: 1 },
+    baseline: { ...r.baseline, batchSize: r.target.loader?.batch_size ?? 0, accumulation: 1 },
     trials: r.trials,
     skipped: r.skipped,
     final: r.final,

@@ -8,7 +8,6 @@ import type {
   OptimisePreset,
   OptimiseProgress,
   OptimiseRequest,
-  OptimiseResult,
   OptimiseTrial,
   SkippedChange,
   TrialCompile,
@@ -21,10 +20,9 @@ import type { ScriptTrainRequest, ScriptTrainResult, ScriptProgressEvent } from 
 import type {
   ScriptBatchSearchRequest,
   ScriptBenchmarkRequest,
-  ScriptOptimiseRecord,
   ScriptOptimiseRequest,
-  ScriptOptimiseResult,
 } from '../../api/script-target';
+import type { OptimiseResult, ScriptOptimiseRecord } from '../../api/optimise-result';
 import type { TargetKind } from '../../api/target';
 import type { Conditions } from '../../api/telemetry';
 import type { TrainEvent, TrainRequest, TrainResult } from '../../api/training';
@@ -128,7 +126,7 @@ export interface TargetRunner {
    * A stopped wizard of this target going on from its saved state under its job (a finished one answers with its
    * result): the same wizard (the engine's state is kept by its id), or a new run from the one named (a script's).
    */
-  resume(jobId: string, job: RunningJob, options: WizardOptions): Promise<WizardSession | OptimiseResult | ScriptOptimiseResult>;
+  resume(jobId: string, job: RunningJob, options: WizardOptions): Promise<WizardSession | OptimiseResult>;
   /** What the wizard of this id measured so far; undefined when no wizard of this target has the id. */
   savedWizard(jobId: string): Promise<SavedWizard | undefined>;
 }
@@ -271,7 +269,7 @@ export interface WizardSession<C = unknown, R extends Repetition = Repetition> {
   /** The final comparison measured before (a resumed wizard stopped after it), or null. */
   finalDone(): boolean;
   /** The wizard's result from its final comparison (null: measured before), with the run finished. */
-  finish(final: FinalComparison<C> | null, say: SayPhase): Promise<OptimiseResult | ScriptOptimiseResult>;
+  finish(final: FinalComparison<C> | null, say: SayPhase): Promise<OptimiseResult>;
   /** How the run ends when the wizard stops early: the error a caller gets (with how to go on). */
   fail(err: unknown): Promise<Error>;
 }

@@ -5,8 +5,9 @@ import { DEFAULT_HEADROOM } from '../../../api/batch-size';
 import { partId } from '../../../api/ids';
 import { ApiError } from '../../../api/errors';
 import { formatIssues } from '../../../api/format-issues';
-import type { OptimiseBaseline, OptimiseConfig, OptimiseProgress, OptimiseRequest, OptimiseResult, OptimiseTrial, StepsWidened, WizardState } from '../../../api/optimise';
-import { OptimiseResultSchema } from '../../../api/optimise';
+import type { OptimiseBaseline, OptimiseConfig, OptimiseProgress, OptimiseRequest, OptimiseTrial, StepsWidened, WizardState } from '../../../api/optimise';
+import type { EngineOptimiseResult } from '../../../api/optimise-result';
+import { OptimiseResultSchema, isEngineOptimise } from '../../../api/optimise-result';
 import { recordsPerEpoch } from '../../../api/training';
 import type { EngineClient } from '../../../engine/engine-client';
 import type { EngineBenchmarks, PreparedBenchmark } from './engine-benchmark';
@@ -78,7 +79,7 @@ export class EngineWizards {
   }
 
   /** Continues a cancelled or interrupted wizard from its saved state; a finished one answers with its result. */
-  async resume(jobId: string, job: RunningJob, options: OptimiseRunOptions = {}): Promise<WizardSession<OptimiseConfig, EngineRepetition> | OptimiseResult> {
+  async resume(jobId: string, job: RunningJob, options: OptimiseRunOptions = {}): Promise<WizardSession<OptimiseConfig, EngineRepetition> | EngineOptimiseResult> {
     const state = await loadWizardState(this.workspace, jobId);
     await this.refuseIfLiveElsewhere(state);
     if (state.status === 'completed') return this.result(state, await this.titleOf(state, options), state.runIds[state.runIds.length - 1] ?? '');
@@ -158,7 +159,9 @@ export class EngineWizards {
     return `${state.request.target.spec.family} on ${prepared.data.description}`;
   }
 
-  result(state: WizardState, title: string, runId: string): OptimiseResult {
+  result(state: WizardState, title: string, runId: string): EngineOptimiseResult {
+    const { config, cpuMean, gpuUtilizationMean, memoryBytes, deviceTotalBytes, meanLoss, ...baseline } = state.baseline ?? ({} as OptimiseBaseline);
+    const { config: finalConfig, ...final } = state.final ?? ({} as NonNullable<WizardState['final']>);
     const parsed = OptimiseResultSchema.safeParse({
       jobId: state.jobId,
       runId,
@@ -168,17 +171,22 @@ export class EngineWizards {
       preset: state.request.preset,
       repeat: state.request.repeat,
       objective: state.request.objective,
-      baseline: state.baseline,
+      baseline,
       diagnosis: state.diagnosis,
       limits: state.limits,
       trials: state.trials,
       skipped: state.skipped,
-      batchSearch: state.batchSearch,
-      final: state.final,
+      final,
       seconds: state.seconds,
-      stepsWidened: state.stepsWidened,
+      target: {
+        kind: 'engine',
+        baseline: { config, cpuMean, gpuUtilizationMean, memoryBytes, deviceTotalBytes, meanLoss },
+        final: { config: finalConfig },
+        batchSearch: state.batchSearch,
+        stepsWidened: state.stepsWidened,
+      },
     });
-    if (!parsed.success) throw new ApiError('E_INTERNAL', `the optimisation result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
+    if (!parsed.success || !isEngineOptimise(parsed.data)) throw new ApiError('E_INTERNAL', `the optimisation result does not match the contract: ${parsed.success ? 'no diagnosis or limits' : formatIssues(parsed.error, 'result')}`);
     return parsed.data;
   }
 }
@@ -285,7 +293,7 @@ class Session implements WizardSession<OptimiseConfig, EngineRepetition> {
     return !!this.state.final;
   }
 
-  async finish(final: FinalComparison<OptimiseConfig> | null, say: SayPhase): Promise<OptimiseResult> {
+  async finish(final: FinalComparison<OptimiseConfig> | null, say: SayPhase): Promise<EngineOptimiseResult> {
     const s = this.state;
     try {
       if (final) {

@@ -3,8 +3,10 @@ import path from 'node:path';
 import { ApiError } from '../../../api/errors';
 import { formatIssues } from '../../../api/format-issues';
 import type { OptimiseTrial } from '../../../api/optimise';
-import type { ScriptOptimiseRecord, ScriptOptimiseRequest, ScriptOverrides } from '../../../api/script-target';
-import { ScriptOptimiseRecordSchema, ScriptOptimiseRequestSchema } from '../../../api/script-target';
+import type { ScriptOptimiseRecord } from '../../../api/optimise-result';
+import { OptimiseRecordSchema } from '../../../api/optimise-result';
+import type { ScriptOptimiseRequest, ScriptOverrides } from '../../../api/script-target';
+import { ScriptOptimiseRequestSchema } from '../../../api/script-target';
 import { readRunDetail } from '../../workspace/run-reader';
 import type { RunRecord } from '../../workspace/run-store';
 import type { Workspace } from '../../workspace/workspace';
@@ -48,9 +50,11 @@ async function readState(workspace: Workspace, runId: string, detail: Awaited<Re
     }
   }
   if (saved === null) return { detail, record: null };
-  const parsed = ScriptOptimiseRecordSchema.safeParse(saved);
+  const parsed = OptimiseRecordSchema.safeParse(saved);
   if (!parsed.success) throw new ApiError('E_DATA', `the saved state of script optimisation ${runId} does not match the schema: ${formatIssues(parsed.error, 'state')}`);
-  return { detail, record: parsed.data };
+  const record = parsed.data;
+  if (record.target.kind !== 'script') throw new ApiError('E_DATA', `the saved state of script optimisation ${runId} names the engine as its target`);
+  return { detail, record: { ...record, target: record.target } };
 }
 
 /**
@@ -64,14 +68,30 @@ export async function loadScriptWizardState(workspace: Workspace, runId: string,
   const { record } = await readState(workspace, runId, detail);
   // Stopped before its baseline was measured: nothing to keep, the wizard starts over.
   if (record === null) return emptyRecord(runId, request);
-  if (JSON.stringify(record.target) !== JSON.stringify(request.target)) {
-    throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} measured another command (${record.title} in ${record.target.cwd}): resume it with its own target`);
+  if (JSON.stringify(record.target.command) !== JSON.stringify(request.target)) {
+    throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} measured another command (${record.title} in ${record.target.command.cwd}): resume it with its own target`);
   }
   return record;
 }
 
 function emptyRecord(runId: string, request: ScriptOptimiseRequest): ScriptOptimiseRecord {
-  return { runId, runDir: '', title: '', target: request.target, preset: request.preset, repeat: request.repeat, loader: null, baseline: null, trials: [], skipped: [], final: null, seconds: 0 };
+  return {
+    runId,
+    runDir: '',
+    title: '',
+    jobId: runId,
+    status: 'cancelled',
+    diagnosis: null,
+    limits: null,
+    target: { kind: 'script', command: request.target, loader: null, baseline: { overrides: request.overrides }, final: null },
+    preset: request.preset,
+    repeat: request.repeat,
+    baseline: null,
+    trials: [],
+    skipped: [],
+    final: null,
+    seconds: 0,
+  };
 }
 
 /**

@@ -3,8 +3,10 @@ import os from 'node:os';
 import { ApiError } from '../../../api/errors';
 import { formatIssues } from '../../../api/format-issues';
 import type { OptimiseProgress, OptimiseTrial } from '../../../api/optimise';
-import type { ScriptLoaderSettings, ScriptOptimiseRecord, ScriptOptimiseRequest, ScriptOptimiseResult, ScriptOverrides } from '../../../api/script-target';
-import { ScriptOptimiseResultSchema } from '../../../api/script-target';
+import type { OptimiseStatus } from '../../../api/optimise';
+import type { ScriptOptimiseRecord, ScriptOptimiseResult } from '../../../api/optimise-result';
+import { OptimiseResultSchema, isScriptOptimise } from '../../../api/optimise-result';
+import type { ScriptOptimiseRequest, ScriptOverrides } from '../../../api/script-target';
 import { phaseShares } from '../../stats/benchmark-summary';
 import type { EventHub } from '../../common/event-hub';
 import type { RunRecord } from '../../workspace/run-store';
@@ -13,7 +15,7 @@ import { medianInterval } from '../../stats/bootstrap';
 import type { ScriptRepetition } from './wizard-launches';
 import { LAUNCH_TELEMETRY_MS, ScriptLaunches } from './wizard-launches';
 import type { TelemetryService } from '../../telemetry/telemetry-service';
-import { scriptBound } from '../../knobs/script-bound';
+import { scriptBound, scriptDiagnosis } from '../../knobs/script-bound';
 import type { Workspace } from '../../workspace/workspace';
 import { commandText } from './script-benchmark';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
@@ -29,7 +31,9 @@ export interface ScriptWizardDeps {
   telemetry: TelemetryService;
 }
 
-type Baseline = ScriptOptimiseResult['baseline'];
+/** The baseline as measured, with the overrides it ran with (the event a watching window gets carries them). */
+type Baseline = ScriptOptimiseResult['baseline'] & { overrides: ScriptOverrides };
+type Loader = ScriptOptimiseResult['target']['loader'];
 
 /**
  * The optimisation wizard (core/optimise/wizard-loop.ts, the engine's too) on a user's command
@@ -72,7 +76,7 @@ class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
   readonly target: ScriptLaunches;
   readonly rules: WizardRules;
   private measured: Baseline | null = null;
-  private loader: ScriptLoaderSettings | null = null;
+  private loader: Loader = null;
   readonly state: SearchState<ScriptOverrides>;
   private finished = false;
 
@@ -113,33 +117,43 @@ class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
   }
 
   /** What the wizard measured so far, for the run of one that stopped early (no final). */
-  record(): ScriptOptimiseRecord {
-    return { ...this.head(), final: null };
+  record(status: OptimiseStatus = 'running'): ScriptOptimiseRecord {
+    return { ...this.head(status, null), final: null };
   }
 
-  /** The fields a finished and a stopped wizard share. */
-  private head() {
+  /** The fields a finished and a stopped wizard share; `overrides` is what to run with, once the final is measured. */
+  private head(status: OptimiseStatus, overrides: ScriptOverrides | null) {
     const r = this.request;
+    const baseline = this.measured === null ? null : (({ overrides: _o, ...common }) => common)(this.measured);
     return {
       runId: this.run.id,
       runDir: this.run.relativeDir,
+      jobId: this.job.id,
+      status,
       title: commandText(r.target),
-      target: r.target,
       preset: r.preset,
       repeat: r.repeat,
       objective: r.objective,
-      loader: this.loader,
-      baseline: this.measured,
-      lossCheck: {
-        seed: r.seed,
-        tolerance: r.lossTolerance,
-        seededBy: this.target.seededBy?.by ?? null,
-        where: this.target.seededBy?.where ?? null,
-        unchecked: this.target.lossUnchecked(),
-      },
+      baseline,
+      diagnosis: this.measured === null ? null : scriptDiagnosis(this.measured),
+      limits: null,
       trials: this.state.trials,
       skipped: this.state.skipped,
       seconds: (Date.now() - this.started) / 1000,
+      target: {
+        kind: 'script' as const,
+        command: r.target,
+        loader: this.loader,
+        baseline: { overrides: r.overrides },
+        final: overrides === null ? null : { overrides },
+        lossCheck: {
+          seed: r.seed,
+          tolerance: r.lossTolerance,
+          seededBy: this.target.seededBy?.by ?? null,
+          where: this.target.seededBy?.where ?? null,
+          unchecked: this.target.lossUnchecked(),
+        },
+      },
     };
   }
 
@@ -147,9 +161,10 @@ class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
   async prepare(): Promise<void> {
     const restored = this.resumed?.baseline ? { ...this.resumed, baseline: this.resumed.baseline } : null;
     if (!restored) return;
-    this.measured = restored.baseline;
-    this.loader = restored.loader;
-    const { best, exhausted } = replayTrials(restored.baseline.overrides as ScriptOverrides, restored.trials);
+    const start = restored.target.baseline.overrides as ScriptOverrides;
+    this.measured = { ...restored.baseline, overrides: start };
+    this.loader = restored.target.loader;
+    const { best, exhausted } = replayTrials(start, restored.trials);
     Object.assign(this.state, { best, exhausted: [...exhausted], trials: [...restored.trials] });
   }
 
@@ -186,11 +201,13 @@ class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
   async finish(final: FinalComparison<ScriptOverrides> | null, say: SayPhase): Promise<ScriptOptimiseResult> {
     try {
       const { config, ...rest } = final!;
-      const result = { ...this.head(), final: { overrides: config, ...rest } };
+      const result = { ...this.head('completed', config), final: rest };
       this.finished = true;
       say('done');
-      const parsed = ScriptOptimiseResultSchema.safeParse(result);
-      if (!parsed.success) throw new ApiError('E_INTERNAL', `the script optimisation result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
+      const parsed = OptimiseResultSchema.safeParse(result);
+      if (!parsed.success || !isScriptOptimise(parsed.data)) {
+        throw new ApiError('E_INTERNAL', `the script optimisation result does not match the contract: ${parsed.success ? 'its target is not the script' : formatIssues(parsed.error, 'result')}`);
+      }
       await this.run.finish('completed', { result: parsed.data });
       return parsed.data;
     } finally {
@@ -206,7 +223,8 @@ class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
       const resume = `go on with trainbench optimise --resume ${this.run.id}`;
       const stopped =
         e.code === 'E_CANCELLED' ? new ApiError('E_CANCELLED', `the script optimisation was cancelled after ${kept}; its run ${this.run.relativeDir} keeps what it measured (${e.message}); ${resume}`) : e;
-      await this.run.finish(e.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { result: this.record(), error: stopped.toPayload() });
+      const status = e.code === 'E_CANCELLED' ? 'cancelled' : 'failed';
+      await this.run.finish(status, { result: this.record(status), error: stopped.toPayload() });
       return stopped;
     } finally {
       this.release();
