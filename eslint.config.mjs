@@ -40,6 +40,7 @@ export default tseslint.config(
     ignores: [
       'src-main/core/workspace/workspace-files.ts', // the one way in
       'src-main/core/workspace/atomic-write.ts', // its temp-file writer
+      'src-main/core/workspace/held-folder.ts', // holds the folders written into open, never through a link
       'src-main/core/workspace/workspace.ts', // creates the root the user chose; confines by lstat and realpath
       'src-main/core/common/build-info.ts', // the app's own package.json and commit
       'src-main/core/script/process-tree.ts', // /proc

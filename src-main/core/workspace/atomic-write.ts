@@ -28,25 +28,48 @@ export async function renameReplacing(
   }
 }
 
+/** Where an atomic write creates its temp file and renames it: a folder (held open, in the workspace) or a plain path. */
+export interface WriteFolder {
+  /** The path to create or rename an entry of the folder by. */
+  entry(name: string): string;
+  /** Right before the rename: throws when the folder (or the temp file in it) is no longer the one written into. */
+  verify(made?: { name: string; dev: bigint; ino: bigint }): void;
+}
+
+/** A folder by its name only, for files outside the workspace the person chose. */
+export function folderByName(dir: string): WriteFolder {
+  return { entry: (name) => path.join(dir, name), verify: () => undefined };
+}
+
 /**
  * Writes a file by temp file + rename, so readers never see half a file. The temp file is
  * created fresh (O_EXCL, so never through a link or over a file someone placed there), and
  * the rename replaces whatever the name was, a link included, without writing through it.
+ * Both go through `folder`, so a confined write stays in the folder it checked (issue 41, F3).
  */
-export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+export async function writeFileAtomicIn(folder: WriteFolder, name: string, data: string | Uint8Array): Promise<void> {
+  const tmpName = `.${name}.${randomBytes(6).toString('hex')}.tmp`;
+  const tmp = folder.entry(tmpName);
   try {
     const handle = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o644);
+    let made: { name: string; dev: bigint; ino: bigint };
     try {
       await handle.writeFile(data);
+      const st = await handle.stat({ bigint: true });
+      made = { name: tmpName, dev: st.dev, ino: st.ino };
     } finally {
       await handle.close();
     }
-    await renameReplacing(tmp, file);
+    folder.verify(made);
+    await renameReplacing(tmp, folder.entry(name));
   } catch (err) {
     await fs.rm(tmp, { force: true });
     throw err;
   }
+}
+
+export function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
+  return writeFileAtomicIn(folderByName(path.dirname(file)), path.basename(file), data);
 }
 
 export function writeJsonAtomic(file: string, value: unknown): Promise<void> {

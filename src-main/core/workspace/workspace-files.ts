@@ -4,7 +4,9 @@
 // its last component, never a FIFO, socket, device or folder, and the opened
 // file's real path is checked again), every read has a size cap or streams in
 // bounded memory, and writes go to a fresh temp file renamed over the name (a
-// link planted there is replaced, never written through). Messages name the
+// link planted there is replaced, never written through), both made through
+// the folder held open (held-folder.ts), so a folder swapped for a link
+// meanwhile cannot take the write outside. Messages name the
 // file and the problem, never its contents. The lint rule in eslint.config.mjs
 // keeps node:fs out of the other services.
 import { randomBytes } from 'node:crypto';
@@ -15,25 +17,14 @@ import { Readable } from 'node:stream';
 
 import { ApiError } from '../../api/errors';
 import { jsonProblem } from '../../api/format-issues';
-import { renameReplacing, writeFileAtomic } from './atomic-write';
+import { renameReplacing, writeFileAtomicIn } from './atomic-write';
+import { isMissing, WorkspaceFileError } from './file-error';
+import { type HeldFolder, holdFolder } from './held-folder';
 import type { Workspace } from './workspace';
 
+export { type FileProblem, isMissing, WorkspaceFileError } from './file-error';
+
 export const MiB = 1024 * 1024;
-
-/** What is wrong with a workspace file: callers tell a missing file (often normal) from the rest. */
-export type FileProblem = 'missing' | 'link' | 'not-a-file' | 'not-a-folder' | 'too-large' | 'outside' | 'unreadable' | 'not-json';
-
-export class WorkspaceFileError extends ApiError {
-  constructor(
-    readonly problem: FileProblem,
-    readonly file: string,
-    message: string,
-  ) {
-    super(problem === 'missing' ? 'E_BAD_INPUT' : 'E_DATA', message);
-  }
-}
-
-export const isMissing = (err: unknown): boolean => err instanceof WorkspaceFileError && err.problem === 'missing';
 
 // O_NOFOLLOW refuses a link at the last component; O_NONBLOCK makes opening a FIFO return at once
 // (then fstat refuses it) instead of blocking a thread-pool thread until a writer appears. Windows has
@@ -266,13 +257,20 @@ export function entryProblem(entry: FolderEntry, want: 'file' | 'dir'): string |
   return `${entry.name} is ${entry.kind === 'dir' ? 'a folder' : entry.kind === 'file' ? 'a file' : 'a special file (FIFO, socket or device)'}, not ${want === 'dir' ? 'a folder' : 'a file'}`;
 }
 
-/** Creates a folder (and its parents) inside the workspace; refuses when any part is a link or a file. */
+/** Runs `use` on a folder of the workspace held open (see held-folder.ts), closing it after. */
+async function inFolder<T>(workspace: Workspace, abs: string, use: (folder: HeldFolder) => Promise<T>, options: { create?: boolean } = {}): Promise<T> {
+  const folder = holdFolder(workspace, abs, options);
+  try {
+    return await use(folder);
+  } finally {
+    folder.close();
+  }
+}
+
+/** Creates a folder (and its parents) inside the workspace, one at a time, each inside the one held; refuses when any part is a link or a file. */
 export async function makeFolder(workspace: Workspace, dir: string): Promise<string> {
   const abs = confinedPath(workspace, dir);
-  await fs.mkdir(abs, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
-    throw new WorkspaceFileError('not-a-folder', shownPath(workspace, abs), `cannot create ${shownPath(workspace, abs)} (${err.code ?? err.message})`);
-  });
-  await requireFolder(workspace, abs);
+  holdFolder(workspace, abs, { create: true }).close();
   return abs;
 }
 
@@ -292,15 +290,22 @@ export async function makeChosenFolder(abs: string): Promise<void> {
  */
 export async function makeFolderExclusive(workspace: Workspace, dir: string): Promise<string> {
   const named = path.resolve(workspace.root, path.isAbsolute(dir) ? path.relative(workspace.root, dir) : dir);
-  const { abs: parent } = await requireFolder(workspace, path.dirname(named));
-  const abs = path.join(parent, path.basename(named));
-  await fs.mkdir(abs);
-  return abs;
+  const parent = confinedPath(workspace, path.dirname(named));
+  return inFolder(workspace, parent, async (folder) => {
+    folder.verify();
+    await fs.mkdir(folder.entry(path.basename(named)));
+    return path.join(parent, path.basename(named));
+  });
 }
 
 /** Removes an empty folder made by makeFolderExclusive; quietly does nothing when it is gone. */
 export async function removeEmptyFolder(workspace: Workspace, dir: string): Promise<void> {
-  await fs.rmdir(confinedPath(workspace, dir)).catch(() => undefined);
+  try {
+    const abs = entryPath(workspace, dir);
+    await inFolder(workspace, path.dirname(abs), (folder) => fs.rmdir(folder.entry(path.basename(abs))));
+  } catch {
+    // gone already, or not ours to remove
+  }
 }
 
 /**
@@ -311,8 +316,7 @@ export async function removeEmptyFolder(workspace: Workspace, dir: string): Prom
 export async function writeFileConfined(workspace: Workspace, file: string, data: string | Uint8Array): Promise<void> {
   // The name is not followed (the rename replaces whatever is there); its folder must be a real one inside.
   const abs = entryPath(workspace, file);
-  const { abs: dir } = await requireFolder(workspace, path.dirname(abs));
-  await writeFileAtomic(path.join(dir, path.basename(abs)), data);
+  await inFolder(workspace, path.dirname(abs), (folder) => writeFileAtomicIn(folder, path.basename(abs), data));
 }
 
 /** What is at a workspace entry's name, not followed: null when nothing is. */
@@ -333,29 +337,37 @@ export async function entryKind(workspace: Workspace, entry: string): Promise<En
  */
 export async function writeNewFileConfined(workspace: Workspace, file: string, data: string | Uint8Array): Promise<void> {
   const abs = entryPath(workspace, file);
-  const { abs: dir } = await requireFolder(workspace, path.dirname(abs));
-  const target = path.join(dir, path.basename(abs));
-  const tmp = path.join(dir, `.${path.basename(abs)}.${randomBytes(6).toString('hex')}.tmp`);
-  const handle = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
-  try {
-    await handle.writeFile(data);
-  } finally {
-    await handle.close();
-  }
-  try {
-    await fs.link(tmp, target);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err;
-    const out = await fs.open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+  await inFolder(workspace, path.dirname(abs), async (folder) => {
+    const target = folder.entry(path.basename(abs));
+    const tmpName = `.${path.basename(abs)}.${randomBytes(6).toString('hex')}.tmp`;
+    const tmp = folder.entry(tmpName);
     try {
-      await out.writeFile(data);
+      const handle = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+      let made: { name: string; dev: bigint; ino: bigint };
+      try {
+        await handle.writeFile(data);
+        const st = await handle.stat({ bigint: true });
+        made = { name: tmpName, dev: st.dev, ino: st.ino };
+      } finally {
+        await handle.close();
+      }
+      folder.verify(made);
+      try {
+        await fs.link(tmp, target);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err;
+        const out = await fs.open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+        try {
+          await out.writeFile(data);
+        } finally {
+          await out.close();
+        }
+      }
     } finally {
-      await out.close();
+      await fs.rm(tmp, { force: true });
     }
-  } finally {
-    await fs.rm(tmp, { force: true });
-  }
+  });
 }
 
 export function writeJsonConfined(workspace: Workspace, file: string, value: unknown): Promise<void> {
@@ -400,8 +412,19 @@ export async function copyFileOut(workspace: Workspace, from: string, to: string
 /** A new file in a real folder of the workspace, opened for writing at any offset (a cache's shards); EEXIST when the name is taken. */
 export async function createFile(workspace: Workspace, file: string): Promise<FileHandle> {
   const named = path.resolve(workspace.root, path.isAbsolute(file) ? path.relative(workspace.root, file) : file);
-  const { abs: dir } = await requireFolder(workspace, path.dirname(named));
-  return fs.open(path.join(dir, path.basename(named)), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+  return inFolder(workspace, confinedPath(workspace, path.dirname(named)), async (folder) => {
+    const name = path.basename(named);
+    const handle = await fs.open(folder.entry(name), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+    try {
+      const st = await handle.stat({ bigint: true });
+      folder.verify({ name, dev: st.dev, ino: st.ino });
+      return handle;
+    } catch (err) {
+      await handle.close().catch(() => undefined);
+      await fs.rm(folder.entry(name), { force: true });
+      throw err;
+    }
+  });
 }
 
 /**
@@ -414,15 +437,18 @@ export function createFileWriteStream(workspace: Workspace, file: string, option
   const abs = confinedPath(workspace, file);
   const shown = shownPath(workspace, abs);
   const mode = options.append ? constants.O_APPEND : constants.O_EXCL;
+  const folder = holdFolder(workspace, path.dirname(abs));
   let fd: number;
   try {
-    fd = openSync(abs, constants.O_WRONLY | constants.O_CREAT | mode | NOFOLLOW | NONBLOCK, 0o644);
+    fd = openSync(folder.entry(path.basename(abs)), constants.O_WRONLY | constants.O_CREAT | mode | NOFOLLOW | NONBLOCK, 0o644);
   } catch (err) {
+    folder.close();
     throw openError(err, shown);
   }
   try {
-    const st = fstatSync(fd);
+    const st = fstatSync(fd, { bigint: true });
     if (!st.isFile()) throw new WorkspaceFileError('not-a-file', shown, `${shown} is ${kindOf(st)}, not a regular file: not written`);
+    folder.verify({ name: path.basename(abs), dev: st.dev, ino: st.ino });
     if (process.platform === 'linux') {
       const real = (() => {
         try {
@@ -436,6 +462,8 @@ export function createFileWriteStream(workspace: Workspace, file: string, option
   } catch (err) {
     closeSync(fd);
     throw err;
+  } finally {
+    folder.close();
   }
   return createWriteStream('', { fd, autoClose: true });
 }
@@ -452,10 +480,30 @@ function entryPath(workspace: Workspace, entry: string): string {
 
 /** Removes a file or folder of the workspace (a link is removed as the link, never what it points to; rm follows no link inside a folder either). */
 export async function removeEntry(workspace: Workspace, entry: string): Promise<void> {
-  await fs.rm(entryPath(workspace, entry), { recursive: true, force: true });
+  const abs = entryPath(workspace, entry);
+  let folder: HeldFolder;
+  try {
+    folder = holdFolder(workspace, path.dirname(abs));
+  } catch (err) {
+    if (isMissing(err)) return; // nothing there to remove
+    throw err;
+  }
+  try {
+    folder.verify();
+    await fs.rm(folder.entry(path.basename(abs)), { recursive: true, force: true });
+  } finally {
+    folder.close();
+  }
 }
 
 /** Renames within the workspace; a link at either name is moved or replaced as the link. */
 export async function renameEntry(workspace: Workspace, from: string, to: string): Promise<void> {
-  await renameReplacing(entryPath(workspace, from), entryPath(workspace, to));
+  const [a, b] = [entryPath(workspace, from), entryPath(workspace, to)];
+  await inFolder(workspace, path.dirname(a), (source) =>
+    inFolder(workspace, path.dirname(b), async (target) => {
+      source.verify();
+      target.verify();
+      await renameReplacing(source.entry(path.basename(a)), target.entry(path.basename(b)));
+    }),
+  );
 }

@@ -63,7 +63,13 @@ function realPathOf(p: string, links = 0): string {
   }
   if (stat?.isSymbolicLink()) {
     if (links >= MAX_LINKS) throw new ApiError('E_BAD_INPUT', `${p} goes through more than ${MAX_LINKS} links (a loop?)`);
-    return realPathOf(path.resolve(path.dirname(p), readlinkSync(p)), links + 1);
+    let target: string | null;
+    try {
+      target = readlinkSync(p);
+    } catch {
+      target = null; // no longer a link (removed or replaced since the lstat): taken as the name it is now
+    }
+    if (target !== null) return realPathOf(path.resolve(path.dirname(p), target), links + 1);
   }
   const parent = path.dirname(p);
   if (parent === p) return p;

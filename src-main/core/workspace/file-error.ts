@@ -1,0 +1,16 @@
+import { ApiError } from '../../api/errors';
+
+/** What is wrong with a workspace file: callers tell a missing file (often normal) from the rest. */
+export type FileProblem = 'missing' | 'link' | 'not-a-file' | 'not-a-folder' | 'too-large' | 'outside' | 'unreadable' | 'not-json';
+
+export class WorkspaceFileError extends ApiError {
+  constructor(
+    readonly problem: FileProblem,
+    readonly file: string,
+    message: string,
+  ) {
+    super(problem === 'missing' ? 'E_BAD_INPUT' : 'E_DATA', message);
+  }
+}
+
+export const isMissing = (err: unknown): boolean => err instanceof WorkspaceFileError && err.problem === 'missing';
