@@ -86,7 +86,8 @@ export async function createServices(options: ServicesOptions): Promise<Services
   if (options.keepTelemetryHistory === true) telemetry.keepHistory();
   const running = new RunningJobs();
   const datasets = new DatasetService(workspace, engine, events, telemetry);
-  const jobs = new JobRegistry(events, () => newJobId());
+  // One id, one job: the registry also refuses an id a job started in-process holds.
+  const jobs = new JobRegistry(events, () => newJobId(), () => new Date(), (id) => running.refuseTaken(id));
   // A job started through the router is stopped by its registered cancel; one started in-process (the CLI,
   // a wizard's own search) through the running jobs; a dataset build or loader benchmark by the datasets.
   const cancelJob = async (jobId: string): Promise<{ cancelled: boolean }> => {

@@ -23,11 +23,16 @@ export class RunningJobs {
   /** Opens a job under its id (a new one when absent); an id that runs already is refused, naming the job that holds it. */
   open(jobId: string | undefined, what: string): RunningJob {
     const id = jobId ?? newJobId();
-    const holder = this.jobs.get(id);
-    if (holder) throw new ApiError('E_BAD_INPUT', `${holder.what ?? what} ${id} is already running: choose another jobId`);
+    this.refuseTaken(id, what);
     const job: RunningJob = { id, what, cancelled: false, cancel: null };
     this.jobs.set(id, job);
     return job;
+  }
+
+  /** Throws when a job of this id runs here, naming the job that holds it (`what` only where it has no name). */
+  refuseTaken(jobId: string, what = 'a job with the id'): void {
+    const holder = this.jobs.get(jobId);
+    if (holder) throw new ApiError('E_BAD_INPUT', `${holder.what ?? what} ${jobId} is already running: choose another jobId`);
   }
 
   close(job: RunningJob): void {

@@ -1,0 +1,101 @@
+// Issue 41, attack round 3, F4: a second job under an id that is live is refused whatever the method, so it
+// never runs unlisted, never has its progress kept as the first job's, and jobs.cancel never stops the wrong one.
+// Real services through the router, as serve mode and the app use them.
+import { afterEach, describe, expect, it } from 'vitest';
+
+import type { ApiError } from '../../src-main/api/errors';
+import type { JobInfo } from '../../src-main/api/jobs';
+import { createServices, type Services } from '../../src-main/core/services';
+import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
+
+const open: { services: Services; cleanup(): void }[] = [];
+afterEach(async () => {
+  for (const o of open.splice(0)) {
+    for (const j of o.services.jobs.list()) await o.services.cancelJob(j.jobId).catch(() => undefined);
+    await o.services.dispose();
+    o.cleanup();
+  }
+});
+
+async function services(): Promise<Services> {
+  requireBuilt();
+  const ws = tempDir();
+  const s = await createServices({ workspaceDir: ws.dir, engine: { entry: HOST_ENTRY, restartDelaysMs: [20] }, allowScripts: true });
+  open.push({ services: s, cleanup: ws.cleanup });
+  return s;
+}
+
+const until = async (what: string, ok: () => boolean, ms = 30_000) => {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+const mlp = { family: 'mlp', input: [1, 28, 28], outputs: 10 };
+
+/** Every method that starts a job, with a request under `jobId` that would run if the id were free. */
+const secondJobs = (jobId: string, cwd: string) =>
+  [
+    ['datasets.build', { source: { kind: 'synthetic-board', records: 64, seed: 1 }, name: 'tiny', jobId }],
+    ['datasets.benchmark', { dataset: 'no-such-cache', jobId }],
+    ['train.run', { spec: mlp, data: { kind: 'fashion-mnist' }, options: { epochs: 1, maxSteps: 2, batchSize: 16 }, jobId }],
+    ['benchmark.training', { target: { kind: 'script', command: ['/bin/sh', '-c', 'true'], cwd }, steps: 1, repeat: 2, jobId }],
+    ['batchSize.search', { spec: mlp, data: { kind: 'fashion-mnist' }, jobId }],
+    ['optimise.start', { target: { spec: mlp, data: { kind: 'fashion-mnist' } }, jobId }],
+    ['optimise.resume', { jobId }],
+  ] as const;
+
+describe('a second job under a live id', () => {
+  it('is refused for every method, naming the id and the job that holds it; the first stays listed and alone', async () => {
+    const s = await services();
+    const cwd = tempDir();
+    const started: string[] = [];
+    const off = s.events.subscribe((event, data) => event === 'jobs.started' && started.push((data as JobInfo).method));
+    const target = { kind: 'script', command: ['/bin/sh', '-c', 'sleep 30'], cwd: cwd.dir };
+    const first = s.router.dispatch('train.run', { target, jobId: 'live-id' });
+    first.catch(() => undefined);
+    await until('the first job to run', () => s.running.has('live-id'));
+    for (const [method, params] of secondJobs('live-id', cwd.dir)) {
+      const err = await s.router.dispatch(method, params).then(
+        () => null,
+        (e: ApiError) => e,
+      );
+      expect(err && { code: err.code, message: err.message }, method).toEqual({
+        code: 'E_BAD_INPUT',
+        message: 'a script training run with the id live-id is already running: choose another jobId',
+      });
+    }
+    off();
+    expect(started).toEqual(['train.run']);
+    expect(s.jobs.list().map((j) => [j.jobId, j.method])).toEqual([['live-id', 'train.run']]);
+    // Nothing of a second job was kept as the first one's, and no dataset was built under its id.
+    expect(s.jobs.list()[0].events.filter((e) => e.event.startsWith('datasets.'))).toEqual([]);
+    expect(await s.router.dispatch('datasets.list', {})).toEqual([]);
+    // The one cancel stops the one job.
+    expect(await s.router.dispatch('jobs.cancel', { jobId: 'live-id' })).toEqual({ cancelled: true });
+    expect(await first.then(() => 'completed', (e: ApiError) => e.code)).toBe('E_CANCELLED');
+    expect(s.jobs.list()).toEqual([]);
+    expect(s.running.running).toBe(0);
+    cwd.cleanup();
+  }, 120_000);
+
+  it('is refused while a dataset job (another service\'s) holds the id, from the moment its request is taken', async () => {
+    const s = await services();
+    const cwd = tempDir();
+    const build = s.router.dispatch('datasets.build', { source: { kind: 'synthetic-board', records: 64, seed: 2 }, name: 'held', jobId: 'build-id' });
+    // Sent in the same tick: the build is live from its request on, before any of its work.
+    const seconds = secondJobs('build-id', cwd.dir)
+      .filter(([m]) => m !== 'datasets.build')
+      .map(([method, params]) => [method, s.router.dispatch(method, params).then(() => null, (e: ApiError) => ({ code: e.code, message: e.message }))] as const);
+    for (const [method, err] of seconds) {
+      expect(await err, method).toEqual({ code: 'E_BAD_INPUT', message: 'a dataset build with the id build-id is already running: choose another jobId' });
+    }
+    expect(s.running.running).toBe(0);
+    expect(await build).toMatchObject({ dataset: { id: expect.stringMatching(/^held-/) } });
+    expect(s.jobs.list()).toEqual([]);
+    cwd.cleanup();
+  }, 120_000);
+});
