@@ -1,13 +1,12 @@
 import { conditionsSummary } from '../api/confounders';
-import { trialCiLevel, trialDecisionWords } from '../api/charts/optimise-charts';
+import { compileText, lossCheckText, trialCiLevel, trialDecisionWords } from '../api/charts/optimise-charts';
 import type { OptimiseProgress, OptimiseTrial } from '../api/optimise';
 import type { EngineOptimiseResult, ScriptOptimiseResult } from '../api/optimise-result';
 import { pairsAllow } from '../api/order-interval';
 import { finalFigures } from '../api/paired-figures';
 import type { WizardResult } from '../api/optimise';
 import { overrideCode } from '../api/script-override-code';
-import { compileText, lossCheckText } from '../api/script-trial-words';
-import { scriptBoundText } from '../core/knobs/script-bound';
+import { scriptBoundText } from '../core/knobs/diagnosis';
 
 // What `optimise` prints: its progress, and the result of the engine's wizard or of a script's (a command after '--').
 

@@ -4,7 +4,7 @@ import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 
 import { parseOverride, ScriptOverridesSchema } from '../../src-main/api/script-target';
-import { lineSplitter, MAX_OUTPUT_LINE } from '../../src-main/core/script/output-lines';
+import { lineSplitter, MAX_OUTPUT_LINE } from '../../src-main/core/script/launcher';
 import { openProbeChannel } from '../../src-main/core/script/probe-channel';
 import type { ProbeConnection } from '../../src-main/core/script/probe-channel';
 import { combineRanks, summarizeRank } from '../../src-main/core/script/rank-stats';

@@ -9,7 +9,7 @@ import { SCRIPT_OVERRIDE_KEYS } from '../../src-main/api/script-target';
 import type { KnobContext, ScriptKnobContext } from '../../src-main/core/knobs/knob';
 import { KNOB_TARGETS, offered, toProposal } from '../../src-main/core/knobs/knob';
 import { ENGINE_KNOBS, engineOrder, KNOB_TABLE, notOfferedOn, SCRIPT_KNOBS, SCRIPT_KNOBS_IN_ORDER, scriptOrder, scriptProposals } from '../../src-main/core/knobs/knob-table';
-import { scriptBound, scriptBoundText } from '../../src-main/core/knobs/script-bound';
+import { scriptBound, scriptBoundText } from '../../src-main/core/knobs/diagnosis';
 import { diagnose } from '../../src-main/core/knobs/diagnosis';
 import { applyChange, candidateChanges } from '../../src-main/core/knobs/engine-knobs';
 

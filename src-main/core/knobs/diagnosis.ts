@@ -1,4 +1,5 @@
 import type { Diagnosis, DiagnosisFinding, OptimiseBaseline } from '../../api/optimise';
+import type { ScriptBound } from './knob';
 
 /**
  * The decision tree's thresholds, named once (the GNN guide's style: "GPU
@@ -130,4 +131,26 @@ export function diagnose(b: OptimiseBaseline, steps?: number): Diagnosis {
   };
   if (!(value > 0)) return { bound: 'unknown', summary: 'the baseline recorded no phase times', findings };
   return { bound, summary: `${pct(value)} of the ${ms(b.stepMs)} step is ${words[bound]}: the step is ${bound === 'compute' ? 'compute' : bound}-bound.`, findings };
+}
+
+// A script's bound: its probe times the data wait, not the engine's phases, so it rests on that alone.
+/**
+ * What bounds a script's step, from its baseline's phases: the data wait past the engine's threshold puts
+ * the DataLoader's knobs first; otherwise the model's (mixed precision, compile, channels_last) go first.
+ */
+export function scriptBound(baseline: { phasesPercent: { data: number } }): ScriptBound {
+  return baseline.phasesPercent.data > 100 * DIAGNOSIS_THRESHOLDS.dataWaitShare ? 'data' : 'compute';
+}
+
+/** The bound in words, for the wizard's output: what it rests on and what goes first. */
+export function scriptBoundText(baseline: { phasesPercent: { data: number } }): string {
+  const data = `data wait ${baseline.phasesPercent.data.toFixed(1)}% of the step`;
+  return scriptBound(baseline) === 'data'
+    ? `${data} (over ${100 * DIAGNOSIS_THRESHOLDS.dataWaitShare}%): the loader's settings are tried first`
+    : `${data} (at most ${100 * DIAGNOSIS_THRESHOLDS.dataWaitShare}%): the compute sets the pace, so the model's settings (mixed precision, compile, channels_last) are tried first`;
+}
+
+/** The bound as the wizard's diagnosis (both targets' results carry one): from the data wait alone, no findings. */
+export function scriptDiagnosis(baseline: { phasesPercent: { data: number } }): Diagnosis {
+  return { bound: scriptBound(baseline), summary: scriptBoundText(baseline), findings: [] };
 }

@@ -1,7 +1,7 @@
 // The report's sections for runs of the user's own command (script targets), added after the
 // engine's in each section: what ran and how to run it again here; the measured parts in
 // section-script-results.ts.
-import { lossCheckText } from '../../api/script-trial-words';
+import { lossCheckText } from '../../api/charts/optimise-charts';
 import type { ReportSection } from '../../api/reports';
 import type { RunEnvironment } from '../../api/run-record';
 import type { ScriptTarget } from '../../api/script-target';

@@ -5,7 +5,7 @@ import { throughputLabel, throughputOption } from '../../api/charts/benchmark-ch
 import type { BenchmarkPhases } from '../../api/benchmark';
 import { CONDITIONS_HEAD, conditionsTable } from '../../api/confounders';
 import type { ConditionsRow, OptimiseFinal, OptimiseTrial, SkippedChange, TrialDecision } from '../../api/optimise';
-import { compileText } from '../../api/script-trial-words';
+import { compileText } from '../../api/charts/optimise-charts';
 import { overrideCode } from '../../api/script-override-code';
 import { ciLevel, orderIntervalCoverage, pairsToDecide } from '../../api/order-interval';
 import { finalFigures, trialFigures } from '../../api/paired-figures';

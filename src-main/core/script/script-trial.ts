@@ -2,7 +2,7 @@ import type { ScriptOverrides, ScriptTarget } from '../../api/script-target';
 import { ApiError } from '../../api/errors';
 import type { LaunchOutcome } from './launcher';
 import { launchScript } from './launcher';
-import { LineTail } from './output-lines';
+import { LineTail } from './launcher';
 import type { ProbeConnection } from './probe-channel';
 import { openProbeChannel } from './probe-channel';
 import type { ProbeMessage } from './probe-messages';

@@ -6,7 +6,7 @@ import { BatchSearchResultSchema } from '../../../api/batch-size';
 import type { ScriptBatchSearchRequest } from '../../../api/script-target';
 import type { EventHub } from '../../common/event-hub';
 import type { RunRecord } from '../../workspace/run-store';
-import { probeDir } from '../../script/probe-dir';
+import { probeDir } from '../../script/launcher';
 import type { RankSummary } from '../../script/rank-stats';
 import { combineRanks, summarizeRank } from '../../script/rank-stats';
 import { commandText } from './script-benchmark';

@@ -16,7 +16,7 @@ import type { RunRecord } from '../../workspace/run-store';
 import { medianInterval } from '../../stats/bootstrap';
 import { CPU_ENERGY_MISSING, energyPerSample } from '../../telemetry/energy';
 import type { TelemetryService } from '../../telemetry/telemetry-service';
-import { probeDir } from '../../script/probe-dir';
+import { probeDir } from '../../script/launcher';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
 import type { BenchmarkPlan, OnOutput, RepetitionProgress } from '../target-runner';
 import type { RankSummary } from '../../script/rank-stats';

@@ -12,7 +12,7 @@ import type { RunRecord } from '../../workspace/run-store';
 import { createRun } from '../../workspace/run-store';
 import type { TelemetryService } from '../../telemetry/telemetry-service';
 import type { Workspace } from '../../workspace/workspace';
-import { probeDir } from '../../script/probe-dir';
+import { probeDir } from '../../script/launcher';
 import type { ProbeConnection } from '../../script/probe-channel';
 import type { ProbeDone } from '../../script/probe-messages';
 import type { ProcessTreeSummary } from '../../script/process-tree';

@@ -15,7 +15,7 @@ import { medianInterval } from '../../stats/bootstrap';
 import type { ScriptRepetition } from './wizard-launches';
 import { LAUNCH_TELEMETRY_MS, ScriptLaunches } from './wizard-launches';
 import type { TelemetryService } from '../../telemetry/telemetry-service';
-import { scriptBound, scriptDiagnosis } from '../../knobs/script-bound';
+import { scriptBound, scriptDiagnosis } from '../../knobs/diagnosis';
 import type { Workspace } from '../../workspace/workspace';
 import { commandText } from './script-benchmark';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';

@@ -7,7 +7,7 @@ import type { RunRecord } from '../../workspace/run-store';
 import type { ProbeMessage } from '../../script/probe-messages';
 import { repetitionEnergy } from '../../telemetry/energy';
 import type { TelemetryService } from '../../telemetry/telemetry-service';
-import { probeDir } from '../../script/probe-dir';
+import { probeDir } from '../../script/launcher';
 import type { RankSummary } from '../../script/rank-stats';
 import { combineRanks, summarizeRank } from '../../script/rank-stats';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
