@@ -48,10 +48,15 @@ export class ApiError extends Error {
     this.where = where;
   }
 
-  toPayload(): ApiErrorPayload {
-    return this.where === undefined
-      ? { code: this.code, message: this.message }
-      : { code: this.code, message: this.message, where: this.where };
+  /**
+   * The error as it crosses to a client (the one place it is serialised: the API's answers, the desktop
+   * app's replies, a run's record). An E_INTERNAL message is an unexpected error's own words, often a
+   * system call's with the absolute path it failed on: there a path inside `root` (the workspace) shows
+   * relative to it and any other absolute path as its last part, so an answer never maps the machine.
+   */
+  toPayload(root?: string): ApiErrorPayload {
+    const message = this.code === 'E_INTERNAL' ? withoutAbsolutePaths(this.message, root) : this.message;
+    return this.where === undefined ? { code: this.code, message } : { code: this.code, message, where: this.where };
   }
 
   static fromPayload(payload: ApiErrorPayload): ApiError {
@@ -64,4 +69,19 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const message = err instanceof Error ? err.message : String(err);
   return new ApiError('E_INTERNAL', message);
+}
+
+/** A POSIX path from its leading slash, or a Windows one from its drive, up to a space, quote or bracket (not one inside a word: "and/or", "3/4"). */
+const ABSOLUTE_PATH = /(?<![\w.~\\/-])(?:\/|[A-Za-z]:[\\/])[^\s'"`<>()[\]{},;|]+/g;
+
+/** `message` with each absolute path inside `root` relative to it ("runs/x/run.json") and any other as "…/" and its last part. */
+export function withoutAbsolutePaths(message: string, root?: string): string {
+  const base = root?.replace(/[\\/]+$/, '');
+  return message.replace(ABSOLUTE_PATH, (p) => {
+    const bare = p.replace(/[.:]+$/, ''); // a sentence's own full stop or colon after the path
+    const after = p.slice(bare.length);
+    if (base && (bare === base || bare.startsWith(`${base}/`) || bare.startsWith(`${base}\\`))) return (bare.slice(base.length + 1) || '.') + after;
+    const last = bare.split(/[\\/]/).filter(Boolean).pop();
+    return (last ? `…/${last}` : '…') + after;
+  });
 }

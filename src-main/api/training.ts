@@ -326,6 +326,8 @@ export const RunDetailSchema = z.object({
   events: z.array(TrainEventSchema),
   /** The GPU and host telemetry the run recorded, thinned evenly to at most 2,000 samples (absent from older servers). */
   telemetry: z.array(TelemetrySampleSchema).default([]),
+  /** Files too large to read whole (a huge or planted events or telemetry file): read in evenly spread windows, and why. */
+  cut: z.array(z.object({ file: z.string(), sizeBytes: z.number(), readBytes: z.number(), note: z.string() })).optional(),
 });
 export type RunDetail = z.infer<typeof RunDetailSchema>;
 

@@ -3,6 +3,7 @@ import { PHASE_NAMES_WITH_OTHER } from '../api/benchmark';
 import type { BenchmarkResult, EngineBenchmarkResult, ScriptBenchmarkResult } from '../api/benchmark-result';
 import { isEngineBenchmark, isScriptBenchmark } from '../api/benchmark-result';
 import { processMemoryText } from '../api/process-memory-words';
+import { printable } from '../api/shell-word';
 import { energyText, floorRows, SCRIPT_ENERGY_WINDOW, utilisationText } from '../api/utilisation-words';
 
 // What `benchmark-training` prints: a benchmark's result, either target (a script's is a command after '--').
@@ -105,7 +106,7 @@ export function formatBenchmark(r: BenchmarkResult): string {
   const ranks = r.target.kind === 'script' && r.target.worldSize > 1 ? ' (sum over ranks)' : '';
   const energy = energyText(r);
   const lines = [
-    `benchmark  ${r.title}`,
+    `benchmark  ${printable(r.title)}`,
     engine?.setup ?? script?.setup ?? '',
     '',
     engine ? 'rep  samples/s   steady ms   wall-clock ms' : 'launch  samples/s   steady ms   wall-clock ms  ended',

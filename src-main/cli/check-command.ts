@@ -6,6 +6,7 @@ import { createServices } from '../core/services';
 import { median } from '../core/stats/bootstrap';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { type ConfounderPolicy, ConfounderPolicySchema } from '../api/optimise';
+import { printable } from '../api/shell-word';
 import { choiceArg, intArg } from './train-inputs';
 
 interface CheckFlags {
@@ -32,11 +33,12 @@ const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
 export function formatCheck(r: CheckResult): string {
   const side = (x: CheckResult['now']) => `${x.samplesPerSec.length} repetition(s), median ${x.samplesPerSec.length ? n0(median(x.samplesPerSec)) : 'none'} samples/s (${x.samplesPerSec.map(n0).join(', ')})`;
   return [
-    `check      ${r.against.title}`,
-    `saved      run ${r.against.runId} (${r.against.createdAt}): ${side(r.against)}`,
+    // Titles come from run files: shown with their control characters escaped.
+    `check      ${printable(r.against.title)}`,
+    `saved      run ${r.against.runId} (${printable(r.against.createdAt)}): ${side(r.against)}`,
     `now        run ${r.now.runId}: ${side(r.now)}`,
-    `conditions ${r.differences.length ? r.differences.join('; ') : 'same host, CPU and device as the saved run'}`,
-    ...(r.confounders ? [`confounders saved run: ${r.confounders.against.join('; ') || 'none seen'}; this run: ${r.confounders.now.join('; ') || 'none seen'}`] : []),
+    `conditions ${r.differences.length ? printable(r.differences.join('; ')) : 'same host, CPU and device as the saved run'}`,
+    ...(r.confounders ? [printable(`confounders saved run: ${r.confounders.against.join('; ') || 'none seen'}; this run: ${r.confounders.now.join('; ') || 'none seen'}`)] : []),
     `verdict    ${r.verdict.text}`,
     `exit       ${r.verdict.exitCode} (0 faster or the same, 1 slower, 2 could not decide)`,
   ].join('\n');
@@ -57,8 +59,10 @@ async function check(flags: CheckFlags): Promise<void> {
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatCheck(result)) + '\n');
     process.exitCode = result.verdict.exitCode;
   } catch (err) {
-    // A gate that could not measure could not decide: 2, never 1 (which says "slower").
-    process.stderr.write(`trainbench: ${err instanceof ApiError ? `${err.code}: ` : ''}${(err as Error).message}\n`);
+    // A gate that could not measure could not decide: 2, never 1 (which says "slower"). The message may quote the
+    // saved run's command, cwd and env for the person to read before --yes: escaped, so a planted ESC or CR
+    // cannot redraw it as another command.
+    process.stderr.write(`trainbench: ${err instanceof ApiError ? `${err.code}: ` : ''}${printable((err as Error).message)}\n`);
     process.exitCode = 2;
   } finally {
     await services.dispose();

@@ -5,6 +5,7 @@ import { Command, InvalidArgumentError } from 'commander';
 
 import type { Devices } from '../api/devices';
 import { ApiError } from '../api/errors';
+import { printable } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { packageRoot } from '../engine/package-root';
@@ -116,7 +117,8 @@ export async function main(argv: string[]): Promise<void> {
     const code = err instanceof ApiError ? `${err.code}: ` : '';
     // Bad input is the user's to fix, so say where the usage is; other failures are not about usage.
     const pointer = err instanceof ApiError && err.code === 'E_BAD_INPUT' ? `${helpPointer(running)}\n` : '';
-    process.stderr.write(`trainbench: ${code}${(err as Error).message}\n${pointer}`);
+    // A message may quote a run's file (a command, a title): its control characters are shown escaped.
+    process.stderr.write(`trainbench: ${code}${printable((err as Error).message, { lines: true })}\n${pointer}`);
     process.exitCode = 1;
   }
 }

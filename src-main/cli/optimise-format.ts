@@ -6,6 +6,7 @@ import { pairsAllow } from '../api/order-interval';
 import { finalFigures } from '../api/paired-figures';
 import type { WizardResult } from '../api/optimise';
 import { overrideCode } from '../api/script-override-code';
+import { printable } from '../api/shell-word';
 import { scriptBoundText } from '../core/knobs/diagnosis';
 
 // What `optimise` prints: its progress, and the result of the engine's wizard or of a script's (a command after '--').
@@ -90,7 +91,7 @@ export function formatOptimise(r: EngineOptimiseResult): string {
     ];
   });
   const lines = [
-    `optimise   ${r.title}  (${r.jobId}, preset ${r.preset}, ${r.repeat} repetitions per side, A/B/A/B${r.objective === 'energy' ? '; objective: samples per joule of GPU energy, the speedups below are of samples/J' : ''})`,
+    `optimise   ${printable(r.title)}  (${r.jobId}, preset ${r.preset}, ${r.repeat} repetitions per side, A/B/A/B${r.objective === 'energy' ? '; objective: samples per joule of GPU energy, the speedups below are of samples/J' : ''})`,
     ...(stepsWidened ? [`steps      ${stepsWidened.from} -> ${stepsWidened.to} per repetition: ${stepsWidened.from} steps measured ${stepsWidened.windowMs.toFixed(1)} ms, under the ${stepsWidened.minWindowSeconds} s asked for (--min-window); the baseline was measured again`] : []),
     `baseline   ${ci(b.samplesPerSec)}; step ${b.stepMs.toFixed(3)} ms; noise floor ±${(100 * b.noiseFloor).toFixed(1)}%; ${b.device}`,
     `           phases: ${Object.entries(b.phasesPercent)
@@ -124,7 +125,7 @@ export function formatScriptOptimise(r: ScriptOptimiseResult): string {
   const overrides = r.target.final?.overrides ?? {};
   const setFlags = Object.entries(overrides).map(([k, v]) => `--set ${k}=${String(v)}`);
   return [
-    `optimise   ${r.title}${r.objective === 'energy' ? '  (objective: samples per joule of GPU energy; the speedups below are of samples/J)' : ''}`,
+    `optimise   ${printable(r.title)}${r.objective === 'energy' ? '  (objective: samples per joule of GPU energy; the speedups below are of samples/J)' : ''}`,
     `loader     ${loader ? Object.entries(loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}`,
     `loss       ${lossCheckText(lossCheck, r.preset)}`,
     `baseline   ${n0(b.samplesPerSec.median)} samples/s (95% CI ${n0(b.samplesPerSec.low)}-${n0(b.samplesPerSec.high)}, noise floor ±${(100 * b.noiseFloor).toFixed(1)}%) on ${b.device}; data wait ${b.phasesPercent.data.toFixed(1)}% of the step`,

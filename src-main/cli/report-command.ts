@@ -4,6 +4,7 @@ import { Command, InvalidArgumentError } from 'commander';
 
 import type { ReportDetail, ReportSection } from '../api/reports';
 import { REPORT_SECTIONS } from '../api/reports';
+import { printable } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 
@@ -45,7 +46,7 @@ export function reportCommand(out: NodeJS.WritableStream = process.stdout): Comm
           return;
         }
         const lines = [
-          `report   ${report.summary.title}`,
+          `report   ${printable(report.summary.title)}`,
           `saved    ${path.join(services.workspace.root, report.summary.path)} (${report.figures.length} chart${report.figures.length === 1 ? '' : 's'} beside it)`,
           ...(exported ? [`copied   ${exported.dir} (${exported.files.join(', ')})`] : []),
           ...report.notes.map((n) => `note     ${n}`),

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 
 import type { RunSummary } from '../api/training';
+import { printable } from '../api/shell-word';
 import { lastStepText } from '../api/training';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
@@ -45,7 +46,8 @@ export function formatRuns(runs: RunSummary[]): string {
   const idWidth = width((r) => r.id);
   const statusWidth = width((r) => r.status);
   return runs
-    .map((r) => `${r.id.padEnd(idWidth)}  ${r.status.padEnd(statusWidth)}  ${named(r)}${detail(r) ? `  ${detail(r)}` : ''}`)
+    // Titles, names, tags and messages come from the runs' files: one line each, control characters escaped.
+    .map((r) => `${r.id.padEnd(idWidth)}  ${r.status.padEnd(statusWidth)}  ${printable(named(r))}${detail(r) ? `  ${printable(detail(r))}` : ''}`)
     .join('\n');
 }
 

@@ -1,5 +1,6 @@
 import { processMemoryText } from '../api/process-memory-words';
 import type { ScriptTrainResult } from '../api/script-run';
+import { printable } from '../api/shell-word';
 import type { TrainResult } from '../api/training';
 
 // What `train` prints at the end: an engine run's summary, or a script's (a command after '--').
@@ -66,7 +67,7 @@ export function formatTrain(result: TrainResult, modelName: string): string {
 export function formatScriptRun(r: ScriptTrainResult): string {
   const ended = r.ended === 'maxSteps' ? 'stopped by Trainbench at --max-steps' : 'ended on its own';
   return [
-    `run        ${r.title}`,
+    `run        ${printable(r.title)}`,
     `setup      ${r.device}, batch ${r.batchSize ?? 'unknown'} per rank, ${r.worldSize} rank(s); ${ended} after ${r.seconds.toFixed(1)} s`,
     `steps      ${n0(r.steps)} optimizer steps`,
     `samples/s  ${r.samplesPerSec === undefined ? 'n/a' : n0(r.samplesPerSec)} over the steps after the first ${r.warmupSteps}${r.worldSize > 1 ? ' (sum over ranks)' : ''}`,

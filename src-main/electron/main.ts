@@ -52,7 +52,7 @@ function registerIpc(services: Services): void {
     try {
       return { ok: true, result: await services.router.dispatch(String(method), params) };
     } catch (err) {
-      return { ok: false, error: toApiError(err).toPayload() };
+      return { ok: false, error: toApiError(err).toPayload(services.workspace.root) };
     }
   });
   services.events.subscribe((name, data) => {

@@ -162,7 +162,7 @@ function handleMessage(text: string, services: Services, send: (msg: ServerMessa
     .dispatch(method, params)
     .then(
       (result) => send({ type: 'response', id, ok: true, result }),
-      (err: unknown) => send({ type: 'response', id, ok: false, error: toApiError(err).toPayload() }),
+      (err: unknown) => send({ type: 'response', id, ok: false, error: toApiError(err).toPayload(services.workspace.root) }),
     )
     .finally(() => inFlight.count--);
 }

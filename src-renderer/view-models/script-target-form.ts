@@ -37,6 +37,12 @@ export function splitCommandLine(line: string): string[] {
       if (c === '"') quote = null;
       else if (c === '\\' && i + 1 < line.length && '"\\$`'.includes(line[i + 1]!)) word += line[++i];
       else word += c;
+    } else if (c === '$' && line[i + 1] === "'") {
+      // ANSI-C quotes, as shellWord writes a word with a control character: read back byte for byte.
+      const read = ansiCQuoted(line, i + 2);
+      word += read.text;
+      i = read.end;
+      inWord = true;
     } else if (c === "'" || c === '"') {
       quote = c;
       inWord = true;
@@ -57,7 +63,34 @@ export function splitCommandLine(line: string): string[] {
   return words;
 }
 
-/** Quotes argv back into one line for display ("Run this command?"). */
+/** \xHH, \uHHHH, \UHHHHHHHH: the digits after each (sticky, read where the escape is). */
+const ANSI_C_HEX: Record<string, RegExp> = { x: /[0-9A-Fa-f]{1,2}/y, u: /[0-9A-Fa-f]{1,4}/y, U: /[0-9A-Fa-f]{1,8}/y };
+const ANSI_C_NAMED: Record<string, string> = { n: '\n', t: '\t', r: '\r', a: '\x07', b: '\b', e: '\x1b', E: '\x1b', f: '\f', v: '\v', '\\': '\\', "'": "'", '"': '"', '?': '?' };
+
+/** The text of $'…' from `start` (past its opening quote) to its closing quote, and the closing quote's index. */
+function ansiCQuoted(line: string, start: number): { text: string; end: number } {
+  let text = '';
+  for (let i = start; i < line.length; i++) {
+    const c = line[i]!;
+    if (c === "'") return { text, end: i };
+    if (c !== '\\' || i + 1 >= line.length) {
+      text += c;
+      continue;
+    }
+    const e = line[++i]!;
+    const digits = ANSI_C_HEX[e];
+    if (digits) digits.lastIndex = i + 1;
+    const hex = digits?.exec(line);
+    const code = hex ? parseInt(hex[0], 16) : NaN;
+    if (hex && code <= 0x10ffff) {
+      text += String.fromCodePoint(code);
+      i += hex[0].length;
+    } else text += ANSI_C_NAMED[e] ?? `\\${e}`;
+  }
+  throw new Error(`the command has an unclosed $' quote: ${line}`);
+}
+
+/** Quotes argv back into one line for display ("Run this command?"); splitCommandLine reads it back. */
 export function quoteArgv(argv: string[]): string {
   return argv.map(shellWord).join(' ');
 }

@@ -11,7 +11,7 @@ import type { ConfounderPolicy } from '../../api/optimise';
 import { type Conditions, ConditionsSchema } from '../../api/telemetry';
 import { readRun } from '../workspace/run-reader';
 import type { BenchmarkService } from '../benchmarks/benchmark-service';
-import { commandText } from '../targets/script/script-benchmark';
+import { shellLine, shellWord } from '../../api/shell-word';
 import type { Workspace } from '../workspace/workspace';
 import { readTextCapped } from '../workspace/workspace-files';
 import { gateVerdict } from './gate-verdict';
@@ -158,10 +158,11 @@ export class CheckService {
       if (!parsed.success) throw new ApiError('E_BAD_INPUT', `run ${id}'s request no longer reads: ${formatIssues(parsed.error, 'config')}`);
       if (!options.runCommand) {
         const t = parsed.data.target;
-        const env = Object.entries(t.env).map(([k, v]) => `${k}=${v}`);
+        // From a file anyone may have written: every word as a shell reads it back, control characters escaped.
+        const env = Object.entries(t.env).map(([k, v]) => `${k}=${shellWord(v)}`);
         throw new ApiError(
           'E_BAD_INPUT',
-          `run ${id} measured a command, which check would run again: ${commandText(t)} (in ${t.cwd}${env.length ? `, with ${env.join(' ')}` : ''}); it comes from the run's file, so pass --yes to run it`,
+          `run ${id} measured a command, which check would run again: ${shellLine(t.command)} (in ${shellWord(t.cwd)}${env.length ? `, with ${env.join(' ')}` : ''}); it comes from the run's file, so pass --yes to run it`,
         );
       }
       now = await this.benchmarks.run(parsed.data, { onProgress: options.onProgress, onOutput: options.onOutput });

@@ -2,6 +2,7 @@
 // engine's in each section: what ran and how to run it again here; the measured parts in
 // section-script-results.ts.
 import { lossCheckText } from '../../api/charts/optimise-charts';
+import { printable } from '../../api/shell-word';
 import type { ReportSection } from '../../api/reports';
 import type { RunEnvironment } from '../../api/run-record';
 import type { ScriptTarget } from '../../api/script-target';
@@ -56,7 +57,7 @@ function protocol(run: ScriptReportRun): string[] {
 function contextBody(input: ReportInput): string {
   const targets = new Map<string, ScriptTarget>();
   for (const r of input.scripts) targets.set(JSON.stringify(targetOf(r)), targetOf(r));
-  const targetRows = [...targets.values()].map((t) => [code(commandText(t)), code(t.cwd), Object.entries(t.env).map(([k, v]) => `${k}=${envValue(k, v)}`).join(', ') || 'none']);
+  const targetRows = [...targets.values()].map((t) => [code(commandText(t)), code(printable(t.cwd)), Object.entries(t.env).map(([k, v]) => `${k}=${printable(envValue(k, v))}`).join(', ') || 'none']);
   const ranks = input.scripts.flatMap((r) => (r.kind === 'script-benchmark' ? [r.result.target.worldSize] : []));
   return [
     '### Your command',

@@ -1,5 +1,7 @@
+import { StringDecoder } from 'node:string_decoder';
+
 import type { Workspace } from './workspace';
-import { isMissing, MiB, streamFile } from './workspace-files';
+import { isMissing, MiB, type OpenedFile, openFile, streamFile } from './workspace-files';
 
 /**
  * The lines of a JSONL file of the workspace, streamed, never held whole. A line
@@ -30,6 +32,96 @@ export async function* jsonlLines(workspace: Workspace, file: string, maxLineByt
     }
   }
   if (!skipping && rest.trim()) yield rest;
+}
+
+/** What a bounded read left out of a file too large to read whole: its size, what was read, and in words. */
+export interface FileCut {
+  /** The file, relative to the workspace. */
+  file: string;
+  sizeBytes: number;
+  readBytes: number;
+  /** For people: "runs/<id>/events.jsonl is 4.0 GiB, more than the 32.0 MiB read for an answer: 128 pieces of it were read, …". */
+  note: string;
+}
+
+/** A JSONL file's lines as jsonlLinesBounded reads them, and what was left out (null: the file was read whole). */
+export interface BoundedLines {
+  lines: AsyncIterable<string>;
+  cut: FileCut | null;
+}
+
+/** One window of a bounded read: this many bytes at most, so a sample spans the file in many places. */
+const WINDOW_BYTES = 256 * 1024;
+/** Bytes read from the file at a time. */
+const CHUNK_BYTES = MiB;
+
+const size = (b: number) => (b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(1)} GiB` : `${(b / MiB).toFixed(1)} MiB`);
+
+/**
+ * The lines of a JSONL file of the workspace, at most maxBytes of it read whatever its size (a planted
+ * sparse file of a terabyte once took an hour to read whole): a file up to maxBytes whole, a larger one
+ * in windows of WINDOW_BYTES spread evenly from its start to its end (the last one ends at its end, so
+ * the newest lines are there), each without the lines its edges cut. Lines as jsonlLines says; the
+ * file is read up to the size it had when opened. A missing file has no lines and no cut.
+ */
+export async function jsonlLinesBounded(workspace: Workspace, file: string, maxLineBytes: number, maxBytes: number): Promise<BoundedLines> {
+  let opened;
+  try {
+    opened = await openFile(workspace, file);
+  } catch (err) {
+    if (isMissing(err)) return { lines: (async function* () {})(), cut: null };
+    throw err;
+  }
+  const { handle, size: fileBytes, shown } = opened;
+  const whole = fileBytes <= maxBytes;
+  const count = whole ? 1 : Math.max(2, Math.floor(maxBytes / WINDOW_BYTES));
+  const windowBytes = whole ? fileBytes : Math.floor(maxBytes / count);
+  // Window i starts at i/(count-1) of the way to the last window's start: the first at 0, the last ending at the end.
+  const starts = whole ? [0] : Array.from({ length: count }, (_, i) => Math.round((i * (fileBytes - windowBytes)) / (count - 1)));
+  const cut = whole
+    ? null
+    : {
+        file: shown,
+        sizeBytes: fileBytes,
+        readBytes: count * windowBytes,
+        note: `${shown} is ${size(fileBytes)}, more than the ${size(maxBytes)} read for an answer: ${count} pieces of it were read, spread evenly from its start to its end, so what is shown is a sample`,
+      };
+  async function* lines(): AsyncGenerator<string> {
+    try {
+      for (const start of starts) yield* windowLines(handle, start, start + windowBytes, fileBytes, maxLineBytes);
+    } finally {
+      await handle.close();
+    }
+  }
+  return { lines: lines(), cut };
+}
+
+/** The whole lines of bytes [start, end) of an open file: a line the window's start or end cuts (unless at the file's own start or end) is left out. */
+async function* windowLines(handle: OpenedFile['handle'], start: number, end: number, fileBytes: number, maxLineBytes: number): AsyncGenerator<string> {
+  const decoder = new StringDecoder('utf8');
+  // Inside the file, reading starts a byte early: the text up to the first newline is the end of a line begun
+  // before the window (empty when the window starts on a line's first byte), and is skipped.
+  const from = start > 0 ? start - 1 : 0;
+  const buffer = Buffer.alloc(Math.min(CHUNK_BYTES, end - from));
+  let rest = '';
+  let skipping = start > 0;
+  for (let at = from; at < end; ) {
+    const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, end - at), at);
+    if (bytesRead === 0) break;
+    at += bytesRead;
+    const lines = (rest + decoder.write(buffer.subarray(0, bytesRead))).split('\n');
+    rest = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!skipping && line.trim() && line.length <= maxLineBytes) yield line;
+      skipping = false;
+    }
+    if (rest.length > maxLineBytes) {
+      rest = '';
+      skipping = true;
+    }
+  }
+  // The window's last line is whole only where the file ends.
+  if (end >= fileBytes && !skipping && rest.trim()) yield rest + decoder.end();
 }
 
 /**

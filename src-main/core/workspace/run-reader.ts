@@ -3,15 +3,16 @@ import path from 'node:path';
 
 import { ApiError } from '../../api/errors';
 import { ID_PATTERN } from '../../api/ids';
+import { printable } from '../../api/shell-word';
 import type { RunRecordJson } from '../../api/run-record';
 import { parseRunRecord, RUN_HEARTBEAT_INTERVAL_MS, RUN_HEARTBEAT_STALE_MS } from '../../api/run-record';
 import type { RunDetail, RunLastStep, RunSummary, TrainEvent } from '../../api/training';
 import { TrainEventSchema, TrainStepEventSchema } from '../../api/training';
 import type { Workspace } from './workspace';
-import { jsonlLines } from './jsonl-lines';
+import { type FileCut, jsonlLinesBounded } from './jsonl-lines';
 import { processExists } from '../common/process-exists';
 import { readRunAnnotation } from './run-notes';
-import { readRunTelemetry } from './run-telemetry';
+import { readRunTelemetryCut } from './run-telemetry';
 import { entryProblem, isFolder, listFolder, MiB, readTail, readTextCapped } from './workspace-files';
 
 const MAX_STEP_EVENTS = 2000;
@@ -23,6 +24,13 @@ const MAX_STEP_EVENTS = 2000;
 const TAIL_WINDOWS = [64 * 1024, MiB];
 /** run.json holds a config and a result (a trial table at most): far below this. */
 const MAX_RUN_JSON_BYTES = 16 * MiB;
+/**
+ * Nesting run.json never comes near (a config is a few levels deep); a file nested deeper is not one
+ * Trainbench wrote, and would overflow the stack of whatever walks it (a 100,000-deep config did).
+ */
+const MAX_RUN_JSON_DEPTH = 256;
+/** Bytes of events.jsonl read for runs.get (~80,000 step events); a larger file is read in pieces spread over it. */
+const MAX_EVENTS_READ_BYTES = 32 * MiB;
 
 /** Whether a process with this pid exists here (EPERM: it exists but belongs to someone else). */
 /** "95 s", "12 min", "5 h", "31 days": how long a heartbeat has been missing, in the unit a person reads. */
@@ -118,12 +126,13 @@ const COMMAND_TITLE_CHARS = 100;
 /**
  * A script's command as a title: whole when short; else its absolute paths as
  * their last part ("python3 train.py --epochs 3": the arguments that tell runs
- * apart stay), and if still long, its middle cut.
+ * apart stay), and if still long, its middle cut. A control character in a
+ * planted run.json shows escaped (\x1b, \r), so the title cannot redraw a terminal.
  */
 export function commandTitle(argv: readonly string[]): string {
-  const whole = argv.join(' ');
+  const whole = printable(argv.join(' '));
   if (whole.length <= COMMAND_TITLE_CHARS) return whole;
-  const short = argv.map((a) => (a.startsWith('/') && a.length > 1 ? path.posix.basename(a) : a)).join(' ');
+  const short = printable(argv.map((a) => (a.startsWith('/') && a.length > 1 ? path.posix.basename(a) : a)).join(' '));
   if (short.length <= COMMAND_TITLE_CHARS) return short;
   const half = Math.floor((COMMAND_TITLE_CHARS - 1) / 2);
   return `${short.slice(0, half)}…${short.slice(short.length - half)}`;
@@ -146,8 +155,10 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
     optimise: `optimisation: ${modelOnData}`,
     'loader-benchmark': `loader benchmark of ${run.result?.dataset ?? run.config.dataset ?? 'a dataset'}`,
   };
-  const title = titles[run.kind] ?? run.kind;
-  const interruption = interruptionOf(run);
+  // Every word of the title and messages below comes from run.json: control characters are escaped here, once for the CLI, the UI and reports.
+  const title = printable(titles[run.kind] ?? run.kind);
+  const interruptedBecause = interruptionOf(run);
+  const interruption = interruptedBecause === null ? null : printable(interruptedBecause);
   const unfinished = run.status === 'running';
   const { annotation, problem: annotationProblem } = await readRunAnnotation(workspace, id);
   return {
@@ -160,7 +171,7 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
     testAccuracy: run.result?.test?.accuracy ?? null,
     samplesPerSec: run.result?.samplesPerSec ?? headlineRate(run),
     gpuUtilizationMean: run.result?.telemetry?.gpuUtilizationMean ?? null,
-    error: run.error ? `${run.error.code}: ${run.error.message}` : null,
+    error: run.error ? printable(`${run.error.code}: ${run.error.message}`, { lines: true }) : null,
     lastStep: unfinished ? await lastStepOf(workspace, path.join('runs', id, 'events.jsonl')) : null,
     interruption,
     problem: null,
@@ -196,7 +207,27 @@ export async function readRun(workspace: Workspace, id: string): Promise<{ recor
   } catch (err) {
     return { record: null, problem: `cannot read runs/${id}/run.json: ${(err as Error).message}` };
   }
+  if (nestedDeeperThan(text, MAX_RUN_JSON_DEPTH)) {
+    return { record: null, problem: `runs/${id}/run.json is nested too deep (more than ${MAX_RUN_JSON_DEPTH} levels of objects and arrays): not a file Trainbench wrote, so it is not read` };
+  }
   return parseRunRecord(text);
+}
+
+/** Whether JSON text opens more than `max` objects and arrays inside one another; counted without parsing (no recursion), brackets in strings skipped. */
+export function nestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash escapes the next character, a quote included
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
 }
 
 /** Every run, newest first; an unreadable run (or a link, file or special file in runs/) is listed with its problem, never fatal. */
@@ -215,30 +246,40 @@ export async function listRuns(workspace: Workspace): Promise<RunSummary[]> {
   return out;
 }
 
-/** One run with its events; step events are thinned evenly so a long run still charts quickly. */
-export async function readRunDetail(workspace: Workspace, id: string): Promise<RunDetail> {
+/** runs.get's answer, with `cut` when an events or telemetry file was too large to read whole (what was left out, in words). */
+export type RunDetailRead = RunDetail & { cut?: FileCut[] };
+
+/**
+ * One run with its events; step events are thinned evenly so a long run still charts quickly. Its events
+ * and telemetry are read in bounded windows (at most MAX_EVENTS_READ_BYTES and MAX_TELEMETRY_READ_BYTES),
+ * so the answer costs bounded time however large a file in the run's folder is.
+ */
+export async function readRunDetail(workspace: Workspace, id: string): Promise<RunDetailRead> {
   if (!ID_PATTERN.test(id)) throw new ApiError('E_BAD_INPUT', `${JSON.stringify(id.slice(0, 80))} is not a run id`);
   if (!(await isFolder(workspace, path.join('runs', id)))) {
     throw new ApiError('E_BAD_INPUT', `there is no run ${id} in the workspace ${workspace.root} (trainbench runs lists them)`);
   }
   const { record, problem } = await readRun(workspace, id);
   if (!record) throw new ApiError('E_DATA', `run ${id} cannot be read: ${problem}`);
-  const kept = await readThinnedEvents(workspace, path.join('runs', id, 'events.jsonl'));
-  return { summary: await summarize(workspace, id, record), record, events: kept, telemetry: await readRunTelemetry(workspace, id) };
+  const events = await readThinnedEvents(workspace, path.join('runs', id, 'events.jsonl'));
+  const telemetry = await readRunTelemetryCut(workspace, id);
+  const cut = [events.cut, telemetry.cut].filter((c): c is FileCut => c !== null);
+  return { summary: await summarize(workspace, id, record), record, events: events.events, telemetry: telemetry.samples, ...(cut.length ? { cut } : {}) };
 }
 
 /** Lines longer than this are not events the engine wrote (a step event is ~400 bytes): skipped unparsed. */
 const MAX_EVENT_LINE_BYTES = 64 * 1024;
 
 /**
- * events.jsonl streamed, never held whole: step events are thinned as they
+ * events.jsonl streamed, never held whole, and at most MAX_EVENTS_READ_BYTES of it
+ * (a larger file in pieces spread over it: `cut` says so): step events are thinned as they
  * arrive (every stride-th kept, the stride doubling whenever more than twice
  * MAX_STEP_EVENTS are held), so memory stays bounded however long the run was
  * and the event loop keeps serving while a large file is read. Epoch events
  * are all kept, in file order; the last step is always kept. A link or special
  * file in its place reads as no events.
  */
-async function readThinnedEvents(workspace: Workspace, file: string): Promise<TrainEvent[]> {
+async function readThinnedEvents(workspace: Workspace, file: string): Promise<{ events: TrainEvent[]; cut: FileCut | null }> {
   let events: TrainEvent[] = [];
   // Steps and the other events (epochs) are each thinned the same way: a tampered file of
   // millions of epoch lines costs no more than a long run's steps.
@@ -267,8 +308,11 @@ async function readThinnedEvents(workspace: Workspace, file: string): Promise<Tr
       held[kind] = nth - Math.floor(nth / 2);
     }
   };
+  let cut: FileCut | null = null;
   try {
-    for await (const line of jsonlLines(workspace, file, MAX_EVENT_LINE_BYTES)) take(line);
+    const read = await jsonlLinesBounded(workspace, file, MAX_EVENT_LINE_BYTES, MAX_EVENTS_READ_BYTES);
+    cut = read.cut;
+    for await (const line of read.lines) take(line);
   } catch {
     // no events.jsonl (a run that never stepped), one that went away, or not a file: what was read counts
   }
@@ -285,5 +329,5 @@ async function readThinnedEvents(workspace: Workspace, file: string): Promise<Tr
     while (at > 0 && events[at - 1].type !== 'step') at--;
     events.splice(at, 0, lastStep);
   }
-  return events;
+  return { events, cut };
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Finding } from '../../../api/benchmark';
 import { ApiError } from '../../../api/errors';
 import { formatIssues } from '../../../api/format-issues';
+import { printable } from '../../../api/shell-word';
 import type { ScriptBenchmarkRequest, ScriptFlops, ScriptRank, ScriptTarget } from '../../../api/script-target';
 import type { ScriptBenchmarkDetail, ScriptBenchmarkResult, ScriptRepetition } from '../../../api/benchmark-result';
 import { BenchmarkResultSchema, isScriptBenchmark } from '../../../api/benchmark-result';
@@ -43,9 +44,9 @@ export type ScriptPeak = GemmPeak & { precision: 'fp32' | 'tf32' };
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
-/** "python3 train.py --epochs 1" for titles. */
+/** "python3 train.py --epochs 1" for titles (a run's title is shown in terminals and pages: no control character raw). */
 export function commandText(t: ScriptTarget): string {
-  return t.command.map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ');
+  return t.command.map((a) => printable(/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ');
 }
 
 /**

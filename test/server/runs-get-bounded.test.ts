@@ -1,0 +1,122 @@
+// Issue 41, F5 and "Also": runs.get read a run's whole events and telemetry files (16–19 s for a planted 4 GiB
+// sparse file, an hour for 1 TiB); it reads a bounded window of each, spread over the file, and says in its
+// answer when a file was cut. A run.json nested 100,000 deep is named as what is wrong with it, not as a
+// stack overflow.
+import { appendFileSync, mkdirSync, truncateSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { ApiError } from '../../src-main/api/errors';
+import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
+import type { RunDetail, RunSummary } from '../../src-main/api/training';
+import type { Services } from '../../src-main/core/services';
+import { testServices } from '../helpers/services';
+
+const GiB = 2 ** 30;
+const MiB = 2 ** 20;
+
+const step = (i: number, total: number) => ({
+  type: 'step', epoch: 1, epochs: 1, step: i, stepsPerEpoch: total, globalStep: i, totalSteps: total, loss: 1 / i, accuracy: null,
+  lr: 0.1, gradNorm: 1, samplesPerSec: 100, phasesMs: { data: 0, forward: 1, loss: 0, backward: 1, optimizer: 0 },
+});
+const sample = (t: number) => ({
+  t,
+  gpus: [],
+  host: { cpuPerCore: [10], memUsedBytes: 1, memAvailableBytes: 1, memTotalBytes: 2, swapUsedBytes: 0, swapTotalBytes: 0, diskReadBytesPerSec: null, diskWriteBytesPerSec: null, engineHost: null },
+});
+const record = (id: string, config: unknown = { spec: { family: 'mlp' }, cachedData: { description: 'blobs (10 records)' } }) => ({
+  schemaVersion: RUN_SCHEMA_VERSION,
+  id,
+  kind: 'train',
+  status: 'completed',
+  createdAt: '2026-11-21T00:00:00Z',
+  config,
+});
+
+type CutDetail = RunDetail & { cut?: { file: string; sizeBytes: number; readBytes: number; note: string }[] };
+
+let s: { services: Services; cleanup(): Promise<void> };
+let runs: string;
+beforeAll(async () => {
+  s = await testServices();
+  runs = path.join(s.services.workspace.root, 'runs');
+});
+afterAll(() => s?.cleanup());
+
+function plant(id: string, runJson: string): string {
+  const dir = path.join(runs, id);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'run.json'), runJson);
+  return dir;
+}
+
+describe('runs.get on a run with huge files', () => {
+  it('answers quickly from a 4 GiB sparse events.jsonl and telemetry.jsonl, with their first and last lines, and says they were cut', async () => {
+    const id = '20261121-000000-sparse';
+    const dir = plant(id, JSON.stringify(record(id)));
+    const total = 1_000_000;
+    for (const [name, first, last] of [
+      ['events.jsonl', step(1, total), step(total, total)],
+      ['telemetry.jsonl', sample(1000), sample(9_000_000)],
+    ] as const) {
+      const file = path.join(dir, name);
+      writeFileSync(file, `${JSON.stringify(first)}\n`);
+      truncateSync(file, 4 * GiB); // a hole: costs no disk
+      appendFileSync(file, `\n${JSON.stringify(last)}\n`);
+    }
+    const started = performance.now();
+    const detail = (await s.services.router.dispatch('runs.get', { id })) as CutDetail;
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`runs.get of two 4 GiB files: ${seconds.toFixed(2)} s`);
+    expect(seconds).toBeLessThan(5);
+    const steps = detail.events.flatMap((e) => (e.type === 'step' ? [e.globalStep] : []));
+    expect(steps).toEqual([1, total]);
+    expect(detail.telemetry.map((x) => x.t)).toEqual([1000, 9_000_000]);
+    expect(detail.cut).toHaveLength(2);
+    for (const [i, name] of ['events.jsonl', 'telemetry.jsonl'].entries()) {
+      const cut = detail.cut![i]!;
+      expect(cut.file).toBe(path.join('runs', id, name));
+      expect(cut.sizeBytes).toBeGreaterThan(4 * GiB);
+      expect(cut.readBytes).toBeLessThanOrEqual(32 * MiB);
+      expect(cut.note).toContain(`runs/${id}/${name} is 4.0 GiB`);
+      expect(cut.note).toMatch(/is a sample/);
+    }
+  });
+
+  it('reads a file of ordinary size whole and says nothing of a cut', async () => {
+    const id = '20261121-000001-small0';
+    const dir = plant(id, JSON.stringify(record(id)));
+    writeFileSync(path.join(dir, 'events.jsonl'), Array.from({ length: 500 }, (_, i) => JSON.stringify(step(i + 1, 500))).join('\n') + '\n');
+    const detail = (await s.services.router.dispatch('runs.get', { id })) as CutDetail;
+    expect(detail.events.filter((e) => e.type === 'step')).toHaveLength(500);
+    expect(detail.cut).toBeUndefined();
+  });
+});
+
+describe('a run.json nested too deep', () => {
+  const id = '20261121-000002-deep00';
+  beforeAll(() => {
+    const depth = 100_000;
+    const text = JSON.stringify(record(id, { deep: '@' })).replace('"@"', '{"a":'.repeat(depth) + '1' + '}'.repeat(depth));
+    plant(id, text);
+  });
+
+  it('runs.get names the file and says it is nested too deep', async () => {
+    const err = await s.services.router.dispatch('runs.get', { id }).then(
+      () => null,
+      (e: unknown) => e as ApiError,
+    );
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err!.code).toBe('E_DATA');
+    expect(err!.message).toContain(`runs/${id}/run.json is nested too deep`);
+    expect(err!.message).not.toMatch(/call stack/i);
+  });
+
+  it('runs.list lists it as unreadable, with the same words', async () => {
+    const list = (await s.services.router.dispatch('runs.list', {})) as RunSummary[];
+    const run = list.find((r) => r.id === id);
+    expect(run?.status).toBe('unreadable');
+    expect(run?.problem).toContain('nested too deep');
+  });
+});

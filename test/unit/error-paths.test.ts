@@ -1,0 +1,52 @@
+// Issue 41, "Also": an answer of E_INTERNAL (an unexpected error's own words, often a system call's) carried
+// the absolute paths it failed on to any client. Serialised for the wire, its paths inside the workspace show
+// relative to it and any other as its last part; other codes, whose words are ours, are left as they are.
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { ApiError, toApiError, withoutAbsolutePaths } from '../../src-main/api/errors';
+import { createApiRouter, type ApiHandlers } from '../../src-main/core/api-router';
+import { tempDir } from '../helpers/temp-dir';
+
+const ws = tempDir('error-paths-');
+afterAll(() => ws.cleanup());
+
+/** The router with one handler that fails as a system call does: ENOENT naming the absolute path. */
+function failingRouter() {
+  const handlers = new Proxy({} as ApiHandlers, {
+    get: () => () => fs.readFile(path.join(ws.dir, 'runs', 'r1', 'missing.json')),
+  });
+  return createApiRouter(handlers);
+}
+
+describe('an E_INTERNAL answer', () => {
+  it('carries no absolute path: a workspace path relative to it, any other as its last part', async () => {
+    const err = (await failingRouter()
+      .dispatch('runs.list', {})
+      .then(() => null, (e: unknown) => e)) as ApiError;
+    expect(err.code).toBe('E_INTERNAL');
+    expect(err.message).toContain(ws.dir); // the server's own log keeps it
+
+    const wire = toApiError(err).toPayload();
+    expect(wire.message).not.toContain(ws.dir);
+    expect(wire.message).not.toMatch(/(^|[\s'"])\//);
+    expect(wire.message).toContain("'…/missing.json'");
+
+    const relative = err.toPayload(ws.dir);
+    expect(relative.message).toBe("ENOENT: no such file or directory, open 'runs/r1/missing.json'");
+  });
+
+  it('keeps words that only look like paths, and a sentence after a path', () => {
+    expect(withoutAbsolutePaths('3/4 of the samples/s, and/or more')).toBe('3/4 of the samples/s, and/or more');
+    expect(withoutAbsolutePaths('cannot open /home/me/secret/data.npy: gone.')).toBe('cannot open …/data.npy: gone.');
+    expect(withoutAbsolutePaths('at C:\\Users\\me\\ws\\runs\\x.json.', 'C:\\Users\\me\\ws')).toBe('at runs\\x.json.');
+    expect(withoutAbsolutePaths('in /srv/ws', '/srv/ws')).toBe('in .');
+  });
+
+  it('leaves the words of other codes as they are (ours, and a person may need the path)', () => {
+    const e = new ApiError('E_BAD_INPUT', 'there is no run x in the workspace /home/me/ws');
+    expect(e.toPayload().message).toBe('there is no run x in the workspace /home/me/ws');
+  });
+});

@@ -1,0 +1,55 @@
+// Issue 41, F1: a command, env value, cwd or title read from a file is shown with its control characters
+// escaped (a planted ESC, CR or OSC must not redraw a terminal), and a quoted word stays one a shell reads
+// back as it was.
+import { execFileSync } from 'node:child_process';
+
+import { describe, expect, it } from 'vitest';
+
+import { printable, shellLine, shellWord } from '../../src-main/api/shell-word';
+import { splitCommandLine } from '../../src-renderer/view-models/script-target-form';
+
+/** Any C0 or C1 control character or DEL. */
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
+const RAW_CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const planted = ['train.py\x1b[2K\rharmless.py', 'a\x1b]0;title\x07b', 'csi\u009b31m', 'del\x7f', 'tab\tnew\nline', "it's a \\x1b"];
+
+describe('printable', () => {
+  it('escapes C0, C1 and DEL as \\x1b, \\r, \\u009b, and leaves other text as it is', () => {
+    expect(printable('a\x1b[2K\rb\u009b\x7f\x00é ü/\\')).toBe('a\\x1b[2K\\rb\\u009b\\x7f\\x00é ü/\\');
+    expect(printable('python3 train.py --epochs 3')).toBe('python3 train.py --epochs 3');
+    for (const word of planted) expect(printable(word)).not.toMatch(RAW_CONTROL);
+  });
+
+  it('escapes the marks that reorder or break what a page shows', () => {
+    expect(printable('a\u202eb\u2066c\u2028d')).toBe('a\\u202eb\\u2066c\\u2028d');
+  });
+
+  it('keeps a newline with `lines` (a message of several lines), escaping the rest', () => {
+    expect(printable('one\ntwo\r\x1b[1A', { lines: true })).toBe('one\ntwo\\r\\x1b[1A');
+  });
+});
+
+describe('shellWord', () => {
+  it('quotes a word with a control character in $\'…\', shown escaped', () => {
+    expect(shellWord('train.py\x1b[2K\rharmless.py')).toBe("$'train.py\\x1b[2K\\rharmless.py'");
+    expect(shellWord("it's\x1b")).toBe("$'it\\'s\\x1b'");
+    for (const word of planted) expect(shellWord(word)).not.toMatch(RAW_CONTROL);
+  });
+
+  it('leaves safe words bare and single-quotes the rest, as before', () => {
+    expect(shellLine(['python3', 'train.py', '--lr=0.1'])).toBe('python3 train.py --lr=0.1');
+    expect(shellWord('my file.py')).toBe("'my file.py'");
+    expect(shellWord("it's")).toBe("'it'\\''s'");
+  });
+
+  it('is read back by bash as the very bytes: the quoting is unambiguous', () => {
+    const words = [...planted, 'plain', 'my file', "quote'd", 'back\\slash', '$HOME'];
+    const out = execFileSync('bash', ['-c', `printf '%s\\0' ${shellLine(words)}`], { env: { ...process.env, LC_ALL: 'C.UTF-8' } });
+    expect(out.toString('utf8').split('\0').slice(0, -1)).toEqual(words);
+  });
+
+  it('is read back by the form that edits a command (splitCommandLine)', () => {
+    const words = [...planted, 'plain', 'my file', "quote'd"];
+    expect(splitCommandLine(shellLine(words))).toEqual(words);
+  });
+});
