@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 import type { DatasetSummary } from './datasets';
-import type { ModelSpec, ModelSpecInput } from './model-spec';
+import type { BuiltinModelName, ModelSpec, ModelSpecInput } from './model-spec';
 import { BottleneckResnetSpecSchema, BUILTIN_MODELS, CnnSpecSchema, isBuiltinModel, MlpSpecSchema, ModelSpecSchema } from './model-spec';
 
 /**
@@ -143,4 +143,39 @@ export function modelForData(model: string, dataset: Pick<DatasetSummary, 'field
   if (x && values(x.shape) === values(builtin.input)) return model;
   if (sizeModel(model, dataset.fields).spec) return sizedChoice(model);
   return sizeModel('mlp', dataset.fields).spec ? sizedChoice('mlp') : model;
+}
+
+export type BuiltinForData = { spec: ModelSpec; sized: SizedModel | null; problem: null } | { spec: null; sized: null; problem: string };
+
+/** Whether a built-in's head takes what sizing found in the label: a classifier with at least the classes, a regression of the same values. */
+function headTakes(builtin: ModelSpec, sized: ModelSpec): boolean {
+  if (builtin.family === 'bottleneck_resnet' || sized.family === 'bottleneck_resnet') {
+    return builtin.family === 'bottleneck_resnet' && sized.family === 'bottleneck_resnet' && builtin.policyClasses === sized.policyClasses;
+  }
+  if (builtin.task !== sized.task) return false;
+  return builtin.task === 'classification' ? builtin.outputs >= sized.outputs : builtin.outputs === sized.outputs;
+}
+
+/**
+ * A built-in chosen by name for a dataset of the workspace (the CLI's --model with --data dataset:..., issue 41
+ * item 9): the built-in itself when its input takes the dataset's `x` and its head the label, else its family
+ * sized to the dataset as New run sizes it (modelForData), or the reason neither can train it. Unlike the
+ * form it never switches family: a command names the family it trains.
+ */
+export function builtinForData(model: BuiltinModelName, fields: readonly Field[]): BuiltinForData {
+  const builtin = ModelSpecSchema.parse(BUILTIN_MODELS[model]);
+  const x = fields.find((f) => f.name === 'x');
+  const inputTakes = x !== undefined && values(x.shape) === values(builtin.input);
+  const sized = sizeModel(model, fields);
+  // Sizing finds no fit but the input does: kept as New run keeps it (a flat 784 for the 28x28 cnn); the engine judges the rest.
+  if (!sized.spec) return inputTakes ? { spec: builtin, sized: null, problem: null } : { spec: null, sized: null, problem: sized.problem };
+  if (inputTakes && headTakes(builtin, sized.spec)) return { spec: builtin, sized: null, problem: null };
+  return { spec: sized.spec, sized, problem: null };
+}
+
+/** A spec's input and head in words: input "28x28" (an image's single channel left out), head "10 outputs". */
+export function inputAndHeadWords(spec: ModelSpec): { input: string; head: string } {
+  const shape = spec.input.length === 3 && spec.input[0] === 1 ? spec.input.slice(1) : spec.input;
+  const head = spec.family === 'bottleneck_resnet' ? `${spec.policyClasses} policy classes + value` : `${spec.outputs} ${spec.task === 'regression' ? 'regression ' : ''}outputs`;
+  return { input: shape.join('x'), head };
 }

@@ -7,13 +7,15 @@ import { formatIssues } from '../api/format-issues';
 import { newJobId } from '../api/ids';
 import type { ScriptOverrides } from '../api/script-target';
 import { ScriptBatchSearchRequestSchema } from '../api/script-target';
+import { printable } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
+import { resolveModelAndData } from './model-and-data';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { trainOptions, type TrainFlags } from './train-command';
-import { choiceArg, intArg, parseBytes, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
+import { choiceArg, intArg, MODEL_FLAG_HELP, parseBytes, TRAIN_CHOICES } from './train-inputs';
 
 interface EngineSearchFlags extends Omit<TrainFlags, 'model' | 'data' | 'device'> {
   model: string;
@@ -91,7 +93,7 @@ export function formatTrials(trials: BatchTrial[]): string {
 function searchedLines(r: BatchSearchResult): string[] {
   const t = r.target;
   if (t.kind === 'script') {
-    return [`command  ${r.title}`, `device   ${r.device}${r.capacityBytes ? `: ${(r.capacityBytes / 2 ** 20).toFixed(0)} MiB, ${Math.round(r.headroom * 100)}% kept free` : ' (a batch fits when it trains)'}`];
+    return [`command  ${printable(r.title)}`, `device   ${r.device}${r.capacityBytes ? `: ${(r.capacityBytes / 2 ** 20).toFixed(0)} MiB, ${Math.round(r.headroom * 100)}% kept free` : ' (a batch fits when it trains)'}`];
   }
   return [
     `device   ${r.device}: ${mib(r.capacityBytes)} MiB (${t.capacitySource === 'memory-limit' ? '--memory-limit' : 'device memory'}), ${Math.round(r.headroom * 100)}% kept free -> ${mib(t.usableBytes)} MiB usable`,
@@ -115,8 +117,7 @@ export function formatSearch(r: BatchSearchResult): string {
 
 /** The search on an engine model: the trials grow the batch until the memory (or --memory-limit) runs out. */
 async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
-  const { spec, name } = await resolveModel(o.model, o.workspace);
-  const data = resolveData(o.data);
+  const { spec, name, data } = await resolveModelAndData(o.model, o.data, o.workspace);
   const options = { ...trainOptions(name, { ...o, progress: false }), memoryLimitBytes: o.memoryLimit };
   const parsed = BatchSearchRequestSchema.safeParse({ spec, data, options, headroom: o.headroom, stepsPerTrial: o.steps, globalBatch: o.globalBatch });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'search')}`);
@@ -209,7 +210,7 @@ export function findBatchSizeCommand(): Command {
     .description(
       `find the largest batch that fits with headroom and the smallest one within ${THROUGHPUT_NOISE * 100}% of the fastest (every trial is recorded), for an engine model or your own command after '--' (whose dataloader.batch_size is varied; an out-of-memory error is a data point)`,
     )
-    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file (a relative path is also looked for in the workspace: models/<name>.json)', 'mlp')
+    .option('--model <name|spec.json>', MODEL_FLAG_HELP, 'mlp')
     .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>[,<test>], or IDX files as for train', 'fashion-mnist')
     .option('--device <name>', 'cpu (needs --memory-limit), cuda:N, or auto', 'cpu')
     .option('--memory-limit <bytes>', "CPU: cap the engine's memory at this many bytes (1073741824, 1GiB, 512MiB) as a GPU's memory would", parseBytes)

@@ -7,6 +7,7 @@ import { ApiError } from '../api/errors';
 import type { ModelEntry } from '../api/model-files';
 import type { SizedFamily } from '../api/model-sizing';
 import { SIZED_FAMILIES, sizeModel } from '../api/model-sizing';
+import { isBuiltinModel } from '../api/model-spec';
 import { shellWord } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
@@ -105,7 +106,10 @@ export function modelsCommand(out: NodeJS.WritableStream = process.stdout): Comm
         out.write(`${family} sized to ${dataset.name} (${sized.summary})\n${JSON.stringify(sized.spec)}\n`);
         // The command as typed from anywhere: the workspace named unless it is the default one.
         const where = path.resolve(opts.workspace) === path.resolve(defaultWorkspaceDir()) ? '' : ` --workspace ${shellWord(opts.workspace)}`;
-        if (saved) out.write(`saved ${saved}; train it: trainbench train --model ${saved} --data dataset:${dataset.id}${where}\n`);
+        // --model takes the name it was saved under, unless a built-in has that name (the built-in comes first).
+        const name = saved ? path.basename(saved, '.json') : '';
+        const model = saved && !isBuiltinModel(name) ? name : saved;
+        if (saved) out.write(`saved ${saved}; train it: trainbench train --model ${model} --data dataset:${dataset.id}${where}\n`);
         else out.write('--save <name> writes it under models/, where every form and command can choose it\n');
       } finally {
         await services.dispose();

@@ -16,10 +16,11 @@ import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
+import { resolveModelAndData } from './model-and-data';
 import { progressPrinter } from './progress-bar';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { formatScriptRun, formatTrain } from './train-format';
-import { choiceArg, intArg, resolveData, resolveModel, TRAIN_CHOICES } from './train-inputs';
+import { choiceArg, intArg, MODEL_FLAG_HELP, TRAIN_CHOICES } from './train-inputs';
 
 export interface TrainFlags {
   model: string;
@@ -111,8 +112,7 @@ function preparing(data: DataSource): string {
 
 /** `train` on an engine model: trained to the end, progress on stderr, the run saved in the workspace. */
 async function trainEngine(flags: TrainFlags): Promise<void> {
-  const { spec, name } = await resolveModel(flags.model, flags.workspace);
-  const data = resolveData(flags.data);
+  const { spec, name, data } = await resolveModelAndData(flags.model, flags.data, flags.workspace);
   const parsed = TrainOptionsSchema.safeParse(trainOptions(name, flags));
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad training option: ${formatIssues(parsed.error, 'options')}`);
 
@@ -219,7 +219,7 @@ function scriptOptions(): Command {
 export function trainCommand(): Command {
   const train = new Command('train')
     .description("train a model and print its test accuracy (progress on stderr); or train with your own command after '--', recorded as a run")
-    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file (a relative path is also looked for in the workspace: models/<name>.json)', 'mlp')
+    .option('--model <name|spec.json>', MODEL_FLAG_HELP, 'mlp')
     .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>[,<test>], a folder of IDX files, or train-images,train-labels[,test-images,test-labels]', 'fashion-mnist')
     .option('--loader-workers <n>', 'threads gathering batches ahead of the step', intArg('--loader-workers', 0))
     .option('--prefetch <n>', 'batches prepared ahead', intArg('--prefetch', 1))

@@ -1,16 +1,19 @@
-import { existsSync, promises as fs, statSync } from 'node:fs';
-import path from 'node:path';
-
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 
-import { ApiError } from '../api/errors';
-import { formatIssues } from '../api/format-issues';
 import type { ModelSpec } from '../api/model-spec';
-import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '../api/model-spec';
+import { isBuiltinModel } from '../api/model-spec';
 import { RECIPES } from '../api/recipes';
 import type { DataSource } from '../api/training';
 import { OptimizerSchema, TrainOptionsSchema } from '../api/training';
+import { closestChoice } from './closest-choice';
+import { resolveModelAndData } from './model-and-data';
+
+export { closestChoice } from './closest-choice';
+
+/** --model's help, the same for every command that takes it. */
+export const MODEL_FLAG_HELP =
+  "built-in model (mlp, cnn, bottleneck_resnet; sized to a workspace dataset's records when they differ), the name a spec was saved under (models/<name>.json: trainbench models list), or a JSON spec file";
 
 /** The values the contract accepts for the train command's choice flags (read from the schemas, not repeated). */
 export const TRAIN_CHOICES = {
@@ -18,27 +21,6 @@ export const TRAIN_CHOICES = {
   precision: TrainOptionsSchema.shape.precision.unwrap().options,
   phaseTiming: TrainOptionsSchema.shape.phaseTiming.unwrap().options,
 };
-
-/** Edits (insert, delete, substitute, swap two neighbours) that turn `a` into `b`. */
-function editDistance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.length][b.length];
-}
-
-/** The choice a mistyped value most likely meant ("adam" -> "adamw"), or null when none is close. */
-export function closestChoice(value: string, choices: readonly string[]): string | null {
-  const v = value.toLowerCase();
-  const prefix = (c: string) => v.length >= 2 && (c.startsWith(v) || v.startsWith(c));
-  const scored = choices.map((c) => ({ c, d: prefix(c) ? 0.5 : editDistance(v, c) }));
-  const best = scored.reduce((a, b) => (b.d < a.d ? b : a));
-  return best.d <= Math.max(1, Math.floor(best.c.length / 3)) ? best.c : null;
-}
 
 /** A commander parser that accepts one of `choices` and names the closest one when the value is not. */
 export function choiceArg<T extends string>(flag: string, choices: readonly T[]) {
@@ -91,76 +73,6 @@ export function parseBytes(value: string): number {
   return bytes;
 }
 
-const isFile = (p: string) => {
-  try {
-    return statSync(p).isFile();
-  } catch {
-    return false;
-  }
-};
-
-/**
- * `--model`: a built-in name or a JSON spec file, validated against the contract. A relative path not found
- * from here is looked for in `workspaceDir`, so the models/<name>.json the forms and `models size --save`
- * write train from any folder.
- */
-export async function resolveModel(value: string, workspaceDir?: string): Promise<{ spec: ModelSpec; name: string }> {
-  let raw: unknown;
-  let name: string;
-  if (isBuiltinModel(value)) {
-    raw = BUILTIN_MODELS[value];
-    name = value;
-  } else {
-    const inWorkspace = workspaceDir && !path.isAbsolute(value) ? path.resolve(workspaceDir, value) : null;
-    const file = isFile(value) ? value : inWorkspace && isFile(inWorkspace) ? inWorkspace : null;
-    if (!file) {
-      throw new ApiError(
-        'E_BAD_INPUT',
-        `--model ${JSON.stringify(value)} is neither a built-in model (${Object.keys(BUILTIN_MODELS).join(', ')}) nor a spec file (no file at ${path.resolve(value)}${inWorkspace ? ` or ${inWorkspace}` : ''})`,
-      );
-    }
-    try {
-      raw = JSON.parse(await fs.readFile(file, 'utf8'));
-    } catch (err) {
-      throw new ApiError('E_BAD_INPUT', `model spec ${file} is not valid JSON: ${(err as Error).message}`);
-    }
-    name = path.basename(file);
-  }
-  const parsed = ModelSpecSchema.safeParse(raw);
-  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `model spec ${name} is invalid: ${formatIssues(parsed.error, 'spec')}`);
-  return { spec: parsed.data, name };
-}
-
-/**
- * `--data`: "fashion-mnist" (Debian's package), "example-board" (built in), "dataset:<train>[,<test>]" for
- * caches in the workspace, a folder holding the four MNIST-style IDX files, or
- * "train-images,train-labels[,test-images,test-labels]".
- */
-export function resolveData(value: string): DataSource {
-  if (value === 'fashion-mnist') return { kind: 'fashion-mnist' };
-  if (value === 'example-board') return { kind: 'example-board' };
-  if (value.startsWith('dataset:')) {
-    const [train, test] = value.slice('dataset:'.length).split(',');
-    return { kind: 'dataset', train, test: test || undefined };
-  }
-  const parts = value.split(',');
-  if (parts.length === 1 && existsSync(value) && statSync(value).isDirectory()) {
-    return { kind: 'fashion-mnist', dir: path.resolve(value) };
-  }
-  if (parts.length === 2 || parts.length === 4) {
-    const [images, labels, testImages, testLabels] = parts.map((p) => path.resolve(p));
-    return {
-      kind: 'idx',
-      train: { images, labels },
-      test: testImages ? { images: testImages, labels: testLabels } : undefined,
-    };
-  }
-  throw new ApiError(
-    'E_BAD_INPUT',
-    `--data ${JSON.stringify(value)}: use "fashion-mnist", "example-board", "dataset:<train>[,<test>]", a folder of MNIST-style IDX files, or train-images,train-labels[,test-images,test-labels]`,
-  );
-}
-
 /** The flags that pick what a benchmark-like command measures (benchmark-training, optimise). */
 /**
  * Declares the flags MeasuredTargetFlags reads (what is measured: model, data,
@@ -169,7 +81,7 @@ export function resolveData(value: string): DataSource {
  */
 export function measuredTargetOptions(cmd: Command, sampleRatioNote: string): Command {
   return cmd
-    .option('--model <name|spec.json>', 'built-in model (mlp, cnn, bottleneck_resnet) or a JSON spec file (a relative path is also looked for in the workspace: models/<name>.json)', 'mlp')
+    .option('--model <name|spec.json>', MODEL_FLAG_HELP, 'mlp')
     .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>, a folder of IDX files, or train-images,train-labels', 'fashion-mnist')
     .option('--device <name>', 'cpu, cuda:N, or auto (the first GPU when there is one)', 'cpu')
     .option('--precision <p>', 'fp32, or mixed precision bf16 / fp16 (CUDA)', choiceArg('--precision', TRAIN_CHOICES.precision))
@@ -184,7 +96,7 @@ export function measuredTargetOptions(cmd: Command, sampleRatioNote: string): Co
 
 export interface MeasuredTargetFlags {
   model: string;
-  /** Where a relative --model path is looked for when it is not found from here. */
+  /** Where a saved --model name, a relative --model path not found from here, and a dataset:<id> are looked for. */
   workspace?: string;
   data: string;
   device: string;
@@ -205,8 +117,7 @@ export interface MeasuredTargetFlags {
  * Checked by the caller's own request schema.
  */
 export async function measuredTarget(flags: MeasuredTargetFlags): Promise<{ spec: ModelSpec; data: DataSource; options: Record<string, unknown> }> {
-  const { spec, name } = await resolveModel(flags.model, flags.workspace);
-  const data = resolveData(flags.data);
+  const { spec, name, data } = await resolveModelAndData(flags.model, flags.data, flags.workspace);
   const recipe = isBuiltinModel(name) ? RECIPES[name] : {};
   const given = {
     batchSize: flags.batchSize,

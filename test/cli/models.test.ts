@@ -66,10 +66,10 @@ describe('trainbench models size', () => {
     const saved = await fromElsewhere('models', 'size', 'mlp', '--data', `dataset:${datasetId}`, '--widths', '16', '--save', 'kinds-mlp', '--workspace', ws.dir);
     expect(saved.code, saved.stderr).toBe(0);
     const command = /train it: (trainbench train .*)$/m.exec(saved.stdout)?.[1];
-    expect(command).toBe(`trainbench train --model models/kinds-mlp.json --data dataset:${datasetId} --workspace ${ws.dir}`);
+    expect(command).toBe(`trainbench train --model kinds-mlp --data dataset:${datasetId} --workspace ${ws.dir}`);
     expect(JSON.parse(readFileSync(path.join(ws.dir, 'models', 'kinds-mlp.json'), 'utf8'))).toMatchObject({ family: 'mlp', input: [4], outputs: 3, hidden: [16] });
     // In the default workspace the command needs no --workspace.
-    expect((await trainbench('models', 'size', 'mlp', '--data', 'kinds', '--save', 'default-ws')).stdout).toMatch(/train it: trainbench train --model models\/default-ws\.json --data dataset:\S+\n$/);
+    expect((await trainbench('models', 'size', 'mlp', '--data', 'kinds', '--save', 'default-ws')).stdout).toMatch(/train it: trainbench train --model default-ws --data dataset:\S+\n$/);
 
     // Typed from another folder, as printed: the model file is found in the workspace it names.
     const trained = await fromElsewhere(...command!.split(' ').slice(1), '--epochs', '3', '--batch-size', '16', '--lr', '0.01', '--json', '--no-progress');

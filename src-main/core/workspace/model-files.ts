@@ -116,6 +116,27 @@ export function savedSpecPath(name: string): string {
 }
 
 /**
+ * The spec saved under `name` (models/<name>.json, as `models size --save` and the forms write it), or null
+ * when nothing is at that name or the name is no saved spec's name (a path): the caller then tries it as a
+ * path. Anything else at the name (a link, a folder, a bad spec) is an error naming it.
+ */
+export async function readSavedSpec(workspace: Workspace, name: string): Promise<{ path: string; spec: ModelSpec } | null> {
+  if (!MODEL_NAME_PATTERN.test(name)) return null;
+  const rel = savedSpecPath(name);
+  const kind = await entryKind(workspace, rel);
+  if (kind === null) return null;
+  if (kind !== 'file') throw new ApiError('E_BAD_INPUT', `${rel} is ${kind === 'link' ? 'a link' : kind === 'dir' ? 'a folder' : 'a special file'}, not a saved model spec: a spec is read only as a file of its own`);
+  return readModelSpec(workspace, rel);
+}
+
+/** The names specs are saved under (models/<name>.json, sorted), at most `limit` of them, and how many there are in all. */
+export async function savedSpecNames(workspace: Workspace, limit: number): Promise<{ names: string[]; total: number }> {
+  const entries = await listFolder(workspace, MODEL_SPEC_DIR).catch(() => []);
+  const names = entries.filter((e) => e.kind === 'file' && e.name.endsWith('.json') && MODEL_NAME_PATTERN.test(e.name)).map((e) => e.name.slice(0, -'.json'.length));
+  return { names: names.slice(0, limit), total: names.length };
+}
+
+/**
  * models.save: writes a spec under models/ (created when missing), checked against the contract
  * first. An existing file is refused unless `overwrite`; a link, a folder or a special file at the
  * name is always refused (never written through, never replaced).
