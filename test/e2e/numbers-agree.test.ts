@@ -1,6 +1,7 @@
 // Issue 38: one wizard's result read where a person reads it (the Optimise page in Chromium, the CLI's text, the
 // ADR) and the arithmetic checked across all three: each trial's current best, candidate and speedup, and the
-// final line's baseline, final configuration and speedup, are the same numbers everywhere and work out.
+// final line's baseline, final configuration and speedup, are the same numbers everywhere and work out; and the
+// final card writes the same ADR in one click (issue 41 item 6).
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -98,6 +99,15 @@ describe("one wizard's numbers on the page, in the CLI and in the ADR (issue 38)
       expect(cliFinal).toContain(`${n0(f.best)} samples/s, the baseline as measured at the start`);
       expect(adr).not.toContain('the baseline re-measured in that comparison');
     }
+
+    // The same ADR in one click from the final card (issue 41 item 6), as --report wrote it: the Reports area opens on it.
+    await page.getByTestId('opt-write-report').click();
+    await page.getByTestId('report-editor').waitFor({ timeout: 60_000 });
+    expect(page.url()).toMatch(/#\/reports/);
+    const written = await page.getByTestId('report-markdown').inputValue();
+    expect(written).toContain(`The wizard's verdict (\`${result.runId}\`, from its run file): ${result.final.verdict}`);
+    expect(written.split('\n').filter((l) => l.startsWith('### Attempt'))).toEqual(adr.split('\n').filter((l) => l.startsWith('### Attempt')));
+    await page.screenshot({ path: path.join(SHOTS, 'numbers-agree-report.png'), fullPage: true });
     await page.close();
   });
 });
