@@ -16,7 +16,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const RELEASE_BUILD_DIR = path.join('build', 'release');
 export const RELEASE_ADDON = path.join(RELEASE_BUILD_DIR, 'Release', 'trainbench_native.node');
 /** The CMake options of a release build, passed through cmake-js. */
-export const RELEASE_CMAKE_FLAGS = ['--CDTB_DEBUG_ENTRYPOINTS=OFF'];
+// Every supported architecture, whatever GPU (or none) the machine that builds the release has.
+export const RELEASE_CMAKE_FLAGS = ['--CDTB_DEBUG_ENTRYPOINTS=OFF', '--CDTB_CUDA_ARCHITECTURES=80;86;89;90'];
 
 /** What a built addon reports about its debug entry points: none may be present in a release. */
 export function debugEntryPoints(addonPath) {

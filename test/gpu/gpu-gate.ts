@@ -30,7 +30,7 @@ export function gpuTimeout(ms: number): number {
 export function cudaUnavailableReason(): string | null {
   const cuda = loadAddon().devices().cuda;
   if (cuda.available) return null;
-  return cuda.compiled ? (cuda.reason ?? 'no CUDA device') : 'this build has no CUDA backend (nvcc was not found or TB_WITH_CUDA=OFF)';
+  return cuda.compiled ? (cuda.reason ?? 'no CUDA device') : 'this build has no CUDA backend (nvcc was not found, no NVIDIA GPU was found at build time, or TB_WITH_CUDA=OFF)';
 }
 
 /**

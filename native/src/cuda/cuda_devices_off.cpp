@@ -1,4 +1,4 @@
-// Built when the CUDA backend is off (no nvcc, or TB_WITH_CUDA=OFF).
+// Built when the CUDA backend is off (no nvcc, no NVIDIA GPU at build time, or TB_WITH_CUDA=OFF).
 #include "core/device_info.h"
 
 namespace tb {
@@ -6,7 +6,7 @@ namespace tb {
 CudaStatus cuda_status() {
   CudaStatus status;
   status.compiled = false;
-  status.reason = "this build has no CUDA backend (built without nvcc or with TB_WITH_CUDA=OFF)";
+  status.reason = "this build has no CUDA backend (built without nvcc, with no NVIDIA GPU found, or with TB_WITH_CUDA=OFF): npm run rebuild:native builds it";
   return status;
 }
 
