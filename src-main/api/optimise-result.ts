@@ -2,7 +2,7 @@
 // measures and decides at the top, what only our engine or only a script's launches can tell inside `target`.
 import { z } from 'zod';
 
-import { DiagnosisSchema, LimitsSchema, OptimiseConfigSchema, OptimiseStatusSchema, StepsWidenedSchema, WizardResultSchema } from './optimise';
+import { DiagnosisSchema, EngineBaselineDetailSchema, LimitsSchema, OptimiseConfigSchema, OptimiseStatusSchema, StepsWidenedSchema, WizardResultSchema } from './optimise';
 import type { Diagnosis, Limits } from './optimise';
 import { ScriptLoaderSettingsSchema, ScriptTargetSchema } from './script-target';
 
@@ -11,15 +11,7 @@ const OverrideMapSchema = z.record(z.string(), z.union([z.number(), z.boolean(),
 /** What only the engine's wizard has: the configurations it measured, the baseline's resources, its batch search. */
 export const EngineWizardDetailSchema = z.object({
   kind: z.literal('engine'),
-  baseline: z.object({
-    config: OptimiseConfigSchema,
-    cpuMean: z.number().nullable(),
-    gpuUtilizationMean: z.number().nullable(),
-    memoryBytes: z.number(),
-    deviceTotalBytes: z.number().nullable(),
-    /** Mean loss over the measured steps: the reference of the loss guard. */
-    meanLoss: z.number().nullable(),
-  }),
+  baseline: EngineBaselineDetailSchema,
   final: z.object({ config: OptimiseConfigSchema }),
   /** What the batch-size search recommended for the batch-size candidate (null: not run). */
   batchSearch: z.object({ recommended: z.number().int().nullable(), runId: z.string().nullable(), verdict: z.string() }).nullable(),
@@ -67,7 +59,7 @@ type Raw = Record<string, unknown>;
 const obj = (v: unknown): Raw => (typeof v === 'object' && v !== null ? (v as Raw) : {});
 const pick = (r: Raw, keys: readonly string[]): Raw => Object.fromEntries(keys.filter((k) => k in r).map((k) => [k, r[k]]));
 const omit = (r: Raw, keys: readonly string[]): Raw => Object.fromEntries(Object.entries(r).filter(([k]) => !keys.includes(k)));
-const ENGINE_BASELINE = ['config', 'cpuMean', 'gpuUtilizationMean', 'memoryBytes', 'deviceTotalBytes', 'meanLoss'] as const;
+const ENGINE_BASELINE = Object.keys(EngineBaselineDetailSchema.shape);
 
 /**
  * A result written before both wizards shared one shape: the engine's flat (no `target`; before that its job

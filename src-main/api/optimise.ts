@@ -267,7 +267,8 @@ export const WizardResultSchema = z.object({
 });
 export type WizardResult = z.infer<typeof WizardResultSchema>;
 
-export const OptimiseBaselineSchema = WizardBaselineSchema.extend({
+/** What only the engine's baseline measures: its configuration, resources and the loss guard's reference. */
+export const EngineBaselineDetailSchema = z.object({
   config: OptimiseConfigSchema,
   cpuMean: z.number().nullable(),
   gpuUtilizationMean: z.number().nullable(),
@@ -276,6 +277,7 @@ export const OptimiseBaselineSchema = WizardBaselineSchema.extend({
   /** Mean loss over the measured steps: the reference of the loss guard. */
   meanLoss: z.number().nullable(),
 });
+export const OptimiseBaselineSchema = WizardBaselineSchema.merge(EngineBaselineDetailSchema);
 export type OptimiseBaseline = z.infer<typeof OptimiseBaselineSchema>;
 
 export const OptimiseFinalSchema = WizardFinalSchema.extend({ config: OptimiseConfigSchema });

@@ -42,12 +42,11 @@ export function folderByName(dir: string): WriteFolder {
 }
 
 /**
- * Writes a file by temp file + rename, so readers never see half a file. The temp file is
- * created fresh (O_EXCL, so never through a link or over a file someone placed there), and
- * the rename replaces whatever the name was, a link included, without writing through it.
- * Both go through `folder`, so a confined write stays in the folder it checked (issue 41, F3).
+ * A fresh temp file beside `name` in `folder` holding `data` (O_EXCL: never through a link or over a file someone
+ * placed there), checked to be still in the folder written into; its path, for the rename or link that makes it
+ * visible. Removed again when it cannot be written or checked.
  */
-export async function writeFileAtomicIn(folder: WriteFolder, name: string, data: string | Uint8Array): Promise<void> {
+export async function writeTempIn(folder: WriteFolder, name: string, data: string | Uint8Array): Promise<string> {
   const tmpName = `.${name}.${randomBytes(6).toString('hex')}.tmp`;
   const tmp = folder.entry(tmpName);
   try {
@@ -61,6 +60,22 @@ export async function writeFileAtomicIn(folder: WriteFolder, name: string, data:
       await handle.close();
     }
     folder.verify(made);
+    return tmp;
+  } catch (err) {
+    await fs.rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * Writes a file by temp file + rename, so readers never see half a file. The temp file is
+ * created fresh (O_EXCL, so never through a link or over a file someone placed there), and
+ * the rename replaces whatever the name was, a link included, without writing through it.
+ * Both go through `folder`, so a confined write stays in the folder it checked (issue 41, F3).
+ */
+export async function writeFileAtomicIn(folder: WriteFolder, name: string, data: string | Uint8Array): Promise<void> {
+  const tmp = await writeTempIn(folder, name, data);
+  try {
     await renameReplacing(tmp, folder.entry(name));
   } catch (err) {
     await fs.rm(tmp, { force: true });

@@ -10,8 +10,6 @@ import { isMissing, MiB, type OpenedFile, openFile, streamFile } from './workspa
  * link, FIFO or other non-file is an error naming it (workspace-files.ts).
  */
 export async function* jsonlLines(workspace: Workspace, file: string, maxLineBytes: number): AsyncGenerator<string> {
-  let rest = '';
-  let skipping = false;
   let stream;
   try {
     stream = await streamFile(workspace, file, { encoding: 'utf8', highWaterMark: MiB });
@@ -19,19 +17,40 @@ export async function* jsonlLines(workspace: Workspace, file: string, maxLineByt
     if (isMissing(err)) return;
     throw err;
   }
-  for await (const chunk of stream) {
-    const lines = (rest + (chunk as string)).split('\n');
-    rest = lines.pop() ?? '';
+  const cutter = new LineCutter(maxLineBytes, false);
+  for await (const chunk of stream) yield* cutter.push(chunk as string);
+  yield* cutter.last();
+}
+
+/**
+ * Text in pieces to its lines: blank lines and lines over `maxLineBytes` dropped as they come (an over-long one is
+ * never buffered whole), and with `skipFirst` the text up to the first newline (a line begun before the piece).
+ */
+class LineCutter {
+  private rest = '';
+
+  constructor(
+    private readonly maxLineBytes: number,
+    private skipping: boolean,
+  ) {}
+
+  *push(text: string): Generator<string> {
+    const lines = (this.rest + text).split('\n');
+    this.rest = lines.pop() ?? '';
     for (const line of lines) {
-      if (!skipping && line.trim() && line.length <= maxLineBytes) yield line;
-      skipping = false;
+      if (!this.skipping && line.trim() && line.length <= this.maxLineBytes) yield line;
+      this.skipping = false;
     }
-    if (rest.length > maxLineBytes) {
-      rest = '';
-      skipping = true;
+    if (this.rest.length > this.maxLineBytes) {
+      this.rest = '';
+      this.skipping = true;
     }
   }
-  if (!skipping && rest.trim()) yield rest;
+
+  /** The text after the last newline, when it is a line of its own (the end of the file, not a cut). */
+  *last(tail = ''): Generator<string> {
+    if (!this.skipping && this.rest.trim()) yield this.rest + tail;
+  }
 }
 
 /** What a bounded read left out of a file too large to read whole: its size, what was read, and in words. */
@@ -103,25 +122,15 @@ async function* windowLines(handle: OpenedFile['handle'], start: number, end: nu
   // before the window (empty when the window starts on a line's first byte), and is skipped.
   const from = start > 0 ? start - 1 : 0;
   const buffer = Buffer.alloc(Math.min(CHUNK_BYTES, end - from));
-  let rest = '';
-  let skipping = start > 0;
+  const cutter = new LineCutter(maxLineBytes, start > 0);
   for (let at = from; at < end; ) {
     const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, end - at), at);
     if (bytesRead === 0) break;
     at += bytesRead;
-    const lines = (rest + decoder.write(buffer.subarray(0, bytesRead))).split('\n');
-    rest = lines.pop() ?? '';
-    for (const line of lines) {
-      if (!skipping && line.trim() && line.length <= maxLineBytes) yield line;
-      skipping = false;
-    }
-    if (rest.length > maxLineBytes) {
-      rest = '';
-      skipping = true;
-    }
+    yield* cutter.push(decoder.write(buffer.subarray(0, bytesRead)));
   }
   // The window's last line is whole only where the file ends.
-  if (end >= fileBytes && !skipping && rest.trim()) yield rest + decoder.end();
+  if (end >= fileBytes) yield* cutter.last(decoder.end());
 }
 
 /**

@@ -17,7 +17,7 @@ import { Readable } from 'node:stream';
 
 import { ApiError } from '../../api/errors';
 import { jsonProblem } from '../../api/format-issues';
-import { renameReplacing, writeFileAtomicIn } from './atomic-write';
+import { renameReplacing, writeFileAtomicIn, writeTempIn } from './atomic-write';
 import { isMissing, WorkspaceFileError } from './file-error';
 import { type HeldFolder, holdFolder } from './held-folder';
 import type { Workspace } from './workspace';
@@ -339,19 +339,8 @@ export async function writeNewFileConfined(workspace: Workspace, file: string, d
   const abs = entryPath(workspace, file);
   await inFolder(workspace, path.dirname(abs), async (folder) => {
     const target = folder.entry(path.basename(abs));
-    const tmpName = `.${path.basename(abs)}.${randomBytes(6).toString('hex')}.tmp`;
-    const tmp = folder.entry(tmpName);
+    const tmp = await writeTempIn(folder, path.basename(abs), data);
     try {
-      const handle = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
-      let made: { name: string; dev: bigint; ino: bigint };
-      try {
-        await handle.writeFile(data);
-        const st = await handle.stat({ bigint: true });
-        made = { name: tmpName, dev: st.dev, ino: st.ino };
-      } finally {
-        await handle.close();
-      }
-      folder.verify(made);
       try {
         await fs.link(tmp, target);
       } catch (err) {
