@@ -3,8 +3,6 @@ export interface Area {
   path: string;
   name: string;
   title: string;
-  /** The sidebar's label when it is collapsed to a narrow strip (a few letters; the title stays its tooltip). */
-  short: string;
   /** One line on what the area is for. */
   summary: string;
   /** Present for areas whose capability is not in this build yet. */
@@ -17,47 +15,47 @@ export interface Area {
  * it writes.
  */
 export const areas: Area[] = [
-  { path: '/', name: 'dashboard', title: 'Dashboard', short: 'Home', summary: 'Devices, and live GPU and host telemetry with the last hour’s history.' },
+  { path: '/', name: 'dashboard', title: 'Dashboard', summary: 'Devices, and live GPU and host telemetry with the last hour’s history.' },
   {
     path: '/runs',
     name: 'runs',
     title: 'Runs',
-    short: 'Runs',
+   
     summary: 'Every training and benchmark run in the workspace, with its telemetry.',
   },
   {
     path: '/datasets',
     name: 'datasets',
     title: 'Datasets',
-    short: 'Data',
+   
     summary: 'Import IDX, NumPy and CSV sources and cache them into fast memory-mapped shards.',
   },
   {
     path: '/optimise',
     name: 'optimise',
     title: 'Optimise',
-    short: 'Opt',
+   
     summary: 'One change at a time, measured in repeated trials, kept only when it beats the noise.',
   },
   {
     path: '/benchmarks',
     name: 'benchmarks',
     title: 'Benchmarks',
-    short: 'Bench',
+   
     summary: 'Data-loader and training benchmarks with a per-phase breakdown of each step.',
   },
   {
     path: '/batch-size',
     name: 'batch-size',
     title: 'Batch size',
-    short: 'Batch',
+   
     summary: 'Find the largest batch that fits and the one with the best throughput under a memory headroom.',
   },
   {
     path: '/reports',
     name: 'reports',
     title: 'Reports',
-    short: 'Rep',
+   
     summary: 'ADR-style markdown reports of what was tried, measured, kept and rejected.',
   },
 ];

@@ -83,6 +83,22 @@ export const SCRIPT_OVERRIDES = {
   'copy.non_blocking': z.boolean(),
 } as const;
 export type ScriptOverrideKey = keyof typeof SCRIPT_OVERRIDES;
+/** Each override as a person names it, for labels and verdicts; the key stays where it is typed (--set, code to paste). */
+export const SCRIPT_OVERRIDE_WORDS: Readonly<Record<ScriptOverrideKey, string>> = {
+  'dataloader.num_workers': 'loader workers',
+  'dataloader.prefetch_factor': 'prefetch',
+  'dataloader.pin_memory': 'pinned host memory',
+  'dataloader.persistent_workers': 'workers kept between epochs',
+  'dataloader.batch_size': 'batch size',
+  'cudnn.benchmark': 'cuDNN autotuning',
+  'matmul.precision': 'float32 matmul precision',
+  'optim.impl': 'optimizer implementation',
+  'amp.dtype': 'mixed precision',
+  'memory.channels_last': 'channels-last memory format',
+  'compile.mode': 'compiled model (torch.compile)',
+  'optim.set_to_none': 'gradients set to none',
+  'copy.non_blocking': 'non-blocking copies to the GPU',
+};
 export const SCRIPT_OVERRIDE_KEYS = Object.keys(SCRIPT_OVERRIDES) as ScriptOverrideKey[];
 export type ScriptOverrides = Partial<{ [K in ScriptOverrideKey]: z.infer<(typeof SCRIPT_OVERRIDES)[K]> }>;
 

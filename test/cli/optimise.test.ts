@@ -315,7 +315,7 @@ describe('optimise through the API contract (what the Optimise area calls)', () 
       const cancelled = await services.router.dispatch('optimise.start', request).catch((e: ApiError) => e);
       expect(cancelled).toMatchObject({ code: 'E_CANCELLED', message: `optimisation cancelled after 0 trials; resume it with trainbench optimise --resume ${jobId}` });
       expect(await services.router.dispatch('optimise.state', { jobId })).toMatchObject({ status: 'cancelled', trials: [] });
-      expect(await concurrent).toMatchObject({ code: 'E_BAD_INPUT', message: `optimisation ${jobId} is running in this process already` });
+      expect(await concurrent).toMatchObject({ code: 'E_BAD_INPUT', message: `an optimisation with the id ${jobId} is already running: wait for it to end, or cancel it first` });
       expect(seen.map((p) => p.phase)).toEqual(expect.arrayContaining(['preparing', 'baseline', 'limits', 'trial']));
       expect(seen.filter((p) => p.phase === 'trial').every((p) => p.etaSeconds !== null && p.etaSeconds >= 0)).toBe(true);
 
@@ -366,7 +366,7 @@ describe('the batch-size candidate under a CPU memory limit', () => {
       expect(batch?.error).toMatch(/bytes/);
       expect(r.status).toBe('completed');
       expect(r.target.final.config.options.batchSize).toBe(256);
-      expect(r.target.batchSearch).toEqual({ recommended: null, runId: null, verdict: 'not run (batchSearch off): the batch-size candidate is twice the batch' });
+      expect(r.target.batchSearch).toEqual({ recommended: null, runId: null, verdict: 'not run (the batch-size search was not asked for): the batch-size candidate is twice the batch' });
 
       // With the search, the candidate is the batch it recommends under the limit, and it trains.
       const searched = engineWizard(

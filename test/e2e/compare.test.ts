@@ -136,7 +136,7 @@ describe('Compare and run pages', () => {
     await search.waitFor();
     const rows = await search.locator('tbody tr').allInnerTexts();
     expect(rows.length).toBeGreaterThan(1);
-    expect(rows.some((r) => /\tE_OOM\t/.test(r))).toBe(true); // the 20 MB limit stops the search: an OOM is a data point
+    expect(rows.some((r) => /\tout of memory\t/.test(r))).toBe(true); // the 20 MB limit stops the search: an OOM is a data point
     expect(await search.locator('p').first().innerText()).toMatch(/batch/);
     await page.screenshot({ path: path.join(SHOTS, 'run-batch-search.png'), fullPage: true });
     expect(await page.getByTestId('run-result-problem').count()).toBe(0);

@@ -53,7 +53,7 @@ describe('downloads in serve mode', () => {
     const [reportDownload] = await Promise.all([page.waitForEvent('download'), page.getByTestId('report-download').click()]);
     expect(reportDownload.suggestedFilename()).toBe(`${reportId}.zip`);
     await page.getByTestId('report-download-started').waitFor();
-    expect(await page.getByTestId('report-download-started').innerText()).toMatch(new RegExp(`^${reportId}\\.zip: \\d+ files, \\d+ kB before compression$`));
+    expect(await page.getByTestId('report-download-started').innerText()).toMatch(new RegExp(`^${reportId}\\.zip: \\d+ files, \\d+(\\.\\d+)? kB before compression$`));
     await page.getByTestId('report-download').scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(SHOTS, 'downloads-report.png') });
 
@@ -126,7 +126,7 @@ describe('downloads in serve mode', () => {
     const error = page.getByTestId('run-download-error');
     await error.waitFor();
     expect(await error.innerText()).toBe(
-      `E_DATA: runs/${runId}/checkpoint.safetensors is 600.0 MiB, more than the 512.0 MiB a download includes per file: not downloaded (copy it from the workspace instead)`,
+      `runs/${runId}/checkpoint.safetensors is 600.0 MiB, more than the 512.0 MiB a download includes per file: not downloaded (copy it from the workspace instead)`,
     );
     await page.screenshot({ path: path.join(SHOTS, 'downloads-run-refused-1024.png') });
     expect(started).toBe(false);

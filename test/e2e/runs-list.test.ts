@@ -140,7 +140,7 @@ describe('Runs list', () => {
     expect(await page.getByTestId('run-notes-name').getAttribute('maxlength')).toBe('120');
     await page.getByTestId('run-notes-tags').fill(Array.from({ length: 13 }, (_, i) => `t${i}`).join(', '));
     await page.getByTestId('run-notes-save').click();
-    expect(await page.getByTestId('run-notes-error').innerText()).toMatch(/^E_BAD_REQUEST: .*at most 12 tags/);
+    expect(await page.getByTestId('run-notes-error').innerText()).toMatch(/^(?!E_).*at most 12 tags/);
     await page.getByTestId('run-notes-reset').click();
     expect(await page.getByTestId('run-notes-tags').inputValue()).toBe('baseline, mlp');
 

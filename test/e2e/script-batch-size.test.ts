@@ -53,7 +53,7 @@ describe('Script target in the Batch size area', () => {
     );
     const verdict = page.getByTestId('sbs-verdict');
     await verdict.waitFor({ timeout: 120_000 });
-    expect(await verdict.innerText()).toMatch(/^batch 19 is the largest that fits \(20: E_OOM\); fastest: (16|18|19)$/);
+    expect(await verdict.innerText()).toMatch(/^batch 19 is the largest that fits \(20: out of memory\); fastest: (16|18|19)$/);
     const rows = await page.getByTestId('sbs-trials').locator('tbody tr').allInnerTexts();
     expect(rows.map((r) => r.split('\t').slice(1, 3).join(' '))).toEqual([
       '16 trained', '32 out of memory', '24 out of memory', '20 out of memory', '18 trained', '19 trained',

@@ -43,7 +43,7 @@ describe('Script target in the Optimise area', () => {
     page.on('pageerror', (e) => errors.push(e.message));
     const mark = newMark();
     await fillScriptWizard(page, allowed.serve.url, 1, mark, ['dataloader.num_workers']);
-    expect(await page.getByTestId('opt-script-only').locator('summary').innerText()).toBe('Settings to try: dataloader.num_workers');
+    expect(await page.getByTestId('opt-script-only').locator('summary').innerText()).toBe('Settings to try: loader workers');
     expect(await page.locator('[data-test="confirm-command"]').innerText()).toBe(COMMAND);
     expect(await page.locator('[data-test="confirm-cwd"]').innerText()).toBe(SCRIPTS);
     expect(await page.getByTestId('opt-script-launches').innerText()).toContain('up to 10 times');
@@ -67,7 +67,7 @@ describe('Script target in the Optimise area', () => {
     // The trial arrives while the wizard still runs (the final check follows it, or the end).
     const trial = page.getByTestId('opt-trial-1');
     await trial.waitFor({ timeout: 60_000 });
-    expect(await trial.innerText()).toContain('dataloader.num_workers 0 -> 2');
+    expect(await trial.innerText()).toContain('loader workers 0 -> 2');
     await page.getByTestId('opt-trials-chart').waitFor();
     await expect.poll(() => page.locator('[data-test="script-output"]').innerText()).toContain('loader num_workers=2 batch_size=32');
     await page.screenshot({ path: path.join(SHOTS, 'script-optimise-running.png'), fullPage: true });
@@ -110,7 +110,7 @@ describe('Script target in the Optimise area', () => {
     await row.click();
     await final.waitFor();
     expect(await page.getByTestId('opt-target-script').isChecked()).toBe(true);
-    expect(await page.getByTestId('opt-trial-1').innerText()).toContain('dataloader.num_workers 0 -> 2');
+    expect(await page.getByTestId('opt-trial-1').innerText()).toContain('loader workers 0 -> 2');
     expect(processesWithMark(mark)).toEqual([]);
     expect(errors).toEqual([]);
     await page.close();

@@ -42,9 +42,9 @@ describe('script runs in the Runs area', () => {
     await rowsOf(page, 'batch-search').click();
     const search = page.getByTestId('run-batch-result');
     await search.waitFor();
-    expect(await search.locator('p').first().innerText()).toMatch(/batch 19 is the largest that fits \(20: E_OOM\)/);
+    expect(await search.locator('p').first().innerText()).toMatch(/batch 19 is the largest that fits \(20: out of memory\)/);
     const rows = await search.locator('tbody tr').allInnerTexts();
-    expect(rows.filter((r) => /\tE_OOM\t/.test(r)).length).toBeGreaterThan(0);
+    expect(rows.filter((r) => /\tout of memory\t/.test(r)).length).toBeGreaterThan(0);
     expect(await page.getByTestId('run-batch-chart').getAttribute('aria-label')).toMatch(/out of memory at batch .*20/);
     expect(await page.getByTestId('run-result-problem').count()).toBe(0);
     await page.screenshot({ path: path.join(SHOTS, 'run-script-batch-search.png'), fullPage: true });

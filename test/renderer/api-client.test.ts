@@ -93,7 +93,7 @@ describe('renderer stores', () => {
     const store = useDevicesStore();
     await store.refresh();
     expect(store.devices).toBeNull();
-    expect(store.error).toBe('E_DISCONNECTED: lost');
+    expect(store.error).toBe('disconnected: lost');
   });
 
   it('connection store follows transport state and engine events', async () => {

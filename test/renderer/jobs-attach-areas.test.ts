@@ -287,7 +287,7 @@ describe('a job that outlives its page, in every area', () => {
     const wizard = scope.run(() => useImportWizard())!;
     await expect.poll(() => wizard.step.value).toBe('build');
     end(fake, info, { error: { code: 'E_DATA', message: 'broken.npy is not a .npy file' } });
-    await expect.poll(() => wizard.error.value).toBe('E_DATA: broken.npy is not a .npy file');
+    await expect.poll(() => wizard.error.value).toBe('broken.npy is not a .npy file');
     expect(wizard.busy.value).toBe(false);
     scope.stop();
   });

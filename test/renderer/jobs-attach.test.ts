@@ -69,7 +69,7 @@ describe('a job that outlives its page', () => {
     listed = [];
     await jobs.refresh();
     await expect.poll(() => run.running).toBe(false);
-    expect(run.error).toMatch(/^E_DISCONNECTED: job s1 is no longer running/);
+    expect(run.error).toMatch(/^disconnected: job s1 is no longer running/);
   });
 
   it('does not take over a job this window started itself', async () => {

@@ -74,7 +74,7 @@ describe('the loader benchmark store', () => {
     void fake;
     const store = useLoaderBenchStore();
     await store.start({ dataset: 'small-0123456789ab' });
-    expect(store.error).toBe('E_DATA: shard-00000.bin is shorter than its manifest says');
+    expect(store.error).toBe('shard-00000.bin is shorter than its manifest says');
     expect(store.stopped).toBeNull();
     const answer = await store.start({ dataset: 'small-0123456789ab' });
     expect(answer?.best).toEqual({ workers: 1, prefetch: 2 });

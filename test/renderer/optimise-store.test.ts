@@ -191,9 +191,9 @@ describe('optimise store (real services)', () => {
     installServicesClient(services);
     const store = useOptimiseStore();
     await store.open('no-such-optimisation');
-    expect(store.error).toMatch(/^E_BAD_INPUT: no optimisation with the id no-such-optimisation in this workspace/);
+    expect(store.error).toMatch(/^no optimisation with the id no-such-optimisation in this workspace/);
     await store.resume('no-such-optimisation');
-    expect(store.error).toMatch(/^E_BAD_INPUT: no optimisation with the id no-such-optimisation/);
+    expect(store.error).toMatch(/^no optimisation with the id no-such-optimisation/);
     expect(store.running).toBe(false);
   });
 });

@@ -76,16 +76,16 @@ describe('reports store', () => {
     await store.open(id);
     await figuresSettled(store);
     const state = store.figures[lost];
-    expect('error' in state && state.error).toMatch(new RegExp(`^E_DATA: figure ${lost} of report ${id} cannot be read: .*${lost} does not exist`));
+    expect('error' in state && state.error).toMatch(new RegExp(`^figure ${lost} of report ${id} cannot be read: .*${lost} does not exist`));
     expect(store.actionError).toBeNull();
   });
 
   it('names a report that is not there, and a run list that cannot be written up', async () => {
     const store = useReportsStore();
     expect(await store.open('0042-gone')).toBe(false);
-    expect(store.actionError).toMatch(/^E_BAD_INPUT: there is no report 0042-gone in /);
+    expect(store.actionError).toMatch(/^there is no report 0042-gone in /);
     expect(await store.generate({ runIds: ['20990101-000000-abcdef'] })).toBe(false);
-    expect(store.actionError).toMatch(/^E_BAD_INPUT: .*20990101-000000-abcdef/);
+    expect(store.actionError).toMatch(/^.*20990101-000000-abcdef/);
     expect(store.current).toBeNull();
   });
 
@@ -205,7 +205,7 @@ describe('Reports area', () => {
     await wrapper.get('[data-testid="report-export-dir"]').setValue('../elsewhere');
     await wrapper.get('[data-testid="report-export"]').trigger('submit');
     await expect.poll(() => wrapper.find('[data-testid="report-error"]').exists()).toBe(true);
-    expect(wrapper.get('[data-testid="report-error"]').text()).toMatch(/^E_BAD_INPUT: path "\.\.\/elsewhere" is outside the workspace /);
+    expect(wrapper.get('[data-testid="report-error"]').text()).toMatch(/^path "\.\.\/elsewhere" is outside the workspace /);
     expect(existsSync(path.join(services.workspace.root, '..', 'elsewhere'))).toBe(false);
   });
 
@@ -265,7 +265,7 @@ describe('Reports area', () => {
     } finally {
       renameSync(hidden, runDir);
     }
-    expect(wrapper.get('[data-testid="report-generate-error"]').text()).toMatch(new RegExp(`^E_BAD_INPUT: .*${runId}`));
+    expect(wrapper.get('[data-testid="report-generate-error"]').text()).toMatch(new RegExp(`^.*${runId}`));
     expect(wrapper.find('[data-testid="report-error"]').exists()).toBe(false);
     expect(store.current!.summary.id).toBe('0001-closing');
   });
@@ -325,7 +325,7 @@ describe('Download trace', () => {
     const wrapper = mount(TraceButton, { props: { runId: '20990101-000000-abcdef' } });
     await wrapper.get('button').trigger('click');
     await expect.poll(() => wrapper.find('[role="alert"]').exists(), { timeout: 10_000 }).toBe(true);
-    expect(wrapper.get('[role="alert"]').text()).toMatch(/^E_BAD_INPUT: .*20990101-000000-abcdef/);
+    expect(wrapper.get('[role="alert"]').text()).toMatch(/^.*20990101-000000-abcdef/);
     expect(wrapper.get('button').text()).toBe('Download trace');
   });
 });

@@ -54,7 +54,7 @@ describe('devices store', () => {
     installFakeClient(() => fail('E_ENGINE_CRASHED', 'the engine host exited; it is restarting'));
     const store = useDevicesStore();
     await store.refresh();
-    expect(store.error).toBe('E_ENGINE_CRASHED: the engine host exited; it is restarting');
+    expect(store.error).toBe('the engine stopped: the engine host exited; it is restarting');
     expect(store.loading).toBe(false);
     expect(store.devices).toBeNull();
   });
@@ -66,14 +66,14 @@ describe('datasets store', () => {
     const store = useDatasetsStore();
     await store.remove('ds-1');
     expect(fake.calls.map((c) => c.method)).toEqual(['datasets.remove', 'datasets.list']);
-    expect(store.error).toBe('E_BAD_INPUT: no dataset ds-1 in this workspace');
+    expect(store.error).toBe('no dataset ds-1 in this workspace');
   });
 
   it('reports a verify failure per dataset, not as the store’s error', async () => {
     installFakeClient(() => fail('E_DATA', 'shard-00000.bin: checksum differs'));
     const store = useDatasetsStore();
     await store.verify('ds-1');
-    expect(store.verified['ds-1']).toBe('E_DATA: shard-00000.bin: checksum differs');
+    expect(store.verified['ds-1']).toBe('shard-00000.bin: checksum differs');
     expect(store.error).toBeNull();
   });
 });
@@ -84,6 +84,6 @@ describe('benchmarks store', () => {
     const store = useBenchmarksStore();
     await store.start({ spec: ModelSpecSchema.parse(BUILTIN_MODELS.mlp), data: { kind: 'example-board' }, options: { batchSize: 0 } });
     expect(store.running).toBe(false);
-    expect(store.error).toBe('E_BAD_INPUT: batchSize 0: use at least 1');
+    expect(store.error).toBe('batchSize 0: use at least 1');
   });
 });

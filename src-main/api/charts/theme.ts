@@ -26,6 +26,24 @@ export function formatValue(value: unknown, unit = ''): string {
   return unit ? `${text} ${unit}` : text;
 }
 
+const BYTE_UNITS = ['B', 'kB', 'MB', 'GB', 'TB'];
+
+/**
+ * A size as a person reads it, in the largest decimal unit it reaches (1 kB = 1000 B) with formatValue's digits:
+ * "512 B", "4.1 kB", "47 MB"; never "0.0 MB" for a small file.
+ */
+export function formatBytes(bytes: number): string {
+  if (!Number.isFinite(bytes)) return 'no data';
+  let v = Math.abs(bytes);
+  let u = 0;
+  // Rounded as shown: 999.96 kB reads as "1 MB", not "1,000 kB".
+  while (u < BYTE_UNITS.length - 1 && Number(formatValue(v).replace(/,/g, '')) >= 1000) {
+    v /= 1000;
+    u++;
+  }
+  return formatValue(Math.sign(bytes) * (u === 0 ? Math.round(v) : v), BYTE_UNITS[u]);
+}
+
 /** The dark tooltip every chart uses. */
 export function tooltip(unit: string, trigger: 'axis' | 'item' = 'axis') {
   return {

@@ -64,7 +64,7 @@ export class JobRegistry {
     const target = jobTargetOf(method, params);
     const given = (params as { jobId?: unknown }).jobId;
     const jobId = typeof given === 'string' ? given : this.newId();
-    this.refuseLive(jobId);
+    this.refuseLive(jobId, method);
     const request = { ...params, jobId } as P;
     let handedOver!: () => void;
     const job: LiveJob = {
@@ -126,11 +126,13 @@ export class JobRegistry {
   }
 
   /** One id, one job, whatever the methods: a second job under a live id would run unlisted and uncancellable. */
-  private refuseLive(jobId: string): void {
+  private refuseLive(jobId: string, method: JobMethod): void {
     const holder = this.live.get(jobId)?.info;
     if (holder) {
       const what = `${holder.target === 'script' ? 'a script' : 'a'} ${KIND_WORDS[holder.kind]}`;
-      throw new ApiError('E_BAD_INPUT', `${what} with the id ${jobId} is already running: choose another jobId`);
+      // A resume names the job it goes on with: another id would be another job.
+      const instead = method === 'optimise.resume' ? 'wait for it to end, or cancel it first' : 'choose another jobId';
+      throw new ApiError('E_BAD_INPUT', `${what} with the id ${jobId} is already running: ${instead}`);
     }
     this.refuseHeldElsewhere(jobId);
   }

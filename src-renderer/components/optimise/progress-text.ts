@@ -1,4 +1,5 @@
 import type { OptimiseProgress } from '@api/optimise';
+import { changeLabelWords } from '../../view-models/setting-words';
 
 /** Seconds as m:ss; '–' before anything was measured. */
 export function duration(seconds: number | null): string {
@@ -10,7 +11,7 @@ export function duration(seconds: number | null): string {
 /** What the wizard is doing, in words, and how far the current phase is (0..1). */
 export function progressText(p: OptimiseProgress): { text: string; fraction: number } {
   const fraction = p.repetitions > 0 ? p.repetition / p.repetitions : 0;
-  if (p.finishedTrial) return { text: `trial ${p.finishedTrial.index} (${p.finishedTrial.change.label}) finished: ${p.finishedTrial.decision}`, fraction: 1 };
+  if (p.finishedTrial) return { text: `trial ${p.finishedTrial.index} (${changeLabelWords(p.finishedTrial.change.label)}) finished: ${p.finishedTrial.decision}`, fraction: 1 };
   switch (p.phase) {
     case 'preparing':
       return { text: 'preparing the data', fraction: 0 };

@@ -141,3 +141,18 @@ export function scriptTrainRequest(form: ScriptForm): ScriptTrainRequestInput {
   }
   return request;
 }
+
+type FormErrors = Partial<Record<NewRunField | 'form', string>>;
+
+/**
+ * The errors shown that are still true now (`now`: the form checked again), each in its current words; a field
+ * fixed since loses its error. `unjudged` keys keep theirs (a check that cannot be repeated here, like reading a file).
+ */
+export function errorsStillTrue(shown: FormErrors, now: FormErrors, unjudged: readonly (NewRunField | 'form')[] = []): FormErrors {
+  const out: FormErrors = {};
+  for (const key of Object.keys(shown) as (NewRunField | 'form')[]) {
+    const text = unjudged.includes(key) ? shown[key] : now[key];
+    if (text) out[key] = text;
+  }
+  return out;
+}

@@ -336,7 +336,7 @@ class Session implements WizardSession<OptimiseConfig, EngineRepetition> {
     const s = this.state;
     const o = prepared.options;
     const none = (verdict: string) => ({ recommended: null, runId: null, verdict });
-    if (!s.request.batchSearch) return none('not run (batchSearch off): the batch-size candidate is twice the batch');
+    if (!s.request.batchSearch) return none('not run (the batch-size search was not asked for): the batch-size candidate is twice the batch');
     if (PRESETS[s.request.preset].refuses({ knob: 'batchSize', from: 0, to: 0, kind: 'recipe', label: 'batch size', hypothesis: '', note: null })) {
       return none(`not run: the ${s.request.preset} preset keeps the batch size`);
     }
