@@ -103,6 +103,8 @@ describe('Reports area', () => {
   it('writes a report from ticked runs, previews edits live, and regenerates around the saved edit', async () => {
     const wrapper = mount(ReportsView, { attachTo: document.body });
     await expect.poll(() => wrapper.find('[data-testid="reports-empty"]').exists()).toBe(true);
+    // An optimisation is where most reports come from (issue 41 item 6): the empty state says how.
+    expect(wrapper.find('[data-testid="reports-empty"]').text()).toMatch(/optimisation, benchmark.*an optimisation's result card writes its own in one click/s);
 
     await wrapper.get('[data-testid="report-new"]').trigger('click');
     await expect.poll(() => wrapper.find(`[data-testid="report-run-${runId}"]`).exists()).toBe(true);
