@@ -9,6 +9,9 @@ import { createServices, type Services } from '../../src-main/core/services';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 
+/** What a refusal tells a person to do: a resume names the job it goes on with, so it waits; a start takes another id. */
+const insteadOf = (method: string) => (method === 'optimise.resume' ? 'wait for it to end, or cancel it first' : 'choose another jobId');
+
 const open: { services: Services; cleanup(): void }[] = [];
 afterEach(async () => {
   for (const o of open.splice(0)) {
@@ -65,7 +68,7 @@ describe('a second job under a live id', () => {
       );
       expect(err && { code: err.code, message: err.message }, method).toEqual({
         code: 'E_BAD_INPUT',
-        message: 'a script training run with the id live-id is already running: choose another jobId',
+        message: `a script training run with the id live-id is already running: ${insteadOf(method)}`,
       });
     }
     off();
@@ -91,7 +94,7 @@ describe('a second job under a live id', () => {
       .filter(([m]) => m !== 'datasets.build')
       .map(([method, params]) => [method, s.router.dispatch(method, params).then(() => null, (e: ApiError) => ({ code: e.code, message: e.message }))] as const);
     for (const [method, err] of seconds) {
-      expect(await err, method).toEqual({ code: 'E_BAD_INPUT', message: 'a dataset build with the id build-id is already running: choose another jobId' });
+      expect(await err, method).toEqual({ code: 'E_BAD_INPUT', message: `a dataset build with the id build-id is already running: ${insteadOf(method)}` });
     }
     expect(s.running.running).toBe(0);
     expect(await build).toMatchObject({ dataset: { id: expect.stringMatching(/^held-/) } });

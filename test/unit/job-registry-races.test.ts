@@ -101,6 +101,9 @@ describe('F2: a cancel as a job starts', () => {
   });
 });
 
+/** What a refusal tells a person to do: a resume names the job it goes on with, so it waits; a start takes another id. */
+const insteadOf = (method: string) => (method === 'optimise.resume' ? 'wait for it to end, or cancel it first' : 'choose another jobId');
+
 describe('F4: one id, one job, whatever the methods', () => {
   const methods = Object.keys(JOB_METHODS) as JobMethod[];
 
@@ -116,7 +119,7 @@ describe('F4: one id, one job, whatever the methods', () => {
       expect(err, method).toBe('E_BAD_INPUT');
       expect(ran, method).toBe(false);
       const message = await jobs.run(method, { jobId: 'same' }, () => ({ cancelled: true }), async () => 'second').catch((e: ApiError) => e.message);
-      expect(message).toBe('a script training run with the id same is already running: choose another jobId');
+      expect(message).toBe(`a script training run with the id same is already running: ${insteadOf(method)}`);
     }
     // The first job alone is listed and announced; the events under the id are its own.
     expect(jobs.list().map((j) => [j.jobId, j.method])).toEqual([['same', 'train.run']]);
