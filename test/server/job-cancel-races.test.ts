@@ -1,34 +1,17 @@
 // Issue 41, attack round 3, F2: a jobs.cancel that comes as a wizard starts (as soon as jobs.started announces
 // it) is honoured, or answered "not taken" with the job not shown cancelling; never answered false while the
 // job is marked cancelling and runs on. Real services through the router, as serve mode and the app use them.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { ApiError } from '../../src-main/api/errors';
 import type { JobInfo } from '../../src-main/api/jobs';
 import { OptimiseRequestSchema } from '../../src-main/api/optimise';
-import { createServices, type Services } from '../../src-main/core/services';
+import type { Services } from '../../src-main/core/services';
 import { initialState } from '../../src-main/core/targets/engine/resumable-run';
 import { saveWizardState } from '../../src-main/core/targets/engine/wizard-state';
-import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
-import { tempDir } from '../helpers/temp-dir';
+import { servicesPerTest } from '../helpers/services';
 
-const open: { services: Services; cleanup(): void }[] = [];
-afterEach(async () => {
-  for (const o of open.splice(0)) {
-    // A lost cancel leaves a wizard measuring: stop whatever is left before the workspace goes.
-    for (const j of o.services.jobs.list()) await o.services.cancelJob(j.jobId).catch(() => undefined);
-    await o.services.dispose();
-    o.cleanup();
-  }
-});
-
-async function services(): Promise<Services> {
-  requireBuilt();
-  const ws = tempDir();
-  const s = await createServices({ workspaceDir: ws.dir, engine: { entry: HOST_ENTRY, restartDelaysMs: [20] } });
-  open.push({ services: s, cleanup: ws.cleanup });
-  return s;
-}
+const services = servicesPerTest();
 
 const mlp = { family: 'mlp', input: [1, 28, 28], outputs: 10 };
 const wizard = (jobId: string) => ({

@@ -1,33 +1,19 @@
 // Issue 41, attack round 3, F4: a second job under an id that is live is refused whatever the method, so it
 // never runs unlisted, never has its progress kept as the first job's, and jobs.cancel never stops the wrong one.
 // Real services through the router, as serve mode and the app use them.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { ApiError } from '../../src-main/api/errors';
 import type { JobInfo } from '../../src-main/api/jobs';
-import { createServices, type Services } from '../../src-main/core/services';
-import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
+import type { Services } from '../../src-main/core/services';
+import { servicesPerTest } from '../helpers/services';
 import { tempDir } from '../helpers/temp-dir';
 
 /** What a refusal tells a person to do: a resume names the job it goes on with, so it waits; a start takes another id. */
 const insteadOf = (method: string) => (method === 'optimise.resume' ? 'wait for it to end, or cancel it first' : 'choose another jobId');
 
-const open: { services: Services; cleanup(): void }[] = [];
-afterEach(async () => {
-  for (const o of open.splice(0)) {
-    for (const j of o.services.jobs.list()) await o.services.cancelJob(j.jobId).catch(() => undefined);
-    await o.services.dispose();
-    o.cleanup();
-  }
-});
-
-async function services(): Promise<Services> {
-  requireBuilt();
-  const ws = tempDir();
-  const s = await createServices({ workspaceDir: ws.dir, engine: { entry: HOST_ENTRY, restartDelaysMs: [20] }, allowScripts: true });
-  open.push({ services: s, cleanup: ws.cleanup });
-  return s;
-}
+const newServices = servicesPerTest();
+const services = (): Promise<Services> => newServices({ allowScripts: true });
 
 const until = async (what: string, ok: () => boolean, ms = 30_000) => {
   const end = Date.now() + ms;

@@ -1,6 +1,6 @@
 // Review of issue 39's target seam through the router, as serve mode uses it: hostile ids, ids shared by two
 // targets' wizards, cancels racing a job's start. A test here fails where the seam has a defect.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -9,29 +9,14 @@ import path from 'node:path';
 import { ApiError } from '../../src-main/api/errors';
 import { OptimiseRequestSchema } from '../../src-main/api/optimise';
 import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
-import { createServices, type Services } from '../../src-main/core/services';
+import type { Services } from '../../src-main/core/services';
 import { initialState } from '../../src-main/core/targets/engine/resumable-run';
 import { saveWizardState } from '../../src-main/core/targets/engine/wizard-state';
-import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
+import { servicesPerTest } from '../helpers/services';
 import { tempDir } from '../helpers/temp-dir';
 
-const open: { services: Services; cleanup(): void }[] = [];
-afterEach(async () => {
-  for (const o of open.splice(0)) {
-    // Whatever a test left running is stopped before the workspace goes.
-    for (const j of o.services.jobs.list()) await o.services.cancelJob(j.jobId).catch(() => undefined);
-    await o.services.dispose();
-    o.cleanup();
-  }
-});
-
-async function services(allowScripts?: boolean): Promise<Services> {
-  requireBuilt();
-  const ws = tempDir();
-  const s = await createServices({ workspaceDir: ws.dir, engine: { entry: HOST_ENTRY, restartDelaysMs: [20] }, allowScripts });
-  open.push({ services: s, cleanup: ws.cleanup });
-  return s;
-}
+const newServices = servicesPerTest();
+const services = (allowScripts?: boolean): Promise<Services> => newServices({ allowScripts });
 
 const errorOf = (p: Promise<unknown>): Promise<ApiError> =>
   p.then(
