@@ -1,5 +1,5 @@
 // Checkpoints are safetensors: read back here with an independent parser of the format.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
@@ -106,5 +106,21 @@ describe('safetensors checkpoints', () => {
     const err = thrown(() => new addon.Trainer(json(MLP_SPEC)).load(file));
     expect(err.code).toBe('E_DATA');
     expect(err.message).toContain('bad header');
+  });
+  it('is written through its own new temp file: a link planted in the folder cannot send it outside (issue 41 F3)', async () => {
+    const t = await trainedResnet();
+    const outside = tempDir();
+    const victim = path.join(outside.dir, 'victim');
+    writeFileSync(victim, 'ORIGINAL');
+    const file = path.join(tmp.dir, 'planted.safetensors');
+    // Where the temp file used to be written, by a name anyone who can write the folder could predict.
+    symlinkSync(victim, `${file}.tmp`);
+    t.save(file);
+    expect(readFileSync(victim, 'utf8')).toBe('ORIGINAL');
+    expect(lstatSync(file).isFile()).toBe(true);
+    expect(readSafetensors(file).metadata.format).toBe('pt');
+    // No temp file is left beside it.
+    expect(readdirSync(tmp.dir).filter((f) => f.startsWith('planted.safetensors.') && f !== 'planted.safetensors.tmp')).toEqual([]);
+    outside.cleanup();
   });
 });

@@ -3,7 +3,9 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
+#include <random>
 #include <vector>
 
 #include "core/errors.h"
@@ -44,25 +46,26 @@ void save_checkpoint(const Model& model, const std::string& path, const Json& me
   std::string text = header.dump();
   while (text.size() % 8 != 0) text += ' ';  // keeps the data 8-byte aligned
 
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(fs_path(tmp), std::ios::binary | std::ios::trunc);
-    if (!out) TB_THROW(ErrorCode::BadInput, "cannot write checkpoint " + tmp);
+  // A fresh temp name nobody can plant a link at in advance, created new and written through its own handle
+  // (core/file_path.h), then renamed over the checkpoint: a link in the run's folder cannot send it elsewhere.
+  std::random_device entropy;
+  char suffix[17];
+  std::snprintf(suffix, sizeof suffix, "%08x%08x", entropy(), entropy());
+  const std::string tmp = path + "." + suffix + ".tmp";
+  try {
+    NewFile out(tmp);
     std::uint8_t len[8];
     std::uint64_t n = text.size();
     for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(n >> (8 * i));
-    out.write(reinterpret_cast<const char*>(len), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const ParamEntry& e : model.entries()) {
-      // Little-endian float32 on every platform we build for.
-      out.write(reinterpret_cast<const char*>(entry_data(model, e)), static_cast<std::streamsize>(4 * e.size()));
-    }
-    if (!out.good()) {
-      out.close();
-      std::error_code ignored;
-      std::filesystem::remove(fs_path(tmp), ignored);
-      TB_THROW(ErrorCode::BadInput, "writing checkpoint " + tmp + " failed (disk full?)");
-    }
+    out.write(len, 8);
+    out.write(text.data(), text.size());
+    // Little-endian float32 on every platform we build for.
+    for (const ParamEntry& e : model.entries()) out.write(entry_data(model, e), 4 * static_cast<size_t>(e.size()));
+    out.close();
+  } catch (const Error&) {
+    std::error_code ignored;
+    std::filesystem::remove(fs_path(tmp), ignored);
+    throw;
   }
   try {
     replace_file(tmp, path);
