@@ -79,3 +79,26 @@ describe('a command planted in a run file', () => {
     expect(summary.title).toContain('evil.py\\x1b[2K\\rpython3');
   });
 });
+
+describe('names planted in the workspace (the re-attack: a run folder, a model file, a dataset folder)', () => {
+  const names = { run: '9evil\x1b]0;x\x07\x1b[31mred', model: 'a\x1b[31mb.json', dataset: 'x\x1b]0;pw\x07y' };
+  beforeAll(() => {
+    mkdirSync(path.join(ws.dir, 'runs', names.run), { recursive: true });
+    writeFileSync(path.join(ws.dir, 'runs', names.run, 'run.json'), '{}');
+    mkdirSync(path.join(ws.dir, 'models'), { recursive: true });
+    writeFileSync(path.join(ws.dir, 'models', names.model), JSON.stringify({ family: 'mlp\x1b]0;pwned\x07\x1b[2K\r' }));
+    mkdirSync(path.join(ws.dir, 'datasets', names.dataset), { recursive: true });
+  });
+
+  it('runs, models and cache list show each escaped, as one that cannot be opened', async () => {
+    const runs = await trainbench('runs', '--workspace', ws.dir);
+    expect(runs.stdout + runs.stderr).not.toMatch(RAW_CONTROL);
+    expect(runs.stdout).toContain('9evil\\x1b]0;x\\x07\\x1b[31mred');
+    const models = await trainbench('models', '--workspace', ws.dir);
+    expect(models.stdout + models.stderr).not.toMatch(RAW_CONTROL);
+    expect(models.stdout).toContain('a\\x1b[31mb.json');
+    const caches = await trainbench('cache', 'list', '--workspace', ws.dir);
+    expect(caches.stdout + caches.stderr).not.toMatch(RAW_CONTROL);
+    expect(caches.stdout).toContain('x\\x1b]0;pw\\x07y');
+  });
+});

@@ -94,6 +94,22 @@ describe('runs.get on a run with huge files', () => {
   });
 });
 
+describe('runs.trace on a run with a huge events file (the re-attack)', () => {
+  it('answers in bounded time from a 4 GiB sparse events.jsonl of a real training run', async () => {
+    const mlp = { family: 'mlp', input: [28, 28], outputs: 10, hidden: [8] };
+    const { runId } = (await s.services.router.dispatch('train.run', { spec: mlp, data: { kind: 'fashion-mnist' }, options: { epochs: 1, maxSteps: 20, batchSize: 16 } })) as { runId: string };
+    const events = path.join(runs, runId, 'events.jsonl');
+    truncateSync(events, 4 * GiB); // a hole after the real events: costs no disk
+    appendFileSync(events, '\n');
+    const started = performance.now();
+    const trace = await s.services.router.dispatch('runs.trace', { id: runId });
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`runs.trace over a 4 GiB events.jsonl: ${seconds.toFixed(2)} s`);
+    expect(seconds).toBeLessThan(5);
+    expect(trace).toBeTruthy();
+  }, 120_000);
+});
+
 describe('a run.json nested too deep', () => {
   const id = '20261121-000002-deep00';
   beforeAll(() => {

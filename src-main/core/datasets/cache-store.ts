@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 
+import { printable } from '../../api/shell-word';
 import type { CacheManifest, DatasetSummary } from '../../api/datasets';
 import { CACHE_FORMAT_VERSION, CacheManifestSchema } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
@@ -199,7 +200,9 @@ export async function listDatasets(workspace: Workspace): Promise<DatasetSummary
       await checkStructure(workspace, e.dir, e.manifest).catch((err: Error) => (problem = err.message));
       out.push(summarize(e.manifest, problem));
     } else {
-      out.push({ id: e.id, name: e.id, records: 0, bytes: 0, shards: 0, fields: [], createdAt: '', sourceDescription: '', problem: e.error });
+      // Its folder name is all there is to show (control characters and all, from a planted folder): escaped.
+      const id = printable(e.id);
+      out.push({ id, name: id, records: 0, bytes: 0, shards: 0, fields: [], createdAt: '', sourceDescription: '', problem: printable(e.error ?? '') || null });
     }
   }
   return out;

@@ -10,7 +10,7 @@ import type { RunRecordJson } from '../../api/run-record';
 import type { RunTraceResult, TraceEvent, TraceFile } from '../../api/reports';
 import type { TrainStepEvent } from '../../api/training';
 import { TrainResultSchema, TrainStepEventSchema } from '../../api/training';
-import { jsonlLines } from '../workspace/jsonl-lines';
+import { jsonlLinesBounded } from '../workspace/jsonl-lines';
 import { readRunDetail } from '../workspace/run-reader';
 import type { Workspace } from '../workspace/workspace';
 import { writeJsonConfined } from '../workspace/workspace-files';
@@ -82,10 +82,17 @@ export class WindowBuilder {
 /** Lines longer than this are not events the engine wrote (a step event is ~400 bytes): skipped unparsed. */
 const MAX_EVENT_LINE_BYTES = 64 * 1024;
 
-/** Calls `take` with each JSON line of events.jsonl, streamed; a line cut off by a kill is skipped. */
+/** At most this much of events.jsonl is read for a trace; a larger (huge or planted) file is read in spread windows. */
+const MAX_EVENTS_READ_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Calls `take` with each JSON line of events.jsonl, streamed; a line cut off by a kill is skipped. A file over
+ * MAX_EVENTS_READ_BYTES is read in evenly spread windows (jsonlLinesBounded), so a trace costs bounded time.
+ */
 async function forEachEvent(workspace: Workspace, file: string, take: (event: unknown) => void): Promise<void> {
   try {
-    for await (const text of jsonlLines(workspace, file, MAX_EVENT_LINE_BYTES)) {
+    const { lines } = await jsonlLinesBounded(workspace, file, MAX_EVENT_LINE_BYTES, MAX_EVENTS_READ_BYTES);
+    for await (const text of lines) {
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);

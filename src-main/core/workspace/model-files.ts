@@ -1,6 +1,7 @@
 import path from 'node:path';
 
 import { ApiError } from '../../api/errors';
+import { printable } from '../../api/shell-word';
 import { formatIssues, jsonProblem } from '../../api/format-issues';
 import type { ModelEntry } from '../../api/model-files';
 import { MODEL_SPEC_DIR } from '../../api/model-files';
@@ -86,8 +87,13 @@ export async function listModels(workspace: Workspace): Promise<ModelEntry[]> {
   const below = await jsonFilesUnder(workspace, MODEL_SPEC_DIR, MAX_DEPTH);
   const entries: ModelEntry[] = [...top.problems, ...below.problems];
   for (const rel of [...top.files.filter((r) => r !== 'workspace.json'), ...below.files]) {
+    // A name with control characters is listed escaped, as one that cannot be chosen (it would redraw a terminal).
+    if (printable(rel) !== rel) {
+      entries.push({ name: printable(rel), source: 'workspace', family: null, problem: 'its file name has control characters: rename the file to use it' });
+      continue;
+    }
     const entry = await entryOf(workspace, rel);
-    if (entry) entries.push(entry);
+    if (entry) entries.push({ ...entry, family: entry.family === null ? null : printable(entry.family), problem: entry.problem === null ? null : printable(entry.problem) });
   }
   return [...builtins, ...entries];
 }

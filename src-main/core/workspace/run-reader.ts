@@ -235,6 +235,11 @@ export async function listRuns(workspace: Workspace): Promise<RunSummary[]> {
   const entries = await listFolder(workspace, 'runs').catch(() => []);
   const out: RunSummary[] = [];
   for (const entry of entries.filter((e) => !e.name.startsWith('.')).reverse()) {
+    // A folder no run id names (a copied or planted one, control characters and all): listed as what it is, escaped.
+    if (!ID_PATTERN.test(entry.name)) {
+      out.push(unreadable(printable(entry.name), 'its folder name is not a run id (letters, digits, ".", "_" and "-"), so nothing can open it'));
+      continue;
+    }
     const notFolder = entryProblem(entry, 'dir');
     if (notFolder) {
       out.push(unreadable(entry.name, notFolder));
