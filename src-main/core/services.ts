@@ -86,8 +86,12 @@ export async function createServices(options: ServicesOptions): Promise<Services
   if (options.keepTelemetryHistory === true) telemetry.keepHistory();
   const running = new RunningJobs();
   const datasets = new DatasetService(workspace, engine, events, telemetry);
-  // One id, one job: the registry also refuses an id a job started in-process holds.
-  const jobs = new JobRegistry(events, () => newJobId(), () => new Date(), (id) => running.refuseTaken(id));
+  // One id, one job: the registry also refuses an id a job started in-process holds, a dataset build inside
+  // a training run's preparation included (its id is announced in datasets.progress, so a client can name it).
+  const jobs = new JobRegistry(events, () => newJobId(), () => new Date(), (id) => {
+    running.refuseTaken(id);
+    datasets.refuseTaken(id);
+  });
   // A job started through the router is stopped by its registered cancel; one started in-process (the CLI,
   // a wizard's own search) through the running jobs; a dataset build or loader benchmark by the datasets.
   const cancelJob = async (jobId: string): Promise<{ cancelled: boolean }> => {

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 
 import type { ApiError } from '../../src-main/api/errors';
+import { BuildRequestSchema } from '../../src-main/api/datasets';
 import type { JobInfo } from '../../src-main/api/jobs';
 import type { Services } from '../../src-main/core/services';
 import { servicesPerTest } from '../helpers/services';
@@ -86,5 +87,19 @@ describe('a second job under a live id', () => {
     expect(await build).toMatchObject({ dataset: { id: expect.stringMatching(/^held-/) } });
     expect(s.jobs.list()).toEqual([]);
     cwd.cleanup();
+  }, 120_000);
+  it("is refused while a dataset build started inside another job's work holds the id (the re-attack)", async () => {
+    const s = await services();
+    // As a training run's preparation starts one: not through the router, its id announced in datasets.progress.
+    const inner = s.datasets.build(BuildRequestSchema.parse({ source: { kind: 'synthetic-board', records: 20_000, seed: 3 }, name: 'inner', jobId: 'inner-build' }));
+    inner.catch(() => undefined);
+    const mlp = { family: 'mlp', input: [28, 28], outputs: 10, hidden: [8] };
+    const err = await s.router.dispatch('train.run', { spec: mlp, data: { kind: 'fashion-mnist' }, options: { maxSteps: 1 }, jobId: 'inner-build' }).then(
+      () => null,
+      (e: ApiError) => ({ code: e.code, message: e.message }),
+    );
+    expect(err).toEqual({ code: 'E_BAD_INPUT', message: 'a dataset job with the id inner-build is already running: choose another jobId' });
+    expect(s.jobs.list()).toEqual([]);
+    await inner;
   }, 120_000);
 });

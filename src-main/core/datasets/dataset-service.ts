@@ -150,6 +150,11 @@ export class DatasetService {
     }
   }
 
+  /** Throws when a build or loader benchmark of this id runs (one started inside another job's work too). */
+  refuseTaken(jobId: string): void {
+    if (this.jobs.has(jobId)) throw new ApiError('E_BAD_INPUT', `a dataset job with the id ${jobId} is already running: choose another jobId`);
+  }
+
   cancel(jobId: string): { cancelled: boolean } {
     const job = this.jobs.get(jobId);
     job?.abort();
