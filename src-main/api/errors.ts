@@ -77,7 +77,10 @@ const ABSOLUTE_PATH = /(?<![\w.~\\/-])(?:\/|[A-Za-z]:[\\/])[^\s'"`<>()[\]{},;|]+
 /** `message` with each absolute path inside `root` relative to it ("runs/x/run.json") and any other as "…/" and its last part. */
 export function withoutAbsolutePaths(message: string, root?: string): string {
   const base = root?.replace(/[\\/]+$/, '');
-  return message.replace(ABSOLUTE_PATH, (p) => {
+  // The workspace's own paths first, by their literal prefix: a root may hold a space ("Application Support").
+  let text = message;
+  if (base) for (const sep of ['/', '\\']) text = text.split(`${base}${sep}`).join('');
+  return text.replace(ABSOLUTE_PATH, (p) => {
     const bare = p.replace(/[.:]+$/, ''); // a sentence's own full stop or colon after the path
     const after = p.slice(bare.length);
     if (base && (bare === base || bare.startsWith(`${base}/`) || bare.startsWith(`${base}\\`))) return (bare.slice(base.length + 1) || '.') + after;

@@ -95,6 +95,12 @@ async function unknownModel(value: string, workspace: Workspace, tried: string[]
  */
 export async function resolveModel(value: string, workspace: Workspace): Promise<{ spec: ModelSpec; name: string; builtin: BuiltinModelName | null }> {
   if (isBuiltinModel(value)) return { spec: ModelSpecSchema.parse(BUILTIN_MODELS[value]), name: value, builtin: value };
+  // A value that reads as a file ("foo.json", "specs/foo") is the file it names, as before saved names existed.
+  const looksLikePath = value.endsWith('.json') || /[\\/]/.test(value);
+  if (looksLikePath) {
+    const file = await specAtPath(value, workspace.root);
+    if (!('tried' in file)) return { ...file, builtin: null };
+  }
   const saved = await readSavedSpec(workspace, value);
   if (saved) return { spec: saved.spec, name: value, builtin: null };
   const file = await specAtPath(value, workspace.root);

@@ -122,4 +122,13 @@ describe('trainbench train --model with --data dataset:...', () => {
     expect(file.code, file.stderr).toBe(0);
     expect(recordedSpec(file.stdout)).toMatchObject({ hidden: [5] });
   }, 120_000);
+  it('takes a value that reads as a file (foo.json) as that file, before a saved spec of the same name (the review)', async () => {
+    const spec = (hidden: number[]) => JSON.stringify({ family: 'mlp', input: [4], outputs: 3, hidden });
+    writeFileSync(path.join(ws.dir, 'mine.json'), spec([6]));
+    mkdirSync(path.join(ws.dir, 'models'), { recursive: true });
+    writeFileSync(path.join(ws.dir, 'models', 'mine.json'), spec([7]));
+    const trained = await trainbench('train', '--model', 'mine.json', '--data', 'dataset:kinds', ...quick);
+    expect(trained.code, trained.stderr).toBe(0);
+    expect(recordedSpec(trained.stdout)).toMatchObject({ hidden: [6] });
+  }, 120_000);
 });

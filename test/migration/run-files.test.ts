@@ -369,6 +369,8 @@ describe('opening each run', () => {
     expect(state?.baseline?.samplesPerSec).toEqual({ low: 9736.574244652256, median: 10006.857339545684, high: 10277.140434439112 });
     expect(state?.baseline?.repetitions).toEqual([9736.574244652256, 10277.140434439112]);
     expect(state).toMatchObject({ trials: [], final: null });
+    // Written before the record kept a status: the run's own says it did not end well (interrupted: failed, not cancelled).
+    expect(state?.status).toBe('failed');
     const config = detail(RUNS.scriptOptimiseKilled).record as { config: { request: unknown } };
     const request = ScriptOptimiseRequestSchema.parse(config.config.request);
     expect(request).toMatchObject({ repeat: 2, steps: 5, maxTrials: 4 });

@@ -43,7 +43,10 @@ describe.skipIf(!nvcc)('the CUDA architectures a build compiles', () => {
   it("builds for this machine's GPUs, one architecture each", async () => {
     const PATH = `${gpus(['9.0', '8.6', '9.0'])}${path.delimiter}${process.env.PATH}`;
     expect(await cudaLine('two-gpus', { PATH })).toBe('CUDA backend ON (architectures 90;86)');
-  }, 180_000);
+    // A driver that answers without a capability still has a GPU: the default list, not "no GPU".
+    const na = `${gpus(['[N/A]'])}${path.delimiter}${process.env.PATH}`;
+    expect(await cudaLine('no-capability', { PATH: na })).toBe('CUDA backend ON (architectures 80;86;89;90)');
+  }, 240_000);
 
   it('skips the CUDA backend with no NVIDIA driver, and says how to build it', async () => {
     const PATH = (process.env.PATH ?? '').split(path.delimiter).filter((d) => !existsSync(path.join(d, 'nvidia-smi'))).join(path.delimiter);

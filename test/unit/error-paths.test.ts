@@ -43,6 +43,10 @@ describe('an E_INTERNAL answer', () => {
     expect(withoutAbsolutePaths('cannot open /home/me/secret/data.npy: gone.')).toBe('cannot open …/data.npy: gone.');
     expect(withoutAbsolutePaths('at C:\\Users\\me\\ws\\runs\\x.json.', 'C:\\Users\\me\\ws')).toBe('at runs\\x.json.');
     expect(withoutAbsolutePaths('in /srv/ws', '/srv/ws')).toBe('in .');
+    // A workspace root with a space (macOS's Application Support, a Windows user name): still relative, nothing of it left.
+    const mac = '/Users/me/Library/Application Support/Trainbench/workspace';
+    expect(withoutAbsolutePaths(`EISDIR: rename '${mac}/runs/x/.notes.json.tmp' -> '${mac}/runs/x/notes.json'`, mac)).toBe("EISDIR: rename 'runs/x/.notes.json.tmp' -> 'runs/x/notes.json'");
+    expect(withoutAbsolutePaths('open C:\\Users\\John Smith\\ws\\runs\\x\\run.json', 'C:\\Users\\John Smith\\ws')).toBe('open runs\\x\\run.json');
   });
 
   it('leaves the words of other codes as they are (ours, and a person may need the path)', () => {

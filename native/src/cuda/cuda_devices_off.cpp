@@ -6,7 +6,7 @@ namespace tb {
 CudaStatus cuda_status() {
   CudaStatus status;
   status.compiled = false;
-  status.reason = "this build has no CUDA backend (built without nvcc, with no NVIDIA GPU found, or with TB_WITH_CUDA=OFF): npm run rebuild:native builds it";
+  status.reason = "this build has no CUDA backend (built without nvcc, with no NVIDIA GPU found, or with TB_WITH_CUDA=OFF): a source build with nvcc builds it with npm run rebuild:native";
   return status;
 }
 

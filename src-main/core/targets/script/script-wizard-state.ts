@@ -50,6 +50,11 @@ async function readState(workspace: Workspace, runId: string, detail: Awaited<Re
     }
   }
   if (saved === null) return { detail, record: null };
+  // A record from before the wizard kept its status: the run's own says how it ended (an interrupted one failed).
+  if (typeof saved === 'object' && !('status' in saved)) {
+    const s = detail.summary.status;
+    saved = { ...saved, status: s === 'completed' || s === 'cancelled' || s === 'running' ? s : 'failed' };
+  }
   const parsed = OptimiseRecordSchema.safeParse(saved);
   if (!parsed.success) throw new ApiError('E_DATA', `the saved state of script optimisation ${runId} does not match the schema: ${formatIssues(parsed.error, 'state')}`);
   const record = parsed.data;
