@@ -30,9 +30,9 @@ const MAX_RUN_JSON_BYTES = 16 * MiB;
  */
 const MAX_RUN_JSON_DEPTH = 256;
 /** Bytes of events.jsonl read for runs.get (~80,000 step events); a larger file is read in pieces spread over it. */
-// About 5 hours of a run's events at the default 50 ms interval are read whole (every epoch event kept); only a
+// About 2 hours of a run's events at the default 50 ms interval are read whole (every epoch event kept); only a
 // larger (or planted sparse) file is read in spread windows, and the answer says so.
-const MAX_EVENTS_READ_BYTES = 128 * MiB;
+const MAX_EVENTS_READ_BYTES = 64 * MiB;
 
 /** Whether a process with this pid exists here (EPERM: it exists but belongs to someone else). */
 /** "95 s", "12 min", "5 h", "31 days": how long a heartbeat has been missing, in the unit a person reads. */

@@ -29,7 +29,7 @@ function sampleOf(line: string): TelemetrySample | null {
  * Bytes of a telemetry file read for one answer: at a sample a second (up to ~5 KB with 8 GPUs), hours
  * of it are read whole; a larger file is read in pieces spread over it (jsonlLinesBounded), never whole.
  */
-export const MAX_TELEMETRY_READ_BYTES = 128 * MiB;
+export const MAX_TELEMETRY_READ_BYTES = 64 * MiB;
 
 /**
  * The GPU and host telemetry a run recorded (runs/<id>/telemetry.jsonl), thinned
