@@ -129,7 +129,8 @@ export class JobRegistry {
   private refuseLive(jobId: string, method: JobMethod): void {
     const holder = this.live.get(jobId)?.info;
     if (holder) {
-      const what = `${holder.target === 'script' ? 'a script' : 'a'} ${KIND_WORDS[holder.kind]}`;
+      const kind = KIND_WORDS[holder.kind];
+      const what = holder.target === 'script' ? `a script ${kind}` : `${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind}`;
       // A resume names the job it goes on with: another id would be another job.
       const instead = method === 'optimise.resume' ? 'wait for it to end, or cancel it first' : 'choose another jobId';
       throw new ApiError('E_BAD_INPUT', `${what} with the id ${jobId} is already running: ${instead}`);
