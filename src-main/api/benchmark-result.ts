@@ -4,6 +4,7 @@ import { z } from 'zod';
 
 import { BenchmarkPhasesSchema, EnergySchema, FindingSchema, IntervalSchema, UtilisationSchema } from './benchmark';
 import { ScriptAppliedSchema, ScriptFloorsSchema, ScriptFlopsSchema, ScriptRankSchema, ScriptTargetSchema } from './script-target';
+import { olderResult, omit, pick, type Raw } from './target-upgrade';
 import { TelemetrySummarySchema } from './telemetry';
 import { MemoryBreakdownSchema, ProcessMemorySchema } from './training';
 
@@ -127,9 +128,6 @@ const BenchmarkResultShape = z.object({
 });
 export type BenchmarkResult = z.infer<typeof BenchmarkResultShape>;
 
-type Raw = Record<string, unknown>;
-const pick = (r: Raw, keys: readonly string[]): Raw => Object.fromEntries(keys.filter((k) => k in r).map((k) => [k, r[k]]));
-const omit = (r: Raw, keys: readonly string[]): Raw => Object.fromEntries(Object.entries(r).filter(([k]) => !keys.includes(k)));
 const ENGINE_REP = ['phaseSteps', 'memory', 'processMemory'] as const;
 const SCRIPT_REP = ['ranks', 'ended', 'exitCode', 'seconds', 'processTree'] as const;
 const ENGINE_RESULT = ['data', 'precision', 'optimizer', 'accumulation', 'stepsPerEpoch', 'predictedEpochSeconds', 'memory'] as const;
@@ -141,11 +139,10 @@ const SCRIPT_RESULT = ['overrides', 'applied', 'worldSize', 'phaseNote', 'dataWa
  * repetition; a result already in the shape passes as it is.
  */
 function upgradeBenchmark(raw: unknown): unknown {
-  if (typeof raw !== 'object' || raw === null) return raw;
-  const r = raw as Raw;
+  const older = olderResult(raw);
+  if (!older) return raw;
+  const { r, oldScript } = older;
   const target = r.target as Raw | undefined;
-  const oldScript = target !== undefined && Array.isArray(target.command);
-  if (target !== undefined && !oldScript) return raw;
   const [own, repOwn, kind] = oldScript ? [SCRIPT_RESULT, SCRIPT_REP, 'script'] : [ENGINE_RESULT, ENGINE_REP, 'engine'];
   const repetitions = Array.isArray(r.repetitions) ? (r.repetitions as Raw[]).map((x) => ({ ...omit(x, repOwn), target: { kind, ...pick(x, repOwn) } })) : r.repetitions;
   const detail = oldScript ? { kind, command: target, ...pick(r, own) } : { kind, ...pick(r, own) };

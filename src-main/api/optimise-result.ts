@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { DiagnosisSchema, EngineBaselineDetailSchema, LimitsSchema, OptimiseConfigSchema, OptimiseStatusSchema, StepsWidenedSchema, WizardResultSchema } from './optimise';
 import type { Diagnosis, Limits } from './optimise';
 import { ScriptLoaderSettingsSchema, ScriptTargetSchema } from './script-target';
+import { olderResult, omit, pick, type Raw } from './target-upgrade';
 
 const OverrideMapSchema = z.record(z.string(), z.union([z.number(), z.boolean(), z.string()]));
 
@@ -55,10 +56,7 @@ const OptimiseResultShape = WizardResultSchema.extend({
 });
 export type OptimiseResult = z.infer<typeof OptimiseResultShape>;
 
-type Raw = Record<string, unknown>;
 const obj = (v: unknown): Raw => (typeof v === 'object' && v !== null ? (v as Raw) : {});
-const pick = (r: Raw, keys: readonly string[]): Raw => Object.fromEntries(keys.filter((k) => k in r).map((k) => [k, r[k]]));
-const omit = (r: Raw, keys: readonly string[]): Raw => Object.fromEntries(Object.entries(r).filter(([k]) => !keys.includes(k)));
 const ENGINE_BASELINE = Object.keys(EngineBaselineDetailSchema.shape);
 
 /**
@@ -67,11 +65,10 @@ const ENGINE_BASELINE = Object.keys(EngineBaselineDetailSchema.shape);
  * diagnosis. Their own fields move into `target`; a result already in the shape passes as it is.
  */
 function upgradeWizard(raw: unknown): unknown {
-  if (typeof raw !== 'object' || raw === null) return raw;
-  const r = raw as Raw;
+  const older = olderResult(raw);
+  if (!older) return raw;
+  const { r, oldScript } = older;
   const target = r.target as Raw | undefined;
-  const oldScript = target !== undefined && Array.isArray(target.command);
-  if (target !== undefined && !oldScript) return raw;
   const baseline = r.baseline === null || r.baseline === undefined ? r.baseline : obj(r.baseline);
   const final = r.final === null || r.final === undefined ? r.final : obj(r.final);
   if (oldScript) {
