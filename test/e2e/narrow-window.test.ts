@@ -1,34 +1,20 @@
 // Every area at 1024x700 (issue 27 item 11) in Chromium: the page never scrolls sideways, no table is wider than
 // its card (it wraps or scrolls inside it), the batch-size chart's "usable" label stays off the axis, and the
 // sidebar starts collapsed below 1100 px, toggles, and remembers the choice.
-import { execFile } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 
 import { areas } from '../../src-renderer/areas';
 import { SIDEBAR_STORAGE_KEY } from '../../src-renderer/composables/useSidebar';
-import { serveInChromium, SHOTS } from '../helpers/e2e';
-import { CLI } from '../helpers/repo';
+import { fillEveryArea, serveInChromium, SHOTS } from '../helpers/e2e';
 
 const NARROW = { width: 1024, height: 700 };
 
 const fx = serveInChromium({
   timeoutMs: 120_000,
-  async prepare(workspace) {
-    const cli = (...args: string[]) => promisify(execFile)(process.execPath, [CLI, ...args, '--workspace', workspace]);
-    // Tables with rows: runs, a training benchmark, a past optimisation with its trials, its report, a dataset.
-    await cli('train', '--model', 'mlp', '--max-steps', '20', '--json');
-    await cli('benchmark-training', '--model', 'mlp', '--warmup-steps', '1', '--steps', '3', '--repeat', '2');
-    await cli('optimise', '--model', 'mlp', '--steps', '3', '--warmup-steps', '1', '--max-trials', '1', '--repeat', '2', '--report');
-    mkdirSync(path.join(workspace, 'sources'), { recursive: true });
-    const csv = path.join(workspace, 'sources', 'iris.csv');
-    writeFileSync(csv, ['sepal_length,sepal_width,species', '5.1,3.5,setosa', '7.0,3.2,versicolor', '6.3,3.3,virginica'].join('\n') + '\n');
-    await cli('cache', 'build', csv, '--label', 'species', '--name', 'iris');
-  },
+  prepare: fillEveryArea,
 });
 
 /** What overflows sideways: the page itself, and each table wider than the card that holds it. */

@@ -2,34 +2,22 @@
 // and no raw setting key (batchSearch, amp.dtype) in what the areas show, the nav names an area the same collapsed
 // and expanded, no table cell breaks inside a word, a small dataset's size is not "0.0 MB", and a New run error
 // goes once its field is fixed. Screenshots: test-results/plain-words/.
-import { execFile } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 
 import { areas } from '../../src-renderer/areas';
-import { serveInChromium } from '../helpers/e2e';
-import { CLI, REPO_ROOT } from '../helpers/repo';
+import { fillEveryArea, serveInChromium } from '../helpers/e2e';
+import { REPO_ROOT } from '../helpers/repo';
 
 const SHOTS = path.join(REPO_ROOT, 'test-results', 'plain-words');
 const WIDTHS = [1440, 1024] as const;
 
 const fx = serveInChromium({
   timeoutMs: 150_000,
-  async prepare(workspace) {
-    const cli = (...args: string[]) => promisify(execFile)(process.execPath, [CLI, ...args, '--workspace', workspace]);
-    // Something in every area: a run, a training benchmark, an optimisation with its trials and report, a small dataset.
-    await cli('train', '--model', 'mlp', '--max-steps', '20', '--json');
-    await cli('benchmark-training', '--model', 'mlp', '--warmup-steps', '1', '--steps', '3', '--repeat', '2');
-    await cli('optimise', '--model', 'mlp', '--steps', '3', '--warmup-steps', '1', '--max-trials', '1', '--repeat', '2', '--report');
-    mkdirSync(path.join(workspace, 'sources'), { recursive: true });
-    const csv = path.join(workspace, 'sources', 'iris.csv');
-    writeFileSync(csv, ['sepal_length,sepal_width,species', '5.1,3.5,setosa', '7.0,3.2,versicolor', '6.3,3.3,virginica'].join('\n') + '\n');
-    await cli('cache', 'build', csv, '--label', 'species', '--name', 'iris');
-  },
+  prepare: fillEveryArea,
 });
 
 /** Internal words a person should not meet: a contract code, or a raw setting key. */

@@ -1,11 +1,13 @@
-import { mkdirSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 
 import { launchChromium } from './browser';
-import { REPO_ROOT, requireBuilt } from './repo';
+import { CLI, REPO_ROOT, requireBuilt } from './repo';
 import { startServeProcess, type ServeProcess } from './serve-process';
 import { tempDir } from './temp-dir';
 
@@ -31,4 +33,16 @@ export function serveInChromium(options: { prepare?: (workspace: string) => Prom
     workspace.cleanup();
   });
   return fx;
+}
+
+/** Something in every area, made by the CLI: a training run, a benchmark, an optimisation with its report, a small imported dataset. */
+export async function fillEveryArea(workspace: string): Promise<void> {
+  const cli = (...args: string[]) => promisify(execFile)(process.execPath, [CLI, ...args, '--workspace', workspace]);
+  await cli('train', '--model', 'mlp', '--max-steps', '20', '--json');
+  await cli('benchmark-training', '--model', 'mlp', '--warmup-steps', '1', '--steps', '3', '--repeat', '2');
+  await cli('optimise', '--model', 'mlp', '--steps', '3', '--warmup-steps', '1', '--max-trials', '1', '--repeat', '2', '--report');
+  mkdirSync(path.join(workspace, 'sources'), { recursive: true });
+  const csv = path.join(workspace, 'sources', 'iris.csv');
+  writeFileSync(csv, ['sepal_length,sepal_width,species', '5.1,3.5,setosa', '7.0,3.2,versicolor', '6.3,3.3,virginica'].join('\n') + '\n');
+  await cli('cache', 'build', csv, '--label', 'species', '--name', 'iris');
 }
