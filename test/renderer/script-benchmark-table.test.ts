@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 
 import type { ScriptBenchmarkResult } from '../../src-main/api/benchmark-result';
 import { SCRIPT_ENERGY_WINDOW } from '../../src-main/api/utilisation-words';
-import { CPU_COPY_MISSING, scriptFloors } from '../../src-main/core/targets/script/script-floors';
+import { CPU_COPY_MISSING, scriptFloors } from '../../src-main/core/stats/limits';
 import { CPU_ENERGY_MISSING } from '../../src-main/core/telemetry/energy';
 import BenchmarkResults from '../../src-renderer/components/benchmarks/BenchmarkResults.vue';
 

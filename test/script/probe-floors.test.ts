@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { formatBenchmark } from '../../src-main/cli/benchmark-format';
-import { CPU_COPY_MISSING, SCRIPT_DATA_FLOOR_MISSING } from '../../src-main/core/targets/script/script-floors';
+import { CPU_COPY_MISSING, SCRIPT_DATA_FLOOR_MISSING } from '../../src-main/core/stats/limits';
 import { CPU_ENERGY_MISSING } from '../../src-main/core/telemetry/energy';
 import { fakeNvidiaSmi } from '../helpers/fake-nvidia-smi';
 import { requireBuilt } from '../helpers/repo';

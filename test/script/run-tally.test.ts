@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 
 import type { ProbeStep } from '../../src-main/core/script/probe-messages';
-import { LossTally, RankTally } from '../../src-main/core/script/run-tally';
+import { LossTally, RankTally } from '../../src-main/core/script/rank-stats';
 
 const step = (n: number, samples: number, more: Partial<ProbeStep> = {}): ProbeStep => ({
   type: 'step',

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 
 import { energyText, floorRows } from '../../src-main/api/utilisation-words';
 import { ProbeMessageSchema } from '../../src-main/core/script/probe-messages';
-import { CPU_COPY_MISSING, SCRIPT_DATA_FLOOR_MISSING, scriptFloors } from '../../src-main/core/targets/script/script-floors';
+import { CPU_COPY_MISSING, SCRIPT_DATA_FLOOR_MISSING, scriptFloors } from '../../src-main/core/stats/limits';
 import { CPU_ENERGY_MISSING, energyPerSample } from '../../src-main/core/telemetry/energy';
 
 const peak = { gflops: 50_000, shape: '4096^3 fp32', how: 'torch.mm on cuda:0, best of 5' };

@@ -17,6 +17,12 @@ export function signedPercent(fraction: number): string {
   return `${p > 0 ? '+' : p < 0 ? '\u2212' : ''}${formatValue(Math.abs(p))}%`;
 }
 
+/** An interval as text: "1,234 to 1,456". */
+export const ci = (i: { low: number; high: number }) => `${fmt(i.low)} to ${fmt(i.high)}`;
+
+/** A speedup interval as a change: "+12% (95% CI +4.1% to +20%)". */
+export const speedupText = (s: { median: number; low: number; high: number }) => `${signedPercent(s.median - 1)} (95% CI ${signedPercent(s.low - 1)} to ${signedPercent(s.high - 1)})`;
+
 /** Text safe inside a table cell: no pipes or line breaks. */
 export function cell(text: string): string {
   return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');

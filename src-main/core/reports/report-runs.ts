@@ -12,6 +12,7 @@ import { formatIssues } from '../../api/format-issues';
 import type { EngineOptimiseResult, ScriptOptimiseResult } from '../../api/optimise-result';
 import { OptimiseResultSchema, isEngineOptimise, isScriptOptimise } from '../../api/optimise-result';
 import type { RunRecordJson } from '../../api/run-record';
+import type { ScriptTarget } from '../../api/script-target';
 import type { ScriptTrainResult } from '../../api/script-run';
 import { ScriptTrainResultSchema } from '../../api/script-run';
 import type { TelemetrySample } from '../../api/telemetry';
@@ -77,6 +78,32 @@ export interface ScriptTrainRun extends RunBase {
   telemetry: TelemetrySample[];
 }
 export type ScriptReportRun = ScriptBenchmarkRun | ScriptBatchRun | ScriptOptimiseRun | ScriptTrainRun;
+
+export const SCRIPT_KIND_NAMES: Record<ScriptReportRun['kind'], string> = {
+  'script-benchmark': 'benchmark of your command',
+  'script-batch-search': 'batch-size search on your command',
+  'script-optimise': 'optimisation wizard on your command',
+  'script-train': 'training run of your command',
+};
+
+export type Overrides = Record<string, number | boolean | string>;
+
+/** The command a script run measured, whichever capability ran it. */
+export function targetOf(run: ScriptReportRun): ScriptTarget {
+  if (run.kind === 'script-batch-search') return (run.record.config as { target: ScriptTarget }).target;
+  return run.kind === 'script-benchmark' || run.kind === 'script-optimise' ? run.result.target.command : run.result.target;
+}
+
+/** The overrides a script run started from. */
+export function overridesOf(run: ScriptReportRun): Overrides {
+  if (run.kind === 'script-benchmark') return run.result.target.overrides;
+  if (run.kind === 'script-train') return run.result.overrides;
+  if (run.kind === 'script-optimise') return run.result.target.baseline.overrides;
+  return ((run.record.config as { overrides?: Overrides }).overrides ?? {}) as Overrides;
+}
+export const overridesText = (o: Overrides) => Object.entries(o).map(([k, v]) => `${k}=${String(v)}`).join(', ') || 'none';
+
+export const scriptBenchmarks = (input: { scripts: readonly ScriptReportRun[] }) => input.scripts.filter((r): r is ScriptBenchmarkRun => r.kind === 'script-benchmark');
 
 /** Whether a run measured a user's own command rather than an engine model. */
 export function isScriptRun(record: RunRecordJson): boolean {

@@ -3,12 +3,11 @@ import { THROUGHPUT_NOISE } from '../../api/batch-size';
 import { batchSizeLabel, batchSizeOption } from '../../api/charts/batch-size-charts';
 import type { BenchmarkAttempt, SearchAttempt } from './attempts';
 import { engineWizardView, trialConclusion, wizardAttemptBody, wizardDecisionLines, wizardSkippedLines, wizardTrialsFigure } from './section-wizard';
-import { changeText, code, figureLink, fmt, MB, MiB, signedPercent, table } from './markdown';
+import { changeText, ci, code, figureLink, fmt, MB, MiB, signedPercent, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
 import type { BenchmarkRun } from './report-runs';
 import { optionsOf } from './report-runs';
 
-const ci = (low: number, high: number) => `${fmt(low)} to ${fmt(high)}`;
 const change = changeText;
 
 export const CONCLUSIONS: Record<BenchmarkAttempt['decision'], string> = {
@@ -26,7 +25,7 @@ function benchmarkAttemptBody(n: number, a: BenchmarkAttempt): string {
   const s = a.speedup;
   const rows = [
     ['samples/s, median', fmt(b.samplesPerSecCi.median), fmt(r.samplesPerSecCi.median), `${signedPercent(s.median - 1)} (95% CI ${signedPercent(s.low - 1)} to ${signedPercent(s.high - 1)})`],
-    ['samples/s, 95% CI', ci(b.samplesPerSecCi.low, b.samplesPerSecCi.high), ci(r.samplesPerSecCi.low, r.samplesPerSecCi.high), ''],
+    ['samples/s, 95% CI', ci(b.samplesPerSecCi), ci(r.samplesPerSecCi), ''],
     ['step time, steady state (ms)', fmt(b.stepTime.steadyStateMeanMs), fmt(r.stepTime.steadyStateMeanMs), change(b.stepTime.steadyStateMeanMs, r.stepTime.steadyStateMeanMs)],
     ['step time, wall clock (ms)', fmt(b.stepTime.wallClockMeanMs), fmt(r.stepTime.wallClockMeanMs), change(b.stepTime.wallClockMeanMs, r.stepTime.wallClockMeanMs)],
     ['predicted epoch, steady state (s)', fmt(b.target.predictedEpochSeconds.fromSteadyState), fmt(r.target.predictedEpochSeconds.fromSteadyState), change(b.target.predictedEpochSeconds.fromSteadyState, r.target.predictedEpochSeconds.fromSteadyState)],
@@ -106,7 +105,7 @@ function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { b
         ['Metric', `Baseline ${code(a.baseline.id)}`, `Recommended batch ${fmt(chosen.batchSize)}`, 'Change'],
         [
           ['batch size', fmt(b.batchSize * b.target.accumulation), fmt(chosen.batchSize), change(b.batchSize * b.target.accumulation, chosen.batchSize)],
-          ['samples/s', `${fmt(b.samplesPerSecCi.median)} (95% CI ${ci(b.samplesPerSecCi.low, b.samplesPerSecCi.high)})`, `${fmt(chosen.samplesPerSec)} (one trial, no CI)`, change(b.samplesPerSecCi.median, chosen.samplesPerSec)],
+          ['samples/s', `${fmt(b.samplesPerSecCi.median)} (95% CI ${ci(b.samplesPerSecCi)})`, `${fmt(chosen.samplesPerSec)} (one trial, no CI)`, change(b.samplesPerSecCi.median, chosen.samplesPerSec)],
           ['training memory (MiB)', fmt(b.target.memory.measured.total / MiB), chosen.peakBytes === null ? '-' : fmt(chosen.peakBytes / MiB), chosen.peakBytes === null ? '' : change(b.target.memory.measured.total, chosen.peakBytes)],
         ],
       ),

@@ -3,12 +3,11 @@
 import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import { phaseStackLabel, phaseStackOption } from '../../api/charts/benchmark-charts';
 import type { Limit } from '../../api/optimise';
-import { code, figureLink, fmt, MiB, table } from './markdown';
+import { ci, code, figureLink, fmt, MiB, table } from './markdown';
 import type { FigureSpec } from './report-model';
 import type { OptimiseRun } from './report-runs';
 import { telemetryFigures } from './telemetry-figures';
 
-const ci = (i: { low: number; high: number }) => `${fmt(i.low)} to ${fmt(i.high)}`;
 
 /** "1. mlp cpu b64" style labels, as the benchmark charts number them. */
 function chartInput(run: OptimiseRun, label: string, samplesPerSec: { low: number; median: number; high: number }) {

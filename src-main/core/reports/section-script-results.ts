@@ -16,10 +16,10 @@ import { ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
 import type { Decision } from '../stats/decision';
 import { decide } from '../stats/decision';
 import { comparisonFigures, phaseTable } from './benchmark-comparison';
-import { code, figureLink, fmt, MiB, table } from './markdown';
+import { ci, code, figureLink, fmt, MiB, speedupText, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
 import type { ScriptBatchRun, ScriptBenchmarkRun, ScriptOptimiseRun, ScriptTrainRun } from './report-runs';
-import { benchmarks, ci, overridesOf, overridesText, speedupText } from './script-report-text';
+import { overridesOf, overridesText, scriptBenchmarks } from './report-runs';
 import { CONCLUSIONS } from './section-attempts';
 import { scriptWizardView, trialConclusion, wizardAttemptBody, wizardDecisionLines, wizardSkippedLines, wizardTrialsFigure } from './section-wizard';
 import { telemetryFigures } from './telemetry-figures';
@@ -70,7 +70,7 @@ export function phasesPart(input: ReportInput): { body: string; figures: FigureS
 }
 
 function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpec[] } {
-  const runs = benchmarks(input);
+  const runs = scriptBenchmarks(input);
   if (!runs.length) {
     const wizard = input.scripts.some((r) => r.kind === 'script-optimise');
     return { body: wizard ? "No benchmark of your command among these runs: the wizard's baseline below is the reference." : '', figures: [] };
@@ -133,7 +133,7 @@ interface ScriptBenchmarkAttempt {
 
 /** A later benchmark of the same command against the first: ratio of medians over the launches. */
 function benchmarkAttempts(input: ReportInput): ScriptBenchmarkAttempt[] {
-  const [baseline, ...rest] = benchmarks(input);
+  const [baseline, ...rest] = scriptBenchmarks(input);
   if (!baseline) return [];
   const sameCommand = (r: ScriptBenchmarkRun) => commandText(r.result.target.command) === commandText(baseline.result.target.command);
   return rest.filter(sameCommand).map((run) => {
@@ -195,7 +195,7 @@ function searchBody(n: number, run: ScriptBatchRun): { body: string; figure: Fig
 export function attemptsOutput(input: ReportInput): SectionOutput {
   const blocks: SectionOutput['blocks'] = [];
   const figures: FigureSpec[] = [];
-  const baseline = benchmarks(input)[0];
+  const baseline = scriptBenchmarks(input)[0];
   let n = 0;
   for (const a of benchmarkAttempts(input)) blocks.push({ id: `script-attempt-${a.run.id}`, lead: '', body: benchmarkAttemptBody(++n, a, baseline) });
   for (const run of input.scripts) {
@@ -244,7 +244,7 @@ const FLOOR_NAMES: Record<'compute' | 'copy' | 'data', string> = { compute: 'Com
 
 /** The Physical limits section for scripts: each benchmark's floors beside its step, as the engine's are given. */
 export function scriptLimitsBody(input: ReportInput): string {
-  const measured = benchmarks(input).filter((r) => r.result.target.floors);
+  const measured = scriptBenchmarks(input).filter((r) => r.result.target.floors);
   const lines = measured.flatMap((r) => {
     const f = r.result.target.floors!;
     return [

@@ -107,7 +107,6 @@ export function scriptWizardView(run: ScriptOptimiseRun): WizardView {
   };
 }
 
-export const ci = (i: { low: number; high: number }) => `${fmt(i.low)} to ${fmt(i.high)}`;
 
 /** A paired speedup over `pairs` A/B pairs, naming its interval's true coverage (93.8% for 5 pairs, not 95%). */
 export function pairedSpeedupText(s: Interval, pairs: number): string {

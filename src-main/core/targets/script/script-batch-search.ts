@@ -12,8 +12,8 @@ import { combineRanks, summarizeRank } from '../../script/rank-stats';
 import { commandText } from './script-benchmark';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
 import type { BatchPlan, OnOutput } from '../target-runner';
-import type { TrialRecord } from '../../script/script-trial';
-import { trialError, trialOom } from '../../script/script-trial';
+import type { TrialRecord } from '../../script/measured-launch';
+import { trialError, trialOom } from '../../script/measured-launch';
 import { launchMeasured } from '../../script/measured-launch';
 
 const n = (x: number) => Math.round(x).toLocaleString('en-US');

@@ -23,8 +23,8 @@ import type { BenchmarkPlan, OnOutput, RepetitionProgress } from '../target-runn
 import type { RankSummary } from '../../script/rank-stats';
 import { combineRanks, summarizeRank } from '../../script/rank-stats';
 import type { ProbeMessage } from '../../script/probe-messages';
-import { CPU_COPY_MISSING, scriptFloors } from './script-floors';
-import { trialError } from '../../script/script-trial';
+import { CPU_COPY_MISSING, scriptFloors } from '../../stats/limits';
+import { trialError } from '../../script/measured-launch';
 import { launchMeasured } from '../../script/measured-launch';
 
 /** One launch as the benchmark keeps it: the repetition it records, with each rank's summary and the overrides applied. */

@@ -16,12 +16,12 @@ import { probeDir } from '../../script/launcher';
 import type { ProbeConnection } from '../../script/probe-channel';
 import type { ProbeDone } from '../../script/probe-messages';
 import type { ProcessTreeSummary } from '../../script/process-tree';
-import { LossTally, RankTally } from '../../script/run-tally';
+import { LossTally, RankTally } from '../../script/rank-stats';
 import { commandText } from './script-benchmark';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
 import type { TrainOptions } from '../target-runner';
-import type { TrialRecord } from '../../script/script-trial';
-import { trialError } from '../../script/script-trial';
+import type { TrialRecord } from '../../script/measured-launch';
+import { trialError } from '../../script/measured-launch';
 import { launchMeasured } from '../../script/measured-launch';
 
 /** Progress events at most this often (docs/architecture.md: throttled; a small model steps by the thousand per second). */
