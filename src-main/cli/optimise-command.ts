@@ -1,11 +1,11 @@
 import { Command, InvalidArgumentError } from 'commander';
 
 import { ApiError } from '../api/errors';
-import { trialDecisionWords } from '../api/charts/optimise-charts';
 import { formatIssues } from '../api/format-issues';
 import { newJobId } from '../api/ids';
 import type { ConfounderPolicy, OptimiseRequest, WizardObjective } from '../api/optimise';
-import type { EngineOptimiseResult, ScriptOptimiseResult } from '../api/optimise-result';
+import type { OptimiseResult } from '../api/optimise-result';
+import { isEngineOptimise } from '../api/optimise-result';
 import { ConfounderPolicySchema, OptimisePresetSchema, OptimiseRequestSchema, ReadFromSchema, WizardObjectiveSchema } from '../api/optimise';
 import { pairsToDecide } from '../api/order-interval';
 import type { ScriptOptimiseRequest, ScriptOverrides } from '../api/script-target';
@@ -16,7 +16,7 @@ import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
-import { formatOptimise, formatScriptOptimise, progressLine, repeatNote } from './optimise-format';
+import { formatOptimise, progressLine, repeatNote } from './optimise-format';
 import { reportWrittenLines } from './report-written';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, parseBytes, ratioArg, secondsRangeArg } from './train-inputs';
@@ -127,7 +127,7 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
     if (request) {
       await warnIfEmulated(services, request.target.options.device);
       sayRepeat(request.repeat, flags);
-      await runEngineWizard(services, request.jobId!, false, (options) => services.optimise.start(request, options), flags);
+      await runWizard(services, 'engine', false, (options) => services.optimise.start(request, options), flags);
       return;
     }
     // --resume takes either target's id: an engine wizard's, or a script optimisation's run (which goes on with that script).
@@ -135,8 +135,7 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
     const saved = await services.optimise.state(id);
     // The user's own --resume: a script wizard goes on with the command its run file names.
     const resume = (options: WizardOptions) => services.optimise.resume(id, { ...options, commandFromRunFile: true });
-    if (saved !== null && 'runIds' in saved) await runEngineWizard(services, id, true, resume as (options: WizardOptions) => Promise<EngineOptimiseResult>, flags);
-    else await runScriptWizard(services, resume as (options: WizardOptions) => Promise<ScriptOptimiseResult>, flags);
+    await runWizard(services, saved !== null && 'runIds' in saved ? 'engine' : 'script', true, resume, flags);
   } finally {
     await services.dispose();
   }
@@ -151,7 +150,7 @@ async function optimiseScript(command: string[], flags: OptimiseScriptFlags): Pr
   const services = await createServices({ workspaceDir: flags.workspace });
   try {
     sayRepeat(request.repeat, flags);
-    await runScriptWizard(services, (options) => services.optimise.start(request, options), flags);
+    await runWizard(services, 'script', false, (options) => services.optimise.start(request, options), flags);
   } finally {
     await services.dispose();
   }
@@ -162,15 +161,12 @@ function sayRepeat(repeat: number, flags: OutputFlags): void {
   if (flags.progress && repeat < pairsToDecide()) process.stderr.write(`${repeatNote(repeat)}\n`);
 }
 
-/** The engine's wizard, new or resumed, with a progress bar on stderr. */
-async function runEngineWizard(
-  services: Services,
-  jobId: string,
-  resumed: boolean,
-  run: (options: WizardOptions) => Promise<EngineOptimiseResult>,
-  flags: OptimiseFlags,
-): Promise<void> {
-  // On a terminal the bar redraws in place and only finished trials stay on screen; on a pipe every line is kept.
+/**
+ * Either target's wizard, new or resumed: a progress bar on stderr (redrawn in place on a terminal, every line
+ * kept on a pipe), Ctrl-C cancels as jobs.cancel does (a script's launch in flight is killed with its process
+ * group; the run keeps the trials finished so far), the result on stdout.
+ */
+async function runWizard(services: Services, target: 'engine' | 'script', resumed: boolean, run: (options: WizardOptions) => Promise<OptimiseResult>, flags: OutputFlags): Promise<void> {
   const tty = process.stderr.isTTY === true;
   let drawn = false;
   const say = (line: string, transient = false) => {
@@ -179,60 +175,37 @@ async function runEngineWizard(
     process.stderr.write(tty && transient ? line : `${line}\n`);
     drawn = tty && transient;
   };
+  let jobId: string | null = null;
   const onSigint = () => {
-    process.stderr.write('\ncancelling the optimisation...\n');
-    void services.cancelJob(jobId);
+    process.stderr.write(`\ncancelling the ${target === 'script' ? 'script ' : ''}optimisation...\n`);
+    if (jobId) void services.cancelJob(jobId);
   };
   process.on('SIGINT', onSigint);
   try {
-    say(`optimisation ${jobId}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${jobId})`);
     let last = '';
     const result = await run({
       allowPathsOutsideWorkspace: true,
+      onStart: (id) => {
+        jobId = id;
+        say(`optimisation ${id}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${id})`);
+      },
       onProgress: (p) => {
         const line = progressLine(p);
         if (line !== last) say(line, p.finishedTrial === null && p.repetitions > 0);
         last = line;
       },
     });
+    if (drawn) process.stderr.write('\n');
+    drawn = false;
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatOptimise(result)) + '\n');
     if (flags.report) {
       // The wizard's run first (its attempts are the report), then the batch search it ran, so both are written up.
-      const runIds = [result.runId, ...(result.target.batchSearch?.runId ? [result.target.batchSearch.runId] : [])];
-      const report = await services.reports.generate({ runIds });
+      const search = isEngineOptimise(result) ? result.target.batchSearch?.runId : undefined;
+      const report = await services.reports.generate({ runIds: [result.runId, ...(search ? [search] : [])] });
       process.stderr.write(reportWrittenLines(services.workspace.root, report) + '\n');
     }
   } finally {
     if (drawn) process.stderr.write('\n');
-    process.off('SIGINT', onSigint);
-  }
-}
-
-/** A script's wizard, new or going on from a stopped run, with a line per launch and trial on stderr. */
-async function runScriptWizard(services: Services, run: (options: WizardOptions) => Promise<ScriptOptimiseResult>, flags: OutputFlags): Promise<void> {
-  // Ctrl-C cancels as jobs.cancel does: the launch in flight is killed with its process group, and the
-  // run is recorded cancelled with the trials finished so far.
-  let jobId: string | null = null;
-  const onSigint = () => {
-    process.stderr.write('\ncancelling the script optimisation...\n');
-    if (jobId) void services.cancelJob(jobId);
-  };
-  process.on('SIGINT', onSigint);
-  try {
-    const result = await run({
-      onStart: (id) => (jobId = id),
-      onProgress: (p) => {
-        if (!flags.progress || flags.json) return;
-        if (p.finishedTrial) process.stderr.write(`trial ${p.finishedTrial.index}: ${p.finishedTrial.change.label} -> ${trialDecisionWords(p.finishedTrial)}\n`);
-        else if (p.phase !== 'done') process.stderr.write(`${p.phase}${p.label ? ` (${p.label})` : ''}: ${p.repetition} of ${p.repetitions}\n`);
-      },
-    });
-    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptOptimise(result)) + '\n');
-    if (flags.report) {
-      const report = await services.reports.generate({ runIds: [result.runId] });
-      process.stderr.write(reportWrittenLines(services.workspace.root, report) + '\n');
-    }
-  } finally {
     process.off('SIGINT', onSigint);
   }
 }

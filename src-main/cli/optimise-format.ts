@@ -1,7 +1,8 @@
 import { conditionsSummary } from '../api/confounders';
 import { compileText, lossCheckText, trialCiLevel, trialDecisionWords } from '../api/charts/optimise-charts';
-import type { OptimiseProgress, OptimiseTrial } from '../api/optimise';
-import type { EngineOptimiseResult, ScriptOptimiseResult } from '../api/optimise-result';
+import type { Limits, OptimiseProgress, OptimiseTrial } from '../api/optimise';
+import type { EngineOptimiseResult, OptimiseResult, ScriptOptimiseResult } from '../api/optimise-result';
+import { isEngineOptimise, isScriptOptimise } from '../api/optimise-result';
 import { pairsAllow } from '../api/order-interval';
 import { finalFigures } from '../api/paired-figures';
 import type { WizardResult } from '../api/optimise';
@@ -73,85 +74,84 @@ export function repeatNote(repeat: number): string {
   return `repeat    ${pairsAllow(repeat)}`;
 }
 
-/** The result as a person reads it: the baseline and diagnosis, the limits, every attempt, then what to use. */
-export function formatOptimise(r: EngineOptimiseResult): string {
+/** A wizard's result as a person reads it, either target: the baseline and what bounds it, every attempt, then what to use. */
+export function formatOptimise(r: OptimiseResult): string {
   const b = r.baseline;
-  const { stepsWidened, batchSearch } = r.target;
-  const settings = r.target.final.config;
-  const ci = (i: { low: number; median: number; high: number }) => `${n0(i.median)} samples/s (95% CI ${n0(i.low)}–${n0(i.high)})`;
-  const lim = (name: string, l: { stepMs: number | null; baselineOverFloor: number | null; derivation: string }) =>
-    `  ${name.padEnd(8)} ${l.stepMs === null ? 'n/a'.padStart(10) : `${l.stepMs.toFixed(3)} ms`.padStart(10)}  ${l.baselineOverFloor === null ? '' : `baseline ${l.baselineOverFloor.toFixed(1)}x`}  ${l.derivation}`;
+  const energy = r.objective === 'energy' ? '; objective: samples per joule of GPU energy, the speedups below are of samples/J' : '';
   const rows = r.trials.flatMap((t) => {
     const conditions = conditionsSummary(t.conditions ?? []);
     return [
       `${String(t.index).padStart(3)}  ${t.change.label.padEnd(44)} ${t.speedup ? x3(t.speedup.median).padStart(7) : '-'.padStart(7)} ${
         t.speedup ? `[${x3(t.speedup.low)}, ${x3(t.speedup.high)}]`.padEnd(19) : ''.padEnd(19)
       } ${trialDecisionWords(t).padEnd(15)} ${t.why}${t.error ? ` (${t.error})` : ''}`,
+      ...(t.compile ? [`     ${compileText(t.compile)}`] : []),
       ...(conditions ? [`     conditions: ${conditions}`] : []),
     ];
   });
-  const lines = [
-    `optimise   ${printable(r.title)}  (${r.jobId}, preset ${r.preset}, ${r.repeat} repetitions per side, A/B/A/B${r.objective === 'energy' ? '; objective: samples per joule of GPU energy, the speedups below are of samples/J' : ''})`,
-    ...(stepsWidened ? [`steps      ${stepsWidened.from} -> ${stepsWidened.to} per repetition: ${stepsWidened.from} steps measured ${stepsWidened.windowMs.toFixed(1)} ms, under the ${stepsWidened.minWindowSeconds} s asked for (--min-window); the baseline was measured again`] : []),
-    `baseline   ${ci(b.samplesPerSec)}; step ${b.stepMs.toFixed(3)} ms; noise floor ±${(100 * b.noiseFloor).toFixed(1)}%; ${b.device}`,
+  return [
+    `optimise   ${printable(r.title)}  (${r.jobId}, preset ${r.preset}, ${r.repeat} repetitions per side, A/B/A/B${energy})`,
+    ...(isEngineOptimise(r) ? engineStart(r) : isScriptOptimise(r) ? scriptStart(r) : []),
+    `baseline   ${n0(b.samplesPerSec.median)} samples/s (95% CI ${n0(b.samplesPerSec.low)}–${n0(b.samplesPerSec.high)}); step ${b.stepMs.toFixed(3)} ms; noise floor ±${(100 * b.noiseFloor).toFixed(1)}%; ${b.device}`,
     `           phases: ${Object.entries(b.phasesPercent)
       .map(([k, v]) => `${k} ${v.toFixed(1)}%`)
       .join(', ')}`,
-    `diagnosis  ${r.diagnosis.summary}`,
-    ...r.diagnosis.findings.map((f) => `  ${f.severity === 'warning' ? '!' : '-'} [${f.id}] ${f.text} (${f.measurement.name} = ${f.measurement.value.toFixed(2)} ${f.measurement.unit})`),
-    'limits     floor per step, how far the baseline is from it, and how it was measured',
-    lim('compute', r.limits.compute),
-    lim('read', r.limits.read),
-    lim('h2d', r.limits.h2d),
-    `  ${r.limits.summary}`,
+    `diagnosis  ${r.diagnosis?.summary ?? scriptBoundText(b)}`,
+    ...(r.diagnosis?.findings ?? []).map((f) => `  ${f.severity === 'warning' ? '!' : '-'} [${f.id}] ${f.text} (${f.measurement.name} = ${f.measurement.value.toFixed(2)} ${f.measurement.unit})`),
+    ...(r.limits ? limitLines(r.limits) : []),
     `trials     change, speedup over the current best (median, ${trialLevels(r.trials)} CI), decision and why`,
     ...(rows.length ? rows : ['  none: no change to try']),
-    ...(batchSearch ? [`batch      ${batchSearch.recommended !== null ? `the batch-size search recommends ${batchSearch.recommended}` : 'no batch-size search'}: ${batchSearch.verdict}`] : []),
+    ...(isEngineOptimise(r) && r.target.batchSearch
+      ? [`batch      ${r.target.batchSearch.recommended !== null ? `the batch-size search recommends ${r.target.batchSearch.recommended}` : 'no batch-size search'}: ${r.target.batchSearch.verdict}`]
+      : []),
     ...(r.skipped.length ? ['not tried', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),
-    `final      ${r.final.changes.length ? r.final.changes.join('; ') : 'no change kept'}`,
-    `           ${finalLine(r)}`,
-    `           ${r.final.verdict}`,
-    ...r.final.proposals.map((p) => `  proposed (recipe change, not kept): ${p}`),
-    `settings   read from ${settings.readFrom}, loader workers ${settings.options.loaderWorkers}, prefetch ${settings.options.prefetch}, batch ${settings.options.batchSize} x ${settings.options.accumulation}, ${settings.options.precision}`,
-    `saved      ${r.runDir} (run of kind optimise) and optimise/${r.jobId}/state.json in the workspace`,
-  ];
-  return lines.join('\n');
-}
-
-/** A script wizard's result: the baseline, each trial with its decision, and the overrides to use as --set flags. */
-export function formatScriptOptimise(r: ScriptOptimiseResult): string {
-  const b = r.baseline;
-  const { loader, lossCheck } = r.target;
-  const overrides = r.target.final?.overrides ?? {};
-  const setFlags = Object.entries(overrides).map(([k, v]) => `--set ${k}=${String(v)}`);
-  return [
-    `optimise   ${printable(r.title)}${r.objective === 'energy' ? '  (objective: samples per joule of GPU energy; the speedups below are of samples/J)' : ''}`,
-    `loader     ${loader ? Object.entries(loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}`,
-    `loss       ${lossCheckText(lossCheck, r.preset)}`,
-    `baseline   ${n0(b.samplesPerSec.median)} samples/s (95% CI ${n0(b.samplesPerSec.low)}-${n0(b.samplesPerSec.high)}, noise floor ±${(100 * b.noiseFloor).toFixed(1)}%) on ${b.device}; data wait ${b.phasesPercent.data.toFixed(1)}% of the step`,
-    `order      ${r.diagnosis?.summary ?? scriptBoundText(b)}`,
-    'trials',
-    ...(r.trials.length
-      ? r.trials.flatMap((t) => [
-          `  ${t.index}. ${t.change.label.padEnd(36)} ${trialDecisionWords(t).padEnd(13)} ${t.speedup ? `${x3(t.speedup.median)} [${x3(t.speedup.low)}, ${x3(t.speedup.high)}]` : t.error ?? ''}`,
-          ...(t.compile ? [`     ${compileText(t.compile)}`] : []),
-          ...(t.decision === 'confounded' ? [`     ${t.why}`] : []),
-          ...(t.conditions && conditionsSummary(t.conditions) ? [`     conditions: ${conditionsSummary(t.conditions)}`] : []),
-        ])
-      : ['  none']),
-    ...(r.skipped.length ? ['skipped', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),
     `final      ${r.final.changes.length ? r.final.changes.join('; ') : 'no change kept'}; ${finalLine(r)}`,
     `verdict    ${r.final.verdict}`,
     ...r.final.proposals.map((p) => `proposal   ${p}`),
-    // A proposed change that beat the noise, with how to apply it: the flag, and the line for the script.
+    ...(isEngineOptimise(r) ? engineUse(r) : isScriptOptimise(r) ? scriptUse(r) : []),
+  ].join('\n');
+}
+
+/** What the engine's wizard did before its baseline counted: the steps it widened. */
+function engineStart(r: EngineOptimiseResult): string[] {
+  const w = r.target.stepsWidened;
+  return w ? [`steps      ${w.from} -> ${w.to} per repetition: ${w.from} steps measured ${w.windowMs.toFixed(1)} ms, under the ${w.minWindowSeconds} s asked for (--min-window); the baseline was measured again`] : [];
+}
+
+/** What a script's wizard found before its baseline: the script's own loader, and the loss guard. */
+function scriptStart(r: ScriptOptimiseResult): string[] {
+  const { loader, lossCheck } = r.target;
+  return [`loader     ${loader ? Object.entries(loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}`, `loss       ${lossCheckText(lossCheck, r.preset)}`];
+}
+
+function limitLines(l: Limits): string[] {
+  const lim = (name: string, f: { stepMs: number | null; baselineOverFloor: number | null; derivation: string }) =>
+    `  ${name.padEnd(8)} ${f.stepMs === null ? 'n/a'.padStart(10) : `${f.stepMs.toFixed(3)} ms`.padStart(10)}  ${f.baselineOverFloor === null ? '' : `baseline ${f.baselineOverFloor.toFixed(1)}x`}  ${f.derivation}`;
+  return ['limits     floor per step, how far the baseline is from it, and how it was measured', lim('compute', l.compute), lim('read', l.read), lim('h2d', l.h2d), `  ${l.summary}`];
+}
+
+/** The engine's final settings, and where the wizard is saved. */
+function engineUse(r: EngineOptimiseResult): string[] {
+  const o = r.target.final.config.options;
+  return [
+    `settings   read from ${r.target.final.config.readFrom}, loader workers ${o.loaderWorkers}, prefetch ${o.prefetch}, batch ${o.batchSize} x ${o.accumulation}, ${o.precision}`,
+    `saved      ${r.runDir} (${r.seconds.toFixed(0)} s) and optimise/${r.jobId}/state.json in the workspace`,
+  ];
+}
+
+/** A script's kept overrides as --set flags and as code for the script; a proposal that beat the noise with how to apply it. */
+function scriptUse(r: ScriptOptimiseResult): string[] {
+  const overrides = r.target.final?.overrides ?? {};
+  const setFlags = Object.entries(overrides).map(([k, v]) => `--set ${k}=${String(v)}`);
+  const device = r.baseline.device;
+  return [
     ...r.trials
       .filter((t) => t.decision === 'proposed')
       .map((t) => {
         const value = t.change.to as string | number | boolean;
-        return `apply      --set ${t.change.knob}=${String(value)} (in code: ${overrideCode({ [t.change.knob]: value }, { device: b.device })[0]})`;
+        return `apply      --set ${t.change.knob}=${String(value)} (in code: ${overrideCode({ [t.change.knob]: value }, { device })[0]})`;
       }),
     `use        ${setFlags.length ? setFlags.join(' ') : r.final.proposals.length ? 'the script as it is, or a proposal above' : 'the script as it is (no override)'}`,
-    ...overrideCode(overrides, { device: b.device }).map((line, i) => `${i === 0 ? 'in code   ' : '          '} ${line}`),
+    ...overrideCode(overrides, { device }).map((line, i) => `${i === 0 ? 'in code   ' : '          '} ${line}`),
     `saved      ${r.runDir} (${r.seconds.toFixed(0)} s)`,
-  ].join('\n');
+  ];
 }

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 
 import type { ScriptOptimiseResult } from '../../src-main/api/optimise-result';
-import { formatScriptOptimise } from '../../src-main/cli/optimise-format';
+import { formatOptimise } from '../../src-main/cli/optimise-format';
 
 const interval = (median: number) => ({ low: median * 0.9, median, high: median * 1.1 });
 const phases = { data: 36, h2d: 0, forward: 1, loss: 0.5, backward: 1, optimizer: 0.5, other: 1 };
@@ -34,9 +34,9 @@ function result(overrides: Record<string, string | number | boolean>): ScriptOpt
   };
 }
 
-describe('formatScriptOptimise', () => {
+describe('formatOptimise', () => {
   it('ends with the overrides as --set flags and as code for the script', () => {
-    const text = formatScriptOptimise(result({ 'dataloader.num_workers': 2, 'dataloader.pin_memory': true, 'matmul.precision': 'high' }));
+    const text = formatOptimise(result({ 'dataloader.num_workers': 2, 'dataloader.pin_memory': true, 'matmul.precision': 'high' }));
     expect(text.split('\n').slice(-5)).toEqual([
       'verdict    kept',
       'use        --set dataloader.num_workers=2 --set dataloader.pin_memory=true --set matmul.precision=high',
@@ -47,7 +47,7 @@ describe('formatScriptOptimise', () => {
   });
 
   it('says to run the script as it is when nothing was kept, with no code lines', () => {
-    const text = formatScriptOptimise(result({}));
+    const text = formatOptimise(result({}));
     expect(text).toContain('use        the script as it is (no override)');
     expect(text).not.toContain('in code');
   });
@@ -55,9 +55,9 @@ describe('formatScriptOptimise', () => {
   it('gives a proposed recipe change that beat the noise as the flag and the line that apply it (issue 27)', () => {
     const r = result({});
     const change = { knob: 'dataloader.batch_size', from: 32, to: 64, kind: 'recipe' as const, label: 'dataloader.batch_size 32 -> 64', hypothesis: 'h', note: 'scale the learning rate (x2)' };
-    r.trials = [{ ...({} as ScriptOptimiseResult['trials'][number]), index: 1, change, decision: 'proposed', kept: false, speedup: interval(1.44) }];
+    r.trials = [{ ...({} as ScriptOptimiseResult['trials'][number]), index: 1, change, decision: 'proposed', kept: false, speedup: interval(1.44), why: 'beat the noise', bestSamplesPerSec: [800, 810, 820, 805, 815], candidateSamplesPerSec: [1150, 1170, 1180, 1160, 1175] }];
     r.final = { ...r.final, proposals: ['dataloader.batch_size 32 -> 64: scale the learning rate (x2)'] };
-    const lines = formatScriptOptimise(r).split('\n');
+    const lines = formatOptimise(r).split('\n');
     expect(lines.slice(-4)).toEqual([
       'proposal   dataloader.batch_size 32 -> 64: scale the learning rate (x2)',
       'apply      --set dataloader.batch_size=64 (in code: DataLoader(..., batch_size=64))',
