@@ -1,7 +1,7 @@
 import type { BatchSearchProgress, BatchSearchRequest, BatchSearchResult, BatchTrial } from '@api/batch-size';
-import type { ScriptBatchSearchRequestInput, ScriptOutputEvent } from '@api/script-target';
+import type { ScriptBatchSearchRequest, ScriptBatchSearchRequestInput, ScriptOutputEvent } from '@api/script-target';
 import { ScriptBatchSearchRequestSchema } from '@api/script-target';
-import { BatchSearchRequestSchema, DEFAULT_HEADROOM } from '@api/batch-size';
+import { BatchSearchRequestSchema, BatchSearchResultSchema, DEFAULT_HEADROOM } from '@api/batch-size';
 import type { BuiltinModelName, ModelSpec } from '@api/model-spec';
 import { BUILTIN_MODELS } from '@api/model-spec';
 import type { JobInfo, TargetKind } from '@api/jobs';
@@ -15,9 +15,14 @@ import { followRunningTarget } from '../composables/useTargetSwitch';
 import { dataSourceOf } from '../composables/useTargetChoices';
 import type { ScriptStatus } from '../view-models/script-status';
 import { scriptBatchStatus } from '../view-models/script-status';
+import { useApiClient } from '../transport/client-instance';
+import { dataChoiceOf } from '../composables/useTargetChoices';
+import { errorText } from './error-text';
 import { useJobsStore } from './jobs';
+import type { ModelChoices } from '../view-models/model-choice';
+import { modelChoiceOf } from '../view-models/model-choice';
 import type { ScriptForm } from '../view-models/script-target-form';
-import { emptyScriptForm, scriptRequestFromForm } from '../view-models/script-target-form';
+import { emptyScriptForm, scriptFieldsOf, scriptRequestFromForm } from '../view-models/script-target-form';
 
 /** The form of the Batch size area, in the units a person types. */
 export interface BatchSearchForm {
@@ -75,6 +80,42 @@ export function scriptSearchFromForm(form: ScriptForm, numbers: ScriptSearchNumb
 }
 
 /**
+ * The form's values a search's request was made with (one re-attached after a reload or from another window,
+ * or reopened from its run), so the form shows what was searched. The model and data are the form's choices
+ * that give the request's again; where the form has none (a spec or files given to the CLI) `keep`'s stay.
+ */
+export function batchFormOf(r: BatchSearchRequest, choices: ModelChoices, keep: Pick<BatchSearchForm, 'model' | 'data' | 'memoryLimitMiB'>): BatchSearchForm {
+  const data = dataChoiceOf(r.data) ?? keep.data;
+  return {
+    model: modelChoiceOf(r.spec, data, choices.datasets, choices.models) ?? keep.model,
+    data,
+    device: r.options.device,
+    memoryLimitMiB: r.options.memoryLimitBytes > 0 ? r.options.memoryLimitBytes / 2 ** 20 : keep.memoryLimitMiB,
+    headroomPct: Math.round(r.headroom * 100),
+    globalBatch: r.globalBatch ?? null,
+    stepsPerTrial: r.stepsPerTrial,
+  };
+}
+
+/** A script search's numbers as its request gave them (the form's other half: scriptFieldsOf). */
+export function searchNumbersOf(r: ScriptBatchSearchRequest): ScriptSearchNumbers {
+  return { startBatch: r.startBatch, maxBatch: r.maxBatch, warmupSteps: r.warmupSteps, stepsPerTrial: r.stepsPerTrial, headroomPct: Math.round(r.headroom * 100), timeoutSeconds: r.timeoutSeconds };
+}
+
+/** A batch-search run's saved request (run.json's config), parsed for the target it searched; null for one this window cannot read. */
+export function searchedRequestOf(config: unknown): { kind: 'engine'; request: BatchSearchRequest } | { kind: 'script'; request: ScriptBatchSearchRequest } | null {
+  if (typeof config !== 'object' || config === null) return null;
+  // The engine's run keeps the cache it read beside the request.
+  const { cachedData: _cached, ...rest } = config as Record<string, unknown>;
+  if ((rest.target as { kind?: unknown } | undefined)?.kind === 'script') {
+    const parsed = ScriptBatchSearchRequestSchema.safeParse(rest);
+    return parsed.success ? { kind: 'script', request: parsed.data } : null;
+  }
+  const parsed = BatchSearchRequestSchema.safeParse(rest);
+  return parsed.success ? { kind: 'engine', request: parsed.data } : null;
+}
+
+/**
  * What only a script's search has (the area's one store below holds it as `script`): the script target's form and
  * the search's numbers, confirmation, the script's trials and output live, the status line, Cancel. The search
  * followed is one started here, or one running when the window opened, re-attached through the jobs store.
@@ -84,7 +125,15 @@ function scriptBatchSearch() {
   const numbers = ref<ScriptSearchNumbers>(defaultSearchNumbers());
   /** Trials of the running (or last) search, in the order they ran. */
   const trials = shallowRef<BatchTrial[]>([]);
+  /** The request of the search shown (started here, re-attached or reopened): what its answer was found for, and what Apply sets. */
+  const searched = shallowRef<ScriptBatchSearchRequest | null>(null);
   const buffer = scriptOutputBuffer();
+  /** The form shows a request's command and numbers (a search re-attached or reopened). */
+  function show(request: ScriptBatchSearchRequest): void {
+    searched.value = request;
+    form.value = { ...form.value, ...scriptFieldsOf(request.target, request.overrides) };
+    numbers.value = searchNumbersOf(request);
+  }
   const side = useScriptJob<ScriptBatchSearchRequestInput, BatchSearchResult>({
     kind: 'batchSize',
     handlers: {
@@ -92,8 +141,17 @@ function scriptBatchSearch() {
       'script.output': (e: ScriptOutputEvent) => buffer.push(e),
     },
     request: () => scriptSearchFromForm(form.value, numbers.value),
-    start: (job, request) => job.start('batchSize.search', request),
-    attach: (job, info) => job.attach({ ...info, method: 'batchSize.search', target: 'script' as const }),
+    start: (job, request) => {
+      searched.value = ScriptBatchSearchRequestSchema.parse(request);
+      return job.start('batchSize.search', request);
+    },
+    attach: (job, info) => {
+      // The greyed-out fields show what runs.
+      const request = ScriptBatchSearchRequestSchema.safeParse(info.request);
+      if (request.success) show(request.data);
+      else searched.value = null;
+      return job.attach({ ...info, method: 'batchSize.search', target: 'script' as const });
+    },
     clear: () => {
       trials.value = [];
       buffer.clear();
@@ -114,7 +172,7 @@ function scriptBatchSearch() {
     return null;
   });
 
-  return { ...side, form, numbers, trials, output: buffer.lines, status };
+  return { ...side, form, numbers, trials, searched, show, output: buffer.lines, status };
 }
 
 /**
@@ -144,6 +202,8 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
   const progressAt = ref(0);
   /** The request of the search shown (started here or re-attached): what its answer was found for. */
   const request = shallowRef<BatchSearchRequest | null>(null);
+  /** The search shown was reopened from its run (not run here): the form shows its request, as for one re-attached. */
+  const reopened = ref(false);
 
   const job = useJob({
     'batchSize.trial': (e) => (trials.value = [...trials.value, e.trial]),
@@ -164,6 +224,7 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
     progress.value = null;
     const parsed = BatchSearchRequestSchema.safeParse(searched);
     request.value = parsed.success ? parsed.data : null;
+    reopened.value = false;
     running.value = true;
     try {
       result.value = await follow();
@@ -203,6 +264,41 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
   }
   useJobsStore().adopt('batchSize', 'engine', (info) => void attach(info));
 
+  /** Why the last reopen of a search (openSearch) failed; null when it did not. */
+  const openError = ref<string | null>(null);
+
+  /**
+   * Shows a finished search again from its run (the area's URL names it: a reload, a pasted link), on the target
+   * it searched; not while a search runs. The engine's form shows the request via `request`, the script's fields via show().
+   */
+  async function openSearch(runId: string): Promise<void> {
+    if (running.value || script.running.value) return;
+    openError.value = null;
+    try {
+      const detail = await useApiClient().call('runs.get', { id: runId });
+      if (detail.summary.kind !== 'batch-search') throw new Error(`run ${runId} is not a batch-size search`);
+      const record = detail.record as { config?: unknown; result?: unknown } | null;
+      const searchedNow = searchedRequestOf(record?.config);
+      const answer = BatchSearchResultSchema.safeParse(record?.result);
+      if (!searchedNow || !answer.success) throw new Error(`run ${runId} has no answer this page can show (${detail.summary.status})`);
+      if (running.value || script.running.value) return;
+      if (searchedNow.kind === 'script') {
+        script.show(searchedNow.request);
+        script.result.value = answer.data;
+        script.trials.value = answer.data.trials;
+      } else {
+        request.value = searchedNow.request;
+        result.value = answer.data;
+        trials.value = answer.data.trials;
+        error.value = null;
+        reopened.value = true;
+      }
+      target.value = searchedNow.kind;
+    } catch (err) {
+      openError.value = errorText(err);
+    }
+  }
+
   /** Stops the running search at its current trial. */
   async function cancel(): Promise<void> {
     if (!running.value) return;
@@ -214,5 +310,5 @@ export const useBatchSizeStore = defineStore('batch-size', () => {
   const script = scriptBatchSearch();
   followRunningTarget(target, { engine: running, script: script.running });
 
-  return { target, form, trials, result, running, progress, progressAt, request, error, failure: job.failure, jobId, cancelling: job.cancelling, attached: job.attached, start, attach, cancel, script };
+  return { target, form, trials, result, running, progress, progressAt, request, reopened, openSearch, openError, error, failure: job.failure, jobId, cancelling: job.cancelling, attached: job.attached, start, attach, cancel, script };
 });

@@ -74,12 +74,14 @@ export const useJobsStore = defineStore('jobs', () => {
   }
 
   /**
-   * An area store takes the jobs of one kind and target: those running now at once, later ones
-   * as they start (a window that started a job itself ignores the offer: it already follows it).
+   * An area store takes the jobs of one kind and target: those running now as soon as they are listed again,
+   * later ones as they start (a window that started a job itself ignores the offer: it already follows it).
+   * A store made after the jobs were listed (its area opened later) gets them listed anew: the events the
+   * list held then are stale, and replaying them would leave out every step, trial or line since.
    */
   function adopt(kind: JobKind, target: TargetKind | null, adopter: Adopter): void {
     adopters.set(keyOf(kind, target), adopter);
-    for (const info of live.value) if (info.kind === kind && info.target === target) adopter(info);
+    if (live.value.some((info) => info.kind === kind && info.target === target)) void refresh();
   }
 
   /** Resolves when the job ends (at once if it already has), with its answer or error. */

@@ -1,8 +1,12 @@
+import type { StepPoint } from '@api/charts/run-charts';
+import { appendScriptRunPoint } from '@api/charts/run-charts';
 import type { JobInfo, TargetKind } from '@api/jobs';
 import type { ScriptProgressEvent, ScriptTrainRequestInput, ScriptTrainResult } from '@api/script-run';
+import { ScriptTrainRequestSchema } from '@api/script-run';
 import type { ScriptOutputEvent } from '@api/script-target';
 import type { GpuState } from '@api/telemetry';
 import type { TrainPreparingEvent, TrainRequest, TrainResult, TrainStepEvent } from '@api/training';
+import { TrainRequestSchema } from '@api/training';
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
 
@@ -13,6 +17,10 @@ import { useJobsStore } from './jobs';
 import { useRunsStore } from './runs';
 import type { ScriptLine } from '../composables/useScriptJob';
 import { SCRIPT_OUTPUT_LINES } from '../composables/useScriptJob';
+import type { LiveCurve } from '../view-models/live-curve';
+import { appendStep, curveOfEvents, emptyLiveCurve } from '../view-models/live-curve';
+import { emptyScriptRunForm, scriptRunFormOf } from '../view-models/script-target-form';
+import type { ScriptForm } from '../view-models/script-target-form';
 
 /** How often the run's telemetry lease is renewed (the telemetry store's pace). */
 const LEASE_RENEW_MS = 5000;
@@ -35,6 +43,10 @@ const OUTPUT_FLUSH_MS = 100;
  * window opened (re-attached through the jobs store).
  */
 function scriptRun() {
+  /** The New run form's Script target: kept here, so Batch size's Apply can fill it and a re-attached run shows what it runs. */
+  const form = ref<ScriptForm>(emptyScriptRunForm());
+  /** Where the form's values came from when another area applied them ("batch-size search <run id>"); null once a run starts. */
+  const applied = ref<string | null>(null);
   /** The request waiting for "Run this command?"; null when nothing waits. */
   const pending = shallowRef<ScriptTrainRequestInput | null>(null);
   /** The newest progress point; the full series go to listeners (charts append). */
@@ -42,6 +54,8 @@ function scriptRun() {
   const output = shallowRef<ScriptLine[]>([]);
   const result = shallowRef<ScriptTrainResult | null>(null);
   const listeners = new Set<(p: ScriptProgressEvent) => void>();
+  /** The run's curves so far (plain arrays: charts append), kept here so a chart mounted later draws them whole. */
+  let curves = { rate: [] as StepPoint[], dataWait: [] as StepPoint[], loss: [] as StepPoint[] };
   let count = 0;
   let arrived: ScriptLine[] = [];
 
@@ -52,6 +66,7 @@ function scriptRun() {
     },
     'script.progress': (p) => {
       last.value = p;
+      appendScriptRunPoint(curves, p);
       for (const l of listeners) l(p);
     },
   });
@@ -75,6 +90,7 @@ function scriptRun() {
     last.value = null;
     result.value = null;
     output.value = [];
+    curves = { rate: [], dataWait: [], loss: [] };
     count = 0;
     arrived = [];
     const flush = () => {
@@ -98,12 +114,16 @@ function scriptRun() {
     const request = pending.value;
     if (!request || running.value) return null;
     pending.value = null;
+    applied.value = null;
     return watch(() => job.start('train.run', request));
   }
 
   /** Follows a script run started elsewhere (before a reload, in another window) to its end. */
   async function attach(info: JobInfo): Promise<void> {
     if (running.value) return;
+    // The fields show what runs (greyed out while it does), and stay to run it again.
+    const request = ScriptTrainRequestSchema.safeParse(info.request);
+    if (request.success) form.value = scriptRunFormOf(request.data);
     await watch(() => job.attach({ ...info, method: 'train.run', target: 'script' as const }));
   }
   useJobsStore().adopt('train', 'script', (info) => void attach(info));
@@ -118,7 +138,7 @@ function scriptRun() {
     return () => listeners.delete(l);
   }
 
-  return { pending, running, runId, last, output, result, error, cancelled: job.cancelled, forbidden, cancelling, attached: job.attached, ask, dismiss, confirm, attach, cancel, onProgress };
+  return { form, applied, curves: () => curves, pending, running, runId, last, output, result, error, cancelled: job.cancelled, forbidden, cancelling, attached: job.attached, ask, dismiss, confirm, attach, cancel, onProgress };
 }
 
 /**
@@ -134,6 +154,13 @@ export const useLiveRunStore = defineStore('live-run', () => {
   let first: { at: number; step: number } | null = null;
   /** The newest step event; the full series go to listeners (charts append, nothing is rebuilt). */
   const last = shallowRef<TrainStepEvent | null>(null);
+  /**
+   * The run's loss and accuracy so far (plain arrays: charts append), from its first logged step: a chart mounted
+   * later (the area opened again, a reload) draws the whole run, not a line from where it joined.
+   */
+  let curve: LiveCurve = emptyLiveCurve();
+  /** The request of the run followed (started here or re-attached): what the New run form shows while it runs. */
+  const runRequest = shallowRef<TrainRequest | null>(null);
   const result = shallowRef<TrainResult | null>(null);
   /** Before the first step: what is being prepared (caching the data, the engine checking the request). */
   const preparing = shallowRef<TrainPreparingEvent | null>(null);
@@ -152,12 +179,37 @@ export const useLiveRunStore = defineStore('live-run', () => {
     },
     'train.progress': ({ jobId: id, event }) => {
       runId.value = id;
-      if (event.type !== 'step') return;
-      first ??= { at: Date.now(), step: event.globalStep };
-      last.value = event;
-      for (const l of stepListeners) l(event);
+      if (event.type === 'step') takeStep(event);
     },
   });
+
+  /** One step, once: the run's recorded steps, the job's replay and its live events overlap on re-attaching. */
+  function takeStep(event: TrainStepEvent): void {
+    if (!appendStep(curve, event)) return;
+    first ??= { at: event.t ?? Date.now(), step: event.globalStep };
+    last.value = event;
+    for (const l of stepListeners) l(event);
+  }
+
+  /**
+   * The curve so far of a run this window joins late, from its recorded events (the job's replay keeps only its
+   * newest events, and none of the steps before a page that opened later listed it). A run not recorded yet has none.
+   */
+  async function readHistory(id: string): Promise<void> {
+    try {
+      const detail = await useApiClient().call('runs.get', { id });
+      const steps = detail.events.filter((e): e is TrainStepEvent => e.type === 'step');
+      if (steps.length === 0 || curve.loss.length > 0) return;
+      curve = curveOfEvents(steps);
+      const newest = steps.at(-1)!;
+      first = { at: steps[0].t ?? Date.now(), step: steps[0].globalStep };
+      runId.value = id;
+      last.value = newest;
+      for (const l of stepListeners) l(newest);
+    } catch {
+      // Not recorded yet (still preparing its data): the replay and the live steps draw it.
+    }
+  }
   /** The id of the run (chosen before it starts): Cancel works with it from the start, while the data is prepared. */
   const requestedId = job.jobId;
   /** A message a person can act on, with the error code (E_CANCELLED when cancelled). */
@@ -188,7 +240,8 @@ export const useLiveRunStore = defineStore('live-run', () => {
   const etaSeconds = computed(() => {
     const e = last.value;
     if (!e || !first || e.globalStep <= first.step) return null;
-    const secondsPerStep = (Date.now() - first.at) / 1000 / (e.globalStep - first.step);
+    // From the events' own times where they carry them: replayed steps arrive at once, not at the pace they ran.
+    const secondsPerStep = ((e.t ?? Date.now()) - first.at) / 1000 / (e.globalStep - first.step);
     return secondsPerStep * (e.totalSteps - e.globalStep);
   });
 
@@ -197,6 +250,7 @@ export const useLiveRunStore = defineStore('live-run', () => {
     running.value = true;
     runId.value = null;
     last.value = null;
+    curve = emptyLiveCurve();
     result.value = null;
     preparing.value = null;
     device.value = deviceName;
@@ -227,14 +281,22 @@ export const useLiveRunStore = defineStore('live-run', () => {
   /** Trains to completion (or cancel/failure), following the events of this run only. */
   async function start(request: TrainRequest): Promise<TrainResult | null> {
     if (running.value) return null;
-    return watch(request.options.device, () => job.start('train.run', request));
+    const started = watch(request.options.device, () => job.start('train.run', request));
+    runRequest.value = request;
+    return started;
   }
 
   /** Follows a run started elsewhere (before a reload, in another window) to its end. */
   async function attach(info: JobInfo): Promise<void> {
     if (running.value || info.method !== 'train.run') return;
-    const request = info.request as Partial<TrainRequest>;
-    await watch(request.options?.device ?? 'cpu', () => job.attach({ ...info, method: 'train.run' }));
+    const parsed = TrainRequestSchema.safeParse(info.request);
+    const followed = watch(parsed.data?.options.device ?? 'cpu', async () => {
+      // Read before following: the replay and the live steps then go on from where the record ends.
+      await readHistory(info.jobId);
+      return job.attach({ ...info, method: 'train.run' });
+    });
+    runRequest.value = parsed.data ?? null;
+    await followed;
   }
   useJobsStore().adopt('train', 'engine', (info) => void attach(info));
 
@@ -258,5 +320,5 @@ export const useLiveRunStore = defineStore('live-run', () => {
   const script = scriptRun();
   followRunningTarget(target, { engine: running, script: script.running }, () => void useRunsStore().refresh());
 
-  return { target, running, runId, requestedId, preparing, last, result, error, cancelled: job.cancelled, cancelling, device, gpu, etaSeconds, attached: job.attached, start, attach, cancel, onStep, onGpu, script };
+  return { target, running, runId, requestedId, request: runRequest, curve: () => curve, preparing, last, result, error, cancelled: job.cancelled, cancelling, device, gpu, etaSeconds, attached: job.attached, start, attach, cancel, onStep, onGpu, script };
 });

@@ -2,7 +2,8 @@ import type { Devices } from '@api/devices';
 import { ApiError } from '@api/errors';
 import type { JobInfo, TargetKind } from '@api/jobs';
 import type { ModelSpec } from '@api/model-spec';
-import type { OptimiseProgress, OptimiseTrial, WizardState } from '@api/optimise';
+import type { OptimiseProgress, OptimiseRequest, OptimiseTrial, WizardState } from '@api/optimise';
+import { OptimiseRequestSchema } from '@api/optimise';
 import type { OptimiseResult, ScriptOptimiseRecord } from '@api/optimise-result';
 import { OptimiseRecordSchema } from '@api/optimise-result';
 import type { ScriptOptimiseBaselineEvent, ScriptOptimiseRequestInput, ScriptOutputEvent, ScriptTarget } from '@api/script-target';
@@ -13,7 +14,8 @@ import { ref, shallowRef } from 'vue';
 
 import type { OptimiseFormErrors, OptimiseFormValues, ScriptWizardValues } from '../view-models/optimise-form';
 import { formFromRequest, optimiseFormValues, optimiseRequest, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues, wizardFromRequest } from '../view-models/optimise-form';
-import type { BatchApplyValues } from '../view-models/batch-size-apply';
+import type { BatchApplyValues, ScriptBatchApplyValues } from '../view-models/batch-size-apply';
+import { withScriptBatch } from '../view-models/batch-size-apply';
 import { exampleOptimiseForm } from '../view-models/first-run';
 import { useJob } from '../composables/useJob';
 import { followRunningTarget } from '../composables/useTargetSwitch';
@@ -412,6 +414,8 @@ export const useOptimiseStore = defineStore('optimise', () => {
   const applied = ref<string | null>(null);
   /** The wizard shown: the one running from this window, or the one opened from the list. */
   const jobId = ref<string | null>(null);
+  /** The request of a wizard this window re-attached to (a reload, another window): the form shows it while it runs; null otherwise. */
+  const attachedRequest = shallowRef<OptimiseRequest | null>(null);
   /** Its saved state, re-read at each phase and after each trial (baseline, diagnosis, limits, best, final). */
   const state = shallowRef<WizardState | null>(null);
   /** Its trials, each as soon as it finishes. */
@@ -617,10 +621,25 @@ export const useOptimiseStore = defineStore('optimise', () => {
     return true;
   }
 
+  /**
+   * A script's batch-size search answer into the Script target's form (Batch size's Apply): the command it searched,
+   * with the batch found as its dataloader.batch_size override; how the wizard measures stays as chosen.
+   * Refused (false) while a script wizard runs from this window.
+   */
+  function applyScriptBatchSearch(v: ScriptBatchApplyValues): boolean {
+    if (script.running.value) return false;
+    script.form.value = withScriptBatch(script.form.value, v);
+    script.pending.value = null;
+    applied.value = `batch-size search ${v.runId}`;
+    target.value = 'script';
+    return true;
+  }
+
   /** Checks the form with the contract's schema, then runs a new wizard from it (its id is the job's); `spec` for a model that is no built-in. */
   async function start(spec: ModelSpec | null = null): Promise<void> {
     if (running.value) return;
     applied.value = null;
+    attachedRequest.value = null;
     const checked = optimiseRequest(form.value, undefined, spec);
     invalid.value = checked.errors ?? {};
     if (!checked.request) return;
@@ -634,6 +653,7 @@ export const useOptimiseStore = defineStore('optimise', () => {
   /** Continues a cancelled or interrupted wizard from its saved state, showing what it had already; the job keeps the wizard's id. */
   async function resume(id: string): Promise<void> {
     if (running.value) return;
+    attachedRequest.value = null;
     if (jobId.value !== id) {
       state.value = null;
       trials.value = [];
@@ -647,6 +667,9 @@ export const useOptimiseStore = defineStore('optimise', () => {
   /** Follows a wizard started elsewhere (before a reload, in another window) to its end: its trials so far, then live ones. */
   async function attach(info: JobInfo): Promise<void> {
     if (running.value || (info.method !== 'optimise.start' && info.method !== 'optimise.resume')) return;
+    // A resume's request names only the wizard: its saved state has the request, read below.
+    const parsed = OptimiseRequestSchema.safeParse(info.request);
+    attachedRequest.value = parsed.success ? parsed.data : null;
     const done = job.attach({ ...info, method: info.method });
     const following = follow(info.jobId, answerOf(done));
     // The saved state has the baseline, the diagnosis and the trials so far; the replayed events bring the latest progress.
@@ -678,6 +701,7 @@ export const useOptimiseStore = defineStore('optimise', () => {
   /** Shows a saved wizard (not while one runs from this window); one that runs elsewhere is watched live. */
   async function open(id: string): Promise<void> {
     if (running.value) return;
+    attachedRequest.value = null;
     unwatch();
     jobId.value = id;
     state.value = null;
@@ -710,5 +734,5 @@ export const useOptimiseStore = defineStore('optimise', () => {
   const script = scriptOptimise();
   followRunningTarget(target, { engine: running, script: script.running }, (kind) => kind === 'script' && void refreshPast());
 
-  return { script, target, form, invalid, applied, applyBatchSearch, jobId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open, choose };
+  return { script, target, form, invalid, applied, applyBatchSearch, applyScriptBatchSearch, attachedRequest, jobId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open, choose };
 });

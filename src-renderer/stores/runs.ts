@@ -96,6 +96,12 @@ export const useRunsStore = defineStore('runs', () => {
     }
   }
 
+  /** Closes the open run's page (the URL names none any more); a read still in flight is dropped. */
+  function close(): void {
+    opened++;
+    selected.value = null;
+  }
+
   /**
    * After a job this window started: lists again and opens its run however it ended. Decided on this
    * request's own answer, not on the list shown, which a live refresh still in flight may not have
@@ -221,6 +227,7 @@ export const useRunsStore = defineStore('runs', () => {
     annotateError,
     refresh,
     open,
+    close,
     showEnded,
     loadModels,
     togglePick,

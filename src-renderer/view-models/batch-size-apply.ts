@@ -1,9 +1,12 @@
 import type { BatchSearchRequest, BatchSearchResult } from '@api/batch-size';
 import type { BuiltinModelName } from '@api/model-spec';
+import type { ScriptOverrideKey } from '@api/script-target';
 
 import { dataChoiceOf } from '../composables/useTargetChoices';
 import type { ModelChoices } from './model-choice';
 import { modelChoiceOf, unchoosableModel } from './model-choice';
+import type { ScriptForm } from './script-target-form';
+import { scriptFieldsOf } from './script-target-form';
 
 /** What a batch-size search's answer puts into the New run and Optimise forms: the batch, and what it was found for. */
 export interface BatchApplyValues {
@@ -70,4 +73,36 @@ export function newRunQueryOf(v: BatchApplyValues): Record<string, string> {
   const query: Record<string, string> = { new: '1', from: v.runId, fromKind: 'batch-search', model: v.model, family: v.family, data: v.data, device: v.device, batchSize: String(v.batchSize), accumulation: String(v.accumulation) };
   if (v.lr !== null) query.lr = String(v.lr);
   return query;
+}
+
+/** The override a script's batch is set with: what the script's search varies, and what Apply sets. */
+export const SCRIPT_BATCH_OVERRIDE: ScriptOverrideKey = 'dataloader.batch_size';
+
+/** What a script's batch-size search puts into the New run and Optimise forms' Script target: its command, with the batch found. */
+export interface ScriptBatchApplyValues {
+  /** The search's run, named in the forms' "settings from" line. */
+  runId: string;
+  target: { command: readonly string[]; cwd: string; env?: Record<string, string> };
+  /** The overrides every trial kept; the batch goes beside them. */
+  overrides: Record<string, string | number | boolean>;
+  batchSize: number;
+}
+
+export type ScriptBatchApply = { values: ScriptBatchApplyValues; blocked: null } | { values: null; blocked: string };
+
+/** The values "Apply" takes over from a script's finished search (the recommended batch), or why it cannot. */
+export function scriptBatchApplyValues(request: Pick<ScriptBatchApplyValues, 'target' | 'overrides'>, result: BatchSearchResult): ScriptBatchApply {
+  if (result.target.kind !== 'script') return { values: null, blocked: "an engine search: its batch goes into the forms' engine target" };
+  if (result.recommended === null) return { values: null, blocked: 'no batch fitted: there is nothing to apply' };
+  return { values: { runId: result.runId, target: request.target, overrides: request.overrides, batchSize: result.recommended }, blocked: null };
+}
+
+/**
+ * A Script target's form with the searched command, folder, environment and overrides, and the batch found as its
+ * dataloader.batch_size override (the form's numbers, how it measures, stay its own).
+ */
+export function withScriptBatch(form: ScriptForm, v: ScriptBatchApplyValues): ScriptForm {
+  const fields = scriptFieldsOf(v.target, v.overrides);
+  const others = fields.overrides.filter((row) => row.key !== SCRIPT_BATCH_OVERRIDE);
+  return { ...form, ...fields, overrides: [...others, { key: SCRIPT_BATCH_OVERRIDE, value: String(v.batchSize) }] };
 }

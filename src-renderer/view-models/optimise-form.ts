@@ -7,9 +7,11 @@ import { RECIPES } from '@api/recipes';
 import type { ScriptOptimiseRequestInput, ScriptOverrideKey } from '@api/script-target';
 import { ScriptOptimiseRequestSchema } from '@api/script-target';
 
-import { dataSourceOf } from '../composables/useTargetChoices';
+import { dataChoiceOf, dataSourceOf } from '../composables/useTargetChoices';
+import type { ModelChoices } from './model-choice';
+import { modelChoiceOf } from './model-choice';
 import type { ScriptForm } from './script-target-form';
-import { emptyScriptForm, quoteArgv, scriptRequestFromForm } from './script-target-form';
+import { emptyScriptForm, scriptFieldsOf, scriptRequestFromForm } from './script-target-form';
 
 /** What the Optimise form holds: the training configuration to start from, and how the wizard measures. */
 export interface OptimiseFormValues {
@@ -83,6 +85,40 @@ export function optimiseFormValues(model: string, keep: Pick<OptimiseFormValues,
     memoryLimitMiB: null,
     confounders: REQUEST_DEFAULTS.confounders,
     objective: REQUEST_DEFAULTS.objective,
+  };
+}
+
+/**
+ * The form's values a running wizard's request was made with (one re-attached after a reload or from another
+ * window), so the greyed-out form shows what runs. The model and data are the form's choices that give the
+ * request's again; where the form has none (a spec or files given to the CLI) `keep`'s stay.
+ */
+export function optimiseFormOf(r: OptimiseRequest, choices: ModelChoices, keep: Pick<OptimiseFormValues, 'model' | 'data'>): OptimiseFormValues {
+  const data = dataChoiceOf(r.target.data) ?? keep.data;
+  const o = r.target.options;
+  return {
+    model: modelChoiceOf(r.target.spec, data, choices.datasets, choices.models) ?? keep.model,
+    data,
+    readFrom: r.target.readFrom,
+    device: o.device,
+    precision: o.precision,
+    batchSize: o.batchSize,
+    accumulation: o.accumulation,
+    loaderWorkers: o.loaderWorkers,
+    prefetch: o.prefetch,
+    threads: o.threads,
+    seed: o.seed,
+    preset: r.preset,
+    repeat: r.repeat,
+    steps: r.steps,
+    warmupSteps: r.warmupSteps,
+    minWindowSeconds: r.minWindowSeconds,
+    maxTrials: r.maxTrials,
+    allowRecipeChanges: r.allowRecipeChanges,
+    batchSearch: r.batchSearch,
+    memoryLimitMiB: o.memoryLimitBytes > 0 ? o.memoryLimitBytes / 2 ** 20 : null,
+    confounders: r.confounders,
+    objective: r.objective,
   };
 }
 
@@ -263,10 +299,7 @@ export function scriptOptimiseRequest(form: ScriptForm, wizard: ScriptWizardValu
 /** The form a saved request was made from (to resume it, the fields show what it runs with). */
 export function formFromRequest(r: ScriptOptimiseRequestInput): ScriptForm {
   return {
-    commandLine: quoteArgv(r.target.command),
-    cwd: r.target.cwd,
-    env: Object.entries(r.target.env ?? {}).map(([name, value]) => ({ name, value })),
-    overrides: Object.entries(r.overrides ?? {}).map(([key, value]) => ({ key: key as ScriptOverrideKey, value: String(value) })),
+    ...scriptFieldsOf(r.target, r.overrides),
     warmupSteps: r.warmupSteps ?? SCRIPT_DEFAULTS.warmupSteps,
     steps: r.steps ?? SCRIPT_DEFAULTS.steps,
     repeat: r.repeat ?? SCRIPT_DEFAULTS.repeat,

@@ -1,3 +1,4 @@
+import type { ScriptTrainRequestInput } from '@api/script-run';
 import type { ScriptBenchmarkRequestInput, ScriptOverrideKey } from '@api/script-target';
 import { SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema, parseOverride } from '@api/script-target';
 import { shellWord } from '@api/shell-word';
@@ -91,8 +92,18 @@ function ansiCQuoted(line: string, start: number): { text: string; end: number }
 }
 
 /** Quotes argv back into one line for display ("Run this command?"); splitCommandLine reads it back. */
-export function quoteArgv(argv: string[]): string {
+export function quoteArgv(argv: readonly string[]): string {
   return argv.map(shellWord).join(' ');
+}
+
+/** The command, folder, environment and override rows of a saved request (the form's other numbers are its own). */
+export function scriptFieldsOf(target: { command: readonly string[]; cwd: string; env?: Record<string, string> }, overrides: Record<string, unknown> = {}): Pick<ScriptForm, 'commandLine' | 'cwd' | 'env' | 'overrides'> {
+  return {
+    commandLine: quoteArgv(target.command),
+    cwd: target.cwd,
+    env: Object.entries(target.env ?? {}).map(([name, value]) => ({ name, value })),
+    overrides: Object.entries(overrides).map(([key, value]) => ({ key: key as ScriptOverrideKey, value: String(value) })),
+  };
 }
 
 /** The request the form describes, checked by the API's own schema; throws with the bad field named. */
@@ -128,4 +139,21 @@ export function scriptRequestFromForm(form: ScriptForm): ScriptBenchmarkRequestI
     throw new Error(`${issue.path.join('.') || 'request'}: ${issue.message}`);
   }
   return request;
+}
+
+/** The Script target of the New run form: no step bound until one is typed, no repeat (one launch). */
+export function emptyScriptRunForm(): ScriptForm {
+  return { ...emptyScriptForm(), steps: null, repeat: 1, timeoutSeconds: 7 * 24 * 3600 };
+}
+
+/** The Script target's form a script run's request was made from (scriptTrainRequest's inverse): what a re-attached run runs. */
+export function scriptRunFormOf(request: ScriptTrainRequestInput): ScriptForm {
+  const d = emptyScriptRunForm();
+  return {
+    ...scriptFieldsOf(request.target, request.overrides),
+    warmupSteps: request.warmupSteps ?? d.warmupSteps,
+    steps: request.maxSteps ?? null,
+    repeat: 1,
+    timeoutSeconds: request.timeoutSeconds ?? d.timeoutSeconds,
+  };
 }

@@ -5,9 +5,11 @@ import type { ScriptTrainRequestInput } from '@api/script-run';
 import { ScriptTrainRequestSchema } from '@api/script-run';
 import type { TrainRequest } from '@api/training';
 import { TrainRequestSchema } from '@api/training';
-import { dataSourceOf } from '../../composables/useTargetChoices';
+import { dataChoiceOf, dataSourceOf } from '../../composables/useTargetChoices';
+import type { ModelChoices } from '../../view-models/model-choice';
+import { modelChoiceOf } from '../../view-models/model-choice';
 import type { ScriptForm } from '../../view-models/script-target-form';
-import { emptyScriptForm, scriptRequestFromForm } from '../../view-models/script-target-form';
+import { scriptRequestFromForm } from '../../view-models/script-target-form';
 
 /** What the New run form holds; `trainRequest` turns it into a train.run request. */
 export interface NewRunValues {
@@ -57,6 +59,30 @@ export function recipeValues(model: string, keep: Pick<NewRunValues, 'data' | 'd
   };
 }
 
+/**
+ * The form's values a running job's request was made with (a run re-attached after a reload or from another
+ * window), so the greyed-out form shows what runs. The model and data are the form's choices that give the
+ * request's again; where the form has none (a spec or files given to the CLI) `keep`'s stay.
+ */
+export function newRunValuesOf(request: TrainRequest, choices: ModelChoices, keep: Pick<NewRunValues, 'model' | 'data'>): NewRunValues {
+  const data = dataChoiceOf(request.data) ?? keep.data;
+  const o = request.options;
+  return {
+    model: modelChoiceOf(request.spec, data, choices.datasets, choices.models) ?? keep.model,
+    data,
+    device: o.device,
+    precision: o.precision,
+    batchSize: o.batchSize,
+    accumulation: o.accumulation,
+    epochs: o.epochs,
+    maxSteps: o.maxSteps,
+    optimizer: o.optimizer.kind,
+    lr: o.optimizer.lr,
+    loaderWorkers: o.loaderWorkers,
+    prefetch: o.prefetch,
+    seed: o.seed,
+  };
+}
 
 /** The schema path of each form field, to name a contract error next to its field. */
 const FIELD_OF_PATH: Partial<Record<string, NewRunField>> = {
@@ -112,11 +138,6 @@ export function trainRequest(v: NewRunValues, fileSpec: ModelSpec | null = null)
     errors[field] ??= field === 'form' ? `${at}: ${message}` : `${JSON.stringify(v[field])} is invalid: ${message}`;
   }
   return { request: null, errors };
-}
-
-/** The Script target of the New run form: no step bound until one is typed, no repeat (one launch). */
-export function emptyScriptRunForm(): ScriptForm {
-  return { ...emptyScriptForm(), steps: null, repeat: 1, timeoutSeconds: 7 * 24 * 3600 };
 }
 
 /**
