@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Command } from 'commander';
 
 import type { RunTraceResult } from '../api/reports';
+import { printable } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 
@@ -27,9 +28,11 @@ export function traceCommand(out: NodeJS.WritableStream = process.stdout): Comma
         }
         const slices = result.trace.traceEvents.filter((e) => e.ph === 'X').length;
         const measured = (result.trace.metadata.measuredMs as number[] | undefined) ?? [];
+        const sampled = result.trace.metadata.sampled;
         out.write(
           [
             `trace    run ${runId}: ${slices.toLocaleString('en-US')} slices over ${measured.length} repetition${measured.length === 1 ? '' : 's'}, tracks step + phases`,
+            ...(typeof sampled === 'string' ? [`sampled  ${printable(sampled)}`] : []),
             `written  ${written.join(', ')}`,
             'open it  in https://ui.perfetto.dev or chrome://tracing',
           ].join('\n') + '\n',

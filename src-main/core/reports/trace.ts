@@ -10,7 +10,7 @@ import type { RunRecordJson } from '../../api/run-record';
 import type { RunTraceResult, TraceEvent, TraceFile } from '../../api/reports';
 import type { TrainStepEvent } from '../../api/training';
 import { TrainResultSchema, TrainStepEventSchema } from '../../api/training';
-import { jsonlLinesBounded } from '../workspace/jsonl-lines';
+import { type FileCut, jsonlLinesBounded } from '../workspace/jsonl-lines';
 import { readRunDetail } from '../workspace/run-reader';
 import type { Workspace } from '../workspace/workspace';
 import { writeJsonConfined } from '../workspace/workspace-files';
@@ -87,11 +87,12 @@ const MAX_EVENTS_READ_BYTES = 64 * 1024 * 1024;
 
 /**
  * Calls `take` with each JSON line of events.jsonl, streamed; a line cut off by a kill is skipped. A file over
- * MAX_EVENTS_READ_BYTES is read in evenly spread windows (jsonlLinesBounded), so a trace costs bounded time.
+ * MAX_EVENTS_READ_BYTES is read in evenly spread windows (jsonlLinesBounded), so a trace costs bounded time; what
+ * was left out is returned (null: read whole), for the trace to say so.
  */
-async function forEachEvent(workspace: Workspace, file: string, take: (event: unknown) => void): Promise<void> {
+async function forEachEvent(workspace: Workspace, file: string, take: (event: unknown) => void): Promise<FileCut | null> {
   try {
-    const { lines } = await jsonlLinesBounded(workspace, file, MAX_EVENT_LINE_BYTES, MAX_EVENTS_READ_BYTES);
+    const { lines, cut } = await jsonlLinesBounded(workspace, file, MAX_EVENT_LINE_BYTES, MAX_EVENTS_READ_BYTES);
     for await (const text of lines) {
       let parsed: unknown;
       try {
@@ -101,21 +102,22 @@ async function forEachEvent(workspace: Workspace, file: string, take: (event: un
       }
       take(parsed);
     }
+    return cut;
   } catch (err) {
     throw new ApiError('E_DATA', `cannot read the step events ${file}: ${(err as Error).message}`);
   }
 }
 
-async function benchmarkRepetitions(workspace: Workspace, result: EngineBenchmarkResult, file: string): Promise<Repetition[]> {
+async function benchmarkRepetitions(workspace: Workspace, result: EngineBenchmarkResult, file: string): Promise<{ reps: Repetition[]; cut: FileCut | null }> {
   const perStep = result.batchSize * result.target.accumulation;
   const builders = new Map(result.repetitions.map((rep) => [rep.repetition, new WindowBuilder(result.warmupSteps, perStep)]));
-  await forEachEvent(workspace, file, (line) => {
+  const cut = await forEachEvent(workspace, file, (line) => {
     const l = line as { type?: string; repetition?: number; event?: unknown };
     if (l.type !== 'benchmark.step' || l.repetition === undefined) return;
     const step = TrainStepEventSchema.safeParse(l.event);
     if (step.success) builders.get(l.repetition)?.add(step.data);
   });
-  return result.repetitions.map((rep) => ({ index: rep.repetition, windows: builders.get(rep.repetition)?.windows ?? [], measuredMs: rep.steadyStateMeanMs * result.steps }));
+  return { reps: result.repetitions.map((rep) => ({ index: rep.repetition, windows: builders.get(rep.repetition)?.windows ?? [], measuredMs: rep.steadyStateMeanMs * result.steps })), cut };
 }
 
 function phaseSum(p: TrainStepEvent['phasesMs']): number {
@@ -218,18 +220,19 @@ export async function traceRun(workspace: Workspace, runId: string): Promise<Run
   const events = path.join(dir, 'events.jsonl');
   let reps: Repetition[];
   let ops: { op: string; share: number }[] | null = null;
+  let cut: FileCut | null;
   if (record.kind === 'benchmark') {
     const parsed = BenchmarkResultSchema.safeParse(record.result);
     if (!parsed.success) throw new ApiError('E_DATA', `run ${runId}: its benchmark result does not read (${parsed.error.issues[0]?.message})`);
     if (!isEngineBenchmark(parsed.data)) throw new ApiError('E_BAD_INPUT', `run ${runId} benchmarks a script: traces are made of the engine's step events, which a script's probe does not record`);
-    reps = await benchmarkRepetitions(workspace, parsed.data, events);
+    ({ reps, cut } = await benchmarkRepetitions(workspace, parsed.data, events));
   } else if (record.kind === 'train') {
     const parsed = TrainResultSchema.safeParse(record.result);
     if (!parsed.success) throw new ApiError('E_DATA', `run ${runId}: its training result does not read (${parsed.error.issues[0]?.message})`);
     const r = parsed.data;
     const options = (record.config as { options?: { batchSize?: number; accumulation?: number } }).options;
     const builder = new WindowBuilder(r.stepTime.warmupSteps, (options?.batchSize ?? 1) * (options?.accumulation ?? 1));
-    await forEachEvent(workspace, events, (line) => {
+    cut = await forEachEvent(workspace, events, (line) => {
       const step = TrainStepEventSchema.safeParse(line);
       if (step.success) builder.add(step.data);
     });
@@ -242,7 +245,9 @@ export async function traceRun(workspace: Workspace, runId: string): Promise<Run
     throw new ApiError('E_BAD_INPUT', `run ${runId} is a ${record.kind} run; traces are made of benchmark and train runs, which time their steps`);
   }
   if (reps.every((r) => r.windows.length === 0)) throw new ApiError('E_DATA', `run ${runId} recorded no step events after its warm-up, so there is nothing to trace`);
-  const trace = buildTrace(runId, record.kind, reps, ops);
+  const built = buildTrace(runId, record.kind, reps, ops);
+  // A trace of an events file too large to read whole is drawn from pieces of it: it says so, with what was read.
+  const trace = cut ? { ...built, metadata: { ...built.metadata, sampled: cut.note } } : built;
   const file = path.posix.join(dir, 'trace.json');
   await writeJsonConfined(workspace, file, trace);
   return { runId, path: file, trace };
