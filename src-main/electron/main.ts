@@ -5,6 +5,7 @@ import { app, BrowserWindow, dialog, ipcMain, Menu, session, shell } from 'elect
 
 import type { CallOutcome } from '../api/bridge';
 import { IPC_CALL_CHANNEL, IPC_EVENT_CHANNEL } from '../api/bridge';
+import { isSourceShellMethod } from '../api/source-uploads';
 import { toApiError } from '../core/api-router';
 import type { Services } from '../core/services';
 import { createServices } from '../core/services';
@@ -12,6 +13,7 @@ import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { packageRoot } from '../engine/package-root';
 import { menuTemplate } from './menu';
 import { appResponseHeaders, isAppUrl, isExternalLink } from './navigation';
+import { sourceShell } from './source-copy';
 import { utilityHostLauncher } from './utility-launcher';
 import { mainWindowOptions } from './window-options';
 
@@ -43,14 +45,38 @@ function createWindow(): BrowserWindow {
   return win;
 }
 
+/** The open-file dialog for data files to add to the workspace's sources/ folder. */
+async function chooseSourceFiles(parent: BrowserWindow | null): Promise<string[]> {
+  const options: Electron.OpenDialogOptions = {
+    title: 'Add data files to the sources folder',
+    buttonLabel: 'Add',
+    properties: ['openFile', 'multiSelections'],
+  };
+  const result = parent ? await dialog.showOpenDialog(parent, options) : await dialog.showOpenDialog(options);
+  return result.canceled ? [] : result.filePaths;
+}
+
 function registerIpc(services: Services): void {
+  const sources = sourceShell({ workspace: services.workspace });
   ipcMain.handle(IPC_CALL_CHANNEL, async (event, method: unknown, params: unknown): Promise<CallOutcome> => {
     // Only our own page may call in.
     if (!event.senderFrame || !isAppUrl(event.senderFrame.url, appUrl)) {
       return { ok: false, error: { code: 'E_BAD_REQUEST', message: 'caller is not the Trainbench window' } };
     }
     try {
-      return { ok: true, result: await services.router.dispatch(String(method), params) };
+      const name = String(method);
+      // Adding source files needs this shell's dialog: answered here, not by the services' router.
+      if (isSourceShellMethod(name)) {
+        const sender = event.sender;
+        const window = {
+          chooseFiles: () => chooseSourceFiles(BrowserWindow.fromWebContents(sender)),
+          send: (eventName: string, data: unknown) => {
+            if (!sender.isDestroyed()) sender.send(IPC_EVENT_CHANNEL, eventName, data);
+          },
+        };
+        return { ok: true, result: await sources(name, params, window) };
+      }
+      return { ok: true, result: await services.router.dispatch(name, params) };
     } catch (err) {
       return { ok: false, error: toApiError(err).toPayload(services.workspace.root) };
     }

@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 
@@ -7,6 +7,7 @@ import type { Services } from '../core/services';
 import { allowedHostNames, createToken, externalAddresses, isWildcardHost, urlHostName } from './auth';
 import { downloadHandler, isDownloadTarget } from './download-route';
 import { staticHandler } from './static-files';
+import { isUploadTarget, uploadHandler } from './upload-route';
 import { attachWsApi } from './ws-api';
 
 export interface ServeOptions {
@@ -25,6 +26,9 @@ export interface ServeOptions {
   maxClients?: number;
   /** How long a download may wait for the browser to take more before it is dropped. */
   downloadStallMs?: number;
+  /** The largest data file an upload into sources/ takes (DEFAULT_SOURCE_UPLOAD_MAX_BYTES otherwise), and how long one may send nothing. */
+  uploadMaxBytes?: number;
+  uploadStallMs?: number;
 }
 
 export interface RunningServer {
@@ -50,6 +54,11 @@ export function reachableUrls(host: string, port: number, token: string, hostnam
 }
 
 /** Serves the renderer and the WebSocket API; loopback only unless told otherwise. */
+/** A request that says it sends a body (browsers' GETs never do). */
+function hasBody(req: IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1';
   const token = options.token ?? createToken();
@@ -57,10 +66,20 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const serveStatic = staticHandler(options.rendererDir, log);
   const allowedHosts = allowedHostNames(host);
   const serveDownload = downloadHandler({ downloads: options.services.downloads, token, allowedHosts, log, stallMs: options.downloadStallMs });
-  const server = createServer((req, res) => {
-    const download = isDownloadTarget(req.url);
-    (download ? serveDownload : serveStatic)(req, res).catch((err: unknown) => {
-      log(`${download ? 'download' : 'static file'} ${JSON.stringify(req.url?.slice(0, 200))} failed: ${(err as Error).message}`);
+  const serveUpload = uploadHandler({ workspace: options.services.workspace, token, allowedHosts, log, maxBytes: options.uploadMaxBytes, stallMs: options.uploadStallMs });
+  // No limit on a whole request's time (Node's is 5 minutes): an upload of gigabytes over a tunnel takes longer,
+  // and the upload route drops a sender that stalls instead; headers still have to arrive within a minute.
+  const server = createServer({ requestTimeout: 0 }, (req, res) => {
+    const route = isDownloadTarget(req.url) ? 'download' : isUploadTarget(req.url) ? 'upload' : 'static file';
+    // Without that limit a body trickled after a GET would hold its connection open for ever: only an upload
+    // takes a body; any other request with one is answered and its connection closed.
+    if (route !== 'upload' && hasBody(req)) {
+      res.writeHead(413, { Connection: 'close', 'Content-Type': 'text/plain; charset=utf-8' }).end('only an upload takes a request body');
+      return;
+    }
+    const handle = route === 'download' ? serveDownload : route === 'upload' ? serveUpload : serveStatic;
+    handle(req, res).catch((err: unknown) => {
+      log(`${route} ${JSON.stringify(req.url?.slice(0, 200))} failed: ${(err as Error).message}`);
       if (!res.headersSent) res.writeHead(500).end('internal error');
       else res.destroy();
     });

@@ -1,6 +1,8 @@
 import type { BuildProgress, BuildResult, DatasetSummary } from '@api/datasets';
+import { ApiError } from '@api/errors';
 import type { JobInfo } from '@api/jobs';
 import type { MethodParams } from '@api/methods';
+import { SOURCES_FOLDER, type SourceFileAdded } from '@api/source-uploads';
 import { defineStore } from 'pinia';
 import { ref, shallowRef } from 'vue';
 
@@ -9,6 +11,7 @@ import { errorText } from './error-text';
 import { useJobsStore } from './jobs';
 import { useLoader } from './load-state';
 import { useApiClient } from '../transport/client-instance';
+import type { UploadOptions, UploadProgress } from '../transport/source-uploader';
 
 /**
  * The dataset caches of the workspace, and the cache build followed: started by the import wizard,
@@ -98,8 +101,66 @@ export const useDatasetsStore = defineStore('datasets', () => {
     buildJob.error.value = null;
   }
 
+  /** The sources/ folder's path on the machine that serves the workspace; null until app.info answered. */
+  const sourcesFolder = ref<string | null>(null);
+  /** The transfer of data files into sources/ under way (kept in the store, so it goes on while another area is open). */
+  const uploadProgress = shallowRef<UploadProgress | null>(null);
+  const uploading = ref(false);
+  const uploadError = ref<string | null>(null);
+  /** What Cancel stopped, said as a fact rather than an error. */
+  const uploadCancelled = ref<string | null>(null);
+  /** The files the last transfer added; the wizard chooses them. */
+  const uploaded = shallowRef<SourceFileAdded[]>([]);
+  /** Counts transfers that added files: the wizard's file list reads sources/ again when it changes. */
+  const sourcesChanged = ref(0);
+  let uploadControl: AbortController | null = null;
+
+  async function loadSourcesFolder(): Promise<void> {
+    if (sourcesFolder.value) return;
+    try {
+      const { workspace } = await useApiClient().call('app.info', {});
+      const sep = workspace.includes('\\') && !workspace.includes('/') ? '\\' : '/';
+      sourcesFolder.value = `${workspace.replace(/[\\/]+$/, '')}${sep}${SOURCES_FOLDER}`;
+    } catch {
+      // The page still works; it names the folder as workspace/sources.
+    }
+  }
+
+  /** Sends data files into sources/ (the browser's picked or dropped files, or the desktop app's own dialog). */
+  async function upload(files: readonly File[] | 'dialog'): Promise<SourceFileAdded[]> {
+    const uploader = useApiClient().transport.sourceUploads;
+    if (uploading.value || !uploader) return [];
+    uploading.value = true;
+    uploadError.value = null;
+    uploadCancelled.value = null;
+    uploadProgress.value = null;
+    uploaded.value = [];
+    uploadControl = new AbortController();
+    const options: UploadOptions = { onProgress: (p) => (uploadProgress.value = p), signal: uploadControl.signal };
+    try {
+      const added = uploader.picks === 'page' ? (files === 'dialog' ? [] : await uploader.send(files, options)) : await uploader.chooseAndCopy(options);
+      uploaded.value = added;
+      return added;
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'E_CANCELLED') uploadCancelled.value = err.message;
+      else uploadError.value = errorText(err);
+      return [];
+    } finally {
+      uploading.value = false;
+      uploadControl = null;
+      // A cancelled or failed transfer may have added the files before it.
+      sourcesChanged.value++;
+    }
+  }
+
+  /** Stops the transfer: the file being sent is not added. */
+  function cancelUpload(): void {
+    uploadControl?.abort();
+  }
+
   return {
     list, loading, error, verified, refresh, verify, remove,
     buildProgress, built, building, buildName, buildError: buildJob.error, buildCancelling: buildJob.cancelling, build, attachBuild, cancelBuild, clearBuild,
+    sourcesFolder, uploadProgress, uploading, uploadError, uploadCancelled, uploaded, sourcesChanged, loadSourcesFolder, upload, cancelUpload,
   };
 });

@@ -1,5 +1,7 @@
 import type { CallOutcome } from '@api/bridge';
 
+import type { SourceUploader } from './source-uploader';
+
 export type TransportState = 'connecting' | 'connected' | 'reconnecting' | 'closed';
 export type TransportKind = 'websocket' | 'electron-ipc';
 
@@ -11,6 +13,8 @@ export interface Transport {
   call(method: string, params: unknown): Promise<CallOutcome>;
   onEvent(listener: (event: string, data: unknown) => void): () => void;
   close(): void;
+  /** Adds data files to the workspace's sources/ folder; absent where a test's transport has none. */
+  readonly sourceUploads?: SourceUploader;
 }
 
 /** A tiny listener set, used by both transports. */

@@ -359,6 +359,81 @@ export async function writeNewFileConfined(workspace: Workspace, file: string, d
   });
 }
 
+/** The EEXIST a taken name gives, as the ErrnoException link(2) throws, for a name seen taken before a byte is written. */
+function nameTaken(shown: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`EEXIST: ${shown} exists already`), { code: 'EEXIST' });
+}
+
+export interface StreamedWriteOptions {
+  /** More bytes than this are refused: the stream is not read on. */
+  maxBytes: number;
+  /** The error for a stream that passed maxBytes, given the bytes it had sent by then. */
+  tooLarge: (received: number) => Error;
+  /** Stops the write between chunks; a caller whose stream may wait also ends the stream (addAbortSignal). */
+  signal?: AbortSignal;
+  /** The bytes written so far, after each chunk. */
+  onBytes?: (written: number) => void;
+}
+
+/**
+ * Writes a new file from a stream (an upload, a copy from outside the workspace), whole or not at all: each
+ * chunk goes into a fresh temp file (O_EXCL, never through a link) in a real folder of the workspace held
+ * open, before the next is read, so memory stays one chunk whatever the size; only when the stream has ended
+ * is the temp file hard-linked to the name (link(2) never replaces) and removed. A refusal (over maxBytes),
+ * an abort, a stream error or a taken name removes the temp file, so no partial file is ever visible under
+ * the name. The folder is created when missing. EEXIST (as an ErrnoException) when the name is taken,
+ * checked before the first byte and again by the link. Answers the bytes written.
+ */
+export async function writeNewFileStreamed(workspace: Workspace, file: string, chunks: AsyncIterable<Uint8Array>, options: StreamedWriteOptions): Promise<number> {
+  const abs = entryPath(workspace, file);
+  const name = path.basename(abs);
+  const shown = shownPath(workspace, abs);
+  return inFolder(
+    workspace,
+    path.dirname(abs),
+    async (folder) => {
+      const target = folder.entry(name);
+      if (await fs.lstat(target).then(() => true, () => false)) throw nameTaken(shown);
+      options.signal?.throwIfAborted();
+      const tmpName = `.${name}.${randomBytes(6).toString('hex')}.part`;
+      const tmp = folder.entry(tmpName);
+      try {
+        const out = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+        let written = 0;
+        let made: { name: string; dev: bigint; ino: bigint };
+        try {
+          for await (const chunk of chunks) {
+            options.signal?.throwIfAborted();
+            if (written + chunk.byteLength > options.maxBytes) throw options.tooLarge(written + chunk.byteLength);
+            for (let at = 0; at < chunk.byteLength; ) at += (await out.write(chunk, at, chunk.byteLength - at)).bytesWritten;
+            written += chunk.byteLength;
+            options.onBytes?.(written);
+          }
+          options.signal?.throwIfAborted();
+          const st = await out.stat({ bigint: true });
+          made = { name: tmpName, dev: st.dev, ino: st.ino };
+        } finally {
+          await out.close();
+        }
+        folder.verify(made);
+        try {
+          await fs.link(tmp, target);
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err;
+          // No hard links here: a rename, after one more look at the name (a writer racing in between is not excluded).
+          if (await fs.lstat(target).then(() => true, () => false)) throw nameTaken(shown);
+          await renameReplacing(tmp, target);
+        }
+        return written;
+      } finally {
+        await fs.rm(tmp, { force: true });
+      }
+    },
+    { create: true },
+  );
+}
+
 export function writeJsonConfined(workspace: Workspace, file: string, value: unknown): Promise<void> {
   return writeFileConfined(workspace, file, JSON.stringify(value, null, 2) + '\n');
 }

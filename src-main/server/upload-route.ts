@@ -1,0 +1,152 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+import { DOWNLOAD_TOKEN_HEADER } from '../api/downloads';
+import { ApiError, toApiError } from '../api/errors';
+import { DEFAULT_SOURCE_UPLOAD_MAX_BYTES, SOURCE_UPLOAD_PATH } from '../api/source-uploads';
+import { addSourceFile, checkSourceFileName, SourceFileRefused } from '../core/workspace/source-files';
+import type { Workspace } from '../core/workspace/workspace';
+import { isAllowedOrigin, tokensEqual } from './auth';
+import { splitTarget } from './ws-api';
+
+/** Uploads written at once; more are answered 503 and the page says to try again. */
+export const MAX_CONCURRENT_UPLOADS = 4;
+/** A sender that sends nothing for this long is dropped (its partial file removed). */
+export const UPLOAD_STALL_MS = 60_000;
+/**
+ * After a refusal while the sender is still sending, what follows is read and dropped (never kept) for at
+ * most this long and this many bytes, so a browser gets to read the answer; then the connection is closed.
+ * Closing at once makes the kernel reset it, and the sender sees "connection reset" instead of the reason.
+ */
+const LINGER_MS = 2_000;
+const LINGER_BYTES = 8 * 1024 * 1024;
+
+export interface UploadRouteOptions {
+  workspace: Workspace;
+  token: string;
+  allowedHosts: ReadonlySet<string>;
+  log: (line: string) => void;
+  /** The largest file taken; DEFAULT_SOURCE_UPLOAD_MAX_BYTES unless a test makes it small. */
+  maxBytes?: number;
+  stallMs?: number;
+  maxConcurrent?: number;
+}
+
+/** Whether a request target is the upload endpoint's. */
+export function isUploadTarget(target: string | undefined): boolean {
+  const { pathname } = splitTarget(target);
+  return pathname === SOURCE_UPLOAD_PATH || pathname.startsWith(`${SOURCE_UPLOAD_PATH}/`);
+}
+
+/** Answers, and when the sender is still sending, drops the rest for a moment before closing (see LINGER_MS). */
+function answer(req: IncomingMessage, res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
+  const bytes = Buffer.from(status >= 400 ? `${body}\n` : body);
+  const headers = { 'Content-Type': contentType, 'Content-Length': bytes.length, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' };
+  if (req.complete || req.destroyed) {
+    res.writeHead(status, headers).end(bytes);
+    return;
+  }
+  res.writeHead(status, { ...headers, Connection: 'close' });
+  res.write(bytes);
+  let dropped = 0;
+  const close = () => {
+    clearTimeout(timer);
+    req.off('data', drop);
+    if (!res.writableEnded) res.end();
+  };
+  const drop = (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > LINGER_BYTES) {
+      close();
+      req.socket.destroy();
+    }
+  };
+  const timer = setTimeout(() => {
+    close();
+    req.socket.destroy();
+  }, LINGER_MS);
+  req.on('data', drop);
+  req.once('end', close);
+  req.once('close', close);
+  req.resume();
+}
+
+function headerToken(req: IncomingMessage): string | null {
+  const own = req.headers[DOWNLOAD_TOKEN_HEADER];
+  if (typeof own === 'string') return own;
+  const auth = req.headers.authorization;
+  return auth?.startsWith('Bearer ') ? auth.slice(7).trim() : null;
+}
+
+/** The file name from the path's one segment, decoded once; or why not. */
+function nameFrom(target: string | undefined): string | { message: string } {
+  const rest = splitTarget(target).pathname.slice(SOURCE_UPLOAD_PATH.length + 1);
+  if (rest === '') return { message: `no file name: PUT ${SOURCE_UPLOAD_PATH}/<file name>` };
+  // An unencoded "/" is a second segment; an encoded one (%2F) is refused by the name's own rules.
+  if (rest.includes('/')) return { message: `${JSON.stringify(rest.slice(0, 200))} is a path: PUT ${SOURCE_UPLOAD_PATH}/<file name>, the name percent-encoded` };
+  try {
+    return decodeURIComponent(rest);
+  } catch {
+    return { message: 'the file name is not valid percent-encoding' };
+  }
+}
+
+/** Content-Length as a number, undefined when absent (a chunked upload is counted as it comes). */
+function declaredLength(req: IncomingMessage): number | undefined | null {
+  const raw = req.headers['content-length'];
+  if (raw === undefined) return undefined;
+  return /^\d{1,16}$/.test(raw) ? Number(raw) : null;
+}
+
+/**
+ * PUT /upload/sources/<name>: a data file's bytes, streamed into the workspace's sources/ folder. The same Host
+ * and Origin checks as the WebSocket, the serve token in a header (a cross-site form can send neither a PUT nor
+ * a header, and another site's fetch with one is stopped by the browser's preflight, which this never allows),
+ * a size limit checked against Content-Length before a byte is read and against the bytes as they arrive.
+ */
+export function uploadHandler(options: UploadRouteOptions) {
+  const { workspace, token, allowedHosts, log } = options;
+  const maxBytes = options.maxBytes ?? DEFAULT_SOURCE_UPLOAD_MAX_BYTES;
+  const stallMs = options.stallMs ?? UPLOAD_STALL_MS;
+  const maxConcurrent = options.maxConcurrent ?? MAX_CONCURRENT_UPLOADS;
+  let active = 0;
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (req.method !== 'PUT') {
+      res.setHeader('Allow', 'PUT');
+      return answer(req, res, 405, `an upload is a PUT of the file's bytes to ${SOURCE_UPLOAD_PATH}/<file name>, with the serve token in the ${DOWNLOAD_TOKEN_HEADER} header`);
+    }
+    if (!isAllowedOrigin(req.headers.origin, req.headers.host, allowedHosts)) return answer(req, res, 403, 'origin not allowed');
+    const site = req.headers['sec-fetch-site'];
+    if (site !== undefined && site !== 'same-origin' && site !== 'none') return answer(req, res, 403, `an upload is sent from this workbench's own page, not from another site (${site})`);
+    if (!tokensEqual(token, headerToken(req))) return answer(req, res, 401, `missing or wrong token: send it in the ${DOWNLOAD_TOKEN_HEADER} header (or Authorization: Bearer), never in the URL`);
+    const name = nameFrom(req.url);
+    if (typeof name !== 'string') return answer(req, res, 400, name.message);
+    const declared = declaredLength(req);
+    if (declared === null) return answer(req, res, 400, 'Content-Length is not a number');
+    if (active >= maxConcurrent) return answer(req, res, 503, `${maxConcurrent} uploads are being written already: try again when one has finished`);
+
+    active++;
+    const stalled = () => req.destroy(new Error(`the sender sent nothing for ${stallMs / 1000} s`));
+    req.setTimeout(stallMs, stalled);
+    try {
+      checkSourceFileName(name);
+      // The request is not destroyed when the write stops early: the refusal is still to be answered on it.
+      const added = await addSourceFile(workspace, name, req.iterator({ destroyOnReturn: false }), { maxBytes, declaredBytes: declared });
+      answer(req, res, 201, JSON.stringify(added), 'application/json; charset=utf-8');
+    } catch (err) {
+      const shown = JSON.stringify(name.slice(0, 200));
+      if (req.destroyed || res.destroyed) {
+        // The sender went (cancelled, or the connection dropped): nothing to answer; the partial file is gone.
+        log(`upload ${shown} stopped: ${(err as Error).message}`);
+        return;
+      }
+      const status = err instanceof SourceFileRefused ? err.status : err instanceof ApiError && err.code === 'E_BAD_INPUT' ? 400 : err instanceof ApiError && err.code !== 'E_INTERNAL' ? 422 : 500;
+      const message = toApiError(err).toPayload(workspace.root).message;
+      if (status >= 500) log(`upload ${shown} failed: ${message}`);
+      answer(req, res, status, message);
+    } finally {
+      active--;
+      req.off('timeout', stalled);
+      req.socket?.setTimeout(0);
+    }
+  };
+}
