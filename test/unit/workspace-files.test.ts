@@ -1,7 +1,7 @@
 // core/workspace-files.ts, the one way the services touch a workspace file: each
 // rule against the planted file it exists for (issue 23).
 import { execFileSync } from 'node:child_process';
-import { lstatSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { linkSync, lstatSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -107,6 +107,29 @@ describe('writing', () => {
     execFileSync('mkfifo', [at('runs', 'r', 'telemetry.jsonl')]);
     expect(() => createFileWriteStream(ws, 'runs/r/telemetry.jsonl', { append: true })).toThrow(/runs\/r\/telemetry.jsonl/);
     expect(readFileSync(secret(), 'utf8')).toBe('SECRET\n');
+  });
+
+  it('does not append through a hard link to a file outside the workspace', async () => {
+    mkdirSync(at('runs', 'r'));
+    linkSync(secret(), at('runs', 'r', 'telemetry.jsonl'));
+    expect(() => createFileWriteStream(ws, 'runs/r/telemetry.jsonl', { append: true })).toThrow(/runs\/r\/telemetry\.jsonl has 2 names \(hard links\)/);
+    expect(readFileSync(secret(), 'utf8')).toBe('SECRET\n');
+  });
+
+  it('removes a folder tree through its own handles: links inside are removed as links, their targets kept', async () => {
+    mkdirSync(at('runs', 'r', 'a', 'b'), { recursive: true });
+    writeFileSync(at('runs', 'r', 'a', 'b', 'events.jsonl'), '{}\n');
+    symlinkSync(out.dir, at('runs', 'r', 'a', 'out'));
+    symlinkSync(secret(), at('runs', 'r', 'a', 'b', 'secret'));
+    await removeEntry(ws, 'runs/r');
+    expect(() => lstatSync(at('runs', 'r'))).toThrow();
+    expect(readFileSync(secret(), 'utf8')).toBe('SECRET\n');
+  });
+
+  it('refuses to remove folders nested deeper than it holds handles for, naming the folder', async () => {
+    const deep = ['runs', 'deep', ...Array.from({ length: 300 }, () => 'd')];
+    mkdirSync(at(...deep), { recursive: true });
+    await expect(removeEntry(ws, 'runs/deep')).rejects.toThrow(/runs\/deep(\/d)+ holds folders nested more than 256 deep: not removed/);
   });
 
   it('removes a link as the link, leaving its target', async () => {

@@ -44,7 +44,7 @@ export interface HeldFolder {
 export const heldFolderTesting = { withoutProcFd: false };
 
 let procFd: boolean | null = null;
-function throughProcFd(): boolean {
+export function throughProcFd(): boolean {
   if (heldFolderTesting.withoutProcFd) return false;
   procFd ??= process.platform === 'linux' && existsSync('/proc/self/fd');
   return procFd;

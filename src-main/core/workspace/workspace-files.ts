@@ -19,7 +19,7 @@ import { ApiError } from '../../api/errors';
 import { jsonProblem } from '../../api/format-issues';
 import { renameReplacing, writeFileAtomicIn, writeTempIn } from './atomic-write';
 import { isMissing, WorkspaceFileError } from './file-error';
-import { type HeldFolder, holdFolder } from './held-folder';
+import { type HeldFolder, holdFolder, throughProcFd } from './held-folder';
 import type { Workspace } from './workspace';
 
 export { type FileProblem, isMissing, WorkspaceFileError } from './file-error';
@@ -512,6 +512,8 @@ export function createFileWriteStream(workspace: Workspace, file: string, option
   try {
     const st = fstatSync(fd, { bigint: true });
     if (!st.isFile()) throw new WorkspaceFileError('not-a-file', shown, `${shown} is ${kindOf(st)}, not a regular file: not written`);
+    // A hard link has no link to see: its other name may be a file outside the workspace (a planted run folder).
+    if (st.nlink > 1n) throw new WorkspaceFileError('link', shown, `${shown} has ${st.nlink} names (hard links), one of which may lie outside the workspace: not written`);
     folder.verify({ name: path.basename(abs), dev: st.dev, ino: st.ino });
     if (process.platform === 'linux') {
       const real = (() => {
@@ -542,6 +544,42 @@ function entryPath(workspace: Workspace, entry: string): string {
   return path.join(confinedPath(workspace, path.dirname(named)), path.basename(named));
 }
 
+/** Deeper than this, a folder is not removed: each level holds a handle open, and no folder the workbench makes is nested a tenth as deep. */
+const MAX_REMOVE_DEPTH = 256;
+
+const gone = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
+
+/**
+ * Removes the entry `at` names (a path through a held folder, /proc/self/fd/<fd>/<name>): a folder is opened
+ * O_NOFOLLOW and emptied through its own handle, so a subfolder swapped for a link while it is being removed
+ * (by a process that can write the workspace) is removed as the link, never walked into, and every name is
+ * resolved in the folder held, never by walking the path again as fs.rm does.
+ */
+async function removeHeld(at: string, shown: string, depth: number): Promise<void> {
+  let fd: number;
+  try {
+    fd = openSync(at, constants.O_RDONLY | constants.O_DIRECTORY | NOFOLLOW);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return;
+    if (code !== 'ENOTDIR' && code !== 'ELOOP') throw err;
+    await fs.unlink(at).catch((e: unknown) => {
+      if (!gone(e)) throw e;
+    }); // a file, or a link (removed as the link)
+    return;
+  }
+  try {
+    if (depth >= MAX_REMOVE_DEPTH) throw new WorkspaceFileError('not-a-folder', shown, `${shown} holds folders nested more than ${MAX_REMOVE_DEPTH} deep: not removed`);
+    const held = `/proc/self/fd/${fd}`;
+    for (const name of await fs.readdir(held)) await removeHeld(path.join(held, name), `${shown}/${name}`, depth + 1);
+  } finally {
+    closeSync(fd);
+  }
+  await fs.rmdir(at).catch((e: unknown) => {
+    if (!gone(e)) throw e;
+  });
+}
+
 /** Removes a file or folder of the workspace (a link is removed as the link, never what it points to; rm follows no link inside a folder either). */
 export async function removeEntry(workspace: Workspace, entry: string): Promise<void> {
   const abs = entryPath(workspace, entry);
@@ -554,7 +592,9 @@ export async function removeEntry(workspace: Workspace, entry: string): Promise<
   }
   try {
     folder.verify();
-    await fs.rm(folder.entry(path.basename(abs)), { recursive: true, force: true });
+    const entry = folder.entry(path.basename(abs));
+    if (throughProcFd()) await removeHeld(entry, shownPath(workspace, abs), 0);
+    else await fs.rm(entry, { recursive: true, force: true });
   } finally {
     folder.close();
   }
