@@ -34,6 +34,16 @@ export type OptimiseTarget = z.infer<typeof OptimiseTargetSchema>;
 export type OptimiseTargetInput = z.input<typeof OptimiseTargetSchema>;
 
 /**
+ * "mlp on fashion-mnist", "bottleneck_resnet on example-board": an engine wizard's model and data in a few words,
+ * the same in the Optimise area, the Runs list and the CLI's list of runs (issue 41 item 4).
+ */
+export function optimiseTargetTitle(target: { spec: { family: string }; data: OptimiseTarget['data']; readFrom?: ReadFrom }): string {
+  const d = target.data;
+  const data = d.kind === 'dataset' ? `dataset ${d.train}` : d.kind === 'idx' ? 'IDX files' : d.kind;
+  return `${target.spec.family} on ${data}${target.readFrom === 'source' ? ' (read from the source files)' : ''}`;
+}
+
+/**
  * What the wizard does when the two sides of an A/B pair saw different conditions (another process's load,
  * a GPU slowing down): remeasure the pair (twice at most per comparison) and leave a trial undecided,
  * "confounded", when they still differ; or only record them (a shared machine whose load comes and goes).

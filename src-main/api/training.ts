@@ -290,6 +290,31 @@ export function lastStepText(step: RunLastStep | null): string {
   return `at step ${n(step.globalStep)}${of}${epoch}`;
 }
 
+/**
+ * An optimisation's wizard as the Runs list names it (kind optimise): its id in the Optimise area (the engine
+ * wizard's job id; a script wizard's run id) and, while it is unfinished, how far its saved state got.
+ */
+export const RunWizardSchema = z.object({
+  id: z.string(),
+  /** Whether the baseline is measured, and the trials finished (null: the saved state was not read, or there is none yet). */
+  baselineDone: z.boolean().nullable(),
+  trialsDone: z.number().int().nullable(),
+  /** The most trials it may try, as its request says (null when its request does not). */
+  maxTrials: z.number().int().nullable(),
+});
+export type RunWizard = z.infer<typeof RunWizardSchema>;
+
+/**
+ * "measuring its baseline", "2 of at most 3 trials done": how far an unfinished optimisation got, from its saved
+ * state, in the wizard's own words rather than a training run's steps (issue 41 item 4).
+ */
+export function wizardProgressText(w: RunWizard | null | undefined): string {
+  if (!w || w.baselineDone === null) return 'its saved state cannot be read';
+  if (!w.baselineDone) return 'measuring its baseline';
+  const most = w.maxTrials !== null ? ` of at most ${w.maxTrials}` : '';
+  return `baseline measured, ${w.trialsDone ?? 0}${most} trials done`;
+}
+
 /** One line of the Runs list, read from runs/<id>/run.json. */
 export const RunSummarySchema = z.object({
   id: z.string(),
@@ -311,6 +336,8 @@ export const RunSummarySchema = z.object({
   problem: z.string().nullable(),
   /** Whose training it measured: our engine or the user's own command (absent from older servers). */
   target: TargetKindSchema.optional(),
+  /** An optimisation's wizard: the id the Optimise area lists it under, and how far it got (absent for other kinds and older servers). */
+  wizard: RunWizardSchema.optional(),
   /** The name, tags and notes a person gave the run (runs/<id>/notes.json); absent when none were given. */
   annotation: RunAnnotationSchema.optional(),
   /** Why notes.json was not read (damaged, too large, a link), when it was not. */

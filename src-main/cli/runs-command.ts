@@ -2,7 +2,7 @@ import { Command } from 'commander';
 
 import type { RunSummary } from '../api/training';
 import { printable } from '../api/shell-word';
-import { lastStepText } from '../api/training';
+import { lastStepText, wizardProgressText } from '../api/training';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 
@@ -11,7 +11,8 @@ const count = (x: number) => Math.round(x).toLocaleString('en-US');
 
 /** What is worth a glance after the status: how far an unfinished run got, the result, or what went wrong. */
 function detail(r: RunSummary): string {
-  const step = lastStepText(r.lastStep);
+  // An optimisation has no training steps of its own: how far its wizard got, from its saved state.
+  const step = r.kind === 'optimise' ? wizardProgressText(r.wizard) : lastStepText(r.lastStep);
   switch (r.status) {
     case 'interrupted':
       return `${step}: ${r.interruption}`;

@@ -1,9 +1,10 @@
+import type { BuildProgress } from '@api/datasets';
 import type { Devices } from '@api/devices';
 import { ApiError } from '@api/errors';
 import type { JobInfo, TargetKind } from '@api/jobs';
 import type { ModelSpec } from '@api/model-spec';
 import type { OptimiseProgress, OptimiseRequest, OptimiseTrial, WizardState } from '@api/optimise';
-import { OptimiseRequestSchema } from '@api/optimise';
+import { OptimiseRequestSchema, optimiseTargetTitle } from '@api/optimise';
 import type { OptimiseResult, ScriptOptimiseRecord } from '@api/optimise-result';
 import { OptimiseRecordSchema } from '@api/optimise-result';
 import type { ScriptOptimiseBaselineEvent, ScriptOptimiseRequestInput, ScriptOutputEvent, ScriptTarget } from '@api/script-target';
@@ -56,9 +57,7 @@ export const WATCH_INTERVAL_MS = 1000;
 
 /** "mlp on fashion-mnist": what was optimised, in a few words. */
 export function targetTitle(target: WizardState['request']['target']): string {
-  const d = target.data;
-  const data = d.kind === 'dataset' ? `dataset ${d.train}` : d.kind === 'idx' ? 'IDX files' : d.kind;
-  return `${target.spec.family} on ${data}${target.readFrom === 'source' ? ' (read from the source files)' : ''}`;
+  return optimiseTargetTitle(target);
 }
 
 /** A saved state's status, with 'running' told apart from 'interrupted' by the run that holds it. */
@@ -422,6 +421,8 @@ export const useOptimiseStore = defineStore('optimise', () => {
   const trials = shallowRef<OptimiseTrial[]>([]);
   /** The latest progress while it runs from this window. */
   const progress = shallowRef<OptimiseProgress | null>(null);
+  /** While the followed wizard prepares its data: the latest step of that (the example's positions made, the caches built). */
+  const preparingData = shallowRef<BuildProgress | null>(null);
   const result = shallowRef<OptimiseResult | null>(null);
   /** A wizard is followed to its end from this window: started or resumed here, or re-attached as a job (a reload, another window). */
   const running = ref(false);
@@ -503,6 +504,7 @@ export const useOptimiseStore = defineStore('optimise', () => {
   function take(p: OptimiseProgress): void {
     if (p.jobId !== jobId.value) return;
     progress.value = p;
+    if (p.phase !== 'preparing') preparingData.value = null;
     if (p.finishedTrial) trials.value = mergeTrials(trials.value, [p.finishedTrial]);
     // The state carries what progress does not (baseline, diagnosis, limits, the best so far): read it when it changes.
     if (p.phase !== phase || p.finishedTrial) void loadState(p.jobId);
@@ -585,12 +587,19 @@ export const useOptimiseStore = defineStore('optimise', () => {
     result.value = null;
     progress.value = null;
     phase = null;
+    // The data's own progress, while the wizard prepares it: its events name the dataset's job, not the wizard's, so
+    // those that come before the wizard's baseline are taken as its own (issue 41 item 7: 25 s at "0:00, ETA –").
+    const offData = useApiClient().on('datasets.progress', (d) => {
+      if (jobId.value === id && (!progress.value || progress.value.phase === 'preparing')) preparingData.value = d;
+    });
     try {
       result.value = await done;
     } catch (err) {
       cancelled.value = err instanceof ApiError && err.code === 'E_CANCELLED';
       error.value = cancelled.value ? null : errorText(err);
     } finally {
+      offData();
+      preparingData.value = null;
       running.value = false;
       progress.value = null;
       await loadState(id);
@@ -734,5 +743,5 @@ export const useOptimiseStore = defineStore('optimise', () => {
   const script = scriptOptimise();
   followRunningTarget(target, { engine: running, script: script.running }, (kind) => kind === 'script' && void refreshPast());
 
-  return { script, target, form, invalid, applied, applyBatchSearch, applyScriptBatchSearch, attachedRequest, jobId, state, trials, progress, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open, choose };
+  return { script, target, form, invalid, applied, applyBatchSearch, applyScriptBatchSearch, attachedRequest, jobId, state, trials, progress, preparingData, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open, choose };
 });

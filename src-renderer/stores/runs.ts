@@ -1,11 +1,14 @@
 import { JOB_EVENTS } from '@api/jobs';
 import type { ModelEntry } from '@api/model-files';
+import type { OptimiseProgress } from '@api/optimise';
+import { OptimiseProgressSchema } from '@api/optimise';
 import type { RunAnnotation } from '@api/run-notes';
 import type { RunDetail, RunSummary } from '@api/training';
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
 
 import { errorText } from './error-text';
+import { useJobsStore } from './jobs';
 import { useLoader } from './load-state';
 import { useApiClient } from '../transport/client-instance';
 import { shortRunTitle } from '../view-models/run-title';
@@ -62,6 +65,26 @@ export const useRunsStore = defineStore('runs', () => {
   const search = ref('');
   /** Why the last annotate() failed, beside the editor (null: it did not). */
   const annotateError = ref<string | null>(null);
+  /** The latest optimise.progress of each optimisation running in this server, by its run's id: the list says where it stands. */
+  const wizardProgress = shallowRef<ReadonlyMap<string, OptimiseProgress>>(new Map());
+  function takeWizardProgress(p: OptimiseProgress): void {
+    if (!p.runId) return;
+    wizardProgress.value = new Map([...wizardProgress.value, [p.runId, p]]);
+  }
+  /** An optimise run's latest progress: heard here, or the last one its job recorded (jobs.list, for a window opened meanwhile). */
+  function wizardProgressOf(runId: string): OptimiseProgress | null {
+    const heard = wizardProgress.value.get(runId);
+    if (heard) return heard;
+    for (const job of useJobsStore().live) {
+      if (job.kind !== 'optimise') continue;
+      for (let i = job.events.length - 1; i >= 0; i--) {
+        const e = job.events[i];
+        const parsed = e.event === 'optimise.progress' ? OptimiseProgressSchema.safeParse(e.data) : null;
+        if (parsed?.success && parsed.data.runId === runId) return parsed.data;
+      }
+    }
+    return null;
+  }
   let listed = 0;
   /** Reads the list; a live refresh and a click may overlap, so only the latest request's answer is shown. */
   async function readList(): Promise<RunSummary[]> {
@@ -204,7 +227,12 @@ export const useRunsStore = defineStore('runs', () => {
         Math.max(0, last + LIVE_REFRESH_MS - Date.now()),
       );
     };
-    const offs = [client.on('jobs.started', soon), client.on('jobs.ended', soon), ...RUN_EVENTS.map((e) => client.on(e, soon))];
+    const offs = [
+      client.on('jobs.started', soon),
+      client.on('jobs.ended', soon),
+      client.on('optimise.progress', takeWizardProgress),
+      ...RUN_EVENTS.map((e) => client.on(e, soon)),
+    ];
     return () => {
       offs.forEach((off) => off());
       if (timer) clearTimeout(timer);
@@ -235,5 +263,6 @@ export const useRunsStore = defineStore('runs', () => {
     closeCompare,
     annotate,
     follow,
+    wizardProgressOf,
   };
 });

@@ -100,6 +100,8 @@ export class WizardLoop<C, R extends Repetition> {
   async baseline(config: C): Promise<R[]> {
     const k = this.rules.repeat;
     const reps: R[] = [];
+    // Said before the first repetition, which may take long (the engine starting, its warm-up steps): what runs is known at once.
+    this.progress('baseline', null, 0, k, null, null);
     for (let i = 0; i < k; i++) {
       const r = await this.measure(config);
       this.value(r); // the energy objective is refused after the first repetition that cannot give it, not after the baseline
@@ -186,6 +188,8 @@ export class WizardLoop<C, R extends Repetition> {
       remeasured: 0,
       confounded: null as string | null,
     };
+    // A trial's or the final comparison's start is said before its first pair, not only after it.
+    this.progress(phase, index, 0, k, label, null);
     for (let i = 0; i < k; i++) {
       const ma = await this.measure(a);
       const mb = await this.measure(b);

@@ -6,14 +6,15 @@ import { ID_PATTERN } from '../../api/ids';
 import { printable } from '../../api/shell-word';
 import type { RunRecordJson } from '../../api/run-record';
 import { parseRunRecord, RUN_HEARTBEAT_INTERVAL_MS, RUN_HEARTBEAT_STALE_MS } from '../../api/run-record';
-import type { RunDetail, RunLastStep, RunSummary, TrainEvent } from '../../api/training';
-import { TrainEventSchema, TrainStepEventSchema } from '../../api/training';
+import { optimiseTargetTitle } from '../../api/optimise';
+import type { RunDetail, RunLastStep, RunSummary, RunWizard, TrainEvent } from '../../api/training';
+import { DataSourceSchema, TrainEventSchema, TrainStepEventSchema } from '../../api/training';
 import type { Workspace } from './workspace';
 import { type FileCut, jsonlLinesBounded } from './jsonl-lines';
 import { processExists } from '../common/process-exists';
 import { readRunAnnotation } from './run-notes';
 import { readRunTelemetryCut } from './run-telemetry';
-import { entryProblem, isFolder, listFolder, MiB, readTail, readTextCapped } from './workspace-files';
+import { entryProblem, isFolder, isMissing, listFolder, MiB, readTail, readTextCapped } from './workspace-files';
 
 const MAX_STEP_EVENTS = 2000;
 /**
@@ -140,6 +141,42 @@ export function commandTitle(argv: readonly string[]): string {
   return `${short.slice(0, half)}…${short.slice(short.length - half)}`;
 }
 
+/** A wizard's saved state holds its request, baseline and trials: far below this; a larger file is not read. */
+const MAX_WIZARD_STATE_BYTES = 4 * MiB;
+
+/**
+ * The wizard an optimise run belongs to: the id the Optimise area lists it under (an engine wizard's job id, from
+ * the run's config; a script wizard's run id) and, while the run is unfinished, how far its saved state got
+ * (optimise/<job id>/state.json for the engine, the run's own state.json for a script, which writes it only
+ * once its baseline is measured).
+ */
+async function wizardOf(workspace: Workspace, id: string, run: RunRecordJson, script: boolean): Promise<RunWizard | undefined> {
+  if (run.kind !== 'optimise') return undefined;
+  const config = run.config as { jobId?: unknown; request?: { maxTrials?: unknown } };
+  const jobId = typeof config.jobId === 'string' && ID_PATTERN.test(config.jobId) ? config.jobId : null;
+  const wizardId = script ? id : jobId;
+  if (!wizardId) return undefined;
+  const maxTrials = Number.isInteger(config.request?.maxTrials) ? (config.request!.maxTrials as number) : null;
+  const wizard: RunWizard = { id: wizardId, baselineDone: null, trialsDone: null, maxTrials };
+  if (run.status !== 'running') return wizard;
+  const file = script ? path.join('runs', id, 'state.json') : path.join('optimise', wizardId, 'state.json');
+  try {
+    const state = JSON.parse(await readTextCapped(workspace, file, MAX_WIZARD_STATE_BYTES)) as { baseline?: unknown; trials?: unknown };
+    return { ...wizard, baselineDone: state.baseline != null, trialsDone: Array.isArray(state.trials) ? state.trials.length : 0 };
+  } catch (err) {
+    // A script wizard has no state before its baseline; a state that cannot be read leaves the progress unknown.
+    return script && isMissing(err) ? { ...wizard, baselineDone: false, trialsDone: 0 } : wizard;
+  }
+}
+
+/** An engine optimisation's model and data, in the Optimise area's words; null when its config holds no engine target. */
+function optimiseTitleOf(run: RunRecordJson): string | null {
+  const target = (run.config as { request?: { target?: { spec?: { family?: unknown }; data?: unknown; readFrom?: unknown } } }).request?.target;
+  const data = DataSourceSchema.safeParse(target?.data);
+  if (typeof target?.spec?.family !== 'string' || !data.success) return null;
+  return optimiseTargetTitle({ spec: { family: target.spec.family }, data: data.data, readFrom: target.readFrom === 'source' ? 'source' : 'cache' });
+}
+
 async function summarize(workspace: Workspace, id: string, run: RunRecordJson): Promise<RunSummary> {
   // A run cancelled while its data was prepared has no caches yet: the data source it asked for names it.
   const asked = (run.config as { data?: { kind?: unknown } }).data?.kind;
@@ -154,7 +191,8 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
     train: modelOnData,
     benchmark: `training benchmark: ${modelOnData}`,
     'batch-search': `batch-size search: ${modelOnData}`,
-    optimise: `optimisation: ${modelOnData}`,
+    // An optimisation's config holds its request: named from its target as the Optimise area names it (the data asked for).
+    optimise: `optimisation: ${command === null ? (optimiseTitleOf(run) ?? modelOnData) : modelOnData}`,
     'loader-benchmark': `loader benchmark of ${run.result?.dataset ?? run.config.dataset ?? 'a dataset'}`,
   };
   // Every word of the title and messages below comes from run.json: control characters are escaped here, once for the CLI, the UI and reports.
@@ -163,6 +201,7 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
   const interruption = interruptedBecause === null ? null : printable(interruptedBecause);
   const unfinished = run.status === 'running';
   const { annotation, problem: annotationProblem } = await readRunAnnotation(workspace, id);
+  const wizard = await wizardOf(workspace, id, run, target?.kind === 'script');
   return {
     id,
     kind: run.kind,
@@ -178,6 +217,7 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
     interruption,
     problem: null,
     target: target?.kind === 'script' ? 'script' : 'engine',
+    ...(wizard ? { wizard } : {}),
     ...(annotation ? { annotation } : {}),
     ...(annotationProblem ? { annotationProblem } : {}),
   };
