@@ -76,7 +76,8 @@ describe('first run and an optimisation named right (issue 41 items 4 and 7)', (
 
     // Runs -> Optimise: the link opens this wizard's card.
     const wizardLink = row.getByTestId(`run-wizard-link-${runId}`);
-    expect(await wizardLink.innerText()).toBe(`optimisation ${wizardId}`);
+    expect(await wizardLink.innerText()).toBe('in Optimise');
+    expect(await wizardLink.getAttribute('title')).toContain(`Optimisation ${wizardId}`);
     await wizardLink.click();
     await runs.getByTestId('area-optimise').waitFor();
     await expect.poll(() => runs.getByTestId('opt-shown').locator('p.muted').first().innerText(), { timeout: 15_000 }).toMatch(new RegExp(`^${wizardId} · running`));

@@ -67,7 +67,8 @@ async function openContent(page: Page, area: string): Promise<void> {
   if (area === 'runs') {
     const rows = page.locator('[data-testid^="run-2"]');
     await expect.poll(() => rows.count()).toBeGreaterThanOrEqual(2);
-    await rows.first().click();
+    // The run's name, as a person clicks it: the row's middle may be a link (an optimisation's, to its card).
+    await rows.first().getByTestId('run-name').click();
     await page.getByTestId('run-detail').waitFor();
   }
   if (area === 'datasets') await page.getByTestId('dataset-iris').waitFor();
