@@ -8,11 +8,14 @@
 #   race.txt, gpu-race.json   bench/gpu/race.mjs: the engine against PyTorch eager and torch.compile
 #   script.txt, script-results.json   the script target on the Fashion-MNIST tutorial, device=cuda
 #   engine.txt           the main job (README's `npm start`) on the GPU: the one-click optimisation and its ADR report
+#   wizard.txt, wizard-<gpu>.json, wizard-reports.tgz   bench:wizard (issue 42): plain, wizard and expert on bench/workloads/
+#                        (only when asked: TB_SESSION_STEPS=wizard; TB_SESSION_WIZARD_ARGS picks workloads and presets)
 # Run it through run.sh, which unpacks the kit:
 #   bash tools/device/run.sh bash tools/device/gpu-session.sh
 # Without a GPU (a dry run) every step still runs and fails or skips for that reason.
-# TB_SESSION_STEPS picks steps for a follow-up call (default: all of
-# "suites sanitizers race script-benchmark script-optimise engine-optimise").
+# TB_SESSION_STEPS picks the steps (default: "suites sanitizers script-benchmark script-optimise
+# engine-optimise"). Measuring comes first and each measurement is a call of its own (10 minutes at most):
+# TB_SESSION_STEPS=wizard (bench:wizard), then TB_SESSION_STEPS=race, then the default.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/gpu-out}"
@@ -24,7 +27,7 @@ PY="${TB_SESSION_PYTHON:-python3}"
 VITEST=(node node_modules/vitest/vitest.mjs run --config vitest.gpu.config.mts)
 summary=()
 rm -f /tmp/tb-script-*.json  # no result of an earlier session passes for this one
-STEPS="${TB_SESSION_STEPS:-suites sanitizers race script-benchmark script-optimise engine-optimise}"
+STEPS="${TB_SESSION_STEPS:-suites sanitizers script-benchmark script-optimise engine-optimise}"
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 t_start=$(date +%s)
 
@@ -72,7 +75,8 @@ if want sanitizers; then
   [[ -f "$OUT/.sanitize-summary" ]] && mapfile -t -O "${#summary[@]}" summary < "$OUT/.sanitize-summary" && rm -f "$OUT/.sanitize-summary"
 fi
 
-want race && step "race: engine vs PyTorch" 200 "$OUT/race.txt" node bench/gpu/race.mjs --steps 100 --python "$PY" --out "$OUT/gpu-race.json"
+# Batches 750 and 2,048 with the census; two max-autotune compiles make it long: run it as its own call (TB_SESSION_STEPS=race).
+want race && step "race: engine vs PyTorch (batches 750, 2048; census)" "${TB_SESSION_RACE_LIMIT:-560}" "$OUT/race.txt" node bench/gpu/race.mjs --steps 100 --python "$PY" --census --torch-timeout "${TB_SESSION_TORCH_TIMEOUT:-200}" --out "$OUT/gpu-race.json"
 
 # TB_SESSION_DEVICE=cpu and TB_SESSION_PYTHON=/usr/bin/python3 dry-run the script steps on a machine without a GPU.
 tutorial=("$PY" test/fixtures/scripts/fashion_mnist_tutorial.py --data "$DATA" --device "${TB_SESSION_DEVICE:-cuda}" --epochs 1)
@@ -102,6 +106,16 @@ engine_optimise() {
   return $rc
 }
 export -f engine_optimise; export WS  # `timeout` runs programs, not functions
+# bench:wizard at the full size. The whole protocol (three workloads, two presets) outlasts a session, so
+# the default is one workload, one preset, 3 rounds and the expert compiling in torch.compile's default mode
+# (max-autotune's tuning alone could take minutes); the JSON is written after each wizard, so a kill keeps them.
+if want wizard; then
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr 'A-Z ' 'a-z-')
+  read -r -a wizard_args <<< "${TB_SESSION_WIZARD_ARGS:---workloads resnet --presets balanced --rounds 3 --expert-compile-mode default}"
+  step "bench:wizard ${wizard_args[*]}" "${TB_SESSION_WIZARD_LIMIT:-540}" "$OUT/wizard.txt" \
+    node bench/wizard/wizard-bench.mjs --python "$PY" --out "$OUT/wizard-${gpu:-cpu}.json" --reports /tmp/tb-wizard-reports "${wizard_args[@]}"
+  [[ -d /tmp/tb-wizard-reports ]] && tar -czf "$OUT/wizard-reports.tgz" -C /tmp/tb-wizard-reports .
+fi
 want engine-optimise && step "engine: optimise (npm start's job)" "${TB_SESSION_ENGINE_LIMIT:-120}" "$OUT/engine.txt" bash -c engine_optimise
 # One JSON file for the three (at most 8 files come back), and the people-readable forms of each.
 { want script-benchmark || want script-optimise; } && node -e '
@@ -125,8 +139,9 @@ printf '  %s\n' "${summary[@]}"
 echo
 [[ -f "$OUT/test-gpu.txt" ]] && grep -E "Test Files|Tests |FAIL|×|relative difference|parameter difference" "$OUT/test-gpu.txt" | head -70
 [[ -f "$OUT/sanitizer.txt" ]] && grep -E "ERROR SUMMARY|RACECHECK SUMMARY|parity checks passed|^FAIL" "$OUT/sanitizer.txt" | head -12
-[[ -f "$OUT/race.txt" ]] && sed -n '/^| run /,$p' "$OUT/race.txt" | head -60
+[[ -f "$OUT/race.txt" ]] && sed -n '/^| run /,$p' "$OUT/race.txt" | head -110
 [[ -f "$OUT/script.txt" ]] && grep -E "^(----|no result|benchmark |samples/s |memory |applied |setup |baseline |verdict |  [0-9]\. )" "$OUT/script.txt" | head -30
+[[ -f "$OUT/wizard.txt" ]] && grep -E "^(\| |bench:wizard|== )" "$OUT/wizard.txt" | head -30
 [[ -f "$OUT/engine.txt" ]] && grep -E "^(baseline|limits|  compute|  h2d|batch  |final|report )|^  [0-9] " "$OUT/engine.txt" | head -20
 # The call's exit status: 1 when any step failed, so a wrapper can tell without reading the logs.
 for line in "${summary[@]}"; do [[ "$line" =~ rc\ 0\  ]] || exit 1; done
