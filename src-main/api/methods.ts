@@ -28,7 +28,8 @@ import { ModelInfoSchema, ModelSpecSchema } from './model-spec';
 import { ModelEntrySchema, ReadSpecRequestSchema, ReadSpecResultSchema } from './model-files';
 import { SaveSpecRequestSchema, SaveSpecResultSchema } from './model-sizing';
 import { TelemetrySnapshotSchema, TelemetrySubscribeSchema } from './telemetry';
-import { RunDetailSchema, RunSummarySchema, TrainRequestSchema, TrainResultSchema } from './training';
+import { RunDetailSchema, RunSummarySchema, TrainRequestSchema } from './training';
+import { TrainRunResultSchema, type EngineTrainRun, type ScriptTrainRun } from './train-result';
 import {
   BuildRequestSchema,
   BuildResultSchema,
@@ -44,13 +45,11 @@ import {
 import { OptimiseIdParamsSchema, OptimiseRequestSchema, WizardStateSchema } from './optimise';
 import { OptimiseRecordSchema, OptimiseResultSchema } from './optimise-result';
 import type { EngineOptimiseResult, ScriptOptimiseResult } from './optimise-result';
-import { ScriptTrainRequestSchema, ScriptTrainResultSchema } from './script-run';
+import { ScriptTrainRequestSchema } from './script-run';
 import { ScriptBenchmarkRequestSchema, ScriptOptimiseRequestSchema } from './script-target';
 import { ScriptBatchSearchRequestSchema } from './script-target';
-import type { ScriptTrainResult } from './script-run';
 import { eitherTarget } from './target';
 import type { EngineBenchmarkResult, ScriptBenchmarkResult } from './benchmark-result';
-import type { TrainResult } from './training';
 
 const NoParams = z.object({}).strict();
 
@@ -77,7 +76,7 @@ export const apiMethods = {
    * Trains to completion, either target: the engine's progress arrives as train.progress events, a script's as
    * script.progress with its output as script.output, all with the request's jobId (which names the run too).
    */
-  'train.run': { params: eitherTarget(TrainRequestSchema, ScriptTrainRequestSchema), result: z.union([TrainResultSchema, ScriptTrainResultSchema]) },
+  'train.run': { params: eitherTarget(TrainRequestSchema, ScriptTrainRequestSchema), result: TrainRunResultSchema },
   /**
    * Searches the batch size that fits with headroom and trains fastest, either target (a script's dataloader.batch_size
    * varied, an OOM a data point): its trials arrive as batchSize.trial events; one result shape for both.
@@ -170,7 +169,7 @@ export type MethodResult<M extends MethodName> = z.infer<ApiMethods[M]['result']
 
 /** The methods that measure either target, with each target's result (one schema for a benchmark's and a wizard's, narrowed here by its target). */
 interface EitherTargetResults {
-  'train.run': { engine: TrainResult; script: ScriptTrainResult };
+  'train.run': { engine: EngineTrainRun; script: ScriptTrainRun };
   'benchmark.training': { engine: EngineBenchmarkResult; script: ScriptBenchmarkResult };
   'optimise.start': { engine: EngineOptimiseResult; script: ScriptOptimiseResult };
 }

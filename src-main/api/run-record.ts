@@ -58,7 +58,7 @@ export type RunEnvironment = z.infer<typeof RunEnvironmentSchema>;
 
 /*
  * The parts of a run's config and result that the Runs list reads. The rest of
- * them belongs to the kind's own schema (TrainRequest and TrainResult, the loader
+ * them belongs to the kind's own schema (TrainRequest and TrainRunResult, the loader
  * benchmark's request and result), so a run recorded before a field was added
  * still reads.
  */
@@ -67,8 +67,11 @@ const RunConfigViewSchema = z.looseObject({
   cachedData: z.looseObject({ description: z.string() }).partial().optional(),
   dataset: z.string().optional(),
 });
+const TestViewSchema = z.looseObject({ accuracy: z.number().nullable() }).partial().optional();
 const RunResultViewSchema = z.looseObject({
-  test: z.looseObject({ accuracy: z.number().nullable() }).partial().optional(),
+  /** An engine training run's held-out evaluation: inside `target` since both targets share one result, at the top before. */
+  test: TestViewSchema,
+  target: z.looseObject({ test: TestViewSchema }).partial().optional(),
   samplesPerSec: z.number().optional(),
   telemetry: z.looseObject({ gpuUtilizationMean: z.number().nullable() }).partial().optional(),
   dataset: z.string().optional(),

@@ -1,3 +1,6 @@
+import type { ScriptTarget } from './script-target';
+import { shellLine } from './shell-word';
+
 /** A value as Python source: True/False, numbers as they are, strings quoted. */
 function python(v: string | number | boolean): string {
   if (typeof v === 'boolean') return v ? 'True' : 'False';
@@ -53,4 +56,26 @@ function ampCode(dtype: string, device: string): string[] {
     'scaler.step(optimizer)  # instead of optimizer.step()',
     'scaler.update()',
   ];
+}
+
+/**
+ * The kept overrides two ways: the command that runs the script unchanged with them (Trainbench's
+ * probe applies them; without --steps it trains to the script's own end), and the lines a user
+ * writes into their own script to have them without Trainbench.
+ */
+export function scriptUse(target: ScriptTarget, overrides: Record<string, string | number | boolean>, device?: string): { command: string; code: string[] } {
+  const entries = Object.entries(overrides).sort(([a], [b]) => a.localeCompare(b));
+  const flags = [
+    'trainbench',
+    'benchmark-training',
+    '--repeat',
+    '1',
+    '--cwd',
+    target.cwd,
+    ...Object.entries(target.env).flatMap(([k, v]) => ['--env', `${k}=${v}`]),
+    ...entries.flatMap(([k, v]) => ['--set', `${k}=${String(v)}`]),
+    '--',
+    ...target.command,
+  ];
+  return { command: shellLine(flags), code: overrideCode(overrides, { device }) };
 }

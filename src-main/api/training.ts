@@ -5,7 +5,7 @@ import { ModelSpecSchema } from './model-spec';
 import { RunAnnotationSchema } from './run-notes';
 import { StoredRunStatusSchema } from './run-record';
 import { TargetKindSchema } from './target';
-import { TelemetrySampleSchema, TelemetrySummarySchema } from './telemetry';
+import { TelemetrySampleSchema } from './telemetry';
 
 /**
  * The shortest interval between step events a request may ask for: at most
@@ -193,8 +193,11 @@ export const ProcessMemorySchema = z.object({
 });
 export type ProcessMemory = z.infer<typeof ProcessMemorySchema>;
 
-export const TrainResultSchema = z.object({
-  runId: z.string(),
+/**
+ * What the native trainer answers at a run's end (the engine runner turns it into `train.run`'s result,
+ * api/train-result.ts); benchmarks and batch trials read parts of it.
+ */
+export const EngineTrainSummarySchema = z.object({
   steps: z.number().int(),
   samples: z.number().int(),
   seconds: z.number(),
@@ -227,10 +230,6 @@ export const TrainResultSchema = z.object({
     })
     .optional(),
   model: z.object({ family: z.string(), params: z.number().int(), flopsPerSample: z.number() }),
-  /** Where the run's files are, relative to the workspace. */
-  runDir: z.string(),
-  /** The cached datasets trained and tested on. */
-  data: z.string(),
   /** Bytes by kind: predicted from the model's shapes and settings, and measured from the engine's allocations. */
   memory: z.object({
     predicted: MemoryBreakdownSchema,
@@ -240,12 +239,10 @@ export const TrainResultSchema = z.object({
     peakBytes: z.number().optional(),
     limitBytes: z.number().optional(),
   }),
-  /** GPU utilisation, memory and power (and CPU load) measured while the run trained. */
-  telemetry: TelemetrySummarySchema,
   /** The engine process's resident memory (beside the engine's own accounting in `memory`); absent in runs recorded before. */
   processMemory: ProcessMemorySchema.optional(),
 });
-export type TrainResult = z.infer<typeof TrainResultSchema>;
+export type EngineTrainSummary = z.infer<typeof EngineTrainSummarySchema>;
 
 /** A training run's step and epoch events; its job's id is its run's id. */
 export const TrainProgressEventSchema = z.object({ jobId: z.string(), event: TrainEventSchema });

@@ -19,7 +19,7 @@ import { warnIfEmulated } from './emulation-note';
 import { resolveModelAndData } from './model-and-data';
 import { progressPrinter } from './progress-bar';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
-import { formatScriptRun, formatTrain } from './train-format';
+import { formatTrainRun } from './train-format';
 import { choiceArg, intArg, MODEL_FLAG_HELP, TRAIN_CHOICES } from './train-inputs';
 
 export interface TrainFlags {
@@ -153,7 +153,7 @@ async function trainEngine(flags: TrainFlags): Promise<void> {
     );
     progress.clear();
     if (flags.json) process.stdout.write(JSON.stringify({ type: 'result', ...result }) + '\n');
-    else process.stdout.write(formatTrain(result, name) + '\n');
+    else process.stdout.write(formatTrainRun(result, name) + '\n');
   } finally {
     offBuild();
     progress.clear();
@@ -194,7 +194,7 @@ async function trainScript(command: string[], flags: TrainScriptFlags): Promise<
         if (flags.output) process.stderr.write(`${stream === 'stderr' ? '[err] ' : ''}${line}\n`);
       },
     });
-    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatScriptRun(result)) + '\n');
+    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatTrainRun(result)) + '\n');
   } finally {
     process.off('SIGINT', onSigint);
     await services.dispose();

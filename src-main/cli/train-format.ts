@@ -1,15 +1,18 @@
 import { processMemoryText } from '../api/process-memory-words';
-import type { ScriptTrainResult } from '../api/script-run';
 import { printable } from '../api/shell-word';
-import type { TrainResult } from '../api/training';
+import type { EngineTrainDetail, ScriptTrainDetail, TrainRunResult } from '../api/train-result';
 
-// What `train` prints at the end: an engine run's summary, or a script's (a command after '--').
+// What `train` prints at the end, either target: the lines every run has (steps, samples/s, step time,
+// phases, hardware, files), with our engine's (model, data, test result, device, memory) or a script's
+// (setup, data wait, loss, CUDA memory) beside them.
 
 const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
 const mb = (b: number | null) => (b === null ? 'n/a' : `${(b / 1e6).toFixed(1)} MB`);
+const ms = (x: number | null, digits: number) => (x === null ? 'n/a' : `${x.toFixed(digits)} ms`);
+const line = (label: string, text: string) => `${label.padEnd(10)} ${text}`;
 
-function telemetryLine(result: TrainResult): string {
-  const t = result.telemetry;
+function telemetryText(r: TrainRunResult): string {
+  const t = r.telemetry;
   const pct = (x: number | null) => (x === null ? 'n/a' : `${x.toFixed(0)}%`);
   const gpu =
     t.gpuUtilizationMean === null
@@ -18,63 +21,78 @@ function telemetryLine(result: TrainResult): string {
   return `${gpu}; CPU ${pct(t.cpuMean)} mean over ${t.samples} samples (telemetry.jsonl)`;
 }
 
-function memoryLine(result: TrainResult): string {
-  const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
-  const p = result.memory.predicted;
-  const line = `${mb(result.memory.measured.total)} measured on the ${result.memory.device}, ${mb(p.total)} predicted: weights ${mb(p.weights)}, gradients ${mb(p.gradients)}, optimizer ${mb(p.optimizerState)}, activations ${mb(p.activations + p.activationGrads)}, batches ${mb(p.batchData)}, workspace ${mb(p.workspace)}`;
-  return result.processMemory ? `${line}\n         ${processMemoryText(result.processMemory)}` : line;
+function engineMemoryText(e: EngineTrainDetail): string {
+  const p = e.memory.predicted;
+  const text = `${mb(e.memory.measured.total)} measured on the ${e.memory.device}, ${mb(p.total)} predicted: weights ${mb(p.weights)}, gradients ${mb(p.gradients)}, optimizer ${mb(p.optimizerState)}, activations ${mb(p.activations + p.activationGrads)}, batches ${mb(p.batchData)}, workspace ${mb(p.workspace)}`;
+  return e.processMemory ? `${text}\n${' '.repeat(11)}${processMemoryText(e.processMemory)}` : text;
 }
 
-function backendLine(result: TrainResult): string {
-  const b = result.backend;
-  if (!b) return result.memory.device;
-  const scale = result.lossScale !== undefined ? `; loss scale ${result.lossScale}` : '';
-  const skipped = result.skippedSteps !== undefined ? `, ${result.skippedSteps} step(s) skipped for inf/nan gradients` : '';
-  const scaling = scale + skipped;
+function backendText(e: EngineTrainDetail): string {
+  const b = e.backend;
+  if (!b) return e.memory.device;
+  const scale = e.lossScale !== undefined ? `; loss scale ${e.lossScale}` : '';
+  const skipped = e.skippedSteps !== undefined ? `, ${e.skippedSteps} step(s) skipped for inf/nan gradients` : '';
   const gemm = b.gemm as { shapes?: { chosen: string }[] } | undefined;
   const shapes = gemm?.shapes ?? [];
   const lt = shapes.filter((g) => g.chosen === 'cublasLt').length;
-  const gemmLine = shapes.length ? `; GEMM: ${shapes.length} shapes, ${lt} on cuBLASLt, ${shapes.length - lt} on own kernels` : '';
-  const caveat = typeof b.caveat === 'string' ? `\n         note: ${b.caveat}` : '';
-  return `${b.device}, ${b.precision}; timing: ${b.timing}${scaling}${gemmLine}${caveat}`;
+  const gemmText = shapes.length ? `; GEMM: ${shapes.length} shapes, ${lt} on cuBLASLt, ${shapes.length - lt} on own kernels` : '';
+  const caveat = typeof b.caveat === 'string' ? `\n${' '.repeat(11)}note: ${b.caveat}` : '';
+  return `${b.device}, ${b.precision}; timing: ${b.timing}${scale}${skipped}${gemmText}${caveat}`;
 }
 
-/** The run as a person reads it: the model, the result, the speed, where the step goes, memory and hardware. */
-export function formatTrain(result: TrainResult, modelName: string): string {
-  const n = (x: number) => Math.round(x).toLocaleString('en-US');
-  const t = result.stepTime;
-  const phases = Object.entries(result.phasesMs)
-    .map(([k, v]) => `${k} ${v.toFixed(1)}`)
-    .join(' · ');
-  const test = result.test;
-  const lines = [
-    `model    ${modelName} (${result.model.family}, ${n(result.model.params)} parameters, ${(result.model.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample forward)`,
-    `data     ${result.data}, read through the dataset cache`,
-    test
-      ? `result   ${result.model.family === 'bottleneck_resnet' ? 'policy top-1 agreement with the targets' : 'test accuracy'} ${test.accuracy == null ? 'n/a' : `${(100 * test.accuracy).toFixed(2)}%`} (loss ${test.loss.toFixed(4)}) on ${n(test.samples)} test samples after ${result.epochs.length} epoch(s), ${n(result.steps)} steps`
-      : `result   ${n(result.steps)} steps, no test set`,
-    `speed    ${n(result.samplesPerSec)} samples/s over ${result.seconds.toFixed(1)} s on ${result.threads} threads; step ${t.steadyStateMeanMs == null ? 'n/a' : `${t.steadyStateMeanMs.toFixed(1)} ms steady state`}, ${t.wallClockMeanMs.toFixed(1)} ms wall-clock mean (warm-up and evaluation included)`,
-    `device   ${backendLine(result)}`,
-    `phases   ${phases} (ms per step)`,
-    `memory   ${memoryLine(result)}`,
-    `hardware ${telemetryLine(result)}`,
-    `saved    ${result.runDir} in the workspace (run.json, events.jsonl, checkpoint.safetensors)`,
-  ];
-  return lines.join('\n');
-}
-
-/** A script's run as a person reads it. */
-export function formatScriptRun(r: ScriptTrainResult): string {
-  const ended = r.ended === 'maxSteps' ? 'stopped by Trainbench at --max-steps' : 'ended on its own';
+/** Our engine's own lines: the model, the data, what the held-out set says (or that there was none). */
+function engineHead(r: TrainRunResult, e: EngineTrainDetail, modelName: string): string[] {
+  const test = e.test;
+  const what = e.model.family === 'bottleneck_resnet' ? 'policy top-1 agreement with the targets' : 'test accuracy';
   return [
-    `run        ${printable(r.title)}`,
-    `setup      ${r.device}, batch ${r.batchSize ?? 'unknown'} per rank, ${r.worldSize} rank(s); ${ended} after ${r.seconds.toFixed(1)} s`,
-    `steps      ${n0(r.steps)} optimizer steps`,
-    `samples/s  ${r.samplesPerSec === undefined ? 'n/a' : n0(r.samplesPerSec)} over the steps after the first ${r.warmupSteps}${r.worldSize > 1 ? ' (sum over ranks)' : ''}`,
-    `step time  ${r.stepTime.steadyStateMeanMs === null ? 'n/a' : `${r.stepTime.steadyStateMeanMs.toFixed(3)} ms`} steady state; ${r.stepTime.wallClockMeanMs === null ? 'n/a' : `${r.stepTime.wallClockMeanMs.toFixed(3)} ms`} every step`,
-    `data wait  ${r.dataWait ? `${r.dataWait.msPerStep.toFixed(3)} ms per step, ${r.dataWait.percent.toFixed(1)}% of the step` : 'n/a (no DataLoader seen)'}`,
-    `loss       ${r.lastLoss ? `${r.lastLoss.value.toPrecision(5)} at step ${r.lastLoss.step}` : (r.lossNote ?? 'none read')}`,
-    `memory     CUDA peak ${mb(r.peakMemory.cudaPeakBytes)}; host peak RSS ${mb(r.peakMemory.hostPeakRssBytes)}`,
-    `saved      ${r.runDir} in the workspace (run.json, events.jsonl, telemetry.jsonl, output.log)`,
+    line('model', `${modelName} (${e.model.family}, ${n0(e.model.params)} parameters, ${(e.model.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample forward)`),
+    line('data', `${e.data}, read through the dataset cache`),
+    test
+      ? line('result', `${what} ${test.accuracy == null ? 'n/a' : `${(100 * test.accuracy).toFixed(2)}%`} (loss ${test.loss.toFixed(4)}) on ${n0(test.samples)} test samples after ${e.epochs.length} epoch(s)`)
+      : line('result', "no test set: nothing was held out, so the epochs' accuracy is on the training data, not on unseen data"),
+    line('device', backendText(e)),
+  ];
+}
+
+/** A script's own lines: how it ran and ended. */
+function scriptHead(r: TrainRunResult, s: ScriptTrainDetail): string[] {
+  const ended = s.ended === 'maxSteps' ? 'stopped by Trainbench at --max-steps' : 'ended on its own';
+  return [line('setup', `${r.device}, batch ${r.batchSize ?? 'unknown'} per rank, ${s.worldSize} rank(s); ${ended} after ${r.seconds.toFixed(1)} s`)];
+}
+
+function scriptTail(s: ScriptTrainDetail): string[] {
+  return [
+    line('data wait', s.dataWait ? `${s.dataWait.msPerStep.toFixed(3)} ms per step, ${s.dataWait.percent.toFixed(1)}% of the step` : 'n/a (no DataLoader seen)'),
+    line('loss', s.lastLoss ? `${s.lastLoss.value.toPrecision(5)} at step ${s.lastLoss.step}` : (s.lossNote ?? 'none read')),
+    line('memory', `CUDA peak ${mb(s.peakMemory.cudaPeakBytes)}; host peak RSS ${mb(s.peakMemory.hostPeakRssBytes)}`),
+  ];
+}
+
+/** A training run as a person reads it, either target; `modelName` is how the engine's model was asked for. */
+export function formatTrainRun(r: TrainRunResult, modelName = r.title): string {
+  const t = r.target;
+  const engine = t.kind === 'engine';
+  const rate =
+    r.samplesPerSec === undefined
+      ? 'n/a'
+      : engine
+        ? `${n0(r.samplesPerSec)} over the whole ${r.seconds.toFixed(1)} s on ${t.threads} threads (warm-up and evaluation included)`
+        : `${n0(r.samplesPerSec)} over the steps after the first ${r.stepTime.warmupSteps}${t.worldSize > 1 ? ' (sum over ranks)' : ''}`;
+  const digits = engine ? 1 : 3;
+  const phases = r.phasesMs
+    ? Object.entries(r.phasesMs)
+        .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+        .join(' · ') + ' (ms per step)'
+    : 'n/a (no step was measured)';
+  return [
+    line('run', printable(r.title)),
+    ...(engine ? engineHead(r, t, modelName) : scriptHead(r, t)),
+    line('steps', `${n0(r.steps)} optimizer steps`),
+    line('samples/s', rate),
+    line('step time', `${ms(r.stepTime.steadyStateMeanMs, digits)} steady state; ${ms(r.stepTime.wallClockMeanMs, digits)} every step (warm-up${engine ? ' and evaluation' : ''} included)`),
+    line('phases', phases),
+    ...(engine ? [line('memory', engineMemoryText(t))] : scriptTail(t)),
+    line('hardware', telemetryText(r)),
+    line('saved', `${r.runDir} in the workspace (run.json, events.jsonl, ${engine ? 'checkpoint.safetensors' : 'telemetry.jsonl, output.log'})`),
   ].join('\n');
 }

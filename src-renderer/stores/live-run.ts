@@ -1,11 +1,12 @@
 import type { StepPoint } from '@api/charts/run-charts';
 import { appendScriptRunPoint } from '@api/charts/run-charts';
 import type { JobInfo, TargetKind } from '@api/jobs';
-import type { ScriptProgressEvent, ScriptTrainRequestInput, ScriptTrainResult } from '@api/script-run';
+import type { ScriptProgressEvent, ScriptTrainRequestInput } from '@api/script-run';
+import type { EngineTrainRun, ScriptTrainRun } from '@api/train-result';
 import { ScriptTrainRequestSchema } from '@api/script-run';
 import type { ScriptOutputEvent } from '@api/script-target';
 import type { GpuState } from '@api/telemetry';
-import type { TrainPreparingEvent, TrainRequest, TrainResult, TrainStepEvent } from '@api/training';
+import type { TrainPreparingEvent, TrainRequest, TrainStepEvent } from '@api/training';
 import { TrainRequestSchema } from '@api/training';
 import { defineStore } from 'pinia';
 import { computed, ref, shallowRef } from 'vue';
@@ -52,7 +53,7 @@ function scriptRun() {
   /** The newest progress point; the full series go to listeners (charts append). */
   const last = shallowRef<ScriptProgressEvent | null>(null);
   const output = shallowRef<ScriptLine[]>([]);
-  const result = shallowRef<ScriptTrainResult | null>(null);
+  const result = shallowRef<ScriptTrainRun | null>(null);
   const listeners = new Set<(p: ScriptProgressEvent) => void>();
   /** The run's curves so far (plain arrays: charts append), kept here so a chart mounted later draws them whole. */
   let curves = { rate: [] as StepPoint[], dataWait: [] as StepPoint[], loss: [] as StepPoint[] };
@@ -86,7 +87,7 @@ function scriptRun() {
   }
 
   /** Collects the run's output (handed to the page in batches: a script may print thousands of lines a second) while `follow` lasts. */
-  async function watch(follow: () => Promise<ScriptTrainResult | null>): Promise<ScriptTrainResult | null> {
+  async function watch(follow: () => Promise<ScriptTrainRun | null>): Promise<ScriptTrainRun | null> {
     last.value = null;
     result.value = null;
     output.value = [];
@@ -110,7 +111,7 @@ function scriptRun() {
   }
 
   /** Runs the confirmed request to its end, following this run's events only. */
-  async function confirm(): Promise<ScriptTrainResult | null> {
+  async function confirm(): Promise<ScriptTrainRun | null> {
     const request = pending.value;
     if (!request || running.value) return null;
     pending.value = null;
@@ -161,7 +162,7 @@ export const useLiveRunStore = defineStore('live-run', () => {
   let curve: LiveCurve = emptyLiveCurve();
   /** The request of the run followed (started here or re-attached): what the New run form shows while it runs. */
   const runRequest = shallowRef<TrainRequest | null>(null);
-  const result = shallowRef<TrainResult | null>(null);
+  const result = shallowRef<EngineTrainRun | null>(null);
   /** Before the first step: what is being prepared (caching the data, the engine checking the request). */
   const preparing = shallowRef<TrainPreparingEvent | null>(null);
   /** The device the run trains on: 'cpu' or 'cuda:N'. */
@@ -246,7 +247,7 @@ export const useLiveRunStore = defineStore('live-run', () => {
   });
 
   /** Follows one run on `deviceName` (its steps through the job, its GPU through a lease) while `follow` lasts. */
-  async function watch(deviceName: string, follow: () => Promise<TrainResult | null>): Promise<TrainResult | null> {
+  async function watch(deviceName: string, follow: () => Promise<EngineTrainRun | null>): Promise<EngineTrainRun | null> {
     running.value = true;
     runId.value = null;
     last.value = null;
@@ -279,7 +280,7 @@ export const useLiveRunStore = defineStore('live-run', () => {
   }
 
   /** Trains to completion (or cancel/failure), following the events of this run only. */
-  async function start(request: TrainRequest): Promise<TrainResult | null> {
+  async function start(request: TrainRequest): Promise<EngineTrainRun | null> {
     if (running.value) return null;
     const started = watch(request.options.device, () => job.start('train.run', request));
     runRequest.value = request;

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { parseRunRecord } from '../../src-main/api/run-record';
-import { ScriptTrainResultSchema } from '../../src-main/api/script-run';
+import { TrainRunResultSchema } from '../../src-main/api/train-result';
 import { scriptWizard } from '../helpers/target-detail';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
@@ -87,8 +87,8 @@ describe('train -- <command>', () => {
   it('trains the command, recorded as a train run', async () => {
     const { code, stdout, stderr } = await runCli(['train', '--json', '--no-output', '--max-steps', '5', '--warmup-steps', '2', '--workspace', ws.dir, '--', PYTHON, path.join(SCRIPTS, 'tiny_train.py'), 'plain']);
     expect(code, stderr).toBe(0);
-    const r = ScriptTrainResultSchema.parse(JSON.parse(stdout));
-    expect(r).toMatchObject({ steps: 5, ended: 'maxSteps', batchSize: 16, warmupSteps: 2 });
+    const r = TrainRunResultSchema.parse(JSON.parse(stdout));
+    expect(r).toMatchObject({ steps: 5, batchSize: 16, stepTime: { warmupSteps: 2 }, target: { kind: 'script', ended: 'maxSteps' } });
     expect(runRecord(r.runDir)).toMatchObject({ kind: 'train', status: 'completed' });
   }, 60_000);
 

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { TrainResultSchema } from '../../src-main/api/training';
+import { isEngineTrainRun, TrainRunResultSchema } from '../../src-main/api/train-result';
 import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
@@ -33,7 +33,9 @@ async function cli<T>(args: string[], parse: (v: unknown) => T): Promise<T> {
 
 describe('the engine process holds what the engine accounts for (board network, batch 32, CPU)', () => {
   it.runIf(linux)('a training run with its test evaluation: peak resident, less the mapped data, within the margin of the accounting', async () => {
-    const r = await cli(['train', ...BOARD, '--max-steps', '3'], (v) => TrainResultSchema.parse((v as { result?: unknown }).result ?? v));
+    const run = await cli(['train', ...BOARD, '--max-steps', '3'], (v) => TrainRunResultSchema.parse((v as { result?: unknown }).result ?? v));
+    if (!isEngineTrainRun(run)) throw new Error('not an engine run');
+    const r = run.target;
     const m = r.processMemory!;
     expect(m.scope).toBe('run');
     const held = m.peakRssBytes - (m.fileRssBytes ?? 0);

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { TrainResultSchema } from '../../src-main/api/training';
+import { isEngineTrainRun, TrainRunResultSchema } from '../../src-main/api/train-result';
 import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 
@@ -20,14 +20,15 @@ async function train(...args: string[]) {
     maxBuffer: 64 * 1024 * 1024,
   });
   const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
-  const result = TrainResultSchema.parse(lines.find((l) => l.type === 'result'));
+  const result = TrainRunResultSchema.parse(lines.find((l) => l.type === 'result'));
+  if (!isEngineTrainRun(result)) throw new Error('not an engine run');
   return { result, lines };
 }
 
 describe('trainbench train on Fashion-MNIST (CPU)', () => {
   it('the built-in MLP reaches at least 85% test accuracy in one epoch', async () => {
     const { result, lines } = await train('--model', 'mlp', '--epochs', '1');
-    const acc = result.test?.accuracy ?? 0;
+    const acc = result.target.test?.accuracy ?? 0;
     console.log(`Fashion-MNIST MLP, 1 epoch: test accuracy ${(100 * acc).toFixed(2)}%, ${result.seconds.toFixed(1)} s, ${Math.round(result.samplesPerSec)} samples/s`);
     expect(acc).toBeGreaterThanOrEqual(0.85);
     expect(lines.filter((l) => l.type === 'epoch')).toHaveLength(1);
@@ -35,7 +36,7 @@ describe('trainbench train on Fashion-MNIST (CPU)', () => {
 
   it('the built-in CNN reaches at least 89% test accuracy in one epoch', async () => {
     const { result } = await train('--model', 'cnn', '--epochs', '1');
-    const acc = result.test?.accuracy ?? 0;
+    const acc = result.target.test?.accuracy ?? 0;
     console.log(`Fashion-MNIST CNN, 1 epoch: test accuracy ${(100 * acc).toFixed(2)}%, ${result.seconds.toFixed(1)} s, ${Math.round(result.samplesPerSec)} samples/s`);
     expect(acc).toBeGreaterThanOrEqual(0.89);
   }, 600_000);

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { TrainResultSchema } from '../../src-main/api/training';
+import { isEngineTrainRun, TrainRunResultSchema } from '../../src-main/api/train-result';
 import { DEBIAN_FASHION_MNIST_DIR } from '../../src-main/core/datasets/fashion-mnist';
 import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
@@ -32,10 +32,11 @@ describe.skipIf(!gpu || !haveData || EMULATED)('trainbench train on Fashion-MNIS
       { maxBuffer: 64 * 1024 * 1024 },
     );
     const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
-    const result = TrainResultSchema.parse(lines.find((l) => l.type === 'result'));
-    const acc = result.test?.accuracy ?? 0;
-    console.log(`Fashion-MNIST CNN on ${result.backend?.device} (${precision}), 1 epoch: test accuracy ${(100 * acc).toFixed(2)}%, ${result.seconds.toFixed(1)} s, ${Math.round(result.samplesPerSec)} samples/s`);
-    expect(result.memory.device).toBe('cuda:0');
+    const result = TrainRunResultSchema.parse(lines.find((l) => l.type === 'result'));
+    if (!isEngineTrainRun(result)) throw new Error('not an engine run');
+    const acc = result.target.test?.accuracy ?? 0;
+    console.log(`Fashion-MNIST CNN on ${result.target.backend?.device} (${precision}), 1 epoch: test accuracy ${(100 * acc).toFixed(2)}%, ${result.seconds.toFixed(1)} s, ${Math.round(result.samplesPerSec)} samples/s`);
+    expect(result.target.memory.device).toBe('cuda:0');
     expect(acc).toBeGreaterThanOrEqual(0.89);
   }, 300_000);
 });

@@ -190,12 +190,14 @@ describe('opening each run', () => {
 
   it('engine training run: steps, accuracy, phases, memory, loss curve and its checkpoint', () => {
     const { result } = reported(RUNS.engineTrain, 'train');
-    expect(result).toMatchObject({ steps: 46, samples: 2944, samplesPerSec: 31506.16787280318, data: 'fashion-mnist-train (60000 records), test fashion-mnist-test (10000 records)' });
-    expect(result.test).toMatchObject({ loss: 0.7200599327750773, accuracy: 0.7335, samples: 10000 });
-    expect(result.epochs).toEqual([expect.objectContaining({ epoch: 1, trainLoss: 1.1429974062989867, testAccuracy: 0.7335 })]);
+    // Written flat, before both targets shared one result: the engine's own fields are read into `target`.
+    expect(result).toMatchObject({ steps: 46, samplesPerSec: 31506.16787280318, title: 'mlp on fashion-mnist-train (60000 records), test fashion-mnist-test (10000 records)', batchSize: null });
+    expect(result.target).toMatchObject({ kind: 'engine', samples: 2944, data: 'fashion-mnist-train (60000 records), test fashion-mnist-test (10000 records)' });
+    expect(result.target.test).toMatchObject({ loss: 0.7200599327750773, accuracy: 0.7335, samples: 10000 });
+    expect(result.target.epochs).toEqual([expect.objectContaining({ epoch: 1, trainLoss: 1.1429974062989867, testAccuracy: 0.7335 })]);
     expect(result.stepTime).toMatchObject({ steadyStateMeanMs: 1.1595048809523811, warmupSteps: 4 });
     expect(result.phasesMs).toMatchObject({ forward: 0.5172374347826084, backward: 0.6473651521739133 });
-    expect(result.memory).toMatchObject({ peakBytes: 13743864, measured: expect.objectContaining({ weights: 101800, total: 1448568 }) });
+    expect(result.target.memory).toMatchObject({ peakBytes: 13743864, measured: expect.objectContaining({ weights: 101800, total: 1448568 }) });
     expect(steps(RUNS.engineTrain).map((e) => [e.globalStep, e.loss])).toEqual([
       [28, 1.3482232161701795],
       [46, 0.8237572576104646],
@@ -299,19 +301,21 @@ describe('opening each run', () => {
 
   it('script training run: steps, samples/s, data wait, loss, memory, output', () => {
     const { result, telemetry } = reported(RUNS.scriptTrain, 'script-train');
-    expect(result).toMatchObject({ ended: 'maxSteps', exitCode: 0, steps: 30, worldSize: 1, device: 'cpu', batchSize: 64, samplesPerSec: 8738.151885195637, timing: 'host-clock' });
-    expect(result.target).toEqual({ kind: 'script', command: ['/usr/bin/python3', 'fashion_mnist_tutorial.py', '--epochs', '1', '--limit', '4096'], cwd: '/work/main/test/fixtures/scripts', env: {} });
-    expect(result.lastLoss).toEqual({ step: 30, value: 2.2872419357299805 });
-    expect(result.dataWait).toEqual({ msPerStep: 1.30460423999466, percent: 17.812234373661813 });
+    // Written with the command as `target` and its own fields at the top: they are read into `target`, the command beside them.
+    expect(result).toMatchObject({ steps: 30, device: 'cpu', batchSize: 64, samplesPerSec: 8738.151885195637 });
+    expect(result.target).toMatchObject({ kind: 'script', ended: 'maxSteps', exitCode: 0, worldSize: 1, timing: 'host-clock' });
+    expect(result.target.command).toEqual({ kind: 'script', command: ['/usr/bin/python3', 'fashion_mnist_tutorial.py', '--epochs', '1', '--limit', '4096'], cwd: '/work/main/test/fixtures/scripts', env: {} });
+    expect(result.target.lastLoss).toEqual({ step: 30, value: 2.2872419357299805 });
+    expect(result.target.dataWait).toEqual({ msPerStep: 1.30460423999466, percent: 17.812234373661813 });
     expect(result.stepTime.steadyStateMeanMs).toBe(7.324203200041666);
-    expect(result.peakMemory.hostPeakRssBytes).toBe(332795904);
-    expect(result.series.map((p) => [p.step, p.loss])).toEqual([
+    expect(result.target.peakMemory.hostPeakRssBytes).toBe(332795904);
+    expect(result.target.series.map((p) => [p.step, p.loss])).toEqual([
       [1, null],
       [14, 2.3060193061828613],
       [30, null],
       [30, 2.299835443496704],
     ]);
-    expect(result.output).toMatchObject({ file: `runs/${RUNS.scriptTrain.id}/output.log`, lines: 33 });
+    expect(result.target.output).toMatchObject({ file: `runs/${RUNS.scriptTrain.id}/output.log`, lines: 33 });
     expect(telemetry).toHaveLength(3);
   });
 

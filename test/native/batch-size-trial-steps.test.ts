@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BatchSearchRequestSchema } from '../../src-main/api/batch-size';
 import { BUILTIN_MODELS } from '../../src-main/api/model-spec';
-import { TrainResultSchema, TrainStepEventSchema, type TrainStepEvent } from '../../src-main/api/training';
+import { EngineTrainSummarySchema, TrainStepEventSchema, type TrainStepEvent } from '../../src-main/api/training';
 import type { Services } from '../../src-main/core/services';
 import { testServices } from '../helpers/services';
 import { engineSearch } from '../helpers/target-detail';
@@ -31,7 +31,7 @@ describe('batch-size trial near the dataset size', () => {
         if (step.success) call.steps.push(step.data);
         onEvent(e);
       });
-      call.trained = TrainResultSchema.pick({ steps: true }).parse(raw).steps;
+      call.trained = EngineTrainSummarySchema.pick({ steps: true }).parse(raw).steps;
       return raw;
     };
     try {

@@ -9,7 +9,7 @@ import type { BuildResult, DatasetSummary } from '../../src-main/api/datasets';
 import { ApiError } from '../../src-main/api/errors';
 import type { ModelEntry } from '../../src-main/api/model-files';
 import { sizeModel, sizeModelsToDataset } from '../../src-main/api/model-sizing';
-import type { TrainResult } from '../../src-main/api/training';
+import type { EngineTrainRun } from '../../src-main/api/train-result';
 import type { Services } from '../../src-main/core/services';
 import { testServices } from '../helpers/services';
 import { tempDir } from '../helpers/temp-dir';
@@ -50,7 +50,7 @@ async function importCsv(name: string, file: string, labelDtype: 'int32' | 'floa
 }
 
 const train = (spec: unknown, dataset: string, epochs: number) =>
-  call('train.run', { spec, data: { kind: 'dataset', train: dataset }, options: { device: 'cpu', batchSize: 32, epochs, optimizer: { kind: 'adamw', lr: 0.01 }, eventIntervalMs: 20 } }) as Promise<TrainResult>;
+  call('train.run', { spec, data: { kind: 'dataset', train: dataset }, options: { device: 'cpu', batchSize: 32, epochs, optimizer: { kind: 'adamw', lr: 0.01 }, eventIntervalMs: 20 } }) as Promise<EngineTrainRun>;
 
 describe('a model sized to an imported CSV', () => {
   it('is sized from the cache manifest, saved under models/, listed, read back and trained to learn the label', async () => {
@@ -68,8 +68,8 @@ describe('a model sized to an imported CSV', () => {
     const { spec } = (await call('models.readSpec', { path: saved.path })) as { spec: unknown };
 
     const result = await train(spec, dataset.id, 6);
-    expect(result.epochs).toHaveLength(6);
-    const [first, last] = [result.epochs[0], result.epochs.at(-1)!];
+    expect(result.target.epochs).toHaveLength(6);
+    const [first, last] = [result.target.epochs[0], result.target.epochs.at(-1)!];
     expect(last.trainLoss).toBeLessThan(first.trainLoss);
     expect(last.trainAccuracy).toBeGreaterThan(0.8);
   }, 120_000);
@@ -79,7 +79,7 @@ describe('a model sized to an imported CSV', () => {
     const sized = sizeModel('mlp', dataset.fields, { widths: [16] });
     expect(sized.spec).toMatchObject({ task: 'regression', input: [4], outputs: 1, hidden: [16] });
     const result = await train(sized.spec, dataset.id, 4);
-    expect(result.epochs.at(-1)!.trainLoss).toBeLessThan(result.epochs[0].trainLoss);
+    expect(result.target.epochs.at(-1)!.trainLoss).toBeLessThan(result.target.epochs[0].trainLoss);
   }, 120_000);
 });
 

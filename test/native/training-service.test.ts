@@ -29,7 +29,7 @@ describe('training service', () => {
     const result = await services.training.run(request({ maxSteps: 30, eventIntervalMs: MIN_EVENT_INTERVAL_MS }), { onEvent: (e) => seen.push(e) });
     off();
     expect(result.steps).toBe(30);
-    expect(result.test?.samples).toBe(10000);
+    expect(result.target.test?.samples).toBe(10000);
     const steps = seen.filter((e) => e.type === 'step');
     expect(steps.length).toBeGreaterThan(0);
     expect(steps.at(-1)).toMatchObject({ globalStep: 30 });

@@ -14,7 +14,7 @@ import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';
 import FinalCard from '../../src-renderer/components/optimise/FinalCard.vue';
 import { formFromRequest, launchesAtMost, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues, wizardFromRequest } from '../../src-renderer/view-models/optimise-form';
-import { scriptUse } from '../../src-renderer/components/optimise/script-use';
+import { scriptUse } from '../../src-main/api/script-override-code';
 import { useOptimiseStore } from '../../src-renderer/stores/optimise';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';

@@ -7,7 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src-main/api/errors';
 import { parseRunRecord } from '../../src-main/api/run-record';
 import type { ScriptProgressEvent, ScriptTrainRequestInput } from '../../src-main/api/script-run';
-import { ScriptTrainRequestSchema, ScriptTrainResultSchema } from '../../src-main/api/script-run';
+import { ScriptTrainRequestSchema } from '../../src-main/api/script-run';
+import { isScriptTrainRun, TrainRunResultSchema } from '../../src-main/api/train-result';
 import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';
 import { tempDir } from '../helpers/temp-dir';
@@ -43,12 +44,12 @@ describe('train.run on a script target: a whole run of the user command', () => 
     const progress: ScriptProgressEvent[] = [];
     // 200 steps of batch 64: one epoch on the first 12,800 images.
     const result = await runs.run(request([PYTHON, TUTORIAL, '--epochs', '1', '--limit', '12800']), { onProgress: (p) => progress.push(p) });
-    ScriptTrainResultSchema.parse(result);
-    const own = Number(/Done! steps=(\d+)/.exec(result.output.tail.map((l) => l.line).join('\n'))?.[1]);
+    expect(isScriptTrainRun(TrainRunResultSchema.parse(result))).toBe(true);
+    const own = Number(/Done! steps=(\d+)/.exec(result.target.output.tail.map((l) => l.line).join('\n'))?.[1]);
     expect(own).toBe(200);
     expect(result.steps).toBe(own);
-    expect(result.ended).toBe('exit');
-    expect(result.exitCode).toBe(0);
+    expect(result.target.ended).toBe('exit');
+    expect(result.target.exitCode).toBe(0);
     expect(result.batchSize).toBe(64);
     expect(result.samplesPerSec).toBeGreaterThan(0);
     expect(result.title).toBe(`${PYTHON} ${TUTORIAL} --epochs 1 --limit 12800`);
@@ -66,20 +67,20 @@ describe('train.run on a script target: a whole run of the user command', () => 
     const losses = new Map<number, number | null>();
     for (const e of lines.filter((x) => x.type === 'script.loss')) e.steps!.forEach((s, i) => losses.set(s, e.values![i]));
     expect(losses.size).toBe(own);
-    const log = readFileSync(path.join(ws.dir, result.output.file), 'utf8');
+    const log = readFileSync(path.join(ws.dir, result.target.output.file), 'utf8');
     const printed = [...log.matchAll(/loss: ([\d.]+) +\[ *(\d+)\//g)].map((m) => ({ loss: Number(m[1]), step: Number(m[2]) / 64 }));
     expect(printed.map((p) => p.step)).toEqual([1, 101]);
     for (const p of printed) expect(losses.get(p.step)).toBeCloseTo(p.loss, 5);
-    expect(result.lastLoss?.step).toBe(own);
-    expect(result.lossNote).toBeNull();
+    expect(result.target.lastLoss?.step).toBe(own);
+    expect(result.target.lossNote).toBeNull();
 
     // Curves: live progress at most ~10/s, and the stored series ending at the last step.
     expect(progress.length).toBeGreaterThan(0);
     const gaps = progress.slice(1).map((p, i) => p.t - progress[i].t);
     expect(Math.min(...gaps.slice(0, -1))).toBeGreaterThanOrEqual(100);
     expect(progress.at(-1)!.step).toBe(own);
-    expect(result.series.at(-1)!.step).toBe(own);
-    expect(result.series.some((p) => p.loss !== null && p.samplesPerSec !== null)).toBe(true);
+    expect(result.target.series.at(-1)!.step).toBe(own);
+    expect(result.target.series.some((p) => p.loss !== null && p.samplesPerSec !== null)).toBe(true);
 
     expect(log).toContain(`O Done! steps=${own}`);
     expect(existsSync(path.join(ws.dir, result.runDir, 'telemetry.jsonl'))).toBe(true);
@@ -90,8 +91,8 @@ describe('train.run on a script target: a whole run of the user command', () => 
     const runs = await service();
     const result = await runs.run(request([PYTHON, TINY, 'plain'], { maxSteps: 5, warmupSteps: 1 }));
     expect(result.steps).toBe(5);
-    expect(result.ended).toBe('maxSteps');
-    expect(result.output.tail.map((l) => l.line)).not.toContain('trained steps=12');
+    expect(result.target.ended).toBe('maxSteps');
+    expect(result.target.output.tail.map((l) => l.line)).not.toContain('trained steps=12');
   }, 60_000);
 
   it('Cancel mid-run kills the whole process tree and records the run as cancelled with what it measured', async () => {
@@ -112,8 +113,9 @@ describe('train.run on a script target: a whole run of the user command', () => 
     expect(processesWithMark(mark)).toEqual([]);
     const stored = runJson(path.join('runs', runId));
     expect(stored.status).toBe('cancelled');
-    const result = ScriptTrainResultSchema.parse(stored.result);
-    expect(result.ended).toBe('error');
+    const result = TrainRunResultSchema.parse(stored.result);
+    if (!isScriptTrainRun(result)) throw new Error('not a script run');
+    expect(result.target.ended).toBe('error');
     expect(result.steps).toBeGreaterThanOrEqual(30);
     expect(await services!.cancelJob(runId)).toEqual({ cancelled: false });
   }, 90_000);
@@ -128,20 +130,21 @@ describe('train.run on a script target: a whole run of the user command', () => 
     const stored = runJson(path.join('runs', runId));
     expect(stored.status).toBe('failed');
     expect(stored.error?.message).toContain('exited with code 1');
-    const result = ScriptTrainResultSchema.parse(stored.result);
+    const result = TrainRunResultSchema.parse(stored.result);
+    if (!isScriptTrainRun(result)) throw new Error('not a script run');
     expect(result.steps).toBe(3);
-    expect(result.exitCode).toBe(1);
-    expect(result.output.tail.some((l) => l.stream === 'stderr' && l.line.includes('ValueError: the model exploded'))).toBe(true);
+    expect(result.target.exitCode).toBe(1);
+    expect(result.target.output.tail.some((l) => l.stream === 'stderr' && l.line.includes('ValueError: the model exploded'))).toBe(true);
   }, 60_000);
 
   it('a loop without a DataLoader still records its steps and loss, with no rate or batch rather than zeros', async () => {
     const runs = await service();
     const loop = 'import torch\nm = torch.nn.Linear(2, 1)\no = torch.optim.SGD(m.parameters(), lr=0.1)\nfor _ in range(6):\n    m(torch.ones(4, 2)).pow(2).mean().backward(); o.step(); o.zero_grad()\n';
     const result = await runs.run(request([PYTHON, '-c', loop], { warmupSteps: 1 }));
-    expect(result).toMatchObject({ steps: 6, batchSize: null, ended: 'exit' });
+    expect(result).toMatchObject({ steps: 6, batchSize: null, target: { ended: 'exit' } });
     expect(result.samplesPerSec).toBeUndefined();
-    expect(result.lastLoss?.step).toBe(6);
-    expect(result.series.every((p) => p.samplesPerSec === null)).toBe(true);
+    expect(result.target.lastLoss?.step).toBe(6);
+    expect(result.target.series.every((p) => p.samplesPerSec === null)).toBe(true);
   }, 60_000);
 
   it('an out-of-memory error is recorded failed as E_OOM with the batch it happened at', async () => {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { parseRunRecord } from '../../src-main/api/run-record';
-import { ScriptTrainResultSchema } from '../../src-main/api/script-run';
+import { isScriptTrainRun, TrainRunResultSchema } from '../../src-main/api/train-result';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { PYTHON, runCli, SCRIPTS } from './script-helpers';
@@ -19,9 +19,10 @@ describe('trainbench train -- <command>', () => {
   it('trains the command to --max-steps and saves it as a train run with its loss', async () => {
     const { code, stdout, stderr } = await runCli(['train', '--json', '--no-output', '--max-steps', '7', '--warmup-steps', '2', '--workspace', ws.dir, '--cwd', SCRIPTS, '--', PYTHON, TINY, 'plain']);
     expect(code, stderr).toBe(0);
-    const r = ScriptTrainResultSchema.parse(JSON.parse(stdout));
-    expect(r).toMatchObject({ steps: 7, ended: 'maxSteps', batchSize: 16, warmupSteps: 2 });
-    expect(r.lastLoss?.step).toBe(7);
+    const r = TrainRunResultSchema.parse(JSON.parse(stdout));
+    if (!isScriptTrainRun(r)) throw new Error('not a script run');
+    expect(r).toMatchObject({ steps: 7, batchSize: 16, stepTime: { warmupSteps: 2 }, target: { ended: 'maxSteps' } });
+    expect(r.target.lastLoss?.step).toBe(7);
     const stored = parseRunRecord(readFileSync(path.join(ws.dir, r.runDir, 'run.json'), 'utf8')).record!;
     expect(stored).toMatchObject({ kind: 'train', status: 'completed' });
   }, 60_000);

@@ -2,7 +2,7 @@
 // samples seen, with TensorBoard's debiased exponential smoothing.
 import type { EChartsCoreOption } from 'echarts/core';
 
-import { ScriptTrainResultSchema } from '../script-run';
+import { isScriptTrainRun, TrainRunResultSchema, type ScriptTrainRun } from '../train-result';
 import type { RunDetail } from '../training';
 import { colourFor, formatValue, lineSeries, titleAndLegend, tooltip, valueAxis } from './theme';
 
@@ -161,17 +161,20 @@ export function compareThroughputOption(runs: readonly ThroughputRun[]): Compare
  * over every rank. Null for any other run.
  */
 export function scriptCompareCurve(run: RunDetail): { steps: ComparePoint[]; samplesPerStep: number } | null {
-  if ((run.record as { config?: { target?: { kind?: unknown } } }).config?.target?.kind !== 'script') return null;
-  const parsed = ScriptTrainResultSchema.safeParse((run.record as { result?: unknown }).result);
-  if (!parsed.success) return null;
-  const r = parsed.data;
-  const steps = r.series.flatMap((p) => (p.loss !== null && p.lossStep !== null ? [{ globalStep: p.lossStep, t: p.t, loss: p.loss, accuracy: null }] : []));
-  return { steps, samplesPerStep: (r.batchSize ?? 0) * Math.max(1, r.worldSize) };
+  const r = scriptRunOf(run);
+  if (!r) return null;
+  const steps = r.target.series.flatMap((p) => (p.loss !== null && p.lossStep !== null ? [{ globalStep: p.lossStep, t: p.t, loss: p.loss, accuracy: null }] : []));
+  return { steps, samplesPerStep: (r.batchSize ?? 0) * Math.max(1, r.target.worldSize) };
 }
 
 /** A script run's samples/s over time for Compare (its stored points); null for any other run. */
 export function scriptThroughput(run: RunDetail): ThroughputPoint[] | null {
-  if ((run.record as { config?: { target?: { kind?: unknown } } }).config?.target?.kind !== 'script') return null;
-  const parsed = ScriptTrainResultSchema.safeParse((run.record as { result?: unknown }).result);
-  return parsed.success ? parsed.data.series.map((p) => ({ t: p.t, samplesPerSec: p.samplesPerSec })) : null;
+  return scriptRunOf(run)?.target.series.map((p) => ({ t: p.t, samplesPerSec: p.samplesPerSec })) ?? null;
+}
+
+/** A training run's result when it is a script's (read through the one schema); null for any other run. */
+function scriptRunOf(run: RunDetail): ScriptTrainRun | null {
+  if (run.summary.kind !== 'train') return null;
+  const parsed = TrainRunResultSchema.safeParse((run.record as { result?: unknown }).result);
+  return parsed.success && isScriptTrainRun(parsed.data) ? parsed.data : null;
 }

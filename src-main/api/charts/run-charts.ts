@@ -3,7 +3,7 @@
 import type { EChartsCoreOption } from 'echarts/core';
 
 import { PHASE_NAMES } from '../benchmark';
-import type { ScriptRunPoint } from '../script-run';
+import type { ScriptRunPoint } from '../train-result';
 import { formatValue, GRID_LINE, MUTED, titleAndLegend, tooltip } from './theme';
 
 const axis = { axisLabel: { color: MUTED }, splitLine: { lineStyle: { color: GRID_LINE } } };

@@ -8,15 +8,15 @@ import type { Workspace } from '../workspace/workspace';
 import { analyseAttempts } from './attempts';
 import { blockHashes, renderBlock } from './blocks';
 import { figureLink } from './markdown';
-import type { FigureSpec, ReportInput, SectionOutput, SectionWriters } from './report-model';
+import type { FigureSpec, ReportInput, SectionWriters } from './report-model';
 import type { ReportContent } from './report-store';
 import { SECTION_HEADINGS } from './report-model';
 import type { BatchSearchRun, BenchmarkRun, LoaderRun, OptimiseRun, TrainRun } from './report-runs';
 import { dataOf, loadReportRuns } from './report-runs';
-import { attemptsSection, consequencesSection, decisionSection } from './section-attempts';
-import { contextSection, reproduceSection, statusSection } from './section-context';
+import { attemptsSection } from './section-attempts';
+import { contextSection, reproduceSection, scriptTitle, statusSection } from './section-context';
+import { consequencesSection, decisionSection } from './section-decision';
 import { limitsSection, phasesSection } from './section-results';
-import { SCRIPT_WRITERS, scriptTitle } from './section-script';
 import { renderSvg } from './svg';
 
 const WRITERS: SectionWriters = {
@@ -80,8 +80,7 @@ export async function generateReport(workspace: Workspace, runIds: readonly stri
   const parts: string[] = [`# ${options.number}. ${title}\n`];
   for (const section of sections) {
     // Engine runs first, then the runs of the user's own command: each kind writes its own blocks.
-    const outs = [...(runs.length ? [WRITERS[section](input)] : []), ...(loaded.scripts.length ? [SCRIPT_WRITERS[section](input)] : [])];
-    const out: SectionOutput = { blocks: outs.flatMap((o) => o.blocks), figures: outs.flatMap((o) => o.figures), notes: outs.flatMap((o) => o.notes) };
+    const out = WRITERS[section](input);
     notes.push(...out.notes);
     const failed = new Map<string, string>();
     for (const f of out.figures) {

@@ -50,6 +50,20 @@ export interface ReportInput {
 export type SectionWriter = (input: ReportInput) => SectionOutput;
 export type SectionWriters = Record<ReportSection, SectionWriter>;
 
+/** One generated block with its figures. */
+export const block = (id: string, body: string, figures: FigureSpec[] = []): SectionOutput => ({ blocks: [{ id, lead: '', body }], figures, notes: [] });
+
+/**
+ * A section written for both targets: the engine runs' part, then the user's command's after it, each only
+ * where the report has such runs (one writer per section; each target's words are its own).
+ */
+export function bothTargets(engine: SectionWriter, script: SectionWriter): SectionWriter {
+  return (input) => {
+    const outs = [...(input.runs.length ? [engine(input)] : []), ...(input.scripts.length ? [script(input)] : [])];
+    return { blocks: outs.flatMap((o) => o.blocks), figures: outs.flatMap((o) => o.figures), notes: outs.flatMap((o) => o.notes) };
+  };
+}
+
 export const SECTION_HEADINGS: Record<ReportSection, string> = {
   status: 'Status',
   context: 'Context',

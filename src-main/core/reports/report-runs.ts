@@ -13,11 +13,10 @@ import type { EngineOptimiseResult, ScriptOptimiseResult } from '../../api/optim
 import { OptimiseResultSchema, isEngineOptimise, isScriptOptimise } from '../../api/optimise-result';
 import type { RunRecordJson } from '../../api/run-record';
 import type { ScriptTarget } from '../../api/script-target';
-import type { ScriptTrainResult } from '../../api/script-run';
-import { ScriptTrainResultSchema } from '../../api/script-run';
 import type { TelemetrySample } from '../../api/telemetry';
-import type { TrainResult, TrainStepEvent } from '../../api/training';
-import { TrainResultSchema } from '../../api/training';
+import type { EngineTrainRun, ScriptTrainRun } from '../../api/train-result';
+import { isEngineTrainRun, isScriptTrainRun, TrainRunResultSchema } from '../../api/train-result';
+import type { TrainStepEvent } from '../../api/training';
 import { readRunDetail } from '../workspace/run-reader';
 import { readTelemetryFile } from '../workspace/run-telemetry';
 import type { Workspace } from '../workspace/workspace';
@@ -42,7 +41,7 @@ export interface BatchSearchRun extends RunBase {
 }
 export interface TrainRun extends RunBase {
   kind: 'train';
-  result: TrainResult;
+  result: EngineTrainRun;
   steps: TrainStepEvent[];
   telemetry: TelemetrySample[];
 }
@@ -72,12 +71,12 @@ export interface ScriptOptimiseRun extends RunBase {
   kind: 'script-optimise';
   result: ScriptOptimiseResult;
 }
-export interface ScriptTrainRun extends RunBase {
+export interface ScriptTrainReportRun extends RunBase {
   kind: 'script-train';
-  result: ScriptTrainResult;
+  result: ScriptTrainRun;
   telemetry: TelemetrySample[];
 }
-export type ScriptReportRun = ScriptBenchmarkRun | ScriptBatchRun | ScriptOptimiseRun | ScriptTrainRun;
+export type ScriptReportRun = ScriptBenchmarkRun | ScriptBatchRun | ScriptOptimiseRun | ScriptTrainReportRun;
 
 export const SCRIPT_KIND_NAMES: Record<ScriptReportRun['kind'], string> = {
   'script-benchmark': 'benchmark of your command',
@@ -91,13 +90,13 @@ export type Overrides = Record<string, number | boolean | string>;
 /** The command a script run measured, whichever capability ran it. */
 export function targetOf(run: ScriptReportRun): ScriptTarget {
   if (run.kind === 'script-batch-search') return (run.record.config as { target: ScriptTarget }).target;
-  return run.kind === 'script-benchmark' || run.kind === 'script-optimise' ? run.result.target.command : run.result.target;
+  return run.result.target.command;
 }
 
 /** The overrides a script run started from. */
 export function overridesOf(run: ScriptReportRun): Overrides {
   if (run.kind === 'script-benchmark') return run.result.target.overrides;
-  if (run.kind === 'script-train') return run.result.overrides;
+  if (run.kind === 'script-train') return run.result.target.overrides;
   if (run.kind === 'script-optimise') return run.result.target.baseline.overrides;
   return ((run.record.config as { overrides?: Overrides }).overrides ?? {}) as Overrides;
 }
@@ -124,7 +123,7 @@ export function optionsOf(run: ReportRun): Record<string, unknown> {
 export function dataOf(run: ReportRun): string {
   if (run.kind === 'loader-benchmark') return run.result.dataset;
   if (run.kind === 'batch-search' || run.kind === 'benchmark') return run.result.target.data;
-  if (run.kind !== 'optimise') return run.result.data;
+  if (run.kind !== 'optimise') return run.result.target.data;
   const at = run.result.title.indexOf(' on ');
   return at < 0 ? run.result.title : run.result.title.slice(at + 4);
 }
@@ -201,7 +200,7 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
         } else if (record.kind === 'optimise') {
           scripts.push({ kind: 'script-optimise', id, record, dir, result: ofTarget(parseResult(OptimiseResultSchema, record, id), isScriptOptimise, id) });
         } else if (record.kind === 'train') {
-          scripts.push({ kind: 'script-train', id, record, dir, result: parseResult(ScriptTrainResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
+          scripts.push({ kind: 'script-train', id, record, dir, result: ofTarget(parseResult(TrainRunResultSchema, record, id), isScriptTrainRun, id), telemetry: await readTelemetry(workspace, dir) });
         } else {
           notes.push(`Run ${id} is a ${record.kind} run of a script; reports cover its benchmarks, batch-size searches, optimisations and training runs, so it is left out.`);
         }
@@ -215,7 +214,7 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
         runs.push({ kind: 'loader-benchmark', id, record, dir, result: parseResult(LoaderBenchResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
       } else if (record.kind === 'train') {
         const steps = detail.events.filter((e): e is TrainStepEvent => e.type === 'step');
-        runs.push({ kind: 'train', id, record, dir, result: parseResult(TrainResultSchema, record, id), steps, telemetry: await readTelemetry(workspace, dir) });
+        runs.push({ kind: 'train', id, record, dir, result: ofTarget(parseResult(TrainRunResultSchema, record, id), isEngineTrainRun, id), steps, telemetry: await readTelemetry(workspace, dir) });
       } else {
         notes.push(`Run ${id} is a ${record.kind} run; reports cover ${REPORTED_KINDS.join(', ')} runs, so it is left out.`);
       }

@@ -1,9 +1,11 @@
-// The exact `trainbench` command that measures a run again, rebuilt from the config its run.json stored.
+// The exact `trainbench` command that measures a run again, rebuilt from the config its run.json stored:
+// an engine run's flags, or a script run's with its command after '--'.
 import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '../../api/model-spec';
 import { RECIPES } from '../../api/recipes';
 import { shellWord } from '../../api/shell-word';
 import { TrainOptionsSchema } from '../../api/training';
-import type { ReportRun } from './report-runs';
+import type { ReportRun, ScriptReportRun } from './report-runs';
+import { overridesOf, targetOf } from './report-runs';
 
 export interface ReproduceCommand {
   command: string;
@@ -119,4 +121,38 @@ export function reproduceCommand(run: ReportRun, workspaceFlag = '<workspace>'):
     .filter(([, v]) => v !== undefined && v !== null)
     .map(([flag, v]) => (v === true ? flag : `${flag} ${shellWord(String(v))}`));
   return { command: ['trainbench', sub, ...flags, '--workspace', workspaceFlag].join(' '), caveats };
+}
+
+/** The command that measures each kind again: the engine's own, with the script after '--'. */
+const SUBCOMMANDS: Record<ScriptReportRun['kind'], string> = {
+  'script-benchmark': 'benchmark-training',
+  'script-batch-search': 'find-batch-size',
+  'script-optimise': 'optimise',
+  'script-train': 'train',
+};
+
+/** Values of variables that look like credentials stay out of a document people share. */
+export const SECRET = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
+export const envValue = (name: string, value: string) => (SECRET.test(name) ? '<redacted>' : value);
+const scriptConfig = (run: ScriptReportRun) => run.record.config as Record<string, unknown> & { request?: Record<string, unknown> };
+
+/** The trainbench command that measures the run again, from its run.json. */
+export function scriptReproduceCommand(run: ScriptReportRun, workspaceFlag = '<workspace>'): string {
+  const t = targetOf(run);
+  const c = scriptConfig(run);
+  const r = run.kind === 'script-optimise' ? (c.request ?? {}) : c;
+  const args: [string, unknown][] = [];
+  if (run.kind === 'script-batch-search') args.push(['--start-batch', r.startBatch], ['--max-batch', r.maxBatch], ['--warmup-steps', r.warmupSteps], ['--steps', r.stepsPerTrial]);
+  else if (run.kind === 'script-train') args.push(['--max-steps', r.maxSteps], ['--warmup-steps', r.warmupSteps]);
+  else args.push(['--warmup-steps', r.warmupSteps], ['--steps', r.steps], ['--repeat', r.repeat]);
+  if (run.kind === 'script-optimise') {
+    args.push(['--preset', r.preset], ['--max-trials', r.maxTrials]);
+    if (r.allowRecipeChanges === true) args.push(['--allow-recipe-changes', true]);
+  }
+  args.push(['--timeout', r.timeoutSeconds]);
+  for (const [k, v] of Object.entries(overridesOf(run))) args.push(['--set', `${k}=${String(v)}`]);
+  for (const [k, v] of Object.entries(t.env)) args.push(['--env', `${k}=${envValue(k, v)}`]);
+  args.push(['--cwd', t.cwd]);
+  const flags = args.filter(([, v]) => v !== undefined && v !== null).map(([flag, v]) => (v === true ? flag : `${flag} ${shellWord(String(v))}`));
+  return ['trainbench', SUBCOMMANDS[run.kind], ...flags, '--workspace', workspaceFlag, '--', ...t.command.map(shellWord)].join(' ');
 }

@@ -1,12 +1,20 @@
-// One section per attempt (objective, configuration, hypothesis, results, analysis, conclusion), the Decision and the Consequences.
+// One section per attempt (objective, configuration, hypothesis, results, analysis, conclusion), for both targets.
 import { THROUGHPUT_NOISE } from '../../api/batch-size';
 import { batchSizeLabel, batchSizeOption } from '../../api/charts/batch-size-charts';
+import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
+import { usableBytesOf } from '../../api/batch-size';
+import { commandText } from '../targets/script/script-benchmark';
+import type { Interval } from '../stats/bootstrap';
+import { ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
+import type { Decision } from '../stats/decision';
+import { decide } from '../stats/decision';
 import type { BenchmarkAttempt, SearchAttempt } from './attempts';
-import { engineWizardView, trialConclusion, wizardAttemptBody, wizardDecisionLines, wizardSkippedLines, wizardTrialsFigure } from './section-wizard';
-import { changeText, ci, code, figureLink, fmt, MB, MiB, signedPercent, table } from './markdown';
+import { engineWizardView, scriptWizardView, wizardAttemptBody, wizardSkippedLines, wizardTrialsFigure } from './section-wizard';
+import { changeText, ci, code, figureLink, fmt, MB, MiB, signedPercent, speedupText, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
-import type { BenchmarkRun } from './report-runs';
-import { optionsOf } from './report-runs';
+import { bothTargets } from './report-model';
+import type { ScriptBatchRun, ScriptBenchmarkRun } from './report-runs';
+import { overridesOf, overridesText, scriptBenchmarks } from './report-runs';
 
 const change = changeText;
 
@@ -69,7 +77,7 @@ function recipeNote(a: BenchmarkAttempt): string {
 }
 
 /** The benchmark attempt that measured a batch with repetitions, if any. */
-function benchmarkOfBatch(input: ReportInput, batch: number | null): { n: number; attempt: BenchmarkAttempt } | null {
+export function benchmarkOfBatch(input: ReportInput, batch: number | null): { n: number; attempt: BenchmarkAttempt } | null {
   if (batch === null) return null;
   const i = input.attempts.findIndex((a) => a.kind === 'benchmark' && a.run.result.batchSize === batch && a.run.result.target.accumulation === 1);
   return i < 0 ? null : { n: i + 1, attempt: input.attempts[i] as BenchmarkAttempt };
@@ -139,7 +147,7 @@ function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { b
   return { body, figure };
 }
 
-export function attemptsSection(input: ReportInput): SectionOutput {
+function engineAttempts(input: ReportInput): SectionOutput {
   if (!input.attempts.length && !input.optimisations.length) {
     const why = input.baseline ? 'only the baseline benchmark was run' : 'there is no benchmark or batch-size search among these runs';
     return { blocks: [{ id: 'attempts', lead: '', body: `No attempts: ${why}, so nothing was changed and measured against a baseline.` }], figures: [], notes: [] };
@@ -167,68 +175,108 @@ export function attemptsSection(input: ReportInput): SectionOutput {
   return { blocks, figures, notes: [] };
 }
 
-function configuration(run: BenchmarkRun): string {
-  const r = run.result;
-  return `device ${r.device}, ${r.target.precision}, ${r.target.optimizer}, batch ${fmt(r.batchSize)} × accumulation ${r.target.accumulation}`;
+// The attempts on the user's own command: later benchmarks against its first, its batch-size searches, the wizard's trials.
+
+export interface ScriptBenchmarkAttempt {
+  run: ScriptBenchmarkRun;
+  speedup: Interval;
+  decision: Decision;
+  why: string;
 }
 
-export function decisionSection(input: ReportInput): SectionOutput {
-  const lines: string[] = [];
-  const benchmarkAttempts = input.attempts.filter((a): a is BenchmarkAttempt => a.kind === 'benchmark');
-  const accepted = benchmarkAttempts.filter((a) => a.decision === 'accept');
-  input.attempts.forEach((a, i) => {
-    if (a.kind === 'benchmark') lines.push(`- Attempt ${i + 1} (${code(a.run.id)}): ${CONCLUSIONS[a.decision]}`);
-    else if (a.kind === 'optimise-trial') lines.push(`- Attempt ${i + 1} (${a.trial.change.label}, wizard trial ${a.trial.index}): ${trialConclusion(a.trial)}`);
-    else {
-      const measured = benchmarkOfBatch(input, a.run.result.recommended);
-      const what =
-        a.run.result.recommended === null
-          ? 'no batch fits'
-          : `batch ${fmt(a.run.result.recommended)} proposed by the batch-size search, ${measured ? `measured with repetitions in attempt ${measured.n}` : 'not yet measured with repetitions'}`;
-      lines.push(`- Attempt ${i + 1} (${code(a.run.id)}): ${what}.`);
-    }
+/** A later benchmark of the same command against the first: ratio of medians over the launches. */
+export function scriptBenchmarkAttempts(input: ReportInput): ScriptBenchmarkAttempt[] {
+  const [baseline, ...rest] = scriptBenchmarks(input);
+  if (!baseline) return [];
+  const sameCommand = (r: ScriptBenchmarkRun) => commandText(r.result.target.command) === commandText(baseline.result.target.command);
+  return rest.filter(sameCommand).map((run) => {
+    const speedup = ratioInterval(
+      baseline.result.repetitions.map((x) => x.samplesPerSec),
+      run.result.repetitions.map((x) => x.samplesPerSec),
+    );
+    return { run, speedup, ...decide(speedup, relativeHalfWidth(baseline.result.samplesPerSecCi)) };
   });
-  if (lines.length) lines.push('');
-  for (const run of input.optimisations) lines.push(...wizardDecisionLines(engineWizardView(run)), '');
-  if (!input.baseline) {
-    if (!input.optimisations.length) lines.push('There is no baseline benchmark among these runs, so no configuration is chosen from measurements with repetitions.');
-  } else if (accepted.length === 0) {
-    lines.push(`Keep the baseline configuration (${configuration(input.baseline)}): ${benchmarkAttempts.length ? 'no benchmarked change beat the run-to-run noise' : 'no change was benchmarked against it'}.`);
-  } else {
-    const best = accepted.reduce((x, y) => (y.speedup.median > x.speedup.median ? y : x));
-    lines.push(`Use the configuration of ${code(best.run.id)} (${configuration(best.run)}): ${fmt(best.run.result.samplesPerSecCi.median, 'samples/s')}, ${signedPercent(best.speedup.median - 1)} over the baseline (95% CI ${signedPercent(best.speedup.low - 1)} to ${signedPercent(best.speedup.high - 1)}).`);
-    if (best.recipeChanges.length) lines.push('', `It changes the training recipe (${best.recipeChanges.join(', ')}): check what it trains to before adopting it.`);
-    if (accepted.length > 1) lines.push('', 'Accepted attempts were each measured against the baseline alone, not combined; their effects may not add up.');
-  }
-  return { blocks: [{ id: 'decision', lead: '', body: lines.join('\n') }], figures: [], notes: [] };
 }
 
-export function consequencesSection(input: ReportInput): SectionOutput {
-  const lines: string[] = [];
-  const b = input.baseline;
-  if (b) {
-    const r = b.result;
-    lines.push(`- An epoch of ${fmt(r.target.stepsPerEpoch)} steps takes about ${fmt(r.target.predictedEpochSeconds.fromWallClock, 's')} at the baseline's wall-clock step time (${fmt(r.target.predictedEpochSeconds.fromSteadyState, 's')} at its steady state).`);
-    const chosen = input.attempts.filter((a): a is BenchmarkAttempt => a.kind === 'benchmark' && a.decision === 'accept').sort((x, y) => y.speedup.median - x.speedup.median)[0];
-    if (chosen) {
-      const c = chosen.run.result;
-      lines.push(`- With the configuration of ${code(chosen.run.id)}, an epoch of ${fmt(c.target.stepsPerEpoch)} steps takes about ${fmt(c.target.predictedEpochSeconds.fromWallClock, 's')} (${fmt(c.target.predictedEpochSeconds.fromSteadyState, 's')} at its steady state), and training uses ${fmt(c.target.memory.measured.total / MiB, 'MiB')} instead of ${fmt(r.target.memory.measured.total / MiB, 'MiB')}.`);
-    }
-    if (r.target.memory.deviceTotalBytes) lines.push(`- Training uses ${fmt(r.target.memory.measured.total / MiB, 'MiB')} of the device's ${fmt(r.target.memory.deviceTotalBytes / MiB, 'MiB')} (${fmt((100 * r.target.memory.measured.total) / r.target.memory.deviceTotalBytes, '%')}).`);
-  }
-  for (const run of input.optimisations) {
-    const f = run.result.final;
-    lines.push(`- With the wizard's configuration (${code(run.id)}): ${fmt(f.samplesPerSec.median, 'samples/s')} (95% CI ${fmt(f.samplesPerSec.low)} to ${fmt(f.samplesPerSec.high)}), ${signedPercent(f.speedup.median - 1)} against its baseline.`);
-  }
-  const cpuOnly = input.runs.every((run) => !String(optionsOf(run).device ?? 'cpu').startsWith('cuda'));
-  const caveats: string[] = [];
-  if (cpuOnly) caveats.push('Every run used the CPU: these numbers say nothing about a GPU.');
-  for (const bench of input.benchmarks) if (bench.result.repeat < 3) caveats.push(`${code(bench.id)} has ${bench.result.repeat} repetition${bench.result.repeat === 1 ? '' : 's'}; its interval needs 3 or more to mean much.`);
-  for (const run of input.runs) {
-    if (run.kind !== 'batch-search' && run.telemetry.length === 0) caveats.push(`${code(run.id)} recorded no telemetry, so its GPU and CPU load are unknown.`);
-  }
-  if (new Set(input.runs.map((r) => r.record.environment?.hostname)).size > 1) caveats.push('The runs come from more than one machine.');
-  if (caveats.length) lines.push('', 'What these runs do not show:', '', ...caveats.map((c) => `- ${c}`));
-  if (!lines.length) lines.push('No consequences can be drawn: there is no baseline benchmark or optimisation among these runs.');
-  return { blocks: [{ id: 'consequences', lead: '', body: lines.join('\n').replace(/^\n/, '') }], figures: [], notes: [] };
+function scriptBenchmarkAttemptBody(n: number, a: ScriptBenchmarkAttempt, baseline: ScriptBenchmarkRun): string {
+  const b = baseline.result;
+  const r = a.run.result;
+  return [
+    `### Attempt ${n}: ${overridesText(r.target.overrides)} (${code(a.run.id)})`,
+    '',
+    `**Configuration**: overrides ${overridesText(r.target.overrides)} against the baseline's ${overridesText(b.target.overrides)}; applied where the probe reported: ${r.target.applied.map((x) => `${x.key}=${String(x.value)} (${x.where})`).join(', ') || 'nothing to apply'}.`,
+    '',
+    '**Results**:',
+    '',
+    table(
+      ['Metric', 'Baseline', 'Attempt'],
+      [
+        ['samples/s, median', fmt(b.samplesPerSec), fmt(r.samplesPerSec)],
+        ['samples/s, 95% CI', ci(b.samplesPerSecCi), ci(r.samplesPerSecCi)],
+        ['data wait', fmt(b.target.dataWait.percent, '%'), fmt(r.target.dataWait.percent, '%')],
+        ['launches', String(b.repeat), String(r.repeat)],
+      ],
+    ),
+    '',
+    `**Analysis**: speedup ${speedupText(a.speedup)}; ${a.why}.`,
+    '',
+    `**Conclusion**: ${CONCLUSIONS[a.decision]}`,
+  ].join('\n');
 }
+
+function scriptSearchBody(n: number, run: ScriptBatchRun): { body: string; figure: FigureSpec } {
+  const r = run.result;
+  const usable = usableBytesOf(r);
+  const figure: FigureSpec = { name: `script-batch-size-${run.id}.svg`, title: 'Samples/s by batch size, your command', alt: batchSizeLabel(r.trials), runId: run.id, option: batchSizeOption(r.trials, usable) };
+  const rows = r.trials.map((t) => [String(t.batchSize), t.outcome, t.samplesPerSec === null ? '-' : fmt(t.samplesPerSec), t.peakBytes === null ? '-' : fmt(t.peakBytes / MiB, 'MiB'), t.fits ? 'yes' : 'no', t.message ?? '']);
+  return {
+    body: [
+      `### Attempt ${n}: the largest batch your command trains (${code(run.id)})`,
+      '',
+      `**Configuration**: dataloader.batch_size varied from ${r.trials[0]?.batchSize ?? '?'} (doubling to the first failure, then bisecting), other overrides ${overridesText(overridesOf(run))}; ${r.device === 'cpu' ? 'on the CPU a batch fits when it trains' : `a batch fits when its CUDA peak leaves ${fmt(100 * r.headroom, '%')} of the ${fmt((r.capacityBytes ?? 0) / MiB, 'MiB')} free`}.`,
+      '',
+      table(['Batch', 'Outcome', 'samples/s', 'CUDA peak', 'Fits', 'Message'], rows),
+      '',
+      figureLink(figure.alt, figure.name),
+      '',
+      `**Conclusion**: ${r.verdict}. A larger batch changes the training recipe (learning rate, schedule): treat it as a proposal to validate on the loss, not a free speedup.`,
+    ].join('\n'),
+    figure,
+  };
+}
+
+function scriptAttempts(input: ReportInput): SectionOutput {
+  const blocks: SectionOutput['blocks'] = [];
+  const figures: FigureSpec[] = [];
+  const baseline = scriptBenchmarks(input)[0];
+  let n = 0;
+  for (const a of scriptBenchmarkAttempts(input)) blocks.push({ id: `script-attempt-${a.run.id}`, lead: '', body: scriptBenchmarkAttemptBody(++n, a, baseline) });
+  for (const run of input.scripts) {
+    if (run.kind === 'script-batch-search') {
+      const s = scriptSearchBody(++n, run);
+      blocks.push({ id: `script-attempt-${run.id}`, lead: '', body: s.body });
+      figures.push(s.figure);
+    } else if (run.kind === 'script-optimise') {
+      const r = run.result;
+      const view = scriptWizardView(run);
+      const trialsFigure = wizardTrialsFigure(view);
+      if (trialsFigure) figures.push(trialsFigure);
+      const phases = PHASE_NAMES_WITH_OTHER.map((p) => `${p} ${fmt(r.baseline.phasesMs[p], 'ms')} (${fmt(r.baseline.phasesPercent[p], '%')})`).join(', ');
+      blocks.push({
+        id: `script-wizard-baseline-${run.id}`,
+        lead: '',
+        body: [
+          `The wizard (${code(run.id)}, preset ${r.preset}) measured its baseline ${r.repeat} times: ${fmt(r.baseline.samplesPerSec.median, 'samples/s')} (95% CI ${ci(r.baseline.samplesPerSec)}), noise floor ${fmt(100 * r.baseline.noiseFloor, '%')}, step ${fmt(r.baseline.stepMs, 'ms')} on ${r.baseline.device}: ${phases}. The script's own loader: ${r.target.loader ? Object.entries(r.target.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}.`,
+          ...(trialsFigure ? ['', figureLink(trialsFigure.alt, trialsFigure.name)] : []),
+        ].join('\n'),
+      });
+      for (const t of r.trials) blocks.push({ id: `script-attempt-${run.id}-${t.index}`, lead: '', body: wizardAttemptBody(++n, view, t) });
+      const skipped = wizardSkippedLines(view);
+      if (skipped.length) blocks.push({ id: `script-skipped-${run.id}`, lead: '', body: skipped.join('\n') });
+    }
+  }
+  if (!blocks.length) blocks.push({ id: 'script-attempts', lead: '', body: 'One benchmark of your command and nothing measured against it: no attempt to report.' });
+  return { blocks, figures, notes: [] };
+}
+
+export const attemptsSection = bothTargets(engineAttempts, scriptAttempts);

@@ -1,13 +1,19 @@
-// Baseline metrics and phase breakdown, and the physical limits the runs support.
-import { PHASE_NAMES } from '../../api/benchmark';
+// Baseline metrics and phase breakdown, and the physical limits the runs support, for both targets.
+import type { ScriptBenchmarkResult } from '../../api/benchmark-result';
+import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
 import { benchmarkLabels, chartInputOf } from '../../api/charts/benchmark-charts';
 import { loaderBenchLabel, loaderBenchOption } from '../../api/charts/loader-charts';
-import { lossCurveOption, memoryKindsOption, phaseBarsOption, phaseTotalMs } from '../../api/charts/run-charts';
+import { memoryKindsOption } from '../../api/charts/run-charts';
+import type { Limit } from '../../api/optimise';
+import { floorRows, SCRIPT_ENERGY_WINDOW } from '../../api/utilisation-words';
 import { comparisonFigures, phaseTable } from './benchmark-comparison';
-import { code, figureLink, fmt, MB, MiB, table } from './markdown';
+import { ci, code, figureLink, fmt, MB, MiB, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
-import type { BenchmarkRun, LoaderRun, TrainRun } from './report-runs';
+import { block, bothTargets } from './report-model';
+import type { BenchmarkRun, LoaderRun, ScriptBenchmarkRun, ScriptTrainReportRun } from './report-runs';
+import { overridesText, scriptBenchmarks } from './report-runs';
 import { optimiseBaselinePart, optimiseLimitLines } from './section-optimise';
+import { trainRunPart } from './section-train';
 import { telemetryFigures } from './telemetry-figures';
 
 const pct = (x: number | null) => (x === null ? 'not measured' : fmt(x, '%'));
@@ -84,48 +90,6 @@ function benchmarkPart(input: ReportInput): { lines: string[]; figures: FigureSp
   return { lines, figures: [...figures, memory, ...telemetry.figures] };
 }
 
-function trainPart(run: TrainRun): { lines: string[]; figures: FigureSpec[] } {
-  const r = run.result;
-  const figures: FigureSpec[] = [];
-  const lines = [
-    `#### Training run ${code(run.id)}`,
-    '',
-    table(
-      ['Metric', 'Value'],
-      [
-        ['steps, samples', `${fmt(r.steps)}, ${fmt(r.samples)}`],
-        ['seconds', fmt(r.seconds)],
-        ['samples/s, wall clock incl. warm-up and evaluation', fmt(r.samplesPerSec)],
-        ['step time, steady state (ms)', r.stepTime.steadyStateMeanMs === null ? 'not measured (too few steps)' : fmt(r.stepTime.steadyStateMeanMs)],
-        ['step time, wall-clock mean (ms)', fmt(r.stepTime.wallClockMeanMs)],
-        ['test accuracy', r.test ? (r.test.accuracy === null ? 'not a classification task' : fmt(100 * r.test.accuracy, '%')) : 'no test set'],
-        ['test loss', r.test ? fmt(r.test.loss) : 'no test set'],
-        ['training memory, measured (MB)', fmt(r.memory.measured.total / MB)],
-        ['engine process peak resident (MB)', r.processMemory ? `${fmt(r.processMemory.peakRssBytes / MB)}${r.processMemory.fileRssBytes === null ? '' : `, ${fmt(r.processMemory.fileRssBytes / MB)} of it the mapped dataset and code`}` : 'not recorded'],
-      ],
-    ),
-    '',
-  ];
-  const total = phaseTotalMs(r.phasesMs);
-  if (total > 0) {
-    figures.push({ name: `phases-${run.id}.svg`, title: 'Time per step by phase', alt: `Time per step by phase, run ${run.id}: ${PHASE_NAMES.map((p) => `${p} ${fmt(r.phasesMs[p], 'ms')}`).join(', ')}`, runId: run.id, option: phaseBarsOption(r.phasesMs), height: 260 });
-    lines.push(figureLink(figures[0].alt, figures[0].name), '');
-  } else {
-    lines.push(`Run ${code(run.id)} recorded no phase times.`, '');
-  }
-  if (run.steps.length >= 2) {
-    const last = run.steps[run.steps.length - 1];
-    const loss = { name: `loss-${run.id}.svg`, title: 'Training loss and accuracy', alt: `Training loss and accuracy over ${fmt(last.globalStep)} steps of run ${run.id}: last loss ${fmt(last.loss)}`, runId: run.id, option: lossCurveOption(run.steps) };
-    figures.push(loss);
-    lines.push(figureLink(loss.alt, loss.name), '');
-  } else {
-    lines.push(`The loss curve is left out: run ${code(run.id)} recorded ${run.steps.length} step event${run.steps.length === 1 ? '' : 's'} (two are needed for a curve).`, '');
-  }
-  const telemetry = telemetryFigures(run.id, run.telemetry);
-  lines.push(...telemetry.lines.flatMap((l) => [l, '']));
-  return { lines, figures: [...figures, ...telemetry.figures] };
-}
-
 function loaderPart(run: LoaderRun): { lines: string[]; figures: FigureSpec[] } {
   const r = run.result;
   const figure: FigureSpec = { name: `loader-${run.id}.svg`, title: 'Loader throughput', alt: loaderBenchLabel(r), runId: run.id, option: loaderBenchOption(r), height: 300 };
@@ -150,7 +114,7 @@ function loaderPart(run: LoaderRun): { lines: string[]; figures: FigureSpec[] } 
   return { lines, figures: [figure, ...telemetry.figures] };
 }
 
-export function phasesSection(input: ReportInput): SectionOutput {
+function enginePhases(input: ReportInput): SectionOutput {
   const bench = benchmarkPart(input);
   const blocks = [{ id: 'phases', lead: '', body: bench.lines.join('\n') }];
   const figures = [...bench.figures];
@@ -165,8 +129,8 @@ export function phasesSection(input: ReportInput): SectionOutput {
     figures.push(...part.figures);
   }
   for (const run of input.trains) {
-    const part = trainPart(run);
-    blocks.push({ id: `train-${run.id}`, lead: '', body: part.lines.join('\n') });
+    const part = trainRunPart(run);
+    blocks.push({ id: `train-${run.id}`, lead: '', body: part.body });
     figures.push(...part.figures);
   }
   return { blocks, figures, notes: [] };
@@ -185,7 +149,7 @@ function computeFloor(run: BenchmarkRun): string {
   ].join('\n');
 }
 
-export function limitsSection(input: ReportInput): SectionOutput {
+function engineLimits(input: ReportInput): SectionOutput {
   const lines: string[] = [];
   if (input.benchmarks.length) {
     lines.push('From the measured phases (an upper bound for pipeline work, not a hardware limit):', '', ...input.benchmarks.map(computeFloor), '');
@@ -205,3 +169,116 @@ export function limitsSection(input: ReportInput): SectionOutput {
   }
   return { blocks: [{ id: 'limits', lead: '', body: lines.join('\n') }], figures: [], notes: [] };
 }
+
+// The benchmarks of the user's own command: their metrics, phases and floors; and its training runs.
+
+function scriptChartInputs(runs: readonly ScriptBenchmarkRun[]): { inputs: BenchmarkChartInput[]; labels: string[] } {
+  const inputs = runs.map((r) => chartInputOf(r.result));
+  return { inputs, labels: runs.map((r, i) => `${i + 1}. ${Object.keys(r.result.target.overrides).length ? overridesText(r.result.target.overrides) : 'as is'}`) };
+}
+
+function scriptPhases(input: ReportInput): { body: string; figures: FigureSpec[] } {
+  const trains = input.scripts.filter((r): r is ScriptTrainReportRun => r.kind === 'script-train').map(trainRunPart);
+  const bench = benchmarkPhases(input);
+  return { body: [bench.body, ...trains.map((t) => t.body)].filter(Boolean).join('\n\n'), figures: [...bench.figures, ...trains.flatMap((t) => t.figures)] };
+}
+
+function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpec[] } {
+  const runs = scriptBenchmarks(input);
+  if (!runs.length) {
+    const wizard = input.scripts.some((r) => r.kind === 'script-optimise');
+    return { body: wizard ? "No benchmark of your command among these runs: the wizard's baseline below is the reference." : '', figures: [] };
+  }
+  const { inputs, labels } = scriptChartInputs(runs);
+  const metrics = table(
+    ['Metric', ...labels],
+    [
+      ['samples/s, median (sum over ranks)', ...runs.map((r) => fmt(r.result.samplesPerSec))],
+      ['samples/s, 95% CI', ...runs.map((r) => ci(r.result.samplesPerSecCi))],
+      ['batch (from the batch tensors)', ...runs.map((r) => (r.result.batchSize === null ? 'not seen' : String(r.result.batchSize)))],
+      ['step, steady state', ...runs.map((r) => fmt(r.result.stepTime.steadyStateMeanMs, 'ms'))],
+      ['data wait (slowest rank)', ...runs.map((r) => `${fmt(r.result.target.dataWait.msPerStep, 'ms')} (${fmt(r.result.target.dataWait.percent, '%')})`)],
+      ['CUDA peak memory', ...runs.map((r) => (r.result.target.memory.cudaPeakBytes === null ? 'no CUDA' : fmt(r.result.target.memory.cudaPeakBytes / MiB, 'MiB')))],
+      ['timing', ...runs.map((r) => r.result.target.ranks[0]?.timing ?? 'n/a')],
+      // An estimate (the probe counts Linear and Conv layers): the method is in the text.
+      ['model FLOPs utilisation, of torch.mm measured on the device (estimate)', ...runs.map((r) => scriptMfu(r.result))],
+      ['compute floor per step (the step over it)', ...runs.map((r) => floorCell(r.result, (f) => f.compute))],
+      ['host-to-device copy floor per step (the step over it)', ...runs.map((r) => floorCell(r.result, (f) => f.copy))],
+      ['data floor per step', ...runs.map((r) => floorCell(r.result, (f) => f.data))],
+      ['GPU energy per sample (mJ)', ...runs.map((r) => (r.result.energy ? fmt(1000 * r.result.energy.joulesPerSample) : r.result.energyMissing === undefined ? 'not recorded' : 'not measured'))],
+    ],
+  );
+  const compared = runs.map((r, i) => ({ id: r.id, chart: inputs[i], phasesMs: r.result.phasesMs, phasesPercent: r.result.phasesPercent }));
+  const phases = phaseTable(compared, labels, 'Phase (ms per step)');
+  const figures: FigureSpec[] = comparisonFigures(compared, labels, {
+    phases: 'script-phases.svg',
+    phasesTitle: 'Time per step by phase, your command',
+    throughput: 'script-throughput.svg',
+    throughputTitle: 'Samples/s with 95% CI, your command',
+  });
+  const telemetry = runs.map((r) => telemetryFigures(r.id, r.telemetry));
+  const findings = runs.flatMap((r, i) => r.result.findings.map((f) => `- ${labels[i]}: ${f.text}`));
+  return {
+    body: [
+      `Baseline: ${code(runs[0].id)}${runs.length > 1 ? '; the others are attempts against it' : ''}.`,
+      '',
+      metrics,
+      '',
+      ...(runs[0].result.energyMissing ? [`GPU energy of ${code(runs[0].id)}: not measured: ${runs[0].result.energyMissing}.`, ''] : []),
+      ...(runs.some((r) => r.result.energy) ? [`GPU energy: ${SCRIPT_ENERGY_WINDOW}.`, ''] : []),
+      phases,
+      '',
+      runs[0].result.target.phaseNote,
+      '',
+      ...figures.map((f) => figureLink(f.alt, f.name)),
+      ...(findings.length ? ['', 'Findings:', '', ...findings] : []),
+      ...telemetry.flatMap((t) => (t.lines.length ? ['', ...t.lines] : [])),
+    ].join('\n'),
+    figures: [...figures, ...telemetry.flatMap((t) => t.figures)],
+  };
+}
+
+const FLOOR_NAMES: Record<'compute' | 'copy' | 'data', string> = { compute: 'Compute floor', copy: 'Host-to-device copy floor', data: 'Data floor' };
+
+/** The Physical limits section for scripts: each benchmark's floors beside its step, as the engine's are given. */
+function scriptLimitsBody(input: ReportInput): string {
+  const measured = scriptBenchmarks(input).filter((r) => r.result.target.floors);
+  const lines = measured.flatMap((r) => {
+    const f = r.result.target.floors!;
+    return [
+      `Measured by the benchmark ${code(r.id)} (${Object.keys(r.result.target.overrides).length ? overridesText(r.result.target.overrides) : 'as is'}), per step and rank, from rates the probe measured after the measured steps:`,
+      '',
+      ...floorRows(f).map(({ name: key, limit: l }) => {
+        const name = FLOOR_NAMES[key];
+        return l.stepMs === null ? `- ${name}: ${l.derivation}.` : `- ${name}: ${fmt(l.stepMs, 'ms')} per step (${fmt(l.samplesPerSec, 'samples/s')}); the step is ${fmt(l.baselineOverFloor)}× that. ${l.derivation}.`;
+      }),
+      '',
+      f.summary,
+      '',
+    ];
+  });
+  return [
+    ...(lines.length ? lines : ['Your command has no model spec Trainbench can count bytes from, and no benchmark here measured its floors, so no compute or bandwidth floor is given for it.', '']),
+    'The data-wait share above is the measured limit of loading: a step that waits for the DataLoader is bound by loading, whatever the GPU could do.',
+  ].join('\n');
+}
+
+/** A floor as a cell: its milliseconds and how far the step is from it, or 'not measured'. */
+function floorCell(r: ScriptBenchmarkResult, pick: (f: NonNullable<ScriptBenchmarkResult['target']['floors']>) => Limit): string {
+  if (!r.target.floors) return 'not recorded';
+  const l = pick(r.target.floors);
+  return l.stepMs === null ? 'not measured' : `${fmt(l.stepMs, 'ms')} (${fmt(l.baselineOverFloor)}x)`;
+}
+
+function scriptMfu(r: ScriptBenchmarkResult): string {
+  const u = r.utilisation;
+  if (!u) return r.target.flops ? r.target.flops.method : 'not counted (recorded before issue 26)';
+  const mfu = u.measured?.mfu;
+  return mfu === null || mfu === undefined ? (u.problems[0] ?? u.measuredMissing ?? 'n/a') : `${fmt(100 * mfu, '%')} (${fmt(u.achievedGflops)} of ${fmt(u.measured!.gflops)} GFLOP/s)`;
+}
+
+export const phasesSection = bothTargets(enginePhases, (input) => {
+  const p = scriptPhases(input);
+  return block('script-phases', p.body, p.figures);
+});
+export const limitsSection = bothTargets(engineLimits, (input) => block('script-limits', scriptLimitsBody(input)));

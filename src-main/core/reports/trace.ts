@@ -9,7 +9,8 @@ import { ApiError } from '../../api/errors';
 import type { RunRecordJson } from '../../api/run-record';
 import type { RunTraceResult, TraceEvent, TraceFile } from '../../api/reports';
 import type { TrainStepEvent } from '../../api/training';
-import { TrainResultSchema, TrainStepEventSchema } from '../../api/training';
+import { TrainStepEventSchema } from '../../api/training';
+import { isEngineTrainRun, TrainRunResultSchema } from '../../api/train-result';
 import { type FileCut, jsonlLinesBounded } from '../workspace/jsonl-lines';
 import { readRunDetail } from '../workspace/run-reader';
 import type { Workspace } from '../workspace/workspace';
@@ -227,8 +228,9 @@ export async function traceRun(workspace: Workspace, runId: string): Promise<Run
     if (!isEngineBenchmark(parsed.data)) throw new ApiError('E_BAD_INPUT', `run ${runId} benchmarks a script: traces are made of the engine's step events, which a script's probe does not record`);
     ({ reps, cut } = await benchmarkRepetitions(workspace, parsed.data, events));
   } else if (record.kind === 'train') {
-    const parsed = TrainResultSchema.safeParse(record.result);
+    const parsed = TrainRunResultSchema.safeParse(record.result);
     if (!parsed.success) throw new ApiError('E_DATA', `run ${runId}: its training result does not read (${parsed.error.issues[0]?.message})`);
+    if (!isEngineTrainRun(parsed.data)) throw new ApiError('E_BAD_INPUT', `run ${runId} trains a script: traces are made of the engine's step events, which a script's probe does not record`);
     const r = parsed.data;
     const options = (record.config as { options?: { batchSize?: number; accumulation?: number } }).options;
     const builder = new WindowBuilder(r.stepTime.warmupSteps, (options?.batchSize ?? 1) * (options?.accumulation ?? 1));
@@ -239,7 +241,7 @@ export async function traceRun(workspace: Workspace, runId: string): Promise<Run
     const windows = builder.windows;
     const measured = windows.reduce((s, w) => s + w.steps, 0);
     reps = [{ index: 1, windows, measuredMs: r.stepTime.steadyStateMeanMs === null ? windows.reduce((s, w) => s + w.wallMs * w.steps, 0) : r.stepTime.steadyStateMeanMs * measured }];
-    const shares = (r.backend as { opShares?: unknown } | undefined)?.opShares;
+    const shares = (r.target.backend as { opShares?: unknown } | undefined)?.opShares;
     if (Array.isArray(shares) && shares.length) ops = shares.filter((o): o is { op: string; share: number } => typeof o?.op === 'string' && typeof o?.share === 'number');
   } else {
     throw new ApiError('E_BAD_INPUT', `run ${runId} is a ${record.kind} run; traces are made of benchmark and train runs, which time their steps`);

@@ -16,7 +16,7 @@ import type {
 } from '../../api/optimise';
 import type { Interval } from '../stats/bootstrap';
 import type { RunComputeDevice, RunRecordJson } from '../../api/run-record';
-import type { ScriptTrainRequest, ScriptTrainResult, ScriptProgressEvent } from '../../api/script-run';
+import type { ScriptTrainRequest, ScriptProgressEvent } from '../../api/script-run';
 import type {
   ScriptBatchSearchRequest,
   ScriptBenchmarkRequest,
@@ -25,7 +25,8 @@ import type {
 import type { OptimiseResult, ScriptOptimiseRecord } from '../../api/optimise-result';
 import type { TargetKind } from '../../api/target';
 import type { Conditions } from '../../api/telemetry';
-import type { TrainEvent, TrainRequest, TrainResult } from '../../api/training';
+import type { TrainEvent, TrainRequest } from '../../api/training';
+import type { TrainRunResult } from '../../api/train-result';
 import type { RunningJob } from '../jobs/running-jobs';
 import type { RunRecord } from '../workspace/run-store';
 
@@ -115,7 +116,7 @@ export interface TargetRunner {
   /** How a person names each capability's job on this target, for messages ("script benchmark"). */
   readonly jobNames: Readonly<Record<'train' | 'benchmark' | 'batchSearch' | 'optimise', string>>;
   /** A whole training run, recorded as a run of kind train whose id is the job's. */
-  train(request: TrainRunRequest, job: RunningJob, options: TrainOptions): Promise<TrainResult | ScriptTrainResult>;
+  train(request: TrainRunRequest, job: RunningJob, options: TrainOptions): Promise<TrainRunResult>;
   /** A benchmark made ready: data prepared (the engine) or the command checked (a script), nothing measured yet. */
   benchmark(request: BenchmarkRequest, job: RunningJob, progress: (p: RepetitionProgress) => void, options: CapabilityOptions): Promise<BenchmarkPlan>;
   /** A batch-size search made ready: the memory to fill and the seed (the engine), or the start batch (a script). */

@@ -1,5 +1,6 @@
-import type { ScriptTrainRequest, ScriptTrainResult } from '../../api/script-run';
-import type { TrainRequest, TrainResult } from '../../api/training';
+import type { ScriptTrainRequest } from '../../api/script-run';
+import type { EngineTrainRun, ScriptTrainRun, TrainRunResult } from '../../api/train-result';
+import type { TrainRequest } from '../../api/training';
 import type { RunningJobs } from '../jobs/running-jobs';
 import type { Runners } from '../targets/runner-for';
 import { runnerFor } from '../targets/runner-for';
@@ -16,10 +17,10 @@ export class TrainingService {
     private readonly jobs: RunningJobs,
   ) {}
 
-  run(request: TrainRequest, options?: TrainOptions): Promise<TrainResult>;
-  run(request: ScriptTrainRequest, options?: TrainOptions): Promise<ScriptTrainResult>;
-  run(request: TrainRunRequest, options?: TrainOptions): Promise<TrainResult | ScriptTrainResult>;
-  async run(request: TrainRunRequest, options: TrainOptions = {}): Promise<TrainResult | ScriptTrainResult> {
+  run(request: TrainRequest, options?: TrainOptions): Promise<EngineTrainRun>;
+  run(request: ScriptTrainRequest, options?: TrainOptions): Promise<ScriptTrainRun>;
+  run(request: TrainRunRequest, options?: TrainOptions): Promise<TrainRunResult>;
+  async run(request: TrainRunRequest, options: TrainOptions = {}): Promise<TrainRunResult> {
     const runner = runnerFor(request, this.runners);
     const job = this.jobs.open(request.jobId, `a ${runner.jobNames.train} with the id`);
     try {

@@ -209,7 +209,7 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
     createdAt: run.createdAt,
     finishedAt: run.finishedAt ?? null,
     title,
-    testAccuracy: run.result?.test?.accuracy ?? null,
+    testAccuracy: run.result?.target?.test?.accuracy ?? run.result?.test?.accuracy ?? null,
     samplesPerSec: run.result?.samplesPerSec ?? headlineRate(run),
     gpuUtilizationMean: run.result?.telemetry?.gpuUtilizationMean ?? null,
     error: run.error ? printable(`${run.error.code}: ${run.error.message}`, { lines: true }) : null,

@@ -2,7 +2,7 @@ import type { BatchSearchProgress, BatchSearchRequest, BatchTrial, EngineSearchD
 import { BatchSearchResultSchema } from '../../../api/batch-size';
 import { ApiError } from '../../../api/errors';
 import type { MemoryBreakdown, TrainOptions, TrainStepEvent } from '../../../api/training';
-import { recordsPerEpoch, TrainResultSchema, TrainStepEventSchema } from '../../../api/training';
+import { recordsPerEpoch, EngineTrainSummarySchema, TrainStepEventSchema } from '../../../api/training';
 import type { EngineClient } from '../../../engine/engine-client';
 import type { HostTrainData } from '../../../engine/host-protocol';
 import { readManifest } from '../../datasets/cache-store';
@@ -122,7 +122,7 @@ export class EngineBatchSearch {
           sentAt = Date.now();
           progress({ phase: 'trial', trial: running, step: Math.min(step.data.globalStep, request.stepsPerTrial) }, t0);
         });
-        const result = TrainResultSchema.pick({ stepTime: true, memory: true, processMemory: true }).parse(raw);
+        const result = EngineTrainSummarySchema.pick({ stepTime: true, memory: true, processMemory: true }).parse(raw);
         // On the CPU the engine's buffers are charged as its memory model sizes them: what the OS saw is the measurement.
         if (result.memory.device === 'cpu' && result.processMemory?.scope === 'run') processPeak = result.processMemory.peakRssBytes;
         const peakBytes = result.memory.peakBytes ?? result.memory.measured.total;

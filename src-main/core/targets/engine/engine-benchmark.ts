@@ -7,7 +7,7 @@ import { ApiError } from '../../../api/errors';
 import { formatIssues } from '../../../api/format-issues';
 import type { TelemetrySummary } from '../../../api/telemetry';
 import type { TrainOptions, TrainStepEvent } from '../../../api/training';
-import { MIN_EVENT_INTERVAL_MS, recordsPerEpoch, TrainEventSchema, TrainOptionsSchema, TrainResultSchema } from '../../../api/training';
+import { MIN_EVENT_INTERVAL_MS, recordsPerEpoch, TrainEventSchema, TrainOptionsSchema, EngineTrainSummarySchema } from '../../../api/training';
 import { isBuiltinModel } from '../../../api/model-spec';
 import type { EngineClient } from '../../../engine/engine-client';
 import type { HostSource, HostTrainData } from '../../../engine/host-protocol';
@@ -34,7 +34,7 @@ import { CPU_ENERGY_MISSING, energyPerSample } from '../../telemetry/energy';
 const TELEMETRY_INTERVAL_MS = 200;
 
 /** Only what a benchmark reads of the engine's training summary. */
-const EngineSummarySchema = TrainResultSchema.pick({ steps: true, stepTime: true, memory: true, backend: true, processMemory: true });
+const EngineSummarySchema = EngineTrainSummarySchema.pick({ steps: true, stepTime: true, memory: true, backend: true, processMemory: true });
 
 export interface PrepareOptions {
   allowPathsOutsideWorkspace?: boolean;

@@ -2,8 +2,10 @@ import path from 'node:path';
 
 import { ApiError } from '../../../api/errors';
 import { formatIssues } from '../../../api/format-issues';
-import type { TrainPreparingEvent, TrainRequest, TrainResult } from '../../../api/training';
-import { TrainEventSchema, TrainResultSchema } from '../../../api/training';
+import type { TrainPreparingEvent, TrainRequest } from '../../../api/training';
+import { EngineTrainSummarySchema, TrainEventSchema, type EngineTrainSummary } from '../../../api/training';
+import type { TelemetrySummary } from '../../../api/telemetry';
+import type { EngineTrainRun } from '../../../api/train-result';
 import type { EngineClient } from '../../../engine/engine-client';
 import type { HostTrainData } from '../../../engine/host-protocol';
 import type { DatasetService } from '../../datasets/dataset-service';
@@ -30,7 +32,7 @@ export interface EngineTrainDeps {
  * run recorded under runs/<job id> with its step events, telemetry and checkpoint. Cancelled while its data is
  * prepared, it is recorded as cancelled (people look for it); a request the engine refuses leaves no run.
  */
-export async function trainEngine(deps: EngineTrainDeps, request: TrainRequest & { jobId: string }, job: RunningJob, options: TrainOptions): Promise<TrainResult> {
+export async function trainEngine(deps: EngineTrainDeps, request: TrainRequest & { jobId: string }, job: RunningJob, options: TrainOptions): Promise<EngineTrainRun> {
   const runId = request.jobId;
   const preparing = new AbortController();
   job.cancel = () => preparing.abort();
@@ -76,12 +78,13 @@ export async function trainEngine(deps: EngineTrainDeps, request: TrainRequest &
       },
     );
     const telemetry = await stopRecording();
-    const parsed = TrainResultSchema.safeParse({ ...(raw as object), runId: run.id, runDir: run.relativeDir, data: data.description, telemetry });
+    const parsed = EngineTrainSummarySchema.safeParse(raw);
     if (!parsed.success) {
       throw new ApiError('E_INTERNAL', `the engine's training summary does not match the contract: ${formatIssues(parsed.error, 'result')}`);
     }
-    await run.finish('completed', { result: parsed.data });
-    return parsed.data;
+    const result = trainRunOf(parsed.data, { runId: run.id, runDir: run.relativeDir, data: data.description, batchSize: request.options.batchSize, telemetry });
+    await run.finish('completed', { result });
+    return result;
   } catch (err) {
     throw await run.fail(err);
   } finally {
@@ -94,4 +97,39 @@ export async function trainEngine(deps: EngineTrainDeps, request: TrainRequest &
 async function recordCancelledBeforeStart(workspace: Workspace, request: TrainRequest & { jobId: string }, runId: string): Promise<ApiError> {
   const run = await createRun(workspace, 'train', { ...request }, { id: runId });
   return run.fail(new ApiError('E_CANCELLED', `run ${runId} was cancelled while its data was being prepared, before its first step`));
+}
+
+/** `train.run`'s result from the trainer's summary: what every run measures at the top, the engine's own detail in `target`. */
+function trainRunOf(
+  summary: EngineTrainSummary,
+  run: { runId: string; runDir: string; data: string; batchSize: number; telemetry: TelemetrySummary },
+): EngineTrainRun {
+  const { steps, seconds, samplesPerSec, stepTime, phasesMs, samples, threads, backend, skippedSteps, lossScale, epochs, test, model, memory, processMemory } = summary;
+  return {
+    runId: run.runId,
+    runDir: run.runDir,
+    title: `${model.family} on ${run.data}`,
+    device: backend?.device ?? memory.device,
+    batchSize: run.batchSize,
+    steps,
+    seconds,
+    samplesPerSec,
+    stepTime,
+    phasesMs,
+    telemetry: run.telemetry,
+    target: {
+      kind: 'engine',
+      data: run.data,
+      samples,
+      threads,
+      epochs,
+      model,
+      memory,
+      ...(backend ? { backend } : {}),
+      ...(skippedSteps !== undefined ? { skippedSteps } : {}),
+      ...(lossScale !== undefined ? { lossScale } : {}),
+      ...(test ? { test } : {}),
+      ...(processMemory ? { processMemory } : {}),
+    },
+  };
 }

@@ -2,8 +2,9 @@ import path from 'node:path';
 
 import { ApiError } from '../../../api/errors';
 import { formatIssues } from '../../../api/format-issues';
-import type { ScriptProgressEvent, ScriptRunPoint, ScriptTrainRequest, ScriptTrainResult } from '../../../api/script-run';
-import { ScriptTrainResultSchema } from '../../../api/script-run';
+import type { ScriptProgressEvent, ScriptTrainRequest } from '../../../api/script-run';
+import type { ScriptRunPoint, ScriptTrainRun } from '../../../api/train-result';
+import { TrainRunResultSchema, isScriptTrainRun } from '../../../api/train-result';
 import type { TelemetrySummary } from '../../../api/telemetry';
 import { mergeTelemetry, withOther } from '../../stats/benchmark-summary';
 import type { EventHub } from '../../common/event-hub';
@@ -101,7 +102,7 @@ export class ScriptTraining {
     private readonly pythonDir: string = probeDir(),
   ) {}
 
-  async run(request: ScriptTrainRequest & { jobId: string }, job: RunningJob, options: TrainOptions): Promise<ScriptTrainResult> {
+  async run(request: ScriptTrainRequest & { jobId: string }, job: RunningJob, options: TrainOptions): Promise<ScriptTrainRun> {
     if (!path.isAbsolute(request.target.cwd)) throw new ApiError('E_BAD_INPUT', `the script's working directory must be an absolute path, got ${JSON.stringify(request.target.cwd)}`);
     const run = await createRun(
       this.workspace,
@@ -118,7 +119,7 @@ export class ScriptTraining {
     return this.train(request, run, job, options);
   }
 
-  private async train(request: ScriptTrainRequest, run: RunRecord, job: RunningJob, options: TrainOptions): Promise<ScriptTrainResult> {
+  private async train(request: ScriptTrainRequest, run: RunRecord, job: RunningJob, options: TrainOptions): Promise<ScriptTrainRun> {
     const t0 = Date.now();
     const log = run.stream('output.log');
     const maxSteps = request.maxSteps ?? null;
@@ -176,7 +177,7 @@ export class ScriptTraining {
     }
     follower.maybePoint(true);
     const error = trialError(record, trialOptions);
-    let result: ScriptTrainResult;
+    let result: ScriptTrainRun;
     try {
       result = this.summarize(request, run, record, follower, error, { processTree, telemetry, seconds: (Date.now() - t0) / 1000 });
     } catch (err) {
@@ -197,7 +198,7 @@ export class ScriptTraining {
     follower: RunFollower,
     error: ApiError | null,
     extra: { processTree: ProcessTreeSummary | null; telemetry: TelemetrySummary; seconds: number },
-  ): ScriptTrainResult {
+  ): ScriptTrainRun {
     const tallies = [...follower.ranks.values()];
     const lead = follower.lead();
     const measured = tallies.filter((t) => t.measured.n > 0);
@@ -205,7 +206,7 @@ export class ScriptTraining {
     const steady = slowest ? slowest.measured.ms / slowest.measured.n : null;
     const leadConnection = record.connections.find((c) => follower.ranks.get(c) === lead);
     const done = leadConnection?.messages.find((m): m is ProbeDone => m.type === 'done');
-    let phasesMs: ScriptTrainResult['phasesMs'] = null;
+    let phasesMs: ScriptTrainRun['phasesMs'] = null;
     if (lead && lead.measured.n > 0) {
       const n = lead.measured.n;
       const p = lead.measured.phasesMs;
@@ -219,22 +220,14 @@ export class ScriptTraining {
       : follower.losses.last === null && (lead?.steps ?? 0) > 0
         ? 'no loss was read: the script passes no single floating-point scalar to backward()'
         : null;
-    const result: ScriptTrainResult = {
+    const result: ScriptTrainRun = {
       runId: run.id,
       runDir: run.relativeDir,
       title: commandText(request.target),
-      target: request.target,
-      overrides: request.overrides,
-      applied: record.connections.flatMap((c) => c.messages.flatMap((m) => (m.type === 'applied' ? [{ key: m.key, value: m.value, where: m.where, rank: c.hello.rank }] : []))),
-      ended: error ? 'error' : stoppedByProbe ? 'maxSteps' : 'exit',
-      exitCode: record.outcome.exitCode,
-      signal: record.outcome.signal,
-      seconds: extra.seconds,
-      steps: lead?.steps ?? 0,
-      worldSize: record.connections.length,
       device: done?.memory.device ?? 'unknown',
       batchSize: lead?.batchSize ?? null,
-      warmupSteps: request.warmupSteps,
+      steps: lead?.steps ?? 0,
+      seconds: extra.seconds,
       // No rate for a script whose steps carried no DataLoader batch: 0 samples/s would read as a stall.
       ...(measured.some((t) => t.measured.samples > 0)
         ? { samplesPerSec: measured.reduce((s, t) => s + (t.measured.ms > 0 ? (1000 * t.measured.samples) / t.measured.ms : 0), 0) }
@@ -242,25 +235,38 @@ export class ScriptTraining {
       stepTime: {
         steadyStateMeanMs: steady,
         wallClockMeanMs: tallies.length ? Math.max(...tallies.map((t) => (t.steps > 0 ? t.allMs / t.steps : 0))) : null,
+        warmupSteps: request.warmupSteps,
         note: `steadyStateMeanMs: the steps after the first ${request.warmupSteps} (the slowest rank's); wallClockMeanMs: every step; a step runs from one optimizer step's end to the next's`,
       },
       phasesMs,
-      timing: lead?.timing ?? 'host-clock',
-      dataWait: waits.length ? waits.reduce((a, b) => (b.percent > a.percent ? b : a)) : null,
-      lastLoss: follower.losses.last,
-      lossNote,
-      peakMemory: {
-        cudaPeakBytes: done?.memory.cudaPeakBytes ?? null,
-        cudaTotalBytes: done?.memory.cudaTotalBytes ?? null,
-        hostPeakRssBytes: done?.memory.hostPeakRssBytes ?? null,
-      },
-      processTree: extra.processTree,
       telemetry: extra.telemetry,
-      series: follower.series.result(),
-      output: { file: path.join(run.relativeDir, 'output.log'), lines: follower.lines, tail: follower.tail },
+      target: {
+        kind: 'script',
+        command: request.target,
+        overrides: request.overrides,
+        applied: record.connections.flatMap((c) => c.messages.flatMap((m) => (m.type === 'applied' ? [{ key: m.key, value: m.value, where: m.where, rank: c.hello.rank }] : []))),
+        ended: error ? 'error' : stoppedByProbe ? 'maxSteps' : 'exit',
+        exitCode: record.outcome.exitCode,
+        signal: record.outcome.signal,
+        worldSize: record.connections.length,
+        timing: lead?.timing ?? 'host-clock',
+        dataWait: waits.length ? waits.reduce((a, b) => (b.percent > a.percent ? b : a)) : null,
+        lastLoss: follower.losses.last,
+        lossNote,
+        peakMemory: {
+          cudaPeakBytes: done?.memory.cudaPeakBytes ?? null,
+          cudaTotalBytes: done?.memory.cudaTotalBytes ?? null,
+          hostPeakRssBytes: done?.memory.hostPeakRssBytes ?? null,
+        },
+        processTree: extra.processTree,
+        series: follower.series.result(),
+        output: { file: path.join(run.relativeDir, 'output.log'), lines: follower.lines, tail: follower.tail },
+      },
     };
-    const parsed = ScriptTrainResultSchema.safeParse(result);
-    if (!parsed.success) throw new ApiError('E_INTERNAL', `the script run's result does not match the contract: ${formatIssues(parsed.error, 'result')}`);
+    const parsed = TrainRunResultSchema.safeParse(result);
+    if (!parsed.success || !isScriptTrainRun(parsed.data)) {
+      throw new ApiError('E_INTERNAL', `the script run's result does not match the contract: ${parsed.success ? 'not a script run' : formatIssues(parsed.error, 'result')}`);
+    }
     return parsed.data;
   }
 }
