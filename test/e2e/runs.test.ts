@@ -70,6 +70,9 @@ describe('Runs area', () => {
       expect(await page.locator(`[data-testid="${chart}"] canvas`).count()).toBeGreaterThan(0);
     }
     expect(await page.getByTestId('run-backend').innerText()).toMatch(/^cpu · fp32 · steady clock/);
+    // The run's result (one schema for both targets): what it trained, and what the held-out test set says.
+    expect(await page.getByTestId('run-train-summary').innerText()).toMatch(/^60 optimizer steps · [\d,.]+ samples\/s over the whole run · step [\d.]+ ms after \d+ warm-up steps$/);
+    expect(await page.getByTestId('run-test-result').innerText()).toMatch(/^Test accuracy \d+\.\d\d%, loss [\d.]+, on 10,000 held-out samples\.$/);
     // Charts are announced with their numbers.
     expect(await page.getByTestId('run-phase-chart').getAttribute('aria-label')).toMatch(/^Time per step by phase, [\d.,]+ ms in all$/);
     expect(await page.getByTestId('run-loss-chart').getAttribute('aria-label')).toMatch(/over \d+ steps; last loss [\d.]+$/);
