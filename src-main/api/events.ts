@@ -7,7 +7,7 @@ import { JobEndedEventSchema, JobInfoSchema } from './jobs';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { OptimiseProgressSchema } from './optimise';
 import { ScriptOptimiseBaselineEventSchema } from './script-target';
-import { ScriptProgressEventSchema } from './script-run';
+import { ScriptProgressEventSchema } from './train-result';
 import { ScriptOutputEventSchema } from './script-target';
 import { TrainPreparingEventSchema, TrainProgressEventSchema } from './training';
 

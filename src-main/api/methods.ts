@@ -45,8 +45,7 @@ import {
 import { OptimiseIdParamsSchema, OptimiseRequestSchema, WizardStateSchema } from './optimise';
 import { OptimiseRecordSchema, OptimiseResultSchema } from './optimise-result';
 import type { EngineOptimiseResult, ScriptOptimiseResult } from './optimise-result';
-import { ScriptTrainRequestSchema } from './script-run';
-import { ScriptBenchmarkRequestSchema, ScriptOptimiseRequestSchema } from './script-target';
+import { ScriptBenchmarkRequestSchema, ScriptOptimiseRequestSchema, ScriptTrainRequestSchema } from './script-target';
 import { ScriptBatchSearchRequestSchema } from './script-target';
 import { eitherTarget } from './target';
 import type { EngineBenchmarkResult, ScriptBenchmarkResult } from './benchmark-result';

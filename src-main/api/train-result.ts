@@ -25,6 +25,16 @@ export const ScriptRunPointSchema = z.object({
 });
 export type ScriptRunPoint = z.infer<typeof ScriptRunPointSchema>;
 
+/** `script.progress`: a script run's progress, at most ~10 per second. */
+export const ScriptProgressEventSchema = ScriptRunPointSchema.extend({
+  /** The run's job (its id names the run too). */
+  jobId: z.string(),
+  maxSteps: z.number().int().nullable(),
+  /** Seconds since the command was started. */
+  elapsedSeconds: z.number(),
+});
+export type ScriptProgressEvent = z.infer<typeof ScriptProgressEventSchema>;
+
 export const ScriptOutputLineSchema = z.object({ stream: z.enum(['stdout', 'stderr']), line: z.string() });
 
 /** Milliseconds per optimizer step by phase; `other` (the step less its named phases) where the target measures it. */

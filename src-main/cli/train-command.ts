@@ -6,7 +6,7 @@ import { formatIssues } from '../api/format-issues';
 import { newJobId } from '../api/ids';
 import { isBuiltinModel } from '../api/model-spec';
 import { RECIPES } from '../api/recipes';
-import { MAX_SCRIPT_RUN_SECONDS, ScriptTrainRequestSchema } from '../api/script-run';
+import { MAX_SCRIPT_RUN_SECONDS, ScriptTrainRequestSchema } from '../api/script-target';
 import type { ScriptOverrides } from '../api/script-target';
 import { SCRIPT_OVERRIDE_KEYS } from '../api/script-target';
 import type { DataSource, TrainOptionsInput } from '../api/training';

@@ -1,9 +1,8 @@
 import type { StepPoint } from '@api/charts/run-charts';
 import { appendScriptRunPoint } from '@api/charts/run-charts';
 import type { JobInfo, TargetKind } from '@api/jobs';
-import type { ScriptProgressEvent, ScriptTrainRequestInput } from '@api/script-run';
-import type { EngineTrainRun, ScriptTrainRun } from '@api/train-result';
-import { ScriptTrainRequestSchema } from '@api/script-run';
+import type { EngineTrainRun, ScriptProgressEvent, ScriptTrainRun } from '@api/train-result';
+import { ScriptTrainRequestSchema, type ScriptTrainRequestInput } from '@api/script-target';
 import type { ScriptOutputEvent } from '@api/script-target';
 import type { GpuState } from '@api/telemetry';
 import type { TrainPreparingEvent, TrainRequest, TrainStepEvent } from '@api/training';

@@ -1,5 +1,5 @@
 import type { BenchmarkProgress } from '@api/benchmark';
-import type { ScriptProgressEvent } from '@api/script-run';
+import type { ScriptProgressEvent } from '@api/train-result';
 import type { BatchTrial } from '@api/batch-size';
 
 /** The line above a script's live output: what the launch is doing now, and how it ended. */

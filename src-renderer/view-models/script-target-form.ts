@@ -1,4 +1,4 @@
-import type { ScriptTrainRequestInput } from '@api/script-run';
+import type { ScriptTrainRequestInput } from '@api/script-target';
 import type { ScriptBenchmarkRequestInput, ScriptOverrideKey } from '@api/script-target';
 import { SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema, parseOverride } from '@api/script-target';
 import { shellWord } from '@api/shell-word';

@@ -6,8 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { ApiError } from '../../src-main/api/errors';
 import { parseRunRecord } from '../../src-main/api/run-record';
-import type { ScriptProgressEvent, ScriptTrainRequestInput } from '../../src-main/api/script-run';
-import { ScriptTrainRequestSchema } from '../../src-main/api/script-run';
+import { ScriptTrainRequestSchema, type ScriptTrainRequestInput } from '../../src-main/api/script-target';
+import type { ScriptProgressEvent } from '../../src-main/api/train-result';
 import { isScriptTrainRun, TrainRunResultSchema } from '../../src-main/api/train-result';
 import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';

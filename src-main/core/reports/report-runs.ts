@@ -130,7 +130,7 @@ export function dataOf(run: ReportRun): string {
 
 export interface LoadedRuns {
   runs: ReportRun[];
-  /** Runs of the user's own command, written up by section-script.ts. */
+  /** Runs of the user's own command, written up after the engine's in each section (report-model.ts bothTargets). */
   scripts: ScriptReportRun[];
   /** Runs left out, and why (not completed, a kind reports do not cover, a result that does not read). */
   notes: string[];

@@ -1,7 +1,7 @@
 import type { BatchTrial } from '../../api/batch-size';
 import { ApiError } from '../../api/errors';
 import { newJobId } from '../../api/ids';
-import type { ScriptTrainRequest } from '../../api/script-run';
+import type { ScriptTrainRequest } from '../../api/script-target';
 import type { ScriptBatchSearchRequest, ScriptBenchmarkRequest, ScriptOptimiseRequest } from '../../api/script-target';
 import type { EventHub } from '../common/event-hub';
 import type { RunningJob, RunningJobs } from '../jobs/running-jobs';

@@ -16,17 +16,17 @@ import type {
 } from '../../api/optimise';
 import type { Interval } from '../stats/bootstrap';
 import type { RunComputeDevice, RunRecordJson } from '../../api/run-record';
-import type { ScriptTrainRequest, ScriptProgressEvent } from '../../api/script-run';
 import type {
   ScriptBatchSearchRequest,
   ScriptBenchmarkRequest,
   ScriptOptimiseRequest,
+  ScriptTrainRequest,
 } from '../../api/script-target';
 import type { OptimiseResult, ScriptOptimiseRecord } from '../../api/optimise-result';
 import type { TargetKind } from '../../api/target';
 import type { Conditions } from '../../api/telemetry';
 import type { TrainEvent, TrainRequest } from '../../api/training';
-import type { TrainRunResult } from '../../api/train-result';
+import type { ScriptProgressEvent, TrainRunResult } from '../../api/train-result';
 import type { RunningJob } from '../jobs/running-jobs';
 import type { RunRecord } from '../workspace/run-store';
 

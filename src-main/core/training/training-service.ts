@@ -1,4 +1,4 @@
-import type { ScriptTrainRequest } from '../../api/script-run';
+import type { ScriptTrainRequest } from '../../api/script-target';
 import type { EngineTrainRun, ScriptTrainRun, TrainRunResult } from '../../api/train-result';
 import type { TrainRequest } from '../../api/training';
 import type { RunningJobs } from '../jobs/running-jobs';

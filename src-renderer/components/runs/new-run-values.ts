@@ -1,8 +1,7 @@
 import type { BuiltinModelName, ModelSpec } from '@api/model-spec';
 import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '@api/model-spec';
 import { RECIPES } from '@api/recipes';
-import type { ScriptTrainRequestInput } from '@api/script-run';
-import { ScriptTrainRequestSchema } from '@api/script-run';
+import { ScriptTrainRequestSchema, type ScriptTrainRequestInput } from '@api/script-target';
 import type { TrainRequest } from '@api/training';
 import { TrainRequestSchema } from '@api/training';
 import { dataChoiceOf, dataSourceOf } from '../../composables/useTargetChoices';

@@ -2,8 +2,8 @@ import path from 'node:path';
 
 import { ApiError } from '../../../api/errors';
 import { formatIssues } from '../../../api/format-issues';
-import type { ScriptProgressEvent, ScriptTrainRequest } from '../../../api/script-run';
-import type { ScriptRunPoint, ScriptTrainRun } from '../../../api/train-result';
+import type { ScriptTrainRequest } from '../../../api/script-target';
+import type { ScriptProgressEvent, ScriptRunPoint, ScriptTrainRun } from '../../../api/train-result';
 import { TrainRunResultSchema, isScriptTrainRun } from '../../../api/train-result';
 import type { TelemetrySummary } from '../../../api/telemetry';
 import { mergeTelemetry, withOther } from '../../stats/benchmark-summary';
