@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { ScriptAppliedSchema, ScriptTargetSchema } from './script-target';
 import { olderResult, omit, pick, type Raw } from './target-upgrade';
 import { TelemetrySummarySchema } from './telemetry';
-import { EngineTrainSummarySchema } from './training';
+import { EngineTrainSummarySchema, PhasesSchema } from './training';
 
 /** One point of a script run's curves: the steps since the previous point. */
 export const ScriptRunPointSchema = z.object({
@@ -38,16 +38,7 @@ export type ScriptProgressEvent = z.infer<typeof ScriptProgressEventSchema>;
 export const ScriptOutputLineSchema = z.object({ stream: z.enum(['stdout', 'stderr']), line: z.string() });
 
 /** Milliseconds per optimizer step by phase; `other` (the step less its named phases) where the target measures it. */
-export const TrainPhasesSchema = z.object({
-  data: z.number(),
-  /** Host-to-device copies the step waited for (0 on the CPU; runs recorded before it existed read as 0). */
-  h2d: z.number().default(0),
-  forward: z.number(),
-  loss: z.number(),
-  backward: z.number(),
-  optimizer: z.number(),
-  other: z.number().optional(),
-});
+export const TrainPhasesSchema = PhasesSchema.extend({ other: z.number().optional() });
 
 /** What only our engine's run has: the model, the data, its evaluation, its memory model and threads (the trainer's summary). */
 export const EngineTrainDetailSchema = EngineTrainSummarySchema.pick({

@@ -121,7 +121,8 @@ export const TrainRequestSchema = z
   .strict();
 export type TrainRequest = z.infer<typeof TrainRequestSchema>;
 
-const PhasesSchema = z.object({
+/** Milliseconds per optimizer step by phase, as the engine times them. */
+export const PhasesSchema = z.object({
   data: z.number(),
   /** Host-to-device copies the step waited for (0 on the CPU; runs recorded before it existed read as 0). */
   h2d: z.number().default(0),
