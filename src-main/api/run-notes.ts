@@ -19,18 +19,24 @@ export const RUN_NOTES_MAX_BYTES = 64 * 1024;
 // Control characters would hide text or break a one-line title; the notes may hold line breaks and tabs.
 const NO_CONTROLS = /^[^\p{Cc}]*$/u;
 const CONTROL_NOT_LINE = /[^\P{Cc}\n\r\t]/u;
+// Bidirectional formatting marks reorder what a list or a page shows (a name could read as another run's):
+// the same marks the printers escape (api/shell-word.ts).
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+const noBidi = (what: string) => [(text: string) => !BIDI.test(text), `${what} no bidirectional formatting marks (U+202A-202E, U+2066-2069, U+200E/F, U+061C): they reorder what is shown`] as const;
 
 export const RunNameSchema = z
   .string()
   .trim()
   .max(RUN_NAME_MAX_CHARS, `a run's name is at most ${RUN_NAME_MAX_CHARS} characters`)
-  .regex(NO_CONTROLS, "a run's name is one line, without control characters");
+  .regex(NO_CONTROLS, "a run's name is one line, without control characters")
+  .refine(...noBidi("a run's name has"));
 export const RunTagSchema = z
   .string()
   .trim()
   .min(1, 'a tag is not empty')
   .max(RUN_TAG_MAX_CHARS, `a tag is at most ${RUN_TAG_MAX_CHARS} characters`)
-  .regex(/^[^,\p{Cc}]+$/u, 'a tag has no commas or control characters (tags are separated by commas)');
+  .regex(/^[^,\p{Cc}]+$/u, 'a tag has no commas or control characters (tags are separated by commas)')
+  .refine(...noBidi('a tag has'));
 export const RunTagsSchema = z
   .array(RunTagSchema)
   .max(RUN_TAGS_MAX, `a run has at most ${RUN_TAGS_MAX} tags`)
@@ -38,7 +44,8 @@ export const RunTagsSchema = z
 export const RunNotesTextSchema = z
   .string()
   .max(RUN_NOTES_MAX_CHARS, `a run's notes are at most ${RUN_NOTES_MAX_CHARS} characters`)
-  .refine((text) => !CONTROL_NOT_LINE.test(text), "a run's notes have no control characters but line breaks and tabs");
+  .refine((text) => !CONTROL_NOT_LINE.test(text), "a run's notes have no control characters but line breaks and tabs")
+  .refine(...noBidi("a run's notes have"));
 
 /** What the Runs list and the run's page show. */
 export const RunAnnotationSchema = z.object({

@@ -117,8 +117,10 @@ export async function main(argv: string[]): Promise<void> {
     const code = err instanceof ApiError ? `${err.code}: ` : '';
     // Bad input is the user's to fix, so say where the usage is; other failures are not about usage.
     const pointer = err instanceof ApiError && err.code === 'E_BAD_INPUT' ? `${helpPointer(running)}\n` : '';
-    // A message may quote a run's file (a command, a title): its control characters are shown escaped.
-    process.stderr.write(`trainbench: ${code}${printable((err as Error).message, { lines: true })}\n${pointer}`);
+    // A message may quote a run's file or a typed value (a command, a title, a path): its control characters are
+    // shown escaped, and its later lines indented, so a planted line break cannot pass as a line of our own.
+    const message = printable((err as Error).message, { lines: true }).replace(/\n/g, '\n  ');
+    process.stderr.write(`trainbench: ${code}${message}\n${pointer}`);
     process.exitCode = 1;
   }
 }

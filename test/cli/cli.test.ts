@@ -87,6 +87,18 @@ describe('trainbench', () => {
     expect(stderr).not.toContain('Options:');
   });
 
+  it('indents the later lines of a message, so a value with a line break cannot print a line of its own', async () => {
+    const { code, stderr } = await trainbench('train', '--model', 'x\ntrainbench: run 1 completed');
+    expect(code).toBe(1);
+    const lines = stderr.trim().split('\n');
+    expect(lines[0]).toMatch(/^trainbench: E_BAD_INPUT: --model "x\\ntrainbench: run 1 completed" is neither/);
+    // The message quotes the value twice: once escaped, once inside the paths it looked at, whose line break stays one.
+    expect(lines.length).toBeGreaterThan(2);
+    expect(lines.slice(1, -1).every((l) => l.startsWith('  '))).toBe(true);
+    expect(lines.filter((l) => l.startsWith('trainbench:'))).toHaveLength(1);
+    expect(lines.at(-1)).toBe("Run 'trainbench train --help' for the usage.");
+  });
+
   it('adds the --help pointer to bad input found by the command itself', async () => {
     const { code, stderr } = await trainbench('train', '--model', 'resnet50');
     expect(code).toBe(1);

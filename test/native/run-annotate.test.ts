@@ -82,6 +82,10 @@ describe('runs.annotate', () => {
       [{ tags: ['  '] }, /not empty/],
       [{ notes: 'x'.repeat(RUN_NOTES_MAX_CHARS + 1) }, /notes.*at most 4000 characters/],
       [{ notes: 'bell\u0007' }, /no control characters/],
+      // A right-to-left override makes "run-A\u202Egnp.exe" read as another name: refused, named.
+      [{ name: 'baseline \u202Eenilesab' }, /name has no bidirectional formatting marks/],
+      [{ tags: ['amp\u2067'] }, /tag has no bidirectional formatting marks/],
+      [{ notes: 'see \u202Dthis' }, /notes have no bidirectional formatting marks/],
       [{}, /give a name, tags or notes/],
       [{ name: 'x', runJson: { status: 'failed' } }, /runJson/],
     ];
@@ -138,6 +142,7 @@ describe('runs.annotate', () => {
       ['20261127-100000-t00002', JSON.stringify({ schemaVersion: 1, name: 'x', tags: ['a'], notes: 'y'.repeat(RUN_NOTES_MAX_BYTES) }), /more than the 65536 bytes this reads/],
       ['20261127-100000-t00003', '{ "name": ', /notes\.json is/],
       ['20261127-100000-t00004', JSON.stringify({ schemaVersion: 1, name: 'x', tags: 'not a list', notes: '', updatedAt: 'yesterday' }), /does not match its schema/],
+      ['20261127-100000-t00005', JSON.stringify({ schemaVersion: 1, name: 'fast\u202Ewols', tags: [], notes: '', updatedAt: '2026-11-27T10:00:00.000Z' }), /does not match its schema: .*bidirectional/],
     ];
     for (const [id, text, problem] of tampered) {
       writeRun(id);
