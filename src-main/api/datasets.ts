@@ -29,6 +29,59 @@ export const CacheFieldSchema = z.object({
 
 export const CACHE_FORMAT_VERSION = 1;
 
+/** The largest share of a source an import may hold out as its test set: more and the model trains on less than it is judged on. */
+export const MAX_TEST_FRACTION = 0.5;
+/** Split seeds are 32-bit: the generator that draws the held-out records takes no more. */
+export const MAX_SPLIT_SEED = 2 ** 32 - 1;
+
+/** Why a held-out test fraction is not one, naming the value; null when it is. */
+export function testFractionProblem(fraction: number): string | null {
+  if (Number.isFinite(fraction) && fraction > 0 && fraction <= MAX_TEST_FRACTION) return null;
+  return `test fraction ${String(fraction)} is not above 0 and at most ${MAX_TEST_FRACTION}: it is the share of the rows held out as the test set, e.g. 0.2 for 20%`;
+}
+
+/** Why a split seed is not one, naming the value; null when it is. */
+export function splitSeedProblem(seed: number): string | null {
+  if (Number.isInteger(seed) && seed >= 0 && seed <= MAX_SPLIT_SEED) return null;
+  return `split seed ${String(seed)} is not a whole number from 0 to ${MAX_SPLIT_SEED}`;
+}
+
+/** An import's held-out test split: the share of the records drawn (by the seed) into a second cache. */
+export const TestSplitSchema = z
+  .object({
+    fraction: z.number().superRefine((v, ctx) => {
+      const problem = testFractionProblem(v);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+    seed: z
+      .number()
+      .superRefine((v, ctx) => {
+        const problem = splitSeedProblem(v);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .default(0),
+  })
+  .strict();
+export type TestSplit = z.infer<typeof TestSplitSchema>;
+
+/** The name of the cache holding a dataset's held-out test split: `<name>-test`. */
+export const heldOutTestName = (name: string): string => `${name}-test`;
+
+/**
+ * Set on the two caches of an import with a held-out test split (docs/cache-format.md): which part this
+ * cache holds, how the records were drawn, and the id of the other part, so the training part names its test set.
+ */
+export const HeldOutSplitSchema = z.object({
+  part: z.enum(['train', 'test']),
+  fraction: z.number().gt(0).lt(1),
+  seed: z.number().int().min(0),
+  /** Records of the whole source, both parts together. */
+  sourceRecords: z.number().int().min(2),
+  /** The other part's cache id. */
+  other: IdSchema,
+});
+export type HeldOutSplit = z.infer<typeof HeldOutSplitSchema>;
+
 /** manifest.json of a dataset cache: docs/cache-format.md is the reference. */
 export const CacheManifestSchema = z.object({
   format: z.literal('trainbench-cache'),
@@ -59,6 +112,8 @@ export const CacheManifestSchema = z.object({
     spec: z.unknown().optional(),
   }),
   settings: z.object({ shardBytes: z.number().int(), fieldMap: z.array(z.object({ from: z.string(), to: z.string(), dtype: CacheDTypeSchema })) }),
+  /** Present when the cache is one part of an import with a held-out test split. */
+  split: HeldOutSplitSchema.optional(),
 });
 export type CacheManifest = z.infer<typeof CacheManifestSchema>;
 
@@ -123,6 +178,11 @@ export const BuildRequestSchema = z
     shardBytes: z.number().int().min(4096).max(2 ** 40).default(DEFAULT_SHARD_BYTES),
     /** Rename or re-type source fields (e.g. float32 targets stored as float16); omitted fields are kept as they are. */
     fieldMap: z.array(z.object({ from: z.string().min(1).max(128), to: CacheFieldSchema.shape.name, dtype: CacheDTypeSchema }).strict()).max(256).default([]),
+    /**
+     * Holds out this share of the records, drawn by the seed, as a second cache named `<name>-test`: the
+     * training part's test set (the same source, fraction and seed draw the same records again).
+     */
+    testSplit: TestSplitSchema.optional(),
     /** A job id chosen by the caller, so it can cancel; one is made up otherwise. */
     jobId: IdSchema.optional(),
   })
@@ -153,16 +213,44 @@ export const DatasetSummarySchema = z.object({
   sourceDescription: z.string(),
   /** null when the cache opens (structure checked, not checksums); the problem otherwise. */
   problem: z.string().nullable(),
+  /** Set when the cache is one part of an import with a held-out test split: the training part names its test set in `other`. */
+  split: HeldOutSplitSchema.optional(),
 });
 export type DatasetSummary = z.infer<typeof DatasetSummarySchema>;
 
+/**
+ * Why `test` cannot be `train`'s test set, naming the field and both values; null when it can. Every field the
+ * model reads from the training set must be in the test set alike: name, dtype, per-record shape, and for a label
+ * of text classes the same class names in the same order (index i must mean the same class in both).
+ */
+export function testSetProblem(
+  train: { name: string; fields: { name: string; dtype: CacheDType; shape: number[]; classes?: string[] }[] },
+  test: { name: string; fields: { name: string; dtype: CacheDType; shape: number[]; classes?: string[] }[] },
+): string | null {
+  const shape = (s: number[]) => `[${s.join(', ')}]`;
+  for (const f of train.fields) {
+    const t = test.fields.find((g) => g.name === f.name);
+    if (!t) return `test set ${test.name} has no field '${f.name}' (it has: ${test.fields.map((g) => g.name).join(', ')}), which ${train.name} trains on`;
+    if (t.dtype !== f.dtype || shape(t.shape) !== shape(f.shape)) {
+      return `test set ${test.name} stores '${f.name}' as ${t.dtype} ${shape(t.shape)} but ${train.name} as ${f.dtype} ${shape(f.shape)}: import both the same way`;
+    }
+    if (JSON.stringify(t.classes ?? null) !== JSON.stringify(f.classes ?? null)) {
+      const words = (c: string[] | undefined) => (c ? `${c.length} text classes (${c.slice(0, 4).join(', ')}${c.length > 4 ? ', …' : ''})` : 'numbers');
+      return `test set ${test.name} labels '${f.name}' with ${words(t.classes)} but ${train.name} with ${words(f.classes)}: the same index would mean another class; hold out a test split when importing instead`;
+    }
+  }
+  return null;
+}
+
 export const BuildResultSchema = z.object({
   dataset: DatasetSummarySchema,
-  /** True when a cache of the same source and settings was there already: nothing was built. */
+  /** True when a cache of the same source and settings was there already: nothing was built (of a split, for the training part). */
   hit: z.boolean(),
   seconds: z.number(),
   /** The cache's folder, relative to the workspace (datasets/<id>). */
   dir: z.string(),
+  /** The held-out test split's cache, when the request asked for one (`dataset` is then the training part). */
+  test: z.object({ dataset: DatasetSummarySchema, hit: z.boolean(), dir: z.string() }).optional(),
 });
 export type BuildResult = z.infer<typeof BuildResultSchema>;
 

@@ -1,7 +1,7 @@
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 
-import type { BuildProgress, CacheDType, SourceSpec } from '../api/datasets';
-import { CacheDTypeSchema, DEFAULT_SHARD_BYTES } from '../api/datasets';
+import type { BuildProgress, BuildResult, CacheDType, DatasetSummary, SourceSpec } from '../api/datasets';
+import { CacheDTypeSchema, DEFAULT_SHARD_BYTES, MAX_SPLIT_SEED, splitSeedProblem, testFractionProblem } from '../api/datasets';
 import { ApiError } from '../api/errors';
 import { newJobId } from '../api/ids';
 import { writeBoardDumps } from '../core/datasets/example-board';
@@ -82,6 +82,44 @@ async function withServices<T>(workspace: string, fn: (s: Services) => Promise<T
   }
 }
 
+/** `--test-fraction`: a number the split takes, else an error naming the value. */
+function fractionArg(value: string): number {
+  const n = value.trim() === '' ? NaN : Number(value);
+  const problem = Number.isNaN(n) ? `${JSON.stringify(value)} is not a number: give the share of the rows to hold out, e.g. 0.2 for 20%` : testFractionProblem(n);
+  if (problem) throw new InvalidArgumentError(`--test-fraction: ${problem}`);
+  return n;
+}
+
+/** `--test-seed`: a whole number from 0 to 2^32-1, else an error naming the value. */
+function seedArg(value: string): number {
+  const n = value.trim() === '' ? NaN : Number(value);
+  const problem = Number.isNaN(n) ? `${JSON.stringify(value)} is not a number: give a whole number from 0 to ${MAX_SPLIT_SEED}` : splitSeedProblem(n);
+  if (problem) throw new InvalidArgumentError(`--test-seed: ${problem}`);
+  return n;
+}
+
+const percent = (fraction: number) => `${+(fraction * 100).toFixed(2)}%`;
+
+/** What `cache build` prints: the cache, and the held-out test split's when there is one. */
+export function builtText(r: BuildResult): string {
+  const sizes = (d: DatasetSummary) => `${d.id}: ${d.records} records, ${d.shards} shard(s), ${(d.bytes / 1e6).toFixed(1)} MB`;
+  const verb = (hit: boolean) => (hit ? 'cache hit' : 'built');
+  if (!r.test) return `${verb(r.hit)} ${sizes(r.dataset)} in ${r.seconds.toFixed(1)} s`;
+  const split = r.test.dataset.split;
+  const drawn = split ? ` (${percent(split.fraction)} of ${split.sourceRecords} records, drawn with seed ${split.seed})` : '';
+  return [
+    `train: ${verb(r.hit)} ${sizes(r.dataset)}`,
+    `test:  ${verb(r.test.hit)} ${sizes(r.test.dataset)}${drawn}`,
+    `in ${r.seconds.toFixed(1)} s; train --data dataset:${r.dataset.name} tests on ${r.test.dataset.name} (--test none: no test set)`,
+  ].join('\n');
+}
+
+/** A cache's part in a held-out split, for `cache list`. */
+function splitWords(d: DatasetSummary): string {
+  if (!d.split) return '';
+  return d.split.part === 'test' ? `\n     held-out test split (${percent(d.split.fraction)}, seed ${d.split.seed}) of ${d.split.other}` : `\n     test set: ${d.split.other} (${percent(d.split.fraction)} held out, seed ${d.split.seed})`;
+}
+
 const out = (json: boolean | undefined, value: unknown, text: () => string) =>
   process.stdout.write((json ? JSON.stringify(value, null, 2) : text()) + '\n');
 
@@ -102,6 +140,12 @@ export function cacheCommand(): Command {
     )
     .option('--synthetic-board <records>', 'the built-in board dataset, written as raw dumps first', (v) => Number(v))
     .option('--seed <n>', 'seed of the synthetic board positions', (v) => Number(v), 0)
+    .option(
+      '--test-fraction <f>',
+      'hold out this share of the records (above 0, at most 0.5; e.g. 0.2), drawn by --test-seed, as a second cache <name>-test: the test set `train --data dataset:<name>` uses',
+      fractionArg,
+    )
+    .option('--test-seed <n>', 'seed of the held-out draw: the same source, fraction and seed hold out the same records (default 0)', seedArg)
     .option('--shard-size <bytes>', 'shard size, e.g. 256MiB', parseBytes, DEFAULT_SHARD_BYTES)
     .option('--map <from:to:dtype...>', 'rename or re-type a field, e.g. policy:policy:float16')
     .option('--json', 'print the result as JSON')
@@ -115,18 +159,22 @@ export function cacheCommand(): Command {
           if (!from || !to || !dt) throw new ApiError('E_BAD_INPUT', `--map ${JSON.stringify(m)}: expected from:to:dtype`);
           return { from, to, dtype: dtype(dt, '--map') };
         });
+        if (o.testSeed !== undefined && o.testFraction === undefined) {
+          throw new ApiError('E_BAD_INPUT', `--test-seed ${o.testSeed} draws a held-out test split: give its size with --test-fraction too (e.g. --test-fraction 0.2)`);
+        }
+        const testSplit = o.testFraction === undefined ? undefined : { fraction: o.testFraction as number, seed: (o.testSeed as number | undefined) ?? 0 };
         const jobId = newJobId();
         const onSigint = () => void s.cancelJob(jobId);
         process.once('SIGINT', onSigint);
         const tty = process.stderr.isTTY;
         try {
           const r = await s.datasets.build(
-            { source, name: o.name, shardBytes: o.shardSize, fieldMap, jobId },
+            { source, name: o.name, shardBytes: o.shardSize, fieldMap, jobId, ...(testSplit ? { testSplit } : {}) },
             { allowPathsOutsideWorkspace: true },
             (p) => process.stderr.write(tty ? `\r\x1b[2K${progressLine(p)}` : p.phase === 'reading' ? '' : `${progressLine(p)}\n`),
           );
           if (tty) process.stderr.write('\r\x1b[2K');
-          out(o.json, r, () => `${r.hit ? 'cache hit' : 'built'} ${r.dataset.id}: ${r.dataset.records} records, ${r.dataset.shards} shard(s), ${(r.dataset.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(1)} s`);
+          out(o.json, r, () => builtText(r));
         } finally {
           process.off('SIGINT', onSigint);
         }
@@ -145,7 +193,7 @@ export function cacheCommand(): Command {
           list.length === 0
             ? 'no datasets cached in this workspace'
             : list
-                .map((d) => `${d.problem ? 'BAD ' : 'ok  '} ${d.id.padEnd(40)} ${String(d.records).padStart(9)} records ${(d.bytes / 1e6).toFixed(1).padStart(9)} MB  ${d.fields.map((f) => `${f.name}:${f.dtype}[${f.shape.join('x')}]`).join(' ')}${d.problem ? `\n     ${d.problem}` : ''}`)
+                .map((d) => `${d.problem ? 'BAD ' : 'ok  '} ${d.id.padEnd(40)} ${String(d.records).padStart(9)} records ${(d.bytes / 1e6).toFixed(1).padStart(9)} MB  ${d.fields.map((f) => `${f.name}:${f.dtype}[${f.shape.join('x')}]`).join(' ')}${splitWords(d)}${d.problem ? `\n     ${d.problem}` : ''}`)
                 .join('\n'),
         );
       });

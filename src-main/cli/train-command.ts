@@ -17,6 +17,7 @@ import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
 import { resolveModelAndData } from './model-and-data';
+import { chooseTestSet } from './test-set';
 import { progressPrinter } from './progress-bar';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { formatTrainRun } from './train-format';
@@ -25,6 +26,8 @@ import { choiceArg, intArg, MODEL_FLAG_HELP, TRAIN_CHOICES } from './train-input
 export interface TrainFlags {
   model: string;
   data: string;
+  /** A workspace dataset to test on, or 'none'; for --data dataset:<id> the dataset's held-out split otherwise. */
+  test?: string;
   epochs?: number;
   batchSize?: number;
   lr?: number;
@@ -112,7 +115,10 @@ function preparing(data: DataSource): string {
 
 /** `train` on an engine model: trained to the end, progress on stderr, the run saved in the workspace. */
 async function trainEngine(flags: TrainFlags): Promise<void> {
-  const { spec, name, data } = await resolveModelAndData(flags.model, flags.data, flags.workspace);
+  const resolved = await resolveModelAndData(flags.model, flags.data, flags.workspace);
+  const { spec, name } = resolved;
+  const { data, note } = await chooseTestSet(resolved.data, flags.test, flags.workspace);
+  if (note) process.stderr.write(`${note}\n`);
   const parsed = TrainOptionsSchema.safeParse(trainOptions(name, flags));
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad training option: ${formatIssues(parsed.error, 'options')}`);
 
@@ -221,6 +227,7 @@ export function trainCommand(): Command {
     .description("train a model and print its test accuracy (progress on stderr); or train with your own command after '--', recorded as a run")
     .option('--model <name|spec.json>', MODEL_FLAG_HELP, 'mlp')
     .option('--data <source>', 'fashion-mnist, example-board, dataset:<train>[,<test>], a folder of IDX files, or train-images,train-labels[,test-images,test-labels]', 'fashion-mnist')
+    .option('--test <dataset|none>', "the workspace dataset to test on with --data dataset:<name> (default: the split held out when it was imported, if any), or 'none'")
     .option('--loader-workers <n>', 'threads gathering batches ahead of the step', intArg('--loader-workers', 0))
     .option('--prefetch <n>', 'batches prepared ahead', intArg('--prefetch', 1))
     .option('--epochs <n>', 'epochs', intArg('--epochs', 1))

@@ -49,7 +49,7 @@ function engineHead(r: TrainRunResult, e: EngineTrainDetail, modelName: string):
     line('data', `${e.data}, read through the dataset cache`),
     test
       ? line('result', `${what} ${test.accuracy == null ? 'n/a' : `${(100 * test.accuracy).toFixed(2)}%`} (loss ${test.loss.toFixed(4)}) on ${n0(test.samples)} test samples after ${e.epochs.length} epoch(s)`)
-      : line('result', "no test set: nothing was held out, so the epochs' accuracy is on the training data, not on unseen data"),
+      : line('result', 'no test set: the accuracy is on the records the model trained on (fitting them can reach 100%), not on unseen data; hold out a split when importing (cache build --test-fraction 0.2) or choose one with --test <dataset>'),
     line('device', backendText(e)),
   ];
 }

@@ -1,5 +1,5 @@
-import type { BuildResult, CacheDType, InspectResult, SourceSpecInput } from '@api/datasets';
-import { BuildRequestSchema, CacheFieldSchema } from '@api/datasets';
+import type { BuildResult, CacheDType, InspectResult, SourceSpecInput, TestSplit } from '@api/datasets';
+import { BuildRequestSchema, CacheFieldSchema, MAX_SPLIT_SEED, MAX_TEST_FRACTION, splitSeedProblem } from '@api/datasets';
 import { computed, ref, shallowRef, watch } from 'vue';
 
 import { useDatasetsStore } from '../stores/datasets';
@@ -63,7 +63,13 @@ export function fieldProblem(files: { path: string; field: string }[]): string |
  * Why the fields step cannot build yet, naming the value (the contract would answer with a schema path
  * such as `params.fieldMap.0.to`); null when it can. Each rule is the contract's own schema.
  */
-export function buildProblem(settings: { name: string; shardMiB: number; sampleRatio: number; mapping: { from: string; to: string }[] }): string | null {
+export function buildProblem(settings: {
+  name: string;
+  shardMiB: number;
+  sampleRatio: number;
+  mapping: { from: string; to: string }[];
+  testSplit?: TestSplitChoice;
+}): string | null {
   const { name, shardMiB, sampleRatio, mapping } = settings;
   if (name.trim() === '') return 'Give the dataset a name.';
   if (!BuildRequestSchema.shape.name.safeParse(name).success) {
@@ -79,7 +85,32 @@ export function buildProblem(settings: { name: string; shardMiB: number; sampleR
   }
   if (!Number.isFinite(shardMiB) || shardMiB < 1) return 'Shard size: a number of MiB, at least 1.';
   if (!Number.isFinite(sampleRatio) || sampleRatio <= 0 || sampleRatio > 1) return 'Benchmark sample ratio: above 0 and at most 1 (1 reads every record).';
+  return settings.testSplit ? testSplitProblem(settings.testSplit) : null;
+}
+
+/** The wizard's held-out test split: on or off, the share in percent (as typed) and the seed. */
+export interface TestSplitChoice {
+  on: boolean;
+  percent: number;
+  seed: number;
+}
+
+/** Why the held-out split cannot be asked for, naming the value as typed; null when it can (or is off). */
+export function testSplitProblem(split: TestSplitChoice): string | null {
+  if (!split.on) return null;
+  const most = MAX_TEST_FRACTION * 100;
+  // An emptied number field holds '' (v-model.number): said as such, not as 0.
+  if (typeof split.percent !== 'number' || Number.isNaN(split.percent)) return `Test split: give the share of the rows to hold out, more than 0% and at most ${most}% (e.g. 20).`;
+  if (!(split.percent > 0 && split.percent <= most)) return `Test split ${split.percent}%: hold out more than 0% and at most ${most}% of the rows (e.g. 20).`;
+  if (typeof split.seed !== 'number' || splitSeedProblem(split.seed) !== null) {
+    return `Split seed ${split.seed === ('' as unknown) ? '(empty)' : String(split.seed)}: a whole number from 0 to ${MAX_SPLIT_SEED}.`;
+  }
   return null;
+}
+
+/** The build request's testSplit for the wizard's choice; undefined when it is off. */
+export function testSplitRequest(split: TestSplitChoice): TestSplit | undefined {
+  return split.on ? { fraction: split.percent / 100, seed: split.seed } : undefined;
 }
 
 /** Why a raw dump's per-record shape (`104,9,9`, empty for one value) is not one, naming the file; null when it is. */
@@ -122,6 +153,8 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
   const name = ref('');
   const shardMiB = ref(1024);
   const sampleRatio = ref(1);
+  /** Off by default; on, the build writes `<name>-test` too, which New run tests on. */
+  const testSplit = ref<TestSplitChoice>({ on: false, percent: 20, seed: 0 });
   const inspected = shallowRef<InspectResult | null>(null);
   const mapping = ref<{ from: string; to: string; dtype: CacheDType }[]>([]);
   const progress = computed(() => datasets.buildProgress);
@@ -276,7 +309,7 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
 
   /** Why Build cannot run yet, in words; null when it can. */
   const settingsProblem = computed(() =>
-    buildProblem({ name: name.value, shardMiB: shardMiB.value, sampleRatio: sampleRatio.value, mapping: mapping.value }),
+    buildProblem({ name: name.value, shardMiB: shardMiB.value, sampleRatio: sampleRatio.value, mapping: mapping.value, testSplit: testSplit.value }),
   );
 
   async function build(): Promise<void> {
@@ -288,7 +321,8 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
     error.value = null;
     step.value = 'build';
     const fieldMap = mapping.value.filter((m, i) => m.to !== m.from || m.dtype !== inspected.value?.fields[i].dtype);
-    const result = await datasets.build({ source: source.value, name: name.value, shardBytes: Math.round(shardMiB.value * 2 ** 20), fieldMap });
+    const split = testSplitRequest(testSplit.value);
+    const result = await datasets.build({ source: source.value, name: name.value, shardBytes: Math.round(shardMiB.value * 2 ** 20), fieldMap, ...(split ? { testSplit: split } : {}) });
     if (result) options.onBuilt?.(result);
     else error.value = datasets.buildError;
   }
@@ -329,7 +363,7 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
   }
 
   return {
-    step, kind, files, csvColumns, csvLabel, csvLabelDtype, readingHeader, sourceProblem, settingsProblem, boardRecords, boardSeed, name, shardMiB, sampleRatio,
+    step, kind, files, csvColumns, csvLabel, csvLabelDtype, readingHeader, sourceProblem, settingsProblem, boardRecords, boardSeed, name, shardMiB, sampleRatio, testSplit,
     inspected, mapping, progress, built, busy, error,
     addFile, removeFile, inspect, build, cancel, benchmark, restart,
   };

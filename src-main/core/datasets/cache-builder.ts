@@ -1,7 +1,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
-import type { BuildProgress, BuildResult, CacheDType, CacheManifest, SourceSpec } from '../../api/datasets';
+import type { BuildProgress, BuildResult, CacheDType, CacheManifest, HeldOutSplit, SourceSpec } from '../../api/datasets';
 import { CACHE_FORMAT_VERSION, CacheFieldSchema, DTYPE_BYTES } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
 import { ID_PATTERN } from '../../api/ids';
@@ -26,6 +26,8 @@ export interface BuildOptions {
   signal?: AbortSignal;
   /** The source as requested, stored in the manifest so the uncached path can reopen it. */
   spec?: SourceSpec;
+  /** Which part of a held-out test split this cache holds (a heldOutPart source), recorded in the manifest. */
+  split?: HeldOutSplit;
 }
 
 /** Records per chunk: about 8 MiB per chunk keeps memory bounded and the event loop responsive. */
@@ -64,6 +66,11 @@ function outputFields(source: RecordSource, fieldMap: BuildSettings['fieldMap'])
     names.add(f.name);
   }
   return out;
+}
+
+/** The id a build of this source with these settings publishes, or finds: what buildCache names it. */
+export async function plannedCacheId(source: RecordSource, settings: BuildSettings): Promise<string> {
+  return datasetId(settings.name, (await fingerprint(source, settings)).hash);
 }
 
 /**
@@ -193,6 +200,7 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
         spec: options.spec,
       },
       settings: { shardBytes: settings.shardBytes, fieldMap: settings.fieldMap },
+      ...(options.split ? { split: options.split } : {}),
     };
     await writeJsonConfined(workspace, path.join(tmp, 'manifest.json'), manifest);
     await removeEntry(workspace, path.join(tmp, '.owner'));

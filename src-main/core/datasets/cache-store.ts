@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 
 import { printable } from '../../api/shell-word';
-import type { CacheManifest, DatasetSummary } from '../../api/datasets';
+import type { CacheManifest, DatasetSummary, HeldOutSplit } from '../../api/datasets';
 import { CACHE_FORMAT_VERSION, CacheManifestSchema } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
 import { IdSchema } from '../../api/ids';
@@ -88,6 +88,7 @@ export function summarize(m: CacheManifest, problem: string | null): DatasetSumm
     createdAt: m.createdAt,
     sourceDescription: m.source.description,
     problem,
+    ...(m.split ? { split: m.split } : {}),
   };
 }
 
@@ -231,6 +232,24 @@ export async function resolveDataset(workspace: Workspace, idOrName: string): Pr
   const manifest = await readManifest(workspace, dir);
   await checkStructure(workspace, dir, manifest);
   return { dir, manifest };
+}
+
+/**
+ * A training cache's held-out test split, as its import recorded it: the split and whether the test part's cache
+ * is still in the workspace (`cache rm` may have removed it). Null when the cache was imported without one.
+ */
+export async function heldOutTestOf(workspace: Workspace, manifest: CacheManifest): Promise<{ split: HeldOutSplit; present: boolean } | null> {
+  if (manifest.split?.part !== 'train') return null;
+  const present = await isFolder(workspace, datasetDir(workspace, manifest.split.other));
+  return { split: manifest.split, present };
+}
+
+/**
+ * The held-out test parts (`<name>-test` caches that say so in their manifest) of an earlier import of `name`:
+ * what an import of `name` without a split retires, so no test set is left holding rows the new cache trains on.
+ */
+export async function heldOutNamesakes(workspace: Workspace, testName: string): Promise<string[]> {
+  return (await scanDatasets(workspace, idOfName(testName))).filter((e) => e.manifest?.name === testName && e.manifest.split?.part === 'test').map((e) => e.id);
 }
 
 /** Renames a cache away first so a half-removed cache never looks valid, then deletes it. */

@@ -13,10 +13,12 @@ import type {
   LoaderBenchResult,
   LoaderBenchRow,
   LoaderPath,
+  HeldOutSplit,
   SourceSpec,
+  TestSplit,
 } from '../../api/datasets';
 import type { TelemetrySummary } from '../../api/telemetry';
-import { DEFAULT_SHARD_BYTES, SourceSpecSchema } from '../../api/datasets';
+import { DEFAULT_SHARD_BYTES, heldOutTestName, SourceSpecSchema, testSetProblem } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
 import { newJobId } from '../../api/ids';
 import type { DataSource } from '../../api/training';
@@ -27,11 +29,13 @@ import type { EventHub } from '../common/event-hub';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import { createRun } from '../workspace/run-store';
 import type { Workspace } from '../workspace/workspace';
-import { buildCache } from './cache-builder';
-import { listDatasets, removeDataset, resolveDataset, verifyDataset } from './cache-store';
+import type { BuildSettings } from './cache-builder';
+import { buildCache, plannedCacheId } from './cache-builder';
+import { heldOutNamesakes, listDatasets, namesakes, removeDataset, resolveDataset, retireDatasets, verifyDataset } from './cache-store';
 import { decode } from './dtype-codec';
 import { EXAMPLE_TEST_RECORDS, EXAMPLE_TRAIN_RECORDS, writeBoardDumps } from './example-board';
 import { fashionMnistDir, fashionMnistSpecs } from './fashion-mnist';
+import { heldOutPart } from './held-out-split';
 import { readCsvHeader } from './importers/csv-header';
 import { openSource } from './importers/open-source';
 import type { RecordSource } from './importers/record-source';
@@ -129,25 +133,84 @@ export class DatasetService {
     try {
       const spec = this.confine(request.source, access);
       const source = await openSource(spec);
-      return await buildCache(
-        this.workspace,
-        source,
-        { name: request.name, shardBytes: request.shardBytes, fieldMap: request.fieldMap },
-        {
-          jobId,
-          spec,
-          signal: controller.signal,
-          onProgress: (p) => {
-            this.events.emit('datasets.progress', p);
-            onProgress?.(p);
-            access.onProgress?.(p);
-          },
-        },
-      );
+      const settings: BuildSettings = { name: request.name, shardBytes: request.shardBytes, fieldMap: request.fieldMap };
+      const emit = (p: BuildProgress) => {
+        this.events.emit('datasets.progress', p);
+        onProgress?.(p);
+        access.onProgress?.(p);
+      };
+      const options = { jobId, spec, signal: controller.signal };
+      if (request.testSplit) return await this.buildWithTestSplit(source, settings, request.testSplit, options, emit);
+      const result = await buildCache(this.workspace, source, settings, { ...options, onProgress: emit });
+      // An earlier import of this name with a held-out split left its test part: it holds records this cache trains on.
+      await retireDatasets(this.workspace, await heldOutNamesakes(this.workspace, heldOutTestName(request.name)));
+      return result;
     } finally {
       this.jobs.delete(jobId);
       access.signal?.removeEventListener('abort', abortFromCaller);
     }
+  }
+
+  /**
+   * An import with a held-out test split: two caches from one source, `<name>` (the training part) and
+   * `<name>-test` (the records the seed draws), each naming the other in its manifest. Progress is one bar over
+   * both. The training part is published first; a cancel during the test part leaves it without its test set
+   * until the same import runs again (the training part is then a cache hit).
+   */
+  private async buildWithTestSplit(
+    source: RecordSource,
+    settings: BuildSettings,
+    split: TestSplit,
+    options: { jobId: string; spec: SourceSpec; signal: AbortSignal },
+    emit: (p: BuildProgress) => void,
+  ): Promise<BuildResult> {
+    const started = Date.now();
+    const train = heldOutPart(source, split, 'train');
+    const test = heldOutPart(source, split, 'test');
+    const testSettings: BuildSettings = { ...settings, name: heldOutTestName(settings.name) };
+    // A dataset of that name imported on its own is the user's: never replaced by a split's test part.
+    const heldOutIds = new Set(await heldOutNamesakes(this.workspace, testSettings.name));
+    const theirs = (await namesakes(this.workspace, testSettings.name)).filter((id) => !heldOutIds.has(id));
+    if (theirs.length > 0) {
+      throw new ApiError(
+        'E_BAD_INPUT',
+        `a dataset named ${testSettings.name} (${theirs.join(', ')}) is in the workspace and is not a held-out split: the test split of ${settings.name} would replace it; import under another name, or remove it first ("trainbench cache rm ${theirs[0]}")`,
+      );
+    }
+    const ids = { train: await plannedCacheId(train, settings), test: await plannedCacheId(test, testSettings) };
+    const meta = (part: 'train' | 'test'): HeldOutSplit => ({
+      part,
+      fraction: split.fraction,
+      seed: split.seed,
+      sourceRecords: source.records,
+      other: part === 'train' ? ids.test : ids.train,
+    });
+    const bytesPerRecord = train.fields.reduce((a, f) => a + recordBytes(f), 0);
+    let done = { records: 0, bytes: 0 };
+    // One bar: the test part's records and bytes continue where the training part's ended, and 'done' comes once.
+    const across = (last: boolean) => (p: BuildProgress) => {
+      const perRecord = p.recordsTotal > 0 ? p.bytesTotal / p.recordsTotal : bytesPerRecord;
+      const bytesTotal = perRecord * source.records;
+      const bytesWritten = done.bytes + p.bytesWritten;
+      emit({
+        ...p,
+        phase: p.phase === 'done' && !last ? 'publishing' : p.phase,
+        records: done.records + p.records,
+        recordsTotal: source.records,
+        bytesWritten,
+        bytesTotal,
+        etaSeconds: p.phase === 'reading' && p.bytesPerSec > 0 ? (bytesTotal - bytesWritten) / p.bytesPerSec : null,
+      });
+    };
+    const trained = await buildCache(this.workspace, train, settings, { ...options, split: meta('train'), onProgress: across(false) });
+    const trainedBytes = trained.dataset.fields.reduce((a, f) => a + f.recordBytes, 0) * trained.dataset.records;
+    done = { records: trained.dataset.records, bytes: trainedBytes };
+    const tested = await buildCache(this.workspace, test, testSettings, { ...options, split: meta('test'), onProgress: across(true) });
+    return {
+      ...trained,
+      seconds: (Date.now() - started) / 1000,
+      test: { dataset: tested.dataset, hit: tested.hit, dir: tested.dir },
+    };
   }
 
   /** Throws when a build or loader benchmark of this id runs (one started inside another job's work too). */
@@ -263,6 +326,7 @@ export class DatasetService {
       total = done;
     };
     if (!request.uncached) measured.uncachedReason = 'not requested';
+    else if (manifest.split) skip(`${manifest.name} is the ${manifest.split.part === 'test' ? 'held-out test split' : 'training part'} of a split: its records come from all over the source, which the loader cannot read in place`);
     else if (!spec.success) skip('the cache does not record how to read its source');
     else {
       const source: RecordSource | null = await Promise.resolve()
@@ -332,6 +396,8 @@ export class DatasetService {
     } else {
       train = await resolveDataset(this.workspace, data.train);
       test = data.test ? await resolveDataset(this.workspace, data.test) : undefined;
+      const problem = test ? testSetProblem(train.manifest, test.manifest) : null;
+      if (problem) throw new ApiError('E_BAD_INPUT', problem);
     }
     // Inputs are standardised with the training set's statistics (also for the test set).
     const x = train.manifest.fields.find((f) => f.name === 'x');

@@ -2,7 +2,9 @@ import type { BuiltinModelName, ModelSpec } from '@api/model-spec';
 import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '@api/model-spec';
 import { RECIPES } from '@api/recipes';
 import { ScriptTrainRequestSchema, type ScriptTrainRequestInput } from '@api/script-target';
-import type { TrainRequest } from '@api/training';
+import type { DatasetSummary } from '@api/datasets';
+import { testSetProblem } from '@api/datasets';
+import type { DataSource, TrainRequest } from '@api/training';
 import { TrainRequestSchema } from '@api/training';
 import { dataChoiceOf, dataSourceOf } from '../../composables/useTargetChoices';
 import type { ModelChoices } from '../../view-models/model-choice';
@@ -16,6 +18,11 @@ export interface NewRunValues {
   model: string;
   /** 'fashion-mnist', 'example-board' or 'dataset:<id>'. */
   data: string;
+  /**
+   * The test set of a workspace dataset: a dataset id, or '' for none. Unset until the form chooses its default
+   * (the dataset's held-out split, see defaultTestChoice); the built-in data bring their own and ignore it.
+   */
+  test?: string;
   device: string;
   precision: 'fp32' | 'bf16' | 'fp16';
   batchSize: number;
@@ -69,6 +76,7 @@ export function newRunValuesOf(request: TrainRequest, choices: ModelChoices, kee
   return {
     model: modelChoiceOf(request.spec, data, choices.datasets, choices.models) ?? keep.model,
     data,
+    test: request.data.kind === 'dataset' ? (request.data.test ?? '') : undefined,
     device: o.device,
     precision: o.precision,
     batchSize: o.batchSize,
@@ -97,7 +105,63 @@ const FIELD_OF_PATH: Partial<Record<string, NewRunField>> = {
   'options.device': 'device',
   'options.precision': 'precision',
   'data.train': 'data',
+  'data.test': 'test',
 };
+
+/** A workspace dataset's source with the chosen test set ('' or unset: none); the built-in data keep their own. */
+function withTestSet(data: DataSource, test: string | undefined): DataSource {
+  return data.kind === 'dataset' && test ? { ...data, test } : data;
+}
+
+/** The workspace dataset a data choice names ('dataset:<id>'), when it is listed; null for the built-in data. */
+function chosenDataset(data: string, datasets: readonly DatasetSummary[]): DatasetSummary | null {
+  return data.startsWith('dataset:') ? (datasets.find((d) => `dataset:${d.id}` === data) ?? null) : null;
+}
+
+/**
+ * The test set New run preselects for a data choice: the dataset's held-out split (from its import) when that
+ * is listed, else none (''). Undefined while it cannot be told (the dataset is not listed yet) and for the
+ * built-in data, which bring their own test set.
+ */
+export function defaultTestChoice(data: string, datasets: readonly DatasetSummary[]): string | undefined {
+  const train = chosenDataset(data, datasets);
+  if (!train) return undefined;
+  const held = train.split?.part === 'train' ? train.split.other : null;
+  return held && datasets.some((d) => d.id === held && d.problem === null) ? held : '';
+}
+
+/** A test set the form offers: a dataset id and how it reads in the list. */
+export interface TestChoice {
+  value: string;
+  name: string;
+  label: string;
+  /** The chosen dataset's own held-out split. */
+  heldOut: boolean;
+}
+
+/**
+ * The test sets New run offers for a workspace dataset: its held-out split first, then every other dataset
+ * stored like it (testSetProblem), so a test set imported from a second file can be chosen too. Empty for the
+ * built-in data.
+ */
+export function testChoices(data: string, datasets: readonly DatasetSummary[]): TestChoice[] {
+  const train = chosenDataset(data, datasets);
+  if (!train) return [];
+  const held = train.split?.part === 'train' ? train.split.other : null;
+  const percent = (f: number) => `${+(f * 100).toFixed(2)}%`;
+  return datasets
+    .filter((d) => d.id !== train.id && d.problem === null && testSetProblem(train, d) === null)
+    .map((d) => ({
+      value: d.id,
+      name: d.name,
+      heldOut: d.id === held,
+      label:
+        d.id === held && d.split
+          ? `held-out ${percent(d.split.fraction)}: ${d.name} (${d.records.toLocaleString()} records)`
+          : `${d.name} (${d.records.toLocaleString()} records)`,
+    }))
+    .sort((a, b) => Number(b.heldOut) - Number(a.heldOut));
+}
 
 export type TrainRequestOrErrors = { request: TrainRequest; errors: null } | { request: null; errors: Partial<Record<NewRunField | 'form', string>> };
 
@@ -112,7 +176,7 @@ export function trainRequest(v: NewRunValues, fileSpec: ModelSpec | null = null)
   const optimizer = recipe.optimizer?.kind === v.optimizer ? { ...recipe.optimizer, lr: v.lr } : { kind: v.optimizer, lr: v.lr };
   const parsed = TrainRequestSchema.safeParse({
     spec: isBuiltinModel(v.model) ? ModelSpecSchema.parse(BUILTIN_MODELS[v.model]) : fileSpec,
-    data: dataSourceOf(v.data),
+    data: withTestSet(dataSourceOf(v.data), v.test),
     options: {
       ...(recipe.schedule ? { schedule: recipe.schedule } : {}),
       device: v.device,
