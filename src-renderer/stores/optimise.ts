@@ -681,8 +681,11 @@ export const useOptimiseStore = defineStore('optimise', () => {
     attachedRequest.value = parsed.success ? parsed.data : null;
     const done = job.attach({ ...info, method: info.method });
     const following = follow(info.jobId, answerOf(done));
-    // The saved state has the baseline, the diagnosis and the trials so far; the replayed events bring the latest progress.
-    void loadState(info.jobId);
+    // The saved state has the baseline, the diagnosis and the trials so far (and a resumed wizard's request, for the
+    // form); the replayed events bring the latest progress.
+    void loadState(info.jobId).then(() => {
+      if (attachedRequest.value === null && jobId.value === info.jobId && running.value && state.value) attachedRequest.value = state.value.request;
+    });
     await following;
   }
   useJobsStore().adopt('optimise', 'engine', (info) => void attach(info));

@@ -219,6 +219,21 @@ describe('a job that outlives its page, in every area', () => {
     expect(callsAfter(fake, 'runs.list', 'jobs.cancel')).toBe(1);
   });
 
+  it('Optimise (engine), resumed: its job names only the wizard, so the form shows the request from its saved state', async () => {
+    const request = optimiseRequest({ ...optimiseFormValues('mlp', { data: 'fashion-mnist', device: 'cpu' }), maxTrials: 7, repeat: 4 }, ID).request!;
+    const state = WizardStateSchema.parse({
+      schemaVersion: 2, jobId: ID, request, status: 'running', runIds: ['optimise-run'], baseline: null, diagnosis: null, limits: null,
+      best: OptimiseConfigSchema.parse({ options: BenchmarkOptionsSchema.parse({}), readFrom: 'cache' }), trials: [optimiseTrial(1)], skipped: [], batchSearch: null,
+      exhausted: [], final: null, message: null, updatedAt: STARTED_AT, seconds: 30,
+    });
+    const info = job('optimise.resume', 'optimise', 'engine', { jobId: ID }, [['optimise.progress', optimiseProgress(ID, 2, 1)]]);
+    workbench(info, (m) => (m === 'optimise.state' ? ok(state) : fail('E_BAD_INPUT', `no ${m} here`)));
+    const store = useOptimiseStore();
+    await expect.poll(() => store.running).toBe(true);
+    await expect.poll(() => store.attachedRequest).toEqual(request);
+    expect(store.attachedRequest?.maxTrials).toBe(7);
+  });
+
   it('Optimise (script): the command, its output and its trials so far are shown, then live ones, and Cancel stops it', async () => {
     const request = { target, overrides: {}, preset: 'balanced', repeat: 2, steps: 4, warmupSteps: 1, maxTrials: 3, allowRecipeChanges: false, timeoutSeconds: 600, jobId: ID };
     const info = job('optimise.start', 'optimise', 'script', request, [
