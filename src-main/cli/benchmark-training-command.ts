@@ -8,6 +8,7 @@ import type { ScriptOverrides } from '../api/script-target';
 import { SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema } from '../api/script-target';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
+import { ctrlCCancels } from './ctrl-c';
 import { formatBenchmark } from './benchmark-format';
 import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
@@ -54,19 +55,13 @@ async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
 
   const services = await createServices({ workspaceDir: flags.workspace });
   const emulated = await warnIfEmulated(services, parsed.data.options.device);
-  let jobId: string | null = null;
-  const onSigint = () => {
-    if (!jobId) process.exit(130);
-    process.stderr.write('\ncancelling the benchmark...\n');
-    void services.cancelJob(jobId);
-  };
-  process.on('SIGINT', onSigint);
+  const ctrlC = ctrlCCancels(services, 'benchmark');
   let last = '';
   try {
     const result = await services.benchmarks.run(parsed.data, {
       allowPathsOutsideWorkspace: true,
       onProgress: (p) => {
-        jobId = p.jobId;
+        ctrlC.jobIs(p.jobId);
         const line = progressLine(p);
         if (flags.progress && !flags.json && line !== last) process.stderr.write(`${line}\n`);
         last = line;
@@ -74,7 +69,7 @@ async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
     });
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatBenchmark(result) + (emulated ? `\nwarning    ${emulated}` : '')) + '\n');
   } finally {
-    process.off('SIGINT', onSigint);
+    ctrlC.off();
     await services.dispose();
   }
 }
@@ -91,17 +86,11 @@ async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): 
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
   const services = await createServices({ workspaceDir: flags.workspace });
-  let jobId: string | null = null;
-  const onSigint = () => {
-    if (!jobId) process.exit(130);
-    process.stderr.write('\ncancelling the script benchmark...\n');
-    void services.cancelJob(jobId);
-  };
-  process.on('SIGINT', onSigint);
+  const ctrlC = ctrlCCancels(services, 'script benchmark');
   try {
     const result = await services.benchmarks.run(parsed.data, {
       onProgress: (p) => {
-        jobId = p.jobId;
+        ctrlC.jobIs(p.jobId);
         if (flags.progress && !flags.json && p.phase === 'repetition-done') process.stderr.write(`launch ${p.repetition} of ${p.repetitions}: ${n0(p.samplesPerSec ?? 0)} samples/s\n`);
       },
       onOutput: (stream, line, rep) => {
@@ -110,7 +99,7 @@ async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): 
     });
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatBenchmark(result)) + '\n');
   } finally {
-    process.off('SIGINT', onSigint);
+    ctrlC.off();
     await services.dispose();
   }
 }

@@ -10,6 +10,7 @@ import { ScriptBatchSearchRequestSchema } from '../api/script-target';
 import { printable } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
+import { ctrlCCancels } from './ctrl-c';
 import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
 import { resolveModelAndData } from './model-and-data';
@@ -123,17 +124,11 @@ async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'search')}`);
   const services = await createServices({ workspaceDir: o.workspace });
   await warnIfEmulated(services, parsed.data.options.device);
-  let jobId: string | null = null;
-  const onSigint = () => {
-    if (!jobId) process.exit(130);
-    process.stderr.write('\ncancelling the search...\n');
-    void services.cancelJob(jobId);
-  };
-  process.on('SIGINT', onSigint);
+  const ctrlC = ctrlCCancels(services, 'search');
   try {
     const result = await services.batchSize.search(parsed.data, {
       allowPathsOutsideWorkspace: true,
-      onStart: (id) => (jobId = id),
+      onStart: (id) => ctrlC.jobIs(id),
       onTrial: (t) => {
         if (o.progress && !o.json) {
           const sps = t.samplesPerSec === null ? '' : `, ${n(t.samplesPerSec)} samples/s`;
@@ -143,7 +138,7 @@ async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
     });
     process.stdout.write((o.json ? JSON.stringify(result, null, 2) : formatSearch(result)) + '\n');
   } finally {
-    process.off('SIGINT', onSigint);
+    ctrlC.off();
     await services.dispose();
   }
 }
@@ -162,14 +157,8 @@ async function findBatchSizeScript(command: string[], flags: ScriptSearchFlags):
     jobId: newJobId(),
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'search')}`);
-  const jobId = parsed.data.jobId!;
   const services = await createServices({ workspaceDir: flags.workspace });
-  // Ctrl-C cancels as jobs.cancel does in the app: the trial's process group is killed and the run is recorded cancelled.
-  const onSigint = () => {
-    process.stderr.write('\ncancelling the batch-size search...\n');
-    void services.cancelJob(jobId);
-  };
-  process.on('SIGINT', onSigint);
+  const ctrlC = ctrlCCancels(services, 'batch-size search', { jobId: parsed.data.jobId });
   try {
     const result = await services.batchSize.search(parsed.data, {
       onTrial: (t) => {
@@ -178,7 +167,7 @@ async function findBatchSizeScript(command: string[], flags: ScriptSearchFlags):
     });
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatSearch(result)) + '\n');
   } finally {
-    process.off('SIGINT', onSigint);
+    ctrlC.off();
     await services.dispose();
   }
 }

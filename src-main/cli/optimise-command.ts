@@ -14,6 +14,7 @@ import type { WizardOptions } from '../core/optimise/optimise-service';
 import type { Services } from '../core/services';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
+import { ctrlCCancels } from './ctrl-c';
 import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
 import { formatOptimise, progressLine, repeatNote } from './optimise-format';
@@ -175,18 +176,13 @@ async function runWizard(services: Services, target: 'engine' | 'script', resume
     process.stderr.write(tty && transient ? line : `${line}\n`);
     drawn = tty && transient;
   };
-  let jobId: string | null = null;
-  const onSigint = () => {
-    process.stderr.write(`\ncancelling the ${target === 'script' ? 'script ' : ''}optimisation...\n`);
-    if (jobId) void services.cancelJob(jobId);
-  };
-  process.on('SIGINT', onSigint);
+  const ctrlC = ctrlCCancels(services, target === 'script' ? 'script optimisation' : 'optimisation');
   try {
     let last = '';
     const result = await run({
       allowPathsOutsideWorkspace: true,
       onStart: (id) => {
-        jobId = id;
+        ctrlC.jobIs(id);
         say(`optimisation ${id}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${id})`);
       },
       onProgress: (p) => {
@@ -206,7 +202,7 @@ async function runWizard(services: Services, target: 'engine' | 'script', resume
     }
   } finally {
     if (drawn) process.stderr.write('\n');
-    process.off('SIGINT', onSigint);
+    ctrlC.off();
   }
 }
 

@@ -14,6 +14,7 @@ import { TrainOptionsSchema } from '../api/training';
 import { EXAMPLE_TEST_RECORDS, EXAMPLE_TRAIN_RECORDS } from '../core/datasets/example-board';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
+import { ctrlCCancels } from './ctrl-c';
 import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
 import { resolveModelAndData } from './model-and-data';
@@ -125,15 +126,7 @@ async function trainEngine(flags: TrainFlags): Promise<void> {
   const services = await createServices({ workspaceDir: flags.workspace });
   await warnIfEmulated(services, parsed.data.device);
   const progress = progressPrinter(process.stderr);
-  let jobId: string | null = null;
-  let interrupted = false;
-  const onSigint = () => {
-    if (interrupted || !jobId) process.exit(130);
-    interrupted = true;
-    process.stderr.write('\ncancelling (Ctrl-C again to quit at once)...\n');
-    void services.cancelJob(jobId);
-  };
-  process.on('SIGINT', onSigint);
+  const ctrlC = ctrlCCancels(services, 'run', { quitOnSecond: true });
   const showProgress = flags.progress && !flags.json;
   // Building the caches emits datasets.progress on the event hub before training starts.
   const offBuild = showProgress
@@ -150,7 +143,7 @@ async function trainEngine(flags: TrainFlags): Promise<void> {
       { spec, data, options: parsed.data },
       {
         allowPathsOutsideWorkspace: true,
-        onStart: (id) => (jobId = id),
+        onStart: (id) => ctrlC.jobIs(id),
         onEvent: (e) => {
           if (flags.json) process.stdout.write(JSON.stringify(e) + '\n');
           else if (flags.progress) progress.onEvent(e);
@@ -163,7 +156,7 @@ async function trainEngine(flags: TrainFlags): Promise<void> {
   } finally {
     offBuild();
     progress.clear();
-    process.off('SIGINT', onSigint);
+    ctrlC.off();
     await services.dispose();
   }
 }
@@ -179,13 +172,8 @@ async function trainScript(command: string[], flags: TrainScriptFlags): Promise<
     jobId: newJobId(),
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad train option: ${formatIssues(parsed.error, 'request')}`);
-  const jobId = parsed.data.jobId!;
   const services = await createServices({ workspaceDir: flags.workspace });
-  const onSigint = () => {
-    process.stderr.write('\ncancelling the run...\n');
-    void services.cancelJob(jobId);
-  };
-  process.on('SIGINT', onSigint);
+  const ctrlC = ctrlCCancels(services, 'run', { jobId: parsed.data.jobId });
   let printed = 0;
   try {
     const result = await services.training.run(parsed.data, {
@@ -202,7 +190,7 @@ async function trainScript(command: string[], flags: TrainScriptFlags): Promise<
     });
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatTrainRun(result)) + '\n');
   } finally {
-    process.off('SIGINT', onSigint);
+    ctrlC.off();
     await services.dispose();
   }
 }
