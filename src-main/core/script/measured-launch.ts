@@ -38,6 +38,8 @@ export interface TrialRecord {
   /** Processes that reported (ranks), in connection order. */
   connections: ProbeConnection[];
   rejectedLines: number;
+  /** Senders the probe channel refused or cut (a wrong token, a flood, an oversized line), each named once. */
+  channelProblems: string[];
   stderrTail: string;
   stdoutTail: string;
   seconds: number;
@@ -75,6 +77,7 @@ async function runTrial(o: TrialOptions): Promise<TrialRecord> {
     outcome,
     connections: channel.connections,
     rejectedLines: channel.rejected,
+    channelProblems: channel.problems,
     stderrTail: stderr.text(),
     stdoutTail: stdout.text(),
     seconds: (Date.now() - t0) / 1000,

@@ -6,6 +6,17 @@ import { ProbeHelloSchema, ProbeMessageSchema } from './probe-messages';
 
 /** A probe line longer than this is not ours (the probe's longest is a few KiB): the connection is dropped. */
 const MAX_LINE_BYTES = 1 << 20;
+/** Ranks at most, by default: a job of more is refused connection by connection, and said once. */
+export const DEFAULT_MAX_CONNECTIONS = 4096;
+/**
+ * What one connection may send, by default: this many bytes a second on average, in bursts of four seconds' worth.
+ * A rank's probe sends a few KiB per step in batches; a sender over it has its lines dropped (counted, named once).
+ */
+export const DEFAULT_BYTES_PER_SEC = 8 << 20;
+/** Bad senders named, at most: a flood of them cannot grow the list. */
+const MAX_PROBLEMS = 32;
+/** The collector's clock in ms, with sub-millisecond resolution (what a rank's clock probe is answered with). */
+const now = () => performance.timeOrigin + performance.now();
 
 /** What one connected process (a rank) said, in arrival order. */
 export interface ProbeConnection {
@@ -19,8 +30,10 @@ export interface ProbeChannel {
   /** Random per launch, for TB_PROBE_TOKEN: a process that cannot show it is not heard. */
   token: string;
   connections: ProbeConnection[];
-  /** Lines dropped: malformed, unknown or from a connection without the token. */
+  /** Lines dropped: malformed, unknown, over a connection's rate, or from a connection without the token. */
   rejected: number;
+  /** Who sent what was refused (a wrong token, a flood, an oversized line, a connection over the limit), each named once. */
+  problems: string[];
   /** Called for every accepted message (live progress). */
   onMessage: ((connection: ProbeConnection, message: ProbeMessage) => void) | null;
   /** Resolves once every connection has ended (after the processes exit); then closes the server. */
@@ -31,6 +44,13 @@ const sameToken = (a: string, b: string) => a.length === b.length && timingSafeE
 
 export interface ProbeChannelOptions {
   /**
+   * Where to listen: 127.0.0.1 (the default) for ranks on this machine; an address of this machine the other nodes
+   * reach for a job across machines (issue 40). The token is asked of every connection either way.
+   */
+  host?: string;
+  maxConnections?: number;
+  bytesPerSec?: number;
+  /**
    * 'all' (the default) keeps every message in `connections`; 'last' keeps only each
    * connection's latest step and no phases or losses (onMessage still sees them all),
    * so a training run of millions of steps holds bounded memory.
@@ -38,18 +58,26 @@ export interface ProbeChannelOptions {
   retainSteps?: 'all' | 'last';
 }
 
-const PER_STEP: ReadonlySet<ProbeMessage['type']> = new Set(['step', 'phases', 'loss']);
+const PER_STEP: ReadonlySet<ProbeMessage['type']> = new Set(['step', 'phases', 'loss', 'collectives']);
 
-/** Listens on 127.0.0.1 (a free port) for the probe's JSON lines, one connection per training process. */
+/**
+ * Listens (on 127.0.0.1 unless `host` says otherwise, a free port) for the probe's JSON lines, one connection per
+ * training process. Bounded: connections, bytes a second per connection, line length; a wrong token, a flood or an
+ * oversized line costs its sender, never the channel, and is named in `problems`. A rank's clock probe is answered.
+ */
 export async function openProbeChannel(options: ProbeChannelOptions = {}): Promise<ProbeChannel> {
   const token = randomBytes(16).toString('hex');
   const sockets = new Set<net.Socket>();
   const ended: Promise<void>[] = [];
+  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const rate = options.bytesPerSec ?? DEFAULT_BYTES_PER_SEC;
+  const said = new Set<string>();
   const channel: ProbeChannel = {
     address: '',
     token,
     connections: [],
     rejected: 0,
+    problems: [],
     onMessage: null,
     close: async () => {
       // Give sockets a moment to flush what a process wrote just before it exited, then cut the rest.
@@ -60,16 +88,53 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  /** Names a bad sender once (by its rank once it said hello, else by its address). */
+  const problem = (key: string, text: string) => {
+    if (said.has(key) || channel.problems.length >= MAX_PROBLEMS) return;
+    said.add(key);
+    channel.problems.push(text);
+  };
   const server = net.createServer((socket) => {
+    const who = `${socket.remoteAddress ?? 'an unknown address'}:${socket.remotePort ?? '?'}`;
+    if (sockets.size >= maxConnections) {
+      channel.rejected++;
+      problem('connections', `more than ${maxConnections} connections: ${who} and later ones were refused`);
+      socket.destroy();
+      return;
+    }
     sockets.add(socket);
     ended.push(new Promise<void>((resolve) => socket.on('close', () => resolve())));
     let connection: ProbeConnection | null = null;
     let lastStepAt = -1;
     let buffered = '';
+    let skipping = false;
+    // Token bucket of bytes: `rate` a second, up to four seconds' worth at once.
+    let allowance = 4 * rate;
+    let filledAt = Date.now();
+    const name = () => (connection ? `rank ${connection.hello.rank} (${who})` : who);
     socket.setEncoding('utf8');
     socket.on('error', () => socket.destroy());
     socket.on('close', () => sockets.delete(socket));
     socket.on('data', (chunk: string) => {
+      const t = Date.now();
+      allowance = Math.min(4 * rate, allowance + ((t - filledAt) / 1000) * rate);
+      filledAt = t;
+      allowance -= Buffer.byteLength(chunk);
+      if (allowance < 0) {
+        // Over its rate: what it sends is dropped until its allowance is back (lines are cut, so skip to the next).
+        channel.rejected++;
+        problem(`rate ${who}`, `${name()} sent more than ${rate >= 2 ** 20 ? `${(rate / 2 ** 20).toFixed(0)} MiB` : `${(rate / 2 ** 10).toFixed(0)} KiB`}/s: its lines over that were dropped`);
+        buffered = '';
+        skipping = true;
+        return;
+      }
+      if (skipping) {
+        // The line a dropped chunk cut is dropped whole: what follows starts after its end.
+        const nl = chunk.indexOf('\n');
+        if (nl < 0) return;
+        chunk = chunk.slice(nl + 1);
+        skipping = false;
+      }
       buffered += chunk;
       let nl: number;
       while ((nl = buffered.indexOf('\n')) >= 0) {
@@ -86,6 +151,7 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
           const hello = ProbeHelloSchema.safeParse(raw);
           if (!hello.success || !sameToken(hello.data.token, token)) {
             channel.rejected++;
+            problem(`token ${socket.remoteAddress}`, `${who} did not show this job's token: it was not heard`);
             socket.destroy();
             return;
           }
@@ -99,6 +165,12 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
           continue;
         }
         const m = message.data;
+        if (m.type === 'clock') {
+          // NTP-style: the rank's send time back with ours on receipt and on reply; never kept.
+          const t1 = now();
+          socket.write(JSON.stringify({ type: 'clock', t0: m.t0, t1, t2: now() }) + '\n');
+          continue;
+        }
         if (options.retainSteps !== 'last' || !PER_STEP.has(m.type)) connection.messages.push(m);
         else if (m.type === 'step' && lastStepAt >= 0) connection.messages[lastStepAt] = m;
         else if (m.type === 'step') lastStepAt = connection.messages.push(m) - 1;
@@ -106,15 +178,18 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
       }
       if (buffered.length > MAX_LINE_BYTES) {
         channel.rejected++;
+        problem(`line ${who}`, `${name()} sent a line over ${MAX_LINE_BYTES >> 20} MiB: its connection was closed`);
         socket.destroy();
       }
     });
   });
+  server.maxConnections = maxConnections + 16;
+  const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(0, host, () => resolve());
   });
   const { port } = server.address() as net.AddressInfo;
-  channel.address = `127.0.0.1:${port}`;
+  channel.address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   return channel;
 }

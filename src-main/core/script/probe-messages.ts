@@ -18,6 +18,9 @@ export const ProbeHelloSchema = z.looseObject({
   worldSize: z.number().int().min(1),
   python: z.string(),
   torch: z.string().optional(),
+  /** The machine the rank runs on (its host name) and torchrun's node rank: ranks on other machines join one collector (issue 40). */
+  node: z.string().max(255).optional(),
+  nodeRank: z.number().int().min(0).optional(),
 });
 
 export const ProbeMessageSchema = z.discriminatedUnion('type', [
@@ -119,6 +122,33 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
   /** At the end, with copy.non_blocking set: how many of the script's copies of pinned tensors to CUDA it made non-blocking. */
   z.object({ type: z.literal('copies'), nonBlocking: z.number().int().min(0) }),
   z.object({ type: z.literal('error'), code: z.string(), message: z.string() }),
+  /**
+   * A clock probe (issue 40): the collector answers on the same connection with its own time on receipt and on reply
+   * (`{type: 'clock', t0, t1, t2}`), so the rank can estimate its clock's offset NTP-style. Handled by the channel, not kept.
+   */
+  z.object({ type: z.literal('clock'), t0: z.number() }),
+  /** The rank's estimate of the collector's clock minus its own (ms), from its clock probes, with its uncertainty (half the round trip). */
+  z.object({ type: z.literal('clockOffset'), at: z.enum(['start', 'end']), offsetMs: z.number(), uncertaintyMs: z.number().min(0), probes: z.number().int().min(1) }),
+  /**
+   * The collectives of one optimizer step on this rank (DDP's gradient buckets through its comm hook, explicit
+   * torch.distributed calls): when the rank called each and when it completed there (ms on the rank's wall clock),
+   * and its bytes.
+   */
+  z.object({
+    type: z.literal('collectives'),
+    step: z.number().int().min(1),
+    items: z
+      .array(
+        z.object({
+          index: z.number().int().min(0),
+          op: z.string().max(40),
+          arriveMs: z.number(),
+          doneMs: z.number(),
+          bytes: z.number().int().min(0).max(1e13),
+        }),
+      )
+      .max(4096),
+  }),
   /** Training losses (the scalar given to backward(), summed per step), read in batches; null: not finite. */
   z.object({ type: z.literal('loss'), steps: z.array(z.number().int().min(1)), values: z.array(z.number().nullable()) }),
   /** The probe stopped reading losses (why); training goes on. */
