@@ -4,7 +4,7 @@ import type { RunRecord } from '../workspace/run-store';
 
 /**
  * The training benchmark, either target (issue 25): `repeat` fresh repetitions, each recorded and
- * reported as it ends, a cancel checked before each, then one summary saved as the run's result; the
+ * reported as it ends, a cancel checked before each and after the last, then one summary saved as the run's result; the
  * run ends failed or cancelled with the error otherwise.
  */
 export async function benchmarkRepetitions<R>(
@@ -22,7 +22,10 @@ export async function benchmarkRepetitions<R>(
       run.appendEvent({ type: 'repetition', ...event });
       o.progress({ runId: run.id, phase: 'repetition-done', repetition: i, step: o.totalSteps, samplesPerSec });
     }
+    // A cancel answered as taken during the last repetition is honoured: the run is not then recorded completed.
+    if (o.cancelled()) throw new ApiError('E_CANCELLED', `the ${plan.what} was cancelled after its last ${plan.unit}, before its summary`);
     const result = await plan.summarize(run, reps);
+    if (o.cancelled()) throw new ApiError('E_CANCELLED', `the ${plan.what} was cancelled after its last ${plan.unit}, before its summary`);
     await run.finish('completed', { result });
     return result;
   } catch (err) {
