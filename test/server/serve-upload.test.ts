@@ -163,6 +163,14 @@ describe('serve mode: uploading data files into sources/', () => {
     expect(readFileSync(path.join(sources, 'Messwerte März 2026.csv'), 'utf8')).toBe('x,y\n1,2\n');
   });
 
+  it('takes a name of 255 bytes, the longest a file system keeps (its temp name stays under the limit)', async () => {
+    const name = `${'é'.repeat(125)}.csv`; // 250 + 4 bytes of UTF-8
+    expect(Buffer.byteLength(name)).toBe(254);
+    const answer = await send('PUT', `/upload/sources/${encodeURIComponent(name)}`, own(), 'a\n1\n');
+    expect(answer.status, answer.text).toBe(201);
+    expect(readFileSync(path.join(sources, name), 'utf8')).toBe('a\n1\n');
+  });
+
   it('refuses a file whose Content-Length is over the limit before reading it, naming the size and the limit', async () => {
     const { answer, growth } = await sendFromAnotherProcess('huge.bin', 200 * MiB, true);
     expect(answer.status, JSON.stringify(answer)).toBe(413);

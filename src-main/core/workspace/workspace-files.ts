@@ -395,7 +395,8 @@ export async function writeNewFileStreamed(workspace: Workspace, file: string, c
       const target = folder.entry(name);
       if (await fs.lstat(target).then(() => true, () => false)) throw nameTaken(shown);
       options.signal?.throwIfAborted();
-      const tmpName = `.${name}.${randomBytes(6).toString('hex')}.part`;
+      // Short whatever the name: a legal name of 255 bytes must not make a temp name over the file system's limit.
+      const tmpName = `.${Buffer.from(name).subarray(0, 64).toString('utf8').replace(/\uFFFD+$/, '')}.${randomBytes(6).toString('hex')}.part`;
       const tmp = folder.entry(tmpName);
       try {
         const out = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
