@@ -14,7 +14,7 @@ import { heldFolderTesting } from '../../src-main/core/workspace/held-folder';
 import { saveModelSpec } from '../../src-main/core/workspace/model-files';
 import type { Workspace } from '../../src-main/core/workspace/workspace';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
-import { createFile, makeFolder, makeFolderExclusive, writeFileConfined, writeNewFileConfined } from '../../src-main/core/workspace/workspace-files';
+import { copyFileOut, createFile, makeFolder, makeFolderExclusive, writeFileConfined, writeNewFileConfined } from '../../src-main/core/workspace/workspace-files';
 import { tempDir } from '../helpers/temp-dir';
 
 let t: { dir: string; cleanup(): void };
@@ -74,6 +74,17 @@ describe('a folder swapped for a link between the check and the write', () => {
     expect(swap.swapped()).toBe(true);
     expect(outside()).toEqual([]);
     expect(readFileSync(at('reports.moved', 'r', 'r.md'), 'utf8')).toBe('report');
+  });
+
+  it('copyFileOut into the workspace (serve mode\'s report export): the copy lands in the folder checked', async () => {
+    mkdirSync(at('reports', 'r'), { recursive: true });
+    mkdirSync(at('exp', 'out0'), { recursive: true });
+    await writeFileConfined(ws, 'reports/r/r.md', 'report');
+    const swap = swapAt('open', isTemp, 'exp');
+    await copyFileOut(ws, 'reports/r/r.md', at('exp', 'out0', 'r.md'));
+    expect(swap.swapped()).toBe(true);
+    expect(outside()).toEqual([]);
+    expect(readFileSync(at('exp.moved', 'out0', 'r.md'), 'utf8')).toBe('report');
   });
 
   it('models.save (new and replaced): the spec stays inside the workspace', async () => {

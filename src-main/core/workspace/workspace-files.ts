@@ -19,7 +19,7 @@ import { ApiError } from '../../api/errors';
 import { jsonProblem } from '../../api/format-issues';
 import { renameReplacing, writeFileAtomicIn, writeTempIn } from './atomic-write';
 import { isMissing, WorkspaceFileError } from './file-error';
-import { type HeldFolder, holdFolder, throughProcFd } from './held-folder';
+import { type HeldFolder, holdFolder, type Made, throughProcFd } from './held-folder';
 import type { Workspace } from './workspace';
 
 export { type FileProblem, isMissing, WorkspaceFileError } from './file-error';
@@ -440,16 +440,29 @@ export function writeJsonConfined(workspace: Workspace, file: string, value: unk
 }
 
 /**
- * Copies a workspace file to `to` (any path: the export folder may be the person's own,
- * outside the workspace) by streaming from the opened source into a fresh temp file beside
- * `to`, renamed over it: neither a link at the source nor one at the destination is followed.
+ * Copies a workspace file to `to` by streaming from the opened source into a fresh temp file beside `to`, renamed
+ * over it: neither a link at the source nor one at the destination is followed. A destination inside the workspace
+ * (serve mode's export) is written through its folder held open, as every confined write is, so a folder swapped for
+ * a link meanwhile is refused; one outside (the person's own folder, chosen in a trusted shell) by name.
  */
 export async function copyFileOut(workspace: Workspace, from: string, to: string): Promise<void> {
+  const dir = path.dirname(to);
+  const name = path.basename(to);
+  if (isWithin(workspace.root, dir)) {
+    await inFolder(workspace, dir, (folder) => copyInto(workspace, from, (n) => folder.entry(n), name, (made) => folder.verify(made)));
+  } else {
+    await copyInto(workspace, from, (n) => path.join(dir, n), name, () => undefined);
+  }
+}
+
+async function copyInto(workspace: Workspace, from: string, entry: (name: string) => string, name: string, verify: (made: Made) => void): Promise<void> {
   const source = await openFile(workspace, from);
-  const tmp = path.join(path.dirname(to), `.${path.basename(to)}.${randomBytes(6).toString('hex')}.tmp`);
+  const tmpName = `.${Buffer.from(name).subarray(0, 64).toString('utf8').replace(/\uFFFD+$/, '')}.${randomBytes(6).toString('hex')}.tmp`;
+  const tmp = entry(tmpName);
   let out: FileHandle | null = null;
   try {
     out = await fs.open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+    const st = await out.stat({ bigint: true });
     const chunk = Buffer.alloc(Math.min(MiB, Math.max(1, source.size)));
     for (let at = 0; ; ) {
       const { bytesRead } = await source.handle.read(chunk, 0, chunk.length, at);
@@ -459,9 +472,10 @@ export async function copyFileOut(workspace: Workspace, from: string, to: string
     }
     await out.close();
     out = null;
-    await renameReplacing(tmp, to).catch((err: NodeJS.ErrnoException) => {
+    verify({ name: tmpName, dev: st.dev, ino: st.ino });
+    await renameReplacing(tmp, entry(name)).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'EISDIR' || err.code === 'ENOTEMPTY' || err.code === 'EEXIST') {
-        throw new ApiError('E_BAD_INPUT', `${path.basename(to)} is a folder in the export folder: move it away or export elsewhere`);
+        throw new ApiError('E_BAD_INPUT', `${name} is a folder in the export folder: move it away or export elsewhere`);
       }
       throw err;
     });
