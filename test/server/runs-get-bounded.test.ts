@@ -146,3 +146,28 @@ describe('a run.json nested too deep', () => {
     expect(run?.problem).toContain('nested too deep');
   });
 });
+
+describe('a run.json with huge strings (re-attack: 300 hard links to a 16 MB file took the server past its heap)', () => {
+  const long = '20261121-000003-long00';
+  const huge = '20261121-000004-huge00';
+  beforeAll(() => {
+    plant(long, JSON.stringify({ ...record(long, { spec: { family: 'f'.repeat(1_000_000) }, cachedData: { description: 'd' } }), status: 'failed', error: { code: 'E_DATA', message: 'm'.repeat(500_000) } }));
+    plant(huge, JSON.stringify(record(huge, { spec: { family: 'x'.repeat(5 * MiB) } })));
+  });
+
+  it('lists a run by a title and an error cut to a few hundred characters, saying how much was left out', async () => {
+    const list = (await s.services.router.dispatch('runs.list', {})) as RunSummary[];
+    const run = list.find((r) => r.id === long)!;
+    expect(run.title.length).toBeLessThan(400);
+    expect(run.title).toMatch(/^f{300}… \(999,7\d\d more characters\)$/);
+    expect(run.error!.length).toBeLessThan(2100);
+    expect(run.error).toMatch(/… \(498,0\d\d more characters\)$/);
+  });
+
+  it('refuses a run.json over 4 MiB as unreadable, naming it', async () => {
+    const list = (await s.services.router.dispatch('runs.list', {})) as RunSummary[];
+    const run = list.find((r) => r.id === huge)!;
+    expect(run.status).toBe('unreadable');
+    expect(run.problem).toMatch(/run\.json/);
+  });
+});

@@ -23,8 +23,16 @@ const MAX_STEP_EVENTS = 2000;
  * "running" runs costs bounded memory per request.
  */
 const TAIL_WINDOWS = [64 * 1024, MiB];
-/** run.json holds a config and a result (a trial table at most): far below this. */
-const MAX_RUN_JSON_BYTES = 16 * MiB;
+/**
+ * run.json holds a config and a result (a trial table, 2,000 curve points, 200 output lines at most): far below
+ * this. Every concurrent runs.get parses one whole, so the cap bounds each request's memory (a planted 16 MiB
+ * file held by a thousand requests at once grew the server past its heap).
+ */
+const MAX_RUN_JSON_BYTES = 4 * MiB;
+/** A run's title and message in the list are cut here: every run of a list holds them, whatever its file says. */
+const MAX_TITLE_CHARS = 300;
+const MAX_MESSAGE_CHARS = 2000;
+const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}… (${(text.length - max).toLocaleString('en-US')} more characters)` : text);
 /**
  * Nesting run.json never comes near (a config is a few levels deep); a file nested deeper is not one
  * Trainbench wrote, and would overflow the stack of whatever walks it (a 100,000-deep config did).
@@ -196,9 +204,9 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
     'loader-benchmark': `loader benchmark of ${run.result?.dataset ?? run.config.dataset ?? 'a dataset'}`,
   };
   // Every word of the title and messages below comes from run.json: control characters are escaped here, once for the CLI, the UI and reports.
-  const title = printable(titles[run.kind] ?? run.kind);
+  const title = printable(cut(titles[run.kind] ?? run.kind, MAX_TITLE_CHARS));
   const interruptedBecause = interruptionOf(run);
-  const interruption = interruptedBecause === null ? null : printable(interruptedBecause);
+  const interruption = interruptedBecause === null ? null : printable(cut(interruptedBecause, MAX_MESSAGE_CHARS));
   const unfinished = run.status === 'running';
   const { annotation, problem: annotationProblem } = await readRunAnnotation(workspace, id);
   const wizard = await wizardOf(workspace, id, run, target?.kind === 'script');
@@ -212,7 +220,7 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
     testAccuracy: run.result?.target?.test?.accuracy ?? run.result?.test?.accuracy ?? null,
     samplesPerSec: run.result?.samplesPerSec ?? headlineRate(run),
     gpuUtilizationMean: run.result?.telemetry?.gpuUtilizationMean ?? null,
-    error: run.error ? printable(`${run.error.code}: ${run.error.message}`, { lines: true }) : null,
+    error: run.error ? printable(cut(`${run.error.code}: ${run.error.message}`, MAX_MESSAGE_CHARS), { lines: true }) : null,
     lastStep: unfinished ? await lastStepOf(workspace, path.join('runs', id, 'events.jsonl')) : null,
     interruption,
     problem: null,
