@@ -1,20 +1,37 @@
-"""What the probe costs a training iteration, against the script's own timing (issue 38: at most 2% of a 5 ms step).
+"""What the probe costs a training iteration (issue 38: at most 2% of a 5 ms step), measured two ways.
 
-A plain loop (an MLP sized for a step of about --step-ms on one thread, a DataLoader over a TensorDataset,
-SGD, loss.item() each step as loops log it) times every iteration with perf_counter, as the script's own
-timing would. It runs in separate processes without the probe and with it (injected as Trainbench launches
-it: PYTHONPATH and TB_PROBE_ADDR, the messages drained by this process), in ABBA order so a drift of the
-machine hits both alike. The overhead is the median iteration with the probe over the median without,
-per pair of processes, then the median over the pairs; per iteration in µs too.
+The loop is a plain one: an MLP sized for a step of about --step-ms on one thread, a DataLoader over a
+TensorDataset (batches of 64), SGD, loss.item() each step as loops log it. The probe is injected as
+Trainbench launches it (PYTHONPATH to its sitecustomize, TB_PROBE_ADDR), its messages read by this process.
 
-    python3 bench/script/probe_step_overhead.py [--rounds 4] [--iterations 400] [--step-ms 5] [--out FILE]
+- processes: the loop at the --step-ms step in separate processes, without the probe, with this checkout's
+  and (--baseline) with another copy's, in ABBA order (A B C C B A a round), so a drift of the machine hits
+  all alike. Per iteration: wall time, the main thread's CPU time, the process's (every thread: the probe's
+  flusher too) and its page faults. The cost is the mean over pairs of processes side by side, with its
+  95% interval. glibc's heap trimming is pinned in every process (--malloc): left as it comes, a process
+  draws 0 to 400 page faults a step, ±4% of a 5 ms step whether the probe is there or not.
+- toggled: in one process with the probe, blocks of iterations alternate (ABBA) between the probe's
+  patches in place and set aside (its DataLoader.__next__, autograd.backward, optimizer step and zero_grad
+  wrappers, its module hooks): the probe's own work in µs of thread CPU time, free of the differences
+  between processes, at the --step-ms step and at a tiny one (--tiny-width) where the µs are precise.
+  Between processes the same loop's step differs by ±150 µs (where its memory lands), so the processes'
+  figure has a wide interval; this one is the precise one, and the processes' says nothing is missed.
 
-Prints a table and writes JSON (--out).
+CPU time is the figure to read on a loaded machine (wall time moves with whatever else runs); the load
+average is printed beside each measurement.
+
+    python3 bench/script/probe_step_overhead.py [--python PY] [--rounds 6] [--iterations 400] [--step-ms 5]
+        [--blocks 60] [--baseline DIR] [--malloc pinned|default] [--out FILE]
+
+DIR is another resources/python folder (its sitecustomize.py and trainbench_probe/), e.g. an older
+commit's: `git archive HEAD resources/python | tar -x -C /tmp/before`. Prints tables and writes JSON (--out).
 """
 import argparse
 import json
 import os
 import platform
+import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,10 +42,50 @@ from collector import drain_server, write_result
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PROBE = os.path.join(ROOT, "resources", "python")
+BATCH = 64
+WARMUP = 30  # iterations left out at the start: the probe settles its hooks and counts FLOPs in its first ones
 
 
-def worker(iterations, width):
-    """The loop: prints the per-iteration times (µs) after a warm-up, as JSON."""
+# ---- inside the measured process -------------------------------------------------------------------
+def probe_patches(torch, model):
+    """Switches the probe's per-iteration patches off and on again: (off, on) functions, or None without a probe."""
+    from torch.utils.data import dataloader
+
+    def ours(f):
+        code = getattr(f, "__code__", None)
+        return code is not None and "trainbench_probe" in code.co_filename and hasattr(f, "__wrapped__")
+
+    owners = [torch.autograd, torch.nn.Module]
+    stack = [dataloader._BaseDataLoaderIter, torch.optim.Optimizer]
+    while stack:
+        cls = stack.pop()
+        owners.append(cls)
+        stack.extend(cls.__subclasses__())
+    wrappers = [(o, n, o.__dict__[n]) for o in owners for n in ("__next__", "step", "zero_grad", "backward") if ours(o.__dict__.get(n))]
+    hooks = [d for m in model.modules() for d in (m._forward_pre_hooks, m._forward_hooks)]
+    if not wrappers:
+        return None
+    saved = []
+
+    def off():
+        for owner, name, f in wrappers:
+            setattr(owner, name, f.__wrapped__)
+        saved[:] = [dict(d) for d in hooks]
+        for d in hooks:
+            d.clear()
+
+    def on():
+        for owner, name, f in wrappers:
+            setattr(owner, name, f)
+        for d, s in zip(hooks, saved):
+            d.update(s)
+
+    return off, on
+
+
+def worker(iterations, width, blocks, block_iterations):
+    """The loop. Prints, as JSON, the mean wall, thread CPU and process CPU time of an iteration (µs) after the warm-up;
+    with blocks (toggled), the thread CPU time of each block, its state and the probe's patches found."""
     import torch
     from torch import nn
     from torch.utils.data import DataLoader, TensorDataset
@@ -37,89 +94,220 @@ def worker(iterations, width):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(256, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    batch = 64
-    data = TensorDataset(torch.randn(batch * (iterations + 20), 256), torch.randint(0, 10, (batch * (iterations + 20),)))
-    times = []
-    t = time.perf_counter()
-    for x, y in DataLoader(data, batch_size=batch):
+    epoch = 200  # batches a pass: the data stays small, a new iterator every 200 iterations costs both sides alike
+    data = TensorDataset(torch.randn(BATCH * epoch, 256), torch.randint(0, 10, (BATCH * epoch,)))
+    loader = DataLoader(data, batch_size=BATCH)
+    patches = probe_patches(torch, model) if blocks else None
+    total = WARMUP + (blocks * block_iterations if patches else iterations)
+    wall, thread, proc, faults = [], [], [], []
+    batches = iter(loader)
+    t, c, p = time.perf_counter(), time.thread_time(), time.process_time()
+    for i in range(total):
+        if i == WARMUP or patches and i > WARMUP and (i - WARMUP) % block_iterations == 0:
+            faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
+        if patches and i >= WARMUP and (i - WARMUP) % block_iterations == 0:
+            b = (i - WARMUP) // block_iterations
+            (patches[1] if _block_on(b) else patches[0])()
+        try:
+            x, y = next(batches)
+        except StopIteration:
+            batches = iter(loader)
+            x, y = next(batches)
         loss = nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
         loss.item()
-        now = time.perf_counter()
-        times.append((now - t) * 1e6)
-        t = now
-    print(json.dumps(times[20:]))
+        t1, c1, p1 = time.perf_counter(), time.thread_time(), time.process_time()
+        wall.append((t1 - t) * 1e6)
+        thread.append((c1 - c) * 1e6)
+        proc.append((p1 - p) * 1e6)
+        t, c, p = t1, c1, p1
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
+    if patches:
+        # The first iteration of a block pays for the switch: left out.
+        out = {
+            "blocks": [
+                {
+                    "on": _block_on(b),
+                    "threadUs": statistics.mean(thread[WARMUP + b * block_iterations + 1 : WARMUP + (b + 1) * block_iterations]),
+                    "faults": (faults[b + 1] - faults[b]) / block_iterations,
+                }
+                for b in range(blocks)
+            ]
+        }
+    else:
+        out = {
+            "wallUs": statistics.mean(wall[WARMUP:]),
+            "threadUs": statistics.mean(thread[WARMUP:]),
+            "processUs": statistics.mean(proc[WARMUP:]),
+            "faults": (faults[-1] - faults[0]) / (total - WARMUP),
+        }
+    print(json.dumps(out))
+    sys.stdout.flush()
+    os._exit(0)  # the probe's atexit would send its totals to a socket nobody reads now
 
 
-def run(python, probe, args, addr):
+def _block_on(b):
+    """ABBA over blocks: on, off, off, on, on, off, ..."""
+    return b % 4 in (0, 3)
+
+
+# ---- the driver ------------------------------------------------------------------------------------
+# glibc returns freed heap to the system once its top passes a threshold it adapts as it goes, so a process
+# takes a chance number of page faults a step (0 to 400 here, each ~1 µs, with or without the probe). Pinned
+# (both sides alike, the script's own step unchanged): no trimming, big blocks from the heap, no faults.
+PINNED_MALLOC = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TOP_PAD_": str(64 << 20)}
+
+
+def launch(args, probe_dir, addr, iterations, width, blocks=0, block_iterations=0):
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    for k in ("PYTHONPATH", "TB_PROBE_ADDR"):
+    for k in ("PYTHONPATH", "TB_PROBE_ADDR", "TB_PROBE_STEPS", "TB_PROBE_WARMUP", *PINNED_MALLOC):
         env.pop(k, None)
-    if probe:
-        env.update(PYTHONPATH=PROBE, TB_PROBE_ADDR=addr)
-    cmd = [python, os.path.abspath(__file__), "--worker", "--iterations", str(args.iterations), "--width", str(args.width)]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    if args.malloc == "pinned":
+        env.update(PINNED_MALLOC)
+    if probe_dir:
+        env.update(PYTHONPATH=probe_dir, TB_PROBE_ADDR=addr)
+    cmd = [args.python, os.path.abspath(__file__), "--worker", "--iterations", str(iterations), "--width", str(width), "--blocks", str(blocks), "--block-iterations", str(block_iterations)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if out.returncode != 0 or not out.stdout.strip():
+        raise SystemExit("worker failed (%d):\n%s" % (out.returncode, out.stderr[-3000:]))
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def load():
+    return round(os.getloadavg()[0], 2)
+
+
+def interval(values, seed=0):
+    """95% bootstrap interval of the mean."""
+    rnd = random.Random(seed)
+    boots = sorted(statistics.mean(rnd.choices(values, k=len(values))) for _ in range(4000))
+    return [boots[int(0.025 * len(boots))], boots[int(0.975 * len(boots)) - 1]]
+
+
+def processes(args, addr, configs):
+    """ABBA over processes (A B C C B A a round): each process with a probe paired with the one without beside it."""
+    runs = {name: [] for name, _ in configs}
+    loads = [load()]
+    for _ in range(args.rounds):
+        for name, probe_dir in configs + configs[::-1]:
+            runs[name].append(launch(args, probe_dir, addr, args.iterations, args.width))
+        loads.append(load())
+    base = runs["none"]
+    rows = []
+    for name, _ in configs:
+        row = {"config": name, "processes": len(runs[name]), "faultsPerIteration": statistics.mean(r["faults"] for r in runs[name]), "threadUsEach": [round(r["threadUs"], 1) for r in runs[name]]}
+        for key in ("wallUs", "threadUs", "processUs"):
+            row[key] = statistics.mean(r[key] for r in runs[name])
+            if name != "none":
+                diffs = [r[key] - b[key] for r, b in zip(runs[name], base)]
+                row[key.replace("Us", "CostUs")] = statistics.mean(diffs)
+                row[key.replace("Us", "CostUs95")] = interval(diffs)
+                row[key.replace("Us", "CostPercent")] = 100 * statistics.mean(diffs) / statistics.mean(b[key] for b in base)
+        rows.append(row)
+    return {"rows": rows, "loadAverage": loads}
+
+
+def toggled(args, addr, probe_dir, width, block_iterations):
+    """The probe's own cost: blocks with its patches on and off in one process, paired in ABBA order."""
+    l0 = load()
+    got = launch(args, probe_dir, addr, 0, width, args.blocks, block_iterations)["blocks"]
+    on = [b["threadUs"] for b in got if b["on"]]
+    off = [b["threadUs"] for b in got if not b["on"]]
+    diffs = [a - b for a, b in zip(on, off)]
+    return {
+        "threadUsOn": statistics.mean(on),
+        "threadUsOff": statistics.mean(off),
+        "costUs": statistics.mean(diffs),
+        "costUs95": interval(diffs),
+        "ofStepPercent": 100 * statistics.mean(diffs) / statistics.mean(off),
+        "ofFiveMsStepPercent": 100 * statistics.mean(diffs) / 5000,
+        "faultsOn": statistics.mean(b["faults"] for b in got if b["on"]),
+        "faultsOff": statistics.mean(b["faults"] for b in got if not b["on"]),
+        "width": width,
+        "blockIterations": block_iterations,
+        "loadAverage": [l0, load()],
+    }
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=4, help="ABBA rounds: each runs two processes a side")
-    parser.add_argument("--iterations", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=6, help="ABBA rounds of processes")
+    parser.add_argument("--iterations", type=int, default=400, help="measured iterations a process")
     parser.add_argument("--width", type=int, default=0, help="hidden width (0: sized for --step-ms)")
     parser.add_argument("--step-ms", type=float, default=5.0)
+    parser.add_argument("--tiny-width", type=int, default=8, help="hidden width of the tiny step the toggled cost is also measured at")
+    parser.add_argument("--blocks", type=int, default=60, help="toggled blocks (half with the probe's patches)")
+    parser.add_argument("--block-seconds", type=float, default=0.1, help="about how long a toggled block runs")
+    parser.add_argument("--malloc", choices=("pinned", "default"), default="pinned", help="glibc's heap trimming pinned in every process, or as it comes")
+    parser.add_argument("--baseline", help="another resources/python folder to compare (an older commit's)")
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--out")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--block-iterations", type=int, default=0, help=argparse.SUPPRESS)  # the worker's
     args = parser.parse_args()
     if args.worker:
-        return worker(args.iterations, args.width)
+        return worker(args.iterations, args.width, args.blocks, args.block_iterations)
 
     addr = drain_server()
     if args.width == 0:
-        # Size the hidden layers so a step without the probe takes about --step-ms on this machine.
+        # Size the hidden layers so a step without the probe takes about --step-ms here (CPU time: load does not move it).
         args.width = 512
         for _ in range(4):
-            args.iterations, full = 60, args.iterations
-            ms = statistics.median(run(args.python, False, args, addr)) / 1000
-            args.iterations = full
+            ms = launch(args, None, addr, 60, args.width)["threadUs"] / 1000
             args.width = max(16, int(args.width * (args.step_ms / ms) ** 0.5))
-    pairs = []
-    off_all, on_all = [], []
-    for r in range(args.rounds):
-        # A B B A: the order inside a round flips, so a drift across the round cancels.
-        a1 = run(args.python, False, args, addr)
-        b1 = run(args.python, True, args, addr)
-        b2 = run(args.python, True, args, addr)
-        a2 = run(args.python, False, args, addr)
-        for off, on in ((a1, b1), (a2, b2)):
-            pairs.append(statistics.median(on) / statistics.median(off) - 1)
-            off_all += off
-            on_all += on
-    off_ms, on_ms = statistics.median(off_all) / 1000, statistics.median(on_all) / 1000
-    overhead = statistics.median(pairs) * 100
     version = subprocess.run([args.python, "-c", "import torch, platform; print(torch.__version__, platform.python_version())"], capture_output=True, text=True, check=True).stdout.split()
-    print("probe step overhead: torch %s, Python %s, hidden width %d, %d iterations a process, %d ABBA rounds" % (version[0], version[1], args.width, args.iterations, args.rounds))
-    print("%-10s %12s %12s %16s %12s" % ("", "step ms", "with probe", "per iteration µs", "overhead"))
-    print("%-10s %12.3f %12.3f %16.1f %11.2f%%" % ("median", off_ms, on_ms, (on_ms - off_ms) * 1000, overhead))
-    print("pairs: " + ", ".join("%+.2f%%" % (100 * p) for p in pairs))
+    probes = [("probe", PROBE)] + ([("baseline", os.path.abspath(args.baseline))] if args.baseline else [])
+
+    by_process = processes(args, addr, [("none", None)] + probes)
+    step_us = by_process["rows"][0]["threadUs"]
+    tiny_us = launch(args, None, addr, 100, args.tiny_width)["threadUs"]
+    steps = (("step", args.width, step_us), ("tiny", args.tiny_width, tiny_us))
+    by_toggle = {size: {name: toggled(args, addr, d, width, max(5, int(args.block_seconds * 1e6 / us))) for name, d in probes} for size, width, us in steps}
+
+    print("probe step overhead: torch %s, Python %s, %d CPUs, malloc %s" % (version[0], version[1], os.cpu_count(), args.malloc))
+    print(
+        "\nprocesses, a %.2f ms step (hidden width %d): %d ABBA rounds of %d iterations a process, load average %s"
+        % (step_us / 1000, args.width, args.rounds, args.iterations, " -> ".join("%.2f" % x for x in by_process["loadAverage"]))
+    )
+    print("  %-9s %10s %10s %10s %8s  %-28s %-24s" % ("config", "wall µs", "thread µs", "process µs", "faults", "process CPU cost µs [95%]", "of the step (wall)"))
+    for r in by_process["rows"]:
+        cost = "%+7.1f [%+.1f, %+.1f]" % (r["processCostUs"], *r["processCostUs95"]) if "processCostUs" in r else ""
+        share = "%+.2f%% (%+.2f%%)" % (r["processCostPercent"], r["wallCostPercent"]) if "processCostUs" in r else ""
+        print("  %-9s %10.1f %10.1f %10.1f %8.1f  %-28s %-24s" % (r["config"], r["wallUs"], r["threadUs"], r["processUs"], r["faultsPerIteration"], cost, share))
+    print("\ntoggled: one process each, %d blocks with the probe's patches on and off (ABBA), thread CPU time" % args.blocks)
+    print("  %-16s %-9s %10s %10s %24s %10s %16s %10s %14s" % ("step", "config", "on µs", "off µs", "cost µs [95%]", "of step", "of a 5 ms step", "faults", "load"))
+    for size, width, us in steps:
+        for name, r in by_toggle[size].items():
+            print(
+                "  %-16s %-9s %10.1f %10.1f %24s %9.2f%% %15.2f%% %10s %14s"
+                % (
+                    "%.2f ms (w %d)" % (us / 1000, width),
+                    name,
+                    r["threadUsOn"],
+                    r["threadUsOff"],
+                    "%.1f [%.1f, %.1f]" % (r["costUs"], *r["costUs95"]),
+                    r["ofStepPercent"],
+                    r["ofFiveMsStepPercent"],
+                    "%.1f/%.1f" % (r["faultsOn"], r["faultsOff"]),
+                    "%.2f -> %.2f" % tuple(r["loadAverage"]),
+                )
+            )
     result = {
         "bench": "probe-step-overhead",
         "torch": version[0],
         "python": version[1],
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
-        "loadAverage": os.getloadavg(),
+        "malloc": args.malloc,
         "width": args.width,
+        "stepUs": step_us,
         "iterations": args.iterations,
         "rounds": args.rounds,
-        "stepMs": off_ms,
-        "stepMsWithProbe": on_ms,
-        "perIterationUs": (on_ms - off_ms) * 1000,
-        "overheadPercent": overhead,
-        "pairOverheadPercent": [100 * p for p in pairs],
+        "baseline": os.path.abspath(args.baseline) if args.baseline else None,
+        "processes": by_process,
+        "toggled": dict(by_toggle, blocks=args.blocks),
     }
     if args.out:
         write_result(args.out, result)

@@ -108,6 +108,19 @@ def _note(message):
     sys.stderr.write("trainbench probe: %s\n" % message)
 
 
+class _Local(threading.local):
+    """The probe's state in each thread. The defaults are class attributes: read at every step, a missing one
+    would raise (and catch) an AttributeError each time."""
+
+    in_fetch = False  # inside a DataLoader's next()
+    depth = 0  # module calls open (the outermost is the training forward)
+    call = None  # (phase, mark) of the outermost module call
+    opt_depth = 0  # inside an optimizer's step()
+    in_scaler = False  # inside a GradScaler's step()
+    closure_repeat = False  # inside a step(closure)'s second or later call of the closure
+    checkpoint_forward = 0  # inside a reentrant checkpoint's forward (flops.py)
+
+
 class Probe:
     def __init__(self, env):
         self.warmup = int(env.get("TB_PROBE_WARMUP", "0"))
@@ -116,6 +129,8 @@ class Probe:
         self.overrides = json.loads(env.get("TB_PROBE_SET", "{}") or "{}")
         seed = env.get("TB_PROBE_SEED", "")
         self.seed = int(seed) if seed.strip() else None  # the wizard's: the same in every launch it compares
+        # The wizard's loss guard of a change of the random streams: stream i moves every seed the launch sets by i.
+        self.seed_stream = int(env.get("TB_PROBE_SEED_STREAM", "0") or 0)
         self.script_seed = None  # the script's own first torch.manual_seed, as reported
         self.held = []  # what the script did before its first step, said at that step (see said_at_first_step)
         self.identity = {
@@ -131,7 +146,7 @@ class Probe:
         self.flops = None
         self.model = None
         self.copies = None
-        self.local = threading.local()
+        self.local = _Local()
         self.t_start = time.perf_counter()
         self.iterations = Iterations(self._iteration_closed, self.t_start)
         self.steps = 0  # iterations closed
@@ -152,8 +167,9 @@ class Probe:
         self._compiling = lambda: False
 
     # ---- reporting -------------------------------------------------------------------------
-    def send(self, message):
-        self.channel.send(message)
+    def send(self, message, at_once=None):
+        """A per-step message (step, phases, loss) may be held briefly (channel.py); any other goes at once."""
+        self.channel.send(message, at_once)
 
     def said_at_first_step(self, message):
         """Sends a message once the process has trained a step (at once after): a process that imports torch and never
@@ -237,10 +253,21 @@ class Probe:
 
     def _seed(self, torch):
         """The wizard's seed, set as torch is imported (the script's own seeding, later, wins). Both are said at the
-        first step: a process that imports torch and never trains (a launcher, a spawned worker) sends nothing."""
+        first step: a process that imports torch and never trains (a launcher, a spawned worker) sends nothing.
+
+        With TB_PROBE_SEED_STREAM=i (i > 0) every seed the launch sets, the wizard's and the script's own (torch,
+        random, numpy), is moved by i: the same training on another random stream, so that the wizard can measure the
+        loss's spread across streams where the script seeds itself too (docs/adr/0042)."""
+        import random
+
         original = torch.manual_seed
         probe = self
         pid = os.getpid()
+        stream = self.seed_stream
+        numpy = sys.modules.get("numpy")  # torch imports it where it is installed; never imported for this
+
+        def moved(seed):
+            return seed + stream if stream and isinstance(seed, int) else seed
 
         @functools.wraps(original)
         def manual_seed(seed):
@@ -248,21 +275,40 @@ class Probe:
             if probe.script_seed is None and os.getpid() == pid:
                 probe.script_seed = {"type": "seed", "by": "script", "seed": int(seed) if isinstance(seed, int) else None, "where": _overrides.caller_location()}
                 probe.said_at_first_step(probe.script_seed)
-            return original(seed)
+            # In a worker process torch seeds itself from its loader's base seed: that stream moves with the main one.
+            return original(moved(seed) if os.getpid() == pid else seed)
 
         if self.seed is not None:
-            original(self.seed)
-            import random
-
-            random.seed(self.seed)
-            numpy = sys.modules.get("numpy")  # torch imports it where it is installed; never imported for this
+            original(self.seed + stream)
+            random.seed(self.seed + stream)
             if numpy is not None:
-                numpy.random.seed(self.seed % (1 << 32))
+                numpy.random.seed((self.seed + stream) % (1 << 32))
         torch.manual_seed = manual_seed
+        if stream:
+            self._move_other_seeds(random, numpy, moved, pid)
+
+    @staticmethod
+    def _move_other_seeds(random, numpy, moved, pid):
+        """The script's own random.seed and numpy.random.seed, moved to the launch's stream like torch's."""
+        seed_random = random.seed
+
+        @functools.wraps(seed_random)
+        def random_seed(a=None, *args, **kwargs):
+            return seed_random(moved(a) if os.getpid() == pid else a, *args, **kwargs)
+
+        random.seed = random_seed
+        if numpy is not None:
+            seed_numpy = numpy.random.seed
+
+            @functools.wraps(seed_numpy)
+            def numpy_seed(seed=None):
+                return seed_numpy(moved(seed) % (1 << 32) if os.getpid() == pid and isinstance(seed, int) else seed)
+
+            numpy.random.seed = numpy_seed
 
     def quiet(self):
         """True where module calls are not the script's training forward: inside a fetch or a backward."""
-        return self.backward_depth > 0 or getattr(self.local, "in_fetch", False)
+        return self.backward_depth > 0 or self.local.in_fetch
 
     def _patch_loader_next(self, Iter):
         probe = self
@@ -276,9 +322,10 @@ class Probe:
             @functools.wraps(original)
             def __next__(self):
                 local = probe.local
-                if getattr(local, "in_fetch", False) or probe._compiling():
+                if local.in_fetch or probe._compiling():
                     return original(self)  # a subclass's next() calling its base's
-                probe.stop_if_due()
+                if probe.stop_due:
+                    probe.stop_if_due()
                 local.in_fetch = True
                 t0 = time.perf_counter()
                 try:
@@ -289,9 +336,10 @@ class Probe:
                 n = batch_size_of(batch)
                 if n is not None:
                     probe.last_batch = n
-                if probe.measure_peak and probe.batch_layout is None and torch.is_grad_enabled():
+                grad = torch.is_grad_enabled()
+                if grad and probe.measure_peak and probe.batch_layout is None:
                     probe.batch_layout = batch_layout(torch, batch)
-                probe.iterations.fetched(t0, t1, n, torch.is_grad_enabled())
+                probe.iterations.fetched(t0, t1, n, grad)
                 return batch
 
             __next__._trainbench = True
@@ -340,14 +388,16 @@ class Probe:
             if probe._compiling():
                 return original(self, *args, **kwargs)  # traced: counted after the compiled call (_patch_compile)
             local = probe.local
-            if getattr(local, "opt_depth", 0):
+            if local.opt_depth:
                 return original(self, *args, **kwargs)  # super().step(), or an optimizer stepping another
-            in_scaler = getattr(local, "in_scaler", False)
+            in_scaler = local.in_scaler
             if not in_scaler and probe.model.scaler is not None:
                 return probe.model.step(self, args, kwargs)  # amp.dtype=fp16: through the probe's GradScaler, timed there
             if not in_scaler:
-                probe.stop_if_due()
-                args, kwargs = probe._timed_closure(args, kwargs)
+                if probe.stop_due:
+                    probe.stop_if_due()
+                if args or kwargs:
+                    args, kwargs = probe._timed_closure(args, kwargs)
                 local.step_mark = probe.mark()
             local.opt_depth = 1
             try:
@@ -393,7 +443,7 @@ class Probe:
         return args, dict(kwargs, closure=timed)
 
     def _step_ended(self, optimizer, mark, skipped):
-        if self.flops is not None:
+        if self.flops is not None and self.flops.at_step is None:
             self.flops.optimizer_stepped()  # the iteration's forwards are all in: the next one's must not be counted
         key = getattr(optimizer, "_trainbench_key", None) or id(optimizer)
         first = getattr(optimizer, "_trainbench_first", None)
@@ -405,7 +455,8 @@ class Probe:
             return
         self.phase_done("optimizer", mark)
         self.iterations.stepped(key, time.perf_counter(), skipped)
-        self.stop_if_due()
+        if self.stop_due:
+            self.stop_if_due()
 
     def _compiled_steps(self):
         """After a compiled function ran: an optimizer whose parameters it updated in place stepped in it.
@@ -428,7 +479,8 @@ class Probe:
         def backward(*args, **kwargs):
             if probe.backward_depth or probe._compiling():
                 return original(*args, **kwargs)  # a backward inside a backward: reentrant checkpointing
-            probe.stop_if_due()
+            if probe.stop_due:
+                probe.stop_if_due()
             probe.local.depth = 0  # a forward that raised never closed its phase (torch < 2.1)
             if not probe.backward_seen:
                 probe.backward_seen = True
@@ -446,8 +498,10 @@ class Probe:
             finally:
                 probe.backward_depth -= 1
                 probe.phase_done("backward", mark)
-                probe._flush_deferred_steps()
-            probe.stop_if_due()
+                if probe.deferred_steps:
+                    probe._flush_deferred_steps()
+            if probe.stop_due:
+                probe.stop_if_due()
             return out
 
         autograd.backward = backward
@@ -469,12 +523,12 @@ class Probe:
 
     def _keep_loss(self, tensors):
         t = tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else tensors
-        entry = self.scaled.pop(id(t), None)
+        entry = self.scaled.pop(id(t), None) if self.scaled else None
         if entry is not None and entry[0]() is t:
             t = entry[1]  # GradScaler.scale's input: the script's own loss
         if self.device is None and getattr(t, "is_cuda", False):
             self.device = t.device
-        if getattr(self.local, "closure_repeat", False):
+        if self.local.closure_repeat:
             return
         scalar = self.losses.scalar_of(t)
         if scalar is not None:
@@ -521,7 +575,7 @@ class Probe:
         @functools.wraps(original)
         def step(self, optimizer, *args, **kwargs):
             local = probe.local
-            if probe._compiling() or getattr(local, "in_scaler", False) or getattr(local, "opt_depth", 0):
+            if probe._compiling() or local.in_scaler or local.opt_depth:
                 return original(self, optimizer, *args, **kwargs)
             probe.stop_if_due()
             local.in_scaler = True
@@ -629,29 +683,14 @@ class Probe:
 
     def _iteration_closed(self, number, it):
         self.steps = number
-        self.send(
-            {
-                "type": "step",
-                "step": number,
-                "durMs": max(0.0, (it.end - it.start) * 1000 - it.eval_ms - it.probe_ms),
-                "samples": it.samples,
-                "batches": it.batches,
-                "dataMs": it.data_ms,
-                "phasesMs": it.phases_ms,
-                "timing": "cuda-events" if it.cuda else "host-clock",
-                # Not yet in Trainbench's message schema (dropped there): what the iteration was made of.
-                "optimizerSteps": len(it.steps),
-                "skipped": it.skipped,
-                "evalMs": it.eval_ms,
-            }
-        )
+        # Made when sent (channel.py): with others, after the step. The first step and the first measured one go at
+        # once: Trainbench opens its telemetry window on their arrival.
+        self.send((_step_message, (number, it)), at_once=number == 1 or number == self.warmup + 1)
         for phase, start, end in it.cuda:
             self.pending_cuda.append((number, phase, start, end))
         if self.pending_cuda:
             self._read_cuda(wait=False)
-        for scalar in it.losses:
-            self.losses.keep(number, scalar)
-        self.losses.step_done(it.end)
+        self.losses.step_closed(number, it.losses, it.end)
         if number == 1:
             if self.seed is not None:
                 self.send({"type": "seed", "by": "trainbench", "seed": self.seed, "where": "torch import"})
@@ -661,12 +700,13 @@ class Probe:
         if number == self.warmup + 1:
             self._check_flags("at the first measured step")
         try:
-            if self.flops is not None:
+            if self.flops is not None and not self.flops.done:
                 self.flops.iteration_closed(number, it.samples)
         except Exception as err:
             _note("model FLOPs not counted (%r)" % (err,))
         try:
-            self.modules.iteration_closed(number)
+            if self.modules.discovering:
+                self.modules.iteration_closed(number)
         except _overrides.OverrideError:
             raise
         except Exception as err:
@@ -754,6 +794,24 @@ class Probe:
         if self.steps > 0 or reason == "steps":
             self.send({"type": "done", "reason": reason, "steps": self.steps, "memory": memory})
         self.channel.close()
+
+
+def _step_message(number, it):
+    """The 'step' message of a closed iteration."""
+    return {
+        "type": "step",
+        "step": number,
+        "durMs": max(0.0, (it.end - it.start) * 1000 - it.eval_ms - it.probe_ms),
+        "samples": it.samples,
+        "batches": it.batches,
+        "dataMs": it.data_ms,
+        "phasesMs": it.phases_ms,
+        "timing": "cuda-events" if it.cuda else "host-clock",
+        # Not yet in Trainbench's message schema (dropped there): what the iteration was made of.
+        "optimizerSteps": len(it.steps),
+        "skipped": it.skipped,
+        "evalMs": it.eval_ms,
+    }
 
 
 _WRAPPERS = {"step", "backward", "__next__", "scale", "timed", "run", "compile", "__init__", "_made", "pre", "post", "__init_subclass__", "_counting", "__call__", "clip"}

@@ -11,6 +11,17 @@ from collections.abc import Mapping
 def batch_size_of(batch, depth=0):
     if depth > 4:
         return None
+    if type(batch) is tuple or type(batch) is list:  # the usual (inputs, targets), its tensors read here: this runs at every batch
+        for value in batch:
+            shape = getattr(value, "shape", None)
+            if shape is not None and hasattr(value, "dim"):
+                if len(shape) > 0:
+                    return int(shape[0])
+                continue
+            n = batch_size_of(value, depth + 1)
+            if n is not None:
+                return n
+        return None
     shape = getattr(batch, "shape", None)
     if shape is not None and hasattr(batch, "dim"):
         return int(shape[0]) if len(shape) > 0 else None

@@ -4,12 +4,26 @@ Never the script's stdout: the script owns that. The connection is made on the
 first message, so processes that import torch but train nothing (torchrun's
 launcher, a shell wrapper's helpers) never appear. A forked child (a DataLoader
 worker) does not write on its parent's socket.
+
+Per-step messages (step, phases, loss) are held and sent together every FLUSH_S
+(issue 38): a message sent on its own wakes the reader, which the kernel tends to
+run at once on the writer's core (a socket wake-up is a 'sync' one), so a fast
+step paid a reader's turn (30 to 100 µs on a 2-core machine) at every step. Any
+other message goes at once, after what is held, so the order is kept. A training
+thread that stops stepping (an evaluation, a checkpoint) leaves what it holds
+to a flusher thread, which sends it within 2 x FLUSH_S and sleeps otherwise.
 """
 import json
 import os
 import socket
 import sys
 import threading
+import time
+
+PER_STEP = frozenset(("step", "phases", "loss"))  # src-main/core/script/probe-channel.ts keeps the same set
+# Below one telemetry sample (LAUNCH_TELEMETRY_MS, 200 ms): a window opened or closed by a step's arrival
+# moves by less than a sample; Trainbench throttles its progress to one update per 100 ms anyway.
+FLUSH_S = 0.1
 
 
 class Channel:
@@ -21,20 +35,83 @@ class Channel:
         self._sock = None
         self._pid = None
         self._broken = False
-        self._lock = threading.Lock()
+        # Messages are encoded when sent, together: encoding them one by one, between the script's own work, is slower.
+        self._encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+        self._fresh_state()
+        if hasattr(os, "register_at_fork"):
+            import weakref
 
-    def send(self, message):
+            ref = weakref.ref(self)
+            os.register_at_fork(after_in_child=lambda: ref() is not None and ref()._fresh_state())
+
+    def _fresh_state(self):
+        """The lock, the held messages and the flusher: a forked child (whose copy of the lock may be held,
+        and which has no flusher thread) starts them anew, and never sends what its parent held."""
+        self._lock = threading.Lock()
+        self._held = []
+        self._held_since = 0.0
+        self._due = threading.Event()  # set while messages are held: the flusher watches them
+        self._watched = False  # _due is set (a plain flag: read at every step, under the lock)
+        self._flusher = None
+
+    def send(self, message, at_once=None):
+        """Sends a message; a per-step one is held up to FLUSH_S unless at_once. The message is a dict, or a
+        (build, args) pair whose build(*args) makes the dict when it is sent (held ones are made together)."""
         if self._broken:
             return
-        line = (json.dumps(message, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+        if at_once is None:
+            at_once = message.get("type") not in PER_STEP
+        now = time.perf_counter()
         with self._lock:
-            try:
-                if self._sock is None or self._pid != os.getpid():
-                    self._connect()
-                self._sock.sendall(line)
-            except (OSError, ValueError) as err:
-                self._broken = True
-                sys.stderr.write("trainbench probe: lost the connection to Trainbench (%s); measuring stops, the script goes on\n" % (err,))
+            if not self._held:
+                self._held_since = now
+            self._held.append(message)
+            if at_once or now - self._held_since >= FLUSH_S:
+                self._flush_locked()
+            elif not self._watched:
+                self._watch()
+
+    def flush(self):
+        with self._lock:
+            if self._held:
+                self._flush_locked()
+
+    def _flush_locked(self):
+        held, self._held = self._held, []
+        if self._broken:
+            return
+        try:
+            data = "".join([self._encode(m if type(m) is dict else m[0](*m[1])) + "\n" for m in held]).encode("utf-8")
+            if self._sock is None or self._pid != os.getpid():
+                self._connect()
+            self._sock.sendall(data)
+        except Exception as err:  # the socket (OSError), a value JSON cannot hold (ValueError), a message that could not be made
+            self._broken = True
+            sys.stderr.write("trainbench probe: lost the connection to Trainbench (%s); measuring stops, the script goes on\n" % (err,))
+
+    def _watch(self):
+        """Under the lock: held messages are sent by the flusher thread if the training thread sends nothing more."""
+        if self._flusher is None:
+            self._flusher = threading.Thread(target=self._flush_when_idle, name="trainbench-probe-flush", daemon=True)
+            self._flusher.start()
+        self._watched = True
+        self._due.set()
+
+    def _flush_when_idle(self):
+        """Sleeps until messages are held, then sends them once they are 2 x FLUSH_S old (the training thread sends
+        them after FLUSH_S while it steps, so this one wakes at most every 2 x FLUSH_S and mostly finds nothing)."""
+        due, lock = self._due, self._lock  # the parent's: a forked child makes its own, and has no flusher
+        while True:
+            due.wait()
+            with lock:
+                age = time.perf_counter() - self._held_since
+                if not self._held or age >= 2 * FLUSH_S:
+                    if self._held:
+                        self._flush_locked()
+                    self._watched = False
+                    due.clear()
+                    continue
+            time.sleep(2 * FLUSH_S - age)
 
     def _connect(self):
         sock = socket.create_connection(self._address, timeout=10)
@@ -46,6 +123,8 @@ class Channel:
 
     def close(self):
         with self._lock:
+            if self._held:
+                self._flush_locked()
             if self._sock is not None and self._pid == os.getpid():
                 try:
                     self._sock.close()

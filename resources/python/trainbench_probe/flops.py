@@ -67,7 +67,7 @@ class FlopCounter:
         local = self.probe.local
 
         def forward(ctx, *args):
-            local.checkpoint_forward = getattr(local, "checkpoint_forward", 0) + 1
+            local.checkpoint_forward += 1
             try:
                 return inner(ctx, *args)
             finally:
@@ -78,14 +78,14 @@ class FlopCounter:
 
     def _count(self, module, output):
         probe = self.probe
-        if probe._compiling() or not module.training or getattr(probe.local, "in_fetch", False):
+        if probe._compiling() or not module.training or probe.local.in_fetch:
             return None  # traced by dynamo, or inside a loader fetch
         grad = self.torch.is_grad_enabled()
         if probe.backward_depth > 0:
             recompute = True  # a checkpoint's forward run again to give the backward its activations
             if not grad:
                 return None
-        elif grad or getattr(probe.local, "checkpoint_forward", 0) > 0:
+        elif grad or probe.local.checkpoint_forward > 0:
             recompute = False
         else:
             return None  # an evaluation

@@ -26,7 +26,10 @@ PHASES = ("forward", "loss", "backward", "optimizer")
 
 
 class Segment:
-    """What happened since the end of the last optimizer step (or since the start)."""
+    """What happened since the end of the last optimizer step (or since the start). The segment an optimizer step
+    ends becomes the open iteration (the segments of its later steps are added to it): one object a step."""
+
+    __slots__ = ("samples", "batches", "data_ms", "eval_ms", "phases_ms", "cuda", "losses", "trained", "start", "end", "steps", "skipped", "probe_ms")
 
     def __init__(self):
         self.samples = 0
@@ -35,8 +38,14 @@ class Segment:
         self.eval_ms = 0.0
         self.phases_ms = dict.fromkeys(PHASES, 0.0)
         self.cuda = []  # (phase, start event, end event)
-        self.losses = []  # detached scalars given to backward()
+        self.losses = []  # the losses given to backward() (losses.py's scalar_of)
         self.trained = False  # a backward, a training forward or a used batch
+        # As an iteration:
+        self.start = None
+        self.end = None
+        self.steps = ()  # optimizer keys in the order they stepped
+        self.skipped = False
+        self.probe_ms = 0.0
 
     def add(self, other):
         self.samples += other.samples
@@ -50,24 +59,15 @@ class Segment:
         self.trained = self.trained or other.trained
 
 
-class Iteration(Segment):
-    def __init__(self, start):
-        super().__init__()
-        self.start = start
-        self.end = None
-        self.steps = []  # optimizer keys in the order they stepped
-        self.skipped = False
-        self.probe_ms = 0.0
-
-
 class Fetch:
-    __slots__ = ("t0", "t1", "samples", "eval")
+    """A training batch's fetch, held until training is seen to use it."""
 
-    def __init__(self, t0, t1, samples, is_eval):
+    __slots__ = ("t0", "t1", "samples")
+
+    def __init__(self, t0, t1, samples):
         self.t0 = t0
         self.t1 = t1
         self.samples = samples
-        self.eval = is_eval
 
 
 class Tentative:
@@ -89,7 +89,7 @@ class Iterations:
         self._emit = emit
         self.closed = 0
         self.seg = Segment()
-        self.open = None  # Iteration with at least one step
+        self.open = None  # the iteration (a Segment) with at least one step
         self.signature = None  # the optimizer sequence of the last closed iteration
         self.pending = []  # fetches not yet known to be training or evaluation
         self.tentative = None  # an eval-mode forward with grad, not yet known to be training or evaluation
@@ -102,30 +102,34 @@ class Iterations:
     # ---- data -----------------------------------------------------------------------------
     def fetched(self, t0, t1, samples, grad_enabled):
         """A DataLoader batch; made with grad disabled it is evaluation at once."""
-        f = Fetch(t0, t1, samples, not grad_enabled)
         # A new batch before any backward: the eval-mode forward before it was evaluation.
-        self._tentative_was_eval()
-        if f.eval:
+        if self.tentative is not None:
+            self._tentative_was_eval()
+        if not grad_enabled:
             self._eval_from(t0)
         else:
-            self.pending.append(f)
+            self.pending.append(Fetch(t0, t1, samples))
 
     def _claim(self, now):
         """Training uses the fetched batches: they count, and an evaluation span before them ends."""
-        self._tentative_trained()
+        if self.tentative is not None:
+            self._tentative_trained()
+        seg = self.seg
         if self.pending:
             first = self.pending[0]
-            self._eval_until(first.t0)
+            if self.eval_start is not None:
+                self._eval_until(first.t0)
             for f in self.pending:
-                self.seg.batches += 1
-                self.seg.samples += f.samples or 0
-                self.seg.data_ms += (f.t1 - f.t0) * 1000
+                seg.batches += 1
+                seg.samples += f.samples or 0
+                seg.data_ms += (f.t1 - f.t0) * 1000
             self.pending = []
-            self._note_activity(first.t0)
-        else:
+            now = first.t0
+        elif self.eval_start is not None:
             self._eval_until(now)
-            self._note_activity(now)
-        self.seg.trained = True
+        if self.first_activity is None:
+            self.first_activity = now
+        seg.trained = True
 
     def eval_mode_forward(self, t0):
         """A forward of a module in eval mode with grad enabled: held until a backward (training) or the next batch or step (evaluation)."""
@@ -160,10 +164,6 @@ class Iterations:
             if lower is not None:
                 self.seg.eval_ms += max(0.0, (t - max(self.eval_start, lower)) * 1000)
             self.eval_start = None
-
-    def _note_activity(self, t):
-        if self.first_activity is None:
-            self.first_activity = t
 
     # ---- compute ------------------------------------------------------------------------------
     def training_forward(self, t0):
@@ -209,29 +209,33 @@ class Iterations:
     def stepped(self, key, t_end, skipped=False):
         """An optimizer's step ended (or a GradScaler skipped it). Returns how many iterations closed."""
         before = self.closed
-        self._tentative_was_eval()
-        self._eval_until(t_end)
+        if self.tentative is not None:
+            self._tentative_was_eval()
+        if self.eval_start is not None:
+            self._eval_until(t_end)
         if self.open is not None and key in self.open.steps and self.seg.trained:
             self._close()
         if self.open is None:
-            start = self.last_end if self.closed else (self.first_activity or self.t_start)
-            self.open = Iteration(start)
-        it = self.open
-        it.add(self.seg)
+            it = self.open = self.seg
+            it.start = self.last_end if self.closed else (self.first_activity or self.t_start)
+        else:
+            it = self.open
+            it.add(self.seg)
         self.seg = Segment()
-        it.steps.append(key)
+        it.steps += (key,)
         it.skipped = it.skipped or skipped
         it.end = t_end
-        if self.signature is not None and tuple(it.steps) == self.signature:
+        if it.steps == self.signature:
             self._close()
         return self.closed - before
 
     def _close(self):
         it, self.open = self.open, None
-        spans = [(max(a, it.start), min(b, it.end)) for a, b in self.probe_spans if b > it.start]
-        it.probe_ms = sum(max(0.0, b - a) for a, b in spans) * 1000
-        self.probe_spans = [(a, b) for a, b in self.probe_spans if b > it.end]
-        self.signature = tuple(it.steps)
+        if self.probe_spans:
+            spans = [(max(a, it.start), min(b, it.end)) for a, b in self.probe_spans if b > it.start]
+            it.probe_ms = sum(max(0.0, b - a) for a, b in spans) * 1000
+            self.probe_spans = [(a, b) for a, b in self.probe_spans if b > it.end]
+        self.signature = it.steps
         self.closed += 1
         self.last_end = it.end
         self._emit(self.closed, it)

@@ -179,10 +179,10 @@ class ModuleHooks:
         def pre(module, args):
             if compiling():  # traced by dynamo: nothing of ours may enter the graph
                 return None
-            if probe.quiet():  # inside a DataLoader fetch (transforms), or a backward (recomputation)
-                return None
             local = probe.local
-            depth = getattr(local, "depth", 0)
+            if probe.backward_depth or local.in_fetch:  # probe.quiet(): a DataLoader fetch (transforms), a backward (recomputation)
+                return None
+            depth = local.depth
             local.depth = depth + 1
             if depth:
                 return None
@@ -206,18 +206,22 @@ class ModuleHooks:
             elif probe.iterations.evaluating:
                 phase = None
             local.call = (phase, probe.mark(now))
-            probe.stop_if_due()
+            if probe.stop_due:
+                probe.stop_if_due()
             return None
 
         def post(module, args, output):
-            if compiling() or probe.quiet():
+            if compiling():
                 return None
             local = probe.local
-            depth = getattr(local, "depth", 1) - 1
-            local.depth = max(0, depth)
-            if depth > 0:
+            if probe.backward_depth or local.in_fetch:  # probe.quiet()
                 return None
-            call = getattr(local, "call", None)
+            depth = local.depth - 1
+            if depth > 0:
+                local.depth = depth
+                return None
+            local.depth = 0
+            call = local.call
             local.call = None
             if call is not None and call[0] is not None:
                 probe.phase_done(call[0], call[1])

@@ -87,6 +87,13 @@ def patch_zero_grad(torch, overrides, report):
     The script's first zero_grad() is reported with what it did, so the wizard knows whether there is anything to change."""
     forced = overrides.get("optim.set_to_none") is True
     state = {"seen": False, "applied": False}
+    wrapped = []  # (owner, its own zero_grad, the probe's)
+
+    def unwrap():
+        """Said, and nothing to force: every later zero_grad() is torch's own again (no wrapper to pay at each step)."""
+        for owner, original, ours in wrapped:
+            if owner.__dict__.get("zero_grad") is ours:
+                owner.zero_grad = original
 
     def wrap(owner):
         original = owner.__dict__.get("zero_grad")
@@ -108,12 +115,15 @@ def patch_zero_grad(torch, overrides, report):
                 if forced:
                     state["applied"] = True
                     report.said_at_first_step({"type": "applied", "key": "optim.set_to_none", "value": True, "where": where})
+                else:
+                    unwrap()
             if forced:
                 args, kwargs = (), dict(kwargs, set_to_none=True)
             return original(self, *args, **kwargs)
 
         zero_grad._trainbench = True
         owner.zero_grad = zero_grad
+        wrapped.append((owner, original, zero_grad))
 
     wrap(torch.optim.Optimizer)
     wrap(torch.nn.Module)

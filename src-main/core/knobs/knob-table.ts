@@ -63,6 +63,7 @@ export const KNOB_TABLE: readonly Knob[] = [
         if (to <= w || to > ctx.cpus) return { settled: `${w} worker processes: more than the ${ctx.cpus} cores of this machine only contend` };
         return { step: { from: w, to, hypothesis: 'worker processes prepare batches in parallel while the main process trains' } };
       },
+      randomStreams: "each worker process draws the dataset's random augmentation from its own generator, seeded from the loader's, so the same seed gives other crops and flips",
     },
   },
   {
@@ -404,6 +405,7 @@ export const KNOB_TABLE: readonly Knob[] = [
           why: e.workers === 0 ? 'persistent workers need worker processes' : 'keeping workers alive saves their start at each epoch boundary, which a trial of a few steps does not cross: not measurable here',
         };
       },
+      randomStreams: 'workers kept alive go on with their generators into the next epoch instead of being seeded afresh, and the loader draws no new base seed, so from the second epoch on the same seed gives other augmentations and another order',
     },
   },
 ];
@@ -424,6 +426,11 @@ const SCRIPT_OFFERS: readonly Offered<ScriptOffer>[] = KNOB_TABLE.flatMap((k) =>
 /** The script's knobs in the order the wizard tries them for what bounds the script's step (its baseline's data wait). */
 export function scriptOrder(bound: ScriptBound): Offered<ScriptOffer>[] {
   return [...SCRIPT_OFFERS].sort((a, b) => a.rank[bound] - b.rank[bound]);
+}
+
+/** Why a change of a script setting alters which random streams the training draws from (the knob table's words), or null: it does not. */
+export function scriptRandomStreams(setting: string): string | null {
+  return SCRIPT_OFFERS.find((k) => k.setting === setting)?.randomStreams ?? null;
 }
 
 /** The script's knobs in the data-bound order (the loader first). */

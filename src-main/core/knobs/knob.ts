@@ -101,6 +101,12 @@ export interface ScriptOffer {
   /** Place in the script wizard's order, lower first, for what bounds the step: the loader first or the model first. */
   rank: Record<ScriptBound, number>;
   propose: (o: ScriptOverrides, ctx: ScriptKnobContext) => Answer;
+  /**
+   * Why a change of this setting alters which random streams the training draws from (the same seed then gives other
+   * augmentations), where it does: its loss is judged against the loss's spread across streams, not with the same
+   * seed (core/optimise/loss-streams.ts). Absent: with the same seed the training draws the same numbers.
+   */
+  randomStreams?: string;
 }
 
 /** A target that does not offer the knob says why. */

@@ -3,6 +3,8 @@ import { ciLevel, DECIDING_COVERAGE, orderIndex, orderIntervalCoverage, pairsToD
 import type { Interval } from '../stats/bootstrap';
 import { medianInterval, quantile, relativeHalfWidth } from '../stats/bootstrap';
 import { decide } from '../stats/decision';
+import type { AcrossStreams } from './loss-streams';
+import { acrossStreamsText, streamsTolerance } from './loss-streams';
 
 /**
  * The distribution-free confidence interval of a median from order statistics
@@ -52,6 +54,13 @@ export interface TrialEvidence {
   /** Recipe changes (batch, accumulation) change the trajectory by design: proposed, kept only when allowed. */
   recipeChange: boolean;
   allowRecipeChanges: boolean;
+  /**
+   * A change of which random streams the training draws from (DataLoader workers): why, in the knob table's words, and
+   * how its loss was measured: across random streams (pair i on stream i: `across` the comparison, null where a loss
+   * was not finite), or with the same seed (the reproducible preset asks for the same loss). Absent or null: a
+   * deterministic change, judged with the same seed.
+   */
+  randomStreams?: { why: string; measured: 'across-streams' | 'same-seed'; across: AcrossStreams | null } | null;
 }
 
 export interface TrialVerdict {
@@ -72,20 +81,24 @@ export interface TrialVerdict {
 export function decideTrial(e: TrialEvidence): TrialVerdict {
   const { coverage, ...speedup } = pairedSpeedup(e.best, e.candidate);
   const caveat = coverage < 0.95 ? ` (with ${e.best.length} pairs the widest interval covers only ${(100 * coverage).toFixed(1)}%)` : '';
+  const streams = e.randomStreams ?? null;
+  const across = streams?.measured === 'across-streams' ? streams.across : null;
   if (!e.recipeChange && e.lossDelta !== null && !Number.isFinite(e.lossDelta)) {
-    return { decision: 'changes-results', why: 'the loss was not finite over the measured steps with the same seed: the change makes the training diverge', speedup, kept: false, lean: null };
+    const how = streams?.measured === 'across-streams' ? 'on at least one of its random streams' : 'with the same seed';
+    return { decision: 'changes-results', why: `the loss was not finite over the measured steps ${how}: the change makes the training diverge`, speedup, kept: false, lean: null };
   }
-  if (!e.recipeChange && e.lossDelta !== null && e.lossDelta > e.lossTolerance) {
-    return {
-      decision: 'changes-results',
-      why: `the mean loss over the measured steps moved by ${(100 * e.lossDelta).toFixed(3)}% with the same seed (tolerance ${(100 * e.lossTolerance).toFixed(3)}%): the change alters the training, not only its speed`,
-      speedup,
-      kept: false,
-      lean: null,
-    };
+  const tolerance = across ? streamsTolerance(across, e.lossTolerance) : e.lossTolerance;
+  if (!e.recipeChange && e.lossDelta !== null && e.lossDelta > tolerance) {
+    const why = across
+      ? `${acrossStreamsText(across, e.lossTolerance)}: the change alters the training beyond what a change of its random streams does (${streams!.why})`
+      : `the mean loss over the measured steps moved by ${(100 * e.lossDelta).toFixed(3)}% with the same seed (tolerance ${(100 * e.lossTolerance).toFixed(3)}%): the change alters the training, not only its speed` +
+        (streams ? `; it also changes which random streams the training draws from (${streams.why}), and the reproducible preset asks for the same loss with the same seed` : '');
+    return { decision: 'changes-results', why, speedup, kept: false, lean: null };
   }
   const decided = decide(speedup, e.noiseFloor, ciLevel(coverage));
-  const why = decided.why + caveat;
+  // A change of the random streams says which loss test it passed, and its numbers: the report shows them.
+  const lossTest = across && !e.recipeChange && e.lossDelta !== null ? `; the loss was checked across random streams (${streams!.why}): ${acrossStreamsText(across, e.lossTolerance)}` : '';
+  const why = decided.why + caveat + lossTest;
   // An interval of few pairs would keep a no-op change too often (a 50% one half the time): it only leans.
   if (coverage < DECIDING_COVERAGE && (decided.decision === 'accept' || decided.decision === 'reject')) {
     const lean = decided.decision === 'accept' ? 'faster' : 'slower';

@@ -9,6 +9,8 @@ import { wizardEta } from './eta';
 import { measuredVerdict, unchangedVerdict } from './final-verdict';
 import { PRESETS } from '../knobs/presets';
 import { decideTrial, noiseFloor, pairedSpeedup, relativeLossDelta } from './trial-decision';
+import type { TrialEvidence } from './trial-decision';
+import { acrossStreams } from './loss-streams';
 
 /** Pairs measured again per comparison, at most, when their two sides saw different conditions. */
 export const CONFOUNDER_RETRIES = 2;
@@ -36,7 +38,8 @@ function remember(skipped: SkippedChange[], entry: SkippedChange): void {
  * The optimisation wizard's rules (ADR 0012), once for every target: coordinate ascent over the
  * runner's knobs, one change at a time on top of the current best, each measured A/B/A/B against it
  * and kept only when its paired speedup beats the noise (and, where the runner measures loss, the loss
- * stays within the preset's tolerance); a crash or an OOM is the trial's outcome; then the best against
+ * stays within the preset's tolerance, or for a change of the random streams within their spread, ADR 0042);
+ * a crash or an OOM is the trial's outcome; then the best against
  * the baseline once more, whose speedup is the one reported. The owner (OptimiseService for the
  * engine, optimiseScript for a script) does the baseline's bookkeeping, saves, and reports.
  */
@@ -59,12 +62,12 @@ export class WizardLoop<C, R extends Repetition> {
     return this.count;
   }
 
-  /** One repetition, with the cancel checked on both sides of it. */
-  async measure(config: C): Promise<R> {
+  /** One repetition, with the cancel checked on both sides of it; on random stream `stream` where it is not 0 (loss-streams.ts). */
+  async measure(config: C, stream = 0): Promise<R> {
     if (this.hooks.cancelled()) throw new WizardCancelled(`cancelled before ${this.runner.unit} ${this.count + 1}`);
     this.count++;
     const t0 = Date.now();
-    const r = await this.runner.measure(config);
+    const r = stream !== 0 ? await this.runner.measure(config, stream) : await this.runner.measure(config);
     this.repetitionSeconds.push((Date.now() - t0) / 1000);
     if (this.hooks.cancelled()) throw new WizardCancelled(`cancelled after ${this.runner.unit} ${this.count}`);
     return r;
@@ -170,9 +173,11 @@ export class WizardLoop<C, R extends Repetition> {
   /**
    * `a` and `b`, `repeat` repetitions each, interleaved A/B/A/B so a drift hits both. A pair whose two
    * sides saw different conditions (another process's load, a GPU slowing down) is measured again, at
-   * most CONFOUNDER_RETRIES times; one that still differs is kept and named in `confounded`.
+   * most CONFOUNDER_RETRIES times; one that still differs is kept and named in `confounded`. With `streams`,
+   * pair i runs both sides on random stream i (the first on the wizard's seed): a change of the random streams
+   * is judged against the loss's spread across them (loss-streams.ts), at no launch more.
    */
-  async interleaved(a: C, b: C, phase: 'trial' | 'final', index: number | null, label: string) {
+  async interleaved(a: C, b: C, phase: 'trial' | 'final', index: number | null, label: string, streams = false) {
     const k = this.rules.repeat;
     const out = {
       /** The objective's numbers (samples/s or samples/J): what the decision compares. */
@@ -191,8 +196,8 @@ export class WizardLoop<C, R extends Repetition> {
     // A trial's or the final comparison's start is said before its first pair, not only after it.
     this.progress(phase, index, 0, k, label, null);
     for (let i = 0; i < k; i++) {
-      const ma = await this.measure(a);
-      const mb = await this.measure(b);
+      const ma = await this.measure(a, streams ? i : 0);
+      const mb = await this.measure(b, streams ? i : 0);
       const differ = conditionsDiffer(ma.conditions, mb.conditions, ['the best', 'the candidate']);
       const again = differ !== null && this.rules.confounders === 'remeasure' && out.remeasured < CONFOUNDER_RETRIES;
       const row = (side: ConditionsRow['side'], m: R): ConditionsRow => ({ pair: i + 1, side, samplesPerSec: m.samplesPerSec, conditions: m.conditions ?? null, remeasured: again ? differ : null });
@@ -225,14 +230,16 @@ export class WizardLoop<C, R extends Repetition> {
       const warming = this.runner.warmUp?.(candidate, change) ?? null;
       if (warming) this.progress('trial', index, 0, this.rules.repeat, `${change.label}: a first launch to fill its caches, not measured`, null);
       const warm = warming ? await warming : null;
-      const m = await this.interleaved(best, candidate, 'trial', index, change.label);
+      const streams = this.randomStreams(change);
+      const m = await this.interleaved(best, candidate, 'trial', index, change.label, streams?.measured === 'across-streams');
       partial.best = m.aSps;
       partial.cand = m.bSps;
       // A launch whose loss diverged (Infinity) makes its side's loss diverged; the point median needs no bootstrap.
       const sideLoss = (xs: number[]) => (xs.length === 0 ? null : xs.some((x) => !Number.isFinite(x)) ? Infinity : median(xs));
       // A loss that two launches of the same settings do not reproduce guards nothing: the change is judged on speed, and says so.
       const unchecked = this.runner.lossUnchecked?.() ?? null;
-      const lossDelta = unchecked === null ? relativeLossDelta(sideLoss(m.bLoss), sideLoss(m.aLoss)) : null;
+      const across = unchecked === null && streams?.measured === 'across-streams' ? acrossStreams(m.aLoss, m.bLoss) : null;
+      const lossDelta = unchecked === null ? (across?.delta ?? relativeLossDelta(sideLoss(m.bLoss), sideLoss(m.aLoss))) : null;
       const verdict = decideTrial({
         best: m.a,
         candidate: m.b,
@@ -241,6 +248,7 @@ export class WizardLoop<C, R extends Repetition> {
         lossTolerance: PRESETS[this.rules.preset].lossTolerance(change, this.rules.lossTolerance),
         recipeChange: change.kind === 'recipe',
         allowRecipeChanges: this.rules.allowRecipeChanges,
+        randomStreams: streams && { ...streams, across },
       });
       const { speedup } = verdict;
       // A pair the machine still treated unequally after its re-measures leaves the trial undecided: what was measured is shown, not judged.
@@ -294,6 +302,17 @@ export class WizardLoop<C, R extends Repetition> {
         error: e.message,
       };
     }
+  }
+
+  /**
+   * Whether a change alters which random streams the training draws from (the target says, from its knob table) and
+   * how its loss is then measured: across streams, or with the same seed under the reproducible preset, which asks
+   * for the same loss from the same seed. Null: a deterministic change, or a target without streams.
+   */
+  private randomStreams(change: OptimiseChange): Pick<NonNullable<TrialEvidence['randomStreams']>, 'why' | 'measured'> | null {
+    const why = this.runner.randomStreams?.(change) ?? null;
+    if (why === null || change.kind === 'recipe') return null;
+    return { why, measured: this.rules.preset === 'reproducible' || this.rules.repeat < 2 ? 'same-seed' : 'across-streams' };
   }
 
   /**

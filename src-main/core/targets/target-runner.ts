@@ -169,8 +169,16 @@ export interface WizardTarget<C, R extends Repetition = Repetition> {
   readonly kind: 'engine' | 'script';
   /** What a person calls one repetition of this target ("launch" for a script), for messages. */
   readonly unit: string;
-  /** One repetition of `config`, fresh (a new trainer, a new launch): the unit every A/B pair is made of. */
-  measure(config: C): Promise<R>;
+  /**
+   * One repetition of `config`, fresh (a new trainer, a new launch): the unit every A/B pair is made of. On random
+   * stream `stream` where it is not 0 (every seed the repetition sets moved by it), for a target with randomStreams.
+   */
+  measure(config: C, stream?: number): Promise<R>;
+  /**
+   * Why `change` alters which random streams the training draws from (DataLoader workers: the same seed then gives
+   * other augmentations), or null: it does not. Such a change's loss is judged across streams (ADR 0042).
+   */
+  randomStreams?(change: OptimiseChange): string | null;
   /** The configuration with one change applied. */
   apply(config: C, change: OptimiseChange): C;
   /** Every offered knob's next step from `best`, less those in `exhausted`; null before the target knows enough (its baseline). */

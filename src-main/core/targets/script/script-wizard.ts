@@ -40,7 +40,9 @@ type Loader = ScriptOptimiseResult['target']['loader'];
  * (core/targets/script-runner.ts): a baseline of `repeat` launches, then one override at a time on
  * top of the current best, measured A/B/A/B. Every launch is seeded alike and its mean loss compared
  * (the preset's tolerance), unless the script's loss does not reproduce: then a kept change says it was
- * kept without a loss check. The batch size is a recipe change: proposed, kept only when allowed.
+ * kept without a loss check. A change of the random streams (DataLoader workers) runs pair i on stream i
+ * and is judged against the loss's spread across streams (ADR 0042), at no launch more. The batch size is
+ * a recipe change: proposed, kept only when allowed.
  *
  * The wizard is one script job: cancelling it kills the launch in flight; the
  * run is recorded cancelled (or failed) with what it had measured, so the
@@ -67,9 +69,10 @@ export async function openScriptWizard(deps: ScriptWizardDeps, request: ScriptOp
  * The optimisation wizard on a user's command (the one driver is core/optimise/wizard-driver.ts): a baseline of
  * `repeat` launches, then one override at a time on top of the current best, measured A/B/A/B. Every launch is
  * seeded alike and its mean loss compared (the preset's tolerance), unless the script's loss does not reproduce:
- * then a kept change says it was kept without a loss check. The batch size is a recipe change: proposed, kept
- * only when allowed. A cancel kills the launch in flight; the run is recorded cancelled (or failed) with what it
- * had measured, so the finished trials of a stopped wizard are not lost (ScriptOptimiseRecord).
+ * then a kept change says it was kept without a loss check; a change of the random streams is compared across
+ * streams instead (ADR 0042). The batch size is a recipe change: proposed, kept only when allowed. A cancel kills
+ * the launch in flight; the run is recorded cancelled (or failed) with what it had measured, so the finished trials
+ * of a stopped wizard are not lost (ScriptOptimiseRecord).
  */
 class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
   private readonly events: EventHub;

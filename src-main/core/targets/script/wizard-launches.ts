@@ -11,7 +11,7 @@ import { probeDir } from '../../script/launcher';
 import type { RankSummary } from '../../script/rank-stats';
 import { combineRanks, summarizeRank } from '../../script/rank-stats';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
-import { scriptProposals } from '../../knobs/knob-table';
+import { scriptProposals, scriptRandomStreams } from '../../knobs/knob-table';
 import type { TrialRecord } from '../../script/measured-launch';
 import { trialError } from '../../script/measured-launch';
 import { launchMeasured } from '../../script/measured-launch';
@@ -43,6 +43,9 @@ export { LAUNCH_TELEMETRY_MS } from '../../script/measured-launch';
 
 /** Two launches of the same settings whose mean losses differ by more than this (relative) do not reproduce it. */
 const REPEAT_LOSS_TOLERANCE = 1e-3;
+
+/** The probe moves every seed a launch sets, the wizard's and the script's own, by this variable's value (loss-streams.ts). */
+const SEED_STREAM_ENV = 'TB_PROBE_SEED_STREAM';
 
 /**
  * The user's command as the wizard's target: each repetition one launch with the probe's overrides,
@@ -81,10 +84,15 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
     private readonly telemetry: TelemetryService | null = null,
   ) {}
 
-  async measure(overrides: ScriptOverrides): Promise<ScriptRepetition> {
+  /**
+   * One launch; on random stream `stream` (every seed it sets moved by it, the script's own too) where that is not 0.
+   */
+  async measure(overrides: ScriptOverrides, stream = 0): Promise<ScriptRepetition> {
     const r = this.request;
     const n = ++this.launches;
-    const trialOptions = { target: r.target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir, seed: r.seed };
+    // The stream travels in the command's environment: measured-launch.ts has no option for it (yet).
+    const target = stream === 0 ? r.target : { ...r.target, env: { ...r.target.env, [SEED_STREAM_ENV]: String(stream) } };
+    const trialOptions = { target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir, seed: r.seed };
     const telemetryService = this.telemetry;
     let record: TrialRecord;
     let telemetry: TelemetrySummary | null;
@@ -119,11 +127,11 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
     // Rank 0's process speaks for the launch (connections come in the order the ranks connected).
     const first = record.connections.find((c) => c.hello.rank === 0) ?? record.connections[0];
     this.see(messages, overrides, first?.hello.torch ?? null);
-    this.run.appendEvent({ type: 'optimise.launch', launch: n, overrides, samplesPerSec: combined.samplesPerSec, stepMs: combined.steadyStateMeanMs });
+    this.run.appendEvent({ type: 'optimise.launch', launch: n, overrides, ...(stream !== 0 ? { stream } : {}), samplesPerSec: combined.samplesPerSec, stepMs: combined.steadyStateMeanMs });
     // The script's own settings: those this launch overrode are not the script's.
     const loader = loaderMessage?.type === 'loader' ? { ...loaderMessage.settings } : null;
     if (loader) for (const key of LOADER_KEYS) if (overrides[`dataloader.${key}`] !== undefined) loader[key] = null;
-    const loss = this.lossOfLaunch(n, overrides, first?.messages ?? []);
+    const loss = this.lossOfLaunch(n, overrides, stream, first?.messages ?? []);
     const compiled = first?.messages.find((m) => m.type === 'compile');
     const compile = compiled?.type === 'compile' ? { seconds: compiled.seconds, compilations: compiled.compilations, inMeasuredSteps: compiled.inMeasuredSteps } : null;
     const device = ranks[0].rank.device;
@@ -133,9 +141,10 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
 
   /**
    * The launch's mean loss over its measured steps (rank 0's; Infinity where one was not finite), or null where
-   * it cannot be compared: then `unchecked` says why, for every trial from here on.
+   * it cannot be compared: then `unchecked` says why, for every trial from here on. Launches repeat each other when
+   * their settings and their random stream are the same.
    */
-  private lossOfLaunch(n: number, overrides: ScriptOverrides, messages: ProbeMessage[]): number | null {
+  private lossOfLaunch(n: number, overrides: ScriptOverrides, stream: number, messages: ProbeMessage[]): number | null {
     const r = this.request;
     const seed = messages.find((m) => m.type === 'seed' && m.by === 'script') ?? messages.find((m) => m.type === 'seed');
     if (seed?.type === 'seed') this.seededBy ??= { by: seed.by, where: seed.where };
@@ -152,11 +161,11 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
       return null;
     }
     const loss = values.some((v) => v === null) ? Infinity : mean(values as number[]);
-    const key = JSON.stringify(Object.entries(overrides).sort(([a], [b]) => a.localeCompare(b)));
+    const key = JSON.stringify([stream, Object.entries(overrides).sort(([a], [b]) => a.localeCompare(b))]);
     const first = this.lossOf.get(key);
     if (first === undefined) this.lossOf.set(key, loss);
     else if (Number.isFinite(first) && Number.isFinite(loss) && Math.abs(loss - first) > REPEAT_LOSS_TOLERANCE * Math.max(Math.abs(first), 1e-12)) {
-      this.unchecked = `two launches of the same settings gave mean losses ${first.toPrecision(6)} and ${loss.toPrecision(6)} with the same seed (the script's data order or its kernels are not deterministic)`;
+      this.unchecked = `two launches of the same settings gave mean losses ${first.toPrecision(6)} and ${loss.toPrecision(6)} with the same seed${stream !== 0 ? ` (random stream ${stream})` : ''} (the script's data order or its kernels are not deterministic)`;
       return null;
     }
     return loss;
@@ -164,6 +173,11 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
 
   lossUnchecked(): string | null {
     return this.unchecked;
+  }
+
+  /** Why a change alters which random streams the script's training draws from (the knob table says), or null. */
+  randomStreams(change: OptimiseChange): string | null {
+    return scriptRandomStreams(change.knob);
   }
 
   /**
