@@ -1,0 +1,56 @@
+// The probe times DDP's gradient all-reduces (issue 40): two ranks on gloo, on both torches; rank 1 sleeps before its
+// backward. Each rank records every bucket of every step with its bytes, rank 1 arrives later by about its sleep, rank
+// 0 waits for it in the collective, and the verdict built on these times names rank 1 as the straggler, in host
+// time; with no sleep it names none.
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+import { describe, expect, it } from 'vitest';
+
+import type { RankCollective, RankStep } from '../../src-main/core/stats/collectives';
+import { straggler } from '../../src-main/core/stats/collectives';
+import { INTERPRETERS } from './probe-run';
+import { SCRIPTS } from './script-helpers';
+
+interface Item { index: number; op: string; arriveMs: number; doneMs: number; bytes: number }
+interface Rank { rank: number; params: number; steps: (Omit<RankStep, 'rank'> & { collectives: Item[] })[] }
+
+async function job(python: string, sleepMs: number): Promise<Rank[]> {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const { stdout } = await promisify(execFile)(python, [path.join(SCRIPTS, 'ddp_collectives.py'), String(port), String(sleepMs)], { timeout: 200_000 });
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as Rank[];
+}
+
+const flat = (ranks: Rank[]) => ({
+  collectives: ranks.flatMap((r) => r.steps.flatMap((s) => s.collectives.map((c): RankCollective => ({ rank: r.rank, step: s.step, index: c.index, arriveMs: c.arriveMs, doneMs: c.doneMs, bytes: c.bytes })))),
+  steps: ranks.flatMap((r) => r.steps.map(({ collectives: _, ...s }): RankStep => ({ rank: r.rank, ...s }))),
+});
+
+// Two ranks of spawned processes on a busy 2-core machine: a port taken meanwhile or a stalled start is tried once more.
+describe.each(INTERPRETERS)('DDP collectives timed by the probe, $label', { retry: 1 }, (interp) => {
+  it.skipIf(!interp.python)('records every bucket with its bytes; a rank that sleeps 40 ms before backward is named, in host time', async () => {
+    const ranks = await job(interp.python!, 40);
+    for (const r of ranks) {
+      for (const s of r.steps) {
+        // Every gradient byte goes through an all-reduce each step, bucket by bucket.
+        expect(s.collectives.reduce((n, c) => n + c.bytes, 0)).toBe(r.params);
+        for (const c of s.collectives) expect(c.doneMs).toBeGreaterThanOrEqual(c.arriveMs);
+      }
+    }
+    // After the first step (DDP rebuilds its buckets once), rank 1 arrives about its sleep later, and rank 0 waits for it.
+    const late = ranks[1].steps.slice(1).map((s, i) => Math.min(...s.collectives.map((c) => c.arriveMs)) - Math.min(...ranks[0].steps[i + 1].collectives.map((c) => c.arriveMs)));
+    // The median: one step of a busy 2-core machine may delay rank 0 instead.
+    expect(late.sort((a, b) => a - b)[Math.floor(late.length / 2)]).toBeGreaterThan(25);
+    const { collectives, steps } = flat(ranks);
+    const v = straggler(collectives, steps);
+    expect(v.rank, v.why).toBe(1);
+    expect(v.phase).toBe('host');
+  }, 420_000);
+
+  it.skipIf(!interp.python)('names no straggler when no rank sleeps', async () => {
+    const { collectives, steps } = flat(await job(interp.python!, 0));
+    const v = straggler(collectives, steps, { minLateShareOfStep: 0.1 });
+    expect(v.rank, v.why).toBeNull();
+  }, 420_000);
+});
