@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-PER_STEP = frozenset(("step", "phases", "loss"))  # src-main/core/script/probe-channel.ts keeps the same set
+PER_STEP = frozenset(("step", "phases", "loss", "collectives"))  # src-main/core/script/probe-channel.ts keeps the same set
 # Below one telemetry sample (LAUNCH_TELEMETRY_MS, 200 ms): a window opened or closed by a step's arrival
 # moves by less than a sample; Trainbench throttles its progress to one update per 100 ms anyway.
 FLUSH_S = 0.1
