@@ -17,8 +17,9 @@ interface Item { index: number; op: string; arriveMs: number; doneMs: number; by
 interface Rank { rank: number; params: number; steps: (Omit<RankStep, 'rank'> & { collectives: Item[] })[] }
 
 async function job(python: string, sleepMs: number): Promise<Rank[]> {
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  const { stdout } = await promisify(execFile)(python, [path.join(SCRIPTS, 'ddp_collectives.py'), String(port), String(sleepMs)], { timeout: 200_000 });
+  // The ranks end themselves after 90 s whatever happens (the fixture's watchdog): none may outlive the test and load
+  // the machine for the tests after it.
+  const { stdout } = await promisify(execFile)(python, [path.join(SCRIPTS, 'ddp_collectives.py'), String(sleepMs)], { timeout: 200_000, killSignal: 'SIGKILL' });
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as Rank[];
 }
 
@@ -27,7 +28,7 @@ const flat = (ranks: Rank[]) => ({
   steps: ranks.flatMap((r) => r.steps.map(({ collectives: _, ...s }): RankStep => ({ rank: r.rank, ...s }))),
 });
 
-// Two ranks of spawned processes on a busy 2-core machine: a port taken meanwhile or a stalled start is tried once more.
+// Two ranks of spawned processes on a busy 2-core machine: a stalled start is tried once more.
 describe.each(INTERPRETERS)('DDP collectives timed by the probe, $label', { retry: 1 }, (interp) => {
   it.skipIf(!interp.python)('records every bucket with its bytes; a rank that sleeps 40 ms before backward is named, in host time', async () => {
     const ranks = await job(interp.python!, 40);
