@@ -7,6 +7,7 @@ import path from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
+import { freePort } from '../helpers/free-port';
 import { tempDir } from '../helpers/temp-dir';
 
 import type { ProbeProcess, ProbedRun } from './probe-run';
@@ -84,7 +85,7 @@ describe.skipIf(missing !== null)(missing ? `real clients: skipped: ${missing}` 
   }, 180_000);
 
   it('accelerate launch with 2 processes: each rank’s steps, samples and losses, and a batch-size override on its re-sharded loaders', async () => {
-    const argv = [binOf(TORCH2.python!, 'accelerate'), 'launch', '--multi_gpu', '--num_processes', '2', '--num_machines', '1', '--mixed_precision', 'no', '--dynamo_backend', 'no', 'clients/accelerate_loop.py', '--batch', '4', '--out', out.dir];
+    const argv = [binOf(TORCH2.python!, 'accelerate'), 'launch', '--multi_gpu', '--num_processes', '2', '--num_machines', '1', '--main_process_port', String(await freePort()), '--mixed_precision', 'no', '--dynamo_backend', 'no', 'clients/accelerate_loop.py', '--batch', '4', '--out', out.dir];
     const run = await runProbed(argv, { env: { ...OFFLINE, ACCELERATE_USE_CPU: 'true', OMP_NUM_THREADS: '1', TB_PROBE_SET: JSON.stringify({ 'dataloader.batch_size': 4 }) } });
     expect(run.code, run.stderr.slice(-4000)).toBe(0);
     expect(run.invalid).toEqual([]);

@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 
 import { describe, expect, it } from 'vitest';
 
+import { freePort } from '../helpers/free-port';
 import { binOf, doneOf, INTERPRETERS, runProbed, stepsOf } from './probe-run';
 
 function cudaDevices(python: string): number {
@@ -20,7 +21,7 @@ describe.each(INTERPRETERS)('rank devices on $label', (interp) => {
   describe.skipIf(gpus < 2)(gpus >= 2 ? 'two GPUs' : `skipped: ${why}`, () => {
     it('each rank reports events and peak memory of cuda:LOCAL_RANK', async () => {
       const torchrun = binOf(interp.python!, 'torchrun');
-      const run = await runProbed([torchrun, '--nproc_per_node', '2', '--redirects', '1', '--tee', '1', 'ddp_rank_device.py'], { timeoutMs: 180_000 });
+      const run = await runProbed([torchrun, '--nproc_per_node', '2', '--master_port', String(await freePort()), '--redirects', '1', '--tee', '1', 'ddp_rank_device.py'], { timeoutMs: 180_000 });
       expect(run.code, run.stderr.slice(-3000)).toBe(0);
       expect(run.invalid).toEqual([]);
       expect(run.processes).toHaveLength(2);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { requireBuilt } from '../helpers/repo';
+import { freePort } from '../helpers/free-port';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, runCli, SCRIPTS, TORCHRUN } from './script-helpers';
 import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
@@ -18,7 +19,7 @@ describe('benchmark-training -- <command> through torchrun --nproc_per_node 2 (g
     const mark = newMark();
     // Debian's torchrun on Python 3.11 cannot parse its default --redirects/--tee of "0" (IntFlag iteration
     // skips 0 since 3.11): naming stdout (1) for both makes it start, and still shows every rank's output.
-    const command = [TORCHRUN, '--nproc_per_node', '2', '--redirects', '1', '--tee', '1', path.join(SCRIPTS, 'fashion_mnist_tutorial.py'), '--epochs', '1', '--limit', '4000'];
+    const command = [TORCHRUN, '--nproc_per_node', '2', '--master_port', String(await freePort()), '--redirects', '1', '--tee', '1', path.join(SCRIPTS, 'fashion_mnist_tutorial.py'), '--epochs', '1', '--limit', '4000'];
     const { code, stdout, stderr } = await runCli(['benchmark-training', '--json', '--no-output', '--warmup-steps', '3', '--steps', '15', '--repeat', '1', '--timeout', '120', '--workspace', ws.dir, '--env', `TB_TEST_MARK=${mark}`, '--', ...command]);
     expect(code, stderr).toBe(0);
     const r = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout)));
