@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, createReadStream, createWriteStream, fstatSync, openSync, promises as fs, readlinkSync, realpathSync, type WriteStream } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 
@@ -437,6 +438,27 @@ export async function writeNewFileStreamed(workspace: Workspace, file: string, c
 
 export function writeJsonConfined(workspace: Workspace, file: string, value: unknown): Promise<void> {
   return writeFileConfined(workspace, file, JSON.stringify(value, null, 2) + '\n');
+}
+
+/**
+ * For a file another process saves by name (the engine's checkpoint): a name in the workspace is checked only once,
+ * and a folder swapped for a link while that process works would take its file outside. `save` gets a name in a fresh
+ * private folder outside the workspace instead; once it has resolved, the file is copied into `file` through its
+ * folder held open, whole or not at all. The private folder is removed whatever happened. Answers `save`'s answer.
+ */
+export async function writtenByAnotherProcess<T>(workspace: Workspace, file: string, save: (staged: string) => Promise<T>): Promise<T> {
+  const staging = await fs.mkdtemp(path.join(os.tmpdir(), 'trainbench-staged-'));
+  try {
+    const staged = path.join(staging, path.basename(file));
+    const answer = await save(staged);
+    await writeNewFileStreamed(workspace, file, createReadStream(staged), {
+      maxBytes: Number.MAX_SAFE_INTEGER, // the workbench's own process wrote it
+      tooLarge: (received) => new ApiError('E_INTERNAL', `${file} passed ${received} bytes`),
+    });
+    return answer;
+  } finally {
+    await fs.rm(staging, { recursive: true, force: true });
+  }
 }
 
 /**

@@ -17,6 +17,7 @@ import type { RunningJob } from '../../jobs/running-jobs';
 import type { TrainOptions } from '../target-runner';
 import { checkAborted } from '../../datasets/importers/record-source';
 import type { Workspace } from '../../workspace/workspace';
+import { writtenByAnotherProcess } from '../../workspace/workspace-files';
 
 /** What the engine's training needs of the workbench. */
 export interface EngineTrainDeps {
@@ -66,16 +67,16 @@ export async function trainEngine(deps: EngineTrainDeps, request: TrainRequest &
     return recording.stop();
   };
   try {
-    const raw = await deps.engine.train(
-      { runId: run.id, spec: request.spec, data, options: request.options, checkpointPath: path.join(run.dir, 'checkpoint.safetensors') },
-      (rawEvent) => {
+    // The engine saves its checkpoint by name: it gets a private one, copied into the run folder held open.
+    const raw = await writtenByAnotherProcess(deps.workspace, path.join(run.relativeDir, 'checkpoint.safetensors'), (checkpointPath) =>
+      deps.engine.train({ runId: run.id, spec: request.spec, data, options: request.options, checkpointPath }, (rawEvent) => {
         // Stamped on arrival, so curves can use a time axis (the engine's clock is per step, not wall-clock).
         const parsed = TrainEventSchema.safeParse({ ...(rawEvent as object), t: Date.now() });
         if (!parsed.success) return; // an engine newer than this contract; the run.json still gets the result
         run.appendEvent(parsed.data);
         deps.events.emit('train.progress', { jobId: run.id, event: parsed.data });
         options.onEvent?.(parsed.data);
-      },
+      }),
     );
     const telemetry = await stopRecording();
     const parsed = EngineTrainSummarySchema.safeParse(raw);
