@@ -52,10 +52,12 @@ export class ApiError extends Error {
    * The error as it crosses to a client (the one place it is serialised: the API's answers, the desktop
    * app's replies, a run's record). An E_INTERNAL message is an unexpected error's own words, often a
    * system call's with the absolute path it failed on: there a path inside `root` (the workspace) shows
-   * relative to it and any other absolute path as its last part, so an answer never maps the machine.
+   * relative to it and any other absolute path as its last part, so an answer never maps the machine. Our own
+   * messages keep a path outside the workspace (the person gave it, and may need it) but name the workspace's files
+   * relative to it, as every message means them.
    */
   toPayload(root?: string): ApiErrorPayload {
-    const message = this.code === 'E_INTERNAL' ? withoutAbsolutePaths(this.message, root) : this.message;
+    const message = this.code === 'E_INTERNAL' ? withoutAbsolutePaths(this.message, root) : withinWorkspaceRelative(this.message, root);
     return this.where === undefined ? { code: this.code, message } : { code: this.code, message, where: this.where };
   }
 
@@ -74,13 +76,20 @@ export function toApiError(err: unknown): ApiError {
 /** A POSIX path from its leading slash, or a Windows one from its drive, up to a space, quote or bracket (not one inside a word: "and/or", "3/4"). */
 const ABSOLUTE_PATH = /(?<![\w.~\\/-])(?:\/|[A-Za-z]:[\\/])[^\s'"`<>()[\]{},;|]+/g;
 
+/** `message` with each path inside `root` relative to it, the rest as it is. */
+function withinWorkspaceRelative(message: string, root?: string): string {
+  const base = root?.replace(/[\\/]+$/, '');
+  if (!base) return message;
+  let text = message;
+  for (const sep of ['/', '\\']) text = text.split(`${base}${sep}`).join('');
+  return text;
+}
+
 /** `message` with each absolute path inside `root` relative to it ("runs/x/run.json") and any other as "…/" and its last part. */
 export function withoutAbsolutePaths(message: string, root?: string): string {
   const base = root?.replace(/[\\/]+$/, '');
   // The workspace's own paths first, by their literal prefix: a root may hold a space ("Application Support").
-  let text = message;
-  if (base) for (const sep of ['/', '\\']) text = text.split(`${base}${sep}`).join('');
-  return text.replace(ABSOLUTE_PATH, (p) => {
+  return withinWorkspaceRelative(message, root).replace(ABSOLUTE_PATH, (p) => {
     const bare = p.replace(/[.:]+$/, ''); // a sentence's own full stop or colon after the path
     const after = p.slice(bare.length);
     if (base && (bare === base || bare.startsWith(`${base}/`) || bare.startsWith(`${base}\\`))) return (bare.slice(base.length + 1) || '.') + after;

@@ -91,7 +91,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const jobs = new JobRegistry(events, () => newJobId(), () => new Date(), (id) => {
     running.refuseTaken(id);
     datasets.refuseTaken(id);
-  });
+  }, workspace.root);
   // A job started through the router is stopped by its registered cancel; one started in-process (the CLI,
   // a wizard's own search) through the running jobs; a dataset build or loader benchmark by the datasets.
   const cancelJob = async (jobId: string): Promise<{ cancelled: boolean }> => {

@@ -207,7 +207,7 @@ describe('Reports area', () => {
     await wrapper.get('[data-testid="report-export-dir"]').setValue('../elsewhere');
     await wrapper.get('[data-testid="report-export"]').trigger('submit');
     await expect.poll(() => wrapper.find('[data-testid="report-error"]').exists()).toBe(true);
-    expect(wrapper.get('[data-testid="report-error"]').text()).toMatch(/^path "\.\.\/elsewhere" is outside the workspace /);
+    expect(wrapper.get('[data-testid="report-error"]').text()).toMatch(/^path "\.\.\/elsewhere" is outside the workspace$/);
     expect(existsSync(path.join(services.workspace.root, '..', 'elsewhere'))).toBe(false);
   });
 

@@ -341,3 +341,27 @@ describe('second round: what a review of the fix found', () => {
     expect(answer).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT', message: `${id}.md is a folder in the export folder: move it away or export elsewhere` } });
   });
 });
+
+describe('third round: errors name workspace files relative to it (finding 5)', () => {
+  it('runs.get, files.list, datasets.csvHeader and models.readSpec answer without the workspace folder', async () => {
+    writeFileSync(inWs('sources', 'zero.csv'), Buffer.from([0, 1, 2, 255, 10]));
+    const answers = [
+      await call('runs.get', { id: 'no-such-run' }),
+      await call('files.list', { dir: '../etc' }),
+      await call('datasets.csvHeader', { path: 'sources/none.csv' }),
+      await call('datasets.csvHeader', { path: 'sources/zero.csv' }),
+      await call('models.readSpec', { path: 'models/none.json' }),
+    ];
+    for (const a of answers) {
+      expect(a.ok).toBe(false);
+      expect(a.error!.message).not.toContain(ws.dir);
+    }
+    expect(answers.map((a) => a.error!.message)).toEqual([
+      'there is no run no-such-run in the workspace (trainbench runs lists them)',
+      'path "../etc" is outside the workspace',
+      'cannot read sources/none.csv: ENOENT: it does not exist; check the path',
+      'sources/zero.csv is not a text CSV file: its first line holds a zero byte at character 1',
+      'there is no model spec file models/none.json in the workspace',
+    ]);
+  });
+});

@@ -49,8 +49,10 @@ describe('an E_INTERNAL answer', () => {
     expect(withoutAbsolutePaths('open C:\\Users\\John Smith\\ws\\runs\\x\\run.json', 'C:\\Users\\John Smith\\ws')).toBe('open runs\\x\\run.json');
   });
 
-  it('leaves the words of other codes as they are (ours, and a person may need the path)', () => {
-    const e = new ApiError('E_BAD_INPUT', 'there is no run x in the workspace /home/me/ws');
-    expect(e.toPayload().message).toBe('there is no run x in the workspace /home/me/ws');
+  it('names workspace files relative to it in the words of other codes, and keeps a path outside (a person may need it)', () => {
+    const e = new ApiError('E_BAD_INPUT', 'cannot read /home/me/ws/sources/a.csv: ENOENT; nor /data/b.csv');
+    expect(e.toPayload('/home/me/ws').message).toBe('cannot read sources/a.csv: ENOENT; nor /data/b.csv');
+    expect(e.toPayload().message).toBe(e.message);
+    expect(new ApiError('E_DATA', 'C:\\ws\\sources\\x.bin is not a text CSV file').toPayload('C:\\ws').message).toBe('sources\\x.bin is not a text CSV file');
   });
 });

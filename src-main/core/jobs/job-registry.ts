@@ -49,6 +49,8 @@ export class JobRegistry {
     private readonly now: () => Date = () => new Date(),
     /** Throws when a job outside this registry holds the id (one started in-process: the CLI's, a wizard's own search). */
     private readonly refuseHeldElsewhere: (jobId: string) => void = () => undefined,
+    /** The workspace: a failed job's message names its files relative to it, as the answer to its caller does. */
+    private readonly root?: string,
   ) {
     this.off = events.subscribe((event, data) => this.record(event, data));
   }
@@ -91,7 +93,7 @@ export class JobRegistry {
       return result;
     } catch (err) {
       this.live.delete(jobId);
-      this.events.emit('jobs.ended', { ...ended, ok: false, error: toApiError(err).toPayload() });
+      this.events.emit('jobs.ended', { ...ended, ok: false, error: toApiError(err).toPayload(this.root) });
       throw err;
     }
   }

@@ -106,7 +106,7 @@ export async function readModelSpec(workspace: Workspace, rel: string): Promise<
   try {
     text = await readTextCapped(workspace, abs, MAX_SPEC_BYTES);
   } catch (err) {
-    if (isMissing(err)) throw new ApiError('E_BAD_INPUT', `there is no model spec file ${rel} in the workspace ${workspace.root}`);
+    if (isMissing(err)) throw new ApiError('E_BAD_INPUT', `there is no model spec file ${rel} in the workspace`);
     if (err instanceof WorkspaceFileError) throw new ApiError('E_BAD_INPUT', `model spec ${rel}: ${err.message}`);
     throw err;
   }

@@ -52,7 +52,7 @@ export class RunAnnotator {
     // The router checked the id already; checked again here, as every id is before it becomes a path.
     if (!ID_PATTERN.test(id)) throw new ApiError('E_BAD_INPUT', `${JSON.stringify(id.slice(0, 80))} is not a run id`);
     if (!(await isFolder(this.workspace, path.join('runs', id)))) {
-      throw new ApiError('E_BAD_INPUT', `there is no run ${id} in the workspace ${this.workspace.root} (trainbench runs lists them)`);
+      throw new ApiError('E_BAD_INPUT', `there is no run ${id} in the workspace (trainbench runs lists them)`);
     }
     const stored = (await readRunAnnotation(this.workspace, id)).annotation;
     const file: RunNotesFile = {

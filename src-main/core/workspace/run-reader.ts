@@ -312,7 +312,7 @@ export type RunDetailRead = RunDetail & { cut?: FileCut[] };
 export async function readRunDetail(workspace: Workspace, id: string): Promise<RunDetailRead> {
   if (!ID_PATTERN.test(id)) throw new ApiError('E_BAD_INPUT', `${JSON.stringify(id.slice(0, 80))} is not a run id`);
   if (!(await isFolder(workspace, path.join('runs', id)))) {
-    throw new ApiError('E_BAD_INPUT', `there is no run ${id} in the workspace ${workspace.root} (trainbench runs lists them)`);
+    throw new ApiError('E_BAD_INPUT', `there is no run ${id} in the workspace (trainbench runs lists them)`);
   }
   const { record, problem } = await readRun(workspace, id);
   if (!record) throw new ApiError('E_DATA', `run ${id} cannot be read: ${problem}`);

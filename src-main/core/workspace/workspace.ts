@@ -90,7 +90,7 @@ export function resolveInside(root: string, relative: string): string {
     throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative.slice(0, 40))}… is ${relative.length} characters long; no file system takes more than ${MAX_PATH_CHARS}`);
   }
   const resolved = path.resolve(root, relative);
-  if (!isWithin(root, resolved)) throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative)} is outside the workspace ${root}`);
+  if (!isWithin(root, resolved)) throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative)} is outside the workspace`);
   const realRoot = realPathOf(root);
   const real = realPathOf(resolved);
   if (!isWithin(realRoot, real)) {
