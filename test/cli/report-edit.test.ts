@@ -4,7 +4,7 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { ReportDetail, ReportExportResult } from '../../src-main/api/reports';
+import { FigureNameSchema, type ReportDetail, type ReportExportResult } from '../../src-main/api/reports';
 import { apiMethods } from '../../src-main/api/methods';
 import { createServices, type Services } from '../../src-main/core/services';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
@@ -190,4 +190,26 @@ describe('reports.export', () => {
     expect((await rejection(dispatch('reports.remove', { id: 'runs' }))).code).toBe('E_BAD_INPUT');
     expect(existsSync(path.join(ws.dir, 'runs', base))).toBe(true);
   });
+});
+
+describe('a run whose id holds "_", "." and upper case (a folder copied in by hand)', () => {
+  it('gets figure names and blocks the report schema takes, distinct from the run it was copied from, and regenerates', async () => {
+    const odd = `${search.toUpperCase()}_copy.2`;
+    cpSync(path.join(ws.dir, 'runs', search), path.join(ws.dir, 'runs', odd), { recursive: true });
+    const report = await dispatch<ReportDetail>('reports.generate', { runIds: [odd, search] });
+    const names = report.figures.map((f) => f.name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const name of names) expect(FigureNameSchema.safeParse(name).success, name).toBe(true);
+    const own = report.figures.filter((f) => f.runId === odd).map((f) => f.name);
+    expect(own.length).toBeGreaterThan(0);
+    for (const name of own) {
+      const { svg } = await dispatch<{ svg: string }>('reports.figure', { id: report.summary.id, name });
+      expect(svg, name).toContain('</svg>');
+    }
+    // Its blocks carry markers the parser finds again: regenerating gives the same markdown, with no note.
+    expect(report.markdown).toContain(`<!-- tb:begin attempt-${own[0].replace(/^batch-size-|\.svg$/g, '')} -->`);
+    const again = await dispatch<ReportDetail>('reports.regenerate', { id: report.summary.id });
+    expect(again.markdown).toBe(report.markdown);
+    rmSync(path.join(ws.dir, 'runs', odd), { recursive: true });
+  }, 120_000);
 });

@@ -15,6 +15,7 @@ import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
 import { bothTargets } from './report-model';
 import type { ScriptBatchRun, ScriptBenchmarkRun } from './report-runs';
 import { overridesOf, overridesText, scriptBenchmarks } from './report-runs';
+import { runSlug } from './run-slug';
 
 const change = changeText;
 
@@ -85,7 +86,7 @@ export function benchmarkOfBatch(input: ReportInput, batch: number | null): { n:
 
 function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { body: string; figure: FigureSpec } {
   const r = a.run.result;
-  const figure: FigureSpec = { name: `batch-size-${a.run.id}.svg`, title: 'Throughput and memory by batch size', alt: batchSizeLabel(r.trials), runId: a.run.id, option: batchSizeOption(r.trials, r.target.usableBytes) };
+  const figure: FigureSpec = { name: `batch-size-${runSlug(a.run.id)}.svg`, title: 'Throughput and memory by batch size', alt: batchSizeLabel(r.trials), runId: a.run.id, option: batchSizeOption(r.trials, r.target.usableBytes) };
   // On the CPU the engine's accounting repeats its prediction: what was measured there is the process as the OS counted it.
   const processPeak = (t: (typeof r.trials)[number]) => (t.target.kind === 'engine' ? t.target.processPeakRssBytes : null);
   const cpu = r.trials.some((t) => processPeak(t) !== null);
@@ -161,14 +162,14 @@ function engineAttempts(input: ReportInput): SectionOutput {
     if (!figure && !skipped.length) continue;
     if (figure) figures.push(figure);
     const lines = figure ? [`The wizard's trials (${code(run.id)}): each configuration's samples/s over its own repetitions.`, '', figureLink(figure.alt, figure.name), ''] : [];
-    blocks.push({ id: `trials-${run.id}`, lead: '', body: [...lines, ...skipped].join('\n') });
+    blocks.push({ id: `trials-${runSlug(run.id)}`, lead: '', body: [...lines, ...skipped].join('\n') });
   }
   for (const [i, a] of input.attempts.entries()) {
-    if (a.kind === 'benchmark') blocks.push({ id: `attempt-${a.run.id}`, lead: '', body: benchmarkAttemptBody(i + 1, a) });
-    else if (a.kind === 'optimise-trial') blocks.push({ id: `attempt-${a.run.id}-${a.trial.index}`, lead: '', body: wizardAttemptBody(i + 1, engineWizardView(a.run), a.trial) });
+    if (a.kind === 'benchmark') blocks.push({ id: `attempt-${runSlug(a.run.id)}`, lead: '', body: benchmarkAttemptBody(i + 1, a) });
+    else if (a.kind === 'optimise-trial') blocks.push({ id: `attempt-${runSlug(a.run.id)}-${a.trial.index}`, lead: '', body: wizardAttemptBody(i + 1, engineWizardView(a.run), a.trial) });
     else {
       const { body, figure } = searchAttemptBody(i + 1, a, input);
-      blocks.push({ id: `attempt-${a.run.id}`, lead: '', body });
+      blocks.push({ id: `attempt-${runSlug(a.run.id)}`, lead: '', body });
       figures.push(figure);
     }
   }
@@ -227,7 +228,7 @@ function scriptBenchmarkAttemptBody(n: number, a: ScriptBenchmarkAttempt, baseli
 function scriptSearchBody(n: number, run: ScriptBatchRun): { body: string; figure: FigureSpec } {
   const r = run.result;
   const usable = usableBytesOf(r);
-  const figure: FigureSpec = { name: `script-batch-size-${run.id}.svg`, title: 'Samples/s by batch size, your command', alt: batchSizeLabel(r.trials), runId: run.id, option: batchSizeOption(r.trials, usable) };
+  const figure: FigureSpec = { name: `script-batch-size-${runSlug(run.id)}.svg`, title: 'Samples/s by batch size, your command', alt: batchSizeLabel(r.trials), runId: run.id, option: batchSizeOption(r.trials, usable) };
   const rows = r.trials.map((t) => [String(t.batchSize), t.outcome, t.samplesPerSec === null ? '-' : fmt(t.samplesPerSec), t.peakBytes === null ? '-' : fmt(t.peakBytes / MiB, 'MiB'), t.fits ? 'yes' : 'no', t.message ?? '']);
   return {
     body: [
@@ -250,11 +251,11 @@ function scriptAttempts(input: ReportInput): SectionOutput {
   const figures: FigureSpec[] = [];
   const baseline = scriptBenchmarks(input)[0];
   let n = 0;
-  for (const a of scriptBenchmarkAttempts(input)) blocks.push({ id: `script-attempt-${a.run.id}`, lead: '', body: scriptBenchmarkAttemptBody(++n, a, baseline) });
+  for (const a of scriptBenchmarkAttempts(input)) blocks.push({ id: `script-attempt-${runSlug(a.run.id)}`, lead: '', body: scriptBenchmarkAttemptBody(++n, a, baseline) });
   for (const run of input.scripts) {
     if (run.kind === 'script-batch-search') {
       const s = scriptSearchBody(++n, run);
-      blocks.push({ id: `script-attempt-${run.id}`, lead: '', body: s.body });
+      blocks.push({ id: `script-attempt-${runSlug(run.id)}`, lead: '', body: s.body });
       figures.push(s.figure);
     } else if (run.kind === 'script-optimise') {
       const r = run.result;
@@ -263,16 +264,16 @@ function scriptAttempts(input: ReportInput): SectionOutput {
       if (trialsFigure) figures.push(trialsFigure);
       const phases = PHASE_NAMES_WITH_OTHER.map((p) => `${p} ${fmt(r.baseline.phasesMs[p], 'ms')} (${fmt(r.baseline.phasesPercent[p], '%')})`).join(', ');
       blocks.push({
-        id: `script-wizard-baseline-${run.id}`,
+        id: `script-wizard-baseline-${runSlug(run.id)}`,
         lead: '',
         body: [
           `The wizard (${code(run.id)}, preset ${r.preset}) measured its baseline ${r.repeat} times: ${fmt(r.baseline.samplesPerSec.median, 'samples/s')} (95% CI ${ci(r.baseline.samplesPerSec)}), noise floor ${fmt(100 * r.baseline.noiseFloor, '%')}, step ${fmt(r.baseline.stepMs, 'ms')} on ${r.baseline.device}: ${phases}. The script's own loader: ${r.target.loader ? Object.entries(r.target.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}.`,
           ...(trialsFigure ? ['', figureLink(trialsFigure.alt, trialsFigure.name)] : []),
         ].join('\n'),
       });
-      for (const t of r.trials) blocks.push({ id: `script-attempt-${run.id}-${t.index}`, lead: '', body: wizardAttemptBody(++n, view, t) });
+      for (const t of r.trials) blocks.push({ id: `script-attempt-${runSlug(run.id)}-${t.index}`, lead: '', body: wizardAttemptBody(++n, view, t) });
       const skipped = wizardSkippedLines(view);
-      if (skipped.length) blocks.push({ id: `script-skipped-${run.id}`, lead: '', body: skipped.join('\n') });
+      if (skipped.length) blocks.push({ id: `script-skipped-${runSlug(run.id)}`, lead: '', body: skipped.join('\n') });
     }
   }
   if (!blocks.length) blocks.push({ id: 'script-attempts', lead: '', body: 'One benchmark of your command and nothing measured against it: no attempt to report.' });

@@ -7,6 +7,7 @@ import { ci, code, figureLink, fmt, MiB, table } from './markdown';
 import type { FigureSpec } from './report-model';
 import type { OptimiseRun } from './report-runs';
 import { telemetryFigures } from './telemetry-figures';
+import { runSlug } from './run-slug';
 
 
 /** "1. mlp cpu b64" style labels, as the benchmark charts number them. */
@@ -22,7 +23,7 @@ export function optimiseBaselinePart(run: OptimiseRun): { lines: string[]; figur
   const { stepsWidened } = r.target;
   const label = `baseline ${b.device} b${b.config.options.batchSize}`;
   const input = [chartInput(run, label, b.samplesPerSec)];
-  const phases: FigureSpec = { name: `phase-breakdown-${run.id}.svg`, title: "The wizard's baseline: time per step by phase", alt: phaseStackLabel(input, [label]), runId: run.id, option: phaseStackOption(input, [label]), height: 320 };
+  const phases: FigureSpec = { name: `phase-breakdown-${runSlug(run.id)}.svg`, title: "The wizard's baseline: time per step by phase", alt: phaseStackLabel(input, [label]), runId: run.id, option: phaseStackOption(input, [label]), height: 320 };
   const telemetry = telemetryFigures(run.id, run.telemetry);
   const lines = [
     `#### Optimisation wizard ${code(run.id)}: baseline and diagnosis`,

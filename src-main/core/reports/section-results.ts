@@ -15,6 +15,7 @@ import { overridesText, scriptBenchmarks } from './report-runs';
 import { optimiseBaselinePart, optimiseLimitLines } from './section-optimise';
 import { trainRunPart } from './section-train';
 import { telemetryFigures } from './telemetry-figures';
+import { runSlug } from './run-slug';
 
 const pct = (x: number | null) => (x === null ? 'not measured' : fmt(x, '%'));
 
@@ -63,7 +64,7 @@ function benchmarkPart(input: ReportInput): { lines: string[]; figures: FigureSp
   const compared = runs.map((r) => ({ id: r.id, chart: chartInputOf(r.result), phasesMs: r.result.phasesMs, phasesPercent: r.result.phasesPercent }));
   const figures: FigureSpec[] = comparisonFigures(compared, labels, { phases: 'phase-breakdown.svg', phasesTitle: 'Time per step by phase', throughput: 'throughput.svg', throughputTitle: 'Samples/s with 95% CI' });
   const base = runs[0];
-  const memory = { name: `memory-${base.id}.svg`, title: 'Memory by kind', alt: `Memory by kind, predicted and measured, run ${base.id}: ${fmt(base.result.target.memory.measured.total / MB, 'MB')} measured in all`, runId: base.id, option: memoryKindsOption(base.result.target.memory) };
+  const memory = { name: `memory-${runSlug(base.id)}.svg`, title: 'Memory by kind', alt: `Memory by kind, predicted and measured, run ${base.id}: ${fmt(base.result.target.memory.measured.total / MB, 'MB')} measured in all`, runId: base.id, option: memoryKindsOption(base.result.target.memory) };
   const telemetry = telemetryFigures(base.id, base.telemetry);
   const lines = [
     `Steady state: the mean over the measured steps after the warm-up; wall clock: the mean over every step, warm-up included. Each benchmark ran ${runs.map((r) => `${r.result.repeat} repetitions of ${r.result.warmupSteps} + ${r.result.steps} steps`).join('; ')} (each repetition a fresh trainer).`,
@@ -92,7 +93,7 @@ function benchmarkPart(input: ReportInput): { lines: string[]; figures: FigureSp
 
 function loaderPart(run: LoaderRun): { lines: string[]; figures: FigureSpec[] } {
   const r = run.result;
-  const figure: FigureSpec = { name: `loader-${run.id}.svg`, title: 'Loader throughput', alt: loaderBenchLabel(r), runId: run.id, option: loaderBenchOption(r), height: 300 };
+  const figure: FigureSpec = { name: `loader-${runSlug(run.id)}.svg`, title: 'Loader throughput', alt: loaderBenchLabel(r), runId: run.id, option: loaderBenchOption(r), height: 300 };
   const rows = [...r.cached.map((x) => ['cached', x] as const), ...(r.uncached ?? []).map((x) => ['source in place', x] as const)];
   const telemetry = telemetryFigures(run.id, run.telemetry);
   const lines = [
@@ -120,17 +121,17 @@ function enginePhases(input: ReportInput): SectionOutput {
   const figures = [...bench.figures];
   for (const run of input.optimisations) {
     const part = optimiseBaselinePart(run);
-    blocks.push({ id: `optimise-${run.id}`, lead: '', body: part.lines.join('\n') });
+    blocks.push({ id: `optimise-${runSlug(run.id)}`, lead: '', body: part.lines.join('\n') });
     figures.push(...part.figures);
   }
   for (const run of input.loaders) {
     const part = loaderPart(run);
-    blocks.push({ id: `loader-${run.id}`, lead: '', body: part.lines.join('\n') });
+    blocks.push({ id: `loader-${runSlug(run.id)}`, lead: '', body: part.lines.join('\n') });
     figures.push(...part.figures);
   }
   for (const run of input.trains) {
     const part = trainRunPart(run);
-    blocks.push({ id: `train-${run.id}`, lead: '', body: part.body });
+    blocks.push({ id: `train-${runSlug(run.id)}`, lead: '', body: part.body });
     figures.push(...part.figures);
   }
   return { blocks, figures, notes: [] };

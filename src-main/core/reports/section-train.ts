@@ -8,6 +8,7 @@ import type { FigureSpec } from './report-model';
 import type { ScriptTrainReportRun, TrainRun } from './report-runs';
 import { overridesText } from './report-runs';
 import { telemetryFigures } from './telemetry-figures';
+import { runSlug } from './run-slug';
 
 type Row = [string, string];
 
@@ -41,14 +42,14 @@ function engineFigures(run: TrainRun): { lines: string[]; figures: FigureSpec[] 
   const lines: string[] = [];
   const figures: FigureSpec[] = [];
   if (phaseTotalMs(r.phasesMs) > 0) {
-    figures.push({ name: `phases-${run.id}.svg`, title: 'Time per step by phase', alt: `Time per step by phase, run ${run.id}: ${PHASE_NAMES.map((p) => `${p} ${fmt(r.phasesMs[p], 'ms')}`).join(', ')}`, runId: run.id, option: phaseBarsOption(r.phasesMs), height: 260 });
+    figures.push({ name: `phases-${runSlug(run.id)}.svg`, title: 'Time per step by phase', alt: `Time per step by phase, run ${run.id}: ${PHASE_NAMES.map((p) => `${p} ${fmt(r.phasesMs[p], 'ms')}`).join(', ')}`, runId: run.id, option: phaseBarsOption(r.phasesMs), height: 260 });
     lines.push(figureLink(figures[0].alt, figures[0].name), '');
   } else {
     lines.push(`Run ${code(run.id)} recorded no phase times.`, '');
   }
   if (run.steps.length >= 2) {
     const last = run.steps[run.steps.length - 1];
-    const loss: FigureSpec = { name: `loss-${run.id}.svg`, title: 'Training loss and accuracy', alt: `Training loss and accuracy over ${fmt(last.globalStep)} steps of run ${run.id}: last loss ${fmt(last.loss)}`, runId: run.id, option: lossCurveOption(run.steps) };
+    const loss: FigureSpec = { name: `loss-${runSlug(run.id)}.svg`, title: 'Training loss and accuracy', alt: `Training loss and accuracy over ${fmt(last.globalStep)} steps of run ${run.id}: last loss ${fmt(last.loss)}`, runId: run.id, option: lossCurveOption(run.steps) };
     figures.push(loss);
     lines.push(figureLink(loss.alt, loss.name), '');
   } else {
@@ -62,8 +63,8 @@ function scriptFigures(run: ScriptTrainReportRun): { lines: string[]; figures: F
   const curves = scriptRunCurves(run.result.target.series);
   const labels = scriptRunLabels(curves);
   const figures: FigureSpec[] = [
-    { name: `script-run-throughput-${run.id}.svg`, title: 'Samples/s and data wait over steps', alt: labels.throughput, runId: run.id, option: scriptThroughputOption(curves.rate, curves.dataWait) },
-    ...(curves.loss.length ? [{ name: `script-run-loss-${run.id}.svg`, title: 'Training loss over steps', alt: labels.loss, runId: run.id, option: scriptLossOption(curves.loss) }] : []),
+    { name: `script-run-throughput-${runSlug(run.id)}.svg`, title: 'Samples/s and data wait over steps', alt: labels.throughput, runId: run.id, option: scriptThroughputOption(curves.rate, curves.dataWait) },
+    ...(curves.loss.length ? [{ name: `script-run-loss-${runSlug(run.id)}.svg`, title: 'Training loss over steps', alt: labels.loss, runId: run.id, option: scriptLossOption(curves.loss) }] : []),
   ];
   const lossNote = run.result.target.lossNote && run.result.target.lastLoss ? [`Loss: ${run.result.target.lossNote}`, ''] : [];
   return { lines: [...lossNote, ...figures.flatMap((f) => [figureLink(f.alt, f.name), ''])], figures };

@@ -14,6 +14,7 @@ import { medianInterval } from '../stats/bootstrap';
 import { code, fmt, signedPercent, table } from './markdown';
 import type { FigureSpec } from './report-model';
 import type { OptimiseRun, ScriptOptimiseRun } from './report-runs';
+import { runSlug } from './run-slug';
 
 /** A wizard's run as the report reads it, whichever target it optimised. */
 export interface WizardView {
@@ -54,7 +55,7 @@ export function engineWizardView(run: OptimiseRun): WizardView {
   if (use.readFrom !== base.readFrom) changed.push(['read from', base.readFrom, use.readFrom]);
   return {
     id: run.id,
-    figureName: `trials-${run.id}.svg`,
+    figureName: `trials-${runSlug(run.id)}.svg`,
     said: 'The engine said',
     baseline: { ...r.baseline, batchSize: base.options.batchSize, accumulation: base.options.accumulation },
     trials: r.trials,
@@ -85,7 +86,7 @@ export function scriptWizardView(run: ScriptOptimiseRun): WizardView {
   const changed = Object.entries(r.target.final?.overrides ?? {}).filter(([k, v]) => base[k] !== v);
   return {
     id: run.id,
-    figureName: `script-trials-${run.id}.svg`,
+    figureName: `script-trials-${runSlug(run.id)}.svg`,
     said: 'The script said',
     baseline: { ...r.baseline, batchSize: r.target.loader?.batch_size ?? 0, accumulation: 1 },
     trials: r.trials,
