@@ -3,6 +3,7 @@
 import { z } from 'zod';
 
 import { BenchmarkPhasesSchema, EnergySchema, FindingSchema, IntervalSchema, UtilisationSchema } from './benchmark';
+import { ScriptCollectivesSchema } from './collectives';
 import { ScriptAppliedSchema, ScriptFloorsSchema, ScriptFlopsSchema, ScriptRankSchema, ScriptTargetSchema } from './script-target';
 import { olderResult, omit, pick, type Raw } from './target-upgrade';
 import { TelemetrySummarySchema } from './telemetry';
@@ -79,6 +80,8 @@ export const ScriptBenchmarkDetailSchema = z.object({
   dataWait: z.object({ rank: z.number().int(), msPerStep: z.number(), percent: z.number() }),
   /** Per rank, from the last launch. */
   ranks: z.array(ScriptRankSchema),
+  /** A job of several ranks at its collectives, from the last launch (issue 40); absent for one process or no DDP model. */
+  collectives: ScriptCollectivesSchema.optional(),
   memory: z.object({ device: z.string(), cudaPeakBytes: z.number().nullable(), cudaTotalBytes: z.number().nullable(), hostPeakRssBytes: z.number().nullable() }),
   /** The probe's count of the model's forward FLOPs per sample (an estimate; `method` says what it counts, or why not); absent in older runs. */
   flops: ScriptFlopsSchema.nullable().optional(),

@@ -66,6 +66,18 @@ function floorLines(r: ScriptBenchmarkResult): string[] {
   ];
 }
 
+const PHASE_WORDS = { data: 'waiting for data', compute: 'compute', host: 'host work (outside data, compute and communication)' } as const;
+
+/** A job of several ranks at its collectives: who the others wait for, and what communication costs (issue 40). */
+function collectiveLines(c: ScriptBenchmarkResult['target']['collectives']): string[] {
+  if (!c) return [];
+  const bandwidth = c.busBytesPerSec === null ? 'not measured' : `${(c.busBytesPerSec / 1e9).toFixed(2)} GB/s bus bandwidth`;
+  return [
+    c.straggler === null ? `straggler  ${printable(c.why)}` : `straggler  rank ${c.straggler}, late in ${c.phase ? PHASE_WORDS[c.phase] : 'no one phase'}: ${printable(c.why)}`,
+    `collectives ${c.perStep.count} per step (${mb(c.perStep.bytes)}); ${(100 * c.exposedShare).toFixed(1)}% of the step waits in them after the last rank arrived; all-reduce ${bandwidth}`,
+  ];
+}
+
 /** What only a script prints: its ranks and their data wait, how the phases were timed, its memory, FLOPs, floors and overrides. */
 function scriptLines(r: ScriptBenchmarkResult): { setup: string; dataWait: string[]; phaseNote: string[]; memory: string[]; applied: string[] } {
   const s = r.target;
@@ -76,6 +88,7 @@ function scriptLines(r: ScriptBenchmarkResult): { setup: string; dataWait: strin
       ...(s.worldSize > 1
         ? ['ranks      rank  samples/s  steps  data wait', ...s.ranks.map((k) => `           ${String(k.rank).padStart(4)} ${n0(k.samplesPerSec).padStart(10)} ${String(k.measuredSteps).padStart(6)}  ${k.dataWaitPercent.toFixed(1)}%`)]
         : []),
+      ...collectiveLines(s.collectives),
     ],
     phaseNote: [`           ${s.phaseNote}`],
     memory: [

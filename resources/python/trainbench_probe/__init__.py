@@ -31,6 +31,7 @@ from . import overrides as _overrides
 from .batch_copy import batch_layout, time_batch_copy
 from .batches import batch_size_of
 from .channel import Channel
+from .collectives import Collectives, clock_offset, patch_ddp
 from .iterations import PHASES, Iterations
 from .losses import LossReader
 from .flops import FlopCounter, matmul_peak
@@ -139,6 +140,11 @@ class Probe:
             "worldSize": int(env.get("WORLD_SIZE", "1") or 1),
             "python": sys.version.split()[0],
         }
+        if self.identity["worldSize"] > 1:  # a job that may span machines: which one this rank is on
+            import socket
+
+            self.identity["node"] = socket.gethostname()[:255]
+            self.identity["nodeRank"] = int(env.get("GROUP_RANK", env.get("NODE_RANK", "0")) or 0)
         self.channel = Channel(env["TB_PROBE_ADDR"], env.get("TB_PROBE_TOKEN", ""), self.identity)
         self.torch = None
         self.losses = None
@@ -163,6 +169,7 @@ class Probe:
         self.backward_seen = False
         self.dynamo_kept_out = False
         self.optimizers = []  # (weakref, [first parameter], key): for steps inside compiled functions
+        self.collectives = None  # a job of several ranks: its DDP all-reduces, timed (collectives.py)
         self.done = False
         self._compiling = lambda: False
 
@@ -235,6 +242,8 @@ class Probe:
         )
         if self.model.amp_name == "fp16":
             parts += (("gradient clipping", lambda: _model.patch_clipping(torch, self.model)),)
+        if self.identity["worldSize"] > 1:
+            parts += (("DDP's all-reduces", lambda: self._time_collectives(torch)),)
         for name, patch in parts:
             try:
                 patch()
@@ -243,6 +252,24 @@ class Probe:
         previous = sys.excepthook
         sys.excepthook = lambda kind, err, tb: (self._uncaught(err), previous(kind, err, tb))
         atexit.register(self.finish, "exit")
+
+    def _time_collectives(self, torch):
+        collectives = Collectives()
+        patch_ddp(torch, collectives, _note)
+        self.collectives = collectives
+
+    def _clock(self, at):
+        """This node's clock against the collector's (issue 40), so ranks on other machines compare their arrivals."""
+        try:
+            found = clock_offset(self.channel.exchange)
+        except Exception as err:  # measuring the clock must never stop the script
+            _note("the clock offset was not measured (%r)" % (err,))
+            return
+        if found is None:
+            _note("the collector did not answer a clock probe: arrivals are compared on this node's clock")
+            return
+        offset, uncertainty, answered = found
+        self.send({"type": "clockOffset", "at": at, "offsetMs": offset, "uncertaintyMs": uncertainty, "probes": answered})
 
     def _patch_copies(self, torch):
         """copy.non_blocking, patched apart from the measuring parts: a refusal must end the run, not be noted."""
@@ -691,12 +718,18 @@ class Probe:
         if self.pending_cuda:
             self._read_cuda(wait=False)
         self.losses.step_closed(number, it.losses, it.end)
+        if self.collectives is not None:
+            items = self.collectives.take()
+            if items:
+                self.send({"type": "collectives", "step": number, "items": items})
         if number == 1:
             if self.seed is not None:
                 self.send({"type": "seed", "by": "trainbench", "seed": self.seed, "where": "torch import"})
             held, self.held = self.held, []
             for message in held:
                 self.send(message)
+            if self.collectives is not None:
+                self._clock("start")
         if number == self.warmup + 1:
             self._check_flags("at the first measured step")
         try:
@@ -791,6 +824,8 @@ class Probe:
                 self.send(time_batch_copy(self.torch, self.batch_layout, self.device))
             except Exception as err:
                 _note("the batch's pinned copy not timed (%r)" % (err,))
+        if self.collectives is not None and self.steps > 0:
+            self._clock("end")
         if self.steps > 0 or reason == "steps":
             self.send({"type": "done", "reason": reason, "steps": self.steps, "memory": memory})
         self.channel.close()

@@ -34,6 +34,7 @@ class Channel:
         self._identity = identity
         self._sock = None
         self._pid = None
+        self._received = b""
         self._broken = False
         # Messages are encoded when sent, together: encoding them one by one, between the script's own work, is slower.
         self._encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
@@ -113,6 +114,33 @@ class Channel:
                     continue
             time.sleep(2 * FLUSH_S - age)
 
+    def exchange(self, t0):
+        """One clock probe (issue 40): sent at once, after what is held; answers the collector's (t1, t2), its clock
+        on receipt and on reply, or None when no answer came within a second (the job goes on unmeasured by it)."""
+        with self._lock:
+            self._held.append({"type": "clock", "t0": t0})
+            self._flush_locked()
+            sock = self._sock
+            if self._broken or sock is None or self._pid != os.getpid():
+                return None
+            try:
+                sock.settimeout(1.0)
+                while b"\n" not in self._received:
+                    chunk = sock.recv(4096)
+                    if not chunk or len(self._received) > 65536:  # closed, or not answers: stop asking
+                        return None
+                    self._received += chunk
+                line, _, self._received = self._received.partition(b"\n")
+                reply = json.loads(line.decode("utf-8"))
+                return (float(reply["t1"]), float(reply["t2"])) if reply.get("t0") == t0 else None
+            except (OSError, ValueError, KeyError, TypeError):
+                return None
+            finally:
+                try:
+                    sock.settimeout(None)
+                except OSError:
+                    pass
+
     def _connect(self):
         sock = socket.create_connection(self._address, timeout=10)
         sock.settimeout(None)
@@ -120,6 +148,7 @@ class Channel:
         sock.sendall((json.dumps(hello) + "\n").encode("utf-8"))
         self._sock = sock
         self._pid = os.getpid()
+        self._received = b""  # the collector's answers to clock probes, read only by exchange()
 
     def close(self):
         with self._lock:

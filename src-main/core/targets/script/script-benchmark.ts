@@ -22,6 +22,8 @@ import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
 import type { BenchmarkPlan, OnOutput, RepetitionProgress } from '../target-runner';
 import type { RankSummary } from '../../script/rank-stats';
 import { combineRanks, summarizeRank } from '../../script/rank-stats';
+import { rankCollectives } from '../../script/rank-collectives';
+import type { ScriptCollectives } from '../../../api/collectives';
 import type { ProbeMessage } from '../../script/probe-messages';
 import { CPU_COPY_MISSING, scriptFloors } from '../../stats/limits';
 import { trialError } from '../../script/measured-launch';
@@ -37,6 +39,8 @@ interface Launch {
   peak: ScriptPeak | null;
   /** Rank 0's pinned copy of one batch after its measured steps (CUDA only). */
   copy: Extract<ProbeMessage, { type: 'copy' }> | null;
+  /** A job of several ranks at its collectives: the straggler, exposed communication, bandwidth. */
+  collectives: ScriptCollectives | null;
 }
 
 /** torch's matmul rate, and the precision its fp32 matmuls ran in (tf32 where TensorFloat-32 was allowed). */
@@ -179,7 +183,8 @@ export class ScriptBenchmarks {
       const flops =
         counted?.type === 'flops' ? { forwardPerSample: counted.forwardPerSample, recomputePerSample: counted.recomputePerSample ?? null, layers: counted.layers, method: counted.method } : null;
       const peak = measured?.type === 'peak' ? { gflops: measured.gflops, shape: measured.shape, how: measured.how, precision: measured.precision ?? 'fp32' } : null;
-      return { rep, ranks, applied, flops, peak, copy: copied?.type === 'copy' ? copied : null };
+      const collectives = rankCollectives(record.connections, request.warmupSteps, request.steps);
+      return { rep, ranks, applied, flops, peak, copy: copied?.type === 'copy' ? copied : null, collectives };
     } finally {
       stopped = true;
       if (heldStep) clearTimeout(heldStep);
@@ -258,6 +263,7 @@ export class ScriptBenchmarks {
         phaseNote: `data: time blocked in the DataLoader's next(); forward and loss: outermost module calls (loss modules apart); backward: autograd.backward; optimizer: step(); timed with ${first.timing === 'cuda-events' ? 'CUDA events on the current stream' : 'the host clock'}. Host-to-device copies are not separated: they are in 'other'.`,
         dataWait: slowest,
         ranks: lastRanks,
+        ...(last.collectives ? { collectives: last.collectives } : {}),
         memory: {
           device,
           cudaPeakBytes: lastRanks.some((k) => k.cudaPeakBytes !== null) ? peak : null,

@@ -1,0 +1,30 @@
+import { z } from 'zod';
+
+/**
+ * A job of several ranks, at its collectives (issue 40): the straggler the others wait for, how much of the step
+ * waits on communication, and the all-reduce bandwidth achieved. Absent for a single process or a job whose
+ * collectives were not timed (no DDP model).
+ */
+export const ScriptCollectivesSchema = z.object({
+  /** The rank named the straggler, or null: none stands out beyond the noise. */
+  straggler: z.number().int().nullable(),
+  /** What makes it late: waiting for data, compute, or host work; null when none is named. */
+  phase: z.enum(['data', 'compute', 'host']).nullable(),
+  /** How late it (or the latest on average) arrives, median over steps, ms after the others' median arrival. */
+  lateMs: z.number(),
+  /** Per rank, the share of steps at which it arrived last, with its 95% interval. */
+  lastShare: z.array(z.object({ rank: z.number().int(), share: z.number(), low: z.number(), high: z.number() })),
+  /** The verdict in words, with the numbers it rests on. */
+  why: z.string(),
+  /** Steps every rank reported collectives for. */
+  steps: z.number().int(),
+  /** Median share of the step spent in collectives after the last rank arrived (communication nobody overlapped). */
+  exposedShare: z.number(),
+  /** Median all-reduce bus bandwidth, bytes/s (bytes x 2(n-1)/n over the time from the last arrival to completion). */
+  busBytesPerSec: z.number().nullable(),
+  /** Collectives per step and their bytes (one rank's). */
+  perStep: z.object({ count: z.number().int(), bytes: z.number() }),
+  /** Each rank's clock against the collector's (NTP-style probes), or null where it was not measured. */
+  clocks: z.array(z.object({ rank: z.number().int(), node: z.string().nullable(), offsetMs: z.number().nullable(), uncertaintyMs: z.number().nullable() })),
+});
+export type ScriptCollectives = z.infer<typeof ScriptCollectivesSchema>;

@@ -1,0 +1,55 @@
+// Issue 40: benchmark-training of a torchrun job names its straggler from the ranks' arrivals at DDP's all-reduces.
+// Two ranks on gloo; rank 1 sleeps before each backward. The verdict names rank 1, late in host work; with no sleep
+// it names none. Each rank's clock offset against the collector is measured (on one machine: near zero).
+import path from 'node:path';
+
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
+import { freePort } from '../helpers/free-port';
+import { requireBuilt } from '../helpers/repo';
+import { scriptBenchmark } from '../helpers/target-detail';
+import { tempDir } from '../helpers/temp-dir';
+import { runCli, SCRIPTS, TORCHRUN } from './script-helpers';
+
+const ws = tempDir();
+afterAll(() => ws.cleanup());
+
+async function bench(slowMs: number, json = true) {
+  requireBuilt();
+  const command = [TORCHRUN, '--nproc_per_node', '2', '--master_port', String(await freePort()), '--redirects', '1', '--tee', '1', path.join(SCRIPTS, 'ddp_straggler.py'), '--steps', '40', '--slow-rank', '1', '--slow-ms', String(slowMs)];
+  return runCli(['benchmark-training', ...(json ? ['--json'] : []), '--no-output', '--warmup-steps', '3', '--steps', '20', '--repeat', '1', '--timeout', '120', '--workspace', ws.dir, '--', ...command]);
+}
+
+// Two ranks of a torchrun job on a busy 2-core machine: a stalled start is tried once more.
+describe('benchmark-training -- torchrun: the straggler at the collectives', { retry: 1 }, () => {
+  it('names rank 1, late in host work, when it sleeps 30 ms before each backward; every bucket of every step is timed', async () => {
+    const { code, stdout, stderr } = await bench(30);
+    expect(code, stderr).toBe(0);
+    const r = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout)));
+    const c = r.target.collectives!;
+    expect(c, 'collectives verdict').toBeDefined();
+    expect(c.straggler, c.why).toBe(1);
+    expect(c.phase).toBe('host');
+    expect(c.lateMs).toBeGreaterThan(15);
+    expect(c.steps).toBeGreaterThanOrEqual(15);
+    // The model's 1.6 MB of fp32 gradients go through DDP's 0.5 MB buckets: several all-reduces a step, every byte.
+    const params = (256 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10) * 4;
+    expect(c.perStep.bytes).toBe(params);
+    expect(c.perStep.count).toBeGreaterThan(1);
+    expect(c.busBytesPerSec).toBeGreaterThan(0);
+    // Both ranks measured their clock against the collector; on one machine the offset is within its uncertainty plus a little.
+    expect(c.clocks.map((k) => k.rank).sort()).toEqual([0, 1]);
+    for (const k of c.clocks) {
+      expect(k.offsetMs, `rank ${k.rank}`).not.toBeNull();
+      expect(Math.abs(k.offsetMs!)).toBeLessThan(k.uncertaintyMs! + 5);
+    }
+  }, 240_000);
+
+  it('names none when no rank sleeps, and the CLI says so', async () => {
+    const { code, stdout, stderr } = await bench(0, false);
+    expect(code, stderr).toBe(0);
+    expect(stdout).toMatch(/^straggler {2}no straggler: /m);
+    expect(stdout).toMatch(/^collectives \d+ per step \(1\.6 MB\); [\d.]+% of the step waits in them after the last rank arrived; all-reduce [\d.]+ GB\/s bus bandwidth$/m);
+  }, 240_000);
+});
