@@ -153,6 +153,14 @@ export const ScriptBenchmarkRequestSchema = z
     repeat: z.number().int().min(1).max(100).default(3),
     /** Seconds one launch may take before it is killed with its process group. */
     timeoutSeconds: z.number().min(1).max(7 * 24 * 3600).default(600),
+    /**
+     * A job across machines (issue 40): the probes' collector listens on this address of this machine (one the other
+     * nodes reach) instead of 127.0.0.1; the ranks there join with the code each launch announces.
+     */
+    collector: z
+      .object({ host: z.string().min(1).max(255).regex(/^[\w.:-]+$/, 'a host name or IP address'), port: z.number().int().min(0).max(65535).default(0) })
+      .strict()
+      .optional(),
     jobId: IdSchema.optional(),
   })
   .strict();

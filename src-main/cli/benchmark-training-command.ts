@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 
 import type { BenchmarkProgress } from '../api/benchmark';
 import { TrainingBenchmarkRequestSchema } from '../api/benchmark';
@@ -37,6 +37,7 @@ export interface BenchmarkScriptFlags {
   progress: boolean;
   output: boolean;
   workspace: string;
+  collector?: { host: string; port: number };
 }
 
 const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
@@ -83,6 +84,7 @@ async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): 
     steps: flags.steps,
     repeat: flags.repeat,
     timeoutSeconds: flags.timeout,
+    ...(flags.collector ? { collector: flags.collector } : {}),
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
   const services = await createServices({ workspaceDir: flags.workspace });
@@ -96,6 +98,8 @@ async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): 
       onOutput: (stream, line, rep) => {
         if (flags.output) process.stderr.write(`[${rep}${stream === 'stderr' ? ' err' : ''}] ${line}\n`);
       },
+      // Said whatever --progress says: without it the other nodes' ranks have no collector to report to.
+      onJoin: (code, rep) => process.stderr.write(`launch ${rep}: on each other node, start its part of the job with\n  trainbench join ${code} -- <its torchrun command>\n`),
     });
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatBenchmark(result)) + '\n');
   } finally {
@@ -117,7 +121,16 @@ function scriptOptions(): Command {
     .option('--json', 'print the result as JSON')
     .option('--no-progress', 'no progress lines on stderr')
     .option('--no-output', "do not echo the script's output on stderr (it is saved in the run either way)")
-    .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir());
+    .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir())
+    .option('--collector <host[:port]>', "a job across machines: this machine's address the other nodes reach (their ranks join with the code each launch prints)", collectorArg);
+}
+
+/** `--collector 10.0.0.1` or `10.0.0.1:29400` (an IPv6 address in brackets: `[fd00::1]:29400`). */
+function collectorArg(value: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([\w.-]+))(?::(\d{1,5}))?$/.exec(value);
+  const port = m?.[3] === undefined ? 0 : Number(m[3]);
+  if (!m || port > 65535) throw new InvalidArgumentError(`${JSON.stringify(value)} is not host[:port] (e.g. 10.0.0.1 or 10.0.0.1:29400)`);
+  return { host: m[1] ?? m[2], port };
 }
 
 export function benchmarkTrainingCommand(): Command {

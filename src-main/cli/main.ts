@@ -24,6 +24,7 @@ import { trainCommand } from './train-command';
 import { reportCommand } from './report-command';
 import { traceCommand } from './trace-command';
 import { checkCommand } from './check-command';
+import { joinCommand } from './join-command';
 import { noteArgv } from './either-target';
 
 function parsePort(value: string): number {
@@ -99,6 +100,7 @@ export function buildProgram(): Command {
   program.addCommand(reportCommand());
   program.addCommand(traceCommand());
   program.addCommand(checkCommand());
+  program.addCommand(joinCommand());
   pointErrorsToHelp(program);
 
   return program;

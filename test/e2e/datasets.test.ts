@@ -90,9 +90,14 @@ describe('caching wizard (serve mode, Chromium)', () => {
     await page.getByTestId('loader-bench-cancel').click();
     const stopped = page.getByTestId('loader-bench-stopped');
     await stopped.waitFor({ timeout: 15_000 });
-    expect(await stopped.innerText()).toMatch(/^Cancelled after 2 of 6 settings\. What was measured is kept in run \d{8}-\d{6}-[0-9a-f]{6}\.$/);
+    // The second setting may finish before the cancel arrives (a busy machine): what was measured is what is shown.
+    const said = /^Cancelled after (\d) of 6 settings\. What was measured is kept in run \d{8}-\d{6}-[0-9a-f]{6}\.$/.exec(await stopped.innerText());
+    expect(said, await stopped.innerText()).not.toBeNull();
+    const measured = Number(said![1]);
+    expect(measured).toBeGreaterThanOrEqual(2);
+    expect(measured).toBeLessThan(6);
     expect(await page.getByTestId('loader-bench-error').count()).toBe(0);
-    expect(await page.locator('[data-testid="bench-table"] tbody tr').count()).toBe(2);
+    expect(await page.locator('[data-testid="bench-table"] tbody tr').count()).toBe(measured);
     expect(await page.getByTestId('run-benchmark-again').isEnabled()).toBe(true);
     await page.screenshot({ path: path.join(SHOTS, 'datasets-loader-cancelled.png'), fullPage: true });
     // At 1024 px the rows and the note fit without scrolling sideways.

@@ -29,7 +29,7 @@ FLUSH_S = 0.1
 class Channel:
     def __init__(self, address, token, identity):
         host, _, port = address.rpartition(":")
-        self._address = (host, int(port))
+        self._address = (host.strip("[]"), int(port))  # an IPv6 collector comes as [addr]:port
         self._token = token
         self._identity = identity
         self._sock = None

@@ -8,6 +8,7 @@ import type { TelemetryService } from '../telemetry/telemetry-service';
 import type { LaunchOutcome } from './launcher';
 import { launchScript, LineTail } from './launcher';
 import type { ProbeConnection } from './probe-channel';
+import { encodeJoin } from './join-code';
 import { openProbeChannel } from './probe-channel';
 import type { ProbeMessage } from './probe-messages';
 import type { ProcessTreeSummary } from './process-tree';
@@ -31,6 +32,9 @@ export interface TrialOptions {
   onStarted?: (cancel: () => void, pid: number | null) => void;
   /** See ProbeChannelOptions: a whole training run keeps only each rank's latest step. */
   retainSteps?: 'all' | 'last';
+  /** A job across machines: where the collector listens, and who hears the join code of the other nodes. */
+  collector?: { host: string; port: number };
+  onJoin?: (code: string) => void;
 }
 
 export interface TrialRecord {
@@ -47,24 +51,27 @@ export interface TrialRecord {
 
 /** One launch of the command with the probe: the raw reports, however it ended. */
 async function runTrial(o: TrialOptions): Promise<TrialRecord> {
-  const channel = await openProbeChannel({ retainSteps: o.retainSteps });
+  const channel = await openProbeChannel({ retainSteps: o.retainSteps, ...(o.collector ?? {}) });
   channel.onMessage = o.onMessage ?? null;
   const stdout = new LineTail(20);
   const stderr = new LineTail(20);
   const t0 = Date.now();
+  const probeEnv = {
+    TB_PROBE_ADDR: channel.address,
+    TB_PROBE_TOKEN: channel.token,
+    TB_PROBE_WARMUP: String(o.warmupSteps),
+    TB_PROBE_STEPS: String(o.steps ?? 0),
+    TB_PROBE_SET: JSON.stringify(o.overrides),
+    ...(o.seed !== undefined ? { TB_PROBE_SEED: String(o.seed) } : {}),
+    ...(o.measurePeak ? { TB_PROBE_PEAK: '1' } : {}),
+  };
+  // Before this node's part starts: the other nodes' ranks join the same collector, with the same settings.
+  if (o.collector) o.onJoin?.(encodeJoin(probeEnv));
   const launch = launchScript({
     target: o.target,
     probeDir: o.probeDir,
     timeoutMs: o.timeoutMs,
-    probeEnv: {
-      TB_PROBE_ADDR: channel.address,
-      TB_PROBE_TOKEN: channel.token,
-      TB_PROBE_WARMUP: String(o.warmupSteps),
-      TB_PROBE_STEPS: String(o.steps ?? 0),
-      TB_PROBE_SET: JSON.stringify(o.overrides),
-      ...(o.seed !== undefined ? { TB_PROBE_SEED: String(o.seed) } : {}),
-      ...(o.measurePeak ? { TB_PROBE_PEAK: '1' } : {}),
-    },
+    probeEnv,
     onLine: (stream, line) => {
       (stream === 'stdout' ? stdout : stderr).add(line);
       o.onLine?.(stream, line);

@@ -48,6 +48,8 @@ export interface ProbeChannelOptions {
    * reach for a job across machines (issue 40). The token is asked of every connection either way.
    */
   host?: string;
+  /** The port to listen on; 0 (the default): a free one. A job across machines may need one its firewall lets through. */
+  port?: number;
   maxConnections?: number;
   bytesPerSec?: number;
   /**
@@ -187,7 +189,7 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, host, () => resolve());
+    server.listen(options.port ?? 0, host, () => resolve());
   });
   const { port } = server.address() as net.AddressInfo;
   channel.address = `${host.includes(':') ? `[${host}]` : host}:${port}`;

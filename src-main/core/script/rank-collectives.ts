@@ -36,7 +36,11 @@ export function rankCollectives(connections: readonly ProbeConnection[], warmupS
     }
     for (const s of rankSteps(c)) {
       if (!measured(s.step)) continue;
-      steps.push({ rank, step: s.step, stepMs: s.durMs, dataMs: s.dataMs, computeMs: s.phasesMs.forward + s.phasesMs.loss + s.phasesMs.backward, commMs: commMs.get(s.step) ?? 0 });
+      // DDP's all-reduces run inside the backward, which waits for the last of them: the time waiting is
+      // communication, not compute (counted in both, a rank that waits would look as if it computed longer).
+      const comm = commMs.get(s.step) ?? 0;
+      const compute = Math.max(0, s.phasesMs.forward + s.phasesMs.loss + s.phasesMs.backward - comm);
+      steps.push({ rank, step: s.step, stepMs: s.durMs, dataMs: s.dataMs, computeMs: compute, commMs: comm });
     }
   }
   if (collectives.length === 0) return null;

@@ -67,7 +67,7 @@ export class ScriptBenchmarks {
   ) {}
 
   /** A benchmark of the command made ready: nothing runs before its first launch. */
-  plan(request: ScriptBenchmarkRequest & { jobId: string }, job: RunningJob, options: { onOutput?: OnOutput }): BenchmarkPlan<Launch> {
+  plan(request: ScriptBenchmarkRequest & { jobId: string }, job: RunningJob, options: { onOutput?: OnOutput; onJoin?: (code: string, repetition: number) => void }): BenchmarkPlan<Launch> {
     if (!path.isAbsolute(request.target.cwd)) throw new ApiError('E_BAD_INPUT', `the script's working directory must be an absolute path, got ${JSON.stringify(request.target.cwd)}`);
     return {
       what: 'script benchmark',
@@ -79,6 +79,7 @@ export class ScriptBenchmarks {
         ...(request.steps !== undefined ? { steps: request.steps } : {}),
         repeat: request.repeat,
         timeoutSeconds: request.timeoutSeconds,
+        ...(request.collector ? { collector: request.collector } : {}),
         jobId: request.jobId,
       },
       repetition: (i, run, progress) => {
@@ -97,7 +98,7 @@ export class ScriptBenchmarks {
     run: RunRecord,
     job: RunningJob,
     jobId: string,
-    options: { onOutput?: OnOutput },
+    options: { onOutput?: OnOutput; onJoin?: (code: string, repetition: number) => void },
     progress: (p: RepetitionProgress) => void,
   ) {
     const log = run.stream(`output-rep${i}.log`);
@@ -126,6 +127,7 @@ export class ScriptBenchmarks {
       timeoutMs: request.timeoutSeconds * 1000,
       probeDir: this.pythonDir,
       measurePeak: true,
+      ...(request.collector ? { collector: request.collector, onJoin: (code: string) => options.onJoin?.(code, i) } : {}),
     };
     try {
       const { record, telemetry: windowTelemetry, processTree } = await launchMeasured({

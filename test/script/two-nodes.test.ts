@@ -1,0 +1,110 @@
+// Issue 40: a torchrun job across two machines, measured from one. Two network namespaces joined by a veth pair stand
+// for two nodes (root only: CI runs as root). Node 0 runs benchmark-training with --collector on its veth address;
+// it prints a join code, and node 1 (in the other namespace) runs its part through `trainbench join CODE -- torchrun`.
+// Both ranks report to the one collector over the veth, their clocks are measured against it, and the rank that
+// sleeps before each backward is named the straggler. A wrong code is refused, naming what is wrong.
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
+import { freePort } from '../helpers/free-port';
+import { requireBuilt } from '../helpers/repo';
+import { scriptBenchmark } from '../helpers/target-detail';
+import { tempDir } from '../helpers/temp-dir';
+import { runCli, SCRIPTS, TORCHRUN } from './script-helpers';
+
+const CLI = path.resolve(__dirname, '../../bin/trainbench.js');
+const root = process.getuid?.() === 0;
+const tag = randomBytes(3).toString('hex');
+const ns = `tb-node1-${tag}`;
+const [veth0, veth1] = [`tbv0${tag}`, `tbv1${tag}`];
+// A /24 of its own per run, so runs side by side on one machine do not meet.
+const net = `10.${200 + (parseInt(tag.slice(0, 2), 16) % 50)}.${parseInt(tag.slice(2, 4), 16)}`;
+const [addr0, addr1] = [`${net}.1`, `${net}.2`];
+const ws = tempDir();
+const ip = (...args: string[]) => execFileSync('ip', args, { stdio: 'pipe' });
+
+beforeAll(() => {
+  if (!root) return;
+  ip('netns', 'add', ns);
+  ip('link', 'add', veth0, 'type', 'veth', 'peer', 'name', veth1);
+  ip('link', 'set', veth1, 'netns', ns);
+  ip('addr', 'add', `${addr0}/24`, 'dev', veth0);
+  ip('link', 'set', veth0, 'up');
+  ip('netns', 'exec', ns, 'ip', 'addr', 'add', `${addr1}/24`, 'dev', veth1);
+  ip('netns', 'exec', ns, 'ip', 'link', 'set', veth1, 'up');
+  ip('netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up');
+});
+afterAll(() => {
+  if (root) {
+    for (const args of [['link', 'del', veth0], ['netns', 'del', ns]]) {
+      try {
+        ip(...args);
+      } catch {
+        // gone already
+      }
+    }
+  }
+  ws.cleanup();
+});
+
+/** Node 0's benchmark, with node 1 started in the other namespace as soon as the code is printed. */
+async function twoNodes(): Promise<{ code: number; stdout: string; stderr: string; node1: { code: number; output: string } }> {
+  requireBuilt();
+  const port = String(await freePort());
+  // torchrun's static rendezvous: the c10d one hosts its store only where the endpoint is the host name's own address.
+  const job = (nodeRank: number) => [TORCHRUN, '--nnodes', '2', '--node_rank', String(nodeRank), '--nproc_per_node', '1', '--master_addr', addr0, '--master_port', port, '--redirects', '1', '--tee', '1',
+    path.join(SCRIPTS, 'ddp_straggler.py'), '--steps', '40', '--slow-rank', '1', '--slow-ms', '30'];
+  // Gloo picks the interface of the host name's address, which the other namespace cannot reach: each node names its veth.
+  const node0 = spawn(process.execPath, [CLI, 'benchmark-training', '--json', '--no-output', '--warmup-steps', '3', '--steps', '20', '--repeat', '1', '--timeout', '150',
+    '--collector', addr0, '--env', `GLOO_SOCKET_IFNAME=${veth0}`, '--workspace', ws.dir, '--', ...job(0)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  let node1: Promise<{ code: number; output: string }> | null = null;
+  node0.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  node0.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+    const code = /trainbench join (\S+) --/.exec(stderr)?.[1];
+    if (!code || node1) return;
+    node1 = new Promise((resolve) => {
+      const child = spawn('ip', ['netns', 'exec', ns, 'env', `GLOO_SOCKET_IFNAME=${veth1}`, process.execPath, CLI, 'join', code, '--', ...job(1)], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 180_000);
+      child.on('close', (status) => {
+        clearTimeout(timer);
+        resolve({ code: status ?? 1, output });
+      });
+    });
+  });
+  const code = await new Promise<number>((resolve) => node0.on('close', (status) => resolve(status ?? 1)));
+  return { code, stdout, stderr, node1: node1 ? await node1 : { code: -1, output: 'node 1 was never started: no join code was printed' } };
+}
+
+describe('a torchrun job across two nodes (network namespaces), measured from node 0', { retry: 1 }, () => {
+  it.skipIf(!root)('hears both nodes\' ranks on one collector, measures their clocks and names the straggler', async () => {
+    const { code, stdout, stderr, node1 } = await twoNodes();
+    expect(node1.code, node1.output.slice(-3000)).toBe(0);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    const r = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout)));
+    expect(r.target.worldSize).toBe(2);
+    expect(r.target.ranks.map((k) => k.rank)).toEqual([0, 1]);
+    const c = r.target.collectives!;
+    expect(c.straggler, c.why).toBe(1);
+    expect(c.phase).toBe('host');
+    expect(c.clocks).toHaveLength(2);
+    for (const k of c.clocks) expect(k.uncertaintyMs, `rank ${k.rank}`).not.toBeNull();
+  }, 300_000);
+
+  it('refuses a join code that is not one, naming what is wrong, and runs nothing', async () => {
+    const bad = await runCli(['join', 'tbj1.eyJQQVRIIjoiL3RtcCJ9', '--', 'touch', path.join(ws.dir, 'ran')]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('is not a join code: it names "PATH", not one of the probe\'s variables');
+    const none = await runCli(['join', 'abc', '--', 'true']);
+    expect(none.stderr).toContain('is not a join code: it does not start with tbj1.');
+  });
+});
