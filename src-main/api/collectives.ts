@@ -24,7 +24,23 @@ export const ScriptCollectivesSchema = z.object({
   busBytesPerSec: z.number().nullable(),
   /** Collectives per step and their bytes (one rank's). */
   perStep: z.object({ count: z.number().int(), bytes: z.number() }),
+  /**
+   * The last few measured steps as a timeline (ranks as rows, collectives as marks): per rank, each collective's
+   * arrival and completion, ms after the step's first arrival on any rank, on the collector's clock. Bounded: at most
+   * TIMELINE_STEPS steps, TIMELINE_RANKS ranks and TIMELINE_COLLECTIVES collectives a step (`cut` says what was left out).
+   */
+  timeline: z
+    .object({
+      steps: z.array(z.number().int()),
+      ranks: z.array(z.object({ rank: z.number().int(), marks: z.array(z.object({ step: z.number().int(), index: z.number().int(), arriveMs: z.number(), doneMs: z.number() })) })),
+      cut: z.string().nullable(),
+    })
+    .optional(),
   /** Each rank's clock against the collector's (NTP-style probes), or null where it was not measured. */
   clocks: z.array(z.object({ rank: z.number().int(), node: z.string().nullable(), offsetMs: z.number().nullable(), uncertaintyMs: z.number().nullable() })),
 });
+export const TIMELINE_STEPS = 3;
+export const TIMELINE_RANKS = 64;
+export const TIMELINE_COLLECTIVES = 64;
+
 export type ScriptCollectives = z.infer<typeof ScriptCollectivesSchema>;

@@ -38,6 +38,14 @@ describe('benchmark-training -- torchrun: the straggler at the collectives', { r
     expect(c.perStep.bytes).toBe(params);
     expect(c.perStep.count).toBeGreaterThan(1);
     expect(c.busBytesPerSec).toBeGreaterThan(0);
+    // The timeline of the last 3 steps: every rank's every bucket, rank 1's arrivals after rank 0's.
+    const t = c.timeline!;
+    expect(t.steps).toHaveLength(3);
+    expect(t.cut).toBeNull();
+    expect(t.ranks.map((k) => k.rank)).toEqual([0, 1]);
+    for (const k of t.ranks) expect(k.marks).toHaveLength(3 * c.perStep.count);
+    const firstArrival = (rank: number, step: number) => Math.min(...t.ranks[rank].marks.filter((m) => m.step === step).map((m) => m.arriveMs));
+    expect(t.steps.filter((s) => firstArrival(1, s) > firstArrival(0, s)).length).toBeGreaterThanOrEqual(2);
     // Both ranks measured their clock against the collector; on one machine the offset is within its uncertainty plus a little.
     expect(c.clocks.map((k) => k.rank).sort()).toEqual([0, 1]);
     for (const k of c.clocks) {

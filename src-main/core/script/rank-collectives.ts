@@ -1,6 +1,6 @@
 // A launch's ranks at their collectives (issue 40): what each probe sent, on the collector's clock, into the verdicts of
 // core/stats/collectives.ts, over the same measured steps as the ranks' own figures (rank-stats.ts).
-import type { ScriptCollectives } from '../../api/collectives';
+import { TIMELINE_COLLECTIVES, TIMELINE_RANKS, TIMELINE_STEPS, type ScriptCollectives } from '../../api/collectives';
 import { communication, straggler, type RankCollective, type RankStep } from '../stats/collectives';
 import type { ProbeConnection } from './probe-channel';
 import type { ProbeMessage } from './probe-messages';
@@ -58,6 +58,32 @@ export function rankCollectives(connections: readonly ProbeConnection[], warmupS
     exposedShare: comm.exposedShare,
     busBytesPerSec: comm.busBytesPerSec,
     perStep: { count: first.length, bytes: first.reduce((n, c) => n + c.bytes, 0) },
+    timeline: timelineOf(collectives),
     clocks,
   };
+}
+
+/** The last measured steps every rank reported, as marks per rank (times after the step's first arrival), bounded. */
+function timelineOf(collectives: readonly RankCollective[]): NonNullable<ScriptCollectives['timeline']> {
+  // One pass each (a job of thousands of ranks sends millions of collectives): which ranks each step has, then its marks.
+  const ranksAt = new Map<number, Set<number>>();
+  for (const c of collectives) {
+    if (!ranksAt.has(c.step)) ranksAt.set(c.step, new Set());
+    ranksAt.get(c.step)!.add(c.rank);
+  }
+  const ranks = [...new Set(collectives.map((c) => c.rank))].sort((a, b) => a - b);
+  const steps = [...ranksAt].filter(([, seen]) => seen.size === ranks.length).map(([step]) => step).sort((a, b) => a - b).slice(-TIMELINE_STEPS);
+  const shown = new Set(ranks.slice(0, TIMELINE_RANKS));
+  const start = new Map<number, number>(steps.map((s) => [s, Infinity]));
+  for (const c of collectives) if (start.has(c.step)) start.set(c.step, Math.min(start.get(c.step)!, c.arriveMs));
+  const byRank = new Map<number, NonNullable<ScriptCollectives['timeline']>['ranks'][number]['marks']>([...shown].map((r) => [r, []]));
+  for (const c of collectives) {
+    if (!start.has(c.step) || !shown.has(c.rank) || c.index >= TIMELINE_COLLECTIVES) continue;
+    byRank.get(c.rank)!.push({ step: c.step, index: c.index, arriveMs: c.arriveMs - start.get(c.step)!, doneMs: c.doneMs - start.get(c.step)! });
+  }
+  const cut = [
+    ranks.length > TIMELINE_RANKS ? `ranks after the first ${TIMELINE_RANKS} of ${ranks.length}` : '',
+    collectives.some((c) => start.has(c.step) && c.index >= TIMELINE_COLLECTIVES) ? `collectives after the first ${TIMELINE_COLLECTIVES} of a step` : '',
+  ].filter(Boolean);
+  return { steps, ranks: [...byRank].map(([rank, marks]) => ({ rank, marks })), cut: cut.length ? `not shown: ${cut.join('; ')}` : null };
 }
