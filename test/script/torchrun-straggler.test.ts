@@ -46,6 +46,13 @@ describe('benchmark-training -- torchrun: the straggler at the collectives', { r
     for (const k of t.ranks) expect(k.marks).toHaveLength(3 * c.perStep.count);
     const firstArrival = (rank: number, step: number) => Math.min(...t.ranks[rank].marks.filter((m) => m.step === step).map((m) => m.arriveMs));
     expect(t.steps.filter((s) => firstArrival(1, s) > firstArrival(0, s)).length).toBeGreaterThanOrEqual(2);
+    // The ADR report says it too.
+    const report = await runCli(['report', r.runId, '--json', '--workspace', ws.dir]);
+    expect(report.code, report.stderr).toBe(0);
+    const markdown = (JSON.parse(report.stdout) as { markdown: string }).markdown;
+    expect(markdown).toMatch(/\| straggler \(the rank the others wait for at the collectives\) \| rank 1, late in host work \([\d.]+ ms\) \|/);
+    expect(markdown).toMatch(/\| exposed communication \(share of the step after the last rank arrived\) \| [\d.]+ % \|/);
+    expect(markdown).toContain('Ranks at the collectives, 1. as is: rank 1 arrives last at');
     // Both ranks measured their clock against the collector; on one machine the offset is within its uncertainty plus a little.
     expect(c.clocks.map((k) => k.rank).sort()).toEqual([0, 1]);
     for (const k of c.clocks) {

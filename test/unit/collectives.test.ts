@@ -63,6 +63,14 @@ describe('straggler', () => {
     expect(v.why).toMatch(/^rank 3 arrives last at 100% of 40 steps \(95% interval 91%-100%, chance 25%\), \d\d\.\d\d ms after the others' median arrival; it spends longer than the others in host work/);
   });
 
+  it("measures lateness against the other ranks' median: with two ranks, the whole gap, not half of it", () => {
+    const { collectives, steps } = job(40, { rank: 1, hostMs: 30 }, 1, 2);
+    const v = straggler(collectives, steps);
+    expect(v.rank).toBe(1);
+    expect(v.lateMs).toBeGreaterThan(27);
+    expect(v.lateMs).toBeLessThan(33);
+  });
+
   it('names the phase that makes it late: its data wait, or its compute', () => {
     const data = job(30, { rank: 1, dataMs: 15 });
     expect(straggler(data.collectives, data.steps)).toMatchObject({ rank: 1, phase: 'data' });

@@ -16,6 +16,7 @@ import { optimiseBaselinePart, optimiseLimitLines } from './section-optimise';
 import { trainRunPart } from './section-train';
 import { telemetryFigures } from './telemetry-figures';
 import { runSlug } from './run-slug';
+import { printable } from '../../api/shell-word';
 
 const pct = (x: number | null) => (x === null ? 'not measured' : fmt(x, '%'));
 
@@ -184,6 +185,19 @@ function scriptPhases(input: ReportInput): { body: string; figures: FigureSpec[]
   return { body: [bench.body, ...trains.map((t) => t.body)].filter(Boolean).join('\n\n'), figures: [...bench.figures, ...trains.flatMap((t) => t.figures)] };
 }
 
+const LATE_IN = { data: 'waiting for data', compute: 'compute', host: 'host work' } as const;
+
+/** A job of several ranks (issue 40): who the others wait for at the collectives, and what communication costs. */
+function collectiveRows(runs: ReturnType<typeof scriptBenchmarks>): string[][] {
+  if (!runs.some((r) => r.result.target.collectives)) return [];
+  const each = (cell: (c: NonNullable<ScriptBenchmarkResult['target']['collectives']>) => string) => runs.map((r) => (r.result.target.collectives ? cell(r.result.target.collectives) : 'one rank'));
+  return [
+    ['straggler (the rank the others wait for at the collectives)', ...each((c) => (c.straggler === null ? 'none' : `rank ${c.straggler}${c.phase ? `, late in ${LATE_IN[c.phase]}` : ''} (${fmt(c.lateMs, 'ms')})`))],
+    ['exposed communication (share of the step after the last rank arrived)', ...each((c) => fmt(100 * c.exposedShare, '%'))],
+    ['all-reduce bus bandwidth', ...each((c) => (c.busBytesPerSec === null ? 'not measured' : `${(c.busBytesPerSec / 1e9).toFixed(2)} GB/s`))],
+  ];
+}
+
 function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpec[] } {
   const runs = scriptBenchmarks(input);
   if (!runs.length) {
@@ -207,6 +221,7 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
       ['host-to-device copy floor per step (the step over it)', ...runs.map((r) => floorCell(r.result, (f) => f.copy))],
       ['data floor per step', ...runs.map((r) => floorCell(r.result, (f) => f.data))],
       ['GPU energy per sample (mJ)', ...runs.map((r) => (r.result.energy ? fmt(1000 * r.result.energy.joulesPerSample) : r.result.energyMissing === undefined ? 'not recorded' : 'not measured'))],
+      ...collectiveRows(runs),
     ],
   );
   const compared = runs.map((r, i) => ({ id: r.id, chart: inputs[i], phasesMs: r.result.phasesMs, phasesPercent: r.result.phasesPercent }));
@@ -231,6 +246,7 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
       '',
       runs[0].result.target.phaseNote,
       '',
+      ...runs.flatMap((r, i) => (r.result.target.collectives ? [`Ranks at the collectives, ${labels[i]}: ${printable(r.result.target.collectives.why)}.`, ''] : [])),
       ...figures.map((f) => figureLink(f.alt, f.name)),
       ...(findings.length ? ['', 'Findings:', '', ...findings] : []),
       ...telemetry.flatMap((t) => (t.lines.length ? ['', ...t.lines] : [])),

@@ -83,8 +83,8 @@ function completeSteps(collectives: readonly RankCollective[], ranks: readonly n
 }
 
 /**
- * The straggler: per step, each rank's mean lateness over the step's collectives (its arrival minus the median
- * arrival of that collective); the step's last rank is the latest on average. A rank is named only when it is last
+ * The straggler: per step, each rank's mean lateness over the step's collectives (its arrival minus the other
+ * ranks' median arrival at that collective); the step's last rank is the latest on average. A rank is named only when it is last
  * at more steps than chance (the lower end of its share's 95% Wilson interval above 1 / ranks) and late by more than
  * the noise (`minLateMs`: the clocks' uncertainty, or a share of the step), so a clean run names none.
  */
@@ -97,8 +97,10 @@ export function straggler(collectives: readonly RankCollective[], steps: readonl
   for (const byIndex of bySteps.values()) {
     const late = new Map<number, number[]>(ranks.map((r) => [r, []]));
     for (const seen of byIndex.values()) {
-      const mid = median(seen.map((c) => c.arriveMs));
-      for (const c of seen) late.get(c.rank)!.push(c.arriveMs - mid);
+      // Against the others' median: with two ranks, the median of both is their midpoint, half the lateness.
+      const order = seen.map((c, i) => ({ at: c.arriveMs, i })).sort((a, b) => a.at - b.at);
+      const sorted = order.map((o) => o.at);
+      order.forEach((o, p) => late.get(seen[o.i].rank)!.push(seen[o.i].arriveMs - medianWithout(sorted, p)));
     }
     const meanLate = ranks.map((r) => ({ r, late: late.get(r)!.reduce((s, x) => s + x, 0) / late.get(r)!.length }));
     for (const { r, late: l } of meanLate) lateness.get(r)!.push(l);
@@ -135,6 +137,14 @@ export function straggler(collectives: readonly RankCollective[], steps: readonl
       `rank ${most.rank} arrives last at ${pct(most.share)} of ${n} steps (95% interval ${pct(most.low)}-${pct(most.high)}, chance ${pct(chance)}), ` +
       `${lateMs.toFixed(2)} ms after the others' median arrival${phase ? `; it spends longer than the others in ${PHASE_WORDS[phase]}` : ''}`,
   };
+}
+
+/** The median of a sorted array without its element at `p`, in O(1); the element itself when it is alone. */
+function medianWithout(sorted: readonly number[], p: number): number {
+  const m = sorted.length - 1;
+  if (m === 0) return sorted[0];
+  const at = (k: number) => sorted[k < p ? k : k + 1]; // the k-th of the others
+  return m % 2 === 1 ? at((m - 1) / 2) : (at(m / 2 - 1) + at(m / 2)) / 2;
 }
 
 const PHASE_WORDS: Record<LatePhase, string> = {
