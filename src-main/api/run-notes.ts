@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { IdSchema } from './ids';
+import { BIDI_MARK } from './shell-word';
 
 /**
  * A run's name, tags and notes: what a person writes about a run, kept in
@@ -21,8 +22,7 @@ const NO_CONTROLS = /^[^\p{Cc}]*$/u;
 const CONTROL_NOT_LINE = /[^\P{Cc}\n\r\t]/u;
 // Bidirectional formatting marks reorder what a list or a page shows (a name could read as another run's):
 // the same marks the printers escape (api/shell-word.ts).
-const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
-const noBidi = (what: string) => [(text: string) => !BIDI.test(text), `${what} no bidirectional formatting marks (U+202A-202E, U+2066-2069, U+200E/F, U+061C): they reorder what is shown`] as const;
+const noBidi = (what: string) => [(text: string) => !BIDI_MARK.test(text), `${what} no bidirectional formatting marks (U+202A-202E, U+2066-2069, U+200E/F, U+061C): they reorder what is shown`] as const;
 
 export const RunNameSchema = z
   .string()

@@ -10,6 +10,8 @@ const SAFE = /^[A-Za-z0-9_./:,=@%+-]+$/;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 // eslint-disable-next-line no-control-regex -- control characters are what it finds
 const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+/** The bidirectional formatting marks alone (in CONTROL too): names a person gives are refused with one. */
+export const BIDI_MARK = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
 const NAMED: Record<string, string> = { '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
 /** One control character as its escape: \t, \n, \r, \x1b (C0 and DEL), \u009b (C1 and above). */

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 
+import { BIDI_MARK, printable } from './shell-word';
+
 /**
  * Data files added to the workspace's sources/ folder from the Datasets page (issue 41 item 1), so a
  * person needs no shell to import. Serve mode: the page PUTs each file's bytes to
@@ -34,19 +36,27 @@ const WINDOWS_DEVICE = /^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?$/i;
 /** Characters Windows refuses in a name (the rest of the rules keep out separators and control characters). */
 const WINDOWS_RESERVED = /[<>:"|?*]/;
 
+const codePoint = (c: string) => `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+
 /**
  * Why `name` cannot be a file of sources/, naming the value, or null when it can: one plain name (no
  * separator, not '.' or '..'), visible (no leading dot: temp files start with one), no control
- * characters, and one Windows also takes (the workspace is shared between machines).
+ * characters, line separators or bidi marks, and one Windows also takes (the workspace is shared between machines).
  */
 export function sourceFileNameProblem(name: string): string | null {
-  const shown = JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name);
+  // Quoted, and escaped past what JSON escapes (C1 controls, separators, bidi marks): the refusal is shown too.
+  const shown = printable(JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name));
   if (name === '') return 'the file has no name';
   if (name.includes('/') || name.includes('\\')) return `file name ${shown} holds a path separator: only a plain file name goes into sources/`;
   if (name === '.' || name === '..') return `file name ${shown} is not a file name`;
   // eslint-disable-next-line no-control-regex
-  const control = /[\u0000-\u001f\u007f]/.exec(name);
+  const control = /[\u0000-\u001f\u007f-\u009f]/.exec(name);
   if (control) return `file name ${shown} holds a control character (code ${control[0].charCodeAt(0)}): rename the file`;
+  // A name is shown in lists and messages: a separator would break its line, a bidi mark reorder it (evil\u202Evsc.exe).
+  const separator = /[\u2028\u2029]/.exec(name);
+  if (separator) return `file name ${shown} holds a line or paragraph separator (${codePoint(separator[0])}): rename the file`;
+  const bidi = BIDI_MARK.exec(name);
+  if (bidi) return `file name ${shown} holds a bidirectional formatting mark (${codePoint(bidi[0])}), which reorders what is shown: rename the file`;
   if (name.startsWith('.')) return `file name ${shown} starts with a dot (a hidden file): rename the file`;
   const reserved = WINDOWS_RESERVED.exec(name);
   if (reserved) return `file name ${shown} holds '${reserved[0]}', which Windows does not allow in a name: rename the file`;

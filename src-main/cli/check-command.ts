@@ -39,7 +39,8 @@ export function formatCheck(r: CheckResult): string {
     `now        run ${r.now.runId}: ${side(r.now)}`,
     `conditions ${r.differences.length ? printable(r.differences.join('; ')) : 'same host, CPU and device as the saved run'}`,
     ...(r.confounders ? [printable(`confounders saved run: ${r.confounders.against.join('; ') || 'none seen'}; this run: ${r.confounders.now.join('; ') || 'none seen'}`)] : []),
-    `verdict    ${r.verdict.text}`,
+    // It names the conditions that differ: the saved run's hostname and CPU, from its file.
+    `verdict    ${printable(r.verdict.text)}`,
     `exit       ${r.verdict.exitCode} (0 faster or the same, 1 slower, 2 could not decide)`,
   ].join('\n');
 }

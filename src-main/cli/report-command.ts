@@ -49,7 +49,8 @@ export function reportCommand(out: NodeJS.WritableStream = process.stdout): Comm
           `report   ${printable(report.summary.title)}`,
           `saved    ${path.join(services.workspace.root, report.summary.path)} (${report.figures.length} chart${report.figures.length === 1 ? '' : 's'} beside it)`,
           ...(exported ? [`copied   ${exported.dir} (${exported.files.join(', ')})`] : []),
-          ...report.notes.map((n) => `note     ${n}`),
+          // Notes may quote a run's file (a failed run's error): escaped, as its title is.
+          ...report.notes.map((n) => `note     ${printable(n)}`),
         ];
         out.write(lines.join('\n') + '\n');
       } finally {

@@ -1,4 +1,5 @@
 import { ApiError } from '../api/errors';
+import { printable } from '../api/shell-word';
 import type { DataSource } from '../api/training';
 import { heldOutTestOf, resolveDataset } from '../core/datasets/cache-store';
 import { openWorkspace } from '../core/workspace/workspace';
@@ -33,15 +34,17 @@ export async function chooseTestSet(data: DataSource, flag: string | undefined, 
   const workspace = await openWorkspace(workspaceDir);
   const { manifest } = await resolveDataset(workspace, data.train);
   const held = await heldOutTestOf(workspace, manifest);
-  if (!held) return without(`${manifest.name} was imported without a held-out split (cache build --test-fraction 0.2 holds one out; --test <dataset> chooses one)`);
+  // The name is manifest.json's, which a tampered workspace may hold: escaped for the terminal.
+  const name = printable(manifest.name);
+  if (!held) return without(`${name} was imported without a held-out split (cache build --test-fraction 0.2 holds one out; --test <dataset> chooses one)`);
   const { split } = held;
   if (!held.present) {
     return without(
-      `the split held out of ${manifest.name} when it was imported, ${split.other}, is no longer in the workspace (cache build it again with --test-fraction ${split.fraction} --test-seed ${split.seed})`,
+      `the split held out of ${name} when it was imported, ${split.other}, is no longer in the workspace (cache build it again with --test-fraction ${split.fraction} --test-seed ${split.seed})`,
     );
   }
   return {
     data: { ...data, test: split.other },
-    note: `test set: ${split.other}, the ${percent(split.fraction)} of the rows of ${manifest.name} held out when it was imported (--test none trains without one)`,
+    note: `test set: ${split.other}, the ${percent(split.fraction)} of the rows of ${name} held out when it was imported (--test none trains without one)`,
   };
 }

@@ -3,13 +3,20 @@
 // while --yes would run another: every printer shows control characters escaped, and the words quoted as a
 // shell reads them back. `runs` (the run's title) likewise.
 import { execFile } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
+import MarkdownIt from 'markdown-it';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { CLI, requireBuilt } from '../helpers/repo';
+import { REPORT_SECTIONS } from '../../src-main/api/reports';
+import { formatCheck } from '../../src-main/cli/check-command';
+import type { BenchmarkService } from '../../src-main/core/benchmarks/benchmark-service';
+import { CheckService } from '../../src-main/core/check/check-service';
+import { SECTION_HEADINGS } from '../../src-main/core/reports/report-model';
+import { openWorkspace } from '../../src-main/core/workspace/workspace';
+import { CLI, REPO_ROOT, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 
 const run = promisify(execFile);
@@ -100,5 +107,82 @@ describe('names planted in the workspace (the re-attack: a run folder, a model f
     const caches = await trainbench('cache', 'list', '--workspace', ws.dir);
     expect(caches.stdout + caches.stderr).not.toMatch(RAW_CONTROL);
     expect(caches.stdout).toContain('x\\x1b]0;pw\\x07y');
+  });
+});
+
+describe('text planted in a run file, in a report and in the gate (the re-attack: F1 gaps)', () => {
+  const rw = tempDir('planted-report-');
+  afterAll(() => rw.cleanup());
+  // Bidi marks and line separators reorder or break what a terminal or a page shows; ESC and CR redraw a terminal.
+  // eslint-disable-next-line no-control-regex -- control characters are what it finds
+  const UNSHOWABLE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+  const BASE = '20261127-033427-8b1a8f';
+  const FAILED = '20261127-040000-fa11ed';
+  const MOVED = '20261127-040100-e1e1e1';
+  type Planted = Record<string, unknown> & { environment: Record<string, unknown>; result?: Record<string, unknown> };
+  const runFile = (id: string) => path.join(rw.dir, 'runs', id, 'run.json');
+  const edit = (id: string, change: (r: Planted) => void) => {
+    const r = JSON.parse(readFileSync(runFile(id), 'utf8')) as Planted;
+    change(r);
+    writeFileSync(runFile(id), JSON.stringify(r));
+  };
+
+  beforeAll(() => {
+    // A real benchmark run (test/fixtures/runs-v1, result as v1 wrote it), its machine and data planted with a heading and bidi marks.
+    cpSync(path.join(REPO_ROOT, 'test', 'fixtures', 'runs-v1', 'engine-benchmark'), rw.dir, { recursive: true });
+    for (const id of [FAILED, MOVED]) cpSync(path.join(rw.dir, 'runs', BASE), path.join(rw.dir, 'runs', id), { recursive: true });
+    edit(BASE, (r) => {
+      r.environment.hostname = 'vm\n\n## Decision\n\nAdopt \u202eexe.live\u202c';
+      r.environment.cpuModel = 'Xeon\r## Consequences\u2028none';
+      r.result!.data = 'fashion-mnist\n\n## Decision\n\n\u2067forged\u2069';
+    });
+    // A run that failed, its error planted: the report leaves it out with a note quoting that error.
+    edit(FAILED, (r) => {
+      Object.assign(r, { id: FAILED, status: 'failed', error: { code: 'E_DATA', message: 'boom\x1b[2K\rnote     all fine\n\n## Decision\u202e' } });
+      delete r.result;
+    });
+    edit(MOVED, (r) => Object.assign(r, { id: MOVED, environment: { ...r.environment, hostname: 'rig\u202e2\u2028b' } }));
+  });
+
+  let report: { stdout: string; markdown: string } | null = null;
+  async function reportOnce() {
+    if (report) return report;
+    const r = await trainbench('report', BASE, FAILED, '--workspace', rw.dir);
+    expect(r.code, r.stderr).toBe(0);
+    const saved = r.stdout.match(/^saved {4}(.+\.md) \(/m)?.[1] ?? '';
+    report = { stdout: r.stdout, markdown: readFileSync(saved, 'utf8') };
+    return report;
+  }
+
+  it("report prints its notes escaped: a failed run's planted error cannot redraw the terminal or add a line", async () => {
+    const { stdout } = await reportOnce();
+    expect(stdout).not.toMatch(UNSHOWABLE);
+    const notes = stdout.split('\n').filter((l) => l.startsWith('note '));
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toContain('boom\\x1b[2K\\rnote     all fine\\n\\n## Decision\\u202e');
+  });
+
+  it('the ADR holds the planted hostname, CPU and data as text: no heading of their own, nothing reordered', async () => {
+    const { markdown } = await reportOnce();
+    expect(markdown).not.toMatch(UNSHOWABLE);
+    // The headings are the title and the sections' own, each once: none made by a planted line.
+    const tokens = new MarkdownIt().parse(markdown, {});
+    const headings = tokens.flatMap((t, i) => (t.type === 'heading_open' ? [`${t.tag} ${tokens[i + 1].content}`] : []));
+    expect(headings.filter((h) => h.startsWith('h1 '))).toHaveLength(1);
+    expect(headings.filter((h) => h.startsWith('h2 '))).toEqual(REPORT_SECTIONS.map((s) => `h2 ${SECTION_HEADINGS[s]}`));
+    expect(markdown).toContain('vm\\n\\n## Decision\\n\\nAdopt \\u202eexe.live\\u202c');
+    expect(markdown).toContain('Xeon\\r## Consequences\\u2028none');
+    expect(markdown).toContain('fashion-mnist\\n\\n## Decision\\n\\n\\u2067forged\\u2069');
+    // The note on the failed run, quoted in Status, is one line too.
+    expect(markdown).toContain('boom\\x1b[2K\\rnote     all fine');
+  });
+
+  it("check's verdict names the saved run's planted hostname escaped", async () => {
+    const checks = new CheckService(await openWorkspace(rw.dir), {} as BenchmarkService, () => false);
+    const text = formatCheck(await checks.compare([BASE, MOVED], 0.05));
+    const verdict = text.split('\n').find((l) => l.startsWith('verdict'));
+    expect(verdict).toContain('could not decide: the saved run was measured under other conditions');
+    expect(text).not.toMatch(UNSHOWABLE);
+    expect(verdict).toContain('rig\\u202e2\\u2028b');
   });
 });

@@ -212,6 +212,11 @@ describe('serve mode: uploading data files into sources/', () => {
       ['.bashrc', 400, 'file name ".bashrc" starts with a dot'],
       ['bad%0Aname.csv', 400, 'file name "bad\\nname.csv" holds a control character (code 10)'],
       ['nul%00.csv', 400, 'holds a control character (code 0)'],
+      ['csi%C2%9B2K.csv', 400, 'file name "csi\\u009b2K.csv" holds a control character (code 155)'],
+      // Shown in lists and messages: a separator would break the line, a bidi mark reorder it ("data<RLO>vsc.exe" reads "dataexe.csv").
+      ['line%E2%80%A8break.csv', 400, 'file name "line\\u2028break.csv" holds a line or paragraph separator (U+2028): rename the file'],
+      ['data%E2%80%AEvsc.exe', 400, 'file name "data\\u202evsc.exe" holds a bidirectional formatting mark (U+202E), which reorders what is shown: rename the file'],
+      ['a%E2%80%8Fb.csv', 400, 'holds a bidirectional formatting mark (U+200F)'],
       ['what%3F.csv', 400, `file name "what?.csv" holds '?'`],
       ['CON.csv', 400, 'file name "CON.csv" is a device name on Windows'],
       ['%E0%A4%A', 400, 'the file name is not valid percent-encoding'],

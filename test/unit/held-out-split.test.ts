@@ -14,6 +14,7 @@ import type { EngineClient } from '../../src-main/engine/engine-client';
 import { datasetsRoot, listDatasets, readManifest, resolveDataset } from '../../src-main/core/datasets/cache-store';
 import { DatasetService } from '../../src-main/core/datasets/dataset-service';
 import { heldOutCount, heldOutIndices, heldOutPart } from '../../src-main/core/datasets/held-out-split';
+import { chooseTestSet } from '../../src-main/cli/test-set';
 import type { RecordSource } from '../../src-main/core/datasets/importers/record-source';
 import { EventHub } from '../../src-main/core/common/event-hub';
 import type { TelemetryService } from '../../src-main/core/telemetry/telemetry-service';
@@ -314,5 +315,39 @@ describe('which datasets can be a test set', () => {
     const { code, message } = await refusal(datasets.trainingData({ kind: 'dataset', train: 'flowers', test: 'two' }, {}));
     expect(code).toBe('E_BAD_INPUT');
     expect(message).toMatch(/^test set two labels 'y' with 2 text classes/);
+  });
+});
+
+describe("a tampered manifest's name (the re-attack: F1 gaps)", () => {
+  // eslint-disable-next-line no-control-regex -- control characters are what it finds
+  const UNSHOWABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+  const PLANTED = 'flowers\u202eexe.txt\u2028next\x1b[2K';
+  const SHOWN = 'flowers\\u202eexe.txt\\u2028next\\x1b[2K';
+
+  /** An import with a held-out split whose training part's manifest.json names it PLANTED. */
+  async function planted() {
+    const s = await service();
+    const built = await s.datasets.build(request(rowsCsv(path.join(s.dir, 'sources', 'flowers.csv'), 100), 'flowers', { fraction: 0.2 }));
+    const file = path.join(s.dir, 'datasets', built.dataset.id, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(file, 'utf8')) as CacheManifest;
+    writeFileSync(file, JSON.stringify({ ...manifest, name: PLANTED, source: { ...manifest.source, description: `${PLANTED} source` } }));
+    return { ...s, built };
+  }
+
+  it('is listed escaped by datasets.list, which the CLI and the Datasets page show', async () => {
+    const { ws, built } = await planted();
+    const listed = (await listDatasets(ws)).find((d) => d.id === built.dataset.id);
+    expect(listed).toMatchObject({ name: SHOWN, sourceDescription: `${SHOWN} source`, problem: null });
+  });
+
+  it("is named escaped in train's test-set note, with its test part there or gone", async () => {
+    const { datasets, dir, built } = await planted();
+    const { note } = await chooseTestSet({ kind: 'dataset', train: built.dataset.id }, undefined, dir);
+    expect(note).not.toMatch(UNSHOWABLE);
+    expect(note).toContain(`of the rows of ${SHOWN} held out when it was imported`);
+    await datasets.remove(built.test!.dataset.id);
+    const gone = await chooseTestSet({ kind: 'dataset', train: built.dataset.id }, undefined, dir);
+    expect(gone.note).not.toMatch(UNSHOWABLE);
+    expect(gone.note).toContain(`the split held out of ${SHOWN} when it was imported`);
   });
 });

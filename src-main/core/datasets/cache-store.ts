@@ -80,13 +80,14 @@ export async function checkStructure(workspace: Workspace, dir: string, m: Cache
 export function summarize(m: CacheManifest, problem: string | null): DatasetSummary {
   return {
     id: m.id,
-    name: m.name,
+    // Free text of manifest.json, which a tampered workspace may hold (the id is checked as one): escaped.
+    name: printable(m.name),
     records: m.records,
     bytes: m.shards.reduce((a, s) => a + s.bytes, 0),
     shards: m.shards.length,
     fields: m.fields,
     createdAt: m.createdAt,
-    sourceDescription: m.source.description,
+    sourceDescription: printable(m.source.description),
     problem,
     ...(m.split ? { split: m.split } : {}),
   };

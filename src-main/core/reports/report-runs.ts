@@ -12,6 +12,7 @@ import { formatIssues } from '../../api/format-issues';
 import type { EngineOptimiseResult, ScriptOptimiseResult } from '../../api/optimise-result';
 import { OptimiseResultSchema, isEngineOptimise, isScriptOptimise } from '../../api/optimise-result';
 import type { RunRecordJson } from '../../api/run-record';
+import { printable } from '../../api/shell-word';
 import type { ScriptTarget } from '../../api/script-target';
 import type { TelemetrySample } from '../../api/telemetry';
 import type { EngineTrainRun, ScriptTrainRun } from '../../api/train-result';
@@ -145,7 +146,19 @@ async function readTelemetry(workspace: Workspace, dir: string): Promise<Telemet
   const names = (await listFolder(workspace, dir).catch(() => [])).filter((e) => e.kind === 'file' && /^telemetry(-rep\d+)?\.jsonl$/.test(e.name));
   const samples: TelemetrySample[] = [];
   for (const { name } of names) samples.push(...(await readTelemetryFile(workspace, path.join(dir, name))));
-  return samples.sort((a, b) => a.t - b.t);
+  return printableStrings(samples.sort((a, b) => a.t - b.t));
+}
+
+/**
+ * A run file's text as the ADR may hold it: every string and key through printable, so a tampered run.json
+ * cannot start a line of its own in the markdown (a newline and "## Decision" in its hostname) or reorder
+ * what follows (bidi marks). Done once, as the runs load, so no section has to remember it.
+ */
+function printableStrings<T>(value: T): T {
+  if (typeof value === 'string') return printable(value) as T;
+  if (Array.isArray(value)) return value.map(printableStrings) as T;
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [printable(k), printableStrings(v)])) as T;
 }
 
 function parseResult<T>(schema: { safeParse(x: unknown): { success: true; data: T } | { success: false; error: import('zod').ZodError } }, record: RunRecordJson, id: string): T {
@@ -184,13 +197,14 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
       notes.push(`Run ${id} cannot be read any more (${(err as Error).message}); it is left out.`);
       continue;
     }
-    const record = detail.record as RunRecordJson;
+    const stored = detail.record as RunRecordJson;
     const dir = path.posix.join('runs', id);
-    if (record.status !== 'completed') {
-      const why = record.error ? `${record.error.code}: ${record.error.message}` : detail.summary.interruption ?? 'no result';
-      notes.push(`Run ${id} (${record.kind}) is ${detail.summary.status} (${why}), so it has no results to report; it is left out.`);
+    if (stored.status !== 'completed') {
+      const why = stored.error ? `${stored.error.code}: ${stored.error.message}` : detail.summary.interruption ?? 'no result';
+      notes.push(`Run ${id} (${stored.kind}) is ${detail.summary.status} (${why}), so it has no results to report; it is left out.`);
       continue;
     }
+    const record = printableStrings(stored);
     try {
       if (isScriptRun(record)) {
         if (record.kind === 'benchmark') {
