@@ -38,6 +38,7 @@ export interface BenchmarkScriptFlags {
   output: boolean;
   workspace: string;
   collector?: { host: string; port: number };
+  collectives?: boolean;
 }
 
 const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
@@ -84,6 +85,8 @@ async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): 
     steps: flags.steps,
     repeat: flags.repeat,
     timeoutSeconds: flags.timeout,
+    // A job across machines is measured for its straggler: what --collector is for.
+    collectives: flags.collectives === true || flags.collector !== undefined,
     ...(flags.collector ? { collector: flags.collector } : {}),
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
@@ -122,6 +125,7 @@ function scriptOptions(): Command {
     .option('--no-progress', 'no progress lines on stderr')
     .option('--no-output', "do not echo the script's output on stderr (it is saved in the run either way)")
     .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir())
+    .option('--collectives', "time every rank at DDP's all-reduces and name the straggler (a hook per gradient bucket: it costs small steps up to a sixth of their time; implied by --collector)")
     .option('--collector <host[:port]>', "a job across machines: this machine's address the other nodes reach (their ranks join with the code each launch prints)", collectorArg);
 }
 

@@ -14,6 +14,8 @@ export interface ScriptForm {
   steps: number | null;
   repeat: number;
   timeoutSeconds: number;
+  /** A benchmark of a torchrun job: time its ranks at their collectives (asked for: it costs small steps). */
+  collectives?: boolean;
 }
 
 export function emptyScriptForm(): ScriptForm {
@@ -132,6 +134,7 @@ export function scriptRequestFromForm(form: ScriptForm): ScriptBenchmarkRequestI
     repeat: form.repeat,
     timeoutSeconds: form.timeoutSeconds,
     ...(form.steps ? { steps: form.steps } : {}),
+    ...(form.collectives ? { collectives: true } : {}),
   };
   const checked = ScriptBenchmarkRequestSchema.safeParse(request);
   if (!checked.success) {

@@ -20,7 +20,7 @@ let runId = '';
 /** One benchmark of the planted straggler; its result as the CLI printed it. */
 async function benchmark(workspace: string) {
   const torchrun = [TORCHRUN, '--nproc_per_node', '2', '--master_port', String(await freePort()), '--redirects', '1', '--tee', '1', path.join(SCRIPTS, 'ddp_straggler.py'), '--steps', '40', '--slow-rank', '1', '--slow-ms', '30'];
-  const { stdout } = await run(process.execPath, [CLI, 'benchmark-training', '--json', '--no-output', '--warmup-steps', '3', '--steps', '20', '--repeat', '1', '--timeout', '120', '--workspace', workspace, '--', ...torchrun], {
+  const { stdout } = await run(process.execPath, [CLI, 'benchmark-training', '--json', '--collectives', '--no-output', '--warmup-steps', '3', '--steps', '20', '--repeat', '1', '--timeout', '120', '--workspace', workspace, '--', ...torchrun], {
     maxBuffer: 64 << 20,
   });
   return BenchmarkResultSchema.parse(JSON.parse(stdout));

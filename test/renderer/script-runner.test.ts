@@ -52,6 +52,9 @@ describe('script form', () => {
       overrides: { 'dataloader.num_workers': 4, 'cudnn.benchmark': true },
       steps: 20,
     });
+    // Timing the ranks at their collectives is asked for, never on by default (it costs small steps).
+    expect(scriptRequestFromForm(form)).not.toHaveProperty('collectives');
+    expect(scriptRequestFromForm({ ...form, collectives: true })).toMatchObject({ collectives: true });
     expect(() => scriptRequestFromForm({ ...form, commandLine: '  ' })).toThrow(/command: type the command/);
     expect(() => scriptRequestFromForm({ ...form, cwd: 'proj' })).toThrow(/absolute path, got "proj"/);
     expect(() => scriptRequestFromForm({ ...form, env: [{ name: '1BAD', value: 'x' }] })).toThrow(/"1BAD"/);

@@ -18,7 +18,7 @@ afterAll(() => ws.cleanup());
 async function bench(slowMs: number, json = true) {
   requireBuilt();
   const command = [TORCHRUN, '--nproc_per_node', '2', '--master_port', String(await freePort()), '--redirects', '1', '--tee', '1', path.join(SCRIPTS, 'ddp_straggler.py'), '--steps', '40', '--slow-rank', '1', '--slow-ms', String(slowMs)];
-  return runCli(['benchmark-training', ...(json ? ['--json'] : []), '--no-output', '--warmup-steps', '3', '--steps', '20', '--repeat', '1', '--timeout', '120', '--workspace', ws.dir, '--', ...command]);
+  return runCli(['benchmark-training', ...(json ? ['--json'] : []), '--collectives', '--no-output', '--warmup-steps', '3', '--steps', '20', '--repeat', '1', '--timeout', '120', '--workspace', ws.dir, '--', ...command]);
 }
 
 // Two ranks of a torchrun job on a busy 2-core machine: a stalled start is tried once more.

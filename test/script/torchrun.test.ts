@@ -24,6 +24,8 @@ describe('benchmark-training -- <command> through torchrun --nproc_per_node 2 (g
     expect(code, stderr).toBe(0);
     const r = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout)));
     expect(r.target.worldSize).toBe(2);
+    // Not asked for (--collectives): no hook on DDP's buckets, no verdict.
+    expect(r.target.collectives).toBeUndefined();
     expect(r.target.ranks.map((k) => k.rank)).toEqual([0, 1]);
     expect(new Set(r.target.ranks.map((k) => k.pid)).size).toBe(2);
     for (const k of r.target.ranks) {

@@ -127,6 +127,8 @@ class Probe:
         self.warmup = int(env.get("TB_PROBE_WARMUP", "0"))
         self.limit = int(env.get("TB_PROBE_STEPS", "0"))  # measured steps; 0: run until the script ends
         self.measure_peak = env.get("TB_PROBE_PEAK") == "1"  # a benchmark's utilisation and floors want torch's matmul and copy rates
+        # Asked for (issue 40): a Python comm hook per gradient bucket costs a small step up to a sixth of its time.
+        self.time_collectives = env.get("TB_PROBE_COLLECTIVES") == "1"
         self.overrides = json.loads(env.get("TB_PROBE_SET", "{}") or "{}")
         seed = env.get("TB_PROBE_SEED", "")
         self.seed = int(seed) if seed.strip() else None  # the wizard's: the same in every launch it compares
@@ -242,7 +244,7 @@ class Probe:
         )
         if self.model.amp_name == "fp16":
             parts += (("gradient clipping", lambda: _model.patch_clipping(torch, self.model)),)
-        if self.identity["worldSize"] > 1:
+        if self.identity["worldSize"] > 1 and self.time_collectives:
             parts += (("DDP's all-reduces", lambda: self._time_collectives(torch)),)
         for name, patch in parts:
             try:

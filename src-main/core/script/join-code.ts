@@ -5,7 +5,7 @@ import { ApiError } from '../../api/errors';
 
 const PREFIX = 'tbj1.';
 /** The probe's variables a join code may carry: nothing else reaches the other node's environment. */
-const KEYS = ['TB_PROBE_ADDR', 'TB_PROBE_TOKEN', 'TB_PROBE_WARMUP', 'TB_PROBE_STEPS', 'TB_PROBE_SET', 'TB_PROBE_SEED', 'TB_PROBE_PEAK'] as const;
+const KEYS = ['TB_PROBE_ADDR', 'TB_PROBE_TOKEN', 'TB_PROBE_WARMUP', 'TB_PROBE_STEPS', 'TB_PROBE_SET', 'TB_PROBE_SEED', 'TB_PROBE_PEAK', 'TB_PROBE_COLLECTIVES'] as const;
 /** A code is a few hundred characters; overrides make it longer, never this long. */
 const MAX_CODE_CHARS = 16_384;
 

@@ -79,6 +79,7 @@ export class ScriptBenchmarks {
         ...(request.steps !== undefined ? { steps: request.steps } : {}),
         repeat: request.repeat,
         timeoutSeconds: request.timeoutSeconds,
+        ...(request.collectives ? { collectives: true } : {}),
         ...(request.collector ? { collector: request.collector } : {}),
         jobId: request.jobId,
       },
@@ -127,6 +128,7 @@ export class ScriptBenchmarks {
       timeoutMs: request.timeoutSeconds * 1000,
       probeDir: this.pythonDir,
       measurePeak: true,
+      timeCollectives: request.collectives,
       ...(request.collector ? { collector: request.collector, onJoin: (code: string) => options.onJoin?.(code, i) } : {}),
     };
     try {
