@@ -96,8 +96,8 @@ def clock_offset(exchange, probes=8):
         t0 = now_ms()
         reply = exchange(t0)
         t3 = now_ms()
-        if reply is None:
-            continue
+        if reply is None:  # over TCP nothing is lost: a collector that did not answer in time will not; stop waiting
+            break
         t1, t2 = reply
         answered += 1
         delay = (t3 - t0) - (t2 - t1)
