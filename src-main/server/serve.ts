@@ -23,6 +23,7 @@ export interface ServeOptions {
   /** Limits per client and on clients (ws-api's defaults otherwise); tests make them small. */
   maxBufferedBytes?: number;
   maxInFlight?: number;
+  maxInFlightTotal?: number;
   maxClients?: number;
   /** How long a download may wait for the browser to take more before it is dropped. */
   downloadStallMs?: number;
@@ -84,8 +85,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       else res.destroy();
     });
   });
-  const { maxBufferedBytes, maxInFlight, maxClients } = options;
-  const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxClients });
+  const { maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients } = options;
+  const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

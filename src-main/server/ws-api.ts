@@ -19,6 +19,11 @@ export const MAX_BUFFERED_BYTES = 32 * 1024 * 1024;
 export const MAX_IN_FLIGHT = 32;
 /** Open connections; the UI needs one per window. */
 export const MAX_CLIENTS = 32;
+/**
+ * Requests in flight over all connections: each may hold a bounded read (a run.json up to 4 MiB), and the per-connection
+ * limit times the clients would allow 1,024 of them at once; a window has a few in flight.
+ */
+export const MAX_IN_FLIGHT_TOTAL = 64;
 
 export interface WsApiOptions {
   server: Server;
@@ -29,6 +34,7 @@ export interface WsApiOptions {
   log: (line: string) => void;
   maxBufferedBytes?: number;
   maxInFlight?: number;
+  maxInFlightTotal?: number;
   maxClients?: number;
 }
 
@@ -69,6 +75,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   const maxBuffered = options.maxBufferedBytes ?? MAX_BUFFERED_BYTES;
   const maxInFlight = options.maxInFlight ?? MAX_IN_FLIGHT;
   const maxClients = options.maxClients ?? MAX_CLIENTS;
+  const total = { count: 0, max: options.maxInFlightTotal ?? MAX_IN_FLIGHT_TOTAL };
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -124,7 +131,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     ws.on('error', (err) => log(`closed client ${who} after a protocol error: ${err.message}`));
     send({ type: 'event', event: 'engine.status', data: services.engine.status() });
 
-    const inFlight = { count: 0, max: maxInFlight };
+    const inFlight = { count: 0, max: maxInFlight, total };
     ws.on('message', (raw) => {
       try {
         handleMessage(raw.toString(), services, send, inFlight);
@@ -136,7 +143,14 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   return wss;
 }
 
-function handleMessage(text: string, services: Services, send: (msg: ServerMessage) => void, inFlight: { count: number; max: number }): void {
+interface InFlight {
+  count: number;
+  max: number;
+  /** The server's, shared by every connection. */
+  total: { count: number; max: number };
+}
+
+function handleMessage(text: string, services: Services, send: (msg: ServerMessage) => void, inFlight: InFlight): void {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -157,12 +171,21 @@ function handleMessage(text: string, services: Services, send: (msg: ServerMessa
     send({ type: 'response', id, ok: false, error: new ApiError('E_BAD_REQUEST', message).toPayload() });
     return;
   }
+  if (inFlight.total.count >= inFlight.total.max) {
+    const message = `${inFlight.total.max} requests are in flight on this server already (from all its windows); wait for their answers`;
+    send({ type: 'response', id, ok: false, error: new ApiError('E_BAD_REQUEST', message).toPayload() });
+    return;
+  }
   inFlight.count++;
+  inFlight.total.count++;
   services.router
     .dispatch(method, params)
     .then(
       (result) => send({ type: 'response', id, ok: true, result }),
       (err: unknown) => send({ type: 'response', id, ok: false, error: toApiError(err).toPayload(services.workspace.root) }),
     )
-    .finally(() => inFlight.count--);
+    .finally(() => {
+      inFlight.count--;
+      inFlight.total.count--;
+    });
 }

@@ -130,6 +130,33 @@ describe('work a client can queue', () => {
     }
   });
 
+  it('counts requests in flight over all connections: three clients of 2 each meet a server limit of 4', async () => {
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxInFlight: 2, maxInFlightTotal: 4, log: () => undefined });
+    try {
+      const clients = await Promise.all([1, 2, 3].map(() => open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`)));
+      const answers: Record<string, unknown>[] = [];
+      const all = new Promise<void>((resolve) => {
+        for (const ws of clients) {
+          ws.on('message', (raw) => {
+            const msg = JSON.parse(raw.toString()) as Record<string, unknown>;
+            if (msg.type === 'response') answers.push(msg);
+            if (answers.length === 6) resolve();
+          });
+        }
+      });
+      // Two each, all sent before any is answered: within each connection's limit, over the server's.
+      for (const ws of clients) for (const id of [1, 2]) ws.send(JSON.stringify({ type: 'request', id, method: 'engine.ping', params: {} }));
+      await all;
+      const refused = answers.filter((a) => !a.ok);
+      expect(refused.length).toBeGreaterThan(0);
+      expect(refused[0]).toMatchObject({ error: { code: 'E_BAD_REQUEST', message: '4 requests are in flight on this server already (from all its windows); wait for their answers' } });
+      expect(answers.filter((a) => a.ok).length).toBeGreaterThanOrEqual(4);
+      for (const ws of clients) ws.close();
+    } finally {
+      await server.close();
+    }
+  });
+
   it('refuses connections over the client limit with 503', async () => {
     const lines: string[] = [];
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxClients: 2, log: (l) => lines.push(l) });
