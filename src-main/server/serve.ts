@@ -1,6 +1,7 @@
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
+import type { Duplex } from 'node:stream';
 
 import { TOKEN_QUERY_PARAM } from '../api/wire';
 import type { Services } from '../core/services';
@@ -30,7 +31,14 @@ export interface ServeOptions {
   /** The largest data file an upload into sources/ takes (DEFAULT_SOURCE_UPLOAD_MAX_BYTES otherwise), and how long one may send nothing. */
   uploadMaxBytes?: number;
   uploadStallMs?: number;
+  /** How long a connection may take to send a request's headers (a minute otherwise); tests make it short. */
+  headersTimeoutMs?: number;
+  /** Open HTTP connections at most (MAX_HTTP_CONNECTIONS otherwise). */
+  maxConnections?: number;
 }
+
+/** Open HTTP connections: a page makes a handful; a flood of idle ones must not use up the process's files. */
+export const MAX_HTTP_CONNECTIONS = 512;
 
 export interface RunningServer {
   /** The URL to open on this machine (or through an SSH tunnel). */
@@ -69,8 +77,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const serveDownload = downloadHandler({ downloads: options.services.downloads, token, allowedHosts, log, stallMs: options.downloadStallMs });
   const serveUpload = uploadHandler({ workspace: options.services.workspace, token, allowedHosts, log, maxBytes: options.uploadMaxBytes, stallMs: options.uploadStallMs });
   // No limit on a whole request's time (Node's is 5 minutes): an upload of gigabytes over a tunnel takes longer,
-  // and the upload route drops a sender that stalls instead; headers still have to arrive within a minute.
-  const server = createServer({ requestTimeout: 0 }, (req, res) => {
+  // and the upload route drops a sender that stalls instead. Headers still have to arrive within a minute: said
+  // here, since Node derives its headers limit from the request limit, and 0 there switched it off.
+  const headersTimeout = options.headersTimeoutMs ?? 60_000;
+  const limits = { requestTimeout: 0, headersTimeout, connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(headersTimeout / 4))) };
+  const server = createServer(limits, (req, res) => {
     const route = isDownloadTarget(req.url) ? 'download' : isUploadTarget(req.url) ? 'upload' : 'static file';
     // Without that limit a body trickled after a GET would hold its connection open for ever: only an upload
     // takes a body; any other request with one is answered and its connection closed.
@@ -85,6 +96,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       else res.destroy();
     });
   });
+  server.maxConnections = options.maxConnections ?? MAX_HTTP_CONNECTIONS;
+  closeSilentConnections(server, headersTimeout);
   const { maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients } = options;
   const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients });
 
@@ -107,4 +120,24 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * Node's headers limit starts with a request's first byte: a connection that sends nothing at all would stay open for
+ * ever. One that has not begun a request (or a WebSocket upgrade) within the limit is closed here.
+ */
+function closeSilentConnections(server: Server, limitMs: number): void {
+  const waiting = new WeakMap<Duplex, ReturnType<typeof setTimeout>>();
+  const started = (socket: Duplex) => {
+    clearTimeout(waiting.get(socket));
+    waiting.delete(socket);
+  };
+  server.on('connection', (socket: Duplex) => {
+    const timer = setTimeout(() => socket.destroy(), limitMs);
+    timer.unref();
+    waiting.set(socket, timer);
+    socket.once('close', () => started(socket));
+  });
+  server.on('request', (req: IncomingMessage) => started(req.socket));
+  server.on('upgrade', (req: IncomingMessage) => started(req.socket));
 }

@@ -173,3 +173,33 @@ describe('work a client can queue', () => {
     }
   });
 });
+
+describe('connections that never finish their headers (re-attack of issue 41, finding 1)', () => {
+  it('are closed once the headers limit passes: one that sends nothing, one that trickles a header line by line', async () => {
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, headersTimeoutMs: 600, log: () => undefined });
+    try {
+      const { connect } = await import('node:net');
+      const closedAfter = (onOpen: (s: net.Socket) => void) =>
+        new Promise<number>((resolve) => {
+          const t0 = Date.now();
+          const socket = connect(server.port, '127.0.0.1', () => onOpen(socket));
+          socket.on('error', () => undefined);
+          socket.on('close', () => resolve(Date.now() - t0));
+        });
+      let trickle: ReturnType<typeof setInterval> | undefined;
+      const [silent, trickled] = await Promise.all([
+        closedAfter(() => undefined),
+        closedAfter((s) => {
+          s.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+          trickle = setInterval(() => s.writable && s.write('X-Slow: 1\r\n'), 100);
+        }),
+      ]);
+      clearInterval(trickle);
+      // The limit, plus up to one check interval and the machine's slack; without it both stay open for ever.
+      expect(silent).toBeLessThan(5_000);
+      expect(trickled).toBeLessThan(5_000);
+    } finally {
+      await server.close();
+    }
+  }, 20_000);
+});
