@@ -364,4 +364,13 @@ describe('third round: errors name workspace files relative to it (finding 5)', 
       'there is no model spec file models/none.json in the workspace',
     ]);
   });
+
+  it('a name longer than the file system takes is bad input, said once, not a data error with the system call repeated', async () => {
+    const long = `sources/${'a'.repeat(300)}.csv`;
+    for (const method of ['datasets.csvHeader', 'datasets.inspect'] as const) {
+      const answer = await call(method, method === 'datasets.csvHeader' ? { path: long } : { source: { kind: 'csv', path: long, label: 'y' } });
+      expect(answer, method).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT' } });
+      expect(answer.error!.message, method).toBe(`cannot read ${long}: ENAMETOOLONG: a name in the path is longer than the file system allows (255 bytes for one name); check the path`);
+    }
+  });
 });

@@ -20,6 +20,7 @@ const PROBLEMS: Record<string, string> = {
   EACCES: 'permission denied, this user cannot read it; check its permissions (chmod +r)',
   EPERM: 'permission denied, this user cannot read it; check its permissions (chmod +r)',
   ENOTDIR: 'a part of the path is not a directory; check the path',
+  ENAMETOOLONG: 'a name in the path is longer than the file system allows (255 bytes for one name); check the path',
 };
 
 /** A file system error on a source file, as a contract error naming the file (E_BAD_INPUT: the path is the problem). */
