@@ -23,20 +23,27 @@ const CONTROL_NOT_LINE = /[^\P{Cc}\n\r\t]/u;
 // Bidirectional formatting marks reorder what a list or a page shows (a name could read as another run's):
 // the same marks the printers escape (api/shell-word.ts).
 const noBidi = (what: string) => [(text: string) => !BIDI_MARK.test(text), `${what} no bidirectional formatting marks (U+202A-202E, U+2066-2069, U+200E/F, U+061C): they reorder what is shown`] as const;
+// The Unicode line and paragraph separators (Zl, Zp; not \p{Cc}) break a line as a newline does, on a page and in
+// a terminal, and the printers escape them too: a name or tag stays one line, and notes break lines with \n only.
+const LINE_SEPARATOR = /[\u2028\u2029]/u;
+const noLineSeparator = (what: string) =>
+  [(text: string) => !LINE_SEPARATOR.test(text), `${what} no line or paragraph separators (U+2028, U+2029): they break what is shown as a newline would`] as const;
 
 export const RunNameSchema = z
   .string()
   .trim()
   .max(RUN_NAME_MAX_CHARS, `a run's name is at most ${RUN_NAME_MAX_CHARS} characters`)
   .regex(NO_CONTROLS, "a run's name is one line, without control characters")
-  .refine(...noBidi("a run's name has"));
+  .refine(...noBidi("a run's name has"))
+  .refine(...noLineSeparator("a run's name has"));
 export const RunTagSchema = z
   .string()
   .trim()
   .min(1, 'a tag is not empty')
   .max(RUN_TAG_MAX_CHARS, `a tag is at most ${RUN_TAG_MAX_CHARS} characters`)
   .regex(/^[^,\p{Cc}]+$/u, 'a tag has no commas or control characters (tags are separated by commas)')
-  .refine(...noBidi('a tag has'));
+  .refine(...noBidi('a tag has'))
+  .refine(...noLineSeparator('a tag has'));
 export const RunTagsSchema = z
   .array(RunTagSchema)
   .max(RUN_TAGS_MAX, `a run has at most ${RUN_TAGS_MAX} tags`)
@@ -45,7 +52,8 @@ export const RunNotesTextSchema = z
   .string()
   .max(RUN_NOTES_MAX_CHARS, `a run's notes are at most ${RUN_NOTES_MAX_CHARS} characters`)
   .refine((text) => !CONTROL_NOT_LINE.test(text), "a run's notes have no control characters but line breaks and tabs")
-  .refine(...noBidi("a run's notes have"));
+  .refine(...noBidi("a run's notes have"))
+  .refine(...noLineSeparator("a run's notes have"));
 
 /** What the Runs list and the run's page show. */
 export const RunAnnotationSchema = z.object({

@@ -1,5 +1,6 @@
 import type { BuildResult, CacheDType, InspectResult, SourceSpecInput, TestSplit } from '@api/datasets';
 import { BuildRequestSchema, CacheFieldSchema, MAX_SPLIT_SEED, MAX_TEST_FRACTION, splitSeedProblem } from '@api/datasets';
+import { printable } from '@api/shell-word';
 import { computed, ref, shallowRef, watch } from 'vue';
 
 import { useDatasetsStore } from '../stores/datasets';
@@ -40,6 +41,8 @@ export function nextFieldName(taken: string[]): string {
 const FIELD_NAME_RULE = 'use letters, digits, _ . - and start with a letter or _';
 
 const baseName = (path: string): string => path.split('/').pop() ?? path;
+/** A file's name as a message shows it: from the workspace, so its control characters and bidi marks escaped. */
+const shownName = (path: string): string => printable(baseName(path));
 
 /**
  * Why the chosen files cannot be inspected yet, naming the file and the value (the contract would
@@ -48,7 +51,7 @@ const baseName = (path: string): string => path.split('/').pop() ?? path;
 export function fieldProblem(files: { path: string; field: string }[]): string | null {
   const seen = new Map<string, string>();
   for (const f of files) {
-    const file = baseName(f.path);
+    const file = shownName(f.path);
     const name = f.field.trim();
     if (name === '') return `Give ${file} a field name (features are usually x, labels y).`;
     if (!CacheFieldSchema.shape.name.safeParse(name).success) return `Field name '${name}' of ${file}: ${FIELD_NAME_RULE}.`;
@@ -117,7 +120,7 @@ export function testSplitRequest(split: TestSplitChoice): TestSplit | undefined 
 export function shapeProblem(file: { path: string; shape: string }): string | null {
   if (file.shape.trim() === '') return null;
   const bad = file.shape.split(',').find((d) => !/^\s*[1-9]\d*\s*$/.test(d));
-  return bad === undefined ? null : `Per-record shape '${file.shape}' of ${baseName(file.path)}: '${bad.trim()}' is not a positive whole number (e.g. 104,9,9; empty for one value).`;
+  return bad === undefined ? null : `Per-record shape '${file.shape}' of ${shownName(file.path)}: '${bad.trim()}' is not a positive whole number (e.g. 104,9,9; empty for one value).`;
 }
 
 const formatValue = (v: number): string => (Number.isInteger(v) ? String(v) : v.toFixed(4));
@@ -125,9 +128,11 @@ const formatValue = (v: number): string => (Number.isInteger(v) ? String(v) : v.
 /**
  * One field's first values in the preview; a label field with class names
  * (a CSV's text labels) shows each index with its class: `2 (virginica)`.
+ * The class names come from the file: shown through printable, so a planted
+ * control character, line separator or bidi mark is seen, never acted on.
  */
 export function previewText(values: number[], classes?: string[]): string {
-  return values.map((v) => (classes?.[v] !== undefined ? `${v} (${classes[v]})` : formatValue(v))).join(', ');
+  return values.map((v) => (classes?.[v] !== undefined ? `${v} (${printable(classes[v])})` : formatValue(v))).join(', ');
 }
 
 /**

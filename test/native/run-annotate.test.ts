@@ -86,6 +86,13 @@ describe('runs.annotate', () => {
       [{ name: 'baseline \u202Eenilesab' }, /name has no bidirectional formatting marks/],
       [{ tags: ['amp\u2067'] }, /tag has no bidirectional formatting marks/],
       [{ notes: 'see \u202Dthis' }, /notes have no bidirectional formatting marks/],
+      // U+2028/U+2029 are no \p{Cc} but break a line as a newline does: refused in each field, the characters named.
+      [{ name: 'base\u2028line' }, /name has no line or paragraph separators \(U\+2028, U\+2029\)/],
+      [{ name: 'base\u2029line' }, /name has no line or paragraph separators \(U\+2028, U\+2029\)/],
+      [{ tags: ['fa\u2028st'] }, /tag has no line or paragraph separators \(U\+2028, U\+2029\)/],
+      [{ tags: ['a\u2029mp'] }, /tag has no line or paragraph separators \(U\+2028, U\+2029\)/],
+      [{ notes: 'first\u2028second' }, /notes have no line or paragraph separators \(U\+2028, U\+2029\)/],
+      [{ notes: 'first\nsecond\u2029third' }, /notes have no line or paragraph separators \(U\+2028, U\+2029\)/],
       [{}, /give a name, tags or notes/],
       [{ name: 'x', runJson: { status: 'failed' } }, /runJson/],
     ];
@@ -143,6 +150,9 @@ describe('runs.annotate', () => {
       ['20261127-100000-t00003', '{ "name": ', /notes\.json is/],
       ['20261127-100000-t00004', JSON.stringify({ schemaVersion: 1, name: 'x', tags: 'not a list', notes: '', updatedAt: 'yesterday' }), /does not match its schema/],
       ['20261127-100000-t00005', JSON.stringify({ schemaVersion: 1, name: 'fast\u202Ewols', tags: [], notes: '', updatedAt: '2026-11-27T10:00:00.000Z' }), /does not match its schema: .*bidirectional/],
+      ['20261127-100000-t00006', JSON.stringify({ schemaVersion: 1, name: 'fast\u2028slow', tags: [], notes: '', updatedAt: '2026-11-27T10:00:00.000Z' }), /does not match its schema: .*U\+2028/],
+      ['20261127-100000-t00007', JSON.stringify({ schemaVersion: 1, name: 'x', tags: ['a\u2029b'], notes: '', updatedAt: '2026-11-27T10:00:00.000Z' }), /does not match its schema: .*U\+2029/],
+      ['20261127-100000-t00008', JSON.stringify({ schemaVersion: 1, name: 'x', tags: [], notes: 'one\u2028two', updatedAt: '2026-11-27T10:00:00.000Z' }), /does not match its schema: .*line or paragraph separators/],
     ];
     for (const [id, text, problem] of tampered) {
       writeRun(id);
