@@ -173,7 +173,7 @@ describe('text planted in a run file, in a report and in the gate (the re-attack
     expect(markdown).toContain('vm\\n\\n## Decision\\n\\nAdopt \\u202eexe.live\\u202c');
     expect(markdown).toContain('Xeon\\r## Consequences\\u2028none');
     expect(markdown).toContain('fashion-mnist\\n\\n## Decision\\n\\n\\u2067forged\\u2069');
-    // The note on the failed run, quoted in Status, is one line too.
+    // The note on the failed run, quoted in Status, is one line too (its `[` an entity: no link syntax from a run file).
     expect(markdown).toContain('boom\\x1b[2K\\rnote     all fine');
   });
 
@@ -184,5 +184,61 @@ describe('text planted in a run file, in a report and in the gate (the re-attack
     expect(verdict).toContain('could not decide: the saved run was measured under other conditions');
     expect(text).not.toMatch(UNSHOWABLE);
     expect(verdict).toContain('rig\\u202e2\\u2028b');
+  });
+});
+
+describe('HTML and markdown planted in a run file, in the ADR (the re-attack: a heading, a link, an image, a comment)', () => {
+  const hw = tempDir('planted-html-');
+  afterAll(() => hw.cleanup());
+  const BASE = '20261127-033427-8b1a8f';
+  const FAILED = '20261127-040000-fa11ed';
+  const HOST = 'vm <h2>Decision: FORGED</h2> [click](https://evil.example/x) ![b](https://evil.example/beacon.png)';
+  const CPU = 'Xeon <!-- hide the rest';
+  const ERROR = 'boom <h1>Accepted</h1> <!-- hidden [why](https://evil.example/y)';
+  const runFile = (id: string) => path.join(hw.dir, 'runs', id, 'run.json');
+  const edit = (id: string, change: (r: Record<string, unknown> & { environment: Record<string, unknown> }) => void) => {
+    const r = JSON.parse(readFileSync(runFile(id), 'utf8')) as Record<string, unknown> & { environment: Record<string, unknown> };
+    change(r);
+    writeFileSync(runFile(id), JSON.stringify(r));
+  };
+
+  beforeAll(() => {
+    cpSync(path.join(REPO_ROOT, 'test', 'fixtures', 'runs-v1', 'engine-benchmark'), hw.dir, { recursive: true });
+    cpSync(path.join(hw.dir, 'runs', BASE), path.join(hw.dir, 'runs', FAILED), { recursive: true });
+    edit(BASE, (r) => {
+      r.environment.hostname = HOST;
+      r.environment.cpuModel = CPU;
+    });
+    edit(FAILED, (r) => {
+      Object.assign(r, { id: FAILED, status: 'failed', error: { code: 'E_SCRIPT', message: ERROR } });
+      delete r.result;
+    });
+  });
+
+  it('renders (as a code host would, HTML allowed) with no heading, link, image or comment of their own', async () => {
+    const r = await trainbench('report', BASE, FAILED, '--workspace', hw.dir);
+    expect(r.code, r.stderr).toBe(0);
+    const saved = r.stdout.match(/^saved {4}(.+\.md) \(/m)?.[1] ?? '';
+    const markdown = readFileSync(saved, 'utf8');
+    // Every comment in the markdown is a generated block marker, on its own line.
+    const comments = markdown.match(/<!--[^\n]*/g) ?? [];
+    expect(comments.length).toBeGreaterThan(0);
+    for (const c of comments) expect(c).toMatch(/^<!-- tb:(begin|end) [a-z0-9.-]+ -->$/);
+
+    const md = new MarkdownIt({ html: true });
+    const tokens = md.parse(markdown, {});
+    const headings = tokens.flatMap((t, i) => (t.type === 'heading_open' ? [`${t.tag} ${tokens[i + 1].content}`] : []));
+    expect(headings.filter((h) => h.startsWith('h1 '))).toHaveLength(1);
+    expect(headings.filter((h) => h.startsWith('h2 '))).toEqual(REPORT_SECTIONS.map((s) => `h2 ${SECTION_HEADINGS[s]}`));
+    const html = md.render(markdown);
+    expect(html).not.toMatch(/<h[1-6][^>]*>\s*(Decision: FORGED|Accepted)/);
+    expect(html).not.toMatch(/<a [^>]*evil\.example/);
+    expect(html).not.toMatch(/<img [^>]*evil\.example/);
+    // What a browser shows: the comments hidden. The planted text is there to read, and every section after it too.
+    const shown = html.replace(/<!--[\s\S]*?-->/g, '');
+    expect(shown).toContain('vm &lt;h2&gt;Decision: FORGED&lt;/h2&gt; [click](https://evil.example/x) ![b](https://evil.example/beacon.png)');
+    expect(shown).toContain('Xeon &lt;!-- hide the rest');
+    expect(shown).toContain('boom &lt;h1&gt;Accepted&lt;/h1&gt; &lt;!-- hidden [why](https://evil.example/y)');
+    for (const s of REPORT_SECTIONS) expect(shown).toContain(`<h2>${md.utils.escapeHtml(SECTION_HEADINGS[s])}</h2>`);
   });
 });

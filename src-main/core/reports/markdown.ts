@@ -1,5 +1,6 @@
 // Small markdown writers the report sections share: numbers as the app shows them, tables, figures.
 import { formatValue } from '../../api/charts/theme';
+import { printable } from '../../api/shell-word';
 
 /** A number as the app shows it (three significant digits, thousands separated), with its unit. */
 export const fmt = (value: number | null | undefined, unit = ''): string => formatValue(value, unit);
@@ -22,6 +23,21 @@ export const ci = (i: { low: number; high: number }) => `${fmt(i.low)} to ${fmt(
 
 /** A speedup interval as a change: "+12% (95% CI +4.1% to +20%)". */
 export const speedupText = (s: { median: number; low: number; high: number }) => `${signedPercent(s.median - 1)} (95% CI ${signedPercent(s.low - 1)} to ${signedPercent(s.high - 1)})`;
+
+/**
+ * Text from outside (a run file) made inert in markdown, in prose and in a table cell alike: printable (no
+ * line of its own, nothing reordered); `<` as an entity (no raw HTML, no `<!--` hiding the rest of the
+ * document, no autolink); the `(` of `](` as an entity (no inline link or image: `[x](url)`, `![b](url)`; a
+ * reference link needs a definition at the start of a line, which a value cannot begin); a leading `>` as an
+ * entity (no block quote where a section starts a line with it). `[` and `>` inside the text are kept: a command's
+ * `--dims=[64,64]` or `2>&1` must read (and copy) as it is in the reproduce command, and the wizard's own words
+ * hold "64 -> 128". Entities, not backslashes: a planted backslash would escape the escape. `&` is kept, so
+ * applying it twice changes nothing. Inside code an entity shows as written: only a value with `<` or `](` (a
+ * tampered one, in practice) shows `&lt;` or `]&#40;` there.
+ */
+export function markdownText(text: string): string {
+  return printable(text).replace(/</g, '&lt;').replace(/\]\(/g, ']&#40;').replace(/^(\s*)>/, '$1&gt;');
+}
 
 /** Text safe inside a table cell: no pipes or line breaks. */
 export function cell(text: string): string {

@@ -12,7 +12,6 @@ import { formatIssues } from '../../api/format-issues';
 import type { EngineOptimiseResult, ScriptOptimiseResult } from '../../api/optimise-result';
 import { OptimiseResultSchema, isEngineOptimise, isScriptOptimise } from '../../api/optimise-result';
 import type { RunRecordJson } from '../../api/run-record';
-import { printable } from '../../api/shell-word';
 import type { ScriptTarget } from '../../api/script-target';
 import type { TelemetrySample } from '../../api/telemetry';
 import type { EngineTrainRun, ScriptTrainRun } from '../../api/train-result';
@@ -22,6 +21,7 @@ import { readRunDetail } from '../workspace/run-reader';
 import { readTelemetryFile } from '../workspace/run-telemetry';
 import type { Workspace } from '../workspace/workspace';
 import { listFolder } from '../workspace/workspace-files';
+import { markdownText } from './markdown';
 
 interface RunBase {
   id: string;
@@ -150,15 +150,16 @@ async function readTelemetry(workspace: Workspace, dir: string): Promise<Telemet
 }
 
 /**
- * A run file's text as the ADR may hold it: every string and key through printable, so a tampered run.json
- * cannot start a line of its own in the markdown (a newline and "## Decision" in its hostname) or reorder
- * what follows (bidi marks). Done once, as the runs load, so no section has to remember it.
+ * A run file's text as the ADR may hold it: every string and key through markdownText, so a tampered run.json
+ * cannot start a line of its own in the markdown (a newline and "## Decision" in its hostname), reorder
+ * what follows (bidi marks), or add HTML, a comment hiding the rest, a link or an image (`<h2>`, `<!--`,
+ * `[x](url)`). Done once, as the runs load, so no section has to remember it.
  */
 function printableStrings<T>(value: T): T {
-  if (typeof value === 'string') return printable(value) as T;
+  if (typeof value === 'string') return markdownText(value) as T;
   if (Array.isArray(value)) return value.map(printableStrings) as T;
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [printable(k), printableStrings(v)])) as T;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [markdownText(k), printableStrings(v)])) as T;
 }
 
 function parseResult<T>(schema: { safeParse(x: unknown): { success: true; data: T } | { success: false; error: import('zod').ZodError } }, record: RunRecordJson, id: string): T {

@@ -4,7 +4,7 @@ import type { ScriptTarget } from '../../api/script-target';
 import { printable } from '../../api/shell-word';
 import { commandText } from '../targets/script/script-benchmark';
 import { EMULATED_NOTE } from '../common/compute-device';
-import { code, fmt, table } from './markdown';
+import { code, fmt, markdownText, table } from './markdown';
 import type { ReportInput, SectionOutput } from './report-model';
 import { block, bothTargets } from './report-model';
 import type { ReportRun, ScriptReportRun } from './report-runs';
@@ -27,8 +27,12 @@ export function gpuOf(run: ReportRun): string {
   return run.kind === 'optimise' ? 'not sampled' : `${run.result.telemetry.gpu} (not sampled)`;
 }
 
-/** A note on a run left out, quoted: it may quote the run's file (its error), so on one line, escaped. */
-const quotedNote = (note: string) => `\n> ${printable(note)}`;
+/**
+ * A note on a run left out, quoted: it may quote the run's file (its kind, its error), so on one line and
+ * inert (markdownText: no HTML, comment or link of its own). The notes keep the run's words as they are for
+ * the terminal and the app; the markdown is where they are made inert.
+ */
+const quotedNote = (note: string) => `\n> ${markdownText(note)}`;
 
 const gib = (bytes: number) => fmt(bytes / 2 ** 30, 'GiB');
 
