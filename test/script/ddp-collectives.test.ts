@@ -1,8 +1,8 @@
-// The probe times DDP's gradient all-reduces (issue 40): two ranks on gloo, on both torches; rank 1 sleeps before its
+// The probe times DDP's gradient all-reduces (issue 40): two ranks on gloo, on torch 2 (on 1.x it declines); rank 1 sleeps before its
 // backward. Each rank records every bucket of every step with its bytes, rank 1 arrives later by about its sleep, rank
 // 0 waits for it in the collective, and the verdict built on these times names rank 1 as the straggler, in host
 // time; with no sleep it names none.
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 
 import type { RankCollective, RankStep } from '../../src-main/core/stats/collectives';
 import { straggler } from '../../src-main/core/stats/collectives';
-import { INTERPRETERS } from './probe-run';
+import { TORCH1, TORCH2 } from './probe-run';
 import { SCRIPTS } from './script-helpers';
 
 interface Item { index: number; op: string; arriveMs: number; doneMs: number; bytes: number }
@@ -29,7 +29,17 @@ const flat = (ranks: Rank[]) => ({
 });
 
 // Two ranks of spawned processes on a busy 2-core machine: a stalled start is tried once more.
-describe.each(INTERPRETERS)('DDP collectives timed by the probe, $label', { retry: 1 }, (interp) => {
+describe('on torch 1.x', () => {
+  it.skipIf(!TORCH1.python)('the probe declines to time collectives, saying why (a completion callback can hang a rank there)', () => {
+    const probe = path.resolve(__dirname, '../../resources/python');
+    const code = `import sys, json\nsys.path.insert(0, ${JSON.stringify(probe)})\nimport torch\nfrom trainbench_probe.collectives import Collectives, patch_ddp\nnotes = []\nprint(json.dumps([patch_ddp(torch, Collectives(), notes.append), notes]))`;
+    const [patched, notes] = JSON.parse(execFileSync(TORCH1.python!, ['-c', code], { encoding: 'utf8' }).trim()) as [boolean, string[]];
+    expect(patched).toBe(false);
+    expect(notes).toEqual([`collectives are not timed: that needs torch 2.0 or later (this is ${TORCH1.torch})`]);
+  });
+});
+
+describe.each([TORCH2])('DDP collectives timed by the probe, $label', { retry: 1 }, (interp) => {
   it.skipIf(!interp.python)('records every bucket with its bytes; a rank that sleeps 40 ms before backward is named, in host time', async () => {
     const ranks = await job(interp.python!, 40);
     for (const r of ranks) {

@@ -257,8 +257,8 @@ class Probe:
 
     def _time_collectives(self, torch):
         collectives = Collectives()
-        patch_ddp(torch, collectives, _note)
-        self.collectives = collectives
+        if patch_ddp(torch, collectives, _note):
+            self.collectives = collectives
 
     def _clock(self, at):
         """This node's clock against the collector's (issue 40), so ranks on other machines compare their arrivals."""

@@ -54,12 +54,17 @@ def _timed(hook, collectives):
 
 def patch_ddp(torch, collectives, note):
     """Times every DDP model's gradient all-reduces; a script's own comm hook keeps running, timed."""
+    major = str(getattr(torch, "__version__", "0")).split(".")[0]
+    if not major.isdigit() or int(major) < 2:
+        # Seen on torch 1.13: a rank hung for good in one job of four, its completion callback waiting for the GIL.
+        note("collectives are not timed: that needs torch 2.0 or later (this is %s)" % getattr(torch, "__version__", "?"))
+        return False
     try:
         DDP = torch.nn.parallel.DistributedDataParallel
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     except Exception as e:  # a torch without distributed support: nothing to time
         note("collectives are not timed: %s" % e)
-        return
+        return False
     original_register = DDP.register_comm_hook
     original_forward = DDP.forward
 
@@ -81,6 +86,7 @@ def patch_ddp(torch, collectives, note):
 
     DDP.register_comm_hook = register_comm_hook
     DDP.forward = forward
+    return True
 
 
 def clock_offset(exchange, probes=8):

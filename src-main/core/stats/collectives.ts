@@ -112,7 +112,9 @@ export function straggler(collectives: readonly RankCollective[], steps: readonl
   const most = lastShare.reduce<(typeof lastShare)[number] | null>((a, b) => (a === null || b.share > a.share ? b : a), null);
   const stepMs = median(steps.length ? steps.map((s) => s.stepMs) : [0]);
   const lateMs = most ? median(lateness.get(most.rank)!.length ? lateness.get(most.rank)! : [0]) : 0;
-  const minLate = Math.max(options.clockUncertaintyMs ?? 0, (options.minLateShareOfStep ?? 0.02) * stepMs);
+  // 5% of the step: a rank later than that costs the job as much; on a busy 2-core machine a clean job's ranks
+  // settled into one order by 2-3% of the step, which would name a straggler nobody planted.
+  const minLate = Math.max(options.clockUncertaintyMs ?? 0, (options.minLateShareOfStep ?? 0.05) * stepMs);
   const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
   if (!most || n < 2) {
     return { rank: null, lastShare, chance, lateMs, phase: null, steps: n, why: `too few steps with every rank's collectives (${n}) to name a straggler` };
