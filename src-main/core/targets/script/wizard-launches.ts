@@ -70,6 +70,8 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
   private readonly lossOf = new Map<string, number>();
   /** Why the loss cannot be compared; null while it can. */
   private unchecked: string | null = null;
+  /** The seed the script gave torch.manual_seed first, in the first launch that seeded: a later launch's must match. */
+  private scriptSeed: { seed: number | null; launch: number } | null = null;
   /** Who seeded the launches: the script itself (where), or Trainbench with the request's seed. */
   seededBy: { by: 'trainbench' | 'script'; where: string } | null = null;
 
@@ -149,6 +151,16 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
     const seed = messages.find((m) => m.type === 'seed' && m.by === 'script') ?? messages.find((m) => m.type === 'seed');
     if (seed?.type === 'seed') this.seededBy ??= { by: seed.by, where: seed.where };
     if (this.unchecked !== null) return null;
+    // A script that draws its own seed (from the clock or os.urandom) never repeats a launch; its mean losses can
+    // still agree by chance, so the seed it passed is compared, not only the losses.
+    if (seed?.type === 'seed' && seed.by === 'script') {
+      if (this.scriptSeed === null) this.scriptSeed = { seed: seed.seed, launch: n };
+      else if (seed.seed !== this.scriptSeed.seed) {
+        const said = (s: number | null) => (s === null ? 'a seed that is not an integer' : String(s));
+        this.unchecked = `the script seeds torch with a different value in each launch (${said(this.scriptSeed.seed)} in launch ${this.scriptSeed.launch}, ${said(seed.seed)} in launch ${n}, at ${seed.where}), so two launches of the same settings do not repeat each other`;
+        return null;
+      }
+    }
     const values: (number | null)[] = [];
     for (const m of messages) {
       if (m.type !== 'loss') continue;
