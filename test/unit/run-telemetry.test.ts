@@ -68,6 +68,19 @@ describe('EvenThinner', () => {
     expect(made).toBeLessThan(2000); // about max * (1 + 1/2 + 1/4 ...) * 2, far from n
   });
 
+  it('samples a stream of mostly junk as sparsely: its items evenly spaced, parsing bounded by the limit, not the lines', () => {
+    // A planted file of millions of lines that are not samples ("{}") was parsed line by line: a minute of the server.
+    const th = new EvenThinner<number>(100);
+    const n = 1_000_000;
+    for (let i = 0; i < n; i++) th.push(() => (i % 1024 === 0 ? i : null));
+    expect(th.made).toBeLessThan(2000);
+    const kept = th.result();
+    expect(kept.length).toBeGreaterThan(100 / 4); // one position in 1024 is an item: the samples that landed there
+    expect(kept.every((k) => k % 1024 === 0)).toBe(true);
+    const gaps = kept.slice(1).map((k, i) => k - kept[i]);
+    expect(Math.max(...gaps)).toBe(Math.min(...gaps)); // evenly spaced
+  });
+
   it('keeps the last item even when the one before it was unreadable', () => {
     const th = new EvenThinner<number>(10);
     th.push(() => 1);

@@ -93,15 +93,18 @@ const MAX_EVENTS_READ_BYTES = 64 * 1024 * 1024;
  */
 async function forEachEvent(workspace: Workspace, file: string, take: (event: unknown) => void): Promise<FileCut | null> {
   try {
-    const { lines, cut } = await jsonlLinesBounded(workspace, file, MAX_EVENT_LINE_BYTES, MAX_EVENTS_READ_BYTES);
-    for await (const text of lines) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        continue;
+    const { batches, cut } = await jsonlLinesBounded(workspace, file, MAX_EVENT_LINE_BYTES, MAX_EVENTS_READ_BYTES);
+    for await (const batch of batches) {
+      for (const text of batch) {
+        if (!text.includes('"type"')) continue; // not an event: millions of planted tiny lines cost no parse
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          continue;
+        }
+        take(parsed);
       }
-      take(parsed);
     }
     return cut;
   } catch (err) {

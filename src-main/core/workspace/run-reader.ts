@@ -14,6 +14,7 @@ import { type FileCut, jsonlLinesBounded } from './jsonl-lines';
 import { processExists } from '../common/process-exists';
 import { readRunAnnotation } from './run-notes';
 import { readRunTelemetryCut } from './run-telemetry';
+import { nestedDeeperThan } from './json-depth';
 import { entryProblem, isFolder, isMissing, listFolder, MiB, readTail, readTextCapped } from './workspace-files';
 
 const MAX_STEP_EVENTS = 2000;
@@ -263,23 +264,6 @@ export async function readRun(workspace: Workspace, id: string): Promise<{ recor
   return parseRunRecord(text);
 }
 
-/** Whether JSON text opens more than `max` objects and arrays inside one another; counted without parsing (no recursion), brackets in strings skipped. */
-export function nestedDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++; // a backslash escapes the next character, a quote included
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) return true;
-    } else if (c === 0x7d || c === 0x5d) depth--;
-  }
-  return false;
-}
-
 /** Every run, newest first; an unreadable run (or a link, file or special file in runs/) is listed with its problem, never fatal. */
 export async function listRuns(workspace: Workspace): Promise<RunSummary[]> {
   const entries = await listFolder(workspace, 'runs').catch(() => []);
@@ -322,67 +306,80 @@ export async function readRunDetail(workspace: Workspace, id: string): Promise<R
   return { summary: await summarize(workspace, id, record), record, events: events.events, telemetry: telemetry.samples, ...(cut.length ? { cut } : {}) };
 }
 
+/** A step event's line, as JSON.stringify writes it (or with spaces). */
+const STEP_LINE = /"type"\s*:\s*"step"/;
+
 /** Lines longer than this are not events the engine wrote (a step event is ~400 bytes): skipped unparsed. */
 const MAX_EVENT_LINE_BYTES = 64 * 1024;
 
 /**
  * events.jsonl streamed, never held whole, and at most MAX_EVENTS_READ_BYTES of it
  * (a larger file in pieces spread over it: `cut` says so): step events are thinned as they
- * arrive (every stride-th kept, the stride doubling whenever more than twice
- * MAX_STEP_EVENTS are held), so memory stays bounded however long the run was
- * and the event loop keeps serving while a large file is read. Epoch events
- * are all kept, in file order; the last step is always kept. A link or special
- * file in its place reads as no events.
+ * arrive (every stride-th line kept, the stride doubling whenever more than twice
+ * MAX_STEP_EVENTS lines were sampled at it), so memory stays bounded however long the run was
+ * and the event loop keeps serving while a large file is read. A line is parsed only where
+ * it is sampled (its kind read from its text first), so a file of millions of tiny lines
+ * costs no more than a long run's. Epoch events are all kept, in file order; the last step
+ * is always kept. A link or special file in its place reads as no events.
  */
 async function readThinnedEvents(workspace: Workspace, file: string): Promise<{ events: TrainEvent[]; cut: FileCut | null }> {
-  let events: TrainEvent[] = [];
   // Steps and the other events (epochs) are each thinned the same way: a tampered file of
   // millions of epoch lines costs no more than a long run's steps.
-  const held = { step: 0, other: 0 };
+  type Kind = 'step' | 'other';
+  let held: { at: number; kind: Kind; e: TrainEvent }[] = [];
   const stride = { step: 1, other: 1 };
   const seen = { step: 0, other: 0 };
-  let last: TrainEvent | null = null;
-  const take = (line: string) => {
-    let parsed;
+  const parse = (line: string): TrainEvent | null => {
     try {
-      parsed = TrainEventSchema.safeParse(JSON.parse(line));
+      const parsed = TrainEventSchema.safeParse(JSON.parse(line));
+      return parsed.success ? parsed.data : null;
     } catch {
-      return; // a line cut off by a crash: the rest still counts
+      return null; // a line cut off by a crash: the rest still counts
     }
-    if (!parsed.success) return;
-    const e = parsed.data;
-    const kind = e.type === 'step' ? 'step' : 'other';
-    if (kind === 'step') last = e;
-    if (seen[kind]++ % stride[kind] !== 0) return;
-    held[kind]++;
-    events.push(e);
-    if (held[kind] > 2 * MAX_STEP_EVENTS) {
-      stride[kind] *= 2;
-      let nth = 0;
-      events = events.filter((x) => (x.type === 'step' ? 'step' : 'other') !== kind || nth++ % 2 === 0);
-      held[kind] = nth - Math.floor(nth / 2);
+  };
+  // The last two step lines: the very last may be cut off by a kill, then the one before it is the run's last step.
+  let lastSteps: string[] = [];
+  const take = (line: string) => {
+    // A step's line says so in its text, read before any parsing (a mislabelled line is thinned with the other kind).
+    const kind: Kind = STEP_LINE.test(line) ? 'step' : 'other';
+    if (kind === 'step') lastSteps = [lastSteps.at(-1) ?? '', line];
+    const at = seen[kind]++;
+    if (at % stride[kind] !== 0) return;
+    const e = parse(line);
+    if (e !== null) held.push({ at, kind, e });
+    if (at / stride[kind] >= 2 * MAX_STEP_EVENTS) {
+      const s = (stride[kind] *= 2);
+      held = held.filter((h) => h.kind !== kind || h.at % s === 0);
     }
   };
   let cut: FileCut | null = null;
   try {
     const read = await jsonlLinesBounded(workspace, file, MAX_EVENT_LINE_BYTES, MAX_EVENTS_READ_BYTES);
     cut = read.cut;
-    for await (const line of read.lines) take(line);
+    for await (const batch of read.batches) for (const line of batch) take(line);
   } catch {
     // no events.jsonl (a run that never stepped), one that went away, or not a file: what was read counts
   }
-  if (held.step > MAX_STEP_EVENTS) {
+  const heldSteps = held.filter((h) => h.e.type === 'step').length;
+  if (heldSteps > MAX_STEP_EVENTS) {
     // The held steps are evenly spaced: one last even pass brings them to the limit.
-    const k = Math.ceil(held.step / MAX_STEP_EVENTS);
+    const k = Math.ceil(heldSteps / MAX_STEP_EVENTS);
     let nth = 0;
-    events = events.filter((x) => x.type !== 'step' || nth++ % k === 0);
+    held = held.filter((h) => h.e.type !== 'step' || nth++ % k === 0);
   }
-  const lastStep = last;
-  if (lastStep !== null && !events.includes(lastStep)) {
+  const events = held.map((h) => h.e);
+  const heldAt = new Set(held.filter((h) => h.kind === 'step').map((h) => h.at));
+  let lastParsed: TrainEvent | null = null;
+  for (let back = 1; back <= lastSteps.length && lastParsed === null; back++) {
+    if (heldAt.has(seen.step - back)) break; // held already, in its place
+    const e = parse(lastSteps[lastSteps.length - back]);
+    if (e?.type === 'step') lastParsed = e;
+  }
+  if (lastParsed !== null) {
     // After the last held step, before any epoch event that followed it in the file.
     let at = events.length;
     while (at > 0 && events[at - 1].type !== 'step') at--;
-    events.splice(at, 0, lastStep);
+    events.splice(at, 0, lastParsed);
   }
   return { events, cut };
 }

@@ -57,7 +57,7 @@ async function readTelemetryBounded(workspace: Workspace, file: string): Promise
   try {
     const read = await jsonlLinesBounded(workspace, file, MAX_SAMPLE_LINE_BYTES, MAX_TELEMETRY_READ_BYTES);
     cut = read.cut;
-    for await (const line of read.lines) thinner.push(() => sampleOf(line));
+    for await (const batch of read.batches) for (const line of batch) thinner.push(() => sampleOf(line));
   } catch (err) {
     // A link or special file where the telemetry belongs: the run is shown without it.
     if (!(err instanceof WorkspaceFileError)) throw err;
