@@ -245,6 +245,15 @@ describe('finding 5: tampered ids, links at JSON files, one bad entry in a list'
     expect(secretIn(datasets)).toBe(false);
   });
 
+  it('a manifest.json nested 4 million deep is listed as nested too deep, unparsed (it cost a second and memory each)', async () => {
+    mkdirSync(inWs('datasets', 'deep'), { recursive: true });
+    const depth = 4_000_000;
+    writeFileSync(inWs('datasets', 'deep', 'manifest.json'), `${'['.repeat(depth)}${']'.repeat(depth)}`);
+    const datasets = await call('datasets.list');
+    expect(datasets.ok).toBe(true);
+    expect(datasets.result).toEqual(expect.arrayContaining([expect.objectContaining({ id: 'deep', problem: expect.stringContaining('manifest.json is nested too deep (more than 256 levels') })]));
+  });
+
   it('one link leading out of runs/, models/ or datasets/ is listed with its problem; the lists do not fail', async () => {
     writeRun('good-run', { status: 'completed', result: {} });
     symlinkSync(outside.dir, inWs('runs', 'planted'));
