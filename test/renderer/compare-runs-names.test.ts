@@ -1,0 +1,32 @@
+// @vitest-environment happy-dom
+// Issue 41, the re-attack of F1: a run's files are data from another rig. The Compare view's short name of a run
+// comes from run.json (its model family); control and direction characters in it show escaped, in the tables, the
+// caption and the speed verdict alike.
+import { mount } from '@vue/test-utils';
+import { describe, expect, it } from 'vitest';
+
+import type { RunDetail } from '../../src-main/api/training';
+import CompareRuns from '../../src-renderer/components/runs/CompareRuns.vue';
+
+const run = (id: string, family: string) =>
+  ({
+    summary: { id, kind: 'train', title: `a run ${id}`, status: 'completed', createdAt: '2026-11-21T00:00:00Z' },
+    record: { schemaVersion: 1, id, kind: 'train', status: 'completed', createdAt: '2026-11-21T00:00:00Z', config: { spec: { family } } },
+    events: [],
+    telemetry: [],
+  }) as unknown as RunDetail;
+
+describe('Compare runs, with names planted in run.json', () => {
+  it('shows control and direction characters escaped wherever the name appears', () => {
+    const w = mount(CompareRuns, {
+      props: { runs: [run('20261121-000000-aaaaaa', 'mlp\u202egnp.exe'), run('20261121-000001-bbbbbb', 'cnn\u001b[2K\rok\u2028x')] },
+      global: { stubs: { Echarts: { props: ['option'], template: '<div />' }, SpeedVerdict: { props: ['runs', 'names'], template: '<div class="verdict-stub">{{ names.join("|") }}</div>' } } },
+    });
+    const text = w.text();
+    expect(text).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+    const headers = w.get('[data-testid="compare-results"] thead').text();
+    expect(headers).toContain('mlp\\u202egnp.exe · aaaaaa');
+    expect(headers).toContain('cnn\\x1b[2K\\rok\\u2028x · bbbbbb');
+    expect(w.get('.verdict-stub').text()).toBe('mlp\\u202egnp.exe · aaaaaa|cnn\\x1b[2K\\rok\\u2028x · bbbbbb');
+  });
+});
