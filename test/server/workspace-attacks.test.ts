@@ -254,6 +254,20 @@ describe('finding 5: tampered ids, links at JSON files, one bad entry in a list'
     expect(datasets.result).toEqual(expect.arrayContaining([expect.objectContaining({ id: 'deep', problem: expect.stringContaining('manifest.json is nested too deep (more than 256 levels') })]));
   });
 
+  it('names a cache folder relative to the workspace when its manifest is missing or wrong, never by its absolute path', async () => {
+    mkdirSync(inWs('datasets', 'empty'), { recursive: true });
+    mkdirSync(inWs('datasets', 'wrong'), { recursive: true });
+    writeFileSync(inWs('datasets', 'wrong', 'manifest.json'), JSON.stringify({ formatVersion: 1, records: 'many' }));
+    const datasets = await call('datasets.list');
+    expect(datasets.result).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ id: 'empty', problem: 'datasets/empty has no manifest.json' }),
+        expect.objectContaining({ id: 'wrong', problem: expect.stringMatching(/^datasets\/wrong\/manifest\.json is not a valid cache manifest/) }),
+      ]),
+    );
+    expect(JSON.stringify(datasets)).not.toContain(inWs());
+  });
+
   it('one link leading out of runs/, models/ or datasets/ is listed with its problem; the lists do not fail', async () => {
     writeRun('good-run', { status: 'completed', result: {} });
     symlinkSync(outside.dir, inWs('runs', 'planted'));

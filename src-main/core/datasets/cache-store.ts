@@ -8,7 +8,7 @@ import { ApiError } from '../../api/errors';
 import { IdSchema } from '../../api/ids';
 import { formatIssues } from '../../api/format-issues';
 import type { Workspace } from '../workspace/workspace';
-import { isFolder, isMissing, listFolder, MiB, openFile, readJsonCapped, readTextCapped, removeEntry, renameEntry, streamFile } from '../workspace/workspace-files';
+import { isFolder, isMissing, listFolder, MiB, openFile, readJsonCapped, readTextCapped, removeEntry, renameEntry, shownPath, streamFile } from '../workspace/workspace-files';
 import { planShards, SHARD_HEADER_BYTES, SHARD_MAGIC } from './shard-layout';
 import { processExists } from '../common/process-exists';
 
@@ -25,18 +25,20 @@ export function datasetsRoot(workspace: Workspace): string {
 /** Reads and validates manifest.json; E_DATA says exactly what is wrong. */
 export async function readManifest(workspace: Workspace, dir: string): Promise<CacheManifest> {
   const file = path.join(dir, 'manifest.json');
+  // Named relative to the workspace: the answer goes to a browser, and the workspace is copied between rigs.
+  const shown = shownPath(workspace, path.resolve(workspace.root, file));
   let raw: unknown;
   try {
     raw = await readJsonCapped(workspace, file, MAX_MANIFEST_BYTES);
   } catch (err) {
-    throw new ApiError('E_DATA', isMissing(err) ? `${dir} has no manifest.json` : (err as Error).message);
+    throw new ApiError('E_DATA', isMissing(err) ? `${shownPath(workspace, path.resolve(workspace.root, dir))} has no manifest.json` : (err as Error).message);
   }
   const version = (raw as { formatVersion?: unknown })?.formatVersion;
   if (typeof version === 'number' && version > CACHE_FORMAT_VERSION) {
-    throw new ApiError('E_DATA', `${file} was written by a newer Trainbench (cache format ${version}; this one reads ${CACHE_FORMAT_VERSION}): update Trainbench or rebuild the cache`);
+    throw new ApiError('E_DATA', `${shown} was written by a newer Trainbench (cache format ${version}; this one reads ${CACHE_FORMAT_VERSION}): update Trainbench or rebuild the cache`);
   }
   const parsed = CacheManifestSchema.safeParse(raw);
-  if (!parsed.success) throw new ApiError('E_DATA', `${file} is not a valid cache manifest: ${formatIssues(parsed.error, 'manifest')}`);
+  if (!parsed.success) throw new ApiError('E_DATA', `${shown} is not a valid cache manifest: ${formatIssues(parsed.error, 'manifest')}`);
   return parsed.data;
 }
 
