@@ -37,6 +37,7 @@ interface OptimiseFlags extends MeasuredTargetFlags {
   objective: WizardObjective;
   batchSearch: boolean;
   resume?: string;
+  yes?: boolean;
   report?: boolean;
   json?: boolean;
   progress: boolean;
@@ -134,8 +135,9 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
     // --resume takes either target's id: an engine wizard's, or a script optimisation's run (which goes on with that script).
     const id = flags.resume!;
     const saved = await services.optimise.state(id);
-    // The user's own --resume: a script wizard goes on with the command its run file names.
-    const resume = (options: WizardOptions) => services.optimise.resume(id, { ...options, commandFromRunFile: true });
+    // The user's own --resume: a script wizard goes on with the command its run file names, once --yes says so
+    // (without it the command is shown, as check --against does: the workspace may come from another rig).
+    const resume = (options: WizardOptions) => services.optimise.resume(id, { ...options, commandFromRunFile: flags.yes === true ? true : 'unconfirmed' });
     await runWizard(services, saved !== null && 'runIds' in saved ? 'engine' : 'script', true, resume, flags);
   } finally {
     await services.dispose();
@@ -183,7 +185,7 @@ async function runWizard(services: Services, target: 'engine' | 'script', resume
       allowPathsOutsideWorkspace: true,
       onStart: (id) => {
         ctrlC.jobIs(id);
-        say(`optimisation ${id}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${id})`);
+        say(`optimisation ${id}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${id}${target === 'script' ? ' --yes' : ''})`);
       },
       onProgress: (p) => {
         const line = progressLine(p);
@@ -250,7 +252,8 @@ export function optimiseCommand(): Command {
     .option('--loss-tolerance <r>', 'largest relative change of the mean loss a kept change may make', ratioArg('--loss-tolerance'))
     .option('--confounders <policy>', 'when the two sides of a pair saw different conditions (other processes\' CPU load, a GPU slowing down): remeasure the pair (twice at most) and leave a trial undecided if they still differ, or record them only (a shared machine)', choiceArg('--confounders', ConfounderPolicySchema.options), 'remeasure')
     .option('--objective <what>', 'throughput (samples/s, the default) or energy: samples per joule of GPU energy, from the GPUs\' power over each repetition (a CUDA target where nvidia-smi reports power)', choiceArg('--objective', WizardObjectiveSchema.options), 'throughput')
-    .option('--resume <id>', "continue a cancelled or interrupted optimisation from its saved state (the other target flags are ignored); a script optimisation's run id goes on with that script")
+    .option('--resume <id>', "continue a cancelled or interrupted optimisation from its saved state (the other target flags are ignored); a script optimisation's run id goes on with that script, once --yes confirms it")
+    .option('--yes', "with --resume of a script optimisation: run the command its run file names (without it, the command is shown and nothing runs)")
     .option('--report', 'write the result up as an ADR report (markdown + SVG charts) in the workspace\'s reports/')
     .option('--json', 'print the result as JSON')
     .option('--no-progress', 'no progress lines on stderr')

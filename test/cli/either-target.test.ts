@@ -76,7 +76,7 @@ describe('optimise -- <command>', () => {
     expect(processesWithMark(mark)).toEqual([]);
 
     // The wizard's run id is a script optimisation's: optimise --resume goes on with that script (optimise-script is no command).
-    const resumed = await runCli(['optimise', '--resume', r.runId, '--workspace', ws.dir]);
+    const resumed = await runCli(['optimise', '--resume', r.runId, '--yes', '--workspace', ws.dir]);
     expect(resumed.code).toBe(1);
     expect(resumed.stderr).toContain(`script optimisation ${r.runId} completed: there is nothing left to resume`);
     await expectUnknownCommand('optimise-script', ['--resume', r.runId, '--workspace', ws.dir]);

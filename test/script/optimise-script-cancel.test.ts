@@ -277,7 +277,13 @@ describe('trainbench optimise -- <script>: Ctrl-C', () => {
     // What optimise.state answers for it (run.json has no result: the process was killed).
     expect(await readScriptWizardState(await openWorkspace(cli.dir), killed)).toEqual(state);
 
-    const resumed = await runCli(['optimise', '--resume', killed, '--json', '--workspace', cli.dir], 120_000);
+    // The command comes from the run's file (the workspace may come from another rig): shown, escaped, and run only with --yes.
+    const unconfirmed = await runCli(['optimise', '--resume', killed, '--json', '--workspace', cli.dir], 60_000);
+    expect(unconfirmed.code).toBe(1);
+    expect(unconfirmed.stderr).toContain(`${killed} is a script optimisation, which goes on by running its command again: ${PYTHON} `);
+    expect(unconfirmed.stderr).toContain(`TB_TEST_MARK=${mark}); it comes from the run's file, so pass --yes to run it`);
+    expect(processesWithMark(mark)).toEqual([]);
+    const resumed = await runCli(['optimise', '--resume', killed, '--yes', '--json', '--workspace', cli.dir], 120_000);
     expect(resumed.code, resumed.stderr).toBe(0);
     const r = scriptWizard(JSON.parse(resumed.stdout));
     expect(r.baseline).toEqual(state.baseline);

@@ -2,6 +2,7 @@ import type { BatchTrial } from '../../api/batch-size';
 import { ApiError } from '../../api/errors';
 import { newJobId } from '../../api/ids';
 import type { ScriptTrainRequest } from '../../api/script-target';
+import { shellLine, shellWord } from '../../api/shell-word';
 import type { ScriptBatchSearchRequest, ScriptBenchmarkRequest, ScriptOptimiseRequest } from '../../api/script-target';
 import type { EventHub } from '../common/event-hub';
 import type { RunningJob, RunningJobs } from '../jobs/running-jobs';
@@ -57,6 +58,15 @@ export class ScriptRunner implements TargetRunner {
 
   /** A stopped script optimisation goes on in a new run from the one named (its baseline and finished trials kept). */
   async resume(runId: string, job: RunningJob, options: WizardOptions) {
+    if (options.commandFromRunFile === 'unconfirmed') {
+      const t = (await resumedScriptRequest(this.deps.workspace, runId)).target;
+      // From a file anyone may have written: every word as a shell reads it back, control characters escaped.
+      const env = Object.entries(t.env).map(([k, v]) => `${k}=${shellWord(v)}`);
+      throw new ApiError(
+        'E_BAD_INPUT',
+        `${runId} is a script optimisation, which goes on by running its command again: ${shellLine(t.command)} (in ${shellWord(t.cwd)}${env.length ? `, with ${env.join(' ')}` : ''}); it comes from the run's file, so pass --yes to run it`,
+      );
+    }
     if (options.commandFromRunFile !== true) {
       throw new ApiError(
         'E_FORBIDDEN',

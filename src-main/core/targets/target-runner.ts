@@ -102,10 +102,11 @@ export interface WizardOptions extends CapabilityOptions {
   onProgress?: (progress: OptimiseProgress) => void;
   /**
    * Resuming a script optimisation launches the command its run file names. A workspace file is data (it may be
-   * copied from another rig, or tampered with), so only the user's own word may do that: the CLI's --resume sets
-   * this; a request through the router goes on with a script wizard by optimise.start with its target and resumeFrom.
+   * copied from another rig, or tampered with), so only the user's own word may do that: the CLI's --resume with
+   * --yes sets this (without --yes, 'unconfirmed': the command is shown, escaped, and nothing runs); a request
+   * through the router goes on with a script wizard by optimise.start with its target and resumeFrom.
    */
-  commandFromRunFile?: boolean;
+  commandFromRunFile?: boolean | 'unconfirmed';
 }
 
 /**
