@@ -18,9 +18,9 @@ beforeAll(async () => {
 afterAll(() => t.cleanup());
 
 async function read(file: string, maxBytes: number) {
-  const { lines, cut } = await jsonlLinesBounded(ws, file, 4096, maxBytes);
+  const { batches, cut } = await jsonlLinesBounded(ws, file, 4096, maxBytes);
   const got: string[] = [];
-  for await (const line of lines) got.push(line);
+  for await (const batch of batches) got.push(...batch);
   return { got, cut };
 }
 
