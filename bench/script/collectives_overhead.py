@@ -1,22 +1,27 @@
 """What timing DDP's all-reduces costs a training step (issue 40: at most 2% of the step).
 
-The probe times DDP's gradient buckets by registering a communication hook (collectives.py): DDP's own all-reduce
-(C++) is replaced by torch's default Python hook, wrapped to record arrival and completion. Three DDP models of the
-same MLP (a step of about --step-ms on one thread, --buckets gradient buckets) train in blocks of iterations in
-ABBA order, on --ranks ranks of one gloo process group (2 by default; with one, DDP's own path may skip work a
-Python hook does, which would charge the hook for it), all ranks in lockstep, rank 0 measuring:
+The probe times DDP's gradient sync one of two ways (collectives.py): once a step from the stamps DDP's reducer keeps
+itself (the default), or bucket by bucket through a communication hook, where DDP's own all-reduce (C++) is replaced
+by torch's default Python hook, wrapped to record arrival and completion. Five DDP models of the same MLP (a step of
+about --step-ms on one thread, --buckets gradient buckets) train in blocks of iterations in ABBA order, on --ranks
+ranks of one gloo process group (2 by default; with one, DDP's own path may skip work a Python hook does, which would
+charge the hook for it), all ranks in lockstep, rank 0 measuring:
 
 - plain: DDP as the script made it (the built-in all-reduce);
+- rate: DDP stamping every iteration, never read (what asking for the stamps costs);
+- stamps: the probe's per-step timing (DDP's stamps at every iteration, read at each step's end);
 - hook: torch's default all-reduce hook, untimed (what registering any Python hook costs);
-- timed: the probe's timed hook (what the probe adds, all told).
+- timed: the probe's per-bucket timed hook (what it adds, all told).
 
 Per step: rank 0's wall time and its process's CPU time (gloo's threads too). The cost is the mean over rounds of the
-paired block means, with its 95% interval (t), in µs and as a share of the plain step.
+paired block means, with its 95% interval (t), in µs and as a share of the plain step. The per-bucket hook needs torch
+2 (the probe declines it on 1.x); here it is measured on both.
 
     python3 bench/script/collectives_overhead.py [--rounds 20] [--block 40] [--step-ms 5] [--buckets 4] [--ranks 2] [--out FILE]
 """
 import argparse
 import datetime
+import json
 import os
 import platform
 import statistics
@@ -30,7 +35,7 @@ import torch.distributed as dist  # noqa: E402
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks  # noqa: E402
 
 from collector import write_result  # noqa: E402
-from trainbench_probe.collectives import Collectives, _timed  # noqa: E402
+from trainbench_probe.collectives import Collectives, _reducer_item, _timed  # noqa: E402
 
 T95 = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 8: 2.36, 10: 2.26, 15: 2.14, 20: 2.09, 30: 2.05}
 
@@ -56,28 +61,19 @@ def model(width, buckets, which, collectives):
         ddp.register_comm_hook(None, default_hooks.allreduce_hook)
     elif which == "timed":
         ddp.register_comm_hook(None, _timed(default_hooks.allreduce_hook, collectives))
-    elif which == "lean":
-        ddp.register_comm_hook(None, _lean(collectives))
+    elif which == "rate":
+        ddp._set_ddp_runtime_logging_sample_rate(1)  # stamped at every iteration, never read
+    elif which == "stamps":
+        # As watch_ddp does: every iteration stamped, read once at the step's end (Collectives.take).
+        ddp._set_ddp_runtime_logging_sample_rate(1)
+
+        def poll():
+            item = _reducer_item(ddp)
+            if item is not None and item != "clock":
+                collectives.record(0, "allreduce", *item)
+
+        collectives.pollers.append(poll)
     return ddp, torch.optim.SGD(ddp.parameters(), lr=0.001)
-
-
-def _lean(collectives):
-    """One Python step less: the all-reduce called on the group directly, one callback that records and answers."""
-
-    def hook(group, bucket):
-        arrive = time.time() * 1000.0
-        buf = bucket.buffer()
-        pg = group if group is not None else dist.group.WORLD
-        buf.div_(pg.size())
-        index, nbytes = bucket.index(), buf.numel() * buf.element_size()
-
-        def done(f):
-            collectives.record(index, "allreduce", arrive, time.time() * 1000.0, nbytes)
-            return buf
-
-        return dist.all_reduce(buf, group=pg, async_op=True).get_future().then(done)
-
-    return hook
 
 
 def block(ddp, opt, x, y, n, collectives):
@@ -115,13 +111,13 @@ def rank_main(rank, a, port):
     while True:
         x = torch.randn(64, width)
         ddp, opt = model(width, a.buckets, "plain", Collectives())
-        block(ddp, opt, x, y, 5, Collectives())
-        done = torch.tensor([1 if block(ddp, opt, x, y, 10, Collectives())[0] >= a.step_ms * 1000 or width > 8192 else 0])
+        block(ddp, opt, x, y, 10, Collectives())  # warm: gloo's first rounds and DDP's bucket rebuild are slow
+        done = torch.tensor([1 if block(ddp, opt, x, y, 20, Collectives())[0] >= a.step_ms * 1000 or width > 8192 else 0])
         dist.broadcast(done, 0)  # every rank sizes the same model
         if done.item():
             break
         width = int(width * 1.25)
-    kinds = ("plain", "hook", "timed", "lean")
+    kinds = ("plain", "rate", "stamps", "hook", "timed")
     collectives = {k: Collectives() for k in kinds}
     models = {k: model(width, a.buckets, k, collectives[k]) for k in kinds}
     for k in kinds:
@@ -136,16 +132,26 @@ def rank_main(rank, a, port):
             got[k]["wall"].append(statistics.mean(s[0] for s in seen[k]))
             got[k]["cpu"].append(statistics.mean(s[1] for s in seen[k]))
     seen_buckets = len(_timed_probe(width, a.buckets, x, y))
+    # The per-step timing really read a step: one collective spanning the buckets (else its cost would be nothing's).
+    stamped = _stamped(models["stamps"][0], x, y, collectives["stamps"])
     if rank != 0:
         dist.destroy_process_group()
         return
     plain_wall = statistics.mean(got["plain"]["wall"])
     rows = []
-    for name, k, base in (("the probe's timed hook vs DDP's own all-reduce", "timed", "plain"), ("timing alone (timed vs untimed Python hook)", "timed", "hook"), ("a Python hook vs DDP's own", "hook", "plain"), ("a lean timed hook vs DDP's own", "lean", "plain")):
+    for name, k, base in (
+        ("per step: DDP's stamps vs DDP's own all-reduce", "stamps", "plain"),
+        ("per step: stamping every iteration alone (unread)", "rate", "plain"),
+        ("per step: reading the stamps at each step's end", "stamps", "rate"),
+        ("per bucket: the timed hook vs DDP's own all-reduce", "timed", "plain"),
+        ("per bucket: timing alone (timed vs untimed hook)", "timed", "hook"),
+        ("a Python hook vs DDP's own", "hook", "plain"),
+    ):
         wall = interval([b - c for b, c in zip(got[k]["wall"], got[base]["wall"])])
         cpu = interval([b - c for b, c in zip(got[k]["cpu"], got[base]["cpu"])])
         rows.append({"comparison": name, "wallUs": wall, "cpuUs": cpu, "wallPercentOfStep": [100 * v / plain_wall for v in wall]})
     print("step %.0f µs (plain, width %d, %d buckets, %d ranks on gloo), %d rounds of ABBA blocks of %d steps; torch %s, load %.2f" % (plain_wall, width, seen_buckets, a.ranks, a.rounds, a.block, torch.__version__, os.getloadavg()[0]))
+    print("per step, one step read: %s" % json.dumps(stamped))
     print("%-52s %26s %26s %22s" % ("comparison", "wall µs/step [95%]", "CPU µs/step [95%]", "% of the step [95%]"))
     for row in rows:
         w, c, pc = row["wallUs"], row["cpuUs"], row["wallPercentOfStep"]
@@ -161,6 +167,7 @@ def rank_main(rank, a, port):
         "stepUs": plain_wall,
         "width": width,
         "buckets": seen_buckets,
+        "stamped": stamped,
         "rounds": a.rounds,
         "block": a.block,
         "rows": rows,
@@ -171,12 +178,18 @@ def rank_main(rank, a, port):
     dist.destroy_process_group()
 
 
+def _stamped(ddp, x, y, collectives):
+    """What the per-step timing recorded for one more step."""
+    loss = torch.nn.functional.cross_entropy(ddp(x), y)
+    loss.backward()
+    return collectives.take()
+
+
 def _timed_probe(width, buckets, x, y):
     """The buckets the timed model's step really has (DDP may merge small ones)."""
     c = Collectives()
     ddp, opt = model(width, buckets, "timed", c)
-    block(ddp, opt, x, y, 3, c)
-    block(ddp, opt, x, y, 1, Collectives())
+    block(ddp, opt, x, y, 3, c)  # each step's collectives taken at its end: after the rebuild, one step's are left
     loss = torch.nn.functional.cross_entropy(ddp(x), y)
     loss.backward()
     return c.take()

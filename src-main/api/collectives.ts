@@ -20,10 +20,19 @@ export const ScriptCollectivesSchema = z.object({
   steps: z.number().int(),
   /** Median share of the step spent in collectives after the last rank arrived (communication nobody overlapped). */
   exposedShare: z.number(),
-  /** Median all-reduce bus bandwidth, bytes/s (bytes x 2(n-1)/n over the time from the last arrival to completion). */
+  /**
+   * Median all-reduce bus bandwidth, bytes/s (bytes x 2(n-1)/n over the time from the last arrival to completion);
+   * null when timed per step with several buckets (their all-reduces overlap the backward: only per bucket says it).
+   */
   busBytesPerSec: z.number().nullable(),
   /** Collectives per step and their bytes (one rank's). */
   perStep: z.object({ count: z.number().int(), bytes: z.number() }),
+  /**
+   * How they were timed: once a step from DDP's own stamps (arrival: the backward's end; the default, a few µs a
+   * step), or each gradient bucket through a comm hook (asked for; it costs small steps). Results from before the
+   * per-step timing were per bucket.
+   */
+  timing: z.enum(['step', 'bucket']).default('bucket'),
   /**
    * The last few measured steps as a timeline (ranks as rows, collectives as marks): per rank, each collective's
    * arrival and completion, ms after the step's first arrival on any rank, on the collector's clock. Bounded: at most

@@ -154,11 +154,16 @@ export const ScriptBenchmarkRequestSchema = z
     /** Seconds one launch may take before it is killed with its process group. */
     timeoutSeconds: z.number().min(1).max(7 * 24 * 3600).default(600),
     /**
-     * Time every rank at DDP's gradient all-reduces and name the straggler (issue 40). Asked for: the probe's Python
-     * comm hook costs a gradient bucket ~0.1 ms (measured: 17% of a 3.4 ms CPU step with 4 buckets on torch 2.13,
-     * none beyond the noise on torch 1.13; bench/script/collectives_overhead.py), which would slow the job measured.
+     * Time every rank at DDP's gradient all-reduces and name the straggler (issue 40): once a step, from the stamps
+     * DDP's reducer keeps itself (bench/script/collectives_overhead.py measures what it costs).
      */
     collectives: z.boolean().default(false),
+    /**
+     * Time each gradient bucket instead, through a Python comm hook (implies `collectives`; torch 2 only): it also
+     * measures the all-reduce bandwidth, but costs a bucket ~0.1 ms (17% of a 3.4 ms CPU step with 4 buckets on
+     * torch 2.13), which slows a job of small steps.
+     */
+    collectivesPerBucket: z.boolean().default(false),
     /**
      * A job across machines (issue 40): the probes' collector listens on this address of this machine (one the other
      * nodes reach) instead of 127.0.0.1; the ranks there join with the code each launch announces.

@@ -71,7 +71,12 @@ const PHASE_WORDS = { data: 'waiting for data', compute: 'compute', host: 'host 
 /** A job of several ranks at its collectives: who the others wait for, and what communication costs (issue 40). */
 function collectiveLines(c: ScriptBenchmarkResult['target']['collectives']): string[] {
   if (!c) return [];
-  const bandwidth = c.busBytesPerSec === null ? 'not measured' : `${(c.busBytesPerSec / 1e9).toFixed(2)} GB/s bus bandwidth`;
+  const bandwidth =
+    c.busBytesPerSec !== null
+      ? `${(c.busBytesPerSec / 1e9).toFixed(2)} GB/s bus bandwidth`
+      : c.timing === 'step'
+        ? 'bandwidth not measured (timed once a step; --collectives-per-bucket times each bucket)'
+        : 'bandwidth not measured';
   return [
     c.straggler === null ? `straggler  ${printable(c.why)}` : `straggler  rank ${c.straggler}, late in ${c.phase ? PHASE_WORDS[c.phase] : 'no one phase'}: ${printable(c.why)}`,
     `collectives ${c.perStep.count} per step (${mb(c.perStep.bytes)}); ${(100 * c.exposedShare).toFixed(1)}% of the step waits in them after the last rank arrived; all-reduce ${bandwidth}`,

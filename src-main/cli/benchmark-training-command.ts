@@ -39,6 +39,7 @@ export interface BenchmarkScriptFlags {
   workspace: string;
   collector?: { host: string; port: number };
   collectives?: boolean;
+  collectivesPerBucket?: boolean;
 }
 
 const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
@@ -86,7 +87,8 @@ async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): 
     repeat: flags.repeat,
     timeoutSeconds: flags.timeout,
     // A job across machines is measured for its straggler: what --collector is for.
-    collectives: flags.collectives === true || flags.collector !== undefined,
+    collectives: flags.collectives === true || flags.collectivesPerBucket === true || flags.collector !== undefined,
+    collectivesPerBucket: flags.collectivesPerBucket === true,
     ...(flags.collector ? { collector: flags.collector } : {}),
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
@@ -125,7 +127,8 @@ function scriptOptions(): Command {
     .option('--no-progress', 'no progress lines on stderr')
     .option('--no-output', "do not echo the script's output on stderr (it is saved in the run either way)")
     .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir())
-    .option('--collectives', "time every rank at DDP's all-reduces and name the straggler (a hook per gradient bucket: it costs small steps up to a sixth of their time; implied by --collector)")
+    .option('--collectives', "time every rank at DDP's all-reduces once a step and name the straggler (from DDP's own stamps: a few µs a step; implied by --collector)")
+    .option('--collectives-per-bucket', "time each gradient bucket's all-reduce instead, and the bus bandwidth (a Python hook: it costs small steps up to a sixth of their time; torch 2)")
     .option('--collector <host[:port]>', "a job across machines: this machine's address the other nodes reach (their ranks join with the code each launch prints)", collectorArg);
 }
 

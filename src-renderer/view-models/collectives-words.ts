@@ -51,8 +51,13 @@ export function collectiveWords(c: ScriptCollectives): CollectiveWords {
     verdict,
     why: c.straggler === null ? null : sentence(c.why),
     exposed: `${(100 * c.exposedShare).toFixed(1)}% of the step (median over ${c.steps} steps): time in collectives after the last rank arrived, which nothing overlapped`,
-    bandwidth: c.busBytesPerSec === null ? 'not measured' : `${formatValue(c.busBytesPerSec / 1e9, 'GB/s')} all-reduce bus bandwidth (median)`,
-    perStep: `${c.perStep.count} per step, ${formatValue(c.perStep.bytes / 1e6, 'MB')} in all (one rank's)`,
+    bandwidth:
+      c.busBytesPerSec !== null
+        ? `${formatValue(c.busBytesPerSec / 1e9, 'GB/s')} all-reduce bus bandwidth (median)`
+        : c.timing === 'step'
+          ? 'not measured: timed once a step (timing each bucket measures it, at a cost to small steps)'
+          : 'not measured',
+    perStep: `${c.perStep.count} per step, ${formatValue(c.perStep.bytes / 1e6, 'MB')} in all (one rank's)${c.timing === 'step' ? ', timed together once a step' : ''}`,
     ranks: ranks.map((rank) => {
       const clock = c.clocks.find((k) => k.rank === rank);
       const last = c.lastShare.find((s) => s.rank === rank);

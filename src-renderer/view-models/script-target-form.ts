@@ -14,8 +14,10 @@ export interface ScriptForm {
   steps: number | null;
   repeat: number;
   timeoutSeconds: number;
-  /** A benchmark of a torchrun job: time its ranks at their collectives (asked for: it costs small steps). */
+  /** A benchmark of a torchrun job: time its ranks at their collectives (once a step: a few µs). */
   collectives?: boolean;
+  /** And each gradient bucket through a Python hook (the bandwidth too; it costs small steps). */
+  collectivesPerBucket?: boolean;
 }
 
 export function emptyScriptForm(): ScriptForm {
@@ -134,7 +136,7 @@ export function scriptRequestFromForm(form: ScriptForm): ScriptBenchmarkRequestI
     repeat: form.repeat,
     timeoutSeconds: form.timeoutSeconds,
     ...(form.steps ? { steps: form.steps } : {}),
-    ...(form.collectives ? { collectives: true } : {}),
+    ...(form.collectives ? { collectives: true, ...(form.collectivesPerBucket ? { collectivesPerBucket: true } : {}) } : {}),
   };
   const checked = ScriptBenchmarkRequestSchema.safeParse(request);
   if (!checked.success) {

@@ -22,6 +22,7 @@ const collectives: ScriptCollectives = {
   exposedShare: 0.051,
   busBytesPerSec: 12.5e9,
   perStep: { count: 3, bytes: 25_000_000 },
+  timing: 'bucket',
   timeline: {
     steps: [7, 8],
     ranks: [0, 1].map((rank) => ({ rank, marks: [7, 8].map((step) => ({ step, index: 0, arriveMs: rank ? 4 : 0, doneMs: 5 })) })),
@@ -70,6 +71,13 @@ describe('the Ranks at the collectives panel', () => {
     expect(chart.attributes('data-rows')).toBe('2');
     expect(chart.attributes('aria-label')).toMatch(/^Timeline of the collectives of 2 ranks over steps 7 and 8, /);
     expect(w.get('[data-testid="rank-collectives-cut"]').text()).toBe('Not shown: collectives after the first 64 of a step.');
+  });
+
+  it('timed once a step, says the bandwidth was not measured and how it would be', () => {
+    const w = mount(RankCollectives, { props: { collectives: { ...collectives, timing: 'step', busBytesPerSec: null } }, ...stubs });
+    const facts = w.get('[data-testid="rank-collectives-facts"]').text();
+    expect(facts).toContain('not measured: timed once a step (timing each bucket measures it, at a cost to small steps)');
+    expect(facts).toContain('3 per step, 25 MB in all (one rank\'s), timed together once a step');
   });
 
   it('without a timeline says so, and shows no figure', () => {

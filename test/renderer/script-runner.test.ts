@@ -52,9 +52,13 @@ describe('script form', () => {
       overrides: { 'dataloader.num_workers': 4, 'cudnn.benchmark': true },
       steps: 20,
     });
-    // Timing the ranks at their collectives is asked for, never on by default (it costs small steps).
+    // Timing the ranks at their collectives is asked for (a job of one process has none), never on by default.
     expect(scriptRequestFromForm(form)).not.toHaveProperty('collectives');
     expect(scriptRequestFromForm({ ...form, collectives: true })).toMatchObject({ collectives: true });
+    expect(scriptRequestFromForm({ ...form, collectives: true })).not.toHaveProperty('collectivesPerBucket');
+    expect(scriptRequestFromForm({ ...form, collectives: true, collectivesPerBucket: true })).toMatchObject({ collectives: true, collectivesPerBucket: true });
+    // Each bucket is a refinement of timing the collectives: left ticked alone, it asks for nothing.
+    expect(scriptRequestFromForm({ ...form, collectivesPerBucket: true })).not.toHaveProperty('collectivesPerBucket');
     expect(() => scriptRequestFromForm({ ...form, commandLine: '  ' })).toThrow(/command: type the command/);
     expect(() => scriptRequestFromForm({ ...form, cwd: 'proj' })).toThrow(/absolute path, got "proj"/);
     expect(() => scriptRequestFromForm({ ...form, env: [{ name: '1BAD', value: 'x' }] })).toThrow(/"1BAD"/);

@@ -128,6 +128,34 @@ describe('communication', () => {
   });
 });
 
+/** The same job timed once a step, as DDP's own stamps give it: per rank, its last bucket's arrival and the last completion. */
+function perStep(collectives: readonly RankCollective[]): RankCollective[] {
+  const out = new Map<string, RankCollective>();
+  for (const c of collectives) {
+    const key = `${c.rank}/${c.step}`;
+    const seen = out.get(key);
+    out.set(key, seen ? { ...seen, arriveMs: Math.max(seen.arriveMs, c.arriveMs), doneMs: Math.max(seen.doneMs, c.doneMs), bytes: seen.bytes + c.bytes, count: seen.count! + 1 } : { ...c, index: 0, count: 1 });
+  }
+  return [...out.values()];
+}
+
+describe('timed once a step', () => {
+  it('names the same straggler and the same exposed communication, and no bandwidth (the earlier buckets overlap the backward)', () => {
+    const { collectives, steps } = job(30, { rank: 2, hostMs: 8 });
+    const whole = perStep(collectives);
+    expect(whole.every((c) => c.count === 3 && c.bytes === 3 * BUCKET_BYTES)).toBe(true);
+    const v = straggler(whole, steps);
+    expect(v.rank, v.why).toBe(2);
+    expect(v.phase).toBe('host');
+    expect(v.lateMs).toBeGreaterThan(6);
+    const c = communication(whole, steps);
+    expect(c.busBytesPerSec).toBeNull();
+    // Only the last bucket's transfer is after the last arrival: a third of the per-bucket sum, plus the noise.
+    expect(c.exposedShare).toBeGreaterThan(0.1);
+    expect(c.exposedShare).toBeLessThan(communication(collectives, steps).exposedShare);
+  });
+});
+
 describe('helpers', () => {
   it("wilson's interval is inside [0, 1] and narrows with n", () => {
     expect(wilson(0, 0)).toEqual({ low: 0, high: 1 });

@@ -1,14 +1,24 @@
-"""Collectives of a job of several ranks (issue 40): when this rank called each all-reduce and when it completed here.
+"""Collectives of a job of several ranks (issue 40): when this rank arrived at DDP's gradient all-reduces and when
+they completed here.
 
 Step times cannot name a straggler (DDP's all-reduce makes every rank's step as long as the slowest's); each rank's
-arrival time at each collective can. DDP's gradient buckets are timed through its communication hook: the script's
-own hook, if it registers one, is wrapped (it runs as it would); otherwise the default all-reduce is registered at
-the model's first forward, after the script had its chance to register its own. Times are this machine's wall clock
-in ms (time.time), made comparable across machines by the clock offset the probe estimates against the collector.
+arrival time at the collectives can. Two ways, the first the default:
+
+- per step (`watch_ddp`): DDP's reducer already stamps, in C++, when the backward's last gradient bucket was ready (the
+  rank's arrival at the all-reduce that ends its step) and when the last all-reduce completed; asked to do it at every
+  iteration, it costs a step a few µs, read once at the step's end. One collective a step, spanning every bucket.
+- per bucket (`patch_ddp`): DDP's communication hook, wrapped. The script's own hook, if it registers one, keeps
+  running timed; otherwise the default all-reduce is registered at the model's first forward. A Python hook and its
+  completion callback cost a bucket ~0.1 ms on a small CPU step (bench/script/collectives_overhead.py).
+
+Times are this machine's wall clock in ms (time.time), made comparable across machines by the clock offset the probe
+estimates against the collector.
 """
 import functools
+import re
 import threading
 import time
+import weakref
 
 
 def now_ms():
@@ -21,12 +31,18 @@ class Collectives:
     def __init__(self):
         self._lock = threading.Lock()  # DDP's reducer may complete futures on its own threads
         self._items = []
+        self.pollers = []  # called at each step's end, before the items are handed over (watch_ddp's reading)
 
-    def record(self, index, op, arrive_ms, done_ms, nbytes):
+    def record(self, index, op, arrive_ms, done_ms, nbytes, count=1):
+        item = {"index": int(index), "op": op, "arriveMs": arrive_ms, "doneMs": done_ms, "bytes": int(nbytes)}
+        if count != 1:
+            item["count"] = int(count)
         with self._lock:
-            self._items.append({"index": int(index), "op": op, "arriveMs": arrive_ms, "doneMs": done_ms, "bytes": int(nbytes)})
+            self._items.append(item)
 
     def take(self):
+        for poll in self.pollers:
+            poll()
         with self._lock:
             items, self._items = self._items, []
         return items
@@ -52,12 +68,77 @@ def _timed(hook, collectives):
     return timed
 
 
+def watch_ddp(torch, collectives, note):
+    """Times every DDP model's gradient sync per step from its reducer's own stamps (no hook; torch 1.13 and 2.x)."""
+    try:
+        DDP = torch.nn.parallel.DistributedDataParallel
+    except Exception as e:  # a torch without distributed support: nothing to time
+        note("collectives are not timed: %s" % e)
+        return False
+    original_forward = DDP.forward
+    models = weakref.WeakSet()
+    said = set()
+
+    def say_once(what):
+        if what not in said:
+            said.add(what)
+            note(what)
+
+    @functools.wraps(original_forward)
+    def forward(self, *args, **kwargs):
+        if self not in models:
+            try:
+                # The reducer stamps its timers at sampled iterations only (1 in 100 by default): every one, here.
+                self._set_ddp_runtime_logging_sample_rate(1)
+                models.add(self)
+            except Exception as e:  # a DDP without the reducer's timers (a compiled DDP, another torch): untimed, said once
+                say_once("this model's all-reduces are not timed: %s" % e)
+        return original_forward(self, *args, **kwargs)
+
+    def poll():
+        for index, model in enumerate(list(models)):
+            try:
+                item = _reducer_item(model)
+            except Exception as e:
+                say_once("this model's all-reduces are not timed: %s" % e)
+                models.discard(model)
+                continue
+            if item == "clock":
+                say_once("this model's all-reduces are not timed: its reducer's stamps are not on the wall clock")
+                models.discard(model)
+            elif item is not None:
+                collectives.record(index, "allreduce", *item)
+
+    DDP.forward = forward
+    collectives.pollers.append(poll)
+    return True
+
+
+def _reducer_item(model):
+    """The model's last synced iteration as (arrival, completion, bytes, buckets), None if read before, or "clock"."""
+    # DDP logs an iteration's stamps at the next forward; asked now, the iteration just ended is read at its own step.
+    model.logger.set_runtime_stats_and_log()
+    data = model._get_ddp_logging_data()
+    iteration = data.get("iteration")
+    start, ready, done = (data.get(k) for k in ("forward_compute_time_start", "backward_compute_time_end", "backward_comm_time_end"))
+    if None in (iteration, start, ready, done) or iteration == getattr(model, "_trainbench_iteration", None):
+        return None  # no backward yet, or no sync since (no_sync accumulation): nothing new
+    model._trainbench_iteration = iteration
+    if abs(start / 1e6 - now_ms()) > 3600e3:
+        return "clock"
+    if done < ready or ready < start:
+        return None  # the sync of an earlier iteration (this one computed under no_sync)
+    sizes = [int(x) for x in re.findall(r"\d+", str(data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes") or ""))]
+    nbytes = sum(sizes) if sizes else int(data.get("total_parameter_size_bytes") or 0)
+    return ready / 1e6, done / 1e6, nbytes, max(1, len(sizes))
+
+
 def patch_ddp(torch, collectives, note):
-    """Times every DDP model's gradient all-reduces; a script's own comm hook keeps running, timed."""
+    """Times every DDP model's gradient all-reduces, bucket by bucket; a script's own comm hook keeps running, timed."""
     major = str(getattr(torch, "__version__", "0")).split(".")[0]
     if not major.isdigit() or int(major) < 2:
         # Seen on torch 1.13: a rank hung for good in one job of four, its completion callback waiting for the GIL.
-        note("collectives are not timed: that needs torch 2.0 or later (this is %s)" % getattr(torch, "__version__", "?"))
+        note("collectives are not timed bucket by bucket: that needs torch 2.0 or later (this is %s)" % getattr(torch, "__version__", "?"))
         return False
     try:
         DDP = torch.nn.parallel.DistributedDataParallel

@@ -194,7 +194,7 @@ function collectiveRows(runs: ReturnType<typeof scriptBenchmarks>): string[][] {
   return [
     ['straggler (the rank the others wait for at the collectives)', ...each((c) => (c.straggler === null ? 'none' : `rank ${c.straggler}${c.phase ? `, late in ${LATE_IN[c.phase]}` : ''} (${fmt(c.lateMs, 'ms')})`))],
     ['exposed communication (share of the step after the last rank arrived)', ...each((c) => fmt(100 * c.exposedShare, '%'))],
-    ['all-reduce bus bandwidth', ...each((c) => (c.busBytesPerSec === null ? 'not measured' : `${(c.busBytesPerSec / 1e9).toFixed(2)} GB/s`))],
+    ['all-reduce bus bandwidth', ...each((c) => (c.busBytesPerSec !== null ? `${(c.busBytesPerSec / 1e9).toFixed(2)} GB/s` : c.timing === 'step' ? 'not measured (timed once a step)' : 'not measured'))],
   ];
 }
 

@@ -32,8 +32,8 @@ export interface TrialOptions {
   onStarted?: (cancel: () => void, pid: number | null) => void;
   /** See ProbeChannelOptions: a whole training run keeps only each rank's latest step. */
   retainSteps?: 'all' | 'last';
-  /** Times DDP's all-reduces in every rank (a Python hook per bucket: asked for, it costs small steps). */
-  timeCollectives?: boolean;
+  /** Times DDP's all-reduces in every rank: once a step from DDP's own stamps, or each bucket through a Python hook (it costs small steps). */
+  timeCollectives?: 'step' | 'bucket';
   /** A job across machines: where the collector listens, and who hears the join code of the other nodes. */
   collector?: { host: string; port: number };
   onJoin?: (code: string) => void;
@@ -66,7 +66,7 @@ async function runTrial(o: TrialOptions): Promise<TrialRecord> {
     TB_PROBE_SET: JSON.stringify(o.overrides),
     ...(o.seed !== undefined ? { TB_PROBE_SEED: String(o.seed) } : {}),
     ...(o.measurePeak ? { TB_PROBE_PEAK: '1' } : {}),
-    ...(o.timeCollectives ? { TB_PROBE_COLLECTIVES: '1' } : {}),
+    ...(o.timeCollectives ? { TB_PROBE_COLLECTIVES: o.timeCollectives } : {}),
   };
   // Before this node's part starts: the other nodes' ranks join the same collector, with the same settings.
   if (o.collector) o.onJoin?.(encodeJoin(probeEnv));

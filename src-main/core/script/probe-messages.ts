@@ -130,9 +130,9 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
   /** The rank's estimate of the collector's clock minus its own (ms), from its clock probes, with its uncertainty (half the round trip). */
   z.object({ type: z.literal('clockOffset'), at: z.enum(['start', 'end']), offsetMs: z.number(), uncertaintyMs: z.number().min(0), probes: z.number().int().min(1) }),
   /**
-   * The collectives of one optimizer step on this rank (DDP's gradient buckets through its comm hook, explicit
-   * torch.distributed calls): when the rank called each and when it completed there (ms on the rank's wall clock),
-   * and its bytes.
+   * The collectives of one optimizer step on this rank: when the rank called each and when it completed there (ms on
+   * the rank's wall clock), and its bytes. Timed per step from DDP's own stamps, one item spans the step's `count`
+   * gradient buckets (arrival: its backward's end); timed per bucket through DDP's comm hook, one item each.
    */
   z.object({
     type: z.literal('collectives'),
@@ -145,6 +145,7 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
           arriveMs: z.number(),
           doneMs: z.number(),
           bytes: z.number().int().min(0).max(1e13),
+          count: z.number().int().min(1).max(1e6).optional(),
         }),
       )
       .max(4096),

@@ -30,7 +30,7 @@ export function rankCollectives(connections: readonly ProbeConnection[], warmupS
     for (const m of c.messages) {
       if (m.type !== 'collectives' || !measured(m.step)) continue;
       for (const item of m.items) {
-        collectives.push({ rank, step: m.step, index: item.index, arriveMs: item.arriveMs + shift, doneMs: item.doneMs + shift, bytes: item.bytes });
+        collectives.push({ rank, step: m.step, index: item.index, arriveMs: item.arriveMs + shift, doneMs: item.doneMs + shift, bytes: item.bytes, ...(item.count !== undefined ? { count: item.count } : {}) });
         commMs.set(m.step, (commMs.get(m.step) ?? 0) + Math.max(0, item.doneMs - item.arriveMs));
       }
     }
@@ -57,7 +57,8 @@ export function rankCollectives(connections: readonly ProbeConnection[], warmupS
     steps: verdict.steps,
     exposedShare: comm.exposedShare,
     busBytesPerSec: comm.busBytesPerSec,
-    perStep: { count: first.length, bytes: first.reduce((n, c) => n + c.bytes, 0) },
+    perStep: { count: first.reduce((n, c) => n + (c.count ?? 1), 0), bytes: first.reduce((n, c) => n + c.bytes, 0) },
+    timing: collectives.some((c) => c.count !== undefined) ? 'step' : 'bucket',
     timeline: timelineOf(collectives),
     clocks,
   };

@@ -15,6 +15,8 @@ export interface RankCollective {
   arriveMs: number;
   doneMs: number;
   bytes: number;
+  /** The collectives it spans (DDP's buckets timed per step, together); 1 when absent. */
+  count?: number;
 }
 
 /** One rank's step, by phase (ms): what made it late, if it was. */
@@ -51,7 +53,10 @@ export interface StragglerVerdict {
 export interface CommVerdict {
   /** Median over steps of the share of the step spent in collectives after the last rank arrived: communication nobody overlapped. */
   exposedShare: number;
-  /** Median bus bandwidth of the all-reduces, bytes/s: bytes x 2(n-1)/n over the time from the last arrival to completion. */
+  /**
+   * Median bus bandwidth of the all-reduces, bytes/s: bytes x 2(n-1)/n over the time from the last arrival to
+   * completion; null where no collective was timed alone (per step, the buckets before the last overlap the backward).
+   */
   busBytesPerSec: number | null;
 }
 
@@ -190,7 +195,7 @@ export function communication(collectives: readonly RankCollective[], steps: rea
       const done = median(seen.map((c) => c.doneMs));
       const ms = Math.max(0, done - lastArrival);
       waited += ms;
-      if (ms > 0 && n > 1) bus.push((seen[0].bytes * ((2 * (n - 1)) / n)) / (ms / 1000));
+      if (ms > 0 && n > 1 && (seen[0].count ?? 1) === 1) bus.push((seen[0].bytes * ((2 * (n - 1)) / n)) / (ms / 1000));
     }
     const total = stepMs.get(step);
     if (total && total > 0) exposed.push(Math.min(1, waited / total));

@@ -128,7 +128,7 @@ export class ScriptBenchmarks {
       timeoutMs: request.timeoutSeconds * 1000,
       probeDir: this.pythonDir,
       measurePeak: true,
-      timeCollectives: request.collectives,
+      timeCollectives: request.collectivesPerBucket ? ('bucket' as const) : request.collectives ? ('step' as const) : undefined,
       ...(request.collector ? { collector: request.collector, onJoin: (code: string) => options.onJoin?.(code, i) } : {}),
     };
     try {
