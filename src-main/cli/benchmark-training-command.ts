@@ -127,7 +127,7 @@ function scriptOptions(): Command {
     .option('--no-progress', 'no progress lines on stderr')
     .option('--no-output', "do not echo the script's output on stderr (it is saved in the run either way)")
     .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir())
-    .option('--collectives', "time every rank at DDP's all-reduces once a step and name the straggler (from DDP's own stamps: a few µs a step; implied by --collector)")
+    .option('--collectives', "time every rank at DDP's all-reduces once a step and name the straggler (read from DDP's own stamps: ~0.2-0.3 ms a step on a 2-core CPU; implied by --collector)")
     .option('--collectives-per-bucket', "time each gradient bucket's all-reduce instead, and the bus bandwidth (a Python hook: it costs small steps up to a sixth of their time; torch 2)")
     .option('--collector <host[:port]>', "a job across machines: this machine's address the other nodes reach (their ranks join with the code each launch prints)", collectorArg);
 }

@@ -14,7 +14,7 @@ export interface ScriptForm {
   steps: number | null;
   repeat: number;
   timeoutSeconds: number;
-  /** A benchmark of a torchrun job: time its ranks at their collectives (once a step: a few µs). */
+  /** A benchmark of a torchrun job: time its ranks at their collectives (once a step, from DDP's own stamps). */
   collectives?: boolean;
   /** And each gradient bucket through a Python hook (the bandwidth too; it costs small steps). */
   collectivesPerBucket?: boolean;

@@ -127,7 +127,7 @@ class Probe:
         self.warmup = int(env.get("TB_PROBE_WARMUP", "0"))
         self.limit = int(env.get("TB_PROBE_STEPS", "0"))  # measured steps; 0: run until the script ends
         self.measure_peak = env.get("TB_PROBE_PEAK") == "1"  # a benchmark's utilisation and floors want torch's matmul and copy rates
-        # Asked for (issue 40): "step" reads DDP's own stamps once a step (a few µs); "bucket" wraps its comm hook, which
+        # Asked for (issue 40): "step" reads DDP's own stamps once a step (~0.2-0.3 ms); "bucket" wraps its comm hook, which
         # costs a small step up to a sixth of its time.
         self.time_collectives = {"1": "step", "step": "step", "bucket": "bucket"}.get(env.get("TB_PROBE_COLLECTIVES", ""))
         self.overrides = json.loads(env.get("TB_PROBE_SET", "{}") or "{}")
