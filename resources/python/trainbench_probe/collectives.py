@@ -69,12 +69,19 @@ def _timed(hook, collectives):
     return timed
 
 
+def _ddp_class(torch, note):
+    """DistributedDataParallel, or None (said once) in a torch without distributed support: nothing to time."""
+    try:
+        return torch.nn.parallel.DistributedDataParallel
+    except Exception as e:
+        note("collectives are not timed: %s" % e)
+        return None
+
+
 def watch_ddp(torch, collectives, note):
     """Times every DDP model's gradient sync per step from its reducer's own stamps (no hook; torch 1.13 and 2.x)."""
-    try:
-        DDP = torch.nn.parallel.DistributedDataParallel
-    except Exception as e:  # a torch without distributed support: nothing to time
-        note("collectives are not timed: %s" % e)
+    DDP = _ddp_class(torch, note)
+    if DDP is None:
         return False
     original_forward = DDP.forward
     models = weakref.WeakSet()
@@ -141,10 +148,12 @@ def patch_ddp(torch, collectives, note):
         # Seen on torch 1.13: a rank hung for good in one job of four, its completion callback waiting for the GIL.
         note("collectives are not timed bucket by bucket: that needs torch 2.0 or later (this is %s)" % getattr(torch, "__version__", "?"))
         return False
+    DDP = _ddp_class(torch, note)
+    if DDP is None:
+        return False
     try:
-        DDP = torch.nn.parallel.DistributedDataParallel
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-    except Exception as e:  # a torch without distributed support: nothing to time
+    except Exception as e:  # DDP's class exists in a torch built without distributed support; its hooks do not
         note("collectives are not timed: %s" % e)
         return False
     original_register = DDP.register_comm_hook
