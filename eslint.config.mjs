@@ -43,7 +43,7 @@ export default tseslint.config(
       'src-main/core/workspace/held-folder.ts', // holds the folders written into open, never through a link
       'src-main/core/workspace/workspace.ts', // creates the root the user chose; confines by lstat and realpath
       'src-main/core/common/build-info.ts', // the app's own package.json and commit
-      'src-main/core/script/process-tree.ts', // /proc
+      'src-main/core/telemetry/process-group.ts', // /proc
       'src-main/core/telemetry/host-sampler.ts', // /proc
       'src-main/core/telemetry/conditions.ts', // /proc
       // Source files to import: confined by DatasetService.confine (anywhere for the CLI), regular files only.

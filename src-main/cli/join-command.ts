@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Command } from 'commander';
 
 import { ApiError } from '../api/errors';
-import { decodeJoin } from '../core/script/join-code';
+import { decodeJoin } from '../core/script/probe-channel';
 import { probeDir } from '../core/script/launcher';
 
 /**

@@ -85,7 +85,7 @@ describe('benchmark-training -- <command> on a tutorial-style Fashion-MNIST scri
 
   it('applies --set dataloader.num_workers=2 (the script prints its loader setting) and reaps the workers', async () => {
     const { result, code, stderr, mark } = await benchmark(
-      // Steps enough for the process-tree sampler (every 500 ms) to see the workers once they have started.
+      // Steps enough for the process-group sampler (every 200 ms) to see the workers once they have started.
       ['--warmup-steps', '2', '--steps', '20', '--repeat', '1', '--set', 'dataloader.num_workers=2'],
       [PYTHON, TUTORIAL, '--epochs', '1', '--limit', '2000'],
     );

@@ -8,11 +8,10 @@ import type { TelemetryService } from '../telemetry/telemetry-service';
 import type { LaunchOutcome } from './launcher';
 import { launchScript, LineTail } from './launcher';
 import type { ProbeConnection } from './probe-channel';
-import { encodeJoin } from './join-code';
-import { openProbeChannel } from './probe-channel';
+import { encodeJoin, openProbeChannel } from './probe-channel';
 import type { ProbeMessage } from './probe-messages';
-import type { ProcessTreeSummary } from './process-tree';
-import { sampleProcessTree } from './process-tree';
+import type { ProcessTreeSummary } from '../telemetry/process-group';
+import { sampleProcessTree } from '../telemetry/process-group';
 
 export interface TrialOptions {
   target: ScriptTarget;

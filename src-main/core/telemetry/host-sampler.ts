@@ -3,17 +3,14 @@ import { promises as fs } from 'node:fs';
 import si from 'systeminformation';
 
 import type { HostSample } from '../../api/telemetry';
+import { CLOCK_TICKS, PAGE_BYTES, statFields } from './process-group';
 
-/** Linux reports process CPU time in clock ticks; 100 per second on every mainstream kernel build. */
-const CLOCK_TICKS = 100;
-const PAGE_BYTES = 4096;
 
 async function processStats(pid: number): Promise<{ cpuSeconds: number; rssBytes: number } | null> {
   if (process.platform !== 'linux') return null;
   try {
     const [stat, statm] = await Promise.all([fs.readFile(`/proc/${pid}/stat`, 'utf8'), fs.readFile(`/proc/${pid}/statm`, 'utf8')]);
-    // Fields after the command name (which may hold spaces) start at ')'.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const rest = statFields(stat);
     const ticks = Number(rest[11]) + Number(rest[12]); // utime + stime
     return { cpuSeconds: ticks / CLOCK_TICKS, rssBytes: Number(statm.split(' ')[1]) * PAGE_BYTES };
   } catch {

@@ -16,7 +16,7 @@ import type { Workspace } from '../../workspace/workspace';
 import { probeDir } from '../../script/launcher';
 import type { ProbeConnection } from '../../script/probe-channel';
 import type { ProbeDone } from '../../script/probe-messages';
-import type { ProcessTreeSummary } from '../../script/process-tree';
+import type { ProcessTreeSummary } from '../../telemetry/process-group';
 import { LossTally, RankTally } from '../../script/rank-stats';
 import { commandText } from './script-benchmark';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';

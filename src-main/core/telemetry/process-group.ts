@@ -1,8 +1,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
 /** Linux reports process CPU time in clock ticks; 100 per second on every mainstream kernel build. */
-const CLOCK_TICKS = 100;
-const PAGE_BYTES = 4096;
+export const CLOCK_TICKS = 100;
+export const PAGE_BYTES = 4096;
+
+/** The fields of /proc/PID/stat after the command name (which may hold spaces and parentheses): state, ppid, pgrp, ... */
+export function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
 
 interface TreeSample {
   t: number;
@@ -24,8 +29,7 @@ function sampleGroup(pgid: number): TreeSample {
     } catch {
       continue; // gone meanwhile
     }
-    // Fields after the command name (which may hold spaces) start at ')': state, ppid, pgrp, ... utime (12th), stime, ... rss (22nd).
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const rest = statFields(stat); // state, ppid, pgrp, ... utime (12th), stime, ... rss (22nd)
     if (Number(rest[2]) !== pgid || rest[0] === 'Z') continue;
     processes++;
     ticks += Number(rest[11]) + Number(rest[12]);
