@@ -15,7 +15,7 @@ export interface CodeContext {
 
 /**
  * The lines a user writes into their own script to have these overrides without Trainbench's probe:
- * the DataLoader's arguments in one call, the torch flags as statements, mixed precision as the
+ * the DataLoader's arguments in one call (DistributedDataParallel's likewise), the torch flags as statements, mixed precision as the
  * autocast block (and GradScaler lines for fp16) the probe applied. One place for the app's final
  * card, the CLI's summary and the ADR; each override's first line stands for it in a table.
  */
@@ -25,6 +25,8 @@ export function overrideCode(overrides: Record<string, string | number | boolean
   const device = JSON.stringify((context.device ?? 'cuda').split(':')[0]);
   const code: string[] = [];
   if (loaderArgs.length) code.push(`DataLoader(..., ${loaderArgs.join(', ')})`);
+  const ddpArgs = entries.filter(([k]) => k.startsWith('ddp.')).map(([k, v]) => `${k.slice('ddp.'.length)}=${python(v)}`);
+  if (ddpArgs.length) code.push(`model = DistributedDataParallel(model, ..., ${ddpArgs.join(', ')})`);
   for (const [k, v] of entries) {
     if (k === 'cudnn.benchmark') code.push(`torch.backends.cudnn.benchmark = ${python(v)}`);
     else if (k === 'matmul.precision') code.push(`torch.set_float32_matmul_precision(${python(v)})`);
@@ -38,7 +40,7 @@ export function overrideCode(overrides: Record<string, string | number | boolean
     else if (k === 'copy.non_blocking') code.push(`inputs = inputs.to(device, non_blocking=${python(v)})  # each batch tensor; with pin_memory=True on the DataLoader`);
     else if (k === 'compile.mode') code.push(`model.compile(mode=${python(v)})  # torch 2.2+, in place; before 2.2: model = torch.compile(model, mode=${python(v)})`);
     // A key this version does not know: said plainly rather than guessed at.
-    else if (!k.startsWith('dataloader.')) code.push(`# ${k}=${String(v)}: no Python equivalent known to this version`);
+    else if (!k.startsWith('dataloader.') && !k.startsWith('ddp.')) code.push(`# ${k}=${String(v)}: no Python equivalent known to this version`);
   }
   return code;
 }

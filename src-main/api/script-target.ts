@@ -81,6 +81,12 @@ export const SCRIPT_OVERRIDES = {
   'optim.set_to_none': z.boolean(),
   /** The script's copies of pinned batches to a CUDA device made non-blocking (`.to(device, non_blocking=True)`). */
   'copy.non_blocking': z.boolean(),
+  /** A job of several ranks (issue 40): DistributedDataParallel's gradient bucket size in MB (DDP's default: 25). */
+  'ddp.bucket_cap_mb': z.number().int().min(1).max(16_384),
+  /** DDP's gradients as views into its all-reduce buckets instead of copies (gradient_as_bucket_view=True). */
+  'ddp.gradient_as_bucket_view': z.boolean(),
+  /** DDP told the graph is the same every iteration (static_graph=True). */
+  'ddp.static_graph': z.boolean(),
 } as const;
 export type ScriptOverrideKey = keyof typeof SCRIPT_OVERRIDES;
 /** Each override as a person names it, for labels and verdicts; the key stays where it is typed (--set, code to paste). */
@@ -98,6 +104,9 @@ export const SCRIPT_OVERRIDE_WORDS: Readonly<Record<ScriptOverrideKey, string>> 
   'compile.mode': 'compiled model (torch.compile)',
   'optim.set_to_none': 'gradients set to none',
   'copy.non_blocking': 'non-blocking copies to the GPU',
+  'ddp.bucket_cap_mb': 'gradient bucket size (MB)',
+  'ddp.gradient_as_bucket_view': 'gradients as views of the buckets',
+  'ddp.static_graph': 'static graph for DDP',
 };
 export const SCRIPT_OVERRIDE_KEYS = Object.keys(SCRIPT_OVERRIDES) as ScriptOverrideKey[];
 export type ScriptOverrides = Partial<{ [K in ScriptOverrideKey]: z.infer<(typeof SCRIPT_OVERRIDES)[K]> }>;
@@ -138,6 +147,8 @@ export function describeOverride(key: ScriptOverrideKey): string {
   if (key === 'amp.dtype') return 'bf16 or fp16';
   if (key === 'compile.mode') return 'default, reduce-overhead or max-autotune';
   if (key === 'dataloader.pin_memory' || key === 'dataloader.persistent_workers' || key === 'cudnn.benchmark' || key === 'memory.channels_last' || key === 'optim.set_to_none' || key === 'copy.non_blocking') return 'true or false';
+  if (key === 'ddp.gradient_as_bucket_view' || key === 'ddp.static_graph') return 'true or false';
+  if (key === 'ddp.bucket_cap_mb') return 'a whole number of MB from 1 to 16384';
   return key === 'dataloader.num_workers' ? 'a whole number >= 0' : 'a whole number >= 1';
 }
 

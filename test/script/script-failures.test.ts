@@ -82,6 +82,13 @@ describe('scripts that misbehave', () => {
     expect(stderr).toContain('override dataloader.num_workers=2 was not applied: the script created no DataLoader');
   }, 60_000);
 
+  it('a DDP override on a script that makes no DistributedDataParallel model fails the run, saying so', async () => {
+    const loop = 'import torch\nm = torch.nn.Linear(2, 1)\no = torch.optim.SGD(m.parameters(), lr=0.1)\nfor _ in range(5):\n    m(torch.ones(4, 2)).sum().backward(); o.step()\n';
+    const { code, stderr } = await run(['--set', 'ddp.static_graph=true'], [PYTHON, '-c', loop]);
+    expect(code).toBe(1);
+    expect(stderr).toContain('override ddp.static_graph=true was not applied: the script made no DistributedDataParallel model');
+  }, 60_000);
+
   it('the wizard refuses a script without a DataLoader by saying there are no samples to count, not with an internal error', async () => {
     const loop = 'import torch\nm = torch.nn.Linear(2, 1)\no = torch.optim.SGD(m.parameters(), lr=0.1)\nfor _ in range(8):\n    o.zero_grad(); m(torch.ones(4, 2)).sum().backward(); o.step()\n';
     const { code, stderr } = await runCli(['optimise', '--repeat', '2', '--warmup-steps', '1', '--steps', '3', '--workspace', ws.dir, '--', PYTHON, '-c', loop]);

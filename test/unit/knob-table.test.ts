@@ -60,7 +60,7 @@ const ENGINE_CONFIGS: Record<string, OptimiseConfig> = {
 };
 
 const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
-  'CPU, no DataLoader or optimizer seen': { device: 'cpu', cpus: 2, loader: null, optimizer: null, models: [], autocast: null, torch: null, zeroGradToNone: null, bound: 'data' },
+  'CPU, no DataLoader or optimizer seen': { device: 'cpu', cpus: 2, loader: null, optimizer: null, models: [], autocast: null, torch: null, zeroGradToNone: null, ddp: null, bound: 'data' },
   'CPU, num_workers 0, AdamW on torch 1.13': {
     device: 'cpu',
     cpus: 4,
@@ -70,6 +70,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     autocast: null,
     torch: '1.13.0',
     zeroGradToNone: false,
+    ddp: null,
     bound: 'data',
   },
   'CPU, SGD stepping foreach on torch 1.13': {
@@ -81,6 +82,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     autocast: null,
     torch: '1.13.0',
     zeroGradToNone: false,
+    ddp: null,
     bound: 'data',
   },
   'CUDA, 4 workers pinned, AdamW on torch 2.x': {
@@ -92,6 +94,19 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     autocast: null,
     torch: '2.13.0',
     zeroGradToNone: true,
+    ddp: null,
+    bound: 'compute',
+  },
+  'CUDA, DDP over 4 ranks with its default buckets, torch 2.x': {
+    device: 'cuda:0',
+    cpus: 32,
+    loader: { num_workers: 8, prefetch_factor: 2, pin_memory: true, persistent_workers: true, batch_size: 64 },
+    optimizer: { class: 'AdamW', offers: ['foreach', 'fused'], impl: 'fused', torch: '2.13.0' },
+    models: [{ class: 'GPT', convs: 0, bf16: true }],
+    autocast: 'bf16',
+    torch: '2.13.0',
+    zeroGradToNone: true,
+    ddp: { bucketCapMb: 25, gradientAsBucketView: false, staticGraph: false, ranks: 4 },
     bound: 'compute',
   },
   'CUDA without bf16, the script under its own autocast': {
@@ -103,6 +118,7 @@ const SCRIPT_CONTEXTS: Record<string, ScriptKnobContext> = {
     autocast: 'fp16',
     torch: '2.13.0',
     zeroGradToNone: true,
+    ddp: null,
     bound: 'compute',
   },
 };
@@ -244,6 +260,9 @@ describe("the script's order follows what bounds its step (issue 28)", () => {
       'matmul.precision',
       'optim.impl',
       'optim.set_to_none',
+      'ddp.bucket_cap_mb',
+      'ddp.gradient_as_bucket_view',
+      'ddp.static_graph',
       'dataloader.batch_size',
       'dataloader.persistent_workers',
     ]);
@@ -255,6 +274,9 @@ describe("the script's order follows what bounds its step (issue 28)", () => {
       'cudnn.benchmark',
       'optim.impl',
       'optim.set_to_none',
+      'ddp.bucket_cap_mb',
+      'ddp.gradient_as_bucket_view',
+      'ddp.static_graph',
       'dataloader.batch_size',
       'dataloader.num_workers',
       'dataloader.prefetch_factor',
@@ -290,6 +312,37 @@ describe('optim.impl on a script (issue 28)', () => {
     expect(answer('CPU, num_workers 0, AdamW on torch 1.13', { 'optim.impl': 'foreach' })).toMatchObject({ why: 'AdamW takes no fused= argument in torch 1.13.0' });
     expect(answer('CUDA, 4 workers pinned, AdamW on torch 2.x', { 'optim.impl': 'fused' })).toEqual({ settled: 'AdamW steps fused already' });
     expect(answer('CPU, no DataLoader or optimizer seen')).toEqual({ settled: 'the probe has seen no optimizer the script made' });
+  });
+});
+
+describe('DistributedDataParallel on a job of several ranks (issue 40)', () => {
+  const DDP = SCRIPT_CONTEXTS['CUDA, DDP over 4 ranks with its default buckets, torch 2.x'];
+  const answer = (setting: string, o: ScriptOverrides = {}, ctx = DDP) => scriptOutcomes(o, ctx).get(setting)![0];
+
+  it('grows the gradient buckets four times a step up to 200 MB, from the size the script made them', () => {
+    expect(answer('ddp.bucket_cap_mb')).toMatchObject({ proposed: { from: 25, to: 100, kind: 'pipeline', label: 'gradient buckets 25 -> 100 MB' } });
+    expect(answer('ddp.bucket_cap_mb', { 'ddp.bucket_cap_mb': 100 })).toMatchObject({ proposed: { from: 100, to: 200 } });
+    expect(answer('ddp.bucket_cap_mb', { 'ddp.bucket_cap_mb': 200 })).toEqual({ settled: "DDP's gradient buckets are 200 MB already" });
+    // A script's own half-megabyte buckets: a whole number of MB, as the override takes it.
+    expect(answer('ddp.bucket_cap_mb', {}, { ...DDP, ddp: { ...DDP.ddp!, bucketCapMb: 0.5 } })).toMatchObject({ proposed: { from: 0.5, to: 2 } });
+    expect((answer('ddp.bucket_cap_mb') as { proposed: { hypothesis: string } }).proposed.hypothesis).toContain("the job's 4 ranks");
+  });
+
+  it('turns gradient views and the static graph on where the script has them off, the static graph with its caveat', () => {
+    expect(answer('ddp.gradient_as_bucket_view')).toMatchObject({ proposed: { from: false, to: true, kind: 'pipeline' } });
+    expect(answer('ddp.gradient_as_bucket_view', { 'ddp.gradient_as_bucket_view': true })).toEqual({ settled: "DDP's gradients are views of its buckets already" });
+    expect(answer('ddp.static_graph')).toMatchObject({ proposed: { from: false, to: true, note: expect.stringContaining('the loss guard rejects it') } });
+    expect(answer('ddp.static_graph', {}, { ...DDP, ddp: { ...DDP.ddp!, staticGraph: true } })).toEqual({ settled: 'DDP knows the graph is static already' });
+  });
+
+  it('offers none of them without a DDP model, or with one rank, and says which', () => {
+    const single = { ...DDP, ddp: { ...DDP.ddp!, ranks: 1 } };
+    for (const setting of ['ddp.bucket_cap_mb', 'ddp.gradient_as_bucket_view', 'ddp.static_graph']) {
+      expect(answer(setting, {}, single)).toEqual({ settled: 'the job runs one rank: DDP has no gradients to all-reduce' });
+      expect(answer(setting, {}, SCRIPT_CONTEXTS['CUDA, 4 workers pinned, AdamW on torch 2.x'])).toEqual({
+        settled: 'the probe saw no DistributedDataParallel model: the script runs as one process, or syncs its gradients its own way',
+      });
+    }
   });
 });
 

@@ -14,6 +14,10 @@ describe('the code to paste for kept overrides', () => {
     expect(overrideCode({ 'compile.mode': 'max-autotune' })).toEqual(['model.compile(mode="max-autotune")  # torch 2.2+, in place; before 2.2: model = torch.compile(model, mode="max-autotune")']);
     expect(overrideCode({ 'optim.set_to_none': true })).toEqual(['optimizer.zero_grad(set_to_none=True)']);
     expect(overrideCode({ 'copy.non_blocking': true })).toEqual(['inputs = inputs.to(device, non_blocking=True)  # each batch tensor; with pin_memory=True on the DataLoader']);
+    expect(overrideCode({ 'ddp.static_graph': true, 'ddp.bucket_cap_mb': 100, 'dataloader.num_workers': 2 })).toEqual([
+      'DataLoader(..., num_workers=2)',
+      'model = DistributedDataParallel(model, ..., bucket_cap_mb=100, static_graph=True)',
+    ]);
     expect(overrideCode({ 'unknown.key': 1 })).toEqual(['# unknown.key=1: no Python equivalent known to this version']);
   });
 

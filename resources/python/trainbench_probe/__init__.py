@@ -25,6 +25,7 @@ import types
 import weakref
 
 from . import copies as _copies
+from . import ddp as _ddp
 from . import model as _model
 from . import optimizers as _optimizers
 from . import overrides as _overrides
@@ -242,6 +243,7 @@ class Probe:
             ("autograd.backward", lambda: self._patch_backward(torch.autograd)),
             ("GradScaler", lambda: self._patch_grad_scalers(torch)),
             ("torch.compile", lambda: self._patch_compile(torch)),
+            ("DistributedDataParallel.__init__", lambda: _ddp.patch_ddp_init(torch, self.overrides, self)),
         )
         if self.model.amp_name == "fp16":
             parts += (("gradient clipping", lambda: _model.patch_clipping(torch, self.model)),)
@@ -250,6 +252,8 @@ class Probe:
         for name, patch in parts:
             try:
                 patch()
+            except _overrides.OverrideError:
+                raise  # an asked override that cannot be applied ends the launch, never runs it without
             except Exception as err:  # a renamed private in a future torch: measure without that part
                 _note("could not patch %s (%r); measuring without it" % (name, err))
         previous = sys.excepthook

@@ -26,6 +26,9 @@ KNOWN = {
     "compile.mode": ("compile", None),
     "optim.set_to_none": ("bool", None),
     "copy.non_blocking": ("bool", None),
+    "ddp.bucket_cap_mb": ("int1", None),
+    "ddp.gradient_as_bucket_view": ("bool", None),
+    "ddp.static_graph": ("bool", None),
 }
 
 

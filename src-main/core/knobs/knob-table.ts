@@ -8,6 +8,14 @@ const MAX_GPU_PREFETCH = 8;
 const cuda = (device: string) => device.startsWith('cuda');
 /** A model knob's answer before the probe has seen the model (a script whose optimizer trains no module). */
 const NO_MODEL = { settled: 'the probe has seen no model the script trains (a module whose parameters an optimizer updates)' };
+/** The largest gradient bucket the wizard tries: past it, the first all-reduce starts too late in the backward to overlap. */
+const MAX_DDP_BUCKET_MB = 200;
+
+/** A DDP knob's answer where there are no ranks' gradients to all-reduce; null where there are. */
+function noAllReduce(ctx: ScriptKnobContext): { settled: string } | null {
+  if (!ctx.ddp) return { settled: 'the probe saw no DistributedDataParallel model: the script runs as one process, or syncs its gradients its own way' };
+  return ctx.ddp.ranks < 2 ? { settled: 'the job runs one rank: DDP has no gradients to all-reduce' } : null;
+}
 
 /**
  * Every knob of the optimisation wizard, once: its kind, and for each target the setting it changes, where
@@ -386,6 +394,73 @@ export const KNOB_TABLE: readonly Knob[] = [
             from: false,
             to: true,
             hypothesis: 'zero_grad(set_to_none=True) drops the gradients instead of writing zeros into every one: a memory pass less per step, and the next backward writes them fresh',
+          },
+        };
+      },
+    },
+  },
+  {
+    name: 'ddpBucketSize',
+    kind: 'pipeline',
+    engine: { notOffered: 'the engine trains on one device: it has no gradients to all-reduce between ranks' },
+    script: {
+      setting: 'ddp.bucket_cap_mb',
+      rank: { data: 47, compute: 43 },
+      propose: (o, ctx) => {
+        const none = noAllReduce(ctx);
+        if (none) return none;
+        const now = o['ddp.bucket_cap_mb'] ?? ctx.ddp!.bucketCapMb;
+        if (now >= MAX_DDP_BUCKET_MB) return { settled: `DDP's gradient buckets are ${now} MB already` };
+        const to = Math.min(MAX_DDP_BUCKET_MB, Math.max(1, Math.round(now * 4)));
+        return {
+          step: {
+            from: now,
+            to,
+            label: `gradient buckets ${now} -> ${to} MB`,
+            hypothesis: `fewer, larger all-reduces a step over the job's ${ctx.ddp!.ranks} ranks: the fixed cost of each call is paid fewer times, though the first starts later in the backward`,
+          },
+        };
+      },
+    },
+  },
+  {
+    name: 'ddpGradientViews',
+    kind: 'pipeline',
+    engine: { notOffered: 'the engine trains on one device: it has no all-reduce buckets to alias' },
+    script: {
+      setting: 'ddp.gradient_as_bucket_view',
+      rank: { data: 48, compute: 44 },
+      propose: (o, ctx) => {
+        const none = noAllReduce(ctx);
+        if (none) return none;
+        if (o['ddp.gradient_as_bucket_view'] ?? ctx.ddp!.gradientAsBucketView) return { settled: "DDP's gradients are views of its buckets already" };
+        return {
+          step: {
+            from: false,
+            to: true,
+            hypothesis: 'each gradient becomes a view into its all-reduce bucket: no copy into the bucket and back every step, and one gradient-sized buffer less in memory',
+          },
+        };
+      },
+    },
+  },
+  {
+    name: 'ddpStaticGraph',
+    kind: 'pipeline',
+    engine: { notOffered: "the engine's step is one fixed graph already: there is no DDP bookkeeping to skip" },
+    script: {
+      setting: 'ddp.static_graph',
+      rank: { data: 49, compute: 45 },
+      propose: (o, ctx) => {
+        const none = noAllReduce(ctx);
+        if (none) return none;
+        if (o['ddp.static_graph'] ?? ctx.ddp!.staticGraph) return { settled: 'DDP knows the graph is static already' };
+        return {
+          step: {
+            from: false,
+            to: true,
+            hypothesis: 'DDP learns the graph in the first iteration and then skips its per-iteration bookkeeping, and orders the buckets as the backward fills them',
+            note: 'valid only when every iteration uses the same parameters in the same order: a script whose graph varies fails the trial or moves its loss, and the loss guard rejects it',
           },
         };
       },

@@ -36,6 +36,8 @@ export interface ScriptKnobContext {
   torch: string | null;
   /** Whether the script's first zero_grad() dropped the gradients (null: none seen). */
   zeroGradToNone: boolean | null;
+  /** The script's DistributedDataParallel model and the job's ranks (null: it made none). */
+  ddp: ScriptDdpSeen | null;
   /** What bounds the step at the baseline: orders the knobs. */
   bound: ScriptBound;
 }
@@ -46,6 +48,15 @@ export interface ScriptModelSeen {
   convs: number;
   /** null: not a CUDA device, or not known. */
   bf16: boolean | null;
+}
+
+/** The DistributedDataParallel model the probe saw the script make, as the script made it, and the job's ranks. */
+export interface ScriptDdpSeen {
+  bucketCapMb: number;
+  gradientAsBucketView: boolean;
+  staticGraph: boolean;
+  /** Ranks in the job (WORLD_SIZE): one rank has no one to all-reduce with. */
+  ranks: number;
 }
 
 /** An optimizer the probe saw the script make: its class, the implementations its torch offers, the one it uses. */

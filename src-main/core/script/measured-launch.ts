@@ -147,7 +147,9 @@ export function trialError(r: TrialRecord, o: Pick<TrialOptions, 'target' | 'ove
         ? 'the script created no DataLoader'
         : key === 'copy.non_blocking'
           ? 'the script copied no pinned tensor to a CUDA device (pin_memory=True on its DataLoader pins the batches it yields)'
-          : 'the probe did not confirm it';
+          : key.startsWith('ddp.')
+            ? 'the script made no DistributedDataParallel model'
+            : 'the probe did not confirm it';
       return new ApiError('E_BAD_INPUT', `override ${key}=${JSON.stringify(o.overrides[key as keyof ScriptOverrides])} was not applied: ${why}`);
     }
   }

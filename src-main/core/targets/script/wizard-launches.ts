@@ -35,7 +35,7 @@ export interface ScriptRepetition extends Repetition {
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
 /** What the knobs know from the probe's messages, as the script is; the rest of their context comes with the baseline. */
-type ProbeSeen = 'optimizer' | 'models' | 'autocast' | 'torch' | 'zeroGradToNone';
+type ProbeSeen = 'optimizer' | 'models' | 'autocast' | 'torch' | 'zeroGradToNone' | 'ddp';
 
 const LOADER_KEYS = ['num_workers', 'prefetch_factor', 'pin_memory', 'persistent_workers', 'batch_size'] as const;
 
@@ -65,7 +65,7 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
    * What the probe saw of the script as it is: its optimizer (from a launch without optim.impl), its models, and its own
    * autocast (from a launch without amp.dtype). A resumed wizard learns them at its next launch.
    */
-  private seen: Pick<ScriptKnobContext, ProbeSeen> = { optimizer: null, models: [], autocast: null, torch: null, zeroGradToNone: null };
+  private seen: Pick<ScriptKnobContext, ProbeSeen> = { optimizer: null, models: [], autocast: null, torch: null, zeroGradToNone: null, ddp: null };
   /** The first mean loss of each settings measured (by their JSON), to see whether a repeat reproduces it. */
   private readonly lossOf = new Map<string, number>();
   /** Why the loss cannot be compared; null while it can. */
@@ -128,7 +128,7 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
     const loaderMessage = messages.find((m) => m.type === 'loader');
     // Rank 0's process speaks for the launch (connections come in the order the ranks connected).
     const first = record.connections.find((c) => c.hello.rank === 0) ?? record.connections[0];
-    this.see(messages, overrides, first?.hello.torch ?? null);
+    this.see(messages, overrides, first?.hello.torch ?? null, first?.hello.worldSize ?? 1);
     this.run.appendEvent({ type: 'optimise.launch', launch: n, overrides, ...(stream !== 0 ? { stream } : {}), samplesPerSec: combined.samplesPerSec, stepMs: combined.steadyStateMeanMs });
     // The script's own settings: those this launch overrode are not the script's.
     const loader = loaderMessage?.type === 'loader' ? { ...loaderMessage.settings } : null;
@@ -228,10 +228,12 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
     return change.knob === 'compile.mode' ? this.measure(candidate) : null;
   }
 
-  private see(messages: ProbeMessage[], overrides: ScriptOverrides, torch: string | null): void {
+  private see(messages: ProbeMessage[], overrides: ScriptOverrides, torch: string | null, ranks: number): void {
     const seen = this.seen;
     seen.torch ??= torch;
     for (const m of messages) {
+      // The ddp message says the script's own settings, before any ddp.* override.
+      if (m.type === 'ddp') seen.ddp ??= { bucketCapMb: m.bucketCapMb, gradientAsBucketView: m.gradientAsBucketView, staticGraph: m.staticGraph, ranks };
       if (m.type === 'optimizer' && overrides['optim.impl'] === undefined) seen.optimizer ??= { class: m.class, offers: m.offers, impl: m.impl, torch };
       if (m.type === 'autocast' && overrides['amp.dtype'] === undefined) seen.autocast ??= m.dtype;
       if (m.type === 'zeroGrad' && overrides['optim.set_to_none'] === undefined) seen.zeroGradToNone ??= m.setToNone;
