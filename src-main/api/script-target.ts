@@ -152,6 +152,15 @@ export function describeOverride(key: ScriptOverrideKey): string {
   return key === 'dataloader.num_workers' ? 'a whole number >= 0' : 'a whole number >= 1';
 }
 
+/**
+ * A job across machines (issue 40): the address of this machine the other nodes reach. The probes' collector listens
+ * there (on `port`, 0: one the kernel picks) instead of 127.0.0.1, and so does the hub the other nodes follow the
+ * launches through (`trainbench join CODE`, the code printed once for the job).
+ */
+export const CollectorSchema = z
+  .object({ host: z.string().min(1).max(255).regex(/^[\w.:-]+$/, 'a host name or IP address'), port: z.number().int().min(0).max(65535).default(0) })
+  .strict();
+
 export const ScriptBenchmarkRequestSchema = z
   .object({
     target: ScriptTargetSchema,
@@ -179,10 +188,7 @@ export const ScriptBenchmarkRequestSchema = z
      * A job across machines (issue 40): the probes' collector listens on this address of this machine (one the other
      * nodes reach) instead of 127.0.0.1; the ranks there join with the code each launch announces.
      */
-    collector: z
-      .object({ host: z.string().min(1).max(255).regex(/^[\w.:-]+$/, 'a host name or IP address'), port: z.number().int().min(0).max(65535).default(0) })
-      .strict()
-      .optional(),
+    collector: CollectorSchema.optional(),
     jobId: IdSchema.optional(),
   })
   .strict();
@@ -326,6 +332,8 @@ export const ScriptOptimiseRequestSchema = z
      * trials are kept (and its starting overrides), and the trials count towards maxTrials.
      */
     resumeFrom: IdSchema.optional(),
+    /** A job across machines: every launch's other nodes follow through `trainbench join` (see CollectorSchema). */
+    collector: CollectorSchema.optional(),
   })
   .strict();
 export type ScriptOptimiseRequest = z.infer<typeof ScriptOptimiseRequestSchema>;

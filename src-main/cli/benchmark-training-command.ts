@@ -1,4 +1,6 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
+
+import { collectorArg, joinNote } from './join-command';
 
 import type { BenchmarkProgress } from '../api/benchmark';
 import { TrainingBenchmarkRequestSchema } from '../api/benchmark';
@@ -103,8 +105,7 @@ async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): 
       onOutput: (stream, line, rep) => {
         if (flags.output) process.stderr.write(`[${rep}${stream === 'stderr' ? ' err' : ''}] ${line}\n`);
       },
-      // Said whatever --progress says: without it the other nodes' ranks have no collector to report to.
-      onJoin: (code, rep) => process.stderr.write(`launch ${rep}: on each other node, start its part of the job with\n  trainbench join ${code} -- <its torchrun command>\n`),
+      onJoin: (code) => process.stderr.write(joinNote(code)),
     });
     process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatBenchmark(result)) + '\n');
   } finally {
@@ -129,15 +130,7 @@ function scriptOptions(): Command {
     .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir())
     .option('--collectives', "time every rank at DDP's all-reduces once a step and name the straggler (read from DDP's own stamps: ~0.2-0.3 ms a step on a 2-core CPU; implied by --collector)")
     .option('--collectives-per-bucket', "time each gradient bucket's all-reduce instead, and the bus bandwidth (a Python hook: it costs small steps up to a sixth of their time; torch 2)")
-    .option('--collector <host[:port]>', "a job across machines: this machine's address the other nodes reach (their ranks join with the code each launch prints)", collectorArg);
-}
-
-/** `--collector 10.0.0.1` or `10.0.0.1:29400` (an IPv6 address in brackets: `[fd00::1]:29400`). */
-function collectorArg(value: string): { host: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([\w.-]+))(?::(\d{1,5}))?$/.exec(value);
-  const port = m?.[3] === undefined ? 0 : Number(m[3]);
-  if (!m || port > 65535) throw new InvalidArgumentError(`${JSON.stringify(value)} is not host[:port] (e.g. 10.0.0.1 or 10.0.0.1:29400)`);
-  return { host: m[1] ?? m[2], port };
+    .option('--collector <host[:port]>', "a job across machines: this machine's address the other nodes reach (they follow every launch with the code printed once)", collectorArg);
 }
 
 export function benchmarkTrainingCommand(): Command {

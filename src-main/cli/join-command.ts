@@ -1,40 +1,168 @@
+import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
+import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 
 import { ApiError } from '../api/errors';
-import { decodeJoin } from '../core/script/probe-channel';
+import { decodeFollow, isFollowCode } from '../core/nodes/followers';
+import { decodeJoin, probeEnvOf } from '../core/script/probe-channel';
 import { probeDir } from '../core/script/launcher';
 
-/**
- * `trainbench join CODE -- command...` on each other node of a job across machines (issue 40): runs this node's part
- * of the job (its torchrun) with the probe in every rank, reporting to the collector of the benchmark that printed
- * the code. Nothing is measured or saved here; the command's output and exit code are its own.
- */
-async function join(code: string, command: string[]): Promise<void> {
-  if (command.length === 0) throw new ApiError('E_BAD_INPUT', "no command to run: put this node's part of the job after '--' (e.g. trainbench join CODE -- torchrun --nnodes 2 --node_rank 1 ... train.py)");
-  const probe = decodeJoin(code);
+/** After a launch ends on the measuring node, this node's part gets this long to end by itself before it is stopped. */
+const STOP_GRACE_MS = 5000;
+/** A line from the measuring node is a launch's variables: a few KiB. */
+const MAX_LINE_BYTES = 1 << 20;
+
+/** This node's part with the probe's variables, in a process group of its own (its torchrun and ranks end together). */
+function start(command: string[], probe: Record<string, string>): ChildProcess {
   const inherited = process.env.PYTHONPATH;
   const env = { ...process.env, ...probe, PYTHONPATH: inherited ? `${probeDir()}${path.delimiter}${inherited}` : probeDir() };
-  const child = spawn(command[0], command.slice(1), { env, stdio: 'inherit' });
-  // A Ctrl-C reaches the command through the terminal's process group; a TERM sent to this process is passed on.
-  const forward = () => child.kill('SIGTERM');
+  return spawn(command[0], command.slice(1), { env, stdio: 'inherit', detached: true });
+}
+
+function exited(child: ChildProcess, command: string[]): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    child.once('error', (err) => reject(new ApiError('E_BAD_INPUT', `cannot start ${JSON.stringify(command[0])}: ${err.message}`)));
+    child.once('exit', (status, signal) => resolve(status ?? (signal ? 128 + 15 : 1)));
+  });
+}
+
+/** Stops a part's whole process group: TERM, then KILL after the grace. */
+function stopGroup(child: ChildProcess, graceMs: number): void {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  const group = -child.pid;
+  const signal = (s: NodeJS.Signals) => {
+    try {
+      process.kill(group, s);
+    } catch {
+      // gone already
+    }
+  };
+  signal('SIGTERM');
+  setTimeout(() => signal('SIGKILL'), graceMs).unref();
+}
+
+/** One launch's code: this node's part of that launch, its exit code this command's. */
+async function joinOnce(code: string, command: string[]): Promise<void> {
+  const child = start(command, decodeJoin(code));
+  // The part runs in its own process group: a Ctrl-C or a TERM sent to this process is passed on to all of it.
+  const forward = () => stopGroup(child, STOP_GRACE_MS);
   process.on('SIGTERM', forward);
+  process.on('SIGINT', forward);
+  try {
+    process.exitCode = await exited(child, command);
+  } finally {
+    process.off('SIGTERM', forward);
+    process.off('SIGINT', forward);
+  }
+}
+
+/**
+ * A job's code: this node follows every launch of the benchmark or wizard that printed it, starting its part with
+ * each launch's variables and ending it when the launch ends there, until the job ends (exit 0) or the measuring
+ * node goes away (exit 1, its part stopped).
+ */
+async function follow(code: string, command: string[]): Promise<void> {
+  const { host, port, token } = decodeFollow(code);
+  const socket = net.connect({ host, port });
+  let part: { n: number; child: ChildProcess } | null = null;
+  const stopPart = (graceMs: number) => {
+    if (part) stopGroup(part.child, graceMs);
+  };
+  const forward = () => {
+    stopPart(0);
+    socket.destroy();
+  };
+  process.on('SIGTERM', forward);
+  process.on('SIGINT', forward);
   try {
     process.exitCode = await new Promise<number>((resolve, reject) => {
-      child.once('error', (err) => reject(new ApiError('E_BAD_INPUT', `cannot start ${JSON.stringify(command[0])}: ${err.message}`)));
-      child.once('exit', (status, signal) => resolve(status ?? (signal ? 128 + 15 : 1)));
+      let buffered = '';
+      let ended = false;
+      socket.setEncoding('utf8');
+      socket.on('connect', () => {
+        socket.write(`${JSON.stringify({ type: 'follow', token, node: os.hostname().slice(0, 255) })}\n`);
+        process.stderr.write(`trainbench join: following the job at ${host}:${port}\n`);
+      });
+      socket.on('error', (err) => reject(new ApiError('E_BAD_INPUT', `cannot reach the measuring node at ${host}:${port}: ${err.message}`)));
+      socket.on('close', () => {
+        stopPart(STOP_GRACE_MS);
+        if (ended) resolve(0);
+        else reject(new ApiError('E_CANCELLED', 'the measuring node closed the job before it ended (refused: a wrong or old code, or it stopped); this node\'s part was stopped'));
+      });
+      socket.on('data', (chunk: string) => {
+        buffered += chunk;
+        if (buffered.length > MAX_LINE_BYTES && !buffered.includes('\n')) return socket.destroy();
+        let nl: number;
+        while ((nl = buffered.indexOf('\n')) >= 0) {
+          const line = buffered.slice(0, nl);
+          buffered = buffered.slice(nl + 1);
+          let m: { type?: unknown; n?: unknown; env?: unknown };
+          try {
+            m = JSON.parse(line) as typeof m;
+          } catch {
+            continue;
+          }
+          if (m.type === 'launch' && typeof m.n === 'number') {
+            stopPart(0); // a part still running belongs to a launch that has ended there
+            let probe: Record<string, string>;
+            try {
+              probe = probeEnvOf(m.env, (why) => new Error(why));
+            } catch (err) {
+              process.stderr.write(`trainbench join: launch ${m.n} ignored: ${(err as Error).message}\n`);
+              continue;
+            }
+            const child = start(command, probe);
+            const mine = { n: m.n, child };
+            part = mine;
+            exited(child, command).then(
+              (status) => {
+                if (part === mine) part = null;
+                if (!socket.destroyed) socket.write(`${JSON.stringify({ type: 'exited', n: mine.n, code: status })}\n`);
+              },
+              (err: Error) => reject(err),
+            );
+          } else if (m.type === 'stop' && part && part.n === m.n) stopPart(STOP_GRACE_MS);
+          else if (m.type === 'done') ended = true;
+        }
+      });
     });
   } finally {
     process.off('SIGTERM', forward);
+    process.off('SIGINT', forward);
   }
+}
+
+/**
+ * `trainbench join CODE -- command...` on each other node of a job across machines (issue 40): runs this node's part
+ * of the job (its torchrun) with the probe in every rank, reporting to the collector of the benchmark or wizard that
+ * printed the code: every launch of it, once started. Nothing is measured or saved here; the command's output is its
+ * own.
+ */
+async function join(code: string, command: string[]): Promise<void> {
+  if (command.length === 0) throw new ApiError('E_BAD_INPUT', "no command to run: put this node's part of the job after '--' (e.g. trainbench join CODE -- torchrun --nnodes 2 --node_rank 1 ... train.py)");
+  await (isFollowCode(code) ? follow(code, command) : joinOnce(code, command));
 }
 
 export function joinCommand(): Command {
   return new Command('join')
     .description("run this node's part of a job across machines with the probe, reporting to the benchmark that printed CODE (benchmark-training --collector)")
-    .argument('<code>', 'the join code the benchmark printed for this launch')
+    .argument('<code>', 'the join code the benchmark or wizard printed (with --collector)')
     .argument('[command...]', "this node's part of the job, after '--'")
     .action(join);
 }
+
+/** `--collector 10.0.0.1` or `10.0.0.1:29400` (an IPv6 address in brackets: `[fd00::1]:29400`). */
+export function collectorArg(value: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([\w.-]+))(?::(\d{1,5}))?$/.exec(value);
+  const port = m?.[3] === undefined ? 0 : Number(m[3]);
+  if (!m || port > 65535) throw new InvalidArgumentError(`${JSON.stringify(value)} is not host[:port] (e.g. 10.0.0.1 or 10.0.0.1:29400)`);
+  return { host: m[1] ?? m[2], port };
+}
+
+/** What the measuring node says once, whatever --progress says: without it the other nodes have nothing to follow. */
+export const joinNote = (code: string) =>
+  `on each other node, start its part of the job once (it follows every launch of this one) with\n  trainbench join ${code} -- <its torchrun command>\n`;

@@ -1,5 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 
+import { collectorArg, joinNote } from './join-command';
+
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { newJobId } from '../api/ids';
@@ -58,6 +60,7 @@ interface OptimiseScriptFlags {
   objective: WizardObjective;
   only?: string[];
   timeout: number;
+  collector?: { host: string; port: number };
   set?: ScriptOverrides;
   cwd?: string;
   env?: Record<string, string>;
@@ -116,6 +119,7 @@ function newScriptRequest(command: string[], flags: OptimiseScriptFlags): Script
     confounders: flags.confounders,
     objective: flags.objective,
     timeoutSeconds: flags.timeout,
+    ...(flags.collector ? { collector: flags.collector } : {}),
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'optimise')}`);
   return parsed.data;
@@ -187,6 +191,10 @@ async function runWizard(services: Services, target: 'engine' | 'script', resume
         ctrlC.jobIs(id);
         say(`optimisation ${id}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${id}${target === 'script' ? ' --yes' : ''})`);
       },
+      onJoin: (code) => {
+        say(joinNote(code).trimEnd());
+        if (!flags.progress) process.stderr.write(joinNote(code));
+      },
       onProgress: (p) => {
         const line = progressLine(p);
         if (line !== last) say(line, p.finishedTrial === null && p.repetitions > 0);
@@ -223,6 +231,7 @@ function scriptOptions(): Command {
     .option('--confounders <policy>', 'when the two sides of a pair saw different conditions (other processes\' CPU load, a GPU slowing down): remeasure the pair (twice at most) and leave a trial undecided if they still differ, or record them only (a shared machine)', choiceArg('--confounders', ConfounderPolicySchema.options), 'remeasure')
     .option('--objective <what>', 'throughput (samples/s, the default) or energy: samples per joule of GPU energy, from the GPUs\' power over each repetition (a CUDA target where nvidia-smi reports power)', choiceArg('--objective', WizardObjectiveSchema.options), 'throughput')
     .option('--timeout <seconds>', 'kill a launch (with all its processes) after this long', secondsArg, 600)
+    .option('--collector <host[:port]>', "a job across machines: this machine's address the other nodes reach (they follow every launch with the code printed once)", collectorArg)
     .option('--set <key=value>', 'an override the script already runs with (the starting point), repeatable', collectOverride)
     .option('--cwd <dir>', 'working directory of the command')
     .option('--env <NAME=value>', 'environment variable for the command, repeatable', collectEnv)

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
 import { freePort } from '../helpers/free-port';
 import { requireBuilt } from '../helpers/repo';
-import { scriptBenchmark } from '../helpers/target-detail';
+import { scriptBenchmark, scriptWizard } from '../helpers/target-detail';
 import { tempDir } from '../helpers/temp-dir';
 import { binOf, TORCH2 } from './probe-run';
 import { runCli, SCRIPTS } from './script-helpers';
@@ -55,16 +55,18 @@ afterAll(() => {
   ws.cleanup();
 });
 
-/** Node 0's benchmark, with node 1 started in the other namespace as soon as the code is printed. */
-async function twoNodes(): Promise<{ code: number; stdout: string; stderr: string; node1: { code: number; output: string } }> {
+/**
+ * Node 0's benchmark or wizard (`measure`: its command and options), with node 1 started in the other namespace as
+ * soon as the code is printed; node 1 follows every launch until node 0's job ends.
+ */
+async function twoNodes(measure: string[], slowMs = 30): Promise<{ code: number; stdout: string; stderr: string; node1: { code: number; output: string } }> {
   requireBuilt();
   const port = String(await freePort());
   // torchrun's static rendezvous: the c10d one hosts its store only where the endpoint is the host name's own address.
   const job = (nodeRank: number) => [TORCHRUN, '--nnodes', '2', '--node_rank', String(nodeRank), '--nproc_per_node', '1', '--master_addr', addr0, '--master_port', port, '--redirects', '1', '--tee', '1',
-    path.join(SCRIPTS, 'ddp_straggler.py'), '--steps', '40', '--slow-rank', '1', '--slow-ms', '30'];
+    path.join(SCRIPTS, 'ddp_straggler.py'), '--steps', '40', '--slow-rank', '1', '--slow-ms', String(slowMs)];
   // Gloo picks the interface of the host name's address, which the other namespace cannot reach: each node names its veth.
-  const node0 = spawn(process.execPath, [CLI, 'benchmark-training', '--json', '--no-output', '--warmup-steps', '3', '--steps', '20', '--repeat', '1', '--timeout', '150',
-    '--collector', addr0, '--env', `GLOO_SOCKET_IFNAME=${veth0}`, '--workspace', ws.dir, '--', ...job(0)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const node0 = spawn(process.execPath, [CLI, ...measure, '--collector', addr0, '--env', `GLOO_SOCKET_IFNAME=${veth0}`, '--workspace', ws.dir, '--', ...job(0)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   let node1: Promise<{ code: number; output: string }> | null = null;
@@ -78,7 +80,7 @@ async function twoNodes(): Promise<{ code: number; stdout: string; stderr: strin
       let output = '';
       child.stdout.on('data', (d: Buffer) => (output += d.toString()));
       child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-      const timer = setTimeout(() => child.kill('SIGKILL'), 180_000);
+      const timer = setTimeout(() => child.kill('SIGKILL'), 400_000);
       child.on('close', (status) => {
         clearTimeout(timer);
         resolve({ code: status ?? 1, output });
@@ -91,7 +93,7 @@ async function twoNodes(): Promise<{ code: number; stdout: string; stderr: strin
 
 describe('a torchrun job across two nodes (network namespaces), measured from node 0', { retry: 1 }, () => {
   it.skipIf(!root || !TORCH2.python)('hears both nodes\' ranks on one collector, measures their clocks and names the straggler', async () => {
-    const { code, stdout, stderr, node1 } = await twoNodes();
+    const { code, stdout, stderr, node1 } = await twoNodes(['benchmark-training', '--json', '--no-output', '--warmup-steps', '3', '--steps', '20', '--repeat', '1', '--timeout', '150']);
     expect(node1.code, node1.output.slice(-3000)).toBe(0);
     expect(code, stderr.slice(-3000)).toBe(0);
     const r = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout)));
@@ -104,11 +106,31 @@ describe('a torchrun job across two nodes (network namespaces), measured from no
     for (const k of c.clocks) expect(k.uncertaintyMs, `rank ${k.rank}`).not.toBeNull();
   }, 300_000);
 
+  it.skipIf(!root || !TORCH2.python)("the wizard measures DDP's bucket size A/B on the whole two-node job, node 1 following every launch from one code", async () => {
+    const { code, stdout, stderr, node1 } = await twoNodes(['optimise', '--json', '--repeat', '2', '--steps', '10', '--warmup-steps', '3', '--max-trials', '1', '--only', 'ddp.bucket_cap_mb', '--timeout', '150'], 0);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    // Node 1 followed the six launches (the baseline's two, each pair's two sides) and ended with the job.
+    expect(node1.code, node1.output.slice(-3000)).toBe(0);
+    expect(stderr.match(/trainbench join \S+ --/g)).toHaveLength(1);
+    const r = scriptWizard(JSON.parse(stdout));
+    expect(r.trials).toHaveLength(1);
+    const [t] = r.trials;
+    expect(t.change).toMatchObject({ knob: 'ddp.bucket_cap_mb', from: 0.5, to: 2, label: 'gradient buckets 0.5 -> 2 MB' });
+    expect(t.error).toBeNull();
+    expect(t.candidateSamplesPerSec).toHaveLength(2);
+    expect(t.lossDelta!).toBeLessThan(1e-3);
+    const report = await runCli(['report', r.jobId, '--json', '--workspace', ws.dir]);
+    expect(report.code, report.stderr).toBe(0);
+    expect((JSON.parse(report.stdout) as { markdown: string }).markdown).toContain('gradient buckets 0.5 -> 2 MB');
+  }, 600_000);
+
   it('refuses a join code that is not one, naming what is wrong, and runs nothing', async () => {
     const bad = await runCli(['join', 'tbj1.eyJQQVRIIjoiL3RtcCJ9', '--', 'touch', path.join(ws.dir, 'ran')]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('is not a join code: it names "PATH", not one of the probe\'s variables');
     const none = await runCli(['join', 'abc', '--', 'true']);
-    expect(none.stderr).toContain('is not a join code: it does not start with tbj1.');
+    expect(none.stderr).toContain('is not a join code: it does not start with tbf1. (or tbj1. for one launch)');
+    const forged = await runCli(['join', `tbf1.${Buffer.from(JSON.stringify({ address: '127.0.0.1:1', token: 'x' })).toString('base64url')}`, '--', 'touch', path.join(ws.dir, 'ran')]);
+    expect(forged.stderr).toContain('is not a join code: it has no token');
   });
 });

@@ -34,6 +34,6 @@ export const CORE_LAYERS = [
   { name: 'root', folders: [''] },
   { name: 'capabilities', folders: ['optimise', 'batch-size', 'benchmarks', 'training', 'check', 'reports', 'downloads'] },
   { name: 'runners', folders: ['targets', 'knobs'] },
-  { name: 'drivers', folders: ['script', 'datasets'] },
+  { name: 'drivers', folders: ['script', 'nodes', 'datasets'] },
   { name: 'base', folders: ['workspace', 'telemetry', 'stats', 'jobs', 'common'] },
 ];

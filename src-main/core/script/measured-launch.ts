@@ -8,7 +8,8 @@ import type { TelemetryService } from '../telemetry/telemetry-service';
 import type { LaunchOutcome } from './launcher';
 import { launchScript, LineTail } from './launcher';
 import type { ProbeConnection } from './probe-channel';
-import { encodeJoin, openProbeChannel } from './probe-channel';
+import { openProbeChannel } from './probe-channel';
+import type { Followers } from '../nodes/followers';
 import type { ProbeMessage } from './probe-messages';
 import type { ProcessTreeSummary } from '../telemetry/process-group';
 import { sampleProcessTree } from '../telemetry/process-group';
@@ -33,9 +34,9 @@ export interface TrialOptions {
   retainSteps?: 'all' | 'last';
   /** Times DDP's all-reduces in every rank: once a step from DDP's own stamps, or each bucket through a Python hook (it costs small steps). */
   timeCollectives?: 'step' | 'bucket';
-  /** A job across machines: where the collector listens, and who hears the join code of the other nodes. */
+  /** A job across machines: where the collector listens, and the other nodes that start their part with each launch. */
   collector?: { host: string; port: number };
-  onJoin?: (code: string) => void;
+  followers?: Pick<Followers, 'launch' | 'stop'>;
 }
 
 export interface TrialRecord {
@@ -68,7 +69,7 @@ async function runTrial(o: TrialOptions): Promise<TrialRecord> {
     ...(o.timeCollectives ? { TB_PROBE_COLLECTIVES: o.timeCollectives } : {}),
   };
   // Before this node's part starts: the other nodes' ranks join the same collector, with the same settings.
-  if (o.collector) o.onJoin?.(encodeJoin(probeEnv));
+  o.followers?.launch(probeEnv);
   const launch = launchScript({
     target: o.target,
     probeDir: o.probeDir,
@@ -80,7 +81,12 @@ async function runTrial(o: TrialOptions): Promise<TrialRecord> {
     },
   });
   o.onStarted?.(launch.cancel, launch.pid);
-  const outcome = await launch.outcome;
+  let outcome: LaunchOutcome;
+  try {
+    outcome = await launch.outcome;
+  } finally {
+    o.followers?.stop(); // the other nodes end their part with this one's, however it ended
+  }
   await channel.close();
   return {
     outcome,

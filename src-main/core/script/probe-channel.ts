@@ -200,8 +200,8 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
 
 // The join code. A job across machines (issue 40): the ranks on the other nodes need the collector's address and
 // the launch's token, warm-up, steps and overrides. They travel as one join code, which `trainbench join CODE --
-// command` on each other node (or TB_JOIN in the environment srun or a PyTorchJob passes on) turns back into the
-// probe's variables.
+// command` on each other node turns back into the probe's variables. A benchmark or a wizard sends them for every
+// launch to the nodes that follow it (core/nodes/followers.ts); a code of one launch runs that launch alone.
 const PREFIX = 'tbj1.';
 /** The probe's variables a join code may carry: nothing else reaches the other node's environment. */
 const KEYS = ['TB_PROBE_ADDR', 'TB_PROBE_TOKEN', 'TB_PROBE_WARMUP', 'TB_PROBE_STEPS', 'TB_PROBE_SET', 'TB_PROBE_SEED', 'TB_PROBE_PEAK', 'TB_PROBE_COLLECTIVES'] as const;
@@ -215,15 +215,20 @@ export function encodeJoin(env: Readonly<Record<string, string>>): string {
 
 /** The probe's variables from a join code; a code that is not one is an error naming what is wrong with it. */
 export function decodeJoin(code: string): Record<string, string> {
-  const bad = (why: string) => new ApiError('E_BAD_INPUT', `${JSON.stringify(code.slice(0, 40))}${code.length > 40 ? '…' : ''} is not a join code: ${why} (benchmark-training --collector prints the code to use)`);
+  const bad = (why: string) => new ApiError('E_BAD_INPUT', `${JSON.stringify(code.slice(0, 40))}${code.length > 40 ? '…' : ''} is not a join code: ${why} (benchmark-training or optimise with --collector prints the code to use)`);
   if (code.length > MAX_CODE_CHARS) throw bad(`it is ${code.length} characters long, more than ${MAX_CODE_CHARS}`);
-  if (!code.startsWith(PREFIX)) throw bad(`it does not start with ${PREFIX}`);
+  if (!code.startsWith(PREFIX)) throw bad(`it does not start with tbf1. (or ${PREFIX} for one launch)`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(code.slice(PREFIX.length), 'base64url').toString('utf8'));
   } catch {
     throw bad('its body does not decode');
   }
+  return probeEnvOf(parsed, bad);
+}
+
+/** The probe's variables a launch carries to another node: its keys only, plain strings, an address and a token. */
+export function probeEnvOf(parsed: unknown, bad: (why: string) => Error): Record<string, string> {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw bad('its body is not an object');
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(parsed)) {

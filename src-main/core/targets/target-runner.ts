@@ -44,8 +44,8 @@ export interface CapabilityOptions {
   /** Called with the job's id before any work, e.g. to offer a cancel (the CLI's Ctrl-C). */
   onStart?: (jobId: string) => void;
   onOutput?: OnOutput;
-  /** A script's job across machines: the code its other nodes join each launch with (`trainbench join`). */
-  onJoin?: (code: string, repetition: number) => void;
+  /** A script's job across machines: the code its other nodes follow every launch with (`trainbench join`), said once. */
+  onJoin?: (code: string) => void;
   /** The CLI may read data from anywhere the user points it; requests from the UI stay inside the workspace. */
   allowPathsOutsideWorkspace?: boolean;
 }

@@ -27,6 +27,8 @@ import type { ProbeMessage } from '../../script/probe-messages';
 import { CPU_COPY_MISSING, scriptFloors } from '../../stats/limits';
 import { trialError } from '../../script/measured-launch';
 import { launchMeasured } from '../../script/measured-launch';
+import type { Followers } from '../../nodes/followers';
+import { otherNodes } from '../../nodes/followers';
 
 /** One launch as the benchmark keeps it: the repetition it records, with each rank's summary and the overrides applied. */
 interface Launch {
@@ -66,8 +68,9 @@ export class ScriptBenchmarks {
   ) {}
 
   /** A benchmark of the command made ready: nothing runs before its first launch. */
-  plan(request: ScriptBenchmarkRequest & { jobId: string }, job: RunningJob, options: { onOutput?: OnOutput; onJoin?: (code: string, repetition: number) => void }): BenchmarkPlan<Launch> {
+  plan(request: ScriptBenchmarkRequest & { jobId: string }, job: RunningJob, options: { onOutput?: OnOutput; onJoin?: (code: string) => void }): BenchmarkPlan<Launch> {
     if (!path.isAbsolute(request.target.cwd)) throw new ApiError('E_BAD_INPUT', `the script's working directory must be an absolute path, got ${JSON.stringify(request.target.cwd)}`);
+    const nodes = otherNodes(request.collector, options.onJoin);
     return {
       what: 'script benchmark',
       unit: 'launch',
@@ -84,11 +87,11 @@ export class ScriptBenchmarks {
       },
       repetition: (i, run, progress) => {
         progress({ runId: run.id, phase: 'preparing', repetition: i, step: 0, samplesPerSec: null });
-        return this.repetition(i, request, run, job, request.jobId, options, progress);
+        return this.repetition(i, request, run, job, request.jobId, options, progress, nodes.open);
       },
       recorded: (launch) => ({ event: launch.rep, samplesPerSec: launch.rep.samplesPerSec }),
       summarize: (run, reps) => this.summarize(request, run, reps),
-      release: () => undefined,
+      release: () => nodes.close(),
     };
   }
 
@@ -98,8 +101,9 @@ export class ScriptBenchmarks {
     run: RunRecord,
     job: RunningJob,
     jobId: string,
-    options: { onOutput?: OnOutput; onJoin?: (code: string, repetition: number) => void },
+    options: { onOutput?: OnOutput },
     progress: (p: RepetitionProgress) => void,
+    followers: () => Promise<Followers | undefined>,
   ) {
     const log = run.stream(`output-rep${i}.log`);
     // Progress at most ~10/s (steps of a small model come by the hundred), and the last step always said: a
@@ -128,7 +132,7 @@ export class ScriptBenchmarks {
       probeDir: this.pythonDir,
       measurePeak: true,
       timeCollectives: request.collectivesPerBucket ? ('bucket' as const) : request.collectives ? ('step' as const) : undefined,
-      ...(request.collector ? { collector: request.collector, onJoin: (code: string) => options.onJoin?.(code, i) } : {}),
+      ...(request.collector ? { collector: request.collector, followers: await followers() } : {}),
     };
     try {
       const { record, telemetry: windowTelemetry, processTree } = await launchMeasured({

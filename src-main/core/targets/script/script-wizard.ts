@@ -106,6 +106,7 @@ class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
         this.options.onOutput?.(stream, line, launch);
       },
       deps.telemetry,
+      options.onJoin,
     );
     const r = request;
     this.rules = { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance, confounders: r.confounders, objective: r.objective };
@@ -215,6 +216,7 @@ class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
       return parsed.data;
     } finally {
       this.release();
+      this.target.close();
     }
   }
 
@@ -231,6 +233,7 @@ class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
       return stopped;
     } finally {
       this.release();
+      this.target.close();
     }
   }
 

@@ -15,6 +15,7 @@ import { scriptProposals, scriptRandomStreams } from '../../knobs/knob-table';
 import type { TrialRecord } from '../../script/measured-launch';
 import { trialError } from '../../script/measured-launch';
 import { launchMeasured } from '../../script/measured-launch';
+import { otherNodes } from '../../nodes/followers';
 import { median } from '../../stats/bootstrap';
 import type { Candidates, FinalWords, Repetition, WizardTarget } from '../target-runner';
 
@@ -84,7 +85,19 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
     private readonly onLine: (stream: 'stdout' | 'stderr', line: string, launch: number) => void,
     /** Watches each launch's measured window for what else the machine did (confounders); none: not watched. */
     private readonly telemetry: TelemetryService | null = null,
-  ) {}
+    /** A job across machines: the code its other nodes follow the launches with, said once. */
+    onJoin?: (code: string) => void,
+  ) {
+    this.nodes = otherNodes(request.collector, onJoin);
+  }
+
+  /** The job's other nodes (none without a collector): they start their part with every launch. */
+  private readonly nodes: ReturnType<typeof otherNodes>;
+
+  /** The wizard ended: the other nodes' `trainbench join` ends too. */
+  close(): void {
+    this.nodes.close();
+  }
 
   /**
    * One launch; on random stream `stream` (every seed it sets moved by it, the script's own too) where that is not 0.
@@ -94,7 +107,8 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
     const n = ++this.launches;
     // The stream travels in the command's environment: measured-launch.ts has no option for it (yet).
     const target = stream === 0 ? r.target : { ...r.target, env: { ...r.target.env, [SEED_STREAM_ENV]: String(stream) } };
-    const trialOptions = { target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir, seed: r.seed };
+    const nodes = r.collector ? { collector: r.collector, followers: await this.nodes.open() } : {};
+    const trialOptions = { target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir, seed: r.seed, ...nodes };
     const telemetryService = this.telemetry;
     let record: TrialRecord;
     let telemetry: TelemetrySummary | null;

@@ -1,0 +1,185 @@
+// A job across machines (issue 40): the other nodes follow every launch of a benchmark or a wizard. The node that
+// measures opens this hub once for the whole job and prints one follow code (its address and a random token);
+// `trainbench join CODE -- command` on each other node connects, and at each launch is sent the probe's variables
+// for it (a new collector token, the overrides of the trial), runs its part of the job with them, and ends it when
+// the launch ends here. A wizard's dozens of launches then need the other nodes' command typed once.
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import net from 'node:net';
+
+import { ApiError } from '../../api/errors';
+
+const PREFIX = 'tbf1.';
+/** Nodes that may follow one job: a connection beyond it is closed. */
+const MAX_FOLLOWERS = 256;
+/** A follower says who it is within this, or is closed. */
+const HELLO_MS = 10_000;
+/** Its hello is one short line; anything after it is read and dropped (a node has nothing else to say). */
+const MAX_HELLO_BYTES = 4096;
+/** A code is an address and a token: a few dozen characters. */
+const MAX_CODE_CHARS = 1024;
+
+export interface Followers {
+  /** What `trainbench join` takes on the other nodes. */
+  code: string;
+  /** Nodes following now. */
+  count(): number;
+  /** Resolves true once `n` nodes follow, false after `timeoutMs`. */
+  waitFor(n: number, timeoutMs: number): Promise<boolean>;
+  /** A launch starts here: every node starts its part with these variables (and a node that joins later, too). */
+  launch(env: Readonly<Record<string, string>>): void;
+  /** The launch ended here: the nodes end their part of it. */
+  stop(): void;
+  /** The job ended: the nodes end, and the hub closes. */
+  close(): Promise<void>;
+}
+
+export function encodeFollow(address: string, token: string): string {
+  return PREFIX + Buffer.from(JSON.stringify({ address, token })).toString('base64url');
+}
+
+export const isFollowCode = (code: string) => code.startsWith(PREFIX);
+
+/** The hub's address and token from a follow code; a code that is not one is an error naming what is wrong. */
+export function decodeFollow(code: string): { host: string; port: number; token: string } {
+  const bad = (why: string) => new ApiError('E_BAD_INPUT', `${JSON.stringify(code.slice(0, 40))}${code.length > 40 ? '…' : ''} is not a join code: ${why} (benchmark-training or optimise with --collector prints the code to use)`);
+  if (code.length > MAX_CODE_CHARS) throw bad(`it is ${code.length} characters long, more than ${MAX_CODE_CHARS}`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(code.slice(PREFIX.length), 'base64url').toString('utf8'));
+  } catch {
+    throw bad('its body does not decode');
+  }
+  const { address, token } = (parsed ?? {}) as { address?: unknown; token?: unknown };
+  if (typeof token !== 'string' || !/^[0-9a-f]{64}$/.test(token)) throw bad('it has no token');
+  const m = typeof address === 'string' ? /^\[?([\w.:-]+?)\]?:(\d{1,5})$/.exec(address) : null;
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw bad('it has no address host:port');
+  return { host: m[1], port: Number(m[2]), token };
+}
+
+/** The hub, listening on `host` (the collector's address, one the other nodes reach) on a port the kernel picks. */
+export async function openFollowers(host: string): Promise<Followers> {
+  const token = randomBytes(32).toString('hex');
+  const expected = Buffer.from(JSON.stringify({ type: 'follow', token }));
+  const nodes = new Set<net.Socket>();
+  const sockets = new Set<net.Socket>();
+  let current: string | null = null;
+  let launches = 0;
+  const waiting = new Set<() => void>();
+  const send = (socket: net.Socket, message: object) => {
+    if (!socket.destroyed) socket.write(`${JSON.stringify(message)}\n`);
+  };
+  const server = net.createServer((socket) => {
+    if (nodes.size >= MAX_FOLLOWERS || sockets.size >= 2 * MAX_FOLLOWERS) return socket.destroy();
+    sockets.add(socket);
+    socket.setNoDelay(true);
+    let hello = Buffer.alloc(0);
+    let followed = false;
+    const timer = setTimeout(() => socket.destroy(), HELLO_MS);
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      nodes.delete(socket);
+      sockets.delete(socket);
+    });
+    socket.on('data', (chunk: Buffer) => {
+      if (followed) return; // a node says nothing after its hello: dropped, never held
+      hello = Buffer.concat([hello, chunk]);
+      const nl = hello.indexOf(10);
+      if (nl < 0) {
+        if (hello.length > MAX_HELLO_BYTES) socket.destroy();
+        return;
+      }
+      // Compared whole and in constant time: only a node given the code follows, whatever else it sends.
+      let said: { type?: unknown; token?: unknown } = {};
+      try {
+        said = JSON.parse(hello.subarray(0, nl).toString('utf8')) as typeof said;
+      } catch {
+        return socket.destroy();
+      }
+      const got = Buffer.from(JSON.stringify({ type: said.type, token: said.token }));
+      if (got.length !== expected.length || !timingSafeEqual(got, expected)) return socket.destroy();
+      clearTimeout(timer);
+      followed = true;
+      hello = Buffer.alloc(0);
+      nodes.add(socket);
+      if (current !== null) socket.write(current); // joined while a launch runs: it starts its part now
+      for (const wake of waiting) wake();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, host, () => resolve());
+  });
+  const { port } = server.address() as net.AddressInfo;
+  const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return {
+    code: encodeFollow(address, token),
+    count: () => nodes.size,
+    waitFor(n, timeoutMs) {
+      return new Promise((resolve) => {
+        const check = () => {
+          if (nodes.size < n) return false;
+          clearTimeout(timer);
+          waiting.delete(wake);
+          resolve(true);
+          return true;
+        };
+        const wake = () => void check();
+        const timer = setTimeout(() => {
+          waiting.delete(wake);
+          resolve(nodes.size >= n);
+        }, timeoutMs);
+        waiting.add(wake);
+        check();
+      });
+    },
+    launch(env) {
+      current = `${JSON.stringify({ type: 'launch', n: ++launches, env })}\n`;
+      for (const s of nodes) s.write(current);
+    },
+    stop() {
+      if (current === null) return;
+      current = null;
+      for (const s of nodes) send(s, { type: 'stop', n: launches });
+    },
+    async close() {
+      current = null;
+      for (const s of nodes) {
+        send(s, { type: 'done' });
+        s.end();
+      }
+      // The nodes close their side when told; one that does not is cut after a grace.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+      for (const s of sockets) s.destroy();
+      await closed;
+    },
+  };
+}
+
+/**
+ * A job's hub for its other nodes: opened at its first launch (none without a collector), its code said then, and
+ * closed at the job's end, which ends the nodes' `trainbench join`.
+ */
+export function otherNodes(collector: { host: string } | undefined, onJoin?: (code: string) => void) {
+  let hub: Promise<Followers> | null = null;
+  return {
+    open(): Promise<Followers | undefined> {
+      if (!collector) return Promise.resolve(undefined);
+      hub ??= openFollowers(collector.host).then(
+        (f) => {
+          onJoin?.(f.code);
+          return f;
+        },
+        (err: Error) => {
+          throw new ApiError('E_BAD_INPUT', `cannot listen on ${collector.host} for the other nodes of the job: ${err.message}`);
+        },
+      );
+      return hub;
+    },
+    close(): void {
+      void hub?.then((f) => f.close()).catch(() => undefined);
+      hub = null;
+    },
+  };
+}

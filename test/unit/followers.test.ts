@@ -1,0 +1,80 @@
+// Issue 40: the hub the other nodes of a job follow its launches through. Only a node with the code's token follows;
+// one that joins while a launch runs is sent it at once; a flood of bytes before the hello is cut; the job's end says
+// done to every node.
+import net from 'node:net';
+
+import { afterEach, describe, expect, it } from 'vitest';
+
+import type { Followers } from '../../src-main/core/nodes/followers';
+import { decodeFollow, openFollowers } from '../../src-main/core/nodes/followers';
+
+let hub: Followers | null = null;
+afterEach(async () => {
+  await hub?.close();
+  hub = null;
+});
+
+/** A node: connects, says `hello`, and collects the lines it is sent until the hub closes it. */
+function node(code: string, hello: string) {
+  const { host, port } = decodeFollow(code);
+  const socket = net.connect({ host, port });
+  const lines: Record<string, unknown>[] = [];
+  let buffered = '';
+  socket.setEncoding('utf8');
+  socket.on('connect', () => socket.write(hello));
+  socket.on('error', () => undefined);
+  socket.on('data', (d: string) => {
+    buffered += d;
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      lines.push(JSON.parse(buffered.slice(0, nl)) as Record<string, unknown>);
+      buffered = buffered.slice(nl + 1);
+    }
+  });
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  return { socket, lines, closed };
+}
+
+const tokenOf = (code: string) => decodeFollow(code).token;
+const follow = (code: string) => `${JSON.stringify({ type: 'follow', token: tokenOf(code) })}\n`;
+
+describe('the hub the other nodes follow', () => {
+  it('sends each launch and its end to the nodes with the token, a late node the launch in flight, and done at the end', async () => {
+    hub = await openFollowers('127.0.0.1');
+    const early = node(hub.code, follow(hub.code));
+    expect(await hub.waitFor(1, 5000)).toBe(true);
+    hub.launch({ TB_PROBE_ADDR: '127.0.0.1:9', TB_PROBE_TOKEN: 't1' });
+    const late = node(hub.code, follow(hub.code));
+    expect(await hub.waitFor(2, 5000)).toBe(true);
+    hub.stop();
+    const h = hub;
+    hub = null;
+    await h.close();
+    await Promise.all([early.closed, late.closed]);
+    const launch = { type: 'launch', n: 1, env: { TB_PROBE_ADDR: '127.0.0.1:9', TB_PROBE_TOKEN: 't1' } };
+    expect(early.lines).toEqual([launch, { type: 'stop', n: 1 }, { type: 'done' }]);
+    expect(late.lines).toEqual([launch, { type: 'stop', n: 1 }, { type: 'done' }]);
+  });
+
+  it('closes a node with a wrong token, one that sends no line, and one that floods before its hello, sending them nothing', async () => {
+    hub = await openFollowers('127.0.0.1');
+    hub.launch({ TB_PROBE_ADDR: '127.0.0.1:9', TB_PROBE_TOKEN: 't1' });
+    const wrong = node(hub.code, `${JSON.stringify({ type: 'follow', token: '0'.repeat(64) })}\n`);
+    const flood = node(hub.code, 'x'.repeat(64 * 1024));
+    const notJson = node(hub.code, 'not json\n');
+    await Promise.all([wrong.closed, flood.closed, notJson.closed]);
+    for (const n of [wrong, flood, notJson]) expect(n.lines).toEqual([]);
+    expect(hub.count()).toBe(0);
+    expect(await hub.waitFor(1, 200)).toBe(false);
+  });
+
+  it('refuses a code that is not one, naming what is missing', () => {
+    const code = (body: unknown) => `tbf1.${Buffer.from(JSON.stringify(body)).toString('base64url')}`;
+    expect(() => decodeFollow(code({ address: '10.0.0.1:80' }))).toThrow('it has no token');
+    expect(() => decodeFollow(code({ address: '10.0.0.1', token: 'a'.repeat(64) }))).toThrow('it has no address host:port');
+    expect(() => decodeFollow(code({ address: '10.0.0.1:99999', token: 'a'.repeat(64) }))).toThrow('it has no address host:port');
+    expect(() => decodeFollow('tbf1.!!!')).toThrow('its body does not decode');
+    expect(() => decodeFollow(`tbf1.${'a'.repeat(2000)}`)).toThrow('more than 1024');
+    expect(decodeFollow(code({ address: '[fd00::1]:4000', token: 'a'.repeat(64) }))).toEqual({ host: 'fd00::1', port: 4000, token: 'a'.repeat(64) });
+  });
+});
