@@ -25,6 +25,13 @@ export const ScriptCollectivesSchema = z.object({
    * null when timed per step with several buckets (their all-reduces overlap the backward: only per bucket says it).
    */
   busBytesPerSec: z.number().nullable(),
+  /**
+   * The all-reduce floor between these ranks: after the measured steps every rank all-reduces a buffer of the step's
+   * gradient bytes (at most 256 MB) on the job's own process group, alone, 5 times; the median's time and bus
+   * bandwidth. What the link gives an all-reduce with nothing else running, to read the job's against. null: not
+   * measured (the script ran to its own end; absent in results from before it).
+   */
+  floor: z.object({ bytes: z.number(), ms: z.number(), busBytesPerSec: z.number() }).nullable().optional(),
   /** Collectives per step and their bytes (one rank's). */
   perStep: z.object({ count: z.number().int(), bytes: z.number() }),
   /**
@@ -53,3 +60,12 @@ export const TIMELINE_RANKS = 64;
 export const TIMELINE_COLLECTIVES = 64;
 
 export type ScriptCollectives = z.infer<typeof ScriptCollectivesSchema>;
+
+/** The floor in words: "3.52 GB/s (1.6 MB in 0.91 ms)", and the job's share of it where its bandwidth was measured. */
+export function floorWords(c: ScriptCollectives): string | null {
+  const f = c.floor;
+  if (!f) return null;
+  const mb = f.bytes >= 1e6 ? `${(f.bytes / 1e6).toFixed(1)} MB` : `${(f.bytes / 1e3).toFixed(1)} kB`;
+  const share = c.busBytesPerSec !== null && f.busBytesPerSec > 0 ? `; the job's all-reduces reach ${((100 * c.busBytesPerSec) / f.busBytesPerSec).toFixed(0)}% of it` : '';
+  return `${(f.busBytesPerSec / 1e9).toFixed(2)} GB/s bus bandwidth (${mb} all-reduced alone in ${f.ms.toFixed(2)} ms)${share}`;
+}

@@ -80,6 +80,16 @@ describe('the Ranks at the collectives panel', () => {
     expect(facts).toContain('3 per step, 25 MB in all (one rank\'s), timed together once a step');
   });
 
+  it('shows the all-reduce floor between the ranks where it was measured, with the job\'s share of it', () => {
+    const floor = { bytes: 25_000_000, ms: 3.2, busBytesPerSec: 7.8125e9 };
+    const w = mount(RankCollectives, { props: { collectives: { ...collectives, busBytesPerSec: 3.9e9, floor } }, ...stubs });
+    expect(w.get('[data-testid="rank-collectives-floor"]').text()).toBe("7.81 GB/s bus bandwidth (25.0 MB all-reduced alone in 3.20 ms); the job's all-reduces reach 50% of it");
+    // Timed once a step: the floor alone. Not measured (or a result from before it): no row.
+    const step = mount(RankCollectives, { props: { collectives: { ...collectives, timing: 'step', busBytesPerSec: null, floor } }, ...stubs });
+    expect(step.get('[data-testid="rank-collectives-floor"]').text()).toBe('7.81 GB/s bus bandwidth (25.0 MB all-reduced alone in 3.20 ms)');
+    expect(mount(RankCollectives, { props: { collectives }, ...stubs }).find('[data-testid="rank-collectives-floor"]').exists()).toBe(false);
+  });
+
   it('without a timeline says so, and shows no figure', () => {
     const w = mount(RankCollectives, { props: { collectives: { ...collectives, timeline: undefined } }, ...stubs });
     expect(w.find('[data-testid="rank-collectives-timeline"]').exists()).toBe(false);

@@ -45,6 +45,10 @@ describe.skipIf(!TORCH2.python)('benchmark-training -- torchrun: the straggler a
     expect(c.perStep.bytes).toBe(params);
     expect(c.perStep.count).toBeGreaterThan(1);
     expect(c.busBytesPerSec).toBeNull();
+    // The floor: every rank all-reduced the step's 1.6 MB alone after the measured steps, on the job's gloo group.
+    expect(c.floor).toMatchObject({ bytes: params });
+    expect(c.floor!.ms).toBeGreaterThan(0);
+    expect(c.floor!.busBytesPerSec).toBeGreaterThan(0);
     // The timeline of the last 3 steps: each rank's arrival and completion, rank 1's arrivals after rank 0's.
     const t = c.timeline!;
     expect(t.steps).toHaveLength(3);
@@ -60,6 +64,7 @@ describe.skipIf(!TORCH2.python)('benchmark-training -- torchrun: the straggler a
     expect(markdown).toMatch(/\| straggler \(the rank the others wait for at the collectives\) \| rank 1, late in host work \([\d.]+ ms\) \|/);
     expect(markdown).toMatch(/\| exposed communication \(share of the step after the last rank arrived\) \| [\d.]+ % \|/);
     expect(markdown).toContain('| all-reduce bus bandwidth | not measured (timed once a step) |');
+    expect(markdown).toMatch(/\| all-reduce floor between these ranks \(alone, after the measured steps\) \| [\d.]+ GB\/s bus bandwidth \(1\.6 MB all-reduced alone in [\d.]+ ms\) \|/);
     expect(markdown).toContain('Ranks at the collectives, 1. as is: rank 1 arrives last at');
     // Both ranks measured their clock against the collector; on one machine the offset is within its uncertainty plus a little.
     expect(c.clocks.map((k) => k.rank).sort()).toEqual([0, 1]);
@@ -76,5 +81,7 @@ describe.skipIf(!TORCH2.python)('benchmark-training -- torchrun: the straggler a
     // work: seen 3.3 ms late at every step): a straggler rightly named. Host work is what nothing here delays.
     expect(stdout).toMatch(/^straggler {2}(no straggler: |too few steps|rank \d, late in (compute|waiting for data|no one phase): )/m);
     expect(stdout).toMatch(/^collectives \d+ per step \(1\.6 MB\); [\d.]+% of the step waits in them after the last rank arrived; all-reduce [\d.]+ GB\/s bus bandwidth$/m);
+    // Timed per bucket, the job's bandwidth is read against the floor's.
+    expect(stdout).toMatch(/^floor {6}between these ranks, an all-reduce alone: [\d.]+ GB\/s bus bandwidth \(1\.6 MB all-reduced alone in [\d.]+ ms\); the job's all-reduces reach \d+% of it$/m);
   }, 240_000);
 });

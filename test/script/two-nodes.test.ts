@@ -104,6 +104,8 @@ describe('a torchrun job across two nodes (network namespaces), measured from no
     expect(c.phase).toBe('host');
     expect(c.clocks).toHaveLength(2);
     for (const k of c.clocks) expect(k.uncertaintyMs, `rank ${k.rank}`).not.toBeNull();
+    // The floor between the two nodes: the step's gradients all-reduced alone over the veth.
+    expect(c.floor!.busBytesPerSec).toBeGreaterThan(0);
   }, 300_000);
 
   it.skipIf(!root || !TORCH2.python)("the wizard measures DDP's bucket size A/B on the whole two-node job, node 1 following every launch from one code", async () => {

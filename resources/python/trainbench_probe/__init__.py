@@ -32,7 +32,7 @@ from . import overrides as _overrides
 from .batch_copy import batch_layout, time_batch_copy
 from .batches import batch_size_of
 from .channel import Channel
-from .collectives import Collectives, clock_offset, patch_ddp, watch_ddp
+from .collectives import Collectives, allreduce_floor, clock_offset, patch_ddp, watch_ddp
 from .iterations import PHASES, Iterations
 from .losses import LossReader
 from .flops import FlopCounter, matmul_peak
@@ -833,6 +833,13 @@ class Probe:
                 _note("the batch's pinned copy not timed (%r)" % (err,))
         if self.collectives is not None and self.steps > 0:
             self._clock("end")
+        if self.collectives is not None and reason == "steps":
+            try:  # every rank stops at the same step, so every rank reaches this all-reduce together
+                floor = allreduce_floor(self.torch, self.device, self.collectives.step_bytes)
+                if floor is not None:
+                    self.send(floor)
+            except Exception as err:  # the floor must never fail the launch
+                _note("the all-reduce floor was not measured (%r)" % (err,))
         if self.steps > 0 or reason == "steps":
             self.send({"type": "done", "reason": reason, "steps": self.steps, "memory": memory})
         self.channel.close()

@@ -33,6 +33,7 @@ class Collectives:
         self._lock = threading.Lock()  # DDP's reducer may complete futures on its own threads
         self._items = []
         self.pollers = []  # called at each step's end, before the items are handed over (watch_ddp's reading)
+        self.step_bytes = 0  # the bytes the latest step's collectives moved: what the floor all-reduces
 
     def record(self, index, op, arrive_ms, done_ms, nbytes, count=1):
         item = {"index": int(index), "op": op, "arriveMs": arrive_ms, "doneMs": done_ms, "bytes": int(nbytes)}
@@ -46,6 +47,10 @@ class Collectives:
             poll()
         with self._lock:
             items, self._items = self._items, []
+        # The latest step's, each bucket once (DDP rebuilds its buckets after the first step).
+        per_bucket = {item["index"]: item["bytes"] for item in items}
+        if per_bucket:
+            self.step_bytes = sum(per_bucket.values())
         return items
 
 
@@ -202,3 +207,36 @@ def clock_offset(exchange, probes=8):
         if best is None or delay < best[1]:
             best = (offset, max(0.0, delay) / 2.0)
     return None if best is None else (best[0], best[1], answered)
+
+
+FLOOR_MAX_BYTES = 256 << 20  # a step's gradients can be GBs: the floor's buffer stops here, a rate is a rate
+FLOOR_TIMED = 5  # all-reduces timed (after 2 that line the ranks up): the median is the floor
+
+
+def allreduce_floor(torch, device, nbytes):
+    """The all-reduce floor between this job's ranks (issue 40): a buffer of the step's gradient bytes all-reduced on
+    the job's own process group, alone, after the measured steps; every rank runs it at the same step (the probe
+    stops them all there). Returns the message, or None where there is no process group of several ranks."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()) or nbytes <= 0:
+        return None
+    ranks = dist.get_world_size()
+    if ranks < 2:
+        return None
+    cuda = device is not None and getattr(device, "type", "cpu") == "cuda"
+    where = device if cuda else "cpu"
+    # The ranks agree on the size first: an all-reduce of different sizes would hang them.
+    agreed = torch.tensor([float(min(int(nbytes), FLOOR_MAX_BYTES))], device=where)
+    dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
+    buffer = torch.zeros(max(1, int(agreed.item()) // 4), dtype=torch.float32, device=where)
+    times = []
+    for i in range(2 + FLOOR_TIMED):
+        start = time.perf_counter()
+        dist.all_reduce(buffer)
+        if cuda:
+            torch.cuda.synchronize(device)
+        if i >= 2:
+            times.append(time.perf_counter() - start)
+    ms = sorted(times)[len(times) // 2] * 1000.0
+    moved = buffer.numel() * 4
+    return {"type": "allreduceFloor", "bytes": moved, "ranks": ranks, "ms": ms, "busBytesPerSec": moved * 2.0 * (ranks - 1) / ranks / (ms / 1000.0)}

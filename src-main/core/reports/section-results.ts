@@ -1,4 +1,5 @@
 // Baseline metrics and phase breakdown, and the physical limits the runs support, for both targets.
+import { floorWords } from '../../api/collectives';
 import type { ScriptBenchmarkResult } from '../../api/benchmark-result';
 import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
 import { benchmarkLabels, chartInputOf } from '../../api/charts/benchmark-charts';
@@ -195,6 +196,7 @@ function collectiveRows(runs: ReturnType<typeof scriptBenchmarks>): string[][] {
     ['straggler (the rank the others wait for at the collectives)', ...each((c) => (c.straggler === null ? 'none' : `rank ${c.straggler}${c.phase ? `, late in ${LATE_IN[c.phase]}` : ''} (${fmt(c.lateMs, 'ms')})`))],
     ['exposed communication (share of the step after the last rank arrived)', ...each((c) => fmt(100 * c.exposedShare, '%'))],
     ['all-reduce bus bandwidth', ...each((c) => (c.busBytesPerSec !== null ? `${(c.busBytesPerSec / 1e9).toFixed(2)} GB/s` : c.timing === 'step' ? 'not measured (timed once a step)' : 'not measured'))],
+    ['all-reduce floor between these ranks (alone, after the measured steps)', ...each((c) => floorWords(c) ?? 'not measured')],
   ];
 }
 

@@ -43,6 +43,8 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
   /** CUDA-event phase times of a step, read back after the GPU finished it. */
   z.object({ type: z.literal('phases'), step: z.number().int().min(1), phasesMs: PhasesSchema, timing: Timing }),
   z.object({ type: z.literal('applied'), key: z.string(), value: OverrideValue, where: z.string() }),
+  /** The all-reduce floor between the job's ranks: a buffer of the step's gradient bytes all-reduced alone after the measured steps. */
+  z.object({ type: z.literal('allreduceFloor'), bytes: z.number().min(0), ranks: z.number().int().min(2), ms: z.number().min(0), busBytesPerSec: z.number().min(0) }),
   /** The script's first DistributedDataParallel model, with the settings it made it with (before any ddp.* override). */
   z.object({ type: z.literal('ddp'), where: z.string(), bucketCapMb: z.number().min(0), gradientAsBucketView: z.boolean(), staticGraph: z.boolean() }),
   /** A DataLoader the script made, with its settings after any override (null: torch has no such setting). */

@@ -261,7 +261,15 @@ export function rankCollectives(connections: readonly ProbeConnection[], warmupS
     timing: collectives.some((c) => c.count !== undefined) ? 'step' : 'bucket',
     timeline: timelineOf(collectives),
     clocks,
+    floor: floorOf(connections),
   };
+}
+
+/** Rank 0's all-reduce floor (every rank measured the same all-reduces), or null. */
+function floorOf(connections: readonly ProbeConnection[]): ScriptCollectives['floor'] {
+  const first = connections.find((c) => c.hello.rank === 0) ?? connections[0];
+  const m = first?.messages.find((x) => x.type === 'allreduceFloor');
+  return m?.type === 'allreduceFloor' ? { bytes: m.bytes, ms: m.ms, busBytesPerSec: m.busBytesPerSec } : null;
 }
 
 /** The last measured steps every rank reported, as marks per rank (times after the step's first arrival), bounded. */
