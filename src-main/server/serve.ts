@@ -28,6 +28,8 @@ export interface ServeOptions {
   maxClients?: number;
   /** How long a download may wait for the browser to take more before it is dropped. */
   downloadStallMs?: number;
+  /** A static file's client that stops reading for this long is closed (tests shorten it). */
+  staticStallMs?: number;
   /** The largest data file an upload into sources/ takes (DEFAULT_SOURCE_UPLOAD_MAX_BYTES otherwise), and how long one may send nothing. */
   uploadMaxBytes?: number;
   uploadStallMs?: number;
@@ -72,7 +74,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const host = options.host ?? '127.0.0.1';
   const token = options.token ?? createToken();
   const log = options.log ?? stderrLog;
-  const serveStatic = staticHandler(options.rendererDir, log);
+  const serveStatic = staticHandler(options.rendererDir, log, options.staticStallMs);
   const allowedHosts = allowedHostNames(host);
   const serveDownload = downloadHandler({ downloads: options.services.downloads, token, allowedHosts, log, stallMs: options.downloadStallMs });
   const serveUpload = uploadHandler({ workspace: options.services.workspace, token, allowedHosts, log, maxBytes: options.uploadMaxBytes, stallMs: options.uploadStallMs });

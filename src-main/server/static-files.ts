@@ -1,4 +1,5 @@
 import { createReadStream, promises as fs } from 'node:fs';
+import { pipeline } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 
@@ -16,8 +17,11 @@ const MIME: Record<string, string> = {
   '.woff2': 'font/woff2',
 };
 
+/** A response its client stops reading gets this long before its connection is closed (a page's asset takes ms). */
+const STALL_MS = 60_000;
+
 /** Serves the built renderer; unknown paths fall back to index.html for the router. */
-export function staticHandler(rootDir: string, log: (line: string) => void) {
+export function staticHandler(rootDir: string, log: (line: string) => void, stallMs = STALL_MS) {
   const root = path.resolve(rootDir);
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -54,12 +58,13 @@ export function staticHandler(rootDir: string, log: (line: string) => void) {
       res.end();
       return;
     }
-    // A file removed or unreadable between stat and read must cost this response, never the server.
-    createReadStream(file)
-      .on('error', (err) => {
-        log(`reading ${file} failed: ${err.message}`);
-        res.destroy();
-      })
-      .pipe(res);
+    // A client that stops reading holds no more than its connection, and only for a while.
+    res.setTimeout(stallMs, () => res.destroy());
+    // pipeline closes the file however the response ends: a client that drops the connection mid-file (thousands of
+    // times over) would otherwise leave the file open each time, until the process runs out of descriptors. A file
+    // removed or unreadable between stat and read costs this response, never the server.
+    pipeline(createReadStream(file), res, (err) => {
+      if (err && (err as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') log(`reading ${file} failed: ${err.message}`);
+    });
   };
 }
