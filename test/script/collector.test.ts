@@ -120,4 +120,63 @@ describe('probe channel as a collector', () => {
     expect(channel.connections.map((x) => x.hello.rank)).toEqual([0, 1]);
     expect(channel.problems).toEqual([expect.stringMatching(/^more than 2 connections: 127\.0\.0\.1:\d+ and later ones were refused$/)]);
   });
+
+  // Attack round 5, finding B: 4,090 connections without the token, each holding 1 MiB less a byte with no newline,
+  // ran the benchmark out of memory; 4,100 silent ones kept the job's ranks out.
+  it('closes a connection that sends more than a hello before showing the token, and hears the ranks', async () => {
+    const channel = await openProbeChannel();
+    const fat = await Promise.all(Array.from({ length: 20 }, () => connect(channel.address)));
+    for (const f of fat) {
+      f.on('error', () => undefined);
+      f.write('x'.repeat(64 << 10)); // no newline: a line that would be buffered up to 1 MiB
+    }
+    await Promise.all(fat.map(closed));
+    const rank = await connect(channel.address);
+    rank.write(hello(channel.token, 0) + step(1));
+    rank.end();
+    await channel.close();
+    expect(channel.connections.map((c) => c.hello.rank)).toEqual([0]);
+    expect(channel.problems).toEqual([expect.stringMatching(/^127\.0\.0\.1:\d+ did not show this job's token: it was not heard$/)]);
+  });
+
+  it('closes the oldest of too many connections waiting to show the token, so a rank always gets in', async () => {
+    const channel = await openProbeChannel({ maxPending: 8, maxConnections: 16 });
+    const silent: net.Socket[] = [];
+    for (let i = 0; i < 12; i++) {
+      const s = await connect(channel.address);
+      s.on('error', () => undefined);
+      silent.push(s);
+    }
+    await Promise.all(silent.slice(0, 4).map(closed)); // the four oldest made room
+    const rank = await connect(channel.address);
+    rank.write(hello(channel.token, 0) + step(1));
+    await new Promise((r) => setTimeout(r, 100));
+    rank.end();
+    for (const s of silent) s.destroy();
+    await channel.close();
+    expect(channel.connections.map((c) => c.hello.rank)).toEqual([0]);
+    expect(channel.problems).toContain('more than 8 connections at once had not shown the token: the oldest were closed');
+  });
+
+  // Finding C: a rank with the token could grow the collector without bound: clock probes whose replies it never
+  // read, or messages the channel keeps (applied) sent under the rate limit.
+  it('stops answering the clock probes of a rank that does not read them, and keeps no more than its budget', async () => {
+    const channel = await openProbeChannel({ bytesPerSec: 1 << 30, maxRetainedBytes: 64 << 10 });
+    const s = await connect(channel.address);
+    s.pause(); // never reads the replies
+    s.write(hello(channel.token, 0));
+    const probes = Array.from({ length: 200_000 }, (_, i) => JSON.stringify({ type: 'clock', t0: i }) + '\n').join('');
+    const applied = Array.from({ length: 5000 }, () => JSON.stringify({ type: 'applied', key: 'dataloader.num_workers', value: 2, where: 'train.py:10' }) + '\n').join('');
+    s.write(probes + applied);
+    await new Promise((r) => setTimeout(r, 300));
+    s.destroy();
+    await channel.close();
+    const kept = channel.connections[0].messages;
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.length).toBeLessThan(1000); // 5,000 sent, ~90 bytes each: 64 KiB holds ~700
+    expect(channel.problems).toEqual([
+      expect.stringMatching(/^rank 0 \(127\.0\.0\.1:\d+\) did not read its clock replies: later probes were not answered$/),
+      expect.stringMatching(/^the ranks sent more than 64 KiB of messages to keep \(rank 0 \(127\.0\.0\.1:\d+\) among them\): later ones were not kept$/),
+    ]);
+  });
 });

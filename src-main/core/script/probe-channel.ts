@@ -17,6 +17,18 @@ export const DEFAULT_MAX_CONNECTIONS = 4096;
 export const DEFAULT_BYTES_PER_SEC = 8 << 20;
 /** Bad senders named, at most: a flood of them cannot grow the list. */
 const MAX_PROBLEMS = 32;
+/**
+ * Before its hello a connection is nobody's: it has this long to show the token, in a line this short, and at most
+ * this many wait at once (the oldest is closed for a newcomer). A flood of silent or fat connections without the
+ * token can then neither grow the collector's memory nor keep the job's ranks out.
+ */
+const HELLO_MS = 5000;
+const MAX_HELLO_BYTES = 4096;
+export const MAX_PENDING_CONNECTIONS = 64;
+/** What the channel keeps of all its ranks' messages, at most (a rank with the token, flooding, cannot grow it further). */
+export const MAX_RETAINED_BYTES = 256 << 20;
+/** Clock replies a rank has not read, at most: beyond, its probes go unanswered (a rank reads each reply at once). */
+const MAX_UNREAD_REPLY_BYTES = 64 << 10;
 /** The collector's clock in ms, with sub-millisecond resolution (what a rank's clock probe is answered with). */
 const now = () => performance.timeOrigin + performance.now();
 
@@ -54,6 +66,10 @@ export interface ProbeChannelOptions {
   port?: number;
   maxConnections?: number;
   bytesPerSec?: number;
+  /** Connections waiting to show the token, at most (MAX_PENDING_CONNECTIONS); tests make it small. */
+  maxPending?: number;
+  /** Bytes of messages kept over all ranks, at most (MAX_RETAINED_BYTES); tests make it small. */
+  maxRetainedBytes?: number;
   /**
    * 'all' (the default) keeps every message in `connections`; 'last' keeps only each
    * connection's latest step and no phases or losses (onMessage still sees them all),
@@ -75,6 +91,8 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
   const ended: Promise<void>[] = [];
   const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   const rate = options.bytesPerSec ?? DEFAULT_BYTES_PER_SEC;
+  const maxPending = options.maxPending ?? MAX_PENDING_CONNECTIONS;
+  const maxRetained = options.maxRetainedBytes ?? MAX_RETAINED_BYTES;
   const said = new Set<string>();
   const channel: ProbeChannel = {
     address: '',
@@ -98,8 +116,17 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
     said.add(key);
     channel.problems.push(text);
   };
+  // Connections that have not shown the token yet, oldest first.
+  const pending = new Set<net.Socket>();
+  let retained = 0;
   const server = net.createServer((socket) => {
     const who = `${socket.remoteAddress ?? 'an unknown address'}:${socket.remotePort ?? '?'}`;
+    if (pending.size >= maxPending) {
+      const oldest = pending.values().next().value!;
+      channel.rejected++;
+      problem('pending', `more than ${maxPending} connections at once had not shown the token: the oldest were closed`);
+      oldest.destroy();
+    }
     if (sockets.size >= maxConnections) {
       channel.rejected++;
       problem('connections', `more than ${maxConnections} connections: ${who} and later ones were refused`);
@@ -107,6 +134,13 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
       return;
     }
     sockets.add(socket);
+    pending.add(socket);
+    const helloTimer = setTimeout(() => {
+      channel.rejected++;
+      problem(`silent ${socket.remoteAddress}`, `${who} did not show this job's token within ${HELLO_MS / 1000} s: it was closed`);
+      socket.destroy();
+    }, HELLO_MS);
+    helloTimer.unref();
     ended.push(new Promise<void>((resolve) => socket.on('close', () => resolve())));
     let connection: ProbeConnection | null = null;
     let lastStepAt = -1;
@@ -118,7 +152,11 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
     const name = () => (connection ? `rank ${connection.hello.rank} (${who})` : who);
     socket.setEncoding('utf8');
     socket.on('error', () => socket.destroy());
-    socket.on('close', () => sockets.delete(socket));
+    socket.on('close', () => {
+      clearTimeout(helloTimer);
+      sockets.delete(socket);
+      pending.delete(socket);
+    });
     socket.on('data', (chunk: string) => {
       const t = Date.now();
       allowance = Math.min(4 * rate, allowance + ((t - filledAt) / 1000) * rate);
@@ -161,6 +199,8 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
           }
           connection = { hello: hello.data, messages: [] };
           channel.connections.push(connection);
+          clearTimeout(helloTimer);
+          pending.delete(socket);
           continue;
         }
         const message = ProbeMessageSchema.safeParse(raw);
@@ -172,13 +212,35 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
         if (m.type === 'clock') {
           // NTP-style: the rank's send time back with ours on receipt and on reply; never kept.
           const t1 = now();
-          socket.write(JSON.stringify({ type: 'clock', t0: m.t0, t1, t2: now() }) + '\n');
+          // A rank reads each reply before its next probe: one that does not gets no more, rather than a growing buffer here.
+          if (socket.writableLength <= MAX_UNREAD_REPLY_BYTES) socket.write(JSON.stringify({ type: 'clock', t0: m.t0, t1, t2: now() }) + '\n');
+          else {
+            channel.rejected++;
+            problem(`unread ${who}`, `${name()} did not read its clock replies: later probes were not answered`);
+          }
           continue;
         }
-        if (options.retainSteps !== 'last' || !PER_STEP.has(m.type)) connection.messages.push(m);
-        else if (m.type === 'step' && lastStepAt >= 0) connection.messages[lastStepAt] = m;
-        else if (m.type === 'step') lastStepAt = connection.messages.push(m) - 1;
+        const keep = options.retainSteps !== 'last' || !PER_STEP.has(m.type);
+        if (m.type === 'step' && !keep && lastStepAt >= 0) connection.messages[lastStepAt] = m;
+        else if (keep || m.type === 'step') {
+          // Kept within the channel's budget (the line's length stands for the message's size); what is over it is
+          // still seen live, not kept, and said once.
+          retained += line.length;
+          if (retained <= maxRetained) {
+            const at = connection.messages.push(m) - 1;
+            if (!keep) lastStepAt = at;
+          } else {
+            channel.rejected++;
+            problem('retained', `the ranks sent more than ${maxRetained >= 1 << 20 ? `${maxRetained >> 20} MiB` : `${maxRetained >> 10} KiB`} of messages to keep (${name()} among them): later ones were not kept`);
+          }
+        }
         channel.onMessage?.(connection, m);
+      }
+      if (connection === null && buffered.length > MAX_HELLO_BYTES) {
+        channel.rejected++;
+        problem(`token ${socket.remoteAddress}`, `${who} did not show this job's token: it was not heard`);
+        socket.destroy();
+        return;
       }
       if (buffered.length > MAX_LINE_BYTES) {
         channel.rejected++;
