@@ -179,6 +179,34 @@ describe('a run.json nested too deep', () => {
   });
 });
 
+// Attack round 5, finding D: a 3 MB run.json whose result held 200,000 invalid ranks froze serve mode for everyone
+// during reports.generate (a schema builds one error per entry: 13 s of garbage collection in one trace).
+describe('a run.json holding an array of 200,000 bad entries', () => {
+  const id = '20261121-000005-long00';
+  const other = '20261121-000006-fine00';
+  beforeAll(() => {
+    plant(id, JSON.stringify({ ...record(id, { target: { kind: 'script', command: ['python', 'x.py'], cwd: '/w', env: {} } }), kind: 'benchmark', result: { ranks: Array.from({ length: 200_000 }, () => ({ r: 1 })) } }));
+    plant(other, JSON.stringify(record(other)));
+  });
+
+  it('is named for what it is by runs.get, runs.list and reports.generate, in well under a second each', async () => {
+    const t0 = Date.now();
+    const err = await s.services.router.dispatch('runs.get', { id }).then(
+      () => null,
+      (e: unknown) => e as ApiError,
+    );
+    expect(err!.message).toContain(`runs/${id}/run.json is holding an array of more than 16,384 entries: not a file Trainbench wrote`);
+    const list = (await s.services.router.dispatch('runs.list', {})) as RunSummary[];
+    expect(list.find((r) => r.id === id)?.problem).toContain('holding an array of more than 16,384 entries');
+    const report = await s.services.router.dispatch('reports.generate', { runIds: [id, other] }).then(
+      () => null,
+      (e: unknown) => e as ApiError,
+    );
+    expect(report?.message ?? '').toContain('holding an array of more than 16,384 entries');
+    expect(Date.now() - t0).toBeLessThan(3000);
+  }, 60_000);
+});
+
 describe('a run.json with huge strings (re-attack: 300 hard links to a 16 MB file took the server past its heap)', () => {
   const long = '20261121-000003-long00';
   const huge = '20261121-000004-huge00';

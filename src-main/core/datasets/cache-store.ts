@@ -14,6 +14,8 @@ import { processExists } from '../common/process-exists';
 
 /** A manifest lists fields and shards: even a terabyte cache's is far below this. */
 const MAX_MANIFEST_BYTES = 16 * MiB;
+/** A cache's shards and source files: a dataset of a folder of many files lists each (bounded by the bytes anyway). */
+const MAX_MANIFEST_ARRAY_ENTRIES = 262_144;
 
 export const DATASETS_DIR = 'datasets';
 export const TMP_PREFIX = '.tmp-';
@@ -29,7 +31,7 @@ export async function readManifest(workspace: Workspace, dir: string): Promise<C
   const shown = shownPath(workspace, path.resolve(workspace.root, file));
   let raw: unknown;
   try {
-    raw = await readJsonCapped(workspace, file, MAX_MANIFEST_BYTES);
+    raw = await readJsonCapped(workspace, file, MAX_MANIFEST_BYTES, MAX_MANIFEST_ARRAY_ENTRIES);
   } catch (err) {
     throw new ApiError('E_DATA', isMissing(err) ? `${shownPath(workspace, path.resolve(workspace.root, dir))} has no manifest.json` : (err as Error).message);
   }

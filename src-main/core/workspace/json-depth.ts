@@ -1,8 +1,17 @@
-// JSON from the workspace is data from another rig: nesting is counted before parsing, so a planted file
-// nested 100,000 deep is named for what it is instead of costing a parser's stack or a schema's time.
+// JSON from the workspace is data from another rig: its shape is checked before parsing, so a planted file nested
+// 100,000 deep, or holding an array of 200,000 bad entries (a schema builds one error per entry, seconds of the
+// server's time), is named for what it is instead of costing a parser's stack or a schema's time.
 
-/** Whether JSON text opens more than `max` objects and arrays inside one another; counted without parsing (no recursion), brackets in strings skipped. */
-export function nestedDeeperThan(text: string, max: number): boolean {
+/** The most entries an array in a file Trainbench writes holds: ranks of a job (4,096 at most), a curve's 2,000 points. */
+export const MAX_JSON_ARRAY_ENTRIES = 16_384;
+
+/**
+ * What is wrong with the shape of JSON text, or null: more than `maxDepth` objects and arrays inside one another, or
+ * an array of more than `maxArray` entries. Counted without parsing (no recursion), brackets and commas in strings skipped.
+ */
+export function jsonShapeProblem(text: string, maxDepth: number, maxArray = MAX_JSON_ARRAY_ENTRIES): string | null {
+  // Per open bracket: the commas seen directly inside it so far (-1 for an object, whose commas are not entries).
+  const commas = new Int32Array(maxDepth + 1);
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -12,8 +21,12 @@ export function nestedDeeperThan(text: string, max: number): boolean {
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) return true;
-    } else if (c === 0x7d || c === 0x5d) depth--;
+      if (++depth > maxDepth) return `nested too deep (more than ${maxDepth} levels of objects and arrays)`;
+      commas[depth] = c === 0x5b ? 0 : -1;
+    } else if (c === 0x7d || c === 0x5d) depth = Math.max(0, depth - 1);
+    else if (c === 0x2c && depth > 0 && commas[depth] >= 0 && ++commas[depth] >= maxArray) {
+      return `holding an array of more than ${maxArray.toLocaleString('en-US')} entries`;
+    }
   }
-  return false;
+  return null;
 }

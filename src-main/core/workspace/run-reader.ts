@@ -14,7 +14,7 @@ import { type FileCut, jsonlLinesBounded } from './jsonl-lines';
 import { processExists } from '../common/process-exists';
 import { readRunAnnotation } from './run-notes';
 import { readRunTelemetryCut } from './run-telemetry';
-import { nestedDeeperThan } from './json-depth';
+import { jsonShapeProblem } from './json-depth';
 import { entryProblem, isFolder, isMissing, listFolder, MiB, readTail, readTextCapped } from './workspace-files';
 
 const MAX_STEP_EVENTS = 2000;
@@ -258,9 +258,8 @@ export async function readRun(workspace: Workspace, id: string): Promise<{ recor
   } catch (err) {
     return { record: null, problem: `cannot read runs/${id}/run.json: ${(err as Error).message}` };
   }
-  if (nestedDeeperThan(text, MAX_RUN_JSON_DEPTH)) {
-    return { record: null, problem: `runs/${id}/run.json is nested too deep (more than ${MAX_RUN_JSON_DEPTH} levels of objects and arrays): not a file Trainbench wrote, so it is not read` };
-  }
+  const shape = jsonShapeProblem(text, MAX_RUN_JSON_DEPTH);
+  if (shape) return { record: null, problem: `runs/${id}/run.json is ${shape}: not a file Trainbench wrote, so it is not read` };
   return parseRunRecord(text);
 }
 

@@ -20,7 +20,7 @@ import { ApiError } from '../../api/errors';
 import { jsonProblem } from '../../api/format-issues';
 import { renameReplacing, writeFileAtomicIn, writeTempIn } from './atomic-write';
 import { isMissing, WorkspaceFileError } from './file-error';
-import { nestedDeeperThan } from './json-depth';
+import { jsonShapeProblem } from './json-depth';
 import { type HeldFolder, holdFolder, type Made, throughProcFd } from './held-folder';
 import type { Workspace } from './workspace';
 
@@ -152,13 +152,14 @@ export async function readTextCapped(workspace: Workspace, file: string, maxByte
 /** Objects and arrays inside one another, at most, in a JSON file of the workspace (Trainbench writes a few). */
 export const MAX_JSON_DEPTH = 256;
 
-/** A JSON file's value; a parse error names the file and the position, never its text; one nested too deep is refused unparsed. */
-export async function readJsonCapped(workspace: Workspace, file: string, maxBytes: number): Promise<unknown> {
+/** A JSON file's value; a parse error names the file and the position, never its text; one nested too deep or with an array too long is refused unparsed. */
+export async function readJsonCapped(workspace: Workspace, file: string, maxBytes: number, maxArrayEntries?: number): Promise<unknown> {
   const text = await readTextCapped(workspace, file, maxBytes);
-  if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
+  const shape = jsonShapeProblem(text, MAX_JSON_DEPTH, maxArrayEntries);
+  if (shape) {
     // A 16 MiB manifest nested that deep cost a second of the server's time and its memory, for nothing.
     const shown = shownPath(workspace, confinedPath(workspace, file));
-    throw new WorkspaceFileError('not-json', shown, `${shown} is nested too deep (more than ${MAX_JSON_DEPTH} levels of objects and arrays): not a file Trainbench wrote, so it is not read`);
+    throw new WorkspaceFileError('not-json', shown, `${shown} is ${shape}: not a file Trainbench wrote, so it is not read`);
   }
   try {
     return JSON.parse(text);
