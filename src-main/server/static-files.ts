@@ -19,11 +19,25 @@ const MIME: Record<string, string> = {
 
 /** A response its client stops reading gets this long before its connection is closed (a page's asset takes ms). */
 const STALL_MS = 60_000;
+/**
+ * Responses one connection may have under way at once. Browsers do not pipeline requests; a client that sends
+ * dozens on a connection it never reads would have each buffered here (2 GB for 520 such connections).
+ */
+const MAX_PIPELINED = 2;
 
 /** Serves the built renderer; unknown paths fall back to index.html for the router. */
 export function staticHandler(rootDir: string, log: (line: string) => void, stallMs = STALL_MS) {
   const root = path.resolve(rootDir);
+  const underWay = new WeakMap<object, number>();
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const socket = req.socket;
+    const n = (underWay.get(socket) ?? 0) + 1;
+    if (n > MAX_PIPELINED) {
+      socket.destroy();
+      return;
+    }
+    underWay.set(socket, n);
+    res.once('close', () => underWay.set(socket, (underWay.get(socket) ?? 1) - 1));
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD' }).end();
       return;

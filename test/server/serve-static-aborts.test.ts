@@ -85,4 +85,26 @@ describe.skipIf(process.platform !== 'linux')('static files whose clients go awa
       await server.close();
     }
   });
+
+  it('close a connection that sends more requests at once than a browser would, before buffering their files', async () => {
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined });
+    try {
+      const closed = await new Promise<boolean>((resolve) => {
+        const s = net.connect(server.port, '127.0.0.1', () => {
+          s.write('GET /big.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'.repeat(30));
+        });
+        s.pause(); // never read
+        s.on('close', () => resolve(true));
+        s.on('error', () => resolve(true));
+        // A paused socket sees its end only once read: look from the server's side instead, by writing.
+        setTimeout(() => {
+          s.resume();
+          setTimeout(() => resolve(s.destroyed), 1000);
+        }, 500);
+      });
+      expect(closed).toBe(true);
+    } finally {
+      await server.close();
+    }
+  });
 });
