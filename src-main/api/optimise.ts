@@ -194,7 +194,7 @@ export type DiagnosisFinding = z.infer<typeof DiagnosisFindingSchema>;
 
 export const DiagnosisSchema = z.object({
   /** The verdict in one word: what bounds the step. */
-  bound: z.enum(['data', 'h2d', 'compute', 'host-overhead', 'unknown']),
+  bound: z.enum(['data', 'h2d', 'compute', 'communication', 'host-overhead', 'unknown']),
   summary: z.string(),
   findings: z.array(DiagnosisFindingSchema),
 });
@@ -244,6 +244,11 @@ export const WizardBaselineSchema = z.object({
   device: z.string(),
   /** Samples per joule of GPU energy, median with its CI, where every repetition had power readings. */
   samplesPerJoule: IntervalSchema.optional(),
+  /**
+   * A job of several ranks (a script under torchrun): the median share of the step its launches waited in DDP's
+   * all-reduces after the last rank arrived, and the straggler their collectives named (null: none).
+   */
+  collectives: z.object({ exposedShare: z.number(), straggler: z.number().int().nullable(), phase: z.enum(['data', 'compute', 'host']).nullable() }).optional(),
 });
 export const WizardFinalSchema = z.object({
   /** The kept changes, in order. */

@@ -198,7 +198,7 @@ describe('the knob table', () => {
     expect(new Set(engineSettings()).size).toBe(ENGINE_KNOBS.length);
     expect(new Set(scriptSettings()).size).toBe(SCRIPT_KNOBS_IN_ORDER.length);
     for (const bound of BOUNDS) expect(new Set(ENGINE_KNOBS.map((k) => k.rank[bound])).size, `engine ranks for ${bound}`).toBe(ENGINE_KNOBS.length);
-    for (const bound of ['data', 'compute'] as const) expect(new Set(SCRIPT_KNOBS_IN_ORDER.map((k) => k.rank[bound])).size, `script ranks for ${bound}`).toBe(SCRIPT_KNOBS_IN_ORDER.length);
+    for (const bound of ['data', 'compute', 'communication'] as const) expect(new Set(SCRIPT_KNOBS_IN_ORDER.map((k) => k.rank[bound])).size, `script ranks for ${bound}`).toBe(SCRIPT_KNOBS_IN_ORDER.length);
   });
 
   it('has every knob offered somewhere, and a reason on each target that does not offer it', () => {
@@ -284,6 +284,39 @@ describe("the script's order follows what bounds its step (issue 28)", () => {
       'copy.non_blocking',
       'dataloader.persistent_workers',
     ]);
+  });
+
+  it('a job of several ranks waiting in its all-reduces tries DDP\'s settings first, then the loader, then the model (issue 40)', () => {
+    expect(scriptOrder('communication').map((k) => k.setting)).toEqual([
+      'ddp.bucket_cap_mb',
+      'ddp.gradient_as_bucket_view',
+      'ddp.static_graph',
+      'dataloader.num_workers',
+      'dataloader.prefetch_factor',
+      'dataloader.pin_memory',
+      'copy.non_blocking',
+      'amp.dtype',
+      'matmul.precision',
+      'compile.mode',
+      'memory.channels_last',
+      'cudnn.benchmark',
+      'optim.impl',
+      'optim.set_to_none',
+      'dataloader.batch_size',
+      'dataloader.persistent_workers',
+    ]);
+    const waiting = { phasesPercent: { data: 4 }, collectives: { exposedShare: 0.6, straggler: null, phase: null } };
+    expect(scriptBound(waiting)).toBe('communication');
+    expect(scriptBoundText(waiting)).toBe(
+      "data wait 4.0% of the step (at most 10%); 60.0% of it waits in all-reduces after the last rank arrived (over 10%): communication sets the pace, so DDP's settings are tried first",
+    );
+    // The data wait comes first: a loader-bound rank makes the others wait at the all-reduce too.
+    expect(scriptBound({ ...waiting, phasesPercent: { data: 30 } })).toBe('data');
+    const late = { phasesPercent: { data: 4 }, collectives: { exposedShare: 0.08, straggler: 1, phase: 'host' as const } };
+    expect(scriptBound(late)).toBe('compute');
+    expect(scriptBoundText(late)).toBe(
+      'data wait 4.0% of the step (at most 10%); 8.0% of it waits in all-reduces after the last rank arrived: the compute sets the pace, so the model\'s settings (mixed precision, compile, channels_last) are tried first; rank 1 is the straggler, late in host work',
+    );
   });
 
   it("takes the bound from the baseline's data wait, at the engine diagnosis's threshold", () => {

@@ -20,6 +20,7 @@ const rep = (stepMs: number, compile: ScriptRepetition['compile'] = null): Scrip
   loader: null,
   compile,
   conditions: null,
+  collectives: null,
 });
 
 describe("a compile trial's pay-off", () => {

@@ -9,6 +9,8 @@ import type { ScriptBound } from './knob';
 export const DIAGNOSIS_THRESHOLDS = {
   dataWaitShare: 0.1,
   h2dShare: 0.1,
+  /** A job of several ranks: the step's share waiting in all-reduces after the last rank arrived, above which communication sets the pace. */
+  exposedCommunicationShare: 0.1,
   /** Forward, loss, backward and optimizer together above this: the arithmetic sets the pace. */
   computeShare: 0.7,
   /** Step time no timer accounts for (launches, host work, synchronisation). */
@@ -126,6 +128,7 @@ export function diagnose(b: OptimiseBaseline, steps?: number): Diagnosis {
     data: 'waiting for data',
     h2d: 'waiting for host-to-device copies',
     compute: 'arithmetic (forward, loss, backward, optimizer)',
+    communication: 'waiting in all-reduces between ranks',
     'host-overhead': 'time no phase accounts for (launch and host overhead)',
     unknown: 'nothing measured',
   };
@@ -133,24 +136,39 @@ export function diagnose(b: OptimiseBaseline, steps?: number): Diagnosis {
   return { bound, summary: `${pct(value)} of the ${ms(b.stepMs)} step is ${words[bound]}: the step is ${bound === 'compute' ? 'compute' : bound}-bound.`, findings };
 }
 
-// A script's bound: its probe times the data wait, not the engine's phases, so it rests on that alone.
+// A script's bound: its probe times the data wait, not the engine's phases, and on a job of several ranks the time its
+// ranks wait in all-reduces; the bound rests on those alone.
+type ScriptBaseline = { phasesPercent: { data: number }; collectives?: { exposedShare: number; straggler: number | null; phase: 'data' | 'compute' | 'host' | null } };
+
 /**
- * What bounds a script's step, from its baseline's phases: the data wait past the engine's threshold puts
- * the DataLoader's knobs first; otherwise the model's (mixed precision, compile, channels_last) go first.
+ * What bounds a script's step, from its baseline: the data wait past the engine's threshold puts the DataLoader's knobs
+ * first; on a job of several ranks, the step waiting in all-reduces past its threshold puts DDP's first; otherwise the
+ * model's (mixed precision, compile, channels_last) go first.
  */
-export function scriptBound(baseline: { phasesPercent: { data: number } }): ScriptBound {
-  return baseline.phasesPercent.data > 100 * DIAGNOSIS_THRESHOLDS.dataWaitShare ? 'data' : 'compute';
+export function scriptBound(baseline: ScriptBaseline): ScriptBound {
+  if (baseline.phasesPercent.data > 100 * DIAGNOSIS_THRESHOLDS.dataWaitShare) return 'data';
+  return (baseline.collectives?.exposedShare ?? 0) > DIAGNOSIS_THRESHOLDS.exposedCommunicationShare ? 'communication' : 'compute';
 }
 
-/** The bound in words, for the wizard's output: what it rests on and what goes first. */
-export function scriptBoundText(baseline: { phasesPercent: { data: number } }): string {
+const LATE_IN = { data: 'waiting for data', compute: 'compute', host: 'host work' } as const;
+
+/** The bound in words, for the wizard's output: what it rests on and what goes first, and the straggler where one was named. */
+export function scriptBoundText(baseline: ScriptBaseline): string {
   const data = `data wait ${baseline.phasesPercent.data.toFixed(1)}% of the step`;
-  return scriptBound(baseline) === 'data'
-    ? `${data} (over ${100 * DIAGNOSIS_THRESHOLDS.dataWaitShare}%): the loader's settings are tried first`
-    : `${data} (at most ${100 * DIAGNOSIS_THRESHOLDS.dataWaitShare}%): the compute sets the pace, so the model's settings (mixed precision, compile, channels_last) are tried first`;
+  const c = baseline.collectives;
+  const comm = c ? `; ${(100 * c.exposedShare).toFixed(1)}% of it waits in all-reduces after the last rank arrived` : '';
+  const straggler = c && c.straggler !== null ? `; rank ${c.straggler} is the straggler${c.phase ? `, late in ${LATE_IN[c.phase]}` : ''}` : '';
+  const bound = scriptBound(baseline);
+  const order =
+    bound === 'data'
+      ? `(over ${100 * DIAGNOSIS_THRESHOLDS.dataWaitShare}%): the loader's settings are tried first`
+      : bound === 'communication'
+        ? `(at most ${100 * DIAGNOSIS_THRESHOLDS.dataWaitShare}%)${comm} (over ${100 * DIAGNOSIS_THRESHOLDS.exposedCommunicationShare}%): communication sets the pace, so DDP's settings are tried first`
+        : `(at most ${100 * DIAGNOSIS_THRESHOLDS.dataWaitShare}%)${comm}: the compute sets the pace, so the model's settings (mixed precision, compile, channels_last) are tried first`;
+  return `${data} ${order}${straggler}`;
 }
 
-/** The bound as the wizard's diagnosis (both targets' results carry one): from the data wait alone, no findings. */
-export function scriptDiagnosis(baseline: { phasesPercent: { data: number } }): Diagnosis {
+/** The bound as the wizard's diagnosis (both targets' results carry one): from the data wait and the collectives, no findings. */
+export function scriptDiagnosis(baseline: ScriptBaseline): Diagnosis {
   return { bound: scriptBound(baseline), summary: scriptBoundText(baseline), findings: [] };
 }

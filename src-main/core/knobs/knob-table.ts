@@ -31,7 +31,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     kind: 'pipeline',
     engine: {
       setting: 'readFrom',
-      rank: { data: 0, h2d: 20, compute: 30, 'host-overhead': 20, unknown: 0 },
+      rank: { data: 0, h2d: 20, compute: 30, communication: 30, 'host-overhead': 20, unknown: 0 },
       evidence: ['reading-source', 'data-wait'],
       propose: (c) =>
         c.readFrom === 'source'
@@ -52,7 +52,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     kind: 'pipeline',
     engine: {
       setting: 'loaderWorkers',
-      rank: { data: 10, h2d: 30, compute: 40, 'host-overhead': 30, unknown: 10 },
+      rank: { data: 10, h2d: 30, compute: 40, communication: 40, 'host-overhead': 30, unknown: 10 },
       evidence: ['data-wait'],
       propose: (c, ctx) => {
         const w = c.options.loaderWorkers;
@@ -63,7 +63,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
     script: {
       setting: 'dataloader.num_workers',
-      rank: { data: 0, compute: 60 },
+      rank: { data: 0, compute: 60, communication: 10 },
       propose: (o, ctx) => {
         const w = effective(o, ctx).workers;
         // From none, straight to two: one worker process only moves the same work elsewhere.
@@ -79,7 +79,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     kind: 'pipeline',
     engine: {
       setting: 'prefetch',
-      rank: { data: 20, h2d: 40, compute: 50, 'host-overhead': 40, unknown: 20 },
+      rank: { data: 20, h2d: 40, compute: 50, communication: 50, 'host-overhead': 40, unknown: 20 },
       evidence: ['data-wait'],
       propose: (c) => {
         const p = c.options.prefetch;
@@ -89,7 +89,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
     script: {
       setting: 'dataloader.prefetch_factor',
-      rank: { data: 10, compute: 70 },
+      rank: { data: 10, compute: 70, communication: 11 },
       propose: (o, ctx) => {
         const e = effective(o, ctx);
         const step = { from: e.prefetch, to: Math.min(MAX_PREFETCH, e.prefetch * 2), hypothesis: 'more batches ready ahead per worker absorb uneven loading times' };
@@ -103,7 +103,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     kind: 'pipeline',
     engine: {
       setting: 'gpuPrefetch',
-      rank: { data: 30, h2d: 0, compute: 60, 'host-overhead': 50, unknown: 30 },
+      rank: { data: 30, h2d: 0, compute: 60, communication: 60, 'host-overhead': 50, unknown: 30 },
       evidence: ['h2d-wait'],
       propose: (c, ctx) => {
         const g = c.options.gpuPrefetch;
@@ -120,7 +120,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     kind: 'pipeline',
     engine: {
       setting: 'pinnedMemory',
-      rank: { data: 40, h2d: 10, compute: 70, 'host-overhead': 70, unknown: 70 },
+      rank: { data: 40, h2d: 10, compute: 70, communication: 70, 'host-overhead': 70, unknown: 70 },
       evidence: [],
       propose: () => ({
         skip: { from: true, to: true, label: 'pinned host memory', hypothesis: 'pinned buffers copy to the device without a staging copy' },
@@ -129,7 +129,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
     script: {
       setting: 'dataloader.pin_memory',
-      rank: { data: 20, compute: 80 },
+      rank: { data: 20, compute: 80, communication: 12 },
       propose: (o, ctx) => {
         if (effective(o, ctx).pin) return { settled: 'the loader already pins its batches' };
         const step = { from: false, to: true, hypothesis: 'page-locked batches copy to the GPU without a staging copy, and asynchronously' };
@@ -143,7 +143,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: "the engine copies its batches on a copy stream of its own, always asynchronously (see GPU prefetch)" },
     script: {
       setting: 'copy.non_blocking',
-      rank: { data: 25, compute: 85 },
+      rank: { data: 25, compute: 85, communication: 13 },
       propose: (o, ctx) => {
         if (o['copy.non_blocking']) return { settled: "the script's copies of pinned batches are non-blocking already" };
         const step = {
@@ -162,7 +162,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     kind: 'numerics',
     engine: {
       setting: 'precision',
-      rank: { data: 60, h2d: 50, compute: 0, 'host-overhead': 60, unknown: 40 },
+      rank: { data: 60, h2d: 50, compute: 0, communication: 0, 'host-overhead': 60, unknown: 40 },
       evidence: ['compute-bound', 'memory-full'],
       propose: (c, ctx) => {
         if (c.options.precision !== 'fp32') return { settled: `the target already computes in ${c.options.precision}` };
@@ -177,7 +177,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
     script: {
       setting: 'amp.dtype',
-      rank: { data: 35, compute: 0 },
+      rank: { data: 35, compute: 0, communication: 20 },
       propose: (o, ctx) => {
         if (ctx.autocast) return { settled: `the script runs its forward under its own autocast (${ctx.autocast}) already` };
         if (o['amp.dtype']) return { settled: `the model computes in ${o['amp.dtype']} already` };
@@ -210,7 +210,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: "the engine lays out its convolutions' tensors itself: there is no memory format to choose" },
     script: {
       setting: 'memory.channels_last',
-      rank: { data: 37, compute: 20 },
+      rank: { data: 37, compute: 20, communication: 23 },
       propose: (o, ctx) => {
         if (o['memory.channels_last']) return { settled: 'the model runs channels_last already' };
         if (!ctx.models.length) return NO_MODEL;
@@ -225,7 +225,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     kind: 'pipeline',
     engine: {
       setting: 'cudaGraph',
-      rank: { data: 70, h2d: 70, compute: 10, 'host-overhead': 0, unknown: 50 },
+      rank: { data: 70, h2d: 70, compute: 10, communication: 10, 'host-overhead': 0, unknown: 50 },
       evidence: ['host-overhead'],
       propose: (c, ctx) => {
         if (c.options.cudaGraph) return { settled: 'CUDA graphs are already on' };
@@ -242,7 +242,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     kind: 'recipe',
     engine: {
       setting: 'batchSize',
-      rank: { data: 50, h2d: 60, compute: 20, 'host-overhead': 10, unknown: 60 },
+      rank: { data: 50, h2d: 60, compute: 20, communication: 20, 'host-overhead': 10, unknown: 60 },
       evidence: ['memory-room', 'host-overhead'],
       propose: (c, ctx) => {
         const b = c.options.batchSize;
@@ -264,7 +264,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     },
     script: {
       setting: 'dataloader.batch_size',
-      rank: { data: 50, compute: 50 },
+      rank: { data: 50, compute: 50, communication: 30 },
       propose: (o, ctx) => {
         const b = effective(o, ctx).batch;
         if (b === null) return { settled: "the probe saw no batch size on the script's DataLoader, so there is nothing to double" };
@@ -284,7 +284,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     kind: 'recipe',
     engine: {
       setting: 'accumulation',
-      rank: { data: 80, h2d: 80, compute: 80, 'host-overhead': 80, unknown: 80 },
+      rank: { data: 80, h2d: 80, compute: 80, communication: 80, 'host-overhead': 80, unknown: 80 },
       evidence: [],
       propose: (c) => ({
         skip: { from: c.options.accumulation, to: c.options.accumulation * 2, label: 'gradient accumulation x2 at half the micro-batch', hypothesis: 'the same update from smaller micro-batches' },
@@ -298,7 +298,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     kind: 'recipe',
     engine: {
       setting: 'sampleRatio',
-      rank: { data: 90, h2d: 90, compute: 90, 'host-overhead': 90, unknown: 90 },
+      rank: { data: 90, h2d: 90, compute: 90, communication: 90, 'host-overhead': 90, unknown: 90 },
       evidence: [],
       propose: (c) => ({
         skip: { from: c.options.sampleRatio, to: c.options.sampleRatio, label: 'sample ratio', hypothesis: 'fewer samples per epoch' },
@@ -313,7 +313,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: 'the engine runs its own kernels and cuBLASLt, not cuDNN: there are no cuDNN algorithms to choose' },
     script: {
       setting: 'cudnn.benchmark',
-      rank: { data: 30, compute: 30 },
+      rank: { data: 30, compute: 30, communication: 24 },
       propose: (o, ctx) => {
         if (effective(o, ctx).cudnnBenchmark) return { settled: 'cudnn.benchmark is already on' };
         const step = { from: false, to: true, hypothesis: 'cuDNN times its convolution algorithms once and keeps the fastest (it may pick a different, equally valid algorithm)' };
@@ -327,7 +327,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: "the engine's float32 matmuls compute in full float32; its faster arithmetic is the precision knob" },
     script: {
       setting: 'matmul.precision',
-      rank: { data: 40, compute: 5 },
+      rank: { data: 40, compute: 5, communication: 21 },
       propose: (o, ctx) => {
         const m = effective(o, ctx).matmul;
         if (m !== 'highest') return { settled: `the float32 matmul precision is already ${m}` };
@@ -342,7 +342,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: "the engine's optimizer step is its own kernel over all parameters: there is no other implementation to choose" },
     script: {
       setting: 'optim.impl',
-      rank: { data: 45, compute: 40 },
+      rank: { data: 45, compute: 40, communication: 25 },
       propose: (o, ctx) => {
         const seen = ctx.optimizer;
         if (!seen) return { settled: 'the probe has seen no optimizer the script made' };
@@ -363,7 +363,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: "the engine's step is compiled ahead of time, into its own fused kernels: there is no graph compiler to turn on" },
     script: {
       setting: 'compile.mode',
-      rank: { data: 39, compute: 10 },
+      rank: { data: 39, compute: 10, communication: 22 },
       propose: (o, ctx) => {
         if (o['compile.mode']) return { settled: `the model is compiled already (mode ${o['compile.mode']})` };
         if (!ctx.models.length) return NO_MODEL;
@@ -385,7 +385,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: "the engine's backward writes each gradient whole, so there are no zeros to write first" },
     script: {
       setting: 'optim.set_to_none',
-      rank: { data: 46, compute: 42 },
+      rank: { data: 46, compute: 42, communication: 26 },
       propose: (o, ctx) => {
         if (o['optim.set_to_none'] || ctx.zeroGradToNone === true) return { settled: "the script's zero_grad() drops the gradients already (torch 2.x's default)" };
         if (ctx.zeroGradToNone === null) return { settled: 'the probe saw no zero_grad() call in the script' };
@@ -405,7 +405,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: 'the engine trains on one device: it has no gradients to all-reduce between ranks' },
     script: {
       setting: 'ddp.bucket_cap_mb',
-      rank: { data: 47, compute: 43 },
+      rank: { data: 47, compute: 43, communication: 0 },
       propose: (o, ctx) => {
         const none = noAllReduce(ctx);
         if (none) return none;
@@ -429,7 +429,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: 'the engine trains on one device: it has no all-reduce buckets to alias' },
     script: {
       setting: 'ddp.gradient_as_bucket_view',
-      rank: { data: 48, compute: 44 },
+      rank: { data: 48, compute: 44, communication: 1 },
       propose: (o, ctx) => {
         const none = noAllReduce(ctx);
         if (none) return none;
@@ -450,7 +450,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: "the engine's step is one fixed graph already: there is no DDP bookkeeping to skip" },
     script: {
       setting: 'ddp.static_graph',
-      rank: { data: 49, compute: 45 },
+      rank: { data: 49, compute: 45, communication: 2 },
       propose: (o, ctx) => {
         const none = noAllReduce(ctx);
         if (none) return none;
@@ -472,7 +472,7 @@ export const KNOB_TABLE: readonly Knob[] = [
     engine: { notOffered: "the engine's loader threads live for the whole run: a new epoch only gives them a new order" },
     script: {
       setting: 'dataloader.persistent_workers',
-      rank: { data: 60, compute: 90 },
+      rank: { data: 60, compute: 90, communication: 40 },
       propose: (o, ctx) => {
         const e = effective(o, ctx);
         return {

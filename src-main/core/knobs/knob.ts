@@ -102,9 +102,10 @@ export interface EngineOffer {
 
 /**
  * What bounds a script's step, from its baseline: the data wait (its DataLoader's next() over more than a
- * tenth of the step, the engine's diagnosis threshold) or the compute (forward, backward, optimizer).
+ * tenth of the step, the engine's diagnosis threshold), on a job of several ranks the all-reduces (the step waiting
+ * in them after the last rank arrived), or the compute (forward, backward, optimizer).
  */
-export type ScriptBound = 'data' | 'compute';
+export type ScriptBound = 'data' | 'compute' | 'communication';
 
 /** A knob as the probe offers it on a user's script. */
 export interface ScriptOffer {

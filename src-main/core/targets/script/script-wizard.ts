@@ -256,6 +256,7 @@ class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
       phasesPercent: phaseShares(phasesMs),
       device: base[0].device,
       ...(perJoule ? { samplesPerJoule: medianInterval(perJoule) } : {}),
+      ...baselineCollectives(base),
     };
   }
 
@@ -269,4 +270,10 @@ class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
     this.events.emit('optimise.progress', full);
     this.options.onProgress?.(full);
   }
+}
+
+/** A job of several ranks: the baseline launch with the median exposed communication speaks for it (its straggler too). */
+function baselineCollectives(base: readonly ScriptRepetition[]): { collectives?: NonNullable<ScriptRepetition['collectives']> } {
+  const timed = base.flatMap((m) => (m.collectives ? [m.collectives] : [])).sort((a, b) => a.exposedShare - b.exposedShare);
+  return timed.length ? { collectives: timed[Math.floor(timed.length / 2)] } : {};
 }

@@ -9,7 +9,7 @@ import { repetitionEnergy } from '../../telemetry/energy';
 import type { TelemetryService } from '../../telemetry/telemetry-service';
 import { probeDir } from '../../script/launcher';
 import type { RankSummary } from '../../script/rank-stats';
-import { combineRanks, summarizeRank } from '../../script/rank-stats';
+import { combineRanks, rankCollectives, summarizeRank } from '../../script/rank-stats';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
 import { scriptProposals, scriptRandomStreams } from '../../knobs/knob-table';
 import type { TrialRecord } from '../../script/measured-launch';
@@ -30,6 +30,8 @@ export interface ScriptRepetition extends Repetition {
   compile: { seconds: number; compilations: number; inMeasuredSteps: number } | null;
   /** What else the machine did over the measured steps; null without telemetry. */
   conditions: Conditions | null;
+  /** A job of several ranks: the step's share waiting in all-reduces after the last rank arrived, and its straggler. */
+  collectives: { exposedShare: number; straggler: number | null; phase: 'data' | 'compute' | 'host' | null } | null;
 }
 
 
@@ -108,7 +110,9 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
     // The stream travels in the command's environment: measured-launch.ts has no option for it (yet).
     const target = stream === 0 ? r.target : { ...r.target, env: { ...r.target.env, [SEED_STREAM_ENV]: String(stream) } };
     const nodes = r.collector ? { collector: r.collector, followers: await this.nodes.open() } : {};
-    const trialOptions = { target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir, seed: r.seed, ...nodes };
+    // A job of several ranks is timed at its all-reduces in every launch, both sides of a pair alike (~0.2-0.3 ms a
+    // step): the baseline's say whether communication bounds it. A single process is not timed (the probe sees one rank).
+    const trialOptions = { target, overrides, warmupSteps: r.warmupSteps, steps: r.steps, timeoutMs: r.timeoutSeconds * 1000, probeDir: this.dir, seed: r.seed, timeCollectives: 'step' as const, ...nodes };
     const telemetryService = this.telemetry;
     let record: TrialRecord;
     let telemetry: TelemetrySummary | null;
@@ -152,7 +156,9 @@ export class ScriptLaunches implements WizardTarget<ScriptOverrides, ScriptRepet
     const compile = compiled?.type === 'compile' ? { seconds: compiled.seconds, compilations: compiled.compilations, inMeasuredSteps: compiled.inMeasuredSteps } : null;
     const device = ranks[0].rank.device;
     const energy = telemetry ? repetitionEnergy(telemetry, combined.samplesPerSec, device) : { samplesPerJoule: null, energyMissing: 'no telemetry was recorded over the launch' };
-    return { samplesPerSec: combined.samplesPerSec, loss, stepMs: combined.steadyStateMeanMs, phasesMs: combined.phasesMs, device, loader, compile, conditions, ...energy };
+    const c = rankCollectives(record.connections, r.warmupSteps, r.steps);
+    const collectives = c ? { exposedShare: c.exposedShare, straggler: c.straggler, phase: c.phase } : null;
+    return { samplesPerSec: combined.samplesPerSec, loss, stepMs: combined.steadyStateMeanMs, phasesMs: combined.phasesMs, device, loader, compile, conditions, collectives, ...energy };
   }
 
   /**
