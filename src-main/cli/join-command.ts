@@ -15,6 +15,8 @@ import { probeDir } from '../core/script/launcher';
 const STOP_GRACE_MS = 5000;
 /** A line from the measuring node is a launch's variables: a few KiB. */
 const MAX_LINE_BYTES = 1 << 20;
+/** Parts started a second at most: a launch takes seconds, so a hub sending more is not Trainbench's (the latest waits). */
+const MIN_LAUNCH_GAP_MS = 1000;
 
 /** This node's part with the probe's variables, in a process group of its own (its torchrun and ranks end together). */
 function start(command: string[], probe: Record<string, string>): ChildProcess {
@@ -82,6 +84,31 @@ async function follow(code: string, command: string[]): Promise<void> {
     process.exitCode = await new Promise<number>((resolve, reject) => {
       let buffered = '';
       let ended = false;
+      let lastStart = 0;
+      let waiting: ReturnType<typeof setTimeout> | null = null;
+      const launchNow = (n: number, probe: Record<string, string>) => {
+        waiting = null;
+        if (socket.destroyed) return;
+        stopPart(0); // a part still running belongs to a launch that has ended there
+        lastStart = Date.now();
+        const child = start(command, probe);
+        const mine = { n, child };
+        part = mine;
+        exited(child, command).then(
+          (status) => {
+            if (part === mine) part = null;
+            if (!socket.destroyed) socket.write(`${JSON.stringify({ type: 'exited', n, code: status })}\n`);
+          },
+          (err: Error) => reject(err),
+        );
+      };
+      /** Starts this node's part of launch n, or after the gap since the last start (a newer launch replaces it). */
+      const launchSoon = (n: number, probe: Record<string, string>) => {
+        if (waiting) clearTimeout(waiting);
+        const wait = lastStart + MIN_LAUNCH_GAP_MS - Date.now();
+        if (wait <= 0) launchNow(n, probe);
+        else waiting = setTimeout(() => launchNow(n, probe), wait);
+      };
       socket.setEncoding('utf8');
       socket.on('connect', () => {
         socket.write(`${JSON.stringify({ type: 'follow', token, node: os.hostname().slice(0, 255) })}\n`);
@@ -89,6 +116,7 @@ async function follow(code: string, command: string[]): Promise<void> {
       });
       socket.on('error', (err) => reject(new ApiError('E_BAD_INPUT', `cannot reach the measuring node at ${host}:${port}: ${err.message}`)));
       socket.on('close', () => {
+        if (waiting) clearTimeout(waiting);
         stopPart(STOP_GRACE_MS);
         if (ended) resolve(0);
         else reject(new ApiError('E_CANCELLED', 'the measuring node closed the job before it ended (refused: a wrong or old code, or it stopped); this node\'s part was stopped'));
@@ -107,7 +135,6 @@ async function follow(code: string, command: string[]): Promise<void> {
             continue;
           }
           if (m.type === 'launch' && typeof m.n === 'number') {
-            stopPart(0); // a part still running belongs to a launch that has ended there
             let probe: Record<string, string>;
             try {
               probe = probeEnvOf(m.env, (why) => new Error(why));
@@ -115,17 +142,12 @@ async function follow(code: string, command: string[]): Promise<void> {
               process.stderr.write(`trainbench join: launch ${m.n} ignored: ${(err as Error).message}\n`);
               continue;
             }
-            const child = start(command, probe);
-            const mine = { n: m.n, child };
-            part = mine;
-            exited(child, command).then(
-              (status) => {
-                if (part === mine) part = null;
-                if (!socket.destroyed) socket.write(`${JSON.stringify({ type: 'exited', n: mine.n, code: status })}\n`);
-              },
-              (err: Error) => reject(err),
-            );
-          } else if (m.type === 'stop' && part && part.n === m.n) stopPart(STOP_GRACE_MS);
+            launchSoon(m.n, probe);
+          } else if (m.type === 'stop') {
+            if (waiting) clearTimeout(waiting); // a launch not started yet has ended there already
+            waiting = null;
+            if (part && part.n === m.n) stopPart(STOP_GRACE_MS);
+          }
           else if (m.type === 'done') ended = true;
         }
       });
