@@ -85,6 +85,8 @@ describe.skipIf(!TORCH2.python)('a job of several ranks in the app', () => {
     // Timed once a step (the default): the buckets' bandwidth is not measured, and the panel says how it would be.
     expect(facts).toMatch(/Bus bandwidth\s+not measured: timed once a step \(timing each bucket measures it, at a cost to small steps\)/);
     expect(facts).toMatch(/Collectives\s+2 per step, 1\.6 MB in all \(one rank's\), timed together once a step/);
+    // The floor between the two ranks, measured after the job's steps on its own process group.
+    expect(facts).toMatch(/Floor between these ranks\s+[\d.]+ GB\/s bus bandwidth \(1\.6 MB all-reduced alone in [\d.]+ ms\)/);
     const ranks = await panel.getByTestId('rank-collectives-ranks').locator('tbody tr').allInnerTexts();
     expect(ranks).toHaveLength(2);
     expect(ranks[0]).toMatch(/^0\t\S+\t[+−][\d.]+ ± [\d.]+ ms\t\d+% of steps/);
