@@ -21,10 +21,6 @@ const MAX_CODE_CHARS = 1024;
 export interface Followers {
   /** What `trainbench join` takes on the other nodes. */
   code: string;
-  /** Nodes following now. */
-  count(): number;
-  /** Resolves true once `n` nodes follow, false after `timeoutMs`. */
-  waitFor(n: number, timeoutMs: number): Promise<boolean>;
   /** A launch starts here: every node starts its part with these variables (and a node that joins later, too). */
   launch(env: Readonly<Record<string, string>>): void;
   /** The launch ended here: the nodes end their part of it. */
@@ -64,7 +60,6 @@ export async function openFollowers(host: string): Promise<Followers> {
   const sockets = new Set<net.Socket>();
   let current: string | null = null;
   let launches = 0;
-  const waiting = new Set<() => void>();
   const send = (socket: net.Socket, message: object) => {
     if (!socket.destroyed) socket.write(`${JSON.stringify(message)}\n`);
   };
@@ -103,7 +98,6 @@ export async function openFollowers(host: string): Promise<Followers> {
       hello = Buffer.alloc(0);
       nodes.add(socket);
       if (current !== null) socket.write(current); // joined while a launch runs: it starts its part now
-      for (const wake of waiting) wake();
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -114,25 +108,6 @@ export async function openFollowers(host: string): Promise<Followers> {
   const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   return {
     code: encodeFollow(address, token),
-    count: () => nodes.size,
-    waitFor(n, timeoutMs) {
-      return new Promise((resolve) => {
-        const check = () => {
-          if (nodes.size < n) return false;
-          clearTimeout(timer);
-          waiting.delete(wake);
-          resolve(true);
-          return true;
-        };
-        const wake = () => void check();
-        const timer = setTimeout(() => {
-          waiting.delete(wake);
-          resolve(nodes.size >= n);
-        }, timeoutMs);
-        waiting.add(wake);
-        check();
-      });
-    },
     launch(env) {
       current = `${JSON.stringify({ type: 'launch', n: ++launches, env })}\n`;
       for (const s of nodes) s.write(current);
