@@ -86,6 +86,7 @@ export function buildProgram(): Command {
     .option('--host <address>', 'address to bind', '127.0.0.1')
     .option('--workspace <dir>', 'workspace folder', defaultWorkspaceDir())
     .option('--allow-scripts', 'let the workbench start your own training commands (script targets): code execution for whoever holds the token')
+    .option('--collector-host <address>', "a job across machines: the address of this machine other nodes reach, which requests may have the probes' collector listen on (loopback only otherwise)")
     .action(serveCommand);
 
   program.addCommand(trainCommand());

@@ -10,11 +10,12 @@ export interface ServeFlags {
   host: string;
   workspace: string;
   allowScripts?: boolean;
+  collectorHost?: string;
 }
 
 /** `trainbench serve`: the workbench in a browser, for rigs without a screen. */
 export async function serveCommand(opts: ServeFlags): Promise<void> {
-  const services = await createServices({ workspaceDir: opts.workspace, allowScripts: opts.allowScripts === true, downloads: { offered: true }, keepTelemetryHistory: true });
+  const services = await createServices({ workspaceDir: opts.workspace, allowScripts: opts.allowScripts === true, ...(opts.collectorHost ? { collectorHost: opts.collectorHost } : {}), downloads: { offered: true }, keepTelemetryHistory: true });
   await services.engine.start();
   const server = await startServer({
     services,
@@ -31,6 +32,7 @@ export async function serveCommand(opts: ServeFlags): Promise<void> {
   if (others.length) process.stdout.write(`and from other machines at\n${others.map((u) => `  ${u}\n`).join('')}`);
   process.stdout.write(`workspace: ${services.workspace.root}\n`);
   if (opts.allowScripts) process.stdout.write('scripts: allowed (--allow-scripts): whoever holds the token can run commands as you\n');
+  if (opts.collectorHost) process.stdout.write(`jobs across machines: requests may listen for other nodes' ranks on ${opts.collectorHost} (--collector-host)\n`);
   if (!isLoopbackHost(opts.host.toLowerCase())) {
     process.stdout.write(`warning: listening on ${opts.host}, not loopback; anyone who can reach it and has the token can use it\n`);
   }

@@ -41,6 +41,12 @@ export interface ServicesOptions {
    * when started with --allow-scripts. The CLI calls the services directly.
    */
   allowScripts?: boolean;
+  /**
+   * A job across machines (issue 40): the one address other than loopback a request may have the probes' collector
+   * and the follow hub listen on (serve's --collector-host). Any page can send serve requests: without it, a request
+   * cannot open a listener other machines reach. The CLI calls the services directly and takes any address.
+   */
+  collectorHost?: string;
   /** Serve mode: downloads.prepare hands out tickets its server streams zips for (limits: tests make them small). */
   downloads?: { offered: boolean; limits?: Partial<DownloadLimits> };
   /**
@@ -121,7 +127,10 @@ export async function createServices(options: ServicesOptions): Promise<Services
   const check = new CheckService(workspace, benchmarks, (request) => runnerFor(request, runners).kind === 'script');
   const search = batchSize;
   const guarded = <T extends object>(request: T): T => {
-    if (runnerFor(request, runners).kind === 'script') refuseScripts(options);
+    if (runnerFor(request, runners).kind === 'script') {
+      refuseScripts(options);
+      refuseCollector(options, request);
+    }
     return request;
   };
 
@@ -208,4 +217,17 @@ function refuseScripts(options: ServicesOptions): void {
       'this workbench does not start commands from requests: script targets run in the desktop app, from the CLI (trainbench benchmark-training -- python3 train.py), or in serve mode started with --allow-scripts',
     );
   }
+}
+
+/** Throws unless a request's collector listens on loopback, or on the one address the shell was started with. */
+function refuseCollector(options: ServicesOptions, request: object): void {
+  const c = (request as { collector?: { host?: unknown } }).collector;
+  if (!c || typeof c.host !== 'string') return;
+  const host = c.host.toLowerCase();
+  if (host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host) || host === options.collectorHost?.toLowerCase()) return;
+  const allowed = options.collectorHost ? `loopback or ${options.collectorHost}` : 'loopback';
+  throw new ApiError(
+    'E_FORBIDDEN',
+    `this workbench lets a request listen for other machines' ranks only on ${allowed}, not on ${JSON.stringify(c.host.slice(0, 64))}: serve mode is started with --collector-host ADDRESS for a job across machines (the CLI's --collector needs none)`,
+  );
 }

@@ -20,15 +20,34 @@ describe('script requests through the router', () => {
     }
   });
 
-  async function services(allowScripts?: boolean): Promise<Services> {
+  async function services(allowScripts?: boolean, collectorHost?: string): Promise<Services> {
     requireBuilt();
     const ws = tempDir();
-    const s = await createServices({ workspaceDir: ws.dir, engine: { entry: HOST_ENTRY }, allowScripts });
+    const s = await createServices({ workspaceDir: ws.dir, engine: { entry: HOST_ENTRY }, allowScripts, ...(collectorHost ? { collectorHost } : {}) });
     open.push({ services: s, cleanup: ws.cleanup });
     return s;
   }
 
   const request = (cwd: string) => ({ target: { kind: 'script', command: ['/bin/sh', '-c', 'touch ran-a-command'], cwd }, steps: 1, repeat: 2 });
+
+  // Issue 40: any page can send serve requests; a collector other machines reach is opened only where the user said.
+  it('with --allow-scripts, may have the collector listen on loopback or the --collector-host address only', async () => {
+    const cwd = tempDir();
+    const ask = (s: Services, host: string, method: string) => s.router.dispatch(method, { ...request(cwd.dir), collector: { host } }).catch((e: unknown) => e as ApiError);
+    const plain = await services(true);
+    for (const method of ['benchmark.training', 'optimise.start']) {
+      for (const host of ['0.0.0.0', '10.0.0.1', '::']) {
+        const err = await ask(plain, host, method);
+        expect((err as ApiError).code, `${method} ${host}`).toBe('E_FORBIDDEN');
+        expect((err as ApiError).message).toContain(`only on loopback, not on ${JSON.stringify(host)}: serve mode is started with --collector-host ADDRESS`);
+      }
+    }
+    const named = await services(true, '10.0.0.1');
+    expect(((await ask(named, '0.0.0.0', 'benchmark.training')) as ApiError).message).toContain('only on loopback or 10.0.0.1, not on "0.0.0.0"');
+    const { existsSync } = await import('node:fs');
+    expect(existsSync(`${cwd.dir}/ran-a-command`)).toBe(false);
+    cwd.cleanup();
+  });
 
   it('are refused by default (serve mode without --allow-scripts), naming how to allow them, and start nothing', async () => {
     const s = await services();
