@@ -32,6 +32,11 @@ export const ScriptCollectivesSchema = z.object({
    * measured (the script ran to its own end; absent in results from before it).
    */
   floor: z.object({ bytes: z.number(), ms: z.number(), busBytesPerSec: z.number() }).nullable().optional(),
+  /**
+   * Scaling efficiency (asked for with --one-node): the same job launched on this node alone, and the job's samples/s
+   * over `nodes` times that one node's (1: each node adds all it has).
+   */
+  scaling: z.object({ nodes: z.number().int().min(2), oneNodeSamplesPerSec: z.number(), efficiency: z.number() }).nullable().optional(),
   /** Collectives per step and their bytes (one rank's). */
   perStep: z.object({ count: z.number().int(), bytes: z.number() }),
   /**
@@ -68,4 +73,13 @@ export function floorWords(c: ScriptCollectives): string | null {
   const mb = f.bytes >= 1e6 ? `${(f.bytes / 1e6).toFixed(1)} MB` : `${(f.bytes / 1e3).toFixed(1)} kB`;
   const share = c.busBytesPerSec !== null && f.busBytesPerSec > 0 ? `; the job's all-reduces reach ${((100 * c.busBytesPerSec) / f.busBytesPerSec).toFixed(0)}% of it` : '';
   return `${(f.busBytesPerSec / 1e9).toFixed(2)} GB/s bus bandwidth (${mb} all-reduced alone in ${f.ms.toFixed(2)} ms)${share}`;
+}
+
+/** Scaling in words: "88% (2 nodes: 1,234 samples/s; this node alone 700)". */
+export function scalingWords(c: ScriptCollectives): string | null {
+  const s = c.scaling;
+  if (!s) return null;
+  const jobSamplesPerSec = s.efficiency * s.nodes * s.oneNodeSamplesPerSec;
+  const n = (x: number) => Math.round(x).toLocaleString('en-US');
+  return `${(100 * s.efficiency).toFixed(0)}% (${s.nodes} nodes: ${n(jobSamplesPerSec)} samples/s; this node alone: ${n(s.oneNodeSamplesPerSec)})`;
 }

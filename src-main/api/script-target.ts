@@ -189,6 +189,11 @@ export const ScriptBenchmarkRequestSchema = z
      * nodes reach) instead of 127.0.0.1; the ranks there join with the code each launch announces.
      */
     collector: CollectorSchema.optional(),
+    /**
+     * Scaling efficiency (issue 40): after its launches, the job is launched once more on this node alone (torchrun's
+     * --nnodes 1), and the result compares the two. Needs a torchrun command of more than one node.
+     */
+    oneNode: z.boolean().default(false),
     jobId: IdSchema.optional(),
   })
   .strict();

@@ -1,4 +1,4 @@
-import { floorWords } from '../api/collectives';
+import { floorWords, scalingWords } from '../api/collectives';
 import type { BenchmarkPhases } from '../api/benchmark';
 import { PHASE_NAMES_WITH_OTHER } from '../api/benchmark';
 import type { BenchmarkResult, EngineBenchmarkResult, ScriptBenchmarkResult } from '../api/benchmark-result';
@@ -82,6 +82,7 @@ function collectiveLines(c: ScriptBenchmarkResult['target']['collectives']): str
     c.straggler === null ? `straggler  ${printable(c.why)}` : `straggler  rank ${c.straggler}, late in ${c.phase ? PHASE_WORDS[c.phase] : 'no one phase'}: ${printable(c.why)}`,
     `collectives ${c.perStep.count} per step (${mb(c.perStep.bytes)}); ${(100 * c.exposedShare).toFixed(1)}% of the step waits in them after the last rank arrived; all-reduce ${bandwidth}`,
     ...(floorWords(c) ? [`floor      between these ranks, an all-reduce alone: ${floorWords(c)}`] : []),
+    ...(scalingWords(c) ? [`scaling    ${scalingWords(c)} against the job on this node alone`] : []),
   ];
 }
 

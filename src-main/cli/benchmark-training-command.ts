@@ -40,6 +40,7 @@ export interface BenchmarkScriptFlags {
   output: boolean;
   workspace: string;
   collector?: { host: string; port: number };
+  oneNode?: boolean;
   collectives?: boolean;
   collectivesPerBucket?: boolean;
 }
@@ -92,6 +93,7 @@ async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): 
     collectives: flags.collectives === true || flags.collectivesPerBucket === true || flags.collector !== undefined,
     collectivesPerBucket: flags.collectivesPerBucket === true,
     ...(flags.collector ? { collector: flags.collector } : {}),
+    ...(flags.oneNode ? { oneNode: true } : {}),
   });
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
   const services = await createServices({ workspaceDir: flags.workspace });
@@ -130,6 +132,7 @@ function scriptOptions(): Command {
     .option('--workspace <dir>', 'workspace folder (the benchmark is saved there as a run)', defaultWorkspaceDir())
     .option('--collectives', "time every rank at DDP's all-reduces once a step and name the straggler (read from DDP's own stamps: ~0.2-0.3 ms a step on a 2-core CPU; implied by --collector)")
     .option('--collectives-per-bucket', "time each gradient bucket's all-reduce instead, and the bus bandwidth (a Python hook: it costs small steps up to a sixth of their time; torch 2)")
+    .option('--one-node', 'a torchrun job of several nodes: afterwards, launch it once more on this node alone (--nnodes 1) and say the scaling efficiency')
     .option('--collector <host[:port]>', "a job across machines: this machine's address the other nodes reach (they follow every launch with the code printed once)", collectorArg);
 }
 

@@ -2,7 +2,7 @@
 // wait for and why, what communication costs, and each rank's clock. Pure functions of the result.
 import { formatValue } from '@api/charts/theme';
 import type { ScriptCollectives } from '@api/collectives';
-import { floorWords } from '@api/collectives';
+import { floorWords, scalingWords } from '@api/collectives';
 
 /** What makes the straggler late, as a person reads it. */
 export const LATE_PHASE_WORDS: Readonly<Record<NonNullable<ScriptCollectives['phase']>, string>> = {
@@ -30,6 +30,8 @@ export interface CollectiveWords {
   bandwidth: string;
   /** The all-reduce floor between the ranks, or null where it was not measured. */
   floor: string | null;
+  /** Scaling efficiency against the job on this node alone, or null where it was not measured. */
+  scaling: string | null;
   perStep: string;
   ranks: RankRow[];
 }
@@ -61,6 +63,7 @@ export function collectiveWords(c: ScriptCollectives): CollectiveWords {
           ? 'not measured: timed once a step (timing each bucket measures it, at a cost to small steps)'
           : 'not measured',
     floor: floorWords(c),
+    scaling: scalingWords(c),
     perStep: `${c.perStep.count} per step, ${formatValue(c.perStep.bytes / 1e6, 'MB')} in all (one rank's)${c.timing === 'step' ? ', timed together once a step' : ''}`,
     ranks: ranks.map((rank) => {
       const clock = c.clocks.find((k) => k.rank === rank);

@@ -88,6 +88,8 @@ describe('the Ranks at the collectives panel', () => {
     const step = mount(RankCollectives, { props: { collectives: { ...collectives, timing: 'step', busBytesPerSec: null, floor } }, ...stubs });
     expect(step.get('[data-testid="rank-collectives-floor"]').text()).toBe('7.81 GB/s bus bandwidth (25.0 MB all-reduced alone in 3.20 ms)');
     expect(mount(RankCollectives, { props: { collectives }, ...stubs }).find('[data-testid="rank-collectives-floor"]').exists()).toBe(false);
+    const scaled = mount(RankCollectives, { props: { collectives: { ...collectives, scaling: { nodes: 2, oneNodeSamplesPerSec: 700, efficiency: 0.88 } } }, ...stubs });
+    expect(scaled.get('[data-testid="rank-collectives-scaling"]').text()).toBe('88% (2 nodes: 1,232 samples/s; this node alone: 700), against the job on this node alone');
   });
 
   it('without a timeline says so, and shows no figure', () => {

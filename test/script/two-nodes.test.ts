@@ -93,7 +93,7 @@ async function twoNodes(measure: string[], slowMs = 30): Promise<{ code: number;
 
 describe('a torchrun job across two nodes (network namespaces), measured from node 0', { retry: 1 }, () => {
   it.skipIf(!root || !TORCH2.python)('hears both nodes\' ranks on one collector, measures their clocks and names the straggler', async () => {
-    const { code, stdout, stderr, node1 } = await twoNodes(['benchmark-training', '--json', '--no-output', '--warmup-steps', '3', '--steps', '20', '--repeat', '1', '--timeout', '150']);
+    const { code, stdout, stderr, node1 } = await twoNodes(['benchmark-training', '--json', '--no-output', '--one-node', '--warmup-steps', '3', '--steps', '20', '--repeat', '1', '--timeout', '150']);
     expect(node1.code, node1.output.slice(-3000)).toBe(0);
     expect(code, stderr.slice(-3000)).toBe(0);
     const r = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout)));
@@ -106,6 +106,12 @@ describe('a torchrun job across two nodes (network namespaces), measured from no
     for (const k of c.clocks) expect(k.uncertaintyMs, `rank ${k.rank}`).not.toBeNull();
     // The floor between the two nodes: the step's gradients all-reduced alone over the veth.
     expect(c.floor!.busBytesPerSec).toBeGreaterThan(0);
+    // --one-node: the job launched once more on node 0 alone (its one rank, not slowed by rank 1's sleep), and the
+    // two-node job's samples/s over twice that.
+    expect(c.scaling).toMatchObject({ nodes: 2 });
+    expect(c.scaling!.oneNodeSamplesPerSec).toBeGreaterThan(0);
+    expect(c.scaling!.efficiency).toBeCloseTo(r.samplesPerSecCi.median / (2 * c.scaling!.oneNodeSamplesPerSec), 6);
+    console.log(`two nodes over veth: ${r.samplesPerSecCi.median.toFixed(0)} samples/s, node 0 alone ${c.scaling!.oneNodeSamplesPerSec.toFixed(0)}: scaling efficiency ${(100 * c.scaling!.efficiency).toFixed(0)}%; floor ${(c.floor!.busBytesPerSec / 1e9).toFixed(2)} GB/s`);
   }, 300_000);
 
   it.skipIf(!root || !TORCH2.python)("the wizard measures DDP's bucket size A/B on the whole two-node job, node 1 following every launch from one code", async () => {
@@ -130,6 +136,8 @@ describe('a torchrun job across two nodes (network namespaces), measured from no
     const bad = await runCli(['join', 'tbj1.eyJQQVRIIjoiL3RtcCJ9', '--', 'touch', path.join(ws.dir, 'ran')]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('is not a join code: it names "PATH", not one of the probe\'s variables');
+    const single = await runCli(['benchmark-training', '--one-node', '--workspace', ws.dir, '--', 'python3', 'train.py']);
+    expect(single.stderr).toContain('--one-node needs a torchrun command of more than one node (--nnodes 2 or more)');
     const none = await runCli(['join', 'abc', '--', 'true']);
     expect(none.stderr).toContain('is not a join code: it does not start with tbf1. (or tbj1. for one launch)');
     const forged = await runCli(['join', `tbf1.${Buffer.from(JSON.stringify({ address: '127.0.0.1:1', token: 'x' })).toString('base64url')}`, '--', 'touch', path.join(ws.dir, 'ran')]);

@@ -150,10 +150,12 @@ export function scriptReproduceCommand(run: ScriptReportRun, workspaceFlag = '<w
     if (r.allowRecipeChanges === true) args.push(['--allow-recipe-changes', true]);
   }
   args.push(['--timeout', r.timeoutSeconds]);
-  // A job across machines: the other nodes join again with the code the new measurement prints.
+  // A job across machines: the other nodes join again with the code the new measurement prints (--one-node: the
+  // scaling efficiency against this node alone, measured again too).
   const collector = r.collector as { host?: unknown; port?: unknown } | undefined;
   if (r.collectivesPerBucket === true) args.push(['--collectives-per-bucket', true]);
   else if (r.collectives === true && !collector) args.push(['--collectives', true]);
+  if (r.oneNode === true) args.push(['--one-node', true]);
   if (collector && typeof collector.host === 'string') args.push(['--collector', collector.port ? `${collector.host.includes(":") ? `[${collector.host}]` : collector.host}:${String(collector.port)}` : collector.host]);
   for (const [k, v] of Object.entries(overridesOf(run))) args.push(['--set', `${k}=${String(v)}`]);
   for (const [k, v] of Object.entries(t.env)) args.push(['--env', `${k}=${envValue(k, v)}`]);

@@ -1,5 +1,5 @@
 // Baseline metrics and phase breakdown, and the physical limits the runs support, for both targets.
-import { floorWords } from '../../api/collectives';
+import { floorWords, scalingWords } from '../../api/collectives';
 import type { ScriptBenchmarkResult } from '../../api/benchmark-result';
 import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
 import { benchmarkLabels, chartInputOf } from '../../api/charts/benchmark-charts';
@@ -197,6 +197,9 @@ function collectiveRows(runs: ReturnType<typeof scriptBenchmarks>): string[][] {
     ['exposed communication (share of the step after the last rank arrived)', ...each((c) => fmt(100 * c.exposedShare, '%'))],
     ['all-reduce bus bandwidth', ...each((c) => (c.busBytesPerSec !== null ? `${(c.busBytesPerSec / 1e9).toFixed(2)} GB/s` : c.timing === 'step' ? 'not measured (timed once a step)' : 'not measured'))],
     ['all-reduce floor between these ranks (alone, after the measured steps)', ...each((c) => floorWords(c) ?? 'not measured')],
+    ...(runs.some((r) => r.result.target.collectives?.scaling)
+      ? [['scaling efficiency (against the job on this node alone)', ...runs.map((r) => (r.result.target.collectives ? (scalingWords(r.result.target.collectives) ?? 'not measured') : 'one rank'))]]
+      : []),
   ];
 }
 

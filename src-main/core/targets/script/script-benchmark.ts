@@ -25,10 +25,12 @@ import { combineRanks, rankCollectives, summarizeRank } from '../../script/rank-
 import type { ScriptCollectives } from '../../../api/collectives';
 import type { ProbeMessage } from '../../script/probe-messages';
 import { CPU_COPY_MISSING, scriptFloors } from '../../stats/limits';
+import { scalingEfficiency } from '../../stats/collectives';
 import { trialError } from '../../script/measured-launch';
 import { launchMeasured } from '../../script/measured-launch';
 import type { Followers } from '../../nodes/followers';
 import { otherNodes } from '../../nodes/followers';
+import { oneNodeCommand } from '../../nodes/one-node';
 
 /** One launch as the benchmark keeps it: the repetition it records, with each rank's summary and the overrides applied. */
 interface Launch {
@@ -71,6 +73,11 @@ export class ScriptBenchmarks {
   plan(request: ScriptBenchmarkRequest & { jobId: string }, job: RunningJob, options: { onOutput?: OnOutput; onJoin?: (code: string) => void }): BenchmarkPlan<Launch> {
     if (!path.isAbsolute(request.target.cwd)) throw new ApiError('E_BAD_INPUT', `the script's working directory must be an absolute path, got ${JSON.stringify(request.target.cwd)}`);
     const nodes = otherNodes(request.collector, options.onJoin);
+    // Checked before any launch: --one-node on a command that is not a torchrun job of several nodes compares nothing.
+    const alone = request.oneNode ? oneNodeCommand(request.target.command) : null;
+    if (request.oneNode && !alone) {
+      throw new ApiError('E_BAD_INPUT', `--one-node needs a torchrun command of more than one node (--nnodes 2 or more), to launch on this node alone; got ${commandText(request.target)}`);
+    }
     return {
       what: 'script benchmark',
       unit: 'launch',
@@ -83,6 +90,7 @@ export class ScriptBenchmarks {
         timeoutSeconds: request.timeoutSeconds,
         ...(request.collectives ? { collectives: true } : {}),
         ...(request.collector ? { collector: request.collector } : {}),
+        ...(request.oneNode ? { oneNode: true } : {}),
         jobId: request.jobId,
       },
       repetition: (i, run, progress) => {
@@ -90,9 +98,38 @@ export class ScriptBenchmarks {
         return this.repetition(i, request, run, job, request.jobId, options, progress, nodes.open);
       },
       recorded: (launch) => ({ event: launch.rep, samplesPerSec: launch.rep.samplesPerSec }),
-      summarize: (run, reps) => this.summarize(request, run, reps),
+      summarize: async (run, reps) => {
+        const result = this.summarize(request, run, reps);
+        const c = result.target.collectives;
+        if (!alone || !c) return result;
+        const oneNodeSamplesPerSec = await this.aloneSamplesPerSec(request, alone.command, run, job);
+        const scaling = { nodes: alone.nodes, oneNodeSamplesPerSec, efficiency: scalingEfficiency(result.samplesPerSecCi.median, oneNodeSamplesPerSec, alone.nodes) };
+        return { ...result, target: { ...result.target, collectives: { ...c, scaling } } };
+      },
       release: () => nodes.close(),
     };
+  }
+
+  /** The job launched once more on this node alone (its own collector, no other node told): its samples/s. */
+  private async aloneSamplesPerSec(request: ScriptBenchmarkRequest, command: string[], run: RunRecord, job: RunningJob): Promise<number> {
+    const log = run.stream('output-one-node.log');
+    const trialOptions = { target: { ...request.target, command }, overrides: request.overrides, warmupSteps: request.warmupSteps, steps: request.steps, timeoutMs: request.timeoutSeconds * 1000, probeDir: this.pythonDir };
+    try {
+      const { record } = await launchMeasured({
+        ...trialOptions,
+        window: null,
+        onStarted: (cancel) => this.jobs.started(job, cancel),
+        onLine: (stream, line) => log.write(`${stream === 'stderr' ? 'E' : 'O'} ${line}\n`),
+      });
+      job.cancel = null;
+      const error = trialError(record, trialOptions);
+      if (error) throw new ApiError(error.code, `the job on this node alone (for --one-node): ${error.message}`);
+      const ranks = record.connections.map((c) => summarizeRank(c, request.warmupSteps, request.steps)).filter((r): r is RankSummary => r !== null);
+      if (ranks.length === 0) throw new ApiError('E_SCRIPT', 'the job on this node alone (for --one-node) measured no step after its warm-up');
+      return combineRanks(ranks).samplesPerSec;
+    } finally {
+      await new Promise<void>((resolve) => log.end(resolve));
+    }
   }
 
   private async repetition(
