@@ -13,6 +13,8 @@ import { probeDir } from '../core/script/launcher';
 
 /** After a launch ends on the measuring node, this node's part gets this long to end by itself before it is stopped. */
 const STOP_GRACE_MS = 5000;
+/** How long after a part's own process exited what it left in its group is still stopped with the job. */
+const GROUP_LINGER_MS = 60_000;
 /** A line from the measuring node is a launch's variables: a few KiB. */
 const MAX_LINE_BYTES = 1 << 20;
 /** Parts started a second at most: a launch takes seconds, so a hub sending more is not Trainbench's (the latest waits). */
@@ -32,9 +34,12 @@ function exited(child: ChildProcess, command: string[]): Promise<number> {
   });
 }
 
-/** Stops a part's whole process group: TERM, then KILL after the grace. */
+/**
+ * Stops a part's whole process group: TERM, then KILL after the grace. Sent even when the part's own process has
+ * exited: a process it left behind in its group is still this node's part.
+ */
 function stopGroup(child: ChildProcess, graceMs: number): void {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  if (child.pid === undefined) return;
   const group = -child.pid;
   const signal = (s: NodeJS.Signals) => {
     try {
@@ -70,9 +75,10 @@ async function joinOnce(code: string, command: string[]): Promise<void> {
 async function follow(code: string, command: string[]): Promise<void> {
   const { host, port, token } = decodeFollow(code);
   const socket = net.connect({ host, port });
-  let part: { n: number; child: ChildProcess } | null = null;
+  let part: { n: number; child: ChildProcess; exitedAt?: number } | null = null;
   const stopPart = (graceMs: number) => {
-    if (part) stopGroup(part.child, graceMs);
+    // A group whose leader exited long ago is gone, and its id may be another process's by now.
+    if (part && (part.exitedAt === undefined || Date.now() - part.exitedAt < GROUP_LINGER_MS)) stopGroup(part.child, graceMs);
   };
   const forward = () => {
     stopPart(0);
@@ -91,12 +97,20 @@ async function follow(code: string, command: string[]): Promise<void> {
         if (socket.destroyed) return;
         stopPart(0); // a part still running belongs to a launch that has ended there
         lastStart = Date.now();
-        const child = start(command, probe);
-        const mine = { n, child };
+        let child: ChildProcess;
+        try {
+          child = start(command, probe);
+        } catch (err) {
+          // E2BIG from variables a hub made too large, or the like: this launch is not run, join goes on.
+          process.stderr.write(`trainbench join: launch ${n} not started: ${(err as Error).message}\n`);
+          return;
+        }
+        // Kept after it exits: what it left in its process group is stopped with the job.
+        const mine: { n: number; child: ChildProcess; exitedAt?: number } = { n, child };
         part = mine;
         exited(child, command).then(
           (status) => {
-            if (part === mine) part = null;
+            mine.exitedAt = Date.now();
             if (!socket.destroyed) socket.write(`${JSON.stringify({ type: 'exited', n, code: status })}\n`);
           },
           (err: Error) => reject(err),

@@ -72,12 +72,19 @@ export function staticHandler(rootDir: string, log: (line: string) => void, stal
       res.end();
       return;
     }
+    // The connection may have gone while the file was looked up (or been closed for pipelining): nothing to open.
+    if (socket.destroyed) return;
     // A client that stops reading holds no more than its connection, and only for a while.
     res.setTimeout(stallMs, () => res.destroy());
     // pipeline closes the file however the response ends: a client that drops the connection mid-file (thousands of
     // times over) would otherwise leave the file open each time, until the process runs out of descriptors. A file
-    // removed or unreadable between stat and read costs this response, never the server.
-    pipeline(createReadStream(file), res, (err) => {
+    // removed or unreadable between stat and read costs this response, never the server. A response queued behind
+    // another on its connection has no socket yet and never closes by itself: the connection's close ends its file.
+    const stream = createReadStream(file);
+    const closeFile = () => stream.destroy();
+    socket.once('close', closeFile);
+    pipeline(stream, res, (err) => {
+      socket.off('close', closeFile);
       if (err && (err as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') log(`reading ${file} failed: ${err.message}`);
     });
   };

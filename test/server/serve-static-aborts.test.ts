@@ -60,6 +60,33 @@ describe.skipIf(process.platform !== 'linux')('static files whose clients go awa
     }
   });
 
+  // Round 6, finding 2: a response queued behind another on its connection has no socket and never closed its file
+  // when the client went: 18,000 such connections used up the descriptors.
+  it('close the files of pipelined responses when their connection goes: 200 connections leave no descriptor behind', async () => {
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined });
+    const twice = (count: number) =>
+      new Promise<void>((resolve) => {
+        const s = net.connect(server.port, '127.0.0.1', () => s.write('GET /big.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'.repeat(count)));
+        s.once('data', () => {
+          s.destroy();
+          resolve();
+        });
+        s.on('close', () => resolve());
+        s.on('error', () => resolve());
+      });
+    try {
+      await twice(2);
+      await new Promise((r) => setTimeout(r, 200));
+      const before = openFds();
+      for (let i = 0; i < 100; i++) await twice(2);
+      for (let i = 0; i < 100; i++) await twice(3);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(openFds() - before).toBeLessThan(20);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('close a connection whose client stops reading, after the stall limit', async () => {
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, staticStallMs: 300, log: () => undefined });
     try {

@@ -68,8 +68,10 @@ describe('the hub the other nodes follow', () => {
     const wrong = node(hub.code, `${JSON.stringify({ type: 'follow', token: '0'.repeat(64) })}\n`);
     const flood = node(hub.code, 'x'.repeat(64 * 1024));
     const notJson = node(hub.code, 'not json\n');
-    await Promise.all([wrong.closed, flood.closed, notJson.closed]);
-    for (const n of [wrong, flood, notJson]) expect(n.lines).toEqual([]);
+    // Round 6, finding 1: `null` (and numbers, arrays) as the hello threw inside the hub and ended its process.
+    const nulls = ['null\n', '5\n', '[1]\n', '"x"\n'].map((h) => node(hub!.code, h));
+    await Promise.all([wrong.closed, flood.closed, notJson.closed, ...nulls.map((n) => n.closed)]);
+    for (const n of [wrong, flood, notJson, ...nulls]) expect(n.lines).toEqual([]);
   });
 
   it('refuses a code that is not one, naming what is missing', () => {
@@ -80,5 +82,17 @@ describe('the hub the other nodes follow', () => {
     expect(() => decodeFollow('tbf1.!!!')).toThrow('its body does not decode');
     expect(() => decodeFollow(`tbf1.${'a'.repeat(2000)}`)).toThrow('more than 1024');
     expect(decodeFollow(code({ address: '[fd00::1]:4000', token: 'a'.repeat(64) }))).toEqual({ host: 'fd00::1', port: 4000, token: 'a'.repeat(64) });
+  });
+
+  // Round 6, finding 4: 512 silent connections kept every real node out.
+  it('lets a node in past hundreds of silent connections, closing the oldest of them', async () => {
+    hub = await openFollowers('127.0.0.1');
+    const silent = Array.from({ length: 300 }, () => node(hub!.code, ''));
+    await new Promise((r) => setTimeout(r, 200));
+    hub.launch({ TB_PROBE_ADDR: '127.0.0.1:9', TB_PROBE_TOKEN: 't1' });
+    const real = node(hub.code, follow(hub.code));
+    await real.got(1);
+    expect(real.lines[0]).toMatchObject({ type: 'launch', n: 1 });
+    for (const s of silent) s.socket.destroy();
   });
 });

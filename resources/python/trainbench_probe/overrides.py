@@ -32,6 +32,10 @@ KNOWN = {
 }
 
 
+# The largest value of a whole-number override (batch sizes up to 1 << 24).
+MAX_VALUE = {"dataloader.num_workers": 1024, "dataloader.prefetch_factor": 1024, "ddp.bucket_cap_mb": 16384}
+
+
 class OverrideError(RuntimeError):
     """An override that could not be applied: the run must fail, never go on without it."""
 
@@ -41,9 +45,12 @@ def check(overrides):
         if key not in KNOWN:
             raise OverrideError("unknown override %r; known keys: %s" % (key, ", ".join(sorted(KNOWN))))
         kind = KNOWN[key][0]
+        # The same bounds as Trainbench's table (api/script-target.ts): a node that joins a job takes the overrides
+        # from the measuring node's hub, which proves nothing about itself.
+        top = MAX_VALUE.get(key, 1 << 24)
         ok = {
-            "int0": isinstance(value, int) and not isinstance(value, bool) and value >= 0,
-            "int1": isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+            "int0": isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= top,
+            "int1": isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= top,
             "bool": isinstance(value, bool),
             "precision": value in MATMUL_PRECISIONS,
             "impl": value in ("foreach", "fused"),

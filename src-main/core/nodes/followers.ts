@@ -11,6 +11,8 @@ import { ApiError } from '../../api/errors';
 const PREFIX = 'tbf1.';
 /** Nodes that may follow one job: a connection beyond it is closed. */
 const MAX_FOLLOWERS = 256;
+/** Connections at most that have not said their hello yet. */
+const MAX_PENDING = 64;
 /** A follower says who it is within this, or is closed. */
 const HELLO_MS = 10_000;
 /** Its hello is one short line; anything after it is read and dropped (a node has nothing else to say). */
@@ -63,9 +65,14 @@ export async function openFollowers(host: string): Promise<Followers> {
   const send = (socket: net.Socket, message: object) => {
     if (!socket.destroyed) socket.write(`${JSON.stringify(message)}\n`);
   };
+  // Connections that have not said their hello, oldest first: the oldest makes room for a newcomer, so silent
+  // connections without the token cannot keep a real node out.
+  const pending = new Set<net.Socket>();
   const server = net.createServer((socket) => {
-    if (nodes.size >= MAX_FOLLOWERS || sockets.size >= 2 * MAX_FOLLOWERS) return socket.destroy();
+    if (nodes.size >= MAX_FOLLOWERS) return socket.destroy();
+    if (pending.size >= MAX_PENDING) pending.values().next().value!.destroy();
     sockets.add(socket);
+    pending.add(socket);
     socket.setNoDelay(true);
     let hello = Buffer.alloc(0);
     let followed = false;
@@ -75,6 +82,7 @@ export async function openFollowers(host: string): Promise<Followers> {
       clearTimeout(timer);
       nodes.delete(socket);
       sockets.delete(socket);
+      pending.delete(socket);
     });
     socket.on('data', (chunk: Buffer) => {
       if (followed) return; // a node says nothing after its hello: dropped, never held
@@ -84,16 +92,20 @@ export async function openFollowers(host: string): Promise<Followers> {
         if (hello.length > MAX_HELLO_BYTES) socket.destroy();
         return;
       }
-      // Compared whole and in constant time: only a node given the code follows, whatever else it sends.
-      let said: { type?: unknown; token?: unknown } = {};
+      // Compared whole and in constant time: only a node given the code follows, whatever else it sends (null, a
+      // number or an array as well as a wrong token: nothing from a connection may throw here).
+      let said: unknown;
       try {
-        said = JSON.parse(hello.subarray(0, nl).toString('utf8')) as typeof said;
+        said = JSON.parse(hello.subarray(0, nl).toString('utf8'));
       } catch {
         return socket.destroy();
       }
-      const got = Buffer.from(JSON.stringify({ type: said.type, token: said.token }));
+      if (typeof said !== 'object' || said === null) return socket.destroy();
+      const { type, token: shown } = said as { type?: unknown; token?: unknown };
+      const got = Buffer.from(JSON.stringify({ type, token: shown }));
       if (got.length !== expected.length || !timingSafeEqual(got, expected)) return socket.destroy();
       clearTimeout(timer);
+      pending.delete(socket);
       followed = true;
       hello = Buffer.alloc(0);
       nodes.add(socket);

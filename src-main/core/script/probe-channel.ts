@@ -25,8 +25,11 @@ const MAX_PROBLEMS = 32;
 const HELLO_MS = 5000;
 const MAX_HELLO_BYTES = 4096;
 export const MAX_PENDING_CONNECTIONS = 64;
-/** What the channel keeps of all its ranks' messages, at most (a rank with the token, flooding, cannot grow it further). */
-export const MAX_RETAINED_BYTES = 256 << 20;
+/**
+ * What the channel keeps of all its ranks' messages, at most, in characters of their lines (a rank with the token,
+ * flooding, cannot grow it further); held as objects they take up to 4x that in memory.
+ */
+export const MAX_RETAINED_BYTES = 64 << 20;
 /** Clock replies a rank has not read, at most: beyond, its probes go unanswered (a rank reads each reply at once). */
 const MAX_UNREAD_REPLY_BYTES = 64 << 10;
 /** The collector's clock in ms, with sub-millisecond resolution (what a rank's clock probe is answered with). */
@@ -187,7 +190,11 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
           raw = JSON.parse(line);
         } catch {
           channel.rejected++;
-          continue;
+          if (connection !== null) continue;
+          // Its first line is its hello: a connection that starts with anything else is not a rank.
+          problem(`token ${socket.remoteAddress}`, `${who} did not show this job's token: it was not heard`);
+          socket.destroy();
+          return;
         }
         if (connection === null) {
           const hello = ProbeHelloSchema.safeParse(raw);
