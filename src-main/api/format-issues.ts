@@ -1,13 +1,16 @@
 import type { z } from 'zod';
 
+/** Issues named at most: a tampered file with a million bad entries makes a line a person reads, not 100 MiB. */
+const MAX_ISSUES = 20;
+
 /** Turns zod issues into one line a person can act on: `params.port: expected number, got "abc"`. */
 export function formatIssues(error: z.ZodError, root: string): string {
-  return error.issues
-    .map((issue) => {
-      const path = [root, ...issue.path.map(String)].join('.');
-      return `${path}: ${issue.message}`;
-    })
-    .join('; ');
+  const shown = error.issues.slice(0, MAX_ISSUES).map((issue) => {
+    const path = [root, ...issue.path.slice(0, 32).map(String)].join('.');
+    return `${path}: ${issue.message}`;
+  });
+  const more = error.issues.length - shown.length;
+  return shown.join('; ') + (more > 0 ? `; and ${more.toLocaleString('en-US')} more` : '');
 }
 
 /**

@@ -205,6 +205,18 @@ describe('a run.json holding an array of 200,000 bad entries', () => {
     expect(report?.message ?? '').toContain('holding an array of more than 16,384 entries');
     expect(Date.now() - t0).toBeLessThan(3000);
   }, 60_000);
+
+  // Round 6, finding 6: 120 repetitions of 16,383 bad ranks each, every array under the cap, took report 15 s and 2.6 GB.
+  it('counts the entries of all its arrays together: many arrays just under the cap are refused too', async () => {
+    const nested = '20261121-000007-nest00';
+    const reps = Array.from({ length: 12 }, () => ({ ranks: Array.from({ length: 16_000 }, () => 1) }));
+    plant(nested, JSON.stringify({ ...record(nested), kind: 'benchmark', result: { repetitions: reps } }));
+    const err = await s.services.router.dispatch('runs.get', { id: nested }).then(
+      () => null,
+      (e: unknown) => e as ApiError,
+    );
+    expect(err!.message).toContain(`runs/${nested}/run.json is holding more than 131,072 array entries in all`);
+  });
 });
 
 describe('a run.json with huge strings (re-attack: 300 hard links to a 16 MB file took the server past its heap)', () => {

@@ -4,16 +4,20 @@
 
 /** The most entries an array in a file Trainbench writes holds: ranks of a job (4,096 at most), a curve's 2,000 points. */
 export const MAX_JSON_ARRAY_ENTRIES = 16_384;
+/** The most entries of all its arrays together, as a multiple of the most in one (nested arrays add up). */
+const TOTAL_ENTRIES_FACTOR = 8;
 
 /**
- * What is wrong with the shape of JSON text, or null: more than `maxDepth` objects and arrays inside one another, or
- * an array of more than `maxArray` entries. Counted without parsing (no recursion), brackets and commas in strings skipped.
+ * What is wrong with the shape of JSON text, or null: more than `maxDepth` objects and arrays inside one another, an
+ * array of more than `maxArray` entries, or more than 8 times that in all its arrays. Counted without parsing (no recursion), brackets and commas in strings skipped.
  */
 export function jsonShapeProblem(text: string, maxDepth: number, maxArray = MAX_JSON_ARRAY_ENTRIES): string | null {
   // Per open bracket: the commas seen directly inside it so far (-1 for an object, whose commas are not entries).
   const commas = new Int32Array(maxDepth + 1);
   let depth = 0;
   let inString = false;
+  let total = 0;
+  const maxTotal = TOTAL_ENTRIES_FACTOR * maxArray;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
@@ -24,8 +28,9 @@ export function jsonShapeProblem(text: string, maxDepth: number, maxArray = MAX_
       if (++depth > maxDepth) return `nested too deep (more than ${maxDepth} levels of objects and arrays)`;
       commas[depth] = c === 0x5b ? 0 : -1;
     } else if (c === 0x7d || c === 0x5d) depth = Math.max(0, depth - 1);
-    else if (c === 0x2c && depth > 0 && commas[depth] >= 0 && ++commas[depth] >= maxArray) {
-      return `holding an array of more than ${maxArray.toLocaleString('en-US')} entries`;
+    else if (c === 0x2c && depth > 0 && commas[depth] >= 0) {
+      if (++commas[depth] >= maxArray) return `holding an array of more than ${maxArray.toLocaleString('en-US')} entries`;
+      if (++total >= maxTotal) return `holding more than ${maxTotal.toLocaleString('en-US')} array entries in all`;
     }
   }
   return null;
