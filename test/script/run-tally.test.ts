@@ -1,8 +1,9 @@
 // The running sums a script run keeps per rank (no Python needed): a million steps hold the same memory as ten.
 import { describe, expect, it } from 'vitest';
 
-import type { ProbeStep } from '../../src-main/core/script/probe-messages';
-import { LossTally, RankTally } from '../../src-main/core/script/rank-stats';
+import type { ProbeConnection } from '../../src-main/core/script/probe-channel';
+import type { ProbeMessage, ProbeStep } from '../../src-main/core/script/probe-messages';
+import { LossTally, rankCollectives, RankTally } from '../../src-main/core/script/rank-stats';
 
 const step = (n: number, samples: number, more: Partial<ProbeStep> = {}): ProbeStep => ({
   type: 'step',
@@ -50,5 +51,31 @@ describe('LossTally', () => {
     l.add([4], [null]);
     expect(l.last).toEqual({ step: 3, value: 4 });
     expect(l.pending()).toBe(false);
+  });
+});
+
+describe('rankCollectives on one machine', () => {
+  // Two ranks of one torchrun agent: rank 1 arrives 1 ms after rank 0 each step and the all-reduce ends 0.5 ms later.
+  // Rank 1's own clock estimate is 3 ms off (a loaded machine); both share one wall clock, so the best estimate holds.
+  const rank = (r: number, nodeRank: number, offsetMs: number, uncertaintyMs: number): ProbeConnection => {
+    const messages: ProbeMessage[] = [{ type: 'clockOffset', at: 'start', offsetMs, uncertaintyMs, probes: 8 }];
+    for (let n = 1; n <= 6; n++) {
+      const t = 1_000 + 10 * n;
+      messages.push(step(n, 32));
+      messages.push({ type: 'collectives', step: n, items: [{ index: 0, op: 'allreduce', arriveMs: t + r, doneMs: t + 1.5, bytes: 4096, count: 1 }] });
+    }
+    return { hello: { type: 'hello', token: 't', pid: 10 + r, rank: r, localRank: r, worldSize: 2, python: '3.11', node: 'rig', nodeRank }, messages };
+  };
+
+  it("shares the node's best clock estimate, so the exposed wait after the last arrival survives one rank's bad one", () => {
+    const c = rankCollectives([rank(0, 0, 0, 0.1), rank(1, 0, 3, 2)], 1, undefined)!;
+    expect(c.exposedShare).toBeCloseTo(0.5 / 10, 6);
+    expect(c.clocks.map((k) => k.offsetMs)).toEqual([0, 0]);
+  });
+
+  it('keeps each node its own estimate: ranks of other node ranks are other machines', () => {
+    const c = rankCollectives([rank(0, 0, 0, 0.1), rank(1, 1, 3, 2)], 1, undefined)!;
+    expect(c.clocks.map((k) => k.offsetMs)).toEqual([0, 3]);
+    expect(c.exposedShare).toBe(0);
   });
 });

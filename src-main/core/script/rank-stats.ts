@@ -214,6 +214,22 @@ function clockOf(connection: ProbeConnection): ClockOffset | null {
   return offsets.reduce<ClockOffset | null>((a, b) => (a === null || b.uncertaintyMs < a.uncertaintyMs ? b : a), null);
 }
 
+/**
+ * Each rank's shift onto the collector's clock. Ranks of one torchrun agent (same host, same node rank) share a wall
+ * clock, so they share its best estimate: apart, each rank's own estimation error (ms on a loaded machine) would skew
+ * arrivals that are really simultaneous, enough to hide the exposed communication of a job on one node.
+ */
+function shiftsOf(connections: readonly ProbeConnection[]): Map<ProbeConnection, ClockOffset | null> {
+  const best = new Map<string, ClockOffset | null>();
+  const keyOf = (c: ProbeConnection) => (c.hello.node !== undefined && c.hello.nodeRank !== undefined ? `${c.hello.nodeRank}@${c.hello.node}` : `rank ${c.hello.rank}`);
+  for (const c of connections) {
+    const own = clockOf(c);
+    const seen = best.get(keyOf(c)) ?? null;
+    best.set(keyOf(c), own !== null && (seen === null || own.uncertaintyMs < seen.uncertaintyMs) ? own : seen);
+  }
+  return new Map(connections.map((c) => [c, best.get(keyOf(c)) ?? null]));
+}
+
 /** The verdicts of a launch of several ranks, or null: one rank, or no collective timed (no DDP model). */
 export function rankCollectives(connections: readonly ProbeConnection[], warmupSteps: number, limit: number | undefined): ScriptCollectives | null {
   if (connections.length < 2) return null;
@@ -221,9 +237,10 @@ export function rankCollectives(connections: readonly ProbeConnection[], warmupS
   const collectives: RankCollective[] = [];
   const steps: RankStep[] = [];
   const clocks: ScriptCollectives['clocks'] = [];
+  const shifts = shiftsOf(connections);
   for (const c of connections) {
     const rank = c.hello.rank;
-    const clock = clockOf(c);
+    const clock = shifts.get(c) ?? null;
     clocks.push({ rank, node: c.hello.node ?? null, offsetMs: clock?.offsetMs ?? null, uncertaintyMs: clock?.uncertaintyMs ?? null });
     const shift = clock?.offsetMs ?? 0;
     const commMs = new Map<number, number>();
