@@ -6,9 +6,8 @@ import { BuildProgressSchema, LoaderBenchProgressSchema } from './datasets';
 import { JobEndedEventSchema, JobInfoSchema } from './jobs';
 import { GpuStateSchema, TelemetrySampleSchema } from './telemetry';
 import { OptimiseProgressSchema } from './optimise';
-import { ScriptOptimiseBaselineEventSchema } from './script-target';
 import { ScriptProgressEventSchema } from './train-result';
-import { ScriptOutputEventSchema } from './script-target';
+import { ScriptJoinEventSchema, ScriptOptimiseBaselineEventSchema, ScriptOutputEventSchema } from './script-target';
 import { TrainPreparingEventSchema, TrainProgressEventSchema } from './training';
 
 export const EngineStateSchema = z.enum(['starting', 'ready', 'restarting', 'failed', 'stopped']);
@@ -48,6 +47,8 @@ export const apiEvents = {
   /** A trial of script.findBatchSize as it finishes (its jobId is the request's). */
   /** A script wizard's baseline, as soon as it is measured (its result comes at the end). */
   'script.optimiseBaseline': ScriptOptimiseBaselineEventSchema,
+  /** A script job across machines (a collector asked for): the join code of its other nodes, once. */
+  'script.join': ScriptJoinEventSchema,
   /** A job started (from any window, socket or the CLI's services): windows that did not start it may attach. */
   'jobs.started': JobInfoSchema,
   /** A job ended, with its request's answer, for the windows that attached to it. */

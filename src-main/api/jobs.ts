@@ -57,6 +57,7 @@ export const JOB_EVENTS = [
   'script.output',
   'script.progress',
   'script.optimiseBaseline',
+  'script.join',
 ] as const satisfies readonly EventName[];
 export type JobEventName = (typeof JOB_EVENTS)[number];
 

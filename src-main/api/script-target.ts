@@ -161,6 +161,24 @@ export const CollectorSchema = z
   .object({ host: z.string().min(1).max(255).regex(/^[\w.:-]+$/, 'a host name or IP address'), port: z.number().int().min(0).max(65535).default(0) })
   .strict();
 
+/**
+ * `10.0.0.1`, `10.0.0.1:29400`, `rig-a` or `[fd00::1]:29400` as a collector (port 0: the kernel picks one); throws
+ * naming the value otherwise. The CLI's --collector and the app's field read it alike.
+ */
+export function parseCollector(value: string): z.infer<typeof CollectorSchema> {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([\w.-]+))(?::(\d{1,5}))?$/.exec(value.trim());
+  const port = m?.[3] === undefined ? 0 : Number(m[3]);
+  if (!m || port > 65535) throw new Error(`${JSON.stringify(value.slice(0, 80))} is not host[:port] (e.g. 10.0.0.1 or 10.0.0.1:29400)`);
+  return { host: m[1] ?? m[2]!, port };
+}
+
+/** A job across machines: the code its other nodes follow every launch with, said once when the job opens its hub. */
+export const ScriptJoinEventSchema = z.object({ jobId: z.string(), code: z.string().max(4096) });
+export type ScriptJoinEvent = z.infer<typeof ScriptJoinEventSchema>;
+
+/** What a person runs on each other node, with the code a job across machines said. */
+export const joinLine = (code: string, command = '<its torchrun command>') => `trainbench join ${code} -- ${command}`;
+
 export const ScriptBenchmarkRequestSchema = z
   .object({
     target: ScriptTargetSchema,

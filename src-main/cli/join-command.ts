@@ -7,6 +7,7 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 
 import { ApiError } from '../api/errors';
+import { joinLine, parseCollector } from '../api/script-target';
 import { decodeFollow, isFollowCode } from '../core/nodes/followers';
 import { decodeJoin, probeEnvOf } from '../core/script/probe-channel';
 import { probeDir } from '../core/script/launcher';
@@ -193,12 +194,12 @@ export function joinCommand(): Command {
 
 /** `--collector 10.0.0.1` or `10.0.0.1:29400` (an IPv6 address in brackets: `[fd00::1]:29400`). */
 export function collectorArg(value: string): { host: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([\w.-]+))(?::(\d{1,5}))?$/.exec(value);
-  const port = m?.[3] === undefined ? 0 : Number(m[3]);
-  if (!m || port > 65535) throw new InvalidArgumentError(`${JSON.stringify(value)} is not host[:port] (e.g. 10.0.0.1 or 10.0.0.1:29400)`);
-  return { host: m[1] ?? m[2], port };
+  try {
+    return parseCollector(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
 }
 
 /** What the measuring node says once, whatever --progress says: without it the other nodes have nothing to follow. */
-export const joinNote = (code: string) =>
-  `on each other node, start its part of the job once (it follows every launch of this one) with\n  trainbench join ${code} -- <its torchrun command>\n`;
+export const joinNote = (code: string) => `on each other node, start its part of the job once (it follows every launch of this one) with\n  ${joinLine(code)}\n`;

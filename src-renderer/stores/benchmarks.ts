@@ -45,11 +45,14 @@ function scriptBenchmark() {
   const history = shallowRef<ScriptBenchmarkResult[]>([]);
   /** The latest benchmark.progress of the job followed: the status line's numbers. */
   const progress = shallowRef<BenchmarkProgress | null>(null);
+  /** A job across machines: the code its other nodes join with, from its first launch on. */
+  const join = ref<string | null>(null);
   const side = useScriptJob<ScriptBenchmarkRequestInput, ScriptBenchmarkResult>({
     kind: 'benchmark',
     handlers: {
       'script.output': (e: ScriptOutputEvent) => buffer.push(e),
       'benchmark.progress': (p) => (progress.value = p),
+      'script.join': (e) => (join.value = e.code),
     },
     request: () => scriptRequestFromForm(form.value),
     start: (job, request) => job.start('benchmark.training', request),
@@ -57,6 +60,7 @@ function scriptBenchmark() {
     clear: () => {
       buffer.clear();
       progress.value = null;
+      join.value = null;
     },
     // A finished benchmark is listed at once.
     done: () => refresh(),
@@ -84,7 +88,7 @@ function scriptBenchmark() {
     return null;
   });
 
-  return { ...side, form, output: buffer.lines, history, progress, status, refresh };
+  return { ...side, form, output: buffer.lines, history, progress, join, status, refresh };
 }
 
 /**

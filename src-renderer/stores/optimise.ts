@@ -7,7 +7,7 @@ import type { OptimiseProgress, OptimiseRequest, OptimiseTrial, WizardState } fr
 import { OptimiseRequestSchema, optimiseTargetTitle } from '@api/optimise';
 import type { OptimiseResult, ScriptOptimiseRecord } from '@api/optimise-result';
 import { OptimiseRecordSchema } from '@api/optimise-result';
-import type { ScriptOptimiseBaselineEvent, ScriptOptimiseRequestInput, ScriptOutputEvent, ScriptTarget } from '@api/script-target';
+import type { ScriptJoinEvent, ScriptOptimiseBaselineEvent, ScriptOptimiseRequestInput, ScriptOutputEvent, ScriptTarget } from '@api/script-target';
 import { ScriptOptimiseRequestSchema } from '@api/script-target';
 import type { RunDetail, RunSummary } from '@api/training';
 import { defineStore } from 'pinia';
@@ -177,6 +177,8 @@ function scriptOptimise() {
   const trials = shallowRef<OptimiseTrial[]>([]);
   const buffer = scriptOutputBuffer();
   const output = buffer.lines;
+  /** A job across machines: the code its other nodes join with, from its first launch on. */
+  const join = ref<string | null>(null);
   /** A wizard is followed to its end as a job: started here, or re-attached (a reload, another window). */
   const running = ref(false);
   /** The wizard shown runs elsewhere and is followed: its events, and its run re-read until it ends. */
@@ -209,8 +211,12 @@ function scriptOptimise() {
     buffer.push(e);
   }
 
+  function takeJoin(e: ScriptJoinEvent): void {
+    join.value = e.code;
+  }
+
   /** The wizard run as a job (started here, or re-attached): its events, replayed ones first, come through it. */
-  const job = useJob({ 'optimise.progress': takeProgress, 'script.optimiseBaseline': takeBaseline, 'script.output': takeOutput });
+  const job = useJob({ 'optimise.progress': takeProgress, 'script.optimiseBaseline': takeBaseline, 'script.output': takeOutput, 'script.join': takeJoin });
 
   /** Takes the events of a job this window does not follow as one (a wizard watched from the list); returns the unsubscribe. */
   function listen(id: string, runId: string | null): () => void {
@@ -220,6 +226,7 @@ function scriptOptimise() {
       client.on('optimise.progress', (p) => p.jobId === id && takeProgress(p)),
       client.on('script.optimiseBaseline', (e) => e.jobId === id && takeBaseline(e)),
       client.on('script.output', (e) => e.jobId === id && takeOutput(e)),
+      client.on('script.join', (e) => e.jobId === id && takeJoin(e)),
     ];
     return () => offs.forEach((off) => off());
   }
@@ -243,6 +250,7 @@ function scriptOptimise() {
     trials.value = [];
     buffer.clear();
     progress.value = null;
+    join.value = null;
     liveBaseline.value = null;
     error.value = null;
     cancelled.value = false;
@@ -394,7 +402,7 @@ function scriptOptimise() {
   }
 
   return {
-    form, wizard, pending, started, jobId, shown, progress, liveBaseline, trials, output, running, watching, error, cancelled, forbidden, attached: job.attached,
+    form, wizard, pending, started, jobId, shown, progress, liveBaseline, trials, output, join, running, watching, error, cancelled, forbidden, attached: job.attached,
     prepare, dismiss, resume, confirm, attach, cancel, open,
   };
 }

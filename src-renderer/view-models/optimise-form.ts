@@ -267,7 +267,7 @@ export function wizardFromRequest(r: ScriptOptimiseRequestInput): ScriptWizardVa
  */
 export function scriptOptimiseRequest(form: ScriptForm, wizard: ScriptWizardValues, jobId?: string): ScriptOptimiseRequestInput {
   // Command, working directory, environment and overrides as the Benchmarks area reads them.
-  const { target, overrides } = scriptRequestFromForm(form);
+  const { target, overrides, collector } = scriptRequestFromForm(form);
   if (!form.steps) throw new Error('measured steps: the wizard stops every launch after this many steps; type a number (e.g. 20)');
   const request: ScriptOptimiseRequestInput = {
     target,
@@ -284,6 +284,7 @@ export function scriptOptimiseRequest(form: ScriptForm, wizard: ScriptWizardValu
     objective: wizard.objective,
     ...(wizard.only.length ? { only: wizard.only } : {}),
     timeoutSeconds: form.timeoutSeconds,
+    ...(collector ? { collector } : {}),
     ...(jobId ? { jobId } : {}),
   };
   const checked = ScriptOptimiseRequestSchema.safeParse(request);
@@ -304,7 +305,14 @@ export function formFromRequest(r: ScriptOptimiseRequestInput): ScriptForm {
     steps: r.steps ?? SCRIPT_DEFAULTS.steps,
     repeat: r.repeat ?? SCRIPT_DEFAULTS.repeat,
     timeoutSeconds: r.timeoutSeconds ?? SCRIPT_DEFAULTS.timeoutSeconds,
+    ...(r.collector ? { collector: collectorText(r.collector) } : {}),
   };
+}
+
+/** A request's collector as the form's field shows it (an IPv6 address in brackets when a port follows). */
+export function collectorText(c: { host: string; port?: number }): string {
+  if (!c.port) return c.host;
+  return `${c.host.includes(':') ? `[${c.host}]` : c.host}:${c.port}`;
 }
 
 /** Launches the wizard makes at most: the baseline, both sides of every trial, and the final check. */

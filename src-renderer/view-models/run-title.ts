@@ -16,7 +16,8 @@ export function shortRunTitle(title: string): string {
   // `python -m pkg.train`: from the module; else from the first argument that is a file (a path, or a name
   // with an extension); else the whole command.
   const module = words.indexOf('-m');
-  const file = words.findIndex((w, i) => i > 0 && !w.startsWith('-') && (/\.\w+$/.test(w) || w.includes('/')));
+  // An extension starts with a letter: 127.0.0.1 (torchrun's --master_addr) or 0.5 is a value, not a file.
+  const file = words.findIndex((w, i) => i > 0 && !w.startsWith('-') && (/\.[A-Za-z]\w*$/.test(w) || w.includes('/')));
   const from = module >= 0 && words[module + 1] ? module + 1 : Math.max(file, 0);
   const named = words
     .slice(from)

@@ -1,6 +1,6 @@
 import type { ScriptTrainRequestInput } from '@api/script-target';
 import type { ScriptBenchmarkRequestInput, ScriptOverrideKey } from '@api/script-target';
-import { SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema, parseOverride } from '@api/script-target';
+import { SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema, parseCollector, parseOverride } from '@api/script-target';
 import { shellWord } from '@api/shell-word';
 
 /** The Script target as a person types it: one command line, env rows, override rows. */
@@ -18,6 +18,8 @@ export interface ScriptForm {
   collectives?: boolean;
   /** And each gradient bucket through a Python hook (the bandwidth too; it costs small steps). */
   collectivesPerBucket?: boolean;
+  /** A job across machines: this machine's address the other nodes reach (host[:port]); empty: one machine. */
+  collector?: string;
 }
 
 export function emptyScriptForm(): ScriptForm {
@@ -136,7 +138,8 @@ export function scriptRequestFromForm(form: ScriptForm): ScriptBenchmarkRequestI
     repeat: form.repeat,
     timeoutSeconds: form.timeoutSeconds,
     ...(form.steps ? { steps: form.steps } : {}),
-    ...(form.collectives ? { collectives: true, ...(form.collectivesPerBucket ? { collectivesPerBucket: true } : {}) } : {}),
+    ...(form.collectives || form.collector?.trim() ? { collectives: true, ...(form.collectivesPerBucket ? { collectivesPerBucket: true } : {}) } : {}),
+    ...(form.collector?.trim() ? { collector: collectorOf(form.collector) } : {}),
   };
   const checked = ScriptBenchmarkRequestSchema.safeParse(request);
   if (!checked.success) {
@@ -144,6 +147,15 @@ export function scriptRequestFromForm(form: ScriptForm): ScriptBenchmarkRequestI
     throw new Error(`${issue.path.join('.') || 'request'}: ${issue.message}`);
   }
   return request;
+}
+
+/** The form's collector field as the request's, or an error naming the field and the value. */
+function collectorOf(text: string): { host: string; port: number } {
+  try {
+    return parseCollector(text);
+  } catch (err) {
+    throw new Error(`address the other nodes reach: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 /** The Script target of the New run form: no step bound until one is typed, no repeat (one launch). */

@@ -20,6 +20,8 @@ describe('short run titles', () => {
     expect(shortRunTitle('script python3 -m pkg.train --epochs 3')).toBe('pkg.train --epochs 3');
     expect(shortRunTitle('batch-size search: script ./run.sh')).toBe('run.sh');
     expect(shortRunTitle('script make train')).toBe('make train');
+    // An address or a number is a value, not a file: the node's torchrun options are skipped up to the script.
+    expect(shortRunTitle('training benchmark: script torchrun --nnodes 2 --master_addr 127.0.0.1 --master_port 29500 --lr 0.5 train.py --steps 40')).toBe('train.py --steps 40');
     // A title whose middle was cut keeps what is left of the file's name.
     expect(shortRunTitle('script python3 test/fixtures/scripts/fashion_mnist_tutor…y --data tb --epochs 1')).toBe('fashion_mnist_tutor…y --data tb --epochs 1');
   });

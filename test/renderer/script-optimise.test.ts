@@ -9,10 +9,13 @@ import { flushPromises, mount } from '@vue/test-utils';
 import { createPinia, setActivePinia } from 'pinia';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { watch } from 'vue';
+import { createMemoryHistory, createRouter } from 'vue-router';
 
 import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';
 import FinalCard from '../../src-renderer/components/optimise/FinalCard.vue';
+import OptimiseView from '../../src-renderer/views/OptimiseView.vue';
+import { areas } from '../../src-renderer/areas';
 import { formFromRequest, launchesAtMost, scriptOptimiseForm, scriptOptimiseRequest, scriptWizardValues, wizardFromRequest } from '../../src-renderer/view-models/optimise-form';
 import { scriptUse } from '../../src-main/api/script-override-code';
 import { useOptimiseStore } from '../../src-renderer/stores/optimise';
@@ -84,6 +87,12 @@ describe('script wizard form', () => {
     // A saved request back into the form (to resume it) gives the same request.
     const saved = scriptOptimiseRequest({ ...form, env: [{ name: 'A', value: 'b c' }], overrides: [{ key: 'cudnn.benchmark', value: 'true' }] }, { ...wizard, seed: 7, only: ['amp.dtype'] }, 'job-2');
     expect(scriptOptimiseRequest(formFromRequest(saved), wizardFromRequest(saved), 'job-2')).toEqual(saved);
+    // A job across machines: its collector travels in the request and back into the form, an IPv6 host in brackets.
+    const across = scriptOptimiseRequest({ ...form, collector: '[fd00::1]:29400' }, wizard, 'job-3');
+    expect(across.collector).toEqual({ host: 'fd00::1', port: 29400 });
+    expect(formFromRequest(across).collector).toBe('[fd00::1]:29400');
+    expect(scriptOptimiseRequest(formFromRequest(across), wizardFromRequest(across), 'job-3')).toEqual(across);
+    expect(() => scriptOptimiseRequest({ ...form, collector: 'rig a' }, wizard, 'job-3')).toThrow(/^address the other nodes reach: "rig a" is not host\[:port\]/);
   });
 });
 
@@ -217,6 +226,33 @@ describe('script wizard store', () => {
     expect(again.form.commandLine).toBe(`${PYTHON} ${LOGGED}`);
     expect(again.wizard.maxTrials).toBe(3);
     expect(again.running).toBe(false);
+  }, 120_000);
+
+  it('a wizard across machines: the join code its other nodes follow with is shown while it runs, and gone when it ends', async () => {
+    const s = await services(true);
+    installServicesClient(s);
+    const store = useOptimiseStore().script;
+    const mark = newMark();
+    store.form = { ...scriptOptimiseForm(), commandLine: `${PYTHON} ${LOGGED}`, cwd: SCRIPTS, repeat: 2, steps: 4, warmupSteps: 1, collector: '127.0.0.1', env: [{ name: 'TB_TEST_MARK', value: mark }] };
+    store.wizard = { ...scriptWizardValues(), maxTrials: 1 };
+    store.prepare();
+    expect(store.pending?.collector).toEqual({ host: '127.0.0.1', port: 0 });
+    // Every area named as the app's router names it (the view links to its run in Runs), none of them drawn.
+    const router = createRouter({ history: createMemoryHistory(), routes: areas.map((a) => ({ path: a.path, name: a.name, component: { template: '<div />' } })) });
+    await router.push('/optimise');
+    const view = mount(OptimiseView, { global: { plugins: [router], stubs: { Echarts: true } } });
+    useOptimiseStore().target = 'script';
+    const done = store.confirm();
+    await until(() => store.join !== null);
+    expect(store.join).toMatch(/^tbf1\.[\w-]+$/);
+    await flushPromises();
+    expect(view.find('[data-test="script-join-line"]').text()).toBe(`trainbench join ${store.join} -- <its torchrun command>`);
+    await store.cancel();
+    await done;
+    await flushPromises();
+    expect(view.find('[data-test="script-join"]').exists()).toBe(false);
+    expect(processesWithMark(mark)).toEqual([]);
+    view.unmount();
   }, 120_000);
 
   it('a wizard another window runs: opened from the list it is followed live, and Cancel there stops it', async () => {

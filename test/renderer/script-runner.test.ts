@@ -59,6 +59,12 @@ describe('script form', () => {
     expect(scriptRequestFromForm({ ...form, collectives: true, collectivesPerBucket: true })).toMatchObject({ collectives: true, collectivesPerBucket: true });
     // Each bucket is a refinement of timing the collectives: left ticked alone, it asks for nothing.
     expect(scriptRequestFromForm({ ...form, collectivesPerBucket: true })).not.toHaveProperty('collectivesPerBucket');
+    // A job across machines: the address its other nodes reach, which implies timing the collectives.
+    expect(scriptRequestFromForm({ ...form, collector: ' 10.0.0.1:29400 ' })).toMatchObject({ collector: { host: '10.0.0.1', port: 29400 }, collectives: true });
+    expect(scriptRequestFromForm({ ...form, collector: '[fd00::1]' })).toMatchObject({ collector: { host: 'fd00::1', port: 0 } });
+    expect(scriptRequestFromForm({ ...form, collector: '  ' })).not.toHaveProperty('collector');
+    expect(() => scriptRequestFromForm({ ...form, collector: '10.0.0.1:99999' })).toThrow('address the other nodes reach: "10.0.0.1:99999" is not host[:port] (e.g. 10.0.0.1 or 10.0.0.1:29400)');
+    expect(() => scriptRequestFromForm({ ...form, collector: 'a b' })).toThrow(/"a b" is not host\[:port\]/);
     expect(() => scriptRequestFromForm({ ...form, commandLine: '  ' })).toThrow(/command: type the command/);
     expect(() => scriptRequestFromForm({ ...form, cwd: 'proj' })).toThrow(/absolute path, got "proj"/);
     expect(() => scriptRequestFromForm({ ...form, env: [{ name: '1BAD', value: 'x' }] })).toThrow(/"1BAD"/);

@@ -72,7 +72,10 @@ export class ScriptBenchmarks {
   /** A benchmark of the command made ready: nothing runs before its first launch. */
   plan(request: ScriptBenchmarkRequest & { jobId: string }, job: RunningJob, options: { onOutput?: OnOutput; onJoin?: (code: string) => void }): BenchmarkPlan<Launch> {
     if (!path.isAbsolute(request.target.cwd)) throw new ApiError('E_BAD_INPUT', `the script's working directory must be an absolute path, got ${JSON.stringify(request.target.cwd)}`);
-    const nodes = otherNodes(request.collector, options.onJoin);
+    const nodes = otherNodes(request.collector, (code) => {
+      this.events.emit('script.join', { jobId: request.jobId, code });
+      options.onJoin?.(code);
+    });
     // Checked before any launch: --one-node on a command that is not a torchrun job of several nodes compares nothing.
     const alone = request.oneNode ? oneNodeCommand(request.target.command) : null;
     if (request.oneNode && !alone) {

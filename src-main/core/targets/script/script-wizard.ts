@@ -106,7 +106,10 @@ class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
         this.options.onOutput?.(stream, line, launch);
       },
       deps.telemetry,
-      options.onJoin,
+      (code) => {
+        this.events.emit('script.join', { jobId: job.id, code });
+        options.onJoin?.(code);
+      },
     );
     const r = request;
     this.rules = { preset: r.preset, repeat: r.repeat, maxTrials: r.maxTrials, allowRecipeChanges: r.allowRecipeChanges, lossTolerance: r.lossTolerance, confounders: r.confounders, objective: r.objective };
