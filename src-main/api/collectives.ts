@@ -3,7 +3,7 @@ import { z } from 'zod';
 /**
  * A job of several ranks, at its collectives (issue 40): the straggler the others wait for, how much of the step
  * waits on communication, and the all-reduce bandwidth achieved. Absent for a single process or a job whose
- * collectives were not timed (no DDP model).
+ * collectives were not timed (no DDP model, no torch.distributed call on host tensors).
  */
 export const ScriptCollectivesSchema = z.object({
   /** The rank named the straggler, or null: none stands out beyond the noise. */

@@ -17,10 +17,10 @@ import { SCRIPTS } from './script-helpers';
 interface Item { index: number; op: string; arriveMs: number; doneMs: number; bytes: number; count?: number }
 interface Rank { rank: number; params: number; steps: (Omit<RankStep, 'rank'> & { collectives: Item[] })[] }
 
-async function job(python: string, sleepMs: number, mode: 'step' | 'bucket'): Promise<Rank[]> {
+async function job(python: string, sleepMs: number, mode: 'step' | 'bucket', hook = false): Promise<Rank[]> {
   // The ranks end themselves after 90 s whatever happens (the fixture's watchdog): none may outlive the test and load
   // the machine for the tests after it.
-  const { stdout } = await promisify(execFile)(python, [path.join(SCRIPTS, 'ddp_collectives.py'), String(sleepMs), mode], { timeout: 200_000, killSignal: 'SIGKILL' });
+  const { stdout } = await promisify(execFile)(python, [path.join(SCRIPTS, 'ddp_collectives.py'), String(sleepMs), mode, ...(hook ? ['hook'] : [])], { timeout: 200_000, killSignal: 'SIGKILL' });
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as Rank[];
 }
 
@@ -83,8 +83,11 @@ describe.each([TORCH2])('DDP collectives timed bucket by bucket, $label', { retr
     expectNamed(ranks);
   }, 420_000);
 
-  it.skipIf(!interp.python)('names no rank late in host work when no rank sleeps (timed once a step)', async () => {
-    const { collectives, steps } = flat(await job(interp.python!, 0, 'step'));
+  it.skipIf(!interp.python)("names no rank late in host work when no rank sleeps (timed once a step); the script's own comm hook's all-reduces are not counted again", async () => {
+    const ranks = await job(interp.python!, 0, 'step', true);
+    // The hook calls torch.distributed.all_reduce itself: still the one per-step collective of DDP's, no explicit call.
+    for (const r of ranks) for (const s of r.steps) expect(s.collectives.map((c) => c.bytes)).toEqual([r.params]);
+    const { collectives, steps } = flat(ranks);
     const v = straggler(collectives, steps, { minLateShareOfStep: 0.1 });
     // A rank sharing a core with another test's work may really trail in compute on the 2-core CI machine, and be
     // named for it; host time is what nothing here delays.

@@ -20,9 +20,9 @@ const TORCHRUN = TORCH2.python ? binOf(TORCH2.python, 'torchrun') : '';
 const ws = tempDir();
 afterAll(() => ws.cleanup());
 
-async function bench(slowMs: number, json = true, timing = '--collectives') {
+async function bench(slowMs: number, json = true, timing = '--collectives', script: string[] = []) {
   requireBuilt();
-  const command = [TORCHRUN, '--nproc_per_node', '2', '--master_port', String(await freePort()), '--redirects', '1', '--tee', '1', path.join(SCRIPTS, 'ddp_straggler.py'), '--steps', '40', '--slow-rank', '1', '--slow-ms', String(slowMs)];
+  const command = [TORCHRUN, '--nproc_per_node', '2', '--master_port', String(await freePort()), '--redirects', '1', '--tee', '1', path.join(SCRIPTS, 'ddp_straggler.py'), '--steps', '40', '--slow-rank', '1', '--slow-ms', String(slowMs), ...script];
   return runCli(['benchmark-training', ...(json ? ['--json'] : []), timing, '--no-output', '--warmup-steps', '3', '--steps', '20', '--repeat', '1', '--timeout', '120', '--workspace', ws.dir, '--', ...command]);
 }
 
@@ -83,5 +83,23 @@ describe.skipIf(!TORCH2.python)('benchmark-training -- torchrun: the straggler a
     expect(stdout).toMatch(/^collectives \d+ per step \(1\.6 MB\); [\d.]+% of the step waits in them after the last rank arrived; all-reduce [\d.]+ GB\/s bus bandwidth$/m);
     // Timed per bucket, the job's bandwidth is read against the floor's.
     expect(stdout).toMatch(/^floor {6}between these ranks, an all-reduce alone: [\d.]+ GB\/s bus bandwidth \(1\.6 MB all-reduced alone in [\d.]+ ms\); the job's all-reduces reach \d+% of it$/m);
+  }, 240_000);
+
+  it("without DDP, times the loop's own dist.all_reduce calls, each one, and names rank 1 from them", async () => {
+    const { code, stdout, stderr } = await bench(30, true, '--collectives', ['--manual']);
+    expect(code, stderr).toBe(0);
+    const c = scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(stdout))).target.collectives!;
+    expect(c, 'collectives verdict').toBeDefined();
+    expect(c.straggler, c.why).toBe(1);
+    expect(c.phase).toBe('host');
+    // One all-reduce per parameter (6) and one of the loss, each timed alone: their bandwidth is measured.
+    const params = (256 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10) * 4;
+    expect(c.perStep).toEqual({ count: 7, bytes: params + 4 });
+    expect(c.timing).toBe('bucket');
+    expect(c.busBytesPerSec).toBeGreaterThan(0);
+    // The floor all-reduces the step's bytes with torch's own all_reduce: not counted among the script's calls.
+    expect(c.floor).toMatchObject({ bytes: params + 4 });
+    expect(c.timeline!.ranks.map((k) => k.marks.length)).toEqual([21, 21]);
+    expect(c.timeline!.ranks[0].marks.map((m) => m.index).slice(0, 7)).toEqual([0, 1, 2, 3, 4, 5, 6]);
   }, 240_000);
 });

@@ -32,7 +32,7 @@ from . import overrides as _overrides
 from .batch_copy import batch_layout, time_batch_copy
 from .batches import batch_size_of
 from .channel import Channel
-from .collectives import Collectives, allreduce_floor, clock_offset, patch_ddp, watch_ddp
+from .collectives import Collectives, allreduce_floor, clock_offset, patch_ddp, watch_ddp, wrap_distributed
 from .iterations import PHASES, Iterations
 from .losses import LossReader
 from .flops import FlopCounter, matmul_peak
@@ -262,7 +262,8 @@ class Probe:
 
     def _time_collectives(self, torch):
         collectives = Collectives()
-        if (patch_ddp if self.time_collectives == "bucket" else watch_ddp)(torch, collectives, _note):
+        ddp = (patch_ddp if self.time_collectives == "bucket" else watch_ddp)(torch, collectives, _note)
+        if wrap_distributed(torch, collectives, _note) or ddp:
             self.collectives = collectives
 
     def _clock(self, at):

@@ -34,24 +34,61 @@ class Collectives:
         self._items = []
         self.pollers = []  # called at each step's end, before the items are handed over (watch_ddp's reading)
         self.step_bytes = 0  # the bytes the latest step's collectives moved: what the floor all-reduces
+        self._calls = 0  # explicit torch.distributed calls in this step so far
 
-    def record(self, index, op, arrive_ms, done_ms, nbytes, count=1):
+    def record(self, index, op, arrive_ms, done_ms, nbytes, count=1, explicit=False):
         item = {"index": int(index), "op": op, "arriveMs": arrive_ms, "doneMs": done_ms, "bytes": int(nbytes)}
         if count != 1:
             item["count"] = int(count)
+        if explicit:
+            item["explicit"] = True
         with self._lock:
             self._items.append(item)
+
+    def next_call(self):
+        """The index of the step's next explicit torch.distributed call: after DDP's buckets, in call order (the same
+        on every rank, as collectives must be)."""
+        with self._lock:
+            index = EXPLICIT_INDEX + self._calls
+            self._calls += 1
+            return index
 
     def take(self):
         for poll in self.pollers:
             poll()
         with self._lock:
             items, self._items = self._items, []
-        # The latest step's, each bucket once (DDP rebuilds its buckets after the first step).
-        per_bucket = {item["index"]: item["bytes"] for item in items}
+            self._calls = 0
+        # The latest step's gradient all-reduces, each bucket once (DDP rebuilds its buckets after the first step).
+        # Without DDP, the script's own all-reduces (a hand-written gradient average).
+        per_bucket = {item["index"]: item["bytes"] for item in items if not item.get("explicit")}
+        per_bucket = per_bucket or {item["index"]: item["bytes"] for item in items if item["op"] == "allreduce"}
         if per_bucket:
             self.step_bytes = sum(per_bucket.values())
         return items
+
+
+# Set while a DDP comm hook runs in this thread: its torch.distributed calls are DDP's bucket, timed as such (or by
+# the reducer's stamps), not the script's own calls.
+_in_hook = threading.local()
+
+
+def _in_comm_hook(hook, state, bucket):
+    _in_hook.depth = getattr(_in_hook, "depth", 0) + 1
+    try:
+        return hook(state, bucket)
+    finally:
+        _in_hook.depth -= 1
+
+
+def _marked(hook):
+    """A DDP comm hook whose torch.distributed calls are known to be the hook's (see wrap_distributed)."""
+
+    @functools.wraps(hook)
+    def marked(state, bucket):
+        return _in_comm_hook(hook, state, bucket)
+
+    return marked
 
 
 def _timed(hook, collectives):
@@ -63,7 +100,7 @@ def _timed(hook, collectives):
         buffer = bucket.buffer()
         nbytes = buffer.numel() * buffer.element_size()
         index = bucket.index()
-        future = hook(state, bucket)
+        future = _in_comm_hook(hook, state, bucket)
 
         def done(f):
             collectives.record(index, "allreduce", arrive, now_ms(), nbytes)
@@ -72,6 +109,94 @@ def _timed(hook, collectives):
         return future.then(done)
 
     return timed
+
+
+EXPLICIT_INDEX = 1000  # explicit calls are numbered from here in each step, apart from DDP's buckets (0, 1, ...)
+
+# The torch.distributed calls timed when a script makes them itself (a hand-written gradient average, a metric
+# all-reduce), with the positional place of the tensor whose bytes they move (None: no tensor).
+_CALLS = {
+    "all_reduce": ("allreduce", 0),
+    "broadcast": ("broadcast", 0),
+    "reduce": ("reduce", 0),
+    "all_gather": ("allgather", 1),
+    "all_gather_into_tensor": ("allgather", 1),
+    "reduce_scatter": ("reducescatter", 1),
+    "reduce_scatter_tensor": ("reducescatter", 1),
+    "all_to_all_single": ("alltoall", 1),
+    "barrier": ("barrier", None),
+}
+
+
+def _nbytes(value):
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(v) for v in value)
+    try:
+        return int(value.numel()) * int(value.element_size())
+    except Exception:
+        return 0
+
+
+def _on_cuda(value):
+    if isinstance(value, (list, tuple)):
+        return any(_on_cuda(v) for v in value)
+    return bool(getattr(value, "is_cuda", False))
+
+
+def wrap_distributed(torch, collectives, note):
+    """Times the script's own torch.distributed calls (issue 40), each one: arrival when called, completion when it
+    returns (or, with async_op, when its future completes). Tensors on the host only: a call on CUDA tensors returns
+    once queued, so its host times would say nothing of the wait; said once, and left untimed."""
+    try:
+        dist = torch.distributed
+        if not dist.is_available():
+            return False
+    except Exception as e:
+        note("torch.distributed calls are not timed: %s" % e)
+        return False
+    said = set()
+
+    def timed(name, op, place):
+        original = getattr(dist, name)
+
+        @functools.wraps(original)
+        def call(*args, **kwargs):
+            if getattr(_in_hook, "depth", 0):  # a DDP comm hook's all-reduce: its bucket, not a call of the script
+                return original(*args, **kwargs)
+            tensor = args[place] if place is not None and len(args) > place else None
+            if tensor is not None and _on_cuda(tensor):
+                if "cuda" not in said:
+                    said.add("cuda")
+                    note("torch.distributed calls on CUDA tensors are not timed: they return once queued on the GPU")
+                return original(*args, **kwargs)
+            index = collectives.next_call()
+            arrive = now_ms()
+            result = original(*args, **kwargs)
+            nbytes = _nbytes(tensor) if tensor is not None else 0
+            if kwargs.get("async_op"):
+                try:
+                    result.get_future().then(lambda f: collectives.record(index, op, arrive, now_ms(), nbytes, explicit=True))
+                except Exception:  # a Work without a future (an older backend): untimed, said once
+                    if "async" not in said:
+                        said.add("async")
+                        note("torch.distributed calls with async_op=True are not timed here: their work has no future")
+            else:
+                collectives.record(index, op, arrive, now_ms(), nbytes, explicit=True)
+            return result
+
+        return call
+
+    wrapped = 0
+    for name, (op, place) in _CALLS.items():
+        if callable(getattr(dist, name, None)):
+            setattr(dist, name, timed(name, op, place))
+            wrapped += 1
+    return wrapped > 0
+
+
+def _untimed(fn):
+    """The torch.distributed function as torch made it: the probe's own all-reduces (the floor) are not the script's."""
+    return getattr(fn, "__wrapped__", fn)
 
 
 def _ddp_class(torch, note):
@@ -122,7 +247,14 @@ def watch_ddp(torch, collectives, note):
             elif item is not None:
                 collectives.record(index, "allreduce", *item)
 
+    original_register = DDP.register_comm_hook
+
+    @functools.wraps(original_register)
+    def register_comm_hook(self, state, hook):
+        return original_register(self, state, _marked(hook))
+
     DDP.forward = forward
+    DDP.register_comm_hook = register_comm_hook
     collectives.pollers.append(poll)
     return True
 
@@ -227,12 +359,13 @@ def allreduce_floor(torch, device, nbytes):
     where = device if cuda else "cpu"
     # The ranks agree on the size first: an all-reduce of different sizes would hang them.
     agreed = torch.tensor([float(min(int(nbytes), FLOOR_MAX_BYTES))], device=where)
-    dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
+    all_reduce = _untimed(dist.all_reduce)
+    all_reduce(agreed, op=dist.ReduceOp.MAX)
     buffer = torch.zeros(max(1, int(agreed.item()) // 4), dtype=torch.float32, device=where)
     times = []
     for i in range(2 + FLOOR_TIMED):
         start = time.perf_counter()
-        dist.all_reduce(buffer)
+        all_reduce(buffer)
         if cuda:
             torch.cuda.synchronize(device)
         if i >= 2:

@@ -136,7 +136,8 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
   /**
    * The collectives of one optimizer step on this rank: when the rank called each and when it completed there (ms on
    * the rank's wall clock), and its bytes. Timed per step from DDP's own stamps, one item spans the step's `count`
-   * gradient buckets (arrival: its backward's end); timed per bucket through DDP's comm hook, one item each.
+   * gradient buckets (arrival: its backward's end); timed per bucket through DDP's comm hook, one item each; the
+   * script's own torch.distributed calls (host tensors), one item each, numbered from 1000 in call order.
    */
   z.object({
     type: z.literal('collectives'),
@@ -150,6 +151,8 @@ export const ProbeMessageSchema = z.discriminatedUnion('type', [
           doneMs: z.number(),
           bytes: z.number().int().min(0).max(1e13),
           count: z.number().int().min(1).max(1e6).optional(),
+          /** A torch.distributed call the script made itself (outside the backward), not one of DDP's buckets. */
+          explicit: z.boolean().optional(),
         }),
       )
       .max(4096),

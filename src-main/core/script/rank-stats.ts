@@ -230,7 +230,7 @@ function shiftsOf(connections: readonly ProbeConnection[]): Map<ProbeConnection,
   return new Map(connections.map((c) => [c, best.get(keyOf(c)) ?? null]));
 }
 
-/** The verdicts of a launch of several ranks, or null: one rank, or no collective timed (no DDP model). */
+/** The verdicts of a launch of several ranks, or null: one rank, or no collective timed (no DDP model, no torch.distributed call timed). */
 export function rankCollectives(connections: readonly ProbeConnection[], warmupSteps: number, limit: number | undefined): ScriptCollectives | null {
   if (connections.length < 2) return null;
   const measured = (step: number) => step > warmupSteps && (limit === undefined || step <= warmupSteps + limit);
@@ -244,19 +244,23 @@ export function rankCollectives(connections: readonly ProbeConnection[], warmupS
     clocks.push({ rank, node: c.hello.node ?? null, offsetMs: clock?.offsetMs ?? null, uncertaintyMs: clock?.uncertaintyMs ?? null });
     const shift = clock?.offsetMs ?? 0;
     const commMs = new Map<number, number>();
+    const inBackwardMs = new Map<number, number>();
     for (const m of c.messages) {
       if (m.type !== 'collectives' || !measured(m.step)) continue;
       for (const item of m.items) {
-        collectives.push({ rank, step: m.step, index: item.index, arriveMs: item.arriveMs + shift, doneMs: item.doneMs + shift, bytes: item.bytes, ...(item.count !== undefined ? { count: item.count } : {}) });
-        commMs.set(m.step, (commMs.get(m.step) ?? 0) + Math.max(0, item.doneMs - item.arriveMs));
+        collectives.push({ rank, step: m.step, index: item.index, arriveMs: item.arriveMs + shift, doneMs: item.doneMs + shift, bytes: item.bytes, op: item.op, ...(item.count !== undefined ? { count: item.count } : {}) });
+        const ms = Math.max(0, item.doneMs - item.arriveMs);
+        commMs.set(m.step, (commMs.get(m.step) ?? 0) + ms);
+        if (!item.explicit) inBackwardMs.set(m.step, (inBackwardMs.get(m.step) ?? 0) + ms);
       }
     }
     for (const s of rankSteps(c)) {
       if (!measured(s.step)) continue;
       // DDP's all-reduces run inside the backward, which waits for the last of them: the time waiting is
-      // communication, not compute (counted in both, a rank that waits would look as if it computed longer).
+      // communication, not compute (counted in both, a rank that waits would look as if it computed longer). The
+      // script's own calls run outside the model's phases: nothing to take out of compute.
       const comm = commMs.get(s.step) ?? 0;
-      const compute = Math.max(0, s.phasesMs.forward + s.phasesMs.loss + s.phasesMs.backward - comm);
+      const compute = Math.max(0, s.phasesMs.forward + s.phasesMs.loss + s.phasesMs.backward - (inBackwardMs.get(s.step) ?? 0));
       steps.push({ rank, step: s.step, stepMs: s.durMs, dataMs: s.dataMs, computeMs: compute, commMs: comm });
     }
   }
@@ -303,13 +307,24 @@ function timelineOf(collectives: readonly RankCollective[]): NonNullable<ScriptC
   const start = new Map<number, number>(steps.map((s) => [s, Infinity]));
   for (const c of collectives) if (start.has(c.step)) start.set(c.step, Math.min(start.get(c.step)!, c.arriveMs));
   const byRank = new Map<number, NonNullable<ScriptCollectives['timeline']>['ranks'][number]['marks']>([...shown].map((r) => [r, []]));
+  // A rank's collectives come in its call order: the first TIMELINE_COLLECTIVES of each step are drawn. DDP's buckets
+  // keep their number (from 0; timed per bucket they complete out of order); the script's own calls (from 1000) are
+  // marked with their place in the step.
+  const drawn = new Map<number, Map<number, number>>([...shown].map((r) => [r, new Map()]));
+  let cutCollectives = false;
   for (const c of collectives) {
-    if (!start.has(c.step) || !shown.has(c.rank) || c.index >= TIMELINE_COLLECTIVES) continue;
-    byRank.get(c.rank)!.push({ step: c.step, index: c.index, arriveMs: c.arriveMs - start.get(c.step)!, doneMs: c.doneMs - start.get(c.step)! });
+    if (!start.has(c.step) || !shown.has(c.rank)) continue;
+    const n = drawn.get(c.rank)!.get(c.step) ?? 0;
+    if (n >= TIMELINE_COLLECTIVES) {
+      cutCollectives = true;
+      continue;
+    }
+    drawn.get(c.rank)!.set(c.step, n + 1);
+    byRank.get(c.rank)!.push({ step: c.step, index: c.index < 1000 ? c.index : n, arriveMs: c.arriveMs - start.get(c.step)!, doneMs: c.doneMs - start.get(c.step)! });
   }
   const cut = [
     ranks.length > TIMELINE_RANKS ? `ranks after the first ${TIMELINE_RANKS} of ${ranks.length}` : '',
-    collectives.some((c) => start.has(c.step) && c.index >= TIMELINE_COLLECTIVES) ? `collectives after the first ${TIMELINE_COLLECTIVES} of a step` : '',
+    cutCollectives ? `collectives after the first ${TIMELINE_COLLECTIVES} of a step` : '',
   ].filter(Boolean);
   return { steps, ranks: [...byRank].map(([rank, marks]) => ({ rank, marks })), cut: cut.length ? `not shown: ${cut.join('; ')}` : null };
 }

@@ -17,6 +17,8 @@ export interface RankCollective {
   bytes: number;
   /** The collectives it spans (DDP's buckets timed per step, together); 1 when absent. */
   count?: number;
+  /** What it is ("allreduce", "allgather", "broadcast", ...); an all-reduce when absent. */
+  op?: string;
 }
 
 /** One rank's step, by phase (ms): what made it late, if it was. */
@@ -195,7 +197,8 @@ export function communication(collectives: readonly RankCollective[], steps: rea
       const done = median(seen.map((c) => c.doneMs));
       const ms = Math.max(0, done - lastArrival);
       waited += ms;
-      if (ms > 0 && n > 1 && (seen[0].count ?? 1) === 1) bus.push((seen[0].bytes * ((2 * (n - 1)) / n)) / (ms / 1000));
+      // Bus bandwidth as NCCL's tests define it for an all-reduce; other collectives move bytes in other patterns.
+      if (ms > 0 && n > 1 && (seen[0].count ?? 1) === 1 && (seen[0].op ?? 'allreduce') === 'allreduce') bus.push((seen[0].bytes * ((2 * (n - 1)) / n)) / (ms / 1000));
     }
     const total = stepMs.get(step);
     if (total && total > 0) exposed.push(Math.min(1, waited / total));
