@@ -17,7 +17,7 @@ import { SCRIPTS } from './script-helpers';
 interface Item { index: number; op: string; arriveMs: number; doneMs: number; bytes: number; count?: number }
 interface Rank { rank: number; params: number; steps: (Omit<RankStep, 'rank'> & { collectives: Item[] })[] }
 
-async function job(python: string, sleepMs: number, mode: 'step' | 'bucket', hook = false): Promise<Rank[]> {
+async function job(python: string, sleepMs: number, mode: 'step' | 'bucket' | 'budget', hook = false): Promise<Rank[]> {
   // The ranks end themselves after 90 s whatever happens (the fixture's watchdog): none may outlive the test and load
   // the machine for the tests after it.
   const { stdout } = await promisify(execFile)(python, [path.join(SCRIPTS, 'ddp_collectives.py'), String(sleepMs), mode, ...(hook ? ['hook'] : [])], { timeout: 200_000, killSignal: 'SIGKILL' });
@@ -57,6 +57,22 @@ describe.each([TORCH1, TORCH2])('DDP collectives timed once a step from DDP\'s o
       }
     }
     expectNamed(ranks);
+  }, 420_000);
+});
+
+describe.each([TORCH2])('DDP stamps read as the budget allows, $label', { retry: 1 }, (interp) => {
+  // Reading the stamps costs ~0.2 ms: on a short step the probe reads one step in 2, 4 or 8 (1% of the step at most).
+  // Under a budget no read fits, both ranks read steps 1 and 2 (the cost is not known yet) and then every 8th, the same
+  // steps on both (the verdicts compare ranks at the same step).
+  it.skipIf(!interp.python)('reads the same steps on both ranks, one in 8 after the first two, and the verdicts rest on those', async () => {
+    const ranks = await job(interp.python!, 40, 'budget');
+    for (const r of ranks) {
+      expect(r.steps.filter((s) => s.collectives.length > 0).map((s) => s.step), `rank ${r.rank}`).toEqual([1, 2, 8]);
+      for (const s of r.steps) for (const c of s.collectives) expect(c.bytes).toBe(r.params);
+    }
+    const { collectives, steps } = flat(ranks);
+    const v = straggler(collectives, steps);
+    expect(v.steps).toBe(3);
   }, 420_000);
 });
 

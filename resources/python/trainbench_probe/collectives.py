@@ -6,8 +6,8 @@ arrival time at the collectives can. Two ways, the first the default:
 
 - per step (`watch_ddp`): DDP's reducer already stamps, in C++, when the backward's last gradient bucket was ready (the
   rank's arrival at the all-reduce that ends its step) and when the last all-reduce completed; asked to do it at every
-  iteration and read once at the step's end, it costs ~0.2-0.3 ms a step on a 2-core CPU (the reading: 1% of a 33 ms
-  step, 4.6% of a 5 ms one). One collective a step, spanning every bucket.
+  iteration and read at the step's end. A read costs ~0.2-0.3 ms on a 2-core CPU (1% of a 33 ms step, 4.6% of a 5 ms
+  one), so short steps are read one in 2, 4 or 8 (`stamp_poller`). One collective a step, spanning every bucket.
 - per bucket (`patch_ddp`): DDP's communication hook, wrapped. The script's own hook, if it registers one, keeps
   running timed; otherwise the default all-reduce is registered at the model's first forward. A Python hook and its
   completion callback cost a bucket ~0.1 ms on a small CPU step (bench/script/collectives_overhead.py).
@@ -208,7 +208,11 @@ def _ddp_class(torch, note):
         return None
 
 
-def watch_ddp(torch, collectives, note):
+READ_BUDGET = 0.01  # reading the stamps may cost at most this share of the step, on average
+MAX_EVERY = 8  # and reads at least one step in this many, so a short job still has steps to judge
+
+
+def watch_ddp(torch, collectives, note, budget=READ_BUDGET):
     """Times every DDP model's gradient sync per step from its reducer's own stamps (no hook; torch 1.13 and 2.x)."""
     DDP = _ddp_class(torch, note)
     if DDP is None:
@@ -233,20 +237,7 @@ def watch_ddp(torch, collectives, note):
                 say_once("this model's all-reduces are not timed: %s" % e)
         return original_forward(self, *args, **kwargs)
 
-    def poll():
-        for index, model in enumerate(list(models)):
-            try:
-                item = _reducer_item(model)
-            except Exception as e:
-                say_once("this model's all-reduces are not timed: %s" % e)
-                models.discard(model)
-                continue
-            if item == "clock":
-                say_once("this model's all-reduces are not timed: its reducer's stamps are not on the wall clock")
-                models.discard(model)
-            elif item is not None:
-                collectives.record(index, "allreduce", *item)
-
+    poll = stamp_poller(lambda: list(models), collectives, say_once, models.discard, budget)
     original_register = DDP.register_comm_hook
 
     @functools.wraps(original_register)
@@ -257,6 +248,52 @@ def watch_ddp(torch, collectives, note):
     DDP.register_comm_hook = register_comm_hook
     collectives.pollers.append(poll)
     return True
+
+
+
+
+def stamp_poller(models, collectives, say_once, drop, budget=READ_BUDGET):
+    """The step-end reading of every DDP model's stamps, on the steps it can afford.
+
+    A read costs ~0.1-0.3 ms on a 2-core CPU (it grows with the model): 1% of a 33 ms step, but 4.6% of a 5 ms one.
+    So it reads every `every`-th step, `every` a power of two (at most MAX_EVERY) that keeps the read's average cost,
+    against the time between steps, under `budget`; both are smoothed over the reads. Ranks of a job step in lockstep
+    and count steps alike, so powers of two keep them reading the same steps (the multiples of the largest), which is
+    what the verdicts compare. `budget` None: every step.
+    """
+    state = {"n": 0, "every": 1, "cost": None, "period": None, "last": None}
+
+    def smooth(key, x):
+        state[key] = x if state[key] is None else 0.7 * state[key] + 0.3 * x
+
+    def poll():
+        now = time.perf_counter()
+        if state["last"] is not None:
+            smooth("period", now - state["last"])
+        state["last"] = now
+        state["n"] += 1
+        if state["n"] % state["every"]:
+            return
+        for index, model in enumerate(models()):
+            try:
+                item = _reducer_item(model)
+            except Exception as e:
+                say_once("this model's all-reduces are not timed: %s" % e)
+                drop(model)
+                continue
+            if item == "clock":
+                say_once("this model's all-reduces are not timed: its reducer's stamps are not on the wall clock")
+                drop(model)
+            elif item is not None:
+                collectives.record(index, "allreduce", *item)
+        smooth("cost", time.perf_counter() - now)
+        if budget and state["period"]:
+            every = 1
+            while every < MAX_EVERY and state["cost"] > budget * state["period"] * every:
+                every *= 2
+            state["every"] = every
+
+    return poll
 
 
 def _reducer_item(model):
