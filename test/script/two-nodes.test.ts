@@ -2,7 +2,8 @@
 // for two nodes (root only: CI runs as root). Node 0 runs benchmark-training with --collector on its veth address;
 // it prints a join code, and node 1 (in the other namespace) runs its part through `trainbench join CODE -- torchrun`.
 // Both ranks report to the one collector over the veth, their clocks are measured against it, and the rank that
-// sleeps before each backward is named the straggler. A wrong code is refused, naming what is wrong.
+// sleeps before each backward is named the straggler. A link throttled with tc tbf shows as exposed communication and a
+// lower bus bandwidth. A wrong code is refused, naming what is wrong.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -130,6 +131,34 @@ describe('a torchrun job across two nodes (network namespaces), measured from no
     const report = await runCli(['report', r.jobId, '--json', '--workspace', ws.dir]);
     expect(report.code, report.stderr).toBe(0);
     expect((JSON.parse(report.stdout) as { markdown: string }).markdown).toContain('gradient buckets 0.5 -> 2 MB');
+  }, 600_000);
+
+  it.skipIf(!root || !TORCH2.python)('a link limited to 100 Mbit/s (tc tbf on both ends) shows as more exposed communication and a lower bus bandwidth', async () => {
+    // Each bucket timed: the all-reduces' bus bandwidth is measured, on the veth as it is and then throttled.
+    const measure = ['benchmark-training', '--json', '--no-output', '--collectives-per-bucket', '--warmup-steps', '3', '--steps', '10', '--repeat', '1', '--timeout', '150'];
+    const collectivesOf = (run: Awaited<ReturnType<typeof twoNodes>>) => {
+      expect(run.node1.code, run.node1.output.slice(-3000)).toBe(0);
+      expect(run.code, run.stderr.slice(-3000)).toBe(0);
+      return scriptBenchmark(BenchmarkResultSchema.parse(JSON.parse(run.stdout))).target.collectives!;
+    };
+    const free = collectivesOf(await twoNodes(measure, 0));
+    const tbf = ['root', 'tbf', 'rate', '100mbit', 'burst', '64kb', 'latency', '100ms'];
+    ip('netns', 'exec', ns, 'tc', 'qdisc', 'add', 'dev', veth1, ...tbf);
+    execFileSync('tc', ['qdisc', 'add', 'dev', veth0, ...tbf], { stdio: 'pipe' });
+    let slow: typeof free;
+    try {
+      slow = collectivesOf(await twoNodes(measure, 0));
+    } finally {
+      execFileSync('tc', ['qdisc', 'del', 'dev', veth0, 'root'], { stdio: 'pipe' });
+      ip('netns', 'exec', ns, 'tc', 'qdisc', 'del', 'dev', veth1, 'root');
+    }
+    console.log(`veth as is: bus ${(free.busBytesPerSec! / 1e6).toFixed(0)} MB/s, exposed ${(100 * free.exposedShare).toFixed(1)}%; at 100 Mbit/s: bus ${(slow.busBytesPerSec! / 1e6).toFixed(1)} MB/s, exposed ${(100 * slow.exposedShare).toFixed(1)}%`);
+    // 100 Mbit/s carries at most 12.5 MB/s each way: the bus bandwidth falls below it, far below the free link's.
+    expect(slow.busBytesPerSec!).toBeLessThan(12.5e6);
+    expect(slow.busBytesPerSec!).toBeLessThan(free.busBytesPerSec! / 4);
+    expect(slow.floor!.busBytesPerSec).toBeLessThan(free.floor!.busBytesPerSec / 4);
+    // The step now mostly waits on the wire, after both ranks arrived.
+    expect(slow.exposedShare).toBeGreaterThan(Math.max(0.5, free.exposedShare));
   }, 600_000);
 
   it('refuses a join code that is not one, naming what is wrong, and runs nothing', async () => {
