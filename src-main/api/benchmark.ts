@@ -79,6 +79,9 @@ export type Utilisation = z.infer<typeof UtilisationSchema>;
 
 
 /** Streamed while a benchmark runs, as `benchmark.progress`. */
+/** The most ranks a progress event lists (a job of thousands says how many more there are elsewhere: its result). */
+export const RANKS_SHOWN = 64;
+
 export const BenchmarkProgressSchema = z.object({
   jobId: z.string(),
   /** What is benchmarked: the engine's configuration or the user's command (one event for both). */
@@ -101,5 +104,10 @@ export const BenchmarkProgressSchema = z.object({
   steps: z.number().int().nullable(),
   /** Set on 'repetition-done'. */
   samplesPerSec: z.number().nullable(),
+  /**
+   * A script's job of several ranks: each rank heard in this launch so far, with its node and latest step; a rank
+   * is said as soon as its first step arrives (a node joining from another machine shows at once). Absent: one rank.
+   */
+  ranks: z.array(z.object({ rank: z.number().int(), node: z.string().nullable(), nodeRank: z.number().int().nullable(), step: z.number().int() })).max(RANKS_SHOWN).optional(),
 });
 export type BenchmarkProgress = z.infer<typeof BenchmarkProgressSchema>;

@@ -8,6 +8,7 @@ import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import type { ScriptOverrides } from '../api/script-target';
 import { SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema } from '../api/script-target';
+import { printable } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { ctrlCCancels } from './ctrl-c';
@@ -98,10 +99,18 @@ async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): 
   if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
   const services = await createServices({ workspaceDir: flags.workspace });
   const ctrlC = ctrlCCancels(services, 'script benchmark');
+  // A job of several ranks: each rank said once per launch, as its first step arrives (a node joining shows at once).
+  const heard = new Set<string>();
   try {
     const result = await services.benchmarks.run(parsed.data, {
       onProgress: (p) => {
         ctrlC.jobIs(p.jobId);
+        for (const r of p.ranks ?? []) {
+          if (!flags.progress || flags.json || heard.has(`${p.repetition}:${r.rank}`)) continue;
+          heard.add(`${p.repetition}:${r.rank}`);
+          const node = [r.nodeRank !== null ? `node ${r.nodeRank}` : null, r.node === null ? null : printable(r.node)].filter(Boolean).join(', ');
+          process.stderr.write(`launch ${p.repetition}: rank ${r.rank}${node ? ` (${node})` : ''} reporting, at step ${r.step}\n`);
+        }
         if (flags.progress && !flags.json && p.phase === 'repetition-done') process.stderr.write(`launch ${p.repetition} of ${p.repetitions}: ${n0(p.samplesPerSec ?? 0)} samples/s\n`);
       },
       onOutput: (stream, line, rep) => {

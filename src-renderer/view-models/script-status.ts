@@ -1,6 +1,7 @@
 import type { BenchmarkProgress } from '@api/benchmark';
 import type { ScriptProgressEvent } from '@api/train-result';
 import type { BatchTrial } from '@api/batch-size';
+import { printable } from '@api/shell-word';
 
 /** The line above a script's live output: what the launch is doing now, and how it ended. */
 export interface ScriptStatus {
@@ -40,10 +41,10 @@ export function scriptBenchmarkStatus(p: BenchmarkProgress | null, end: ScriptJo
     case 'preparing':
       return { text: `${launch}starting the command…`, tone: 'live' };
     case 'warmup':
-      return { text: `${launch}warming up: step ${n(p.step)} of ${n(p.warmupSteps)} (not measured)`, tone: 'live' };
+      return { text: `${launch}warming up: step ${n(p.step)} of ${n(p.warmupSteps)} (not measured)${ranksHeard(p)}`, tone: 'live' };
     case 'measuring':
       return {
-        text: `${launch}measuring step ${n(measured)}${p.steps != null ? ` of ${n(p.steps)}` : ' (until the script ends on its own)'}`,
+        text: `${launch}measuring step ${n(measured)}${p.steps != null ? ` of ${n(p.steps)}` : ' (until the script ends on its own)'}${ranksHeard(p)}`,
         tone: 'live',
       };
     case 'stopping':
@@ -54,6 +55,21 @@ export function scriptBenchmarkStatus(p: BenchmarkProgress | null, end: ScriptJo
     case 'repetition-done':
       return { text: `${launch}done${p.samplesPerSec != null ? `, ${n(Math.round(p.samplesPerSec))} samples/s` : ''}${p.repetition < p.repetitions ? '; starting the next launch…' : ''}`, tone: 'live' };
   }
+}
+
+/**
+ * A job of several ranks: who has reported so far, so a node joining from another machine shows as soon as its
+ * first step arrives. Each rank with its node when there are a few; a count, the nodes and the steps' range beyond.
+ */
+function ranksHeard(p: BenchmarkProgress): string {
+  const ranks = p.ranks;
+  if (!ranks || ranks.length < 2) return '';
+  // The host name comes from the rank itself: its control characters are shown escaped.
+  const nodeOf = (r: (typeof ranks)[number]) => [r.nodeRank !== null ? `node ${r.nodeRank}` : null, r.node === null ? null : printable(r.node)].filter(Boolean).join(', ');
+  if (ranks.length <= 4) return `; ranks heard: ${ranks.map((r) => `${r.rank}${nodeOf(r) ? ` (${nodeOf(r)})` : ''} at step ${n(r.step)}`).join(', ')}`;
+  const nodes = new Set(ranks.map(nodeOf)).size;
+  const steps = ranks.map((r) => r.step);
+  return `; ${plural(ranks.length, 'rank')} heard on ${plural(nodes, 'node')}, at steps ${n(Math.min(...steps))}-${n(Math.max(...steps))}`;
 }
 
 /**

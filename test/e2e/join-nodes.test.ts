@@ -82,6 +82,9 @@ describe.skipIf(!TORCH2.python)('a torchrun job across two nodes, from the Bench
     await page.screenshot({ path: path.join(SHOTS, 'join-nodes-running-1024.png'), fullPage: true });
 
     const follower = node1(text, port);
+    // Node 1's rank shows in the status line as soon as its first step arrives.
+    await expect.poll(() => page.locator('[data-test="script-status"]').innerText(), { timeout: 120_000, interval: 100 }).toMatch(/ranks heard: 0 \(node 0, [^)]+\) at step \d+, 1 \(node 1, [^)]+\) at step \d+/);
+    await page.locator('[data-test="script-status"]').screenshot({ path: path.join(SHOTS, 'join-nodes-ranks-heard-1024.png') });
     const row = page.locator('[data-testid^="script-benchmark-collectives-"]');
     await row.first().waitFor({ timeout: 240_000 });
     expect(await row.first().locator('summary').innerText()).toMatch(/: rank 1 is the straggler$/);

@@ -18,6 +18,18 @@ describe('the status line of a script benchmark', () => {
     expect(scriptBenchmarkStatus(script({ phase: 'warmup', step: 2, repetition: 2, repetitions: 3 }), null)?.text).toBe('launch 2 of 3: warming up: step 2 of 4 (not measured)');
   });
 
+  it('names the ranks heard so far in a job of several, each with its node, or counts them when there are many', () => {
+    const two = [{ rank: 0, node: 'rig-a', nodeRank: 0, step: 9 }, { rank: 1, node: 'rig-b', nodeRank: 1, step: 1 }];
+    expect(scriptBenchmarkStatus(script({ phase: 'measuring', step: 9, ranks: two }), null)?.text).toBe('measuring step 5 of 20; ranks heard: 0 (node 0, rig-a) at step 9, 1 (node 1, rig-b) at step 1');
+    expect(scriptBenchmarkStatus(script({ phase: 'warmup', step: 2, ranks: [{ rank: 0, node: null, nodeRank: null, step: 2 }, { rank: 1, node: null, nodeRank: null, step: 2 }] }), null)?.text).toBe(
+      'warming up: step 2 of 4 (not measured); ranks heard: 0 at step 2, 1 at step 2',
+    );
+    const many = Array.from({ length: 16 }, (_, r) => ({ rank: r, node: r < 8 ? 'rig-a' : 'rig-b', nodeRank: r < 8 ? 0 : 1, step: 10 + (r % 3) }));
+    expect(scriptBenchmarkStatus(script({ phase: 'measuring', step: 12, ranks: many }), null)?.text).toBe('measuring step 8 of 20; 16 ranks heard on 2 nodes, at steps 10-12');
+    // One rank says nothing of ranks.
+    expect(scriptBenchmarkStatus(script({ phase: 'measuring', step: 9, ranks: [two[0]] }), null)?.text).toBe('measuring step 5 of 20');
+  });
+
   it("says the probe's stop is one, not a crash, and a crash still reads as a crash", () => {
     const stopping = scriptBenchmarkStatus(script({ phase: 'stopping', step: 24 }), null);
     expect(stopping).toEqual({ text: 'stopping the script after the 20 measured steps (24 optimizer steps with the warm-up), as asked: not a crash', tone: 'done' });

@@ -77,6 +77,8 @@ describe.skipIf(!TORCH2.python)('benchmark-training -- torchrun: the straggler a
   it('with no sleep planted and each bucket timed, names no rank late in host work, and the CLI prints the verdict, the collectives and their bandwidth', async () => {
     const { code, stdout, stderr } = await bench(0, false, '--collectives-per-bucket');
     expect(code, stderr).toBe(0);
+    // Each rank said once, as its first step arrived, with its node (torchrun's node rank and the host name).
+    expect(stderr.match(/^launch 1: rank \d \(node 0, [^)]+\) reporting, at step \d+$/gm)?.map((l) => l.slice(0, 16)).sort()).toEqual(['launch 1: rank 0', 'launch 1: rank 1']);
     // On the busy 2-core CI machine one rank can really trail, in compute (it shares a core with another test's
     // work: seen 3.3 ms late at every step): a straggler rightly named. Host work is what nothing here delays.
     expect(stdout).toMatch(/^straggler {2}(no straggler: |too few steps|rank \d, late in (compute|waiting for data|no one phase): )/m);

@@ -1,6 +1,7 @@
 import path from 'node:path';
 
 import type { Finding } from '../../../api/benchmark';
+import { RANKS_SHOWN } from '../../../api/benchmark';
 import { ApiError } from '../../../api/errors';
 import { formatIssues } from '../../../api/format-issues';
 import { printable } from '../../../api/shell-word';
@@ -151,6 +152,9 @@ export class ScriptBenchmarks {
     let lastProgress = 0;
     let heldStep: ReturnType<typeof setTimeout> | null = null;
     let stopped = false;
+    // A job of several ranks: who reported, from which node, at which step (the first RANKS_SHOWN of them).
+    const heard = new Map<number, { rank: number; node: string | null; nodeRank: number | null; step: number }>();
+    const ranks = () => (heard.size > 1 ? { ranks: [...heard.values()].sort((a, b) => a.rank - b.rank) } : {});
     const stepProgress = (step: number) => {
       if (heldStep) clearTimeout(heldStep);
       heldStep = null;
@@ -161,7 +165,7 @@ export class ScriptBenchmarks {
         return;
       }
       lastProgress = Date.now();
-      progress({ runId: run.id, phase: step > request.warmupSteps ? 'measuring' : 'warmup', repetition: i, step, samplesPerSec: null });
+      progress({ runId: run.id, phase: step > request.warmupSteps ? 'measuring' : 'warmup', repetition: i, step, samplesPerSec: null, ...ranks() });
     };
     const trialOptions = {
       target: request.target,
@@ -194,7 +198,15 @@ export class ScriptBenchmarks {
           }
           if (m.type !== 'step') return;
           run.appendEvent({ ...m, type: 'script.step', repetition: i, rank: connection.hello.rank });
-          if (connection.hello.rank === 0) stepProgress(m.step);
+          const { rank, node, nodeRank } = connection.hello;
+          const known = heard.get(rank);
+          if (known) known.step = m.step;
+          else if (heard.size < RANKS_SHOWN) heard.set(rank, { rank, node: node ?? null, nodeRank: nodeRank ?? null, step: m.step });
+          // A rank heard for the first time is said at once, past the rate limit: a node that joins shows now.
+          if (connection.hello.rank === 0 || (!known && heard.has(rank))) {
+            if (!known) lastProgress = 0;
+            stepProgress(heard.get(0)?.step ?? m.step);
+          }
         },
       });
       stopped = true;
