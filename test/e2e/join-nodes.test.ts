@@ -1,7 +1,8 @@
 // Issue 40 in the app: a torchrun job across two nodes, started from the Benchmarks area. The form takes the address
 // the other nodes reach; once the job's first launch opens its hub the page shows the line to run on the other node,
-// with its join code; node 1 (a second torchrun agent on this machine, --node_rank 1) runs it as a person would, and
-// the result names node 1's rank, which sleeps 30 ms before each backward, the straggler. At 1440 and 1024 px.
+// with its join code; node 1 runs it as a person would, and the result names node 1's rank, which sleeps 30 ms before
+// each backward, the straggler. As root (CI) the nodes are two network namespaces joined by a veth pair, and serve is
+// started with --collector-host on node 0's veth address; elsewhere two torchrun agents on loopback. At 1440 and 1024 px.
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -12,18 +13,21 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { serveInChromium, SHOTS } from '../helpers/e2e';
 import { freePort } from '../helpers/free-port';
 import { CLI } from '../helpers/repo';
+import { twoNamespaces } from '../helpers/two-namespaces';
 import { binOf, TORCH2 } from '../script/probe-run';
 import { SCRIPTS } from '../script/script-helpers';
 
 // Timing the collectives needs torch 2 (the probe declines on 1.x).
 const TORCHRUN = TORCH2.python ? binOf(TORCH2.python, 'torchrun') : '';
-const fx = serveInChromium({ serveArgs: ['--allow-scripts'], timeoutMs: 120_000 });
+const two = twoNamespaces();
+const node0Addr = two.root ? two.addr0 : '127.0.0.1';
+const fx = serveInChromium({ serveArgs: ['--allow-scripts', ...(two.root ? ['--collector-host', two.addr0] : [])], timeoutMs: 120_000 });
 const children: ChildProcess[] = [];
 afterAll(() => children.forEach((c) => c.kill('SIGKILL')));
 
-/** One node's part: a torchrun agent of a static two-node rendezvous on loopback, one rank, rank 1 planted slow. */
+/** One node's part: a torchrun agent of a static two-node rendezvous on node 0's address, one rank, rank 1 planted slow. */
 const job = (port: number, nodeRank: number) =>
-  [TORCHRUN, '--nnodes', '2', '--node_rank', String(nodeRank), '--nproc_per_node', '1', '--master_addr', '127.0.0.1', '--master_port', String(port), '--redirects', '1', '--tee', '1',
+  [TORCHRUN, '--nnodes', '2', '--node_rank', String(nodeRank), '--nproc_per_node', '1', '--master_addr', node0Addr, '--master_port', String(port), '--redirects', '1', '--tee', '1',
     path.join(SCRIPTS, 'ddp_straggler.py'), '--steps', '40', '--slow-rank', '1', '--slow-ms', '30'];
 
 /** Node 1 as a person starts it: the line the page shows, with its own torchrun command after `--`. */
@@ -32,7 +36,10 @@ function node1(line: string, port: number): Promise<{ code: number; output: stri
   expect(words.slice(0, 2)).toEqual(['trainbench', 'join']);
   expect(words.slice(3)).toEqual(['--', '<its', 'torchrun', 'command>']);
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, 'join', words[2]!, '--', ...job(port, 1)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const join = [process.execPath, CLI, 'join', words[2]!, '--', ...job(port, 1)];
+    // In the other namespace, gloo is told its veth (it would pick the host name's address, which node 0 does not reach).
+    const [bin, ...args] = two.root ? ['ip', 'netns', 'exec', two.ns, 'env', `GLOO_SOCKET_IFNAME=${two.veth1}`, ...join] : join;
+    const child = spawn(bin!, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
@@ -41,11 +48,16 @@ function node1(line: string, port: number): Promise<{ code: number; output: stri
   });
 }
 
-async function benchmarkAcross(page: Page, port: number, collector = '127.0.0.1'): Promise<void> {
+async function benchmarkAcross(page: Page, port: number, collector = node0Addr): Promise<void> {
   await page.goto(`${fx.serve.url}#/benchmarks`);
   await page.getByTestId('target-script').check();
   await page.locator('[data-test="script-command"]').fill(job(port, 0).join(' '));
   await page.locator('[data-test="script-cwd"]').fill(SCRIPTS);
+  if (two.root) {
+    await page.locator('[data-test="script-env-add"]').click();
+    await page.locator('[data-test="script-env-name"]').fill('GLOO_SOCKET_IFNAME');
+    await page.locator('[data-test="script-env-value"]').fill(two.veth0);
+  }
   await page.locator('[data-test="script-warmup"]').fill('3');
   await page.locator('[data-test="script-steps"]').fill('20');
   await page.locator('[data-test="script-repeat"]').fill('1');

@@ -5,16 +5,16 @@
 // sleeps before each backward is named the straggler. A link throttled with tc tbf shows as exposed communication and a
 // lower bus bandwidth. A wrong code is refused, naming what is wrong.
 import { execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 
 import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
 import { freePort } from '../helpers/free-port';
 import { requireBuilt } from '../helpers/repo';
 import { scriptBenchmark, scriptWizard } from '../helpers/target-detail';
 import { tempDir } from '../helpers/temp-dir';
+import { twoNamespaces } from '../helpers/two-namespaces';
 import { binOf, TORCH2 } from './probe-run';
 import { runCli, SCRIPTS } from './script-helpers';
 
@@ -22,39 +22,9 @@ import { runCli, SCRIPTS } from './script-helpers';
 const TORCHRUN = TORCH2.python ? binOf(TORCH2.python, 'torchrun') : '';
 
 const CLI = path.resolve(__dirname, '../../bin/trainbench.js');
-const root = process.getuid?.() === 0;
-const tag = randomBytes(3).toString('hex');
-const ns = `tb-node1-${tag}`;
-const [veth0, veth1] = [`tbv0${tag}`, `tbv1${tag}`];
-// A /24 of its own per run, so runs side by side on one machine do not meet.
-const net = `10.${200 + (parseInt(tag.slice(0, 2), 16) % 50)}.${parseInt(tag.slice(2, 4), 16)}`;
-const [addr0, addr1] = [`${net}.1`, `${net}.2`];
+const { root, ns, veth0, veth1, addr0, ip } = twoNamespaces();
 const ws = tempDir();
-const ip = (...args: string[]) => execFileSync('ip', args, { stdio: 'pipe' });
-
-beforeAll(() => {
-  if (!root) return;
-  ip('netns', 'add', ns);
-  ip('link', 'add', veth0, 'type', 'veth', 'peer', 'name', veth1);
-  ip('link', 'set', veth1, 'netns', ns);
-  ip('addr', 'add', `${addr0}/24`, 'dev', veth0);
-  ip('link', 'set', veth0, 'up');
-  ip('netns', 'exec', ns, 'ip', 'addr', 'add', `${addr1}/24`, 'dev', veth1);
-  ip('netns', 'exec', ns, 'ip', 'link', 'set', veth1, 'up');
-  ip('netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up');
-});
-afterAll(() => {
-  if (root) {
-    for (const args of [['link', 'del', veth0], ['netns', 'del', ns]]) {
-      try {
-        ip(...args);
-      } catch {
-        // gone already
-      }
-    }
-  }
-  ws.cleanup();
-});
+afterAll(() => ws.cleanup());
 
 /**
  * Node 0's benchmark or wizard (`measure`: its command and options), with node 1 started in the other namespace as
