@@ -2,6 +2,7 @@ import type { BenchmarkProgress, TrainingBenchmarkRequestInput } from '@api/benc
 import type { BenchmarkResult, EngineBenchmarkResult, ScriptBenchmarkResult } from '@api/benchmark-result';
 import { BenchmarkResultSchema, isEngineBenchmark, isScriptBenchmark } from '@api/benchmark-result';
 import type { ScriptBenchmarkRequestInput, ScriptOutputEvent } from '@api/script-target';
+import { ScriptBenchmarkRequestSchema } from '@api/script-target';
 import type { RunDetail } from '@api/training';
 import type { JobInfo, TargetKind } from '@api/jobs';
 import { defineStore } from 'pinia';
@@ -17,7 +18,7 @@ import { errorText } from './error-text';
 import { useJobsStore } from './jobs';
 import { useLoader } from './load-state';
 import type { ScriptForm } from '../view-models/script-target-form';
-import { emptyScriptForm, scriptRequestFromForm } from '../view-models/script-target-form';
+import { emptyScriptForm, scriptBenchmarkFormOf, scriptRequestFromForm } from '../view-models/script-target-form';
 
 /**
  * The benchmark results of one target among run details, oldest first. A run recorded by an older Trainbench whose
@@ -56,7 +57,12 @@ function scriptBenchmark() {
     },
     request: () => scriptRequestFromForm(form.value),
     start: (job, request) => job.start('benchmark.training', request),
-    attach: (job, info) => job.attach({ ...info, method: 'benchmark.training', target: 'script' as const }),
+    attach: (job, info) => {
+      // The greyed-out form shows what the re-attached benchmark runs, not the defaults.
+      const request = ScriptBenchmarkRequestSchema.safeParse(info.request);
+      if (request.success) form.value = scriptBenchmarkFormOf(request.data);
+      return job.attach({ ...info, method: 'benchmark.training', target: 'script' as const });
+    },
     clear: () => {
       buffer.clear();
       progress.value = null;

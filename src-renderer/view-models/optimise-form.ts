@@ -11,7 +11,7 @@ import { dataChoiceOf, dataSourceOf } from '../composables/useTargetChoices';
 import type { ModelChoices } from './model-choice';
 import { modelChoiceOf } from './model-choice';
 import type { ScriptForm } from './script-target-form';
-import { emptyScriptForm, scriptFieldsOf, scriptRequestFromForm } from './script-target-form';
+import { collectorText, emptyScriptForm, scriptFieldsOf, scriptRequestFromForm } from './script-target-form';
 
 /** What the Optimise form holds: the training configuration to start from, and how the wizard measures. */
 export interface OptimiseFormValues {
@@ -307,12 +307,6 @@ export function formFromRequest(r: ScriptOptimiseRequestInput): ScriptForm {
     timeoutSeconds: r.timeoutSeconds ?? SCRIPT_DEFAULTS.timeoutSeconds,
     ...(r.collector ? { collector: collectorText(r.collector) } : {}),
   };
-}
-
-/** A request's collector as the form's field shows it (an IPv6 address in brackets when a port follows). */
-export function collectorText(c: { host: string; port?: number }): string {
-  if (!c.port) return c.host;
-  return `${c.host.includes(':') ? `[${c.host}]` : c.host}:${c.port}`;
 }
 
 /** Launches the wizard makes at most: the baseline, both sides of every trial, and the final check. */

@@ -1,5 +1,5 @@
 import type { ScriptTrainRequestInput } from '@api/script-target';
-import type { ScriptBenchmarkRequestInput, ScriptOverrideKey } from '@api/script-target';
+import type { ScriptBenchmarkRequest, ScriptBenchmarkRequestInput, ScriptOverrideKey } from '@api/script-target';
 import { SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema, parseCollector, parseOverride } from '@api/script-target';
 import { shellWord } from '@api/shell-word';
 
@@ -156,6 +156,26 @@ function collectorOf(text: string): { host: string; port: number } {
   } catch (err) {
     throw new Error(`address the other nodes reach: ${(err as Error).message}`, { cause: err });
   }
+}
+
+/** A request's collector as the form's field shows it (an IPv6 address in brackets when a port follows). */
+export function collectorText(c: { host: string; port?: number }): string {
+  if (!c.port) return c.host;
+  return `${c.host.includes(':') ? `[${c.host}]` : c.host}:${c.port}`;
+}
+
+/** The Benchmarks form a script benchmark's request was made from (scriptRequestFromForm's inverse): what a re-attached benchmark runs. */
+export function scriptBenchmarkFormOf(r: ScriptBenchmarkRequest): ScriptForm {
+  const d = emptyScriptForm();
+  return {
+    ...scriptFieldsOf(r.target, r.overrides),
+    warmupSteps: r.warmupSteps,
+    steps: r.steps ?? null,
+    repeat: r.repeat,
+    timeoutSeconds: r.timeoutSeconds ?? d.timeoutSeconds,
+    ...(r.collectives ? { collectives: true, ...(r.collectivesPerBucket ? { collectivesPerBucket: true } : {}) } : {}),
+    ...(r.collector ? { collector: collectorText(r.collector) } : {}),
+  };
 }
 
 /** The Script target of the New run form: no step bound until one is typed, no repeat (one launch). */

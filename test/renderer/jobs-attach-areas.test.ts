@@ -108,13 +108,18 @@ describe('a job that outlives its page, in every area', () => {
   });
 
   it('Benchmarks (script): the output so far is replayed, live lines follow, Cancel goes through jobs.cancel', async () => {
-    const info = job('benchmark.training', 'benchmark', 'script', { jobId: ID, target }, [
+    const request = { jobId: ID, target: { ...target, command: ['torchrun', '--nnodes', '2', 'train.py'] }, warmupSteps: 3, steps: 40, repeat: 2, collectives: true, collector: { host: '10.0.0.1', port: 29400 } };
+    const info = job('benchmark.training', 'benchmark', 'script', request, [
       ['script.output', output(ID, 'epoch 1')],
+      ['script.join', { jobId: ID, code: 'tbf1.abc' }],
       ['script.output', output(ID, 'epoch 2')],
     ]);
     const fake = workbench(info);
     const store = useBenchmarksStore().script;
     await expect.poll(() => store.output.map((l) => l.line)).toEqual(['epoch 1', 'epoch 2']);
+    // The form shows what runs, the address of the job across machines and its join code included.
+    expect(store.form).toMatchObject({ commandLine: 'torchrun --nnodes 2 train.py', cwd: '/home/me/proj', warmupSteps: 3, steps: 40, repeat: 2, collectives: true, collector: '10.0.0.1:29400' });
+    expect(store.join).toBe('tbf1.abc');
     expect(store.running).toBe(true);
     expect(store.jobId).toBe(ID);
     fake.emit('script.output', output(OTHER, 'not this job'));
