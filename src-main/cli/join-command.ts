@@ -42,15 +42,26 @@ function exited(child: ChildProcess, command: string[]): Promise<number> {
 function stopGroup(child: ChildProcess, graceMs: number): void {
   if (child.pid === undefined) return;
   const group = -child.pid;
-  const signal = (s: NodeJS.Signals) => {
+  /** False once no process of the group is left (signal 0 only asks). */
+  const signal = (s: NodeJS.Signals | 0) => {
     try {
       process.kill(group, s);
+      return true;
     } catch {
-      // gone already
+      return false; // gone already
     }
   };
-  signal('SIGTERM');
-  setTimeout(() => signal('SIGKILL'), graceMs).unref();
+  if (!signal('SIGTERM')) return;
+  // Held (not unref'd) until the group is gone or killed: join must not exit and leave behind a process of its part
+  // that ignores TERM (attack round 7, finding 3: one ran on, reparented, after join had exited).
+  const t0 = Date.now();
+  const watch = setInterval(() => {
+    if (!signal(0)) clearInterval(watch);
+    else if (Date.now() - t0 >= graceMs) {
+      signal('SIGKILL');
+      clearInterval(watch);
+    }
+  }, Math.min(100, Math.max(1, graceMs)));
 }
 
 /** One launch's code: this node's part of that launch, its exit code this command's. */

@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+
 import { ApiError } from '../api/errors';
 import { newJobId } from '../api/ids';
 import { EngineClient } from '../engine/engine-client';
@@ -224,7 +226,9 @@ function refuseCollector(options: ServicesOptions, request: object): void {
   const c = (request as { collector?: { host?: unknown } }).collector;
   if (!c || typeof c.host !== 'string') return;
   const host = c.host.toLowerCase();
-  if (host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host) || host === options.collectorHost?.toLowerCase()) return;
+  // A loopback address written as one (127.0.0.256 matches the pattern but is a host name for the resolver to answer).
+  const loopback = host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
+  if (loopback || host === options.collectorHost?.toLowerCase()) return;
   const allowed = options.collectorHost ? `loopback or ${options.collectorHost}` : 'loopback';
   throw new ApiError(
     'E_FORBIDDEN',

@@ -71,4 +71,29 @@ describe('trainbench join, following a hub', () => {
     expect(r.stderr).toContain('the measuring node closed the job before it ended');
     expect(existsSync(marker)).toBe(false);
   });
+
+  // Attack round 7, finding 3: the part's leader ended on TERM, a process of its group that ignores TERM did not, and
+  // join exited at once with the KILL still pending: the process ran on, reparented.
+  it('when the hub goes, stops the whole part, a process that ignores TERM included, before it exits', async () => {
+    const pidFile = path.join(ws.dir, 'stubborn.pid');
+    const hub = await fakeHub(async (send) => {
+      send({ type: 'launch', n: 1, env: env(1) });
+      await sleep(1500);
+    });
+    const part = `(trap '' TERM; exec sleep 60) & echo $! > ${pidFile}; exec sleep 60`;
+    const r = await runCli(['join', hub.code, '--', 'sh', '-c', part], 60_000);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('the measuring node closed the job before it ended');
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    expect(pid).toBeGreaterThan(0);
+    // Killed before join exited: gone, or a zombie its new parent has not reaped yet (state Z).
+    const alive = () => {
+      try {
+        return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+      } catch {
+        return false;
+      }
+    };
+    expect(alive()).toBe(false);
+  });
 });

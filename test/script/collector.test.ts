@@ -121,6 +121,31 @@ describe('probe channel as a collector', () => {
     expect(channel.problems).toEqual([expect.stringMatching(/^more than 2 connections: 127\.0\.0\.1:\d+ and later ones were refused$/)]);
   });
 
+  // Attack round 7, finding 1: a token holder that said hello, closed and connected again, 80,000 times with 60 KB
+  // hellos, grew serve's heap to 4 GB and ended it. A rank says hello once, a hello is at most 4 KiB, and a launch
+  // hears at most its connection limit of ranks.
+  it('hears each rank once, refuses an oversized hello, and stops hearing new ranks past its limit, however they reconnect', async () => {
+    const channel = await openProbeChannel({ maxConnections: 3 });
+    const sayHello = async (line: string) => {
+      const s = await connect(channel.address);
+      s.on('error', () => undefined);
+      s.write(line);
+      await new Promise((r) => setTimeout(r, 30));
+      s.destroy();
+      await closed(s);
+    };
+    for (let i = 0; i < 20; i++) await sayHello(hello(channel.token, 0));
+    await sayHello(hello(channel.token, 1).replace('"python":"3.11"', `"python":"3.11","pad":"${'x'.repeat(60_000)}"`));
+    for (let rank = 1; rank < 10; rank++) await sayHello(hello(channel.token, rank));
+    await channel.close();
+    expect(channel.connections.map((x) => x.hello.rank)).toEqual([0, 1, 2]);
+    expect(channel.problems).toEqual([
+      expect.stringMatching(/^rank 0 said hello a second time \(127\.0\.0\.1:\d+\): its connection was closed$/),
+      expect.stringMatching(/^127\.0\.0\.1:\d+ did not show this job's token: it was not heard$/),
+      expect.stringMatching(/^more than 3 ranks said hello \(127\.0\.0\.1:\d+ among them\): its connection was closed$/),
+    ]);
+  });
+
   // Attack round 5, finding B: 4,090 connections without the token, each holding 1 MiB less a byte with no newline,
   // ran the benchmark out of memory; 4,100 silent ones kept the job's ranks out.
   it('closes a connection that sends more than a hello before showing the token, and hears the ranks', async () => {

@@ -217,6 +217,20 @@ describe('a run.json holding an array of 200,000 bad entries', () => {
     );
     expect(err!.message).toContain(`runs/${nested}/run.json is holding more than 131,072 array entries in all`);
   });
+
+  // Round 7, finding 4: an env map of 300,000 keys (3.3 MiB) made the request's schema build one error per key (2.2 s, 600 MB).
+  it('counts the members of an object too: a map of 300,000 keys is refused for what it is', async () => {
+    const keyed = '20261121-000008-keys00';
+    const env = Object.fromEntries(Array.from({ length: 300_000 }, (_, i) => [`K${i}`, 1]));
+    plant(keyed, JSON.stringify({ ...record(keyed, { target: { kind: 'script', command: ['python', 'x.py'], cwd: '/w', env } }), kind: 'benchmark' }));
+    const t0 = Date.now();
+    const err = await s.services.router.dispatch('runs.get', { id: keyed }).then(
+      () => null,
+      (e: unknown) => e as ApiError,
+    );
+    expect(err!.message).toContain(`runs/${keyed}/run.json is holding an object of more than 16,384 members: not a file Trainbench wrote`);
+    expect(Date.now() - t0).toBeLessThan(1000);
+  });
 });
 
 describe('a run.json with huge strings (re-attack: 300 hard links to a 16 MB file took the server past its heap)', () => {

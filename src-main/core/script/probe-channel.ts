@@ -122,6 +122,7 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
   // Connections that have not shown the token yet, oldest first.
   const pending = new Set<net.Socket>();
   let retained = 0;
+  const heardRanks = new Set<number>();
   const server = net.createServer((socket) => {
     const who = `${socket.remoteAddress ?? 'an unknown address'}:${socket.remotePort ?? '?'}`;
     if (pending.size >= maxPending) {
@@ -197,13 +198,31 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
           return;
         }
         if (connection === null) {
-          const hello = ProbeHelloSchema.safeParse(raw);
-          if (!hello.success || !sameToken(hello.data.token, token)) {
+          const hello = line.length <= MAX_HELLO_BYTES ? ProbeHelloSchema.safeParse(raw) : null;
+          if (!hello?.success || !sameToken(hello.data.token, token)) {
             channel.rejected++;
             problem(`token ${socket.remoteAddress}`, `${who} did not show this job's token: it was not heard`);
             socket.destroy();
             return;
           }
+          // A rank says hello once, and a launch hears at most maxConnections of them: a token holder that connects
+          // again and again (a rank, or any node given the join code) cannot pile up connections kept for the result.
+          // Each hello is kept, so it counts against the retained budget too.
+          const refused: [string, string] | null = heardRanks.has(hello.data.rank)
+            ? ['hello again', `rank ${hello.data.rank} said hello a second time (${who})`]
+            : channel.connections.length >= maxConnections
+              ? ['hello count', `more than ${maxConnections} ranks said hello (${who} among them)`]
+              : retained + line.length > maxRetained
+                ? ['retained', `the ranks sent more than ${maxRetained >> 10} KiB to keep (${who} among them)`]
+                : null;
+          if (refused) {
+            channel.rejected++;
+            problem(refused[0], `${refused[1]}: its connection was closed`);
+            socket.destroy();
+            return;
+          }
+          retained += line.length;
+          heardRanks.add(hello.data.rank);
           connection = { hello: hello.data, messages: [] };
           channel.connections.push(connection);
           clearTimeout(helloTimer);

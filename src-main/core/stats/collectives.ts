@@ -165,7 +165,12 @@ const PHASE_WORDS: Record<LatePhase, string> = {
 /** The phase in which `rank` spends more than the other ranks' median at the same step, median over steps. */
 function latePhase(rank: number, steps: readonly RankStep[]): LatePhase | null {
   const bySteps = new Map<number, RankStep[]>();
-  for (const s of steps) bySteps.set(s.step, [...(bySteps.get(s.step) ?? []), s]);
+  // Pushed in place: a copy per rank would make a job of many ranks quadratic (seconds of a blocked event loop).
+  for (const s of steps) {
+    const at = bySteps.get(s.step);
+    if (at) at.push(s);
+    else bySteps.set(s.step, [s]);
+  }
   const excess: Record<LatePhase, number[]> = { data: [], compute: [], host: [] };
   const host = (s: RankStep) => Math.max(0, s.stepMs - s.dataMs - s.computeMs - s.commMs);
   for (const seen of bySteps.values()) {
