@@ -154,7 +154,8 @@ export class ScriptBenchmarks {
     let stopped = false;
     // A job of several ranks: who reported, from which node, at which step (the first RANKS_SHOWN of them).
     const heard = new Map<number, { rank: number; node: string | null; nodeRank: number | null; step: number }>();
-    const ranks = () => (heard.size > 1 ? { ranks: [...heard.values()].sort((a, b) => a.rank - b.rank) } : {});
+    // Copies: an event sent is kept (replayed to a window that attaches) and must not change with the next step.
+    const ranks = () => (heard.size > 1 ? { ranks: [...heard.values()].map((r) => ({ ...r })).sort((a, b) => a.rank - b.rank) } : {});
     const stepProgress = (step: number) => {
       if (heldStep) clearTimeout(heldStep);
       heldStep = null;
