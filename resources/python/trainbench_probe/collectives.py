@@ -26,6 +26,9 @@ def now_ms():
     return time.time() * 1000.0
 
 
+MAX_ITEMS_PER_STEP = 4096  # what Trainbench takes in one step's message
+
+
 class Collectives:
     """The collectives recorded since the last step closed; `take` hands them over at each step's end."""
 
@@ -43,7 +46,10 @@ class Collectives:
         if explicit:
             item["explicit"] = True
         with self._lock:
-            self._items.append(item)
+            # Bounded between steps (an evaluation loop of all-reduces runs long without one), and to what one
+            # message may carry: the rest of a step's collectives are not recorded.
+            if len(self._items) < MAX_ITEMS_PER_STEP:
+                self._items.append(item)
 
     def next_call(self):
         """The index of the step's next explicit torch.distributed call: after DDP's buckets, in call order (the same
@@ -114,17 +120,17 @@ def _timed(hook, collectives):
 EXPLICIT_INDEX = 1000  # explicit calls are numbered from here in each step, apart from DDP's buckets (0, 1, ...)
 
 # The torch.distributed calls timed when a script makes them itself (a hand-written gradient average, a metric
-# all-reduce), with the positional place of the tensor whose bytes they move (None: no tensor).
+# all-reduce), with the place and keyword of the tensor whose bytes they move (None: no tensor).
 _CALLS = {
-    "all_reduce": ("allreduce", 0),
-    "broadcast": ("broadcast", 0),
-    "reduce": ("reduce", 0),
-    "all_gather": ("allgather", 1),
-    "all_gather_into_tensor": ("allgather", 1),
-    "reduce_scatter": ("reducescatter", 1),
-    "reduce_scatter_tensor": ("reducescatter", 1),
-    "all_to_all_single": ("alltoall", 1),
-    "barrier": ("barrier", None),
+    "all_reduce": ("allreduce", 0, "tensor"),
+    "broadcast": ("broadcast", 0, "tensor"),
+    "reduce": ("reduce", 0, "tensor"),
+    "all_gather": ("allgather", 1, "tensor"),
+    "all_gather_into_tensor": ("allgather", 1, "input_tensor"),
+    "reduce_scatter": ("reducescatter", 1, "input_list"),
+    "reduce_scatter_tensor": ("reducescatter", 1, "input"),
+    "all_to_all_single": ("alltoall", 1, "input"),
+    "barrier": ("barrier", None, None),
 }
 
 
@@ -156,14 +162,14 @@ def wrap_distributed(torch, collectives, note):
         return False
     said = set()
 
-    def timed(name, op, place):
+    def timed(name, op, place, keyword):
         original = getattr(dist, name)
 
         @functools.wraps(original)
         def call(*args, **kwargs):
             if getattr(_in_hook, "depth", 0):  # a DDP comm hook's all-reduce: its bucket, not a call of the script
                 return original(*args, **kwargs)
-            tensor = args[place] if place is not None and len(args) > place else None
+            tensor = args[place] if place is not None and len(args) > place else kwargs.get(keyword) if keyword else None
             if tensor is not None and _on_cuda(tensor):
                 if "cuda" not in said:
                     said.add("cuda")
@@ -187,9 +193,9 @@ def wrap_distributed(torch, collectives, note):
         return call
 
     wrapped = 0
-    for name, (op, place) in _CALLS.items():
+    for name, (op, place, keyword) in _CALLS.items():
         if callable(getattr(dist, name, None)):
-            setattr(dist, name, timed(name, op, place))
+            setattr(dist, name, timed(name, op, place, keyword))
             wrapped += 1
     return wrapped > 0
 
