@@ -73,6 +73,9 @@ async function joinOnce(code: string, command: string[]): Promise<void> {
   process.on('SIGINT', forward);
   try {
     process.exitCode = await exited(child, command);
+    // What the part left in its group (a process that ignores TERM included) ends with it, as a followed launch's
+    // does (re-attack of round 7): join holds on until it is gone or killed.
+    stopGroup(child, STOP_GRACE_MS);
   } finally {
     process.off('SIGTERM', forward);
     process.off('SIGINT', forward);

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { encodeFollow } from '../../src-main/core/nodes/followers';
+import { encodeJoin } from '../../src-main/core/script/probe-channel';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { runCli } from '../script/script-helpers';
@@ -34,6 +35,15 @@ async function fakeHub(script: (send: (m: object | string) => void) => Promise<v
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   return { code: encodeFollow(`127.0.0.1:${(server.address() as net.AddressInfo).port}`, token), hello };
+}
+
+/** Killed: gone, or a zombie its new parent has not reaped yet (state Z). */
+function aliveNotZombie(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
 }
 
 const env = (i: number) => ({ TB_PROBE_ADDR: '127.0.0.1:9', TB_PROBE_TOKEN: `t${i}` });
@@ -72,6 +82,15 @@ describe('trainbench join, following a hub', () => {
     expect(existsSync(marker)).toBe(false);
   });
 
+  // Re-attack of round 7: a one-launch code's part ended by itself and left a process that ignores TERM in its group.
+  it("with one launch's code, stops what the part left in its group when it ends, before join exits", async () => {
+    const pidFile = path.join(ws.dir, 'left.pid');
+    const part = `(trap '' TERM; exec sleep 60) & echo $! > ${pidFile}`;
+    const r = await runCli(['join', encodeJoin(env(1)), '--', 'sh', '-c', part], 60_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(aliveNotZombie(Number(readFileSync(pidFile, 'utf8')))).toBe(false);
+  });
+
   // Attack round 7, finding 3: the part's leader ended on TERM, a process of its group that ignores TERM did not, and
   // join exited at once with the KILL still pending: the process ran on, reparented.
   it('when the hub goes, stops the whole part, a process that ignores TERM included, before it exits', async () => {
@@ -86,14 +105,6 @@ describe('trainbench join, following a hub', () => {
     expect(r.stderr).toContain('the measuring node closed the job before it ended');
     const pid = Number(readFileSync(pidFile, 'utf8'));
     expect(pid).toBeGreaterThan(0);
-    // Killed before join exited: gone, or a zombie its new parent has not reaped yet (state Z).
-    const alive = () => {
-      try {
-        return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-      } catch {
-        return false;
-      }
-    };
-    expect(alive()).toBe(false);
+    expect(aliveNotZombie(pid)).toBe(false);
   });
 });

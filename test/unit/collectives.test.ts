@@ -166,6 +166,15 @@ describe('helpers', () => {
     expect(large.low).toBeCloseTo(0.657, 2);
   });
 
+  it('a collective one rank reported twice while another never did is not complete, and is not counted', () => {
+    const c = (rank: number, arriveMs: number): RankCollective => ({ rank, step: 1, index: 0, arriveMs, doneMs: 10, bytes: 1024 });
+    const steps: RankStep[] = [0, 1].map((rank) => ({ rank, step: 1, stepMs: 20, dataMs: 0, computeMs: 5, commMs: 5 }));
+    // Ranks 0 and 1 exist (step 2 has both), but step 1's collective was reported by rank 0 alone, twice.
+    const both = [0, 1].map((rank): RankCollective => ({ rank, step: 2, index: 0, arriveMs: 0, doneMs: 2, bytes: 1024 }));
+    const v = communication([c(0, 0), c(0, 1), ...both], [...steps, ...steps.map((s) => ({ ...s, step: 2 }))]);
+    expect(v.exposedShare).toBeCloseTo(2 / 20, 9); // step 2's wait alone
+  });
+
   it('scaling efficiency is the job against nodes x one node, and refuses a rate of 0, naming it', () => {
     expect(scalingEfficiency(1800, 1000, 2)).toBeCloseTo(0.9);
     expect(() => scalingEfficiency(1800, 0, 2)).toThrow('scaling efficiency needs a one-node rate above 0 and at least one node, got 0 and 2');

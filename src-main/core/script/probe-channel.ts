@@ -30,6 +30,8 @@ export const MAX_PENDING_CONNECTIONS = 64;
  * flooding, cannot grow it further); held as objects they take up to 4x that in memory.
  */
 export const MAX_RETAINED_BYTES = 64 << 20;
+/** What one kept collective counts for in that budget: ~2.5x its line (an aggregated one cost ~9x; round 7). */
+const COLLECTIVE_ITEM_BYTES = 128;
 /** Clock replies a rank has not read, at most: beyond, its probes go unanswered (a rank reads each reply at once). */
 const MAX_UNREAD_REPLY_BYTES = 64 << 10;
 /** The collector's clock in ms, with sub-millisecond resolution (what a rank's clock probe is answered with). */
@@ -251,7 +253,9 @@ export async function openProbeChannel(options: ProbeChannelOptions = {}): Promi
         else if (keep || m.type === 'step') {
           // Kept within the channel's budget (the line's length stands for the message's size); what is over it is
           // still seen live, not kept, and said once.
-          retained += line.length;
+          // A collective kept costs the aggregation far more than its ~50 characters of JSON (objects, maps over
+          // steps and ranks): each counts as COLLECTIVE_ITEM_BYTES, so the budget bounds what the verdicts hold too.
+          retained += m.type === 'collectives' ? Math.max(line.length, m.items.length * COLLECTIVE_ITEM_BYTES) : line.length;
           if (retained <= maxRetained) {
             const at = connection.messages.push(m) - 1;
             if (!keep) lastStepAt = at;

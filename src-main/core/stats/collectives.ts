@@ -83,7 +83,8 @@ function completeSteps(collectives: readonly RankCollective[], ranks: readonly n
     bySteps.set(c.step, step);
   }
   for (const [step, byIndex] of bySteps) {
-    for (const [index, seen] of byIndex) if (seen.length !== ranks.length) byIndex.delete(index);
+    // Every rank once: one rank repeating an index while another is missing is not a complete collective.
+    for (const [index, seen] of byIndex) if (seen.length !== ranks.length || new Set(seen.map((c) => c.rank)).size !== ranks.length) byIndex.delete(index);
     if (byIndex.size === 0) bySteps.delete(step);
   }
   return bySteps;
