@@ -31,7 +31,8 @@ function start(command: string[], probe: Record<string, string>): ChildProcess {
 function exited(child: ChildProcess, command: string[]): Promise<number> {
   return new Promise<number>((resolve, reject) => {
     child.once('error', (err) => reject(new ApiError('E_BAD_INPUT', `cannot start ${JSON.stringify(command[0])}: ${err.message}`)));
-    child.once('exit', (status, signal) => resolve(status ?? (signal ? 128 + 15 : 1)));
+    // A part ended by a signal exits as a shell says it: 128 plus the signal's number (137 for KILL).
+    child.once('exit', (status, signal) => resolve(status ?? (signal ? 128 + (os.constants.signals[signal] ?? 15) : 1)));
   });
 }
 
@@ -39,8 +40,8 @@ function exited(child: ChildProcess, command: string[]): Promise<number> {
  * Stops a part's whole process group: TERM, then KILL after the grace. Sent even when the part's own process has
  * exited: a process it left behind in its group is still this node's part.
  */
-function stopGroup(child: ChildProcess, graceMs: number): void {
-  if (child.pid === undefined) return;
+function stopGroup(child: ChildProcess, graceMs: number): Promise<void> {
+  if (child.pid === undefined) return Promise.resolve();
   const group = -child.pid;
   /** False once no process of the group is left (signal 0 only asks). */
   const signal = (s: NodeJS.Signals | 0) => {
@@ -51,34 +52,51 @@ function stopGroup(child: ChildProcess, graceMs: number): void {
       return false; // gone already
     }
   };
-  if (!signal('SIGTERM')) return;
+  if (!signal('SIGTERM')) return Promise.resolve();
   // Held (not unref'd) until the group is gone or killed: join must not exit and leave behind a process of its part
   // that ignores TERM (attack round 7, finding 3: one ran on, reparented, after join had exited).
-  const t0 = Date.now();
-  const watch = setInterval(() => {
-    if (!signal(0)) clearInterval(watch);
-    else if (Date.now() - t0 >= graceMs) {
-      signal('SIGKILL');
-      clearInterval(watch);
-    }
-  }, Math.min(100, Math.max(1, graceMs)));
+  return new Promise<void>((resolve) => {
+    const t0 = Date.now();
+    const watch = setInterval(() => {
+      // Killed (here or by a second signal's call): what is left are zombies for their new parent to reap.
+      if (!signal(0) || killed.has(child)) {
+        clearInterval(watch);
+        resolve();
+      } else if (Date.now() - t0 >= graceMs) {
+        signal('SIGKILL');
+        killed.add(child);
+        clearInterval(watch);
+        resolve();
+      }
+    }, Math.min(100, Math.max(1, graceMs)));
+  });
 }
+
+/** Parts whose group was sent KILL. */
+const killed = new WeakSet<ChildProcess>();
+
+/**
+ * The signals join passes on to its part (in a process group of its own, it hears none itself): a hang-up too, as
+ * when the terminal or the ssh session that ran join closes. They stay caught until the part's group is gone: a
+ * second one while join waits for it kills the group at once, instead of ending join with the group still there.
+ */
+const FORWARDED: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 
 /** One launch's code: this node's part of that launch, its exit code this command's. */
 async function joinOnce(code: string, command: string[]): Promise<void> {
   const child = start(command, decodeJoin(code));
   // The part runs in its own process group: a Ctrl-C or a TERM sent to this process is passed on to all of it.
-  const forward = () => stopGroup(child, STOP_GRACE_MS);
-  process.on('SIGTERM', forward);
-  process.on('SIGINT', forward);
+  let waiting = false;
+  const forward = () => void stopGroup(child, waiting ? 0 : STOP_GRACE_MS);
+  for (const s of FORWARDED) process.on(s, forward);
   try {
     process.exitCode = await exited(child, command);
     // What the part left in its group (a process that ignores TERM included) ends with it, as a followed launch's
     // does (re-attack of round 7): join holds on until it is gone or killed.
-    stopGroup(child, STOP_GRACE_MS);
+    waiting = true;
+    await stopGroup(child, STOP_GRACE_MS);
   } finally {
-    process.off('SIGTERM', forward);
-    process.off('SIGINT', forward);
+    for (const s of FORWARDED) process.off(s, forward);
   }
 }
 
@@ -91,16 +109,16 @@ async function follow(code: string, command: string[]): Promise<void> {
   const { host, port, token } = decodeFollow(code);
   const socket = net.connect({ host, port });
   let part: { n: number; child: ChildProcess; exitedAt?: number } | null = null;
-  const stopPart = (graceMs: number) => {
+  const stopPart = (graceMs: number): Promise<void> => {
     // A group whose leader exited long ago is gone, and its id may be another process's by now.
-    if (part && (part.exitedAt === undefined || Date.now() - part.exitedAt < GROUP_LINGER_MS)) stopGroup(part.child, graceMs);
+    if (part && (part.exitedAt === undefined || Date.now() - part.exitedAt < GROUP_LINGER_MS)) return stopGroup(part.child, graceMs);
+    return Promise.resolve();
   };
   const forward = () => {
-    stopPart(0);
+    void stopPart(0);
     socket.destroy();
   };
-  process.on('SIGTERM', forward);
-  process.on('SIGINT', forward);
+  for (const s of FORWARDED) process.on(s, forward);
   try {
     process.exitCode = await new Promise<number>((resolve, reject) => {
       let buffered = '';
@@ -110,7 +128,7 @@ async function follow(code: string, command: string[]): Promise<void> {
       const launchNow = (n: number, probe: Record<string, string>) => {
         waiting = null;
         if (socket.destroyed) return;
-        stopPart(0); // a part still running belongs to a launch that has ended there
+        void stopPart(0); // a part still running belongs to a launch that has ended there
         lastStart = Date.now();
         let child: ChildProcess;
         try {
@@ -146,9 +164,11 @@ async function follow(code: string, command: string[]): Promise<void> {
       socket.on('error', (err) => reject(new ApiError('E_BAD_INPUT', `cannot reach the measuring node at ${host}:${port}: ${err.message}`)));
       socket.on('close', () => {
         if (waiting) clearTimeout(waiting);
-        stopPart(STOP_GRACE_MS);
-        if (ended) resolve(0);
-        else reject(new ApiError('E_CANCELLED', 'the measuring node closed the job before it ended (refused: a wrong or old code, or it stopped); this node\'s part was stopped'));
+        // Answered once the part's group is gone or killed: the signals stay caught until then.
+        void stopPart(STOP_GRACE_MS).then(() => {
+          if (ended) resolve(0);
+          else reject(new ApiError('E_CANCELLED', 'the measuring node closed the job before it ended (refused: a wrong or old code, or it stopped); this node\'s part was stopped'));
+        });
       });
       socket.on('data', (chunk: string) => {
         buffered += chunk;
@@ -175,15 +195,14 @@ async function follow(code: string, command: string[]): Promise<void> {
           } else if (m.type === 'stop') {
             if (waiting) clearTimeout(waiting); // a launch not started yet has ended there already
             waiting = null;
-            if (part && part.n === m.n) stopPart(STOP_GRACE_MS);
+            if (part && part.n === m.n) void stopPart(STOP_GRACE_MS);
           }
           else if (m.type === 'done') ended = true;
         }
       });
     });
   } finally {
-    process.off('SIGTERM', forward);
-    process.off('SIGINT', forward);
+    for (const s of FORWARDED) process.off(s, forward);
   }
 }
 

@@ -2,6 +2,7 @@
 // Trainbench's (a forged or hijacked address): a flood of launches starts a part once a second at most, a launch
 // carrying variables that are not the probe's starts nothing, and when the hub goes away before the job ended, the
 // part is stopped and join fails, saying so.
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
@@ -11,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { encodeFollow } from '../../src-main/core/nodes/followers';
 import { encodeJoin } from '../../src-main/core/script/probe-channel';
-import { requireBuilt } from '../helpers/repo';
+import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { runCli } from '../script/script-helpers';
 
@@ -88,6 +89,22 @@ describe('trainbench join, following a hub', () => {
     const part = `(trap '' TERM; exec sleep 60) & echo $! > ${pidFile}`;
     const r = await runCli(['join', encodeJoin(env(1)), '--', 'sh', '-c', part], 60_000);
     expect(r.code, r.stderr).toBe(0);
+    expect(aliveNotZombie(Number(readFileSync(pidFile, 'utf8')))).toBe(false);
+  });
+
+  // Re-attack 9: a Ctrl-C while join waited for those leftovers ended join at once, with the leftover still running.
+  it('a Ctrl-C while it waits for them kills them at once, and join still exits with the part\'s own code', async () => {
+    requireBuilt();
+    const pidFile = path.join(ws.dir, 'waited.pid');
+    const part = `(trap '' TERM INT; exec sleep 60) & echo $! > ${pidFile}; exit 7`;
+    const join = spawn(process.execPath, [CLI, 'join', encodeJoin(env(1)), '--', 'sh', '-c', part], { stdio: 'ignore' });
+    const t0 = Date.now();
+    await expect.poll(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', { timeout: 10_000 }).toBe(true);
+    await sleep(1000); // the part has exited; join waits for what it left
+    join.kill('SIGINT');
+    const code = await new Promise<number | null>((resolve) => join.on('exit', (c) => resolve(c)));
+    expect(code).toBe(7);
+    expect(Date.now() - t0).toBeLessThan(4000); // not the whole 5 s grace
     expect(aliveNotZombie(Number(readFileSync(pidFile, 'utf8')))).toBe(false);
   });
 

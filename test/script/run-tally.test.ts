@@ -73,6 +73,11 @@ describe('rankCollectives on one machine', () => {
     expect(c.clocks.map((k) => k.offsetMs)).toEqual([0, 0]);
   });
 
+  it("gives no verdict when only one rank's collectives came (the others sent none)", () => {
+    const silent = { ...rank(1, 0, 0, 0.1), messages: rank(1, 0, 0, 0.1).messages.filter((m) => m.type !== 'collectives') };
+    expect(rankCollectives([rank(0, 0, 0, 0.1), silent], 1, undefined)).toBeNull();
+  });
+
   it('keeps each node its own estimate: ranks of other node ranks are other machines', () => {
     const c = rankCollectives([rank(0, 0, 0, 0.1), rank(1, 1, 3, 2)], 1, undefined)!;
     expect(c.clocks.map((k) => k.offsetMs)).toEqual([0, 3]);

@@ -264,7 +264,9 @@ export function rankCollectives(connections: readonly ProbeConnection[], warmupS
       steps.push({ rank, step: s.step, stepMs: s.durMs, dataMs: s.dataMs, computeMs: compute, commMs: comm });
     }
   }
-  if (collectives.length === 0) return null;
+  // Collectives are between ranks: one rank's alone (the others sent none) are no verdict, and would cost the
+  // verdicts a pass over every one of them as steps "complete" with that one rank (re-attack of round 7).
+  if (new Set(collectives.map((c) => c.rank)).size < 2) return null;
   const uncertainty = Math.max(0, ...clocks.map((c) => c.uncertaintyMs ?? 0));
   const verdict = straggler(collectives, steps, { clockUncertaintyMs: uncertainty });
   const comm = communication(collectives, steps);
