@@ -13,7 +13,7 @@ interface CheckFlags {
   against: string;
   tolerance: number;
   repeat?: number;
-  yes?: boolean;
+  yes?: string | boolean;
   confounders: ConfounderPolicy;
   json?: boolean;
   progress: boolean;
@@ -51,7 +51,7 @@ async function check(flags: CheckFlags): Promise<void> {
     const result = await services.check.run(flags.against, {
       tolerance: flags.tolerance,
       repeat: flags.repeat,
-      runCommand: flags.yes === true,
+      commandConsent: flags.yes,
       confounders: flags.confounders,
       onProgress: (p) => {
         if (flags.progress && !flags.json && p.phase === 'repetition-done') process.stderr.write(`repetition ${p.repetition} of ${p.repetitions}: ${n0(p.samplesPerSec ?? 0)} samples/s\n`);
@@ -78,7 +78,7 @@ export function checkCommand(): Command {
     .requiredOption('--against <run-id|report>', 'the benchmark run to compare with, or a report (in the workspace) that names one')
     .option('--tolerance <pct>', 'the change to tolerate, e.g. 5%', toleranceArg, 0.05)
     .option('--repeat <n>', "repetitions of the new measurement (default: the saved run's)", intArg('--repeat', 2))
-    .option('--yes', "run the saved run's own command again (a script target; the command comes from the run's file)")
+    .option('--yes [fingerprint]', "run the saved run's own command again, as the fingerprint shown beside it (a script target; the command comes from the run's file)")
     .option(
       '--confounders <policy>',
       "remeasure: when other load or a GPU slowdown crowded one run and not the other, the gate cannot decide (exit 2: measure again); record: list them and decide anyway (a shared CI machine)",

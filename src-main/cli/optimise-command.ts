@@ -21,6 +21,7 @@ import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
 import { formatOptimise, progressLine, repeatNote } from './optimise-format';
 import { reportWrittenLines } from './report-written';
+import { commandFingerprint } from '../core/script/command-consent';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, parseBytes, ratioArg, secondsRangeArg } from './train-inputs';
 
@@ -39,7 +40,7 @@ interface OptimiseFlags extends MeasuredTargetFlags {
   objective: WizardObjective;
   batchSearch: boolean;
   resume?: string;
-  yes?: boolean;
+  yes?: string | boolean;
   report?: boolean;
   json?: boolean;
   progress: boolean;
@@ -133,7 +134,7 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
     if (request) {
       await warnIfEmulated(services, request.target.options.device);
       sayRepeat(request.repeat, flags);
-      await runWizard(services, 'engine', false, (options) => services.optimise.start(request, options), flags);
+      await runWizard(services, 'engine', null, false, (options) => services.optimise.start(request, options), flags);
       return;
     }
     // --resume takes either target's id: an engine wizard's, or a script optimisation's run (which goes on with that script).
@@ -141,8 +142,9 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
     const saved = await services.optimise.state(id);
     // The user's own --resume: a script wizard goes on with the command its run file names, once --yes says so
     // (without it the command is shown, as check --against does: the workspace may come from another rig).
-    const resume = (options: WizardOptions) => services.optimise.resume(id, { ...options, commandFromRunFile: flags.yes === true ? true : 'unconfirmed' });
-    await runWizard(services, saved !== null && 'runIds' in saved ? 'engine' : 'script', true, resume, flags);
+    const resume = (options: WizardOptions) => services.optimise.resume(id, { ...options, commandConsent: flags.yes ?? false });
+    const engine = saved !== null && 'runIds' in saved;
+    await runWizard(services, engine ? 'engine' : 'script', engine || typeof flags.yes !== 'string' ? null : flags.yes, true, resume, flags);
   } finally {
     await services.dispose();
   }
@@ -157,7 +159,7 @@ async function optimiseScript(command: string[], flags: OptimiseScriptFlags): Pr
   const services = await createServices({ workspaceDir: flags.workspace });
   try {
     sayRepeat(request.repeat, flags);
-    await runWizard(services, 'script', false, (options) => services.optimise.start(request, options), flags);
+    await runWizard(services, 'script', commandFingerprint(request.target), false, (options) => services.optimise.start(request, options), flags);
   } finally {
     await services.dispose();
   }
@@ -173,7 +175,12 @@ function sayRepeat(repeat: number, flags: OutputFlags): void {
  * kept on a pipe), Ctrl-C cancels as jobs.cancel does (a script's launch in flight is killed with its process
  * group; the run keeps the trials finished so far), the result on stdout.
  */
-async function runWizard(services: Services, target: 'engine' | 'script', resumed: boolean, run: (options: WizardOptions) => Promise<OptimiseResult>, flags: OutputFlags): Promise<void> {
+async function runWizard(
+  services: Services,
+  target: 'engine' | 'script',
+  /** A script's: the fingerprint --resume takes with --yes to run the same command again. */
+  fingerprint: string | null,
+  resumed: boolean, run: (options: WizardOptions) => Promise<OptimiseResult>, flags: OutputFlags): Promise<void> {
   const tty = process.stderr.isTTY === true;
   let drawn = false;
   const say = (line: string, transient = false) => {
@@ -189,7 +196,7 @@ async function runWizard(services: Services, target: 'engine' | 'script', resume
       allowPathsOutsideWorkspace: true,
       onStart: (id) => {
         ctrlC.jobIs(id);
-        say(`optimisation ${id}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${id}${target === 'script' ? ' --yes' : ''})`);
+        say(`optimisation ${id}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${id}${fingerprint ? ` --yes ${fingerprint}` : ''})`);
       },
       onJoin: (code) => {
         say(joinNote(code).trimEnd());
@@ -262,7 +269,7 @@ export function optimiseCommand(): Command {
     .option('--confounders <policy>', 'when the two sides of a pair saw different conditions (other processes\' CPU load, a GPU slowing down): remeasure the pair (twice at most) and leave a trial undecided if they still differ, or record them only (a shared machine)', choiceArg('--confounders', ConfounderPolicySchema.options), 'remeasure')
     .option('--objective <what>', 'throughput (samples/s, the default) or energy: samples per joule of GPU energy, from the GPUs\' power over each repetition (a CUDA target where nvidia-smi reports power)', choiceArg('--objective', WizardObjectiveSchema.options), 'throughput')
     .option('--resume <id>', "continue a cancelled or interrupted optimisation from its saved state (the other target flags are ignored); a script optimisation's run id goes on with that script, once --yes confirms it")
-    .option('--yes', "with --resume of a script optimisation: run the command its run file names (without it, the command is shown and nothing runs)")
+    .option('--yes [fingerprint]', "with --resume of a script optimisation: run the command its run file names, as the fingerprint shown beside it (otherwise the command and its fingerprint are shown and nothing runs)")
     .option('--report', 'write the result up as an ADR report (markdown + SVG charts) in the workspace\'s reports/')
     .option('--json', 'print the result as JSON')
     .option('--no-progress', 'no progress lines on stderr')

@@ -88,6 +88,9 @@ function predictMemory(addon: NativeAddon, p: HostPredictParams): unknown[] {
 }
 
 async function train(addon: NativeAddon, p: HostTrainParams, emit: (event: unknown) => void): Promise<unknown> {
+  // One trainer per id: a second run under a live id (a client's job id chosen to equal a benchmark's
+  // repetition, say) would take the first one's entry, and its cancel would stop the wrong run.
+  if (running.has(p.runId)) throw new ApiError('E_BAD_INPUT', `the engine is already training a run with id ${p.runId}: pick another id`);
   const processMemory = trackProcessMemory();
   const { trainer, optionsJson } = setUp(addon, p);
   running.set(p.runId, trainer);

@@ -3,7 +3,7 @@
 // while --yes would run another: every printer shows control characters escaped, and the words quoted as a
 // shell reads them back. `runs` (the run's title) likewise.
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -14,6 +14,7 @@ import { REPORT_SECTIONS } from '../../src-main/api/reports';
 import { formatCheck } from '../../src-main/cli/check-command';
 import type { BenchmarkService } from '../../src-main/core/benchmarks/benchmark-service';
 import { CheckService } from '../../src-main/core/check/check-service';
+import { commandFingerprint } from '../../src-main/core/script/command-consent';
 import { SECTION_HEADINGS } from '../../src-main/core/reports/report-model';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import { CLI, REPO_ROOT, requireBuilt } from '../helpers/repo';
@@ -62,7 +63,7 @@ describe('a command planted in a run file', () => {
   it('check --against shows its command, cwd and env escaped before --yes, and runs nothing', async () => {
     const r = await trainbench('check', '--against', ID, '--workspace', ws.dir);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('pass --yes to run it');
+    expect(r.stderr).toContain(`pass --yes ${commandFingerprint({ command, cwd, env })} to run exactly this`);
     expect(r.stderr).not.toMatch(RAW_CONTROL);
     // Each planted byte is there to read, escaped where it was.
     // (\u001b while check-service words the command through commandText's JSON quoting; \x1b through shellWord.)
@@ -70,6 +71,45 @@ describe('a command planted in a run file', () => {
     expect(r.stderr).toContain('train.py\\x1b]0;ok\\x07');
     expect(r.stderr).toContain('/tmp/x\\r\\x1b[2K/home/me/project');
     expect(r.stderr).toMatch(/NOTE=(\$')?fine\\x1b\[1A\\x1b\[2K\\u009b2K/);
+  });
+
+  it('--yes runs only the command that was shown: a file changed after the reading is refused, and nothing runs (re-attack 10)', async () => {
+    const id = '20260101-000001-swapped';
+    const marks = tempDir('planted-marks-');
+    const write = (script: string) => {
+      mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });
+      const record = JSON.parse(readFileSync(path.join(ws.dir, 'runs', ID, 'run.json'), 'utf8')) as { id: string; config: { target: object } };
+      record.id = id;
+      record.config.target = { kind: 'script', command: ['/bin/sh', '-c', script], cwd: marks.dir, env: {} };
+      writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
+    };
+    write('touch harmless');
+    const shown = await trainbench('check', '--against', id, '--workspace', ws.dir);
+    const fingerprint = /pass --yes ([0-9a-f]{12}) to run exactly this/.exec(shown.stderr)?.[1];
+    expect(fingerprint, shown.stderr).toBe(commandFingerprint({ command: ['/bin/sh', '-c', 'touch harmless'], cwd: marks.dir, env: {} }));
+    // Between the reading and the --yes, someone who can write the workspace swaps the command.
+    write('touch pwned');
+    const swapped = await trainbench('check', '--against', id, '--yes', fingerprint!, '--workspace', ws.dir);
+    expect(swapped.code).toBe(2);
+    expect(swapped.stderr).toContain(`--yes ${fingerprint} was given for another command; the file now names /bin/sh -c 'touch pwned'`);
+    expect(swapped.stderr).toContain(`pass --yes ${commandFingerprint({ command: ['/bin/sh', '-c', 'touch pwned'], cwd: marks.dir, env: {} })} to run exactly this`);
+    // A --yes without a fingerprint consents to nothing in particular: shown again, not run.
+    const bare = await trainbench('check', '--against', id, '--yes', '--workspace', ws.dir);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain("/bin/sh -c 'touch pwned'");
+    expect(readdirSync(marks.dir)).toEqual([]);
+    marks.cleanup();
+    rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
+  });
+
+  it('check --against a run whose file cannot be read says what is wrong with the file, not that there is no run', async () => {
+    const id = '20260101-000002-deep';
+    mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });
+    writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), `{"id":"${id}","config":${'['.repeat(100_000)}${']'.repeat(100_000)}}`);
+    const r = await trainbench('check', '--against', id, '--workspace', ws.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(new RegExp(`^trainbench: E_BAD_INPUT: cannot compare with run ${id}: runs/${id}/run.json is .*nested.*: not a file Trainbench wrote, so it is not read`));
+    rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
   });
 
   it('runs lists the run under its command, escaped', async () => {

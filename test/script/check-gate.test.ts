@@ -18,6 +18,14 @@ const ws = tempDir();
 beforeAll(requireBuilt);
 afterAll(() => ws.cleanup());
 
+/** What a person does: reads the command check shows, then passes the fingerprint printed beside it. */
+async function consentFor(id: string): Promise<string> {
+  const shown = await runCli(['check', '--against', id, '--workspace', ws.dir]);
+  const fingerprint = /pass --yes ([0-9a-f]{12}) to run exactly this/.exec(shown.stderr)?.[1];
+  if (!fingerprint) throw new Error(`check showed no fingerprint for ${id}: ${shown.stderr}`);
+  return fingerprint;
+}
+
 const SMALL = ['--repeat', '3', '--steps', '12', '--warmup-steps', '3', '--workspace', ws.dir];
 /** Saved with no worker (the same target checked again), and with four (then checked with none). */
 let saved = '';
@@ -39,7 +47,7 @@ describe('trainbench check: the regression gate on a loader-bound script', () =>
     const r = await runCli(['check', '--against', saved, '--workspace', ws.dir]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`run ${saved} measured a command, which check would run again: ${PYTHON} ${SCRIPTS}/slow_items.py`);
-    expect(r.stderr).toContain('pass --yes to run it');
+    expect(r.stderr).toMatch(/pass --yes [0-9a-f]{12} to run exactly this/);
   });
 
   it('takes a report in the workspace that names one benchmark run, and refuses one naming none', async () => {
@@ -55,7 +63,7 @@ describe('trainbench check: the regression gate on a loader-bound script', () =>
 
   it('the target as it was: the same within a 15% tolerance, exit 0', async () => {
     // Beside the other test files' load, what crowded each run differs from run to run: listed, not decisive here.
-    const r = await runCli(['check', '--against', saved, '--yes', '--tolerance', '15%', '--confounders', 'record', '--json', '--workspace', ws.dir]);
+    const r = await runCli(['check', '--against', saved, '--yes', await consentFor(saved), '--tolerance', '15%', '--confounders', 'record', '--json', '--workspace', ws.dir]);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     const result = JSON.parse(r.stdout) as CheckResult;
     expect(result.against.runId).toBe(saved);
@@ -71,7 +79,7 @@ describe('trainbench check: the regression gate on a loader-bound script', () =>
     const record = JSON.parse(readFileSync(file, 'utf8')) as { config: { overrides: Record<string, number> } };
     record.config.overrides['dataloader.num_workers'] = 0;
     writeFileSync(file, JSON.stringify(record));
-    const r = await runCli(['check', '--against', withWorkers, '--yes', '--tolerance', '15%', '--confounders', 'record', '--workspace', ws.dir]);
+    const r = await runCli(['check', '--against', withWorkers, '--yes', await consentFor(withWorkers), '--tolerance', '15%', '--confounders', 'record', '--workspace', ws.dir]);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(1);
     expect(r.stdout).toMatch(/^verdict {4}slower by \d+\.\d%: -\d+\.\d% \(95% CI -\d+\.\d% to -\d+\.\d%\), the whole interval beyond the tolerance of ±15\.0%$/m);
     expect(r.stdout).toContain('exit       1 (0 faster or the same, 1 slower, 2 could not decide)');

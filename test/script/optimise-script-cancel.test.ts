@@ -281,9 +281,12 @@ describe('trainbench optimise -- <script>: Ctrl-C', () => {
     const unconfirmed = await runCli(['optimise', '--resume', killed, '--json', '--workspace', cli.dir], 60_000);
     expect(unconfirmed.code).toBe(1);
     expect(unconfirmed.stderr).toContain(`${killed} is a script optimisation, which goes on by running its command again: ${PYTHON} `);
-    expect(unconfirmed.stderr).toContain(`TB_TEST_MARK=${mark}); it comes from the run's file, so pass --yes to run it`);
+    const fingerprint = new RegExp(`TB_TEST_MARK=${mark}\\); it comes from the run's file, so pass --yes ([0-9a-f]{12}) to run exactly this`).exec(unconfirmed.stderr)?.[1];
+    expect(fingerprint, unconfirmed.stderr).toBeDefined();
     expect(processesWithMark(mark)).toEqual([]);
-    const resumed = await runCli(['optimise', '--resume', killed, '--yes', '--json', '--workspace', cli.dir], 120_000);
+    // The fingerprint is the one the first start printed for its resume.
+    expect(stderr).toContain(`continue it with: trainbench optimise --resume ${killed} --yes ${fingerprint}`);
+    const resumed = await runCli(['optimise', '--resume', killed, '--yes', fingerprint!, '--json', '--workspace', cli.dir], 120_000);
     expect(resumed.code, resumed.stderr).toBe(0);
     const r = scriptWizard(JSON.parse(resumed.stdout));
     expect(r.baseline).toEqual(state.baseline);

@@ -2,6 +2,7 @@ import { ScriptBenchmarkRequestSchema } from '../../api/script-target';
 import type { BenchmarkProgress } from '../../api/benchmark';
 import { TrainingBenchmarkRequestSchema } from '../../api/benchmark';
 import type { CheckedRun, CheckResult } from '../../api/check';
+import { requireConsent } from '../script/command-consent';
 import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
 import { ID_PATTERN } from '../../api/ids';
@@ -11,7 +12,6 @@ import type { ConfounderPolicy } from '../../api/optimise';
 import { type Conditions, ConditionsSchema } from '../../api/telemetry';
 import { readRun } from '../workspace/run-reader';
 import type { BenchmarkService } from '../benchmarks/benchmark-service';
-import { shellLine, shellWord } from '../../api/shell-word';
 import type { Workspace } from '../workspace/workspace';
 import { readTextCapped } from '../workspace/workspace-files';
 import { gateVerdict } from './gate-verdict';
@@ -23,9 +23,10 @@ export interface CheckOptions {
   tolerance: number;
   /**
    * A script run's command comes from its run file, and a workspace is shared between rigs: the command runs
-   * again only when the person asked for it (the CLI's --yes, having seen it named).
+   * again only on the person's word for that very command: the fingerprint shown beside it (the CLI's --yes
+   * FINGERPRINT). Anything else (absent, true, another fingerprint) shows the command and runs nothing.
    */
-  runCommand?: boolean;
+  commandConsent?: string | boolean;
   /** record: a difference in what crowded the two runs is listed but does not stop the verdict (a shared CI machine). */
   confounders?: ConfounderPolicy;
   onProgress?: (p: BenchmarkProgress) => void;
@@ -99,7 +100,12 @@ export class CheckService {
 
   /** A run id as given, or the one benchmark run a report names (an ADR written by `trainbench report`). */
   async resolveAgainst(against: string): Promise<string> {
-    if (ID_PATTERN.test(against) && (await readRun(this.workspace, against)).record) return against;
+    if (ID_PATTERN.test(against)) {
+      const read = await readRun(this.workspace, against);
+      if (read.record) return against;
+      // A run that is there but cannot be read says why (a tampered file), not that it is missing.
+      if (!/does not exist|no such file/i.test(read.problem)) throw new ApiError('E_BAD_INPUT', `cannot compare with run ${against}: ${read.problem}`);
+    }
     let text: string;
     try {
       text = await readTextCapped(this.workspace, against, MAX_REPORT_BYTES);
@@ -156,15 +162,8 @@ export class CheckService {
     if (this.runsCommand(request)) {
       const parsed = ScriptBenchmarkRequestSchema.safeParse(request);
       if (!parsed.success) throw new ApiError('E_BAD_INPUT', `run ${id}'s request no longer reads: ${formatIssues(parsed.error, 'config')}`);
-      if (!options.runCommand) {
-        const t = parsed.data.target;
-        // From a file anyone may have written: every word as a shell reads it back, control characters escaped.
-        const env = Object.entries(t.env).map(([k, v]) => `${k}=${shellWord(v)}`);
-        throw new ApiError(
-          'E_BAD_INPUT',
-          `run ${id} measured a command, which check would run again: ${shellLine(t.command)} (in ${shellWord(t.cwd)}${env.length ? `, with ${env.join(' ')}` : ''}); it comes from the run's file, so pass --yes to run it`,
-        );
-      }
+      // From a file anyone may have written: shown escaped, and run only as the fingerprint the person was shown.
+      requireConsent(`run ${id} measured a command, which check would run again`, parsed.data.target, options.commandConsent);
       now = await this.benchmarks.run(parsed.data, { onProgress: options.onProgress, onOutput: options.onOutput });
     } else {
       const parsed = TrainingBenchmarkRequestSchema.safeParse(request);

@@ -1,8 +1,8 @@
 import type { BatchTrial } from '../../api/batch-size';
+import { requireConsent } from '../script/command-consent';
 import { ApiError } from '../../api/errors';
 import { newJobId } from '../../api/ids';
 import type { ScriptTrainRequest } from '../../api/script-target';
-import { shellLine, shellWord } from '../../api/shell-word';
 import type { ScriptBatchSearchRequest, ScriptBenchmarkRequest, ScriptOptimiseRequest } from '../../api/script-target';
 import type { EventHub } from '../common/event-hub';
 import type { RunningJob, RunningJobs } from '../jobs/running-jobs';
@@ -58,22 +58,16 @@ export class ScriptRunner implements TargetRunner {
 
   /** A stopped script optimisation goes on in a new run from the one named (its baseline and finished trials kept). */
   async resume(runId: string, job: RunningJob, options: WizardOptions) {
-    if (options.commandFromRunFile === 'unconfirmed') {
-      const t = (await resumedScriptRequest(this.deps.workspace, runId)).target;
-      // From a file anyone may have written: every word as a shell reads it back, control characters escaped.
-      const env = Object.entries(t.env).map(([k, v]) => `${k}=${shellWord(v)}`);
-      throw new ApiError(
-        'E_BAD_INPUT',
-        `${runId} is a script optimisation, which goes on by running its command again: ${shellLine(t.command)} (in ${shellWord(t.cwd)}${env.length ? `, with ${env.join(' ')}` : ''}); it comes from the run's file, so pass --yes to run it`,
-      );
-    }
-    if (options.commandFromRunFile !== true) {
+    if (options.commandConsent === undefined) {
       throw new ApiError(
         'E_FORBIDDEN',
         `${runId} is a script optimisation: going on with it runs the command its run file names, which a request does not do on a file's word; start it again with its target and resumeFrom ${runId} (the Resume button), or run trainbench optimise --resume ${runId}`,
       );
     }
+    // Read once: what runs is what the consent was checked against.
     const request = await resumedScriptRequest(this.deps.workspace, runId);
+    // From a file anyone may have written: shown escaped, and run only as the fingerprint the person was shown.
+    requireConsent(`${runId} is a script optimisation, which goes on by running its command again`, request.target, options.commandConsent);
     // A new run goes on from the one named, under the job that resumes it.
     return openScriptWizard(this.deps, { ...request, jobId: newJobId() }, job, options);
   }

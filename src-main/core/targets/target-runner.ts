@@ -102,11 +102,12 @@ export interface WizardOptions extends CapabilityOptions {
   onProgress?: (progress: OptimiseProgress) => void;
   /**
    * Resuming a script optimisation launches the command its run file names. A workspace file is data (it may be
-   * copied from another rig, or tampered with), so only the user's own word may do that: the CLI's --resume with
-   * --yes sets this (without --yes, 'unconfirmed': the command is shown, escaped, and nothing runs); a request
-   * through the router goes on with a script wizard by optimise.start with its target and resumeFrom.
+   * copied from another rig, or tampered with), so only the user's own word for that very command may do that:
+   * the CLI's --resume sets this to its --yes FINGERPRINT (false without --yes: the command is shown, escaped,
+   * with its fingerprint, and nothing runs). Absent (a request through the router): refused; it goes on with a
+   * script wizard by optimise.start with its target and resumeFrom.
    */
-  commandFromRunFile?: boolean | 'unconfirmed';
+  commandConsent?: string | boolean;
 }
 
 /**

@@ -136,6 +136,8 @@ export async function resumedScriptRequest(workspace: Workspace, runId: string):
   const detail = await scriptOptimiseDetail(workspace, runId);
   const request = ScriptOptimiseRequestSchema.safeParse((detail.record as { config?: { request?: unknown } }).config?.request);
   if (!request.success) throw new ApiError('E_BAD_INPUT', `run ${runId} is not a script optimisation (trainbench runs lists them): nothing to resume`);
+  // Said before the command is shown for consent: there is nothing to agree to.
+  if (detail.summary.status === 'completed') throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} completed: there is nothing left to resume`);
   const { jobId: _jobId, ...asked } = request.data;
   return { ...asked, resumeFrom: runId };
 }
