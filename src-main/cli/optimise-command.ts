@@ -21,7 +21,7 @@ import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
 import { formatOptimise, progressLine, repeatNote } from './optimise-format';
 import { reportWrittenLines } from './report-written';
-import { commandFingerprint } from '../core/script/command-consent';
+import { commandFingerprint } from '../core/workspace/command-consent';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, parseBytes, ratioArg, secondsRangeArg } from './train-inputs';
 

@@ -14,7 +14,7 @@ import { REPORT_SECTIONS } from '../../src-main/api/reports';
 import { formatCheck } from '../../src-main/cli/check-command';
 import type { BenchmarkService } from '../../src-main/core/benchmarks/benchmark-service';
 import { CheckService } from '../../src-main/core/check/check-service';
-import { commandFingerprint } from '../../src-main/core/script/command-consent';
+import { commandFingerprint } from '../../src-main/core/workspace/command-consent';
 import { SECTION_HEADINGS } from '../../src-main/core/reports/report-model';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import { CLI, REPO_ROOT, requireBuilt } from '../helpers/repo';

@@ -2,7 +2,7 @@ import { ScriptBenchmarkRequestSchema } from '../../api/script-target';
 import type { BenchmarkProgress } from '../../api/benchmark';
 import { TrainingBenchmarkRequestSchema } from '../../api/benchmark';
 import type { CheckedRun, CheckResult } from '../../api/check';
-import { requireConsent } from '../script/command-consent';
+import { requireConsent } from '../workspace/command-consent';
 import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
 import { ID_PATTERN } from '../../api/ids';

@@ -1,5 +1,5 @@
 import type { BatchTrial } from '../../api/batch-size';
-import { requireConsent } from '../script/command-consent';
+import { requireConsent } from '../workspace/command-consent';
 import { ApiError } from '../../api/errors';
 import { newJobId } from '../../api/ids';
 import type { ScriptTrainRequest } from '../../api/script-target';
