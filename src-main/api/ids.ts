@@ -22,22 +22,24 @@ export function jobIdAt(now: Date, randomHex: string): string {
   return `${stamp}-${randomHex}`;
 }
 
-/** Six random hex digits from the platform's CSPRNG (Web Crypto: Node 20 and every browser have it). */
-function randomHex6(): string {
-  const bytes = new Uint8Array(3);
+/** Random hex digits (2 per byte) from the platform's CSPRNG (Web Crypto: Node 20 and every browser have it). */
+function randomDigits(bytesWanted = 3): string {
+  const bytes = new Uint8Array(bytesWanted);
   globalThis.crypto.getRandomValues(bytes);
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 /** A fresh job (and run) id: the only place ids are made, in the services, the CLI and the renderer alike. */
 export function newJobId(now: Date = new Date()): string {
-  return jobIdAt(now, randomHex6());
+  return jobIdAt(now, randomDigits());
 }
 
 /**
  * The id of a part of a job (a benchmark's repetition, a search's trial, a wizard's batch search): the
- * job's id and what it is, so the engine's runs and cancels of one job are named after it.
+ * job's id and what it is, so the engine's runs and cancels of one job are named after it, and 48 random
+ * bits, so no client can take it first: a job's run id is broadcast, and a client's own job named
+ * `<run id>-rep2` would otherwise hold the engine's id of a repetition not started yet.
  */
 export function partId(jobId: string, part: string): string {
-  return `${jobId}-${part}`;
+  return `${jobId}-${part}-${randomDigits(6)}`;
 }

@@ -134,7 +134,7 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
     if (request) {
       await warnIfEmulated(services, request.target.options.device);
       sayRepeat(request.repeat, flags);
-      await runWizard(services, 'engine', null, false, (options) => services.optimise.start(request, options), flags);
+      await runWizard(services, 'engine', () => '', false, (options) => services.optimise.start(request, options), flags);
       return;
     }
     // --resume takes either target's id: an engine wizard's, or a script optimisation's run (which goes on with that script).
@@ -144,7 +144,7 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
     // (without it the command is shown, as check --against does: the workspace may come from another rig).
     const resume = (options: WizardOptions) => services.optimise.resume(id, { ...options, commandConsent: flags.yes ?? false });
     const engine = saved !== null && 'runIds' in saved;
-    await runWizard(services, engine ? 'engine' : 'script', engine || typeof flags.yes !== 'string' ? null : flags.yes, true, resume, flags);
+    await runWizard(services, engine ? 'engine' : 'script', () => (engine ? '' : ' (it shows the command and the --yes that runs it)'), true, resume, flags);
   } finally {
     await services.dispose();
   }
@@ -159,7 +159,10 @@ async function optimiseScript(command: string[], flags: OptimiseScriptFlags): Pr
   const services = await createServices({ workspaceDir: flags.workspace });
   try {
     sayRepeat(request.repeat, flags);
-    await runWizard(services, 'script', commandFingerprint(request.target), false, (options) => services.optimise.start(request, options), flags);
+    // What `optimise --resume <this run> --yes` will be shown: the request as the run saves it, going on from the run.
+    const { jobId: _jobId, ...asked } = request;
+    const resumeYes = (id: string) => ` --yes ${commandFingerprint({ ...asked, resumeFrom: id })}`;
+    await runWizard(services, 'script', resumeYes, false, (options) => services.optimise.start(request, options), flags);
   } finally {
     await services.dispose();
   }
@@ -178,8 +181,8 @@ function sayRepeat(repeat: number, flags: OutputFlags): void {
 async function runWizard(
   services: Services,
   target: 'engine' | 'script',
-  /** A script's: the fingerprint --resume takes with --yes to run the same command again. */
-  fingerprint: string | null,
+  /** After `--resume <id>` in the line that says how to go on: a script's --yes with its fingerprint. */
+  resumeYes: (id: string) => string,
   resumed: boolean, run: (options: WizardOptions) => Promise<OptimiseResult>, flags: OutputFlags): Promise<void> {
   const tty = process.stderr.isTTY === true;
   let drawn = false;
@@ -196,7 +199,7 @@ async function runWizard(
       allowPathsOutsideWorkspace: true,
       onStart: (id) => {
         ctrlC.jobIs(id);
-        say(`optimisation ${id}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${id}${fingerprint ? ` --yes ${fingerprint}` : ''})`);
+        say(`optimisation ${id}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${id}${resumeYes(id)})`);
       },
       onJoin: (code) => {
         say(joinNote(code).trimEnd());

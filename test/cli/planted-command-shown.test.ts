@@ -15,6 +15,7 @@ import { formatCheck } from '../../src-main/cli/check-command';
 import type { BenchmarkService } from '../../src-main/core/benchmarks/benchmark-service';
 import { CheckService } from '../../src-main/core/check/check-service';
 import { commandFingerprint } from '../../src-main/core/workspace/command-consent';
+import { ScriptBenchmarkRequestSchema } from '../../src-main/api/script-target';
 import { SECTION_HEADINGS } from '../../src-main/core/reports/report-model';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import { CLI, REPO_ROOT, requireBuilt } from '../helpers/repo';
@@ -63,7 +64,10 @@ describe('a command planted in a run file', () => {
   it('check --against shows its command, cwd and env escaped before --yes, and runs nothing', async () => {
     const r = await trainbench('check', '--against', ID, '--workspace', ws.dir);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`pass --yes ${commandFingerprint({ command, cwd, env })} to run exactly this`);
+    // The fingerprint covers the whole request as it would run: the command and every setting.
+    const request = ScriptBenchmarkRequestSchema.parse({ target: { kind: 'script', command, cwd, env }, repeat: 1, warmupSteps: 1, steps: 2 });
+    expect(r.stderr).toContain(`pass --yes ${commandFingerprint(request)} to run exactly this`);
+    expect(r.stderr).toContain(' with the settings {"collectives":');
     expect(r.stderr).not.toMatch(RAW_CONTROL);
     // Each planted byte is there to read, escaped where it was.
     // (\u001b while check-service words the command through commandText's JSON quoting; \x1b through shellWord.)
@@ -85,14 +89,26 @@ describe('a command planted in a run file', () => {
     };
     write('touch harmless');
     const shown = await trainbench('check', '--against', id, '--workspace', ws.dir);
-    const fingerprint = /pass --yes ([0-9a-f]{12}) to run exactly this/.exec(shown.stderr)?.[1];
-    expect(fingerprint, shown.stderr).toBe(commandFingerprint({ command: ['/bin/sh', '-c', 'touch harmless'], cwd: marks.dir, env: {} }));
+    const fingerprint = /pass --yes ([0-9a-f]{32}) to run exactly this/.exec(shown.stderr)?.[1];
+    const fingerprintOf = (script: string) => commandFingerprint(ScriptBenchmarkRequestSchema.parse({ target: { kind: 'script', command: ['/bin/sh', '-c', script], cwd: marks.dir }, repeat: 1, warmupSteps: 1, steps: 2 }));
+    expect(fingerprint, shown.stderr).toBe(fingerprintOf('touch harmless'));
     // Between the reading and the --yes, someone who can write the workspace swaps the command.
     write('touch pwned');
     const swapped = await trainbench('check', '--against', id, '--yes', fingerprint!, '--workspace', ws.dir);
     expect(swapped.code).toBe(2);
     expect(swapped.stderr).toContain(`--yes ${fingerprint} was given for another command; the file now names /bin/sh -c 'touch pwned'`);
-    expect(swapped.stderr).toContain(`pass --yes ${commandFingerprint({ command: ['/bin/sh', '-c', 'touch pwned'], cwd: marks.dir, env: {} })} to run exactly this`);
+    expect(swapped.stderr).toContain(`pass --yes ${fingerprintOf('touch pwned')} to run exactly this`);
+    // A setting the file changes (the launch's time limit here) is part of what was agreed to, as the command is.
+    write('touch harmless');
+    const file = path.join(ws.dir, 'runs', id, 'run.json');
+    const longer = JSON.parse(readFileSync(file, 'utf8')) as { config: Record<string, unknown> };
+    longer.config.timeoutSeconds = 86_400;
+    writeFileSync(file, JSON.stringify(longer));
+    const retimed = await trainbench('check', '--against', id, '--yes', fingerprint!, '--workspace', ws.dir);
+    expect(retimed.code).toBe(2);
+    expect(retimed.stderr).toContain('was given for another command');
+    expect(retimed.stderr).toContain('"timeoutSeconds":86400');
+    write('touch pwned');
     // A --yes without a fingerprint consents to nothing in particular: shown again, not run.
     const bare = await trainbench('check', '--against', id, '--yes', '--workspace', ws.dir);
     expect(bare.code).toBe(2);

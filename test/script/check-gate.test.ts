@@ -21,7 +21,7 @@ afterAll(() => ws.cleanup());
 /** What a person does: reads the command check shows, then passes the fingerprint printed beside it. */
 async function consentFor(id: string): Promise<string> {
   const shown = await runCli(['check', '--against', id, '--workspace', ws.dir]);
-  const fingerprint = /pass --yes ([0-9a-f]{12}) to run exactly this/.exec(shown.stderr)?.[1];
+  const fingerprint = /pass --yes ([0-9a-f]{32}) to run exactly this/.exec(shown.stderr)?.[1];
   if (!fingerprint) throw new Error(`check showed no fingerprint for ${id}: ${shown.stderr}`);
   return fingerprint;
 }
@@ -47,7 +47,7 @@ describe('trainbench check: the regression gate on a loader-bound script', () =>
     const r = await runCli(['check', '--against', saved, '--workspace', ws.dir]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`run ${saved} measured a command, which check would run again: ${PYTHON} ${SCRIPTS}/slow_items.py`);
-    expect(r.stderr).toMatch(/pass --yes [0-9a-f]{12} to run exactly this/);
+    expect(r.stderr).toMatch(/pass --yes [0-9a-f]{32} to run exactly this/);
   });
 
   it('takes a report in the workspace that names one benchmark run, and refuses one naming none', async () => {

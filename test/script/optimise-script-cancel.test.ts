@@ -281,7 +281,7 @@ describe('trainbench optimise -- <script>: Ctrl-C', () => {
     const unconfirmed = await runCli(['optimise', '--resume', killed, '--json', '--workspace', cli.dir], 60_000);
     expect(unconfirmed.code).toBe(1);
     expect(unconfirmed.stderr).toContain(`${killed} is a script optimisation, which goes on by running its command again: ${PYTHON} `);
-    const fingerprint = new RegExp(`TB_TEST_MARK=${mark}\\); it comes from the run's file, so pass --yes ([0-9a-f]{12}) to run exactly this`).exec(unconfirmed.stderr)?.[1];
+    const fingerprint = new RegExp(`TB_TEST_MARK=${mark}\\) with the settings \\{.*"resumeFrom":"${killed}".*\\}; it comes from the run's file, so pass --yes ([0-9a-f]{32}) to run exactly this`).exec(unconfirmed.stderr)?.[1];
     expect(fingerprint, unconfirmed.stderr).toBeDefined();
     expect(processesWithMark(mark)).toEqual([]);
     // The fingerprint is the one the first start printed for its resume.

@@ -163,7 +163,7 @@ export class CheckService {
       const parsed = ScriptBenchmarkRequestSchema.safeParse(request);
       if (!parsed.success) throw new ApiError('E_BAD_INPUT', `run ${id}'s request no longer reads: ${formatIssues(parsed.error, 'config')}`);
       // From a file anyone may have written: shown escaped, and run only as the fingerprint the person was shown.
-      requireConsent(`run ${id} measured a command, which check would run again`, parsed.data.target, options.commandConsent);
+      requireConsent(`run ${id} measured a command, which check would run again`, parsed.data, options.commandConsent);
       now = await this.benchmarks.run(parsed.data, { onProgress: options.onProgress, onOutput: options.onOutput });
     } else {
       const parsed = TrainingBenchmarkRequestSchema.safeParse(request);

@@ -67,7 +67,7 @@ export class ScriptRunner implements TargetRunner {
     // Read once: what runs is what the consent was checked against.
     const request = await resumedScriptRequest(this.deps.workspace, runId);
     // From a file anyone may have written: shown escaped, and run only as the fingerprint the person was shown.
-    requireConsent(`${runId} is a script optimisation, which goes on by running its command again`, request.target, options.commandConsent);
+    requireConsent(`${runId} is a script optimisation, which goes on by running its command again`, request, options.commandConsent);
     // A new run goes on from the one named, under the job that resumes it.
     return openScriptWizard(this.deps, { ...request, jobId: newJobId() }, job, options);
   }

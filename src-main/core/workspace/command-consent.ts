@@ -1,10 +1,10 @@
 // A command named by a workspace file (a saved run's, a stopped optimisation's) runs only on the person's word,
-// and only the command they read: `--yes` takes the fingerprint shown beside it, so a file changed between the
+// and only as they read it: `--yes` takes the fingerprint shown beside it, so a file changed between the
 // reading and the running (the workspace is shared and copied between rigs) is refused, not run.
 import { createHash } from 'node:crypto';
 
 import { ApiError } from '../../api/errors';
-import { shellLine, shellWord } from '../../api/shell-word';
+import { printable, shellLine, shellWord } from '../../api/shell-word';
 
 export interface SavedCommand {
   command: readonly string[];
@@ -12,10 +12,28 @@ export interface SavedCommand {
   env: Readonly<Record<string, string>>;
 }
 
-/** Twelve hex digits of SHA-256 over the command, its folder and its environment: what --yes names. */
-export function commandFingerprint(t: SavedCommand): string {
-  const env = Object.entries(t.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash('sha256').update(JSON.stringify([t.command, t.cwd, env])).digest('hex').slice(0, 12);
+/** What runs: the command, and every setting of the request that decides how (overrides, a collector, steps...). */
+export interface SavedRequest {
+  target: SavedCommand;
+  [setting: string]: unknown;
+}
+
+/** JSON with every object's keys sorted: one text for one request, however its file ordered it. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value).filter((k) => (value as Record<string, unknown>)[k] !== undefined).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/**
+ * 128 bits of SHA-256 over the whole request: a file's writer picks both the command shown and the one swapped
+ * in, so it is a collision they would need (2^64 hashes at 128 bits; 48 bits fall to a laptop in minutes).
+ */
+export function commandFingerprint(request: SavedRequest): string {
+  return createHash('sha256').update(canonical(request)).digest('hex').slice(0, 32);
 }
 
 /** The command as a shell reads it back, with its folder and environment, control characters escaped. */
@@ -25,15 +43,16 @@ export function describeCommand(t: SavedCommand): string {
 }
 
 /**
- * Passes when `consent` is the fingerprint of the command the file names now; otherwise refuses, showing the
- * command and the fingerprint that runs it. `what` says where it comes from and what running it does.
+ * Passes when `consent` is the fingerprint of the request the file names now; otherwise refuses, showing the
+ * command, its settings and the fingerprint that runs it. `what` says where it comes from and what running it does.
  */
-export function requireConsent(what: string, t: SavedCommand, consent: string | boolean | undefined): void {
-  const fingerprint = commandFingerprint(t);
+export function requireConsent(what: string, request: SavedRequest, consent: string | boolean | undefined): void {
+  const fingerprint = commandFingerprint(request);
   if (consent === fingerprint) return;
+  const { target, ...settings } = request;
   const given = typeof consent === 'string' ? `--yes ${shellWord(consent)} was given for another command; the file now names ` : '';
   throw new ApiError(
     'E_BAD_INPUT',
-    `${what}: ${given}${describeCommand(t)}; it comes from the run's file, so pass --yes ${fingerprint} to run exactly this`,
+    `${what}: ${given}${describeCommand(target)} with the settings ${printable(canonical(settings))}; it comes from the run's file, so pass --yes ${fingerprint} to run exactly this`,
   );
 }
