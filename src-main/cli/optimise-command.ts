@@ -195,17 +195,23 @@ async function runWizard(
   const ctrlC = ctrlCCancels(services, target === 'script' ? 'script optimisation' : 'optimisation');
   try {
     let last = '';
+    const announce = (id: string) => say(`optimisation ${id}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${id}${resumeYes(id)})`);
+    // A script's resume may yet be refused (its command shown for consent): "resumed" is said once it goes on.
+    let unannounced: string | null = null;
     const result = await run({
       allowPathsOutsideWorkspace: true,
       onStart: (id) => {
         ctrlC.jobIs(id);
-        say(`optimisation ${id}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${id}${resumeYes(id)})`);
+        if (resumed && target === 'script') unannounced = id;
+        else announce(id);
       },
       onJoin: (code) => {
         say(joinNote(code).trimEnd());
         if (!flags.progress) process.stderr.write(joinNote(code));
       },
       onProgress: (p) => {
+        if (unannounced !== null) announce(unannounced);
+        unannounced = null;
         const line = progressLine(p);
         if (line !== last) say(line, p.finishedTrial === null && p.repetitions > 0);
         last = line;

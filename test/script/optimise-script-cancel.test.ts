@@ -283,11 +283,14 @@ describe('trainbench optimise -- <script>: Ctrl-C', () => {
     expect(unconfirmed.stderr).toContain(`${killed} is a script optimisation, which goes on by running its command again: ${PYTHON} `);
     const fingerprint = new RegExp(`TB_TEST_MARK=${mark}\\) with the settings \\{.*"resumeFrom":"${killed}".*\\}; it comes from the run's file, so pass --yes ([0-9a-f]{32}) to run exactly this`).exec(unconfirmed.stderr)?.[1];
     expect(fingerprint, unconfirmed.stderr).toBeDefined();
+    // Refused, it never says it resumed.
+    expect(unconfirmed.stderr).not.toContain('resumed from its saved state');
     expect(processesWithMark(mark)).toEqual([]);
     // The fingerprint is the one the first start printed for its resume.
     expect(stderr).toContain(`continue it with: trainbench optimise --resume ${killed} --yes ${fingerprint}`);
     const resumed = await runCli(['optimise', '--resume', killed, '--yes', fingerprint!, '--json', '--workspace', cli.dir], 120_000);
     expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toContain(`optimisation ${killed} resumed from its saved state (if stopped, continue it with: trainbench optimise --resume ${killed} (it shows the command and the --yes that runs it))`);
     const r = scriptWizard(JSON.parse(resumed.stdout));
     expect(r.baseline).toEqual(state.baseline);
     expect(r.trials).toHaveLength(2);
