@@ -309,7 +309,7 @@ export type StepsWidened = z.infer<typeof StepsWidenedSchema>;
 
 /**
  * What the wizard saves after every step, so a restarted app resumes it. Version 2 names the wizard's id
- * `jobId` (version 1 said `optimiseId`, in the state and in its request; core/optimise/wizard-state.ts reads both).
+ * `jobId` (version 1 said `optimiseId`, in the state and in its request; core/targets/wizard-state.ts reads both).
  */
 export const WizardStateSchema = z.object({
   schemaVersion: z.literal(2),

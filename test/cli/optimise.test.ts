@@ -15,7 +15,7 @@ import type { OptimiseProgress } from '../../src-main/api/optimise';
 import { OptimiseProgressSchema, OptimiseRequestSchema, WizardStateSchema } from '../../src-main/api/optimise';
 import { engineWizard } from '../helpers/target-detail';
 import { initialState } from '../../src-main/core/targets/engine/resumable-run';
-import { saveWizardState } from '../../src-main/core/targets/engine/wizard-state';
+import { saveWizardState } from '../../src-main/core/targets/wizard-state';
 import { createRun } from '../../src-main/core/workspace/run-store';
 import { ApiError } from '../../src-main/api/errors';
 import { formatOptimise } from '../../src-main/cli/optimise-format';

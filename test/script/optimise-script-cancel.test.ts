@@ -15,7 +15,7 @@ import { ScriptOptimiseRequestSchema } from '../../src-main/api/script-target';
 import { scriptWizard, scriptWizardRecord } from '../helpers/target-detail';
 import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';
-import { readScriptWizardState } from '../../src-main/core/targets/script/script-wizard-state';
+import { readScriptWizardState } from '../../src-main/core/targets/wizard-state';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';

@@ -8,7 +8,7 @@ import type { JobInfo } from '../../src-main/api/jobs';
 import { OptimiseRequestSchema } from '../../src-main/api/optimise';
 import type { Services } from '../../src-main/core/services';
 import { initialState } from '../../src-main/core/targets/engine/resumable-run';
-import { saveWizardState } from '../../src-main/core/targets/engine/wizard-state';
+import { saveWizardState } from '../../src-main/core/targets/wizard-state';
 import { servicesPerTest } from '../helpers/services';
 
 const services = servicesPerTest();

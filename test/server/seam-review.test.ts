@@ -11,7 +11,7 @@ import { OptimiseRequestSchema } from '../../src-main/api/optimise';
 import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
 import type { Services } from '../../src-main/core/services';
 import { initialState } from '../../src-main/core/targets/engine/resumable-run';
-import { saveWizardState } from '../../src-main/core/targets/engine/wizard-state';
+import { saveWizardState } from '../../src-main/core/targets/wizard-state';
 import { servicesPerTest } from '../helpers/services';
 import { tempDir } from '../helpers/temp-dir';
 

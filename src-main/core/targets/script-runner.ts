@@ -12,7 +12,7 @@ import { scriptBatchPlan } from './script/script-batch-search';
 import { ScriptBenchmarks } from './script/script-benchmark';
 import { ScriptTraining } from './script/script-train';
 import { openScriptWizard } from './script/script-wizard';
-import { resumedScriptRequest, savedScriptWizard } from './script/script-wizard-state';
+import { resumedScriptRequest, savedScriptWizard } from './wizard-state';
 import type { BatchRequest, BenchmarkRequest, CapabilityOptions, TargetRunner, TrainOptions, TrainRunRequest, WizardOptions, WizardRequest } from './target-runner';
 
 /** What the script runner needs of the workbench. */

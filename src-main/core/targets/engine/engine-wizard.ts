@@ -30,7 +30,7 @@ import { measureLimits } from './measure-limits';
 import { PRESETS } from '../../knobs/presets';
 import { cancelledMessage, initialState } from './resumable-run';
 import { meanLoss } from '../../stats/benchmark-summary';
-import { loadWizardState, saveWizardState } from './wizard-state';
+import { loadWizardState, saveWizardState } from '../wizard-state';
 
 type OptimiseRunOptions = WizardOptions;
 

@@ -20,7 +20,7 @@ import type { Workspace } from '../../workspace/workspace';
 import { commandText } from './script-benchmark';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
 import type { BaselineMeasures, FinalComparison, LoopProgress, SayPhase, SearchState, WizardOptions, WizardRules, WizardSession } from '../target-runner';
-import { loadScriptWizardState, replayTrials, saveScriptWizardState } from './script-wizard-state';
+import { loadScriptWizardState, replayTrials, saveScriptWizardState } from '../wizard-state';
 
 /** What the script's wizard needs of the workbench. */
 export interface ScriptWizardDeps {

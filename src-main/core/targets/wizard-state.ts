@@ -1,16 +1,67 @@
+// What a stopped wizard saved, for either target, and how it goes on: the engine's wizard keeps its state in
+// optimise/<id>/state.json (a resumed wizard keeps one state across its runs); a script's keeps it in its run's
+// folder (runs/<id>/state.json), and a resume starts a new run from it.
 import path from 'node:path';
 
-import { ApiError } from '../../../api/errors';
-import { formatIssues } from '../../../api/format-issues';
-import type { OptimiseTrial } from '../../../api/optimise';
-import type { ScriptOptimiseRecord } from '../../../api/optimise-result';
-import { OptimiseRecordSchema } from '../../../api/optimise-result';
-import type { ScriptOptimiseRequest, ScriptOverrides } from '../../../api/script-target';
-import { ScriptOptimiseRequestSchema } from '../../../api/script-target';
-import { readRunDetail } from '../../workspace/run-reader';
-import type { RunRecord } from '../../workspace/run-store';
-import type { Workspace } from '../../workspace/workspace';
-import { isFolder, isMissing, MiB, readJsonCapped } from '../../workspace/workspace-files';
+import { ApiError } from '../../api/errors';
+import { formatIssues } from '../../api/format-issues';
+import { IdSchema } from '../../api/ids';
+import type { OptimiseTrial, WizardState } from '../../api/optimise';
+import { WizardStateSchema } from '../../api/optimise';
+import type { ScriptOptimiseRecord } from '../../api/optimise-result';
+import { OptimiseRecordSchema } from '../../api/optimise-result';
+import type { ScriptOptimiseRequest, ScriptOverrides } from '../../api/script-target';
+import { ScriptOptimiseRequestSchema } from '../../api/script-target';
+import { readRunDetail } from '../workspace/run-reader';
+import type { RunRecord } from '../workspace/run-store';
+import type { Workspace } from '../workspace/workspace';
+import { isFolder, isMissing, makeFolder, MiB, readJsonCapped, writeJsonConfined } from '../workspace/workspace-files';
+
+// The engine's wizard
+
+/** Either target's saved state holds its request, trials and runs' ids: far below this. */
+const MAX_STATE_BYTES = 16 * MiB;
+
+/** Wizards live beside the runs, one folder per wizard's job id, so a resumed wizard keeps one state across runs. */
+export function wizardDir(workspace: Workspace, jobId: string): string {
+  if (!IdSchema.safeParse(jobId).success) throw new ApiError('E_BAD_INPUT', `${JSON.stringify(jobId.slice(0, 80))} is not an optimisation id`);
+  return workspace.resolve(path.join('optimise', jobId));
+}
+
+/** A version 1 state (before issue 39) named the id `optimiseId`, in the state and in its request: read as version 2. */
+function upgradeState(json: unknown): unknown {
+  if (typeof json !== 'object' || json === null || (json as { schemaVersion?: unknown }).schemaVersion !== 1) return json;
+  const { optimiseId, request, ...rest } = json as { optimiseId?: unknown; request?: unknown };
+  const upgradedRequest =
+    typeof request === 'object' && request !== null
+      ? (({ optimiseId: id, ...r }: { optimiseId?: unknown }) => (id === undefined ? r : { ...r, jobId: id }))(request as { optimiseId?: unknown })
+      : request;
+  return { ...rest, schemaVersion: 2, jobId: optimiseId, request: upgradedRequest };
+}
+
+/** Saves the state by temp file + rename: a kill at any moment leaves the previous state or this one, never half of one. */
+export async function saveWizardState(workspace: Workspace, state: WizardState): Promise<void> {
+  const dir = await makeFolder(workspace, wizardDir(workspace, state.jobId));
+  await writeJsonConfined(workspace, path.join(dir, 'state.json'), { ...state, updatedAt: new Date().toISOString() });
+}
+
+/** The saved state, or E_BAD_INPUT naming the id; a file that does not match the schema is reported, not guessed at. */
+export async function loadWizardState(workspace: Workspace, optimiseId: string): Promise<WizardState> {
+  const file = path.join(wizardDir(workspace, optimiseId), 'state.json');
+  let json: unknown;
+  try {
+    json = await readJsonCapped(workspace, file, MAX_STATE_BYTES);
+  } catch (err) {
+    if (isMissing(err)) throw new ApiError('E_BAD_INPUT', `no optimisation with the id ${optimiseId} in this workspace (looked for optimise/${optimiseId}/state.json)`);
+    throw new ApiError('E_DATA', `the saved state of optimisation ${optimiseId} cannot be read: ${(err as Error).message}`);
+  }
+  const parsed = WizardStateSchema.safeParse(upgradeState(json));
+  if (!parsed.success) throw new ApiError('E_DATA', `the saved state of optimisation ${optimiseId} (optimise/${optimiseId}/state.json) does not match the schema: ${formatIssues(parsed.error, 'state')}`);
+  if (parsed.data.jobId !== optimiseId) throw new ApiError('E_DATA', `optimise/${optimiseId}/state.json says it is optimisation ${parsed.data.jobId}`);
+  return parsed.data;
+}
+
+// A script's wizard
 
 /** In the run's folder, rewritten after the baseline and after every trial: what a killed wizard had measured. */
 export const SCRIPT_WIZARD_STATE = 'state.json';
@@ -44,7 +95,7 @@ async function readState(workspace: Workspace, runId: string, detail: Awaited<Re
   let saved: unknown = result;
   if (detail.summary.status !== 'completed') {
     try {
-      saved = await readJsonCapped(workspace, file, 16 * MiB);
+      saved = await readJsonCapped(workspace, file, MAX_STATE_BYTES);
     } catch (err) {
       if (!isMissing(err)) throw new ApiError('E_DATA', `the saved state of script optimisation ${runId} cannot be read: ${(err as Error).message}`);
     }
