@@ -14,6 +14,8 @@ export const shared = {
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // The test Pythons (and their torch versions) looked up once, not by each of ~50 files.
+    globalSetup: ['./test/helpers/python-setup.ts'],
     // Native and e2e tests start processes; two cores cannot run many at once.
     maxWorkers: 2,
   },

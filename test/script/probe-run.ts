@@ -1,13 +1,14 @@
 // Runs a Python command with Trainbench's probe injected, as the launcher does (PYTHONPATH, TB_PROBE_*),
 // and records what each process sent: every line checked against the probe's message schema (the
 // contract Trainbench parses), kept whole so fields the schema does not name yet can be read too.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
 import { ProbeHelloSchema, ProbeMessageSchema } from '../../src-main/core/script/probe-messages';
 import type { ProbeHello } from '../../src-main/core/script/probe-messages';
+import { torch2Python, torchOf } from '../helpers/pythons';
 import { REPO_ROOT } from '../helpers/repo';
 import { PYTHON, SCRIPTS } from './script-helpers';
 
@@ -23,14 +24,6 @@ export interface Interpreter {
   why: string;
 }
 
-function torchOf(python: string): string | null {
-  try {
-    return execFileSync(python, ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return null;
-  }
-}
-
 /** Debian's python3-torch (1.13): the tests' first PyTorch. */
 export const TORCH1: Interpreter = { label: `torch ${torchOf(PYTHON) ?? '?'} (${PYTHON})`, python: PYTHON, torch: torchOf(PYTHON), why: '' };
 
@@ -39,7 +32,7 @@ export const TORCH1: Interpreter = { label: `torch ${torchOf(PYTHON) ?? '?'} (${
  * Absent, its tests skip and say why; TB_REQUIRE_TORCH2=1 (CI) makes absence a failure.
  */
 export const TORCH2: Interpreter = (() => {
-  const python = process.env.TB_TORCH2_PYTHON ?? path.join(REPO_ROOT, '.venv-torch2', 'bin', 'python');
+  const python = torch2Python();
   const torch = existsSync(python) ? torchOf(python) : null;
   if (torch?.startsWith('2.')) return { label: `torch ${torch} (${python})`, python, torch, why: '' };
   const why = torch ? `${python} has torch ${torch}, not 2.x` : `${python} has no torch: run scripts/ci-torch2.sh (or set TB_TORCH2_PYTHON)`;

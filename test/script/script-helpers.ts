@@ -1,25 +1,15 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
+import { firstTorchPython } from '../helpers/pythons';
 import { CLI, REPO_ROOT } from '../helpers/repo';
 
 export const SCRIPTS = path.join(REPO_ROOT, 'test', 'fixtures', 'scripts');
 
-/** The first Python that imports torch: Debian's python3-torch lives in /usr/bin/python3, which a pyenv shim may hide. */
-function findPython(): string {
-  for (const candidate of ['/usr/bin/python3', 'python3']) {
-    try {
-      execFileSync(candidate, ['-c', 'import torch'], { stdio: 'ignore' });
-      return candidate;
-    } catch {
-      // try the next
-    }
-  }
-  throw new Error('no python3 with torch found: install python3-torch (Debian) before these tests');
-}
-export const PYTHON = findPython();
+/** The first Python that imports torch (Debian's python3-torch in /usr/bin/python3, which a pyenv shim may hide). */
+export const PYTHON = firstTorchPython();
 export const TORCHRUN = path.join(path.dirname(PYTHON), 'torchrun');
 
 export interface CliResult {
