@@ -21,7 +21,6 @@ import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
 import { formatOptimise, progressLine, repeatNote } from './optimise-format';
 import { reportWrittenLines } from './report-written';
-import { commandFingerprint } from '../core/workspace/command-consent';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, parseBytes, ratioArg, secondsRangeArg } from './train-inputs';
 
@@ -134,7 +133,7 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
     if (request) {
       await warnIfEmulated(services, request.target.options.device);
       sayRepeat(request.repeat, flags);
-      await runWizard(services, 'engine', () => '', false, (options) => services.optimise.start(request, options), flags);
+      await runWizard(services, 'engine', false, false, (options) => services.optimise.start(request, options), flags);
       return;
     }
     // --resume takes either target's id: an engine wizard's, or a script optimisation's run (which goes on with that script).
@@ -144,7 +143,7 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
     // (without it the command is shown, as check --against does: the workspace may come from another rig).
     const resume = (options: WizardOptions) => services.optimise.resume(id, { ...options, commandConsent: flags.yes ?? false });
     const engine = saved !== null && 'runIds' in saved;
-    await runWizard(services, engine ? 'engine' : 'script', () => (engine ? '' : ' (it shows the command and the --yes that runs it)'), true, resume, flags);
+    await runWizard(services, engine ? 'engine' : 'script', !engine, true, resume, flags);
   } finally {
     await services.dispose();
   }
@@ -159,10 +158,7 @@ async function optimiseScript(command: string[], flags: OptimiseScriptFlags): Pr
   const services = await createServices({ workspaceDir: flags.workspace });
   try {
     sayRepeat(request.repeat, flags);
-    // What `optimise --resume <this run> --yes` will be shown: the request as the run saves it, going on from the run.
-    const { jobId: _jobId, ...asked } = request;
-    const resumeYes = (id: string) => ` --yes ${commandFingerprint({ ...asked, resumeFrom: id })}`;
-    await runWizard(services, 'script', resumeYes, false, (options) => services.optimise.start(request, options), flags);
+    await runWizard(services, 'script', true, false, (options) => services.optimise.start(request, options), flags);
   } finally {
     await services.dispose();
   }
@@ -181,8 +177,11 @@ function sayRepeat(repeat: number, flags: OutputFlags): void {
 async function runWizard(
   services: Services,
   target: 'engine' | 'script',
-  /** After `--resume <id>` in the line that says how to go on: a script's --yes with its fingerprint. */
-  resumeYes: (id: string) => string,
+  /**
+   * A script's resume shows its command, and the settings the saved state goes on with, for a --yes with their
+   * fingerprint (which changes with every trial saved, so it is not printed here).
+   */
+  resumeShowsCommand: boolean,
   resumed: boolean, run: (options: WizardOptions) => Promise<OptimiseResult>, flags: OutputFlags): Promise<void> {
   const tty = process.stderr.isTTY === true;
   let drawn = false;
@@ -195,7 +194,7 @@ async function runWizard(
   const ctrlC = ctrlCCancels(services, target === 'script' ? 'script optimisation' : 'optimisation');
   try {
     let last = '';
-    const announce = (id: string) => say(`optimisation ${id}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${id}${resumeYes(id)})`);
+    const announce = (id: string) => say(`optimisation ${id}${resumed ? ' resumed from its saved state' : ''} (if stopped, continue it with: trainbench optimise --resume ${id}${resumeShowsCommand ? ', which shows the command and the --yes that runs it' : ''})`);
     // A script's resume may yet be refused (its command shown for consent): "resumed" is said once it goes on.
     let unannounced: string | null = null;
     const result = await run({

@@ -2,7 +2,7 @@
 // the CLI's Ctrl-C) kills the launch in flight with its process group, and its run is recorded
 // cancelled with the baseline and the trials it had finished; the script's output goes out live.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
@@ -286,11 +286,33 @@ describe('trainbench optimise -- <script>: Ctrl-C', () => {
     // Refused, it never says it resumed.
     expect(unconfirmed.stderr).not.toContain('resumed from its saved state');
     expect(processesWithMark(mark)).toEqual([]);
-    // The fingerprint is the one the first start printed for its resume.
-    expect(stderr).toContain(`continue it with: trainbench optimise --resume ${killed} --yes ${fingerprint}`);
+    expect(stderr).toContain(`continue it with: trainbench optimise --resume ${killed}, which shows the command and the --yes that runs it)`);
+    // The fingerprint covers the settings the saved state goes on with, as well as the command.
+    expect(unconfirmed.stderr).toContain('"goesOnWith":{"overrides":{');
+    // Its state file edited after the reading: other settings (refused under the old fingerprint), or keys that
+    // are not Trainbench's (refused whatever the fingerprint); nothing runs either way (re-attack 11).
+    const stateFile = path.join(cli.dir, 'runs', killed, 'state.json');
+    const original = readFileSync(stateFile, 'utf8');
+    const withBaseline = (overrides: Record<string, unknown>) => {
+      const edited = JSON.parse(original) as { target: { baseline: { overrides: Record<string, unknown> } } };
+      edited.target.baseline.overrides = overrides;
+      writeFileSync(stateFile, JSON.stringify(edited));
+    };
+    withBaseline({ 'dataloader.num_workers': 3 });
+    const moved = await runCli(['optimise', '--resume', killed, '--yes', fingerprint!, '--json', '--workspace', cli.dir], 60_000);
+    expect(moved.code).toBe(1);
+    expect(moved.stderr).toContain(`--yes ${fingerprint} was given for another command`);
+    expect(moved.stderr).toContain('"dataloader.num_workers":3');
+    withBaseline({ 'dataloader.num_workers': 1000, 'evil.key': 1 });
+    const foreign = await runCli(['optimise', '--resume', killed, '--yes', fingerprint!, '--json', '--workspace', cli.dir], 60_000);
+    expect(foreign.code).toBe(1);
+    expect(foreign.stderr).toContain(`E_DATA: the saved state of script optimisation ${killed} (runs/${killed}/state.json) goes on with settings Trainbench does not take`);
+    expect(foreign.stderr).toContain('unknown override "evil.key"');
+    expect(processesWithMark(mark)).toEqual([]);
+    writeFileSync(stateFile, original);
     const resumed = await runCli(['optimise', '--resume', killed, '--yes', fingerprint!, '--json', '--workspace', cli.dir], 120_000);
     expect(resumed.code, resumed.stderr).toBe(0);
-    expect(resumed.stderr).toContain(`optimisation ${killed} resumed from its saved state (if stopped, continue it with: trainbench optimise --resume ${killed} (it shows the command and the --yes that runs it))`);
+    expect(resumed.stderr).toContain(`optimisation ${killed} resumed from its saved state (if stopped, continue it with: trainbench optimise --resume ${killed}, which shows the command and the --yes that runs it)`);
     const r = scriptWizard(JSON.parse(resumed.stdout));
     expect(r.baseline).toEqual(state.baseline);
     expect(r.trials).toHaveLength(2);

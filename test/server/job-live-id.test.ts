@@ -132,4 +132,34 @@ describe('a second job under a live id', () => {
     off();
     expect(s.running.running).toBe(0);
   }, 120_000);
+
+  it("cannot take an engine wizard's repetition in the engine either: clients' jobs named after its next ones leave it to run (re-attack 11)", async () => {
+    const s = await services();
+    let runId: string | null = null;
+    const off = s.events.subscribe((event, data) => {
+      const p = data as { jobId?: string; runId?: string | null };
+      if (event === 'optimise.progress' && p.jobId === 'wizard-held' && p.runId) runId ??= p.runId;
+    });
+    const small = { family: 'mlp', input: [28, 28], outputs: 10, hidden: [8] };
+    const request = { target: { spec: small, data: { kind: 'fashion-mnist' } }, repeat: 2, warmupSteps: 1, steps: 30, maxTrials: 1, batchSearch: false, jobId: 'wizard-held' };
+    const wizard = s.router.dispatch('optimise.start', request);
+    wizard.catch(() => undefined);
+    await until("the wizard's run", () => runId !== null);
+    const squatters = [2, 3, 4].map((k) => {
+      const jobId = `${runId}-r${k}`;
+      const done = s.router.dispatch('train.run', { spec: small, data: { kind: 'fashion-mnist' }, options: { epochs: 1_000, maxSteps: 1_000_000 }, jobId }).then(
+        () => 'completed',
+        (e: ApiError) => e.code,
+      );
+      return { jobId, done };
+    });
+    expect(await wizard).toMatchObject({ status: 'completed' });
+    for (const q of squatters) {
+      await until(`${q.jobId} to be cancellable`, () => s.running.has(q.jobId));
+      expect(await s.router.dispatch('jobs.cancel', { jobId: q.jobId })).toEqual({ cancelled: true });
+      expect(await q.done).toBe('E_CANCELLED');
+    }
+    off();
+    expect(s.running.running).toBe(0);
+  }, 180_000);
 });

@@ -2,7 +2,7 @@ import type { BatchTrial } from '../../api/batch-size';
 import { requireConsent } from '../workspace/command-consent';
 import { ApiError } from '../../api/errors';
 import { newJobId } from '../../api/ids';
-import type { ScriptTrainRequest } from '../../api/script-target';
+import type { ScriptOverrides, ScriptTrainRequest } from '../../api/script-target';
 import type { ScriptBatchSearchRequest, ScriptBenchmarkRequest, ScriptOptimiseRequest } from '../../api/script-target';
 import type { EventHub } from '../common/event-hub';
 import type { RunningJob, RunningJobs } from '../jobs/running-jobs';
@@ -12,7 +12,7 @@ import { scriptBatchPlan } from './script/script-batch-search';
 import { ScriptBenchmarks } from './script/script-benchmark';
 import { ScriptTraining } from './script/script-train';
 import { openScriptWizard } from './script/script-wizard';
-import { resumedScriptRequest, savedScriptWizard } from './wizard-state';
+import { loadScriptWizardState, replayTrials, resumedScriptRequest, savedScriptWizard } from './wizard-state';
 import type { BatchRequest, BenchmarkRequest, CapabilityOptions, TargetRunner, TrainOptions, TrainRunRequest, WizardOptions, WizardRequest } from './target-runner';
 
 /** What the script runner needs of the workbench. */
@@ -64,12 +64,16 @@ export class ScriptRunner implements TargetRunner {
         `${runId} is a script optimisation: going on with it runs the command its run file names, which a request does not do on a file's word; start it again with its target and resumeFrom ${runId} (the Resume button), or run trainbench optimise --resume ${runId}`,
       );
     }
-    // Read once: what runs is what the consent was checked against.
+    // Read once, the run's request and its saved state: what runs is what the consent was checked against.
     const request = await resumedScriptRequest(this.deps.workspace, runId);
-    // From a file anyone may have written: shown escaped, and run only as the fingerprint the person was shown.
-    requireConsent(`${runId} is a script optimisation, which goes on by running its command again`, request, options.commandConsent);
+    const saved = await loadScriptWizardState(this.deps.workspace, runId, request);
+    const { best, exhausted } = replayTrials(saved.target.baseline.overrides as ScriptOverrides, saved.trials);
+    // From files anyone may have written: shown escaped, and run only as the fingerprint the person was shown,
+    // which covers the settings the saved state goes on with as well as the command.
+    const consented = { ...request, goesOnWith: { overrides: best, triedSinceLastKept: [...exhausted] } };
+    requireConsent(`${runId} is a script optimisation, which goes on by running its command again`, consented, options.commandConsent);
     // A new run goes on from the one named, under the job that resumes it.
-    return openScriptWizard(this.deps, { ...request, jobId: newJobId() }, job, options);
+    return openScriptWizard(this.deps, { ...request, jobId: newJobId() }, job, options, saved);
   }
 
   savedWizard(runId: string) {

@@ -11,7 +11,7 @@ import { WizardStateSchema } from '../../api/optimise';
 import type { ScriptOptimiseRecord } from '../../api/optimise-result';
 import { OptimiseRecordSchema } from '../../api/optimise-result';
 import type { ScriptOptimiseRequest, ScriptOverrides } from '../../api/script-target';
-import { ScriptOptimiseRequestSchema } from '../../api/script-target';
+import { ScriptOptimiseRequestSchema, ScriptOverridesSchema } from '../../api/script-target';
 import { readRunDetail } from '../workspace/run-reader';
 import type { RunRecord } from '../workspace/run-store';
 import type { Workspace } from '../workspace/workspace';
@@ -126,6 +126,11 @@ export async function loadScriptWizardState(workspace: Workspace, runId: string,
   if (record === null) return emptyRecord(runId, request);
   if (JSON.stringify(record.target.command) !== JSON.stringify(request.target)) {
     throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} measured another command (${record.title} in ${record.target.command.cwd}): resume it with its own target`);
+  }
+  // The state decides the settings the wizard goes on with: only Trainbench's own keys and values, as a request's.
+  const goesOn = ScriptOverridesSchema.safeParse(replayTrials(record.target.baseline.overrides as ScriptOverrides, record.trials).best);
+  if (!goesOn.success) {
+    throw new ApiError('E_DATA', `the saved state of script optimisation ${runId} (runs/${runId}/${SCRIPT_WIZARD_STATE}) goes on with settings Trainbench does not take: ${formatIssues(goesOn.error, 'overrides')}`);
   }
   return record;
 }

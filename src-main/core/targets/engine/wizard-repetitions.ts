@@ -1,6 +1,7 @@
 import { TrainingBenchmarkRequestSchema } from '../../../api/benchmark';
 import { ApiError } from '../../../api/errors';
 import { formatIssues } from '../../../api/format-issues';
+import { partId } from '../../../api/ids';
 import type { Diagnosis, OptimiseChange, OptimiseConfig, OptimiseRequest } from '../../../api/optimise';
 import type { EngineBenchmarks, MeasuredRepetition, PreparedBenchmark } from './engine-benchmark';
 import type { RunningJob } from '../../jobs/running-jobs';
@@ -79,7 +80,7 @@ export class EngineRepetitions implements WizardTarget<OptimiseConfig, EngineRep
     // Preparing a configuration (its data read in place, say) can take a while: a cancel meanwhile stops here.
     if (this.job.cancelled) throw new ApiError('E_CANCELLED', 'the optimisation was cancelled while a configuration was prepared');
     const n = ++this.count;
-    const measured = await this.benchmarks.repetition(n, prepared, this.run, this.job, `${this.run.id}-r${n}`);
+    const measured = await this.benchmarks.repetition(n, prepared, this.run, this.job, partId(this.run.id, `r${n}`));
     const r = measured.repetition;
     const energy = repetitionEnergy(r.telemetry, r.samplesPerSec, r.target.memory.device ?? config.options.device);
     return { samplesPerSec: r.samplesPerSec, loss: meanLoss(measured.steps), conditions: r.telemetry.conditions ?? null, ...energy, measured };

@@ -48,14 +48,21 @@ type Loader = ScriptOptimiseResult['target']['loader'];
  * run is recorded cancelled (or failed) with what it had measured, so the
  * finished trials of a stopped wizard are not lost (ScriptOptimiseRecord).
  */
-export async function openScriptWizard(deps: ScriptWizardDeps, request: ScriptOptimiseRequest & { jobId: string }, job: RunningJob, options: WizardOptions = {}): Promise<WizardSession<ScriptOverrides, ScriptRepetition>> {
+export async function openScriptWizard(
+  deps: ScriptWizardDeps,
+  request: ScriptOptimiseRequest & { jobId: string },
+  job: RunningJob,
+  options: WizardOptions = {},
+  /** The resumed run's state as the caller read (and checked) it: not read again. */
+  saved?: ScriptOptimiseRecord,
+): Promise<WizardSession<ScriptOverrides, ScriptRepetition>> {
   const { workspace, telemetry } = deps;
   const started = Date.now();
   // Held across the launches: nvidia-smi starts once, not inside each launch's measured steps.
   const held = await telemetry.hold(LAUNCH_TELEMETRY_MS);
   try {
     // Checked before a run is created: a refused resume records nothing.
-    const resumed = request.resumeFrom ? await loadScriptWizardState(workspace, request.resumeFrom, request) : null;
+    const resumed = request.resumeFrom ? (saved ?? (await loadScriptWizardState(workspace, request.resumeFrom, request))) : null;
     // The run's id is the request's job id (the job's own, but for a resume by the CLI): optimise.state reads the wizard by it.
     const run = await createRun(workspace, 'optimise', { target: request.target, request, jobId: job.id }, { id: request.jobId });
     return new ScriptWizard(request, run, deps, options, started, job, resumed, () => held.release());
