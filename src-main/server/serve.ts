@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import type { Duplex } from 'node:stream';
 
+import { printable } from '../api/shell-word';
 import { TOKEN_QUERY_PARAM } from '../api/wire';
 import type { Services } from '../core/services';
 import { allowedHostNames, createToken, externalAddresses, isWildcardHost, urlHostName } from './auth';
@@ -73,7 +74,9 @@ function hasBody(req: IncomingMessage): boolean {
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1';
   const token = options.token ?? createToken();
-  const log = options.log ?? stderrLog;
+  // One line each, whatever a message quotes (a workspace file's name, a client's URL): control characters escaped.
+  const sink = options.log ?? stderrLog;
+  const log = (line: string) => sink(printable(line));
   const serveStatic = staticHandler(options.rendererDir, log, options.staticStallMs);
   const allowedHosts = allowedHostNames(host);
   const serveDownload = downloadHandler({ downloads: options.services.downloads, token, allowedHosts, log, stallMs: options.downloadStallMs });

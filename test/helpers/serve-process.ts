@@ -5,6 +5,8 @@ import { CLI } from './repo';
 export interface ServeProcess {
   url: string;
   child: ChildProcess;
+  /** What it has printed so far, stdout and stderr. */
+  output(): string;
   stop(): Promise<void>;
 }
 
@@ -25,6 +27,7 @@ export function startServeProcess(workspace: string, extraEnv: Record<string, st
       resolve({
         url: match[1],
         child,
+        output: () => output,
         stop: () =>
           new Promise<void>((done) => {
             if (child.exitCode !== null) return done();

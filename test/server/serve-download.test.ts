@@ -221,6 +221,8 @@ describe('serve mode downloads', () => {
     symlinkSync(SECRET, path.join(workspace.dir, 'runs', run, 'evil.log'));
     symlinkSync(tmp.dir, path.join(workspace.dir, 'runs', run, 'outside'));
     execFileSync('mkfifo', [path.join(workspace.dir, 'runs', run, 'pipe.jsonl')]);
+    // A name that would retitle and redraw the terminal serve logs to (re-attack 12): shown escaped everywhere.
+    symlinkSync(SECRET, path.join(workspace.dir, 'runs', run, 'x\x1b]0;PWNED\x07\x1b[2K\rfine'));
     const ticket = await call('downloads.prepare', { kind: 'run', id: run });
     expect(ticket.result).toMatchObject({
       files: 1,
@@ -228,6 +230,7 @@ describe('serve mode downloads', () => {
         { name: `${run}/evil.log`, reason: 'a link (not followed)' },
         { name: `${run}/outside`, reason: 'a link (not followed)' },
         { name: `${run}/pipe.jsonl`, reason: 'a special file (FIFO, socket or device)' },
+        { name: `${run}/x\\x1b]0;PWNED\\x07\\x1b[2K\\rfine`, reason: 'a link (not followed)' },
       ],
     });
     const answer = await get(ticket.result!.url as string);
@@ -235,8 +238,13 @@ describe('serve mode downloads', () => {
     const got = entries(answer.body);
     expect(Object.keys(got).sort()).toEqual([`${run}/SKIPPED.txt`, `${run}/run.json`]);
     expect(got[`${run}/SKIPPED.txt`]).toBe(
-      `Left out of this download:\n${run}/evil.log: a link (not followed)\n${run}/outside: a link (not followed)\n${run}/pipe.jsonl: a special file (FIFO, socket or device)\n`,
+      `Left out of this download:\n${run}/evil.log: a link (not followed)\n${run}/outside: a link (not followed)\n${run}/pipe.jsonl: a special file (FIFO, socket or device)\n${run}/x\\x1b]0;PWNED\\x07\\x1b[2K\\rfine: a link (not followed)\n`,
     );
+    // serve's own log names what it left out, escaped, on one line.
+    await expect.poll(() => serve.output()).toContain(`left out ${run}/evil.log`);
+    expect(serve.output()).toContain(`${run}/x\\x1b]0;PWNED\\x07\\x1b[2K\\rfine (a link (not followed))`);
+    // eslint-disable-next-line no-control-regex -- control characters are what it looks for
+    expect(serve.output()).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f]/);
     expect(answer.body.includes(Buffer.from('not for the network'))).toBe(false);
 
     // A figure of a report replaced by a link: the report comes without it, and says so.

@@ -5,7 +5,7 @@ import { BenchmarkOptionsSchema } from '../../src-main/api/benchmark';
 import type { OptimiseBaseline, OptimiseChange, OptimiseConfig } from '../../src-main/api/optimise';
 import { DiagnosisSchema } from '../../src-main/api/optimise';
 import type { ScriptOverrides } from '../../src-main/api/script-target';
-import { SCRIPT_OVERRIDE_KEYS } from '../../src-main/api/script-target';
+import { SCRIPT_OVERRIDE_KEYS, ScriptOverridesSchema } from '../../src-main/api/script-target';
 import type { KnobContext, ScriptKnobContext } from '../../src-main/core/knobs/knob';
 import { KNOB_TARGETS, offered, toProposal } from '../../src-main/core/knobs/knob';
 import { ENGINE_KNOBS, engineOrder, KNOB_TABLE, notOfferedOn, SCRIPT_KNOBS, SCRIPT_KNOBS_IN_ORDER, scriptOrder, scriptProposals } from '../../src-main/core/knobs/knob-table';
@@ -332,6 +332,20 @@ describe("the script's order follows what bounds its step (issue 28)", () => {
     const proposed = (bound: 'data' | 'compute') => scriptProposals({}, { ...ctx, bound }).flatMap((p) => ('change' in p ? [p.change.knob] : []));
     expect(proposed('compute')[0]).toBe('amp.dtype');
     expect(proposed('data')[0]).toBe('dataloader.num_workers');
+  });
+});
+
+describe('script proposals stay within what Trainbench sets (re-attack 11)', () => {
+  it('skips, with why, a change past an override\'s range that a planted loader (or a large script) would propose', () => {
+    const base = SCRIPT_CONTEXTS['CPU, num_workers 0, AdamW on torch 1.13'];
+    for (const batch of [2 ** 40, -3]) {
+      const ctx = { ...base, loader: { ...base.loader!, batch_size: batch } };
+      const batchSize = scriptProposals({}, ctx).find((p) => ('change' in p ? p.change : 'skip' in p ? p.skip : null)?.knob === 'dataloader.batch_size');
+      expect(batchSize && 'change' in batchSize, `batch ${batch}`).toBe(false);
+      if (batchSize && 'skip' in batchSize) expect(batchSize.why).toMatch(/^dataloader\.batch_size -?\d+ is outside what Trainbench sets \(/);
+    }
+    // Every change proposed for the script as it is passes the overrides' schema.
+    for (const p of scriptProposals({}, base)) if ('change' in p) expect(ScriptOverridesSchema.safeParse({ [p.change.knob]: p.change.to }).success, p.change.label).toBe(true);
   });
 });
 

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { ApiError } from '../../api/errors';
 import type { DownloadKind, DownloadSkipped } from '../../api/downloads';
 import { ID_PATTERN } from '../../api/ids';
+import { printable } from '../../api/shell-word';
 import { markdownFileOf, readReportMeta, reportDir } from '../reports/report-store';
 import type { Workspace } from '../workspace/workspace';
 import { entryProblem, isFolder, listFolder, MiB, type FolderEntry } from '../workspace/workspace-files';
@@ -68,7 +69,8 @@ export const MAX_SKIPPED_LISTED = 200;
 
 /** Lists an entry left out, or counts it once the list is full. */
 function skip(plan: DownloadPlan, left: DownloadSkipped): void {
-  if (plan.skipped.length < MAX_SKIPPED_LISTED) plan.skipped.push(left);
+  // A name from the workspace, only ever shown (the page, SKIPPED.txt, serve's log): control characters escaped.
+  if (plan.skipped.length < MAX_SKIPPED_LISTED) plan.skipped.push({ ...left, name: printable(left.name) });
   else plan.unlisted++;
 }
 

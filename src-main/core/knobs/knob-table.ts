@@ -1,4 +1,5 @@
 import type { ScriptOverrides } from '../../api/script-target';
+import { ScriptOverridesSchema } from '../../api/script-target';
 import type { Bound, EngineOffer, Knob, KnobTarget, Proposal, ScriptBound, ScriptKnobContext, ScriptOffer } from './knob';
 import { effective, offered, toProposal } from './knob';
 
@@ -513,13 +514,23 @@ export const SCRIPT_KNOBS_IN_ORDER: readonly Offered<ScriptOffer>[] = scriptOrde
 
 /** Each script knob's next step from the current overrides, in the order for the context's bound, as the wizard uses it. */
 export function scriptProposals(o: ScriptOverrides, ctx: ScriptKnobContext): Proposal[] {
-  return scriptOrder(ctx.bound).map((knob) => toProposal(knob.setting, knob.kind, knob.propose(o, ctx)));
+  return scriptOrder(ctx.bound).map((knob) => withinRange(toProposal(knob.setting, knob.kind, knob.propose(o, ctx))));
 }
 
 /** Each script knob's proposer, in the data-bound order. */
 export const SCRIPT_KNOBS: ((o: ScriptOverrides, ctx: ScriptKnobContext) => Proposal)[] = SCRIPT_KNOBS_IN_ORDER.map(
-  (knob) => (o, ctx) => toProposal(knob.setting, knob.kind, knob.propose(o, ctx)),
+  (knob) => (o, ctx) => withinRange(toProposal(knob.setting, knob.kind, knob.propose(o, ctx))),
 );
+
+/**
+ * A change to a value Trainbench does not set (a batch size doubled past its range, from a script's own loader or
+ * a resumed state's) is skipped with why, never launched: what the wizard tries passes the overrides' schema.
+ */
+function withinRange(p: Proposal): Proposal {
+  if (!('change' in p)) return p;
+  const checked = ScriptOverridesSchema.safeParse({ [p.change.knob]: p.change.to });
+  return checked.success ? p : { skip: p.change, why: `${p.change.knob} ${String(p.change.to)} is outside what Trainbench sets (${checked.error.issues[0]?.message ?? 'refused'})` };
+}
 
 /** The knobs a target does not offer, each with why. */
 export function notOfferedOn(target: KnobTarget): { name: string; why: string }[] {
