@@ -4,12 +4,13 @@ const SAFE = /^[A-Za-z0-9_./:,=@%+-]+$/;
 /**
  * Characters that must never reach a terminal or a page as themselves: C0 controls, DEL and C1 controls
  * (ESC, CR and CSI/OSC redraw a terminal: a planted command could show as a harmless one), the Unicode
- * line and paragraph separators, and the bidirectional formatting marks (they reorder what a page shows).
+ * line and paragraph separators, the bidirectional formatting marks (they reorder what a page shows), and the
+ * invisible ones (soft hyphen, zero-width space and joiners, word joiner, byte-order mark: a word with one reads as another).
  */
 // eslint-disable-next-line no-control-regex -- control characters are what it finds
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
 // eslint-disable-next-line no-control-regex -- control characters are what it finds
-const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
 /** The bidirectional formatting marks alone (in CONTROL too): names a person gives are refused with one. */
 export const BIDI_MARK = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
 const NAMED: Record<string, string> = { '\t': '\\t', '\n': '\\n', '\r': '\\r' };

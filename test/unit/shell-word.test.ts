@@ -24,6 +24,10 @@ describe('printable', () => {
     expect(printable('a\u202eb\u2066c\u2028d')).toBe('a\\u202eb\\u2066c\\u2028d');
   });
 
+  it('escapes the invisible characters a word could hide another in (re-attack 13)', () => {
+    expect(printable('tra\u200bin.py\ufeff \u00adx\u2060y\u200dz')).toBe('tra\\u200bin.py\\ufeff \\u00adx\\u2060y\\u200dz');
+  });
+
   it('keeps a newline with `lines` (a message of several lines), escaping the rest', () => {
     expect(printable('one\ntwo\r\x1b[1A', { lines: true })).toBe('one\ntwo\\r\\x1b[1A');
   });
