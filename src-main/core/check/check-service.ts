@@ -1,3 +1,5 @@
+import path from 'node:path';
+
 import { ScriptBenchmarkRequestSchema } from '../../api/script-target';
 import type { BenchmarkProgress } from '../../api/benchmark';
 import { TrainingBenchmarkRequestSchema } from '../../api/benchmark';
@@ -13,7 +15,7 @@ import { type Conditions, ConditionsSchema } from '../../api/telemetry';
 import { readRun } from '../workspace/run-reader';
 import type { BenchmarkService } from '../benchmarks/benchmark-service';
 import type { Workspace } from '../workspace/workspace';
-import { readTextCapped } from '../workspace/workspace-files';
+import { isFolder, readTextCapped } from '../workspace/workspace-files';
 import { gateVerdict } from './gate-verdict';
 
 export interface CheckOptions {
@@ -104,7 +106,7 @@ export class CheckService {
       const read = await readRun(this.workspace, against);
       if (read.record) return against;
       // A run that is there but cannot be read says why (a tampered file), not that it is missing.
-      if (!/does not exist|no such file/i.test(read.problem)) throw new ApiError('E_BAD_INPUT', `cannot compare with run ${against}: ${read.problem}`);
+      if (await isFolder(this.workspace, path.posix.join('runs', against))) throw new ApiError('E_BAD_INPUT', `cannot compare with run ${against}: ${read.problem}`);
     }
     let text: string;
     try {

@@ -37,7 +37,7 @@ export function commandFingerprint(request: SavedRequest): string {
 }
 
 /** The command as a shell reads it back, with its folder and environment, control characters escaped. */
-export function describeCommand(t: SavedCommand): string {
+function describeCommand(t: SavedCommand): string {
   const env = Object.entries(t.env).map(([k, v]) => `${k}=${shellWord(v)}`);
   return `${shellLine([...t.command])} (in ${shellWord(t.cwd)}${env.length ? `, with ${env.join(' ')}` : ''})`;
 }
