@@ -1,18 +1,9 @@
 // The probe's clock offset against the collector (issue 40), NTP-style, on made-up exchanges: the round trip with the
-// least delay gives the estimate and half its delay the uncertainty; a collector that does not answer is asked once.
-import { execFileSync } from 'node:child_process';
-import path from 'node:path';
-
+// least delay gives the estimate and half its delay the uncertainty; a busy collector is asked again, a few ms apart,
+// up to a bound; one that does not answer is asked once.
 import { describe, expect, it } from 'vitest';
 
-import { PYTHON } from './script-helpers';
-
-const PROBE = path.resolve(__dirname, '../../resources/python');
-
-function py(body: string): unknown {
-  const code = `import json, sys\nsys.path.insert(0, ${JSON.stringify(PROBE)})\nfrom trainbench_probe import collectives as c\n${body}`;
-  return JSON.parse(execFileSync(PYTHON, ['-c', code], { encoding: 'utf8' }).trim());
-}
+import { withProbeCollectives as py } from './script-helpers';
 
 describe('clock_offset', () => {
   it('takes the round trip with the least delay: its offset, half its delay as the uncertainty', () => {
@@ -32,6 +23,48 @@ print(json.dumps(c.clock_offset(exchange, probes=4)))`) as [number, number, numb
     expect(got[0]).toBeCloseTo(249.95, 6);
     expect(got[1]).toBeCloseTo(0.25, 6);
     expect(got[2]).toBe(4);
+  });
+
+  it('keeps a round trip only a little faster than the best so far (not only one under half its delay)', () => {
+    const got = py(`
+delays = [(10, 10), (6, 6), (7, 7)]
+clock = {"t": 0.0}
+c.now_ms = lambda: clock["t"]
+def exchange(t0):
+    out, back = delays.pop(0)
+    clock["t"] = t0 + out + back
+    return (t0 + out, t0 + out)
+print(json.dumps(c.clock_offset(exchange, probes=3, most=3)))`) as [number, number, number];
+    expect(got).toEqual([0, 6, 3]);
+  });
+
+  it('goes on past its first probes while they all waited behind other work, until one comes back fast', () => {
+    // A busy collector: the first 11 round trips take 40 ms, the 12th 0.5 ms; then it stops (0.25 ms is good enough).
+    const got = py(`
+n = {"i": 0}
+clock = {"t": 0.0}
+c.now_ms = lambda: clock["t"]
+def exchange(t0):
+    n["i"] += 1
+    d = 20 if n["i"] < 12 else 0.25
+    clock["t"] = t0 + 2 * d
+    return (t0 + d, t0 + d)
+print(json.dumps([c.clock_offset(exchange), n["i"]]))`);
+    expect(got).toEqual([[0, 0.25, 12], 12]);
+  });
+
+  it('gives up after its most probes, or its time budget, with the best it saw', () => {
+    const got = py(`
+n = {"i": 0}
+clock = {"t": 0.0}
+c.now_ms = lambda: clock["t"]
+def exchange(t0):
+    n["i"] += 1
+    clock["t"] = t0 + 10
+    return (t0 + 5, t0 + 5)
+print(json.dumps([c.clock_offset(exchange, most=20), n["i"], c.clock_offset(exchange, most=1000, budget_ms=300)[2]]))`);
+    // 10 ms a round trip: 20 probes at most; with a 300 ms budget, the probe that starts past it is not sent.
+    expect(got).toEqual([[0, 5, 20], 20, 31]);
   });
 
   it('stops at the first probe left unanswered and answers None when none was', () => {

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -11,6 +11,13 @@ export const SCRIPTS = path.join(REPO_ROOT, 'test', 'fixtures', 'scripts');
 /** The first Python that imports torch (Debian's python3-torch in /usr/bin/python3, which a pyenv shim may hide). */
 export const PYTHON = firstTorchPython();
 export const TORCHRUN = path.join(path.dirname(PYTHON), 'torchrun');
+
+/** Runs `body` with the probe's collectives module imported as `c` (and json, sys), and parses what it prints as JSON. */
+export function withProbeCollectives(body: string): unknown {
+  const probe = path.join(REPO_ROOT, 'resources', 'python');
+  const code = `import json, sys\nsys.path.insert(0, ${JSON.stringify(probe)})\nfrom trainbench_probe import collectives as c\n${body}`;
+  return JSON.parse(execFileSync(PYTHON, ['-c', code], { encoding: 'utf8' }).trim());
+}
 
 export interface CliResult {
   code: number;

@@ -262,7 +262,10 @@ class Probe:
 
     def _time_collectives(self, torch):
         collectives = Collectives()
-        ddp = (patch_ddp if self.time_collectives == "bucket" else watch_ddp)(torch, collectives, _note)
+        if self.time_collectives == "bucket":
+            ddp = patch_ddp(torch, collectives, _note)
+        else:
+            ddp = watch_ddp(torch, collectives, _note, window=self.limit)
         if wrap_distributed(torch, collectives, _note) or ddp:
             self.collectives = collectives
 

@@ -216,10 +216,25 @@ def _ddp_class(torch, note):
 
 READ_BUDGET = 0.01  # reading the stamps may cost at most this share of the step, on average
 MAX_EVERY = 8  # and reads at least one step in this many, so a short job still has steps to judge
+MIN_READS = 16  # steps read in a known measured window: the straggler's share needs ~10 for a 95% interval
 
 
-def watch_ddp(torch, collectives, note, budget=READ_BUDGET):
-    """Times every DDP model's gradient sync per step from its reducer's own stamps (no hook; torch 1.13 and 2.x)."""
+def most_every(window):
+    """The sparsest reading that still reads MIN_READS steps of a measured window of `window` steps (0: unknown).
+
+    On a busy machine the read outgrows the budget and a rank read 1 step in 8: 20 measured steps left 2 or 3 read by
+    every rank, too few to name the straggler planted in them. A short window pays for its reads instead.
+    """
+    every = MAX_EVERY
+    while window and every > 1 and window // every < MIN_READS:
+        every //= 2
+    return every
+
+
+def watch_ddp(torch, collectives, note, budget=READ_BUDGET, window=0):
+    """Times every DDP model's gradient sync per step from its reducer's own stamps (no hook; torch 1.13 and 2.x).
+
+    `window`: the measured steps, when known, so that enough of them are read (most_every)."""
     DDP = _ddp_class(torch, note)
     if DDP is None:
         return False
@@ -243,7 +258,7 @@ def watch_ddp(torch, collectives, note, budget=READ_BUDGET):
                 say_once("this model's all-reduces are not timed: %s" % e)
         return original_forward(self, *args, **kwargs)
 
-    poll = stamp_poller(lambda: list(models), collectives, say_once, models.discard, budget)
+    poll = stamp_poller(lambda: list(models), collectives, say_once, models.discard, budget, most_every(window))
     original_register = DDP.register_comm_hook
 
     @functools.wraps(original_register)
@@ -258,11 +273,11 @@ def watch_ddp(torch, collectives, note, budget=READ_BUDGET):
 
 
 
-def stamp_poller(models, collectives, say_once, drop, budget=READ_BUDGET):
+def stamp_poller(models, collectives, say_once, drop, budget=READ_BUDGET, sparsest=MAX_EVERY):
     """The step-end reading of every DDP model's stamps, on the steps it can afford.
 
     A read costs ~0.1-0.3 ms on a 2-core CPU (it grows with the model): 1% of a 33 ms step, but 4.6% of a 5 ms one.
-    So it reads every `every`-th step, `every` a power of two (at most MAX_EVERY) that keeps the read's average cost,
+    So it reads every `every`-th step, `every` a power of two (at most `sparsest`) that keeps the read's average cost,
     against the time between steps, under `budget`; both are smoothed over the reads. Ranks of a job step in lockstep
     and count steps alike, so powers of two keep them reading the same steps (the multiples of the largest), which is
     what the verdicts compare. `budget` None: every step.
@@ -295,7 +310,7 @@ def stamp_poller(models, collectives, say_once, drop, budget=READ_BUDGET):
         smooth("cost", time.perf_counter() - now)
         if budget and state["period"]:
             every = 1
-            while every < MAX_EVERY and state["cost"] > budget * state["period"] * every:
+            while every < sparsest and state["cost"] > budget * state["period"] * every:
                 every *= 2
             state["every"] = every
 
@@ -360,16 +375,23 @@ def patch_ddp(torch, collectives, note):
     return True
 
 
-def clock_offset(exchange, probes=8):
-    """The collector's clock minus this one, NTP-style, from the round trip with the least delay among `probes`.
+def clock_offset(exchange, probes=8, most=64, good_ms=0.5, budget_ms=2000.0):
+    """The collector's clock minus this one, NTP-style, from the round trip with the least delay.
 
     `exchange(t0)` sends a clock probe and returns the collector's (t1, t2): its time on receipt and on reply, or None
     when no answer came. Returns (offset_ms, uncertainty_ms, answered) or None; the uncertainty is half the round
-    trip less the collector's own time, the most a one-way delay can skew the estimate.
+    trip less the collector's own time, the most a one-way delay can skew the estimate. After `probes` round trips it
+    goes on, a few ms apart, up to `most` or `budget_ms`, while the best is worse than `good_ms`: on a busy machine
+    every one of the first few can wait behind other work, and an uncertainty of tens of ms hides a real straggler.
     """
     best = None
     answered = 0
-    for _ in range(probes):
+    began = now_ms()
+    while answered < most:
+        if answered >= probes and (best[1] <= good_ms or now_ms() - began > budget_ms):
+            break
+        if answered >= probes:
+            time.sleep(0.005)  # let a burst of other work pass rather than queue behind it again
         t0 = now_ms()
         reply = exchange(t0)
         t3 = now_ms()
@@ -377,10 +399,9 @@ def clock_offset(exchange, probes=8):
             break
         t1, t2 = reply
         answered += 1
-        delay = (t3 - t0) - (t2 - t1)
-        offset = ((t1 - t0) + (t2 - t3)) / 2.0
-        if best is None or delay < best[1]:
-            best = (offset, max(0.0, delay) / 2.0)
+        uncertainty = max(0.0, (t3 - t0) - (t2 - t1)) / 2.0
+        if best is None or uncertainty < best[1]:
+            best = (((t1 - t0) + (t2 - t3)) / 2.0, uncertainty)
     return None if best is None else (best[0], best[1], answered)
 
 
