@@ -849,22 +849,35 @@ class Probe:
         self.channel.close()
 
 
+# The 'step' message of a closed iteration, as its JSON line: formatted, not a dict given to the encoder, which
+# cost ~8 µs of a 5 ms step's 2% budget (issue 38); %.4f keeps 0.1 µs of each duration in ms. Every figure is a
+# difference of perf_counter readings or a CUDA event's elapsed time: finite, so the line is always valid JSON.
+_STEP_LINE = (
+    '{"type":"step","step":%d,"durMs":%.4f,"samples":%d,"batches":%d,"dataMs":%.4f,'
+    '"phasesMs":{"forward":%.4f,"loss":%.4f,"backward":%.4f,"optimizer":%.4f},"timing":"%s",'
+    # Not yet in Trainbench's message schema (dropped there): what the iteration was made of.
+    '"optimizerSteps":%d,"skipped":%s,"evalMs":%.4f}'
+)
+
+
 def _step_message(number, it):
-    """The 'step' message of a closed iteration."""
-    return {
-        "type": "step",
-        "step": number,
-        "durMs": max(0.0, (it.end - it.start) * 1000 - it.eval_ms - it.probe_ms),
-        "samples": it.samples,
-        "batches": it.batches,
-        "dataMs": it.data_ms,
-        "phasesMs": it.phases_ms,
-        "timing": "cuda-events" if it.cuda else "host-clock",
-        # Not yet in Trainbench's message schema (dropped there): what the iteration was made of.
-        "optimizerSteps": len(it.steps),
-        "skipped": it.skipped,
-        "evalMs": it.eval_ms,
-    }
+    """The 'step' message of a closed iteration (a JSON line: see _STEP_LINE)."""
+    ph = it.phases_ms
+    return _STEP_LINE % (
+        number,
+        max(0.0, (it.end - it.start) * 1000 - it.eval_ms - it.probe_ms),
+        it.samples,
+        it.batches,
+        it.data_ms,
+        ph["forward"],
+        ph["loss"],
+        ph["backward"],
+        ph["optimizer"],
+        "cuda-events" if it.cuda else "host-clock",
+        len(it.steps),
+        "true" if it.skipped else "false",
+        it.eval_ms,
+    )
 
 
 _WRAPPERS = {"step", "backward", "__next__", "scale", "timed", "run", "compile", "__init__", "_made", "pre", "post", "__init_subclass__", "_counting", "__call__", "clip"}

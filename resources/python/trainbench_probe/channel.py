@@ -57,7 +57,8 @@ class Channel:
 
     def send(self, message, at_once=None):
         """Sends a message; a per-step one is held up to FLUSH_S unless at_once. The message is a dict, or a
-        (build, args) pair whose build(*args) makes the dict when it is sent (held ones are made together)."""
+        (build, args) pair whose build(*args) makes the dict, or its JSON line, when it is sent (held ones are made
+        together). A (build, args) message must give at_once: its type is not looked at."""
         if self._broken:
             return
         if at_once is None:
@@ -82,13 +83,19 @@ class Channel:
         if self._broken:
             return
         try:
-            data = "".join([self._encode(m if type(m) is dict else m[0](*m[1])) + "\n" for m in held]).encode("utf-8")
+            data = "".join([self._line(m) + "\n" for m in held]).encode("utf-8")
             if self._sock is None or self._pid != os.getpid():
                 self._connect()
             self._sock.sendall(data)
         except Exception as err:  # the socket (OSError), a value JSON cannot hold (ValueError), a message that could not be made
             self._broken = True
             sys.stderr.write("trainbench probe: lost the connection to Trainbench (%s); measuring stops, the script goes on\n" % (err,))
+
+    def _line(self, message):
+        """A held message as its JSON line: a dict, or a (build, args) pair whose build makes a dict or the line itself."""
+        if type(message) is not dict:
+            message = message[0](*message[1])
+        return message if type(message) is str else self._encode(message)
 
     def _watch(self):
         """Under the lock: held messages are sent by the flusher thread if the training thread sends nothing more."""
