@@ -25,43 +25,33 @@ print(json.dumps(c.clock_offset(exchange, probes=4)))`) as [number, number, numb
     expect(got[2]).toBe(4);
   });
 
-  it('keeps a round trip only a little faster than the best so far (not only one under half its delay)', () => {
-    const got = py(`
-delays = [(10, 10), (6, 6), (7, 7)]
+  // A collector whose clock runs with this one's: the i-th round trip waits one_way(i) ms each way.
+  const FAKE = `
+n = {"i": 0}
 clock = {"t": 0.0}
 c.now_ms = lambda: clock["t"]
-def exchange(t0):
-    out, back = delays.pop(0)
-    clock["t"] = t0 + out + back
-    return (t0 + out, t0 + out)
-print(json.dumps(c.clock_offset(exchange, probes=3, most=3)))`) as [number, number, number];
+def collector(one_way):
+    def exchange(t0):
+        n["i"] += 1
+        d = one_way(n["i"])
+        clock["t"] = t0 + 2 * d
+        return (t0 + d, t0 + d)
+    return exchange
+`;
+
+  it('keeps a round trip only a little faster than the best so far (not only one under half its delay)', () => {
+    const got = py(`${FAKE}print(json.dumps(c.clock_offset(collector(lambda i: (10, 6, 7)[i - 1]), probes=3, most=3)))`);
     expect(got).toEqual([0, 6, 3]);
   });
 
   it('goes on past its first probes while they all waited behind other work, until one comes back fast', () => {
     // A busy collector: the first 11 round trips take 40 ms, the 12th 0.5 ms; then it stops (0.25 ms is good enough).
-    const got = py(`
-n = {"i": 0}
-clock = {"t": 0.0}
-c.now_ms = lambda: clock["t"]
-def exchange(t0):
-    n["i"] += 1
-    d = 20 if n["i"] < 12 else 0.25
-    clock["t"] = t0 + 2 * d
-    return (t0 + d, t0 + d)
-print(json.dumps([c.clock_offset(exchange), n["i"]]))`);
+    const got = py(`${FAKE}print(json.dumps([c.clock_offset(collector(lambda i: 20 if i < 12 else 0.25)), n["i"]]))`);
     expect(got).toEqual([[0, 0.25, 12], 12]);
   });
 
   it('gives up after its most probes, or its time budget, with the best it saw', () => {
-    const got = py(`
-n = {"i": 0}
-clock = {"t": 0.0}
-c.now_ms = lambda: clock["t"]
-def exchange(t0):
-    n["i"] += 1
-    clock["t"] = t0 + 10
-    return (t0 + 5, t0 + 5)
+    const got = py(`${FAKE}exchange = collector(lambda i: 5)
 print(json.dumps([c.clock_offset(exchange, most=20), n["i"], c.clock_offset(exchange, most=1000, budget_ms=300)[2]]))`);
     // 10 ms a round trip: 20 probes at most; with a 300 ms budget, the probe that starts past it is not sent.
     expect(got).toEqual([[0, 5, 20], 20, 31]);
