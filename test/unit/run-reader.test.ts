@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunRecordJson } from '../../src-main/api/run-record';
 import { RUN_HEARTBEAT_STALE_MS, RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
 import { lastStepText } from '../../src-main/api/training';
+import { RunAnnotator } from '../../src-main/core/workspace/run-notes';
 import { listRuns, readRunDetail } from '../../src-main/core/workspace/run-reader';
 import type { Workspace } from '../../src-main/core/workspace/workspace';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
@@ -194,5 +195,35 @@ describe('run reader', () => {
     // A long command keeps its start and its end (the arguments that tell runs apart), its middle cut.
     expect(long).toMatch(/^optimisation: script python3 x+…x+$/);
     expect(long.length).toBeLessThanOrEqual('optimisation: script '.length + 100);
+  });
+
+  it('says of a run folder that is a link, or a run.json that is a folder, what the runs list says; and writes no notes into either', async () => {
+    const outside = tempDir();
+    try {
+      writeFileSync(path.join(outside.dir, 'run.json'), JSON.stringify(record({ id: 'elsewhere' })));
+      mkdirSync(path.join(t.dir, 'runs'), { recursive: true });
+      symlinkSync(outside.dir, path.join(t.dir, 'runs', '20261204-120000-aaaaaa'));
+      mkdirSync(path.join(t.dir, 'runs', '20261204-120000-bbbbbb', 'run.json'), { recursive: true });
+      const listed = await listRuns(ws);
+      expect(listed.map((r) => [r.id, r.status])).toEqual([['20261204-120000-bbbbbb', 'unreadable'], ['20261204-120000-aaaaaa', 'unreadable']]);
+      // runs.get and runs.annotate: not "there is no run" for a run the list shows, but what is wrong with it.
+      await expect(readRunDetail(ws, '20261204-120000-aaaaaa')).rejects.toMatchObject({ code: 'E_DATA', message: 'run 20261204-120000-aaaaaa cannot be read: path "runs/20261204-120000-aaaaaa" leads outside the workspace through a link; copy the files into the workspace instead' });
+      await expect(readRunDetail(ws, '20261204-120000-bbbbbb')).rejects.toMatchObject({ code: 'E_DATA', message: expect.stringMatching(/^run 20261204-120000-bbbbbb cannot be read: cannot read runs\/20261204-120000-bbbbbb\/run.json: /) });
+      const notes = new RunAnnotator(ws);
+      await expect(notes.annotate({ id: '20261204-120000-aaaaaa', notes: 'planted' })).rejects.toMatchObject({ code: 'E_DATA' });
+      await expect(notes.annotate({ id: '20261204-120000-bbbbbb', notes: 'planted' })).rejects.toMatchObject({ code: 'E_DATA' });
+      expect(existsSync(path.join(outside.dir, 'notes.json'))).toBe(false);
+      expect(existsSync(path.join(t.dir, 'runs', '20261204-120000-bbbbbb', 'notes.json'))).toBe(false);
+      // A link to a run inside the workspace: a link all the same.
+      writeRun('20261204-120000-eeeeee', record({ id: '20261204-120000-eeeeee' }));
+      symlinkSync(path.join(t.dir, 'runs', '20261204-120000-eeeeee'), path.join(t.dir, 'runs', '20261204-120000-dddddd'));
+      await expect(readRunDetail(ws, '20261204-120000-dddddd')).rejects.toMatchObject({ code: 'E_DATA', message: 'run 20261204-120000-dddddd cannot be read: runs/20261204-120000-dddddd is a link: workspace folders are used only as themselves' });
+      await expect(notes.annotate({ id: '20261204-120000-dddddd', notes: 'planted' })).rejects.toMatchObject({ code: 'E_DATA' });
+      expect(existsSync(path.join(t.dir, 'runs', '20261204-120000-eeeeee', 'notes.json'))).toBe(false);
+      // A run that is not there at all is still "no run".
+      await expect(readRunDetail(ws, '20261204-120000-cccccc')).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: 'there is no run 20261204-120000-cccccc in the workspace (trainbench runs lists them)' });
+    } finally {
+      outside.cleanup();
+    }
   });
 });

@@ -12,7 +12,7 @@ import type { RunEnvironment, RunRecordJson } from '../../api/run-record';
 import { type Confounder, confoundersOf } from '../../api/confounders';
 import type { ConfounderPolicy } from '../../api/optimise';
 import { type Conditions, ConditionsSchema } from '../../api/telemetry';
-import { readRun } from '../workspace/run-reader';
+import { readRun } from '../workspace/run-file';
 import type { BenchmarkService } from '../benchmarks/benchmark-service';
 import type { Workspace } from '../workspace/workspace';
 import { isFolder, readTextCapped } from '../workspace/workspace-files';

@@ -1,12 +1,11 @@
 import path from 'node:path';
 
-import { ApiError } from '../../api/errors';
 import { formatIssues } from '../../api/format-issues';
-import { ID_PATTERN } from '../../api/ids';
 import type { RunAnnotateParams, RunAnnotation, RunNotesFile } from '../../api/run-notes';
 import { RUN_NOTES_MAX_BYTES, RUN_NOTES_SCHEMA_VERSION, RunNotesFileSchema } from '../../api/run-notes';
 import type { Workspace } from './workspace';
-import { isFolder, isMissing, readJsonCapped, writeJsonConfined } from './workspace-files';
+import { requireRun } from './run-file';
+import { isMissing, readJsonCapped, writeJsonConfined } from './workspace-files';
 
 const notesFile = (id: string) => path.join('runs', id, 'notes.json');
 
@@ -49,11 +48,9 @@ export class RunAnnotator {
   }
 
   private async write({ id, ...fields }: RunAnnotateParams): Promise<RunAnnotation> {
-    // The router checked the id already; checked again here, as every id is before it becomes a path.
-    if (!ID_PATTERN.test(id)) throw new ApiError('E_BAD_INPUT', `${JSON.stringify(id.slice(0, 80))} is not a run id`);
-    if (!(await isFolder(this.workspace, path.join('runs', id)))) {
-      throw new ApiError('E_BAD_INPUT', `there is no run ${id} in the workspace (trainbench runs lists them)`);
-    }
+    // The router checked the id already; checked again here, as every id is before it becomes a path. A run that
+    // cannot be read gets no notes: they would sit in a folder nothing lists as that run.
+    await requireRun(this.workspace, id);
     const stored = (await readRunAnnotation(this.workspace, id)).annotation;
     const file: RunNotesFile = {
       schemaVersion: RUN_NOTES_SCHEMA_VERSION,

@@ -1,11 +1,10 @@
 import os from 'node:os';
 import path from 'node:path';
 
-import { ApiError } from '../../api/errors';
 import { ID_PATTERN } from '../../api/ids';
 import { printable } from '../../api/shell-word';
 import type { RunRecordJson } from '../../api/run-record';
-import { parseRunRecord, RUN_HEARTBEAT_INTERVAL_MS, RUN_HEARTBEAT_STALE_MS } from '../../api/run-record';
+import { RUN_HEARTBEAT_INTERVAL_MS, RUN_HEARTBEAT_STALE_MS } from '../../api/run-record';
 import { optimiseTargetTitle } from '../../api/optimise';
 import type { RunDetail, RunLastStep, RunSummary, RunWizard, TrainEvent } from '../../api/training';
 import { DataSourceSchema, TrainEventSchema, TrainStepEventSchema } from '../../api/training';
@@ -14,8 +13,8 @@ import { type FileCut, jsonlLinesBounded } from './jsonl-lines';
 import { processExists } from '../common/process-exists';
 import { readRunAnnotation } from './run-notes';
 import { readRunTelemetryCut } from './run-telemetry';
-import { jsonShapeProblem } from './json-depth';
-import { entryProblem, isFolder, isMissing, listFolder, MiB, readTail, readTextCapped } from './workspace-files';
+import { readRun, requireRun } from './run-file';
+import { entryProblem, isMissing, listFolder, MiB, readTail, readTextCapped } from './workspace-files';
 
 const MAX_STEP_EVENTS = 2000;
 /**
@@ -24,21 +23,10 @@ const MAX_STEP_EVENTS = 2000;
  * "running" runs costs bounded memory per request.
  */
 const TAIL_WINDOWS = [64 * 1024, MiB];
-/**
- * run.json holds a config and a result (a trial table, 2,000 curve points, 200 output lines at most): far below
- * this. Every concurrent runs.get parses one whole, so the cap bounds each request's memory (a planted 16 MiB
- * file held by a thousand requests at once grew the server past its heap).
- */
-const MAX_RUN_JSON_BYTES = 4 * MiB;
 /** A run's title and message in the list are cut here: every run of a list holds them, whatever its file says. */
 const MAX_TITLE_CHARS = 300;
 const MAX_MESSAGE_CHARS = 2000;
 const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}… (${(text.length - max).toLocaleString('en-US')} more characters)` : text);
-/**
- * Nesting run.json never comes near (a config is a few levels deep); a file nested deeper is not one
- * Trainbench wrote, and would overflow the stack of whatever walks it (a 100,000-deep config did).
- */
-const MAX_RUN_JSON_DEPTH = 256;
 /** Bytes of events.jsonl read for runs.get (~80,000 step events); a larger file is read in pieces spread over it. */
 // About 2 hours of a run's events at the default 50 ms interval are read whole (every epoch event kept); only a
 // larger (or planted sparse) file is read in spread windows, and the answer says so.
@@ -250,19 +238,6 @@ function unreadable(id: string, problem: string): RunSummary {
   };
 }
 
-/** run.json through its schema: the record, or the problem in words. */
-export async function readRun(workspace: Workspace, id: string): Promise<{ record: RunRecordJson; problem: null } | { record: null; problem: string }> {
-  let text: string;
-  try {
-    text = await readTextCapped(workspace, path.join('runs', id, 'run.json'), MAX_RUN_JSON_BYTES);
-  } catch (err) {
-    return { record: null, problem: `cannot read runs/${id}/run.json: ${(err as Error).message}` };
-  }
-  const shape = jsonShapeProblem(text, MAX_RUN_JSON_DEPTH);
-  if (shape) return { record: null, problem: `runs/${id}/run.json is ${shape}: not a file Trainbench wrote, so it is not read` };
-  return parseRunRecord(text);
-}
-
 /** Every run, newest first; an unreadable run (or a link, file or special file in runs/) is listed with its problem, never fatal. */
 export async function listRuns(workspace: Workspace): Promise<RunSummary[]> {
   const entries = await listFolder(workspace, 'runs').catch(() => []);
@@ -293,12 +268,7 @@ export type RunDetailRead = RunDetail & { cut?: FileCut[] };
  * so the answer costs bounded time however large a file in the run's folder is.
  */
 export async function readRunDetail(workspace: Workspace, id: string): Promise<RunDetailRead> {
-  if (!ID_PATTERN.test(id)) throw new ApiError('E_BAD_INPUT', `${JSON.stringify(id.slice(0, 80))} is not a run id`);
-  if (!(await isFolder(workspace, path.join('runs', id)))) {
-    throw new ApiError('E_BAD_INPUT', `there is no run ${id} in the workspace (trainbench runs lists them)`);
-  }
-  const { record, problem } = await readRun(workspace, id);
-  if (!record) throw new ApiError('E_DATA', `run ${id} cannot be read: ${problem}`);
+  const record = await requireRun(workspace, id);
   const events = await readThinnedEvents(workspace, path.join('runs', id, 'events.jsonl'));
   const telemetry = await readRunTelemetryCut(workspace, id);
   const cut = [events.cut, telemetry.cut].filter((c): c is FileCut => c !== null);

@@ -231,6 +231,20 @@ async function requireFolder(workspace: Workspace, dir: string): Promise<{ abs: 
   return { abs, shown };
 }
 
+/**
+ * Why `dir` is not a real folder of the workspace (missing, a link, a file, or a link that leads outside, which
+ * confinement refuses first), or null when it is one.
+ */
+export async function folderProblem(workspace: Workspace, dir: string): Promise<ApiError | null> {
+  try {
+    await requireFolder(workspace, dir);
+    return null;
+  } catch (err) {
+    if (err instanceof ApiError) return err;
+    throw err;
+  }
+}
+
 /** Whether `dir` is a real folder of the workspace (not a link to one, not a file). */
 export async function isFolder(workspace: Workspace, dir: string): Promise<boolean> {
   return requireFolder(workspace, dir).then(
