@@ -111,13 +111,15 @@ describe('runs.annotate', () => {
     for (const id of ['../outside', '..', 'runs/x', '/etc']) expect((await failure('runs.annotate', { id, name: 'x' })).code).toBe('E_BAD_REQUEST');
   });
 
-  it('a run folder that is a link to a folder outside is no run: nothing is written there', async () => {
+  it('a run folder that is a link to a folder outside is refused, saying so: nothing is written there', async () => {
     const outside = tempDir();
     try {
       mkdirSync(inWs('runs'), { recursive: true });
       symlinkSync(outside.dir, inWs('runs', '20261127-100000-linked'));
       const err = await failure('runs.annotate', { id: '20261127-100000-linked', name: 'x' });
-      expect(err.message).toMatch(/there is no run 20261127-100000-linked/);
+      // The runs list shows it as unreadable: annotating says why, not that there is no such run.
+      expect(err.code).toBe('E_DATA');
+      expect(err.message).toMatch(/^run 20261127-100000-linked cannot be read: path "runs\/20261127-100000-linked" leads outside the workspace through a link/);
       expect(() => readFileSync(path.join(outside.dir, 'notes.json'))).toThrow();
     } finally {
       outside.cleanup();
