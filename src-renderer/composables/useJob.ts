@@ -11,6 +11,8 @@ import { computed, nextTick, ref } from 'vue';
 import { errorText } from '../stores/error-text';
 import { useJobsStore } from '../stores/jobs';
 import { useApiClient } from '../transport/client-instance';
+import type { JobEventRecord } from './job-replay';
+import { unseenEvents } from './job-replay';
 
 /** A listed job's target as the request type ResultFor reads it. */
 type TargetOfJob<I extends JobInfo> = I['target'] extends 'script' ? { target: { kind: 'script' } } : object;
@@ -34,14 +36,28 @@ export function useJob(handlers: JobEventHandlers) {
   /** True while this window follows a job it did not start (its request's answer comes through jobs.ended). */
   const attached = ref(false);
 
-  function follow(id: string): () => void {
+  function handle(name: string, data: unknown): void {
+    (handlers[name as JobEventName] as ((d: unknown) => void) | undefined)?.(data);
+  }
+
+  function follow(id: string, deliver: (name: string, data: unknown) => void = handle): () => void {
     const client = useApiClient();
     const offs = (Object.keys(handlers) as JobEventName[]).map((name) =>
       client.on(name, (data) => {
-        if (jobIdOfEvent(name, data) === id) (handlers[name] as (d: unknown) => void)(data);
+        if (jobIdOfEvent(name, data) === id) deliver(name, data);
       }),
     );
     return () => offs.forEach((off) => off());
+  }
+
+  /** The job's events as listed now, after this window began listening (the info it was handed may be seconds old). */
+  async function currentEvents(info: JobInfo): Promise<JobEventRecord[]> {
+    try {
+      const jobs = await useApiClient().call('jobs.list', {});
+      return jobs.find((j) => j.jobId === info.jobId)?.events ?? info.events;
+    } catch {
+      return info.events;
+    }
   }
 
   function begin(id: string): void {
@@ -83,8 +99,8 @@ export function useJob(handlers: JobEventHandlers) {
   }
 
   /**
-   * Follows a job started elsewhere: its recorded events are replayed (after the page has
-   * mounted the views that listen to them), then its live ones, until jobs.ended.
+   * Follows a job started elsewhere: its recorded events, listed anew once this window listens, are replayed
+   * (after the page has mounted the views that listen to them), then its live ones, until jobs.ended.
    */
   async function attach<I extends JobInfo>(info: I): Promise<ResultFor<I['method'], TargetOfJob<I>> | null> {
     if (running.value) return null;
@@ -92,15 +108,20 @@ export function useJob(handlers: JobEventHandlers) {
     attached.value = true;
     cancelling.value = info.cancelling;
     const ended = useJobsStore().whenEnded(info.jobId);
-    const off = follow(info.jobId);
+    // Live events wait until the replay is handled, so the job's events reach the store once each and in order.
+    let queued: JobEventRecord[] | null = [];
+    const off = follow(info.jobId, (event, data) => (queued ? queued.push({ event, data }) : handle(event, data)));
     try {
       await nextTick();
       await new Promise((resolve) => setTimeout(resolve, 0));
-      for (const { event, data } of info.events) {
-        if (!isJobEventName(event)) continue;
-        const parsed = apiEvents[event].safeParse(data);
-        if (parsed.success) (handlers[event] as ((d: unknown) => void) | undefined)?.(parsed.data);
-      }
+      // Checked as live events are, so the two compare alike below.
+      const replay = (await currentEvents(info)).flatMap(({ event, data }) => {
+        const parsed = isJobEventName(event) ? apiEvents[event].safeParse(data) : null;
+        return parsed?.success ? [{ event, data: parsed.data as unknown }] : [];
+      });
+      for (const { event, data } of replay) handle(event, data);
+      for (const { event, data } of unseenEvents(queued, replay)) handle(event, data);
+      queued = null;
       const end = await ended;
       if (!end.ok) return fail(ApiError.fromPayload(end.error ?? { code: 'E_INTERNAL', message: 'the job failed' }));
       const parsed = apiMethods[info.method].result.safeParse(end.result);

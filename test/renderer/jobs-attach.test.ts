@@ -92,4 +92,47 @@ describe('a job that outlives its page', () => {
     finish();
     await done;
   });
+  it('misses no step and repeats no line when the job goes on while the window reads its replay (the list it was handed is seconds old)', async () => {
+    // Each listing after the first finds the job two steps further: one step emitted before the list is read (heard live
+    // and listed), one after (heard live only). A window that replayed the listing it was handed skipped the steps between.
+    const id = '20261127-040000-abcdef';
+    const listed: number[] = [1, 2];
+    let fake!: ReturnType<typeof installFakeClient>;
+    const advance = (kind: 'engine' | 'script') => {
+      const n = listed.length + 1;
+      listed.push(n);
+      if (kind === 'engine') fake.emit('train.progress', { jobId: id, event: step(n) });
+      else fake.emit('script.output', { jobId: id, runId: id, stream: 'stdout', repetition: 1, line: `line ${n}` });
+    };
+    const jobOf = (kind: 'engine' | 'script') =>
+      kind === 'engine'
+        ? trainJob(listed.map(step))
+        : { ...trainJob([]), target: 'script', events: listed.map((n) => ({ event: 'script.output', data: { jobId: id, runId: id, stream: 'stdout', repetition: 1, line: `line ${n}` } })) };
+    for (const kind of ['engine', 'script'] as const) {
+      setActivePinia(createPinia());
+      listed.splice(0, listed.length, 1, 2);
+      let lists = 0;
+      fake = installFakeClient((m) => {
+        if (m === 'telemetry.subscribe') return ok(telemetry);
+        if (m !== 'jobs.list') return ok({});
+        if (lists++ > 0) advance(kind);
+        const job = jobOf(kind);
+        if (lists > 1) advance(kind);
+        return ok([job]);
+      });
+      const jobs = useJobsStore();
+      jobs.start();
+      await expect.poll(() => jobs.live.length).toBe(1);
+      const live = useLiveRunStore();
+      const seen: number[] = [];
+      live.onStep((e) => seen.push(e.globalStep));
+      const followed = kind === 'engine' ? live : live.script;
+      await expect.poll(() => followed.attached).toBe(true);
+      await expect.poll(() => fake.calls.filter((c) => c.method === 'jobs.list').length).toBeGreaterThanOrEqual(3);
+      advance(kind);
+      const all = Array.from({ length: listed.length }, (_, i) => i + 1);
+      if (kind === 'engine') await expect.poll(() => seen).toEqual(all);
+      else await expect.poll(() => live.script.output.map((l) => l.line)).toEqual(all.map((n) => `line ${n}`));
+    }
+  });
 });
