@@ -6,7 +6,7 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { Page } from 'playwright-core';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 
 import { serveInChromium } from '../helpers/e2e';
 
@@ -47,6 +47,23 @@ async function expectWholeCurve(page: Page, runId: string): Promise<void> {
   expect(curve.points).toBeGreaterThanOrEqual(upToLast - 2);
   expect(curve.points).toBeLessThanOrEqual(upToLast + 2);
 }
+
+/** A test that failed halfway leaves its job running: cancelled here, through the status bar, so the next test starts with none. */
+afterEach(async () => {
+  const page = await fx.browser.newPage();
+  try {
+    await page.goto(`${fx.serve.url}#/`);
+    await page.getByTestId('jobs-indicator').waitFor();
+    await page.waitForTimeout(500);
+    if (Number(await page.getByTestId('jobs-indicator').getAttribute('data-count')) > 0) {
+      await page.getByTestId('jobs-toggle').click();
+      for (const button of await page.locator('[data-testid^="job-cancel-"]').all()) await button.click();
+      await expect.poll(() => page.getByTestId('jobs-indicator').getAttribute('data-count'), { timeout: 60_000 }).toBe('0');
+    }
+  } finally {
+    await page.close();
+  }
+}, 90_000);
 
 describe('a reload keeps the picture', () => {
   it('New run: the live curve is the whole run after a reload, the area opened again, or a reload elsewhere; the form shows the run', async () => {
