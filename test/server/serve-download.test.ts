@@ -266,11 +266,17 @@ describe('serve mode downloads', () => {
     expect(refused.status).toBe(400);
     expect(refused.body.toString()).toMatch(new RegExp(`reports/${noText}/${noText}.md: ${noText}.md is a link.*cannot be downloaded without its markdown`));
 
-    // The run folder itself a link: refused, nothing read.
+    // The run folder itself a link: refused, nothing read, and said as it is (the runs list shows it as unreadable, not gone).
     symlinkSync(tmp.dir, path.join(workspace.dir, 'runs', '20261127-121212-aaaaaa'));
     const folderLink = await get('/download/run/20261127-121212-aaaaaa', withToken());
-    expect(folderLink.status).toBe(404);
-    expect(folderLink.body.toString()).toMatch(/there is no run 20261127-121212-aaaaaa/);
+    expect(folderLink.status).toBe(422);
+    expect(folderLink.body.toString()).toMatch(/^run 20261127-121212-aaaaaa cannot be downloaded: path "runs\/20261127-121212-aaaaaa" leads outside the workspace through a link/);
+    expect(folderLink.body.includes(Buffer.from('not for the network'))).toBe(false);
+    // A file where a report's folder belongs: the same.
+    put('reports/0004-a-file', 'not a folder');
+    const fileReport = await get('/download/report/0004-a-file', withToken());
+    expect(fileReport.status).toBe(422);
+    expect(fileReport.body.toString()).toMatch(/^report 0004-a-file cannot be downloaded: reports\/0004-a-file is not a folder/);
     await expectServing();
   });
 

@@ -9,7 +9,7 @@ import { ID_PATTERN } from '../../api/ids';
 import { printable } from '../../api/shell-word';
 import { markdownFileOf, readReportMeta, reportDir } from '../reports/report-store';
 import type { Workspace } from '../workspace/workspace';
-import { entryProblem, isFolder, listFolder, MiB, type FolderEntry } from '../workspace/workspace-files';
+import { entryProblem, folderProblem, isMissing, listFolder, MiB, type FolderEntry } from '../workspace/workspace-files';
 
 export interface DownloadLimits {
   /** Largest file a download includes. */
@@ -28,10 +28,10 @@ export const DEFAULT_DOWNLOAD_LIMITS: DownloadLimits = { maxFileBytes: 512 * MiB
 /** A download refused before it started: the status says which kind of refusal. */
 export class DownloadRefused extends ApiError {
   constructor(
-    readonly status: 400 | 404 | 413,
+    readonly status: 400 | 404 | 413 | 422,
     message: string,
   ) {
-    super(status === 413 ? 'E_DATA' : 'E_BAD_INPUT', message);
+    super(status === 413 || status === 422 ? 'E_DATA' : 'E_BAD_INPUT', message);
   }
 }
 
@@ -98,6 +98,17 @@ function include(plan: DownloadPlan, limits: DownloadLimits, file: string, entry
   plan.totalBytes += bytes;
 }
 
+/**
+ * The folder of the run or report asked for: 404 only when there is none; a link, a file in its place or one that
+ * cannot be read is said as it is (the lists show such an item as unreadable, so "there is none" would contradict them).
+ */
+async function requireItemFolder(workspace: Workspace, dir: string, name: string, listedBy: string): Promise<void> {
+  const problem = await folderProblem(workspace, dir);
+  if (!problem) return;
+  if (isMissing(problem)) throw new DownloadRefused(404, `there is no ${name} in the workspace (${listedBy} names them)`);
+  throw new DownloadRefused(422, problem.message);
+}
+
 /** The report's markdown and the figures its report.json names, under the report's folder name. */
 export async function planReport(workspace: Workspace, id: string, limits: DownloadLimits = DEFAULT_DOWNLOAD_LIMITS): Promise<DownloadPlan> {
   try {
@@ -105,7 +116,7 @@ export async function planReport(workspace: Workspace, id: string, limits: Downl
   } catch (err) {
     throw new DownloadRefused(400, (err as Error).message);
   }
-  if (!(await isFolder(workspace, path.join('reports', id)))) throw new DownloadRefused(404, `there is no report ${id} in the workspace (reports.list names them)`);
+  await requireItemFolder(workspace, path.join('reports', id), `report ${id}`, 'reports.list');
   const meta = await readReportMeta(workspace, id);
   const dir = path.join('reports', id);
   const entries = new Map((await listFolder(workspace, dir)).map((e) => [e.name, e]));
@@ -129,7 +140,7 @@ export async function planReport(workspace: Workspace, id: string, limits: Downl
 export async function planRun(workspace: Workspace, id: string, limits: DownloadLimits = DEFAULT_DOWNLOAD_LIMITS): Promise<DownloadPlan> {
   if (!ID_PATTERN.test(id) || id.length > 128) throw new DownloadRefused(400, `${JSON.stringify(id.slice(0, 200))} is not a run id (letters, digits, '.', '_' and '-', not starting with '.')`);
   const dir = path.posix.join('runs', id);
-  if (!(await isFolder(workspace, dir))) throw new DownloadRefused(404, `there is no run ${id} in the workspace (runs.list names them)`);
+  await requireItemFolder(workspace, dir, `run ${id}`, 'runs.list');
   const plan: DownloadPlan = { kind: 'run', id, fileName: safeFileName(`run-${id}.zip`), files: [], totalBytes: 0, skipped: [], unlisted: 0 };
   const walk = async (rel: string, depth: number): Promise<void> => {
     for (const entry of await listFolder(workspace, path.posix.join(dir, rel))) {
