@@ -763,6 +763,10 @@ class Probe:
         """The bounded trial ends at a safe point: never inside a backward (a gradient hook) or compiled code."""
         if self.stop_due and not self.stopping and not self.backward_depth:
             self.stopping = True
+            # Stopped before the script's own destroy_process_group(): a process group left to the interpreter's exit
+            # can abort the rank (gloo: "terminate called without an active exception", exit -6), failing the
+            # other nodes' part of the job. Released once the script has unwound, unless the script did it.
+            atexit.register(_release_process_group, self.torch)
             # SystemExit unwinds the script as a normal exit would: finally blocks, DataLoader workers shut down.
             raise SystemExit(0)
 
@@ -847,6 +851,15 @@ class Probe:
         if self.steps > 0 or reason == "steps":
             self.send({"type": "done", "reason": reason, "steps": self.steps, "memory": memory})
         self.channel.close()
+
+
+def _release_process_group(torch):
+    try:
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception as err:  # at exit: say it, never raise
+        _note("the process group was not released at exit (%r)" % (err,))
 
 
 # The 'step' message of a closed iteration, as its JSON line: formatted, not a dict given to the encoder, which
