@@ -95,4 +95,34 @@ describe('the hub the other nodes follow', () => {
     expect(real.lines[0]).toMatchObject({ type: 'launch', n: 1 });
     for (const s of silent) s.socket.destroy();
   });
+  it("hears a node's part of the running launch fail, by the node's name, and nothing else it says", async () => {
+    hub = await openFollowers('127.0.0.1');
+    const failures: string[] = [];
+    const off = hub.onPartFailed((what) => failures.push(what));
+    const hello = `${JSON.stringify({ type: 'follow', token: tokenOf(hub.code), node: 'node-b\x1b[2J' })}\n`;
+    const b = node(hub.code, hello);
+    await new Promise((r) => b.socket.once('connect', r));
+    await new Promise((r) => setTimeout(r, 50));
+    const say = async (m: unknown) => {
+      b.socket.write(`${typeof m === 'string' ? m : JSON.stringify(m)}\n`);
+      await new Promise((r) => setTimeout(r, 50));
+    };
+    await say({ type: 'exited', n: 1, code: 1 }); // no launch runs yet
+    hub.launch({ TB_PROBE_ADDR: '127.0.0.1:9', TB_PROBE_TOKEN: 't1' });
+    await b.got(1);
+    for (const m of [{ type: 'exited', n: 1, code: 0 }, { type: 'exited', n: 7, code: 1 }, { type: 'exited', n: 1, code: '1' }, 'not json', 'null', { type: 'other', n: 1, code: 1 }]) await say(m);
+    expect(failures).toEqual([]);
+    await say({ type: 'exited', n: 1, code: 134 });
+    expect(failures).toEqual(["node node-b\\x1b[2J's part of the job exited with code 134 (signal 6)"]);
+    hub.stop();
+    await say({ type: 'exited', n: 1, code: 143 }); // stopped by this node: not a failure
+    off();
+    hub.launch({ TB_PROBE_ADDR: '127.0.0.1:9', TB_PROBE_TOKEN: 't2' });
+    await b.got(3);
+    await say({ type: 'exited', n: 2, code: 1 }); // no one listens any more
+    expect(failures).toHaveLength(1);
+    // A line longer than a hello closes the node.
+    b.socket.write('x'.repeat(8192));
+    await b.closed;
+  });
 });

@@ -7,6 +7,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import net from 'node:net';
 
 import { ApiError } from '../../api/errors';
+import { printable } from '../../api/shell-word';
 
 const PREFIX = 'tbf1.';
 /** Nodes that may follow one job: a connection beyond it is closed. */
@@ -15,7 +16,7 @@ const MAX_FOLLOWERS = 256;
 const MAX_PENDING = 64;
 /** A follower says who it is within this, or is closed. */
 const HELLO_MS = 10_000;
-/** Its hello is one short line; anything after it is read and dropped (a node has nothing else to say). */
+/** Its hello is one short line, and so is each thing it says after it (its part of a launch ended); a longer line closes it. */
 const MAX_HELLO_BYTES = 4096;
 /** A code is an address and a token: a few dozen characters. */
 const MAX_CODE_CHARS = 1024;
@@ -29,6 +30,11 @@ export interface Followers {
   stop(): void;
   /** The job ended: the nodes end, and the hub closes. */
   close(): Promise<void>;
+  /**
+   * Calls `listener` when another node's part of the launch running here ends in failure ("node b's part exited
+   * with code 134"): the job cannot finish without it, and this node's torchrun may wait minutes to notice.
+   */
+  onPartFailed(listener: (what: string) => void): () => void;
 }
 
 export function encodeFollow(address: string, token: string): string {
@@ -62,6 +68,20 @@ export async function openFollowers(host: string): Promise<Followers> {
   const sockets = new Set<net.Socket>();
   let current: string | null = null;
   let launches = 0;
+  const failed = new Set<(what: string) => void>();
+  /** A followed node's line: only "my part of launch n ended" counts, and only a failure of the launch running here. */
+  const heard = (name: string, line: Buffer) => {
+    let m: unknown;
+    try {
+      m = JSON.parse(line.toString('utf8'));
+    } catch {
+      return;
+    }
+    const { type, n, code } = (m ?? {}) as { type?: unknown; n?: unknown; code?: unknown };
+    if (type !== 'exited' || n !== launches || current === null || typeof code !== 'number' || code === 0) return;
+    const what = `node ${name}'s part of the job exited with code ${code}${code > 128 && code < 160 ? ` (signal ${code - 128})` : ''}`;
+    for (const l of failed) l(what);
+  };
   const send = (socket: net.Socket, message: object) => {
     if (!socket.destroyed) socket.write(`${JSON.stringify(message)}\n`);
   };
@@ -76,6 +96,7 @@ export async function openFollowers(host: string): Promise<Followers> {
     socket.setNoDelay(true);
     let hello = Buffer.alloc(0);
     let followed = false;
+    let name = printable(`${socket.remoteAddress ?? '?'}`);
     const timer = setTimeout(() => socket.destroy(), HELLO_MS);
     socket.on('error', () => undefined);
     socket.on('close', () => {
@@ -85,9 +106,17 @@ export async function openFollowers(host: string): Promise<Followers> {
       pending.delete(socket);
     });
     socket.on('data', (chunk: Buffer) => {
-      if (followed) return; // a node says nothing after its hello: dropped, never held
       hello = Buffer.concat([hello, chunk]);
-      const nl = hello.indexOf(10);
+      let nl: number;
+      while (followed && (nl = hello.indexOf(10)) >= 0) {
+        heard(name, hello.subarray(0, nl));
+        hello = hello.subarray(nl + 1);
+      }
+      if (followed) {
+        if (hello.length > MAX_HELLO_BYTES) socket.destroy();
+        return;
+      }
+      nl = hello.indexOf(10);
       if (nl < 0) {
         if (hello.length > MAX_HELLO_BYTES) socket.destroy();
         return;
@@ -101,13 +130,14 @@ export async function openFollowers(host: string): Promise<Followers> {
         return socket.destroy();
       }
       if (typeof said !== 'object' || said === null) return socket.destroy();
-      const { type, token: shown } = said as { type?: unknown; token?: unknown };
+      const { type, token: shown, node } = said as { type?: unknown; token?: unknown; node?: unknown };
       const got = Buffer.from(JSON.stringify({ type, token: shown }));
       if (got.length !== expected.length || !timingSafeEqual(got, expected)) return socket.destroy();
       clearTimeout(timer);
       pending.delete(socket);
       followed = true;
-      hello = Buffer.alloc(0);
+      if (typeof node === 'string' && node) name = printable(node.slice(0, 255));
+      hello = hello.subarray(nl + 1);
       nodes.add(socket);
       if (current !== null) socket.write(current); // joined while a launch runs: it starts its part now
     });
@@ -140,6 +170,10 @@ export async function openFollowers(host: string): Promise<Followers> {
       await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
       for (const s of sockets) s.destroy();
       await closed;
+    },
+    onPartFailed(listener) {
+      failed.add(listener);
+      return () => failed.delete(listener);
     },
   };
 }

@@ -36,7 +36,7 @@ export interface TrialOptions {
   timeCollectives?: 'step' | 'bucket';
   /** A job across machines: where the collector listens, and the other nodes that start their part with each launch. */
   collector?: { host: string; port: number };
-  followers?: Pick<Followers, 'launch' | 'stop'>;
+  followers?: Pick<Followers, 'launch' | 'stop'> & Partial<Pick<Followers, 'onPartFailed'>>;
 }
 
 export interface TrialRecord {
@@ -49,7 +49,15 @@ export interface TrialRecord {
   stderrTail: string;
   stdoutTail: string;
   seconds: number;
+  /** Another node's part of this launch failed while it ran here ("node b's part of the job exited with code 134"). */
+  otherNode: { failed: string; stoppedHere: boolean } | null;
 }
+
+/**
+ * How long this node's part may go on after another node's part failed: its ranks usually fail by themselves within
+ * it (a closed connection); torchrun's exit barrier would otherwise hold it for minutes, until the launch times out.
+ */
+const AFTER_OTHER_NODE_MS = 10_000;
 
 /** One launch of the command with the probe: the raw reports, however it ended. */
 async function runTrial(o: TrialOptions): Promise<TrialRecord> {
@@ -81,10 +89,24 @@ async function runTrial(o: TrialOptions): Promise<TrialRecord> {
     },
   });
   o.onStarted?.(launch.cancel, launch.pid);
+  let otherNode: TrialRecord['otherNode'] = null;
+  let stopping: ReturnType<typeof setTimeout> | null = null;
+  const offFailed = o.followers?.onPartFailed?.((failed) => {
+    if (otherNode) return;
+    const said = { failed, stoppedHere: false };
+    otherNode = said;
+    o.onLine?.('stderr', `trainbench: ${failed}; this node's part is stopped in ${AFTER_OTHER_NODE_MS / 1000} s unless it ends first`);
+    stopping = setTimeout(() => {
+      said.stoppedHere = true;
+      launch.cancel();
+    }, AFTER_OTHER_NODE_MS);
+  });
   let outcome: LaunchOutcome;
   try {
     outcome = await launch.outcome;
   } finally {
+    if (stopping) clearTimeout(stopping);
+    offFailed?.();
     o.followers?.stop(); // the other nodes end their part with this one's, however it ended
   }
   await channel.close();
@@ -96,6 +118,7 @@ async function runTrial(o: TrialOptions): Promise<TrialRecord> {
     stderrTail: stderr.text(),
     stdoutTail: stdout.text(),
     seconds: (Date.now() - t0) / 1000,
+    otherNode,
   };
 }
 
@@ -122,6 +145,9 @@ export function trialOom(r: TrialRecord): { batchSize: number | null; message: s
 export function trialError(r: TrialRecord, o: Pick<TrialOptions, 'target' | 'overrides' | 'timeoutMs'>): ApiError | null {
   const out = r.outcome;
   if (out.startError) return new ApiError('E_BAD_INPUT', `${out.startError} (command: ${command(o.target)})`);
+  if (r.otherNode?.stoppedHere) {
+    return new ApiError('E_SCRIPT', `${r.otherNode.failed}, after ${lastSteps(r)} optimizer step(s) here: the job cannot finish without it, so this node's part was stopped ${AFTER_OTHER_NODE_MS / 1000} s later${tail(r)}`);
+  }
   if (out.cancelled) return new ApiError('E_CANCELLED', `the script was cancelled after ${lastSteps(r)} step(s); its process group was killed`);
   if (out.timedOut) {
     return new ApiError(
@@ -137,7 +163,8 @@ export function trialError(r: TrialRecord, o: Pick<TrialOptions, 'target' | 'ove
   const stoppedByProbe = r.connections.length > 0 && r.connections.every((c) => c.messages.some((m) => m.type === 'done' && m.reason === 'steps'));
   if (!stoppedByProbe && out.exitCode !== 0) {
     const how = out.signal ? `was killed by ${out.signal}` : `exited with code ${out.exitCode}`;
-    return new ApiError('E_SCRIPT', `the script ${how} after ${lastSteps(r)} optimizer step(s)${tail(r)}`);
+    const first = r.otherNode ? ` (first, ${r.otherNode.failed})` : '';
+    return new ApiError('E_SCRIPT', `the script ${how} after ${lastSteps(r)} optimizer step(s)${first}${tail(r)}`);
   }
   if (lastSteps(r) === 0) {
     return new ApiError(
