@@ -20,6 +20,17 @@ const trainJob = (events: unknown[]) => ({
 });
 const telemetry = { samples: [], gpu: { status: 'unavailable', message: 'no NVIDIA GPU found', restarts: 0 }, leaseId: 'l1' };
 
+/** The jobs store lists the one running job; then the Runs area's store is made (it adopts it), with the steps it hands on. */
+async function listedAndOpened() {
+  const jobs = useJobsStore();
+  jobs.start();
+  await expect.poll(() => jobs.live.length).toBe(1);
+  const live = useLiveRunStore();
+  const seen: number[] = [];
+  live.onStep((e) => seen.push(e.globalStep));
+  return { jobs, live, seen };
+}
+
 describe('a job that outlives its page', () => {
   it('is re-attached after a reload: its steps so far are replayed, live ones follow, Cancel reaches it, and its end arrives', async () => {
     const fake = installFakeClient((m) => {
@@ -28,12 +39,7 @@ describe('a job that outlives its page', () => {
       if (m === 'jobs.cancel') return ok({ cancelled: true });
       return ok({});
     });
-    const jobs = useJobsStore();
-    jobs.start();
-    await expect.poll(() => jobs.live.length).toBe(1);
-    const live = useLiveRunStore();
-    const seen: number[] = [];
-    live.onStep((e) => seen.push(e.globalStep));
+    const { jobs, live, seen } = await listedAndOpened();
     await expect.poll(() => live.running).toBe(true);
     await expect.poll(() => live.last?.globalStep).toBe(63);
     expect(seen).toEqual([1, 2, 63]);
@@ -120,12 +126,7 @@ describe('a job that outlives its page', () => {
         if (lists > 1) advance(kind);
         return ok([job]);
       });
-      const jobs = useJobsStore();
-      jobs.start();
-      await expect.poll(() => jobs.live.length).toBe(1);
-      const live = useLiveRunStore();
-      const seen: number[] = [];
-      live.onStep((e) => seen.push(e.globalStep));
+      const { live, seen } = await listedAndOpened();
       const followed = kind === 'engine' ? live : live.script;
       await expect.poll(() => followed.attached).toBe(true);
       await expect.poll(() => fake.calls.filter((c) => c.method === 'jobs.list').length).toBeGreaterThanOrEqual(3);
