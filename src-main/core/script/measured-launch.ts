@@ -95,7 +95,7 @@ async function runTrial(o: TrialOptions): Promise<TrialRecord> {
     if (otherNode) return;
     const said = { failed, stoppedHere: false };
     otherNode = said;
-    o.onLine?.('stderr', `trainbench: ${failed}; this node's part is stopped in ${AFTER_OTHER_NODE_MS / 1000} s unless it ends first`);
+    o.onLine?.('stderr', `trainbench: ${failed}; this node's part is stopped in ${AFTER_OTHER_NODE_MS / 1000} s unless it ends first (what every rank measured by then is kept)`);
     stopping = setTimeout(() => {
       said.stoppedHere = true;
       launch.cancel();
@@ -122,6 +122,13 @@ async function runTrial(o: TrialOptions): Promise<TrialRecord> {
   };
 }
 
+/** Every rank of the job (its world size, as the ranks say it) reported and was stopped at the step limit by the probe. */
+function measuredWhole(r: TrialRecord): boolean {
+  const world = Math.max(0, ...r.connections.map((c) => c.hello.worldSize));
+  const done = new Set(r.connections.filter((c) => c.messages.some((m) => m.type === 'done' && m.reason === 'steps')).map((c) => c.hello.rank));
+  return world > 0 && done.size >= world;
+}
+
 const command = (t: ScriptTarget) => t.command.map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ');
 const lastSteps = (r: TrialRecord) => Math.max(0, ...r.connections.flatMap((c) => c.messages.filter((m) => m.type === 'step').map((m) => m.step)));
 
@@ -145,10 +152,13 @@ export function trialOom(r: TrialRecord): { batchSize: number | null; message: s
 export function trialError(r: TrialRecord, o: Pick<TrialOptions, 'target' | 'overrides' | 'timeoutMs'>): ApiError | null {
   const out = r.outcome;
   if (out.startError) return new ApiError('E_BAD_INPUT', `${out.startError} (command: ${command(o.target)})`);
-  if (r.otherNode?.stoppedHere) {
-    return new ApiError('E_SCRIPT', `${r.otherNode.failed}, after ${lastSteps(r)} optimizer step(s) here: the job cannot finish without it, so this node's part was stopped ${AFTER_OTHER_NODE_MS / 1000} s later${tail(r)}`);
+  // Stopped here after another node's part failed: a failure only if the measured steps are not all in (the job's
+  // teardown, torchrun's exit barrier, failing on one node does not undo what every rank measured).
+  const stoppedForOther = r.otherNode?.stoppedHere === true;
+  if (stoppedForOther && !measuredWhole(r)) {
+    return new ApiError('E_SCRIPT', `${r.otherNode!.failed}, after ${lastSteps(r)} optimizer step(s) here: the job cannot finish without it, so this node's part was stopped ${AFTER_OTHER_NODE_MS / 1000} s later${tail(r)}`);
   }
-  if (out.cancelled) return new ApiError('E_CANCELLED', `the script was cancelled after ${lastSteps(r)} step(s); its process group was killed`);
+  if (out.cancelled && !stoppedForOther) return new ApiError('E_CANCELLED', `the script was cancelled after ${lastSteps(r)} step(s); its process group was killed`);
   if (out.timedOut) {
     return new ApiError(
       'E_TIMEOUT',
