@@ -1,8 +1,4 @@
-/** One event of a job as the jobs list holds it and as it arrives live. */
-export interface JobEventRecord {
-  event: string;
-  data: unknown;
-}
+import type { JobEvent } from '@api/jobs';
 
 /**
  * The live events a window heard while it read the job's replay, less those the replay already holds: per event
@@ -10,7 +6,7 @@ export interface JobEventRecord {
  * listening began), so the longest such overlap is dropped. Without it a window that attaches would draw steps
  * twice or, worse, skip those between a stale replay and its first live event.
  */
-export function unseenEvents(queued: readonly JobEventRecord[], replay: readonly JobEventRecord[]): JobEventRecord[] {
+export function unseenEvents(queued: readonly JobEvent[], replay: readonly JobEvent[]): JobEvent[] {
   const dropped = new Set<number>();
   for (const name of new Set(queued.map((e) => e.event))) {
     const heard = queued.flatMap((e, i) => (e.event === name ? [{ i, text: canonical(e.data) }] : []));

@@ -2,7 +2,7 @@ import { ApiError } from '@api/errors';
 import type { EventData } from '@api/events';
 import { apiEvents } from '@api/events';
 import { newJobId } from '@api/ids';
-import type { JobEventName, JobInfo, JobMethod } from '@api/jobs';
+import type { JobEvent, JobEventName, JobInfo, JobMethod } from '@api/jobs';
 import { isJobEventName, jobIdOfEvent } from '@api/jobs';
 import type { MethodParams, ResultFor } from '@api/methods';
 import { apiMethods } from '@api/methods';
@@ -11,7 +11,6 @@ import { computed, nextTick, ref } from 'vue';
 import { errorText } from '../stores/error-text';
 import { useJobsStore } from '../stores/jobs';
 import { useApiClient } from '../transport/client-instance';
-import type { JobEventRecord } from './job-replay';
 import { unseenEvents } from './job-replay';
 
 /** A listed job's target as the request type ResultFor reads it. */
@@ -51,7 +50,7 @@ export function useJob(handlers: JobEventHandlers) {
   }
 
   /** The job's events as listed now, after this window began listening (the info it was handed may be seconds old). */
-  async function currentEvents(info: JobInfo): Promise<JobEventRecord[]> {
+  async function currentEvents(info: JobInfo): Promise<JobEvent[]> {
     try {
       const jobs = await useApiClient().call('jobs.list', {});
       return jobs.find((j) => j.jobId === info.jobId)?.events ?? info.events;
@@ -109,7 +108,7 @@ export function useJob(handlers: JobEventHandlers) {
     cancelling.value = info.cancelling;
     const ended = useJobsStore().whenEnded(info.jobId);
     // Live events wait until the replay is handled, so the job's events reach the store once each and in order.
-    let queued: JobEventRecord[] | null = [];
+    let queued: JobEvent[] | null = [];
     const off = follow(info.jobId, (event, data) => (queued ? queued.push({ event, data }) : handle(event, data)));
     try {
       await nextTick();
