@@ -94,7 +94,7 @@ export async function openFollowers(host: string): Promise<Followers> {
     sockets.add(socket);
     pending.add(socket);
     socket.setNoDelay(true);
-    let hello = Buffer.alloc(0);
+    let buffered = Buffer.alloc(0);
     let followed = false;
     let name = printable(`${socket.remoteAddress ?? '?'}`);
     const timer = setTimeout(() => socket.destroy(), HELLO_MS);
@@ -105,41 +105,38 @@ export async function openFollowers(host: string): Promise<Followers> {
       sockets.delete(socket);
       pending.delete(socket);
     });
-    socket.on('data', (chunk: Buffer) => {
-      hello = Buffer.concat([hello, chunk]);
-      let nl: number;
-      while (followed && (nl = hello.indexOf(10)) >= 0) {
-        heard(name, hello.subarray(0, nl));
-        hello = hello.subarray(nl + 1);
-      }
-      if (followed) {
-        if (hello.length > MAX_HELLO_BYTES) socket.destroy();
-        return;
-      }
-      nl = hello.indexOf(10);
-      if (nl < 0) {
-        if (hello.length > MAX_HELLO_BYTES) socket.destroy();
-        return;
-      }
+    /** The first line: a node given the code follows from here; anything else closes the connection (false). */
+    const admit = (line: Buffer): boolean => {
       // Compared whole and in constant time: only a node given the code follows, whatever else it sends (null, a
       // number or an array as well as a wrong token: nothing from a connection may throw here).
       let said: unknown;
       try {
-        said = JSON.parse(hello.subarray(0, nl).toString('utf8'));
+        said = JSON.parse(line.toString('utf8'));
       } catch {
-        return socket.destroy();
+        return false;
       }
-      if (typeof said !== 'object' || said === null) return socket.destroy();
+      if (typeof said !== 'object' || said === null) return false;
       const { type, token: shown, node } = said as { type?: unknown; token?: unknown; node?: unknown };
       const got = Buffer.from(JSON.stringify({ type, token: shown }));
-      if (got.length !== expected.length || !timingSafeEqual(got, expected)) return socket.destroy();
+      if (got.length !== expected.length || !timingSafeEqual(got, expected)) return false;
       clearTimeout(timer);
       pending.delete(socket);
       followed = true;
       if (typeof node === 'string' && node) name = printable(node.slice(0, 255));
-      hello = hello.subarray(nl + 1);
       nodes.add(socket);
       if (current !== null) socket.write(current); // joined while a launch runs: it starts its part now
+      return true;
+    };
+    socket.on('data', (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      let nl: number;
+      while ((nl = buffered.indexOf(10)) >= 0) {
+        const line = buffered.subarray(0, nl);
+        buffered = buffered.subarray(nl + 1);
+        if (followed) heard(name, line);
+        else if (!admit(line)) return socket.destroy();
+      }
+      if (buffered.length > MAX_HELLO_BYTES) socket.destroy();
     });
   });
   await new Promise<void>((resolve, reject) => {
