@@ -76,8 +76,8 @@ export const useJobsStore = defineStore('jobs', () => {
   /**
    * An area store takes the jobs of one kind and target: those running now as soon as they are listed again,
    * later ones as they start (a window that started a job itself ignores the offer: it already follows it).
-   * A store made after the jobs were listed (its area opened later) gets them listed anew: the events the
-   * list held then are stale, and replaying them would leave out every step, trial or line since.
+   * A store made after the jobs were listed (its area opened later) gets them listed anew, as they run now;
+   * attaching then reads each job's events afresh once it listens (useJob), as the listing's are seconds old.
    */
   function adopt(kind: JobKind, target: TargetKind | null, adopter: Adopter): void {
     adopters.set(keyOf(kind, target), adopter);
