@@ -73,8 +73,12 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError('E_INTERNAL', message);
 }
 
-/** A POSIX path from its leading slash, or a Windows one from its drive, up to a space, quote or bracket (not one inside a word: "and/or", "3/4"). */
-const ABSOLUTE_PATH = /(?<![\w.~\\/-])(?:\/|[A-Za-z]:[\\/])[^\s'"`<>()[\]{},;|]+/g;
+/**
+ * An absolute path: quoted (as system calls quote them: "open '/home/John Smith/x'"), everything up to the closing
+ * quote, spaces too; else a POSIX path from its leading slash, or a Windows one from its drive, up to a space, quote
+ * or bracket (not one inside a word: "and/or", "3/4").
+ */
+const ABSOLUTE_PATH = /(?<=')(?:\/|[A-Za-z]:[\\/])[^'\n]+(?=')|(?<=")(?:\/|[A-Za-z]:[\\/])[^"\n]+(?=")|(?<![\w.~\\/-])(?:\/|[A-Za-z]:[\\/])[^\s'"`<>()[\]{},;|]+/g;
 
 /** `message` with each path inside `root` relative to it, the rest as it is. */
 function withinWorkspaceRelative(message: string, root?: string): string {

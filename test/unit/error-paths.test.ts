@@ -47,6 +47,10 @@ describe('an E_INTERNAL answer', () => {
     const mac = '/Users/me/Library/Application Support/Trainbench/workspace';
     expect(withoutAbsolutePaths(`EISDIR: rename '${mac}/runs/x/.notes.json.tmp' -> '${mac}/runs/x/notes.json'`, mac)).toBe("EISDIR: rename 'runs/x/.notes.json.tmp' -> 'runs/x/notes.json'");
     expect(withoutAbsolutePaths('open C:\\Users\\John Smith\\ws\\runs\\x\\run.json', 'C:\\Users\\John Smith\\ws')).toBe('open runs\\x\\run.json');
+    // A path outside it with a space, quoted as a system call quotes it: none of it left but its last part.
+    expect(withoutAbsolutePaths("ENOENT: no such file or directory, open '/home/John Smith/secret plans/data.npy'")).toBe("ENOENT: no such file or directory, open '…/data.npy'");
+    expect(withoutAbsolutePaths('cannot read "C:\\Users\\John Smith\\secret\\x.csv" here')).toBe('cannot read "…/x.csv" here');
+    expect(withoutAbsolutePaths("it's 3/4 done, isn't it")).toBe("it's 3/4 done, isn't it");
   });
 
   it('names workspace files relative to it in the words of other codes, and keeps a path outside (a person may need it)', () => {
