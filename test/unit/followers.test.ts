@@ -125,4 +125,31 @@ describe('the hub the other nodes follow', () => {
     b.socket.write('x'.repeat(8192));
     await b.closed;
   });
+  it("reads a node's flood of short lines no faster than its rate, losing none of what it says", async () => {
+    const rate = 128 << 10;
+    hub = await openFollowers('127.0.0.1', { bytesPerSec: rate });
+    const failures: string[] = [];
+    hub.onPartFailed((what) => failures.push(what));
+    const b = node(hub.code, follow(hub.code));
+    await new Promise((r) => b.socket.once('connect', r));
+    await new Promise((r) => setTimeout(r, 50));
+    hub.launch({ TB_PROBE_ADDR: '127.0.0.1:9', TB_PROBE_TOKEN: 't1' });
+    await b.got(1);
+    // 512 KiB of lines the hub parses and ignores, then the one that counts: read at 128 KiB/s, it comes ~3 s later.
+    const noise = `${JSON.stringify({ type: 'noise' })}\n`.repeat((512 << 10) / 17);
+    const t0 = Date.now();
+    b.socket.write(noise);
+    b.socket.write(`${JSON.stringify({ type: 'exited', n: 1, code: 1 })}\n`);
+    let lag = 0;
+    while (failures.length === 0 && Date.now() - t0 < 20_000) {
+      const t = Date.now();
+      await new Promise((r) => setTimeout(r, 10));
+      lag = Math.max(lag, Date.now() - t - 10);
+    }
+    const took = Date.now() - t0;
+    expect(failures).toEqual(["node 127.0.0.1's part of the job exited with code 1"]);
+    expect(took).toBeGreaterThan(((noise.length - rate) / rate) * 1000 * 0.8);
+    expect(lag, 'the event loop was held while the flood was read').toBeLessThan(500);
+    expect(b.socket.destroyed).toBe(false);
+  }, 30_000);
 });

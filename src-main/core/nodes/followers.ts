@@ -20,6 +20,12 @@ const HELLO_MS = 10_000;
 const MAX_HELLO_BYTES = 4096;
 /** A code is an address and a token: a few dozen characters. */
 const MAX_CODE_CHARS = 1024;
+/**
+ * Bytes a second a connection may send, a second's worth at once: a node says one short line a launch, so this is
+ * far above its need, and a flood of short lines (each parsed) is read no faster than this: the socket is paused
+ * until its allowance is back, so the sender is slowed by TCP, nothing it said is lost and the event loop stays free.
+ */
+const BYTES_PER_SEC = 64 << 10;
 
 export interface Followers {
   /** What `trainbench join` takes on the other nodes. */
@@ -61,7 +67,8 @@ export function decodeFollow(code: string): { host: string; port: number; token:
 }
 
 /** The hub, listening on `host` (the collector's address, one the other nodes reach) on a port the kernel picks. */
-export async function openFollowers(host: string): Promise<Followers> {
+export async function openFollowers(host: string, options: { bytesPerSec?: number } = {}): Promise<Followers> {
+  const rate = options.bytesPerSec ?? BYTES_PER_SEC;
   const token = randomBytes(32).toString('hex');
   const expected = Buffer.from(JSON.stringify({ type: 'follow', token }));
   const nodes = new Set<net.Socket>();
@@ -98,9 +105,25 @@ export async function openFollowers(host: string): Promise<Followers> {
     let followed = false;
     let name = printable(`${socket.remoteAddress ?? '?'}`);
     const timer = setTimeout(() => socket.destroy(), HELLO_MS);
+    let allowance = rate;
+    let filledAt = Date.now();
+    let paused: NodeJS.Timeout | null = null;
+    /** Takes `bytes` from the connection's allowance; past it, reads nothing more until it is back. */
+    const spend = (bytes: number) => {
+      const now = Date.now();
+      allowance = Math.min(rate, allowance + ((now - filledAt) / 1000) * rate) - bytes;
+      filledAt = now;
+      if (allowance >= 0 || paused !== null) return;
+      socket.pause();
+      paused = setTimeout(() => {
+        paused = null;
+        socket.resume();
+      }, Math.ceil((-allowance / rate) * 1000));
+    };
     socket.on('error', () => undefined);
     socket.on('close', () => {
       clearTimeout(timer);
+      if (paused !== null) clearTimeout(paused);
       nodes.delete(socket);
       sockets.delete(socket);
       pending.delete(socket);
@@ -128,6 +151,7 @@ export async function openFollowers(host: string): Promise<Followers> {
       return true;
     };
     socket.on('data', (chunk: Buffer) => {
+      spend(chunk.length);
       buffered = Buffer.concat([buffered, chunk]);
       let nl: number;
       while ((nl = buffered.indexOf(10)) >= 0) {
