@@ -52,10 +52,14 @@ export interface AccessOptions {
 
 const PREVIEW_RECORDS = 5;
 const PREVIEW_VALUES = 8;
+/** Bytes a preview reads at most (at least one record): records are read whole, and a few values of each are shown. */
+const PREVIEW_BYTES = 4 << 20;
 
 /** Importing, caching, listing, verifying and benchmarking datasets. */
 export class DatasetService {
   private readonly jobs = new Map<string, AbortController>();
+  /** Previews run one at a time: each may hold a record (up to MAX_RECORD_BYTES), so many at once would add up. */
+  private previews: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly workspace: Workspace,
@@ -93,10 +97,19 @@ export class DatasetService {
     return { ...(await readCsvHeader(this.confinePath(file, access))), path: file };
   }
 
-  async inspect(spec: SourceSpec, access: AccessOptions = {}): Promise<InspectResult> {
-    const source = await openSource(this.confine(spec, access));
-    const preview: Record<string, number[]>[] = Array.from({ length: Math.min(PREVIEW_RECORDS, source.records) }, () => ({}));
-    const it = source.chunks(PREVIEW_RECORDS);
+  inspect(spec: SourceSpec, access: AccessOptions = {}): Promise<InspectResult> {
+    const confined = this.confine(spec, access);
+    const run = this.previews.then(() => this.preview(confined));
+    this.previews = run.catch(() => undefined);
+    return run;
+  }
+
+  private async preview(spec: SourceSpec): Promise<InspectResult> {
+    const source = await openSource(spec);
+    const bytes = source.fields.reduce((a, f) => a + recordBytes(f), 0);
+    const shown = Math.min(PREVIEW_RECORDS, source.records, Math.max(1, Math.floor(PREVIEW_BYTES / Math.max(1, bytes))));
+    const preview: Record<string, number[]>[] = Array.from({ length: shown }, () => ({}));
+    const it = source.chunks(shown);
     try {
       const first = await it.next();
       if (!first.done) {

@@ -20,6 +20,11 @@ async function readAt(fh: fs.FileHandle, offset: number, length: number): Promis
   return buf.subarray(0, bytesRead);
 }
 
+/** A central directory's bytes at most: np.savez writes ~100 bytes an array; a larger one is a planted file, not read. */
+const MAX_DIRECTORY_BYTES = 16 << 20;
+/** Arrays in one archive at most: each is a field of the dataset, and each is opened to read its header. */
+const MAX_ARRAYS = 1024;
+
 /** The central directory of a zip file (with zip64 sizes and offsets, which np.savez writes for big arrays). */
 async function zipEntries(fh: fs.FileHandle, size: number, file: string): Promise<ZipEntry[]> {
   const tailLength = Math.min(size, 65536 + 22);
@@ -46,6 +51,9 @@ async function zipEntries(fh: fs.FileHandle, size: number, file: string): Promis
     cdOffset = Number(z64.readBigUInt64LE(48));
   }
   if (cdOffset + cdSize > size) throw new ApiError('E_DATA', `${file} is truncated: its central directory lies past the end of the file`);
+  if (cdSize > MAX_DIRECTORY_BYTES || count > MAX_DIRECTORY_BYTES / 46) {
+    throw new ApiError('E_DATA', `${file}: its zip directory claims ${count} entries in ${cdSize} bytes, more than the ${MAX_DIRECTORY_BYTES >> 20} MiB an .npz's directory may take`);
+  }
   const cd = await readAt(fh, cdOffset, cdSize);
   const entries: ZipEntry[] = [];
   let p = 0;
@@ -92,6 +100,7 @@ export async function npzSource(path: string): Promise<RecordSource> {
   try {
     const entries = (await zipEntries(fh, size, path)).filter((e) => e.name.endsWith('.npy'));
     if (entries.length === 0) throw new ApiError('E_DATA', `${path} holds no .npy arrays`);
+    if (entries.length > MAX_ARRAYS) throw new ApiError('E_DATA', `${path} holds ${entries.length} .npy arrays; a dataset has at most ${MAX_ARRAYS} fields`);
     const parts: RecordSource[] = [];
     for (const e of entries) {
       // Entry names are the archive's words: shown only as a clean excerpt.

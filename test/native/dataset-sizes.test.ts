@@ -1,0 +1,89 @@
+// Attack round 8, finding 1: a few bytes of a planted or uploaded source made datasets.inspect allocate what its header
+// claimed: a sparse .npy of 5 records of 200 MB (4 KB on disk), a 978 KB deflated .npz of the same, a gzipped IDX, or an
+// .npz whose zip directory claims 1 GB. RSS went to 3-6 GB. Records are now at most 64 MiB, a preview reads at most
+// 4 MiB (one record at least), previews run one at a time, and an .npz's directory is at most 16 MiB and 1,024 arrays.
+import { closeSync, openSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { Services } from '../../src-main/core/services';
+import { npyBytes, zipBytes } from '../helpers/numpy';
+import { testServices } from '../helpers/services';
+
+let services: Services;
+let cleanup: () => Promise<void>;
+beforeAll(async () => ({ services, cleanup } = await testServices()));
+afterAll(async () => cleanup?.());
+
+const src = (name: string) => path.join(services.workspace.root, 'sources', name);
+const inspect = (source: object) => services.router.dispatch('datasets.inspect', { source });
+type Inspected = { records: number; preview: Record<string, number[]>[] };
+
+describe('a source whose header claims huge records', () => {
+  it('a sparse .npy of 5 records of 200 MB is refused from its header, naming the record size and the limit', async () => {
+    // The header only: the data is a hole (4 KB on disk), as a planted file's would be.
+    writeFileSync(src('sparse.npy'), npyBytes('|u1', [5, 200_000_000], new Uint8Array(0)));
+    truncateSync(src('sparse.npy'), 1_000_000_128);
+    await expect(inspect({ kind: 'npy', path: 'sources/sparse.npy', field: 'x' })).rejects.toMatchObject({
+      code: 'E_DATA',
+      message: expect.stringMatching(/sources\/sparse\.npy: one record is 200000000 bytes \(x 200000000 uint8\), more than the 64 MiB a record may hold$/),
+    });
+    await expect(services.router.dispatch('datasets.build', { source: { kind: 'npy', path: 'sources/sparse.npy', field: 'x' }, name: 'sparse' })).rejects.toMatchObject({ code: 'E_DATA' });
+  });
+
+  it('a deflated .npz and a gzipped IDX that inflate to 5 records of 200 MB are refused before anything is inflated', async () => {
+    const header = npyBytes('|u1', [5, 200_000_000], new Uint8Array(0));
+    writeFileSync(src('bomb.npz'), zipBytes([{ name: 'x.npy', data: Buffer.concat([header, Buffer.alloc(1 << 20)]) }], true));
+    await expect(inspect({ kind: 'npz', path: 'sources/bomb.npz' })).rejects.toMatchObject({ code: 'E_DATA', message: expect.stringContaining('one record is 200000000 bytes (x 200000000 uint8), more than the 64 MiB') });
+    // IDX: magic 0x00000803 (unsigned bytes, 3 dimensions) 5 x 20000 x 10000.
+    const idx = Buffer.alloc(16);
+    idx.writeUInt32BE(0x00000803, 0);
+    idx.writeUInt32BE(5, 4);
+    idx.writeUInt32BE(20000, 8);
+    idx.writeUInt32BE(10000, 12);
+    writeFileSync(src('bomb-idx3-ubyte.gz'), gzipSync(Buffer.concat([idx, Buffer.alloc(1 << 20)])));
+    await expect(inspect({ kind: 'idx', files: [{ path: 'sources/bomb-idx3-ubyte.gz', field: 'x' }] })).rejects.toMatchObject({ code: 'E_DATA', message: expect.stringContaining('more than the 64 MiB a record may hold') });
+  });
+
+  it('previews one record, not five, when records are 8 MB, and several previews at once all answer', async () => {
+    // 5 records of 2M float32 (8 MB each), deflated: 40 MB of zeros in a few KB. Values 0.. in the first record.
+    const first = new Float32Array(2_000_000).map((_, i) => (i < 16 ? i : 0));
+    const data = Buffer.concat([Buffer.from(first.buffer), Buffer.alloc(4 * 8_000_000)]);
+    writeFileSync(src('big.npz'), zipBytes([{ name: 'v.npy', data: npyBytes('<f4', [5, 2_000_000], data) }], true));
+    const answers = (await Promise.all(Array.from({ length: 4 }, () => inspect({ kind: 'npz', path: 'sources/big.npz' })))) as Inspected[];
+    for (const a of answers) {
+      expect(a.records).toBe(5);
+      expect(a.preview).toEqual([{ v: [0, 1, 2, 3, 4, 5, 6, 7] }]);
+    }
+  });
+});
+
+describe('an .npz whose zip directory claims too much', () => {
+  it('a sparse 1 GiB .npz whose directory claims all of it is refused without reading it', async () => {
+    const size = 1 << 30;
+    const fd = openSync(src('directory.npz'), 'w');
+    const eocd = Buffer.alloc(22);
+    eocd.writeUInt32LE(0x06054b50, 0);
+    eocd.writeUInt16LE(1, 8);
+    eocd.writeUInt16LE(1, 10);
+    eocd.writeUInt32LE(size - 22, 12); // directory size: the whole file
+    eocd.writeUInt32LE(0, 16); // at offset 0
+    writeSync(fd, eocd, 0, 22, size - 22);
+    closeSync(fd);
+    await expect(inspect({ kind: 'npz', path: 'sources/directory.npz' })).rejects.toMatchObject({
+      code: 'E_DATA',
+      message: expect.stringMatching(new RegExp(`sources/directory\\.npz: its zip directory claims 1 entries in ${size - 22} bytes, more than the 16 MiB an \\.npz's directory may take$`)),
+    });
+  });
+
+  it('an .npz of 1,025 arrays is refused, naming the count and the limit', async () => {
+    const one = npyBytes('<f4', [2], Buffer.from(new Float32Array([1, 2]).buffer));
+    writeFileSync(src('many.npz'), zipBytes(Array.from({ length: 1025 }, (_, i) => ({ name: `a${i}.npy`, data: one })), false));
+    await expect(inspect({ kind: 'npz', path: 'sources/many.npz' })).rejects.toMatchObject({
+      code: 'E_DATA',
+      message: expect.stringMatching(/sources\/many\.npz holds 1025 \.npy arrays; a dataset has at most 1024 fields$/),
+    });
+  });
+});
