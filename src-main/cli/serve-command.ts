@@ -1,5 +1,6 @@
 import path from 'node:path';
 
+import { ApiError } from '../api/errors';
 import { createServices } from '../core/services';
 import { packageRoot } from '../engine/package-root';
 import { isLoopbackHost } from '../server/auth';
@@ -16,13 +17,23 @@ export interface ServeFlags {
 /** `trainbench serve`: the workbench in a browser, for rigs without a screen. */
 export async function serveCommand(opts: ServeFlags): Promise<void> {
   const services = await createServices({ workspaceDir: opts.workspace, allowScripts: opts.allowScripts === true, ...(opts.collectorHost ? { collectorHost: opts.collectorHost } : {}), downloads: { offered: true }, keepTelemetryHistory: true });
-  await services.engine.start();
-  const server = await startServer({
-    services,
-    rendererDir: path.join(packageRoot(), 'dist', 'renderer'),
-    host: opts.host,
-    port: opts.port,
-  });
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    await services.engine.start();
+    server = await startServer({
+      services,
+      rendererDir: path.join(packageRoot(), 'dist', 'renderer'),
+      host: opts.host,
+      port: opts.port,
+    });
+  } catch (err) {
+    // The engine's host process and the telemetry pollers would keep the command alive with nothing served.
+    await services.dispose();
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new ApiError('E_BAD_INPUT', `port ${opts.port} on ${opts.host} is in use: stop what holds it, or choose another with --port`);
+    if (code === 'EADDRNOTAVAIL') throw new ApiError('E_BAD_INPUT', `--host ${opts.host} is not an address of this machine`);
+    throw err;
+  }
   // A promise some request left unhandled must not end a server that any page can reach; say so and go on.
   process.on('unhandledRejection', (reason) => {
     process.stderr.write(`trainbench serve: unhandled rejection (kept serving): ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}\n`);

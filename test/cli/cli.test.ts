@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -53,6 +54,23 @@ describe('trainbench serve', () => {
     expect(code).not.toBe(0);
     expect(stderr).toContain('"70000"');
   });
+
+  it('ends by itself when the port is taken, naming it (its engine host stopped, which kept it alive)', async () => {
+    const held = net.createServer();
+    await new Promise<void>((resolve) => held.listen(0, '127.0.0.1', resolve));
+    const { port } = held.address() as net.AddressInfo;
+    try {
+      // It used to print EADDRINUSE and hang, its engine host alive: execFile's timeout would kill it here.
+      const child = execFile(process.execPath, [CLI, 'serve', '--port', String(port), '--workspace', ws.dir], { timeout: 60_000 });
+      let stderr = '';
+      child.stderr!.on('data', (d: string) => (stderr += d));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+      expect(code, stderr).toBe(1);
+      expect(stderr).toContain(`trainbench: E_BAD_INPUT: port ${port} on 127.0.0.1 is in use: stop what holds it, or choose another with --port`);
+    } finally {
+      held.close();
+    }
+  }, 90_000);
 });
 
 describe('trainbench', () => {
