@@ -1,12 +1,13 @@
 // core/workspace-files.ts, the one way the services touch a workspace file: each
 // rule against the planted file it exists for (issue 23).
 import { execFileSync } from 'node:child_process';
-import { linkSync, lstatSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { linkSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import type { Workspace } from '../../src-main/core/workspace/workspace';
+import { readRunTelemetryCut } from '../../src-main/core/workspace/run-telemetry';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import {
   copyFileOut,
@@ -107,6 +108,20 @@ describe('writing', () => {
     execFileSync('mkfifo', [at('runs', 'r', 'telemetry.jsonl')]);
     expect(() => createFileWriteStream(ws, 'runs/r/telemetry.jsonl', { append: true })).toThrow(/runs\/r\/telemetry.jsonl/);
     expect(readFileSync(secret(), 'utf8')).toBe('SECRET\n');
+  });
+
+  it('a telemetry.jsonl that links outside leaves the run shown without telemetry, as one linking inside does (attack round 8)', async () => {
+    mkdirSync(at('runs', 'r'));
+    writeFileSync(at('runs', 'r', 'inside.jsonl'), '{}\n');
+    for (const target of [secret(), at('runs', 'r', 'inside.jsonl')]) {
+      rmSync(at('runs', 'r', 'telemetry.jsonl'), { force: true });
+      symlinkSync(target, at('runs', 'r', 'telemetry.jsonl'));
+      await expect(readTextCapped(ws, 'runs/r/telemetry.jsonl', 1 << 20)).rejects.toMatchObject({ problem: 'link', message: expect.stringMatching(/runs\/r\/telemetry\.jsonl.* link/) });
+      expect(await readRunTelemetryCut(ws, 'r')).toEqual({ samples: [], cut: null });
+    }
+    // A link at a folder on the way still says it leads outside.
+    symlinkSync(out.dir, at('runs', 'out'));
+    await expect(readTextCapped(ws, 'runs/out/secret', 1 << 20)).rejects.toThrow('path "runs/out/secret" leads outside the workspace through a link');
   });
 
   it('does not append through a hard link to a file outside the workspace', async () => {

@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../../api/errors';
 import { ApiError } from '../../api/errors';
 
 /** What is wrong with a workspace file: callers tell a missing file (often normal) from the rest. */
@@ -8,8 +9,9 @@ export class WorkspaceFileError extends ApiError {
     readonly problem: FileProblem,
     readonly file: string,
     message: string,
+    code: ErrorCode = problem === 'missing' ? 'E_BAD_INPUT' : 'E_DATA',
   ) {
-    super(problem === 'missing' ? 'E_BAD_INPUT' : 'E_DATA', message);
+    super(code, message);
   }
 }
 

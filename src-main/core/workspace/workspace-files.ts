@@ -10,7 +10,7 @@
 // file and the problem, never its contents. The lint rule in eslint.config.mjs
 // keeps node:fs out of the other services.
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, createReadStream, createWriteStream, fstatSync, openSync, promises as fs, readlinkSync, realpathSync, type WriteStream } from 'node:fs';
+import { closeSync, constants, createReadStream, createWriteStream, fstatSync, lstatSync, openSync, promises as fs, readlinkSync, realpathSync, type WriteStream } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -42,6 +42,27 @@ function isWithin(root: string, p: string): boolean {
 /** `file` (relative to the root, or absolute inside it) checked by name and real path; absolute. */
 export function confinedPath(workspace: Workspace, file: string): string {
   return workspace.resolve(path.isAbsolute(file) ? path.relative(workspace.root, file) : file);
+}
+
+/**
+ * confinedPath for a file to read: a link at the file itself that leads out is the 'link' problem, as one that stays
+ * inside is (a caller that shows a run without a linked telemetry.jsonl must not fail the run because the link leads out).
+ */
+function confinedFile(workspace: Workspace, file: string): string {
+  try {
+    return confinedPath(workspace, file);
+  } catch (err) {
+    const lexical = path.resolve(workspace.root, path.isAbsolute(file) ? path.relative(workspace.root, file) : file);
+    const inside = !path.relative(workspace.root, lexical).startsWith('..');
+    let link = false;
+    try {
+      link = inside && lstatSync(lexical).isSymbolicLink();
+    } catch {
+      // not there as a link either: the confinement's own error stands
+    }
+    if (!link) throw err;
+    throw new WorkspaceFileError('link', shownPath(workspace, lexical), (err as Error).message, (err as ApiError).code);
+  }
 }
 
 /** The file as messages name it: relative to the workspace. */
@@ -98,7 +119,7 @@ export interface OpenedFile {
 
 /** Opens a regular file of the workspace for reading; the caller closes the handle. */
 export async function openFile(workspace: Workspace, file: string): Promise<OpenedFile> {
-  const abs = confinedPath(workspace, file);
+  const abs = confinedFile(workspace, file);
   const shown = shownPath(workspace, abs);
   if (!NOFOLLOW) {
     const l = await fs.lstat(abs).catch((err: unknown) => {
