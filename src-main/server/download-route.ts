@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import { DOWNLOAD_PATH, DOWNLOAD_TOKEN_HEADER, DownloadKindSchema, type DownloadKind } from '../api/downloads';
-import { ApiError } from '../api/errors';
+import { ApiError, toApiError } from '../api/errors';
 import { DownloadRefused } from '../core/downloads/download-plan';
 import type { DownloadService } from '../core/downloads/download-service';
 import { isAllowedOrigin, tokensEqual } from './auth';
@@ -87,7 +87,9 @@ export function downloadHandler(options: DownloadRouteOptions) {
       plan = await downloads.plan(which.kind, which.id);
     } catch (err) {
       const status = err instanceof DownloadRefused ? err.status : err instanceof ApiError && err.code === 'E_BAD_INPUT' ? 400 : 422;
-      return refuse(res, status, `${which.kind} ${which.id.slice(0, 200)} cannot be downloaded: ${(err as Error).message}`);
+      // Our refusals name workspace files relative to it already; anything else (a system call's words) is cleaned as the API cleans it.
+      const message = err instanceof DownloadRefused ? err.message : toApiError(err).toPayload(downloads.root).message;
+      return refuse(res, status, `${which.kind} ${which.id.slice(0, 200)} cannot be downloaded: ${message}`);
     }
     active++;
     try {

@@ -280,6 +280,29 @@ describe('serve mode downloads', () => {
     await expectServing();
   });
 
+  it('leaves out, and lists, files whose names a zip cannot hold, sending the rest (attack round 8)', async () => {
+    const run = '20261127-171717-ba5e11';
+    put(`runs/${run}/run.json`, RUN_JSON);
+    // Legal names here; a backslash is a separator where the zip is opened, a control character no name at all.
+    put(`runs/${run}/..\\..\\Users\\Public\\evil.bat`, 'x');
+    put(`runs/${run}/bell\x07.txt`, 'x');
+    mkdirSync(path.join(workspace.dir, 'runs', run, 'a\\b'));
+    put(`runs/${run}/a\\b/inner.txt`, 'x');
+    const ticket = await call('downloads.prepare', { kind: 'run', id: run });
+    expect(ticket.result).toMatchObject({ files: 1 });
+    const why = 'a name a zip cannot hold (a backslash or a control character)';
+    expect(new Set(ticket.result!.skipped as unknown[])).toEqual(
+      new Set([
+        { name: `${run}/..\\..\\Users\\Public\\evil.bat`, reason: why },
+        { name: `${run}/bell\\x07.txt`, reason: why },
+        { name: `${run}/a\\b`, reason: why },
+      ]),
+    );
+    const answer = await get(ticket.result!.url as string);
+    expect(answer.status).toBe(200);
+    expect(Object.keys(entries(answer.body)).sort()).toEqual([`${run}/SKIPPED.txt`, `${run}/run.json`]);
+  });
+
   it('names at most 200 entries left out, and counts the rest', async () => {
     const run = '20261127-161616-11e5e5';
     put(`runs/${run}/run.json`, RUN_JSON);

@@ -9,6 +9,7 @@ import { ID_PATTERN } from '../../api/ids';
 import { printable } from '../../api/shell-word';
 import { markdownFileOf, readReportMeta, reportDir } from '../reports/report-store';
 import type { Workspace } from '../workspace/workspace';
+import { isZipEntryName } from './zip-writer';
 import { entryProblem, folderProblem, isMissing, listFolder, MiB, type FolderEntry } from '../workspace/workspace-files';
 
 export interface DownloadLimits {
@@ -143,8 +144,22 @@ export async function planRun(workspace: Workspace, id: string, limits: Download
   await requireItemFolder(workspace, dir, `run ${id}`, 'runs.list');
   const plan: DownloadPlan = { kind: 'run', id, fileName: safeFileName(`run-${id}.zip`), files: [], totalBytes: 0, skipped: [], unlisted: 0 };
   const walk = async (rel: string, depth: number): Promise<void> => {
-    for (const entry of await listFolder(workspace, path.posix.join(dir, rel))) {
+    let entries;
+    try {
+      entries = await listFolder(workspace, path.posix.join(dir, rel));
+    } catch (err) {
+      if (!rel) throw err;
+      // One folder the server may not read (its mode, a file system error) leaves the rest of the run downloadable.
+      skip(plan, { name: `${id}/${rel}/`, reason: `a folder that cannot be read (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})` });
+      return;
+    }
+    for (const entry of entries) {
       const inner = rel ? `${rel}/${entry.name}` : entry.name;
+      // A name legal here but not in a zip (a backslash, a control character): every other file still goes.
+      if ((entry.kind === 'dir' || entry.kind === 'file') && !isZipEntryName(`${id}/${inner}`)) {
+        skip(plan, { name: `${id}/${inner}`, reason: 'a name a zip cannot hold (a backslash or a control character)' });
+        continue;
+      }
       if (entry.kind === 'dir') {
         if (depth >= limits.maxDepth) skip(plan, { name: `${id}/${inner}/`, reason: `a folder more than ${limits.maxDepth} levels deep` });
         else await walk(inner, depth + 1);

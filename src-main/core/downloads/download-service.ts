@@ -35,6 +35,11 @@ export class DownloadService {
   private readonly tickets = new Map<string, { kind: DownloadKind; id: string; expires: number }>();
   private readonly now: () => number;
 
+  /** The workspace folder: an unexpected error's words name its files relative to it. */
+  get root(): string {
+    return this.workspace.root;
+  }
+
   constructor(
     private readonly workspace: Workspace,
     private readonly options: DownloadServiceOptions,

@@ -43,10 +43,13 @@ export function dosDateTime(when: Date): { time: number; date: number } {
 
 /** An entry name: relative, '/'-separated, no '.' or '..' part, no backslash or control character. */
 export function checkEntryName(name: string): void {
+  if (!isZipEntryName(name)) throw new Error(`${JSON.stringify(name)} is not a zip entry name (relative, '/'-separated, no '.' or '..' parts)`);
+}
+
+/** Relative, '/'-separated, no empty, '.' or '..' part, no backslash (a separator on Windows) or control character. */
+export function isZipEntryName(name: string): boolean {
   const parts = name.split('/');
-  if (!name || name.length > 1024 || name.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..') || /[\\\p{Cc}]/u.test(name)) {
-    throw new Error(`${JSON.stringify(name)} is not a zip entry name (relative, '/'-separated, no '.' or '..' parts)`);
-  }
+  return !(!name || name.length > 1024 || name.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..') || /[\\\p{Cc}]/u.test(name));
 }
 
 export interface ZipWriterOptions {
