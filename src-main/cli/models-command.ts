@@ -12,6 +12,7 @@ import { shellWord } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { choiceArg, intArg } from './train-inputs';
+import { jsonText } from './json-out';
 
 /** One line per model: name, family, and why a spec file cannot be used. */
 export function formatModels(models: readonly ModelEntry[]): string {
@@ -70,7 +71,7 @@ export function modelsCommand(out: NodeJS.WritableStream = process.stdout): Comm
       const services = await createServices({ workspaceDir: opts.workspace });
       try {
         const list = (await services.router.dispatch('models.list', {})) as ModelEntry[];
-        out.write((opts.json ? JSON.stringify(list, null, 2) : formatModels(list)) + '\n');
+        out.write((opts.json ? jsonText(list, 2) : formatModels(list)) + '\n');
       } finally {
         await services.dispose();
       }
@@ -100,10 +101,10 @@ export function modelsCommand(out: NodeJS.WritableStream = process.stdout): Comm
           saved = result.path;
         }
         if (opts.json) {
-          out.write(JSON.stringify({ path: saved, spec: sized.spec }, null, 2) + '\n');
+          out.write(jsonText({ path: saved, spec: sized.spec }, 2) + '\n');
           return;
         }
-        out.write(`${family} sized to ${dataset.name} (${sized.summary})\n${JSON.stringify(sized.spec)}\n`);
+        out.write(`${family} sized to ${dataset.name} (${sized.summary})\n${jsonText(sized.spec)}\n`);
         // The command as typed from anywhere: the workspace named unless it is the default one.
         const where = path.resolve(opts.workspace) === path.resolve(defaultWorkspaceDir()) ? '' : ` --workspace ${shellWord(opts.workspace)}`;
         // --model takes the name it was saved under, unless a built-in has that name (the built-in comes first).

@@ -23,6 +23,7 @@ import { formatOptimise, progressLine, repeatNote } from './optimise-format';
 import { reportWrittenLines } from './report-written';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, parseBytes, ratioArg, secondsRangeArg } from './train-inputs';
+import { jsonText } from './json-out';
 
 interface OptimiseFlags extends MeasuredTargetFlags {
   readFrom: 'cache' | 'source';
@@ -218,7 +219,7 @@ async function runWizard(
     });
     if (drawn) process.stderr.write('\n');
     drawn = false;
-    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatOptimise(result)) + '\n');
+    process.stdout.write((flags.json ? jsonText(result, 2) : formatOptimise(result)) + '\n');
     if (flags.report) {
       // The wizard's run first (its attempts are the report), then the batch search it ran, so both are written up.
       const search = isEngineOptimise(result) ? result.target.batchSearch?.runId : undefined;

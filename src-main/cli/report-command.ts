@@ -7,6 +7,7 @@ import { REPORT_SECTIONS } from '../api/reports';
 import { printable } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
+import { jsonText } from './json-out';
 
 /** "status,context,attempts": sections in the order given, each one of REPORT_SECTIONS. */
 export function parseSections(value: string): ReportSection[] {
@@ -42,7 +43,7 @@ export function reportCommand(out: NodeJS.WritableStream = process.stdout): Comm
         const report = (await services.router.dispatch('reports.generate', { runIds, title: flags.title, sections: flags.sections })) as ReportDetail;
         const exported = flags.out ? await services.reports.exportTo(report.summary.id, path.resolve(flags.out)) : null;
         if (flags.json) {
-          out.write(JSON.stringify({ ...report, exported }, null, 2) + '\n');
+          out.write(jsonText({ ...report, exported }, 2) + '\n');
           return;
         }
         const lines = [

@@ -141,6 +141,25 @@ describe('a command planted in a run file', () => {
     expect(summary.title).not.toMatch(RAW_CONTROL);
     expect(summary.title).toContain('evil.py\\x1b[2K\\rpython3');
   });
+
+  it('runs --json writes a planted C1 control, line separator or bidi override as a \\u escape: the same JSON, inert on a screen (attack round 8)', async () => {
+    const id = '20260101-000002-c1kind';
+    const kind = 'k\x1b[31m\u009b2J\u2028X\u202e';
+    mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });
+    const record = JSON.parse(readFileSync(path.join(ws.dir, 'runs', ID, 'run.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify({ ...record, id, kind }));
+    try {
+      const r = await trainbench('runs', '--json', '--workspace', ws.dir);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).not.toMatch(RAW_CONTROL);
+      expect(r.stdout).not.toMatch(/[\u2028\u2029\u202a-\u202e]/);
+      expect(r.stdout).toContain('\\u009b2J\\u2028X\\u202e');
+      const runs = JSON.parse(r.stdout) as { id: string; kind: string }[];
+      expect(runs.find((x) => x.id === id)?.kind).toBe(kind);
+    } finally {
+      rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
+    }
+  });
 });
 
 describe('names planted in the workspace (the re-attack: a run folder, a model file, a dataset folder)', () => {
