@@ -1,5 +1,5 @@
 import type { BuildResult, CacheDType, InspectResult, SourceSpecInput, TestSplit } from '@api/datasets';
-import { BuildRequestSchema, CacheFieldSchema, MAX_SPLIT_SEED, MAX_TEST_FRACTION, splitSeedProblem } from '@api/datasets';
+import { BuildRequestSchema, CacheFieldSchema, heldOutTestName, MAX_SPLIT_SEED, MAX_TEST_FRACTION, splitSeedProblem } from '@api/datasets';
 import { printable } from '@api/shell-word';
 import { computed, ref, shallowRef, watch } from 'vue';
 
@@ -168,6 +168,20 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
   const working = ref(false);
   const busy = computed(() => working.value || datasets.building || loader.running);
   const error = ref<string | null>(null);
+  /**
+   * What a build under this name replaces, said before the build: the newest cache of a name is the dataset, and an
+   * earlier import's held-out test set goes with it (it would hold records the new one trains on).
+   */
+  const replaces = computed((): string | null => {
+    const own = datasets.list.find((d) => d.name === name.value.trim() && d.split?.part !== 'test');
+    if (!own) return null;
+    const test = datasets.list.find((d) => d.name === heldOutTestName(own.name) && d.split?.part === 'test');
+    return (
+      `A dataset named ${printable(own.name)} is in the workspace (${own.records.toLocaleString()} records, built ${own.createdAt.slice(0, 10)}): ` +
+      `building replaces it${test ? `, and its held-out test set ${printable(test.name)} with it` : ''}, unless the source and settings are the same. ` +
+      'Choose another name to keep both.'
+    );
+  });
 
   function showBuild(): void {
     step.value = 'build';
@@ -369,7 +383,7 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
 
   return {
     step, kind, files, csvColumns, csvLabel, csvLabelDtype, readingHeader, sourceProblem, settingsProblem, boardRecords, boardSeed, name, shardMiB, sampleRatio, testSplit,
-    inspected, mapping, progress, built, busy, error,
+    inspected, mapping, progress, built, busy, error, replaces,
     addFile, removeFile, inspect, build, cancel, benchmark, restart,
   };
 }
