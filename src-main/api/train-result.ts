@@ -79,6 +79,12 @@ export const ScriptTrainDetailSchema = z.object({
   processTree: z.object({ processes: z.number().int(), cpuPercent: z.number().nullable(), peakRssBytes: z.number() }).nullable(),
   /** The curves, thinned evenly to at most 2,000 points. */
   series: z.array(ScriptRunPointSchema),
+  /**
+   * Rank 0's loss at each step ([step, loss], the scalar the script gave backward()), thinned evenly to at most 2,000:
+   * the series' losses are means over its points, which a run of a few hundred milliseconds has one or two of.
+   * Absent from runs recorded before it was kept.
+   */
+  lossCurve: z.array(z.tuple([z.number(), z.number()])).default([]),
   /** The whole output is in `file` (O/E prefixed lines); the last lines are kept here. */
   output: z.object({ file: z.string(), lines: z.number().int(), tail: z.array(ScriptOutputLineSchema) }),
 });

@@ -65,6 +65,8 @@ describe('Script target in the Runs area', () => {
     expect(await detail.getByTestId('run-script-summary').innerText()).toMatch(/^100 optimizer steps · [\d,.]+ samples\/s .* last loss \d[\d.]* \(step 100\)/);
     await detail.getByTestId('run-script-rate-chart').waitFor();
     await detail.getByTestId('run-script-loss-chart').waitFor();
+    // Each step's loss (UI round 4: a short run's chart held one mean point, and drew nothing).
+    expect(await detail.getByTestId('run-script-loss-chart').getAttribute('aria-label')).toMatch(/^Training loss over 100 points, last [\d.]+ at step 100$/);
     await detail.getByTestId('run-telemetry').waitFor();
     expect(await detail.locator('[data-test="script-output"]').innerText()).toContain('Done! steps=100');
     const row = page.locator('[data-testid^="run-"][data-kind="train"]').filter({ hasText: /fashion_mnist_tutorial\.py --epochs 1 --limit 6400/ });

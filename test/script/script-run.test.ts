@@ -81,6 +81,8 @@ describe('train.run on a script target: a whole run of the user command', () => 
     expect(progress.at(-1)!.step).toBe(own);
     expect(result.target.series.at(-1)!.step).toBe(own);
     expect(result.target.series.some((p) => p.loss !== null && p.samplesPerSec !== null)).toBe(true);
+    // Each step's loss, as recorded (the series' are means over its points: a short run has one or two).
+    expect(result.target.lossCurve).toEqual([...losses].filter(([, v]) => v !== null).sort((x, y) => x[0] - y[0]));
 
     expect(log).toContain(`O Done! steps=${own}`);
     expect(existsSync(path.join(ws.dir, result.runDir, 'telemetry.jsonl'))).toBe(true);

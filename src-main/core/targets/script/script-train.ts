@@ -37,6 +37,7 @@ class RunFollower {
   readonly ranks = new Map<ProbeConnection, RankTally>();
   readonly losses = new LossTally();
   readonly series = new EvenThinner<ScriptRunPoint>(MAX_SERIES_POINTS);
+  readonly lossCurve = new EvenThinner<[number, number]>(MAX_SERIES_POINTS);
   readonly tail: { stream: 'stdout' | 'stderr'; line: string }[] = [];
   lines = 0;
   private lastEmit = 0;
@@ -162,7 +163,13 @@ export class ScriptTraining {
             run.appendEvent({ ...m, type: 'script.phases', rank });
           } else if (m.type === 'loss') {
             run.appendEvent({ ...m, type: 'script.loss', rank });
-            if (follower.tally(connection) === follower.lead()) follower.losses.add(m.steps, m.values);
+            if (follower.tally(connection) === follower.lead()) {
+              follower.losses.add(m.steps, m.values);
+              m.steps.forEach((step, i) => {
+                const value = m.values[i];
+                if (value !== null && Number.isFinite(value)) follower.lossCurve.push(() => [step, value]);
+              });
+            }
           } else if (m.type === 'lossOff' && follower.tally(connection) === follower.lead()) {
             follower.losses.off = m.reason;
           }
@@ -260,6 +267,7 @@ export class ScriptTraining {
         },
         processTree: extra.processTree,
         series: follower.series.result(),
+        lossCurve: follower.lossCurve.result(),
         output: { file: path.join(run.relativeDir, 'output.log'), lines: follower.lines, tail: follower.tail },
       },
     };
