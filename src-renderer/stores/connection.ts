@@ -13,6 +13,8 @@ export const useConnectionStore = defineStore('connection', () => {
   const transportState = ref<TransportState>('connecting');
   /** Last engine.status event (state, pid, restarts, last failure). */
   const engine = shallowRef<EngineStatusEvent | null>(null);
+  /** Why this window cannot connect, when its transport knows before trying (a serve tab without its token). */
+  const notice = ref<string | null>(null);
 
   let stop: (() => void) | null = null;
 
@@ -22,6 +24,7 @@ export const useConnectionStore = defineStore('connection', () => {
     const client = useApiClient();
     transportKind.value = client.transport.kind;
     transportState.value = client.transport.state();
+    notice.value = client.transport.notice ?? null;
     const offState = client.transport.onState((s) => {
       transportState.value = s;
       if (s === 'connected') void refreshEngine();
@@ -49,5 +52,5 @@ export const useConnectionStore = defineStore('connection', () => {
     stop = null;
   }
 
-  return { transportKind, transportState, engine, start, dispose };
+  return { transportKind, transportState, engine, notice, start, dispose };
 });

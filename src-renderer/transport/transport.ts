@@ -15,6 +15,8 @@ export interface Transport {
   close(): void;
   /** Adds data files to the workspace's sources/ folder; absent where a test's transport has none. */
   readonly sourceUploads?: SourceUploader;
+  /** Why it cannot connect, in words, known before it tries (a serve-mode tab opened without its token); else absent. */
+  readonly notice?: string;
 }
 
 /** A tiny listener set, used by both transports. */

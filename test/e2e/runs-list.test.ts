@@ -181,6 +181,14 @@ describe('Runs list', () => {
     await waitInView(other.getByTestId('run-detail'));
     expect(await other.getByTestId(`run-${filler(5)}`).getAttribute('aria-selected')).toBe('true');
     await other.close();
+    // The same link copied into a new tab has no token (each tab keeps its own): the page says so, not "reconnecting" forever.
+    const copied = new URL(fx.serve.url);
+    copied.search = '';
+    const bare = await fx.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await bare.goto(`${copied.toString()}#/runs?run=${filler(5)}`);
+    expect(await bare.getByTestId('transport-notice').innerText()).toMatch(/^This tab has no access token, so the workbench refuses it\. Open the address trainbench serve printed/);
+    await bare.screenshot({ path: path.join(SHOTS, 'runs-link-without-token.png') });
+    await bare.close();
     await page.close();
   }, 60_000);
 
