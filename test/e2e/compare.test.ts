@@ -137,6 +137,13 @@ describe('Compare and run pages', () => {
     const rows = await search.locator('tbody tr').allInnerTexts();
     expect(rows.length).toBeGreaterThan(1);
     expect(rows.some((r) => /\tout of memory\t/.test(r))).toBe(true); // the 20 MB limit stops the search: an OOM is a data point
+    // The Batch size page's columns (UI round 4: here a CPU search showed the prediction again as its "peak"): what
+    // the OS measured of the engine process, beside the prediction.
+    const heads = await search.locator('thead th').allInnerTexts();
+    expect(heads).toContain('predicted MiB');
+    expect(heads).toContain('process peak MiB');
+    expect(heads).not.toContain('measured MiB');
+    expect(await search.getByTestId('batch-size-chart').getAttribute('aria-label')).toMatch(/batch/);
     expect(await search.locator('p').first().innerText()).toMatch(/batch/);
     await page.screenshot({ path: path.join(SHOTS, 'run-batch-search.png'), fullPage: true });
     expect(await page.getByTestId('run-result-problem').count()).toBe(0);

@@ -45,7 +45,7 @@ describe('script runs in the Runs area', () => {
     expect(await search.locator('p').first().innerText()).toMatch(/batch 19 is the largest that fits \(20: out of memory\)/);
     const rows = await search.locator('tbody tr').allInnerTexts();
     expect(rows.filter((r) => /\tout of memory\t/.test(r)).length).toBeGreaterThan(0);
-    expect(await page.getByTestId('run-batch-chart').getAttribute('aria-label')).toMatch(/out of memory at batch .*20/);
+    expect(await search.getByTestId('batch-size-chart').getAttribute('aria-label')).toMatch(/out of memory at batch .*20/);
     expect(await page.getByTestId('run-result-problem').count()).toBe(0);
     await page.screenshot({ path: path.join(SHOTS, 'run-script-batch-search.png'), fullPage: true });
     expect(errors).toEqual([]);
