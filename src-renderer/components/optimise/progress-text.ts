@@ -25,7 +25,7 @@ export function progressText(p: OptimiseProgress): { text: string; fraction: num
     case 'batch-search':
       return { text: 'searching the batch size for the batch-size candidate (a run of kind batch-search)', fraction: 0 };
     case 'trial':
-      return { text: `trial ${p.trial ?? '?'} (at most ${p.maxTrials}): ${p.label ?? ''}, ${p.repetition === 0 ? 'measuring pair 1' : `pair ${p.repetition}`} of ${p.repetitions}${p.repetition === 0 ? '' : ' done'}`, fraction };
+      return { text: `trial ${p.trial ?? '?'} (at most ${p.maxTrials}): ${changeLabelWords(p.label ?? '')}, ${p.repetition === 0 ? 'measuring pair 1' : `pair ${p.repetition}`} of ${p.repetitions}${p.repetition === 0 ? '' : ' done'}`, fraction };
     case 'final':
       return { text: `final configuration vs baseline: ${p.repetition === 0 ? 'measuring pair 1' : `pair ${p.repetition}`} of ${p.repetitions}${p.repetition === 0 ? '' : ' done'}`, fraction };
     case 'done':
