@@ -204,6 +204,8 @@ export class WizardLoop<C, R extends Repetition> {
       out.rows.push(row('best', ma), row('candidate', mb));
       if (again) {
         out.remeasured++;
+        // Said at once: the pair count stands still meanwhile, and a person would otherwise see a stalled wizard.
+        this.progress(phase, index, i, k, `${label}; measuring pair ${i + 1} again (${differ})`, null);
         i--; // the same pair once more
         continue;
       }
