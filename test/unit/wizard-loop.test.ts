@@ -196,14 +196,15 @@ describe('the wizard loop and the machine around it (confounders)', () => {
 
   it('measures a pair again when another process crowded one side of it, and decides on the clean pairs', async () => {
     // A hog during launch 7, the first pair's candidate: that pair is measured again (launches 8 and 9), and the trial decides.
-    const runner = new KnownTarget('engine', realistic, () => null, () => undefined, (n) => (n === 7 ? hogged : quiet));
+    const hogAt7 = () => new KnownTarget('engine', realistic, () => null, () => undefined, (n) => (n === 7 ? hogged : quiet));
     const labels: (string | null)[] = [];
-    const loop = new WizardLoop(runner, oneTrial, { cancelled: () => false, progress: (p) => labels.push(p.label), afterTrial: async () => undefined });
+    const loop = new WizardLoop(hogAt7(), oneTrial, { cancelled: () => false, progress: (p) => labels.push(p.label), afterTrial: async () => undefined });
     await loop.baseline(start().best);
     await loop.search(start(), 0.01);
     // The progress says it, as it happens (UI round 4: "measuring pair 1 of 2" stood still for half a minute).
     expect(labels).toContain('workers 1 -> 2; measuring pair 1 again (other processes used 0.05 cores during the best and 1.30 cores during the candidate)');
-    const { state } = await wizard(new KnownTarget('engine', realistic, () => null, () => undefined, (n) => (n === 7 ? hogged : quiet)), oneTrial);
+    const runner = hogAt7();
+    const { state } = await wizard(runner, oneTrial);
     const [trial] = state.trials;
     expect(trial.decision).toBe('accept');
     expect(trial.bestSamplesPerSec).toHaveLength(5);
