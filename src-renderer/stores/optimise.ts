@@ -612,7 +612,8 @@ export const useOptimiseStore = defineStore('optimise', () => {
       progress.value = null;
       await loadState(id);
       // The person's own cancel is not an error: said plainly, with what they can do in the app (issue 27).
-      if (cancelled.value) error.value = `Cancelled after ${trials.value.length} trial${trials.value.length === 1 ? '' : 's'}. What was measured is kept: Resume in the list below goes on from there.`;
+      // The state is saved after the baseline and after each trial: a cancel inside the baseline keeps nothing to go on from.
+      if (cancelled.value) error.value = cancelledWords(trials.value.length, state.value?.baseline != null || trials.value.length > 0);
       void refreshPast();
     }
   }
@@ -756,3 +757,9 @@ export const useOptimiseStore = defineStore('optimise', () => {
 
   return { script, target, form, invalid, applied, applyBatchSearch, applyScriptBatchSearch, attachedRequest, jobId, state, trials, progress, preparingData, result, running, watching, error, cancelled, past, pastLoading, pastError, refreshPast, start, resume, attach, cancel, open, choose };
 });
+
+/** What a person's own cancel of the engine wizard leaves, in words: Resume goes on from the saved baseline and trials, or starts again. */
+export function cancelledWords(trials: number, baselineSaved: boolean): string {
+  if (!baselineSaved) return 'Cancelled before the baseline was measured in full: nothing was kept, and Resume in the list below measures the baseline again.';
+  return `Cancelled after ${trials} trial${trials === 1 ? '' : 's'}. The baseline and every finished trial are kept: Resume in the list below goes on from there (a trial that was running is measured again).`;
+}

@@ -150,7 +150,7 @@ describe('a job outlives its page, in every area', () => {
     await page.getByTestId('opt-cancel').click();
     const stopped = page.getByTestId('opt-error');
     await stopped.waitFor({ timeout: 30_000 });
-    expect(await stopped.innerText()).toMatch(/^Cancelled after \d+ trials?\. What was measured is kept: Resume in the list below goes on from there\.$/);
+    expect(await stopped.innerText()).toMatch(/^(Cancelled after \d+ trials?\. The baseline and every finished trial are kept: Resume in the list below goes on from there \(a trial that was running is measured again\)|Cancelled before the baseline was measured in full: nothing was kept, and Resume in the list below measures the baseline again)\.$/);
     expect(await page.getByTestId('opt-progress').count()).toBe(0);
     await expect.poll(() => jobsText(page)).toBe('no jobs running');
     // The list is read again when it ends: cancelled, with Resume.

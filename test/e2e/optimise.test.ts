@@ -103,7 +103,7 @@ describe('Optimise area', () => {
     const stopped = page.getByTestId('opt-error');
     await stopped.waitFor({ timeout: 30_000 });
     // The person's own cancel, said as such, with what to do in the app rather than a CLI command (issue 27).
-    expect(await stopped.innerText()).toMatch(/^Cancelled after \d+ trials?\. What was measured is kept: Resume in the list below goes on from there\.$/);
+    expect(await stopped.innerText()).toMatch(/^(Cancelled after \d+ trials?\. The baseline and every finished trial are kept: Resume in the list below goes on from there \(a trial that was running is measured again\)|Cancelled before the baseline was measured in full: nothing was kept, and Resume in the list below measures the baseline again)\.$/);
     expect(await stopped.getAttribute('class')).toBe('notice');
     const done = await page.locator('[data-testid^="opt-trial-"]').count();
     expect(done).toBeGreaterThanOrEqual(1);

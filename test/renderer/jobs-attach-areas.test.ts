@@ -218,7 +218,7 @@ describe('a job that outlives its page, in every area', () => {
     end(fake, info, { error: { code: 'E_CANCELLED', message: `optimisation cancelled after 2 trials; resume it with trainbench optimise --resume ${ID}` } });
     await expect.poll(() => store.running).toBe(false);
     expect(store.cancelled).toBe(true);
-    await expect.poll(() => store.error).toBe('Cancelled after 2 trials. What was measured is kept: Resume in the list below goes on from there.');
+    await expect.poll(() => store.error).toBe('Cancelled after 2 trials. The baseline and every finished trial are kept: Resume in the list below goes on from there (a trial that was running is measured again).');
     await expect.poll(() => store.state?.status).toBe('cancelled');
     // The past list is read again when it ends.
     expect(callsAfter(fake, 'runs.list', 'jobs.cancel')).toBe(1);

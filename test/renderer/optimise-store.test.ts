@@ -11,7 +11,7 @@ import type { WizardState } from '../../src-main/api/optimise';
 import type { RunSummary } from '../../src-main/api/training';
 import type { Services } from '../../src-main/core/services';
 import { optimiseFormValues, optimiseRequest } from '../../src-renderer/view-models/optimise-form';
-import { pastStatus, targetTitle, useOptimiseStore } from '../../src-renderer/stores/optimise';
+import { cancelledWords, pastStatus, targetTitle, useOptimiseStore } from '../../src-renderer/stores/optimise';
 import { CLI } from '../helpers/repo';
 import { testServices } from '../helpers/services';
 import { installServicesClient } from './services-client';
@@ -83,7 +83,7 @@ describe('optimise store (real services)', () => {
     // The wizard's id is its job's, in the one scheme of job ids (api/ids.ts).
     expect(id).toMatch(/^\d{8}-\d{6}-[0-9a-f]{6}$/);
     // A person's own cancel, said as such (issue 27), not as an E_CANCELLED error pointing at the CLI.
-    expect(store.error).toBe('Cancelled after 1 trial. What was measured is kept: Resume in the list below goes on from there.');
+    expect(store.error).toBe('Cancelled after 1 trial. The baseline and every finished trial are kept: Resume in the list below goes on from there (a trial that was running is measured again).');
     expect(store.state?.status).toBe('cancelled');
     expect(store.state?.baseline?.repetitions).toHaveLength(3);
     expect(store.state?.diagnosis?.findings.length).toBeGreaterThan(0);
@@ -195,5 +195,13 @@ describe('optimise store (real services)', () => {
     await store.resume('no-such-optimisation');
     expect(store.error).toMatch(/^no optimisation with the id no-such-optimisation/);
     expect(store.running).toBe(false);
+  });
+});
+
+describe("the words of a person's own cancel of the engine wizard", () => {
+  // UI round 4: cancelled inside the baseline, it said what was measured is kept; Resume measured the baseline again.
+  it('says Resume measures the baseline again when it was not saved, and goes on from the trials when it was', () => {
+    expect(cancelledWords(0, false)).toBe('Cancelled before the baseline was measured in full: nothing was kept, and Resume in the list below measures the baseline again.');
+    expect(cancelledWords(0, true)).toBe('Cancelled after 0 trials. The baseline and every finished trial are kept: Resume in the list below goes on from there (a trial that was running is measured again).');
   });
 });
