@@ -162,7 +162,7 @@ describe("Optimise form's batch-size search on the CPU", () => {
     expect(sent.params.batchSearch).toBe(true);
     await page.getByTestId('opt-cancel').click();
     await page.getByTestId('opt-error').waitFor({ timeout: 60_000 });
-    expect(await page.getByTestId('opt-error').innerText()).toMatch(/^Cancelled after/);
+    expect(await page.getByTestId('opt-error').innerText()).toMatch(/^Cancelled (after \d+ trials?|before the baseline was measured in full)/);
     await page.close();
   }, 120_000);
 });

@@ -97,7 +97,7 @@ export class DatasetService {
     return { ...(await readCsvHeader(this.confinePath(file, access))), path: file };
   }
 
-  inspect(spec: SourceSpec, access: AccessOptions = {}): Promise<InspectResult> {
+  async inspect(spec: SourceSpec, access: AccessOptions = {}): Promise<InspectResult> {
     const confined = this.confine(spec, access);
     const run = this.previews.then(() => this.preview(confined));
     this.previews = run.catch(() => undefined);
