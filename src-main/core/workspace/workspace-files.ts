@@ -52,11 +52,11 @@ function confinedFile(workspace: Workspace, file: string): string {
   try {
     return confinedPath(workspace, file);
   } catch (err) {
-    const lexical = path.resolve(workspace.root, path.isAbsolute(file) ? path.relative(workspace.root, file) : file);
-    const inside = !path.relative(workspace.root, lexical).startsWith('..');
+    const lexical = path.resolve(workspace.root, file);
+    const rel = path.relative(workspace.root, lexical);
     let link = false;
     try {
-      link = inside && lstatSync(lexical).isSymbolicLink();
+      link = !rel.startsWith('..') && !path.isAbsolute(rel) && lstatSync(lexical).isSymbolicLink();
     } catch {
       // not there as a link either: the confinement's own error stands
     }
