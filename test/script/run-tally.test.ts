@@ -81,6 +81,23 @@ describe('rankCollectives on one machine', () => {
   it('keeps each node its own estimate: ranks of other node ranks are other machines', () => {
     const c = rankCollectives([rank(0, 0, 0, 0.1), rank(1, 1, 3, 2)], 1, undefined)!;
     expect(c.clocks.map((k) => k.offsetMs)).toEqual([0, 3]);
-    expect(c.exposedShare).toBe(0);
+    // The exposed wait is the last rank's own, on its own clock: no offset, good or bad, moves it.
+    expect(c.exposedShare).toBeCloseTo(0.5 / 10, 6);
+  });
+
+  it('a rank stamped after the all-reduce had ended elsewhere still shows its own wait, not 0', () => {
+    // Seen on a loaded 2-core machine: rank 1 handed in its gradients, was descheduled, and stamped its arrival
+    // after rank 0's all-reduce had completed; the others' completion minus that arrival was below 0 every step.
+    const late = (r: number): ProbeConnection => {
+      const messages: ProbeMessage[] = [];
+      for (let n = 1; n <= 6; n++) {
+        const t = 1_000 + 10 * n;
+        messages.push(step(n, 32));
+        const item = r === 0 ? { arriveMs: t, doneMs: t + 1.8 } : { arriveMs: t + 4.7, doneMs: t + 4.9 };
+        messages.push({ type: 'collectives', step: n, items: [{ index: 0, op: 'allreduce', ...item, bytes: 4096, count: 1 }] });
+      }
+      return { hello: { type: 'hello', token: 't', pid: 10 + r, rank: r, localRank: r, worldSize: 2, python: '3.11', node: 'rig', nodeRank: 0 }, messages };
+    };
+    expect(rankCollectives([late(0), late(1)], 1, undefined)!.exposedShare).toBeCloseTo(0.2 / 10, 6);
   });
 });

@@ -53,7 +53,7 @@ export interface StragglerVerdict {
 }
 
 export interface CommVerdict {
-  /** Median over steps of the share of the step spent in collectives after the last rank arrived: communication nobody overlapped. */
+  /** Median over steps of the share of the step the last rank to arrive spent in collectives: communication nobody overlapped. */
   exposedShare: number;
   /**
    * Median bus bandwidth of the all-reduces, bytes/s: bytes x 2(n-1)/n over the time from the last arrival to
@@ -199,9 +199,11 @@ export function communication(collectives: readonly RankCollective[], steps: rea
   for (const [step, byIndex] of bySteps) {
     let waited = 0;
     for (const seen of byIndex.values()) {
-      const lastArrival = Math.max(...seen.map((c) => c.arriveMs));
-      const done = median(seen.map((c) => c.doneMs));
-      const ms = Math.max(0, done - lastArrival);
+      // The last rank's own wait, arrival to completion on its own clock: no clock offset enters it, and a rank
+      // stamped late (descheduled between handing in its gradients and the stamp) cannot make the others' completion
+      // look earlier than its arrival. Seen on a loaded 2-core CI machine: every step's cross-rank wait came out 0.
+      const last = seen.reduce((a, b) => (b.arriveMs > a.arriveMs ? b : a));
+      const ms = Math.max(0, last.doneMs - last.arriveMs);
       waited += ms;
       // Bus bandwidth as NCCL's tests define it for an all-reduce; other collectives move bytes in other patterns.
       if (ms > 0 && n > 1 && (seen[0].count ?? 1) === 1 && (seen[0].op ?? 'allreduce') === 'allreduce') bus.push((seen[0].bytes * ((2 * (n - 1)) / n)) / (ms / 1000));
