@@ -93,7 +93,12 @@ describe('trainbench report (CPU runs on Fashion-MNIST)', () => {
     const attempts = headings.filter((h) => h.startsWith('### Attempt'));
     expect(attempts).toHaveLength(2);
     expect(attempts[0]).toContain(ids.attempt);
-    expect(attempts[0]).toContain('batchSize 64 → 128');
+    // Settings, models and times in words: no config key, spec JSON or ISO stamp in text meant for people.
+    expect(attempts[0]).toContain('batch size 64 → 128');
+    expect(markdown).toContain('It changes the training recipe (batch size)');
+    expect(markdown).toMatch(/model: MLP, input 28x28, hidden layers 256-128, 10 classes; data /);
+    expect(markdown).toMatch(/finished \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
+    expect(markdown).not.toMatch(/batchSize|"family"|T\d\d:\d\d:\d\d/);
     expect(attempts[1]).toContain(`batch-size search (\`${ids.search}\`)`);
     for (const part of ['**Objective**', '**Configuration**', '**Hypothesis**', '**Results**', '**Analysis**', '**Conclusion**']) {
       expect(markdown.split(part).length - 1, part).toBe(2);

@@ -89,6 +89,7 @@ describe('an ADR report from runs of your own command', () => {
     expect(md).toContain(`### Attempt 1: dataloader.batch_size=32 (\`${ids.bigger}\`)`);
     expect(md).toMatch(/batch 19 is the largest that fits \(20: E_OOM\)/);
     expect(md).toMatch(/### Attempt 3: dataloader\.num_workers 0 -> 2 \(wizard trial 1/);
+    expect(md).toContain('**Configuration**: dataloader.num_workers 0 -> 2 (a pipeline change) on top of the current best');
     expect(md).toContain(`The wizard's verdict (\`${ids.wizard}\`, from its run file)`);
     const names = report.figures.map((f) => f.name);
     expect(names).toEqual(expect.arrayContaining(['script-phases.svg', 'script-throughput.svg', `script-batch-size-${ids.search}.svg`, `script-trials-${ids.wizard}.svg`]));

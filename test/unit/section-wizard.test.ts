@@ -6,10 +6,10 @@ import path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import type { ScriptOptimiseRun } from '../../src-main/core/reports/report-runs';
-import { scriptWizardView, wizardDecisionLines } from '../../src-main/core/reports/section-wizard';
+import type { OptimiseRun, ScriptOptimiseRun } from '../../src-main/core/reports/report-runs';
+import { engineWizardView, scriptWizardView, wizardAttemptBody, wizardDecisionLines } from '../../src-main/core/reports/section-wizard';
 import { REPO_ROOT } from '../helpers/repo';
-import { scriptWizard } from '../helpers/target-detail';
+import { engineWizard, scriptWizard } from '../helpers/target-detail';
 
 const RUN = path.join(REPO_ROOT, 'test/fixtures/runs-v1/script-optimise/runs/20261127-033500-4b042a/run.json');
 
@@ -29,5 +29,16 @@ describe("the script wizard's Decision when only a recipe change beat the noise"
     );
     expect(lines).toContain('- dataloader.batch_size 64 -> 128: a larger batch changes the training recipe: scale the learning rate with it (linear rule: x2) and check the accuracy');
     expect(text).toContain('```python\nDataLoader(..., batch_size=128)  # or: --set dataloader.batch_size=128\n```');
+  });
+});
+
+describe("a wizard trial's Configuration line", () => {
+  const ENGINE = path.join(REPO_ROOT, 'test/fixtures/runs-v1/engine-optimise/runs/20261127-033431-16ea23/run.json');
+
+  it("says the change in words and names the wizard's setting once, as code", () => {
+    const raw = JSON.parse(readFileSync(ENGINE, 'utf8')) as OptimiseRun;
+    const run = { ...raw, result: engineWizard(raw.result) };
+    const body = wizardAttemptBody(1, engineWizardView(run), run.result.trials[0]);
+    expect(body).toContain("**Configuration**: batch size 64 -> 128 (a recipe change of the wizard's setting `batchSize`) on top of the current best");
   });
 });

@@ -1,4 +1,6 @@
 // What each attempt measured against the baseline, and what the data support deciding about it.
+import { modelSpecWords } from '../../api/model-words';
+import { settingWords } from '../../api/run-config';
 import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import type { Decision } from '../stats/decision';
 import { decide } from '../stats/decision';
@@ -53,6 +55,8 @@ export type Attempt = BenchmarkAttempt | SearchAttempt | WizardAttempt;
 const RECIPE_SETTINGS = new Set(['batchSize', 'accumulation', 'precision', 'optimizer', 'schedule', 'sampleRatio', 'model', 'data']);
 
 const show = (v: unknown): string => (v === undefined ? 'not set' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+/** A model spec in words; one the words cannot say, as its JSON. */
+const showModel = (v: unknown): string => (v === undefined ? 'not set' : (modelSpecWords(v) ?? JSON.stringify(v)));
 
 /** The settings two benchmark runs differ in: training options, step counts, model spec and data. */
 export function settingChanges(a: BenchmarkRun, b: BenchmarkRun): SettingChange[] {
@@ -64,7 +68,7 @@ export function settingChanges(a: BenchmarkRun, b: BenchmarkRun): SettingChange[
   for (const key of [...new Set([...Object.keys(oa), ...Object.keys(ob)])]) {
     if (JSON.stringify(oa[key]) !== JSON.stringify(ob[key])) out.push({ setting: key, baseline: show(oa[key]), attempt: show(ob[key]), protocol: false });
   }
-  if (JSON.stringify(ca.spec) !== JSON.stringify(cb.spec)) out.push({ setting: 'model', baseline: show(ca.spec), attempt: show(cb.spec), protocol: false });
+  if (JSON.stringify(ca.spec) !== JSON.stringify(cb.spec)) out.push({ setting: 'model', baseline: showModel(ca.spec), attempt: showModel(cb.spec), protocol: false });
   if (a.result.target.data !== b.result.target.data) out.push({ setting: 'data', baseline: a.result.target.data, attempt: b.result.target.data, protocol: false });
   for (const key of ['warmupSteps', 'steps', 'repeat']) {
     if (ca[key] !== cb[key]) out.push({ setting: key, baseline: show(ca[key]), attempt: show(cb[key]), protocol: true });
@@ -98,7 +102,7 @@ function benchmarkAttempt(run: BenchmarkRun, baseline: BenchmarkRun): BenchmarkA
     if (!largest || Math.abs(a - b) > Math.abs(largest.attempt - largest.baseline)) largest = { phase, baseline: b, attempt: a, unit };
   }
   const changes = settingChanges(baseline, run);
-  const recipeChanges = changes.filter((c) => RECIPE_SETTINGS.has(c.setting)).map((c) => c.setting);
+  const recipeChanges = changes.filter((c) => RECIPE_SETTINGS.has(c.setting)).map((c) => settingWords(c.setting));
   return { kind: 'benchmark', run, baseline, changes, speedup, noiseFloor, decision, why, largestPhaseChange: largest, recipeChanges };
 }
 

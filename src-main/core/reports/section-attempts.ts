@@ -3,6 +3,7 @@ import { THROUGHPUT_NOISE } from '../../api/batch-size';
 import { batchSizeLabel, batchSizeOption } from '../../api/charts/batch-size-charts';
 import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import { usableBytesOf } from '../../api/batch-size';
+import { settingWords } from '../../api/run-config';
 import { commandText } from '../targets/script/script-benchmark';
 import type { Interval } from '../stats/bootstrap';
 import { ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
@@ -30,7 +31,7 @@ function benchmarkAttemptBody(n: number, a: BenchmarkAttempt): string {
   const r = a.run.result;
   const settings = a.changes.filter((c) => !c.protocol);
   const protocol = a.changes.filter((c) => c.protocol);
-  const what = settings.length ? settings.map((c) => `${c.setting} ${c.baseline} → ${c.attempt}`).join(', ') : 'no setting changed (a repeat of the baseline)';
+  const what = settings.length ? settings.map((c) => `${settingWords(c.setting)} ${c.baseline} → ${c.attempt}`).join(', ') : 'no setting changed (a repeat of the baseline)';
   const s = a.speedup;
   const rows = [
     ['samples/s, median', fmt(b.samplesPerSecCi.median), fmt(r.samplesPerSecCi.median), `${signedPercent(s.median - 1)} (95% CI ${signedPercent(s.low - 1)} to ${signedPercent(s.high - 1)})`],
@@ -46,7 +47,7 @@ function benchmarkAttemptBody(n: number, a: BenchmarkAttempt): string {
   const p = a.largestPhaseChange;
   if (p) analysis.push(`The phase that moved most is \`${p.phase}\`: ${fmt(p.baseline)} → ${fmt(p.attempt)} ${p.unit} (${change(p.baseline, p.attempt)}).`);
   if (settings.length > 1) analysis.push(`${settings.length} settings differ from the baseline at once, so these runs cannot say which of them made the difference.`);
-  if (protocol.length) analysis.push(`It was measured differently from the baseline (${protocol.map((c) => `${c.setting} ${c.baseline} → ${c.attempt}`).join(', ')}); the steady-state figures compare, the wall-clock ones include a different share of warm-up.`);
+  if (protocol.length) analysis.push(`It was measured differently from the baseline (${protocol.map((c) => `${settingWords(c.setting)} ${c.baseline} → ${c.attempt}`).join(', ')}); the steady-state figures compare, the wall-clock ones include a different share of warm-up.`);
   const envA = a.baseline.record.environment;
   const envB = a.run.record.environment;
   if (envA && envB && (envA.hostname !== envB.hostname || envA.cpuModel !== envB.cpuModel)) analysis.push('The two runs ran on different machines, so the difference includes the machine.');
@@ -57,7 +58,7 @@ function benchmarkAttemptBody(n: number, a: BenchmarkAttempt): string {
     '',
     '**Configuration**:',
     '',
-    a.changes.length ? table(['Setting', 'Baseline', 'Attempt'], a.changes.map((c) => [c.setting, c.baseline, c.attempt])) : 'Identical to the baseline.',
+    a.changes.length ? table(['Setting', 'Baseline', 'Attempt'], a.changes.map((c) => [settingWords(c.setting), c.baseline, c.attempt])) : 'Identical to the baseline.',
     '',
     '**Hypothesis**: none recorded; a benchmark run does not say why it was run.',
     '',

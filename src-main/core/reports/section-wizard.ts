@@ -187,7 +187,7 @@ export function wizardAttemptBody(n: number, view: WizardView, t: OptimiseTrial)
       ? `**Objective**: measure whether ${c.label} trains more samples per joule of GPU energy than the wizard's current best configuration (the wizard's energy objective: the speedup below is of samples/J).`
       : `**Objective**: measure whether ${c.label} makes the step faster than the wizard's current best configuration.`,
     '',
-    `**Configuration**: ${c.knob} ${String(c.from)} → ${String(c.to)} (${c.kind} change) on top of the current best${c.note ? `; ${c.note}` : ''}.`,
+    `**Configuration**: ${c.label} (a ${c.kind} change${c.label.startsWith(c.knob) ? '' : ` of the wizard's setting ${code(c.knob)}`}) on top of the current best${c.note ? `; ${c.note}` : ''}.`,
     '',
     `**Hypothesis** (the wizard's, from its diagnosis): ${c.hypothesis}.`,
     '',
