@@ -120,7 +120,8 @@ export function newRunValuesFromQuery(query: RouteQuery): QueryValues | null {
   }
   const precision = one(query, 'precision');
   if (precision !== null) {
-    if ((PRECISIONS as readonly string[]).includes(precision)) values.precision = precision as NewRunValues['precision'];
+    if (precision !== 'fp32' && values.device === 'cpu' && (PRECISIONS as readonly string[]).includes(precision)) notes.push(`precision ${precision} needs a CUDA device and this run is on the CPU; the form keeps ${values.precision}`);
+    else if ((PRECISIONS as readonly string[]).includes(precision)) values.precision = precision as NewRunValues['precision'];
     else notes.push(`precision ${JSON.stringify(precision)} is not one of ${PRECISIONS.join(', ')}; the form keeps ${values.precision}`);
   }
   const optimizer = one(query, 'optimizer');
