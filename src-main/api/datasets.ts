@@ -227,12 +227,11 @@ export function testSetProblem(
   train: { name: string; fields: { name: string; dtype: CacheDType; shape: number[]; classes?: string[] }[] },
   test: { name: string; fields: { name: string; dtype: CacheDType; shape: number[]; classes?: string[] }[] },
 ): string | null {
-  const shape = (s: number[]) => `[${s.join(', ')}]`;
   for (const f of train.fields) {
     const t = test.fields.find((g) => g.name === f.name);
     if (!t) return `test set ${test.name} has no field '${f.name}' (it has: ${test.fields.map((g) => g.name).join(', ')}), which ${train.name} trains on`;
-    if (t.dtype !== f.dtype || shape(t.shape) !== shape(f.shape)) {
-      return `test set ${test.name} stores '${f.name}' as ${t.dtype} ${shape(t.shape)} but ${train.name} as ${f.dtype} ${shape(f.shape)}: import both the same way`;
+    if (t.dtype !== f.dtype || shapeWords(t.shape) !== shapeWords(f.shape)) {
+      return `test set ${test.name} stores '${f.name}' as ${t.dtype}, shape ${shapeWords(t.shape)}, but ${train.name} as ${f.dtype}, shape ${shapeWords(f.shape)}: import both the same way`;
     }
     if (JSON.stringify(t.classes ?? null) !== JSON.stringify(f.classes ?? null)) {
       const words = (c: string[] | undefined) => (c ? `${c.length} text classes (${c.slice(0, 4).join(', ')}${c.length > 4 ? ', …' : ''})` : 'numbers');
@@ -350,3 +349,8 @@ export const CsvHeaderSchema = z.object({
 export type CsvHeader = z.infer<typeof CsvHeaderSchema>;
 
 export const FileEntrySchema = z.object({ name: z.string(), path: z.string(), kind: z.enum(['file', 'dir']), bytes: z.number() });
+
+/** A field's per-record shape as every page says it: "scalar" (one value a record, shape []), else "28×28". */
+export function shapeWords(shape: readonly number[]): string {
+  return shape.length ? shape.join('×') : 'scalar';
+}

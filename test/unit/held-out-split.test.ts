@@ -298,7 +298,7 @@ describe('which datasets can be a test set', () => {
   it('takes one stored like the training set and refuses others, naming the field and both values', () => {
     expect(testSetProblem({ name: 'flowers', fields: fields(3, SPECIES) }, { name: 'flowers-test', fields: fields(3, SPECIES) })).toBeNull();
     expect(testSetProblem({ name: 'flowers', fields: fields(3) }, { name: 'wide', fields: fields(5) })).toBe(
-      "test set wide stores 'x' as float32 [5] but flowers as float32 [3]: import both the same way",
+      "test set wide stores 'x' as float32, shape 5, but flowers as float32, shape 3: import both the same way",
     );
     expect(testSetProblem({ name: 'flowers', fields: fields(3, SPECIES) }, { name: 'two', fields: fields(3, ['setosa', 'virginica']) })).toBe(
       "test set two labels 'y' with 2 text classes (setosa, virginica) but flowers with 3 text classes (setosa, versicolor, virginica): the same index would mean another class; hold out a test split when importing instead",
