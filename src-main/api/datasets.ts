@@ -354,3 +354,12 @@ export const FileEntrySchema = z.object({ name: z.string(), path: z.string(), ki
 export function shapeWords(shape: readonly number[]): string {
   return shape.length ? shape.join('×') : 'scalar';
 }
+
+/**
+ * A workspace dataset's name from its id ("flowers-3fa2c4d5e6f7" -> "flowers": ids are the name and 12 hex digits
+ * of the source's fingerprint), for titles that have only the id; anything else is returned as it is.
+ */
+export function datasetNameOfId(id: string): string {
+  const m = /^(.+)-[0-9a-f]{12}$/.exec(id);
+  return m ? m[1] : id;
+}

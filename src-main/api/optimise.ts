@@ -1,5 +1,6 @@
 import { z } from 'zod';
 
+import { datasetNameOfId } from './datasets';
 import { BenchmarkOptionsSchema, BenchmarkPhasesSchema, IntervalSchema } from './benchmark';
 import { IdSchema } from './ids';
 import { ConditionsSchema } from './telemetry';
@@ -39,7 +40,7 @@ export type OptimiseTargetInput = z.input<typeof OptimiseTargetSchema>;
  */
 export function optimiseTargetTitle(target: { spec: { family: string }; data: OptimiseTarget['data']; readFrom?: ReadFrom }): string {
   const d = target.data;
-  const data = d.kind === 'dataset' ? `dataset ${d.train}` : d.kind === 'idx' ? 'IDX files' : d.kind;
+  const data = d.kind === 'dataset' ? `dataset ${datasetNameOfId(d.train)}` : d.kind === 'idx' ? 'IDX files' : d.kind;
   return `${target.spec.family} on ${data}${target.readFrom === 'source' ? ' (read from the source files)' : ''}`;
 }
 

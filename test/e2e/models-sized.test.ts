@@ -107,7 +107,7 @@ describe('models sized to an imported dataset', () => {
     await page.screenshot({ path: path.join(SHOTS, 'models-sized-batch-size.png'), fullPage: true });
 
     // Apply carries the sized model: New run opens with it, on the same data, with the batch found.
-    expect(await page.getByTestId('bs-apply-what').innerText()).toMatch(/^batch [\d,]+ for mlp sized to the data on dataset flowers-/);
+    expect(await page.getByTestId('bs-apply-what').innerText()).toMatch(/^batch [\d,]+ for mlp sized to the data on dataset flowers, /);
     const batch = (/^batch ([\d,]+)/.exec(await page.getByTestId('bs-apply-what').innerText()) ?? [])[1]?.replace(/,/g, '');
     await page.getByTestId('bs-apply-newrun').click();
     await page.getByTestId('new-run').waitFor();
@@ -123,7 +123,7 @@ describe('models sized to an imported dataset', () => {
     await page.getByTestId('bs-data').selectOption(data!);
     await page.getByTestId('bs-model').selectOption('models/narrow-flowers.json');
     await page.getByTestId('bs-start').click();
-    await expect.poll(() => page.getByTestId('bs-apply-what').innerText(), { timeout: 90_000 }).toMatch(/ for models\/narrow-flowers\.json on dataset flowers-/);
+    await expect.poll(() => page.getByTestId('bs-apply-what').innerText(), { timeout: 90_000 }).toMatch(/ for models\/narrow-flowers\.json on dataset flowers, /);
     await page.getByTestId('bs-apply-optimise').click();
     await page.getByTestId('opt-applied').waitFor();
     await expect.poll(() => page.getByTestId('opt-model').inputValue()).toBe('models/narrow-flowers.json');

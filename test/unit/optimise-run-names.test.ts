@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import type { Devices } from '../../src-main/api/devices';
 import type { OptimiseChange, OptimiseProgress } from '../../src-main/api/optimise';
+import { datasetNameOfId } from '../../src-main/api/datasets';
 import { optimiseTargetTitle } from '../../src-main/api/optimise';
 import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
 import { wizardProgressText } from '../../src-main/api/training';
@@ -49,6 +50,13 @@ describe('an optimisation in the Runs list', () => {
     expect(run.title).toBe('optimisation: bottleneck_resnet on example-board');
     expect(shortRunTitle(run.title)).toBe(optimiseTargetTitle({ spec, data: { kind: 'example-board' } }));
     expect(run.wizard).toEqual({ id: 'optimise-1', baselineDone: null, trialsDone: null, maxTrials: 3 });
+  });
+
+  it("names a workspace dataset by its name, not its id's fingerprint", () => {
+    expect(optimiseTargetTitle({ spec, data: { kind: 'dataset', train: 'flowers-3fa2c4d5e6f7' } })).toBe('bottleneck_resnet on dataset flowers');
+    // A name that itself ends in a dash and hex keeps it; only the id's 12 digits go.
+    expect(datasetNameOfId('run-2024-beef-0123456789ab')).toBe('run-2024-beef');
+    expect(datasetNameOfId('flowers')).toBe('flowers');
   });
 
   it('says where its wizard stands from the saved state while it runs: baseline, then trials of at most M', async () => {
