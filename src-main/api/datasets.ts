@@ -363,3 +363,13 @@ export function datasetNameOfId(id: string): string {
   const m = /^(.+)-[0-9a-f]{12}$/.exec(id);
   return m ? m[1] : id;
 }
+
+/** The records a loader draws per epoch at `sampleRatio`, as the engine counts them (ceil, at least one). */
+export function recordsDrawn(records: number, sampleRatio: number): number {
+  return Math.min(records, Math.max(1, Math.ceil(sampleRatio * records)));
+}
+
+/** The loader benchmark's batch for a dataset: `wanted`, or every record drawn when the dataset is smaller. */
+export function loaderBenchBatch(records: number, sampleRatio: number, wanted = 256): number {
+  return Math.max(1, Math.min(wanted, recordsDrawn(records, sampleRatio)));
+}

@@ -356,14 +356,7 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
     if (!built.value) return;
     error.value = null;
     step.value = 'benchmark';
-    await loader.start({
-      dataset: built.value.dataset.id,
-      batchSize: 256,
-      workers: [0, 1, 2],
-      prefetch: [2],
-      sampleRatio: sampleRatio.value,
-      maxSeconds: 1,
-    });
+    await loader.sweep(built.value.dataset, sampleRatio.value);
   }
 
   function restart(): void {

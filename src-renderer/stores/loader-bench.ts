@@ -1,4 +1,5 @@
 import type { LoaderBenchProgress, LoaderBenchResult, LoaderBenchRow } from '@api/datasets';
+import { loaderBenchBatch } from '@api/datasets';
 import type { JobInfo } from '@api/jobs';
 import type { MethodParams } from '@api/methods';
 import { defineStore } from 'pinia';
@@ -82,6 +83,14 @@ export const useLoaderBenchStore = defineStore('loader-bench', () => {
     return follow(request.dataset, () => job.start('datasets.benchmark', request));
   }
 
+  /**
+   * The workbench's sweep of one cache: cached and from the source files, at 0, 1 and 2 workers, a second each, in
+   * batches of 256 (all the records drawn, for a smaller dataset: a batch larger than an epoch is refused).
+   */
+  function sweep(dataset: { id: string; records: number }, sampleRatio = 1): Promise<LoaderBenchResult | null> {
+    return start({ dataset: dataset.id, batchSize: loaderBenchBatch(dataset.records, sampleRatio), workers: [0, 1, 2], prefetch: [2], sampleRatio, maxSeconds: 1 });
+  }
+
   /** Follows a loader benchmark started elsewhere to its end. */
   async function attach(info: JobInfo): Promise<LoaderBenchResult | null> {
     if (running.value || info.method !== 'datasets.benchmark') return null;
@@ -106,5 +115,5 @@ export const useLoaderBenchStore = defineStore('loader-bench', () => {
     job.failure.value = null;
   }
 
-  return { progress, rows, result, stopped, dataset, running, cancelling: job.cancelling, error, status, start, attach, cancel, clear };
+  return { progress, rows, result, stopped, dataset, running, cancelling: job.cancelling, error, status, start, sweep, attach, cancel, clear };
 });

@@ -1,4 +1,5 @@
 // The caching wizard in a real browser: import a small NumPy file, build, see the loader chart.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -6,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 
 import { serveInChromium, SHOTS } from '../helpers/e2e';
 import { npyBytes } from '../helpers/numpy';
+import { CLI } from '../helpers/repo';
 
 const fx = serveInChromium({
   prepare(workspace) {
@@ -21,6 +23,10 @@ const fx = serveInChromium({
     const houses = ['rooms,target,area_m2,year', '3,250000,90,1990', '4,310000,120,2004', '2,180000,60,1975'];
     writeFileSync(path.join(workspace, 'sources', 'houses.csv'), houses.join('\n') + '\n');
     writeFileSync(path.join(workspace, 'sources', 'no-header.csv'), '5.1,3.5,0\n4.9,3.0,1\n');
+    // A table smaller than the loader benchmark's batch of 256, cached already (as the CLI does it).
+    const rows = Array.from({ length: 200 }, (_, i) => `${(i % 7) / 7},${(i % 11) / 11},${i % 3}`);
+    writeFileSync(path.join(workspace, 'sources', 'tiny.csv'), ['a,b,label', ...rows].join('\n') + '\n');
+    execFileSync(process.execPath, [CLI, 'cache', 'build', '--workspace', workspace, '--name', 'tiny', '--label', 'label', path.join(workspace, 'sources', 'tiny.csv')]);
   },
 });
 
@@ -226,6 +232,26 @@ describe('caching wizard (serve mode, Chromium)', () => {
       await page.close();
     }, 60_000);
   }
+
+  it("benchmarks a listed cache's loader from its row, in one batch of all its records when it has fewer than 256", async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${fx.serve.url}#/datasets`);
+    const row = page.getByTestId('dataset-tiny');
+    await row.waitFor();
+    expect(await row.innerText()).toMatch(/ready/);
+    await page.getByTestId('benchmark-tiny').click();
+    // Shown live at the wizard's benchmark step, then its answer: batch 200, not a refusal of 256.
+    await page.getByTestId('bench-summary').waitFor({ timeout: 60_000 });
+    expect(await page.getByTestId('loader-bench-error').count()).toBe(0);
+    expect(await page.getByTestId('bench-summary').innerText()).toMatch(/^Batch 200; best cached setting: \d worker/);
+    expect(await page.getByTestId('loader-bench-of').innerText()).toBe('Loader benchmark of tiny');
+    expect(await page.locator('[data-testid="bench-table"] tbody tr').count()).toBeGreaterThanOrEqual(3);
+    await page.screenshot({ path: path.join(SHOTS, 'datasets-row-benchmark.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
 
   it('shows a clear error for a bad source', async () => {
     writeFileSync(path.join(fx.workspace, 'sources', 'broken.npy'), Buffer.from('not numpy at all'));

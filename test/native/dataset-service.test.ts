@@ -134,4 +134,16 @@ describe('datasets through the contract', () => {
     ).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringContaining("'cuda:99'") });
     expect(readdirSync(services.workspace.resolve('runs'))).toEqual(before);
   });
+
+  it('refuses a batch larger than the records drawn per epoch, naming both, before its run exists', async () => {
+    await services.router.dispatch('datasets.build', { source: { kind: 'synthetic-board', records: 300, seed: 5 }, name: 'bench-small' });
+    const before = readdirSync(services.workspace.resolve('runs'));
+    const bench = (batchSize: number, sampleRatio = 1) => services.router.dispatch('datasets.benchmark', { dataset: 'bench-small', batchSize, sampleRatio, workers: [0], prefetch: [2], maxSeconds: 0.2 });
+    await expect(bench(301)).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: 'batch size 301 is larger than the 300 records bench-small draws per epoch: choose a batch of at most 300' });
+    // A sample ratio draws fewer (rounded up, as the engine draws them).
+    await expect(bench(256, 0.5)).rejects.toMatchObject({ message: 'batch size 256 is larger than the 150 records bench-small draws per epoch (sample ratio 0.5 of 300): choose a batch of at most 150' });
+    expect(readdirSync(services.workspace.resolve('runs'))).toEqual(before);
+    // All it draws in one batch is measured.
+    expect(await bench(300)).toMatchObject({ batchSize: 300 });
+  });
 });

@@ -18,7 +18,7 @@ import type {
   TestSplit,
 } from '../../api/datasets';
 import type { TelemetrySummary } from '../../api/telemetry';
-import { DEFAULT_SHARD_BYTES, heldOutTestName, SourceSpecSchema, testSetProblem } from '../../api/datasets';
+import { DEFAULT_SHARD_BYTES, heldOutTestName, recordsDrawn, SourceSpecSchema, testSetProblem } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
 import { newJobId } from '../../api/ids';
 import type { DataSource } from '../../api/training';
@@ -265,6 +265,12 @@ export class DatasetService {
     this.jobs.set(jobId, controller);
     try {
       const { dir, manifest } = await resolveDataset(this.workspace, request.dataset);
+      // Said with its numbers before the run exists (the engine would refuse it with none).
+      const drawn = recordsDrawn(manifest.records, request.sampleRatio);
+      if (request.batchSize > drawn) {
+        const ratio = request.sampleRatio < 1 ? ` (sample ratio ${request.sampleRatio} of ${manifest.records})` : '';
+        throw new ApiError('E_BAD_INPUT', `batch size ${request.batchSize} is larger than the ${drawn} records ${manifest.name} draws per epoch${ratio}: choose a batch of at most ${drawn}`);
+      }
       // A device the engine cannot use is refused before the run exists.
       await this.engine.resolveDevice(request.device);
       // A benchmark is a run like any other: runs/<id>/ holds its request, result and telemetry.
