@@ -1,4 +1,5 @@
 // Issue 12: the wizard's diagnosis tree, physical limits, candidate changes and presets on measured-looking baselines.
+import { formatValue } from '../../src-main/api/charts/theme';
 import { describe, expect, it } from 'vitest';
 
 import type { OptimiseBaseline, OptimiseConfig, WizardState } from '../../src-main/api/optimise';
@@ -139,6 +140,14 @@ describe('physical limits', () => {
     expect(l.h2d.derivation).toBe('10,000,000 bytes per step at 2,000 MB/s host-to-device (pinned cudaMemcpyAsync to cuda:0, best of 10 after a warm-up, timed by events, 10,000,000 bytes a copy) = 5 ms');
     expect(l.floorStepMs).toBeCloseTo(5, 9);
     expect(l.summary).toMatch(/^The host-to-device floor is the highest: no setting of this model and data can step faster than 5 ms/);
+  });
+
+  it("says the highest floor's samples/s as the Limits chart labels its bar (3,088, not 3 significant digits' 3,090)", () => {
+    // 1e7 x 3 FLOPs x 10 samples at 92.64 GFLOP/s: 3.238 ms a step, 3,088 samples/s.
+    const l = physicalLimits({ flopsPerSample: 1e7, samplesPerStep: 10, gemm: { gflops: 92.64, shape: '1024^3 fp32', how: 'measured' }, gemmMissing: '', bytesPerSample: 1, readMBps: null, readWhat: 'f', h2dMBps: null, h2dMissing: 'n', baselineStepMs: 20 });
+    expect(l.compute.samplesPerSec).toBeCloseTo(3088, 0);
+    expect(l.summary).toContain(`(${formatValue(l.compute.samplesPerSec)} samples/s)`);
+    expect(l.summary).toContain('(3,088 samples/s)');
   });
 
   it('says what it could not measure instead of inventing a floor', () => {

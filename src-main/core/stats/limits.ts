@@ -1,3 +1,4 @@
+import { formatValue } from '../../api/charts/theme';
 import type { Limits } from '../../api/optimise';
 import type { ScriptFloors } from '../../api/script-target';
 
@@ -93,7 +94,7 @@ export function physicalLimits(x: LimitInputs): Limits {
   ].filter((f): f is [string, number] => f[1] !== null);
   const slowest = floors.length ? floors.reduce((a, b) => (b[1] > a[1] ? b : a)) : null;
   const summary = slowest
-    ? `The ${slowest[0]} floor is the highest: no setting of this model and data can step faster than ${fmt(slowest[1])} ms (${fmt((1000 * n) / slowest[1])} samples/s); the baseline's ${fmt(x.baselineStepMs)} ms step is ${fmt(x.baselineStepMs / slowest[1])}x that floor.`
+    ? `The ${slowest[0]} floor is the highest: no setting of this model and data can step faster than ${fmt(slowest[1])} ms (${formatValue((1000 * n) / slowest[1])} samples/s); the baseline's ${fmt(x.baselineStepMs)} ms step is ${fmt(x.baselineStepMs / slowest[1])}x that floor.`
     : 'No floor could be measured on this machine.';
   return { compute, read, h2d, floorStepMs: slowest ? slowest[1] : null, summary };
 }
@@ -165,7 +166,7 @@ export function scriptFloors(x: ScriptFloorInputs): ScriptFloors {
   const measured = floors.filter((f): f is [string, number] => f[1] !== null && f[1] > 0);
   const slowest = measured.length ? measured.reduce((a, b) => (b[1] > a[1] ? b : a)) : null;
   const summary = slowest
-    ? `The ${slowest[0]} floor is the highest measured: this script cannot step faster than ${exact(slowest[1])} ms${n !== null ? ` (${exact((1000 * n) / slowest[1])} samples/s per rank)` : ''}; its ${exact(x.stepMs)} ms step is ${exact(x.stepMs / slowest[1])}x that floor.`
+    ? `The ${slowest[0]} floor is the highest measured: this script cannot step faster than ${exact(slowest[1])} ms${n !== null ? ` (${formatValue((1000 * n) / slowest[1])} samples/s per rank)` : ''}; its ${exact(x.stepMs)} ms step is ${exact(x.stepMs / slowest[1])}x that floor.`
     : 'No floor could be measured for this script.';
   return { stepMs: x.stepMs, compute, data, copy, floorStepMs: slowest ? slowest[1] : null, summary };
 }
