@@ -1,6 +1,7 @@
 // An optimisation started by the CLI (`trainbench optimise`) while the workbench is open on the same workspace: the
 // Optimise area watches it through its saved state, and its form is greyed out with the CLI's settings, not its
-// own defaults, with Optimise off, so a second wizard cannot be started beside it to disturb both measurements.
+// own defaults, with Optimise off, so a second wizard cannot be started beside it to disturb both measurements. The
+// optimisation shown has its own URL.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 
@@ -43,6 +44,16 @@ describe("the Optimise area watching the CLI's wizard", () => {
       await expect.poll(() => page.getByTestId('opt-start').isDisabled(), { timeout: 30_000 }).toBe(false);
       expect(await page.getByTestId('opt-batchSize').inputValue()).toBe('48');
       expect(await page.getByTestId('opt-batchSize').isDisabled()).toBe(false);
+
+      // The optimisation shown has its own URL: a reload, or the link pasted into another tab, shows it again.
+      const id = /^(\S+) · /.exec(await page.getByTestId('opt-shown').locator('p').first().innerText())![1];
+      await expect.poll(() => new URL(page.url()).hash).toBe(`#/optimise?wizard=${id}`);
+      await page.reload();
+      await expect.poll(() => page.getByTestId('opt-shown').locator('p').first().innerText(), { timeout: 15_000 }).toMatch(new RegExp(`^${id} · (cancelled|interrupted)`));
+      const pasted = await fx.browser.newPage({ viewport: { width: 1280, height: 1100 } });
+      await pasted.goto(`${fx.serve.url}#/optimise?wizard=${id}`);
+      await expect.poll(() => pasted.getByTestId('opt-shown').locator('p').first().innerText(), { timeout: 15_000 }).toMatch(new RegExp(`^${id} · `));
+      await pasted.close();
       expect(errors).toEqual([]);
     } finally {
       cli.kill('SIGKILL');
