@@ -83,6 +83,21 @@ describe('Reports area', () => {
     await editor.evaluate((el) => (el.scrollTop = 0));
     await preview.locator('img').first().scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(SHOTS, 'reports.png') });
+
+    // The open report has its own URL: a reload (or the link pasted) opens it again; Close drops it from the URL.
+    await expect.poll(() => new URL(page.url()).hash).toBe(`#/reports?report=${id}`);
+    await page.reload();
+    await page.getByTestId('report-editor').waitFor({ timeout: 15_000 });
+    expect(await page.getByTestId('report-markdown').inputValue()).toContain(MY_LINE);
+    await page.getByTestId('report-close').click();
+    await page.getByTestId('report-editor').waitFor({ state: 'detached' });
+    expect(new URL(page.url()).hash).toBe('#/reports');
+    // Opened from the list, it is named again; Back returns to the list with none open.
+    await page.getByTestId(`report-${id}`).locator('td').first().click();
+    await page.getByTestId('report-editor').waitFor({ timeout: 15_000 });
+    await expect.poll(() => new URL(page.url()).hash).toBe(`#/reports?report=${id}`);
+    await page.goBack();
+    await page.getByTestId('report-editor').waitFor({ state: 'detached', timeout: 15_000 });
     expect(problems).toEqual([]);
     await context.close();
   }, 60_000);

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { flushPromises, mount } from '@vue/test-utils';
 import { createPinia, setActivePinia } from 'pinia';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createMemoryHistory, createRouter } from 'vue-router';
 
 import type { Services } from '../../src-main/core/services';
 import { createServices } from '../../src-main/core/services';
@@ -19,6 +20,14 @@ import { benchmarkRun } from '../cli/report-fixture';
 import { testServices } from '../helpers/services';
 import { tempDir } from '../helpers/temp-dir';
 import { installServicesClient } from './services-client';
+import { areas } from '../../src-renderer/areas';
+
+/** The view in the app's routes, at #/reports (it keeps the open report in the URL). */
+async function mountReports(options: { attachTo?: Element } = {}) {
+  const router = createRouter({ history: createMemoryHistory(), routes: areas.map((a) => ({ path: a.path, name: a.name, component: { template: '<div />' } })) });
+  await router.push('/reports');
+  return mount(ReportsView, { ...options, global: { plugins: [router] } });
+}
 
 let services: Services;
 let cleanup: () => Promise<void>;
@@ -101,7 +110,7 @@ describe('reports store', () => {
 
 describe('Reports area', () => {
   it('writes a report from ticked runs, previews edits live, and regenerates around the saved edit', async () => {
-    const wrapper = mount(ReportsView, { attachTo: document.body });
+    const wrapper = await mountReports({ attachTo: document.body });
     await expect.poll(() => wrapper.find('[data-testid="reports-empty"]').exists()).toBe(true);
     // An optimisation is where most reports come from (issue 41 item 6): the empty state says how.
     expect(wrapper.find('[data-testid="reports-empty"]').text()).toMatch(/optimisation, benchmark.*an optimisation's result card writes its own in one click/s);
@@ -153,7 +162,7 @@ describe('Reports area', () => {
   });
 
   it('writes only the sections ticked, in the order they were put in', async () => {
-    const wrapper = mount(ReportsView);
+    const wrapper = await mountReports();
     await wrapper.get('[data-testid="report-new"]').trigger('click');
     await expect.poll(() => wrapper.find(`[data-testid="report-run-${runId}"]`).exists()).toBe(true);
     await wrapper.get(`[data-testid="report-run-${runId}"] input[type="checkbox"]`).setValue(true);
@@ -180,7 +189,7 @@ describe('Reports area', () => {
     const store = useReportsStore();
     await store.generate({ runIds: [runId] });
     const generated = store.current!.markdown;
-    const wrapper = mount(ReportsView);
+    const wrapper = await mountReports();
     await flushPromises();
     await wrapper.get('[data-testid="report-markdown"]').setValue(`${generated}\nA thought I will throw away.\n`);
     await wrapper.get('[data-testid="report-regenerate"]').trigger('click');
@@ -194,7 +203,7 @@ describe('Reports area', () => {
     const store = useReportsStore();
     await store.generate({ runIds: [runId] });
     const report = store.current!;
-    const wrapper = mount(ReportsView);
+    const wrapper = await mountReports();
     await flushPromises();
     expect((wrapper.get('[data-testid="report-export-dir"]').element as HTMLInputElement).value).toBe(`exports/${report.summary.id}`);
     await wrapper.get('[data-testid="report-export-dir"]').setValue('exports/adr');
@@ -215,10 +224,11 @@ describe('Reports area', () => {
     const store = useReportsStore();
     await store.generate({ runIds: [runId], title: 'First' });
     await store.generate({ runIds: [runId], title: 'Second' });
-    const wrapper = mount(ReportsView);
+    const wrapper = await mountReports();
     await flushPromises();
     await wrapper.get('[data-testid="report-markdown"]').setValue('# 2. Second, rewritten\n');
     await wrapper.get('[data-testid="report-0001-first"]').trigger('click');
+    await flushPromises(); // through the route: the report chosen is a step of the history
     expect(wrapper.get('[data-testid="report-unsaved-confirm"]').text()).toContain('Second has unsaved edits. Before you open 0001-first:');
     expect(store.current!.summary.id).toBe('0002-second');
     await wrapper.get('[data-testid="report-unsaved-drop"]').trigger('click');
@@ -239,10 +249,29 @@ describe('Reports area', () => {
     expect(store.list.map((r) => r.id)).toEqual(['0002-second']);
   });
 
+  it('names the open report in the URL, and Stay over unsaved edits names it again', async () => {
+    const store = useReportsStore();
+    await store.generate({ runIds: [runId], title: 'Kept open' });
+    await store.generate({ runIds: [runId], title: 'Other' });
+    const wrapper = await mountReports();
+    const open = store.current!.summary.id;
+    const query = () => wrapper.vm.$router.currentRoute.value.query.report;
+    // Once the list is read (a real round trip to the services, not a microtask).
+    await expect.poll(query).toBe(open);
+    await wrapper.get('[data-testid="report-markdown"]').setValue('# edited\n');
+    const other = store.list.find((r) => r.id !== open)!.id;
+    await wrapper.get(`[data-testid="report-${other}"]`).trigger('click');
+    await expect.poll(query).toBe(other);
+    await expect.poll(() => wrapper.find('[data-testid="report-unsaved-stay"]').exists()).toBe(true);
+    await wrapper.get('[data-testid="report-unsaved-stay"]').trigger('click');
+    await expect.poll(query).toBe(open);
+    expect(store.current!.summary.id).toBe(open);
+  });
+
   it('saves unsaved edits before closing when asked to, and shows a failed generate under New report', async () => {
     const store = useReportsStore();
     await store.generate({ runIds: [runId], title: 'Closing' });
-    const wrapper = mount(ReportsView);
+    const wrapper = await mountReports();
     await flushPromises();
     const mine = `${store.current!.markdown}\nKept on close.\n`;
     await wrapper.get('[data-testid="report-markdown"]').setValue(mine);
@@ -289,7 +318,7 @@ describe('Reports area in the desktop app', () => {
       const report = store.current!;
       const web = installServicesClient(desktop);
       setApiClient(new ApiClient({ ...web.transport, kind: 'electron-ipc' }));
-      const wrapper = mount(ReportsView);
+      const wrapper = await mountReports();
       await flushPromises();
       // The desktop app saves through its dialog: no zip download there (no server to fetch it from).
       expect(wrapper.find('[data-testid="report-download"]').exists()).toBe(false);
@@ -314,7 +343,7 @@ describe('Reports area in the desktop app', () => {
   it('has no chosen-folder button in serve mode, and offers the zip download there', async () => {
     const store = useReportsStore();
     await store.generate({ runIds: [runId] });
-    const wrapper = mount(ReportsView);
+    const wrapper = await mountReports();
     await flushPromises();
     expect(wrapper.find('[data-testid="report-export"]').exists()).toBe(true);
     expect(wrapper.find('[data-testid="report-export-chosen"]').exists()).toBe(false);
