@@ -1,7 +1,7 @@
 // An optimisation started by the CLI (`trainbench optimise`) while the workbench is open on the same workspace: the
 // Optimise area watches it through its saved state, and its form is greyed out with the CLI's settings, not its
 // own defaults, with Optimise off, so a second wizard cannot be started beside it to disturb both measurements. The
-// optimisation shown has its own URL.
+// optimisation shown has its own URL, and the built-in example stays one click away in a used workspace.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 
@@ -54,6 +54,13 @@ describe("the Optimise area watching the CLI's wizard", () => {
       await pasted.goto(`${fx.serve.url}#/optimise?wizard=${id}`);
       await expect.poll(() => pasted.getByTestId('opt-shown').locator('p').first().innerText(), { timeout: 15_000 }).toMatch(new RegExp(`^${id} · `));
       await pasted.close();
+
+      // The workspace is used now (the Dashboard's Start here is gone): the built-in example is one click away here.
+      await page.getByTestId('opt-use-example').click();
+      expect(await page.getByTestId('opt-model').inputValue()).toBe('bottleneck_resnet');
+      expect(await page.getByTestId('opt-data').inputValue()).toBe('example-board');
+      expect(await page.getByTestId('opt-maxTrials').inputValue()).toBe('3');
+      await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('opt-start');
       expect(errors).toEqual([]);
     } finally {
       cli.kill('SIGKILL');
