@@ -98,6 +98,9 @@ describe('rankCollectives on one machine', () => {
       }
       return { hello: { type: 'hello', token: 't', pid: 10 + r, rank: r, localRank: r, worldSize: 2, python: '3.11', node: 'rig', nodeRank: 0 }, messages };
     };
-    expect(rankCollectives([late(0), late(1)], 1, undefined)!.exposedShare).toBeCloseTo(0.2 / 10, 6);
+    const c = rankCollectives([late(0), late(1)], 1, undefined)!;
+    expect(c.exposedShare).toBeCloseTo(0.2 / 10, 6);
+    // Bytes over that sliver would be a bandwidth no link has: stamps that disagree give none.
+    expect(c.busBytesPerSec).toBeNull();
   });
 });

@@ -175,6 +175,21 @@ describe('helpers', () => {
     expect(v.exposedShare).toBeCloseTo(2 / 20, 9); // step 2's wait alone
   });
 
+  it("a wrong clock offset cannot make the straggler's wait the exposed one: the smallest own wait is", () => {
+    // Rank 1 arrives 5 ms after rank 0 and the all-reduce ends 1 ms later for both (true exposed wait: 1 ms), but
+    // rank 1's offset is 10 ms off, so on the collector's clock rank 0 seems to arrive last, with its own 6 ms wait.
+    const steps: RankStep[] = [0, 1].map((rank) => ({ rank, step: 1, stepMs: 20, dataMs: 0, computeMs: 5, commMs: 5 }));
+    const v = communication(
+      [
+        { rank: 0, step: 1, index: 0, arriveMs: 0, doneMs: 6, bytes: 1024 },
+        { rank: 1, step: 1, index: 0, arriveMs: 5 - 10, doneMs: 6 - 10, bytes: 1024 },
+      ],
+      steps,
+    );
+    expect(v.exposedShare).toBeCloseTo(1 / 20, 9);
+    expect(v.busBytesPerSec).toBeNull(); // the stamps disagree (an arrival after a completion)
+  });
+
   it('scaling efficiency is the job against nodes x one node, and refuses a rate of 0, naming it', () => {
     expect(scalingEfficiency(1800, 1000, 2)).toBeCloseTo(0.9);
     expect(() => scalingEfficiency(1800, 0, 2)).toThrow('scaling efficiency needs a one-node rate above 0 and at least one node, got 0 and 2');

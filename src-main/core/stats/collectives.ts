@@ -53,7 +53,7 @@ export interface StragglerVerdict {
 }
 
 export interface CommVerdict {
-  /** Median over steps of the share of the step the last rank to arrive spent in collectives: communication nobody overlapped. */
+  /** Median over steps of the share of the step spent in collectives after the last rank arrived (the smallest rank's own wait): communication nobody overlapped. */
   exposedShare: number;
   /**
    * Median bus bandwidth of the all-reduces, bytes/s: bytes x 2(n-1)/n over the time from the last arrival to
@@ -199,14 +199,17 @@ export function communication(collectives: readonly RankCollective[], steps: rea
   for (const [step, byIndex] of bySteps) {
     let waited = 0;
     for (const seen of byIndex.values()) {
-      // The last rank's own wait, arrival to completion on its own clock: no clock offset enters it, and a rank
-      // stamped late (descheduled between handing in its gradients and the stamp) cannot make the others' completion
-      // look earlier than its arrival. Seen on a loaded 2-core CI machine: every step's cross-rank wait came out 0.
-      const last = seen.reduce((a, b) => (b.arriveMs > a.arriveMs ? b : a));
-      const ms = Math.max(0, last.doneMs - last.arriveMs);
+      // The wait after the last arrival is the last rank's own, arrival to completion on its own clock; read as the
+      // smallest own wait over the ranks, no clock offset enters it (a wrong one cannot pick an early rank, whose wait
+      // includes the straggler's lateness), and a rank stamped late (descheduled between handing in its gradients and
+      // the stamp) cannot push it below 0. Seen on a loaded 2-core CI machine: every step's cross-rank wait came out 0.
+      const ms = Math.min(...seen.map((c) => Math.max(0, c.doneMs - c.arriveMs)));
       waited += ms;
       // Bus bandwidth as NCCL's tests define it for an all-reduce; other collectives move bytes in other patterns.
-      if (ms > 0 && n > 1 && (seen[0].count ?? 1) === 1 && (seen[0].op ?? 'allreduce') === 'allreduce') bus.push((seen[0].bytes * ((2 * (n - 1)) / n)) / (ms / 1000));
+      // Only where the stamps agree (the last arrival before every completion): a late stamp's sliver of a wait would
+      // make bytes over it a bandwidth no link has.
+      const consistent = Math.max(...seen.map((c) => c.arriveMs)) <= Math.min(...seen.map((c) => c.doneMs));
+      if (ms > 0 && consistent && n > 1 && (seen[0].count ?? 1) === 1 && (seen[0].op ?? 'allreduce') === 'allreduce') bus.push((seen[0].bytes * ((2 * (n - 1)) / n)) / (ms / 1000));
     }
     const total = stepMs.get(step);
     if (total && total > 0) exposed.push(Math.min(1, waited / total));
