@@ -624,7 +624,8 @@ export const useOptimiseStore = defineStore('optimise', () => {
    * can run too); how the wizard measures stays as chosen. Refused (false) while a wizard runs from this window.
    */
   function applyBatchSearch(v: BatchApplyValues): boolean {
-    if (running.value) return false;
+    // Not while one runs or is watched: its form shows what it runs and would overwrite these on its next read.
+    if (running.value || watching.value) return false;
     const { readFrom, preset, repeat, steps, warmupSteps, minWindowSeconds, maxTrials, allowRecipeChanges, batchSearch, confounders } = form.value;
     form.value = {
       ...optimiseFormValues(v.model, { data: v.data, device: v.device }, v.family),

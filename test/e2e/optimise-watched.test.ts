@@ -54,6 +54,11 @@ describe("the Optimise area watching the CLI's wizard", () => {
       await pasted.goto(`${fx.serve.url}#/optimise?wizard=${id}`);
       await expect.poll(() => pasted.getByTestId('opt-shown').locator('p').first().innerText(), { timeout: 15_000 }).toMatch(new RegExp(`^${id} · `));
       await pasted.close();
+      // Away and back through the sidebar: the URL names it again.
+      await page.getByTestId('nav-runs').click();
+      await page.getByTestId('area-runs').waitFor();
+      await page.getByTestId('nav-optimise').click();
+      await expect.poll(() => new URL(page.url()).hash, { timeout: 10_000 }).toBe(`#/optimise?wizard=${id}`);
 
       // The workspace is used now (the Dashboard's Start here is gone): the built-in example is one click away here.
       await page.getByTestId('opt-use-example').click();
