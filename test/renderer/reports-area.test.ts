@@ -249,7 +249,7 @@ describe('Reports area', () => {
     expect(store.list.map((r) => r.id)).toEqual(['0002-second']);
   });
 
-  it('names the open report in the URL, and Stay over unsaved edits names it again', async () => {
+  it('names the open report in the URL, asks about unsaved edits before the URL moves, and a link to no report leaves it', async () => {
     const store = useReportsStore();
     await store.generate({ runIds: [runId], title: 'Kept open' });
     await store.generate({ runIds: [runId], title: 'Other' });
@@ -258,13 +258,19 @@ describe('Reports area', () => {
     const query = () => wrapper.vm.$router.currentRoute.value.query.report;
     // Once the list is read (a real round trip to the services, not a microtask).
     await expect.poll(query).toBe(open);
+    // A link to a report that is not there: the URL names the open one again.
+    await wrapper.vm.$router.push({ query: { report: '0999-gone' } });
+    await expect.poll(query).toBe(open);
+    expect(store.current!.summary.id).toBe(open);
     await wrapper.get('[data-testid="report-markdown"]').setValue('# edited\n');
     const other = store.list.find((r) => r.id !== open)!.id;
+    // Asked first: the URL moves only once the person has chosen.
     await wrapper.get(`[data-testid="report-${other}"]`).trigger('click');
-    await expect.poll(query).toBe(other);
     await expect.poll(() => wrapper.find('[data-testid="report-unsaved-stay"]').exists()).toBe(true);
+    expect(query()).toBe(open);
     await wrapper.get('[data-testid="report-unsaved-stay"]').trigger('click');
-    await expect.poll(query).toBe(open);
+    await flushPromises();
+    expect(query()).toBe(open);
     expect(store.current!.summary.id).toBe(open);
   });
 
