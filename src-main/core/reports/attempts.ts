@@ -68,7 +68,11 @@ export function settingChanges(a: BenchmarkRun, b: BenchmarkRun): SettingChange[
   for (const key of [...new Set([...Object.keys(oa), ...Object.keys(ob)])]) {
     if (JSON.stringify(oa[key]) !== JSON.stringify(ob[key])) out.push({ setting: key, baseline: show(oa[key]), attempt: show(ob[key]), protocol: false });
   }
-  if (JSON.stringify(ca.spec) !== JSON.stringify(cb.spec)) out.push({ setting: 'model', baseline: showModel(ca.spec), attempt: showModel(cb.spec), protocol: false });
+  if (JSON.stringify(ca.spec) !== JSON.stringify(cb.spec)) {
+    // Specs whose words are the same (a default written out in one) are told apart by their JSON.
+    const [wa, wb] = [showModel(ca.spec), showModel(cb.spec)];
+    out.push({ setting: 'model', baseline: wa === wb ? show(ca.spec) : wa, attempt: wa === wb ? show(cb.spec) : wb, protocol: false });
+  }
   if (a.result.target.data !== b.result.target.data) out.push({ setting: 'data', baseline: a.result.target.data, attempt: b.result.target.data, protocol: false });
   for (const key of ['warmupSteps', 'steps', 'repeat']) {
     if (ca[key] !== cb[key]) out.push({ setting: key, baseline: show(ca[key]), attempt: show(cb[key]), protocol: true });
