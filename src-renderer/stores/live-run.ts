@@ -18,7 +18,7 @@ import { useRunsStore } from './runs';
 import type { ScriptLine } from '../composables/useScriptJob';
 import { SCRIPT_OUTPUT_LINES } from '../composables/useScriptJob';
 import type { LiveCurve } from '../view-models/live-curve';
-import { appendStep, curveOfEvents, emptyLiveCurve } from '../view-models/live-curve';
+import { appendStep, emptyLiveCurve } from '../view-models/live-curve';
 import { emptyScriptRunForm, scriptRunFormOf } from '../view-models/script-target-form';
 import type { ScriptForm } from '../view-models/script-target-form';
 
@@ -186,9 +186,10 @@ export const useLiveRunStore = defineStore('live-run', () => {
   /** One step, once: the run's recorded steps, the job's replay and its live events overlap on re-attaching. */
   function takeStep(event: TrainStepEvent): void {
     if (!appendStep(curve, event)) return;
-    first ??= { at: event.t ?? Date.now(), step: event.globalStep };
-    last.value = event;
-    for (const l of stepListeners) l(event);
+    if (first === null || event.globalStep < first.step) first = { at: event.t ?? Date.now(), step: event.globalStep };
+    // A step that came late (a replay behind a live one) fills the curve; the newest stays the newest.
+    if (last.value === null || event.globalStep > last.value.globalStep) last.value = event;
+    for (const l of stepListeners) l(last.value);
   }
 
   /**
@@ -199,13 +200,15 @@ export const useLiveRunStore = defineStore('live-run', () => {
     try {
       const detail = await useApiClient().call('runs.get', { id });
       const steps = detail.events.filter((e): e is TrainStepEvent => e.type === 'step');
-      if (steps.length === 0 || curve.loss.length > 0) return;
-      curve = curveOfEvents(steps);
-      const newest = steps.at(-1)!;
-      first = { at: steps[0].t ?? Date.now(), step: steps[0].globalStep };
+      if (steps.length === 0) return;
+      // Merged with the live steps that came while the record was read (they were dropped before: the curve then
+      // started where the page joined).
+      for (const s of steps) appendStep(curve, s);
+      if (first === null || steps[0].globalStep < first.step) first = { at: steps[0].t ?? Date.now(), step: steps[0].globalStep };
       runId.value = id;
-      last.value = newest;
-      for (const l of stepListeners) l(newest);
+      const newest = steps.at(-1)!;
+      if (last.value === null || newest.globalStep > last.value.globalStep) last.value = newest;
+      for (const l of stepListeners) l(last.value!);
     } catch {
       // Not recorded yet (still preparing its data): the replay and the live steps draw it.
     }

@@ -17,15 +17,34 @@ export function emptyLiveCurve(): LiveCurve {
 }
 
 /**
- * Appends a step to the curve unless the curve already reaches it: the run's recorded events, the job's
- * replay and its live events overlap when a window re-attaches, and a step is drawn once, in order.
+ * Puts a step into the curve, in step order, unless the curve has it: the run's recorded events, the job's replay
+ * and its live events overlap when a window re-attaches, and arrive in no fixed order (a live step can come before
+ * the replay of the ones just before it, on a busy machine). A step is drawn once, in order, never dropped for
+ * coming late. Returns whether it was new.
  */
 export function appendStep(curve: LiveCurve, e: Pick<TrainStepEvent, 'globalStep' | 'loss' | 'accuracy'>): boolean {
-  const last = curve.loss.at(-1);
-  if (last !== undefined && e.globalStep <= last[0]) return false;
-  curve.loss.push([e.globalStep, e.loss]);
-  if (e.accuracy !== null) curve.accuracy.push([e.globalStep, e.accuracy]);
+  const at = insertionIndex(curve.loss, e.globalStep);
+  if (at < 0) return false;
+  curve.loss.splice(at, 0, [e.globalStep, e.loss]);
+  if (e.accuracy !== null) {
+    const a = insertionIndex(curve.accuracy, e.globalStep);
+    if (a >= 0) curve.accuracy.splice(a, 0, [e.globalStep, e.accuracy]);
+  }
   return true;
+}
+
+/** Where `step` goes in points sorted by step, or -1 when it is there; O(1) for the usual next step. */
+function insertionIndex(points: readonly CurvePoint[], step: number): number {
+  const n = points.length;
+  if (n === 0 || points[n - 1][0] < step) return n;
+  let lo = 0;
+  let hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (points[mid][0] < step) lo = mid + 1;
+    else hi = mid;
+  }
+  return points[lo]?.[0] === step ? -1 : lo;
 }
 
 /** The curve of a run's recorded events (runs.get): its steps in order, from its first logged one. */
