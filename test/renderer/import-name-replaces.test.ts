@@ -41,7 +41,7 @@ describe('the Import wizard, under the name of a dataset already there', () => {
     const pinia = createPinia();
     setActivePinia(pinia);
     installFakeClient((method) => {
-      if (method === 'files.list') return ok({ dir: 'sources', entries: [{ name: 'small.csv', path: 'sources/small.csv', kind: 'file', bytes: 10 }] });
+      if (method === 'files.list') return ok({ dir: 'sources', entries: [{ name: 'small.csv', path: 'sources/small.csv', kind: 'file', bytes: 10 }], omitted: 0, omittedAtLeast: false });
       if (method === 'datasets.csvHeader') return ok({ path: 'sources/small.csv', columns: ['a', 'b', 'y'], suggestedLabel: 'y' });
       if (method === 'datasets.inspect') return ok(inspected);
       if (method === 'datasets.list') return ok(list);

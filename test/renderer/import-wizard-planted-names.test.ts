@@ -39,7 +39,7 @@ const inspected: InspectResult = {
 
 function answering() {
   return installFakeClient((method) => {
-    if (method === 'files.list') return ok({ dir: 'sources', entries: [{ name, path: filePath, kind: 'file', bytes: 10 }, { name: 'sub\u202Edir', path: 'sources/sub\u202Edir', kind: 'dir', bytes: 0 }] });
+    if (method === 'files.list') return ok({ dir: 'sources', entries: [{ name, path: filePath, kind: 'file', bytes: 10 }, { name: 'sub\u202Edir', path: 'sources/sub\u202Edir', kind: 'dir', bytes: 0 }], omitted: 0, omittedAtLeast: false });
     if (method === 'datasets.csvHeader') return ok({ path: filePath, columns: ['a', column], suggestedLabel: column });
     if (method === 'datasets.inspect') return ok(inspected);
     return ok(null);

@@ -356,6 +356,18 @@ describe('second round: what a review of the fix found', () => {
     expect(JSON.stringify(answer)).not.toContain(outside.dir);
   });
 
+  it('a folder of thousands of files is listed in part, saying how many more it holds, within the bound', async () => {
+    mkdirSync(inWs('sources', 'many'), { recursive: true });
+    for (let i = 0; i < 6_000; i++) writeFileSync(inWs('sources', 'many', `f${String(i).padStart(5, '0')}.csv`), '');
+    const answer = (await call('files.list', { dir: 'sources/many' })) as { ok: boolean; result: { entries: { name: string }[]; omitted: number; omittedAtLeast: boolean } };
+    expect(answer.ok).toBe(true);
+    expect(answer.result.entries).toHaveLength(5_000);
+    expect(answer.result).toMatchObject({ omitted: 1_000, omittedAtLeast: false });
+    const names = answer.result.entries.map((e) => e.name);
+    expect(names).toEqual([...names].sort());
+    await stillServing();
+  }, 60_000);
+
   it('a folder in the export folder at the markdown name is a request error naming it, not an internal one with paths', async () => {
     const id = '0001-planted';
     writeReport(id);

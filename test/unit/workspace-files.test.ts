@@ -13,6 +13,7 @@ import {
   copyFileOut,
   createFileWriteStream,
   listFolder,
+  listFolderBounded,
   makeFolder,
   readJsonCapped,
   readTail,
@@ -168,5 +169,17 @@ describe('listing', () => {
       { name: 'link', kind: 'link', bytes: 0 },
     ]);
     expect(await listFolder(ws, 'missing')).toEqual([]);
+  });
+
+  it('keeps a bounded number of entries and counts the rest up to a bound, so a planted folder of millions costs bounded memory and time', async () => {
+    mkdirSync(at('runs', 'many'));
+    for (let i = 0; i < 300; i++) writeFileSync(at('runs', 'many', `r${String(i).padStart(3, '0')}`), '');
+    const whole = await listFolderBounded(ws, 'runs/many', { keep: 100, scan: 1000 });
+    expect(whole.entries).toHaveLength(100);
+    expect(whole).toMatchObject({ omitted: 200, omittedAtLeast: false });
+    const names = whole.entries.map((e) => e.name);
+    expect(names).toEqual([...names].sort());
+    expect(await listFolderBounded(ws, 'runs/many', { keep: 100, scan: 150 })).toMatchObject({ omitted: 150, omittedAtLeast: true });
+    expect(await listFolderBounded(ws, 'runs/many', { keep: 300, scan: 10 })).toMatchObject({ omitted: 0, omittedAtLeast: false });
   });
 });

@@ -10,7 +10,7 @@ import { printable } from '../../api/shell-word';
 import { markdownFileOf, readReportMeta, reportDir } from '../reports/report-store';
 import type { Workspace } from '../workspace/workspace';
 import { isZipEntryName } from './zip-writer';
-import { entryProblem, folderProblem, isMissing, listFolder, MiB, type FolderEntry } from '../workspace/workspace-files';
+import { entryProblem, folderProblem, isMissing, LIST_KEEP, listFolder, listFolderBounded, MiB, type FolderEntry } from '../workspace/workspace-files';
 
 export interface DownloadLimits {
   /** Largest file a download includes. */
@@ -21,10 +21,12 @@ export interface DownloadLimits {
   maxFiles: number;
   /** Deepest sub-folder of a run's folder that is followed. */
   maxDepth: number;
+  /** Entries of one folder that are listed: past them the folder is refused, never cut in silence. */
+  maxEntries: number;
 }
 
 /** Under the 4 GiB a zip without ZIP64 holds, and far above a run's logs, telemetry and checkpoints. */
-export const DEFAULT_DOWNLOAD_LIMITS: DownloadLimits = { maxFileBytes: 512 * MiB, maxTotalBytes: 2048 * MiB, maxFiles: 10_000, maxDepth: 8 };
+export const DEFAULT_DOWNLOAD_LIMITS: DownloadLimits = { maxFileBytes: 512 * MiB, maxTotalBytes: 2048 * MiB, maxFiles: 10_000, maxDepth: 8, maxEntries: LIST_KEEP };
 
 /** A download refused before it started: the status says which kind of refusal. */
 export class DownloadRefused extends ApiError {
@@ -146,8 +148,11 @@ export async function planRun(workspace: Workspace, id: string, limits: Download
   const walk = async (rel: string, depth: number): Promise<void> => {
     let entries;
     try {
-      entries = await listFolder(workspace, path.posix.join(dir, rel));
+      const listed = await listFolderBounded(workspace, path.posix.join(dir, rel), { keep: limits.maxEntries, scan: 1 });
+      if (listed.omitted) throw new DownloadRefused(413, `${path.posix.join(dir, rel)} holds more than ${listed.entries.length} entries, more than a download lists: not downloaded`);
+      entries = listed.entries;
     } catch (err) {
+      if (err instanceof DownloadRefused) throw err;
       if (!rel) throw err;
       // One folder the server may not read (its mode, a file system error) leaves the rest of the run downloadable.
       skip(plan, { name: `${id}/${rel}/`, reason: `a folder that cannot be read (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})` });

@@ -274,26 +274,63 @@ export async function isFolder(workspace: Workspace, dir: string): Promise<boole
   );
 }
 
+/** Entries a listing keeps by default: a planted folder of millions of names would otherwise fill memory. */
+export const LIST_KEEP = 100_000;
+/** Names counted past the kept ones before the scan stops, so a huge folder costs bounded time too. */
+const LIST_SCAN = 1_000_000;
+
+/** A folder's entries (at most `keep`, by name) and how many more it holds, which `omittedAtLeast` says is a lower bound. */
+export interface FolderListing {
+  entries: FolderEntry[];
+  omitted: number;
+  omittedAtLeast: boolean;
+}
+
 /**
  * A folder's entries, by name, each with its own kind (links are not followed: they are
  * listed as links, for the caller to show as a problem). A missing folder has none.
+ * Read as a stream: past `keep` names the rest are only counted, up to a bound.
  */
-export async function listFolder(workspace: Workspace, dir: string): Promise<FolderEntry[]> {
+export async function listFolderBounded(workspace: Workspace, dir: string, { keep = LIST_KEEP, scan = LIST_SCAN } = {}): Promise<FolderListing> {
   let abs: string;
   try {
     abs = (await requireFolder(workspace, dir)).abs;
   } catch (err) {
-    if (isMissing(err)) return [];
+    if (isMissing(err)) return { entries: [], omitted: 0, omittedAtLeast: false };
     throw err;
   }
-  const entries = await fs.readdir(abs, { withFileTypes: true });
-  const out: FolderEntry[] = [];
-  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-    const kind: EntryKind = e.isSymbolicLink() ? 'link' : e.isDirectory() ? 'dir' : e.isFile() ? 'file' : 'other';
-    const bytes = kind === 'file' ? ((await fs.lstat(path.join(abs, e.name)).catch(() => null))?.size ?? 0) : 0;
-    out.push({ name: e.name, kind, bytes });
+  const kept: { name: string; kind: EntryKind }[] = [];
+  let omitted = 0;
+  let omittedAtLeast = false;
+  const folder = await fs.opendir(abs, { bufferSize: 256 });
+  try {
+    for await (const e of folder) {
+      if (kept.length < keep) kept.push({ name: e.name, kind: e.isSymbolicLink() ? 'link' : e.isDirectory() ? 'dir' : e.isFile() ? 'file' : 'other' });
+      else if (++omitted >= scan) {
+        omittedAtLeast = true;
+        break;
+      }
+    }
+  } finally {
+    // A loop left early has closed it already, and closing twice throws.
+    try {
+      await folder.close();
+    } catch {
+      /* closed */
+    }
   }
-  return out;
+  kept.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const entries: FolderEntry[] = [];
+  for (const e of kept) {
+    const bytes = e.kind === 'file' ? ((await fs.lstat(path.join(abs, e.name)).catch(() => null))?.size ?? 0) : 0;
+    entries.push({ ...e, bytes });
+  }
+  return { entries, omitted, omittedAtLeast };
+}
+
+/** listFolderBounded's entries, for callers that look for names they know (runs, reports, models, caches). */
+export async function listFolder(workspace: Workspace, dir: string): Promise<FolderEntry[]> {
+  return (await listFolderBounded(workspace, dir)).entries;
 }
 
 /** Why an entry of a list cannot be used, in words, or null for a usable one of the wanted kind. */
