@@ -81,7 +81,7 @@ export function toApiError(err: unknown): ApiError {
 const ABSOLUTE_PATH = /(?<=')(?:\/|[A-Za-z]:[\\/])[^'\n]+(?=')|(?<=")(?:\/|[A-Za-z]:[\\/])[^"\n]+(?=")|(?<![\w.~\\/-])(?:\/|[A-Za-z]:[\\/])[^\s'"`<>()[\]{},;|]+/g;
 
 /** `message` with each path inside `root` relative to it, the rest as it is. */
-function withinWorkspaceRelative(message: string, root?: string): string {
+export function withinWorkspaceRelative(message: string, root?: string): string {
   const base = root?.replace(/[\\/]+$/, '');
   if (!base) return message;
   let text = message;

@@ -189,12 +189,16 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
     if (datasets.buildName) name.value = datasets.buildName;
   }
   if (datasets.building) showBuild();
-  // A loader benchmark re-attached (or started in another window) is shown at its step, live, with Cancel.
-  if (loader.running) step.value = 'benchmark';
+  // A loader benchmark of the cache this wizard built (re-attached, or started from its row or another window) is
+  // shown at its step, live, with Cancel. One of another cache has its own card: a half-done import stays where it is,
+  // and the step's "Benchmark again" never measures a cache other than the one shown.
+  const measuresOurs = () => loader.dataset !== null && loader.dataset === built.value?.dataset.id;
+  if (loader.running && measuresOurs()) step.value = 'benchmark';
   watch(
-    () => loader.running,
-    (now) => {
-      if (now) step.value = 'benchmark';
+    () => [loader.running, loader.dataset] as const,
+    ([now]) => {
+      if (now && measuresOurs()) step.value = 'benchmark';
+      else if (step.value === 'benchmark' && !measuresOurs()) step.value = built.value ? 'build' : 'source';
     },
   );
   // A build re-attached (or started in another window) takes the wizard to its step; its failure is said here.
@@ -353,7 +357,7 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
 
   /** Measures the loader on the cache just built: cached and from the source files, at 0, 1 and 2 workers. */
   async function benchmark(): Promise<void> {
-    if (!built.value) return;
+    if (!built.value || loader.running) return;
     error.value = null;
     step.value = 'benchmark';
     await loader.sweep(built.value.dataset, sampleRatio.value);

@@ -241,14 +241,30 @@ describe('caching wizard (serve mode, Chromium)', () => {
     const row = page.getByTestId('dataset-tiny');
     await row.waitFor();
     expect(await row.innerText()).toMatch(/ready/);
+    // An import begun in the wizard (a file chosen) is left where it is by a benchmark started from a row.
+    await page.getByTestId('file-small.npy').click();
+    expect(await page.getByTestId('source-kind').inputValue()).toBe('npy');
     await page.getByTestId('benchmark-tiny').click();
-    // Shown live at the wizard's benchmark step, then its answer: batch 200, not a refusal of 256.
-    await page.getByTestId('bench-summary').waitFor({ timeout: 60_000 });
-    expect(await page.getByTestId('loader-bench-error').count()).toBe(0);
-    expect(await page.getByTestId('bench-summary').innerText()).toMatch(/^Batch 200; best cached setting: \d worker/);
-    expect(await page.getByTestId('loader-bench-of').innerText()).toBe('Loader benchmark of tiny');
-    expect(await page.locator('[data-testid="bench-table"] tbody tr').count()).toBeGreaterThanOrEqual(3);
+    // Shown live in a card of its own, then its answer: batch 200, not a refusal of 256.
+    const card = page.getByTestId('loader-bench-card');
+    await card.getByTestId('bench-summary').waitFor({ timeout: 60_000 });
+    expect(await card.getByTestId('loader-bench-error').count()).toBe(0);
+    expect(await card.getByTestId('bench-summary').innerText()).toMatch(/^Batch 200; best cached setting: \d worker.*Uncached not measured: sources\/tiny\.csv is text: /s);
+    expect(await card.getByTestId('loader-bench-of').innerText()).toBe('Loader benchmark of tiny');
+    expect(await card.locator('[data-testid="bench-table"] tbody tr').count()).toBeGreaterThanOrEqual(3);
+    expect(await page.getByTestId('source-kind').inputValue()).toBe('npy');
+    expect(await page.getByTestId('inspect').isVisible()).toBe(true);
+    expect(await page.getByTestId('import-wizard').getByTestId('loader-bench').count()).toBe(0);
     await page.screenshot({ path: path.join(SHOTS, 'datasets-row-benchmark.png'), fullPage: true });
+    // Its "Benchmark again" measures the same cache, not the wizard's; Close puts the card away.
+    await card.getByTestId('loader-bench-again').click();
+    await card.getByTestId('loader-bench-progress').waitFor({ timeout: 20_000 });
+    await card.getByTestId('bench-summary').waitFor({ timeout: 60_000 });
+    expect(await card.getByTestId('loader-bench-of').innerText()).toBe('Loader benchmark of tiny');
+    expect(await card.getByTestId('bench-summary').innerText()).toMatch(/^Batch 200; /);
+    await card.getByTestId('loader-bench-close').click();
+    expect(await page.getByTestId('loader-bench-card').count()).toBe(0);
+    expect(await page.getByTestId('source-kind').inputValue()).toBe('npy');
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);

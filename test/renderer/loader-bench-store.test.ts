@@ -5,8 +5,9 @@ import { createPinia, setActivePinia } from 'pinia';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { effectScope } from 'vue';
 
-import type { LoaderBenchProgress } from '../../src-main/api/datasets';
+import type { BuildResult, LoaderBenchProgress } from '../../src-main/api/datasets';
 import { useImportWizard } from '../../src-renderer/composables/useImportWizard';
+import { useDatasetsStore } from '../../src-renderer/stores/datasets';
 import { useJobsStore } from '../../src-renderer/stores/jobs';
 import { loaderProgressText, useLoaderBenchStore } from '../../src-renderer/stores/loader-bench';
 import { fail, installFakeClient, ok } from './fake-client';
@@ -84,7 +85,7 @@ describe('the loader benchmark store', () => {
 });
 
 describe('a loader benchmark running when the window opens', () => {
-  it('takes the import wizard to its step, replays its rows, and follows it to its end', async () => {
+  it('replays its rows and follows it to its end; the import wizard, which built no cache, stays where it is', async () => {
     const events = [loaderEvent(0, 'measuring', 0), loaderEvent(1, 'measured', 0), loaderEvent(1, 'measuring', 1)];
     const info = {
       jobId: ID, method: 'datasets.benchmark', kind: 'loader', target: null, request: { dataset: 'small-0123456789ab', jobId: ID },
@@ -96,7 +97,8 @@ describe('a loader benchmark running when the window opens', () => {
     const wizard = scope.run(() => useImportWizard())!;
     const store = useLoaderBenchStore();
     await expect.poll(() => store.rows.cached.length).toBe(1);
-    expect(wizard.step.value).toBe('benchmark');
+    // Shown in a card of its own (LoaderBenchCard): the wizard's step is for the cache it built.
+    expect(wizard.step.value).toBe('source');
     expect(wizard.busy.value).toBe(true);
     expect(store.dataset).toBe('small-0123456789ab');
     expect(store.status.text).toBe('setting 2 of 6: 1 worker, prefetch 2, reading the cache…');
@@ -106,6 +108,36 @@ describe('a loader benchmark running when the window opens', () => {
     await expect.poll(() => store.running).toBe(false);
     expect(store.stopped).toEqual({ runId: 'loader-run', done: 2, total: 6 });
     expect(wizard.error.value).toBeNull();
+    scope.stop();
+  });
+});
+
+describe('the import wizard and a loader benchmark started from a row', () => {
+  const builtOf = (id: string) => ({ dataset: { id, name: id.replace(/-[0-9a-f]{12}$/, ''), records: 4000 } }) as unknown as BuildResult;
+
+  it("goes to its benchmark step for the cache it built, and back to its build step when another cache's is started", async () => {
+    let finish: ((v: unknown) => void) | null = null;
+    installFakeClient((m) => {
+      if (m === 'jobs.list') return ok([]);
+      if (m === 'datasets.benchmark') return new Promise((resolve) => (finish = resolve));
+      return ok([]);
+    });
+    useJobsStore().start();
+    const scope = effectScope();
+    const wizard = scope.run(() => useImportWizard())!;
+    useDatasetsStore().built = builtOf('small-0123456789ab');
+    const store = useLoaderBenchStore();
+    const ours = wizard.benchmark();
+    await expect.poll(() => store.running).toBe(true);
+    expect(wizard.step.value).toBe('benchmark');
+    // "Benchmark the loader" and "Benchmark again" wait while one runs: one benchmark at a time.
+    expect(wizard.busy.value).toBe(true);
+    finish!(ok(null));
+    await ours;
+    void store.sweep({ id: 'tiny-84347349393a', records: 200 });
+    await expect.poll(() => wizard.step.value).toBe('build');
+    expect(store.dataset).toBe('tiny-84347349393a');
+    finish!(ok(null));
     scope.stop();
   });
 });

@@ -400,6 +400,14 @@ describe('third round: errors name workspace files relative to it (finding 5)', 
     ]);
   });
 
+  it("an inspected source's description and why it cannot be read in place name it inside the workspace", async () => {
+    writeFileSync(inWs('sources', 'rows.csv'), 'a,b,label\n1,2,0\n3,4,1\n');
+    const answer = await call('datasets.inspect', { source: { kind: 'csv', path: 'sources/rows.csv', label: 'label' } });
+    expect(answer.ok).toBe(true);
+    expect(JSON.stringify(answer.result)).not.toContain(ws.dir);
+    expect(answer.result).toMatchObject({ description: expect.stringContaining('sources/rows.csv'), uncached: { available: false, reason: 'sources/rows.csv is text: every record must be parsed, so it cannot be read in place' } });
+  });
+
   it('a name longer than the file system takes is bad input, said once, not a data error with the system call repeated', async () => {
     const long = `sources/${'a'.repeat(300)}.csv`;
     for (const method of ['datasets.csvHeader', 'datasets.inspect'] as const) {

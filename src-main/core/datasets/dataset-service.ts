@@ -19,7 +19,7 @@ import type {
 } from '../../api/datasets';
 import type { TelemetrySummary } from '../../api/telemetry';
 import { DEFAULT_SHARD_BYTES, heldOutTestName, recordsDrawn, SourceSpecSchema, testSetProblem } from '../../api/datasets';
-import { ApiError } from '../../api/errors';
+import { ApiError, withinWorkspaceRelative } from '../../api/errors';
 import { newJobId } from '../../api/ids';
 import type { DataSource } from '../../api/training';
 import type { EngineClient } from '../../engine/engine-client';
@@ -126,11 +126,12 @@ export class DatasetService {
     }
     const layout = source.rawLayout();
     return {
-      description: source.description,
+      // Texts with the source's path, shown on the page: named inside the workspace, as errors are.
+      description: withinWorkspaceRelative(source.description, this.workspace.root),
       records: source.records,
       fields: source.fields,
       preview,
-      uncached: { available: layout !== null, reason: layout ? null : source.uncachedReason },
+      uncached: { available: layout !== null, reason: layout || !source.uncachedReason ? null : withinWorkspaceRelative(source.uncachedReason, this.workspace.root) },
     };
   }
 
@@ -341,7 +342,7 @@ export class DatasetService {
     await run('cached', { kind: 'cache', dir }, measured.cached);
     const spec = SourceSpecSchema.safeParse(manifest.source.spec);
     const skip = (reason: string) => {
-      measured.uncachedReason = reason;
+      measured.uncachedReason = withinWorkspaceRelative(reason, this.workspace.root);
       total = done;
     };
     if (!request.uncached) measured.uncachedReason = 'not requested';
