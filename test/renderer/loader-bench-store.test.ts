@@ -116,7 +116,7 @@ describe('the import wizard and a loader benchmark started from a row', () => {
   const builtOf = (id: string) => ({ dataset: { id, name: id.replace(/-[0-9a-f]{12}$/, ''), records: 4000 } }) as unknown as BuildResult;
 
   it("goes to its benchmark step for the cache it built, and back to its build step when another cache's is started", async () => {
-    let finish: ((v: unknown) => void) | null = null;
+    let finish: ((v: ReturnType<typeof ok>) => void) | null = null;
     installFakeClient((m) => {
       if (m === 'jobs.list') return ok([]);
       if (m === 'datasets.benchmark') return new Promise((resolve) => (finish = resolve));
