@@ -361,10 +361,9 @@ describe('second round: what a review of the fix found', () => {
     for (let i = 0; i < 6_000; i++) writeFileSync(inWs('sources', 'many', `f${String(i).padStart(5, '0')}.csv`), '');
     const answer = (await call('files.list', { dir: 'sources/many' })) as { ok: boolean; result: { entries: { name: string }[]; omitted: number; omittedAtLeast: boolean } };
     expect(answer.ok).toBe(true);
-    expect(answer.result.entries).toHaveLength(5_000);
-    expect(answer.result).toMatchObject({ omitted: 1_000, omittedAtLeast: false });
-    const names = answer.result.entries.map((e) => e.name);
-    expect(names).toEqual([...names].sort());
+    expect(answer.result).toMatchObject({ omitted: 4_000, omittedAtLeast: false });
+    // The first names in order, whatever order the folder reads in: the note's "more" are the later ones.
+    expect(answer.result.entries.map((e) => e.name)).toEqual(Array.from({ length: 2_000 }, (_, i) => `f${String(i).padStart(5, '0')}.csv`));
     await stillServing();
   }, 60_000);
 

@@ -5,7 +5,7 @@ import type { Workspace } from './workspace';
 import { isFolder, listFolderBounded } from './workspace-files';
 
 /** Entries the chooser is sent: a page lists them all, and more than this nobody scrolls through. */
-export const FILES_LIST_KEEP = 5_000;
+export const FILES_LIST_KEEP = 2_000;
 
 /**
  * A folder of the workspace, for the import wizard's file chooser. Serve mode never

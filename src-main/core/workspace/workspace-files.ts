@@ -276,7 +276,7 @@ export async function isFolder(workspace: Workspace, dir: string): Promise<boole
 
 /** Entries a listing keeps by default: a planted folder of millions of names would otherwise fill memory. */
 export const LIST_KEEP = 100_000;
-/** Names counted past the kept ones before the scan stops, so a huge folder costs bounded time too. */
+/** Names read past the kept ones before the scan stops, so a huge folder costs bounded time too. */
 const LIST_SCAN = 1_000_000;
 
 /** A folder's entries (at most `keep`, by name) and how many more it holds, which `omittedAtLeast` says is a lower bound. */
@@ -289,7 +289,7 @@ export interface FolderListing {
 /**
  * A folder's entries, by name, each with its own kind (links are not followed: they are
  * listed as links, for the caller to show as a problem). A missing folder has none.
- * Read as a stream: past `keep` names the rest are only counted, up to a bound.
+ * Read as a stream, keeping the first `keep` names in order; at most `keep + scan` names are read.
  */
 export async function listFolderBounded(workspace: Workspace, dir: string, { keep = LIST_KEEP, scan = LIST_SCAN } = {}): Promise<FolderListing> {
   let abs: string;
@@ -299,17 +299,21 @@ export async function listFolderBounded(workspace: Workspace, dir: string, { kee
     if (isMissing(err)) return { entries: [], omitted: 0, omittedAtLeast: false };
     throw err;
   }
-  const kept: { name: string; kind: EntryKind }[] = [];
-  let omitted = 0;
+  // The first `keep` names in order, in bounded memory: gathered up to twice as many, then sorted and cut back.
+  let kept: { name: string; kind: EntryKind }[] = [];
+  const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  let seen = 0;
   let omittedAtLeast = false;
   const folder = await fs.opendir(abs, { bufferSize: 256 });
   try {
     for await (const e of folder) {
-      if (kept.length < keep) kept.push({ name: e.name, kind: e.isSymbolicLink() ? 'link' : e.isDirectory() ? 'dir' : e.isFile() ? 'file' : 'other' });
-      else if (++omitted >= scan) {
+      if (++seen > keep + scan) {
         omittedAtLeast = true;
+        seen--;
         break;
       }
+      kept.push({ name: e.name, kind: e.isSymbolicLink() ? 'link' : e.isDirectory() ? 'dir' : e.isFile() ? 'file' : 'other' });
+      if (kept.length >= 2 * keep) kept = kept.sort(byName).slice(0, keep);
     }
   } finally {
     // A loop left early has closed it already, and closing twice throws.
@@ -319,7 +323,8 @@ export async function listFolderBounded(workspace: Workspace, dir: string, { kee
       /* closed */
     }
   }
-  kept.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  kept = kept.sort(byName).slice(0, keep);
+  const omitted = seen - kept.length;
   const entries: FolderEntry[] = [];
   for (const e of kept) {
     const bytes = e.kind === 'file' ? ((await fs.lstat(path.join(abs, e.name)).catch(() => null))?.size ?? 0) : 0;
