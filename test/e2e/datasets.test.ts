@@ -247,6 +247,8 @@ describe('caching wizard (serve mode, Chromium)', () => {
     await page.getByTestId('benchmark-tiny').click();
     // Shown live in a card of its own, then its answer: batch 200, not a refusal of 256.
     const card = page.getByTestId('loader-bench-card');
+    // A CSV cannot be read in place: the bar counts the three cached settings only (it said "of 6" and stopped at 3).
+    await expect.poll(() => card.getByTestId('loader-bench-status').innerText(), { timeout: 20_000 }).toMatch(/^setting [1-3] of 3: /);
     await card.getByTestId('bench-summary').waitFor({ timeout: 60_000 });
     expect(await card.getByTestId('loader-bench-error').count()).toBe(0);
     expect(await card.getByTestId('bench-summary').innerText()).toMatch(/^Batch 200; best cached setting: \d worker.*Uncached not measured: sources\/tiny\.csv is text: /s);

@@ -4,7 +4,7 @@ import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { BuildProgress, LoaderBenchProgress } from '../../src-main/api/datasets';
+import type { BuildProgress, LoaderBenchProgress, LoaderBenchResult } from '../../src-main/api/datasets';
 import { datasetsRoot } from '../../src-main/core/datasets/cache-store';
 import type { Services } from '../../src-main/core/services';
 import { npyBytes } from '../helpers/numpy';
@@ -69,7 +69,10 @@ describe('datasets through the contract', () => {
   });
 
   it('benchmarks the loader as a job: each setting as it starts and ends, and a cancel that keeps what was measured', async () => {
-    await services.router.dispatch('datasets.build', { source: { kind: 'synthetic-board', records: 2000, seed: 5 }, name: 'bench-cancel' });
+    // A source the loader can read in place: six settings, three of them on the source files.
+    const cells = new Float32Array(2000 * 4).map((_, i) => i % 97);
+    writeFileSync(path.join(services.workspace.root, 'sources', 'cancel.npy'), npyBytes('<f4', [2000, 4], new Uint8Array(cells.buffer)));
+    await services.router.dispatch('datasets.build', { source: { kind: 'npy', path: 'sources/cancel.npy' }, name: 'bench-cancel' });
     const seen: LoaderBenchProgress[] = [];
     let listed: unknown[] = [];
     const off = services.events.subscribe((name, data) => {
@@ -124,6 +127,21 @@ describe('datasets through the contract', () => {
     expect(run2.result.cached).toHaveLength(2);
     expect(run2.result.uncached).toHaveLength(1);
     expect(run2.result.uncachedReason).toBeNull();
+  });
+
+  it('counts only the settings that will run: a source that cannot be read in place is said before the first setting', async () => {
+    await services.router.dispatch('datasets.build', { source: { kind: 'synthetic-board', records: 2000, seed: 5 }, name: 'bench-generated' });
+    const seen: LoaderBenchProgress[] = [];
+    const off = services.events.subscribe((name, data) => {
+      if (name === 'datasets.benchmarkProgress' && (data as LoaderBenchProgress).jobId === 'loader-job-3') seen.push(data as LoaderBenchProgress);
+    });
+    const bench = (await services.router.dispatch('datasets.benchmark', { dataset: 'bench-generated', batchSize: 50, workers: [0, 1, 2], prefetch: [2], maxSeconds: 0.05, jobId: 'loader-job-3' })) as LoaderBenchResult;
+    off();
+    // Was "of 6", ending at 3 of 6: the source's three settings were counted though they could never run.
+    expect(seen.map((p) => `${p.phase} ${p.done}/${p.total}`)).toEqual(['measuring 0/3', 'measured 1/3', 'measuring 1/3', 'measured 2/3', 'measuring 2/3', 'measured 3/3']);
+    expect(bench.uncached).toBeNull();
+    expect(bench.uncachedReason).not.toBeNull();
+    expect(bench.uncachedReason).not.toBe('cancelled before the source files were read');
   });
 
   it('refuses a benchmark on a device the engine cannot use before its run exists', async () => {

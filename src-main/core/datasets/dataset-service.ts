@@ -317,7 +317,10 @@ export class DatasetService {
     o: { signal: AbortSignal; progress: (p: Omit<LoaderBenchProgress, 'jobId' | 'runId' | 'maxSeconds'>) => void },
   ): Promise<LoaderBenchResult> {
     const settings = request.workers.flatMap((workers) => request.prefetch.map((prefetch) => ({ workers, prefetch })));
-    let total = settings.length * (request.uncached ? 2 : 1);
+    // Whether the source files can be read in place is known before anything runs: the bar counts only what will.
+    const inPlace = await this.uncachedSource(request, manifest, access);
+    if ('reason' in inPlace) measured.uncachedReason = inPlace.reason;
+    const total = settings.length * ('reason' in inPlace ? 1 : 2);
     let done = 0;
     const run = async (path: LoaderPath, source: HostSource, rows: LoaderBenchRow[]): Promise<void> => {
       for (const s of settings) {
@@ -340,30 +343,32 @@ export class DatasetService {
       }
     };
     await run('cached', { kind: 'cache', dir }, measured.cached);
-    const spec = SourceSpecSchema.safeParse(manifest.source.spec);
-    const skip = (reason: string) => {
-      measured.uncachedReason = withinWorkspaceRelative(reason, this.workspace.root);
-      total = done;
-    };
-    if (!request.uncached) measured.uncachedReason = 'not requested';
-    else if (manifest.split) skip(`${manifest.name} is the ${manifest.split.part === 'test' ? 'held-out test split' : 'training part'} of a split: its records come from all over the source, which the loader cannot read in place`);
-    else if (!spec.success) skip('the cache does not record how to read its source');
-    else {
-      const source: RecordSource | null = await Promise.resolve()
-        .then(() => openSource(this.confine(spec.data, access)))
-        .catch((err: Error) => {
-          skip(`the source can no longer be opened: ${err.message}`);
-          return null;
-        });
-      const layout = source?.rawLayout() ?? null;
-      if (source && !layout) skip(source.uncachedReason ?? 'the source cannot be read in place');
-      if (source && layout) {
-        measured.uncached = [];
-        await run('uncached', { kind: 'raw', layout: { records: source.records, fields: layout } }, measured.uncached);
-      }
+    if (!('reason' in inPlace)) {
+      measured.uncached = [];
+      await run('uncached', inPlace.source, measured.uncached);
     }
     const telemetry = await recording.stop();
     return loaderResult(request, manifest, measured, telemetry);
+  }
+
+  /** The source files read in place (a raw layout of them), or why they cannot be. */
+  private async uncachedSource(request: LoaderBenchRequest, manifest: CacheManifest, access: AccessOptions): Promise<{ source: HostSource } | { reason: string }> {
+    const skip = (reason: string) => ({ reason: withinWorkspaceRelative(reason, this.workspace.root) });
+    if (!request.uncached) return { reason: 'not requested' };
+    if (manifest.split) {
+      return skip(`${manifest.name} is the ${manifest.split.part === 'test' ? 'held-out test split' : 'training part'} of a split: its records come from all over the source, which the loader cannot read in place`);
+    }
+    const spec = SourceSpecSchema.safeParse(manifest.source.spec);
+    if (!spec.success) return skip('the cache does not record how to read its source');
+    let source: RecordSource;
+    try {
+      source = await openSource(this.confine(spec.data, access));
+    } catch (err) {
+      return skip(`the source can no longer be opened: ${(err as Error).message}`);
+    }
+    const layout = source.rawLayout();
+    if (!layout) return skip(source.uncachedReason ?? 'the source cannot be read in place');
+    return { source: { kind: 'raw', layout: { records: source.records, fields: layout } } };
   }
 
   /** The example's dumps, made on first use with progress events (phase 'generating'). */
