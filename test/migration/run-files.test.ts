@@ -63,7 +63,7 @@ const RUNS = {
   },
   loaderBenchmark: {
     folder: 'loader-benchmark', id: '20261127-033429-a036c0', kind: 'loader-benchmark', target: null, status: 'completed',
-    title: 'loader benchmark of fashion-mnist-train-0d04c8899878', samplesPerSec: 10657169.875911282,
+    title: 'loader benchmark of fashion-mnist-train', samplesPerSec: 10657169.875911282,
   },
   // Its title says "on data": the wizard keeps its data in config.request.target, where the list does not look (as written at 593bea6).
   engineOptimise: { folder: 'engine-optimise', id: '20261127-033431-16ea23', kind: 'optimise', target: 'engine', status: 'completed', title: 'optimisation: mlp on fashion-mnist', samplesPerSec: 100793.79840956835 },

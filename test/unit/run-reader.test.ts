@@ -172,7 +172,8 @@ describe('run reader', () => {
 
   it('gives the loader benchmark its best cached rate and the batch-size search its recommended trial\'s, not dashes', async () => {
     const row = (workers: number, samplesPerSec: number) => ({ workers, prefetch: 2, samplesPerSec });
-    writeRun('20261124-000001-loader', record({ kind: 'loader-benchmark', config: { dataset: 'blobs' }, result: { dataset: 'blobs', cached: [row(0, 900), row(2, 2500), row(1, 1800)] } }));
+    // The result names the cache by id; the title by the dataset's name, as the Datasets area lists it.
+    writeRun('20261124-000001-loader', record({ kind: 'loader-benchmark', config: { dataset: 'blobs' }, result: { dataset: 'blobs-0123456789ab', cached: [row(0, 900), row(2, 2500), row(1, 1800)] } }));
     const trial = (batchSize: number, accumulation: number, samplesPerSec: number | null) => ({ batchSize, accumulation, samplesPerSec });
     writeRun('20261124-000002-search', record({ kind: 'batch-search', result: { recommended: 256, trials: [trial(128, 1, 5000), trial(256, 1, 6100), trial(512, 1, null), trial(256, 2, 7000)] } }));
     writeRun('20261124-000003-cancelled', record({ status: 'cancelled', config: { spec: { family: 'cnn' }, data: { kind: 'example-board' } } as never }));

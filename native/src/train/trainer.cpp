@@ -287,8 +287,9 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
       lr = scheduled_lr(o.optimizer, o.schedule, step, total_steps);
       backend->begin_step(lr);
       for (int a = 0; a < o.accumulation; ++a) {
-        if (cancel.load()) TB_THROW(ErrorCode::Cancelled, "training was cancelled at epoch " + std::to_string(epoch + 1) +
-                                                               ", step " + std::to_string(s + 1));
+        // The run's own step first: people read the run as its steps (the chart's axis); the epoch's step second.
+        if (cancel.load()) TB_THROW(ErrorCode::Cancelled, "training was cancelled at step " + std::to_string(step + 1) + " of " + std::to_string(total_steps) +
+                                                               " (epoch " + std::to_string(epoch + 1) + ", its step " + std::to_string(s + 1) + ")");
         if (!backend->next_batch(loader)) TB_THROW(ErrorCode::Internal, "the loader ran out of batches before the epoch's steps");
         backend->forward(true);
         backend->losses(grad_scale, true);

@@ -2,6 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { ID_PATTERN } from '../../api/ids';
+import { datasetNameOfId } from '../../api/datasets';
 import { printable } from '../../api/shell-word';
 import type { RunRecordJson } from '../../api/run-record';
 import { RUN_HEARTBEAT_INTERVAL_MS, RUN_HEARTBEAT_STALE_MS } from '../../api/run-record';
@@ -190,7 +191,8 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
     'batch-search': `batch-size search: ${modelOnData}`,
     // An optimisation's config holds its request: named from its target as the Optimise area names it (the data asked for).
     optimise: `optimisation: ${command === null ? (optimiseTitleOf(run) ?? modelOnData) : modelOnData}`,
-    'loader-benchmark': `loader benchmark of ${run.result?.dataset ?? run.config.dataset ?? 'a dataset'}`,
+    // By the dataset's name, as the Datasets area lists it, not its cache id (name-hash).
+    'loader-benchmark': `loader benchmark of ${loaderDatasetName(run.result?.dataset ?? run.config.dataset)}`,
   };
   // Every word of the title and messages below comes from run.json: control characters are escaped here, once for the CLI, the UI and reports.
   const title = printable(cut(titles[run.kind] ?? run.kind, MAX_TITLE_CHARS));
@@ -351,4 +353,9 @@ async function readThinnedEvents(workspace: Workspace, file: string): Promise<{ 
     events.splice(at, 0, lastParsed);
   }
   return { events, cut };
+}
+
+/** The dataset a loader benchmark measured, by name: its request may name it by id, and its result always does. */
+function loaderDatasetName(dataset: unknown): string {
+  return typeof dataset === 'string' && dataset ? datasetNameOfId(dataset) : 'a dataset';
 }
