@@ -52,6 +52,9 @@ describe('caching wizard (serve mode, Chromium)', () => {
     await page.getByTestId('build-result').waitFor({ timeout: 30_000 });
     expect(await page.getByTestId('build-phase').innerText()).toBe('done');
     expect(await page.getByTestId('build-result').innerText()).toMatch(/Built small-[0-9a-f]{12}, 4,000 records/);
+    // Its time to three significant digits, as its rate is: a fast build read "in 0.0 s" beside "73.5 kB/s".
+    const took = /in ([\d.]+) s\./.exec(await page.getByTestId('build-result').innerText());
+    expect(Number(took?.[1])).toBeGreaterThan(0);
     await page.getByTestId('dataset-small').waitFor();
 
     await page.getByTestId('run-benchmark').click();

@@ -76,6 +76,12 @@ describe('epoch curves', () => {
     expect(seriesOf(option).map((s) => [s.name, s.data])).toEqual([['train', [[1, 0.9], [2, 0.5]]], ['test', [[1, 0.8]]]]);
     expect(label).toBe('Loss per epoch, train and test over 2 epochs: last train 0.5, test no data');
   });
+
+  it('draws train alone, and says there is no test set, when no epoch was tested', () => {
+    const { option, label } = epochCurvesOption([{ epoch: 1, trainLoss: 0.9, trainAccuracy: 0.7, testLoss: undefined, testAccuracy: null }], 'accuracy');
+    expect(seriesOf(option).map((s) => s.name)).toEqual(['train']);
+    expect(label).toBe('Accuracy per epoch, train (no test set) over 1 epoch: last train 0.7');
+  });
 });
 
 describe('compare results and throughput', () => {

@@ -16,12 +16,16 @@ export interface EpochPoint {
 export function epochCurvesOption(epochs: readonly EpochPoint[], metric: 'loss' | 'accuracy'): { option: EChartsCoreOption; label: string } {
   const read = (e: EpochPoint, set: 'train' | 'test') =>
     (metric === 'loss' ? (set === 'train' ? e.trainLoss : e.testLoss) : set === 'train' ? e.trainAccuracy : e.testAccuracy) ?? null;
-  const series = (['train', 'test'] as const).map((set, i) => ({
+  // A run without a test set (imported data with none held out) draws train alone and says so: a "test" legend
+  // with no line under it reads as a chart that failed to draw.
+  const tested = epochs.some((e) => read(e, 'test') !== null);
+  const sets = tested ? (['train', 'test'] as const) : (['train'] as const);
+  const series = sets.map((set, i) => ({
     ...lineSeries(set, colourFor(i), set === 'test'),
     showSymbol: true,
     data: epochs.map((e) => [e.epoch, read(e, set)]).filter((p) => p[1] !== null),
   }));
-  const title = `${metric === 'loss' ? 'Loss' : 'Accuracy'} per epoch, train and test`;
+  const title = `${metric === 'loss' ? 'Loss' : 'Accuracy'} per epoch, ${tested ? 'train and test' : 'train (no test set)'}`;
   const head = titleAndLegend(title, true);
   const lastOf = (set: 'train' | 'test') => formatValue(epochs.length ? read(epochs[epochs.length - 1], set) : null);
   return {
@@ -35,6 +39,6 @@ export function epochCurvesOption(epochs: readonly EpochPoint[], metric: 'loss' 
       yAxis: valueAxis(metric === 'accuracy' ? { min: 0, max: 1 } : { scale: true }),
       series,
     },
-    label: `${title} over ${epochs.length} epoch${epochs.length === 1 ? '' : 's'}: last train ${lastOf('train')}, test ${lastOf('test')}`,
+    label: `${title} over ${epochs.length} epoch${epochs.length === 1 ? '' : 's'}: last train ${lastOf('train')}${tested ? `, test ${lastOf('test')}` : ''}`,
   };
 }
