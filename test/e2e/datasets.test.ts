@@ -254,7 +254,7 @@ describe('caching wizard (serve mode, Chromium)', () => {
     await expect.poll(() => card.getByTestId('loader-bench-status').innerText(), { timeout: 20_000 }).toMatch(/^setting [1-3] of 3: /);
     await card.getByTestId('bench-summary').waitFor({ timeout: 60_000 });
     expect(await card.getByTestId('loader-bench-error').count()).toBe(0);
-    expect(await card.getByTestId('bench-summary').innerText()).toMatch(/^Batch 200; best cached setting: \d worker.*Uncached not measured: sources\/tiny\.csv is text: /s);
+    expect(await card.getByTestId('bench-summary').innerText()).toMatch(/^Batch 200; best cached setting: \d worker.*Uncached not measured: sources\/tiny\.csv is text: every record must be parsed, so it cannot be read in place\.$/s);
     expect(await card.getByTestId('loader-bench-of').innerText()).toBe('Loader benchmark of tiny');
     expect(await card.locator('[data-testid="bench-table"] tbody tr').count()).toBeGreaterThanOrEqual(3);
     expect(await page.getByTestId('source-kind').inputValue()).toBe('npy');
