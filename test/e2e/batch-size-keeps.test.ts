@@ -39,6 +39,8 @@ describe('Batch size: the answer stays, and a script answer applies', () => {
     const said = await verdict.innerText();
     const rows = await page.getByTestId('bs-trials').locator('tbody tr').count();
     const what = await page.getByTestId('bs-apply-what').innerText();
+    // On the CPU the trials carry the process's peak, above the limit's line: the page says what the limit caps.
+    expect(await page.getByTestId('bs-limit-note').innerText()).toMatch(/^The memory limit caps the training's own memory/);
     // The answer's run names it in the URL.
     await expect.poll(() => page.url()).toMatch(/#\/batch-size\?run=\d{8}-\d{6}-[0-9a-f]{6}$/);
     const url = page.url();
@@ -63,6 +65,23 @@ describe('Batch size: the answer stays, and a script answer applies', () => {
     await page.screenshot({ path: path.join(SHOTS, 'batch-size-reloaded-1440.png'), fullPage: true });
     await page.setViewportSize({ width: 1024, height: 1100 });
     await page.screenshot({ path: path.join(SHOTS, 'batch-size-reloaded-1024.png'), fullPage: true });
+
+    // A page opened afresh on the area, without the answer in its URL (a new tab, a typed address): the search is
+    // listed under Past searches, and Show puts it back, URL and all.
+    const fresh = await fx.browser.newPage({ viewport: { width: 1440, height: 1100 } });
+    fresh.on('pageerror', (e) => errors.push(e.message));
+    await fresh.goto(`${fx.serve.url}#/batch-size`);
+    const runId = /run=([\w-]+)$/.exec(url)![1];
+    const open = fresh.getByTestId(`bs-past-open-${runId}`);
+    await open.waitFor({ timeout: 15_000 });
+    expect(await fresh.getByTestId(`bs-past-${runId}`).innerText()).toMatch(/batch-size search: mlp on .*completed/s);
+    await open.click();
+    await fresh.getByTestId('bs-verdict').waitFor({ timeout: 15_000 });
+    expect(await fresh.getByTestId('bs-verdict').innerText()).toBe(said);
+    await expect.poll(() => fresh.url()).toBe(url);
+    expect(await fresh.getByTestId(`bs-past-${runId}`).innerText()).toContain('shown above');
+    await fresh.screenshot({ path: path.join(SHOTS, 'batch-size-past-1440.png'), fullPage: true });
+    await fresh.close();
     expect(errors).toEqual([]);
     await page.close();
   }, 200_000);
