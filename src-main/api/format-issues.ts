@@ -23,3 +23,17 @@ export function jsonProblem(err: unknown): string {
   if (at) return `not valid JSON (at character ${at})`;
   return /end of (JSON )?input/i.test(message) ? 'not valid JSON (it ends early)' : 'not valid JSON';
 }
+
+/**
+ * A form field's issue as a person reads it beside the value typed: "must be at least 2" for zod's "Too small:
+ * expected number to be >=2"; a refinement's own message (already words) as it is, its first letter lowered.
+ */
+export function issueWords(issue: z.core.$ZodIssue): string {
+  const n = (x: unknown) => (typeof x === 'bigint' || typeof x === 'number' ? x.toLocaleString('en-US') : String(x));
+  const i = issue as { code: string; origin?: string; minimum?: unknown; maximum?: unknown; inclusive?: boolean; expected?: string };
+  if (i.code === 'too_small' && i.origin === 'number') return i.inclusive ? `must be at least ${n(i.minimum)}` : `must be more than ${n(i.minimum)}`;
+  if (i.code === 'too_big' && i.origin === 'number') return i.inclusive ? `must be at most ${n(i.maximum)}` : `must be less than ${n(i.maximum)}`;
+  if (i.code === 'invalid_type' && i.expected === 'int') return 'must be a whole number';
+  if (i.code === 'invalid_type' && i.expected === 'number') return 'must be a number';
+  return issue.message.charAt(0).toLowerCase() + issue.message.slice(1);
+}

@@ -3,6 +3,8 @@ import type { BuiltinModelName, ModelSpec } from '@api/model-spec';
 import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '@api/model-spec';
 import type { ConfounderPolicy, OptimisePreset, WizardObjective, OptimiseRequest, ReadFrom } from '@api/optimise';
 import { OptimiseRequestSchema } from '@api/optimise';
+import { issueWords } from '@api/format-issues';
+import { settingWords } from '@api/run-config';
 import { RECIPES } from '@api/recipes';
 import type { ScriptOptimiseRequestInput, ScriptOverrideKey } from '@api/script-target';
 import { ScriptOptimiseRequestSchema } from '@api/script-target';
@@ -208,9 +210,9 @@ export function optimiseRequest(v: OptimiseFormValues, jobId?: string, spec: Mod
   for (const issue of parsed.error.issues) {
     const at = issue.path.join('.');
     const field: OptimiseField | 'form' = FIELD_OF_PATH[at] ?? 'form';
-    const message = issue.message.charAt(0).toLowerCase() + issue.message.slice(1);
-    // The value as typed beside the rule it breaks: "1 is invalid: too small: expected number to be >=2".
-    errors[field] ??= field === 'form' ? `${at}: ${message}` : `${JSON.stringify(v[field])} is invalid: ${message}`;
+    // The value as typed beside the rule it breaks, in words: "must be at least 2 (1 given)".
+    const message = issueWords(issue);
+    errors[field] ??= field === 'form' ? `${at}: ${message}` : `${message} (${JSON.stringify(v[field])} given)`;
   }
   return { request: null, errors };
 }
@@ -292,7 +294,7 @@ export function scriptOptimiseRequest(form: ScriptForm, wizard: ScriptWizardValu
     const issue = checked.error.issues[0]!;
     const field = issue.path.join('.') || 'request';
     const value = issue.path.reduce<unknown>((v, k) => (v as Record<string | number, unknown> | undefined)?.[k as string], request);
-    throw new Error(`${field}: ${JSON.stringify(value)} is invalid: ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`);
+    throw new Error(`${settingWords(field)}: ${issueWords(issue)} (${JSON.stringify(value)} given)`);
   }
   return request;
 }

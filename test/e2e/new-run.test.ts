@@ -43,8 +43,8 @@ describe('New run in the Runs area', () => {
     await page.getByTestId('newrun-batchSize').fill('0');
     await page.getByTestId('newrun-lr').fill('-1');
     await page.getByTestId('newrun-start').click();
-    expect(await page.getByTestId('newrun-error-batchSize').innerText()).toBe('0 is invalid: too small: expected number to be >=1');
-    expect(await page.getByTestId('newrun-error-lr').innerText()).toBe('-1 is invalid: too small: expected number to be >0');
+    expect(await page.getByTestId('newrun-error-batchSize').innerText()).toBe('must be at least 1 (0 given)');
+    expect(await page.getByTestId('newrun-error-lr').innerText()).toBe('must be more than 0 (-1 given)');
     expect(await page.getByTestId('newrun-error-epochs').count()).toBe(0);
     expect(await page.getByTestId('live-run').count()).toBe(0);
     await page.waitForTimeout(300);

@@ -57,8 +57,8 @@ describe('Optimise area', () => {
     await page.getByTestId('opt-repeat').fill('1');
     await page.getByTestId('opt-loaderWorkers').fill('-1');
     await page.getByTestId('opt-start').click();
-    expect(await page.getByTestId('opt-error-repeat').innerText()).toBe('1 is invalid: too small: expected number to be >=2');
-    expect(await page.getByTestId('opt-error-loaderWorkers').innerText()).toBe('-1 is invalid: too small: expected number to be >=0');
+    expect(await page.getByTestId('opt-error-repeat').innerText()).toBe('must be at least 2 (1 given)');
+    expect(await page.getByTestId('opt-error-loaderWorkers').innerText()).toBe('must be at least 0 (-1 given)');
     expect(await page.getByTestId('opt-progress').count()).toBe(0);
     await page.waitForTimeout(300);
     expect(frames.filter((f) => f.includes('optimise.start'))).toEqual([]);

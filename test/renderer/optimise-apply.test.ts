@@ -83,7 +83,7 @@ describe('Apply: final settings to the New run form', () => {
     ]);
     // In range is the form's own check, which names the field.
     const zero = newRunValuesFromQuery({ new: '1', batchSize: '0' })!;
-    expect(trainRequest(zero.values).errors).toEqual({ batchSize: '0 is invalid: too small: expected number to be >=1' });
+    expect(trainRequest(zero.values).errors).toEqual({ batchSize: 'must be at least 1 (0 given)' });
   });
 
   it('Apply navigates to the New run form with the final settings in the route', async () => {

@@ -40,10 +40,10 @@ describe('optimise form', () => {
     const bad = optimiseRequest({ ...v, repeat: 1, batchSize: 0, maxTrials: 1.5, data: 'dataset:../x' }, 'ui-optimise-test');
     expect(bad.request).toBeNull();
     expect(bad.errors).toEqual({
-      repeat: '1 is invalid: too small: expected number to be >=2',
-      batchSize: '0 is invalid: too small: expected number to be >=1',
-      maxTrials: '1.5 is invalid: invalid input: expected int, received number',
-      data: `"dataset:../x" is invalid: ids are letters, digits, '.', '_' and '-', not starting with '.'`,
+      repeat: 'must be at least 2 (1 given)',
+      batchSize: 'must be at least 1 (0 given)',
+      maxTrials: 'must be a whole number (1.5 given)',
+      data: `ids are letters, digits, '.', '_' and '-', not starting with '.' ("dataset:../x" given)`,
     });
   });
 });

@@ -1,5 +1,6 @@
 import type { BuiltinModelName, ModelSpec } from '@api/model-spec';
 import { BUILTIN_MODELS, isBuiltinModel, ModelSpecSchema } from '@api/model-spec';
+import { issueWords } from '@api/format-issues';
 import { RECIPES } from '@api/recipes';
 import { ScriptTrainRequestSchema, type ScriptTrainRequestInput } from '@api/script-target';
 import type { DatasetSummary } from '@api/datasets';
@@ -196,9 +197,9 @@ export function trainRequest(v: NewRunValues, fileSpec: ModelSpec | null = null)
   for (const issue of parsed.error.issues) {
     const at = issue.path.join('.');
     const field: NewRunField | 'form' = FIELD_OF_PATH[at] ?? 'form';
-    // The value as typed beside the rule it breaks: "0 is invalid: too small: expected number to be >=1".
-    const message = issue.message.charAt(0).toLowerCase() + issue.message.slice(1);
-    errors[field] ??= field === 'form' ? `${at}: ${message}` : `${JSON.stringify(v[field])} is invalid: ${message}`;
+    // The value as typed beside the rule it breaks, in words: "must be at least 1 (0 given)".
+    const message = issueWords(issue);
+    errors[field] ??= field === 'form' ? `${at}: ${message}` : `${message} (${JSON.stringify(v[field])} given)`;
   }
   return { request: null, errors };
 }
