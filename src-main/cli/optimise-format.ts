@@ -101,7 +101,7 @@ export function formatOptimise(r: OptimiseResult): string {
     `trials     change, speedup over the current best (median, ${trialLevels(r.trials)} CI), decision and why`,
     ...(rows.length ? rows : ['  none: no change to try']),
     ...(isEngineOptimise(r) && r.target.batchSearch
-      ? [`batch      ${r.target.batchSearch.recommended !== null ? `the batch-size search recommends ${r.target.batchSearch.recommended}` : 'no batch-size search'}: ${r.target.batchSearch.verdict}`]
+      ? [`batch      ${r.target.batchSearch.recommended !== null ? `the batch-size search recommends ${r.target.batchSearch.recommended}: ${r.target.batchSearch.verdict}` : `candidate twice the batch; the batch-size search was ${r.target.batchSearch.verdict}`}`]
       : []),
     ...(r.skipped.length ? ['not tried', ...r.skipped.map((s) => `  - ${s.change.label}: ${s.why}`)] : []),
     `final      ${r.final.changes.length ? r.final.changes.join('; ') : 'no change kept'}; ${finalLine(r)}`,

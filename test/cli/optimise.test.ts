@@ -195,7 +195,7 @@ describe('trainbench optimise (CPU)', () => {
     second.child.kill('SIGINT');
     const { code } = await second.exited;
     expect(code).toBe(1);
-    const message = `optimisation cancelled after 2 trials; resume it with trainbench optimise --resume ${id}`;
+    const message = `optimisation cancelled after 2 trials; it can be resumed (Resume in the Optimise area, or trainbench optimise --resume ${id})`;
     expect(second.output().stderr).toContain(message);
     const cancelled = state(id);
     expect(cancelled).toMatchObject({ status: 'cancelled', message });
@@ -313,7 +313,7 @@ describe('optimise through the API contract (what the Optimise area calls)', () 
       expect((bad as ApiError).message).toMatch(/repeat/);
 
       const cancelled = await services.router.dispatch('optimise.start', request).catch((e: ApiError) => e);
-      expect(cancelled).toMatchObject({ code: 'E_CANCELLED', message: `optimisation cancelled after 0 trials; resume it with trainbench optimise --resume ${jobId}` });
+      expect(cancelled).toMatchObject({ code: 'E_CANCELLED', message: `optimisation cancelled after 0 trials; it can be resumed (Resume in the Optimise area, or trainbench optimise --resume ${jobId})` });
       expect(await services.router.dispatch('optimise.state', { jobId })).toMatchObject({ status: 'cancelled', trials: [] });
       expect(await concurrent).toMatchObject({ code: 'E_BAD_INPUT', message: `an optimisation with the id ${jobId} is already running: wait for it to end, or cancel it first` });
       expect(seen.map((p) => p.phase)).toEqual(expect.arrayContaining(['preparing', 'baseline', 'limits', 'trial']));
@@ -366,7 +366,7 @@ describe('the batch-size candidate under a CPU memory limit', () => {
       expect(batch?.error).toMatch(/bytes/);
       expect(r.status).toBe('completed');
       expect(r.target.final.config.options.batchSize).toBe(256);
-      expect(r.target.batchSearch).toEqual({ recommended: null, runId: null, verdict: 'not run (the batch-size search was not asked for): the batch-size candidate is twice the batch' });
+      expect(r.target.batchSearch).toEqual({ recommended: null, runId: null, verdict: 'not run: it was not asked for' });
 
       // With the search, the candidate is the batch it recommends under the limit, and it trains.
       const searched = engineWizard(

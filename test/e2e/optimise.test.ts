@@ -82,6 +82,8 @@ describe('Optimise area', () => {
     await page.getByTestId('opt-diagnosis').waitFor({ timeout: 60_000 });
     await page.getByTestId('opt-trial-1').waitFor({ timeout: 60_000 });
     expect(await page.getByTestId('opt-eta').innerText()).toMatch(/^elapsed \d+:\d\d · ETA (\d+:\d\d|–)$/);
+    // Why the batch-size candidate is what it is, said once (it read "twice the batch (not run (…): … is twice the batch)").
+    expect(await page.getByTestId('opt-batch-search').innerText()).toMatch(/^batch-size candidate: twice the batch \(the batch-size search was not run: [^()]+\)$/);
     expect(await page.locator('[data-testid^="opt-finding-"]').count()).toBeGreaterThan(0);
     // Each finding names its number.
     for (const f of await page.locator('[data-testid^="opt-finding-"] .number').allInnerTexts()) expect(f).toMatch(/\d/);

@@ -131,7 +131,7 @@ describe('Script target in the Optimise area', () => {
     const notice = page.getByTestId('opt-script-error');
     await notice.waitFor({ timeout: 20_000 });
     expect(await notice.innerText()).toMatch(
-      /^the script optimisation was cancelled after 0 finished trials; its run runs\/([\w-]+) keeps what it measured \(.*\); go on with trainbench optimise --resume \1$/,
+      /^the script optimisation was cancelled after 0 finished trials; its run runs\/([\w-]+) keeps what it measured \(.*\); go on with Resume in the Optimise area, or trainbench optimise --resume \1$/,
     );
     expect(await page.getByTestId('opt-progress').count()).toBe(0);
     expect(processesWithMark(mark)).toEqual([]);

@@ -215,7 +215,7 @@ describe('a job that outlives its page, in every area', () => {
     await store.cancel();
     cancelledThroughJobs(fake);
     status = 'cancelled';
-    end(fake, info, { error: { code: 'E_CANCELLED', message: `optimisation cancelled after 2 trials; resume it with trainbench optimise --resume ${ID}` } });
+    end(fake, info, { error: { code: 'E_CANCELLED', message: `optimisation cancelled after 2 trials; it can be resumed (Resume in the Optimise area, or trainbench optimise --resume ${ID})` } });
     await expect.poll(() => store.running).toBe(false);
     expect(store.cancelled).toBe(true);
     await expect.poll(() => store.error).toBe('Cancelled after 2 trials. The baseline and every finished trial are kept: Resume in the list below goes on from there (a trial that was running is measured again).');

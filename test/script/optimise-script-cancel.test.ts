@@ -83,7 +83,7 @@ describe('the script wizard (optimise.start on a script target) as a job', () =>
       const e = err as ApiError;
       expect(e.code, e.message).toBe('E_CANCELLED');
       expect(e.message).toMatch(
-        /^the script optimisation was cancelled after 1 finished trial; its run runs\/([\w-]+) keeps what it measured \(the script was cancelled after \d+ step\(s\); its process group was killed\); go on with trainbench optimise --resume \1$/,
+        /^the script optimisation was cancelled after 1 finished trial; its run runs\/([\w-]+) keeps what it measured \(the script was cancelled after \d+ step\(s\); its process group was killed\); go on with Resume in the Optimise area, or trainbench optimise --resume \1$/,
       );
       expect(cancelledWhileRunning).toBe(true);
       expect(Date.now() - t0).toBeLessThan(90_000);

@@ -336,13 +336,14 @@ class Session implements WizardSession<OptimiseConfig, EngineRepetition> {
   private async searchBatch(prepared: PreparedBenchmark, say: SayPhase): Promise<NonNullable<WizardState['batchSearch']>> {
     const s = this.state;
     const o = prepared.options;
+    // Why not, said once: the pages and the CLI add that the candidate is then twice the batch.
     const none = (verdict: string) => ({ recommended: null, runId: null, verdict });
-    if (!s.request.batchSearch) return none('not run (the batch-size search was not asked for): the batch-size candidate is twice the batch');
+    if (!s.request.batchSearch) return none('not run: it was not asked for');
     if (PRESETS[s.request.preset].refuses({ knob: 'batchSize', from: 0, to: 0, kind: 'recipe', label: 'batch size', hypothesis: '', note: null })) {
       return none(`not run: the ${s.request.preset} preset keeps the batch size`);
     }
     if (!s.baseline?.device.startsWith('cuda') && o.memoryLimitBytes <= 0) {
-      return none('not run: the CPU has no device memory to search without a memory limit; the batch-size candidate is twice the batch');
+      return none('not run: the CPU has no device memory to search without a memory limit');
     }
     say('batch-search', 'searching the batch size');
     if (this.job.run.cancelled) throw new WizardCancelled('cancelled before the batch-size search');

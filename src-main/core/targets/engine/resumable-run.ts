@@ -24,10 +24,10 @@ export function initialState(jobId: string, request: OptimiseRequest): WizardSta
   };
 }
 
-/** The words a person gets when the wizard stops early, with the command that continues it. */
+/** The words a person gets when the wizard stops early, with both ways to continue it (the app's Resume and the CLI's). */
 export function cancelledMessage(state: WizardState): string {
   const n = state.trials.length;
-  return `optimisation cancelled after ${n} trial${n === 1 ? '' : 's'}; resume it with trainbench optimise --resume ${state.jobId}`;
+  return `optimisation cancelled after ${n} trial${n === 1 ? '' : 's'}; it can be resumed (Resume in the Optimise area, or trainbench optimise --resume ${state.jobId})`;
 }
 
 /** Two configurations are the same measurement when every setting matches. */

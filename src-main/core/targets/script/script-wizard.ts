@@ -235,7 +235,7 @@ class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
       const e = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
       const n = this.finishedTrials;
       const kept = `${n} finished trial${n === 1 ? '' : 's'}`;
-      const resume = `go on with trainbench optimise --resume ${this.run.id}`;
+      const resume = `go on with Resume in the Optimise area, or trainbench optimise --resume ${this.run.id}`;
       const stopped =
         e.code === 'E_CANCELLED' ? new ApiError('E_CANCELLED', `the script optimisation was cancelled after ${kept}; its run ${this.run.relativeDir} keeps what it measured (${e.message}); ${resume}`) : e;
       const status = e.code === 'E_CANCELLED' ? 'cancelled' : 'failed';
