@@ -131,7 +131,7 @@ describe('trainbench benchmark-training (CPU, Fashion-MNIST)', () => {
     expect(stdout).toMatch(/step time +[\d.]+ ms steady state \(after warm-up\); [\d.]+ ms wall-clock mean \(every step, warm-up included\)/);
     expect(stdout).toMatch(/epoch +937 steps: [\d.]+ s from the steady state, [\d.]+ s from the wall-clock mean/);
     expect(stdout).toMatch(/^ {2}other +[\d.]+ ms +[\d.]+%$/m);
-    expect(stdout).toContain('Only 2 repetition(s)');
+    expect(stdout).toContain('Only 2 repetitions:');
   }, 120_000);
 });
 

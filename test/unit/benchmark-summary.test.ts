@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 
 import type { BenchmarkRepetition } from '../../src-main/api/benchmark-result';
 import type { TelemetrySummary } from '../../src-main/api/telemetry';
+import { measurementText } from '../../src-main/api/measurement-words';
 import type { TrainStepEvent } from '../../src-main/api/training';
 import { aggregateRepetitions, findings, measuredPhases, phaseShares, withOther } from '../../src-main/core/stats/benchmark-summary';
 
@@ -148,5 +149,12 @@ describe('findings', () => {
     expect(over.find((x) => x.measurement.name === 'repeat')?.text).toContain('Only 1 repetition');
     const noisy = findings(inputs([rep(1, 600, 10, 11, { forward: 5 }), rep(2, 1000, 10, 11, { forward: 5 }), rep(3, 1400, 10, 11, { forward: 5 })]));
     expect(noisy.find((x) => x.measurement.name === 'samplesPerSecCi.widthPercent')?.measurement.value).toBeGreaterThan(10);
+  });
+});
+
+describe("a finding's measurement beside its text", () => {
+  it('is its label and value, or the value alone where the unit is the label', () => {
+    expect(measurementText({ name: 'repeat', value: 2, unit: 'repetitions' })).toBe('2 repetitions');
+    expect(measurementText({ name: 'phasesMs.data', value: 3.25, unit: 'ms' })).toBe('waiting for data, per step: 3.25 ms');
   });
 });

@@ -193,7 +193,7 @@ export function findings(input: FindingInputs): Finding[] {
   if (input.repeat < 3) {
     out.push({
       severity: 'info',
-      text: `Only ${input.repeat} repetition(s): the confidence interval of samples/s cannot show the run-to-run noise. Measure 3 repetitions or more.`,
+      text: `Only ${input.repeat} repetition${input.repeat === 1 ? '' : 's'}: the confidence interval of samples/s cannot show the run-to-run noise. Measure 3 repetitions or more.`,
       measurement: { name: 'repeat', value: input.repeat, unit: 'repetitions' },
     });
   } else if (ci.median > 0 && (ci.high - ci.low) / ci.median > THRESHOLDS.noisyCi) {
