@@ -161,6 +161,21 @@ describe('Optimise area', () => {
     expect(await page.getByTestId('newrun-applied').innerText()).toContain(id);
     expect(await page.getByTestId('newrun-model').inputValue()).toBe('mlp');
     expect(await page.getByTestId('newrun-loaderWorkers').inputValue()).toBe(workers);
+
+    // Opened afresh from its link, the finished optimisation is shown under a form with the page's own defaults:
+    // the page says so and offers its settings (a UI walk read the defaults above the result as what it ran).
+    const fresh = await fx.browser.newPage({ viewport: { width: 1280, height: 1400 } });
+    fresh.on('pageerror', (e) => errors.push(e.message));
+    await fresh.goto(`${fx.serve.url}#/optimise?wizard=${id}`);
+    await fresh.getByTestId('opt-final').waitFor({ timeout: 15_000 });
+    const note = fresh.getByTestId('opt-shown-settings');
+    await note.waitFor({ timeout: 10_000 });
+    expect(await note.innerText()).toMatch(new RegExp(`^Shown below: optimisation ${id} of mlp on fashion-mnist, 3 repetitions a trial\\.`));
+    await fresh.getByTestId('opt-use-shown').click();
+    expect(await fresh.getByTestId('opt-repeat').inputValue()).toBe('3');
+    expect(await fresh.getByTestId('opt-loaderWorkers').inputValue()).toBe('0');
+    expect(await fresh.getByTestId('opt-shown-settings').count()).toBe(0);
+    await fresh.close();
     expect(errors).toEqual([]);
     await page.close();
   }, 200_000);
