@@ -38,8 +38,8 @@ export interface NativeAddon {
   sequentialRead(paths: string[]): Promise<{ bytes: number; seconds: number; mbPerSec: number }>;
   /** Pinned host-to-device copies of `bytes` on cuda:`device`, best and median of `reps` (E_CUDA without a device). */
   benchH2dCopy(device: number, bytes: number, reps: number): Promise<H2dCopyResult>;
-  /** A CUDA kernel against its CPU twin on random inputs; E_CUDA without a device. */
-  cudaParity(op: string, seed: number): { op: string; shapes: string; maxRelError: number; tolerance: number; message?: string };
+  /** A CUDA kernel against its CPU twin on random inputs; E_CUDA without a device. Some checks add facts of their own. */
+  cudaParity(op: string, seed: number): { op: string; shapes: string; maxRelError: number; tolerance: number; message?: string; sameBits?: boolean; boardSlices?: number };
   cudaParityOps(): string[];
   /** Bytes the CPU backend's training buffers hold now, all trainers together (its baseline is 0 between runs). */
   engineMemory(): { chargedBytes: number };

@@ -26,6 +26,14 @@ describe.skipIf(!gpu)('CUDA kernels match the CPU backend', () => {
     }
   });
 
+  it('splits a long K into slices whose sum is the same bits on every run, and splits the board network\'s weight gradients', () => {
+    const r = addon.cudaParity('gemm_tc_split', 1);
+    expect(r.sameBits).toBe(true);
+    expect(r.shapes).toMatch(/, [2-9] slices$/);
+    // (96 x 864) output tiles cover 28 of an H100's 132 SMs; K = 60,750 splits into enough slices to fill them twice.
+    expect(r.boardSlices).toBe(10);
+  });
+
   it('an impossible allocation is E_OOM with the numbers, and the next allocation works', () => {
     const r = addon.cudaParity('oom', 1);
     expect(r.maxRelError).toBe(0);
@@ -50,7 +58,7 @@ describe('cudaParity on any machine', () => {
 
   it.skipIf(!addon.devices().cuda.compiled)('list every op once, and name the known ones when asked for an unknown one', () => {
     expect(new Set(ops).size).toBe(ops.length);
-    for (const op of ['relu', 'gemm_f32', 'conv2d', 'prefetch', 'gemm_engine', 'gemm_lt_bf16', 'conv_chunked', 'graph_capture', 'allocator_streams'])
+    for (const op of ['relu', 'gemm_f32', 'conv2d', 'prefetch', 'gemm_engine', 'gemm_tc_split', 'gemm_lt_bf16', 'conv_chunked', 'graph_capture', 'allocator_streams'])
       expect(ops).toContain(op);
     expect(() => addon.cudaParity('nope', 1)).toThrowError(expect.objectContaining({ code: 'E_BAD_INPUT', message: expect.stringMatching(/unknown op 'nope' \(known: relu, /) }));
   });

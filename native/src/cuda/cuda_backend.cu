@@ -262,6 +262,7 @@ class CudaBackend : public StepBackend {
   MemoryBreakdown predicted_memory(int batch, bool adamw, std::int64_t record_bytes, int) const override {
     MemoryBreakdown m = cuda::DeviceModel::predict(model_, batch);
     m.workspace += cuda::GemmEngine::lt_workspace_bytes();
+    if (precision_ != Precision::Fp32) m.workspace += cuda::DeviceModel::predict_split_bytes(model_, batch, gemm_->sms());
     const std::int64_t f = sizeof(float);
     m.optimizer_state = model_.param_count() * f * (adamw ? 2 : 1);
     m.batch_data = record_bytes * batch * options_.gpu_prefetch + batch_buffer_floats(batch) * f;

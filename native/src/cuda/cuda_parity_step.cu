@@ -58,6 +58,35 @@ Json check_gemm_tc(const std::string& op, Rng& rng) {
   return result(op, c.shapes(), norm_rel(download(dC, static_cast<std::int64_t>(c.M) * c.N), std::vector<float>(want.value.begin(), want.value.end())), 1e-3);
 }
 
+// Split-K: K cut into 2-9 slices whose fp32 partials are summed in slice order, on the shapes it is for
+// (few tiles, long K). Against the exact product of the rounded operands, and the same bits when run again.
+Json check_gemm_tc_split(const std::string& op, Rng& rng) {
+  const bool half = rng.uniform() < 0.5;
+  GemmCase c = gemm_case(rng, 100, 100, 1);
+  c.K = pick(rng, 600, 2048);
+  c.A = random_vec(rng, static_cast<std::int64_t>(c.M) * c.K);
+  c.B = random_vec(rng, static_cast<std::int64_t>(c.K) * c.N);
+  c.lda = c.ta ? c.M : c.K;
+  c.ldb = c.tb ? c.K : c.N;
+  const int slices = pick(rng, 2, 9);
+  const std::int64_t mn = static_cast<std::int64_t>(c.M) * c.N;
+  DeviceBuffer dA = upload(c.A), dB = upload(c.B), dC = upload(c.C), dC2 = upload(c.C), ws(0, static_cast<std::size_t>(slices) * mn * 4);
+  for (DeviceBuffer* out : {&dC, &dC2})
+    cuda::gemm_tc(half, c.ta, c.tb, c.M, c.N, c.K, c.alpha, dA.as<float>(), c.lda, dB.as<float>(), c.ldb, c.beta, out->as<float>(), c.N, nullptr,
+                  slices, ws.as<float>());
+  const std::vector<float> got = download(dC, mn), again = download(dC2, mn);
+  for (auto* v : {&c.A, &c.B})
+    for (float& e : *v) e = half ? round_f16(e) : round_bf16(e);
+  const Reference want = gemm_reference(c.ta, c.tb, c.M, c.N, c.K, c.alpha, c.A, c.lda, c.B, c.ldb, c.beta, c.C);
+  const bool same = std::memcmp(got.data(), again.data(), got.size() * sizeof(float)) == 0;
+  Json r = result(op, c.shapes() + (half ? " fp16" : " bf16") + ", " + std::to_string(slices) + " slices",
+                  same ? norm_rel(got, std::vector<float>(want.value.begin(), want.value.end())) : 1.0, 1e-3);
+  r.set("sameBits", same);
+  // What the engine would pick for the board network's weight gradients on an H100 (132 SMs): the count is pure arithmetic.
+  r.set("boardSlices", cuda::gemm_tc_split_slices(96, 864, 60750, 132));
+  return r;
+}
+
 // Through the engine: "gemm_engine" takes whichever path the timing picks for odd shapes; gemm_lt_* force
 // cuBLASLt in each precision on aligned shapes (E_CUDA with the reason when it cannot run them).
 Json check_gemm_engine(const std::string& op, Rng& rng) {
@@ -417,7 +446,7 @@ Json check_conv_chunked(const std::string& op, Rng& rng) {
 
 const std::vector<Check>& step_checks() {
   static const std::vector<Check> checks = {
-      {"gemm_tc_bf16", check_gemm_tc},         {"gemm_tc_fp16", check_gemm_tc},           {"gemm_engine", check_gemm_engine},
+      {"gemm_tc_bf16", check_gemm_tc},         {"gemm_tc_fp16", check_gemm_tc},           {"gemm_tc_split", check_gemm_tc_split},           {"gemm_engine", check_gemm_engine},
       {"gemm_lt_fp32", check_gemm_engine},     {"gemm_lt_bf16", check_gemm_engine},       {"gemm_lt_fp16", check_gemm_engine},
       {"widen", check_widen},                  {"bias_act", check_bias_epilogue},         {"conv_out", check_bias_epilogue},
       {"batchnorm_eval", check_batchnorm_eval}, {"dropout", check_dropout},               {"mse", check_mse},

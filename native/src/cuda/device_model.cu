@@ -366,4 +366,24 @@ MemoryBreakdown DeviceModel::predict(const Model& host, int B) {
   return m;
 }
 
+std::int64_t DeviceModel::predict_split_bytes(const Model& host, int B, int sms) {
+  std::int64_t most = 0;
+  auto gemm = [&](int M, int N, int K) { most = std::max(most, GemmEngine::split_bytes(M, N, K, sms)); };
+  for (const Node& n : host.nodes()) {
+    if (n.kind == NodeKind::Conv) {
+      const int chunk = conv_chunk(n.geom, B, kColBudget);
+      const int cols = chunk * n.geom.OH() * n.geom.OW(), taps = n.geom.C * n.geom.KH * n.geom.KW;
+      gemm(n.geom.O, cols, taps);  // forward
+      gemm(n.geom.O, taps, cols);  // weight gradient
+      gemm(taps, cols, n.geom.O);  // input gradient
+    } else if (n.kind == NodeKind::Linear) {
+      const int I = static_cast<int>(host.nodes()[static_cast<size_t>(n.inputs[0])].dims.size()), O = n.dims.c;
+      gemm(B, O, I);
+      gemm(O, I, B);
+      gemm(B, I, O);
+    }
+  }
+  return most;
+}
+
 }  // namespace tb::cuda

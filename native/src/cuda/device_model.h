@@ -51,6 +51,9 @@ class DeviceModel {
   MemoryBreakdown measured() const;
   // The same, from the shapes alone, for a batch of B.
   static MemoryBreakdown predict(const Model& host, int B);
+  // The GEMM engine's split-K workspace for the same batch: the largest slices x M x N over every GEMM the
+  // model runs (16-bit precisions only; fp32 GEMMs are never split), on a device of `sms` SMs.
+  static std::int64_t predict_split_bytes(const Model& host, int B, int sms);
 
  private:
   struct DNode {

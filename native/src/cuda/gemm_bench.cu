@@ -42,10 +42,21 @@ Json bench_gemm_cuda(int M, int N, int K, const std::string& precision, int reps
   const float* A = dA.as<float>();
   const float* B = dB.as<float>();
   float* C = dC.as<float>();
-  const double own = time([&] {
-    if (p == cuda::Precision::Fp32) cuda::gemm_f32(false, false, M, N, K, 1.f, A, K, B, N, 0.f, C, N, s);
-    else cuda::gemm_tc(p == cuda::Precision::Fp16, false, false, M, N, K, 1.f, A, K, B, N, 0.f, C, N, s);
-  });
+  int sms = 0, clock_khz = 0, major = 0;
+  TB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  TB_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  TB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  // The own kernel as the engine runs it (split-K where its tiles leave SMs idle), and unsplit beside it.
+  const int slices = p == cuda::Precision::Fp32 ? 1 : cuda::gemm_tc_split_slices(M, N, K, sms);
+  DeviceBuffer split_ws(0, static_cast<std::size_t>(slices > 1 ? slices : 0) * M * N * 4);
+  auto own_with = [&](int z) {
+    return time([&] {
+      if (p == cuda::Precision::Fp32) cuda::gemm_f32(false, false, M, N, K, 1.f, A, K, B, N, 0.f, C, N, s);
+      else cuda::gemm_tc(p == cuda::Precision::Fp16, false, false, M, N, K, 1.f, A, K, B, N, 0.f, C, N, s, z, z > 1 ? split_ws.as<float>() : nullptr);
+    });
+  };
+  const double own = own_with(slices);
+  const double own_unsplit = slices > 1 ? own_with(1) : own;
   // cuBLASLt on operands already in the compute precision: its best case, conversion not counted.
   cuda::CublasLt& lt = cuda::CublasLt::instance();
   double lt_seconds = -1;
@@ -77,10 +88,6 @@ Json bench_gemm_cuda(int M, int N, int K, const std::string& precision, int reps
   }
   cudaStreamDestroy(s);
 
-  int sms = 0, clock_khz = 0, major = 0;
-  TB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  TB_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-  TB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   // Dense FLOP per clock per SM: fp32 FMA units (128 x 2), tensor cores for 16-bit inputs (Ampere 2048, Hopper 4096).
   const double per_sm = p == cuda::Precision::Fp32 ? 256.0 : major >= 9 ? 4096.0 : 2048.0;
   const double flops = 2.0 * M * N * K;
@@ -88,6 +95,8 @@ Json bench_gemm_cuda(int M, int N, int K, const std::string& precision, int reps
   r.set("shape", std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
   r.set("precision", cuda::precision_name(p));
   r.set("ownTflops", flops / own / 1e12);
+  r.set("ownSlices", slices);
+  r.set("ownUnsplitTflops", flops / own_unsplit / 1e12);
   r.set("cublasLtTflops", lt_seconds > 0 ? Json(flops / lt_seconds / 1e12) : Json());
   r.set("cublasLtNote", lt_seconds > 0 ? Json("operands already in the compute precision") : Json(why));
   r.set("theoreticalTflops", per_sm * sms * clock_khz * 1e3 / 1e12);

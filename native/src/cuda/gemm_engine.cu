@@ -15,6 +15,8 @@ namespace tb::cuda {
 namespace {
 
 constexpr std::size_t kLtWorkspace = std::size_t(32) << 20;  // cuBLASLt's recommendation for Hopper
+// Split-K partials: a weight gradient's 96 x 936 in 32 slices is 11 MiB; a GEMM that would need more runs unsplit.
+constexpr std::size_t kSplitWorkspaceMax = std::size_t(32) << 20;
 
 // Elements a row-major (rows, cols) matrix with leading dimension ld spans.
 std::int64_t extent(int rows, int cols, int ld) { return rows > 0 ? static_cast<std::int64_t>(rows - 1) * ld + cols : 0; }
@@ -32,6 +34,7 @@ const char* precision_name(Precision p) { return p == Precision::Fp32 ? "fp32" :
 
 GemmEngine::GemmEngine(int device, Precision precision, cudaStream_t stream) : device_(device), precision_(precision), stream_(stream) {
   if (lt_workspace_bytes() > 0) workspace_ = DeviceBuffer(device, kLtWorkspace, stream);
+  TB_CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
 }
 
 GemmEngine::~GemmEngine() = default;
@@ -39,13 +42,34 @@ GemmEngine::~GemmEngine() = default;
 std::int64_t GemmEngine::lt_workspace_bytes() { return CublasLt::instance().loaded() ? static_cast<std::int64_t>(kLtWorkspace) : 0; }
 
 std::int64_t GemmEngine::workspace_bytes() const {
-  return static_cast<std::int64_t>(workspace_.bytes() + half_a_.bytes() + half_b_.bytes());
+  return static_cast<std::int64_t>(workspace_.bytes() + half_a_.bytes() + half_b_.bytes() + split_.bytes());
+}
+
+// The K slices for the own tensor-core kernel, with their workspace grown to fit. Under graph capture
+// nothing may be allocated: the warm-up steps before it have grown it for the step's shapes already.
+std::int64_t GemmEngine::split_bytes(int M, int N, int K, int sms) {
+  const int slices = gemm_tc_split_slices(M, N, K, sms);
+  const std::size_t bytes = static_cast<std::size_t>(slices) * M * N * sizeof(float);
+  return slices < 2 || bytes > kSplitWorkspaceMax ? 0 : static_cast<std::int64_t>(bytes);
+}
+
+int GemmEngine::split_slices(int M, int N, int K) {
+  const std::size_t bytes = static_cast<std::size_t>(split_bytes(M, N, K, sms_));
+  if (bytes == 0) return 1;
+  if (split_.bytes() < bytes) {
+    if (capturing_) return 1;
+    split_ = DeviceBuffer();
+    split_ = DeviceBuffer(device_, bytes, stream_);
+  }
+  return gemm_tc_split_slices(M, N, K, sms_);
 }
 
 void GemmEngine::own(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta,
                      float* C, int ldc) {
-  if (precision_ == Precision::Fp32) gemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream_);
-  else gemm_tc(precision_ == Precision::Fp16, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream_);
+  if (precision_ == Precision::Fp32) return gemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream_);
+  const int slices = split_slices(M, N, K);
+  gemm_tc(precision_ == Precision::Fp16, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stream_, slices,
+          slices > 1 ? split_.as<float>() : nullptr);
 }
 
 // A rounded copy of an operand for cuBLASLt's bf16/fp16 path (its own kernel rounds while loading instead).
@@ -146,6 +170,8 @@ Json GemmEngine::log() const {
     s.set("ownUs", kv.second.own_us);
     s.set("cublasLtUs", kv.second.lt_us >= 0 ? Json(kv.second.lt_us) : Json());
     s.set("chosen", kv.second.cublaslt ? "cublasLt" : "own");
+    // The own kernel's K slices (split-K) for this shape: 1 where its tiles fill the device.
+    if (precision_ != Precision::Fp32) s.set("ownSlices", gemm_tc_split_slices(kv.first.M, kv.first.N, kv.first.K, sms_));
     s.set("why", kv.second.why);
     shapes.push(s);
   }

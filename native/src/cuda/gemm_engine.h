@@ -32,6 +32,7 @@ class GemmEngine {
            float* C, int ldc);
   // While a CUDA graph is being captured nothing may be timed or allocated: new shapes take the own kernel.
   void set_capturing(bool capturing) { capturing_ = capturing; }
+  int sms() const { return sms_; }
   // Forcing cuBLASLt makes run() throw E_CUDA, with the reason, when it cannot take a GEMM.
   void force_path(GemmPath path) { path_ = path; }
   // {"cublasLt": "...", "shapes": [{shape, ownUs, cublasLtUs, chosen, why}]}
@@ -39,6 +40,8 @@ class GemmEngine {
   std::int64_t workspace_bytes() const;
   // cuBLASLt's workspace when the library loads (0 otherwise); half copies come on top, sized by the shapes.
   static std::int64_t lt_workspace_bytes();
+  // The split-K workspace a 16-bit GEMM of this shape needs from the own kernel (0: it runs unsplit).
+  static std::int64_t split_bytes(int M, int N, int K, int sms);
 
  private:
   struct Key {
@@ -59,13 +62,15 @@ class GemmEngine {
   void dispatch(const Choice& c, bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
                     float beta, float* C, int ldc);
   void* half_copy(int which, const float* src, std::int64_t n);
+  int split_slices(int M, int N, int K);
 
+  int sms_ = 0;
   int device_;
   Precision precision_;
   cudaStream_t stream_;
   bool capturing_ = false;
   GemmPath path_ = GemmPath::Timed;
-  DeviceBuffer workspace_, half_a_, half_b_;
+  DeviceBuffer workspace_, half_a_, half_b_, split_;
   std::map<Key, Choice> choices_;
 };
 

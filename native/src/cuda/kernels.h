@@ -28,9 +28,12 @@ void gemm_f32(bool trans_a, bool trans_b, int M, int N, int K, float alpha, cons
 // M, N, K multiples of 16.
 void gemm_bf16_tc(int M, int N, int K, const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, cudaStream_t s);
 // Mixed precision with the gemm_f32 interface (gemm_tc.cu): operands rounded to fp16 (half_not_bf16) or bf16
-// while staged, fp32 accumulation; any shape and transpose.
+// while staged, fp32 accumulation; any shape and transpose. With slices > 1, K is split into that many
+// slices whose fp32 partials go to `workspace` (slices x M x N floats) and are summed in order.
 void gemm_tc(bool half_not_bf16, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
-             const float* B, int ldb, float beta, float* C, int ldc, cudaStream_t s);
+             const float* B, int ldb, float beta, float* C, int ldc, cudaStream_t s, int slices = 1, float* workspace = nullptr);
+// How many K slices gemm_tc should use on a device of `sms` SMs: 1 where the tiles already fill it or K is short.
+int gemm_tc_split_slices(int M, int N, int K, int sms);
 
 // Softmax cross-entropy with hard labels: per-row loss, and dlogits scaled by grad_scale / B.
 void softmax_ce(float* row_loss, float* dlogits, const float* logits, const std::int32_t* labels, int B, int K,
