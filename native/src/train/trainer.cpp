@@ -12,6 +12,7 @@
 #include "nn/memory_budget.h"
 #include "nn/memory_model.h"
 #include "train/cpu_backend.h"
+#include "train/run_tally.h"
 
 namespace tb {
 namespace {
@@ -38,12 +39,6 @@ double number_option(const Json& j, const char* key, double fallback, double lo,
                                       std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v->dump());
   }
   return x;
-}
-
-Json phases_json(const double* seconds, double per) {
-  Json o = Json::object();
-  for (int p = 0; p < kPhaseCount; ++p) o.set(kPhaseNames[p], per > 0 ? 1000.0 * seconds[p] / per : 0.0);
-  return o;
 }
 
 std::string string_option(const Json& j, const char* key, const std::string& fallback, std::initializer_list<const char*> allowed) {
@@ -180,33 +175,53 @@ std::unique_ptr<StepBackend> Trainer::make_backend(const TrainOptions& o) {
   return std::make_unique<CpuBackend>(model_, pool_, seed_, &o.optimizer);
 }
 
-Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, const Emit& emit) {
+namespace {
+
+// The CPU backend's buffers are charged to the run's budget before they are allocated; the model's batch
+// buffers are freed and the budget detached however the run ends, so the next run starts at the baseline.
+struct CpuCharges {
+  MemoryBudget budget;
+  Model& model;
+  MemoryCharge weights, optimizer, loader, input;
+  CpuCharges(std::int64_t limit, Model& m) : budget(limit), model(m) { model.free_batch_buffers(); }
+  ~CpuCharges() {
+    model.free_batch_buffers();
+    model.set_budget(nullptr);
+  }
+  CpuCharges(const CpuCharges&) = delete;
+  CpuCharges& operator=(const CpuCharges&) = delete;
+};
+
+Json step_time_json(std::int64_t steps, std::int64_t warmup, double wall, double steady_seconds) {
+  const std::int64_t measured = steps - warmup;
+  Json t = Json::object();
+  t.set("wallClockMeanMs", steps > 0 ? 1000.0 * wall / steps : 0.0);
+  t.set("steadyStateMeanMs", measured > 0 ? Json(1000.0 * steady_seconds / measured) : Json());
+  t.set("warmupSteps", warmup);
+  t.set("note", "wallClockMeanMs covers every step including warm-up and evaluation; steadyStateMeanMs excludes the first warmupSteps steps and evaluation");
+  return t;
+}
+
+Json test_json(const EvalResult& e) {
+  Json t = Json::object();
+  t.set("loss", e.loss);
+  t.set("accuracy", e.accuracy >= 0 ? Json(e.accuracy) : Json());
+  t.set("samples", e.samples);
+  t.set("headLosses", e.head_losses);
+  return t;
+}
+
+}  // namespace
+
+void Trainer::check_run(const TrainOptions& o) const {
   if (!train_) TB_THROW(ErrorCode::BadInput, "no training data: call setData('train', ...) first");
   if (o.memory_limit_bytes > 0 && o.device != "cpu") {
     TB_THROW(ErrorCode::BadInput, "options.memoryLimitBytes caps the CPU backend's memory; on " + o.device +
                                       " the device's own memory is the limit: leave it out or use device 'cpu'");
   }
-  // Every training buffer of the CPU backend is charged here before it is allocated; the run's
-  // buffers are freed and given back however the run ends, so the next one starts at the baseline.
-  MemoryBudget budget(o.memory_limit_bytes);
-  model_.free_batch_buffers();
-  struct BudgetScope {
-    Model& model;
-    ~BudgetScope() {
-      model.free_batch_buffers();
-      model.set_budget(nullptr);
-    }
-  } budget_scope{model_};
-  const bool cpu = o.device == "cpu";
-  MemoryCharge weights_charge, optimizer_charge, loader_charge, input_charge;
-  if (cpu) {
-    const std::int64_t f = sizeof(float);
-    weights_charge.attach(&budget, static_cast<std::int64_t>(model_.params().size() + model_.grads().size() + model_.buffers().size()) * f,
-                          "weights and gradients");
-    optimizer_charge.attach(&budget, model_.param_count() * f * (o.optimizer.kind == "adamw" ? 2 : 1), "optimizer state");
-    model_.set_budget(&budget);
-  }
-  std::unique_ptr<StepBackend> backend = make_backend(o);
+}
+
+LoaderOptions Trainer::loader_options(const TrainOptions& o) const {
   LoaderOptions lo;
   lo.batch_size = o.batch_size;
   lo.workers = o.loader_workers;
@@ -216,180 +231,117 @@ Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, cons
   lo.sample_ratio = o.sample_ratio;
   lo.fields = needed_fields(*train_);
   lo.pinned = o.device != "cpu";
+  return lo;
+}
+
+// Forward, losses and backward of each micro-batch, then the update; a cancel is honoured before each micro-batch.
+void Trainer::run_step(StepBackend& backend, Loader& loader, RunTally& tally, const TrainOptions& o, const StepPlan& plan, int epoch,
+                       std::int64_t s, std::int64_t step, const std::atomic<bool>& cancel) {
+  tally.lr = scheduled_lr(o.optimizer, o.schedule, step, plan.total_steps);
+  backend.begin_step(tally.lr);
+  for (int a = 0; a < o.accumulation; ++a) {
+    // The run's own step first: people read the run as its steps (the chart's axis); the epoch's step second.
+    if (cancel.load()) TB_THROW(ErrorCode::Cancelled, "training was cancelled at step " + std::to_string(step + 1) + " of " + std::to_string(plan.total_steps) +
+                                                           " (epoch " + std::to_string(epoch + 1) + ", its step " + std::to_string(s + 1) + ")");
+    if (!backend.next_batch(loader)) TB_THROW(ErrorCode::Internal, "the loader ran out of batches before the epoch's steps");
+    backend.forward(true);
+    backend.losses(1.0 / o.accumulation, true);
+    // Where reading is free, a non-finite loss stops the step before it reaches the weights.
+    if (backend.cheap_readout()) tally.collect(backend, epoch, s);
+    backend.backward();
+    backend.release_batch();
+  }
+  backend.optimizer_step(o.clip_norm);
+  tally.count_step();
+}
+
+Json Trainer::train(const TrainOptions& o, const std::atomic<bool>& cancel, const Emit& emit) {
+  check_run(o);
+  const bool cpu = o.device == "cpu";
+  CpuCharges charges(o.memory_limit_bytes, model_);
+  if (cpu) {
+    const std::int64_t f = sizeof(float);
+    charges.weights.attach(&charges.budget, static_cast<std::int64_t>(model_.params().size() + model_.grads().size() + model_.buffers().size()) * f,
+                           "weights and gradients");
+    charges.optimizer.attach(&charges.budget, model_.param_count() * f * (o.optimizer.kind == "adamw" ? 2 : 1), "optimizer state");
+    model_.set_budget(&charges.budget);
+  }
+  std::unique_ptr<StepBackend> backend = make_backend(o);
+  const LoaderOptions lo = loader_options(o);
   std::int64_t record_bytes = 0;
   for (const auto& name : lo.fields) record_bytes += train_->field(name).record_bytes();
   const int slots = lo.workers == 0 ? 1 : lo.prefetch;
   if (cpu) {
-    loader_charge.attach(&budget, record_bytes * o.batch_size * slots, "loader batch buffers");
-    input_charge.attach(&budget, static_cast<std::int64_t>(o.batch_size) * model_.input_dims().size() * sizeof(float), "widened input batch");
+    charges.loader.attach(&charges.budget, record_bytes * o.batch_size * slots, "loader batch buffers");
+    charges.input.attach(&charges.budget, static_cast<std::int64_t>(o.batch_size) * model_.input_dims().size() * sizeof(float), "widened input batch");
   }
   Loader loader(train_, lo);
-  const std::int64_t drawn = loader.records_per_epoch();
-  const std::int64_t per_step = static_cast<std::int64_t>(o.batch_size) * o.accumulation;
-  const std::int64_t steps_per_epoch = drawn / per_step;
-  if (steps_per_epoch == 0) {
-    TB_THROW(ErrorCode::BadInput, "batch size " + std::to_string(o.batch_size) + " x accumulation " +
-                                      std::to_string(o.accumulation) + " needs " + std::to_string(per_step) +
-                                      " samples per step but only " + std::to_string(drawn) + " are drawn per epoch");
-  }
-  std::int64_t total_steps = steps_per_epoch * o.epochs;
-  if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
-  const bool classifier = classifies();
-  const double grad_scale = 1.0 / o.accumulation;
+  const StepPlan plan = plan_steps(o, loader.records_per_epoch());
+  RunTally tally(o, plan, classifies());
+  tally.lr = o.optimizer.lr;
 
   const auto start = Clock::now();
   auto last_emit = start, warm_start = start;
+  double eval_seconds_after_warmup = 0;
   std::int64_t step = 0;
-  double phase[kPhaseCount] = {0}, window_phase[kPhaseCount] = {0};
-  double window_loss = 0, epoch_loss = 0, eval_seconds_after_warmup = 0;
-  std::int64_t window_steps = 0, window_correct = 0, window_samples = 0, window_skipped = 0, epoch_correct = 0,
-               epoch_samples = 0, skipped_total = 0;
-  // Benchmarks name their warm-up; otherwise a short one that leaves most of a short run measured.
-  const std::int64_t warmup_steps =
-      o.warmup_steps >= 0 ? std::min(o.warmup_steps, total_steps) : std::min<std::int64_t>(5, total_steps / 10);
-  double lr = o.optimizer.lr, norm = 0, loss_scale = 1;
-  Json epochs = Json::array();
-  Json measured_memory;
+  Json epochs = Json::array(), measured_memory;
   EvalResult last_eval;
-
-  // Takes the backend's sums into the window and epoch totals; names a non-finite loss with its step.
-  auto collect = [&](int epoch, std::int64_t s) {
-    const StepReadout r = backend->readout();
-    for (int p = 0; p < kPhaseCount; ++p) phase[p] += r.phase_seconds[p];
-    norm = r.grad_norm;
-    loss_scale = r.loss_scale;
-    window_skipped += r.skipped_steps;
-    skipped_total += r.skipped_steps;
-    if (r.micro_batches == 0) return;
-    if (!std::isfinite(r.loss_sum)) {
-      TB_THROW(ErrorCode::Data, "the loss became " + std::string(std::isnan(r.loss_sum) ? "NaN" : "infinite") +
-                                    (backend->cheap_readout() ? " at epoch " : " by epoch ") + std::to_string(epoch + 1) +
-                                    ", step " + std::to_string(s + 1) + " (learning rate " + std::to_string(lr) +
-                                    "): lower the learning rate, clip gradients, or check the data");
-    }
-    const double mean = r.loss_sum / o.accumulation;  // per optimizer step
-    window_loss += mean;
-    epoch_loss += mean;
-    window_correct += r.correct;
-    epoch_correct += r.correct;
-  };
-
-  for (int epoch = 0; epoch < o.epochs && step < total_steps; ++epoch) {
+  for (int epoch = 0; epoch < o.epochs && step < plan.total_steps; ++epoch) {
     backend->start_epoch(loader, epoch);
     const auto epoch_start = Clock::now();
-    epoch_loss = 0;
-    epoch_correct = epoch_samples = 0;
-    for (std::int64_t s = 0; s < steps_per_epoch && step < total_steps; ++s, ++step) {
-      if (step == warmup_steps) {
-        collect(epoch, s);  // waits for the device, so the steady-state clock starts on an idle queue
+    tally.start_epoch();
+    for (std::int64_t s = 0; s < plan.steps_per_epoch && step < plan.total_steps; ++s, ++step) {
+      if (step == plan.warmup_steps) {
+        tally.collect(*backend, epoch, s);  // waits for the device, so the steady-state clock starts on an idle queue
         warm_start = Clock::now();
       }
-      lr = scheduled_lr(o.optimizer, o.schedule, step, total_steps);
-      backend->begin_step(lr);
-      for (int a = 0; a < o.accumulation; ++a) {
-        // The run's own step first: people read the run as its steps (the chart's axis); the epoch's step second.
-        if (cancel.load()) TB_THROW(ErrorCode::Cancelled, "training was cancelled at step " + std::to_string(step + 1) + " of " + std::to_string(total_steps) +
-                                                               " (epoch " + std::to_string(epoch + 1) + ", its step " + std::to_string(s + 1) + ")");
-        if (!backend->next_batch(loader)) TB_THROW(ErrorCode::Internal, "the loader ran out of batches before the epoch's steps");
-        backend->forward(true);
-        backend->losses(grad_scale, true);
-        // Where reading is free, a non-finite loss stops the step before it reaches the weights.
-        if (backend->cheap_readout()) collect(epoch, s);
-        backend->backward();
-        backend->release_batch();
-      }
-      backend->optimizer_step(o.clip_norm);
-      ++window_steps;
-      window_samples += per_step;
-      epoch_samples += per_step;
-      const bool epoch_end = s + 1 == steps_per_epoch || step + 1 == total_steps;
+      run_step(*backend, loader, tally, o, plan, epoch, s, step, cancel);
+      const bool epoch_end = s + 1 == plan.steps_per_epoch || step + 1 == plan.total_steps;
       const bool emit_due = seconds_since(last_emit) >= o.event_interval_s || epoch_end;
-      if (backend->cheap_readout() || emit_due || step == 0) collect(epoch, s);
+      if (backend->cheap_readout() || emit_due || step == 0) tally.collect(*backend, epoch, s);
       // Measured once, after the first full step: evaluation later resizes the buffers to its own batch.
       if (step == 0) measured_memory = backend->measured_memory(loader).to_json();
       if (emit_due) {
-        const double dt = seconds_since(last_emit);
-        Json e = Json::object();
-        e.set("type", "step");
-        e.set("epoch", epoch + 1);
-        e.set("epochs", o.epochs);
-        e.set("step", static_cast<std::int64_t>(s + 1));
-        e.set("stepsPerEpoch", steps_per_epoch);
-        e.set("globalStep", step + 1);
-        e.set("totalSteps", total_steps);
-        e.set("loss", window_loss / window_steps);
-        e.set("accuracy", classifier ? Json(static_cast<double>(window_correct) / window_samples) : Json());
-        e.set("lr", lr);
-        e.set("gradNorm", norm);
-        e.set("samplesPerSec", dt > 0 ? window_samples / dt : 0.0);
-        if (o.precision == "fp16") e.set("lossScale", loss_scale);
-        if (o.precision == "fp16" || window_skipped > 0) e.set("skippedSteps", window_skipped);
-        double per_phase[kPhaseCount];
-        for (int p = 0; p < kPhaseCount; ++p) per_phase[p] = phase[p] - window_phase[p];
-        e.set("phasesMs", phases_json(per_phase, static_cast<double>(window_steps)));
-        std::copy(phase, phase + kPhaseCount, window_phase);
-        emit(e);
+        emit(tally.step_event(epoch, s, step, seconds_since(last_emit)));
         last_emit = Clock::now();
-        window_loss = 0;
-        window_steps = window_correct = window_samples = window_skipped = 0;
       }
     }
-    Json ep = Json::object();
-    ep.set("type", "epoch");
-    ep.set("epoch", epoch + 1);
-    ep.set("epochs", o.epochs);
-    ep.set("seconds", seconds_since(epoch_start));
-    ep.set("trainLoss", epoch_loss / std::max<std::int64_t>(1, epoch_samples / per_step));
-    ep.set("trainAccuracy", classifier ? Json(static_cast<double>(epoch_correct) / std::max<std::int64_t>(1, epoch_samples)) : Json());
+    Json ep = tally.epoch_event(epoch, seconds_since(epoch_start));
     if (test_) {
       const auto eval_start = Clock::now();
       last_eval = evaluate_with(*backend, "test", o.eval_batch_size, cancel);
-      if (step > warmup_steps) eval_seconds_after_warmup += seconds_since(eval_start);
+      if (step > plan.warmup_steps) eval_seconds_after_warmup += seconds_since(eval_start);
       ep.set("testLoss", last_eval.loss);
       ep.set("testAccuracy", last_eval.accuracy >= 0 ? Json(last_eval.accuracy) : Json());
     }
     emit(ep);
     epochs.push(ep);
   }
-  collect(o.epochs - 1, steps_per_epoch - 1);  // the device has finished every step
+  tally.collect(*backend, o.epochs - 1, plan.steps_per_epoch - 1);  // the device has finished every step
   backend->sync_to_host();
 
   const double wall = seconds_since(start);
-  const std::int64_t measured = step - warmup_steps;
   Json r = Json::object();
   r.set("steps", step);
-  r.set("samples", step * per_step);
+  r.set("samples", step * plan.per_step);
   r.set("seconds", wall);
   r.set("threads", pool_.size());
-  r.set("samplesPerSec", wall > 0 ? step * per_step / wall : 0.0);
+  r.set("samplesPerSec", wall > 0 ? step * plan.per_step / wall : 0.0);
   r.set("backend", backend->describe());
-  if (o.precision == "fp16") r.set("lossScale", loss_scale);
+  if (o.precision == "fp16") r.set("lossScale", tally.loss_scale());
   // Steps whose gradients held inf/nan were skipped on the GPU; outside fp16 any such step is worth saying.
-  if (o.precision == "fp16" || skipped_total > 0) r.set("skippedSteps", skipped_total);
-  Json timing = Json::object();
-  timing.set("wallClockMeanMs", step > 0 ? 1000.0 * wall / step : 0.0);
-  timing.set("steadyStateMeanMs",
-             measured > 0 ? Json(1000.0 * (seconds_since(warm_start) - eval_seconds_after_warmup) / measured) : Json());
-  timing.set("warmupSteps", warmup_steps);
-  timing.set("note", "wallClockMeanMs covers every step including warm-up and evaluation; steadyStateMeanMs excludes the first warmupSteps steps and evaluation");
-  r.set("stepTime", timing);
-  r.set("phasesMs", phases_json(phase, static_cast<double>(std::max<std::int64_t>(1, step))));
+  if (o.precision == "fp16" || tally.skipped() > 0) r.set("skippedSteps", tally.skipped());
+  r.set("stepTime", step_time_json(step, plan.warmup_steps, wall, seconds_since(warm_start) - eval_seconds_after_warmup));
+  r.set("phasesMs", phases_json(tally.phases(), static_cast<double>(std::max<std::int64_t>(1, step))));
   Json memory = Json::object();
   memory.set("predicted", backend->predicted_memory(o.batch_size, o.optimizer.kind == "adamw", record_bytes, slots).to_json());
   memory.set("measured", measured_memory);
   memory.set("device", o.device == "cpu" ? "cpu" : o.device);
-  if (cpu) memory.set("peakBytes", budget.peak());
+  if (cpu) memory.set("peakBytes", charges.budget.peak());
   if (o.memory_limit_bytes > 0) memory.set("limitBytes", o.memory_limit_bytes);
   r.set("memory", memory);
   r.set("epochs", epochs);
-  if (test_) {
-    Json t = Json::object();
-    t.set("loss", last_eval.loss);
-    t.set("accuracy", last_eval.accuracy >= 0 ? Json(last_eval.accuracy) : Json());
-    t.set("samples", last_eval.samples);
-    t.set("headLosses", last_eval.head_losses);
-    r.set("test", t);
-  }
+  if (test_) r.set("test", test_json(last_eval));
   return r;
 }
 

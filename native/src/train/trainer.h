@@ -18,6 +18,9 @@
 
 namespace tb {
 
+class RunTally;
+struct StepPlan;
+
 struct TrainOptions {
   int batch_size = 64;    // per micro-batch
   int accumulation = 1;   // micro-batches per optimizer step
@@ -75,6 +78,11 @@ class Trainer {
   EvalResult evaluate(const std::string& split, int batch_size, const std::atomic<bool>& cancel);
 
  private:
+  // The phases of train(): its preconditions, the loader's settings, and one optimizer step.
+  void check_run(const TrainOptions& options) const;
+  LoaderOptions loader_options(const TrainOptions& options) const;
+  void run_step(StepBackend& backend, Loader& loader, RunTally& tally, const TrainOptions& options, const StepPlan& plan,
+                int epoch, std::int64_t s, std::int64_t step, const std::atomic<bool>& cancel);
   std::unique_ptr<StepBackend> make_backend(const TrainOptions& options);
   EvalResult evaluate_with(StepBackend& backend, const std::string& split, int batch_size, const std::atomic<bool>& cancel);
   void check_data(const RecordSource& data, const std::string& split);
