@@ -184,8 +184,22 @@ describe.skipIf(!gpu)('CUDA graphs and phase timing', () => {
     console.log(`${spec === CNN_SPEC ? 'CNN' : 'model'} ${precision}: ${launches.total} launches per step (${launches.kernels} kernels, ${launches.copies} copies, ${launches.memsets} memsets)`);
     expect(launches.kernels).toBeGreaterThan(10);
     expect(launches.total).toBe(launches.kernels + launches.copies + launches.memsets + launches.other);
+    // Add, Flatten and dropout that drops nothing copy no values (ADR 0020 step 6): none of these models has an
+    // input feeding both a block and its Add, the one place a gradient is still copied.
+    expect(launches.copies).toBe(0);
     expect(relDiff(graph.params, eager.params)).toBeLessThan(1e-6);
     graph.losses.forEach((l, i) => expect(Math.abs(l - eager.losses[i])).toBeLessThan(1e-6 * Math.max(1, Math.abs(eager.losses[i]))));
+  }, gpuTimeout(120_000));
+
+  it('an identity shortcut (a block input that also feeds its Add) gets its gradient copied and added, all others pass theirs on', async () => {
+    // Stage 1 has two blocks: the second keeps 32 channels at stride 1, so its input goes to conv1 and to the Add.
+    const spec = { ...SMALL_RESNET, layers: [2, 1, 1, 1] };
+    const options = { batchSize: 8, maxSteps: 4, optimizer: boardSgd };
+    const cpu = await train(spec, boardData(64, 3), { ...options, device: 'cpu' });
+    const graph = await train(spec, boardData(64, 3), { ...options, device: 'cuda:0', cudaGraph: true });
+    expect(relDiff(graph.params, cpu.params)).toBeLessThan(1e-2);
+    graph.losses.forEach((l, i) => expect(Math.abs(l - cpu.losses[i])).toBeLessThan(5e-3 * Math.max(1, Math.abs(cpu.losses[i]))));
+    expect((graph.result.backend?.launchesPerStep as { copies: number }).copies).toBe(1);
   }, gpuTimeout(120_000));
 
   it('measurement mode times every phase', async () => {

@@ -30,6 +30,28 @@ std::vector<bool> fusable(const Model& m) {
   return fuse;
 }
 
+// Nodes that only pass values on (Add, Flatten, dropout with p = 0) copy nothing (ADR 0020, step 6): an
+// input whose only consumer is such a node keeps its gradient in that node's gradient buffer, so the
+// gradient arrives there without a copy. Each node's entry names the node whose buffer holds its gradient
+// (itself where it has a second consumer, or its consumer computes). Decided from the last node back, so a
+// chain of such nodes ends at one buffer.
+bool passes_on(const Node& n) { return n.kind == NodeKind::Add || n.kind == NodeKind::Flatten || (n.kind == NodeKind::Dropout && n.p == 0); }
+
+std::vector<int> grad_owners(const Model& m) {
+  const auto& nodes = m.nodes();
+  std::vector<int> consumers(nodes.size(), 0), owner(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    owner[i] = static_cast<int>(i);
+    for (int in : nodes[i].inputs) ++consumers[static_cast<size_t>(in)];
+  }
+  for (size_t i = nodes.size(); i-- > 0;) {
+    if (!passes_on(nodes[i])) continue;
+    for (int in : nodes[i].inputs)
+      if (consumers[static_cast<size_t>(in)] == 1 && nodes[static_cast<size_t>(in)].kind != NodeKind::Input) owner[static_cast<size_t>(in)] = owner[i];
+  }
+  return owner;
+}
+
 struct Sizes {
   std::int64_t out = 0, grad = 0, mask = 0, stats = 0;  // floats
 };
@@ -38,15 +60,17 @@ struct Sizes {
 std::vector<Sizes> node_sizes(const Model& m, int B, const std::vector<bool>& fuse, std::int64_t col_budget, std::int64_t* scratch,
                               std::int64_t* col, std::int64_t* tmp) {
   std::vector<Sizes> sizes(m.nodes().size());
+  const std::vector<int> owner = grad_owners(m);
   *scratch = *col = *tmp = 0;
   for (size_t i = 0; i < m.nodes().size(); ++i) {
     const Node& n = m.nodes()[i];
     const std::int64_t values = static_cast<std::int64_t>(B) * n.dims.size();
     Sizes& s = sizes[i];
     if (n.kind == NodeKind::Input) continue;  // the batch itself
-    s.out = fuse[i] ? 0 : values;
-    s.grad = values;
-    if (n.kind == NodeKind::Dropout) s.mask = values;
+    // Flatten's output is its input; so is dropout's whenever it drops nothing (p = 0, or evaluation).
+    s.out = fuse[i] || n.kind == NodeKind::Flatten || (n.kind == NodeKind::Dropout && n.p == 0) ? 0 : values;
+    s.grad = owner[i] == static_cast<int>(i) ? values : 0;
+    if (n.kind == NodeKind::Dropout && n.p > 0) s.mask = values;
     if (n.kind == NodeKind::BatchNorm) s.stats = n.dims.c;
     *scratch = std::max(*scratch, values);
     if (n.kind == NodeKind::Conv) {
@@ -119,6 +143,8 @@ bool DeviceModel::reserve(int B) {
     d.mask = floats(device_, sizes[i].mask, stream_);
     if (sizes[i].stats > 0 && !d.mean.get()) d.mean = floats(device_, sizes[i].stats, stream_), d.invstd = floats(device_, sizes[i].stats, stream_);
   }
+  const std::vector<int> owner = grad_owners(host_);
+  for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i].grad_ptr = nodes_[static_cast<size_t>(owner[i])].grad.as<float>();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     DNode& d = nodes_[i];
     d.out_ptr = d.out.as<float>();
@@ -145,7 +171,7 @@ const float* DeviceModel::output(const Head& h) const { return nodes_[static_cas
 float* DeviceModel::output_grad(const Head& h) {
   DNode& d = nodes_[static_cast<size_t>(h.node)];
   d.grad_written = true;
-  return d.grad.as<float>();
+  return d.grad_ptr;
 }
 
 void DeviceModel::conv_forward(const Node& n, const float* in, float* out, bool relu) {
@@ -204,9 +230,7 @@ void DeviceModel::forward(const float* x, int B, bool train, const TrainState* s
         global_avgpool_forward(d.out_ptr, in, B, src.c, src.h * src.w, stream_);
         break;
       }
-      case NodeKind::Flatten:
-        TB_CUDA_CHECK(cudaMemcpyAsync(d.out_ptr, in, static_cast<std::size_t>(count) * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
-        break;
+      case NodeKind::Flatten: d.out_ptr = const_cast<float*>(in); break;
       case NodeKind::Linear: {
         const int I = static_cast<int>(host_.nodes()[static_cast<size_t>(n.inputs[0])].dims.size()), O = n.dims.c;
         gemm_.run(false, true, B, O, I, 1.f, in, I, P + n.weight, I, 0.f, d.out_ptr, O);
@@ -215,9 +239,10 @@ void DeviceModel::forward(const float* x, int B, bool train, const TrainState* s
       }
       case NodeKind::Dropout:
         if (train && n.p > 0) {
+          d.out_ptr = d.out.as<float>();
           dropout_forward(d.out_ptr, d.mask.as<float>(), in, count, static_cast<float>(n.p), i + 1, micro_batch, st, stream_);
         } else {
-          TB_CUDA_CHECK(cudaMemcpyAsync(d.out_ptr, in, static_cast<std::size_t>(count) * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+          d.out_ptr = const_cast<float*>(in);
         }
         break;
     }
@@ -231,7 +256,7 @@ float* DeviceModel::grad_target(int input, bool* accumulate) {
   if (!d.grad_written) {
     d.grad_written = true;
     *accumulate = false;
-    return d.grad.as<float>();
+    return d.grad_ptr;
   }
   *accumulate = true;
   return scratch_.as<float>();
@@ -266,7 +291,7 @@ void DeviceModel::backward() {
     const Node& n = host_.nodes()[static_cast<size_t>(i)];
     DNode& d = nodes_[static_cast<size_t>(i)];
     if (!d.grad_written) continue;
-    const float* dout = d.grad.as<float>();
+    const float* dout = d.grad_ptr;
     const std::int64_t count = static_cast<std::int64_t>(B) * n.dims.size();
     const Node& src = host_.nodes()[static_cast<size_t>(n.inputs[0])];
     const std::int64_t in_count = static_cast<std::int64_t>(B) * src.dims.size();
@@ -279,10 +304,22 @@ void DeviceModel::backward() {
       bool acc = false;
       float* dst = grad_target(input, &acc);
       write(dst);
-      if (acc) accumulate(nodes_[static_cast<size_t>(input)].grad.as<float>(), dst, n_values, stream_);
+      if (acc) accumulate(nodes_[static_cast<size_t>(input)].grad_ptr, dst, n_values, stream_);
     };
     auto copy = [&](float* dst, const float* from, std::int64_t values) {
       TB_CUDA_CHECK(cudaMemcpyAsync(dst, from, static_cast<std::size_t>(values) * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+    };
+    // A node that passes values on hands its gradient to an input that keeps it in the same buffer by
+    // marking it written; an input with a second consumer gets a copy (or an addition) as before.
+    auto pass_on = [&](int which, std::int64_t n_values) {
+      DNode& src_node = nodes_[static_cast<size_t>(n.inputs[static_cast<size_t>(which)])];
+      if (src_node.grad_ptr == d.grad_ptr && d.grad_ptr) {
+        src_node.grad_written = true;
+        return;
+      }
+      to_input(which, n_values, [&](float* din) {
+        if (din) copy(din, dout, n_values);
+      });
     };
     if (profile_) profile_->begin();
     switch (n.kind) {
@@ -302,21 +339,14 @@ void DeviceModel::backward() {
         });
         break;
       case NodeKind::Add:
-        for (int which : {0, 1})
-          to_input(which, in_count, [&](float* din) {
-            if (din) copy(din, dout, count);
-          });
+        for (int which : {0, 1}) pass_on(which, count);
         break;
       case NodeKind::GlobalAvgPool:
         to_input(0, in_count, [&](float* din) {
           if (din) global_avgpool_backward(din, dout, B, src.dims.c, src.dims.h * src.dims.w, stream_);
         });
         break;
-      case NodeKind::Flatten:
-        to_input(0, in_count, [&](float* din) {
-          if (din) copy(din, dout, count);
-        });
-        break;
+      case NodeKind::Flatten: pass_on(0, count); break;
       case NodeKind::Linear: {
         const int I = static_cast<int>(src.dims.size()), O = n.dims.c;
         gemm_.run(true, false, O, I, B, 1.f, dout, O, in, I, 1.f, G + n.weight, I);  // dW (O, I) += dout^T . in
@@ -327,10 +357,12 @@ void DeviceModel::backward() {
         break;
       }
       case NodeKind::Dropout:
+        if (n.p == 0) {
+          pass_on(0, count);
+          break;
+        }
         to_input(0, in_count, [&](float* din) {
-          if (!din) return;
-          if (n.p > 0) multiply(din, dout, d.mask.as<float>(), count, stream_);
-          else copy(din, dout, count);
+          if (din) multiply(din, dout, d.mask.as<float>(), count, stream_);
         });
         break;
     }

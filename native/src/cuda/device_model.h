@@ -59,6 +59,7 @@ class DeviceModel {
   struct DNode {
     DeviceBuffer out, grad, mask, mean, invstd;
     float* out_ptr = nullptr;  // out, the fused ReLU's out, or the input batch
+    float* grad_ptr = nullptr;  // grad, or the buffer of the consumer that passes its gradient on (grad_owners)
     bool fuse_relu = false;    // writes relu(result) into its consumer's buffer
     bool fused_away = false;   // a ReLU whose producer already applied it
     bool grad_written = false;
