@@ -1,3 +1,5 @@
+// The fp32 GEMM (shared-memory tiles) and the aligned bf16 tensor-core GEMM, as cpu/gemm.cpp; the
+// mixed-precision kernel with split-K is gemm_tc.cu, and gemm_engine.cu picks a path per shape.
 #include <mma.h>
 
 #include <string>
