@@ -241,7 +241,7 @@ describe('verdictLine', () => {
   it('names the fastest batch when it is neither the largest nor the recommended one', () => {
     const trials = [trial(20_000, 930), trial(4096, 1000), trial(2048, 980)];
     expect(verdictLine({ ...base, trials, largestFitting: 20_000, recommended: 2048, baseBatch: 256 })).toBe(
-      'batch 20,000 fits with 10% headroom but is 5% slower per sample than 2,048; the fastest, 4,096, is 2% faster per sample, within the 5% noise; use 2,048 and scale the LR by 8x (linear scaling from batch 256; warm it up)',
+      'batch 20,000 fits with 10% headroom but is 5% slower per sample than 2,048; the fastest that fits, 4,096, is 2% faster per sample, within the 5% noise; use 2,048 and scale the LR by 8x (linear scaling from batch 256; warm it up)',
     );
   });
 

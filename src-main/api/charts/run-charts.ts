@@ -139,11 +139,19 @@ export function phaseTotalMs(phasesMs: Readonly<Record<string, number>>): number
   return PHASE_NAMES.reduce((a, n) => a + (phasesMs[n] ?? 0), 0);
 }
 
+/**
+ * Which steps a training run's phases are the mean of: the engine's over every step, its warm-up with them
+ * (so their total differs from the steady step beside it); a script's over its measured steps.
+ */
+export function trainPhasesOver(kind: string | undefined): string | undefined {
+  return kind === 'engine' ? 'mean of every step, warm-up included' : kind === 'script' ? 'mean of the measured steps' : undefined;
+}
+
 /** The step's phases in the order they happen (data first), each with its share of the named phases' total. */
-export function phaseBarsOption(phasesMs: Readonly<Record<string, number>>): EChartsCoreOption {
+export function phaseBarsOption(phasesMs: Readonly<Record<string, number>>, over?: string): EChartsCoreOption {
   const total = phaseTotalMs(phasesMs);
   const labels = PHASE_NAMES.map((n) => `${n} ${total > 0 ? Math.round((100 * (phasesMs[n] ?? 0)) / total) : 0}%`);
-  return bars(`Time per step by phase: ${formatValue(total, 'ms')} in all`, labels, PHASE_NAMES.map((n) => Number((phasesMs[n] ?? 0).toFixed(3))), '#4fb3ff', 96, 'ms');
+  return bars(`Time per step by phase${over ? ` (${over})` : ''}: ${formatValue(total, 'ms')} in all`, labels, PHASE_NAMES.map((n) => Number((phasesMs[n] ?? 0).toFixed(3))), '#4fb3ff', 96, 'ms');
 }
 
 /** Measurement-mode GPU runs say where the step's time went, by op (the ten largest, largest on top). */

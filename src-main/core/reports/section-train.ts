@@ -1,7 +1,7 @@
 // A whole training run in the report, either target: the figures every run has (steps, time, samples/s,
 // step time) in one table with what only its target measured below them, then its curves and telemetry.
 import { PHASE_NAMES } from '../../api/benchmark';
-import { lossCurveOption, phaseBarsOption, phaseTotalMs, scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/run-charts';
+import { lossCurveOption, phaseBarsOption, phaseTotalMs, trainPhasesOver, scriptLossOption, scriptRunCurves, scriptRunLabels, scriptThroughputOption } from '../../api/charts/run-charts';
 import type { EngineTrainRun, ScriptTrainRun } from '../../api/train-result';
 import { code, figureLink, fmt, MB, MiB, table } from './markdown';
 import type { FigureSpec } from './report-model';
@@ -42,7 +42,7 @@ function engineFigures(run: TrainRun): { lines: string[]; figures: FigureSpec[] 
   const lines: string[] = [];
   const figures: FigureSpec[] = [];
   if (phaseTotalMs(r.phasesMs) > 0) {
-    figures.push({ name: `phases-${runSlug(run.id)}.svg`, title: 'Time per step by phase', alt: `Time per step by phase, run ${run.id}: ${PHASE_NAMES.map((p) => `${p} ${fmt(r.phasesMs[p], 'ms')}`).join(', ')}`, runId: run.id, option: phaseBarsOption(r.phasesMs), height: 260 });
+    figures.push({ name: `phases-${runSlug(run.id)}.svg`, title: 'Time per step by phase', alt: `Time per step by phase, run ${run.id}: ${PHASE_NAMES.map((p) => `${p} ${fmt(r.phasesMs[p], 'ms')}`).join(', ')}`, runId: run.id, option: phaseBarsOption(r.phasesMs, trainPhasesOver(r.target.kind)), height: 260 });
     lines.push(figureLink(figures[0].alt, figures[0].name), '');
   } else {
     lines.push(`Run ${code(run.id)} recorded no phase times.`, '');

@@ -50,7 +50,7 @@ export function verdictLine(v: VerdictInput): string {
     const fastest = v.trials
       .filter((t) => t.fits && t.accumulation === 1 && t.samplesPerSec !== null && t.samplesPerSec > best)
       .sort((a, b) => (b.samplesPerSec as number) - (a.samplesPerSec as number))[0];
-    if (fastest && fastest.batchSize !== v.largestFitting) parts.push(`the fastest, ${n(fastest.batchSize)}, is ${against(fastest.samplesPerSec!)}, within ${noise}`);
+    if (fastest && fastest.batchSize !== v.largestFitting) parts.push(`the fastest that fits, ${n(fastest.batchSize)}, is ${against(fastest.samplesPerSec!)}, within ${noise}`);
   } else {
     // The largest is the one to use: what the next smaller fitting batch would cost.
     const smaller = v.trials
