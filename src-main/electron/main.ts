@@ -41,6 +41,19 @@ function createWindow(): BrowserWindow {
   win.webContents.on('will-redirect', (event, url) => {
     if (!isAppUrl(url, appUrl)) event.preventDefault();
   });
+  // The page holds unsaved edits (a report's draft) and asked to stay: Electron would keep the window open
+  // without a word, so the person is asked, as a browser asks.
+  win.webContents.on('will-prevent-unload', (event) => {
+    const choice = dialog.showMessageBoxSync(win, {
+      type: 'question',
+      buttons: ['Leave and lose the edits', 'Stay'],
+      defaultId: 1,
+      cancelId: 1,
+      message: 'A report has unsaved edits.',
+      detail: 'Leaving now loses them. Stay, then Save in Reports, to keep them.',
+    });
+    if (choice === 0) event.preventDefault();
+  });
   void win.loadFile(rendererIndex);
   return win;
 }

@@ -35,6 +35,14 @@ export const useReportsStore = defineStore('reports', () => {
   /** The editor's text: the markdown with the person's unsaved edits. */
   const draft = ref('');
   const dirty = computed(() => current.value !== null && draft.value !== current.value.markdown);
+  // A reload or a closed tab would drop the draft without a word: the browser (or the app's dialog) asks first.
+  if (typeof window !== 'undefined') {
+    window.addEventListener('beforeunload', (event) => {
+      if (!dirty.value) return;
+      event.preventDefault();
+      event.returnValue = '';
+    });
+  }
   /** The open report's figures by file name, for the preview. */
   const figures = shallowRef<Record<string, FigureState>>({});
   const busy = ref<ReportAction | null>(null);

@@ -60,8 +60,17 @@ describe('Reports area', () => {
     await editor.fill(generated.replace('## Status\n\nProposed\n', `## Status\n\n${MY_LINE}\n`));
     await expect.poll(() => preview.innerText()).toContain(MY_LINE);
     expect(await page.getByTestId('report-state').innerText()).toBe('Unsaved edits');
+    // While the draft is unsaved, leaving the page (a reload, a closed tab) is held for the browser to ask.
+    const unloadHeld = () =>
+      page.evaluate(() => {
+        const e = new Event('beforeunload', { cancelable: true });
+        window.dispatchEvent(e);
+        return e.defaultPrevented;
+      });
+    expect(await unloadHeld()).toBe(true);
     await page.getByTestId('report-save').click();
     await expect.poll(() => page.getByTestId('report-state').innerText()).toBe('Saved');
+    expect(await unloadHeld()).toBe(false);
 
     await page.getByTestId('report-copy').click();
     await expect.poll(() => page.getByTestId('report-state').innerText()).toBe('Copied the markdown to the clipboard');
