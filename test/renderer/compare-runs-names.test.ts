@@ -35,3 +35,25 @@ describe('Compare runs, with names planted in run.json', () => {
     expect(w.get('.verdict-stub').text()).toBe('mlp\\u202egnp.exe · aaaaaa|cnn\\x1b[2K\\rok\\u2028x · bbbbbb');
   });
 });
+
+describe('Compare runs without step curves', () => {
+  // A UI walk compared two benchmarks and got three empty chart frames above the lines saying why.
+  const stubs = { Echarts: { props: ['option'], template: '<div class="chart-stub" />' }, SpeedVerdict: { template: '<div />' } };
+  const withSteps = (id: string) => {
+    const r = run(id, 'mlp') as unknown as { events: unknown[] };
+    r.events = [1, 2, 3].map((s) => ({ type: 'step', epoch: 1, epochs: 1, step: s, stepsPerEpoch: 3, globalStep: s, totalSteps: 3, loss: 1 / s, accuracy: 0.5, t: 1000 * s, samplesPerSec: 100 }));
+    return r as unknown as RunDetail;
+  };
+
+  it('leaves out every chart no run has data for, and says why', () => {
+    const w = mount(CompareRuns, { props: { runs: [run('20261121-000000-aaaaaa', 'mlp'), run('20261121-000001-bbbbbb', 'mlp')] }, global: { stubs } });
+    expect(w.findAll('.chart-stub')).toHaveLength(0);
+    expect(w.get('[data-testid="compare-missing"]').text()).toContain('no loss was recorded');
+  });
+
+  it('draws a chart as soon as one of the runs has its curve', () => {
+    const w = mount(CompareRuns, { props: { runs: [withSteps('20261121-000000-aaaaaa'), run('20261121-000001-bbbbbb', 'mlp')] }, global: { stubs } });
+    expect(w.findAll('[data-testid="compare-loss-chart"]')).toHaveLength(1);
+    expect(w.findAll('[data-testid="compare-throughput-chart"]')).toHaveLength(1);
+  });
+});

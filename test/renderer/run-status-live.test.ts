@@ -25,3 +25,22 @@ describe("a training run's row while it runs", () => {
     expect(mount(RunStatus, { props: { run: summary('running', 3144), liveStep: null } }).text()).toContain('at step 3,144 of 8,000');
   });
 });
+
+describe("a failed run's row in the list", () => {
+  // A UI walk: a script's error carried its last 20 output lines into the status cell, squeezing every column.
+  const error = `E_SCRIPT: the command ran no optimizer step that Trainbench's probe saw (command: python3 train.py): it must run a PyTorch training loop; its last lines: ${Array.from({ length: 20 }, (_, i) => `step ${i + 1} loss 0.5`).join(' ')}`;
+  const failed = { ...summary('failed', 0), kind: 'train' as const, error };
+
+  it('is cut to two lines in the list, with the whole message on hover', () => {
+    const cell = mount(RunStatus, { props: { run: failed, brief: true } }).find('.detail');
+    expect(cell.classes()).toContain('brief');
+    expect(cell.attributes('title')).toBe(cell.text());
+    expect(cell.text()).toContain('step 20 loss 0.5');
+  });
+
+  it("is whole on the run's own page, its code on hover", () => {
+    const cell = mount(RunStatus, { props: { run: failed } }).find('.detail');
+    expect(cell.classes()).not.toContain('brief');
+    expect(cell.attributes('title')).toBe('E_SCRIPT');
+  });
+});
