@@ -1,8 +1,11 @@
 // A run's config as flat "path: value" rows, for the config panel and the
 // table of differences between runs in Compare.
 
-/** Config keys that say where things are rather than what was trained; left out of the rows. */
-const HIDDEN_KEYS = new Set(['runId', 'checkpointPath']);
+/**
+ * Config keys that say where things are or which job ran rather than what was trained; left out of the rows
+ * (a UI walk saw every pair of benchmarks "differ" in their jobId).
+ */
+const HIDDEN_KEYS = new Set(['runId', 'jobId', 'checkpointPath']);
 
 /** One value as the panel shows it: numbers and strings as they are, short arrays inline. */
 function shown(value: unknown): string {
@@ -20,7 +23,8 @@ export function flattenConfig(config: unknown, prefix = ''): [string, string][] 
   if (typeof config !== 'object' || config === null || Array.isArray(config)) return prefix ? [[prefix, shown(config)]] : [];
   const rows: [string, string][] = [];
   for (const [key, value] of Object.entries(config as Record<string, unknown>)) {
-    if (HIDDEN_KEYS.has(key) || value === undefined) continue;
+    // A setting left unset (null: "resumedFrom null") is not shown, as one that is absent is not.
+    if (HIDDEN_KEYS.has(key) || value === undefined || value === null) continue;
     const name = prefix ? `${prefix}.${key}` : key;
     if (typeof value === 'object' && value !== null && !Array.isArray(value)) rows.push(...flattenConfig(value, name));
     else rows.push([name, shown(value)]);

@@ -33,6 +33,13 @@ describe('run config rows', () => {
     ]);
     expect(configDifferences([a, a])).toEqual([]);
   });
+
+  it('leaves out the job id and settings left unset, which would make every pair of runs differ', () => {
+    const c = { ...a, jobId: '20261205-103356-66c52e', resumedFrom: null };
+    const d = { ...a, jobId: '20261205-103509-802621', resumedFrom: null };
+    expect(configDifferences([c, d])).toEqual([]);
+    expect(flattenConfig(c).map(([k]) => k)).not.toContain('resumedFrom');
+  });
 });
 
 describe('compare curves', () => {
