@@ -60,11 +60,12 @@ export function trialLabels(trials: readonly TrialChartInput[]): string[] {
  */
 export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: number | null, labels = trialLabels(trials)): EChartsCoreOption {
   const decisions = (Object.keys(DECISION_COLOURS) as TrialDecision[]).filter((d) => trials.some((t) => t.decision === d));
-  // One label under its line, the other over it, so a small noise floor does not stack the two.
-  type Mark = { yAxis: number; name: string; lineStyle: { color: string; type: 'dashed' | 'solid' }; label: { verticalAlign: 'top' | 'bottom' } };
-  const marks: Mark[] = [{ yAxis: 1, name: 'no change', lineStyle: { color: MUTED, type: 'solid' }, label: { verticalAlign: 'top' } }];
+  // One label under its line, the other over it, inside the plot, so a small noise floor does not stack the two
+  // (verticalAlign alone left both centred on their lines past the end: a UI walk saw them overlap).
+  type Mark = { yAxis: number; name: string; lineStyle: { color: string; type: 'dashed' | 'solid' }; label: { position: 'insideEndTop' | 'insideEndBottom' } };
+  const marks: Mark[] = [{ yAxis: 1, name: 'no change', lineStyle: { color: MUTED, type: 'solid' }, label: { position: 'insideEndBottom' } }];
   if (noiseFloor !== null && noiseFloor > 0) {
-    marks.push({ yAxis: +(1 + noiseFloor).toFixed(4), name: `noise floor +${(100 * noiseFloor).toFixed(1)}%`, lineStyle: { color: DECISION_COLOURS.accept, type: 'dashed' }, label: { verticalAlign: 'bottom' } });
+    marks.push({ yAxis: +(1 + noiseFloor).toFixed(4), name: `noise floor +${(100 * noiseFloor).toFixed(1)}%`, lineStyle: { color: DECISION_COLOURS.accept, type: 'dashed' }, label: { position: 'insideEndTop' } });
   }
   return {
     animation: false,
