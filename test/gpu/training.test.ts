@@ -202,6 +202,32 @@ describe.skipIf(!gpu)('CUDA graphs and phase timing', () => {
     expect((graph.result.backend?.launchesPerStep as { copies: number }).copies).toBe(1);
   }, gpuTimeout(120_000));
 
+  it('captures the step again when an evaluation between epochs moved a GEMM buffer the graph writes to', async () => {
+    // 4,096 inputs into 64 units in bf16: the first linear layer's forward is split over K. Training's batch of 80
+    // is two row tiles, the evaluation's 64 one, so the evaluation splits K into more slices and grows the split-K
+    // workspace without growing any activation buffer. The graph captured before it wrote the old workspace.
+    const spec = { family: 'mlp', task: 'classification', input: [4096], outputs: 3, hidden: [64], dropout: 0 };
+    const data = (n: number, seed: number) => {
+      const rnd = lcg(seed);
+      const x = new Float32Array(n * 4096).map(() => rnd() - 0.5);
+      return { x: { dtype: 'float32' as const, shape: [4096], data: x }, y: { dtype: 'int32' as const, shape: [], data: new Int32Array(n).map((_, i) => i % 3) } };
+    };
+    const run = async (cudaGraph: boolean) => {
+      const t = new addon.Trainer(json(spec), json({ seed: 5, threads: 0 }));
+      t.setData('train', data(240, 1));
+      t.setData('test', data(64, 2));
+      const options = { shuffle: false, batchSize: 80, evalBatchSize: 64, epochs: 2, optimizer: sgd, device: 'cuda:0', precision: 'bf16', cudaGraph, eventIntervalMs: 0 };
+      const result = (await t.train(json(options))) as Run['result'];
+      return { result, params: t.params() };
+    };
+    const eager = await run(false);
+    const graph = await run(true);
+    expect(graph.result.backend?.cudaGraph).toBe('captured and replayed');
+    // Captured at epoch 1's third step, and again in epoch 2 after the evaluation moved the workspace.
+    expect(graph.result.backend?.graphCaptures).toBe(2);
+    expect(relDiff(graph.params, eager.params)).toBeLessThan(1e-6);
+  }, gpuTimeout(120_000));
+
   it('measurement mode times every phase', async () => {
     const run = await train(CNN_SPEC, images(256, 4), { batchSize: 32, maxSteps: 6, device: 'cuda:0', phaseTiming: 'measure' });
     const phases = run.result.phasesMs as Record<string, number>;

@@ -106,6 +106,7 @@ class CudaBackend : public StepBackend {
                               (graph_exec_ ? "; with the CUDA graph, forward, loss, backward and optimizer are one launch timed under forward" : ""));
     d.set("cudaGraph", !options_.cuda_graph ? "off" : graph_exec_ ? "captured and replayed" : graph_note_.empty() ? "not captured yet" : graph_note_);
     d.set("gpuPrefetch", options_.gpu_prefetch);
+    if (options_.cuda_graph) d.set("graphCaptures", graph_captures_);
     if (graph_exec_) {
       // Counted in the captured graph: every kernel, copy and memset the step queues, with the GEMM
       // paths the engine chose for this batch.
@@ -150,6 +151,8 @@ class CudaBackend : public StepBackend {
     if (!b) return false;
     batch_ = b->size;
     if (reserve(std::max(batch_, loader.options().batch_size))) graph_valid_ = false;
+    // An evaluation between epochs may have grown a GEMM buffer the captured step writes to.
+    if (gemm_->buffer_moves() != graph_gemm_moves_) graph_valid_ = false;
     const FieldInfo& xf = loader.loaded_field(loader.slot_of("x"));
     cuda::widen(x_.as<float>(), b->fields[static_cast<size_t>(loader.slot_of("x"))], xf.dtype, batch_ * xf.record_values(), xf.scale,
                 xf.offset, stream_);
@@ -412,6 +415,8 @@ class CudaBackend : public StepBackend {
     if (graph_exec_) {
       graph_valid_ = true;
       graph_batch_ = batch_;
+      graph_gemm_moves_ = gemm_->buffer_moves();
+      ++graph_captures_;
       TB_CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_));  // the capture recorded the step without running it
       timer_->mark(kForward);
       return;
@@ -446,6 +451,8 @@ class CudaBackend : public StepBackend {
   bool capture_pending_ = false, graph_valid_ = false, graph_failed_ = false;
   double capture_grad_scale_ = 1;
   cudaGraphExec_t graph_exec_ = nullptr;
+  std::uint64_t graph_gemm_moves_ = 0;  // the GEMM engine's buffer_moves() when the graph was captured
+  int graph_captures_ = 0;
   std::string graph_note_;
 };
 

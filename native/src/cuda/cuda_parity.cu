@@ -38,8 +38,10 @@ Json check_elementwise(const std::string& op, Rng& rng) {
     relu_backward(want.data(), x.data(), y.data(), n);
     cuda::relu_backward(dout.as<float>(), dx.as<float>(), dy.as<float>(), n, nullptr);
   } else {
+    // add_relu: the residual add with its ReLU fused in, against the CPU's add then ReLU.
     add_forward(want.data(), x.data(), y.data(), n);
-    cuda::add_forward(dout.as<float>(), dx.as<float>(), dy.as<float>(), n, nullptr);
+    if (op == "add_relu") relu_forward(want.data(), want.data(), n);
+    cuda::add_forward(dout.as<float>(), dx.as<float>(), dy.as<float>(), n, nullptr, op == "add_relu");
   }
   return result(op, size_n(n), max_rel(want, download(dout, n)), 1e-6);
 }
@@ -333,7 +335,7 @@ Json check_oom(const std::string& op, Rng&) {
 
 const std::vector<Check>& kernel_checks() {
   static const std::vector<Check> checks = {
-      {"relu", check_elementwise},           {"relu_backward", check_elementwise},   {"add", check_elementwise},
+      {"relu", check_elementwise},           {"relu_backward", check_elementwise},   {"add", check_elementwise},          {"add_relu", check_elementwise},
       {"widen_u8", check_widen_u8},          {"gemm_f32", check_gemm_f32},           {"gemm_bf16_tc", check_gemm_bf16_tc},
       {"softmax_ce", check_softmax_ce},      {"softmax_ce_soft", check_soft_losses}, {"bce_logits", check_soft_losses},
       {"batchnorm_train", check_batchnorm_train}, {"batchnorm_backward", check_batchnorm_backward}, {"global_avgpool", check_global_avgpool},

@@ -23,7 +23,7 @@ std::vector<bool> fusable(const Model& m) {
   std::vector<bool> fuse(nodes.size(), false);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeKind k = nodes[i].kind;
-    if ((k == NodeKind::Linear || k == NodeKind::BatchNorm || k == NodeKind::Conv) && consumers[i] == 1 &&
+    if ((k == NodeKind::Linear || k == NodeKind::BatchNorm || k == NodeKind::Conv || k == NodeKind::Add) && consumers[i] == 1 &&
         nodes[static_cast<size_t>(only[i])].kind == NodeKind::Relu)
       fuse[i] = true;
   }
@@ -224,7 +224,7 @@ void DeviceModel::forward(const float* x, int B, bool train, const TrainState* s
       case NodeKind::Relu:
         if (!d.fused_away) relu_forward(d.out_ptr, in, count, stream_);
         break;
-      case NodeKind::Add: add_forward(d.out_ptr, in, nodes_[static_cast<size_t>(n.inputs[1])].out_ptr, count, stream_); break;
+      case NodeKind::Add: add_forward(d.out_ptr, in, nodes_[static_cast<size_t>(n.inputs[1])].out_ptr, count, stream_, d.fuse_relu); break;
       case NodeKind::GlobalAvgPool: {
         const Dims src = host_.nodes()[static_cast<size_t>(n.inputs[0])].dims;
         global_avgpool_forward(d.out_ptr, in, B, src.c, src.h * src.w, stream_);

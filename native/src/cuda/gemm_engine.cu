@@ -60,6 +60,7 @@ int GemmEngine::split_slices(int M, int N, int K) {
     if (capturing_) return 1;
     split_ = DeviceBuffer();
     split_ = DeviceBuffer(device_, bytes, stream_);
+    ++buffer_moves_;
   }
   return gemm_tc_split_slices(M, N, K, sms_);
 }
@@ -80,6 +81,7 @@ void* GemmEngine::half_copy(int which, const float* src, std::int64_t n) {
     if (capturing_) TB_THROW(ErrorCode::Internal, "a GEMM operand grew during CUDA graph capture");
     buf = DeviceBuffer();
     buf = DeviceBuffer(device_, bytes, stream_);
+    ++buffer_moves_;
   }
   if (precision_ == Precision::Bf16) to_bf16(buf.as<__nv_bfloat16>(), src, n, stream_);
   else to_f16(buf.as<__half>(), src, n, stream_);

@@ -33,6 +33,9 @@ class GemmEngine {
   // While a CUDA graph is being captured nothing may be timed or allocated: new shapes take the own kernel.
   void set_capturing(bool capturing) { capturing_ = capturing; }
   int sms() const { return sms_; }
+  // How often a buffer the GEMMs read or write (16-bit operand copies, split-K partials) moved: a graph
+  // captured before a move holds the old address and must be captured again.
+  std::uint64_t buffer_moves() const { return buffer_moves_; }
   // Forcing cuBLASLt makes run() throw E_CUDA, with the reason, when it cannot take a GEMM.
   void force_path(GemmPath path) { path_ = path; }
   // {"cublasLt": "...", "shapes": [{shape, ownUs, cublasLtUs, chosen, why}]}
@@ -65,6 +68,7 @@ class GemmEngine {
   int split_slices(int M, int N, int K);
 
   int sms_ = 0;
+  std::uint64_t buffer_moves_ = 0;
   int device_;
   Precision precision_;
   cudaStream_t stream_;

@@ -31,7 +31,8 @@ int gemm_tc_split_slices(int M, int N, int K, int sms);
 // ---- ops_elementwise.cu
 void relu_forward(float* out, const float* in, std::int64_t n, cudaStream_t s);
 void relu_backward(float* din, const float* dout, const float* out, std::int64_t n, cudaStream_t s);
-void add_forward(float* out, const float* a, const float* b, std::int64_t n, cudaStream_t s);
+// out = a + b, then ReLU when `relu` (a residual add with its ReLU fused in).
+void add_forward(float* out, const float* a, const float* b, std::int64_t n, cudaStream_t s, bool relu = false);
 void multiply(float* out, const float* a, const float* b, std::int64_t n, cudaStream_t s);
 void accumulate(float* a, const float* b, std::int64_t n, cudaStream_t s);
 // Inverted dropout with a counter-based hash of (seed, index): no RNG state, replayable inside a graph.

@@ -62,8 +62,12 @@ __global__ void relu_bwd_k(float* din, const float* dout, const float* out, std:
   TB_GRID_LOOP(i, n) din[i] = out[i] > 0.f ? dout[i] : 0.f;
 }
 
-__global__ void add_k(float* out, const float* a, const float* b, std::int64_t n) {
-  TB_GRID_LOOP(i, n) out[i] = a[i] + b[i];
+// A residual add and the ReLU after it in one pass (ADR 0020 step 4): the sum is never written unclipped.
+__global__ void add_k(float* out, const float* a, const float* b, std::int64_t n, bool relu) {
+  TB_GRID_LOOP(i, n) {
+    const float v = a[i] + b[i];
+    out[i] = relu && v < 0.f ? 0.f : v;
+  }
 }
 
 __global__ void to_bf16_k(__nv_bfloat16* out, const float* in, std::int64_t n) {
@@ -122,8 +126,8 @@ void relu_backward(float* din, const float* dout, const float* out, std::int64_t
   TB_CUDA_LAUNCH_CHECK();
 }
 
-void add_forward(float* out, const float* a, const float* b, std::int64_t n, cudaStream_t s) {
-  TB_LAUNCH(add_k, blocks_for(n), kThreads, 0, s)(out, a, b, n);
+void add_forward(float* out, const float* a, const float* b, std::int64_t n, cudaStream_t s, bool relu) {
+  TB_LAUNCH(add_k, blocks_for(n), kThreads, 0, s)(out, a, b, n, relu);
   TB_CUDA_LAUNCH_CHECK();
 }
 
