@@ -45,14 +45,14 @@ std::int64_t GemmEngine::workspace_bytes() const {
   return static_cast<std::int64_t>(workspace_.bytes() + half_a_.bytes() + half_b_.bytes() + split_.bytes());
 }
 
-// The K slices for the own tensor-core kernel, with their workspace grown to fit. Under graph capture
-// nothing may be allocated: the warm-up steps before it have grown it for the step's shapes already.
 std::int64_t GemmEngine::split_bytes(int M, int N, int K, int sms) {
   const int slices = gemm_tc_split_slices(M, N, K, sms);
   const std::size_t bytes = static_cast<std::size_t>(slices) * M * N * sizeof(float);
   return slices < 2 || bytes > kSplitWorkspaceMax ? 0 : static_cast<std::int64_t>(bytes);
 }
 
+// The K slices for the own tensor-core kernel, with their workspace grown to fit. Under graph capture
+// nothing may be allocated: the warm-up steps before it have grown it for the step's shapes already.
 int GemmEngine::split_slices(int M, int N, int K) {
   const std::size_t bytes = static_cast<std::size_t>(split_bytes(M, N, K, sms_));
   if (bytes == 0) return 1;
@@ -172,8 +172,10 @@ Json GemmEngine::log() const {
     s.set("ownUs", kv.second.own_us);
     s.set("cublasLtUs", kv.second.lt_us >= 0 ? Json(kv.second.lt_us) : Json());
     s.set("chosen", kv.second.cublaslt ? "cublasLt" : "own");
-    // The own kernel's K slices (split-K) for this shape: 1 where its tiles fill the device.
-    if (precision_ != Precision::Fp32) s.set("ownSlices", gemm_tc_split_slices(kv.first.M, kv.first.N, kv.first.K, sms_));
+    // The own kernel's K slices (split-K) for this shape: 1 where its tiles fill the device or the partials
+    // would outgrow the workspace's cap.
+    const Key& k = kv.first;
+    if (precision_ != Precision::Fp32) s.set("ownSlices", split_bytes(k.M, k.N, k.K, sms_) > 0 ? gemm_tc_split_slices(k.M, k.N, k.K, sms_) : 1);
     s.set("why", kv.second.why);
     shapes.push(s);
   }
