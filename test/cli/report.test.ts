@@ -7,6 +7,7 @@ import MarkdownIt from 'markdown-it';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { BatchSearchResult } from '../../src-main/api/batch-size';
+import { TRIAL_OUTCOME_WORDS } from '../../src-main/api/batch-size';
 import type { EngineBenchmarkResult } from '../../src-main/api/benchmark-result';
 import { PHASE_NAMES_WITH_OTHER } from '../../src-main/api/benchmark';
 import { formatValue } from '../../src-main/api/charts/theme';
@@ -159,8 +160,10 @@ describe('trainbench report (CPU runs on Fashion-MNIST)', () => {
     const s = runJson(ids.search).result as BatchSearchResult;
     const trials = tableAfter(markdown.slice(markdown.indexOf('### Attempt 2')), '**Results**');
     expect(trials.slice(2).map((row) => row.slice(0, 3))).toEqual(
-      s.trials.map((t) => [formatValue(t.batchSize), t.outcome, t.samplesPerSec === null ? '-' : formatValue(t.samplesPerSec)]),
+      s.trials.map((t) => [formatValue(t.batchSize), TRIAL_OUTCOME_WORDS[t.outcome], t.samplesPerSec === null ? '-' : formatValue(t.samplesPerSec)]),
     );
+    // Outcomes in words, as the Batch size page says them: a UI walk read "E_OOM" in an ADR.
+    expect(trials.slice(2).map((row) => row[1])).not.toContain('E_OOM');
     expect(markdown).toContain(s.verdict);
   });
 

@@ -1,5 +1,5 @@
 // One section per attempt (objective, configuration, hypothesis, results, analysis, conclusion), for both targets.
-import { THROUGHPUT_NOISE } from '../../api/batch-size';
+import { THROUGHPUT_NOISE, TRIAL_OUTCOME_WORDS } from '../../api/batch-size';
 import { batchSizeLabel, batchSizeOption } from '../../api/charts/batch-size-charts';
 import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import { usableBytesOf } from '../../api/batch-size';
@@ -96,7 +96,8 @@ function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { b
     ['Batch', 'Outcome', 'samples/s', 'Predicted MiB', cpu ? 'Process peak MiB (as the OS counts it)' : 'Measured MiB', 'Fits the headroom'],
     r.trials.map((t) => [
       t.accumulation > 1 ? `${fmt(t.batchSize)} × ${t.accumulation}` : fmt(t.batchSize),
-      t.outcome,
+      // In words, as the Batch size page says them ("out of memory", not E_OOM).
+      TRIAL_OUTCOME_WORDS[t.outcome],
       t.samplesPerSec === null ? '-' : fmt(t.samplesPerSec),
       t.target.kind === 'engine' ? fmt(t.target.predicted.total / MiB) : '-',
       measured(t) === null ? '-' : fmt((measured(t) as number) / MiB),
@@ -230,7 +231,7 @@ function scriptSearchBody(n: number, run: ScriptBatchRun): { body: string; figur
   const r = run.result;
   const usable = usableBytesOf(r);
   const figure: FigureSpec = { name: `script-batch-size-${runSlug(run.id)}.svg`, title: 'Samples/s by batch size, your command', alt: batchSizeLabel(r.trials), runId: run.id, option: batchSizeOption(r.trials, usable) };
-  const rows = r.trials.map((t) => [String(t.batchSize), t.outcome, t.samplesPerSec === null ? '-' : fmt(t.samplesPerSec), t.peakBytes === null ? '-' : fmt(t.peakBytes / MiB, 'MiB'), t.fits ? 'yes' : 'no', t.message ?? '']);
+  const rows = r.trials.map((t) => [String(t.batchSize), TRIAL_OUTCOME_WORDS[t.outcome], t.samplesPerSec === null ? '-' : fmt(t.samplesPerSec), t.peakBytes === null ? '-' : fmt(t.peakBytes / MiB, 'MiB'), t.fits ? 'yes' : 'no', t.message ?? '']);
   return {
     body: [
       `### Attempt ${n}: the largest batch your command trains (${code(run.id)})`,
