@@ -467,7 +467,7 @@ describe('reports and traces', () => {
       '### Attempt 3: loader workers 1 -> 2 (wizard trial 2, `20261127-033431-16ea23`)',
       '| samples/s after the warm-up (sum over ranks) | 8,738 |', // script training run
       'batch 96 is the largest that fits (100: E_OOM); fastest: 96', // script batch-size search
-      '| 100 | E_OOM | - | - | no | CUDA out of memory. Tried to allocate 6400 MiB (simulated at batch 100) |',
+      '| 100 | out of memory | - | - | no | CUDA out of memory. Tried to allocate 6400 MiB (simulated at batch 100) |',
       // script wizard: its file (written before issue 27's fix) says "No change beat the noise" beside a proposed 1.44x
       'No change was kept (±5.7%): keep the script as it runs, 10440 samples/s. A recipe change beat the noise and is proposed below.',
       '- dataloader.batch_size 64 -> 128 (wizard trial 2): Proposed, not kept',
