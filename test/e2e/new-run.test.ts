@@ -145,6 +145,36 @@ describe('New run in the Runs area', () => {
     await page.close();
   }, 270_000);
 
+  it("keeps a step limit typed while a spec file is still being read, and Start waits for the read", async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1100 } });
+    // The spec file's answer is held back 1.5 s, as on a busy rig: the recipe then arrives after the typing.
+    const specReads = new Set<unknown>();
+    await page.routeWebSocket(/./, (ws) => {
+      const server = ws.connectToServer();
+      ws.onMessage((m) => {
+        const msg = JSON.parse(String(m)) as { id?: unknown; method?: string };
+        if (msg.method === 'models.readSpec') specReads.add(msg.id);
+        server.send(m);
+      });
+      server.onMessage((m) => {
+        const msg = JSON.parse(String(m)) as { id?: unknown };
+        if (specReads.has(msg.id)) setTimeout(() => ws.send(m), 1500);
+        else ws.send(m);
+      });
+    });
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('new-run').waitFor();
+    await page.getByTestId('newrun-model').selectOption('models/narrow-mlp.json');
+    await page.getByTestId('newrun-maxSteps').fill('7');
+    await page.getByTestId('newrun-start').click(); // before the read answers
+    const detail = page.getByTestId('run-detail');
+    await detail.getByText('completed').waitFor({ timeout: 60_000 });
+    expect(specReads.size).toBeGreaterThan(0);
+    expect(await detail.getByTestId('run-config').innerText()).toMatch(/maxSteps\s+7\b/);
+    expect(await page.getByTestId('newrun-maxSteps').inputValue()).toBe('7');
+    await page.close();
+  }, 90_000);
+
   it('cancels a run while its data is still being cached, and lists it as cancelled', async () => {
     const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1100 } });
     await page.goto(`${fx.serve.url}#/runs`);

@@ -67,6 +67,18 @@ export function recipeValues(model: string, keep: Pick<NewRunValues, 'data' | 'd
 }
 
 /**
+ * A spec file's recipe arrives after its file is read: it fills only the fields still as they were when
+ * the file was chosen, so a value a person typed meanwhile (a step limit, a batch) is not undone.
+ */
+export function recipeOverUntouched(recipe: NewRunValues, chosenWith: NewRunValues, now: NewRunValues): Partial<NewRunValues> {
+  const out: Partial<NewRunValues> = {};
+  for (const key of Object.keys(recipe) as NewRunField[]) {
+    if (now[key] === chosenWith[key]) (out as Record<string, unknown>)[key] = recipe[key];
+  }
+  return out;
+}
+
+/**
  * The form's values a running job's request was made with (a run re-attached after a reload or from another
  * window), so the greyed-out form shows what runs. The model and data are the form's choices that give the
  * request's again; where the form has none (a spec or files given to the CLI) `keep`'s stay.
