@@ -105,7 +105,7 @@ const BenchmarkResultShape = z.object({
   repeat: z.number().int(),
   /** Median samples/s over the repetitions (also what the Runs list shows). */
   samplesPerSec: z.number(),
-  /** Median and 95% percentile-bootstrap interval of samples/s over the repetitions. */
+  /** Median of samples/s over the repetitions, with its order-statistic interval (95%, or its true coverage below 6 repetitions). */
   samplesPerSecCi: IntervalSchema,
   stepTime: z.object({
     /** Mean over the measured steps of every repetition. */

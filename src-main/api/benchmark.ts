@@ -56,7 +56,13 @@ export const FindingSchema = z.object({
 });
 export type Finding = z.infer<typeof FindingSchema>;
 
-export const IntervalSchema = z.object({ low: z.number(), median: z.number(), high: z.number() });
+export const IntervalSchema = z.object({
+  low: z.number(),
+  median: z.number(),
+  high: z.number(),
+  /** Only where it is below 95%: the true coverage of an interval over few repetitions (75% for 3). */
+  coverage: z.number().min(0).max(1).optional(),
+});
 
 /** Achieved training FLOP/s against the peaks it could reach: MFU, never above 100% (a value that would be is a problem instead). */
 /** GPU energy per sample over a benchmark's measured windows: mean power over samples per second. */

@@ -237,7 +237,7 @@ export type OptimiseConfig = z.infer<typeof OptimiseConfigSchema>;
 export const WizardBaselineSchema = z.object({
   samplesPerSec: IntervalSchema,
   repetitions: z.array(z.number()),
-  /** Relative half width of the median's 95% CI: a change must gain more than this. */
+  /** Relative half width of the median's interval (see IntervalSchema's coverage): a change must gain more than this. */
   noiseFloor: z.number(),
   stepMs: z.number(),
   phasesMs: BenchmarkPhasesSchema,

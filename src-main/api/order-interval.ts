@@ -32,6 +32,17 @@ export function ciLevel(coverage: number): string {
   return coverage >= 0.95 ? '95%' : `${(100 * coverage).toFixed(1)}%`;
 }
 
+/** The level of an interval that carries its coverage only where it is below 95% (a median over few repetitions). */
+export function intervalLevel(i: { coverage?: number } | null | undefined): string {
+  return ciLevel(i?.coverage ?? 1);
+}
+
+/** The levels of several intervals, for a title over all of them: "95%", or "75.0% or 95%" where they differ. */
+export function intervalLevels(intervals: readonly ({ coverage?: number } | null | undefined)[]): string {
+  const levels = [...new Set(intervals.map(intervalLevel))];
+  return levels.length ? levels.join(' or ') : '95%';
+}
+
 /**
  * Below this coverage a paired interval only leans (issue 38): no change is kept or rejected on it, and the
  * label says "leaning faster, 75%". Five pairs are the fewest that reach it (93.75%); four cover 87.5%.

@@ -1,6 +1,6 @@
 import { ciLevel, orderIntervalCoverage } from './order-interval';
 
-type Interval = { low: number; median: number; high: number };
+type Interval = { low: number; median: number; high: number; coverage?: number };
 
 /**
  * The figures every view shows beside a paired speedup (issue 38), computed here once for the trial table, the
@@ -33,13 +33,16 @@ function median(xs: readonly number[]): number {
 }
 
 function figures(best: number, speedup: Interval, pairs: number, unit: PairedFigures['unit']): PairedFigures {
+  // Pairs unknown (0): the speedup's own coverage, where its record holds one.
+  const coverage = pairs > 0 ? orderIntervalCoverage(pairs) : (speedup.coverage ?? 1);
   return {
     pairs,
     best,
     candidate: best * speedup.median,
-    candidateCi: { low: best * speedup.low, median: best * speedup.median, high: best * speedup.high },
+    // Its coverage is the speedup's: a chart drawing it as an error bar names the same level.
+    candidateCi: { low: best * speedup.low, median: best * speedup.median, high: best * speedup.high, ...(coverage < 0.95 ? { coverage } : {}) },
     speedup,
-    level: ciLevel(orderIntervalCoverage(pairs)),
+    level: ciLevel(coverage),
     unit,
   };
 }

@@ -4,6 +4,7 @@ import { PHASE_NAMES_WITH_OTHER } from '../api/benchmark';
 import type { BenchmarkResult, EngineBenchmarkResult, ScriptBenchmarkResult } from '../api/benchmark-result';
 import { isEngineBenchmark, isScriptBenchmark } from '../api/benchmark-result';
 import { processMemoryText } from '../api/process-memory-words';
+import { intervalLevel } from '../api/order-interval';
 import { printable } from '../api/shell-word';
 import { energyText, floorRows, SCRIPT_ENERGY_WINDOW, utilisationText } from '../api/utilisation-words';
 
@@ -137,7 +138,7 @@ export function formatBenchmark(r: BenchmarkResult): string {
       return `${String(x.repetition).padStart(6)} ${figures}  ${x.target.ended === 'steps' ? 'stopped by the probe' : 'by itself'}`;
     }),
     '',
-    `samples/s  ${n0(ci.median)} median${ranks}, 95% CI [${n0(ci.low)}, ${n0(ci.high)}] (bootstrap over ${r.repeat} ${engine ? 'repetitions' : 'launches'})`,
+    `samples/s  ${n0(ci.median)} median${ranks}, ${intervalLevel(ci)} CI [${n0(ci.low)}, ${n0(ci.high)}] (order statistics over ${r.repeat} ${engine ? 'repetitions' : 'launches'})`,
     engine
       ? `step time  ${r.stepTime.steadyStateMeanMs.toFixed(3)} ms steady state (after warm-up); ${r.stepTime.wallClockMeanMs.toFixed(3)} ms wall-clock mean (every step, warm-up included)`
       : `step time  ${r.stepTime.steadyStateMeanMs.toFixed(3)} ms steady state; ${r.stepTime.wallClockMeanMs.toFixed(3)} ms wall-clock mean (warm-up included)`,

@@ -3,7 +3,7 @@ import { compileText, lossCheckText, trialCiLevel, trialDecisionWords } from '..
 import type { Limits, OptimiseProgress, OptimiseTrial } from '../api/optimise';
 import type { EngineOptimiseResult, OptimiseResult, ScriptOptimiseResult } from '../api/optimise-result';
 import { isEngineOptimise, isScriptOptimise } from '../api/optimise-result';
-import { pairsAllow } from '../api/order-interval';
+import { intervalLevel, pairsAllow } from '../api/order-interval';
 import { finalFigures } from '../api/paired-figures';
 import type { WizardResult } from '../api/optimise';
 import { overrideCode } from '../api/script-override-code';
@@ -91,7 +91,7 @@ export function formatOptimise(r: OptimiseResult): string {
   return [
     `optimise   ${printable(r.title)}  (${r.jobId}, preset ${r.preset}, ${r.repeat} repetitions per side, A/B/A/B${energy})`,
     ...(isEngineOptimise(r) ? engineStart(r) : isScriptOptimise(r) ? scriptStart(r) : []),
-    `baseline   ${n0(b.samplesPerSec.median)} samples/s (95% CI ${n0(b.samplesPerSec.low)}–${n0(b.samplesPerSec.high)}); step ${b.stepMs.toFixed(3)} ms; noise floor ±${(100 * b.noiseFloor).toFixed(1)}%; ${b.device}`,
+    `baseline   ${n0(b.samplesPerSec.median)} samples/s (${intervalLevel(b.samplesPerSec)} CI ${n0(b.samplesPerSec.low)}–${n0(b.samplesPerSec.high)}); step ${b.stepMs.toFixed(3)} ms; noise floor ±${(100 * b.noiseFloor).toFixed(1)}%; ${b.device}`,
     `           phases: ${Object.entries(b.phasesPercent)
       .map(([k, v]) => `${k} ${v.toFixed(1)}%`)
       .join(', ')}`,

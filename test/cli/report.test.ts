@@ -13,6 +13,7 @@ import { PHASE_NAMES_WITH_OTHER } from '../../src-main/api/benchmark';
 import { formatValue } from '../../src-main/api/charts/theme';
 import type { ReportDetail } from '../../src-main/api/reports';
 import { ReportDetailSchema, stripBlockMarkers } from '../../src-main/api/reports';
+import { ciLevel, intervalLevel, orderIntervalCoverage } from '../../src-main/api/order-interval';
 import { requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { batchSearchRun, benchmarkRun, cli, trainRun } from './report-fixture';
@@ -137,11 +138,24 @@ describe('trainbench report (CPU runs on Fashion-MNIST)', () => {
     expect(report.figures.map((f) => f.name).sort()).toEqual(links.filter((l) => l.endsWith('.svg')).sort());
   });
 
+  it("says a search recommending the baseline's own batch changes nothing, and claims no gain from its one trial", async () => {
+    const recommended = (runJson(ids.search).result as BatchSearchResult).recommended;
+    expect(recommended).not.toBeNull();
+    const same = await benchmarkRun(ws.dir, ['--batch-size', String(recommended)]);
+    const out = JSON.parse(await cli(ws.dir, ['report', same, ids.search, '--json'])) as typeof report;
+    const text = readFileSync(path.join(ws.dir, out.summary.path), 'utf8');
+    expect(text).toContain(`No change: the search recommends batch ${formatValue(recommended as number)}, the batch the baseline already uses.`);
+    expect(text).toContain(`batch ${formatValue(recommended as number)} recommended by the batch-size search, the baseline's own: nothing to change.`);
+    expect(text).not.toMatch(/Recommended batch|not yet measured with repetitions|one trial, no CI/);
+  }, 120_000);
+
   it("shows the baseline's figures exactly as its run file holds them", () => {
     const r = runJson(ids.base).result as EngineBenchmarkResult;
     const metrics = tableAfter(markdown, '## Baseline metrics');
     expect(rowOf(metrics, 'samples/s, median of repetitions')[1]).toBe(formatValue(r.samplesPerSecCi.median));
-    expect(rowOf(metrics, 'samples/s, 95% CI')[1]).toBe(`${formatValue(r.samplesPerSecCi.low)} to ${formatValue(r.samplesPerSecCi.high)}`);
+    // The interval's level is what its repetitions cover: 95% from 6 on, less below (75.0% for 3), said in the row's name.
+    expect(intervalLevel(r.samplesPerSecCi)).toBe(ciLevel(orderIntervalCoverage(r.repeat)));
+    expect(rowOf(metrics, `samples/s, ${ciLevel(orderIntervalCoverage(r.repeat))} CI`)[1]).toBe(`${formatValue(r.samplesPerSecCi.low)} to ${formatValue(r.samplesPerSecCi.high)}`);
     expect(rowOf(metrics, 'step time, steady state (ms)')[1]).toBe(formatValue(r.stepTime.steadyStateMeanMs));
     expect(rowOf(metrics, 'step time, wall-clock mean incl. warm-up (ms)')[1]).toBe(formatValue(r.stepTime.wallClockMeanMs));
     expect(rowOf(metrics, 'steps per epoch')[1]).toBe(formatValue(r.target.stepsPerEpoch));

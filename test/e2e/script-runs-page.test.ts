@@ -35,7 +35,7 @@ describe('script runs in the Runs area', () => {
     await rowsOf(page, 'benchmark').click();
     const bench = page.getByTestId('run-benchmark-result');
     await bench.waitFor();
-    expect(await bench.innerText()).toMatch(/^[\d,]+ samples\/s \(95% CI [\d,]+ to [\d,]+\) over 2 launches · steady-state step [\d.]+ ms · data wait [\d.]+ ?% · batch 16 · 1 rank\(s\) on cpu/);
+    expect(await bench.innerText()).toMatch(/^[\d,]+ samples\/s \(50\.0% CI [\d,]+ to [\d,]+\) over 2 launches · steady-state step [\d.]+ ms · data wait [\d.]+ ?% · batch 16 · 1 rank\(s\) on cpu/);
     expect(await page.getByTestId('run-benchmark-chart').getAttribute('aria-label')).toMatch(/your command/);
     expect(await page.getByTestId('run-result-problem').count()).toBe(0);
 

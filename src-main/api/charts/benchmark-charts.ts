@@ -5,6 +5,7 @@ import type { EChartsCoreOption } from 'echarts/core';
 import type { BenchmarkPhases } from '../benchmark';
 import { PHASE_NAMES_WITH_OTHER } from '../benchmark';
 import type { BenchmarkResult } from '../benchmark-result';
+import { intervalLevel, intervalLevels } from '../order-interval';
 import { errorBar } from './error-bar';
 import { formatValue, GRID_LINE, MUTED, TEXT, tooltip } from './theme';
 
@@ -51,7 +52,7 @@ const round = (x: number) => Number(x.toFixed(4));
 export function phaseStackOption(results: readonly BenchmarkChartInput[], labels = benchmarkLabels(results)): EChartsCoreOption {
   return {
     animation: false,
-    title: title('Time per step by phase (ms), 95% CI of the step'),
+    title: title(`Time per step by phase (ms), ${intervalLevels(results.map((r) => r.samplesPerSecCi))} CI of the step`),
     legend: { bottom: 0, data: [...PHASE_NAMES_WITH_OTHER], textStyle: { color: MUTED } },
     tooltip: { ...tooltip('ms'), axisPointer: { type: 'shadow' } },
     grid: { left: 56, right: 16, top: 44, bottom: 72 },
@@ -68,7 +69,7 @@ export function phaseStackOption(results: readonly BenchmarkChartInput[], labels
         data: results.map((r) => round(r.phasesMs[p])),
       })),
       {
-        name: '95% CI',
+        name: `${intervalLevels(results.map((r) => r.samplesPerSecCi))} CI`,
         type: 'custom',
         renderItem: errorBar,
         // Both ends count for the axis extent, so a bar's interval is never cut off.
@@ -87,7 +88,7 @@ export function phaseStackOption(results: readonly BenchmarkChartInput[], labels
 export function throughputOption(results: readonly BenchmarkChartInput[], labels = benchmarkLabels(results)): EChartsCoreOption {
   return {
     animation: false,
-    title: title('Samples/s: median of the repetitions, 95% CI'),
+    title: title(`Samples/s: median of the repetitions, ${intervalLevels(results.map((r) => r.samplesPerSecCi))} CI`),
     tooltip: { ...tooltip('samples/s'), axisPointer: { type: 'shadow' } },
     grid: { left: 64, right: 16, top: 44, bottom: 72 },
     xAxis: { type: 'category', data: labels, axisLabel: { color: MUTED, interval: 0, rotate: labels.length > 4 ? 20 : 0 } },
@@ -95,7 +96,7 @@ export function throughputOption(results: readonly BenchmarkChartInput[], labels
     series: [
       { name: 'median', type: 'bar', barMaxWidth: 56, itemStyle: { color: '#4fb3ff' }, data: results.map((r) => Math.round(r.samplesPerSecCi.median)) },
       {
-        name: '95% CI',
+        name: `${intervalLevels(results.map((r) => r.samplesPerSecCi))} CI`,
         type: 'custom',
         renderItem: errorBar,
         encode: { x: 0, y: [1, 2] },
@@ -113,6 +114,6 @@ export function phaseStackLabel(results: readonly BenchmarkChartInput[], labels 
 
 export function throughputLabel(results: readonly BenchmarkChartInput[], labels = benchmarkLabels(results)): string {
   const one = (r: BenchmarkChartInput, i: number) =>
-    `${labels[i]} ${formatValue(r.samplesPerSecCi.median, 'samples/s')} (95% CI ${formatValue(r.samplesPerSecCi.low)} to ${formatValue(r.samplesPerSecCi.high)})`;
+    `${labels[i]} ${formatValue(r.samplesPerSecCi.median, 'samples/s')} (${intervalLevel(r.samplesPerSecCi)} CI ${formatValue(r.samplesPerSecCi.low)} to ${formatValue(r.samplesPerSecCi.high)})`;
   return `Samples per second chart: ${results.map(one).join('; ')}`;
 }

@@ -6,7 +6,7 @@ import type { EChartsCoreOption } from 'echarts/core';
 import type { Limits, OptimiseBaseline, OptimiseFinal, OptimiseTrial, TrialCompile, TrialDecision, WizardObjective } from '../optimise';
 import type { ScriptOptimiseResult } from '../optimise-result';
 import { finalFigures, trialFigures } from '../paired-figures';
-import { ciLevel, orderIntervalCoverage } from '../order-interval';
+import { ciLevel, intervalLevel, intervalLevels, orderIntervalCoverage } from '../order-interval';
 import { errorBar } from './error-bar';
 import { formatValue, GRID_LINE, MUTED, TEXT, tooltip } from './theme';
 
@@ -120,7 +120,7 @@ export function trialsLabel(trials: readonly TrialChartInput[], labels = trialLa
 export interface BestSoFar {
   samplesPerSec: number;
   /** The final A/B/A/B measurement's interval, when there is one. */
-  ci: { low: number; median: number; high: number } | null;
+  ci: { low: number; median: number; high: number; coverage?: number } | null;
   source: string;
   /** The bar's name: which configuration was measured ("final: kept changes", "baseline, re-measured in trial 3"). */
   label: string;
@@ -193,7 +193,7 @@ export type LimitsChartInput = {
 export interface LimitBar {
   name: string;
   samplesPerSec: number | null;
-  ci: { low: number; high: number } | null;
+  ci: { low: number; high: number; coverage?: number } | null;
   colour: string;
   /** Why a bar is missing, or how a floor was computed. */
   note: string;
@@ -215,7 +215,7 @@ export function limitBars(input: LimitsChartInput): LimitBar[] {
   const c = input.limits.compute;
   const b = input.baseline.samplesPerSec;
   return [
-    { name: 'baseline', samplesPerSec: b.median, ci: { low: b.low, high: b.high }, colour: '#8b98a5', note: 'median of the baseline repetitions, 95% CI' },
+    { name: 'baseline', samplesPerSec: b.median, ci: { low: b.low, high: b.high, coverage: b.coverage }, colour: '#8b98a5', note: `median of the baseline repetitions, ${intervalLevel(b)} CI` },
     { name: input.best.label, samplesPerSec: input.best.samplesPerSec, ci: input.best.ci, colour: input.best.drift ? '#d29922' : '#4fb3ff', note: input.best.drift ? `${input.best.source}; ${input.best.drift}` : input.best.source },
     { name: 'data floor', samplesPerSec: data.samplesPerSec, ci: null, colour: '#f85149', note: data.note },
     { name: 'compute floor', samplesPerSec: c.samplesPerSec, ci: null, colour: '#a371f7', note: c.samplesPerSec === null ? `not measured: ${c.derivation}` : c.derivation },
@@ -249,7 +249,7 @@ export function limitsOption(input: LimitsChartInput): EChartsCoreOption {
         data: bars.map((b) => (b.samplesPerSec === null ? null : { value: Math.round(b.samplesPerSec), itemStyle: { color: b.colour } })),
       },
       {
-        name: '95% CI',
+        name: `${intervalLevels(bars.filter((b) => b.ci).map((b) => b.ci))} CI`,
         type: 'custom',
         renderItem: errorBar,
         encode: { x: 0, y: [1, 2] },

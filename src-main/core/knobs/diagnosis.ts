@@ -1,4 +1,5 @@
 import type { Diagnosis, DiagnosisFinding, OptimiseBaseline } from '../../api/optimise';
+import { intervalLevel } from '../../api/order-interval';
 import type { ScriptBound } from './knob';
 
 /**
@@ -110,7 +111,7 @@ export function diagnose(b: OptimiseBaseline, steps?: number): Diagnosis {
     add(
       'noisy',
       'info',
-      `The baseline's repetitions spread by ±${pct(100 * b.noiseFloor)} (half width of the median's 95% CI): a change must gain more than that to be kept.`,
+      `The baseline's repetitions spread by ±${pct(100 * b.noiseFloor)} (half width of the median's ${intervalLevel(b.samplesPerSec)} CI): a change must gain more than that to be kept.`,
       'baseline.noiseFloor',
       100 * b.noiseFloor,
       '%',

@@ -1,25 +1,14 @@
 import type { TrialDecision } from '../../api/optimise';
-import { ciLevel, DECIDING_COVERAGE, orderIndex, orderIntervalCoverage, pairsToDecide } from '../../api/order-interval';
+import { ciLevel, DECIDING_COVERAGE, orderIntervalCoverage, pairsToDecide } from '../../api/order-interval';
 import type { Interval } from '../stats/bootstrap';
-import { medianInterval, quantile, relativeHalfWidth } from '../stats/bootstrap';
+import { medianInterval, relativeHalfWidth } from '../stats/bootstrap';
 import { decide } from '../stats/decision';
 import type { AcrossStreams } from './loss-streams';
 import { acrossStreamsText, streamsTolerance } from './loss-streams';
 
-/**
- * The distribution-free confidence interval of a median from order statistics
- * (the sign test's): [x(j), x(n+1-j)] with the largest j whose coverage,
- * 1 - 2 P(Bin(n, 1/2) < j), is at least `confidence`. Below 6 values no
- * interval reaches 95%, so the widest one, [min, max], is used and its true
- * coverage (93.75% for 5) returned. Unlike the percentile bootstrap, which is
- * too narrow for a handful of values (with 7 it would accept a no-op change
- * 6% of the time), this one holds its level for every n.
- */
+/** A median's order-statistic interval with its coverage always given (the paired speedup's level is always shown). */
 export function medianOrderInterval(xs: readonly number[], confidence = 0.95): Interval & { coverage: number } {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const n = sorted.length;
-  const j = orderIndex(n, confidence);
-  return { low: sorted[j - 1], median: quantile(sorted, 0.5), high: sorted[n - j], coverage: orderIntervalCoverage(n, confidence) };
+  return { coverage: orderIntervalCoverage(xs.length, confidence), ...medianInterval(xs, { confidence }) };
 }
 
 /**
@@ -39,9 +28,9 @@ export function pairedSpeedup(best: readonly number[], candidate: readonly numbe
   return medianOrderInterval(ratios);
 }
 
-/** The run-to-run noise of a configuration: half the width of its median's 95% CI, relative to the median. */
-export function noiseFloor(repetitions: readonly number[], seed = 1): number {
-  return relativeHalfWidth(medianInterval(repetitions, { seed }));
+/** The run-to-run noise of a configuration: half the width of its median's interval, relative to the median. */
+export function noiseFloor(repetitions: readonly number[]): number {
+  return relativeHalfWidth(medianInterval(repetitions));
 }
 
 export interface TrialEvidence {

@@ -42,6 +42,12 @@ export interface SearchAttempt {
   baseline: BenchmarkRun | null;
 }
 
+/** The search recommends the batch its baseline already trains with: nothing to change, and no gain to claim. */
+export function recommendsBaselineBatch(a: SearchAttempt): boolean {
+  const b = a.baseline?.result;
+  return b !== undefined && a.run.result.recommended !== null && b.target.accumulation === 1 && b.batchSize === a.run.result.recommended;
+}
+
 /** One change the optimisation wizard measured (A/B/A/B against its current best) and decided on. */
 export interface WizardAttempt {
   kind: 'optimise-trial';

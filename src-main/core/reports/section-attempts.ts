@@ -1,4 +1,5 @@
 // One section per attempt (objective, configuration, hypothesis, results, analysis, conclusion), for both targets.
+import { intervalLevel, intervalLevels } from '../../api/order-interval';
 import { THROUGHPUT_NOISE, TRIAL_OUTCOME_WORDS } from '../../api/batch-size';
 import { batchSizeLabel, batchSizeOption } from '../../api/charts/batch-size-charts';
 import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
@@ -10,6 +11,7 @@ import { ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
 import type { Decision } from '../stats/decision';
 import { decide } from '../stats/decision';
 import type { BenchmarkAttempt, SearchAttempt } from './attempts';
+import { recommendsBaselineBatch } from './attempts';
 import { engineWizardView, scriptWizardView, wizardAttemptBody, wizardSkippedLines, wizardTrialsFigure } from './section-wizard';
 import { changeText, ci, code, figureLink, fmt, MB, MiB, signedPercent, speedupText, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
@@ -35,7 +37,7 @@ function benchmarkAttemptBody(n: number, a: BenchmarkAttempt): string {
   const s = a.speedup;
   const rows = [
     ['samples/s, median', fmt(b.samplesPerSecCi.median), fmt(r.samplesPerSecCi.median), `${signedPercent(s.median - 1)} (95% CI ${signedPercent(s.low - 1)} to ${signedPercent(s.high - 1)})`],
-    ['samples/s, 95% CI', ci(b.samplesPerSecCi), ci(r.samplesPerSecCi), ''],
+    [`samples/s, ${intervalLevels([b.samplesPerSecCi, r.samplesPerSecCi])} CI`, ci(b.samplesPerSecCi), ci(r.samplesPerSecCi), ''],
     ['step time, steady state (ms)', fmt(b.stepTime.steadyStateMeanMs), fmt(r.stepTime.steadyStateMeanMs), change(b.stepTime.steadyStateMeanMs, r.stepTime.steadyStateMeanMs)],
     ['step time, wall clock (ms)', fmt(b.stepTime.wallClockMeanMs), fmt(r.stepTime.wallClockMeanMs), change(b.stepTime.wallClockMeanMs, r.stepTime.wallClockMeanMs)],
     ['predicted epoch, steady state (s)', fmt(b.target.predictedEpochSeconds.fromSteadyState), fmt(r.target.predictedEpochSeconds.fromSteadyState), change(b.target.predictedEpochSeconds.fromSteadyState, r.target.predictedEpochSeconds.fromSteadyState)],
@@ -109,14 +111,19 @@ function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { b
   const below = [...new Set(r.trials.filter((t) => t.batchSize < r.target.seedBatch).map((t) => t.batchSize))].sort((x, y) => x - y).map((b) => fmt(b));
   const results: string[] = [trials, '', figureLink(figure.alt, figure.name), ''];
   let conclusion: string;
-  if (a.baseline && chosen?.samplesPerSec != null) {
+  if (a.baseline && recommendsBaselineBatch(a)) {
+    // A short trial beside repetitions of the same setting would read as a gain or loss that is only noise and warm-up.
+    const b = a.baseline.result;
+    results.push(`The baseline ${code(a.baseline.id)} already trains with batch ${fmt(b.batchSize)}.`, '');
+    conclusion = `No change: the search recommends batch ${fmt(b.batchSize)}, the batch the baseline already uses.${chosen?.samplesPerSec != null ? ` Its trial (${steps ?? 'a few'} steps, once) measured ${fmt(chosen.samplesPerSec, 'samples/s')}; the baseline's median over its repetitions, ${fmt(b.samplesPerSecCi.median, 'samples/s')}, is the figure to go by.` : ''}`;
+  } else if (a.baseline && chosen?.samplesPerSec != null) {
     const b = a.baseline.result;
     results.push(
       table(
         ['Metric', `Baseline ${code(a.baseline.id)}`, `Recommended batch ${fmt(chosen.batchSize)}`, 'Change'],
         [
           ['batch size', fmt(b.batchSize * b.target.accumulation), fmt(chosen.batchSize), change(b.batchSize * b.target.accumulation, chosen.batchSize)],
-          ['samples/s', `${fmt(b.samplesPerSecCi.median)} (95% CI ${ci(b.samplesPerSecCi)})`, `${fmt(chosen.samplesPerSec)} (one trial, no CI)`, change(b.samplesPerSecCi.median, chosen.samplesPerSec)],
+          ['samples/s', `${fmt(b.samplesPerSecCi.median)} (${intervalLevel(b.samplesPerSecCi)} CI ${ci(b.samplesPerSecCi)})`, `${fmt(chosen.samplesPerSec)} (one trial, no CI)`, change(b.samplesPerSecCi.median, chosen.samplesPerSec)],
           ['training memory (MiB)', fmt(b.target.memory.measured.total / MiB), chosen.peakBytes === null ? '-' : fmt(chosen.peakBytes / MiB), chosen.peakBytes === null ? '' : change(b.target.memory.measured.total, chosen.peakBytes)],
         ],
       ),
@@ -215,7 +222,7 @@ function scriptBenchmarkAttemptBody(n: number, a: ScriptBenchmarkAttempt, baseli
       ['Metric', 'Baseline', 'Attempt'],
       [
         ['samples/s, median', fmt(b.samplesPerSec), fmt(r.samplesPerSec)],
-        ['samples/s, 95% CI', ci(b.samplesPerSecCi), ci(r.samplesPerSecCi)],
+        [`samples/s, ${intervalLevels([b.samplesPerSecCi, r.samplesPerSecCi])} CI`, ci(b.samplesPerSecCi), ci(r.samplesPerSecCi)],
         ['data wait', fmt(b.target.dataWait.percent, '%'), fmt(r.target.dataWait.percent, '%')],
         ['launches', String(b.repeat), String(r.repeat)],
       ],
@@ -269,7 +276,7 @@ function scriptAttempts(input: ReportInput): SectionOutput {
         id: `script-wizard-baseline-${runSlug(run.id)}`,
         lead: '',
         body: [
-          `The wizard (${code(run.id)}, preset ${r.preset}) measured its baseline ${r.repeat} times: ${fmt(r.baseline.samplesPerSec.median, 'samples/s')} (95% CI ${ci(r.baseline.samplesPerSec)}), noise floor ${fmt(100 * r.baseline.noiseFloor, '%')}, step ${fmt(r.baseline.stepMs, 'ms')} on ${r.baseline.device}: ${phases}. The script's own loader: ${r.target.loader ? Object.entries(r.target.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}.`,
+          `The wizard (${code(run.id)}, preset ${r.preset}) measured its baseline ${r.repeat} times: ${fmt(r.baseline.samplesPerSec.median, 'samples/s')} (${intervalLevel(r.baseline.samplesPerSec)} CI ${ci(r.baseline.samplesPerSec)}), noise floor ${fmt(100 * r.baseline.noiseFloor, '%')}, step ${fmt(r.baseline.stepMs, 'ms')} on ${r.baseline.device}: ${phases}. The script's own loader: ${r.target.loader ? Object.entries(r.target.loader).map(([k, v]) => `${k}=${String(v)}`).join(', ') : 'no DataLoader seen'}.`,
           ...(trialsFigure ? ['', figureLink(trialsFigure.alt, trialsFigure.name)] : []),
         ].join('\n'),
       });

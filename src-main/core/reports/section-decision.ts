@@ -1,6 +1,8 @@
 // The Decision and the Consequences, for the engine's runs and for the user's own command.
+import { intervalLevel } from '../../api/order-interval';
 import { lossCheckText } from '../../api/charts/optimise-charts';
 import type { BenchmarkAttempt } from './attempts';
+import { recommendsBaselineBatch } from './attempts';
 import { code, fmt, MiB, signedPercent, speedupText } from './markdown';
 import type { ReportInput, SectionOutput } from './report-model';
 import { block, bothTargets } from './report-model';
@@ -26,7 +28,9 @@ function engineDecision(input: ReportInput): SectionOutput {
       const what =
         a.run.result.recommended === null
           ? 'no batch fits'
-          : `batch ${fmt(a.run.result.recommended)} proposed by the batch-size search, ${measured ? `measured with repetitions in attempt ${measured.n}` : 'not yet measured with repetitions'}`;
+          : recommendsBaselineBatch(a)
+            ? `batch ${fmt(a.run.result.recommended)} recommended by the batch-size search, the baseline's own: nothing to change`
+            : `batch ${fmt(a.run.result.recommended)} proposed by the batch-size search, ${measured ? `measured with repetitions in attempt ${measured.n}` : 'not yet measured with repetitions'}`;
       lines.push(`- Attempt ${i + 1} (${code(a.run.id)}): ${what}.`);
     }
   });
@@ -60,7 +64,7 @@ function engineConsequences(input: ReportInput): SectionOutput {
   }
   for (const run of input.optimisations) {
     const f = run.result.final;
-    lines.push(`- With the wizard's configuration (${code(run.id)}): ${fmt(f.samplesPerSec.median, 'samples/s')} (95% CI ${fmt(f.samplesPerSec.low)} to ${fmt(f.samplesPerSec.high)}), ${signedPercent(f.speedup.median - 1)} against its baseline.`);
+    lines.push(`- With the wizard's configuration (${code(run.id)}): ${fmt(f.samplesPerSec.median, 'samples/s')} (${intervalLevel(f.samplesPerSec)} CI ${fmt(f.samplesPerSec.low)} to ${fmt(f.samplesPerSec.high)}), ${signedPercent(f.speedup.median - 1)} against its baseline.`);
   }
   const cpuOnly = input.runs.every((run) => !String(optionsOf(run).device ?? 'cpu').startsWith('cuda'));
   const caveats: string[] = [];

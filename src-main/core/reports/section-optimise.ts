@@ -1,5 +1,6 @@
 // The engine wizard's run in a report: its baseline and diagnosis, and its measured floors
 // (its trials and decision are written for either target in section-wizard.ts).
+import { intervalLevel } from '../../api/order-interval';
 import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import { phaseStackLabel, phaseStackOption } from '../../api/charts/benchmark-charts';
 import type { Limit } from '../../api/optimise';
@@ -40,7 +41,7 @@ export function optimiseBaselinePart(run: OptimiseRun): { lines: string[]; figur
       ['Metric', 'Baseline'],
       [
         ['samples/s, median of repetitions', fmt(b.samplesPerSec.median)],
-        ['samples/s, 95% CI', ci(b.samplesPerSec)],
+        [`samples/s, ${intervalLevel(b.samplesPerSec)} CI`, ci(b.samplesPerSec)],
         ['noise floor (half the CI, relative)', fmt(100 * b.noiseFloor, '%')],
         ['step time (ms)', fmt(b.stepMs)],
         ['training memory (MiB)', fmt(b.memoryBytes / MiB)],

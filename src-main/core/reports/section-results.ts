@@ -1,4 +1,5 @@
 // Baseline metrics and phase breakdown, and the physical limits the runs support, for both targets.
+import { intervalLevels } from '../../api/order-interval';
 import { floorWords, scalingWords } from '../../api/collectives';
 import type { ScriptBenchmarkResult } from '../../api/benchmark-result';
 import type { BenchmarkChartInput } from '../../api/charts/benchmark-charts';
@@ -27,7 +28,7 @@ function benchmarkMetrics(runs: readonly BenchmarkRun[], labels: readonly string
     ['Metric', ...labels.map((l, i) => `${l} (${code(runs[i].id)})`)],
     [
       row('samples/s, median of repetitions', (r) => fmt(r.result.samplesPerSecCi.median)),
-      row('samples/s, 95% CI', (r) => `${fmt(r.result.samplesPerSecCi.low)} to ${fmt(r.result.samplesPerSecCi.high)}`),
+      row(`samples/s, ${intervalLevels(runs.map((r) => r.result.samplesPerSecCi))} CI`, (r) => `${fmt(r.result.samplesPerSecCi.low)} to ${fmt(r.result.samplesPerSecCi.high)}`),
       row('step time, steady state (ms)', (r) => fmt(r.result.stepTime.steadyStateMeanMs)),
       row('step time, wall-clock mean incl. warm-up (ms)', (r) => fmt(r.result.stepTime.wallClockMeanMs)),
       row('steps per epoch', (r) => fmt(r.result.target.stepsPerEpoch)),
@@ -64,7 +65,7 @@ function benchmarkPart(input: ReportInput): { lines: string[]; figures: FigureSp
   }
   const labels = benchmarkLabels(runs.map((r) => chartInputOf(r.result)));
   const compared = runs.map((r) => ({ id: r.id, chart: chartInputOf(r.result), phasesMs: r.result.phasesMs, phasesPercent: r.result.phasesPercent }));
-  const figures: FigureSpec[] = comparisonFigures(compared, labels, { phases: 'phase-breakdown.svg', phasesTitle: 'Time per step by phase', throughput: 'throughput.svg', throughputTitle: 'Samples/s with 95% CI' });
+  const figures: FigureSpec[] = comparisonFigures(compared, labels, { phases: 'phase-breakdown.svg', phasesTitle: 'Time per step by phase', throughput: 'throughput.svg', throughputTitle: `Samples/s with ${intervalLevels(runs.map((r) => r.result.samplesPerSecCi))} CI` });
   const base = runs[0];
   const memory = { name: `memory-${runSlug(base.id)}.svg`, title: 'Memory by kind', alt: `Memory by kind, predicted and measured, run ${base.id}: ${fmt(base.result.target.memory.measured.total / MB, 'MB')} measured in all`, runId: base.id, option: memoryKindsOption(base.result.target.memory) };
   const telemetry = telemetryFigures(base.id, base.telemetry);
@@ -214,7 +215,7 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
     ['Metric', ...labels],
     [
       ['samples/s, median (sum over ranks)', ...runs.map((r) => fmt(r.result.samplesPerSec))],
-      ['samples/s, 95% CI', ...runs.map((r) => ci(r.result.samplesPerSecCi))],
+      [`samples/s, ${intervalLevels(runs.map((r) => r.result.samplesPerSecCi))} CI`, ...runs.map((r) => ci(r.result.samplesPerSecCi))],
       ['batch (from the batch tensors)', ...runs.map((r) => (r.result.batchSize === null ? 'not seen' : String(r.result.batchSize)))],
       ['step, steady state', ...runs.map((r) => fmt(r.result.stepTime.steadyStateMeanMs, 'ms'))],
       ['data wait (slowest rank)', ...runs.map((r) => `${fmt(r.result.target.dataWait.msPerStep, 'ms')} (${fmt(r.result.target.dataWait.percent, '%')})`)],
@@ -235,7 +236,7 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
     phases: 'script-phases.svg',
     phasesTitle: 'Time per step by phase, your command',
     throughput: 'script-throughput.svg',
-    throughputTitle: 'Samples/s with 95% CI, your command',
+    throughputTitle: `Samples/s with ${intervalLevels(runs.map((r) => r.result.samplesPerSecCi))} CI, your command`,
   });
   const telemetry = runs.map((r) => telemetryFigures(r.id, r.telemetry));
   const findings = runs.flatMap((r, i) => r.result.findings.map((f) => `- ${labels[i]}: ${f.text}`));

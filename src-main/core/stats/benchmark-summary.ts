@@ -1,6 +1,7 @@
 import type { BenchmarkPhases, Finding } from '../../api/benchmark';
 import type { BenchmarkRepetition } from '../../api/benchmark-result';
 import { PHASE_NAMES, PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
+import { intervalLevel } from '../../api/order-interval';
 import type { TelemetrySummary } from '../../api/telemetry';
 import type { TrainStepEvent } from '../../api/training';
 import type { Interval } from './bootstrap';
@@ -200,7 +201,7 @@ export function findings(input: FindingInputs): Finding[] {
     const width = (100 * (ci.high - ci.low)) / ci.median;
     out.push({
       severity: 'info',
-      text: `The 95% interval of samples/s is ${pct(width)} of the median wide (${ci.low.toFixed(0)} to ${ci.high.toFixed(0)}): the repetitions disagree, so compare settings only by more than that. More steps or repetitions narrow it.`,
+      text: `The ${intervalLevel(ci)} interval of samples/s is ${pct(width)} of the median wide (${ci.low.toFixed(0)} to ${ci.high.toFixed(0)}): the repetitions disagree, so compare settings only by more than that. More steps or repetitions narrow it.`,
       measurement: { name: 'samplesPerSecCi.widthPercent', value: width, unit: '%' },
     });
   }

@@ -1,7 +1,8 @@
 /**
- * Small-sample statistics for repeated measurements: medians and percentile
- * bootstrap confidence intervals, seeded so a report can be reproduced.
+ * Small-sample statistics for repeated measurements: medians with their order-statistic
+ * confidence intervals, and seeded percentile-bootstrap intervals of a ratio of two medians.
  */
+import { orderIndex, orderIntervalCoverage } from '../../api/order-interval';
 
 /** mulberry32: a tiny seeded PRNG, good enough for resampling indices. */
 export function seededRandom(seed: number): () => number {
@@ -39,6 +40,8 @@ export interface Interval {
   low: number;
   median: number;
   high: number;
+  /** Only where it is below 95%: the interval's true coverage over few values (75% for 3); see intervalLevel. */
+  coverage?: number;
 }
 
 export interface BootstrapOptions {
@@ -60,14 +63,22 @@ function percentileInterval(estimate: number, draws: number[], confidence: numbe
   return { low: quantile(draws, tail), median: estimate, high: quantile(draws, 1 - tail) };
 }
 
-/** Percentile bootstrap CI of the median of one set of repetitions. */
-export function medianInterval(xs: readonly number[], options: BootstrapOptions = {}): Interval {
+/**
+ * The distribution-free confidence interval of a median from order statistics (the sign test's):
+ * [x(j), x(n+1-j)] with the largest j whose coverage, 1 - 2 P(Bin(n, 1/2) < j), reaches `confidence`.
+ * Below 6 values none reaches 95%, so the widest one, [min, max], is given with its true coverage
+ * (75% for 3, 93.8% for 5). Unlike the percentile bootstrap, which is too narrow over a handful of
+ * repetitions (simulated: 86% for 7 values called 95%), this one holds its level at every n.
+ */
+export function medianInterval(xs: readonly number[], options: { confidence?: number } = {}): Interval {
   checkSamples(xs, 'medianInterval');
-  const { confidence = 0.95, resamples = 4000, seed = 1 } = options;
-  const random = seededRandom(seed);
-  const scratch = new Array<number>(xs.length);
-  const draws = Array.from({ length: resamples }, () => resampleMedian(xs, random, scratch));
-  return percentileInterval(median(xs), draws, confidence);
+  const { confidence = 0.95 } = options;
+  const sorted = [...xs].sort((a, b) => a - b);
+  const n = sorted.length;
+  const j = orderIndex(n, confidence);
+  const interval = { low: sorted[j - 1], median: quantile(sorted, 0.5), high: sorted[n - j] };
+  const coverage = orderIntervalCoverage(n, confidence);
+  return coverage < confidence ? { ...interval, coverage } : interval;
 }
 
 /**
