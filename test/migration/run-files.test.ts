@@ -174,14 +174,15 @@ describe('opening each run', () => {
     expect(counts).toEqual({
       'engine-train': { events: 3, telemetry: 1 },
       // Benchmarks, searches and wizards keep events of their own (repetitions, trials, launches): not training events.
-      'engine-benchmark': { events: 0, telemetry: 0 },
+      // Their telemetry is one file per repetition or launch (telemetry-rep<i>.jsonl), read like a training run's.
+      'engine-benchmark': { events: 0, telemetry: 3 },
       'engine-batch-search': { events: 0, telemetry: 0 },
       'loader-benchmark': { events: 0, telemetry: 1 },
-      'engine-optimise': { events: 0, telemetry: 0 },
+      'engine-optimise': { events: 0, telemetry: 17 },
       'engine-train-cancelled': { events: 12, telemetry: 1 },
       'engine-train-killed': { events: 11, telemetry: 1 },
       'script-train': { events: 0, telemetry: 3 },
-      'script-benchmark': { events: 0, telemetry: 0 },
+      'script-benchmark': { events: 0, telemetry: 4 },
       'script-batch-search': { events: 0, telemetry: 0 },
       'script-optimise': { events: 0, telemetry: 0 },
       'script-optimise-killed': { events: 0, telemetry: 0 },

@@ -1,10 +1,10 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import { EvenThinner } from '../../src-main/core/workspace/jsonl-lines';
-import { MAX_TELEMETRY_SAMPLES, readRunTelemetry } from '../../src-main/core/workspace/run-telemetry';
+import { MAX_TELEMETRY_SAMPLES, readRunTelemetry, readRunTelemetryCut } from '../../src-main/core/workspace/run-telemetry';
 import type { Workspace } from '../../src-main/core/workspace/workspace';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import { tempDir } from '../helpers/temp-dir';
@@ -47,6 +47,29 @@ describe('readRunTelemetry', () => {
     expect(samples.at(-1)?.t).toBe(n - 1);
     const gaps = new Set(samples.slice(1, -1).map((s, i) => s.t - samples[i].t));
     expect(gaps.size).toBe(1); // evenly spaced, but for the last sample
+  });
+});
+
+describe("readRunTelemetry on a benchmark's or a wizard's files (one per repetition or launch)", () => {
+  const rep = (i: number, ts: number[]) => writeFileSync(path.join(ws.root, 'runs', 'r1', `telemetry-rep${i}.jsonl`), ts.map((t) => JSON.stringify(sample(t, i))).join('\n') + '\n');
+
+  it('reads every repetition, oldest first, and leaves out a link in a file\'s place', async () => {
+    rep(2, [3000, 3500]);
+    rep(10, [9000]);
+    rep(1, [1000, 1500]);
+    symlinkSync('/etc/passwd', path.join(ws.root, 'runs', 'r1', 'telemetry-rep3.jsonl'));
+    writeFileSync(path.join(ws.root, 'runs', 'r1', 'telemetry-repx.jsonl'), JSON.stringify(sample(1, 0))); // not a name the runs write
+    const samples = await readRunTelemetry(ws, 'r1');
+    expect(samples.map((s) => [s.t, s.gpus[0].utilizationGpu])).toEqual([[1000, 1], [1500, 1], [3000, 2], [3500, 2], [9000, 10]]);
+  });
+
+  it('reads at most 256 files and thins them together, and runs.get says what it left out', async () => {
+    for (let i = 1; i <= 300; i++) rep(i, [i * 10, i * 10 + 5, i * 10 + 7, i * 10 + 9, i * 10 + 1, i * 10 + 2, i * 10 + 3, i * 10 + 4]);
+    const { samples, cut } = await readRunTelemetryCut(ws, 'r1');
+    expect(samples.length).toBeLessThanOrEqual(MAX_TELEMETRY_SAMPLES + 1);
+    expect(samples.at(-1)?.t).toBeLessThan(257 * 10);
+    expect(samples.every((s, i) => i === 0 || s.t >= samples[i - 1].t)).toBe(true);
+    expect(cut.map((c) => c.note)).toEqual(['runs/r1 holds 300 telemetry files; the first 256 were read']);
   });
 });
 

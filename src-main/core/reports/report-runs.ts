@@ -18,9 +18,8 @@ import type { EngineTrainRun, ScriptTrainRun } from '../../api/train-result';
 import { isEngineTrainRun, isScriptTrainRun, TrainRunResultSchema } from '../../api/train-result';
 import type { TrainStepEvent } from '../../api/training';
 import { readRunDetail } from '../workspace/run-reader';
-import { readTelemetryFile } from '../workspace/run-telemetry';
+import { readRunTelemetry } from '../workspace/run-telemetry';
 import type { Workspace } from '../workspace/workspace';
-import { listFolder } from '../workspace/workspace-files';
 import { markdownText } from './markdown';
 
 interface RunBase {
@@ -137,16 +136,9 @@ export interface LoadedRuns {
   notes: string[];
 }
 
-/**
- * Telemetry the run recorded (telemetry.jsonl, or one file per benchmark repetition), oldest
- * first; bad lines skipped, each file streamed and thinned (run-telemetry.ts), so a huge or
- * tampered file costs bounded memory; a link or special file in a file's place is left out.
- */
-async function readTelemetry(workspace: Workspace, dir: string): Promise<TelemetrySample[]> {
-  const names = (await listFolder(workspace, dir).catch(() => [])).filter((e) => e.kind === 'file' && /^telemetry(-rep\d+)?\.jsonl$/.test(e.name));
-  const samples: TelemetrySample[] = [];
-  for (const { name } of names) samples.push(...(await readTelemetryFile(workspace, path.join(dir, name))));
-  return printableStrings(samples.sort((a, b) => a.t - b.t));
+/** Telemetry the run recorded, as runs.get reads it (run-telemetry.ts: every file of it, bounded), its strings made printable. */
+async function readTelemetry(workspace: Workspace, id: string): Promise<TelemetrySample[]> {
+  return printableStrings(await readRunTelemetry(workspace, id));
 }
 
 /**
@@ -209,27 +201,27 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
     try {
       if (isScriptRun(record)) {
         if (record.kind === 'benchmark') {
-          scripts.push({ kind: 'script-benchmark', id, record, dir, result: ofTarget(parseResult(BenchmarkResultSchema, record, id), isScriptBenchmark, id), telemetry: await readTelemetry(workspace, dir) });
+          scripts.push({ kind: 'script-benchmark', id, record, dir, result: ofTarget(parseResult(BenchmarkResultSchema, record, id), isScriptBenchmark, id), telemetry: await readTelemetry(workspace, id) });
         } else if (record.kind === 'batch-search') {
           scripts.push({ kind: 'script-batch-search', id, record, dir, result: parseResult(BatchSearchResultSchema, record, id) });
         } else if (record.kind === 'optimise') {
           scripts.push({ kind: 'script-optimise', id, record, dir, result: ofTarget(parseResult(OptimiseResultSchema, record, id), isScriptOptimise, id) });
         } else if (record.kind === 'train') {
-          scripts.push({ kind: 'script-train', id, record, dir, result: ofTarget(parseResult(TrainRunResultSchema, record, id), isScriptTrainRun, id), telemetry: await readTelemetry(workspace, dir) });
+          scripts.push({ kind: 'script-train', id, record, dir, result: ofTarget(parseResult(TrainRunResultSchema, record, id), isScriptTrainRun, id), telemetry: await readTelemetry(workspace, id) });
         } else {
           notes.push(`Run ${id} is a ${record.kind} run of a script; reports cover its benchmarks, batch-size searches, optimisations and training runs, so it is left out.`);
         }
       } else if (record.kind === 'benchmark') {
-        runs.push({ kind: 'benchmark', id, record, dir, result: ofTarget(parseResult(BenchmarkResultSchema, record, id), isEngineBenchmark, id), telemetry: await readTelemetry(workspace, dir) });
+        runs.push({ kind: 'benchmark', id, record, dir, result: ofTarget(parseResult(BenchmarkResultSchema, record, id), isEngineBenchmark, id), telemetry: await readTelemetry(workspace, id) });
       } else if (record.kind === 'batch-search') {
         runs.push({ kind: 'batch-search', id, record, dir, result: engineSearch(parseResult(BatchSearchResultSchema, record, id), id) });
       } else if (record.kind === 'optimise') {
-        runs.push({ kind: 'optimise', id, record, dir, result: ofTarget(parseResult(OptimiseResultSchema, record, id), isEngineOptimise, id), telemetry: await readTelemetry(workspace, dir) });
+        runs.push({ kind: 'optimise', id, record, dir, result: ofTarget(parseResult(OptimiseResultSchema, record, id), isEngineOptimise, id), telemetry: await readTelemetry(workspace, id) });
       } else if (record.kind === 'loader-benchmark') {
-        runs.push({ kind: 'loader-benchmark', id, record, dir, result: parseResult(LoaderBenchResultSchema, record, id), telemetry: await readTelemetry(workspace, dir) });
+        runs.push({ kind: 'loader-benchmark', id, record, dir, result: parseResult(LoaderBenchResultSchema, record, id), telemetry: await readTelemetry(workspace, id) });
       } else if (record.kind === 'train') {
         const steps = detail.events.filter((e): e is TrainStepEvent => e.type === 'step');
-        runs.push({ kind: 'train', id, record, dir, result: ofTarget(parseResult(TrainRunResultSchema, record, id), isEngineTrainRun, id), steps, telemetry: await readTelemetry(workspace, dir) });
+        runs.push({ kind: 'train', id, record, dir, result: ofTarget(parseResult(TrainRunResultSchema, record, id), isEngineTrainRun, id), steps, telemetry: await readTelemetry(workspace, id) });
       } else {
         notes.push(`Run ${id} is a ${record.kind} run; reports cover ${REPORTED_KINDS.join(', ')} runs, so it is left out.`);
       }

@@ -273,7 +273,7 @@ export async function readRunDetail(workspace: Workspace, id: string): Promise<R
   const record = await requireRun(workspace, id);
   const events = await readThinnedEvents(workspace, path.join('runs', id, 'events.jsonl'));
   const telemetry = await readRunTelemetryCut(workspace, id);
-  const cut = [events.cut, telemetry.cut].filter((c): c is FileCut => c !== null);
+  const cut = [events.cut, ...telemetry.cut].filter((c): c is FileCut => c !== null);
   return { summary: await summarize(workspace, id, record), record, events: events.events, telemetry: telemetry.samples, ...(cut.length ? { cut } : {}) };
 }
 

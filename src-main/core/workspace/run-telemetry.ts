@@ -4,7 +4,7 @@ import type { TelemetrySample } from '../../api/telemetry';
 import { TelemetrySampleSchema } from '../../api/telemetry';
 import { EvenThinner, type FileCut, jsonlLinesBounded } from './jsonl-lines';
 import type { Workspace } from './workspace';
-import { MiB, WorkspaceFileError } from './workspace-files';
+import { listFolder, MiB, WorkspaceFileError } from './workspace-files';
 
 /** Samples runs.get returns at most: enough for a chart a few thousand pixels wide. */
 export const MAX_TELEMETRY_SAMPLES = 2000;
@@ -31,31 +31,57 @@ function sampleOf(line: string): TelemetrySample | null {
  */
 export const MAX_TELEMETRY_READ_BYTES = 64 * MiB;
 
+/** A run's telemetry files: telemetry.jsonl (a training run), or one per benchmark repetition or wizard launch. */
+const TELEMETRY_FILE = /^telemetry(?:-rep(\d{1,6}))?\.jsonl$/;
+/** Files read for one answer at most: a wizard writes one a launch (15 by default); thousands are not a run Trainbench wrote. */
+const MAX_TELEMETRY_FILES = 256;
+/** The least of the read budget one file gets when many share it. */
+const MIN_FILE_READ_BYTES = MiB;
+
 /**
- * The GPU and host telemetry a run recorded (runs/<id>/telemetry.jsonl), thinned
- * evenly to MAX_TELEMETRY_SAMPLES; lines that do not match the schema are skipped,
- * and a run without the file (or with a link or special file in its place) has none.
+ * The GPU and host telemetry a run recorded (runs/<id>/telemetry.jsonl, or its telemetry-rep<i>.jsonl files: a
+ * benchmark's and a wizard's), oldest first, thinned evenly to MAX_TELEMETRY_SAMPLES; lines that do not match the
+ * schema are skipped, and a file that is a link or special file is left out. The files share one read budget, so
+ * a run of many files costs what a run of one does.
  */
 export async function readRunTelemetry(workspace: Workspace, id: string): Promise<TelemetrySample[]> {
   return (await readRunTelemetryCut(workspace, id)).samples;
 }
 
-/** readRunTelemetry's samples, and `cut` when the file was too large to read whole (runs.get says so). */
-export async function readRunTelemetryCut(workspace: Workspace, id: string): Promise<{ samples: TelemetrySample[]; cut: FileCut | null }> {
-  return readTelemetryBounded(workspace, path.join('runs', id, 'telemetry.jsonl'));
+/** readRunTelemetry's samples, and `cut`: the files too large to read whole, and files left out (runs.get says so). */
+export async function readRunTelemetryCut(workspace: Workspace, id: string): Promise<{ samples: TelemetrySample[]; cut: FileCut[] }> {
+  const dir = path.posix.join('runs', id);
+  const found = (await listFolder(workspace, dir).catch(() => []))
+    .flatMap((e) => {
+      const m = e.kind === 'file' ? TELEMETRY_FILE.exec(e.name) : null;
+      return m ? [{ name: e.name, rep: m[1] === undefined ? 0 : Number(m[1]) }] : [];
+    })
+    .sort((a, b) => a.rep - b.rep);
+  const files = found.slice(0, MAX_TELEMETRY_FILES);
+  const budget = Math.max(MIN_FILE_READ_BYTES, Math.floor(MAX_TELEMETRY_READ_BYTES / Math.max(1, files.length)));
+  const cut: FileCut[] = [];
+  const samples: TelemetrySample[] = [];
+  for (const { name } of files) {
+    const read = await readTelemetryBounded(workspace, path.posix.join(dir, name), budget);
+    samples.push(...read.samples);
+    if (read.cut) cut.push(read.cut);
+  }
+  if (found.length > files.length) {
+    const note = `runs/${id} holds ${found.length} telemetry files; the first ${files.length} were read`;
+    cut.push({ file: dir, sizeBytes: 0, readBytes: 0, note });
+  }
+  if (files.length < 2) return { samples, cut };
+  const thinner = new EvenThinner<TelemetrySample>(MAX_TELEMETRY_SAMPLES);
+  for (const s of samples.sort((a, b) => a.t - b.t)) thinner.push(() => s);
+  return { samples: thinner.result(), cut };
 }
 
-/** One telemetry file of the workspace, thinned as readRunTelemetry says. */
-export async function readTelemetryFile(workspace: Workspace, file: string): Promise<TelemetrySample[]> {
-  return (await readTelemetryBounded(workspace, file)).samples;
-}
-
-/** One telemetry file, at most MAX_TELEMETRY_READ_BYTES of it read, thinned; and what was left out. */
-async function readTelemetryBounded(workspace: Workspace, file: string): Promise<{ samples: TelemetrySample[]; cut: FileCut | null }> {
+/** One telemetry file, at most `maxBytes` of it read, thinned; and what was left out. */
+async function readTelemetryBounded(workspace: Workspace, file: string, maxBytes = MAX_TELEMETRY_READ_BYTES): Promise<{ samples: TelemetrySample[]; cut: FileCut | null }> {
   const thinner = new EvenThinner<TelemetrySample>(MAX_TELEMETRY_SAMPLES);
   let cut: FileCut | null = null;
   try {
-    const read = await jsonlLinesBounded(workspace, file, MAX_SAMPLE_LINE_BYTES, MAX_TELEMETRY_READ_BYTES);
+    const read = await jsonlLinesBounded(workspace, file, MAX_SAMPLE_LINE_BYTES, maxBytes);
     cut = read.cut;
     for await (const batch of read.batches) for (const line of batch) thinner.push(() => sampleOf(line));
   } catch (err) {
