@@ -100,6 +100,12 @@ describe("one wizard's numbers on the page, in the CLI and in the ADR (issue 38)
       expect(adr).not.toContain('the baseline re-measured in that comparison');
     }
 
+    // --report wrote this optimisation's ADR: the card links it, and writing again is offered as that (a UI walk made copies).
+    const open = page.getByTestId('opt-open-report');
+    await open.waitFor();
+    expect(await open.innerText()).toMatch(/^Open its ADR report \(\d+\)$/);
+    expect(await open.getAttribute('href')).toMatch(/#\/reports\?report=0001-/);
+    expect(await page.getByTestId('opt-write-report').innerText()).toBe('Write it again');
     // The same ADR in one click from the final card (issue 41 item 6), as --report wrote it: the Reports area opens on it.
     await page.getByTestId('opt-write-report').click();
     await page.getByTestId('report-editor').waitFor({ timeout: 60_000 });

@@ -1,6 +1,7 @@
 // @vitest-environment happy-dom
 // Issue 13: the Reports area's store and components against the real services (real engine host,
 // a real CPU benchmark of Fashion-MNIST made by the CLI), through the renderer's own ApiClient.
+import { sameRuns } from '../../src-renderer/view-models/report-runs';
 import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 
@@ -364,5 +365,13 @@ describe('Download trace', () => {
     await expect.poll(() => wrapper.find('[role="alert"]').exists(), { timeout: 10_000 }).toBe(true);
     expect(wrapper.get('[role="alert"]').text()).toMatch(/^.*20990101-000000-abcdef/);
     expect(wrapper.get('button').text()).toBe('Download trace');
+  });
+});
+
+describe('sameRuns', () => {
+  it('matches reports of the same run ids in any order, and no other', () => {
+    expect(sameRuns(['a', 'b'], ['b', 'a'])).toBe(true);
+    expect(sameRuns(['a'], ['a', 'b'])).toBe(false);
+    expect(sameRuns(['a', 'a'], ['a', 'b'])).toBe(false);
   });
 });
