@@ -38,9 +38,18 @@ export interface ConfigDifference {
   values: (string | null)[];
 }
 
+/**
+ * A flattened key as Compare lines it up across kinds: a wizard's run holds what it trains under `request.target`
+ * and how it measures under `request` (a UI walk saw every setting of an optimisation "differ" from a benchmark's,
+ * as "–"), so those read as the benchmark's own `options.batchSize` and `steps`.
+ */
+function comparableKey(key: string): string {
+  return key.replace(/^request\.target\./, '').replace(/^request\./, '');
+}
+
 /** The settings whose values are not the same in every run, in the order they first appear. */
 export function configDifferences(configs: readonly unknown[]): ConfigDifference[] {
-  const maps = configs.map((c) => new Map(flattenConfig(c)));
+  const maps = configs.map((c) => new Map(flattenConfig(c).map(([k, v]): [string, string] => [comparableKey(k), v])));
   const keys = [...new Set(maps.flatMap((m) => [...m.keys()]))];
   return keys
     .map((key) => ({ key, values: maps.map((m) => m.get(key) ?? null) }))

@@ -40,6 +40,15 @@ describe('run config rows', () => {
     expect(configDifferences([c, d])).toEqual([]);
     expect(flattenConfig(c).map(([k]) => k)).not.toContain('resumedFrom');
   });
+
+  it("lines an optimisation's settings up with a benchmark's: what it trains under request.target, how it measures under request", () => {
+    const bench = { spec: { family: 'mlp' }, options: { batchSize: 256, loaderWorkers: 1 }, warmupSteps: 2, steps: 4 };
+    const wizard = { spec: { family: 'mlp' }, request: { target: { spec: { family: 'mlp' }, options: { batchSize: 256, loaderWorkers: 1 } }, preset: 'balanced', warmupSteps: 1, steps: 4 } };
+    expect(configDifferences([bench, wizard])).toEqual([
+      { key: 'warmupSteps', values: ['2', '1'] },
+      { key: 'preset', values: [null, 'balanced'] },
+    ]);
+  });
 });
 
 describe('compare curves', () => {
