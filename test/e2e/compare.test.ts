@@ -78,8 +78,14 @@ describe('Compare and run pages', () => {
     await page.getByTestId('compare-smoothing').fill('0');
     expect(await loss.getAttribute('aria-label')).toMatch(/^Training loss by time \(s\); last values/);
     await page.screenshot({ path: path.join(SHOTS, 'compare.png'), fullPage: true });
+    // The comparison is in the URL: a reload (or the link pasted elsewhere) shows the same runs compared.
+    await expect.poll(() => new URL(page.url()).hash).toMatch(/^#\/runs\?compare=[^,&]+,[^,&]+$/);
+    await page.reload();
+    await page.getByTestId('compare').waitFor();
+    expect(await page.getByTestId('compare-differences').innerText()).toMatch(/options\.batchSize\s+128\s+64/);
     await page.getByTestId('compare-close').click();
     expect(await page.getByTestId('compare').count()).toBe(0);
+    await expect.poll(() => new URL(page.url()).hash).toBe('#/runs');
     expect(errors).toEqual([]);
   });
 
