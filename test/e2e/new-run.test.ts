@@ -77,7 +77,7 @@ describe('New run in the Runs area', () => {
     await page.getByTestId('newrun-data').selectOption('fashion-mnist');
     await page.getByTestId('newrun-start').click();
     await expect.poll(() => page.getByTestId('newrun-result').count(), { timeout: 60_000 }).toBe(1);
-    expect(await page.getByTestId('newrun-result').innerText()).toMatch(/^(?!E_)train field 'x' has 784 values per record but the model's input needs 8424/); // in words; the code is not shown (issue 41 item 5)
+    expect(await page.getByTestId('newrun-result').innerText()).toMatch(/^(?!E_)train field 'x' has 28x28 \(784 values\) per record but the model takes 104x9x9 \(8424 values\): choose a model whose input matches the data/); // in words; the code is not shown (issue 41 item 5)
     expect(await page.getByTestId('newrun-start').isEnabled()).toBe(true);
     expect(await page.locator('[data-testid^="run-2"]').count()).toBe(0);
     await page.close();

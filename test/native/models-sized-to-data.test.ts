@@ -58,7 +58,7 @@ describe('a model sized to an imported CSV', () => {
     const [mlp] = sizeModelsToDataset(dataset);
     expect(mlp.spec).toMatchObject({ family: 'mlp', input: [4], outputs: 3 });
     // The built-in the app offered before this fails as the issue says.
-    await expect(train({ family: 'mlp', input: [1, 28, 28], outputs: 10 }, dataset.id, 1)).rejects.toThrow(/field 'x' has 4 values per record but the model's input needs 784/);
+    await expect(train({ family: 'mlp', input: [1, 28, 28], outputs: 10 }, dataset.id, 1)).rejects.toThrow(/field 'x' has 4 values per record but the model takes 1x28x28 \(784 values\)/);
 
     const saved = (await call('models.save', { name: 'mlp-classes', spec: mlp.spec })) as { path: string; spec: unknown };
     expect(saved.path).toBe(path.join('models', 'mlp-classes.json'));

@@ -254,7 +254,7 @@ describe('bad training input gets a clear error, never a crash', () => {
     const d = blobs(8, 1, 10);
     const err = thrown(() => t().setData('train', d));
     expect(err.code).toBe('E_BAD_INPUT');
-    expect(err.message).toContain("field 'x' has 10 values per record but the model's input needs 12");
+    expect(err.message).toContain("field 'x' has 10 values per record but the model takes 12 values: choose a model whose input matches the data, or one sized to it");
   });
 
   it('labels out of range', () => {

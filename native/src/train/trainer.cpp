@@ -114,8 +114,17 @@ void Trainer::check_data(const RecordSource& data, const std::string& split) {
   const FieldInfo& x = data.field("x");
   const Dims in = model_.input_dims();
   if (x.record_values() != in.size()) {
-    TB_THROW(ErrorCode::BadInput, split + " field 'x' has " + std::to_string(x.record_values()) +
-                                      " values per record but the model's input needs " + std::to_string(in.size()));
+    // Both shapes, so the person sees which model fits the data (a board's 104x9x9 is not an image's 1x28x28).
+    const auto values = [](const std::vector<std::int64_t>& dims, std::int64_t n) {
+      std::string shape;
+      int many = 0;
+      for (std::int64_t d : dims) many += d > 1;
+      if (many < 2) return std::to_string(n) + " values";
+      for (size_t i = 0; i < dims.size(); ++i) shape += (i ? "x" : "") + std::to_string(dims[i]);
+      return shape + " (" + std::to_string(n) + " values)";
+    };
+    TB_THROW(ErrorCode::BadInput, split + " field 'x' has " + values(x.shape, x.record_values()) + " per record but the model takes " +
+                                      values({in.c, in.h, in.w}, in.size()) + ": choose a model whose input matches the data, or one sized to it");
   }
   for (const Head& h : model_.heads()) {
     const FieldInfo& t = data.field(h.target);
