@@ -239,7 +239,10 @@ describe('a measuring window too short to read', () => {
     expect(totals[totals.length - 1]).toBe(3 + to);
     // The report's line is on stderr, beside the result on stdout.
     const report = /^report {5}(\S+\.md)/m.exec(stderr)?.[1] ?? `no report line in:\n${stderr}`;
-    expect(readFileSync(report, 'utf8')).toContain(`Steps per repetition were raised from 3 to ${to}: 3 steps measured`);
+    const adr = readFileSync(report, 'utf8');
+    expect(adr).toContain(`Steps per repetition were raised from 3 to ${to}: 3 steps measured`);
+    // Its reproduce command measures and judges as this run did (a UI walk's left out --no-batch-search).
+    expect(/^trainbench optimise .*$/m.exec(adr)?.[0]).toMatch(/ --min-window 0\.3 --confounders remeasure --objective throughput /);
   }, 120_000);
 });
 

@@ -86,7 +86,7 @@ export function reproduceCommand(run: ReportRun, workspaceFlag = '<workspace>'):
     args.push(['--precision', o.precision], ['--batch-size', o.batchSize], ['--accumulation', o.accumulation], ['--loader-workers', o.loaderWorkers], ['--prefetch', o.prefetch]);
     if (String(o.device).startsWith('cuda')) args.push(['--gpu-prefetch', o.gpuPrefetch]);
     args.push(['--sample-ratio', o.sampleRatio], ['--warmup-steps', config.warmupSteps], ['--steps', config.steps], ['--repeat', config.repeat], ['--seed', o.seed], ['--threads', o.threads]);
-    unflagged(o, { ...defaults, optimizer: undefined }, ['phaseTiming', 'cudaGraph', 'memoryLimitBytes', 'shuffle', 'clipNorm', 'optimizer', 'schedule'], caveats);
+    unflagged(o, { ...defaults, optimizer: undefined }, ['phaseTiming', 'cudaGraph', 'shuffle', 'clipNorm', 'optimizer', 'schedule'], caveats);
   } else if (run.kind === 'batch-search') {
     sub = 'find-batch-size';
     const optimizer = (o.optimizer as { kind?: string } | undefined)?.kind;
@@ -102,8 +102,12 @@ export function reproduceCommand(run: ReportRun, workspaceFlag = '<workspace>'):
     if (String(o.device).startsWith('cuda')) args.push(['--gpu-prefetch', o.gpuPrefetch]);
     args.push(['--sample-ratio', o.sampleRatio], ['--warmup-steps', config.warmupSteps], ['--steps', config.steps], ['--repeat', config.repeat], ['--seed', o.seed], ['--threads', o.threads]);
     args.push(['--preset', config.preset], ['--max-trials', config.maxTrials], ['--loss-tolerance', config.lossTolerance]);
+    // How it measured and judged too (a UI walk's reproduce command ran a batch search the original had skipped).
+    args.push(['--min-window', config.minWindowSeconds], ['--confounders', config.confounders], ['--objective', config.objective]);
+    if (config.batchSearch === false) args.push(['--no-batch-search', true]);
+    if (Number(o.memoryLimitBytes) > 0) args.push(['--memory-limit', o.memoryLimitBytes]);
     if (config.allowRecipeChanges === true) args.push(['--allow-recipe-changes', true]);
-    unflagged(o, { ...defaults, optimizer: undefined }, ['phaseTiming', 'cudaGraph', 'memoryLimitBytes', 'shuffle', 'clipNorm', 'optimizer', 'schedule'], caveats);
+    unflagged(o, { ...defaults, optimizer: undefined }, ['phaseTiming', 'cudaGraph', 'shuffle', 'clipNorm', 'optimizer', 'schedule'], caveats);
   } else {
     sub = 'train';
     const optimizer = o.optimizer as { kind?: string; lr?: number } | undefined;
