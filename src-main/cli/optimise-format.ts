@@ -95,7 +95,7 @@ export function formatOptimise(r: OptimiseResult): string {
     `           phases: ${Object.entries(b.phasesPercent)
       .map(([k, v]) => `${k} ${v.toFixed(1)}%`)
       .join(', ')}`,
-    `diagnosis  ${r.diagnosis?.summary ?? scriptBoundText(b)}`,
+    `diagnosis  ${r.diagnosis ? `${r.diagnosis.bound}-bound: ${r.diagnosis.summary}` : scriptBoundText(b)}`,
     ...(r.diagnosis?.findings ?? []).map((f) => `  ${f.severity === 'warning' ? '!' : '-'} [${f.id}] ${f.text} (${f.measurement.name} = ${f.measurement.value.toFixed(2)} ${f.measurement.unit})`),
     ...(r.limits ? limitLines(r.limits) : []),
     `trials     change, speedup over the current best (median, ${trialLevels(r.trials)} CI), decision and why`,

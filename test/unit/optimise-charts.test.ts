@@ -91,6 +91,14 @@ describe('trial speedup chart', () => {
     expect(draw(option).texts).toContain('crashed');
     expect(trialsLabel([])).toBe('Trial speedups chart, no trial finished yet');
   });
+
+  it('names a trial that only leans in its legend, as it is drawn with the inconclusive ones', () => {
+    const r = recorded();
+    const leaning = { ...r.trials[0], decision: 'inconclusive' as const, lean: 'faster' as const };
+    const legend = (o: unknown) => (o as { legend: { data: string[] } }).legend.data;
+    expect(legend(trialsOption([leaning], r.baseline.noiseFloor))).toEqual(['inconclusive or leaning']);
+    expect(legend(trialsOption([{ ...leaning, lean: undefined }], r.baseline.noiseFloor))).toEqual(['inconclusive']);
+  });
 });
 
 describe('limits chart', () => {

@@ -63,6 +63,7 @@ describe('diagnosis', () => {
     expect(f?.measurement.value).toBeCloseTo(99, 6);
     expect(f?.text).toContain('CPU was 97.0% busy');
     expect(d.summary).toMatch(/99\.0% of the 100\.000 ms step is arithmetic/);
+    expect(d.summary).not.toMatch(/-bound/); // the bound is said beside the summary (the card's badge, the CLI's prefix), not twice
   });
 
   it('reads memory headroom, GPU idling, host overhead and noise from their numbers', () => {

@@ -60,6 +60,9 @@ export function trialLabels(trials: readonly TrialChartInput[]): string[] {
  */
 export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: number | null, labels = trialLabels(trials)): EChartsCoreOption {
   const decisions = (Object.keys(DECISION_COLOURS) as TrialDecision[]).filter((d) => trials.some((t) => t.decision === d));
+  // A trial that only leans (too few pairs to decide) is drawn as inconclusive: the legend says so (a UI walk found it unnamed).
+  const leaning = trials.some((t) => t.decision === 'inconclusive' && t.lean);
+  const word = (d: TrialDecision) => (d === 'inconclusive' && leaning ? 'inconclusive or leaning' : DECISION_WORDS[d]);
   // One label under its line, the other over it, inside the plot, so a small noise floor does not stack the two
   // (verticalAlign alone left both centred on their lines past the end: a UI walk saw them overlap).
   type Mark = { yAxis: number; name: string; lineStyle: { color: string; type: 'dashed' | 'solid' }; label: { position: 'insideEndTop' | 'insideEndBottom' } };
@@ -70,14 +73,14 @@ export function trialsOption(trials: readonly TrialChartInput[], noiseFloor: num
   return {
     animation: false,
     title: title('Speedup of each trial over the current best (median, confidence interval)'),
-    legend: { bottom: 0, data: decisions.map((d) => DECISION_WORDS[d]), textStyle: { color: MUTED } },
+    legend: { bottom: 0, data: decisions.map(word), textStyle: { color: MUTED } },
     tooltip: { ...tooltip('x', 'item') },
     grid: { left: 56, right: 110, top: 50, bottom: labels.length > 3 ? 96 : 64 },
     xAxis: { type: 'category', data: labels, axisLabel: { ...axisLabel, interval: 0, rotate: labels.length > 3 ? 20 : 0 }, axisLine: { lineStyle: { color: GRID_LINE } } },
     yAxis: { type: 'value', name: 'speedup', scale: true, nameTextStyle: { color: MUTED }, axisLabel: { ...axisLabel, formatter: (v: number) => `${formatValue(v)}x` }, splitLine: { lineStyle: { color: GRID_LINE } } },
     series: [
       ...decisions.map((d, i) => ({
-        name: DECISION_WORDS[d],
+        name: word(d),
         type: 'scatter',
         symbolSize: 11,
         itemStyle: { color: DECISION_COLOURS[d] },

@@ -134,7 +134,7 @@ export function diagnose(b: OptimiseBaseline, steps?: number): Diagnosis {
     unknown: 'nothing measured',
   };
   if (!(value > 0)) return { bound: 'unknown', summary: 'the baseline recorded no phase times', findings };
-  return { bound, summary: `${pct(value)} of the ${ms(b.stepMs)} step is ${words[bound]}: the step is ${bound === 'compute' ? 'compute' : bound}-bound.`, findings };
+  return { bound, summary: `${pct(value)} of the ${ms(b.stepMs)} step is ${words[bound]}.`, findings }; // the bound is said beside it, once
 }
 
 // A script's bound: its probe times the data wait, not the engine's phases, and on a job of several ranks the time its

@@ -22,6 +22,13 @@ import { printable } from '../../api/shell-word';
 
 const pct = (x: number | null) => (x === null ? 'not measured' : fmt(x, '%'));
 
+/** How the benchmarks measured: once when they all measured alike (a report once said the same protocol twice), else each by its label. */
+function protocolText(runs: readonly BenchmarkRun[], labels: readonly string[]): string {
+  const each = runs.map((r) => `${r.result.repeat} repetition${r.result.repeat === 1 ? '' : 's'} of ${r.result.warmupSteps} + ${r.result.steps} steps`);
+  if (new Set(each).size === 1) return `${runs.length === 1 ? 'The benchmark' : 'Each benchmark'} ran ${each[0]}`;
+  return `The benchmarks ran ${each.map((e, i) => `${e} (${labels[i]})`).join('; ')}`;
+}
+
 function benchmarkMetrics(runs: readonly BenchmarkRun[], labels: readonly string[]): string {
   const row = (name: string, read: (r: BenchmarkRun) => string) => [name, ...runs.map(read)];
   return table(
@@ -70,7 +77,7 @@ function benchmarkPart(input: ReportInput): { lines: string[]; figures: FigureSp
   const memory = { name: `memory-${runSlug(base.id)}.svg`, title: 'Memory by kind', alt: `Memory by kind, predicted and measured, run ${base.id}: ${fmt(base.result.target.memory.measured.total / MB, 'MB')} measured in all`, runId: base.id, option: memoryKindsOption(base.result.target.memory) };
   const telemetry = telemetryFigures(base.id, base.telemetry);
   const lines = [
-    `Steady state: the mean over the measured steps after the warm-up; wall clock: the mean over every step, warm-up included. Each benchmark ran ${runs.map((r) => `${r.result.repeat} repetitions of ${r.result.warmupSteps} + ${r.result.steps} steps`).join('; ')} (each repetition a fresh trainer).`,
+    `Steady state: the mean over the measured steps after the warm-up; wall clock: the mean over every step, warm-up included. ${protocolText(runs, labels)} (each repetition a fresh trainer).`,
     '',
     benchmarkMetrics(runs, labels),
     '',
