@@ -43,6 +43,9 @@ describe('Benchmarks area', () => {
     await page.getByTestId('benchmark-phase-chart').locator('canvas').first().waitFor();
     await page.getByTestId('benchmark-throughput-chart').locator('canvas').first().waitFor();
     expect(await page.getByTestId('benchmark-findings').innerText()).toMatch(/Findings for #2/);
+    // An older row's findings are a click away.
+    await page.getByTestId('benchmark-show-findings-1').click();
+    expect(await page.getByTestId('benchmark-findings').innerText()).toMatch(/Findings for #1/);
     // Issue 26: the model's arithmetic against the peak measured on this CPU, and why a CPU has no GPU energy.
     expect(await page.getByTestId('benchmark-utilisation').innerText()).toMatch(/^Utilisation: [\d.]+ GFLOP\/s of model arithmetic: \d+\.\d% of the \d+ GFLOP\/s measured on this device/);
     expect(await page.getByTestId('benchmark-energy').innerText()).toMatch(/^Energy: not measured: /);
