@@ -7,8 +7,8 @@ export const GateVerdictSchema = z.object({
   outcome: z.enum(['faster', 'same', 'slower', 'undecided']),
   /** 0: faster, or the same within the tolerance; 1: slower beyond it; 2: could not decide. */
   exitCode: z.union([z.literal(0), z.literal(1), z.literal(2)]),
-  /** Median samples/s of the second over the first, with its 95% bootstrap CI; null where none could be given. */
-  change: z.object({ low: z.number(), median: z.number(), high: z.number() }).nullable(),
+  /** Median samples/s of the second over the first, with its interval (95%, or its true coverage over few repetitions); null where none could be given. */
+  change: z.object({ low: z.number(), median: z.number(), high: z.number(), coverage: z.number().min(0).max(1).optional() }).nullable(),
   tolerance: z.number(),
   text: z.string(),
 });

@@ -3,7 +3,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { ApiError } from '../api/errors';
 import type { CheckResult } from '../api/check';
 import { createServices } from '../core/services';
-import { median } from '../core/stats/bootstrap';
+import { median } from '../core/stats/medians';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { type ConfounderPolicy, ConfounderPolicySchema } from '../api/optimise';
 import { printable } from '../api/shell-word';

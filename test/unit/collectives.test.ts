@@ -4,7 +4,7 @@
 // noise, names none.
 import { describe, expect, it } from 'vitest';
 
-import { seededRandom } from '../../src-main/core/stats/bootstrap';
+import { seededRandom } from '../../src-main/core/stats/medians';
 import type { RankCollective, RankStep } from '../../src-main/core/stats/collectives';
 import { communication, scalingEfficiency, straggler, wilson } from '../../src-main/core/stats/collectives';
 

@@ -68,11 +68,11 @@ describe('trainbench/core-layers', () => {
         // Same layer (runners), one layer down (drivers), the bottom (base), the same folder.
         { code: "import { x } from '../targets/x';", filename: file('src-main/core/knobs/a.ts'), options },
         { code: "import { x } from '../script/x';", filename: file('src-main/core/knobs/a.ts'), options },
-        { code: "import { x } from '../stats/bootstrap';\nimport { y } from './y';", filename: file('src-main/core/knobs/a.ts'), options },
+        { code: "import { x } from '../stats/medians';\nimport { y } from './y';", filename: file('src-main/core/knobs/a.ts'), options },
         { code: "import { x } from '../batch-size/x';", filename: file('src-main/core/optimise/a.ts'), options },
         // A capability importing stats.
-        { code: "import { x } from '../stats/bootstrap';", filename: file('src-main/core/reports/a.ts'), options },
-        { code: "import type { X } from '../stats/bootstrap';", filename: file('src-main/core/optimise/a.ts'), options, languageOptions: ts },
+        { code: "import { x } from '../stats/medians';", filename: file('src-main/core/reports/a.ts'), options },
+        { code: "import type { X } from '../stats/medians';", filename: file('src-main/core/optimise/a.ts'), options, languageOptions: ts },
         // The root imports anything in core.
         {
           code: "import { a } from './optimise/x';\nimport { b } from './knobs/x';\nimport { c } from './datasets/importers/x';\nimport { d } from './jobs/x';\nimport { e } from './app-info';",

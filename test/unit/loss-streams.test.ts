@@ -8,7 +8,7 @@ import { acrossStreams, STREAMS_FALSE_REJECTION } from '../../src-main/core/opti
 import { studentTCdf, studentTQuantile } from '../../src-main/core/optimise/student-t';
 import { decideTrial } from '../../src-main/core/optimise/trial-decision';
 import { WizardLoop } from '../../src-main/core/optimise/wizard-loop';
-import { seededRandom } from '../../src-main/core/stats/bootstrap';
+import { seededRandom } from '../../src-main/core/stats/medians';
 import type { Candidates, Repetition, SearchState, WizardRules, WizardTarget } from '../../src-main/core/targets/target-runner';
 
 /**

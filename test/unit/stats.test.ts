@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
-import { median, medianInterval, quantile, ratioInterval, relativeHalfWidth, seededRandom } from '../../src-main/core/stats/bootstrap';
+import { median, medianInterval, quantile, relativeHalfWidth, seededRandom } from '../../src-main/core/stats/medians';
+import { ratioInterval } from '../../src-main/core/stats/ratio-interval';
 import { decide } from '../../src-main/core/stats/decision';
 
 /** Throughputs of k repetitions with a given relative noise (normal, Box-Muller) and a linear drift. */
@@ -17,7 +18,7 @@ function trial(seed: number, trueSpeedup: number, k = 5, cv = 0.03) {
   const base = simulate(random, 1000, k, cv);
   const cand = simulate(random, 1000 * trueSpeedup, k, cv);
   const noise = relativeHalfWidth(medianInterval(base));
-  return decide(ratioInterval(base, cand, { seed }), noise);
+  return decide(ratioInterval(base, cand), noise);
 }
 
 describe('statistics of repeated measurements', () => {

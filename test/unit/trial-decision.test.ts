@@ -2,7 +2,7 @@
 // K pairs of best/candidate repetitions (the wizard's default is 5).
 import { describe, expect, it } from 'vitest';
 
-import { seededRandom } from '../../src-main/core/stats/bootstrap';
+import { seededRandom } from '../../src-main/core/stats/medians';
 import { orderIntervalCoverage, pairsAllow, pairsToDecide } from '../../src-main/api/order-interval';
 import { trialDecisionWords } from '../../src-main/api/charts/optimise-charts';
 import { decideTrial, medianOrderInterval, noiseFloor, pairedSpeedup, relativeLossDelta } from '../../src-main/core/optimise/trial-decision';

@@ -1,6 +1,7 @@
 import type { GateOutcome, GateVerdict } from '../../api/check';
-import type { Interval } from '../stats/bootstrap';
-import { ratioInterval } from '../stats/bootstrap';
+import { intervalLevel } from '../../api/order-interval';
+import type { Interval } from '../stats/medians';
+import { ratioInterval } from '../stats/ratio-interval';
 
 const EXIT: Record<GateOutcome, 0 | 1 | 2> = { faster: 0, same: 0, slower: 1, undecided: 2 };
 
@@ -19,7 +20,7 @@ export function gateVerdict(saved: readonly number[], now: readonly number[], to
     return make('undecided', null, `could not decide: ${Math.min(saved.length, now.length)} repetition gives no interval (the saved run has ${saved.length}, this one ${now.length}): use 3 or more`);
   }
   const change = ratioInterval(saved, now);
-  const ci = `${signed(change.median)} (95% CI ${signed(change.low)} to ${signed(change.high)})`;
+  const ci = `${signed(change.median)} (${intervalLevel(change)} CI ${signed(change.low)} to ${signed(change.high)})`;
   if (change.high < 1 - tolerance) return make('slower', change, `slower by ${(100 * (1 - change.median)).toFixed(1)}%: ${ci}, the whole interval beyond the tolerance of ${t}`);
   if (change.low > 1) return make('faster', change, `faster by ${(100 * (change.median - 1)).toFixed(1)}%: ${ci}, the whole interval above the saved run`);
   if (change.low >= 1 - tolerance && change.high <= 1 + tolerance) return make('same', change, `same within the tolerance: ${ci} lies within ${t}`);

@@ -1,7 +1,7 @@
 import type { TestSplit } from '../../api/datasets';
 import { splitSeedProblem, testFractionProblem } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
-import { seededRandom } from '../stats/bootstrap';
+import { seededRandom } from '../stats/medians';
 import type { Chunk, RecordSource } from './importers/record-source';
 import { recordBytes } from './importers/record-source';
 

@@ -1,6 +1,6 @@
 import type { OptimiseTrial } from '../../api/optimise';
 import { ciLevel } from '../../api/order-interval';
-import type { Interval } from '../stats/bootstrap';
+import type { Interval } from '../stats/medians';
 import type { FinalWords } from '../targets/target-runner';
 
 

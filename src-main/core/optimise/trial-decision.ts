@@ -1,7 +1,7 @@
 import type { TrialDecision } from '../../api/optimise';
 import { ciLevel, DECIDING_COVERAGE, orderIntervalCoverage, pairsToDecide } from '../../api/order-interval';
-import type { Interval } from '../stats/bootstrap';
-import { medianInterval, relativeHalfWidth } from '../stats/bootstrap';
+import type { Interval } from '../stats/medians';
+import { medianInterval, relativeHalfWidth } from '../stats/medians';
 import { decide } from '../stats/decision';
 import type { AcrossStreams } from './loss-streams';
 import { acrossStreamsText, streamsTolerance } from './loss-streams';

@@ -1,7 +1,7 @@
 import { ApiError } from '../../api/errors';
 import type { ConditionsRow, OptimiseChange, OptimiseProgress, OptimiseTrial, SkippedChange } from '../../api/optimise';
-import type { Interval } from '../stats/bootstrap';
-import { median, medianInterval } from '../stats/bootstrap';
+import type { Interval } from '../stats/medians';
+import { median, medianInterval } from '../stats/medians';
 import type { FinalComparison, LoopProgress, Repetition, SearchState, WizardRules, WizardTarget } from '../targets/target-runner';
 import { WizardCancelled } from '../targets/wizard-cancelled';
 import { conditionsDiffer } from '../../api/confounders';

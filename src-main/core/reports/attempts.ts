@@ -4,8 +4,9 @@ import { settingWords } from '../../api/run-config';
 import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import type { Decision } from '../stats/decision';
 import { decide } from '../stats/decision';
-import type { Interval } from '../stats/bootstrap';
-import { ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
+import type { Interval } from '../stats/medians';
+import { relativeHalfWidth } from '../stats/medians';
+import { ratioInterval } from '../stats/ratio-interval';
 import type { OptimiseTrial } from '../../api/optimise';
 import type { BatchSearchRun, BenchmarkRun, OptimiseRun, ReportRun } from './report-runs';
 

@@ -1,5 +1,6 @@
 // Small markdown writers the report sections share: numbers as the app shows them, tables, figures.
 import { formatValue } from '../../api/charts/theme';
+import { intervalLevel } from '../../api/order-interval';
 import { printable } from '../../api/shell-word';
 
 /** A number as the app shows it (three significant digits, thousands separated), with its unit. */
@@ -21,8 +22,9 @@ export function signedPercent(fraction: number): string {
 /** An interval as text: "1,234 to 1,456". */
 export const ci = (i: { low: number; high: number }) => `${fmt(i.low)} to ${fmt(i.high)}`;
 
-/** A speedup interval as a change: "+12% (95% CI +4.1% to +20%)". */
-export const speedupText = (s: { median: number; low: number; high: number }) => `${signedPercent(s.median - 1)} (95% CI ${signedPercent(s.low - 1)} to ${signedPercent(s.high - 1)})`;
+/** A speedup interval as a change: "+12% (95% CI +4.1% to +20%)", its level the true one over few repetitions ("90.0% CI"). */
+export const speedupText = (s: { median: number; low: number; high: number; coverage?: number }) =>
+  `${signedPercent(s.median - 1)} (${intervalLevel(s)} CI ${signedPercent(s.low - 1)} to ${signedPercent(s.high - 1)})`;
 
 /**
  * Text from outside (a run file) made inert in markdown, in prose and in a table cell alike: printable (no

@@ -6,14 +6,15 @@ import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import { usableBytesOf } from '../../api/batch-size';
 import { settingWords } from '../../api/run-config';
 import { commandText } from '../targets/script/script-benchmark';
-import type { Interval } from '../stats/bootstrap';
-import { ratioInterval, relativeHalfWidth } from '../stats/bootstrap';
+import type { Interval } from '../stats/medians';
+import { relativeHalfWidth } from '../stats/medians';
+import { ratioInterval } from '../stats/ratio-interval';
 import type { Decision } from '../stats/decision';
 import { decide } from '../stats/decision';
 import type { BenchmarkAttempt, SearchAttempt } from './attempts';
 import { recommendsBaselineBatch } from './attempts';
 import { engineWizardView, scriptWizardView, wizardAttemptBody, wizardSkippedLines, wizardTrialsFigure } from './section-wizard';
-import { changeText, ci, code, figureLink, fmt, MB, MiB, signedPercent, speedupText, table } from './markdown';
+import { changeText, ci, code, figureLink, fmt, MB, MiB, speedupText, table } from './markdown';
 import type { FigureSpec, ReportInput, SectionOutput } from './report-model';
 import { bothTargets } from './report-model';
 import type { ScriptBatchRun, ScriptBenchmarkRun } from './report-runs';
@@ -36,7 +37,7 @@ function benchmarkAttemptBody(n: number, a: BenchmarkAttempt): string {
   const what = settings.length ? settings.map((c) => `${settingWords(c.setting)} ${c.baseline} → ${c.attempt}`).join(', ') : 'no setting changed (a repeat of the baseline)';
   const s = a.speedup;
   const rows = [
-    ['samples/s, median', fmt(b.samplesPerSecCi.median), fmt(r.samplesPerSecCi.median), `${signedPercent(s.median - 1)} (95% CI ${signedPercent(s.low - 1)} to ${signedPercent(s.high - 1)})`],
+    ['samples/s, median', fmt(b.samplesPerSecCi.median), fmt(r.samplesPerSecCi.median), speedupText(s)],
     [`samples/s, ${intervalLevels([b.samplesPerSecCi, r.samplesPerSecCi])} CI`, ci(b.samplesPerSecCi), ci(r.samplesPerSecCi), ''],
     ['step time, steady state (ms)', fmt(b.stepTime.steadyStateMeanMs), fmt(r.stepTime.steadyStateMeanMs), change(b.stepTime.steadyStateMeanMs, r.stepTime.steadyStateMeanMs)],
     ['step time, wall clock (ms)', fmt(b.stepTime.wallClockMeanMs), fmt(r.stepTime.wallClockMeanMs), change(b.stepTime.wallClockMeanMs, r.stepTime.wallClockMeanMs)],
@@ -44,7 +45,7 @@ function benchmarkAttemptBody(n: number, a: BenchmarkAttempt): string {
     ['training memory, measured (MB)', fmt(b.target.memory.measured.total / MB), fmt(r.target.memory.measured.total / MB), change(b.target.memory.measured.total, r.target.memory.measured.total)],
   ];
   const analysis = [
-    `The speedup's interval is a percentile bootstrap over the ${b.repetitions.length} + ${r.repetitions.length} repetitions; the baseline's noise floor (half its CI's width relative to its median) is ${fmt(100 * a.noiseFloor, '%')}. ${a.why[0].toUpperCase()}${a.why.slice(1)}.`,
+    `The speedup's interval comes from the ${b.repetitions.length} x ${r.repetitions.length} ratios of a repetition of this run to one of the baseline (Mann-Whitney); the baseline's noise floor (half its CI's width relative to its median) is ${fmt(100 * a.noiseFloor, '%')}. ${a.why[0].toUpperCase()}${a.why.slice(1)}.`,
   ];
   const p = a.largestPhaseChange;
   if (p) analysis.push(`The phase that moved most is \`${p.phase}\`: ${fmt(p.baseline)} → ${fmt(p.attempt)} ${p.unit} (${change(p.baseline, p.attempt)}).`);

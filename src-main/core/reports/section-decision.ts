@@ -42,7 +42,7 @@ function engineDecision(input: ReportInput): SectionOutput {
     lines.push(`Keep the baseline configuration (${configuration(input.baseline)}): ${benchmarkAttempts.length ? 'no benchmarked change beat the run-to-run noise' : 'no change was benchmarked against it'}.`);
   } else {
     const best = accepted.reduce((x, y) => (y.speedup.median > x.speedup.median ? y : x));
-    lines.push(`Use the configuration of ${code(best.run.id)} (${configuration(best.run)}): ${fmt(best.run.result.samplesPerSecCi.median, 'samples/s')}, ${signedPercent(best.speedup.median - 1)} over the baseline (95% CI ${signedPercent(best.speedup.low - 1)} to ${signedPercent(best.speedup.high - 1)}).`);
+    lines.push(`Use the configuration of ${code(best.run.id)} (${configuration(best.run)}): ${fmt(best.run.result.samplesPerSecCi.median, 'samples/s')}, ${signedPercent(best.speedup.median - 1)} over the baseline (${intervalLevel(best.speedup)} CI ${signedPercent(best.speedup.low - 1)} to ${signedPercent(best.speedup.high - 1)}).`);
     if (best.recipeChanges.length) lines.push('', `It changes the training recipe (${best.recipeChanges.join(', ')}): check what it trains to before adopting it.`);
     if (accepted.length > 1) lines.push('', 'Accepted attempts were each measured against the baseline alone, not combined; their effects may not add up.');
   }

@@ -4,8 +4,8 @@ import { PHASE_NAMES, PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import { intervalLevel } from '../../api/order-interval';
 import type { TelemetrySummary } from '../../api/telemetry';
 import type { TrainStepEvent } from '../../api/training';
-import type { Interval } from './bootstrap';
-import { medianInterval } from './bootstrap';
+import type { Interval } from './medians';
+import { medianInterval } from './medians';
 
 /** Thresholds behind the findings, named once. */
 export const THRESHOLDS = {

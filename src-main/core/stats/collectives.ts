@@ -2,7 +2,7 @@
 // how much of the step waits on communication, and the all-reduce bandwidth achieved. Step times cannot say it:
 // DDP's all-reduce makes every rank's step as long as the slowest's; the ranks' arrival times at each collective do.
 // Pure functions of what the probes sent, on the collector's clock (each node's offset already applied).
-import { median } from './bootstrap';
+import { median } from './medians';
 
 /** One collective (a DDP gradient bucket's all-reduce, an explicit torch.distributed call) as one rank saw it. */
 export interface RankCollective {

@@ -1,4 +1,4 @@
-import type { Interval } from './bootstrap';
+import type { Interval } from './medians';
 
 export type Decision = 'accept' | 'reject' | 'inconclusive';
 

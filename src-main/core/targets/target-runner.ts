@@ -14,7 +14,7 @@ import type {
   WizardObjective,
   WizardState,
 } from '../../api/optimise';
-import type { Interval } from '../stats/bootstrap';
+import type { Interval } from '../stats/medians';
 import type { RunComputeDevice, RunRecordJson } from '../../api/run-record';
 import type {
   ScriptBatchSearchRequest,

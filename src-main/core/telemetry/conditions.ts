@@ -3,7 +3,7 @@ import { promises as fs, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 
 import type { Conditions, TelemetrySample } from '../../api/telemetry';
-import { median } from '../stats/bootstrap';
+import { median } from '../stats/medians';
 import { COMPUTE_APPS_ARGS, type ComputeApp, parseComputeApps } from './nvidia-smi-parser';
 
 /** Linux reports CPU time in clock ticks; 100 per second on every mainstream kernel build. */

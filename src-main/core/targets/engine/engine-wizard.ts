@@ -22,7 +22,7 @@ import { createRun } from '../../workspace/run-store';
 import type { RunningJob } from '../../jobs/running-jobs';
 import type { BaselineMeasures, FinalComparison, LoopProgress, SayPhase, WizardOptions, WizardRules, WizardSession } from '../target-runner';
 import { WizardCancelled } from '../wizard-cancelled';
-import { medianInterval } from '../../stats/bootstrap';
+import { medianInterval } from '../../stats/medians';
 import type { EngineRepetition } from './wizard-repetitions';
 import { EngineRepetitions, engineBenchmarkRequest } from './wizard-repetitions';
 import type { Workspace } from '../../workspace/workspace';

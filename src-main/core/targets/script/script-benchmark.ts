@@ -15,7 +15,7 @@ import type { BenchmarkAggregate } from '../../stats/benchmark-summary';
 import { findings, mergeTelemetry, phaseShares, withOther } from '../../stats/benchmark-summary';
 import type { EventHub } from '../../common/event-hub';
 import type { RunRecord } from '../../workspace/run-store';
-import { medianInterval } from '../../stats/bootstrap';
+import { medianInterval } from '../../stats/medians';
 import { CPU_ENERGY_MISSING, energyPerSample } from '../../telemetry/energy';
 import type { TelemetryService } from '../../telemetry/telemetry-service';
 import { probeDir } from '../../script/launcher';

@@ -11,7 +11,7 @@ import { phaseShares } from '../../stats/benchmark-summary';
 import type { EventHub } from '../../common/event-hub';
 import type { RunRecord } from '../../workspace/run-store';
 import { createRun } from '../../workspace/run-store';
-import { medianInterval } from '../../stats/bootstrap';
+import { medianInterval } from '../../stats/medians';
 import type { ScriptRepetition } from './wizard-launches';
 import { LAUNCH_TELEMETRY_MS, ScriptLaunches } from './wizard-launches';
 import type { TelemetryService } from '../../telemetry/telemetry-service';

@@ -16,7 +16,7 @@ import type { TrialRecord } from '../../script/measured-launch';
 import { trialError } from '../../script/measured-launch';
 import { launchMeasured } from '../../script/measured-launch';
 import { otherNodes } from '../../nodes/followers';
-import { median } from '../../stats/bootstrap';
+import { median } from '../../stats/medians';
 import type { Candidates, FinalWords, Repetition, WizardTarget } from '../target-runner';
 
 /** A launch of the user's command: throughput, its phases, and the mean loss over its measured steps. */

@@ -1,6 +1,6 @@
 /**
- * Small-sample statistics for repeated measurements: medians with their order-statistic
- * confidence intervals, and seeded percentile-bootstrap intervals of a ratio of two medians.
+ * Small-sample statistics for repeated measurements: medians with their order-statistic confidence
+ * intervals (a ratio of two sets' medians is in ratio-interval.ts), and the seeded generator tests and splits draw from.
  */
 import { orderIndex, orderIntervalCoverage } from '../../api/order-interval';
 
@@ -44,25 +44,6 @@ export interface Interval {
   coverage?: number;
 }
 
-export interface BootstrapOptions {
-  /** Two-sided confidence level, 0.95 by default. */
-  confidence?: number;
-  resamples?: number;
-  seed?: number;
-}
-
-function resampleMedian(xs: readonly number[], random: () => number, scratch: number[]): number {
-  for (let i = 0; i < xs.length; i++) scratch[i] = xs[Math.floor(random() * xs.length)];
-  scratch.sort((a, b) => a - b);
-  return quantile(scratch, 0.5);
-}
-
-function percentileInterval(estimate: number, draws: number[], confidence: number): Interval {
-  draws.sort((a, b) => a - b);
-  const tail = (1 - confidence) / 2;
-  return { low: quantile(draws, tail), median: estimate, high: quantile(draws, 1 - tail) };
-}
-
 /**
  * The distribution-free confidence interval of a median from order statistics (the sign test's):
  * [x(j), x(n+1-j)] with the largest j whose coverage, 1 - 2 P(Bin(n, 1/2) < j), reaches `confidence`.
@@ -79,21 +60,6 @@ export function medianInterval(xs: readonly number[], options: { confidence?: nu
   const interval = { low: sorted[j - 1], median: quantile(sorted, 0.5), high: sorted[n - j] };
   const coverage = orderIntervalCoverage(n, confidence);
   return coverage < confidence ? { ...interval, coverage } : interval;
-}
-
-/**
- * CI of median(candidate) / median(baseline): for throughputs, the speedup.
- * Each side is resampled on its own (the repetitions are independent runs).
- */
-export function ratioInterval(baseline: readonly number[], candidate: readonly number[], options: BootstrapOptions = {}): Interval {
-  checkSamples(baseline, 'ratioInterval baseline');
-  checkSamples(candidate, 'ratioInterval candidate');
-  const { confidence = 0.95, resamples = 4000, seed = 1 } = options;
-  const random = seededRandom(seed);
-  const a = new Array<number>(baseline.length);
-  const b = new Array<number>(candidate.length);
-  const draws = Array.from({ length: resamples }, () => resampleMedian(candidate, random, b) / resampleMedian(baseline, random, a));
-  return percentileInterval(median(candidate) / median(baseline), draws, confidence);
 }
 
 /** Half the width of an interval relative to its median: the run-to-run noise of a measurement. */
