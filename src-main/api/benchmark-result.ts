@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { BenchmarkPhasesSchema, EnergySchema, FindingSchema, IntervalSchema, UtilisationSchema } from './benchmark';
 import { ScriptCollectivesSchema } from './collectives';
 import { ScriptAppliedSchema, ScriptFloorsSchema, ScriptFlopsSchema, ScriptRankSchema, ScriptTargetSchema } from './script-target';
-import { olderResult, omit, pick, type Raw } from './target-upgrade';
+import { olderResult, omit, pick, type Raw, withMedianLevel } from './target-upgrade';
 import { TelemetrySummarySchema } from './telemetry';
 import { MemoryBreakdownSchema, ProcessMemorySchema } from './training';
 
@@ -153,7 +153,7 @@ function upgradeBenchmark(raw: unknown): unknown {
 }
 
 /** A training benchmark's result, either target (older run files are read through upgradeBenchmark). */
-export const BenchmarkResultSchema = z.preprocess(upgradeBenchmark, BenchmarkResultShape);
+export const BenchmarkResultSchema = z.preprocess((raw) => withMedianLevel(upgradeBenchmark(raw), 'samplesPerSecCi'), BenchmarkResultShape);
 
 export type EngineRepetition = Omit<BenchmarkRepetition, 'target'> & { target: z.infer<typeof EngineRepetitionDetailSchema> };
 export type ScriptRepetition = Omit<BenchmarkRepetition, 'target'> & { target: z.infer<typeof ScriptRepetitionDetailSchema> };

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { DiagnosisSchema, EngineBaselineDetailSchema, LimitsSchema, OptimiseConfigSchema, OptimiseStatusSchema, StepsWidenedSchema, WizardResultSchema } from './optimise';
 import type { Diagnosis, Limits } from './optimise';
 import { ScriptLoaderSettingsSchema, ScriptTargetSchema } from './script-target';
-import { olderResult, omit, pick, type Raw } from './target-upgrade';
+import { olderResult, omit, pick, type Raw, withMedianLevel } from './target-upgrade';
 
 const OverrideMapSchema = z.record(z.string(), z.union([z.number(), z.boolean(), z.string()]));
 
@@ -106,15 +106,23 @@ function upgradeWizard(raw: unknown): unknown {
   };
 }
 
+/** upgradeWizard's result with its baseline's median interval at its true level (withMedianLevel). */
+function withBaselineLevel(raw: unknown): unknown {
+  const r = upgradeWizard(raw);
+  if (typeof r !== 'object' || r === null) return r;
+  const baseline = (r as Raw).baseline;
+  return baseline ? { ...(r as Raw), baseline: withMedianLevel(baseline, 'samplesPerSec') } : r;
+}
+
 /** The wizard's result, either target (older run files are read through upgradeWizard). */
-export const OptimiseResultSchema = z.preprocess(upgradeWizard, OptimiseResultShape);
+export const OptimiseResultSchema = z.preprocess(withBaselineLevel, OptimiseResultShape);
 
 /**
  * What a script optimisation's run.json keeps when it stopped early (cancelled or failed): the baseline once
  * measured, every finished trial, no final.
  */
 export const OptimiseRecordSchema = z.preprocess(
-  upgradeWizard,
+  withBaselineLevel,
   OptimiseResultShape.extend({ baseline: OptimiseResultShape.shape.baseline.nullable(), final: OptimiseResultShape.shape.final.nullable() }),
 );
 export type OptimiseRecord = z.infer<typeof OptimiseRecordSchema>;

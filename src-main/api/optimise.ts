@@ -7,6 +7,7 @@ import { ConditionsSchema } from './telemetry';
 import { TargetKindSchema } from './target';
 import { ModelSpecSchema } from './model-spec';
 import { DataSourceSchema } from './training';
+import { withMedianLevel } from './target-upgrade';
 
 /**
  * The optimisation wizard's contract (issue 12): a baseline, a diagnosis, the
@@ -320,7 +321,8 @@ export const WizardStateSchema = z.object({
   status: OptimiseStatusSchema,
   /** Every run that recorded part of this wizard, oldest first. */
   runIds: z.array(IdSchema),
-  baseline: OptimiseBaselineSchema.nullable(),
+  /** A state saved before intervals carried their level reads its baseline's at its true level (ADR 0045). */
+  baseline: z.preprocess((b) => withMedianLevel(b, 'samplesPerSec'), OptimiseBaselineSchema.nullable()),
   /** Set when the first baseline's window was too short and `request.steps` was raised (that baseline discarded). */
   stepsWidened: StepsWidenedSchema.nullable().default(null),
   diagnosis: DiagnosisSchema.nullable(),

@@ -219,7 +219,10 @@ describe('opening each run', () => {
     const { result, telemetry } = reported(RUNS.engineBenchmark, 'benchmark');
     // Written flat, before both targets shared one shape: the engine's own fields are read into `target`.
     expect(result).toMatchObject({ batchSize: 64, warmupSteps: 2, steps: 10, repeat: 3, samplesPerSec: 103906.84880887845, target: { kind: 'engine', stepsPerEpoch: 937 } });
-    expect(result.samplesPerSecCi).toEqual({ low: 99454.66211599427, median: 103906.84880887845, high: 104877.04477463235 });
+    // Its bootstrap interval over 3 repetitions is [min, max]: read at that interval's true level, 75% (ADR 0045), not as 95%.
+    expect(result.samplesPerSecCi).toEqual({ low: 99454.66211599427, median: 103906.84880887845, high: 104877.04477463235, coverage: 0.75 });
+    const reps = result.repetitions.map((x) => x.samplesPerSec);
+    expect([Math.min(...reps), Math.max(...reps)]).toEqual([result.samplesPerSecCi.low, result.samplesPerSecCi.high]);
     expect(result.stepTime.steadyStateMeanMs).toBe(0.623228);
     expect(result.target.predictedEpochSeconds.fromSteadyState).toBe(0.583964636);
     expect(result.repetitions.map((x) => x.samplesPerSec)).toHaveLength(3);
@@ -256,7 +259,7 @@ describe('opening each run', () => {
   it('engine optimisation wizard: baseline, diagnosis, limits, each decision, the verdict', () => {
     const { result, telemetry } = reported(RUNS.engineOptimise, 'optimise');
     expect(result).toMatchObject({ jobId: ENGINE_WIZARD, status: 'completed', preset: 'balanced', repeat: 3 });
-    expect(result.baseline.samplesPerSec).toEqual({ low: 99983.59644120887, median: 100793.79840956835, high: 105041.91336471241 });
+    expect(result.baseline.samplesPerSec).toEqual({ low: 99983.59644120887, median: 100793.79840956835, high: 105041.91336471241, coverage: 0.75 }); // 3 repetitions (ADR 0045)
     expect(result.baseline.noiseFloor).toBe(0.02509240153322449);
     expect(result.diagnosis.bound).toBe('host-overhead');
     expect(result.limits.compute?.flopsPerSample).toBe(50890);
@@ -324,7 +327,7 @@ describe('opening each run', () => {
     const { result, telemetry } = reported(RUNS.scriptBenchmark, 'script-benchmark');
     // Written with the command as `target`: the script's own fields are read into `target`, the command beside them.
     expect(result).toMatchObject({ batchSize: 64, warmupSteps: 2, steps: 10, repeat: 3, samplesPerSec: 9111.307029615797, target: { kind: 'script', worldSize: 1, overrides: {}, command: { kind: 'script' } } });
-    expect(result.samplesPerSecCi).toEqual({ low: 8736.222192604757, median: 9111.307029615797, high: 11681.426331671753 });
+    expect(result.samplesPerSecCi).toEqual({ low: 8736.222192604757, median: 9111.307029615797, high: 11681.426331671753, coverage: 0.75 }); // 3 launches (ADR 0045)
     expect(result.target.dataWait).toMatchObject({ rank: 0, msPerStep: 0.744079200012493 });
     expect(result.target.memory.hostPeakRssBytes).toBe(333008896);
     expect(result.findings.map((f) => f.measurement?.name)).toEqual(['phasesPercent.data', 'samplesPerSecCi.widthPercent']);
@@ -371,7 +374,7 @@ describe('opening each run', () => {
 
   it('killed script optimisation: its saved baseline reads, and it can be resumed from it', async () => {
     const state = await readScriptWizardState(ws, RUNS.scriptOptimiseKilled.id);
-    expect(state?.baseline?.samplesPerSec).toEqual({ low: 9736.574244652256, median: 10006.857339545684, high: 10277.140434439112 });
+    expect(state?.baseline?.samplesPerSec).toEqual({ low: 9736.574244652256, median: 10006.857339545684, high: 10277.140434439112, coverage: 0.5 }); // 2 launches cover 50% (ADR 0045)
     expect(state?.baseline?.repetitions).toEqual([9736.574244652256, 10277.140434439112]);
     expect(state).toMatchObject({ trials: [], final: null });
     // Written before the record kept a status: the run's own says it did not end well (interrupted: failed, not cancelled).
