@@ -147,6 +147,8 @@ describe('trainbench report (CPU runs on Fashion-MNIST)', () => {
     expect(text).toContain(`No change: the search recommends batch ${formatValue(recommended as number)}, the batch the baseline already uses.`);
     expect(text).toContain(`batch ${formatValue(recommended as number)} recommended by the batch-size search, the baseline's own: nothing to change.`);
     expect(text).not.toMatch(/Recommended batch|not yet measured with repetitions|one trial, no CI/);
+    // The search's learning-rate advice is from the batch it was given, not for the baseline that already has this batch.
+    expect(text).toContain(`the baseline already trains with batch ${formatValue(recommended as number)}, so its learning rate stays as it is.`);
   }, 120_000);
 
   it("shows the baseline's figures exactly as its run file holds them", () => {

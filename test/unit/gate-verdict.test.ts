@@ -37,6 +37,15 @@ describe('the regression gate', () => {
     expect(v.text).toMatch(/reaches past the tolerance of ±5\.0%.*more repetitions or steps narrow it/);
   });
 
+  it('2 + 2 repetitions, clearly slower: no verdict on their 66.7% interval (issue 38), and says what would decide', () => {
+    const v = gateVerdict([1000, 1010], [700, 705], 0.05);
+    expect(v).toMatchObject({ outcome: 'undecided', exitCode: 2 });
+    expect(v.change?.coverage).toBeCloseTo(2 / 3, 12);
+    expect(v.text).toMatch(/^could not decide: -30\.\d% \(66\.7% CI -30\.\d% to -29\.\d%\) rests on 2 \+ 2 repetitions, and a verdict needs an interval of 90% or more \(3 repetitions or more of each\)$/);
+    // 3 + 3 reach 90%: the same change is then called slower.
+    expect(gateVerdict([1000, 1010, 990], [700, 705, 695], 0.05)).toMatchObject({ outcome: 'slower', exitCode: 1, text: expect.stringContaining('(90.0% CI') });
+  });
+
   it('one repetition on either side gives no interval: could not decide', () => {
     expect(gateVerdict([1000], scaled(0.5), 0.05)).toMatchObject({ outcome: 'undecided', exitCode: 2, change: null, text: expect.stringContaining('use 3 or more') });
   });

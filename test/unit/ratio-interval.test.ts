@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { seededRandom } from '../../src-main/core/stats/medians';
+import { decideOnRepetitions } from '../../src-main/core/stats/decision';
 import { ratioInterval } from '../../src-main/core/stats/ratio-interval';
 
 /** P(U <= u) by listing every way to place n candidate ranks among n + m: the exact count to check against. */
@@ -80,5 +81,12 @@ describe('ratioInterval', () => {
     expect(() => ratioInterval([100, 0], [120, 130])).toThrow('ratioInterval baseline: measurement 0 is not a positive finite number');
     expect(() => ratioInterval([100, 110], [NaN])).toThrow('ratioInterval candidate: measurement NaN is not a positive finite number');
     expect(() => ratioInterval([], [1])).toThrow('ratioInterval baseline: no measurements');
+  });
+
+  it('decides an ADR attempt as a wizard trial is decided: on 3 + 2 repetitions (80%) a clear gain only leans', () => {
+    const few = decideOnRepetitions(ratioInterval([100, 101, 99], [140, 141]), 0.01);
+    expect(few.decision).toBe('inconclusive');
+    expect(few.why).toMatch(/^leaning faster: speedup 1\.40\dx, 80\.0% CI 1\.38\dx?–1\.42\d: the whole interval is above 1 .*; a change is accepted or rejected only on an interval of 90% or more \(3 repetitions or more of each\)$/);
+    expect(decideOnRepetitions(ratioInterval([100, 101, 99], [140, 141, 139]), 0.01)).toMatchObject({ decision: 'accept', why: expect.stringContaining('90.0% CI') });
   });
 });

@@ -1,5 +1,5 @@
 import type { GateOutcome, GateVerdict } from '../../api/check';
-import { intervalLevel } from '../../api/order-interval';
+import { DECIDING_COVERAGE, intervalLevel } from '../../api/order-interval';
 import type { Interval } from '../stats/medians';
 import { ratioInterval } from '../stats/ratio-interval';
 
@@ -21,6 +21,10 @@ export function gateVerdict(saved: readonly number[], now: readonly number[], to
   }
   const change = ratioInterval(saved, now);
   const ci = `${signed(change.median)} (${intervalLevel(change)} CI ${signed(change.low)} to ${signed(change.high)})`;
+  // As the wizard and the ADR: no verdict on an interval below 90% (2 + 2 repetitions cover 66.7%).
+  if ((change.coverage ?? 1) < DECIDING_COVERAGE) {
+    return make('undecided', change, `could not decide: ${ci} rests on ${saved.length} + ${now.length} repetitions, and a verdict needs an interval of ${(100 * DECIDING_COVERAGE).toFixed(0)}% or more (3 repetitions or more of each)`);
+  }
   if (change.high < 1 - tolerance) return make('slower', change, `slower by ${(100 * (1 - change.median)).toFixed(1)}%: ${ci}, the whole interval beyond the tolerance of ${t}`);
   if (change.low > 1) return make('faster', change, `faster by ${(100 * (change.median - 1)).toFixed(1)}%: ${ci}, the whole interval above the saved run`);
   if (change.low >= 1 - tolerance && change.high <= 1 + tolerance) return make('same', change, `same within the tolerance: ${ci} lies within ${t}`);

@@ -3,7 +3,7 @@ import { modelSpecWords } from '../../api/model-words';
 import { settingWords } from '../../api/run-config';
 import { PHASE_NAMES_WITH_OTHER } from '../../api/benchmark';
 import type { Decision } from '../stats/decision';
-import { decide } from '../stats/decision';
+import { decideOnRepetitions } from '../stats/decision';
 import type { Interval } from '../stats/medians';
 import { relativeHalfWidth } from '../stats/medians';
 import { ratioInterval } from '../stats/ratio-interval';
@@ -100,7 +100,7 @@ function benchmarkAttempt(run: BenchmarkRun, baseline: BenchmarkRun): BenchmarkA
     run.result.repetitions.map((r) => r.samplesPerSec),
   );
   const noiseFloor = relativeHalfWidth(baseline.result.samplesPerSecCi);
-  const { decision, why } = decide(speedup, noiseFloor);
+  const { decision, why } = decideOnRepetitions(speedup, noiseFloor);
   // A different batch makes per-step times incomparable: compare the time each sample costs instead.
   const perStep = (r: BenchmarkRun) => r.result.batchSize * r.result.target.accumulation;
   const perSample = perStep(baseline) !== perStep(run);

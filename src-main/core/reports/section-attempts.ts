@@ -10,7 +10,7 @@ import type { Interval } from '../stats/medians';
 import { relativeHalfWidth } from '../stats/medians';
 import { ratioInterval } from '../stats/ratio-interval';
 import type { Decision } from '../stats/decision';
-import { decide } from '../stats/decision';
+import { decideOnRepetitions } from '../stats/decision';
 import type { BenchmarkAttempt, SearchAttempt } from './attempts';
 import { recommendsBaselineBatch } from './attempts';
 import { engineWizardView, scriptWizardView, wizardAttemptBody, wizardSkippedLines, wizardTrialsFigure } from './section-wizard';
@@ -108,6 +108,7 @@ function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { b
     ]),
   );
   const steps = (a.run.record.config as { stepsPerTrial?: number }).stepsPerTrial;
+  const given = (a.run.record.config as { options?: { batchSize?: number } }).options?.batchSize;
   const chosen = r.trials.find((t) => t.batchSize === r.recommended && t.accumulation === 1 && t.outcome === 'ok');
   const below = [...new Set(r.trials.filter((t) => t.batchSize < r.target.seedBatch).map((t) => t.batchSize))].sort((x, y) => x - y).map((b) => fmt(b));
   const results: string[] = [trials, '', figureLink(figure.alt, figure.name), ''];
@@ -151,7 +152,8 @@ function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { b
     '**Results**:',
     '',
     ...results,
-    `**Analysis**: the search's verdict (from its run file): ${r.verdict}.`,
+    // Its learning-rate advice is relative to the search's start: with the baseline's batch already, it would change an unchanged configuration.
+    `**Analysis**: the search's verdict (from its run file): ${r.verdict}.${a.baseline && recommendsBaselineBatch(a) && r.verdict.includes('scale the LR') ? ` Its learning-rate advice is for a change from the batch the search was given${given ? ` (${fmt(given)})` : ''}; the baseline already trains with batch ${fmt(a.baseline.result.batchSize)}, so its learning rate stays as it is.` : ''}`,
     '',
     `**Conclusion**: ${conclusion}`,
   ].join('\n');
@@ -205,7 +207,7 @@ export function scriptBenchmarkAttempts(input: ReportInput): ScriptBenchmarkAtte
       baseline.result.repetitions.map((x) => x.samplesPerSec),
       run.result.repetitions.map((x) => x.samplesPerSec),
     );
-    return { run, speedup, ...decide(speedup, relativeHalfWidth(baseline.result.samplesPerSecCi)) };
+    return { run, speedup, ...decideOnRepetitions(speedup, relativeHalfWidth(baseline.result.samplesPerSecCi)) };
   });
 }
 

@@ -1,3 +1,4 @@
+import { DECIDING_COVERAGE, intervalLevel } from '../../api/order-interval';
 import type { Interval } from './medians';
 
 export type Decision = 'accept' | 'reject' | 'inconclusive';
@@ -22,4 +23,19 @@ export function decide(speedup: Interval, noiseFloor: number, level = '95%'): { 
     return { decision: 'inconclusive', why: `${ci}: faster, but the gain (${pct(speedup.median)}) is within the noise floor (${noise})` };
   }
   return { decision: 'inconclusive', why: `${ci}: the interval contains 1, so the difference could be noise` };
+}
+
+/**
+ * decide() for two sets of repetitions (the ADR's benchmark attempts): its level read from the interval, and below
+ * DECIDING_COVERAGE a change only leans, as a wizard trial over few pairs does (issue 38: an ADR accepted a change on
+ * an 80% interval the wizard would not keep).
+ */
+export function decideOnRepetitions(speedup: Interval, noiseFloor: number): { decision: Decision; why: string } {
+  const d = decide(speedup, noiseFloor, intervalLevel(speedup));
+  if ((speedup.coverage ?? 1) >= DECIDING_COVERAGE || d.decision === 'inconclusive') return d;
+  const lean = d.decision === 'accept' ? 'faster' : 'slower';
+  return {
+    decision: 'inconclusive',
+    why: `leaning ${lean}: ${d.why}; a change is accepted or rejected only on an interval of ${(100 * DECIDING_COVERAGE).toFixed(0)}% or more (3 repetitions or more of each)`,
+  };
 }
