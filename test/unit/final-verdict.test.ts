@@ -17,10 +17,10 @@ describe('the final verdict both wizards give', () => {
   it('leads with a recipe change that beat the noise instead of saying nothing did (the script wizard hid a 1.44x)', () => {
     const trials = [trial('batch size 64 -> 128', 'proposed', { low: 1.4, median: 1.44, high: 1.48 }, 'scale the learning rate by 2 (linear rule)'), trial('workers 0 -> 2', 'reject', { low: 0.98, median: 1.0, high: 1.02 })];
     expect(unchangedVerdict(trials, 0.032, 10440, words)).toBe(
-      'No change was kept (±3.2%): keep the script as it runs, 10440 samples/s. Beat the noise but proposed, not kept, because it changes the training recipe: ' +
+      'No change was kept (±3.2%): keep the script as it runs, 10,440 samples/s. Beat the noise but proposed, not kept, because it changes the training recipe: ' +
         'batch size 64 -> 128, 1.440x [1.400x–1.480x] (scale the learning rate by 2 (linear rule)). To keep it, allow recipe changes (--allow-recipe-changes).',
     );
-    expect(unchangedVerdict([trials[1]], 0.032, 10440, words)).toBe('No change beat the noise (±3.2%): keep the script as it runs, 10440 samples/s.');
+    expect(unchangedVerdict([trials[1]], 0.032, 10440, words)).toBe('No change beat the noise (±3.2%): keep the script as it runs, 10,440 samples/s.');
   });
 
   it('names the true coverage of a few pairs, and says when the final measurement is slower', () => {

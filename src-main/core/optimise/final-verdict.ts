@@ -27,7 +27,7 @@ export function unchangedVerdict(trials: readonly OptimiseTrial[], noiseFloor: n
   const proposed = proposedWins(trials, words);
   const confounded = confoundedTrials(trials);
   const head = proposed || confounded ? 'No change was kept' : 'No change beat the noise';
-  return `${head} (±${(100 * noiseFloor).toFixed(1)}%): ${words.unchanged}, ${samplesPerSec.toFixed(0)} samples/s.${proposed}${confounded}`;
+  return `${head} (±${(100 * noiseFloor).toFixed(1)}%): ${words.unchanged}, ${Math.round(samplesPerSec).toLocaleString('en-US')} samples/s.${proposed}${confounded}`;
 }
 
 /** Trials left undecided because the machine treated their two sides differently: never hidden behind "nothing beat the noise". */
