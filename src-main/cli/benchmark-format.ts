@@ -138,7 +138,9 @@ export function formatBenchmark(r: BenchmarkResult): string {
       return `${String(x.repetition).padStart(6)} ${figures}  ${x.target.ended === 'steps' ? 'stopped by the probe' : 'by itself'}`;
     }),
     '',
-    `samples/s  ${n0(ci.median)} median${ranks}, ${intervalLevel(ci)} CI [${n0(ci.low)}, ${n0(ci.high)}] (order statistics over ${r.repeat} ${engine ? 'repetitions' : 'launches'})`,
+    r.repeat < 2
+      ? `samples/s  ${n0(ci.median)}${ranks}, one ${engine ? 'repetition' : 'launch'}: no interval (2 or more give one, 6 or more a 95% one)`
+      : `samples/s  ${n0(ci.median)} median${ranks}, ${intervalLevel(ci)} CI [${n0(ci.low)}, ${n0(ci.high)}] (order statistics over ${r.repeat} ${engine ? 'repetitions' : 'launches'})`,
     engine
       ? `step time  ${r.stepTime.steadyStateMeanMs.toFixed(3)} ms steady state (after warm-up); ${r.stepTime.wallClockMeanMs.toFixed(3)} ms wall-clock mean (every step, warm-up included)`
       : `step time  ${r.stepTime.steadyStateMeanMs.toFixed(3)} ms steady state; ${r.stepTime.wallClockMeanMs.toFixed(3)} ms wall-clock mean (warm-up included)`,

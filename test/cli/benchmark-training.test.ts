@@ -130,6 +130,9 @@ describe('trainbench benchmark-training (CPU, Fashion-MNIST)', () => {
     expect(stdout).toMatch(/epoch +937 steps: [\d.]+ s from the steady state, [\d.]+ s from the wall-clock mean/);
     expect(stdout).toMatch(/^ {2}other +[\d.]+ ms +[\d.]+%$/m);
     expect(stdout).toContain('Only 2 repetitions:');
+    // One repetition has no interval, and says so instead of a "0.0% CI" around a single value.
+    const one = await run(process.execPath, [CLI, 'benchmark-training', '--steps', '4', '--warmup-steps', '1', '--repeat', '1', '--workspace', ws.dir, '--no-progress']);
+    expect(one.stdout).toMatch(/^samples\/s {2}[\d,]+, one repetition: no interval \(2 or more give one, 6 or more a 95% one\)$/m);
   }, 120_000);
 });
 
