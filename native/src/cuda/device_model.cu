@@ -14,20 +14,32 @@ int conv_chunk(const ConvGeom& g, int B, std::int64_t col_budget) {
   return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(B, col_budget / std::max<std::int64_t>(1, per_sample))));
 }
 
-// Which nodes hand their ReLU to the producer: the producer's only consumer is that ReLU.
-std::vector<bool> fusable(const Model& m) {
+// What each node hands on to a consumer. `relu`: the producer's only consumer is a ReLU, which it applies.
+// `residual`: a batch norm whose only consumer is a residual Add whose other input is ready before it (ADR 0020,
+// step 4): it adds that input itself and writes the sum (and the Add's ReLU) into the Add's buffer, so the Add
+// launches nothing and the batch norm's own output is never stored. -1 elsewhere.
+struct Fusion {
+  std::vector<bool> relu;
+  std::vector<int> residual, sum;  // sum: the Add the batch norm writes for
+};
+
+Fusion fusable(const Model& m) {
   const auto& nodes = m.nodes();
   std::vector<int> consumers(nodes.size(), 0), only(nodes.size(), -1);
   for (size_t i = 0; i < nodes.size(); ++i)
     for (int in : nodes[i].inputs) ++consumers[static_cast<size_t>(in)], only[static_cast<size_t>(in)] = static_cast<int>(i);
-  std::vector<bool> fuse(nodes.size(), false);
+  Fusion f{std::vector<bool>(nodes.size(), false), std::vector<int>(nodes.size(), -1), std::vector<int>(nodes.size(), -1)};
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeKind k = nodes[i].kind;
-    if ((k == NodeKind::Linear || k == NodeKind::BatchNorm || k == NodeKind::Conv || k == NodeKind::Add) && consumers[i] == 1 &&
-        nodes[static_cast<size_t>(only[i])].kind == NodeKind::Relu)
-      fuse[i] = true;
+    if (consumers[i] != 1) continue;
+    const Node& next = nodes[static_cast<size_t>(only[i])];
+    if ((k == NodeKind::Linear || k == NodeKind::BatchNorm || k == NodeKind::Conv || k == NodeKind::Add) && next.kind == NodeKind::Relu) f.relu[i] = true;
+    if (k == NodeKind::BatchNorm && next.kind == NodeKind::Add) {
+      const int other = next.inputs[0] == static_cast<int>(i) ? next.inputs[1] : next.inputs[0];
+      if (other < static_cast<int>(i)) f.residual[i] = other, f.sum[i] = only[i];
+    }
   }
-  return fuse;
+  return f;
 }
 
 // Nodes that only pass values on (Add, Flatten, dropout with p = 0) copy nothing (ADR 0020, step 6): an
@@ -57,7 +69,7 @@ struct Sizes {
 };
 
 // Every device buffer of the graph for batches of B, by node; predict() and reserve() share it.
-std::vector<Sizes> node_sizes(const Model& m, int B, const std::vector<bool>& fuse, std::int64_t col_budget, std::int64_t* scratch,
+std::vector<Sizes> node_sizes(const Model& m, int B, const Fusion& fuse, std::int64_t col_budget, std::int64_t* scratch,
                               std::int64_t* col, std::int64_t* tmp) {
   std::vector<Sizes> sizes(m.nodes().size());
   const std::vector<int> owner = grad_owners(m);
@@ -68,7 +80,7 @@ std::vector<Sizes> node_sizes(const Model& m, int B, const std::vector<bool>& fu
     Sizes& s = sizes[i];
     if (n.kind == NodeKind::Input) continue;  // the batch itself
     // Flatten's output is its input; so is dropout's whenever it drops nothing (p = 0, or evaluation).
-    s.out = fuse[i] || n.kind == NodeKind::Flatten || (n.kind == NodeKind::Dropout && n.p == 0) ? 0 : values;
+    s.out = fuse.relu[i] || fuse.residual[i] >= 0 || n.kind == NodeKind::Flatten || (n.kind == NodeKind::Dropout && n.p == 0) ? 0 : values;
     s.grad = owner[i] == static_cast<int>(i) ? values : 0;
     if (n.kind == NodeKind::Dropout && n.p > 0) s.mask = values;
     if (n.kind == NodeKind::BatchNorm) s.stats = n.dims.c;
@@ -102,11 +114,15 @@ DeviceModel::DeviceModel(const Model& host, int device, cudaStream_t stream, Gem
   grads_ = floats(device, param_count_, stream);
   buffers_ = floats(device, buffer_floats(host), stream);
   nodes_.resize(host.nodes().size());
-  const std::vector<bool> fuse = fusable(host);
+  const Fusion fuse = fusable(host);
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    nodes_[i].fuse_relu = fuse[i];
-    for (int in : host.nodes()[i].inputs)
-      if (fuse[static_cast<size_t>(in)]) nodes_[i].fused_away = true;
+    nodes_[i].fuse_relu = fuse.relu[i];
+    nodes_[i].residual = fuse.residual[i];
+    nodes_[i].sum = fuse.sum[i];
+    for (int in : host.nodes()[i].inputs) {
+      if (fuse.relu[static_cast<size_t>(in)]) nodes_[i].fused_away = true;
+      if (fuse.residual[static_cast<size_t>(in)] >= 0) nodes_[i].summed_away = true;
+    }
   }
   upload(host);
   zero_grads();
@@ -130,8 +146,7 @@ void DeviceModel::download(Model& host) const {
 bool DeviceModel::reserve(int B) {
   batch_ = B;
   if (B <= capacity_) return false;
-  std::vector<bool> fuse(nodes_.size());
-  for (size_t i = 0; i < nodes_.size(); ++i) fuse[i] = nodes_[i].fuse_relu;
+  const Fusion fuse = fusable(host_);
   std::int64_t scratch = 0, col = 0, tmp = 0;
   const std::vector<Sizes> sizes = node_sizes(host_, B, fuse, col_budget_, &scratch, &col, &tmp);
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -154,6 +169,9 @@ bool DeviceModel::reserve(int B) {
         if (!host_.nodes()[j].inputs.empty() && host_.nodes()[j].inputs[0] == static_cast<int>(i)) d.out_ptr = nodes_[j].out.as<float>();
     }
   }
+  // A batch norm that adds the residual writes where its Add's result lives (the Add's ReLU's buffer, if fused).
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].residual >= 0) nodes_[i].out_ptr = nodes_[static_cast<size_t>(nodes_[i].sum)].out_ptr;
   scratch_ = DeviceBuffer(), col_ = DeviceBuffer(), tmp_ = DeviceBuffer();
   scratch_ = floats(device_, scratch, stream_);
   col_ = floats(device_, col, stream_);
@@ -212,19 +230,24 @@ void DeviceModel::forward(const float* x, int B, bool train, const TrainState* s
         break;
       case NodeKind::BatchNorm: {
         const int C = n.dims.c, HW = n.dims.h * n.dims.w;
+        // With a residual: the Add's sum, and the Add's ReLU where it has one.
+        const float* residual = d.residual >= 0 ? nodes_[static_cast<size_t>(d.residual)].out_ptr : nullptr;
+        const bool relu = d.residual >= 0 ? nodes_[static_cast<size_t>(d.sum)].fuse_relu : d.fuse_relu;
         if (train) {
           batchnorm_forward_train(d.out_ptr, d.mean.as<float>(), d.invstd.as<float>(), in, P + n.weight, P + n.bias, R + n.running_mean,
-                                  R + n.running_var, B, C, HW, 0.1f, 1e-5f, stream_, d.fuse_relu);
+                                  R + n.running_var, B, C, HW, 0.1f, 1e-5f, stream_, relu, residual);
         } else {
-          batchnorm_forward_eval(d.out_ptr, in, P + n.weight, P + n.bias, R + n.running_mean, R + n.running_var, B, C, HW, 1e-5f,
-                                 d.fuse_relu, stream_);
+          batchnorm_forward_eval(d.out_ptr, in, P + n.weight, P + n.bias, R + n.running_mean, R + n.running_var, B, C, HW, 1e-5f, relu,
+                                 stream_, residual);
         }
         break;
       }
       case NodeKind::Relu:
         if (!d.fused_away) relu_forward(d.out_ptr, in, count, stream_);
         break;
-      case NodeKind::Add: add_forward(d.out_ptr, in, nodes_[static_cast<size_t>(n.inputs[1])].out_ptr, count, stream_, d.fuse_relu); break;
+      case NodeKind::Add:
+        if (!d.summed_away) add_forward(d.out_ptr, in, nodes_[static_cast<size_t>(n.inputs[1])].out_ptr, count, stream_, d.fuse_relu);
+        break;
       case NodeKind::GlobalAvgPool: {
         const Dims src = host_.nodes()[static_cast<size_t>(n.inputs[0])].dims;
         global_avgpool_forward(d.out_ptr, in, B, src.c, src.h * src.w, stream_);
@@ -246,7 +269,8 @@ void DeviceModel::forward(const float* x, int B, bool train, const TrainState* s
         }
         break;
     }
-    if (profile_ && n.kind != NodeKind::Input) profile_->end(std::string(node_kind_name(n.kind)) + (d.fuse_relu ? "+relu" : "") + " forward");
+    if (profile_ && n.kind != NodeKind::Input)
+      profile_->end(std::string(node_kind_name(n.kind)) + (d.residual >= 0 ? "+add" : "") + (d.fuse_relu ? "+relu" : "") + " forward");
   }
 }
 

@@ -62,6 +62,8 @@ class DeviceModel {
     float* grad_ptr = nullptr;  // grad, or the buffer of the consumer that passes its gradient on (grad_owners)
     bool fuse_relu = false;    // writes relu(result) into its consumer's buffer
     bool fused_away = false;   // a ReLU whose producer already applied it
+    int residual = -1, sum = -1;  // a batch norm that adds this node's output and writes its Add's result
+    bool summed_away = false;     // an Add whose batch norm input already wrote the sum
     bool grad_written = false;
   };
   float* grad_target(int input, bool* accumulate);

@@ -65,12 +65,14 @@ void conv_grad_to_gemm(float* tmp, const float* dout, int n0, int nb, int O, int
 void bias_grad_rows(float* db, const float* x, int rows, int cols, cudaStream_t s);
 
 // ---- ops_batchnorm.cu
-// Batch norm (train) over (N, HW) per channel: saves mean and 1/std, updates running stats.
+// Batch norm (train) over (N, HW) per channel: saves mean and 1/std, updates running stats. With `residual`, the
+// residual Add's sum is written instead (bn(in) + residual, then the ReLU when `relu`).
 void batchnorm_forward_train(float* out, float* save_mean, float* save_invstd, const float* in, const float* gamma,
                              const float* beta, float* running_mean, float* running_var, int N, int C, int HW,
-                             float momentum, float eps, cudaStream_t s, bool relu = false);
+                             float momentum, float eps, cudaStream_t s, bool relu = false, const float* residual = nullptr);
 void batchnorm_forward_eval(float* out, const float* in, const float* gamma, const float* beta, const float* running_mean,
-                            const float* running_var, int N, int C, int HW, float eps, bool relu, cudaStream_t s);
+                            const float* running_var, int N, int C, int HW, float eps, bool relu, cudaStream_t s,
+                            const float* residual = nullptr);
 void batchnorm_backward(float* din, float* dgamma, float* dbeta, const float* dout, const float* in, const float* gamma,
                         const float* save_mean, const float* save_invstd, int N, int C, int HW, cudaStream_t s);
 

@@ -12,11 +12,12 @@ namespace tb::cuda {
 namespace {
 
 __global__ void bn_eval_k(float* out, const float* in, const float* gamma, const float* beta, const float* rm, const float* rv,
-                          std::int64_t n, int C, int HW, float eps, bool relu) {
+                          std::int64_t n, int C, int HW, float eps, bool relu, const float* residual) {
   TB_GRID_LOOP(i, n) {
     const int c = static_cast<int>(i / HW % C);
     const float g = gamma[c] * rsqrtf(rv[c] + eps);
-    const float v = (in[i] - rm[c]) * g + beta[c];
+    float v = (in[i] - rm[c]) * g + beta[c];
+    if (residual) v += residual[i];
     out[i] = relu && v < 0.f ? 0.f : v;
   }
 }
@@ -54,7 +55,7 @@ __global__ void bn_backward_k(float* din, float* dgamma, float* dbeta, const flo
 
 // One block per channel: mean, biased variance for normalising, unbiased for the running estimate.
 __global__ void bn_train_k(float* out, float* save_mean, float* save_invstd, const float* in, const float* gamma, const float* beta,
-                           float* rm, float* rv, int N, int C, int HW, float momentum, float eps, bool relu) {
+                           float* rm, float* rv, int N, int C, int HW, float momentum, float eps, bool relu, const float* residual) {
   const int c = blockIdx.x;
   const std::int64_t M = static_cast<std::int64_t>(N) * HW;
   double s = 0;
@@ -83,7 +84,9 @@ __global__ void bn_train_k(float* out, float* save_mean, float* save_invstd, con
   const double g = gamma[c] / sqrt(var + eps), b = beta[c] - mean * g;
   for (std::int64_t i = threadIdx.x; i < M; i += blockDim.x) {
     const std::int64_t at = (i / HW * C + c) * HW + i % HW;
-    const float v = static_cast<float>(in[at] * g + b);
+    float v = static_cast<float>(in[at] * g + b);
+    // The residual Add fused in: the same float sum the Add kernel computes, so the bits do not change.
+    if (residual) v += residual[at];
     out[at] = relu && v < 0.f ? 0.f : v;  // BN + ReLU fused when the ReLU is the only consumer
   }
 }
@@ -91,9 +94,9 @@ __global__ void bn_train_k(float* out, float* save_mean, float* save_invstd, con
 }  // namespace
 
 void batchnorm_forward_eval(float* out, const float* in, const float* gamma, const float* beta, const float* running_mean,
-                            const float* running_var, int N, int C, int HW, float eps, bool relu, cudaStream_t s) {
+                            const float* running_var, int N, int C, int HW, float eps, bool relu, cudaStream_t s, const float* residual) {
   const std::int64_t n = static_cast<std::int64_t>(N) * C * HW;
-  TB_LAUNCH(bn_eval_k, blocks_for(n), kThreads, 0, s)(out, in, gamma, beta, running_mean, running_var, n, C, HW, eps, relu);
+  TB_LAUNCH(bn_eval_k, blocks_for(n), kThreads, 0, s)(out, in, gamma, beta, running_mean, running_var, n, C, HW, eps, relu, residual);
   TB_CUDA_LAUNCH_CHECK();
 }
 
@@ -105,8 +108,9 @@ void batchnorm_backward(float* din, float* dgamma, float* dbeta, const float* do
 
 void batchnorm_forward_train(float* out, float* save_mean, float* save_invstd, const float* in, const float* gamma, const float* beta,
                              float* running_mean, float* running_var, int N, int C, int HW, float momentum, float eps, cudaStream_t s,
-                             bool relu) {
-  TB_LAUNCH(bn_train_k, C, kThreads, 0, s)(out, save_mean, save_invstd, in, gamma, beta, running_mean, running_var, N, C, HW, momentum, eps, relu);
+                             bool relu, const float* residual) {
+  TB_LAUNCH(bn_train_k, C, kThreads, 0, s)(out, save_mean, save_invstd, in, gamma, beta, running_mean, running_var, N, C, HW, momentum, eps, relu,
+                                           residual);
   TB_CUDA_LAUNCH_CHECK();
 }
 
