@@ -49,5 +49,7 @@ describe('run telemetry charts', () => {
     expect(series[0].data.map((p) => p[0])).toEqual([0, 0.5, 1]);
     expect(series[0].data[0][1]).toBe(g[0].utilizationGpu);
     expect(runTelemetryCharts([]).missing).toEqual(['No telemetry was recorded for this run.']);
+    // One sample has no course over time: words, not empty axes.
+    expect(runTelemetryCharts(samples.slice(0, 1))).toEqual({ charts: [], missing: ['One telemetry sample was recorded (the run was shorter than the sampling interval): too few to chart over time.'] });
   });
 });

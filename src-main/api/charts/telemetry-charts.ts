@@ -52,6 +52,8 @@ function gapFor(samples: readonly TelemetrySample[]): number {
 
 export function runTelemetryCharts(samples: readonly TelemetrySample[]): RunTelemetryCharts {
   if (samples.length === 0) return { charts: [], missing: ['No telemetry was recorded for this run.'] };
+  // One sample draws empty axes (a UI walk saw a blank chart): said in words, as the ADR says it.
+  if (samples.length === 1) return { charts: [], missing: ['One telemetry sample was recorded (the run was shorter than the sampling interval): too few to chart over time.'] };
   const t0 = samples[0].t;
   const at = (s: TelemetrySample) => (s.t - t0) / 1000;
   const gap = gapFor(samples);
