@@ -47,7 +47,11 @@ const ROWS: readonly { key: string; label: string; kind: CompareValueKind; bette
 
 /** Every row at least one run has a value for. */
 export function compareResults(runs: readonly RunDetail[]): CompareResultRow[] {
-  return ROWS.flatMap(({ key, label, kind, better, of }) => {
+  // samples/s of a benchmark's median, a search's one trial and a training run's whole wall clock measure different
+  // things: a best among them would mislead (a UI walk saw a 5-step trial marked best), so only runs of one kind rank.
+  const oneKind = new Set(runs.map((r) => r.summary.kind)).size === 1;
+  return ROWS.flatMap(({ key, label, kind, better: rowBetter, of }) => {
+    const better = key === 'samplesPerSec' && !oneKind ? null : rowBetter;
     const values = runs.map((r) => {
       const v = of(r);
       return v !== null && Number.isFinite(v) ? v : null;

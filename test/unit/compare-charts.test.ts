@@ -135,6 +135,9 @@ describe('compare results and throughput', () => {
     // An engine run's result is not read as a script's: a benchmark's `steps` setting is no count of steps run.
     const bench: RunDetail = { ...script, summary: summary('bench', { kind: 'benchmark', target: 'engine' }) };
     expect(compareResults([bench]).map((r) => r.key)).toEqual(['wallSeconds']);
+    // Runs of different kinds: their samples/s measure different things, so none is marked best.
+    const benchRate: RunDetail = { ...bench, summary: { ...bench.summary, samplesPerSec: 5000 } };
+    expect(compareResults([a, benchRate]).find((r) => r.key === 'samplesPerSec')).toMatchObject({ values: [1200, 5000], best: null });
   });
 
   it('charts samples/s against each run\'s own time since start, and says which runs have no rate over time', () => {
