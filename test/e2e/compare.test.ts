@@ -91,6 +91,21 @@ describe('Compare and run pages', () => {
     expect(errors).toEqual([]);
   });
 
+  it('compares runs of four kinds at 1024 px without the tables running out of the window', async () => {
+    const page = await fx.browser.newPage({ viewport: { width: 1024, height: 800 } });
+    await page.goto(`${fx.serve.url}#/runs`);
+    await page.getByTestId('runs-table').waitFor();
+    for (const kind of ['train', 'benchmark', 'batch-search', 'loader-benchmark']) await rowsOf(page, kind).first().locator('input[type="checkbox"]').check();
+    await page.getByTestId('compare-start').click();
+    await page.getByTestId('compare-differences').waitFor();
+    // No best samples/s among runs of different kinds (a search's one trial is no benchmark median).
+    expect(await page.locator('[data-testid="compare-results"] td[data-best]').evaluateAll((cells) => cells.map((c) => c.textContent ?? ''))).not.toContainEqual(expect.stringMatching(/samples/));
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    for (const card of [page.locator('main'), page.getByTestId('compare')]) expect(await card.evaluate((el) => el.scrollWidth <= el.clientWidth)).toBe(true);
+    await page.screenshot({ path: path.join(SHOTS, 'compare-four-kinds-1024.png'), fullPage: true });
+    await page.close();
+  });
+
   it('shows a training run with its whole config, train and test per epoch, and its telemetry', async () => {
     const page = await fx.browser.newPage({ viewport: { width: 1280, height: 1600 } });
     await page.goto(`${fx.serve.url}#/runs`);
