@@ -41,6 +41,15 @@ function baseline(phasesMs: Record<string, number>, extra: Partial<OptimiseBasel
 const ctx = { device: 'cpu', cpus: 2, recordsPerEpoch: 60_000 };
 
 describe('diagnosis', () => {
+  it('says its shares are of the timed phases where they overran the step, so the milliseconds and the share agree', () => {
+    // A UI walk's baseline: phases 8.07 ms against a 5.831 ms step; "5.535 ms of 5.831 ms (68.6%)" did not add up.
+    const over = baseline({ data: 5.535, forward: 0.617, loss: 0.014, backward: 1.26, optimizer: 0.636 }, { stepMs: 5.831 });
+    const d = diagnose(over);
+    expect(d.summary).toBe('68.7% of the 8.062 ms its phases were timed at (more than the 5.831 ms step) is waiting for data.');
+    expect(d.findings.find((f) => f.id === 'data-wait')?.text).toMatch(/^The step waits 5\.535 ms of the 8\.062 ms its phases were timed at \(more than the 5\.831 ms step\) for data \(68\.7%\)/);
+    expect(diagnose(baseline({ data: 6, forward: 2, backward: 1.5, optimizer: 0.5 })).summary).toBe('60.0% of the 10.000 ms step is waiting for data.');
+  });
+
   it('names a data-bound step from its data wait share, and puts the loader knobs first', () => {
     const b = baseline({ data: 6, forward: 2, backward: 1.5, optimizer: 0.5 }, { config: config({ loaderWorkers: 0, prefetch: 1 }, 'source') });
     const d = diagnose(b);
