@@ -47,4 +47,11 @@ describe('energy from power samples', () => {
     // Steps shorter than the sampling period: one reading, which spans no time; what to do is said.
     expect(energyPerSample(summarize([sample(0, 100)], 'ok'), 50).missing).toMatch(/^one telemetry sample fell in the measured steps, and energy needs two .*: measure more steps$/);
   });
+
+  it('merges windows into the mean over every sample, as a chart of the samples shows it', () => {
+    const long = summarize(Array.from({ length: 3 }, (_, i) => sample(500 * i, 100)), 'ok');
+    const short = summarize([sample(0, 40)], 'ok');
+    // (3 x 100 + 1 x 40) / 4 samples: not the mean of the two windows' means, 70.
+    expect(mergeTelemetry([long, short]).gpuPowerMeanW).toBeCloseTo(85, 12);
+  });
 });

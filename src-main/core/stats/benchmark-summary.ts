@@ -63,10 +63,19 @@ export function phaseShares(phases: BenchmarkPhases): BenchmarkPhases {
 
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
-/** Telemetry of several windows as one: means of means, the highest peaks, samples added up. */
+/**
+ * Telemetry of several windows as one: means weighted by each window's samples (the mean over every sample, as a
+ * chart of them shows it: an unweighted mean of means once read 92.4% beside the chart's 93.1%), the highest
+ * peaks, samples added up.
+ */
 export function mergeTelemetry(parts: readonly TelemetrySummary[]): TelemetrySummary {
   const values = (pick: (t: TelemetrySummary) => number | null) => parts.map(pick).filter((x): x is number => x !== null);
-  const meanOf = (pick: (t: TelemetrySummary) => number | null) => (values(pick).length ? mean(values(pick)) : null);
+  const meanOf = (pick: (t: TelemetrySummary) => number | null) => {
+    const known = parts.filter((t) => pick(t) !== null);
+    if (!known.length) return null;
+    const weight = (t: TelemetrySummary) => Math.max(1, t.samples);
+    return known.reduce((s, t) => s + (pick(t) as number) * weight(t), 0) / known.reduce((s, t) => s + weight(t), 0);
+  };
   const maxOf = (pick: (t: TelemetrySummary) => number | null) => (values(pick).length ? Math.max(...values(pick)) : null);
   return {
     samples: parts.reduce((s, t) => s + t.samples, 0),
