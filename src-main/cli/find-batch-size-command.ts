@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 
 import type { BatchSearchResult, BatchTrial } from '../api/batch-size';
-import { BatchSearchRequestSchema, DEFAULT_HEADROOM, THROUGHPUT_NOISE } from '../api/batch-size';
+import { BatchSearchRequestSchema, DEFAULT_HEADROOM, THROUGHPUT_NOISE, TRIAL_OUTCOME_WORDS } from '../api/batch-size';
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { newJobId } from '../api/ids';
@@ -82,11 +82,12 @@ export function formatTrials(trials: BatchTrial[]): string {
     const predicted = t.target.kind === 'engine' ? `${mib(t.target.predicted.total).padStart(14)} ` : '';
     const measured = cpu ? (t.target.kind === 'engine' ? t.target.processPeakRssBytes : null) : t.peakBytes;
     const width = cpu ? 16 : 13;
-    return `${batch.padStart(9)}  ${t.outcome.padEnd(6)} ${sps.padStart(10)} ${predicted}${mib(measured).padStart(width)} ${t.seconds.toFixed(1).padStart(7)}${note}`;
+    // In words, as the Batch size page and the ADR say them ("out of memory", not E_OOM).
+    return `${batch.padStart(9)}  ${TRIAL_OUTCOME_WORDS[t.outcome].padEnd(13)} ${sps.padStart(10)} ${predicted}${mib(measured).padStart(width)} ${t.seconds.toFixed(1).padStart(7)}${note}`;
   });
   const header = engine
-    ? `    batch  result  samples/s  predicted MiB  ${cpu ? 'process peak MiB' : 'measured MiB'}  time s`
-    : '    batch  result  samples/s  CUDA peak MiB  time s';
+    ? `    batch  result         samples/s  predicted MiB  ${cpu ? 'process peak MiB' : 'measured MiB'}  time s`
+    : '    batch  result         samples/s  CUDA peak MiB  time s';
   const note = cpu ? ["  process peak: the engine process's most resident memory during the trial, as the OS counts it (runtime and mapped data included); a batch fits when the engine's buffers, which the memory limit caps, leave the headroom free"] : [];
   return [header, ...rows, ...note].join('\n');
 }
@@ -133,7 +134,7 @@ async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
       onTrial: (t) => {
         if (o.progress && !o.json) {
           const sps = t.samplesPerSec === null ? '' : `, ${n(t.samplesPerSec)} samples/s`;
-          process.stderr.write(`trial ${t.index + 1}: batch ${n(t.batchSize)}${t.accumulation > 1 ? ` x ${t.accumulation}` : ''} -> ${t.outcome}${sps}\n`);
+          process.stderr.write(`trial ${t.index + 1}: batch ${n(t.batchSize)}${t.accumulation > 1 ? ` x ${t.accumulation}` : ''} -> ${TRIAL_OUTCOME_WORDS[t.outcome]}${sps}\n`);
         }
       },
     });

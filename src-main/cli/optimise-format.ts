@@ -7,6 +7,7 @@ import { intervalLevel, pairsAllow } from '../api/order-interval';
 import { finalFigures } from '../api/paired-figures';
 import type { WizardResult } from '../api/optimise';
 import { overrideCode } from '../api/script-override-code';
+import { measurementText } from '../api/measurement-words';
 import { printable } from '../api/shell-word';
 import { scriptBoundText } from '../core/knobs/diagnosis';
 
@@ -96,7 +97,7 @@ export function formatOptimise(r: OptimiseResult): string {
       .map(([k, v]) => `${k} ${v.toFixed(1)}%`)
       .join(', ')}`,
     `diagnosis  ${r.diagnosis ? `${r.diagnosis.bound}-bound: ${r.diagnosis.summary}` : scriptBoundText(b)}`,
-    ...(r.diagnosis?.findings ?? []).map((f) => `  ${f.severity === 'warning' ? '!' : '-'} [${f.id}] ${f.text} (${f.measurement.name} = ${f.measurement.value.toFixed(2)} ${f.measurement.unit})`),
+    ...(r.diagnosis?.findings ?? []).map((f) => `  ${f.severity === 'warning' ? '!' : '-'} [${f.id}] ${f.text} (${measurementText(f.measurement)})`),
     ...(r.limits ? limitLines(r.limits) : []),
     `trials     change, speedup over the current best (median, ${trialLevels(r.trials)} CI), decision and why`,
     ...(rows.length ? rows : ['  none: no change to try']),

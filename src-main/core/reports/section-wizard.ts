@@ -8,6 +8,7 @@ import type { ConditionsRow, OptimiseFinal, OptimiseTrial, SkippedChange, TrialD
 import { compileText } from '../../api/charts/optimise-charts';
 import { overrideCode } from '../../api/script-override-code';
 import { ciLevel, orderIntervalCoverage, pairsToDecide } from '../../api/order-interval';
+import { settingWords } from '../../api/run-config';
 import { finalFigures, trialFigures } from '../../api/paired-figures';
 import type { Interval } from '../stats/medians';
 import { medianInterval } from '../stats/medians';
@@ -187,7 +188,7 @@ export function wizardAttemptBody(n: number, view: WizardView, t: OptimiseTrial)
       ? `**Objective**: measure whether ${c.label} trains more samples per joule of GPU energy than the wizard's current best configuration (the wizard's energy objective: the speedup below is of samples/J).`
       : `**Objective**: measure whether ${c.label} makes the step faster than the wizard's current best configuration.`,
     '',
-    `**Configuration**: ${c.label} (a ${c.kind} change${c.label.startsWith(c.knob) ? '' : ` of the wizard's setting ${code(c.knob)}`}) on top of the current best${c.note ? `; ${c.note}` : ''}.`,
+    `**Configuration**: ${c.label} (a ${c.kind} change${c.label.startsWith(c.knob) || c.label.startsWith(settingWords(c.knob)) ? '' : ` of the ${settingWords(c.knob)}`}) on top of the current best${c.note ? `; ${c.note}` : ''}.`,
     '',
     `**Hypothesis** (the wizard's, from its diagnosis): ${c.hypothesis}.`,
     '',
