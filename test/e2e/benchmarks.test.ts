@@ -63,7 +63,7 @@ describe('Benchmarks area', () => {
     await page.getByTestId('benchmark-start').click();
     await expect.poll(() => page.getByTestId('benchmark-progress').innerText(), { timeout: 60_000 }).toMatch(/measuring/);
     await page.getByTestId('benchmark-cancel').click();
-    await expect.poll(() => page.getByTestId('benchmark-error').innerText(), { timeout: 30_000 }).toMatch(/^training was cancelled/);
+    await expect.poll(() => page.getByTestId('benchmark-error').innerText(), { timeout: 30_000 }).toMatch(/^the benchmark was cancelled in repetition \d+ of \d+, at step [\d,]+ of its [\d,]+$/); // in a benchmark's words, not training's
     expect(await page.getByTestId('benchmark-error').getAttribute('class')).toBe('notice');
     expect(await page.getByTestId('benchmark-start').isEnabled()).toBe(true);
     // The cancelled run is kept, as cancelled, and not compared.

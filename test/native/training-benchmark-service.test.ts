@@ -84,6 +84,7 @@ describe('benchmark.training', () => {
     await expect(services.router.dispatch('jobs.cancel', { jobId: 'svc-bench-cancel' })).resolves.toEqual({ cancelled: true });
     const err = await outcome;
     expect(err?.code).toBe('E_CANCELLED');
+    expect(err?.message).toMatch(/^the benchmark was cancelled in repetition 1 of 3, at step [\d,]+ of its 1,000,001$/);
     const runId = seen.find((p) => p.runId)?.runId as string;
     const parsed = parseRunRecord(readFileSync(services.workspace.resolve(path.join('runs', runId, 'run.json')), 'utf8'));
     expect(parsed.record).toMatchObject({ kind: 'benchmark', status: 'cancelled', error: { code: 'E_CANCELLED' } });

@@ -205,6 +205,13 @@ export class EngineBenchmarks {
         },
       };
       return { repetition, steps };
+    } catch (err) {
+      // The engine words a cancel as training's ("at step 2504 of 20005, epoch 3"): a benchmark has repetitions.
+      if (err instanceof ApiError && err.code === 'E_CANCELLED') {
+        const at = steps.at(-1)?.globalStep ?? 0;
+        throw new ApiError('E_CANCELLED', `the benchmark was cancelled in repetition ${i} of ${request.repeat}, at step ${at.toLocaleString('en-US')} of its ${(request.warmupSteps + request.steps).toLocaleString('en-US')}`);
+      }
+      throw err;
     } finally {
       if (recording.current) await recording.current.stop();
       job.cancel = null;
