@@ -5,10 +5,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { BuildProgress, LoaderBenchProgress, LoaderBenchResult } from '../../src-main/api/datasets';
+import { BuildRequestSchema } from '../../src-main/api/datasets';
 import { datasetsRoot } from '../../src-main/core/datasets/cache-store';
 import type { Services } from '../../src-main/core/services';
 import { npyBytes } from '../helpers/numpy';
 import { testServices } from '../helpers/services';
+import { tempDir } from '../helpers/temp-dir';
 
 let services: Services;
 let cleanup: () => Promise<void>;
@@ -50,6 +52,21 @@ describe('datasets through the contract', () => {
       message: expect.stringContaining('outside the workspace'),
     });
     await expect(services.router.dispatch('files.list', { dir: '../..' })).rejects.toMatchObject({ code: 'E_BAD_INPUT' });
+  });
+
+  it('says a source outside the workspace is refused to a served window, not gone, when it benchmarks uncached', async () => {
+    // Built as the CLI builds Fashion-MNIST from /usr/share: a source outside the workspace, allowed there.
+    const outside = tempDir();
+    try {
+      const file = path.join(outside.dir, 'four.npy');
+      writeFileSync(file, npyBytes('<f4', [500, 4], new Uint8Array(new Float32Array(500 * 4).buffer)));
+      await services.datasets.build(BuildRequestSchema.parse({ source: { kind: 'npy', path: file, field: 'v' }, name: 'four-outside' }), { allowPathsOutsideWorkspace: true });
+      const bench = (await services.router.dispatch('datasets.benchmark', { dataset: 'four-outside', batchSize: 100, workers: [0], prefetch: [2], maxSeconds: 0.2 })) as LoaderBenchResult;
+      expect(bench.uncached).toBeNull();
+      expect(bench.uncachedReason).toMatch(/^its source lies outside the workspace, which a served window may not read \(path ".*four\.npy" is outside the workspace\): the CLI and the desktop app can; or upload its files into sources\/ and import them$/);
+    } finally {
+      outside.cleanup();
+    }
   });
 
   it('inspects a source with a preview, and benchmarks cached against uncached', async () => {

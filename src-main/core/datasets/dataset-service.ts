@@ -364,7 +364,12 @@ export class DatasetService {
     try {
       source = await openSource(this.confine(spec.data, access));
     } catch (err) {
-      return skip(`the source can no longer be opened: ${(err as Error).message}`);
+      const message = (err as Error).message;
+      // Refused, not gone: a served window reads only inside the workspace (a UI walk read "can no longer be opened" of a file that was there).
+      if (/is outside the workspace/.test(message)) {
+        return skip(`its source lies outside the workspace, which a served window may not read (${message}): the CLI and the desktop app can; or upload its files into sources/ and import them`);
+      }
+      return skip(`the source can no longer be opened: ${message}`);
     }
     const layout = source.rawLayout();
     if (!layout) return skip(source.uncachedReason ?? 'the source cannot be read in place');
