@@ -1,14 +1,16 @@
 // From what bench:wizard measured to the rows of its table and JSON. The statistics are the product's
-// (dist/src-main/core/stats/bootstrap.js): a row's samples/s is the median of its launches with a
-// percentile bootstrap interval, and each ratio is median over median, with the interval of that
-// ratio, so a row's speedup is its samples/s over the plain script's, exactly.
+// (dist/src-main/core/stats/medians.js and ratio-interval.js, ADR 0045): a row's samples/s is the median of
+// its launches with its order-statistic interval, and each ratio is median over median, with the
+// Mann-Whitney interval of that ratio, so a row's speedup is its samples/s over the plain script's, exactly.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
 import { REPO_ROOT } from '../../scripts/bench-output.mjs';
 
 const require = createRequire(import.meta.url);
-const { medianInterval, ratioInterval } = require(path.join(REPO_ROOT, 'dist', 'src-main', 'core', 'stats', 'bootstrap.js'));
+const stats = (file) => require(path.join(REPO_ROOT, 'dist', 'src-main', 'core', 'stats', file));
+const { medianInterval } = stats('medians.js');
+const { ratioInterval } = stats('ratio-interval.js');
 
 /**
  * The rows of one workload. `measured` has one entry per variant, in table order: its id, label,
