@@ -60,6 +60,8 @@ export function pairsToDecide(): number {
 export function pairsAllow(pairs: number): string {
   const level = ciLevel(orderIntervalCoverage(pairs));
   const n = pairsToDecide();
+  // One pair has no interval at all (its coverage is 0): nothing to lean on either.
+  if (pairs < 2) return `1 pair a trial gives no interval: trials can neither keep, reject nor lean; ${n} or more decide`;
   return orderIntervalCoverage(pairs) >= DECIDING_COVERAGE
     ? `${pairs} pairs a trial: each speedup's interval covers ${level}, enough to keep or reject a change`
     : `${pairs} pair${pairs === 1 ? '' : 's'} a trial: each speedup's interval covers only ${level}, so trials can lean faster or slower but keep or reject nothing; ${n} or more decide`;

@@ -135,7 +135,7 @@ function engineUse(r: EngineOptimiseResult): string[] {
   const o = r.target.final.config.options;
   return [
     `settings   read from ${r.target.final.config.readFrom}, loader workers ${o.loaderWorkers}, prefetch ${o.prefetch}, batch ${o.batchSize} x ${o.accumulation}, ${o.precision}`,
-    `saved      ${r.runDir} (${r.seconds.toFixed(0)} s) and optimise/${r.jobId}/state.json in the workspace`,
+    `saved      ${r.runDir} (the wizard took ${r.seconds.toFixed(1)} s) and optimise/${r.jobId}/state.json in the workspace`,
   ];
 }
 
@@ -153,6 +153,6 @@ function scriptUse(r: ScriptOptimiseResult): string[] {
       }),
     `use        ${setFlags.length ? setFlags.join(' ') : r.final.proposals.length ? 'the script as it is, or a proposal above' : 'the script as it is (no override)'}`,
     ...overrideCode(overrides, { device }).map((line, i) => `${i === 0 ? 'in code   ' : '          '} ${line}`),
-    `saved      ${r.runDir} (${r.seconds.toFixed(0)} s)`,
+    `saved      ${r.runDir} (the wizard took ${r.seconds.toFixed(1)} s)`,
   ];
 }

@@ -119,7 +119,7 @@ describe('Compare and run pages', () => {
     expect(configText).toMatch(/data\.kind\s+fashion-mnist/);
     // One evaluated epoch: train and test side by side.
     expect(await page.getByTestId('run-epoch-loss-chart').getAttribute('aria-label')).toMatch(/^Loss per epoch, train and test over 1 epoch: last train [\d.]+, test [\d.]+$/);
-    expect(await page.getByTestId('run-phase-chart').getAttribute('aria-label')).toMatch(/^Time per step by phase \(mean of every step, warm-up included\), [\d.]+ ms in all$/);
+    expect(await page.getByTestId('run-phase-chart').getAttribute('aria-label')).toMatch(/^Time per step by phase \(mean of every step, warm-up included, evaluation not\), [\d.]+ ms in all$/);
     // On this CPU-only machine: the host CPU chart, and a plain line saying why there are no GPU charts; a run shorter
     // than the sampling interval has one sample, which is said in words instead of drawn as empty axes.
     const id = new URL(page.url()).hash.match(/run=([^&]+)/)![1];

@@ -74,7 +74,7 @@ describe('Runs area', () => {
     expect(await page.getByTestId('run-train-summary').innerText()).toMatch(/^60 optimizer steps · [\d,.]+ samples\/s over the whole run · step [\d.]+ ms after \d+ warm-up steps$/);
     expect(await page.getByTestId('run-test-result').innerText()).toMatch(/^Test accuracy \d+\.\d\d%, loss [\d.]+, on 10,000 held-out samples\.$/);
     // Charts are announced with their numbers.
-    expect(await page.getByTestId('run-phase-chart').getAttribute('aria-label')).toMatch(/^Time per step by phase \(mean of every step, warm-up included\), [\d.,]+ ms in all$/);
+    expect(await page.getByTestId('run-phase-chart').getAttribute('aria-label')).toMatch(/^Time per step by phase \(mean of every step, warm-up included, evaluation not\), [\d.,]+ ms in all$/);
     expect(await page.getByTestId('run-loss-chart').getAttribute('aria-label')).toMatch(/over \d+ steps; last loss [\d.]+$/);
     await page.screenshot({ path: path.join(SHOTS, 'runs.png'), fullPage: true });
     expect(errors).toEqual([]);

@@ -42,7 +42,7 @@ describe('formatOptimise', () => {
       'use        --set dataloader.num_workers=2 --set dataloader.pin_memory=true --set matmul.precision=high',
       'in code    DataLoader(..., num_workers=2, pin_memory=True)',
       '           torch.set_float32_matmul_precision("high")',
-      'saved      runs/20261124-142654-5edcd7 (49 s)',
+      'saved      runs/20261124-142654-5edcd7 (the wizard took 49.0 s)',
     ]);
   });
 
@@ -62,7 +62,7 @@ describe('formatOptimise', () => {
       'proposal   dataloader.batch_size 32 -> 64: scale the learning rate (x2)',
       'apply      --set dataloader.batch_size=64 (in code: DataLoader(..., batch_size=64))',
       'use        the script as it is, or a proposal above',
-      'saved      runs/20261124-142654-5edcd7 (49 s)',
+      'saved      runs/20261124-142654-5edcd7 (the wizard took 49.0 s)',
     ]);
   });
 });

@@ -144,6 +144,7 @@ describe('trial decision (A/B/A/B, paired bootstrap CI of the speedup)', () => {
     expect(trialDecisionWords({ ...trial, decision: 'accept', lean: undefined })).toBe('accepted');
     expect(pairsAllow(3)).toBe("3 pairs a trial: each speedup's interval covers only 75.0%, so trials can lean faster or slower but keep or reject nothing; 5 or more decide");
     expect(pairsAllow(5)).toBe("5 pairs a trial: each speedup's interval covers 93.8%, enough to keep or reject a change");
+    expect(pairsAllow(1)).toBe('1 pair a trial gives no interval: trials can neither keep, reject nor lean; 5 or more decide');
   });
 
   it('knows the true coverage of the paired interval from the number of pairs, and the report names it', () => {

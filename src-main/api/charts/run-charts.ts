@@ -2,7 +2,7 @@
 // and data wait): pure functions of the run's data, so the live view, the run's page and a report draw the same charts.
 import type { EChartsCoreOption } from 'echarts/core';
 
-import { PHASE_NAMES } from '../benchmark';
+import { PHASE_NAMES, PHASE_NAMES_WITH_OTHER } from '../benchmark';
 import type { ScriptRunPoint } from '../train-result';
 import { formatValue, GRID_LINE, MUTED, titleAndLegend, tooltip } from './theme';
 
@@ -134,24 +134,37 @@ function bars(title: string, labels: string[], values: number[], color: string, 
   };
 }
 
-/** The named phases' total per step, in ms. */
+/**
+ * The phases a record holds, in bar order: the named ones, and `other` where the record has it (a
+ * benchmark's: its step less the named phases), so the bars add up to the step shown beside them.
+ */
+function phasesOf(phasesMs: Readonly<Record<string, number>>): readonly string[] {
+  return (phasesMs.other ?? 0) > 0 ? PHASE_NAMES_WITH_OTHER : PHASE_NAMES;
+}
+
+/** The phases' total per step, in ms: `other` included where the record has it. */
 export function phaseTotalMs(phasesMs: Readonly<Record<string, number>>): number {
-  return PHASE_NAMES.reduce((a, n) => a + (phasesMs[n] ?? 0), 0);
+  return phasesOf(phasesMs).reduce((a, n) => a + (phasesMs[n] ?? 0), 0);
 }
 
 /**
- * Which steps a training run's phases are the mean of: the engine's over every step, its warm-up with them
- * (so their total differs from the steady step beside it); a script's over its measured steps.
+ * Which steps a run's phases are the mean of: an engine training run's over every step, its warm-up with
+ * them and its evaluation not (so their total differs from the steady step and the wall-clock mean beside
+ * it); a script's, and any benchmark's, over the measured steps.
  */
 export function trainPhasesOver(kind: string | undefined): string | undefined {
-  return kind === 'engine' ? 'mean of every step, warm-up included' : kind === 'script' ? 'mean of the measured steps' : undefined;
+  return kind === 'engine' ? 'mean of every step, warm-up included, evaluation not' : kind === 'script' ? 'mean of the measured steps' : undefined;
 }
 
-/** The step's phases in the order they happen (data first), each with its share of the named phases' total. */
+/** A benchmark's phases: the mean of its measured steps, `other` making up the steady step. */
+export const BENCHMARK_PHASES_OVER = 'mean of the measured steps';
+
+/** The step's phases in the order they happen (data first), each with its share of the total. */
 export function phaseBarsOption(phasesMs: Readonly<Record<string, number>>, over?: string): EChartsCoreOption {
+  const names = phasesOf(phasesMs);
   const total = phaseTotalMs(phasesMs);
-  const labels = PHASE_NAMES.map((n) => `${n} ${total > 0 ? Math.round((100 * (phasesMs[n] ?? 0)) / total) : 0}%`);
-  return bars(`Time per step by phase${over ? ` (${over})` : ''}: ${formatValue(total, 'ms')} in all`, labels, PHASE_NAMES.map((n) => Number((phasesMs[n] ?? 0).toFixed(3))), '#4fb3ff', 96, 'ms');
+  const labels = names.map((n) => `${n} ${total > 0 ? Math.round((100 * (phasesMs[n] ?? 0)) / total) : 0}%`);
+  return bars(`Time per step by phase${over ? ` (${over})` : ''}: ${formatValue(total, 'ms')} in all`, labels, names.map((n) => Number((phasesMs[n] ?? 0).toFixed(3))), '#4fb3ff', 96, 'ms');
 }
 
 /** Measurement-mode GPU runs say where the step's time went, by op (the ten largest, largest on top). */

@@ -81,7 +81,7 @@ export function trainRunPart(run: TrainRun | ScriptTrainReportRun): { body: stri
       ? ['samples/s, wall clock incl. warm-up and evaluation', fmt(r.samplesPerSec)]
       : ['samples/s after the warm-up (sum over ranks)', r.samplesPerSec === undefined ? 'no step after the warm-up' : fmt(r.samplesPerSec)],
     ['step time, steady state (ms)', r.stepTime.steadyStateMeanMs === null ? 'not measured (too few steps)' : fmt(r.stepTime.steadyStateMeanMs)],
-    ['step time, wall-clock mean (ms)', r.stepTime.wallClockMeanMs === null ? 'not measured' : fmt(r.stepTime.wallClockMeanMs)],
+    [engine ? 'step time, wall-clock mean incl. warm-up and evaluation (ms)' : 'step time, wall-clock mean incl. warm-up (ms)', r.stepTime.wallClockMeanMs === null ? 'not measured' : fmt(r.stepTime.wallClockMeanMs)],
     ...(run.kind === 'train' ? engineRows(run.result) : scriptRows(run.result)),
   ];
   const own = run.kind === 'train' ? engineFigures(run) : scriptFigures(run);
