@@ -96,3 +96,26 @@ export const ModelInfoSchema = z.object({
   heads: z.array(z.object({ name: z.string(), loss: z.string(), target: z.string(), outputs: z.number().int() })),
 });
 export type ModelInfo = z.infer<typeof ModelInfoSchema>;
+
+const DEFAULT_SIZES: Record<string, Record<string, unknown>> = {
+  mlp: { hidden: [256, 128] },
+  cnn: { channels: [32, 64, 64], hidden: 128 },
+  bottleneck_resnet: { widths: [24, 48, 96, 144], layers: [2, 2, 2, 1] },
+};
+
+/**
+ * A model in a title's few words: its family, and the sizes that tell it apart where they differ from the
+ * family's defaults ("mlp (hidden 512-256)"), so two runs of one family from different spec files do not read
+ * as the same model. `spec` comes from a run file: anything that is not a size list or number is left out.
+ */
+export function modelWords(spec: { family?: unknown } & Record<string, unknown>): string {
+  const family = typeof spec.family === 'string' ? spec.family : 'model';
+  const defaults = DEFAULT_SIZES[family] ?? {};
+  const sizes = Object.entries(defaults).flatMap(([key, fallback]) => {
+    const v = spec[key];
+    const ok = typeof v === 'number' ? Number.isInteger(v) : Array.isArray(v) && v.length <= 16 && v.every((x) => Number.isInteger(x));
+    if (!ok || JSON.stringify(v) === JSON.stringify(fallback)) return [];
+    return [`${key} ${Array.isArray(v) ? v.join('-') || 'none' : String(v)}`];
+  });
+  return sizes.length ? `${family} (${sizes.join(', ')})` : family;
+}

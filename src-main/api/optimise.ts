@@ -5,7 +5,7 @@ import { BenchmarkOptionsSchema, BenchmarkPhasesSchema, IntervalSchema } from '.
 import { IdSchema } from './ids';
 import { ConditionsSchema } from './telemetry';
 import { TargetKindSchema } from './target';
-import { ModelSpecSchema } from './model-spec';
+import { ModelSpecSchema, modelWords } from './model-spec';
 import { DataSourceSchema } from './training';
 import { withMedianLevel } from './target-upgrade';
 
@@ -39,10 +39,10 @@ export type OptimiseTargetInput = z.input<typeof OptimiseTargetSchema>;
  * "mlp on fashion-mnist", "bottleneck_resnet on example-board": an engine wizard's model and data in a few words,
  * the same in the Optimise area, the Runs list and the CLI's list of runs (issue 41 item 4).
  */
-export function optimiseTargetTitle(target: { spec: { family: string }; data: OptimiseTarget['data']; readFrom?: ReadFrom }): string {
+export function optimiseTargetTitle(target: { spec: { family: string } & Record<string, unknown>; data: OptimiseTarget['data']; readFrom?: ReadFrom }): string {
   const d = target.data;
   const data = d.kind === 'dataset' ? `dataset ${datasetNameOfId(d.train)}` : d.kind === 'idx' ? 'IDX files' : d.kind;
-  return `${target.spec.family} on ${data}${target.readFrom === 'source' ? ' (read from the source files)' : ''}`;
+  return `${modelWords(target.spec)} on ${data}${target.readFrom === 'source' ? ' (read from the source files)' : ''}`;
 }
 
 /**

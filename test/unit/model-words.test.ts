@@ -1,25 +1,29 @@
-// A model spec in words, as reports show it: every family, and what is no spec.
 import { describe, expect, it } from 'vitest';
 
-import { modelSpecWords } from '../../src-main/api/model-words';
+import { modelWords } from '../../src-main/api/model-spec';
+import { optimiseTargetTitle } from '../../src-main/api/optimise';
 
-describe('modelSpecWords', () => {
-  it("says the example's MLP as a reader would, its image's single channel left out", () => {
-    expect(modelSpecWords({ family: 'mlp', task: 'classification', input: [1, 28, 28], outputs: 10, hidden: [256, 128], dropout: 0 })).toBe('MLP, input 28x28, hidden layers 256-128, 10 classes');
+describe('a model in a title says the sizes that tell it apart (UI walk: two spec files read as one model)', () => {
+  it("names a family alone at its defaults, as every run's title did", () => {
+    expect(modelWords({ family: 'mlp', input: [1, 28, 28], outputs: 10, hidden: [256, 128] })).toBe('mlp');
+    expect(modelWords({ family: 'cnn', channels: [32, 64, 64], hidden: 128 })).toBe('cnn');
+    expect(modelWords({ family: 'bottleneck_resnet' })).toBe('bottleneck_resnet');
   });
 
-  it('says a CNN with its convolutions, dropout and a regression head', () => {
-    const spec = { family: 'cnn', task: 'regression', input: [3, 32, 32], outputs: 2, channels: [16, 32], strides: [1, 2], kernel: 5, batchNorm: false, hidden: 0, dropout: 0.25 };
-    expect(modelSpecWords(spec)).toBe('CNN, input 3x32x32, conv channels 16-32 (strides 1-2, 5x5 kernels), no hidden layer, dropout 0.25, 2 regression outputs');
+  it('adds the sizes that differ from the defaults', () => {
+    expect(modelWords({ family: 'mlp', hidden: [512, 256] })).toBe('mlp (hidden 512-256)');
+    expect(modelWords({ family: 'mlp', hidden: [] })).toBe('mlp (hidden none)');
+    expect(modelWords({ family: 'cnn', channels: [16, 32], hidden: 0 })).toBe('cnn (channels 16-32, hidden 0)');
+    expect(modelWords({ family: 'bottleneck_resnet', widths: [32, 64, 128, 192], layers: [3, 4, 6, 3] })).toBe('bottleneck_resnet (widths 32-64-128-192, layers 3-4-6-3)');
   });
 
-  it('says the board network by its stages and heads, defaults filled in', () => {
-    expect(modelSpecWords({ family: 'bottleneck_resnet' })).toBe('bottleneck ResNet, input 104x9x9, stem 24 channels, stages of 2-2-2-1 blocks (widths 24-48-96-144, strides 1-2-2-2, expansion 4), head 128 channels, 1496 policy classes + value');
+  it('leaves out what a tampered run file holds instead of sizes', () => {
+    expect(modelWords({ family: 'mlp', hidden: ['\x1b[2J', 1] })).toBe('mlp');
+    expect(modelWords({ family: 'mlp', hidden: Array.from({ length: 1000 }, () => 1) })).toBe('mlp');
+    expect(modelWords({ family: 7 })).toBe('model');
   });
 
-  it('gives null for what is no spec, so the caller quotes it whole', () => {
-    expect(modelSpecWords({ family: 'mlp', input: [784] })).toBeNull();
-    expect(modelSpecWords({ family: 'transformer', layers: 12 })).toBeNull();
-    expect(modelSpecWords('mlp')).toBeNull();
+  it("names an optimisation's target the same way", () => {
+    expect(optimiseTargetTitle({ spec: { family: 'mlp', hidden: [64] }, data: { kind: 'fashion-mnist' } as never })).toBe('mlp (hidden 64) on fashion-mnist');
   });
 });

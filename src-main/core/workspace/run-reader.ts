@@ -7,6 +7,7 @@ import { printable } from '../../api/shell-word';
 import type { RunRecordJson } from '../../api/run-record';
 import { RUN_HEARTBEAT_INTERVAL_MS, RUN_HEARTBEAT_STALE_MS } from '../../api/run-record';
 import { optimiseTargetTitle } from '../../api/optimise';
+import { modelWords } from '../../api/model-spec';
 import type { RunDetail, RunLastStep, RunSummary, RunWizard, TrainEvent } from '../../api/training';
 import { DataSourceSchema, TrainEventSchema, TrainStepEventSchema } from '../../api/training';
 import type { Workspace } from './workspace';
@@ -172,7 +173,7 @@ function optimiseTitleOf(run: RunRecordJson): string | null {
   const target = (run.config as { request?: { target?: { spec?: { family?: unknown }; data?: unknown; readFrom?: unknown } } }).request?.target;
   const data = DataSourceSchema.safeParse(target?.data);
   if (typeof target?.spec?.family !== 'string' || !data.success) return null;
-  return optimiseTargetTitle({ spec: { family: target.spec.family }, data: data.data, readFrom: target.readFrom === 'source' ? 'source' : 'cache' });
+  return optimiseTargetTitle({ spec: target.spec as { family: string } & Record<string, unknown>, data: data.data, readFrom: target.readFrom === 'source' ? 'source' : 'cache' });
 }
 
 async function summarize(workspace: Workspace, id: string, run: RunRecordJson): Promise<RunSummary> {
@@ -184,7 +185,7 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
   const modelOnData =
     command !== null
       ? `script ${command}`
-      : `${run.config.spec?.family ?? 'model'} on ${run.config.cachedData?.description ?? (typeof asked === 'string' ? asked : 'data')}`;
+      : `${run.config.spec ? modelWords(run.config.spec as Record<string, unknown>) : 'model'} on ${run.config.cachedData?.description ?? (typeof asked === 'string' ? asked : 'data')}`;
   const titles: Record<string, string> = {
     train: modelOnData,
     benchmark: `training benchmark: ${modelOnData}`,
