@@ -142,8 +142,8 @@ export function formatBenchmark(r: BenchmarkResult): string {
       ? `samples/s  ${n0(ci.median)}${ranks}, one ${engine ? 'repetition' : 'launch'}: no interval (2 or more give one, 6 or more a 95% one)`
       : `samples/s  ${n0(ci.median)} median${ranks}, ${intervalLevel(ci)} CI [${n0(ci.low)}, ${n0(ci.high)}] (order statistics over ${r.repeat} ${engine ? 'repetitions' : 'launches'})`,
     engine
-      ? `step time  ${r.stepTime.steadyStateMeanMs.toFixed(3)} ms steady state (after warm-up); ${r.stepTime.wallClockMeanMs.toFixed(3)} ms wall-clock mean (every step, warm-up included)`
-      : `step time  ${r.stepTime.steadyStateMeanMs.toFixed(3)} ms steady state; ${r.stepTime.wallClockMeanMs.toFixed(3)} ms wall-clock mean (warm-up included)`,
+      ? `step time  ${r.stepTime.steadyStateMeanMs.toFixed(3)} ms steady-state mean (after warm-up; samples/s above is the repetitions' median, so batch / step need not equal it); ${r.stepTime.wallClockMeanMs.toFixed(3)} ms wall-clock mean (every step, warm-up included)`
+      : `step time  ${r.stepTime.steadyStateMeanMs.toFixed(3)} ms steady-state mean (samples/s above is the launches' median, so batch / step need not equal it); ${r.stepTime.wallClockMeanMs.toFixed(3)} ms wall-clock mean (warm-up included)`,
     ...(engine?.epoch ?? script?.dataWait ?? []),
     'phases     ms per step over the measured steps, and share of the step',
     ...phaseTable(r.phasesMs, r.phasesPercent),

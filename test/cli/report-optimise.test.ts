@@ -72,13 +72,15 @@ describe('trainbench report of an optimise run', () => {
     expect(markdown).not.toContain('the optimisation wizard measures both');
   });
 
-  it('gives the optimise command and draws the trials chart with a bar per measured configuration', () => {
+  it("gives the optimise command and draws each trial's speedup as the Optimise page does, not bars of samples/s that a loaded machine moves", () => {
     expect(markdown).toContain('trainbench optimise --model mlp --data fashion-mnist --device cpu --read-from cache');
     expect(markdown).toContain('--warmup-steps 2 --steps 10 --repeat 2');
     const svg = readFileSync(path.join(ws.dir, path.dirname(report.summary.path), `trials-${result.runId}.svg`), 'utf8');
     const doc = new DOMParser({ onError: (level, msg) => { if (level !== 'warning') throw new Error(msg); } }).parseFromString(svg, 'image/svg+xml');
     const labels = Array.from(doc.getElementsByTagName('text')).map((t) => t.textContent ?? '');
-    expect(labels).toContain('0. baseline');
-    for (const t of result.trials.filter((x) => x.candidateSamplesPerSec.length)) expect(labels.some((l) => l.startsWith(`${t.index}. `))).toBe(true);
+    expect(labels.some((l) => l.startsWith('Speedup of each trial over the current best'))).toBe(true);
+    expect(labels).not.toContain('0. baseline');
+    for (const t of result.trials.filter((x) => x.speedup)) expect(labels.some((l) => l.startsWith(`${t.index}. `))).toBe(true);
+    expect(markdown).toContain("each one's speedup over the configuration it was measured against");
   });
 });

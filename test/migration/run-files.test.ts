@@ -502,6 +502,13 @@ describe('reports and traces', () => {
         `script-trials-${RUNS.scriptOptimise.id}.svg`,
       ].sort(),
     );
+    // Numbers that agree (issue 38): the compute floor starts from the rate every table shows, the report command
+    // names every run it was written from (the command's runs too), and a wizard that kept nothing says so.
+    expect(md).toContain(`It reaches 103,907 samples/s (the median of its repetitions); with data loading, copies and other overhead hidden completely it would reach at most`);
+    const again = md.split('\n').filter((l) => l.startsWith('trainbench report '));
+    expect(again).toHaveLength(1);
+    for (const r of COMPLETED) expect(again[0]).toContain(r.id);
+    expect(md).toContain(`- With the wizard's configuration (\`${RUNS.engineOptimise.id}\`): 100,794 samples/s (the baseline's: nothing was kept)`);
     // Stored and read back as the Reports view reads it.
     expect((await reports.get(report.summary.id)).markdown).toBe(md);
   });

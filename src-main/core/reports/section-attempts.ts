@@ -82,10 +82,21 @@ function recipeNote(a: BenchmarkAttempt): string {
 }
 
 /** The benchmark attempt that measured a batch with repetitions, if any. */
-export function benchmarkOfBatch(input: ReportInput, batch: number | null): { n: number; attempt: BenchmarkAttempt } | null {
+/**
+ * The attempt that measured `batch` with repetitions: a benchmark at that batch, or a wizard trial that changed
+ * the batch to it (its A/B pairs are repetitions too). Null when none did.
+ */
+export function measurementOfBatch(input: ReportInput, batch: number | null): { n: number; words: string } | null {
   if (batch === null) return null;
-  const i = input.attempts.findIndex((a) => a.kind === 'benchmark' && a.run.result.batchSize === batch && a.run.result.target.accumulation === 1);
-  return i < 0 ? null : { n: i + 1, attempt: input.attempts[i] as BenchmarkAttempt };
+  const i = input.attempts.findIndex(
+    (a) =>
+      (a.kind === 'benchmark' && a.run.result.batchSize === batch && a.run.result.target.accumulation === 1) ||
+      (a.kind === 'optimise-trial' && a.trial.change.knob === 'batchSize' && a.trial.change.to === batch && a.trial.candidateSamplesPerSec.length > 0),
+  );
+  if (i < 0) return null;
+  const a = input.attempts[i];
+  const how = a.kind === 'optimise-trial' ? ` (wizard trial ${a.trial.index}, ${a.trial.candidateSamplesPerSec.length} A/B pairs)` : '';
+  return { n: i + 1, words: `attempt ${i + 1}${how}` };
 }
 
 function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { body: string; figure: FigureSpec } {
@@ -131,9 +142,9 @@ function searchAttemptBody(n: number, a: SearchAttempt, input: ReportInput): { b
       ),
       '',
     );
-    const measured = benchmarkOfBatch(input, chosen.batchSize);
+    const measured = measurementOfBatch(input, chosen.batchSize);
     const next = measured
-      ? `attempt ${measured.n} benchmarks batch ${fmt(chosen.batchSize)} with repetitions.`
+      ? `${measured.words} measures batch ${fmt(chosen.batchSize)} with repetitions.`
       : `benchmark batch ${fmt(chosen.batchSize)} with repetitions to decide. A larger batch also changes the training recipe (learning rate).`;
     conclusion = `Proposed, not accepted on its own: batch ${fmt(chosen.batchSize)} measured ${change(b.samplesPerSecCi.median, chosen.samplesPerSec)} samples/s against the baseline, but a trial is one measurement of ${steps ?? 'a few'} steps without repetitions, so it cannot say whether that beats the noise; ${next}`;
   } else {
@@ -173,7 +184,7 @@ function engineAttempts(input: ReportInput): SectionOutput {
     const skipped = wizardSkippedLines(view);
     if (!figure && !skipped.length) continue;
     if (figure) figures.push(figure);
-    const lines = figure ? [`The wizard's trials (${code(run.id)}): each configuration's samples/s over its own repetitions.`, '', figureLink(figure.alt, figure.name), ''] : [];
+    const lines = figure ? [`The wizard's trials (${code(run.id)}): each one's speedup over the configuration it was measured against, with its interval, coloured by its decision, as the Optimise page draws it.`, '', figureLink(figure.alt, figure.name), ''] : [];
     blocks.push({ id: `trials-${runSlug(run.id)}`, lead: '', body: [...lines, ...skipped].join('\n') });
   }
   for (const [i, a] of input.attempts.entries()) {

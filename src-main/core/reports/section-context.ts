@@ -166,21 +166,22 @@ function engineContext(input: ReportInput): SectionOutput {
   return { blocks: [{ id: 'context', lead: '', body }], figures: [], notes: [] };
 }
 
+/** The command that writes this report again: every run it is written from, the engine's and the command's alike. */
+function reportCommandLines(input: ReportInput): string[] {
+  const ids = [...input.runs.map((r) => r.id), ...input.scripts.map((r) => r.id)];
+  return ['This report from those runs:', '', '```sh', `trainbench report ${ids.join(' ')} --workspace <workspace>`, '```'];
+}
+
 function engineReproduce(input: ReportInput): SectionOutput {
   const parts = input.runs.map((run) => {
     const { command, caveats } = reproduceCommand(run);
     return [`${kindName(run)} ${code(run.id)}:`, '', '```sh', command, '```', ...caveats.map((c) => `- Note: ${c}.`)].join('\n');
   });
-  const report = `trainbench report ${input.runs.map((r) => r.id).join(' ')} --workspace <workspace>`;
   const body = [
     'Each run again (on the same machine, the numbers should fall inside the intervals below; on another they measure that machine):',
     '',
     ...parts.flatMap((p) => [p, '']),
-    'This report from those runs:',
-    '',
-    '```sh',
-    report,
-    '```',
+    ...reportCommandLines(input),
   ].join('\n');
   return { blocks: [{ id: 'reproduce', lead: '', body }], figures: [], notes: [] };
 }
@@ -251,6 +252,8 @@ function scriptReproduceBody(input: ReportInput): string {
     '',
     ...parts.flatMap((p) => [p, '']),
     ...(redacted ? ['Values of variables named like credentials are shown as <redacted>: put your own in.', ''] : []),
+    // A report of both targets says it once, in the engine's part above.
+    ...(input.runs.length ? [] : reportCommandLines(input)),
   ].join('\n');
 }
 

@@ -1,5 +1,6 @@
 // The Decision and the Consequences, for the engine's runs and for the user's own command.
 import { intervalLevel } from '../../api/order-interval';
+import { finalFigures } from '../../api/paired-figures';
 import { lossCheckText } from '../../api/charts/optimise-charts';
 import type { BenchmarkAttempt } from './attempts';
 import { recommendsBaselineBatch } from './attempts';
@@ -8,7 +9,7 @@ import type { ReportInput, SectionOutput } from './report-model';
 import { block, bothTargets } from './report-model';
 import type { BenchmarkRun, ScriptBatchRun, ScriptOptimiseRun } from './report-runs';
 import { optionsOf, overridesText } from './report-runs';
-import { benchmarkOfBatch, CONCLUSIONS, scriptBenchmarkAttempts } from './section-attempts';
+import { CONCLUSIONS, measurementOfBatch, scriptBenchmarkAttempts } from './section-attempts';
 import { engineWizardView, scriptWizardView, trialConclusion, wizardDecisionLines } from './section-wizard';
 
 function configuration(run: BenchmarkRun): string {
@@ -24,13 +25,13 @@ function engineDecision(input: ReportInput): SectionOutput {
     if (a.kind === 'benchmark') lines.push(`- Attempt ${i + 1} (${code(a.run.id)}): ${CONCLUSIONS[a.decision]}`);
     else if (a.kind === 'optimise-trial') lines.push(`- Attempt ${i + 1} (${a.trial.change.label}, wizard trial ${a.trial.index}): ${trialConclusion(a.trial)}`);
     else {
-      const measured = benchmarkOfBatch(input, a.run.result.recommended);
+      const measured = measurementOfBatch(input, a.run.result.recommended);
       const what =
         a.run.result.recommended === null
           ? 'no batch fits'
           : recommendsBaselineBatch(a)
             ? `batch ${fmt(a.run.result.recommended)} recommended by the batch-size search, the baseline's own: nothing to change`
-            : `batch ${fmt(a.run.result.recommended)} proposed by the batch-size search, ${measured ? `measured with repetitions in attempt ${measured.n}` : 'not yet measured with repetitions'}`;
+            : `batch ${fmt(a.run.result.recommended)} proposed by the batch-size search, ${measured ? `measured with repetitions in ${measured.words}` : 'not yet measured with repetitions'}`;
       lines.push(`- Attempt ${i + 1} (${code(a.run.id)}): ${what}.`);
     }
   });
@@ -64,7 +65,14 @@ function engineConsequences(input: ReportInput): SectionOutput {
   }
   for (const run of input.optimisations) {
     const f = run.result.final;
-    lines.push(`- With the wizard's configuration (${code(run.id)}): ${fmt(f.samplesPerSec.median, 'samples/s')} (${intervalLevel(f.samplesPerSec)} CI ${fmt(f.samplesPerSec.low)} to ${fmt(f.samplesPerSec.high)}), ${signedPercent(f.speedup.median - 1)} against its baseline.`);
+    // The figures the Decision's speedup gives (paired-figures.ts): the final's own repetitions' interval beside it read as a second, narrower claim.
+    const figures = finalFigures(f, run.result.baseline, run.result.repeat, run.result.objective);
+    const rate = !figures
+      ? fmt(f.samplesPerSec.median, 'samples/s')
+      : !figures.remeasured
+        ? `${fmt(figures.best, 'samples/s')} (the baseline's: nothing was kept)`
+        : `${fmt(figures.candidate, 'samples/s')} (${figures.level} CI ${fmt(figures.candidateCi.low)} to ${fmt(figures.candidateCi.high)}, the re-measured baseline's ${fmt(figures.best)} times the speedup's interval)`;
+    lines.push(`- With the wizard's configuration (${code(run.id)}): ${rate}, ${signedPercent(f.speedup.median - 1)} against its baseline.`);
   }
   const cpuOnly = input.runs.every((run) => !String(optionsOf(run).device ?? 'cpu').startsWith('cuda'));
   const caveats: string[] = [];

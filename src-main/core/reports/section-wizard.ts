@@ -1,11 +1,10 @@
 // The optimisation wizard's run in a report, either target: the trials figure, one attempt per trial,
 // the changes it did not try, and its decision. What differs by target (how a setting is named and
 // kept, who reported a crash) comes from wizardView; the rest is written once.
-import { throughputLabel, throughputOption } from '../../api/charts/benchmark-charts';
 import type { BenchmarkPhases } from '../../api/benchmark';
 import { CONDITIONS_HEAD, conditionsTable } from '../../api/confounders';
 import type { ConditionsRow, OptimiseFinal, OptimiseTrial, SkippedChange, TrialDecision } from '../../api/optimise';
-import { compileText } from '../../api/charts/optimise-charts';
+import { compileText, trialsLabel, trialsOption } from '../../api/charts/optimise-charts';
 import { overrideCode } from '../../api/script-override-code';
 import { ciLevel, orderIntervalCoverage, pairsToDecide } from '../../api/order-interval';
 import { settingWords } from '../../api/run-config';
@@ -24,7 +23,7 @@ export interface WizardView {
   figureName: string;
   /** Who reported a crash or an OOM. */
   said: string;
-  baseline: { samplesPerSec: Interval; phasesMs: BenchmarkPhases; stepMs: number; device: string; batchSize: number; accumulation: number };
+  baseline: { samplesPerSec: Interval; noiseFloor: number; phasesMs: BenchmarkPhases; stepMs: number; device: string; batchSize: number; accumulation: number };
   trials: OptimiseTrial[];
   skipped: SkippedChange[];
   final: Omit<OptimiseFinal, 'config'>;
@@ -126,12 +125,17 @@ const TRIAL_CONCLUSIONS: Record<TrialDecision, string> = {
 };
 
 /** A trial's conclusion; a kept change whose loss was not measured (a script target) says so instead of claiming it. */
-export function trialConclusion(t: Pick<OptimiseTrial, 'decision' | 'lossDelta' | 'lean' | 'bestSamplesPerSec' | 'candidateSamplesPerSec'>): string {
+export function trialConclusion(t: Pick<OptimiseTrial, 'decision' | 'lossDelta' | 'lean' | 'bestSamplesPerSec' | 'candidateSamplesPerSec'> & { change?: Pick<OptimiseTrial['change'], 'kind'> }): string {
   if (t.decision === 'inconclusive' && t.lean) {
     const level = ciLevel(orderIntervalCoverage(Math.min(t.bestSamplesPerSec.length, t.candidateSamplesPerSec.length)));
     return `Not kept: leaning ${t.lean} on a ${level} interval, too few pairs to keep or reject a change (${pairsToDecide()} or more decide).`;
   }
-  return t.decision === 'accept' && t.lossDelta === null ? 'Accepted and kept: faster by more than the noise; its effect on the loss was not measured.' : TRIAL_CONCLUSIONS[t.decision];
+  if (t.decision === 'accept' && t.lossDelta === null) return 'Accepted and kept: faster by more than the noise; its effect on the loss was not measured.';
+  // A recipe change (batch size, accumulation) trains differently by design: the loss guard does not hold it to the tolerance.
+  if (t.decision === 'accept' && t.change?.kind === 'recipe') {
+    return `Accepted and kept: faster by more than the noise. As a change of the training recipe it is not held to the loss tolerance (the mean loss moved ${signedPercent(t.lossDelta!)}); check that the training still converges.`;
+  }
+  return TRIAL_CONCLUSIONS[t.decision];
 }
 
 /**
@@ -205,20 +209,24 @@ export function wizardAttemptBody(n: number, view: WizardView, t: OptimiseTrial)
 }
 
 /** Samples/s of the baseline, of every trial's candidate and of the final configuration, each with its CI. */
+/**
+ * The trials as the Optimise page draws them: each trial's speedup over the best it was measured against, with
+ * its interval, coloured by its decision. Bars of each side's samples/s read wrongly where the machine's load
+ * moved between trials (a trial 1.03x faster than a best re-measured at half the baseline's rate drew as a bar
+ * at half the baseline), and a tall bar of a change not kept read as the winner.
+ */
 export function wizardTrialsFigure(view: WizardView): FigureSpec | null {
-  const b = view.baseline;
-  const items: { label: string; ci: Interval }[] = [{ label: '0. baseline', ci: b.samplesPerSec }];
-  for (const t of view.trials) {
-    if (!t.candidateSamplesPerSec.length) continue;
-    // The candidate as its speedup gives it, so the bars agree with the trials' speedups; under the energy objective the speedup is of samples/J.
-    const f = view.objective === 'energy' ? null : trialFigures(t);
-    items.push({ label: `${t.index}. ${t.change.label}`, ci: f ? f.candidateCi : medianInterval(t.candidateSamplesPerSec) });
-  }
-  if (items.length < 2) return null;
-  const stepTime = { steadyStateMeanMs: b.stepMs, wallClockMeanMs: b.stepMs, note: '' };
-  const input = items.map((i) => ({ title: i.label, device: b.device, batchSize: b.batchSize, accumulation: b.accumulation, phasesMs: b.phasesMs, samplesPerSecCi: i.ci, stepTime }));
-  const labels = items.map((i) => i.label);
-  return { name: view.figureName, title: 'Samples/s of each configuration the wizard measured', alt: throughputLabel(input, labels), runId: view.id, option: throughputOption(input, labels), height: 380 };
+  const trials = view.trials.filter((t) => t.speedup);
+  if (!trials.length) return null;
+  const of = view.objective === 'energy' ? 'samples per joule' : 'samples/s';
+  return {
+    name: view.figureName,
+    title: `Speedup (${of}) of each trial over the current best it was measured against, with its decision`,
+    alt: trialsLabel(trials),
+    runId: view.id,
+    option: trialsOption(trials, view.baseline.noiseFloor),
+    height: 380,
+  };
 }
 
 export function wizardSkippedLines(view: WizardView): string[] {
