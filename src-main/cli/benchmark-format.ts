@@ -93,7 +93,7 @@ function scriptLines(r: ScriptBenchmarkResult): { setup: string; dataWait: strin
   return {
     setup: `setup      ${r.device}, batch ${r.batchSize ?? 'unknown'} per rank, ${s.worldSize} rank(s); ${r.warmupSteps} warm-up + ${r.steps} measured steps, ${r.repeat} launch(es)`,
     dataWait: [
-      `data wait  ${s.dataWait.msPerStep.toFixed(3)} ms per step, ${s.dataWait.percent.toFixed(1)}% of the step (rank ${s.dataWait.rank}, the slowest)`,
+      `data wait  ${s.dataWait.msPerStep.toFixed(3)} ms per step, ${s.dataWait.percent.toFixed(1)}% of the step (rank ${s.dataWait.rank}, the slowest, in the last launch; the phase table below is the mean over the launches)`,
       ...(s.worldSize > 1
         ? ['ranks      rank  samples/s  steps  data wait', ...s.ranks.map((k) => `           ${String(k.rank).padStart(4)} ${n0(k.samplesPerSec).padStart(10)} ${String(k.measuredSteps).padStart(6)}  ${k.dataWaitPercent.toFixed(1)}%`)]
         : []),

@@ -161,7 +161,7 @@ describe('best so far', () => {
     const withSide = bestSoFar(r.baseline, r.trials, { ...r.final, baselineSamplesPerSec: remeasured });
     expect(withSide.samplesPerSec).toBeCloseTo(1000 * r.final.speedup.median, 9);
     expect(withSide.ci).toEqual({ low: 1000 * r.final.speedup.low, median: 1000 * r.final.speedup.median, high: 1000 * r.final.speedup.high });
-    expect(withSide.source).toBe('the baseline as re-measured in the final comparison (1000 samples/s) times the final speedup');
+    expect(withSide.source).toBe('the baseline as re-measured in the final comparison (1,000 samples/s) times the final speedup');
     // Mid-run after the kept trial: its current best's median times its speedup, not the candidate's own median.
     const kept = r.trials.findIndex((t) => t.kept);
     expect(kept).toBeGreaterThanOrEqual(0);
@@ -191,7 +191,12 @@ describe('best so far', () => {
     const loaded = bestSoFar({ ...r.baseline, noiseFloor: 0.032 }, [trial(1, [b]), trial(2, [2.3 * b, 2.3 * b])], null);
     expect(loaded.label).toBe('baseline, re-measured in trial 2');
     expect(loaded.drift).toBe(
-      "the baseline's own configuration measured 130% faster in trial 2 than at the start (noise ±3.2%): the machine's load changed between the two measurements",
+      "the baseline's own configuration measured 130% faster in trial 2 than at the start (noise ±3.2%): the machine's load changed between the measurements",
+    );
+    // UI walk 7: trial 1 measured it 56% slower, trial 3 28% slower; only trial 3 was named.
+    const both = bestSoFar({ ...r.baseline, noiseFloor: 0.004 }, [trial(1, [0.44 * b]), trial(2, [b]), trial(3, [0.72 * b])], null);
+    expect(both.drift).toBe(
+      "the baseline's own configuration measured 56% slower in trial 1 and 28% slower in trial 3 than at the start (noise ±0.4%): the machine's load changed between the measurements",
     );
     const bars = limitBars({ baseline: r.baseline, best: loaded, limits: r.limits });
     expect(bars[1]).toMatchObject({ name: 'baseline, re-measured in trial 2', colour: '#d29922' });

@@ -231,7 +231,7 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
       [`samples/s, ${intervalLevels(runs.map((r) => r.result.samplesPerSecCi))} CI`, ...runs.map((r) => ci(r.result.samplesPerSecCi))],
       ['batch (from the batch tensors)', ...runs.map((r) => (r.result.batchSize === null ? 'not seen' : String(r.result.batchSize)))],
       ['step, steady state', ...runs.map((r) => fmt(r.result.stepTime.steadyStateMeanMs, 'ms'))],
-      ['data wait (slowest rank)', ...runs.map((r) => `${fmt(r.result.target.dataWait.msPerStep, 'ms')} (${fmt(r.result.target.dataWait.percent, '%')})`)],
+      ['data wait (slowest rank, last launch)', ...runs.map((r) => `${fmt(r.result.target.dataWait.msPerStep, 'ms')} (${fmt(r.result.target.dataWait.percent, '%')})`)],
       ['CUDA peak memory', ...runs.map((r) => (r.result.target.memory.cudaPeakBytes === null ? 'no CUDA' : fmt(r.result.target.memory.cudaPeakBytes / MiB, 'MiB')))],
       ['timing', ...runs.map((r) => r.result.target.ranks[0]?.timing ?? 'n/a')],
       // An estimate (the probe counts Linear and Conv layers): the method is in the text.

@@ -51,7 +51,7 @@ export function engineWizardView(run: OptimiseRun): WizardView {
   const options = (c: typeof base) => c.options as Record<string, unknown>;
   const changed = Object.keys(use.options)
     .filter((k) => json(options(use)[k]) !== json(options(base)[k]))
-    .map((k) => [k, json(options(base)[k]), json(options(use)[k])]);
+    .map((k) => [settingWords(k), json(options(base)[k]), json(options(use)[k])]);
   if (use.readFrom !== base.readFrom) changed.push(['read from', base.readFrom, use.readFrom]);
   return {
     id: run.id,

@@ -210,7 +210,7 @@ export function findings(input: FindingInputs): Finding[] {
     const width = (100 * (ci.high - ci.low)) / ci.median;
     out.push({
       severity: 'info',
-      text: `The ${intervalLevel(ci)} interval of samples/s is ${pct(width)} of the median wide (${ci.low.toFixed(0)} to ${ci.high.toFixed(0)}): the repetitions disagree, so compare settings only by more than that. More steps or repetitions narrow it.`,
+      text: `The ${intervalLevel(ci)} interval of samples/s is ${pct(width)} of the median wide (${Math.round(ci.low).toLocaleString('en-US')} to ${Math.round(ci.high).toLocaleString('en-US')}): the repetitions disagree, so compare settings only by more than that. More steps or repetitions narrow it.`,
       measurement: { name: 'samplesPerSecCi.widthPercent', value: width, unit: '%' },
     });
   }
