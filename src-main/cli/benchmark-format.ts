@@ -101,7 +101,7 @@ function scriptLines(r: ScriptBenchmarkResult): { setup: string; dataWait: strin
     ],
     phaseNote: [`           ${s.phaseNote}`],
     memory: [
-      `memory     ${s.memory.device}: CUDA peak ${mb(s.memory.cudaPeakBytes)}${s.memory.cudaTotalBytes ? ` of ${mb(s.memory.cudaTotalBytes)}` : ''}; host peak RSS ${mb(s.memory.hostPeakRssBytes)}`,
+      `memory     ${s.memory.device}: CUDA peak ${mb(s.memory.cudaPeakBytes)}${s.memory.cudaTotalBytes ? ` of ${mb(s.memory.cudaTotalBytes)}` : ''}; host peak RSS ${mb(s.memory.hostPeakRssBytes)} (the rank process's own high-water mark, from its start)`,
       ...processTreeLine(r),
       ...scriptFlopsLines(r),
       ...floorLines(r),

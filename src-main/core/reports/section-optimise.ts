@@ -46,7 +46,7 @@ export function optimiseBaselinePart(run: OptimiseRun): { lines: string[]; figur
         ['step time (ms)', fmt(b.stepMs)],
         ['training memory (MiB)', fmt(b.memoryBytes / MiB)],
         ['GPU utilisation, mean', b.gpuUtilizationMean === null ? 'not measured' : fmt(b.gpuUtilizationMean, '%')],
-        ['host CPU load, mean', b.cpuMean === null ? 'not measured' : fmt(b.cpuMean, '%')],
+        ["host CPU load, mean over the baseline's repetitions (the chart spans the whole run)", b.cpuMean === null ? 'not measured' : fmt(b.cpuMean, '%')],
       ],
     ),
     '',
