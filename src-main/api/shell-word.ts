@@ -2,23 +2,30 @@
 const SAFE = /^[A-Za-z0-9_./:,=@%+-]+$/;
 
 /**
- * Characters that must never reach a terminal or a page as themselves: C0 controls, DEL and C1 controls
- * (ESC, CR and CSI/OSC redraw a terminal: a planted command could show as a harmless one), the Unicode
- * line and paragraph separators, the bidirectional formatting marks (they reorder what a page shows), and the
- * invisible ones (soft hyphen, zero-width space and joiners, word joiner, byte-order mark: a word with one reads as another).
+ * Characters that must never reach a terminal or a page as themselves, by Unicode category, so a character
+ * a list would miss cannot pass (a re-attack found U+2064 and the tag characters past an older list):
+ * controls (Cc: C0, DEL and C1; ESC, CR and CSI/OSC redraw a terminal, so a planted command could show as a
+ * harmless one), format characters (Cf: the bidirectional marks reorder what a page shows; zero-width spaces
+ * and joiners, invisible operators, soft hyphen, byte-order mark, tag characters), the line and paragraph
+ * separators (Zl, Zp), lone surrogates (Cs), and the marks and fillers that draw nothing although they are
+ * letters or marks by category: the combining grapheme joiner, the Hangul fillers and the variation selectors.
+ * A word with one of them reads as another.
  */
-// eslint-disable-next-line no-control-regex -- control characters are what it finds
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
-// eslint-disable-next-line no-control-regex -- control characters are what it finds
-const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
+const INVISIBLE = String.raw`\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\u034f\u115f\u1160\u3164\uffa0\ufe00-\ufe0f\u{e0100}-\u{e01ef}`;
+// eslint-disable-next-line no-misleading-character-class -- each combining mark in the class is matched alone, as meant
+const CONTROL = new RegExp(`[${INVISIBLE}]`, 'gu');
+// eslint-disable-next-line no-misleading-character-class -- as above
+const CONTROL_BUT_NEWLINE = new RegExp(`(?!\n)[${INVISIBLE}]`, 'gu');
 /** The bidirectional formatting marks alone (in CONTROL too): names a person gives are refused with one. */
 export const BIDI_MARK = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
 const NAMED: Record<string, string> = { '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
-/** One control character as its escape: \t, \n, \r, \x1b (C0 and DEL), \u009b (C1 and above). */
+/** One control character as its escape: \t, \n, \r, \x1b (C0 and DEL), \u009b (C1 to U+FFFF), \U000e0041 (beyond). */
 function escaped(c: string): string {
-  const code = c.charCodeAt(0);
-  return NAMED[c] ?? (code < 0x80 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`);
+  const code = c.codePointAt(0)!;
+  if (NAMED[c]) return NAMED[c];
+  if (code < 0x80) return `\\x${code.toString(16).padStart(2, '0')}`;
+  return code <= 0xffff ? `\\u${code.toString(16).padStart(4, '0')}` : `\\U${code.toString(16).padStart(8, '0')}`;
 }
 
 /**

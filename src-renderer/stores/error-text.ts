@@ -1,4 +1,5 @@
 import { ApiError } from '@api/errors';
+import { printable } from '@api/shell-word';
 
 /**
  * What each contract code means to a person, said before the message; '' where the message says it all
@@ -20,8 +21,13 @@ const CODE_WORDS: Readonly<Record<string, string>> = {
   E_FORBIDDEN: '',
 };
 
-/** A code and its message as words: "out of memory: …", the message alone for a refused input, never the code. */
-export function errorWords(code: string, message: string): string {
+/**
+ * A code and its message as words: "out of memory: …", the message alone for a refused input, never the code.
+ * A message may quote a workspace file (a planted title or cwd in a saved state): its control and invisible
+ * characters are shown escaped, as the CLI shows them, wherever the page puts it.
+ */
+export function errorWords(code: string, raw: string): string {
+  const message = printable(raw, { lines: true });
   const words = CODE_WORDS[code] ?? '';
   // The message may say it already ("cancelled after 3 trials"): no "cancelled: … cancelled".
   if (!words || message.toLowerCase().includes(words)) return message || words || 'failed';

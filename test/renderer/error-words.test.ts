@@ -32,4 +32,12 @@ describe('error words', () => {
     expect(codeOf('no code here')).toBe('');
     expect(codeOf(null)).toBe('');
   });
+
+  it("shows a message that quotes a planted file with its control and invisible characters escaped (re-attack 8: a saved state's title and cwd)", () => {
+    const planted = 'script optimisation x measured another command (TA\x1b[2K\rB\x07\u202e\u2066Z\u200bH in /tmp/A\u2064): resume it with its own target';
+    const shown = errorText(new ApiError('E_BAD_INPUT', planted));
+    expect(shown).toBe('script optimisation x measured another command (TA\\x1b[2K\\rB\\x07\\u202e\\u2066Z\\u200bH in /tmp/A\\u2064): resume it with its own target');
+    // A message of several lines keeps them.
+    expect(errorWords('E_SCRIPT', 'the script failed:\nTraceback')).toBe('the script failed:\nTraceback');
+  });
 });

@@ -11,7 +11,7 @@ import { splitCommandLine } from '../../src-renderer/view-models/script-target-f
 /** Any C0 or C1 control character or DEL. */
 // eslint-disable-next-line no-control-regex -- control characters are what it finds
 const RAW_CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-const planted = ['train.py\x1b[2K\rharmless.py', 'a\x1b]0;title\x07b', 'csi\u009b31m', 'del\x7f', 'tab\tnew\nline', "it's a \\x1b"];
+const planted = ['train.py\x1b[2K\rharmless.py', 'a\x1b]0;title\x07b', 'csi\u009b31m', 'del\x7f', 'tab\tnew\nline', "it's a \\x1b", 'train.py\u2064', 'tag\u{e0041}s'];
 
 describe('printable', () => {
   it('escapes C0, C1 and DEL as \\x1b, \\r, \\u009b, and leaves other text as it is', () => {
@@ -26,6 +26,13 @@ describe('printable', () => {
 
   it('escapes the invisible characters a word could hide another in (re-attack 13)', () => {
     expect(printable('tra\u200bin.py\ufeff \u00adx\u2060y\u200dz')).toBe('tra\\u200bin.py\\ufeff \\u00adx\\u2060y\\u200dz');
+  });
+
+  it('escapes by Unicode category: invisible operators, tag characters, variation selectors and fillers a list missed (re-attack 8)', () => {
+    expect(printable('train.py\u2064')).toBe('train.py\\u2064');
+    expect(printable('a\u{e0041}b\ufe0fc\u3164d\u034fe\u180ef\ufffbg\u206ah\u0600i')).toBe('a\\U000e0041b\\ufe0fc\\u3164d\\u034fe\\u180ef\\ufffbg\\u206ah\\u0600i');
+    // Letters, marks and symbols that draw something stay as they are.
+    expect(printable('naïve café 日本 🙂 e\u0301')).toBe('naïve café 日本 🙂 e\u0301');
   });
 
   it('keeps a newline with `lines` (a message of several lines), escaping the rest', () => {

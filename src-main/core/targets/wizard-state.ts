@@ -12,6 +12,7 @@ import type { ScriptOptimiseRecord } from '../../api/optimise-result';
 import { OptimiseRecordSchema } from '../../api/optimise-result';
 import type { ScriptOptimiseRequest, ScriptOverrides } from '../../api/script-target';
 import { ScriptOptimiseRequestSchema, ScriptOverridesSchema } from '../../api/script-target';
+import { printable } from '../../api/shell-word';
 import { readRunDetail } from '../workspace/run-reader';
 import type { RunRecord } from '../workspace/run-store';
 import type { Workspace } from '../workspace/workspace';
@@ -125,7 +126,7 @@ export async function loadScriptWizardState(workspace: Workspace, runId: string,
   // Stopped before its baseline was measured: nothing to keep, the wizard starts over.
   if (record === null) return emptyRecord(runId, request);
   if (JSON.stringify(record.target.command) !== JSON.stringify(request.target)) {
-    throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} measured another command (${record.title} in ${record.target.command.cwd}): resume it with its own target`);
+    throw new ApiError('E_BAD_INPUT', `script optimisation ${runId} measured another command (${printable(record.title)} in ${printable(record.target.command.cwd)}): resume it with its own target`);
   }
   // The state decides the settings the wizard goes on with: only Trainbench's own keys and values, as a request's.
   const goesOn = ScriptOverridesSchema.safeParse(replayTrials(record.target.baseline.overrides as ScriptOverrides, record.trials).best);

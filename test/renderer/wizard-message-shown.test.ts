@@ -1,0 +1,31 @@
+// @vitest-environment happy-dom
+// Issue 41, F1 (re-attack 8): an engine wizard's saved state is a workspace file; a planted `message` in it
+// (control, bidi and invisible characters) is shown escaped on the Optimise page, as the CLI shows it.
+import path from 'node:path';
+
+import { mount } from '@vue/test-utils';
+import { createPinia } from 'pinia';
+import { describe, expect, it } from 'vitest';
+import { createMemoryHistory, createRouter } from 'vue-router';
+
+import { loadWizardState } from '../../src-main/core/targets/wizard-state';
+import { openWorkspace } from '../../src-main/core/workspace/workspace';
+import WizardShown from '../../src-renderer/components/optimise/WizardShown.vue';
+import { REPO_ROOT } from '../helpers/repo';
+
+// The fixture workspace of a version 1 engine wizard, read as the service reads it (upgraded), not written to.
+const dir = path.join(REPO_ROOT, 'test', 'fixtures', 'runs-v1', 'engine-optimise');
+
+describe("an engine wizard's saved message", () => {
+  it('is shown with its control, bidi and invisible characters escaped', async () => {
+    const saved = await loadWizardState(await openWorkspace(dir), 'optimise-20261127-033430-a9e837');
+    const state = { ...saved, status: 'failed' as const, message: 'E_INTERNAL: done\x1b[2K\rall fine\u202eevil\u2064' };
+    const router = createRouter({ history: createMemoryHistory(), routes: [{ path: '/runs', name: 'runs', component: { template: '<div />' } }, { path: '/:any(.*)', component: { template: '<div />' } }] });
+    await router.push('/optimise');
+    const shown = mount(WizardShown, { props: { trials: state.trials, live: false, state, status: 'failed' }, global: { plugins: [router, createPinia()], stubs: { Echarts: { props: ['option'], template: '<div />' }, TrialsChart: true, LimitsChart: true } } });
+    const text = shown.text();
+    expect(text).toContain('done\\x1b[2K\\rall fine\\u202eevil\\u2064');
+    // eslint-disable-next-line no-control-regex -- what must not be there
+    expect(text).not.toMatch(/[\x1b\r\u202e\u2064]/);
+  });
+});
