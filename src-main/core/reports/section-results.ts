@@ -161,7 +161,7 @@ function computeFloor(run: BenchmarkRun): string {
   const atMost = rate / share;
   return [
     `- ${code(run.id)}: forward + loss + backward + optimizer take ${fmt(computeMs, 'ms')} of the ${fmt(r.stepTime.steadyStateMeanMs, 'ms')} mean steady-state step (${fmt(100 * share, '%')}).`,
-    `  It reaches ${fmt(rate, 'samples/s')} (the median of its repetitions); with data loading, copies and other overhead hidden completely it would reach at most ${fmt(atMost, 'samples/s')}, that over ${fmt(100 * share, '%')} (${fmt((r.target.stepsPerEpoch * perStep) / atMost, 's')} per epoch of ${fmt(r.target.stepsPerEpoch)} steps),`,
+    `  It reaches ${fmt(rate, 'samples/s')} (the median of its repetitions); with data loading, copies and other overhead hidden completely it would reach at most ${fmt(atMost, 'samples/s')} (that rate over the compute phases' ${fmt(100 * share, '%')} of the step; ${fmt((r.target.stepsPerEpoch * perStep) / atMost, 's')} per epoch of ${fmt(r.target.stepsPerEpoch)} steps),`,
     `  so at most ${fmt(100 * (1 / share - 1), '%')} is left to gain outside the compute phases.`,
   ].join('\n');
 }
