@@ -1,6 +1,7 @@
 // @vitest-environment happy-dom
 // Issue 41, F1 (re-attack 8): an engine wizard's saved state is a workspace file; a planted `message` in it
 // (control, bidi and invisible characters) is shown escaped on the Optimise page, as the CLI shows it.
+import { cpSync } from 'node:fs';
 import path from 'node:path';
 
 import { mount } from '@vue/test-utils';
@@ -12,13 +13,18 @@ import { loadWizardState } from '../../src-main/core/targets/wizard-state';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
 import WizardShown from '../../src-renderer/components/optimise/WizardShown.vue';
 import { REPO_ROOT } from '../helpers/repo';
+import { tempDir } from '../helpers/temp-dir';
 
-// The fixture workspace of a version 1 engine wizard, read as the service reads it (upgraded), not written to.
-const dir = path.join(REPO_ROOT, 'test', 'fixtures', 'runs-v1', 'engine-optimise');
+// The fixture workspace of a version 1 engine wizard, read as the service reads it (upgraded), from a copy:
+// opening a workspace writes its workspace.json.
+const fixture = path.join(REPO_ROOT, 'test', 'fixtures', 'runs-v1', 'engine-optimise');
 
 describe("an engine wizard's saved message", () => {
   it('is shown with its control, bidi and invisible characters escaped', async () => {
-    const saved = await loadWizardState(await openWorkspace(dir), 'optimise-20261127-033430-a9e837');
+    const ws = tempDir();
+    cpSync(fixture, ws.dir, { recursive: true });
+    const saved = await loadWizardState(await openWorkspace(ws.dir), 'optimise-20261127-033430-a9e837');
+    ws.cleanup();
     const state = { ...saved, status: 'failed' as const, message: 'E_INTERNAL: done\x1b[2K\rall fine\u202eevil\u2064' };
     const router = createRouter({ history: createMemoryHistory(), routes: [{ path: '/runs', name: 'runs', component: { template: '<div />' } }, { path: '/:any(.*)', component: { template: '<div />' } }] });
     await router.push('/optimise');
