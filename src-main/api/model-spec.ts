@@ -97,11 +97,17 @@ export const ModelInfoSchema = z.object({
 });
 export type ModelInfo = z.infer<typeof ModelInfoSchema>;
 
-const DEFAULT_SIZES: Record<string, Record<string, unknown>> = {
-  mlp: { hidden: [256, 128] },
-  cnn: { channels: [32, 64, 64], hidden: 128 },
-  bottleneck_resnet: { widths: [24, 48, 96, 144], layers: [2, 2, 2, 1] },
-};
+/** The sizes a title names where they differ, at each family's defaults (read from its schema, so they cannot drift). */
+const DEFAULT_SIZES: Record<string, Record<string, unknown>> = (() => {
+  const mlp = MlpSpecSchema.parse({ family: 'mlp', input: [1], outputs: 1 });
+  const cnn = CnnSpecSchema.parse({ family: 'cnn', input: [1, 1, 1], outputs: 1 });
+  const resnet = BottleneckResnetSpecSchema.parse({ family: 'bottleneck_resnet' });
+  return {
+    mlp: { hidden: mlp.hidden },
+    cnn: { channels: cnn.channels, hidden: cnn.hidden },
+    bottleneck_resnet: { widths: resnet.widths, layers: resnet.layers },
+  };
+})();
 
 /**
  * A model in a title's few words: its family, and the sizes that tell it apart where they differ from the

@@ -147,17 +147,17 @@ export function phaseTotalMs(phasesMs: Readonly<Record<string, number>>): number
   return phasesOf(phasesMs).reduce((a, n) => a + (phasesMs[n] ?? 0), 0);
 }
 
+/** A benchmark's phases (and a script training run's): the mean of its measured steps, `other` making up a benchmark's steady step. */
+export const BENCHMARK_PHASES_OVER = 'mean of the measured steps';
+
 /**
  * Which steps a run's phases are the mean of: an engine training run's over every step, its warm-up with
  * them and its evaluation not (so their total differs from the steady step and the wall-clock mean beside
  * it); a script's, and any benchmark's, over the measured steps.
  */
 export function trainPhasesOver(kind: string | undefined): string | undefined {
-  return kind === 'engine' ? 'mean of every step, warm-up included, evaluation not' : kind === 'script' ? 'mean of the measured steps' : undefined;
+  return kind === 'engine' ? 'mean of every step, warm-up included, evaluation not' : kind === 'script' ? BENCHMARK_PHASES_OVER : undefined;
 }
-
-/** A benchmark's phases: the mean of its measured steps, `other` making up the steady step. */
-export const BENCHMARK_PHASES_OVER = 'mean of the measured steps';
 
 /**
  * Whole percents of a total that add up to 100 (largest remainders get the rounding): rounded one by one,
