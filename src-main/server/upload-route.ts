@@ -134,7 +134,8 @@ export function uploadHandler(options: UploadRouteOptions) {
       answer(req, res, 201, JSON.stringify(added), 'application/json; charset=utf-8');
     } catch (err) {
       const shown = JSON.stringify(name.slice(0, 200));
-      if (req.destroyed || res.destroyed) {
+      // A request read to its end is destroyed too (autoDestroy): its sender still waits for the answer.
+      if (res.destroyed || (req.destroyed && !req.complete)) {
         // The sender went (cancelled, or the connection dropped): nothing to answer; the partial file is gone.
         log(`upload ${shown} stopped: ${(err as Error).message}`);
         return;

@@ -145,6 +145,18 @@ describe('runs.annotate', () => {
     }
   });
 
+  it('a notes.json that is a folder (with a file in it) is the file’s problem, named, not an internal error: nothing in the folder changes', async () => {
+    const id = '20261127-100000-ffffff';
+    writeRun(id);
+    mkdirSync(inWs('runs', id, 'notes.json'));
+    writeFileSync(inWs('runs', id, 'notes.json', 'kept.txt'), 'mine');
+    expect((await listed(id))?.annotationProblem).toMatch(/notes\.json/);
+    const err = await failure('runs.annotate', { id, name: 'mine' });
+    expect(err.code).toBe('E_DATA');
+    expect(err.message).toMatch(new RegExp(`runs/${id}/notes\\.json"? is a folder, not a file`));
+    expect(readFileSync(inWs('runs', id, 'notes.json', 'kept.txt'), 'utf8')).toBe('mine');
+  });
+
   it('a tampered notes.json (over the caps, too large, not JSON) is reported and skipped, the run still listed; annotating replaces it', async () => {
     const tampered: [string, string, RegExp][] = [
       ['20261127-100000-t00001', JSON.stringify({ schemaVersion: 1, name: 'n'.repeat(10_000), tags: [], notes: '', updatedAt: '2026-11-27T10:00:00.000Z' }), /does not match its schema: .*name/],

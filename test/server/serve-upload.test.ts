@@ -5,7 +5,7 @@
 // refused with a message naming the value, no partial file left, and the server goes on serving.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -293,6 +293,38 @@ describe('serve mode: uploading data files into sources/', () => {
     req.destroy();
   }, 30_000);
 });
+
+  it('writes on into the folder it opened when sources/ is swapped for a link mid-upload, and answers 409 when it is removed', async () => {
+    // Swapped: the held folder (renamed, still in the workspace) gets the whole file; the link's target nothing.
+    const { req, answer } = openUpload('swapped.csv', 4 * MiB);
+    req.write(Buffer.alloc(2 * MiB, 51));
+    await expect.poll(() => listed().filter((n) => n.startsWith('.swapped.csv.')).length, { timeout: 10_000 }).toBe(1);
+    const moved = path.join(workspace.dir, 'sources-moved');
+    renameSync(sources, moved);
+    symlinkSync(outside.dir, sources);
+    req.end(Buffer.alloc(2 * MiB, 51));
+    const swapped = await answer;
+    if (swapped instanceof Error) throw swapped;
+    expect(swapped.status, swapped.text).toBe(201);
+    expect(readdirSync(outside.dir)).toEqual([]);
+    expect(readFileSync(path.join(moved, 'swapped.csv')).length).toBe(4 * MiB);
+    rmSync(sources);
+    renameSync(moved, sources);
+
+    // Removed: the write stops with a refusal that says what happened, never an internal error.
+    const gone = openUpload('removed.csv', 4 * MiB);
+    gone.req.write(Buffer.alloc(2 * MiB, 52));
+    await expect.poll(() => listed().filter((n) => n.startsWith('.removed.csv.')).length, { timeout: 10_000 }).toBe(1);
+    renameSync(sources, moved);
+    rmSync(moved, { recursive: true });
+    gone.req.end(Buffer.alloc(2 * MiB, 52));
+    const removed = await gone.answer;
+    if (removed instanceof Error) throw removed;
+    expect(removed.status, removed.text).toBe(409);
+    expect(removed.text).toBe('sources/ was moved or removed while removed.csv was written: not saved, send it again\n');
+    mkdirSync(sources);
+    await expectServing('after-swap.csv');
+  }, 30_000);
 
 describe('serve mode: a body on any other route', () => {
   it('answers a GET that says it sends a body and closes its connection, so a trickled body holds nothing open', async () => {

@@ -61,6 +61,12 @@ export async function addSourceFile(workspace: Workspace, name: string, chunks: 
       throw new SourceFileRefused(409, `${file} exists already: rename the file you add, or remove the one in ${SOURCES_FOLDER}/ first`);
     }
     if (options.signal?.aborted) throw new ApiError('E_CANCELLED', `cancelled: ${name} was not added to ${SOURCES_FOLDER}/`);
+    const code = (err as NodeJS.ErrnoException).code;
+    // The folder held open was removed or replaced while the bytes came (another program at the workspace):
+    // the write stopped where it was, and the person can simply send the file again.
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      throw new SourceFileRefused(409, `${SOURCES_FOLDER}/ was moved or removed while ${name} was written: not saved, send it again`);
+    }
     throw err;
   }
 }

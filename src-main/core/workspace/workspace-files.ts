@@ -404,7 +404,12 @@ export async function removeEmptyFolder(workspace: Workspace, dir: string): Prom
 export async function writeFileConfined(workspace: Workspace, file: string, data: string | Uint8Array): Promise<void> {
   // The name is not followed (the rename replaces whatever is there); its folder must be a real one inside.
   const abs = entryPath(workspace, file);
-  await inFolder(workspace, path.dirname(abs), (folder) => writeFileAtomicIn(folder, path.basename(abs), data));
+  await inFolder(workspace, path.dirname(abs), (folder) => writeFileAtomicIn(folder, path.basename(abs), data)).catch((err: NodeJS.ErrnoException) => {
+    // A folder at the name (a copied or tampered workspace): the file's problem in words, not an internal error.
+    if (err.code !== 'EISDIR' && err.code !== 'ENOTEMPTY') throw err;
+    const shown = shownPath(workspace, abs);
+    throw new WorkspaceFileError('not-a-file', shown, `${shown} is a folder, not a file: move it away to let the workbench write the file`);
+  });
 }
 
 /** What is at a workspace entry's name, not followed: null when nothing is. */
