@@ -20,8 +20,10 @@ if want orders; then
     echo "gpu-emu: the emulator's own rules, $order order"
     TB_EMU_ORDER="$order" build-emu/tb_emu_rules
     echo "gpu-emu: test/gpu/ on the emulated device, thread and block order: $order"
+    # Files side by side: a kernel runs on the launching thread, so each test process is its own one-core
+    # device (a real GPU is one device the files share: vitest.gpu.config.mts runs them one at a time).
     TRAINBENCH_ADDON="$PWD/build-emu/Release/trainbench_native.node" TB_EMU_ORDER="$order" TB_REQUIRE_GPU=1 \
-      node node_modules/vitest/vitest.mjs run --config vitest.gpu.config.mts
+      node node_modules/vitest/vitest.mjs run --config vitest.gpu.config.mts --maxWorkers "$jobs"
     lap "test/gpu/ in $order order"
   done
 fi
