@@ -9,13 +9,17 @@ const SAFE = /^[A-Za-z0-9_./:,=@%+-]+$/;
  * and joiners, invisible operators, soft hyphen, byte-order mark, tag characters), the line and paragraph
  * separators (Zl, Zp), lone surrogates (Cs), and the marks and fillers that draw nothing although they are
  * letters or marks by category: the combining grapheme joiner, the Hangul fillers and the variation selectors.
- * A word with one of them reads as another.
+ * Then every default-ignorable code point (drawn as nothing: a third re-attack found U+17B4, the Mongolian
+ * selectors and U+FFF0-FFF8 past the categories) and every unassigned one (Cn: a later Unicode may make it
+ * one of these). A word with one of them reads as another.
  */
-const INVISIBLE = String.raw`\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\u034f\u115f\u1160\u3164\uffa0\ufe00-\ufe0f\u{e0100}-\u{e01ef}`;
+const INVISIBLE = String.raw`\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{Cn}\u034f\u115f\u1160\u3164\uffa0\ufe00-\ufe0f\u{e0100}-\u{e01ef}`;
 // eslint-disable-next-line no-misleading-character-class -- each combining mark in the class is matched alone, as meant
 const CONTROL = new RegExp(`[${INVISIBLE}]`, 'gu');
 // eslint-disable-next-line no-misleading-character-class -- as above
 const CONTROL_BUT_NEWLINE = new RegExp(`(?!\n)[${INVISIBLE}]`, 'gu');
+/** One character that must not be shown as itself, the newline apart (global: for replace). */
+export const INVISIBLE_BUT_NEWLINE = CONTROL_BUT_NEWLINE;
 /** The bidirectional formatting marks alone (in CONTROL too): names a person gives are refused with one. */
 export const BIDI_MARK = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
 const NAMED: Record<string, string> = { '\t': '\\t', '\n': '\\n', '\r': '\\r' };

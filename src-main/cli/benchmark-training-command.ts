@@ -17,7 +17,7 @@ import { eitherTarget } from './either-target';
 import { warnIfEmulated } from './emulation-note';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions } from './train-inputs';
-import { jsonText } from './json-out';
+import { jsonText, textOut } from './json-out';
 
 interface BenchmarkFlags extends MeasuredTargetFlags {
   warmupSteps: number;
@@ -75,7 +75,7 @@ async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
         last = line;
       },
     });
-    process.stdout.write((flags.json ? jsonText(result, 2) : formatBenchmark(result) + (emulated ? `\nwarning    ${emulated}` : '')) + '\n');
+    process.stdout.write((flags.json ? jsonText(result, 2) : textOut(formatBenchmark(result) + (emulated ? `\nwarning    ${emulated}` : ''))) + '\n');
   } finally {
     ctrlC.off();
     await services.dispose();
@@ -119,7 +119,7 @@ async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): 
       },
       onJoin: (code) => process.stderr.write(joinNote(code)),
     });
-    process.stdout.write((flags.json ? jsonText(result, 2) : formatBenchmark(result)) + '\n');
+    process.stdout.write((flags.json ? jsonText(result, 2) : textOut(formatBenchmark(result))) + '\n');
   } finally {
     ctrlC.off();
     await services.dispose();

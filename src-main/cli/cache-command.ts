@@ -9,7 +9,7 @@ import { parseRecordLayout } from '../core/datasets/importers/record-layout';
 import { createServices, type Services } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { parseBytes } from './train-inputs';
-import { jsonText } from './json-out';
+import { jsonText, textOut } from './json-out';
 
 function dtype(value: string, where: string): CacheDType {
   const parsed = CacheDTypeSchema.safeParse(value);
@@ -122,7 +122,7 @@ function splitWords(d: DatasetSummary): string {
 }
 
 const out = (json: boolean | undefined, value: unknown, text: () => string) =>
-  process.stdout.write((json ? jsonText(value, 2) : text()) + '\n');
+  process.stdout.write((json ? jsonText(value, 2) : textOut(text())) + '\n');
 
 export function cacheCommand(): Command {
   const cache = new Command('cache').description('build, list, verify and remove dataset caches');

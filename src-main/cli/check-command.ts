@@ -8,7 +8,7 @@ import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { type ConfounderPolicy, ConfounderPolicySchema } from '../api/optimise';
 import { printable } from '../api/shell-word';
 import { choiceArg, intArg } from './train-inputs';
-import { jsonText } from './json-out';
+import { jsonText, textOut } from './json-out';
 
 interface CheckFlags {
   against: string;
@@ -58,7 +58,7 @@ async function check(flags: CheckFlags): Promise<void> {
         if (flags.progress && !flags.json && p.phase === 'repetition-done') process.stderr.write(`repetition ${p.repetition} of ${p.repetitions}: ${n0(p.samplesPerSec ?? 0)} samples/s\n`);
       },
     });
-    process.stdout.write((flags.json ? jsonText(result, 2) : formatCheck(result)) + '\n');
+    process.stdout.write((flags.json ? jsonText(result, 2) : textOut(formatCheck(result))) + '\n');
     process.exitCode = result.verdict.exitCode;
   } catch (err) {
     // A gate that could not measure could not decide: 2, never 1 (which says "slower"). The message may quote the

@@ -17,7 +17,7 @@ import { resolveModelAndData } from './model-and-data';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { trainOptions, type TrainFlags } from './train-command';
 import { choiceArg, intArg, MODEL_FLAG_HELP, parseBytes, TRAIN_CHOICES } from './train-inputs';
-import { jsonText } from './json-out';
+import { jsonText, textOut } from './json-out';
 
 interface EngineSearchFlags extends Omit<TrainFlags, 'model' | 'data' | 'device'> {
   model: string;
@@ -138,7 +138,7 @@ async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
         }
       },
     });
-    process.stdout.write((o.json ? jsonText(result, 2) : formatSearch(result)) + '\n');
+    process.stdout.write((o.json ? jsonText(result, 2) : textOut(formatSearch(result))) + '\n');
   } finally {
     ctrlC.off();
     await services.dispose();
@@ -167,7 +167,7 @@ async function findBatchSizeScript(command: string[], flags: ScriptSearchFlags):
         if (flags.progress && !flags.json) process.stderr.write(`trial ${t.index + 1}: batch ${n(t.batchSize)} -> ${t.outcome}${t.samplesPerSec === null ? '' : `, ${n(t.samplesPerSec)} samples/s`}\n`);
       },
     });
-    process.stdout.write((flags.json ? jsonText(result, 2) : formatSearch(result)) + '\n');
+    process.stdout.write((flags.json ? jsonText(result, 2) : textOut(formatSearch(result))) + '\n');
   } finally {
     ctrlC.off();
     await services.dispose();

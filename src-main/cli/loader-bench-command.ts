@@ -6,7 +6,7 @@ import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
-import { jsonText } from './json-out';
+import { jsonText, textOut } from './json-out';
 
 function intList(value: string): number[] {
   const list = value.split(',').map(Number);
@@ -64,7 +64,7 @@ export function loaderBenchCommand(): Command {
       const services = await createServices({ workspaceDir: o.workspace });
       try {
         const r = await services.datasets.benchmark(parsed.data, { allowPathsOutsideWorkspace: true });
-        process.stdout.write((o.json ? jsonText(r, 2) : formatBench(r)) + '\n');
+        process.stdout.write((o.json ? jsonText(r, 2) : textOut(formatBench(r))) + '\n');
       } finally {
         await services.dispose();
       }

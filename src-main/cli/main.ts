@@ -26,7 +26,7 @@ import { traceCommand } from './trace-command';
 import { checkCommand } from './check-command';
 import { joinCommand } from './join-command';
 import { noteArgv } from './either-target';
-import { jsonText } from './json-out';
+import { jsonText, textOut } from './json-out';
 
 function parsePort(value: string): number {
   const port = Number(value);
@@ -40,7 +40,7 @@ async function devicesCommand(opts: { json?: boolean; workspace: string }): Prom
   const services = await createServices({ workspaceDir: opts.workspace });
   try {
     const devices = (await services.router.dispatch('engine.devices', {})) as Devices;
-    process.stdout.write((opts.json ? jsonText(devices, 2) : formatDevices(devices)) + '\n');
+    process.stdout.write((opts.json ? jsonText(devices, 2) : textOut(formatDevices(devices))) + '\n');
   } finally {
     await services.dispose();
   }

@@ -12,7 +12,7 @@ import { shellWord } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { choiceArg, intArg } from './train-inputs';
-import { jsonText } from './json-out';
+import { jsonText, textOut } from './json-out';
 
 /** One line per model: name, family, and why a spec file cannot be used. */
 export function formatModels(models: readonly ModelEntry[]): string {
@@ -104,7 +104,7 @@ export function modelsCommand(out: NodeJS.WritableStream = process.stdout): Comm
           out.write(jsonText({ path: saved, spec: sized.spec }, 2) + '\n');
           return;
         }
-        out.write(`${family} sized to ${dataset.name} (${sized.summary})\n${jsonText(sized.spec)}\n`);
+        out.write(`${textOut(`${family} sized to ${dataset.name} (${sized.summary})`)}\n${jsonText(sized.spec)}\n`);
         // The command as typed from anywhere: the workspace named unless it is the default one.
         const where = path.resolve(opts.workspace) === path.resolve(defaultWorkspaceDir()) ? '' : ` --workspace ${shellWord(opts.workspace)}`;
         // --model takes the name it was saved under, unless a built-in has that name (the built-in comes first).

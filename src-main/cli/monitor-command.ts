@@ -3,7 +3,7 @@ import { Command } from 'commander';
 import type { GpuState, TelemetrySample } from '../api/telemetry';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
-import { jsonText } from './json-out';
+import { jsonText, textOut } from './json-out';
 
 const bar = (pct: number | null, width = 20) => {
   if (pct === null) return '[' + ' '.repeat(width) + ']';
@@ -51,7 +51,7 @@ export function monitorCommand(): Command {
           const s = data as TelemetrySample;
           // The GPU sampler's state rides along, so a script that sees "gpus": [] also reads why.
           if (o.json) process.stdout.write(jsonText({ ...s, gpuState: services.telemetry.gpu.state() }) + '\n');
-          else process.stdout.write((tty ? '\x1b[H\x1b[2J' : '\n') + renderMonitor(s, services.telemetry.gpu.state()) + '\n');
+          else process.stdout.write((tty ? '\x1b[H\x1b[2J' : '\n') + textOut(renderMonitor(s, services.telemetry.gpu.state())) + '\n');
           if (o.count && ++seen >= o.count) {
             clearInterval(renew);
             off();

@@ -23,7 +23,7 @@ import { formatOptimise, progressLine, repeatNote } from './optimise-format';
 import { reportWrittenLines } from './report-written';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, parseBytes, ratioArg, secondsRangeArg } from './train-inputs';
-import { jsonText } from './json-out';
+import { jsonText, textOut } from './json-out';
 
 interface OptimiseFlags extends MeasuredTargetFlags {
   readFrom: 'cache' | 'source';
@@ -189,7 +189,9 @@ async function runWizard(
   const say = (line: string, transient = false) => {
     if (!flags.progress) return;
     if (tty && drawn) process.stderr.write('\r\x1b[2K');
-    process.stderr.write(tty && transient ? line : `${line}\n`);
+    // A resumed wizard's labels and reasons come from its saved state: escaped like the result.
+    const shown = textOut(line);
+    process.stderr.write(tty && transient ? shown : `${shown}\n`);
     drawn = tty && transient;
   };
   const ctrlC = ctrlCCancels(services, target === 'script' ? 'script optimisation' : 'optimisation');
@@ -219,7 +221,7 @@ async function runWizard(
     });
     if (drawn) process.stderr.write('\n');
     drawn = false;
-    process.stdout.write((flags.json ? jsonText(result, 2) : formatOptimise(result)) + '\n');
+    process.stdout.write((flags.json ? jsonText(result, 2) : textOut(formatOptimise(result))) + '\n');
     if (flags.report) {
       // The wizard's run first (its attempts are the report), then the batch search it ran, so both are written up.
       const search = isEngineOptimise(result) ? result.target.batchSearch?.runId : undefined;

@@ -7,7 +7,7 @@ import { REPORT_SECTIONS } from '../api/reports';
 import { printable } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
-import { jsonText } from './json-out';
+import { jsonText, textOut } from './json-out';
 
 /** "status,context,attempts": sections in the order given, each one of REPORT_SECTIONS. */
 export function parseSections(value: string): ReportSection[] {
@@ -53,7 +53,7 @@ export function reportCommand(out: NodeJS.WritableStream = process.stdout): Comm
           // Notes may quote a run's file (a failed run's error): escaped, as its title is.
           ...report.notes.map((n) => `note     ${printable(n)}`),
         ];
-        out.write(lines.join('\n') + '\n');
+        out.write(textOut(lines.join('\n')) + '\n');
       } finally {
         await services.dispose();
       }

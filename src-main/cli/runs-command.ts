@@ -5,7 +5,7 @@ import { printable } from '../api/shell-word';
 import { lastStepText, wizardProgressText } from '../api/training';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
-import { jsonText } from './json-out';
+import { jsonText, textOut } from './json-out';
 
 const pct = (x: number) => `${(100 * x).toFixed(2)}%`;
 const count = (x: number) => Math.round(x).toLocaleString('en-US');
@@ -63,7 +63,7 @@ export function runsCommand(out: NodeJS.WritableStream = process.stdout): Comman
       const services = await createServices({ workspaceDir: opts.workspace });
       try {
         const runs = (await services.router.dispatch('runs.list', {})) as RunSummary[];
-        out.write((opts.json ? jsonText(runs, 2) : formatRuns(runs)) + '\n');
+        out.write((opts.json ? jsonText(runs, 2) : textOut(formatRuns(runs))) + '\n');
       } finally {
         await services.dispose();
       }

@@ -23,6 +23,7 @@ import { progressPrinter } from './progress-bar';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { formatTrainRun } from './train-format';
 import { choiceArg, intArg, MODEL_FLAG_HELP, TRAIN_CHOICES } from './train-inputs';
+import { jsonText, textOut } from './json-out';
 
 export interface TrainFlags {
   model: string;
@@ -145,14 +146,14 @@ async function trainEngine(flags: TrainFlags): Promise<void> {
         allowPathsOutsideWorkspace: true,
         onStart: (id) => ctrlC.jobIs(id),
         onEvent: (e) => {
-          if (flags.json) process.stdout.write(JSON.stringify(e) + '\n');
+          if (flags.json) process.stdout.write(jsonText(e) + '\n');
           else if (flags.progress) progress.onEvent(e);
         },
       },
     );
     progress.clear();
-    if (flags.json) process.stdout.write(JSON.stringify({ type: 'result', ...result }) + '\n');
-    else process.stdout.write(formatTrainRun(result, name) + '\n');
+    if (flags.json) process.stdout.write(jsonText({ type: 'result', ...result }) + '\n');
+    else process.stdout.write(textOut(formatTrainRun(result, name)) + '\n');
   } finally {
     offBuild();
     progress.clear();
@@ -188,7 +189,7 @@ async function trainScript(command: string[], flags: TrainScriptFlags): Promise<
         if (flags.output) process.stderr.write(`${stream === 'stderr' ? '[err] ' : ''}${line}\n`);
       },
     });
-    process.stdout.write((flags.json ? JSON.stringify(result, null, 2) : formatTrainRun(result)) + '\n');
+    process.stdout.write((flags.json ? jsonText(result, 2) : textOut(formatTrainRun(result))) + '\n');
   } finally {
     ctrlC.off();
     await services.dispose();

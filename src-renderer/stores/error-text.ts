@@ -49,7 +49,7 @@ const CODE_ANYWHERE = /\bE_[A-Z_]+\b/g;
  */
 export function withoutCodes(text: string): string {
   const lead = CODE_AT_START.exec(text);
-  const body = lead ? errorWords(lead[1], text.slice(lead[0].length)) : text;
+  const body = lead ? errorWords(lead[1], text.slice(lead[0].length)) : printable(text, { lines: true });
   return body.replace(CODE_ANYWHERE, (code) => CODE_WORDS[code] || 'failed');
 }
 

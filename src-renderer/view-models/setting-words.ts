@@ -1,3 +1,4 @@
+import { printable } from '@api/shell-word';
 import { SCRIPT_OVERRIDE_WORDS } from '@api/script-target';
 import type { ScriptOverrideKey } from '@api/script-target';
 
@@ -14,5 +15,6 @@ const KEYS = Object.keys(SCRIPT_OVERRIDE_WORDS) as ScriptOverrideKey[];
  */
 export function changeLabelWords(label: string): string {
   const key = KEYS.find((k) => label === k || label.startsWith(`${k} `) || label.startsWith(`${k}=`));
-  return key ? `${SCRIPT_OVERRIDE_WORDS[key]}${label.slice(key.length).replace(/^=/, ' ')}` : label;
+  // From a saved state or run (workspace files): escaped as everything shown from a file is.
+  return printable(key ? `${SCRIPT_OVERRIDE_WORDS[key]}${label.slice(key.length).replace(/^=/, ' ')}` : label);
 }

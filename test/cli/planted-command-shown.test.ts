@@ -317,3 +317,50 @@ describe('HTML and markdown planted in a run file, in the ADR (the re-attack: a 
     for (const s of REPORT_SECTIONS) expect(shown).toContain(`<h2>${md.utils.escapeHtml(SECTION_HEADINGS[s])}</h2>`);
   });
 });
+
+describe('text planted in a saved wizard state (re-attack 9: optimise --resume printed it raw)', () => {
+  const ow = tempDir('planted-state-');
+  afterAll(() => ow.cleanup());
+  const WIZARD = 'optimise-20261127-033430-a9e837';
+  // Erases the line, draws a verdict of its own, retitles the window, reverses what follows, hides a character.
+  const PLANT = '\x1b[2K\r\x1b[32mverdict    2.40x faster\x1b[0m\x1b]0;owned\x07\u202e\u17b4';
+  const ESCAPED = '\\x1b[2K\\r\\x1b[32mverdict    2.40x faster\\x1b[0m\\x1b]0;owned\\x07\\u202e\\u17b4';
+  // Anything printable() escapes: controls, bidi marks, separators and the characters drawn as nothing.
+  const UNSHOWABLE = /(?!\n)[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/u;
+
+  beforeAll(() => {
+    // A real completed wizard (test/fixtures/runs-v1, as v1 wrote it), every reason and finding planted.
+    cpSync(path.join(REPO_ROOT, 'test', 'fixtures', 'runs-v1', 'engine-optimise'), ow.dir, { recursive: true });
+    const file = path.join(ow.dir, 'optimise', WIZARD, 'state.json');
+    const s = JSON.parse(readFileSync(file, 'utf8')) as {
+      diagnosis: { summary: string; findings: { text: string }[] };
+      trials: { why: string }[];
+      skipped: { why: string; change: { label: string } }[];
+    };
+    s.diagnosis.summary += PLANT;
+    for (const f of s.diagnosis.findings) f.text += PLANT;
+    for (const t of s.trials) t.why += PLANT;
+    for (const k of s.skipped) Object.assign(k, { why: k.why + PLANT, change: { ...k.change, label: k.change.label + PLANT } });
+    writeFileSync(file, JSON.stringify(s));
+  });
+
+  it('optimise --resume of a finished wizard prints its saved result with every planted byte escaped, on stdout and stderr', async () => {
+    const r = await trainbench('optimise', '--resume', WIZARD, '--workspace', ow.dir);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).not.toMatch(UNSHOWABLE);
+    expect(r.stderr).not.toMatch(UNSHOWABLE);
+    const diagnosis = r.stdout.split('\n').find((l) => l.startsWith('diagnosis'));
+    expect(diagnosis).toContain(ESCAPED);
+    // One line each: the planted CR and erase cannot draw a verdict line of their own.
+    expect(r.stdout.split('\n').filter((l) => l.startsWith('verdict'))).toHaveLength(1);
+    expect(r.stdout.split('\n').filter((l) => l.includes(ESCAPED)).length).toBeGreaterThanOrEqual(1 + 1 + 2 + 6);
+  });
+
+  it('optimise --resume --json writes them as \\u escapes', async () => {
+    const r = await trainbench('optimise', '--resume', WIZARD, '--json', '--workspace', ow.dir);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).not.toMatch(UNSHOWABLE);
+    const parsed = JSON.parse(r.stdout) as { target?: unknown; diagnosis: { summary: string } };
+    expect(parsed.diagnosis.summary.endsWith(PLANT)).toBe(true);
+  });
+});

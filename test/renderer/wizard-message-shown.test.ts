@@ -35,3 +35,27 @@ describe("an engine wizard's saved message", () => {
     expect(text).not.toMatch(/[\x1b\r\u202e\u2064]/);
   });
 });
+
+describe("an engine wizard's saved reasons, findings and limits (re-attack 9)", () => {
+  it('are shown with their control, bidi and invisible characters escaped, in every card and table', async () => {
+    const ws = tempDir();
+    cpSync(fixture, ws.dir, { recursive: true });
+    const saved = await loadWizardState(await openWorkspace(ws.dir), 'optimise-20261127-033430-a9e837');
+    ws.cleanup();
+    const plant = '\x1b[2K\rfine\u202eevil\u17b4\u2028';
+    const state = structuredClone(saved);
+    state.diagnosis!.summary += plant;
+    for (const f of state.diagnosis!.findings) f.text += plant;
+    for (const t of state.trials) Object.assign(t, { why: t.why + plant, error: `E_DATA: bad${plant}`, change: { ...t.change, label: t.change.label + plant, hypothesis: t.change.hypothesis + plant } });
+    for (const k of state.skipped) Object.assign(k, { why: k.why + plant, change: { ...k.change, label: k.change.label + plant } });
+    state.limits!.summary += plant;
+    const router = createRouter({ history: createMemoryHistory(), routes: [{ path: '/runs', name: 'runs', component: { template: '<div />' } }, { path: '/:any(.*)', component: { template: '<div />' } }] });
+    await router.push('/optimise');
+    const shown = mount(WizardShown, { props: { trials: state.trials, live: false, state, status: 'completed' }, global: { plugins: [router, createPinia()], stubs: { Echarts: { props: ['option'], template: '<div />' }, TrialsChart: true } } });
+    const text = shown.text();
+    // Diagnosis, each finding, each trial's why, error, label and hypothesis, each skipped change's label and why, the limits.
+    const escaped = text.split('\\x1b[2K\\rfine\\u202eevil\\u17b4\\u2028').length - 1;
+    expect(escaped).toBe(1 + state.diagnosis!.findings.length + 4 * state.trials.length + 2 * state.skipped.length + 1);
+    expect(text).not.toMatch(/[\x1b\r\u202e\u17b4\u2028]/); // eslint-disable-line no-control-regex -- what must not be there
+  });
+});

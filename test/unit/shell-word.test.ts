@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 
 import { printable, shellLine, shellWord } from '../../src-main/api/shell-word';
+import { jsonText, textOut } from '../../src-main/cli/json-out';
 import { splitCommandLine } from '../../src-renderer/view-models/script-target-form';
 
 /** Any C0 or C1 control character or DEL. */
@@ -35,8 +36,35 @@ describe('printable', () => {
     expect(printable('naïve café 日本 🙂 e\u0301')).toBe('naïve café 日本 🙂 e\u0301');
   });
 
+  it('escapes every default-ignorable and unassigned code point: the Khmer, Mongolian and specials a category missed (re-attack 9)', () => {
+    const missed = [0x17b4, 0x17b5, 0x180b, 0x180c, 0x180d, 0x180f, 0x2065, 0xfff0, 0xfff8, 0xe0000, 0xe0002, 0xe001f, 0xe0080, 0xe00ff, 0xe01f0, 0xe0fff];
+    for (const code of missed) {
+      const word = `tr${String.fromCodePoint(code)}ain.py`;
+      expect(printable(word), code.toString(16)).toMatch(/^tr\\(u|U0*)[0-9a-f]+ain\.py$/);
+      expect(shellWord(word), code.toString(16)).toMatch(/^\$'tr\\/);
+    }
+    // Unassigned today (U+0378, U+10FFFD is private use: shown as itself).
+    expect(printable('a\u0378b')).toBe('a\\u0378b');
+    expect(printable('a\u{10fffd}b')).toBe('a\u{10fffd}b');
+  });
+
   it('keeps a newline with `lines` (a message of several lines), escaping the rest', () => {
     expect(printable('one\ntwo\r\x1b[1A', { lines: true })).toBe('one\ntwo\\r\\x1b[1A');
+  });
+});
+
+describe('jsonText and textOut (what the CLI writes)', () => {
+  it('jsonText writes each character printable() escapes as \\u escapes, a pair past U+FFFF: the same JSON to a parser', () => {
+    const value = { title: 'a\x1b]0;t\x07\u009b\u202e\u17b4\u{e0041}b', plain: 'naïve 日本 🙂' };
+    const text = jsonText(value);
+    expect(text).toBe('{"title":"a\\u001b]0;t\\u0007\\u009b\\u202e\\u17b4\\udb40\\udc41b","plain":"naïve 日本 🙂"}');
+    expect(JSON.parse(text)).toEqual(value);
+    // Indented, its own newlines stay: the answer is still read line by line.
+    expect(jsonText({ a: 1, b: '\n' }, 2)).toBe('{\n  "a": 1,\n  "b": "\\n"\n}');
+  });
+
+  it('textOut keeps line breaks and escapes the rest', () => {
+    expect(textOut('verdict  fine\n\x1b[1A\x1b[2K\u17b4faster')).toBe('verdict  fine\n\\x1b[1A\\x1b[2K\\u17b4faster');
   });
 });
 
