@@ -23,14 +23,34 @@ const MAX_RUN_JSON_BYTES = 4 * MiB;
  */
 const MAX_RUN_JSON_DEPTH = 256;
 
-/** run.json through its schema: the record, or the problem in words. */
-export async function readRun(workspace: Workspace, id: string): Promise<{ record: RunRecordJson; problem: null } | { record: null; problem: string }> {
+/**
+ * What one list (runs.list) may read of run.json files in all: each is capped, but a copied workspace can hold
+ * hundreds of hard links to one 4 MiB file (no disk spent), and every list parsed each whole (8 s and 650 MiB a
+ * list, re-attack 9). An ordinary run.json is about 10 KB: thousands of runs fit; past it, runs are listed unread.
+ */
+export const LIST_RUN_JSON_BYTES = 256 * MiB;
+
+export interface RunReadBudget {
+  bytesLeft: number;
+  readonly totalMiB: number;
+}
+
+export const runReadBudget = (bytes = LIST_RUN_JSON_BYTES): RunReadBudget => ({ bytesLeft: bytes, totalMiB: Math.round(bytes / MiB) });
+
+/** run.json through its schema: the record, or the problem in words; with a budget, read only while it lasts. */
+export async function readRun(
+  workspace: Workspace,
+  id: string,
+  budget?: RunReadBudget,
+): Promise<{ record: RunRecordJson; problem: null } | { record: null; problem: string }> {
+  if (budget && budget.bytesLeft <= 0) return { record: null, problem: `not read: this list has read the ${budget.totalMiB} MiB of run files one list reads (a workspace of ordinary runs holds thousands within it)` };
   let text: string;
   try {
     text = await readTextCapped(workspace, path.join('runs', id, 'run.json'), MAX_RUN_JSON_BYTES);
   } catch (err) {
     return { record: null, problem: `cannot read runs/${id}/run.json: ${(err as Error).message}` };
   }
+  if (budget) budget.bytesLeft -= text.length;
   const shape = jsonShapeProblem(text, MAX_RUN_JSON_DEPTH);
   if (shape) return { record: null, problem: `runs/${id}/run.json is ${shape}: not a file Trainbench wrote, so it is not read` };
   return parseRunRecord(text);

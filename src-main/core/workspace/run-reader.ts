@@ -15,7 +15,7 @@ import { type FileCut, jsonlLinesBounded } from './jsonl-lines';
 import { processExists } from '../common/process-exists';
 import { readRunAnnotation } from './run-notes';
 import { readRunTelemetryCut } from './run-telemetry';
-import { readRun, requireRun } from './run-file';
+import { readRun, requireRun, runReadBudget } from './run-file';
 import { entryProblem, isMissing, listFolder, MiB, readTail, readTextCapped } from './workspace-files';
 
 const MAX_STEP_EVENTS = 2000;
@@ -242,7 +242,7 @@ function unreadable(id: string, problem: string): RunSummary {
 }
 
 /** Every run, newest first; an unreadable run (or a link, file or special file in runs/) is listed with its problem, never fatal. */
-export async function listRuns(workspace: Workspace): Promise<RunSummary[]> {
+export async function listRuns(workspace: Workspace, budget = runReadBudget()): Promise<RunSummary[]> {
   const entries = await listFolder(workspace, 'runs').catch(() => []);
   const out: RunSummary[] = [];
   for (const entry of entries.filter((e) => !e.name.startsWith('.')).reverse()) {
@@ -256,7 +256,7 @@ export async function listRuns(workspace: Workspace): Promise<RunSummary[]> {
       out.push(unreadable(entry.name, notFolder));
       continue;
     }
-    const { record, problem } = await readRun(workspace, entry.name);
+    const { record, problem } = await readRun(workspace, entry.name, budget);
     out.push(record ? await summarize(workspace, entry.name, record) : unreadable(entry.name, problem));
   }
   return out;
