@@ -22,4 +22,15 @@ describe('commandTitle', () => {
     expect(title.endsWith('--seed 7')).toBe(true);
     expect(title).toContain('…');
   });
+
+  it('cuts between escapes, never inside one: each planted character still says which it was (re-attack 9)', () => {
+    for (let pad = 0; pad < 12; pad++) {
+      const argv = ['python3', `${'a'.repeat(40 + pad)}\u202e\u202e\u202e`, ...Array.from({ length: 20 }, (_, i) => `--x${i}`), `\u17b4${'b'.repeat(30 + pad)}`];
+      const title = commandTitle(argv);
+      expect(title.length).toBeLessThanOrEqual(100);
+      // Every backslash starts a whole escape.
+      expect(title.match(/\\[^]{0,5}/g)!.every((e) => /^\\u[0-9a-f]{4}$/.test(e))).toBe(true);
+      expect(title).toContain('…');
+    }
+  });
 });

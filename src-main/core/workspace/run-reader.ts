@@ -134,10 +134,17 @@ const COMMAND_TITLE_CHARS = 100;
 export function commandTitle(argv: readonly string[]): string {
   const whole = printable(argv.join(' '));
   if (whole.length <= COMMAND_TITLE_CHARS) return whole;
-  const short = printable(argv.map((a) => (a.startsWith('/') && a.length > 1 ? path.posix.basename(a) : a)).join(' '));
+  const shortRaw = argv.map((a) => (a.startsWith('/') && a.length > 1 ? path.posix.basename(a) : a)).join(' ');
+  const short = printable(shortRaw);
   if (short.length <= COMMAND_TITLE_CHARS) return short;
+  // Cut between characters as shown, never inside an escape ("\u202e" cut to "\u202" would hide which one it was).
+  const shown = Array.from(shortRaw, (c) => printable(c));
   const half = Math.floor((COMMAND_TITLE_CHARS - 1) / 2);
-  return `${short.slice(0, half)}…${short.slice(short.length - half)}`;
+  const fit = (parts: string[]) => {
+    let used = 0;
+    return parts.filter((p) => (used += p.length) <= half);
+  };
+  return `${fit(shown).join('')}…${fit([...shown].reverse()).reverse().join('')}`;
 }
 
 /** A wizard's saved state holds its request, baseline and trials: far below this; a larger file is not read. */
