@@ -27,6 +27,8 @@ export interface ServeOptions {
   maxInFlight?: number;
   maxInFlightTotal?: number;
   maxClients?: number;
+  /** A client whose answers wait this long with nothing drained is dropped (tests shorten it). */
+  answerStallMs?: number;
   /** How long a download may wait for the browser to take more before it is dropped. */
   downloadStallMs?: number;
   /** A static file's client that stops reading for this long is closed (tests shorten it). */
@@ -103,8 +105,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   server.maxConnections = options.maxConnections ?? MAX_HTTP_CONNECTIONS;
   closeSilentConnections(server, headersTimeout);
-  const { maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients } = options;
-  const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients });
+  const { maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs } = options;
+  const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

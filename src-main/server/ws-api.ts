@@ -17,6 +17,16 @@ export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 export const MAX_BUFFERED_BYTES = 32 * 1024 * 1024;
 /** Requests one connection may have in flight; more are answered at once with an error, so work queued per client is bounded. */
 export const MAX_IN_FLIGHT = 32;
+/**
+ * Answers are handed to the socket only while less than this waits unsent; the rest wait their turn (each
+ * still holding its in-flight slot). 32 answers of 4 MiB sent at once passed MAX_BUFFERED_BYTES, and a client
+ * that was reading was dropped as one that was not (re-attack 9).
+ */
+export const ANSWER_HIGH_WATER_BYTES = 4 * 1024 * 1024;
+/** How often answers that wait their turn look at the socket again. */
+const ANSWER_RETRY_MS = 10;
+/** A client whose unsent bytes do not go down for this long while answers wait is not reading: dropped, its slots freed. */
+export const ANSWER_STALL_MS = 30_000;
 /** Open connections; the UI needs one per window. */
 export const MAX_CLIENTS = 32;
 /**
@@ -36,6 +46,7 @@ export interface WsApiOptions {
   maxInFlight?: number;
   maxInFlightTotal?: number;
   maxClients?: number;
+  answerStallMs?: number;
 }
 
 /**
@@ -73,6 +84,9 @@ function refuse(socket: Duplex, reason: string, status = '403 Forbidden'): void 
 export function attachWsApi(options: WsApiOptions): WebSocketServer {
   const { server, services, token, allowedHosts, log } = options;
   const maxBuffered = options.maxBufferedBytes ?? MAX_BUFFERED_BYTES;
+  const stallMs = options.answerStallMs ?? ANSWER_STALL_MS;
+  // Well below the drop limit, so answers in their turn never come near it (tests make that limit small).
+  const highWater = Math.min(ANSWER_HIGH_WATER_BYTES, maxBuffered / 4);
   const maxInFlight = options.maxInFlight ?? MAX_IN_FLIGHT;
   const maxClients = options.maxClients ?? MAX_CLIENTS;
   const total = { count: 0, max: options.maxInFlightTotal ?? MAX_IN_FLIGHT_TOTAL };
@@ -125,8 +139,43 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
         }
       }
     };
+    // Answers in their turn: each sent once the socket has drained below the high-water mark, its slot freed then.
+    const waiting: { msg: ServerMessage; sent: () => void }[] = [];
+    let retry: NodeJS.Timeout | null = null;
+    let stall = { since: 0, unsent: 0 };
+    const pump = () => {
+      retry = null;
+      if (dropped || ws.readyState !== ws.OPEN) {
+        for (const w of waiting.splice(0)) w.sent();
+        return;
+      }
+      while (waiting.length && ws.bufferedAmount < highWater) {
+        const w = waiting.shift()!;
+        send(w.msg);
+        w.sent();
+      }
+      if (!waiting.length) return;
+      const now = Date.now();
+      if (stall.since === 0 || ws.bufferedAmount < stall.unsent) stall = { since: now, unsent: ws.bufferedAmount };
+      else if (now - stall.since > stallMs) {
+        dropped = true;
+        log(`dropped client ${who}: ${(ws.bufferedAmount / 2 ** 20).toFixed(1)} MiB unsent for ${stallMs / 1000} s with answers waiting, it is not reading its socket`);
+        ws.terminate();
+        for (const w of waiting.splice(0)) w.sent();
+        return;
+      }
+      retry = setTimeout(pump, ANSWER_RETRY_MS);
+    };
+    const answer = (msg: ServerMessage, sent: () => void) => {
+      waiting.push({ msg, sent });
+      if (!retry) pump();
+    };
     const unsubscribe = services.events.subscribe((event, data) => send({ type: 'event', event, data }));
-    ws.on('close', unsubscribe);
+    ws.on('close', () => {
+      unsubscribe();
+      if (retry) clearTimeout(retry);
+      pump();
+    });
     // ws closes the connection itself (1007 bad UTF-8, 1009 too big, 1002 bad frame); without a listener it would throw.
     ws.on('error', (err) => log(`closed client ${who} after a protocol error: ${err.message}`));
     send({ type: 'event', event: 'engine.status', data: services.engine.status() });
@@ -134,7 +183,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     const inFlight = { count: 0, max: maxInFlight, total };
     ws.on('message', (raw) => {
       try {
-        handleMessage(raw.toString(), services, send, inFlight);
+        handleMessage(raw.toString(), services, send, answer, inFlight);
       } catch (err) {
         log(`message from ${who} failed: ${(err as Error).message}`);
       }
@@ -150,7 +199,13 @@ interface InFlight {
   total: { count: number; max: number };
 }
 
-function handleMessage(text: string, services: Services, send: (msg: ServerMessage) => void, inFlight: InFlight): void {
+function handleMessage(
+  text: string,
+  services: Services,
+  send: (msg: ServerMessage) => void,
+  answer: (msg: ServerMessage, sent: () => void) => void,
+  inFlight: InFlight,
+): void {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -178,14 +233,13 @@ function handleMessage(text: string, services: Services, send: (msg: ServerMessa
   }
   inFlight.count++;
   inFlight.total.count++;
-  services.router
-    .dispatch(method, params)
-    .then(
-      (result) => send({ type: 'response', id, ok: true, result }),
-      (err: unknown) => send({ type: 'response', id, ok: false, error: toApiError(err).toPayload(services.workspace.root) }),
-    )
-    .finally(() => {
-      inFlight.count--;
-      inFlight.total.count--;
-    });
+  // The slot is held until the answer is handed to the socket: answers waiting their turn count as in flight.
+  const sent = () => {
+    inFlight.count--;
+    inFlight.total.count--;
+  };
+  services.router.dispatch(method, params).then(
+    (result) => answer({ type: 'response', id, ok: true, result }, sent),
+    (err: unknown) => answer({ type: 'response', id, ok: false, error: toApiError(err).toPayload(services.workspace.root) }, sent),
+  );
 }

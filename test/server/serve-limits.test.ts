@@ -1,7 +1,7 @@
 // Serve mode's limits over real sockets: a client that never reads is dropped
 // with a log line instead of growing the server's memory, and a server bound to
 // every interface on purpose accepts pages opened under the machine's name.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,8 +9,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 
+import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
 import type { Services } from '../../src-main/core/services';
 import { startServer } from '../../src-main/server/serve';
+import { MAX_IN_FLIGHT } from '../../src-main/server/ws-api';
 import { testServices } from '../helpers/services';
 import { tempDir } from '../helpers/temp-dir';
 
@@ -209,4 +211,65 @@ describe('connections that never finish their headers (re-attack of issue 41, fi
       await server.close();
     }
   }, 30_000);
+});
+
+describe('answers a client has asked for (re-attack 9: a reading client was dropped)', () => {
+  const RUN = '20261206-000000-bigrun';
+  beforeAll(() => {
+    // A real record made 1 MiB by a long note in its config: each runs.get answer is that big.
+    mkdirSync(path.join(services.workspace.root, 'runs', RUN), { recursive: true });
+    const record = { schemaVersion: RUN_SCHEMA_VERSION, id: RUN, kind: 'train', status: 'completed', createdAt: '2026-12-06T00:00:00.000Z', config: { spec: { family: 'mlp' }, note: 'x'.repeat(1 << 20) } };
+    writeFileSync(path.join(services.workspace.root, 'runs', RUN, 'run.json'), JSON.stringify(record));
+  });
+  const ask = (ws: WebSocket, n: number) => {
+    for (let id = 1; id <= n; id++) ws.send(JSON.stringify({ type: 'request', id, method: 'runs.get', params: { id: RUN } }));
+  };
+
+  it('are all sent, in turn, to a client that reads: 32 answers of 1 MiB pass a 4 MiB limit on unsent bytes without a drop', async () => {
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxBufferedBytes: 4 << 20, log: (l) => lines.push(l) });
+    try {
+      const ws = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      const answers: Record<string, unknown>[] = [];
+      const all = new Promise<void>((resolve, reject) => {
+        ws.on('message', (raw) => {
+          const msg = JSON.parse(raw.toString()) as Record<string, unknown>;
+          if (msg.type === 'response') answers.push(msg);
+          if (answers.length === MAX_IN_FLIGHT) resolve();
+        });
+        ws.on('close', () => reject(new Error(`closed after ${answers.length} answers: ${lines.join('\n')}`)));
+      });
+      ask(ws, MAX_IN_FLIGHT);
+      await all;
+      expect(answers.every((a) => a.ok === true), JSON.stringify(answers.find((a) => !a.ok))).toBe(true);
+      expect(lines.filter((l) => l.startsWith('dropped'))).toEqual([]);
+      ws.close();
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+
+  it('wait for a client that does not read only so long: it is dropped and its slots go to the others', async () => {
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxBufferedBytes: 4 << 20, maxInFlight: 8, maxInFlightTotal: 8, answerStallMs: 500, log: (l) => lines.push(l) });
+    try {
+      const idle = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      (idle as unknown as { _socket: net.Socket })._socket.pause(); // never read again
+      ask(idle, 8);
+      await expect.poll(() => lines.find((l) => l.startsWith('dropped client')) ?? '', { timeout: 20_000 }).toMatch(/with answers waiting, it is not reading its socket/);
+      // Its eight slots were the server's all: a window that reads gets its answer.
+      const other = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      const answer = new Promise<Record<string, unknown>>((resolve) =>
+        other.on('message', (raw) => {
+          const msg = JSON.parse(raw.toString()) as Record<string, unknown>;
+          if (msg.type === 'response') resolve(msg);
+        }),
+      );
+      other.send(JSON.stringify({ type: 'request', id: 1, method: 'engine.ping', params: {} }));
+      expect(await answer).toMatchObject({ ok: true });
+      other.close();
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
 });
