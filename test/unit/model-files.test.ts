@@ -79,4 +79,11 @@ describe('models.readSpec', () => {
   it('parseModelSpec names the file in a JSON error', () => {
     expect(() => parseModelSpec('{', 'a.json')).toThrow(/model spec a.json is not valid JSON/);
   });
+
+  it('says a spec nested 100,000 deep is nested too deep, not only that it is invalid (re-attack 9)', async () => {
+    write('models/deep.json', `{"family":"mlp","input":[784],"outputs":10,"hidden":${'['.repeat(100_000)}${']'.repeat(100_000)}}`);
+    await expect(readModelSpec(ws, 'models/deep.json')).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringMatching(/^model spec models\/deep.json is nested .*deep.*: not a model spec$/) });
+    // A real one of the deepest family reads as before.
+    expect(parseModelSpec(JSON.stringify({ family: 'mlp', input: [784], outputs: 10, hidden: [64, 32] }), 'b.json').family).toBe('mlp');
+  });
 });

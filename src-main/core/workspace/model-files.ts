@@ -11,14 +11,21 @@ import { MODEL_NAME_PATTERN, SaveSpecRequestSchema } from '../../api/model-sizin
 import { BUILTIN_MODELS, ModelSpecSchema } from '../../api/model-spec';
 import type { Workspace } from './workspace';
 import { entryKind, entryProblem, isMissing, listFolder, makeFolder, readTextCapped, WorkspaceFileError, writeFileConfined, writeNewFileConfined } from './workspace-files';
+import { jsonShapeProblem } from './json-depth';
 
 /** A spec file larger than this is not a model spec (the largest real one is a few hundred bytes). */
 const MAX_SPEC_BYTES = 256 * 1024;
 /** Folders below models/ that are searched: enough for models/<project>/<spec>.json. */
 const MAX_DEPTH = 2;
 
+/** Nesting a model spec never comes near: the deepest is a family's list of lists, three levels. */
+const MAX_SPEC_DEPTH = 32;
+
 /** A spec's text checked against the contract; the error names the file and the bad field. */
 export function parseModelSpec(text: string, name: string): ModelSpec {
+  // A spec is a few levels deep; one nested far deeper is no spec (its schema check said only "Invalid input").
+  const shape = jsonShapeProblem(text, MAX_SPEC_DEPTH);
+  if (shape) throw new ApiError('E_BAD_INPUT', `model spec ${name} is ${shape}: not a model spec`);
   let raw: unknown;
   try {
     raw = JSON.parse(text);
