@@ -80,6 +80,9 @@ const SETTING_WORDS: [string, string][] = [
 export function settingWords(key: string): string {
   const override = /(?:^|\.)overrides\.(.+)$/.exec(key);
   if (override) return `override ${override[1]}`;
+  // An environment variable keeps its own name, case and all.
+  const env = /(?:^|\.)target\.env\.(.+)$/.exec(key);
+  if (env) return `environment ${env[1]}`;
   const known = SETTING_WORDS.find(([end]) => key === end || key.endsWith(`.${end}`));
   if (known) return known[1];
   const last = key.slice(key.lastIndexOf('.') + 1);

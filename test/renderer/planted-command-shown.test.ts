@@ -59,9 +59,10 @@ describe('a planted command in the app', () => {
     const w = mount(RunConfigPanel, { props: { config: { target: { kind: 'script', command, cwd, env } } } });
     const rows = w.findAll('tr').map((tr) => tr.text());
     for (const row of rows) expect(row).not.toMatch(RAW_CONTROL);
-    expect(rows).toContain('target.cwd/tmp/x\\r/home/me/project');
-    expect(rows).toContain('target.env.NOTEok\\u202eyp.live');
-    expect(rows.find((r) => r.startsWith('target.command'))).toContain('evil.py\\x1b[2K\\rtrain.py');
+    // Each row: the setting in words, its key in run.json, its value.
+    expect(rows).toContain('working directorytarget.cwd/tmp/x\\r/home/me/project');
+    expect(rows).toContain('environment NOTEtarget.env.NOTEok\\u202eyp.live');
+    expect(rows.find((r) => r.startsWith('commandtarget.command'))).toContain('evil.py\\x1b[2K\\rtrain.py');
   });
 });
 

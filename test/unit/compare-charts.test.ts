@@ -163,5 +163,6 @@ describe('setting names in words (Compare\'s settings that differ)', () => {
     expect(settingWords('request.overrides.dataloader.num_workers')).toBe('override dataloader.num_workers');
     expect(settingWords('request.target.options.evalBatchSize')).toBe('eval batch size');
     expect(settingWords('target.cwd')).toBe('working directory');
+    expect(settingWords('request.target.env.CUDA_VISIBLE_DEVICES')).toBe('environment CUDA_VISIBLE_DEVICES');
   });
 });
