@@ -509,6 +509,9 @@ describe('reports and traces', () => {
     expect(again).toHaveLength(1);
     for (const r of COMPLETED) expect(again[0]).toContain(r.id);
     expect(md).toContain(`- With the wizard's configuration (\`${RUNS.engineOptimise.id}\`): 100,794 samples/s (the baseline's: nothing was kept)`);
+    // One benchmark of each target: numbered 1 and 2 across the report, not "1." twice (UI walk 7).
+    expect(md).toContain(`| Metric | 1. mlp cpu b64 (\`${RUNS.engineBenchmark.id}\`) |`);
+    expect(md).toMatch(/\| Metric \| 2\. as is \|/);
     // Stored and read back as the Reports view reads it.
     expect((await reports.get(report.summary.id)).markdown).toBe(md);
   });

@@ -189,9 +189,10 @@ function engineLimits(input: ReportInput): SectionOutput {
 
 // The benchmarks of the user's own command: their metrics, phases and floors; and its training runs.
 
-function scriptChartInputs(runs: readonly ScriptBenchmarkRun[]): { inputs: BenchmarkChartInput[]; labels: string[] } {
+/** Labels numbered on from the report's engine benchmarks (`first`): a mixed report has one run "1.", not two. */
+function scriptChartInputs(runs: readonly ScriptBenchmarkRun[], first: number): { inputs: BenchmarkChartInput[]; labels: string[] } {
   const inputs = runs.map((r) => chartInputOf(r.result));
-  return { inputs, labels: runs.map((r, i) => `${i + 1}. ${Object.keys(r.result.target.overrides).length ? overridesText(r.result.target.overrides) : 'as is'}`) };
+  return { inputs, labels: runs.map((r, i) => `${first + i}. ${Object.keys(r.result.target.overrides).length ? overridesText(r.result.target.overrides) : 'as is'}`) };
 }
 
 function scriptPhases(input: ReportInput): { body: string; figures: FigureSpec[] } {
@@ -223,7 +224,7 @@ function benchmarkPhases(input: ReportInput): { body: string; figures: FigureSpe
     const wizard = input.scripts.some((r) => r.kind === 'script-optimise');
     return { body: wizard ? "No benchmark of your command among these runs: the wizard's baseline below is the reference." : '', figures: [] };
   }
-  const { inputs, labels } = scriptChartInputs(runs);
+  const { inputs, labels } = scriptChartInputs(runs, input.benchmarks.length + 1);
   const metrics = table(
     ['Metric', ...labels],
     [
