@@ -1,13 +1,16 @@
 import type { z } from 'zod';
 
+import { printable } from './shell-word';
+
 /** Issues named at most: a tampered file with a million bad entries makes a line a person reads, not 100 MiB. */
 const MAX_ISSUES = 20;
 
 /** Turns zod issues into one line a person can act on: `params.port: expected number, got "abc"`. */
 export function formatIssues(error: z.ZodError, root: string): string {
   const shown = error.issues.slice(0, MAX_ISSUES).map((issue) => {
-    const path = [root, ...issue.path.slice(0, 32).map(String)].join('.');
-    return `${path}: ${issue.message}`;
+    // A path's keys come from the file (a record's keys are anyone's): escaped, as the values a message quotes are.
+    const path = [root, ...issue.path.slice(0, 32).map((p) => printable(String(p).slice(0, 200)))].join('.');
+    return `${path}: ${printable(issue.message)}`;
   });
   const more = error.issues.length - shown.length;
   return shown.join('; ') + (more > 0 ? `; and ${more.toLocaleString('en-US')} more` : '');

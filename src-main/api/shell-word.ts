@@ -56,3 +56,34 @@ export function shellWord(word: string): string {
 export function shellLine(argv: readonly string[]): string {
   return argv.map(shellWord).join(' ');
 }
+
+/**
+ * Every string in a value (an answer or an event from the main process) through printable, keys of records
+ * included: what reaches a page from a workspace file is then shown, put in a title or an aria-label, or
+ * pasted as code only escaped, wherever a component puts it. Strings without such characters are returned
+ * as they are (the same objects where nothing changed, so large answers cost a walk, not a copy).
+ */
+export function printableDeep<T>(value: T): T {
+  if (typeof value === 'string') return printable(value, { lines: true }) as T;
+  if (Array.isArray(value)) {
+    let out: unknown[] | null = null;
+    for (let i = 0; i < value.length; i++) {
+      const shown = printableDeep(value[i]);
+      if (shown !== value[i]) (out ??= value.slice())[i] = shown;
+    }
+    return (out ?? value) as T;
+  }
+  if (typeof value === 'object' && value !== null) {
+    let changed = false;
+    const out: Record<string, unknown> = {};
+    for (const [key, v] of Object.entries(value)) {
+      const k = printable(key);
+      const shown = printableDeep(v);
+      if (k !== key || shown !== v) changed = true;
+      out[k] = shown;
+    }
+    return (changed ? out : value) as T;
+  }
+  return value;
+}
+

@@ -10,6 +10,7 @@ import { RequestMessageSchema, TOKEN_QUERY_PARAM, WS_PATH } from '../api/wire';
 import { toApiError } from '../core/api-router';
 import type { Services } from '../core/services';
 import { isAllowedOrigin, tokensEqual } from './auth';
+import { ANSWER_HIGH_WATER_BYTES, ANSWER_STALL_MS, Outbox } from './ws-outbox';
 
 /** Largest message a client may send (a frame over it closes that connection with 1009). */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -17,16 +18,6 @@ export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 export const MAX_BUFFERED_BYTES = 32 * 1024 * 1024;
 /** Requests one connection may have in flight; more are answered at once with an error, so work queued per client is bounded. */
 export const MAX_IN_FLIGHT = 32;
-/**
- * Answers are handed to the socket only while less than this waits unsent; the rest wait their turn (each
- * still holding its in-flight slot). 32 answers of 4 MiB sent at once passed MAX_BUFFERED_BYTES, and a client
- * that was reading was dropped as one that was not (re-attack 9).
- */
-export const ANSWER_HIGH_WATER_BYTES = 4 * 1024 * 1024;
-/** How often answers that wait their turn look at the socket again. */
-const ANSWER_RETRY_MS = 10;
-/** A client whose unsent bytes do not go down for this long while answers wait is not reading: dropped, its slots freed. */
-export const ANSWER_STALL_MS = 30_000;
 /** Open connections; the UI needs one per window. */
 export const MAX_CLIENTS = 32;
 /**
@@ -115,75 +106,20 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
 
   wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
     const who = peer(req);
-    let dropped = false;
-    const send = (msg: ServerMessage) => {
-      if (dropped || ws.readyState !== ws.OPEN) return;
-      if (ws.bufferedAmount > maxBuffered) {
-        dropped = true;
-        log(`dropped client ${who}: ${(ws.bufferedAmount / 2 ** 20).toFixed(1)} MiB unsent, it is not reading its socket`);
-        ws.terminate();
-        return;
-      }
-      try {
-        ws.send(JSON.stringify(msg));
-      } catch (err) {
-        log(`could not send to ${who}: ${(err as Error).message}`);
-        // A response that cannot be sent (too large to serialise) still answers its request, with why.
-        if (msg.type === 'response' && msg.ok) {
-          const error = new ApiError('E_INTERNAL', `the answer could not be sent: ${(err as Error).message}`).toPayload();
-          try {
-            ws.send(JSON.stringify({ type: 'response', id: msg.id, ok: false, error }));
-          } catch {
-            // nothing more to say
-          }
-        }
-      }
-    };
-    // Answers in their turn: each sent once the socket has drained below the high-water mark, its slot freed then.
-    const waiting: { msg: ServerMessage; sent: () => void }[] = [];
-    let retry: NodeJS.Timeout | null = null;
-    let stall = { since: 0, unsent: 0 };
-    const pump = () => {
-      retry = null;
-      if (dropped || ws.readyState !== ws.OPEN) {
-        for (const w of waiting.splice(0)) w.sent();
-        return;
-      }
-      while (waiting.length && ws.bufferedAmount < highWater) {
-        const w = waiting.shift()!;
-        send(w.msg);
-        w.sent();
-      }
-      if (!waiting.length) return;
-      const now = Date.now();
-      if (stall.since === 0 || ws.bufferedAmount < stall.unsent) stall = { since: now, unsent: ws.bufferedAmount };
-      else if (now - stall.since > stallMs) {
-        dropped = true;
-        log(`dropped client ${who}: ${(ws.bufferedAmount / 2 ** 20).toFixed(1)} MiB unsent for ${stallMs / 1000} s with answers waiting, it is not reading its socket`);
-        ws.terminate();
-        for (const w of waiting.splice(0)) w.sent();
-        return;
-      }
-      retry = setTimeout(pump, ANSWER_RETRY_MS);
-    };
-    const answer = (msg: ServerMessage, sent: () => void) => {
-      waiting.push({ msg, sent });
-      if (!retry) pump();
-    };
-    const unsubscribe = services.events.subscribe((event, data) => send({ type: 'event', event, data }));
+    const outbox = new Outbox(ws, { maxBuffered, highWater, stallMs, log, who });
+    const unsubscribe = services.events.subscribe((event, data) => outbox.event({ type: 'event', event, data }));
     ws.on('close', () => {
       unsubscribe();
-      if (retry) clearTimeout(retry);
-      pump();
+      outbox.close();
     });
     // ws closes the connection itself (1007 bad UTF-8, 1009 too big, 1002 bad frame); without a listener it would throw.
     ws.on('error', (err) => log(`closed client ${who} after a protocol error: ${err.message}`));
-    send({ type: 'event', event: 'engine.status', data: services.engine.status() });
+    outbox.event({ type: 'event', event: 'engine.status', data: services.engine.status() });
 
     const inFlight = { count: 0, max: maxInFlight, total };
     ws.on('message', (raw) => {
       try {
-        handleMessage(raw.toString(), services, send, answer, inFlight);
+        handleMessage(raw.toString(), services, (msg) => outbox.answer(msg, () => undefined), (msg, sent) => outbox.answer(msg, sent), inFlight);
       } catch (err) {
         log(`message from ${who} failed: ${(err as Error).message}`);
       }

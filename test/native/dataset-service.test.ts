@@ -146,6 +146,25 @@ describe('datasets through the contract', () => {
     expect(run2.result.uncachedReason).toBeNull();
   });
 
+  it('honours a cancel taken while the last setting runs: the run is cancelled with every row, not completed (re-attack 10)', async () => {
+    await services.router.dispatch('datasets.build', { source: { kind: 'synthetic-board', records: 2000, seed: 6 }, name: 'bench-last' });
+    let answer: unknown = null;
+    let runId = '';
+    const off = services.events.subscribe((name, data) => {
+      const p = data as LoaderBenchProgress;
+      if (name !== 'datasets.benchmarkProgress' || p.jobId !== 'loader-job-last') return;
+      runId = p.runId;
+      if (p.phase === 'measuring' && p.done === 1) void services.router.dispatch('jobs.cancel', { jobId: 'loader-job-last' }).then((a) => (answer = a));
+    });
+    const bench = services.router.dispatch('datasets.benchmark', { dataset: 'bench-last', batchSize: 50, workers: [0, 1], prefetch: [2], maxSeconds: 0.2, jobId: 'loader-job-last' });
+    await expect(bench).rejects.toMatchObject({ code: 'E_CANCELLED', message: 'the loader benchmark was cancelled after 2 of 2 settings' });
+    off();
+    expect(answer).toEqual({ cancelled: true });
+    const run = JSON.parse(readFileSync(path.join(services.workspace.resolve('runs'), runId, 'run.json'), 'utf8')) as { status: string; result: { cached: unknown[] } };
+    expect(run.status).toBe('cancelled');
+    expect(run.result.cached).toHaveLength(2);
+  });
+
   it('counts only the settings that will run: a source that cannot be read in place is said before the first setting', async () => {
     await services.router.dispatch('datasets.build', { source: { kind: 'synthetic-board', records: 2000, seed: 5 }, name: 'bench-generated' });
     const seen: LoaderBenchProgress[] = [];

@@ -75,6 +75,31 @@ describe('ApiClient', () => {
   });
 });
 
+describe('ApiClient: text from workspace files arrives escaped (re-attack 10)', () => {
+  // Erase, carriage return, OSC title, a bidi override, a character drawn as nothing, a line separator.
+  const PLANT = '\x1b[2K\r\x1b]0;t\x07\u202e\u17b4\u2028';
+  const ESCAPED = '\\x1b[2K\\r\\x1b]0;t\\x07\\u202e\\u17b4\\u2028';
+
+  it('in every string and record key of an answer and an event, a multi-line message keeping its newlines', async () => {
+    const transport = fakeTransport((method) =>
+      method === 'engine.status' ? { ok: true, result: { state: 'ready', pid: 42, restarts: 0, lastFailure: `one\ntwo${PLANT}` } } : answers(method),
+    );
+    const client = new ApiClient(transport);
+    expect((await client.call('engine.status', {})).lastFailure).toBe(`one\ntwo${ESCAPED}`);
+    const seen: unknown[] = [];
+    client.on('engine.status', (s) => seen.push(s.lastFailure));
+    transport.emit('engine.status', { state: 'restarting', pid: null, restarts: 1, lastFailure: `gpu${PLANT}` });
+    expect(seen).toEqual([`gpu${ESCAPED}`]);
+  });
+
+  it('but the file chooser\'s names as they are: they are sent back to name the file, and the chooser escapes what it shows', async () => {
+    const entry = { name: `a${PLANT}.csv`, path: `sources/a${PLANT}.csv`, kind: 'file', bytes: 3 };
+    const client = new ApiClient(fakeTransport(() => ({ ok: true, result: { dir: 'sources', entries: [entry], omitted: 0, omittedAtLeast: false } })));
+    const listed = await client.call('files.list', { dir: 'sources' });
+    expect(listed.entries[0].path).toBe(entry.path);
+  });
+});
+
 describe('renderer stores', () => {
   beforeEach(() => setActivePinia(createPinia()));
 

@@ -256,7 +256,7 @@ describe('answers a client has asked for (re-attack 9: a reading client was drop
       const idle = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
       (idle as unknown as { _socket: net.Socket })._socket.pause(); // never read again
       ask(idle, 8);
-      await expect.poll(() => lines.find((l) => l.startsWith('dropped client')) ?? '', { timeout: 20_000 }).toMatch(/with answers waiting, it is not reading its socket/);
+      await expect.poll(() => lines.find((l) => l.startsWith('dropped client')) ?? '', { timeout: 20_000 }).toMatch(/with messages waiting, it is not reading its socket/);
       // Its eight slots were the server's all: a window that reads gets its answer.
       const other = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
       const answer = new Promise<Record<string, unknown>>((resolve) =>

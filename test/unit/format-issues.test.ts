@@ -18,4 +18,12 @@ describe('formatIssues', () => {
     const parsed = z.object({ port: z.number(), host: z.string() }).safeParse({ port: 'abc', host: 1 });
     expect(formatIssues(parsed.error!, 'params')).toMatch(/^params\.port: .+; params\.host: [^;]+$/);
   });
+
+  it("escapes a file's keys in the path it names: a record's keys are whatever the file holds (re-attack 10)", () => {
+    const parsed = z.record(z.string().regex(/^[A-Z_]+$/), z.string()).safeParse({ 'K\x1b[31m\r\u202e\u2028': 'v' });
+    const line = formatIssues(parsed.error!, 'env');
+    expect(line).toContain('env.K\\x1b[31m\\r\\u202e\\u2028');
+    expect(line).not.toMatch(/[\x1b\r\u202e\u2028]/); // eslint-disable-line no-control-regex -- what must not be there
+  });
 });
+

@@ -347,6 +347,8 @@ export class DatasetService {
       measured.uncached = [];
       await run('uncached', inPlace.source, measured.uncached);
     }
+    // A cancel taken while the last setting ran is honoured too: it was answered "cancelled", so the run says so.
+    if (o.signal.aborted) throw new ApiError('E_CANCELLED', `the loader benchmark was cancelled after ${done} of ${total} settings`);
     const telemetry = await recording.stop();
     return loaderResult(request, manifest, measured, telemetry);
   }
