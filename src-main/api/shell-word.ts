@@ -64,7 +64,8 @@ export function shellLine(argv: readonly string[]): string {
  * as they are (the same objects where nothing changed, so large answers cost a walk, not a copy).
  */
 export function printableDeep<T>(value: T): T {
-  if (typeof value === 'string') return printable(value, { lines: true }) as T;
+  // Newlines and tabs stay (a script's output lines, a report, notes): they lay text out, they redraw nothing on a page.
+  if (typeof value === 'string') return (value.includes('\t') ? value.split('\t').map((part) => printable(part, { lines: true })).join('\t') : printable(value, { lines: true })) as T;
   if (Array.isArray(value)) {
     let out: unknown[] | null = null;
     for (let i = 0; i < value.length; i++) {

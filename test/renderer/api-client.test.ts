@@ -2,6 +2,7 @@ import { createPinia, setActivePinia } from 'pinia';
 import { beforeEach, describe, expect, it } from 'vitest';
 
 import type { CallOutcome } from '../../src-main/api/bridge';
+import { printableDeep } from '../../src-main/api/shell-word';
 import { ApiClient } from '../../src-renderer/transport/api-client';
 import { setApiClient } from '../../src-renderer/transport/client-instance';
 import type { Transport, TransportState } from '../../src-renderer/transport/transport';
@@ -86,6 +87,8 @@ describe('ApiClient: text from workspace files arrives escaped (re-attack 10)', 
     );
     const client = new ApiClient(transport);
     expect((await client.call('engine.status', {})).lastFailure).toBe(`one\ntwo${ESCAPED}`);
+    // A tab lays a line out (a script's "epoch 1\tloss 0.3"): kept, as a newline is.
+    expect(printableDeep({ line: 'epoch 1\tloss 0.3\x1b[0m' })).toEqual({ line: 'epoch 1\tloss 0.3\\x1b[0m' });
     const seen: unknown[] = [];
     client.on('engine.status', (s) => seen.push(s.lastFailure));
     transport.emit('engine.status', { state: 'restarting', pid: null, restarts: 1, lastFailure: `gpu${PLANT}` });
