@@ -10,7 +10,7 @@ import { RequestMessageSchema, TOKEN_QUERY_PARAM, WS_PATH } from '../api/wire';
 import { toApiError } from '../core/api-router';
 import type { Services } from '../core/services';
 import { isAllowedOrigin, tokensEqual } from './auth';
-import { ANSWER_HIGH_WATER_BYTES, ANSWER_STALL_MS, Outbox } from './ws-outbox';
+import { ANSWER_HIGH_WATER_BYTES, ANSWER_STALL_MS, MAX_WAITING_ANSWER_BYTES, Outbox } from './ws-outbox';
 
 /** Largest message a client may send (a frame over it closes that connection with 1009). */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -38,6 +38,7 @@ export interface WsApiOptions {
   maxInFlightTotal?: number;
   maxClients?: number;
   answerStallMs?: number;
+  maxWaitingAnswerBytes?: number;
 }
 
 /**
@@ -81,6 +82,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   const maxInFlight = options.maxInFlight ?? MAX_IN_FLIGHT;
   const maxClients = options.maxClients ?? MAX_CLIENTS;
   const total = { count: 0, max: options.maxInFlightTotal ?? MAX_IN_FLIGHT_TOTAL };
+  const budget = { bytes: 0, max: options.maxWaitingAnswerBytes ?? MAX_WAITING_ANSWER_BYTES };
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -106,7 +108,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
 
   wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
     const who = peer(req);
-    const outbox = new Outbox(ws, { maxBuffered, highWater, stallMs, log, who });
+    const outbox = new Outbox(ws, { maxBuffered, highWater, stallMs, log, who, budget });
     const unsubscribe = services.events.subscribe((event, data) => outbox.event({ type: 'event', event, data }));
     ws.on('close', () => {
       unsubscribe();

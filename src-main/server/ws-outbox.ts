@@ -13,6 +13,20 @@ export const ANSWER_HIGH_WATER_BYTES = 4 * 1024 * 1024;
 const RETRY_MS = 10;
 /** A client whose unsent bytes do not go down for this long while answers wait is not reading: dropped, its slots freed. */
 export const ANSWER_STALL_MS = 30_000;
+/**
+ * The largest answer sent, as JSON: the largest real one (a run with its events, a report's figure) is a few MiB.
+ * A 16 MiB figure of control bytes is 96 MB as JSON, and answers that big waiting for clients that did not read
+ * ran the server out of memory (re-attack 11).
+ */
+export const MAX_ANSWER_BYTES = 24 * 1024 * 1024;
+/** Answers waiting their turn, over all connections: past it, an answer is refused with why instead of held. */
+export const MAX_WAITING_ANSWER_BYTES = 64 * 1024 * 1024;
+
+/** The server's: bytes of answers waiting in every connection's outbox. */
+export interface WaitingBudget {
+  bytes: number;
+  readonly max: number;
+}
 
 export interface OutboxOptions {
   /** Unsent bytes of events (on the socket and waiting here) past which the client is dropped: it is not reading. */
@@ -21,12 +35,23 @@ export interface OutboxOptions {
   stallMs: number;
   log: (line: string) => void;
   who: string;
+  /** Shared by every connection: what answers may hold waiting in all of them. */
+  budget: WaitingBudget;
+  maxAnswerBytes?: number;
 }
 
 interface Waiting {
   text: string;
   /** An answer's: frees its in-flight slot once the answer is handed to the socket (or the client is gone). */
   sent?: () => void;
+  /** An answer counted in the shared budget while it waits. */
+  counted?: boolean;
+}
+
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+
+function refusal(id: number, message: string): string {
+  return JSON.stringify({ type: 'response', id, ok: false, error: new ApiError('E_BAD_REQUEST', message).toPayload() });
 }
 
 /**
@@ -71,7 +96,17 @@ export class Outbox {
       sent();
       return;
     }
-    this.waiting.push({ text: this.serialised(msg), sent });
+    let text = this.serialised(msg);
+    const id = msg.type === 'response' ? msg.id : 0;
+    const max = this.o.maxAnswerBytes ?? MAX_ANSWER_BYTES;
+    if (text.length > max) text = refusal(id, `the answer is ${mib(text.length)} as JSON, more than the ${mib(max)} one answer may be`);
+    // It waits if anything waits or the socket is full: then it counts against what all connections may hold.
+    const waits = this.waiting.length > 0 || this.ws.bufferedAmount >= this.o.highWater;
+    if (waits && this.o.budget.bytes + text.length > this.o.budget.max) {
+      text = refusal(id, `the server holds ${mib(this.o.budget.bytes)} of answers its clients have not read yet: ask again once this page has read its answers`);
+    }
+    if (waits) this.o.budget.bytes += text.length;
+    this.waiting.push({ text, sent, counted: waits });
     this.pump();
   }
 
@@ -108,6 +143,7 @@ export class Outbox {
     while (this.waiting.length && this.ws.bufferedAmount < this.o.highWater) {
       const w = this.waiting.shift()!;
       if (!w.sent) this.waitingEventBytes -= w.text.length;
+      if (w.counted) this.o.budget.bytes -= w.text.length;
       try {
         this.ws.send(w.text);
       } catch (err) {
@@ -136,7 +172,10 @@ export class Outbox {
   }
 
   private release(): void {
-    for (const w of this.waiting.splice(0)) w.sent?.();
+    for (const w of this.waiting.splice(0)) {
+      if (w.counted) this.o.budget.bytes -= w.text.length;
+      w.sent?.();
+    }
     this.waitingEventBytes = 0;
   }
 }

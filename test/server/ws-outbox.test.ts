@@ -1,0 +1,50 @@
+// Re-attack 11: two clients that never read, each with 32 requests for a 16 MiB figure of control bytes (96 MB as
+// JSON), ran the server out of memory: answers waiting were bounded by count, never by bytes. Now one answer is at
+// most maxAnswerBytes as JSON, and answers waiting in all connections share one budget; past it an answer is
+// refused, saying why, and what waits is let go when a client leaves.
+import { describe, expect, it } from 'vitest';
+import type { WebSocket } from 'ws';
+
+import type { ServerMessage } from '../../src-main/api/wire';
+import { Outbox, type WaitingBudget } from '../../src-main/server/ws-outbox';
+
+/** A socket whose unsent bytes the test sets: "full" stands for a client that does not read. */
+function socket() {
+  const sent: string[] = [];
+  const ws = { OPEN: 1, readyState: 1, bufferedAmount: 0, send: (text: string) => void sent.push(text), terminate() {} };
+  return { ws, sent };
+}
+const KiB = 1024;
+const answer = (id: number, bytes: number): ServerMessage => ({ type: 'response', id, ok: true, result: 'x'.repeat(bytes) }) as ServerMessage;
+const outbox = (ws: unknown, budget: WaitingBudget, maxAnswerBytes = 1024 * KiB) =>
+  new Outbox(ws as WebSocket, { maxBuffered: 8 * 1024 * KiB, highWater: 64 * KiB, stallMs: 60_000, log: () => undefined, who: 'test', budget, maxAnswerBytes });
+
+describe('answers waiting for clients that do not read', () => {
+  it('hold at most the shared budget over all connections; the rest are refused, saying why, and all is let go on close', () => {
+    const budget = { bytes: 0, max: 1024 * KiB };
+    const clients = [socket(), socket()];
+    const boxes = clients.map((c) => outbox(c.ws, budget));
+    for (const c of clients) c.ws.bufferedAmount = 10 * 1024 * KiB; // full: they do not read
+    let freed = 0;
+    for (let id = 1; id <= 32; id++) for (const box of boxes) box.answer(answer(id, 100 * KiB), () => freed++);
+    expect(budget.bytes).toBeLessThanOrEqual(budget.max);
+    expect(budget.bytes).toBeGreaterThan(budget.max - 110 * KiB);
+    // The first client reads again: its answers go out in order, the ones over the budget as refusals.
+    clients[0].ws.bufferedAmount = 0;
+    boxes[0].answer(answer(33, 10), () => freed++);
+    const texts = clients[0].sent.map((t) => JSON.parse(t) as { id: number; ok: boolean; error?: { message: string } });
+    expect(texts.map((t) => t.id)).toEqual(Array.from({ length: 33 }, (_, i) => i + 1));
+    expect(texts.filter((t) => t.ok).length).toBeGreaterThan(0);
+    expect(texts.find((t) => !t.ok)?.error?.message).toMatch(/^the server holds [\d.]+ MiB of answers its clients have not read yet: ask again/);
+    boxes.forEach((b) => b.close());
+    expect(budget.bytes).toBe(0);
+    expect(freed).toBe(65);
+  });
+
+  it('refuses an answer larger than one answer may be, naming both sizes, instead of sending it', () => {
+    const budget = { bytes: 0, max: 1024 * KiB };
+    const c = socket();
+    outbox(c.ws, budget, 64 * KiB).answer(answer(7, 100 * KiB), () => undefined);
+    expect(JSON.parse(c.sent[0])).toMatchObject({ id: 7, ok: false, error: { code: 'E_BAD_REQUEST', message: expect.stringMatching(/^the answer is 0\.1 MiB as JSON, more than the 0\.1 MiB one answer may be$/) } });
+  });
+});
