@@ -287,6 +287,8 @@ export class DatasetService {
             onProgress?.(full);
           },
         });
+        // Past its last check for a cancel: from here a cancel is answered not taken (the job is no longer listed).
+        this.jobs.delete(jobId);
         await record.finish('completed', { result });
         return result;
       } catch (err) {
@@ -347,9 +349,9 @@ export class DatasetService {
       measured.uncached = [];
       await run('uncached', inPlace.source, measured.uncached);
     }
-    // A cancel taken while the last setting ran is honoured too: it was answered "cancelled", so the run says so.
-    if (o.signal.aborted) throw new ApiError('E_CANCELLED', `the loader benchmark was cancelled after ${done} of ${total} settings`);
     const telemetry = await recording.stop();
+    // A cancel taken while the last setting ran (or the telemetry stopped) is honoured too: it was answered "cancelled".
+    if (o.signal.aborted) throw new ApiError('E_CANCELLED', `the loader benchmark was cancelled after ${done} of ${total} settings`);
     return loaderResult(request, manifest, measured, telemetry);
   }
 
