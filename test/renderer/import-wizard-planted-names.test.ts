@@ -23,7 +23,8 @@ const column = 'spe\u202Ecies\u2028\x1b[8m';
 const shownColumn = 'spe\\u202ecies\\u2028\\x1b[8m';
 const classes = ['set\u202Easo', 'vir\u2028ginica', 'ver\x1b[2Ksi'];
 const inspected: InspectResult = {
-  description: 'a CSV',
+  // The importers describe a source by its path: a planted file name reaches this line (re-attack 11).
+  description: `a CSV, ${filePath}`,
   records: 3,
   fields: [
     { name: 'x', dtype: 'float32', shape: [2] },
@@ -90,6 +91,9 @@ describe('names planted in workspace files, in the Import wizard', () => {
     expect(table).toContain('0 (set\\u202easo)');
     expect(table).toContain('1 (vir\\u2028ginica)');
     expect(table).toContain('2 (ver\\x1b[2Ksi)');
+    const described = w.get('[data-testid="field-table"]').element.closest('div')!.textContent!;
+    expect(described).toContain(`records in a CSV, sources/${shownName}.`);
+    expect(described).not.toMatch(UNSHOWABLE);
   });
 
   it('previewText shows class names escaped', () => {

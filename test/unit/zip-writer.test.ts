@@ -91,6 +91,9 @@ describe('ZipWriter', () => {
   it('refuses entry names that would unpack outside their folder', () => {
     for (const bad of ['../x', 'a/../../x', '/etc/passwd', 'a\\b', 'a//b', '', './a', 'a/\u0000']) expect(() => checkEntryName(bad), bad).toThrow(/not a zip entry name/);
     expect(() => checkEntryName('0001-report/phase-breakdown.svg')).not.toThrow();
+    // Names that unpack reading as others (re-attack 11): a bidi mark, zero-width and tag characters, a line separator.
+    for (const bad of ['note\u202etxt.exe', 'zw\u200bx.log', 'a\u2028b.log', 'tag\u{e0001}.log', 'k\u17b4.log']) expect(() => checkEntryName(bad), bad).toThrow(/not a zip entry name/);
+    expect(() => checkEntryName('runs/naïve café 日本.log')).not.toThrow();
   });
 
   it('stores dates as MS-DOS time, clamped to 1980', () => {

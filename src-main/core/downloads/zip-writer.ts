@@ -5,6 +5,8 @@ import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { crc32, createDeflateRaw } from 'node:zlib';
 
+import { printable } from '../../api/shell-word';
+
 /** Without ZIP64 a zip's offsets and sizes are 32-bit, and it holds at most 65,535 entries. */
 export const MAX_ZIP_BYTES = 0xffff_ffff;
 export const MAX_ZIP_ENTRIES = 0xffff;
@@ -46,10 +48,14 @@ export function checkEntryName(name: string): void {
   if (!isZipEntryName(name)) throw new Error(`${JSON.stringify(name)} is not a zip entry name (relative, '/'-separated, no '.' or '..' parts)`);
 }
 
-/** Relative, '/'-separated, no empty, '.' or '..' part, no backslash (a separator on Windows) or control character. */
+/**
+ * Relative, '/'-separated, no empty, '.' or '..' part, no backslash (a separator on Windows), and nothing printable()
+ * would escape: a name with a bidi mark or an invisible character unpacks as one that reads as another (re-attack 11:
+ * `note<U+202E>txt.exe` showed as `noteexe.txt`).
+ */
 export function isZipEntryName(name: string): boolean {
   const parts = name.split('/');
-  return !(!name || name.length > 1024 || name.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..') || /[\\\p{Cc}]/u.test(name));
+  return !(!name || name.length > 1024 || name.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..') || name.includes('\\') || printable(name) !== name);
 }
 
 export interface ZipWriterOptions {
