@@ -1,4 +1,5 @@
 import { stripBlockMarkers } from '@api/reports';
+import { printableDeep } from '@api/shell-word';
 import MarkdownIt from 'markdown-it';
 
 /** A figure of the open report as the preview knows it: its data: URL, still loading, or why it cannot be shown. */
@@ -55,5 +56,7 @@ export function svgDataUrl(svg: string): string {
  * dropped (a code host hides them as comments), raw HTML escaped, figures inlined.
  */
 export function renderReport(markdown: string, figures: Figures): string {
-  return md.render(stripBlockMarkers(markdown), { figures });
+  // Escaped after rendering too: markdown-it decodes `&#x202E;` and `%E2%80%AE` in link text into the marks
+  // themselves (re-attack 11), after the answer's own text was escaped. Tabs and newlines stay.
+  return printableDeep(md.render(stripBlockMarkers(markdown), { figures }));
 }

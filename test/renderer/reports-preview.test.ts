@@ -104,6 +104,15 @@ describe('report preview', () => {
     expect(html).toContain('<p>My own line.</p>');
   });
 
+  it('shows the marks that character references and %-escapes in link text decode to escaped (re-attack 11)', () => {
+    const markdown = ['# 3. GEN &#x202E;fdp.exe&#x202C; &#x2028;x', '', 'a&#8203;b &rlm; &#xE0001; &amp; &lt;', '', '<http://example.com/%E2%80%AEfdp.exe>'].join('\n');
+    const html = renderReport(markdown, {});
+    expect(html).toContain('<h1>3. GEN \\u202efdp.exe\\u202c \\u2028x</h1>');
+    expect(html).toContain('a\\u200bb \\u200f \\U000e0001 &amp; &lt;');
+    expect(html).toContain('example.com/\\u202efdp.exe');
+    expect(html).not.toMatch(/[\u200b\u200f\u202c\u202e\u2028]/);
+  });
+
   it('follows the markdown as it is edited', async () => {
     const wrapper = mount(ReportPreview, { props: { markdown: '# Title', figures: {} } });
     expect(wrapper.find('h1').text()).toBe('Title');

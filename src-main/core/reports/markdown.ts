@@ -2,6 +2,7 @@
 import { formatValue } from '../../api/charts/theme';
 import { intervalLevel } from '../../api/order-interval';
 import { printable } from '../../api/shell-word';
+import MarkdownIt from 'markdown-it';
 
 /** A number as the app shows it (three significant digits, thousands separated), with its unit. */
 export const fmt = (value: number | null | undefined, unit = ''): string => formatValue(value, unit);
@@ -38,7 +39,21 @@ export const speedupText = (s: { median: number; low: number; high: number; cove
  * tampered one, in practice) shows `&lt;` or `]&#40;` there.
  */
 export function markdownText(text: string): string {
-  return printable(text).replace(/</g, '&lt;').replace(/\]\(/g, ']&#40;').replace(/^(\s*)>/, '$1&gt;');
+  return printable(text).replace(/</g, '&lt;').replace(/\]\(/g, ']&#40;').replace(/^(\s*)>/, '$1&gt;').replace(ENTITY, shownEntity);
+}
+
+/** A character reference, named or numeric: a renderer turns `&#x202E;` or `&rlm;` (plain ASCII) into the mark itself. */
+const ENTITY = /&(?:#[xX][0-9a-fA-F]{1,8}|#[0-9]{1,10}|[A-Za-z][A-Za-z0-9]{1,31});/g;
+const unescapeAll = new MarkdownIt().utils.unescapeAll;
+
+/**
+ * A reference to a character printable() escapes, written as that escape (re-attack 11: a title of
+ * `&#x202E;fdp.exe&#x202C;` rendered reversed); any other stays as written (`&amp;`, `&#40;`), so applying
+ * markdownText twice still changes nothing.
+ */
+function shownEntity(entity: string): string {
+  const decoded = unescapeAll(entity);
+  return decoded !== entity && printable(decoded) !== decoded ? printable(decoded) : entity;
 }
 
 /** Text safe inside a table cell: no pipes or line breaks. */
