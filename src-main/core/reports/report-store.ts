@@ -32,7 +32,11 @@ const FOLDER_PATTERN = /^(\d{4,6})-[a-z0-9-]+$/;
 /** report.json holds sections, figure names and notes; the markdown and an SVG are pages, not megabytes. */
 const MAX_META_BYTES = 4 * MiB;
 const MAX_MARKDOWN_BYTES = 16 * MiB;
-const MAX_FIGURE_BYTES = 16 * MiB;
+/**
+ * A figure is an SVG chart of some 20 KB. At 16 MiB, 64 requests for a planted figure of control bytes (6 bytes
+ * each as JSON) kept the server busy building gigabytes of answers (re-attack 11); 2 MiB is still 100 times a real one.
+ */
+const MAX_FIGURE_BYTES = 2 * MiB;
 
 /** reports/<id>/report.json: what the report was generated from, so it can be regenerated. */
 export const ReportMetaSchema = z.object({
