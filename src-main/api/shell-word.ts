@@ -18,6 +18,8 @@ const INVISIBLE = String.raw`\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_
 const CONTROL = new RegExp(`[${INVISIBLE}]`, 'gu');
 // eslint-disable-next-line no-misleading-character-class -- as above
 const CONTROL_BUT_NEWLINE = new RegExp(`(?!\n)[${INVISIBLE}]`, 'gu');
+// eslint-disable-next-line no-misleading-character-class -- as above
+const CONTROL_BUT_LAYOUT = new RegExp(`(?![\n\t])[${INVISIBLE}]`, 'gu');
 /** One character that must not be shown as itself, the newline apart (global: for replace). */
 export const INVISIBLE_BUT_NEWLINE = CONTROL_BUT_NEWLINE;
 /** The bidirectional formatting marks alone (in CONTROL too): names a person gives are refused with one. */
@@ -65,7 +67,7 @@ export function shellLine(argv: readonly string[]): string {
  */
 export function printableDeep<T>(value: T): T {
   // Newlines and tabs stay (a script's output lines, a report, notes): they lay text out, they redraw nothing on a page.
-  if (typeof value === 'string') return (value.includes('\t') ? value.split('\t').map((part) => printable(part, { lines: true })).join('\t') : printable(value, { lines: true })) as T;
+  if (typeof value === 'string') return value.replace(CONTROL_BUT_LAYOUT, escaped) as T;
   if (Array.isArray(value)) {
     let out: unknown[] | null = null;
     for (let i = 0; i < value.length; i++) {

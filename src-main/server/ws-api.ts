@@ -121,7 +121,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     const inFlight = { count: 0, max: maxInFlight, total };
     ws.on('message', (raw) => {
       try {
-        handleMessage(raw.toString(), services, (msg) => outbox.answer(msg, () => undefined), (msg, sent) => outbox.answer(msg, sent), inFlight);
+        handleMessage(raw.toString(), services, outbox, inFlight);
       } catch (err) {
         log(`message from ${who} failed: ${(err as Error).message}`);
       }
@@ -137,13 +137,9 @@ interface InFlight {
   total: { count: number; max: number };
 }
 
-function handleMessage(
-  text: string,
-  services: Services,
-  send: (msg: ServerMessage) => void,
-  answer: (msg: ServerMessage, sent: () => void) => void,
-  inFlight: InFlight,
-): void {
+function handleMessage(text: string, services: Services, outbox: Outbox, inFlight: InFlight): void {
+  // A refusal holds no slot; it leaves in its turn, as every answer does.
+  const send = (msg: ServerMessage) => outbox.answer(msg, () => undefined);
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -177,7 +173,7 @@ function handleMessage(
     inFlight.total.count--;
   };
   services.router.dispatch(method, params).then(
-    (result) => answer({ type: 'response', id, ok: true, result }, sent),
-    (err: unknown) => answer({ type: 'response', id, ok: false, error: toApiError(err).toPayload(services.workspace.root) }, sent),
+    (result) => outbox.answer({ type: 'response', id, ok: true, result }, sent),
+    (err: unknown) => outbox.answer({ type: 'response', id, ok: false, error: toApiError(err).toPayload(services.workspace.root) }, sent),
   );
 }
