@@ -294,9 +294,10 @@ export const useLiveRunStore = defineStore('live-run', () => {
     if (running.value || info.method !== 'train.run') return;
     const parsed = TrainRequestSchema.safeParse(info.request);
     const followed = watch(parsed.data?.options.device ?? 'cpu', async () => {
-      // Read before following: the replay and the live steps then go on from where the record ends.
-      await readHistory(info.jobId);
-      return job.attach({ ...info, method: 'train.run' });
+      // Listening first, then reading the record: every step is then in one or the other, whatever the replay
+      // holds (read before listening, a step logged between the two reads was in neither when the replay was stale).
+      const [result] = await Promise.all([job.attach({ ...info, method: 'train.run' }), readHistory(info.jobId)]);
+      return result;
     });
     runRequest.value = parsed.data ?? null;
     await followed;
