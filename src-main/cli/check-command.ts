@@ -1,6 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
 
-import { ApiError } from '../api/errors';
 import type { CheckResult } from '../api/check';
 import { createServices } from '../core/services';
 import { median } from '../core/stats/medians';
@@ -8,6 +7,7 @@ import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { type ConfounderPolicy, ConfounderPolicySchema } from '../api/optimise';
 import { printable } from '../api/shell-word';
 import { choiceArg, intArg } from './train-inputs';
+import { errorOut } from './error-out';
 import { jsonText, textOut } from './json-out';
 
 interface CheckFlags {
@@ -64,7 +64,7 @@ async function check(flags: CheckFlags): Promise<void> {
     // A gate that could not measure could not decide: 2, never 1 (which says "slower"). The message may quote the
     // saved run's command, cwd and env for the person to read before --yes: escaped, so a planted ESC or CR
     // cannot redraw it as another command.
-    process.stderr.write(`trainbench: ${err instanceof ApiError ? `${err.code}: ` : ''}${printable((err as Error).message)}\n`);
+    errorOut(err, { json: flags.json === true });
     process.exitCode = 2;
   } finally {
     await services.dispose();

@@ -5,7 +5,6 @@ import { Command, InvalidArgumentError } from 'commander';
 
 import type { Devices } from '../api/devices';
 import { ApiError } from '../api/errors';
-import { printable } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { packageRoot } from '../engine/package-root';
@@ -26,6 +25,7 @@ import { traceCommand } from './trace-command';
 import { checkCommand } from './check-command';
 import { joinCommand } from './join-command';
 import { noteArgv } from './either-target';
+import { errorOut } from './error-out';
 import { jsonText, textOut } from './json-out';
 
 function parsePort(value: string): number {
@@ -118,13 +118,9 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await program.parseAsync(argv);
   } catch (err) {
-    const code = err instanceof ApiError ? `${err.code}: ` : '';
     // Bad input is the user's to fix, so say where the usage is; other failures are not about usage.
     const pointer = err instanceof ApiError && err.code === 'E_BAD_INPUT' ? `${helpPointer(running)}\n` : '';
-    // A message may quote a run's file or a typed value (a command, a title, a path): its control characters are
-    // shown escaped, and its later lines indented, so a planted line break cannot pass as a line of our own.
-    const message = printable((err as Error).message, { lines: true }).replace(/\n/g, '\n  ');
-    process.stderr.write(`trainbench: ${code}${message}\n${pointer}`);
+    errorOut(err, { json: running.opts().json === true, pointer });
     process.exitCode = 1;
   }
 }

@@ -1,4 +1,5 @@
 import { conditionsSummary } from '../api/confounders';
+import { withoutCodes } from '../api/error-words';
 import { compileText, lossCheckText, trialCiLevel, trialDecisionWords } from '../api/charts/optimise-charts';
 import type { Limits, OptimiseProgress, OptimiseTrial } from '../api/optimise';
 import type { EngineOptimiseResult, OptimiseResult, ScriptOptimiseResult } from '../api/optimise-result';
@@ -84,7 +85,7 @@ export function formatOptimise(r: OptimiseResult): string {
     return [
       `${String(t.index).padStart(3)}  ${t.change.label.padEnd(44)} ${t.speedup ? x3(t.speedup.median).padStart(7) : '-'.padStart(7)} ${
         t.speedup ? `[${x3(t.speedup.low)}, ${x3(t.speedup.high)}]`.padEnd(19) : ''.padEnd(19)
-      } ${trialDecisionWords(t).padEnd(15)} ${t.why}${t.error ? ` (${t.error})` : ''}`,
+      } ${trialDecisionWords(t).padEnd(15)} ${t.why}${t.error ? ` (${withoutCodes(t.error)})` : ''}`,
       ...(t.compile ? [`     ${compileText(t.compile)}`] : []),
       ...(conditions ? [`     conditions: ${conditions}`] : []),
     ];

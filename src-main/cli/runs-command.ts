@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 
+import { withoutCodes } from '../api/error-words';
 import type { RunSummary } from '../api/training';
 import { printable } from '../api/shell-word';
 import { lastStepText, wizardProgressText } from '../api/training';
@@ -23,7 +24,8 @@ function detail(r: RunSummary): string {
       return r.problem ?? '';
     case 'failed':
     case 'cancelled':
-      return r.error ?? '';
+      // In words, as the Runs page says it: "out of memory: …", not the stored "E_OOM: …".
+      return r.error === null ? '' : withoutCodes(r.error);
     case 'completed':
       return [
         r.testAccuracy === null ? null : `test accuracy ${pct(r.testAccuracy)}`,

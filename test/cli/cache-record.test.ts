@@ -42,7 +42,7 @@ describe('trainbench cache build --record', () => {
     writeFileSync(dump, Buffer.alloc(RECORD));
     const { code, stderr } = await trainbench('cache', 'build', dump, '--record', 'features:uint8:4,2,policy:float61:3', '--name', 'bad');
     expect(code).not.toBe(0);
-    expect(stderr).toMatch(/E_BAD_INPUT: record layout "features:uint8:4,2,policy:float61:3": member 'policy' has dtype "float61", not one of/);
+    expect(stderr).toMatch(/trainbench: record layout "features:uint8:4,2,policy:float61:3": member 'policy' has dtype "float61", not one of/);
   });
 
   it('names the file, its size and the record size when they do not divide', async () => {
@@ -50,12 +50,12 @@ describe('trainbench cache build --record', () => {
     writeFileSync(dump, Buffer.alloc(RECORD + 5));
     const { code, stderr } = await trainbench('cache', 'build', dump, '--record', LAYOUT, '--name', 'odd');
     expect(code).not.toBe(0);
-    expect(stderr).toContain(`E_DATA: ${dump} is 21 bytes, not a whole number of 16-byte records (${LAYOUT}): check the record layout`);
+    expect(stderr).toContain(`trainbench: ${dump} is 21 bytes, not a whole number of 16-byte records (${LAYOUT}): check the record layout`);
   });
 
   it('takes exactly one file', async () => {
     const { code, stderr } = await trainbench('cache', 'build', 'a.bin', 'b.bin', '--record', LAYOUT, '--name', 'two');
     expect(code).not.toBe(0);
-    expect(stderr).toMatch(/E_BAD_INPUT: --record describes the records of one raw file, but 2 files were given/);
+    expect(stderr).toMatch(/trainbench: --record describes the records of one raw file, but 2 files were given/);
   });
 });

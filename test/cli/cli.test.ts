@@ -66,7 +66,7 @@ describe('trainbench serve', () => {
       child.stderr!.on('data', (d: string) => (stderr += d));
       const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
       expect(code, stderr).toBe(1);
-      expect(stderr).toContain(`trainbench: E_BAD_INPUT: port ${port} on 127.0.0.1 is in use: stop what holds it, or choose another with --port`);
+      expect(stderr).toContain(`trainbench: port ${port} on 127.0.0.1 is in use: stop what holds it, or choose another with --port`);
     } finally {
       held.close();
     }
@@ -105,11 +105,21 @@ describe('trainbench', () => {
     expect(stderr).not.toContain('Options:');
   });
 
+  it('says a failure in words, never a contract code; under --json the code is on stdout for scripts', async () => {
+    const { code, stdout, stderr } = await trainbench('train', '--model', 'nope', '--json');
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^trainbench: --model "nope" is neither/);
+    expect(stderr).not.toMatch(/\bE_[A-Z_]+\b/);
+    expect(JSON.parse(stdout)).toEqual({ error: { code: 'E_BAD_INPUT', message: expect.stringMatching(/^--model "nope" is neither/) } });
+    // Without --json, stdout stays empty: the words go to stderr only.
+    expect((await trainbench('train', '--model', 'nope')).stdout).toBe('');
+  });
+
   it('indents the later lines of a message, so a value with a line break cannot print a line of its own', async () => {
     const { code, stderr } = await trainbench('train', '--model', 'x\ntrainbench: run 1 completed');
     expect(code).toBe(1);
     const lines = stderr.trim().split('\n');
-    expect(lines[0]).toMatch(/^trainbench: E_BAD_INPUT: --model "x\\ntrainbench: run 1 completed" is neither/);
+    expect(lines[0]).toMatch(/^trainbench: --model "x\\ntrainbench: run 1 completed" is neither/);
     // The message quotes the value twice: once escaped, once inside the paths it looked at, whose line break stays one.
     expect(lines.length).toBeGreaterThan(2);
     expect(lines.slice(1, -1).every((l) => l.startsWith('  '))).toBe(true);
@@ -121,7 +131,7 @@ describe('trainbench', () => {
     const { code, stderr } = await trainbench('train', '--model', 'resnet50');
     expect(code).toBe(1);
     expect(stderr.trim().split('\n')).toEqual([
-      expect.stringContaining('trainbench: E_BAD_INPUT: --model "resnet50" is neither a built-in model'),
+      expect.stringContaining('trainbench: --model "resnet50" is neither a built-in model'),
       "Run 'trainbench train --help' for the usage.",
     ]);
   });

@@ -118,7 +118,7 @@ describe('a flag of the other target', () => {
     expect(code).toBe(1);
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toEqual([
-      `trainbench: E_BAD_INPUT: ${message} (a model our engine trains), not to a script target (your own command after '--'): leave ${message.includes(' and ') ? 'them' : 'it'} out, or drop the command to measure an engine model`,
+      `trainbench: ${message} (a model our engine trains), not to a script target (your own command after '--'): leave ${message.includes(' and ') ? 'them' : 'it'} out, or drop the command to measure an engine model`,
       `Run 'trainbench ${name} --help' for the usage.`,
     ]);
     expect(existsSync(path.join(refusals.dir, 'runs'))).toBe(false);
@@ -134,7 +134,7 @@ describe('a flag of the other target', () => {
     const { code, stdout, stderr } = await runCli([name, ...flags, '--workspace', refusals.dir]);
     expect(code).toBe(1);
     expect(stdout).toBe('');
-    expect(stderr).toContain(`trainbench: E_BAD_INPUT: ${message} to a script target only (your own command after '--'), not to the engine target: give the command (trainbench ${name} [options] -- python3 train.py)`);
+    expect(stderr).toContain(`trainbench: ${message} to a script target only (your own command after '--'), not to the engine target: give the command (trainbench ${name} [options] -- python3 train.py)`);
     expect(stderr).toContain(`Run 'trainbench ${name} --help' for the usage.`);
     expect(existsSync(path.join(refusals.dir, 'runs'))).toBe(false);
   });
@@ -147,7 +147,7 @@ describe('words after the options without --', () => {
     const { code, stdout, stderr } = await runCli([name, '--workspace', stray.dir, 'tiny_train.py']);
     expect(code).toBe(1);
     expect(stdout).toBe('');
-    expect(stderr).toContain(`trainbench: E_BAD_INPUT: unexpected argument "tiny_train.py": put your own training command after '--' (trainbench ${name} [options] -- python3 train.py)`);
+    expect(stderr).toContain(`trainbench: unexpected argument "tiny_train.py": put your own training command after '--' (trainbench ${name} [options] -- python3 train.py)`);
     expect(existsSync(path.join(stray.dir, 'runs'))).toBe(false);
   });
 });

@@ -115,7 +115,7 @@ describe('trainbench find-batch-size on the CPU under --memory-limit', () => {
 
 describe('trainbench find-batch-size refuses bad flags with the reason', () => {
   it('a CPU search without a memory limit', async () => {
-    expect(await fails('--model', 'cnn', '--data', 'fashion-mnist')).toMatch(/E_BAD_INPUT: the CPU has no device memory for the search to fill: give a memory limit/);
+    expect(await fails('--model', 'cnn', '--data', 'fashion-mnist')).toMatch(/trainbench: the CPU has no device memory for the search to fill: give a memory limit/);
   });
   it('a memory limit that is not a byte count', async () => {
     expect(await fails('--memory-limit', 'lots')).toMatch(/--memory-limit.*expected a byte count such as 1073741824, 1GiB or 512MiB, got "lots"/);
@@ -128,7 +128,7 @@ describe('trainbench find-batch-size refuses bad flags with the reason', () => {
   });
   it('a global batch larger than the data', async () => {
     expect(await fails('--model', 'cnn', '--data', 'fashion-mnist', '--memory-limit', '1GiB', '--global-batch', '70000')).toMatch(
-      /E_BAD_INPUT: global batch 70000 is larger than the 60000 samples the training data gives per epoch/,
+      /trainbench: global batch 70000 is larger than the 60000 samples the training data gives per epoch/,
     );
   }, 60_000);
 });

@@ -125,22 +125,22 @@ describe('trainbench cache build --test-fraction, then train on it', () => {
     expect(await build('--test-fraction', 'abc')).toContain('--test-fraction: "abc" is not a number: give the share of the rows to hold out, e.g. 0.2 for 20%');
     expect(await build('--test-fraction', '0.2', '--test-seed', '-1')).toContain('--test-seed: split seed -1 is not a whole number from 0 to 4294967295');
     expect(await build('--test-fraction', '0.2', '--test-seed', '1.5')).toContain('--test-seed: split seed 1.5 is not a whole number');
-    expect(await build('--test-seed', '4')).toContain('E_BAD_INPUT: --test-seed 4 draws a held-out test split: give its size with --test-fraction too (e.g. --test-fraction 0.2)');
+    expect(await build('--test-seed', '4')).toContain('trainbench: --test-seed 4 draws a held-out test split: give its size with --test-fraction too (e.g. --test-fraction 0.2)');
     expect(await build('--test-fraction', '0.001')).toContain(
-      'E_BAD_INPUT: test fraction 0.001 of 300 records holds out 0, which leaves no test set: use a fraction of at least 0.0017 here, or more rows',
+      'trainbench: test fraction 0.001 of 300 records holds out 0, which leaves no test set: use a fraction of at least 0.0017 here, or more rows',
     );
     expect((await cli('cache', 'list', '--json', '--workspace', ws)).stdout).not.toContain('"bad');
 
     expect(await refused('train', '--data', 'fashion-mnist', '--test', 'none', '--workspace', ws)).toContain(
-      'E_BAD_INPUT: --test "none" chooses the test set of a workspace dataset (--data dataset:<name>); --data fashion-mnist brings its own test set',
+      'trainbench: --test "none" chooses the test set of a workspace dataset (--data dataset:<name>); --data fashion-mnist brings its own test set',
     );
     expect(await refused('train', '--data', 'dataset:flowers,whole', '--test', 'flowers-test', '--workspace', ws)).toContain(
-      'E_BAD_INPUT: --data dataset:flowers,whole and --test "flowers-test" name two test sets: give one',
+      'trainbench: --data dataset:flowers,whole and --test "flowers-test" name two test sets: give one',
     );
     // A test set stored otherwise than the training set (two classes, not three) is refused before training.
     await cli('cache', 'build', writeFlowers(path.join(tmp.dir, 'two.csv'), SPECIES.slice(0, 2)), '--label', 'species', '--name', 'two', '--workspace', ws);
     expect(await refused('train', '--model', 'mlp', '--data', 'dataset:flowers', '--test', 'two', '--workspace', ws)).toContain(
-      "E_BAD_INPUT: test set two labels 'y' with 2 text classes (setosa, versicolor) but flowers with 3 text classes (setosa, versicolor, virginica)",
+      "trainbench: test set two labels 'y' with 2 text classes (setosa, versicolor) but flowers with 3 text classes (setosa, versicolor, virginica)",
     );
   }, 120_000);
 });

@@ -87,7 +87,7 @@ describe('trainbench models size', () => {
   it('refuses what cannot be sized or saved, naming the value', async () => {
     const cnn = await trainbench('models', 'size', 'cnn', '--data', 'kinds');
     expect(cnn.code).toBe(1);
-    expect(cnn.stderr).toMatch(/^trainbench: E_BAD_INPUT: cnn does not fit kinds: field 'x' has shape \[4\] per record, not an image/);
+    expect(cnn.stderr).toMatch(/^trainbench: cnn does not fit kinds: field 'x' has shape \[4\] per record, not an image/);
     const board = await trainbench('models', 'size', 'bottleneck_resnet', '--data', 'kinds');
     expect(board.stderr).toMatch(/needs fields 'policy' and 'value'/);
 

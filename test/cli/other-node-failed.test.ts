@@ -32,7 +32,7 @@ describe("a job across nodes whose other node's part fails", () => {
     expect(await joined).toBe(0); // join follows the job to its end: its part's failure is the launch's, said there
     expect(code).not.toBe(0);
     expect(stderr).toMatch(/trainbench: node \S+'s part of the job exited with code 3; this node's part is stopped in 10 s unless it ends first \(what every rank measured by then is kept\)/);
-    expect(stderr).toMatch(/E_SCRIPT: node \S+'s part of the job exited with code 3, after 0 optimizer step\(s\) here: the job cannot finish without it, so this node's part was stopped 10 s later/);
+    expect(stderr).toMatch(/trainbench: node \S+'s part of the job exited with code 3, after 0 optimizer step\(s\) here: the job cannot finish without it, so this node's part was stopped 10 s later/);
     expect(seconds).toBeLessThan(60);
   }, 150_000);
 });

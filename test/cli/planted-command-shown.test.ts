@@ -124,7 +124,7 @@ describe('a command planted in a run file', () => {
     writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), `{"id":"${id}","config":${'['.repeat(100_000)}${']'.repeat(100_000)}}`);
     const r = await trainbench('check', '--against', id, '--workspace', ws.dir);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(new RegExp(`^trainbench: E_BAD_INPUT: cannot compare with run ${id}: runs/${id}/run.json is .*nested.*: not a file Trainbench wrote, so it is not read`));
+    expect(r.stderr).toMatch(new RegExp(`^trainbench: cannot compare with run ${id}: runs/${id}/run.json is .*nested.*: not a file Trainbench wrote, so it is not read`));
     rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
   });
 

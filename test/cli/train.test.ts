@@ -78,7 +78,7 @@ describe('trainbench train refuses bad input clearly', () => {
   it('a model whose classes do not cover the labels', async () => {
     const spec = `${ws.dir}/five.json`;
     writeFileSync(spec, JSON.stringify({ family: 'mlp', input: [1, 28, 28], outputs: 5 }));
-    expect(await fails('--model', spec, '--max-steps', '1')).toMatch(/E_BAD_INPUT: train label \d at record \d+ is outside \[0, 5\)/);
+    expect(await fails('--model', spec, '--max-steps', '1')).toMatch(/trainbench: train label \d at record \d+ is outside \[0, 5\)/);
   });
 
   it('a bad option value', async () => {
@@ -89,6 +89,6 @@ describe('trainbench train refuses bad input clearly', () => {
   });
 
   it('missing data files', async () => {
-    expect(await fails('--data', '/nope/a,/nope/b')).toMatch(/E_BAD_INPUT: cannot read \/nope\/[ab]: ENOENT/);
+    expect(await fails('--data', '/nope/a,/nope/b')).toMatch(/trainbench: cannot read \/nope\/[ab]: ENOENT/);
   });
 });

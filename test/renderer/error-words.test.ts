@@ -2,7 +2,8 @@
 import { ApiError, ErrorCodeSchema } from '@api/errors';
 import { describe, expect, it } from 'vitest';
 
-import { codeOf, errorText, errorWords, withoutCodes } from '../../src-renderer/stores/error-text';
+import { codeOf, errorWords, withoutCodes } from '@api/error-words';
+import { errorText } from '../../src-renderer/stores/error-text';
 
 describe('error words', () => {
   it('says a person’s own cancel as "cancelled", an OOM as "out of memory", a refused input by its message alone', () => {

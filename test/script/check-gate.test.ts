@@ -88,7 +88,7 @@ describe('trainbench check: the regression gate on a loader-bound script', () =>
   it('cannot decide about a run that is not a benchmark, or no run at all: exit 2 with why', async () => {
     const missing = await runCli(['check', '--against', '20260101-000000-abcdef', '--workspace', ws.dir]);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toMatch(/^trainbench: E_BAD_INPUT: --against "20260101-000000-abcdef" is neither a run id \(yyyymmdd-hhmmss-xxxxxx\) nor a report in the workspace/);
+    expect(missing.stderr).toMatch(/^trainbench: --against "20260101-000000-abcdef" is neither a run id \(yyyymmdd-hhmmss-xxxxxx\) nor a report in the workspace/);
     const bad = await runCli(['check', '--against', saved, '--tolerance', '150%', '--workspace', ws.dir]);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain('--tolerance takes a percentage above 0 and below 100 (5%, 5 or 0.05), got "150%"');

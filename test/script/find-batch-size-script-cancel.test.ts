@@ -43,7 +43,7 @@ describe('Ctrl-C on trainbench find-batch-size -- <script>', () => {
     const code = await exited;
     expect(code, stderr).toBe(1);
     expect(stderr).toContain('cancelling the batch-size search');
-    expect(stderr).toContain('E_CANCELLED: the batch-size search was cancelled during the trial at batch 32, after 1 finished trial(s)');
+    expect(stderr).toContain('trainbench: the batch-size search was cancelled during the trial at batch 32, after 1 finished trial(s)');
     expect(stdout).toBe('');
     expect(processesWithMark(mark)).toEqual([]);
     const [id] = readdirSync(path.join(ws.dir, 'runs'));

@@ -243,7 +243,7 @@ describe('trainbench optimise -- <script>: Ctrl-C', () => {
     const code = await closed;
     expect(code).toBe(1);
     expect(stderr).toContain('cancelling the script optimisation...');
-    expect(stderr).toMatch(/E_CANCELLED: the script optimisation was cancelled after 1 finished trial; its run runs\/[\w-]+ keeps what it measured/);
+    expect(stderr).toMatch(/trainbench: the script optimisation was cancelled after 1 finished trial; its run runs\/[\w-]+ keeps what it measured/);
     expect(processesWithMark(mark)).toEqual([]);
     const [id] = readdirSync(path.join(cli.dir, 'runs'));
     const run = JSON.parse(readFileSync(path.join(cli.dir, 'runs', id, 'run.json'), 'utf8')) as { status: string; result: unknown };
@@ -306,7 +306,7 @@ describe('trainbench optimise -- <script>: Ctrl-C', () => {
     withBaseline({ 'dataloader.num_workers': 1000, 'evil.key': 1 });
     const foreign = await runCli(['optimise', '--resume', killed, '--yes', fingerprint!, '--json', '--workspace', cli.dir], 60_000);
     expect(foreign.code).toBe(1);
-    expect(foreign.stderr).toContain(`E_DATA: the saved state of script optimisation ${killed} (runs/${killed}/state.json) goes on with settings Trainbench does not take`);
+    expect(foreign.stderr).toContain(`trainbench: the saved state of script optimisation ${killed} (runs/${killed}/state.json) goes on with settings Trainbench does not take`);
     expect(foreign.stderr).toContain('unknown override "evil.key"');
     expect(processesWithMark(mark)).toEqual([]);
     writeFileSync(stateFile, original);
