@@ -28,7 +28,7 @@ import { mergeTelemetry } from '../stats/benchmark-summary';
 import type { EventHub } from '../common/event-hub';
 import type { TelemetryService } from '../telemetry/telemetry-service';
 import { createRun } from '../workspace/run-store';
-import type { Workspace } from '../workspace/workspace';
+import { resolveRealInside, type Workspace } from '../workspace/workspace';
 import type { BuildSettings } from './cache-builder';
 import { buildCache, plannedCacheId } from './cache-builder';
 import { heldOutNamesakes, listDatasets, namesakes, removeDataset, resolveDataset, retireDatasets, verifyDataset } from './cache-store';
@@ -37,6 +37,7 @@ import { EXAMPLE_TEST_RECORDS, EXAMPLE_TRAIN_RECORDS, writeBoardDumps } from './
 import { fashionMnistDir, fashionMnistSpecs } from './fashion-mnist';
 import { heldOutPart } from './held-out-split';
 import { readCsvHeader } from './importers/csv-header';
+import { realSourcePath } from './importers/source-file';
 import { openSource } from './importers/open-source';
 import type { RecordSource } from './importers/record-source';
 import { recordBytes, recordValues } from './importers/record-source';
@@ -68,9 +69,13 @@ export class DatasetService {
     private readonly telemetry: TelemetryService,
   ) {}
 
-  /** Resolves a source file's path: inside the workspace for UI requests, anywhere for the CLI. */
+  /**
+   * Resolves a source file's path: inside the workspace for UI requests, anywhere for the CLI. It is the real
+   * path confinement checked, and importers open it only as that file (openSourceFile), so a folder swapped for a
+   * link after the check cannot lead a read outside.
+   */
   private confinePath(file: string, access: AccessOptions): string {
-    return access.allowPathsOutsideWorkspace ? path.resolve(file) : this.workspace.resolve(file);
+    return access.allowPathsOutsideWorkspace ? realSourcePath(path.resolve(file)) : resolveRealInside(this.workspace.root, file);
   }
 
   /** Resolves a source's paths, as confinePath does each. */

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import { promises as fs } from 'node:fs';
 
 import type { RecordSource } from './importers/record-source';
-import { SOURCE_OPEN_FLAGS } from './importers/source-file';
+import { openSourceFile } from './importers/source-file';
 
 const EDGE_BYTES = 1 << 20;
 
@@ -15,9 +14,9 @@ export interface FileFingerprint {
 }
 
 async function fileFingerprint(path: string): Promise<FileFingerprint> {
-  const stat = await fs.stat(path);
-  const fh = await fs.open(path, SOURCE_OPEN_FLAGS);
+  const fh = await openSourceFile(path);
   try {
+    const stat = await fh.stat();
     const hash = createHash('sha256');
     const head = Buffer.alloc(Math.min(EDGE_BYTES, stat.size));
     await fh.read(head, 0, head.length, 0);

@@ -292,19 +292,29 @@ export interface FolderListing {
  * Read as a stream, keeping the first `keep` names in order; at most `keep + scan` names are read.
  */
 export async function listFolderBounded(workspace: Workspace, dir: string, { keep = LIST_KEEP, scan = LIST_SCAN } = {}): Promise<FolderListing> {
-  let abs: string;
+  // Read through the folder held open (on Linux: its fd), never by its name again: a folder swapped for a link
+  // after the check would otherwise list (and size) what the link leads to, outside the workspace too.
+  let held: HeldFolder;
   try {
-    abs = (await requireFolder(workspace, dir)).abs;
+    held = holdFolder(workspace, (await requireFolder(workspace, dir)).abs);
   } catch (err) {
     if (isMissing(err)) return { entries: [], omitted: 0, omittedAtLeast: false };
     throw err;
   }
+  try {
+    return await listHeld(held, keep, scan);
+  } finally {
+    held.close();
+  }
+}
+
+async function listHeld(held: HeldFolder, keep: number, scan: number): Promise<FolderListing> {
   // The first `keep` names in order, in bounded memory: gathered up to twice as many, then sorted and cut back.
   let kept: { name: string; kind: EntryKind }[] = [];
   const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
   let seen = 0;
   let omittedAtLeast = false;
-  const folder = await fs.opendir(abs, { bufferSize: 256 });
+  const folder = await fs.opendir(held.entry('.'), { bufferSize: 256 });
   try {
     for await (const e of folder) {
       if (++seen > keep + scan) {
@@ -327,7 +337,7 @@ export async function listFolderBounded(workspace: Workspace, dir: string, { kee
   const omitted = seen - kept.length;
   const entries: FolderEntry[] = [];
   for (const e of kept) {
-    const bytes = e.kind === 'file' ? ((await fs.lstat(path.join(abs, e.name)).catch(() => null))?.size ?? 0) : 0;
+    const bytes = e.kind === 'file' ? ((await fs.lstat(held.entry(e.name)).catch(() => null))?.size ?? 0) : 0;
     entries.push({ ...e, bytes });
   }
   return { entries, omitted, omittedAtLeast };

@@ -85,6 +85,19 @@ function realPathOf(p: string, links = 0): string {
 const MAX_PATH_CHARS = 4096;
 
 export function resolveInside(root: string, relative: string): string {
+  return checkedInside(root, relative).resolved;
+}
+
+/**
+ * The real path (no links in it) that confinement checked, for a file opened by it and then required to be that
+ * file (importers' sources): another process may swap a component for a link after the check, and a name taken
+ * again later would follow it.
+ */
+export function resolveRealInside(root: string, relative: string): string {
+  return checkedInside(root, relative).real;
+}
+
+function checkedInside(root: string, relative: string): { resolved: string; real: string } {
   if (relative.includes('\0')) throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative)} contains a NUL byte`);
   if (relative.length > MAX_PATH_CHARS) {
     throw new ApiError('E_BAD_INPUT', `path ${JSON.stringify(relative.slice(0, 40))}… is ${relative.length} characters long; no file system takes more than ${MAX_PATH_CHARS}`);
@@ -100,7 +113,7 @@ export function resolveInside(root: string, relative: string): string {
       `path ${JSON.stringify(relative)} leads outside the workspace through a link; copy the files into the workspace instead`,
     );
   }
-  return resolved;
+  return { resolved, real };
 }
 
 /** Creates the workspace layout if needed and records its schema version. */

@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import { ApiError } from '../../../api/errors';
 import { excerpt } from './excerpt';
 import { npySource, type NpyLocation } from './npy-source';
-import { sourceFileSize, SOURCE_OPEN_FLAGS } from './source-file';
+import { openSourceFile, sourceFileSize } from './source-file';
 import type { RecordSource } from './record-source';
 import { zipSources } from './record-source';
 
@@ -96,7 +96,7 @@ async function zipEntries(fh: fs.FileHandle, size: number, file: string): Promis
 /** A NumPy .npz archive: one field per array, named after it; arrays must have the same number of records. */
 export async function npzSource(path: string): Promise<RecordSource> {
   const size = await sourceFileSize(path);
-  const fh = await fs.open(path, SOURCE_OPEN_FLAGS);
+  const fh = await openSourceFile(path);
   try {
     const entries = (await zipEntries(fh, size, path)).filter((e) => e.name.endsWith('.npy'));
     if (entries.length === 0) throw new ApiError('E_DATA', `${path} holds no .npy arrays`);

@@ -1,4 +1,5 @@
-import { constants, createReadStream, promises as fs, type ReadStream } from 'node:fs';
+import { close, constants, createReadStream, fstatSync, lstatSync, open, promises as fs, read, readlinkSync, realpathSync, type ReadStream } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 
 import { ApiError } from '../../../api/errors';
 
@@ -6,11 +7,73 @@ import { ApiError } from '../../../api/errors';
  * How every importer opens a source file: never blocking in open() (a FIFO swapped in for a file
  * after it was checked gives an empty read, not a hung thread-pool thread).
  */
-export const SOURCE_OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
+const SOURCE_OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
 
-/** A stream of a source file opened with SOURCE_OPEN_FLAGS (numeric flags work; Node's types name only strings). */
+/**
+ * A source's path as importers take it: its real path, no link in it (the dataset service hands them
+ * the one confinement checked). A missing file keeps its name: its open says it is missing.
+ */
+export function realSourcePath(p: string): string {
+  try {
+    return realpathSync.native(p);
+  } catch {
+    return p;
+  }
+}
+
+/**
+ * Whether the file open at `fd` is the one its real path names: a component swapped for a link between
+ * the check of the path and the open (another local process writing the workspace) would have opened
+ * whatever the link leads to, outside the workspace too. Where /proc/self/fd is missing, the name must
+ * still be that file, not a link.
+ */
+function openedAsNamed(p: string, fd: number): boolean {
+  if (process.platform === 'linux') {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === p;
+    } catch {
+      // no /proc: checked by name below
+    }
+  }
+  try {
+    const named = lstatSync(p, { bigint: true });
+    const opened = fstatSync(fd, { bigint: true });
+    return !named.isSymbolicLink() && named.dev === opened.dev && named.ino === opened.ino;
+  } catch {
+    return false;
+  }
+}
+
+function swapped(p: string): ApiError {
+  return new ApiError('E_BAD_INPUT', `${p} changed while it was opened (swapped for a link?): not read`);
+}
+
+/** A source file opened for reading, and checked to be the file its real path names; the caller closes it. */
+export async function openSourceFile(p: string): Promise<FileHandle> {
+  const fh = await fs.open(p, SOURCE_OPEN_FLAGS);
+  if (!openedAsNamed(p, fh.fd)) {
+    await fh.close();
+    throw swapped(p);
+  }
+  return fh;
+}
+
+/** The file system a source stream opens through: its open is checked as openSourceFile's is. */
+const checkedFs = {
+  open(p: string, flags: number, mode: number, cb: (err: NodeJS.ErrnoException | null, fd?: number) => void): void {
+    open(p, SOURCE_OPEN_FLAGS, mode, (err, fd) => {
+      if (err) return cb(err);
+      if (openedAsNamed(p, fd)) return cb(null, fd);
+      close(fd, () => cb(swapped(p) as unknown as NodeJS.ErrnoException));
+    });
+  },
+  read,
+  close,
+};
+
+/** A stream of a source file, opened as openSourceFile opens one. */
 export function openSourceStream(path: string, options: { start?: number; end?: number; highWaterMark?: number } = {}): ReadStream {
-  return createReadStream(path, { ...options, flags: SOURCE_OPEN_FLAGS as unknown as string });
+  return createReadStream(path, { ...options, fs: checkedFs });
 }
 
 /** What a person should hear for the file system errors a source file can raise, after "cannot read <path>: <CODE>". */
@@ -40,7 +103,7 @@ export function sourceFileError(path: string, err: unknown): ApiError {
 export async function sourceFileSize(path: string): Promise<number> {
   try {
     // The opened file is the one checked: fstat, not a stat of the path before it.
-    const fh = await fs.open(path, SOURCE_OPEN_FLAGS);
+    const fh = await openSourceFile(path);
     try {
       const stat = await fh.stat();
       if (stat.isDirectory()) throw sourceFileError(path, { code: 'EISDIR' });
