@@ -30,7 +30,7 @@ describe('benchmark loop', () => {
       recorded: () => ({ event: {}, samplesPerSec: 1 }),
       summarize: async () => ({ done: true }),
     } as unknown as BenchmarkPlan<number>;
-    const err = await benchmarkRepetitions(plan, run, { repeat: 2, totalSteps: 10, cancelled: () => cancelled, progress: () => undefined }).catch((e: unknown) => e);
+    const err = await benchmarkRepetitions(plan, run, { repeat: 2, totalSteps: 10, cancelled: () => cancelled, closeToCancel: () => cancelled, progress: () => undefined }).catch((e: unknown) => e);
     expect((err as ApiError).code).toBe('E_CANCELLED');
     expect((err as ApiError).message).toBe('the benchmark was cancelled after its last repetition, before its summary');
     expect(statuses).toEqual(['cancelled']);

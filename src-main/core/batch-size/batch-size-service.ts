@@ -1,5 +1,6 @@
 import type { BatchSearchResult } from '../../api/batch-size';
-import type { RunningJobs } from '../jobs/running-jobs';
+import { ApiError } from '../../api/errors';
+import { closedToCancel, type RunningJobs } from '../jobs/running-jobs';
 import type { Runners } from '../targets/runner-for';
 import { runnerFor } from '../targets/runner-for';
 import type { BatchPoint, BatchRequest, CapabilityOptions } from '../targets/target-runner';
@@ -35,6 +36,8 @@ export class BatchSizeService {
         try {
           let index = 0;
           const outcome = await searchBatches({ trial: (b) => plan.trial(b, run, index++), cancelled: () => job.cancelled }, plan.seed, plan.maxBatch, plan.ladderFrom);
+          // A cancel during the last trial that stopped nothing is honoured; none is taken after this.
+          if (closedToCancel(job)) throw new ApiError('E_CANCELLED', `the ${runner.jobNames.batchSearch} was cancelled after its last trial, before its result was recorded`);
           const result = await plan.result(run, outcome, (Date.now() - started) / 1000);
           await run.finish('completed', { result });
           return result;

@@ -10,7 +10,14 @@ import type { RunRecord } from '../workspace/run-store';
 export async function benchmarkRepetitions<R>(
   plan: BenchmarkPlan<R>,
   run: RunRecord,
-  o: { repeat: number; totalSteps: number; cancelled: () => boolean; progress: (p: RepetitionProgress) => void },
+  o: {
+    repeat: number;
+    totalSteps: number;
+    cancelled: () => boolean;
+    /** The last cancellation point (closedToCancel): true when a cancel came; none is taken after it. */
+    closeToCancel: () => boolean;
+    progress: (p: RepetitionProgress) => void;
+  },
 ): Promise<Awaited<ReturnType<BenchmarkPlan<R>['summarize']>>> {
   try {
     const reps: R[] = [];
@@ -25,7 +32,7 @@ export async function benchmarkRepetitions<R>(
     // A cancel answered as taken during the last repetition is honoured: the run is not then recorded completed.
     if (o.cancelled()) throw new ApiError('E_CANCELLED', `the ${plan.what} was cancelled after its last ${plan.unit}, before its summary`);
     const result = await plan.summarize(run, reps);
-    if (o.cancelled()) throw new ApiError('E_CANCELLED', `the ${plan.what} was cancelled after its last ${plan.unit}, before its summary`);
+    if (o.closeToCancel()) throw new ApiError('E_CANCELLED', `the ${plan.what} was cancelled after its last ${plan.unit}, before its summary`);
     await run.finish('completed', { result });
     return result;
   } catch (err) {

@@ -3,7 +3,7 @@ import type { EngineBenchmarkResult, ScriptBenchmarkResult } from '../../api/ben
 import { ApiError } from '../../api/errors';
 import type { ScriptBenchmarkRequest } from '../../api/script-target';
 import type { EventHub } from '../common/event-hub';
-import type { RunningJobs } from '../jobs/running-jobs';
+import { closedToCancel, type RunningJobs } from '../jobs/running-jobs';
 import type { Runners } from '../targets/runner-for';
 import { runnerFor } from '../targets/runner-for';
 import type { BenchmarkRequest, CapabilityOptions, RepetitionProgress } from '../targets/target-runner';
@@ -47,7 +47,7 @@ export class BenchmarkService {
       try {
         if (job.cancelled) throw new ApiError('E_CANCELLED', `the ${plan.what} was cancelled before it started`);
         const run = await createRun(this.workspace, 'benchmark', plan.config, plan.computeDevice ? { computeDevice: plan.computeDevice } : {});
-        return await benchmarkRepetitions(plan, run, { repeat: request.repeat, totalSteps, cancelled: () => job.cancelled, progress });
+        return await benchmarkRepetitions(plan, run, { repeat: request.repeat, totalSteps, cancelled: () => job.cancelled, closeToCancel: () => closedToCancel(job), progress });
       } finally {
         plan.release();
       }

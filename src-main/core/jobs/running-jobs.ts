@@ -10,6 +10,20 @@ export interface RunningJob {
   cancelled: boolean;
   /** What stops the piece of work in flight (an engine run, a script launch's process group), while one runs. */
   cancel: (() => unknown) | null;
+  /** Past its last cancellation point (closedToCancel): a cancel then is answered not taken. */
+  closed?: boolean;
+}
+
+/**
+ * A job's last cancellation point, before it records what it finished: true when a cancel came first (the job
+ * then ends cancelled); after it, every cancel is answered not taken, since nothing would look at it again
+ * (re-attack 12: a cancel while a finished training run was being recorded was answered taken, and the run
+ * was recorded completed).
+ */
+export function closedToCancel(job: RunningJob): boolean {
+  if (job.cancelled) return true;
+  job.closed = true;
+  return false;
 }
 
 /**
@@ -48,7 +62,7 @@ export class RunningJobs {
   /** Marks the job cancelled and stops its work in flight; false when no job of that id runs here. */
   async cancel(jobId: string): Promise<{ cancelled: boolean }> {
     const job = this.jobs.get(jobId);
-    if (!job) return { cancelled: false };
+    if (!job || job.closed) return { cancelled: false };
     job.cancelled = true;
     await Promise.resolve(job.cancel?.()).catch(() => undefined);
     return { cancelled: true };

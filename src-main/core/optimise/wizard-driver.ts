@@ -1,5 +1,6 @@
 import type { OptimiseResult } from '../../api/optimise-result';
 import type { Repetition, SayPhase, WizardSession } from '../targets/target-runner';
+import { WizardCancelled } from '../targets/wizard-cancelled';
 import { WizardLoop } from './wizard-loop';
 
 /**
@@ -25,6 +26,8 @@ export async function driveWizard<C, R extends Repetition>(session: WizardSessio
     const baseline = session.baseline()!;
     await loop.search(session.state, baseline.noiseFloor);
     const final = session.finalDone() ? null : await loop.final(baseline.config, session.state, baseline);
+    // A cancel during the final comparison's last launch stopped nothing: honoured (resumable), none taken after.
+    if (session.closeToCancel()) throw new WizardCancelled('cancelled after the final comparison, before the result was recorded');
     return await session.finish(final, say);
   } catch (err) {
     throw await session.fail(err);

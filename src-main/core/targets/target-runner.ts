@@ -266,6 +266,8 @@ export interface WizardSession<C = unknown, R extends Repetition = Repetition> {
   state: SearchState<C>;
   /** Whether the user cancelled. */
   cancelled(): boolean;
+  /** The last cancellation point, before the result is recorded (closedToCancel): true when a cancel came; none is taken after. */
+  closeToCancel(): boolean;
   progress(p: LoopProgress): void;
   /** Before anything is measured: the target's data or command made ready. */
   prepare(say: SayPhase): Promise<void>;

@@ -13,7 +13,7 @@ import type { EventHub } from '../../common/event-hub';
 import type { TelemetryService } from '../../telemetry/telemetry-service';
 import { describeComputeDevice } from '../../common/compute-device';
 import { createRun } from '../../workspace/run-store';
-import type { RunningJob } from '../../jobs/running-jobs';
+import { closedToCancel, type RunningJob } from '../../jobs/running-jobs';
 import type { TrainOptions } from '../target-runner';
 import { checkAborted } from '../../datasets/importers/record-source';
 import type { Workspace } from '../../workspace/workspace';
@@ -68,16 +68,19 @@ export async function trainEngine(deps: EngineTrainDeps, request: TrainRequest &
   };
   try {
     // The engine saves its checkpoint by name: it gets a private one, copied into the run folder held open.
-    const raw = await writtenByAnotherProcess(deps.workspace, path.join(run.relativeDir, 'checkpoint.safetensors'), (checkpointPath) =>
-      deps.engine.train({ runId: run.id, spec: request.spec, data, options: request.options, checkpointPath }, (rawEvent) => {
+    const raw = await writtenByAnotherProcess(deps.workspace, path.join(run.relativeDir, 'checkpoint.safetensors'), async (checkpointPath) => {
+      const summary = await deps.engine.train({ runId: run.id, spec: request.spec, data, options: request.options, checkpointPath }, (rawEvent) => {
         // Stamped on arrival, so curves can use a time axis (the engine's clock is per step, not wall-clock).
         const parsed = TrainEventSchema.safeParse({ ...(rawEvent as object), t: Date.now() });
         if (!parsed.success) return; // an engine newer than this contract; the run.json still gets the result
         run.appendEvent(parsed.data);
         deps.events.emit('train.progress', { jobId: run.id, event: parsed.data });
         options.onEvent?.(parsed.data);
-      }),
-    );
+      });
+      // A cancel that reached the engine after its last step stopped nothing: honoured here, and none is taken after.
+      if (closedToCancel(job)) throw new ApiError('E_CANCELLED', `run ${run.id} was cancelled after its last step, before its result was recorded`);
+      return summary;
+    });
     const telemetry = await stopRecording();
     const parsed = EngineTrainSummarySchema.safeParse(raw);
     if (!parsed.success) {

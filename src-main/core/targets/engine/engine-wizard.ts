@@ -19,7 +19,7 @@ import { readRun } from '../../workspace/run-file';
 import { interruptionOf } from '../../workspace/run-reader';
 import type { RunRecord } from '../../workspace/run-store';
 import { createRun } from '../../workspace/run-store';
-import type { RunningJob } from '../../jobs/running-jobs';
+import { closedToCancel, type RunningJob } from '../../jobs/running-jobs';
 import type { BaselineMeasures, FinalComparison, LoopProgress, SayPhase, WizardOptions, WizardRules, WizardSession } from '../target-runner';
 import { WizardCancelled } from '../wizard-cancelled';
 import { medianInterval } from '../../stats/medians';
@@ -231,6 +231,10 @@ class Session implements WizardSession<OptimiseConfig, EngineRepetition> {
 
   cancelled(): boolean {
     return this.job.run.cancelled;
+  }
+
+  closeToCancel(): boolean {
+    return closedToCancel(this.job.run);
   }
 
   async prepare(say: SayPhase): Promise<void> {

@@ -19,7 +19,7 @@ import type { ProbeDone } from '../../script/probe-messages';
 import type { ProcessTreeSummary } from '../../telemetry/process-group';
 import { LossTally, RankTally } from '../../script/rank-stats';
 import { commandText } from './script-benchmark';
-import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
+import { closedToCancel, type RunningJob, type RunningJobs } from '../../jobs/running-jobs';
 import type { TrainOptions } from '../target-runner';
 import type { TrialRecord } from '../../script/measured-launch';
 import { trialError } from '../../script/measured-launch';
@@ -133,6 +133,7 @@ export class ScriptTraining {
     let record: TrialRecord;
     let processTree: ProcessTreeSummary | null;
     let telemetry: TelemetrySummary;
+    let lateCancel: boolean;
     try {
       let windowTelemetry: TelemetrySummary | null;
       ({ record, telemetry: windowTelemetry, processTree } = await launchMeasured({
@@ -175,6 +176,8 @@ export class ScriptTraining {
           }
         },
       }));
+      // A cancel after the script ended stopped nothing: honoured below, and none is taken after this.
+      lateCancel = closedToCancel(job);
       telemetry = windowTelemetry ?? mergeTelemetry([]);
     } catch (err) {
       throw await run.fail(err);
@@ -183,7 +186,7 @@ export class ScriptTraining {
       await new Promise<void>((resolve) => log.end(resolve));
     }
     follower.maybePoint(true);
-    const error = trialError(record, trialOptions);
+    const error = trialError(record, trialOptions) ?? (lateCancel ? new ApiError('E_CANCELLED', `run ${run.id} was cancelled after the script ended, before its result was recorded`) : null);
     let result: ScriptTrainRun;
     try {
       result = this.summarize(request, run, record, follower, error, { processTree, telemetry, seconds: (Date.now() - t0) / 1000 });

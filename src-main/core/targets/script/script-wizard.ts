@@ -18,7 +18,7 @@ import type { TelemetryService } from '../../telemetry/telemetry-service';
 import { scriptBound, scriptDiagnosis } from '../../knobs/diagnosis';
 import type { Workspace } from '../../workspace/workspace';
 import { commandText } from './script-benchmark';
-import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
+import { closedToCancel, type RunningJob, type RunningJobs } from '../../jobs/running-jobs';
 import type { BaselineMeasures, FinalComparison, LoopProgress, SayPhase, SearchState, WizardOptions, WizardRules, WizardSession } from '../target-runner';
 import { loadScriptWizardState, replayTrials, saveScriptWizardState } from '../wizard-state';
 
@@ -124,6 +124,10 @@ class ScriptWizard implements WizardSession<ScriptOverrides, ScriptRepetition> {
 
   cancelled(): boolean {
     return this.job.cancelled;
+  }
+
+  closeToCancel(): boolean {
+    return closedToCancel(this.job);
   }
 
   get finishedTrials(): number {
