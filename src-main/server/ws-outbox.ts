@@ -19,10 +19,15 @@ export const ANSWER_STALL_MS = 30_000;
  * ran the server out of memory (re-attack 11).
  */
 export const MAX_ANSWER_BYTES = 24 * 1024 * 1024;
-/** Answers waiting their turn, over all connections: past it, an answer is refused with why instead of held. */
+/**
+ * Answers not yet read, over all connections: waiting their turn here or handed to a socket whose client has not
+ * taken them (until the socket has written them out). Past it, an answer is refused with why instead of held: 62
+ * answers of 23 MiB handed straight to the sockets of 31 clients that never read took the server to 3.3 GiB when
+ * only the waiting ones were counted (re-attack 12).
+ */
 export const MAX_WAITING_ANSWER_BYTES = 64 * 1024 * 1024;
 
-/** The server's: bytes of answers waiting in every connection's outbox. */
+/** The server's: bytes of answers its clients have not taken yet, in every connection. */
 export interface WaitingBudget {
   bytes: number;
   readonly max: number;
@@ -35,16 +40,18 @@ export interface OutboxOptions {
   stallMs: number;
   log: (line: string) => void;
   who: string;
-  /** Shared by every connection: what answers may hold waiting in all of them. */
+  /** Shared by every connection: what answers not yet taken by their clients may hold in all of them. */
   budget: WaitingBudget;
   maxAnswerBytes?: number;
 }
 
 interface Waiting {
   text: string;
+  /** As UTF-8, what the socket will hold: what the limits count. */
+  bytes: number;
   /** An answer's: frees its in-flight slot once the answer is handed to the socket (or the client is gone). */
   sent?: () => void;
-  /** An answer counted in the shared budget while it waits. */
+  /** An answer's: counted in the shared budget until the socket has written it out or the client is gone. */
   counted?: boolean;
 }
 
@@ -57,8 +64,8 @@ function refusal(id: number, message: string): string {
 /**
  * One connection's messages out, in the order they were made: handed to the socket while it holds less than the
  * high-water mark, else queued (an event behind an answer waits too, so a page never hears of a step before the
- * answer that came first). Events count toward the drop limit, waiting or not; answers are bounded by the
- * requests in flight instead. A client that drains nothing for stallMs while messages wait is dropped.
+ * answer that came first). Events count toward the drop limit, waiting or not; answers count toward the shared
+ * budget until written out. A client that drains nothing for stallMs while messages wait is dropped.
  */
 export class Outbox {
   private readonly waiting: Waiting[] = [];
@@ -66,6 +73,8 @@ export class Outbox {
   private retry: NodeJS.Timeout | null = null;
   private stall = { since: 0, unsent: 0 };
   private dropped = false;
+  /** Answers handed to the socket that it has not written out yet: still counted in the shared budget. */
+  private readonly onSocket = new Set<Waiting>();
 
   constructor(
     private readonly ws: WebSocket,
@@ -81,12 +90,13 @@ export class Outbox {
       this.o.log(`could not send to ${this.o.who}: ${(err as Error).message}`);
       return;
     }
-    if (this.ws.bufferedAmount + this.waitingEventBytes + text.length > this.o.maxBuffered) {
+    const bytes = Buffer.byteLength(text);
+    if (this.ws.bufferedAmount + this.waitingEventBytes + bytes > this.o.maxBuffered) {
       this.drop(`${((this.ws.bufferedAmount + this.waitingEventBytes) / 2 ** 20).toFixed(1)} MiB unsent`);
       return;
     }
-    this.waitingEventBytes += text.length;
-    this.waiting.push({ text });
+    this.waitingEventBytes += bytes;
+    this.waiting.push({ text, bytes });
     this.pump();
   }
 
@@ -97,16 +107,17 @@ export class Outbox {
       return;
     }
     let text = this.serialised(msg);
+    let bytes = Buffer.byteLength(text);
     const id = msg.type === 'response' ? msg.id : 0;
     const max = this.o.maxAnswerBytes ?? MAX_ANSWER_BYTES;
-    if (text.length > max) text = refusal(id, `the answer is ${mib(text.length)} as JSON, more than the ${mib(max)} one answer may be`);
-    // It waits if anything waits or the socket is full: then it counts against what all connections may hold.
-    const waits = this.waiting.length > 0 || this.ws.bufferedAmount >= this.o.highWater;
-    if (waits && this.o.budget.bytes + text.length > this.o.budget.max) {
+    if (bytes > max) text = refusal(id, `the answer is ${mib(bytes)} as JSON, more than the ${mib(max)} one answer may be`);
+    else if (this.o.budget.bytes + bytes > this.o.budget.max) {
       text = refusal(id, `the server holds ${mib(this.o.budget.bytes)} of answers its clients have not read yet: ask again once this page has read its answers`);
     }
-    if (waits) this.o.budget.bytes += text.length;
-    this.waiting.push({ text, sent, counted: waits });
+    bytes = Buffer.byteLength(text);
+    // Counted from now until the socket has written it out (or the client is gone), wherever it waits meanwhile.
+    this.o.budget.bytes += bytes;
+    this.waiting.push({ text, bytes, sent, counted: true });
     this.pump();
   }
 
@@ -115,7 +126,7 @@ export class Outbox {
     this.dropped = true;
     if (this.retry) clearTimeout(this.retry);
     this.retry = null;
-    this.release();
+    this.releaseAll();
   }
 
   private serialised(msg: ServerMessage): string {
@@ -142,12 +153,16 @@ export class Outbox {
     }
     while (this.waiting.length && this.ws.bufferedAmount < this.o.highWater) {
       const w = this.waiting.shift()!;
-      if (!w.sent) this.waitingEventBytes -= w.text.length;
-      if (w.counted) this.o.budget.bytes -= w.text.length;
+      if (!w.sent) this.waitingEventBytes -= w.bytes;
+      if (w.counted) this.onSocket.add(w);
       try {
-        this.ws.send(w.text);
+        // Written out (or failed, the socket gone): no longer held for this client.
+        this.ws.send(w.text, () => {
+          if (this.onSocket.delete(w)) this.uncount(w);
+        });
       } catch (err) {
         this.o.log(`could not send to ${this.o.who}: ${(err as Error).message}`);
+        if (this.onSocket.delete(w)) this.uncount(w);
       }
       w.sent?.();
     }
@@ -168,14 +183,27 @@ export class Outbox {
     this.dropped = true;
     this.o.log(`dropped client ${this.o.who}: ${why}, it is not reading its socket`);
     this.ws.terminate();
-    this.release();
+    this.releaseAll();
   }
 
   private release(): void {
     for (const w of this.waiting.splice(0)) {
-      if (w.counted) this.o.budget.bytes -= w.text.length;
+      this.uncount(w);
       w.sent?.();
     }
     this.waitingEventBytes = 0;
+  }
+
+  /** The client is gone: what waits and what its socket held are no longer held for it. */
+  private releaseAll(): void {
+    this.release();
+    for (const w of this.onSocket) this.uncount(w);
+    this.onSocket.clear();
+  }
+
+  private uncount(w: Waiting): void {
+    if (!w.counted) return;
+    w.counted = false;
+    this.o.budget.bytes -= w.bytes;
   }
 }

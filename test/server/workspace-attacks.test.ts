@@ -416,3 +416,25 @@ describe('third round: errors name workspace files relative to it (finding 5)', 
     }
   });
 });
+
+describe('re-attack 12: a report of control bytes is not six times its size as an answer', () => {
+  it('shows a markdown’s and a figure’s control characters as U+FFFD, and refuses a markdown larger than the editor can save', async () => {
+    const id = '0004-controls';
+    writeReport(id);
+    // 1 MiB of \x01 between real lines: 6 MiB as JSON escapes before; one character each now.
+    writeFileSync(inWs('reports', id, `${id}.md`), `# 4. Controls\n\n${'\x01'.repeat(1024 * 1024)}\ttab\r\nend\n`);
+    writeFileSync(inWs('reports', id, 'phase-breakdown.svg'), `<svg xmlns="http://www.w3.org/2000/svg">${'\x1b'.repeat(4096)}</svg>`);
+    const report = await call('reports.get', { id });
+    const markdown = (report.result as { markdown: string }).markdown;
+    // eslint-disable-next-line no-control-regex -- control characters are what it looks for
+    expect(markdown).not.toMatch(/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/);
+    expect(markdown.endsWith('\ufffd\ttab\r\nend\n')).toBe(true);
+    expect(JSON.stringify(report).length).toBeLessThan(4 * 1024 * 1024);
+    const figure = await call('reports.figure', { id, name: 'phase-breakdown.svg' });
+    expect((figure.result as { svg: string }).svg).toBe(`<svg xmlns="http://www.w3.org/2000/svg">${'\ufffd'.repeat(4096)}</svg>`);
+    // Past what the editor saves (2,000,000 characters, at most 6 MiB as UTF-8): not read, said why.
+    writeFileSync(inWs('reports', id, `${id}.md`), `# 4. Large\n${'x'.repeat(6 * 1024 * 1024)}`);
+    expect(await call('reports.get', { id })).toMatchObject({ ok: false, error: { code: 'E_DATA', message: expect.stringMatching(/more than the 6\.0 MiB this reads/) } });
+    await stillServing();
+  });
+});

@@ -8,11 +8,24 @@ import type { WebSocket } from 'ws';
 import type { ServerMessage } from '../../src-main/api/wire';
 import { Outbox, type WaitingBudget } from '../../src-main/server/ws-outbox';
 
-/** A socket whose unsent bytes the test sets: "full" stands for a client that does not read. */
+/**
+ * A socket whose unsent bytes the test sets: "full" stands for a client that does not read. What it was handed
+ * counts as written out only once `written()` runs the sends' callbacks, as a socket does when the kernel took it.
+ */
 function socket() {
   const sent: string[] = [];
-  const ws = { OPEN: 1, readyState: 1, bufferedAmount: 0, send: (text: string) => void sent.push(text), terminate() {} };
-  return { ws, sent };
+  const pending: (() => void)[] = [];
+  const ws = {
+    OPEN: 1,
+    readyState: 1,
+    bufferedAmount: 0,
+    send: (text: string, cb?: () => void) => {
+      sent.push(text);
+      if (cb) pending.push(cb);
+    },
+    terminate() {},
+  };
+  return { ws, sent, written: () => pending.splice(0).forEach((cb) => cb()) };
 }
 const KiB = 1024;
 const answer = (id: number, bytes: number): ServerMessage => ({ type: 'response', id, ok: true, result: 'x'.repeat(bytes) }) as ServerMessage;
@@ -46,5 +59,26 @@ describe('answers waiting for clients that do not read', () => {
     const c = socket();
     outbox(c.ws, budget, 64 * KiB).answer(answer(7, 100 * KiB), () => undefined);
     expect(JSON.parse(c.sent[0])).toMatchObject({ id: 7, ok: false, error: { code: 'E_BAD_REQUEST', message: expect.stringMatching(/^the answer is 0\.1 MiB as JSON, more than the 0\.1 MiB one answer may be$/) } });
+  });
+
+  it('count answers handed to a socket until it has written them out: clients that never read hold at most the budget', () => {
+    // Re-attack 12: 31 clients that never read, 2 answers each; the first of each went straight to its socket,
+    // uncounted, and 62 answers of 23 MiB took the server to 3.3 GiB.
+    const budget = { bytes: 0, max: 1024 * KiB };
+    const clients = Array.from({ length: 31 }, () => socket());
+    const boxes = clients.map((c) => outbox(c.ws, budget));
+    for (const box of boxes) for (const id of [1, 2]) box.answer(answer(id, 300 * KiB), () => undefined);
+    expect(budget.bytes).toBeLessThanOrEqual(budget.max);
+    const refused = clients.flatMap((c) => c.sent.map((t) => JSON.parse(t) as { ok: boolean })).filter((t) => !t.ok);
+    expect(refused.length).toBeGreaterThanOrEqual(62 - 3);
+    // Written out by the sockets that had them: no longer held, and a new answer fits again.
+    for (const c of clients) c.written();
+    expect(budget.bytes).toBe(0);
+    boxes[0].answer(answer(3, 300 * KiB), () => undefined);
+    expect(JSON.parse(clients[0].sent.at(-1)!)).toMatchObject({ id: 3, ok: true });
+    // A client that leaves lets go of what its socket still held.
+    boxes[0].close();
+    expect(budget.bytes).toBe(0);
+    boxes.forEach((b) => b.close());
   });
 });

@@ -31,7 +31,16 @@ const MAX_SLUG = 48;
 const FOLDER_PATTERN = /^(\d{4,6})-[a-z0-9-]+$/;
 /** report.json holds sections, figure names and notes; the markdown and an SVG are pages, not megabytes. */
 const MAX_META_BYTES = 4 * MiB;
-const MAX_MARKDOWN_BYTES = 16 * MiB;
+/** What the editor can save (MAX_REPORT_MARKDOWN_CHARS, up to 3 bytes each as UTF-8); a generated report is tens of KB. */
+const MAX_MARKDOWN_BYTES = 6 * MiB;
+/**
+ * Control characters no report or SVG chart holds (C0 but tab, line feed and carriage return; DEL; C1): shown as
+ * U+FFFD. JSON writes each as 6 bytes: a planted markdown of them made each answer six times the file, and 32
+ * of those in flight stalled the server for seconds (re-attack 12).
+ */
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
+const withoutControls = (text: string) => text.replace(CONTROL, '\ufffd');
 /**
  * A figure is an SVG chart of some 20 KB. At 16 MiB, 64 requests for a planted figure of control bytes (6 bytes
  * each as JSON) kept the server busy building gigabytes of answers (re-attack 11); 2 MiB is still 100 times a real one.
@@ -140,7 +149,7 @@ export async function readReport(workspace: Workspace, id: string): Promise<Repo
   const markdown = await readTextCapped(workspace, file, MAX_MARKDOWN_BYTES).catch((err: Error) => {
     throw new ApiError('E_DATA', `cannot read the report's markdown: ${err.message}`);
   });
-  return { summary: summaryOf(meta), markdown, figures: meta.figures, sections: meta.sections, notes: meta.notes };
+  return { summary: summaryOf(meta), markdown: withoutControls(markdown), figures: meta.figures, sections: meta.sections, notes: meta.notes };
 }
 
 export async function readReportMeta(workspace: Workspace, id: string): Promise<ReportMeta> {
@@ -160,7 +169,7 @@ export async function readFigure(workspace: Workspace, id: string, name: string)
   const svg = await readTextCapped(workspace, path.join('reports', id, name), MAX_FIGURE_BYTES).catch((err: Error) => {
     throw new ApiError('E_DATA', `figure ${name} of report ${id} cannot be read: ${err.message}`);
   });
-  return { name, svg };
+  return { name, svg: withoutControls(svg) };
 }
 
 async function reportNames(workspace: Workspace): Promise<string[]> {
