@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 import { IdSchema } from './ids';
-import { BIDI_MARK } from './shell-word';
+import { BIDI_MARK, hasVisible } from './shell-word';
 
 /**
  * A run's name, tags and notes: what a person writes about a run, kept in
@@ -26,6 +26,8 @@ const noBidi = (what: string) => [(text: string) => !BIDI_MARK.test(text), `${wh
 // The Unicode line and paragraph separators (Zl, Zp; not \p{Cc}) break a line as a newline does, on a page and in
 // a terminal, and the printers escape them too: a name or tag stays one line, and notes break lines with \n only.
 const LINE_SEPARATOR = /[\u2028\u2029]/u;
+// A name or tag of blanks (U+2800), marks or invisible characters shows as an empty pill or as nothing (re-attack 12).
+const seenAs = (what: string) => [`${what} has something to see: not only blanks, combining marks or invisible characters`] as const;
 const noLineSeparator = (what: string) =>
   [(text: string) => !LINE_SEPARATOR.test(text), `${what} no line or paragraph separators (U+2028, U+2029): they break what is shown as a newline would`] as const;
 
@@ -35,7 +37,8 @@ export const RunNameSchema = z
   .max(RUN_NAME_MAX_CHARS, `a run's name is at most ${RUN_NAME_MAX_CHARS} characters`)
   .regex(NO_CONTROLS, "a run's name is one line, without control characters")
   .refine(...noBidi("a run's name has"))
-  .refine(...noLineSeparator("a run's name has"));
+  .refine(...noLineSeparator("a run's name has"))
+  .refine((name) => name === '' || hasVisible(name), ...seenAs("a run's name"));
 export const RunTagSchema = z
   .string()
   .trim()
@@ -43,7 +46,8 @@ export const RunTagSchema = z
   .max(RUN_TAG_MAX_CHARS, `a tag is at most ${RUN_TAG_MAX_CHARS} characters`)
   .regex(/^[^,\p{Cc}]+$/u, 'a tag has no commas or control characters (tags are separated by commas)')
   .refine(...noBidi('a tag has'))
-  .refine(...noLineSeparator('a tag has'));
+  .refine(...noLineSeparator('a tag has'))
+  .refine(hasVisible, ...seenAs('a tag'));
 export const RunTagsSchema = z
   .array(RunTagSchema)
   .max(RUN_TAGS_MAX, `a run has at most ${RUN_TAGS_MAX} tags`)

@@ -11,15 +11,29 @@ const SAFE = /^[A-Za-z0-9_./:,=@%+-]+$/;
  * letters or marks by category: the combining grapheme joiner, the Hangul fillers and the variation selectors.
  * Then every default-ignorable code point (drawn as nothing: a third re-attack found U+17B4, the Mongolian
  * selectors and U+FFF0-FFF8 past the categories) and every unassigned one (Cn: a later Unicode may make it
- * one of these). A word with one of them reads as another.
+ * one of these). A word with one of them reads as another. A fifth found more that draw as nothing or as a
+ * font pleases: private-use characters (Co), the blank braille pattern U+2800 and the object replacement U+FFFC.
  */
-const INVISIBLE = String.raw`\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{Cn}\u034f\u115f\u1160\u3164\uffa0\ufe00-\ufe0f\u{e0100}-\u{e01ef}`;
+const INVISIBLE = String.raw`\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{Cn}\u034f\u115f\u1160\u3164\uffa0\u2800\ufffc\ufe00-\ufe0f\u{e0100}-\u{e01ef}`;
+/**
+ * A combining mark past the third in a row: real text stacks two or three (Vietnamese, Indic scripts), a
+ * planted name sixty, drawn as a tower over the lines around it. The mark is matched first, so other
+ * characters cost no look back.
+ */
+const STACKED = String.raw`\p{M}(?<=\p{M}{4})`;
 // eslint-disable-next-line no-misleading-character-class -- each combining mark in the class is matched alone, as meant
-const CONTROL = new RegExp(`[${INVISIBLE}]`, 'gu');
+const CONTROL = new RegExp(`[${INVISIBLE}]|${STACKED}`, 'gu');
 // eslint-disable-next-line no-misleading-character-class -- as above
-const CONTROL_BUT_NEWLINE = new RegExp(`(?!\n)[${INVISIBLE}]`, 'gu');
+const CONTROL_BUT_NEWLINE = new RegExp(`(?!\n)(?:[${INVISIBLE}]|${STACKED})`, 'gu');
 // eslint-disable-next-line no-misleading-character-class -- as above
-const CONTROL_BUT_LAYOUT = new RegExp(`(?![\n\t])[${INVISIBLE}]`, 'gu');
+const CONTROL_BUT_LAYOUT = new RegExp(`(?![\n\t])(?:[${INVISIBLE}]|${STACKED})`, 'gu');
+// eslint-disable-next-line no-misleading-character-class -- as above
+const NOT_SEEN = new RegExp(`[${INVISIBLE}\\s\\p{M}]`, 'gu');
+
+/** Whether a person would see anything of `text`: a name of blanks, marks and invisible characters reads as none. */
+export function hasVisible(text: string): boolean {
+  return text.replace(NOT_SEEN, '') !== '';
+}
 /** One character that must not be shown as itself, the newline apart (global: for replace). */
 export const INVISIBLE_BUT_NEWLINE = CONTROL_BUT_NEWLINE;
 /** The bidirectional formatting marks alone (in CONTROL too): names a person gives are refused with one. */

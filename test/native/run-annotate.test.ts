@@ -93,6 +93,11 @@ describe('runs.annotate', () => {
       [{ tags: ['a\u2029mp'] }, /tag has no line or paragraph separators \(U\+2028, U\+2029\)/],
       [{ notes: 'first\u2028second' }, /notes have no line or paragraph separators \(U\+2028, U\+2029\)/],
       [{ notes: 'first\nsecond\u2029third' }, /notes have no line or paragraph separators \(U\+2028, U\+2029\)/],
+      // Re-attack 12: blanks (U+2800), marks alone or invisible characters show as an empty pill or nothing.
+      [{ name: '\u2800\u2800\u2800' }, /a run's name has something to see: not only blanks, combining marks or invisible characters/],
+      [{ name: '\u030d'.repeat(8) }, /a run's name has something to see/],
+      [{ tags: ['\u2800\u2800\u2800'] }, /a tag has something to see/],
+      [{ tags: ['ok', '\u3164'] }, /a tag has something to see/],
       [{}, /give a name, tags or notes/],
       [{ name: 'x', runJson: { status: 'failed' } }, /runJson/],
     ];

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 
 import { describe, expect, it } from 'vitest';
 
-import { printable, shellLine, shellWord } from '../../src-main/api/shell-word';
+import { hasVisible, printable, shellLine, shellWord } from '../../src-main/api/shell-word';
 import { jsonText, textOut } from '../../src-main/cli/json-out';
 import { splitCommandLine } from '../../src-renderer/view-models/script-target-form';
 
@@ -43,9 +43,23 @@ describe('printable', () => {
       expect(printable(word), code.toString(16)).toMatch(/^tr\\(u|U0*)[0-9a-f]+ain\.py$/);
       expect(shellWord(word), code.toString(16)).toMatch(/^\$'tr\\/);
     }
-    // Unassigned today (U+0378, U+10FFFD is private use: shown as itself).
+    // Unassigned today.
     expect(printable('a\u0378b')).toBe('a\\u0378b');
-    expect(printable('a\u{10fffd}b')).toBe('a\u{10fffd}b');
+  });
+
+  it('escapes what draws as nothing or as a font pleases, and combining marks past the third in a row (re-attack 12)', () => {
+    // Private use (a font's own glyph, or none), the blank braille pattern, the object replacement character.
+    expect(printable('tag\ue000x \u{10fffd} \u2800\u2800 \ufffc')).toBe('tag\\ue000x \\U0010fffd \\u2800\\u2800 \\ufffc');
+    // A tower of sixty marks over a letter keeps three; real text (Vietnamese in NFD, Devanagari) is as it was.
+    const tower = printable(`A${'\u030d'.repeat(60)}B`);
+    expect(tower.startsWith('A\u030d\u030d\u030d\\u030d')).toBe(true);
+    expect(tower.match(/\\u030d/g)).toHaveLength(57);
+    for (const real of ['Vie\u0302\u0323t Nam', 'क्षत्रिय', 'ﻻ', 'e\u0301\u0300']) expect(printable(real)).toBe(real);
+  });
+
+  it('hasVisible: a name of blanks, marks and invisible characters has nothing to see', () => {
+    for (const blank of ['', ' ', '\u2800\u2800\u2800', '\u200b\u3164', '\u030d\u030d', '\ue000']) expect(hasVisible(blank), JSON.stringify(blank)).toBe(false);
+    for (const seen of ['a', ' baseline ', 'x\u2800', '実験']) expect(hasVisible(seen), seen).toBe(true);
   });
 
   it('keeps a newline with `lines` (a message of several lines), escaping the rest', () => {
