@@ -88,7 +88,7 @@ describe('a refused training request', () => {
   it('through the CLI: exits with the reason and records nothing', async () => {
     const ws = tempDir();
     const run = promisify(execFile)(process.execPath, [CLI, 'train', '--model', 'mlp', '--device', 'cuda:99', '--workspace', ws.dir]);
-    await expect(run).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("E_BAD_INPUT: device 'cuda:99'") });
+    await expect(run).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("trainbench: device 'cuda:99'") });
     expect(readdirSync(`${ws.dir}/runs`)).toEqual([]);
     ws.cleanup();
   }, 60_000);
