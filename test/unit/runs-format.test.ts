@@ -30,7 +30,7 @@ describe('trainbench runs', () => {
     ]);
     const lines = text.split('\n');
     expect(lines[0]).toMatch(/failed +mlp on .*out of memory: the step needs 3\.2 GiB, 1\.1 GiB is free at batch 4096$/);
-    expect(lines[1]).toMatch(/cancelled +mlp on .*  run 20261206-030001-bbbbbb was cancelled before its first step$/);
+    expect(lines[1]).toMatch(/cancelled +mlp on .* {2}run 20261206-030001-bbbbbb was cancelled before its first step$/);
     expect(lines[2]).toMatch(/unexpected error: the engine host exited$/);
     expect(text).not.toMatch(/\bE_[A-Z_]+\b/);
   });
