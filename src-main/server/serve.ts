@@ -29,6 +29,8 @@ export interface ServeOptions {
   maxClients?: number;
   /** A client whose answers wait this long with nothing drained is dropped (tests shorten it). */
   answerStallMs?: number;
+  /** Answers not yet read over all connections (tests make it small). */
+  maxWaitingAnswerBytes?: number;
   /** How long a download may wait for the browser to take more before it is dropped. */
   downloadStallMs?: number;
   /** A static file's client that stops reading for this long is closed (tests shorten it). */
@@ -105,8 +107,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   server.maxConnections = options.maxConnections ?? MAX_HTTP_CONNECTIONS;
   closeSilentConnections(server, headersTimeout);
-  const { maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs } = options;
-  const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs });
+  const { maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes } = options;
+  const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

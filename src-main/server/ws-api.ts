@@ -25,6 +25,13 @@ export const MAX_CLIENTS = 32;
  * limit times the clients would allow 1,024 of them at once; a window has a few in flight.
  */
 export const MAX_IN_FLIGHT_TOTAL = 64;
+/**
+ * Refusals (not JSON, a bad request, over a limit) one connection may have waiting to be handed to its socket; a
+ * message past them closes the connection (1008). Without a bound, 7-byte frames of "x" from a client that never
+ * read queued a refusal each: 10 MB sent took the server to 1.7 GiB and the refusals' bytes shut every other
+ * window out of the shared answer budget (re-attack 13).
+ */
+export const MAX_REFUSALS_WAITING = 32;
 
 export interface WsApiOptions {
   server: Server;
@@ -118,9 +125,17 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     ws.on('error', (err) => log(`closed client ${who} after a protocol error: ${err.message}`));
     outbox.event({ type: 'event', event: 'engine.status', data: services.engine.status() });
 
-    const inFlight = { count: 0, max: maxInFlight, total };
+    const inFlight = { count: 0, max: maxInFlight, total, refusals: 0 };
     ws.on('message', (raw) => {
+      if (ws.readyState !== ws.OPEN) return; // closing: what it still sends is not read
       try {
+        if (inFlight.refusals >= MAX_REFUSALS_WAITING) {
+          log(`closed client ${who}: ${MAX_REFUSALS_WAITING} refusals of its messages wait unread`);
+          // The close frame tells a client that reads why; one that does not read is cut off a moment later.
+          ws.close(1008, 'too many refused messages waiting to be read');
+          setTimeout(() => ws.terminate(), 1000).unref();
+          return;
+        }
         handleMessage(raw.toString(), services, outbox, inFlight);
       } catch (err) {
         log(`message from ${who} failed: ${(err as Error).message}`);
@@ -135,11 +150,16 @@ interface InFlight {
   max: number;
   /** The server's, shared by every connection. */
   total: { count: number; max: number };
+  /** Refusals waiting to be handed to the socket (MAX_REFUSALS_WAITING bounds them). */
+  refusals: number;
 }
 
 function handleMessage(text: string, services: Services, outbox: Outbox, inFlight: InFlight): void {
-  // A refusal holds no slot; it leaves in its turn, as every answer does.
-  const send = (msg: ServerMessage) => outbox.answer(msg, () => undefined);
+  // A refusal holds no request slot, but is counted until it leaves in its turn, as every answer does.
+  const send = (msg: ServerMessage) => {
+    inFlight.refusals++;
+    outbox.answer(msg, () => inFlight.refusals--, { refusal: true });
+  };
   let json: unknown;
   try {
     json = JSON.parse(text);

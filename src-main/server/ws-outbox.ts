@@ -100,24 +100,33 @@ export class Outbox {
     this.pump();
   }
 
-  /** A response; `sent` runs once it is on the socket or the client is gone. */
-  answer(msg: ServerMessage, sent: () => void): void {
+  /**
+   * A response; `sent` runs once it is on the socket or the client is gone. An answer is counted in the shared
+   * budget from now until the socket has written it out (or the client is gone), wherever it waits meanwhile.
+   * A refusal (`refusal`, or an answer refused here) is not: it is small, each is bounded per connection (ws-api's
+   * in-flight slots and MAX_REFUSALS_WAITING), and counted it let one client's flood of bad messages fill the
+   * budget and shut every other window out (re-attack 13).
+   */
+  answer(msg: ServerMessage, sent: () => void, options: { refusal?: boolean } = {}): void {
     if (this.gone()) {
       sent();
       return;
     }
     let text = this.serialised(msg);
-    let bytes = Buffer.byteLength(text);
     const id = msg.type === 'response' ? msg.id : 0;
     const max = this.o.maxAnswerBytes ?? MAX_ANSWER_BYTES;
-    if (bytes > max) text = refusal(id, `the answer is ${mib(bytes)} as JSON, more than the ${mib(max)} one answer may be`);
-    else if (this.o.budget.bytes + bytes > this.o.budget.max) {
-      text = refusal(id, `the server holds ${mib(this.o.budget.bytes)} of answers its clients have not read yet: ask again once this page has read its answers`);
+    let bytes = Buffer.byteLength(text);
+    let counted = options.refusal !== true;
+    if (bytes > max || (counted && this.o.budget.bytes + bytes > this.o.budget.max)) {
+      text =
+        bytes > max
+          ? refusal(id, `the answer is ${mib(bytes)} as JSON, more than the ${mib(max)} one answer may be`)
+          : refusal(id, `the server holds ${mib(this.o.budget.bytes)} of answers its clients have not read yet: ask again once this page has read its answers`);
+      bytes = Buffer.byteLength(text);
+      counted = false;
     }
-    bytes = Buffer.byteLength(text);
-    // Counted from now until the socket has written it out (or the client is gone), wherever it waits meanwhile.
-    this.o.budget.bytes += bytes;
-    this.waiting.push({ text, bytes, sent, counted: true });
+    if (counted) this.o.budget.bytes += bytes;
+    this.waiting.push({ text, bytes, sent, counted });
     this.pump();
   }
 

@@ -159,6 +159,40 @@ describe('work a client can queue', () => {
     }
   });
 
+  it('closes a client whose refused messages wait unread, and its flood shuts no other window out (re-attack 13)', async () => {
+    const lines: string[] = [];
+    // A small answer budget: refusals counted in it would fill it within the first thousand frames.
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxWaitingAnswerBytes: 64 * 1024, log: (l) => lines.push(l) });
+    try {
+      const flood = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      (flood as unknown as { _socket: net.Socket })._socket.pause(); // never reads its refusals
+      const closed = new Promise<void>((resolve) => flood.on('close', () => resolve()));
+      // 7-byte frames that are not JSON, each answered with a refusal of ~120 bytes: the kernel's socket buffers and
+      // the socket's own high-water mark take some megabytes of them before any waits in the server.
+      for (let i = 0; i < 1_000_000 && !lines.some((l) => l.startsWith('closed client')); i++) {
+        flood.send('xxxxxxx');
+        if (i % 1000 === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      await expect.poll(() => lines.find((l) => l.startsWith('closed client')) ?? '', { timeout: 20_000 }).toMatch(/refusals of its messages wait unread/);
+      // Read again, it sees its connection end (a paused socket would not see even that).
+      (flood as unknown as { _socket: net.Socket })._socket.resume();
+      await closed;
+      // Another window is answered, not refused for answers the flooder never read.
+      const other = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      const answer = new Promise<Record<string, unknown>>((resolve) =>
+        other.on('message', (raw) => {
+          const msg = JSON.parse(raw.toString()) as Record<string, unknown>;
+          if (msg.type === 'response') resolve(msg);
+        }),
+      );
+      other.send(JSON.stringify({ type: 'request', id: 1, method: 'app.info', params: {} }));
+      expect(await answer).toMatchObject({ ok: true });
+      other.close();
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+
   it('refuses connections over the client limit with 503', async () => {
     const lines: string[] = [];
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxClients: 2, log: (l) => lines.push(l) });
