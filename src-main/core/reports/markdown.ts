@@ -56,9 +56,13 @@ function shownEntity(entity: string): string {
   return decoded !== entity && printable(decoded) !== decoded ? printable(decoded) : entity;
 }
 
-/** Text safe inside a table cell: no pipes or line breaks. */
+/**
+ * Text safe inside a table cell: no pipes or line breaks. A pipe is escaped as `\|` (which tables honour inside
+ * code spans too); a backslash right before it is written as its reference, since a planted `\|` would come out
+ * as `\\|`, which renderers that count backslashes split as a cell (re-attack 13).
+ */
 export function cell(text: string): string {
-  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
+  return text.replace(/\\(?=\|)/g, '&#92;').replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
 }
 
 const NUMERIC = /^[-\u2212+×]?[\d,.]+( ?[%a-zA-Z/]+)?( \(.*\))?$|^[\d,.]+ to [\d,.]+$|^-$|^$/;
