@@ -128,7 +128,8 @@ function newScriptRequest(command: string[], flags: OptimiseScriptFlags): Script
 
 /** `optimise` without a command: the engine's wizard, new, or either target's resumed by --resume <id>. */
 async function optimise(flags: OptimiseFlags): Promise<void> {
-  const request = flags.resume === undefined ? await buildRequest(flags, `optimise-${newJobId()}`) : null;
+  // One id scheme, as the app's wizard and every run have (a UI walk found 'optimise-…' on the CLI beside the UI's ids).
+  const request = flags.resume === undefined ? await buildRequest(flags, newJobId()) : null;
   const services = await createServices({ workspaceDir: flags.workspace });
   try {
     if (request) {

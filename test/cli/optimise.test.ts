@@ -182,7 +182,7 @@ describe('trainbench optimise (CPU)', () => {
   it('resumes from the saved state after the whole CLI is killed, and after a cancel', async () => {
     const args = mlpFlags(256, '--read-from', 'source', '--loader-workers', '0', '--prefetch', '1', '--steps', '100', '--repeat', '3', '--max-trials', '3');
     const first = spawnCli(args);
-    const id = /optimisation (optimise-\S+)/.exec(await first.line(/^optimisation optimise-/))?.[1] ?? '';
+    const id = /^optimisation (\d{8}-\d{6}-[0-9a-f]{6})\b/.exec(await first.line(/^optimisation \d{8}-\d{6}-[0-9a-f]{6}\b/))?.[1] ?? '';
     await first.line(/^trial 1: .* state saved/);
     first.child.kill('SIGKILL');
     await first.exited;
@@ -221,7 +221,7 @@ describe('a measuring window too short to read', () => {
     const m = /^steps {6}3 -> (\d+) per repetition: 3 steps measured ([\d.]+) ms, under the 0\.3 s asked for \(--min-window\); the baseline was measured again$/.exec(line);
     expect(m, stdout).not.toBeNull();
     const to = Number(m![1]);
-    const id = /\((optimise-[^,]+),/.exec(stdout)![1];
+    const id = /\((\d{8}-\d{6}-[0-9a-f]{6}),/.exec(stdout)![1];
     const s = state(id);
     expect(s.request.steps).toBe(to);
     expect(s.stepsWidened).toMatchObject({ from: 3, to, minWindowSeconds: 0.3 });

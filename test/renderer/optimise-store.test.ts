@@ -126,7 +126,7 @@ describe('optimise store (real services)', () => {
     const id = await new Promise<string>((resolve, reject) => {
       child.stderr.on('data', (d: Buffer) => {
         stderr += d.toString();
-        const saved = /^trial 1: .* state saved/m.test(stderr) && /^optimisation (optimise-\S+)/m.exec(stderr);
+        const saved = /^trial 1: .* state saved/m.test(stderr) && /^optimisation (\d{8}-\d{6}-[0-9a-f]{6})\b/m.exec(stderr);
         if (saved) resolve(saved[1]);
       });
       child.once('exit', () => reject(new Error(`the CLI ended before its first trial: ${stderr}`)));
