@@ -1,3 +1,4 @@
+import { formatValue } from '../api/charts/theme';
 import { conditionsSummary } from '../api/confounders';
 import { withoutCodes } from '../api/error-words';
 import { compileText, lossCheckText, trialCiLevel, trialDecisionWords } from '../api/charts/optimise-charts';
@@ -93,7 +94,7 @@ export function formatOptimise(r: OptimiseResult): string {
   return [
     `optimise   ${printable(r.title)}  (${r.jobId}, preset ${r.preset}, ${r.repeat} repetitions per side, A/B/A/B${energy})`,
     ...(isEngineOptimise(r) ? engineStart(r) : isScriptOptimise(r) ? scriptStart(r) : []),
-    `baseline   ${n0(b.samplesPerSec.median)} samples/s (${intervalLevel(b.samplesPerSec)} CI ${n0(b.samplesPerSec.low)}–${n0(b.samplesPerSec.high)}); step ${b.stepMs.toFixed(3)} ms; noise floor ±${(100 * b.noiseFloor).toFixed(1)}%; ${b.device}`,
+    `baseline   ${n0(b.samplesPerSec.median)} samples/s (${intervalLevel(b.samplesPerSec)} CI ${n0(b.samplesPerSec.low)}–${n0(b.samplesPerSec.high)}); step ${formatValue(b.stepMs, 'ms')}; noise floor ±${(100 * b.noiseFloor).toFixed(1)}%; ${b.device}`,
     `           phases: ${Object.entries(b.phasesPercent)
       .map(([k, v]) => `${k} ${v.toFixed(1)}%`)
       .join(', ')}`,
@@ -127,7 +128,8 @@ function scriptStart(r: ScriptOptimiseResult): string[] {
 
 function limitLines(l: Limits): string[] {
   const lim = (name: string, f: { stepMs: number | null; baselineOverFloor: number | null; derivation: string }) =>
-    `  ${name.padEnd(8)} ${f.stepMs === null ? 'n/a'.padStart(10) : `${f.stepMs.toFixed(3)} ms`.padStart(10)}  ${f.baselineOverFloor === null ? '' : `baseline ${f.baselineOverFloor.toFixed(1)}x`}  ${f.derivation}`;
+    // Figures as the page and the ADR write them (a UI walk read "1133.0x" here, "1,133×" there).
+    `  ${name.padEnd(8)} ${f.stepMs === null ? 'n/a'.padStart(10) : formatValue(f.stepMs, 'ms').padStart(10)}  ${f.baselineOverFloor === null ? '' : `baseline ${formatValue(f.baselineOverFloor)}x`}  ${f.derivation}`;
   return ['limits     floor per step, how far the baseline is from it, and how it was measured', lim('compute', l.compute), lim('read', l.read), lim('h2d', l.h2d), `  ${l.summary}`];
 }
 

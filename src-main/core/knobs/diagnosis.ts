@@ -1,5 +1,6 @@
 import type { Diagnosis, DiagnosisFinding, OptimiseBaseline } from '../../api/optimise';
 import { intervalLevel } from '../../api/order-interval';
+import { formatValue } from '../../api/charts/theme';
 import type { ScriptBound } from './knob';
 
 /**
@@ -32,7 +33,8 @@ export const DIAGNOSIS_THRESHOLDS = {
 } as const;
 
 const pct = (x: number) => `${x.toFixed(1)}%`;
-const ms = (x: number) => `${x.toFixed(3)} ms`;
+// Three significant digits, as every page and chart shows a time (a UI walk read "3.033 ms" above "step 3.03 ms").
+const ms = (x: number) => formatValue(x, 'ms');
 
 /**
  * What bounds the step, and the findings behind it, each naming the number it rests on. `steps`, the
