@@ -28,6 +28,12 @@ export interface BuildOptions {
   spec?: SourceSpec;
   /** Which part of a held-out test split this cache holds (a heldOutPart source), recorded in the manifest. */
   split?: HeldOutSplit;
+  /**
+   * The build's last cancellation point, right before it publishes (or, on a hit, retires the older caches of its
+   * name): from then on a cancel is answered not taken. Without it a cancel was answered taken while the build
+   * went on to publish and removed the older caches a person had pressed Cancel to keep (re-attack 14).
+   */
+  closeToCancel?: () => void;
 }
 
 /** Records per chunk: about 8 MiB per chunk keeps memory bounded and the event loop responsive. */
@@ -96,7 +102,13 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
   const finalDir = datasetDir(workspace, id);
   const relativeDir = path.posix.join(DATASETS_DIR, id);
   const replaced = (await namesakes(workspace, settings.name)).filter((other) => other !== id);
+  // A cancel before it is honoured; after it, none is taken (no await between the two).
+  const lastCheck = () => {
+    checkAborted(options.signal);
+    options.closeToCancel?.();
+  };
   const hit = async (manifest: CacheManifest): Promise<BuildResult> => {
+    lastCheck();
     await retireDatasets(workspace, replaced);
     return { dataset: summarize(manifest, null), hit: true, seconds: (Date.now() - started) / 1000, dir: relativeDir };
   };
@@ -204,7 +216,7 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
     };
     await writeJsonConfined(workspace, path.join(tmp, 'manifest.json'), manifest);
     await removeEntry(workspace, path.join(tmp, '.owner'));
-    checkAborted(options.signal);
+    lastCheck();
     emit('publishing', true);
     try {
       await renameEntry(workspace, tmp, finalDir);

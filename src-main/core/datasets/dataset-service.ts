@@ -59,6 +59,8 @@ const PREVIEW_BYTES = 4 << 20;
 /** Importing, caching, listing, verifying and benchmarking datasets. */
 export class DatasetService {
   private readonly jobs = new Map<string, AbortController>();
+  /** Builds past their last cancellation point (BuildOptions.closeToCancel): a cancel now is answered not taken. */
+  private readonly closed = new Set<string>();
   /** Previews run one at a time: each may hold a record (up to MAX_RECORD_BYTES), so many at once would add up. */
   private previews: Promise<unknown> = Promise.resolve();
 
@@ -158,14 +160,16 @@ export class DatasetService {
         onProgress?.(p);
         access.onProgress?.(p);
       };
+      const closeToCancel = () => this.closed.add(jobId);
       const options = { jobId, spec, signal: controller.signal };
-      if (request.testSplit) return await this.buildWithTestSplit(source, settings, request.testSplit, options, emit);
-      const result = await buildCache(this.workspace, source, settings, { ...options, onProgress: emit });
+      if (request.testSplit) return await this.buildWithTestSplit(source, settings, request.testSplit, { ...options, closeToCancel }, emit);
+      const result = await buildCache(this.workspace, source, settings, { ...options, onProgress: emit, closeToCancel });
       // An earlier import of this name with a held-out split left its test part: it holds records this cache trains on.
       await retireDatasets(this.workspace, await heldOutNamesakes(this.workspace, heldOutTestName(request.name)));
       return result;
     } finally {
       this.jobs.delete(jobId);
+      this.closed.delete(jobId);
       access.signal?.removeEventListener('abort', abortFromCaller);
     }
   }
@@ -180,9 +184,11 @@ export class DatasetService {
     source: RecordSource,
     settings: BuildSettings,
     split: TestSplit,
-    options: { jobId: string; spec: SourceSpec; signal: AbortSignal },
+    options: { jobId: string; spec: SourceSpec; signal: AbortSignal; closeToCancel: () => void },
     emit: (p: BuildProgress) => void,
   ): Promise<BuildResult> {
+    // Only the last part closes the build to cancels: one during the test part is still honoured (see above).
+    const { closeToCancel, ...early } = options;
     const started = Date.now();
     const train = heldOutPart(source, split, 'train');
     const test = heldOutPart(source, split, 'test');
@@ -221,10 +227,10 @@ export class DatasetService {
         etaSeconds: p.phase === 'reading' && p.bytesPerSec > 0 ? (bytesTotal - bytesWritten) / p.bytesPerSec : null,
       });
     };
-    const trained = await buildCache(this.workspace, train, settings, { ...options, split: meta('train'), onProgress: across(false) });
+    const trained = await buildCache(this.workspace, train, settings, { ...early, split: meta('train'), onProgress: across(false) });
     const trainedBytes = trained.dataset.fields.reduce((a, f) => a + f.recordBytes, 0) * trained.dataset.records;
     done = { records: trained.dataset.records, bytes: trainedBytes };
-    const tested = await buildCache(this.workspace, test, testSettings, { ...options, split: meta('test'), onProgress: across(true) });
+    const tested = await buildCache(this.workspace, test, testSettings, { ...early, closeToCancel, split: meta('test'), onProgress: across(true) });
     return {
       ...trained,
       seconds: (Date.now() - started) / 1000,
@@ -237,10 +243,12 @@ export class DatasetService {
     if (this.jobs.has(jobId)) throw new ApiError('E_BAD_INPUT', `a dataset job with the id ${jobId} is already running: choose another jobId`);
   }
 
+  /** Stops a build or loader benchmark; not taken (false) when none of that id runs, or a build is past its last check. */
   cancel(jobId: string): { cancelled: boolean } {
     const job = this.jobs.get(jobId);
-    job?.abort();
-    return { cancelled: !!job };
+    if (!job || this.closed.has(jobId)) return { cancelled: false };
+    job.abort();
+    return { cancelled: true };
   }
 
   list(): Promise<DatasetSummary[]> {
