@@ -33,11 +33,15 @@ export interface ServeOptions {
   maxWaitingAnswerBytes?: number;
   /** How long a download may wait for the browser to take more before it is dropped. */
   downloadStallMs?: number;
+  /** The slowest a reader may take a zip (download-route's default unless a test makes it small). */
+  downloadMinRate?: { bytes: number; windowMs: number };
   /** A static file's client that stops reading for this long is closed (tests shorten it). */
   staticStallMs?: number;
   /** The largest data file an upload into sources/ takes (DEFAULT_SOURCE_UPLOAD_MAX_BYTES otherwise), and how long one may send nothing. */
   uploadMaxBytes?: number;
   uploadStallMs?: number;
+  /** The slowest an upload may be (upload-route's default unless a test makes it small). */
+  uploadMinRate?: { bytes: number; windowMs: number };
   /** How long a connection may take to send a request's headers (a minute otherwise); tests make it short. */
   headersTimeoutMs?: number;
   /** Open HTTP connections at most (MAX_HTTP_CONNECTIONS otherwise). */
@@ -83,8 +87,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const log = (line: string) => sink(printable(line));
   const serveStatic = staticHandler(options.rendererDir, log, options.staticStallMs);
   const allowedHosts = allowedHostNames(host);
-  const serveDownload = downloadHandler({ downloads: options.services.downloads, token, allowedHosts, log, stallMs: options.downloadStallMs });
-  const serveUpload = uploadHandler({ workspace: options.services.workspace, token, allowedHosts, log, maxBytes: options.uploadMaxBytes, stallMs: options.uploadStallMs });
+  const serveDownload = downloadHandler({ downloads: options.services.downloads, token, allowedHosts, log, stallMs: options.downloadStallMs, minRate: options.downloadMinRate });
+  const serveUpload = uploadHandler({ workspace: options.services.workspace, token, allowedHosts, log, maxBytes: options.uploadMaxBytes, stallMs: options.uploadStallMs, minRate: options.uploadMinRate });
   // No limit on a whole request's time (Node's is 5 minutes): an upload of gigabytes over a tunnel takes longer,
   // and the upload route drops a sender that stalls instead. Headers still have to arrive within a minute: said
   // here, since Node derives its headers limit from the request limit, and 0 there switched it off.

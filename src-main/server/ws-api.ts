@@ -26,12 +26,20 @@ export const MAX_CLIENTS = 32;
  */
 export const MAX_IN_FLIGHT_TOTAL = 64;
 /**
- * Refusals (not JSON, a bad request, over a limit) one connection may have waiting to be handed to its socket; a
- * message past them closes the connection (1008). Without a bound, 7-byte frames of "x" from a client that never
- * read queued a refusal each: 10 MB sent took the server to 1.7 GiB and the refusals' bytes shut every other
- * window out of the shared answer budget (re-attack 13).
+ * Refusals (not JSON, a bad request, over a limit) one connection may have that its socket has not written out;
+ * a message past them closes the connection (1008). Without a bound, 7-byte frames of "x" from a client that
+ * never read queued a refusal each: 10 MB sent took the server to 1.7 GiB and the refusals' bytes shut every
+ * other window out of the shared answer budget (re-attack 13). About 150 bytes each: 32 clients' worth is 5 MB.
  */
-export const MAX_REFUSALS_WAITING = 32;
+export const MAX_REFUSALS_WAITING = 1024;
+/**
+ * Refusals one connection may draw in REFUSAL_WINDOW_MS: a page of ours draws none or a few (a burst over the
+ * in-flight limit), a client that sends junk as fast as it can is closed (1008) within moments, before it has
+ * kept the server busy for long: counting only the refusals waiting unread let 30 such clients keep it busy
+ * for 40 s while the kernel's buffers took theirs (re-attack 14).
+ */
+export const MAX_REFUSALS_PER_WINDOW = 256;
+const REFUSAL_WINDOW_MS = 10_000;
 
 export interface WsApiOptions {
   server: Server;
@@ -125,12 +133,20 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     ws.on('error', (err) => log(`closed client ${who} after a protocol error: ${err.message}`));
     outbox.event({ type: 'event', event: 'engine.status', data: services.engine.status() });
 
-    const inFlight = { count: 0, max: maxInFlight, total, refusals: 0 };
+    const inFlight: InFlight = { count: 0, max: maxInFlight, total, refusals: 0, recent: { since: Date.now(), count: 0 } };
     ws.on('message', (raw) => {
       if (ws.readyState !== ws.OPEN) return; // closing: what it still sends is not read
       try {
-        if (inFlight.refusals >= MAX_REFUSALS_WAITING) {
-          log(`closed client ${who}: ${MAX_REFUSALS_WAITING} refusals of its messages wait unread`);
+        const now = Date.now();
+        if (now - inFlight.recent.since > REFUSAL_WINDOW_MS) inFlight.recent = { since: now, count: 0 };
+        const tooMany =
+          inFlight.refusals >= MAX_REFUSALS_WAITING
+            ? `${MAX_REFUSALS_WAITING} refusals of its messages wait unread`
+            : inFlight.recent.count >= MAX_REFUSALS_PER_WINDOW
+              ? `${MAX_REFUSALS_PER_WINDOW} of its messages were refused within ${REFUSAL_WINDOW_MS / 1000} s`
+              : null;
+        if (tooMany) {
+          log(`closed client ${who}: ${tooMany}`);
           // The close frame tells a client that reads why; one that does not read is cut off a moment later.
           ws.close(1008, 'too many refused messages waiting to be read');
           setTimeout(() => ws.terminate(), 1000).unref();
@@ -150,15 +166,20 @@ interface InFlight {
   max: number;
   /** The server's, shared by every connection. */
   total: { count: number; max: number };
-  /** Refusals waiting to be handed to the socket (MAX_REFUSALS_WAITING bounds them). */
+  /** Refusals its socket has not written out yet (MAX_REFUSALS_WAITING bounds them). */
   refusals: number;
+  /** Refusals drawn since `since` (MAX_REFUSALS_PER_WINDOW bounds them). */
+  recent: { since: number; count: number };
 }
 
 function handleMessage(text: string, services: Services, outbox: Outbox, inFlight: InFlight): void {
-  // A refusal holds no request slot, but is counted until it leaves in its turn, as every answer does.
+  // A refusal holds no request slot, but is counted until its socket has written it out: counted only until it
+  // was handed to the socket, 30 clients that never read queued tens of thousands each (4 MiB and the kernel's
+  // buffers) and held the server at 1 GiB for 40 s (re-attack 14).
   const send = (msg: ServerMessage) => {
     inFlight.refusals++;
-    outbox.answer(msg, () => inFlight.refusals--, { refusal: true });
+    inFlight.recent.count++;
+    outbox.answer(msg, () => undefined, { refusal: true, written: () => inFlight.refusals-- });
   };
   let json: unknown;
   try {

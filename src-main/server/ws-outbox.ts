@@ -53,6 +53,8 @@ interface Waiting {
   sent?: () => void;
   /** An answer's: counted in the shared budget until the socket has written it out or the client is gone. */
   counted?: boolean;
+  /** Runs once the socket has written it out or the client is gone (a refusal's count, in ws-api). */
+  written?: () => void;
 }
 
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
@@ -73,7 +75,7 @@ export class Outbox {
   private retry: NodeJS.Timeout | null = null;
   private stall = { since: 0, unsent: 0 };
   private dropped = false;
-  /** Answers handed to the socket that it has not written out yet: still counted in the shared budget. */
+  /** Answers handed to the socket that it has not written out yet: still counted (in the budget, or by `written`). */
   private readonly onSocket = new Set<Waiting>();
 
   constructor(
@@ -107,9 +109,10 @@ export class Outbox {
    * in-flight slots and MAX_REFUSALS_WAITING), and counted it let one client's flood of bad messages fill the
    * budget and shut every other window out (re-attack 13).
    */
-  answer(msg: ServerMessage, sent: () => void, options: { refusal?: boolean } = {}): void {
+  answer(msg: ServerMessage, sent: () => void, options: { refusal?: boolean; written?: () => void } = {}): void {
     if (this.gone()) {
       sent();
+      options.written?.();
       return;
     }
     let text = this.serialised(msg);
@@ -126,7 +129,7 @@ export class Outbox {
       counted = false;
     }
     if (counted) this.o.budget.bytes += bytes;
-    this.waiting.push({ text, bytes, sent, counted });
+    this.waiting.push({ text, bytes, sent, counted, written: options.written });
     this.pump();
   }
 
@@ -163,15 +166,15 @@ export class Outbox {
     while (this.waiting.length && this.ws.bufferedAmount < this.o.highWater) {
       const w = this.waiting.shift()!;
       if (!w.sent) this.waitingEventBytes -= w.bytes;
-      if (w.counted) this.onSocket.add(w);
+      if (w.counted || w.written) this.onSocket.add(w);
       try {
         // Written out (or failed, the socket gone): no longer held for this client.
         this.ws.send(w.text, () => {
-          if (this.onSocket.delete(w)) this.uncount(w);
+          if (this.onSocket.delete(w)) this.done(w);
         });
       } catch (err) {
         this.o.log(`could not send to ${this.o.who}: ${(err as Error).message}`);
-        if (this.onSocket.delete(w)) this.uncount(w);
+        if (this.onSocket.delete(w)) this.done(w);
       }
       w.sent?.();
     }
@@ -197,7 +200,7 @@ export class Outbox {
 
   private release(): void {
     for (const w of this.waiting.splice(0)) {
-      this.uncount(w);
+      this.done(w);
       w.sent?.();
     }
     this.waitingEventBytes = 0;
@@ -206,13 +209,18 @@ export class Outbox {
   /** The client is gone: what waits and what its socket held are no longer held for it. */
   private releaseAll(): void {
     this.release();
-    for (const w of this.onSocket) this.uncount(w);
+    for (const w of this.onSocket) this.done(w);
     this.onSocket.clear();
   }
 
-  private uncount(w: Waiting): void {
-    if (!w.counted) return;
-    w.counted = false;
-    this.o.budget.bytes -= w.bytes;
+  /** No longer held for this client: out of the budget, and its `written` run (each once). */
+  private done(w: Waiting): void {
+    if (w.counted) {
+      w.counted = false;
+      this.o.budget.bytes -= w.bytes;
+    }
+    const written = w.written;
+    w.written = undefined;
+    written?.();
   }
 }

@@ -81,4 +81,25 @@ describe('answers waiting for clients that do not read', () => {
     expect(budget.bytes).toBe(0);
     boxes.forEach((b) => b.close());
   });
+
+  it('a refusal is never counted in the budget, and its `written` runs once its socket has written it out or the client is gone', () => {
+    // Re-attack 14: a refusal counted only until handed to the socket let a client that never read pile them up.
+    const budget = { bytes: 0, max: 1024 * KiB };
+    const c = socket();
+    const box = outbox(c.ws, budget);
+    let unwritten = 0;
+    for (let id = 1; id <= 3; id++) {
+      unwritten++;
+      box.answer({ type: 'response', id, ok: false, error: { code: 'E_BAD_REQUEST', message: 'message is not JSON' } } as ServerMessage, () => undefined, { refusal: true, written: () => unwritten-- });
+    }
+    expect(c.sent).toHaveLength(3);
+    expect(budget.bytes).toBe(0);
+    expect(unwritten).toBe(3); // handed to the socket, not yet written out
+    c.written();
+    expect(unwritten).toBe(0);
+    unwritten++;
+    box.answer({ type: 'response', id: 4, ok: false, error: { code: 'E_BAD_REQUEST', message: 'x' } } as ServerMessage, () => undefined, { refusal: true, written: () => unwritten-- });
+    box.close();
+    expect(unwritten).toBe(0);
+  });
 });
