@@ -9,6 +9,13 @@ import { splitTarget } from './ws-api';
 
 /** Zips streamed at once; more wait for none: they are answered 503 and the person tries again. */
 export const MAX_CONCURRENT_DOWNLOADS = 4;
+/**
+ * A download's reader must take at least this much in every DOWNLOAD_RATE_WINDOW_MS (2 KiB/s), else it is dropped:
+ * the stall timer restarts whenever the reader takes anything, so four readers taking a little a minute could
+ * hold every slot (the same as the uploads of re-attack 14).
+ */
+export const DOWNLOAD_MIN_BYTES_PER_WINDOW = 64 * 1024;
+export const DOWNLOAD_RATE_WINDOW_MS = 30_000;
 
 export interface DownloadRouteOptions {
   downloads: DownloadService;
@@ -18,6 +25,8 @@ export interface DownloadRouteOptions {
   /** How long the browser may take nothing before the download is dropped. */
   stallMs?: number;
   maxConcurrent?: number;
+  /** The slowest a reader may take a zip: bytes per window (tests make them small). */
+  minRate?: { bytes: number; windowMs: number };
 }
 
 /** Whether a request target is the download endpoint's. */
@@ -92,6 +101,18 @@ export function downloadHandler(options: DownloadRouteOptions) {
       return refuse(res, status, `${which.kind} ${which.id.slice(0, 200)} cannot be downloaded: ${message}`);
     }
     active++;
+    const minRate = options.minRate ?? { bytes: DOWNLOAD_MIN_BYTES_PER_WINDOW, windowMs: DOWNLOAD_RATE_WINDOW_MS };
+    // What the socket has handed to the kernel, i.e. what the reader took (a kept-alive socket counts from here).
+    const taken = () => res.socket?.bytesWritten ?? 0;
+    let mark = taken();
+    let tooSlow: string | null = null;
+    const slow = setInterval(() => {
+      const took = taken() - mark;
+      mark += took;
+      if (took >= minRate.bytes) return;
+      tooSlow = `the reader took ${took} bytes in ${minRate.windowMs / 1000} s, less than the ${minRate.bytes} a download must to keep its slot`;
+      res.destroy();
+    }, minRate.windowMs);
     try {
       res.writeHead(200, {
         'Content-Type': 'application/zip',
@@ -106,9 +127,10 @@ export function downloadHandler(options: DownloadRouteOptions) {
       if (written.skipped.length) log(`download ${plan.fileName}: left out ${written.skipped.map((s) => `${s.name} (${s.reason})`).join(', ')}`);
     } catch (err) {
       // Headers are gone: the browser sees a failed download, and the log says why.
-      log(`download ${plan.fileName} stopped: ${(err as Error).message}`);
+      log(`download ${plan.fileName} stopped: ${tooSlow ?? (err as Error).message}`);
       res.destroy();
     } finally {
+      clearInterval(slow);
       active--;
     }
   };

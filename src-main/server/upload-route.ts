@@ -13,6 +13,13 @@ export const MAX_CONCURRENT_UPLOADS = 4;
 /** A sender that sends nothing for this long is dropped (its partial file removed). */
 export const UPLOAD_STALL_MS = 60_000;
 /**
+ * An upload must bring at least this much in every UPLOAD_RATE_WINDOW_MS (2 KiB/s; any real link does far more),
+ * else it is dropped: four senders of a byte every 20 s held every upload slot for as long as they liked, the
+ * stall timer restarting at each byte, and every other window's upload was answered 503 (re-attack 14).
+ */
+export const UPLOAD_MIN_BYTES_PER_WINDOW = 64 * 1024;
+export const UPLOAD_RATE_WINDOW_MS = 30_000;
+/**
  * After a refusal while the sender is still sending, what follows is read and dropped (never kept) for at
  * most this long and this many bytes, so a browser gets to read the answer; then the connection is closed.
  * Closing at once makes the kernel reset it, and the sender sees "connection reset" instead of the reason.
@@ -29,6 +36,16 @@ export interface UploadRouteOptions {
   maxBytes?: number;
   stallMs?: number;
   maxConcurrent?: number;
+  /** The slowest an upload may be: bytes per window (tests make them small). */
+  minRate?: { bytes: number; windowMs: number };
+}
+
+/** The request's chunks as they come, counted into `rate.got` (the slowest-upload check reads it). */
+async function* counted(chunks: AsyncIterable<Uint8Array>, rate: { got: number }): AsyncGenerator<Uint8Array> {
+  for await (const chunk of chunks) {
+    rate.got += chunk.length;
+    yield chunk;
+  }
 }
 
 /** Whether a request target is the upload endpoint's. */
@@ -108,6 +125,7 @@ export function uploadHandler(options: UploadRouteOptions) {
   const maxBytes = options.maxBytes ?? DEFAULT_SOURCE_UPLOAD_MAX_BYTES;
   const stallMs = options.stallMs ?? UPLOAD_STALL_MS;
   const maxConcurrent = options.maxConcurrent ?? MAX_CONCURRENT_UPLOADS;
+  const minRate = options.minRate ?? { bytes: UPLOAD_MIN_BYTES_PER_WINDOW, windowMs: UPLOAD_RATE_WINDOW_MS };
   let active = 0;
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.method !== 'PUT') {
@@ -127,10 +145,16 @@ export function uploadHandler(options: UploadRouteOptions) {
     active++;
     const stalled = () => req.destroy(new Error(`the sender sent nothing for ${stallMs / 1000} s`));
     req.setTimeout(stallMs, stalled);
+    const rate = { got: 0, mark: 0 };
+    const slow = setInterval(() => {
+      const sent = rate.got - rate.mark;
+      rate.mark = rate.got;
+      if (sent < minRate.bytes) req.destroy(new Error(`the sender sent ${sent} bytes in ${minRate.windowMs / 1000} s, less than the ${minRate.bytes} an upload must to keep its slot`));
+    }, minRate.windowMs);
     try {
       checkSourceFileName(name);
       // The request is not destroyed when the write stops early: the refusal is still to be answered on it.
-      const added = await addSourceFile(workspace, name, req.iterator({ destroyOnReturn: false }), { maxBytes, declaredBytes: declared });
+      const added = await addSourceFile(workspace, name, counted(req.iterator({ destroyOnReturn: false }), rate), { maxBytes, declaredBytes: declared });
       answer(req, res, 201, JSON.stringify(added), 'application/json; charset=utf-8');
     } catch (err) {
       const shown = JSON.stringify(name.slice(0, 200));
@@ -146,6 +170,7 @@ export function uploadHandler(options: UploadRouteOptions) {
       answer(req, res, status, message);
     } finally {
       active--;
+      clearInterval(slow);
       req.off('timeout', stalled);
       req.socket?.setTimeout(0);
     }

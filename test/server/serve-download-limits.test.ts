@@ -86,4 +86,22 @@ describe('serve mode download limits', () => {
     // Their slots come back once the server sees them gone.
     await expect.poll(async () => (await fullDownload()).status, { timeout: 15_000 }).toBe(200);
   }, 30_000);
+
+  it('drops a reader that takes a little now and then, slower than a download must, so it holds no slot (re-attack 14)', async () => {
+    const lines: string[] = [];
+    const slowServer = await startServer({ services, rendererDir: renderer.dir, port: 0, token: 't'.repeat(32), log: (l) => lines.push(l), downloadMinRate: { bytes: 4 * 1024 * 1024, windowMs: 1000 } });
+    const socket = net.connect(slowServer.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    socket.pause();
+    socket.write(`GET /download/run/${RUN} HTTP/1.1\r\nHost: 127.0.0.1:${slowServer.port}\r\nX-Trainbench-Token: ${slowServer.token}\r\n\r\n`);
+    // 64 KiB every 100 ms: never still long enough for the stall timer, far under 4 MiB a second.
+    const sip = setInterval(() => socket.read(64 * 1024), 100);
+    try {
+      await expect.poll(() => lines.join('\n'), { timeout: 15_000 }).toMatch(new RegExp(`download run-${RUN}\\.zip stopped: the reader took \\d+ bytes in 1 s, less than the 4194304 a download must to keep its slot`));
+    } finally {
+      clearInterval(sip);
+      socket.destroy();
+      await slowServer.close();
+    }
+  }, 30_000);
 });

@@ -136,6 +136,36 @@ async function expectServing(name: string): Promise<void> {
   expect(readFileSync(path.join(sources, name), 'utf8')).toBe(body);
 }
 
+describe('uploads that trickle (re-attack 14)', () => {
+  it('are dropped once slower than the least an upload must send, so they hold no slot another window waits for', async () => {
+    const lines: string[] = [];
+    const slow = await startServer({ services, rendererDir: renderer.dir, port: 0, token: TOKEN, log: (l) => lines.push(l), uploadMinRate: { bytes: 4096, windowMs: 1000 } });
+    const headers = { ...own(), host: `127.0.0.1:${slow.port}`, origin: `http://127.0.0.1:${slow.port}` };
+    const tricklers = Array.from({ length: 4 }, (_, i) => {
+      const req = http.request({ host: '127.0.0.1', port: slow.port, path: `/upload/sources/trickle-${i}.csv`, method: 'PUT', headers: { ...headers, 'content-length': String(MiB) } });
+      req.on('error', () => undefined);
+      req.write('a');
+      // A byte every 200 ms: under the 60 s stall timer for ever, far under 4096 bytes a second.
+      const timer = setInterval(() => req.write('a'), 200);
+      return { req, timer };
+    });
+    try {
+      await expect.poll(() => lines.filter((l) => /upload "trickle-\d\.csv" stopped: the sender sent \d+ bytes in 1 s, less than the 4096 an upload must to keep its slot/.test(l)).length, { timeout: 10_000 }).toBe(4);
+      // Their slots are free: another window's upload is taken, not answered 503.
+      const ok = await send('PUT', '/upload/sources/after-trickle.csv', headers, 'a,b\n1,2\n', slow.port);
+      expect(ok.status, ok.text).toBe(201);
+      expect(listed().filter((n) => /^\.?trickle-/.test(n))).toEqual([]);
+    } finally {
+      for (const t of tricklers) {
+        clearInterval(t.timer);
+        t.req.destroy();
+      }
+      await slow.close();
+      rmSync(path.join(sources, 'after-trickle.csv'), { force: true });
+    }
+  }, 30_000);
+});
+
 describe('serve mode: uploading data files into sources/', () => {
   it('streams a file into sources/, where it appears only when whole and the wizard lists it at once', async () => {
     const data = Buffer.alloc(24 * MiB);
