@@ -72,7 +72,7 @@ async function openContent(page: Page, area: string): Promise<void> {
   if (area === 'datasets') await page.getByTestId('dataset-iris').waitFor();
   if (area === 'benchmarks') await page.getByTestId('benchmark-findings').waitFor();
   if (area === 'optimise') {
-    await page.locator('[data-testid^="opt-past-optimise-"]').first().click();
+    await page.locator('tr[data-testid^="opt-past-"]').first().click();
     await page.getByTestId('opt-trials').waitFor();
   }
   if (area === 'reports') {
