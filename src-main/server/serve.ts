@@ -109,8 +109,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       else res.destroy();
     });
   });
-  server.maxConnections = options.maxConnections ?? MAX_HTTP_CONNECTIONS;
-  closeSilentConnections(server, headersTimeout);
+  guardConnections(server, headersTimeout, options.maxConnections ?? MAX_HTTP_CONNECTIONS);
   const { maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes } = options;
   const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes });
 
@@ -136,20 +135,39 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
 }
 
 /**
- * Node's headers limit starts with a request's first byte: a connection that sends nothing at all would stay open for
- * ever. One that has not begun a request (or a WebSocket upgrade) within the limit is closed here.
+ * Open connections, and the ones that have not begun a request. Node's headers limit starts with a request's first
+ * byte: a connection that sends nothing at all would stay open for ever, so one that has not begun a request (or a
+ * WebSocket upgrade) within the limit is closed here. At `max` open connections, a new one takes the place of the
+ * oldest that has still begun nothing, rather than being refused: 515 half-open connections (no token needed) kept
+ * every page load, reconnect, upload and download out for as long as they were reopened (re-attack 15). Only when
+ * every open connection is working is a new one closed.
  */
-function closeSilentConnections(server: Server, limitMs: number): void {
-  const waiting = new WeakMap<Duplex, ReturnType<typeof setTimeout>>();
+function guardConnections(server: Server, limitMs: number, max: number): void {
+  // Insertion order is age: the first is the oldest silent one.
+  const silent = new Map<Duplex, ReturnType<typeof setTimeout>>();
+  let open = 0;
   const started = (socket: Duplex) => {
-    clearTimeout(waiting.get(socket));
-    waiting.delete(socket);
+    clearTimeout(silent.get(socket));
+    silent.delete(socket);
   };
   server.on('connection', (socket: Duplex) => {
+    open++;
+    socket.once('close', () => {
+      open--;
+      started(socket);
+    });
+    if (open > max) {
+      const oldest = silent.keys().next().value;
+      if (oldest === undefined) {
+        socket.destroy();
+        return;
+      }
+      started(oldest);
+      oldest.destroy();
+    }
     const timer = setTimeout(() => socket.destroy(), limitMs);
     timer.unref();
-    waiting.set(socket, timer);
-    socket.once('close', () => started(socket));
+    silent.set(socket, timer);
   });
   server.on('request', (req: IncomingMessage) => started(req.socket));
   server.on('upgrade', (req: IncomingMessage) => started(req.socket));

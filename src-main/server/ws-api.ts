@@ -10,7 +10,8 @@ import { RequestMessageSchema, TOKEN_QUERY_PARAM, WS_PATH } from '../api/wire';
 import { toApiError } from '../core/api-router';
 import type { Services } from '../core/services';
 import { isAllowedOrigin, tokensEqual } from './auth';
-import { ANSWER_HIGH_WATER_BYTES, ANSWER_STALL_MS, MAX_WAITING_ANSWER_BYTES, Outbox } from './ws-outbox';
+import { FairSlots } from './fair-slots';
+import { ANSWER_HIGH_WATER_BYTES, ANSWER_STALL_MS, MAX_WAITING_ANSWER_BYTES, Outbox, sharedEventText } from './ws-outbox';
 
 /** Largest message a client may send (a frame over it closes that connection with 1009). */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -21,8 +22,9 @@ export const MAX_IN_FLIGHT = 32;
 /** Open connections; the UI needs one per window. */
 export const MAX_CLIENTS = 32;
 /**
- * Requests in flight over all connections: each may hold a bounded read (a run.json up to 4 MiB), and the per-connection
- * limit times the clients would allow 1,024 of them at once; a window has a few in flight.
+ * Requests worked on at once over all connections: each may hold a bounded read (a run.json up to 4 MiB), and the
+ * per-connection limit times the clients would allow 1,024 of them at once; a window has a few in flight. More wait
+ * their turn, one connection's after another's (FairSlots), never refused.
  */
 export const MAX_IN_FLIGHT_TOTAL = 64;
 /**
@@ -96,7 +98,8 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   const highWater = Math.min(ANSWER_HIGH_WATER_BYTES, maxBuffered / 4);
   const maxInFlight = options.maxInFlight ?? MAX_IN_FLIGHT;
   const maxClients = options.maxClients ?? MAX_CLIENTS;
-  const total = { count: 0, max: options.maxInFlightTotal ?? MAX_IN_FLIGHT_TOTAL };
+  const slots = new FairSlots(options.maxInFlightTotal ?? MAX_IN_FLIGHT_TOTAL);
+  const eventText = sharedEventText();
   const budget = { bytes: 0, max: options.maxWaitingAnswerBytes ?? MAX_WAITING_ANSWER_BYTES };
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
 
@@ -124,16 +127,21 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
     const who = peer(req);
     const outbox = new Outbox(ws, { maxBuffered, highWater, stallMs, log, who, budget });
-    const unsubscribe = services.events.subscribe((event, data) => outbox.event({ type: 'event', event, data }));
+    const unsubscribe = services.events.subscribe((event, data) => {
+      const text = eventText(event, data);
+      if (text === null) outbox.event({ type: 'event', event, data } as ServerMessage); // says why it could not be sent
+      else outbox.eventText(text);
+    });
     ws.on('close', () => {
       unsubscribe();
+      slots.drop(outbox);
       outbox.close();
     });
     // ws closes the connection itself (1007 bad UTF-8, 1009 too big, 1002 bad frame); without a listener it would throw.
     ws.on('error', (err) => log(`closed client ${who} after a protocol error: ${err.message}`));
     outbox.event({ type: 'event', event: 'engine.status', data: services.engine.status() });
 
-    const inFlight: InFlight = { count: 0, max: maxInFlight, total, refusals: 0, recent: { since: Date.now(), count: 0 } };
+    const inFlight: InFlight = { count: 0, max: maxInFlight, slots, refusals: 0, recent: { since: Date.now(), count: 0 } };
     ws.on('message', (raw) => {
       if (ws.readyState !== ws.OPEN) return; // closing: what it still sends is not read
       try {
@@ -164,8 +172,8 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
 interface InFlight {
   count: number;
   max: number;
-  /** The server's, shared by every connection. */
-  total: { count: number; max: number };
+  /** The server's, shared by every connection in turn. */
+  slots: FairSlots;
   /** Refusals its socket has not written out yet (MAX_REFUSALS_WAITING bounds them). */
   refusals: number;
   /** Refusals drawn since `since` (MAX_REFUSALS_PER_WINDOW bounds them). */
@@ -201,20 +209,17 @@ function handleMessage(text: string, services: Services, outbox: Outbox, inFligh
     send({ type: 'response', id, ok: false, error: new ApiError('E_BAD_REQUEST', message).toPayload() });
     return;
   }
-  if (inFlight.total.count >= inFlight.total.max) {
-    const message = `${inFlight.total.max} requests are in flight on this server already (from all its windows); wait for their answers`;
-    send({ type: 'response', id, ok: false, error: new ApiError('E_BAD_REQUEST', message).toPayload() });
-    return;
-  }
+  // The connection's slot is held until the answer is handed to the socket (answers waiting their turn count as in
+  // flight); the server's, shared in turn with the other connections (FairSlots), while the work runs.
   inFlight.count++;
-  inFlight.total.count++;
-  // The slot is held until the answer is handed to the socket: answers waiting their turn count as in flight.
-  const sent = () => {
-    inFlight.count--;
-    inFlight.total.count--;
-  };
-  services.router.dispatch(method, params).then(
-    (result) => outbox.answer({ type: 'response', id, ok: true, result }, sent),
-    (err: unknown) => outbox.answer({ type: 'response', id, ok: false, error: toApiError(err).toPayload(services.workspace.root) }, sent),
-  );
+  const sent = () => inFlight.count--;
+  inFlight.slots.take(outbox, () => {
+    void services.router
+      .dispatch(method, params)
+      .then(
+        (result) => outbox.answer({ type: 'response', id, ok: true, result }, sent),
+        (err: unknown) => outbox.answer({ type: 'response', id, ok: false, error: toApiError(err).toPayload(services.workspace.root) }, sent),
+      )
+      .finally(() => inFlight.slots.release());
+  });
 }
