@@ -42,6 +42,8 @@ export interface ServeOptions {
   uploadStallMs?: number;
   /** The slowest an upload may be (upload-route's default unless a test makes it small). */
   uploadMinRate?: { bytes: number; windowMs: number };
+  /** Below this average an upload gives its slot to a new one when all are taken (upload-route's default otherwise). */
+  uploadFairBytesPerSecond?: number;
   /** How long a connection may take to send a request's headers (a minute otherwise); tests make it short. */
   headersTimeoutMs?: number;
   /** Open HTTP connections at most (MAX_HTTP_CONNECTIONS otherwise). */
@@ -88,7 +90,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const serveStatic = staticHandler(options.rendererDir, log, options.staticStallMs);
   const allowedHosts = allowedHostNames(host);
   const serveDownload = downloadHandler({ downloads: options.services.downloads, token, allowedHosts, log, stallMs: options.downloadStallMs, minRate: options.downloadMinRate });
-  const serveUpload = uploadHandler({ workspace: options.services.workspace, token, allowedHosts, log, maxBytes: options.uploadMaxBytes, stallMs: options.uploadStallMs, minRate: options.uploadMinRate });
+  const serveUpload = uploadHandler({ workspace: options.services.workspace, token, allowedHosts, log, maxBytes: options.uploadMaxBytes, stallMs: options.uploadStallMs, minRate: options.uploadMinRate, fairBytesPerSecond: options.uploadFairBytesPerSecond });
   // No limit on a whole request's time (Node's is 5 minutes): an upload of gigabytes over a tunnel takes longer,
   // and the upload route drops a sender that stalls instead. Headers still have to arrive within a minute: said
   // here, since Node derives its headers limit from the request limit, and 0 there switched it off.

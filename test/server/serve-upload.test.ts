@@ -166,6 +166,34 @@ describe('uploads that trickle (re-attack 14)', () => {
   }, 30_000);
 });
 
+describe('uploads that keep just above the floor (re-attack 15)', () => {
+  it('give their slot to a new upload when all are taken, the slowest first', async () => {
+    const lines: string[] = [];
+    const server2 = await startServer({ services, rendererDir: renderer.dir, port: 0, token: TOKEN, log: (l) => lines.push(l), uploadMinRate: { bytes: 1024, windowMs: 500 }, uploadFairBytesPerSecond: 64 * 1024 });
+    const headers = { ...own(), host: `127.0.0.1:${server2.port}`, origin: `http://127.0.0.1:${server2.port}` };
+    // 1 KiB every 100 ms: over the floor (1 KiB a half second), under the 64 KiB a second a slot is kept at.
+    const slow = Array.from({ length: 4 }, (_, i) => {
+      const req = http.request({ host: '127.0.0.1', port: server2.port, path: `/upload/sources/steady-${i}.csv`, method: 'PUT', headers: { ...headers, 'content-length': String(MiB) } });
+      req.on('error', () => undefined);
+      const timer = setInterval(() => req.write(Buffer.alloc(1024, 97)), 100);
+      return { req, timer };
+    });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      const ok = await send('PUT', '/upload/sources/after-steady.csv', headers, 'a,b\n1,2\n', server2.port);
+      expect(ok.status, ok.text).toBe(201);
+      await expect.poll(() => lines.filter((l) => /upload "steady-\d\.csv" stopped: it gave its slot to another upload: \d+ bytes a second, under the 65536/.test(l)).length).toBe(1);
+    } finally {
+      for (const t of slow) {
+        clearInterval(t.timer);
+        t.req.destroy();
+      }
+      await server2.close();
+      rmSync(path.join(sources, 'after-steady.csv'), { force: true });
+    }
+  }, 30_000);
+});
+
 describe('serve mode: uploading data files into sources/', () => {
   it('streams a file into sources/, where it appears only when whole and the wizard lists it at once', async () => {
     const data = Buffer.alloc(24 * MiB);
