@@ -11,7 +11,7 @@ import { toApiError } from '../core/api-router';
 import type { Services } from '../core/services';
 import { isAllowedOrigin, tokensEqual } from './auth';
 import { FairSlots } from './fair-slots';
-import { ANSWER_HIGH_WATER_BYTES, ANSWER_STALL_MS, MAX_WAITING_ANSWER_BYTES, Outbox, sharedEventText } from './ws-outbox';
+import { ANSWER_HIGH_WATER_BYTES, ANSWER_STALL_MS, MAX_WAITING_ANSWER_BYTES, Outbox } from './ws-outbox';
 
 /** Largest message a client may send (a frame over it closes that connection with 1009). */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -99,7 +99,20 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   const maxInFlight = options.maxInFlight ?? MAX_IN_FLIGHT;
   const maxClients = options.maxClients ?? MAX_CLIENTS;
   const slots = new FairSlots(options.maxInFlightTotal ?? MAX_IN_FLIGHT_TOTAL);
-  const eventText = sharedEventText();
+  // Every connection's events from one subscription: each event is made JSON once and its text shared by every
+  // outbox (30 clients that never read each held their own copies of a training run's events, 1.4 GiB; re-attack 15).
+  const outboxes = new Set<Outbox>();
+  const unsubscribe = services.events.subscribe((event, data) => {
+    if (outboxes.size === 0) return;
+    let text: string;
+    try {
+      text = JSON.stringify({ type: 'event', event, data });
+    } catch (err) {
+      log(`could not send the event ${event}: ${(err as Error).message}`);
+      return;
+    }
+    for (const outbox of outboxes) outbox.eventText(text);
+  });
   const budget = { bytes: 0, max: options.maxWaitingAnswerBytes ?? MAX_WAITING_ANSWER_BYTES };
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
 
@@ -127,13 +140,9 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
     const who = peer(req);
     const outbox = new Outbox(ws, { maxBuffered, highWater, stallMs, log, who, budget });
-    const unsubscribe = services.events.subscribe((event, data) => {
-      const text = eventText(event, data);
-      if (text === null) outbox.event({ type: 'event', event, data } as ServerMessage); // says why it could not be sent
-      else outbox.eventText(text);
-    });
+    outboxes.add(outbox);
     ws.on('close', () => {
-      unsubscribe();
+      outboxes.delete(outbox);
       slots.drop(outbox);
       outbox.close();
     });
@@ -166,6 +175,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
       }
     });
   });
+  wss.on('close', unsubscribe);
   return wss;
 }
 

@@ -96,8 +96,7 @@ export class Outbox {
   }
 
   /**
-   * An event already made JSON, the one string every connection's outbox holds (sharedEventText): 30 clients that
-   * never read each held their own copies of every event of a training run, 1.4 GiB in all (re-attack 15).
+   * An event already made JSON, the one string every connection's outbox holds (ws-api makes it once for all).
    */
   eventText(text: string): void {
     if (this.gone()) return;
@@ -232,22 +231,4 @@ export class Outbox {
     w.written = undefined;
     written?.();
   }
-}
-
-/**
- * Events as JSON, made once for every connection: the hub hands each subscriber the same event in turn, so the
- * text of the last one made is the text of this one when the event and its data are the same objects.
- */
-export function sharedEventText(): (event: string, data: unknown) => string | null {
-  let last: { event: string; data: unknown; text: string } | null = null;
-  return (event, data) => {
-    if (last && last.event === event && last.data === data) return last.text;
-    try {
-      last = { event, data, text: JSON.stringify({ type: 'event', event, data }) };
-    } catch {
-      last = null;
-      return null;
-    }
-    return last.text;
-  };
 }

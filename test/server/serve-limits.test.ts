@@ -70,6 +70,33 @@ describe('a client that does not read its socket', () => {
   });
 });
 
+describe('events to many windows (re-attack 15)', () => {
+  it('are made JSON once for every connection, and each connection gets them', async () => {
+    // 30 clients that never read each held their own copies of a training run's events: 1.4 GiB.
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined });
+    try {
+      const clients = await Promise.all(Array.from({ length: 5 }, () => open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`)));
+      const got = clients.map(
+        (ws) =>
+          new Promise<unknown>((resolve) =>
+            ws.on('message', (raw) => {
+              const msg = JSON.parse(raw.toString()) as { type: string; data?: { restarts?: number } };
+              if (msg.type === 'event' && msg.data?.restarts === 4242) resolve(msg.data);
+            }),
+          ),
+      );
+      let made = 0;
+      const data = { state: 'ready', pid: 1, restarts: 4242, lastFailure: null, toJSON: () => (made++, { state: 'ready', pid: 1, restarts: 4242, lastFailure: null }) };
+      services.events.emit('engine.status', data as never);
+      expect(await Promise.all(got)).toEqual(Array.from({ length: 5 }, () => ({ state: 'ready', pid: 1, restarts: 4242, lastFailure: null })));
+      expect(made).toBe(1);
+      for (const ws of clients) ws.close();
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('--host 0.0.0.0', () => {
   it('prints the reachable URLs and accepts a page opened under the machine name', async () => {
     const server = await startServer({ services, rendererDir: renderer.dir, host: '0.0.0.0', port: 0, log: () => undefined });

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { WebSocket } from 'ws';
 
 import type { ServerMessage } from '../../src-main/api/wire';
-import { Outbox, sharedEventText, type WaitingBudget } from '../../src-main/server/ws-outbox';
+import { Outbox, type WaitingBudget } from '../../src-main/server/ws-outbox';
 
 /**
  * A socket whose unsent bytes the test sets: "full" stands for a client that does not read. What it was handed
@@ -101,20 +101,5 @@ describe('answers waiting for clients that do not read', () => {
     box.answer({ type: 'response', id: 4, ok: false, error: { code: 'E_BAD_REQUEST', message: 'x' } } as ServerMessage, () => undefined, { refusal: true, written: () => unwritten-- });
     box.close();
     expect(unwritten).toBe(0);
-  });
-
-  it('an event is made JSON once for every connection, not once per connection (re-attack 15)', () => {
-    // 30 clients that never read held their own copies of every event of a training run: 1.4 GiB.
-    let made = 0;
-    const data = { step: 1, toJSON: () => (made++, { step: 1 }) };
-    const text = sharedEventText();
-    const texts = Array.from({ length: 30 }, () => text('train.progress', data));
-    expect(made).toBe(1);
-    expect(new Set(texts).size).toBe(1);
-    expect(JSON.parse(texts[0]!)).toEqual({ type: 'event', event: 'train.progress', data: { step: 1 } });
-    // The next event is its own.
-    text('train.progress', { step: 2 });
-    expect(text('train.progress', data)).toBe(texts[0]);
-    expect(made).toBe(2);
   });
 });
