@@ -2,6 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import net from 'node:net';
 
 import { ApiError } from '../../api/errors';
+import { wallClock } from '../common/wall-clock';
 
 import type { ProbeHello, ProbeMessage } from './probe-messages';
 import { ProbeHelloSchema, ProbeMessageSchema } from './probe-messages';
@@ -35,7 +36,7 @@ const COLLECTIVE_ITEM_BYTES = 128;
 /** Clock replies a rank has not read, at most: beyond, its probes go unanswered (a rank reads each reply at once). */
 const MAX_UNREAD_REPLY_BYTES = 64 << 10;
 /** The collector's clock in ms, with sub-millisecond resolution (what a rank's clock probe is answered with). */
-const now = () => performance.timeOrigin + performance.now();
+const now = wallClock();
 
 /** What one connected process (a rank) said, in arrival order. */
 export interface ProbeConnection {
