@@ -159,7 +159,7 @@ export async function createServices(options: ServicesOptions): Promise<Services
     'downloads.prepare': ({ kind, id }) => downloads.prepare(kind, id),
     'datasets.list': () => datasets.list(),
     'datasets.csvHeader': ({ path }) => datasets.csvHeader(path),
-    'datasets.inspect': ({ source }) => datasets.inspect(source),
+    'datasets.inspect': ({ source }, caller) => datasets.inspect(source, {}, caller),
     'datasets.build': (request) => jobs.run('datasets.build', request, (id) => datasets.cancel(id), (r) => datasets.build(r)),
     'datasets.verify': ({ id }) => datasets.verify(id),
     'datasets.remove': ({ id }) => datasets.remove(id),

@@ -89,7 +89,8 @@ function registerIpc(services: Services): void {
         };
         return { ok: true, result: await sources(name, params, window) };
       }
-      return { ok: true, result: await services.router.dispatch(name, params) };
+      // Each window is its own caller: one window's queued work takes turns with another's.
+      return { ok: true, result: await services.router.dispatch(name, params, event.sender) };
     } catch (err) {
       return { ok: false, error: toApiError(err).toPayload(services.workspace.root) };
     }

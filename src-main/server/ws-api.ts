@@ -8,9 +8,9 @@ import { formatIssues } from '../api/format-issues';
 import type { ServerMessage } from '../api/wire';
 import { RequestMessageSchema, TOKEN_QUERY_PARAM, WS_PATH } from '../api/wire';
 import { toApiError } from '../core/api-router';
+import { FairSlots } from '../core/common/fair-slots';
 import type { Services } from '../core/services';
 import { isAllowedOrigin, tokensEqual } from './auth';
-import { FairSlots } from './fair-slots';
 import { ANSWER_HIGH_WATER_BYTES, ANSWER_STALL_MS, MAX_WAITING_ANSWER_BYTES, Outbox } from './ws-outbox';
 
 /** Largest message a client may send (a frame over it closes that connection with 1009). */
@@ -225,7 +225,7 @@ function handleMessage(text: string, services: Services, outbox: Outbox, inFligh
   const sent = () => inFlight.count--;
   inFlight.slots.take(outbox, () => {
     void services.router
-      .dispatch(method, params)
+      .dispatch(method, params, outbox)
       .then(
         (result) => outbox.answer({ type: 'response', id, ok: true, result }, sent),
         (err: unknown) => outbox.answer({ type: 'response', id, ok: false, error: toApiError(err).toPayload(services.workspace.root) }, sent),

@@ -85,6 +85,21 @@ describe('datasets through the contract', () => {
     for (const row of [...bench.cached, ...(bench.uncached ?? [])]) expect(row.samplesPerSec).toBeGreaterThan(0);
   });
 
+  // Re-attack 15: previews ran in one queue for every window, so one window's 62 queued previews kept another's
+  // waiting ~3 s. Windows now take turns: a second window's preview waits for at most one of the first's.
+  it('gives windows their previews in turn: one window\'s queue does not keep another\'s waiting', async () => {
+    const rows = Array.from({ length: 20_000 }, (_, i) => `${i % 10},${i * 0.5},${i % 7}`).join('\n');
+    writeFileSync(path.join(services.workspace.root, 'sources', 'long.csv'), `label,a,b\n${rows}\n`);
+    const busy = {};
+    const other = {};
+    const done: string[] = [];
+    const source = { kind: 'csv', path: 'sources/long.csv', label: 'label', labelDtype: 'int32' };
+    const queued = Array.from({ length: 12 }, (_, i) => services.router.dispatch('datasets.inspect', { source }, busy).then(() => done.push(`busy ${i}`)));
+    const theirs = services.router.dispatch('datasets.inspect', { source }, other).then(() => done.push('other'));
+    await Promise.all([...queued, theirs]);
+    expect(done.indexOf('other'), done.join(', ')).toBeLessThanOrEqual(2);
+  });
+
   it('benchmarks the loader as a job: each setting as it starts and ends, and a cancel that keeps what was measured', async () => {
     // A source the loader can read in place: six settings, three of them on the source files.
     const cells = new Float32Array(2000 * 4).map((_, i) => i % 97);

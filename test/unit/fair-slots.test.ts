@@ -2,7 +2,7 @@
 // with 32 requests each shut every other window out for 37 s. They are now given out in turn.
 import { describe, expect, it } from 'vitest';
 
-import { FairSlots } from '../../src-main/server/fair-slots';
+import { FairSlots } from '../../src-main/core/common/fair-slots';
 
 describe('FairSlots', () => {
   it('gives a freed slot to the next connection in turn, so one request of another window waits behind one of a busy one', () => {

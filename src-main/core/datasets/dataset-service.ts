@@ -24,6 +24,7 @@ import { newJobId } from '../../api/ids';
 import type { DataSource } from '../../api/training';
 import type { EngineClient } from '../../engine/engine-client';
 import type { HostSource, HostTrainData } from '../../engine/host-protocol';
+import { FairSlots } from '../common/fair-slots';
 import { mergeTelemetry } from '../stats/benchmark-summary';
 import type { EventHub } from '../common/event-hub';
 import type { TelemetryService } from '../telemetry/telemetry-service';
@@ -61,8 +62,11 @@ export class DatasetService {
   private readonly jobs = new Map<string, AbortController>();
   /** Builds past their last cancellation point (BuildOptions.closeToCancel): a cancel now is answered not taken. */
   private readonly closed = new Set<string>();
-  /** Previews run one at a time: each may hold a record (up to MAX_RECORD_BYTES), so many at once would add up. */
-  private previews: Promise<unknown> = Promise.resolve();
+  /**
+   * Previews run one at a time, each may hold a record (up to MAX_RECORD_BYTES), and callers take turns: in one queue,
+   * one window's 62 queued previews kept every other window's waiting 3 s (re-attack 15).
+   */
+  private readonly previews = new FairSlots(1);
 
   constructor(
     private readonly workspace: Workspace,
@@ -104,11 +108,16 @@ export class DatasetService {
     return { ...(await readCsvHeader(this.confinePath(file, access))), path: file };
   }
 
-  async inspect(spec: SourceSpec, access: AccessOptions = {}): Promise<InspectResult> {
+  /** A source's fields, records and first values; `caller` takes its turn with the other windows'. */
+  async inspect(spec: SourceSpec, access: AccessOptions = {}, caller: object = this): Promise<InspectResult> {
     const confined = this.confine(spec, access);
-    const run = this.previews.then(() => this.preview(confined));
-    this.previews = run.catch(() => undefined);
-    return run;
+    return new Promise<InspectResult>((resolve, reject) =>
+      this.previews.take(caller, () => {
+        this.preview(confined)
+          .then(resolve, reject)
+          .finally(() => this.previews.release());
+      }),
+    );
   }
 
   private async preview(spec: SourceSpec): Promise<InspectResult> {
