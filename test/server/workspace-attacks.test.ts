@@ -164,6 +164,8 @@ describe('finding 2: reports never read through a planted link', () => {
     const exported = await call('reports.export', { id, dir: `exports/${id}` });
     expect(exported.ok).toBe(false);
     expect(existsSync(inWs('exports', id, `${id}.md`)) && readFileSync(inWs('exports', id, `${id}.md`), 'utf8').includes(SECRET)).toBe(false);
+    // The refused export leaves no folder behind (re-attack 15 found 18 empty or half-filled ones).
+    expect(existsSync(inWs('exports', id))).toBe(false);
 
     swap('report.json', path.join(outside.dir, 'secret.json'));
     const list = await call('reports.list');

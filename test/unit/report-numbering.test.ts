@@ -36,6 +36,16 @@ afterEach(() => t.cleanup());
 const numbers = () => readdirSync(ws.resolve('reports')).filter((d) => /^\d{4}-/.test(d)).map((d) => d.slice(0, 4)).sort();
 
 describe('report numbers and concurrent changes', () => {
+  it('leaves no folder behind when a report cannot be written whole (re-attack 15 found 8 half-made ones listed)', async () => {
+    const broken = content('Broken');
+    // A figure in a folder that is not there: the write fails after the report's folder was made.
+    broken.figures = [{ ...broken.figures[0], figure: { ...broken.figures[0].figure, name: 'missing/phases.svg' } }];
+    await expect(createReport(ws, broken)).rejects.toThrow();
+    expect(readdirSync(ws.resolve('reports'))).toEqual([]);
+    // The number is free for the next report.
+    expect((await createReport(ws, content('Next'))).summary.id).toBe('0001-next');
+  });
+
   it('is not stopped by a claim left behind (or planted) at any number, and leaves that claim alone (issue 23)', async () => {
     mkdirSync(path.join(ws.resolve('reports'), '.claim-9999'));
     mkdirSync(path.join(ws.resolve('reports'), '.claim-0001'));

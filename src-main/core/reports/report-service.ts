@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ApiError } from '../../api/errors';
 import type { ReportDetail, ReportExportResult, ReportGenerateRequest, RunTraceResult } from '../../api/reports';
 import type { Workspace } from '../workspace/workspace';
-import { copyFileOut, makeChosenFolder, makeFolder } from '../workspace/workspace-files';
+import { copyFileOut, entryKind, makeChosenFolder, makeFolder, removeEmptyFolder, removeEntry } from '../workspace/workspace-files';
 import { mergeRegenerated } from './blocks';
 import { generateReport } from './report-generator';
 import {
@@ -127,10 +127,25 @@ export class ReportService {
     const meta = await readReportMeta(this.workspace, id);
     const source = reportDir(this.workspace, id);
     if (path.resolve(target) === path.resolve(source)) throw new ApiError('E_BAD_INPUT', `${target} is the report's own folder: choose another`);
+    const made = inWorkspace && (await entryKind(this.workspace, target)) === null;
     if (inWorkspace) await makeFolder(this.workspace, target);
     else await makeChosenFolder(target);
     const files = [markdownFileOf(id), ...meta.figures.map((f) => f.name)];
-    for (const name of files) await copyFileOut(this.workspace, path.join(source, name), path.join(target, name));
+    const copied: string[] = [];
+    try {
+      for (const name of files) {
+        await copyFileOut(this.workspace, path.join(source, name), path.join(target, name));
+        copied.push(name);
+      }
+    } catch (err) {
+      // Half an export into a folder it made is not one: what it copied goes, and the folder. In a folder that was
+      // there, the copies stay: each is whole, and may have replaced a file of the same name.
+      if (made) {
+        for (const name of copied) await removeEntry(this.workspace, path.join(target, name)).catch(() => undefined);
+        await removeEmptyFolder(this.workspace, target);
+      }
+      throw err;
+    }
     return { dir: target, files };
   }
 }

@@ -240,7 +240,13 @@ export async function createReport(workspace: Workspace, content: ReportContent,
     }
     const at = now.toISOString();
     const meta: ReportMeta = { schemaVersion: REPORT_SCHEMA_VERSION, id, number, title: content.title, createdAt: at, updatedAt: at, runIds: content.runIds, sections: content.sections, figures: [], notes: [], blocks: {} };
-    return writeContent(workspace, meta, content, now);
+    try {
+      return await writeContent(workspace, meta, content, now);
+    } catch (err) {
+      // A report half written is no report: its folder goes, rather than show in the list as damaged.
+      await removeEntry(workspace, path.join('reports', id)).catch(() => undefined);
+      throw err;
+    }
   }
 }
 
