@@ -1,6 +1,7 @@
 // Datasets through the contract: build with progress and cancel, confinement to the workspace, benchmark.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -98,6 +99,31 @@ describe('datasets through the contract', () => {
     const theirs = services.router.dispatch('datasets.inspect', { source }, other).then(() => done.push('other'));
     await Promise.all([...queued, theirs]);
     expect(done.indexOf('other'), done.join(', ')).toBeLessThanOrEqual(2);
+  });
+
+  // Re-attack 15: a folder of one's own holding the four MNIST-style files was cached as "fashion-mnist-train",
+  // which retired the package's cache of that name. It is now named after its folder.
+  it('names the caches of a folder of MNIST-style files after the folder, leaving fashion-mnist\'s alone', async () => {
+    const idx = (dims: number[], fill: (i: number) => number) => {
+      const head = Buffer.alloc(4 + 4 * dims.length);
+      head.writeUInt32BE(0x0800 + dims.length, 0);
+      dims.forEach((d, i) => head.writeUInt32BE(d, 4 + 4 * i));
+      const n = dims.reduce((a, b) => a * b, 1);
+      return gzipSync(Buffer.concat([head, Buffer.from(Array.from({ length: n }, (_, i) => fill(i) & 255))]));
+    };
+    const dir = path.join(services.workspace.root, 'sources', 'my mnist');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'train-images-idx3-ubyte.gz'), idx([40, 4, 4], (i) => i));
+    writeFileSync(path.join(dir, 'train-labels-idx1-ubyte.gz'), idx([40], (i) => i % 10));
+    writeFileSync(path.join(dir, 't10k-images-idx3-ubyte.gz'), idx([10, 4, 4], (i) => 3 * i));
+    writeFileSync(path.join(dir, 't10k-labels-idx1-ubyte.gz'), idx([10], (i) => i % 10));
+    // A cache already named fashion-mnist-train, as the package's is.
+    writeFileSync(path.join(services.workspace.root, 'sources', 'fm.npy'), npyBytes('<f4', [30, 2], new Uint8Array(new Float32Array(60).buffer)));
+    await services.router.dispatch('datasets.build', { source: { kind: 'npy', path: 'sources/fm.npy', field: 'x' }, name: 'fashion-mnist-train' });
+    const data = await services.datasets.trainingData({ kind: 'fashion-mnist', dir: 'sources/my mnist' }, {});
+    expect(data.description).toBe('my_mnist-train (40 records), test my_mnist-test (10 records)');
+    const names = ((await services.router.dispatch('datasets.list', {})) as { name: string; records: number }[]).map((d) => `${d.name} ${d.records}`);
+    expect(names).toEqual(expect.arrayContaining(['fashion-mnist-train 30', 'my_mnist-train 40', 'my_mnist-test 10']));
   });
 
   it('benchmarks the loader as a job: each setting as it starts and ends, and a cancel that keeps what was measured', async () => {

@@ -35,7 +35,7 @@ import { buildCache, plannedCacheId } from './cache-builder';
 import { heldOutNamesakes, listDatasets, namesakes, removeDataset, resolveDataset, retireDatasets, verifyDataset } from './cache-store';
 import { decode } from './dtype-codec';
 import { EXAMPLE_TEST_RECORDS, EXAMPLE_TRAIN_RECORDS, writeBoardDumps } from './example-board';
-import { fashionMnistDir, fashionMnistSpecs } from './fashion-mnist';
+import { defaultFashionMnistDir, fashionMnistDir, fashionMnistSpecs, idxFolderName } from './fashion-mnist';
 import { heldOutPart } from './held-out-split';
 import { readCsvHeader } from './importers/csv-header';
 import { realSourcePath } from './importers/source-file';
@@ -431,9 +431,13 @@ export class DatasetService {
     if (data.kind === 'fashion-mnist') {
       // A caller's folder is confined file by file too: each of the four may itself be a link.
       const callers = data.dir !== undefined;
-      const specs = fashionMnistSpecs(fashionMnistDir(data.dir ? (access.allowPathsOutsideWorkspace ? path.resolve(data.dir) : this.workspace.resolve(data.dir)) : undefined));
-      train = await ensure('fashion-mnist-train', specs.train, callers);
-      test = await ensure('fashion-mnist-test', specs.test, callers);
+      const dir = fashionMnistDir(data.dir ? (access.allowPathsOutsideWorkspace ? path.resolve(data.dir) : this.workspace.resolve(data.dir)) : undefined);
+      const specs = fashionMnistSpecs(dir);
+      // A folder of one's own (MNIST, a test copy) is named after the folder: as "fashion-mnist" it retired the
+      // package's 60,000-record cache of that name (re-attack 15).
+      const name = callers && path.resolve(dir) !== path.resolve(defaultFashionMnistDir()) ? idxFolderName(dir) : 'fashion-mnist';
+      train = await ensure(`${name}-train`, specs.train, callers);
+      test = await ensure(`${name}-test`, specs.test, callers);
     } else if (data.kind === 'example-board') {
       // The dumps are the workspace's own files: read with the caller's confinement, like any of its files.
       train = await ensure('example-board-train', await this.generateExample(EXAMPLE_TRAIN_RECORDS, 0, access), true);

@@ -13,8 +13,13 @@ const FILES = {
   testLabels: 't10k-labels-idx1-ubyte.gz',
 };
 
+/** Where Fashion-MNIST is looked for when no folder is given: TRAINBENCH_FASHION_MNIST, else Debian's. */
+export function defaultFashionMnistDir(): string {
+  return process.env.TRAINBENCH_FASHION_MNIST ?? DEBIAN_FASHION_MNIST_DIR;
+}
+
 export function fashionMnistDir(dir?: string): string {
-  const chosen = dir ?? process.env.TRAINBENCH_FASHION_MNIST ?? DEBIAN_FASHION_MNIST_DIR;
+  const chosen = dir ?? defaultFashionMnistDir();
   const missing = Object.values(FILES).filter((f) => !existsSync(path.join(chosen, f)));
   if (missing.length) {
     throw new ApiError(
@@ -23,6 +28,11 @@ export function fashionMnistDir(dir?: string): string {
     );
   }
   return chosen;
+}
+
+/** The cache name for a folder of one's own holding the four files: the folder's name, made a valid dataset name. */
+export function idxFolderName(dir: string): string {
+  return path.basename(path.resolve(dir)).replace(/[^A-Za-z0-9_.-]/g, '_').replace(/^[._-]+/, '').slice(0, 48) || 'idx';
 }
 
 /** The train and test splits as IDX sources: images become `x`, labels `y`. */
