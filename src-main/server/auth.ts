@@ -1,5 +1,8 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import os from 'node:os';
+
+import { DOWNLOAD_TOKEN_HEADER } from '../api/downloads';
 
 /** A fresh random token for one serve session (printed in the URL, never stored). */
 export function createToken(): string {
@@ -11,6 +14,14 @@ export function tokensEqual(expected: string, given: string | null | undefined):
   const a = Buffer.from(expected);
   const b = Buffer.from(given);
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** The token a script sent: X-Trainbench-Token, or Authorization: Bearer. */
+export function headerToken(req: IncomingMessage): string | null {
+  const own = req.headers[DOWNLOAD_TOKEN_HEADER];
+  if (typeof own === 'string') return own;
+  const auth = req.headers.authorization;
+  return auth?.startsWith('Bearer ') ? auth.slice(7).trim() : null;
 }
 
 const LOOPBACK_HOSTS = ['127.0.0.1', 'localhost', '[::1]'];

@@ -4,7 +4,7 @@ import { DOWNLOAD_PATH, DOWNLOAD_TOKEN_HEADER, DownloadKindSchema, type Download
 import { ApiError, toApiError } from '../api/errors';
 import { DownloadRefused } from '../core/downloads/download-plan';
 import type { DownloadService } from '../core/downloads/download-service';
-import { isAllowedOrigin, tokensEqual } from './auth';
+import { headerToken, isAllowedOrigin, tokensEqual } from './auth';
 import { splitTarget } from './ws-api';
 
 /** Zips streamed at once; more wait for none: they are answered 503 and the person tries again. */
@@ -37,14 +37,6 @@ export function isDownloadTarget(target: string | undefined): boolean {
 
 function refuse(res: ServerResponse, status: number, message: string): void {
   res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }).end(`${message}\n`);
-}
-
-/** The token a script sent: X-Trainbench-Token, or Authorization: Bearer. */
-function headerToken(req: IncomingMessage): string | null {
-  const own = req.headers[DOWNLOAD_TOKEN_HEADER];
-  if (typeof own === 'string') return own;
-  const auth = req.headers.authorization;
-  return auth?.startsWith('Bearer ') ? auth.slice(7).trim() : null;
 }
 
 /** The download's kind and id, from a ticket (the browser) or from the path with the token in a header (a script). */

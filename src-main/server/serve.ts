@@ -1,12 +1,12 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import type { Duplex } from 'node:stream';
 
 import { printable } from '../api/shell-word';
 import { TOKEN_QUERY_PARAM } from '../api/wire';
 import type { Services } from '../core/services';
-import { allowedHostNames, createToken, externalAddresses, isWildcardHost, urlHostName } from './auth';
+import { allowedHostNames, createToken, externalAddresses, headerToken, isWildcardHost, tokensEqual, urlHostName } from './auth';
+import { guardConnections } from './connection-guard';
 import { downloadHandler, isDownloadTarget } from './download-route';
 import { staticHandler } from './static-files';
 import { isUploadTarget, uploadHandler } from './upload-route';
@@ -76,6 +76,15 @@ export function reachableUrls(host: string, port: number, token: string, hostnam
 }
 
 /** Serves the renderer and the WebSocket API; loopback only unless told otherwise. */
+/** The token in a URL's query, or null (a URL that does not parse has none). */
+function queryToken(url: string | undefined): string | null {
+  try {
+    return new URL(url ?? '/', 'http://host').searchParams.get(TOKEN_QUERY_PARAM);
+  } catch {
+    return null;
+  }
+}
+
 /** A request that says it sends a body (browsers' GETs never do). */
 function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
@@ -111,7 +120,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       else res.destroy();
     });
   });
-  guardConnections(server, headersTimeout, options.maxConnections ?? MAX_HTTP_CONNECTIONS);
+  // A page load shows the token in its URL, a script's request in a header.
+  const shownToken = (req: IncomingMessage) => tokensEqual(token, headerToken(req)) || tokensEqual(token, queryToken(req.url));
+  guardConnections(server, headersTimeout, options.maxConnections ?? MAX_HTTP_CONNECTIONS, shownToken);
   const { maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes } = options;
   const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes });
 
@@ -134,43 +145,4 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         server.closeAllConnections();
       }),
   };
-}
-
-/**
- * Open connections, and the ones that have not begun a request. Node's headers limit starts with a request's first
- * byte: a connection that sends nothing at all would stay open for ever, so one that has not begun a request (or a
- * WebSocket upgrade) within the limit is closed here. At `max` open connections, a new one takes the place of the
- * oldest that has still begun nothing, rather than being refused: 515 half-open connections (no token needed) kept
- * every page load, reconnect, upload and download out for as long as they were reopened (re-attack 15). Only when
- * every open connection is working is a new one closed.
- */
-function guardConnections(server: Server, limitMs: number, max: number): void {
-  // Insertion order is age: the first is the oldest silent one.
-  const silent = new Map<Duplex, ReturnType<typeof setTimeout>>();
-  let open = 0;
-  const started = (socket: Duplex) => {
-    clearTimeout(silent.get(socket));
-    silent.delete(socket);
-  };
-  server.on('connection', (socket: Duplex) => {
-    open++;
-    socket.once('close', () => {
-      open--;
-      started(socket);
-    });
-    if (open > max) {
-      const oldest = silent.keys().next().value;
-      if (oldest === undefined) {
-        socket.destroy();
-        return;
-      }
-      started(oldest);
-      oldest.destroy();
-    }
-    const timer = setTimeout(() => socket.destroy(), limitMs);
-    timer.unref();
-    silent.set(socket, timer);
-  });
-  server.on('request', (req: IncomingMessage) => started(req.socket));
-  server.on('upgrade', (req: IncomingMessage) => started(req.socket));
 }

@@ -5,7 +5,7 @@ import { ApiError, toApiError } from '../api/errors';
 import { DEFAULT_SOURCE_UPLOAD_MAX_BYTES, SOURCE_UPLOAD_PATH } from '../api/source-uploads';
 import { addSourceFile, checkSourceFileName, SourceFileRefused } from '../core/workspace/source-files';
 import type { Workspace } from '../core/workspace/workspace';
-import { isAllowedOrigin, tokensEqual } from './auth';
+import { headerToken, isAllowedOrigin, tokensEqual } from './auth';
 import { splitTarget } from './ws-api';
 
 /** Uploads written at once; more are answered 503 and the page says to try again. */
@@ -100,13 +100,6 @@ function answer(req: IncomingMessage, res: ServerResponse, status: number, body:
   req.once('end', close);
   req.once('close', close);
   req.resume();
-}
-
-function headerToken(req: IncomingMessage): string | null {
-  const own = req.headers[DOWNLOAD_TOKEN_HEADER];
-  if (typeof own === 'string') return own;
-  const auth = req.headers.authorization;
-  return auth?.startsWith('Bearer ') ? auth.slice(7).trim() : null;
 }
 
 /** The file name from the path's one segment, decoded once; or why not. */

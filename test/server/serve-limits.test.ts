@@ -310,6 +310,77 @@ describe('half-open connections at the connection limit (re-attack 15)', () => {
   });
 });
 
+describe('connections that keep asking at the connection limit (re-attack 16)', () => {
+  /** A raw keep-alive connection without the token that asks for a file, reads the answer, and asks again every 200 ms. */
+  function stranger(port: number, connect: typeof net.connect) {
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    socket.resume();
+    const ask = () => socket.writable && socket.write('HEAD /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    socket.once('connect', ask);
+    const timer = setInterval(ask, 200);
+    socket.once('close', () => clearInterval(timer));
+    return socket;
+  }
+
+  const pageLoad = (port: number, token: string) =>
+    new Promise<number>((resolve, reject) => {
+      const req = http.get({ host: '127.0.0.1', port, path: `/?token=${token}`, agent: false }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+    });
+
+  it('give way to a page load: keep-alive requests without the token do not hold a place for ever', async () => {
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxConnections: 20, log: () => undefined });
+    const { connect } = await import('node:net');
+    const strangers: net.Socket[] = [];
+    try {
+      for (let i = 0; i < 20; i++) strangers.push(stranger(server.port, connect));
+      // Each has had answers: none is silent any more.
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(strangers.filter((s) => s.closed)).toEqual([]);
+      for (let i = 0; i < 5; i++) expect(await pageLoad(server.port, server.token)).toBeGreaterThan(0);
+      // Each page load took a stranger's place, the one idle longest; the page loads' own went as they ended.
+      await expect.poll(() => strangers.filter((s) => s.closed).length, { timeout: 5_000 }).toBeGreaterThanOrEqual(1);
+    } finally {
+      for (const s of strangers) s.destroy();
+      await server.close();
+    }
+  });
+
+  it('a window of ours that showed the token keeps its place while strangers come and go', async () => {
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxConnections: 20, log: () => undefined });
+    const { connect } = await import('node:net');
+    const strangers: net.Socket[] = [];
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      // Our window: one kept-alive connection that showed the token, idle now.
+      expect(await new Promise<number>((resolve, reject) => {
+        http.get({ host: '127.0.0.1', port: server.port, path: `/?token=${server.token}`, agent }, (res) => {
+          res.resume();
+          res.once('end', () => resolve(res.statusCode ?? 0));
+        }).on('error', reject);
+      })).toBeGreaterThan(0);
+      const ours = [...(agent.freeSockets[Object.keys(agent.freeSockets)[0]] ?? [])][0] as net.Socket;
+      expect(ours).toBeDefined();
+      // 40 strangers for 19 free places: each new one takes an older stranger's place, never ours.
+      for (let i = 0; i < 40; i++) {
+        strangers.push(stranger(server.port, connect));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(ours.destroyed).toBe(false);
+      expect(strangers.filter((s) => !s.closed).length).toBeLessThanOrEqual(19);
+    } finally {
+      for (const s of strangers) s.destroy();
+      agent.destroy();
+      await server.close();
+    }
+  });
+});
+
 describe('answers a client has asked for (re-attack 9: a reading client was dropped)', () => {
   const RUN = '20261206-000000-bigrun';
   beforeAll(() => {

@@ -1,0 +1,89 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+
+/** What the guard knows of one open connection. */
+interface Connection {
+  /** It has shown the serve token (in the page's URL or a header): a window of ours, not just anyone. */
+  trusted: boolean;
+  /** Closes it when it has begun nothing within the headers limit; null once it has. */
+  silentTimer: ReturnType<typeof setTimeout> | null;
+}
+
+/**
+ * Keeps the server's connections under `max` without locking a person out. Node's headers limit starts with a
+ * request's first byte: a connection that sends nothing at all would stay open for ever, so one that begins no
+ * request (or WebSocket upgrade) within `limitMs` is closed here.
+ *
+ * At `max` open, a new connection takes the place of another rather than being refused. Whom it replaces is
+ * decided by what each is doing now, not by whether it ever began a request (re-attack 16: 512 connections that each
+ * asked for a small file every 3 s on keep-alive kept every page load out): first the one idle longest between
+ * requests among those that never showed the token, then the one of those whose request has run longest (a
+ * response it does not read), then the one idle longest among the token's. Only when every open connection is a
+ * window of ours at work (or a WebSocket, which the API caps itself) is the new one closed.
+ */
+export function guardConnections(server: Server, limitMs: number, max: number, shownToken: (req: IncomingMessage) => boolean): void {
+  const all = new Map<Duplex, Connection>();
+  // Insertion order is age in each: the first is the one idle (or working) longest.
+  const idleStrangers = new Set<Duplex>();
+  const busyStrangers = new Set<Duplex>();
+  const idleOurs = new Set<Duplex>();
+  const settle = (socket: Duplex) => {
+    idleStrangers.delete(socket);
+    busyStrangers.delete(socket);
+    idleOurs.delete(socket);
+  };
+  const quiet = (c: Connection) => {
+    if (c.silentTimer) clearTimeout(c.silentTimer);
+    c.silentTimer = null;
+  };
+  const victim = (): Duplex | undefined => idleStrangers.values().next().value ?? busyStrangers.values().next().value ?? idleOurs.values().next().value;
+
+  server.on('connection', (socket: Duplex) => {
+    if (all.size >= max) {
+      const gives = victim();
+      if (gives === undefined) {
+        socket.destroy();
+        return;
+      }
+      gives.destroy();
+      forget(gives);
+    }
+    const timer = setTimeout(() => socket.destroy(), limitMs);
+    timer.unref();
+    all.set(socket, { trusted: false, silentTimer: timer });
+    idleStrangers.add(socket);
+    socket.once('close', () => forget(socket));
+  });
+
+  function forget(socket: Duplex) {
+    const c = all.get(socket);
+    if (!c) return;
+    quiet(c);
+    settle(socket);
+    all.delete(socket);
+  }
+
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    const c = all.get(socket);
+    if (!c) return;
+    quiet(c);
+    if (!c.trusted && shownToken(req)) c.trusted = true;
+    settle(socket);
+    if (!c.trusted) busyStrangers.add(socket);
+    // Idle again once answered, at the back of its line (keep-alive waits for the next request).
+    res.once('close', () => {
+      if (!all.has(socket) || socket.destroyed) return;
+      settle(socket);
+      (c.trusted ? idleOurs : idleStrangers).add(socket);
+    });
+  });
+
+  // A WebSocket is the API's to cap (its clients and their token): never taken for a new connection here.
+  server.on('upgrade', (req: IncomingMessage) => {
+    const c = all.get(req.socket);
+    if (!c) return;
+    quiet(c);
+    settle(req.socket);
+  });
+}
