@@ -5,6 +5,7 @@ import { ApiError, toApiError } from '../api/errors';
 import { DownloadRefused } from '../core/downloads/download-plan';
 import type { DownloadService } from '../core/downloads/download-service';
 import { headerToken, isAllowedOrigin, tokensEqual } from './auth';
+import { TRANSFER_GRACE_MS, TransferSlots, type Transfer } from './transfer-slots';
 import { splitTarget } from './ws-api';
 
 /** Zips streamed at once; more wait for none: they are answered 503 and the person tries again. */
@@ -16,6 +17,11 @@ export const MAX_CONCURRENT_DOWNLOADS = 4;
  */
 export const DOWNLOAD_MIN_BYTES_PER_WINDOW = 64 * 1024;
 export const DOWNLOAD_RATE_WINDOW_MS = 30_000;
+/**
+ * With every slot taken, a new download takes the slot of the slowest one averaging under this (TransferSlots):
+ * four readers at 40 KB/s, over the floor, held every slot for the ten minutes a 23 MB zip took (re-attack 16).
+ */
+export const DOWNLOAD_FAIR_BYTES_PER_SECOND = 256 * 1024;
 
 export interface DownloadRouteOptions {
   downloads: DownloadService;
@@ -27,6 +33,8 @@ export interface DownloadRouteOptions {
   maxConcurrent?: number;
   /** The slowest a reader may take a zip: bytes per window (tests make them small). */
   minRate?: { bytes: number; windowMs: number };
+  /** Below this average (bytes a second) a download gives its slot to a new one when all are taken. */
+  fairBytesPerSecond?: number;
 }
 
 /** Whether a request target is the download endpoint's. */
@@ -39,16 +47,23 @@ function refuse(res: ServerResponse, status: number, message: string): void {
   res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }).end(`${message}\n`);
 }
 
-/** The download's kind and id, from a ticket (the browser) or from the path with the token in a header (a script). */
-function whichDownload(req: IncomingMessage, options: DownloadRouteOptions): { kind: DownloadKind; id: string } | { status: number; message: string } {
+/** A download is asked for by a ticket (the browser) or by the path with the token in a header (a script). */
+const SPENT = { status: 403, message: 'this download link was used already or has expired (a link is good once, for a minute): press Download again' };
+
+/** Why a request may not download at all (no good ticket, no token), or null; the ticket is not spent. */
+function refusedAccess(req: IncomingMessage, options: DownloadRouteOptions): { status: number; message: string } | null {
   const parts = splitTarget(req.url).pathname.slice(DOWNLOAD_PATH.length + 1).split('/');
-  if (parts.length === 2 && parts[0] === 'ticket') {
-    const found = /^[A-Za-z0-9_-]{16,64}$/.test(parts[1]) ? options.downloads.redeem(parts[1]) : null;
-    return found ?? { status: 403, message: 'this download link was used already or has expired (a link is good once, for a minute): press Download again' };
-  }
+  if (parts.length === 2 && parts[0] === 'ticket') return /^[A-Za-z0-9_-]{16,64}$/.test(parts[1]) && options.downloads.holds(parts[1]) ? null : SPENT;
   if (!tokensEqual(options.token, headerToken(req))) {
     return { status: 401, message: `missing or wrong token: send it in the ${DOWNLOAD_TOKEN_HEADER} header (or Authorization: Bearer), never in the URL` };
   }
+  return null;
+}
+
+/** The download's kind and id, for a request refusedAccess let through (a ticket is spent here). */
+function whichDownload(req: IncomingMessage, options: DownloadRouteOptions): { kind: DownloadKind; id: string } | { status: number; message: string } {
+  const parts = splitTarget(req.url).pathname.slice(DOWNLOAD_PATH.length + 1).split('/');
+  if (parts.length === 2 && parts[0] === 'ticket') return options.downloads.redeem(parts[1]) ?? SPENT;
   // Two parts, each decoded once: "../" (or %2e%2e%2f) cannot reach another folder, as the id is checked as one name.
   const kind = DownloadKindSchema.safeParse(parts[0]);
   if (parts.length !== 2 || !kind.success) return { status: 404, message: `no such download: ${DOWNLOAD_PATH}/report/<report id> or ${DOWNLOAD_PATH}/run/<run id>` };
@@ -68,21 +83,13 @@ function whichDownload(req: IncomingMessage, options: DownloadRouteOptions): { k
 export function downloadHandler(options: DownloadRouteOptions) {
   const { downloads, allowedHosts, log } = options;
   const maxConcurrent = options.maxConcurrent ?? MAX_CONCURRENT_DOWNLOADS;
-  let active = 0;
-  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if (req.method !== 'GET') {
-      res.setHeader('Allow', 'GET');
-      return refuse(res, 405, 'downloads are GET requests');
-    }
-    if (!isAllowedOrigin(req.headers.origin, req.headers.host, allowedHosts)) return refuse(res, 403, 'origin not allowed');
-    // A browser says where a request came from; another site's page (a link, an <img>) is refused before any ticket is spent.
-    const site = req.headers['sec-fetch-site'];
-    if (site !== undefined && site !== 'same-origin' && site !== 'none') return refuse(res, 403, `a download is started from this workbench's own page, not from another site (${site})`);
-    // Before the ticket is looked at: a download refused for being one too many leaves its ticket good.
-    if (active >= maxConcurrent) return refuse(res, 503, `${maxConcurrent} downloads are being sent already: try again when one has finished`);
+  const minRate = options.minRate ?? { bytes: DOWNLOAD_MIN_BYTES_PER_WINDOW, windowMs: DOWNLOAD_RATE_WINDOW_MS };
+  const slots = new TransferSlots(maxConcurrent, options.fairBytesPerSecond ?? DOWNLOAD_FAIR_BYTES_PER_SECOND, 'download', Math.min(TRANSFER_GRACE_MS, minRate.windowMs));
+
+  /** The zip the request asks for, written as it is made; refused in words when it cannot be. */
+  async function send(req: IncomingMessage, res: ServerResponse, accepted: () => number, drop: (why: string) => void, tooSlow: () => string | null): Promise<void> {
     const which = whichDownload(req, options);
     if ('status' in which) return refuse(res, which.status, which.message);
-
     let plan;
     try {
       plan = await downloads.plan(which.kind, which.id);
@@ -92,18 +99,11 @@ export function downloadHandler(options: DownloadRouteOptions) {
       const message = err instanceof DownloadRefused ? err.message : toApiError(err).toPayload(downloads.root).message;
       return refuse(res, status, `${which.kind} ${which.id.slice(0, 200)} cannot be downloaded: ${message}`);
     }
-    active++;
-    const minRate = options.minRate ?? { bytes: DOWNLOAD_MIN_BYTES_PER_WINDOW, windowMs: DOWNLOAD_RATE_WINDOW_MS };
-    // What the socket has handed to the kernel, i.e. what the reader took (a kept-alive socket counts from here).
-    const taken = () => res.socket?.bytesWritten ?? 0;
-    let mark = taken();
-    let tooSlow: string | null = null;
+    let mark = 0;
     const slow = setInterval(() => {
-      const took = taken() - mark;
+      const took = accepted() - mark;
       mark += took;
-      if (took >= minRate.bytes) return;
-      tooSlow = `the reader took ${took} bytes in ${minRate.windowMs / 1000} s, less than the ${minRate.bytes} a download must to keep its slot`;
-      res.destroy();
+      if (took < minRate.bytes) drop(`the connection accepted ${took} bytes in ${minRate.windowMs / 1000} s, less than the ${minRate.bytes} a download must to keep its slot`);
     }, minRate.windowMs);
     try {
       res.writeHead(200, {
@@ -119,11 +119,41 @@ export function downloadHandler(options: DownloadRouteOptions) {
       if (written.skipped.length) log(`download ${plan.fileName}: left out ${written.skipped.map((s) => `${s.name} (${s.reason})`).join(', ')}`);
     } catch (err) {
       // Headers are gone: the browser sees a failed download, and the log says why.
-      log(`download ${plan.fileName} stopped: ${tooSlow ?? (err as Error).message}`);
+      log(`download ${plan.fileName} stopped: ${tooSlow() ?? (err as Error).message}`);
       res.destroy();
     } finally {
       clearInterval(slow);
-      active--;
+    }
+  }
+
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (req.method !== 'GET') {
+      res.setHeader('Allow', 'GET');
+      return refuse(res, 405, 'downloads are GET requests');
+    }
+    if (!isAllowedOrigin(req.headers.origin, req.headers.host, allowedHosts)) return refuse(res, 403, 'origin not allowed');
+    // A browser says where a request came from; another site's page (a link, an <img>) is refused before any ticket is spent.
+    const site = req.headers['sec-fetch-site'];
+    if (site !== undefined && site !== 'same-origin' && site !== 'none') return refuse(res, 403, `a download is started from this workbench's own page, not from another site (${site})`);
+    // Only a window of ours may take a slow download's slot; one refused for being one too many keeps its ticket good.
+    const refused = refusedAccess(req, options);
+    if (refused) return refuse(res, refused.status, refused.message);
+    if (!slots.claim()) return refuse(res, 503, `${maxConcurrent} downloads are being sent already: try again when one has finished`);
+    // The slot is held from here (a plan takes a moment): what the connection has accepted is handed to the kernel,
+    // whose buffer a slow reader drains. It is not what the reader has read: a full buffer takes nothing until it drains.
+    const start = res.socket?.bytesWritten ?? 0;
+    const accepted = () => (res.socket?.bytesWritten ?? start) - start;
+    let tooSlow: string | null = null;
+    const drop = (why: string) => {
+      tooSlow = why;
+      res.destroy();
+    };
+    const entry: Transfer = { since: Date.now(), moved: accepted, evict: drop };
+    slots.add(entry);
+    try {
+      await send(req, res, accepted, drop, () => tooSlow);
+    } finally {
+      slots.delete(entry);
     }
   };
 }

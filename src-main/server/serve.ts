@@ -35,6 +35,8 @@ export interface ServeOptions {
   downloadStallMs?: number;
   /** The slowest a reader may take a zip (download-route's default unless a test makes it small). */
   downloadMinRate?: { bytes: number; windowMs: number };
+  /** Below this average (bytes a second) a download gives its slot to a new one when all are taken. */
+  downloadFairBytesPerSecond?: number;
   /** A static file's client that stops reading for this long is closed (tests shorten it). */
   staticStallMs?: number;
   /** The largest data file an upload into sources/ takes (DEFAULT_SOURCE_UPLOAD_MAX_BYTES otherwise), and how long one may send nothing. */
@@ -98,7 +100,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const log = (line: string) => sink(printable(line));
   const serveStatic = staticHandler(options.rendererDir, log, options.staticStallMs);
   const allowedHosts = allowedHostNames(host);
-  const serveDownload = downloadHandler({ downloads: options.services.downloads, token, allowedHosts, log, stallMs: options.downloadStallMs, minRate: options.downloadMinRate });
+  const serveDownload = downloadHandler({ downloads: options.services.downloads, token, allowedHosts, log, stallMs: options.downloadStallMs, minRate: options.downloadMinRate, fairBytesPerSecond: options.downloadFairBytesPerSecond });
   const serveUpload = uploadHandler({ workspace: options.services.workspace, token, allowedHosts, log, maxBytes: options.uploadMaxBytes, stallMs: options.uploadStallMs, minRate: options.uploadMinRate, fairBytesPerSecond: options.uploadFairBytesPerSecond });
   // No limit on a whole request's time (Node's is 5 minutes): an upload of gigabytes over a tunnel takes longer,
   // and the upload route drops a sender that stalls instead. Headers still have to arrive within a minute: said

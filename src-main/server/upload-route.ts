@@ -6,6 +6,7 @@ import { DEFAULT_SOURCE_UPLOAD_MAX_BYTES, SOURCE_UPLOAD_PATH } from '../api/sour
 import { addSourceFile, checkSourceFileName, SourceFileRefused } from '../core/workspace/source-files';
 import type { Workspace } from '../core/workspace/workspace';
 import { headerToken, isAllowedOrigin, tokensEqual } from './auth';
+import { TRANSFER_GRACE_MS, TransferSlots, type Transfer } from './transfer-slots';
 import { splitTarget } from './ws-api';
 
 /** Uploads written at once; more are answered 503 and the page says to try again. */
@@ -19,11 +20,7 @@ export const UPLOAD_STALL_MS = 60_000;
  */
 export const UPLOAD_MIN_BYTES_PER_WINDOW = 64 * 1024;
 export const UPLOAD_RATE_WINDOW_MS = 30_000;
-/**
- * With every slot taken, a new upload takes the slot of the slowest one that has run a rate window and averages
- * under this: a floor alone is easy to stay just above (four uploads at 2.3 KB/s held every slot, a 100 MB file
- * would take 12 h; re-attack 15), while a person's upload over any real link is far faster.
- */
+/** With every slot taken, a new upload takes the slot of the slowest one averaging under this (TransferSlots). */
 export const UPLOAD_FAIR_BYTES_PER_SECOND = 256 * 1024;
 /**
  * After a refusal while the sender is still sending, what follows is read and dropped (never kept) for at
@@ -46,13 +43,6 @@ export interface UploadRouteOptions {
   minRate?: { bytes: number; windowMs: number };
   /** Below this average (bytes a second) an upload gives its slot to a new one when all are taken. */
   fairBytesPerSecond?: number;
-}
-
-/** An upload being written, with what it has brought since it began. */
-interface Writing {
-  req: IncomingMessage;
-  got: () => number;
-  since: number;
 }
 
 /** The request's chunks as they come, counted into `rate.got` (the slowest-upload check reads it). */
@@ -135,22 +125,7 @@ export function uploadHandler(options: UploadRouteOptions) {
   const maxConcurrent = options.maxConcurrent ?? MAX_CONCURRENT_UPLOADS;
   const minRate = options.minRate ?? { bytes: UPLOAD_MIN_BYTES_PER_WINDOW, windowMs: UPLOAD_RATE_WINDOW_MS };
   const fair = options.fairBytesPerSecond ?? UPLOAD_FAIR_BYTES_PER_SECOND;
-  const active = new Set<Writing>();
-  /** The slowest upload that has run a rate window and averages under `fair`, made to give up its slot; false if none. */
-  const makeRoom = (): boolean => {
-    const now = Date.now();
-    let slowest: { entry: Writing; perSecond: number } | null = null;
-    for (const entry of active) {
-      const seconds = (now - entry.since) / 1000;
-      if (seconds * 1000 < minRate.windowMs) continue;
-      const perSecond = entry.got() / seconds;
-      if (perSecond < fair && (slowest === null || perSecond < slowest.perSecond)) slowest = { entry, perSecond };
-    }
-    if (slowest === null) return false;
-    active.delete(slowest.entry);
-    slowest.entry.req.destroy(new Error(`it gave its slot to another upload: ${Math.round(slowest.perSecond)} bytes a second, under the ${fair} an upload keeps its slot at while others wait`));
-    return true;
-  };
+  const slots = new TransferSlots(maxConcurrent, fair, 'upload', Math.min(TRANSFER_GRACE_MS, minRate.windowMs));
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.method !== 'PUT') {
       res.setHeader('Allow', 'PUT');
@@ -164,13 +139,13 @@ export function uploadHandler(options: UploadRouteOptions) {
     if (typeof name !== 'string') return answer(req, res, 400, name.message);
     const declared = declaredLength(req);
     if (declared === null) return answer(req, res, 400, 'Content-Length is not a number');
-    if (active.size >= maxConcurrent && !makeRoom()) return answer(req, res, 503, `${maxConcurrent} uploads are being written already: try again when one has finished`);
+    if (!slots.claim()) return answer(req, res, 503, `${maxConcurrent} uploads are being written already: try again when one has finished`);
 
     const stalled = () => req.destroy(new Error(`the sender sent nothing for ${stallMs / 1000} s`));
     req.setTimeout(stallMs, stalled);
     const rate = { got: 0, mark: 0 };
-    const entry: Writing = { req, got: () => rate.got, since: Date.now() };
-    active.add(entry);
+    const entry: Transfer = { since: Date.now(), moved: () => rate.got, evict: (why) => req.destroy(new Error(why)) };
+    slots.add(entry);
     const slow = setInterval(() => {
       const sent = rate.got - rate.mark;
       rate.mark = rate.got;
@@ -194,7 +169,7 @@ export function uploadHandler(options: UploadRouteOptions) {
       if (status >= 500) log(`upload ${shown} failed: ${message}`);
       answer(req, res, status, message);
     } finally {
-      active.delete(entry);
+      slots.delete(entry);
       clearInterval(slow);
       req.off('timeout', stalled);
       req.socket?.setTimeout(0);

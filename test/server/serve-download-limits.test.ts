@@ -97,11 +97,56 @@ describe('serve mode download limits', () => {
     // 64 KiB every 100 ms: never still long enough for the stall timer, far under 4 MiB a second.
     const sip = setInterval(() => socket.read(64 * 1024), 100);
     try {
-      await expect.poll(() => lines.join('\n'), { timeout: 15_000 }).toMatch(new RegExp(`download run-${RUN}\\.zip stopped: the reader took \\d+ bytes in 1 s, less than the 4194304 a download must to keep its slot`));
+      await expect.poll(() => lines.join('\n'), { timeout: 15_000 }).toMatch(new RegExp(`download run-${RUN}\\.zip stopped: the connection accepted \\d+ bytes in 1 s, less than the 4194304 a download must to keep its slot`));
     } finally {
       clearInterval(sip);
       socket.destroy();
       await slowServer.close();
+    }
+  }, 30_000);
+});
+
+describe('downloads that keep over the floor (re-attack 16)', () => {
+  it('give their slot to a window of ours when all are taken, the slowest first; a request without the token takes none', async () => {
+    const lines: string[] = [];
+    // A fair rate far over what a reader of 160 KiB/s keeps, so the four below are all under it.
+    const fairServer = await startServer({ services, rendererDir: renderer.dir, port: 0, token: 'f'.repeat(32), log: (l) => lines.push(l), downloadFairBytesPerSecond: 32 * 1024 * 1024 });
+    const get = (headers: Record<string, string>) =>
+      new Promise<{ status: number; bytes: number }>((resolve, reject) => {
+        http
+          .get({ host: '127.0.0.1', port: fairServer.port, path: `/download/run/${RUN}`, headers }, (res) => {
+            let bytes = 0;
+            res.on('data', (c: Buffer) => (bytes += c.length));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes }));
+          })
+          .on('error', reject);
+      });
+    // Four readers that each take 16 KiB every 100 ms: never still, well over the floor of 64 KiB in 30 s.
+    const sippers = Array.from({ length: 4 }, () => {
+      const socket = net.connect(fairServer.port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.pause();
+      socket.write(`GET /download/run/${RUN} HTTP/1.1\r\nHost: 127.0.0.1:${fairServer.port}\r\nX-Trainbench-Token: ${fairServer.token}\r\n\r\n`);
+      const timer = setInterval(() => socket.read(16 * 1024), 100);
+      return { socket, timer };
+    });
+    const gave = () => lines.filter((l) => /download run-\S+\.zip stopped: it gave its slot to another download: \d+ bytes a second, under the 33554432/.test(l));
+    try {
+      await Promise.all(sippers.map((s) => new Promise((resolve) => s.socket.once('readable', resolve))));
+      await new Promise((resolve) => setTimeout(resolve, 2_300));
+      // Without the token: refused as before, and nobody's slot is taken for it.
+      expect((await get({})).status).toBe(401);
+      expect(gave()).toEqual([]);
+      const full = await get({ 'x-trainbench-token': fairServer.token });
+      expect(full.status).toBe(200);
+      expect(full.bytes).toBeGreaterThan(48 * 1024 * 1024);
+      expect(gave()).toHaveLength(1);
+    } finally {
+      for (const s of sippers) {
+        clearInterval(s.timer);
+        s.socket.destroy();
+      }
+      await fairServer.close();
     }
   }, 30_000);
 });

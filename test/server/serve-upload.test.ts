@@ -194,6 +194,37 @@ describe('uploads that keep just above the floor (re-attack 15)', () => {
   }, 30_000);
 });
 
+describe('uploads started in rotation (re-attack 16)', () => {
+  it('are judged by their rate after a short grace, not only once a rate window old: a new window\'s upload is taken', async () => {
+    const lines: string[] = [];
+    // A long rate window (the floor's, 5 s): young uploads were exempt for all of it.
+    const server3 = await startServer({ services, rendererDir: renderer.dir, port: 0, token: TOKEN, log: (l) => lines.push(l), uploadMinRate: { bytes: 1024, windowMs: 5_000 }, uploadFairBytesPerSecond: 64 * 1024 });
+    const headers = { ...own(), host: `127.0.0.1:${server3.port}`, origin: `http://127.0.0.1:${server3.port}` };
+    // Each: 2 KiB at once (over the floor), then 100 bytes every 200 ms.
+    const young = Array.from({ length: 4 }, (_, i) => {
+      const req = http.request({ host: '127.0.0.1', port: server3.port, path: `/upload/sources/young-${i}.csv`, method: 'PUT', headers: { ...headers, 'content-length': String(MiB) } });
+      req.on('error', () => undefined);
+      req.write(Buffer.alloc(2048, 97));
+      const timer = setInterval(() => req.write(Buffer.alloc(100, 97)), 200);
+      return { req, timer };
+    });
+    try {
+      // Past the 2 s grace, well within the 5 s window.
+      await new Promise((resolve) => setTimeout(resolve, 2_300));
+      const ok = await send('PUT', '/upload/sources/after-young.csv', headers, 'a,b\n1,2\n', server3.port);
+      expect(ok.status, ok.text).toBe(201);
+      await expect.poll(() => lines.filter((l) => /upload "young-\d\.csv" stopped: it gave its slot to another upload: \d+ bytes a second, under the 65536/.test(l)).length).toBe(1);
+    } finally {
+      for (const t of young) {
+        clearInterval(t.timer);
+        t.req.destroy();
+      }
+      await server3.close();
+      rmSync(path.join(sources, 'after-young.csv'), { force: true });
+    }
+  }, 30_000);
+});
+
 describe('serve mode: uploading data files into sources/', () => {
   it('streams a file into sources/, where it appears only when whole and the wizard lists it at once', async () => {
     const data = Buffer.alloc(24 * MiB);

@@ -75,6 +75,12 @@ export class DownloadService {
   }
 
   /** What a ticket was given for, once: a second use, an expired or unknown ticket give null. */
+  /** Whether a ticket is good now, without spending it. */
+  holds(ticket: string): boolean {
+    const found = this.tickets.get(ticket);
+    return found !== undefined && found.expires > this.now();
+  }
+
   redeem(ticket: string): { kind: DownloadKind; id: string } | null {
     const found = this.tickets.get(ticket);
     if (!found) return null;
