@@ -41,7 +41,15 @@ export const MAX_REFUSALS_WAITING = 1024;
  * for 40 s while the kernel's buffers took theirs (re-attack 14).
  */
 export const MAX_REFUSALS_PER_WINDOW = 256;
+/**
+ * Bytes of refused messages one connection may send in REFUSAL_WINDOW_MS: each is parsed whole before it is
+ * refused, so 31 connections each just under the count, with messages of 256 KiB of JSON that is no request, held
+ * the server at a full core and every other window's answer at a second (re-attack 16).
+ */
+export const MAX_REFUSED_BYTES_PER_WINDOW = 4 * 1024 * 1024;
 const REFUSAL_WINDOW_MS = 10_000;
+
+const formatMiB = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
 export interface WsApiOptions {
   server: Server;
@@ -150,18 +158,20 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     ws.on('error', (err) => log(`closed client ${who} after a protocol error: ${err.message}`));
     outbox.event({ type: 'event', event: 'engine.status', data: services.engine.status() });
 
-    const inFlight: InFlight = { count: 0, max: maxInFlight, slots, refusals: 0, recent: { since: Date.now(), count: 0 } };
+    const inFlight: InFlight = { count: 0, max: maxInFlight, slots, refusals: 0, recent: { since: Date.now(), count: 0, bytes: 0 } };
     ws.on('message', (raw) => {
       if (ws.readyState !== ws.OPEN) return; // closing: what it still sends is not read
       try {
         const now = Date.now();
-        if (now - inFlight.recent.since > REFUSAL_WINDOW_MS) inFlight.recent = { since: now, count: 0 };
+        if (now - inFlight.recent.since > REFUSAL_WINDOW_MS) inFlight.recent = { since: now, count: 0, bytes: 0 };
         const tooMany =
           inFlight.refusals >= MAX_REFUSALS_WAITING
             ? `${MAX_REFUSALS_WAITING} refusals of its messages wait unread`
             : inFlight.recent.count >= MAX_REFUSALS_PER_WINDOW
               ? `${MAX_REFUSALS_PER_WINDOW} of its messages were refused within ${REFUSAL_WINDOW_MS / 1000} s`
-              : null;
+              : inFlight.recent.bytes >= MAX_REFUSED_BYTES_PER_WINDOW
+                ? `${formatMiB(inFlight.recent.bytes)} of its messages were refused within ${REFUSAL_WINDOW_MS / 1000} s`
+                : null;
         if (tooMany) {
           log(`closed client ${who}: ${tooMany}`);
           // The close frame tells a client that reads why; one that does not read is cut off a moment later.
@@ -186,8 +196,8 @@ interface InFlight {
   slots: FairSlots;
   /** Refusals its socket has not written out yet (MAX_REFUSALS_WAITING bounds them). */
   refusals: number;
-  /** Refusals drawn since `since` (MAX_REFUSALS_PER_WINDOW bounds them). */
-  recent: { since: number; count: number };
+  /** Refusals drawn since `since`, and the bytes of the messages refused (MAX_REFUSALS_PER_WINDOW, MAX_REFUSED_BYTES_PER_WINDOW). */
+  recent: { since: number; count: number; bytes: number };
 }
 
 function handleMessage(text: string, services: Services, outbox: Outbox, inFlight: InFlight): void {
@@ -197,6 +207,7 @@ function handleMessage(text: string, services: Services, outbox: Outbox, inFligh
   const send = (msg: ServerMessage) => {
     inFlight.refusals++;
     inFlight.recent.count++;
+    inFlight.recent.bytes += text.length;
     outbox.answer(msg, () => undefined, { refusal: true, written: () => inFlight.refusals-- });
   };
   let json: unknown;

@@ -185,6 +185,22 @@ describe('work a client can queue', () => {
     }
   });
 
+  it('closes a client whose refused messages pass 4 MiB in 10 s, however few they are (re-attack 16)', async () => {
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
+    try {
+      const heavy = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      const closed = new Promise<number>((resolve) => heavy.on('close', (code) => resolve(code)));
+      // JSON that is no request, 256 KiB each: parsed whole before it is refused. 20 of them, far under 256 refusals.
+      const junk = JSON.stringify({ pad: 'x'.repeat(256 * 1024) });
+      for (let i = 0; i < 20; i++) heavy.send(junk);
+      expect(await closed).toBe(1008);
+      expect(lines.find((l) => l.startsWith('closed client'))).toMatch(/: 4\.\d MiB of its messages were refused within 10 s$/);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('closes a client that draws refusals as fast as it sends, and its flood shuts no other window out (re-attacks 13, 14)', async () => {
     const lines: string[] = [];
     // A small answer budget: refusals counted in it would fill it within the first thousand frames.
