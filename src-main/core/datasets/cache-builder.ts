@@ -1,15 +1,19 @@
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
+import type { z } from 'zod';
+
 import type { BuildProgress, BuildResult, CacheDType, CacheManifest, HeldOutSplit, SourceSpec } from '../../api/datasets';
-import { CACHE_FORMAT_VERSION, CacheFieldSchema, DTYPE_BYTES } from '../../api/datasets';
+import { CACHE_FORMAT_VERSION, CacheFieldSchema, CacheManifestSchema, DTYPE_BYTES } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
+import { issueWords } from '../../api/format-issues';
 import { ID_PATTERN } from '../../api/ids';
 import type { Workspace } from '../workspace/workspace';
 import { createFile, makeFolder, makeFolderExclusive, removeEntry, renameEntry, writeFileConfined, writeJsonConfined } from '../workspace/workspace-files';
 import { checkStructure, DATASETS_DIR, datasetDir, datasetId, datasetsRoot, readManifest, namesakes, retireDatasets, scratchDir, sha256File, summarize, sweepAbandonedBuilds } from './cache-store';
 import { convert, decode, StatsAccumulator } from './dtype-codec';
 import { fingerprint } from './fingerprint';
+import { excerpt } from './importers/excerpt';
 import type { RecordSource } from './importers/record-source';
 import { checkAborted, recordValues } from './importers/record-source';
 import { planShards, recordsPerShard, shardHeader } from './shard-layout';
@@ -74,6 +78,43 @@ function outputFields(source: RecordSource, fieldMap: BuildSettings['fieldMap'])
   return out;
 }
 
+/** Names of manifest keys in messages. */
+const KEY_WORDS: Record<string, string> = { records: 'the record count', recordsPerShard: 'records per shard', recordBytes: 'bytes per record' };
+
+/** One zod issue of a manifest as words: "field 'x' dimension 2 (0) must be at least 1". */
+function issueSentence(manifest: unknown, issue: z.core.$ZodIssue): string {
+  let value: unknown = manifest;
+  for (const key of issue.path) value = (value as Record<PropertyKey, unknown> | undefined)?.[key];
+  const [head, index, key, dim] = issue.path;
+  const field = head === 'fields' && typeof index === 'number' ? (manifest as CacheManifest).fields[index] : undefined;
+  const what =
+    field && key === 'shape' && typeof dim === 'number'
+      ? `field '${field.name}' dimension ${dim + 1}`
+      : field
+        ? `field '${field.name}' ${KEY_WORDS[String(key)] ?? String(key)}`
+        : KEY_WORDS[String(head)] ?? issue.path.map(String).join('.');
+  const shown = typeof value === 'number' || typeof value === 'string' ? ` (${excerpt(String(value))})` : '';
+  const words =
+    issue.code === 'too_big' && (issue as { origin?: string }).origin === 'int' ? `is more than the ${Number.MAX_SAFE_INTEGER} that can be counted exactly` : issueWords(issue);
+  return `${what}${shown} ${words}`;
+}
+
+/**
+ * Refuses (as the source's fault, in words) a manifest the reader would refuse: published, it would have replaced the
+ * good cache of its name with one that never opens. Checked on the fields and counts before anything is written, and on
+ * the whole manifest before it is published.
+ */
+function checkReadable(schema: z.ZodType, manifest: unknown, source: RecordSource, name: string): void {
+  const parsed = schema.safeParse(manifest);
+  if (parsed.success) return;
+  const issues = parsed.error.issues;
+  const more = issues.length > 3 ? `; and ${issues.length - 3} more` : '';
+  throw new ApiError(
+    'E_DATA',
+    `${source.description} would make a cache that cannot be read (${issues.slice(0, 3).map((i) => issueSentence(manifest, i)).join('; ')}${more}): nothing was published, and any cache named '${name}' is kept`,
+  );
+}
+
 /** The id a build of this source with these settings publishes, or finds: what buildCache names it. */
 export async function plannedCacheId(source: RecordSource, settings: BuildSettings): Promise<string> {
   return datasetId(settings.name, (await fingerprint(source, settings)).hash);
@@ -94,6 +135,16 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
     throw new ApiError('E_BAD_INPUT', `dataset name ${JSON.stringify(settings.name)} is not allowed: use letters, digits, '.', '_' and '-', not starting with '.'`);
   }
   const fields = outputFields(source, settings.fieldMap);
+  const recordBytes = fields.map((f) => f.recordBytes);
+  const perShard = recordsPerShard(settings.shardBytes, recordBytes);
+  const manifestFields = (stats: ReturnType<StatsAccumulator['result']>[]) =>
+    fields.map((f, i) => ({ name: f.name, dtype: f.dtype, shape: f.shape, recordBytes: f.recordBytes, stats: stats[i], ...(f.classes ? { classes: f.classes } : {}) }));
+  checkReadable(
+    CacheManifestSchema.pick({ records: true, recordsPerShard: true, fields: true }),
+    { records: source.records, recordsPerShard: perShard, fields: manifestFields(fields.map(() => null)) },
+    source,
+    settings.name,
+  );
   const fp = await fingerprint(source, settings);
   const id = datasetId(settings.name, fp.hash);
   await makeFolder(workspace, datasetsRoot(workspace));
@@ -124,8 +175,6 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
   await makeFolderExclusive(workspace, tmp);
   // For older Trainbench versions sharing this workspace, whose sweep reads the owner from this file.
   await writeFileConfined(workspace, path.join(tmp, '.owner'), JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() }));
-  const recordBytes = fields.map((f) => f.recordBytes);
-  const perShard = recordsPerShard(settings.shardBytes, recordBytes);
   const plan = planShards(source.records, perShard, recordBytes);
   // Progress counts the record bytes written (headers and padding are not work).
   const bytesTotal = source.records * recordBytes.reduce((a, b) => a + b, 0);
@@ -202,7 +251,7 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
       createdAt: new Date().toISOString(),
       records,
       recordsPerShard: perShard,
-      fields: fields.map((f, i) => ({ name: f.name, dtype: f.dtype, shape: f.shape, recordBytes: f.recordBytes, stats: stats[i].result(), ...(f.classes ? { classes: f.classes } : {}) })),
+      fields: manifestFields(stats.map((s) => s.result())),
       shards,
       source: {
         kind: source.kind,
@@ -214,6 +263,8 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
       settings: { shardBytes: settings.shardBytes, fieldMap: settings.fieldMap },
       ...(options.split ? { split: options.split } : {}),
     };
+    // As the reader will see it: JSON writes Infinity and NaN as null.
+    checkReadable(CacheManifestSchema, JSON.parse(JSON.stringify(manifest)), source, settings.name);
     await writeJsonConfined(workspace, path.join(tmp, 'manifest.json'), manifest);
     await removeEntry(workspace, path.join(tmp, '.owner'));
     lastCheck();

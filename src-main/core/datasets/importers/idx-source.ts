@@ -48,6 +48,10 @@ async function readHeader(stream: ByteStream, path: string): Promise<IdxHeader> 
   const dimBytes = await stream.read(4 * ndims, 'the IDX dimensions');
   const dims = Array.from({ length: ndims }, (_, i) => dimBytes.readUInt32BE(4 * i));
   if (dims.some((d) => d === 0)) throw new ApiError('E_DATA', `${path} has a zero dimension (${dims.join('x')})`);
+  // Eight 32-bit dimensions multiply past 2^53, where sizes stop counting exactly (and a gzip file has no size to check).
+  if (!Number.isSafeInteger(dims.reduce((a, b) => a * b, WIDTH[dtype]))) {
+    throw new ApiError('E_DATA', `${path}: the IDX dimensions ${dims.join('x')} of ${dtype} make more bytes than any file holds (over 2^53): the header is damaged`);
+  }
   return { dtype, dims, headerBytes: 4 + 4 * ndims };
 }
 
