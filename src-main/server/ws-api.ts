@@ -106,7 +106,9 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   const highWater = Math.min(ANSWER_HIGH_WATER_BYTES, maxBuffered / 4);
   const maxInFlight = options.maxInFlight ?? MAX_IN_FLIGHT;
   const maxClients = options.maxClients ?? MAX_CLIENTS;
-  const slots = new FairSlots(options.maxInFlightTotal ?? MAX_IN_FLIGHT_TOTAL);
+  const total = options.maxInFlightTotal ?? MAX_IN_FLIGHT_TOTAL;
+  // One connection runs at most a quarter of them at once, and an eighth wait for a connection with nothing running.
+  const slots = new FairSlots(total, { perOwner: Math.max(1, Math.floor(total / 4)), reserve: Math.floor(total / 8) });
   // Every connection's events from one subscription: each event is made JSON once and its text shared by every
   // outbox (30 clients that never read each held their own copies of a training run's events, 1.4 GiB; re-attack 15).
   const outboxes = new Set<Outbox>();
@@ -241,6 +243,6 @@ function handleMessage(text: string, services: Services, outbox: Outbox, inFligh
         (result) => outbox.answer({ type: 'response', id, ok: true, result }, sent),
         (err: unknown) => outbox.answer({ type: 'response', id, ok: false, error: toApiError(err).toPayload(services.workspace.root) }, sent),
       )
-      .finally(() => inFlight.slots.release());
+      .finally(() => inFlight.slots.release(outbox));
   });
 }

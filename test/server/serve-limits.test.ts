@@ -397,6 +397,38 @@ describe('connections that keep asking at the connection limit (re-attack 16)', 
   });
 });
 
+describe('long requests of two windows (re-attack 16)', () => {
+  it('leave room for another window: it is answered at once, not after one of theirs ends', async () => {
+    // Previews run one at a time, so each of these holds its slot while the ones before it run.
+    const rows = Array.from({ length: 300_000 }, (_, i) => `${i % 10},${i * 0.25},${i % 13},${i % 7}`).join('\n');
+    writeFileSync(path.join(services.workspace.root, 'sources', 'long-preview.csv'), `label,a,b,c\n${rows}\n`);
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxInFlightTotal: 8, log: () => undefined });
+    const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
+    try {
+      const busy = [await open(url), await open(url)];
+      let theirs = 0;
+      for (const ws of busy) ws.on('message', (raw) => ((JSON.parse(raw.toString()) as { type: string }).type === 'response' ? theirs++ : undefined));
+      const source = { kind: 'csv', path: 'sources/long-preview.csv', label: 'label', labelDtype: 'int32' };
+      // Each window asks for more previews than the server works on at once.
+      for (const ws of busy) for (let id = 1; id <= 8; id++) ws.send(JSON.stringify({ type: 'request', id, method: 'datasets.inspect', params: { source } }));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const other = await open(url);
+      const answered = new Promise<number>((resolve) =>
+        other.on('message', (raw) => {
+          if ((JSON.parse(raw.toString()) as { type: string }).type === 'response') resolve(theirs);
+        }),
+      );
+      const before = theirs;
+      other.send(JSON.stringify({ type: 'request', id: 1, method: 'app.info', params: {} }));
+      // Two windows at their limit ran every slot, and this one waited for one of theirs to end (12-16 s there).
+      expect((await answered) - before, 'their answers while ours waited').toBe(0);
+      for (const ws of [...busy, other]) ws.close();
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+});
+
 describe('answers a client has asked for (re-attack 9: a reading client was dropped)', () => {
   const RUN = '20261206-000000-bigrun';
   beforeAll(() => {

@@ -115,7 +115,7 @@ export class DatasetService {
       this.previews.take(caller, () => {
         this.preview(confined)
           .then(resolve, reject)
-          .finally(() => this.previews.release());
+          .finally(() => this.previews.release(caller));
       }),
     );
   }
