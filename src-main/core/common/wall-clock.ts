@@ -38,10 +38,11 @@ function anchor(): number {
   return close[Math.floor(close.length / 2)];
 }
 
-/** A wall clock: each call is `Date.now()` to within a few µs, with the fraction of a ms kept. */
+/** A wall clock: each call is `Date.now()` to within a few µs, with the fraction of a ms kept. Anchored at its first call. */
 export function wallClock(): () => number {
-  let at = anchor();
+  let at: number | null = null;
   return () => {
+    at ??= anchor();
     let t = at + performance.now();
     const wall = Date.now();
     if (t < wall - DRIFT_MS || t > wall + 1 + DRIFT_MS) {
