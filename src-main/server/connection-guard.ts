@@ -19,7 +19,7 @@ interface Connection {
  * asked for a small file every 3 s on keep-alive kept every page load out): first the one idle longest between
  * requests among those that never showed the token, then the one of those whose request has run longest (a
  * response it does not read), then the one idle longest among the token's. Only when every open connection is a
- * window of ours at work (or a WebSocket, which the API caps itself) is the new one closed.
+ * window of ours at work (or a WebSocket with the token, which the API caps itself) is the new one closed.
  */
 export function guardConnections(server: Server, limitMs: number, max: number, shownToken: (req: IncomingMessage) => boolean): void {
   const all = new Map<Duplex, Connection>();
@@ -79,11 +79,15 @@ export function guardConnections(server: Server, limitMs: number, max: number, s
     });
   });
 
-  // A WebSocket is the API's to cap (its clients and their token): never taken for a new connection here.
+  // A WebSocket with the token is the API's to cap (its clients): never taken for a new connection here. One without
+  // it is refused by the API, and stays a stranger at work until it is gone (512 of them locked every page out).
   server.on('upgrade', (req: IncomingMessage) => {
-    const c = all.get(req.socket);
+    const socket = req.socket;
+    const c = all.get(socket);
     if (!c) return;
     quiet(c);
-    settle(req.socket);
+    settle(socket);
+    if (shownToken(req)) c.trusted = true;
+    else busyStrangers.add(socket);
   });
 }

@@ -89,8 +89,13 @@ function peer(req: IncomingMessage): string {
   return `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
 }
 
+/** How long a refused upgrade's peer has to read the answer before its connection is closed whatever it does. */
+const REFUSED_LINGER_MS = 1_000;
+
 function refuse(socket: Duplex, reason: string, status = '403 Forbidden'): void {
   socket.end(`HTTP/1.1 ${status}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n${reason}\n`);
+  // end() only half-closes: a peer that never closes its side held 512 refused connections open (re-attack 17).
+  setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
 }
 
 /**

@@ -1,6 +1,7 @@
 // Serve mode's limits over real sockets: a client that never reads is dropped
 // with a log line instead of growing the server's memory, and a server bound to
 // every interface on purpose accepts pages opened under the machine's name.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type net from 'node:net';
@@ -362,6 +363,30 @@ describe('connections that keep asking at the connection limit (re-attack 16)', 
       await expect.poll(() => strangers.filter((s) => s.closed).length, { timeout: 5_000 }).toBeGreaterThanOrEqual(1);
     } finally {
       for (const s of strangers) s.destroy();
+      await server.close();
+    }
+  });
+
+  it('give way to a page load when they are WebSocket upgrades without the token that never close their side (re-attack 17)', async () => {
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxConnections: 20, log: () => undefined });
+    const { connect } = await import('node:net');
+    const refused: net.Socket[] = [];
+    try {
+      for (let i = 0; i < 20; i++) {
+        const socket = connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true });
+        socket.on('error', () => undefined);
+        socket.resume(); // reads the refusal, never ends its own side
+        socket.once('connect', () => socket.write('GET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'));
+        refused.push(socket);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      for (let i = 0; i < 3; i++) expect(await pageLoad(server.port, server.token)).toBeGreaterThan(0);
+      // Refused, they are closed within a second whether their peer closes its side or not: this process holds none
+      // of the server's ends waiting for the peers' (FIN-WAIT-2), as it held 512 once; the kernel's orphans are not ours.
+      const waiting = () => execFileSync('ss', ['-Htnp', 'state', 'fin-wait-2', `( sport = :${server.port} )`], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(`pid=${process.pid},`)).length;
+      await expect.poll(waiting, { timeout: 5_000 }).toBe(0);
+    } finally {
+      for (const s of refused) s.destroy();
       await server.close();
     }
   });
