@@ -6,7 +6,8 @@ import { ApiErrorSchema } from './errors';
 export const RequestMessageSchema = z.object({
   type: z.literal('request'),
   id: z.number().int().nonnegative(),
-  method: z.string().min(1),
+  // Every method's name is short: a long one is junk, refused before it is echoed in an answer.
+  method: z.string().min(1).max(128),
   params: z.unknown(),
 });
 

@@ -5,6 +5,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
+import { isMethodName } from '../api/methods';
 import type { ServerMessage } from '../api/wire';
 import { RequestMessageSchema, TOKEN_QUERY_PARAM, WS_PATH } from '../api/wire';
 import { toApiError } from '../core/api-router';
@@ -232,6 +233,12 @@ function handleMessage(text: string, services: Services, outbox: Outbox, inFligh
     return;
   }
   const { id, method, params } = parsed.data;
+  // A method the contract lacks is refused here, as junk is (counted, no slot): 24 connections sending 4 MiB
+  // requests to no method kept every other window's answer at a second (re-attack 17).
+  if (!isMethodName(method)) {
+    send({ type: 'response', id, ok: false, error: new ApiError('E_UNKNOWN_METHOD', `unknown method ${JSON.stringify(method)}`).toPayload() });
+    return;
+  }
   if (inFlight.count >= inFlight.max) {
     const message = `${inFlight.max} requests are in flight on this connection already; wait for their answers`;
     send({ type: 'response', id, ok: false, error: new ApiError('E_BAD_REQUEST', message).toPayload() });
@@ -246,7 +253,15 @@ function handleMessage(text: string, services: Services, outbox: Outbox, inFligh
       .dispatch(method, params, outbox)
       .then(
         (result) => outbox.answer({ type: 'response', id, ok: true, result }, sent),
-        (err: unknown) => outbox.answer({ type: 'response', id, ok: false, error: toApiError(err).toPayload(services.workspace.root) }, sent),
+        (err: unknown) => {
+          const error = toApiError(err);
+          // Params the contract refuses count as a refusal too: a page of ours sends none.
+          if (error.code === 'E_BAD_REQUEST') {
+            inFlight.recent.count++;
+            inFlight.recent.bytes += text.length;
+          }
+          outbox.answer({ type: 'response', id, ok: false, error: error.toPayload(services.workspace.root) }, sent);
+        },
       )
       .finally(() => inFlight.slots.release(outbox));
   });

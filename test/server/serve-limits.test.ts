@@ -202,6 +202,26 @@ describe('work a client can queue', () => {
     }
   });
 
+  it('counts requests to no method, or with params the contract refuses, as refused: 4 MiB of them close the client (re-attack 17)', async () => {
+    for (const method of ['nosuch.method', 'runs.get']) {
+      const lines: string[] = [];
+      const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
+      try {
+        const heavy = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+        const closed = new Promise<number>((resolve) => heavy.on('close', (code) => resolve(code)));
+        const pad = 'x'.repeat(256 * 1024);
+        // One at a time, as each answer comes: never more than one in flight, far under 256 refusals.
+        let id = 1;
+        heavy.on('message', () => heavy.readyState === heavy.OPEN && id <= 40 && heavy.send(JSON.stringify({ type: 'request', id: id++, method, params: { pad } })));
+        heavy.send(JSON.stringify({ type: 'request', id: id++, method, params: { pad } }));
+        expect(await closed, method).toBe(1008);
+        expect(lines.find((l) => l.startsWith('closed client')), method).toMatch(/: 4\.\d MiB of its messages were refused within 10 s$/);
+      } finally {
+        await server.close();
+      }
+    }
+  });
+
   it('closes a client that draws refusals as fast as it sends, and its flood shuts no other window out (re-attacks 13, 14)', async () => {
     const lines: string[] = [];
     // A small answer budget: refusals counted in it would fill it within the first thousand frames.
