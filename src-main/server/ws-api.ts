@@ -29,6 +29,14 @@ export const MAX_CLIENTS = 32;
  */
 export const MAX_IN_FLIGHT_TOTAL = 64;
 /**
+ * Methods that read a file whole (a run's events up to 64 MiB, a source's preview, a report): they run a few at a
+ * time in slots of their own, so no number of them keeps a cheap request waiting. In the shared slots, 12 connections
+ * of one token firing waves of 64 runs.get kept every app.info waiting 13 s and a runs.list 50 s (re-attack 17).
+ */
+export const HEAVY_METHODS: ReadonlySet<string> = new Set(['runs.get', 'runs.trace', 'datasets.inspect', 'reports.get', 'reports.figure']);
+/** Heavy requests worked on at once: about what two cores can read and parse side by side. */
+export const MAX_HEAVY_AT_ONCE = 4;
+/**
  * Refusals (not JSON, a bad request, over a limit) one connection may have that its socket has not written out;
  * a message past them closes the connection (1008). Without a bound, 7-byte frames of "x" from a client that
  * never read queued a refusal each: 10 MB sent took the server to 1.7 GiB and the refusals' bytes shut every
@@ -115,6 +123,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   const total = options.maxInFlightTotal ?? MAX_IN_FLIGHT_TOTAL;
   // One connection runs at most a quarter of them at once, and an eighth wait for a connection with nothing running.
   const slots = new FairSlots(total, { perOwner: Math.max(1, Math.floor(total / 4)), reserve: Math.floor(total / 8) });
+  const heavy = new FairSlots(MAX_HEAVY_AT_ONCE, { perOwner: 2, reserve: 1 });
   // Every connection's events from one subscription: each event is made JSON once and its text shared by every
   // outbox (30 clients that never read each held their own copies of a training run's events, 1.4 GiB; re-attack 15).
   const outboxes = new Set<Outbox>();
@@ -160,13 +169,14 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     ws.on('close', () => {
       outboxes.delete(outbox);
       slots.drop(outbox);
+      heavy.drop(outbox);
       outbox.close();
     });
     // ws closes the connection itself (1007 bad UTF-8, 1009 too big, 1002 bad frame); without a listener it would throw.
     ws.on('error', (err) => log(`closed client ${who} after a protocol error: ${err.message}`));
     outbox.event({ type: 'event', event: 'engine.status', data: services.engine.status() });
 
-    const inFlight: InFlight = { count: 0, max: maxInFlight, slots, refusals: 0, recent: { since: Date.now(), count: 0, bytes: 0 } };
+    const inFlight: InFlight = { count: 0, max: maxInFlight, slots, heavy, refusals: 0, recent: { since: Date.now(), count: 0, bytes: 0 } };
     ws.on('message', (raw) => {
       if (ws.readyState !== ws.OPEN) return; // closing: what it still sends is not read
       try {
@@ -202,6 +212,8 @@ interface InFlight {
   max: number;
   /** The server's, shared by every connection in turn. */
   slots: FairSlots;
+  /** The slots of HEAVY_METHODS, shared the same way. */
+  heavy: FairSlots;
   /** Refusals its socket has not written out yet (MAX_REFUSALS_WAITING bounds them). */
   refusals: number;
   /** Refusals drawn since `since`, and the bytes of the messages refused (MAX_REFUSALS_PER_WINDOW, MAX_REFUSED_BYTES_PER_WINDOW). */
@@ -248,7 +260,8 @@ function handleMessage(text: string, services: Services, outbox: Outbox, inFligh
   // flight); the server's, shared in turn with the other connections (FairSlots), while the work runs.
   inFlight.count++;
   const sent = () => inFlight.count--;
-  inFlight.slots.take(outbox, () => {
+  const pool = HEAVY_METHODS.has(method) ? inFlight.heavy : inFlight.slots;
+  pool.take(outbox, () => {
     void services.router
       .dispatch(method, params, outbox)
       .then(
@@ -263,6 +276,6 @@ function handleMessage(text: string, services: Services, outbox: Outbox, inFligh
           outbox.answer({ type: 'response', id, ok: false, error: error.toPayload(services.workspace.root) }, sent);
         },
       )
-      .finally(() => inFlight.slots.release(outbox));
+      .finally(() => pool.release(outbox));
   });
 }

@@ -474,6 +474,37 @@ describe('long requests of two windows (re-attack 16)', () => {
   }, 60_000);
 });
 
+describe('heavy requests from many connections (re-attack 17)', () => {
+  it('run in slots of their own: a cheap request of another window is answered at once however many connections send them', async () => {
+    const rows = Array.from({ length: 300_000 }, (_, i) => `${i % 10},${i * 0.25},${i % 13},${i % 7}`).join('\n');
+    writeFileSync(path.join(services.workspace.root, 'sources', 'wave-preview.csv'), `label,a,b,c\n${rows}\n`);
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxInFlightTotal: 8, log: () => undefined });
+    const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
+    try {
+      // Eight connections of one token holder, one preview each: each has nothing else running, so the per-connection
+      // cap and the slots kept for idle connections let them take every shared slot.
+      const wave = await Promise.all(Array.from({ length: 8 }, () => open(url)));
+      let theirs = 0;
+      for (const ws of wave) ws.on('message', (raw) => ((JSON.parse(raw.toString()) as { type: string }).type === 'response' ? theirs++ : undefined));
+      const source = { kind: 'csv', path: 'sources/wave-preview.csv', label: 'label', labelDtype: 'int32' };
+      for (const ws of wave) ws.send(JSON.stringify({ type: 'request', id: 1, method: 'datasets.inspect', params: { source } }));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const other = await open(url);
+      const answered = new Promise<number>((resolve) =>
+        other.on('message', (raw) => {
+          if ((JSON.parse(raw.toString()) as { type: string }).type === 'response') resolve(theirs);
+        }),
+      );
+      const before = theirs;
+      other.send(JSON.stringify({ type: 'request', id: 1, method: 'app.info', params: {} }));
+      expect((await answered) - before, 'their answers while ours waited').toBe(0);
+      for (const ws of [...wave, other]) ws.close();
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+});
+
 describe('answers a client has asked for (re-attack 9: a reading client was dropped)', () => {
   const RUN = '20261206-000000-bigrun';
   beforeAll(() => {
