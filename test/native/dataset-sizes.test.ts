@@ -87,3 +87,47 @@ describe('an .npz whose zip directory claims too much', () => {
     });
   });
 });
+
+// Re-attack 17: a zip directory that lies about its entries gave Node's own buffer errors (E_INTERNAL, no file named).
+describe('an .npz whose zip directory lies', () => {
+  const good = () => zipBytes([{ name: 'x.npy', data: npyBytes('<f4', [4, 3], Buffer.from(new Float32Array(12).buffer)) }, { name: 'y.npy', data: npyBytes('<i4', [4], Buffer.from(new Int32Array(4).buffer)) }], false);
+  const eocdOf = (b: Buffer) => b.lastIndexOf(Buffer.from('PK\x05\x06', 'latin1'));
+  const cdOf = (b: Buffer) => b.indexOf(Buffer.from('PK\x01\x02', 'latin1'));
+
+  it.each([
+    [
+      'more entries than its directory holds',
+      (b: Buffer) => {
+        b.writeUInt16LE(5, eocdOf(b) + 8);
+        b.writeUInt16LE(5, eocdOf(b) + 10);
+        return b;
+      },
+      /sources\/lies\.npz: corrupt zip directory: entry 3 of the 5 it claims runs past its end \(\d+ bytes\)$/,
+    ],
+    [
+      'an entry whose extra field runs past the directory',
+      (b: Buffer) => {
+        b.writeUInt16LE(60000, cdOf(b) + 30);
+        return b;
+      },
+      /sources\/lies\.npz: corrupt zip directory: entry 1 of the 2 it claims runs past its end \(\d+ bytes\)$/,
+    ],
+    [
+      'a zip64 locator that points past the end of the file',
+      (b: Buffer) => {
+        const e = eocdOf(b);
+        const locator = Buffer.alloc(20);
+        locator.writeUInt32LE(0x07064b50, 0);
+        locator.writeBigUInt64LE(10n ** 12n, 8);
+        locator.writeUInt32LE(1, 16);
+        const out = Buffer.concat([b.subarray(0, e), locator, b.subarray(e)]);
+        out.writeUInt32LE(0xffffffff, eocdOf(out) + 16);
+        return out;
+      },
+      /sources\/lies\.npz: its zip64 locator points past the end of the file \(at 1000000000000 of \d+ bytes\)$/,
+    ],
+  ])('%s is refused in words naming the file', async (_, tamper, words) => {
+    writeFileSync(src('lies.npz'), tamper(good()));
+    await expect(inspect({ kind: 'npz', path: 'sources/lies.npz' })).rejects.toMatchObject({ code: 'E_DATA', message: expect.stringMatching(words) });
+  });
+});

@@ -44,8 +44,10 @@ async function zipEntries(fh: fs.FileHandle, size: number, file: string): Promis
     // zip64: the locator sits just before the EOCD and points at the zip64 EOCD record.
     const locator = eocd - 20;
     if (locator < 0 || tail.readUInt32LE(locator) !== 0x07064b50) throw new ApiError('E_DATA', `${file}: broken zip64 locator`);
-    const z64 = await readAt(fh, Number(tail.readBigUInt64LE(locator + 8)), 56);
-    if (z64.readUInt32LE(0) !== 0x06064b50) throw new ApiError('E_DATA', `${file}: broken zip64 directory record`);
+    const z64At = Number(tail.readBigUInt64LE(locator + 8));
+    if (z64At + 56 > size) throw new ApiError('E_DATA', `${file}: its zip64 locator points past the end of the file (at ${z64At} of ${size} bytes)`);
+    const z64 = await readAt(fh, z64At, 56);
+    if (z64.length < 56 || z64.readUInt32LE(0) !== 0x06064b50) throw new ApiError('E_DATA', `${file}: broken zip64 directory record`);
     count = Number(z64.readBigUInt64LE(32));
     cdSize = Number(z64.readBigUInt64LE(40));
     cdOffset = Number(z64.readBigUInt64LE(48));
@@ -57,7 +59,10 @@ async function zipEntries(fh: fs.FileHandle, size: number, file: string): Promis
   const cd = await readAt(fh, cdOffset, cdSize);
   const entries: ZipEntry[] = [];
   let p = 0;
+  // The directory's own counts and lengths are the file's words: each entry must lie inside it.
+  const pastEnd = (e: number) => new ApiError('E_DATA', `${file}: corrupt zip directory: entry ${e + 1} of the ${count} it claims runs past its end (${cdSize} bytes)`);
   for (let e = 0; e < count; e++) {
+    if (p + 46 > cd.length) throw pastEnd(e);
     if (cd.readUInt32LE(p) !== 0x02014b50) throw new ApiError('E_DATA', `${file}: corrupt central directory entry ${e}`);
     const method = cd.readUInt16LE(p + 10);
     let compressedSize = cd.readUInt32LE(p + 20);
@@ -66,6 +71,7 @@ async function zipEntries(fh: fs.FileHandle, size: number, file: string): Promis
     const extraLength = cd.readUInt16LE(p + 30);
     const commentLength = cd.readUInt16LE(p + 32);
     let localHeaderOffset = cd.readUInt32LE(p + 42);
+    if (p + 46 + nameLength + extraLength + commentLength > cd.length) throw pastEnd(e);
     const name = cd.subarray(p + 46, p + 46 + nameLength).toString('utf8');
     // zip64 extended information: 64-bit values for the fields that are 0xFFFFFFFF, in this order.
     let x = p + 46 + nameLength;
@@ -73,7 +79,8 @@ async function zipEntries(fh: fs.FileHandle, size: number, file: string): Promis
     while (x + 4 <= extraEnd) {
       const id = cd.readUInt16LE(x);
       const len = cd.readUInt16LE(x + 2);
-      if (id === 0x0001) {
+      if (x + 4 + len > extraEnd) throw new ApiError('E_DATA', `${file}: corrupt zip directory: entry ${e + 1} has an extra field longer than its room`);
+      if (id === 0x0001 && len >= 8 * [uncompressedSize, compressedSize, localHeaderOffset].filter((v) => v === 0xffffffff).length) {
         let q = x + 4;
         if (uncompressedSize === 0xffffffff) {
           uncompressedSize = Number(cd.readBigUInt64LE(q));
