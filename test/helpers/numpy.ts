@@ -4,19 +4,21 @@ import { deflateRawSync } from 'node:zlib';
  * Writes .npy bytes the way numpy.save does: a version 1.0 header (2-byte
  * length) padded to 64 bytes, or 2.0 (4-byte length) as NumPy writes for huge headers.
  */
-export function npyBytes(descr: string, shape: number[], data: Uint8Array, fortran = false, version: 1 | 2 = 1): Buffer {
+export function npyBytes(descr: string, shape: number[], data: Uint8Array, fortran = false, version: 1 | 2 | 3 = 1): Buffer {
   const shapeText = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(', ')})`;
-  let header = `{'descr': ${descr.startsWith('[') ? descr : `'${descr}'`}, 'fortran_order': ${fortran ? 'True' : 'False'}, 'shape': ${shapeText}, }`;
+  const dict = `{'descr': ${descr.startsWith('[') ? descr : `'${descr}'`}, 'fortran_order': ${fortran ? 'True' : 'False'}, 'shape': ${shapeText}, }`;
+  // Format 3 is format 2 with a UTF-8 header; its length counts bytes.
+  const encoding = version === 3 ? 'utf8' : 'latin1';
   const lengthBytes = version === 1 ? 2 : 4;
-  const total = 8 + lengthBytes + header.length + 1;
-  header += ' '.repeat((64 - (total % 64)) % 64) + '\n';
+  const total = 8 + lengthBytes + Buffer.byteLength(dict, encoding) + 1;
+  const header = dict + ' '.repeat((64 - (total % 64)) % 64) + '\n';
   const head = Buffer.alloc(8 + lengthBytes);
   head.write('\x93NUMPY', 0, 'latin1');
   head[6] = version;
   head[7] = 0;
-  if (version === 1) head.writeUInt16LE(header.length, 8);
-  else head.writeUInt32LE(header.length, 8);
-  return Buffer.concat([head, Buffer.from(header, 'latin1'), Buffer.from(data)]);
+  if (version === 1) head.writeUInt16LE(Buffer.byteLength(header, encoding), 8);
+  else head.writeUInt32LE(Buffer.byteLength(header, encoding), 8);
+  return Buffer.concat([head, Buffer.from(header, encoding), Buffer.from(data)]);
 }
 
 const crcTable = new Uint32Array(256).map((_, n) => {

@@ -131,3 +131,12 @@ describe('an .npz whose zip directory lies', () => {
     await expect(inspect({ kind: 'npz', path: 'sources/lies.npz' })).rejects.toMatchObject({ code: 'E_DATA', message: expect.stringMatching(words) });
   });
 });
+
+describe('an .npy of format 3 (a UTF-8 header)', () => {
+  it('keeps a member name beyond Latin-1 as written, not as its UTF-8 bytes read one by one', async () => {
+    const data = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
+    writeFileSync(src('utf8.npy'), npyBytes("[('température', '<f4'), ('δ', '<f4')]", [2], data, false, 3));
+    const inspected = (await inspect({ kind: 'npy', path: 'sources/utf8.npy' })) as { fields: { name: string }[] };
+    expect(inspected.fields.map((f) => f.name)).toEqual(['température', 'δ']);
+  });
+});

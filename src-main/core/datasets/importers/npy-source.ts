@@ -37,10 +37,12 @@ export async function readNpyHeader(loc: NpyLocation): Promise<NpyHeader> {
   if (!loc.deflated && loc.length < NPY_MIN_BYTES) throw new ApiError('E_DATA', `${loc.label} is ${loc.length} bytes: too short for a .npy header`);
   const stream = openStream(loc);
   try {
-    const lengthBytes = npyLengthBytes(await stream.read(8, 'the .npy header'), loc.label);
+    const preamble = await stream.read(8, 'the .npy header');
+    const lengthBytes = npyLengthBytes(preamble, loc.label);
     const headerBytes = npyHeaderBytes(await stream.read(lengthBytes, 'the .npy header'), loc.label, loc.deflated ? null : loc.length);
     const dict = await stream.read(headerBytes - 8 - lengthBytes, 'the .npy header');
-    return parseNpyHeader(dict.toString('latin1'), headerBytes, loc.label);
+    // Format 3 is format 2 with a UTF-8 header (names beyond Latin-1); 1 and 2 are Latin-1.
+    return parseNpyHeader(dict.toString(preamble[6] === 3 ? 'utf8' : 'latin1'), headerBytes, loc.label);
   } finally {
     await stream.close();
   }
