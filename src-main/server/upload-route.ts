@@ -2,8 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import { DOWNLOAD_TOKEN_HEADER } from '../api/downloads';
 import { ApiError, toApiError } from '../api/errors';
-import { DEFAULT_SOURCE_UPLOAD_MAX_BYTES, SOURCE_UPLOAD_PATH } from '../api/source-uploads';
-import { addSourceFile, checkSourceFileName, SourceFileRefused } from '../core/workspace/source-files';
+import { DEFAULT_SOURCE_UPLOAD_MAX_BYTES, SOURCE_UPLOAD_PATH, sourceFileNameProblem } from '../api/source-uploads';
+import { addSourceFile, checkSourceFileName, SourceFileRefused, tooLargeRefusal } from '../core/workspace/source-files';
 import type { Workspace } from '../core/workspace/workspace';
 import { headerToken, isAllowedOrigin, tokensEqual } from './auth';
 import { TRANSFER_GRACE_MS, TransferSlots, type Transfer } from './transfer-slots';
@@ -139,6 +139,10 @@ export function uploadHandler(options: UploadRouteOptions) {
     if (typeof name !== 'string') return answer(req, res, 400, name.message);
     const declared = declaredLength(req);
     if (declared === null) return answer(req, res, 400, 'Content-Length is not a number');
+    // Refused before a slot is claimed: a bad name must not take a slow upload's place for nothing.
+    const badName = sourceFileNameProblem(name);
+    if (badName) return answer(req, res, 400, badName);
+    if (declared !== undefined && declared > maxBytes) return answer(req, res, 413, tooLargeRefusal(name, declared, maxBytes, 'is').message);
     if (!slots.claim()) return answer(req, res, 503, `${maxConcurrent} uploads are being written already: try again when one has finished`);
 
     const stalled = () => req.destroy(new Error(`the sender sent nothing for ${stallMs / 1000} s`));

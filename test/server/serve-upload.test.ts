@@ -211,6 +211,11 @@ describe('uploads started in rotation (re-attack 16)', () => {
     try {
       // Past the 2 s grace, well within the 5 s window.
       await new Promise((resolve) => setTimeout(resolve, 2_300));
+      // A name that is refused takes nobody's slot (re-attack 17).
+      const bad = await send('PUT', '/upload/sources/.hidden.csv', headers, 'a,b\n1,2\n', server3.port);
+      expect(bad.status, bad.text).toBe(400);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(lines.filter((l) => l.includes('gave its slot'))).toEqual([]);
       const ok = await send('PUT', '/upload/sources/after-young.csv', headers, 'a,b\n1,2\n', server3.port);
       expect(ok.status, ok.text).toBe(201);
       await expect.poll(() => lines.filter((l) => /upload "young-\d\.csv" stopped: it gave its slot to another upload: \d+ bytes a second, under the 65536/.test(l)).length).toBe(1);
