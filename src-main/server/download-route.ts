@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import { DOWNLOAD_PATH, DOWNLOAD_TOKEN_HEADER, DownloadKindSchema, type DownloadKind } from '../api/downloads';
 import { ApiError, toApiError } from '../api/errors';
-import { DownloadRefused } from '../core/downloads/download-plan';
+import { DownloadRefused, type DownloadPlan } from '../core/downloads/download-plan';
 import type { DownloadService } from '../core/downloads/download-service';
 import { headerToken, isAllowedOrigin, tokensEqual } from './auth';
 import { TRANSFER_GRACE_MS, TransferSlots, type Transfer } from './transfer-slots';
@@ -50,21 +50,26 @@ function refuse(res: ServerResponse, status: number, message: string): void {
 /** A download is asked for by a ticket (the browser) or by the path with the token in a header (a script). */
 const SPENT = { status: 403, message: 'this download link was used already or has expired (a link is good once, for a minute): press Download again' };
 
-/** Why a request may not download at all (no good ticket, no token), or null; the ticket is not spent. */
-function refusedAccess(req: IncomingMessage, options: DownloadRouteOptions): { status: number; message: string } | null {
+type Refusal = { status: number; message: string };
+
+/** The ticket in a /download/ticket/<ticket> path, or null for a path with a kind and an id. */
+function ticketOf(req: IncomingMessage): string | null {
   const parts = splitTarget(req.url).pathname.slice(DOWNLOAD_PATH.length + 1).split('/');
-  if (parts.length === 2 && parts[0] === 'ticket') return /^[A-Za-z0-9_-]{16,64}$/.test(parts[1]) && options.downloads.holds(parts[1]) ? null : SPENT;
+  return parts.length === 2 && parts[0] === 'ticket' ? parts[1] : null;
+}
+
+/**
+ * The download a request asks for, or why it may not have one (no good ticket, no token, no such path); a ticket is
+ * only looked at here, spent once the download has its slot, so one refused for being one too many stays good.
+ */
+function whichDownload(req: IncomingMessage, options: DownloadRouteOptions): { kind: DownloadKind; id: string } | Refusal {
+  const ticket = ticketOf(req);
+  if (ticket !== null) return (/^[A-Za-z0-9_-]{16,64}$/.test(ticket) ? options.downloads.peek(ticket) : null) ?? SPENT;
   if (!tokensEqual(options.token, headerToken(req))) {
     return { status: 401, message: `missing or wrong token: send it in the ${DOWNLOAD_TOKEN_HEADER} header (or Authorization: Bearer), never in the URL` };
   }
-  return null;
-}
-
-/** The download's kind and id, for a request refusedAccess let through (a ticket is spent here). */
-function whichDownload(req: IncomingMessage, options: DownloadRouteOptions): { kind: DownloadKind; id: string } | { status: number; message: string } {
-  const parts = splitTarget(req.url).pathname.slice(DOWNLOAD_PATH.length + 1).split('/');
-  if (parts.length === 2 && parts[0] === 'ticket') return options.downloads.redeem(parts[1]) ?? SPENT;
   // Two parts, each decoded once: "../" (or %2e%2e%2f) cannot reach another folder, as the id is checked as one name.
+  const parts = splitTarget(req.url).pathname.slice(DOWNLOAD_PATH.length + 1).split('/');
   const kind = DownloadKindSchema.safeParse(parts[0]);
   if (parts.length !== 2 || !kind.success) return { status: 404, message: `no such download: ${DOWNLOAD_PATH}/report/<report id> or ${DOWNLOAD_PATH}/run/<run id>` };
   let id: string;
@@ -86,19 +91,19 @@ export function downloadHandler(options: DownloadRouteOptions) {
   const minRate = options.minRate ?? { bytes: DOWNLOAD_MIN_BYTES_PER_WINDOW, windowMs: DOWNLOAD_RATE_WINDOW_MS };
   const slots = new TransferSlots(maxConcurrent, options.fairBytesPerSecond ?? DOWNLOAD_FAIR_BYTES_PER_SECOND, 'download', Math.min(TRANSFER_GRACE_MS, minRate.windowMs));
 
-  /** The zip the request asks for, written as it is made; refused in words when it cannot be. */
-  async function send(req: IncomingMessage, res: ServerResponse, accepted: () => number, drop: (why: string) => void, tooSlow: () => string | null): Promise<void> {
-    const which = whichDownload(req, options);
-    if ('status' in which) return refuse(res, which.status, which.message);
-    let plan;
-    try {
-      plan = await downloads.plan(which.kind, which.id);
-    } catch (err) {
-      const status = err instanceof DownloadRefused ? err.status : err instanceof ApiError && err.code === 'E_BAD_INPUT' ? 400 : 422;
-      // Our refusals name workspace files relative to it already; anything else (a system call's words) is cleaned as the API cleans it.
-      const message = err instanceof DownloadRefused ? err.message : toApiError(err).toPayload(downloads.root).message;
-      return refuse(res, status, `${which.kind} ${which.id.slice(0, 200)} cannot be downloaded: ${message}`);
-    }
+  /** The plan's zip, written as it is made, in a slot the slowest-transfer rule may take back. */
+  async function send(res: ServerResponse, plan: DownloadPlan): Promise<void> {
+    // What the connection has accepted is handed to the kernel, whose buffer a slow reader drains. It is not what the
+    // reader has read: a full buffer takes nothing until it drains.
+    const start = res.socket?.bytesWritten ?? 0;
+    const accepted = () => (res.socket?.bytesWritten ?? start) - start;
+    let tooSlow: string | null = null;
+    const drop = (why: string) => {
+      tooSlow = why;
+      res.destroy();
+    };
+    const entry: Transfer = { since: Date.now(), moved: accepted, evict: drop };
+    slots.add(entry);
     let mark = 0;
     const slow = setInterval(() => {
       const took = accepted() - mark;
@@ -119,10 +124,11 @@ export function downloadHandler(options: DownloadRouteOptions) {
       if (written.skipped.length) log(`download ${plan.fileName}: left out ${written.skipped.map((s) => `${s.name} (${s.reason})`).join(', ')}`);
     } catch (err) {
       // Headers are gone: the browser sees a failed download, and the log says why.
-      log(`download ${plan.fileName} stopped: ${tooSlow() ?? (err as Error).message}`);
+      log(`download ${plan.fileName} stopped: ${tooSlow ?? (err as Error).message}`);
       res.destroy();
     } finally {
       clearInterval(slow);
+      slots.delete(entry);
     }
   }
 
@@ -135,25 +141,22 @@ export function downloadHandler(options: DownloadRouteOptions) {
     // A browser says where a request came from; another site's page (a link, an <img>) is refused before any ticket is spent.
     const site = req.headers['sec-fetch-site'];
     if (site !== undefined && site !== 'same-origin' && site !== 'none') return refuse(res, 403, `a download is started from this workbench's own page, not from another site (${site})`);
-    // Only a window of ours may take a slow download's slot; one refused for being one too many keeps its ticket good.
-    const refused = refusedAccess(req, options);
-    if (refused) return refuse(res, refused.status, refused.message);
-    if (!slots.claim()) return refuse(res, 503, `${maxConcurrent} downloads are being sent already: try again when one has finished`);
-    // The slot is held from here (a plan takes a moment): what the connection has accepted is handed to the kernel,
-    // whose buffer a slow reader drains. It is not what the reader has read: a full buffer takes nothing until it drains.
-    const start = res.socket?.bytesWritten ?? 0;
-    const accepted = () => (res.socket?.bytesWritten ?? start) - start;
-    let tooSlow: string | null = null;
-    const drop = (why: string) => {
-      tooSlow = why;
-      res.destroy();
-    };
-    const entry: Transfer = { since: Date.now(), moved: accepted, evict: drop };
-    slots.add(entry);
+    // Checked and planned before a slot is claimed: only a download that will be sent may take a slow one's place.
+    const which = whichDownload(req, options);
+    if ('status' in which) return refuse(res, which.status, which.message);
+    let plan: DownloadPlan;
     try {
-      await send(req, res, accepted, drop, () => tooSlow);
-    } finally {
-      slots.delete(entry);
+      plan = await downloads.plan(which.kind, which.id);
+    } catch (err) {
+      const status = err instanceof DownloadRefused ? err.status : err instanceof ApiError && err.code === 'E_BAD_INPUT' ? 400 : 422;
+      // Our refusals name workspace files relative to it already; anything else (a system call's words) is cleaned as the API cleans it.
+      const message = err instanceof DownloadRefused ? err.message : toApiError(err).toPayload(downloads.root).message;
+      return refuse(res, status, `${which.kind} ${which.id.slice(0, 200)} cannot be downloaded: ${message}`);
     }
+    if (!slots.claim()) return refuse(res, 503, `${maxConcurrent} downloads are being sent already: try again when one has finished`);
+    // The ticket is spent now, once (another request with it may have taken it while this one was planned).
+    const ticket = ticketOf(req);
+    if (ticket !== null && downloads.redeem(ticket) === null) return refuse(res, SPENT.status, SPENT.message);
+    await send(res, plan);
   };
 }

@@ -136,6 +136,15 @@ describe('downloads that keep over the floor (re-attack 16)', () => {
       await new Promise((resolve) => setTimeout(resolve, 2_300));
       // Without the token: refused as before, and nobody's slot is taken for it.
       expect((await get({})).status).toBe(401);
+      // Nor for a run that is not there (re-attack 17): a download is planned before it claims a slot.
+      const missing = await new Promise<number>((resolve, reject) => {
+        http.get({ host: '127.0.0.1', port: fairServer.port, path: '/download/run/20990101-000000-absent', headers: { 'x-trainbench-token': fairServer.token } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        }).on('error', reject);
+      });
+      expect(missing).toBeGreaterThanOrEqual(400);
+      await new Promise((resolve) => setTimeout(resolve, 300));
       expect(gave()).toEqual([]);
       const full = await get({ 'x-trainbench-token': fairServer.token });
       expect(full.status).toBe(200);

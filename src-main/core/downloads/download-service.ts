@@ -75,10 +75,10 @@ export class DownloadService {
   }
 
   /** What a ticket was given for, once: a second use, an expired or unknown ticket give null. */
-  /** Whether a ticket is good now, without spending it. */
-  holds(ticket: string): boolean {
+  /** What a ticket is good for now, without spending it; null when it is not. */
+  peek(ticket: string): { kind: DownloadKind; id: string } | null {
     const found = this.tickets.get(ticket);
-    return found !== undefined && found.expires > this.now();
+    return found !== undefined && found.expires > this.now() ? { kind: found.kind, id: found.id } : null;
   }
 
   redeem(ticket: string): { kind: DownloadKind; id: string } | null {
