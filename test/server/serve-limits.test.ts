@@ -442,20 +442,22 @@ describe('connections that keep asking at the connection limit (re-attack 16)', 
   });
 });
 
-describe('long requests of two windows (re-attack 16)', () => {
-  it('leave room for another window: it is answered at once, not after one of theirs ends', async () => {
-    // Previews run one at a time, so each of these holds its slot while the ones before it run.
+describe('long requests of other windows (re-attacks 16, 17)', () => {
+  /**
+   * Windows send `perWindow` previews each of a long CSV (previews run one at a time, so each holds its slot while the
+   * ones before it run); then another window asks app.info. Returns how many of their answers came while it waited.
+   */
+  async function theirAnswersWhileOursWaited(windows: number, perWindow: number): Promise<number> {
     const rows = Array.from({ length: 300_000 }, (_, i) => `${i % 10},${i * 0.25},${i % 13},${i % 7}`).join('\n');
     writeFileSync(path.join(services.workspace.root, 'sources', 'long-preview.csv'), `label,a,b,c\n${rows}\n`);
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxInFlightTotal: 8, log: () => undefined });
     const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
     try {
-      const busy = [await open(url), await open(url)];
+      const busy = await Promise.all(Array.from({ length: windows }, () => open(url)));
       let theirs = 0;
       for (const ws of busy) ws.on('message', (raw) => ((JSON.parse(raw.toString()) as { type: string }).type === 'response' ? theirs++ : undefined));
       const source = { kind: 'csv', path: 'sources/long-preview.csv', label: 'label', labelDtype: 'int32' };
-      // Each window asks for more previews than the server works on at once.
-      for (const ws of busy) for (let id = 1; id <= 8; id++) ws.send(JSON.stringify({ type: 'request', id, method: 'datasets.inspect', params: { source } }));
+      for (const ws of busy) for (let id = 1; id <= perWindow; id++) ws.send(JSON.stringify({ type: 'request', id, method: 'datasets.inspect', params: { source } }));
       await new Promise((resolve) => setTimeout(resolve, 20));
       const other = await open(url);
       const answered = new Promise<number>((resolve) =>
@@ -465,43 +467,23 @@ describe('long requests of two windows (re-attack 16)', () => {
       );
       const before = theirs;
       other.send(JSON.stringify({ type: 'request', id: 1, method: 'app.info', params: {} }));
-      // Two windows at their limit ran every slot, and this one waited for one of theirs to end (12-16 s there).
-      expect((await answered) - before, 'their answers while ours waited').toBe(0);
+      const during = (await answered) - before;
       for (const ws of [...busy, other]) ws.close();
+      return during;
     } finally {
       await server.close();
     }
-  }, 60_000);
-});
+  }
 
-describe('heavy requests from many connections (re-attack 17)', () => {
-  it('run in slots of their own: a cheap request of another window is answered at once however many connections send them', async () => {
-    const rows = Array.from({ length: 300_000 }, (_, i) => `${i % 10},${i * 0.25},${i % 13},${i % 7}`).join('\n');
-    writeFileSync(path.join(services.workspace.root, 'sources', 'wave-preview.csv'), `label,a,b,c\n${rows}\n`);
-    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxInFlightTotal: 8, log: () => undefined });
-    const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
-    try {
-      // Eight connections of one token holder, one preview each: each has nothing else running, so the per-connection
-      // cap and the slots kept for idle connections let them take every shared slot.
-      const wave = await Promise.all(Array.from({ length: 8 }, () => open(url)));
-      let theirs = 0;
-      for (const ws of wave) ws.on('message', (raw) => ((JSON.parse(raw.toString()) as { type: string }).type === 'response' ? theirs++ : undefined));
-      const source = { kind: 'csv', path: 'sources/wave-preview.csv', label: 'label', labelDtype: 'int32' };
-      for (const ws of wave) ws.send(JSON.stringify({ type: 'request', id: 1, method: 'datasets.inspect', params: { source } }));
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      const other = await open(url);
-      const answered = new Promise<number>((resolve) =>
-        other.on('message', (raw) => {
-          if ((JSON.parse(raw.toString()) as { type: string }).type === 'response') resolve(theirs);
-        }),
-      );
-      const before = theirs;
-      other.send(JSON.stringify({ type: 'request', id: 1, method: 'app.info', params: {} }));
-      expect((await answered) - before, 'their answers while ours waited').toBe(0);
-      for (const ws of [...wave, other]) ws.close();
-    } finally {
-      await server.close();
-    }
+  it('leave room for another window: it is answered at once, not after one of theirs ends', async () => {
+    // Two windows at their limit ran every slot, and another waited for one of theirs to end (12-16 s there).
+    expect(await theirAnswersWhileOursWaited(2, 8), 'their answers while ours waited').toBe(0);
+  }, 60_000);
+
+  it('run in slots of their own: a cheap request is answered at once however many connections send them', async () => {
+    // Eight connections of one token holder, one preview each: each has nothing else running, so the per-connection
+    // cap and the slots kept for idle connections let them take every shared slot (13 s waits there).
+    expect(await theirAnswersWhileOursWaited(8, 1), 'their answers while ours waited').toBe(0);
   }, 60_000);
 });
 
