@@ -10,7 +10,7 @@ import { guardConnections } from './connection-guard';
 import { downloadHandler, isDownloadTarget } from './download-route';
 import { staticHandler } from './static-files';
 import { isUploadTarget, uploadHandler } from './upload-route';
-import { attachWsApi } from './ws-api';
+import { attachWsApi, splitTarget } from './ws-api';
 
 export interface ServeOptions {
   services: Services;
@@ -77,21 +77,12 @@ export function reachableUrls(host: string, port: number, token: string, hostnam
   return hosts.map((h) => `http://${h}:${port}/?${TOKEN_QUERY_PARAM}=${token}`);
 }
 
-/** Serves the renderer and the WebSocket API; loopback only unless told otherwise. */
-/** The token in a URL's query, or null (a URL that does not parse has none). */
-function queryToken(url: string | undefined): string | null {
-  try {
-    return new URL(url ?? '/', 'http://host').searchParams.get(TOKEN_QUERY_PARAM);
-  } catch {
-    return null;
-  }
-}
-
 /** A request that says it sends a body (browsers' GETs never do). */
 function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
+/** Serves the renderer and the WebSocket API; loopback only unless told otherwise. */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1';
   const token = options.token ?? createToken();
@@ -123,7 +114,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     });
   });
   // A page load shows the token in its URL, a script's request in a header.
-  const shownToken = (req: IncomingMessage) => tokensEqual(token, headerToken(req)) || tokensEqual(token, queryToken(req.url));
+  const shownToken = (req: IncomingMessage) => tokensEqual(token, headerToken(req)) || tokensEqual(token, splitTarget(req.url).query.get(TOKEN_QUERY_PARAM));
   guardConnections(server, headersTimeout, options.maxConnections ?? MAX_HTTP_CONNECTIONS, shownToken);
   const { maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes } = options;
   const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes });
