@@ -12,6 +12,7 @@ import { toApiError } from '../core/api-router';
 import { FairSlots } from '../core/common/fair-slots';
 import type { Services } from '../core/services';
 import { isAllowedOrigin, tokensEqual } from './auth';
+import { limitedLog } from './log-limit';
 import { ANSWER_HIGH_WATER_BYTES, ANSWER_STALL_MS, MAX_WAITING_ANSWER_BYTES, Outbox } from './ws-outbox';
 
 /** Largest message a client may send (a frame over it closes that connection with 1009). */
@@ -141,9 +142,13 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   const budget = { bytes: 0, max: options.maxWaitingAnswerBytes ?? MAX_WAITING_ANSWER_BYTES };
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
 
+  // Lines any peer can cause, one per connection it opens: a few are kept, the rest counted.
+  const peerLog = limitedLog(log, 'lines about connections');
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // Read now: once the socket is gone its address is too ("?:?").
+    const who = peer(req);
     // Node takes its own error handler off a socket it hands to 'upgrade'; a reset would otherwise be uncaught.
-    socket.on('error', (err) => log(`connection from ${peer(req)}: ${err.message}`));
+    socket.on('error', (err) => peerLog(`connection from ${who}: ${err.message}`));
     try {
       const reason = refuseReason(req, token, allowedHosts);
       if (reason) {
@@ -151,13 +156,13 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
         return;
       }
       if (wss.clients.size >= maxClients) {
-        log(`refused a connection from ${peer(req)}: ${maxClients} clients are connected already`);
+        peerLog(`refused a connection from ${who}: ${maxClients} clients are connected already`);
         refuse(socket, `too many connections (${maxClients})`, '503 Service Unavailable');
         return;
       }
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
     } catch (err) {
-      log(`refused an upgrade from ${peer(req)}: ${(err as Error).message}`);
+      peerLog(`refused an upgrade from ${who}: ${(err as Error).message}`);
       socket.destroy();
     }
   });

@@ -411,6 +411,65 @@ describe('connections that keep asking at the connection limit (re-attack 16)', 
     }
   });
 
+  it('give way before a new connection does: a page that connected and has not yet asked keeps its place in a stream of refused upgrades (re-attack 18)', async () => {
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxConnections: 20, log: () => undefined });
+    const { connect } = await import('node:net');
+    const sockets: net.Socket[] = [];
+    const refusedUpgrade = () => {
+      const socket = connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true });
+      socket.on('error', () => undefined);
+      socket.resume();
+      socket.once('connect', () => socket.write('GET /api?token=x HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'));
+      sockets.push(socket);
+    };
+    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    try {
+      // The limit full of refused upgrades, each answered and held for its linger.
+      for (let i = 0; i < 20; i++) refusedUpgrade();
+      await pause(150);
+      // A page's connection (a browser opens one ahead of its request), then another refused upgrade, then the request.
+      const page = connect(server.port, '127.0.0.1');
+      let answer = '';
+      page.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+      const ended = new Promise<string>((resolve) => page.once('close', () => resolve(answer)));
+      page.on('error', () => undefined);
+      await new Promise((resolve) => page.once('connect', resolve));
+      await pause(50);
+      refusedUpgrade();
+      await pause(50);
+      page.write(`GET /?token=${server.token} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+      // Answered (this test serves no renderer files, so not 200); the connection taken for the upgrade would end with nothing.
+      expect(await ended).toMatch(/^HTTP\/1\.1 \d{3} /);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await server.close();
+    }
+  });
+
+  it('log the peer of a connection reset while refused, and only the first few of a stream (re-attack 18)', async () => {
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
+    const { connect } = await import('node:net');
+    try {
+      const resets = Array.from({ length: 40 }, async () => {
+        const socket = connect(server.port, '127.0.0.1');
+        socket.on('error', () => undefined);
+        await new Promise((resolve) => socket.once('connect', resolve));
+        socket.write('GET /api?token=x HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+        await new Promise((resolve) => socket.once('data', resolve));
+        socket.resetAndDestroy();
+      });
+      await Promise.all(resets);
+      await expect.poll(() => lines.filter((l) => l.startsWith('connection from')).length, { timeout: 5_000 }).toBe(20);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const said = lines.filter((l) => l.startsWith('connection from'));
+      expect(said).toHaveLength(20);
+      for (const line of said) expect(line).toMatch(/^connection from 127\.0\.0\.1:\d+: read ECONNRESET$/);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('a window of ours that showed the token keeps its place while strangers come and go', async () => {
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxConnections: 20, log: () => undefined });
     const { connect } = await import('node:net');
