@@ -123,42 +123,48 @@ const RecordShapeSchema = z.array(z.number().int().min(1)).max(8);
 export const RecordMemberSchema = z.object({ name: CacheFieldSchema.shape.name, dtype: CacheDTypeSchema, shape: RecordShapeSchema }).strict();
 export type RecordMember = z.infer<typeof RecordMemberSchema>;
 
+/**
+ * A source file's path in the workspace, as a request names it. Bounded: a 4 MiB path was parsed, then refused for
+ * the folder it names, as often as a client liked (re-attack 18).
+ */
+export const SourcePathSchema = z.string().min(1).max(4096);
+
 /** A headerless dump of one field. */
-export const RawFieldFileSchema = z.object({ path: z.string().min(1), field: z.string().min(1), dtype: CacheDTypeSchema, shape: RecordShapeSchema }).strict();
+export const RawFieldFileSchema = z.object({ path: SourcePathSchema, field: z.string().min(1), dtype: CacheDTypeSchema, shape: RecordShapeSchema }).strict();
 export type RawFieldFile = z.infer<typeof RawFieldFileSchema>;
 
 /** A headerless dump of interleaved records: the members, packed in this order (NumPy's default, align=False). */
-export const RawRecordFileSchema = z.object({ path: z.string().min(1), record: z.array(RecordMemberSchema).min(1).max(64) }).strict();
+export const RawRecordFileSchema = z.object({ path: SourcePathSchema, record: z.array(RecordMemberSchema).min(1).max(64) }).strict();
 export type RawRecordFile = z.infer<typeof RawRecordFileSchema>;
 
 /** One .npy file of several read side by side: a plain array becomes `field`. */
-export const NpyFieldFileSchema = z.object({ path: z.string().min(1), field: CacheFieldSchema.shape.name }).strict();
+export const NpyFieldFileSchema = z.object({ path: SourcePathSchema, field: CacheFieldSchema.shape.name }).strict();
 export type NpyFieldFile = z.infer<typeof NpyFieldFileSchema>;
 
 /** Where records come from when building a cache. */
 export const SourceSpecSchema = z.discriminatedUnion('kind', [
   /** MNIST-style IDX files (gzip or raw), one field per file. */
-  z.object({ kind: z.literal('idx'), files: z.array(z.object({ path: z.string().min(1), field: z.string().min(1) })).min(1) }).strict(),
+  z.object({ kind: z.literal('idx'), files: z.array(z.object({ path: SourcePathSchema, field: z.string().min(1).max(128) })).min(1).max(64) }).strict(),
   /** A NumPy .npy file: a plain array becomes `field`, a structured one a field per member. */
-  z.object({ kind: z.literal('npy'), path: z.string().min(1), field: z.string().min(1).default('x') }).strict(),
+  z.object({ kind: z.literal('npy'), path: SourcePathSchema, field: z.string().min(1).default('x') }).strict(),
   /**
    * Several .npy files read side by side (features and labels saved apart), each a named field as `npy` names
    * one: `trainbench cache build x.npy:x y.npy:y`. Record counts must agree.
    */
   z.object({ kind: z.literal('npy-fields'), files: z.array(NpyFieldFileSchema).min(1).max(64) }).strict(),
   /** A NumPy .npz archive: one field per array. */
-  z.object({ kind: z.literal('npz'), path: z.string().min(1) }).strict(),
+  z.object({ kind: z.literal('npz'), path: SourcePathSchema }).strict(),
   /**
    * Headerless dumps (ndarray.tofile()), read side by side: a file of one field with its dtype and per-record shape,
    * or a file of interleaved records (a structured dtype's tofile()) with its record layout.
    */
-  z.object({ kind: z.literal('raw'), files: z.array(z.union([RawFieldFileSchema, RawRecordFileSchema])).min(1) }).strict(),
+  z.object({ kind: z.literal('raw'), files: z.array(z.union([RawFieldFileSchema, RawRecordFileSchema])).min(1).max(64) }).strict(),
   /** CSV with a header row: numeric columns become `x`, the label column `y`. */
   z
     .object({
       kind: z.literal('csv'),
-      path: z.string().min(1),
-      label: z.string().min(1),
+      path: SourcePathSchema,
+      label: z.string().min(1).max(1024),
       labelDtype: z.enum(['int32', 'float32']).default('int32'),
     })
     .strict(),

@@ -130,7 +130,7 @@ export const apiMethods = {
    */
   'optimise.state': { params: OptimiseIdParamsSchema, result: z.union([WizardStateSchema, OptimiseRecordSchema.nullable()]) },
   /** Files in a folder of the workspace, for choosing a source to import. */
-  'files.list': { params: z.object({ dir: z.string().default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema), omitted: z.number().int().nonnegative(), omittedAtLeast: z.boolean() }) },
+  'files.list': { params: z.object({ dir: z.string().max(4096).default('') }).strict(), result: z.object({ dir: z.string(), entries: z.array(FileEntrySchema), omitted: z.number().int().nonnegative(), omittedAtLeast: z.boolean() }) },
   /** ADR reports (issue 13): reports/NNNN-title/ folders of markdown + SVG figures. */
   'reports.list': { params: NoParams, result: z.array(ReportSummarySchema) },
   'reports.get': { params: z.object({ id: ReportIdSchema }).strict(), result: ReportDetailSchema },

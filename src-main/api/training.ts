@@ -100,7 +100,7 @@ export type TrainOptionsInput = z.input<typeof TrainOptionsSchema>;
 export const IdxPairSchema = z.object({ images: z.string().min(1), labels: z.string().min(1) }).strict();
 export const DataSourceSchema = z.discriminatedUnion('kind', [
   /** Debian's dataset-fashion-mnist (or the same four files in `dir`), cached on first use. */
-  z.object({ kind: z.literal('fashion-mnist'), dir: z.string().min(1).optional() }).strict(),
+  z.object({ kind: z.literal('fashion-mnist'), dir: z.string().min(1).max(4096).optional() }).strict(),
   /** MNIST-style IDX image/label pairs, cached on first use. */
   z.object({ kind: z.literal('idx'), train: IdxPairSchema, test: IdxPairSchema.optional() }).strict(),
   /** The built-in board dataset (positions labelled by a fixed teacher network), created on first use. */

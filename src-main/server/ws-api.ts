@@ -5,7 +5,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 
 import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
-import { isMethodName } from '../api/methods';
+import { isMethodName, type MethodName } from '../api/methods';
 import type { ServerMessage } from '../api/wire';
 import { RequestMessageSchema, TOKEN_QUERY_PARAM, WS_PATH } from '../api/wire';
 import { toApiError } from '../core/api-router';
@@ -30,11 +30,28 @@ export const MAX_CLIENTS = 32;
  */
 export const MAX_IN_FLIGHT_TOTAL = 64;
 /**
- * Methods that read a file whole (a run's events up to 64 MiB, a source's preview, a report): they run a few at a
- * time in slots of their own, so no number of them keeps a cheap request waiting. In the shared slots, 12 connections
- * of one token firing waves of 64 runs.get kept every app.info waiting 13 s and a runs.list 50 s (re-attack 17).
+ * Methods that read a file whole (a run's events up to 64 MiB, a source's preview, a report) or walk a folder of the
+ * workspace (every run, every report): they run a few at a time in slots of their own, so no number of them keeps a
+ * cheap request waiting. In the shared slots, 12 connections of one token firing waves of 64 runs.get kept every
+ * app.info waiting 13 s (re-attack 17); waves of runs.list, which reads each of 263 runs, 6 s (re-attack 18).
  */
-export const HEAVY_METHODS: ReadonlySet<string> = new Set(['runs.get', 'runs.trace', 'datasets.inspect', 'reports.get', 'reports.figure']);
+export const HEAVY_METHODS: ReadonlySet<MethodName> = new Set<MethodName>([
+  'runs.get',
+  'runs.trace',
+  'datasets.inspect',
+  'reports.get',
+  'reports.figure',
+  'runs.list',
+  'runs.compareSpeed',
+  'datasets.list',
+  'reports.list',
+  'models.list',
+  'files.list',
+  'downloads.prepare',
+  'reports.generate',
+  'reports.regenerate',
+  'reports.export',
+]);
 /** Heavy requests worked on at once: about what two cores can read and parse side by side. */
 export const MAX_HEAVY_AT_ONCE = 4;
 /**
@@ -57,6 +74,11 @@ export const MAX_REFUSALS_PER_WINDOW = 256;
  * the server at a full core and every other window's answer at a second (re-attack 16).
  */
 export const MAX_REFUSED_BYTES_PER_WINDOW = 4 * 1024 * 1024;
+/**
+ * Bytes of all messages one connection may send in REFUSAL_WINDOW_MS, answered or not. A page's largest is a report
+ * saved from the editor (MAX_REPORT_MARKDOWN_CHARS, about 2 MB), sent when a person presses Save.
+ */
+export const MAX_MESSAGE_BYTES_PER_WINDOW = 32 * 1024 * 1024;
 const REFUSAL_WINDOW_MS = 10_000;
 
 const formatMiB = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
@@ -181,20 +203,22 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     ws.on('error', (err) => log(`closed client ${who} after a protocol error: ${err.message}`));
     outbox.event({ type: 'event', event: 'engine.status', data: services.engine.status() });
 
-    const inFlight: InFlight = { count: 0, max: maxInFlight, slots, heavy, refusals: 0, recent: { since: Date.now(), count: 0, bytes: 0 } };
+    const inFlight: InFlight = { count: 0, max: maxInFlight, slots, heavy, refusals: 0, recent: { since: Date.now(), count: 0, bytes: 0, allBytes: 0 } };
     ws.on('message', (raw) => {
       if (ws.readyState !== ws.OPEN) return; // closing: what it still sends is not read
       try {
         const now = Date.now();
-        if (now - inFlight.recent.since > REFUSAL_WINDOW_MS) inFlight.recent = { since: now, count: 0, bytes: 0 };
+        if (now - inFlight.recent.since > REFUSAL_WINDOW_MS) inFlight.recent = { since: now, count: 0, bytes: 0, allBytes: 0 };
         const tooMany =
           inFlight.refusals >= MAX_REFUSALS_WAITING
             ? `${MAX_REFUSALS_WAITING} refusals of its messages wait unread`
             : inFlight.recent.count >= MAX_REFUSALS_PER_WINDOW
               ? `${MAX_REFUSALS_PER_WINDOW} of its messages were refused within ${REFUSAL_WINDOW_MS / 1000} s`
               : inFlight.recent.bytes >= MAX_REFUSED_BYTES_PER_WINDOW
-                ? `${formatMiB(inFlight.recent.bytes)} of its messages were refused within ${REFUSAL_WINDOW_MS / 1000} s`
-                : null;
+                ? `${formatMiB(inFlight.recent.bytes)} of its messages were refused or failed within ${REFUSAL_WINDOW_MS / 1000} s`
+                : inFlight.recent.allBytes >= MAX_MESSAGE_BYTES_PER_WINDOW
+                  ? `it sent ${formatMiB(inFlight.recent.allBytes)} of messages within ${REFUSAL_WINDOW_MS / 1000} s`
+                  : null;
         if (tooMany) {
           log(`closed client ${who}: ${tooMany}`);
           // The close frame tells a client that reads why; one that does not read is cut off a moment later.
@@ -202,7 +226,9 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
           setTimeout(() => ws.terminate(), 1000).unref();
           return;
         }
-        handleMessage(raw.toString(), services, outbox, inFlight);
+        const text = raw.toString();
+        inFlight.recent.allBytes += text.length;
+        handleMessage(text, services, outbox, inFlight);
       } catch (err) {
         log(`message from ${who} failed: ${(err as Error).message}`);
       }
@@ -221,8 +247,11 @@ interface InFlight {
   heavy: FairSlots;
   /** Refusals its socket has not written out yet (MAX_REFUSALS_WAITING bounds them). */
   refusals: number;
-  /** Refusals drawn since `since`, and the bytes of the messages refused (MAX_REFUSALS_PER_WINDOW, MAX_REFUSED_BYTES_PER_WINDOW). */
-  recent: { since: number; count: number; bytes: number };
+  /**
+   * Since `since`: refusals drawn, the bytes of the messages refused or failed, and of all messages
+   * (MAX_REFUSALS_PER_WINDOW, MAX_REFUSED_BYTES_PER_WINDOW, MAX_MESSAGE_BYTES_PER_WINDOW).
+   */
+  recent: { since: number; count: number; bytes: number; allBytes: number };
 }
 
 function handleMessage(text: string, services: Services, outbox: Outbox, inFlight: InFlight): void {
@@ -274,10 +303,10 @@ function handleMessage(text: string, services: Services, outbox: Outbox, inFligh
         (err: unknown) => {
           const error = toApiError(err);
           // Params the contract refuses count as a refusal too: a page of ours sends none.
-          if (error.code === 'E_BAD_REQUEST') {
-            inFlight.recent.count++;
-            inFlight.recent.bytes += text.length;
-          }
+          if (error.code === 'E_BAD_REQUEST') inFlight.recent.count++;
+          // Any failed request's bytes count with the refused ones: each was parsed whole for nothing. Counting only
+          // refusals let 24 connections send 4 MiB folder names to files.list at 9 MiB/s each (re-attack 18).
+          inFlight.recent.bytes += text.length;
           outbox.answer({ type: 'response', id, ok: false, error: error.toPayload(services.workspace.root) }, sent);
         },
       )

@@ -2,7 +2,7 @@
 // with a log line instead of growing the server's memory, and a server bound to
 // every interface on purpose accepts pages opened under the machine's name.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type net from 'node:net';
 import os from 'node:os';
@@ -196,7 +196,7 @@ describe('work a client can queue', () => {
       const junk = JSON.stringify({ pad: 'x'.repeat(256 * 1024) });
       for (let i = 0; i < 20; i++) heavy.send(junk);
       expect(await closed).toBe(1008);
-      expect(lines.find((l) => l.startsWith('closed client'))).toMatch(/: 4\.\d MiB of its messages were refused within 10 s$/);
+      expect(lines.find((l) => l.startsWith('closed client'))).toMatch(/: 4\.\d MiB of its messages were refused or failed within 10 s$/);
     } finally {
       await server.close();
     }
@@ -215,10 +215,62 @@ describe('work a client can queue', () => {
         heavy.on('message', () => heavy.readyState === heavy.OPEN && id <= 40 && heavy.send(JSON.stringify({ type: 'request', id: id++, method, params: { pad } })));
         heavy.send(JSON.stringify({ type: 'request', id: id++, method, params: { pad } }));
         expect(await closed, method).toBe(1008);
-        expect(lines.find((l) => l.startsWith('closed client')), method).toMatch(/: 4\.\d MiB of its messages were refused within 10 s$/);
+        expect(lines.find((l) => l.startsWith('closed client')), method).toMatch(/: 4\.\d MiB of its messages were refused or failed within 10 s$/);
       } finally {
         await server.close();
       }
+    }
+  });
+
+  it('counts the bytes of requests that fail as refused: 4 MiB of reports saved to no report close the client (re-attack 18)', async () => {
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
+    try {
+      const heavy = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      const closed = new Promise<number>((resolve) => heavy.on('close', (code) => resolve(code)));
+      const errors: string[] = [];
+      // Valid params, one request at a time, each failing in the service (no such report), not in the contract.
+      const params = { id: '0001-nosuch', markdown: '#'.repeat(1024 * 1024) };
+      let id = 1;
+      heavy.on('message', (raw) => {
+        const msg = JSON.parse(raw.toString()) as { type: string; ok?: boolean; error?: { code: string } };
+        if (msg.type !== 'response') return;
+        errors.push(msg.error?.code ?? 'ok');
+        if (heavy.readyState === heavy.OPEN && id <= 40) heavy.send(JSON.stringify({ type: 'request', id: id++, method: 'reports.save', params }));
+      });
+      heavy.send(JSON.stringify({ type: 'request', id: id++, method: 'reports.save', params }));
+      expect(await closed).toBe(1008);
+      expect(errors.length).toBeLessThanOrEqual(5);
+      expect(errors.every((code) => code !== 'ok' && code !== 'E_BAD_REQUEST')).toBe(true);
+      expect(lines.find((l) => l.startsWith('closed client'))).toMatch(/: 4\.\d MiB of its messages were refused or failed within 10 s$/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('closes a client that sends more than 32 MiB in 10 s, even of requests that are answered (re-attack 18)', async () => {
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
+    try {
+      const heavy = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      const closed = new Promise<number>((resolve) => heavy.on('close', (code) => resolve(code)));
+      let answered = 0;
+      // 1 MiB beside a valid request (the envelope's extra keys are dropped): each is answered, none refused.
+      const message = (id: number) => JSON.stringify({ type: 'request', id, method: 'app.info', params: {}, pad: 'x'.repeat(1024 * 1024) });
+      let id = 1;
+      heavy.on('message', (raw) => {
+        const msg = JSON.parse(raw.toString()) as { type: string; ok?: boolean };
+        if (msg.type !== 'response') return;
+        if (msg.ok) answered++;
+        if (heavy.readyState === heavy.OPEN && id <= 60) heavy.send(message(id++));
+      });
+      heavy.send(message(id++));
+      expect(await closed).toBe(1008);
+      expect(answered).toBeGreaterThanOrEqual(30);
+      expect(answered).toBeLessThanOrEqual(33);
+      expect(lines.find((l) => l.startsWith('closed client'))).toMatch(/: it sent 32\.\d MiB of messages within 10 s$/);
+    } finally {
+      await server.close();
     }
   });
 
@@ -506,17 +558,18 @@ describe('long requests of other windows (re-attacks 16, 17)', () => {
    * Windows send `perWindow` previews each of a long CSV (previews run one at a time, so each holds its slot while the
    * ones before it run); then another window asks app.info. Returns how many of their answers came while it waited.
    */
-  async function theirAnswersWhileOursWaited(windows: number, perWindow: number): Promise<number> {
+  async function theirAnswersWhileOursWaited(windows: number, perWindow: number, ask = 'preview', maxInFlightTotal = 8): Promise<number> {
     const rows = Array.from({ length: 300_000 }, (_, i) => `${i % 10},${i * 0.25},${i % 13},${i % 7}`).join('\n');
     writeFileSync(path.join(services.workspace.root, 'sources', 'long-preview.csv'), `label,a,b,c\n${rows}\n`);
-    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxInFlightTotal: 8, log: () => undefined });
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxInFlightTotal, log: () => undefined });
     const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
     try {
       const busy = await Promise.all(Array.from({ length: windows }, () => open(url)));
       let theirs = 0;
       for (const ws of busy) ws.on('message', (raw) => ((JSON.parse(raw.toString()) as { type: string }).type === 'response' ? theirs++ : undefined));
       const source = { kind: 'csv', path: 'sources/long-preview.csv', label: 'label', labelDtype: 'int32' };
-      for (const ws of busy) for (let id = 1; id <= perWindow; id++) ws.send(JSON.stringify({ type: 'request', id, method: 'datasets.inspect', params: { source } }));
+      const request = ask === 'preview' ? { method: 'datasets.inspect', params: { source } } : { method: ask, params: {} };
+      for (const ws of busy) for (let id = 1; id <= perWindow; id++) ws.send(JSON.stringify({ type: 'request', id, ...request }));
       await new Promise((resolve) => setTimeout(resolve, 20));
       const other = await open(url);
       const answered = new Promise<number>((resolve) =>
@@ -544,6 +597,43 @@ describe('long requests of other windows (re-attacks 16, 17)', () => {
     // cap and the slots kept for idle connections let them take every shared slot (13 s waits there).
     expect(await theirAnswersWhileOursWaited(8, 1), 'their answers while ours waited').toBe(0);
   }, 60_000);
+
+  it('run in slots of their own when they walk the workspace: waves of runs.list over 200 runs keep no cheap request waiting (re-attack 18)', async () => {
+    // 200 runs, each a real benchmark run's files under its own id.
+    const from = path.join(__dirname, '../fixtures/runs-v1/engine-benchmark/runs/20261127-033427-8b1a8f');
+    const record = JSON.parse(readFileSync(path.join(from, 'run.json'), 'utf8')) as { id: string };
+    const made: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      const id = `20261127-0335${String(i).padStart(3, '0')}-listwave`;
+      const dir = path.join(services.workspace.root, 'runs', id);
+      cpSync(from, dir, { recursive: true });
+      writeFileSync(path.join(dir, 'run.json'), JSON.stringify({ ...record, id }));
+      made.push(dir);
+    }
+    // How many lists run at once: 64 of them, each reading every run and answered together, held the event loop
+    // (and the file system's threads) from a cheap request for 6 s once per wave there.
+    const dispatch = services.router.dispatch.bind(services.router);
+    let running = 0;
+    let most = 0;
+    services.router.dispatch = async (method, params, caller) => {
+      if (method !== 'runs.list') return dispatch(method, params, caller);
+      most = Math.max(most, ++running);
+      try {
+        return await dispatch(method, params, caller);
+      } finally {
+        running--;
+      }
+    };
+    try {
+      // 12 windows of one token holder, 8 lists each: 96, more than the 64 shared slots.
+      expect(await theirAnswersWhileOursWaited(12, 8, 'runs.list', 64), 'their answers while ours waited').toBe(0);
+      expect(most, 'lists at once').toBeLessThanOrEqual(4);
+      expect(most, 'lists at once').toBeGreaterThanOrEqual(2);
+    } finally {
+      services.router.dispatch = dispatch;
+      for (const dir of made) rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 describe('answers a client has asked for (re-attack 9: a reading client was dropped)', () => {

@@ -47,6 +47,18 @@ describe('API router', () => {
     expect(err.message).toContain('verbose');
   });
 
+  it('refuses over-long paths before any handler runs: a folder to list, a source to preview (re-attack 18)', async () => {
+    const long = 'a/'.repeat(2049);
+    const listed = await rejection(router().dispatch('files.list', { dir: long }));
+    expect(listed.code).toBe('E_BAD_REQUEST');
+    expect(listed.message).toMatch(/dir: .*4096/);
+    const inspected = await rejection(router().dispatch('datasets.inspect', { source: { kind: 'npy', path: long } }));
+    expect(inspected.code).toBe('E_BAD_REQUEST');
+    expect(inspected.message).toMatch(/path: .*4096/);
+    const many = Array.from({ length: 65 }, (_, i) => ({ path: `sources/${i}.idx`, field: 'x' }));
+    expect((await rejection(router().dispatch('datasets.inspect', { source: { kind: 'idx', files: many } }))).code).toBe('E_BAD_REQUEST');
+  });
+
   it('refuses params that are not an object', async () => {
     const err = await rejection(router().dispatch('engine.devices', 'all'));
     expect(err.code).toBe('E_BAD_REQUEST');
