@@ -58,6 +58,14 @@ export function printable(text: string, options: { lines?: boolean } = {}): stri
 }
 
 /**
+ * Text a caller sent (a name, an id, a folder) as a message quotes it: in JSON's quotes, cut to `max` characters with
+ * an ellipsis, and escaped past what JSON escapes (C1 controls, separators, bidi marks), as the message is shown too.
+ */
+export function quotedText(text: string, max = 200): string {
+  return printable(JSON.stringify(text.length > max ? `${text.slice(0, max)}…` : text));
+}
+
+/**
  * One word as a POSIX shell reads it back: as it is when safe; with a control character, in ANSI-C
  * quotes ($'…', which bash, zsh and ksh read back byte for byte) with it escaped, so it is seen and
  * unambiguous; else in single quotes (a quote inside closed, escaped, reopened).

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { BIDI_MARK, printable } from './shell-word';
+import { BIDI_MARK, quotedText } from './shell-word';
 
 /**
  * Data files added to the workspace's sources/ folder from the Datasets page (issue 41 item 1), so a
@@ -45,7 +45,7 @@ const codePoint = (c: string) => `U+${c.charCodeAt(0).toString(16).toUpperCase()
  */
 export function sourceFileNameProblem(name: string): string | null {
   // Quoted, and escaped past what JSON escapes (C1 controls, separators, bidi marks): the refusal is shown too.
-  const shown = printable(JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name));
+  const shown = quotedText(name, 80);
   if (name === '') return 'the file has no name';
   if (name.includes('/') || name.includes('\\')) return `file name ${shown} holds a path separator: only a plain file name goes into sources/`;
   if (name === '.' || name === '..') return `file name ${shown} is not a file name`;

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import { DOWNLOAD_PATH, DOWNLOAD_TOKEN_HEADER, DownloadKindSchema, type DownloadKind } from '../api/downloads';
 import { ApiError, toApiError } from '../api/errors';
+import { printable } from '../api/shell-word';
 import { DownloadRefused, type DownloadPlan } from '../core/downloads/download-plan';
 import type { DownloadService } from '../core/downloads/download-service';
 import { headerToken, isAllowedOrigin, tokensEqual } from './auth';
@@ -43,8 +44,9 @@ export function isDownloadTarget(target: string | undefined): boolean {
   return pathname === DOWNLOAD_PATH || pathname.startsWith(`${DOWNLOAD_PATH}/`);
 }
 
+/** A refusal in words; what the request named in them is escaped (ESC, U+202E), as a person reads it in a browser or terminal. */
 function refuse(res: ServerResponse, status: number, message: string): void {
-  res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }).end(`${message}\n`);
+  res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }).end(`${printable(message)}\n`);
 }
 
 /** A download is asked for by a ticket (the browser) or by the path with the token in a header (a script). */

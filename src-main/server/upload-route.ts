@@ -8,6 +8,7 @@ import type { Workspace } from '../core/workspace/workspace';
 import { headerToken, isAllowedOrigin, tokensEqual } from './auth';
 import { TRANSFER_GRACE_MS, TransferSlots, type Transfer } from './transfer-slots';
 import { splitTarget } from './ws-api';
+import { quotedText } from '../api/shell-word';
 
 /** Uploads written at once; more are answered 503 and the page says to try again. */
 export const MAX_CONCURRENT_UPLOADS = 4;
@@ -161,7 +162,7 @@ export function uploadHandler(options: UploadRouteOptions) {
       const added = await addSourceFile(workspace, name, counted(req.iterator({ destroyOnReturn: false }), rate), { maxBytes, declaredBytes: declared });
       answer(req, res, 201, JSON.stringify(added), 'application/json; charset=utf-8');
     } catch (err) {
-      const shown = JSON.stringify(name.slice(0, 200));
+      const shown = quotedText(name);
       // A request read to its end is destroyed too (autoDestroy): its sender still waits for the answer.
       if (res.destroyed || (req.destroyed && !req.complete)) {
         // The sender went (cancelled, or the connection dropped): nothing to answer; the partial file is gone.

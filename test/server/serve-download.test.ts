@@ -202,6 +202,8 @@ describe('serve mode downloads', () => {
       ['/download/report/..%2Fruns', 400, /is not a report id/],
       ['/download/report/0002-not-there', 404, /there is no report 0002-not-there/],
       ['/download/run/%zz', 400, /not valid percent-encoding/],
+      // What the path named is shown escaped, in the refusal's words too (re-attack 18).
+      ['/download/run/a%1b%5b2Jb%e2%80%ae', 400, /^run a\\x1b\[2Jb\\u202e cannot be downloaded: "a\\u001b\[2Jb\\u202e" is not a run id/],
     ];
     for (const [target, status, message] of attempts) {
       const answer = await get(target, withToken());

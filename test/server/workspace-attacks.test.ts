@@ -358,6 +358,12 @@ describe('second round: what a review of the fix found', () => {
     expect(JSON.stringify(answer)).not.toContain(outside.dir);
   });
 
+  it('a folder name with control and bidi characters is quoted escaped when it cannot be listed (re-attack 18)', async () => {
+    const answer = (await call('files.list', { dir: 'a\u001b[2Jb\u202e' })) as { ok: boolean; error: { code: string; message: string } };
+    expect(answer).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT' } });
+    expect(answer.error.message).toBe('cannot list "a\\u001b[2Jb\\u202e": it is not a folder of the workspace');
+  });
+
   it('a folder of thousands of files is listed in part, saying how many more it holds, within the bound', async () => {
     mkdirSync(inWs('sources', 'many'), { recursive: true });
     for (let i = 0; i < 6_000; i++) writeFileSync(inWs('sources', 'many', `f${String(i).padStart(5, '0')}.csv`), '');

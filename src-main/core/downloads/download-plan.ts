@@ -11,6 +11,7 @@ import { markdownFileOf, readReportMeta, reportDir } from '../reports/report-sto
 import type { Workspace } from '../workspace/workspace';
 import { isZipEntryName } from './zip-writer';
 import { entryProblem, folderProblem, isMissing, LIST_KEEP, listFolder, listFolderBounded, MiB, type FolderEntry } from '../workspace/workspace-files';
+import { quotedText } from '../../api/shell-word';
 
 export interface DownloadLimits {
   /** Largest file a download includes. */
@@ -141,7 +142,7 @@ export async function planReport(workspace: Workspace, id: string, limits: Downl
 
 /** Every regular file of runs/<id>/ and its sub-folders; links and special files are listed as skipped. */
 export async function planRun(workspace: Workspace, id: string, limits: DownloadLimits = DEFAULT_DOWNLOAD_LIMITS): Promise<DownloadPlan> {
-  if (!ID_PATTERN.test(id) || id.length > 128) throw new DownloadRefused(400, `${JSON.stringify(id.slice(0, 200))} is not a run id (letters, digits, '.', '_' and '-', not starting with '.')`);
+  if (!ID_PATTERN.test(id) || id.length > 128) throw new DownloadRefused(400, `${quotedText(id)} is not a run id (letters, digits, '.', '_' and '-', not starting with '.')`);
   const dir = path.posix.join('runs', id);
   await requireItemFolder(workspace, dir, `run ${id}`, 'runs.list');
   const plan: DownloadPlan = { kind: 'run', id, fileName: safeFileName(`run-${id}.zip`), files: [], totalBytes: 0, skipped: [], unlisted: 0 };

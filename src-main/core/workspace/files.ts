@@ -1,6 +1,7 @@
 import path from 'node:path';
 
 import { ApiError } from '../../api/errors';
+import { quotedText } from '../../api/shell-word';
 import type { Workspace } from './workspace';
 import { isFolder, listFolderBounded } from './workspace-files';
 
@@ -14,7 +15,7 @@ export const FILES_LIST_KEEP = 2_000;
  */
 export async function listFiles(workspace: Workspace, dir: string) {
   const abs = workspace.resolve(dir);
-  if (!(await isFolder(workspace, abs))) throw new ApiError('E_BAD_INPUT', `cannot list ${dir || 'the workspace'}: it is not a folder of the workspace`);
+  if (!(await isFolder(workspace, abs))) throw new ApiError('E_BAD_INPUT', `cannot list ${dir ? quotedText(dir) : 'the workspace'}: it is not a folder of the workspace`);
   const { entries: found, omitted, omittedAtLeast } = await listFolderBounded(workspace, abs, { keep: FILES_LIST_KEEP });
   const entries = found
     .filter((e) => !e.name.startsWith('.') && (e.kind === 'dir' || e.kind === 'file'))

@@ -12,6 +12,7 @@ import { BUILTIN_MODELS, ModelSpecSchema } from '../../api/model-spec';
 import type { Workspace } from './workspace';
 import { entryKind, entryProblem, isMissing, listFolder, makeFolder, readTextCapped, WorkspaceFileError, writeFileConfined, writeNewFileConfined } from './workspace-files';
 import { jsonShapeProblem } from './json-depth';
+import { quotedText } from '../../api/shell-word';
 
 /** A spec file larger than this is not a model spec (the largest real one is a few hundred bytes). */
 const MAX_SPEC_BYTES = 256 * 1024;
@@ -123,7 +124,7 @@ export async function readModelSpec(workspace: Workspace, rel: string): Promise<
 /** The file a saved spec's name becomes: models/<name>.json (the name is checked again here, as every name is before it becomes a path). */
 export function savedSpecPath(name: string): string {
   if (!MODEL_NAME_PATTERN.test(name)) {
-    throw new ApiError('E_BAD_INPUT', `${JSON.stringify(name.slice(0, 80))} is not a model name: letters, digits, '-' and '_', optionally ending in .json`);
+    throw new ApiError('E_BAD_INPUT', `${quotedText(name, 80)} is not a model name: letters, digits, '-' and '_', optionally ending in .json`);
   }
   return path.join(MODEL_SPEC_DIR, name.endsWith('.json') ? name : `${name}.json`);
 }

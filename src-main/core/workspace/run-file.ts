@@ -7,6 +7,7 @@ import { parseRunRecord } from '../../api/run-record';
 import { jsonShapeProblem } from './json-depth';
 import type { Workspace } from './workspace';
 import { folderProblem, isMissing, MiB, readTextCapped } from './workspace-files';
+import { quotedText } from '../../api/shell-word';
 
 // A run's own file, run.json, read through its schema; and the check every request that names one run makes
 // first, so that runs.get and runs.annotate say the same of a run that is missing, a link or unreadable.
@@ -62,7 +63,7 @@ export async function readRun(
  * runs list does).
  */
 export async function requireRun(workspace: Workspace, id: string): Promise<RunRecordJson> {
-  if (!ID_PATTERN.test(id)) throw new ApiError('E_BAD_INPUT', `${JSON.stringify(id.slice(0, 80))} is not a run id`);
+  if (!ID_PATTERN.test(id)) throw new ApiError('E_BAD_INPUT', `${quotedText(id, 80)} is not a run id`);
   const folder = await folderProblem(workspace, path.join('runs', id));
   if (folder) {
     if (isMissing(folder)) throw new ApiError('E_BAD_INPUT', `there is no run ${id} in the workspace (trainbench runs lists them)`);
