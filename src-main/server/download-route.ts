@@ -62,7 +62,7 @@ function ticketOf(req: IncomingMessage): string | null {
 
 /**
  * The download a request asks for, or why it may not have one (no good ticket, no token, no such path); a ticket is
- * only looked at here, spent once the download has its slot, so one refused for being one too many stays good.
+ * only looked at here, spent once the download is planned, and given back if it is refused for being one too many.
  */
 function whichDownload(req: IncomingMessage, options: DownloadRouteOptions): { kind: DownloadKind; id: string } | Refusal {
   const ticket = ticketOf(req);
@@ -155,10 +155,15 @@ export function downloadHandler(options: DownloadRouteOptions) {
       const message = err instanceof DownloadRefused ? err.message : toApiError(err).toPayload(downloads.root).message;
       return refuse(res, status, `${which.kind} ${which.id.slice(0, 200)} cannot be downloaded: ${message}`);
     }
-    if (!slots.claim()) return refuse(res, 503, `${maxConcurrent} downloads are being sent already: try again when one has finished`);
-    // The ticket is spent now, once (another request with it may have taken it while this one was planned).
+    // The ticket is spent before a slot is claimed, once: two requests with it were both planned, and the one that
+    // found it spent had already made a slow download give up its slot (re-attack 18). Given back if no slot is free.
     const ticket = ticketOf(req);
-    if (ticket !== null && downloads.redeem(ticket) === null) return refuse(res, SPENT.status, SPENT.message);
+    const spent = ticket === null ? null : downloads.redeem(ticket);
+    if (ticket !== null && spent === null) return refuse(res, SPENT.status, SPENT.message);
+    if (!slots.claim()) {
+      spent?.giveBack();
+      return refuse(res, 503, `${maxConcurrent} downloads are being sent already: try again when one has finished`);
+    }
     await send(res, plan);
   };
 }

@@ -82,9 +82,20 @@ describe('serve mode download limits', () => {
     });
     expect(refused.status).toBe(503);
     expect(refused.body).toMatch(/4 downloads are being sent already/);
+    // A ticket refused for being one too many stays good: the person presses the link again.
+    const { url } = await services.downloads.prepare('run', RUN);
+    const byTicket = () =>
+      new Promise<number>((resolve) => {
+        http.get({ host: '127.0.0.1', port: server.port, path: url }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+      });
+    expect(await byTicket()).toBe(503);
     for (const s of stalled) s.destroy();
     // Their slots come back once the server sees them gone.
     await expect.poll(async () => (await fullDownload()).status, { timeout: 15_000 }).toBe(200);
+    expect(await byTicket()).toBe(200);
   }, 30_000);
 
   it('drops a reader that takes a little now and then, slower than a download must, so it holds no slot (re-attack 14)', async () => {
@@ -111,10 +122,10 @@ describe('downloads that keep over the floor (re-attack 16)', () => {
     const lines: string[] = [];
     // A fair rate far over what a reader of 160 KiB/s keeps, so the four below are all under it.
     const fairServer = await startServer({ services, rendererDir: renderer.dir, port: 0, token: 'f'.repeat(32), log: (l) => lines.push(l), downloadFairBytesPerSecond: 32 * 1024 * 1024 });
-    const get = (headers: Record<string, string>) =>
+    const get = (headers: Record<string, string>, target = `/download/run/${RUN}`) =>
       new Promise<{ status: number; bytes: number }>((resolve, reject) => {
         http
-          .get({ host: '127.0.0.1', port: fairServer.port, path: `/download/run/${RUN}`, headers }, (res) => {
+          .get({ host: '127.0.0.1', port: fairServer.port, path: target, headers }, (res) => {
             let bytes = 0;
             res.on('data', (c: Buffer) => (bytes += c.length));
             res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes }));
@@ -146,9 +157,12 @@ describe('downloads that keep over the floor (re-attack 16)', () => {
       expect(missing).toBeGreaterThanOrEqual(400);
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(gave()).toEqual([]);
-      const full = await get({ 'x-trainbench-token': fairServer.token });
-      expect(full.status).toBe(200);
-      expect(full.bytes).toBeGreaterThan(48 * 1024 * 1024);
+      // One ticket in two requests at once (re-attack 18): it is spent before a slot is claimed, so the request that
+      // finds it spent takes no one's slot; only the download that is sent does.
+      const { url } = await services.downloads.prepare('run', RUN);
+      const [first, second] = await Promise.all([get({}, url), get({}, url)]);
+      expect([first.status, second.status].sort()).toEqual([200, 403]);
+      expect(Math.max(first.bytes, second.bytes)).toBeGreaterThan(48 * 1024 * 1024);
       expect(gave()).toHaveLength(1);
     } finally {
       for (const s of sippers) {

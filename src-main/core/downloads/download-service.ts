@@ -74,18 +74,22 @@ export class DownloadService {
     };
   }
 
-  /** What a ticket was given for, once: a second use, an expired or unknown ticket give null. */
   /** What a ticket is good for now, without spending it; null when it is not. */
   peek(ticket: string): { kind: DownloadKind; id: string } | null {
     const found = this.tickets.get(ticket);
     return found !== undefined && found.expires > this.now() ? { kind: found.kind, id: found.id } : null;
   }
 
-  redeem(ticket: string): { kind: DownloadKind; id: string } | null {
+  /**
+   * What a ticket was given for, spent now: a second use, an expired or unknown ticket give null. `giveBack` makes it
+   * good again until it would have expired (the download it was spent on could not be sent: every slot was busy).
+   */
+  redeem(ticket: string): { kind: DownloadKind; id: string; giveBack(): void } | null {
     const found = this.tickets.get(ticket);
     if (!found) return null;
     this.tickets.delete(ticket);
-    return found.expires > this.now() ? { kind: found.kind, id: found.id } : null;
+    if (found.expires <= this.now()) return null;
+    return { kind: found.kind, id: found.id, giveBack: () => void this.tickets.set(ticket, found) };
   }
 
   /**
