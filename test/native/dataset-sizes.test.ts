@@ -126,6 +126,17 @@ describe('an .npz whose zip directory lies', () => {
       },
       /sources\/lies\.npz: its zip64 locator points past the end of the file \(at 1000000000000 of \d+ bytes\)$/,
     ],
+    [
+      'a directory of 65,535 entries in 4 GiB, with no zip64 locator (re-attack 18: called a broken locator)',
+      (b: Buffer) => {
+        b.writeUInt16LE(0xffff, eocdOf(b) + 8);
+        b.writeUInt16LE(0xffff, eocdOf(b) + 10);
+        b.writeUInt32LE(0xfffffff0, eocdOf(b) + 12);
+        b.writeUInt32LE(0, eocdOf(b) + 16);
+        return b;
+      },
+      /sources\/lies\.npz is truncated: its central directory lies past the end of the file$/,
+    ],
   ])('%s is refused in words naming the file', async (_, tamper, words) => {
     writeFileSync(src('lies.npz'), tamper(good()));
     await expect(inspect({ kind: 'npz', path: 'sources/lies.npz' })).rejects.toMatchObject({ code: 'E_DATA', message: expect.stringMatching(words) });
@@ -138,5 +149,20 @@ describe('an .npy of format 3 (a UTF-8 header)', () => {
     writeFileSync(src('utf8.npy'), npyBytes("[('température', '<f4'), ('δ', '<f4')]", [2], data, false, 3));
     const inspected = (await inspect({ kind: 'npy', path: 'sources/utf8.npy' })) as { fields: { name: string }[] };
     expect(inspected.fields.map((f) => f.name)).toEqual(['température', 'δ']);
+    // A cache's field names are ASCII: the refusal says how to keep the file as it is (re-attack 18).
+    await expect(services.router.dispatch('datasets.build', { source: { kind: 'npy', path: 'sources/utf8.npy' }, name: 'utf8' })).rejects.toMatchObject({
+      code: 'E_BAD_INPUT',
+      message: `field name "température" is not allowed: field names are letters, digits, _ . - and start with a letter or _; rename the source's field with a field map ("température" to another name)`,
+    });
+  });
+
+  it('refuses a header that is not UTF-8, as NumPy does, rather than reading it with replacement characters (re-attack 18)', async () => {
+    const data = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
+    const bytes = npyBytes("[('xQQ', '<f4'), ('y', '<f4')]", [2], data, false, 3);
+    const at = bytes.indexOf('xQQ');
+    bytes[at + 1] = 0xff;
+    bytes[at + 2] = 0xfe;
+    writeFileSync(src('notutf8.npy'), bytes);
+    await expect(inspect({ kind: 'npy', path: 'sources/notutf8.npy' })).rejects.toMatchObject({ code: 'E_DATA', message: expect.stringMatching(/sources\/notutf8\.npy: its \.npy header \(format 3\) is not valid UTF-8$/) });
   });
 });

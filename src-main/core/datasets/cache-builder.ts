@@ -17,6 +17,7 @@ import { excerpt } from './importers/excerpt';
 import type { RecordSource } from './importers/record-source';
 import { checkAborted, recordValues } from './importers/record-source';
 import { planShards, recordsPerShard, shardHeader } from './shard-layout';
+import { quotedText } from '../../api/shell-word';
 
 export interface BuildSettings {
   name: string;
@@ -70,7 +71,11 @@ function outputFields(source: RecordSource, fieldMap: BuildSettings['fieldMap'])
   for (const f of out) {
     // The manifest must stay valid whatever the field map or the source's own names say (the CLI skips the contract).
     if (!CacheFieldSchema.shape.name.safeParse(f.name).success) {
-      throw new ApiError('E_BAD_INPUT', `field name ${JSON.stringify(f.name.slice(0, 64))} is not allowed: field names are letters, digits, _ . - and start with a letter or _`);
+      const rule = 'field names are letters, digits, _ . - and start with a letter or _';
+      const named = source.fields[f.from].name;
+      // A name the source holds is fixed by renaming it in a field map, not by editing the file.
+      const fix = fieldMap.some((m) => m.from === named) ? '' : `; rename the source's field with a field map (${quotedText(named, 64)} to another name)`;
+      throw new ApiError('E_BAD_INPUT', `field name ${quotedText(f.name, 64)} is not allowed: ${rule}${fix}`);
     }
     if (names.has(f.name)) throw new ApiError('E_BAD_INPUT', `two fields would be named '${f.name}'`);
     names.add(f.name);

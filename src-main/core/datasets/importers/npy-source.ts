@@ -32,6 +32,15 @@ function openStream(loc: NpyLocation): ByteStream {
 /** Smallest .npy: magic (6), version (2), a 2-byte header length. */
 const NPY_MIN_BYTES = 10;
 
+/** A format 3 header's text; bytes that are not UTF-8 are refused, as NumPy refuses them, not read as U+FFFD. */
+function utf8Header(dict: Buffer, label: string): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(dict);
+  } catch {
+    throw new ApiError('E_DATA', `${label}: its .npy header (format 3) is not valid UTF-8`);
+  }
+}
+
 export async function readNpyHeader(loc: NpyLocation): Promise<NpyHeader> {
   if (loc.length === 0) throw new ApiError('E_DATA', `${loc.label} is empty (0 bytes): it holds no .npy array`);
   if (!loc.deflated && loc.length < NPY_MIN_BYTES) throw new ApiError('E_DATA', `${loc.label} is ${loc.length} bytes: too short for a .npy header`);
@@ -42,7 +51,7 @@ export async function readNpyHeader(loc: NpyLocation): Promise<NpyHeader> {
     const headerBytes = npyHeaderBytes(await stream.read(lengthBytes, 'the .npy header'), loc.label, loc.deflated ? null : loc.length);
     const dict = await stream.read(headerBytes - 8 - lengthBytes, 'the .npy header');
     // Format 3 is format 2 with a UTF-8 header (names beyond Latin-1); 1 and 2 are Latin-1.
-    return parseNpyHeader(dict.toString(preamble[6] === 3 ? 'utf8' : 'latin1'), headerBytes, loc.label);
+    return parseNpyHeader(preamble[6] === 3 ? utf8Header(dict, loc.label) : dict.toString('latin1'), headerBytes, loc.label);
   } finally {
     await stream.close();
   }

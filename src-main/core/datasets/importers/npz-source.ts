@@ -40,10 +40,10 @@ async function zipEntries(fh: fs.FileHandle, size: number, file: string): Promis
   let count = tail.readUInt16LE(eocd + 10);
   let cdSize = tail.readUInt32LE(eocd + 12);
   let cdOffset = tail.readUInt32LE(eocd + 16);
-  if (cdOffset === 0xffffffff || count === 0xffff) {
-    // zip64: the locator sits just before the EOCD and points at the zip64 EOCD record.
-    const locator = eocd - 20;
-    if (locator < 0 || tail.readUInt32LE(locator) !== 0x07064b50) throw new ApiError('E_DATA', `${file}: broken zip64 locator`);
+  // zip64: the locator sits just before the EOCD and points at the zip64 EOCD record. Without one, the values that
+  // would send a reader there are the archive's own (as Python's zipfile reads them), checked as any others.
+  const locator = eocd - 20;
+  if ((cdOffset === 0xffffffff || count === 0xffff) && locator >= 0 && tail.readUInt32LE(locator) === 0x07064b50) {
     const z64At = Number(tail.readBigUInt64LE(locator + 8));
     if (z64At + 56 > size) throw new ApiError('E_DATA', `${file}: its zip64 locator points past the end of the file (at ${z64At} of ${size} bytes)`);
     const z64 = await readAt(fh, z64At, 56);
