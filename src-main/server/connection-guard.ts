@@ -10,6 +10,13 @@ interface Connection {
 }
 
 /**
+ * How long a connection that has asked nothing yet is passed over while a stranger's request is still being answered:
+ * a page load's new connection is read within moments, and chosen first it was the one a stream of strangers who
+ * never read their answers evicted (1 page load in 4; re-attack 19).
+ */
+export const NEW_CONNECTION_GRACE_MS = 1_000;
+
+/**
  * Keeps the server's connections under `max` without locking a person out. Node's headers limit starts with a
  * request's first byte: a connection that sends nothing at all would stay open for ever, so one that begins no
  * request (or WebSocket upgrade) within `limitMs` is closed here.
@@ -18,15 +25,16 @@ interface Connection {
  * decided by what each is doing now, not by whether it ever began a request (re-attack 16: 512 connections that each
  * asked for a small file every 3 s on keep-alive kept every page load out): first a WebSocket upgrade without the
  * token, which the API has refused and closes within a second anyway; then the one idle longest between requests
- * among those that never showed the token; then the one of those whose request has run longest (a response it does
- * not read); then the one idle longest among the token's. Only when every open connection is a window of ours at
+ * among those that never showed the token, unless it has been idle under NEW_CONNECTION_GRACE_MS; then the one of
+ * those whose request has run longest (a response it does not read); then a young idle one; then the one idle
+ * longest among the token's. Only when every open connection is a window of ours at
  * work (or a WebSocket with the token, which the API caps itself) is the new one closed.
  */
 export function guardConnections(server: Server, limitMs: number, max: number, shownToken: (req: IncomingMessage) => boolean): void {
   const all = new Map<Duplex, Connection>();
-  // Insertion order is age in each: the first is the one idle (or working) longest.
+  // Insertion order is age in each: the first is the one idle (or working) longest. Idle strangers keep since when.
   const refusedUpgrades = new Set<Duplex>();
-  const idleStrangers = new Set<Duplex>();
+  const idleStrangers = new Map<Duplex, number>();
   const busyStrangers = new Set<Duplex>();
   const idleOurs = new Set<Duplex>();
   const settle = (socket: Duplex) => {
@@ -39,8 +47,13 @@ export function guardConnections(server: Server, limitMs: number, max: number, s
     if (c.silentTimer) clearTimeout(c.silentTimer);
     c.silentTimer = null;
   };
-  const victim = (): Duplex | undefined =>
-    refusedUpgrades.values().next().value ?? idleStrangers.values().next().value ?? busyStrangers.values().next().value ?? idleOurs.values().next().value;
+  const victim = (): Duplex | undefined => {
+    const refused = refusedUpgrades.values().next().value;
+    if (refused) return refused;
+    const [idle, since] = idleStrangers.entries().next().value ?? [undefined, 0];
+    if (idle && Date.now() - since >= NEW_CONNECTION_GRACE_MS) return idle;
+    return busyStrangers.values().next().value ?? idle ?? idleOurs.values().next().value;
+  };
 
   server.on('connection', (socket: Duplex) => {
     if (all.size >= max) {
@@ -55,7 +68,7 @@ export function guardConnections(server: Server, limitMs: number, max: number, s
     const timer = setTimeout(() => socket.destroy(), limitMs);
     timer.unref();
     all.set(socket, { trusted: false, silentTimer: timer });
-    idleStrangers.add(socket);
+    idleStrangers.set(socket, Date.now());
     socket.once('close', () => forget(socket));
   });
 
@@ -79,7 +92,8 @@ export function guardConnections(server: Server, limitMs: number, max: number, s
     res.once('close', () => {
       if (!all.has(socket) || socket.destroyed) return;
       settle(socket);
-      (c.trusted ? idleOurs : idleStrangers).add(socket);
+      if (c.trusted) idleOurs.add(socket);
+      else idleStrangers.set(socket, Date.now());
     });
   });
 

@@ -13,6 +13,7 @@ import { FairSlots } from '../core/common/fair-slots';
 import type { Services } from '../core/services';
 import { isAllowedOrigin, tokensEqual } from './auth';
 import { limitedLog } from './log-limit';
+import { asksNothing, SHARED_READ_METHODS, SharedReads } from './shared-reads';
 import { ANSWER_HIGH_WATER_BYTES, ANSWER_STALL_MS, MAX_WAITING_ANSWER_BYTES, Outbox } from './ws-outbox';
 
 /** Largest message a client may send (a frame over it closes that connection with 1009). */
@@ -79,6 +80,14 @@ export const MAX_REFUSED_BYTES_PER_WINDOW = 4 * 1024 * 1024;
  * saved from the editor (MAX_REPORT_MARKDOWN_CHARS, about 2 MB), sent when a person presses Save.
  */
 export const MAX_MESSAGE_BYTES_PER_WINDOW = 32 * 1024 * 1024;
+/**
+ * Bytes of the requests one connection has sent that are not yet worked through (waiting for a slot or running);
+ * its first is always taken. Bounding only the rate, 31 connections each sending 1.9 MB report saves faster than
+ * one queue wrote them held 3.6 GiB (re-attack 19). A page's largest is one such save.
+ */
+export const MAX_HELD_BYTES_PER_CONNECTION = 8 * 1024 * 1024;
+/** The same over every connection together; a connection holding nothing still has its one request taken. */
+export const MAX_HELD_BYTES = 64 * 1024 * 1024;
 const REFUSAL_WINDOW_MS = 10_000;
 
 const formatMiB = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
@@ -147,6 +156,8 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   // One connection runs at most a quarter of them at once, and an eighth wait for a connection with nothing running.
   const slots = new FairSlots(total, { perOwner: Math.max(1, Math.floor(total / 4)), reserve: Math.floor(total / 8) });
   const heavy = new FairSlots(MAX_HEAVY_AT_ONCE, { perOwner: 2, reserve: 1 });
+  const shared = new SharedReads(heavy, (method) => services.router.dispatch(method, {}));
+  const heldAll = { bytes: 0 };
   // Every connection's events from one subscription: each event is made JSON once and its text shared by every
   // outbox (30 clients that never read each held their own copies of a training run's events, 1.4 GiB; re-attack 15).
   const outboxes = new Set<Outbox>();
@@ -198,12 +209,16 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
       slots.drop(outbox);
       heavy.drop(outbox);
       outbox.close();
+      // Its requests dropped while waiting never finish: what they held is given back here, once.
+      inFlight.closed = true;
+      heldAll.bytes -= inFlight.held;
+      inFlight.held = 0;
     });
     // ws closes the connection itself (1007 bad UTF-8, 1009 too big, 1002 bad frame); without a listener it would throw.
     ws.on('error', (err) => log(`closed client ${who} after a protocol error: ${err.message}`));
     outbox.event({ type: 'event', event: 'engine.status', data: services.engine.status() });
 
-    const inFlight: InFlight = { count: 0, max: maxInFlight, slots, heavy, refusals: 0, recent: { since: Date.now(), count: 0, bytes: 0, allBytes: 0 } };
+    const inFlight: InFlight = { count: 0, max: maxInFlight, slots, heavy, shared, refusals: 0, held: 0, heldAll, closed: false, recent: { since: Date.now(), count: 0, bytes: 0, allBytes: 0 } };
     ws.on('message', (raw) => {
       if (ws.readyState !== ws.OPEN) return; // closing: what it still sends is not read
       try {
@@ -221,14 +236,15 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
                   : null;
         if (tooMany) {
           log(`closed client ${who}: ${tooMany}`);
-          // The close frame tells a client that reads why; one that does not read is cut off a moment later.
-          ws.close(1008, 'too many refused messages waiting to be read');
+          // The close frame tells a client that reads why (at most 123 bytes); one that does not read is cut off a moment later.
+          ws.close(1008, tooMany.slice(0, 123));
           setTimeout(() => ws.terminate(), 1000).unref();
           return;
         }
-        const text = raw.toString();
-        inFlight.recent.allBytes += text.length;
-        handleMessage(text, services, outbox, inFlight);
+        // Bytes as sent, not UTF-16 units: 3-byte characters passed the caps three times over (re-attack 19).
+        const bytes = Buffer.isBuffer(raw) ? raw.length : Array.isArray(raw) ? raw.reduce((n, b) => n + b.length, 0) : raw.byteLength;
+        inFlight.recent.allBytes += bytes;
+        handleMessage(raw.toString(), bytes, services, outbox, inFlight);
       } catch (err) {
         log(`message from ${who} failed: ${(err as Error).message}`);
       }
@@ -245,6 +261,13 @@ interface InFlight {
   slots: FairSlots;
   /** The slots of HEAVY_METHODS, shared the same way. */
   heavy: FairSlots;
+  /** Reads every caller shares (SHARED_READ_METHODS). */
+  shared: SharedReads;
+  /** Bytes of its requests not yet worked through, and of every connection's (MAX_HELD_BYTES_PER_CONNECTION, MAX_HELD_BYTES). */
+  held: number;
+  heldAll: { bytes: number };
+  /** It has gone: what its requests held was given back at once. */
+  closed: boolean;
   /** Refusals its socket has not written out yet (MAX_REFUSALS_WAITING bounds them). */
   refusals: number;
   /**
@@ -254,14 +277,14 @@ interface InFlight {
   recent: { since: number; count: number; bytes: number; allBytes: number };
 }
 
-function handleMessage(text: string, services: Services, outbox: Outbox, inFlight: InFlight): void {
+function handleMessage(text: string, bytes: number, services: Services, outbox: Outbox, inFlight: InFlight): void {
   // A refusal holds no request slot, but is counted until its socket has written it out: counted only until it
   // was handed to the socket, 30 clients that never read queued tens of thousands each (4 MiB and the kernel's
   // buffers) and held the server at 1 GiB for 40 s (re-attack 14).
   const send = (msg: ServerMessage) => {
     inFlight.refusals++;
     inFlight.recent.count++;
-    inFlight.recent.bytes += text.length;
+    inFlight.recent.bytes += bytes;
     outbox.answer(msg, () => undefined, { refusal: true, written: () => inFlight.refusals-- });
   };
   let json: unknown;
@@ -290,26 +313,45 @@ function handleMessage(text: string, services: Services, outbox: Outbox, inFligh
     send({ type: 'response', id, ok: false, error: new ApiError('E_BAD_REQUEST', message).toPayload() });
     return;
   }
+  const sharedRead = SHARED_READ_METHODS.has(method) && asksNothing(params);
+  if (!sharedRead && inFlight.held > 0 && (inFlight.held + bytes > MAX_HELD_BYTES_PER_CONNECTION || inFlight.heldAll.bytes + bytes > MAX_HELD_BYTES)) {
+    const mine = inFlight.held + bytes > MAX_HELD_BYTES_PER_CONNECTION;
+    const message = mine
+      ? `this connection's requests not yet worked through hold ${formatMiB(inFlight.held)} (at most ${formatMiB(MAX_HELD_BYTES_PER_CONNECTION)}); wait for their answers`
+      : `requests not yet worked through hold ${formatMiB(inFlight.heldAll.bytes)} over all connections (at most ${formatMiB(MAX_HELD_BYTES)}); wait for this connection's answers`;
+    send({ type: 'response', id, ok: false, error: new ApiError('E_BAD_REQUEST', message).toPayload() });
+    return;
+  }
   // The connection's slot is held until the answer is handed to the socket (answers waiting their turn count as in
   // flight); the server's, shared in turn with the other connections (FairSlots), while the work runs.
   inFlight.count++;
   const sent = () => inFlight.count--;
+  const answered = (result: unknown) => outbox.answer({ type: 'response', id, ok: true, result }, sent);
+  const failed = (err: unknown) => {
+    const error = toApiError(err);
+    // Params the contract refuses count as a refusal too: a page of ours sends none.
+    if (error.code === 'E_BAD_REQUEST') inFlight.recent.count++;
+    // Any failed request's bytes count with the refused ones: each was parsed whole for nothing. Counting only
+    // refusals let 24 connections send 4 MiB folder names to files.list at 9 MiB/s each (re-attack 18).
+    inFlight.recent.bytes += bytes;
+    outbox.answer({ type: 'response', id, ok: false, error: error.toPayload(services.workspace.root) }, sent);
+  };
+  if (sharedRead) {
+    void inFlight.shared.get(method).then((json) => outbox.answerJson(id, json, sent), failed);
+    return;
+  }
+  inFlight.held += bytes;
+  inFlight.heldAll.bytes += bytes;
   const pool = HEAVY_METHODS.has(method) ? inFlight.heavy : inFlight.slots;
   pool.take(outbox, () => {
     void services.router
       .dispatch(method, params, outbox)
-      .then(
-        (result) => outbox.answer({ type: 'response', id, ok: true, result }, sent),
-        (err: unknown) => {
-          const error = toApiError(err);
-          // Params the contract refuses count as a refusal too: a page of ours sends none.
-          if (error.code === 'E_BAD_REQUEST') inFlight.recent.count++;
-          // Any failed request's bytes count with the refused ones: each was parsed whole for nothing. Counting only
-          // refusals let 24 connections send 4 MiB folder names to files.list at 9 MiB/s each (re-attack 18).
-          inFlight.recent.bytes += text.length;
-          outbox.answer({ type: 'response', id, ok: false, error: error.toPayload(services.workspace.root) }, sent);
-        },
-      )
-      .finally(() => pool.release(outbox));
+      .then(answered, failed)
+      .finally(() => {
+        pool.release(outbox);
+        if (inFlight.closed) return;
+        inFlight.held -= bytes;
+        inFlight.heldAll.bytes -= bytes;
+      });
   });
 }

@@ -123,8 +123,19 @@ export class Outbox {
       options.written?.();
       return;
     }
-    let text = this.serialised(msg);
-    const id = msg.type === 'response' ? msg.id : 0;
+    this.answerText(this.serialised(msg), msg.type === 'response' ? msg.id : 0, sent, options);
+  }
+
+  /** A successful answer whose result is JSON already: one read shared by many callers is made JSON once (ws-api). */
+  answerJson(id: number, resultJson: string, sent: () => void): void {
+    if (this.gone()) {
+      sent();
+      return;
+    }
+    this.answerText(`{"type":"response","id":${id},"ok":true,"result":${resultJson}}`, id, sent, {});
+  }
+
+  private answerText(text: string, id: number, sent: () => void, options: { refusal?: boolean; written?: () => void }): void {
     const max = this.o.maxAnswerBytes ?? MAX_ANSWER_BYTES;
     let bytes = Buffer.byteLength(text);
     let counted = options.refusal !== true;

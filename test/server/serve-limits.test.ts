@@ -253,7 +253,7 @@ describe('work a client can queue', () => {
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
     try {
       const heavy = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
-      const closed = new Promise<number>((resolve) => heavy.on('close', (code) => resolve(code)));
+      const closed = new Promise<[number, string]>((resolve) => heavy.on('close', (code, reason) => resolve([code, reason.toString()])));
       let answered = 0;
       // 1 MiB beside a valid request (the envelope's extra keys are dropped): each is answered, none refused.
       const message = (id: number) => JSON.stringify({ type: 'request', id, method: 'app.info', params: {}, pad: 'x'.repeat(1024 * 1024) });
@@ -265,10 +265,37 @@ describe('work a client can queue', () => {
         if (heavy.readyState === heavy.OPEN && id <= 60) heavy.send(message(id++));
       });
       heavy.send(message(id++));
-      expect(await closed).toBe(1008);
+      // The close frame says why, as the log does (re-attack 19: it named refused messages whatever the cause).
+      expect(await closed).toEqual([1008, expect.stringMatching(/^it sent 32\.\d MiB of messages within 10 s$/)]);
       expect(answered).toBeGreaterThanOrEqual(30);
       expect(answered).toBeLessThanOrEqual(33);
       expect(lines.find((l) => l.startsWith('closed client'))).toMatch(/: it sent 32\.\d MiB of messages within 10 s$/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('counts the bytes sent, not the characters: 3-byte characters reach 32 MiB in a third of the messages (re-attack 19)', async () => {
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
+    try {
+      const heavy = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      const closed = new Promise<number>((resolve) => heavy.on('close', (code) => resolve(code)));
+      let answered = 0;
+      // 1 Mi characters of 3 bytes each: 3 MiB on the wire.
+      const message = (id: number) => JSON.stringify({ type: 'request', id, method: 'app.info', params: {}, pad: '中'.repeat(1024 * 1024) });
+      let id = 1;
+      heavy.on('message', (raw) => {
+        const msg = JSON.parse(raw.toString()) as { type: string; ok?: boolean };
+        if (msg.type !== 'response') return;
+        if (msg.ok) answered++;
+        if (heavy.readyState === heavy.OPEN && id <= 40) heavy.send(message(id++));
+      });
+      heavy.send(message(id++));
+      expect(await closed).toBe(1008);
+      expect(answered).toBeGreaterThanOrEqual(10);
+      expect(answered).toBeLessThanOrEqual(12);
+      expect(lines.find((l) => l.startsWith('closed client'))).toMatch(/: it sent 3[2-6]\.\d MiB of messages within 10 s$/);
     } finally {
       await server.close();
     }
@@ -328,6 +355,123 @@ describe('work a client can queue', () => {
 
 // Tried once more: once on a loaded 2-core CI machine this test ran past its 20 s (where, unknown; each wait below
 // is now bounded so a connection left open is named by the assertion, not by the timeout).
+describe('requests accepted but not yet worked through (re-attack 19)', () => {
+  /** Holds every engine.ping until `open()`: requests pile up accepted, as saves behind a slow queue did. */
+  function gatePings() {
+    const dispatch = services.router.dispatch.bind(services.router);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    services.router.dispatch = async (method, params, caller) => {
+      if (method === 'engine.ping') await gate;
+      return dispatch(method, params, caller);
+    };
+    return { open, restore: () => (services.router.dispatch = dispatch) };
+  }
+  /** engine.ping with `mib` MiB beside it in the envelope. */
+  const ping = (id: number, mib: number) => JSON.stringify({ type: 'request', id, method: 'engine.ping', params: {}, pad: 'x'.repeat(mib * 1024 * 1024 - 100) });
+  const responses = (ws: WebSocket) => {
+    const got: { id: number; ok: boolean; error?: { message: string } }[] = [];
+    ws.on('message', (raw) => {
+      const msg = JSON.parse(raw.toString()) as { type: string; id: number; ok: boolean; error?: { message: string } };
+      if (msg.type === 'response') got.push(msg);
+    });
+    return got;
+  };
+
+  it('hold at most 8 MiB of one connection, its first taken whatever its size, and are taken again once worked through', async () => {
+    const gate = gatePings();
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined });
+    try {
+      const ws = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      const got = responses(ws);
+      for (let id = 1; id <= 5; id++) ws.send(ping(id, 2));
+      // Four of 2 MiB fit in 8 MiB; the fifth is refused at once, saying why.
+      await expect.poll(() => got.length).toBe(1);
+      expect(got[0]).toMatchObject({ id: 5, ok: false, error: { message: expect.stringMatching(/^this connection's requests not yet worked through hold 8\.0 MiB \(at most 8\.0 MiB\); wait for their answers$/) } });
+      gate.open();
+      await expect.poll(() => got.length).toBe(5);
+      expect(got.slice(1).map((g) => [g.id, g.ok])).toEqual([[1, true], [2, true], [3, true], [4, true]]);
+      // Worked through, they hold nothing: 8 MiB more are taken.
+      for (let id = 6; id <= 9; id++) ws.send(ping(id, 2));
+      await expect.poll(() => got.length).toBe(9);
+      expect(got.slice(5).every((g) => g.ok)).toBe(true);
+      ws.close();
+    } finally {
+      gate.restore();
+      await server.close();
+    }
+  }, 30_000);
+
+  it('hold at most 64 MiB over all connections, yet a connection holding nothing still has its request taken', async () => {
+    const gate = gatePings();
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined });
+    const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
+    try {
+      // Eight connections of 8 MiB each: 64 MiB held.
+      const full = await Promise.all(Array.from({ length: 8 }, () => open(url)));
+      const theirs = full.map(responses);
+      for (const ws of full) for (let id = 1; id <= 2; id++) ws.send(ping(id, 4));
+      const other = await open(url);
+      const ours = responses(other);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(theirs.flat()).toEqual([]);
+      other.send(ping(1, 1));
+      other.send(ping(2, 1));
+      // Its first is taken; its second would pass 64 MiB in all.
+      await expect.poll(() => ours.length).toBe(1);
+      expect(ours[0]).toMatchObject({ id: 2, ok: false, error: { message: expect.stringMatching(/^requests not yet worked through hold 65\.0 MiB over all connections \(at most 64\.0 MiB\)/) } });
+      // Connections that go give back what they held, whether their requests ran or not.
+      for (const ws of full) ws.terminate();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      other.send(ping(3, 1));
+      gate.open();
+      await expect.poll(() => ours.length).toBe(3);
+      expect(ours.slice(1).map((g) => [g.id, g.ok]).sort()).toEqual([[1, true], [3, true]]);
+      other.close();
+    } finally {
+      gate.restore();
+      await server.close();
+    }
+  }, 30_000);
+
+  it('share one walk of the workspace among everyone who asks for a list before it starts, each answered with its own id', async () => {
+    const dispatch = services.router.dispatch.bind(services.router);
+    let walks = 0;
+    services.router.dispatch = async (method, params, caller) => {
+      if (method === 'runs.list') walks++;
+      return dispatch(method, params, caller);
+    };
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined });
+    const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
+    try {
+      const windows = await Promise.all(Array.from({ length: 8 }, () => open(url)));
+      const got = windows.map(responses);
+      for (const ws of windows) for (let id = 1; id <= 20; id++) ws.send(JSON.stringify({ type: 'request', id, method: 'runs.list', params: {} }));
+      await expect.poll(() => got.flat().length, { timeout: 10_000 }).toBe(160);
+      for (const g of got) expect(g.map((r) => [r.id, r.ok])).toEqual(Array.from({ length: 20 }, (_, i) => [i + 1, true]));
+      // 160 asked; each walk served all who asked while it waited for its slot.
+      expect(walks).toBeLessThanOrEqual(10);
+      // A run made before a list is asked for is in that list's answer.
+      const id = '20261206-101010-sharedread';
+      mkdirSync(path.join(services.workspace.root, 'runs', id), { recursive: true });
+      writeFileSync(path.join(services.workspace.root, 'runs', id, 'run.json'), JSON.stringify({ schemaVersion: RUN_SCHEMA_VERSION, id, kind: 'train', status: 'completed', createdAt: '2026-12-06T10:10:10.000Z', config: {} }));
+      const answer = await new Promise<{ result: { id: string }[] }>((resolve) => {
+        windows[0].on('message', (raw) => {
+          const msg = JSON.parse(raw.toString()) as { type: string; id: number; result: { id: string }[] };
+          if (msg.type === 'response' && msg.id === 99) resolve(msg);
+        });
+        windows[0].send(JSON.stringify({ type: 'request', id: 99, method: 'runs.list', params: {} }));
+      });
+      expect(answer.result.map((r) => r.id)).toContain(id);
+      rmSync(path.join(services.workspace.root, 'runs', id), { recursive: true, force: true });
+      for (const ws of windows) ws.close();
+    } finally {
+      services.router.dispatch = dispatch;
+      await server.close();
+    }
+  }, 30_000);
+});
+
 describe('connections that never finish their headers (re-attack of issue 41, finding 1)', { retry: 1 }, () => {
   it('are closed once the headers limit passes: one that sends nothing, one that trickles a header line by line', async () => {
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, headersTimeoutMs: 600, log: () => undefined });
@@ -498,6 +642,40 @@ describe('connections that keep asking at the connection limit (re-attack 16)', 
     }
   });
 
+  it('give way before a new connection does when they are requests whose answers nobody reads (re-attack 19)', async () => {
+    // A file far larger than the kernel's socket buffers: a stranger that never reads keeps its answer running.
+    writeFileSync(path.join(renderer.dir, 'big.js'), Buffer.alloc(32 * 1024 * 1024, 'x'));
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxConnections: 20, log: () => undefined });
+    const { connect } = await import('node:net');
+    const sockets: net.Socket[] = [];
+    const busyStranger = () => {
+      const socket = connect(server.port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.pause(); // never reads the answer
+      socket.once('connect', () => socket.write('GET /big.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'));
+      sockets.push(socket);
+    };
+    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    try {
+      for (let i = 0; i < 20; i++) busyStranger();
+      await pause(300);
+      const page = connect(server.port, '127.0.0.1');
+      let answer = '';
+      page.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+      const ended = new Promise<string>((resolve) => page.once('close', () => resolve(answer)));
+      page.on('error', () => undefined);
+      await new Promise((resolve) => page.once('connect', resolve));
+      await pause(50);
+      busyStranger();
+      await pause(50);
+      page.write(`GET /?token=${server.token} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+      expect(await ended).toMatch(/^HTTP\/1\.1 \d{3} /);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await server.close();
+    }
+  });
+
   it('log the peer of a connection reset while refused, and only the first few of a stream (re-attack 18)', async () => {
     const lines: string[] = [];
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
@@ -628,7 +806,7 @@ describe('long requests of other windows (re-attacks 16, 17)', () => {
       // 12 windows of one token holder, 8 lists each: 96, more than the 64 shared slots.
       expect(await theirAnswersWhileOursWaited(12, 8, 'runs.list', 64), 'their answers while ours waited').toBe(0);
       expect(most, 'lists at once').toBeLessThanOrEqual(4);
-      expect(most, 'lists at once').toBeGreaterThanOrEqual(2);
+      expect(most, 'lists at once').toBeGreaterThanOrEqual(1);
     } finally {
       services.router.dispatch = dispatch;
       for (const dir of made) rmSync(dir, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 // Serve mode answers requests concurrently, and the CLI may write reports beside the app:
 // report numbers, saves, removes and exports must not interleave into a broken folder.
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -85,6 +85,21 @@ describe('report numbers and concurrent changes', () => {
       expect(existsSync(ws.resolve(path.join('reports', summary.id)))).toBe(false);
     }
     expect(await service.list()).toEqual([]);
+  });
+
+  it('takes changes from windows in turn: one window\'s 30 queued saves do not keep another\'s waiting (re-attack 19)', async () => {
+    const service = new ReportService(ws);
+    const { summary } = await createReport(ws, content('turns'));
+    const busy = {};
+    const other = {};
+    const done: string[] = [];
+    const theirs = Array.from({ length: 30 }, (_, i) => service.save(summary.id, `theirs ${i}`, busy).then(() => done.push(`theirs ${i}`)));
+    const ours = service.save(summary.id, 'ours', other).then(() => done.push('ours'));
+    await Promise.all([...theirs, ours]);
+    // One of theirs had started and one more was in line before ours came: ours third, not 31st.
+    expect(done.indexOf('ours')).toBe(2);
+    // Still one change at a time: the file holds the last save that finished.
+    expect(readFileSync(ws.resolve(path.join('reports', summary.id, `${summary.id}.md`)), 'utf8')).toBe(done.at(-1));
   });
 
   it('refuses to export into the folders the workbench manages or the workspace root, naming the folder', async () => {

@@ -33,6 +33,18 @@ export class FairSlots {
     this.next();
   }
 
+  /** `work` in `owner`'s turn, its slot given back when it settles; a caller that is dropped meanwhile never gets it. */
+  run<T>(owner: object, work: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.take(owner, () => {
+        Promise.resolve()
+          .then(work)
+          .then(resolve, reject)
+          .finally(() => this.release(owner));
+      });
+    });
+  }
+
   /** A slot's work for `owner` has finished. */
   release(owner: object): void {
     this.running--;

@@ -111,13 +111,7 @@ export class DatasetService {
   /** A source's fields, records and first values; `caller` takes its turn with the other windows'. */
   async inspect(spec: SourceSpec, access: AccessOptions = {}, caller: object = this): Promise<InspectResult> {
     const confined = this.confine(spec, access);
-    return new Promise<InspectResult>((resolve, reject) =>
-      this.previews.take(caller, () => {
-        this.preview(confined)
-          .then(resolve, reject)
-          .finally(() => this.previews.release(caller));
-      }),
-    );
+    return this.previews.run(caller, () => this.preview(confined));
   }
 
   private async preview(spec: SourceSpec): Promise<InspectResult> {
