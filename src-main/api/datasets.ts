@@ -146,7 +146,7 @@ export const SourceSpecSchema = z.discriminatedUnion('kind', [
   /** MNIST-style IDX files (gzip or raw), one field per file. */
   z.object({ kind: z.literal('idx'), files: z.array(z.object({ path: SourcePathSchema, field: z.string().min(1).max(128) })).min(1).max(64) }).strict(),
   /** A NumPy .npy file: a plain array becomes `field`, a structured one a field per member. */
-  z.object({ kind: z.literal('npy'), path: SourcePathSchema, field: z.string().min(1).default('x') }).strict(),
+  z.object({ kind: z.literal('npy'), path: SourcePathSchema, field: z.string().min(1).max(128).default('x') }).strict(),
   /**
    * Several .npy files read side by side (features and labels saved apart), each a named field as `npy` names
    * one: `trainbench cache build x.npy:x y.npy:y`. Record counts must agree.

@@ -4,7 +4,6 @@ import { collectorArg, joinNote } from './join-command';
 
 import type { BenchmarkProgress } from '../api/benchmark';
 import { TrainingBenchmarkRequestSchema } from '../api/benchmark';
-import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import type { ScriptOverrides } from '../api/script-target';
 import { SCRIPT_OVERRIDE_KEYS, ScriptBenchmarkRequestSchema } from '../api/script-target';
@@ -18,6 +17,7 @@ import { warnIfEmulated } from './emulation-note';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions } from './train-inputs';
 import { jsonText, textOut } from './json-out';
+import { UsageError } from './usage-error';
 
 interface BenchmarkFlags extends MeasuredTargetFlags {
   warmupSteps: number;
@@ -59,7 +59,7 @@ function progressLine(p: BenchmarkProgress): string {
 async function benchmarkTraining(flags: BenchmarkFlags): Promise<void> {
   const { spec, data, options } = await measuredTarget(flags);
   const parsed = TrainingBenchmarkRequestSchema.safeParse({ spec, data, options, warmupSteps: flags.warmupSteps, steps: flags.steps, repeat: flags.repeat });
-  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
+  if (!parsed.success) throw new UsageError(`bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
 
   const services = await createServices({ workspaceDir: flags.workspace });
   const emulated = await warnIfEmulated(services, parsed.data.options.device);
@@ -97,7 +97,7 @@ async function benchmarkScript(command: string[], flags: BenchmarkScriptFlags): 
     ...(flags.collector ? { collector: flags.collector } : {}),
     ...(flags.oneNode ? { oneNode: true } : {}),
   });
-  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
+  if (!parsed.success) throw new UsageError(`bad benchmark option: ${formatIssues(parsed.error, 'request')}`);
   const services = await createServices({ workspaceDir: flags.workspace });
   const ctrlC = ctrlCCancels(services, 'script benchmark');
   // A job of several ranks: each rank said once per launch, as its first step arrives (a node joining shows at once).

@@ -2,7 +2,6 @@ import { Command, InvalidArgumentError } from 'commander';
 
 import type { BuildProgress, BuildResult, CacheDType, DatasetSummary, SourceSpec } from '../api/datasets';
 import { CacheDTypeSchema, DEFAULT_SHARD_BYTES, MAX_SPLIT_SEED, splitSeedProblem, testFractionProblem } from '../api/datasets';
-import { ApiError } from '../api/errors';
 import { newJobId } from '../api/ids';
 import { writeBoardDumps } from '../core/datasets/example-board';
 import { parseRecordLayout } from '../core/datasets/importers/record-layout';
@@ -10,10 +9,11 @@ import { createServices, type Services } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { parseBytes } from './train-inputs';
 import { jsonText, textOut } from './json-out';
+import { UsageError } from './usage-error';
 
 function dtype(value: string, where: string): CacheDType {
   const parsed = CacheDTypeSchema.safeParse(value);
-  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `${where}: dtype ${JSON.stringify(value)} is not one of ${CacheDTypeSchema.options.join(', ')}`);
+  if (!parsed.success) throw new UsageError(`${where}: dtype ${JSON.stringify(value)} is not one of ${CacheDTypeSchema.options.join(', ')}`);
   return parsed.data;
 }
 
@@ -27,9 +27,9 @@ export function sourceFromArgs(
   opts: { label?: string; labelDtype?: 'int32' | 'float32'; syntheticBoard?: number; seed?: number; record?: string },
 ): SourceSpec {
   if (opts.syntheticBoard !== undefined) return { kind: 'synthetic-board', records: opts.syntheticBoard, seed: opts.seed ?? 0 };
-  if (files.length === 0) throw new ApiError('E_BAD_INPUT', 'name a source file (or --synthetic-board N)');
+  if (files.length === 0) throw new UsageError('name a source file (or --synthetic-board N)');
   if (opts.record !== undefined) {
-    if (files.length !== 1) throw new ApiError('E_BAD_INPUT', `--record describes the records of one raw file, but ${files.length} files were given (${files.join(' ')})`);
+    if (files.length !== 1) throw new UsageError(`--record describes the records of one raw file, but ${files.length} files were given (${files.join(' ')})`);
     return { kind: 'raw', files: [{ path: files[0], record: parseRecordLayout(opts.record) }] };
   }
   const parts = files.map((f) => f.split(':'));
@@ -42,7 +42,7 @@ export function sourceFromArgs(
         dtype: dtype(dt, path),
         shape: shape === '' ? [] : shape.split(',').map((d) => {
           const n = Number(d);
-          if (!Number.isInteger(n) || n < 1) throw new ApiError('E_BAD_INPUT', `${path}: shape entry ${JSON.stringify(d)} is not a positive integer`);
+          if (!Number.isInteger(n) || n < 1) throw new UsageError(`${path}: shape entry ${JSON.stringify(d)} is not a positive integer`);
           return n;
         }),
       })),
@@ -52,17 +52,16 @@ export function sourceFromArgs(
   if (files.length === 1 && /\.npz$/i.test(path)) return { kind: 'npz', path };
   if (files.length === 1 && /\.npy$/i.test(path)) return { kind: 'npy', path, field: field ?? 'x' };
   if (files.length === 1 && /\.csv$/i.test(path)) {
-    if (!opts.label) throw new ApiError('E_BAD_INPUT', `${path}: say which column is the label with --label <column>`);
+    if (!opts.label) throw new UsageError(`${path}: say which column is the label with --label <column>`);
     return { kind: 'csv', path, label: opts.label, labelDtype: opts.labelDtype ?? 'int32' };
   }
   if (parts.every(([p]) => /\.npy$/i.test(p))) {
     const unnamed = parts.find((p) => p.length !== 2 || p[1] === '');
-    if (unnamed) throw new ApiError('E_BAD_INPUT', `${unnamed[0]}: name each .npy file's field when several are read side by side, e.g. features.npy:x labels.npy:y`);
+    if (unnamed) throw new UsageError(`${unnamed[0]}: name each .npy file's field when several are read side by side, e.g. features.npy:x labels.npy:y`);
     return { kind: 'npy-fields', files: parts.map(([p, f]) => ({ path: p, field: f })) };
   }
   if (parts.every((p) => p.length === 2)) return { kind: 'idx', files: parts.map(([p, f]) => ({ path: p, field: f })) };
-  throw new ApiError(
-    'E_BAD_INPUT',
+  throw new UsageError(
     `cannot tell what ${files.join(' ')} is: use file.npy[:field], features.npy:x labels.npy:y, file.npz, file.csv --label col, images:x labels:y (IDX), or dump:field:dtype:shape`,
   );
 }
@@ -157,11 +156,11 @@ export function cacheCommand(): Command {
         if (source.kind === 'synthetic-board') source = await writeBoardDumps(s.workspace, source.records, source.seed);
         const fieldMap = ((o.map as string[] | undefined) ?? []).map((m) => {
           const [from, to, dt] = m.split(':');
-          if (!from || !to || !dt) throw new ApiError('E_BAD_INPUT', `--map ${JSON.stringify(m)}: expected from:to:dtype`);
+          if (!from || !to || !dt) throw new UsageError(`--map ${JSON.stringify(m)}: expected from:to:dtype`);
           return { from, to, dtype: dtype(dt, '--map') };
         });
         if (o.testSeed !== undefined && o.testFraction === undefined) {
-          throw new ApiError('E_BAD_INPUT', `--test-seed ${o.testSeed} draws a held-out test split: give its size with --test-fraction too (e.g. --test-fraction 0.2)`);
+          throw new UsageError(`--test-seed ${o.testSeed} draws a held-out test split: give its size with --test-fraction too (e.g. --test-fraction 0.2)`);
         }
         const testSplit = o.testFraction === undefined ? undefined : { fraction: o.testFraction as number, seed: (o.testSeed as number | undefined) ?? 0 };
         const jobId = newJobId();

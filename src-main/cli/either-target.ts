@@ -1,7 +1,7 @@
 import type { Command, Option, OptionValues } from 'commander';
 import { Help, InvalidArgumentError } from 'commander';
 
-import { ApiError } from '../api/errors';
+import { UsageError } from './usage-error';
 
 const ENGINE_GROUP = "Engine target (no command after '--'):";
 const SCRIPT_GROUP = "Script target (your own command after '--'):";
@@ -37,13 +37,11 @@ function refuseOptions(cmd: Command, given: Option[], target: 'engine' | 'script
   const flags = names(given);
   const verb = given.length > 1 ? 'apply' : 'applies';
   if (target === 'engine') {
-    throw new ApiError(
-      'E_BAD_INPUT',
+    throw new UsageError(
       `${flags} ${verb} to the engine target only (a model our engine trains), not to a script target (your own command after '--'): leave ${given.length > 1 ? 'them' : 'it'} out, or drop the command to measure an engine model`,
     );
   }
-  throw new ApiError(
-    'E_BAD_INPUT',
+  throw new UsageError(
     `${flags} ${verb} to a script target only (your own command after '--'), not to the engine target: give the command (trainbench ${cmd.name()} [options] -- python3 train.py), or leave ${given.length > 1 ? 'them' : 'it'} out`,
   );
 }
@@ -113,8 +111,7 @@ export function eitherTarget<E, S>(cmd: Command, runEngine: (flags: E) => Promis
         return runEngine(self.opts() as E);
       }
       if (!separated) {
-        throw new ApiError(
-          'E_BAD_INPUT',
+        throw new UsageError(
           `unexpected argument ${JSON.stringify(command.join(' '))}: put your own training command after '--' (trainbench ${self.name()} [options] -- python3 train.py)`,
         );
       }

@@ -2,7 +2,6 @@ import { Command, InvalidArgumentError } from 'commander';
 
 import type { BatchSearchResult, BatchTrial } from '../api/batch-size';
 import { BatchSearchRequestSchema, DEFAULT_HEADROOM, THROUGHPUT_NOISE, TRIAL_OUTCOME_WORDS } from '../api/batch-size';
-import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { newJobId } from '../api/ids';
 import type { ScriptOverrides } from '../api/script-target';
@@ -18,6 +17,7 @@ import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-
 import { trainOptions, type TrainFlags } from './train-command';
 import { choiceArg, intArg, MODEL_FLAG_HELP, parseBytes, TRAIN_CHOICES } from './train-inputs';
 import { jsonText, textOut } from './json-out';
+import { UsageError } from './usage-error';
 
 interface EngineSearchFlags extends Omit<TrainFlags, 'model' | 'data' | 'device'> {
   model: string;
@@ -123,7 +123,7 @@ async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
   const { spec, name, data } = await resolveModelAndData(o.model, o.data, o.workspace);
   const options = { ...trainOptions(name, { ...o, progress: false }), memoryLimitBytes: o.memoryLimit };
   const parsed = BatchSearchRequestSchema.safeParse({ spec, data, options, headroom: o.headroom, stepsPerTrial: o.steps, globalBatch: o.globalBatch });
-  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'search')}`);
+  if (!parsed.success) throw new UsageError(`bad option: ${formatIssues(parsed.error, 'search')}`);
   const services = await createServices({ workspaceDir: o.workspace });
   await warnIfEmulated(services, parsed.data.options.device);
   const ctrlC = ctrlCCancels(services, 'search');
@@ -158,7 +158,7 @@ async function findBatchSizeScript(command: string[], flags: ScriptSearchFlags):
     timeoutSeconds: flags.timeout,
     jobId: newJobId(),
   });
-  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'search')}`);
+  if (!parsed.success) throw new UsageError(`bad option: ${formatIssues(parsed.error, 'search')}`);
   const services = await createServices({ workspaceDir: flags.workspace });
   const ctrlC = ctrlCCancels(services, 'batch-size search', { jobId: parsed.data.jobId });
   try {

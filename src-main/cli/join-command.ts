@@ -11,6 +11,7 @@ import { joinLine, parseCollector } from '../api/script-target';
 import { decodeFollow, isFollowCode } from '../core/nodes/followers';
 import { decodeJoin, probeEnvOf } from '../core/script/probe-channel';
 import { probeDir } from '../core/script/launcher';
+import { UsageError } from './usage-error';
 
 /** After a launch ends on the measuring node, this node's part gets this long to end by itself before it is stopped. */
 const STOP_GRACE_MS = 5000;
@@ -213,7 +214,7 @@ async function follow(code: string, command: string[]): Promise<void> {
  * own.
  */
 async function join(code: string, command: string[]): Promise<void> {
-  if (command.length === 0) throw new ApiError('E_BAD_INPUT', "no command to run: put this node's part of the job after '--' (e.g. trainbench join CODE -- torchrun --nnodes 2 --node_rank 1 ... train.py)");
+  if (command.length === 0) throw new UsageError("no command to run: put this node's part of the job after '--' (e.g. trainbench join CODE -- torchrun --nnodes 2 --node_rank 1 ... train.py)");
   await (isFollowCode(code) ? follow(code, command) : joinOnce(code, command));
 }
 

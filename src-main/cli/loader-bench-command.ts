@@ -2,11 +2,11 @@ import { Command, InvalidArgumentError } from 'commander';
 
 import type { LoaderBenchResult, LoaderBenchRow } from '../api/datasets';
 import { LoaderBenchRequestSchema } from '../api/datasets';
-import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { jsonText, textOut } from './json-out';
+import { UsageError } from './usage-error';
 
 function intList(value: string): number[] {
   const list = value.split(',').map(Number);
@@ -60,7 +60,7 @@ export function loaderBenchCommand(): Command {
         device: o.device,
         gpuPrefetch: o.gpuPrefetch,
       });
-      if (!parsed.success) throw new ApiError('E_BAD_INPUT', formatIssues(parsed.error, 'options'));
+      if (!parsed.success) throw new UsageError(formatIssues(parsed.error, 'options'));
       const services = await createServices({ workspaceDir: o.workspace });
       try {
         const r = await services.datasets.benchmark(parsed.data, { allowPathsOutsideWorkspace: true });

@@ -4,7 +4,6 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 
 import type { Devices } from '../api/devices';
-import { ApiError } from '../api/errors';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { packageRoot } from '../engine/package-root';
@@ -27,6 +26,7 @@ import { joinCommand } from './join-command';
 import { noteArgv } from './either-target';
 import { errorOut } from './error-out';
 import { jsonText, textOut } from './json-out';
+import { UsageError } from './usage-error';
 
 function parsePort(value: string): number {
   const port = Number(value);
@@ -118,8 +118,8 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await program.parseAsync(argv);
   } catch (err) {
-    // Bad input is the user's to fix, so say where the usage is; other failures are not about usage.
-    const pointer = err instanceof ApiError && err.code === 'E_BAD_INPUT' ? `${helpPointer(running)}\n` : '';
+    // Bad input on the command line is the user's to fix there, so say where the usage is; a data error is not about usage.
+    const pointer = err instanceof UsageError ? `${helpPointer(running)}\n` : '';
     errorOut(err, { json: running.opts().json === true, pointer });
     process.exitCode = 1;
   }

@@ -13,6 +13,7 @@ import { readSavedSpec, savedSpecNames } from '../core/workspace/model-files';
 import type { Workspace } from '../core/workspace/workspace';
 import { defaultWorkspaceDir, openWorkspace } from '../core/workspace/workspace';
 import { closestChoice } from './closest-choice';
+import { UsageError } from './usage-error';
 
 /** Saved specs named in an error for an unknown --model: enough to spot the one meant, never a screenful. */
 const NAMES_SHOWN = 20;
@@ -41,8 +42,7 @@ export function resolveData(value: string): DataSource {
       test: testImages ? { images: testImages, labels: testLabels } : undefined,
     };
   }
-  throw new ApiError(
-    'E_BAD_INPUT',
+  throw new UsageError(
     `--data ${JSON.stringify(value)}: use "fashion-mnist", "example-board", "dataset:<train>[,<test>]", a folder of MNIST-style IDX files, or train-images,train-labels[,test-images,test-labels]`,
   );
 }
@@ -64,11 +64,11 @@ async function specAtPath(value: string, workspaceDir: string): Promise<{ spec: 
   try {
     raw = JSON.parse(await fs.readFile(file, 'utf8'));
   } catch (err) {
-    throw new ApiError('E_BAD_INPUT', `model spec ${file} is not valid JSON: ${(err as Error).message}`);
+    throw new UsageError(`model spec ${file} is not valid JSON: ${(err as Error).message}`);
   }
   const name = path.basename(file);
   const parsed = ModelSpecSchema.safeParse(raw);
-  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `model spec ${name} is invalid: ${formatIssues(parsed.error, 'spec')}`);
+  if (!parsed.success) throw new UsageError(`model spec ${name} is invalid: ${formatIssues(parsed.error, 'spec')}`);
   return { spec: parsed.data, name };
 }
 
@@ -79,8 +79,7 @@ async function unknownModel(value: string, workspace: Workspace, tried: string[]
   const more = saved.total > saved.names.length ? `, and ${saved.total - saved.names.length} more` : '';
   const savedWords = saved.total ? `${saved.names.join(', ')}${more}` : 'none yet: trainbench models size <family> --data <dataset> --save NAME saves one';
   const near = closestChoice(value, [...builtins, ...saved.names]);
-  return new ApiError(
-    'E_BAD_INPUT',
+  return new UsageError(
     `--model ${JSON.stringify(value)} is neither a built-in model (${builtins.join(', ')}), nor a spec saved in the workspace ${workspace.root} ` +
       `(${MODEL_SPEC_DIR}/<name>.json: ${savedWords}), nor a spec file (no file at ${tried.join(' or ')})` +
       `; ${near ? `did you mean ${JSON.stringify(near)}? ` : ''}trainbench models list shows every model there is`,
@@ -138,8 +137,7 @@ export async function resolveModelAndData(
   if (!model.builtin) {
     const x = manifest.fields.find((f) => f.name === 'x');
     if (x && valuesOf(x.shape) !== valuesOf(model.spec.input)) {
-      throw new ApiError(
-        'E_BAD_INPUT',
+      throw new UsageError(
         `--model ${modelFlag} takes input [${model.spec.input.join(', ')}] (${valuesOf(model.spec.input)} values) but ${shown} has ${valuesOf(x.shape)} values per record in 'x': ${sizeHint(shown)}`,
       );
     }
@@ -148,7 +146,7 @@ export async function resolveModelAndData(
   const fit = builtinForData(model.builtin, manifest.fields);
   if (!fit.spec) {
     const mlp = model.builtin !== 'mlp' && builtinForData('mlp', manifest.fields).spec ? `train the mlp, which is sized to it (--model mlp), or ` : '';
-    throw new ApiError('E_BAD_INPUT', `--model ${modelFlag} cannot be sized to ${shown}: ${fit.problem}; ${mlp}${sizeHint(shown)}`);
+    throw new UsageError(`--model ${modelFlag} cannot be sized to ${shown}: ${fit.problem}; ${mlp}${sizeHint(shown)}`);
   }
   if (fit.sized) {
     const was = inputAndHeadWords(model.spec);

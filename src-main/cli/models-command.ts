@@ -3,7 +3,6 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 
 import type { DatasetSummary } from '../api/datasets';
-import { ApiError } from '../api/errors';
 import type { ModelEntry } from '../api/model-files';
 import type { SizedFamily } from '../api/model-sizing';
 import { SIZED_FAMILIES, sizeModel } from '../api/model-sizing';
@@ -13,6 +12,7 @@ import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { choiceArg, intArg } from './train-inputs';
 import { jsonText, textOut } from './json-out';
+import { UsageError } from './usage-error';
 
 /** One line per model: name, family, and why a spec file cannot be used. */
 export function formatModels(models: readonly ModelEntry[]): string {
@@ -41,9 +41,9 @@ export function datasetNamed(value: string, datasets: readonly DatasetSummary[])
   if (byId) return byId;
   const named = usable.filter((d) => d.name === key);
   if (named.length === 1) return named[0];
-  if (named.length > 1) throw new ApiError('E_BAD_INPUT', `--data ${JSON.stringify(value)} names ${named.length} datasets: choose one of ${named.map((d) => `dataset:${d.id}`).join(', ')}`);
+  if (named.length > 1) throw new UsageError(`--data ${JSON.stringify(value)} names ${named.length} datasets: choose one of ${named.map((d) => `dataset:${d.id}`).join(', ')}`);
   const there = usable.length ? usable.map((d) => `dataset:${d.id} (${d.name})`).join(', ') : 'none: trainbench cache build makes one';
-  throw new ApiError('E_BAD_INPUT', `--data ${JSON.stringify(value)} is no dataset of this workspace; there are: ${there}`);
+  throw new UsageError(`--data ${JSON.stringify(value)} is no dataset of this workspace; there are: ${there}`);
 }
 
 interface SizeOptions {
@@ -88,13 +88,13 @@ export function modelsCommand(out: NodeJS.WritableStream = process.stdout): Comm
     .option('--json', 'print {path, spec} as JSON (path: the file written, null without --save)')
     .option('--workspace <dir>', 'workspace folder', defaultWorkspaceDir())
     .action(async (family: SizedFamily, opts: SizeOptions) => {
-      if (opts.replace && opts.save === undefined) throw new ApiError('E_BAD_INPUT', '--replace replaces the file --save writes: give --save <name> too');
-      if (opts.blocksPerStage !== undefined && family !== 'bottleneck_resnet') throw new ApiError('E_BAD_INPUT', `--blocks-per-stage is the board network's (bottleneck_resnet), not ${family}'s: use --widths for its depth`);
+      if (opts.replace && opts.save === undefined) throw new UsageError('--replace replaces the file --save writes: give --save <name> too');
+      if (opts.blocksPerStage !== undefined && family !== 'bottleneck_resnet') throw new UsageError(`--blocks-per-stage is the board network's (bottleneck_resnet), not ${family}'s: use --widths for its depth`);
       const services = await createServices({ workspaceDir: opts.workspace });
       try {
         const dataset = datasetNamed(opts.data, (await services.router.dispatch('datasets.list', {})) as DatasetSummary[]);
         const sized = sizeModel(family, dataset.fields, { widths: opts.widths, blocksPerStage: opts.blocksPerStage });
-        if (!sized.spec) throw new ApiError('E_BAD_INPUT', `${family} does not fit ${dataset.name}: ${sized.problem}`);
+        if (!sized.spec) throw new UsageError(`${family} does not fit ${dataset.name}: ${sized.problem}`);
         let saved: string | null = null;
         if (opts.save !== undefined) {
           const result = (await services.router.dispatch('models.save', { name: opts.save, spec: sized.spec, overwrite: opts.replace === true })) as { path: string };

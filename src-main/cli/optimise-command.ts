@@ -2,7 +2,6 @@ import { Command, InvalidArgumentError } from 'commander';
 
 import { collectorArg, joinNote } from './join-command';
 
-import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { newJobId } from '../api/ids';
 import type { ConfounderPolicy, OptimiseRequest, WizardObjective } from '../api/optimise';
@@ -24,6 +23,7 @@ import { reportWrittenLines } from './report-written';
 import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-flags';
 import { choiceArg, intArg, measuredTarget, type MeasuredTargetFlags, measuredTargetOptions, parseBytes, ratioArg, secondsRangeArg } from './train-inputs';
 import { jsonText, textOut } from './json-out';
+import { UsageError } from './usage-error';
 
 interface OptimiseFlags extends MeasuredTargetFlags {
   readFrom: 'cache' | 'source';
@@ -99,7 +99,7 @@ async function buildRequest(flags: OptimiseFlags, jobId: string): Promise<Optimi
     objective: flags.objective,
     jobId,
   });
-  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad optimise option: ${formatIssues(parsed.error, 'request')}`);
+  if (!parsed.success) throw new UsageError(`bad optimise option: ${formatIssues(parsed.error, 'request')}`);
   return parsed.data;
 }
 
@@ -122,7 +122,7 @@ function newScriptRequest(command: string[], flags: OptimiseScriptFlags): Script
     timeoutSeconds: flags.timeout,
     ...(flags.collector ? { collector: flags.collector } : {}),
   });
-  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad option: ${formatIssues(parsed.error, 'optimise')}`);
+  if (!parsed.success) throw new UsageError(`bad option: ${formatIssues(parsed.error, 'optimise')}`);
   return parsed.data;
 }
 
@@ -154,7 +154,7 @@ async function optimise(flags: OptimiseFlags): Promise<void> {
 /** `optimise -- command...`: the wizard on a script target (a stopped one goes on with --resume <runId> alone). */
 async function optimiseScript(command: string[], flags: OptimiseScriptFlags): Promise<void> {
   if (flags.resume !== undefined) {
-    throw new ApiError('E_BAD_INPUT', `give either a command after '--' or --resume ${flags.resume} (which goes on with the saved run's command and settings), not both`);
+    throw new UsageError(`give either a command after '--' or --resume ${flags.resume} (which goes on with the saved run's command and settings), not both`);
   }
   const request = newScriptRequest(command, flags);
   const services = await createServices({ workspaceDir: flags.workspace });

@@ -1,10 +1,10 @@
 import path from 'node:path';
 
-import { ApiError } from '../api/errors';
 import { createServices } from '../core/services';
 import { packageRoot } from '../engine/package-root';
 import { isLoopbackHost } from '../server/auth';
 import { startServer } from '../server/serve';
+import { UsageError } from './usage-error';
 
 export interface ServeFlags {
   port: number;
@@ -30,8 +30,8 @@ export async function serveCommand(opts: ServeFlags): Promise<void> {
     // The engine's host process and the telemetry pollers would keep the command alive with nothing served.
     await services.dispose();
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') throw new ApiError('E_BAD_INPUT', `port ${opts.port} on ${opts.host} is in use: stop what holds it, or choose another with --port`);
-    if (code === 'EADDRNOTAVAIL') throw new ApiError('E_BAD_INPUT', `--host ${opts.host} is not an address of this machine`);
+    if (code === 'EADDRINUSE') throw new UsageError(`port ${opts.port} on ${opts.host} is in use: stop what holds it, or choose another with --port`);
+    if (code === 'EADDRNOTAVAIL') throw new UsageError(`--host ${opts.host} is not an address of this machine`);
     throw err;
   }
   // A promise some request left unhandled must not end a server that any page can reach; say so and go on.

@@ -2,9 +2,9 @@ import path from 'node:path';
 
 import { InvalidArgumentError } from 'commander';
 
-import { ApiError } from '../api/errors';
 import type { ScriptOverrides, ScriptTarget } from '../api/script-target';
 import { parseOverride } from '../api/script-target';
+import { UsageError } from './usage-error';
 
 /**
  * The flags a command reads for a script target (your own command after '--'): the command itself,
@@ -36,6 +36,6 @@ export function collectEnv(text: string, previous: Record<string, string> = {}):
 
 /** The command after `--`, run in --cwd (default: here). */
 export function scriptTarget(command: string[], flags: { cwd?: string; env?: Record<string, string> }): ScriptTarget {
-  if (command.length === 0) throw new ApiError('E_BAD_INPUT', "no command to run: give it after '--', e.g. trainbench benchmark-training -- python3 train.py");
+  if (command.length === 0) throw new UsageError("no command to run: give it after '--', e.g. trainbench benchmark-training -- python3 train.py");
   return { kind: 'script', command, cwd: path.resolve(flags.cwd ?? process.cwd()), env: flags.env ?? {} };
 }

@@ -1,8 +1,8 @@
-import { ApiError } from '../api/errors';
 import { printable } from '../api/shell-word';
 import type { DataSource } from '../api/training';
 import { heldOutTestOf, resolveDataset } from '../core/datasets/cache-store';
 import { openWorkspace } from '../core/workspace/workspace';
+import { UsageError } from './usage-error';
 
 /** `--test none`: train without a test set, even on a dataset imported with a held-out split. */
 export const NO_TEST_SET = 'none';
@@ -18,10 +18,10 @@ export async function chooseTestSet(data: DataSource, flag: string | undefined, 
   if (data.kind !== 'dataset') {
     if (flag === undefined) return { data, note: null };
     const own = data.kind === 'idx' ? 'give the test files as the third and fourth paths of --data' : `--data ${data.kind} brings its own test set`;
-    throw new ApiError('E_BAD_INPUT', `--test ${JSON.stringify(flag)} chooses the test set of a workspace dataset (--data dataset:<name>); ${own}`);
+    throw new UsageError(`--test ${JSON.stringify(flag)} chooses the test set of a workspace dataset (--data dataset:<name>); ${own}`);
   }
   if (flag !== undefined && data.test !== undefined && flag !== data.test) {
-    throw new ApiError('E_BAD_INPUT', `--data dataset:${data.train},${data.test} and --test ${JSON.stringify(flag)} name two test sets: give one`);
+    throw new UsageError(`--data dataset:${data.train},${data.test} and --test ${JSON.stringify(flag)} name two test sets: give one`);
   }
   const without = (why: string) => ({
     data: { kind: 'dataset' as const, train: data.train },

@@ -1,7 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 
 import type { BuildProgress } from '../api/datasets';
-import { ApiError } from '../api/errors';
 import { formatIssues } from '../api/format-issues';
 import { newJobId } from '../api/ids';
 import { isBuiltinModel } from '../api/model-spec';
@@ -24,6 +23,7 @@ import { collectEnv, collectOverride, scriptTarget, secondsArg } from './target-
 import { formatTrainRun } from './train-format';
 import { choiceArg, intArg, MODEL_FLAG_HELP, TRAIN_CHOICES } from './train-inputs';
 import { jsonText, textOut } from './json-out';
+import { UsageError } from './usage-error';
 
 export interface TrainFlags {
   model: string;
@@ -122,7 +122,7 @@ async function trainEngine(flags: TrainFlags): Promise<void> {
   const { data, note } = await chooseTestSet(resolved.data, flags.test, flags.workspace);
   if (note) process.stderr.write(`${note}\n`);
   const parsed = TrainOptionsSchema.safeParse(trainOptions(name, flags));
-  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad training option: ${formatIssues(parsed.error, 'options')}`);
+  if (!parsed.success) throw new UsageError(`bad training option: ${formatIssues(parsed.error, 'options')}`);
 
   const services = await createServices({ workspaceDir: flags.workspace });
   await warnIfEmulated(services, parsed.data.device);
@@ -172,7 +172,7 @@ async function trainScript(command: string[], flags: TrainScriptFlags): Promise<
     timeoutSeconds: flags.timeout,
     jobId: newJobId(),
   });
-  if (!parsed.success) throw new ApiError('E_BAD_INPUT', `bad train option: ${formatIssues(parsed.error, 'request')}`);
+  if (!parsed.success) throw new UsageError(`bad train option: ${formatIssues(parsed.error, 'request')}`);
   const services = await createServices({ workspaceDir: flags.workspace });
   const ctrlC = ctrlCCancels(services, 'run', { jobId: parsed.data.jobId });
   let printed = 0;

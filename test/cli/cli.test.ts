@@ -127,6 +127,15 @@ describe('trainbench', () => {
     expect(lines.at(-1)).toBe("Run 'trainbench train --help' for the usage.");
   });
 
+  it('ends a data error without the --help pointer: the usage would not help (re-attacks 18, 19)', async () => {
+    const missing = path.join(ws.dir, 'sources', 'not-there.npy');
+    const { code, stderr } = await trainbench('cache', 'build', missing, '--name', 'gone');
+    expect(code).toBe(1);
+    expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/^trainbench: cannot read .*not-there\.npy: ENOENT/)]);
+    // The same command's own bad input still points to its usage.
+    expect((await trainbench('cache', 'build', '--name', 'gone')).stderr).toContain("Run 'trainbench cache build --help' for the usage.");
+  });
+
   it('adds the --help pointer to bad input found by the command itself', async () => {
     const { code, stderr } = await trainbench('train', '--model', 'resnet50');
     expect(code).toBe(1);

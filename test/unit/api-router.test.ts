@@ -55,6 +55,10 @@ describe('API router', () => {
     const inspected = await rejection(router().dispatch('datasets.inspect', { source: { kind: 'npy', path: long } }));
     expect(inspected.code).toBe('E_BAD_REQUEST');
     expect(inspected.message).toMatch(/path: .*4096/);
+    // A field name is echoed in every preview row: 3 M characters came back as an 18 MB answer (re-attack 19).
+    const named = await rejection(router().dispatch('datasets.inspect', { source: { kind: 'npy', path: 'sources/x.npy', field: 'f'.repeat(129) } }));
+    expect(named.code).toBe('E_BAD_REQUEST');
+    expect(named.message).toMatch(/field: .*128/);
     const many = Array.from({ length: 65 }, (_, i) => ({ path: `sources/${i}.idx`, field: 'x' }));
     expect((await rejection(router().dispatch('datasets.inspect', { source: { kind: 'idx', files: many } }))).code).toBe('E_BAD_REQUEST');
   });
