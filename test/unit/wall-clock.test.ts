@@ -70,8 +70,10 @@ describe('wall clock', () => {
       const before = Date.now();
       const t = now();
       const after = Date.now();
-      expect(t, `after a ${stepMs} ms step`).toBeGreaterThanOrEqual(before - 0.05);
-      expect(t, `after a ${stepMs} ms step`).toBeLessThan(after + 1.05);
+      // Within a couple of milliseconds of the stepped clock (Date.now() counts whole ones; a loaded machine reads late),
+      // where the old clock stayed the whole step away.
+      expect(t, `after a ${stepMs} ms step`).toBeGreaterThanOrEqual(before - 2);
+      expect(t, `after a ${stepMs} ms step`).toBeLessThan(after + 2);
       vi.restoreAllMocks();
     }
   });
