@@ -29,3 +29,9 @@ export type ServerMessage = z.infer<typeof ServerMessageSchema>;
 export const TOKEN_QUERY_PARAM = 'token';
 /** Path of the WebSocket endpoint in serve mode. */
 export const WS_PATH = '/api';
+
+/**
+ * Calls a page keeps on the wire at once; more wait in the page, in order. The server answers at most 32 per
+ * connection and refuses the rest: a Benchmarks page of 60 runs asked for them all at once (runs.get each).
+ */
+export const PAGE_CALLS_IN_FLIGHT = 16;

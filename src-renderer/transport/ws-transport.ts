@@ -1,6 +1,6 @@
 import type { CallOutcome } from '@api/bridge';
 import type { ServerMessage } from '@api/wire';
-import { ServerMessageSchema, TOKEN_QUERY_PARAM, WS_PATH } from '@api/wire';
+import { PAGE_CALLS_IN_FLIGHT, ServerMessageSchema, TOKEN_QUERY_PARAM, WS_PATH } from '@api/wire';
 
 import type { Transport, TransportState } from './transport';
 import { listenerSet } from './transport';
@@ -26,6 +26,15 @@ export function createWsTransport(options: WsTransportOptions): Transport {
   const eventListeners = listenerSet<[string, unknown]>();
   const pending = new Map<number, PendingCall>();
   const waiters = new Set<() => void>();
+  // Calls past PAGE_CALLS_IN_FLIGHT wait here for one on the wire to be answered, in the order made.
+  const queued: (() => void)[] = [];
+  let onWire = 0;
+  const turn = (): Promise<void> => (onWire < PAGE_CALLS_IN_FLIGHT ? ((onWire += 1), Promise.resolve()) : new Promise((resolve) => queued.push(resolve)));
+  const done = () => {
+    const next = queued.shift();
+    if (next) next();
+    else onWire -= 1;
+  };
   let state: TransportState = 'connecting';
   let socket: WebSocket | null = null;
   let attempt = 0;
@@ -102,13 +111,20 @@ export function createWsTransport(options: WsTransportOptions): Transport {
     onState: stateListeners.add,
     onEvent: eventListeners.add,
     async call(method, params) {
+      await turn();
       if (!(await waitConnected()) || !socket) {
+        done();
         return disconnected(`not connected to Trainbench (waited ${connectWaitMs / 1000} s)`);
       }
       const id = nextId++;
       const sent = socket;
       return new Promise<CallOutcome>((resolve) => {
-        pending.set(id, { resolve });
+        pending.set(id, {
+          resolve: (outcome) => {
+            done();
+            resolve(outcome);
+          },
+        });
         sent.send(JSON.stringify({ type: 'request', id, method, params }));
       });
     },

@@ -5,7 +5,7 @@ import net from 'node:net';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 
-import { MAX_MESSAGE_BYTES } from '../../src-main/server/ws-api';
+import { MAX_MESSAGE_BYTES } from '../../src-main/server/ws-limits';
 import { startServeProcess, type ServeProcess } from '../helpers/serve-process';
 import { tempDir } from '../helpers/temp-dir';
 

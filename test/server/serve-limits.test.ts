@@ -14,7 +14,7 @@ import WebSocket from 'ws';
 import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
 import type { Services } from '../../src-main/core/services';
 import { startServer } from '../../src-main/server/serve';
-import { MAX_IN_FLIGHT } from '../../src-main/server/ws-api';
+import { MAX_IN_FLIGHT } from '../../src-main/server/ws-limits';
 import { testServices } from '../helpers/services';
 import { tempDir } from '../helpers/temp-dir';
 
@@ -275,6 +275,31 @@ describe('work a client can queue', () => {
     }
   });
 
+  it('closes a client that sends 3,000 messages in 10 s, even of cheap requests that are answered (re-attack 20)', async () => {
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
+    try {
+      const flood = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      const closed = new Promise<[number, string]>((resolve) => flood.on('close', (code, reason) => resolve([code, reason.toString()])));
+      let answered = 0;
+      let id = 1;
+      const next = () => flood.readyState === flood.OPEN && flood.send(JSON.stringify({ type: 'request', id: id++, method: 'engine.ping', params: {} }));
+      flood.on('message', (raw) => {
+        const msg = JSON.parse(raw.toString()) as { type: string; ok?: boolean };
+        if (msg.type !== 'response') return;
+        if (msg.ok) answered++;
+        next();
+      });
+      // 16 at a time, each replaced as it is answered: valid, cheap, never refused.
+      for (let i = 0; i < 16; i++) next();
+      expect(await closed).toEqual([1008, 'it sent 3000 messages within 10 s']);
+      expect(answered).toBeGreaterThanOrEqual(2_984);
+      expect(answered).toBeLessThanOrEqual(3_000);
+    } finally {
+      await server.close();
+    }
+  }, 30_000);
+
   it('counts the bytes sent, not the characters: 3-byte characters reach 32 MiB in a third of the messages (re-attack 19)', async () => {
     const lines: string[] = [];
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
@@ -420,13 +445,20 @@ describe('requests accepted but not yet worked through (re-attack 19)', () => {
       // Its first is taken; its second would pass 64 MiB in all.
       await expect.poll(() => ours.length).toBe(1);
       expect(ours[0]).toMatchObject({ id: 2, ok: false, error: { message: expect.stringMatching(/^requests not yet worked through hold 65\.0 MiB over all connections \(at most 64\.0 MiB\)/) } });
+      // What others hold is no fault of this window's (re-attack 20): a small request is still taken, and six refused
+      // large ones (6 MiB, past the 4 MiB of refusals that close a connection) do not close it.
+      other.send(JSON.stringify({ type: 'request', id: 10, method: 'engine.ping', params: {} }));
+      for (let id = 11; id <= 16; id++) other.send(ping(id, 1));
+      await expect.poll(() => ours.length).toBe(7);
+      expect(ours.slice(1).every((g) => !g.ok && g.id >= 11)).toBe(true);
+      expect(other.readyState).toBe(WebSocket.OPEN);
       // Connections that go give back what they held, whether their requests ran or not.
       for (const ws of full) ws.terminate();
       await new Promise((resolve) => setTimeout(resolve, 200));
       other.send(ping(3, 1));
       gate.open();
-      await expect.poll(() => ours.length).toBe(3);
-      expect(ours.slice(1).map((g) => [g.id, g.ok]).sort()).toEqual([[1, true], [3, true]]);
+      await expect.poll(() => ours.length).toBe(10);
+      expect(ours.filter((g) => g.ok).map((g) => g.id).sort((a, b) => a - b)).toEqual([1, 3, 10]);
       other.close();
     } finally {
       gate.restore();
@@ -446,10 +478,14 @@ describe('requests accepted but not yet worked through (re-attack 19)', () => {
     try {
       const windows = await Promise.all(Array.from({ length: 8 }, () => open(url)));
       const got = windows.map(responses);
-      for (const ws of windows) for (let id = 1; id <= 20; id++) ws.send(JSON.stringify({ type: 'request', id, method: 'runs.list', params: {} }));
-      await expect.poll(() => got.flat().length, { timeout: 10_000 }).toBe(160);
-      for (const g of got) expect(g.map((r) => [r.id, r.ok])).toEqual(Array.from({ length: 20 }, (_, i) => [i + 1, true]));
-      // 160 asked; each walk served all who asked while it waited for its slot.
+      // 17 each: a page keeps at most 16 on the wire, so a 17th waiting for the same list is no page of ours.
+      for (const ws of windows) for (let id = 1; id <= 17; id++) ws.send(JSON.stringify({ type: 'request', id, method: 'runs.list', params: {} }));
+      await expect.poll(() => got.flat().length, { timeout: 10_000 }).toBe(136);
+      for (const g of got) {
+        expect(g.find((r) => r.id === 17)).toMatchObject({ ok: false, error: { message: 'this connection waits for 16 answers of runs.list already: wait for them' } });
+        expect(g.filter((r) => r.id !== 17).map((r) => [r.id, r.ok]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual(Array.from({ length: 16 }, (_, i) => [i + 1, true]));
+      }
+      // 128 answered; each walk served all who asked while it waited for its slot.
       expect(walks).toBeLessThanOrEqual(10);
       // A run made before a list is asked for is in that list's answer.
       const id = '20261206-101010-sharedread';
@@ -736,7 +772,7 @@ describe('long requests of other windows (re-attacks 16, 17)', () => {
    * Windows send `perWindow` previews each of a long CSV (previews run one at a time, so each holds its slot while the
    * ones before it run); then another window asks app.info. Returns how many of their answers came while it waited.
    */
-  async function theirAnswersWhileOursWaited(windows: number, perWindow: number, ask = 'preview', maxInFlightTotal = 8): Promise<number> {
+  async function theirAnswersWhileOursWaited(windows: number, perWindow: number, ask = 'preview', maxInFlightTotal = 8, ours = 'app.info'): Promise<number> {
     const rows = Array.from({ length: 300_000 }, (_, i) => `${i % 10},${i * 0.25},${i % 13},${i % 7}`).join('\n');
     writeFileSync(path.join(services.workspace.root, 'sources', 'long-preview.csv'), `label,a,b,c\n${rows}\n`);
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxInFlightTotal, log: () => undefined });
@@ -756,7 +792,7 @@ describe('long requests of other windows (re-attacks 16, 17)', () => {
         }),
       );
       const before = theirs;
-      other.send(JSON.stringify({ type: 'request', id: 1, method: 'app.info', params: {} }));
+      other.send(JSON.stringify({ type: 'request', id: 1, method: ours, params: {} }));
       const during = (await answered) - before;
       for (const ws of [...busy, other]) ws.close();
       return during;
@@ -774,6 +810,11 @@ describe('long requests of other windows (re-attacks 16, 17)', () => {
     // Eight connections of one token holder, one preview each: each has nothing else running, so the per-connection
     // cap and the slots kept for idle connections let them take every shared slot (13 s waits there).
     expect(await theirAnswersWhileOursWaited(8, 1), 'their answers while ours waited').toBe(0);
+  }, 60_000);
+
+  it('leave a page its lists at once: the lists are walked in slots of their own, not behind the previews of every window (re-attack 20)', async () => {
+    // Eight windows with eight previews each fill the heavy slots' turn; the page's list waited behind one of each.
+    expect(await theirAnswersWhileOursWaited(8, 8, 'preview', 64, 'runs.list'), 'their answers while our list waited').toBe(0);
   }, 60_000);
 
   it('run in slots of their own when they walk the workspace: waves of runs.list over 200 runs keep no cheap request waiting (re-attack 18)', async () => {

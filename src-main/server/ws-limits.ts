@@ -1,0 +1,157 @@
+import type { MethodName } from '../api/methods';
+import { PAGE_CALLS_IN_FLIGHT } from '../api/wire';
+import type { FairSlots } from '../core/common/fair-slots';
+import type { SharedReads } from './shared-reads';
+
+// What one WebSocket connection (and all of them) may send, hold and have waiting: each bound names the attack
+// that set it (docs/adr/0003-serve-mode-security.md).
+
+/** Largest message a client may send (a frame over it closes that connection with 1009). */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** Unsent bytes a client may leave queued before it is dropped: it is not reading its socket. */
+export const MAX_BUFFERED_BYTES = 32 * 1024 * 1024;
+/** Requests one connection may have in flight; more are answered at once with an error, so work queued per client is bounded. */
+export const MAX_IN_FLIGHT = 32;
+/** Open connections; the UI needs one per window. */
+export const MAX_CLIENTS = 32;
+/**
+ * Requests worked on at once over all connections: each may hold a bounded read (a run.json up to 4 MiB), and the
+ * per-connection limit times the clients would allow 1,024 of them at once; a window has a few in flight. More wait
+ * their turn, one connection's after another's (FairSlots), never refused.
+ */
+export const MAX_IN_FLIGHT_TOTAL = 64;
+/**
+ * Methods that read a file whole (a run's events up to 64 MiB, a source's preview, a report) or walk a folder of the
+ * workspace (every run, every report): they run a few at a time in slots of their own, so no number of them keeps a
+ * cheap request waiting. In the shared slots, 12 connections of one token firing waves of 64 runs.get kept every
+ * app.info waiting 13 s (re-attack 17); waves of runs.list, which reads each of 263 runs, 6 s (re-attack 18).
+ */
+export const HEAVY_METHODS: ReadonlySet<MethodName> = new Set<MethodName>([
+  'runs.get',
+  'runs.trace',
+  'datasets.inspect',
+  'reports.get',
+  'reports.figure',
+  'runs.list',
+  'runs.compareSpeed',
+  'datasets.list',
+  'reports.list',
+  'models.list',
+  'files.list',
+  'downloads.prepare',
+  'reports.generate',
+  'reports.regenerate',
+  'reports.export',
+]);
+/** Heavy requests worked on at once: about what two cores can read and parse side by side. */
+export const MAX_HEAVY_AT_ONCE = 4;
+/**
+ * Refusals (not JSON, a bad request, over a limit) one connection may have that its socket has not written out;
+ * a message past them closes the connection (1008). Without a bound, 7-byte frames of "x" from a client that
+ * never read queued a refusal each: 10 MB sent took the server to 1.7 GiB and the refusals' bytes shut every
+ * other window out of the shared answer budget (re-attack 13). About 150 bytes each: 32 clients' worth is 5 MB.
+ */
+export const MAX_REFUSALS_WAITING = 1024;
+/**
+ * Refusals one connection may draw in REFUSAL_WINDOW_MS: a page of ours draws none or a few (a burst over the
+ * in-flight limit), a client that sends junk as fast as it can is closed (1008) within moments, before it has
+ * kept the server busy for long: counting only the refusals waiting unread let 30 such clients keep it busy
+ * for 40 s while the kernel's buffers took theirs (re-attack 14).
+ */
+export const MAX_REFUSALS_PER_WINDOW = 256;
+/**
+ * Bytes of refused messages one connection may send in REFUSAL_WINDOW_MS: each is parsed whole before it is
+ * refused, so 31 connections each just under the count, with messages of 256 KiB of JSON that is no request, held
+ * the server at a full core and every other window's answer at a second (re-attack 16).
+ */
+export const MAX_REFUSED_BYTES_PER_WINDOW = 4 * 1024 * 1024;
+/**
+ * Bytes of all messages one connection may send in REFUSAL_WINDOW_MS, answered or not. A page's largest is a report
+ * saved from the editor (MAX_REPORT_MARKDOWN_CHARS, about 2 MB), sent when a person presses Save.
+ */
+export const MAX_MESSAGE_BYTES_PER_WINDOW = 32 * 1024 * 1024;
+/**
+ * Bytes of the requests one connection has sent that are not yet worked through (waiting for a slot or running);
+ * its first is always taken. Bounding only the rate, 31 connections each sending 1.9 MB report saves faster than
+ * one queue wrote them held 3.6 GiB (re-attack 19). A page's largest is one such save.
+ */
+export const MAX_HELD_BYTES_PER_CONNECTION = 8 * 1024 * 1024;
+/**
+ * The same over every connection together, for requests over SMALL_REQUEST_BYTES from a connection that holds some
+ * already. A small request is not what it protects: charged to every request, 31 connections each holding one 5.7 MB
+ * save (always taken) had another window's every app.info refused (re-attack 20).
+ */
+export const MAX_HELD_BYTES = 64 * 1024 * 1024;
+export const SMALL_REQUEST_BYTES = 64 * 1024;
+/**
+ * Messages one connection may send in REFUSAL_WINDOW_MS: a page sends a few a second (its transport keeps at most
+ * PAGE_CALLS_IN_FLIGHT on the wire). Without a bound, 4 connections answered 80,000 valid app.info a second and every
+ * walk of the workspace waited behind them: a page's lists took 4 s, 26 s with 31 connections (re-attack 20).
+ */
+export const MAX_MESSAGES_PER_WINDOW = 3_000;
+/**
+ * Answers of one shared read a connection may wait for at once: no more than a page keeps on the wire. Each caller's
+ * answer is its own copy of the list, and 992 of them from one walk held the event loop (app.info at 0.3-1.1 s;
+ * re-attack 20).
+ */
+export const MAX_SHARED_WAITS = PAGE_CALLS_IN_FLIGHT;
+export const REFUSAL_WINDOW_MS = 10_000;
+
+export const formatMiB = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+
+export interface InFlight {
+  count: number;
+  max: number;
+  /** The server's, shared by every connection in turn. */
+  slots: FairSlots;
+  /** The slots of HEAVY_METHODS, shared the same way. */
+  heavy: FairSlots;
+  /** Reads every caller shares (SHARED_READ_METHODS). */
+  shared: SharedReads;
+  /** Bytes of its requests not yet worked through, and of every connection's (MAX_HELD_BYTES_PER_CONNECTION, MAX_HELD_BYTES). */
+  held: number;
+  heldAll: { bytes: number };
+  /** It has gone: what its requests held was given back at once. */
+  closed: boolean;
+  /** Per shared method, the answers it waits for (MAX_SHARED_WAITS). */
+  sharedWaits: Map<string, number>;
+  /** Refusals its socket has not written out yet (MAX_REFUSALS_WAITING bounds them). */
+  refusals: number;
+  /**
+   * Since `since`: refusals drawn, the bytes of the messages refused or failed, and of all messages
+   * (MAX_REFUSALS_PER_WINDOW, MAX_REFUSED_BYTES_PER_WINDOW, MAX_MESSAGE_BYTES_PER_WINDOW).
+   */
+  recent: { since: number; count: number; bytes: number; allBytes: number; messages: number };
+}
+
+/** Why the connection is closed before its next message is read (1008), or null: a bound of REFUSAL_WINDOW_MS passed. */
+export function overLimits(inFlight: InFlight): string | null {
+  const { recent } = inFlight;
+  const window = `within ${REFUSAL_WINDOW_MS / 1000} s`;
+  if (inFlight.refusals >= MAX_REFUSALS_WAITING) return `${MAX_REFUSALS_WAITING} refusals of its messages wait unread`;
+  if (recent.count >= MAX_REFUSALS_PER_WINDOW) return `${MAX_REFUSALS_PER_WINDOW} of its messages were refused ${window}`;
+  if (recent.bytes >= MAX_REFUSED_BYTES_PER_WINDOW) return `${formatMiB(recent.bytes)} of its messages were refused or failed ${window}`;
+  if (recent.allBytes >= MAX_MESSAGE_BYTES_PER_WINDOW) return `it sent ${formatMiB(recent.allBytes)} of messages ${window}`;
+  if (recent.messages >= MAX_MESSAGES_PER_WINDOW) return `it sent ${recent.messages} messages ${window}`;
+  return null;
+}
+
+/** Why a request that would hold `bytes` more is refused, or null: this connection's bound, or (for a large one) all's. */
+export function heldRefusal(bytes: number, inFlight: InFlight): { message: string; counted: boolean } | null {
+  if (inFlight.held === 0) return null;
+  if (inFlight.held + bytes > MAX_HELD_BYTES_PER_CONNECTION) {
+    const message = `this connection's requests not yet worked through hold ${formatMiB(inFlight.held)} (at most ${formatMiB(MAX_HELD_BYTES_PER_CONNECTION)}); wait for their answers`;
+    return { message, counted: true };
+  }
+  if (bytes > SMALL_REQUEST_BYTES && inFlight.heldAll.bytes + bytes > MAX_HELD_BYTES) {
+    const message = `requests not yet worked through hold ${formatMiB(inFlight.heldAll.bytes)} over all connections (at most ${formatMiB(MAX_HELD_BYTES)}); send this again once this connection's answers have come`;
+    return { message, counted: false };
+  }
+  return null;
+}
+
+/** Why one more answer of a shared read is refused to this connection, or null. */
+export function sharedRefusal(method: string, inFlight: InFlight): { message: string; counted: boolean } | null {
+  if ((inFlight.sharedWaits.get(method) ?? 0) < MAX_SHARED_WAITS) return null;
+  return { message: `this connection waits for ${MAX_SHARED_WAITS} answers of ${method} already: wait for them`, counted: true };
+}
