@@ -643,23 +643,20 @@ describe('connections that keep asking at the connection limit (re-attack 16)', 
     }
   });
 
-  it('give way before a new connection does: a page that connected and has not yet asked keeps its place in a stream of refused upgrades (re-attack 18)', async () => {
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  /**
+   * The limit (20) full of strangers made by `stranger`, then a page's connection that has not yet asked (a browser
+   * opens one ahead of its request), one more stranger, and the page's request: what the page was answered. The
+   * connection taken for the stranger would end with nothing.
+   */
+  async function pageAmongStrangers(stranger: (port: number) => net.Socket, settleMs: number): Promise<string> {
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxConnections: 20, log: () => undefined });
     const { connect } = await import('node:net');
     const sockets: net.Socket[] = [];
-    const refusedUpgrade = () => {
-      const socket = connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true });
-      socket.on('error', () => undefined);
-      socket.resume();
-      socket.once('connect', () => socket.write('GET /api?token=x HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'));
-      sockets.push(socket);
-    };
-    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     try {
-      // The limit full of refused upgrades, each answered and held for its linger.
-      for (let i = 0; i < 20; i++) refusedUpgrade();
-      await pause(150);
-      // A page's connection (a browser opens one ahead of its request), then another refused upgrade, then the request.
+      for (let i = 0; i < 20; i++) sockets.push(stranger(server.port));
+      await pause(settleMs);
       const page = connect(server.port, '127.0.0.1');
       let answer = '';
       page.on('data', (chunk: Buffer) => (answer += chunk.toString()));
@@ -667,49 +664,42 @@ describe('connections that keep asking at the connection limit (re-attack 16)', 
       page.on('error', () => undefined);
       await new Promise((resolve) => page.once('connect', resolve));
       await pause(50);
-      refusedUpgrade();
+      sockets.push(stranger(server.port));
       await pause(50);
       page.write(`GET /?token=${server.token} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
-      // Answered (this test serves no renderer files, so not 200); the connection taken for the upgrade would end with nothing.
-      expect(await ended).toMatch(/^HTTP\/1\.1 \d{3} /);
+      return await ended;
     } finally {
       for (const s of sockets) s.destroy();
       await server.close();
     }
+  }
+
+  it('give way before a new connection does: a page that connected and has not yet asked keeps its place in a stream of refused upgrades (re-attack 18)', async () => {
+    const { connect } = await import('node:net');
+    // Each answered, and held for its linger.
+    const refusedUpgrade = (port: number) => {
+      const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+      socket.on('error', () => undefined);
+      socket.resume();
+      socket.once('connect', () => socket.write('GET /api?token=x HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'));
+      return socket;
+    };
+    // Answered (this test serves no renderer page, so not 200).
+    expect(await pageAmongStrangers(refusedUpgrade, 150)).toMatch(/^HTTP\/1\.1 \d{3} /);
   });
 
   it('give way before a new connection does when they are requests whose answers nobody reads (re-attack 19)', async () => {
     // A file far larger than the kernel's socket buffers: a stranger that never reads keeps its answer running.
     writeFileSync(path.join(renderer.dir, 'big.js'), Buffer.alloc(32 * 1024 * 1024, 'x'));
-    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxConnections: 20, log: () => undefined });
     const { connect } = await import('node:net');
-    const sockets: net.Socket[] = [];
-    const busyStranger = () => {
-      const socket = connect(server.port, '127.0.0.1');
+    const busyStranger = (port: number) => {
+      const socket = connect(port, '127.0.0.1');
       socket.on('error', () => undefined);
       socket.pause(); // never reads the answer
       socket.once('connect', () => socket.write('GET /big.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'));
-      sockets.push(socket);
+      return socket;
     };
-    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-    try {
-      for (let i = 0; i < 20; i++) busyStranger();
-      await pause(300);
-      const page = connect(server.port, '127.0.0.1');
-      let answer = '';
-      page.on('data', (chunk: Buffer) => (answer += chunk.toString()));
-      const ended = new Promise<string>((resolve) => page.once('close', () => resolve(answer)));
-      page.on('error', () => undefined);
-      await new Promise((resolve) => page.once('connect', resolve));
-      await pause(50);
-      busyStranger();
-      await pause(50);
-      page.write(`GET /?token=${server.token} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
-      expect(await ended).toMatch(/^HTTP\/1\.1 \d{3} /);
-    } finally {
-      for (const s of sockets) s.destroy();
-      await server.close();
-    }
+    expect(await pageAmongStrangers(busyStranger, 300)).toMatch(/^HTTP\/1\.1 \d{3} /);
   });
 
   it('log the peer of a connection reset while refused, and only the first few of a stream (re-attack 18)', async () => {
