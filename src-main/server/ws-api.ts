@@ -22,6 +22,7 @@ import {
   MAX_IN_FLIGHT,
   MAX_IN_FLIGHT_TOTAL,
   MAX_MESSAGE_BYTES,
+  MAX_OPENS_PER_WINDOW,
   overLimits,
   REFUSAL_WINDOW_MS,
   sharedRefusal,
@@ -93,7 +94,8 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   const total = options.maxInFlightTotal ?? MAX_IN_FLIGHT_TOTAL;
   // One connection runs at most a quarter of them at once, and an eighth wait for a connection with nothing running.
   const slots = new FairSlots(total, { perOwner: Math.max(1, Math.floor(total / 4)), reserve: Math.floor(total / 8) });
-  const heavy = new FairSlots(MAX_HEAVY_AT_ONCE, { perOwner: 2, reserve: 1 });
+  // One at a time per connection: one connection keeping two 30 MB event parses running slowed every walk (re-attack 21).
+  const heavy = new FairSlots(MAX_HEAVY_AT_ONCE, { perOwner: 1, reserve: 1 });
   // The page lists, walked once for all who ask, in slots of their own: waiting their turn among the heavy methods,
   // 31 connections of runs.get kept another window's lists 5.6-6.5 s (re-attack 20). One walk of each at a time.
   const shared = new SharedReads(new FairSlots(2, { perOwner: 1 }), (method) => services.router.dispatch(method, {}));
@@ -117,6 +119,8 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
 
   // Lines any peer can cause, one per connection it opens: a few are kept, the rest counted.
   const peerLog = limitedLog(log, 'lines about connections');
+  // When the connections of the last REFUSAL_WINDOW_MS were opened, oldest first (MAX_OPENS_PER_WINDOW).
+  const opens: number[] = [];
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Read now: once the socket is gone its address is too ("?:?").
     const who = peer(req);
@@ -133,6 +137,14 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
         refuse(socket, `too many connections (${maxClients})`, '503 Service Unavailable');
         return;
       }
+      const now = Date.now();
+      while (opens.length > 0 && now - opens[0] > REFUSAL_WINDOW_MS) opens.shift();
+      if (opens.length >= MAX_OPENS_PER_WINDOW) {
+        peerLog(`refused a connection from ${who}: ${MAX_OPENS_PER_WINDOW} were opened within ${REFUSAL_WINDOW_MS / 1000} s`);
+        refuse(socket, `${MAX_OPENS_PER_WINDOW} connections were opened within ${REFUSAL_WINDOW_MS / 1000} s: try again in a few seconds`, '503 Service Unavailable');
+        return;
+      }
+      opens.push(now);
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
     } catch (err) {
       peerLog(`refused an upgrade from ${who}: ${(err as Error).message}`);
@@ -158,7 +170,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     ws.on('error', (err) => log(`closed client ${who} after a protocol error: ${err.message}`));
     outbox.event({ type: 'event', event: 'engine.status', data: services.engine.status() });
 
-    const inFlight: InFlight = { count: 0, max: maxInFlight, slots, heavy, shared, refusals: 0, held: 0, heldAll, closed: false, sharedWaits: new Map(), recent: { since: Date.now(), count: 0, bytes: 0, allBytes: 0, messages: 0 } };
+    const inFlight: InFlight = { count: 0, max: maxInFlight, slots, heavy, shared, refusals: 0, held: 0, heldAll, closed: false, sharedWaits: 0, recent: { since: Date.now(), count: 0, bytes: 0, allBytes: 0, messages: 0 } };
     ws.on('message', (raw) => {
       if (ws.readyState !== ws.OPEN) return; // closing: what it still sends is not read
       try {
@@ -247,12 +259,11 @@ function handleMessage(text: string, bytes: number, services: Services, outbox: 
     outbox.answer({ type: 'response', id, ok: false, error: error.toPayload(services.workspace.root) }, sent);
   };
   if (sharedRead) {
-    const waits = inFlight.sharedWaits;
-    waits.set(method, (waits.get(method) ?? 0) + 1);
+    inFlight.sharedWaits++;
     void inFlight.shared
       .get(method)
       .then((json) => outbox.answerJson(id, json, sent), failed)
-      .finally(() => waits.set(method, (waits.get(method) ?? 1) - 1));
+      .finally(() => inFlight.sharedWaits--);
     return;
   }
   inFlight.held += bytes;

@@ -85,14 +85,21 @@ export const MAX_HELD_BYTES = 64 * 1024 * 1024;
 export const SMALL_REQUEST_BYTES = 64 * 1024;
 /**
  * Messages one connection may send in REFUSAL_WINDOW_MS: a page sends a few a second (its transport keeps at most
- * PAGE_CALLS_IN_FLIGHT on the wire). Without a bound, 4 connections answered 80,000 valid app.info a second and every
- * walk of the workspace waited behind them: a page's lists took 4 s, 26 s with 31 connections (re-attack 20).
+ * PAGE_CALLS_IN_FLIGHT on the wire; a Benchmarks page opens its runs, tens). Without a bound, 4 connections answered
+ * 80,000 valid app.info a second and every walk of the workspace waited behind them: a page's lists took 4 s, 26 s
+ * with 31 connections (re-attack 20).
  */
-export const MAX_MESSAGES_PER_WINDOW = 3_000;
+export const MAX_MESSAGES_PER_WINDOW = 1_000;
 /**
- * Answers of one shared read a connection may wait for at once: no more than a page keeps on the wire. Each caller's
- * answer is its own copy of the list, and 992 of them from one walk held the event loop (app.info at 0.3-1.1 s;
- * re-attack 20).
+ * WebSocket connections with the token opened in REFUSAL_WINDOW_MS, over all: every window reloading at once opens
+ * MAX_CLIENTS. Closing and reopening reset a connection's own bounds: 4 connections reopened 309 times in 13 s and
+ * answered 69,000 app.info a second (re-attack 21).
+ */
+export const MAX_OPENS_PER_WINDOW = 64;
+/**
+ * Answers of the shared reads a connection may wait for at once, the four lists together: no more than a page keeps
+ * on the wire. Each caller's answer is its own copy of the list: 992 of them from one walk held the event loop
+ * (app.info at 0.3-1.1 s; re-attack 20), and 16 of each list from 31 connections still 0.7 s (re-attack 21).
  */
 export const MAX_SHARED_WAITS = PAGE_CALLS_IN_FLIGHT;
 export const REFUSAL_WINDOW_MS = 10_000;
@@ -113,8 +120,8 @@ export interface InFlight {
   heldAll: { bytes: number };
   /** It has gone: what its requests held was given back at once. */
   closed: boolean;
-  /** Per shared method, the answers it waits for (MAX_SHARED_WAITS). */
-  sharedWaits: Map<string, number>;
+  /** Answers of shared reads it waits for, of every method (MAX_SHARED_WAITS). */
+  sharedWaits: number;
   /** Refusals its socket has not written out yet (MAX_REFUSALS_WAITING bounds them). */
   refusals: number;
   /**
@@ -152,6 +159,6 @@ export function heldRefusal(bytes: number, inFlight: InFlight): { message: strin
 
 /** Why one more answer of a shared read is refused to this connection, or null. */
 export function sharedRefusal(method: string, inFlight: InFlight): { message: string; counted: boolean } | null {
-  if ((inFlight.sharedWaits.get(method) ?? 0) < MAX_SHARED_WAITS) return null;
-  return { message: `this connection waits for ${MAX_SHARED_WAITS} answers of ${method} already: wait for them`, counted: true };
+  if (inFlight.sharedWaits < MAX_SHARED_WAITS) return null;
+  return { message: `this connection waits for ${MAX_SHARED_WAITS} answers of the lists already (${method} is one): wait for them`, counted: true };
 }

@@ -275,7 +275,7 @@ describe('work a client can queue', () => {
     }
   });
 
-  it('closes a client that sends 3,000 messages in 10 s, even of cheap requests that are answered (re-attack 20)', async () => {
+  it('closes a client that sends 1,000 messages in 10 s, even of cheap requests that are answered (re-attacks 20, 21)', async () => {
     const lines: string[] = [];
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
     try {
@@ -292,9 +292,27 @@ describe('work a client can queue', () => {
       });
       // 16 at a time, each replaced as it is answered: valid, cheap, never refused.
       for (let i = 0; i < 16; i++) next();
-      expect(await closed).toEqual([1008, 'it sent 3000 messages within 10 s']);
-      expect(answered).toBeGreaterThanOrEqual(2_984);
-      expect(answered).toBeLessThanOrEqual(3_000);
+      expect(await closed).toEqual([1008, 'it sent 1000 messages within 10 s']);
+      expect(answered).toBeGreaterThanOrEqual(984);
+      expect(answered).toBeLessThanOrEqual(1_000);
+    } finally {
+      await server.close();
+    }
+  }, 30_000);
+
+  it('refuses a connection past 64 opened in 10 s: reopening reset a connection\'s own bounds (re-attack 21)', async () => {
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
+    const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
+    try {
+      for (let i = 0; i < 64; i++) {
+        const ws = await open(url);
+        const gone = new Promise((resolve) => ws.once('close', resolve));
+        ws.close();
+        await gone;
+      }
+      await expect(open(url)).rejects.toThrow('HTTP 503');
+      expect(lines.at(-1)).toMatch(/^refused a connection from 127\.0\.0\.1:\d+: 64 were opened within 10 s$/);
     } finally {
       await server.close();
     }
@@ -478,11 +496,11 @@ describe('requests accepted but not yet worked through (re-attack 19)', () => {
     try {
       const windows = await Promise.all(Array.from({ length: 8 }, () => open(url)));
       const got = windows.map(responses);
-      // 17 each: a page keeps at most 16 on the wire, so a 17th waiting for the same list is no page of ours.
+      // 17 each: a page keeps at most 16 on the wire, so a 17th waiting for a list is no page of ours.
       for (const ws of windows) for (let id = 1; id <= 17; id++) ws.send(JSON.stringify({ type: 'request', id, method: 'runs.list', params: {} }));
       await expect.poll(() => got.flat().length, { timeout: 10_000 }).toBe(136);
       for (const g of got) {
-        expect(g.find((r) => r.id === 17)).toMatchObject({ ok: false, error: { message: 'this connection waits for 16 answers of runs.list already: wait for them' } });
+        expect(g.find((r) => r.id === 17)).toMatchObject({ ok: false, error: { message: 'this connection waits for 16 answers of the lists already (runs.list is one): wait for them' } });
         expect(g.filter((r) => r.id !== 17).map((r) => [r.id, r.ok]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual(Array.from({ length: 16 }, (_, i) => [i + 1, true]));
       }
       // 128 answered; each walk served all who asked while it waited for its slot.
@@ -801,6 +819,35 @@ describe('long requests of other windows (re-attacks 16, 17)', () => {
     // cap and the slots kept for idle connections let them take every shared slot (13 s waits there).
     expect(await theirAnswersWhileOursWaited(8, 1), 'their answers while ours waited').toBe(0);
   }, 60_000);
+
+  it('run one at a time per connection: one connection of heavy reads cannot keep two going (re-attack 21)', async () => {
+    const dispatch = services.router.dispatch.bind(services.router);
+    let running = 0;
+    let most = 0;
+    services.router.dispatch = async (method, params, caller) => {
+      if (method !== 'reports.list' && method !== 'runs.trace') return dispatch(method, params, caller);
+      most = Math.max(most, ++running);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return await dispatch(method, params, caller);
+      } finally {
+        running--;
+      }
+    };
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined });
+    try {
+      const ws = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      let answers = 0;
+      ws.on('message', (raw) => ((JSON.parse(raw.toString()) as { type: string }).type === 'response' ? answers++ : undefined));
+      for (let id = 1; id <= 8; id++) ws.send(JSON.stringify({ type: 'request', id, method: 'runs.trace', params: { runId: 'nosuch' } }));
+      await expect.poll(() => answers, { timeout: 10_000 }).toBe(8);
+      expect(most, 'heavy reads of one connection at once').toBe(1);
+      ws.close();
+    } finally {
+      services.router.dispatch = dispatch;
+      await server.close();
+    }
+  }, 30_000);
 
   it('leave a page its lists at once: the lists are walked in slots of their own, not behind the previews of every window (re-attack 20)', async () => {
     // Eight windows with eight previews each fill the heavy slots' turn; the page's list waited behind one of each.

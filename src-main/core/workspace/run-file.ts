@@ -17,7 +17,7 @@ import { quotedText } from '../../api/shell-word';
  * this. Every concurrent runs.get parses one whole, so the cap bounds each request's memory (a planted 16 MiB
  * file held by a thousand requests at once grew the server past its heap).
  */
-const MAX_RUN_JSON_BYTES = 4 * MiB;
+export const MAX_RUN_JSON_BYTES = 4 * MiB;
 /**
  * Nesting run.json never comes near (a config is a few levels deep); a file nested deeper is not one
  * Trainbench wrote, and would overflow the stack of whatever walks it (a 100,000-deep config did).
