@@ -188,7 +188,7 @@ describe('a job outlives its page, in every area', () => {
     expect(await page.locator('[data-test="script-status"]').innerText()).toBe('measuring step 1 (until the script ends on its own)');
     expect(await page.locator('[data-test="script-start"]').isDisabled()).toBe(true);
     expect(await jobsText(page)).toBe('1 job running');
-    expect(processesWithMark(mark).length).toBeGreaterThanOrEqual(2);
+    await expect.poll(() => processesWithMark(mark).length, { timeout: 5_000 }).toBeGreaterThanOrEqual(2);
     await page.screenshot({ path: path.join(SHOTS, 'jobs-script-benchmark-reattached.png'), fullPage: true });
 
     await page.locator('[data-test="script-cancel"]').click();

@@ -77,7 +77,7 @@ describe('Script target in the Batch size area', () => {
     await fillSearch(page, allowed.serve.url, `${PYTHON} ${TINY} hang`, { TB_TEST_MARK: mark });
     await page.locator('[data-test="confirm-run"]').click();
     await expect.poll(() => page.locator('[data-test="script-output"]').innerText(), { timeout: 60_000 }).toContain('hanging now');
-    expect(processesWithMark(mark).length).toBeGreaterThanOrEqual(2);
+    await expect.poll(() => processesWithMark(mark).length, { timeout: 5_000 }).toBeGreaterThanOrEqual(2);
     await page.getByTestId('sbs-cancel').click();
     const error = page.getByTestId('sbs-error');
     await error.waitFor({ timeout: 30_000 });
