@@ -125,8 +125,8 @@ export interface InFlight {
   /** Refusals its socket has not written out yet (MAX_REFUSALS_WAITING bounds them). */
   refusals: number;
   /**
-   * Since `since`: refusals drawn, the bytes of the messages refused or failed, and of all messages
-   * (MAX_REFUSALS_PER_WINDOW, MAX_REFUSED_BYTES_PER_WINDOW, MAX_MESSAGE_BYTES_PER_WINDOW).
+   * Since `since`: refusals drawn, the bytes of the messages refused or failed, the bytes of all messages and their
+   * number (MAX_REFUSALS_PER_WINDOW, MAX_REFUSED_BYTES_PER_WINDOW, MAX_MESSAGE_BYTES_PER_WINDOW, MAX_MESSAGES_PER_WINDOW).
    */
   recent: { since: number; count: number; bytes: number; allBytes: number; messages: number };
 }
