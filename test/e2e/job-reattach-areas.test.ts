@@ -149,7 +149,12 @@ describe('a job outlives its page, in every area', () => {
 
     await page.getByTestId('opt-cancel').click();
     const stopped = page.getByTestId('opt-error');
-    await stopped.waitFor({ timeout: 30_000 });
+    // On failure, what the page and the server said (a CI run once showed the card cancelled and no notice: the
+    // area, its list read late, opened the wizard again; test/renderer/optimise-reload-cancel.test.ts).
+    await stopped.waitFor({ timeout: 30_000 }).catch(async (err: Error) => {
+      const shown = `Cancel enabled: ${await page.getByTestId('opt-cancel').isEnabled()}; progress shown: ${await page.getByTestId('opt-progress').count()}; status bar: ${await jobsText(page)}`;
+      throw new Error(`${err.message}\n${shown}\npage: ${await page.getByTestId('area-optimise').innerText()}\nserver: ${fx.serve.output().slice(-3000)}`);
+    });
     expect(await stopped.innerText()).toMatch(/^(Cancelled after \d+ trials?\. The baseline and every finished trial are kept: Resume in the list below goes on from there \(a trial that was running is measured again\)|Cancelled before the baseline was measured in full: nothing was kept, and Resume in the list below measures the baseline again)\.$/);
     expect(await page.getByTestId('opt-progress').count()).toBe(0);
     await expect.poll(() => jobsText(page)).toBe('no jobs running');
