@@ -13,6 +13,7 @@ import { FairSlots } from '../core/common/fair-slots';
 import type { Services } from '../core/services';
 import { isAllowedOrigin, tokensEqual } from './auth';
 import { limitedLog } from './log-limit';
+import { MessageTurns } from './message-turns';
 import {
   heldRefusal,
   type InFlight,
@@ -22,7 +23,7 @@ import {
   MAX_IN_FLIGHT,
   MAX_IN_FLIGHT_TOTAL,
   MAX_MESSAGE_BYTES,
-  MAX_OPENS_PER_WINDOW,
+  MESSAGES_PER_SECOND,
   overLimits,
   REFUSAL_WINDOW_MS,
   sharedRefusal,
@@ -119,8 +120,8 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
 
   // Lines any peer can cause, one per connection it opens: a few are kept, the rest counted.
   const peerLog = limitedLog(log, 'lines about connections');
-  // When the connections of the last REFUSAL_WINDOW_MS were opened, oldest first (MAX_OPENS_PER_WINDOW).
-  const opens: number[] = [];
+  // Every connection's messages in turn, at most MESSAGES_PER_SECOND over all (message-turns.ts).
+  const turns = new MessageTurns<{ text: string; bytes: number }>(MESSAGES_PER_SECOND, MESSAGES_PER_SECOND);
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Read now: once the socket is gone its address is too ("?:?").
     const who = peer(req);
@@ -137,14 +138,6 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
         refuse(socket, `too many connections (${maxClients})`, '503 Service Unavailable');
         return;
       }
-      const now = Date.now();
-      while (opens.length > 0 && now - opens[0] > REFUSAL_WINDOW_MS) opens.shift();
-      if (opens.length >= MAX_OPENS_PER_WINDOW) {
-        peerLog(`refused a connection from ${who}: ${MAX_OPENS_PER_WINDOW} were opened within ${REFUSAL_WINDOW_MS / 1000} s`);
-        refuse(socket, `${MAX_OPENS_PER_WINDOW} connections were opened within ${REFUSAL_WINDOW_MS / 1000} s: try again in a few seconds`, '503 Service Unavailable');
-        return;
-      }
-      opens.push(now);
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
     } catch (err) {
       peerLog(`refused an upgrade from ${who}: ${(err as Error).message}`);
@@ -156,7 +149,20 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     const who = peer(req);
     const outbox = new Outbox(ws, { maxBuffered, highWater, stallMs, log, who, budget });
     outboxes.add(outbox);
+    const turn = turns.open(
+      ({ text, bytes }) => {
+        if (ws.readyState !== ws.OPEN) return;
+        try {
+          handleMessage(text, bytes, services, outbox, inFlight);
+        } catch (err) {
+          log(`message from ${who} failed: ${(err as Error).message}`);
+        }
+      },
+      () => ws.pause(),
+      () => ws.resume(),
+    );
     ws.on('close', () => {
+      turn.close();
       outboxes.delete(outbox);
       slots.drop(outbox);
       heavy.drop(outbox);
@@ -188,7 +194,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
         const bytes = Buffer.isBuffer(raw) ? raw.length : Array.isArray(raw) ? raw.reduce((n, b) => n + b.length, 0) : raw.byteLength;
         inFlight.recent.allBytes += bytes;
         inFlight.recent.messages++;
-        handleMessage(raw.toString(), bytes, services, outbox, inFlight);
+        turn.offer({ text: raw.toString(), bytes });
       } catch (err) {
         log(`message from ${who} failed: ${(err as Error).message}`);
       }
