@@ -11,6 +11,7 @@ import type { Workspace } from '../workspace/workspace';
 import { isFolder, isMissing, listFolder, MiB, openFile, readJsonCapped, readTextCapped, removeEntry, renameEntry, shownPath, streamFile } from '../workspace/workspace-files';
 import { planShards, SHARD_HEADER_BYTES, SHARD_MAGIC } from './shard-layout';
 import { processExists } from '../common/process-exists';
+import { LIST_READS_AT_ONCE, mapAtOnce } from '../common/map-at-once';
 
 /** A manifest lists fields and shards: even a terabyte cache's is far below this. */
 const MAX_MANIFEST_BYTES = 16 * MiB;
@@ -199,19 +200,16 @@ function newestFirst(a: CacheEntry, b: CacheEntry): number {
 /** Every cache in the workspace with its state; unreadable ones are listed with the problem, never fatal. */
 export async function listDatasets(workspace: Workspace): Promise<DatasetSummary[]> {
   await sweepAbandonedBuilds(workspace);
-  const out: DatasetSummary[] = [];
-  for (const e of await scanDatasets(workspace)) {
+  return mapAtOnce(await scanDatasets(workspace), () => LIST_READS_AT_ONCE, async (e): Promise<DatasetSummary> => {
     if (e.manifest) {
       let problem: string | null = null;
       await checkStructure(workspace, e.dir, e.manifest).catch((err: Error) => (problem = err.message));
-      out.push(summarize(e.manifest, problem));
-    } else {
-      // Its folder name is all there is to show (control characters and all, from a planted folder): escaped.
-      const id = printable(e.id);
-      out.push({ id, name: id, records: 0, bytes: 0, shards: 0, fields: [], createdAt: '', sourceDescription: '', problem: printable(e.error ?? '') || null });
+      return summarize(e.manifest, problem);
     }
-  }
-  return out;
+    // Its folder name is all there is to show (control characters and all, from a planted folder): escaped.
+    const id = printable(e.id);
+    return { id, name: id, records: 0, bytes: 0, shards: 0, fields: [], createdAt: '', sourceDescription: '', problem: printable(e.error ?? '') || null };
+  });
 }
 
 /**

@@ -8,6 +8,7 @@ import { IdSchema } from '../../api/ids';
 import type { ReportDetail, ReportFigure, ReportSection, ReportSummary } from '../../api/reports';
 import { FigureNameSchema, ReportFigureSchema, ReportSectionSchema } from '../../api/reports';
 import type { Workspace } from '../workspace/workspace';
+import { LIST_READS_AT_ONCE, mapAtOnce } from '../common/map-at-once';
 import {
   entryProblem,
   isFolder,
@@ -127,19 +128,17 @@ async function existingDir(workspace: Workspace, id: string): Promise<string> {
 /** Every report, newest number first; one whose files cannot be read (or a link in its place) is listed with the problem. */
 export async function listReports(workspace: Workspace): Promise<ReportSummary[]> {
   const entries = await listFolder(workspace, 'reports').catch(() => []);
-  const out: ReportSummary[] = [];
-  for (const entry of entries.filter((e) => FOLDER_PATTERN.test(e.name)).reverse()) {
+  return mapAtOnce(entries.filter((e) => FOLDER_PATTERN.test(e.name)).reverse(), () => LIST_READS_AT_ONCE, async (entry): Promise<ReportSummary> => {
     const name = entry.name;
     try {
       const notFolder = entryProblem(entry, 'dir');
       if (notFolder) throw new ApiError('E_DATA', notFolder);
-      out.push(summaryOf(await readMeta(workspace, name)));
+      return summaryOf(await readMeta(workspace, name));
     } catch (err) {
       const number = Number(FOLDER_PATTERN.exec(name)?.[1] ?? 1) || 1;
-      out.push({ id: name, number, title: name, createdAt: '', updatedAt: '', runIds: [], path: path.posix.join('reports', name), problem: (err as Error).message });
+      return { id: name, number, title: name, createdAt: '', updatedAt: '', runIds: [], path: path.posix.join('reports', name), problem: (err as Error).message };
     }
-  }
-  return out;
+  });
 }
 
 export async function readReport(workspace: Workspace, id: string): Promise<ReportDetail> {

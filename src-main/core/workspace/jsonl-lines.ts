@@ -58,8 +58,11 @@ export interface BoundedLines {
 
 /** One window of a bounded read: this many bytes at most, so a sample spans the file in many places. */
 const WINDOW_BYTES = 256 * 1024;
-/** Bytes read from the file at a time. */
-const CHUNK_BYTES = MiB;
+/**
+ * Bytes read from the file at a time: a chunk's lines are cut and sampled in one turn of the event loop. At 1 MiB,
+ * 31 connections reading a 30 MB events file kept another window's models.list 3.7 s; at 256 KiB, 1.5 s.
+ */
+const CHUNK_BYTES = 256 * 1024;
 
 const size = (b: number) => (b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(1)} GiB` : `${(b / MiB).toFixed(1)} MiB`);
 

@@ -13,6 +13,7 @@ import type { Workspace } from './workspace';
 import { entryKind, entryProblem, isMissing, listFolder, makeFolder, readTextCapped, WorkspaceFileError, writeFileConfined, writeNewFileConfined } from './workspace-files';
 import { jsonShapeProblem } from './json-depth';
 import { quotedText } from '../../api/shell-word';
+import { LIST_READS_AT_ONCE, mapAtOnce } from '../common/map-at-once';
 
 /** A spec file larger than this is not a model spec (the largest real one is a few hundred bytes). */
 const MAX_SPEC_BYTES = 256 * 1024;
@@ -93,17 +94,13 @@ export async function listModels(workspace: Workspace): Promise<ModelEntry[]> {
   const builtins: ModelEntry[] = Object.entries(BUILTIN_MODELS).map(([name, spec]) => ({ name, source: 'builtin', family: spec.family, problem: null }));
   const top = await jsonFilesUnder(workspace, '', 0);
   const below = await jsonFilesUnder(workspace, MODEL_SPEC_DIR, MAX_DEPTH);
-  const entries: ModelEntry[] = [...top.problems, ...below.problems];
-  for (const rel of [...top.files.filter((r) => r !== 'workspace.json'), ...below.files]) {
+  const files = await mapAtOnce([...top.files.filter((r) => r !== 'workspace.json'), ...below.files], () => LIST_READS_AT_ONCE, async (rel): Promise<ModelEntry | null> => {
     // A name with control characters is listed escaped, as one that cannot be chosen (it would redraw a terminal).
-    if (printable(rel) !== rel) {
-      entries.push({ name: printable(rel), source: 'workspace', family: null, problem: 'its file name has control characters: rename the file to use it' });
-      continue;
-    }
+    if (printable(rel) !== rel) return { name: printable(rel), source: 'workspace', family: null, problem: 'its file name has control characters: rename the file to use it' };
     const entry = await entryOf(workspace, rel);
-    if (entry) entries.push({ ...entry, family: entry.family === null ? null : printable(entry.family), problem: entry.problem === null ? null : printable(entry.problem) });
-  }
-  return [...builtins, ...entries];
+    return entry && { ...entry, family: entry.family === null ? null : printable(entry.family), problem: entry.problem === null ? null : printable(entry.problem) };
+  });
+  return [...builtins, ...top.problems, ...below.problems, ...files.filter((e): e is ModelEntry => e !== null)];
 }
 
 /** A spec file of the workspace, checked against the contract. */

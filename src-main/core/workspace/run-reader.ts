@@ -13,6 +13,7 @@ import { DataSourceSchema, TrainEventSchema, TrainStepEventSchema } from '../../
 import type { Workspace } from './workspace';
 import { type FileCut, jsonlLinesBounded } from './jsonl-lines';
 import { processExists } from '../common/process-exists';
+import { LIST_READS_AT_ONCE, mapAtOnce } from '../common/map-at-once';
 import { readRunAnnotation } from './run-notes';
 import { readRunTelemetryCut } from './run-telemetry';
 import { MAX_RUN_JSON_BYTES, readRun, requireRun, runReadBudget } from './run-file';
@@ -248,12 +249,6 @@ function unreadable(id: string, problem: string): RunSummary {
   };
 }
 
-/**
- * Runs a list reads at once: one after another, each run's few small reads waited a turn of the event loop apiece,
- * and behind another window's parsing of a run's events 263 runs took 5-14 s (re-attack 21).
- */
-const LIST_READS_AT_ONCE = 8;
-
 /** Every run, newest first; an unreadable run (or a link, file or special file in runs/) is listed with its problem, never fatal. */
 export async function listRuns(workspace: Workspace, budget = runReadBudget()): Promise<RunSummary[]> {
   const entries = (await listFolder(workspace, 'runs').catch(() => [])).filter((e) => !e.name.startsWith('.')).reverse();
@@ -265,24 +260,9 @@ export async function listRuns(workspace: Workspace, budget = runReadBudget()): 
     const { record, problem } = await readRun(workspace, entry.name, budget);
     return record ? summarize(workspace, entry.name, record) : unreadable(entry.name, problem);
   };
-  const out = new Array<RunSummary>(entries.length);
-  const running = new Set<Promise<void>>();
-  let failed: { err: unknown } | null = null;
-  for (let i = 0; i < entries.length && !failed; i++) {
-    // Far from the budget's end, a few runs at once cannot pass it (each run.json is at most MAX_RUN_JSON_BYTES); near
-    // it, one at a time in order, so the newest runs are the ones read, as the budget says.
-    const roomy = budget.bytesLeft > LIST_READS_AT_ONCE * MAX_RUN_JSON_BYTES;
-    while (running.size >= (roomy ? LIST_READS_AT_ONCE : 1)) await Promise.race(running);
-    const read: Promise<void> = one(entries[i]).then(
-      (summary) => void (out[i] = summary),
-      (err: unknown) => void (failed ??= { err }),
-    );
-    running.add(read);
-    void read.finally(() => running.delete(read));
-  }
-  await Promise.all(running);
-  if (failed) throw (failed as { err: unknown }).err;
-  return out;
+  // Far from the budget's end, a few runs at once cannot pass it (each run.json is at most MAX_RUN_JSON_BYTES); near
+  // it, one at a time in order, so the newest runs are the ones read, as the budget says.
+  return mapAtOnce(entries, () => (budget.bytesLeft > LIST_READS_AT_ONCE * MAX_RUN_JSON_BYTES ? LIST_READS_AT_ONCE : 1), one);
 }
 
 /** runs.get's answer, with `cut` when an events or telemetry file was too large to read whole (what was left out, in words). */
