@@ -1,27 +1,28 @@
 /**
- * The messages of every WebSocket connection, worked on at most `perSecond` a second over all of them (a burst of
- * `burst` at once), one connection's after another's when they must wait. A connection with messages waiting is
- * paused (its socket not read), so what waits is bounded by what its last read brought; it is read again once its
- * messages are worked through.
+ * The messages of every WebSocket connection, worked on at most `rate.messages` a second and `rate.bytes` bytes a
+ * second over all of them (a second's worth at once), one connection's after another's when they must wait. A
+ * connection with messages waiting is paused (its socket not read), so what waits is bounded by what its last read
+ * brought; it is read again once its messages are worked through.
  *
  * Why over all connections: each connection's own bounds start afresh when it is closed and opened again, so a
  * client reopening its connections answered 69,000 messages a second (re-attack 21); capping the opens instead let
  * one such client refuse every new window (re-attack 22). Taken in turn, a new window's messages wait for at most
- * one of each other connection's.
+ * one of each other connection's. Bytes too: a 16 MiB message cost one turn like a 10-byte one, and one client
+ * reopening to send one per connection kept every list waiting over 30 s (re-attack 23).
  */
 export class MessageTurns<M> {
-  private tokens: number;
+  private tokens: { messages: number; bytes: number };
   private refilledAt: number;
   /** Connections with messages waiting, in the order of their next turn. */
   private readonly ring: Turn<M>[] = [];
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly perSecond: number,
-    private readonly burst: number,
+    private readonly rate: { messages: number; bytes: number },
+    private readonly bytesOf: (message: M) => number,
     private readonly now: () => number = () => performance.now(),
   ) {
-    this.tokens = burst;
+    this.tokens = { ...rate };
     this.refilledAt = now();
   }
 
@@ -33,7 +34,7 @@ export class MessageTurns<M> {
   /** @internal A message of `turn`: worked on now when nothing of its waits and the budget allows, else queued. */
   offer(turn: Turn<M>, message: M): void {
     if (turn.closed) return;
-    if (!turn.waiting && this.take()) {
+    if (!turn.waiting && this.take(message)) {
       turn.work(message);
       return;
     }
@@ -56,20 +57,34 @@ export class MessageTurns<M> {
 
   private refill(): void {
     const t = this.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((t - this.refilledAt) * this.perSecond) / 1000);
+    const seconds = (t - this.refilledAt) / 1000;
+    this.tokens = {
+      messages: Math.min(this.rate.messages, this.tokens.messages + seconds * this.rate.messages),
+      bytes: Math.min(this.rate.bytes, this.tokens.bytes + seconds * this.rate.bytes),
+    };
     this.refilledAt = t;
   }
 
-  private take(): boolean {
+  /** A message larger than a second's bytes waits for a full second's. */
+  private cost(message: M): number {
+    return Math.min(this.bytesOf(message), this.rate.bytes);
+  }
+
+  private take(message: M): boolean {
     this.refill();
-    if (this.tokens < 1) return false;
-    this.tokens--;
+    const bytes = this.cost(message);
+    if (this.tokens.messages < 1 || this.tokens.bytes < bytes) return false;
+    this.tokens.messages--;
+    this.tokens.bytes -= bytes;
     return true;
   }
 
   private schedule(): void {
     if (this.timer || this.ring.length === 0) return;
-    const wait = Math.max(1, Math.ceil(((1 - this.tokens) * 1000) / this.perSecond));
+    // Until the next waiting message could go: a message's token and its bytes.
+    const next = this.ring[0].queue[0];
+    const short = Math.max((1 - this.tokens.messages) / this.rate.messages, (this.cost(next) - this.tokens.bytes) / this.rate.bytes);
+    const wait = Math.max(1, Math.ceil(short * 1000));
     this.timer = setTimeout(() => {
       this.timer = null;
       this.turns();
@@ -79,7 +94,7 @@ export class MessageTurns<M> {
 
   /** One message of each waiting connection in turn, for as long as the budget lasts. */
   private turns(): void {
-    while (this.ring.length > 0 && this.take()) {
+    while (this.ring.length > 0 && this.take(this.ring[0].queue[0])) {
       const turn = this.ring.shift()!;
       const message = turn.queue.shift()!;
       if (turn.queue.length > 0) this.ring.push(turn);

@@ -31,6 +31,8 @@ export interface ServeOptions {
   answerStallMs?: number;
   /** Answers not yet read over all connections (tests make it small). */
   maxWaitingAnswerBytes?: number;
+  /** Messages and bytes worked on a second over all connections (tests; MESSAGES_PER_SECOND and MESSAGE_BYTES_PER_SECOND). */
+  messageRate?: { messages: number; bytes: number };
   /** How long a download may wait for the browser to take more before it is dropped. */
   downloadStallMs?: number;
   /** The slowest a reader may take a zip (download-route's default unless a test makes it small). */
@@ -116,8 +118,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   // A page load shows the token in its URL, a script's request in a header.
   const shownToken = (req: IncomingMessage) => tokensEqual(token, headerToken(req)) || tokensEqual(token, splitTarget(req.url).query.get(TOKEN_QUERY_PARAM));
   guardConnections(server, headersTimeout, options.maxConnections ?? MAX_HTTP_CONNECTIONS, shownToken);
-  const { maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes } = options;
-  const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes });
+  const { maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes, messageRate } = options;
+  const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes, messageRate });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

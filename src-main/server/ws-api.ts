@@ -13,6 +13,7 @@ import { FairSlots } from '../core/common/fair-slots';
 import type { Services } from '../core/services';
 import { isAllowedOrigin, tokensEqual } from './auth';
 import { limitedLog } from './log-limit';
+import { holdsMoreValues } from './message-shape';
 import { MessageTurns } from './message-turns';
 import {
   heldRefusal,
@@ -23,7 +24,10 @@ import {
   MAX_IN_FLIGHT,
   MAX_IN_FLIGHT_TOTAL,
   MAX_MESSAGE_BYTES,
+  MESSAGE_BYTES_PER_SECOND,
   MESSAGES_PER_SECOND,
+  MAX_VALUES_IN_LARGE_MESSAGE,
+  SMALL_REQUEST_BYTES,
   overLimits,
   REFUSAL_WINDOW_MS,
   sharedRefusal,
@@ -45,6 +49,7 @@ export interface WsApiOptions {
   maxClients?: number;
   answerStallMs?: number;
   maxWaitingAnswerBytes?: number;
+  messageRate?: { messages: number; bytes: number };
 }
 
 /**
@@ -121,7 +126,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   // Lines any peer can cause, one per connection it opens: a few are kept, the rest counted.
   const peerLog = limitedLog(log, 'lines about connections');
   // Every connection's messages in turn, at most MESSAGES_PER_SECOND over all (message-turns.ts).
-  const turns = new MessageTurns<{ text: string; bytes: number }>(MESSAGES_PER_SECOND, MESSAGES_PER_SECOND);
+  const turns = new MessageTurns<{ data: Buffer; bytes: number }>(options.messageRate ?? { messages: MESSAGES_PER_SECOND, bytes: MESSAGE_BYTES_PER_SECOND }, (m) => m.bytes);
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Read now: once the socket is gone its address is too ("?:?").
     const who = peer(req);
@@ -150,10 +155,10 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     const outbox = new Outbox(ws, { maxBuffered, highWater, stallMs, log, who, budget });
     outboxes.add(outbox);
     const turn = turns.open(
-      ({ text, bytes }) => {
+      ({ data, bytes }) => {
         if (ws.readyState !== ws.OPEN) return;
         try {
-          handleMessage(text, bytes, services, outbox, inFlight);
+          handleMessage(data, bytes, services, outbox, inFlight);
         } catch (err) {
           log(`message from ${who} failed: ${(err as Error).message}`);
         }
@@ -191,10 +196,11 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
           return;
         }
         // Bytes as sent, not UTF-16 units: 3-byte characters passed the caps three times over (re-attack 19).
-        const bytes = Buffer.isBuffer(raw) ? raw.length : Array.isArray(raw) ? raw.reduce((n, b) => n + b.length, 0) : raw.byteLength;
+        const data = Buffer.isBuffer(raw) ? raw : Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw);
+        const bytes = data.length;
         inFlight.recent.allBytes += bytes;
         inFlight.recent.messages++;
-        turn.offer({ text: raw.toString(), bytes });
+        turn.offer({ data, bytes });
       } catch (err) {
         log(`message from ${who} failed: ${(err as Error).message}`);
       }
@@ -205,7 +211,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
 }
 
 
-function handleMessage(text: string, bytes: number, services: Services, outbox: Outbox, inFlight: InFlight): void {
+function handleMessage(data: Buffer, bytes: number, services: Services, outbox: Outbox, inFlight: InFlight): void {
   // A refusal holds no request slot, but is counted until its socket has written it out: counted only until it
   // was handed to the socket, 30 clients that never read queued tens of thousands each (4 MiB and the kernel's
   // buffers) and held the server at 1 GiB for 40 s (re-attack 14).
@@ -218,9 +224,14 @@ function handleMessage(text: string, bytes: number, services: Services, outbox: 
     }
     outbox.answer(msg, () => undefined, { refusal: true, written: () => inFlight.refusals-- });
   };
+  if (bytes > SMALL_REQUEST_BYTES && holdsMoreValues(data, MAX_VALUES_IN_LARGE_MESSAGE)) {
+    const message = `a message over ${SMALL_REQUEST_BYTES / 1024} KiB may hold at most ${MAX_VALUES_IN_LARGE_MESSAGE.toLocaleString('en-US')} JSON values: this one holds more, and was not read`;
+    send({ type: 'response', id: 0, ok: false, error: { code: 'E_BAD_REQUEST', message } });
+    return;
+  }
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = JSON.parse(data.toString());
   } catch {
     send({ type: 'response', id: 0, ok: false, error: { code: 'E_BAD_REQUEST', message: 'message is not JSON' } });
     return;

@@ -98,6 +98,18 @@ export const MAX_MESSAGES_PER_WINDOW = 1_000;
  */
 export const MESSAGES_PER_SECOND = 500;
 /**
+ * Bytes of messages worked on in a second over every connection, in the same turns: one message of the largest size
+ * at once. Counted only in messages, one client reopening to send a 16 MiB message per connection kept every list
+ * waiting over 30 s (re-attack 23).
+ */
+export const MESSAGE_BYTES_PER_SECOND = MAX_MESSAGE_BYTES;
+/**
+ * JSON values a message over SMALL_REQUEST_BYTES may hold (message-shape.ts), about 5 ms to parse: a page's large
+ * message is one long string (a report saved from the editor), and the request with the most values, a model spec of
+ * at most 256 KiB, holds far fewer.
+ */
+export const MAX_VALUES_IN_LARGE_MESSAGE = 65_536;
+/**
  * Answers of the shared reads a connection may wait for at once, the four lists together: no more than a page keeps
  * on the wire. Each caller's answer is its own copy of the list: 992 of them from one walk held the event loop
  * (app.info at 0.3-1.1 s; re-attack 20), and 16 of each list from 31 connections still 0.7 s (re-attack 21).

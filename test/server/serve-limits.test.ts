@@ -353,6 +353,33 @@ describe('work a client can queue', () => {
     }
   }, 60_000);
 
+  it('refuses a large message of millions of tiny values unread: parsing 16 MiB of them took 1.8 s and 2 GiB (re-attack 23)', async () => {
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined });
+    try {
+      const ws = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      const answer = new Promise<{ ok: boolean; error?: { code: string; message: string } }>((resolve) =>
+        ws.on('message', (raw) => {
+          const msg = JSON.parse(raw.toString()) as { type: string; ok: boolean; error?: { code: string; message: string } };
+          if (msg.type === 'response') resolve(msg);
+        }),
+      );
+      ws.send(`{"type":"request","id":1,"method":"app.info","params":[${'{},'.repeat(1_000_000)}{}]}`);
+      expect(await answer).toEqual({ type: 'response', id: 0, ok: false, error: { code: 'E_BAD_REQUEST', message: 'a message over 64 KiB may hold at most 65,536 JSON values: this one holds more, and was not read' } });
+      // A long string of that size is one value: read, and answered by the method (app.info takes no params).
+      const saved = new Promise<{ ok: boolean; error?: { code: string; message: string } }>((resolve) =>
+        ws.on('message', (raw) => {
+          const msg = JSON.parse(raw.toString()) as { type: string; id: number; ok: boolean; error?: { code: string; message: string } };
+          if (msg.type === 'response' && msg.id === 2) resolve(msg);
+        }),
+      );
+      ws.send(JSON.stringify({ type: 'request', id: 2, method: 'reports.save', params: { id: '0001-nosuch', markdown: '{},'.repeat(500_000) } }));
+      expect((await saved).error?.code).not.toBe('E_BAD_REQUEST');
+      ws.close();
+    } finally {
+      await server.close();
+    }
+  });
+
   it('counts the bytes sent, not the characters: 3-byte characters reach 32 MiB in a third of the messages (re-attack 19)', async () => {
     const lines: string[] = [];
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
@@ -482,7 +509,8 @@ describe('requests accepted but not yet worked through (re-attack 19)', () => {
 
   it('hold at most 64 MiB over all connections, yet a connection holding nothing still has its request taken', async () => {
     const gate = gatePings();
-    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined });
+    // Bytes are not read faster than 16 MiB a second over all (MESSAGE_BYTES_PER_SECOND): this bound is the one under test.
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined, messageRate: { messages: 500, bytes: 2 ** 30 } });
     const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
     try {
       // Eight connections of 8 MiB each: 64 MiB held.

@@ -3,19 +3,19 @@ import { describe, expect, it } from 'vitest';
 import { MessageTurns } from '../../src-main/server/message-turns';
 
 const until = async (done: () => boolean) => {
-  for (let i = 0; i < 200 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  for (let i = 0; i < 400 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
 };
 
 describe('MessageTurns', () => {
-  it('works on a burst at once, then one message of each waiting connection in turn, pausing each while it waits', async () => {
-    const turns = new MessageTurns<string>(200, 2);
+  it('works on a second’s worth at once, then one message of each waiting connection in turn, pausing each while it waits', async () => {
+    // 200 bytes a second: a1 and a2 (100 each) spend it, the rest (10 each) come 50 ms apart.
+    const turns = new MessageTurns<string>({ messages: 1000, bytes: 200 }, (m) => (m === 'a1' || m === 'a2' ? 100 : 10));
     const worked: string[] = [];
     const calls: string[] = [];
     const a = turns.open((m) => worked.push(m), () => calls.push('pause a'), () => calls.push('resume a'));
     const b = turns.open((m) => worked.push(m), () => calls.push('pause b'), () => calls.push('resume b'));
     for (const m of ['a1', 'a2', 'a3', 'a4', 'a5']) a.offer(m);
     b.offer('b1');
-    // The burst of 2 at once; the rest wait, and both connections are paused until theirs are worked through.
     expect(worked).toEqual(['a1', 'a2']);
     expect(calls).toEqual(['pause a', 'pause b']);
     await until(() => worked.length === 6);
@@ -24,19 +24,33 @@ describe('MessageTurns', () => {
     expect(calls).toEqual(['pause a', 'pause b', 'resume b', 'resume a']);
   });
 
-  it('keeps to its rate: 40 messages at 200 a second take about 0.2 s', async () => {
-    const turns = new MessageTurns<number>(200, 1);
+  it('keeps to its message rate: 240 messages at 200 a second, the last after about 0.2 s', async () => {
+    const turns = new MessageTurns<number>({ messages: 200, bytes: 1e9 }, () => 1);
     const at: number[] = [];
     const t0 = performance.now();
     const c = turns.open(() => at.push(performance.now() - t0), () => undefined, () => undefined);
-    for (let i = 0; i < 40; i++) c.offer(i);
-    await until(() => at.length === 40);
-    expect(at.length).toBe(40);
-    expect(at[39]).toBeGreaterThanOrEqual(190);
+    for (let i = 0; i < 240; i++) c.offer(i);
+    expect(at.length).toBe(200);
+    await until(() => at.length === 240);
+    expect(at.length).toBe(240);
+    expect(at[239]).toBeGreaterThanOrEqual(190);
+  });
+
+  it('keeps to its byte rate, and a message over a second’s bytes waits for a full second’s (re-attack 23)', async () => {
+    const turns = new MessageTurns<number>({ messages: 1000, bytes: 10_000 }, (bytes) => bytes);
+    const at: number[] = [];
+    const t0 = performance.now();
+    const c = turns.open(() => at.push(performance.now() - t0), () => undefined, () => undefined);
+    for (const bytes of [5_000, 5_000, 5_000, 50_000]) c.offer(bytes);
+    await until(() => at.length === 4);
+    expect(at.length).toBe(4);
+    expect(at[1]).toBeLessThan(50);
+    expect(at[2]).toBeGreaterThanOrEqual(450);
+    expect(at[3] - at[2]).toBeGreaterThanOrEqual(950);
   });
 
   it("drops a closed connection's waiting messages and lets the others go on", async () => {
-    const turns = new MessageTurns<string>(200, 1);
+    const turns = new MessageTurns<string>({ messages: 1000, bytes: 100 }, (m) => (m === 'a1' ? 100 : 5));
     const worked: string[] = [];
     const a = turns.open((m) => worked.push(m), () => undefined, () => undefined);
     const b = turns.open((m) => worked.push(m), () => undefined, () => undefined);
@@ -47,7 +61,7 @@ describe('MessageTurns', () => {
     a.close();
     a.offer('a4');
     await until(() => worked.length === 2);
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await new Promise((resolve) => setTimeout(resolve, 100));
     expect(worked).toEqual(['a1', 'b1']);
   });
 });
