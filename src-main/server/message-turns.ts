@@ -17,12 +17,13 @@ export class MessageTurns<M> {
   private readonly ring: Turn<M>[] = [];
   private timer: NodeJS.Timeout | null = null;
 
+  /** `rate.freeBytes`: a message of at most this many bytes needs no bytes of the budget (a page's every one but a report save). */
   constructor(
-    private readonly rate: { messages: number; bytes: number },
+    private readonly rate: { messages: number; bytes: number; freeBytes: number },
     private readonly bytesOf: (message: M) => number,
     private readonly now: () => number = () => performance.now(),
   ) {
-    this.tokens = { ...rate };
+    this.tokens = { messages: rate.messages, bytes: rate.bytes };
     this.refilledAt = now();
   }
 
@@ -65,37 +66,49 @@ export class MessageTurns<M> {
     this.refilledAt = t;
   }
 
-  /** A message larger than a second's bytes waits for a full second's. */
-  private cost(message: M): number {
-    return Math.min(this.bytesOf(message), this.rate.bytes);
+  /** Bytes of the budget a message needs before it goes: none for a small one, at most a second's for a large one. */
+  private due(message: M): number {
+    const bytes = this.bytesOf(message);
+    return bytes <= this.rate.freeBytes ? 0 : Math.min(bytes, this.rate.bytes);
   }
 
+  /** Seconds until `message` could go. */
+  private wait(message: M): number {
+    const due = this.due(message);
+    // A small message waits for no bytes, however far below 0 large ones have taken the budget.
+    return Math.max((1 - this.tokens.messages) / this.rate.messages, due > 0 ? (due - this.tokens.bytes) / this.rate.bytes : 0, 0);
+  }
+
+  /** A large message that goes is charged all its bytes (the budget may go below 0), so large ones keep to the rate. */
   private take(message: M): boolean {
     this.refill();
-    const bytes = this.cost(message);
-    if (this.tokens.messages < 1 || this.tokens.bytes < bytes) return false;
+    if (this.wait(message) > 0) return false;
     this.tokens.messages--;
-    this.tokens.bytes -= bytes;
+    if (this.due(message) > 0) this.tokens.bytes -= this.bytesOf(message);
     return true;
   }
 
   private schedule(): void {
     if (this.timer || this.ring.length === 0) return;
-    // Until the next waiting message could go: a message's token and its bytes.
-    const next = this.ring[0].queue[0];
-    const short = Math.max((1 - this.tokens.messages) / this.rate.messages, (this.cost(next) - this.tokens.bytes) / this.rate.bytes);
-    const wait = Math.max(1, Math.ceil(short * 1000));
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.turns();
-    }, wait);
+    // Until the first waiting message could go.
+    const seconds = Math.min(...this.ring.map((turn) => this.wait(turn.queue[0])));
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.turns();
+      },
+      Math.max(1, Math.ceil(seconds * 1000)),
+    );
     this.timer.unref();
   }
 
-  /** One message of each waiting connection in turn, for as long as the budget lasts. */
+  /**
+   * One message of each waiting connection in turn, for as long as the budget lasts. A large message waiting for bytes
+   * is passed over, keeping its place, so the small ones of the others go on (they waited behind it 7.8 s).
+   */
   private turns(): void {
-    while (this.ring.length > 0 && this.take(this.ring[0].queue[0])) {
-      const turn = this.ring.shift()!;
+    for (let i = this.firstReady(); i >= 0; i = this.firstReady()) {
+      const [turn] = this.ring.splice(i, 1);
       const message = turn.queue.shift()!;
       if (turn.queue.length > 0) this.ring.push(turn);
       else {
@@ -105,6 +118,15 @@ export class MessageTurns<M> {
       turn.work(message);
     }
     this.schedule();
+  }
+
+  /** The first connection in turn whose next message can go now (taking its budget), or -1. */
+  private firstReady(): number {
+    for (let i = 0; i < this.ring.length; i++) {
+      if (this.take(this.ring[i].queue[0])) return i;
+      if (this.tokens.messages < 1) return -1;
+    }
+    return -1;
   }
 }
 

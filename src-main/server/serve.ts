@@ -32,7 +32,7 @@ export interface ServeOptions {
   /** Answers not yet read over all connections (tests make it small). */
   maxWaitingAnswerBytes?: number;
   /** Messages and bytes worked on a second over all connections (tests; MESSAGES_PER_SECOND and MESSAGE_BYTES_PER_SECOND). */
-  messageRate?: { messages: number; bytes: number };
+  messageRate?: { messages: number; bytes: number; freeBytes: number };
   /** How long a download may wait for the browser to take more before it is dropped. */
   downloadStallMs?: number;
   /** The slowest a reader may take a zip (download-route's default unless a test makes it small). */

@@ -29,6 +29,7 @@ import {
   MAX_VALUES_IN_LARGE_MESSAGE,
   SMALL_REQUEST_BYTES,
   overLimits,
+  overRefusalLimits,
   REFUSAL_WINDOW_MS,
   sharedRefusal,
   HEAVY_METHODS,
@@ -49,7 +50,7 @@ export interface WsApiOptions {
   maxClients?: number;
   answerStallMs?: number;
   maxWaitingAnswerBytes?: number;
-  messageRate?: { messages: number; bytes: number };
+  messageRate?: { messages: number; bytes: number; freeBytes: number };
 }
 
 /**
@@ -126,7 +127,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   // Lines any peer can cause, one per connection it opens: a few are kept, the rest counted.
   const peerLog = limitedLog(log, 'lines about connections');
   // Every connection's messages in turn, at most MESSAGES_PER_SECOND over all (message-turns.ts).
-  const turns = new MessageTurns<{ data: Buffer; bytes: number }>(options.messageRate ?? { messages: MESSAGES_PER_SECOND, bytes: MESSAGE_BYTES_PER_SECOND }, (m) => m.bytes);
+  const turns = new MessageTurns<{ data: Buffer; bytes: number }>(options.messageRate ?? { messages: MESSAGES_PER_SECOND, bytes: MESSAGE_BYTES_PER_SECOND, freeBytes: SMALL_REQUEST_BYTES }, (m) => m.bytes);
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Read now: once the socket is gone its address is too ("?:?").
     const who = peer(req);
@@ -154,9 +155,23 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     const who = peer(req);
     const outbox = new Outbox(ws, { maxBuffered, highWater, stallMs, log, who, budget });
     outboxes.add(outbox);
+    // Checked as a message arrives and again in its turn: the refusals of messages that waited count only then, and
+    // 999 queued messages once drew 999 refusals where 256 close the connection (re-attack 23).
+    // (In its turn only the refusals' limits: the message itself was counted toward the others as it arrived.)
+    const closedOverLimits = (inTurn: boolean): boolean => {
+      const now = Date.now();
+      if (now - inFlight.recent.since > REFUSAL_WINDOW_MS) inFlight.recent = { since: now, count: 0, bytes: 0, allBytes: 0, messages: 0 };
+      const tooMany = inTurn ? overRefusalLimits(inFlight) : overLimits(inFlight);
+      if (!tooMany) return false;
+      log(`closed client ${who}: ${tooMany}`);
+      // The close frame tells a client that reads why (at most 123 bytes); one that does not read is cut off a moment later.
+      ws.close(1008, tooMany.slice(0, 123));
+      setTimeout(() => ws.terminate(), 1000).unref();
+      return true;
+    };
     const turn = turns.open(
       ({ data, bytes }) => {
-        if (ws.readyState !== ws.OPEN) return;
+        if (ws.readyState !== ws.OPEN || closedOverLimits(true)) return;
         try {
           handleMessage(data, bytes, services, outbox, inFlight);
         } catch (err) {
@@ -185,16 +200,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     ws.on('message', (raw) => {
       if (ws.readyState !== ws.OPEN) return; // closing: what it still sends is not read
       try {
-        const now = Date.now();
-        if (now - inFlight.recent.since > REFUSAL_WINDOW_MS) inFlight.recent = { since: now, count: 0, bytes: 0, allBytes: 0, messages: 0 };
-        const tooMany = overLimits(inFlight);
-        if (tooMany) {
-          log(`closed client ${who}: ${tooMany}`);
-          // The close frame tells a client that reads why (at most 123 bytes); one that does not read is cut off a moment later.
-          ws.close(1008, tooMany.slice(0, 123));
-          setTimeout(() => ws.terminate(), 1000).unref();
-          return;
-        }
+        if (closedOverLimits(false)) return;
         // Bytes as sent, not UTF-16 units: 3-byte characters passed the caps three times over (re-attack 19).
         const data = Buffer.isBuffer(raw) ? raw : Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw);
         const bytes = data.length;

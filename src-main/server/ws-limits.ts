@@ -98,11 +98,11 @@ export const MAX_MESSAGES_PER_WINDOW = 1_000;
  */
 export const MESSAGES_PER_SECOND = 500;
 /**
- * Bytes of messages worked on in a second over every connection, in the same turns: one message of the largest size
- * at once. Counted only in messages, one client reopening to send a 16 MiB message per connection kept every list
- * waiting over 30 s (re-attack 23).
+ * Bytes of messages worked on in a second over every connection, in the same turns (a larger message waits for a
+ * second's and is charged all of it): a page's largest, a 2 MB report save, goes at once. Counted only in messages,
+ * one client reopening to send a 16 MiB message per connection kept every list waiting over 30 s (re-attack 23).
  */
-export const MESSAGE_BYTES_PER_SECOND = MAX_MESSAGE_BYTES;
+export const MESSAGE_BYTES_PER_SECOND = 8 * 1024 * 1024;
 /**
  * JSON values a message over SMALL_REQUEST_BYTES may hold (message-shape.ts), about 5 ms to parse: a page's large
  * message is one long string (a report saved from the editor), and the request with the most values, a model spec of
@@ -148,11 +148,20 @@ export interface InFlight {
 export function overLimits(inFlight: InFlight): string | null {
   const { recent } = inFlight;
   const window = `within ${REFUSAL_WINDOW_MS / 1000} s`;
+  const refused = overRefusalLimits(inFlight);
+  if (refused) return refused;
+  if (recent.allBytes >= MAX_MESSAGE_BYTES_PER_WINDOW) return `it sent ${formatMiB(recent.allBytes)} of messages ${window}`;
+  if (recent.messages >= MAX_MESSAGES_PER_WINDOW) return `it sent ${recent.messages} messages ${window}`;
+  return null;
+}
+
+/** Why the connection is closed for its refusals, or null: the part of overLimits a message's turn checks again. */
+export function overRefusalLimits(inFlight: InFlight): string | null {
+  const { recent } = inFlight;
+  const window = `within ${REFUSAL_WINDOW_MS / 1000} s`;
   if (inFlight.refusals >= MAX_REFUSALS_WAITING) return `${MAX_REFUSALS_WAITING} refusals of its messages wait unread`;
   if (recent.count >= MAX_REFUSALS_PER_WINDOW) return `${MAX_REFUSALS_PER_WINDOW} of its messages were refused ${window}`;
   if (recent.bytes >= MAX_REFUSED_BYTES_PER_WINDOW) return `${formatMiB(recent.bytes)} of its messages were refused or failed ${window}`;
-  if (recent.allBytes >= MAX_MESSAGE_BYTES_PER_WINDOW) return `it sent ${formatMiB(recent.allBytes)} of messages ${window}`;
-  if (recent.messages >= MAX_MESSAGES_PER_WINDOW) return `it sent ${recent.messages} messages ${window}`;
   return null;
 }
 

@@ -110,8 +110,9 @@ describe('runs.get on a run with huge files', () => {
     const seconds = (performance.now() - started) / 1000;
     clearInterval(timer);
     console.log(`runs.get of two 64 MiB files of tiny lines: ${seconds.toFixed(2)} s, the event loop stalled ${stalled.toFixed(0)} ms at most`);
-    // 4.6 s here, 0.16 s the longest stall (each file alone took 54-72 s, stalling 2-4 s, before).
-    expect(seconds).toBeLessThan(12);
+    // 7.7-10 s here alone, 13.6 s beside other tests; 0.16-0.29 s the longest stall (each file alone took 54-72 s,
+    // stalling 2-4 s, before): a hang guard, with room for a loaded machine.
+    expect(seconds).toBeLessThan(30);
     expect(stalled).toBeLessThan(1000);
     expect(detail.events.flatMap((e) => (e.type === 'step' ? [e.globalStep] : []))).toEqual([1, 9]);
     expect(detail.telemetry.map((x) => x.t)).toEqual([1000, 9000]);

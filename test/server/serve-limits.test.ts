@@ -380,6 +380,24 @@ describe('work a client can queue', () => {
     }
   });
 
+  it('counts the refusals of messages that waited for their turn, and closes the client at 256 all the same (re-attack 23)', async () => {
+    // 100 messages a second: most of 999 sent at once wait their turn.
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined, messageRate: { messages: 100, bytes: 2 ** 30, freeBytes: 0 } });
+    try {
+      const junk = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      let refusals = 0;
+      junk.on('message', (raw) => {
+        if ((JSON.parse(raw.toString()) as { type: string }).type === 'response') refusals++;
+      });
+      const closed = new Promise<[number, string]>((resolve) => junk.on('close', (code, reason) => resolve([code, reason.toString()])));
+      for (let i = 0; i < 999; i++) junk.send('x');
+      expect(await closed).toEqual([1008, '256 of its messages were refused within 10 s']);
+      expect(refusals).toBeLessThanOrEqual(256);
+    } finally {
+      await server.close();
+    }
+  }, 30_000);
+
   it('counts the bytes sent, not the characters: 3-byte characters reach 32 MiB in a third of the messages (re-attack 19)', async () => {
     const lines: string[] = [];
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: (l) => lines.push(l) });
@@ -510,7 +528,7 @@ describe('requests accepted but not yet worked through (re-attack 19)', () => {
   it('hold at most 64 MiB over all connections, yet a connection holding nothing still has its request taken', async () => {
     const gate = gatePings();
     // Bytes are not read faster than 16 MiB a second over all (MESSAGE_BYTES_PER_SECOND): this bound is the one under test.
-    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined, messageRate: { messages: 500, bytes: 2 ** 30 } });
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined, messageRate: { messages: 500, bytes: 2 ** 30, freeBytes: 0 } });
     const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
     try {
       // Eight connections of 8 MiB each: 64 MiB held.

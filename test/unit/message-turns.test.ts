@@ -9,7 +9,7 @@ const until = async (done: () => boolean) => {
 describe('MessageTurns', () => {
   it('works on a second’s worth at once, then one message of each waiting connection in turn, pausing each while it waits', async () => {
     // 200 bytes a second: a1 and a2 (100 each) spend it, the rest (10 each) come 50 ms apart.
-    const turns = new MessageTurns<string>({ messages: 1000, bytes: 200 }, (m) => (m === 'a1' || m === 'a2' ? 100 : 10));
+    const turns = new MessageTurns<string>({ messages: 1000, bytes: 200, freeBytes: 0 }, (m) => (m === 'a1' || m === 'a2' ? 100 : 10));
     const worked: string[] = [];
     const calls: string[] = [];
     const a = turns.open((m) => worked.push(m), () => calls.push('pause a'), () => calls.push('resume a'));
@@ -25,7 +25,7 @@ describe('MessageTurns', () => {
   });
 
   it('keeps to its message rate: 240 messages at 200 a second, the last after about 0.2 s', async () => {
-    const turns = new MessageTurns<number>({ messages: 200, bytes: 1e9 }, () => 1);
+    const turns = new MessageTurns<number>({ messages: 200, bytes: 1e9, freeBytes: 0 }, () => 1);
     const at: number[] = [];
     const t0 = performance.now();
     const c = turns.open(() => at.push(performance.now() - t0), () => undefined, () => undefined);
@@ -36,21 +36,39 @@ describe('MessageTurns', () => {
     expect(at[239]).toBeGreaterThanOrEqual(190);
   });
 
-  it('keeps to its byte rate, and a message over a second’s bytes waits for a full second’s (re-attack 23)', async () => {
-    const turns = new MessageTurns<number>({ messages: 1000, bytes: 10_000 }, (bytes) => bytes);
+  it('keeps to its byte rate: a message over a second’s bytes waits for a full second’s and is charged all its bytes (re-attack 23)', async () => {
+    const turns = new MessageTurns<number>({ messages: 1000, bytes: 100_000, freeBytes: 0 }, (bytes) => bytes);
     const at: number[] = [];
     const t0 = performance.now();
     const c = turns.open(() => at.push(performance.now() - t0), () => undefined, () => undefined);
-    for (const bytes of [5_000, 5_000, 5_000, 50_000]) c.offer(bytes);
-    await until(() => at.length === 4);
-    expect(at.length).toBe(4);
+    for (const bytes of [50_000, 50_000, 50_000, 150_000, 1]) c.offer(bytes);
+    await until(() => at.length === 5);
+    expect(at.length).toBe(5);
     expect(at[1]).toBeLessThan(50);
     expect(at[2]).toBeGreaterThanOrEqual(450);
+    // 150,000 bytes wait for a full second's 100,000, and leave the budget 50,000 short: half a second more.
     expect(at[3] - at[2]).toBeGreaterThanOrEqual(950);
+    expect(at[4] - at[3]).toBeGreaterThanOrEqual(450);
+  });
+
+  it('lets small messages of other connections go while a large one waits for bytes, and charges small ones none (re-attack 23)', async () => {
+    const turns = new MessageTurns<number>({ messages: 1000, bytes: 100_000, freeBytes: 1_000 }, (bytes) => bytes);
+    const worked: string[] = [];
+    const big = turns.open((m) => worked.push(`big ${m}`), () => undefined, () => undefined);
+    const page = turns.open((m) => worked.push(`page ${m}`), () => undefined, () => undefined);
+    // 150,000 bytes: the budget is left 50,000 below 0.
+    big.offer(150_000);
+    big.offer(100_000);
+    // The second large message waits 1.5 s for its bytes; the page's small ones go at once, before it.
+    for (let i = 0; i < 50; i++) page.offer(500);
+    expect(worked.length).toBe(51);
+    await until(() => worked.length === 52);
+    expect(worked.slice(0, 2)).toEqual(['big 150000', 'page 500']);
+    expect(worked.at(-1)).toBe('big 100000');
   });
 
   it("drops a closed connection's waiting messages and lets the others go on", async () => {
-    const turns = new MessageTurns<string>({ messages: 1000, bytes: 100 }, (m) => (m === 'a1' ? 100 : 5));
+    const turns = new MessageTurns<string>({ messages: 1000, bytes: 100, freeBytes: 0 }, (m) => (m === 'a1' ? 100 : 5));
     const worked: string[] = [];
     const a = turns.open((m) => worked.push(m), () => undefined, () => undefined);
     const b = turns.open((m) => worked.push(m), () => undefined, () => undefined);
