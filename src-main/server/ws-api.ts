@@ -13,7 +13,7 @@ import { FairSlots } from '../core/common/fair-slots';
 import type { Services } from '../core/services';
 import { isAllowedOrigin, tokensEqual } from './auth';
 import { limitedLog } from './log-limit';
-import { holdsMoreValues } from './message-shape';
+import { countValues } from './message-shape';
 import { MessageTurns } from './message-turns';
 import {
   heldRefusal,
@@ -26,7 +26,8 @@ import {
   MAX_MESSAGE_BYTES,
   MESSAGE_BYTES_PER_SECOND,
   MESSAGES_PER_SECOND,
-  MAX_VALUES_IN_LARGE_MESSAGE,
+  MAX_VALUES_IN_MESSAGE,
+  VALUE_WEIGHT_BYTES,
   SMALL_REQUEST_BYTES,
   overLimits,
   overRefusalLimits,
@@ -127,7 +128,11 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   // Lines any peer can cause, one per connection it opens: a few are kept, the rest counted.
   const peerLog = limitedLog(log, 'lines about connections');
   // Every connection's messages in turn, at most MESSAGES_PER_SECOND over all (message-turns.ts).
-  const turns = new MessageTurns<{ data: Buffer; bytes: number }>(options.messageRate ?? { messages: MESSAGES_PER_SECOND, bytes: MESSAGE_BYTES_PER_SECOND, freeBytes: SMALL_REQUEST_BYTES }, (m) => m.bytes);
+  // A message weighs its bytes and its values (message-shape.ts): what parsing it costs.
+  const turns = new MessageTurns<Arrived>(
+    options.messageRate ?? { messages: MESSAGES_PER_SECOND, bytes: MESSAGE_BYTES_PER_SECOND, freeBytes: SMALL_REQUEST_BYTES },
+    (m) => m.bytes + m.values * VALUE_WEIGHT_BYTES,
+  );
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Read now: once the socket is gone its address is too ("?:?").
     const who = peer(req);
@@ -170,10 +175,10 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
       return true;
     };
     const turn = turns.open(
-      ({ data, bytes }) => {
+      (arrived) => {
         if (ws.readyState !== ws.OPEN || closedOverLimits(true)) return;
         try {
-          handleMessage(data, bytes, services, outbox, inFlight);
+          handleMessage(arrived, services, outbox, inFlight);
         } catch (err) {
           log(`message from ${who} failed: ${(err as Error).message}`);
         }
@@ -206,7 +211,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
         const bytes = data.length;
         inFlight.recent.allBytes += bytes;
         inFlight.recent.messages++;
-        turn.offer({ data, bytes });
+        turn.offer({ data, bytes, values: countValues(data, MAX_VALUES_IN_MESSAGE + 1) });
       } catch (err) {
         log(`message from ${who} failed: ${(err as Error).message}`);
       }
@@ -217,7 +222,14 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
 }
 
 
-function handleMessage(data: Buffer, bytes: number, services: Services, outbox: Outbox, inFlight: InFlight): void {
+/** A message as it arrived: its bytes, and its JSON values counted up to one past MAX_VALUES_IN_MESSAGE. */
+interface Arrived {
+  data: Buffer;
+  bytes: number;
+  values: number;
+}
+
+function handleMessage({ data, bytes, values }: Arrived, services: Services, outbox: Outbox, inFlight: InFlight): void {
   // A refusal holds no request slot, but is counted until its socket has written it out: counted only until it
   // was handed to the socket, 30 clients that never read queued tens of thousands each (4 MiB and the kernel's
   // buffers) and held the server at 1 GiB for 40 s (re-attack 14).
@@ -230,8 +242,8 @@ function handleMessage(data: Buffer, bytes: number, services: Services, outbox: 
     }
     outbox.answer(msg, () => undefined, { refusal: true, written: () => inFlight.refusals-- });
   };
-  if (bytes > SMALL_REQUEST_BYTES && holdsMoreValues(data, MAX_VALUES_IN_LARGE_MESSAGE)) {
-    const message = `a message over ${SMALL_REQUEST_BYTES / 1024} KiB may hold at most ${MAX_VALUES_IN_LARGE_MESSAGE.toLocaleString('en-US')} JSON values: this one holds more, and was not read`;
+  if (values > MAX_VALUES_IN_MESSAGE) {
+    const message = `a message may hold at most ${MAX_VALUES_IN_MESSAGE.toLocaleString('en-US')} JSON values: this one holds more, and was not read`;
     send({ type: 'response', id: 0, ok: false, error: { code: 'E_BAD_REQUEST', message } });
     return;
   }

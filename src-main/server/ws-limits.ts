@@ -98,17 +98,24 @@ export const MAX_MESSAGES_PER_WINDOW = 1_000;
  */
 export const MESSAGES_PER_SECOND = 500;
 /**
- * Bytes of messages worked on in a second over every connection, in the same turns (a larger message waits for a
- * second's and is charged all of it): a page's largest, a 2 MB report save, goes at once. Counted only in messages,
+ * Bytes of messages over SMALL_REQUEST_BYTES (values weighed in, VALUE_WEIGHT_BYTES) worked on in a second over every
+ * connection, in the same turns (a larger message waits for a second's and is charged all of it): a page's largest,
+ * a 2 MB report save, goes at once. Counted only in messages,
  * one client reopening to send a 16 MiB message per connection kept every list waiting over 30 s (re-attack 23).
  */
 export const MESSAGE_BYTES_PER_SECOND = 8 * 1024 * 1024;
 /**
- * JSON values a message over SMALL_REQUEST_BYTES may hold (message-shape.ts), about 5 ms to parse: a page's large
- * message is one long string (a report saved from the editor), and the request with the most values, a model spec of
- * at most 256 KiB, holds far fewer.
+ * JSON values a message may hold (message-shape.ts), about 5 ms to parse: a page's large message is one long string
+ * (a report saved from the editor), and the request with the most values, a model spec of at most 256 KiB, holds far
+ * fewer.
  */
-export const MAX_VALUES_IN_LARGE_MESSAGE = 65_536;
+export const MAX_VALUES_IN_MESSAGE = 65_536;
+/**
+ * What one JSON value weighs in the byte budget, as parsing goes: `[{},{},...]` parses about 60 times slower a byte
+ * than one long string. Messages just under 64 KiB of it, free of the budget by their bytes, held a core at 500 a
+ * second (re-attack 24); weighed so, they wait for it like a 1.4 MB message.
+ */
+export const VALUE_WEIGHT_BYTES = 64;
 /**
  * Answers of the shared reads a connection may wait for at once, the four lists together: no more than a page keeps
  * on the wire. Each caller's answer is its own copy of the list: 992 of them from one walk held the event loop

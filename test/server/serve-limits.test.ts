@@ -364,7 +364,7 @@ describe('work a client can queue', () => {
         }),
       );
       ws.send(`{"type":"request","id":1,"method":"app.info","params":[${'{},'.repeat(1_000_000)}{}]}`);
-      expect(await answer).toEqual({ type: 'response', id: 0, ok: false, error: { code: 'E_BAD_REQUEST', message: 'a message over 64 KiB may hold at most 65,536 JSON values: this one holds more, and was not read' } });
+      expect(await answer).toEqual({ type: 'response', id: 0, ok: false, error: { code: 'E_BAD_REQUEST', message: 'a message may hold at most 65,536 JSON values: this one holds more, and was not read' } });
       // A long string of that size is one value: read, and answered by the method (app.info takes no params).
       const saved = new Promise<{ ok: boolean; error?: { code: string; message: string } }>((resolve) =>
         ws.on('message', (raw) => {
@@ -379,6 +379,28 @@ describe('work a client can queue', () => {
       await server.close();
     }
   });
+
+  it('weighs a message by its values: messages under 64 KiB of 20,000 tiny values each wait for the byte budget (re-attack 24)', async () => {
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined });
+    try {
+      const ws = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      const at: number[] = [];
+      ws.on('message', (raw) => {
+        if ((JSON.parse(raw.toString()) as { type: string }).type === 'response') at.push(performance.now());
+      });
+      const message = (id: number) => `{"type":"request","id":${id},"method":"app.info","params":[${'{},'.repeat(20_000)}{}]}`;
+      expect(message(1).length).toBeLessThan(64 * 1024);
+      const t0 = performance.now();
+      for (let id = 1; id <= 16; id++) ws.send(message(id));
+      await expect.poll(() => at.length, { timeout: 10_000 }).toBe(16);
+      // Each weighs about 1.3 MB at 8 MiB a second: 6 at once, then about 6 a second (free, all 16 went at once).
+      expect(at.filter((t) => t - t0 < 500).length).toBeLessThanOrEqual(9);
+      expect(at[15] - t0).toBeGreaterThan(1000);
+      ws.close();
+    } finally {
+      await server.close();
+    }
+  }, 30_000);
 
   it('counts the refusals of messages that waited for their turn, and closes the client at 256 all the same (re-attack 23)', async () => {
     // 100 messages a second: most of 999 sent at once wait their turn.

@@ -67,6 +67,20 @@ describe('MessageTurns', () => {
     expect(worked.at(-1)).toBe('big 100000');
   });
 
+  it('takes large messages in turn: one that waits for the budget is not passed by smaller large ones (re-attack 24)', async () => {
+    const turns = new MessageTurns<number>({ messages: 1000, bytes: 100_000, freeBytes: 1_000 }, (bytes) => bytes);
+    const worked: string[] = [];
+    const save = turns.open((m) => worked.push(`save ${m}`), () => undefined, () => undefined);
+    const flood = turns.open((m) => worked.push(`flood ${m}`), () => undefined, () => undefined);
+    flood.offer(90_000);
+    // 10,000 left: the save waits for its 80,000; the flood's next ones, 20,000 each, would fit sooner.
+    save.offer(80_000);
+    for (let i = 0; i < 4; i++) flood.offer(20_000);
+    expect(worked).toEqual(['flood 90000']);
+    await until(() => worked.length === 2);
+    expect(worked[1]).toBe('save 80000');
+  });
+
   it("drops a closed connection's waiting messages and lets the others go on", async () => {
     const turns = new MessageTurns<string>({ messages: 1000, bytes: 100, freeBytes: 0 }, (m) => (m === 'a1' ? 100 : 5));
     const worked: string[] = [];
