@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { MessageTurns } from '../../src-main/server/message-turns';
 
@@ -79,6 +79,34 @@ describe('MessageTurns', () => {
     expect(worked).toEqual(['flood 90000']);
     await until(() => worked.length === 2);
     expect(worked[1]).toBe('save 80000');
+  });
+
+  it('wakes when the next message that may go can: not later for a large one’s bytes, nor every millisecond for a large one that must wait its turn', async () => {
+    const turns = new MessageTurns<number>({ messages: 10, bytes: 100_000, freeBytes: 1_000 }, (bytes) => bytes);
+    const timers = vi.spyOn(globalThis, 'setTimeout');
+    try {
+      const t0 = performance.now();
+      const worked: [number, number][] = [];
+      const at = (m: number) => worked.push([m, performance.now() - t0]);
+      const a = turns.open(at, () => undefined, () => undefined);
+      const b = turns.open(at, () => undefined, () => undefined);
+      const c = turns.open(at, () => undefined, () => undefined);
+      a.offer(100_000);
+      // A second's bytes: a wake-up is set for a's next in a second.
+      a.offer(100_000);
+      // Behind a's, b's 5,000 may not go before it, though its bytes come sooner.
+      b.offer(5_000);
+      // c's small messages: 9 take the message tokens left, the 10th waits 0.1 s for one, not a second.
+      for (let i = 1; i <= 10; i++) c.offer(i);
+      expect(worked.length).toBe(10);
+      await until(() => worked.length === 13);
+      expect(worked.map(([m]) => m)).toEqual([100_000, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 100_000, 5_000]);
+      expect(worked[10][1]).toBeLessThan(500);
+      // until() sleeps 5 ms at a time itself: the rest are MessageTurns' own (a few; about 900 when it woke every millisecond).
+      expect(timers.mock.calls.filter(([, ms]) => ms !== 5).length).toBeLessThanOrEqual(20);
+    } finally {
+      timers.mockRestore();
+    }
   });
 
   it("drops a closed connection's waiting messages and lets the others go on", async () => {
