@@ -31,7 +31,7 @@ export interface ServeOptions {
   answerStallMs?: number;
   /** Answers not yet read over all connections (tests make it small). */
   maxWaitingAnswerBytes?: number;
-  /** Messages and bytes worked on a second over all connections (tests; MESSAGES_PER_SECOND and MESSAGE_BYTES_PER_SECOND). */
+  /** Messages and bytes worked on a second over all connections, and the weight free of the byte budget (tests; ws-limits.ts). */
   messageRate?: { messages: number; bytes: number; freeBytes: number };
   /** How long a download may wait for the browser to take more before it is dropped. */
   downloadStallMs?: number;

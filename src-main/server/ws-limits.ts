@@ -100,8 +100,8 @@ export const MESSAGES_PER_SECOND = 500;
 /**
  * Bytes of messages over SMALL_REQUEST_BYTES (values weighed in, VALUE_WEIGHT_BYTES) worked on in a second over every
  * connection, in the same turns (a larger message waits for a second's and is charged all of it): a page's largest,
- * a 2 MB report save, goes at once. Counted only in messages,
- * one client reopening to send a 16 MiB message per connection kept every list waiting over 30 s (re-attack 23).
+ * a 2 MB report save, goes at once. Counted only in messages, one client reopening to send a 16 MiB message per
+ * connection kept every list waiting over 30 s (re-attack 23).
  */
 export const MESSAGE_BYTES_PER_SECOND = 8 * 1024 * 1024;
 /**
