@@ -14,6 +14,10 @@ Trainbench launches it (PYTHONPATH to its sitecustomize, TB_PROBE_ADDR), its mes
   patches in place and set aside (its DataLoader.__next__, autograd.backward, optimizer step and zero_grad
   wrappers, its module hooks): the probe's own work in µs of thread CPU time, free of the differences
   between processes, at the --step-ms step and at a tiny one (--tiny-width) where the µs are precise.
+  The tiny step is measured twice: as it is, everything in cache, and with the caches emptied between its
+  phases (--evict-mb copied between the fetch, forward, backward and step: a large model's step does that
+  to the caches), because the probe's Python between a step's large operations runs from memory, not cache:
+  at the 5 ms step it costs two to four times what it costs in a tiny step that stays in cache.
   Between processes the same loop's step differs by ±150 µs (where its memory lands), so the processes'
   figure has a wide interval; this one is the precise one, and the processes' says nothing is missed.
 
@@ -83,7 +87,7 @@ def probe_patches(torch, model):
     return off, on
 
 
-def worker(iterations, width, blocks, block_iterations):
+def worker(iterations, width, blocks, block_iterations, evict_mb=0):
     """The loop. Prints, as JSON, the mean wall, thread CPU and process CPU time of an iteration (µs) after the warm-up;
     with blocks (toggled), the thread CPU time of each block, its state and the probe's patches found."""
     import torch
@@ -98,6 +102,13 @@ def worker(iterations, width, blocks, block_iterations):
     data = TensorDataset(torch.randn(BATCH * epoch, 256), torch.randint(0, 10, (BATCH * epoch,)))
     loader = DataLoader(data, batch_size=BATCH)
     patches = probe_patches(torch, model) if blocks else None
+    # Copied between the phases (--evict-mb): the caches hold none of the probe's code and data when it runs.
+    src, dst = (torch.ones(evict_mb << 18), torch.zeros(evict_mb << 18)) if evict_mb else (None, None)
+
+    def evict():
+        if src is not None:
+            dst.copy_(src)
+
     total = WARMUP + (blocks * block_iterations if patches else iterations)
     wall, thread, proc, faults = [], [], [], []
     batches = iter(loader)
@@ -113,10 +124,15 @@ def worker(iterations, width, blocks, block_iterations):
         except StopIteration:
             batches = iter(loader)
             x, y = next(batches)
-        loss = nn.functional.cross_entropy(model(x), y)
+        evict()
+        out = model(x)
+        evict()
+        loss = nn.functional.cross_entropy(out, y)
         opt.zero_grad()
         loss.backward()
+        evict()
         opt.step()
+        evict()
         loss.item()
         t1, c1, p1 = time.perf_counter(), time.thread_time(), time.process_time()
         wall.append((t1 - t) * 1e6)
@@ -160,7 +176,7 @@ def _block_on(b):
 PINNED_MALLOC = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TOP_PAD_": str(64 << 20)}
 
 
-def launch(args, probe_dir, addr, iterations, width, blocks=0, block_iterations=0):
+def launch(args, probe_dir, addr, iterations, width, blocks=0, block_iterations=0, evict_mb=0):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     for k in ("PYTHONPATH", "TB_PROBE_ADDR", "TB_PROBE_STEPS", "TB_PROBE_WARMUP", *PINNED_MALLOC):
         env.pop(k, None)
@@ -168,7 +184,7 @@ def launch(args, probe_dir, addr, iterations, width, blocks=0, block_iterations=
         env.update(PINNED_MALLOC)
     if probe_dir:
         env.update(PYTHONPATH=probe_dir, TB_PROBE_ADDR=addr)
-    cmd = [args.python, os.path.abspath(__file__), "--worker", "--iterations", str(iterations), "--width", str(width), "--blocks", str(blocks), "--block-iterations", str(block_iterations)]
+    cmd = [args.python, os.path.abspath(__file__), "--worker", "--iterations", str(iterations), "--width", str(width), "--blocks", str(blocks), "--block-iterations", str(block_iterations), "--evict-mb", str(evict_mb)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0 or not out.stdout.strip():
         raise SystemExit("worker failed (%d):\n%s" % (out.returncode, out.stderr[-3000:]))
@@ -209,10 +225,10 @@ def processes(args, addr, configs):
     return {"rows": rows, "loadAverage": loads}
 
 
-def toggled(args, addr, probe_dir, width, block_iterations):
+def toggled(args, addr, probe_dir, width, block_iterations, evict_mb=0):
     """The probe's own cost: blocks with its patches on and off in one process, paired in ABBA order."""
     l0 = load()
-    got = launch(args, probe_dir, addr, 0, width, args.blocks, block_iterations)["blocks"]
+    got = launch(args, probe_dir, addr, 0, width, args.blocks, block_iterations, evict_mb)["blocks"]
     on = [b["threadUs"] for b in got if b["on"]]
     off = [b["threadUs"] for b in got if not b["on"]]
     diffs = [a - b for a, b in zip(on, off)]
@@ -227,6 +243,7 @@ def toggled(args, addr, probe_dir, width, block_iterations):
         "faultsOff": statistics.mean(b["faults"] for b in got if not b["on"]),
         "width": width,
         "blockIterations": block_iterations,
+        "evictMb": evict_mb,
         "loadAverage": [l0, load()],
     }
 
@@ -238,7 +255,8 @@ def main():
     parser.add_argument("--width", type=int, default=0, help="hidden width (0: sized for --step-ms)")
     parser.add_argument("--step-ms", type=float, default=5.0)
     parser.add_argument("--tiny-width", type=int, default=8, help="hidden width of the tiny step the toggled cost is also measured at")
-    parser.add_argument("--blocks", type=int, default=60, help="toggled blocks (half with the probe's patches)")
+    parser.add_argument("--blocks", type=int, default=400, help="toggled blocks (half with the probe's patches)")
+    parser.add_argument("--evict-mb", type=int, default=8, help="MB copied between the tiny step's phases in its caches-emptied row")
     parser.add_argument("--block-seconds", type=float, default=0.1, help="about how long a toggled block runs")
     parser.add_argument("--malloc", choices=("pinned", "default"), default="pinned", help="glibc's heap trimming pinned in every process, or as it comes")
     parser.add_argument("--baseline", help="another resources/python folder to compare (an older commit's)")
@@ -248,7 +266,7 @@ def main():
     parser.add_argument("--block-iterations", type=int, default=0, help=argparse.SUPPRESS)  # the worker's
     args = parser.parse_args()
     if args.worker:
-        return worker(args.iterations, args.width, args.blocks, args.block_iterations)
+        return worker(args.iterations, args.width, args.blocks, args.block_iterations, args.evict_mb)
 
     addr = drain_server()
     if args.width == 0:
@@ -263,8 +281,11 @@ def main():
     by_process = processes(args, addr, [("none", None)] + probes)
     step_us = by_process["rows"][0]["threadUs"]
     tiny_us = launch(args, None, addr, 100, args.tiny_width)["threadUs"]
-    steps = (("step", args.width, step_us), ("tiny", args.tiny_width, tiny_us))
-    by_toggle = {size: {name: toggled(args, addr, d, width, max(5, int(args.block_seconds * 1e6 / us))) for name, d in probes} for size, width, us in steps}
+    cold_us = launch(args, None, addr, 100, args.tiny_width, evict_mb=args.evict_mb)["threadUs"]
+    steps = (("step", args.width, step_us, 0), ("tiny", args.tiny_width, tiny_us, 0), ("tinyEvicted", args.tiny_width, cold_us, args.evict_mb))
+    by_toggle = {
+        size: {name: toggled(args, addr, d, width, max(5, int(args.block_seconds * 1e6 / us)), evict) for name, d in probes} for size, width, us, evict in steps
+    }
 
     print("probe step overhead: torch %s, Python %s, %d CPUs, malloc %s" % (version[0], version[1], os.cpu_count(), args.malloc))
     print(
@@ -277,13 +298,13 @@ def main():
         share = "%+.2f%% (%+.2f%%)" % (r["processCostPercent"], r["wallCostPercent"]) if "processCostUs" in r else ""
         print("  %-9s %10.1f %10.1f %10.1f %8.1f  %-28s %-24s" % (r["config"], r["wallUs"], r["threadUs"], r["processUs"], r["faultsPerIteration"], cost, share))
     print("\ntoggled: one process each, %d blocks with the probe's patches on and off (ABBA), thread CPU time" % args.blocks)
-    print("  %-16s %-9s %10s %10s %24s %10s %16s %10s %14s" % ("step", "config", "on µs", "off µs", "cost µs [95%]", "of step", "of a 5 ms step", "faults", "load"))
-    for size, width, us in steps:
+    print("  %-24s %-9s %10s %10s %24s %10s %16s %10s %14s" % ("step", "config", "on µs", "off µs", "cost µs [95%]", "of step", "of a 5 ms step", "faults", "load"))
+    for size, width, us, evict in steps:
         for name, r in by_toggle[size].items():
             print(
-                "  %-16s %-9s %10.1f %10.1f %24s %9.2f%% %15.2f%% %10s %14s"
+                "  %-24s %-9s %10.1f %10.1f %24s %9.2f%% %15.2f%% %10s %14s"
                 % (
-                    "%.2f ms (w %d)" % (us / 1000, width),
+                    "%.2f ms (w %d%s)" % (us / 1000, width, ", evicted" if evict else ""),
                     name,
                     r["threadUsOn"],
                     r["threadUsOff"],
