@@ -184,7 +184,7 @@ def launch(args, probe_dir, addr, iterations, width, blocks=0, block_iterations=
         env.update(PINNED_MALLOC)
     if probe_dir:
         env.update(PYTHONPATH=probe_dir, TB_PROBE_ADDR=addr)
-    cmd = [args.python, os.path.abspath(__file__), "--worker", "--iterations", str(iterations), "--width", str(width), "--blocks", str(blocks), "--block-iterations", str(block_iterations), "--evict-mb", str(evict_mb)]
+    cmd = [args.python, os.path.abspath(__file__), "--worker", "--iterations", str(iterations), "--width", str(width), "--blocks", str(blocks), "--block-iterations", str(block_iterations), "--worker-evict-mb", str(evict_mb)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0 or not out.stdout.strip():
         raise SystemExit("worker failed (%d):\n%s" % (out.returncode, out.stderr[-3000:]))
@@ -264,9 +264,10 @@ def main():
     parser.add_argument("--out")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--block-iterations", type=int, default=0, help=argparse.SUPPRESS)  # the worker's
+    parser.add_argument("--worker-evict-mb", type=int, default=0, help=argparse.SUPPRESS)  # the worker's: nothing evicted unless asked
     args = parser.parse_args()
     if args.worker:
-        return worker(args.iterations, args.width, args.blocks, args.block_iterations, args.evict_mb)
+        return worker(args.iterations, args.width, args.blocks, args.block_iterations, args.worker_evict_mb)
 
     addr = drain_server()
     if args.width == 0:
