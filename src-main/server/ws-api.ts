@@ -12,6 +12,7 @@ import { toApiError } from '../core/api-router';
 import { FairSlots } from '../core/common/fair-slots';
 import type { Services } from '../core/services';
 import { isAllowedOrigin, tokensEqual } from './auth';
+import { IngressMeter, readHolds } from './ingress-meter';
 import { limitedLog } from './log-limit';
 import { countValues } from './message-shape';
 import { MessageTurns } from './message-turns';
@@ -34,6 +35,7 @@ import {
   REFUSAL_WINDOW_MS,
   sharedRefusal,
   HEAVY_METHODS,
+  INGRESS_BYTES_PER_SECOND,
 } from './ws-limits';
 import { asksNothing, SHARED_READ_METHODS, SharedReads } from './shared-reads';
 import { ANSWER_HIGH_WATER_BYTES, ANSWER_STALL_MS, MAX_WAITING_ANSWER_BYTES, Outbox } from './ws-outbox';
@@ -52,6 +54,7 @@ export interface WsApiOptions {
   answerStallMs?: number;
   maxWaitingAnswerBytes?: number;
   messageRate?: { messages: number; bytes: number; freeBytes: number };
+  ingressRate?: { bytes: number; burst: number };
 }
 
 /**
@@ -133,6 +136,8 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     options.messageRate ?? { messages: MESSAGES_PER_SECOND, bytes: MESSAGE_BYTES_PER_SECOND, freeBytes: SMALL_REQUEST_BYTES },
     (m) => m.bytes + m.values * VALUE_WEIGHT_BYTES,
   );
+  // Bytes read from all sockets, at most INGRESS_BYTES_PER_SECOND (ingress-meter.ts): before they are messages.
+  const ingress = new IngressMeter(options.ingressRate ?? { bytes: INGRESS_BYTES_PER_SECOND, burst: MAX_MESSAGE_BYTES });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Read now: once the socket is gone its address is too ("?:?").
     const who = peer(req);
@@ -149,15 +154,25 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
         refuse(socket, `too many connections (${maxClients})`, '503 Service Unavailable');
         return;
       }
-      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req, socket));
     } catch (err) {
       peerLog(`refused an upgrade from ${who}: ${(err as Error).message}`);
       socket.destroy();
     }
   });
 
-  wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
+  wss.on('connection', (ws: WebSocket, req: IncomingMessage, socket: Duplex) => {
     const who = peer(req);
+    const hold = readHolds(
+      () => ws.pause(),
+      () => ws.resume(),
+    );
+    const reader = ingress.open(
+      () => hold('bytes', true),
+      () => hold('bytes', false),
+    );
+    // After ws's own listener: a read is charged once ws has taken it.
+    socket.on('data', (chunk: Buffer) => reader.read(chunk.length));
     const outbox = new Outbox(ws, { maxBuffered, highWater, stallMs, log, who, budget });
     outboxes.add(outbox);
     // Checked as a message arrives and again in its turn: the refusals of messages that waited count only then, and
@@ -183,11 +198,12 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
           log(`message from ${who} failed: ${(err as Error).message}`);
         }
       },
-      () => ws.pause(),
-      () => ws.resume(),
+      () => hold('turns', true),
+      () => hold('turns', false),
     );
     ws.on('close', () => {
       turn.close();
+      reader.close();
       outboxes.delete(outbox);
       slots.drop(outbox);
       heavy.drop(outbox);

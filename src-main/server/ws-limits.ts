@@ -105,6 +105,12 @@ export const MESSAGES_PER_SECOND = 500;
  */
 export const MESSAGE_BYTES_PER_SECOND = 8 * 1024 * 1024;
 /**
+ * Bytes read from every WebSocket together in a second, before they are messages (ingress-meter.ts), with a message of
+ * MAX_MESSAGE_BYTES read at once: twice what the turns work on, so the turns set the pace of real work. Unmetered, a
+ * client writing 16 MiB frames and closing before their turn had 370 MiB a second read (re-attack 25).
+ */
+export const INGRESS_BYTES_PER_SECOND = 16 * 1024 * 1024;
+/**
  * JSON values a message may hold (message-shape.ts), about 5 ms to parse: a page's large message is one long string
  * (a report saved from the editor), and the request with the most values, a model spec of at most 256 KiB, holds far
  * fewer.

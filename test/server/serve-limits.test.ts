@@ -549,8 +549,15 @@ describe('requests accepted but not yet worked through (re-attack 19)', () => {
 
   it('hold at most 64 MiB over all connections, yet a connection holding nothing still has its request taken', async () => {
     const gate = gatePings();
-    // Bytes are not read faster than 16 MiB a second over all (MESSAGE_BYTES_PER_SECOND): this bound is the one under test.
-    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined, messageRate: { messages: 500, bytes: 2 ** 30, freeBytes: 0 } });
+    // Bytes are neither read nor worked on at their rates here (INGRESS_BYTES_PER_SECOND, MESSAGE_BYTES_PER_SECOND): this bound is the one under test.
+    const server = await startServer({
+      services,
+      rendererDir: renderer.dir,
+      port: 0,
+      log: () => undefined,
+      messageRate: { messages: 500, bytes: 2 ** 30, freeBytes: 0 },
+      ingressRate: { bytes: 2 ** 30, burst: 2 ** 30 },
+    });
     const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
     try {
       // Eight connections of 8 MiB each: 64 MiB held.
@@ -1054,4 +1061,35 @@ describe('answers a client has asked for (re-attack 9: a reading client was drop
       await server.close();
     }
   }, 60_000);
+});
+
+describe('bytes read from the sockets (re-attack 25)', () => {
+  it('are read at the ingress rate over all connections, before they are messages, while another window is still answered', async () => {
+    // 1 MiB a second, 64 KiB at once: a 3 MiB message takes about 2.9 s to be read whole (unmetered: tens of ms).
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined, ingressRate: { bytes: 1024 * 1024, burst: 64 * 1024 } });
+    const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
+    const answered = (ws: WebSocket, id: number) =>
+      new Promise<number>((resolve) => {
+        const t0 = performance.now();
+        ws.on('message', (raw) => {
+          const msg = JSON.parse(raw.toString()) as { type: string; id: number };
+          if (msg.type === 'response' && msg.id === id) resolve(performance.now() - t0);
+        });
+      });
+    try {
+      const [big, window] = await Promise.all([open(url), open(url)]);
+      const bigDone = answered(big, 1);
+      big.send(JSON.stringify({ type: 'request', id: 1, method: 'engine.ping', params: {}, pad: 'x'.repeat(3 * 1024 * 1024) }));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The other window's small request waits for one read of the large one's connection, not for all of it.
+      const windowDone = answered(window, 2);
+      window.send(JSON.stringify({ type: 'request', id: 2, method: 'engine.ping', params: {} }));
+      expect(await windowDone).toBeLessThan(1000);
+      expect(await bigDone).toBeGreaterThan(2000);
+      big.close();
+      window.close();
+    } finally {
+      await server.close();
+    }
+  }, 30_000);
 });
