@@ -17,7 +17,7 @@ export class IngressMeter {
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly rate: { bytes: number; burst: number },
+    private readonly rate: { bytes: number; burst: number; minRead: number },
     private readonly now: () => number = () => performance.now(),
   ) {
     this.tokens = rate.burst;
@@ -32,10 +32,10 @@ export class IngressMeter {
     return reader;
   }
 
-  /** @internal `bytes` were read from `reader`'s socket. */
+  /** @internal `bytes` were read from `reader`'s socket: charged at least `rate.minRead`, what a read costs whatever it brings. */
   read(reader: IngressReader, bytes: number): void {
     this.refill();
-    this.tokens -= bytes;
+    this.tokens -= Math.max(bytes, this.rate.minRead);
     if (this.tokens < 0 && !reader.closed) this.hold(reader);
   }
 

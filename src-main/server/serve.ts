@@ -34,7 +34,9 @@ export interface ServeOptions {
   /** Messages and bytes worked on a second over all connections, and the weight free of the byte budget (tests; ws-limits.ts). */
   messageRate?: { messages: number; bytes: number; freeBytes: number };
   /** Bytes read from all WebSockets a second, and at once (tests; ws-limits.ts's INGRESS_BYTES_PER_SECOND). */
-  ingressRate?: { bytes: number; burst: number };
+  ingressRate?: { bytes: number; burst: number; minRead: number };
+  /** Reads one WebSocket message may arrive in (tests; ws-limits.ts's MAX_READS_PER_MESSAGE). */
+  maxReadsPerMessage?: number;
   /** How long a download may wait for the browser to take more before it is dropped. */
   downloadStallMs?: number;
   /** The slowest a reader may take a zip (download-route's default unless a test makes it small). */
@@ -120,8 +122,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   // A page load shows the token in its URL, a script's request in a header.
   const shownToken = (req: IncomingMessage) => tokensEqual(token, headerToken(req)) || tokensEqual(token, splitTarget(req.url).query.get(TOKEN_QUERY_PARAM));
   guardConnections(server, headersTimeout, options.maxConnections ?? MAX_HTTP_CONNECTIONS, shownToken);
-  const { maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes, messageRate, ingressRate } = options;
-  const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes, messageRate, ingressRate });
+  const { maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes, messageRate, ingressRate, maxReadsPerMessage } = options;
+  const wss = attachWsApi({ server, services: options.services, token, allowedHosts, log, maxBufferedBytes, maxInFlight, maxInFlightTotal, maxClients, answerStallMs, maxWaitingAnswerBytes, messageRate, ingressRate, maxReadsPerMessage });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

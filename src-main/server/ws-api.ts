@@ -36,6 +36,8 @@ import {
   sharedRefusal,
   HEAVY_METHODS,
   INGRESS_BYTES_PER_SECOND,
+  MAX_READS_PER_MESSAGE,
+  MIN_READ_CHARGE_BYTES,
 } from './ws-limits';
 import { asksNothing, SHARED_READ_METHODS, SharedReads } from './shared-reads';
 import { ANSWER_HIGH_WATER_BYTES, ANSWER_STALL_MS, MAX_WAITING_ANSWER_BYTES, Outbox } from './ws-outbox';
@@ -54,7 +56,8 @@ export interface WsApiOptions {
   answerStallMs?: number;
   maxWaitingAnswerBytes?: number;
   messageRate?: { messages: number; bytes: number; freeBytes: number };
-  ingressRate?: { bytes: number; burst: number };
+  ingressRate?: { bytes: number; burst: number; minRead: number };
+  maxReadsPerMessage?: number;
 }
 
 /**
@@ -137,7 +140,8 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     (m) => m.bytes + m.values * VALUE_WEIGHT_BYTES,
   );
   // Bytes read from all sockets, at most INGRESS_BYTES_PER_SECOND (ingress-meter.ts): before they are messages.
-  const ingress = new IngressMeter(options.ingressRate ?? { bytes: INGRESS_BYTES_PER_SECOND, burst: MAX_MESSAGE_BYTES });
+  const ingress = new IngressMeter(options.ingressRate ?? { bytes: INGRESS_BYTES_PER_SECOND, burst: MAX_MESSAGE_BYTES, minRead: MIN_READ_CHARGE_BYTES });
+  const maxReads = options.maxReadsPerMessage ?? MAX_READS_PER_MESSAGE;
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Read now: once the socket is gone its address is too ("?:?").
     const who = peer(req);
@@ -171,8 +175,17 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
       () => hold('bytes', true),
       () => hold('bytes', false),
     );
-    // After ws's own listener: a read is charged once ws has taken it.
-    socket.on('data', (chunk: Buffer) => reader.read(chunk.length));
+    // After ws's own listener: a read is charged once ws has taken it (and a message it completed has reset the count).
+    let reads = 0;
+    socket.on('data', (chunk: Buffer) => {
+      reader.read(chunk.length);
+      if (++reads === maxReads + 1) {
+        const why = `a message came in more than ${maxReads.toLocaleString('en-US')} pieces`;
+        log(`closed client ${who}: ${why}`);
+        ws.close(1008, why);
+        setTimeout(() => ws.terminate(), 1000).unref();
+      }
+    });
     const outbox = new Outbox(ws, { maxBuffered, highWater, stallMs, log, who, budget });
     outboxes.add(outbox);
     // Checked as a message arrives and again in its turn: the refusals of messages that waited count only then, and
@@ -219,6 +232,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
 
     const inFlight: InFlight = { count: 0, max: maxInFlight, slots, heavy, shared, refusals: 0, held: 0, heldAll, closed: false, sharedWaits: 0, recent: { since: Date.now(), count: 0, bytes: 0, allBytes: 0, messages: 0 } };
     ws.on('message', (raw) => {
+      reads = 0;
       if (ws.readyState !== ws.OPEN) return; // closing: what it still sends is not read
       try {
         if (closedOverLimits(false)) return;

@@ -111,6 +111,17 @@ export const MESSAGE_BYTES_PER_SECOND = 8 * 1024 * 1024;
  */
 export const INGRESS_BYTES_PER_SECOND = 16 * 1024 * 1024;
 /**
+ * What a read costs the ingress meter at least, whatever it brought: a read's own work is the cost of a tiny one.
+ * Charged by its bytes, 30 connections writing 1 byte at a time (200,000 reads a second) held a core (re-attack 26).
+ */
+export const MIN_READ_CHARGE_BYTES = 1024;
+/**
+ * Reads one message may arrive in: a MAX_MESSAGE_BYTES message in reads of 1 KiB. ws keeps each read of a message it
+ * has not yet whole, ~170 bytes of memory for a 1-byte one: frames written 1 byte at a time grew the server by
+ * 33 MiB a second, to 3.7 GiB (re-attack 26). A connection past it is closed.
+ */
+export const MAX_READS_PER_MESSAGE = 16_384;
+/**
  * JSON values a message may hold (message-shape.ts), about 5 ms to parse: a page's large message is one long string
  * (a report saved from the editor), and the request with the most values, a model spec of at most 256 KiB, holds far
  * fewer.

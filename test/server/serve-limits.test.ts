@@ -556,7 +556,7 @@ describe('requests accepted but not yet worked through (re-attack 19)', () => {
       port: 0,
       log: () => undefined,
       messageRate: { messages: 500, bytes: 2 ** 30, freeBytes: 0 },
-      ingressRate: { bytes: 2 ** 30, burst: 2 ** 30 },
+      ingressRate: { bytes: 2 ** 30, burst: 2 ** 30, minRead: 0 },
     });
     const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
     try {
@@ -1066,7 +1066,7 @@ describe('answers a client has asked for (re-attack 9: a reading client was drop
 describe('bytes read from the sockets (re-attack 25)', () => {
   it('are read at the ingress rate over all connections, before they are messages, while another window is still answered', async () => {
     // 1 MiB a second, 64 KiB at once: a 3 MiB message takes about 2.9 s to be read whole (unmetered: tens of ms).
-    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined, ingressRate: { bytes: 1024 * 1024, burst: 64 * 1024 } });
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined, ingressRate: { bytes: 1024 * 1024, burst: 64 * 1024, minRead: 1024 } });
     const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
     const answered = (ws: WebSocket, id: number) =>
       new Promise<number>((resolve) => {
@@ -1087,6 +1087,52 @@ describe('bytes read from the sockets (re-attack 25)', () => {
       expect(await windowDone).toBeLessThan(1000);
       expect(await bigDone).toBeGreaterThan(2000);
       big.close();
+      window.close();
+    } finally {
+      await server.close();
+    }
+  }, 30_000);
+
+  it('close a connection whose message comes in more pieces than a message may, and not one that sends many whole messages', async () => {
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, log: () => undefined, maxReadsPerMessage: 64 });
+    try {
+      // Many whole messages, each in its own read: the count starts again at each.
+      const window = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      const answers: number[] = [];
+      window.on('message', (raw) => {
+        const msg = JSON.parse(raw.toString()) as { type: string; id: number };
+        if (msg.type === 'response') answers.push(msg.id);
+      });
+      for (let id = 1; id <= 100; id++) {
+        window.send(JSON.stringify({ type: 'request', id, method: 'engine.ping', params: {} }));
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      await expect.poll(() => answers.length).toBe(100);
+      // One message of 1,000 bytes written a byte at a time: its ~170 bytes of memory a read are not kept for ever.
+      const { connect } = await import('node:net');
+      const closed = await new Promise<string>((resolve, reject) => {
+        const socket = connect(server.port, '127.0.0.1');
+        let got = Buffer.alloc(0);
+        let trickle: ReturnType<typeof setInterval> | undefined;
+        socket.on('error', reject);
+        socket.on('close', () => {
+          clearInterval(trickle);
+          resolve(got.toString('latin1'));
+        });
+        socket.on('data', (d: Buffer) => {
+          got = Buffer.concat([got, d]);
+          if (trickle || !got.includes('\r\n\r\n')) return;
+          // A masked text frame of 1,000 bytes (mask key 0), its header now and its payload a byte every 3 ms.
+          socket.write(Buffer.from([0x81, 0x80 | 126, 0x03, 0xe8, 0, 0, 0, 0]));
+          trickle = setInterval(() => socket.writable && socket.write('x'), 3);
+        });
+        socket.write(
+          `GET /api?token=${server.token} HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+        );
+        setTimeout(() => socket.destroy(), 10_000).unref();
+      });
+      expect(closed).toContain('a message came in more than 64 pieces');
+      expect(window.readyState).toBe(WebSocket.OPEN);
       window.close();
     } finally {
       await server.close();

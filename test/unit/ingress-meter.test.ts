@@ -9,7 +9,7 @@ const until = async (done: () => boolean) => {
 describe('IngressMeter', () => {
   it('reads a burst at once, pauses the read that goes into debt, and reads every paused connection again once it is paid', async () => {
     // 10,000 bytes a second, 1,000 at once.
-    const meter = new IngressMeter({ bytes: 10_000, burst: 1_000 });
+    const meter = new IngressMeter({ bytes: 10_000, burst: 1_000, minRead: 1 });
     const calls: string[] = [];
     const a = meter.open(() => calls.push('pause a'), () => calls.push('resume a'));
     const b = meter.open(() => calls.push('pause b'), () => calls.push('resume b'));
@@ -32,7 +32,7 @@ describe('IngressMeter', () => {
 
   it('keeps to its rate: 64 KiB reads from four connections for 0.5 s take about 0.5 s of the rate, whoever reads', async () => {
     const rate = 4 * 1024 * 1024;
-    const meter = new IngressMeter({ bytes: rate, burst: 256 * 1024 });
+    const meter = new IngressMeter({ bytes: rate, burst: 256 * 1024, minRead: 1 });
     let read = 0;
     const t0 = performance.now();
     // Each connection reads 64 KiB whenever it is not paused (a client that always has bytes to send).
@@ -61,8 +61,19 @@ describe('IngressMeter', () => {
     expect(read).toBeGreaterThan(rate * 0.3);
   });
 
+  it('charges a read at least what a read costs: 1-byte reads are paused after a burst’s worth of reads, not of bytes (re-attack 26)', () => {
+    const meter = new IngressMeter({ bytes: 10_000, burst: 10_000, minRead: 1_000 });
+    const calls: string[] = [];
+    const a = meter.open(() => calls.push('pause a'), () => calls.push('resume a'));
+    for (let i = 0; i < 10; i++) a.read(1);
+    expect(calls).toEqual([]);
+    a.read(1);
+    expect(calls).toEqual(['pause a']);
+    a.close();
+  });
+
   it('starts a connection opened while in debt paused, and forgets a closed one', async () => {
-    const meter = new IngressMeter({ bytes: 10_000, burst: 100 });
+    const meter = new IngressMeter({ bytes: 10_000, burst: 100, minRead: 1 });
     const calls: string[] = [];
     const a = meter.open(() => calls.push('pause a'), () => calls.push('resume a'));
     a.read(300);
