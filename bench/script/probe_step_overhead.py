@@ -17,7 +17,7 @@ Trainbench launches it (PYTHONPATH to its sitecustomize, TB_PROBE_ADDR), its mes
   The tiny step is measured twice: as it is, everything in cache, and with the caches emptied between its
   phases (--evict-mb copied between the fetch, forward, backward and step: a large model's step does that
   to the caches), because the probe's Python between a step's large operations runs from memory, not cache:
-  at the 5 ms step it costs two to four times what it costs in a tiny step that stays in cache.
+  at the 5 ms step it cost 1.3 to 3.7 times what it costs in a tiny step that stays in cache.
   Between processes the same loop's step differs by ±150 µs (where its memory lands), so the processes'
   figure has a wide interval; this one is the precise one, and the processes' says nothing is missed.
 

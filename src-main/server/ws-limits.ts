@@ -117,7 +117,7 @@ export const INGRESS_BYTES_PER_SECOND = 16 * 1024 * 1024;
 export const MIN_READ_CHARGE_BYTES = 1024;
 /**
  * Reads one message may arrive in: a MAX_MESSAGE_BYTES message in reads of 1 KiB. ws keeps each read of a message it
- * has not yet whole, ~170 bytes of memory for a 1-byte one: frames written 1 byte at a time grew the server by
+ * has not yet whole, hundreds of bytes of memory for a 1-byte one: frames written 1 byte at a time grew the server by
  * 33 MiB a second, to 3.7 GiB (re-attack 26). A connection past it is closed.
  */
 export const MAX_READS_PER_MESSAGE = 16_384;

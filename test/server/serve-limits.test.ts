@@ -1108,7 +1108,7 @@ describe('bytes read from the sockets (re-attack 25)', () => {
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
       await expect.poll(() => answers.length).toBe(100);
-      // One message of 1,000 bytes written a byte at a time: its ~170 bytes of memory a read are not kept for ever.
+      // One message of 1,000 bytes written a byte at a time: the memory ws keeps for each read is not kept for ever.
       const { connect } = await import('node:net');
       const closed = await new Promise<string>((resolve, reject) => {
         const socket = connect(server.port, '127.0.0.1');
