@@ -12,10 +12,12 @@ import { toApiError } from '../core/api-router';
 import { FairSlots } from '../core/common/fair-slots';
 import type { Services } from '../core/services';
 import { isAllowedOrigin, tokensEqual } from './auth';
+import { ClientPlaces } from './client-places';
 import { IngressMeter, readHolds } from './ingress-meter';
 import { limitedLog } from './log-limit';
 import { countValues } from './message-shape';
 import { MessageTurns } from './message-turns';
+import { UnfinishedMessages } from './unfinished-messages';
 import {
   heldRefusal,
   type InFlight,
@@ -38,6 +40,8 @@ import {
   INGRESS_BYTES_PER_SECOND,
   MAX_READS_PER_MESSAGE,
   MIN_READ_CHARGE_BYTES,
+  MIN_UNFINISHED_BYTES_TO_GIVE_UP,
+  SILENT_MS_TO_GIVE_UP,
 } from './ws-limits';
 import { asksNothing, SHARED_READ_METHODS, SharedReads } from './shared-reads';
 import { ANSWER_HIGH_WATER_BYTES, ANSWER_STALL_MS, MAX_WAITING_ANSWER_BYTES, Outbox } from './ws-outbox';
@@ -142,6 +146,15 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   // Bytes read from all sockets, at most INGRESS_BYTES_PER_SECOND (ingress-meter.ts): before they are messages.
   const ingress = new IngressMeter(options.ingressRate ?? { bytes: INGRESS_BYTES_PER_SECOND, burst: MAX_MESSAGE_BYTES, minRead: MIN_READ_CHARGE_BYTES });
   const maxReads = options.maxReadsPerMessage ?? MAX_READS_PER_MESSAGE;
+  // Reads of each connection's unfinished message (unfinished-messages.ts): too many close it; at the connection
+  // limit, the one with the most bytes of it, or one silent since it opened, gives its place (client-places.ts).
+  const unfinished = new UnfinishedMessages(MIN_UNFINISHED_BYTES_TO_GIVE_UP, SILENT_MS_TO_GIVE_UP);
+  const places = new ClientPlaces(
+    { max: maxClients, minBytes: MIN_UNFINISHED_BYTES_TO_GIVE_UP },
+    () => wss.clients.size,
+    unfinished,
+    peerLog,
+  );
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Read now: once the socket is gone its address is too ("?:?").
     const who = peer(req);
@@ -153,7 +166,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
         refuse(socket, reason);
         return;
       }
-      if (wss.clients.size >= maxClients) {
+      if (!places.claim(who)) {
         peerLog(`refused a connection from ${who}: ${maxClients} clients are connected already`);
         refuse(socket, `too many connections (${maxClients})`, '503 Service Unavailable');
         return;
@@ -175,11 +188,15 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
       () => hold('bytes', true),
       () => hold('bytes', false),
     );
+    const message = unfinished.track(() => {
+      log(`closed client ${who}: a new window took its place (it was in the middle of a message, or had sent none)`);
+      ws.terminate();
+    });
     // After ws's own listener: a read is charged once ws has taken it (and a message it completed has reset the count).
-    let reads = 0;
     socket.on('data', (chunk: Buffer) => {
       reader.read(chunk.length);
-      if (++reads === maxReads + 1) {
+      message.read(chunk.length);
+      if (message.reads === maxReads + 1) {
         const why = `a message came in more than ${maxReads.toLocaleString('en-US')} pieces`;
         log(`closed client ${who}: ${why}`);
         ws.close(1008, why);
@@ -217,6 +234,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
     ws.on('close', () => {
       turn.close();
       reader.close();
+      unfinished.closed(message);
       outboxes.delete(outbox);
       slots.drop(outbox);
       heavy.drop(outbox);
@@ -232,7 +250,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
 
     const inFlight: InFlight = { count: 0, max: maxInFlight, slots, heavy, shared, refusals: 0, held: 0, heldAll, closed: false, sharedWaits: 0, recent: { since: Date.now(), count: 0, bytes: 0, allBytes: 0, messages: 0 } };
     ws.on('message', (raw) => {
-      reads = 0;
+      message.completed();
       if (ws.readyState !== ws.OPEN) return; // closing: what it still sends is not read
       try {
         if (closedOverLimits(false)) return;

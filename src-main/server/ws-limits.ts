@@ -122,6 +122,13 @@ export const MIN_READ_CHARGE_BYTES = 1024;
  */
 export const MAX_READS_PER_MESSAGE = 16_384;
 /**
+ * Bytes of an unfinished message that let a new window take a connection's place at MAX_CLIENTS: a read's worth, more
+ * than a window's requests, which come whole in one read (unfinished-messages.ts; re-attack 26).
+ */
+export const MIN_UNFINISHED_BYTES_TO_GIVE_UP = 64 * 1024;
+/** A connection that has sent no whole message this long after it opened gives its place to a new window at MAX_CLIENTS. */
+export const SILENT_MS_TO_GIVE_UP = 1000;
+/**
  * JSON values a message may hold (message-shape.ts), about 5 ms to parse: a page's large message is one long string
  * (a report saved from the editor), and the request with the most values, a model spec of at most 256 KiB, holds far
  * fewer.

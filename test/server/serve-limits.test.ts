@@ -44,6 +44,18 @@ function open(url: string, headers: Record<string, string> = {}): Promise<WebSoc
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
+/** Sends app.info on `ws` and resolves with the first response: a window at work, which has sent a whole message. */
+async function answersAppInfo(ws: WebSocket) {
+  const answer = new Promise<Record<string, unknown>>((resolve) =>
+    ws.on('message', (raw) => {
+      const msg = JSON.parse(raw.toString()) as Record<string, unknown>;
+      if (msg.type === 'response') resolve(msg);
+    }),
+  );
+  ws.send(JSON.stringify({ type: 'request', id: 1, method: 'app.info', params: {} }));
+  return answer;
+}
+
 describe('a client that does not read its socket', () => {
   it('is dropped once its unsent bytes pass the limit, and the log says so', async () => {
     const lines: string[] = [];
@@ -488,6 +500,8 @@ describe('work a client can queue', () => {
       const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
       const first = await open(url);
       const second = await open(url);
+      // Windows at work (a silent connection gives its place after a second: re-attack 26).
+      for (const ws of [first, second]) expect(await answersAppInfo(ws)).toMatchObject({ ok: true });
       await expect(open(url)).rejects.toThrow('HTTP 503');
       expect(lines.join('\n')).toContain('2 clients are connected already');
       first.close();
@@ -1110,11 +1124,12 @@ describe('bytes read from the sockets (re-attack 25)', () => {
       await expect.poll(() => answers.length).toBe(100);
       // One message of 1,000 bytes written a byte at a time: the memory ws keeps for each read is not kept for ever.
       const { connect } = await import('node:net');
-      const closed = await new Promise<string>((resolve, reject) => {
+      const closed = await new Promise<string>((resolve) => {
         const socket = connect(server.port, '127.0.0.1');
         let got = Buffer.alloc(0);
         let trickle: ReturnType<typeof setInterval> | undefined;
-        socket.on('error', reject);
+        // The server cuts the connection a second after its close frame: a byte of ours unread then makes it a reset.
+        socket.on('error', () => undefined);
         socket.on('close', () => {
           clearInterval(trickle);
           resolve(got.toString('latin1'));
@@ -1134,6 +1149,86 @@ describe('bytes read from the sockets (re-attack 25)', () => {
       expect(closed).toContain('a message came in more than 64 pieces');
       expect(window.readyState).toBe(WebSocket.OPEN);
       window.close();
+    } finally {
+      await server.close();
+    }
+  }, 30_000);
+});
+
+describe('the last places at the connection limit (re-attack 26)', () => {
+  /** A raw WebSocket with the token that has written `bytes` of a masked 1 MiB text frame and nothing more. */
+  async function halfSent(port: number, token: string, bytes: number) {
+    const { connect } = await import('node:net');
+    return new Promise<net.Socket>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      let got = '';
+      socket.on('error', reject);
+      socket.on('data', function upgraded(d: Buffer) {
+        got += d.toString('latin1');
+        if (!got.includes('\r\n\r\n')) return;
+        socket.off('data', upgraded);
+        if (!got.startsWith('HTTP/1.1 101')) return reject(new Error(got.split('\r\n')[0]));
+        // 127 and a 64-bit length: 1 MiB; mask key 0.
+        socket.write(Buffer.from([0x81, 0x80 | 127, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0]));
+        socket.write(Buffer.alloc(bytes, 'x'), () => resolve(socket));
+      });
+      socket.write(`GET /api?token=${token} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+    });
+  }
+  const closedSoon = (socket: net.Socket) => new Promise<boolean>((resolve) => {
+    if (socket.destroyed) return resolve(true);
+    socket.once('close', () => resolve(true));
+    setTimeout(() => resolve(false), 3000).unref();
+  });
+
+  it('go to a new window in place of the connection with the most of an unfinished message, never in place of a window at work', async () => {
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxClients: 3, log: (l) => lines.push(l) });
+    const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
+    try {
+      const first = await open(url);
+      expect(await answersAppInfo(first)).toMatchObject({ ok: true });
+      const light = await halfSent(server.port, server.token, 128 * 1024);
+      const heavy = await halfSent(server.port, server.token, 512 * 1024);
+      // Wait until the server has read what they wrote (the meter lets 16 MiB through at once).
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const second = await open(url);
+      expect(await closedSoon(heavy)).toBe(true);
+      expect(light.destroyed).toBe(false);
+      expect(await answersAppInfo(second)).toMatchObject({ ok: true });
+      const third = await open(url);
+      expect(await closedSoon(light)).toBe(true);
+      expect(await answersAppInfo(third)).toMatchObject({ ok: true });
+      // Three windows whose messages came whole: the fourth is refused, none of them is closed.
+      await expect(open(url)).rejects.toThrow('HTTP 503');
+      for (const ws of [first, second, third]) expect(ws.readyState).toBe(WebSocket.OPEN);
+      expect(lines.join('\n')).toContain('took the place of one in the middle of a message (524,302 bytes of it read)');
+      for (const ws of [first, second, third]) ws.close();
+    } finally {
+      await server.close();
+    }
+  }, 30_000);
+
+  it('go to a new window in place of a connection that has sent no whole message a second after it opened', async () => {
+    // One paused by the ingress meter before its first read, whose client then left, is one of these.
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxClients: 2, log: (l) => lines.push(l) });
+    const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
+    try {
+      const talking = await open(url);
+      expect(await answersAppInfo(talking)).toMatchObject({ ok: true });
+      const silent = await open(url);
+      await new Promise((resolve) => setTimeout(resolve, 1200));
+      const silentClosed = new Promise<boolean>((resolve) => silent.once('close', () => resolve(true)));
+      const next = await open(url);
+      expect(await silentClosed).toBe(true);
+      expect(await answersAppInfo(next)).toMatchObject({ ok: true });
+      expect(talking.readyState).toBe(WebSocket.OPEN);
+      expect(lines.join('\n')).toContain('took the place of one that had sent no whole message since it opened');
+      // The two left have both talked: the next is refused.
+      await expect(open(url)).rejects.toThrow('HTTP 503');
+      talking.close();
+      next.close();
     } finally {
       await server.close();
     }

@@ -1,0 +1,104 @@
+/**
+ * What each WebSocket connection has sent of a message not yet whole: the reads and bytes since its last message.
+ * Two decisions use it: a connection whose message comes in too many pieces is closed (ws keeps every read of an
+ * unfinished message), and at the connection limit a new window takes the place of the connection with the most
+ * bytes of an unfinished message.
+ *
+ * Why a place is taken, not refused: a connection the ingress meter has paused is not read, so it sees its client
+ * leave only once the bytes before the client's FIN have been read, a read per debt period. 29 clients that each
+ * wrote 1 MiB of a 16 MiB frame, left and came back kept the 32 places full of gone connections, and a new window
+ * was refused 503 in 13 tries of 14 (re-attack 26). A window of ours sends its requests whole, in one read each.
+ * Those paused as they opened, before any read, had nothing unfinished: one that has sent no whole message in its
+ * first `silentMs` gives its place too (a window sends its first request as it opens).
+ */
+export class UnfinishedMessages {
+  private readonly open = new Set<UnfinishedMessage>();
+  /** Connections given up for a new one that have not closed yet: they still count among the server's clients. */
+  private leaving = 0;
+
+  constructor(
+    private readonly minBytes: number,
+    private readonly silentMs: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** A connection's count; `leave` closes it when its place is taken. */
+  track(leave: () => void): UnfinishedMessage {
+    const message = new UnfinishedMessage(leave, this.now());
+    this.open.add(message);
+    return message;
+  }
+
+  /** Clients that still hold a place: `clients` open, less those already given up. */
+  holding(clients: number): number {
+    return clients - this.leaving;
+  }
+
+  /**
+   * Gives up, for a new connection, the one with the most bytes of an unfinished message (at least `minBytes`), or
+   * else the oldest that has sent no whole message since it opened `silentMs` ago; what it had sent of its message,
+   * or null when there is none (every place is then held by connections whose messages came whole).
+   */
+  giveUpHeaviest(): number | null {
+    const silentSince = this.now() - this.silentMs;
+    let heaviest: UnfinishedMessage | null = null;
+    let silent: UnfinishedMessage | null = null;
+    for (const m of this.open) {
+      if (m.bytes >= this.minBytes && (!heaviest || m.bytes > heaviest.bytes)) heaviest = m;
+      // Insertion order is age: the first silent one found is the oldest.
+      if (!silent && !m.wholeOnce && m.openedAt <= silentSince) silent = m;
+    }
+    const given = heaviest ?? silent;
+    if (!given) return null;
+    this.open.delete(given);
+    given.given = true;
+    this.leaving++;
+    given.leave();
+    return given.bytes;
+  }
+
+  /** `message`'s connection has closed. */
+  closed(message: UnfinishedMessage): void {
+    this.open.delete(message);
+    if (message.given) {
+      message.given = false;
+      this.leaving--;
+    }
+  }
+}
+
+/** One connection in UnfinishedMessages. */
+export class UnfinishedMessage {
+  reads = 0;
+  bytes = 0;
+  given = false;
+  /** It has sent a whole message. */
+  wholeOnce = false;
+  private completedInRead = false;
+
+  constructor(
+    readonly leave: () => void,
+    readonly openedAt: number,
+  ) {}
+
+  /**
+   * A read of `bytes` from the socket, after the WebSocket has parsed it: the read that completed a message is not
+   * counted (it may begin the next one: counted short by at most a read).
+   */
+  read(bytes: number): void {
+    if (this.completedInRead) {
+      this.completedInRead = false;
+      return;
+    }
+    this.reads++;
+    this.bytes += bytes;
+  }
+
+  /** A message came in whole. */
+  completed(): void {
+    this.reads = 0;
+    this.bytes = 0;
+    this.completedInRead = true;
+    this.wholeOnce = true;
+  }
+}
