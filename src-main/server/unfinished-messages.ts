@@ -1,15 +1,18 @@
 /**
  * What each WebSocket connection has sent of a message not yet whole: the reads and bytes since its last message.
  * Two decisions use it: a connection whose message comes in too many pieces is closed (ws keeps every read of an
- * unfinished message), and at the connection limit a new window takes the place of the connection with the most
- * bytes of an unfinished message.
+ * unfinished message), and at the connection limit a new window takes the place of one that has never sent a whole
+ * message: the one with the most bytes of its first, else the oldest.
  *
  * Why a place is taken, not refused: a connection the ingress meter has paused is not read, so it sees its client
  * leave only once the bytes before the client's FIN have been read, a read per debt period. 29 clients that each
  * wrote 1 MiB of a 16 MiB frame, left and came back kept the 32 places full of gone connections, and a new window
- * was refused 503 in 13 tries of 14 (re-attack 26). A window of ours sends its requests whole, in one read each.
- * Those paused as they opened, before any read, had nothing unfinished: one that has sent no whole message in its
- * first `silentMs` gives its place too (a window sends its first request as it opens).
+ * was refused 503 in 13 tries of 14 (re-attack 26). Those paused as they opened, before any read, had nothing
+ * unfinished: one that has sent no whole message in its first `silentMs` gives its place too.
+ *
+ * Never a connection that has sent a whole message: a window sends its first request as it opens, and giving up the
+ * connection with the most of any unfinished message closed a window in the middle of a 2 MB save, read in pieces
+ * while 31 connections kept their own messages under 64 KiB, whose places it then could not get back (re-attack 27).
  */
 export class UnfinishedMessages {
   private readonly open = new Set<UnfinishedMessage>();
@@ -35,18 +38,19 @@ export class UnfinishedMessages {
   }
 
   /**
-   * Gives up, for a new connection, the one with the most bytes of an unfinished message (at least `minBytes`), or
-   * else the oldest that has sent no whole message since it opened `silentMs` ago; what it had sent of its message,
-   * or null when there is none (every place is then held by connections whose messages came whole).
+   * Gives up, for a new connection, one that has sent no whole message since it opened: the one with the most bytes
+   * of its first (at least `minBytes`), or else the oldest, opened `silentMs` ago or more. What it had sent of its
+   * message, or null when there is none (every place is then held by connections that have sent a whole message).
    */
   giveUpHeaviest(): number | null {
     const silentSince = this.now() - this.silentMs;
     let heaviest: UnfinishedMessage | null = null;
     let silent: UnfinishedMessage | null = null;
     for (const m of this.open) {
+      if (m.wholeOnce) continue;
       if (m.bytes >= this.minBytes && (!heaviest || m.bytes > heaviest.bytes)) heaviest = m;
       // Insertion order is age: the first silent one found is the oldest.
-      if (!silent && !m.wholeOnce && m.openedAt <= silentSince) silent = m;
+      if (!silent && m.openedAt <= silentSince) silent = m;
     }
     const given = heaviest ?? silent;
     if (!given) return null;

@@ -147,7 +147,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   const ingress = new IngressMeter(options.ingressRate ?? { bytes: INGRESS_BYTES_PER_SECOND, burst: MAX_MESSAGE_BYTES, minRead: MIN_READ_CHARGE_BYTES });
   const maxReads = options.maxReadsPerMessage ?? MAX_READS_PER_MESSAGE;
   // Reads of each connection's unfinished message (unfinished-messages.ts): too many close it; at the connection
-  // limit, the one with the most bytes of it, or one silent since it opened, gives its place (client-places.ts).
+  // limit, one that has never sent a whole message gives its place to a new one (client-places.ts).
   const unfinished = new UnfinishedMessages(MIN_UNFINISHED_BYTES_TO_GIVE_UP, SILENT_MS_TO_GIVE_UP);
   const places = new ClientPlaces(
     { max: maxClients, minBytes: MIN_UNFINISHED_BYTES_TO_GIVE_UP },
@@ -189,7 +189,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
       () => hold('bytes', false),
     );
     const message = unfinished.track(() => {
-      log(`closed client ${who}: a new window took its place (it was in the middle of a message, or had sent none)`);
+      log(`closed client ${who}: a new window took its place (it had sent no whole message)`);
       ws.terminate();
     });
     // After ws's own listener: a read is charged once ws has taken it (and a message it completed has reset the count).

@@ -122,8 +122,8 @@ export const MIN_READ_CHARGE_BYTES = 1024;
  */
 export const MAX_READS_PER_MESSAGE = 16_384;
 /**
- * Bytes of an unfinished message that let a new window take a connection's place at MAX_CLIENTS: a read's worth, more
- * than a window's requests, which come whole in one read (unfinished-messages.ts; re-attack 26).
+ * Bytes of its first message, still unfinished, that let a new window take a connection's place at MAX_CLIENTS: a
+ * read's worth (unfinished-messages.ts; re-attack 26). A connection that has sent a whole message keeps its place.
  */
 export const MIN_UNFINISHED_BYTES_TO_GIVE_UP = 64 * 1024;
 /** A connection that has sent no whole message this long after it opened gives its place to a new window at MAX_CLIENTS. */

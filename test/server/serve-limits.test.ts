@@ -1156,8 +1156,13 @@ describe('bytes read from the sockets (re-attack 25)', () => {
 });
 
 describe('the last places at the connection limit (re-attack 26)', () => {
-  /** A raw WebSocket with the token that has written `bytes` of a masked 1 MiB text frame and nothing more. */
-  async function halfSent(port: number, token: string, bytes: number) {
+  /** A masked text frame (mask key 0) of `text`, under 126 bytes. */
+  const smallFrame = (text: string) => Buffer.concat([Buffer.from([0x81, 0x80 | text.length, 0, 0, 0, 0]), Buffer.from(text)]);
+  /**
+   * A raw WebSocket with the token that has written `bytes` of a masked 1 MiB text frame and nothing more; with
+   * `whole`, a whole small request before it, as a window at work in the middle of a large save.
+   */
+  async function halfSent(port: number, token: string, bytes: number, whole = false) {
     const { connect } = await import('node:net');
     return new Promise<net.Socket>((resolve, reject) => {
       const socket = connect(port, '127.0.0.1');
@@ -1168,9 +1173,12 @@ describe('the last places at the connection limit (re-attack 26)', () => {
         if (!got.includes('\r\n\r\n')) return;
         socket.off('data', upgraded);
         if (!got.startsWith('HTTP/1.1 101')) return reject(new Error(got.split('\r\n')[0]));
-        // 127 and a 64-bit length: 1 MiB; mask key 0.
-        socket.write(Buffer.from([0x81, 0x80 | 127, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0]));
-        socket.write(Buffer.alloc(bytes, 'x'), () => resolve(socket));
+        if (whole) socket.write(smallFrame(JSON.stringify({ type: 'request', id: 1, method: 'engine.ping', params: {} })));
+        // 127 and a 64-bit length: 1 MiB; mask key 0. Apart, so the whole one is read first.
+        setTimeout(() => {
+          socket.write(Buffer.from([0x81, 0x80 | 127, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0]));
+          socket.write(Buffer.alloc(bytes, 'x'), () => resolve(socket));
+        }, whole ? 100 : 0);
       });
       socket.write(`GET /api?token=${token} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
     });
@@ -1181,7 +1189,7 @@ describe('the last places at the connection limit (re-attack 26)', () => {
     setTimeout(() => resolve(false), 3000).unref();
   });
 
-  it('go to a new window in place of the connection with the most of an unfinished message, never in place of a window at work', async () => {
+  it('go to a new window in place of the connection with the most of its first message unfinished, never in place of a window at work', async () => {
     const lines: string[] = [];
     const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxClients: 3, log: (l) => lines.push(l) });
     const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
@@ -1202,8 +1210,30 @@ describe('the last places at the connection limit (re-attack 26)', () => {
       // Three windows whose messages came whole: the fourth is refused, none of them is closed.
       await expect(open(url)).rejects.toThrow('HTTP 503');
       for (const ws of [first, second, third]) expect(ws.readyState).toBe(WebSocket.OPEN);
-      expect(lines.join('\n')).toContain('took the place of one in the middle of a message (524,302 bytes of it read)');
+      expect(lines.join('\n')).toContain('took the place of one in the middle of its first message (524,302 bytes of it read)');
       for (const ws of [first, second, third]) ws.close();
+    } finally {
+      await server.close();
+    }
+  }, 30_000);
+
+  it('never go in place of a window that has sent a whole message, however much of its next one is unfinished (re-attack 27)', async () => {
+    // The give-way once took the connection with the most of any unfinished message: a window in the middle of a
+    // 2 MB save, read in pieces while the places' other holders kept their messages under 64 KiB.
+    const lines: string[] = [];
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxClients: 2, log: (l) => lines.push(l) });
+    const url = `ws://127.0.0.1:${server.port}/api?token=${server.token}`;
+    try {
+      const other = await open(url);
+      expect(await answersAppInfo(other)).toMatchObject({ ok: true });
+      const saving = await halfSent(server.port, server.token, 512 * 1024, true);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await expect(open(url)).rejects.toThrow('HTTP 503');
+      expect(await closedSoon(saving)).toBe(false);
+      expect(other.readyState).toBe(WebSocket.OPEN);
+      expect(lines.join('\n')).not.toContain('took the place');
+      saving.destroy();
+      other.close();
     } finally {
       await server.close();
     }
