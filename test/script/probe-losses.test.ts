@@ -22,7 +22,7 @@ for step in range(1, 41):
         r.keep(step, (loss / 2,))        # a second backward() in the step: accumulation
     r.keep(step, torch.ones(2))          # not a scalar: ignored
     r.keep(step, torch.tensor(7))        # an integer tensor: ignored
-    r.step_done(0.0)
+    r.step_closed(step, (), 0.0)
 r.keep(41, torch.tensor(float("inf")))
 r.finish()
 print(json.dumps(sent))

@@ -35,12 +35,17 @@ class LossReader:
             self._pending.append((step, scalar))
 
     def step_closed(self, step, scalars, now):
-        """Keeps a closed step's losses that scalar_of returned already (taken at each backward()), then step_done."""
+        """Keeps a closed step's losses that scalar_of returned already (taken at each backward()); starts a batch
+        when one is due, reads the batches that finished. One call a step, no comprehension (issue 38)."""
         if self._off:
             return
-        if scalars:
-            self._pending.extend([(step, s) for s in scalars])
-        self.step_done(now)
+        pending = self._pending
+        for s in scalars:
+            pending.append((step, s))
+        if pending and (len(pending) >= BATCH or now - self._last_flush >= PERIOD_S):
+            self._flush()
+        if self._inflight:
+            self._read(wait=False)
 
     def scalar_of(self, tensors):
         """The loss backward() was given: its value (a float) on the CPU, else the detached scalar tensor; None
@@ -57,15 +62,6 @@ class LossReader:
         except Exception as err:  # never let the probe break a backward()
             self._stop(err)
         return None
-
-    def step_done(self, now):
-        """At an optimizer step's end: start a batch when one is due, send the batches that finished."""
-        if self._off:
-            return
-        if self._pending and (len(self._pending) >= BATCH or now - self._last_flush >= PERIOD_S):
-            self._flush()
-        if self._inflight:
-            self._read(wait=False)
 
     def finish(self):
         """At the end of the run: the last batch, waiting for its copy."""

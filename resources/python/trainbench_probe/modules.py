@@ -205,7 +205,7 @@ class ModuleHooks:
                 phase = None
             elif probe.iterations.evaluating:
                 phase = None
-            local.call = (phase, probe.mark(now))
+            local.call = (phase, (now, None) if probe.device is None else probe.mark(now))  # mark() inlined on the CPU (issue 38)
             if probe.stop_due:
                 probe.stop_if_due()
             return None
