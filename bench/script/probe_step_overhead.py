@@ -10,7 +10,8 @@ Trainbench launches it (PYTHONPATH to its sitecustomize, TB_PROBE_ADDR), its mes
   flusher too) and its page faults. The cost is the mean over pairs of processes side by side, with its
   95% interval. glibc's heap trimming is pinned in every process (--malloc): left as it comes, a process
   draws 0 to 400 page faults a step, ±4% of a 5 ms step whether the probe is there or not.
-- toggled: in one process with the probe, blocks of iterations alternate (ABBA) between the probe's
+- toggled: in a process with the probe (two, each with half the blocks; with --baseline the two probes'
+  processes in turns, ABBA), blocks of iterations alternate (ABBA) between the probe's
   patches in place and set aside (its DataLoader.__next__, autograd.backward, optimizer step and zero_grad
   wrappers, its module hooks): the probe's own work in µs of thread CPU time, free of the differences
   between processes, at the --step-ms step and at a tiny one (--tiny-width) where the µs are precise.
@@ -225,27 +226,45 @@ def processes(args, addr, configs):
     return {"rows": rows, "loadAverage": loads}
 
 
-def toggled(args, addr, probe_dir, width, block_iterations, evict_mb=0):
-    """The probe's own cost: blocks with its patches on and off in one process, paired in ABBA order."""
-    l0 = load()
-    got = launch(args, probe_dir, addr, 0, width, args.blocks, block_iterations, evict_mb)["blocks"]
+def toggled_blocks(args, addr, probe_dir, width, block_iterations, evict_mb, blocks):
+    """One process's blocks with the probe's patches on and off, paired in ABBA order: (on, off, faults on, faults off)."""
+    got = launch(args, probe_dir, addr, 0, width, blocks, block_iterations, evict_mb)["blocks"]
     on = [b["threadUs"] for b in got if b["on"]]
     off = [b["threadUs"] for b in got if not b["on"]]
-    diffs = [a - b for a, b in zip(on, off)]
-    return {
-        "threadUsOn": statistics.mean(on),
-        "threadUsOff": statistics.mean(off),
-        "costUs": statistics.mean(diffs),
-        "costUs95": interval(diffs),
-        "ofStepPercent": 100 * statistics.mean(diffs) / statistics.mean(off),
-        "ofFiveMsStepPercent": 100 * statistics.mean(diffs) / 5000,
-        "faultsOn": statistics.mean(b["faults"] for b in got if b["on"]),
-        "faultsOff": statistics.mean(b["faults"] for b in got if not b["on"]),
-        "width": width,
-        "blockIterations": block_iterations,
-        "evictMb": evict_mb,
-        "loadAverage": [l0, load()],
-    }
+    return on, off, [b["faults"] for b in got if b["on"]], [b["faults"] for b in got if not b["on"]]
+
+
+def toggled(args, addr, probes, width, block_iterations, evict_mb=0):
+    """The probe's own cost, for each probe folder: its blocks split over two processes, the probes' processes in ABBA
+    order. Run one after the other, the first probe's cost at the 5 ms step read higher than the second's in 4 runs of
+    4, whichever probe was first (issue 38): a comparison of two probes is only fair in turns."""
+    l0 = load()
+    parts = {name: ([], [], [], []) for name, _ in probes}
+    order = probes + probes[::-1]
+    for name, d in order:
+        got = toggled_blocks(args, addr, d, width, block_iterations, evict_mb, max(4, args.blocks // 2))
+        for pooled, more in zip(parts[name], got):
+            pooled.extend(more)
+    l1 = load()
+    out = {}
+    for name, (on, off, faults_on, faults_off) in parts.items():
+        diffs = [a - b for a, b in zip(on, off)]
+        out[name] = {
+            "threadUsOn": statistics.mean(on),
+            "threadUsOff": statistics.mean(off),
+            "costUs": statistics.mean(diffs),
+            "costUs95": interval(diffs),
+            "ofStepPercent": 100 * statistics.mean(diffs) / statistics.mean(off),
+            "ofFiveMsStepPercent": 100 * statistics.mean(diffs) / 5000,
+            "faultsOn": statistics.mean(faults_on),
+            "faultsOff": statistics.mean(faults_off),
+            "width": width,
+            "blockIterations": block_iterations,
+            "evictMb": evict_mb,
+            "processes": 2,
+            "loadAverage": [l0, l1],
+        }
+    return out
 
 
 def main():
@@ -284,9 +303,7 @@ def main():
     tiny_us = launch(args, None, addr, 100, args.tiny_width)["threadUs"]
     cold_us = launch(args, None, addr, 100, args.tiny_width, evict_mb=args.evict_mb)["threadUs"]
     steps = (("step", args.width, step_us, 0), ("tiny", args.tiny_width, tiny_us, 0), ("tinyEvicted", args.tiny_width, cold_us, args.evict_mb))
-    by_toggle = {
-        size: {name: toggled(args, addr, d, width, max(5, int(args.block_seconds * 1e6 / us)), evict) for name, d in probes} for size, width, us, evict in steps
-    }
+    by_toggle = {size: toggled(args, addr, probes, width, max(5, int(args.block_seconds * 1e6 / us)), evict) for size, width, us, evict in steps}
 
     print("probe step overhead: torch %s, Python %s, %d CPUs, malloc %s" % (version[0], version[1], os.cpu_count(), args.malloc))
     print(
@@ -298,7 +315,7 @@ def main():
         cost = "%+7.1f [%+.1f, %+.1f]" % (r["processCostUs"], *r["processCostUs95"]) if "processCostUs" in r else ""
         share = "%+.2f%% (%+.2f%%)" % (r["processCostPercent"], r["wallCostPercent"]) if "processCostUs" in r else ""
         print("  %-9s %10.1f %10.1f %10.1f %8.1f  %-28s %-24s" % (r["config"], r["wallUs"], r["threadUs"], r["processUs"], r["faultsPerIteration"], cost, share))
-    print("\ntoggled: one process each, %d blocks with the probe's patches on and off (ABBA), thread CPU time" % args.blocks)
+    print("\ntoggled: %d blocks with the probe's patches on and off (ABBA) in two processes each, the probes' in turns, thread CPU time" % args.blocks)
     print("  %-24s %-9s %10s %10s %24s %10s %16s %10s %14s" % ("step", "config", "on µs", "off µs", "cost µs [95%]", "of step", "of a 5 ms step", "faults", "load"))
     for size, width, us, evict in steps:
         for name, r in by_toggle[size].items():
