@@ -11,7 +11,7 @@ import type { UnfinishedMessages } from './unfinished-messages';
  */
 export class ClientPlaces {
   constructor(
-    private readonly rules: { max: number; minBytes: number },
+    private readonly max: number,
     private readonly clients: () => number,
     private readonly unfinished: UnfinishedMessages,
     private readonly log: (line: string) => void,
@@ -19,12 +19,10 @@ export class ClientPlaces {
 
   /** Whether `who` has a place now. */
   claim(who: string): boolean {
-    if (this.unfinished.holding(this.clients()) < this.rules.max) return true;
-    const gaveUp = this.unfinished.giveUpHeaviest();
-    if (gaveUp === null) return false;
-    const whom =
-      gaveUp >= this.rules.minBytes ? `one in the middle of its first message (${gaveUp.toLocaleString('en-US')} bytes of it read)` : 'one that had sent no whole message since it opened';
-    this.log(`${this.rules.max} clients are connected already: ${who} took the place of ${whom}`);
+    if (this.unfinished.holding(this.clients()) < this.max) return true;
+    const whom = this.unfinished.giveUp();
+    if (whom === null) return false;
+    this.log(`${this.max} clients are connected already: ${who} took the place of ${whom}`);
     return true;
   }
 }

@@ -39,10 +39,10 @@ export class UnfinishedMessages {
 
   /**
    * Gives up, for a new connection, one that has sent no whole message since it opened: the one with the most bytes
-   * of its first (at least `minBytes`), or else the oldest, opened `silentMs` ago or more. What it had sent of its
-   * message, or null when there is none (every place is then held by connections that have sent a whole message).
+   * of its first (at least `minBytes`), or else the oldest, opened `silentMs` ago or more. Which one, in words, or
+   * null when there is none (every place is then held by connections that have sent a whole message).
    */
-  giveUpHeaviest(): number | null {
+  giveUp(): string | null {
     const silentSince = this.now() - this.silentMs;
     let heaviest: UnfinishedMessage | null = null;
     let silent: UnfinishedMessage | null = null;
@@ -58,7 +58,7 @@ export class UnfinishedMessages {
     given.given = true;
     this.leaving++;
     given.leave();
-    return given.bytes;
+    return given === heaviest ? `one in the middle of its first message (${given.bytes.toLocaleString('en-US')} bytes of it read)` : 'one that had sent no whole message since it opened';
   }
 
   /** `message`'s connection has closed. */

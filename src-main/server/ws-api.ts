@@ -149,12 +149,7 @@ export function attachWsApi(options: WsApiOptions): WebSocketServer {
   // Reads of each connection's unfinished message (unfinished-messages.ts): too many close it; at the connection
   // limit, one that has never sent a whole message gives its place to a new one (client-places.ts).
   const unfinished = new UnfinishedMessages(MIN_UNFINISHED_BYTES_TO_GIVE_UP, SILENT_MS_TO_GIVE_UP);
-  const places = new ClientPlaces(
-    { max: maxClients, minBytes: MIN_UNFINISHED_BYTES_TO_GIVE_UP },
-    () => wss.clients.size,
-    unfinished,
-    peerLog,
-  );
+  const places = new ClientPlaces(maxClients, () => wss.clients.size, unfinished, peerLog);
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Read now: once the socket is gone its address is too ("?:?").
     const who = peer(req);

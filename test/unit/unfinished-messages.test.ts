@@ -1,6 +1,8 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { UnfinishedMessages } from '../../src-main/server/unfinished-messages';
 
+const SILENT = 'one that had sent no whole message since it opened';
+
 describe('UnfinishedMessages', () => {
   let clock = 0;
   beforeEach(() => {
@@ -17,14 +19,14 @@ describe('UnfinishedMessages', () => {
     b.read(64 * 1024);
     c.read(60 * 1024);
     expect(messages.holding(3)).toBe(3);
-    expect(messages.giveUpHeaviest()).toBe(128 * 1024);
+    expect(messages.giveUp()).toBe('one in the middle of its first message (131,072 bytes of it read)');
     expect(left).toEqual(['a']);
     // a still counts among the clients until it has closed, but no longer holds a place.
     expect(messages.holding(3)).toBe(2);
-    expect(messages.giveUpHeaviest()).toBe(64 * 1024);
+    expect(messages.giveUp()).toBe('one in the middle of its first message (65,536 bytes of it read)');
     expect(left).toEqual(['a', 'b']);
     // c's 60 KiB is under the minimum: no place to give.
-    expect(messages.giveUpHeaviest()).toBeNull();
+    expect(messages.giveUp()).toBeNull();
     messages.closed(a);
     messages.closed(b);
     expect(messages.holding(1)).toBe(1);
@@ -40,7 +42,7 @@ describe('UnfinishedMessages', () => {
     m.completed();
     m.read(100);
     expect([m.reads, m.bytes]).toEqual([0, 0]);
-    expect(messages.giveUpHeaviest()).toBeNull();
+    expect(messages.giveUp()).toBeNull();
     m.read(5);
     expect([m.reads, m.bytes]).toEqual([1, 5]);
   });
@@ -52,7 +54,7 @@ describe('UnfinishedMessages', () => {
     });
     m.read(1000);
     messages.closed(m);
-    expect(messages.giveUpHeaviest()).toBeNull();
+    expect(messages.giveUp()).toBeNull();
     expect(messages.holding(0)).toBe(0);
   });
 
@@ -65,7 +67,7 @@ describe('UnfinishedMessages', () => {
     const talked = messages.track(() => left.push('talked'));
     talked.completed();
     clock = 999;
-    expect(messages.giveUpHeaviest()).toBeNull();
+    expect(messages.giveUp()).toBeNull();
     clock = 1100;
     // A window at work in the middle of a large message: never given up (re-attack 27).
     const saving = messages.track(() => left.push('saving'));
@@ -74,13 +76,13 @@ describe('UnfinishedMessages', () => {
     saving.read(1024 * 1024);
     const heavy = messages.track(() => left.push('heavy'));
     heavy.read(64 * 1024);
-    expect(messages.giveUpHeaviest()).toBe(64 * 1024);
+    expect(messages.giveUp()).toBe('one in the middle of its first message (65,536 bytes of it read)');
     quiet.read(10);
-    expect(messages.giveUpHeaviest()).toBe(10);
-    expect(messages.giveUpHeaviest()).toBe(0);
+    expect(messages.giveUp()).toBe(SILENT);
+    expect(messages.giveUp()).toBe(SILENT);
     // talked sent a whole message: it keeps its place however old.
     clock = 60_000;
-    expect(messages.giveUpHeaviest()).toBeNull();
+    expect(messages.giveUp()).toBeNull();
     expect(left).toEqual(['heavy', 'quiet', 'later']);
   });
 });
