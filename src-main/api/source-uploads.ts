@@ -26,7 +26,8 @@ export function bytesInWords(bytes: number): string {
   const unit = bytes >= GiB ? { size: GiB, name: 'GiB' } : bytes >= MiB ? { size: MiB, name: 'MiB' } : bytes >= 1024 ? { size: 1024, name: 'KiB' } : null;
   if (!unit) return `${bytes} byte${bytes === 1 ? '' : 's'}`;
   const value = bytes / unit.size;
-  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${unit.name}`;
+  // 16.02 MiB reads "16 MiB", not "16.0 MiB".
+  return `${value.toFixed(1).replace(/\.0$/, '')} ${unit.name}`;
 }
 
 /** Longest name most file systems take, in UTF-8 bytes. */

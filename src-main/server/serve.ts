@@ -52,6 +52,10 @@ export interface ServeOptions {
   uploadMinRate?: { bytes: number; windowMs: number };
   /** Below this average an upload gives its slot to a new one when all are taken (upload-route's default otherwise). */
   uploadFairBytesPerSecond?: number;
+  /** Bytes read from all uploads together in a second (upload-route's default otherwise). */
+  uploadBytesPerSecond?: number;
+  /** Free space an uploaded file must leave on the workspace's disk (source-files' default otherwise). */
+  uploadKeepFreeBytes?: number;
   /** How long a connection may take to send a request's headers (a minute otherwise); tests make it short. */
   headersTimeoutMs?: number;
   /** Open HTTP connections at most (MAX_HTTP_CONNECTIONS otherwise). */
@@ -98,7 +102,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const serveStatic = staticHandler(options.rendererDir, log, options.staticStallMs);
   const allowedHosts = allowedHostNames(host);
   const serveDownload = downloadHandler({ downloads: options.services.downloads, token, allowedHosts, log, stallMs: options.downloadStallMs, minRate: options.downloadMinRate, fairBytesPerSecond: options.downloadFairBytesPerSecond });
-  const serveUpload = uploadHandler({ workspace: options.services.workspace, token, allowedHosts, log, maxBytes: options.uploadMaxBytes, stallMs: options.uploadStallMs, minRate: options.uploadMinRate, fairBytesPerSecond: options.uploadFairBytesPerSecond });
+  const serveUpload = uploadHandler({ workspace: options.services.workspace, token, allowedHosts, log, maxBytes: options.uploadMaxBytes, stallMs: options.uploadStallMs, minRate: options.uploadMinRate, fairBytesPerSecond: options.uploadFairBytesPerSecond, bytesPerSecond: options.uploadBytesPerSecond, keepFreeBytes: options.uploadKeepFreeBytes });
   // No limit on a whole request's time (Node's is 5 minutes): an upload of gigabytes over a tunnel takes longer,
   // and the upload route drops a sender that stalls instead. Headers still have to arrive within a minute: said
   // here, since Node derives its headers limit from the request limit, and 0 there switched it off.

@@ -6,6 +6,7 @@ import { DEFAULT_SOURCE_UPLOAD_MAX_BYTES, SOURCE_UPLOAD_PATH, sourceFileNameProb
 import { addSourceFile, checkSourceFileName, SourceFileRefused, tooLargeRefusal } from '../core/workspace/source-files';
 import type { Workspace } from '../core/workspace/workspace';
 import { headerToken, isAllowedOrigin, tokensEqual } from './auth';
+import { IngressMeter } from './ingress-meter';
 import { TRANSFER_GRACE_MS, TransferSlots, type Transfer } from './transfer-slots';
 import { splitTarget } from './ws-api';
 import { quotedText } from '../api/shell-word';
@@ -23,6 +24,15 @@ export const UPLOAD_MIN_BYTES_PER_WINDOW = 64 * 1024;
 export const UPLOAD_RATE_WINDOW_MS = 30_000;
 /** With every slot taken, a new upload takes the slot of the slowest one averaging under this (TransferSlots). */
 export const UPLOAD_FAIR_BYTES_PER_SECOND = 256 * 1024;
+/**
+ * Bytes read from all uploads together in a second (a 1 GiB file in 16 s; `burst` at once). Unmetered, four uploads
+ * of 1 GiB were read at 242 MiB a second, held 1.74 cores of a 2-core rig, and kept every window's lists 2.2-3.4
+ * times slower (re-attack 27). The WebSocket's own meter (ws-limits.ts) is apart: an upload never slows a window.
+ */
+export const UPLOAD_BYTES_PER_SECOND = 64 * 1024 * 1024;
+const UPLOAD_BURST_BYTES = 4 * 1024 * 1024;
+/** What a read of an upload costs the meter at least: a stream of 1-byte chunks pays for each read's own work. */
+const UPLOAD_MIN_READ_CHARGE = 1024;
 /**
  * After a refusal while the sender is still sending, what follows is read and dropped (never kept) for at
  * most this long and this many bytes, so a browser gets to read the answer; then the connection is closed.
@@ -44,13 +54,42 @@ export interface UploadRouteOptions {
   minRate?: { bytes: number; windowMs: number };
   /** Below this average (bytes a second) an upload gives its slot to a new one when all are taken. */
   fairBytesPerSecond?: number;
+  /** Bytes read from all uploads together in a second (UPLOAD_BYTES_PER_SECOND unless a test says otherwise). */
+  bytesPerSecond?: number;
+  /** Free space a file must leave on the workspace's disk (source-files' default unless a test says otherwise). */
+  keepFreeBytes?: number;
 }
 
-/** The request's chunks as they come, counted into `rate.got` (the slowest-upload check reads it). */
-async function* counted(chunks: AsyncIterable<Uint8Array>, rate: { got: number }): AsyncGenerator<Uint8Array> {
-  for await (const chunk of chunks) {
-    rate.got += chunk.length;
-    yield chunk;
+/**
+ * The request's chunks as they come, counted into `rate.got` (the slowest-upload check reads it) and charged to the
+ * uploads' meter: while it is in debt the next chunk is not asked for, so the request's buffer fills and Node stops
+ * reading its socket (the sender waits in TCP's window), until the meter lets every waiting upload go on.
+ */
+async function* metered(chunks: AsyncIterable<Uint8Array>, rate: { got: number }, meter: IngressMeter): AsyncGenerator<Uint8Array> {
+  let held: { promise: Promise<void>; go: () => void } | null = null;
+  const reader = meter.open(
+    () => {
+      let go = () => {};
+      const promise = new Promise<void>((resolve) => (go = resolve));
+      held = { promise, go };
+    },
+    () => {
+      const was = held;
+      held = null;
+      was?.go();
+    },
+  );
+  try {
+    for await (const chunk of chunks) {
+      rate.got += chunk.length;
+      reader.read(chunk.length);
+      yield chunk;
+      // After the chunk is written: the wait falls between reads, as the WebSocket meter's pause does.
+      const wait = held as { promise: Promise<void> } | null;
+      if (wait) await wait.promise;
+    }
+  } finally {
+    reader.close();
   }
 }
 
@@ -127,6 +166,7 @@ export function uploadHandler(options: UploadRouteOptions) {
   const minRate = options.minRate ?? { bytes: UPLOAD_MIN_BYTES_PER_WINDOW, windowMs: UPLOAD_RATE_WINDOW_MS };
   const fair = options.fairBytesPerSecond ?? UPLOAD_FAIR_BYTES_PER_SECOND;
   const slots = new TransferSlots(maxConcurrent, fair, 'upload', Math.min(TRANSFER_GRACE_MS, minRate.windowMs));
+  const meter = new IngressMeter({ bytes: options.bytesPerSecond ?? UPLOAD_BYTES_PER_SECOND, burst: UPLOAD_BURST_BYTES, minRead: UPLOAD_MIN_READ_CHARGE });
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.method !== 'PUT') {
       res.setHeader('Allow', 'PUT');
@@ -159,7 +199,7 @@ export function uploadHandler(options: UploadRouteOptions) {
     try {
       checkSourceFileName(name);
       // The request is not destroyed when the write stops early: the refusal is still to be answered on it.
-      const added = await addSourceFile(workspace, name, counted(req.iterator({ destroyOnReturn: false }), rate), { maxBytes, declaredBytes: declared });
+      const added = await addSourceFile(workspace, name, metered(req.iterator({ destroyOnReturn: false }), rate, meter), { maxBytes, declaredBytes: declared, keepFreeBytes: options.keepFreeBytes });
       answer(req, res, 201, JSON.stringify(added), 'application/json; charset=utf-8');
     } catch (err) {
       const shown = quotedText(name);

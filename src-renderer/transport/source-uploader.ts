@@ -61,7 +61,7 @@ function putFile(file: File, token: string, maxBytes: number, onSent: (bytes: nu
     xhr.onload = () =>
       settle(() => {
         if (xhr.status !== 201) {
-          const code = xhr.status === 401 || xhr.status === 403 ? 'E_FORBIDDEN' : xhr.status >= 500 ? 'E_INTERNAL' : 'E_BAD_INPUT';
+          const code = xhr.status === 401 || xhr.status === 403 ? 'E_FORBIDDEN' : xhr.status >= 500 && xhr.status !== 507 ? 'E_INTERNAL' : 'E_BAD_INPUT';
           reject(new ApiError(code, xhr.responseText.trim() || `${file.name} was refused (HTTP ${xhr.status})`));
           return;
         }

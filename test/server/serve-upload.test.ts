@@ -5,7 +5,7 @@
 // refused with a message naming the value, no partial file left, and the server goes on serving.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statfsSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createServices, type Services } from '../../src-main/core/services';
+import { MAX_SOURCE_FILES } from '../../src-main/core/workspace/source-files';
 import { startServer, type RunningServer } from '../../src-main/server/serve';
 import { HOST_ENTRY, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
@@ -100,12 +101,12 @@ pump();
 `;
 
 /** Runs the sender while sampling this process's resident memory; the peak growth over the start. */
-async function sendFromAnotherProcess(name: string, total: number, declare: boolean): Promise<{ answer: { sent: number; status?: number; body?: string; error?: string }; growth: number }> {
+async function sendFromAnotherProcess(name: string, total: number, declare: boolean, port = server.port): Promise<{ answer: { sent: number; status?: number; body?: string; error?: string }; growth: number }> {
   const start = process.memoryUsage.rss();
   let peak = start;
   const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 5);
   try {
-    const { stdout } = await promisify(execFile)(process.execPath, ['-e', SENDER, String(server.port), TOKEN, name, String(total), declare ? 'yes' : 'no'], { timeout: 60_000 });
+    const { stdout } = await promisify(execFile)(process.execPath, ['-e', SENDER, String(port), TOKEN, name, String(total), declare ? 'yes' : 'no'], { timeout: 60_000 });
     return { answer: JSON.parse(stdout) as never, growth: peak - start };
   } finally {
     clearInterval(sampler);
@@ -228,6 +229,67 @@ describe('uploads started in rotation (re-attack 16)', () => {
       rmSync(path.join(sources, 'after-young.csv'), { force: true });
     }
   }, 30_000);
+});
+
+describe('uploads under a byte meter, the disk\'s free space and a count of files (re-attack 27, U1)', () => {
+  it('reads all uploads together at most the meter\'s bytes a second, both in turn', async () => {
+    const metered = await startServer({ services, rendererDir: renderer.dir, port: 0, token: TOKEN, log: () => undefined, uploadBytesPerSecond: 8 * MiB });
+    const headers = { ...own(), host: `127.0.0.1:${metered.port}`, origin: `http://127.0.0.1:${metered.port}` };
+    const data = Buffer.alloc(12 * MiB, 98);
+    try {
+      const started = performance.now();
+      const took = await Promise.all(
+        ['metered-a.bin', 'metered-b.bin'].map(async (name) => {
+          const ok = await send('PUT', `/upload/sources/${name}`, headers, data, metered.port);
+          expect(ok.status, ok.text).toBe(201);
+          return performance.now() - started;
+        }),
+      );
+      // 24 MiB at 8 MiB a second after a 4 MiB burst: 2.5 s for both. Unmetered, loopback took a fraction of a
+      // second; read one after the other, the first would have been done in 1 s.
+      expect(Math.min(...took)).toBeGreaterThan(1_700);
+      for (const name of ['metered-a.bin', 'metered-b.bin']) expect(sha(readFileSync(path.join(sources, name)))).toBe(sha(data));
+    } finally {
+      await metered.close();
+      for (const name of ['metered-a.bin', 'metered-b.bin']) rmSync(path.join(sources, name), { force: true });
+    }
+  }, 30_000);
+
+  it('refuses a file the disk has no room for, by its size at once and by its bytes as they come, naming both', async () => {
+    const st = statfsSync(workspace.dir);
+    // What is free now, less 8 MiB: a file of more leaves less than the server keeps free.
+    const keepFree = st.bavail * st.bsize - 8 * MiB;
+    const roomy = await startServer({ services, rendererDir: renderer.dir, port: 0, token: TOKEN, log: () => undefined, uploadKeepFreeBytes: keepFree });
+    try {
+      const said = (await sendFromAnotherProcess('declared.bin', 32 * MiB, true, roomy.port)).answer;
+      expect(said.status, JSON.stringify(said)).toBe(507);
+      expect(said.body).toMatch(/^declared\.bin is 32 MiB, and the disk holding the workspace has [\d.]+ [GMK]iB free, of which [\d.]+ [GMK]iB is kept for runs and reports: not saved, free some space first/);
+      // Without Content-Length the free space is looked at again as the bytes come: stopped long before the end.
+      const { answer } = await sendFromAnotherProcess('streamed.bin', 256 * MiB, false, roomy.port);
+      expect(answer.status, answer.body ?? answer.error).toBe(507);
+      expect(answer.body).toMatch(/^streamed\.bin passed [\d.]+ MiB, and the disk holding the workspace has/);
+      expect(answer.sent).toBeLessThan(256 * MiB);
+      expect(listed().filter((n) => n.includes('declared.bin') || n.includes('streamed.bin'))).toEqual([]);
+    } finally {
+      await roomy.close();
+    }
+  }, 60_000);
+
+  it(`refuses a file once sources/ holds ${MAX_SOURCE_FILES.toLocaleString('en-US')}, and takes one again when some are gone`, async () => {
+    const names = Array.from({ length: MAX_SOURCE_FILES }, (_, i) => `many-${String(i).padStart(5, '0')}.csv`);
+    const already = listed().length;
+    for (const name of names.slice(already)) writeFileSync(path.join(sources, name), '');
+    try {
+      const full = await send('PUT', '/upload/sources/one-more.csv', own(), 'a,b\n1,2\n');
+      expect(full.status).toBe(507);
+      expect(full.text).toBe(`sources/ holds ${MAX_SOURCE_FILES.toLocaleString('en-US')} files already, the most it takes: remove some before adding one-more.csv\n`);
+      expect(listed()).not.toContain('one-more.csv');
+    } finally {
+      for (const name of names) rmSync(path.join(sources, name), { force: true });
+    }
+    await expectServing('one-more.csv');
+    rmSync(path.join(sources, 'one-more.csv'));
+  }, 60_000);
 });
 
 describe('serve mode: uploading data files into sources/', () => {

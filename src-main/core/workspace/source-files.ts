@@ -4,12 +4,22 @@
 import { ApiError } from '../../api/errors';
 import { bytesInWords, SOURCES_FOLDER, sourceFileNameProblem, type SourceFileAdded } from '../../api/source-uploads';
 import type { Workspace } from './workspace';
-import { writeNewFileStreamed } from './workspace-files';
+import { listFolderBounded, workspaceFreeBytes, writeNewFileStreamed } from './workspace-files';
+
+/**
+ * Files sources/ may hold before another is refused: a token holder adding files without end filled the folder
+ * every import and file list reads (re-attack 27 named it; no person imports this many files one by one).
+ */
+export const MAX_SOURCE_FILES = 10_000;
+/** Free space an added file must leave on the workspace's disk: runs, caches and reports still need room to write. */
+export const DEFAULT_KEEP_FREE_BYTES = 1024 ** 3;
+/** How often a file streaming in looks at the free space again (one whose size was not said is only known as it comes). */
+const ROOM_CHECK_BYTES = 16 * 1024 * 1024;
 
 /** Why an upload or copy was refused; `status` is the HTTP answer serve mode gives it. */
 export class SourceFileRefused extends ApiError {
   constructor(
-    readonly status: 400 | 409 | 413,
+    readonly status: 400 | 409 | 413 | 507,
     message: string,
   ) {
     super('E_BAD_INPUT', message);
@@ -24,6 +34,43 @@ export interface AddSourceFileOptions {
   /** Stops the transfer; the partial file is removed and the answer is E_CANCELLED. */
   signal?: AbortSignal;
   onBytes?: (written: number) => void;
+  /** Free space the file must leave on the workspace's disk (DEFAULT_KEEP_FREE_BYTES unless a test says otherwise). */
+  keepFreeBytes?: number;
+}
+
+/** The refusal of a file the disk has no room for, naming the sizes. */
+function noRoomRefusal(name: string, bytes: number, free: number, keepFree: number, known: 'is' | 'passed'): SourceFileRefused {
+  const size = known === 'is' ? `is ${bytesInWords(bytes)}` : `passed ${bytesInWords(bytes)}`;
+  return new SourceFileRefused(507, `${name} ${size}, and the disk holding the workspace has ${bytesInWords(Math.max(0, free))} free, of which ${bytesInWords(keepFree)} is kept for runs and reports: not saved, free some space first`);
+}
+
+/** Refuses a file when sources/ holds MAX_SOURCE_FILES already, or the disk has no room for `bytes` more. */
+async function checkRoom(workspace: Workspace, name: string, bytes: number, keepFree: number): Promise<void> {
+  // A sources/ that is not a plain folder is refused by the write itself, with its own words.
+  const listing = await listFolderBounded(workspace, SOURCES_FOLDER, { keep: 0, scan: MAX_SOURCE_FILES }).catch(() => null);
+  if (listing && listing.omitted >= MAX_SOURCE_FILES) {
+    throw new SourceFileRefused(507, `${SOURCES_FOLDER}/ holds ${MAX_SOURCE_FILES.toLocaleString('en-US')} files already, the most it takes: remove some before adding ${name}`);
+  }
+  const free = await workspaceFreeBytes(workspace);
+  if (bytes > free - keepFree) throw noRoomRefusal(name, bytes, free, keepFree, 'is');
+}
+
+/** `chunks`, with the disk's free space looked at again every ROOM_CHECK_BYTES: the stream stops where it leaves too little. */
+async function* roomChecked(workspace: Workspace, name: string, chunks: AsyncIterable<Uint8Array>, keepFree: number, declared: number | undefined): AsyncGenerator<Uint8Array> {
+  let got = 0;
+  let checkedAt = 0;
+  for await (const chunk of chunks) {
+    got += chunk.byteLength;
+    if (got - checkedAt >= ROOM_CHECK_BYTES) {
+      // The bytes written so far are on the disk already: what is left must still cover the next stretch (at most
+      // what the sender said is still to come).
+      const next = declared === undefined ? ROOM_CHECK_BYTES : Math.min(ROOM_CHECK_BYTES, Math.max(0, declared - got));
+      const free = await workspaceFreeBytes(workspace);
+      if (free - next < keepFree) throw noRoomRefusal(name, got, free, keepFree, 'passed');
+      checkedAt = got;
+    }
+    yield chunk;
+  }
 }
 
 /** The refusal of a file over the limit, naming its size and the limit. */
@@ -47,9 +94,11 @@ export async function addSourceFile(workspace: Workspace, name: string, chunks: 
   checkSourceFileName(name);
   const { maxBytes, declaredBytes } = options;
   if (declaredBytes !== undefined && declaredBytes > maxBytes) throw tooLargeRefusal(name, declaredBytes, maxBytes, 'is');
+  const keepFree = options.keepFreeBytes ?? DEFAULT_KEEP_FREE_BYTES;
+  await checkRoom(workspace, name, declaredBytes ?? 0, keepFree);
   const file = `${SOURCES_FOLDER}/${name}`;
   try {
-    const bytes = await writeNewFileStreamed(workspace, file, chunks, {
+    const bytes = await writeNewFileStreamed(workspace, file, roomChecked(workspace, name, chunks, keepFree, declaredBytes), {
       maxBytes,
       tooLarge: (received) => tooLargeRefusal(name, received, maxBytes, 'passed'),
       signal: options.signal,

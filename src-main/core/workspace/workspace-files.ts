@@ -538,6 +538,12 @@ export async function writeNewFileStreamed(workspace: Workspace, file: string, c
   );
 }
 
+/** Bytes free to an unprivileged writer on the disk that holds the workspace. */
+export async function workspaceFreeBytes(workspace: Workspace): Promise<number> {
+  const st = await fs.statfs(workspace.root);
+  return st.bavail * st.bsize;
+}
+
 export function writeJsonConfined(workspace: Workspace, file: string, value: unknown): Promise<void> {
   return writeFileConfined(workspace, file, JSON.stringify(value, null, 2) + '\n');
 }
