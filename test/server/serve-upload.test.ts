@@ -273,6 +273,16 @@ describe('uploads under a byte meter, the disk\'s free space and a count of file
     } finally {
       await roomy.close();
     }
+    // A disk short already: a sender that says no size is refused before its first byte, without a size to name.
+    const full = await startServer({ services, rendererDir: renderer.dir, port: 0, token: TOKEN, log: () => undefined, uploadKeepFreeBytes: keepFree + 16 * MiB });
+    try {
+      const { answer } = await sendFromAnotherProcess('unsized.bin', 4 * MiB, false, full.port);
+      expect(answer.status, answer.body ?? answer.error).toBe(507);
+      expect(answer.body).toMatch(/^unsized\.bin was not started, and the disk holding the workspace has [\d.]+ [GMK]iB free, of which [\d.]+ [GMK]iB is kept for runs and reports/);
+      expect(listed().filter((n) => n.includes('unsized.bin'))).toEqual([]);
+    } finally {
+      await full.close();
+    }
   }, 60_000);
 
   it(`refuses a file once sources/ holds ${MAX_SOURCE_FILES.toLocaleString('en-US')}, and takes one again when some are gone`, async () => {

@@ -39,20 +39,21 @@ export interface AddSourceFileOptions {
 }
 
 /** The refusal of a file the disk has no room for, naming the sizes. */
-function noRoomRefusal(name: string, bytes: number, free: number, keepFree: number, known: 'is' | 'passed'): SourceFileRefused {
-  const size = known === 'is' ? `is ${bytesInWords(bytes)}` : `passed ${bytesInWords(bytes)}`;
+function noRoomRefusal(name: string, bytes: number | undefined, free: number, keepFree: number, known: 'is' | 'passed'): SourceFileRefused {
+  // A sender that said no size is refused before its first byte only when the disk is short already.
+  const size = bytes === undefined ? 'was not started' : known === 'is' ? `is ${bytesInWords(bytes)}` : `passed ${bytesInWords(bytes)}`;
   return new SourceFileRefused(507, `${name} ${size}, and the disk holding the workspace has ${bytesInWords(Math.max(0, free))} free, of which ${bytesInWords(keepFree)} is kept for runs and reports: not saved, free some space first`);
 }
 
 /** Refuses a file when sources/ holds MAX_SOURCE_FILES already, or the disk has no room for `bytes` more. */
-async function checkRoom(workspace: Workspace, name: string, bytes: number, keepFree: number): Promise<void> {
+async function checkRoom(workspace: Workspace, name: string, bytes: number | undefined, keepFree: number): Promise<void> {
   // A sources/ that is not a plain folder is refused by the write itself, with its own words.
   const listing = await listFolderBounded(workspace, SOURCES_FOLDER, { keep: 0, scan: MAX_SOURCE_FILES }).catch(() => null);
   if (listing && listing.omitted >= MAX_SOURCE_FILES) {
     throw new SourceFileRefused(507, `${SOURCES_FOLDER}/ holds ${MAX_SOURCE_FILES.toLocaleString('en-US')} files already, the most it takes: remove some before adding ${name}`);
   }
   const free = await workspaceFreeBytes(workspace);
-  if (bytes > free - keepFree) throw noRoomRefusal(name, bytes, free, keepFree, 'is');
+  if ((bytes ?? 0) > free - keepFree) throw noRoomRefusal(name, bytes, free, keepFree, 'is');
 }
 
 /** `chunks`, with the disk's free space looked at again every ROOM_CHECK_BYTES: the stream stops where it leaves too little. */
@@ -95,7 +96,7 @@ export async function addSourceFile(workspace: Workspace, name: string, chunks: 
   const { maxBytes, declaredBytes } = options;
   if (declaredBytes !== undefined && declaredBytes > maxBytes) throw tooLargeRefusal(name, declaredBytes, maxBytes, 'is');
   const keepFree = options.keepFreeBytes ?? DEFAULT_KEEP_FREE_BYTES;
-  await checkRoom(workspace, name, declaredBytes ?? 0, keepFree);
+  await checkRoom(workspace, name, declaredBytes, keepFree);
   const file = `${SOURCES_FOLDER}/${name}`;
   try {
     const bytes = await writeNewFileStreamed(workspace, file, roomChecked(workspace, name, chunks, keepFree, declaredBytes), {
