@@ -26,18 +26,35 @@ function channel(): { send(msg: HostToSupervisor): void; onMessage(cb: (msg: unk
     };
   }
   if (!process.send) throw new Error('engine-host must be started by the engine supervisor');
-  // The supervisor's process is gone (killed, say): nobody can take a result, so stop instead of
-  // training on as an orphan. process.exit() waits for native jobs still running, hence the
-  // cancel first: a run stops within one micro-batch. (Electron ends its utility processes itself.)
-  process.once('disconnect', () => {
-    for (const trainer of running.values()) trainer.cancel();
-    process.exit(0);
-  });
+  // (Electron ends its utility processes itself.)
+  process.once('disconnect', orphaned);
   return {
-    send: (msg) => process.send?.(msg),
+    // A send fails (EPIPE) when the supervisor died before the end of its channel reached us. Left to Node, that
+    // error is uncaught, and the exit it starts waits for the run in progress to finish all its epochs.
+    send: (msg) => {
+      if (process.connected) process.send?.(msg, undefined, undefined, (err: Error | null) => err && orphaned());
+    },
     onMessage: (cb) => process.on('message', cb),
   };
 }
+
+/**
+ * Raises every run's stop flag. Any exit first joins the libuv threads, so a native run left going would keep
+ * this process alive until its last epoch; with the flag up it stops within one micro-batch.
+ */
+function cancelAll(): void {
+  for (const trainer of running.values()) trainer.cancel();
+}
+
+/** The supervisor's process is gone (killed, say): nobody can take a result, so stop instead of training on. */
+function orphaned(): void {
+  cancelAll();
+  process.exit(0);
+}
+
+// Any other uncaught error still ends the host as Node would (its stack on stderr for the supervisor to
+// report), only without training on first.
+process.on('uncaughtExceptionMonitor', cancelAll);
 
 const startedAt = Date.now();
 const debugEnabled = process.env[HOST_DEBUG_ENV] === '1';
