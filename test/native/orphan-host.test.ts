@@ -1,6 +1,7 @@
 // An engine host whose supervisor is gone stops training, whichever it notices first: its channel's end, or a
 // send that fails because nobody reads (the case a CI run caught: the host's uncaught EPIPE began an exit that
-// waited on the training thread for ever, so a killed `trainbench train` left its host training).
+// waited for the run's last epoch, so a killed `trainbench train` left its host training). The channel's end
+// is test/cli/run-interrupted.test.ts's case.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
