@@ -9,22 +9,25 @@
 /** Beyond this the anchor is taken again: the wall clock was stepped (NTP, a person) since it was taken. */
 const DRIFT_MS = 0.5;
 
-/** Reads this far apart, or more, may straddle a preemption or a compile: the tick between them is not trusted. */
+/** An anchor whose error bound is this wide, or wider, may straddle a preemption or a compile: it is not trusted. */
 const CLOSE_MS = 0.02;
 
 /**
  * `Date.now()` minus `performance.now()` at the instant `Date.now()` ticks, so the ms it floors away is not lost;
- * with its error bound (the gap between the reads that straddle the tick).
+ * with its error bound. Each `Date.now()` is bracketed by two fine reads, so the tick lies between the fine read before
+ * the last unticked wall read and the one after the ticked read: a pause anywhere in there (before or after the ticked
+ * read) widens the bound instead of moving the estimate unseen.
  */
 function tickAnchor(): { at: number; errorMs: number } {
+  let lastBefore = performance.now();
   let lastWall = Date.now();
-  let lastFine = performance.now();
   for (;;) {
-    const fine = performance.now();
+    const before = performance.now();
     const wall = Date.now();
-    if (wall !== lastWall) return { at: wall - fine, errorMs: fine - lastFine };
+    const after = performance.now();
+    if (wall !== lastWall) return { at: wall - (lastBefore + after) / 2, errorMs: (after - lastBefore) / 2 };
+    lastBefore = before;
     lastWall = wall;
-    lastFine = fine;
   }
 }
 
