@@ -69,6 +69,14 @@ describe('scripts that misbehave', () => {
     expect(stderr).toContain('cannot start the command: "no-such-trainer-xyz" was not found');
   });
 
+  it('a working directory that does not exist is named as such, not as a missing command', async () => {
+    const missing = path.join(ws.dir, 'no-such-folder');
+    const { code, stderr } = await run(['--cwd', missing], [PYTHON, 'train.py']);
+    expect(code).toBe(1);
+    expect(stderr).toContain(`cannot start the command: the working directory ${JSON.stringify(missing)} does not exist`);
+    expect(stderr).not.toContain('was not found');
+  });
+
   it('a command that trains nothing says the probe saw no optimizer step', async () => {
     const { code, stderr } = await run([], [PYTHON, '-c', 'import torch; print("no training here")']);
     expect(code).toBe(1);

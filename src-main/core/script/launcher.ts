@@ -4,6 +4,7 @@ import { StringDecoder } from 'node:string_decoder';
 
 import type { ScriptTarget } from '../../api/script-target';
 import { packageRoot } from '../../engine/package-root';
+import { workingDirectoryProblem } from '../workspace/workspace-files';
 
 /** After SIGTERM, how long the process group gets before SIGKILL. */
 const TERM_GRACE_MS = 3000;
@@ -116,8 +117,12 @@ export function launchScript(options: LaunchOptions): Launch {
   const outcome = new Promise<LaunchOutcome>((resolve) => {
     child.on('error', (err) => {
       clearTimeout(timer);
-      const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `${JSON.stringify(target.command[0])} was not found (PATH, or relative to ${target.cwd})` : err.message;
-      resolve({ exitCode: null, signal: null, timedOut, cancelled, leftover: false, startError: `cannot start the command: ${why}` });
+      void (async () => {
+        // spawn reports a missing working directory as ENOENT, as it does a missing command.
+        const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+        const why = missing ? ((await workingDirectoryProblem(target.cwd)) ?? `${JSON.stringify(target.command[0])} was not found (PATH, or relative to ${target.cwd})`) : err.message;
+        resolve({ exitCode: null, signal: null, timedOut, cancelled, leftover: false, startError: `cannot start the command: ${why}` });
+      })();
     });
     child.on('exit', (code, signal) => {
       clearTimeout(timer);

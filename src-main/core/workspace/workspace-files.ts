@@ -383,6 +383,16 @@ export async function makeChosenFolder(abs: string): Promise<void> {
 }
 
 /**
+ * Why a script's working directory (the person's own folder, inside the workspace or not) cannot be one, or null.
+ * Only stat: nothing is read from it.
+ */
+export async function workingDirectoryProblem(abs: string): Promise<string | null> {
+  const stat = await fs.stat(abs).catch(() => null);
+  if (stat === null) return `the working directory ${JSON.stringify(abs)} does not exist`;
+  return stat.isDirectory() ? null : `the working directory ${JSON.stringify(abs)} is not a folder`;
+}
+
+/**
  * Creates one new folder in a real folder of the workspace, exclusively: EEXIST (as the
  * ErrnoException it is) when the name is taken, by anything, a link included.
  */
