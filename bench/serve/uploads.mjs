@@ -4,18 +4,14 @@
 // server's CPU (from /proc, Linux) and the window's answer times, idle and during the uploads.
 //   npm run build:ts && node bench/serve/uploads.mjs [--uploads 4] [--mib 1024] [--out FILE | --save]
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 
-import WebSocket from 'ws';
-
-import { benchOutput, numberArg, REPO_ROOT as root, tempFolder } from '../../scripts/bench-output.mjs';
+import { benchOutput, numberArg } from '../../scripts/bench-output.mjs';
+import { listWindow, quantile, startServe } from './serve-process.mjs';
 
 const args = process.argv.slice(2);
 const output = benchOutput(args);
 const uploads = Math.round(numberArg(args, '--uploads', 4));
 const mib = Math.round(numberArg(args, '--mib', 1024));
-const workspace = tempFolder('trainbench-bench-uploads-');
 
 // The sender writes one reused 1 MiB chunk as fast as the server reads it: its own process, its own core time.
 const SENDER = `
@@ -31,48 +27,8 @@ let sent = 0;
 (function pump() { while (sent < Number(bytes)) { sent += chunk.length; if (!req.write(chunk)) return void req.once('drain', pump); } req.end(); })();
 `;
 
-const server = spawn(process.execPath, [path.join(root, 'bin', 'trainbench.js'), 'serve', '--port', '0', '--workspace', workspace], { stdio: ['ignore', 'pipe', 'inherit'] });
-process.once('exit', () => server.kill('SIGTERM'));
-const { port, token } = await new Promise((resolve, reject) => {
-  let out = '';
-  server.stdout.on('data', (d) => {
-    out += d;
-    const m = /http:\/\/127\.0\.0\.1:(\d+)\/\?token=([A-Za-z0-9_-]+)/.exec(out);
-    if (m) resolve({ port: Number(m[1]), token: m[2] });
-  });
-  server.once('exit', (code) => reject(new Error(`trainbench serve ended (${code}) before it served: ${out}`)));
-});
-
-/** The server's CPU seconds so far (user + system). */
-function cpuSeconds() {
-  const fields = readFileSync(`/proc/${server.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/** A window asking runs.list every 200 ms; `stop()` gives its answer times (ms). */
-async function window() {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/api?token=${token}`, { headers: { origin: `http://127.0.0.1:${port}` } });
-  const asked = new Map();
-  const times = [];
-  let id = 0;
-  ws.on('message', (data) => {
-    const m = JSON.parse(String(data));
-    if (m.type === 'response' && asked.has(m.id)) {
-      times.push(performance.now() - asked.get(m.id));
-      asked.delete(m.id);
-    }
-  });
-  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-  const timer = setInterval(() => {
-    asked.set(++id, performance.now());
-    ws.send(JSON.stringify({ id, method: 'runs.list', params: {} }));
-  }, 200);
-  return () => {
-    clearInterval(timer);
-    ws.close();
-    return times;
-  };
-}
+const serve = await startServe('trainbench-bench-uploads-');
+const { port, token } = serve;
 
 function send(i) {
   return new Promise((resolve) => {
@@ -83,20 +39,15 @@ function send(i) {
   });
 }
 
-const quantile = (xs, q) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : null;
-};
-
-const idle = await window();
+const idle = await listWindow(serve);
 await new Promise((resolve) => setTimeout(resolve, 3000));
 const idleTimes = idle();
-const busy = await window();
-const cpu0 = cpuSeconds();
+const busy = await listWindow(serve);
+const cpu0 = serve.cpuSeconds();
 const t0 = performance.now();
 const answers = await Promise.all(Array.from({ length: uploads }, (_, i) => send(i)));
 const wall = (performance.now() - t0) / 1000;
-const cpu = (cpuSeconds() - cpu0) / wall;
+const cpu = (serve.cpuSeconds() - cpu0) / wall;
 const busyTimes = busy();
 
 const result = {
