@@ -91,3 +91,16 @@ export type RunAnnotateParams = z.infer<typeof RunAnnotateParamsSchema>;
 export function parseTagList(text: string): string[] {
   return [...new Set(text.split(',').map((t) => t.trim()).filter((t) => t.length > 0))];
 }
+
+/** What is wrong with a list of tags, naming the tag at fault, or null: the editor says it before anything is sent. */
+export function tagListProblem(tags: readonly string[]): string | null {
+  for (const tag of tags) {
+    const parsed = RunTagSchema.safeParse(tag);
+    if (!parsed.success) {
+      const shown = JSON.stringify(tag.length > 24 ? `${tag.slice(0, 24)}…` : tag);
+      return `tag ${shown} (${[...tag].length} characters): ${parsed.error.issues[0].message}`;
+    }
+  }
+  if (tags.length > RUN_TAGS_MAX) return `a run has at most ${RUN_TAGS_MAX} tags (${tags.length} given)`;
+  return null;
+}

@@ -141,6 +141,12 @@ describe('Runs list', () => {
     await page.getByTestId('run-notes-tags').fill(Array.from({ length: 13 }, (_, i) => `t${i}`).join(', '));
     await page.getByTestId('run-notes-save').click();
     expect(await page.getByTestId('run-notes-error').innerText()).toMatch(/^(?!E_).*at most 12 tags/);
+    // A tag too long is named, in words, before anything is sent (it read "bad request to runs.annotate: params.tags.2").
+    await page.getByTestId('run-notes-tags').fill(`baseline, mlp, ${'x'.repeat(40)}`);
+    await page.getByTestId('run-notes-save').click();
+    expect(await page.getByTestId('run-notes-error').innerText()).toBe(`tag "${'x'.repeat(24)}…" (40 characters): a tag is at most 32 characters`);
+    await page.getByTestId('run-notes-tags').fill('baseline, mlp, short');
+    expect(await page.getByTestId('run-notes-error').count()).toBe(0);
     await page.getByTestId('run-notes-reset').click();
     expect(await page.getByTestId('run-notes-tags').inputValue()).toBe('baseline, mlp');
 
