@@ -46,6 +46,17 @@ export function splitSeedProblem(seed: number): string | null {
   return `split seed ${String(seed)} is not a whole number from 0 to ${MAX_SPLIT_SEED}`;
 }
 
+/** The most records the built-in board dataset makes in one import. */
+export const MAX_BOARD_RECORDS = 10_000_000;
+
+/** Why the board dataset's records or seed are not ones, naming the value; null when both are. */
+export function boardSourceProblem(records: number, seed: number): string | null {
+  if (!Number.isInteger(records) || records < 1 || records > MAX_BOARD_RECORDS) {
+    return `records ${String(records)} is not a whole number from 1 to ${MAX_BOARD_RECORDS.toLocaleString('en-US')}`;
+  }
+  return Number.isInteger(seed) && seed >= 0 ? null : `seed ${String(seed)} is not a whole number of 0 or more`;
+}
+
 /** An import's held-out test split: the share of the records drawn (by the seed) into a second cache. */
 export const TestSplitSchema = z
   .object({
@@ -169,7 +180,7 @@ export const SourceSpecSchema = z.discriminatedUnion('kind', [
     })
     .strict(),
   /** The built-in board dataset: positions labelled by a fixed random teacher network. */
-  z.object({ kind: z.literal('synthetic-board'), records: z.number().int().min(1).max(10_000_000), seed: z.number().int().min(0).default(0) }).strict(),
+  z.object({ kind: z.literal('synthetic-board'), records: z.number().int().min(1).max(MAX_BOARD_RECORDS), seed: z.number().int().min(0).default(0) }).strict(),
 ]);
 export type SourceSpec = z.infer<typeof SourceSpecSchema>;
 export type SourceSpecInput = z.input<typeof SourceSpecSchema>;

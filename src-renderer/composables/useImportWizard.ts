@@ -1,5 +1,5 @@
 import type { BuildResult, CacheDType, InspectResult, SourceSpecInput, TestSplit } from '@api/datasets';
-import { BuildRequestSchema, CacheFieldSchema, heldOutTestName, MAX_SPLIT_SEED, MAX_TEST_FRACTION, splitSeedProblem } from '@api/datasets';
+import { boardSourceProblem, BuildRequestSchema, CacheFieldSchema, heldOutTestName, MAX_SPLIT_SEED, MAX_TEST_FRACTION, splitSeedProblem } from '@api/datasets';
 import { printable } from '@api/shell-word';
 import { computed, ref, shallowRef, watch } from 'vue';
 
@@ -285,6 +285,7 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
 
   function removeFile(i: number): void {
     files.value = files.value.filter((_, j) => j !== i);
+    error.value = null; // it was about the files as they were (a removed CSV's bad line stayed on screen)
     if (files.value.length === 0) {
       headerRequest++;
       readingHeader.value = false;
@@ -301,7 +302,10 @@ export function useImportWizard(options: { onBuilt?: (r: BuildResult) => void } 
 
   /** Why Inspect cannot run yet, in words; null when it can. */
   const sourceProblem = computed((): string | null => {
-    if (kind.value === 'synthetic-board') return null;
+    if (kind.value === 'synthetic-board') {
+      const problem = boardSourceProblem(boardRecords.value, boardSeed.value);
+      return problem === null ? null : `The ${problem}.`;
+    }
     if (files.value.length === 0) return 'Choose a file from the workspace.';
     if (kind.value === 'csv') {
       if (readingHeader.value) return 'Reading the header…';

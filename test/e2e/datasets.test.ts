@@ -282,6 +282,16 @@ describe('caching wizard (serve mode, Chromium)', () => {
     await page.getByTestId('file-broken.npy').click();
     await page.getByTestId('inspect').click();
     await expect.poll(() => page.getByTestId('wizard-error').innerText()).toMatch(/^(?!E_).*broken\.npy is not a \.npy file/);
+    // The error was about the file: it goes with it.
+    await page.getByTestId('remove-file-0').click();
+    expect(await page.getByTestId('wizard-error').count()).toBe(0);
+    // The board dataset's records are checked in the form and named, not sent for a "params.source.records" refusal.
+    await page.getByTestId('source-kind').selectOption('synthetic-board');
+    await page.getByTestId('board-records').fill('-5');
+    expect(await page.getByTestId('source-problem').innerText()).toBe('The records -5 is not a whole number from 1 to 10,000,000.');
+    expect(await page.getByTestId('inspect').isDisabled()).toBe(true);
+    await page.getByTestId('board-records').fill('500');
+    expect(await page.getByTestId('source-problem').count()).toBe(0);
     await page.close();
   });
 });
