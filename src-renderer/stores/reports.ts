@@ -141,6 +141,7 @@ export const useReportsStore = defineStore('reports', () => {
   async function exportToFolder(dir: string): Promise<boolean> {
     const report = current.value;
     if (!report) return false;
+    exported.value = null; // a refused export must not sit beside the last one's "Exported to"
     return act('exporting', async () => {
       exported.value = await useApiClient().call('reports.export', { id: report.summary.id, dir });
     });
@@ -150,6 +151,7 @@ export const useReportsStore = defineStore('reports', () => {
   async function exportToChosenFolder(): Promise<boolean> {
     const report = current.value;
     if (!report) return false;
+    exported.value = null;
     return act('exporting', async () => {
       const result = await useApiClient().call('reports.exportToChosenFolder', { id: report.summary.id });
       if (result.dir !== null) exported.value = { dir: result.dir, files: result.files };

@@ -92,6 +92,11 @@ describe('Reports area', () => {
     await editor.evaluate((el) => (el.scrollTop = 0));
     await preview.locator('img').first().scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(SHOTS, 'reports.png') });
+    // A refused export says why, and the last export's "Exported to" is not left beside it.
+    await page.getByTestId('report-export-dir').fill('/etc/evil');
+    await page.getByTestId('report-export').click();
+    await expect.poll(() => page.getByTestId('report-error').innerText()).toMatch(/\/etc\/evil.*outside the workspace/);
+    expect(await page.getByTestId('report-exported').count()).toBe(0);
 
     // The open report has its own URL: a reload (or the link pasted) opens it again; Close drops it from the URL.
     await expect.poll(() => new URL(page.url()).hash).toBe(`#/reports?report=${id}`);
