@@ -29,6 +29,8 @@ export type ServerMessage = z.infer<typeof ServerMessageSchema>;
 export const TOKEN_QUERY_PARAM = 'token';
 /** Path of the WebSocket endpoint in serve mode. */
 export const WS_PATH = '/api';
+/** Path of serve mode's token check: a tab refused again and again asks whether its token is the server's. */
+export const TOKEN_CHECK_PATH = '/api/token';
 
 /**
  * Calls a page keeps on the wire at once; more wait in the page, in order. The server answers at most 32 per

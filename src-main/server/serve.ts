@@ -9,6 +9,7 @@ import { allowedHostNames, createToken, externalAddresses, headerToken, isWildca
 import { guardConnections } from './connection-guard';
 import { downloadHandler, isDownloadTarget } from './download-route';
 import { staticHandler } from './static-files';
+import { answerTokenCheck, isTokenCheckTarget } from './token-check';
 import { isUploadTarget, uploadHandler } from './upload-route';
 import { attachWsApi, splitTarget } from './ws-api';
 
@@ -114,6 +115,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     // takes a body; any other request with one is answered and its connection closed.
     if (route !== 'upload' && hasBody(req)) {
       res.writeHead(413, { Connection: 'close', 'Content-Type': 'text/plain; charset=utf-8' }).end('only an upload takes a request body');
+      return;
+    }
+    if (isTokenCheckTarget(req.url)) {
+      answerTokenCheck(req, res, token);
       return;
     }
     const handle = route === 'download' ? serveDownload : route === 'upload' ? serveUpload : serveStatic;

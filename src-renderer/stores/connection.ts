@@ -13,7 +13,7 @@ export const useConnectionStore = defineStore('connection', () => {
   const transportState = ref<TransportState>('connecting');
   /** Last engine.status event (state, pid, restarts, last failure). */
   const engine = shallowRef<EngineStatusEvent | null>(null);
-  /** Why this window cannot connect, when its transport knows before trying (a serve tab without its token). */
+  /** Why this window cannot connect, when its transport knows (a serve tab without its token, or with a stale one). */
   const notice = ref<string | null>(null);
 
   let stop: (() => void) | null = null;
@@ -24,9 +24,10 @@ export const useConnectionStore = defineStore('connection', () => {
     const client = useApiClient();
     transportKind.value = client.transport.kind;
     transportState.value = client.transport.state();
-    notice.value = client.transport.notice ?? null;
+    notice.value = client.transport.notice?.() ?? null;
     const offState = client.transport.onState((s) => {
       transportState.value = s;
+      notice.value = client.transport.notice?.() ?? null;
       if (s === 'connected') void refreshEngine();
     });
     const offEngine = client.on('engine.status', (status) => {

@@ -15,8 +15,11 @@ export interface Transport {
   close(): void;
   /** Adds data files to the workspace's sources/ folder; absent where a test's transport has none. */
   readonly sourceUploads?: SourceUploader;
-  /** Why it cannot connect, in words, known before it tries (a serve-mode tab opened without its token); else absent. */
-  readonly notice?: string;
+  /**
+   * Why it cannot connect, in words (a serve-mode tab opened without its token, or with one the server refuses);
+   * null while there is nothing to say. Read again at each change of state.
+   */
+  notice?(): string | null;
 }
 
 /** A tiny listener set, used by both transports. */

@@ -10,6 +10,12 @@ export interface WsTransportOptions {
   /** How long a call waits for a connection before failing with E_DISCONNECTED. */
   connectWaitMs?: number;
   reconnectDelaysMs?: number[];
+  /**
+   * Whether the server takes this tab's token: true, false, or null when it could not be asked. Asked when the
+   * WebSocket is refused before it opens; on false the transport stops trying and says why (`refusedNotice`).
+   */
+  checkToken?: () => Promise<boolean | null>;
+  refusedNotice?: string;
 }
 
 interface PendingCall {
@@ -40,6 +46,9 @@ export function createWsTransport(options: WsTransportOptions): Transport {
   let attempt = 0;
   let nextId = 1;
   let closed = false;
+  let notice: string | null = null;
+  /** Refusals in a row before the socket opened: the token is asked about at the first and every fifth. */
+  let refusals = 0;
 
   const setState = (next: TransportState) => {
     if (state === next) return;
@@ -68,7 +77,10 @@ export function createWsTransport(options: WsTransportOptions): Transport {
     if (closed) return;
     const ws = new WebSocket(options.url);
     socket = ws;
+    let opened = false;
     ws.onopen = () => {
+      opened = true;
+      refusals = 0;
       attempt = 0;
       setState('connected');
       for (const wake of waiters) wake();
@@ -82,10 +94,26 @@ export function createWsTransport(options: WsTransportOptions): Transport {
       pending.clear();
       if (closed) return;
       setState('reconnecting');
+      if (!opened && options.checkToken && refusals++ % 5 === 0) void askToken(options.checkToken);
       const delay = delays[Math.min(attempt, delays.length - 1)];
       attempt += 1;
       setTimeout(connect, delay);
     };
+  };
+
+  /** A token the server refuses will not do on any retry: stop, and say so, instead of reconnecting for ever. */
+  const askToken = async (check: () => Promise<boolean | null>) => {
+    if ((await check()) !== false || closed || state === 'connected') return;
+    notice = options.refusedNotice ?? "the server refuses this tab's token";
+    stop();
+  };
+
+  const stop = () => {
+    closed = true;
+    setState('closed');
+    socket?.close();
+    for (const wake of waiters) wake(); // calls waiting for a connection fail now, with the notice
+    waiters.clear();
   };
 
   const waitConnected = (): Promise<boolean> => {
@@ -114,7 +142,8 @@ export function createWsTransport(options: WsTransportOptions): Transport {
       await turn();
       if (!(await waitConnected()) || !socket) {
         done();
-        return disconnected(`not connected to Trainbench (waited ${connectWaitMs / 1000} s)`);
+        // The notice says the whole of it above the page; a call's error only points at it.
+        return disconnected(notice !== null ? "the server refuses this tab's token (see above)" : `not connected to Trainbench (waited ${connectWaitMs / 1000} s)`);
       }
       const id = nextId++;
       const sent = socket;
@@ -128,11 +157,8 @@ export function createWsTransport(options: WsTransportOptions): Transport {
         sent.send(JSON.stringify({ type: 'request', id, method, params }));
       });
     },
-    close() {
-      closed = true;
-      setState('closed');
-      socket?.close();
-    },
+    notice: () => notice,
+    close: stop,
   };
 }
 

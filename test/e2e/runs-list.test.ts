@@ -195,6 +195,15 @@ describe('Runs list', () => {
     expect(await bare.getByTestId('transport-notice').innerText()).toMatch(/^This tab has no access token, so the workbench refuses it\. Open the address trainbench serve printed/);
     await bare.screenshot({ path: path.join(SHOTS, 'runs-link-without-token.png') });
     await bare.close();
+    // A token the server does not take (it was started again since, a link of another server's): said in words, and
+    // the tab stops reconnecting, where it showed "reconnecting" and "not connected (waited 10 s)" for ever.
+    const stale = new URL(fx.serve.url);
+    stale.searchParams.set('token', 'x'.repeat(32));
+    const old = await fx.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await old.goto(`${stale.toString()}#/runs`);
+    await expect.poll(() => old.getByTestId('transport-notice').innerText(), { timeout: 10_000 }).toMatch(/^This tab's access token is not the one this Trainbench server uses/);
+    await old.screenshot({ path: path.join(SHOTS, 'runs-stale-token.png') });
+    await old.close();
     await page.close();
   }, 60_000);
 

@@ -86,6 +86,20 @@ describe('serve mode', () => {
     await expect(connect(`?token=${server.token.slice(0, -1)}${server.token.endsWith('x') ? 'y' : 'x'}`, `http://${base}`)).rejects.toThrow('HTTP 403');
   });
 
+  it('answers a tab whether its token is this server\'s, so a stale one is said in words (204, 401; GET only)', async () => {
+    const check = (headers: Record<string, string>, method = 'GET') => fetch(`http://${base}/api/token`, { method, headers });
+    const ok = await check({ 'x-trainbench-token': server.token });
+    expect(ok.status).toBe(204);
+    expect(ok.headers.get('cache-control')).toBe('no-store');
+    const wrong = `${server.token.slice(0, -1)}${server.token.endsWith('x') ? 'y' : 'x'}`;
+    const refused = await check({ 'x-trainbench-token': wrong });
+    expect(refused.status).toBe(401);
+    expect(await refused.text()).not.toContain(server.token);
+    expect((await check({})).status).toBe(401);
+    expect((await fetch(`http://${base}/api/token?token=${server.token}`)).status).toBe(401); // a header, never the URL
+    expect((await check({ 'x-trainbench-token': server.token }, 'DELETE')).status).toBe(405);
+  });
+
   it('refuses a page from another origin even with the token', async () => {
     await expect(connect(`?token=${server.token}`, 'http://evil.example')).rejects.toThrow('HTTP 403');
   });
