@@ -54,6 +54,12 @@ describe('Optimise area', () => {
     expect(await page.getByTestId('opt-term-abab').getAttribute('title')).toMatch(/^The current best \(A\) and the change \(B\) are measured in turns/);
     expect(await page.getByTestId('opt-objective').inputValue()).toBe('throughput');
     expect(await page.getByTestId('opt-confounders').isChecked()).toBe(true);
+    // What "allow recipe changes" off means is on the form, not only in a tooltip: a batch change is still tried.
+    expect(await page.getByTestId('opt-recipe-hint').innerText()).toBe('Recipe changes not allowed: a batch-size change is still measured, and proposed, never kept.');
+    await page.getByTestId('opt-allowRecipeChanges').check();
+    expect(await page.getByTestId('opt-recipe-hint').innerText()).toBe('Recipe changes allowed: a faster batch size is kept; scale the learning rate with it.');
+    await page.screenshot({ path: path.join(SHOTS, 'optimise-form-recipe.png') });
+    await page.getByTestId('opt-allowRecipeChanges').uncheck();
     await page.getByTestId('opt-repeat').fill('1');
     await page.getByTestId('opt-loaderWorkers').fill('-1');
     await page.getByTestId('opt-start').click();
