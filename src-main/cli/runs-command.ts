@@ -14,10 +14,11 @@ const count = (x: number) => Math.round(x).toLocaleString('en-US');
 /** What is worth a glance after the status: how far an unfinished run got, the result, or what went wrong. */
 function detail(r: RunSummary): string {
   // An optimisation has no training steps of its own: how far its wizard got, from its saved state.
-  const step = r.kind === 'optimise' ? wizardProgressText(r.wizard) : lastStepText(r.lastStep);
+  // A batch-size search trains in trials and records no steps of its own.
+  const step = r.kind === 'optimise' ? wizardProgressText(r.wizard) : r.kind === 'batch-search' ? '' : lastStepText(r.lastStep);
   switch (r.status) {
     case 'interrupted':
-      return `${step}: ${r.interruption}`;
+      return step ? `${step}: ${r.interruption}` : (r.interruption ?? '');
     case 'running':
       return step;
     case 'unreadable':

@@ -132,6 +132,9 @@ describe('Batch size area', () => {
     expect(await page.getByTestId('bs-error').count()).toBe(0);
     expect(await page.getByTestId('bs-start').isEnabled()).toBe(true);
     expect(await live.count()).toBe(0);
+    // Past searches reads the workspace again when the search ends: its row said "running" until a reload.
+    const newest = page.getByTestId('bs-past').locator('tbody tr').first();
+    await expect.poll(() => newest.getByTestId('run-status').innerText(), { timeout: 10_000 }).toMatch(/^cancelled/);
     await page.close();
   }, 120_000);
 });

@@ -44,3 +44,13 @@ describe("a failed run's row in the list", () => {
     expect(cell.attributes('title')).toBe('E_SCRIPT');
   });
 });
+
+describe("a batch-size search's row", () => {
+  const search = (status: RunSummary['status']): RunSummary => ({ ...summary(status, 0), kind: 'batch-search', title: 'batch-size search of mlp', lastStep: null });
+
+  it('says no step it never had: a search trains in trials', () => {
+    expect(mount(RunStatus, { props: { run: search('running') } }).text()).toBe('running');
+    const interrupted = { ...search('interrupted'), interruption: 'the process ended (pid 12) before the run did' };
+    expect(mount(RunStatus, { props: { run: interrupted } }).text()).toBe('interruptedthe process ended (pid 12) before the run did');
+  });
+});
