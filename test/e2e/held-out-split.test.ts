@@ -129,6 +129,15 @@ describe('a held-out test split, from the import wizard to a run that is tested 
       expect(detail).toContain(`${name}-test (120 records)`);
       expect(await fitsWidth(page)).toBe(true);
       await shot(page, `result-${width}`);
+
+      // Removing the held-out part says who loses it, and the dataset then says it has none (it named the removed one).
+      await page.getByTestId('nav-datasets').click();
+      const heldOut = page.getByTestId(`dataset-${name}-test`);
+      await heldOut.getByTestId('remove').click();
+      expect(await heldOut.getByTestId('remove-question').innerText()).toBe(`Delete the cache of ${name}-test? ${name} uses it as its test set, and will have none.`);
+      await heldOut.getByTestId('remove-confirm').click();
+      await expect.poll(() => page.getByTestId(`dataset-${name}-test`).count()).toBe(0);
+      expect(await page.getByTestId(`dataset-${name}`).getByTestId('dataset-split').innerText()).toBe(`its test set ${testId.replace(/^dataset:/, '')} was removed: runs on it have none`);
       expect(errors).toEqual([]);
       await page.close();
     }, 180_000);
