@@ -73,6 +73,8 @@ describe('a held-out test split, from the import wizard to a run that is tested 
       await page.getByTestId('test-split-percent').fill('70');
       expect(await page.getByTestId('settings-problem').innerText()).toBe('Test split 70%: hold out more than 0% and at most 50% of the rows (e.g. 20).');
       expect(await page.getByTestId('build').isDisabled()).toBe(true);
+      // The hint does not describe 70% as if it were drawn ("about 420 of 600 are drawn").
+      expect(await page.getByTestId('test-split-hint').innerText()).toBe('A test split holds out more than 0% and at most 50% of the rows.');
       await page.getByTestId('test-split-percent').fill('20');
       expect(await page.getByTestId('settings-problem').count()).toBe(0);
       expect(await page.getByTestId('test-split-hint').innerText()).toBe(
