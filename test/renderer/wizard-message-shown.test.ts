@@ -59,3 +59,20 @@ describe("an engine wizard's saved reasons, findings and limits (re-attack 9)", 
     expect(text).not.toMatch(/\x1b|\r|\u202e|\u17b4|\u2028/); // eslint-disable-line no-control-regex -- what must not be there
   });
 });
+
+describe('an engine wizard stopped before its baseline', () => {
+  it('says so, where it said "Measuring the baseline…" after the cancel; while it runs it still says that', async () => {
+    const ws = tempDir();
+    cpSync(fixture, ws.dir, { recursive: true });
+    const saved = await loadWizardState(await openWorkspace(ws.dir), 'optimise-20261127-033430-a9e837');
+    ws.cleanup();
+    const state = { ...saved, baseline: null, diagnosis: null, limits: null, trials: [], status: 'cancelled' as const };
+    const router = createRouter({ history: createMemoryHistory(), routes: [{ path: '/runs', name: 'runs', component: { template: '<div />' } }, { path: '/:any(.*)', component: { template: '<div />' } }] });
+    await router.push('/optimise');
+    const shown = (live: boolean) =>
+      mount(WizardShown, { props: { trials: [], live, state, status: live ? 'running' : 'cancelled' }, global: { plugins: [router, createPinia()], stubs: { Echarts: { props: ['option'], template: '<div />' }, TrialsChart: true, LimitsChart: true } } }).text();
+    expect(shown(false)).toContain('It stopped before its baseline was measured.');
+    expect(shown(false)).not.toContain('Measuring the baseline');
+    expect(shown(true)).toContain('Measuring the baseline…');
+  });
+});
