@@ -44,14 +44,16 @@ export function exampleOptimiseForm(devices: Devices | null): OptimiseFormValues
 }
 
 /**
- * Seconds one step of the example takes on the CPU, times the logical cores: 0.9 s a step (batch 256) was measured
- * on 2 cores, where the whole example took 8 minutes (issue 41). More cores share the arithmetic, less than evenly.
+ * Seconds one step of the example takes on the CPU, times the logical cores. Measured on 2 cores (2026-12-07, a
+ * fresh workspace): setup, baseline and 3 trials, 35 repetitions of 10 steps, in 97 s, 1.8 s a repetition with the
+ * engine's start; the 0.9 s a step of issue 41's 8 minutes is gone since. More cores share the arithmetic, less
+ * than evenly.
  */
-const CPU_STEP_CORE_SECONDS = 1.8;
+const CPU_STEP_CORE_SECONDS = 0.2;
 /** A GPU repetition: the engine's start, the warm-up and a measured window widened to at least minWindowSeconds. */
 const GPU_REPETITION_SECONDS = 2.5;
 /** Once per wizard: the example's data made and cached (first use), the limits measured, the engine loaded. */
-const SETUP_SECONDS = 45;
+const SETUP_SECONDS = 20;
 
 /** How long the example's wizard takes at most, as a range in minutes, from its settings and the device it runs on. */
 export function exampleEstimate(devices: Devices | null, repeat: number): { repetitions: number; stepsEach: number; minutes: [number, number]; basis: string } {
@@ -60,7 +62,7 @@ export function exampleEstimate(devices: Devices | null, repeat: number): { repe
   const stepsEach = warmupSteps + steps;
   const cores = Math.max(1, devices?.cpu.logicalCores ?? 2);
   const onGpu = autoDevice(devices) !== 'cpu';
-  const perRepetition = onGpu ? GPU_REPETITION_SECONDS : 1 + stepsEach * Math.max(0.1, CPU_STEP_CORE_SECONDS / Math.sqrt(cores * Math.min(cores, 2)));
+  const perRepetition = onGpu ? GPU_REPETITION_SECONDS : 1 + stepsEach * Math.max(0.02, CPU_STEP_CORE_SECONDS / Math.sqrt(cores * Math.min(cores, 2)));
   const seconds = SETUP_SECONDS + repetitions * perRepetition;
   const minutes: [number, number] = [Math.max(1, Math.floor((0.8 * seconds) / 60)), Math.max(2, Math.ceil((1.2 * seconds) / 60))];
   const basis = onGpu ? 'on the GPU' : `on this computer's ${cores} CPU core${cores === 1 ? '' : 's'}`;

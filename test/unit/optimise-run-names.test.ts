@@ -151,11 +151,13 @@ describe('the first run', () => {
     expect(batchSearchBlocked(exampleOptimiseForm(gpu))).toBeNull();
   });
 
-  it('estimates from the settings and the device: the 8 minutes a 2-core CPU took are inside the range, more cores or a GPU take less', () => {
+  it('estimates from the settings and the device: the 1.6 to 2.8 minutes a 2-core CPU took are inside the range, more cores or a GPU take less', () => {
     const two = exampleEstimate(cpu(2), 5);
     expect(two).toMatchObject({ repetitions: 45, stepsEach: 10, basis: "on this computer's 2 CPU cores" });
-    expect(two.minutes[0]).toBeLessThanOrEqual(8);
-    expect(two.minutes[1]).toBeGreaterThanOrEqual(8);
+    // 97 s with nothing kept (no final check), idle; 2 min 48 s beside a UI walk's other jobs (it said 6-10 minutes).
+    expect(two.minutes[0]).toBeLessThanOrEqual(1.6);
+    expect(two.minutes[1]).toBeGreaterThanOrEqual(2.8);
+    expect(two.minutes[1]).toBeLessThanOrEqual(4);
     expect(exampleEstimate(cpu(16), 5).minutes[1]).toBeLessThan(two.minutes[1]);
     expect(exampleEstimate(gpu, 5).minutes[1]).toBeLessThanOrEqual(4);
     expect(exampleEstimate(gpu, 5).basis).toBe('on the GPU');
