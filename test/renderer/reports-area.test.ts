@@ -186,6 +186,21 @@ describe('Reports area', () => {
     ]);
   });
 
+  it("lists runs by the name a person gave them, with the title beside it (it showed the title only)", async () => {
+    await services.router.dispatch('runs.annotate', { id: runId, name: 'My baseline', tags: [], notes: '' });
+    try {
+      const wrapper = await mountReports();
+      await wrapper.get('[data-testid="report-new"]').trigger('click');
+      await expect.poll(() => wrapper.find(`[data-testid="report-run-${runId}"]`).exists()).toBe(true);
+      const row = wrapper.get(`[data-testid="report-run-${runId}"]`);
+      expect(row.get('[data-testid="report-run-name"]').text()).toBe('My baseline');
+      expect(row.text()).toContain(`· ${runId}`);
+      wrapper.unmount();
+    } finally {
+      await services.router.dispatch('runs.annotate', { id: runId, name: '', tags: [], notes: '' });
+    }
+  });
+
   it('drops unsaved edits on regenerate only when asked to', async () => {
     const store = useReportsStore();
     await store.generate({ runIds: [runId] });
