@@ -28,9 +28,20 @@ const scriptResult = (run: RunDetail): ScriptResultView =>
   run.summary.target === 'script' ? (((run.record as { result?: unknown }).result ?? {}) as ScriptResultView) : {};
 const num = (x: unknown): number | null => (typeof x === 'number' && Number.isFinite(x) ? x : null);
 
+/**
+ * A run's test accuracy: its result's, else the last epoch's evaluation (a run cancelled or stopped after an
+ * epoch), with that epoch, so the run's page and Compare show the same figure.
+ */
+export function testAccuracyOf(run: RunDetail): { accuracy: number | null; epoch: number | null } {
+  if (run.summary.testAccuracy != null) return { accuracy: run.summary.testAccuracy, epoch: null };
+  const last = lastEpoch(run);
+  const accuracy = num(last?.testAccuracy);
+  return { accuracy, epoch: accuracy === null || !last ? null : last.epoch };
+}
+
 /** The rows, in the order shown; `better` null: no value is better than another (a count of steps). */
 const ROWS: readonly { key: string; label: string; kind: CompareValueKind; better: 'higher' | 'lower' | null; of: (run: RunDetail) => number | null }[] = [
-  { key: 'testAccuracy', label: 'test accuracy', kind: 'fraction', better: 'higher', of: (r) => r.summary.testAccuracy ?? num(lastEpoch(r)?.testAccuracy) },
+  { key: 'testAccuracy', label: 'test accuracy', kind: 'fraction', better: 'higher', of: (r) => testAccuracyOf(r).accuracy },
   { key: 'testLoss', label: 'test loss', kind: 'number', better: 'lower', of: (r) => num(lastEpoch(r)?.testLoss) },
   { key: 'trainAccuracy', label: 'final training accuracy', kind: 'fraction', better: 'higher', of: (r) => num(steps(r).at(-1)?.accuracy) },
   { key: 'trainLoss', label: 'final training loss', kind: 'number', better: 'lower', of: (r) => num(steps(r).at(-1)?.loss) ?? num(scriptResult(r).lastLoss?.value) },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { compareCurvesOption, compareThroughputOption, smooth } from '../../src-main/api/charts/compare-charts';
-import { compareResults } from '../../src-main/api/compare-results';
+import { compareResults, testAccuracyOf } from '../../src-main/api/compare-results';
 import type { RunDetail, RunSummary } from '../../src-main/api/training';
 import { epochCurvesOption } from '../../src-main/api/charts/epoch-charts';
 import { configDifferences, flattenConfig, settingWords } from '../../src-main/api/run-config';
@@ -138,6 +138,14 @@ describe('compare results and throughput', () => {
     // Runs of different kinds: their samples/s measure different things, so none is marked best.
     const benchRate: RunDetail = { ...bench, summary: { ...bench.summary, samplesPerSec: 5000 } };
     expect(compareResults([a, benchRate]).find((r) => r.key === 'samplesPerSec')).toMatchObject({ values: [1200, 5000], best: null });
+  });
+
+  it("gives a run cancelled after an epoch that epoch's test accuracy, with the epoch: the run's page said '–' where Compare said 89%", () => {
+    const cancelled: RunDetail = { ...a, summary: { ...a.summary, status: 'cancelled', testAccuracy: null } };
+    expect(testAccuracyOf(cancelled)).toEqual({ accuracy: 0.81, epoch: 1 });
+    expect(compareResults([cancelled, b]).find((r) => r.key === 'testAccuracy')?.values).toEqual([0.81, 0.85]);
+    expect(testAccuracyOf(a)).toEqual({ accuracy: 0.81, epoch: null }); // finished: its result's, no epoch said
+    expect(testAccuracyOf({ ...b, summary: { ...b.summary, testAccuracy: null } })).toEqual({ accuracy: null, epoch: null });
   });
 
   it('charts samples/s against each run\'s own time since start, and says which runs have no rate over time', () => {
