@@ -144,6 +144,9 @@ describe('caching wizard (serve mode, Chromium)', () => {
     expect(await page.getByTestId('field-classes').innerText()).toBe('3 classes from text labels');
     const preview = await page.locator('[data-testid="field-table"] tbody tr').nth(1).locator('td.preview').innerText();
     expect(preview.split('\n')).toEqual(['0 (setosa)', '1 (versicolor)', '2 (virginica)']);
+    // Both values of each record are shown, so nothing ends in "…" (it did for any field that was not one value).
+    const features = await page.locator('[data-testid="field-table"] tbody tr').nth(0).locator('td.preview').innerText();
+    expect(features.split('\n')[0]).toBe('5.1000, 3.5000');
     await page.screenshot({ path: path.join(SHOTS, 'datasets-csv-classes.png') });
     await page.getByTestId('build').click();
     await expect.poll(() => page.getByTestId('build-result').innerText(), { timeout: 30_000 }).toMatch(/Built iris-[0-9a-f]{12}, 4 records/);
