@@ -71,6 +71,8 @@ describe('first-run path', () => {
     await expect.poll(() => focusedTestId(page)).toBe('source-kind');
     expect(await page.getByTestId('import-wizard').isVisible()).toBe(true);
     expect(page.url()).toMatch(/#\/datasets$/);
+    // The built-in datasets New run offers are named here, not denied ("No dataset is cached yet" alone).
+    expect(await page.getByTestId('datasets-none').innerText()).toMatch(/^No dataset is cached yet: import one below\. The built-in ones, Fashion-MNIST and the example board positions, are cached by the first run/);
     await page.screenshot({ path: path.join(SHOTS, 'first-run-import.png') });
 
     // At 1024x700 the three choices still fit beside the collapsed sidebar, without sideways scrolling.
