@@ -19,15 +19,29 @@ import { tempDir } from '../helpers/temp-dir';
 // opening a workspace writes its workspace.json.
 const fixture = path.join(REPO_ROOT, 'test', 'fixtures', 'runs-v1', 'engine-optimise');
 
+/** The fixture's wizard state, loaded from a copy as the service loads it. */
+async function savedWizard() {
+  const ws = tempDir();
+  cpSync(fixture, ws.dir, { recursive: true });
+  try {
+    return await loadWizardState(await openWorkspace(ws.dir), 'optimise-20261127-033430-a9e837');
+  } finally {
+    ws.cleanup();
+  }
+}
+
+/** A router at #/optimise with the Runs route the page links to. */
+async function optimiseRouter() {
+  const router = createRouter({ history: createMemoryHistory(), routes: [{ path: '/runs', name: 'runs', component: { template: '<div />' } }, { path: '/:any(.*)', component: { template: '<div />' } }] });
+  await router.push('/optimise');
+  return router;
+}
+
 describe("an engine wizard's saved message", () => {
   it('is shown with its control, bidi and invisible characters escaped', async () => {
-    const ws = tempDir();
-    cpSync(fixture, ws.dir, { recursive: true });
-    const saved = await loadWizardState(await openWorkspace(ws.dir), 'optimise-20261127-033430-a9e837');
-    ws.cleanup();
+    const saved = await savedWizard();
     const state = { ...saved, status: 'failed' as const, message: 'E_INTERNAL: done\x1b[2K\rall fine\u202eevil\u2064' };
-    const router = createRouter({ history: createMemoryHistory(), routes: [{ path: '/runs', name: 'runs', component: { template: '<div />' } }, { path: '/:any(.*)', component: { template: '<div />' } }] });
-    await router.push('/optimise');
+    const router = await optimiseRouter();
     const shown = mount(WizardShown, { props: { trials: state.trials, live: false, state, status: 'failed' }, global: { plugins: [router, createPinia()], stubs: { Echarts: { props: ['option'], template: '<div />' }, TrialsChart: true, LimitsChart: true } } });
     const text = shown.text();
     expect(text).toContain('done\\x1b[2K\\rall fine\\u202eevil\\u2064');
@@ -38,10 +52,7 @@ describe("an engine wizard's saved message", () => {
 
 describe("an engine wizard's saved reasons, findings and limits (re-attack 9)", () => {
   it('are shown with their control, bidi and invisible characters escaped, in every card and table', async () => {
-    const ws = tempDir();
-    cpSync(fixture, ws.dir, { recursive: true });
-    const saved = await loadWizardState(await openWorkspace(ws.dir), 'optimise-20261127-033430-a9e837');
-    ws.cleanup();
+    const saved = await savedWizard();
     const plant = '\x1b[2K\rfine\u202eevil\u17b4\u2028';
     const state = structuredClone(saved);
     state.diagnosis!.summary += plant;
@@ -49,8 +60,7 @@ describe("an engine wizard's saved reasons, findings and limits (re-attack 9)", 
     for (const t of state.trials) Object.assign(t, { why: t.why + plant, error: `E_DATA: bad${plant}`, change: { ...t.change, label: t.change.label + plant, hypothesis: t.change.hypothesis + plant } });
     for (const k of state.skipped) Object.assign(k, { why: k.why + plant, change: { ...k.change, label: k.change.label + plant } });
     state.limits!.summary += plant;
-    const router = createRouter({ history: createMemoryHistory(), routes: [{ path: '/runs', name: 'runs', component: { template: '<div />' } }, { path: '/:any(.*)', component: { template: '<div />' } }] });
-    await router.push('/optimise');
+    const router = await optimiseRouter();
     const shown = mount(WizardShown, { props: { trials: state.trials, live: false, state, status: 'completed' }, global: { plugins: [router, createPinia()], stubs: { Echarts: { props: ['option'], template: '<div />' }, TrialsChart: true } } });
     const text = shown.text();
     // Diagnosis, each finding, each trial's why, error, label and hypothesis, each skipped change's label and why, the limits.
@@ -62,13 +72,9 @@ describe("an engine wizard's saved reasons, findings and limits (re-attack 9)", 
 
 describe('an engine wizard stopped before its baseline', () => {
   it('says so, where it said "Measuring the baseline…" after the cancel; while it runs it still says that', async () => {
-    const ws = tempDir();
-    cpSync(fixture, ws.dir, { recursive: true });
-    const saved = await loadWizardState(await openWorkspace(ws.dir), 'optimise-20261127-033430-a9e837');
-    ws.cleanup();
+    const saved = await savedWizard();
     const state = { ...saved, baseline: null, diagnosis: null, limits: null, trials: [], status: 'cancelled' as const };
-    const router = createRouter({ history: createMemoryHistory(), routes: [{ path: '/runs', name: 'runs', component: { template: '<div />' } }, { path: '/:any(.*)', component: { template: '<div />' } }] });
-    await router.push('/optimise');
+    const router = await optimiseRouter();
     const shown = (live: boolean) =>
       mount(WizardShown, { props: { trials: [], live, state, status: live ? 'running' : 'cancelled' }, global: { plugins: [router, createPinia()], stubs: { Echarts: { props: ['option'], template: '<div />' }, TrialsChart: true, LimitsChart: true } } }).text();
     expect(shown(false)).toContain('It stopped before its baseline was measured.');
