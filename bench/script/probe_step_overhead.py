@@ -9,7 +9,8 @@ Trainbench launches it (PYTHONPATH to its sitecustomize, TB_PROBE_ADDR), its mes
   all alike. Per iteration: wall time, the main thread's CPU time, the process's (every thread: the probe's
   flusher too) and its page faults. The cost is the mean over pairs of processes side by side, with its
   95% interval. glibc's heap trimming is pinned in every process (--malloc): left as it comes, a process
-  draws 0 to 400 page faults a step, ±4% of a 5 ms step whether the probe is there or not.
+  draws 0 to 400 page faults a step, ±4% of a 5 ms step whether the probe is there or not. A last row,
+  "modules", loads the probe's modules and installs nothing: what a process's layout alone moves the figure.
 - toggled: in a process with the probe (two, each with half the blocks; with --baseline the two probes'
   processes in turns, ABBA), blocks of iterations alternate (ABBA) between the probe's
   patches in place and set aside (its DataLoader.__next__, autograd.backward, optimizer step and zero_grad
@@ -37,9 +38,11 @@ import os
 import platform
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 from collector import drain_server, write_result
@@ -192,6 +195,21 @@ def launch(args, probe_dir, addr, iterations, width, blocks=0, block_iterations=
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def modules_only(folder):
+    """A copy of the probe whose sitecustomize loads the probe's modules and installs nothing: its row in the
+    processes' table is what merely loading them moves between processes (memory laid out otherwise), the
+    precision below which the processes' figure says nothing about the probe's own work."""
+    shutil.copytree(PROBE, folder, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    site = os.path.join(folder, "sitecustomize.py")
+    with open(site) as f:
+        text = f.read()
+    if "trainbench_probe.install()" not in text:
+        raise SystemExit("the probe's sitecustomize no longer calls trainbench_probe.install(): update modules_only()")
+    with open(site, "w") as f:
+        f.write(text.replace("trainbench_probe.install()", "pass  # the modules loaded, nothing installed"))
+    return folder
+
+
 def load():
     return round(os.getloadavg()[0], 2)
 
@@ -298,7 +316,8 @@ def main():
     version = subprocess.run([args.python, "-c", "import torch, platform; print(torch.__version__, platform.python_version())"], capture_output=True, text=True, check=True).stdout.split()
     probes = [("probe", PROBE)] + ([("baseline", os.path.abspath(args.baseline))] if args.baseline else [])
 
-    by_process = processes(args, addr, [("none", None)] + probes)
+    with tempfile.TemporaryDirectory(prefix="trainbench-probe-modules-") as modules:
+        by_process = processes(args, addr, [("none", None)] + probes + [("modules", modules_only(modules))])
     step_us = by_process["rows"][0]["threadUs"]
     tiny_us = launch(args, None, addr, 100, args.tiny_width)["threadUs"]
     cold_us = launch(args, None, addr, 100, args.tiny_width, evict_mb=args.evict_mb)["threadUs"]
