@@ -121,13 +121,15 @@ export function scriptRunLabels(c: { rate: readonly StepPoint[]; dataWait: reado
 
 // One horizontal bar per label, for the phase and op breakdowns.
 // Labels read top to bottom in the order given (a category axis otherwise starts at the bottom).
-function bars(title: string, labels: string[], values: number[], color: string, labelWidth: number, unit: string): EChartsCoreOption {
+/** Horizontal bars; `subtitle` (what the figures are: a mean of which steps) goes on a second line under the title. */
+function bars(title: string, labels: string[], values: number[], color: string, labelWidth: number, unit: string, subtitle?: string): EChartsCoreOption {
   const h = head(title, false);
   return {
     animation: false,
-    title: h.title,
+    // One line each: at 1440 px the qualifier in the title's line pushed "… ms in all" out of the panel.
+    title: subtitle ? { ...h.title, subtext: subtitle, itemGap: 6, subtextStyle: { color: MUTED, fontSize: 11 } } : h.title,
     tooltip: { ...tooltip(unit), axisPointer: { type: 'shadow' } },
-    grid: { left: labelWidth, right: 16, top: h.top + 6, bottom: 24 },
+    grid: { left: labelWidth, right: 16, top: h.top + (subtitle ? 20 : 6), bottom: 24 },
     xAxis: { type: 'value', ...axis },
     yAxis: { type: 'category', inverse: true, data: labels, axisLabel: { color: MUTED } },
     series: [{ type: 'bar', data: values, itemStyle: { color } }],
@@ -184,7 +186,7 @@ export function phaseBarsOption(phasesMs: Readonly<Record<string, number>>, over
   const total = phaseTotalMs(phasesMs);
   const shares = wholePercents(names.map((n) => phasesMs[n] ?? 0));
   const labels = names.map((n, i) => `${n} ${shares[i]}%`);
-  return bars(`Time per step by phase${over ? ` (${over})` : ''}: ${formatValue(total, 'ms')} in all`, labels, names.map((n) => Number((phasesMs[n] ?? 0).toFixed(3))), '#4fb3ff', 96, 'ms');
+  return bars(`Time per step by phase: ${formatValue(total, 'ms')} in all`, labels, names.map((n) => Number((phasesMs[n] ?? 0).toFixed(3))), '#4fb3ff', 96, 'ms', over);
 }
 
 /** Measurement-mode GPU runs say where the step's time went, by op (the ten largest, largest on top). */
