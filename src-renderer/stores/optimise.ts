@@ -633,6 +633,8 @@ export const useOptimiseStore = defineStore('optimise', () => {
       batchSize: v.batchSize,
       accumulation: v.accumulation,
       memoryLimitMiB: v.memoryLimitMiB,
+      // A CPU limit comes with its search: the box a CPU form opens unticked with is ticked for it.
+      batchSearch: batchSearch || v.memoryLimitMiB !== null,
     };
     invalid.value = {};
     applied.value = `batch-size search ${v.runId}`;

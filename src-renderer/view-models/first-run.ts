@@ -33,14 +33,13 @@ export function autoDevice(devices: Devices | null): string {
 }
 
 /**
- * The Optimise form on the built-in example, as `npm start` runs it, on the device it would pick. On the CPU the
- * batch-size search is left unticked: without a memory limit it has nothing to search (`npm start` skips it there
- * too), and a ticked box the form then warns about is no default to start from (issue 41 item 7).
+ * The Optimise form on the built-in example, as `npm start` runs it, on the device it would pick (on the CPU the
+ * batch-size search is unticked, as in every form that opens there: `npm start` skips it too).
  */
 export function exampleOptimiseForm(devices: Devices | null): OptimiseFormValues {
   const { model, data, warmupSteps, steps, minWindowSeconds, maxTrials } = BUILT_IN_EXAMPLE;
   const device = autoDevice(devices);
-  return { ...optimiseFormValues(model, { data, device }), warmupSteps, steps, minWindowSeconds, maxTrials, batchSearch: device !== 'cpu' };
+  return { ...optimiseFormValues(model, { data, device }), warmupSteps, steps, minWindowSeconds, maxTrials };
 }
 
 /**

@@ -83,7 +83,7 @@ export function optimiseFormValues(model: string, keep: Pick<OptimiseFormValues,
     minWindowSeconds: REQUEST_DEFAULTS.minWindowSeconds,
     maxTrials: REQUEST_DEFAULTS.maxTrials,
     allowRecipeChanges: REQUEST_DEFAULTS.allowRecipeChanges,
-    batchSearch: REQUEST_DEFAULTS.batchSearch,
+    batchSearch: batchSearchDefault(keep.device),
     memoryLimitMiB: null,
     confounders: REQUEST_DEFAULTS.confounders,
     objective: REQUEST_DEFAULTS.objective,
@@ -157,6 +157,24 @@ const FIELD_OF_PATH: Partial<Record<string, OptimiseField>> = {
 export function memoryLimitBytesOf(v: Pick<OptimiseFormValues, 'device' | 'batchSearch' | 'memoryLimitMiB'>): number {
   if (v.device !== 'cpu' || !v.batchSearch || v.memoryLimitMiB === null || (v.memoryLimitMiB as unknown) === '') return 0;
   return typeof v.memoryLimitMiB === 'number' && Number.isFinite(v.memoryLimitMiB) ? Math.round(v.memoryLimitMiB * 2 ** 20) : (v.memoryLimitMiB as never);
+}
+
+/**
+ * The batch-size search's box as a form opens on this device: ticked where there is device memory to search,
+ * unticked on the CPU, where it needs a memory limit first and a ticked box would open with its warning
+ * (issue 41 item 7); the CPU then takes twice the batch as its candidate, as the service does without a limit.
+ */
+export function batchSearchDefault(device: string): boolean {
+  return REQUEST_DEFAULTS.batchSearch && device !== 'cpu';
+}
+
+/**
+ * The box after the device changes: it follows the new device's default while it still holds the old one's and no
+ * limit was typed, and keeps a person's own choice otherwise.
+ */
+export function batchSearchAfterDeviceChange(v: Pick<OptimiseFormValues, 'batchSearch' | 'memoryLimitMiB'>, from: string, to: string): boolean {
+  const untouched = v.batchSearch === batchSearchDefault(from) && (v.memoryLimitMiB === null || (v.memoryLimitMiB as unknown) === '');
+  return untouched ? batchSearchDefault(to) : v.batchSearch;
 }
 
 /** Why the batch-size search cannot run with these values (the CPU without a memory limit), or null. */

@@ -54,6 +54,14 @@ describe('Optimise area', () => {
     expect(await page.getByTestId('opt-term-abab').getAttribute('title')).toMatch(/^The current best \(A\) and the change \(B\) are measured in turns/);
     expect(await page.getByTestId('opt-objective').inputValue()).toBe('throughput');
     expect(await page.getByTestId('opt-confounders').isChecked()).toBe(true);
+    // On the CPU the batch-size search opens unticked, with no warning; ticked, it asks for a limit (issue 41 item 7).
+    expect(await page.getByTestId('opt-batchSearch').isChecked()).toBe(false);
+    expect(await page.getByTestId('opt-batchSearch-why').count()).toBe(0);
+    await page.getByTestId('opt-batchSearch').check();
+    expect(await page.getByTestId('opt-batchSearch-why').innerText()).toMatch(/^the batch-size search cannot run on the CPU without a memory limit/);
+    await page.getByTestId('opt-memoryLimitMiB').fill('256');
+    expect(await page.getByTestId('opt-batchSearch-why').count()).toBe(0);
+    await page.getByTestId('opt-batchSearch').uncheck();
     // What "allow recipe changes" off means is on the form, not only in a tooltip: a batch change is still tried.
     expect(await page.getByTestId('opt-recipe-hint').innerText()).toBe('Recipe changes not allowed: a batch-size change is still measured, and proposed, never kept.');
     await page.getByTestId('opt-allowRecipeChanges').check();

@@ -13,7 +13,7 @@ import { newRunValuesFromQuery } from '../../src-renderer/components/optimise/ap
 import { useBatchSizeStore } from '../../src-renderer/stores/batch-size';
 import { useOptimiseStore } from '../../src-renderer/stores/optimise';
 import { batchApplyValues, newRunQueryOf } from '../../src-renderer/view-models/batch-size-apply';
-import { batchSearchBlocked, memoryLimitBytesOf, optimiseFormValues, optimiseRequest } from '../../src-renderer/view-models/optimise-form';
+import { batchSearchAfterDeviceChange, batchSearchBlocked, memoryLimitBytesOf, optimiseFormValues, optimiseRequest } from '../../src-renderer/view-models/optimise-form';
 import { installFakeClient, ok } from './fake-client';
 
 beforeEach(() => setActivePinia(createPinia()));
@@ -83,7 +83,26 @@ describe('Apply of a batch-size search', () => {
 });
 
 describe('the Optimise form on the CPU', () => {
-  const cpu = optimiseFormValues('mlp', { data: 'fashion-mnist', device: 'cpu' });
+  // The search ticked by a person: a form opens on the CPU with it unticked (below).
+  const cpu = { ...optimiseFormValues('mlp', { data: 'fashion-mnist', device: 'cpu' }), batchSearch: true };
+
+  it('opens with the search unticked on the CPU and ticked on a GPU, so no form opens with its warning', () => {
+    const opened = optimiseFormValues('mlp', { data: 'fashion-mnist', device: 'cpu' });
+    expect(opened.batchSearch).toBe(false);
+    expect(batchSearchBlocked(opened)).toBeNull();
+    expect(optimiseFormValues('mlp', { data: 'fashion-mnist', device: 'cuda:0' }).batchSearch).toBe(true);
+  });
+
+  it('follows a change of device while the box holds the default, and keeps a person\'s own choice', () => {
+    const untouched = { batchSearch: false, memoryLimitMiB: null };
+    expect(batchSearchAfterDeviceChange(untouched, 'cpu', 'cuda:0')).toBe(true);
+    expect(batchSearchAfterDeviceChange({ ...untouched, batchSearch: true }, 'cuda:0', 'cpu')).toBe(false);
+    expect(batchSearchAfterDeviceChange({ ...untouched, batchSearch: true }, 'cuda:0', 'cuda:1')).toBe(true);
+    // Ticked on the CPU, or a limit typed: the person's.
+    expect(batchSearchAfterDeviceChange({ ...untouched, batchSearch: true }, 'cpu', 'cuda:0')).toBe(true);
+    expect(batchSearchAfterDeviceChange({ batchSearch: true, memoryLimitMiB: 512 }, 'cuda:0', 'cpu')).toBe(true);
+    expect(batchSearchAfterDeviceChange({ ...untouched, batchSearch: false }, 'cuda:0', 'cpu')).toBe(false);
+  });
 
   it('sends the memory limit only with the search ticked on the CPU', () => {
     expect(optimiseRequest({ ...cpu, memoryLimitMiB: 256 }).request?.target.options.memoryLimitBytes).toBe(256 * MiB);
