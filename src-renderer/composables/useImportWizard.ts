@@ -123,16 +123,33 @@ export function shapeProblem(file: { path: string; shape: string }): string | nu
   return bad === undefined ? null : `Per-record shape '${file.shape}' of ${shownName(file.path)}: '${bad.trim()}' is not a positive whole number (e.g. 104,9,9; empty for one value).`;
 }
 
-const formatValue = (v: number): string => (Number.isInteger(v) ? String(v) : v.toFixed(4));
+/** Decimals that show v to 4 places without trailing zeros (0 for a whole number). */
+const decimalsOf = (v: number): number => (Number.isInteger(v) ? 0 : (v.toFixed(4).split('.')[1] ?? '').replace(/0+$/, '').length);
+
+/**
+ * One record's values in one style: whole numbers as they are when all are whole, else every value to the same
+ * decimals (at most 4), so "0" never stands beside "0.0000" (issue 41's walk); a non-zero value too small for 4
+ * places, or too large to read, in exponent form rather than as 0.0000.
+ */
+function valueFormatter(values: readonly number[]): (v: number) => string {
+  const places = Math.max(0, ...values.filter(Number.isFinite).map(decimalsOf));
+  return (v) => {
+    if (!Number.isFinite(v)) return String(v);
+    if (v !== 0 && (Math.abs(v) < 5e-5 || Math.abs(v) >= 1e9)) return v.toExponential(2);
+    return v.toFixed(places);
+  };
+}
 
 /**
  * One field's first values in the preview; a label field with class names
  * (a CSV's text labels) shows each index with its class: `2 (virginica)`.
  * The class names come from the file: shown through printable, so a planted
  * control character, line separator or bidi mark is seen, never acted on.
+ * `styleFrom`: the values the style is taken from (the field's values in every shown record, so its rows agree).
  */
-export function previewText(values: number[], classes?: string[]): string {
-  return values.map((v) => (classes?.[v] !== undefined ? `${v} (${printable(classes[v])})` : formatValue(v))).join(', ');
+export function previewText(values: number[], classes?: string[], styleFrom: readonly number[] = values): string {
+  const format = valueFormatter(styleFrom.filter((v) => classes?.[v] === undefined));
+  return values.map((v) => (classes?.[v] !== undefined ? `${v} (${printable(classes[v])})` : format(v))).join(', ');
 }
 
 /**

@@ -43,6 +43,15 @@ describe('useImportWizard', () => {
   it('picks the importer from the file name', () => {
     expect(['a.npz', 'b.NPY', 'c.csv', 'train-images-idx3-ubyte.gz', 'dump.bin'].map(kindForFile)).toEqual(['npz', 'npy', 'csv', 'idx', 'raw']);
     expect(previewText([0, 2, 1.23456], ['setosa', 'versicolor', 'virginica'])).toBe('0 (setosa), 2 (virginica), 1.2346');
+    // One record's values in one style: no "0" beside "0.0000", and no non-zero value shown as zero.
+    expect(previewText([0, 0.5, 0.25])).toBe('0.00, 0.50, 0.25');
+    expect(previewText([0, 3, 12])).toBe('0, 3, 12');
+    expect(previewText([0, 1.23456, -2])).toBe('0.0000, 1.2346, -2.0000');
+    expect(previewText([0, 0.00001])).toBe('0, 1.00e-5');
+    expect(previewText([NaN, 1.5, Infinity])).toBe('NaN, 1.5, Infinity');
+    expect(previewText([2e12, 0.5])).toBe('2.00e+12, 0.5');
+    // A field's rows in the style of all of them.
+    expect(previewText([0], undefined, [0, 0.25, 1])).toBe('0.00');
   });
 
   it('inspects a CSV, builds its cache with progress, and reports the result', async () => {
