@@ -112,6 +112,11 @@ const BatchSearchShape = z.object({
   verdict: z.string(),
   seconds: z.number(),
   target: z.discriminatedUnion('kind', [EngineSearchDetailSchema, ScriptSearchDetailSchema]),
+  /**
+   * A search cancelled after this many finished trials: the answer is theirs only (larger batches it had not
+   * reached were not tried), kept in the cancelled run so it can be shown and written up. Null for a whole search.
+   */
+  cancelledAfterTrials: z.number().int().nonnegative().nullable().default(null),
 });
 
 /** A search's result as written before both targets shared one shape (ADR 0038): the engine's flat, a script's without `target`. */

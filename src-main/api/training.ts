@@ -340,6 +340,8 @@ export const RunSummarySchema = z.object({
   annotation: RunAnnotationSchema.optional(),
   /** Why notes.json was not read (damaged, too large, a link), when it was not. */
   annotationProblem: z.string().optional(),
+  /** A cancelled run that kept the answer of its finished part (a batch-size search's trials): it opens as a completed one does. */
+  partialResult: z.literal(true).optional(),
 });
 export type RunSummary = z.infer<typeof RunSummarySchema>;
 

@@ -7,6 +7,7 @@ import { newJobId } from '../api/ids';
 import type { ScriptOverrides } from '../api/script-target';
 import { ScriptBatchSearchRequestSchema } from '../api/script-target';
 import { printable } from '../api/shell-word';
+import { SearchCancelled } from '../core/batch-size/batch-size-service';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
 import { ctrlCCancels } from './ctrl-c';
@@ -114,8 +115,19 @@ export function formatSearch(r: BatchSearchResult): string {
     `largest  ${r.largestFitting === null ? 'none' : n(r.largestFitting)}; recommended ${r.recommended === null ? 'none' : n(r.recommended)}`,
     ...(global ? [`global   ${n(global.global)} = micro-batch ${n(global.microBatch)} x ${global.accumulation} accumulation`] : []),
     `verdict  ${r.verdict}`,
-    `saved    ${r.runDir} (${r.trials.length} trials in ${r.seconds.toFixed(1)} s)`,
+    `saved    ${r.runDir} (${r.trials.length} trial${r.trials.length === 1 ? '' : 's'} in ${r.seconds.toFixed(1)} s${r.cancelledAfterTrials === null ? '' : ', cancelled'})`,
   ].join('\n');
+}
+
+/** The search's answer on stdout; a search cancelled (Ctrl-C) after some trials prints theirs before its error. */
+async function printSearch(search: Promise<BatchSearchResult>, json = false): Promise<void> {
+  const print = (r: BatchSearchResult) => process.stdout.write((json ? jsonText(r, 2) : textOut(formatSearch(r))) + '\n');
+  try {
+    print(await search);
+  } catch (err) {
+    if (err instanceof SearchCancelled) print(err.partial);
+    throw err;
+  }
 }
 
 /** The search on an engine model: the trials grow the batch until the memory (or --memory-limit) runs out. */
@@ -128,7 +140,7 @@ async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
   await warnIfEmulated(services, parsed.data.options.device);
   const ctrlC = ctrlCCancels(services, 'search');
   try {
-    const result = await services.batchSize.search(parsed.data, {
+    const search = services.batchSize.search(parsed.data, {
       allowPathsOutsideWorkspace: true,
       onStart: (id) => ctrlC.jobIs(id),
       onTrial: (t) => {
@@ -138,7 +150,7 @@ async function findBatchSizeEngine(o: EngineSearchFlags): Promise<void> {
         }
       },
     });
-    process.stdout.write((o.json ? jsonText(result, 2) : textOut(formatSearch(result))) + '\n');
+    await printSearch(search, o.json);
   } finally {
     ctrlC.off();
     await services.dispose();
@@ -162,12 +174,12 @@ async function findBatchSizeScript(command: string[], flags: ScriptSearchFlags):
   const services = await createServices({ workspaceDir: flags.workspace });
   const ctrlC = ctrlCCancels(services, 'batch-size search', { jobId: parsed.data.jobId });
   try {
-    const result = await services.batchSize.search(parsed.data, {
+    const search = services.batchSize.search(parsed.data, {
       onTrial: (t) => {
         if (flags.progress && !flags.json) process.stderr.write(`trial ${t.index + 1}: batch ${n(t.batchSize)} -> ${t.outcome}${t.samplesPerSec === null ? '' : `, ${n(t.samplesPerSec)} samples/s`}\n`);
       },
     });
-    process.stdout.write((flags.json ? jsonText(result, 2) : textOut(formatSearch(result))) + '\n');
+    await printSearch(search, flags.json);
   } finally {
     ctrlC.off();
     await services.dispose();

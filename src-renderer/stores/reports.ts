@@ -27,7 +27,8 @@ export const useReportsStore = defineStore('reports', () => {
   const runs = shallowRef<RunSummary[]>([]);
   const { loading: runsLoading, error: runsError, run: refreshRuns } = useLoader(async () => {
     const all = await useApiClient().call('runs.list', {});
-    runs.value = all.filter((r) => r.status === 'completed' && REPORTABLE_KINDS.includes(r.kind));
+    // A cancelled batch-size search that kept its trials' answer is written up too (labelled as such).
+    runs.value = all.filter((r) => (r.status === 'completed' || r.partialResult === true) && REPORTABLE_KINDS.includes(r.kind));
   });
 
   /** The open report as last read or written. */

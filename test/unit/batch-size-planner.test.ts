@@ -1,10 +1,13 @@
-// The batch-size search's decisions, driven by made-up outcomes: no engine.
+// The batch-size search's decisions, driven by made-up outcomes: no engine (the real searches, cancels included, run in
+// test/native, test/script and the batch-size e2e).
 import { describe, expect, it } from 'vitest';
 
 import type { BatchTrial } from '../../src-main/api/batch-size';
+import { ApiError } from '../../src-main/api/errors';
 import type { TrainStepEvent } from '../../src-main/api/training';
 import type { PlannedPoint } from '../../src-main/core/batch-size/planner';
 import { granularity, nextCandidate, pickBatches } from '../../src-main/core/batch-size/planner';
+import { searchBatches } from '../../src-main/core/batch-size/search-loop';
 import { microBatchFor, seedBatch, trialEpochs } from '../../src-main/core/targets/engine/batch-memory';
 import { trialSamplesPerSec } from '../../src-main/core/targets/engine/batch-trial-throughput';
 import { verdictLine } from '../../src-main/core/targets/engine/batch-verdict';
@@ -249,5 +252,60 @@ describe('verdictLine', () => {
     expect(verdictLine({ ...base, trials: [trial(1, null)], largestFitting: null, recommended: null, baseBatch: 64 })).toBe(
       'no batch fits in 2048 MiB with 10% headroom; batch 1 needs 1 MiB by the memory model: use a smaller model, less headroom or more memory',
     );
+  });
+});
+
+describe('the search loop, cancelled', () => {
+  const fitsUpTo256 = upTo(256);
+
+  it('keeps the trials finished before a cancel, with the answer from them and the cancel that stopped it', async () => {
+    let cancelled = false;
+    const tried: number[] = [];
+    const outcome = await searchBatches(
+      {
+        trial: (b) => {
+          tried.push(b);
+          if (tried.length === 2) cancelled = true; // the cancel lands during the second trial, which still finishes
+          return Promise.resolve(fitsUpTo256(b));
+        },
+        cancelled: () => cancelled,
+      },
+      64,
+      4096,
+    );
+    expect(tried).toEqual([64, 128]);
+    expect(outcome).toMatchObject({ largestFitting: 128, recommended: 128 });
+    expect(outcome.trials.map((t) => t.batchSize)).toEqual([64, 128]);
+    expect(outcome.stopped?.code).toBe('E_CANCELLED');
+    expect(outcome.stopped?.message).toBe('the batch-size search was cancelled after 2 trial(s), before batch 256');
+  });
+
+  it('keeps them too when the cancel stops the trial in flight, and lets any other failure end the search', async () => {
+    let cancelled = false;
+    const stoppedInTrial = await searchBatches(
+      {
+        trial: (b) => {
+          if (b === 128) {
+            cancelled = true;
+            return Promise.reject(new ApiError('E_CANCELLED', 'the trial at batch 128 was stopped'));
+          }
+          return Promise.resolve(fitsUpTo256(b));
+        },
+        cancelled: () => cancelled,
+      },
+      64,
+      4096,
+    );
+    expect(stoppedInTrial.trials.map((t) => t.batchSize)).toEqual([64]);
+    expect(stoppedInTrial.stopped?.message).toBe('the trial at batch 128 was stopped');
+    // A trial's E_CANCELLED without a cancel of the search (not ours to keep), and any other error, still throw.
+    await expect(searchBatches({ trial: () => Promise.reject(new ApiError('E_CANCELLED', 'not asked')), cancelled: () => false }, 64, 4096)).rejects.toThrow('not asked');
+    await expect(searchBatches({ trial: () => Promise.reject(new Error('engine gone')), cancelled: () => false }, 64, 4096)).rejects.toThrow('engine gone');
+  });
+
+  it('ends with stopped null when it runs out of batches to try', async () => {
+    const whole = await searchBatches({ trial: (b) => Promise.resolve(fitsUpTo256(b)), cancelled: () => false }, 64, 4096);
+    expect(whole.stopped).toBeNull();
+    expect(whole.largestFitting).toBe(256);
   });
 });

@@ -192,7 +192,9 @@ export async function loadReportRuns(workspace: Workspace, ids: readonly string[
     }
     const stored = detail.record as RunRecordJson;
     const dir = path.posix.join('runs', id);
-    if (stored.status !== 'completed') {
+    // A batch-size search cancelled after some trials kept their answer, labelled in its verdict: it is reported as such.
+    const partialSearch = stored.status === 'cancelled' && stored.kind === 'batch-search' && stored.result != null;
+    if (stored.status !== 'completed' && !partialSearch) {
       const why = stored.error ? `${stored.error.code}: ${stored.error.message}` : detail.summary.interruption ?? 'no result';
       notes.push(`Run ${id} (${stored.kind}) is ${detail.summary.status} (${why}), so it has no results to report; it is left out.`);
       continue;

@@ -93,7 +93,8 @@ export interface BatchPlan {
   /** One trial at batch `b`: a data point (trained, out of memory, killed) or an error that ends the search. */
   trial(b: number, run: RunRecord, index: number): Promise<BatchPoint>;
   /** The result from every trial and the search's picks; saved as the run's result. */
-  result(run: RunRecord, search: { trials: BatchPoint[]; largestFitting: number | null; recommended: number | null }, seconds: number): Promise<BatchSearchResult>;
+  /** `cancelled`: the search stopped at a cancel; the answer is from its finished trials, and nothing more is trained for it. */
+  result(run: RunRecord, search: { trials: BatchPoint[]; largestFitting: number | null; recommended: number | null; cancelled: boolean }, seconds: number): Promise<BatchSearchResult>;
   /** Ends what the plan held (a log). */
   close(): Promise<void>;
 }

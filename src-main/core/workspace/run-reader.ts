@@ -228,6 +228,7 @@ async function summarize(workspace: Workspace, id: string, run: RunRecordJson): 
     ...(wizard ? { wizard } : {}),
     ...(annotation ? { annotation } : {}),
     ...(annotationProblem ? { annotationProblem } : {}),
+    ...(run.status === 'cancelled' && run.result != null ? { partialResult: true as const } : {}),
   };
 }
 

@@ -162,9 +162,9 @@ export class EngineBatchSearch {
       // The user's batch and its doublings below the seed are measured too: small trials are cheap.
       ladderFrom: request.options.batchSize,
       trial: (b, run) => runTrial(run, b, 1),
-      result: async (run, { largestFitting, recommended }, elapsed) => {
+      result: async (run, { largestFitting, recommended, cancelled }, elapsed) => {
         let globalBatch: EngineSearchDetail['globalBatch'] = null;
-        if (request.globalBatch !== undefined && largestFitting !== null) {
+        if (request.globalBatch !== undefined && largestFitting !== null && !cancelled) {
           const { microBatch, accumulation } = microBatchFor(request.globalBatch, largestFitting);
           // The split is verified by training it, so the answer is a measurement, not arithmetic.
           const check = accumulation === 1 ? trials.find((t) => t.batchSize === microBatch && t.fits) : await runTrial(run, microBatch, accumulation);

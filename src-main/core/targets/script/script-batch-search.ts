@@ -93,7 +93,7 @@ export function scriptBatchPlan(
       const verdict =
         largestFitting === null
           ? `no batch trained: even batch ${n(Math.min(...trials.map((t) => t.batchSize)))} failed (${trials[0]?.message ?? 'no trial ran'})`
-          : `batch ${n(largestFitting)} is the largest that fits${firstFailure ? ` (${n(firstFailure.batchSize)}: ${firstFailure.outcome === 'ok' ? 'over the headroom' : firstFailure.outcome})` : ` (the search stopped at the maximum, ${n(request.maxBatch)})`}; fastest: ${n(recommended ?? largestFitting)}`;
+          : `batch ${n(largestFitting)} is the largest that fits${firstFailure ? ` (${n(firstFailure.batchSize)}: ${firstFailure.outcome === 'ok' ? 'over the headroom' : firstFailure.outcome})` : search.cancelled ? '' : ` (the search stopped at the maximum, ${n(request.maxBatch)})`}; fastest: ${n(recommended ?? largestFitting)}`;
       return BatchSearchResultSchema.parse({
         runId: run.id,
         runDir: run.relativeDir,
