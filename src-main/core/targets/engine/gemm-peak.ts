@@ -13,8 +13,29 @@ const CPU_PEAK_SECONDS = 1;
 const CPU_MAX_ROUNDS = 40;
 
 /**
+ * The best peak each engine process has measured, per device, kernel and thread count (or CUDA precision and size).
+ * A peak is a maximum: one measured while a neighbour held a core is low, not the device's. Keeping the best makes
+ * every later run of the same engine use it, so two areas of one workbench stop showing 94 and 193 GFLOP/s for the
+ * same CPU (issue 41's walk); an engine restarted (another process, another rig) measures afresh.
+ */
+const bestPeaks = new WeakMap<EngineClient, Map<string, GemmPeak>>();
+
+/** `measured`, or the better peak this engine measured before under the same key, saying so. */
+function bestOf(engine: EngineClient, key: string, measured: GemmPeak): GemmPeak {
+  const book = bestPeaks.get(engine) ?? new Map<string, GemmPeak>();
+  bestPeaks.set(engine, book);
+  const known = book.get(key);
+  if (known && known.gflops > measured.gflops) {
+    return { ...known, how: `${known.how}, the best this engine has measured (this time ${measured.gflops.toFixed(1)} GFLOP/s)` };
+  }
+  book.set(key, measured);
+  return measured;
+}
+
+/**
  * Measures the engine's best matrix-multiply rate on the target's device, in the precision it trains in (on CUDA
- * the faster of the engine's kernel and cuBLASLt): the compute floor's rate and the MFU's denominator.
+ * the faster of the engine's kernel and cuBLASLt): the compute floor's rate and the MFU's denominator. The best
+ * this engine has measured under the same key is kept (bestOf).
  */
 export async function measureGemmPeak(engine: EngineClient, device: string, precision: 'fp32' | 'bf16' | 'fp16', threads: number): Promise<{ peak: GemmPeak | null; missing: string }> {
   if (device.startsWith('cuda')) {
@@ -30,7 +51,7 @@ export async function measureGemmPeak(engine: EngineClient, device: string, prec
     if (!r) return { peak: null, missing };
     const lt = r.cublasLtTflops !== null && r.cublasLtTflops > r.ownTflops;
     const how = `${emulated ? "emulated device (CPU), not a GPU's rate: " : ''}${lt ? 'cuBLASLt, measured' : "the engine's own kernel, measured"}`;
-    return { peak: { gflops: 1000 * Math.max(r.ownTflops, r.cublasLtTflops ?? 0), shape: `${size}^3 ${precision}`, how }, missing: '' };
+    return { peak: bestOf(engine, `${device} ${size}^3 ${precision}`, { gflops: 1000 * Math.max(r.ownTflops, r.cublasLtTflops ?? 0), shape: `${size}^3 ${precision}`, how }), missing: '' };
   }
   const n = CPU_GEMM;
   let missing = '';
@@ -50,7 +71,7 @@ export async function measureGemmPeak(engine: EngineClient, device: string, prec
   } while (Date.now() - started < CPU_PEAK_SECONDS * 1000 && rounds < CPU_MAX_ROUNDS);
   if (!best) return { peak: null, missing };
   const how = `the engine's ${best.kernel} kernel on ${best.threads} thread${best.threads === 1 ? '' : 's'}, best of ${rounds * GEMM_REPS}`;
-  return { peak: { gflops: (2 * n * n * n) / best.seconds / 1e9, shape: `${n}^3 fp32`, how }, missing: '' };
+  return { peak: bestOf(engine, `cpu ${best.kernel} ${best.threads}`, { gflops: (2 * n * n * n) / best.seconds / 1e9, shape: `${n}^3 fp32`, how }), missing: '' };
 }
 
 /** Measurements more when the peak came out below what training achieved. */
