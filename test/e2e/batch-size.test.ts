@@ -168,6 +168,16 @@ describe('Batch size area', () => {
     expect(await page.getByTestId('bs-trials').locator('tbody tr').count()).toBe(finished);
     expect(await page.getByTestId('bs-summary').innerText()).toMatch(new RegExp(`· ${finished} trials? in [\\d.]+ s ·`));
     await page.screenshot({ path: path.join(SHOTS, 'batch-size-cancelled-reopened-1024.png'), fullPage: true });
+    // At 1024 px the chosen dataset reads whole in its select (it read "Fashion-MNIST (Debia"): its text, in the
+    // select's font, fits inside it beside the arrow.
+    const room = await page.getByTestId('bs-data').evaluate((el) => {
+      const select = el as HTMLSelectElement;
+      const ctx = document.createElement('canvas').getContext('2d')!;
+      ctx.font = getComputedStyle(select).font;
+      return { text: select.selectedOptions[0].text, textPx: ctx.measureText(select.selectedOptions[0].text).width, selectPx: select.clientWidth };
+    });
+    expect(room.text).toBe('Fashion-MNIST (Debian package)');
+    expect(room.textPx + 24, JSON.stringify(room)).toBeLessThanOrEqual(room.selectPx);
     // New report offers it too: its answer is written up, labelled.
     await page.getByTestId('nav-reports').click();
     await page.getByTestId('report-new').click();
