@@ -27,8 +27,10 @@ export const useReportsStore = defineStore('reports', () => {
   const runs = shallowRef<RunSummary[]>([]);
   const { loading: runsLoading, error: runsError, run: refreshRuns } = useLoader(async () => {
     const all = await useApiClient().call('runs.list', {});
-    // A cancelled batch-size search that kept its trials' answer is written up too (labelled as such).
-    runs.value = all.filter((r) => (r.status === 'completed' || r.partialResult === true) && REPORTABLE_KINDS.includes(r.kind));
+    // A cancelled batch-size search that kept its trials' answer is written up too, labelled (report-runs.ts: the one
+    // cancelled kind a report takes; a cancelled loader benchmark keeps its rows but is not reported).
+    const partialSearch = (r: RunSummary) => r.partialResult === true && r.kind === 'batch-search';
+    runs.value = all.filter((r) => (r.status === 'completed' || partialSearch(r)) && REPORTABLE_KINDS.includes(r.kind));
   });
 
   /** The open report as last read or written. */
