@@ -23,6 +23,16 @@ const fx = serveInChromium({
 const optionsOf = (page: Page, testId: string) =>
   page.getByTestId(testId).locator('option').evaluateAll((os) => os.map((o) => `${(o as HTMLOptionElement).value} = ${o.textContent?.trim()}`));
 
+/** Opens the Batch size area and starts a search of the CNN under a CPU memory limit (MiB), `steps` a trial. */
+async function startCnnSearch(page: Page, limitMiB: string, steps: string): Promise<void> {
+  await page.goto(fx.serve.url);
+  await page.getByTestId('nav-batch-size').click();
+  await page.getByTestId('bs-model').selectOption('cnn');
+  await page.getByTestId('bs-memory-limit').fill(limitMiB);
+  await page.getByTestId('bs-steps').fill(steps);
+  await page.getByTestId('bs-start').click();
+}
+
 /** Everything the page sends over serve mode's WebSocket. */
 function sentFrames(page: Page): string[] {
   const frames: string[] = [];
@@ -108,12 +118,7 @@ describe('Batch size area', () => {
 
   it('Cancel stops a running search and says so', async () => {
     const page = await fx.browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await page.goto(fx.serve.url);
-    await page.getByTestId('nav-batch-size').click();
-    await page.getByTestId('bs-model').selectOption('cnn');
-    await page.getByTestId('bs-memory-limit').fill('512');
-    await page.getByTestId('bs-steps').fill('200');
-    await page.getByTestId('bs-start').click();
+    await startCnnSearch(page, '512', '200');
     await page.getByTestId('bs-running').waitFor();
     // The first trial (200 steps) takes seconds and has no row yet: the live line says what runs, and counts on.
     const live = page.getByTestId('bs-live');
@@ -140,13 +145,8 @@ describe('Batch size area', () => {
 
   it('keeps the answer of a search cancelled after a trial, and shows it again after a reload, labelled', async () => {
     const page = await fx.browser.newPage({ viewport: { width: 1024, height: 1000 } });
-    await page.goto(fx.serve.url);
-    await page.getByTestId('nav-batch-size').click();
-    await page.getByTestId('bs-model').selectOption('cnn');
-    await page.getByTestId('bs-memory-limit').fill('128');
     // Long enough trials that the cancel lands while the search still has batches to try.
-    await page.getByTestId('bs-steps').fill('40');
-    await page.getByTestId('bs-start').click();
+    await startCnnSearch(page, '128', '40');
     await page.getByTestId('bs-trials').locator('tbody tr').first().waitFor({ timeout: 90_000 });
     await page.getByTestId('bs-cancel').click();
     await page.getByTestId('bs-cancelled').waitFor({ timeout: 60_000 });
