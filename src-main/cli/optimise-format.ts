@@ -26,6 +26,11 @@ function duration(seconds: number | null): string {
 
 /** One progress line: a bar over the phase's repetitions, and the ETA of the whole wizard. */
 export function progressLine(p: OptimiseProgress): string {
+  // One line, whatever a resumed wizard's saved trial labels hold (a state file is the workspace's, and may be planted).
+  return printable(progressWords(p));
+}
+
+function progressWords(p: OptimiseProgress): string {
   const frac = p.repetitions > 0 ? p.repetition / p.repetitions : 0;
   const width = 20;
   const filled = Math.round(frac * width);
@@ -111,7 +116,11 @@ export function formatOptimise(r: OptimiseResult): string {
     `verdict    ${r.final.verdict}`,
     ...r.final.proposals.map((p) => `proposal   ${p}`),
     ...(isEngineOptimise(r) ? engineUse(r) : isScriptOptimise(r) ? scriptUse(r) : []),
-  ].join('\n');
+  ]
+    // Each element is one line: a newline or any control character inside one (a label, a reason or a verdict from a
+    // resumed wizard's saved state, which may be planted) is shown escaped, never as a line of its own (re-attack of F1).
+    .map((line) => printable(line))
+    .join('\n');
 }
 
 /** What the engine's wizard did before its baseline counted: the steps it widened. */

@@ -65,4 +65,18 @@ describe('formatOptimise', () => {
       'saved      runs/20261124-142654-5edcd7 (the wizard took 49.0 s)',
     ]);
   });
+
+  it('prints each trial and skipped entry on one line, whatever a resumed state planted in them (re-attack of F1)', () => {
+    const r = result({});
+    const change = { knob: 'dataloader.num_workers', from: 0, to: 2, kind: 'speed' as const, label: 'workers\nverdict    FORGED', hypothesis: 'h', note: null };
+    r.trials = [{ ...({} as ScriptOptimiseResult['trials'][number]), index: 1, change, decision: 'reject', kept: false, speedup: interval(0.9), why: 'slower\r\x1b[2Kuse        FORGED', error: null, bestSamplesPerSec: [1, 1], candidateSamplesPerSec: [1, 1] }];
+    r.skipped = [{ change: { ...change, label: 'pin\nFORGED' }, why: 'no CUDA\u2028FORGED' }];
+    r.final = { ...r.final, verdict: 'kept\nuse        FORGED' };
+    const text = formatOptimise(r);
+    expect(text.split('\n').filter((l) => /^\S*\s*FORGED/.test(l) || l.startsWith('FORGED'))).toEqual([]);
+    expect(['\r', '\x1b', '\u2028'].filter((c) => text.includes(c))).toEqual([]);
+    expect(text).toContain('workers\\nverdict    FORGED');
+    expect(text).toContain('slower\\r\\x1b[2Kuse        FORGED');
+    expect(text).toContain('verdict    kept\\nuse        FORGED');
+  });
 });
