@@ -1,3 +1,6 @@
+import { statSync } from 'node:fs';
+import path from 'node:path';
+
 import { Command, InvalidArgumentError } from 'commander';
 
 import type { CheckResult } from '../api/check';
@@ -46,10 +49,30 @@ export function formatCheck(r: CheckResult): string {
   ].join('\n');
 }
 
+/**
+ * `--against` as a shell gives a report's path: a file there, relative to the current folder (or absolute), inside
+ * the workspace, is passed as its path in the workspace, where the service reads it; anything else (a run id, a path
+ * meant in the workspace) as typed. A relative path was read in the workspace only, so one typed from another
+ * folder was "not there".
+ */
+export function againstInWorkspace(against: string, workspaceDir: string, cwd = process.cwd()): string {
+  const file = path.resolve(cwd, against);
+  const inside = path.relative(path.resolve(workspaceDir), file);
+  if (!inside || inside.startsWith('..') || path.isAbsolute(inside)) return against;
+  const isFile = (() => {
+    try {
+      return statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  })();
+  return isFile ? inside.split(path.sep).join('/') : against;
+}
+
 async function check(flags: CheckFlags): Promise<void> {
   const services = await createServices({ workspaceDir: flags.workspace });
   try {
-    const result = await services.check.run(flags.against, {
+    const result = await services.check.run(againstInWorkspace(flags.against, flags.workspace), {
       tolerance: flags.tolerance,
       repeat: flags.repeat,
       commandConsent: flags.yes,
@@ -76,7 +99,7 @@ export function checkCommand(): Command {
     .description(
       'the regression gate: measure a saved benchmark run again, as it was measured, and say whether it is faster, the same within the tolerance, or slower (exit 0 / 0 / 1; 2 when it cannot decide)',
     )
-    .requiredOption('--against <run-id|report>', 'the benchmark run to compare with, or a report (in the workspace) that names one')
+    .requiredOption('--against <run-id|report>', 'the benchmark run to compare with, or a report in the workspace that names one (its path from here, or in the workspace)')
     .option('--tolerance <pct>', 'the change to tolerate, e.g. 5%', toleranceArg, 0.05)
     .option('--repeat <n>', "repetitions of the new measurement (default: the saved run's)", intArg('--repeat', 2))
     .option('--yes [fingerprint]', "run the saved run's own command again, as the fingerprint shown beside it (a script target; the command comes from the run's file)")
