@@ -22,12 +22,16 @@ Trainbench launches it (PYTHONPATH to its sitecustomize, TB_PROBE_ADDR), its mes
   at the 5 ms step it cost 1.3 to 3.7 times what it costs in a tiny step that stays in cache.
   Between processes the same loop's step differs by ±150 µs (where its memory lands), so the processes'
   figure has a wide interval; this one is the precise one, and the processes' says nothing is missed.
+  Blocks are short (--block-seconds 0.025: 5 iterations at the 5 ms step, the first left out) because the
+  machine drifts between blocks: with 0.1 s blocks the 5 ms step's interval was ±90 µs (2026-12-07, torch
+  2.13), with 5-iteration blocks ±12 µs over the same time; 3, 5 and 10 iterations gave the same cost within
+  their intervals, so the switch's cost ends with the iteration left out.
 
 CPU time is the figure to read on a loaded machine (wall time moves with whatever else runs); the load
 average is printed beside each measurement.
 
     python3 bench/script/probe_step_overhead.py [--python PY] [--rounds 6] [--iterations 400] [--step-ms 5]
-        [--blocks 60] [--baseline DIR] [--malloc pinned|default] [--out FILE]
+        [--blocks 2000] [--block-seconds 0.025] [--baseline DIR] [--malloc pinned|default] [--out FILE]
 
 DIR is another resources/python folder (its sitecustomize.py and trainbench_probe/), e.g. an older
 commit's: `git archive HEAD resources/python | tar -x -C /tmp/before`. Prints tables and writes JSON (--out).
@@ -292,9 +296,9 @@ def main():
     parser.add_argument("--width", type=int, default=0, help="hidden width (0: sized for --step-ms)")
     parser.add_argument("--step-ms", type=float, default=5.0)
     parser.add_argument("--tiny-width", type=int, default=8, help="hidden width of the tiny step the toggled cost is also measured at")
-    parser.add_argument("--blocks", type=int, default=400, help="toggled blocks (half with the probe's patches)")
+    parser.add_argument("--blocks", type=int, default=2000, help="toggled blocks (half with the probe's patches)")
     parser.add_argument("--evict-mb", type=int, default=8, help="MB copied between the tiny step's phases in its caches-emptied row")
-    parser.add_argument("--block-seconds", type=float, default=0.1, help="about how long a toggled block runs")
+    parser.add_argument("--block-seconds", type=float, default=0.025, help="about how long a toggled block runs (at least 5 iterations)")
     parser.add_argument("--malloc", choices=("pinned", "default"), default="pinned", help="glibc's heap trimming pinned in every process, or as it comes")
     parser.add_argument("--baseline", help="another resources/python folder to compare (an older commit's)")
     parser.add_argument("--python", default=sys.executable)
