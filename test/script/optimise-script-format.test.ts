@@ -68,7 +68,7 @@ describe('formatOptimise', () => {
 
   it('prints each trial and skipped entry on one line, whatever a resumed state planted in them (re-attack of F1)', () => {
     const r = result({});
-    const change = { knob: 'dataloader.num_workers', from: 0, to: 2, kind: 'speed' as const, label: 'workers\nverdict    FORGED', hypothesis: 'h', note: null };
+    const change = { knob: 'dataloader.num_workers', from: 0, to: 2, kind: 'pipeline' as const, label: 'workers\nverdict    FORGED', hypothesis: 'h', note: null };
     r.trials = [{ ...({} as ScriptOptimiseResult['trials'][number]), index: 1, change, decision: 'reject', kept: false, speedup: interval(0.9), why: 'slower\r\x1b[2Kuse        FORGED', error: null, bestSamplesPerSec: [1, 1], candidateSamplesPerSec: [1, 1] }];
     r.skipped = [{ change: { ...change, label: 'pin\nFORGED' }, why: 'no CUDA\u2028FORGED' }];
     r.final = { ...r.final, verdict: 'kept\nuse        FORGED' };
