@@ -178,6 +178,8 @@ describe('Batch size area', () => {
     });
     expect(room.text).toBe('Fashion-MNIST (Debian package)');
     expect(room.textPx + 24, JSON.stringify(room)).toBeLessThanOrEqual(room.selectPx);
+    await page.setViewportSize({ width: 1440, height: 1000 });
+    await page.screenshot({ path: path.join(SHOTS, 'batch-size-cancelled-reopened-1440.png'), fullPage: true });
     // New report offers it too: its answer is written up, labelled.
     await page.getByTestId('nav-reports').click();
     await page.getByTestId('report-new').click();
