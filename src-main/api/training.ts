@@ -71,8 +71,15 @@ export const TrainOptionsSchema = z
     seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
     /** CPU threads; 0 uses every core. */
     threads: z.number().int().min(0).max(1024).default(0),
-    /** 'cpu', 'cuda:N', or 'auto' (the first GPU when there is one, else the CPU). */
-    device: z.string().default('cpu'),
+    /**
+     * 'cpu', 'cuda', 'cuda:N', or 'auto' (the first GPU when there is one, else the CPU). Checked here, not only by the
+     * engine: a saved wizard state is a workspace file, and a planted device reached the terminal inside the engine's
+     * refusal (re-attack of issue 41's F1); this refusal names the field, never the value.
+     */
+    device: z
+      .string()
+      .regex(/^(cpu|auto|cuda(:\d{1,4})?)$/, "must be 'cpu', 'cuda', 'cuda:N' or 'auto'")
+      .default('cpu'),
     /** Mixed precision on CUDA: bf16 or fp16 compute with fp32 master weights (fp16 adds dynamic loss scaling). */
     precision: z.enum(['fp32', 'bf16', 'fp16']).default('fp32'),
     /** CUDA phase timing: 'default' records events without stalling the step; 'measure' synchronises per phase. */

@@ -44,6 +44,15 @@ describe('training options schema', () => {
     expect(TrainOptionsSchema.safeParse({ batchSize: 0 }).success).toBe(false);
     expect(TrainOptionsSchema.safeParse({ optimizer: { kind: 'lion' } }).success).toBe(false);
   });
+  it('takes the devices the engine knows and refuses any other without quoting it (a planted saved state)', () => {
+    for (const device of ['cpu', 'auto', 'cuda', 'cuda:0', 'cuda:15']) expect(TrainOptionsSchema.parse({ device }).device).toBe(device);
+    for (const device of ['gpu', 'cuda:', 'cuda:-1', 'CPU', ' cpu', 'cpu\nverdict    FORGED', 'cuda:0\x1b[2K']) {
+      const parsed = TrainOptionsSchema.safeParse({ device });
+      expect(parsed.success, device).toBe(false);
+      const message = parsed.error!.issues[0].message;
+      expect(message).toBe("must be 'cpu', 'cuda', 'cuda:N' or 'auto'");
+    }
+  });
 });
 
 describe('model spec sizes', () => {
