@@ -22,7 +22,8 @@ Trainbench launches it (PYTHONPATH to its sitecustomize, TB_PROBE_ADDR), its mes
   at the 5 ms step it cost 1.3 to 3.7 times what it costs in a tiny step that stays in cache.
   Between processes the same loop's step differs by ±150 µs (where its memory lands), so the processes'
   figure has a wide interval; this one is the precise one, and the processes' says nothing is missed.
-  Blocks are short (--block-seconds 0.025: 5 iterations at the 5 ms step, the first left out) because the
+  The patches are found after the warm-up, as they stand in a run (the probe's zero_grad wrapper goes after its
+  first call; found before, it was switched back on in every "on" block and counted). Blocks are short (--block-seconds 0.025: 5 iterations at the 5 ms step, the first left out) because the
   machine drifts between blocks: with 0.1 s blocks the 5 ms step's interval was ±90 µs (2026-12-07, torch
   2.13), with 5-iteration blocks ±12 µs over the same time; 3, 5 and 10 iterations gave the same cost within
   their intervals, so the switch's cost ends with the iteration left out.
@@ -109,7 +110,7 @@ def worker(iterations, width, blocks, block_iterations, evict_mb=0):
     epoch = 200  # batches a pass: the data stays small, a new iterator every 200 iterations costs both sides alike
     data = TensorDataset(torch.randn(BATCH * epoch, 256), torch.randint(0, 10, (BATCH * epoch,)))
     loader = DataLoader(data, batch_size=BATCH)
-    patches = probe_patches(torch, model) if blocks else None
+    patches = None  # found after the warm-up: what the probe keeps in place by then (its zero_grad wrapper goes after the first call)
     # Copied between the phases (--evict-mb): the caches hold none of the probe's code and data when it runs.
     src, dst = (torch.ones(evict_mb << 18), torch.zeros(evict_mb << 18)) if evict_mb else (None, None)
 
@@ -117,11 +118,13 @@ def worker(iterations, width, blocks, block_iterations, evict_mb=0):
         if src is not None:
             dst.copy_(src)
 
-    total = WARMUP + (blocks * block_iterations if patches else iterations)
+    total = WARMUP + (blocks * block_iterations if blocks else iterations)
     wall, thread, proc, faults = [], [], [], []
     batches = iter(loader)
     t, c, p = time.perf_counter(), time.thread_time(), time.process_time()
     for i in range(total):
+        if blocks and i == WARMUP:
+            patches = probe_patches(torch, model)
         if i == WARMUP or patches and i > WARMUP and (i - WARMUP) % block_iterations == 0:
             faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
         if patches and i >= WARMUP and (i - WARMUP) % block_iterations == 0:
