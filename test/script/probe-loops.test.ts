@@ -18,6 +18,7 @@ interface Report {
   graphBreaks?: number;
   uniqueGraphs?: number;
   fp32?: string[];
+  hooksInside?: number;
 }
 
 const LOOPS = 'probe_loops.py';
@@ -107,6 +108,14 @@ describe.each(INTERPRETERS)('the probe on $label', (interp) => {
       // Each step's loss is its whole iteration's (discriminator + generator), as the loop computed it.
       const losses = lossesOf(run.processes[0]);
       whole.losses.slice(0, 4).forEach((loss, k) => expect(losses.get(k + 1)).toBeCloseTo(loss, 4));
+    }, 60_000);
+
+    // Issue 38: once settled, a step closes on a shorter path; a second model's new optimizer must hand it back, or
+    // the hooks put on every module of that model to find its outermost ones would stay (a slower forward).
+    it('a second model and optimizer made after the first trained: every step counted, its forward timed, no hooks left inside it', async () => {
+      const { report, steps } = expectSameAsTheLoop(await loop(interp, 'two_phases', {}, ['--iterations', '16']));
+      expect(report.hooksInside).toBe(0);
+      expect(steps.slice(8).every((s) => s.phasesMs.forward > 0)).toBe(true);
     }, 60_000);
 
     // Finding 1: GradScaler handed loss * scale to backward, and a skipped step merged two iterations.

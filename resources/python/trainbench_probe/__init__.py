@@ -110,23 +110,33 @@ def _note(message):
     sys.stderr.write("trainbench probe: %s\n" % message)
 
 
-class _Local(threading.local):
-    """The probe's state in each thread. The defaults are class attributes: read at every step, a missing one
-    would raise (and catch) an AttributeError each time."""
+class _State:
+    """The probe's state in one thread. A plain object, one per thread (_Threads): its attributes are read and set
+    several times a step, and a threading.local's cost 3 to 4 times as much, more from a cold cache (issue 38), so a
+    wrapper reads the thread's _State once. step_mark and scaler_stepped are unset until a step sets them."""
 
-    in_fetch = False  # inside a DataLoader's next()
-    depth = 0  # module calls open (the outermost is the training forward)
-    call = None  # (phase, mark) of the outermost module call
-    opt_depth = 0  # inside an optimizer's step()
-    in_scaler = False  # inside a GradScaler's step()
-    closure_repeat = False  # inside a step(closure)'s second or later call of the closure
-    checkpoint_forward = 0  # inside a reentrant checkpoint's forward (flops.py)
+    __slots__ = ("in_fetch", "depth", "call", "opt_depth", "in_scaler", "closure_repeat", "checkpoint_forward", "step_mark", "scaler_stepped")
+
+    def __init__(self):
+        self.in_fetch = False  # inside a DataLoader's next()
+        self.depth = 0  # module calls open (the outermost is the training forward)
+        self.call = None  # (phase, mark) of the outermost module call
+        self.opt_depth = 0  # inside an optimizer's step()
+        self.in_scaler = False  # inside a GradScaler's step()
+        self.closure_repeat = False  # inside a step(closure)'s second or later call of the closure
+        self.checkpoint_forward = 0  # inside a reentrant checkpoint's forward (flops.py)
+
+
+class _Threads(threading.local):
+    def __init__(self):
+        self.state = _State()  # run again in each thread that reads it: a fresh state there
 
 
 class Probe:
     def __init__(self, env):
         self.warmup = int(env.get("TB_PROBE_WARMUP", "0"))
         self.limit = int(env.get("TB_PROBE_STEPS", "0"))  # measured steps; 0: run until the script ends
+        self.stop_at = self.warmup + self.limit if self.limit else float("inf")  # the step that ends a bounded trial
         self.measure_peak = env.get("TB_PROBE_PEAK") == "1"  # a benchmark's utilisation and floors want torch's matmul and copy rates
         # Asked for (issue 40): "step" reads DDP's own stamps once a step (~0.2-0.3 ms); "bucket" wraps its comm hook, which
         # costs a small step up to a sixth of its time.
@@ -156,7 +166,7 @@ class Probe:
         self.flops = None
         self.model = None
         self.copies = None
-        self.local = _Local()
+        self.threads = _Threads()  # .state: this thread's _State
         self.t_start = time.perf_counter()
         self.iterations = Iterations(self._iteration_closed, self.t_start)
         self.steps = 0  # iterations closed
@@ -173,6 +183,7 @@ class Probe:
         self.backward_seen = False
         self.dynamo_kept_out = False
         self.optimizers = []  # (weakref, [first parameter], key): for steps inside compiled functions
+        self.in_compiled = 0  # inside a compiled function's run (_counting): an eager step there is noted by version
         self.collectives = None  # a job of several ranks: its DDP all-reduces, timed (collectives.py)
         self.done = False
         self._compiling = lambda: False
@@ -346,7 +357,7 @@ class Probe:
 
     def quiet(self):
         """True where module calls are not the script's training forward: inside a fetch or a backward."""
-        return self.backward_depth > 0 or self.local.in_fetch
+        return self.backward_depth > 0 or self.threads.state.in_fetch
 
     def _patch_loader_next(self, Iter):
         probe = self
@@ -359,7 +370,7 @@ class Probe:
 
             @functools.wraps(original)
             def __next__(self):
-                local = probe.local
+                local = probe.threads.state
                 if local.in_fetch or probe._compiling():
                     return original(self)  # a subclass's next() calling its base's
                 if probe.stop_due:
@@ -425,7 +436,7 @@ class Probe:
         def step(self, *args, **kwargs):
             if probe._compiling():
                 return original(self, *args, **kwargs)  # traced: counted after the compiled call (_patch_compile)
-            local = probe.local
+            local = probe.threads.state
             if local.opt_depth:
                 return original(self, *args, **kwargs)  # super().step(), or an optimizer stepping another
             in_scaler = local.in_scaler
@@ -465,7 +476,7 @@ class Probe:
 
         @functools.wraps(closure)
         def timed(*a, **k):
-            local = probe.local
+            local = probe.threads.state
             probe.phase_done("optimizer", local.step_mark)
             # LBFGS evaluates the closure several times a step: the step's loss is the first (what step() returns).
             local.closure_repeat = bool(calls)
@@ -484,9 +495,10 @@ class Probe:
         if self.flops is not None and self.flops.at_step is None:
             self.flops.optimizer_stepped()  # the iteration's forwards are all in: the next one's must not be counted
         key = getattr(optimizer, "_trainbench_key", None) or id(optimizer)
-        first = getattr(optimizer, "_trainbench_first", None)
-        if first is not None:
-            optimizer._trainbench_version = first._version  # seen here: not again by _compiled_steps
+        if self.in_compiled:
+            first = getattr(optimizer, "_trainbench_first", None)
+            if first is not None:
+                optimizer._trainbench_version = first._version  # seen here (a graph break): not again by _compiled_steps
         if self.backward_depth:
             # optimizer-in-backward: the step is part of the backward, which times it; it ends with the backward
             self.deferred_steps.append((key, skipped))
@@ -519,7 +531,7 @@ class Probe:
                 return original(*args, **kwargs)  # a backward inside a backward: reentrant checkpointing
             if probe.stop_due:
                 probe.stop_if_due()
-            probe.local.depth = 0  # a forward that raised never closed its phase (torch < 2.1)
+            probe.threads.state.depth = 0  # a forward that raised never closed its phase (torch < 2.1)
             if not probe.backward_seen:
                 probe.backward_seen = True
                 probe._scan_modules()  # the model is built and wrapped (DDP, torch.compile) by its first backward
@@ -561,14 +573,19 @@ class Probe:
 
     def _keep_loss(self, tensors):
         t = tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else tensors
-        entry = self.scaled.pop(id(t), None) if self.scaled else None
-        if entry is not None and entry[0]() is t:
-            t = entry[1]  # GradScaler.scale's input: the script's own loss
+        if self.scaled:
+            entry = self.scaled.pop(id(t), None)
+            if entry is not None and entry[0]() is t:
+                t = entry[1]  # GradScaler.scale's input: the script's own loss
+        if self.threads.state.closure_repeat:
+            scalar = None  # a step(closure)'s later calls: the step's loss is the first's
+        else:
+            scalar = self.losses.scalar_of(t)
+            if type(scalar) is float:  # a CPU loss, read: nothing more to find out from it
+                self.iterations.seg.losses.append(scalar)
+                return
         if self.device is None and getattr(t, "is_cuda", False):
             self.device = t.device
-        if self.local.closure_repeat:
-            return
-        scalar = self.losses.scalar_of(t)
         if scalar is not None:
             self.iterations.seg.losses.append(scalar)
 
@@ -612,7 +629,7 @@ class Probe:
 
         @functools.wraps(original)
         def step(self, optimizer, *args, **kwargs):
-            local = probe.local
+            local = probe.threads.state
             if probe._compiling() or local.in_scaler or local.opt_depth:
                 return original(self, optimizer, *args, **kwargs)
             probe.stop_if_due()
@@ -662,7 +679,11 @@ class Probe:
             if probe._compiling():
                 return compiled(*args, **kwargs)
             probe._note_versions()
-            out = compiled(*args, **kwargs)
+            probe.in_compiled += 1
+            try:
+                out = compiled(*args, **kwargs)
+            finally:
+                probe.in_compiled -= 1
             probe._compiled_steps()
             return out
 
@@ -731,10 +752,8 @@ class Probe:
         # Made when sent (channel.py): with others, after the step. The first step and the first measured one go at
         # once: Trainbench opens its telemetry window on their arrival.
         self.channel.send((_step_message, (number, it)), number == 1 or number == self.warmup + 1)
-        for phase, start, end in it.cuda:
-            self.pending_cuda.append((number, phase, start, end))
-        if self.pending_cuda:
-            self._read_cuda(wait=False)
+        if it.cuda or self.pending_cuda:
+            self._queue_cuda(number, it.cuda)
         self.losses.step_closed(number, it.losses, it.end)
         if self.collectives is not None:
             items = self.collectives.take()
@@ -762,9 +781,29 @@ class Probe:
             raise
         except Exception as err:
             _note("module hooks left as they are (%r)" % (err,))
-        if self.limit and number >= self.warmup + self.limit and not self.done:
+        if self.limit and number >= self.stop_at and not self.done:
             self.finish("steps")
             self.stop_due = True
+        elif number > self.warmup + 1 and self.collectives is None and not self.modules.discovering and (self.flops is None or self.flops.done):
+            self.iterations.emit = self._settled_closed
+
+    def _settled_closed(self, number, it):
+        """_iteration_closed once only the step itself is left to do (past the first measured step, module hooks
+        settled, FLOPs counted, no collectives): the same, less its checks, at every step of a long run (issue 38).
+        A new optimizer's modules to watch, or the step limit, hand the step back to _iteration_closed."""
+        if number >= self.stop_at or self.modules.discovering:
+            self.iterations.emit = self._iteration_closed
+            return self._iteration_closed(number, it)
+        self.steps = number
+        self.channel.send((_step_message, (number, it)), False)
+        if it.cuda or self.pending_cuda:
+            self._queue_cuda(number, it.cuda)
+        self.losses.step_closed(number, it.losses, it.end)
+
+    def _queue_cuda(self, number, cuda):
+        for phase, start, end in cuda:
+            self.pending_cuda.append((number, phase, start, end))
+        self._read_cuda(wait=False)
 
     def stop_if_due(self):
         """The bounded trial ends at a safe point: never inside a backward (a gradient hook) or compiled code."""

@@ -64,7 +64,7 @@ class FlopCounter:
             return
         original = fn.__dict__["forward"]
         inner = original.__func__ if isinstance(original, staticmethod) else original
-        local = self.probe.local
+        local = self.probe.threads.state
 
         def forward(ctx, *args):
             local.checkpoint_forward += 1
@@ -78,14 +78,14 @@ class FlopCounter:
 
     def _count(self, module, output):
         probe = self.probe
-        if probe._compiling() or not module.training or probe.local.in_fetch:
+        if probe._compiling() or not module.training or probe.threads.state.in_fetch:
             return None  # traced by dynamo, or inside a loader fetch
         grad = self.torch.is_grad_enabled()
         if probe.backward_depth > 0:
             recompute = True  # a checkpoint's forward run again to give the backward its activations
             if not grad:
                 return None
-        elif grad or probe.local.checkpoint_forward > 0:
+        elif grad or probe.threads.state.checkpoint_forward > 0:
             recompute = False
         else:
             return None  # an evaluation

@@ -86,7 +86,7 @@ class Iterations:
     """The boundary rule over a stream of events; `emit(number, iteration)` gets each closed iteration."""
 
     def __init__(self, emit, start):
-        self._emit = emit
+        self.emit = emit  # the probe swaps it for a shorter one once its first steps are done
         self.closed = 0
         self.seg = Segment()
         self.open = None  # the iteration (a Segment) with at least one step
@@ -197,6 +197,18 @@ class Iterations:
     # ---- steps --------------------------------------------------------------------------------
     def stepped(self, key, t_end, skipped=False):
         """An optimizer's step ended (or a GradScaler skipped it). Returns how many iterations closed."""
+        if self.open is None and self.tentative is None and self.eval_start is None and not self.probe_spans and self.signature == (key,):
+            # The usual step of a loop whose iterations are known to be one step of this optimizer: it closes at
+            # once, as the rule below would close it, without its checks (issue 38: this runs at every step).
+            it, self.seg = self.seg, Segment()
+            it.start = self.last_end
+            it.steps = self.signature
+            it.skipped = skipped
+            it.end = t_end
+            self.closed += 1
+            self.last_end = t_end
+            self.emit(self.closed, it)
+            return 1
         before = self.closed
         if self.tentative is not None:
             self._tentative_was_eval()
@@ -227,7 +239,7 @@ class Iterations:
         self.signature = it.steps
         self.closed += 1
         self.last_end = it.end
-        self._emit(self.closed, it)
+        self.emit(self.closed, it)
 
     def finish(self):
         """At the end of the run: the open iteration is whole (what came after its last step is not)."""

@@ -297,7 +297,7 @@ class ModelKnobs:
             raise self.failed("%s.step() takes a closure, which GradScaler cannot step" % type(optimizer).__name__)
         out = self.scaler.step(optimizer, *args, **kwargs)
         self.stepped = True
-        if not getattr(self.probe.local, "scaler_stepped", True):
+        if not getattr(self.probe.threads.state, "scaler_stepped", True):
             self.skipped += 1
         return out
 

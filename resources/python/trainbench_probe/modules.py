@@ -179,7 +179,7 @@ class ModuleHooks:
         def pre(module, args):
             if compiling():  # traced by dynamo: nothing of ours may enter the graph
                 return None
-            local = probe.local
+            local = probe.threads.state
             if probe.backward_depth or local.in_fetch:  # probe.quiet(): a DataLoader fetch (transforms), a backward (recomputation)
                 return None
             depth = local.depth
@@ -213,7 +213,7 @@ class ModuleHooks:
         def post(module, args, output):
             if compiling():
                 return None
-            local = probe.local
+            local = probe.threads.state
             if probe.backward_depth or local.in_fetch:  # probe.quiet()
                 return None
             depth = local.depth - 1
