@@ -781,7 +781,7 @@ class Probe:
             raise
         except Exception as err:
             _note("module hooks left as they are (%r)" % (err,))
-        if self.limit and number >= self.stop_at and not self.done:
+        if number >= self.stop_at and not self.done:
             self.finish("steps")
             self.stop_due = True
         elif number > self.warmup + 1 and self.collectives is None and not self.modules.discovering and (self.flops is None or self.flops.done):
