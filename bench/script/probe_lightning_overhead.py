@@ -5,8 +5,8 @@ A LightningModule (an MLP sized by --width, one thread, SGD through Lightning's 
 step takes a closure) trains under the probe, injected as Trainbench launches it. A Callback switches the
 probe's patches (found after a warm-up) off and on in blocks of --block-iterations (ABBA) at the start of a
 batch and reads the main thread's CPU time from one batch start to the next; each block's first iteration,
-which pays for the switch, is left out. The cost is the mean over ABBA quads with its 95% interval; with
---baseline the other probe's processes run in turns with this checkout's.
+which pays for the switch, is left out. The cost is the mean over ABBA quads with its 95% bootstrap interval (the
+plain loop bench's); with --baseline the other probe's processes run in turns with this checkout's.
 
     .venv-torch2/bin/python bench/script/probe_lightning_overhead.py [--width 760] [--processes 3]
         [--blocks 400] [--baseline DIR] [--out FILE]
@@ -23,6 +23,7 @@ import sys
 import time
 
 from collector import drain_server, write_result
+from probe_step_overhead import _block_on, interval, probe_patches
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "resources", "python")
@@ -35,8 +36,6 @@ def worker(width, blocks, block_iterations):
     import torch
     from torch import nn
     from torch.utils.data import DataLoader, TensorDataset
-
-    from probe_step_overhead import probe_patches
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -67,8 +66,7 @@ def worker(width, blocks, block_iterations):
             if self.i == WARMUP:
                 self.patches = probe_patches(torch, module)
             if self.patches and self.i >= WARMUP and (self.i - WARMUP) % block_iterations == 0:
-                on = ((self.i - WARMUP) // block_iterations) % 4 in (0, 3)
-                (self.patches[1] if on else self.patches[0])()
+                (self.patches[1] if _block_on((self.i - WARMUP) // block_iterations) else self.patches[0])()
             self.i += 1
             self.t = time.thread_time()
 
@@ -83,7 +81,7 @@ def worker(width, blocks, block_iterations):
         if idx[-1] < len(toggle.times):
             means.append(statistics.mean(toggle.times[k] for k in idx))
     quads = [(means[k] + means[k + 3]) / 2 - (means[k + 1] + means[k + 2]) / 2 for k in range(0, len(means) - 3, 4)]
-    off = statistics.mean(m for b, m in enumerate(means) if b % 4 in (1, 2))
+    off = statistics.mean(m for b, m in enumerate(means) if not _block_on(b))
     print(json.dumps({"found": toggle.patches is not None, "offUs": off, "quads": quads}))
     sys.stdout.flush()
     os._exit(0)  # the probe's atexit would send its totals to a socket nobody reads now
@@ -124,11 +122,10 @@ def main():
     print("  %-9s %10s %26s %22s" % ("config", "step µs", "cost µs [95%]", "of the step [95%]"))
     for name, _ in probes:
         q = got[name]["quads"]
-        m = statistics.mean(q)
-        half = 1.96 * statistics.stdev(q) / len(q) ** 0.5
+        m, (lo, hi) = statistics.mean(q), interval(q)
         step = statistics.mean(got[name]["offUs"])
-        rows[name] = {"costUs": m, "costUs95": [m - half, m + half], "stepUs": step, "ofStepPercent": 100 * m / step, "ofStepPercent95": [100 * (m - half) / step, 100 * (m + half) / step], "quads": len(q)}
-        print("  %-9s %10.0f %10.1f [%6.1f, %6.1f] %8.2f%% [%.2f, %.2f]" % (name, step, m, m - half, m + half, 100 * m / step, 100 * (m - half) / step, 100 * (m + half) / step))
+        rows[name] = {"costUs": m, "costUs95": [lo, hi], "stepUs": step, "ofStepPercent": 100 * m / step, "ofStepPercent95": [100 * lo / step, 100 * hi / step], "quads": len(q)}
+        print("  %-9s %10.0f %10.1f [%6.1f, %6.1f] %8.2f%% [%.2f, %.2f]" % (name, step, m, lo, hi, 100 * m / step, 100 * lo / step, 100 * hi / step))
     if args.out:
         write_result(args.out, {"bench": "probe_lightning_overhead", "torch": torch_version, "python": platform.python_version(), "cpus": os.cpu_count(), "width": args.width, "processes": args.processes, "blocks": args.blocks, "blockIterations": args.block_iterations, "baseline": args.baseline, "rows": rows})
 

@@ -23,7 +23,8 @@ Trainbench launches it (PYTHONPATH to its sitecustomize, TB_PROBE_ADDR), its mes
   Between processes the same loop's step differs by ±150 µs (where its memory lands), so the processes'
   figure has a wide interval; this one is the precise one, and the processes' says nothing is missed.
   The patches are found after the warm-up, as they stand in a run (the probe's zero_grad wrapper goes after its
-  first call; found before, it was switched back on in every "on" block and counted). Blocks are short (--block-seconds 0.025: 5 iterations at the 5 ms step, the first left out) because the
+  first call; found before, it was switched back on in every "on" block and counted).
+  Blocks are short (--block-seconds 0.025: 5 iterations at the 5 ms step, the first left out) because the
   machine drifts between blocks: with 0.1 s blocks the 5 ms step's interval was ±90 µs (2026-12-07, torch
   2.13), with 5-iteration blocks ±12 µs over the same time; 3, 5 and 10 iterations gave the same cost within
   their intervals, so the switch's cost ends with the iteration left out.
