@@ -471,21 +471,22 @@ class Probe:
         else:
             return args, kwargs
         probe = self
+        first = True
 
-        calls = []
-
-        @functools.wraps(closure)
+        # Not functools.wraps: no optimizer reads a closure's name, and copying it cost more than the rest of this
+        # wrapper at every step of a Lightning loop, whose steps all take a closure (issue 38).
         def timed(*a, **k):
+            nonlocal first
             local = probe.threads.state
             probe.phase_done("optimizer", local.step_mark)
             # LBFGS evaluates the closure several times a step: the step's loss is the first (what step() returns).
-            local.closure_repeat = bool(calls)
-            calls.append(1)
+            local.closure_repeat = not first
+            first = False
             try:
                 return closure(*a, **k)
             finally:
                 local.closure_repeat = False
-                local.step_mark = probe.mark()
+                local.step_mark = (time.perf_counter(), None) if probe.device is None else probe.mark()
 
         if where == "arg":
             return (timed,) + tuple(args[1:]), kwargs
