@@ -74,9 +74,32 @@ export class EngineClient {
     return this.supervisor.request('engine.memory');
   }
 
-  /** Trains to completion in the host; resolves with the engine's summary (validated by the caller). */
-  train(params: HostTrainParams, onEvent: (event: unknown) => void): Promise<unknown> {
-    return this.supervisor.request('train.run', params, { timeoutMs: null, onEvent });
+  /**
+   * Trains to completion in the host; resolves with the engine's summary (validated by the caller). A throw from
+   * onEvent (a write into the run's folder refused: a link planted there) ends this run with that error: the engine
+   * stops training it, and train() rejects with it once the engine has stopped. It never reaches the process.
+   */
+  async train(params: HostTrainParams, onEvent: (event: unknown) => void): Promise<unknown> {
+    // Held in an object: the listener changes it, which narrowing across closures cannot see.
+    const failure: { failed: boolean; error: unknown } = { failed: false, error: null };
+    const listener = (event: unknown) => {
+      if (failure.failed) return; // the run is being stopped: its last events go nowhere
+      try {
+        onEvent(event);
+      } catch (err) {
+        failure.failed = true;
+        failure.error = err;
+        this.cancelTraining(params.runId).catch(() => undefined); // the engine may have finished it already
+      }
+    };
+    let summary: unknown;
+    try {
+      summary = await this.supervisor.request('train.run', params, { timeoutMs: null, onEvent: listener });
+    } catch (err) {
+      throw failure.failed ? failure.error : err;
+    }
+    if (failure.failed) throw failure.error;
+    return summary;
   }
 
   cancelTraining(runId: string): Promise<{ cancelled: boolean }> {

@@ -156,7 +156,17 @@ export class EngineSupervisor extends EventEmitter<{ status: [EngineStatusEvent]
           this.setState('ready');
           resolve();
         } else if (msg.kind === 'event') {
-          this.pending.get(msg.id)?.onEvent?.(msg.data);
+          const p = this.pending.get(msg.id);
+          if (p?.onEvent) {
+            try {
+              p.onEvent(msg.data);
+            } catch (err) {
+              // A listener's throw would end the process from this message handler: it fails its own request instead.
+              if (p.timer) clearTimeout(p.timer);
+              this.pending.delete(msg.id);
+              p.reject(err instanceof Error ? err : new Error(String(err)));
+            }
+          }
         } else if (msg.kind === 'reply') {
           const p = this.pending.get(msg.id);
           if (!p) return;

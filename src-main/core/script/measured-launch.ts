@@ -62,7 +62,23 @@ const AFTER_OTHER_NODE_MS = 10_000;
 /** One launch of the command with the probe: the raw reports, however it ended. */
 async function runTrial(o: TrialOptions): Promise<TrialRecord> {
   const channel = await openProbeChannel({ retainSteps: o.retainSteps, ...(o.collector ?? {}) });
-  channel.onMessage = o.onMessage ?? null;
+  // A listener's throw (a write into the run's folder refused: a link planted there) ends this launch with that
+  // error. Thrown from the channel's or the process's I/O callbacks, it would end Trainbench's process instead.
+  const failure: { failed: boolean; error: unknown; stop: (() => void) | null } = { failed: false, error: null, stop: null };
+  const guarded =
+    <A extends unknown[]>(listener: ((...args: A) => void) | undefined) =>
+    (...args: A) => {
+      if (failure.failed || !listener) return;
+      try {
+        listener(...args);
+      } catch (err) {
+        failure.failed = true;
+        failure.error = err;
+        failure.stop?.();
+      }
+    };
+  channel.onMessage = guarded(o.onMessage);
+  const onLine = guarded(o.onLine);
   const stdout = new LineTail(20);
   const stderr = new LineTail(20);
   const t0 = Date.now();
@@ -85,17 +101,18 @@ async function runTrial(o: TrialOptions): Promise<TrialRecord> {
     probeEnv,
     onLine: (stream, line) => {
       (stream === 'stdout' ? stdout : stderr).add(line);
-      o.onLine?.(stream, line);
+      onLine(stream, line);
     },
   });
-  o.onStarted?.(launch.cancel, launch.pid);
+  failure.stop = launch.cancel;
+  guarded(o.onStarted)(launch.cancel, launch.pid);
   let otherNode: TrialRecord['otherNode'] = null;
   let stopping: ReturnType<typeof setTimeout> | null = null;
   const offFailed = o.followers?.onPartFailed?.((failed) => {
     if (otherNode) return;
     const said = { failed, stoppedHere: false };
     otherNode = said;
-    o.onLine?.('stderr', `trainbench: ${failed}; this node's part is stopped in ${AFTER_OTHER_NODE_MS / 1000} s unless it ends first (what every rank measured by then is kept)`);
+    onLine('stderr', `trainbench: ${failed}; this node's part is stopped in ${AFTER_OTHER_NODE_MS / 1000} s unless it ends first (what every rank measured by then is kept)`);
     stopping = setTimeout(() => {
       said.stoppedHere = true;
       launch.cancel();
@@ -110,6 +127,7 @@ async function runTrial(o: TrialOptions): Promise<TrialRecord> {
     o.followers?.stop(); // the other nodes end their part with this one's, however it ended
   }
   await channel.close();
+  if (failure.failed) throw failure.error;
   return {
     outcome,
     connections: channel.connections,
