@@ -2,7 +2,7 @@ import type { ErrorCode } from '../../api/errors';
 import { ApiError } from '../../api/errors';
 
 /** What is wrong with a workspace file: callers tell a missing file (often normal) from the rest. */
-export type FileProblem = 'missing' | 'link' | 'not-a-file' | 'not-a-folder' | 'too-large' | 'outside' | 'unreadable' | 'not-json';
+export type FileProblem = 'missing' | 'link' | 'not-a-file' | 'not-a-folder' | 'too-large' | 'outside' | 'unreadable' | 'unwritable' | 'not-json';
 
 export class WorkspaceFileError extends ApiError {
   constructor(

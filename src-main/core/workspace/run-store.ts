@@ -90,19 +90,29 @@ export async function createRun(workspace: Workspace, kind: string, config: RunR
   }, options.heartbeatMs ?? RUN_HEARTBEAT_INTERVAL_MS);
   beat.unref(); // the heartbeat alone never keeps a process alive
 
-  const events: WriteStream = createFileWriteStream(workspace, path.join(relativeDir, 'events.jsonl'), { append: true });
+  // The first write into the run's files that failed (a full disk): the run cannot be recorded whole, so it fails.
+  let unwritten: ApiError | null = null;
+  const onError = (err: ApiError) => void (unwritten ??= err);
+  const events: WriteStream = createFileWriteStream(workspace, path.join(relativeDir, 'events.jsonl'), { append: true, onError });
   const finish: RunRecord['finish'] = async (status, outcome) => {
     clearInterval(beat);
     await new Promise<void>((resolve) => events.end(resolve));
     const finishedAt = new Date().toISOString();
-    await write({ ...running, heartbeatAt: finishedAt, status, finishedAt, ...outcome });
+    const lost = status === 'completed' ? unwritten : null;
+    await write({ ...running, heartbeatAt: finishedAt, status: lost ? 'failed' : status, finishedAt, ...outcome, ...(lost ? { error: lost.toPayload() } : {}) });
+    if (lost) throw lost;
   };
   return {
     id,
     dir,
     relativeDir,
-    appendEvent: (event) => events.write(JSON.stringify(event) + '\n'),
-    stream: (name, options) => createFileWriteStream(workspace, path.join(relativeDir, name), options),
+    appendEvent: (event) => {
+      // Thrown where the job records its progress (inside its engine or probe listener, which ends the job with it),
+      // so a run whose files cannot be written stops, rather than training on for hours unrecorded.
+      if (unwritten) throw unwritten;
+      events.write(JSON.stringify(event) + '\n');
+    },
+    stream: (name, options) => createFileWriteStream(workspace, path.join(relativeDir, name), { ...options, onError }),
     writeJson: (name, value) => writeJsonConfined(workspace, path.join(relativeDir, name), value),
     finish,
     async fail(err) {

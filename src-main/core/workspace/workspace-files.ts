@@ -87,6 +87,22 @@ function openError(err: unknown, shown: string): WorkspaceFileError {
   return new WorkspaceFileError('unreadable', shown, `${shown} cannot be opened (${code ?? 'error'})`);
 }
 
+/** A write into an open file that failed, in words: the disk, not the data, is what a person has to see to. */
+const WRITE_FAILURES: Record<string, string> = {
+  ENOSPC: 'no space left on the disk',
+  EDQUOT: 'the disk quota is used up',
+  EFBIG: 'the file is larger than the file system allows',
+  EIO: 'the disk reported an input/output error',
+  EPERM: 'the file may not be changed (made immutable?)',
+  EACCES: 'permission denied',
+  EROFS: 'the file system is read-only',
+};
+
+function writeFailure(err: unknown, shown: string): WorkspaceFileError {
+  const code = (err as NodeJS.ErrnoException).code ?? '';
+  return new WorkspaceFileError('unwritable', shown, `${shown} could not be written: ${WRITE_FAILURES[code] ?? (err as Error).message}`);
+}
+
 function kindOf(st: { isDirectory(): boolean; isFIFO(): boolean; isSocket(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean }): string {
   if (st.isDirectory()) return 'a folder';
   if (st.isFIFO()) return 'a FIFO';
@@ -652,7 +668,7 @@ export async function createFile(workspace: Workspace, file: string): Promise<Fi
  * files belong to a folder the run made itself). Never through a link at the name, never a
  * FIFO or device; synchronous, as the callers open it where a stream must exist at once.
  */
-export function createFileWriteStream(workspace: Workspace, file: string, options: { append?: boolean } = {}): WriteStream {
+export function createFileWriteStream(workspace: Workspace, file: string, options: { append?: boolean; onError?: (err: WorkspaceFileError) => void } = {}): WriteStream {
   const abs = confinedPath(workspace, file);
   const shown = shownPath(workspace, abs);
   const mode = options.append ? constants.O_APPEND : constants.O_EXCL;
@@ -686,7 +702,11 @@ export function createFileWriteStream(workspace: Workspace, file: string, option
   } finally {
     folder.close();
   }
-  return createWriteStream('', { fd, autoClose: true });
+  const stream = createWriteStream('', { fd, autoClose: true });
+  // A write that fails once the file is open (a full disk, a file made immutable) emits 'error', which unheard ends
+  // the process, every job in it. It goes to onError, worded; the stream's end() callback gets it too.
+  stream.on('error', (err) => options.onError?.(writeFailure(err, shown)));
+  return stream;
 }
 
 /**
