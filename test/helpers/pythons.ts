@@ -50,6 +50,9 @@ export function firstTorchPython(): string {
 /** The second PyTorch's interpreter: TB_TORCH2_PYTHON, or the virtual environment scripts/ci-torch2.sh makes. */
 export const torch2Python = (): string => process.env.TB_TORCH2_PYTHON ?? path.join(REPO_ROOT, '.venv-torch2', 'bin', 'python');
 
+/** Debian's torch 1.13 with Hugging Face's Trainer beside it: TB_TORCH1_CLIENTS_PYTHON, or scripts/ci-torch1-clients.sh's environment. */
+export const torch1ClientsPython = (): string => process.env.TB_TORCH1_CLIENTS_PYTHON ?? path.join(REPO_ROOT, '.venv-torch1-clients', 'bin', 'python');
+
 /** Looks every interpreter up once and leaves the answers for the workers (run by the globalSetup). */
 export function findPythonsOnce(): void {
   const python = firstTorchPython();

@@ -1,4 +1,4 @@
-// Issue 30: the real clients on torch 2.x (CPU), under the probe: what the probe records is what
+// Issue 30: the real clients on torch 2.x (CPU), and the Trainer on 1.13 too (issue 38), under the probe: what the probe records is what
 // Hugging Face's Trainer, accelerate (2 processes) and Lightning count and log themselves.
 // Models are built from small configs and tokenizers here; nothing is fetched from a hub.
 import { execFileSync } from 'node:child_process';
@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { freePort } from '../helpers/free-port';
+import { torch1ClientsPython } from '../helpers/pythons';
 import { tempDir } from '../helpers/temp-dir';
 
 import type { ProbeProcess, ProbedRun } from './probe-run';
@@ -23,6 +24,19 @@ const missing = (() => {
   }
 })();
 if (missing && process.env.TB_REQUIRE_TORCH2 === '1') throw new Error(`TB_REQUIRE_TORCH2=1 but ${missing}`);
+
+// Hugging Face's Trainer on Debian's torch 1.13 too (transformers 4.46, the last line that runs on it). Not Lightning:
+// LightningModule imports torch.distributed._shard, which torch 1.13 cannot import on Python 3.11.
+const TORCH1_CLIENTS = torch1ClientsPython();
+const missing1 = (() => {
+  try {
+    execFileSync(TORCH1_CLIENTS, ['-c', 'import torch, transformers, accelerate; assert torch.__version__.startswith("1.")'], { stdio: 'ignore' });
+    return null;
+  } catch {
+    return `${TORCH1_CLIENTS} lacks torch 1.x with transformers and accelerate: run scripts/ci-torch1-clients.sh`;
+  }
+})();
+if (missing1 && process.env.TB_REQUIRE_TORCH1_CLIENTS === '1') throw new Error(`TB_REQUIRE_TORCH1_CLIENTS=1 but ${missing1}`);
 
 const out = tempDir();
 afterAll(() => out.cleanup());
@@ -49,27 +63,31 @@ function expectLogged(p: ProbeProcess, steps: number, logged: Record<string, num
   return own;
 }
 
+interface HfReport {
+  steps: number;
+  losses: Record<string, number>;
+  samplesPerStep: number;
+  evaluations: number;
+}
+
+// Accelerate's DataLoaderShard fetches one batch ahead of the one it yields: the probe sees that
+// batch fetched (and used) in the first iteration, so step 1 carries one batch more (ADR 0022).
+const AHEAD = 1;
+
+const hfEvaluatingTitle = (accumulation: number) => `Hugging Face Trainer, fp32 with gradient checkpointing, accumulation ${accumulation} and evaluation every 3 steps`;
+/** The Trainer's own evaluation loop between its steps: its batches are not training samples, its time is in evalMs. */
+async function hfEvaluating(python: string, accumulation: number) {
+  const run = await runProbed([python, 'clients/hf_trainer.py', '--checkpointing', '--eval-every', '3', '--batch', '4', '--accumulation', String(accumulation)], { env: OFFLINE });
+  const report = fixtureReport<HfReport>(run.stdout);
+  expect(report.evaluations).toBe(2);
+  const steps = expectLogged(oneProcess(run), report.steps, report.losses);
+  expect(steps.slice(1).every((s) => s.samples === report.samplesPerStep && s.batches === accumulation)).toBe(true);
+  expect(steps[0].batches).toBe(accumulation + AHEAD);
+  expect(steps.filter((s) => (s.evalMs ?? 0) > 0).map((s) => s.step)).toEqual([4]); // after step 3; step 6's ends the run
+}
+
 describe.skipIf(missing !== null)(missing ? `real clients: skipped: ${missing}` : `real clients on ${TORCH2.label}`, () => {
-  interface HfReport {
-    steps: number;
-    losses: Record<string, number>;
-    samplesPerStep: number;
-    evaluations: number;
-  }
-
-  // Accelerate's DataLoaderShard fetches one batch ahead of the one it yields: the probe sees that
-  // batch fetched (and used) in the first iteration, so step 1 carries one batch more (ADR 0022).
-  const AHEAD = 1;
-
-  it('Hugging Face Trainer, fp32 with gradient checkpointing, accumulation 2 and evaluation every 3 steps', async () => {
-    const run = await runProbed([TORCH2.python!, 'clients/hf_trainer.py', '--checkpointing', '--eval-every', '3', '--batch', '4', '--accumulation', '2'], { env: OFFLINE });
-    const report = fixtureReport<HfReport>(run.stdout);
-    expect(report.evaluations).toBe(2);
-    const steps = expectLogged(oneProcess(run), report.steps, report.losses);
-    expect(steps.slice(1).every((s) => s.samples === report.samplesPerStep && s.batches === 2)).toBe(true);
-    expect(steps[0].batches).toBe(2 + AHEAD);
-    expect(steps.filter((s) => (s.evalMs ?? 0) > 0).map((s) => s.step)).toEqual([4]); // after step 3; step 6's ends the run
-  }, 180_000);
+  it(hfEvaluatingTitle(2), () => hfEvaluating(TORCH2.python!, 2), 180_000);
 
   it('Hugging Face Trainer, fp16 (GradScaler on the CPU): the loss the Trainer logs, not the scaled one', async () => {
     const run = await runProbed([TORCH2.python!, 'clients/hf_trainer.py', '--precision', 'fp16', '--accumulation', '1', '--steps', '5'], { env: OFFLINE });
@@ -122,4 +140,10 @@ describe.skipIf(missing !== null)(missing ? `real clients: skipped: ${missing}` 
       expect(steps[0].durMs).toBeGreaterThan(0); // the sanity check before training is in no step
     }, 180_000);
   }
+});
+
+describe.skipIf(missing1 !== null)(missing1 ? `real clients on torch 1.13: skipped: ${missing1}` : `real clients on torch 1.13 (${TORCH1_CLIENTS})`, () => {
+  // Accumulation 1: transformers 4.46 gives backward() each micro-batch's loss unscaled (its gradient is their sum's)
+  // but logs their mean, so the loss the probe reads (what backward was given) is the logged one times the accumulation.
+  it(hfEvaluatingTitle(1), () => hfEvaluating(TORCH1_CLIENTS, 1), 180_000);
 });
