@@ -493,6 +493,10 @@ function nameTaken(shown: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`EEXIST: ${shown} exists already`), { code: 'EEXIST' });
 }
 
+/** A name Trainbench was to create in a folder of its own, taken meanwhile (a file, link or folder put there). */
+const plantedAt = (shown: string) => new WorkspaceFileError('unwritable', shown, `${shown} exists already: something was put there while Trainbench wrote this folder; it is not written over`);
+const isTaken = (err: unknown) => (err as NodeJS.ErrnoException).code === 'EEXIST';
+
 export interface StreamedWriteOptions {
   /** More bytes than this are refused: the stream is not read on. */
   maxBytes: number;
@@ -588,6 +592,8 @@ export async function writtenByAnotherProcess<T>(workspace: Workspace, file: str
     await writeNewFileStreamed(workspace, file, createReadStream(staged), {
       maxBytes: Number.MAX_SAFE_INTEGER, // the workbench's own process wrote it
       tooLarge: (received) => new ApiError('E_INTERNAL', `${file} passed ${received} bytes`),
+    }).catch((err: unknown) => {
+      throw isTaken(err) ? plantedAt(shownPath(workspace, path.resolve(workspace.root, file))) : err;
     });
     return answer;
   } finally {
@@ -649,7 +655,9 @@ export async function createFile(workspace: Workspace, file: string): Promise<Fi
   const named = path.resolve(workspace.root, path.isAbsolute(file) ? path.relative(workspace.root, file) : file);
   return inFolder(workspace, confinedPath(workspace, path.dirname(named)), async (folder) => {
     const name = path.basename(named);
-    const handle = await fs.open(folder.entry(name), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644);
+    const handle = await fs.open(folder.entry(name), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o644).catch((err: unknown) => {
+      throw isTaken(err) ? plantedAt(shownPath(workspace, named)) : err;
+    });
     try {
       const st = await handle.stat({ bigint: true });
       folder.verify({ name, dev: st.dev, ino: st.ino });
