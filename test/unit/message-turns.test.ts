@@ -30,7 +30,10 @@ describe('MessageTurns', () => {
     const t0 = performance.now();
     const c = turns.open(() => at.push(performance.now() - t0), () => undefined, () => undefined);
     for (let i = 0; i < 240; i++) c.offer(i);
-    expect(at.length).toBe(200);
+    // The burst of 200 at once, and on a loaded machine the tokens refilled while the offers were made (200 a second).
+    const offeredMs = performance.now() - t0;
+    expect(at.length).toBeGreaterThanOrEqual(200);
+    expect(at.length).toBeLessThanOrEqual(200 + Math.ceil((offeredMs * 200) / 1000));
     await until(() => at.length === 240);
     expect(at.length).toBe(240);
     expect(at[239]).toBeGreaterThanOrEqual(190);
