@@ -2,7 +2,7 @@
 // its measured steps begin (a benchmark's telemetry-rep1.jsonl), was refused inside the engine's event listener or the
 // probe channel's message handler. The refusal was thrown from there into Node's event loop and ended the process:
 // serve mode with every job in it. It must end that job alone, with the refusal, and leave nothing outside.
-import { mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, statSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 
 import { describe, expect, it } from 'vitest';
@@ -70,6 +70,39 @@ describe('a write refused in the middle of a job', () => {
     // Stopped at the refusal: 100,000 steps of the script would take minutes.
     expect(Date.now() - started).toBeLessThan(60_000);
     expect(readdirSync(canary.dir)).toEqual([]);
+    expect(s.running.running).toBe(0);
+  }, 120_000);
+
+  it("ends an engine optimisation whose state cannot be saved, its run recorded as failed (its heartbeat would say running for ever)", async () => {
+    const s = await newServices();
+    const outside = tempDir();
+    const jobId = 'opt-unsaved';
+    let runId: string | null = null;
+    let movedAt = 0;
+    const off = s.events.subscribe((event, data) => {
+      const p = data as { jobId?: string; runId?: string | null };
+      if (event !== 'optimise.progress' || p.jobId !== jobId || !p.runId || runId) return;
+      runId = p.runId;
+      // The wizard's folder swapped for a link to a folder outside: every later save of its state is refused.
+      const folder = path.join(s.workspace.root, 'optimise', jobId);
+      renameSync(folder, path.join(outside.dir, 'moved'));
+      symlinkSync(path.join(outside.dir, 'moved'), folder);
+      movedAt = statSync(path.join(outside.dir, 'moved', 'state.json')).mtimeMs;
+    });
+    const target = { spec: small, data: { kind: 'fashion-mnist' }, options: { batchSize: 64, device: 'cpu', threads: 1 } };
+    const err = await s.router.dispatch('optimise.start', { target, repeat: 2, steps: 300, warmupSteps: 2, maxTrials: 2, batchSearch: false, jobId }).then(
+      () => null,
+      (e: ApiError) => e,
+    );
+    off();
+    expect(runId).not.toBeNull();
+    expect(err?.code).toBe('E_BAD_INPUT');
+    expect(err?.message).toContain('leads outside the workspace through a link');
+    const detail = await s.router.dispatch('runs.get', { id: runId! });
+    expect(detail).toMatchObject({ summary: { status: 'failed' }, record: { error: { code: 'E_BAD_INPUT' } } });
+    // Nothing written through the link.
+    expect(readdirSync(path.join(outside.dir, 'moved'))).toEqual(['state.json']);
+    expect(statSync(path.join(outside.dir, 'moved', 'state.json')).mtimeMs).toBe(movedAt);
     expect(s.running.running).toBe(0);
   }, 120_000);
 });

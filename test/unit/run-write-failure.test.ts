@@ -1,4 +1,4 @@
-// Issue 41, re-attack of F3 (2026-12-07): a write into a run's open file that failed after it was opened (a full
+// Issue 41, re-attacks of F3 (2026-12-07): a write into a run's open file that failed after it was opened (a full
 // disk, a file made immutable) emitted 'error' on a stream nobody listened to, and Node ended the process: serve
 // mode with every job in it. The failure must reach the run, worded, and fail its job; the process goes on.
 import { execFileSync } from 'node:child_process';
@@ -11,7 +11,7 @@ import { ApiError } from '../../src-main/api/errors';
 import { WorkspaceFileError } from '../../src-main/core/workspace/file-error';
 import { createRun } from '../../src-main/core/workspace/run-store';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
-import { createFileWriteStream } from '../../src-main/core/workspace/workspace-files';
+import { createFileWriteStream, writeJsonConfined } from '../../src-main/core/workspace/workspace-files';
 import { tempDir } from '../helpers/temp-dir';
 
 const cleanups: (() => void)[] = [];
@@ -96,9 +96,14 @@ describe('a write into an open workspace file that fails', () => {
       }
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
-    expect((refused as Error | null)?.message).toBe(`runs/${run.id}/events.jsonl could not be written: no space left on the disk`);
+    const worded = `runs/${run.id}/events.jsonl could not be written: no space left on the disk`;
+    expect((refused as Error | null)?.message).toBe(worded);
+    // The disk still full: run.json cannot be written either, and the first failure stays the answer, not a bare ENOSPC.
+    await expect(run.finish('completed', {})).rejects.toThrow(worded);
+    expect(await run.fail(refused)).toBe(refused);
+    await expect(writeJsonConfined(ws, 'notes.json', { note: 'x'.repeat(64 << 10) })).rejects.toThrow('notes.json could not be written: no space left on the disk');
     rmSync(filler); // room for run.json again: the failure is recorded
-    await expect(run.finish('completed', {})).rejects.toThrow('no space left on the disk');
-    expect(runJson(run.dir)).toMatchObject({ status: 'failed', error: { code: 'E_DATA' } });
+    await run.fail(refused);
+    expect(runJson(run.dir)).toMatchObject({ status: 'failed', error: { code: 'E_DATA', message: worded } });
   });
 });

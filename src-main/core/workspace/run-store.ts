@@ -99,7 +99,12 @@ export async function createRun(workspace: Workspace, kind: string, config: RunR
     await new Promise<void>((resolve) => events.end(resolve));
     const finishedAt = new Date().toISOString();
     const lost = status === 'completed' ? unwritten : null;
-    await write({ ...running, heartbeatAt: finishedAt, status: lost ? 'failed' : status, finishedAt, ...outcome, ...(lost ? { error: lost.toPayload() } : {}) });
+    try {
+      await write({ ...running, heartbeatAt: finishedAt, status: lost ? 'failed' : status, finishedAt, ...outcome, ...(lost ? { error: lost.toPayload() } : {}) });
+    } catch (err) {
+      // The record itself could not be written (the same full disk): the first write that failed is the cause to act on.
+      throw unwritten ?? err;
+    }
     if (lost) throw lost;
   };
   return {
@@ -117,7 +122,9 @@ export async function createRun(workspace: Workspace, kind: string, config: RunR
     finish,
     async fail(err) {
       const error = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
-      await finish(error.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { error: error.toPayload() });
+      // Unrecorded (run.json cannot be written), the run reads "interrupted" once its stopped heartbeat ages; the job
+      // still answers with why it ended.
+      await finish(error.code === 'E_CANCELLED' ? 'cancelled' : 'failed', { error: error.toPayload() }).catch(() => undefined);
       return error;
     },
   };

@@ -441,9 +441,11 @@ export async function writeFileConfined(workspace: Workspace, file: string, data
   // The name is not followed (the rename replaces whatever is there); its folder must be a real one inside.
   const abs = entryPath(workspace, file);
   await inFolder(workspace, path.dirname(abs), (folder) => writeFileAtomicIn(folder, path.basename(abs), data)).catch((err: NodeJS.ErrnoException) => {
+    const shown = shownPath(workspace, abs);
+    // The disk or the file refused the write (full, immutable): said of the file, never of the temp name it went through.
+    if (err.code && Object.hasOwn(WRITE_FAILURES, err.code)) throw writeFailure(err, shown);
     // A folder at the name (a copied or tampered workspace): the file's problem in words, not an internal error.
     if (err.code !== 'EISDIR' && err.code !== 'ENOTEMPTY') throw err;
-    const shown = shownPath(workspace, abs);
     throw new WorkspaceFileError('not-a-file', shown, `${shown} is a folder, not a file: move it away to let the workbench write the file`);
   });
 }

@@ -319,14 +319,12 @@ class Session implements WizardSession<OptimiseConfig, EngineRepetition> {
 
   async fail(err: unknown): Promise<Error> {
     const s = this.state;
+    const cancelled = err instanceof WizardCancelled || (err instanceof ApiError && err.code === 'E_CANCELLED' && this.job.run.cancelled);
+    const failure = cancelled ? new ApiError('E_CANCELLED', cancelledMessage(s)) : err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
     try {
-      if (err instanceof WizardCancelled || (err instanceof ApiError && err.code === 'E_CANCELLED' && this.job.run.cancelled)) {
-        const message = cancelledMessage(s);
-        await saveWizardState(this.service.parts.workspace, { ...s, status: 'cancelled', message });
-        return await this.run.fail(new ApiError('E_CANCELLED', message));
-      }
-      const failure = err instanceof ApiError ? err : new ApiError('E_INTERNAL', (err as Error).message);
-      await saveWizardState(this.service.parts.workspace, { ...s, status: 'failed', message: failure.message });
+      // A state that cannot be saved (the same full disk, a state.json made immutable) must not keep the run from
+      // ending: its heartbeat would say "running" for as long as the process lives.
+      await saveWizardState(this.service.parts.workspace, { ...s, status: cancelled ? 'cancelled' : 'failed', message: failure.message }).catch(() => undefined);
       return await this.run.fail(failure);
     } finally {
       this.release();
