@@ -2,7 +2,7 @@
 // disk, a file made immutable) emitted 'error' on a stream nobody listened to, and Node ended the process: serve
 // mode with every job in it. The failure must reach the run, worded, and fail its job; the process goes on.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterEach, describe, expect, it } from 'vitest';
@@ -57,6 +57,21 @@ describe('a write into an open workspace file that fails', () => {
     expect(finished?.message).toBe(message);
     expect(runJson(run.dir)).toMatchObject({ status: 'failed', error: { code: 'E_DATA', message } });
   });
+
+  for (const how of ['moved', 'removed'] as const) {
+    it(`a run whose folder was ${how} while it ran is not called complete: its events went with the folder`, async () => {
+      const t = tempDir();
+      cleanups.push(t.cleanup);
+      const ws = await openWorkspace(t.dir);
+      const run = await createRun(ws, 'train', {});
+      run.appendEvent({ type: 'step', step: 1 });
+      if (how === 'moved') renameSync(run.dir, `${run.dir}-moved`);
+      else rmSync(run.dir, { recursive: true });
+      const message = `runs/${run.id} was removed or moved while the run wrote into it: its events and telemetry are not there`;
+      await expect(run.finish('completed', {})).rejects.toThrow(message);
+      expect((await run.fail(new ApiError('E_DATA', message))).message).toBe(message);
+    });
+  }
 
   // The real thing: a workspace on a 1 MiB tmpfs, filled while the run writes its events.
   const root = process.getuid?.() === 0;

@@ -8,8 +8,9 @@ import type { RunComputeDevice, RunEnvironment, RunRecordJson, StoredRunStatus }
 import { RUN_HEARTBEAT_INTERVAL_MS, RUN_SCHEMA_VERSION } from '../../api/run-record';
 import { newJobId } from '../../api/ids';
 import { buildInfo } from '../common/build-info';
+import { WorkspaceFileError } from './file-error';
 import type { Workspace } from './workspace';
-import { createFileWriteStream, makeFolder, makeFolderExclusive, writeJsonConfined } from './workspace-files';
+import { createFileWriteStream, makeFolder, makeFolderExclusive, stillAtName, writeJsonConfined } from './workspace-files';
 
 /** One run's folder: run.json (rewritten atomically) and events.jsonl (appended). */
 export interface RunRecord {
@@ -94,8 +95,13 @@ export async function createRun(workspace: Workspace, kind: string, config: RunR
   let unwritten: ApiError | null = null;
   const onError = (err: ApiError) => void (unwritten ??= err);
   const events: WriteStream = createFileWriteStream(workspace, path.join(relativeDir, 'events.jsonl'), { append: true, onError });
+  // The events file still at its name: a run folder removed, renamed or replaced while the run wrote into it is not,
+  // and its events and telemetry went with it (the run's end would otherwise make a new folder and call it complete).
   const finish: RunRecord['finish'] = async (status, outcome) => {
     clearInterval(beat);
+    if (!(await stillAtName(workspace, path.join(relativeDir, 'events.jsonl'), events))) {
+      unwritten ??= new WorkspaceFileError('missing', relativeDir, `${relativeDir} was removed or moved while the run wrote into it: its events and telemetry are not there`);
+    }
     await new Promise<void>((resolve) => events.end(resolve));
     const finishedAt = new Date().toISOString();
     const lost = status === 'completed' ? unwritten : null;

@@ -672,6 +672,21 @@ export async function createFile(workspace: Workspace, file: string): Promise<Fi
   });
 }
 
+/** The file each stream of createFileWriteStream opened, so its owner can ask whether the file is still at its name. */
+const openedFiles = new WeakMap<WriteStream, { dev: bigint; ino: bigint }>();
+
+/** Whether the file `stream` writes is still at `file`: not removed, moved or replaced (its folder with it) since it was opened. */
+export async function stillAtName(workspace: Workspace, file: string, stream: WriteStream): Promise<boolean> {
+  const opened = openedFiles.get(stream);
+  if (!opened) return true;
+  try {
+    const named = await fs.lstat(entryPath(workspace, file), { bigint: true });
+    return named.dev === opened.dev && named.ino === opened.ino;
+  } catch {
+    return false; // gone, or its folder is (or leads outside now)
+  }
+}
+
 /**
  * A write stream on a file of the workspace (a run's log, events or telemetry): created if
  * missing, appended to when `append`, else created fresh (an existing file is an error: these
@@ -690,8 +705,10 @@ export function createFileWriteStream(workspace: Workspace, file: string, option
     folder.close();
     throw openError(err, shown);
   }
+  let opened: { dev: bigint; ino: bigint };
   try {
     const st = fstatSync(fd, { bigint: true });
+    opened = { dev: st.dev, ino: st.ino };
     if (!st.isFile()) throw new WorkspaceFileError('not-a-file', shown, `${shown} is ${kindOf(st)}, not a regular file: not written`);
     // A hard link has no link to see: its other name may be a file outside the workspace (a planted run folder).
     if (st.nlink > 1n) throw new WorkspaceFileError('link', shown, `${shown} has ${st.nlink} names (hard links), one of which may lie outside the workspace: not written`);
@@ -713,6 +730,7 @@ export function createFileWriteStream(workspace: Workspace, file: string, option
     folder.close();
   }
   const stream = createWriteStream('', { fd, autoClose: true });
+  openedFiles.set(stream, opened);
   // A write that fails once the file is open (a full disk, a file made immutable) emits 'error', which unheard ends
   // the process, every job in it. It goes to onError, worded; the stream's end() callback gets it too.
   stream.on('error', (err) => options.onError?.(writeFailure(err, shown)));
