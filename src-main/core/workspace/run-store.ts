@@ -95,10 +95,10 @@ export async function createRun(workspace: Workspace, kind: string, config: RunR
   let unwritten: ApiError | null = null;
   const onError = (err: ApiError) => void (unwritten ??= err);
   const events: WriteStream = createFileWriteStream(workspace, path.join(relativeDir, 'events.jsonl'), { append: true, onError });
-  // The events file still at its name: a run folder removed, renamed or replaced while the run wrote into it is not,
-  // and its events and telemetry went with it (the run's end would otherwise make a new folder and call it complete).
   const finish: RunRecord['finish'] = async (status, outcome) => {
     clearInterval(beat);
+    // The events file no longer at its name: the run folder was removed, renamed or replaced while the run wrote into
+    // it, and its events and telemetry went with it (the write below would make a new folder and call it complete).
     if (!(await stillAtName(workspace, path.join(relativeDir, 'events.jsonl'), events))) {
       unwritten ??= new WorkspaceFileError('missing', relativeDir, `${relativeDir} was removed or moved while the run wrote into it: its events and telemetry are not there`);
     }
