@@ -11,7 +11,9 @@ import { ApiError } from '../../src-main/api/errors';
 import { WorkspaceFileError } from '../../src-main/core/workspace/file-error';
 import { createRun } from '../../src-main/core/workspace/run-store';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
-import { createFileWriteStream, writeJsonConfined } from '../../src-main/core/workspace/workspace-files';
+import { createFileWriteStream, writeJsonConfined, writtenByAnotherProcess } from '../../src-main/core/workspace/workspace-files';
+import { cacheOf } from '../helpers/datasets';
+import { npyBytes } from '../helpers/numpy';
 import { tempDir } from '../helpers/temp-dir';
 
 const cleanups: (() => void)[] = [];
@@ -88,6 +90,8 @@ describe('a write into an open workspace file that fails', () => {
   })();
   it.skipIf(!mounted)(mounted ? 'on a disk that fills up: the run is refused with the disk named, the process goes on' : 'on a real full disk: skipped (needs root and tmpfs)', async () => {
     const dir = mounted!.dir;
+    const outside = tempDir();
+    cleanups.push(outside.cleanup);
     cleanups.push(() => {
       execFileSync('umount', [dir]);
       mounted!.cleanup();
@@ -117,6 +121,13 @@ describe('a write into an open workspace file that fails', () => {
     await expect(run.finish('completed', {})).rejects.toThrow(worded);
     expect(await run.fail(refused)).toBe(refused);
     await expect(writeJsonConfined(ws, 'notes.json', { note: 'x'.repeat(64 << 10) })).rejects.toThrow('notes.json could not be written: no space left on the disk');
+    // A checkpoint copied in as the run ends (the engine saved it outside), and a dataset built, on the same full disk.
+    await expect(writtenByAnotherProcess(ws, `runs/${run.id}/checkpoint.safetensors`, async (staged) => writeFileSync(staged, Buffer.alloc(256 << 10)))).rejects.toThrow(
+      `runs/${run.id}/checkpoint.safetensors could not be written: no space left on the disk`,
+    );
+    const source = path.join(outside.dir, 'x.npy');
+    writeFileSync(source, npyBytes('<f4', [4096, 16], new Uint8Array(4096 * 16 * 4).fill(1)));
+    await expect(cacheOf(ws, { kind: 'npy', path: source, field: 'x' }, 'big')).rejects.toThrow(/^datasets\/[^ ]+ could not be written: no space left on the disk$/);
     rmSync(filler); // room for run.json again: the failure is recorded
     await run.fail(refused);
     expect(runJson(run.dir)).toMatchObject({ status: 'failed', error: { code: 'E_DATA', message: worded } });

@@ -9,7 +9,7 @@ import { ApiError } from '../../api/errors';
 import { issueWords } from '../../api/format-issues';
 import { ID_PATTERN } from '../../api/ids';
 import type { Workspace } from '../workspace/workspace';
-import { createFile, makeFolder, makeFolderExclusive, removeEntry, renameEntry, writeFileConfined, writeJsonConfined } from '../workspace/workspace-files';
+import { createFile, makeFolder, makeFolderExclusive, removeEntry, renameEntry, worded, writeFileConfined, writeJsonConfined } from '../workspace/workspace-files';
 import { checkStructure, DATASETS_DIR, datasetDir, datasetId, datasetsRoot, readManifest, namesakes, retireDatasets, scratchDir, sha256File, summarize, sweepAbandonedBuilds } from './cache-store';
 import { convert, decode, StatsAccumulator } from './dtype-codec';
 import { fingerprint } from './fingerprint';
@@ -288,7 +288,8 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
     return { dataset: summarize(manifest, null), hit: false, seconds: (Date.now() - started) / 1000, dir: relativeDir };
   } catch (err) {
     await (fh as FileHandle | null)?.close().catch(() => undefined);
-    await removeEntry(workspace, tmp);
-    throw err;
+    // A temp folder that cannot be removed (made immutable) is left: the build's own failure is the one to tell.
+    await removeEntry(workspace, tmp).catch(() => undefined);
+    throw worded(err, relativeDir); // a full disk: "datasets/<name> could not be written: no space left on the disk"
   }
 }

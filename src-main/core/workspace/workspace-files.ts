@@ -103,6 +103,12 @@ function writeFailure(err: unknown, shown: string): WorkspaceFileError {
   return new WorkspaceFileError('unwritable', shown, `${shown} could not be written: ${WRITE_FAILURES[code] ?? (err as Error).message}`);
 }
 
+/** A write's error as a person reads it where the disk or the file refused it (full, immutable); any other as it is. */
+export function worded(err: unknown, shown: string): unknown {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return code && Object.hasOwn(WRITE_FAILURES, code) ? writeFailure(err, shown) : err;
+}
+
 function kindOf(st: { isDirectory(): boolean; isFIFO(): boolean; isSocket(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean }): string {
   if (st.isDirectory()) return 'a folder';
   if (st.isFIFO()) return 'a FIFO';
@@ -443,7 +449,8 @@ export async function writeFileConfined(workspace: Workspace, file: string, data
   await inFolder(workspace, path.dirname(abs), (folder) => writeFileAtomicIn(folder, path.basename(abs), data)).catch((err: NodeJS.ErrnoException) => {
     const shown = shownPath(workspace, abs);
     // The disk or the file refused the write (full, immutable): said of the file, never of the temp name it went through.
-    if (err.code && Object.hasOwn(WRITE_FAILURES, err.code)) throw writeFailure(err, shown);
+    const said = worded(err, shown);
+    if (said !== err) throw said;
     // A folder at the name (a copied or tampered workspace): the file's problem in words, not an internal error.
     if (err.code !== 'EISDIR' && err.code !== 'ENOTEMPTY') throw err;
     throw new WorkspaceFileError('not-a-file', shown, `${shown} is a folder, not a file: move it away to let the workbench write the file`);
@@ -562,6 +569,8 @@ export async function writeNewFileStreamed(workspace: Workspace, file: string, c
           await renameReplacing(tmp, target);
         }
         return written;
+      } catch (err) {
+        throw worded(err, shown); // a full disk while the bytes came: said of the file, not its temp name
       } finally {
         await fs.rm(tmp, { force: true });
       }
