@@ -93,7 +93,7 @@ const WRITE_FAILURES: Record<string, string> = {
   EDQUOT: 'the disk quota is used up',
   EFBIG: 'the file is larger than the file system allows',
   EIO: 'the disk reported an input/output error',
-  EPERM: 'the file may not be changed (made immutable?)',
+  EPERM: 'the file system refused the change (a file made immutable, or held by another program)',
   EACCES: 'permission denied',
   EROFS: 'the file system is read-only',
 };
