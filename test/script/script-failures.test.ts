@@ -1,5 +1,5 @@
 // Issue 14: a script that crashes, hangs or prints garbage never breaks the workbench; the probe chains an existing sitecustomize.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -75,6 +75,19 @@ describe('scripts that misbehave', () => {
     expect(code).toBe(1);
     expect(stderr).toContain(`cannot start the command: the working directory ${JSON.stringify(missing)} does not exist`);
     expect(stderr).not.toContain('was not found');
+  });
+
+  it('a working directory that is a file, or whose name is too long, is named as such: spawn throws for these (re-attack 41)', async () => {
+    const file = path.join(ws.dir, 'a-file');
+    writeFileSync(file, 'x');
+    const underFile = await run(['--cwd', file], [PYTHON, 'train.py']);
+    expect(underFile.code).toBe(1);
+    expect(underFile.stderr).toContain(`cannot start the command: the working directory ${JSON.stringify(file)} is not a folder`);
+    const long = path.join(ws.dir, 'x'.repeat(300));
+    const tooLong = await run(['--cwd', long], [PYTHON, 'train.py']);
+    expect(tooLong.code).toBe(1);
+    expect(tooLong.stderr).toContain(`cannot start the command: the working directory ${JSON.stringify(long)} has a name longer than the file system allows`);
+    expect(underFile.stderr + tooLong.stderr).not.toMatch(/spawn E|unexpected/);
   });
 
   it('a command that trains nothing says the probe saw no optimizer step', async () => {

@@ -142,6 +142,16 @@ describe('finding 1: Export never writes through a planted link', () => {
     expect(answer).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT' } });
     expect(existsSync(path.join(outside.dir, `${id}.md`))).toBe(false);
   });
+
+  it('words an export folder under a file, or with a name too long, as what it is: not an internal error (re-attack 41)', async () => {
+    const id = '0001-planted';
+    writeReport(id);
+    writeFileSync(inWs('afile'), 'x');
+    const under = await call('reports.export', { id, dir: 'afile/x' });
+    expect(under).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT', message: 'afile/x does not exist: a part of its path is a file, not a folder' } });
+    const long = await call('reports.export', { id, dir: 'z'.repeat(300) });
+    expect(long).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT', message: `${'z'.repeat(300)} has a name longer than the file system allows` } });
+  });
 });
 
 describe('finding 2: reports never read through a planted link', () => {

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 
@@ -68,6 +68,20 @@ async function reapGroup(pgid: number, graceMs: number): Promise<boolean> {
   return groupAlive(pgid);
 }
 
+const NOT_STARTED = { exitCode: null, signal: null, timedOut: false, cancelled: false, leftover: false } as const;
+
+/** Why spawn failed, in words: the working directory's problem when it has one, else the command's. */
+async function whyNotStarted(err: NodeJS.ErrnoException, target: ScriptTarget): Promise<string> {
+  // spawn says ENOENT for a missing working directory as for a missing command.
+  const folder = await workingDirectoryProblem(target.cwd);
+  if (folder !== null) return folder;
+  const command = JSON.stringify(target.command[0]);
+  if (err.code === 'ENOENT') return `${command} was not found (PATH, or relative to ${target.cwd})`;
+  if (err.code === 'EACCES') return `${command} cannot be run: permission denied (not executable?)`;
+  if (err.code === 'ENAMETOOLONG') return `${command} or an argument is longer than the system allows`;
+  return err.message;
+}
+
 /**
  * Starts the user's command in a process group of its own, with the probe on
  * PYTHONPATH. Whatever way it ends (its own exit, the probe's stop, the timeout,
@@ -85,13 +99,20 @@ export function launchScript(options: LaunchOptions): Launch {
 
   let timedOut = false;
   let cancelled = false;
-  const child = spawn(target.command[0], target.command.slice(1), {
-    cwd: target.cwd,
-    env,
-    detached: process.platform !== 'win32',
-    stdio: ['ignore', 'pipe', 'pipe'],
-    windowsHide: true,
-  });
+  let child: ChildProcess;
+  try {
+    child = spawn(target.command[0], target.command.slice(1), {
+      cwd: target.cwd,
+      env,
+      detached: process.platform !== 'win32',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      windowsHide: true,
+    });
+  } catch (err) {
+    // spawn throws, rather than emitting 'error', for a working directory that is a file or a name too long.
+    const outcome = whyNotStarted(err as NodeJS.ErrnoException, target).then((why) => ({ ...NOT_STARTED, startError: `cannot start the command: ${why}` }));
+    return { pid: null, outcome, cancel: () => {} };
+  }
   const pid = child.pid ?? null;
   const stop = (why: 'timeout' | 'cancel') => {
     if (why === 'timeout') timedOut = true;
@@ -117,12 +138,7 @@ export function launchScript(options: LaunchOptions): Launch {
   const outcome = new Promise<LaunchOutcome>((resolve) => {
     child.on('error', (err) => {
       clearTimeout(timer);
-      void (async () => {
-        // spawn reports a missing working directory as ENOENT, as it does a missing command.
-        const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
-        const why = missing ? ((await workingDirectoryProblem(target.cwd)) ?? `${JSON.stringify(target.command[0])} was not found (PATH, or relative to ${target.cwd})`) : err.message;
-        resolve({ exitCode: null, signal: null, timedOut, cancelled, leftover: false, startError: `cannot start the command: ${why}` });
-      })();
+      void whyNotStarted(err as NodeJS.ErrnoException, target).then((why) => resolve({ ...NOT_STARTED, timedOut, cancelled, startError: `cannot start the command: ${why}` }));
     });
     child.on('exit', (code, signal) => {
       clearTimeout(timer);

@@ -409,9 +409,24 @@ export async function makeChosenFolder(abs: string): Promise<void> {
  * Only stat: nothing is read from it.
  */
 export async function workingDirectoryProblem(abs: string): Promise<string | null> {
-  const stat = await fs.stat(abs).catch(() => null);
-  if (stat === null) return `the working directory ${JSON.stringify(abs)} does not exist`;
-  return stat.isDirectory() ? null : `the working directory ${JSON.stringify(abs)} is not a folder`;
+  const shown = `the working directory ${JSON.stringify(abs)}`;
+  const stat = await fs.stat(abs).catch((err: NodeJS.ErrnoException) => err);
+  if (stat instanceof Error) return `${shown} ${PATH_FAILURES[stat.code ?? ''] ?? 'does not exist'}`;
+  return stat.isDirectory() ? null : `${shown} is not a folder`;
+}
+
+/** A path that names nothing a system call can reach, in words (ENOENT aside: each caller says "missing" its own way). */
+const PATH_FAILURES: Record<string, string> = {
+  ENOTDIR: 'does not exist: a part of its path is a file, not a folder',
+  ENAMETOOLONG: 'has a name longer than the file system allows',
+  ELOOP: 'goes through links that loop',
+  EACCES: 'cannot be reached: permission denied',
+};
+
+/** A lookup's error said of the path as shown, when it is one of PATH_FAILURES; any other as it is. */
+function pathFailure(err: NodeJS.ErrnoException, shown: string): unknown {
+  const why = PATH_FAILURES[err.code ?? ''];
+  return why ? new WorkspaceFileError('unreadable', shown, `${shown} ${why}`, 'E_BAD_INPUT') : err;
 }
 
 /**
@@ -459,9 +474,10 @@ export async function writeFileConfined(workspace: Workspace, file: string, data
 
 /** What is at a workspace entry's name, not followed: null when nothing is. */
 export async function entryKind(workspace: Workspace, entry: string): Promise<EntryKind | null> {
-  const st = await fs.lstat(entryPath(workspace, entry)).catch((err: NodeJS.ErrnoException) => {
+  const abs = entryPath(workspace, entry);
+  const st = await fs.lstat(abs).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return null;
-    throw err;
+    throw pathFailure(err, shownPath(workspace, abs));
   });
   if (!st) return null;
   return st.isSymbolicLink() ? 'link' : st.isDirectory() ? 'dir' : st.isFile() ? 'file' : 'other';
