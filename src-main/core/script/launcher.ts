@@ -79,6 +79,7 @@ async function whyNotStarted(err: NodeJS.ErrnoException, target: ScriptTarget): 
   if (err.code === 'ENOENT') return `${command} was not found (PATH, or relative to ${target.cwd})`;
   if (err.code === 'EACCES') return `${command} cannot be run: permission denied (not executable?)`;
   if (err.code === 'ENAMETOOLONG') return `${command} or an argument is longer than the system allows`;
+  if (err.code === 'E2BIG') return 'its arguments and environment together are longer than the system allows';
   return err.message;
 }
 
