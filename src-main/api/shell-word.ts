@@ -66,13 +66,22 @@ export function quotedText(text: string, max = 200): string {
 }
 
 /**
- * One word as a POSIX shell reads it back: as it is when safe; with a control character, in ANSI-C
- * quotes ($'…', which bash, zsh and ksh read back byte for byte) with it escaped, so it is seen and
+ * Blanks inside a word that would hide what is in it: a space other than U+0020 (U+00A0 and U+3000 read as one,
+ * and one argument as two), and a run of more than two spaces (a re-attack padded a command with 15,500 of them,
+ * so the part that mattered sat hundreds of blank rows above the --yes that ran it). shellWord escapes each one.
+ */
+const BLANKS = /[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+| {3,}/gu;
+
+/**
+ * One word as a POSIX shell reads it back: as it is when safe; with a control character or BLANKS, in ANSI-C
+ * quotes ($'…', which bash, zsh and ksh read back byte for byte) with those escaped, so they are seen and
  * unambiguous; else in single quotes (a quote inside closed, escaped, reopened).
  */
 export function shellWord(word: string): string {
   if (SAFE.test(word)) return word;
-  if (word.search(CONTROL) >= 0) return `$'${word.replace(/[\\']/g, '\\$&').replace(CONTROL, escaped)}'`;
+  if (word.search(CONTROL) >= 0 || word.search(BLANKS) >= 0) {
+    return `$'${word.replace(/[\\']/g, '\\$&').replace(CONTROL, escaped).replace(BLANKS, (run) => run.replace(/./gu, escaped))}'`;
+  }
   return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
@@ -112,3 +121,11 @@ export function printableDeep<T>(value: T): T {
   return value;
 }
 
+
+/** East Asian wide and fullwidth characters and emoji: two columns of a terminal each. */
+const WIDE = /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1f64f}\u{1f680}-\u{1f6ff}\u{1f900}-\u{1f9ff}\u{1fa70}-\u{1faff}\u{20000}-\u{3fffd}]/gu;
+
+/** About how many terminal columns `text` fills: a character one, a wide one two, a combining mark none. */
+export function displayColumns(text: string): number {
+  return [...text.replace(/\p{M}/gu, '')].length + (text.match(WIDE)?.length ?? 0);
+}

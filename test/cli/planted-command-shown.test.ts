@@ -131,10 +131,37 @@ describe('a command planted in a run file', () => {
     writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
     const r = await trainbench('check', '--against', id, '--workspace', ws.dir);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/take [\d,]+ characters to show, more than the 16,384 anyone reads before agreeing: it is not offered to run; read the run's file and start the command yourself/);
+    expect(r.stderr).toMatch(/fill [\d,]+ columns of a terminal \([\d,]+ lines of 80\), more than the 4,096 anyone reads before agreeing: it is not offered to run; read the run's file and start the command yourself/);
     expect(r.stderr).not.toContain('--yes');
     expect(r.stderr.length).toBeLessThan(2000);
     rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
+  });
+
+  it('a command padded with blanks shows them escaped, and too many are not offered (second re-attack of issue 41)', async () => {
+    // 15,500 spaces (or U+3000, two columns each) between the payload and a harmless tail left only blank rows
+    // around the --yes line while fitting a cap of characters.
+    const plant = (id: string, script: string) => {
+      mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });
+      const record = JSON.parse(readFileSync(path.join(ws.dir, 'runs', ID, 'run.json'), 'utf8')) as { id: string; config: { target: Record<string, unknown> } };
+      record.id = id;
+      record.config.target = { kind: 'script', command: ['sh', '-c', script], cwd: '/tmp', env: {} };
+      writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
+      return () => rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
+    };
+    for (const blank of [' ', '\u3000']) {
+      const done = plant('20260101-000004-padcmd', `touch /tmp/PWNED;${blank.repeat(15_500)}python3 train.py`);
+      const r = await trainbench('check', '--against', '20260101-000004-padcmd', '--workspace', ws.dir);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('it is not offered to run');
+      expect(r.stderr).not.toContain('--yes');
+      done();
+    }
+    const done = plant('20260101-000005-padded', `touch /tmp/PWNED;${' '.repeat(40)}\u3000python3 train.py`);
+    const r = await trainbench('check', '--against', '20260101-000005-padded', '--workspace', ws.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`and the command sh -c $'touch /tmp/PWNED;${'\\x20'.repeat(40)}\\u3000python3 train.py'; pass --yes `);
+    expect(r.stderr).not.toMatch(/ {3}|\u3000/);
+    done();
   });
 
   it('check --against a run whose file cannot be read says what is wrong with the file, not that there is no run', async () => {

@@ -5,14 +5,14 @@ import { execFileSync } from 'node:child_process';
 
 import { describe, expect, it } from 'vitest';
 
-import { hasVisible, printable, shellLine, shellWord } from '../../src-main/api/shell-word';
+import { displayColumns, hasVisible, printable, shellLine, shellWord } from '../../src-main/api/shell-word';
 import { jsonText, textOut } from '../../src-main/cli/json-out';
 import { splitCommandLine } from '../../src-renderer/view-models/script-target-form';
 
 /** Any C0 or C1 control character or DEL. */
 // eslint-disable-next-line no-control-regex -- control characters are what it finds
 const RAW_CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-const planted = ['train.py\x1b[2K\rharmless.py', 'a\x1b]0;title\x07b', 'csi\u009b31m', 'del\x7f', 'tab\tnew\nline', "it's a \\x1b", 'train.py\u2064', 'tag\u{e0041}s'];
+const planted = ['touch x;   \u3000\u00a0 python3 train.py', 'train.py\x1b[2K\rharmless.py', 'a\x1b]0;title\x07b', 'csi\u009b31m', 'del\x7f', 'tab\tnew\nline', "it's a \\x1b", 'train.py\u2064', 'tag\u{e0041}s'];
 
 describe('printable', () => {
   it('escapes C0, C1 and DEL as \\x1b, \\r, \\u009b, and leaves other text as it is', () => {
@@ -89,6 +89,13 @@ describe('shellWord', () => {
     for (const word of planted) expect(shellWord(word)).not.toMatch(RAW_CONTROL);
   });
 
+  it('escapes the blanks that would hide the start of a word: a run of three spaces or more, and every non-ASCII space (second re-attack of issue 41)', () => {
+    expect(shellWord(`touch x;${' '.repeat(5)}python3 train.py`)).toBe("$'touch x;\\x20\\x20\\x20\\x20\\x20python3 train.py'");
+    expect(shellWord('a\u3000b\u00a0c')).toBe("$'a\\u3000b\\u00a0c'");
+    // Two spaces in a row stay as they are, in single quotes.
+    expect(shellWord('a  b')).toBe("'a  b'");
+  });
+
   it('leaves safe words bare and single-quotes the rest, as before', () => {
     expect(shellLine(['python3', 'train.py', '--lr=0.1'])).toBe('python3 train.py --lr=0.1');
     expect(shellWord('my file.py')).toBe("'my file.py'");
@@ -104,5 +111,15 @@ describe('shellWord', () => {
   it('is read back by the form that edits a command (splitCommandLine)', () => {
     const words = [...planted, 'plain', 'my file', "quote'd"];
     expect(splitCommandLine(shellLine(words))).toEqual(words);
+  });
+});
+
+describe('displayColumns', () => {
+  it('counts the columns of a terminal: wide characters two, combining marks none', () => {
+    expect(displayColumns('python3 train.py')).toBe(16);
+    expect(displayColumns('\u3000'.repeat(10))).toBe(20);
+    expect(displayColumns('学习率')).toBe(6);
+    expect(displayColumns('e\u0301\u0301')).toBe(1);
+    expect(displayColumns('🚀x')).toBe(3);
   });
 });

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 
 import { ApiError } from '../../api/errors';
-import { printable, shellLine, shellWord } from '../../api/shell-word';
+import { displayColumns, printable, shellLine, shellWord } from '../../api/shell-word';
 
 export interface SavedCommand {
   command: readonly string[];
@@ -36,8 +36,12 @@ export function commandFingerprint(request: SavedRequest): string {
   return createHash('sha256').update(canonical(request)).digest('hex').slice(0, 32);
 }
 
-/** Characters of command, folder, environment and settings shown for consent: more is more than anyone reads before agreeing. */
-export const MAX_SHOWN_CHARS = 16_384;
+/**
+ * Terminal columns of settings, environment, folder and command shown for consent: about 50 lines of 80, all of it
+ * on a screen or two and in any scrollback. Counted in columns, wide characters two: a re-attack filled 16,384
+ * characters with U+3000 (two columns each) to push the command's start 393 lines above the --yes line.
+ */
+export const MAX_SHOWN_COLUMNS = 4_096;
 
 /**
  * Passes when `consent` is the fingerprint of the request the file names now; otherwise refuses, showing the
@@ -51,10 +55,11 @@ export function requireConsent(what: string, request: SavedRequest, consent: str
   const { target, ...settings } = request;
   const env = Object.entries(target.env).map(([k, v]) => `${k}=${shellWord(v)}`);
   const shown = `the settings ${printable(canonical(settings))}, ${env.length ? `the environment ${env.join(' ')}, ` : ''}the folder ${shellWord(target.cwd)} and the command ${shellLine([...target.command])}`;
-  if (shown.length > MAX_SHOWN_CHARS) {
+  const columns = displayColumns(shown);
+  if (columns > MAX_SHOWN_COLUMNS) {
     throw new ApiError(
       'E_BAD_INPUT',
-      `${what}, but its command, folder, environment and settings take ${shown.length.toLocaleString('en-US')} characters to show, more than the ${MAX_SHOWN_CHARS.toLocaleString('en-US')} anyone reads before agreeing: it is not offered to run; read the run's file and start the command yourself`,
+      `${what}, but its command, folder, environment and settings fill ${columns.toLocaleString('en-US')} columns of a terminal (${Math.ceil(columns / 80).toLocaleString('en-US')} lines of 80), more than the ${MAX_SHOWN_COLUMNS.toLocaleString('en-US')} anyone reads before agreeing: it is not offered to run; read the run's file and start the command yourself`,
     );
   }
   const given = typeof consent === 'string' ? `--yes ${shellWord(consent)} was given for another command; ` : '';
