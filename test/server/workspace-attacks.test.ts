@@ -148,9 +148,13 @@ describe('finding 1: Export never writes through a planted link', () => {
     writeReport(id);
     writeFileSync(inWs('afile'), 'x');
     const under = await call('reports.export', { id, dir: 'afile/x' });
-    expect(under).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT', message: 'afile/x does not exist: a part of its path is a file, not a folder' } });
+    expect(under).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT', message: 'afile/x cannot be used: a part of its path is a file, not a folder' } });
     const long = await call('reports.export', { id, dir: 'z'.repeat(300) });
-    expect(long).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT', message: `${'z'.repeat(300)} has a name longer than the file system allows` } });
+    expect(long).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT', message: `${'z'.repeat(300)} cannot be used: its name is longer than the file system allows` } });
+    // A folder made on the way to one too long (second re-attack): the errno in words, not in brackets.
+    const deeper = await call('reports.export', { id, dir: `newexp/${'y'.repeat(256)}` });
+    expect(deeper).toMatchObject({ ok: false, error: { message: expect.stringMatching(/its name is longer than the file system allows$/) } });
+    expect(JSON.stringify(deeper)).not.toMatch(/ENAMETOOLONG|E_INTERNAL/);
   });
 });
 

@@ -11,7 +11,7 @@ import { ApiError } from '../../src-main/api/errors';
 import { WorkspaceFileError } from '../../src-main/core/workspace/file-error';
 import { createRun } from '../../src-main/core/workspace/run-store';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
-import { createFileWriteStream, writeJsonConfined, writtenByAnotherProcess } from '../../src-main/core/workspace/workspace-files';
+import { createFileWriteStream, writeJsonConfined, writeNewFileConfined, writtenByAnotherProcess } from '../../src-main/core/workspace/workspace-files';
 import { cacheOf } from '../helpers/datasets';
 import { npyBytes } from '../helpers/numpy';
 import { tempDir } from '../helpers/temp-dir';
@@ -121,6 +121,8 @@ describe('a write into an open workspace file that fails', () => {
     await expect(run.finish('completed', {})).rejects.toThrow(worded);
     expect(await run.fail(refused)).toBe(refused);
     await expect(writeJsonConfined(ws, 'notes.json', { note: 'x'.repeat(64 << 10) })).rejects.toThrow('notes.json could not be written: no space left on the disk');
+    // A new file (a model spec saved under a new name): its temp name never shown (second re-attack of issue 41).
+    await expect(writeNewFileConfined(ws, 'fresh.json', 'x'.repeat(64 << 10))).rejects.toThrow('fresh.json could not be written: no space left on the disk');
     // A checkpoint copied in as the run ends (the engine saved it outside), and a dataset built, on the same full disk.
     await expect(writtenByAnotherProcess(ws, `runs/${run.id}/checkpoint.safetensors`, async (staged) => writeFileSync(staged, Buffer.alloc(256 << 10)))).rejects.toThrow(
       `runs/${run.id}/checkpoint.safetensors could not be written: no space left on the disk`,

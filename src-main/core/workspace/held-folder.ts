@@ -14,7 +14,7 @@
 import { type BigIntStats, closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 
-import { WorkspaceFileError } from './file-error';
+import { failureReason, WorkspaceFileError } from './file-error';
 import type { Workspace } from './workspace';
 
 const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
@@ -90,7 +90,7 @@ function makeOne(at: string, shown: string): void {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // Taken (by a folder, or by a link or file that holding it then refuses).
-    if (code !== 'EEXIST') throw new WorkspaceFileError('not-a-folder', shown, `cannot create ${shown} (${code ?? 'error'})`);
+    if (code !== 'EEXIST') throw new WorkspaceFileError('not-a-folder', shown, `${shown} cannot be created: ${failureReason(code) ?? code ?? 'error'}`);
   }
 }
 

@@ -19,7 +19,7 @@ import { Readable } from 'node:stream';
 import { ApiError } from '../../api/errors';
 import { jsonProblem } from '../../api/format-issues';
 import { renameReplacing, writeFileAtomicIn, writeTempIn } from './atomic-write';
-import { isMissing, WorkspaceFileError } from './file-error';
+import { failureReason, isMissing, PATH_FAILURES, WRITE_FAILURES, WorkspaceFileError } from './file-error';
 import { jsonShapeProblem } from './json-depth';
 import { type HeldFolder, holdFolder, type Made, throughProcFd } from './held-folder';
 import type { Workspace } from './workspace';
@@ -87,16 +87,6 @@ function openError(err: unknown, shown: string): WorkspaceFileError {
   return new WorkspaceFileError('unreadable', shown, `${shown} cannot be opened (${code ?? 'error'})`);
 }
 
-/** A write into an open file that failed, in words: the disk, not the data, is what a person has to see to. */
-const WRITE_FAILURES: Record<string, string> = {
-  ENOSPC: 'no space left on the disk',
-  EDQUOT: 'the disk quota is used up',
-  EFBIG: 'the file is larger than the file system allows',
-  EIO: 'the disk reported an input/output error',
-  EPERM: 'the file system refused the change (a file made immutable, or held by another program)',
-  EACCES: 'permission denied',
-  EROFS: 'the file system is read-only',
-};
 
 function writeFailure(err: unknown, shown: string): WorkspaceFileError {
   const code = (err as NodeJS.ErrnoException).code ?? '';
@@ -400,7 +390,7 @@ export async function makeFolder(workspace: Workspace, dir: string): Promise<str
  */
 export async function makeChosenFolder(abs: string): Promise<void> {
   await fs.mkdir(abs, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
-    throw new ApiError('E_BAD_INPUT', `cannot create ${abs} (${err.code ?? err.message})`);
+    throw new ApiError('E_BAD_INPUT', `cannot create ${abs}: ${failureReason(err.code) ?? err.code ?? err.message}`);
   });
 }
 
@@ -411,22 +401,17 @@ export async function makeChosenFolder(abs: string): Promise<void> {
 export async function workingDirectoryProblem(abs: string): Promise<string | null> {
   const shown = `the working directory ${JSON.stringify(abs)}`;
   const stat = await fs.stat(abs).catch((err: NodeJS.ErrnoException) => err);
-  if (stat instanceof Error) return `${shown} ${PATH_FAILURES[stat.code ?? ''] ?? 'does not exist'}`;
+  if (stat instanceof Error) {
+    const why = Object.hasOwn(PATH_FAILURES, stat.code ?? '') ? PATH_FAILURES[stat.code!] : null;
+    return why ? `${shown} cannot be used: ${why}` : `${shown} does not exist`;
+  }
   return stat.isDirectory() ? null : `${shown} is not a folder`;
 }
 
-/** A path that names nothing a system call can reach, in words (ENOENT aside: each caller says "missing" its own way). */
-const PATH_FAILURES: Record<string, string> = {
-  ENOTDIR: 'does not exist: a part of its path is a file, not a folder',
-  ENAMETOOLONG: 'has a name longer than the file system allows',
-  ELOOP: 'goes through links that loop',
-  EACCES: 'cannot be reached: permission denied',
-};
-
-/** A lookup's error said of the path as shown, when it is one of PATH_FAILURES; any other as it is. */
+/** A lookup's error said of the path as shown, when PATH_FAILURES words it; any other as it is. */
 function pathFailure(err: NodeJS.ErrnoException, shown: string): unknown {
-  const why = PATH_FAILURES[err.code ?? ''];
-  return why ? new WorkspaceFileError('unreadable', shown, `${shown} ${why}`, 'E_BAD_INPUT') : err;
+  const why = Object.hasOwn(PATH_FAILURES, err.code ?? '') ? PATH_FAILURES[err.code!] : null;
+  return why ? new WorkspaceFileError('unreadable', shown, `${shown} cannot be used: ${why}`, 'E_BAD_INPUT') : err;
 }
 
 /**
@@ -510,6 +495,10 @@ export async function writeNewFileConfined(workspace: Workspace, file: string, d
     } finally {
       await fs.rm(tmp, { force: true });
     }
+  }).catch((err: unknown) => {
+    // The disk or the folder refused it (full, immutable): said of the file, never of its temp name (second re-attack of
+    // issue 41); a name taken stays the EEXIST callers look for.
+    throw worded(err, shownPath(workspace, abs));
   });
 }
 
