@@ -207,6 +207,13 @@ describe('the script wizard (optimise.start on a script target) as a job', () =>
       expect(readdirSync(path.join(ws.dir, 'runs')).length).toBe(before);
       const missing = await services.optimise.start({ ...other, resumeFrom: 'no-such-run' }).catch((x: unknown) => x);
       expect((missing as ApiError).message).toMatch(/^there is no run no-such-run in the workspace /);
+      // A relative working directory, refused as the other script jobs refuse it (second re-attack of issue 41: the
+      // wizard ran it in the server's own folder).
+      const relative = request('wizard-relative', mark);
+      relative.target = { ...relative.target, cwd: 'scripts' };
+      const unrooted = await services.optimise.start(relative).catch((x: unknown) => x);
+      expect(unrooted).toMatchObject({ code: 'E_BAD_INPUT', message: 'the script\'s working directory must be an absolute path, got "scripts"' });
+      expect(readdirSync(path.join(ws.dir, 'runs')).length).toBe(before);
     });
   }, 60_000);
 

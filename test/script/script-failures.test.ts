@@ -1,11 +1,12 @@
 // Issue 14: a script that crashes, hangs or prints garbage never breaks the workbench; the probe chains an existing sitecustomize.
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { parseRunRecord } from '../../src-main/api/run-record';
-import { requireBuilt } from '../helpers/repo';
+import { CLI, requireBuilt } from '../helpers/repo';
 import { tempDir } from '../helpers/temp-dir';
 import { newMark, processesWithMark, PYTHON, runCli, SCRIPTS } from './script-helpers';
 import { BenchmarkResultSchema } from '../../src-main/api/benchmark-result';
@@ -86,8 +87,16 @@ describe('scripts that misbehave', () => {
     const long = path.join(ws.dir, 'x'.repeat(300));
     const tooLong = await run(['--cwd', long], [PYTHON, 'train.py']);
     expect(tooLong.code).toBe(1);
-    expect(tooLong.stderr).toContain(`cannot start the command: the working directory ${JSON.stringify(long)} has a name longer than the file system allows`);
+    expect(tooLong.stderr).toContain(`cannot start the command: the working directory ${JSON.stringify(long)} cannot be used: its name is longer than the file system allows`);
     expect(underFile.stderr + tooLong.stderr).not.toMatch(/spawn E|unexpected/);
+  });
+
+  it('started in a folder since removed, the CLI says so, not the system call that failed (second re-attack of issue 41)', () => {
+    const gone = path.join(ws.dir, 'gone');
+    // The shell enters the folder, removes it, then becomes the CLI: its working directory no longer exists.
+    const r = spawnSync('sh', ['-c', 'mkdir "$1" && cd "$1" && rmdir "$1" && exec "$2" "$3" benchmark-training --workspace "$4" -- python3 train.py', 'sh', gone, process.execPath, CLI, ws.dir], { encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe('trainbench: the folder this command was started in cannot be read (removed, or a path too long): cd to another folder and run it again\n');
   });
 
   it('a command that trains nothing says the probe saw no optimizer step', async () => {

@@ -2,7 +2,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 
+import { ApiError } from '../../api/errors';
 import type { ScriptTarget } from '../../api/script-target';
+import { quotedText } from '../../api/shell-word';
 import { packageRoot } from '../../engine/package-root';
 import { workingDirectoryProblem } from '../workspace/workspace-files';
 
@@ -66,6 +68,14 @@ async function reapGroup(pgid: number, graceMs: number): Promise<boolean> {
   if (groupAlive(pgid)) signalGroup(pgid, 'SIGKILL');
   for (let waited = 0; waited < REAP_WAIT_MS && groupAlive(pgid); waited += 50) await sleep(50);
   return groupAlive(pgid);
+}
+
+/**
+ * A script's working directory is absolute, whatever path the request came by (a form, the CLI, a saved run's file):
+ * a relative one would run in whatever folder the process happens to be in.
+ */
+export function requireAbsoluteCwd(target: ScriptTarget): void {
+  if (!path.isAbsolute(target.cwd)) throw new ApiError('E_BAD_INPUT', `the script's working directory must be an absolute path, got ${quotedText(target.cwd)}`);
 }
 
 const NOT_STARTED = { exitCode: null, signal: null, timedOut: false, cancelled: false, leftover: false } as const;

@@ -1,12 +1,10 @@
-import path from 'node:path';
-
 import { ApiError } from '../../../api/errors';
 import type { BatchTrial } from '../../../api/batch-size';
 import { BatchSearchResultSchema } from '../../../api/batch-size';
 import type { ScriptBatchSearchRequest } from '../../../api/script-target';
 import type { EventHub } from '../../common/event-hub';
 import type { RunRecord } from '../../workspace/run-store';
-import { probeDir } from '../../script/launcher';
+import { probeDir, requireAbsoluteCwd } from '../../script/launcher';
 import type { RankSummary } from '../../script/rank-stats';
 import { combineRanks, summarizeRank } from '../../script/rank-stats';
 import { commandText } from './script-benchmark';
@@ -32,7 +30,7 @@ export function scriptBatchPlan(
   if (request.overrides['dataloader.batch_size'] !== undefined) {
     throw new ApiError('E_BAD_INPUT', 'dataloader.batch_size is what find-batch-size varies: leave it out of the overrides');
   }
-  if (!path.isAbsolute(request.target.cwd)) throw new ApiError('E_BAD_INPUT', `the script's working directory must be an absolute path, got ${JSON.stringify(request.target.cwd)}`);
+  requireAbsoluteCwd(request.target);
   const dir = probeDir();
   let device = 'cpu';
   let total: number | null = null;

@@ -1,5 +1,3 @@
-import path from 'node:path';
-
 import type { Finding } from '../../../api/benchmark';
 import { RANKS_SHOWN } from '../../../api/benchmark';
 import { ApiError } from '../../../api/errors';
@@ -18,7 +16,7 @@ import type { RunRecord } from '../../workspace/run-store';
 import { medianInterval } from '../../stats/medians';
 import { CPU_ENERGY_MISSING, energyPerSample } from '../../telemetry/energy';
 import type { TelemetryService } from '../../telemetry/telemetry-service';
-import { probeDir } from '../../script/launcher';
+import { probeDir, requireAbsoluteCwd } from '../../script/launcher';
 import type { RunningJob, RunningJobs } from '../../jobs/running-jobs';
 import type { BenchmarkPlan, OnOutput, RepetitionProgress } from '../target-runner';
 import type { RankSummary } from '../../script/rank-stats';
@@ -72,7 +70,7 @@ export class ScriptBenchmarks {
 
   /** A benchmark of the command made ready: nothing runs before its first launch. */
   plan(request: ScriptBenchmarkRequest & { jobId: string }, job: RunningJob, options: { onOutput?: OnOutput; onJoin?: (code: string) => void }): BenchmarkPlan<Launch> {
-    if (!path.isAbsolute(request.target.cwd)) throw new ApiError('E_BAD_INPUT', `the script's working directory must be an absolute path, got ${JSON.stringify(request.target.cwd)}`);
+    requireAbsoluteCwd(request.target);
     const nodes = otherNodes(request.collector, (code) => {
       this.events.emit('script.join', { jobId: request.jobId, code });
       options.onJoin?.(code);

@@ -13,7 +13,7 @@ import type { RunRecord } from '../../workspace/run-store';
 import { createRun } from '../../workspace/run-store';
 import type { TelemetryService } from '../../telemetry/telemetry-service';
 import type { Workspace } from '../../workspace/workspace';
-import { probeDir } from '../../script/launcher';
+import { probeDir, requireAbsoluteCwd } from '../../script/launcher';
 import type { ProbeConnection } from '../../script/probe-channel';
 import type { ProbeDone } from '../../script/probe-messages';
 import type { ProcessTreeSummary } from '../../telemetry/process-group';
@@ -104,7 +104,7 @@ export class ScriptTraining {
   ) {}
 
   async run(request: ScriptTrainRequest & { jobId: string }, job: RunningJob, options: TrainOptions): Promise<ScriptTrainRun> {
-    if (!path.isAbsolute(request.target.cwd)) throw new ApiError('E_BAD_INPUT', `the script's working directory must be an absolute path, got ${JSON.stringify(request.target.cwd)}`);
+    requireAbsoluteCwd(request.target);
     const run = await createRun(
       this.workspace,
       'train',

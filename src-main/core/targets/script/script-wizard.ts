@@ -19,6 +19,7 @@ import { scriptBound, scriptDiagnosis } from '../../knobs/diagnosis';
 import type { Workspace } from '../../workspace/workspace';
 import { commandText } from './script-benchmark';
 import { closedToCancel, type RunningJob, type RunningJobs } from '../../jobs/running-jobs';
+import { requireAbsoluteCwd } from '../../script/launcher';
 import type { BaselineMeasures, FinalComparison, LoopProgress, SayPhase, SearchState, WizardOptions, WizardRules, WizardSession } from '../target-runner';
 import { loadScriptWizardState, replayTrials, saveScriptWizardState } from '../wizard-state';
 
@@ -56,6 +57,7 @@ export async function openScriptWizard(
   /** The resumed run's state as the caller read (and checked) it: not read again. */
   saved?: ScriptOptimiseRecord,
 ): Promise<WizardSession<ScriptOverrides, ScriptRepetition>> {
+  requireAbsoluteCwd(request.target);
   const { workspace, telemetry } = deps;
   const started = Date.now();
   // Held across the launches: nvidia-smi starts once, not inside each launch's measured steps.
