@@ -72,6 +72,11 @@ export function quotedText(text: string, max = 200): string {
  */
 const BLANKS = /[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+| {3,}/gu;
 
+/** `text` with its BLANKS escaped, each character of them, as shellWord shows them (for text that is not a word: JSON). */
+export function visibleBlanks(text: string): string {
+  return text.replace(BLANKS, (run) => run.replace(/./gu, escaped));
+}
+
 /**
  * One word as a POSIX shell reads it back: as it is when safe; with a control character or BLANKS, in ANSI-C
  * quotes ($'…', which bash, zsh and ksh read back byte for byte) with those escaped, so they are seen and
@@ -80,7 +85,7 @@ const BLANKS = /[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+| {3,}/gu;
 export function shellWord(word: string): string {
   if (SAFE.test(word)) return word;
   if (word.search(CONTROL) >= 0 || word.search(BLANKS) >= 0) {
-    return `$'${word.replace(/[\\']/g, '\\$&').replace(CONTROL, escaped).replace(BLANKS, (run) => run.replace(/./gu, escaped))}'`;
+    return `$'${visibleBlanks(word.replace(/[\\']/g, '\\$&').replace(CONTROL, escaped))}'`;
   }
   return `'${word.replace(/'/g, `'\\''`)}'`;
 }
@@ -121,11 +126,13 @@ export function printableDeep<T>(value: T): T {
   return value;
 }
 
-
-/** East Asian wide and fullwidth characters and emoji: two columns of a terminal each. */
-const WIDE = /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1f64f}\u{1f680}-\u{1f6ff}\u{1f900}-\u{1f9ff}\u{1fa70}-\u{1faff}\u{20000}-\u{3fffd}]/gu;
-
-/** About how many terminal columns `text` fills: a character one, a wide one two, a combining mark none. */
-export function displayColumns(text: string): number {
-  return [...text.replace(/\p{M}/gu, '')].length + (text.match(WIDE)?.length ?? 0);
+/**
+ * The most terminal columns `text` can fill: an ASCII character one, any other code point two, a combining mark
+ * included. No width table is trusted: a third re-attack found spacing marks a table called zero-width and wide
+ * scripts (Tangut) it called narrow, and drew five columns for one counted; wcwidth gives no code point more than two.
+ */
+export function maxColumns(text: string): number {
+  let columns = 0;
+  for (const c of text) columns += c.codePointAt(0)! < 0x80 ? 1 : 2;
+  return columns;
 }

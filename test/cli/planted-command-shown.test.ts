@@ -131,7 +131,7 @@ describe('a command planted in a run file', () => {
     writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
     const r = await trainbench('check', '--against', id, '--workspace', ws.dir);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/fill [\d,]+ columns of a terminal \([\d,]+ lines of 80\), more than the 4,096 anyone reads before agreeing: it is not offered to run; read the run's file and start the command yourself/);
+    expect(r.stderr).toMatch(/can fill [\d,]+ columns of a terminal \([\d,]+ lines of 80\), more than the 4,096 anyone reads before agreeing: it is not offered to run; read the run's file and start the command yourself/);
     expect(r.stderr).not.toContain('--yes');
     expect(r.stderr.length).toBeLessThan(2000);
     rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
@@ -148,8 +148,10 @@ describe('a command planted in a run file', () => {
       writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
       return () => rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
     };
-    for (const blank of [' ', '\u3000']) {
-      const done = plant('20260101-000004-padcmd', `touch /tmp/PWNED;${blank.repeat(15_500)}python3 train.py`);
+    // And the third re-attack's: a Tangut character with three spacing marks, drawn five columns wide, 3,790 times.
+    for (const blank of [' ', '\u3000', '\u{17000}\u0903\u0903\u0903'.repeat(3_790)]) {
+      const padding = blank.length > 2 ? blank : blank.repeat(15_500);
+      const done = plant('20260101-000004-padcmd', `touch /tmp/PWNED;${padding}python3 train.py`);
       const r = await trainbench('check', '--against', '20260101-000004-padcmd', '--workspace', ws.dir);
       expect(r.code).toBe(2);
       expect(r.stderr).toContain('it is not offered to run');

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 
 import { describe, expect, it } from 'vitest';
 
-import { displayColumns, hasVisible, printable, shellLine, shellWord } from '../../src-main/api/shell-word';
+import { hasVisible, maxColumns, printable, shellLine, shellWord, visibleBlanks } from '../../src-main/api/shell-word';
 import { jsonText, textOut } from '../../src-main/cli/json-out';
 import { splitCommandLine } from '../../src-renderer/view-models/script-target-form';
 
@@ -94,6 +94,8 @@ describe('shellWord', () => {
     expect(shellWord('a\u3000b\u00a0c')).toBe("$'a\\u3000b\\u00a0c'");
     // Two spaces in a row stay as they are, in single quotes.
     expect(shellWord('a  b')).toBe("'a  b'");
+    // Text that is not a word (the settings' JSON) shows them the same way.
+    expect(visibleBlanks('{"a":"x    y\u00a0z"}')).toBe('{"a":"x\\x20\\x20\\x20\\x20y\\u00a0z"}');
   });
 
   it('leaves safe words bare and single-quotes the rest, as before', () => {
@@ -114,12 +116,14 @@ describe('shellWord', () => {
   });
 });
 
-describe('displayColumns', () => {
-  it('counts the columns of a terminal: wide characters two, combining marks none', () => {
-    expect(displayColumns('python3 train.py')).toBe(16);
-    expect(displayColumns('\u3000'.repeat(10))).toBe(20);
-    expect(displayColumns('学习率')).toBe(6);
-    expect(displayColumns('e\u0301\u0301')).toBe(1);
-    expect(displayColumns('🚀x')).toBe(3);
+describe('maxColumns', () => {
+  it('counts the most columns a terminal can draw: ASCII one, every other code point two, marks included', () => {
+    expect(maxColumns('python3 train.py')).toBe(16);
+    expect(maxColumns('\u3000'.repeat(10))).toBe(20);
+    expect(maxColumns('学习率')).toBe(6);
+    expect(maxColumns('🚀x')).toBe(3);
+    // The third re-attack: a Tangut character and three spacing marks, drawn five columns wide, counted one before.
+    expect(maxColumns('\u{17000}\u0903\u0903\u0903')).toBe(8);
+    expect(maxColumns('e\u0301')).toBe(3);
   });
 });

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 
 import { ApiError } from '../../api/errors';
-import { displayColumns, printable, shellLine, shellWord } from '../../api/shell-word';
+import { maxColumns, printable, shellLine, shellWord, visibleBlanks } from '../../api/shell-word';
 
 export interface SavedCommand {
   command: readonly string[];
@@ -38,8 +38,9 @@ export function commandFingerprint(request: SavedRequest): string {
 
 /**
  * Terminal columns of settings, environment, folder and command shown for consent: about 50 lines of 80, all of it
- * on a screen or two and in any scrollback. Counted in columns, wide characters two: a re-attack filled 16,384
- * characters with U+3000 (two columns each) to push the command's start 393 lines above the --yes line.
+ * on a screen or two and in any scrollback. Counted as the most they can fill (maxColumns): a re-attack filled 16,384
+ * characters with U+3000 (two columns each) to push the command's start 393 lines above the --yes line, and the next
+ * drew 244 lines from a count of 4,096 that trusted a width table.
  */
 export const MAX_SHOWN_COLUMNS = 4_096;
 
@@ -54,12 +55,12 @@ export function requireConsent(what: string, request: SavedRequest, consent: str
   if (consent === fingerprint) return;
   const { target, ...settings } = request;
   const env = Object.entries(target.env).map(([k, v]) => `${k}=${shellWord(v)}`);
-  const shown = `the settings ${printable(canonical(settings))}, ${env.length ? `the environment ${env.join(' ')}, ` : ''}the folder ${shellWord(target.cwd)} and the command ${shellLine([...target.command])}`;
-  const columns = displayColumns(shown);
+  const shown = `the settings ${visibleBlanks(printable(canonical(settings)))}, ${env.length ? `the environment ${env.join(' ')}, ` : ''}the folder ${shellWord(target.cwd)} and the command ${shellLine([...target.command])}`;
+  const columns = maxColumns(shown);
   if (columns > MAX_SHOWN_COLUMNS) {
     throw new ApiError(
       'E_BAD_INPUT',
-      `${what}, but its command, folder, environment and settings fill ${columns.toLocaleString('en-US')} columns of a terminal (${Math.ceil(columns / 80).toLocaleString('en-US')} lines of 80), more than the ${MAX_SHOWN_COLUMNS.toLocaleString('en-US')} anyone reads before agreeing: it is not offered to run; read the run's file and start the command yourself`,
+      `${what}, but its command, folder, environment and settings can fill ${columns.toLocaleString('en-US')} columns of a terminal (${Math.ceil(columns / 80).toLocaleString('en-US')} lines of 80), more than the ${MAX_SHOWN_COLUMNS.toLocaleString('en-US')} anyone reads before agreeing: it is not offered to run; read the run's file and start the command yourself`,
     );
   }
   const given = typeof consent === 'string' ? `--yes ${shellWord(consent)} was given for another command; ` : '';
