@@ -1,5 +1,7 @@
 import { z } from 'zod';
 
+import { fileSystemFailure } from './fs-failures';
+
 /**
  * Stable error codes that cross the contract. The first six come from the
  * native engine; the rest are raised by the TypeScript layers.
@@ -57,7 +59,7 @@ export class ApiError extends Error {
    * relative to it, as every message means them.
    */
   toPayload(root?: string): ApiErrorPayload {
-    const message = this.code === 'E_INTERNAL' ? withoutAbsolutePaths(this.message, root) : withinWorkspaceRelative(this.message, root);
+    const message = this.code === 'E_INTERNAL' || this instanceof SystemRefusal ? withoutAbsolutePaths(this.message, root) : withinWorkspaceRelative(this.message, root);
     return this.where === undefined ? { code: this.code, message } : { code: this.code, message, where: this.where };
   }
 
@@ -66,9 +68,17 @@ export class ApiError extends Error {
   }
 }
 
-/** Any thrown value as an ApiError: an unexpected one is E_INTERNAL with its message. */
+/** A file system's refusal worded by toApiError: a system call's path, so an answer maps no folder outside the workspace. */
+class SystemRefusal extends ApiError {}
+
+/**
+ * Any thrown value as an ApiError: a file system's refusal that no write path worded (a full disk, a folder made
+ * immutable) is E_DATA in words, naming the file; any other unexpected one is E_INTERNAL with its message.
+ */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  const refused = fileSystemFailure(err);
+  if (refused !== null) return new SystemRefusal('E_DATA', refused);
   const message = err instanceof Error ? err.message : String(err);
   return new ApiError('E_INTERNAL', message);
 }

@@ -1,4 +1,4 @@
-import { ApiError } from '../api/errors';
+import { ApiError, toApiError } from '../api/errors';
 import { errorWords } from '../api/error-words';
 import { jsonText } from './json-out';
 
@@ -11,10 +11,12 @@ const CWD_GONE = 'the folder this command was started in cannot be read (removed
  * script still reads the code. A message may quote a run's file or a typed value: errorWords escapes its control
  * characters, and later lines are indented so a planted line break cannot pass as a line of our own.
  */
-export function errorOut(err: unknown, options: { json: boolean; pointer?: string }): void {
-  const code = err instanceof ApiError ? err.code : 'E_INTERNAL';
-  const message = (err as NodeJS.ErrnoException | null)?.syscall === 'uv_cwd' ? CWD_GONE : err instanceof Error ? err.message : String(err);
-  const words = err instanceof ApiError ? errorWords(code, message) : errorWords('', message);
+export function errorOut(thrown: unknown, options: { json: boolean; pointer?: string }): void {
+  const cwdGone = (thrown as NodeJS.ErrnoException | null)?.syscall === 'uv_cwd';
+  // A file system's refusal nothing worded on its way (a full disk, an immutable folder) is worded as every answer is.
+  const err = cwdGone ? new ApiError('E_BAD_INPUT', CWD_GONE) : toApiError(thrown);
+  // An unexpected error's own message, without "unexpected error:" before it, unless it came as one already.
+  const words = errorWords(err.code === 'E_INTERNAL' && !(thrown instanceof ApiError) ? '' : err.code, err.message);
   process.stderr.write(`trainbench: ${words.replace(/\n/g, '\n  ')}\n${options.pointer ?? ''}`);
-  if (options.json) process.stdout.write(jsonText({ error: { code, message } }, 2) + '\n');
+  if (options.json) process.stdout.write(jsonText({ error: { code: err.code, message: err.message } }, 2) + '\n');
 }

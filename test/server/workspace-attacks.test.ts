@@ -156,6 +156,26 @@ describe('finding 1: Export never writes through a planted link', () => {
     expect(deeper).toMatchObject({ ok: false, error: { message: expect.stringMatching(/its name is longer than the file system allows$/) } });
     expect(JSON.stringify(deeper)).not.toMatch(/ENAMETOOLONG|E_INTERNAL/);
   });
+
+  const root = process.getuid?.() === 0;
+  it.skipIf(!root)(root ? 'words an export into a folder made immutable, naming the file and not its temp name (third re-attack of issue 41)' : 'an immutable export folder: skipped (chattr needs root)', async () => {
+    const id = '0001-planted';
+    writeReport(id);
+    mkdirSync(inWs('exports', 'frozen'), { recursive: true });
+    try {
+      execFileSync('chattr', ['+i', inWs('exports', 'frozen')], { stdio: 'ignore' });
+    } catch {
+      return; // a file system without the attribute
+    }
+    try {
+      const answer = await call('reports.export', { id, dir: 'exports/frozen' });
+      // Written through the held folder (/proc/self/fd/N/…), the file may be named by its last part only.
+      expect(answer).toMatchObject({ ok: false, error: { code: 'E_DATA', message: expect.stringMatching(/^(exports\/frozen\/|…\/)0001-planted\.md: the file system refused the change/) } });
+      expect(JSON.stringify(answer)).not.toMatch(/\.tmp|EPERM|E_INTERNAL/);
+    } finally {
+      execFileSync('chattr', ['-i', inWs('exports', 'frozen')]);
+    }
+  });
 });
 
 describe('finding 2: reports never read through a planted link', () => {

@@ -1,0 +1,54 @@
+/**
+ * A file system's refusals in words, for every answer and message: the disk, the folder or the path is what a person
+ * has to see to, not an errno. Shared by the workspace's own writes (core/workspace) and the last guard in
+ * toApiError, where any refusal a write path did not word itself is worded on its way out.
+ */
+
+/** Why the file system refused a write. */
+export const WRITE_FAILURES: Record<string, string> = {
+  ENOSPC: 'no space left on the disk',
+  EDQUOT: 'the disk quota is used up',
+  EFBIG: 'the file is larger than the file system allows',
+  EIO: 'the disk reported an input/output error',
+  EPERM: 'the file system refused the change (a file made immutable, or held by another program)',
+  EACCES: 'permission denied',
+  EROFS: 'the file system is read-only',
+};
+
+/** Why a path names nothing a system call can reach (ENOENT aside: each caller says "missing" its own way). */
+export const PATH_FAILURES: Record<string, string> = {
+  ENOTDIR: 'a part of its path is a file, not a folder',
+  ENAMETOOLONG: 'its name is longer than the file system allows',
+  ELOOP: 'its path goes through links that loop',
+  EACCES: 'permission denied',
+};
+
+/** A refusal's reason in words when its code has one, else null. */
+export function failureReason(code: string | undefined): string | null {
+  if (!code) return null;
+  return Object.hasOwn(PATH_FAILURES, code) ? PATH_FAILURES[code] : Object.hasOwn(WRITE_FAILURES, code) ? WRITE_FAILURES[code] : null;
+}
+
+/**
+ * A file as a message names it: Trainbench's own working names (a temp file `.NAME.<hex>.tmp` renamed over NAME
+ * when written, a claim or a folder on its way out) as what they stand for, so no answer shows one.
+ */
+function shownFile(file: string): string {
+  const sep = Math.max(file.lastIndexOf('/'), file.lastIndexOf('\\'));
+  const folder = file.slice(0, sep + 1);
+  const name = file.slice(sep + 1);
+  const temp = /^\.(.+)\.[0-9a-f]{12}\.tmp$/.exec(name);
+  if (temp) return folder + temp[1];
+  return name.startsWith('.') && folder ? folder : file;
+}
+
+/** An error from a system call on a file, in words ("reports/x.md: no space left on the disk"), or null for any other. */
+export function fileSystemFailure(err: unknown): string | null {
+  const e = err as { code?: unknown; path?: unknown; syscall?: unknown } | null;
+  if (typeof e?.code !== 'string' || typeof e.syscall !== 'string') return null;
+  // ENOENT is not among them: a file gone from under a write is more often a fault of ours than the disk's, and stays
+  // an unexpected error.
+  const why = failureReason(e.code);
+  if (why === null) return null;
+  return typeof e.path === 'string' ? `${shownFile(e.path)}: ${why}` : `the file system refused it: ${why}`;
+}
