@@ -42,13 +42,15 @@ function shownFile(file: string): string {
   return name.startsWith('.') && folder ? folder : file;
 }
 
-/** An error from a system call on a file, in words ("reports/x.md: no space left on the disk"), or null for any other. */
+/**
+ * An error from a system call on a file, in words ("reports/x.md: no space left on the disk"), or null for any other:
+ * one without a path (kill, a socket) or from spawn (whose path is the command) is not the file system's.
+ */
 export function fileSystemFailure(err: unknown): string | null {
   const e = err as { code?: unknown; path?: unknown; syscall?: unknown } | null;
-  if (typeof e?.code !== 'string' || typeof e.syscall !== 'string') return null;
+  if (typeof e?.code !== 'string' || typeof e.syscall !== 'string' || typeof e.path !== 'string' || e.syscall.startsWith('spawn')) return null;
   // ENOENT is not among them: a file gone from under a write is more often a fault of ours than the disk's, and stays
   // an unexpected error.
   const why = failureReason(e.code);
-  if (why === null) return null;
-  return typeof e.path === 'string' ? `${shownFile(e.path)}: ${why}` : `the file system refused it: ${why}`;
+  return why === null ? null : `${shownFile(e.path)}: ${why}`;
 }

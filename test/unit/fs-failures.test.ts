@@ -1,7 +1,7 @@
 // The last guard on every answer (toApiError): a file system's refusal that no write path worded itself is E_DATA
 // in words naming the file, never E_INTERNAL with an errno and a temp name (third re-attack of issue 41). Real
 // refusals from real calls: a path under a file, and, as root, a folder made immutable.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, openSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -39,8 +39,13 @@ describe('toApiError on a file system refusal', () => {
 
   it('leaves anything else as it was: an unexpected error, its message kept', () => {
     expect(toApiError(new TypeError('x is not a function'))).toMatchObject({ code: 'E_INTERNAL', message: 'x is not a function' });
-    // An errno without a system call is not the file system's.
+    // An errno without a system call or a path is not the file system's, nor is a spawn's (its path is the command).
     expect(toApiError(Object.assign(new Error('EPERM: made up'), { code: 'EPERM' }))).toMatchObject({ code: 'E_INTERNAL' });
+    const notExecutable = path.join(t.dir, 'not-executable.sh');
+    writeFileSync(notExecutable, '#!/bin/sh\n', { mode: 0o644 });
+    const spawned = spawnSync(notExecutable).error as NodeJS.ErrnoException;
+    expect(spawned).toMatchObject({ code: 'EACCES', path: notExecutable });
+    expect(toApiError(spawned)).toMatchObject({ code: 'E_INTERNAL' });
   });
 
   const root = process.getuid?.() === 0;
