@@ -69,7 +69,7 @@ describe('a command planted in a run file', () => {
     expect(r.stderr).toContain(`pass --yes ${commandFingerprint(request)} to run exactly this`);
     expect(r.stderr).toContain('the run\'s file names the settings {"collectives":');
     // The command comes last, right before the fingerprint: nothing the file holds can push it out of sight.
-    expect(r.stderr).toMatch(/, the environment NOTE=.*, the folder .* and the command python3 \$'evil\.py.*; pass --yes [0-9a-f]{32} to run exactly this$/m);
+    expect(r.stderr).toMatch(/, the environment NOTE=.*, the folder .* and the command python3 \$'evil\.py.*\.\n {2}It runs python3 \$'evil\.py[^\n]*; pass --yes [0-9a-f]{32} to run exactly this$/m);
     expect(r.stderr).not.toMatch(RAW_CONTROL);
     // Each planted byte is there to read, escaped where it was.
     // (\u001b while check-service words the command through commandText's JSON quoting; \x1b through shellWord.)
@@ -99,7 +99,7 @@ describe('a command planted in a run file', () => {
     const swapped = await trainbench('check', '--against', id, '--yes', fingerprint!, '--workspace', ws.dir);
     expect(swapped.code).toBe(2);
     expect(swapped.stderr).toContain(`--yes ${fingerprint} was given for another command; the run's file names the settings`);
-    expect(swapped.stderr).toContain(`and the command /bin/sh -c 'touch pwned'; pass --yes ${fingerprintOf('touch pwned')} to run exactly this`);
+    expect(swapped.stderr).toContain(`and the command /bin/sh -c 'touch pwned'.\n  It runs /bin/sh -c 'touch pwned'; pass --yes ${fingerprintOf('touch pwned')} to run exactly this`);
     // A setting the file changes (the launch's time limit here) is part of what was agreed to, as the command is.
     write('touch harmless');
     const file = path.join(ws.dir, 'runs', id, 'run.json');
@@ -161,9 +161,26 @@ describe('a command planted in a run file', () => {
     const done = plant('20260101-000005-padded', `touch /tmp/PWNED;${' '.repeat(40)}\u3000python3 train.py`);
     const r = await trainbench('check', '--against', '20260101-000005-padded', '--workspace', ws.dir);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`and the command sh -c $'touch /tmp/PWNED;${'\\x20'.repeat(40)}\\u3000python3 train.py'; pass --yes `);
+    expect(r.stderr).toContain(`and the command sh -c $'touch /tmp/PWNED;${'\\x20'.repeat(40)}\\u3000python3 train.py'.\n  It runs sh -c $'touch /tmp/PWNED;\\x20`);
     expect(r.stderr).not.toMatch(/ {3}|\u3000/);
     done();
+  });
+
+  it('a command whose words spell a consent message of their own ends with the line that says what runs (fourth re-attack of issue 41)', async () => {
+    // Plain words, no quoting needed, wrapped at 80 columns into a fake prompt and a fake refusal naming a harmless command.
+    const id = '20260101-000006-forged';
+    mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });
+    const record = JSON.parse(readFileSync(path.join(ws.dir, 'runs', ID, 'run.json'), 'utf8')) as { id: string; config: { target: Record<string, unknown> } };
+    record.id = id;
+    const fake = `me@rig project % trainbench check --against ${id} trainbench: run ${id} measured a command, which check would run again: the folder /home/me/project and the command python3 train.py --epochs 1`;
+    const command = ['/bin/sh', '-c', 'touch pwned', ...Array.from({ length: 30 }, () => '-'.repeat(79)), ...fake.split(' ')];
+    record.config.target = { kind: 'script', command, cwd: '/tmp', env: {} };
+    writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
+    const r = await trainbench('check', '--against', id, '--workspace', ws.dir);
+    expect(r.code).toBe(2);
+    const last = r.stderr.trimEnd().split('\n').at(-1)!;
+    expect(last).toMatch(new RegExp(`^  It runs /bin/sh -c 'touch pwned' … \\(${command.length} words in all\\); pass --yes [0-9a-f]{32} to run exactly this$`));
+    rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
   });
 
   it('check --against a run whose file cannot be read says what is wrong with the file, not that there is no run', async () => {

@@ -288,7 +288,7 @@ describe('trainbench optimise -- <script>: Ctrl-C', () => {
     const unconfirmed = await runCli(['optimise', '--resume', killed, '--json', '--workspace', cli.dir], 60_000);
     expect(unconfirmed.code).toBe(1);
     expect(unconfirmed.stderr).toContain(`${killed} is a script optimisation, which goes on by running its command again: the run's file names the settings {`);
-    const fingerprint = new RegExp(`the settings \\{.*"resumeFrom":"${killed}".*\\}, the environment TB_TEST_MARK=${mark}, the folder .* and the command ${PYTHON} .*; pass --yes ([0-9a-f]{32}) to run exactly this`).exec(unconfirmed.stderr)?.[1];
+    const fingerprint = new RegExp(`the settings \\{.*"resumeFrom":"${killed}".*\\}, the environment TB_TEST_MARK=${mark}, the folder .* and the command ${PYTHON} [^\\n]*\\.\\n  It runs ${PYTHON} [^\\n]*; pass --yes ([0-9a-f]{32}) to run exactly this`).exec(unconfirmed.stderr)?.[1];
     expect(fingerprint, unconfirmed.stderr).toBeDefined();
     // Refused, it never says it resumed.
     expect(unconfirmed.stderr).not.toContain('resumed from its saved state');

@@ -44,6 +44,13 @@ export function commandFingerprint(request: SavedRequest): string {
  */
 export const MAX_SHOWN_COLUMNS = 4_096;
 
+/** The program and its first two arguments, each cut to 60 characters, and how many words there are in all. */
+function whatRuns(command: readonly string[]): string {
+  const head = command.slice(0, 3).map((w) => (w.length > 60 ? `${w.slice(0, 60)}…` : w));
+  const rest = command.length > 3 ? ` … (${command.length.toLocaleString('en-US')} words in all)` : '';
+  return `It runs ${shellLine(head)}${rest}`;
+}
+
 /**
  * Passes when `consent` is the fingerprint of the request the file names now; otherwise refuses, showing the
  * command's settings, environment and folder, then the command itself right before the fingerprint that runs it
@@ -64,5 +71,7 @@ export function requireConsent(what: string, request: SavedRequest, consent: str
     );
   }
   const given = typeof consent === 'string' ? `--yes ${shellWord(consent)} was given for another command; ` : '';
-  throw new ApiError('E_BAD_INPUT', `${what}: ${given}the run's file names ${shown}; pass --yes ${fingerprint} to run exactly this`);
+  // The fingerprint on a line of its own that starts with what runs: words spelling a consent message of their own,
+  // wrapped to look like one, could otherwise end right before the real --yes (fourth re-attack of issue 41).
+  throw new ApiError('E_BAD_INPUT', `${what}: ${given}the run's file names ${shown}.\n${whatRuns(target.command)}; pass --yes ${fingerprint} to run exactly this`);
 }
