@@ -13,6 +13,7 @@ export const WRITE_FAILURES: Record<string, string> = {
   EPERM: 'the file system refused the change (a file made immutable, or held by another program)',
   EACCES: 'permission denied',
   EROFS: 'the file system is read-only',
+  EBUSY: 'it is in use (a mount point, or held open by another program)',
 };
 
 /** Why a path names nothing a system call can reach (ENOENT aside: each caller says "missing" its own way). */

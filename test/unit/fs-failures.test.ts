@@ -2,12 +2,14 @@
 // in words naming the file, never E_INTERNAL with an errno and a temp name (third re-attack of issue 41). Real
 // refusals from real calls: a path under a file, and, as root, a folder made immutable.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { toApiError } from '../../src-main/api/errors';
+import { openWorkspace } from '../../src-main/core/workspace/workspace';
+import { makeFolderExclusive } from '../../src-main/core/workspace/workspace-files';
 import { tempDir } from '../helpers/temp-dir';
 
 const t = tempDir();
@@ -49,7 +51,7 @@ describe('toApiError on a file system refusal', () => {
   });
 
   const root = process.getuid?.() === 0;
-  it.skipIf(!root)(root ? 'names the file a temp file stood for, and a working name by its folder, in an immutable folder' : 'in an immutable folder: skipped (chattr needs root)', () => {
+  it.skipIf(!root)(root ? 'names the file a temp file stood for, and a working name by its folder, in an immutable folder' : 'in an immutable folder: skipped (chattr needs root)', async () => {
     const dir = path.join(t.dir, 'reports');
     mkdirSync(dir);
     try {
@@ -63,5 +65,26 @@ describe('toApiError on a file system refusal', () => {
     expect(temp.toPayload(t.dir).message).toBe('reports/0001-x.md: the file system refused the change (a file made immutable, or held by another program)');
     const claim = toApiError(thrown(() => mkdirSync(path.join(dir, '.claim-0002'))));
     expect(claim.toPayload(t.dir).message).toBe('reports/: the file system refused the change (a file made immutable, or held by another program)');
+    // Through a held folder (/proc/self/fd/N/ on Linux): still named by the folder, not "…/N" (fourth re-attack).
+    const ws = await openWorkspace(t.dir);
+    const held = toApiError(await makeFolderExclusive(ws, 'reports/.claim-0003').catch((e: unknown) => e));
+    expect(held.toPayload(t.dir).message).toBe('reports/: the file system refused the change (a file made immutable, or held by another program)');
+  });
+
+  it.skipIf(!root)(root ? 'words a folder that is a mount point, which cannot be renamed away (EBUSY)' : 'a mount point: skipped (mount needs root)', () => {
+    const mounted = path.join(t.dir, 'mounted');
+    mkdirSync(mounted);
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mounted], { stdio: 'ignore' });
+    } catch {
+      return;
+    }
+    try {
+      const busy = toApiError(thrown(() => renameSync(mounted, path.join(t.dir, '.removing-mounted'))));
+      expect(busy.code).toBe('E_DATA');
+      expect(busy.toPayload(t.dir).message).toBe('mounted: it is in use (a mount point, or held open by another program)');
+    } finally {
+      execFileSync('umount', [mounted]);
+    }
   });
 });

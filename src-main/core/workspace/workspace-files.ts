@@ -372,9 +372,25 @@ async function inFolder<T>(workspace: Workspace, abs: string, use: (folder: Held
   const folder = holdFolder(workspace, abs, options);
   try {
     return await use(folder);
+  } catch (err) {
+    throw namedByFolder(err, folder.entry(''), abs);
   } finally {
     folder.close();
   }
+}
+
+/**
+ * A system call's error on an entry of a held folder names it by the folder's path, not by /proc/self/fd/N/, which
+ * an answer would show as a folder "…/N" outside the workspace (fourth re-attack of issue 41).
+ */
+function namedByFolder(err: unknown, held: string, abs: string): unknown {
+  const e = err as NodeJS.ErrnoException & { dest?: string };
+  if (!held.startsWith('/proc/self/fd/') || typeof e?.path !== 'string') return err;
+  const named = (p: string) => (p.startsWith(held) ? path.join(abs, p.slice(held.length)) : p);
+  e.message = e.message.split(held).join(`${abs}${path.sep}`);
+  e.path = named(e.path);
+  if (typeof e.dest === 'string') e.dest = named(e.dest);
+  return e;
 }
 
 /** Creates a folder (and its parents) inside the workspace, one at a time, each inside the one held; refuses when any part is a link or a file. */
