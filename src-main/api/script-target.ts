@@ -51,12 +51,17 @@ export const SENSITIVE_ENV: Readonly<Record<string, string>> = {
   PYTHONPATH: 'makes Python import modules from these folders first (Trainbench adds its probe in front)',
   NODE_OPTIONS: 'passes these options (a --require of any file included) to every Node.js program it starts',
   PATH: 'changes which programs are found by name, the command itself included',
+  BASH_ENV: 'makes bash run this file before the script it was given',
+  ENV: 'makes sh run this file when it starts',
+  PYTHONHOME: 'makes Python load its standard library from this folder',
+  LD_AUDIT: 'loads these libraries into the program before it runs',
+  GCONV_PATH: 'makes the C library load character-set converters from these folders',
 };
 
 /** The sensitive variables a target sets, each with what it does. */
 export function sensitiveEnv(env: Readonly<Record<string, string>> | undefined): { name: string; value: string; why: string }[] {
   return Object.entries(env ?? {})
-    .filter(([name]) => name in SENSITIVE_ENV)
+    .filter(([name]) => Object.hasOwn(SENSITIVE_ENV, name))
     .map(([name, value]) => ({ name, value, why: SENSITIVE_ENV[name] }));
 }
 

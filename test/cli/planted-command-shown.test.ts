@@ -183,6 +183,20 @@ describe('a command planted in a run file', () => {
     rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
   });
 
+  it('the line that says what runs names the variables that change what runs (fifth re-attack of issue 41)', async () => {
+    // PATH=. ran the folder's own ./python3, and BASH_ENV a file of the folder, under "It runs python3 train.py".
+    const id = '20260101-000007-envrun';
+    mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });
+    const record = JSON.parse(readFileSync(path.join(ws.dir, 'runs', ID, 'run.json'), 'utf8')) as { id: string; config: { target: Record<string, unknown> } };
+    record.id = id;
+    record.config.target = { kind: 'script', command: ['python3', 'train.py'], cwd: '/tmp', env: { CUDA_VISIBLE_DEVICES: '0', PATH: '.:/usr/bin:/bin', BASH_ENV: '.setup', constructor: 'x' } };
+    writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
+    const r = await trainbench('check', '--against', id, '--workspace', ws.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs python3 train\.py, with PATH, BASH_ENV set in its environment; pass --yes [0-9a-f]{32} to run exactly this$/);
+    rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
+  });
+
   it('check --against a run whose file cannot be read says what is wrong with the file, not that there is no run', async () => {
     const id = '20260101-000002-deep';
     mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 
 import { ApiError } from '../../api/errors';
+import { sensitiveEnv } from '../../api/script-target';
 import { maxColumns, printable, shellLine, shellWord, visibleBlanks } from '../../api/shell-word';
 
 export interface SavedCommand {
@@ -44,11 +45,18 @@ export function commandFingerprint(request: SavedRequest): string {
  */
 export const MAX_SHOWN_COLUMNS = 4_096;
 
-/** The program and its first two arguments, each cut to 60 characters, and how many words there are in all. */
-function whatRuns(command: readonly string[]): string {
+/**
+ * The program and its first two arguments, each cut to 60 characters, how many words there are in all, and the
+ * variables set that change what runs (PATH, BASH_ENV, LD_PRELOAD...): a fifth re-attack ran its own ./python3 through
+ * PATH=. while this line said "python3 train.py".
+ */
+function whatRuns(target: SavedCommand): string {
+  const { command } = target;
   const head = command.slice(0, 3).map((w) => (w.length > 60 ? `${w.slice(0, 60)}…` : w));
   const rest = command.length > 3 ? ` … (${command.length.toLocaleString('en-US')} words in all)` : '';
-  return `It runs ${shellLine(head)}${rest}`;
+  const sensitive = sensitiveEnv(target.env).map((v) => v.name);
+  const env = sensitive.length ? `, with ${sensitive.join(', ')} set in its environment` : '';
+  return `It runs ${shellLine(head)}${rest}${env}`;
 }
 
 /**
@@ -73,5 +81,5 @@ export function requireConsent(what: string, request: SavedRequest, consent: str
   const given = typeof consent === 'string' ? `--yes ${shellWord(consent)} was given for another command; ` : '';
   // The fingerprint on a line of its own that starts with what runs: words spelling a consent message of their own,
   // wrapped to look like one, could otherwise end right before the real --yes (fourth re-attack of issue 41).
-  throw new ApiError('E_BAD_INPUT', `${what}: ${given}the run's file names ${shown}.\n${whatRuns(target.command)}; pass --yes ${fingerprint} to run exactly this`);
+  throw new ApiError('E_BAD_INPUT', `${what}: ${given}the run's file names ${shown}.\n${whatRuns(target)}; pass --yes ${fingerprint} to run exactly this`);
 }
