@@ -24,10 +24,19 @@ export const PATH_FAILURES: Record<string, string> = {
   EACCES: 'permission denied',
 };
 
+/** Why an open was refused by what the path names or by the process's limits, not by the path itself. */
+export const OPEN_FAILURES: Record<string, string> = {
+  // open(2) of a socket, of a FIFO for writing with no reader, or of a device with nothing behind it.
+  ENXIO: 'it is a socket, a FIFO nobody reads or a device with nothing behind it, not a regular file',
+  EMFILE: 'Trainbench has too many files open at once right now; try again when the work in progress has finished',
+  ENFILE: 'the system has too many files open at once right now; try again later',
+};
+
 /** A refusal's reason in words when its code has one, else null. */
 export function failureReason(code: string | undefined): string | null {
   if (!code) return null;
-  return Object.hasOwn(PATH_FAILURES, code) ? PATH_FAILURES[code] : Object.hasOwn(WRITE_FAILURES, code) ? WRITE_FAILURES[code] : null;
+  for (const table of [PATH_FAILURES, WRITE_FAILURES, OPEN_FAILURES]) if (Object.hasOwn(table, code)) return table[code];
+  return null;
 }
 
 /**

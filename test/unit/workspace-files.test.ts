@@ -1,7 +1,8 @@
 // core/workspace-files.ts, the one way the services touch a workspace file: each
 // rule against the planted file it exists for (issue 23).
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { linkSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -22,6 +23,17 @@ import {
   writeFileConfined,
 } from '../../src-main/core/workspace/workspace-files';
 import { tempDir } from '../helpers/temp-dir';
+
+const repoRoot = path.resolve(__dirname, '../..');
+/** Opens /dev/null until the process has no handle left, frees none, and reads a workspace file (argv[1] the workspace). */
+const EXHAUST_THEN_READ = `
+const fs = require('node:fs');
+const { openWorkspace } = require('./dist/src-main/core/workspace/workspace');
+const { readTextCapped } = require('./dist/src-main/core/workspace/workspace-files');
+openWorkspace(process.argv[1]).then(async (ws) => {
+  try { for (;;) fs.openSync('/dev/null', 'r'); } catch (err) { if (err.code !== 'EMFILE') throw err; }
+  await readTextCapped(ws, 'runs/a.json', 1024).then(() => console.log('read'), (err) => console.log(err.message));
+});`;
 
 let t: { dir: string; cleanup(): void };
 let out: { dir: string; cleanup(): void };
@@ -55,6 +67,31 @@ describe('reading', () => {
     await expect(readTextCapped(ws, 'runs/fifo', 1024)).rejects.toMatchObject({ problem: 'not-a-file', message: expect.stringContaining('runs/fifo is a FIFO') });
     await expect(readTextCapped(ws, 'runs', 1024)).rejects.toMatchObject({ problem: 'not-a-file' });
     await expect(readTextCapped(ws, 'runs/missing.json', 1024)).rejects.toMatchObject({ code: 'E_BAD_INPUT', problem: 'missing' });
+  });
+
+  it('says in words why a file cannot be opened: a socket at its name, a file where a folder should be, no file handles left', async () => {
+    // A socket's open fails with ENXIO: said as what is there, not as the errno (fifth re-attack of issue 41).
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(at('runs', 'sock.json'), resolve));
+    try {
+      await expect(readTextCapped(ws, 'runs/sock.json', 1024)).rejects.toMatchObject({
+        problem: 'unreadable',
+        message: 'runs/sock.json cannot be opened: it is a socket, a FIFO nobody reads or a device with nothing behind it, not a regular file',
+      });
+    } finally {
+      server.close();
+    }
+    // A run folder that is a file: still missing to its callers, but not said to "not exist" (it does).
+    writeFileSync(at('runs', 'r1'), 'x');
+    await expect(readTextCapped(ws, 'runs/r1/run.json', 1024)).rejects.toMatchObject({
+      problem: 'missing',
+      message: 'runs/r1/run.json cannot be reached: a part of its path is a file, not a folder',
+    });
+    // Out of file handles (EMFILE), in a child with a low limit, through the built module: a wait, not an errno.
+    writeFileSync(at('runs', 'a.json'), '{}');
+    const child = spawnSync('prlimit', ['--nofile=64', process.execPath, '-e', EXHAUST_THEN_READ, t.dir], { encoding: 'utf8', cwd: repoRoot });
+    expect(child.stderr).toBe('');
+    expect(child.stdout.trim()).toBe('runs/a.json cannot be opened: Trainbench has too many files open at once right now; try again when the work in progress has finished');
   });
 
   it('refuses a file over its cap by its size, without reading it, and a parse error quotes no text', async () => {

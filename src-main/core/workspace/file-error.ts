@@ -1,5 +1,6 @@
 import type { ErrorCode } from '../../api/errors';
 import { ApiError } from '../../api/errors';
+import { failureReason } from '../../api/fs-failures';
 
 /** What is wrong with a workspace file: callers tell a missing file (often normal) from the rest. */
 export type FileProblem = 'missing' | 'link' | 'not-a-file' | 'not-a-folder' | 'too-large' | 'outside' | 'unreadable' | 'unwritable' | 'not-json';
@@ -18,3 +19,8 @@ export class WorkspaceFileError extends ApiError {
 export const isMissing = (err: unknown): boolean => err instanceof WorkspaceFileError && err.problem === 'missing';
 
 export { failureReason, PATH_FAILURES, WRITE_FAILURES } from '../../api/fs-failures';
+
+/** An open refused for any other reason, in words where the code has them; an unknown code is kept to be looked up. */
+export function cannotOpen(code: string | undefined, shown: string): WorkspaceFileError {
+  return new WorkspaceFileError('unreadable', shown, `${shown} cannot be opened: ${failureReason(code) ?? `the system refused it (${code ?? 'no code'})`}`);
+}

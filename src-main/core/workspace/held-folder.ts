@@ -14,7 +14,7 @@
 import { type BigIntStats, closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 
-import { failureReason, WorkspaceFileError } from './file-error';
+import { cannotOpen, failureReason, WorkspaceFileError } from './file-error';
 import type { Workspace } from './workspace';
 
 const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
@@ -81,7 +81,7 @@ function walkError(err: unknown, at: string, shown: string): WorkspaceFileError 
     // Gone, or a folder again, since the open: it was being swapped.
     return !st || st.isDirectory() ? changedError(shown) : new WorkspaceFileError('not-a-folder', shown, `${shown} is not a folder`);
   }
-  return new WorkspaceFileError('unreadable', shown, `${shown} cannot be opened (${code ?? 'error'})`);
+  return cannotOpen(code, shown);
 }
 
 function makeOne(at: string, shown: string): void {

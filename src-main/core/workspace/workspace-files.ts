@@ -19,7 +19,7 @@ import { Readable } from 'node:stream';
 import { ApiError } from '../../api/errors';
 import { jsonProblem } from '../../api/format-issues';
 import { renameReplacing, writeFileAtomicIn, writeTempIn } from './atomic-write';
-import { failureReason, isMissing, PATH_FAILURES, WRITE_FAILURES, WorkspaceFileError } from './file-error';
+import { cannotOpen, failureReason, isMissing, PATH_FAILURES, WRITE_FAILURES, WorkspaceFileError } from './file-error';
 import { jsonShapeProblem } from './json-depth';
 import { type HeldFolder, holdFolder, type Made, throughProcFd } from './held-folder';
 import type { Workspace } from './workspace';
@@ -80,11 +80,13 @@ function realRoot(workspace: Workspace): string {
 
 function openError(err: unknown, shown: string): WorkspaceFileError {
   const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT' || code === 'ENOTDIR') return new WorkspaceFileError('missing', shown, `${shown} does not exist`);
+  if (code === 'ENOENT') return new WorkspaceFileError('missing', shown, `${shown} does not exist`);
+  // Still missing to every caller (nothing readable is there), but said as it is: a run folder that is a file.
+  if (code === 'ENOTDIR') return new WorkspaceFileError('missing', shown, `${shown} cannot be reached: ${PATH_FAILURES.ENOTDIR}`);
   // ELOOP from O_NOFOLLOW: the last component is a link. (Linux gives ELOOP; some systems EMLINK.)
   if (code === 'ELOOP' || code === 'EMLINK') return new WorkspaceFileError('link', shown, `${shown} is a link: workspace files are read only as themselves, never through a link`);
   if (code === 'EISDIR') return new WorkspaceFileError('not-a-file', shown, `${shown} is a folder, not a file`);
-  return new WorkspaceFileError('unreadable', shown, `${shown} cannot be opened (${code ?? 'error'})`);
+  return cannotOpen(code, shown);
 }
 
 
