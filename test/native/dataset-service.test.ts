@@ -1,4 +1,5 @@
 // Datasets through the contract: build with progress and cancel, confinement to the workspace, benchmark.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -35,6 +36,27 @@ describe('datasets through the contract', () => {
     expect(await services.router.dispatch('datasets.verify', { id: 'tiny-board' })).toMatchObject({ ok: true, problems: [] });
     await services.router.dispatch('datasets.remove', { id: r.dataset.id });
     expect(await services.router.dispatch('datasets.list', {})).toEqual([]);
+  });
+
+  const root = process.getuid?.() === 0;
+  it.skipIf(!root)(root ? 'says why a cache made immutable cannot be removed, not that a run is reading it' : 'an immutable cache: skipped (chattr needs root)', async () => {
+    const r = (await services.router.dispatch('datasets.build', { source: { kind: 'synthetic-board', records: 50, seed: 3 }, name: 'frozen-board', jobId: 'job-frozen' })) as { dataset: { id: string } };
+    const dir = path.join(datasetsRoot(services.workspace), r.dataset.id);
+    try {
+      execFileSync('chattr', ['+i', dir], { stdio: 'ignore' });
+    } catch {
+      return; // a file system without the attribute
+    }
+    try {
+      await expect(services.router.dispatch('datasets.remove', { id: r.dataset.id })).rejects.toMatchObject({
+        code: 'E_DATA',
+        message: `dataset ${r.dataset.id} cannot be removed: the file system refused the change (a file made immutable, or held by another program)`,
+      });
+    } finally {
+      execFileSync('chattr', ['-i', dir]);
+    }
+    await services.router.dispatch('datasets.remove', { id: r.dataset.id });
+    expect(readdirSync(datasetsRoot(services.workspace)).filter((e) => e.includes(r.dataset.id))).toEqual([]);
   });
 
   it('cancels a build: E_CANCELLED and nothing published', async () => {

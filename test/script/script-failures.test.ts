@@ -1,6 +1,6 @@
 // Issue 14: a script that crashes, hangs or prints garbage never breaks the workbench; the probe chains an existing sitecustomize.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -89,6 +89,21 @@ describe('scripts that misbehave', () => {
     expect(tooLong.code).toBe(1);
     expect(tooLong.stderr).toContain(`cannot start the command: the working directory ${JSON.stringify(long)} cannot be used: its name is longer than the file system allows`);
     expect(underFile.stderr + tooLong.stderr).not.toMatch(/spawn E|unexpected/);
+  });
+
+  it('a command whose path runs through a file or a loop of links says so, not "spawn ENOTDIR" (fifth re-attack of issue 41)', async () => {
+    writeFileSync(path.join(ws.dir, 'plain-file'), 'x');
+    const throughFile = path.join(ws.dir, 'plain-file', 'python3');
+    symlinkSync('loop-b', path.join(ws.dir, 'loop-a'));
+    symlinkSync('loop-a', path.join(ws.dir, 'loop-b'));
+    const throughLoop = path.join(ws.dir, 'loop-a', 'python3');
+    const file = await run([], [throughFile, 'train.py']);
+    const loop = await run([], [throughLoop, 'train.py']);
+    expect(file.code).toBe(1);
+    expect(file.stderr).toContain(`cannot start the command: ${JSON.stringify(throughFile)} cannot be reached: a part of its path is a file, not a folder`);
+    expect(loop.code).toBe(1);
+    expect(loop.stderr).toContain(`cannot start the command: ${JSON.stringify(throughLoop)} cannot be reached: its path goes through links that loop`);
+    expect(file.stderr + loop.stderr).not.toMatch(/spawn E|unexpected/);
   });
 
   it('started in a folder since removed, the CLI says so, not the system call that failed (second re-attack of issue 41)', () => {

@@ -5,6 +5,7 @@ import { printable } from '../../api/shell-word';
 import type { CacheManifest, DatasetSummary, HeldOutSplit } from '../../api/datasets';
 import { CACHE_FORMAT_VERSION, CacheManifestSchema } from '../../api/datasets';
 import { ApiError } from '../../api/errors';
+import { failureReason } from '../../api/fs-failures';
 import { IdSchema } from '../../api/ids';
 import { formatIssues } from '../../api/format-issues';
 import type { Workspace } from '../workspace/workspace';
@@ -263,9 +264,12 @@ async function discard(workspace: Workspace, id: string, dir: string): Promise<v
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // Windows refuses to move a folder while a process has one of its shards mapped.
-    if (code === 'EPERM' || code === 'EBUSY' || code === 'EACCES') {
-      throw new ApiError('E_BAD_INPUT', `dataset ${id} is in use (${code}): stop the run or benchmark reading it, then remove it`);
+    if (process.platform === 'win32' && (code === 'EPERM' || code === 'EBUSY' || code === 'EACCES')) {
+      throw new ApiError('E_BAD_INPUT', `dataset ${id} is in use: stop the run or benchmark reading it, then remove it`);
     }
+    // Elsewhere a mapped shard never stops a rename: the folder is immutable, read-only or a mount point.
+    const why = failureReason(code);
+    if (why) throw new ApiError('E_DATA', `dataset ${id} cannot be removed: ${why}`);
     throw err;
   }
   await removeEntry(workspace, doomed);

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 
 import { ApiError } from '../../api/errors';
+import { PATH_FAILURES } from '../../api/fs-failures';
 import type { ScriptTarget } from '../../api/script-target';
 import { quotedText } from '../../api/shell-word';
 import { packageRoot } from '../../engine/package-root';
@@ -90,6 +91,7 @@ async function whyNotStarted(err: NodeJS.ErrnoException, target: ScriptTarget): 
   if (err.code === 'EACCES') return `${command} cannot be run: permission denied (not executable?)`;
   if (err.code === 'ENAMETOOLONG') return `${command} or an argument is longer than the system allows`;
   if (err.code === 'E2BIG') return 'its arguments and environment together are longer than the system allows';
+  if (err.code === 'ENOTDIR' || err.code === 'ELOOP') return `${command} cannot be reached: ${PATH_FAILURES[err.code]}`;
   return err.message;
 }
 
