@@ -15,6 +15,7 @@ import { RUN_SCHEMA_VERSION } from '../../src-main/api/run-record';
 import type { Services } from '../../src-main/core/services';
 import { startServer } from '../../src-main/server/serve';
 import { MAX_IN_FLIGHT } from '../../src-main/server/ws-limits';
+import { MESSAGE_OVERHEAD_BYTES } from '../../src-main/server/ws-outbox';
 import { testServices } from '../helpers/services';
 import { tempDir } from '../helpers/temp-dir';
 
@@ -77,6 +78,38 @@ describe('a client that does not read its socket', () => {
       // Other clients are unaffected.
       const other = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
       other.close();
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('small events to a client that does not read (fifth re-attack of issue 41)', () => {
+  it('count what each message costs the server beside its bytes: dropped at the limit in memory, not at 4x it', async () => {
+    // Eight such clients, sent a run's output line by line, held about 140 MB each under a 32 MiB limit: a queued
+    // message costs the server ~340 bytes beyond its text (MESSAGE_OVERHEAD_BYTES), which the socket's count leaves out.
+    const lines: string[] = [];
+    const limit = 4 << 20;
+    const server = await startServer({ services, rendererDir: renderer.dir, port: 0, maxBufferedBytes: limit, log: (l) => lines.push(l) });
+    try {
+      const ws = await open(`ws://127.0.0.1:${server.port}/api?token=${server.token}`);
+      (ws as unknown as { _socket: net.Socket })._socket.pause();
+      const event = { state: 'ready', pid: 1, restarts: 0, lastFailure: 'x'.repeat(40) } as const;
+      const eventBytes = JSON.stringify({ type: 'event', name: 'engine.status', data: event }).length;
+      let emitted = 0;
+      while (emitted < 200_000 && !lines.some((l) => l.startsWith('dropped client'))) {
+        for (let k = 0; k < 500; k++, emitted++) services.events.emit('engine.status', event);
+        await tick();
+      }
+      const dropped = lines.find((l) => l.startsWith('dropped client'));
+      const [, mib, count] = /([\d.]+) MiB unsent in ([\d,]+) messages, it is not reading its socket/.exec(dropped ?? '') ?? [];
+      expect(count, lines.join('\n')).toBeDefined();
+      // What waited when it was dropped: the limit with each message's cost, not the limit in bytes alone (~4x as many).
+      const held = Number(count.replace(/,/g, ''));
+      expect(held * (eventBytes + MESSAGE_OVERHEAD_BYTES)).toBeLessThanOrEqual(limit);
+      expect(held * (eventBytes + MESSAGE_OVERHEAD_BYTES)).toBeGreaterThan(0.95 * limit);
+      expect(Number(mib) * 2 ** 20).toBeGreaterThan(0.9 * limit);
+      console.log(`${emitted.toLocaleString('en-US')} events of ${eventBytes} bytes emitted; dropped with ${held.toLocaleString('en-US')} waiting (${mib} MiB with their cost)`);
     } finally {
       await server.close();
     }
