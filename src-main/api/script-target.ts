@@ -56,6 +56,17 @@ export const SENSITIVE_ENV: Readonly<Record<string, string>> = {
   PYTHONHOME: 'makes Python load its standard library from this folder',
   LD_AUDIT: 'loads these libraries into the program before it runs',
   GCONV_PATH: 'makes the C library load character-set converters from these folders',
+  HOME: "moves the home folder, whose Python user site-packages (usercustomize) and tools' settings are loaded",
+  PYTHONUSERBASE: 'makes Python import from the user site-packages under this folder (usercustomize runs at start)',
+  PYTHONPYCACHEPREFIX: 'makes Python load compiled modules (.pyc) from this folder instead of beside their sources',
+  PYTHONSTARTUP: 'makes Python run this file when it starts interactively',
+  PYTHONBREAKPOINT: 'makes breakpoint() call this function, imported by name',
+  PYTHONPLATLIBDIR: "changes the folder name Python's own modules are imported from",
+  XDG_CACHE_HOME: 'moves the cache folder, where torch.compile and Triton keep compiled code they load again',
+  TMPDIR: 'moves the temporary folder, where torch.compile keeps compiled code it loads again by default',
+  TORCHINDUCTOR_CACHE_DIR: 'makes torch.compile load compiled code from this folder',
+  TRITON_CACHE_DIR: 'makes Triton load compiled kernels from this folder',
+  TORCH_EXTENSIONS_DIR: 'makes PyTorch load compiled C++ extensions from this folder',
 };
 
 /** The sensitive variables a target sets, each with what it does. */

@@ -14,7 +14,7 @@ import { REPORT_SECTIONS } from '../../src-main/api/reports';
 import { formatCheck } from '../../src-main/cli/check-command';
 import type { BenchmarkService } from '../../src-main/core/benchmarks/benchmark-service';
 import { CheckService } from '../../src-main/core/check/check-service';
-import { commandFingerprint } from '../../src-main/core/workspace/command-consent';
+import { commandFingerprint, MAX_SHOWN_ENV } from '../../src-main/core/workspace/command-consent';
 import { ScriptBenchmarkRequestSchema } from '../../src-main/api/script-target';
 import { SECTION_HEADINGS } from '../../src-main/core/reports/report-model';
 import { openWorkspace } from '../../src-main/core/workspace/workspace';
@@ -35,9 +35,12 @@ const command = ['python3', 'evil.py\x1b[2K\rpython3', 'train.py\x1b]0;ok\x07'];
 const cwd = '/tmp/x\r\x1b[2K/home/me/project';
 const env = { NOTE: 'fine\x1b[1A\x1b[2K\u009b2K' };
 
-async function trainbench(...args: string[]) {
+const trainbench = (...args: string[]) => trainbenchWith({}, ...args);
+
+/** The CLI with variables of the person's own environment changed (their PATH). */
+async function trainbenchWith(env: Record<string, string>, ...args: string[]) {
   try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, TRAINBENCH_WORKSPACE: ws.dir } });
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, TRAINBENCH_WORKSPACE: ws.dir, ...env } });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -184,7 +187,40 @@ describe('a command planted in a run file', () => {
     const done = plantTarget(id, ['python3', 'train.py'], { CUDA_VISIBLE_DEVICES: '0', PATH: '.:/usr/bin:/bin', BASH_ENV: '.setup', constructor: 'x' });
     const r = await trainbench('check', '--against', id, '--workspace', ws.dir);
     expect(r.code).toBe(2);
-    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs python3 train\.py, with PATH, BASH_ENV set in its environment; pass --yes [0-9a-f]{32} to run exactly this$/);
+    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(
+      /^ {2}It runs python3 train\.py, with PATH, BASH_ENV, CUDA_VISIBLE_DEVICES, constructor set in its environment; python3 is looked for in the folder it runs in too, through PATH's relative entry \.; pass --yes [0-9a-f]{32} to run exactly this$/,
+    );
+    done();
+  });
+
+  it('names every variable set, not only those known to change what runs, and refuses more than it can name (sixth re-attack of issue 41)', async () => {
+    // HOME ran a usercustomize.py under a planted home folder while this line named nothing: a list of known
+    // variables is never complete, so every one set is named, those known first.
+    const id = '20260101-000008-home';
+    let done = plantTarget(id, ['/usr/bin/python3', 'train.py'], { SOME_FLAG: '1', HOME: '/srv/evilhome' });
+    let r = await trainbench('check', '--against', id, '--workspace', ws.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs \/usr\/bin\/python3 train\.py, with HOME, SOME_FLAG set in its environment; pass --yes [0-9a-f]{32} to run exactly this$/);
+    done();
+    const many = Object.fromEntries(Array.from({ length: MAX_SHOWN_ENV + 1 }, (_, k) => [`V${k}`, 'x']));
+    done = plantTarget(id, ['/usr/bin/python3', 'train.py'], { ...many, HOME: '/srv/evilhome' });
+    r = await trainbench('check', '--against', id, '--workspace', ws.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`but it sets ${MAX_SHOWN_ENV + 2} variables in its environment, more than the ${MAX_SHOWN_ENV} anyone checks one by one before agreeing: it is not offered to run`);
+    expect(r.stderr).not.toContain('--yes');
+    done();
+  });
+
+  it("says a program named bare is looked for in the run's folder when the person's own PATH has a relative entry", async () => {
+    // A python3 planted in the folder ran through PATH=./node_modules/.bin:... under "It runs python3 train.py".
+    const id = '20260101-000009-relpath';
+    const done = plantTarget(id, ['python3', 'train.py']);
+    const r = await trainbenchWith({ PATH: `./node_modules/.bin${path.delimiter}${process.env.PATH}` }, 'check', '--against', id, '--workspace', ws.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs python3 train\.py; python3 is looked for in the folder it runs in too, through PATH's relative entry \.\/node_modules\/\.bin; pass --yes [0-9a-f]{32} to run exactly this$/);
+    // With only absolute entries, nothing is said.
+    const plain = await trainbenchWith({ PATH: '/usr/bin:/bin' }, 'check', '--against', id, '--workspace', ws.dir);
+    expect(plain.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs python3 train\.py; pass --yes [0-9a-f]{32} to run exactly this$/);
     done();
   });
 

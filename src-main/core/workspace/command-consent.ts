@@ -2,6 +2,7 @@
 // and only as they read it: `--yes` takes the fingerprint shown beside it, so a file changed between the
 // reading and the running (the workspace is shared and copied between rigs) is refused, not run.
 import { createHash } from 'node:crypto';
+import path from 'node:path';
 
 import { ApiError } from '../../api/errors';
 import { sensitiveEnv } from '../../api/script-target';
@@ -46,17 +47,41 @@ export function commandFingerprint(request: SavedRequest): string {
 export const MAX_SHOWN_COLUMNS = 4_096;
 
 /**
- * The program and its first two arguments, each cut to 60 characters, how many words there are in all, and the
- * variables set that change what runs (PATH, BASH_ENV, LD_PRELOAD...): a fifth re-attack ran its own ./python3 through
- * PATH=. while this line said "python3 train.py".
+ * Variables a request may set and still be offered to run: each is named on the line that says what runs, and a
+ * line of hundreds would hide one among them. Commands people save set a handful.
+ */
+export const MAX_SHOWN_ENV = 24;
+
+/**
+ * Where a program named without a folder is also looked for in the run's folder, which the file's writer may fill:
+ * through PATH's relative entries ('' and '.' among them: the child looks them up after entering the folder), and
+ * on Windows always (the folder is searched before PATH). The person's own PATH counts unless the request sets one.
+ */
+function lookedUpInFolder(target: SavedCommand): string | null {
+  const program = target.command[0];
+  if (/[\\/]/.test(program)) return null;
+  if (process.platform === 'win32') return `; Windows looks for ${shellWord(program)} in the folder it runs in first`;
+  const searched = Object.hasOwn(target.env, 'PATH') ? target.env.PATH : (process.env.PATH ?? '');
+  const relative = [...new Set(searched.split(path.delimiter).filter((entry) => !path.isAbsolute(entry)))];
+  if (!relative.length) return null;
+  return `; ${shellWord(program)} is looked for in the folder it runs in too, through PATH's relative ${relative.length === 1 ? 'entry' : 'entries'} ${relative.map((e) => shellWord(e)).join(' ')}`;
+}
+
+/**
+ * The program and its first two arguments, each cut to 60 characters, how many words there are in all, every variable
+ * the request sets (those known to change what runs first), and where the program is looked for: a fifth re-attack
+ * ran its own ./python3 through PATH=. while this line said "python3 train.py", a sixth its own usercustomize through
+ * HOME, and a relative entry in the person's own PATH found a python3 planted in the folder.
  */
 function whatRuns(target: SavedCommand): string {
   const { command } = target;
   const head = command.slice(0, 3).map((w) => (w.length > 60 ? `${w.slice(0, 60)}…` : w));
   const rest = command.length > 3 ? ` … (${command.length.toLocaleString('en-US')} words in all)` : '';
-  const sensitive = sensitiveEnv(target.env).map((v) => v.name);
-  const env = sensitive.length ? `, with ${sensitive.join(', ')} set in its environment` : '';
-  return `It runs ${shellLine(head)}${rest}${env}`;
+  const sensitive = new Set(sensitiveEnv(target.env).map((v) => v.name));
+  const names = Object.keys(target.env);
+  const named = [...names.filter((n) => sensitive.has(n)), ...names.filter((n) => !sensitive.has(n))];
+  const env = named.length ? `, with ${named.join(', ')} set in its environment` : '';
+  return `It runs ${shellLine(head)}${rest}${env}${lookedUpInFolder(target) ?? ''}`;
 }
 
 /**
@@ -72,6 +97,12 @@ export function requireConsent(what: string, request: SavedRequest, consent: str
   const env = Object.entries(target.env).map(([k, v]) => `${k}=${shellWord(v)}`);
   const shown = `the settings ${visibleBlanks(printable(canonical(settings)))}, ${env.length ? `the environment ${env.join(' ')}, ` : ''}the folder ${shellWord(target.cwd)} and the command ${shellLine([...target.command])}`;
   const columns = maxColumns(shown);
+  if (env.length > MAX_SHOWN_ENV) {
+    throw new ApiError(
+      'E_BAD_INPUT',
+      `${what}, but it sets ${env.length.toLocaleString('en-US')} variables in its environment, more than the ${MAX_SHOWN_ENV} anyone checks one by one before agreeing: it is not offered to run; read the run's file and start the command yourself`,
+    );
+  }
   if (columns > MAX_SHOWN_COLUMNS) {
     throw new ApiError(
       'E_BAD_INPUT',
