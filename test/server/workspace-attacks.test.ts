@@ -169,11 +169,39 @@ describe('finding 1: Export never writes through a planted link', () => {
     }
     try {
       const answer = await call('reports.export', { id, dir: 'exports/frozen' });
-      // Written through the held folder (/proc/self/fd/N/…), the file may be named by its last part only.
-      expect(answer).toMatchObject({ ok: false, error: { code: 'E_DATA', message: expect.stringMatching(/^(exports\/frozen\/|…\/)0001-planted\.md: the file system refused the change/) } });
+      // Named by the export's own path, not by the held folder's /proc/self/fd/N/ nor the temp name.
+      expect(answer).toMatchObject({
+        ok: false,
+        error: { code: 'E_DATA', message: 'exports/frozen/0001-planted.md could not be written: the file system refused the change (a file made immutable, or held by another program)' },
+      });
       expect(JSON.stringify(answer)).not.toMatch(/\.tmp|EPERM|E_INTERNAL/);
     } finally {
       execFileSync('chattr', ['-i', inWs('exports', 'frozen')]);
+    }
+  });
+
+  it.skipIf(!root)(root ? 'words an export onto a full disk, naming the file: its write has no path to word it by (sixth re-attack of issue 41)' : 'an export onto a full disk: skipped (mount needs root)', async () => {
+    const id = '0001-planted';
+    writeReport(id);
+    const full = inWs('exports', 'full');
+    mkdirSync(full, { recursive: true });
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', full], { stdio: 'ignore' });
+    } catch {
+      return;
+    }
+    try {
+      try {
+        writeFileSync(path.join(full, 'filler'), Buffer.alloc(1 << 20));
+      } catch {
+        // full now
+      }
+      writeFileSync(inWs('reports', id, `${id}.md`), 'The report text.\n'.repeat(8_000));
+      const answer = await call('reports.export', { id, dir: 'exports/full' });
+      expect(answer).toMatchObject({ ok: false, error: { code: 'E_DATA', message: `exports/full/${id}.md could not be written: no space left on the disk` } });
+      expect(JSON.stringify(answer)).not.toMatch(/ENOSPC|E_INTERNAL|\.tmp/);
+    } finally {
+      execFileSync('umount', [full]);
     }
   });
 });

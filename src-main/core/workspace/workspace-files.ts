@@ -644,11 +644,17 @@ export async function writtenByAnotherProcess<T>(workspace: Workspace, file: str
 export async function copyFileOut(workspace: Workspace, from: string, to: string): Promise<void> {
   const dir = path.dirname(to);
   const name = path.basename(to);
-  if (isWithin(workspace.root, dir)) {
-    await inFolder(workspace, dir, (folder) => copyInto(workspace, from, (n) => folder.entry(n), name, (made) => folder.verify(made)));
-  } else {
-    await copyInto(workspace, from, (n) => path.join(dir, n), name, () => undefined);
-  }
+  const copied = isWithin(workspace.root, dir)
+    ? inFolder(workspace, dir, (folder) => copyInto(workspace, from, (n) => folder.entry(n), name, (made) => folder.verify(made)))
+    : copyInto(workspace, from, (n) => path.join(dir, n), name, () => undefined);
+  await copied.catch((err: unknown) => {
+    throw copyFailure(err, workspace, to);
+  });
+}
+
+/** A copy's write refused by the disk (full, read-only...) in words naming the destination: its error has no path. */
+function copyFailure(err: unknown, workspace: Workspace, to: string): unknown {
+  return worded(err, isWithin(workspace.root, to) ? shownPath(workspace, to) : to);
 }
 
 async function copyInto(workspace: Workspace, from: string, entry: (name: string) => string, name: string, verify: (made: Made) => void): Promise<void> {
