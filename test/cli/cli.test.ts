@@ -131,7 +131,7 @@ describe('trainbench', () => {
     const missing = path.join(ws.dir, 'sources', 'not-there.npy');
     const { code, stderr } = await trainbench('cache', 'build', missing, '--name', 'gone');
     expect(code).toBe(1);
-    expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/^trainbench: cannot read .*not-there\.npy: ENOENT/)]);
+    expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/^trainbench: cannot read .*not-there\.npy: it does not exist; check the path$/)]);
     // The same command's own bad input still points to its usage.
     expect((await trainbench('cache', 'build', '--name', 'gone')).stderr).toContain("Run 'trainbench cache build --help' for the usage.");
   });

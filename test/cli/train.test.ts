@@ -89,6 +89,6 @@ describe('trainbench train refuses bad input clearly', () => {
   });
 
   it('missing data files', async () => {
-    expect(await fails('--data', '/nope/a,/nope/b')).toMatch(/trainbench: cannot read \/nope\/[ab]: ENOENT/);
+    expect(await fails('--data', '/nope/a,/nope/b')).toMatch(/trainbench: cannot read \/nope\/[ab]: it does not exist; check the path/);
   });
 });

@@ -64,10 +64,10 @@ describe('datasets.csvHeader', () => {
     symlinkSync(path.join(outside.dir, 'secret.csv'), path.join(services.workspace.root, 'sources', 'linked.csv'));
     await expect(header(path.join(outside.dir, 'secret.csv'))).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringContaining('outside the workspace') });
     await expect(header('sources/linked.csv')).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringContaining('leads outside the workspace through a link') });
-    await expect(header('sources')).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringMatching(/cannot read .*sources: EISDIR/) });
+    await expect(header('sources')).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringMatching(/cannot read .*sources: it is a directory, not a file; choose a file inside it$/) });
     execFileSync('mkfifo', [path.join(services.workspace.root, 'sources', 'pipe.csv')]);
     await expect(header('sources/pipe.csv')).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringMatching(/pipe\.csv is not a regular file/) });
-    await expect(header('sources/missing.csv')).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringMatching(/cannot read .*missing\.csv: ENOENT/) });
+    await expect(header('sources/missing.csv')).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringMatching(/cannot read .*missing\.csv: it does not exist; check the path$/) });
   });
 
   it('the label the header suggested builds', async () => {

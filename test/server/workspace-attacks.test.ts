@@ -463,7 +463,7 @@ describe('third round: errors name workspace files relative to it (finding 5)', 
     expect(answers.map((a) => a.error!.message)).toEqual([
       'there is no run no-such-run in the workspace (trainbench runs lists them)',
       'path "../etc" is outside the workspace',
-      'cannot read sources/none.csv: ENOENT: it does not exist; check the path',
+      'cannot read sources/none.csv: it does not exist; check the path',
       'sources/zero.csv is not a text CSV file: its first line holds a zero byte at character 1',
       'there is no model spec file models/none.json in the workspace',
     ]);
@@ -482,7 +482,7 @@ describe('third round: errors name workspace files relative to it (finding 5)', 
     for (const method of ['datasets.csvHeader', 'datasets.inspect'] as const) {
       const answer = await call(method, method === 'datasets.csvHeader' ? { path: long } : { source: { kind: 'csv', path: long, label: 'y' } });
       expect(answer, method).toMatchObject({ ok: false, error: { code: 'E_BAD_INPUT' } });
-      expect(answer.error!.message, method).toBe(`cannot read ${long}: ENAMETOOLONG: a name in the path is longer than the file system allows (255 bytes for one name); check the path`);
+      expect(answer.error!.message, method).toBe(`cannot read ${long}: a name in the path is longer than the file system allows (255 bytes for one name); check the path`);
     }
   });
 });

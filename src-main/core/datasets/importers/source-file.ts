@@ -76,7 +76,7 @@ export function openSourceStream(path: string, options: { start?: number; end?: 
   return createReadStream(path, { ...options, fs: checkedFs });
 }
 
-/** What a person should hear for the file system errors a source file can raise, after "cannot read <path>: <CODE>". */
+/** What a person should hear for the file system errors a source file can raise, after "cannot read <path>: ". */
 const PROBLEMS: Record<string, string> = {
   ENOENT: 'it does not exist; check the path',
   EISDIR: 'it is a directory, not a file; choose a file inside it',
@@ -84,15 +84,21 @@ const PROBLEMS: Record<string, string> = {
   EPERM: 'permission denied, this user cannot read it; check its permissions (chmod +r)',
   ENOTDIR: 'a part of the path is not a directory; check the path',
   ENAMETOOLONG: 'a name in the path is longer than the file system allows (255 bytes for one name); check the path',
+  ELOOP: 'its path goes through links that loop; check the path',
+  // open(2) of a socket: a sixth re-attack planted one in sources/ and read Node's own words back.
+  ENXIO: 'it is a socket or a device, not a regular file; import from a file',
+  EMFILE: 'Trainbench has too many files open at once right now; try again when the work in progress has finished',
+  ENFILE: 'the system has too many files open at once right now; try again later',
+  EIO: 'the disk reported an input/output error',
 };
 
 /** A file system error on a source file, as a contract error naming the file (E_BAD_INPUT: the path is the problem). */
 export function sourceFileError(path: string, err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as NodeJS.ErrnoException;
-  const problem = e.code ? PROBLEMS[e.code] : undefined;
+  const problem = e.code && Object.hasOwn(PROBLEMS, e.code) ? PROBLEMS[e.code] : undefined;
   if (!problem) return new ApiError('E_DATA', `cannot read ${path}: ${e.message}`);
-  return new ApiError('E_BAD_INPUT', `cannot read ${path}: ${e.code}: ${problem}`);
+  return new ApiError(e.code === 'EMFILE' || e.code === 'ENFILE' || e.code === 'EIO' ? 'E_DATA' : 'E_BAD_INPUT', `cannot read ${path}: ${problem}`);
 }
 
 /**
