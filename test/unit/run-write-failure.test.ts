@@ -2,7 +2,7 @@
 // disk, a file made immutable) emitted 'error' on a stream nobody listened to, and Node ended the process: serve
 // mode with every job in it. The failure must reach the run, worded, and fail its job; the process goes on.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterEach, describe, expect, it } from 'vitest';
@@ -129,7 +129,9 @@ describe('a write into an open workspace file that fails', () => {
     );
     const source = path.join(outside.dir, 'x.npy');
     writeFileSync(source, npyBytes('<f4', [4096, 16], new Uint8Array(4096 * 16 * 4).fill(1)));
-    await expect(cacheOf(ws, { kind: 'npy', path: source, field: 'x' }, 'big')).rejects.toThrow(/^datasets\/[^ ]+ could not be written: no space left on the disk$/);
+    // Named by the cache, not by its scratch folder's files (.tmp-…/.owner), and the scratch folder gone with it.
+    await expect(cacheOf(ws, { kind: 'npy', path: source, field: 'x' }, 'big')).rejects.toThrow(/^datasets\/big[^ /.]* could not be written: no space left on the disk$/);
+    expect(readdirSync(path.join(ws.root, 'datasets')).filter((n) => n.startsWith('.tmp-'))).toEqual([]);
     rmSync(filler); // room for run.json again: the failure is recorded
     await run.fail(refused);
     expect(runJson(run.dir)).toMatchObject({ status: 'failed', error: { code: 'E_DATA', message: worded } });

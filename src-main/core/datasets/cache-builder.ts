@@ -8,6 +8,7 @@ import { CACHE_FORMAT_VERSION, CacheFieldSchema, CacheManifestSchema, DTYPE_BYTE
 import { ApiError } from '../../api/errors';
 import { issueWords } from '../../api/format-issues';
 import { ID_PATTERN } from '../../api/ids';
+import { WorkspaceFileError } from '../workspace/file-error';
 import type { Workspace } from '../workspace/workspace';
 import { createFile, makeFolder, makeFolderExclusive, removeEntry, renameEntry, worded, writeFileConfined, writeJsonConfined } from '../workspace/workspace-files';
 import { checkStructure, DATASETS_DIR, datasetDir, datasetId, datasetsRoot, readManifest, namesakes, retireDatasets, scratchDir, sha256File, summarize, sweepAbandonedBuilds } from './cache-store';
@@ -177,9 +178,18 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
   }
 
   const tmp = scratchDir(workspace, id);
-  await makeFolderExclusive(workspace, tmp);
-  // For older Trainbench versions sharing this workspace, whose sweep reads the owner from this file.
-  await writeFileConfined(workspace, path.join(tmp, '.owner'), JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() }));
+  await makeFolderExclusive(workspace, tmp).catch((err: unknown) => {
+    throw namedAsTheCache(err, relativeDir);
+  });
+  try {
+    // For older Trainbench versions sharing this workspace, whose sweep reads the owner from this file.
+    await writeFileConfined(workspace, path.join(tmp, '.owner'), JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() }));
+  } catch (err) {
+    // On a full disk: its scratch folder goes (this process's own is never swept while it runs), and the error
+    // names the cache, not the scratch file (a re-attack saw twenty left behind, each named .tmp-…/.owner).
+    await removeEntry(workspace, tmp).catch(() => undefined);
+    throw namedAsTheCache(err, relativeDir);
+  }
   const plan = planShards(source.records, perShard, recordBytes);
   // Progress counts the record bytes written (headers and padding are not work).
   const bytesTotal = source.records * recordBytes.reduce((a, b) => a + b, 0);
@@ -290,6 +300,14 @@ export async function buildCache(workspace: Workspace, source: RecordSource, set
     await (fh as FileHandle | null)?.close().catch(() => undefined);
     // A temp folder that cannot be removed (made immutable) is left: the build's own failure is the one to tell.
     await removeEntry(workspace, tmp).catch(() => undefined);
-    throw worded(err, relativeDir); // a full disk: "datasets/<name> could not be written: no space left on the disk"
+    throw namedAsTheCache(err, relativeDir); // a full disk: "datasets/<name> could not be written: no space left on the disk"
   }
+}
+
+/** A write's failure in the build named by the cache it was building, never by a scratch file or folder. */
+function namedAsTheCache(err: unknown, relativeDir: string): unknown {
+  if (err instanceof WorkspaceFileError && err.message.startsWith(err.file)) {
+    return new WorkspaceFileError(err.problem, relativeDir, `${relativeDir}${err.message.slice(err.file.length)}`, err.code);
+  }
+  return worded(err, relativeDir);
 }
