@@ -39,6 +39,9 @@ describe('a download refused by an unexpected error', () => {
   it('names the workspace file relative to it and no other absolute path', async () => {
     const inside = await refusedWith(Object.assign(new Error(`EACCES: permission denied, scandir '${ROOT}/runs/r1/sub'`), { code: 'EACCES' }));
     expect(inside).toEqual({ status: 422, body: "run r1 cannot be downloaded: EACCES: permission denied, scandir 'runs/r1/sub'\n" });
+    // A system call's own error (code, syscall and path, as Node makes them) is said in words, as every answer's is.
+    const real = Object.assign(new Error(`EACCES: permission denied, scandir '${ROOT}/runs/r1/sub'`), { code: 'EACCES', errno: -13, syscall: 'scandir', path: `${ROOT}/runs/r1/sub` });
+    expect(await refusedWith(real)).toEqual({ status: 422, body: 'run r1 cannot be downloaded: runs/r1/sub: permission denied\n' });
     const outside = await refusedWith(new Error("ELOOP: too many links, open '/mnt/other disk/private/x'"));
     expect(outside.body).toBe("run r1 cannot be downloaded: ELOOP: too many links, open '…/x'\n");
   });
