@@ -61,7 +61,9 @@ function lookedUpInFolder(target: SavedCommand): string | null {
   const program = target.command[0];
   if (/[\\/]/.test(program)) return null;
   if (process.platform === 'win32') return `; Windows looks for ${shellWord(program)} in the folder it runs in first`;
-  const searched = Object.hasOwn(target.env, 'PATH') ? target.env.PATH : (process.env.PATH ?? '');
+  // Unset, a lookup takes the system's default folders; set but empty, the folder itself.
+  const searched = Object.hasOwn(target.env, 'PATH') ? target.env.PATH : process.env.PATH;
+  if (searched === undefined) return null;
   const relative = [...new Set(searched.split(path.delimiter).filter((entry) => !path.isAbsolute(entry)))];
   if (!relative.length) return null;
   return `; ${shellWord(program)} is looked for in the folder it runs in too, through PATH's relative ${relative.length === 1 ? 'entry' : 'entries'} ${relative.map((e) => shellWord(e)).join(' ')}`;
