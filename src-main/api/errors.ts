@@ -96,7 +96,8 @@ export function withinWorkspaceRelative(message: string, root?: string): string 
   if (!base) return message;
   let text = message;
   for (const sep of ['/', '\\']) text = text.split(`${base}${sep}`).join('');
-  return text;
+  // The root itself ("cannot read <root>: it is a directory") as the workspace's own name for it.
+  return text.replace(new RegExp(`${base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?=$|[\\s:;,'")\\]])`, 'g'), '.');
 }
 
 /** `message` with each absolute path inside `root` relative to it ("runs/x/run.json") and any other as "…/" and its last part. */

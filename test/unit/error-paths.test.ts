@@ -58,5 +58,8 @@ describe('an E_INTERNAL answer', () => {
     expect(e.toPayload('/home/me/ws').message).toBe('cannot read sources/a.csv: ENOENT; nor /data/b.csv');
     expect(e.toPayload().message).toBe(e.message);
     expect(new ApiError('E_DATA', 'C:\\ws\\sources\\x.bin is not a text CSV file').toPayload('C:\\ws').message).toBe('sources\\x.bin is not a text CSV file');
+    // The root itself is ".", as the workspace's own messages name it; a sibling folder that starts alike is not it.
+    expect(new ApiError('E_BAD_INPUT', 'cannot read /home/me/ws: it is a directory').toPayload('/home/me/ws').message).toBe('cannot read .: it is a directory');
+    expect(new ApiError('E_BAD_INPUT', "cannot read '/home/me/ws' nor /home/me/ws2/x").toPayload('/home/me/ws/').message).toBe("cannot read '.' nor /home/me/ws2/x");
   });
 });
