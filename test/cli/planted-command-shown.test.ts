@@ -65,11 +65,12 @@ beforeAll(() => {
 
 describe('a command planted in a run file', () => {
   /** A copy of the planted run under `id`, its target the command and environment given; returns its removal. */
-  const plantTarget = (id: string, command: string[], env: Record<string, string> = {}) => {
+  const plantTarget = (id: string, command: string[], env: Record<string, string> = {}, options: { cwd?: string; settings?: Record<string, unknown> } = {}) => {
     mkdirSync(path.join(ws.dir, 'runs', id), { recursive: true });
     const record = JSON.parse(readFileSync(path.join(ws.dir, 'runs', ID, 'run.json'), 'utf8')) as { id: string; config: { target: Record<string, unknown> } };
     record.id = id;
-    record.config.target = { kind: 'script', command, cwd: '/tmp', env };
+    record.config = { ...record.config, ...options.settings };
+    record.config.target = { kind: 'script', command, cwd: options.cwd ?? '/tmp', env };
     writeFileSync(path.join(ws.dir, 'runs', id, 'run.json'), JSON.stringify(record));
     return () => rmSync(path.join(ws.dir, 'runs', id), { recursive: true });
   };
@@ -112,7 +113,7 @@ describe('a command planted in a run file', () => {
     const swapped = await trainbench('check', '--against', id, '--yes', fingerprint!, '--workspace', ws.dir);
     expect(swapped.code).toBe(2);
     expect(swapped.stderr).toContain(`--yes ${fingerprint} was given for another command; the run's file names the settings`);
-    expect(swapped.stderr).toContain(`and the command /bin/sh -c 'touch pwned'.\n  It runs /bin/sh -c 'touch pwned'; pass --yes ${fingerprintOf('touch pwned')} to run exactly this`);
+    expect(swapped.stderr).toContain(`and the command /bin/sh -c 'touch pwned'.\n  It runs /bin/sh -c 'touch pwned' in ${marks.dir}; pass --yes ${fingerprintOf('touch pwned')} to run exactly this`);
     // A setting the file changes (the launch's time limit here) is part of what was agreed to, as the command is.
     write('touch harmless');
     const file = path.join(ws.dir, 'runs', id, 'run.json');
@@ -177,7 +178,7 @@ describe('a command planted in a run file', () => {
     const r = await trainbench('check', '--against', id, '--workspace', ws.dir);
     expect(r.code).toBe(2);
     const last = r.stderr.trimEnd().split('\n').at(-1)!;
-    expect(last).toMatch(new RegExp(`^  It runs /bin/sh -c 'touch pwned' … \\(${command.length} words in all\\); pass --yes [0-9a-f]{32} to run exactly this$`));
+    expect(last).toMatch(new RegExp(`^  It runs /bin/sh -c 'touch pwned' … \\(${command.length} words in all\\) in /tmp; pass --yes [0-9a-f]{32} to run exactly this$`));
     done();
   });
 
@@ -188,7 +189,7 @@ describe('a command planted in a run file', () => {
     const r = await trainbench('check', '--against', id, '--workspace', ws.dir);
     expect(r.code).toBe(2);
     expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(
-      /^ {2}It runs python3 train\.py, with PATH, BASH_ENV, CUDA_VISIBLE_DEVICES, constructor set in its environment; python3 is looked for in the folder it runs in too, through PATH's relative entry \.; pass --yes [0-9a-f]{32} to run exactly this$/,
+      /^ {2}It runs python3 train\.py in \/tmp, with PATH, BASH_ENV, CUDA_VISIBLE_DEVICES, constructor set in its environment; python3 is looked for in the folder it runs in too, through PATH's relative entry \.; pass --yes [0-9a-f]{32} to run exactly this$/,
     );
     done();
   });
@@ -200,7 +201,7 @@ describe('a command planted in a run file', () => {
     let done = plantTarget(id, ['/usr/bin/python3', 'train.py'], { SOME_FLAG: '1', HOME: '/srv/evilhome' });
     let r = await trainbench('check', '--against', id, '--workspace', ws.dir);
     expect(r.code).toBe(2);
-    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs \/usr\/bin\/python3 train\.py, with HOME, SOME_FLAG set in its environment; pass --yes [0-9a-f]{32} to run exactly this$/);
+    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs \/usr\/bin\/python3 train\.py in \/tmp, with HOME, SOME_FLAG set in its environment; pass --yes [0-9a-f]{32} to run exactly this$/);
     done();
     const many = Object.fromEntries(Array.from({ length: MAX_SHOWN_ENV + 1 }, (_, k) => [`V${k}`, 'x']));
     done = plantTarget(id, ['/usr/bin/python3', 'train.py'], { ...many, HOME: '/srv/evilhome' });
@@ -217,10 +218,27 @@ describe('a command planted in a run file', () => {
     const done = plantTarget(id, ['python3', 'train.py']);
     const r = await trainbenchWith({ PATH: `./node_modules/.bin${path.delimiter}${process.env.PATH}` }, 'check', '--against', id, '--workspace', ws.dir);
     expect(r.code).toBe(2);
-    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs python3 train\.py; python3 is looked for in the folder it runs in too, through PATH's relative entry \.\/node_modules\/\.bin; pass --yes [0-9a-f]{32} to run exactly this$/);
+    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs python3 train\.py in \/tmp; python3 is looked for in the folder it runs in too, through PATH's relative entry \.\/node_modules\/\.bin; pass --yes [0-9a-f]{32} to run exactly this$/);
     // With only absolute entries, nothing is said.
     const plain = await trainbenchWith({ PATH: '/usr/bin:/bin' }, 'check', '--against', id, '--workspace', ws.dir);
-    expect(plain.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs python3 train\.py; pass --yes [0-9a-f]{32} to run exactly this$/);
+    expect(plain.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs python3 train\.py in \/tmp; pass --yes [0-9a-f]{32} to run exactly this$/);
+    done();
+  });
+
+  it('the line that says what runs names the folder as the system enters it, and a listener the file asks for (seventh re-attack of issue 41)', async () => {
+    // The command's words spelt "the folder /home/me/project" right above this line, and "..": the real folder
+    // was named only higher up, as written.
+    const id = '20260101-000010-folder';
+    let done = plantTarget(id, ['/usr/bin/python3', 'train.py'], {}, { cwd: '/home/me/project/../../../tmp/evil dir' });
+    let r = await trainbench('check', '--against', id, '--workspace', ws.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs \/usr\/bin\/python3 train\.py in '\/tmp\/evil dir'; pass --yes [0-9a-f]{32} to run exactly this$/);
+    done();
+    // A collector on every address opens ports for other machines: said where the person agrees.
+    done = plantTarget(id, ['/usr/bin/python3', 'train.py'], {}, { settings: { collector: { host: '0.0.0.0', port: 29555 } } });
+    r = await trainbench('check', '--against', id, '--workspace', ws.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs \/usr\/bin\/python3 train\.py in \/tmp; it listens on 0\.0\.0\.0:29555 for the ranks of other machines; pass --yes [0-9a-f]{32} to run exactly this$/);
     done();
   });
 

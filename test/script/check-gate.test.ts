@@ -48,7 +48,7 @@ describe('trainbench check: the regression gate on a loader-bound script', () =>
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`run ${saved} measured a command, which check would run again: the run's file names the settings {`);
     // The command last, beside the fingerprint that runs it.
-    expect(r.stderr).toMatch(new RegExp(`and the command ${PYTHON} ${SCRIPTS}/slow_items\\.py\\.\\n  It runs ${PYTHON} ${SCRIPTS}/slow_items\\.py; pass --yes [0-9a-f]{32} to run exactly this`));
+    expect(r.stderr).toMatch(new RegExp(`and the command ${PYTHON} ${SCRIPTS}/slow_items\\.py\\.\\n  It runs ${PYTHON} ${SCRIPTS}/slow_items\\.py in [^;\\n]+; pass --yes [0-9a-f]{32} to run exactly this`));
   });
 
   it('takes a report in the workspace that names one benchmark run, and refuses one naming none', async () => {

@@ -75,7 +75,8 @@ function lookedUpInFolder(target: SavedCommand): string | null {
  * ran its own ./python3 through PATH=. while this line said "python3 train.py", a sixth its own usercustomize through
  * HOME, and a relative entry in the person's own PATH found a python3 planted in the folder.
  */
-function whatRuns(target: SavedCommand): string {
+function whatRuns(request: SavedRequest): string {
+  const { target } = request;
   const { command } = target;
   const head = command.slice(0, 3).map((w) => (w.length > 60 ? `${w.slice(0, 60)}…` : w));
   const rest = command.length > 3 ? ` … (${command.length.toLocaleString('en-US')} words in all)` : '';
@@ -83,7 +84,23 @@ function whatRuns(target: SavedCommand): string {
   const names = Object.keys(target.env);
   const named = [...names.filter((n) => sensitive.has(n)), ...names.filter((n) => !sensitive.has(n))];
   const env = named.length ? `, with ${named.join(', ')} set in its environment` : '';
-  return `It runs ${shellLine(head)}${rest}${env}${lookedUpInFolder(target) ?? ''}`;
+  return `It runs ${shellLine(head)}${rest} in ${shellWord(folderAsResolved(target.cwd))}${env}${lookedUpInFolder(target) ?? ''}${listens(request)}`;
+}
+
+/**
+ * The folder as the system will enter it: "/home/me/project/../../tmp/evil" is /tmp/evil. A seventh re-attack showed
+ * that folder as written and spelt "the folder /home/me/project" out of the command's words right above this line.
+ */
+function folderAsResolved(cwd: string): string {
+  return path.isAbsolute(cwd) ? path.resolve(cwd) : cwd;
+}
+
+/** A job across machines opens a listener for the other nodes' ranks: where, when the file asks for one. */
+function listens(request: SavedRequest): string {
+  const collector = request.collector as { host?: unknown; port?: unknown } | undefined;
+  if (typeof collector?.host !== 'string') return '';
+  const port = typeof collector.port === 'number' && collector.port > 0 ? `:${collector.port}` : '';
+  return `; it listens on ${shellWord(collector.host)}${port} for the ranks of other machines`;
 }
 
 /**
@@ -114,5 +131,5 @@ export function requireConsent(what: string, request: SavedRequest, consent: str
   const given = typeof consent === 'string' ? `--yes ${shellWord(consent)} was given for another command; ` : '';
   // The fingerprint on a line of its own that starts with what runs: words spelling a consent message of their own,
   // wrapped to look like one, could otherwise end right before the real --yes (fourth re-attack of issue 41).
-  throw new ApiError('E_BAD_INPUT', `${what}: ${given}the run's file names ${shown}.\n${whatRuns(target)}; pass --yes ${fingerprint} to run exactly this`);
+  throw new ApiError('E_BAD_INPUT', `${what}: ${given}the run's file names ${shown}.\n${whatRuns(request)}; pass --yes ${fingerprint} to run exactly this`);
 }
