@@ -1,4 +1,3 @@
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 
 import { Command } from 'commander';
@@ -7,6 +6,7 @@ import type { RunTraceResult } from '../api/reports';
 import { printable } from '../api/shell-word';
 import { createServices } from '../core/services';
 import { defaultWorkspaceDir } from '../core/workspace/workspace';
+import { writeChosenFile } from '../core/workspace/workspace-files';
 
 /** `trainbench trace <run-id>`: the run's measured steps as Chrome trace-event JSON (Perfetto, chrome://tracing). */
 export function traceCommand(out: NodeJS.WritableStream = process.stdout): Command {
@@ -22,8 +22,7 @@ export function traceCommand(out: NodeJS.WritableStream = process.stdout): Comma
         const written = [path.join(services.workspace.root, result.path)];
         if (flags.out) {
           const file = path.resolve(flags.out);
-          await fs.mkdir(path.dirname(file), { recursive: true });
-          await fs.writeFile(file, JSON.stringify(result.trace) + '\n');
+          await writeChosenFile(file, JSON.stringify(result.trace) + '\n');
           written.push(file);
         }
         const slices = result.trace.traceEvents.filter((e) => e.ph === 'X').length;

@@ -1,5 +1,6 @@
 // Issue 13: `trainbench trace` on a real CPU benchmark (and training) run: Chrome trace-event JSON whose
 // phase tracks add up to the engine's measured step time.
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -70,6 +71,20 @@ describe('trainbench trace', () => {
       expect(Math.abs(phaseSum - measuredUs) / measuredUs, `repetition ${rep.repetition}`).toBeLessThan(0.01);
       expect(Math.abs(stepSum - phaseSum) / measuredUs).toBeLessThan(1e-6);
     }
+  });
+
+  it('says in words why --out cannot be written, and waits on no FIFO and spins on no /proc path (seventh re-attack of issue 41)', async () => {
+    const fails = (out: string) => cli(ws.dir, ['trace', runId, '--out', out]).then(() => 'written', (err: Error) => err.message);
+    const fifo = path.join(ws.dir, 'exported', 'planted.fifo');
+    execFileSync('mkfifo', [fifo]);
+    expect(await fails(fifo)).toContain(`trainbench: cannot write ${fifo}: it is a FIFO, not a file`);
+    expect(await fails(path.join(ws.dir, 'exported'))).toContain(`cannot write ${path.join(ws.dir, 'exported')}: it is a folder, not a file`);
+    expect(await fails(path.join(outFile, 'x.json'))).toContain(`cannot create ${outFile}: ${outFile} is a file, not a folder`);
+    // Node's own recursive mkdir span here for ever: the system answers ENOENT under a folder that exists.
+    expect(await fails('/proc/self/x/trace.json')).toContain('cannot create /proc/self/x: /proc/self does not take new folders');
+    const full = await fails('/dev/full');
+    expect(full).toContain('cannot write /dev/full: no space left on the disk');
+    expect(full).not.toMatch(/ENOSPC|EISDIR|EEXIST/);
   });
 
   it('traces a training run too, and refuses what has no timed steps', async () => {

@@ -407,9 +407,49 @@ export async function makeFolder(workspace: Workspace, dir: string): Promise<str
  * which may lie outside the workspace: created if missing. Never reached from the contract.
  */
 export async function makeChosenFolder(abs: string): Promise<void> {
-  await fs.mkdir(abs, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
-    throw new ApiError('E_BAD_INPUT', `cannot create ${abs}: ${failureReason(err.code) ?? err.code ?? err.message}`);
+  // One level at a time from the deepest folder there: Node's recursive mkdir spins for ever where the system answers
+  // ENOENT under a folder that exists (/proc/self/x took 90% of a core, seventh re-attack of issue 41).
+  const missing: string[] = [];
+  for (let at = path.resolve(abs); ; at = path.dirname(at)) {
+    const st = await fs.stat(at).catch((err: NodeJS.ErrnoException) => err);
+    if (!(st instanceof Error)) {
+      if (!st.isDirectory()) throw new ApiError('E_BAD_INPUT', `cannot create ${abs}: ${at} is ${st.isFile() ? 'a file' : kindOf(st)}, not a folder`);
+      break;
+    }
+    if (st.code !== 'ENOENT') throw new ApiError('E_BAD_INPUT', `cannot create ${abs}: ${failureReason(st.code) ?? st.message}`);
+    missing.unshift(at);
+    if (path.dirname(at) === at) break;
+  }
+  for (const dir of missing) {
+    await fs.mkdir(dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'EEXIST') return;
+      const why = err.code === 'ENOENT' ? `${path.dirname(dir)} does not take new folders` : (failureReason(err.code) ?? err.message);
+      throw new ApiError('E_BAD_INPUT', `cannot create ${abs}: ${why}`);
+    });
+  }
+}
+
+/**
+ * Writes a file the person named (the CLI's --out), replacing what is there, in words when it cannot: a FIFO or a
+ * socket at the name is refused rather than waited on (a FIFO planted where they export hung the CLI), except one
+ * they name as a stream of their own (/dev/stdout, /proc/self/fd/N).
+ */
+export async function writeChosenFile(abs: string, text: string): Promise<void> {
+  await makeChosenFolder(path.dirname(abs));
+  const st = await fs.stat(abs).catch(() => null);
+  const stream = /^\/(dev|proc\/self\/fd)\//.test(abs);
+  if (st && (st.isDirectory() || ((st.isFIFO() || st.isSocket()) && !stream))) throw new ApiError('E_BAD_INPUT', `cannot write ${abs}: it is ${kindOf(st)}, not a file`);
+  const failed = (err: NodeJS.ErrnoException) => new ApiError('E_DATA', `cannot write ${abs}: ${failureReason(err.code) ?? err.message}`);
+  const handle = await fs.open(abs, 'w').catch((err: NodeJS.ErrnoException) => {
+    throw failed(err);
   });
+  try {
+    await handle.writeFile(text).catch((err: NodeJS.ErrnoException) => {
+      throw failed(err);
+    });
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
 }
 
 /**
