@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -134,6 +134,16 @@ describe('trainbench', () => {
     expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/^trainbench: cannot read .*not-there\.npy: it does not exist; check the path$/)]);
     // The same command's own bad input still points to its usage.
     expect((await trainbench('cache', 'build', '--name', 'gone')).stderr).toContain("Run 'trainbench cache build --help' for the usage.");
+  });
+
+  it('says why a workspace folder cannot be made, at once: Node\'s recursive mkdir span for ever under /proc (seventh re-attack of issue 41)', async () => {
+    const proc = await trainbench('runs', '--workspace', '/proc/self/x');
+    expect(proc.code).toBe(1);
+    expect(proc.stderr).toBe('trainbench: cannot use /proc/self/x as a workspace: cannot create /proc/self/x: /proc/self does not take new folders\n');
+    const file = path.join(ws.dir, 'a-file');
+    writeFileSync(file, 'x');
+    const underFile = await trainbench('runs', '--workspace', path.join(file, 'ws'));
+    expect(underFile.stderr).toBe(`trainbench: cannot use ${path.join(file, 'ws')} as a workspace: cannot create ${path.join(file, 'ws')}: a part of its path is a file, not a folder\n`);
   });
 
   it('adds the --help pointer to bad input found by the command itself', async () => {

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { ApiError } from '../../api/errors';
-import { isMissing, readTextCapped, writeJsonConfined } from './workspace-files';
+import { failureReason } from '../../api/fs-failures';
+import { isMissing, makeChosenFolder, readTextCapped, writeJsonConfined } from './workspace-files';
 
 export const WORKSPACE_SCHEMA_VERSION = 1;
 const WORKSPACE_FILE = 'workspace.json';
@@ -119,11 +120,14 @@ function checkedInside(root: string, relative: string): { resolved: string; real
 /** Creates the workspace layout if needed and records its schema version. */
 export async function openWorkspace(dir: string): Promise<Workspace> {
   const root = path.resolve(dir);
-  try {
-    await fs.mkdir(root, { recursive: true });
-    for (const sub of SUBFOLDERS) await fs.mkdir(path.join(root, sub), { recursive: true });
-  } catch (err) {
+  // Made a folder at a time (makeChosenFolder): --workspace /proc/self/x span for ever in Node's recursive mkdir.
+  await makeChosenFolder(root).catch((err: unknown) => {
     throw new ApiError('E_BAD_INPUT', `cannot use ${root} as a workspace: ${(err as Error).message}`);
+  });
+  for (const sub of SUBFOLDERS) {
+    await fs.mkdir(path.join(root, sub)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw new ApiError('E_BAD_INPUT', `cannot use ${root} as a workspace: ${sub}/ cannot be made: ${failureReason(err.code) ?? err.message}`);
+    });
   }
   const workspace: Workspace = { root, resolve: (relative) => resolveInside(root, relative) };
   // Read as itself and capped: a link, FIFO or huge file at workspace.json must not hang or end the start.
