@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 
 import { ApiError } from '../../api/errors';
+import { resolvedFolder } from '../../api/resolved-folder';
 import { sensitiveEnv } from '../../api/script-target';
 import { maxColumns, printable, shellLine, shellWord, visibleBlanks } from '../../api/shell-word';
 
@@ -84,15 +85,9 @@ function whatRuns(request: SavedRequest): string {
   const names = Object.keys(target.env);
   const named = [...names.filter((n) => sensitive.has(n)), ...names.filter((n) => !sensitive.has(n))];
   const env = named.length ? `, with ${named.join(', ')} set in its environment` : '';
-  return `It runs ${shellLine(head)}${rest} in ${shellWord(folderAsResolved(target.cwd))}${env}${lookedUpInFolder(target) ?? ''}${listens(request)}`;
-}
-
-/**
- * The folder as the system will enter it: "/home/me/project/../../tmp/evil" is /tmp/evil. A seventh re-attack showed
- * that folder as written and spelt "the folder /home/me/project" out of the command's words right above this line.
- */
-function folderAsResolved(cwd: string): string {
-  return path.isAbsolute(cwd) ? path.resolve(cwd) : cwd;
+  // The folder as the system enters it: a seventh re-attack wrote it with ".." and spelt "the folder /home/me/project"
+  // out of the command's words right above this line.
+  return `It runs ${shellLine(head)}${rest} in ${shellWord(resolvedFolder(target.cwd))}${env}${lookedUpInFolder(target) ?? ''}${listens(request)}`;
 }
 
 /** A job across machines opens a listener for the other nodes' ranks: where, when the file asks for one. */
