@@ -3,7 +3,7 @@
 // while --yes would run another: every printer shows control characters escaped, and the words quoted as a
 // shell reads them back. `runs` (the run's title) likewise.
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -228,12 +228,17 @@ describe('a command planted in a run file', () => {
   it('the line that says what runs names the folder as the system enters it, and a listener the file asks for (seventh re-attack of issue 41)', async () => {
     // The command's words spelt "the folder /home/me/project" right above this line, and "..": the real folder
     // was named only higher up, as written.
+    // The eighth put a link before the "..": resolved as text, the line named the person's own project.
     const id = '20260101-000010-folder';
-    let done = plantTarget(id, ['/usr/bin/python3', 'train.py'], {}, { cwd: '/home/me/project/../../../tmp/evil dir' });
+    const base = tempDir('planted-folder-');
+    for (const dir of ['home/project', 'ws/home/project', 'ws/evil dir/x']) mkdirSync(path.join(base.dir, dir), { recursive: true });
+    symlinkSync('evil dir/x', path.join(base.dir, 'ws', 'l'));
+    let done = plantTarget(id, ['/usr/bin/python3', 'train.py'], {}, { cwd: path.join(base.dir, 'ws', 'l') + '/../../home/project' });
     let r = await trainbench('check', '--against', id, '--workspace', ws.dir);
     expect(r.code).toBe(2);
-    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs \/usr\/bin\/python3 train\.py in '\/tmp\/evil dir'; pass --yes [0-9a-f]{32} to run exactly this$/);
+    expect(r.stderr.trimEnd().split('\n').at(-1)).toBe(`  It runs /usr/bin/python3 train.py in ${path.join(realpathSync(base.dir), 'ws', 'home', 'project')}; pass --yes ${/--yes ([0-9a-f]{32})/.exec(r.stderr)![1]} to run exactly this`);
     done();
+    base.cleanup();
     // A collector on every address opens ports for other machines: said where the person agrees.
     done = plantTarget(id, ['/usr/bin/python3', 'train.py'], {}, { settings: { collector: { host: '0.0.0.0', port: 29555 } } });
     r = await trainbench('check', '--against', id, '--workspace', ws.dir);

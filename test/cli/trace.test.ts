@@ -1,7 +1,7 @@
 // Issue 13: `trainbench trace` on a real CPU benchmark (and training) run: Chrome trace-event JSON whose
 // phase tracks add up to the engine's measured step time.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -82,6 +82,10 @@ describe('trainbench trace', () => {
     expect(await fails(path.join(outFile, 'x.json'))).toContain(`cannot create ${outFile}: ${outFile} is a file, not a folder`);
     // Node's own recursive mkdir span here for ever: the system answers ENOENT under a folder that exists.
     expect(await fails('/proc/self/x/trace.json')).toContain('cannot create /proc/self/x: /proc/self does not take new folders');
+    // A link to nothing where a folder would be made: said as what it is, not a raw ENOENT naming a temp file.
+    const dangling = path.join(ws.dir, 'exported', 'gone-link');
+    symlinkSync(path.join(ws.dir, 'nowhere'), dangling);
+    expect(await fails(path.join(dangling, 't.json'))).toContain(`cannot create ${dangling}: ${dangling} is a link that leads nowhere`);
     const full = await fails('/dev/full');
     expect(full).toContain('cannot write /dev/full: no space left on the disk');
     expect(full).not.toMatch(/ENOSPC|EISDIR|EEXIST/);

@@ -26,15 +26,18 @@ describe('ScriptConfirm', () => {
     expect(wrapper.find('[data-test="confirm-env-warning"]').exists()).toBe(false);
   });
 
-  it('shows the folder as the system enters it, as written beside it, and a listener the request asks for (seventh re-attack of issue 41)', () => {
-    const planted = { target: { kind: 'script' as const, command: ['python3', 'train.py'], cwd: '/home/me/project/../../../tmp//evil/.', env: {} }, overrides: {}, collector: { host: '0.0.0.0', port: 29555 } };
+  it('shows the folder as written, warns when it climbs with "..", and shows a listener the request asks for (re-attacks 7 and 8 of issue 41)', () => {
+    const planted = { target: { kind: 'script' as const, command: ['python3', 'train.py'], cwd: '/srv/ws/l/../../home/me/project', env: {} }, overrides: {}, collector: { host: '0.0.0.0', port: 29555 } };
     const wrapper = mount(ScriptConfirm, { props: { request: planted } });
-    expect(wrapper.get('[data-test="confirm-cwd"]').text()).toBe('/tmp/evil');
-    expect(wrapper.get('[data-test="confirm-cwd-written"]').text()).toBe('(written /home/me/project/../../../tmp//evil/.)');
+    expect(wrapper.get('[data-test="confirm-cwd"]').text()).toBe('/srv/ws/l/../../home/me/project');
+    expect(wrapper.get('[data-test="confirm-cwd-climbs"]').text()).toContain('where it leads depends on the links along it');
     expect(wrapper.get('[data-test="confirm-listens"]').text()).toBe('on 0.0.0.0:29555 for the ranks of other machines');
     const plain = mount(ScriptConfirm, { props: { request: request({}) } });
     expect(plain.get('[data-test="confirm-cwd"]').text()).toBe('/home/me/project');
-    expect(plain.find('[data-test="confirm-cwd-written"]').exists()).toBe(false);
+    expect(plain.find('[data-test="confirm-cwd-climbs"]').exists()).toBe(false);
     expect(plain.find('[data-test="confirm-listens"]').exists()).toBe(false);
+    // A name that only starts with dots is not a climb.
+    const dotted = mount(ScriptConfirm, { props: { request: { ...request({}), target: { ...request({}).target, cwd: '/home/me/..hidden/.cache-x' } } } });
+    expect(dotted.find('[data-test="confirm-cwd-climbs"]').exists()).toBe(false);
   });
 });

@@ -77,6 +77,28 @@ describe('workspace', () => {
     expect(() => resolveInside(root, 'later/file.bin')).toThrowError(expect.objectContaining({ code: 'E_BAD_INPUT' }));
   });
 
+  it('refuses a chain of dangling links naming thousands of folders, and a loop, in words without a path: no stack overflow, no long walk (eighth re-attack of issue 41)', () => {
+    const root = scratch();
+    const outside = scratch();
+    mkdirSync(path.join(root, 'deep'));
+    // L0 -> L1/x/x/…/x (1,900 parts), L1 -> L2/x/…, and so on: followed a part at a time, recursively, it overflowed the stack.
+    const xs = Array.from({ length: 1_900 }, () => 'x').join('/');
+    for (let k = 0; k < 8; k++) symlinkSync(`L${k + 1}/${xs}`, path.join(root, 'deep', `L${k}`));
+    expect(() => resolveInside(root, 'deep/L0/a')).toThrowError(
+      expect.objectContaining({ code: 'E_BAD_INPUT', message: 'path "deep/L0/a" cannot be followed: it names more than 1024 folders once its links are followed' }),
+    );
+    // A loop outside the workspace is refused without naming where it is.
+    symlinkSync(path.join(outside, 'b'), path.join(outside, 'a'));
+    symlinkSync(path.join(outside, 'a'), path.join(outside, 'b'));
+    symlinkSync(path.join(outside, 'a'), path.join(root, 'loop.json'));
+    expect(() => resolveInside(root, 'loop.json')).toThrowError(
+      expect.objectContaining({ code: 'E_BAD_INPUT', message: 'path "loop.json" cannot be followed: it goes through more than 40 links (a loop?)' }),
+    );
+    // A missing folder followed by "..": walked as the kernel would, back into what exists.
+    mkdirSync(path.join(root, 'sources'));
+    expect(resolveInside(root, 'sources/missing/../a.csv')).toBe(path.join(root, 'sources', 'a.csv'));
+  });
+
   it('allows links that stay inside, and a workspace reached through a link', () => {
     const real = scratch();
     mkdirSync(path.join(real, 'sources', 'data'), { recursive: true });

@@ -5,9 +5,9 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 
 import { ApiError } from '../../api/errors';
-import { resolvedFolder } from '../../api/resolved-folder';
 import { sensitiveEnv } from '../../api/script-target';
 import { maxColumns, printable, shellLine, shellWord, visibleBlanks } from '../../api/shell-word';
+import { realFolderOf } from './workspace-files';
 
 export interface SavedCommand {
   command: readonly string[];
@@ -85,9 +85,9 @@ function whatRuns(request: SavedRequest): string {
   const names = Object.keys(target.env);
   const named = [...names.filter((n) => sensitive.has(n)), ...names.filter((n) => !sensitive.has(n))];
   const env = named.length ? `, with ${named.join(', ')} set in its environment` : '';
-  // The folder as the system enters it: a seventh re-attack wrote it with ".." and spelt "the folder /home/me/project"
-  // out of the command's words right above this line.
-  return `It runs ${shellLine(head)}${rest} in ${shellWord(resolvedFolder(target.cwd))}${env}${lookedUpInFolder(target) ?? ''}${listens(request)}`;
+  // The folder as the system enters it, links followed: a seventh re-attack wrote it with ".." and spelt "the folder
+  // /home/me/project" out of the command's words right above this line; an eighth put a link before the "..".
+  return `It runs ${shellLine(head)}${rest} in ${shellWord(realFolderOf(target.cwd) ?? target.cwd)}${env}${lookedUpInFolder(target) ?? ''}${listens(request)}`;
 }
 
 /** A job across machines opens a listener for the other nodes' ranks: where, when the file asks for one. */

@@ -417,6 +417,8 @@ export async function makeChosenFolder(abs: string): Promise<void> {
       break;
     }
     if (st.code !== 'ENOENT') throw new ApiError('E_BAD_INPUT', `cannot create ${abs}: ${failureReason(st.code) ?? st.message}`);
+    // A link to nothing is there, not missing: made "through" it, the next step failed with a raw ENOENT and a temp name.
+    if ((await fs.lstat(at).catch(() => null))?.isSymbolicLink()) throw new ApiError('E_BAD_INPUT', `cannot create ${abs}: ${at} is a link that leads nowhere`);
     missing.unshift(at);
     if (path.dirname(at) === at) break;
   }
@@ -426,6 +428,19 @@ export async function makeChosenFolder(abs: string): Promise<void> {
       const why = err.code === 'ENOENT' ? `${path.dirname(dir)} does not take new folders` : (failureReason(err.code) ?? err.message);
       throw new ApiError('E_BAD_INPUT', `cannot create ${abs}: ${why}`);
     });
+  }
+}
+
+/**
+ * The folder a command will run in as the system enters it, links followed (what a person agrees to), or null when
+ * it cannot be entered (then nothing runs there). A planted link with ".." after it named the person's own project
+ * when resolved as text, while the command ran in the planted one (eighth re-attack of issue 41).
+ */
+export function realFolderOf(abs: string): string | null {
+  try {
+    return realpathSync.native(abs);
+  } catch {
+    return null;
   }
 }
 
