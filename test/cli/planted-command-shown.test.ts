@@ -24,7 +24,10 @@ import { tempDir } from '../helpers/temp-dir';
 const run = promisify(execFile);
 const ws = tempDir('planted-command-');
 beforeAll(requireBuilt);
-afterAll(() => ws.cleanup());
+afterAll(() => {
+  ws.cleanup();
+  rmSync('/tmp/x\r\x1b[2K', { recursive: true, force: true });
+});
 
 /** Any C0 control but the newline that ends a line, C1 control or DEL. */
 // eslint-disable-next-line no-control-regex -- control characters are what it finds
@@ -49,6 +52,8 @@ async function trainbenchWith(env: Record<string, string>, ...args: string[]) {
 }
 
 beforeAll(() => {
+  // The planted folder exists: a folder whose real path cannot be worked out is not offered to run at all.
+  mkdirSync(cwd, { recursive: true });
   mkdirSync(path.join(ws.dir, 'runs', ID), { recursive: true });
   const record = {
     schemaVersion: 2,
@@ -245,6 +250,43 @@ describe('a command planted in a run file', () => {
     expect(r.code).toBe(2);
     expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {2}It runs \/usr\/bin\/python3 train\.py in \/tmp; it listens on 0\.0\.0\.0:29555 for the ranks of other machines; pass --yes [0-9a-f]{32} to run exactly this$/);
     done();
+  });
+
+  it('offers no fingerprint for a folder it cannot resolve, binds the fingerprint to the real folder, and counts the real folder in the cap (ninth re-attack of issue 41)', async () => {
+    const id = '20260101-000011-realdir';
+    // Gone (or past the longest path through links): shown only as written, it would name what the reader expects.
+    let done = plantTarget(id, ['/usr/bin/python3', 'train.py'], {}, { cwd: '/nonexistent-trainbench/project' });
+    let r = await trainbench('check', '--against', id, '--workspace', ws.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('Its folder cannot be entered here (missing, relative, or reached through links past the longest path): it is not offered to run');
+    expect(r.stderr).not.toContain('--yes');
+    done();
+    // A link on the way pointed at the person's project for the reading, and at a planted one for the --yes.
+    const base = tempDir('planted-swap-');
+    for (const dir of ['project', 'planted']) mkdirSync(path.join(base.dir, dir));
+    symlinkSync(path.join(base.dir, 'project'), path.join(base.dir, 'lnk'));
+    done = plantTarget(id, ['/bin/sh', '-c', 'touch ran'], {}, { cwd: path.join(base.dir, 'lnk') });
+    r = await trainbench('check', '--against', id, '--workspace', ws.dir);
+    const fingerprint = /--yes ([0-9a-f]{32})/.exec(r.stderr)![1];
+    expect(r.stderr.trimEnd().split('\n').at(-1)).toContain(`in ${path.join(realpathSync(base.dir), 'project')}; pass --yes ${fingerprint}`);
+    rmSync(path.join(base.dir, 'lnk'));
+    symlinkSync(path.join(base.dir, 'planted'), path.join(base.dir, 'lnk'));
+    r = await trainbench('check', '--against', id, '--yes', fingerprint, '--workspace', ws.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`--yes ${fingerprint} was given for another command`);
+    expect(readdirSync(path.join(base.dir, 'planted'))).toEqual([]);
+    done();
+    // A short folder as written whose real path is ~4,000 characters: the last line would carry a fake one 50 rows down.
+    const deep = path.join(base.dir, ...Array.from({ length: 16 }, () => 'a'.repeat(250)));
+    mkdirSync(deep, { recursive: true });
+    symlinkSync(deep, path.join(base.dir, 'short'));
+    done = plantTarget(id, ['/usr/bin/python3', 'train.py'], {}, { cwd: path.join(base.dir, 'short') });
+    r = await trainbench('check', '--against', id, '--workspace', ws.dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/can fill [\d,]+ columns of a terminal .* it is not offered to run/);
+    expect(r.stderr).not.toContain('--yes');
+    done();
+    base.cleanup();
   });
 
   it('check --against a run whose file cannot be read says what is wrong with the file, not that there is no run', async () => {

@@ -85,7 +85,18 @@ describe('workspace', () => {
     const xs = Array.from({ length: 1_900 }, () => 'x').join('/');
     for (let k = 0; k < 8; k++) symlinkSync(`L${k + 1}/${xs}`, path.join(root, 'deep', `L${k}`));
     expect(() => resolveInside(root, 'deep/L0/a')).toThrowError(
-      expect.objectContaining({ code: 'E_BAD_INPUT', message: 'path "deep/L0/a" cannot be followed: it names more than 1024 folders once its links are followed' }),
+      expect.objectContaining({ code: 'E_BAD_INPUT', message: 'path "deep/L0/a" cannot be followed: it names more than 256 folders once its links are followed' }),
+    );
+    // Links whose expansion is longer than any path: the kernel follows them on (to /etc here) where a walk that took
+    // a too-long name as a plain one stopped inside the workspace (ninth re-attack).
+    const chain = (name: string) => path.join(root, name, ...Array.from({ length: 11 }, () => 'b'.repeat(200)));
+    mkdirSync(chain('c1'), { recursive: true });
+    mkdirSync(chain('c2'), { recursive: true });
+    symlinkSync(chain('c1'), path.join(root, 's1'));
+    symlinkSync(chain('c2'), path.join(chain('c1'), 's2'));
+    symlinkSync('/etc', path.join(chain('c2'), 'esc'));
+    expect(() => resolveInside(root, 's1/s2/esc/passwd')).toThrowError(
+      expect.objectContaining({ code: 'E_BAD_INPUT', message: expect.stringMatching(/^path "s1\/s2\/esc\/passwd" (leads outside the workspace through a link|cannot be followed: it is longer than 4096 bytes)/) }),
     );
     // A loop outside the workspace is refused without naming where it is.
     symlinkSync(path.join(outside, 'b'), path.join(outside, 'a'));

@@ -32,11 +32,13 @@ function canonical(value: unknown): string {
 }
 
 /**
- * 128 bits of SHA-256 over the whole request: a file's writer picks both the command shown and the one swapped
- * in, so it is a collision they would need (2^64 hashes at 128 bits; 48 bits fall to a laptop in minutes).
+ * 128 bits of SHA-256 over the whole request and the real path of its folder: a file's writer picks both the command
+ * shown and the one swapped in, so it is a collision they would need (2^64 hashes at 128 bits; 48 bits fall to a
+ * laptop in minutes). The real folder is in it because a link on the way can be swapped after the reading: the ninth
+ * re-attack pointed one at the person's project for the reading and at a planted one for the --yes.
  */
 export function commandFingerprint(request: SavedRequest): string {
-  return createHash('sha256').update(canonical(request)).digest('hex').slice(0, 32);
+  return createHash('sha256').update(canonical(request)).update('\0').update(realFolderOf(request.target.cwd) ?? '').digest('hex').slice(0, 32);
 }
 
 /**
@@ -76,7 +78,7 @@ function lookedUpInFolder(target: SavedCommand): string | null {
  * ran its own ./python3 through PATH=. while this line said "python3 train.py", a sixth its own usercustomize through
  * HOME, and a relative entry in the person's own PATH found a python3 planted in the folder.
  */
-function whatRuns(request: SavedRequest): string {
+function whatRuns(request: SavedRequest, folder: string): string {
   const { target } = request;
   const { command } = target;
   const head = command.slice(0, 3).map((w) => (w.length > 60 ? `${w.slice(0, 60)}…` : w));
@@ -87,7 +89,7 @@ function whatRuns(request: SavedRequest): string {
   const env = named.length ? `, with ${named.join(', ')} set in its environment` : '';
   // The folder as the system enters it, links followed: a seventh re-attack wrote it with ".." and spelt "the folder
   // /home/me/project" out of the command's words right above this line; an eighth put a link before the "..".
-  return `It runs ${shellLine(head)}${rest} in ${shellWord(realFolderOf(target.cwd) ?? target.cwd)}${env}${lookedUpInFolder(target) ?? ''}${listens(request)}`;
+  return `It runs ${shellLine(head)}${rest} in ${shellWord(folder)}${env}${lookedUpInFolder(target) ?? ''}${listens(request)}`;
 }
 
 /** A job across machines opens a listener for the other nodes' ranks: where, when the file asks for one. */
@@ -105,12 +107,19 @@ function listens(request: SavedRequest): string {
  * and what running it does. A request too long to read is refused without a fingerprint.
  */
 export function requireConsent(what: string, request: SavedRequest, consent: string | boolean | undefined): void {
-  const fingerprint = commandFingerprint(request);
-  if (consent === fingerprint) return;
   const { target, ...settings } = request;
+  // A folder whose real path cannot be worked out (a link chain past the longest path, gone, relative) could be shown
+  // only as written, which names what the reader expects, not where the system goes (ninth re-attack).
+  const real = path.isAbsolute(target.cwd) ? realFolderOf(target.cwd) : null;
+  const fingerprint = commandFingerprint(request);
+  if (consent === fingerprint && real !== null) return;
   const env = Object.entries(target.env).map(([k, v]) => `${k}=${shellWord(v)}`);
   const shown = `the settings ${visibleBlanks(printable(canonical(settings)))}, ${env.length ? `the environment ${env.join(' ')}, ` : ''}the folder ${shellWord(target.cwd)} and the command ${shellLine([...target.command])}`;
-  const columns = maxColumns(shown);
+  if (real === null) {
+    throw new ApiError('E_BAD_INPUT', `${what}: the run's file names ${shown}.\nIts folder cannot be entered here (missing, relative, or reached through links past the longest path): it is not offered to run; read the run's file and start the command yourself`);
+  }
+  // The last line counts too: it names the real folder, which links can make long (ninth re-attack).
+  const columns = maxColumns(shown) + maxColumns(whatRuns(request, real));
   if (env.length > MAX_SHOWN_ENV) {
     throw new ApiError(
       'E_BAD_INPUT',
@@ -126,5 +135,5 @@ export function requireConsent(what: string, request: SavedRequest, consent: str
   const given = typeof consent === 'string' ? `--yes ${shellWord(consent)} was given for another command; ` : '';
   // The fingerprint on a line of its own that starts with what runs: words spelling a consent message of their own,
   // wrapped to look like one, could otherwise end right before the real --yes (fourth re-attack of issue 41).
-  throw new ApiError('E_BAD_INPUT', `${what}: ${given}the run's file names ${shown}.\n${whatRuns(request)}; pass --yes ${fingerprint} to run exactly this`);
+  throw new ApiError('E_BAD_INPUT', `${what}: ${given}the run's file names ${shown}.\n${whatRuns(request, real)}; pass --yes ${fingerprint} to run exactly this`);
 }

@@ -90,7 +90,9 @@ function makeOne(at: string, shown: string): void {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // Taken (by a folder, or by a link or file that holding it then refuses).
-    if (code !== 'EEXIST') throw new WorkspaceFileError('not-a-folder', shown, `${shown} cannot be created: ${failureReason(code) ?? code ?? 'error'}`);
+    // ENOENT: the folder held above it was removed meanwhile (a swap race of the ninth re-attack showed the bare code).
+    const why = code === 'ENOENT' ? 'the folder it goes in was removed meanwhile' : (failureReason(code) ?? code ?? 'error');
+    if (code !== 'EEXIST') throw new WorkspaceFileError('not-a-folder', shown, `${shown} cannot be created: ${why}`);
   }
 }
 
